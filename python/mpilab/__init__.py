@@ -1,0 +1,3 @@
+"""mpilab: measure, model, tune and harden MPI communication."""
+
+__version__ = "0.1.0"

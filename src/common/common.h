@@ -1,0 +1,36 @@
+/* Internal helpers shared by every capability: one-line errors, atomic file output,
+ * result-file provenance. Not part of the public API. */
+#ifndef MPILAB_SRC_COMMON_H
+#define MPILAB_SRC_COMMON_H
+
+#include <jansson.h>
+#include <mpi.h>
+#include <stddef.h>
+
+#define MPILAB_RESULTS_SCHEMA "mpilab.results/1"
+
+/* Write `text` (length `len`) to `path` via `path.tmp.<pid>` + rename. Returns 0 on
+ * success; on failure removes the temporary file, writes a one-line reason to `err`
+ * and returns -1. */
+int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
+
+/* Dump `root` as indented JSON to `path` atomically. Same contract as above. */
+int mpilab_json_write_atomic(const char *path, const json_t *root, char *err, size_t errlen);
+
+/* Build the "provenance" object of the results schema. Collective over `comm` when MPI is
+ * initialised (gathers host names and the rank->host/core mapping); with
+ * comm == MPI_COMM_NULL or MPI not initialised it describes the calling process only.
+ * `tool` is the program name, argv is recorded as "command". Returns a new reference. */
+json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv);
+
+/* Current UTC time as ISO 8601 (YYYY-MM-DDTHH:MM:SSZ) into buf. */
+void mpilab_iso_date(char *buf, size_t len);
+
+/* Strict number parsing for command-line input: the whole string must be a number.
+ * Return 0 on success, -1 if unparsable or out of range. */
+int mpilab_parse_i64(const char *s, long long *out);
+int mpilab_parse_double(const char *s, double *out);
+/* Sizes with optional suffix K, M, G (powers of 1024): "4K", "1M", "100". Non-negative. */
+int mpilab_parse_size(const char *s, size_t *out);
+
+#endif
