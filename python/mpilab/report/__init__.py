@@ -1,0 +1,8 @@
+"""The HTML report of a results file: plots (matplotlib, Agg, embedded as PNG) and tables.
+
+`build_report(results, out_html)` writes one self-contained HTML file atomically.
+"""
+
+from mpilab.report.html import build_report, render_report
+
+__all__ = ["build_report", "render_report"]

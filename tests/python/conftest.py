@@ -1,0 +1,131 @@
+"""Shared, generic pytest helpers. Capability-specific fixtures live in their own test files."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _stats(mean: float, reps: int, rng: random.Random) -> tuple[dict[str, Any], list[float]]:
+    samples = [mean * (1 + 0.02 * rng.uniform(-1, 1)) for _ in range(reps)]
+    m = sum(samples) / reps
+    sd = math.sqrt(sum((x - m) ** 2 for x in samples) / (reps - 1)) if reps > 1 else 0.0
+    ci = 2.0 * sd / math.sqrt(reps)
+    ss = sorted(samples)
+    return ({"mean": m, "ci_half": ci, "rel_err": ci / m, "median": ss[reps // 2],
+             "min": ss[0], "max": ss[-1], "stdev": sd, "reps": reps, "invalid": 0,
+             "converged": True}, samples)
+
+
+def make_results(ranks: int = 4, sizes: tuple[int, ...] = (0, 1024, 65536, 1 << 20),
+                 seed: int = 1) -> dict[str, Any]:
+    """A complete, schema-conforming synthetic `mpilab.results/1` document: all-pairs p2p
+    (parallel schedule), scatter/gather (native, linear, binomial) with max, root, global and
+    opspec timing, bcast and allreduce (native), Hockney models and predictions, and clock
+    synchronisation. Times follow alpha + beta*m with alpha 5 us, beta 1 ns/byte."""
+    rng = random.Random(seed)
+    alpha, beta = 5e-6, 1e-9
+    prec = {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 100}
+    meas: list[dict[str, Any]] = []
+
+    def add(extra: dict[str, Any], mean: float, reps: int = 8) -> None:
+        st, samples = _stats(mean, reps, rng)
+        meas.append({**extra, "precision": prec, "stats": st, "samples": samples,
+                     "valid": [True] * reps})
+
+    for i in range(ranks):
+        for j in range(i + 1, ranks):
+            for m in sizes:
+                add({"op": "p2p", "impl": "roundtrip", "timing": "p2p", "schedule": "parallel",
+                     "isolation": "barrier", "pair": [i, j], "bytes": m, "bytes_back": m,
+                     "root": 0, "ranks": ranks}, 2 * (alpha + beta * m) * (1 + 0.1 * (i + j)))
+    for op in ("scatter", "gather"):
+        for impl in ("native", "linear", "binomial"):
+            for timing in ("max", "root", "global", "opspec"):
+                if timing == "opspec" and impl == "native":
+                    continue
+                for m in sizes:
+                    k = {"native": 1.0, "linear": ranks - 1.0, "binomial": 2.0}[impl]
+                    add({"op": op, "impl": impl, "timing": timing, "isolation": "barrier",
+                         "bytes": m, "root": 0, "ranks": ranks}, k * (alpha + beta * m))
+    for op in ("bcast", "allreduce"):
+        for timing in ("max", "root", "global"):
+            for m in sizes:
+                add({"op": op, "impl": "native", "timing": timing, "isolation": "barrier",
+                     "bytes": m, "root": 0, "ranks": ranks}, 2 * (alpha + beta * m))
+    pairs = [{"i": i, "j": j, "alpha": alpha, "beta": beta,
+              "ranges": [{"from": 0, "to": 65536, "alpha": alpha, "beta": beta},
+                         {"from": 65537, "to": 1 << 20, "alpha": 2 * alpha, "beta": beta}]}
+             for i in range(ranks) for j in range(i + 1, ranks)]
+    preds = [{"op": op, "impl": impl, "bytes": m, "predicted": k * (alpha + beta * m),
+              "measured": k * (alpha + beta * m) * 1.1}
+             for op in ("scatter", "gather") for impl, k in (("linear", ranks - 1.0),
+                                                             ("binomial", 2.0))
+             for m in sizes]
+    return {
+        "schema": "mpilab.results/1",
+        "provenance": {
+            "tool": "mpilab-bench", "version": "0.1.0", "mpi": "Open MPI v4.1.4",
+            "mpi_standard": "3.1", "date": "2026-11-21T10:00:00Z",
+            "command": "mpilab-bench --ops p2p,scatter --timing max,root,global,opspec",
+            "ranks": ranks, "hosts": ["node0"],
+            "mapping": [{"rank": r, "host": "node0", "pu": r % 2} for r in range(ranks)],
+            "options": {"timing": ["max", "root", "global", "opspec"], "isolation": "barrier"},
+            "clock_sync": {"method": "skampi", "max_residual_s": 1.2e-7,
+                           "ranks": [{"rank": r, "offset_s": 1e-6 * r, "drift": 1e-9,
+                                      "residual_s": 1e-7} for r in range(1, ranks)]},
+        },
+        "measurements": meas,
+        "models": {"hockney": {"pairs": pairs}, "predictions": preds},
+    }
+
+
+@pytest.fixture
+def synthetic_results() -> Callable[..., dict[str, Any]]:
+    """Factory: synthetic_results(ranks=4, sizes=(...)) -> a results document (dict)."""
+    return make_results
+
+
+@pytest.fixture
+def write_json(tmp_path: Path) -> Callable[[Any, str], Path]:
+    """write_json(obj, name) -> path of obj dumped (indented) into tmp_path/name."""
+
+    def write(obj: Any, name: str = "results.json") -> Path:
+        p = tmp_path / name
+        p.write_text(json.dumps(obj, indent=1))
+        return p
+
+    return write
+
+
+def cli_env() -> dict[str, str]:
+    """Environment to run `python -m mpilab.cli` from this tree (also when not installed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path) -> Callable[..., Any]:
+    """run_cli(*args, timeout=..., cwd=tmp_path) -> CompletedProcess of `python -m mpilab.cli`."""
+    import subprocess
+
+    def run(*args: str, timeout: float = 300, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], cwd=cwd or tmp_path,
+                              env=env or cli_env(), capture_output=True, text=True,
+                              timeout=timeout)
+
+    return run
