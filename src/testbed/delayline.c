@@ -1,0 +1,344 @@
+/* Delay line engine: see delayline.h. One thread: read what the kernel routed into the
+ * tun device, stamp it with its release time, write it back when that time comes. */
+#include "testbed/delayline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/common.h"
+
+#define DL_ALIGN 8u
+#define DL_HDR (sizeof(mpilab_dl_rec))
+#define DL_VNET_HDR_LEN 10  /* struct virtio_net_hdr */
+#define DL_MAX_PACKET (65536u + 256u)
+
+static size_t dl_align(size_t n) { return (n + DL_ALIGN - 1) & ~(size_t)(DL_ALIGN - 1); }
+
+int mpilab_dl_ring_init(mpilab_dl_ring *r, size_t cap)
+{
+    memset(r, 0, sizeof(*r));
+    cap &= ~(size_t)(DL_ALIGN - 1);
+    if (cap < 2 * DL_HDR)
+        return -1;
+    r->buf = malloc(cap);
+    if (!r->buf)
+        return -1;
+    r->cap = cap;
+    return 0;
+}
+
+void mpilab_dl_ring_free(mpilab_dl_ring *r)
+{
+    free(r->buf);
+    memset(r, 0, sizeof(*r));
+}
+
+unsigned char *mpilab_dl_ring_reserve(mpilab_dl_ring *r, size_t maxlen)
+{
+    size_t need = dl_align(DL_HDR + maxlen);
+    if (r->count == 0)
+        r->head = r->tail = r->used = 0;
+    r->pend_pad = 0;
+    if (r->tail >= r->head) {
+        if (r->cap - r->tail >= need) {
+            r->pend_off = r->tail;
+        } else if (r->head > need) {
+            r->pend_pad = r->cap - r->tail;
+            r->pend_off = 0;
+        } else {
+            return NULL;
+        }
+    } else if (r->head - r->tail > need) {
+        r->pend_off = r->tail;
+    } else {
+        return NULL;
+    }
+    return r->buf + r->pend_off + DL_HDR;
+}
+
+void mpilab_dl_ring_commit(mpilab_dl_ring *r, size_t len, int64_t due_ns)
+{
+    if (r->pend_pad) {
+        /* a padding record tells the reader to go back to offset 0; when fewer than a
+         * header's bytes are left the reader wraps without one */
+        if (r->pend_pad >= DL_HDR) {
+            mpilab_dl_rec w = {.due_ns = 0, .len = 0, .wrap = 1};
+            memcpy(r->buf + r->tail, &w, sizeof(w));
+        }
+        r->used += r->pend_pad;
+    }
+    mpilab_dl_rec h = {.due_ns = due_ns, .len = (uint32_t)len, .wrap = 0};
+    memcpy(r->buf + r->pend_off, &h, sizeof(h));
+    size_t sz = dl_align(DL_HDR + len);
+    r->tail = r->pend_off + sz;
+    r->used += sz;
+    r->count++;
+    r->pend_pad = 0;
+}
+
+const mpilab_dl_rec *mpilab_dl_ring_peek(const mpilab_dl_ring *r)
+{
+    if (r->count == 0)
+        return NULL;
+    return (const mpilab_dl_rec *)(const void *)(r->buf + r->head);
+}
+
+void mpilab_dl_ring_pop(mpilab_dl_ring *r)
+{
+    if (r->count == 0)
+        return;
+    const mpilab_dl_rec *h = mpilab_dl_ring_peek(r);
+    size_t sz = dl_align(DL_HDR + h->len);
+    r->head += sz;
+    r->used -= sz;
+    r->count--;
+    if (r->count == 0) {
+        r->head = r->tail = r->used = 0;
+        return;
+    }
+    if (r->cap - r->head < DL_HDR) {
+        r->used -= r->cap - r->head;
+        r->head = 0;
+    } else {
+        mpilab_dl_rec next;
+        memcpy(&next, r->buf + r->head, sizeof(next));
+        if (next.wrap) {
+            r->used -= r->cap - r->head;
+            r->head = 0;
+        }
+    }
+}
+
+/* ---- the running delay line ---- */
+
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_dump;
+
+static void on_stop(int sig) { (void)sig; g_stop = 1; }
+static void on_dump(int sig) { (void)sig; g_dump = 1; }
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6; }
+
+static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st, int running)
+{
+    if (!opt->stats)
+        return 0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    json_t *o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:b}",
+        "dev", opt->dev, "delay_s", (double)opt->delay_ns * 1e-9,
+        "buffer_bytes", (json_int_t)opt->buffer,
+        "packets", (json_int_t)st->packets, "bytes", (json_int_t)st->bytes,
+        "dropped", (json_int_t)st->dropped, "dropped_bytes", (json_int_t)st->dropped_bytes,
+        "write_errors", (json_int_t)st->write_errors,
+        "late_mean_s", st->packets ? st->late_sum_s / (double)st->packets : 0.0,
+        "late_max_s", st->late_max_s, "max_held_bytes", (json_int_t)st->max_held_bytes,
+        "cpu_user_s", tv_s(ru.ru_utime), "cpu_sys_s", tv_s(ru.ru_stime),
+        "running", running);
+    if (!o) {
+        fprintf(stderr, "mpilab-delayline: out of memory\n");
+        return -1;
+    }
+    char err[512];
+    int rc = mpilab_json_write_atomic(opt->stats, o, err, sizeof(err));
+    json_decref(o);
+    if (rc != 0)
+        fprintf(stderr, "mpilab-delayline: %s\n", err);
+    return rc;
+}
+
+static int open_tun(const mpilab_dl_options *opt)
+{
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "mpilab-delayline: /dev/net/tun: %s\n", strerror(errno));
+        return -1;
+    }
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI | (opt->vnet_hdr ? IFF_VNET_HDR : 0);
+    if (strlen(opt->dev) >= sizeof(ifr.ifr_name)) {
+        fprintf(stderr, "mpilab-delayline: --dev %s: name too long\n", opt->dev);
+        close(fd);
+        return -1;
+    }
+    memcpy(ifr.ifr_name, opt->dev, strlen(opt->dev) + 1);
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+        fprintf(stderr, "mpilab-delayline: attach to tun device %s: %s\n", opt->dev, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* A persistent device keeps the offloads of its previous user: set them explicitly. */
+    unsigned long offload = 0;
+    if (opt->vnet_hdr) {
+        int hdrlen = DL_VNET_HDR_LEN;
+        if (ioctl(fd, TUNSETVNETHDRSZ, &hdrlen) < 0) {
+            fprintf(stderr, "mpilab-delayline: TUNSETVNETHDRSZ: %s\n", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        offload = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+    }
+    if (ioctl(fd, TUNSETOFFLOAD, offload) < 0) {
+        fprintf(stderr, "mpilab-delayline: TUNSETOFFLOAD: %s\n", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        fprintf(stderr, "mpilab-delayline: O_NONBLOCK: %s\n", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int mpilab_dl_run(const mpilab_dl_options *opt)
+{
+    mpilab_dl_ring ring;
+    if (mpilab_dl_ring_init(&ring, opt->buffer) != 0) {
+        fprintf(stderr, "mpilab-delayline: cannot allocate a %zu-byte buffer\n", opt->buffer);
+        return 1;
+    }
+    if (opt->buffer < 2 * dl_align(DL_HDR + DL_MAX_PACKET)) {
+        fprintf(stderr, "mpilab-delayline: --buffer %zu: must hold at least two 64 KiB packets\n",
+                opt->buffer);
+        mpilab_dl_ring_free(&ring);
+        return 2;
+    }
+    unsigned char *scratch = malloc(DL_MAX_PACKET);
+    if (!scratch) {
+        mpilab_dl_ring_free(&ring);
+        fprintf(stderr, "mpilab-delayline: out of memory\n");
+        return 1;
+    }
+    int fd = open_tun(opt);
+    if (fd < 0) {
+        free(scratch);
+        mpilab_dl_ring_free(&ring);
+        return 1;
+    }
+    /* wake up when asked, not up to 50 us later */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+    sigset_t block, orig;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &block, &orig);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_dump;
+    sigaction(SIGUSR1, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (opt->pidfile) {
+        char txt[32], err[512];
+        int n = snprintf(txt, sizeof(txt), "%ld\n", (long)getpid());
+        if (mpilab_write_atomic(opt->pidfile, txt, (size_t)n, err, sizeof(err)) != 0) {
+            fprintf(stderr, "mpilab-delayline: %s\n", err);
+            close(fd);
+            free(scratch);
+            mpilab_dl_ring_free(&ring);
+            return 1;
+        }
+    }
+
+    mpilab_dl_stats st;
+    memset(&st, 0, sizeof(st));
+    int rc = 0;
+    while (!g_stop) {
+        int64_t now = mono_ns();
+        for (;;) {
+            /* release everything that is due, then take in at most one packet, so a burst
+             * of arrivals never delays a release by more than one read */
+            const mpilab_dl_rec *h;
+            while ((h = mpilab_dl_ring_peek(&ring)) && h->due_ns <= now) {
+                ssize_t w = write(fd, (const unsigned char *)h + DL_HDR, h->len);
+                int64_t late = now - h->due_ns;
+                if (w < 0)
+                    st.write_errors++;
+                st.packets++;
+                st.bytes += h->len;
+                st.late_sum_s += (double)late * 1e-9;
+                if ((double)late * 1e-9 > st.late_max_s)
+                    st.late_max_s = (double)late * 1e-9;
+                mpilab_dl_ring_pop(&ring);
+                now = mono_ns();
+            }
+            unsigned char *dst = mpilab_dl_ring_reserve(&ring, DL_MAX_PACKET);
+            ssize_t n = read(fd, dst ? dst : scratch, DL_MAX_PACKET);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                    break;
+                fprintf(stderr, "mpilab-delayline: read %s: %s\n", opt->dev, strerror(errno));
+                rc = 1;
+                g_stop = 1;
+                break;
+            }
+            now = mono_ns();
+            if (!dst) { /* full: tail drop, like a real queue */
+                st.dropped++;
+                st.dropped_bytes += (uint64_t)n;
+                continue;
+            }
+            mpilab_dl_ring_commit(&ring, (size_t)n, now + opt->delay_ns);
+            if (ring.used > st.max_held_bytes)
+                st.max_held_bytes = ring.used;
+        }
+        if (g_dump) {
+            g_dump = 0;
+            write_stats(opt, &st, 1);
+        }
+        if (g_stop)
+            break;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
+        const mpilab_dl_rec *h = mpilab_dl_ring_peek(&ring);
+        struct timespec ts, *tsp = NULL;
+        if (h) {
+            int64_t wait = h->due_ns - mono_ns();
+            if (wait < 0)
+                wait = 0;
+            ts.tv_sec = (time_t)(wait / 1000000000);
+            ts.tv_nsec = (long)(wait % 1000000000);
+            tsp = &ts;
+        }
+        if (ppoll(&pfd, 1, tsp, &orig) < 0 && errno != EINTR) {
+            fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
+            rc = 1;
+            break;
+        }
+    }
+    /* packets still held are dropped, as on a link that goes away */
+    if (write_stats(opt, &st, 0) != 0 && rc == 0)
+        rc = 1;
+    close(fd);
+    free(scratch);
+    mpilab_dl_ring_free(&ring);
+    return rc;
+}

@@ -1,0 +1,161 @@
+/* mpilab-tb-pingpong: ranks 0 and 1 exchange COUNT messages of BYTES bytes, each filled
+ * with a pattern that depends on the iteration and the direction; every byte received is
+ * checked. Progress lines carry CLOCK_REALTIME stamps so they can be lined up with the
+ * testbed's fault log. Exit codes: 0 all bytes verified, 1 data error, 2 usage,
+ * 3 stalled (no progress for --stall seconds: the watchdog reports a hung link). */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+static volatile sig_atomic_t g_iter;
+
+static unsigned char pattern(int64_t iter, int dir, int64_t k)
+{
+    return (unsigned char)((iter * 131 + k * 7 + dir * 29 + (k >> 8)) & 0xff);
+}
+
+static double now_real(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    char msg[96] = "mpilab-tb-pingpong: stalled: no progress at iteration ";
+    char num[24];
+    int n = 0;
+    long v = (long)g_iter;
+    do { num[n++] = (char)('0' + v % 10); v /= 10; } while (v && n < 20);
+    size_t len = strlen(msg);
+    while (n > 0 && len + 2 < sizeof(msg))
+        msg[len++] = num[--n];
+    msg[len++] = '\n';
+    ssize_t w = write(2, msg, len);
+    (void)w;
+    _exit(3);
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"count", required_argument, NULL, 'c'}, {"bytes", required_argument, NULL, 'b'},
+        {"progress", required_argument, NULL, 'p'}, {"stall", required_argument, NULL, 's'},
+        {"corrupt-at", required_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int64_t count = 1000, bytes = 65536, progress = 0, stall = 0, corrupt_at = -1;
+    int c, bad = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': bad |= parse_i64(optarg, 1, INT64_MAX, &count); break;
+        case 'b': bad |= parse_i64(optarg, 1, INT_MAX, &bytes); break;
+        case 'p': bad |= parse_i64(optarg, 0, INT64_MAX, &progress); break;
+        case 's': bad |= parse_i64(optarg, 0, 3600, &stall); break;
+        case 'x': bad |= parse_i64(optarg, 0, INT64_MAX, &corrupt_at); break;
+        case 'h':
+            printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
+                   "[--stall S] [--corrupt-at I]\n");
+            return 0;
+        default: bad = 1; break;
+        }
+        if (bad) {
+            fprintf(stderr, "mpilab-tb-pingpong: bad option or value '%s'\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mpilab-tb-pingpong: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        if (rank == 0)
+            fprintf(stderr, "mpilab-tb-pingpong: needs at least 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    unsigned char *buf = malloc((size_t)bytes);
+    if (!buf) {
+        fprintf(stderr, "mpilab-tb-pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (stall > 0) {
+        signal(SIGALRM, on_alarm);
+        alarm((unsigned)stall);
+    }
+    int64_t errors = 0;
+    double t0 = now_real();
+    if (rank <= 1) {
+        int peer = 1 - rank;
+        for (int64_t i = 0; i < count && errors == 0; i++) {
+            g_iter = (sig_atomic_t)i;
+            for (int dir = 0; dir < 2; dir++) {
+                if (rank == dir) {
+                    for (int64_t k = 0; k < bytes; k++)
+                        buf[k] = pattern(i, dir, k);
+                    if (i == corrupt_at)
+                        buf[bytes / 2] ^= 0x40;
+                    MPI_Send(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
+                             MPI_COMM_WORLD);
+                } else {
+                    memset(buf, 0, (size_t)bytes);
+                    MPI_Recv(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
+                             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    for (int64_t k = 0; k < bytes; k++) {
+                        if (buf[k] != pattern(i, dir, k)) {
+                            fprintf(stderr, "mpilab-tb-pingpong: rank %d: data error at "
+                                    "iteration %lld byte %lld\n", rank, (long long)i, (long long)k);
+                            errors++;
+                            break;
+                        }
+                    }
+                }
+            }
+            if (stall > 0)
+                alarm((unsigned)stall);
+            if (rank == 0 && progress > 0 && (i + 1) % progress == 0) {
+                printf("pingpong %.6f iteration %lld\n", now_real(), (long long)(i + 1));
+                fflush(stdout);
+            }
+        }
+    }
+    if (stall > 0)
+        alarm(0);
+    int64_t all = 0;
+    MPI_Allreduce(&errors, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (all == 0)
+            printf("pingpong ok: %lld round trips of %lld bytes verified in %.3f s\n",
+                   (long long)count, (long long)bytes, now_real() - t0);
+        else
+            printf("pingpong FAILED: %lld data errors\n", (long long)all);
+        fflush(stdout);
+    }
+    free(buf);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}

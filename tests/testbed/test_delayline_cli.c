@@ -1,0 +1,57 @@
+/* mpilab-delayline refuses bad arguments with one line on stderr and exit status 2. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static int run(const char *args, char *out, size_t outlen)
+{
+    const char *bin = getenv("MPILAB_DELAYLINE");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1 >/dev/null", bin, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+int main(void)
+{
+    if (!getenv("MPILAB_DELAYLINE")) {
+        fprintf(stderr, "MPILAB_DELAYLINE not set\n");
+        return 1;
+    }
+    const char *bad[] = {"--dev x --delay -1ms", "--dev x --delay 5parsecs", "--dev x",
+                         "--delay 5ms", "--dev x --delay 5ms --buffer 12Q", "--dev x --delay 5ms extra",
+                         "--dev x --delay 5ms --bogus", "--dev x --delay 100s"};
+    int fails = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char out[4096];
+        int rc = run(bad[i], out, sizeof(out));
+        if (rc != 2 || lines(out) != 1 || strncmp(out, "mpilab-delayline: ", 18) != 0) {
+            fprintf(stderr, "args '%s': exit %d, stderr '%s'\n", bad[i], rc, out);
+            fails++;
+        }
+    }
+    /* a buffer too small for two GSO packets is refused before touching any device */
+    char out[4096];
+    int rc = run("--dev mpilabnosuchtun --delay 1ms --buffer 4K", out, sizeof(out));
+    if (rc != 2 || lines(out) != 1 || !strstr(out, "--buffer")) {
+        fprintf(stderr, "small buffer: exit %d, stderr '%s'\n", rc, out);
+        fails++;
+    }
+    if (fails == 0)
+        printf("delayline rejects bad arguments\n");
+    return fails ? 1 : 0;
+}
