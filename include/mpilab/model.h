@@ -29,7 +29,13 @@ int mpilab_hockney_fit(const double *bytes, const double *times, size_t n, mpila
 /* Piecewise fit where the curve breaks (protocol switches, e.g. eager -> rendezvous):
  * chooses up to max_ranges contiguous ranges over the sizes (input sorted by size) that
  * minimise the residual, with a penalty per extra range. Returns the number of ranges
- * written to out (>= 1), or 0 on failure. */
+ * written to out (>= 1), or 0 on failure.
+ * Details: residuals are relative (weighted least squares, weights 1/t^2), so times must
+ * be > 0 and sizes sorted ascending (n <= 2048); a range has >= 3 points (2 if n == 2) and
+ * two distinct sizes and never splits equal sizes; ranges are chosen by exact dynamic
+ * programming and their number K by n ln(SSE/n) + 7 K ln n.  range.from / range.to are the
+ * first / last measured size of the range.  With one range the result may differ slightly
+ * from mpilab_hockney_fit, which minimises absolute residuals. */
 size_t mpilab_hockney_fit_ranges(const double *bytes, const double *times, size_t n,
                                  mpilab_hockney_range_t *out, size_t max_ranges);
 
