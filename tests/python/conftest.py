@@ -129,3 +129,63 @@ def run_cli(tmp_path: Path) -> Callable[..., Any]:
                               timeout=timeout)
 
     return run
+
+
+FAKE_RUNNER = """#!{python}
+# Stand-in for mpilab-bench in tests of the Python side (set FAKE_BENCH_MODE).
+import json, os, sys
+sys.path.insert(0, {tests!r})
+from conftest import make_results
+args = sys.argv[1:]
+with open(os.environ["FAKE_BENCH_ARGS"], "w") as f:
+    json.dump(args, f)
+mode = os.environ.get("FAKE_BENCH_MODE", "ok")
+sys.stderr.write("fake-bench: measuring 1/2\\nfake-bench: measuring 2/2\\n")
+if mode.startswith("exit"):
+    sys.stderr.write("fake-bench: unknown op 'nosuch'\\n")
+    sys.exit(int(mode[4:]))
+out = args[args.index("--out") + 1] if "--out" in args else None
+if out is None or mode == "noout":
+    print("op bytes mean")
+    sys.exit(0)
+doc = make_results(ranks=3, sizes=(0, 4096))
+doc["provenance"]["command"] = " ".join(["mpilab-bench"] + args)
+text = json.dumps(doc, indent=1) if mode == "ok" else '{{"schema": "mpilab.results/1",'
+with open(out, "w") as f:
+    f.write(text)
+print("op bytes mean")
+"""
+
+
+@pytest.fixture
+def fake_bench(tmp_path: Path) -> Callable[[str], dict[str, str]]:
+    """fake_bench(mode) -> environment whose MPILAB_BIN holds a fake mpilab-bench.
+    Modes: ok (writes a synthetic results file to --out), exitN (fails with status N),
+    garbage (writes truncated JSON), noout (writes nothing). The arguments it received are
+    in the JSON list at env['FAKE_BENCH_ARGS']."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    exe = bindir / "mpilab-bench"
+    exe.write_text(FAKE_RUNNER.format(python=sys.executable, tests=str(Path(__file__).parent)))
+    exe.chmod(0o755)
+
+    def env(mode: str = "ok") -> dict[str, str]:
+        e = cli_env()
+        e["MPILAB_BIN"] = str(bindir)
+        e["FAKE_BENCH_MODE"] = mode
+        e["FAKE_BENCH_ARGS"] = str(tmp_path / "fake-args.json")
+        return e
+
+    return env
+
+
+def real_runner() -> str | None:
+    """Path of the built mpilab-bench ($MPILAB_BIN, build/bin), or None."""
+    cands = []
+    if os.environ.get("MPILAB_BIN"):
+        cands.append(Path(os.environ["MPILAB_BIN"]) / "mpilab-bench")
+    cands.append(REPO / "build" / "bin" / "mpilab-bench")
+    for c in cands:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    return None

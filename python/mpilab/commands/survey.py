@@ -1,0 +1,203 @@
+"""`mpilab survey [--np N] [--out DIR] [--quick]`: the main job.
+
+One run of the runner measures all-pairs point-to-point (parallel schedule), scatter and
+gather (native, linear, binomial) and bcast and allreduce (native) with every timing method
+(max, root, global, and opspec where it applies), and fits the models (Hockney per pair,
+predictions for linear/binomial scatter and gather). Then the results are validated, the
+report is rendered, and both land in DIR as results.json and report.html, only if every
+step succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpilab.commands.bench import RUNNER, add_launch_options, exit_status, runner_command
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.tools import mpi_env
+
+DEFAULT_DIR = "results/survey"
+
+OPS = ["p2p",
+       "scatter:native", "scatter:linear", "scatter:binomial",
+       "gather:native", "gather:linear", "gather:binomial",
+       "bcast:native", "allreduce:native"]
+TIMINGS = ["max", "root", "global", "opspec"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one survey asks the runner for."""
+
+    sizes: str
+    min_reps: int
+    max_reps: int
+    eps: float
+    cl: float = 0.95
+
+    def runner_args(self, out: str) -> list[str]:
+        return ["--ops", ",".join(OPS), "--timing", ",".join(TIMINGS),
+                "--sizes", self.sizes, "--p2p-schedule", "parallel",
+                "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
+                "--eps", repr(self.eps), "--cl", repr(self.cl),
+                "--isolation", "barrier", "--out", out]
+
+
+# Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
+# switches of Open MPI's shared-memory (4 KiB) and TCP (64 KiB) transports.
+FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=50, eps=0.05)
+QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
+
+_PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
+_RULE_RE = re.compile(r"^-{10,}$")
+
+
+class RunnerFailed(MpilabError):
+    pass
+
+
+def _run_runner(cmd: list[str], log_path: Path, quiet: bool) -> None:
+    """Run the runner with a rich progress display fed by its stderr lines. The runner's
+    stdout (its table) and stderr go to log_path. Raises RunnerFailed on failure."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True, quiet=quiet)
+    tail: deque[str] = deque(maxlen=5)
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, env=mpi_env(), stdout=log, stderr=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+        assert proc.stderr is not None
+        try:
+            with Progress(SpinnerColumn(), TextColumn("[bold]measure[/]"), BarColumn(),
+                          TextColumn("{task.description}"), TimeElapsedColumn(),
+                          console=console, transient=True) as progress:
+                task = progress.add_task("starting ranks", total=None)
+                in_block = False  # inside one of mpirun's ----- framed messages
+                for line in proc.stderr:
+                    log.write(line)
+                    line = line.rstrip()
+                    if _RULE_RE.match(line):
+                        in_block = not in_block
+                        continue
+                    if not line or in_block:
+                        continue
+                    tail.append(line)
+                    m = _PROGRESS_RE.search(line)
+                    if m and int(m.group(2)) > 0:
+                        progress.update(task, completed=int(m.group(1)),
+                                        total=int(m.group(2)))
+                    progress.update(task, description=line[-70:])
+                rc = proc.wait()
+        except BaseException:
+            _stop(proc)
+            raise
+    if rc != 0:
+        last = tail[-1] if tail else "no message"
+        raise RunnerFailed(f"{RUNNER} failed (exit status {exit_status(rc)}): {last} "
+                           f"(log: {log_path})")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop the launcher we started (its own session: the signal reaches its ranks)."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
+           launcher_args: list[str] | None = None, quiet: bool = False) -> tuple[Path, Path]:
+    """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
+    under those names unless every step succeeded (earlier files are kept as they were)."""
+    from rich.console import Console
+
+    from mpilab import results
+    from mpilab.report import render_report
+
+    console = Console(stderr=True, quiet=quiet)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise MpilabError(f"{out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    final_json, final_html = out / "results.json", out / "report.html"
+    fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)
+    os.close(fd)
+    os.unlink(tmp_name)  # the runner creates it (atomically) when it succeeds
+    tmp = Path(tmp_name)
+    log = out / "runner.log"
+    t0 = time.monotonic()
+    try:
+        cmd = runner_command(np, launcher, plan.runner_args(str(tmp)), launcher_args)
+        console.print(f"[bold]survey[/]: {np} ranks, sizes {plan.sizes}, "
+                      f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}")
+        console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
+                      f"x timing {','.join(TIMINGS)}")
+        _run_runner(cmd, log, quiet)
+        if not tmp.is_file():
+            raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log})")
+        console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
+        r = results.load(tmp)
+        r.path = str(final_json)
+        r.sources = [str(final_json)]
+        console.print(f"[bold]3/3 report[/]: {len(r.measurements)} measurements, "
+                      f"{len(r.hockney)} Hockney pairs, {len(r.predictions)} predictions")
+        html = render_report(r)
+        os.replace(tmp, final_json)
+        atomic_write_text(final_html, html)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return final_json, final_html
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = QUICK if args.quick else FULL
+    if args.max_reps is not None:
+        if args.max_reps < 1:
+            raise MpilabError(f"--max-reps {args.max_reps}: need at least 1")
+        plan = Plan(plan.sizes, min(plan.min_reps, args.max_reps), args.max_reps, plan.eps)
+    if args.sizes is not None:
+        plan = Plan(args.sizes, plan.min_reps, plan.max_reps, plan.eps)
+    t0 = time.monotonic()
+    rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet)
+    sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
+                     f"results: {rj}\nreport:  {rh}\n")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "survey", help="the main job: measure p2p and collectives, fit models, report",
+        description="Measure all-pairs point-to-point, scatter/gather (native, linear, "
+                    "binomial) and bcast/allreduce with every timing method, fit the models "
+                    "and write DIR/results.json and DIR/report.html.")
+    add_launch_options(p, 4)
+    p.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
+                   help=f"output folder (default {DEFAULT_DIR})")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a few sizes ({QUICK.sizes}) and at most {QUICK.max_reps} "
+                        "repetitions: for tests")
+    p.add_argument("--sizes", metavar="SPEC", help="override the size list (runner syntax)")
+    p.add_argument("--max-reps", type=int, metavar="N", help="override the repetition cap")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=_run)
