@@ -50,6 +50,48 @@ int mpilab_gather_binomial(const void *sendbuf, int sendcount, MPI_Datatype send
                            void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            int root, MPI_Comm comm);
 
+/* ------------------------------------------------------------------------------------
+ * Tuned dispatcher (run-time selection, after MPIBlib's Opt_Scatter): given the measured
+ * time of each implementation at a few message sizes, every call runs the implementation
+ * predicted fastest for its size.
+ *
+ * Table: `sizes[nsizes]` are bytes per rank (one block), strictly increasing;
+ * `times[s * nimpl + i]` is the time of implementation i at sizes[s] (row-major by size),
+ * finite and >= 0; nimpl >= 1, nsizes >= 1; names[i] non-NULL (copied).
+ *
+ * Choice for a call moving b bytes per rank: each implementation's time is linearly
+ * interpolated between the two measured sizes around b (clamped to the first / last row
+ * outside the table), and the smallest wins; ties go to the lower index.  b is
+ * recvcount * size(recvtype) for scatter and sendcount * size(sendtype) for gather, which
+ * MPI requires to be the same on every rank, so all ranks choose the same implementation
+ * PROVIDED they were given the same table (broadcast a measured table from one rank).
+ *
+ * Errors: create returns NULL, sets errno (EINVAL / ENOMEM) and a one-line reason readable
+ * with mpilab_coll_last_error() (per thread, valid until the next failing call). */
+typedef struct mpilab_tuned mpilab_tuned_t;
+
+mpilab_tuned_t *mpilab_tuned_scatter_create(size_t nimpl, const mpilab_scatter_fn *impls,
+                                            const char *const *names, size_t nsizes,
+                                            const size_t *sizes, const double *times);
+mpilab_tuned_t *mpilab_tuned_gather_create(size_t nimpl, const mpilab_gather_fn *impls,
+                                           const char *const *names, size_t nsizes,
+                                           const size_t *sizes, const double *times);
+/* Drop-in MPI_Scatter / MPI_Gather.  MPI_ERR_ARG if t is NULL or of the other kind;
+ * otherwise whatever the chosen implementation returns. */
+int mpilab_tuned_scatter(const mpilab_tuned_t *t, const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm);
+int mpilab_tuned_gather(const mpilab_tuned_t *t, const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm);
+/* The implementation chosen for `bytes` per rank: its index, or its name (owned by t). */
+size_t mpilab_tuned_choice_index(const mpilab_tuned_t *t, size_t bytes);
+const char *mpilab_tuned_choice(const mpilab_tuned_t *t, size_t bytes);
+void mpilab_tuned_free(mpilab_tuned_t *t);
+
+/* Reason for the last failed mpilab_tuned_*_create in this thread ("" if none). */
+const char *mpilab_coll_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif
