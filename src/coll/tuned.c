@@ -104,10 +104,12 @@ static mpilab_tuned_t *create(const mpilab_scatter_fn *sfns, const mpilab_gather
             t->sfns[i] = sfns[i];
         else
             t->gfns[i] = gfns[i];
-        if (!(t->names[i] = strdup(names[i]))) {
+        size_t len = strlen(names[i]) + 1;
+        if (!(t->names[i] = malloc(len))) {
             mpilab_tuned_free(t);
             return fail(ENOMEM, "tuned: out of memory");
         }
+        memcpy(t->names[i], names[i], len);
     }
     memcpy(t->sizes, sizes, nsizes * sizeof *sizes);
     memcpy(t->times, times, nsizes * nimpl * sizeof *times);
