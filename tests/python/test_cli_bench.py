@@ -1,0 +1,185 @@
+"""`mpilab report` and `mpilab bench` from the command line (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import real_runner
+from mpilab import results
+
+
+def _one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+# ----------------------------------------------------------------------- mpilab report
+
+
+def test_report_default_output_beside_results(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path],
+        run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    src = write_json(synthetic_results(ranks=2, sizes=(0, 1024)), "run.json")
+    p = run_cli("report", str(src))
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "run.html"
+    assert out.is_file() and "<img" in out.read_text()
+    assert str(out) in p.stdout
+
+    p = run_cli("report", str(src), "-o", str(tmp_path / "sub" / "x.html"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "sub" / "x.html").is_file()
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, r"^mpilab: .*missing\.json: no such file$"),
+    ('{\n "schema": "mpilab.results/1",\n "provenance": {\n}', r"^mpilab: .*bad\.json:4: "
+     r"malformed JSON: "),
+    ('{"schema": "mpilab.results/0", "provenance": {}, "measurements": []}',
+     r"^mpilab: .*bad\.json:1: schema is \"mpilab.results/0\", expected 'mpilab.results/1'$"),
+    ('{"provenance": {}, "measurements": []}', r"^mpilab: .*bad\.json: schema is missing"),
+    ('{"schema": "mpilab.results/1", "provenance": {},\n "measurements": [{"op": "scatter", '
+     '"timing": "max", "bytes": -1, "stats": {"mean": 1, "ci_half": 0, "reps": 1}}]}',
+     r"^mpilab: .*bad\.json:2: measurements\[0\]\.bytes: -1 is below 0$"),
+])
+def test_report_bad_input_one_line_exit_2_no_output(
+        run_cli: Callable[..., Any], tmp_path: Path, content: str | None, expected: str) -> None:
+    name = "missing.json" if content is None else "bad.json"
+    if content is not None:
+        (tmp_path / name).write_text(content)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    p = run_cli("report", name)
+    assert p.returncode == 2
+    assert re.match(expected, _one_line(p.stderr)), p.stderr
+    assert p.stdout == ""
+    assert sorted(x.name for x in tmp_path.iterdir()) == before  # no report, no temp file
+
+
+def test_report_output_is_a_directory(synthetic_results: Callable[..., dict[str, Any]],
+                                      write_json: Callable[..., Path],
+                                      run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    src = write_json(synthetic_results(ranks=2, sizes=(8,)))
+    (tmp_path / "d").mkdir()
+    p = run_cli("report", str(src), "-o", str(tmp_path / "d"))
+    assert p.returncode == 2
+    assert "is a directory" in _one_line(p.stderr)
+
+
+# ----------------------------------------------------------------------- mpilab bench (fake)
+
+
+def _args(env: dict[str, str]) -> list[str]:
+    return json.loads(Path(env["FAKE_BENCH_ARGS"]).read_text())
+
+
+def test_bench_passes_arguments_and_writes_report(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", "--np", "1", "--out", "res/run.json", "--report", "--",
+                "--ops", "scatter:linear", "--sizes", "1K:4K:x2", "--quiet", env=env)
+    assert p.returncode == 0, p.stderr
+    assert _args(env) == ["--ops", "scatter:linear", "--sizes", "1K:4K:x2", "--quiet",
+                          "--out", "res/run.json"]
+    assert "op bytes mean" in p.stdout  # the runner's own output reaches the user
+    r = results.load(tmp_path / "res" / "run.json")
+    assert r.provenance["command"].startswith("mpilab-bench --ops scatter:linear")
+    assert (tmp_path / "res" / "run.html").is_file()
+
+
+def test_bench_out_given_to_runner_is_used_for_report(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", "--np", "1", "--report", "--", "--out", "a.json", env=env)
+    assert p.returncode == 0, p.stderr
+    assert _args(env) == ["--out", "a.json"]
+    assert (tmp_path / "a.html").is_file()
+
+
+def test_bench_propagates_runner_exit_status(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("exit3")
+    p = run_cli("bench", "--np", "1", "--out", "x.json", "--report", "--", "--ops", "nosuch",
+                env=env)
+    assert p.returncode == 3
+    assert "mpilab: mpilab-bench exited with status 3" in p.stderr
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--report", "--", "--ops", "p2p"], "--report needs --out FILE"),
+    (["--out", "a.json", "--", "--out", "b.json"], "--out given twice"),
+    (["--np", "0", "--", "--list"], "--np 0: need at least 1 rank"),
+])
+def test_bench_bad_usage(fake_bench: Callable[[str], dict[str, str]],
+                         run_cli: Callable[..., Any], tmp_path: Path, argv: list[str],
+                         expected: str) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", *argv, env=env)
+    assert p.returncode == 2
+    assert expected in _one_line(p.stderr)
+    assert not Path(env["FAKE_BENCH_ARGS"]).exists()  # the runner never started
+
+
+def test_bench_without_runner(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    from conftest import REPO, cli_env
+
+    if (REPO / "build" / "bin" / "mpilab-bench").exists():
+        pytest.skip("the source tree's build/bin/mpilab-bench is always found")
+    env = cli_env()
+    env["MPILAB_BIN"] = str(tmp_path)
+    env["PATH"] = "/usr/bin:/bin"
+    p = run_cli("bench", "--np", "1", "--", "--list", env=env)
+    assert p.returncode == 2
+    assert "mpilab-bench: tool not found" in _one_line(p.stderr)
+
+
+# ----------------------------------------------------------------------- with the real runner
+
+needs_runner = pytest.mark.skipif(real_runner() is None,
+                                  reason="mpilab-bench not built (scripts/build builds it into "
+                                         "build/bin; or set MPILAB_BIN)")
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_bench_end_to_end_real_runner(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    from conftest import cli_env
+
+    env = cli_env()
+    env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
+    p = run_cli("bench", "--np", "2", "--out", "e2e.json", "--report", "--",
+                "--ops", "p2p,scatter:linear", "--sizes", "0,1K", "--timing", "max",
+                "--min-reps", "2", "--max-reps", "3", "--quiet", env=env, timeout=240)
+    assert p.returncode == 0, p.stderr
+    r = results.load(tmp_path / "e2e.json")
+    assert r.provenance.get("ranks") == 2
+    p2p = r.p2p()
+    assert {m.pair for m in p2p} == {(0, 1)}
+    assert sorted(m.bytes for m in p2p) == [0, 1024]
+    sc = [m for m in r.measurements if m.op == "scatter"]
+    assert {(m.impl, m.timing) for m in sc} == {("linear", "max")}
+    assert all(1 <= m.stats.reps <= 3 and m.stats.mean > 0 for m in sc)
+    assert (tmp_path / "e2e.html").is_file()
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_bench_real_runner_bad_op(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    from conftest import cli_env
+
+    env = cli_env()
+    env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
+    p = run_cli("bench", "--np", "2", "--out", "bad.json", "--", "--ops", "nosuchop",
+                env=env, timeout=120)
+    assert p.returncode != 0
+    assert "nosuchop" in p.stderr
+    assert not (tmp_path / "bad.json").exists()

@@ -1,0 +1,129 @@
+"""`mpilab survey`: what it asks the runner for, where it writes, and what it leaves on
+failure (with a stand-in runner), then end to end with the real runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli_env, real_runner
+from mpilab import results
+from mpilab.commands import survey
+
+
+def _args(env: dict[str, str]) -> list[str]:
+    return json.loads(Path(env["FAKE_BENCH_ARGS"]).read_text())
+
+
+def _opt(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_survey_asks_for_everything(fake_bench: Callable[[str], dict[str, str]],
+                                    run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    p = run_cli("survey", "--np", "1", "--out", "sv", env=env)
+    assert p.returncode == 0, p.stderr
+    args = _args(env)
+    ops = _opt(args, "--ops").split(",")
+    assert "p2p" in ops
+    for op in ("scatter", "gather"):
+        for impl in ("native", "linear", "binomial"):
+            assert f"{op}:{impl}" in ops
+    assert "bcast:native" in ops and "allreduce:native" in ops
+    assert set(_opt(args, "--timing").split(",")) == {"max", "root", "global", "opspec"}
+    assert _opt(args, "--p2p-schedule") == "parallel"
+    assert _opt(args, "--sizes") == survey.FULL.sizes
+    assert int(_opt(args, "--max-reps")) == survey.FULL.max_reps
+    out = tmp_path / "sv"
+    assert (out / "results.json").is_file() and (out / "report.html").is_file()
+    assert "results: sv/results.json" in p.stdout and "report:  sv/report.html" in p.stdout
+    # no temporary results left behind
+    assert not [x for x in out.iterdir() if x.name.startswith(".")]
+
+
+def test_survey_defaults(fake_bench: Callable[[str], dict[str, str]],
+                         run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    from mpilab.cli import build_parser
+
+    a = build_parser().parse_args(["survey"])
+    assert a.np == 4 and a.out == "results/survey" and not a.quick
+    env = fake_bench("ok")
+    p = run_cli("survey", "--np", "1", "--quick", "-q", env=env)
+    assert p.returncode == 0, p.stderr
+    assert _opt(_args(env), "--sizes") == survey.QUICK.sizes
+    assert (tmp_path / "results" / "survey" / "results.json").is_file()
+    assert p.stderr == ""  # --quiet: no progress display
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("exit5", "mpilab: mpilab-bench failed (exit status 5): fake-bench: unknown op 'nosuch'"),
+    ("garbage", "malformed JSON"),
+    ("noout", "mpilab: mpilab-bench exited 0 but wrote no results"),
+])
+def test_survey_failure_leaves_no_results(fake_bench: Callable[[str], dict[str, str]],
+                                          run_cli: Callable[..., Any], tmp_path: Path,
+                                          mode: str, expected: str) -> None:
+    out = tmp_path / "sv"
+    out.mkdir()
+    (out / "results.json").write_text("earlier results")
+    p = run_cli("survey", "--np", "1", "--quick", "-q", "--out", "sv", env=fake_bench(mode))
+    assert p.returncode != 0
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("mpilab:")]
+    assert len(lines) == 1 and expected in lines[0], p.stderr
+    assert (out / "results.json").read_text() == "earlier results"
+    assert not (out / "report.html").exists()
+    assert sorted(x.name for x in out.iterdir()) == ["results.json", "runner.log"]
+
+
+def test_survey_out_is_a_file(fake_bench: Callable[[str], dict[str, str]],
+                              run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    p = run_cli("survey", "--np", "1", "--quick", "-q", "--out", "f", env=fake_bench("ok"))
+    assert p.returncode == 2
+    assert "f: exists and is not a directory" in p.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(real_runner() is None,
+                    reason="mpilab-bench not built (scripts/build builds it into build/bin; "
+                           "or set MPILAB_BIN)")
+def test_survey_quick_end_to_end(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    env = cli_env()
+    env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
+    p = run_cli("survey", "--quick", "--np", "3", "--out", "sv", env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = tmp_path / "sv"
+    r = results.load(out / "results.json")
+    sizes = {0, 4096, 65536}
+    assert r.provenance.get("ranks") == 3
+    # all pairs, every size, parallel schedule
+    p2p = r.p2p()
+    assert {(m.pair, m.bytes) for m in p2p} == {((i, j), s) for i in range(3)
+                                                for j in range(i + 1, 3) for s in sizes}
+    assert all(m.schedule == "parallel" for m in p2p)
+    coll = {(m.op, m.impl, m.timing) for m in r.collectives()}
+    for op in ("scatter", "gather"):
+        for impl in ("native", "linear", "binomial"):
+            for timing in ("max", "root", "global"):
+                assert (op, impl, timing) in coll
+        for impl in ("linear", "binomial"):
+            assert (op, impl, "opspec") in coll
+    for op in ("bcast", "allreduce"):
+        for timing in ("max", "root", "global"):
+            assert (op, "native", timing) in coll
+    assert all(m.stats.reps <= survey.QUICK.max_reps for m in r.collectives())
+    # global timing was used: its clock synchronisation is recorded
+    assert r.clock_sync is not None
+    # models: one Hockney fit per pair, predictions for linear/binomial scatter/gather
+    assert {(h.i, h.j) for h in r.hockney} == {(0, 1), (0, 2), (1, 2)}
+    assert {(x.op, x.impl) for x in r.predictions} >= {("scatter", "linear"),
+                                                       ("scatter", "binomial"),
+                                                       ("gather", "linear"),
+                                                       ("gather", "binomial")}
+    text = (out / "report.html").read_text()
+    for anchor in ("provenance", "collectives", "timing", "p2p", "models", "summary"):
+        assert f"id='{anchor}'" in text
