@@ -1,0 +1,63 @@
+/* Clock synchronisation: offset and linear drift of every rank's MPI_Wtime clock
+ * relative to the clock of rank 0 of a communicator, with a quality figure. */
+#ifndef MPILAB_CLOCKSYNC_H
+#define MPILAB_CLOCKSYNC_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mpilab_sync_method {
+    /* SKaMPI-style: offset from the ping-pong with the minimum round trip, estimated at
+     * two points in time; drift from the line through the two estimates. */
+    MPILAB_SYNC_SKAMPI = 0,
+    /* ReproMPI JK/HCA-style: many ping-pongs over a period, the minimum-round-trip
+     * exchange of every batch kept, linear regression of local on reference time. */
+    MPILAB_SYNC_REGRESSION = 1
+} mpilab_sync_method_t;
+
+/* Clock model of one rank:  local = offset + (1 + drift) * ref,
+ * where ref is rank 0's clock and both are measured from a common origin t0
+ * (rank 0's MPI_Wtime at the start of the synchronisation). */
+typedef struct mpilab_clock_model {
+    double offset;   /* seconds */
+    double drift;    /* dimensionless (s/s) */
+    double residual; /* quality: seconds, see mpilab_clocksync_t */
+} mpilab_clock_model_t;
+
+/* Pure fit: least squares of local[k] ~ offset + (1 + drift) * ref[k] over n >= 2 points
+ * (at least two distinct ref values). residual = largest absolute deviation of a point
+ * from the fitted line. Returns 0, or -1 if the data cannot determine a line. */
+int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out);
+
+typedef struct mpilab_clocksync {
+    mpilab_sync_method_t method;
+    int nranks;
+    double t0;                    /* origin on rank 0's clock */
+    mpilab_clock_model_t *ranks;  /* [nranks], known on every rank; rank 0 = {0,0,0} */
+    /* Per-rank residual = |offset predicted by the model - offset measured by an
+     * independent minimum-round-trip check after the fit|; max over ranks. */
+    double max_residual;
+    double duration;              /* seconds spent synchronising */
+} mpilab_clocksync_t;
+
+/* Collective over comm: synchronise every rank's clock with rank 0's.
+ * Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
+int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
+void mpilab_clocksync_free(mpilab_clocksync_t *cs);
+
+/* Convert a local MPI_Wtime value of `rank` to the global (rank 0) time base, and back. */
+double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local);
+double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double global);
+
+const char *mpilab_sync_method_name(mpilab_sync_method_t m);
+/* "skampi" or "regression" -> method; returns 0, or -1 if unknown. */
+int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,14 @@
+/* mpilab: every public header in one include. */
+#ifndef MPILAB_H
+#define MPILAB_H
+
+#include "mpilab/version.h"
+#include "mpilab/stats.h"
+#include "mpilab/clocksync.h"
+#include "mpilab/ops.h"
+#include "mpilab/p2p.h"
+#include "mpilab/bench.h"
+#include "mpilab/coll.h"
+#include "mpilab/model.h"
+
+#endif

@@ -1,0 +1,53 @@
+/* Statistics of repeated measurements and the repetition stopping rule. */
+#ifndef MPILAB_STATS_H
+#define MPILAB_STATS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Precision asked of a measurement: repeat until
+ *   t(cl, n-1) * s / sqrt(n) <= eps * mean   (n >= min_reps valid samples)
+ * or until max_reps repetitions were taken. min_reps == max_reps gives a fixed count. */
+typedef struct mpilab_precision {
+    size_t min_reps;
+    size_t max_reps;
+    double cl;  /* confidence level, 0 < cl < 1 */
+    double eps; /* relative error, 0 < eps < 1 */
+} mpilab_precision_t;
+
+#define MPILAB_PRECISION_DEFAULT {5, 100, 0.95, 0.025}
+
+/* Summary over the valid samples. Fields that need more samples than available
+ * (stdev, ci_half, rel_err with n < 2) are NaN. */
+typedef struct mpilab_stats {
+    double mean, stdev, ci_half, rel_err, median, min, max;
+    size_t reps;    /* repetitions taken (valid + invalid) */
+    size_t invalid; /* repetitions excluded (e.g. late start) */
+    int converged;  /* 1 if ci_half <= eps * mean */
+} mpilab_stats_t;
+
+/* Checks a precision; returns 0 if usable, else -1 and a one-line reason in err.
+ * min_reps >= 1 is accepted here (the runner asks for >= 2). */
+int mpilab_precision_check(const mpilab_precision_t *p, char *err, size_t errlen);
+
+/* Two-sided Student t quantile for confidence level cl with df degrees of freedom. */
+double mpilab_t_quantile(double cl, size_t df);
+
+/* Statistics of samples[0..n) whose valid[k] is non-zero (valid may be NULL = all valid),
+ * with the CI at confidence cl and convergence judged against eps. */
+void mpilab_stats_compute(const double *samples, const unsigned char *valid, size_t n,
+                          double cl, double eps, mpilab_stats_t *out);
+
+/* The stopping rule: 1 if repetition should stop after n repetitions (of which the valid
+ * ones are flagged in valid), 0 to continue. Stops at max_reps, or once at least min_reps
+ * (and 2) valid samples meet the precision. */
+int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
+                             const mpilab_precision_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,412 @@
+/* The measurement engine (include/mpilab/bench.h): repetition control, isolation and the
+ * four timing methods. Samples are collected on the root of the measurement, which also
+ * makes the stop decision and broadcasts it; every rank gets the samples at the end. */
+#include "mpilab/bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_CONFIRM 7301
+#define TAG_ACK 7302
+#define TAG_ACKPP 7303
+#define ACK_PROBES 30
+#define SYNC_SLACK0 2e-4 /* first window: 200 us after the decision */
+#define SYNC_SLACK_MAX 1.0
+
+struct mpilab_bench {
+    MPI_Comm comm;
+    int rank, size;
+    mpilab_bench_opts_t o;
+    mpilab_clocksync_t sync;
+    int have_sync;
+    double confirm;
+    int have_confirm;
+    double *ack; /* [size] one-way zero-byte time rank -> root */
+    int have_ack;
+};
+
+void mpilab_bench_opts_default(mpilab_bench_opts_t *o)
+{
+    mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
+    o->prec = p;
+    o->isolation = MPILAB_ISO_BARRIER;
+    o->root = 0;
+    o->sync_method = MPILAB_SYNC_SKAMPI;
+    o->resync = 1;
+    o->pipeline_depth = 10;
+}
+
+int mpilab_bench_init(MPI_Comm comm, const mpilab_bench_opts_t *opts, mpilab_bench_t **out,
+                      char *err, size_t errlen)
+{
+    *out = NULL;
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (mpilab_precision_check(&opts->prec, err, errlen) != 0)
+        return -1;
+    if (opts->root < 0 || opts->root >= size) {
+        snprintf(err, errlen, "root %d outside the communicator (0..%d)", opts->root, size - 1);
+        return -1;
+    }
+    if (opts->pipeline_depth < 1) {
+        snprintf(err, errlen, "pipeline depth must be at least 1");
+        return -1;
+    }
+    mpilab_bench_t *b = calloc(1, sizeof *b);
+    if (!b || !(b->ack = calloc((size_t)size, sizeof *b->ack))) {
+        free(b);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    MPI_Comm_dup(comm, &b->comm);
+    MPI_Comm_rank(b->comm, &b->rank);
+    b->size = size;
+    b->o = *opts;
+    *out = b;
+    return 0;
+}
+
+void mpilab_bench_finalize(mpilab_bench_t *b)
+{
+    if (!b)
+        return;
+    if (b->have_sync)
+        mpilab_clocksync_free(&b->sync);
+    MPI_Comm_free(&b->comm);
+    free(b->ack);
+    free(b);
+}
+
+const mpilab_clocksync_t *mpilab_bench_clocksync(const mpilab_bench_t *b)
+{
+    return b->have_sync ? &b->sync : NULL;
+}
+
+MPI_Comm mpilab_bench_comm(const mpilab_bench_t *b)
+{
+    return b->comm;
+}
+
+static const char *timing_names[] = {"max", "root", "global", "opspec"};
+static const char *iso_names[] = {"barrier", "none", "sync"};
+
+const char *mpilab_timing_name(mpilab_timing_t t)
+{
+    return (unsigned)t < 4 ? timing_names[t] : "?";
+}
+
+int mpilab_timing_parse(const char *s, mpilab_timing_t *out)
+{
+    for (int k = 0; k < 4; k++)
+        if (strcmp(s, timing_names[k]) == 0) {
+            *out = (mpilab_timing_t)k;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mpilab_isolation_name(mpilab_isolation_t i)
+{
+    return (unsigned)i < 3 ? iso_names[i] : "?";
+}
+
+int mpilab_isolation_parse(const char *s, mpilab_isolation_t *out)
+{
+    for (int k = 0; k < 3; k++)
+        if (strcmp(s, iso_names[k]) == 0) {
+            *out = (mpilab_isolation_t)k;
+            return 0;
+        }
+    return -1;
+}
+
+/* Zero-byte confirmation of completion: every rank tells the root. */
+static void confirm(mpilab_bench_t *b)
+{
+    int root = b->o.root;
+    if (b->rank == root) {
+        for (int k = 1; k < b->size; k++)
+            MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, TAG_CONFIRM, b->comm, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, root, TAG_CONFIRM, b->comm);
+    }
+}
+
+/* Collective: bcast the root's stop decision. */
+static int decide(mpilab_bench_t *b, const double *s, const unsigned char *v, size_t n)
+{
+    int stop = 0;
+    if (b->rank == b->o.root)
+        stop = mpilab_stats_should_stop(s, v, n, &b->o.prec);
+    MPI_Bcast(&stop, 1, MPI_INT, b->o.root, b->comm);
+    return stop;
+}
+
+/* Mean time of the confirmation alone, after a barrier, under the context's precision. */
+static void measure_confirm(mpilab_bench_t *b)
+{
+    size_t maxr = b->o.prec.max_reps < 2 ? 2 : b->o.prec.max_reps;
+    double *s = calloc(maxr, sizeof *s);
+    size_t n = 0;
+    int stop = 0;
+    while (!stop && s) {
+        MPI_Barrier(b->comm);
+        double t0 = MPI_Wtime();
+        confirm(b);
+        s[n++] = MPI_Wtime() - t0;
+        stop = n >= maxr || decide(b, s, NULL, n);
+    }
+    double mean = 0.0;
+    for (size_t k = 0; k < n; k++)
+        mean += s[k] / (double)n;
+    MPI_Bcast(&mean, 1, MPI_DOUBLE, b->o.root, b->comm);
+    free(s);
+    b->confirm = mean;
+    b->have_confirm = 1;
+}
+
+static int cmp_double(const void *a, const void *c)
+{
+    double x = *(const double *)a, y = *(const double *)c;
+    return (x > y) - (x < y);
+}
+
+/* One-way zero-byte time between the root and every other rank: median half round trip. */
+static void measure_ack(mpilab_bench_t *b)
+{
+    int root = b->o.root;
+    for (int i = 0; i < b->size; i++) {
+        if (i == root)
+            continue;
+        double rt[ACK_PROBES];
+        for (int k = 0; k < ACK_PROBES; k++) {
+            if (b->rank == root) {
+                double t0 = MPI_Wtime();
+                MPI_Send(NULL, 0, MPI_BYTE, i, TAG_ACKPP, b->comm);
+                MPI_Recv(NULL, 0, MPI_BYTE, i, TAG_ACKPP, b->comm, MPI_STATUS_IGNORE);
+                rt[k] = 0.5 * (MPI_Wtime() - t0);
+            } else if (b->rank == i) {
+                MPI_Recv(NULL, 0, MPI_BYTE, root, TAG_ACKPP, b->comm, MPI_STATUS_IGNORE);
+                MPI_Send(NULL, 0, MPI_BYTE, root, TAG_ACKPP, b->comm);
+            }
+        }
+        if (b->rank == root) {
+            qsort(rt, ACK_PROBES, sizeof rt[0], cmp_double);
+            b->ack[i] = rt[ACK_PROBES / 2];
+        }
+    }
+    MPI_Bcast(b->ack, b->size, MPI_DOUBLE, root, b->comm);
+    b->have_ack = 1;
+}
+
+/* Wait for the start of a repetition; returns the local start time and sets *late. */
+static double rep_start(mpilab_bench_t *b, double window, int *late)
+{
+    *late = 0;
+    if (b->o.isolation == MPILAB_ISO_SYNC) {
+        double ls = mpilab_clock_to_local(&b->sync, b->rank, window);
+        double now = MPI_Wtime();
+        if (now > ls) {
+            *late = 1;
+            return now;
+        }
+        while (MPI_Wtime() < ls)
+            ;
+        return ls;
+    }
+    MPI_Barrier(b->comm);
+    return MPI_Wtime();
+}
+
+/* Operation-specific timing: per non-root rank i, the time from the root's start until
+ * i's acknowledgement arrives, minus the one-way acknowledgement time; max over i. */
+static double rep_opspec(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, int *failed)
+{
+    int root = b->o.root;
+    double worst = 0.0;
+    if (b->size == 1) {
+        double t0 = MPI_Wtime();
+        *failed |= op->run(ctx) != MPI_SUCCESS;
+        return MPI_Wtime() - t0;
+    }
+    for (int i = 0; i < b->size; i++) {
+        if (i == root)
+            continue;
+        MPI_Barrier(b->comm);
+        double t0 = MPI_Wtime();
+        *failed |= op->run(ctx) != MPI_SUCCESS;
+        if (b->rank == i)
+            MPI_Send(NULL, 0, MPI_BYTE, root, TAG_ACK, b->comm);
+        if (b->rank == root) {
+            MPI_Recv(NULL, 0, MPI_BYTE, i, TAG_ACK, b->comm, MPI_STATUS_IGNORE);
+            double task = MPI_Wtime() - t0 - b->ack[i];
+            if (i == (root == 0 ? 1 : 0) || task > worst)
+                worst = task;
+        }
+    }
+    return worst;
+}
+
+/* One sample (per-repetition time) known on the root; *late set on the root. */
+static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mpilab_timing_t timing,
+                         double window, int *late_out, int *failed)
+{
+    int root = b->o.root;
+    int late = 0;
+    if (timing == MPILAB_TIMING_OPSPEC) {
+        *late_out = 0;
+        return rep_opspec(b, op, ctx, failed);
+    }
+    size_t reps = b->o.isolation == MPILAB_ISO_NONE ? b->o.pipeline_depth : 1;
+    double t0 = rep_start(b, window, &late);
+    for (size_t k = 0; k < reps; k++)
+        *failed |= op->run(ctx) != MPI_SUCCESS;
+    double t1 = MPI_Wtime();
+    double value = 0.0;
+    double in[3], outv[3] = {0, 0, 0};
+    switch (timing) {
+    case MPILAB_TIMING_MAX:
+        in[0] = t1 - t0;
+        in[1] = late;
+        MPI_Reduce(in, outv, 2, MPI_DOUBLE, MPI_MAX, root, b->comm);
+        value = outv[0];
+        break;
+    case MPILAB_TIMING_ROOT:
+        confirm(b);
+        t1 = MPI_Wtime();
+        in[0] = late;
+        MPI_Reduce(in, &outv[1], 1, MPI_DOUBLE, MPI_MAX, root, b->comm);
+        value = t1 - t0 - b->confirm;
+        break;
+    case MPILAB_TIMING_GLOBAL:
+    default: {
+        double g0 = b->o.isolation == MPILAB_ISO_SYNC ? window : mpilab_clock_to_global(&b->sync, b->rank, t0);
+        in[0] = -g0;
+        in[1] = late;
+        in[2] = mpilab_clock_to_global(&b->sync, b->rank, t1);
+        MPI_Reduce(in, outv, 3, MPI_DOUBLE, MPI_MAX, root, b->comm);
+        value = outv[2] + outv[0]; /* latest end - earliest (common) start */
+        break;
+    }
+    }
+    *late_out = outv[1] > 0.0;
+    return value / (double)reps;
+}
+
+int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
+                         mpilab_timing_t timing, mpilab_result_t *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    res->applied = 1;
+    if ((unsigned)timing > MPILAB_TIMING_OPSPEC) {
+        snprintf(err, errlen, "unknown timing method %d", (int)timing);
+        return -1;
+    }
+    if (timing == MPILAB_TIMING_OPSPEC && !(op->flags & MPILAB_OP_OPSPEC)) {
+        res->applied = 0;
+        res->data_ok = 1;
+        mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->stats);
+        return 0;
+    }
+    double wall0 = MPI_Wtime();
+    int root = b->o.root;
+    void *ctx = NULL;
+    int bad = op->setup(bytes, root, b->comm, &ctx) != 0, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, b->comm);
+    if (anybad) {
+        if (!bad)
+            op->teardown(ctx);
+        snprintf(err, errlen, "%s:%s: setup failed for %zu bytes", op->name, op->impl, bytes);
+        return -1;
+    }
+    int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
+    if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
+        if (b->have_sync)
+            mpilab_clocksync_free(&b->sync);
+        b->have_sync = 0;
+        if (mpilab_clocksync_run(b->comm, b->o.sync_method, &b->sync) != MPI_SUCCESS) {
+            op->teardown(ctx);
+            snprintf(err, errlen, "clock synchronisation failed");
+            return -1;
+        }
+        b->have_sync = 1;
+    }
+    if (timing == MPILAB_TIMING_ROOT && !b->have_confirm)
+        measure_confirm(b);
+    if (timing == MPILAB_TIMING_OPSPEC && !b->have_ack)
+        measure_ack(b);
+    size_t maxr = b->o.prec.max_reps;
+    res->samples = calloc(maxr, sizeof *res->samples);
+    res->valid = calloc(maxr, 1);
+    int oom = !res->samples || !res->valid, anyoom = 0;
+    MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
+    if (anyoom) {
+        op->teardown(ctx);
+        mpilab_result_free(res);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int use_window = b->o.isolation == MPILAB_ISO_SYNC && timing != MPILAB_TIMING_OPSPEC;
+    double slack = SYNC_SLACK0, window = 0.0;
+    if (use_window) {
+        if (b->rank == root)
+            window = mpilab_clock_to_global(&b->sync, root, MPI_Wtime()) + slack;
+        MPI_Bcast(&window, 1, MPI_DOUBLE, root, b->comm);
+    }
+    size_t n = 0;
+    int failed = 0;
+    for (;;) {
+        int late = 0;
+        double v = one_sample(b, op, ctx, timing, window, &late, &failed);
+        int stop = 0;
+        if (b->rank == root) {
+            res->samples[n] = v;
+            res->valid[n] = !late;
+            n++;
+            stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec);
+            if (use_window) {
+                if (late && slack < SYNC_SLACK_MAX)
+                    slack *= 2.0;
+                double next = mpilab_clock_to_global(&b->sync, root, MPI_Wtime()) + slack;
+                window = stop ? -1.0 : next;
+            }
+        }
+        if (use_window) {
+            MPI_Bcast(&window, 1, MPI_DOUBLE, root, b->comm);
+            stop = window < 0.0;
+        } else {
+            MPI_Bcast(&stop, 1, MPI_INT, root, b->comm);
+        }
+        if (stop)
+            break;
+    }
+    /* Data check after the last repetition (receive buffers hold the last call's data). */
+    int wrong = failed ? 1 : op->validate(ctx) != 0, anywrong = 0;
+    MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
+    op->teardown(ctx);
+    res->data_ok = !anywrong;
+    unsigned long long nn = n;
+    MPI_Bcast(&nn, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
+    n = (size_t)nn;
+    MPI_Bcast(res->samples, (int)n, MPI_DOUBLE, root, b->comm);
+    MPI_Bcast(res->valid, (int)n, MPI_UNSIGNED_CHAR, root, b->comm);
+    mpilab_stats_compute(res->samples, res->valid, n, b->o.prec.cl, b->o.prec.eps, &res->stats);
+    res->confirm_time = timing == MPILAB_TIMING_ROOT ? b->confirm : 0.0;
+    res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
+    double wall = MPI_Wtime() - wall0;
+    MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
+    res->wall = wall;
+    return 0;
+}
+
+void mpilab_result_free(mpilab_result_t *r)
+{
+    if (!r)
+        return;
+    free(r->samples);
+    free(r->valid);
+    r->samples = NULL;
+    r->valid = NULL;
+}

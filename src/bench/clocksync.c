@@ -1,0 +1,275 @@
+/* Clock synchronisation against rank 0 (see include/mpilab/clocksync.h).
+ *
+ * Every exchange is a probe: rank 0 stamps s1, sends a command to rank r, r stamps its
+ * clock l on receipt and returns l, rank 0 stamps s2. The probe pairs the reference time
+ * (s1 + s2) / 2 with the local time l; the shorter the round trip s2 - s1, the tighter
+ * the pairing, so both methods keep minimum-round-trip probes only. */
+#include "mpilab/clocksync.h"
+
+#include <gsl/gsl_fit.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TAG_CMD 7101
+#define TAG_REPLY 7102
+
+/* SKaMPI-style: probes until no new minimum for SK_PATIENCE probes (bounded). */
+#define SK_MIN_PROBES 10
+#define SK_MAX_PROBES 200
+#define SK_PATIENCE 8
+#define SK_GAP_S 0.005 /* least time between the two offset estimates */
+/* Regression: batches of probes, the minimum-round-trip probe of each batch kept. */
+#define RG_BATCHES 24
+#define RG_BATCH 6
+#define RG_SPAN_S 0.005 /* batches spread over at least this long */
+#define VERIFY_PROBES 10
+
+int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out)
+{
+    if (n < 2)
+        return -1;
+    int distinct = 0;
+    for (size_t k = 1; k < n; k++)
+        if (ref[k] != ref[0])
+            distinct = 1;
+    if (!distinct)
+        return -1;
+    double c0, c1, cov00, cov01, cov11, sumsq;
+    if (gsl_fit_linear(ref, 1, local, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &sumsq) != 0)
+        return -1;
+    if (!isfinite(c0) || !isfinite(c1))
+        return -1;
+    double res = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        double d = fabs(local[k] - (c0 + c1 * ref[k]));
+        if (d > res)
+            res = d;
+    }
+    out->offset = c0;
+    out->drift = c1 - 1.0;
+    out->residual = res;
+    return 0;
+}
+
+typedef struct probe {
+    double ref, local, rtt;
+} probe_t;
+
+static int do_probe(MPI_Comm comm, int r, double t0, probe_t *p)
+{
+    double cmd = 1.0, l = 0.0;
+    double s1 = MPI_Wtime();
+    int rc = MPI_Send(&cmd, 1, MPI_DOUBLE, r, TAG_CMD, comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Recv(&l, 1, MPI_DOUBLE, r, TAG_REPLY, comm, MPI_STATUS_IGNORE);
+    double s2 = MPI_Wtime();
+    p->ref = 0.5 * (s1 + s2) - t0;
+    p->local = l - t0;
+    p->rtt = s2 - s1;
+    return rc;
+}
+
+static int end_phase(MPI_Comm comm, int r)
+{
+    double cmd = 0.0;
+    return MPI_Send(&cmd, 1, MPI_DOUBLE, r, TAG_CMD, comm);
+}
+
+/* Non-root side of one phase: answer probes until told to stop. */
+static int serve(MPI_Comm comm)
+{
+    for (;;) {
+        double cmd = 0.0;
+        int rc = MPI_Recv(&cmd, 1, MPI_DOUBLE, 0, TAG_CMD, comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (cmd == 0.0)
+            return MPI_SUCCESS;
+        double l = MPI_Wtime();
+        rc = MPI_Send(&l, 1, MPI_DOUBLE, 0, TAG_REPLY, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+}
+
+/* SKaMPI-style minimum-round-trip probe: repeat until no new minimum for a while. */
+static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, probe_t *best)
+{
+    best->rtt = INFINITY;
+    int since = 0;
+    for (int k = 0; k < SK_MAX_PROBES; k++) {
+        probe_t p;
+        int rc = do_probe(comm, r, t0, &p);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (p.rtt < best->rtt) {
+            *best = p;
+            since = 0;
+        } else {
+            since++;
+        }
+        if (k + 1 >= min_probes && since >= SK_PATIENCE)
+            break;
+    }
+    return MPI_SUCCESS;
+}
+
+static void sleep_until(double t)
+{
+    double now;
+    while ((now = MPI_Wtime()) < t) {
+        double d = t - now;
+        struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    out->method = method;
+    out->nranks = size;
+    out->ranks = calloc((size_t)size, sizeof *out->ranks);
+    if (!out->ranks)
+        return MPI_ERR_NO_MEM;
+    int rc = MPI_Barrier(comm);
+    double start = MPI_Wtime();
+    double t0 = start;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm);
+    out->t0 = t0;
+    int phases = (method == MPILAB_SYNC_SKAMPI) ? 3 : 2;
+    /* per rank, 3 doubles: offset, drift, residual */
+    double *model = calloc((size_t)size * 3, sizeof *model);
+    if (!model)
+        rc = MPI_ERR_NO_MEM;
+    if (rank != 0) {
+        for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
+            rc = serve(comm);
+    } else if (rc == MPI_SUCCESS) {
+        probe_t *a = calloc((size_t)size, sizeof *a);
+        probe_t *pts = calloc(RG_BATCHES, sizeof *pts);
+        if (!a || !pts)
+            rc = MPI_ERR_NO_MEM;
+        if (method == MPILAB_SYNC_SKAMPI) {
+            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+                rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &a[r]);
+                if (rc == MPI_SUCCESS)
+                    rc = end_phase(comm, r);
+            }
+            sleep_until(MPI_Wtime() + SK_GAP_S);
+            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+                probe_t b;
+                rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &b);
+                if (rc == MPI_SUCCESS)
+                    rc = end_phase(comm, r);
+                double ref[2] = {a[r].ref, b.ref}, loc[2] = {a[r].local, b.local};
+                mpilab_clock_model_t m;
+                if (mpilab_clock_fit(ref, loc, 2, &m) != 0) {
+                    m.offset = b.local - b.ref; /* no time between: offset only */
+                    m.drift = 0.0;
+                }
+                model[3 * r] = m.offset;
+                model[3 * r + 1] = m.drift;
+            }
+        } else {
+            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+                double begin = MPI_Wtime();
+                for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
+                    sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
+                    pts[bt].rtt = INFINITY;
+                    for (int k = 0; k < RG_BATCH && rc == MPI_SUCCESS; k++) {
+                        probe_t p;
+                        rc = do_probe(comm, r, t0, &p);
+                        if (p.rtt < pts[bt].rtt)
+                            pts[bt] = p;
+                    }
+                }
+                if (rc == MPI_SUCCESS)
+                    rc = end_phase(comm, r);
+                double ref[RG_BATCHES], loc[RG_BATCHES];
+                for (int bt = 0; bt < RG_BATCHES; bt++) {
+                    ref[bt] = pts[bt].ref;
+                    loc[bt] = pts[bt].local;
+                }
+                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0};
+                (void)mpilab_clock_fit(ref, loc, RG_BATCHES, &m);
+                model[3 * r] = m.offset;
+                model[3 * r + 1] = m.drift;
+            }
+        }
+        /* Quality: an independent minimum-round-trip probe after the fit. */
+        for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+            probe_t v;
+            rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
+            if (rc == MPI_SUCCESS)
+                rc = end_phase(comm, r);
+            double predicted = model[3 * r] + (1.0 + model[3 * r + 1]) * v.ref;
+            model[3 * r + 2] = fabs(v.local - predicted);
+        }
+        free(a);
+        free(pts);
+    }
+    /* Everyone learns every model (and whether rank 0 failed). */
+    int ok = (rc == MPI_SUCCESS), all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (!all_ok) {
+        free(model);
+        mpilab_clocksync_free(out);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
+    }
+    MPI_Bcast(model, 3 * size, MPI_DOUBLE, 0, comm);
+    out->max_residual = 0.0;
+    for (int r = 0; r < size; r++) {
+        out->ranks[r].offset = model[3 * r];
+        out->ranks[r].drift = model[3 * r + 1];
+        out->ranks[r].residual = model[3 * r + 2];
+        if (model[3 * r + 2] > out->max_residual)
+            out->max_residual = model[3 * r + 2];
+    }
+    free(model);
+    out->duration = MPI_Wtime() - start;
+    return MPI_SUCCESS;
+}
+
+void mpilab_clocksync_free(mpilab_clocksync_t *cs)
+{
+    if (!cs)
+        return;
+    free(cs->ranks);
+    cs->ranks = NULL;
+    cs->nranks = 0;
+}
+
+double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local)
+{
+    const mpilab_clock_model_t *m = &cs->ranks[rank];
+    return cs->t0 + ((local - cs->t0) - m->offset) / (1.0 + m->drift);
+}
+
+double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double global)
+{
+    const mpilab_clock_model_t *m = &cs->ranks[rank];
+    return cs->t0 + m->offset + (1.0 + m->drift) * (global - cs->t0);
+}
+
+const char *mpilab_sync_method_name(mpilab_sync_method_t m)
+{
+    return m == MPILAB_SYNC_REGRESSION ? "regression" : "skampi";
+}
+
+int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out)
+{
+    if (strcmp(s, "skampi") == 0)
+        *out = MPILAB_SYNC_SKAMPI;
+    else if (strcmp(s, "regression") == 0)
+        *out = MPILAB_SYNC_REGRESSION;
+    else
+        return -1;
+    return 0;
+}

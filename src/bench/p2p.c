@@ -1,0 +1,185 @@
+/* All-pairs point-to-point round trips (see include/mpilab/p2p.h). */
+#include "mpilab/p2p.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_PING 7201
+#define TAG_PONG 7202
+#define TAG_FLAG 7203
+
+size_t mpilab_p2p_schedule(int n, mpilab_pair_t *pairs, size_t *round_start)
+{
+    if (n < 2)
+        return 0;
+    /* Circle method: with an even number m of slots (a dummy slot for odd n), slot m-1
+     * stays fixed and the others rotate; a pair with the dummy is a bye. */
+    int m = (n % 2 == 0) ? n : n + 1;
+    int rounds = m - 1;
+    size_t k = 0;
+    for (int r = 0; r < rounds; r++) {
+        round_start[r] = k;
+        for (int h = 0; h < m / 2; h++) {
+            int a, b;
+            if (h == 0) {
+                a = r;
+                b = m - 1;
+            } else {
+                a = (r + h) % (m - 1);
+                b = (r - h + (m - 1)) % (m - 1);
+            }
+            if (a >= n || b >= n)
+                continue;
+            pairs[k].i = a < b ? a : b;
+            pairs[k].j = a < b ? b : a;
+            k++;
+        }
+    }
+    round_start[rounds] = k;
+    return (size_t)rounds;
+}
+
+/* Index of pair (i, j), i < j, in the lexicographic order of the results array. */
+static size_t pair_index(int n, int i, int j)
+{
+    return (size_t)i * (size_t)(2 * n - i - 1) / 2 + (size_t)(j - i - 1);
+}
+
+/* Repetition-controlled round trips between i and j; the samples stay on i. */
+static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back, size_t bytes,
+                     size_t bytes_back, const mpilab_precision_t *prec, mpilab_p2p_result_t *res)
+{
+    int rc = MPI_SUCCESS;
+    if (me == i) {
+        size_t n = 0;
+        int stop = 0;
+        while (!stop && rc == MPI_SUCCESS) {
+            double t0 = MPI_Wtime();
+            rc = MPI_Send(out, (int)bytes, MPI_BYTE, j, TAG_PING, comm);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(back, (int)bytes_back, MPI_BYTE, j, TAG_PONG, comm, MPI_STATUS_IGNORE);
+            res->samples[n] = MPI_Wtime() - t0;
+            res->valid[n] = 1;
+            n++;
+            stop = mpilab_stats_should_stop(res->samples, res->valid, n, prec) || rc != MPI_SUCCESS;
+            int rc2 = MPI_Send(&stop, 1, MPI_INT, j, TAG_FLAG, comm);
+            if (rc == MPI_SUCCESS)
+                rc = rc2;
+        }
+        mpilab_stats_compute(res->samples, res->valid, n, prec->cl, prec->eps, &res->stats);
+    } else if (me == j) {
+        int stop = 0;
+        while (!stop && rc == MPI_SUCCESS) {
+            rc = MPI_Recv(out, (int)bytes, MPI_BYTE, i, TAG_PING, comm, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Send(back, (int)bytes_back, MPI_BYTE, i, TAG_PONG, comm);
+            int rc2 = MPI_Recv(&stop, 1, MPI_INT, i, TAG_FLAG, comm, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = rc2;
+        }
+    }
+    return rc;
+}
+
+int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
+                       const mpilab_precision_t *prec, mpilab_p2p_result_t *results)
+{
+    if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
+        return MPI_ERR_COUNT;
+    MPI_Comm comm;
+    int rc = MPI_Comm_dup(comm_in, &comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    size_t npairs = (size_t)n * (size_t)(n - 1) / 2;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            mpilab_p2p_result_t *r = &results[pair_index(n, i, j)];
+            memset(r, 0, sizeof *r);
+            r->pair.i = i;
+            r->pair.j = j;
+            r->bytes = bytes;
+            r->bytes_back = bytes_back;
+            r->samples = calloc(prec->max_reps, sizeof *r->samples);
+            r->valid = calloc(prec->max_reps, 1);
+            if (!r->samples || !r->valid)
+                rc = MPI_ERR_NO_MEM;
+        }
+    char *out = calloc(bytes ? bytes : 1, 1);
+    char *back = calloc(bytes_back ? bytes_back : 1, 1);
+    if (!out || !back)
+        rc = MPI_ERR_NO_MEM;
+    int ok = rc == MPI_SUCCESS, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (!all) {
+        rc = rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+        goto done;
+    }
+    if (mode == MPILAB_P2P_SEQUENTIAL) {
+        for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+            for (int j = i + 1; j < n && rc == MPI_SUCCESS; j++) {
+                rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec,
+                               &results[pair_index(n, i, j)]);
+                int rc2 = MPI_Barrier(comm);
+                if (rc == MPI_SUCCESS)
+                    rc = rc2;
+            }
+    } else {
+        mpilab_pair_t *pairs = calloc(npairs, sizeof *pairs);
+        size_t *starts = calloc((size_t)n + 2, sizeof *starts);
+        if (!pairs || !starts) {
+            free(pairs);
+            free(starts);
+            rc = MPI_ERR_NO_MEM;
+            goto done;
+        }
+        size_t rounds = mpilab_p2p_schedule(n, pairs, starts);
+        for (size_t r = 0; r < rounds && rc == MPI_SUCCESS; r++) {
+            for (size_t k = starts[r]; k < starts[r + 1]; k++) {
+                int i = pairs[k].i, j = pairs[k].j;
+                if (me == i || me == j)
+                    rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec,
+                                   &results[pair_index(n, i, j)]);
+            }
+            int rc2 = MPI_Barrier(comm);
+            if (rc == MPI_SUCCESS)
+                rc = rc2;
+        }
+        free(pairs);
+        free(starts);
+    }
+    /* Every rank learns every pair's result from its rank i. */
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        for (int j = i + 1; j < n && rc == MPI_SUCCESS; j++) {
+            mpilab_p2p_result_t *r = &results[pair_index(n, i, j)];
+            unsigned long long reps = r->stats.reps;
+            MPI_Bcast(&reps, 1, MPI_UNSIGNED_LONG_LONG, i, comm);
+            if (reps > prec->max_reps) {
+                rc = MPI_ERR_INTERN;
+                break;
+            }
+            rc = MPI_Bcast(r->samples, (int)reps, MPI_DOUBLE, i, comm);
+            for (size_t k = 0; k < reps; k++)
+                r->valid[k] = 1;
+            mpilab_stats_compute(r->samples, r->valid, (size_t)reps, prec->cl, prec->eps, &r->stats);
+        }
+done:
+    free(out);
+    free(back);
+    MPI_Comm_free(&comm);
+    if (rc != MPI_SUCCESS)
+        for (size_t k = 0; k < npairs; k++)
+            mpilab_p2p_result_free(&results[k]);
+    return rc;
+}
+
+void mpilab_p2p_result_free(mpilab_p2p_result_t *r)
+{
+    free(r->samples);
+    free(r->valid);
+    r->samples = NULL;
+    r->valid = NULL;
+}

@@ -1,0 +1,86 @@
+#include "mpilab/stats.h"
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int mpilab_precision_check(const mpilab_precision_t *p, char *err, size_t errlen)
+{
+    if (!(p->cl > 0.0 && p->cl < 1.0)) {
+        snprintf(err, errlen, "confidence level %g outside (0,1)", p->cl);
+        return -1;
+    }
+    if (!(p->eps > 0.0 && p->eps < 1.0)) {
+        snprintf(err, errlen, "relative error eps %g outside (0,1)", p->eps);
+        return -1;
+    }
+    if (p->min_reps < 1) {
+        snprintf(err, errlen, "min_reps must be at least 1");
+        return -1;
+    }
+    if (p->min_reps > p->max_reps) {
+        snprintf(err, errlen, "min_reps %zu greater than max_reps %zu", p->min_reps, p->max_reps);
+        return -1;
+    }
+    return 0;
+}
+
+double mpilab_t_quantile(double cl, size_t df)
+{
+    if (df < 1)
+        return NAN;
+    return gsl_cdf_tdist_Pinv(1.0 - (1.0 - cl) / 2.0, (double)df);
+}
+
+void mpilab_stats_compute(const double *samples, const unsigned char *valid, size_t n,
+                          double cl, double eps, mpilab_stats_t *out)
+{
+    out->reps = n;
+    out->invalid = 0;
+    out->mean = out->stdev = out->ci_half = out->rel_err = NAN;
+    out->median = out->min = out->max = NAN;
+    out->converged = 0;
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return;
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (valid && !valid[k])
+            out->invalid++;
+        else
+            v[m++] = samples[k];
+    }
+    if (m > 0) {
+        out->mean = gsl_stats_mean(v, 1, m);
+        gsl_sort(v, 1, m);
+        out->min = v[0];
+        out->max = v[m - 1];
+        out->median = gsl_stats_median_from_sorted_data(v, 1, m);
+    }
+    if (m > 1) {
+        out->stdev = gsl_stats_sd_m(v, 1, m, out->mean);
+        out->ci_half = mpilab_t_quantile(cl, m - 1) * out->stdev / sqrt((double)m);
+        if (out->mean > 0.0)
+            out->rel_err = out->ci_half / out->mean;
+        out->converged = out->ci_half <= eps * out->mean;
+    }
+    free(v);
+}
+
+int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
+                             const mpilab_precision_t *p)
+{
+    if (n >= p->max_reps)
+        return 1;
+    size_t nvalid = 0;
+    for (size_t k = 0; k < n; k++)
+        nvalid += (!valid || valid[k]) ? 1 : 0;
+    if (nvalid < p->min_reps || nvalid < 2)
+        return 0;
+    mpilab_stats_t st;
+    mpilab_stats_compute(samples, valid, n, p->cl, p->eps, &st);
+    return st.converged;
+}

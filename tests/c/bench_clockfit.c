@@ -1,0 +1,48 @@
+/* The clock model fit recovers an injected offset and drift from noisy samples. */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "bench_check.h"
+#include "mpilab/clocksync.h"
+
+int main(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    const double offsets[] = {0.0, 3.25, -1234.5, 1e-6};
+    const double drifts[] = {0.0, 1e-5, -4e-6, 2e-7};
+    for (int c = 0; c < 4; c++) {
+        double ref[50], loc[50];
+        for (int k = 0; k < 50; k++) {
+            ref[k] = 0.02 * k + gsl_rng_uniform(r) * 1e-3; /* one second, uneven */
+            loc[k] = offsets[c] + (1.0 + drifts[c]) * ref[k] + gsl_ran_gaussian(r, 1e-7);
+        }
+        mpilab_clock_model_t m;
+        CHECK(mpilab_clock_fit(ref, loc, 50, &m) == 0);
+        CHECK_NEAR(m.offset, offsets[c], 2e-7);
+        CHECK_NEAR(m.drift, drifts[c], 5e-7);
+        CHECK(m.residual > 0.0 && m.residual < 1e-6);
+        /* the fitted model maps local back to reference time */
+        mpilab_clocksync_t cs = {MPILAB_SYNC_REGRESSION, 1, 100.0, &m, 0.0, 0.0};
+        double g = mpilab_clock_to_global(&cs, 0, 100.0 + offsets[c] + (1.0 + drifts[c]) * 0.5);
+        CHECK_NEAR(g, 100.5, 1e-6);
+        CHECK_NEAR(mpilab_clock_to_local(&cs, 0, g), 100.0 + offsets[c] + (1.0 + drifts[c]) * 0.5, 1e-9);
+    }
+    /* Exact two-point line (the SKaMPI case): zero residual. */
+    double ref2[2] = {0.0, 0.01}, loc2[2] = {5e-4, 5e-4 + 0.01 * (1 + 3e-5)};
+    mpilab_clock_model_t m2;
+    CHECK(mpilab_clock_fit(ref2, loc2, 2, &m2) == 0);
+    CHECK_NEAR(m2.offset, 5e-4, 1e-12);
+    CHECK_NEAR(m2.drift, 3e-5, 1e-9);
+    CHECK_NEAR(m2.residual, 0.0, 1e-12);
+    /* Degenerate input is refused. */
+    double same[3] = {1, 1, 1};
+    CHECK(mpilab_clock_fit(same, loc2, 3, &m2) != 0);
+    CHECK(mpilab_clock_fit(ref2, loc2, 1, &m2) != 0);
+    mpilab_sync_method_t sm;
+    CHECK(mpilab_sync_method_parse("skampi", &sm) == 0 && sm == MPILAB_SYNC_SKAMPI);
+    CHECK(mpilab_sync_method_parse("regression", &sm) == 0 && sm == MPILAB_SYNC_REGRESSION);
+    CHECK(mpilab_sync_method_parse("ntp", &sm) != 0);
+    gsl_rng_free(r);
+    return CHECK_DONE();
+}

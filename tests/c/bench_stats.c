@@ -1,0 +1,102 @@
+/* Statistics and the stopping rule against hand-computed values. */
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include <stdlib.h>
+
+#include "bench_check.h"
+#include "mpilab/stats.h"
+
+int main(void)
+{
+    /* Known data: 1..5: mean 3, sample sd sqrt(2.5), t(0.975,4) = 2.776445105 */
+    double x[] = {5, 1, 4, 2, 3};
+    mpilab_stats_t st;
+    mpilab_stats_compute(x, NULL, 5, 0.95, 0.025, &st);
+    CHECK_NEAR(st.mean, 3.0, 1e-12);
+    CHECK_NEAR(st.stdev, sqrt(2.5), 1e-12);
+    CHECK_NEAR(st.median, 3.0, 1e-12);
+    CHECK_NEAR(st.min, 1.0, 0);
+    CHECK_NEAR(st.max, 5.0, 0);
+    CHECK_NEAR(st.ci_half, 2.776445105 * sqrt(2.5) / sqrt(5.0), 1e-8);
+    CHECK_NEAR(st.rel_err, st.ci_half / 3.0, 1e-12);
+    CHECK(st.reps == 5 && st.invalid == 0 && !st.converged);
+
+    /* Invalid samples are excluded; even count median. */
+    double y[] = {1, 100, 2, 3, 4};
+    unsigned char v[] = {1, 0, 1, 1, 1};
+    mpilab_stats_compute(y, v, 5, 0.99, 0.5, &st);
+    CHECK(st.reps == 5 && st.invalid == 1);
+    CHECK_NEAR(st.mean, 2.5, 1e-12);
+    CHECK_NEAR(st.median, 2.5, 1e-12);
+    CHECK_NEAR(st.max, 4.0, 0);
+    /* t(0.995, 3) = 5.840909309 */
+    CHECK_NEAR(mpilab_t_quantile(0.99, 3), 5.840909309, 1e-8);
+    CHECK_NEAR(mpilab_t_quantile(0.95, 1), 12.70620474, 1e-7);
+
+    /* One sample: no spread, no CI. */
+    mpilab_stats_compute(x, NULL, 1, 0.95, 0.025, &st);
+    CHECK(isnan(st.ci_half) && isnan(st.stdev) && st.mean == 5.0 && !st.converged);
+
+    /* Stopping rule: constant data stops exactly at min_reps. */
+    mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
+    double *s = calloc(1000, sizeof *s);
+    size_t n = 0;
+    while (1) {
+        s[n++] = 1e-6;
+        if (mpilab_stats_should_stop(s, NULL, n, &p))
+            break;
+    }
+    CHECK(n == p.min_reps);
+
+    /* Wild data (exponential with huge spread) runs to max_reps. */
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 42);
+    n = 0;
+    while (1) {
+        s[n] = (n % 2 ? 1e-3 : 1e-9) * (1.0 + gsl_rng_uniform(r));
+        n++;
+        if (mpilab_stats_should_stop(s, NULL, n, &p))
+            break;
+    }
+    CHECK(n == p.max_reps);
+
+    /* Moderately noisy data: stops when the rule first holds, and not before. */
+    p.max_reps = 1000;
+    n = 0;
+    while (1) {
+        s[n++] = 1.0 + gsl_ran_gaussian(r, 0.1);
+        if (mpilab_stats_should_stop(s, NULL, n, &p))
+            break;
+    }
+    mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
+    CHECK(n > p.min_reps && n < p.max_reps);
+    CHECK(st.ci_half <= p.eps * st.mean);
+    mpilab_stats_compute(s, NULL, n - 1, p.cl, p.eps, &st);
+    CHECK(st.ci_half > p.eps * st.mean);
+
+    /* Invalid samples do not count towards min_reps. */
+    unsigned char vv[10] = {1, 0, 1, 0, 1, 0, 1, 1, 1, 1};
+    for (int k = 0; k < 10; k++)
+        s[k] = 2.0;
+    p.max_reps = 100;
+    CHECK(!mpilab_stats_should_stop(s, vv, 7, &p));
+    CHECK(mpilab_stats_should_stop(s, vv, 8, &p));
+
+    /* Fixed count: min == max stops at that count whatever the data. */
+    mpilab_precision_t f = {3, 3, 0.95, 0.025};
+    CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
+    CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
+
+    /* Precision checks. */
+    char err[128];
+    mpilab_precision_t bad = {5, 4, 0.95, 0.025};
+    CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
+    bad = (mpilab_precision_t){5, 10, 1.0, 0.025};
+    CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.0};
+    CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
+    CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
+    gsl_rng_free(r);
+    free(s);
+    return CHECK_DONE();
+}
