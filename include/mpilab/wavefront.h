@@ -1,0 +1,101 @@
+/* mpilab wavefront: out-of-core Livermore loop 23 (frontier-optimized on-disk layouts,
+ * pipelined workers with wave chaining, mmap/pread I/O back ends, distributed mode).
+ * File format and algorithm: docs/wavefront.md. */
+#ifndef MPILAB_WAVEFRONT_H
+#define MPILAB_WAVEFRONT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    MPILAB_WF_ROWMAJOR = 0,
+    MPILAB_WF_BLOCK = 1,
+    MPILAB_WF_OPTIMIZED = 2
+} mpilab_wf_layout;
+
+typedef enum { MPILAB_WF_IO_PREAD = 0, MPILAB_WF_IO_MMAP = 1 } mpilab_wf_io;
+
+/* Name <-> enum ("rowmajor", "block", "optimized"; "pread", "mmap"). -1 if unknown. */
+int mpilab_wf_layout_parse(const char *name);
+const char *mpilab_wf_layout_name(int layout);
+int mpilab_wf_io_parse(const char *name);
+const char *mpilab_wf_io_name(int io);
+
+/* Create a deterministic problem from `seed`: `data_path` (rows x cols doubles) and
+ * `coef_path` (the five planes zb, zu, zv, zr, zz), both row-major. 0 or -1 + err. */
+int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows, int64_t cols,
+                     uint64_t seed, char *err, size_t errlen);
+
+/* Conversion (streaming, block row by block row; outputs written to temporary names and
+ * renamed when complete). `in` holds `nin` band files of one matrix (rows in order).
+ * Row-major input -> any layout; block/optimized input -> row-major. With nout > 1 the
+ * output is split into nout band files `out`.0 .. `out`.<nout-1> at block-row
+ * boundaries (mb is then required also for row-major output). For 5-plane coefficient
+ * files "optimized" means block layout (they have no frontiers). */
+typedef struct {
+    int layout;     /* mpilab_wf_layout */
+    int64_t mb, nb; /* block rows x block columns (ignored for row-major unless nout > 1) */
+    int64_t t;      /* frontier thickness (optimized layout), >= 1 */
+    int nout;       /* number of band files to write, >= 1 */
+} mpilab_wf_convert_opts;
+int mpilab_wf_convert(const char *const *in, int nin, const char *out,
+                      const mpilab_wf_convert_opts *o, char *err, size_t errlen);
+
+/* Bytes of matrix payload for a layout (header excluded): the optimized layout adds
+ * 4*T*T*planes*sizeof(double) per block. -1 if the geometry is invalid. */
+int64_t mpilab_wf_payload_bytes(int layout, int64_t rows, int64_t cols, int64_t mb,
+                                int64_t nb, int64_t t, int64_t planes);
+
+typedef struct {
+    int64_t iterations;
+    int workers;    /* worker threads (shared-memory mode), >= 1 */
+    int waves;      /* iterations allowed in flight at once, >= 1 (1 = no wave chaining) */
+    int io;         /* mpilab_wf_io */
+    int64_t mb, nb; /* blocking for row-major files (0 = take it from the file) */
+    int drop_behind; /* write back and drop pages of finished blocks (default on) */
+} mpilab_wf_run_opts;
+
+typedef struct {
+    int64_t iterations;
+    double total_s;
+    double *iter_s;         /* per-iteration time (completion of the last band), malloc'd */
+    int64_t bytes_read, bytes_written;
+    long maxrss_kb;         /* getrusage peak RSS (max over ranks in MPI mode) */
+    int64_t rows, cols, mb, nb, t;
+    int layout, coef_layout;
+    int workers;            /* threads, or ranks in MPI mode */
+} mpilab_wf_stats;
+void mpilab_wf_stats_free(mpilab_wf_stats *st);
+
+/* Run k iterations in place on `data_path` with P threads. */
+int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_run_opts *o,
+                  mpilab_wf_stats *st, char *err, size_t errlen);
+
+/* Distributed mode: collective over comm; each rank owns the band stored in its own
+ * files (one worker per rank, frontiers exchanged with MPI_Isend/MPI_Irecv). Stats are
+ * complete on rank 0. All ranks return the same status. */
+int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_path, const char *coef_path,
+                      const mpilab_wf_run_opts *o, mpilab_wf_stats *st, char *err,
+                      size_t errlen);
+
+/* Load a matrix (one file or band files, any layout) into memory row-major
+ * (planes x rows x cols doubles, malloc'd). */
+int mpilab_wf_load(const char *const *in, int nin, double **out, int64_t *rows, int64_t *cols,
+                   int64_t *planes, char *err, size_t errlen);
+
+/* In-core reference: the plain sequential loop over interior points, k iterations. */
+void mpilab_wf_reference(double *data, const double *coef, int64_t rows, int64_t cols,
+                         int64_t iterations);
+
+/* FNV-1a 64-bit hash of n doubles' bytes (checksum printed by verify). */
+uint64_t mpilab_wf_checksum(const double *v, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

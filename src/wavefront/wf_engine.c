@@ -1,0 +1,861 @@
+/* The pipelined out-of-core engine: workers own bands of block rows, hand frontiers to
+ * their neighbours block by block (threads: bounded queues; MPI: Isend/Irecv) and chain
+ * waves (a worker starts iteration n+1 as soon as its dependencies allow, bounded by the
+ * number of waves in flight). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wavefront/wf_internal.h"
+
+#define ERR(...) snprintf(err, errlen, __VA_ARGS__)
+
+void mpilab_wf_stats_free(mpilab_wf_stats *st)
+{
+    if (!st)
+        return;
+    free(st->iter_s);
+    st->iter_s = NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long maxrss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* ---- frontier queues between threads ------------------------------------------------ */
+
+typedef struct shared shared;
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    double *ring;
+    size_t seg;
+    int64_t cap, head, tail;
+    shared *sh;
+} chan;
+
+struct shared {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t done_iters;
+    volatile int abort;
+    char err[512];
+    chan *chans; /* all queues, to wake them on abort */
+    int nchans;
+};
+
+static void shared_fail(shared *sh, const char *msg)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (!sh->abort)
+        snprintf(sh->err, sizeof sh->err, "%s", msg);
+    sh->abort = 1;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    for (int i = 0; i < sh->nchans; i++) {
+        pthread_mutex_lock(&sh->chans[i].mu);
+        pthread_cond_broadcast(&sh->chans[i].cv);
+        pthread_mutex_unlock(&sh->chans[i].mu);
+    }
+}
+
+static int chan_put(chan *c, const double *v, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->head - c->tail >= c->cap && !c->sh->abort)
+        pthread_cond_wait(&c->cv, &c->mu);
+    if (c->sh->abort) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    memcpy(c->ring + (size_t)(c->head % c->cap) * c->seg, v, n * sizeof *v);
+    c->head++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+static int chan_get(chan *c, double *v, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->head == c->tail && !c->sh->abort)
+        pthread_cond_wait(&c->cv, &c->mu);
+    if (c->sh->abort) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    memcpy(v, c->ring + (size_t)(c->tail % c->cap) * c->seg, n * sizeof *v);
+    c->tail++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+/* ---- MPI links ---------------------------------------------------------------------- */
+
+enum { TAG_BF = 4101, TAG_TF = 4102, TAG_WAVE = 4103 };
+
+typedef struct {
+    int peer, tag;
+    size_t seg;
+    /* sends: ring of buffers, a slot is reused after its request completed */
+    int nsend;
+    double *sbuf;
+    MPI_Request *sreq;
+    int64_t sent;
+    /* receives: two pre-posted */
+    double *rbuf;
+    MPI_Request rreq[2];
+    int64_t posted, got, expect;
+} mpilink;
+
+static void ml_post(mpilink *l, MPI_Comm comm)
+{
+    while (l->posted < l->expect && l->posted < l->got + 2) {
+        int s = (int)(l->posted % 2);
+        MPI_Irecv(l->rbuf + (size_t)s * l->seg, (int)l->seg, MPI_DOUBLE, l->peer, l->tag, comm,
+                  &l->rreq[s]);
+        l->posted++;
+    }
+}
+
+/* ---- the worker --------------------------------------------------------------------- */
+
+typedef struct worker {
+    int id, nworkers;
+    wf_file *data, *coef;
+    wf_blockio dio, cio;
+    int64_t b0, b1, nbc, mb, nb, cols, row0, total;
+    int64_t iters;
+    int waves, drop, hints;
+    /* neighbours: threads */
+    shared *sh;
+    chan *up_bf, *down_bf; /* BF from the upper worker, to the lower worker */
+    chan *up_tf, *down_tf; /* TF to the upper worker, from the lower worker */
+    /* neighbours: MPI */
+    MPI_Comm comm;
+    int mpi;
+    mpilink l_up_tf_send, l_down_bf_send, l_up_bf_recv, l_down_tf_recv;
+    MPI_Request *wave_req;
+    int has_up, has_down;
+    /* buffers */
+    double *halo, *cf, *north, *west, *seg, *lf;
+    /* results */
+    int64_t bytes_r, bytes_w;
+    double *t_done;
+    char err[512];
+    int failed;
+} worker;
+
+static int link_send(worker *w, mpilink *l, chan *c, const double *v, size_t n)
+{
+    if (!w->mpi)
+        return chan_put(c, v, n);
+    int s = (int)(l->sent % l->nsend);
+    if (l->sent >= l->nsend)
+        MPI_Wait(&l->sreq[s], MPI_STATUS_IGNORE);
+    double *b = l->sbuf + (size_t)s * l->seg;
+    memcpy(b, v, n * sizeof *v);
+    MPI_Isend(b, (int)n, MPI_DOUBLE, l->peer, l->tag, w->comm, &l->sreq[s]);
+    l->sent++;
+    return 0;
+}
+
+static int link_recv(worker *w, mpilink *l, chan *c, double *v, size_t n)
+{
+    if (!w->mpi)
+        return chan_get(c, v, n);
+    ml_post(l, w->comm);
+    int s = (int)(l->got % 2);
+    MPI_Wait(&l->rreq[s], MPI_STATUS_IGNORE);
+    memcpy(v, l->rbuf + (size_t)s * l->seg, n * sizeof *v);
+    l->got++;
+    ml_post(l, w->comm);
+    return 0;
+}
+
+static int gate_wait(worker *w, int64_t it)
+{
+    if (w->id != 0 || it < w->waves || w->nworkers == 1)
+        return 0;
+    if (w->mpi) {
+        int tok = 0;
+        MPI_Recv(&tok, 1, MPI_INT, w->nworkers - 1, TAG_WAVE, w->comm, MPI_STATUS_IGNORE);
+        return 0;
+    }
+    shared *sh = w->sh;
+    pthread_mutex_lock(&sh->mu);
+    while (sh->done_iters < it - w->waves + 1 && !sh->abort)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    int rc = sh->abort ? -1 : 0;
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+static void iter_done(worker *w, int64_t it)
+{
+    if (w->id != w->nworkers - 1 || w->nworkers == 1)
+        return;
+    if (w->mpi) {
+        if (it < w->iters - w->waves) {
+            static const int tok = 1;
+            MPI_Isend(&tok, 1, MPI_INT, 0, TAG_WAVE, w->comm, &w->wave_req[it]);
+        }
+        return;
+    }
+    pthread_mutex_lock(&w->sh->mu);
+    w->sh->done_iters = it + 1;
+    pthread_cond_broadcast(&w->sh->cv);
+    pthread_mutex_unlock(&w->sh->mu);
+}
+
+static void hint_block(worker *w, int64_t br, int64_t bc, int done, int64_t iter_left)
+{
+    if (!w->hints)
+        return;
+    if (done && !w->drop && !w->data->map)
+        return;
+    if (!done && iter_left <= 0)
+        return;
+    off_t off;
+    size_t len;
+    if (w->data->h.layout != MPILAB_WF_ROWMAJOR) {
+        wf_block_range(w->data, &w->dio, br, bc, &off, &len);
+        if (done)
+            wf_done(w->data, off, len, w->drop);
+        else
+            wf_willneed(w->data, off, len);
+    }
+    if (w->coef->h.layout != MPILAB_WF_ROWMAJOR) {
+        wf_block_range(w->coef, &w->cio, br, bc, &off, &len);
+        if (done) {
+            if (w->drop || w->coef->map)
+                wf_done(w->coef, off, len, 0);
+        } else {
+            wf_willneed(w->coef, off, len);
+        }
+    }
+}
+
+static int worker_body(worker *w)
+{
+    char *err = w->err;
+    size_t errlen = sizeof w->err;
+    const int64_t ld = w->nb + 2;
+    double *H = w->halo;
+    /* initial top frontiers (iteration "-1") for the upper neighbour */
+    if (w->has_up) {
+        for (int64_t bc = 0; bc < w->nbc; bc++) {
+            int64_t wd = w->cols - bc * w->nb < w->nb ? w->cols - bc * w->nb : w->nb;
+            if (wf_read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, err, errlen))
+                return -1;
+            if (link_send(w, &w->l_up_tf_send, w->up_tf, w->seg, (size_t)wd))
+                return -1;
+        }
+    }
+    for (int64_t it = 0; it < w->iters; it++) {
+        if (gate_wait(w, it))
+            return -1;
+        for (int64_t br = w->b0; br < w->b1; br++) {
+            int64_t r0 = br * w->mb;
+            int64_t h = (int64_t)w->data->h.rows - r0 < w->mb ? (int64_t)w->data->h.rows - r0 : w->mb;
+            int64_t rg0 = (int64_t)w->row0 + r0;
+            /* rows of the block that are interior rows of the whole matrix */
+            int64_t ilo = rg0 == 0 ? 1 : 0;
+            int64_t ihi = rg0 + h == w->total ? h - 1 : h;
+            for (int64_t bc = 0; bc < w->nbc; bc++) {
+                int64_t c0 = bc * w->nb;
+                int64_t wd = w->cols - c0 < w->nb ? w->cols - c0 : w->nb;
+                int64_t jlo = c0 == 0 ? 1 : 0;
+                int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
+                /* prefetch the next block of this worker */
+                if (bc + 1 < w->nbc)
+                    hint_block(w, br, bc + 1, 0, 1);
+                else if (br + 1 < w->b1)
+                    hint_block(w, br + 1, 0, 0, 1);
+                else
+                    hint_block(w, w->b0, 0, 0, w->iters - it - 1);
+                /* north halo: updated bottom row of the block above */
+                if (br == w->b0) {
+                    if (w->has_up &&
+                        link_recv(w, &w->l_up_bf_recv, w->up_bf, H + 1, (size_t)wd))
+                        return -1;
+                } else {
+                    memcpy(H + 1, w->north + c0, (size_t)wd * 8);
+                }
+                /* south halo: old top row of the block below */
+                double *S = H + (size_t)((h + 1) * ld) + 1;
+                if (br + 1 < w->b1) {
+                    if (wf_read_tf(w->data, &w->dio, br + 1, bc, S, &w->bytes_r, err, errlen))
+                        return -1;
+                } else if (w->has_down) {
+                    if (link_recv(w, &w->l_down_tf_recv, w->down_tf, S, (size_t)wd))
+                        return -1;
+                }
+                /* west halo: right frontier of the previous block (kept in memory) */
+                if (bc > 0)
+                    for (int64_t i = 0; i < h; i++)
+                        H[(i + 1) * ld] = w->west[i];
+                /* east halo: old left frontier of the next block */
+                if (bc + 1 < w->nbc) {
+                    if (wf_read_lf(w->data, &w->dio, br, bc + 1, w->lf, &w->bytes_r, err, errlen))
+                        return -1;
+                    for (int64_t i = 0; i < h; i++)
+                        H[(i + 1) * ld + wd + 1] = w->lf[i];
+                }
+                if (wf_read_block(w->data, &w->dio, br, bc, 0, H + ld + 1, (size_t)ld,
+                                  &w->bytes_r, err, errlen))
+                    return -1;
+                size_t pl = (size_t)(h * wd);
+                for (int p = 0; p < 5; p++)
+                    if (wf_read_block(w->coef, &w->cio, br, bc, p, w->cf + p * pl, (size_t)wd,
+                                      &w->bytes_r, err, errlen))
+                        return -1;
+                const double *zb = w->cf, *zu = w->cf + pl, *zv = w->cf + 2 * pl,
+                             *zr = w->cf + 3 * pl, *zz = w->cf + 4 * pl;
+                for (int64_t i = ilo; i < ihi; i++) {
+                    double *row = H + (i + 1) * ld + 1;
+                    const int64_t k0 = i * wd;
+                    for (int64_t j = jlo; j < jhi; j++) {
+                        double *p = row + j;
+                        const int64_t k = k0 + j;
+                        *p = wf_kernel(*p, p[-ld], p[ld], p[-1], p[1], zb[k], zu[k], zv[k], zr[k],
+                                       zz[k]);
+                    }
+                }
+                if (wf_write_block(w->data, &w->dio, br, bc, H + ld + 1, (size_t)ld,
+                                   &w->bytes_w, err, errlen))
+                    return -1;
+                hint_block(w, br, bc, 1, 0);
+                for (int64_t i = 0; i < h; i++)
+                    w->west[i] = H[(i + 1) * ld + wd];
+                memcpy(w->north + c0, H + h * ld + 1, (size_t)wd * 8);
+                if (br + 1 == w->b1 && w->has_down &&
+                    link_send(w, &w->l_down_bf_send, w->down_bf, H + h * ld + 1, (size_t)wd))
+                    return -1;
+                if (br == w->b0 && w->has_up && it + 1 < w->iters &&
+                    link_send(w, &w->l_up_tf_send, w->up_tf, H + ld + 1, (size_t)wd))
+                    return -1;
+            }
+        }
+        w->t_done[it] = w->mpi ? MPI_Wtime() : now_s();
+        iter_done(w, it);
+    }
+    return 0;
+}
+
+static void *worker_thread(void *arg)
+{
+    worker *w = arg;
+    if (worker_body(w)) {
+        w->failed = 1;
+        shared_fail(w->sh, w->err[0] ? w->err : "worker failed");
+    }
+    return NULL;
+}
+
+static int worker_alloc(worker *w)
+{
+    int64_t mb = w->mb, nb = w->nb;
+    w->halo = calloc((size_t)((mb + 2) * (nb + 2)), 8);
+    w->cf = malloc((size_t)(5 * mb * nb) * 8);
+    w->north = calloc((size_t)w->cols, 8);
+    w->west = calloc((size_t)mb, 8);
+    w->seg = malloc((size_t)nb * 8);
+    w->lf = malloc((size_t)mb * 8);
+    w->dio.mb = w->cio.mb = mb;
+    w->dio.nb = w->cio.nb = nb;
+    w->dio.tmp = malloc(wf_scratch_doubles(&w->data->h, mb, nb) * 8);
+    w->cio.tmp = malloc(wf_scratch_doubles(&w->coef->h, mb, nb) * 8);
+    w->t_done = calloc((size_t)(w->iters > 0 ? w->iters : 1), sizeof(double));
+    return (w->halo && w->cf && w->north && w->west && w->seg && w->lf && w->dio.tmp &&
+            w->cio.tmp && w->t_done)
+               ? 0
+               : -1;
+}
+
+static void worker_free(worker *w)
+{
+    free(w->halo);
+    free(w->cf);
+    free(w->north);
+    free(w->west);
+    free(w->seg);
+    free(w->lf);
+    free(w->dio.tmp);
+    free(w->cio.tmp);
+    free(w->t_done);
+}
+
+/* Validate options and the pair of files; fill blocking. */
+static int check_setup(const wf_file *d, const wf_file *c, const mpilab_wf_run_opts *o,
+                       int64_t *mb, int64_t *nb, char *err, size_t errlen)
+{
+    if (d->h.planes != 1) {
+        ERR("%s: is a coefficient file (5 planes), expected the data matrix", d->path);
+        return -1;
+    }
+    if (c->h.planes != 5) {
+        ERR("%s: is not a coefficient file (expected 5 planes)", c->path);
+        return -1;
+    }
+    if (c->h.rows != d->h.rows || c->h.cols != d->h.cols || c->h.row0 != d->h.row0 ||
+        c->h.total_rows != d->h.total_rows) {
+        ERR("%s: %llux%llu does not match the data %s (%llux%llu)", c->path,
+            (unsigned long long)c->h.rows, (unsigned long long)c->h.cols, d->path,
+            (unsigned long long)d->h.rows, (unsigned long long)d->h.cols);
+        return -1;
+    }
+    if (o->iterations < 0) {
+        ERR("iterations must be >= 0");
+        return -1;
+    }
+    if (o->waves < 1) {
+        ERR("waves must be >= 1");
+        return -1;
+    }
+    if (o->io != MPILAB_WF_IO_PREAD && o->io != MPILAB_WF_IO_MMAP) {
+        ERR("unknown I/O back end");
+        return -1;
+    }
+    *mb = o->mb;
+    *nb = o->nb;
+    const wf_file *blocked = d->h.layout != MPILAB_WF_ROWMAJOR   ? d
+                             : c->h.layout != MPILAB_WF_ROWMAJOR ? c
+                                                                  : NULL;
+    if (blocked) {
+        if ((*mb && *mb != (int64_t)blocked->h.mb) || (*nb && *nb != (int64_t)blocked->h.nb)) {
+            ERR("%s: blocked %llux%llu, but %lldx%lld was asked", blocked->path,
+                (unsigned long long)blocked->h.mb, (unsigned long long)blocked->h.nb,
+                (long long)*mb, (long long)*nb);
+            return -1;
+        }
+        *mb = (int64_t)blocked->h.mb;
+        *nb = (int64_t)blocked->h.nb;
+        if (blocked == d && c->h.layout != MPILAB_WF_ROWMAJOR &&
+            (c->h.mb != d->h.mb || c->h.nb != d->h.nb)) {
+            ERR("%s: blocking %llux%llu differs from the data's %llux%llu", c->path,
+                (unsigned long long)c->h.mb, (unsigned long long)c->h.nb,
+                (unsigned long long)d->h.mb, (unsigned long long)d->h.nb);
+            return -1;
+        }
+    } else if (*mb < 1 || *nb < 1) {
+        ERR("%s: row-major data needs a block size (--mb, --nb)", d->path);
+        return -1;
+    }
+    if (*mb > (int64_t)d->h.rows || *nb > (int64_t)d->h.cols) {
+        ERR("block %lldx%lld larger than the %llux%llu matrix", (long long)*mb, (long long)*nb,
+            (unsigned long long)d->h.rows, (unsigned long long)d->h.cols);
+        return -1;
+    }
+    return 0;
+}
+
+static void fill_stats(mpilab_wf_stats *st, const wf_file *d, const wf_file *c, int64_t mb,
+                       int64_t nb, int nw, int64_t iters)
+{
+    memset(st, 0, sizeof *st);
+    st->iterations = iters;
+    st->rows = (int64_t)d->h.total_rows;
+    st->cols = (int64_t)d->h.cols;
+    st->mb = mb;
+    st->nb = nb;
+    st->t = (int64_t)d->h.t;
+    st->layout = (int)d->h.layout;
+    st->coef_layout = (int)c->h.layout;
+    st->workers = nw;
+}
+
+int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_run_opts *o,
+                  mpilab_wf_stats *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    if (o->workers < 1) {
+        ERR("workers must be >= 1 (got %d)", o->workers);
+        return -1;
+    }
+    wf_file d, c;
+    if (wf_open(&d, data_path, 1, o->io, err, errlen))
+        return -1;
+    if (wf_open(&c, coef_path, 0, o->io, err, errlen)) {
+        wf_close(&d);
+        return -1;
+    }
+    int rc = -1;
+    int64_t mb, nb;
+    worker *ws = NULL;
+    chan *chans = NULL;
+    int P = o->workers;
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_cond_init(&sh.cv, NULL);
+    if (check_setup(&d, &c, o, &mb, &nb, err, errlen))
+        goto out;
+    if (d.h.row0 != 0 || d.h.rows != d.h.total_rows) {
+        ERR("%s: is one band of a larger matrix; run band files with --mpi", data_path);
+        goto out;
+    }
+    int64_t nbr = ((int64_t)d.h.rows + mb - 1) / mb, nbc = ((int64_t)d.h.cols + nb - 1) / nb;
+    if (P > nbr) {
+        ERR("%d workers but only %lld block rows (use fewer workers or smaller --mb)", P,
+            (long long)nbr);
+        goto out;
+    }
+    ws = calloc((size_t)P, sizeof *ws);
+    chans = calloc((size_t)(2 * P), sizeof *chans);
+    if (!ws || !chans) {
+        ERR("out of memory");
+        goto out;
+    }
+    sh.chans = chans;
+    for (int i = 0; i < 2 * P; i++) {
+        chan *ch = &chans[i];
+        pthread_mutex_init(&ch->mu, NULL);
+        pthread_cond_init(&ch->cv, NULL);
+        ch->seg = (size_t)nb;
+        ch->cap = 2 * nbc + 2;
+        ch->sh = &sh;
+        ch->ring = malloc((size_t)ch->cap * ch->seg * 8);
+        sh.nchans = i + 1;
+        if (!ch->ring) {
+            ERR("out of memory");
+            goto out;
+        }
+    }
+    /* chans[2i]: BF from worker i-1 to i; chans[2i+1]: TF from worker i to i-1 */
+    for (int i = 0; i < P; i++) {
+        worker *w = &ws[i];
+        w->id = i;
+        w->nworkers = P;
+        w->data = &d;
+        w->coef = &c;
+        w->b0 = nbr * i / P;
+        w->b1 = nbr * (i + 1) / P;
+        w->nbc = nbc;
+        w->mb = mb;
+        w->nb = nb;
+        w->cols = (int64_t)d.h.cols;
+        w->row0 = 0;
+        w->total = (int64_t)d.h.total_rows;
+        w->iters = o->iterations;
+        w->waves = o->waves;
+        w->drop = o->drop_behind;
+        w->hints = 1;
+        w->sh = &sh;
+        w->has_up = i > 0;
+        w->has_down = i + 1 < P;
+        w->up_bf = i > 0 ? &chans[2 * i] : NULL;
+        w->up_tf = i > 0 ? &chans[2 * i + 1] : NULL;
+        w->down_bf = i + 1 < P ? &chans[2 * (i + 1)] : NULL;
+        w->down_tf = i + 1 < P ? &chans[2 * (i + 1) + 1] : NULL;
+        if (worker_alloc(w)) {
+            ERR("out of memory");
+            goto out;
+        }
+    }
+    pthread_t *tids = calloc((size_t)P, sizeof *tids);
+    if (!tids) {
+        ERR("out of memory");
+        goto out;
+    }
+    double t0 = now_s();
+    int started = 0;
+    for (int i = 0; i < P; i++) {
+        if (pthread_create(&tids[i], NULL, worker_thread, &ws[i]) != 0) {
+            shared_fail(&sh, "cannot create worker thread");
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    double t1 = now_s();
+    free(tids);
+    if (sh.abort) {
+        ERR("%s", sh.err);
+        goto out;
+    }
+    fill_stats(st, &d, &c, mb, nb, P, o->iterations);
+    st->total_s = t1 - t0;
+    st->iter_s = calloc((size_t)(o->iterations > 0 ? o->iterations : 1), sizeof(double));
+    if (!st->iter_s) {
+        ERR("out of memory");
+        goto out;
+    }
+    double prev = t0;
+    for (int64_t it = 0; it < o->iterations; it++) {
+        double m = 0;
+        for (int i = 0; i < P; i++)
+            if (ws[i].t_done[it] > m)
+                m = ws[i].t_done[it];
+        st->iter_s[it] = m - prev;
+        prev = m;
+    }
+    for (int i = 0; i < P; i++) {
+        st->bytes_read += ws[i].bytes_r;
+        st->bytes_written += ws[i].bytes_w;
+    }
+    st->maxrss_kb = maxrss_kb();
+    rc = 0;
+out:
+    if (ws)
+        for (int i = 0; i < P; i++)
+            worker_free(&ws[i]);
+    free(ws);
+    if (chans)
+        for (int i = 0; i < sh.nchans; i++) {
+            free(chans[i].ring);
+            pthread_mutex_destroy(&chans[i].mu);
+            pthread_cond_destroy(&chans[i].cv);
+        }
+    free(chans);
+    pthread_mutex_destroy(&sh.mu);
+    pthread_cond_destroy(&sh.cv);
+    wf_close(&d);
+    wf_close(&c);
+    return rc;
+}
+
+/* ---- distributed mode --------------------------------------------------------------- */
+
+static int band_path(char *buf, size_t len, const char *base, int rank, int size)
+{
+    snprintf(buf, len, "%s.%d", base, rank);
+    if (size == 1 && access(buf, F_OK) != 0)
+        snprintf(buf, len, "%s", base);
+    return 0;
+}
+
+/* Agree on failure: returns 1 if any rank failed; err then holds the first failing rank's
+ * message on every rank. */
+static int any_failed(MPI_Comm comm, int failed, char *err, size_t errlen)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int who = failed ? rank : size, first = size;
+    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == size)
+        return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rank == first ? err : "");
+    MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm);
+    snprintf(err, errlen, "%s", msg);
+    return 1;
+}
+
+static int mlink_init(mpilink *l, int peer, int tag, size_t seg, int nsend, int64_t expect)
+{
+    memset(l, 0, sizeof *l);
+    l->peer = peer;
+    l->tag = tag;
+    l->seg = seg;
+    l->nsend = nsend;
+    l->expect = expect;
+    l->rreq[0] = l->rreq[1] = MPI_REQUEST_NULL;
+    if (nsend) {
+        l->sbuf = malloc((size_t)nsend * seg * 8);
+        l->sreq = malloc((size_t)nsend * sizeof *l->sreq);
+        if (!l->sbuf || !l->sreq)
+            return -1;
+        for (int i = 0; i < nsend; i++)
+            l->sreq[i] = MPI_REQUEST_NULL;
+    } else {
+        l->rbuf = malloc(2 * seg * 8);
+        if (!l->rbuf)
+            return -1;
+    }
+    return 0;
+}
+
+static void mlink_finish(mpilink *l)
+{
+    if (l->sreq) {
+        int n = l->sent < l->nsend ? (int)l->sent : l->nsend;
+        MPI_Waitall(n, l->sreq, MPI_STATUSES_IGNORE);
+    }
+    free(l->sbuf);
+    free(l->sreq);
+    free(l->rbuf);
+    memset(l, 0, sizeof *l);
+}
+
+int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_base,
+                      const mpilab_wf_run_opts *o, mpilab_wf_stats *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    err[0] = '\0';
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    char dp[4096], cp[4096];
+    band_path(dp, sizeof dp, data_base, rank, size);
+    band_path(cp, sizeof cp, coef_base, rank, size);
+    wf_file d, c;
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    d.fd = c.fd = -1;
+    int64_t mb = 0, nb = 0;
+    int bad = 0;
+    if (wf_open(&d, dp, 1, o->io, err, errlen))
+        bad = 1;
+    else if (wf_open(&c, cp, 0, o->io, err, errlen))
+        bad = 1;
+    else if (check_setup(&d, &c, o, &mb, &nb, err, errlen))
+        bad = 1;
+    /* the bands must tile the matrix in rank order */
+    unsigned long long mine[3] = {bad ? 0 : d.h.row0, bad ? 0 : d.h.rows,
+                                  bad ? 0 : d.h.total_rows};
+    unsigned long long *all = malloc((size_t)size * sizeof mine);
+    long long mbnb[2] = {mb, nb}, mbnb_max[2] = {0, 0};
+    if (!all) {
+        ERR("out of memory");
+        bad = 1;
+    }
+    if (any_failed(comm, bad, err, errlen)) {
+        free(all);
+        wf_close(&d);
+        wf_close(&c);
+        return -1;
+    }
+    MPI_Allgather(mine, 3, MPI_UNSIGNED_LONG_LONG, all, 3, MPI_UNSIGNED_LONG_LONG, comm);
+    MPI_Allreduce(mbnb, mbnb_max, 2, MPI_LONG_LONG, MPI_MAX, comm);
+    for (int r = 0; r < size && !bad; r++) {
+        unsigned long long expect0 = r ? all[3 * (r - 1)] + all[3 * (r - 1) + 1] : 0;
+        if (all[3 * r] != expect0 || all[3 * r + 2] != all[2]) {
+            if (rank == r)
+                ERR("%s: band rows %llu.. do not continue the previous rank's band (expected "
+                    "row %llu)", dp, all[3 * r], expect0);
+            bad = rank == r;
+        }
+    }
+    if (rank == size - 1 && !bad && all[3 * rank] + all[3 * rank + 1] != all[3 * rank + 2]) {
+        ERR("%s: bands end at row %llu of %llu (more band files than ranks?)", dp,
+            all[3 * rank] + all[3 * rank + 1], all[3 * rank + 2]);
+        bad = 1;
+    }
+    if (!bad && (mbnb_max[0] != mb || mbnb_max[1] != nb)) {
+        ERR("%s: blocking differs between ranks", dp);
+        bad = 1;
+    }
+    if (!bad && (int64_t)d.h.row0 % mb != 0) {
+        ERR("%s: band does not start at a block-row boundary", dp);
+        bad = 1;
+    }
+    free(all);
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.id = rank;
+    w.nworkers = size;
+    w.data = &d;
+    w.coef = &c;
+    w.mb = mb > 0 ? mb : 1;
+    w.nb = nb > 0 ? nb : 1;
+    w.cols = (int64_t)d.h.cols;
+    w.iters = o->iterations;
+    int64_t nbc = (w.cols + w.nb - 1) / w.nb;
+    if (!bad) {
+        w.b0 = 0;
+        w.b1 = ((int64_t)d.h.rows + mb - 1) / mb;
+        w.nbc = nbc;
+        w.row0 = (int64_t)d.h.row0;
+        w.total = (int64_t)d.h.total_rows;
+        w.waves = o->waves;
+        w.drop = o->drop_behind;
+        w.hints = 1;
+        w.mpi = 1;
+        w.comm = comm;
+        w.has_up = rank > 0;
+        w.has_down = rank + 1 < size;
+        int nsend = (int)(2 * nbc + 2);
+        int64_t expect = o->iterations * nbc;
+        int ok = worker_alloc(&w) == 0;
+        if (ok && w.has_up)
+            ok = !mlink_init(&w.l_up_tf_send, rank - 1, TAG_TF, (size_t)nb, nsend, 0) &&
+                 !mlink_init(&w.l_up_bf_recv, rank - 1, TAG_BF, (size_t)nb, 0, expect);
+        if (ok && w.has_down)
+            ok = !mlink_init(&w.l_down_bf_send, rank + 1, TAG_BF, (size_t)nb, nsend, 0) &&
+                 !mlink_init(&w.l_down_tf_recv, rank + 1, TAG_TF, (size_t)nb, 0, expect);
+        w.wave_req = calloc((size_t)(o->iterations > 0 ? o->iterations : 1), sizeof(MPI_Request));
+        if (!ok || !w.wave_req) {
+            ERR("out of memory");
+            bad = 1;
+        } else {
+            for (int64_t i = 0; i < o->iterations; i++)
+                w.wave_req[i] = MPI_REQUEST_NULL;
+        }
+    }
+    int rc = -1;
+    if (any_failed(comm, bad, err, errlen))
+        goto out;
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    if (worker_body(&w)) {
+        /* a failure mid-run (I/O error): the neighbours would wait forever */
+        fprintf(stderr, "mpilab-wavefront: rank %d: %s\n", rank, w.err);
+        MPI_Abort(comm, 2);
+    }
+    mlink_finish(&w.l_up_tf_send);
+    mlink_finish(&w.l_down_bf_send);
+    mlink_finish(&w.l_up_bf_recv);
+    mlink_finish(&w.l_down_tf_recv);
+    if (o->iterations > 0)
+        MPI_Waitall((int)o->iterations, w.wave_req, MPI_STATUSES_IGNORE);
+    double t1 = MPI_Wtime() - t0;
+    int64_t k = o->iterations;
+    double *rel = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
+    double *mx = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
+    for (int64_t i = 0; i < k && rel; i++)
+        rel[i] = w.t_done[i] - t0;
+    long long io[2] = {w.bytes_r, w.bytes_w}, iosum[2] = {0, 0};
+    long rss = maxrss_kb(), rssmax = 0;
+    double tmax = 0;
+    if (rel && mx)
+        MPI_Reduce(rel, mx, (int)(k > 0 ? k : 1), MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(io, iosum, 2, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(&rss, &rssmax, 1, MPI_LONG, MPI_MAX, 0, comm);
+    MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    fill_stats(st, &d, &c, mb, nb, size, k);
+    st->total_s = tmax;
+    st->bytes_read = iosum[0];
+    st->bytes_written = iosum[1];
+    st->maxrss_kb = rssmax;
+    st->iter_s = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
+    if (st->iter_s && mx && rank == 0) {
+        double prev = 0;
+        for (int64_t i = 0; i < k; i++) {
+            st->iter_s[i] = mx[i] - prev;
+            prev = mx[i];
+        }
+    }
+    free(rel);
+    free(mx);
+    rc = 0;
+out:
+    worker_free(&w);
+    free(w.wave_req);
+    mlink_finish(&w.l_up_tf_send);
+    mlink_finish(&w.l_down_bf_send);
+    mlink_finish(&w.l_up_bf_recv);
+    mlink_finish(&w.l_down_tf_recv);
+    wf_close(&d);
+    wf_close(&c);
+    return rc;
+}

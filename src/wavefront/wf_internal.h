@@ -1,0 +1,90 @@
+/* Internal pieces of the wavefront capability: the kernel, the file header, block I/O. */
+#ifndef MPILAB_WF_INTERNAL_H
+#define MPILAB_WF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mpilab/wavefront.h"
+
+#define WF_MAGIC "MPILABWF"
+#define WF_VERSION 1u
+#define WF_HDR_BYTES 4096
+#define WF_ELEM_F64 1u
+
+/* Livermore loop 23, one point. The single definition every schedule uses, so the
+ * floating-point expression order is identical everywhere (sources built with
+ * -ffp-contract=off). */
+static inline double wf_kernel(double c, double n, double s, double w, double e, double zb,
+                               double zu, double zv, double zr, double zz)
+{
+    double q = n * zb + w * zv + e * zu + s * zr + zz - c;
+    return c + 0.175 * q;
+}
+
+/* On-disk header (first WF_HDR_BYTES of every file, rest zero). Native byte order. */
+typedef struct {
+    char magic[8];
+    uint32_t version, layout, elem, planes;
+    uint64_t rows, cols;      /* rows held by this file, columns */
+    uint64_t row0, total_rows; /* first global row of this band, rows of the whole matrix */
+    uint64_t mb, nb, t;       /* blocking (0 for row-major), frontier thickness */
+    uint64_t payload;         /* bytes after the header */
+} wf_hdr;
+
+typedef struct {
+    int fd;
+    int io;             /* mpilab_wf_io */
+    int writable;
+    wf_hdr h;
+    unsigned char *map; /* mmap of the whole file (io == MMAP) */
+    size_t maplen;
+    char path[4096];
+} wf_file;
+
+/* Open and validate (magic, version, element type, geometry, exact file size). */
+int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_t errlen);
+void wf_close(wf_file *f);
+
+/* Geometry helpers for blocked files (layout BLOCK / OPTIMIZED). */
+int64_t wf_nblockrows(const wf_hdr *h);
+int64_t wf_nblockcols(const wf_hdr *h);
+int64_t wf_block_h(const wf_hdr *h, int64_t br);
+int64_t wf_block_w(const wf_hdr *h, int64_t bc);
+off_t wf_block_off(const wf_hdr *h, int64_t br, int64_t bc); /* from file start */
+size_t wf_block_bytes(const wf_hdr *h, int64_t br, int64_t bc);   /* all planes */
+
+/* Raw I/O through the back end (pread/pwrite loops or memcpy from the mapping). */
+int wf_read(wf_file *f, void *dst, size_t len, off_t off, int64_t *ctr, char *err, size_t el);
+int wf_write(wf_file *f, const void *src, size_t len, off_t off, int64_t *ctr, char *err,
+             size_t el);
+void wf_willneed(wf_file *f, off_t off, size_t len);
+void wf_done(wf_file *f, off_t off, size_t len, int dirty);
+
+/* Region reads/writes of block (br, bc) of a file in any layout (for row-major files
+ * the blocking is given by mb, nb). dst is h x w doubles with row stride `ld`.
+ * `tmp` is scratch of wf_scratch_doubles() doubles. plane selects the coefficient. */
+typedef struct {
+    int64_t mb, nb; /* blocking in effect */
+    double *tmp;
+} wf_blockio;
+size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb);
+int wf_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane, double *dst,
+                  size_t ld, int64_t *ctr, char *err, size_t el);
+int wf_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
+                   size_t ld, int64_t *ctr, char *err, size_t el);
+/* first column (left frontier) / first row (top frontier) of block (br, bc) */
+int wf_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
+               char *err, size_t el);
+int wf_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
+               char *err, size_t el);
+/* byte range covering block (br, bc) (for hints); for row-major, the rows' span */
+void wf_block_range(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc, off_t *off,
+                    size_t *len);
+
+/* Pack / unpack one h x w block (row stride ld) to / from the optimized serial order. */
+void wf_pack_opt(const double *src, size_t ld, int64_t h, int64_t w, int64_t t, double *out);
+void wf_unpack_opt(const double *in, int64_t h, int64_t w, int64_t t, double *dst, size_t ld);
+
+#endif

@@ -1,0 +1,275 @@
+/* Wavefront: bitwise equality with the sequential reference for every layout, several
+ * block sizes (also non-dividing), worker counts, waves in flight and both I/O back ends;
+ * layout round trips; optimized-layout space overhead; bad input. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mpilab/wavefront.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+static char dir[256];
+
+static const char *P(const char *name)
+{
+    static char buf[64][512];
+    static int k;
+    k = (k + 1) % 64;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static double *load1(const char *path, int64_t *rows, int64_t *cols, int64_t *planes)
+{
+    char err[1024];
+    double *v = NULL;
+    const char *in[1] = {path};
+    if (mpilab_wf_load(in, 1, &v, rows, cols, planes, err, sizeof err)) {
+        fprintf(stderr, "load %s: %s\n", path, err);
+        return NULL;
+    }
+    return v;
+}
+
+static long fsize(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb)
+            same = 0;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+static int tmp_files_left(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, ".tmp."))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void copy_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "wb");
+    int c;
+    while ((c = fgetc(fa)) != EOF)
+        fputc(c, fb);
+    fclose(fa);
+    fclose(fb);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/mpilab-wf-test-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char err[1024];
+    const int64_t M = 37, N = 53, K = 3;
+    CHECK(mpilab_wf_create(P("d0"), P("c0"), M, N, 42, err, sizeof err) == 0, "create: %s", err);
+    int64_t r, c, pl;
+    double *init = load1(P("d0"), &r, &c, &pl);
+    double *coef = load1(P("c0"), &r, &c, &pl);
+    if (!init || !coef)
+        return 1;
+    CHECK(r == M && c == N && pl == 5, "coef geometry %lldx%lld/%lld", (long long)r, (long long)c,
+          (long long)pl);
+    double *ref = malloc((size_t)(M * N) * 8);
+    memcpy(ref, init, (size_t)(M * N) * 8);
+    mpilab_wf_reference(ref, coef, M, N, K);
+    CHECK(memcmp(ref, init, (size_t)(M * N) * 8) != 0, "reference did not change the data");
+    /* boundary untouched, interior changed */
+    CHECK(ref[5] == init[5] && ref[(M - 1) * N + 7] == init[(M - 1) * N + 7], "boundary changed");
+
+    /* exhaustive matrix */
+    const int64_t blocks[][2] = {{8, 5}, {5, 7}, {37, 53}, {10, 17}};
+    int runs = 0;
+    for (int lay = 0; lay < 3; lay++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            int64_t mb = blocks[b][0], nb = blocks[b][1];
+            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+            if (lay != MPILAB_WF_ROWMAJOR) {
+                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0,
+                      "convert %d: %s", lay, err);
+                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0,
+                      "convert coef %d: %s", lay, err);
+            }
+            int64_t nbr = (M + mb - 1) / mb;
+            for (int workers = 1; workers <= 3; workers++)
+                for (int waves = 1; waves <= 3; waves += 1)
+                    for (int io = 0; io < 2; io++) {
+                        if (workers > nbr)
+                            continue;
+                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+                        mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2)};
+                        if (lay == MPILAB_WF_ROWMAJOR)
+                            o.mb = mb, o.nb = nb;
+                        mpilab_wf_stats st;
+                        int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"),
+                                               &o, &st, err, sizeof err);
+                        CHECK(rc == 0, "run: %s", err);
+                        if (rc)
+                            continue;
+                        runs++;
+                        CHECK(st.bytes_read > 0 && st.bytes_written > 0 && st.iterations == K,
+                              "stats");
+                        double *got = load1(P("work"), &r, &c, &pl);
+                        CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                              "not bitwise equal: layout %s block %lldx%lld workers %d waves %d io %s",
+                              mpilab_wf_layout_name(lay), (long long)mb, (long long)nb, workers,
+                              waves, mpilab_wf_io_name(io));
+                        free(got);
+                        mpilab_wf_stats_free(&st);
+                    }
+        }
+    CHECK(runs >= 100, "only %d runs", runs);
+    printf("bitwise runs: %d\n", runs);
+
+    /* round trips, byte for byte; T = 1 and 2 */
+    for (int lay = 1; lay < 3; lay++)
+        for (int64_t t = 1; t <= 2; t++) {
+            mpilab_wf_convert_opts co = {lay, 8, 5, t, 1};
+            mpilab_wf_convert_opts back = {MPILAB_WF_ROWMAJOR, 0, 0, 1, 1};
+            const char *in0[1] = {P("d0")}, *in1[1] = {P("rt")}, *inc[1] = {P("c0")},
+                       *inc1[1] = {P("rtc")};
+            int64_t mbx = t == 2 ? 8 : 8, nbx = t == 2 ? 5 : 5;
+            co.mb = mbx;
+            co.nb = nbx;
+            if (t == 2) { /* 37 % 8 = 5 >= 4, 53 % 5 = 3 < 4: needs another NB */
+                co.nb = 6; /* 53 % 6 = 5 */
+            }
+            CHECK(mpilab_wf_convert(in0, 1, P("rt"), &co, err, sizeof err) == 0, "pre: %s", err);
+            CHECK(mpilab_wf_convert(in1, 1, P("rt0"), &back, err, sizeof err) == 0, "post: %s", err);
+            CHECK(same_file(P("d0"), P("rt0")), "round trip %d T=%lld differs", lay, (long long)t);
+            CHECK(mpilab_wf_convert(inc, 1, P("rtc"), &co, err, sizeof err) == 0, "pre c: %s", err);
+            CHECK(mpilab_wf_convert(inc1, 1, P("rtc0"), &back, err, sizeof err) == 0, "post c: %s", err);
+            CHECK(same_file(P("c0"), P("rtc0")), "coef round trip differs");
+            /* split into bands and join back */
+            mpilab_wf_convert_opts bands = {lay, co.mb, co.nb, t, 3};
+            CHECK(mpilab_wf_convert(in0, 1, P("bd"), &bands, err, sizeof err) == 0, "bands: %s", err);
+            const char *bin[3] = {P("bd.0"), P("bd.1"), P("bd.2")};
+            CHECK(mpilab_wf_convert(bin, 3, P("bj"), &back, err, sizeof err) == 0, "join: %s", err);
+            CHECK(same_file(P("d0"), P("bj")), "band round trip differs");
+        }
+
+    /* space overhead: 4 T^2 sizeof(double) (N/NB)(M/MB) for dividing sizes */
+    CHECK(mpilab_wf_create(P("e0"), P("ec"), 40, 60, 7, err, sizeof err) == 0, "create: %s", err);
+    for (int64_t t = 1; t <= 2; t++) {
+        const char *in0[1] = {P("e0")};
+        mpilab_wf_convert_opts ob = {MPILAB_WF_BLOCK, 8, 6, t, 1}, oo = {MPILAB_WF_OPTIMIZED, 8, 6, t, 1};
+        CHECK(mpilab_wf_convert(in0, 1, P("eb"), &ob, err, sizeof err) == 0, "%s", err);
+        CHECK(mpilab_wf_convert(in0, 1, P("eo"), &oo, err, sizeof err) == 0, "%s", err);
+        long over = fsize(P("eo")) - fsize(P("eb"));
+        long expect = 4 * t * t * 8 * (60 / 6) * (40 / 8);
+        CHECK(over == expect, "overhead %ld, expected %ld", over, expect);
+        CHECK(fsize(P("eb")) == fsize(P("e0")), "block layout should have no overhead");
+        CHECK(mpilab_wf_payload_bytes(2, 40, 60, 8, 6, t, 1) - mpilab_wf_payload_bytes(1, 40, 60, 8, 6, t, 1) == expect,
+              "payload_bytes overhead");
+    }
+
+    /* bad input: one-line errors, no partial output, source untouched */
+    {
+        const char *in0[1] = {P("d0")};
+        mpilab_wf_convert_opts big = {MPILAB_WF_BLOCK, 38, 5, 1, 1};
+        CHECK(mpilab_wf_convert(in0, 1, P("bad1"), &big, err, sizeof err) != 0, "block > matrix accepted");
+        CHECK(strstr(err, "larger than") && !strchr(err, '\n'), "message: %s", err);
+        CHECK(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
+        mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
+        CHECK(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1};
+        mpilab_wf_stats st;
+        CHECK(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
+              "zero workers: %s", err);
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1};
+        CHECK(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
+              "big block run: %s", err);
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1}; /* 5 block rows: fine; 6 workers is not */
+        o5.workers = 6;
+        CHECK(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
+        /* truncated */
+        copy_file(P("d0"), P("tr"));
+        CHECK(truncate(P("tr"), fsize(P("d0")) - 8) == 0, "truncate");
+        const char *tin[1] = {P("tr")};
+        CHECK(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
+                  strstr(err, P("tr")),
+              "truncated: %s", err);
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1};
+        CHECK(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
+              "truncated run: %s", err);
+        /* wrong size */
+        copy_file(P("d0"), P("ws"));
+        FILE *f = fopen(P("ws"), "ab");
+        fputs("extra", f);
+        fclose(f);
+        CHECK(mpilab_wf_run(P("ws"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "wrong size"),
+              "wrong size: %s", err);
+        /* missing */
+        CHECK(mpilab_wf_run(P("nope"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "nope"),
+              "missing: %s", err);
+        /* data and coefficients swapped */
+        CHECK(mpilab_wf_run(P("c0"), P("d0"), &ok, &st, err, sizeof err) != 0, "swapped files accepted");
+        /* not a matrix file */
+        f = fopen(P("junk"), "wb");
+        fputs("hello", f);
+        fclose(f);
+        CHECK(mpilab_wf_run(P("junk"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "magic"),
+              "junk: %s", err);
+        /* blocked input to another blocked layout is refused, nothing written */
+        mpilab_wf_convert_opts ob = {MPILAB_WF_BLOCK, 8, 5, 1, 1};
+        CHECK(mpilab_wf_convert(in0, 1, P("blk"), &ob, err, sizeof err) == 0, "%s", err);
+        const char *bin[1] = {P("blk")};
+        mpilab_wf_convert_opts oo = {MPILAB_WF_OPTIMIZED, 8, 5, 1, 1};
+        CHECK(mpilab_wf_convert(bin, 1, P("bad4"), &oo, err, sizeof err) != 0, "block->opt accepted");
+        CHECK(access(P("bad4"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
+        /* the source is never modified by a failed conversion */
+        CHECK(same_file(P("rt0"), P("d0")), "source changed");
+    }
+
+    free(init);
+    free(coef);
+    free(ref);
+    if (!failures) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
+    printf("%s\n", failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
