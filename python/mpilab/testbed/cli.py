@@ -1,0 +1,183 @@
+"""`mpilab testbed ...`: emulated clusters on one machine (see docs/testbed.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed import check as checkmod
+from mpilab.testbed import faults, launch, net
+from mpilab.testbed import spec as specmod
+from mpilab.testbed.spec import format_rate
+
+
+def _prefix(args: argparse.Namespace) -> str:
+    p = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX
+    if not specmod.PREFIX_RE.match(p):
+        raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
+    return p
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    sp = specmod.load(args.spec, args.prefix)
+    print(net.up(sp))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    prefix = _prefix(args)
+    removed = net.down(prefix)
+    print(f"testbed '{prefix}' down" + (f": removed {', '.join(removed)}" if removed
+                                        else ": nothing to remove"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    prefix = _prefix(args)
+    net.require_root()
+    namespaces = net.list_namespaces(prefix)
+    st = net.load_state(prefix)
+    info: dict[str, Any] = {"prefix": prefix, "up": bool(namespaces and st),
+                            "namespaces": namespaces}
+    if st:
+        sp = specmod.Spec.from_dict(st["spec"])
+        pid = st.get("delayline_pid")
+        info["spec"] = sp.to_dict()
+        info["missing_namespaces"] = sorted(set(sp.namespaces()) - set(namespaces))
+        info["delayline"] = {"pid": pid, "alive": bool(pid and net.pid_alive(int(pid)))}
+        info["faults_active"] = [f"{n}:{r} {m}" for n, r, m in faults.active(sp)] \
+            if namespaces else []
+        info["fault_log"] = faults.read_log(sp)
+        info["scheduled"] = net.scheduler_pids(prefix)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    if not namespaces and not st:
+        print(f"testbed '{prefix}': down")
+        return 0
+    if not st:
+        print(f"testbed '{prefix}': {len(namespaces)} namespaces left without state "
+              f"(crashed?); 'mpilab testbed down' removes them")
+        return 0
+    sp = specmod.Spec.from_dict(st["spec"])
+    print(f"testbed '{prefix}' ({sp.source}): {sp.sites} sites x {sp.nodes_per_site} nodes x "
+          f"{sp.rails} rails; LAN {format_rate(sp.lan_rate)}, b_WAN "
+          f"{format_rate(sp.wan_node_rate)}, B_WAN {format_rate(sp.wan_total_rate)}, "
+          f"L {sp.wan_delay * 1e3:g} ms")
+    if info["missing_namespaces"]:
+        print(f"  MISSING namespaces: {', '.join(info['missing_namespaces'])}")
+    dl = info["delayline"]
+    if sp.wan_delay > 0:
+        print(f"  delay line: pid {dl['pid']} {'running' if dl['alive'] else 'NOT RUNNING'}")
+    for node in sp.node_names():
+        addrs = ", ".join(f"r{r} {sp.addr(node, r)}" for r in range(sp.rails))
+        print(f"  {node:6} ns {sp.ns(node):12} {addrs}")
+    print("  active faults: " + (", ".join(info["faults_active"]) or "none"))
+    if info["scheduled"]:
+        print(f"  scheduled fault processes: {', '.join(map(str, info['scheduled']))}")
+    for ev in info["fault_log"]:
+        print(f"  {ev['date']}  {ev['event']:4} {ev['target']} {ev['mode']}"
+              f"{' (scheduled)' if ev.get('scheduled') else ''}  t={ev['time']:.6f}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    sp = net.current_spec(_prefix(args))
+    rails = None
+    if args.rails:
+        try:
+            rails = [int(x) for x in args.rails.split(",")]
+        except ValueError:
+            raise MpilabError(f"--rails {args.rails}: expected e.g. 0 or 0,1") from None
+    if args.timeout is not None and args.timeout <= 0:
+        raise MpilabError("--timeout must be positive")
+    return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
+                      timeout=args.timeout, rails=rails)
+
+
+def cmd_fail(args: argparse.Namespace) -> int:
+    sp = net.current_spec(_prefix(args))
+    at = faults.parse_seconds(args.at, "--at") if args.at is not None else None
+    dur = faults.parse_seconds(args.duration, "--for") if args.duration is not None else None
+    print(faults.fail(sp, args.target, args.mode, at, dur))
+    return 0
+
+
+def cmd_heal(args: argparse.Namespace) -> int:
+    sp = net.current_spec(_prefix(args))
+    done = faults.heal(sp, args.target)
+    print("healed: " + (", ".join(done) if done else "nothing was failed"))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    sp = net.current_spec(_prefix(args))
+    if args.time <= 0 or args.parallel < 1:
+        raise MpilabError("--time must be positive and --parallel at least 1")
+    rows = checkmod.check(sp, seconds=args.time, parallel=args.parallel, rail=args.rail,
+                          lan=not args.no_lan, per_node=not args.total_only)
+    print(checkmod.format_rows(rows))
+    if args.json:
+        doc = checkmod.rows_json(sp, rows, " ".join(shlex.quote(a) for a in sys.argv))
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+    if args.tolerance is not None:
+        bad = [r for r in rows if not r.kind.startswith("rtt") and abs(r.rel_err) > args.tolerance]
+        if bad:
+            sys.stderr.write(f"mpilab: check: {bad[0].path} measured "
+                             f"{format_rate(bad[0].measured)} vs {format_rate(bad[0].configured)}"
+                             f" configured (beyond {args.tolerance:.0%})\n")
+            return 1
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    tb = subparsers.add_parser("testbed", help="emulated cluster: namespaces, rails, WAN, faults")
+    sub = tb.add_subparsers(dest="testbed_command", metavar="ACTION",
+                            parser_class=type(tb))
+    tb.set_defaults(func=lambda a: (tb.print_help(sys.stderr), 2)[1])
+
+    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--prefix", help="name prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("up", cmd_up, "build the testbed from SPEC (default: 2 sites x 4 nodes)")
+    p.add_argument("spec", nargs="?", help="TOML spec file (see examples/testbed/)")
+    add("down", cmd_down, "remove everything carrying the prefix")
+    p = add("status", cmd_status, "show the testbed, active faults and the fault log")
+    p.add_argument("--json", action="store_true", help="machine-readable")
+    p = add("run", cmd_run, "run an MPI program inside the testbed")
+    p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
+    p.add_argument("--np", type=int, help="ranks (default: one per host)")
+    p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
+    p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
+    p.add_argument("--timeout", type=float, help="kill the job after this many seconds")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
+    p = add("fail", cmd_fail, "fail a node's rail now or later")
+    p.add_argument("target", metavar="NODE:RAIL")
+    p.add_argument("--at", help="seconds from now (e.g. 2, 1.5s, 500ms)")
+    p.add_argument("--for", dest="duration", help="heal after this long")
+    p.add_argument("--mode", choices=faults.MODES, default="down",
+                   help="down: switch port down (cut cable); drop: iptables drops everything")
+    p = add("heal", cmd_heal, "heal one rail, or every failed rail")
+    p.add_argument("target", metavar="NODE:RAIL", nargs="?")
+    p = add("check", cmd_check, "measure links with iperf3 and ping vs the spec")
+    p.add_argument("--time", type=float, default=3.0, help="seconds per iperf3 run")
+    p.add_argument("--parallel", type=int, default=1, help="TCP flows per iperf3 run")
+    p.add_argument("--rail", type=int, default=0)
+    p.add_argument("--no-lan", action="store_true", help="skip LAN links")
+    p.add_argument("--total-only", action="store_true",
+                   help="one per-node WAN run instead of one per node")
+    p.add_argument("--tolerance", type=float,
+                   help="exit 1 if a rate is off by more than this fraction")
+    p.add_argument("--json", help="also write the rows to this JSON file")

@@ -1,0 +1,227 @@
+"""Link faults on node rails: the switch port goes down (a cut cable: both ends lose the
+link) or every packet on the rail is dropped with iptables inside the node. Faults can be
+scheduled (`--at`, `--for`) by a detached process (`python -m mpilab.testbed.faults`),
+which `down` finds and stops. Every fault and heal is appended to faults.jsonl in the
+state dir with time.time() (CLOCK_REALTIME, the clock of results' dates and MPI_Wtime
+based stamps) and time.monotonic()."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.testbed import net
+from mpilab.testbed.spec import Spec, parse_node, parse_time
+
+MODES = ("down", "drop")
+
+
+def parse_target(spec: Spec, text: str) -> tuple[str, int]:
+    """'s0n1:0' or 's0n1:r0' -> ('s0n1', 0), checked against the testbed."""
+    m = re.fullmatch(r"([a-z0-9]+):r?(\d+)", text)
+    if not m:
+        raise MpilabError(f"{text}: expected NODE:RAIL (e.g. s0n1:0)")
+    node, rail = m.group(1), int(m.group(2))
+    parse_node(node)
+    if node not in spec.node_names():
+        raise MpilabError(f"{text}: no node {node} in testbed '{spec.prefix}'")
+    if rail >= spec.rails:
+        raise MpilabError(f"{text}: no rail {rail} (testbed has {spec.rails})")
+    return node, rail
+
+
+def parse_seconds(text: str, what: str) -> float:
+    try:
+        return parse_time(text)
+    except ValueError as e:
+        raise MpilabError(f"{what} {text}: {e}") from None
+
+
+def _chain(spec: Spec) -> str:
+    return f"{spec.prefix}-fault"
+
+
+def _iptables(ns: str, args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    return net.sh(["ip", "netns", "exec", ns, "iptables", "-w", *args], check=check)
+
+
+def _drop_rules(rail: int) -> list[list[str]]:
+    return [["-i", f"r{rail}", "-j", "DROP"], ["-o", f"r{rail}", "-j", "DROP"]]
+
+
+def apply(spec: Spec, node: str, rail: int, mode: str) -> None:
+    s, j = parse_node(node)
+    if mode == "down":
+        net.sh(["ip", "-n", spec.sw_ns(s), "link", "set", f"n{j}r{rail}", "down"])
+    elif mode == "drop":
+        ns, chain = spec.ns(node), _chain(spec)
+        if _iptables(ns, ["-S", chain], check=False).returncode != 0:
+            _iptables(ns, ["-N", chain])
+            _iptables(ns, ["-I", "INPUT", "-j", chain])
+            _iptables(ns, ["-I", "OUTPUT", "-j", chain])
+        for rule in _drop_rules(rail):
+            if _iptables(ns, ["-C", chain, *rule], check=False).returncode != 0:
+                _iptables(ns, ["-A", chain, *rule])
+    else:
+        raise MpilabError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+
+
+def heal_one(spec: Spec, node: str, rail: int) -> list[str]:
+    """Undo whatever fault the system shows on this rail; returns the modes healed."""
+    s, j = parse_node(node)
+    healed = []
+    active = active_on(spec, node, rail)
+    if "down" in active:
+        net.sh(["ip", "-n", spec.sw_ns(s), "link", "set", f"n{j}r{rail}", "up"])
+        healed.append("down")
+    if "drop" in active:
+        for rule in _drop_rules(rail):
+            while _iptables(spec.ns(node), ["-D", _chain(spec), *rule],
+                            check=False).returncode == 0:
+                pass
+        healed.append("drop")
+    return healed
+
+
+def active_on(spec: Spec, node: str, rail: int) -> list[str]:
+    """Faults the system shows on one rail (not what a log says)."""
+    s, j = parse_node(node)
+    out = []
+    p = net.sh(["ip", "-n", spec.sw_ns(s), "-o", "link", "show", f"n{j}r{rail}"], check=False)
+    flags = re.search(r"<([^>]*)>", p.stdout)
+    if p.returncode == 0 and flags and "UP" not in flags.group(1).split(","):
+        out.append("down")
+    p = _iptables(spec.ns(node), ["-S", _chain(spec)], check=False)
+    if p.returncode == 0 and f"r{rail} -j DROP" in p.stdout:
+        out.append("drop")
+    return out
+
+
+def active(spec: Spec) -> list[tuple[str, int, str]]:
+    return [(n, r, m) for n in spec.node_names() for r in range(spec.rails)
+            for m in active_on(spec, n, r)]
+
+
+def log_path(spec: Spec) -> Path:
+    return net.state_dir(spec.prefix) / "faults.jsonl"
+
+
+def log_event(spec: Spec, event: str, node: str, rail: int, mode: str,
+              scheduled: bool) -> dict[str, Any]:
+    now, mono = time.time(), time.monotonic()
+    rec = {"event": event, "target": f"{node}:{rail}", "mode": mode, "time": now,
+           "monotonic": mono, "scheduled": scheduled,
+           "date": _dt.datetime.fromtimestamp(now, _dt.timezone.utc)
+           .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+    line = (json.dumps(rec) + "\n").encode()
+    fd = os.open(log_path(spec), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)  # one write of one line: readers never see half a record
+    finally:
+        os.close(fd)
+    return rec
+
+
+def read_log(spec: Spec) -> list[dict[str, Any]]:
+    try:
+        text = log_path(spec).read_text()
+    except FileNotFoundError:
+        return []
+    out = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise MpilabError(f"{log_path(spec)}:{no}: not a JSON record") from None
+    return out
+
+
+def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,
+         duration: float | None = None) -> str:
+    node, rail = parse_target(spec, target)
+    if mode not in MODES:
+        raise MpilabError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+    if at is not None and at < 0 or duration is not None and duration <= 0:
+        raise MpilabError("--at must be >= 0 and --for > 0")
+    if at:
+        pid = _schedule(spec, node, rail, mode, at, duration)
+        return (f"{node}:{rail} {mode} scheduled in {at:g} s"
+                + (f" for {duration:g} s" if duration else "") + f" (pid {pid})")
+    apply(spec, node, rail, mode)
+    log_event(spec, "fail", node, rail, mode, scheduled=False)
+    if duration:
+        pid = _schedule(spec, node, rail, mode, None, duration)
+        return f"{node}:{rail} {mode} now, heals in {duration:g} s (pid {pid})"
+    return f"{node}:{rail} {mode}"
+
+
+def heal(spec: Spec, target: str | None) -> list[str]:
+    if target:
+        node, rail = parse_target(spec, target)
+        todo = [(node, rail)]
+    else:
+        todo = sorted({(n, r) for n, r, _ in active(spec)})
+    done = []
+    for node, rail in todo:
+        for mode in heal_one(spec, node, rail):
+            log_event(spec, "heal", node, rail, mode, scheduled=False)
+            done.append(f"{node}:{rail} {mode}")
+    return done
+
+
+def _schedule(spec: Spec, node: str, rail: int, mode: str, at: float | None,
+              duration: float | None) -> int:
+    cmd = [sys.executable, "-m", "mpilab.testbed.faults", "--prefix", spec.prefix,
+           "--target", f"{node}:{rail}", "--mode", mode]
+    if at is not None:
+        cmd += ["--at", repr(at)]
+    if duration is not None:
+        cmd += ["--for", repr(duration)]
+    env = dict(os.environ)
+    pkg_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+    with open(net.state_dir(spec.prefix) / "scheduler.log", "ab") as log:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=log, start_new_session=True, env=env)
+    return p.pid
+
+
+def _scheduler_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="mpilab.testbed.faults")
+    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--mode", choices=MODES, required=True)
+    ap.add_argument("--at", type=float)
+    ap.add_argument("--for", dest="duration", type=float)
+    a = ap.parse_args(argv)
+    spec = net.current_spec(a.prefix)
+    node, rail = parse_target(spec, a.target)
+    t0 = time.monotonic()
+    if a.at is not None:
+        time.sleep(max(0.0, t0 + a.at - time.monotonic()))
+        apply(spec, node, rail, a.mode)
+        log_event(spec, "fail", node, rail, a.mode, scheduled=True)
+        t0 = time.monotonic()
+    if a.duration:
+        time.sleep(max(0.0, t0 + a.duration - time.monotonic()))
+        for mode in heal_one(spec, node, rail):
+            log_event(spec, "heal", node, rail, mode, scheduled=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(_scheduler_main(sys.argv[1:]))
+    except MpilabError as e:
+        sys.stderr.write(f"mpilab.testbed.faults: {e}\n")
+        sys.exit(2)

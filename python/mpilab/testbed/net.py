@@ -1,0 +1,364 @@
+"""Building and removing the emulated cluster: namespaces, veth rails, site bridges, the WAN
+router with its delay line, and tc shaping (htb + bfifo + u32).
+
+Layout (prefix P, site s, node j, rail r):
+  P-sSnJ   node namespace; interface rR (address in the (s, r) subnet)
+  P-swS    site switch: bridge brR, node ports nJrR, uplink upR (WAN egress, by source)
+  P-wan    router: sSrR (gateway .1 of each (s, r) subnet; WAN egress, by destination),
+           tun device dl0 with mpilab-delayline; packets arriving from any uplink are
+           policy-routed (table 100) through dl0 and come back out of it after L.
+Nothing is created in the root namespace: deleting the namespaces removes every link,
+qdisc and iptables rule. The state dir holds the spec, logs and per-node TMPDIRs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed.spec import Spec
+from mpilab.tools import find_tool
+
+DELAY_TABLE = 100
+DL_DEV = "dl0"
+
+
+# ---- small helpers ----
+
+def sh(cmd: list[str], check: bool = True, input: str | None = None,
+       timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run a command; on failure raise a one-line MpilabError naming it."""
+    try:
+        p = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise MpilabError(f"{cmd[0]}: command not found (run scripts/install-deps)") from None
+    except subprocess.TimeoutExpired:
+        raise MpilabError(f"{' '.join(cmd[:4])}: no answer within {timeout:g} s") from None
+    if check and p.returncode != 0:
+        lines = [ln for ln in (p.stderr or p.stdout).splitlines() if ln.strip()]
+        why = lines[0] if lines else f"exit status {p.returncode}"
+        raise MpilabError(f"{' '.join(cmd[:6])}: {why}")
+    return p
+
+
+def batch(tool: str, ns: str, lines: list[str]) -> None:
+    """Run many `ip`/`tc` commands inside one namespace in one process."""
+    if not lines:
+        return
+    p = subprocess.run([tool, "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        errs = [ln for ln in p.stderr.splitlines() if ln.strip() and "quantum" not in ln]
+        raise MpilabError(f"{tool} -n {ns}: {errs[0] if errs else 'failed'}")
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("MPILAB_TESTBED_STATE_ROOT", "/run"))
+
+
+def state_dir(prefix: str) -> Path:
+    return state_root() / f"{prefix}-testbed"
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise MpilabError("testbed: needs root (network namespaces)")
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        raise MpilabError("testbed: ip/tc not found (run scripts/install-deps)")
+
+
+def list_namespaces(prefix: str) -> list[str]:
+    """Namespaces carrying the prefix, read from the system (not from any state file)."""
+    p = sh(["ip", "netns", "list"], check=False)
+    names = [ln.split()[0] for ln in p.stdout.splitlines() if ln.strip()]
+    return sorted(n for n in names if n.startswith(prefix + "-"))
+
+
+def ns_pids(ns: str) -> list[int]:
+    p = sh(["ip", "netns", "pids", ns], check=False)
+    return [int(x) for x in p.stdout.split() if x.isdigit()]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kill_pids(pids: list[int], grace: float = 2.0) -> None:
+    """SIGTERM, wait up to `grace` seconds, then SIGKILL what is left."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if pid_alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def load_state(prefix: str) -> dict[str, Any] | None:
+    path = state_dir(prefix) / "state.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{path}: unreadable testbed state ({e})") from None
+
+
+def current_spec(prefix: str) -> Spec:
+    """The spec of the running testbed with this prefix, or a one-line error."""
+    st = load_state(prefix)
+    if st is None or not list_namespaces(prefix):
+        raise MpilabError(f"testbed '{prefix}' is not up (mpilab testbed up)")
+    return Spec.from_dict(st["spec"])
+
+
+# ---- shaping ----
+
+def _burst(rate: int) -> int:
+    # at least two GSO super-packets, else ~1 ms of traffic
+    return max(2 * 65536 + 3000, rate // 8 // 1000)
+
+
+def htb_single(dev: str, rate: int, queue: int) -> list[str]:
+    """One class at `rate` with a byte-limited queue (LAN links)."""
+    b = _burst(rate)
+    return [
+        f"qdisc replace dev {dev} root handle 1: htb default 1",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
+        f"burst {b} cburst {b} quantum 65536",
+        f"qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {queue}",
+    ]
+
+
+def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
+            queue: int) -> list[str]:
+    """WAN uplink: a parent at B_WAN and one class per node, u32 on source or destination.
+    Each child's guaranteed rate is min(b_WAN, B_WAN/n) and its ceiling b_WAN: htb honours
+    a child's rate even beyond the parent's ceiling, so rates must add up to at most B."""
+    b = _burst(total)
+    out = [
+        f"qdisc replace dev {dev} root handle 1: htb default 2",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {total}bit ceil {total}bit "
+        f"burst {b} cburst {b} quantum 65536",
+        # unclassified traffic (ARP, other addresses) shares the uplink at low priority
+        f"class add dev {dev} parent 1:1 classid 1:2 htb rate 1mbit ceil {total}bit "
+        f"quantum 65536 prio 7",
+        f"qdisc add dev {dev} parent 1:2 handle 2: bfifo limit {queue}",
+    ]
+    n = max(1, len(nodes))
+    for i, (addr, rate) in enumerate(nodes):
+        cid = 10 + i
+        guaranteed = max(8000, min(rate, (total - 1_000_000) // n))
+        ceil = min(rate, total)
+        cb = _burst(ceil)
+        out += [
+            f"class add dev {dev} parent 1:1 classid 1:{cid:x} htb rate {guaranteed}bit "
+            f"ceil {ceil}bit burst {cb} cburst {cb} quantum 65536 prio 1",
+            f"qdisc add dev {dev} parent 1:{cid:x} handle {cid:x}: bfifo limit {queue}",
+            f"filter add dev {dev} parent 1: protocol ip prio 1 u32 "
+            f"match ip {match} {addr}/32 flowid 1:{cid:x}",
+        ]
+    return out
+
+
+# ---- up / down ----
+
+def _spec_key(spec: Spec) -> str:
+    d = spec.to_dict()
+    d.pop("source", None)
+    return json.dumps(d, sort_keys=True)
+
+
+def is_up(spec: Spec) -> bool:
+    st = load_state(spec.prefix)
+    if st is None or st.get("key") != _spec_key(spec):
+        return False
+    if set(spec.namespaces()) - set(list_namespaces(spec.prefix)):
+        return False
+    if spec.wan_delay > 0:
+        pid = st.get("delayline_pid")
+        if not pid or not pid_alive(int(pid)):
+            return False
+    return True
+
+
+def up(spec: Spec) -> str:
+    """Build the testbed; idempotent (an identical running testbed is left alone, anything
+    else with the prefix is removed first). Returns a one-line summary."""
+    require_root()
+    if is_up(spec):
+        return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
+    if list_namespaces(spec.prefix) or state_dir(spec.prefix).exists():
+        down(spec.prefix)
+    delayline = find_tool("mpilab-delayline") if spec.wan_delay > 0 else None
+    sd = state_dir(spec.prefix)
+    try:
+        _build(spec, sd, delayline)
+    except BaseException:
+        down(spec.prefix)
+        raise
+    return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
+            f"{spec.rails} rails, state in {sd}")
+
+
+def _build(spec: Spec, sd: Path, delayline: str | None) -> None:
+    (sd / "tmp").mkdir(parents=True, exist_ok=True)
+    for node in spec.node_names():
+        (sd / "tmp" / node).mkdir(exist_ok=True)
+    for ns in spec.namespaces():
+        sh(["ip", "netns", "add", ns])
+    sysctl_common = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+    for ns in spec.namespaces():
+        sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        sh(["ip", "netns", "exec", ns, "sysctl", "-qw", *sysctl_common])
+    router = spec.router_ns()
+    r_ip: list[str] = []
+    r_tc: list[str] = []
+    for s in range(spec.sites):
+        sw = spec.sw_ns(s)
+        sw_ip: list[str] = []
+        sw_tc: list[str] = []
+        nodes = [f"s{s}n{j}" for j in range(spec.nodes_per_site)]
+        for r in range(spec.rails):
+            plen = spec.rail_net(s, r).prefixlen
+            sw_ip += [f"link add br{r} type bridge forward_delay 0 stp_state 0",
+                      f"link set br{r} up",
+                      f"link add up{r} type veth peer name s{s}r{r} netns {router}",
+                      f"link set up{r} master br{r} up"]
+            r_ip += [f"addr add {spec.gateway(s, r)}/{plen} dev s{s}r{r}",
+                     f"link set s{s}r{r} up"]
+            wan_nodes = [(spec.addr(n, r), min(spec.link_rates(n, r)[1],
+                                                spec.link_rates(n, r)[0])) for n in nodes]
+            sw_tc += htb_wan(f"up{r}", spec.wan_total_rate, wan_nodes, "src", spec.wan_queue)
+            r_tc += htb_wan(f"s{s}r{r}", spec.wan_total_rate, wan_nodes, "dst", spec.wan_queue)
+            for j, node in enumerate(nodes):
+                sw_ip += [f"link add n{j}r{r} type veth peer name r{r} netns {spec.ns(node)}",
+                          f"link set n{j}r{r} master br{r} up"]
+                lan = spec.link_rates(node, r)[0]
+                sw_tc += htb_single(f"n{j}r{r}", lan, spec.lan_queue)
+        batch("ip", sw, sw_ip)
+        for node in nodes:
+            n_ip: list[str] = []
+            n_tc: list[str] = []
+            for r in range(spec.rails):
+                plen = spec.rail_net(s, r).prefixlen
+                n_ip += [f"addr add {spec.addr(node, r)}/{plen} dev r{r}",
+                         f"link set r{r} up"]
+                for s2 in range(spec.sites):
+                    if s2 != s:
+                        n_ip.append(f"route add {spec.rail_net(s2, r)} via {spec.gateway(s, r)} "
+                                    f"dev r{r}")
+                n_tc += htb_single(f"r{r}", spec.link_rates(node, r)[0], spec.lan_queue)
+            batch("ip", spec.ns(node), n_ip)
+            batch("tc", spec.ns(node), n_tc)
+        batch("tc", sw, sw_tc)
+    batch("ip", router, r_ip)
+    batch("tc", router, r_tc)
+    sh(["ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
+
+    state: dict[str, Any] = {"spec": spec.to_dict(), "key": _spec_key(spec),
+                             "created": time.time(), "delayline_pid": None}
+    if spec.wan_delay > 0 and delayline:
+        state["delayline_pid"] = _start_delayline(spec, sd, delayline)
+    atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
+
+
+def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
+    router = spec.router_ns()
+    sh(["ip", "-n", router, "tuntap", "add", DL_DEV, "mode", "tun"])
+    pidfile = sd / "delayline.pid"
+    log = open(sd / "delayline.log", "ab")
+    try:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", router, delayline, "--dev", DL_DEV,
+             "--delay", f"{spec.wan_delay!r}", "--buffer", str(spec.delayline_buffer),
+             "--stats", str(sd / "delayline.json"), "--pidfile", str(pidfile)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    finally:
+        log.close()
+    deadline = time.monotonic() + 5
+    while not pidfile.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            why = (sd / "delayline.log").read_text().strip().splitlines()
+            raise MpilabError(f"mpilab-delayline did not start: {why[-1] if why else '?'}")
+        time.sleep(0.02)
+    batch("ip", router, [
+        f"link set {DL_DEV} txqueuelen 10000 up",
+        f"route add default dev {DL_DEV} table {DELAY_TABLE}",
+        *[f"rule add iif s{s}r{r} lookup {DELAY_TABLE} pref 100"
+          for s in range(spec.sites) for r in range(spec.rails)],
+    ])
+    sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{DL_DEV}.rp_filter=0"])
+    return proc.pid
+
+
+def scheduler_pids(prefix: str) -> list[int]:
+    """Pending fault schedulers of this prefix (found in /proc, not only in the state)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"mpilab.testbed.faults" in argv and b"--prefix" in argv:
+            i = argv.index(b"--prefix")
+            if i + 1 < len(argv) and argv[i + 1] == prefix.encode():
+                out.append(int(d.name))
+    return out
+
+
+def down(prefix: str) -> list[str]:
+    """Remove everything with this prefix: fault schedulers, processes in its namespaces,
+    the namespaces (with their links, qdiscs, tun device and rules) and the state dir.
+    Works from the system's view, so also after a crash. Returns what was removed."""
+    require_root()
+    removed = []
+    sched = scheduler_pids(prefix)
+    if sched:
+        kill_pids(sched, grace=1.0)
+        removed.append(f"{len(sched)} fault scheduler(s)")
+    namespaces = list_namespaces(prefix)
+    pids = sorted({p for ns in namespaces for p in ns_pids(ns)})
+    if pids:
+        kill_pids(pids)
+        removed.append(f"{len(pids)} process(es)")
+    for ns in namespaces:
+        sh(["ip", "netns", "del", ns], check=False)
+    if namespaces:
+        removed.append(f"{len(namespaces)} namespace(s)")
+    left = list_namespaces(prefix)
+    if left:
+        raise MpilabError(f"testbed '{prefix}': could not remove namespace {left[0]}")
+    sd = state_dir(prefix)
+    if sd.exists():
+        shutil.rmtree(sd, ignore_errors=True)
+        removed.append(str(sd))
+    return removed

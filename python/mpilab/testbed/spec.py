@@ -1,0 +1,407 @@
+"""Testbed spec files (TOML): parsing, validation with file:line errors, the address plan.
+
+A spec describes sites, nodes per site, rails per node, the LAN rate, the per-node WAN
+rate b_WAN, the aggregate WAN rate B_WAN (per site uplink and direction), the WAN one-way
+delay L and optional per-link overrides. See docs/testbed.md and examples/testbed/.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomllib
+
+from mpilab.errors import MpilabError
+
+DEFAULT_PREFIX = "mlt"
+PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+NODE_RE = re.compile(r"^s(\d+)n(\d+)$")
+MAX_RATE = 100_000_000_000  # 100 Gbit/s
+MAX_DELAY = 10.0  # seconds
+GSO_PACKET = 65536 + 256
+RING_OVERHEAD = 1.1  # record headers and alignment in the delay line's ring
+
+DEFAULT_SPEC = """\
+# built-in default: two sites of four nodes, one rail each
+[cluster]
+sites = 2
+nodes_per_site = 4
+rails = 1
+
+[lan]
+rate = "1Gbit"
+
+[wan]
+node_rate = "100Mbit"
+total_rate = "200Mbit"
+delay = "5ms"
+"""
+
+_RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+_KEYS: dict[str, set[str]] = {
+    "": {"prefix", "cluster", "lan", "wan", "link"},
+    "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
+    "lan": {"rate", "queue"},
+    "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer"},
+    "link": {"node", "rail", "lan_rate", "wan_rate"},
+}
+
+
+@dataclass
+class LinkOverride:
+    node: str
+    rail: int
+    lan_rate: int | None = None
+    wan_rate: int | None = None
+
+
+@dataclass
+class Spec:
+    """A validated testbed description. Rates in bit/s, times in s, sizes in bytes."""
+
+    prefix: str = DEFAULT_PREFIX
+    sites: int = 2
+    nodes_per_site: int = 4
+    rails: int = 1
+    subnet: str = "10.77.0.0/16"
+    site_prefixlen: int = 24
+    lan_rate: int = 10**9
+    lan_queue: int = 256 * 1024
+    wan_node_rate: int = 100 * 10**6
+    wan_total_rate: int = 200 * 10**6
+    wan_delay: float = 0.005
+    wan_queue: int = 512 * 1024
+    delayline_buffer: int = 64 * 1024**2
+    links: list[LinkOverride] = field(default_factory=list)
+    source: str = "<default>"
+
+    # ---- derived names and addresses ----
+    def node_names(self) -> list[str]:
+        return [f"s{s}n{j}" for s in range(self.sites) for j in range(self.nodes_per_site)]
+
+    def ns(self, node: str) -> str:
+        return f"{self.prefix}-{node}"
+
+    def sw_ns(self, site: int) -> str:
+        return f"{self.prefix}-sw{site}"
+
+    def router_ns(self) -> str:
+        return f"{self.prefix}-wan"
+
+    def namespaces(self) -> list[str]:
+        return ([self.ns(n) for n in self.node_names()]
+                + [self.sw_ns(s) for s in range(self.sites)] + [self.router_ns()])
+
+    def rail_net(self, site: int, rail: int) -> ipaddress.IPv4Network:
+        base = ipaddress.IPv4Network(self.subnet)
+        nets = base.subnets(new_prefix=self.site_prefixlen)
+        index = rail * self.sites + site
+        for i, n in enumerate(nets):
+            if i == index:
+                return n
+        raise MpilabError(f"{self.source}: no subnet {index} in {self.subnet}")
+
+    def gateway(self, site: int, rail: int) -> str:
+        return str(self.rail_net(site, rail).network_address + 1)
+
+    def addr(self, node: str, rail: int) -> str:
+        s, j = parse_node(node)
+        return str(self.rail_net(s, rail).network_address + 2 + j)
+
+    def rail_subnets(self, rail: int) -> list[str]:
+        return [str(self.rail_net(s, rail)) for s in range(self.sites)]
+
+    def link_rates(self, node: str, rail: int) -> tuple[int, int]:
+        """(LAN rate, WAN rate b_WAN) of one node's rail, overrides applied."""
+        lan, wan = self.lan_rate, self.wan_node_rate
+        for o in self.links:
+            if o.node == node and o.rail == rail:
+                lan = o.lan_rate if o.lan_rate is not None else lan
+                wan = o.wan_rate if o.wan_rate is not None else wan
+        return lan, wan
+
+    def delayline_bytes_needed(self) -> int:
+        """Bytes the delay line holds when every site uplink sends at B_WAN for L."""
+        inflow = self.sites * self.rails * self.wan_total_rate / 8.0
+        return int(inflow * self.wan_delay * RING_OVERHEAD) + 2 * GSO_PACKET
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prefix": self.prefix, "sites": self.sites, "nodes_per_site": self.nodes_per_site,
+            "rails": self.rails, "subnet": self.subnet, "site_prefixlen": self.site_prefixlen,
+            "lan_rate": self.lan_rate, "lan_queue": self.lan_queue,
+            "wan_node_rate": self.wan_node_rate, "wan_total_rate": self.wan_total_rate,
+            "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
+            "delayline_buffer": self.delayline_buffer,
+            "links": [o.__dict__ for o in self.links], "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Spec:
+        d = dict(d)
+        links = [LinkOverride(**o) for o in d.pop("links", [])]
+        return cls(links=links, **d)
+
+
+def parse_node(text: str) -> tuple[int, int]:
+    m = NODE_RE.match(text)
+    if not m:
+        raise MpilabError(f"{text}: not a node name (expected sSITEnNODE, e.g. s0n1)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def format_rate(bps: float) -> str:
+    for unit, mul in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
+        if bps >= mul:
+            return f"{bps / mul:.4g}{unit}"
+    return f"{bps:.0f}bit"
+
+
+# ---- value parsing ----
+
+def parse_rate(value: object) -> int:
+    """'100Mbit' / '1Gbit' / 5e7 (bit/s) -> bit/s. Raises ValueError with a reason."""
+    if isinstance(value, bool):
+        raise ValueError("not a rate")
+    if isinstance(value, (int, float)):
+        v = float(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", value)
+        if not m or m.group(2).lower() not in _RATE_UNITS:
+            raise ValueError("not a rate (use e.g. 100Mbit, 1Gbit)")
+        v = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+    else:
+        raise ValueError("not a rate")
+    if v <= 0:
+        raise ValueError("rate must be positive")
+    if v > MAX_RATE:
+        raise ValueError("rate above 100Gbit")
+    return int(round(v))
+
+
+def parse_time(value: object) -> float:
+    """'5ms' / '0.2s' / 0.005 (seconds) -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError("not a duration")
+    if isinstance(value, (int, float)):
+        v = float(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", value)
+        if not m or m.group(2) not in (*_TIME_UNITS, ""):
+            raise ValueError("not a duration (use e.g. 5ms, 0.2s)")
+        v = float(m.group(1)) * _TIME_UNITS.get(m.group(2) or "s", 1.0)
+    else:
+        raise ValueError("not a duration")
+    if v < 0:
+        raise ValueError("duration must not be negative")
+    return v
+
+
+def parse_size(value: object) -> int:
+    """'256K' / '64M' / 1000 (bytes) -> bytes (K, M, G are powers of 1024)."""
+    if isinstance(value, bool):
+        raise ValueError("not a size")
+    if isinstance(value, int):
+        v = value
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgG]?)[bB]?\s*", value)
+        if not m:
+            raise ValueError("not a size (use e.g. 256K, 64M)")
+        v = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    else:
+        raise ValueError("not a size")
+    if v <= 0:
+        raise ValueError("size must be positive")
+    return v
+
+
+# ---- locating keys in the text, for file:line messages ----
+
+def _key_lines(text: str) -> dict[tuple[str, int, str], int]:
+    """(table, index of [[array]] entry or 0, key) -> line number; key '' = the header."""
+    lines: dict[tuple[str, int, str], int] = {}
+    table, index = "", 0
+    counts: dict[str, int] = {}
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]", line)
+        if m:
+            table = m.group(1)
+            index = counts.get(table, 0)
+            counts[table] = index + 1
+            lines.setdefault((table, index, ""), no)
+            continue
+        m = re.fullmatch(r"\[\s*([A-Za-z0-9_.-]+)\s*\]", line)
+        if m:
+            table, index = m.group(1), 0
+            lines.setdefault((table, 0, ""), no)
+            continue
+        m = re.match(r"([A-Za-z0-9_-]+|\"[^\"]*\")\s*=", line)
+        if m:
+            lines.setdefault((table, index, m.group(1).strip('"')), no)
+    return lines
+
+
+class _Ctx:
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self.lines = _key_lines(text)
+
+    def err(self, table: str, key: str, msg: str, index: int = 0) -> MpilabError:
+        no = self.lines.get((table, index, key)) or self.lines.get((table, index, ""))
+        where = f"{self.source}:{no}" if no else self.source
+        name = f"{table}.{key}" if table and key else (key or table)
+        return MpilabError(f"{where}: {name}: {msg}")
+
+
+def _get(ctx: _Ctx, tbl: dict[str, Any], table: str, key: str, conv: Any, default: Any,
+         index: int = 0) -> Any:
+    if key not in tbl:
+        return default
+    try:
+        return conv(tbl[key])
+    except ValueError as e:
+        raise ctx.err(table, key, f"{tbl[key]!r}: {e}", index) from None
+
+
+def _int_in(lo: int, hi: int) -> Any:
+    def conv(v: object) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError("not an integer")
+        if not lo <= v <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return v
+    return conv
+
+
+def _str(v: object) -> str:
+    if not isinstance(v, str):
+        raise ValueError("not a string")
+    return v
+
+
+def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
+    """Parse and validate a spec. `prefix` (from the command line or the environment)
+    replaces the file's prefix when given."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"at line (\d+)", str(e))
+        where = f"{source}:{m.group(1)}" if m else source
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise MpilabError(f"{where}: TOML syntax error: {msg}") from None
+    ctx = _Ctx(source, text)
+    for key in data:
+        if key not in _KEYS[""]:
+            raise ctx.err("", key, "unknown key")
+    for table in ("cluster", "lan", "wan"):
+        if table in data and not isinstance(data[table], dict):
+            raise ctx.err("", table, "must be a table")
+        for key in data.get(table, {}):
+            if key not in _KEYS[table]:
+                raise ctx.err(table, key, "unknown key")
+    links = data.get("link", [])
+    if not isinstance(links, list):
+        raise ctx.err("", "link", "must be an array of tables ([[link]])")
+    for i, lk in enumerate(links):
+        for key in lk:
+            if key not in _KEYS["link"]:
+                raise ctx.err("link", key, "unknown key", i)
+
+    sp = Spec(source=source)
+    sp.prefix = _get(ctx, data, "", "prefix", _str, DEFAULT_PREFIX)
+    if not PREFIX_RE.match(sp.prefix):
+        raise ctx.err("", "prefix", f"{sp.prefix!r}: must be 1-6 characters a-z0-9, "
+                      "starting with a letter")
+    if prefix is not None:
+        if not PREFIX_RE.match(prefix):
+            raise MpilabError(f"prefix {prefix!r}: must be 1-6 characters a-z0-9, "
+                              "starting with a letter")
+        sp.prefix = prefix
+    cl, lan, wan = data.get("cluster", {}), data.get("lan", {}), data.get("wan", {})
+    sp.sites = _get(ctx, cl, "cluster", "sites", _int_in(1, 16), sp.sites)
+    sp.nodes_per_site = _get(ctx, cl, "cluster", "nodes_per_site", _int_in(1, 1000),
+                             sp.nodes_per_site)
+    sp.rails = _get(ctx, cl, "cluster", "rails", _int_in(1, 4), sp.rails)
+    sp.subnet = _get(ctx, cl, "cluster", "subnet", _str, sp.subnet)
+    sp.site_prefixlen = _get(ctx, cl, "cluster", "site_prefixlen", _int_in(8, 30),
+                             sp.site_prefixlen)
+    sp.lan_rate = _get(ctx, lan, "lan", "rate", parse_rate, sp.lan_rate)
+    sp.lan_queue = _get(ctx, lan, "lan", "queue", parse_size, sp.lan_queue)
+    sp.wan_node_rate = _get(ctx, wan, "wan", "node_rate", parse_rate, sp.wan_node_rate)
+    sp.wan_total_rate = _get(ctx, wan, "wan", "total_rate", parse_rate, sp.wan_total_rate)
+    sp.wan_delay = _get(ctx, wan, "wan", "delay", parse_time, sp.wan_delay)
+    sp.wan_queue = _get(ctx, wan, "wan", "queue", parse_size, sp.wan_queue)
+    sp.delayline_buffer = _get(ctx, wan, "wan", "delayline_buffer", parse_size,
+                               sp.delayline_buffer)
+
+    # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
+    try:
+        base = ipaddress.IPv4Network(sp.subnet)
+    except ValueError as e:
+        raise ctx.err("cluster", "subnet", f"{sp.subnet!r}: {e}") from None
+    if not base.is_private:
+        raise ctx.err("cluster", "subnet", f"{sp.subnet}: must be a private range")
+    if sp.site_prefixlen < base.prefixlen:
+        raise ctx.err("cluster", "site_prefixlen",
+                      f"/{sp.site_prefixlen} is larger than the subnet {sp.subnet}")
+    nsub = 2 ** (sp.site_prefixlen - base.prefixlen)
+    if sp.sites * sp.rails > nsub:
+        raise ctx.err("cluster", "sites", f"{sp.sites} sites x {sp.rails} rails need "
+                      f"{sp.sites * sp.rails} subnets of /{sp.site_prefixlen}, but "
+                      f"{sp.subnet} has only {nsub}")
+    hosts = 2 ** (32 - sp.site_prefixlen) - 3  # network, broadcast, gateway
+    if sp.nodes_per_site > hosts:
+        raise ctx.err("cluster", "nodes_per_site", f"{sp.nodes_per_site}: more nodes than "
+                      f"addresses in a /{sp.site_prefixlen} (at most {hosts})")
+    if sp.wan_delay > MAX_DELAY:
+        raise ctx.err("wan", "delay", f"{sp.wan_delay:g} s: more than {MAX_DELAY:g} s")
+    if sp.delayline_buffer > 4 * 1024**3:
+        raise ctx.err("wan", "delayline_buffer", "more than 4G")
+    if sp.wan_delay > 0 and sp.delayline_bytes_needed() > sp.delayline_buffer:
+        need = sp.delayline_bytes_needed()
+        raise ctx.err("wan", "delay", f"{sp.wan_delay * 1e3:g} ms is too large for the delay "
+                      f"line's buffer: {sp.sites * sp.rails} uplinks at "
+                      f"{format_rate(sp.wan_total_rate)} need {need / 2**20:.1f} MiB, the "
+                      f"buffer is {sp.delayline_buffer / 2**20:.1f} MiB "
+                      "(raise wan.delayline_buffer)")
+
+    names = set(sp.node_names())
+    for i, lk in enumerate(links):
+        node = _get(ctx, lk, "link", "node", _str, None, i)
+        if node is None:
+            raise ctx.err("link", "", "missing key 'node'", i)
+        if node not in names:
+            raise ctx.err("link", "node", f"{node!r}: no such node", i)
+        rail = _get(ctx, lk, "link", "rail", _int_in(0, sp.rails - 1), 0, i)
+        o = LinkOverride(node=node, rail=rail,
+                         lan_rate=_get(ctx, lk, "link", "lan_rate", parse_rate, None, i),
+                         wan_rate=_get(ctx, lk, "link", "wan_rate", parse_rate, None, i))
+        sp.links.append(o)
+    return sp
+
+
+def load(path: str | None, prefix: str | None = None) -> Spec:
+    """Load SPEC (None: the built-in default). The prefix comes from the argument, else
+    $MPILAB_TESTBED_PREFIX, else the file, else 'mlt'."""
+    if prefix is None:
+        prefix = os.environ.get("MPILAB_TESTBED_PREFIX") or None
+    if path is None:
+        return load_text(DEFAULT_SPEC, "<default>", prefix)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise MpilabError(f"{path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise MpilabError(f"{path}: not UTF-8 text") from None
+    return load_text(text, path, prefix)
