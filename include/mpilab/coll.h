@@ -84,7 +84,8 @@ int mpilab_tuned_scatter(const mpilab_tuned_t *t, const void *sendbuf, int sendc
 int mpilab_tuned_gather(const mpilab_tuned_t *t, const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, int root, MPI_Comm comm);
-/* The implementation chosen for `bytes` per rank: its index, or its name (owned by t). */
+/* The implementation chosen for `bytes` per rank: its index (0 if t is NULL), or its
+ * name (owned by t; NULL if t is NULL). */
 size_t mpilab_tuned_choice_index(const mpilab_tuned_t *t, size_t bytes);
 const char *mpilab_tuned_choice(const mpilab_tuned_t *t, size_t bytes);
 void mpilab_tuned_free(mpilab_tuned_t *t);
