@@ -1,0 +1,130 @@
+"""`mpilab wavefront create|convert|run|verify`: wraps the C tool mpilab-wavefront.
+
+Nothing is computed here: arguments are checked, passed through to the tool (launched
+under mpirun for `run --np N`), and its exit status is returned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+
+from mpilab.errors import MpilabError
+from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+
+TOOL = "mpilab-wavefront"
+LAYOUTS = ("rowmajor", "block", "optimized")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': expected an integer >= 1")
+    return v
+
+
+def _nonneg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"'{text}': expected an integer >= 0")
+    return v
+
+
+def build_command(args: argparse.Namespace) -> list[str]:
+    """The tool command line (without any mpirun prefix) for parsed arguments."""
+    tool = find_tool(TOOL)
+    op = args.wf_command
+    if op == "create":
+        return [tool, "create", "--rows", str(args.rows), "--cols", str(args.cols),
+                "--seed", str(args.seed), args.data, args.coef]
+    if op == "convert":
+        cmd = [tool, "convert", "--layout", args.layout]
+        if args.mb:
+            cmd += ["--mb", str(args.mb)]
+        if args.nb:
+            cmd += ["--nb", str(args.nb)]
+        cmd += ["--t", str(args.t), "--bands", str(args.bands)]
+        return cmd + list(args.inputs) + [args.output]
+    if op == "run":
+        cmd = [tool, "run", "--data", args.data, "--coef", args.coef,
+               "--iterations", str(args.iterations), "--workers", str(args.workers),
+               "--waves", str(args.waves), "--io", args.io]
+        if args.mb:
+            cmd += ["--mb", str(args.mb)]
+        if args.nb:
+            cmd += ["--nb", str(args.nb)]
+        if args.no_drop_behind:
+            cmd.append("--no-drop-behind")
+        if args.json:
+            cmd += ["--json", args.json]
+        if args.np:
+            cmd.append("--mpi")
+        return cmd
+    if op == "verify":
+        return [tool, "verify", "--initial", args.initial, "--coef", args.coef,
+                "--iterations", str(args.iterations), args.result]
+    raise MpilabError(f"wavefront: unknown command {op!r}")
+
+
+def _handler(args: argparse.Namespace) -> int:
+    cmd = build_command(args)
+    env = None
+    if getattr(args, "np", 0):
+        cmd = mpirun_prefix(args.np) + cmd
+        env = mpi_env()
+    try:
+        return subprocess.run(cmd, env=env, check=False).returncode
+    except OSError as e:
+        raise MpilabError(f"{cmd[0]}: cannot run: {e.strerror}") from None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "wavefront", help="out-of-core wavefront computation (Livermore loop 23)",
+        description="Create, convert, run and verify out-of-core Livermore loop 23 problems.")
+    sub = p.add_subparsers(dest="wf_command", metavar="OP", required=True)
+
+    c = sub.add_parser("create", help="deterministic problem from a seed (row-major files)")
+    c.add_argument("--rows", type=_positive, required=True, help="M, number of rows")
+    c.add_argument("--cols", type=_positive, required=True, help="N, number of columns")
+    c.add_argument("--seed", type=_nonneg, default=1)
+    c.add_argument("data")
+    c.add_argument("coef")
+
+    v = sub.add_parser("convert", help="pre/post-processing between layouts, band splitting")
+    v.add_argument("--layout", choices=LAYOUTS, required=True)
+    v.add_argument("--mb", type=_positive, default=0, help="block rows")
+    v.add_argument("--nb", type=_positive, default=0, help="block columns")
+    v.add_argument("--t", type=_positive, default=1, help="frontier thickness")
+    v.add_argument("--bands", type=_positive, default=1, help="write N band files OUT.0..")
+    v.add_argument("inputs", nargs="+", help="input file(s) (or band base name)")
+    v.add_argument("output")
+
+    r = sub.add_parser("run", help="run k iterations in place")
+    r.add_argument("--data", required=True)
+    r.add_argument("--coef", required=True)
+    r.add_argument("--iterations", "-k", type=_nonneg, required=True)
+    r.add_argument("--workers", type=_positive, default=1)
+    r.add_argument("--waves", type=_positive, default=1)
+    r.add_argument("--io", choices=("pread", "mmap"), default="pread")
+    r.add_argument("--mb", type=_positive, default=0)
+    r.add_argument("--nb", type=_positive, default=0)
+    r.add_argument("--no-drop-behind", action="store_true")
+    r.add_argument("--json", help="write results (mpilab.results/1) here")
+    r.add_argument("--np", type=_positive, default=0,
+                   help="distributed mode: N MPI ranks, band files DATA.<rank>")
+
+    f = sub.add_parser("verify", help="compare with the in-core sequential reference")
+    f.add_argument("--initial", required=True)
+    f.add_argument("--coef", required=True)
+    f.add_argument("--iterations", "-k", type=_nonneg, required=True)
+    f.add_argument("result")
+
+    for sp in (c, v, r, f):
+        sp.set_defaults(func=_handler)

@@ -1,0 +1,94 @@
+"""`mpilab wavefront` end to end through the CLI (wraps the C tool mpilab-wavefront)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, cli_env
+
+
+def _tool_dir() -> str | None:
+    cands = [os.environ.get("MPILAB_BIN", ""), str(REPO / "build" / "bin"),
+             str(REPO / "build-wf" / "bin")]
+    for c in cands:
+        if c and (Path(c) / "mpilab-wavefront").is_file():
+            return c
+    return None
+
+
+TOOLS = _tool_dir()
+needs_tool = pytest.mark.skipif(TOOLS is None, reason="mpilab-wavefront not built")
+
+
+def _env() -> dict[str, str]:
+    e = cli_env()
+    assert TOOLS is not None
+    e["MPILAB_BIN"] = TOOLS
+    return e
+
+
+@needs_tool
+@pytest.mark.mpi
+def test_create_convert_run_verify(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    env = _env()
+    p = run_cli("wavefront", "create", "--rows", "29", "--cols", "31", "--seed", "3",
+                "d0", "c0", env=env)
+    assert p.returncode == 0, p.stderr
+    for what, src in (("d", "d0"), ("c", "c0")):
+        p = run_cli("wavefront", "convert", "--layout", "optimized", "--mb", "6", "--nb", "7",
+                    "--bands", "2", src, what, env=env)
+        assert p.returncode == 0, p.stderr
+    assert (tmp_path / "d.0").is_file() and (tmp_path / "d.1").is_file()
+    p = run_cli("wavefront", "run", "--np", "2", "--data", "d", "--coef", "c",
+                "--iterations", "3", "--waves", "2", "--json", "r.json", env=env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["schema"] == "mpilab.results/1"
+    assert doc["wavefront"]["workers"] == 2 and doc["wavefront"]["mode"] == "mpi"
+    assert doc["measurements"][0]["op"] == "wavefront"
+    assert len(doc["measurements"][0]["samples"]) == 3
+    p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "3",
+                "d", env=env)
+    assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr
+    # threads on a single file, post-processed back to row-major
+    p = run_cli("wavefront", "convert", "--layout", "block", "--mb", "6", "--nb", "7", "d0", "b",
+                env=env)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("wavefront", "run", "--data", "b", "--coef", "c0", "--iterations", "2",
+                "--workers", "3", "--io", "mmap", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "time per iteration" in p.stdout
+    p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "1",
+                "b", env=env)
+    assert p.returncode == 1 and "DIFFERENT" in p.stdout
+
+
+@needs_tool
+def test_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    env = _env()
+    assert run_cli("wavefront", "create", "--rows", "9", "--cols", "9", "d0", "c0",
+                   env=env).returncode == 0
+    p = run_cli("wavefront", "convert", "--layout", "block", "--mb", "10", "--nb", "3", "d0",
+                "out", env=env)
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and "larger than" in p.stderr
+    assert not (tmp_path / "out").exists()
+    p = run_cli("wavefront", "run", "--data", "missing", "--coef", "c0", "--iterations", "1",
+                "--mb", "3", "--nb", "3", env=env)
+    assert p.returncode == 2 and "missing" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    p = run_cli("wavefront", "run", "--data", "d0", "--coef", "c0", "--iterations", "1",
+                "--workers", "0", env=env)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_argument_errors(run_cli: Callable[..., Any]) -> None:
+    p = run_cli("wavefront", "convert", "--layout", "diagonal", "a", "b")
+    assert p.returncode == 2 and "diagonal" in p.stderr
+    p = run_cli("wavefront", "create", "--rows", "-3", "--cols", "4", "a", "b")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
