@@ -1,0 +1,121 @@
+"""Testbed spec parsing and validation (no root needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.testbed import spec as specmod
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD = """\
+prefix = "abc"
+[cluster]
+sites = 2
+nodes_per_site = 2
+rails = 2
+
+[lan]
+rate = "1Gbit"
+
+[wan]
+node_rate = "50Mbit"
+total_rate = "80Mbit"
+delay = "5ms"
+
+[[link]]
+node = "s0n1"
+rail = 1
+wan_rate = "20Mbit"
+"""
+
+
+def test_good_spec_and_address_plan() -> None:
+    sp = specmod.load_text(GOOD, "g.toml")
+    assert sp.prefix == "abc" and sp.sites == 2 and sp.rails == 2
+    assert sp.wan_node_rate == 50_000_000 and sp.wan_total_rate == 80_000_000
+    assert sp.wan_delay == pytest.approx(0.005)
+    assert sp.node_names() == ["s0n0", "s0n1", "s1n0", "s1n1"]
+    # distinct addresses, each inside its (site, rail) subnet, gateway outside the nodes
+    addrs = {sp.addr(n, r) for n in sp.node_names() for r in range(2)}
+    assert len(addrs) == 8
+    import ipaddress
+    for n in sp.node_names():
+        s = int(n[1])
+        for r in range(2):
+            assert ipaddress.ip_address(sp.addr(n, r)) in sp.rail_net(s, r)
+            assert sp.addr(n, r) != sp.gateway(s, r)
+    assert sp.link_rates("s0n1", 1) == (1_000_000_000, 20_000_000)
+    assert sp.link_rates("s0n1", 0) == (1_000_000_000, 50_000_000)
+    assert all(ns.startswith("abc-") for ns in sp.namespaces())
+
+
+def test_default_spec_is_two_sites_of_four() -> None:
+    sp = specmod.load(None, prefix="zz")
+    assert (sp.sites, sp.nodes_per_site, sp.prefix) == (2, 4, "zz")
+
+
+def test_prefix_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MPILAB_TESTBED_PREFIX", "envp")
+    assert specmod.load(None).prefix == "envp"
+
+
+def _bad(text: str) -> str:
+    with pytest.raises(MpilabError) as e:
+        specmod.load_text(text, "bad.toml")
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+@pytest.mark.parametrize("text,line,words", [
+    ("[cluster]\nsites = 2\nnodez = 3\n", 3, "unknown key"),
+    ("colour = 1\n", 1, "unknown key"),
+    ("[wan]\nnode_rate = \"-5Mbit\"\n", 2, "positive"),
+    ("[lan]\nrate = -100\n", 2, "positive"),
+    ("[lan]\nrate = \"fast\"\n", 2, "not a rate"),
+    ("[wan]\ndelay = \"-1ms\"\n", 2, "negative"),
+    ("[wan]\ntotal_rate = \"10Gbit\"\ndelay = \"2s\"\n", 3, "buffer"),
+    ("[cluster]\nnodes_per_site = 300\n", 2, "more nodes than addresses"),
+    ("[cluster]\nsites = 3\nsubnet = \"10.9.0.0/23\"\n", 2, "subnets"),
+    ("[cluster]\nsubnet = \"8.8.0.0/16\"\n", 2, "private"),
+    ("[cluster]\nsites = 2\n[[link]]\nnode = \"s7n0\"\n", 4, "no such node"),
+    ("[cluster]\nrails = 1\n[[link]]\nnode = \"s0n0\"\nrail = 1\n", 5, "between"),
+    ("[[link]]\nnode = \"s0n0\"\n[[link]]\nnode = \"s0n0\"\nspeed = 3\n", 5, "unknown key"),
+    ("[cluster]\nsites = \n", 2, "syntax"),
+    ("prefix = \"Bad-Prefix\"\n", 1, "prefix"),
+])
+def test_bad_specs_name_file_and_line(text: str, line: int, words: str) -> None:
+    msg = _bad(text)
+    assert msg.startswith(f"bad.toml:{line}: "), msg
+    assert words in msg, msg
+
+
+def test_delay_limit_follows_buffer() -> None:
+    # 2 uplinks x 1 Gbit/s x 300 ms = 75 MB (+10% ring overhead) > the default 64 MiB
+    base = "[wan]\ntotal_rate = \"1Gbit\"\ndelay = \"300ms\"\n"
+    assert "too large for the delay line's buffer" in _bad(base)
+    ok = specmod.load_text(base + "delayline_buffer = \"256M\"\n", "ok.toml")
+    assert ok.delayline_bytes_needed() <= ok.delayline_buffer
+
+
+def test_cli_refuses_bad_spec_with_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text("[cluster]\nsites = 2\n\n[wan]\nnode_rate = \"-1Mbit\"\n")
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "up", str(f),
+                        "--prefix", "nope"], capture_output=True, text=True,
+                       cwd=REPO, timeout=60)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{f}:5:" in lines[0], p.stderr
+
+
+def test_examples_are_valid() -> None:
+    files = sorted((REPO / "examples" / "testbed").glob("*.toml"))
+    assert files
+    for f in files:
+        specmod.load(str(f))
