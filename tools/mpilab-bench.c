@@ -541,6 +541,13 @@ int main(int argc, char **argv)
                     if (g_rank == 0 && s == 0)
                         json_array_append_new(skipped, json_pack("{s:s,s:s,s:s}", "op", op->name, "impl",
                                                                  op->impl, "timing", mpilab_timing_name(tm)));
+                    if (g_rank == 0) {
+                        row_t sk = {.bytes = o.sizes[s], .mean = NAN};
+                        snprintf(sk.op, sizeof sk.op, "%s", op->name);
+                        snprintf(sk.impl, sizeof sk.impl, "%s", op->impl);
+                        snprintf(sk.timing, sizeof sk.timing, "%s", mpilab_timing_name(tm));
+                        progress(&o, done, total, &sk);
+                    }
                     mpilab_result_free(&r);
                     continue;
                 }

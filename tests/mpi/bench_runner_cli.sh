@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# mpilab-bench command line: every kind of bad input gives exactly one line
+# "mpilab-bench: ..." on stderr, a non-zero exit under mpirun, and no output file; a small
+# good run writes a complete results file.  Usage: bench_runner_cli.sh RUNNER MPIEXEC
+set -u
+runner=$1
+mpiexec=${2:-mpirun}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { "$mpiexec" -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np 2 "$runner" "$@"; }
+fail=0
+bad() {
+    local out="$tmp/out.json"
+    rm -f "$out" "$out".tmp.*
+    run "$@" --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"
+    local rc=$?
+    local lines ours
+    lines=$(wc -l <"$tmp/stderr")
+    ours=$(grep -c '^mpilab-bench: ' "$tmp/stderr")
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || [ "$ours" -ne 1 ] || [ -e "$out" ] || compgen -G "$out.tmp.*" >/dev/null; then
+        echo "FAIL: $* -> rc=$rc, $lines stderr line(s), output exists: $([ -e "$out" ] && echo yes || echo no)"
+        sed 's/^/    /' "$tmp/stderr"
+        fail=1
+    else
+        echo "ok: $* -> rc=$rc: $(cat "$tmp/stderr")"
+    fi
+}
+bad --ops foo
+bad --ops scatter:nosuch
+bad --ops p2p:nosuch
+bad --ops ,
+bad --sizes -4
+bad --sizes 12abc
+bad --sizes 1:-8:2
+bad --sizes 64:1:x2
+bad --eps 0
+bad --eps 1.5
+bad --eps nan
+bad --cl 0
+bad --cl 1
+bad --min-reps 10 --max-reps 5
+bad --min-reps 1
+bad --min-reps x
+bad --timing fastest
+bad --timing max,,root
+bad --isolation sometimes
+bad --p2p-schedule random
+bad --sync ntp
+bad --root 2
+bad --bogus-option
+bad --ops bcast extra-argument
+bad --sizes 3G
+bad --ops bcast --sizes 8 --out-of-place
+# an unwritable output location
+run --ops bcast --sizes 8 --out "$tmp/no/such/dir/out.json" >/dev/null 2>"$tmp/stderr"
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$(wc -l <"$tmp/stderr")" -ne 1 ]; then echo "FAIL: unwritable --out rc=$rc"; fail=1; else echo "ok: unwritable --out: $(cat "$tmp/stderr")"; fi
+
+# --list names every operation and implementation with its timing methods
+"$runner" --list >"$tmp/list" 2>/dev/null || { echo "FAIL: --list exit"; fail=1; }
+for want in "p2p roundtrip p2p" "scatter linear max,root,global,opspec" "gather binomial max,root,global,opspec" \
+            "bcast native max,root,global" "alltoall native max,root,global" "barrier native max,root,global"; do
+    grep -qx "$want" "$tmp/list" || { echo "FAIL: --list lacks '$want'"; fail=1; }
+done
+
+# a good run: all four timing methods, p2p at two sizes (fit), results complete
+out="$tmp/good.json"
+run --ops p2p,scatter:linear,gather:binomial,bcast --sizes 16,1K --timing max,root,global,opspec \
+    --max-reps 20 --quiet --out "$out" >"$tmp/table" 2>"$tmp/stderr"
+rc=$?
+if [ "$rc" -ne 0 ] || [ -s "$tmp/stderr" ]; then echo "FAIL: good run rc=$rc"; cat "$tmp/stderr"; fail=1; fi
+python3 - "$out" "$tmp/table" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "mpilab.results/1"
+p = d["provenance"]
+assert p["tool"] == "mpilab-bench" and p["ranks"] == 2 and p["options"]["timing"] == ["max", "root", "global", "opspec"]
+assert p["clock_sync"]["method"] == "skampi" and p["clock_sync"]["max_residual_s"] >= 0
+m = d["measurements"]
+p2p = [x for x in m if x["op"] == "p2p"]
+assert len(p2p) == 2 and all(x["pair"] == [0, 1] and x["bytes"] == x["bytes_back"] for x in p2p)
+coll = [x for x in m if x["op"] != "p2p"]
+# scatter:linear and gather:binomial: 4 methods; bcast: 3 (opspec skipped and recorded)
+assert len(coll) == 2 * (4 + 4 + 3), len(coll)
+assert {"op": "bcast", "impl": "native", "timing": "opspec"} in p["options"]["timing_skipped"]
+for x in m:
+    s = x["stats"]
+    assert len(x["samples"]) == s["reps"] == len(x["valid"]) and 1 <= s["reps"] <= 20
+    if x["timing"] == "global":
+        assert "clock_sync_residual_s" in x
+    if x["op"] != "p2p":
+        assert x["data_ok"] is True
+pairs = d["models"]["hockney"]["pairs"]
+assert len(pairs) == 1 and pairs[0]["ranges"]
+preds = d["models"]["predictions"]
+assert {(x["op"], x["impl"]) for x in preds} == {("scatter", "linear"), ("gather", "binomial")}
+rows = [l for l in open(sys.argv[2]) if l.strip()]
+assert rows[0].split()[:4] == ["op", "impl", "timing", "bytes"] and len(rows) == 1 + len(m)
+print("ok: good run,", len(m), "measurements")
+PY
+exit $fail
