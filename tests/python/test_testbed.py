@@ -1,0 +1,248 @@
+"""The emulated cluster on this machine (root, network namespaces, Open MPI).
+
+One 2x2 dual-rail testbed per module (its own prefix and state root); every test leaves it
+healed. A second, tiny testbed checks that `down` removes exactly its own things."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mpilab.testbed import check as checkmod
+from mpilab.testbed import net
+from mpilab.testbed import spec as specmod
+from mpilab.tools import find_tool
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _have_netns() -> bool:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
+
+
+pytestmark = [pytest.mark.root, pytest.mark.mpi,
+              pytest.mark.skipif(not _have_netns(), reason="needs root and ip netns")]
+
+SPEC = """\
+[cluster]
+sites = 2
+nodes_per_site = 2
+rails = 2
+
+[lan]
+rate = "1Gbit"
+
+[wan]
+node_rate = "50Mbit"
+total_rate = "80Mbit"
+delay = "5ms"
+"""
+
+
+def mpilab(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    prefix = f"t{os.getpid() % 100000}"
+    root = tmp_path_factory.mktemp("tbstate")
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    f = root / "spec.toml"
+    f.write_text(SPEC)
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
+    p = mpilab("testbed", "up", str(f), env=env)
+    assert p.returncode == 0, p.stderr
+    try:
+        yield prefix, env
+    finally:
+        mpilab("testbed", "down", env=env)
+        os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
+
+
+def _spec(prefix: str) -> specmod.Spec:
+    return net.current_spec(prefix)
+
+
+def _delayline_packets(prefix: str) -> int:
+    st = net.load_state(prefix)
+    assert st and st["delayline_pid"]
+    stats = net.state_dir(prefix) / "delayline.json"
+    before = stats.stat().st_mtime_ns if stats.exists() else 0
+    os.kill(int(st["delayline_pid"]), signal.SIGUSR1)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if stats.exists() and stats.stat().st_mtime_ns != before:
+            break
+        time.sleep(0.02)
+    return int(json.loads(stats.read_text())["packets"])
+
+
+def test_up_is_idempotent_and_builds_the_grid(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    sp = _spec(prefix)
+    assert set(sp.namespaces()) <= set(net.list_namespaces(prefix))
+    f = net.state_root() / "spec.toml"
+    p = mpilab("testbed", "up", str(f), env=env)
+    assert p.returncode == 0 and "already up" in p.stdout, p.stdout + p.stderr
+    p = mpilab("testbed", "status", "--json", env=env)
+    info = json.loads(p.stdout)
+    assert info["up"] and info["delayline"]["alive"] and not info["missing_namespaces"]
+
+
+def test_mpi_job_across_sites(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    before = _delayline_packets(prefix)
+    pp = find_tool("mpilab-tb-pingpong")
+    # ranks 0 and 1 on different sites; ranks 2 and 3 only join the final reduction
+    p = mpilab("testbed", "run", "--hosts", "s0n0,s1n0,s0n1,s1n1", "--np", "4",
+               "--timeout", "60", "--", pp, "--count", "30", "--bytes", "200000",
+               env=env, timeout=90)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "pingpong ok: 30 round trips of 200000 bytes verified" in p.stdout
+    # the traffic really crossed the WAN router: 30 x 2 x 200 kB went through the delay line
+    assert _delayline_packets(prefix) - before >= 2 * 30 * 200000 // 65536
+
+
+def test_shaping_and_delay_within_ten_percent(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, _ = tb
+    sp = _spec(prefix)
+    rows = checkmod.check(sp, seconds=3, lan=False, per_node=False)
+    kinds = {r.kind: r for r in rows}
+    assert kinds["wan-node"].configured == 50e6
+    assert kinds["wan-total"].configured == 80e6
+    for k in ("wan-node", "wan-total"):
+        assert abs(kinds[k].rel_err) <= 0.10, checkmod.format_rows(rows)
+    rtt = kinds["rtt-wan"]
+    assert rtt.configured == pytest.approx(0.010)
+    assert abs(rtt.measured - rtt.configured) <= 0.1 * rtt.configured, checkmod.format_rows(rows)
+
+
+def _progress_times(out: str) -> list[float]:
+    return [float(m.group(1)) for m in re.finditer(r"^pingpong (\d+\.\d+) iteration", out, re.M)]
+
+
+def test_fault_under_mptcp_does_not_kill_the_job(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    pp = find_tool("mpilab-tb-pingpong")
+    p = mpilab("testbed", "fail", "s0n0:0", "--at", "3", env=env)
+    assert p.returncode == 0, p.stderr
+    try:
+        p = mpilab("testbed", "run", "--mptcp", "--hosts", "s0n0,s1n0", "--timeout", "90",
+                   "--", pp, "--count", "300", "--bytes", "100000", "--progress", "10",
+                   "--stall", "30", env=env, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "pingpong ok: 300 round trips of 100000 bytes verified" in p.stdout
+        events = [e for e in json.loads(mpilab("testbed", "status", "--json", env=env).stdout)
+                  ["fault_log"] if e["event"] == "fail" and e["target"] == "s0n0:0"]
+        assert events, "the scheduled fault was not logged"
+        stamps = _progress_times(p.stdout)
+        # the link went down while the job was running, and stayed down
+        assert stamps[0] < events[-1]["time"] < stamps[-1]
+        assert "s0n0:0 down" in json.loads(
+            mpilab("testbed", "status", "--json", env=env).stdout)["faults_active"]
+    finally:
+        mpilab("testbed", "heal", env=env)
+
+
+def test_fault_without_mptcp_is_detected_not_hung(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    pp = find_tool("mpilab-tb-pingpong")
+    p = mpilab("testbed", "fail", "s0n0:0", "--at", "3", env=env)
+    assert p.returncode == 0, p.stderr
+    t0 = time.monotonic()
+    try:
+        p = mpilab("testbed", "run", "--hosts", "s0n0,s1n0", "--timeout", "25", "--", pp,
+                   "--count", "100000", "--bytes", "100000", "--progress", "10",
+                   "--stall", "4", env=env, timeout=60)
+        elapsed = time.monotonic() - t0
+        assert p.returncode != 0
+        assert elapsed < 45
+        assert "stalled" in p.stderr or "did not finish within" in p.stderr, p.stderr
+        assert "pingpong ok" not in p.stdout
+        # nothing of the job is left in the node namespaces
+        sp = _spec(prefix)
+        assert not [pid for n in sp.node_names() for pid in net.ns_pids(sp.ns(n))]
+    finally:
+        mpilab("testbed", "heal", env=env)
+
+
+def test_drop_fault_and_heal(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    sp = _spec(prefix)
+
+    def ping_ok() -> bool:
+        return subprocess.run(["ip", "netns", "exec", sp.ns("s0n1"), "ping", "-c", "1", "-W",
+                               "1", sp.addr("s1n1", 1)], capture_output=True).returncode == 0
+
+    assert ping_ok()
+    assert mpilab("testbed", "fail", "s0n1:1", "--mode", "drop", env=env).returncode == 0
+    assert not ping_ok()
+    p = mpilab("testbed", "heal", "s0n1:1", env=env)
+    assert p.returncode == 0 and "s0n1:1 drop" in p.stdout
+    assert ping_ok()
+    log = json.loads(mpilab("testbed", "status", "--json", env=env).stdout)["fault_log"]
+    last = [e for e in log if e["target"] == "s0n1:1"][-2:]
+    assert [e["event"] for e in last] == ["fail", "heal"]
+    assert last[0]["time"] <= last[1]["time"] and last[0]["monotonic"] <= last[1]["monotonic"]
+    assert abs(last[1]["time"] - time.time()) < 60  # CLOCK_REALTIME, not monotonic
+
+
+def test_bad_fault_targets_are_refused(tb: tuple[str, dict[str, str]]) -> None:
+    _, env = tb
+    for target in ("s0n0:5", "s9n0:0", "nonsense"):
+        p = mpilab("testbed", "fail", target, env=env)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def _root_links() -> str:
+    return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+
+
+def test_down_removes_exactly_its_own_things(tmp_path: Path) -> None:
+    prefix = f"d{os.getpid() % 100000}"
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(tmp_path),
+               MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    other = f"{prefix}x-keep"  # looks alike, is not ours
+    subprocess.run(["ip", "netns", "add", other], check=True)
+    links_before = _root_links()
+    try:
+        f = tmp_path / "tiny.toml"
+        f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"1ms\"\n")
+        assert mpilab("testbed", "up", str(f), env=env).returncode == 0
+        assert len(net.list_namespaces(prefix)) == 5
+        sd = tmp_path / f"{prefix}-testbed"
+        dl_pid = json.loads((sd / "state.json").read_text())["delayline_pid"]
+        # a scheduled fault that is still pending when the testbed goes away
+        assert mpilab("testbed", "fail", "s0n0:0", "--at", "600", env=env).returncode == 0
+        # simulate a crash: the state dir is lost, down must work from the system
+        shutil.rmtree(sd)
+        p = mpilab("testbed", "down", env=env)
+        assert p.returncode == 0, p.stderr
+        assert net.list_namespaces(prefix) == []
+        assert not net.pid_alive(int(dl_pid))
+        assert net.scheduler_pids(prefix) == []
+        assert not sd.exists()
+        assert _root_links() == links_before
+        assert prefix not in _root_links()
+        assert other in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                       text=True).stdout
+        # down twice is fine
+        assert mpilab("testbed", "down", env=env).returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", other])
+        mpilab("testbed", "down", env=env)
