@@ -50,7 +50,8 @@ delay = "5ms"
 """
 
 
-def mpilab(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def mpilab(*args: str, env: dict[str, str],
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
                           text=True, env=env, cwd=REPO, timeout=timeout)
 
