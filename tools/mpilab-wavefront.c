@@ -39,8 +39,9 @@ static int usage(void)
             "       %s run --data D --coef C --iterations K [--workers P] [--waves W]\n"
             "              [--io pread|mmap] [--mb MB --nb NB] [--no-drop-behind] [--mpi]\n"
             "              [--json FILE] [--quiet]\n"
-            "       %s verify --initial D0 --coef C --iterations K RESULT\n",
-            prog, prog, prog, prog);
+            "       %s verify --initial D0 --coef C --iterations K RESULT\n"
+            "       %s bounds [--size 256M] [--threads P] [--rows M --cols N]\n",
+            prog, prog, prog, prog, prog);
     return 2;
 }
 
@@ -468,6 +469,46 @@ out:
     return status;
 }
 
+/* ---- bounds ------------------------------------------------------------------------- */
+
+static int cmd_bounds(int argc, char **argv)
+{
+    static const struct option lo[] = {{"size", required_argument, 0, 's'},
+                                       {"threads", required_argument, 0, 'P'},
+                                       {"rows", required_argument, 0, 'm'},
+                                       {"cols", required_argument, 0, 'n'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    size_t size = (size_t)256 << 20;
+    int64_t threads = 1, rows = 2048, cols = 2048;
+    int c;
+    while ((c = getopt_long(argc, argv, "s:P:m:n:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (mpilab_parse_size(optarg, &size) || size < 3 * 8 * 1024) {
+                fprintf(stderr, "%s: --size '%s': expected a size such as 256M\n", prog, optarg);
+                return 2;
+            }
+            break;
+        case 'P': if (parse_pos_i64("--threads", optarg, 1, &threads)) return 2; break;
+        case 'm': if (parse_pos_i64("--rows", optarg, 3, &rows)) return 2; break;
+        case 'n': if (parse_pos_i64("--cols", optarg, 3, &cols)) return 2; break;
+        default: return usage();
+        }
+    }
+    if (threads > 1024)
+        return die("--threads: at most 1024");
+    double bw = mpilab_wf_triad_bandwidth(size / 24, (int)threads, 5);
+    double rate = mpilab_wf_kernel_rate(rows, cols, 3);
+    if (bw <= 0 || rate <= 0)
+        return die("bounds: out of memory");
+    printf("triad_bandwidth_Bps %.6g\n", bw);
+    printf("kernel_bound_updates_per_s %.6g\n", bw / 56.0);
+    printf("kernel_updates_per_s %.6g\n", rate);
+    printf("kernel_fraction_of_bound %.4f\n", rate / (bw / 56.0));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -485,6 +526,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 1, argv + 1, argc, argv);
     if (!strcmp(cmd, "verify"))
         return cmd_verify(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bounds"))
+        return cmd_bounds(argc - 1, argv + 1);
     fprintf(stderr, "%s: unknown command '%s' (create, convert, run, verify)\n", prog, cmd);
     return 2;
 }

@@ -95,6 +95,14 @@ void mpilab_wf_reference(double *data, const double *coef, int64_t rows, int64_t
 /* FNV-1a 64-bit hash of n doubles' bytes (checksum printed by verify). */
 uint64_t mpilab_wf_checksum(const double *v, size_t n);
 
+/* In-core bounds, measured on this machine. Triad a[i] = b[i] + s*c[i] over three arrays
+ * of n doubles with `threads` threads (best of `reps`); returns bytes/s counting 24 bytes
+ * per element (no write-allocate). -1 on allocation failure. */
+double mpilab_wf_triad_bandwidth(size_t n, int threads, int reps);
+/* Loop-23 element updates per second of the in-memory sequential loop on a rows x cols
+ * problem (best of `reps` single iterations). -1 on allocation failure. */
+double mpilab_wf_kernel_rate(int64_t rows, int64_t cols, int reps);
+
 #ifdef __cplusplus
 }
 #endif
