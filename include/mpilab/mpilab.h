@@ -10,5 +10,6 @@
 #include "mpilab/bench.h"
 #include "mpilab/coll.h"
 #include "mpilab/model.h"
+#include "mpilab/wavefront.h"
 
 #endif
