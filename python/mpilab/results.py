@@ -109,6 +109,7 @@ class Prediction:
     bytes: int
     predicted: float
     measured: float | None
+    timing: str | None = None  # the timing method of the measured value, if given
 
     @property
     def rel_error(self) -> float | None:
@@ -467,7 +468,8 @@ def _models(c: _Checker, v: Any) -> tuple[list[HockneyPair], list[Prediction]]:
                 bytes=c.integer(c.get(p, "bytes", pp), pp + ("bytes",), minimum=0),
                 predicted=c.number(c.get(p, "predicted", pp), pp + ("predicted",)),
                 measured=(None if p.get("measured") is None
-                          else c.number(p["measured"], pp + ("measured",)))))
+                          else c.number(p["measured"], pp + ("measured",))),
+                timing=c.opt(p, "timing", pp, c.string, None)))
     return pairs, preds
 
 

@@ -67,8 +67,8 @@ def make_results(ranks: int = 4, sizes: tuple[int, ...] = (0, 1024, 65536, 1 << 
               "ranges": [{"from": 0, "to": 65536, "alpha": alpha, "beta": beta},
                          {"from": 65537, "to": 1 << 20, "alpha": 2 * alpha, "beta": beta}]}
              for i in range(ranks) for j in range(i + 1, ranks)]
-    preds = [{"op": op, "impl": impl, "bytes": m, "predicted": k * (alpha + beta * m),
-              "measured": k * (alpha + beta * m) * 1.1}
+    preds = [{"op": op, "impl": impl, "timing": "max", "bytes": m,
+              "predicted": k * (alpha + beta * m), "measured": k * (alpha + beta * m) * 1.1}
              for op in ("scatter", "gather") for impl, k in (("linear", ranks - 1.0),
                                                              ("binomial", 2.0))
              for m in sizes]

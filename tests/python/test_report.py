@@ -64,7 +64,8 @@ def test_model_tables_carry_the_fitted_values(
         {"i": 0, "j": 2, "alpha": 4e-6, "beta": 5e-10},
         {"i": 1, "j": 2, "alpha": 5e-6, "beta": 1e-9}]
     doc["models"]["predictions"] = [
-        {"op": "scatter", "impl": "linear", "bytes": 4096, "predicted": 2e-5, "measured": 1.6e-5},
+        {"op": "scatter", "impl": "linear", "timing": "opspec", "bytes": 4096,
+         "predicted": 2e-5, "measured": 1.6e-5},
         {"op": "gather", "impl": "binomial", "bytes": 0, "predicted": 1e-5, "measured": None}]
     text = _report(doc, write_json, tmp_path)
     models = text[text.index("id='models'"):text.index("id='summary'")]
@@ -73,7 +74,8 @@ def test_model_tables_carry_the_fitted_values(
                      r"<td class=\"n\">0.2</td><td class=\"n\">5000</td>", models), models[:2000]
     assert re.search(r"<td>1-2</td>.*?<td class=\"n\">1</td><td class=\"n\">1000</td>", models)
     # relative error of the prediction: (2e-5 - 1.6e-5) / 1.6e-5 = +25%
-    assert "+25.0%" in models
+    assert re.search(r"<td>scatter</td><td>linear</td><td>opspec</td><td class=\"n\">4096</td>"
+                     r".*?\+25.0%", models)
     assert re.search(r"<td>gather</td><td>binomial</td>.*?<td class=\"n\">-</td></tr>", models)
 
 

@@ -56,7 +56,7 @@ class Plan:
 
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
 # switches of Open MPI's shared-memory (4 KiB) and TCP (64 KiB) transports.
-FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=50, eps=0.05)
+FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=100, eps=0.025)
 QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
 
 _PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
@@ -139,6 +139,7 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MpilabError(f"{out}: exists and is not a directory")
+    runner_command(np, launcher, [], launcher_args)  # runner and launcher exist: fail early
     out.mkdir(parents=True, exist_ok=True)
     final_json, final_html = out / "results.json", out / "report.html"
     fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)

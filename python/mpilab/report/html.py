@@ -294,12 +294,13 @@ def _models(r: Results) -> str:
         for op, ps in sorted(_group(r.predictions, lambda p: p.op).items()):  # type: ignore
             out.append(plots.to_img(plots.prediction_plot(op, ps), f"{op} predictions"))
         rows = []
-        for p in sorted(r.predictions, key=lambda p: (p.op, p.impl, p.bytes)):
+        for p in sorted(r.predictions, key=lambda p: (p.op, p.impl, p.bytes, p.timing or "")):
             e = p.rel_error
-            rows.append((p.op, p.impl, p.bytes, fmt_time(p.predicted), fmt_time(p.measured),
-                         "-" if e is None else f"{e * 100:+.1f}%"))
-        out.append(_table(("op", "impl", "bytes", "predicted", "measured", "relative error"),
-                          rows, numeric=(2, 3, 4, 5)))
+            rows.append((p.op, p.impl, p.timing or "-", p.bytes, fmt_time(p.predicted),
+                         fmt_time(p.measured), "-" if e is None else f"{e * 100:+.1f}%"))
+        out.append("<p class='note'>Relative error = (predicted - measured) / measured.</p>")
+        out.append(_table(("op", "impl", "timing", "bytes", "predicted", "measured",
+                           "relative error"), rows, numeric=(3, 4, 5, 6)))
     return "\n".join(out)
 
 

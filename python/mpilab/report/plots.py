@@ -57,6 +57,10 @@ def curves_plot(title: str, curves: list[Curve], ylabel: str,
     if ax is None:
         ax = fig.subplots()
     dropped = max(0, len(curves) - MAX_CURVES)
+    if min(len(curves), MAX_CURVES) > 10:
+        import matplotlib
+
+        ax.set_prop_cycle(color=matplotlib.colormaps["tab20"].colors)  # type: ignore
     xs_all: list[float] = []
     ys_all: list[float] = []
     for label, ms in curves[:MAX_CURVES]:
@@ -189,21 +193,28 @@ def prediction_plot(op: str, preds: list[Prediction]) -> Figure:
     impls = sorted({p.impl for p in preds})
     xs_all: list[float] = []
     ys_all: list[float] = []
+    markers = "osD^v<>p*h"
     for k, impl in enumerate(impls):
         color = f"C{k % 10}"
         ps = sorted((p for p in preds if p.impl == impl), key=lambda p: p.bytes)
-        pr = [(float(p.bytes), p.predicted) for p in ps if _finite(p.predicted)
-              and p.predicted > 0]
-        me = [(float(p.bytes), p.measured) for p in ps if p.measured is not None
-              and _finite(p.measured) and p.measured > 0]
+        # the prediction does not depend on the timing method of the measured value
+        pr = sorted({(float(p.bytes), p.predicted) for p in ps if _finite(p.predicted)
+                     and p.predicted > 0})
         if pr:
             xs, ys = zip(*pr, strict=True)
-            ax.plot(xs, ys, "--", marker="x", ms=4, color=color, label=f"{impl} predicted")
+            ax.plot(xs, ys, "--", lw=2, color=color, label=f"{impl} predicted")
             xs_all += xs
             ys_all += ys
-        if me:
+        timings = sorted({p.timing or "" for p in ps})
+        for t, timing in enumerate(timings):
+            me = [(float(p.bytes), p.measured) for p in ps if (p.timing or "") == timing
+                  and p.measured is not None and _finite(p.measured) and p.measured > 0]
+            if not me:
+                continue
             xs, ys = zip(*me, strict=True)
-            ax.plot(xs, ys, "-", marker="o", ms=3, color=color, label=f"{impl} measured")
+            lab = f"{impl} measured" + (f" ({timing})" if timing else "")
+            ax.plot(xs, ys, "-", marker=markers[t % len(markers)], ms=3, lw=0.8, color=color,
+                    alpha=0.8, label=lab)
             xs_all += xs
             ys_all += ys
     if xs_all:
