@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Delay line: accuracy (mean/max lateness), CPU cost and the highest throughput it carries.
+
+For each WAN rate a fresh 2-site x 1-node testbed (L = 5 ms) carries one iperf3 TCP flow
+for --time seconds; the delay line's own statistics give lateness and CPU time. The last
+run leaves the WAN unshaped (10 Gbit/s) with 2 flows: the highest throughput carried.
+Needs root. Writes JSON (--out) and prints a table. Example:
+  MPILAB_BIN=build/bin python3 bench/testbed_delayline.py --time 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed import check, net, spec
+
+
+def delayline_stats(prefix: str) -> dict[str, float]:
+    st = net.load_state(prefix)
+    assert st is not None
+    path = net.state_dir(prefix) / "delayline.json"
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    os.kill(int(st["delayline_pid"]), signal.SIGUSR1)
+    for _ in range(200):
+        if path.exists() and path.stat().st_mtime_ns != before:
+            break
+        time.sleep(0.01)
+    return json.loads(path.read_text())
+
+
+def one(rate: str, flows: int, seconds: float, prefix: str) -> dict[str, float | str]:
+    text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
+            f'[lan]\nrate = "20Gbit"\n[wan]\nnode_rate = "{rate}"\ntotal_rate = "{rate}"\n'
+            f'delay = "5ms"\nqueue = "4M"\ndelayline_buffer = "256M"\n')
+    sp = spec.load_text(text, f"<bench {rate}>")
+    net.up(sp)
+    try:
+        rtt, rtt_max = check.ping(sp, "s0n0", "s1n0", 0, count=50)
+        s0 = delayline_stats(prefix)
+        t0 = time.monotonic()
+        (good, wire), = check.iperf(sp, [("s0n0", "s1n0", 0)], seconds, flows)
+        wall = time.monotonic() - t0
+        s1 = delayline_stats(prefix)
+        pk = s1["packets"] - s0["packets"]
+        late_sum = s1["late_mean_s"] * s1["packets"] - s0["late_mean_s"] * s0["packets"]
+        cpu = (s1["cpu_user_s"] + s1["cpu_sys_s"]) - (s0["cpu_user_s"] + s0["cpu_sys_s"])
+        return {"wan_rate": rate, "flows": flows, "goodput_bps": good, "wire_bps": wire,
+                "idle_rtt_s": rtt, "idle_rtt_max_s": rtt_max, "packets": pk,
+                "late_mean_s": late_sum / pk if pk else 0.0, "late_max_s": s1["late_max_s"],
+                "cpu_core_fraction": cpu / wall, "dropped": s1["dropped"]}
+    finally:
+        net.down(prefix)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time", type=float, default=3.0)
+    ap.add_argument("--rates", default="100Mbit,400Mbit,1Gbit")
+    ap.add_argument("--prefix", default="mlb")
+    ap.add_argument("--out", default="results/testbed_delayline.json")
+    a = ap.parse_args()
+    rows = [one(r, 1, a.time, a.prefix) for r in a.rates.split(",")]
+    rows.append(one("10Gbit", 2, a.time, a.prefix))
+    print(f"{'WAN rate':>9} {'flows':>5} {'wire Mbit/s':>11} {'RTT ms':>7} {'late mean us':>12} "
+          f"{'late max us':>11} {'CPU %core':>9} {'drops':>5}")
+    for r in rows:
+        print(f"{r['wan_rate']:>9} {r['flows']:5d} {float(r['wire_bps']) / 1e6:11.1f} "
+              f"{float(r['idle_rtt_s']) * 1e3:7.3f} {float(r['late_mean_s']) * 1e6:12.1f} "
+              f"{float(r['late_max_s']) * 1e6:11.1f} {float(r['cpu_core_fraction']) * 100:9.1f} "
+              f"{int(r['dropped']):5d}")
+    atomic_write_text(a.out, json.dumps({"bench": "testbed_delayline", "delay_s": 0.005,
+                                         "seconds": a.time, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
