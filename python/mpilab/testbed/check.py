@@ -170,7 +170,7 @@ def rows_json(spec: Spec, rows: list[Row], command: str) -> dict[str, Any]:
     return {
         "schema": "mpilab.results/1",
         "provenance": {"tool": "mpilab testbed check", "command": command,
-                       "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                        "hosts": spec.node_names(), "ranks": 0, "transport": "testbed"},
         "measurements": [],
         "testbed_check": {"spec": spec.to_dict(),

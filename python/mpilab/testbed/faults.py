@@ -120,7 +120,7 @@ def log_event(spec: Spec, event: str, node: str, rail: int, mode: str,
     now, mono = time.time(), time.monotonic()
     rec = {"event": event, "target": f"{node}:{rail}", "mode": mode, "time": now,
            "monotonic": mono, "scheduled": scheduled,
-           "date": _dt.datetime.fromtimestamp(now, _dt.timezone.utc)
+           "date": _dt.datetime.fromtimestamp(now, _dt.UTC)
            .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
     line = (json.dumps(rec) + "\n").encode()
     fd = os.open(log_path(spec), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

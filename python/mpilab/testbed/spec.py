@@ -10,10 +10,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from typing import Any
-
-import tomllib
 
 from mpilab.errors import MpilabError
 
