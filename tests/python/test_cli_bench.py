@@ -183,3 +183,21 @@ def test_bench_real_runner_bad_op(run_cli: Callable[..., Any], tmp_path: Path) -
     assert p.returncode != 0
     assert "nosuchop" in p.stderr
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_report_matrix_sizes(synthetic_results: Callable[..., dict[str, Any]],
+                             write_json: Callable[..., Path], run_cli: Callable[..., Any],
+                             tmp_path: Path) -> None:
+    src = write_json(synthetic_results(ranks=3, sizes=(0, 1024, 65536)), "run.json")
+    p = run_cli("report", str(src), "--matrix-sizes", "1K,64k,0")
+    assert p.returncode == 0, p.stderr
+    alts = re.findall(r'alt="(latency matrix [^"]*)"', (tmp_path / "run.html").read_text())
+    assert alts == ["latency matrix 1K", "latency matrix 64K", "latency matrix 0"]
+    (tmp_path / "run.html").unlink()
+    for bad, msg in (("512", "no point-to-point measurement of 512 bytes (parallel schedule) "
+                             "(sizes: 0, 1024, 65536)"),
+                     ("4X", "--matrix-sizes: '4X' is not a size")):
+        p = run_cli("report", str(src), "--matrix-sizes", bad)
+        assert p.returncode == 2
+        assert msg in _one_line(p.stderr)
+        assert not (tmp_path / "run.html").exists()

@@ -16,7 +16,24 @@ def default_html(results_path: str | Path) -> Path:
     return p.with_suffix(".html") if p.suffix == ".json" else p.with_name(p.name + ".html")
 
 
-def make_report(results_path: str | Path, out: str | Path | None = None) -> Path:
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'0,4K,1M' -> [0, 4096, 1048576] (suffixes K, M, G are powers of 1024)."""
+    out = []
+    for item in text.split(","):
+        t = item.strip().upper()
+        unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
+        digits = t[:-1] if unit else t
+        if not digits.isdigit():
+            raise MpilabError(f"--matrix-sizes: '{item}' is not a size (e.g. 0, 4K, 1M)")
+        out.append(int(digits) * _UNITS[unit])
+    return out
+
+
+def make_report(results_path: str | Path, out: str | Path | None = None,
+                matrix_sizes: list[int] | None = None) -> Path:
     """Load, validate and render; nothing is written unless everything succeeded."""
     from mpilab.report import build_report
 
@@ -25,14 +42,15 @@ def make_report(results_path: str | Path, out: str | Path | None = None) -> Path
     if target.is_dir():
         raise MpilabError(f"{target}: is a directory, expected an output file name")
     try:
-        build_report(r, target)
+        build_report(r, target, matrix_sizes)
     except OSError as e:
         raise MpilabError(f"{target}: cannot write: {e.strerror}") from None
     return target
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = make_report(args.results, args.output)
+    sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes else None
+    out = make_report(args.results, args.output, sizes)
     sys.stdout.write(f"report: {out}\n")
     return 0
 
@@ -44,4 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("results", metavar="RESULTS.json", help="results file to report on")
     p.add_argument("-o", "--output", metavar="OUT.html",
                    help="output file (default: the results file with .html)")
+    p.add_argument("--matrix-sizes", metavar="LIST",
+                   help="message sizes of the point-to-point heat maps, e.g. 0,64K "
+                        "(default: the smallest and the largest measured)")
     p.set_defaults(func=_run)

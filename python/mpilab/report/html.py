@@ -13,6 +13,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from mpilab import __version__
+from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.report import plots
 from mpilab.results import Measurement, Results
@@ -233,7 +234,7 @@ def _pick_sizes(sizes: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return s if len(s) <= 2 else [s[0], s[-1]]
 
 
-def _p2p(r: Results) -> str:
+def _p2p(r: Results, matrix_sizes: list[int] | None = None) -> str:
     pts = r.p2p()
     if not pts:
         return ""
@@ -245,8 +246,19 @@ def _p2p(r: Results) -> str:
         title_s = "" if sched == "-" else f" ({sched} schedule)"
         out.append(f"<h3>Latency matrix{escape(title_s)}</h3>")
         by_size = _group(sms, lambda m: (m.bytes, m.bytes_back or m.bytes))
+        if matrix_sizes:
+            chosen = []
+            for want in matrix_sizes:
+                hit = sorted(k for k in by_size if k[0] == want)
+                if not hit:
+                    have = ", ".join(str(b) for b in sorted({k[0] for k in by_size}))
+                    raise MpilabError(f"{r.path}: no point-to-point measurement of {want} "
+                                      f"bytes{title_s} (sizes: {have})")
+                chosen += hit
+        else:
+            chosen = _pick_sizes(list(by_size))
         imgs = []
-        for size in _pick_sizes(list(by_size)):
+        for size in chosen:
             cells: dict[tuple[int, int], float] = {}
             for m in by_size[size]:
                 if m.pair:
@@ -326,10 +338,11 @@ def _summary(r: Results) -> str:
                      rows, numeric=(0, 6, 7, 8, 9, 10, 12), bad=lambda k: bad[k]))
 
 
-def render_report(r: Results) -> str:
-    """The whole report as an HTML string."""
-    sections = [s for s in (_provenance(r), _collectives(r), _p2p(r), _models(r), _summary(r))
-                if s]
+def render_report(r: Results, matrix_sizes: list[int] | None = None) -> str:
+    """The whole report as an HTML string. matrix_sizes: message sizes of the
+    point-to-point heat maps (default: the smallest and the largest measured)."""
+    sections = [s for s in (_provenance(r), _collectives(r), _p2p(r, matrix_sizes), _models(r),
+                            _summary(r)) if s]
     nav = []
     for anchor, label in (("provenance", "Provenance"), ("collectives", "Collectives"),
                           ("timing", "Timing methods"), ("p2p", "Point-to-point"),
@@ -344,8 +357,9 @@ def render_report(r: Results) -> str:
             f"<nav>{''.join(nav)}</nav>\n" + "\n".join(sections) + "\n</body></html>\n")
 
 
-def build_report(results: Results, out_html: str | os.PathLike[str]) -> str:
+def build_report(results: Results, out_html: str | os.PathLike[str],
+                 matrix_sizes: list[int] | None = None) -> str:
     """Write the report of `results` to out_html atomically; returns the path written."""
-    text = render_report(results)  # everything is rendered before anything is written
+    text = render_report(results, matrix_sizes)  # rendered before anything is written
     atomic_write_text(out_html, text)
     return str(out_html)
