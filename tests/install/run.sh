@@ -36,13 +36,13 @@ for ex in "${examples[@]}"; do
     name=$(basename "$ex" .c)
     # shellcheck disable=SC2046
     mpicc "${extra[@]}" "$ex" -o "$tmp/$name.shared" $(pkg-config --cflags --libs mpilab)
-    if ! ldd "$tmp/$name.shared" | grep -q "libmpilab.so"; then echo "FAIL: $name.shared not linked to libmpilab.so"; fail=1; fi
+    if ! readelf -d "$tmp/$name.shared" | grep -q "NEEDED.*libmpilab.so"; then echo "FAIL: $name.shared not linked to libmpilab.so"; fail=1; fi
     check_run "$name (pkg-config, shared)" "$tmp/$name.shared"
     # --static: the archive explicitly, plus every private dependency pkg-config lists
     static_libs=$(pkg-config --static --libs mpilab | sed 's/-lmpilab\b/-l:libmpilab.a/')
     # shellcheck disable=SC2086
     mpicc "${extra[@]}" "$ex" -o "$tmp/$name.static" $(pkg-config --cflags mpilab) $static_libs
-    if ldd "$tmp/$name.static" | grep -q "libmpilab.so"; then echo "FAIL: $name.static uses libmpilab.so"; fail=1; fi
+    if readelf -d "$tmp/$name.static" | grep -q "NEEDED.*libmpilab.so"; then echo "FAIL: $name.static uses libmpilab.so"; fail=1; fi
     check_run "$name (pkg-config --static)" "$tmp/$name.static"
 done
 
@@ -68,7 +68,7 @@ cmake --build "$tmp/proj/build" >"$tmp/build.log" 2>&1 || { tail -40 "$tmp/build
 for ex in "${examples[@]}"; do
     name=$(basename "$ex" .c)
     check_run "$name (find_package, mpilab::mpilab)" "$tmp/proj/build/${name}_cm_shared"
-    if ldd "$tmp/proj/build/${name}_cm_static" | grep -q "libmpilab.so"; then
+    if readelf -d "$tmp/proj/build/${name}_cm_static" | grep -q "NEEDED.*libmpilab.so"; then
         echo "FAIL: ${name}_cm_static uses libmpilab.so"; fail=1
     fi
     check_run "$name (find_package, mpilab::mpilab_static)" "$tmp/proj/build/${name}_cm_static"
