@@ -56,7 +56,7 @@ class Plan:
 
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
 # switches of Open MPI's shared-memory (4 KiB) and TCP (64 KiB) transports.
-FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=100, eps=0.025)
+FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=200, eps=0.025)
 QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
 
 _PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
