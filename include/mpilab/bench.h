@@ -59,7 +59,8 @@ typedef struct mpilab_result {
     unsigned char *valid;  /* [stats.reps] */
     double confirm_time;   /* root timing: the subtracted confirmation time */
     double sync_residual;  /* global/sync: max residual of the clock sync used, else 0 */
-    double wall;           /* seconds the whole measurement took (incl. clock sync) */
+    double wall;           /* seconds the measurement took on the root: clock sync, calibration,
+                            * repetitions and stop decisions (not buffer setup, validation) */
     int applied;           /* 0 if the timing method does not apply to the op (opspec) */
     int data_ok;           /* validation of the data after the measurement (1 = correct) */
 } mpilab_result_t;

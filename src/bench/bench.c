@@ -310,7 +310,6 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->stats);
         return 0;
     }
-    double wall0 = MPI_Wtime();
     int root = b->o.root;
     void *ctx = NULL;
     int bad = op->setup(bytes, root, b->comm, &ctx) != 0, anybad = 0;
@@ -321,6 +320,9 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         snprintf(err, errlen, "%s:%s: setup failed for %zu bytes", op->name, op->impl, bytes);
         return -1;
     }
+    /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
+     * and the repetitions), not buffer setup and data validation */
+    double wall0 = MPI_Wtime();
     int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
     if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
         if (b->have_sync)
@@ -382,6 +384,7 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         if (stop)
             break;
     }
+    double wall = MPI_Wtime() - wall0;
     /* Data check after the last repetition (receive buffers hold the last call's data). */
     int wrong = failed ? 1 : op->validate(ctx) != 0, anywrong = 0;
     MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
@@ -395,7 +398,6 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     mpilab_stats_compute(res->samples, res->valid, n, b->o.prec.cl, b->o.prec.eps, &res->stats);
     res->confirm_time = timing == MPILAB_TIMING_ROOT ? b->confirm : 0.0;
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
-    double wall = MPI_Wtime() - wall0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
     res->wall = wall;
     return 0;
