@@ -7,7 +7,7 @@
 
 #define TAG_PING 7201
 #define TAG_PONG 7202
-#define TAG_FLAG 7203
+#define TAG_STOP 7203
 
 size_t mpilab_p2p_schedule(int n, mpilab_pair_t *pairs, size_t *round_start)
 {
@@ -52,6 +52,8 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
 {
     int rc = MPI_SUCCESS;
     if (me == i) {
+        /* The stop decision travels as the next message: a ping (TAG_PING) or an empty
+         * TAG_STOP, so a repetition costs exactly one round trip. */
         size_t n = 0;
         int stop = 0;
         while (!stop && rc == MPI_SUCCESS) {
@@ -63,20 +65,20 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
             res->valid[n] = 1;
             n++;
             stop = mpilab_stats_should_stop(res->samples, res->valid, n, prec) || rc != MPI_SUCCESS;
-            int rc2 = MPI_Send(&stop, 1, MPI_INT, j, TAG_FLAG, comm);
-            if (rc == MPI_SUCCESS)
-                rc = rc2;
         }
+        int rc2 = MPI_Send(NULL, 0, MPI_BYTE, j, TAG_STOP, comm);
+        if (rc == MPI_SUCCESS)
+            rc = rc2;
         mpilab_stats_compute(res->samples, res->valid, n, prec->cl, prec->eps, &res->stats);
     } else if (me == j) {
-        int stop = 0;
-        while (!stop && rc == MPI_SUCCESS) {
-            rc = MPI_Recv(out, (int)bytes, MPI_BYTE, i, TAG_PING, comm, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Send(back, (int)bytes_back, MPI_BYTE, i, TAG_PONG, comm);
-            int rc2 = MPI_Recv(&stop, 1, MPI_INT, i, TAG_FLAG, comm, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS)
-                rc = rc2;
+        for (;;) {
+            MPI_Status st;
+            rc = MPI_Recv(out, (int)bytes, MPI_BYTE, i, MPI_ANY_TAG, comm, &st);
+            if (rc != MPI_SUCCESS || st.MPI_TAG == TAG_STOP)
+                break;
+            rc = MPI_Send(back, (int)bytes_back, MPI_BYTE, i, TAG_PONG, comm);
+            if (rc != MPI_SUCCESS)
+                break;
         }
     }
     return rc;
