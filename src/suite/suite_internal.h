@@ -1,0 +1,44 @@
+/* Internals shared by the suite's files (not installed). */
+#ifndef MPILAB_SUITE_INTERNAL_H
+#define MPILAB_SUITE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpilab/suite.h"
+
+enum suite_kind {
+    SK_PINGPONG, SK_PINGPING, SK_SENDRECV, SK_EXCHANGE, SK_STREAM, SK_STREAM_MULTI, SK_COMB,
+    SK_OVERLAP_ISEND, SK_OVERLAP_IALLREDUCE
+};
+
+/* What a finished measurement (setup .. teardown) leaves behind on this process. */
+typedef struct suite_record {
+    const mpilab_op_t *op; /* registered copy's identity: (name, impl) */
+    const char *name, *impl;
+    enum suite_kind kind;
+    size_t bytes;
+    int64_t window, pairs, msgs;
+    double poll_iters;
+    double work_rate;        /* iterations per second, no communication */
+    double work_iters;       /* during the runs */
+    double run_time;         /* local seconds inside run() */
+    double t_comm, t_comp;   /* overlap calibration */
+    uint64_t runs;
+} suite_record_t;
+
+extern mpilab_suite_counters_t suite_counters;
+
+void suite_record_store(const suite_record_t *r);
+const suite_record_t *suite_record_find(const char *name, const char *impl, size_t bytes);
+
+/* The fixed unit of application work: `iters` dependent floating-point steps. */
+void suite_work(size_t iters);
+/* Iterations per second of suite_work on this process (best of a few timed runs). */
+double suite_work_rate(void);
+
+/* Entries: fills ops[] (at most cap), returns the count. */
+size_t suite_entries(mpilab_op_t *ops, size_t cap, const mpilab_suite_config_t *cfg);
+enum suite_kind suite_kind_of(const char *name);
+
+#endif

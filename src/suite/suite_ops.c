@@ -1,0 +1,641 @@
+/* The suite's operation-table entries: setup / run / validate / teardown per benchmark.
+ * Every entry that moves data fills send buffers with mpilab_ops_pattern(sender, index) and
+ * checks the receive buffers against the peer's pattern in validate. */
+#include <limits.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suite/suite_internal.h"
+
+#define SENTINEL 0x5A
+#define TAG_DATA 7401
+#define TAG_REPLY 7402
+#define TAG_LEFT 7403
+#define TAG_RIGHT 7404
+#define MAX_SLOTS 4 /* receive slots of a streaming receiver (messages k % slots) */
+#define CALIB_RUNS 5
+
+typedef struct sctx {
+    enum suite_kind kind;
+    const char *name, *impl;
+    MPI_Comm comm;
+    int rank, size;
+    int role;      /* -1 idle; p2p: 0 sender/first, 1 second */
+    int peer;
+    size_t bytes;
+    size_t nslots; /* receive slots of bytes each */
+    unsigned char *sbuf, *rbuf;
+    int received;  /* slots (or messages) received at least once */
+    int64_t window, pairs, msgs;
+    size_t poll_iters;
+    double work_rate;
+    double work_iters, run_time;
+    double t_comm, t_comp;
+    size_t comp_iters;
+    uint64_t runs;
+    int left, right; /* exchange neighbours */
+} sctx_t;
+
+enum suite_kind suite_kind_of(const char *name)
+{
+    static const char *names[] = {"pingpong", "pingping", "sendrecv", "exchange", "stream", "stream_multi",
+                                  "comb", "overlap_isend", "overlap_iallreduce"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(name, names[k]) == 0)
+            return (enum suite_kind)k;
+    return (enum suite_kind)-1;
+}
+
+static volatile double work_sink;
+
+void suite_work(size_t iters)
+{
+    double x = work_sink;
+    for (size_t k = 0; k < iters; k++)
+        x = x * 0.999999 + 1e-7;
+    work_sink = x;
+}
+
+double suite_work_rate(void)
+{
+    size_t n = 1u << 16;
+    double best = 0.0;
+    for (;;) { /* grow until one run takes >= 1 ms, then best of three */
+        double t0 = MPI_Wtime();
+        suite_work(n);
+        double dt = MPI_Wtime() - t0;
+        if (dt >= 1e-3 || n > ((size_t)1 << 30))
+            break;
+        n *= 2;
+    }
+    for (int r = 0; r < 3; r++) {
+        double t0 = MPI_Wtime();
+        suite_work(n);
+        double dt = MPI_Wtime() - t0;
+        double rate = dt > 0 ? (double)n / dt : 0.0;
+        if (rate > best)
+            best = rate;
+    }
+    return best;
+}
+
+/* ---- buffers ---- */
+
+static void fill(unsigned char *b, size_t n, int rank)
+{
+    for (size_t k = 0; k < n; k++)
+        b[k] = mpilab_ops_pattern(rank, k);
+}
+
+static int check(const unsigned char *b, size_t n, int rank)
+{
+    for (size_t k = 0; k < n; k++)
+        if (b[k] != mpilab_ops_pattern(rank, k))
+            return 1;
+    return 0;
+}
+
+/* Collective: 0 if every rank's flag is 0. */
+static int all_ok(int bad, MPI_Comm comm)
+{
+    int any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, comm);
+    return any == 0;
+}
+
+static void ctx_free(sctx_t *c)
+{
+    if (!c)
+        return;
+    free(c->sbuf);
+    free(c->rbuf);
+    free(c);
+}
+
+/* Common setup: roles, buffers. Collective (agrees on success). */
+static int setup_common(enum suite_kind kind, const char *name, const char *impl, size_t bytes, MPI_Comm comm,
+                        size_t sfactor, size_t nslots, sctx_t **out)
+{
+    *out = NULL;
+    const mpilab_suite_config_t *cfg = mpilab_suite_config();
+    sctx_t *c = calloc(1, sizeof *c);
+    int bad = c == NULL || bytes > INT_MAX;
+    if (c) {
+        c->kind = kind;
+        c->name = name;
+        c->impl = impl;
+        c->comm = comm;
+        MPI_Comm_rank(comm, &c->rank);
+        MPI_Comm_size(comm, &c->size);
+        c->bytes = bytes;
+        c->nslots = nslots;
+        c->role = -1;
+        c->window = (int64_t)cfg->window;
+        c->msgs = (int64_t)cfg->comb_msgs;
+        c->left = (c->rank + c->size - 1) % c->size;
+        c->right = (c->rank + 1) % c->size;
+        if (kind == SK_STREAM_MULTI) {
+            int64_t k = cfg->pairs ? (int64_t)cfg->pairs : c->size / 2;
+            c->pairs = k;
+            if (k < 1 || 2 * k > c->size)
+                bad = 1; /* not enough ranks for the asked pairs */
+            else if (c->rank < 2 * k) {
+                c->role = c->rank < k ? 0 : 1;
+                c->peer = c->rank < k ? c->rank + (int)k : c->rank - (int)k;
+            }
+        } else if (kind == SK_SENDRECV || kind == SK_EXCHANGE || kind == SK_OVERLAP_IALLREDUCE) {
+            c->role = 0;
+        } else if (c->size < 2) {
+            bad = 1;
+        } else if (c->rank < 2) {
+            c->role = c->rank;
+            c->peer = 1 - c->rank;
+        }
+        if (!bad && c->role >= 0) {
+            size_t sn = bytes * sfactor, rn = bytes * nslots;
+            c->sbuf = malloc(sn > 0 ? sn : 1);
+            c->rbuf = malloc(rn > 0 ? rn : 1);
+            if (!c->sbuf || !c->rbuf)
+                bad = 1;
+            else
+                memset(c->rbuf, SENTINEL, rn > 0 ? rn : 1);
+        }
+    }
+    if (!all_ok(bad, comm)) {
+        ctx_free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+/* ---- point to point (ranks 0 and 1) ---- */
+
+static int pp_setup(enum suite_kind kind, const char *name, size_t bytes, MPI_Comm comm, void **out)
+{
+    sctx_t *c;
+    if (setup_common(kind, name, "mpi", bytes, comm, 1, 1, &c) != 0)
+        return -1;
+    if (c->role >= 0)
+        fill(c->sbuf, bytes, c->rank);
+    *out = c;
+    return 0;
+}
+
+static int su_pingpong(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return pp_setup(SK_PINGPONG, "pingpong", b, comm, o);
+}
+static int su_pingping(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return pp_setup(SK_PINGPING, "pingping", b, comm, o);
+}
+
+static int run_pingpong(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    if (c->role < 0)
+        return MPI_SUCCESS;
+    int n = (int)c->bytes, rc;
+    if (c->role == 0) {
+        rc = MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+    }
+    c->received = 1;
+    return rc;
+}
+
+static int run_pingping(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    if (c->role < 0)
+        return MPI_SUCCESS;
+    int n = (int)c->bytes;
+    MPI_Request rq;
+    int rc = MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    int rc2 = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    c->received = 1;
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
+/* Data from the peer in slot 0 (p2p entries), or nothing to check for idle ranks. */
+static int validate_p2p(void *vc)
+{
+    sctx_t *c = vc;
+    if (c->role < 0)
+        return 0;
+    if (!c->received)
+        return 1;
+    for (size_t s = 0; s < c->nslots; s++)
+        if (check(c->rbuf + s * c->bytes, c->bytes, c->peer))
+            return 1;
+    return 0;
+}
+
+/* ---- sendrecv (periodic chain) and exchange (both ring neighbours), all ranks ---- */
+
+static int su_sendrecv(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    sctx_t *c;
+    if (setup_common(SK_SENDRECV, "sendrecv", "mpi", b, comm, 1, 1, &c) != 0)
+        return -1;
+    fill(c->sbuf, b, c->rank);
+    *o = c;
+    return 0;
+}
+
+static int run_sendrecv(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    int n = (int)c->bytes;
+    int rc = MPI_Sendrecv(c->sbuf, n, MPI_BYTE, c->right, TAG_DATA, c->rbuf, n, MPI_BYTE, c->left, TAG_DATA,
+                          c->comm, MPI_STATUS_IGNORE);
+    c->received = 1;
+    return rc;
+}
+
+static int validate_sendrecv(void *vc)
+{
+    sctx_t *c = vc;
+    return !c->received || check(c->rbuf, c->bytes, c->left);
+}
+
+static int su_exchange(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    sctx_t *c;
+    /* sbuf: [to left | to right]; rbuf: [from left | from right] */
+    if (setup_common(SK_EXCHANGE, "exchange", "mpi", b, comm, 2, 2, &c) != 0)
+        return -1;
+    fill(c->sbuf, b, c->rank);
+    for (size_t k = 0; k < b; k++)
+        c->sbuf[b + k] = mpilab_ops_pattern(c->rank + c->size, k);
+    *o = c;
+    return 0;
+}
+
+static int run_exchange(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    int n = (int)c->bytes;
+    MPI_Request rq[4];
+    /* from the left neighbour comes what it sent to its right, and vice versa */
+    MPI_Irecv(c->rbuf, n, MPI_BYTE, c->left, TAG_RIGHT, c->comm, &rq[0]);
+    MPI_Irecv(c->rbuf + c->bytes, n, MPI_BYTE, c->right, TAG_LEFT, c->comm, &rq[1]);
+    MPI_Isend(c->sbuf, n, MPI_BYTE, c->left, TAG_LEFT, c->comm, &rq[2]);
+    MPI_Isend(c->sbuf + c->bytes, n, MPI_BYTE, c->right, TAG_RIGHT, c->comm, &rq[3]);
+    int rc = MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+    c->received = 1;
+    return rc;
+}
+
+static int validate_exchange(void *vc)
+{
+    sctx_t *c = vc;
+    if (!c->received)
+        return 1;
+    /* left neighbour's "to right" block carries pattern(left + size); right's "to left" pattern(right) */
+    return check(c->rbuf, c->bytes, c->left + c->size) || check(c->rbuf + c->bytes, c->bytes, c->right);
+}
+
+/* ---- streaming: a window of sends answered by one reply ---- */
+
+static int stream_setup(enum suite_kind kind, const char *name, size_t b, MPI_Comm comm, void **o)
+{
+    const mpilab_suite_config_t *cfg = mpilab_suite_config();
+    size_t slots = cfg->window < MAX_SLOTS ? cfg->window : MAX_SLOTS;
+    sctx_t *c;
+    if (setup_common(kind, name, "mpi", b, comm, 1, slots, &c) != 0)
+        return -1;
+    if (c->role >= 0)
+        fill(c->sbuf, b, c->rank);
+    *o = c;
+    return 0;
+}
+
+static int su_stream(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return stream_setup(SK_STREAM, "stream", b, comm, o);
+}
+static int su_stream_multi(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return stream_setup(SK_STREAM_MULTI, "stream_multi", b, comm, o);
+}
+
+static int run_stream(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    if (c->role < 0)
+        return MPI_SUCCESS;
+    int n = (int)c->bytes;
+    size_t w = (size_t)c->window;
+    MPI_Request *rq = malloc(w * sizeof *rq);
+    if (!rq)
+        return MPI_ERR_NO_MEM;
+    int rc;
+    if (c->role == 0) {
+        for (size_t k = 0; k < w; k++) {
+            MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[k]);
+            suite_counters.stream_sends++;
+        }
+        rc = MPI_Waitall((int)w, rq, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Recv(NULL, 0, MPI_BYTE, c->peer, TAG_REPLY, c->comm, MPI_STATUS_IGNORE);
+        suite_counters.stream_windows++;
+    } else {
+        for (size_t k = 0; k < w; k++)
+            MPI_Irecv(c->rbuf + (k % c->nslots) * c->bytes, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[k]);
+        rc = MPI_Waitall((int)w, rq, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(NULL, 0, MPI_BYTE, c->peer, TAG_REPLY, c->comm);
+        c->received = 1;
+    }
+    free(rq);
+    return rc;
+}
+
+static int validate_stream(void *vc)
+{
+    sctx_t *c = vc;
+    if (c->role != 1) /* senders and idle ranks receive no data (the reply is empty) */
+        return 0;
+    return validate_p2p(vc);
+}
+
+static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32];
+
+/* ---- COMB polling method: both directions, poll between fixed work loops ---- */
+
+static int comb_setup(size_t slot, size_t b, MPI_Comm comm, void **o)
+{
+    const mpilab_suite_config_t *cfg = mpilab_suite_config();
+    if (slot >= cfg->npoll)
+        return -1;
+    sctx_t *c;
+    if (setup_common(SK_COMB, "comb", NULL, b, comm, 1, 1, &c) != 0)
+        return -1;
+    c->poll_iters = cfg->poll_sweep[slot];
+    c->impl = comb_impl[slot];
+    if (c->role >= 0)
+        fill(c->sbuf, b, c->rank);
+    c->work_rate = suite_work_rate();
+    *o = c;
+    return 0;
+}
+
+#define COMB_SLOT(k)                                                                                 \
+    static int su_comb##k(size_t b, int root, MPI_Comm comm, void **o)                               \
+    {                                                                                                \
+        (void)root;                                                                                  \
+        return comb_setup(k, b, comm, o);                                                            \
+    }
+COMB_SLOT(0) COMB_SLOT(1) COMB_SLOT(2) COMB_SLOT(3) COMB_SLOT(4) COMB_SLOT(5) COMB_SLOT(6) COMB_SLOT(7)
+COMB_SLOT(8) COMB_SLOT(9) COMB_SLOT(10) COMB_SLOT(11) COMB_SLOT(12) COMB_SLOT(13) COMB_SLOT(14) COMB_SLOT(15)
+static int (*const comb_slots[MPILAB_SUITE_MAX_SWEEP])(size_t, int, MPI_Comm, void **) = {
+    su_comb0, su_comb1, su_comb2, su_comb3, su_comb4, su_comb5, su_comb6, su_comb7,
+    su_comb8, su_comb9, su_comb10, su_comb11, su_comb12, su_comb13, su_comb14, su_comb15};
+
+static int run_comb(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    if (c->role < 0)
+        return MPI_SUCCESS;
+    int n = (int)c->bytes;
+    int64_t want = c->msgs, got = 0, sent = 0;
+    MPI_Request rr = MPI_REQUEST_NULL, sr = MPI_REQUEST_NULL;
+    double t0 = MPI_Wtime();
+    int rc = MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rr);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &sr);
+    sent = 1;
+    suite_counters.comb_sends++;
+    double iters = 0.0;
+    /* one loop step = poll_iters of work, then one poll for arrival (and a look at the send) */
+    while (rc == MPI_SUCCESS && got < want) {
+        suite_work(c->poll_iters);
+        iters += (double)c->poll_iters;
+        suite_counters.comb_work_iters += c->poll_iters;
+        int flag = 0;
+        rc = MPI_Test(&rr, &flag, MPI_STATUS_IGNORE);
+        suite_counters.comb_polls++;
+        if (rc == MPI_SUCCESS && flag) {
+            got++;
+            suite_counters.comb_messages++;
+            if (got < want)
+                rc = MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rr);
+        }
+        if (rc == MPI_SUCCESS && sr != MPI_REQUEST_NULL) {
+            flag = 0;
+            rc = MPI_Test(&sr, &flag, MPI_STATUS_IGNORE);
+            suite_counters.comb_send_tests++;
+            if (rc == MPI_SUCCESS && flag && sent < want) {
+                rc = MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &sr);
+                sent++;
+                suite_counters.comb_sends++;
+            }
+        }
+    }
+    /* all arrived: finish our own remaining sends */
+    while (rc == MPI_SUCCESS && sr != MPI_REQUEST_NULL) {
+        rc = MPI_Wait(&sr, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && sent < want) {
+            rc = MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &sr);
+            sent++;
+            suite_counters.comb_sends++;
+        }
+    }
+    c->run_time += MPI_Wtime() - t0;
+    c->work_iters += iters;
+    c->received = got == want;
+    return rc;
+}
+
+/* ---- overlap of non-blocking operations with computation ---- */
+
+static int overlap_comm(sctx_t *c, size_t comp_iters)
+{
+    int n = (int)c->bytes;
+    if (c->kind == SK_OVERLAP_IALLREDUCE) {
+        MPI_Request rq;
+        int rc = MPI_Iallreduce(c->sbuf, c->rbuf, n, MPI_UNSIGNED_CHAR, MPI_BOR, c->comm, &rq);
+        suite_work(comp_iters);
+        int rc2 = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        return rc != MPI_SUCCESS ? rc : rc2;
+    }
+    if (c->role < 0) {
+        suite_work(comp_iters);
+        return MPI_SUCCESS;
+    }
+    MPI_Request rq[2];
+    MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[0]);
+    MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[1]);
+    suite_work(comp_iters);
+    return MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median over CALIB_RUNS of the slowest rank's time of f: collective. */
+static double calib(sctx_t *c, size_t comp_iters, int comm_on)
+{
+    double t[CALIB_RUNS];
+    for (int k = 0; k < CALIB_RUNS; k++) {
+        MPI_Barrier(c->comm);
+        double t0 = MPI_Wtime();
+        if (comm_on)
+            overlap_comm(c, comp_iters);
+        else
+            suite_work(comp_iters);
+        double dt = MPI_Wtime() - t0, mx = 0.0;
+        MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+        t[k] = mx;
+    }
+    qsort(t, CALIB_RUNS, sizeof t[0], cmp_d);
+    return t[CALIB_RUNS / 2];
+}
+
+static int overlap_setup(enum suite_kind kind, const char *name, size_t b, MPI_Comm comm, void **o)
+{
+    sctx_t *c;
+    if (setup_common(kind, name, "mpi", b, comm, 1, 1, &c) != 0)
+        return -1;
+    if (kind == SK_OVERLAP_IALLREDUCE) {
+        /* bitwise OR of one-hot-per-rank bits is exact for any rank count */
+        for (size_t k = 0; k < b; k++)
+            c->sbuf[k] = (unsigned char)((mpilab_ops_pattern(c->rank, k) & 1u) << (c->rank % 8));
+    } else if (c->role >= 0) {
+        fill(c->sbuf, b, c->rank);
+    }
+    c->work_rate = suite_work_rate();
+    double rate = c->work_rate;
+    MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_MIN, comm);
+    c->t_comm = calib(c, 0, 1);
+    c->comp_iters = (size_t)(c->t_comm * rate) + 1;
+    c->t_comp = calib(c, c->comp_iters, 0);
+    *o = c;
+    return 0;
+}
+
+static int su_overlap_isend(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return overlap_setup(SK_OVERLAP_ISEND, "overlap_isend", b, comm, o);
+}
+static int su_overlap_iallreduce(size_t b, int root, MPI_Comm comm, void **o)
+{
+    (void)root;
+    return overlap_setup(SK_OVERLAP_IALLREDUCE, "overlap_iallreduce", b, comm, o);
+}
+
+static int run_overlap(void *vc)
+{
+    sctx_t *c = vc;
+    suite_counters.runs++;
+    c->runs++;
+    int rc = overlap_comm(c, c->comp_iters);
+    c->received = 1;
+    return rc;
+}
+
+static int validate_overlap(void *vc)
+{
+    sctx_t *c = vc;
+    if (c->kind == SK_OVERLAP_ISEND)
+        return validate_p2p(vc);
+    if (!c->received)
+        return 1;
+    for (size_t k = 0; k < c->bytes; k++) {
+        unsigned want = 0;
+        for (int r = 0; r < c->size; r++)
+            want |= (mpilab_ops_pattern(r, k) & 1u) << (r % 8);
+        if (c->rbuf[k] != (unsigned char)want)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- teardown: leave a record for mpilab_suite_derive ---- */
+
+static void teardown(void *vc)
+{
+    sctx_t *c = vc;
+    if (!c)
+        return;
+    suite_record_t r = {0};
+    r.name = c->name;
+    r.impl = c->impl;
+    r.kind = c->kind;
+    r.bytes = c->bytes;
+    r.window = c->window;
+    r.pairs = c->pairs;
+    r.msgs = c->msgs;
+    r.poll_iters = (double)c->poll_iters;
+    r.work_rate = c->work_rate;
+    r.work_iters = c->work_iters;
+    r.run_time = c->run_time;
+    r.t_comm = c->t_comm;
+    r.t_comp = c->t_comp;
+    r.runs = c->runs;
+    suite_record_store(&r);
+    ctx_free(c);
+}
+
+/* ---- the table ---- */
+
+#define E(n, d, s, r, v) {n, "mpi", d, 0, s, r, v, teardown}
+size_t suite_entries(mpilab_op_t *ops, size_t cap, const mpilab_suite_config_t *cfg)
+{
+    const mpilab_op_t fixed[] = {
+        E("pingpong", "message (round trip between ranks 0 and 1)", su_pingpong, run_pingpong, validate_p2p),
+        E("pingping", "message (both of ranks 0 and 1 send at once)", su_pingping, run_pingping, validate_p2p),
+        E("sendrecv", "message (to right, from left, periodic chain)", su_sendrecv, run_sendrecv, validate_sendrecv),
+        E("exchange", "message (to and from both ring neighbours)", su_exchange, run_exchange, validate_exchange),
+        E("stream", "message (window of sends 0 -> 1, one reply)", su_stream, run_stream, validate_stream),
+        E("stream_multi", "message (window per pair, k pairs at once)", su_stream_multi, run_stream, validate_stream),
+        E("overlap_isend", "message (Isend/Irecv 0 <-> 1 around computation)", su_overlap_isend, run_overlap,
+          validate_overlap),
+        E("overlap_iallreduce", "message (Iallreduce around computation)", su_overlap_iallreduce, run_overlap,
+          validate_overlap),
+    };
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0] && n < cap; k++)
+        ops[n++] = fixed[k];
+    for (size_t k = 0; k < cfg->npoll && k < MPILAB_SUITE_MAX_SWEEP && n < cap; k++) {
+        snprintf(comb_impl[k], sizeof comb_impl[k], "poll%zu", cfg->poll_sweep[k]);
+        mpilab_op_t e = {"comb", comb_impl[k], "message (each way, COMB polling method)", 0, comb_slots[k],
+                         run_comb, validate_p2p, teardown};
+        ops[n++] = e;
+    }
+    return n;
+}

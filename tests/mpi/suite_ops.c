@@ -1,0 +1,133 @@
+/* Every suite entry runs under the engine at 2..4 ranks with its data validated, the
+ * derived quantities follow from the measured time as documented, and validation is not
+ * vacuous (buffers that were never received into are refused). */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpilab/mpilab.h"
+#include "mpilab/suite.h"
+
+static int failures, rank;
+#define FAIL(...)                                                                 \
+    do {                                                                          \
+        fprintf(stderr, "rank %d: ", rank);                                       \
+        fprintf(stderr, __VA_ARGS__);                                             \
+        failures++;                                                               \
+    } while (0)
+
+static int rel_eq(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b);
+}
+
+/* setup then validate without any run: some rank must refuse (data-moving entries). */
+static void check_not_vacuous(const mpilab_op_t *op, size_t bytes, MPI_Comm comm)
+{
+    void *ctx = NULL;
+    if (op->setup(bytes, 0, comm, &ctx) != 0) {
+        FAIL("%s:%s setup failed\n", op->name, op->impl);
+        return;
+    }
+    int bad = op->validate(ctx) != 0, any = 0;
+    op->teardown(ctx);
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, comm);
+    if (!any && rank == 0)
+        FAIL("%s:%s: validation accepted buffers no data was received into\n", op->name, op->impl);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char err[256];
+    /* small parameters keep the test short; the counts test checks they are honoured */
+    if (mpilab_suite_parse_option("window", "8", err, sizeof err) || mpilab_suite_parse_option("poll-sweep", "0,200", err, sizeof err) ||
+        mpilab_suite_parse_option("comb-msgs", "4", err, sizeof err)) {
+        FAIL("option: %s\n", err);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (mpilab_suite_register() != 0)
+        FAIL("register failed\n");
+    mpilab_bench_opts_t bo;
+    mpilab_bench_opts_default(&bo);
+    bo.prec.min_reps = bo.prec.max_reps = 3;
+    mpilab_bench_t *b = NULL;
+    if (mpilab_bench_init(MPI_COMM_WORLD, &bo, &b, err, sizeof err) != 0) {
+        FAIL("init: %s\n", err);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const size_t sizes[] = {0, 1, 4093, 100000};
+    size_t nentries = 0;
+    for (size_t k = 0; k < mpilab_ops_count(); k++) {
+        const mpilab_op_t *op = mpilab_ops_get(k);
+        if (!mpilab_suite_is_entry(op))
+            continue;
+        nentries++;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            size_t bytes = sizes[s];
+            if (bytes == 100000 && strcmp(op->name, "comb") != 0 && strcmp(op->name, "stream") != 0 &&
+                strcmp(op->name, "exchange") != 0)
+                continue; /* the big size only where it differs in protocol from 4093 */
+            mpilab_result_t r;
+            if (mpilab_bench_measure(b, op, bytes, MPILAB_TIMING_MAX, &r, err, sizeof err) != 0) {
+                FAIL("%s:%s %zu: %s\n", op->name, op->impl, bytes, err);
+                continue;
+            }
+            if (!r.data_ok)
+                FAIL("%s:%s %zu: wrong data\n", op->name, op->impl, bytes);
+            if (r.stats.reps != 3 || !(r.stats.mean > 0.0))
+                FAIL("%s:%s %zu: reps %zu mean %g\n", op->name, op->impl, bytes, r.stats.reps, r.stats.mean);
+            mpilab_suite_derived_t d;
+            double t = r.stats.mean;
+            if (mpilab_suite_derive(op, bytes, t, &d) != 0) {
+                FAIL("%s:%s %zu: no derived values\n", op->name, op->impl, bytes);
+            } else {
+                double bb = (double)bytes;
+                const char *n = op->name;
+                if (!strcmp(n, "pingpong") && (!rel_eq(d.latency_s, t / 2) || !rel_eq(d.bandwidth_Bps, bb / (t / 2))))
+                    FAIL("pingpong derived %g %g\n", d.latency_s, d.bandwidth_Bps);
+                if (!strcmp(n, "pingping") && !rel_eq(d.bandwidth_Bps, bb / t))
+                    FAIL("pingping derived\n");
+                if (!strcmp(n, "sendrecv") && !rel_eq(d.bandwidth_Bps, 2 * bb / t))
+                    FAIL("sendrecv derived\n");
+                if (!strcmp(n, "exchange") && !rel_eq(d.bandwidth_Bps, 4 * bb / t))
+                    FAIL("exchange derived\n");
+                if (!strcmp(n, "stream") && (d.window != 8 || d.pairs != 1 || !rel_eq(d.msg_rate, 8 / t) ||
+                                             !rel_eq(d.bandwidth_Bps, 8 * bb / t)))
+                    FAIL("stream derived window %lld rate %g\n", (long long)d.window, d.msg_rate);
+                if (!strcmp(n, "stream_multi") && (d.pairs != size / 2 || !rel_eq(d.msg_rate, (double)(size / 2) * 8 / t)))
+                    FAIL("stream_multi derived pairs %lld\n", (long long)d.pairs);
+                if (!strcmp(n, "comb")) {
+                    if (d.msgs != 4 || !rel_eq(d.msg_rate, 4 / t) || !(d.work_rate > 0))
+                        FAIL("comb derived msgs %lld\n", (long long)d.msgs);
+                    if (rank < 2 && !strcmp(op->impl, "poll0") && d.cpu_avail != 0.0)
+                        FAIL("comb poll0: cpu_avail %g, expected 0 (no work between polls)\n", d.cpu_avail);
+                    if (rank < 2 && !strcmp(op->impl, "poll200") && !(d.cpu_avail > 0.0 && d.cpu_avail < 1.5))
+                        FAIL("comb poll200: cpu_avail %g outside (0, 1.5)\n", d.cpu_avail);
+                    if (d.poll_interval != (!strcmp(op->impl, "poll0") ? 0.0 : 200.0))
+                        FAIL("comb poll interval %g\n", d.poll_interval);
+                }
+                if (!strncmp(n, "overlap", 7) &&
+                    (!(d.overlap_pct >= 0 && d.overlap_pct <= 100) || !(d.t_comm > 0) || !(d.t_comp > 0)))
+                    FAIL("%s overlap %g t_comm %g t_comp %g\n", n, d.overlap_pct, d.t_comm, d.t_comp);
+            }
+            mpilab_result_free(&r);
+        }
+        if (strcmp(op->name, "sendrecv") != 0 || size > 1)
+            check_not_vacuous(op, 64, MPI_COMM_WORLD);
+    }
+    if (nentries != 8 + 2)
+        FAIL("%zu suite entries, expected 10\n", nentries);
+    mpilab_bench_finalize(b);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("suite_ops (%d ranks): %s\n", size, all ? "FAILED" : "ok");
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
