@@ -156,9 +156,10 @@ def main() -> int:
     # a cold buffered sequential read of the problem's own files (page cache, readahead)
     drop_caches()
     t0 = time.perf_counter()
+    buf = bytearray(8 << 20)
     for f in (d0, c0):
         with open(f, "rb", buffering=0) as fh:
-            while fh.readinto(buf := bytearray(8 << 20)):
+            while fh.readinto(buf):
                 pass
     bw_cold = total / (time.perf_counter() - t0)
     res["disk"] = {"seq_write_Bps": bw_w, "seq_read_Bps": bw_r, "cold_read_Bps": bw_cold,
