@@ -1,0 +1,104 @@
+"""`mpilab compare`: the interconnect evaluation suite over several transports, and the
+comparison report (DIR/<transport>.json + DIR/report.html)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.suite import report, transports
+from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
+
+QUICK = {"sizes": "1,64,1K,16K,256K,1M", "max_reps": 20, "poll_sweep": "0,1000,100000",
+         "comb_msgs": 8, "window": 64, "scaling": [1, 2], "wf_rows": 256, "wf_cols": 256,
+         "wf_iters": 3}
+
+
+def _count(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+
+
+def plan_from(args: argparse.Namespace) -> Plan:
+    p = Plan()
+    if args.quick:
+        for k, v in QUICK.items():
+            setattr(p, k, v)
+    for k in ("window", "pairs", "poll_sweep", "comb_msgs", "np", "sizes", "max_reps"):
+        v = getattr(args, k, None)
+        if v is not None:
+            setattr(p, k, v)
+    if args.scaling is not None:
+        try:
+            p.scaling = [int(x) for x in args.scaling.split(",")]
+        except ValueError:
+            raise MpilabError(f"--scaling: malformed list '{args.scaling}' (e.g. 1,2,4)") from None
+        if not p.scaling or any(x < 1 for x in p.scaling):
+            raise MpilabError("--scaling: rank counts must be >= 1")
+    p.check()
+    return p
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.from_dir:
+        if args.transport:
+            raise MpilabError("--from rebuilds the report from stored results; "
+                              "it takes no --transport")
+        out = report.build(args.from_dir)
+        print(f"report: {out}")
+        return 0
+    ts = transports.parse(args.transport)
+    plan = plan_from(args)
+    outdir = Path(args.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    if not os.access(outdir, os.W_OK):
+        raise MpilabError(f"--out {outdir}: not writable")
+    if any(t.networked for t in ts) and os.geteuid() != 0:
+        raise MpilabError("testbed transports need root (network namespaces)")
+    used_testbed = False
+    try:
+        for t in ts:
+            print(f"[{t.name}] measuring ...", file=sys.stderr, flush=True)
+            if t.networked:
+                testbed_up(t)
+                used_testbed = True
+            path = run_transport(t, plan, outdir, scaling=not args.no_scaling)
+            print(f"[{t.name}] {path}", file=sys.stderr, flush=True)
+    finally:
+        if used_testbed and not args.keep_testbed:
+            testbed_down()
+    out = report.build(outdir)
+    for title, w, v, _ in report.summary(report.load_dir(outdir)):
+        print(f"{title}: {w} ({v})")
+    print(f"report: {out}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("compare", help="run the interconnect suite over several "
+                              "transports and write a comparison report",
+                              description=__doc__)
+    p.add_argument("--transport", action="append", metavar="NAME",
+                   help=f"repeatable; one of {', '.join(transports.TRANSPORTS)} "
+                   f"(default: {', '.join(transports.DEFAULT)})")
+    p.add_argument("--out", default="compare-results", help="output directory")
+    p.add_argument("--from", dest="from_dir", metavar="DIR",
+                   help="rebuild DIR/report.html from stored results, measure nothing")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    p.add_argument("--window", type=_count, help="streaming window (default 160)")
+    p.add_argument("--pairs", type=_count, help="pairs of stream_multi (default ranks/2)")
+    p.add_argument("--poll-sweep", help="COMB poll intervals, work iterations (e.g. 0,1K,100K)")
+    p.add_argument("--comb-msgs", type=_count, help="COMB messages per direction per run")
+    p.add_argument("--np", type=_count, help="ranks of the N-rank benchmarks (default 4)")
+    p.add_argument("--sizes", help="message sizes (mpilab-bench --sizes syntax)")
+    p.add_argument("--max-reps", type=_count, help="repetitions at most per measurement")
+    p.add_argument("--scaling", help="wavefront rank counts (default 1,2,4)")
+    p.add_argument("--no-scaling", action="store_true", help="skip the application scaling")
+    p.add_argument("--keep-testbed", action="store_true", help="leave the testbed up")
+    p.set_defaults(func=cmd_compare)

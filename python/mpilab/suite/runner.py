@@ -1,0 +1,201 @@
+"""Running the suite for one transport: the C runner under mpirun (this host) or under the
+testbed's launcher (emulated nodes), and the wavefront application for scaling."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpilab import results
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.suite.transports import Transport
+from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+
+P2P_OPS = "pingpong,pingping,sendrecv,exchange,stream,comb,overlap_isend"
+NRANK_OPS = "exchange,sendrecv,stream_multi,bcast,allreduce,alltoall,overlap_iallreduce"
+_COUNT = re.compile(r"^\d+[KMG]?$")
+
+
+@dataclass
+class Plan:
+    """What to measure (the same for every transport of one comparison)."""
+    sizes: str = "1:4M:x4"
+    comb_bytes: str = "100K"
+    window: int = 160
+    pairs: int = 0
+    poll_sweep: str = "0,100,1000,10000,100000,1000000"
+    comb_msgs: int = 16
+    np: int = 4
+    max_reps: int = 50
+    scaling: list[int] = field(default_factory=lambda: [1, 2, 4])
+    wf_rows: int = 512
+    wf_cols: int = 512
+    wf_iters: int = 4
+    timeout: float = 600.0
+
+    def check(self) -> None:
+        if self.window < 1:
+            raise MpilabError("--window: window must be >= 1")
+        if self.pairs < 0:
+            raise MpilabError("--pairs: must be >= 0")
+        if self.np < 2:
+            raise MpilabError("--np: the suite needs at least 2 ranks")
+        items = self.poll_sweep.split(",")
+        if not self.poll_sweep or any(not _COUNT.match(x) for x in items):
+            raise MpilabError(f"--poll-sweep: malformed list '{self.poll_sweep}' "
+                              "(comma list of counts, e.g. 0,100,1K)")
+        if len(set(items)) != len(items):
+            raise MpilabError(f"--poll-sweep: '{self.poll_sweep}' names an interval twice")
+        if len(items) > 16:
+            raise MpilabError("--poll-sweep: more than 16 intervals")
+        if self.pairs and 2 * self.pairs > self.np:
+            raise MpilabError(f"--pairs {self.pairs}: needs {2 * self.pairs} ranks, --np is "
+                              f"{self.np}")
+
+    def suite_args(self) -> list[str]:
+        return ["--window", str(self.window), "--pairs", str(self.pairs),
+                "--poll-sweep", self.poll_sweep, "--comb-msgs", str(self.comb_msgs)]
+
+
+def suite_tool() -> str:
+    """mpilab-bench if it knows the suite's entries, else the transitional
+    mpilab-bench-suite (same runner, suite registered)."""
+    try:
+        bench = find_tool("mpilab-bench")
+        out = subprocess.run([bench, "--list"], capture_output=True, text=True, env=mpi_env(),
+                             timeout=60, check=False).stdout
+        if re.search(r"^stream mpi ", out, re.M):
+            return bench
+    except (MpilabError, subprocess.TimeoutExpired):
+        pass
+    return find_tool("mpilab-bench-suite")
+
+
+def _launch(t: Transport, np: int, program: list[str], timeout: float) -> None:
+    env = mpi_env()
+    env["MPILAB_TRANSPORT"] = t.name
+    if not t.networked:
+        cmd = mpirun_prefix(np, t.mca_args()) + program
+        try:
+            p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise MpilabError(f"{t.name}: job did not finish within {timeout:g} s") from None
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise MpilabError(f"{t.name}: {Path(program[0]).name} failed (exit "
+                              f"{p.returncode}): {last}")
+        return
+    from mpilab.testbed import launch
+    old = os.environ.get("MPILAB_TRANSPORT")
+    os.environ["MPILAB_TRANSPORT"] = t.name  # the launcher passes os.environ on
+    try:
+        with open(os.devnull, "wb") as devnull:
+            rc = launch.run(testbed_spec(t), program, np=np, mptcp=t.mptcp, timeout=timeout,
+                            rails=list(t.rails), stdout=devnull.fileno())
+    finally:
+        if old is None:
+            os.environ.pop("MPILAB_TRANSPORT", None)
+        else:
+            os.environ["MPILAB_TRANSPORT"] = old
+    if rc != 0:
+        raise MpilabError(f"{t.name}: {Path(program[0]).name} failed in the testbed (exit {rc})")
+
+
+def testbed_spec(t: Transport) -> Any:
+    from mpilab.testbed import spec
+    assert t.testbed is not None
+    return spec.load_text(t.testbed, f"<transport {t.name}>")
+
+
+def testbed_up(t: Transport) -> None:
+    from mpilab.testbed import net
+    net.up(testbed_spec(t))
+
+
+def testbed_down() -> None:
+    from mpilab.suite.transports import TESTBED_PREFIX
+    from mpilab.testbed import net
+    net.down(TESTBED_PREFIX)
+
+
+def run_bench(t: Transport, plan: Plan, np: int, ops: str, sizes: str, out: Path) -> dict[str, Any]:
+    tool = suite_tool()
+    prog = [tool, "--ops", ops, "--sizes", sizes, "--max-reps", str(plan.max_reps), "--quiet",
+            "--no-fit", "--out", str(out), *plan.suite_args()]
+    _launch(t, np, prog, plan.timeout)
+    results.load(out)  # refuse anything that is not a valid results file
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def run_scaling(t: Transport, plan: Plan, work: Path) -> dict[str, Any]:
+    """Wavefront (MPI-distributed) at each rank count: strong (fixed rows x cols) and weak
+    (rows grow with the ranks). Returns {"strong": [...], "weak": [...]} points."""
+    wf = find_tool("mpilab-wavefront")
+    out: dict[str, Any] = {"app": "mpilab-wavefront run --mpi", "iterations": plan.wf_iters,
+                           "strong": [], "weak": []}
+    for mode in ("strong", "weak"):
+        for p in plan.scaling:
+            rows = plan.wf_rows if mode == "strong" else plan.wf_rows * p
+            d = work / f"wf-{mode}-{p}"
+            d.mkdir(parents=True, exist_ok=True)
+            blk = ["--mb", "32", "--nb", "32"]
+            for c in ([wf, "create", "--rows", str(rows), "--cols", str(plan.wf_cols),
+                       "--seed", "1", str(d / "d0"), str(d / "c0")],
+                      [wf, "convert", "--quiet", "--layout", "optimized", *blk,
+                       "--bands", str(p), str(d / "d0"), str(d / "d")],
+                      [wf, "convert", "--quiet", "--layout", "block", *blk,
+                       "--bands", str(p), str(d / "c0"), str(d / "c")]):
+                r = subprocess.run(c, capture_output=True, text=True, check=False)
+                if r.returncode != 0:
+                    last = (r.stderr.strip().splitlines() or ["?"])[-1]
+                    raise MpilabError(f"wavefront {c[1]} failed: {last}")
+            res = d / "r.json"
+            _launch(t, p, [wf, "run", "--mpi", "--data", str(d / "d"), "--coef", str(d / "c"),
+                           "--iterations", str(plan.wf_iters), "--json", str(res), "--quiet"],
+                    plan.timeout)
+            r = results.load(res)
+            m = r.measurements[0]
+            out[mode].append({"ranks": p, "rows": rows, "cols": plan.wf_cols,
+                              "seconds": m.stats.median, "mean": m.stats.mean,
+                              "reps": m.stats.reps})
+    return out
+
+
+def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) -> Path:
+    """Measure everything for one transport into OUTDIR/<name>.json (atomically)."""
+    with tempfile.TemporaryDirectory(prefix="mpilab-compare-", dir=_tmpdir(t)) as tmp:
+        w = Path(tmp)
+        a = run_bench(t, plan, 2, P2P_OPS, plan.sizes, w / "p2p.json")
+        b = run_bench(t, plan, plan.np, NRANK_OPS, plan.sizes, w / "nrank.json")
+        c = run_bench(t, plan, 2, "comb", plan.comb_bytes, w / "comb.json")
+        doc: dict[str, Any] = {
+            "schema": "mpilab.results/1",
+            "provenance": dict(a["provenance"]),
+            "measurements": a["measurements"] + b["measurements"] + c["measurements"],
+            "suite": dict(a.get("suite", {})),
+        }
+        doc["provenance"]["tool"] = "mpilab compare"
+        doc["provenance"]["parts"] = [a["provenance"], b["provenance"], c["provenance"]]
+        doc["suite"]["transport"] = {"name": t.name, "description": t.description,
+                                     "mca": dict(t.mca), "mptcp": t.mptcp,
+                                     "testbed": t.testbed}
+        doc["suite"]["np"] = plan.np
+        if scaling:
+            doc["scaling"] = run_scaling(t, plan, w)
+        path = outdir / f"{t.name}.json"
+        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def _tmpdir(t: Transport) -> str | None:
+    # ranks in testbed namespaces share this file system; /tmp is fine for both
+    return None
