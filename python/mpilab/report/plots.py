@@ -50,7 +50,8 @@ def _sorted(ms: list[Measurement]) -> list[Measurement]:
 def curves_plot(title: str, curves: list[Curve], ylabel: str,
                 yfun: Callable[[Measurement], float | None],
                 errfun: Callable[[Measurement], float | None] | None,
-                ax: object | None = None, fig: Figure | None = None) -> Figure:
+                ax: object | None = None, fig: Figure | None = None,
+                colors: dict[str, str] | None = None) -> Figure:
     """One curve per (label, measurements) of y(m) against message size, log-log."""
     if fig is None:
         fig = Figure(figsize=(6.4, 4.0))
@@ -76,11 +77,12 @@ def curves_plot(title: str, curves: list[Curve], ylabel: str,
         xs, ys, es = zip(*pts, strict=True)
         xs_all += xs
         ys_all += ys
+        kw = {"color": colors[label]} if colors and label in colors else {}
         if errfun:
             ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, lw=1,  # type: ignore
-                        label=label)
+                        label=label, **kw)
         else:
-            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=label)  # type: ignore
+            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=label, **kw)  # type: ignore
     if xs_all:
         _size_axis(ax, xs_all)
         _time_axis(ax, ys_all)
@@ -103,8 +105,12 @@ def grid_plot(title: str, panels: list[tuple[str, list[Curve]]], ylabel: str,
     rows = (n + cols - 1) // cols
     fig = Figure(figsize=(4.6 * cols, 3.6 * rows))
     axes = fig.subplots(rows, cols, squeeze=False)
+    # the same label has the same colour in every panel
+    labels = sorted({label for _, curves in panels for label, _ in curves})
+    colors = {label: f"C{k % 10}" for k, label in enumerate(labels)}
     for k, (ptitle, curves) in enumerate(panels):
-        curves_plot(ptitle, curves, ylabel, yfun, errfun, ax=axes[k // cols][k % cols], fig=fig)
+        curves_plot(ptitle, curves, ylabel, yfun, errfun, ax=axes[k // cols][k % cols], fig=fig,
+                    colors=colors)
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].set_visible(False)
     fig.suptitle(title, fontsize=10)
