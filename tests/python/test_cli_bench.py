@@ -206,3 +206,26 @@ def test_report_matrix_sizes(synthetic_results: Callable[..., dict[str, Any]],
         assert p.returncode == 2
         assert msg in _one_line(p.stderr)
         assert not (tmp_path / "run.html").exists()
+
+
+def test_launcher_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from mpilab.commands import bench
+    from mpilab.errors import MpilabError
+
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which",
+                        lambda n: "/opt/slurm/bin/srun" if n == "srun" else real_which(n))
+    assert bench.launcher_prefix("srun", 4) == ["/opt/slurm/bin/srun", "-n", "4"]
+    assert bench.launcher_prefix("srun", 2, ["--mpi=pmix"]) == ["/opt/slurm/bin/srun", "-n",
+                                                                 "2", "--mpi=pmix"]
+    pre = bench.launcher_prefix("mpirun", 3)
+    assert pre[1:3] == ["-np", "3"] and "--oversubscribe" in pre
+    monkeypatch.setattr(shutil, "which", lambda n: None if n == "srun" else real_which(n))
+    with pytest.raises(MpilabError, match="srun not found"):
+        bench.launcher_prefix("srun", 2)
+    assert bench.out_in_args(["--ops", "p2p", "--out=x.json"]) == "x.json"
+    assert bench.out_in_args(["--ops", "p2p"]) is None
+    with pytest.raises(MpilabError, match="--out needs a FILE"):
+        bench.out_in_args(["--out"])
