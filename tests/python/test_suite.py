@@ -1,0 +1,180 @@
+"""`mpilab compare`: the report from stored (synthetic) results, who wins where, the
+efficiency of scaling runs, and one-line refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mpilab.suite import report, transports
+
+REPO = Path(__file__).resolve().parents[2]
+SIZES = (1, 1024, 65536, 1 << 20)
+
+
+def _m(op: str, impl: str, nbytes: int, mean: float, ranks: int,
+       derived: dict[str, float]) -> dict[str, Any]:
+    st = {"mean": mean, "ci_half": 0.01 * mean, "rel_err": 0.01, "median": mean, "min": mean,
+          "max": mean, "stdev": 0.0, "reps": 3, "invalid": 0, "converged": True}
+    return {"op": op, "impl": impl, "timing": "max", "isolation": "barrier", "bytes": nbytes,
+            "root": 0, "ranks": ranks, "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 3,
+                                                     "max_reps": 3},
+            "stats": st, "samples": [mean] * 3, "valid": [True] * 3, "data_ok": True,
+            "derived": derived}
+
+
+def synthetic(name: str, alpha: float, beta: float, cpu: float) -> dict[str, Any]:
+    """Results of one transport whose one-way time is alpha + beta * m."""
+    ms = []
+    for b in SIZES:
+        t = alpha + beta * b
+        ms.append(_m("pingpong", "mpi", b, 2 * t, 2, {"latency_s": t, "bandwidth_Bps": b / t}))
+        ms.append(_m("sendrecv", "mpi", b, t, 2, {"bandwidth_Bps": 2 * b / t}))
+        ms.append(_m("exchange", "mpi", b, 2 * t, 4, {"bandwidth_Bps": 4 * b / (2 * t)}))
+        w = 160
+        ts = alpha + w * beta * b
+        ms.append(_m("stream", "mpi", b, ts, 2, {"window": w, "msg_rate": w / ts,
+                                                 "bandwidth_Bps": w * b / ts}))
+        ms.append(_m("bcast", "native", b, 2 * t, 4, {}))
+        ms.append(_m("overlap_isend", "mpi", b, 1.5 * t, 2, {"overlap_pct": 50.0}))
+    for k, poll in enumerate((0, 1000, 100000)):
+        bw = 1e8 / (1 + k)
+        ms.append(_m("comb", f"poll{poll}", 102400, 102400 * 16 / bw, 2,
+                     {"cpu_avail": cpu * k / 2, "bandwidth_Bps": bw, "poll_interval": poll}))
+    return {"schema": "mpilab.results/1",
+            "provenance": {"tool": "mpilab compare", "mpi": "Open MPI v4.1.4", "ranks": 2,
+                           "date": "2026-11-21T10:00:00Z", "transport": name,
+                           "mca": {"btl": "self,vader"}},
+            "measurements": ms,
+            "suite": {"window": 160, "transport": {"name": name, "mca": {"btl": "self,x"}}},
+            "scaling": {"strong": [{"ranks": 1, "seconds": 4.0}, {"ranks": 2, "seconds": 2.5},
+                                   {"ranks": 4, "seconds": 1.25}],
+                        "weak": [{"ranks": 1, "seconds": 1.0}, {"ranks": 2, "seconds": 1.25}]}}
+
+
+def mpilab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, check=False)
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Path:
+    # "fast": low latency; "wide": high bandwidth and more CPU left
+    (tmp_path / "fast.json").write_text(json.dumps(synthetic("fast", 1e-6, 1e-9, 0.4)))
+    (tmp_path / "wide.json").write_text(json.dumps(synthetic("wide", 5e-6, 1e-10, 0.9)))
+    return tmp_path
+
+
+def test_report_from_stored_results(stored: Path) -> None:
+    p = mpilab("compare", "--from", str(stored))
+    assert p.returncode == 0, p.stderr
+    html = (stored / "report.html").read_text()
+    for t in ("fast", "wide", "Ping-pong latency", "Streaming bandwidth", "CPU availability",
+              "Message rate", "bcast", "Exchange bandwidth", "scaling", "Who wins where"):
+        assert t in html, t
+    assert html.count("<img") >= 10
+    assert not list(stored.glob("*.tmp*"))
+
+
+def test_who_wins_where(stored: Path) -> None:
+    rows = {title.split(" (")[0]: (w, v) for title, w, v, _ in
+            report.summary(report.load_dir(stored))}
+    assert rows["lowest small-message latency"][0] == "fast"
+    assert rows["lowest small-message latency"][1].startswith("1.00 us")
+    assert rows["highest large-message bandwidth"][0] == "wide"
+    assert rows["highest message rate"][0] == "fast"   # alpha dominates at 1 byte
+    assert rows["most CPU left during transfers"][0] == "wide"
+
+
+def test_cpu_left_only_counts_points_that_move_data() -> None:
+    # availability 0.9 at a bandwidth below half the peak does not count
+    r = synthetic("x", 1e-6, 1e-9, 0.0)
+    r["measurements"] = [m for m in r["measurements"] if m["op"] != "comb"]
+    for k, (a, bw) in enumerate(((0.1, 1e8), (0.5, 0.6e8), (0.95, 0.1e8))):
+        r["measurements"].append(_m("comb", f"poll{k}", 102400, 1.0, 2,
+                                    {"cpu_avail": a, "bandwidth_Bps": bw}))
+    from mpilab import results
+    run = report.Run("x", results.parse(json.dumps(r), "x.json"))
+    v = report.cpu_left(run)
+    assert v is not None and v[0] == 0.5
+
+
+def test_efficiency() -> None:
+    s = [{"ranks": 1, "seconds": 4.0}, {"ranks": 2, "seconds": 2.5}, {"ranks": 4, "seconds": 1.25}]
+    assert report._efficiency(s, weak=False) == [(1.0, 1.0), (2.0, 0.8), (4.0, 0.8)]
+    w = [{"ranks": 1, "seconds": 1.0}, {"ranks": 2, "seconds": 1.25}]
+    assert report._efficiency(w, weak=True) == [(1.0, 1.0), (2.0, 0.8)]
+    assert report._efficiency([{"ranks": 2, "seconds": 1.0}], weak=True) == []
+
+
+def test_transports_named_by_mpi_parameters() -> None:
+    ts = transports.parse(None)
+    assert [t.name for t in ts] == ["shm", "tcp-loopback"]
+    assert ts[0].mca_args() == ["--mca", "btl", "self,vader"]
+    assert ("btl", "self,tcp") in ts[1].mca
+    for name in ("tcp-testbed", "tcp-testbed-shaped", "mptcp-testbed"):
+        assert transports.TRANSPORTS[name].networked
+    assert transports.TRANSPORTS["mptcp-testbed"].mptcp
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--transport", "infiniband"], "unknown transport 'infiniband'"),
+    (["--window", "0"], "window must be >= 1"),
+    (["--poll-sweep", "1,,2"], "--poll-sweep: malformed"),
+    (["--poll-sweep", "1,x"], "--poll-sweep: malformed"),
+    (["--poll-sweep", "5,5"], "twice"),
+    (["--scaling", "1,a"], "--scaling"),
+    (["--window", "many"], "--window"),
+])
+def test_bad_input_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "o"
+    p = mpilab("compare", "--out", str(out), *args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert not (out / "report.html").exists()
+
+
+def test_from_refuses_bad_results(tmp_path: Path, stored: Path) -> None:
+    p = mpilab("compare", "--from", str(tmp_path / "none"))
+    assert p.returncode == 2 and "no such directory" in p.stderr
+    (stored / "broken.json").write_text('{"schema": "mpilab.results/1",\n "provenance": 3}\n')
+    p = mpilab("compare", "--from", str(stored))
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and "broken.json" in p.stderr
+    assert not (stored / "report.html").exists()
+
+
+def _suite_tool() -> bool:
+    try:
+        from mpilab.suite.runner import suite_tool
+        suite_tool()
+        return shutil.which("mpirun") is not None
+    except Exception:
+        return False
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not _suite_tool(), reason="suite runner not built")
+def test_compare_shm_end_to_end(tmp_path: Path) -> None:
+    p = mpilab("compare", "--quick", "--no-scaling", "--transport", "shm", "--sizes", "1,4K",
+               "--poll-sweep", "0,1000", "--np", "2", "--max-reps", "5", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    d = json.loads((tmp_path / "shm.json").read_text())
+    assert d["provenance"]["transport"] == "shm"
+    assert d["provenance"]["mca"]["btl"] == "self,vader"
+    ops = {m["op"] for m in d["measurements"]}
+    assert {"pingpong", "stream", "comb", "bcast", "allreduce", "alltoall"} <= ops
+    assert all(m.get("data_ok", True) for m in d["measurements"])
+    comb0 = [m for m in d["measurements"] if m["op"] == "comb" and m["impl"] == "poll0"]
+    assert comb0 and comb0[0]["derived"]["cpu_avail"] == 0.0
+    for m in d["measurements"]:
+        if m["op"] == "stream":
+            assert math.isclose(m["derived"]["msg_rate"], 64 / m["stats"]["mean"], rel_tol=1e-6)
+    assert (tmp_path / "report.html").exists()
