@@ -2,7 +2,9 @@
 # Sequential versus parallel all-pairs point-to-point (MPIBlib paper, section 5): 100
 # repetitions of a 4 KB round trip for every pair, 4 ranks. The runner records the wall
 # time of the whole all-pairs measurement; the two schedules alternate ROUNDS times and the
-# medians are compared.   bench/p2p_schedule.sh [NP] [ROUNDS]   env: MPILAB_BIN, OUTDIR
+# medians are compared.   bench/p2p_schedule.sh [NP] [ROUNDS]   env: MPILAB_BIN, OUTDIR,
+# TESTBED=PREFIX to run inside an emulated cluster (mpilab testbed up), where round trips
+# are bound by the network as on the paper's cluster rather than by 2 shared cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-4}
@@ -15,8 +17,15 @@ files=()
 for r in $(seq 1 "$rounds"); do
     for mode in sequential parallel; do
         f="$out/p2p_schedule.$mode.$r.results.json"
-        mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np "$np" \
-            "$bin/mpilab-bench" --ops p2p --sizes 4K --min-reps 100 --max-reps 100 --p2p-schedule "$mode" \
+        if [ -n "${TESTBED:-}" ]; then
+            launch=(env MPILAB_BIN="$bin" mpilab bench --np "$np" --testbed "$TESTBED" -- )
+            runner=()
+        else
+            launch=(mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp
+                    --mca mpi_yield_when_idle 1 -np "$np")
+            runner=("$bin/mpilab-bench")
+        fi
+        "${launch[@]}" "${runner[@]}" --ops p2p --sizes 4K --min-reps 100 --max-reps 100 --p2p-schedule "$mode" \
             --no-fit --quiet --out "$f" >/dev/null
         files+=("$f")
     done

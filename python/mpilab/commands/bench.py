@@ -21,10 +21,22 @@ RUNNER = "mpilab-bench"
 LAUNCHERS = ("mpirun", "srun")
 
 
-def launcher_prefix(launcher: str, np: int, extra: list[str] | None = None) -> list[str]:
-    """Command prefix that starts np ranks with the given launcher."""
+def launcher_prefix(launcher: str, np: int, extra: list[str] | None = None,
+                    testbed: str | None = None, mptcp: bool = False) -> list[str]:
+    """Command prefix that starts np ranks with the given launcher. With `testbed` (a
+    testbed's name prefix), mpirun starts inside that emulated cluster (see
+    mpilab.testbed.launch.job_prefix); `mptcp` runs the ranks under Multipath TCP."""
     if np < 1:
         raise MpilabError(f"--np {np}: need at least 1 rank")
+    if mptcp and testbed is None:
+        raise MpilabError("--mptcp needs --testbed PREFIX (MPTCP runs over the testbed's rails)")
+    if testbed is not None:
+        if launcher != "mpirun":
+            raise MpilabError("--testbed works with --launcher mpirun only")
+        from mpilab.testbed import launch, net
+
+        spec = net.current_spec(testbed)
+        return launch.job_prefix(spec, np, mptcp=mptcp) + (extra or [])
     if launcher == "mpirun":
         return mpirun_prefix(np, extra)
     if launcher == "srun":
@@ -48,8 +60,10 @@ def out_in_args(args: list[str]) -> str | None:
 
 
 def runner_command(np: int, launcher: str, runner_args: list[str],
-                   launcher_args: list[str] | None = None) -> list[str]:
-    return launcher_prefix(launcher, np, launcher_args) + [find_tool(RUNNER)] + runner_args
+                   launcher_args: list[str] | None = None, testbed: str | None = None,
+                   mptcp: bool = False) -> list[str]:
+    return (launcher_prefix(launcher, np, launcher_args, testbed, mptcp)
+            + [find_tool(RUNNER)] + runner_args)
 
 
 def exit_status(rc: int) -> int:
@@ -73,7 +87,8 @@ def _run(args: argparse.Namespace) -> int:
         runner_args = runner_args + ["--out", args.out]
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-    cmd = runner_command(args.np, args.launcher, runner_args, args.launcher_arg)
+    cmd = runner_command(args.np, args.launcher, runner_args, args.launcher_arg,
+                         args.testbed, args.mptcp)
     proc = subprocess.Popen(cmd, env=mpi_env())
     try:
         rc = proc.wait()
@@ -104,6 +119,11 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for the launcher (repeatable), e.g. "
                         "--launcher-arg=--mca --launcher-arg=btl --launcher-arg=self,tcp")
+    p.add_argument("--testbed", metavar="PREFIX",
+                   help="run inside the emulated cluster with this name prefix "
+                        "(started with 'mpilab testbed up'; the default prefix is mlt)")
+    p.add_argument("--mptcp", action="store_true",
+                   help="with --testbed: run the ranks under Multipath TCP over both rails")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

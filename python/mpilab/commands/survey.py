@@ -127,7 +127,8 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
-           launcher_args: list[str] | None = None, quiet: bool = False) -> tuple[Path, Path]:
+           launcher_args: list[str] | None = None, quiet: bool = False,
+           testbed: str | None = None, mptcp: bool = False) -> tuple[Path, Path]:
     """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
     under those names unless every step succeeded (earlier files are kept as they were)."""
     from rich.console import Console
@@ -139,7 +140,8 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MpilabError(f"{out}: exists and is not a directory")
-    runner_command(np, launcher, [], launcher_args)  # runner and launcher exist: fail early
+    # runner and launcher exist: fail early
+    runner_command(np, launcher, [], launcher_args, testbed, mptcp)
     out.mkdir(parents=True, exist_ok=True)
     final_json, final_html = out / "results.json", out / "report.html"
     fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)
@@ -149,7 +151,8 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
     log = out / "runner.log"
     t0 = time.monotonic()
     try:
-        cmd = runner_command(np, launcher, plan.runner_args(str(tmp)), launcher_args)
+        cmd = runner_command(np, launcher, plan.runner_args(str(tmp)), launcher_args,
+                             testbed, mptcp)
         console.print(f"[bold]survey[/]: {np} ranks, sizes {plan.sizes}, "
                       f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}")
         console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
@@ -180,7 +183,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.sizes is not None:
         plan = Plan(args.sizes, plan.min_reps, plan.max_reps, plan.eps)
     t0 = time.monotonic()
-    rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet)
+    rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,
+                    args.testbed, args.mptcp)
     sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
                      f"results: {rj}\nreport:  {rh}\n")
     return 0

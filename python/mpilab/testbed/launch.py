@@ -114,14 +114,13 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
     return cmd
 
 
-def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
-        mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
-        stdout: int | None = None) -> int:
-    """Run PROGRAM under mpirun started inside the first host's namespace. Returns the
-    exit status; 124 (with a one-line message) when --timeout expired."""
+def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
+               mptcp: bool = False, rails: list[int] | None = None) -> list[str]:
+    """The command prefix that starts an MPI job inside the testbed: mpirun runs in the
+    first host's namespace with the testbed's hostfile, rsh agent and interface options.
+    Append the program and its arguments. Used by `testbed run` and by other commands'
+    `--testbed` option."""
     net.require_root()
-    if not program:
-        raise MpilabError("run: no program given (mpilab testbed run [options] -- PROGRAM ARGS)")
     chosen = choose_hosts(spec, hosts)
     if np is None:
         np = len(chosen)
@@ -138,8 +137,18 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     hostfile = write_hostfile(spec, chosen, slots)
     first = chosen[0]
     tmp = net.state_dir(spec.prefix) / "tmp" / first
-    cmd = ["ip", "netns", "exec", spec.ns(first), "env", f"TMPDIR={tmp}",
-           *mpirun_command(spec, chosen, np, agent, hostfile, rails, program, mptcp)]
+    return ["ip", "netns", "exec", spec.ns(first), "env", f"TMPDIR={tmp}",
+            *mpirun_command(spec, chosen, np, agent, hostfile, rails, [], mptcp)]
+
+
+def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
+        mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
+        stdout: int | None = None) -> int:
+    """Run PROGRAM under mpirun started inside the first host's namespace. Returns the
+    exit status; 124 (with a one-line message) when --timeout expired."""
+    if not program:
+        raise MpilabError("run: no program given (mpilab testbed run [options] -- PROGRAM ARGS)")
+    cmd = job_prefix(spec, np, hosts, mptcp, rails) + list(program)
     env = mpi_env()
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
