@@ -18,7 +18,7 @@ from mpilab.fsutil import atomic_write_text
 from mpilab.suite.transports import Transport
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
-P2P_OPS = "pingpong,pingping,sendrecv,exchange,stream,comb,overlap_isend"
+P2P_OPS = "pingpong,pingping,sendrecv,exchange,stream,overlap_isend"
 NRANK_OPS = "exchange,sendrecv,stream_multi,bcast,allreduce,alltoall,overlap_iallreduce"
 _COUNT = re.compile(r"^\d+[KMG]?$")
 
@@ -26,7 +26,7 @@ _COUNT = re.compile(r"^\d+[KMG]?$")
 @dataclass
 class Plan:
     """What to measure (the same for every transport of one comparison)."""
-    sizes: str = "1:4M:x4"
+    sizes: str = "1:1M:x4"
     comb_bytes: str = "100K"
     window: int = 160
     pairs: int = 0
