@@ -393,7 +393,7 @@ static json_t *build_models(const opts_t *o, int size, json_t *meas)
             size_t nr = mpilab_hockney_fit_ranges(x, y, n, rg, MAX_RANGES);
             json_t *ranges = json_array();
             for (size_t r = 0; r < nr; r++)
-                json_array_append_new(ranges, json_pack("{s:f,s:f,s:o,s:o}", "from", rg[r].from, "to", rg[r].to,
+                json_array_append_new(ranges, json_pack("{s:I,s:I,s:o,s:o}", "from", (json_int_t)rg[r].from, "to", (json_int_t)rg[r].to,
                                                         "alpha", jreal(rg[r].h.alpha), "beta", jreal(rg[r].h.beta)));
             json_array_append_new(pairs, json_pack("{s:I,s:I,s:o,s:o,s:I,s:o}", "i", (json_int_t)i, "j",
                                                    (json_int_t)j, "alpha", jreal(h.alpha), "beta", jreal(h.beta),
