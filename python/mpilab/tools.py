@@ -41,6 +41,7 @@ def mpirun_prefix(np: int, extra: list[str] | None = None) -> list[str]:
     mpirun = shutil.which("mpirun")
     if not mpirun:
         raise MpilabError("mpirun not found (run scripts/install-deps)")
-    cmd = [mpirun, "-np", str(np), "--oversubscribe", "--bind-to", "none",
+    # -q: no multi-line "job aborted" banners; the tools print their own one-line errors
+    cmd = [mpirun, "-q", "-np", str(np), "--oversubscribe", "--bind-to", "none",
            "--mca", "mpi_yield_when_idle", "1"]
     return cmd + (extra or [])

@@ -101,7 +101,8 @@ def _run(args: argparse.Namespace) -> int:
             proc.wait()
         raise
     if rc != 0:
-        sys.stderr.write(f"mpilab: {RUNNER} exited with status {exit_status(rc)}\n")
+        if rc != 2:  # 2: bad input, which the runner has already named in one line
+            sys.stderr.write(f"mpilab: {RUNNER} exited with status {exit_status(rc)}\n")
         return exit_status(rc)
     if args.report and out is not None:
         from mpilab.commands.report import make_report

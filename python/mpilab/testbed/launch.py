@@ -100,7 +100,7 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
     # every node names its rails r0, r1, ... so interface names select them everywhere
     nets = ",".join(f"r{r}" for r in rails)
     oob = "r0"
-    cmd = [mpirun, "-np", str(np), "--hostfile", str(hostfile), "--oversubscribe",
+    cmd = [mpirun, "-q", "-np", str(np), "--hostfile", str(hostfile), "--oversubscribe",
            "--bind-to", "none", "--map-by", "node",
            "--mca", "plm_rsh_agent", str(agent),
            "--mca", "plm_rsh_no_tree_spawn", "1",
