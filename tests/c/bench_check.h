@@ -1,4 +1,4 @@
-/* Minimal checking macros for the bench unit tests. */
+/* Minimal checking macros shared by the C unit tests. */
 #ifndef BENCH_CHECK_H
 #define BENCH_CHECK_H
 #include <math.h>
@@ -8,6 +8,16 @@ static int bench_failures;
     do {                                                                              \
         if (!(cond)) {                                                                \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
+            bench_failures++;                                                         \
+        }                                                                             \
+    } while (0)
+/* CHECK with a printf-style explanation. */
+#define CHECKF(cond, ...)                                                             \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                           \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fputc('\n', stderr);                                                      \
             bench_failures++;                                                         \
         }                                                                             \
     } while (0)

@@ -8,21 +8,13 @@
 
 #include "mpilab/coll.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
+#include "bench_check.h"
+
 
 static void check_choice(const mpilab_tuned_t *t, size_t bytes, const char *want)
 {
     const char *got = mpilab_tuned_choice(t, bytes);
-    CHECK(got && strcmp(got, want) == 0, "choice at %zu bytes: %s, want %s", bytes,
+    CHECKF(got && strcmp(got, want) == 0, "choice at %zu bytes: %s, want %s", bytes,
           got ? got : "(null)", want);
 }
 
@@ -34,7 +26,7 @@ static void test_choice(void)
     /* rows: size 0, 1024, 65536; columns: linear, binomial */
     const double times[] = {1, 5, 2, 6, 100, 50};
     mpilab_tuned_t *t = mpilab_tuned_scatter_create(2, impls, names, 3, sizes, times);
-    CHECK(t != NULL, "create failed: %s", mpilab_coll_last_error());
+    CHECKF(t != NULL, "create failed: %s", mpilab_coll_last_error());
     if (!t)
         return;
     check_choice(t, 0, "linear");
@@ -47,11 +39,11 @@ static void test_choice(void)
     check_choice(t, 5802, "linear");
     check_choice(t, 5803, "binomial");
     check_choice(t, 40000, "binomial");
-    CHECK(mpilab_tuned_choice_index(t, 100) == 0, "index at 100");
-    CHECK(mpilab_tuned_choice_index(t, 60000) == 1, "index at 60000");
+    CHECKF(mpilab_tuned_choice_index(t, 100) == 0, "index at 100");
+    CHECKF(mpilab_tuned_choice_index(t, 60000) == 1, "index at 60000");
     /* a scatter table cannot run a gather */
     int x = 0;
-    CHECK(mpilab_tuned_gather(t, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_ERR_ARG,
+    CHECKF(mpilab_tuned_gather(t, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_ERR_ARG,
           "gather through a scatter table");
     mpilab_tuned_free(t);
 
@@ -61,11 +53,11 @@ static void test_choice(void)
     const size_t one[] = {4096};
     const double tie[] = {3, 3};
     t = mpilab_tuned_gather_create(2, g, gn, 1, one, tie);
-    CHECK(t != NULL, "gather create failed: %s", mpilab_coll_last_error());
+    CHECKF(t != NULL, "gather create failed: %s", mpilab_coll_last_error());
     if (t) {
         check_choice(t, 0, "binomial");
         check_choice(t, 1 << 20, "binomial");
-        CHECK(mpilab_tuned_scatter(t, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
+        CHECKF(mpilab_tuned_scatter(t, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
                   MPI_ERR_ARG, "scatter through a gather table");
         mpilab_tuned_free(t);
     }
@@ -76,8 +68,8 @@ static void test_choice(void)
         mpilab_tuned_free(t);
     }
     mpilab_tuned_free(NULL);
-    CHECK(mpilab_tuned_choice(NULL, 0) == NULL, "choice of NULL table");
-    CHECK(mpilab_tuned_scatter(NULL, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
+    CHECKF(mpilab_tuned_choice(NULL, 0) == NULL, "choice of NULL table");
+    CHECKF(mpilab_tuned_scatter(NULL, &x, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
               MPI_ERR_ARG, "NULL table");
 }
 
@@ -87,10 +79,10 @@ static void expect_refused(const char *what, size_t nimpl, const mpilab_scatter_
 {
     errno = 0;
     mpilab_tuned_t *t = mpilab_tuned_scatter_create(nimpl, impls, names, nsizes, sizes, times);
-    CHECK(t == NULL, "%s accepted", what);
+    CHECKF(t == NULL, "%s accepted", what);
     mpilab_tuned_free(t);
-    CHECK(errno == EINVAL, "%s: errno %d", what, errno);
-    CHECK(strstr(mpilab_coll_last_error(), needle) != NULL, "%s: reason '%s' lacks '%s'", what,
+    CHECKF(errno == EINVAL, "%s: errno %d", what, errno);
+    CHECKF(strstr(mpilab_coll_last_error(), needle) != NULL, "%s: reason '%s' lacks '%s'", what,
           mpilab_coll_last_error(), needle);
 }
 
@@ -124,6 +116,6 @@ int main(void)
 {
     test_choice();
     test_refused();
-    printf("coll_tuned: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    printf("coll_tuned: %d failure(s)\n", bench_failures);
+    return CHECK_DONE();
 }

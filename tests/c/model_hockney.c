@@ -9,16 +9,8 @@
 
 #include "mpilab/model.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
+#include "bench_check.h"
+
 
 #define NMAX 256
 
@@ -33,7 +25,7 @@ static void test_fit_noisy(gsl_rng *rng)
         for (size_t k = 0; k < n; k++)
             y[k] = alpha + beta * x[k] + gsl_ran_gaussian(rng, sigma);
         mpilab_hockney_t h;
-        CHECK(mpilab_hockney_fit(x, y, n, &h) == 0, "fit failed");
+        CHECKF(mpilab_hockney_fit(x, y, n, &h) == 0, "fit failed");
         /* standard deviations of the OLS estimators for this design and noise */
         double xbar = 0, sxx = 0;
         for (size_t k = 0; k < n; k++)
@@ -41,20 +33,20 @@ static void test_fit_noisy(gsl_rng *rng)
         for (size_t k = 0; k < n; k++)
             sxx += (x[k] - xbar) * (x[k] - xbar);
         double sd_b = sigma / sqrt(sxx), sd_a = sigma * sqrt(1.0 / (double)n + xbar * xbar / sxx);
-        CHECK(fabs(h.beta - beta) < 5 * sd_b, "beta %g vs %g (sd %g)", h.beta, beta, sd_b);
-        CHECK(fabs(h.alpha - alpha) < 5 * sd_a, "alpha %g vs %g (sd %g)", h.alpha, alpha, sd_a);
+        CHECKF(fabs(h.beta - beta) < 5 * sd_b, "beta %g vs %g (sd %g)", h.beta, beta, sd_b);
+        CHECKF(fabs(h.alpha - alpha) < 5 * sd_a, "alpha %g vs %g (sd %g)", h.alpha, alpha, sd_a);
         /* the tolerance is meaningful: well below the parameters themselves */
-        CHECK(5 * sd_b < 0.05 * beta && 5 * sd_a < 0.5 * alpha, "test tolerance too loose");
+        CHECKF(5 * sd_b < 0.05 * beta && 5 * sd_a < 0.5 * alpha, "test tolerance too loose");
     }
     /* exact data: exact parameters */
     double xe[] = {0, 1024, 4096}, ye[3];
     for (int k = 0; k < 3; k++)
         ye[k] = 3e-6 + 1e-9 * xe[k];
     mpilab_hockney_t h;
-    CHECK(mpilab_hockney_fit(xe, ye, 3, &h) == 0, "exact fit failed");
-    CHECK(fabs(h.alpha - 3e-6) < 1e-15 && fabs(h.beta - 1e-9) < 1e-18, "exact fit %g %g", h.alpha,
+    CHECKF(mpilab_hockney_fit(xe, ye, 3, &h) == 0, "exact fit failed");
+    CHECKF(fabs(h.alpha - 3e-6) < 1e-15 && fabs(h.beta - 1e-9) < 1e-18, "exact fit %g %g", h.alpha,
           h.beta);
-    CHECK(fabs(mpilab_hockney_time(&h, 2048) - (3e-6 + 2048e-9)) < 1e-15, "hockney_time");
+    CHECKF(fabs(mpilab_hockney_time(&h, 2048) - (3e-6 + 2048e-9)) < 1e-15, "hockney_time");
 }
 
 static void test_degenerate(void)
@@ -62,19 +54,19 @@ static void test_degenerate(void)
     double x[] = {100, 100, 100}, y[] = {1e-6, 2e-6, 3e-6};
     mpilab_hockney_t h;
     mpilab_hockney_range_t r[4];
-    CHECK(mpilab_hockney_fit(x, y, 1, &h) == -1, "n=1 accepted");
-    CHECK(mpilab_hockney_fit(x, y, 0, &h) == -1, "n=0 accepted");
-    CHECK(mpilab_hockney_fit(x, y, 3, &h) == -1, "single size accepted");
+    CHECKF(mpilab_hockney_fit(x, y, 1, &h) == -1, "n=1 accepted");
+    CHECKF(mpilab_hockney_fit(x, y, 0, &h) == -1, "n=0 accepted");
+    CHECKF(mpilab_hockney_fit(x, y, 3, &h) == -1, "single size accepted");
     double xn[] = {0, NAN, 10};
-    CHECK(mpilab_hockney_fit(xn, y, 3, &h) == -1, "NaN size accepted");
-    CHECK(mpilab_hockney_fit_ranges(x, y, 3, r, 4) == 0, "ranges: single size accepted");
-    CHECK(mpilab_hockney_fit_ranges(x, y, 1, r, 4) == 0, "ranges: n=1 accepted");
+    CHECKF(mpilab_hockney_fit(xn, y, 3, &h) == -1, "NaN size accepted");
+    CHECKF(mpilab_hockney_fit_ranges(x, y, 3, r, 4) == 0, "ranges: single size accepted");
+    CHECKF(mpilab_hockney_fit_ranges(x, y, 1, r, 4) == 0, "ranges: n=1 accepted");
     double xu[] = {0, 200, 100}; /* unsorted */
-    CHECK(mpilab_hockney_fit_ranges(xu, y, 3, r, 4) == 0, "ranges: unsorted accepted");
+    CHECKF(mpilab_hockney_fit_ranges(xu, y, 3, r, 4) == 0, "ranges: unsorted accepted");
     double xs[] = {0, 100, 200}, yz[] = {1e-6, 0, 3e-6};
-    CHECK(mpilab_hockney_fit_ranges(xs, yz, 3, r, 4) == 0, "ranges: zero time accepted");
-    CHECK(mpilab_hockney_fit_ranges(xs, y, 3, r, 0) == 0, "ranges: max_ranges 0 accepted");
-    CHECK(isnan(mpilab_hockney_ranges_time(r, 0, 10)), "ranges_time with no ranges");
+    CHECKF(mpilab_hockney_fit_ranges(xs, yz, 3, r, 4) == 0, "ranges: zero time accepted");
+    CHECKF(mpilab_hockney_fit_ranges(xs, y, 3, r, 0) == 0, "ranges: max_ranges 0 accepted");
+    CHECKF(isnan(mpilab_hockney_ranges_time(r, 0, 10)), "ranges_time with no ranges");
 }
 
 /* Sizes 0 and 1.5^k up to 4 MiB; times from two lines meeting near a protocol switch. */
@@ -101,22 +93,22 @@ static void test_ranges(gsl_rng *rng)
     /* exact two-piece data: exactly two ranges, split at the break */
     size_t n = two_piece(x, y, brk, NULL, 0, 2);
     size_t nr = mpilab_hockney_fit_ranges(x, y, n, r, 6);
-    CHECK(nr == 2, "exact two-piece: %zu ranges", nr);
+    CHECKF(nr == 2, "exact two-piece: %zu ranges", nr);
     if (nr == 2) {
-        CHECK(r[0].from == 0 && r[0].to <= brk && r[1].from > brk && r[1].to == x[n - 1],
+        CHECKF(r[0].from == 0 && r[0].to <= brk && r[1].from > brk && r[1].to == x[n - 1],
               "split at %g..%g", r[0].to, r[1].from);
         /* the last size <= brk ends range 0 */
         size_t last = 0;
         for (size_t k = 0; k < n; k++)
             if (x[k] <= brk)
                 last = k;
-        CHECK(r[0].to == x[last] && r[1].from == x[last + 1], "break at %g, want %g", r[0].to,
+        CHECKF(r[0].to == x[last] && r[1].from == x[last + 1], "break at %g, want %g", r[0].to,
               x[last]);
-        CHECK(fabs(r[0].h.alpha - 5e-6) < 1e-12 && fabs(r[1].h.beta - 0.4e-9) < 1e-15,
+        CHECKF(fabs(r[0].h.alpha - 5e-6) < 1e-12 && fabs(r[1].h.beta - 0.4e-9) < 1e-15,
               "exact params %g %g", r[0].h.alpha, r[1].h.beta);
         /* ranges_time picks the right piece, and the nearest one outside */
-        CHECK(fabs(mpilab_hockney_ranges_time(r, nr, 1000) - (5e-6 + 1e-6)) < 1e-12, "piece 1");
-        CHECK(fabs(mpilab_hockney_ranges_time(r, nr, 1e7) - (40e-6 + 4e-3)) < 1e-9, "beyond");
+        CHECKF(fabs(mpilab_hockney_ranges_time(r, nr, 1000) - (5e-6 + 1e-6)) < 1e-12, "piece 1");
+        CHECKF(fabs(mpilab_hockney_ranges_time(r, nr, 1e7) - (40e-6 + 4e-3)) < 1e-9, "beyond");
     }
 
     /* noisy (1% relative) two-piece data: break found within one size step, params close */
@@ -124,26 +116,26 @@ static void test_ranges(gsl_rng *rng)
     for (int trial = 0; trial < 10; trial++) {
         n = two_piece(x, y, brk, rng, 0.01, 2);
         nr = mpilab_hockney_fit_ranges(x, y, n, r, 6);
-        CHECK(nr == 2, "noisy two-piece: %zu ranges", nr);
+        CHECKF(nr == 2, "noisy two-piece: %zu ranges", nr);
         if (nr != 2)
             continue;
-        CHECK(r[0].to >= brk / 2.25 && r[0].to <= brk * 2.25, "noisy break at %g", r[0].to); /* within 2 size steps */
-        CHECK(fabs(r[1].h.beta - 0.4e-9) < 0.05 * 0.4e-9, "beta2 %g", r[1].h.beta);
-        CHECK(fabs(r[0].h.alpha - 5e-6) < 0.05 * 5e-6, "alpha1 %g", r[0].h.alpha);
+        CHECKF(r[0].to >= brk / 2.25 && r[0].to <= brk * 2.25, "noisy break at %g", r[0].to); /* within 2 size steps */
+        CHECKF(fabs(r[1].h.beta - 0.4e-9) < 0.05 * 0.4e-9, "beta2 %g", r[1].h.beta);
+        CHECKF(fabs(r[0].h.alpha - 5e-6) < 0.05 * 5e-6, "alpha1 %g", r[0].h.alpha);
         found++;
     }
-    CHECK(found == 10, "two ranges in %d/10 trials", found);
+    CHECKF(found == 10, "two ranges in %d/10 trials", found);
 
     /* one line with noise: one range */
     for (int trial = 0; trial < 10; trial++) {
         n = two_piece(x, y, brk, rng, 0.01, 1);
         nr = mpilab_hockney_fit_ranges(x, y, n, r, 6);
-        CHECK(nr == 1, "one-piece data gave %zu ranges", nr);
+        CHECKF(nr == 1, "one-piece data gave %zu ranges", nr);
     }
     /* max_ranges = 1 forces one range on two-piece data */
     n = two_piece(x, y, brk, NULL, 0, 2);
-    CHECK(mpilab_hockney_fit_ranges(x, y, n, r, 1) == 1, "max_ranges=1 not honoured");
-    CHECK(r[0].from == 0 && r[0].to == x[n - 1], "single range covers everything");
+    CHECKF(mpilab_hockney_fit_ranges(x, y, n, r, 1) == 1, "max_ranges=1 not honoured");
+    CHECKF(r[0].from == 0 && r[0].to == x[n - 1], "single range covers everything");
 }
 
 int main(void)
@@ -154,6 +146,6 @@ int main(void)
     test_degenerate();
     test_ranges(rng);
     gsl_rng_free(rng);
-    printf("model_hockney: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    printf("model_hockney: %d failure(s)\n", bench_failures);
+    return CHECK_DONE();
 }

@@ -5,16 +5,8 @@
 
 #include "mpilab/model.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
+#include "bench_check.h"
+
 
 #define PMAX 8
 static mpilab_hockney_t pairs[PMAX * PMAX];
@@ -43,9 +35,9 @@ static void expect(const char *what, size_t p, size_t root, double m, double lin
     double sb = mpilab_predict_scatter_binomial(pairs, p, root, m);
     double gb = mpilab_predict_gather_binomial(pairs, p, root, m);
     double tol = 1e-15 + 1e-12 * fabs(lin);
-    CHECK(fabs(sl - lin) < tol && fabs(gl - lin) < tol, "%s linear: %g %g want %g", what, sl, gl, lin);
+    CHECKF(fabs(sl - lin) < tol && fabs(gl - lin) < tol, "%s linear: %g %g want %g", what, sl, gl, lin);
     tol = 1e-15 + 1e-12 * fabs(bin);
-    CHECK(fabs(sb - bin) < tol && fabs(gb - bin) < tol, "%s binomial: %g %g want %g", what, sb, gb, bin);
+    CHECKF(fabs(sb - bin) < tol && fabs(gb - bin) < tol, "%s binomial: %g %g want %g", what, sb, gb, bin);
 }
 
 int main(void)
@@ -100,10 +92,10 @@ int main(void)
     }
     /* invalid input gives NaN, not a number that looks like a prediction */
     setup(4);
-    CHECK(isnan(mpilab_predict_scatter_linear(pairs, 4, 4, 10)), "root out of range");
-    CHECK(isnan(mpilab_predict_gather_binomial(pairs, 0, 0, 10)), "p = 0");
-    CHECK(isnan(mpilab_predict_scatter_binomial(NULL, 4, 0, 10)), "NULL pairs");
-    CHECK(isnan(mpilab_predict_gather_linear(pairs, 4, 0, -1)), "negative size");
-    printf("model_predict: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    CHECKF(isnan(mpilab_predict_scatter_linear(pairs, 4, 4, 10)), "root out of range");
+    CHECKF(isnan(mpilab_predict_gather_binomial(pairs, 0, 0, 10)), "p = 0");
+    CHECKF(isnan(mpilab_predict_scatter_binomial(NULL, 4, 0, 10)), "NULL pairs");
+    CHECKF(isnan(mpilab_predict_gather_linear(pairs, 4, 0, -1)), "negative size");
+    printf("model_predict: %d failure(s)\n", bench_failures);
+    return CHECK_DONE();
 }
