@@ -233,16 +233,17 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
                                        {"mb", required_argument, 0, 'M'},
                                        {"nb", required_argument, 0, 'N'},
                                        {"no-drop-behind", no_argument, 0, 'D'},
+                                       {"no-prefetch", no_argument, 0, 'F'},
                                        {"mpi", no_argument, 0, 'x'},
                                        {"json", required_argument, 0, 'j'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1};
+    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0};
     const char *data = NULL, *coef = NULL, *json = NULL;
     int use_mpi = 0, quiet = 0, c;
     int64_t v;
-    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:Dxj:qh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFxj:qh", lo, NULL)) != -1) {
         switch (c) {
         case 'd': data = optarg; break;
         case 'c': coef = optarg; break;
@@ -265,6 +266,7 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         case 'M': if (parse_pos_i64("--mb", optarg, 1, &o.mb)) return 2; break;
         case 'N': if (parse_pos_i64("--nb", optarg, 1, &o.nb)) return 2; break;
         case 'D': o.drop_behind = 0; break;
+        case 'F': o.no_prefetch = 1; break;
         case 'x': use_mpi = 1; break;
         case 'j': json = optarg; break;
         case 'q': quiet = 1; break;
@@ -280,7 +282,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
     int rank = 0, rc;
     MPI_Comm comm = MPI_COMM_NULL;
     if (use_mpi) {
-        MPI_Init(&full_argc, &full_argv);
+        int provided; /* the I/O helper threads never call MPI */
+        MPI_Init_thread(&full_argc, &full_argv, MPI_THREAD_FUNNELED, &provided);
         comm = MPI_COMM_WORLD;
         MPI_Comm_rank(comm, &rank);
         rc = mpilab_wf_run_mpi(comm, data, coef, &o, &st, err, sizeof err);
@@ -310,14 +313,21 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             printf("bytes read %lld, written %lld, I/O bandwidth %.1f MiB/s, peak RSS %ld KiB\n",
                    (long long)st.bytes_read, (long long)st.bytes_written,
                    st.total_s > 0 ? ioB / st.total_s / 1048576.0 : 0.0, st.maxrss_kb);
+            if (st.dev_read_bytes >= 0)
+                printf("device bytes read %lld, written %lld\n", (long long)st.dev_read_bytes,
+                       (long long)st.dev_write_bytes);
+            for (int i = 0; st.compute_s && i < st.workers; i++)
+                printf("worker %d: compute %.3f s, I/O wait %.3f s, dependency wait %.3f s, "
+                       "I/O helper busy %.3f s\n", i, st.compute_s[i], st.io_wait_s[i],
+                       st.dep_wait_s[i], st.io_busy_s[i]);
         }
         if (json) {
             json_t *root = json_object();
             json_object_set_new(root, "schema", json_string(MPILAB_RESULTS_SCHEMA));
-            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:b}", "mode", use_mpi ? "mpi" : "threads",
+            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:b,s:b}", "mode", use_mpi ? "mpi" : "threads",
                                      "iterations", (json_int_t)o.iterations, "workers", o.workers,
                                      "waves", o.waves, "io", mpilab_wf_io_name(o.io),
-                                     "drop_behind", o.drop_behind);
+                                     "drop_behind", o.drop_behind, "prefetch", !o.no_prefetch);
             json_object_set_new(prov, "options", opts);
             json_object_set_new(prov, "clock_sync", json_null());
             json_object_set(root, "provenance", prov);
@@ -341,6 +351,17 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(wf, "bytes_written", json_integer(st.bytes_written));
             json_object_set_new(wf, "io_bandwidth_Bps", json_real(st.total_s > 0 ? ioB / st.total_s : 0.0));
             json_object_set_new(wf, "peak_rss_bytes", json_integer((json_int_t)st.maxrss_kb * 1024));
+            json_object_set_new(wf, "prefetch", json_boolean(st.prefetch));
+            json_object_set_new(wf, "dev_read_bytes", st.dev_read_bytes >= 0 ? json_integer(st.dev_read_bytes) : json_null());
+            json_object_set_new(wf, "dev_write_bytes", st.dev_write_bytes >= 0 ? json_integer(st.dev_write_bytes) : json_null());
+            json_t *pw = json_array();
+            for (int i = 0; st.compute_s && i < st.workers; i++)
+                json_array_append_new(pw, json_pack("{s:i,s:f,s:f,s:f,s:f}", "worker", i,
+                                                    "compute_s", st.compute_s[i],
+                                                    "io_wait_s", st.io_wait_s[i],
+                                                    "dep_wait_s", st.dep_wait_s[i],
+                                                    "io_busy_s", st.io_busy_s[i]));
+            json_object_set_new(wf, "per_worker", pw);
             json_t *samples = json_array(), *valid = json_array();
             for (int64_t i = 0; i < st.iterations; i++) {
                 json_array_append_new(samples, json_real(st.iter_s[i]));

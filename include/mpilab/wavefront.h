@@ -58,6 +58,9 @@ typedef struct {
     int io;         /* mpilab_wf_io */
     int64_t mb, nb; /* blocking for row-major files (0 = take it from the file) */
     int drop_behind; /* write back and drop pages of finished blocks (default on) */
+    int no_prefetch; /* 1: no I/O helper thread; every read/write is synchronous in the
+                      * worker (the default 0 overlaps block j+1's reads and block j's
+                      * write-back with the computation of block j) */
 } mpilab_wf_run_opts;
 
 typedef struct {
@@ -69,6 +72,18 @@ typedef struct {
     int64_t rows, cols, mb, nb, t;
     int layout, coef_layout;
     int workers;            /* threads, or ranks in MPI mode */
+    int prefetch;           /* 1 if reads/writes were overlapped by I/O helper threads */
+    /* Where each worker's time went (arrays of `workers` entries, malloc'd; seconds):
+     * compute_s: the kernel loop; io_wait_s: waiting for its block's reads (or doing
+     * them, without prefetch) and for the final write-backs; dep_wait_s: waiting for
+     * frontiers from neighbours, for room in their queues and for the wave gate.
+     * io_busy_s: time the worker's I/O helper spent in reads/writes (0 without
+     * prefetch: then it is part of io_wait_s). */
+    double *compute_s, *io_wait_s, *dep_wait_s, *io_busy_s;
+    /* Bytes the storage layer actually read/wrote for the run (/proc/self/io
+     * read_bytes/write_bytes deltas, summed over ranks; -1 if unavailable). Unlike
+     * bytes_read they include readahead and exclude page-cache hits. */
+    int64_t dev_read_bytes, dev_write_bytes;
 } mpilab_wf_stats;
 void mpilab_wf_stats_free(mpilab_wf_stats *st);
 

@@ -20,7 +20,11 @@ void mpilab_wf_stats_free(mpilab_wf_stats *st)
     if (!st)
         return;
     free(st->iter_s);
-    st->iter_s = NULL;
+    free(st->compute_s);
+    free(st->io_wait_s);
+    free(st->dep_wait_s);
+    free(st->io_busy_s);
+    st->iter_s = st->compute_s = st->io_wait_s = st->dep_wait_s = st->io_busy_s = NULL;
 }
 
 static double now_s(void)
@@ -137,13 +141,29 @@ static void ml_post(mpilink *l, MPI_Comm comm)
 
 /* ---- the worker --------------------------------------------------------------------- */
 
+/* ---- the worker --------------------------------------------------------------------- */
+
+/* One step of a worker = one block (br, bc) of one iteration. With prefetch, a helper
+ * thread per worker executes the worker's block reads and write-backs in submission order
+ * (FIFO): the reads of step s+1 are submitted before step s is computed (into the other of
+ * two buffer slots), the write-back of step s right after. Step s+1's reads are submitted
+ * after step s's write instead when they touch block s (one or two blocks per band), so
+ * every read sees exactly the data the sequential order would. */
+enum { OP_READ = 1, OP_WRITE = 2 };
+#define WF_IOQ 4
+
+typedef struct {
+    int kind, slot;
+    int64_t it, br, bc;
+} ioop;
+
 typedef struct worker {
     int id, nworkers;
     wf_file *data, *coef;
     wf_blockio dio, cio;
     int64_t b0, b1, nbc, mb, nb, cols, row0, total;
     int64_t iters;
-    int waves, drop, hints;
+    int waves, drop, hints, prefetch;
     /* neighbours: threads */
     shared *sh;
     chan *up_bf, *down_bf; /* BF from the upper worker, to the lower worker */
@@ -154,10 +174,19 @@ typedef struct worker {
     mpilink l_up_tf_send, l_down_bf_send, l_up_bf_recv, l_down_tf_recv;
     MPI_Request *wave_req;
     int has_up, has_down;
-    /* buffers */
-    double *halo, *cf, *north, *west, *seg, *lf;
+    /* buffers: halo'd block and coefficients per slot */
+    double *hb[2], *cfb[2], *north, *west, *seg, *lf;
+    /* I/O helper */
+    pthread_t io_tid;
+    pthread_mutex_t io_mu;
+    pthread_cond_t io_cv;
+    int io_started, io_stop, io_failed;
+    ioop q[WF_IOQ];
+    int64_t submitted, completed;
+    char ioerr[512];
     /* results */
     int64_t bytes_r, bytes_w;
+    double t_compute, t_iowait, t_depwait, t_iobusy;
     double *t_done;
     char err[512];
     int failed;
@@ -253,45 +282,242 @@ static void hint_block(worker *w, int64_t br, int64_t bc, int done, int64_t iter
     }
 }
 
-static int worker_body(worker *w)
+static int64_t blk_h(const worker *w, int64_t br)
 {
-    char *err = w->err;
-    size_t errlen = sizeof w->err;
+    int64_t r = (int64_t)w->data->h.rows - br * w->mb;
+    return r < w->mb ? r : w->mb;
+}
+
+static int64_t blk_w(const worker *w, int64_t bc)
+{
+    int64_t c = w->cols - bc * w->nb;
+    return c < w->nb ? c : w->nb;
+}
+
+/* The step after (it, br, bc) in a worker's order; 0 if there is none. */
+static int next_step(const worker *w, int64_t *it, int64_t *br, int64_t *bc)
+{
+    if (++*bc < w->nbc)
+        return 1;
+    *bc = 0;
+    if (++*br < w->b1)
+        return 1;
+    *br = w->b0;
+    return ++*it < w->iters;
+}
+
+/* Reads of one step, into slot `slot`: the block (into the halo'd buffer), the old left
+ * frontier of the next block (east halo: one contiguous read in the optimized layout, a
+ * strided gather of MB elements in the block and row-major layouts), the 5 coefficient
+ * blocks, and the old top frontier of the block below (south halo) when it is in this
+ * worker's band. Then a read-ahead hint for the step after. */
+static int step_read(worker *w, const ioop *op, char *err, size_t errlen)
+{
+    const int64_t ld = w->nb + 2, br = op->br, bc = op->bc;
+    const int64_t h = blk_h(w, br), wd = blk_w(w, bc);
+    double *H = w->hb[op->slot];
+    if (wf_read_block(w->data, &w->dio, br, bc, 0, H + ld + 1, (size_t)ld, &w->bytes_r, err,
+                      errlen))
+        return -1;
+    if (bc + 1 < w->nbc) {
+        if (wf_read_lf(w->data, &w->dio, br, bc + 1, w->lf, &w->bytes_r, err, errlen))
+            return -1;
+        for (int64_t i = 0; i < h; i++)
+            H[(i + 1) * ld + wd + 1] = w->lf[i];
+    }
+    size_t pl = (size_t)(h * wd);
+    for (int p = 0; p < 5; p++)
+        if (wf_read_block(w->coef, &w->cio, br, bc, p, w->cfb[op->slot] + p * pl, (size_t)wd,
+                          &w->bytes_r, err, errlen))
+            return -1;
+    if (br + 1 < w->b1 &&
+        wf_read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
+                   err, errlen))
+        return -1;
+    int64_t it = op->it, nbr = br, nbc = bc;
+    if (next_step(w, &it, &nbr, &nbc))
+        hint_block(w, nbr, nbc, 0, 1);
+    return 0;
+}
+
+static int step_write(worker *w, const ioop *op, char *err, size_t errlen)
+{
     const int64_t ld = w->nb + 2;
-    double *H = w->halo;
+    if (wf_write_block(w->data, &w->dio, op->br, op->bc, w->hb[op->slot] + ld + 1, (size_t)ld,
+                       &w->bytes_w, err, errlen))
+        return -1;
+    hint_block(w, op->br, op->bc, 1, 0);
+    return 0;
+}
+
+static int io_exec(worker *w, const ioop *op, char *err, size_t errlen)
+{
+    return op->kind == OP_READ ? step_read(w, op, err, errlen) : step_write(w, op, err, errlen);
+}
+
+static void *io_thread(void *arg)
+{
+    worker *w = arg;
+    pthread_mutex_lock(&w->io_mu);
+    for (;;) {
+        while (w->completed == w->submitted && !w->io_stop)
+            pthread_cond_wait(&w->io_cv, &w->io_mu);
+        if (w->completed == w->submitted)
+            break;
+        ioop op = w->q[w->completed % WF_IOQ];
+        int skip = w->io_failed;
+        pthread_mutex_unlock(&w->io_mu);
+        int rc = 0;
+        if (!skip) {
+            double t0 = now_s();
+            rc = io_exec(w, &op, w->ioerr, sizeof w->ioerr);
+            w->t_iobusy += now_s() - t0;
+        }
+        pthread_mutex_lock(&w->io_mu);
+        if (rc)
+            w->io_failed = 1;
+        w->completed++;
+        pthread_cond_broadcast(&w->io_cv);
+    }
+    pthread_mutex_unlock(&w->io_mu);
+    return NULL;
+}
+
+/* Queue an I/O operation (without prefetch: do it now). Returns its sequence number
+ * (> 0), or -1 on failure. */
+static int64_t io_submit(worker *w, int kind, int slot, int64_t it, int64_t br, int64_t bc)
+{
+    ioop op = {kind, slot, it, br, bc};
+    if (!w->prefetch) {
+        double t0 = now_s();
+        int rc = io_exec(w, &op, w->err, sizeof w->err);
+        w->t_iowait += now_s() - t0;
+        return rc ? -1 : ++w->submitted;
+    }
+    double t0 = now_s();
+    pthread_mutex_lock(&w->io_mu);
+    while (w->submitted - w->completed >= WF_IOQ)
+        pthread_cond_wait(&w->io_cv, &w->io_mu);
+    w->q[w->submitted % WF_IOQ] = op;
+    int64_t seq = ++w->submitted;
+    pthread_cond_broadcast(&w->io_cv);
+    pthread_mutex_unlock(&w->io_mu);
+    w->t_iowait += now_s() - t0;
+    return seq;
+}
+
+/* Wait until operation `seq` (and all before it) completed. */
+static int io_wait(worker *w, int64_t seq)
+{
+    if (!w->prefetch)
+        return 0;
+    double t0 = now_s();
+    pthread_mutex_lock(&w->io_mu);
+    while (w->completed < seq)
+        pthread_cond_wait(&w->io_cv, &w->io_mu);
+    int failed = w->io_failed;
+    pthread_mutex_unlock(&w->io_mu);
+    w->t_iowait += now_s() - t0;
+    if (failed) {
+        snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+        return -1;
+    }
+    return 0;
+}
+
+static int io_start(worker *w)
+{
+    w->submitted = w->completed = 0;
+    w->io_stop = w->io_failed = 0;
+    if (!w->prefetch)
+        return 0;
+    pthread_mutex_init(&w->io_mu, NULL);
+    pthread_cond_init(&w->io_cv, NULL);
+    if (pthread_create(&w->io_tid, NULL, io_thread, w) != 0) {
+        pthread_mutex_destroy(&w->io_mu);
+        pthread_cond_destroy(&w->io_cv);
+        snprintf(w->err, sizeof w->err, "cannot create an I/O helper thread");
+        return -1;
+    }
+    w->io_started = 1;
+    return 0;
+}
+
+/* Stop the helper after the queued operations (or at once if one failed). */
+static void io_stop(worker *w)
+{
+    if (!w->io_started)
+        return;
+    pthread_mutex_lock(&w->io_mu);
+    w->io_stop = 1;
+    pthread_cond_broadcast(&w->io_cv);
+    pthread_mutex_unlock(&w->io_mu);
+    pthread_join(w->io_tid, NULL);
+    pthread_mutex_destroy(&w->io_mu);
+    pthread_cond_destroy(&w->io_cv);
+    w->io_started = 0;
+}
+
+/* Does any read of step (br2, bc2) touch block (br, bc)? */
+static int reads_touch(const worker *w, int64_t br2, int64_t bc2, int64_t br, int64_t bc)
+{
+    if (br2 == br && bc2 == bc)
+        return 1;
+    if (br2 + 1 < w->b1 && br2 + 1 == br && bc2 == bc) /* south halo */
+        return 1;
+    return bc2 + 1 < w->nbc && br2 == br && bc2 + 1 == bc; /* east halo */
+}
+
+static int worker_steps(worker *w)
+{
+    const int64_t ld = w->nb + 2;
+    const int nslots = w->prefetch ? 2 : 1;
     /* initial top frontiers (iteration "-1") for the upper neighbour */
     if (w->has_up) {
         for (int64_t bc = 0; bc < w->nbc; bc++) {
-            int64_t wd = w->cols - bc * w->nb < w->nb ? w->cols - bc * w->nb : w->nb;
-            if (wf_read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, err, errlen))
+            if (wf_read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, w->err,
+                           sizeof w->err))
                 return -1;
-            if (link_send(w, &w->l_up_tf_send, w->up_tf, w->seg, (size_t)wd))
+            double t0 = now_s();
+            if (link_send(w, &w->l_up_tf_send, w->up_tf, w->seg, (size_t)blk_w(w, bc)))
                 return -1;
+            w->t_depwait += now_s() - t0;
         }
     }
+    if (w->iters <= 0)
+        return 0;
+    int64_t rseq[2] = {0, 0};
+    if ((rseq[0] = io_submit(w, OP_READ, 0, 0, w->b0, 0)) < 0)
+        return -1;
+    int64_t s = 0;
     for (int64_t it = 0; it < w->iters; it++) {
+        double t0 = now_s();
         if (gate_wait(w, it))
             return -1;
+        w->t_depwait += now_s() - t0;
         for (int64_t br = w->b0; br < w->b1; br++) {
-            int64_t r0 = br * w->mb;
-            int64_t h = (int64_t)w->data->h.rows - r0 < w->mb ? (int64_t)w->data->h.rows - r0 : w->mb;
-            int64_t rg0 = (int64_t)w->row0 + r0;
+            const int64_t h = blk_h(w, br);
+            const int64_t rg0 = w->row0 + br * w->mb;
             /* rows of the block that are interior rows of the whole matrix */
-            int64_t ilo = rg0 == 0 ? 1 : 0;
-            int64_t ihi = rg0 + h == w->total ? h - 1 : h;
-            for (int64_t bc = 0; bc < w->nbc; bc++) {
-                int64_t c0 = bc * w->nb;
-                int64_t wd = w->cols - c0 < w->nb ? w->cols - c0 : w->nb;
-                int64_t jlo = c0 == 0 ? 1 : 0;
-                int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
-                /* prefetch the next block of this worker */
-                if (bc + 1 < w->nbc)
-                    hint_block(w, br, bc + 1, 0, 1);
-                else if (br + 1 < w->b1)
-                    hint_block(w, br + 1, 0, 0, 1);
-                else
-                    hint_block(w, w->b0, 0, 0, w->iters - it - 1);
+            const int64_t ilo = rg0 == 0 ? 1 : 0;
+            const int64_t ihi = rg0 + h == w->total ? h - 1 : h;
+            for (int64_t bc = 0; bc < w->nbc; bc++, s++) {
+                const int slot = (int)(s % nslots);
+                double *H = w->hb[slot];
+                const int64_t c0 = bc * w->nb, wd = blk_w(w, bc);
+                const int64_t jlo = c0 == 0 ? 1 : 0;
+                const int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
+                if (io_wait(w, rseq[slot]))
+                    return -1;
+                int64_t it2 = it, br2 = br, bc2 = bc;
+                int has_next = next_step(w, &it2, &br2, &bc2);
+                int late = has_next && (nslots == 1 || reads_touch(w, br2, bc2, br, bc));
+                int nslot = (int)((s + 1) % nslots);
+                if (has_next && !late &&
+                    (rseq[nslot] = io_submit(w, OP_READ, nslot, it2, br2, bc2)) < 0)
+                    return -1;
                 /* north halo: updated bottom row of the block above */
+                t0 = now_s();
                 if (br == w->b0) {
                     if (w->has_up &&
                         link_recv(w, &w->l_up_bf_recv, w->up_bf, H + 1, (size_t)wd))
@@ -299,36 +525,21 @@ static int worker_body(worker *w)
                 } else {
                     memcpy(H + 1, w->north + c0, (size_t)wd * 8);
                 }
-                /* south halo: old top row of the block below */
-                double *S = H + (size_t)((h + 1) * ld) + 1;
-                if (br + 1 < w->b1) {
-                    if (wf_read_tf(w->data, &w->dio, br + 1, bc, S, &w->bytes_r, err, errlen))
-                        return -1;
-                } else if (w->has_down) {
-                    if (link_recv(w, &w->l_down_tf_recv, w->down_tf, S, (size_t)wd))
-                        return -1;
-                }
+                /* south halo from the lower neighbour (else read from disk with the block) */
+                if (br + 1 == w->b1 && w->has_down &&
+                    link_recv(w, &w->l_down_tf_recv, w->down_tf, H + (size_t)((h + 1) * ld) + 1,
+                              (size_t)wd))
+                    return -1;
+                double t1 = now_s();
+                w->t_depwait += t1 - t0;
                 /* west halo: right frontier of the previous block (kept in memory) */
                 if (bc > 0)
                     for (int64_t i = 0; i < h; i++)
                         H[(i + 1) * ld] = w->west[i];
-                /* east halo: old left frontier of the next block */
-                if (bc + 1 < w->nbc) {
-                    if (wf_read_lf(w->data, &w->dio, br, bc + 1, w->lf, &w->bytes_r, err, errlen))
-                        return -1;
-                    for (int64_t i = 0; i < h; i++)
-                        H[(i + 1) * ld + wd + 1] = w->lf[i];
-                }
-                if (wf_read_block(w->data, &w->dio, br, bc, 0, H + ld + 1, (size_t)ld,
-                                  &w->bytes_r, err, errlen))
-                    return -1;
                 size_t pl = (size_t)(h * wd);
-                for (int p = 0; p < 5; p++)
-                    if (wf_read_block(w->coef, &w->cio, br, bc, p, w->cf + p * pl, (size_t)wd,
-                                      &w->bytes_r, err, errlen))
-                        return -1;
-                const double *zb = w->cf, *zu = w->cf + pl, *zv = w->cf + 2 * pl,
-                             *zr = w->cf + 3 * pl, *zz = w->cf + 4 * pl;
+                const double *cf = w->cfb[slot];
+                const double *zb = cf, *zu = cf + pl, *zv = cf + 2 * pl, *zr = cf + 3 * pl,
+                             *zz = cf + 4 * pl;
                 for (int64_t i = ilo; i < ihi; i++) {
                     double *row = H + (i + 1) * ld + 1;
                     const int64_t k0 = i * wd;
@@ -339,25 +550,42 @@ static int worker_body(worker *w)
                                        zz[k]);
                     }
                 }
-                if (wf_write_block(w->data, &w->dio, br, bc, H + ld + 1, (size_t)ld,
-                                   &w->bytes_w, err, errlen))
-                    return -1;
-                hint_block(w, br, bc, 1, 0);
                 for (int64_t i = 0; i < h; i++)
                     w->west[i] = H[(i + 1) * ld + wd];
                 memcpy(w->north + c0, H + h * ld + 1, (size_t)wd * 8);
+                w->t_compute += now_s() - t1;
+                if (io_submit(w, OP_WRITE, slot, it, br, bc) < 0)
+                    return -1;
+                t0 = now_s();
                 if (br + 1 == w->b1 && w->has_down &&
                     link_send(w, &w->l_down_bf_send, w->down_bf, H + h * ld + 1, (size_t)wd))
                     return -1;
                 if (br == w->b0 && w->has_up && it + 1 < w->iters &&
                     link_send(w, &w->l_up_tf_send, w->up_tf, H + ld + 1, (size_t)wd))
                     return -1;
+                w->t_depwait += now_s() - t0;
+                /* without prefetch the next read reuses this buffer: after the sends */
+                if (late && (rseq[nslot] = io_submit(w, OP_READ, nslot, it2, br2, bc2)) < 0)
+                    return -1;
             }
         }
         w->t_done[it] = w->mpi ? MPI_Wtime() : now_s();
         iter_done(w, it);
     }
-    return 0;
+    return io_wait(w, w->submitted); /* the last write-backs */
+}
+
+static int worker_body(worker *w)
+{
+    if (io_start(w))
+        return -1;
+    int rc = worker_steps(w);
+    io_stop(w);
+    if (!rc && w->io_failed) {
+        snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+        rc = -1;
+    }
+    return rc;
 }
 
 static void *worker_thread(void *arg)
@@ -373,8 +601,13 @@ static void *worker_thread(void *arg)
 static int worker_alloc(worker *w)
 {
     int64_t mb = w->mb, nb = w->nb;
-    w->halo = calloc((size_t)((mb + 2) * (nb + 2)), 8);
-    w->cf = malloc((size_t)(5 * mb * nb) * 8);
+    int nslots = w->prefetch ? 2 : 1;
+    for (int s = 0; s < nslots; s++) {
+        w->hb[s] = calloc((size_t)((mb + 2) * (nb + 2)), 8);
+        w->cfb[s] = malloc((size_t)(5 * mb * nb) * 8);
+        if (!w->hb[s] || !w->cfb[s])
+            return -1;
+    }
     w->north = calloc((size_t)w->cols, 8);
     w->west = calloc((size_t)mb, 8);
     w->seg = malloc((size_t)nb * 8);
@@ -384,16 +617,18 @@ static int worker_alloc(worker *w)
     w->dio.tmp = malloc(wf_scratch_doubles(&w->data->h, mb, nb) * 8);
     w->cio.tmp = malloc(wf_scratch_doubles(&w->coef->h, mb, nb) * 8);
     w->t_done = calloc((size_t)(w->iters > 0 ? w->iters : 1), sizeof(double));
-    return (w->halo && w->cf && w->north && w->west && w->seg && w->lf && w->dio.tmp &&
-            w->cio.tmp && w->t_done)
+    return (w->north && w->west && w->seg && w->lf && w->dio.tmp && w->cio.tmp && w->t_done)
                ? 0
                : -1;
 }
 
 static void worker_free(worker *w)
 {
-    free(w->halo);
-    free(w->cf);
+    for (int s = 0; s < 2; s++) {
+        free(w->hb[s]);
+        free(w->cfb[s]);
+        w->hb[s] = w->cfb[s] = NULL;
+    }
     free(w->north);
     free(w->west);
     free(w->seg);
@@ -401,6 +636,33 @@ static void worker_free(worker *w)
     free(w->dio.tmp);
     free(w->cio.tmp);
     free(w->t_done);
+}
+
+/* /proc/self/io read_bytes and write_bytes; -1 if unavailable. */
+static void dev_io(int64_t *rd, int64_t *wr)
+{
+    *rd = *wr = -1;
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f)
+        return;
+    char line[128];
+    long long v;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "read_bytes: %lld", &v) == 1)
+            *rd = v;
+        else if (sscanf(line, "write_bytes: %lld", &v) == 1)
+            *wr = v;
+    }
+    fclose(f);
+}
+
+static int stats_alloc_times(mpilab_wf_stats *st, int n)
+{
+    st->compute_s = calloc((size_t)n, sizeof(double));
+    st->io_wait_s = calloc((size_t)n, sizeof(double));
+    st->dep_wait_s = calloc((size_t)n, sizeof(double));
+    st->io_busy_s = calloc((size_t)n, sizeof(double));
+    return st->compute_s && st->io_wait_s && st->dep_wait_s && st->io_busy_s ? 0 : -1;
 }
 
 /* Validate options and the pair of files; fill blocking. */
@@ -558,6 +820,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         w->waves = o->waves;
         w->drop = o->drop_behind;
         w->hints = 1;
+        w->prefetch = !o->no_prefetch;
         w->sh = &sh;
         w->has_up = i > 0;
         w->has_down = i + 1 < P;
@@ -575,6 +838,8 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         ERR("out of memory");
         goto out;
     }
+    int64_t dr0, dw0, dr1, dw1;
+    dev_io(&dr0, &dw0);
     double t0 = now_s();
     int started = 0;
     for (int i = 0; i < P; i++) {
@@ -587,15 +852,20 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     double t1 = now_s();
+    dev_io(&dr1, &dw1);
     free(tids);
     if (sh.abort) {
         ERR("%s", sh.err);
         goto out;
     }
     fill_stats(st, &d, &c, mb, nb, P, o->iterations);
+    st->prefetch = !o->no_prefetch;
     st->total_s = t1 - t0;
+    st->dev_read_bytes = dr0 >= 0 && dr1 >= 0 ? dr1 - dr0 : -1;
+    st->dev_write_bytes = dw0 >= 0 && dw1 >= 0 ? dw1 - dw0 : -1;
     st->iter_s = calloc((size_t)(o->iterations > 0 ? o->iterations : 1), sizeof(double));
-    if (!st->iter_s) {
+    if (!st->iter_s || stats_alloc_times(st, P)) {
+        mpilab_wf_stats_free(st);
         ERR("out of memory");
         goto out;
     }
@@ -611,6 +881,10 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
     for (int i = 0; i < P; i++) {
         st->bytes_read += ws[i].bytes_r;
         st->bytes_written += ws[i].bytes_w;
+        st->compute_s[i] = ws[i].t_compute;
+        st->io_wait_s[i] = ws[i].t_iowait;
+        st->dep_wait_s[i] = ws[i].t_depwait;
+        st->io_busy_s[i] = ws[i].t_iobusy;
     }
     st->maxrss_kb = maxrss_kb();
     rc = 0;
@@ -780,6 +1054,7 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
         w.waves = o->waves;
         w.drop = o->drop_behind;
         w.hints = 1;
+        w.prefetch = !o->no_prefetch;
         w.mpi = 1;
         w.comm = comm;
         w.has_up = rank > 0;
@@ -805,6 +1080,8 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     int rc = -1;
     if (any_failed(comm, bad, err, errlen))
         goto out;
+    int64_t dr0, dw0, dr1, dw1;
+    dev_io(&dr0, &dw0);
     MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     if (worker_body(&w)) {
@@ -819,6 +1096,7 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     if (o->iterations > 0)
         MPI_Waitall((int)o->iterations, w.wave_req, MPI_STATUSES_IGNORE);
     double t1 = MPI_Wtime() - t0;
+    dev_io(&dr1, &dw1);
     int64_t k = o->iterations;
     double *rel = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
     double *mx = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
@@ -832,7 +1110,26 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     MPI_Reduce(io, iosum, 2, MPI_LONG_LONG, MPI_SUM, 0, comm);
     MPI_Reduce(&rss, &rssmax, 1, MPI_LONG, MPI_MAX, 0, comm);
     MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    /* device bytes: -1 on any rank without /proc/self/io makes the sum meaningless */
+    long long dev[3] = {dr0 >= 0 && dr1 >= 0 ? dr1 - dr0 : 0, dw0 >= 0 && dw1 >= 0 ? dw1 - dw0 : 0,
+                        dr0 < 0 || dr1 < 0 || dw0 < 0 || dw1 < 0},
+              devsum[3] = {0, 0, 0};
+    MPI_Reduce(dev, devsum, 3, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    double tw[4] = {w.t_compute, w.t_iowait, w.t_depwait, w.t_iobusy};
+    double *twall = rank == 0 ? calloc((size_t)size * 4, sizeof(double)) : NULL;
+    MPI_Gather(tw, 4, MPI_DOUBLE, twall, 4, MPI_DOUBLE, 0, comm);
     fill_stats(st, &d, &c, mb, nb, size, k);
+    st->prefetch = !o->no_prefetch;
+    st->dev_read_bytes = devsum[2] ? -1 : devsum[0];
+    st->dev_write_bytes = devsum[2] ? -1 : devsum[1];
+    if (rank == 0 && twall && stats_alloc_times(st, size) == 0)
+        for (int r = 0; r < size; r++) {
+            st->compute_s[r] = twall[4 * r];
+            st->io_wait_s[r] = twall[4 * r + 1];
+            st->dep_wait_s[r] = twall[4 * r + 2];
+            st->io_busy_s[r] = twall[4 * r + 3];
+        }
+    free(twall);
     st->total_s = tmax;
     st->bytes_read = iosum[0];
     st->bytes_written = iosum[1];

@@ -92,6 +92,31 @@ static void copy_file(const char *a, const char *b)
     fclose(fb);
 }
 
+/* Bytes the engine must read and write for K iterations with P workers (blocks mb x nb,
+ * T = 1): per block, the block itself (+4 corner duplicates in the optimized layout), the
+ * old left frontier of the next block (h elements), the 5 coefficient blocks and the old
+ * top frontier of the block below inside the band (w elements); per worker but the first,
+ * the initial top frontiers. Nothing more: in particular no whole neighbour block. */
+static void expected_bytes(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb, int P,
+                           int64_t K, int64_t *rd, int64_t *wr)
+{
+    int64_t nbr = (M + mb - 1) / mb, nbc = (N + nb - 1) / nb, ex = lay == 2 ? 4 : 0;
+    *rd = *wr = 0;
+    for (int i = 0; i < P; i++) {
+        int64_t b0 = nbr * i / P, b1 = nbr * (i + 1) / P;
+        for (int64_t bc = 0; bc < nbc && i > 0; bc++)
+            *rd += (N - bc * nb < nb ? N - bc * nb : nb) * 8;
+        for (int64_t br = b0; br < b1; br++)
+            for (int64_t bc = 0; bc < nbc; bc++) {
+                int64_t h = M - br * mb < mb ? M - br * mb : mb;
+                int64_t w = N - bc * nb < nb ? N - bc * nb : nb;
+                *rd += K * ((h * w + ex) * 8 + (bc + 1 < nbc ? h * 8 : 0) + 5 * h * w * 8 +
+                            (br + 1 < b1 ? w * 8 : 0));
+                *wr += K * (h * w + ex) * 8;
+            }
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/mpilab-wf-test-XXXXXX");
@@ -117,7 +142,7 @@ int main(void)
     CHECK(ref[5] == init[5] && ref[(M - 1) * N + 7] == init[(M - 1) * N + 7], "boundary changed");
 
     /* exhaustive matrix */
-    const int64_t blocks[][2] = {{8, 5}, {5, 7}, {37, 53}, {10, 17}};
+    const int64_t blocks[][2] = {{8, 5}, {5, 7}, {37, 53}, {10, 17}, {10, 53}, {37, 27}};
     int runs = 0;
     for (int lay = 0; lay < 3; lay++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
@@ -137,7 +162,7 @@ int main(void)
                         if (workers > nbr)
                             continue;
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
-                        mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2)};
+                        mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
@@ -160,6 +185,47 @@ int main(void)
         }
     CHECK(runs >= 100, "only %d runs", runs);
     printf("bitwise runs: %d\n", runs);
+
+    /* exact I/O volume per layout, and the per-worker time accounting */
+    for (int lay = 0; lay < 3; lay++)
+        for (int pf = 0; pf < 2; pf++) {
+            const int64_t mb = 8, nb = 5, KK = 2;
+            const int PW = 3;
+            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+            if (lay != MPILAB_WF_ROWMAJOR) {
+                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+            }
+            copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+            mpilab_wf_run_opts o = {KK, PW, 2, MPILAB_WF_IO_PREAD, lay ? 0 : mb, lay ? 0 : nb, 1, !pf};
+            mpilab_wf_stats st;
+            int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
+                                   &st, err, sizeof err);
+            CHECK(rc == 0, "run: %s", err);
+            if (rc)
+                continue;
+            int64_t erd, ewr;
+            expected_bytes(lay, M, N, mb, nb, PW, KK, &erd, &ewr);
+            CHECK(st.bytes_read == erd && st.bytes_written == ewr,
+                  "%s: engine read %lld / wrote %lld bytes, expected %lld / %lld",
+                  mpilab_wf_layout_name(lay), (long long)st.bytes_read,
+                  (long long)st.bytes_written, (long long)erd, (long long)ewr);
+            CHECK(st.prefetch == pf && st.compute_s && st.io_wait_s && st.dep_wait_s &&
+                      st.io_busy_s, "time accounting missing");
+            for (int i = 0; st.compute_s && i < PW; i++) {
+                double acc = st.compute_s[i] + st.io_wait_s[i] + st.dep_wait_s[i];
+                CHECK(st.compute_s[i] > 0 && st.io_wait_s[i] >= 0 && st.dep_wait_s[i] >= 0,
+                      "worker %d: compute %g io %g dep %g", i, st.compute_s[i],
+                      st.io_wait_s[i], st.dep_wait_s[i]);
+                /* disjoint intervals of one thread: never more than the run's wall time */
+                CHECK(acc <= st.total_s, "worker %d accounted %g s of a %g s run", i, acc,
+                      st.total_s);
+                CHECK(pf ? st.io_busy_s[i] > 0 : st.io_busy_s[i] == 0,
+                      "worker %d: helper busy %g s with prefetch %d", i, st.io_busy_s[i], pf);
+            }
+            mpilab_wf_stats_free(&st);
+        }
 
     /* round trips, byte for byte; T = 1 and 2 */
     for (int lay = 1; lay < 3; lay++)
@@ -212,14 +278,14 @@ int main(void)
         CHECK(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
         mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
         CHECK(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
-        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1};
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
               "zero workers: %s", err);
-        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1};
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
               "big block run: %s", err);
-        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1}; /* 5 block rows: fine; 6 workers is not */
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0}; /* 5 block rows: fine; 6 workers is not */
         o5.workers = 6;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
         /* truncated */
@@ -229,7 +295,7 @@ int main(void)
         CHECK(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
                   strstr(err, P("tr")),
               "truncated: %s", err);
-        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1};
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0};
         CHECK(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
               "truncated run: %s", err);
         /* wrong size */

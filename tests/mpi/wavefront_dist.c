@@ -11,7 +11,8 @@
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
                     char dbase[512], cbase[512];
                     snprintf(dbase, sizeof dbase, "%s/d", dir);
                     snprintf(cbase, sizeof cbase, "%s/c", dir);
-                    mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0, io};
+                    mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0, io, waves == 2};
                     mpilab_wf_stats st;
                     if (mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err)) {
                         if (rank == 0)
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
                 }
     /* a missing band file is reported on every rank, nobody hangs */
     {
-        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1};
+        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0};
         mpilab_wf_stats st;
         char dbase[512];
         snprintf(dbase, sizeof dbase, "%s/missing", dir);
