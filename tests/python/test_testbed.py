@@ -247,3 +247,45 @@ def test_down_removes_exactly_its_own_things(tmp_path: Path) -> None:
     finally:
         subprocess.run(["ip", "netns", "del", other])
         mpilab("testbed", "down", env=env)
+
+
+def _env(prefix: str, root: Path) -> dict[str, str]:
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    st = net.load_state(prefix)
+    assert st is not None
+    have_netem = st["netem_available"]
+    assert st["delay_backend"] == ("netem" if have_netem else "delayline")
+    p = mpilab("testbed", "status", env=env)
+    if have_netem:
+        assert "  delay: netem" in p.stdout
+    else:
+        assert f"  delay: delay line (pid {st['delayline_pid']})" in p.stdout, p.stdout
+    assert prefix + "-probe" not in net.list_namespaces(prefix)
+
+
+def test_netem_requested_without_netem_is_refused(tmp_path: Path) -> None:
+    prefix = f"n{os.getpid() % 100000}"
+    env = _env(prefix, tmp_path)
+    try:
+        if net.netem_available(prefix):
+            pytest.skip("this kernel has netem")
+        f = tmp_path / "tiny.toml"
+        f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"1ms\"\n"
+                     "delay_backend = \"netem\"\n")
+        p = mpilab("testbed", "up", str(f), env=env)
+        assert p.returncode == 2
+        assert p.stderr.strip().splitlines() == [
+            f"mpilab: {f}: delay backend netem: this kernel has no netem (tc refuses the "
+            "qdisc); use 'auto' or 'delayline'"]
+        f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"1ms\"\n")
+        p = mpilab("testbed", "up", "--delay-backend", "netem", str(f), env=env)
+        assert p.returncode == 2 and "no netem" in p.stderr
+        assert net.list_namespaces(prefix) == []
+    finally:
+        mpilab("testbed", "down", env=env)

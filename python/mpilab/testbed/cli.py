@@ -26,6 +26,8 @@ def _prefix(args: argparse.Namespace) -> str:
 
 def cmd_up(args: argparse.Namespace) -> int:
     sp = specmod.load(args.spec, args.prefix)
+    if args.delay_backend is not None:
+        sp.delay_backend = args.delay_backend
     print(net.up(sp))
     return 0
 
@@ -51,6 +53,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         info["spec"] = sp.to_dict()
         info["missing_namespaces"] = sorted(set(sp.namespaces()) - set(namespaces))
         info["delayline"] = {"pid": pid, "alive": bool(pid and net.pid_alive(int(pid)))}
+        backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
+        info["delay"] = {"backend": backend, "requested": sp.delay_backend,
+                         "netem_available": st.get("netem_available"),
+                         "pid": pid if backend == "delayline" else None,
+                         "alive": info["delayline"]["alive"] if backend == "delayline"
+                         else backend == "netem"}
         info["faults_active"] = [f"{n}:{r} {m}" for n, r, m in faults.active(sp)] \
             if namespaces else []
         info["fault_log"] = faults.read_log(sp)
@@ -72,9 +80,12 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"L {sp.wan_delay * 1e3:g} ms")
     if info["missing_namespaces"]:
         print(f"  MISSING namespaces: {', '.join(info['missing_namespaces'])}")
-    dl = info["delayline"]
-    if sp.wan_delay > 0:
-        print(f"  delay line: pid {dl['pid']} {'running' if dl['alive'] else 'NOT RUNNING'}")
+    dl, backend = info["delayline"], info["delay"]["backend"]
+    if backend == "delayline":
+        print(f"  delay: delay line (pid {dl['pid']}"
+              f"{'' if dl['alive'] else ', NOT RUNNING'})")
+    else:
+        print(f"  delay: {backend}")
     for node in sp.node_names():
         addrs = ", ".join(f"r{r} {sp.addr(node, r)}" for r in range(sp.rails))
         print(f"  {node:6} ns {sp.ns(node):12} {addrs}")
@@ -153,6 +164,9 @@ def register(subparsers: Any) -> None:
 
     p = add("up", cmd_up, "build the testbed from SPEC (default: 2 sites x 4 nodes)")
     p.add_argument("spec", nargs="?", help="TOML spec file (see examples/testbed/)")
+    p.add_argument("--delay-backend", choices=specmod.DELAY_BACKENDS,
+                   help="WAN delay by netem or the delay line (default: the spec's "
+                        "wan.delay_backend, else auto = netem where the kernel has it)")
     add("down", cmd_down, "remove everything carrying the prefix")
     p = add("status", cmd_status, "show the testbed, active faults and the fault log")
     p.add_argument("--json", action="store_true", help="machine-readable")

@@ -155,11 +155,32 @@ def htb_single(dev: str, rate: int, queue: int) -> list[str]:
     ]
 
 
+def netem_limit(rate: int, delay: float, queue: int, mtu: int = 1500) -> int:
+    """netem's queue limit (packets) for a leaf that holds every packet for `delay` at up
+    to `rate` plus the byte queue `queue` waiting behind the shaper (counted in MTU-sized
+    packets; smaller packets only make it roomier), at least 1000."""
+    held = rate / 8.0 * delay + queue
+    return max(1000, int(held / mtu * 1.25) + 1)
+
+
+def leaf_qdisc(dev: str, parent: str, handle: str, queue: int,
+               delay: float | None = None, rate: int = 0) -> str:
+    """The leaf under an htb class: a byte-limited bfifo, or with `delay` a netem that
+    holds each packet for `delay` seconds (netem's own queue then replaces the bfifo)."""
+    if delay is None:
+        return f"qdisc add dev {dev} parent {parent} handle {handle} bfifo limit {queue}"
+    us = max(1, int(round(delay * 1e6)))
+    return (f"qdisc add dev {dev} parent {parent} handle {handle} netem delay {us}us "
+            f"limit {netem_limit(rate, delay, queue)}")
+
+
 def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
-            queue: int) -> list[str]:
+            queue: int, delay: float | None = None) -> list[str]:
     """WAN uplink: a parent at B_WAN and one class per node, u32 on source or destination.
     Each child's guaranteed rate is min(b_WAN, B_WAN/n) and its ceiling b_WAN: htb honours
-    a child's rate even beyond the parent's ceiling, so rates must add up to at most B."""
+    a child's rate even beyond the parent's ceiling, so rates must add up to at most B.
+    With `delay` (the netem backend) the per-node leaves are netem qdiscs instead of bfifo:
+    htb dequeues a packet only once netem releases it, so it is delayed, then shaped."""
     b = _burst(total)
     out = [
         f"qdisc replace dev {dev} root handle 1: htb default 2",
@@ -179,11 +200,73 @@ def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
         out += [
             f"class add dev {dev} parent 1:1 classid 1:{cid:x} htb rate {guaranteed}bit "
             f"ceil {ceil}bit burst {cb} cburst {cb} quantum 65536 prio 1",
-            f"qdisc add dev {dev} parent 1:{cid:x} handle {cid:x}: bfifo limit {queue}",
+            leaf_qdisc(dev, f"1:{cid:x}", f"{cid:x}:", queue, delay, ceil),
             f"filter add dev {dev} parent 1: protocol ip prio 1 u32 "
             f"match ip {match} {addr}/32 flowid 1:{cid:x}",
         ]
     return out
+
+
+# ---- the WAN delay: delay line or netem ----
+
+def netem_available(prefix: str) -> bool:
+    """Whether this kernel has netem: try `tc qdisc add dev lo root netem delay 1ms` in a
+    scratch namespace `<prefix>-probe` (removed again; `down` also removes a leftover)."""
+    ns = f"{prefix}-probe"
+    sh(["ip", "netns", "del", ns], check=False)
+    sh(["ip", "netns", "add", ns])
+    try:
+        p = sh(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+               check=False)
+        return p.returncode == 0
+    finally:
+        sh(["ip", "netns", "del", ns], check=False)
+
+
+def choose_delay_backend(requested: str, delay: float, netem_ok: bool | None,
+                         source: str = "spec") -> str:
+    """'none' (L = 0), 'delayline' or 'netem'. `requested` is auto|delayline|netem;
+    auto takes netem where the kernel has it. netem asked for on a kernel without it is a
+    one-line error. `netem_ok` may be None when no probe was needed (L = 0, delayline)."""
+    if requested not in ("auto", "delayline", "netem"):
+        raise MpilabError(f"delay backend {requested!r}: expected auto, delayline or netem")
+    if delay <= 0:
+        return "none"
+    if requested == "delayline":
+        return "delayline"
+    if requested == "netem" and not netem_ok:
+        raise MpilabError(f"{source}: delay backend netem: this kernel has no netem "
+                          "(tc refuses the qdisc); use 'auto' or 'delayline'")
+    return "netem" if netem_ok else "delayline"
+
+
+def router_tc_lines(spec: Spec, backend: str) -> list[str]:
+    """tc commands (batch lines) for the router's WAN legs sSrR: per-destination-node htb
+    classes; with the netem backend their leaves are netem qdiscs holding packets for L."""
+    delay = spec.wan_delay if backend == "netem" else None
+    out: list[str] = []
+    for s in range(spec.sites):
+        nodes = [f"s{s}n{j}" for j in range(spec.nodes_per_site)]
+        for r in range(spec.rails):
+            out += htb_wan(f"s{s}r{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "dst",
+                           spec.wan_queue, delay)
+    return out
+
+
+def tc_argv(ns: str, line: str) -> list[str]:
+    """A batch line as the argv of one `tc -n NS ...` command."""
+    return ["tc", "-n", ns, *line.split()]
+
+
+def netem_commands(spec: Spec) -> list[list[str]]:
+    """Every tc command the netem backend runs in the router namespace, as argv lists
+    (pure: used by `up` through tc -batch, and by the tests)."""
+    return [tc_argv(spec.router_ns(), ln) for ln in router_tc_lines(spec, "netem")]
+
+
+def _wan_nodes(spec: Spec, nodes: list[str], rail: int) -> list[tuple[str, int]]:
+    return [(spec.addr(n, rail), min(spec.link_rates(n, rail)[1], spec.link_rates(n, rail)[0]))
+            for n in nodes]
 
 
 # ---- up / down ----
@@ -200,7 +283,7 @@ def is_up(spec: Spec) -> bool:
         return False
     if set(spec.namespaces()) - set(list_namespaces(spec.prefix)):
         return False
-    if spec.wan_delay > 0:
+    if st.get("delay_backend", "delayline" if spec.wan_delay > 0 else "none") == "delayline":
         pid = st.get("delayline_pid")
         if not pid or not pid_alive(int(pid)):
             return False
@@ -215,18 +298,26 @@ def up(spec: Spec) -> str:
         return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
     if list_namespaces(spec.prefix) or state_dir(spec.prefix).exists():
         down(spec.prefix)
-    delayline = find_tool("mpilab-delayline") if spec.wan_delay > 0 else None
+    netem_ok = None
+    if spec.wan_delay > 0 and spec.delay_backend != "delayline":
+        netem_ok = netem_available(spec.prefix)
+    backend = choose_delay_backend(spec.delay_backend, spec.wan_delay, netem_ok, spec.source)
+    delayline = find_tool("mpilab-delayline") if backend == "delayline" else None
     sd = state_dir(spec.prefix)
     try:
-        _build(spec, sd, delayline)
+        _build(spec, sd, delayline, backend, netem_ok)
     except BaseException:
         down(spec.prefix)
         raise
+    how = {"none": "no WAN delay", "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
+           "delayline": f"WAN delay {spec.wan_delay * 1e3:g} ms by the delay line"
+           + ("" if netem_ok is None else " (no netem in this kernel)")}[backend]
     return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
-            f"{spec.rails} rails, state in {sd}")
+            f"{spec.rails} rails, {how}, state in {sd}")
 
 
-def _build(spec: Spec, sd: Path, delayline: str | None) -> None:
+def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
+           netem_ok: bool | None = None) -> None:
     (sd / "tmp").mkdir(parents=True, exist_ok=True)
     for node in spec.node_names():
         (sd / "tmp" / node).mkdir(exist_ok=True)
@@ -238,7 +329,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None) -> None:
         sh(["ip", "netns", "exec", ns, "sysctl", "-qw", *sysctl_common])
     router = spec.router_ns()
     r_ip: list[str] = []
-    r_tc: list[str] = []
+    r_tc = router_tc_lines(spec, backend)
     for s in range(spec.sites):
         sw = spec.sw_ns(s)
         sw_ip: list[str] = []
@@ -252,10 +343,8 @@ def _build(spec: Spec, sd: Path, delayline: str | None) -> None:
                       f"link set up{r} master br{r} up"]
             r_ip += [f"addr add {spec.gateway(s, r)}/{plen} dev s{s}r{r}",
                      f"link set s{s}r{r} up"]
-            wan_nodes = [(spec.addr(n, r), min(spec.link_rates(n, r)[1],
-                                                spec.link_rates(n, r)[0])) for n in nodes]
-            sw_tc += htb_wan(f"up{r}", spec.wan_total_rate, wan_nodes, "src", spec.wan_queue)
-            r_tc += htb_wan(f"s{s}r{r}", spec.wan_total_rate, wan_nodes, "dst", spec.wan_queue)
+            sw_tc += htb_wan(f"up{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "src",
+                             spec.wan_queue)
             for j, node in enumerate(nodes):
                 sw_ip += [f"link add n{j}r{r} type veth peer name r{r} netns {spec.ns(node)}",
                           f"link set n{j}r{r} master br{r} up"]
@@ -283,8 +372,11 @@ def _build(spec: Spec, sd: Path, delayline: str | None) -> None:
         "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
 
     state: dict[str, Any] = {"spec": spec.to_dict(), "key": _spec_key(spec),
-                             "created": time.time(), "delayline_pid": None}
-    if spec.wan_delay > 0 and delayline:
+                             "created": time.time(), "delayline_pid": None,
+                             "delay_backend": backend, "netem_available": netem_ok}
+    if backend == "delayline":
+        if not delayline:
+            raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
         state["delayline_pid"] = _start_delayline(spec, sd, delayline)
     atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
 

@@ -23,6 +23,7 @@ MAX_RATE = 100_000_000_000  # 100 Gbit/s
 MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
 RING_OVERHEAD = 1.1  # record headers and alignment in the delay line's ring
+DELAY_BACKENDS = ("auto", "delayline", "netem")
 
 DEFAULT_SPEC = """\
 # built-in default: two sites of four nodes, one rail each
@@ -48,7 +49,7 @@ _KEYS: dict[str, set[str]] = {
     "": {"prefix", "cluster", "lan", "wan", "link"},
     "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
     "lan": {"rate", "queue"},
-    "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer"},
+    "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend"},
     "link": {"node", "rail", "lan_rate", "wan_rate"},
 }
 
@@ -78,6 +79,7 @@ class Spec:
     wan_delay: float = 0.005
     wan_queue: int = 512 * 1024
     delayline_buffer: int = 64 * 1024**2
+    delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
     links: list[LinkOverride] = field(default_factory=list)
     source: str = "<default>"
 
@@ -138,7 +140,7 @@ class Spec:
             "lan_rate": self.lan_rate, "lan_queue": self.lan_queue,
             "wan_node_rate": self.wan_node_rate, "wan_total_rate": self.wan_total_rate,
             "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
-            "delayline_buffer": self.delayline_buffer,
+            "delayline_buffer": self.delayline_buffer, "delay_backend": self.delay_backend,
             "links": [o.__dict__ for o in self.links], "source": self.source,
         }
 
@@ -282,6 +284,12 @@ def _int_in(lo: int, hi: int) -> Any:
     return conv
 
 
+def _backend(v: object) -> str:
+    if v not in DELAY_BACKENDS:
+        raise ValueError(f"expected one of {', '.join(DELAY_BACKENDS)}")
+    return str(v)
+
+
 def _str(v: object) -> str:
     if not isinstance(v, str):
         raise ValueError("not a string")
@@ -342,6 +350,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.wan_queue = _get(ctx, wan, "wan", "queue", parse_size, sp.wan_queue)
     sp.delayline_buffer = _get(ctx, wan, "wan", "delayline_buffer", parse_size,
                                sp.delayline_buffer)
+    sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _backend, sp.delay_backend)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:
@@ -366,7 +375,8 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
         raise ctx.err("wan", "delay", f"{sp.wan_delay:g} s: more than {MAX_DELAY:g} s")
     if sp.delayline_buffer > 4 * 1024**3:
         raise ctx.err("wan", "delayline_buffer", "more than 4G")
-    if sp.wan_delay > 0 and sp.delayline_bytes_needed() > sp.delayline_buffer:
+    if (sp.wan_delay > 0 and sp.delay_backend != "netem"
+            and sp.delayline_bytes_needed() > sp.delayline_buffer):
         need = sp.delayline_bytes_needed()
         raise ctx.err("wan", "delay", f"{sp.wan_delay * 1e3:g} ms is too large for the delay "
                       f"line's buffer: {sp.sites * sp.rails} uplinks at "

@@ -1,0 +1,115 @@
+"""Testbed pieces that need neither root nor a running testbed: the netem backend's tc
+commands and its choice, absolute fault times, and `check` results documents."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.testbed import net
+from mpilab.testbed import spec as specmod
+
+SPEC = """\
+prefix = "unt"
+[cluster]
+sites = 2
+nodes_per_site = 2
+rails = 2
+[wan]
+node_rate = "50Mbit"
+total_rate = "80Mbit"
+delay = "5ms"
+queue = "512K"
+[[link]]
+node = "s0n1"
+rail = 1
+wan_rate = "20Mbit"
+"""
+
+
+def _spec(extra: str = "") -> specmod.Spec:
+    return specmod.load_text(SPEC + extra, "u.toml")
+
+
+def _opt(argv: list[str], key: str) -> str:
+    return argv[argv.index(key) + 1]
+
+
+def test_netem_commands_put_a_netem_leaf_under_every_node_class() -> None:
+    sp = _spec()
+    cmds = net.netem_commands(sp)
+    assert cmds and all(c[:3] == ["tc", "-n", "unt-wan"] for c in cmds)
+    for s in range(2):
+        for r in range(2):
+            dev = f"s{s}r{r}"
+            mine = [c for c in cmds if _opt(c, "dev") == dev]
+            roots = [c for c in mine if c[3] == "qdisc" and "root" in c]
+            assert len(roots) == 1 and "htb" in roots[0]
+            filters = [c for c in mine if c[3] == "filter"]
+            leaves = {_opt(c, "parent"): c for c in mine if c[3] == "qdisc" and "parent" in c}
+            # every node of the destination site has a class, found by destination address
+            for j in range(2):
+                addr = sp.addr(f"s{s}n{j}", r)
+                f = [c for c in filters if f"{addr}/32" in c]
+                assert len(f) == 1 and _opt(f[0], "match") == "ip" and "dst" in f[0]
+                leaf = leaves[_opt(f[0], "flowid")]
+                assert "netem" in leaf and "bfifo" not in leaf
+                assert _opt(leaf, "delay") == "5000us"
+                # netem's packet limit holds L at the class ceiling plus the byte queue
+                ceil = int(re.sub("bit$", "", _opt(
+                    [c for c in mine if c[3] == "class" and _opt(c, "classid")
+                     == _opt(f[0], "flowid")][0], "ceil")))
+                assert int(_opt(leaf, "limit")) * 1500 >= ceil / 8 * 0.005 + 512 * 1024
+    # the slower override on s0n1 rail 1 is kept as the class ceiling under netem too
+    lines = net.router_tc_lines(sp, "netem")
+    assert any("ceil 20000000bit" in ln for ln in lines if "dev s0r1" in ln)
+
+
+def test_delayline_backend_keeps_bfifo_leaves_and_no_netem() -> None:
+    lines = net.router_tc_lines(_spec(), "delayline")
+    assert not any("netem" in ln for ln in lines)
+    assert sum("bfifo" in ln for ln in lines) == 4 * 3  # 4 legs x (2 nodes + default)
+
+
+def test_netem_limit_grows_with_rate_and_delay() -> None:
+    assert net.netem_limit(10**6, 0.001, 1500) == 1000
+    big = net.netem_limit(10**10, 0.1, 4 << 20)
+    assert big * 1500 >= 10**10 / 8 * 0.1 + (4 << 20)
+
+
+@pytest.mark.parametrize("requested,delay,ok,expected", [
+    ("auto", 0.005, True, "netem"),
+    ("auto", 0.005, False, "delayline"),
+    ("delayline", 0.005, True, "delayline"),
+    ("netem", 0.005, True, "netem"),
+    ("auto", 0.0, None, "none"),
+    ("netem", 0.0, None, "none"),
+])
+def test_delay_backend_choice(requested: str, delay: float, ok: bool | None,
+                              expected: str) -> None:
+    assert net.choose_delay_backend(requested, delay, ok) == expected
+
+
+def test_netem_on_a_kernel_without_it_is_refused() -> None:
+    with pytest.raises(MpilabError) as e:
+        net.choose_delay_backend("netem", 0.005, False, "x.toml")
+    assert "\n" not in str(e.value) and "no netem" in str(e.value)
+    assert str(e.value).startswith("x.toml: ")
+
+
+def test_delay_backend_in_spec() -> None:
+    assert _spec().delay_backend == "auto"
+    sp = specmod.load_text(SPEC.replace('delay = "5ms"', 'delay = "5ms"\ndelay_backend = "netem"'),
+                           "u.toml")
+    assert sp.delay_backend == "netem"
+    assert specmod.Spec.from_dict(sp.to_dict()).delay_backend == "netem"
+    bad = SPEC.replace('delay = "5ms"', 'delay = "5ms"\ndelay_backend = "fast"')
+    with pytest.raises(MpilabError) as e:
+        specmod.load_text(bad, "b.toml")
+    assert str(e.value).startswith("b.toml:10: wan.delay_backend") and "netem" in str(e.value)
+    # the delay line's buffer limit does not apply to netem
+    huge = ('[wan]\ntotal_rate = "1Gbit"\ndelay = "300ms"\n')
+    with pytest.raises(MpilabError):
+        specmod.load_text(huge, "h.toml")
+    assert specmod.load_text(huge + 'delay_backend = "netem"\n', "h.toml").wan_delay == 0.3
