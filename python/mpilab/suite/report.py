@@ -235,12 +235,14 @@ def small_latency(r: Run) -> tuple[float, str] | None:
 
 
 def large_bandwidth(r: Run) -> tuple[float, str] | None:
-    best = None
-    for m in r.ms("pingpong", 2):
-        v = derived(m, "bandwidth_Bps")
-        if v is not None and (best is None or v > best[0]):
-            best = (v, f"{v / 1e6:.0f} MB/s at {m.bytes} B")
-    return best
+    """Ping-pong bandwidth at the largest message size measured (small messages can beat
+    a shaper's rate inside its burst allowance, so the maximum over sizes would mislead)."""
+    ms = [m for m in r.ms("pingpong", 2) if derived(m, "bandwidth_Bps") is not None]
+    if not ms:
+        return None
+    m = ms[-1]
+    v = derived(m, "bandwidth_Bps") or 0.0
+    return v, f"{v / 1e6:.0f} MB/s at {m.bytes} B"
 
 
 def msg_rate(r: Run) -> tuple[float, str] | None:
