@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
 """Out-of-core wavefront benchmark (the paper's Fig. 4, 7a, 7b) under a cgroup v1 memory limit.
 
-In one run it measures the disk's sequential bandwidth (dd with O_DIRECT), times
-pre/post-processing, then time per iteration versus block size for the row-major, block and
-optimized layouts, wave chaining 1 vs 2 (vs 3) waves and pread vs mmap, each run after
-dropping the page cache, inside a memory cgroup limited to at most a quarter of the data
-set. It prints the ratios the issue targets and writes everything as JSON.
+Robust by construction: every configuration is run once per ROUND, configurations are
+interleaved inside a round (A B C .. A B C ..; the order is rotated from round to round),
+the page cache is dropped before every run, and each round measures the disk next to its
+runs: a cold buffered read of a file as large as the data set and a buffered write + fsync,
+both inside the same memory cgroup. Every target ratio is computed per round (runs of the
+same round only) and reported as median, min and max over the rounds.
+
+Configurations per round:
+  * Fig. 7a: block and optimized layouts at each --blocks size (square blocks, P workers,
+    1 wave, pread, I/O helper on); per round the ratio block-best / optimized-best, each
+    at its own best block size of that round.
+  * overlap: the optimized layout at --overlap-block without the I/O helper (--no-prefetch).
+  * Fig. 7b: 1 vs 2 waves in two geometries: "chain" (--chain-workers workers, several
+    block rows per band and few blocks per row: without chaining the bands run nearly one
+    after the other, so chaining is expected to help) and "flat" (2 workers, one block row
+    per band, many blocks per row: the flushed pipeline loses one block step of ~N/NB, so
+    no measurable gain is expected).
+  * I/O bound per round = 6 matrices / read bandwidth + 1 matrix / write bandwidth.
 
 Needs root (cgroup v1 memory controller at /sys/fs/cgroup/memory, drop_caches).
-Example:  python3 bench/wavefront_ooc.py --rows 6144 --cols 6144 --limit 256M
+Example:  python3 bench/wavefront_ooc.py --rows 4096 --cols 4096 --limit 192M --rounds 5
 """
 
 from __future__ import annotations
@@ -16,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -83,51 +95,56 @@ class MemCgroup:
                 time.sleep(0.1)
 
 
-def dd_bandwidth(d: Path, size: int) -> tuple[float, float]:
-    """Sequential write and read bandwidth (bytes/s) with O_DIRECT, 4 MiB requests."""
-    f = d / "dd.bin"
-    count = max(1, size // (4 << 20))
-    t0 = time.perf_counter()
-    subprocess.run(["dd", "if=/dev/zero", f"of={f}", "bs=4M", f"count={count}", "oflag=direct",
-                    "conv=fsync"], check=True, capture_output=True)
-    tw = time.perf_counter() - t0
-    drop_caches()
-    t0 = time.perf_counter()
-    subprocess.run(["dd", f"if={f}", "of=/dev/null", "bs=4M", "iflag=direct"], check=True,
-                   capture_output=True)
-    tr = time.perf_counter() - t0
-    f.unlink()
-    nbytes = count * (4 << 20)
-    return nbytes / tw, nbytes / tr
-
-
-def tool_run(tool: str, args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def tool_run(tool: str, args: list[str]) -> None:
     p = subprocess.run([tool, *args], capture_output=True, text=True, check=False)
-    if check and p.returncode != 0:
+    if p.returncode != 0:
         raise SystemExit(f"wavefront_ooc: {' '.join(args[:2])}: {p.stderr.strip()}")
-    return p
 
 
-def timed_convert(tool: str, args: list[str]) -> float:
+def disk_bandwidth(cg: MemCgroup, d: Path, src: Path, wbytes: int) -> tuple[float, float]:
+    """(read, write) bytes/s inside the cgroup: cold buffered read of `src` (as large as
+    the data set) after drop_caches; buffered write of `wbytes` then fsync."""
     drop_caches()
     t0 = time.perf_counter()
-    tool_run(tool, ["convert", "--quiet", *args])
-    return time.perf_counter() - t0
+    p = cg.run(["dd", f"if={src}", "of=/dev/null", "bs=4M"])
+    tr = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"wavefront_ooc: dd read: {p.stderr.strip()}")
+    f = d / "dd.bin"
+    count = max(1, wbytes // (4 << 20))
+    drop_caches()
+    t0 = time.perf_counter()
+    p = cg.run(["dd", "if=/dev/zero", f"of={f}", "bs=4M", f"count={count}", "conv=fsync"])
+    tw = time.perf_counter() - t0
+    f.unlink(missing_ok=True)
+    if p.returncode != 0:
+        raise SystemExit(f"wavefront_ooc: dd write: {p.stderr.strip()}")
+    return src.stat().st_size / tr, count * (4 << 20) / tw
+
+
+def summary(v: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(v), "min": min(v), "max": max(v)}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=6144)
-    ap.add_argument("--cols", type=int, default=6144)
-    ap.add_argument("--limit", default="256M", help="cgroup memory limit")
-    ap.add_argument("--blocks", default="256,512,1024", help="square block sizes to sweep")
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--cols", type=int, default=4096)
+    ap.add_argument("--limit", default="192M", help="cgroup memory limit")
+    ap.add_argument("--blocks", default="256,512,1024", help="square block sizes (Fig. 7a)")
     ap.add_argument("--iterations", type=int, default=2)
-    ap.add_argument("--rowmajor-iterations", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3, help="rounds of the waves comparison")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--overlap-block", type=int, default=512,
+                    help="block size of the prefetch on/off comparison")
+    ap.add_argument("--chain-workers", type=int, default=4)
+    ap.add_argument("--chain-block", default="256x512", help="MBxNB of the 'chain' geometry")
+    ap.add_argument("--flat-nb", type=int, default=128, help="NB of the 'flat' geometry")
+    ap.add_argument("--wave-iterations", type=int, default=3)
+    ap.add_argument("--rowmajor", action="store_true",
+                    help="also row-major at the largest block, round 1 only (slow)")
     ap.add_argument("--dir", default="/tmp/mpilab-wf-bench")
     ap.add_argument("--out", default=None, help="JSON summary (default DIR/wavefront_ooc.json)")
-    ap.add_argument("--keep", action="store_true", help="keep the data files")
     a = ap.parse_args()
     if os.geteuid() != 0 or not CG_ROOT.is_dir():
         sys.stderr.write("wavefront_ooc: needs root and the cgroup v1 memory controller\n")
@@ -137,6 +154,7 @@ def main() -> int:
     d.mkdir(parents=True, exist_ok=True)
     limit = parse_size(a.limit)
     blocks = [int(b) for b in a.blocks.split(",")]
+    cmb, cnb = (int(x) for x in a.chain_block.lower().split("x"))
     mat = a.rows * a.cols * 8
     total = 6 * mat
     if limit * 4 > total:
@@ -144,157 +162,167 @@ def main() -> int:
                          f"set ({total} bytes)\n")
         return 2
     res: dict[str, Any] = {"rows": a.rows, "cols": a.cols, "matrix_bytes": mat,
-                           "dataset_bytes": total, "limit_bytes": limit,
-                           "workers": a.workers, "runs": [], "convert": []}
-    print(f"data set {total / 2**30:.2f} GiB (6 matrices {a.rows}x{a.cols}), "
-          f"memory limit {limit / 2**20:.0f} MiB", flush=True)
+                           "dataset_bytes": total, "limit_bytes": limit, "workers": a.workers,
+                           "rounds": [], "convert": [], "command": " ".join(sys.argv)}
+    print(f"data set {total / 2**30:.2f} GiB (6 matrices {a.rows}x{a.cols}), memory limit "
+          f"{limit / 2**20:.0f} MiB ({total / limit:.1f}x smaller), {a.rounds} rounds",
+          flush=True)
     d0, c0 = d / "d0", d / "c0"
     tool_run(tool, ["create", "--rows", str(a.rows), "--cols", str(a.cols), "--seed", "1",
                     str(d0), str(c0)])
-
-    bw_w, bw_r = dd_bandwidth(d, min(total, 2 << 30))
-    # a cold buffered sequential read of the problem's own files (page cache, readahead)
-    drop_caches()
-    t0 = time.perf_counter()
-    buf = bytearray(8 << 20)
-    for f in (d0, c0):
-        with open(f, "rb", buffering=0) as fh:
-            while fh.readinto(buf):
-                pass
-    bw_cold = total / (time.perf_counter() - t0)
-    res["disk"] = {"seq_write_Bps": bw_w, "seq_read_Bps": bw_r, "cold_read_Bps": bw_cold,
-                   "method": "dd O_DIRECT 4M; cold buffered read of the data files"}
-    bw_r = max(bw_r, bw_cold)
-    print(f"disk: dd O_DIRECT read {res['disk']['seq_read_Bps'] / 1e6:.0f} MB/s, cold buffered "
-          f"read {bw_cold / 1e6:.0f} MB/s", flush=True)
-    # bytes that must move per iteration: read data + 5 coefficients, write data
-    io_bound = 6 * mat / bw_r + mat / bw_w
-    res["io_bound_s"] = io_bound
-    print(f"disk: sequential read {bw_r / 1e6:.0f} MB/s, write {bw_w / 1e6:.0f} MB/s; "
-          f"I/O bound per iteration {io_bound:.3f} s", flush=True)
+    ref = d / "ref.bin"  # a file as large as the data set, for the cold-read bandwidth
+    subprocess.run(["dd", "if=/dev/urandom", f"of={ref}", "bs=4M",
+                    f"count={total // (4 << 20)}"], check=True, capture_output=True)
 
     cg = MemCgroup(limit)
     try:
-        def run(data: Path, coef: Path, layout: str, b: int, waves: int, io: str,
-                iters: int) -> dict[str, Any]:
-            out = d / "run.json"
-            cmd = [tool, "run", "--data", str(data), "--coef", str(coef),
-                   "--iterations", str(iters), "--workers", str(a.workers),
-                   "--waves", str(waves), "--io", io, "--json", str(out), "--quiet"]
-            if layout == "rowmajor":
-                cmd += ["--mb", str(b), "--nb", str(b)]
+        def conv(src: Path, dst: Path, lay: str, mb: int, nb: int) -> float:
             drop_caches()
-            cg.reset_peak()
-            f0 = cg.failcnt()
-            p = cg.run(cmd)
+            t0 = time.perf_counter()
+            blk = ["--mb", str(mb), "--nb", str(nb)] if mb else []
+            p = cg.run([tool, "convert", "--quiet", "--layout", lay, *blk, str(src), str(dst)])
             if p.returncode != 0:
-                raise SystemExit(f"wavefront_ooc: run failed: {p.stderr.strip()}")
-            wf = json.loads(out.read_text())["wavefront"]
-            r = {"layout": layout, "block": b, "waves": waves, "io": io, "iterations": iters,
-                 "time_per_iteration_s": wf["time_per_iteration_s"],
-                 "iteration_s": wf["iteration_s"], "bytes_read": wf["bytes_read"],
-                 "bytes_written": wf["bytes_written"],
-                 "io_bandwidth_Bps": wf["io_bandwidth_Bps"],
-                 "peak_rss_bytes": wf["peak_rss_bytes"], "cgroup_peak_bytes": cg.peak(),
-                 "cgroup_limit_hits": cg.failcnt() - f0}
-            res["runs"].append(r)
-            print(f"  {layout:9s} block {b:5d} waves {waves} {io:5s}: "
-                  f"{r['time_per_iteration_s']:.3f} s/iter, RSS {r['peak_rss_bytes'] >> 20} MiB, "
-                  f"cgroup peak {r['cgroup_peak_bytes'] >> 20} MiB", flush=True)
-            return r
+                raise SystemExit(f"wavefront_ooc: convert: {p.stderr.strip()}")
+            return time.perf_counter() - t0
 
-        # Fig. 4: pre/post-processing of the data matrix
+        # Fig. 4: pre/post-processing of the data matrix, inside the cgroup
         b0 = blocks[len(blocks) // 2]
         for lay in ("block", "optimized"):
-            t_pre = timed_convert(tool, ["--layout", lay, "--mb", str(b0), "--nb", str(b0),
-                                         str(d0), str(d / "pre")])
-            t_post = timed_convert(tool, ["--layout", "rowmajor", str(d / "pre"),
-                                          str(d / "post")])
+            t_pre = conv(d0, d / "pre", lay, b0, b0)
+            t_post = conv(d / "pre", d / "post", "rowmajor", 0, 0)
             res["convert"].append({"layout": lay, "block": b0, "pre_s": t_pre, "post_s": t_post})
             print(f"pre-processing to {lay} ({b0}x{b0}): {t_pre:.2f} s, post-processing "
-                  f"{t_post:.2f} s (read+write {2 * mat / 2**20:.0f} MiB)", flush=True)
+                  f"{t_post:.2f} s ({mat / 2**20:.0f} MiB matrix)", flush=True)
         for f in ("pre", "post"):
             (d / f).unlink()
 
-        # Fig. 7a: time per iteration versus block size, one wave
-        print("Fig. 7a: time per iteration vs block size (1 wave, pread)", flush=True)
+        # the configurations: name -> (data, coef, layout, mb, nb, workers, waves, iters, pf)
+        cfgs: dict[str, tuple[Path, Path, str, int, int, int, int, int, bool]] = {}
         for b in blocks:
             tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(b), "--nb",
                             str(b), str(c0), str(d / f"c.{b}")])
             for lay in ("block", "optimized"):
                 tool_run(tool, ["convert", "--quiet", "--layout", lay, "--mb", str(b), "--nb",
                                 str(b), str(d0), str(d / f"d.{lay}.{b}")])
-                run(d / f"d.{lay}.{b}", d / f"c.{b}", lay, b, 1, "pread", a.iterations)
-            shutil.copyfile(d0, d / "d.rowmajor")
-            run(d / "d.rowmajor", c0, "rowmajor", b, 1, "pread", a.rowmajor_iterations)
+                cfgs[f"{lay}/{b}"] = (d / f"d.{lay}.{b}", d / f"c.{b}", lay, b, b,
+                                      a.workers, 1, a.iterations, True)
+        ob = a.overlap_block
+        cfgs[f"optimized/{ob}/noprefetch"] = (d / f"d.optimized.{ob}", d / f"c.{ob}",
+                                              "optimized", ob, ob, a.workers, 1, a.iterations,
+                                              False)
+        fmb = -(-a.rows // 2)
+        for geo, (mb, nb, pw) in {"chain": (cmb, cnb, a.chain_workers),
+                                  "flat": (fmb, a.flat_nb, 2)}.items():
+            tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(mb),
+                            "--nb", str(nb), str(d0), str(d / f"d.{geo}")])
+            tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(mb),
+                            "--nb", str(nb), str(c0), str(d / f"c.{geo}")])
+            for w in (1, 2):
+                cfgs[f"{geo}/waves{w}"] = (d / f"d.{geo}", d / f"c.{geo}", "optimized", mb, nb,
+                                           pw, w, a.wave_iterations, True)
+        res["configs"] = {k: {"layout": v[2], "mb": v[3], "nb": v[4], "workers": v[5],
+                              "waves": v[6], "iterations": v[7], "prefetch": v[8]}
+                          for k, v in cfgs.items()}
 
-        def best(lay: str) -> dict[str, Any]:
-            rs = [r for r in res["runs"] if r["layout"] == lay and r["waves"] == 1
-                  and r["io"] == "pread"]
-            return min(rs, key=lambda r: r["time_per_iteration_s"])
+        def run(name: str) -> dict[str, Any]:
+            data, coef, lay, mb, nb, pw, waves, iters, pf = cfgs[name]
+            out = d / "run.json"
+            cmd = [tool, "run", "--data", str(data), "--coef", str(coef), "--iterations",
+                   str(iters), "--workers", str(pw), "--waves", str(waves), "--io", "pread",
+                   "--json", str(out), "--quiet"]
+            if lay == "rowmajor":
+                cmd += ["--mb", str(mb), "--nb", str(nb)]
+            if not pf:
+                cmd.append("--no-prefetch")
+            drop_caches()
+            cg.reset_peak()
+            f0 = cg.failcnt()
+            p = cg.run(cmd)
+            if p.returncode != 0:
+                raise SystemExit(f"wavefront_ooc: run {name} failed: {p.stderr.strip()}")
+            wf = json.loads(out.read_text())["wavefront"]
+            pwk = wf["per_worker"]
+            r = {"name": name, "time_per_iteration_s": wf["time_per_iteration_s"],
+                 "iteration_s": wf["iteration_s"], "bytes_read": wf["bytes_read"],
+                 "bytes_written": wf["bytes_written"], "dev_read_bytes": wf["dev_read_bytes"],
+                 "dev_write_bytes": wf["dev_write_bytes"],
+                 "peak_rss_bytes": wf["peak_rss_bytes"], "cgroup_peak_bytes": cg.peak(),
+                 "cgroup_limit_hits": cg.failcnt() - f0, "per_worker": pwk}
+            acc = {k: sum(x[k] for x in pwk) / len(pwk)
+                   for k in ("compute_s", "io_wait_s", "dep_wait_s", "io_busy_s")}
+            dev = wf["dev_read_bytes"]
+            print(f"  {name:28s} {r['time_per_iteration_s']:7.3f} s/iter  per worker: compute "
+                  f"{acc['compute_s']:.2f} io-wait {acc['io_wait_s']:.2f} dep-wait "
+                  f"{acc['dep_wait_s']:.2f} s; dev read "
+                  f"{(dev or 0) / iters / mat:.2f} mat/iter; RSS "
+                  f"{r['peak_rss_bytes'] >> 20} MiB, cg {r['cgroup_peak_bytes'] >> 20} MiB",
+                  flush=True)
+            return r
 
-        bb, bo = best("block"), best("optimized")
-        # Fig. 7b: wave chaining with the paper's blocking (one block row per worker band,
-        # NB = the optimized layout's best), 1/2/3 waves interleaved over several rounds;
-        # then the mmap back end at the same configuration.
-        mbw = -(-a.rows // a.workers)
-        nbw = bo["block"]
-        print(f"Fig. 7b: waves, optimized layout, blocks {mbw}x{nbw} "
-              f"({a.repeat} interleaved rounds)", flush=True)
-        tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(mbw),
-                        "--nb", str(nbw), str(d0), str(d / "d.waves")])
-        tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(mbw),
-                        "--nb", str(nbw), str(c0), str(d / "c.waves")])
-        wt: dict[int, list[float]] = {1: [], 2: [], 3: []}
-        mt: list[float] = []
-        for _ in range(a.repeat):
-            for w in (1, 2, 3):
-                r = run(d / "d.waves", d / "c.waves", "optimized", nbw, w, "pread",
-                        a.iterations)
-                r["mb"] = mbw
-                wt[w].append(r["time_per_iteration_s"])
-            r = run(d / "d.waves", d / "c.waves", "optimized", nbw, 2, "mmap", a.iterations)
-            r["mb"] = mbw
-            mt.append(r["time_per_iteration_s"])
-        med = {w: statistics.median(v) for w, v in wt.items()}
-        res["waves"] = {"mb": mbw, "nb": nbw, "time_per_iteration_s": wt, "median": med,
-                        "mmap_waves2": mt}
-        w1 = {"time_per_iteration_s": med[1]}
-        w2 = {"time_per_iteration_s": med[2]}
-        w3 = {"time_per_iteration_s": med[3]}
-        mm = {"time_per_iteration_s": statistics.median(mt)}
-        allr = [r for r in res["runs"]]
-        fastest = min(allr, key=lambda r: r["time_per_iteration_s"])
-        ratios = {
-            "block_best_over_optimized_best": bb["time_per_iteration_s"]
-            / bo["time_per_iteration_s"],
-            "best_over_io_bound": fastest["time_per_iteration_s"] / io_bound,
-            "waves1_over_waves2": w1["time_per_iteration_s"] / w2["time_per_iteration_s"],
-            "waves1_over_waves3": w1["time_per_iteration_s"] / w3["time_per_iteration_s"],
-            "pread_over_mmap": w2["time_per_iteration_s"] / mm["time_per_iteration_s"],
-            "max_cgroup_peak_over_dataset": max(r["cgroup_peak_bytes"] for r in allr) / total,
-            "max_rss_over_dataset": max(r["peak_rss_bytes"] for r in allr) / total,
-        }
-        res["ratios"] = ratios
-        res["best"] = {"block": bb, "optimized": bo, "fastest": fastest}
-        print("ratios (same run):")
-        print(f"  block best ({bb['block']}) / optimized best ({bo['block']}): "
-              f"{ratios['block_best_over_optimized_best']:.3f}  (target >= 1.20)")
-        print(f"  fastest ({fastest['layout']} {fastest['block']} waves {fastest['waves']} "
-              f"{fastest['io']}) / I/O bound: {ratios['best_over_io_bound']:.3f}  "
-              f"(target <= 1.30)")
-        print(f"  medians over {a.repeat} rounds at {mbw}x{nbw}:")
-        print(f"  1 wave / 2 waves: {ratios['waves1_over_waves2']:.3f}, 1 wave / 3 waves: "
-              f"{ratios['waves1_over_waves3']:.3f}  (target > 1)")
-        print(f"  pread / mmap (2 waves): {ratios['pread_over_mmap']:.3f}")
-        print(f"  peak cgroup memory / data set: {ratios['max_cgroup_peak_over_dataset']:.3f}, "
-              f"peak RSS / data set: {ratios['max_rss_over_dataset']:.3f}")
+        names = list(cfgs)
+        for rnd in range(a.rounds):
+            rot = names[rnd % len(names):] + names[:rnd % len(names)]
+            print(f"round {rnd + 1}/{a.rounds}", flush=True)
+            bw_r, bw_w = disk_bandwidth(cg, d, ref, mat)
+            bound = 6 * mat / bw_r + mat / bw_w
+            print(f"  disk (in the cgroup): cold read {bw_r / 1e6:.0f} MB/s, write+fsync "
+                  f"{bw_w / 1e6:.0f} MB/s; I/O bound {bound:.3f} s/iter", flush=True)
+            runs = {n: run(n) for n in rot}
+            if a.rowmajor and rnd == 0:
+                bmax = max(blocks)
+                cfgs["rowmajor"] = (d0, c0, "rowmajor", bmax, bmax, a.workers, 1, 1, True)
+                runs["rowmajor"] = run("rowmajor")
+                del cfgs["rowmajor"]
+            rd = {"read_Bps": bw_r, "write_Bps": bw_w, "io_bound_s": bound, "runs": runs}
+            t = {n: r["time_per_iteration_s"] for n, r in runs.items()}
+            best = {lay: min(blocks, key=lambda b, lay=lay: t[f"{lay}/{b}"])
+                    for lay in ("block", "optimized")}
+            fastest = min((n for n in t if n != "rowmajor"), key=lambda n: t[n])
+            rd["ratios"] = {
+                "block_best_over_optimized_best": t[f"block/{best['block']}"]
+                / t[f"optimized/{best['optimized']}"],
+                "best_block": best,
+                "fastest": fastest,
+                "fastest_over_io_bound": t[fastest] / bound,
+                "noprefetch_over_prefetch": t[f"optimized/{ob}/noprefetch"]
+                / t[f"optimized/{ob}"],
+                "chain_waves1_over_waves2": t["chain/waves1"] / t["chain/waves2"],
+                "flat_waves1_over_waves2": t["flat/waves1"] / t["flat/waves2"],
+            }
+            print("  ratios: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else
+                                           f"{k} {v}" for k, v in rd["ratios"].items()),
+                  flush=True)
+            res["rounds"].append(rd)
+
+        keys = ["block_best_over_optimized_best", "fastest_over_io_bound",
+                "noprefetch_over_prefetch", "chain_waves1_over_waves2",
+                "flat_waves1_over_waves2"]
+        res["summary"] = {k: summary([r["ratios"][k] for r in res["rounds"]]) for k in keys}
+        res["summary"]["io_bound_s"] = summary([r["io_bound_s"] for r in res["rounds"]])
+        res["summary"]["time_per_iteration_s"] = {
+            n: summary([r["runs"][n]["time_per_iteration_s"] for r in res["rounds"]])
+            for n in names}
+        allr = [x for r in res["rounds"] for x in r["runs"].values()]
+        res["summary"]["max_cgroup_peak_bytes"] = max(x["cgroup_peak_bytes"] for x in allr)
+        res["summary"]["max_peak_rss_bytes"] = max(x["peak_rss_bytes"] for x in allr)
+        target = {"block_best_over_optimized_best": ">= 1.20", "fastest_over_io_bound": "<= 1.30",
+                  "noprefetch_over_prefetch": "> 1", "chain_waves1_over_waves2": "> 1",
+                  "flat_waves1_over_waves2": "~1 expected"}
+        print(f"summary over {a.rounds} rounds (median [min, max]):")
+        for k in keys:
+            s = res["summary"][k]
+            print(f"  {k:32s} {s['median']:.3f} [{s['min']:.3f}, {s['max']:.3f}]  "
+                  f"target {target[k]}")
+        for n in names:
+            s = res["summary"]["time_per_iteration_s"][n]
+            print(f"  {n:28s} {s['median']:.3f} s/iter [{s['min']:.3f}, {s['max']:.3f}]")
+        print(f"  peak cgroup memory {res['summary']['max_cgroup_peak_bytes'] >> 20} MiB, "
+              f"peak RSS {res['summary']['max_peak_rss_bytes'] >> 20} MiB")
     finally:
         cg.close()
-        if not a.keep:
-            for f in d.iterdir():
-                if f.is_file():
-                    f.unlink()
+        for f in d.iterdir():
+            if f.is_file() and f.name != "wavefront_ooc.json":
+                f.unlink()
     out = Path(a.out) if a.out else d / "wavefront_ooc.json"
     atomic_write_text(out, json.dumps(res, indent=1) + "\n")
     print(f"results: {out}")
