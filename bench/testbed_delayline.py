@@ -4,8 +4,10 @@
 For each WAN rate a fresh 2-site x 1-node testbed (L = 5 ms) carries one iperf3 TCP flow
 for --time seconds; the delay line's own statistics give lateness and CPU time. The last
 run leaves the WAN unshaped (10 Gbit/s) with 2 flows: the highest throughput carried.
+By default the delay line runs real-time (SCHED_FIFO, as `testbed up` starts it as root);
+--compare-realtime runs every rate twice, real-time and normal, side by side.
 Needs root. Writes JSON (--out) and prints a table. Example:
-  MPILAB_BIN=build/bin python3 bench/testbed_delayline.py --time 3
+  MPILAB_BIN=build/bin python3 bench/testbed_delayline.py --time 3 --compare-realtime
 """
 
 from __future__ import annotations
@@ -34,12 +36,17 @@ def delayline_stats(prefix: str) -> dict[str, float]:
     return json.loads(path.read_text())
 
 
-def one(rate: str, flows: int, seconds: float, prefix: str) -> dict[str, float | str]:
+def one(rate: str, flows: int, seconds: float, prefix: str,
+        realtime: bool = True) -> dict[str, float | str]:
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "20Gbit"\n[wan]\nnode_rate = "{rate}"\ntotal_rate = "{rate}"\n'
             f'delay = "5ms"\nqueue = "4M"\ndelayline_buffer = "256M"\n')
     sp = spec.load_text(text, f"<bench {rate}>")
-    net.up(sp)
+    os.environ["MPILAB_DELAYLINE_ARGS"] = "" if realtime else "--no-realtime"
+    try:
+        net.up(sp)
+    finally:
+        os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
     try:
         rtt, rtt_max = check.ping(sp, "s0n0", "s1n0", 0, count=50)
         s0 = delayline_stats(prefix)
@@ -50,10 +57,13 @@ def one(rate: str, flows: int, seconds: float, prefix: str) -> dict[str, float |
         pk = s1["packets"] - s0["packets"]
         late_sum = s1["late_mean_s"] * s1["packets"] - s0["late_mean_s"] * s0["packets"]
         cpu = (s1["cpu_user_s"] + s1["cpu_sys_s"]) - (s0["cpu_user_s"] + s0["cpu_sys_s"])
-        return {"wan_rate": rate, "flows": flows, "goodput_bps": good, "wire_bps": wire,
+        return {"wan_rate": rate, "flows": flows, "sched": str(s1.get("sched", "other")),
+                "goodput_bps": good, "wire_bps": wire,
                 "idle_rtt_s": rtt, "idle_rtt_max_s": rtt_max, "packets": pk,
                 "late_mean_s": late_sum / pk if pk else 0.0, "late_max_s": s1["late_max_s"],
-                "cpu_core_fraction": cpu / wall, "dropped": s1["dropped"]}
+                "cpu_core_fraction": cpu / wall, "dropped": s1["dropped"],
+                # releases during the iperf3 run later than 1 ms (histogram buckets 3, 4)
+                "late_over_1ms": sum(s1["late_hist"][3:]) - sum(s0["late_hist"][3:])}
     finally:
         net.down(prefix)
 
@@ -64,15 +74,23 @@ def main() -> int:
     ap.add_argument("--rates", default="100Mbit,400Mbit,1Gbit")
     ap.add_argument("--prefix", default="mlb")
     ap.add_argument("--out", default="results/testbed_delayline.json")
+    ap.add_argument("--no-realtime", action="store_true",
+                    help="run the delay line with normal scheduling")
+    ap.add_argument("--compare-realtime", action="store_true",
+                    help="each rate twice, real-time (SCHED_FIFO) then normal scheduling")
     a = ap.parse_args()
-    rows = [one(r, 1, a.time, a.prefix) for r in a.rates.split(",")]
-    rows.append(one("10Gbit", 2, a.time, a.prefix))
-    print(f"{'WAN rate':>9} {'flows':>5} {'wire Mbit/s':>11} {'RTT ms':>7} {'late mean us':>12} "
-          f"{'late max us':>11} {'CPU %core':>9} {'drops':>5}")
+    runs = [(r, 1) for r in a.rates.split(",")] + [("10Gbit", 2)]
+    modes = [True, False] if a.compare_realtime else [not a.no_realtime]
+    rows = [one(r, f, a.time, a.prefix, rt) for r, f in runs for rt in modes]
+    print(f"{'WAN rate':>9} {'sched':>5} {'flows':>5} {'wire Mbit/s':>11} {'RTT ms':>7} "
+          f"{'late mean us':>12} {'late max us':>11} {'>1ms':>5} {'packets':>8} {'CPU %core':>9} "
+          f"{'drops':>5}")
     for r in rows:
-        print(f"{r['wan_rate']:>9} {r['flows']:5d} {float(r['wire_bps']) / 1e6:11.1f} "
+        print(f"{r['wan_rate']:>9} {r['sched']:>5} {r['flows']:5d} "
+              f"{float(r['wire_bps']) / 1e6:11.1f} "
               f"{float(r['idle_rtt_s']) * 1e3:7.3f} {float(r['late_mean_s']) * 1e6:12.1f} "
-              f"{float(r['late_max_s']) * 1e6:11.1f} {float(r['cpu_core_fraction']) * 100:9.1f} "
+              f"{float(r['late_max_s']) * 1e6:11.1f} {int(r['late_over_1ms']):5d} "
+              f"{int(r['packets']):8d} {float(r['cpu_core_fraction']) * 100:9.1f} "
               f"{int(r['dropped']):5d}")
     atomic_write_text(a.out, json.dumps({"bench": "testbed_delayline", "delay_s": 0.005,
                                          "seconds": a.time, "rows": rows}, indent=1) + "\n")

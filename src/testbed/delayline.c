@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,13 +142,56 @@ static int64_t mono_ns(void)
 
 static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6; }
 
-static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st, int running)
+int mpilab_dl_late_bucket(int64_t late_ns)
+{
+    int64_t bound = 10000; /* 10 us, then x10 per bucket */
+    for (int b = 0; b < MPILAB_DL_LATE_BUCKETS - 1; b++, bound *= 10)
+        if (late_ns < bound)
+            return b;
+    return MPILAB_DL_LATE_BUCKETS - 1;
+}
+
+int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (opt->realtime == MPILAB_DL_RT_OFF || (opt->realtime == MPILAB_DL_RT_AUTO && geteuid() != 0))
+        return 0;
+    int strict = opt->realtime == MPILAB_DL_RT_ON;
+    struct sched_param sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.sched_priority = opt->rt_priority;
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+        int e = errno;
+        fprintf(stderr, "mpilab-delayline: %s: SCHED_FIFO priority %d refused: %s%s\n",
+                strict ? "error" : "warning", opt->rt_priority, strerror(e),
+                strict ? "" : " (running with normal scheduling)");
+        return strict ? -1 : 0;
+    }
+    out->fifo = 1;
+    out->priority = opt->rt_priority;
+    /* lock pages as they are touched (not the whole ring up front), so neither the code
+     * nor held packets are ever paged out under a real-time thread */
+    int rc = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
+    if (rc != 0 && errno == EINVAL)
+        rc = mlockall(MCL_CURRENT | MCL_FUTURE);
+    if (rc != 0) {
+        fprintf(stderr, "mpilab-delayline: warning: mlockall refused: %s (memory not locked)\n",
+                strerror(errno));
+        return 0;
+    }
+    out->mlocked = 1;
+    return 0;
+}
+
+static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
+                       const mpilab_dl_sched *sc, int running)
 {
     if (!opt->stats)
         return 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    json_t *o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:b}",
+    json_t *o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:b, "
+                          "s:s, s:i, s:b}",
         "dev", opt->dev, "delay_s", (double)opt->delay_ns * 1e-9,
         "buffer_bytes", (json_int_t)opt->buffer,
         "packets", (json_int_t)st->packets, "bytes", (json_int_t)st->bytes,
@@ -155,7 +200,17 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st, 
         "late_mean_s", st->packets ? st->late_sum_s / (double)st->packets : 0.0,
         "late_max_s", st->late_max_s, "max_held_bytes", (json_int_t)st->max_held_bytes,
         "cpu_user_s", tv_s(ru.ru_utime), "cpu_sys_s", tv_s(ru.ru_stime),
-        "running", running);
+        "running", running, "sched", sc->fifo ? "fifo" : "other", "rt_priority", sc->priority,
+        "mlocked", sc->mlocked);
+    json_t *hist = json_array();
+    for (int b = 0; o && hist && b < MPILAB_DL_LATE_BUCKETS; b++)
+        json_array_append_new(hist, json_integer((json_int_t)st->late_hist[b]));
+    if (o && hist) {
+        json_object_set_new(o, "late_hist", hist);
+        json_object_set_new(o, "late_hist_bounds_s", json_pack("[f,f,f,f]", 1e-5, 1e-4, 1e-3, 1e-2));
+    } else {
+        json_decref(hist);
+    }
     if (!o) {
         fprintf(stderr, "mpilab-delayline: out of memory\n");
         return -1;
@@ -239,8 +294,15 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         mpilab_dl_ring_free(&ring);
         return 1;
     }
-    /* wake up when asked, not up to 50 us later */
+    /* wake up when asked, not up to 50 us later (real-time threads have no slack anyway) */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    mpilab_dl_sched sched;
+    if (mpilab_dl_realtime(opt, &sched) != 0) {
+        close(fd);
+        free(scratch);
+        mpilab_dl_ring_free(&ring);
+        return 1;
+    }
 
     sigset_t block, orig;
     sigemptyset(&block);
@@ -286,6 +348,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
                 st.packets++;
                 st.bytes += h->len;
                 st.late_sum_s += (double)late * 1e-9;
+                st.late_hist[mpilab_dl_late_bucket(late)]++;
                 if ((double)late * 1e-9 > st.late_max_s)
                     st.late_max_s = (double)late * 1e-9;
                 mpilab_dl_ring_pop(&ring);
@@ -313,7 +376,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         }
         if (g_dump) {
             g_dump = 0;
-            write_stats(opt, &st, 1);
+            write_stats(opt, &st, &sched, 1);
         }
         if (g_stop)
             break;
@@ -335,7 +398,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         }
     }
     /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &st, 0) != 0 && rc == 0)
+    if (write_stats(opt, &st, &sched, 0) != 0 && rc == 0)
         rc = 1;
     close(fd);
     free(scratch);

@@ -36,8 +36,11 @@ const mpilab_dl_rec *mpilab_dl_ring_peek(const mpilab_dl_ring *r);
 void mpilab_dl_ring_pop(mpilab_dl_ring *r);
 
 /* Statistics of a run. */
+#define MPILAB_DL_LATE_BUCKETS 5 /* lateness < 10 us, < 100 us, < 1 ms, < 10 ms, more */
+
 typedef struct mpilab_dl_stats {
     uint64_t packets, bytes, dropped, dropped_bytes, write_errors;
+    uint64_t late_hist[MPILAB_DL_LATE_BUCKETS];
     double late_sum_s, late_max_s;
     uint64_t max_held_bytes;
 } mpilab_dl_stats;
@@ -49,7 +52,29 @@ typedef struct mpilab_dl_options {
     const char *stats;     /* JSON statistics file, written at exit and on SIGUSR1 */
     const char *pidfile;   /* written once the device is attached */
     int vnet_hdr;          /* 1: IFF_VNET_HDR with TSO offloads (GSO super-packets) */
+    int realtime;          /* MPILAB_DL_RT_AUTO / _OFF / _ON (see below) */
+    int rt_priority;       /* SCHED_FIFO priority 1..99 when real-time */
 } mpilab_dl_options;
+
+/* Histogram bucket (0 .. MPILAB_DL_LATE_BUCKETS-1) of a release `late_ns` after its time. */
+int mpilab_dl_late_bucket(int64_t late_ns);
+
+/* Real-time scheduling of the release loop: SCHED_FIFO at rt_priority plus mlockall.
+ * AUTO: try when running as root, fall back to normal scheduling with a one-line warning
+ * if refused; ON: refusal is an error; OFF: normal scheduling. */
+enum { MPILAB_DL_RT_AUTO = 0, MPILAB_DL_RT_OFF = 1, MPILAB_DL_RT_ON = 2 };
+#define MPILAB_DL_DEFAULT_RT_PRIORITY 10
+
+/* What mpilab_dl_realtime achieved. */
+typedef struct mpilab_dl_sched {
+    int fifo;        /* 1: SCHED_FIFO is in effect */
+    int priority;    /* its priority (0 when not real-time) */
+    int mlocked;     /* 1: memory is locked (mlockall) */
+} mpilab_dl_sched;
+
+/* Apply opt->realtime / rt_priority to the calling process. Returns 0 (warnings, if any,
+ * printed as one line), or -1 with a one-line error when MPILAB_DL_RT_ON was refused. */
+int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out);
 
 /* Attach to the tun device and run until SIGTERM/SIGINT. Returns a process exit code;
  * errors are printed as one line on stderr. */

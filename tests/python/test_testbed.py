@@ -266,6 +266,14 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
         assert "  delay: netem" in p.stdout
     else:
         assert f"  delay: delay line (pid {st['delayline_pid']})" in p.stdout, p.stdout
+        # as root the delay line runs real-time (SCHED_FIFO) with its memory locked
+        pid = int(st["delayline_pid"])
+        assert os.sched_getscheduler(pid) == os.SCHED_FIFO
+        assert "SCHED_FIFO priority 10" in p.stdout
+        _delayline_packets(prefix)  # refreshes the statistics file
+        stats = json.loads((net.state_dir(prefix) / "delayline.json").read_text())
+        assert (stats["sched"], stats["rt_priority"], stats["mlocked"]) == ("fifo", 10, True)
+        assert sum(stats["late_hist"]) == stats["packets"]
     assert prefix + "-probe" not in net.list_namespaces(prefix)
 
 

@@ -34,7 +34,10 @@ int main(void)
     }
     const char *bad[] = {"--dev x --delay -1ms", "--dev x --delay 5parsecs", "--dev x",
                          "--delay 5ms", "--dev x --delay 5ms --buffer 12Q", "--dev x --delay 5ms extra",
-                         "--dev x --delay 5ms --bogus", "--dev x --delay 100s"};
+                         "--dev x --delay 5ms --bogus", "--dev x --delay 100s",
+                         "--dev x --delay 5ms --rt-priority 0", "--dev x --delay 5ms --rt-priority 100",
+                         "--dev x --delay 5ms --rt-priority x",
+                         "--dev x --delay 5ms --rt-priority 5 --no-realtime"};
     int fails = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];

@@ -61,6 +61,17 @@ int main(void)
     /* a ring too small for the request refuses it */
     CHECK(mpilab_dl_ring_reserve(&r, 8192) == NULL);
     mpilab_dl_ring_free(&r);
+    /* lateness histogram buckets: < 10 us, < 100 us, < 1 ms, < 10 ms, more */
+    CHECK(mpilab_dl_late_bucket(0) == 0 && mpilab_dl_late_bucket(9999) == 0);
+    CHECK(mpilab_dl_late_bucket(10000) == 1 && mpilab_dl_late_bucket(99999) == 1);
+    CHECK(mpilab_dl_late_bucket(100000) == 2 && mpilab_dl_late_bucket(999999) == 2);
+    CHECK(mpilab_dl_late_bucket(1000000) == 3 && mpilab_dl_late_bucket(9999999) == 3);
+    CHECK(mpilab_dl_late_bucket(10000000) == 4 && mpilab_dl_late_bucket(INT64_MAX) == 4);
+    /* real-time off does nothing and reports normal scheduling */
+    mpilab_dl_options o = {.dev = "x", .delay_ns = 0, .buffer = 0, .stats = NULL, .pidfile = NULL,
+                           .vnet_hdr = 1, .realtime = MPILAB_DL_RT_OFF, .rt_priority = 10};
+    mpilab_dl_sched sc = {.fifo = 7, .priority = 7, .mlocked = 7};
+    CHECK(mpilab_dl_realtime(&o, &sc) == 0 && sc.fifo == 0 && sc.priority == 0 && sc.mlocked == 0);
     printf("delayline ring ok (%u records)\n", next_in);
     return 0;
 }

@@ -53,6 +53,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         info["spec"] = sp.to_dict()
         info["missing_namespaces"] = sorted(set(sp.namespaces()) - set(namespaces))
         info["delayline"] = {"pid": pid, "alive": bool(pid and net.pid_alive(int(pid)))}
+        if info["delayline"]["alive"]:
+            info["delayline"].update(net.sched_of(int(pid)))
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "netem_available": st.get("netem_available"),
@@ -82,8 +84,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  MISSING namespaces: {', '.join(info['missing_namespaces'])}")
     dl, backend = info["delayline"], info["delay"]["backend"]
     if backend == "delayline":
+        sched = ""
+        if dl["alive"]:
+            sched = (f", SCHED_FIFO priority {dl['rt_priority']}" if dl.get("sched") == "fifo"
+                     else ", normal scheduling")
         print(f"  delay: delay line (pid {dl['pid']}"
-              f"{'' if dl['alive'] else ', NOT RUNNING'})")
+              f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}")
     else:
         print(f"  delay: {backend}")
     for node in sp.node_names():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -99,6 +100,17 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def sched_of(pid: int) -> dict[str, Any]:
+    """Scheduling policy of a process: {'sched': 'fifo'|'rr'|'other', 'rt_priority': N}."""
+    try:
+        pol = os.sched_getscheduler(pid)
+        prio = os.sched_getparam(pid).sched_priority
+    except OSError:
+        return {}
+    name = {os.SCHED_FIFO: "fifo", os.SCHED_RR: "rr"}.get(pol, "other")
+    return {"sched": name, "rt_priority": prio}
 
 
 def kill_pids(pids: list[int], grace: float = 2.0) -> None:
@@ -385,10 +397,12 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
     router = spec.router_ns()
     sh(["ip", "-n", router, "tuntap", "add", DL_DEV, "mode", "tun"])
     pidfile = sd / "delayline.pid"
+    # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
+    extra = shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
     log = open(sd / "delayline.log", "ab")
     try:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", router, delayline, "--dev", DL_DEV,
+            ["ip", "netns", "exec", router, delayline, *extra, "--dev", DL_DEV,
              "--delay", f"{spec.wan_delay!r}", "--buffer", str(spec.delayline_buffer),
              "--stats", str(sd / "delayline.json"), "--pidfile", str(pidfile)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
