@@ -118,18 +118,34 @@ def test_mpi_job_across_sites(tb: tuple[str, dict[str, str]]) -> None:
     assert _delayline_packets(prefix) - before >= 2 * 30 * 200000 // 65536
 
 
-def test_shaping_and_delay_within_ten_percent(tb: tuple[str, dict[str, str]]) -> None:
-    prefix, _ = tb
-    sp = _spec(prefix)
-    rows = checkmod.check(sp, seconds=3, lan=False, per_node=False)
-    kinds = {r.kind: r for r in rows}
-    assert kinds["wan-node"].configured == 50e6
-    assert kinds["wan-total"].configured == 80e6
-    for k in ("wan-node", "wan-total"):
-        assert abs(kinds[k].rel_err) <= 0.10, checkmod.format_rows(rows)
-    rtt = kinds["rtt-wan"]
-    assert rtt.configured == pytest.approx(0.010)
-    assert abs(rtt.measured - rtt.configured) <= 0.1 * rtt.configured, checkmod.format_rows(rows)
+def test_shaping_and_delay_within_ten_percent(tb: tuple[str, dict[str, str]],
+                                              tmp_path: Path) -> None:
+    from mpilab import results
+
+    prefix, env = tb
+    out = tmp_path / "check.json"
+    p = mpilab("testbed", "check", "--no-lan", "--total-only", "--time", "3", "--json",
+               str(out), env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "wan-node" in p.stdout and "rtt-wan" in p.stdout  # the human table
+    r = results.load(out)  # a proper results file, one measurement per link
+    table = p.stdout
+    by_kind = {m.raw["link"]["kind"]: m for m in r.measurements}
+    assert set(by_kind) == {"wan-node", "wan-total", "rtt-wan"}
+    assert all(m.op == "link" for m in r.measurements)
+    node, total, rtt = by_kind["wan-node"], by_kind["wan-total"], by_kind["rtt-wan"]
+    assert (node.impl, total.impl, rtt.impl) == ("iperf3", "iperf3", "ping")
+    assert node.raw["derived"]["configured_bps"] == 50e6
+    assert total.raw["derived"]["configured_bps"] == 80e6
+    for m in (node, total):
+        d = m.raw["derived"]
+        assert abs(d["wire_bps"] / d["configured_bps"] - 1) <= 0.10, table
+        # the goodput is what the recorded bytes and duration give
+        assert m.bytes * 8 / m.stats.mean == pytest.approx(d["goodput_bps"], rel=0.02)
+    assert rtt.raw["derived"]["configured_rtt_s"] == pytest.approx(0.010)
+    assert abs(rtt.stats.mean - 0.010) <= 0.1 * 0.010, table
+    assert rtt.stats.reps == len(rtt.samples) >= 10
+    assert r.provenance["hosts"] == ["s0n0", "s1n0"]
 
 
 def _progress_times(out: str) -> list[float]:
@@ -297,3 +313,26 @@ def test_netem_requested_without_netem_is_refused(tmp_path: Path) -> None:
         assert net.list_namespaces(prefix) == []
     finally:
         mpilab("testbed", "down", env=env)
+
+
+def test_fault_at_an_absolute_time(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    when = round(time.time() + 2.0, 3)
+    try:
+        p = mpilab("testbed", "fail", "s1n1:1", "--mode", "drop", "--at", f"@{when}",
+                   "--for", "1", env=env)
+        assert p.returncode == 0 and "scheduled at" in p.stdout, p.stdout + p.stderr
+        deadline = time.monotonic() + 15
+        events: list[dict[str, object]] = []
+        while time.monotonic() < deadline and len(events) < 2:
+            time.sleep(0.2)
+            events = [e for e in json.loads(mpilab("testbed", "status", "--json", env=env)
+                                            .stdout)["fault_log"] if e["target"] == "s1n1:1"
+                      and e.get("scheduled")]
+        assert [e["event"] for e in events[-2:]] == ["fail", "heal"], events
+        fail_t, heal_t = float(events[-2]["time"]), float(events[-1]["time"])
+        # applied on the wall clock: not before the requested instant, and soon after it
+        assert when <= fail_t < when + 1.5
+        assert fail_t + 1.0 <= heal_t < fail_t + 2.5
+    finally:
+        mpilab("testbed", "heal", env=env)

@@ -3,12 +3,19 @@ commands and its choice, absolute fault times, and `check` results documents."""
 
 from __future__ import annotations
 
+import calendar
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from mpilab.errors import MpilabError
-from mpilab.testbed import net
+from mpilab.testbed import faults, net
 from mpilab.testbed import spec as specmod
+
+REPO = Path(__file__).resolve().parents[2]
 
 SPEC = """\
 prefix = "unt"
@@ -113,3 +120,80 @@ def test_delay_backend_in_spec() -> None:
     with pytest.raises(MpilabError):
         specmod.load_text(huge, "h.toml")
     assert specmod.load_text(huge + 'delay_backend = "netem"\n', "h.toml").wan_delay == 0.3
+
+
+NOW = calendar.timegm((2026, 11, 21, 10, 0, 0))
+
+
+def test_fail_at_relative_and_absolute_times() -> None:
+    assert faults.parse_at("2", NOW) == (2.0, None)
+    assert faults.parse_at("500ms", NOW) == (0.5, None)
+    noon = calendar.timegm((2026, 11, 21, 12, 0, 0))
+    assert faults.parse_at("2026-11-21T12:00:00Z", NOW) == (None, noon)
+    assert faults.parse_at("2026-11-21T13:00:00+01:00", NOW) == (None, noon)
+    assert faults.parse_at("2026-11-21T12:00:00.250Z", NOW) == (None, noon + 0.25)
+    assert faults.parse_at(f"@{noon}", NOW) == (None, noon)
+    assert faults.parse_at(f"@{NOW + 0.5}", NOW) == (None, NOW + 0.5)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("2026-11-21T12:00:00", "no time zone"),
+    ("2026-13-01T00:00:00Z", "not an ISO 8601 time"),
+    ("2026-11-21T09:59:00Z", "60.0 s in the past"),
+    ("@abc", "not a time"),
+    ("@-5", "not a time"),
+    ("@inf", "not a time"),
+    ("@nan", "not a time"),
+    (f"@{NOW - 10}", "in the past"),
+    ("soon", "not a duration"),
+    ("-3", "negative"),
+])
+def test_fail_at_bad_values(text: str, words: str) -> None:
+    with pytest.raises(MpilabError) as e:
+        faults.parse_at(text, NOW)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"--at {text}: ") and words in msg, msg
+
+
+def test_fail_cli_refuses_a_bad_time_in_one_line() -> None:
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "fail", "s0n0:0",
+                        "--prefix", "nope", "--at", "2026-11-21T12:00:00"],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "mpilab: --at 2026-11-21T12:00:00: no time zone (add Z for UTC, or +HH:MM)"]
+
+
+def test_check_rows_make_a_results_file(tmp_path: Path) -> None:
+    from mpilab import results
+    from mpilab.testbed import check
+
+    sp = _spec()
+    rows = [
+        check.Row("wan-node", "s0n0->s1n0:0", 1, 50e6, 49.5e6, 47.4e6, src="s0n0", dst="s1n0",
+                  rail=0, bytes=17_775_000, seconds=3.0),
+        check.Row("wan-total", "site0->site1:0 (2 nodes)", 2, 80e6, 79e6, 75.6e6, src="s0n0",
+                  dst="s1n0", rail=0, nodes=2, bytes=28_350_000, seconds=3.01),
+        check.Row("rtt-wan", "s0n0<->s1n0:0", 1, 0.010, 0.0103, max_rtt=0.0107, src="s0n0",
+                  dst="s1n0", rail=0, samples=[0.0101, 0.0103, 0.0107, 0.0101]),
+    ]
+    doc = check.rows_json(sp, rows, "mpilab testbed check --json x", {"seconds": 3})
+    f = tmp_path / "check.json"
+    f.write_text(json.dumps(doc))
+    r = results.load(f)  # the results reader accepts it
+    assert r.provenance["hosts"] == ["s0n0", "s1n0"]
+    assert [(m.op, m.impl, m.timing) for m in r.measurements] == [
+        ("link", "iperf3", "link"), ("link", "iperf3", "link"), ("link", "ping", "rtt")]
+    node, total, rtt = r.measurements
+    # bytes over the transfer time is the goodput; derived values carry both sides
+    assert node.bytes * 8 / node.stats.mean == pytest.approx(47.4e6)
+    d = node.raw["derived"]
+    assert (d["configured_bps"], d["wire_bps"], d["goodput_bps"]) == (50e6, 49.5e6, 47.4e6)
+    assert d["rel_err"] == pytest.approx(-0.01)
+    assert total.raw["link"]["nodes"] == 2 and total.raw["link"]["flows"] == 2
+    assert rtt.samples == (0.0101, 0.0103, 0.0107, 0.0101)
+    assert rtt.stats.mean == pytest.approx(0.0103) and rtt.stats.max == 0.0107
+    assert rtt.stats.median == pytest.approx(0.0102) and rtt.stats.reps == 4
+    assert rtt.raw["derived"]["configured_rtt_s"] == 0.010
+    assert rtt.raw["derived"]["rtt_error_s"] == pytest.approx(0.0003)
+    assert rtt.raw["link"]["site_to_site"] and node.raw["link"]["rail"] == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -33,6 +34,13 @@ class Row:
     measured: float      # wire bit/s for rates, mean RTT s
     goodput: float | None = None
     max_rtt: float | None = None
+    src: str | None = None           # first node of the path
+    dst: str | None = None           # last node (for wan-total: of the first pair)
+    rail: int | None = None
+    nodes: int = 1                   # node pairs sending at once (wan-total)
+    bytes: int | None = None         # iperf3: bytes received in total
+    seconds: float | None = None     # iperf3: duration of the transfer
+    samples: list[float] | None = None  # ping: every round-trip time (s)
 
     @property
     def rel_err(self) -> float:
@@ -54,6 +62,13 @@ def iperf(spec: Spec, pairs: list[tuple[str, str, int]], seconds: float,
           parallel: int = 1) -> list[tuple[float, float]]:
     """Run one iperf3 flow group per (client, server, rail) pair, all at the same time.
     Returns (goodput bit/s, wire bit/s) per pair. Servers are killed afterwards."""
+    return [(d["goodput"], d["wire"]) for d in iperf_detail(spec, pairs, seconds, parallel)]
+
+
+def iperf_detail(spec: Spec, pairs: list[tuple[str, str, int]], seconds: float,
+                 parallel: int = 1) -> list[dict[str, float]]:
+    """As iperf(), with per pair: goodput and wire (bit/s), bytes received and the
+    transfer's duration in seconds."""
     servers: list[subprocess.Popen[bytes]] = []
     clients: list[subprocess.Popen[bytes]] = []
     try:
@@ -81,7 +96,10 @@ def iperf(spec: Spec, pairs: list[tuple[str, str, int]], seconds: float,
                                   f"{seconds + 20:g} s") from None
             try:
                 d = json.loads(text)
-                good = float(d["end"]["sum_received"]["bits_per_second"])
+                recv = d["end"]["sum_received"]
+                good = float(recv["bits_per_second"])
+                nbytes = float(recv["bytes"])
+                dur = float(recv["seconds"])
                 mss = int(d["start"].get("tcp_mss_default") or 1448)
             except (ValueError, KeyError, TypeError):
                 why = ""
@@ -91,7 +109,8 @@ def iperf(spec: Spec, pairs: list[tuple[str, str, int]], seconds: float,
                     pass
                 raise MpilabError(f"iperf3 {cli} -> {srv}: no measurement "
                                   f"({why or 'unreadable output'})") from None
-            out.append((good, good * (mss + HDR_BYTES) / mss))
+            out.append({"goodput": good, "wire": good * (mss + HDR_BYTES) / mss,
+                        "bytes": nbytes, "seconds": dur})
         return out
     finally:
         for p in clients + servers:
@@ -105,12 +124,18 @@ def iperf(spec: Spec, pairs: list[tuple[str, str, int]], seconds: float,
 
 def ping(spec: Spec, src: str, dst: str, rail: int, count: int = 20) -> tuple[float, float]:
     """(mean, max) RTT in seconds on an idle path."""
-    p = net.sh(["ip", "netns", "exec", spec.ns(src), "ping", "-q", "-n", "-c", str(count),
+    rtts = ping_samples(spec, src, dst, rail, count)
+    return sum(rtts) / len(rtts), max(rtts)
+
+
+def ping_samples(spec: Spec, src: str, dst: str, rail: int, count: int = 20) -> list[float]:
+    """Every round-trip time (seconds) of `count` pings on an idle path, in order."""
+    p = net.sh(["ip", "netns", "exec", spec.ns(src), "ping", "-n", "-c", str(count),
                 "-i", "0.02", "-W", "2", spec.addr(dst, rail)], check=False, timeout=count + 10)
-    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/", p.stdout)
-    if not m:
+    rtts = [float(m.group(1)) * 1e-3 for m in re.finditer(r"time=([\d.]+) ms", p.stdout)]
+    if not rtts:
         raise MpilabError(f"ping {src} -> {dst} rail {rail}: no reply")
-    return float(m.group(2)) * 1e-3, float(m.group(3)) * 1e-3
+    return rtts
 
 
 def check(spec: Spec, seconds: float = 3.0, parallel: int = 1, rail: int = 0,
@@ -123,10 +148,9 @@ def check(spec: Spec, seconds: float = 3.0, parallel: int = 1, rail: int = 0,
         for s in range(spec.sites):
             a, b = f"s{s}n0", f"s{s}n1"
             conf = min(spec.link_rates(a, rail)[0], spec.link_rates(b, rail)[0])
-            (good, wire), = iperf(spec, [(a, b, rail)], seconds, parallel)
-            rows.append(Row("lan", f"{a}->{b}:{rail}", parallel, conf, wire, good))
-            mean, mx = ping(spec, a, b, rail)
-            rows.append(Row("rtt-lan", f"{a}<->{b}:{rail}", 1, 0.0, mean, max_rtt=mx))
+            d, = iperf_detail(spec, [(a, b, rail)], seconds, parallel)
+            rows.append(_rate_row("lan", f"{a}->{b}:{rail}", parallel, conf, d, a, b, rail))
+            rows.append(_rtt_row("rtt-lan", a, b, rail, 0.0, ping_samples(spec, a, b, rail)))
     if spec.sites >= 2:
         src_nodes = [f"s0n{j}" for j in range(n)]
         pairs = [(a, f"s1n{j % spec.nodes_per_site}", rail) for j, a in enumerate(src_nodes)]
@@ -137,18 +161,32 @@ def check(spec: Spec, seconds: float = 3.0, parallel: int = 1, rail: int = 0,
             return float(min(la, lb, wa, wb, spec.wan_total_rate))
 
         for a, b, r in (pairs if per_node else pairs[:1]):
-            (good, wire), = iperf(spec, [(a, b, r)], seconds, parallel)
-            rows.append(Row("wan-node", f"{a}->{b}:{r}", parallel, cap(a, b), wire, good))
+            d, = iperf_detail(spec, [(a, b, r)], seconds, parallel)
+            rows.append(_rate_row("wan-node", f"{a}->{b}:{r}", parallel, cap(a, b), d, a, b, r))
         if len(pairs) > 1:
-            res = iperf(spec, pairs, seconds, parallel)
+            res = iperf_detail(spec, pairs, seconds, parallel)
             conf = min(float(spec.wan_total_rate), sum(cap(a, b) for a, b, _ in pairs))
-            rows.append(Row("wan-total", f"site0->site1:{rail} ({len(pairs)} nodes)",
-                            parallel * len(pairs), conf, sum(w for _, w in res),
-                            sum(g for g, _ in res)))
-        mean, mx = ping(spec, "s0n0", "s1n0", rail)
-        rows.append(Row("rtt-wan", f"s0n0<->s1n0:{rail}", 1, 2 * spec.wan_delay, mean,
-                        max_rtt=mx))
+            tot = {"goodput": sum(x["goodput"] for x in res), "wire": sum(x["wire"] for x in res),
+                   "bytes": sum(x["bytes"] for x in res),
+                   "seconds": max(x["seconds"] for x in res)}
+            row = _rate_row("wan-total", f"site0->site1:{rail} ({len(pairs)} nodes)",
+                            parallel * len(pairs), conf, tot, pairs[0][0], pairs[0][1], rail)
+            row.nodes = len(pairs)
+            rows.append(row)
+        rows.append(_rtt_row("rtt-wan", "s0n0", "s1n0", rail, 2 * spec.wan_delay,
+                             ping_samples(spec, "s0n0", "s1n0", rail)))
     return rows
+
+
+def _rate_row(kind: str, path: str, flows: int, conf: float, d: dict[str, float], src: str,
+              dst: str, rail: int) -> Row:
+    return Row(kind, path, flows, conf, d["wire"], d["goodput"], src=src, dst=dst, rail=rail,
+               bytes=int(d["bytes"]), seconds=d["seconds"])
+
+
+def _rtt_row(kind: str, a: str, b: str, rail: int, conf: float, rtts: list[float]) -> Row:
+    return Row(kind, f"{a}<->{b}:{rail}", 1, conf, sum(rtts) / len(rtts), max_rtt=max(rtts),
+               src=a, dst=b, rail=rail, samples=list(rtts))
 
 
 def format_rows(rows: list[Row]) -> str:
@@ -165,14 +203,65 @@ def format_rows(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def rows_json(spec: Spec, rows: list[Row], command: str) -> dict[str, Any]:
+PING_BYTES = 56  # ICMP echo payload of ping's default
+
+
+def _summary(xs: list[float]) -> dict[str, Any]:
+    n = len(xs)
+    ss = sorted(xs)
+    mean = sum(xs) / n
+    median = ss[n // 2] if n % 2 else (ss[n // 2 - 1] + ss[n // 2]) / 2
+    return {"mean": mean, "ci_half": None, "median": median, "min": ss[0], "max": ss[-1],
+            "stdev": statistics.stdev(xs) if n > 1 else 0.0, "reps": n, "invalid": 0,
+            "converged": True}
+
+
+def row_measurement(spec: Spec, r: Row) -> dict[str, Any]:
+    """One `mpilab.results/1` measurement for one checked link: op "link", impl "iperf3"
+    (stats: the transfer's duration, `bytes` received in it) or "ping" (stats: round-trip
+    times, all in `samples`); the configured and measured values are in "derived"."""
+    link: dict[str, Any] = {"kind": r.kind, "path": r.path, "from": r.src, "to": r.dst,
+                            "rail": r.rail, "flows": r.flows, "nodes": r.nodes,
+                            "site_to_site": r.kind.startswith(("wan", "rtt-wan"))}
+    if r.kind.startswith("rtt"):
+        samples = r.samples or [r.measured]
+        return {"op": "link", "impl": "ping", "timing": "rtt", "bytes": PING_BYTES,
+                "link": link, "stats": _summary(samples), "samples": samples,
+                "valid": [True] * len(samples),
+                "derived": {"configured_rtt_s": r.configured, "rtt_s": r.measured,
+                            "max_rtt_s": r.max_rtt, "latency_s": r.measured / 2,
+                            "configured_one_way_delay_s": r.configured / 2,
+                            "rtt_error_s": r.measured - r.configured}}
+    seconds = r.seconds or 0.0
+    return {"op": "link", "impl": "iperf3", "timing": "link", "bytes": int(r.bytes or 0),
+            "link": link,
+            "stats": {"mean": seconds, "ci_half": None, "median": seconds, "min": seconds,
+                      "max": seconds, "stdev": 0.0, "reps": 1, "invalid": 0,
+                      "converged": True},
+            "samples": [seconds], "valid": [True],
+            "derived": {"configured_bps": r.configured, "wire_bps": r.measured,
+                        "goodput_bps": r.goodput, "bandwidth_Bps": (r.goodput or 0.0) / 8,
+                        "rel_err": r.rel_err}}
+
+
+def rows_json(spec: Spec, rows: list[Row], command: str,
+              options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The check as a results file (schema mpilab.results/1): one measurement per link."""
     import datetime as dt
+
+    from mpilab import __version__
+
+    hosts = sorted({h for r in rows for h in (r.src, r.dst) if h},
+                   key=lambda h: spec.node_names().index(h))
     return {
         "schema": "mpilab.results/1",
-        "provenance": {"tool": "mpilab testbed check", "command": command,
+        "provenance": {"tool": "mpilab testbed check", "version": __version__,
+                       "command": command,
                        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "hosts": spec.node_names(), "ranks": 0, "transport": "testbed"},
-        "measurements": [],
+                       "hosts": hosts or spec.node_names(), "transport": "testbed",
+                       "clock_sync": None, "options": dict(options or {}),
+                       "testbed": {"prefix": spec.prefix, "spec": spec.to_dict()}},
+        "measurements": [row_measurement(spec, r) for r in rows],
         "testbed_check": {"spec": spec.to_dict(),
                           "rows": [dict(asdict(r), rel_err=r.rel_err) for r in rows]},
     }

@@ -122,10 +122,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
-    sp = net.current_spec(_prefix(args))
-    at = faults.parse_seconds(args.at, "--at") if args.at is not None else None
+    at, at_epoch = faults.parse_at(args.at) if args.at is not None else (None, None)
     dur = faults.parse_seconds(args.duration, "--for") if args.duration is not None else None
-    print(faults.fail(sp, args.target, args.mode, at, dur))
+    sp = net.current_spec(_prefix(args))
+    print(faults.fail(sp, args.target, args.mode, at, dur, at_epoch=at_epoch))
     return 0
 
 
@@ -144,7 +144,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                           lan=not args.no_lan, per_node=not args.total_only)
     print(checkmod.format_rows(rows))
     if args.json:
-        doc = checkmod.rows_json(sp, rows, " ".join(shlex.quote(a) for a in sys.argv))
+        doc = checkmod.rows_json(sp, rows, " ".join(shlex.quote(a) for a in sys.argv),
+                                 {"seconds": args.time, "parallel": args.parallel,
+                                  "rail": args.rail, "lan": not args.no_lan,
+                                  "per_node": not args.total_only})
         atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
     if args.tolerance is not None:
         bad = [r for r in rows if not r.kind.startswith("rtt") and abs(r.rel_err) > args.tolerance]
@@ -185,7 +188,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
     p = add("fail", cmd_fail, "fail a node's rail now or later")
     p.add_argument("target", metavar="NODE:RAIL")
-    p.add_argument("--at", help="seconds from now (e.g. 2, 1.5s, 500ms)")
+    p.add_argument("--at", help="seconds from now (e.g. 2, 1.5s, 500ms), or an absolute "
+                   "time: ISO 8601 with zone (2026-11-21T12:00:00Z) or @EPOCH seconds")
     p.add_argument("--for", dest="duration", help="heal after this long")
     p.add_argument("--mode", choices=faults.MODES, default="down",
                    help="down: switch port down (cut cable); drop: iptables drops everything")
@@ -200,4 +204,6 @@ def register(subparsers: Any) -> None:
                    help="one per-node WAN run instead of one per node")
     p.add_argument("--tolerance", type=float,
                    help="exit 1 if a rate is off by more than this fraction")
-    p.add_argument("--json", help="also write the rows to this JSON file")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write a results file (mpilab.results/1, one measurement per "
+                        "link: op 'link', impl iperf3/ping)")

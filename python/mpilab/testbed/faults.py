@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import re
 import subprocess
@@ -44,6 +45,41 @@ def parse_seconds(text: str, what: str) -> float:
         return parse_time(text)
     except ValueError as e:
         raise MpilabError(f"{what} {text}: {e}") from None
+
+
+def _iso(t: float) -> str:
+    return (_dt.datetime.fromtimestamp(t, _dt.UTC).isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"))
+
+
+def parse_at(text: str, now: float | None = None) -> tuple[float | None, float | None]:
+    """`--at`: seconds from now ('2', '1.5s', '500ms') -> (seconds, None); an absolute time,
+    ISO 8601 with a time zone ('2026-11-21T12:00:00Z', '...+01:00') or '@EPOCH' (seconds
+    since 1970, UTC) -> (None, epoch seconds). Absolute times must not be in the past."""
+    now = time.time() if now is None else now
+    t = text.strip()
+    if t.startswith("@"):
+        try:
+            epoch = float(t[1:])
+        except ValueError:
+            raise MpilabError(f"--at {text}: not a time (@EPOCH needs seconds since "
+                              "1970, e.g. @1795000000)") from None
+        if not math.isfinite(epoch) or epoch <= 0:
+            raise MpilabError(f"--at {text}: not a time (@EPOCH must be positive)")
+    elif re.match(r"^\d{4}-\d{2}-\d{2}", t):
+        try:
+            d = _dt.datetime.fromisoformat(t)
+        except ValueError:
+            raise MpilabError(f"--at {text}: not an ISO 8601 time "
+                              "(e.g. 2026-11-21T12:00:00Z)") from None
+        if d.tzinfo is None:
+            raise MpilabError(f"--at {text}: no time zone (add Z for UTC, or +HH:MM)")
+        epoch = d.timestamp()
+    else:
+        return parse_seconds(text, "--at"), None
+    if epoch < now:
+        raise MpilabError(f"--at {text}: {now - epoch:.1f} s in the past")
+    return None, epoch
 
 
 def _chain(spec: Spec) -> str:
@@ -147,12 +183,21 @@ def read_log(spec: Spec) -> list[dict[str, Any]]:
 
 
 def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,
-         duration: float | None = None) -> str:
+         duration: float | None = None, at_epoch: float | None = None) -> str:
+    """Fail a rail now, `at` seconds from now, or at the absolute time `at_epoch`
+    (time.time() seconds); `duration` heals it that long after the failure."""
     node, rail = parse_target(spec, target)
     if mode not in MODES:
         raise MpilabError(f"--mode {mode}: expected one of {', '.join(MODES)}")
     if at is not None and at < 0 or duration is not None and duration <= 0:
         raise MpilabError("--at must be >= 0 and --for > 0")
+    if at is not None and at_epoch is not None:
+        raise MpilabError("--at: give either seconds from now or an absolute time")
+    if at_epoch is not None:
+        pid = _schedule(spec, node, rail, mode, None, duration, at_epoch)
+        return (f"{node}:{rail} {mode} scheduled at {_iso(at_epoch)} "
+                f"(in {max(0.0, at_epoch - time.time()):.1f} s)"
+                + (f" for {duration:g} s" if duration else "") + f" (pid {pid})")
     if at:
         pid = _schedule(spec, node, rail, mode, at, duration)
         return (f"{node}:{rail} {mode} scheduled in {at:g} s"
@@ -180,11 +225,13 @@ def heal(spec: Spec, target: str | None) -> list[str]:
 
 
 def _schedule(spec: Spec, node: str, rail: int, mode: str, at: float | None,
-              duration: float | None) -> int:
+              duration: float | None, at_epoch: float | None = None) -> int:
     cmd = [sys.executable, "-m", "mpilab.testbed.faults", "--prefix", spec.prefix,
            "--target", f"{node}:{rail}", "--mode", mode]
     if at is not None:
         cmd += ["--at", repr(at)]
+    if at_epoch is not None:
+        cmd += ["--at-epoch", repr(at_epoch)]
     if duration is not None:
         cmd += ["--for", repr(duration)]
     env = dict(os.environ)
@@ -202,13 +249,19 @@ def _scheduler_main(argv: list[str]) -> int:
     ap.add_argument("--target", required=True)
     ap.add_argument("--mode", choices=MODES, required=True)
     ap.add_argument("--at", type=float)
+    ap.add_argument("--at-epoch", type=float)
     ap.add_argument("--for", dest="duration", type=float)
     a = ap.parse_args(argv)
     spec = net.current_spec(a.prefix)
     node, rail = parse_target(spec, a.target)
     t0 = time.monotonic()
-    if a.at is not None:
-        time.sleep(max(0.0, t0 + a.at - time.monotonic()))
+    if a.at is not None or a.at_epoch is not None:
+        if a.at is not None:
+            time.sleep(max(0.0, t0 + a.at - time.monotonic()))
+        else:
+            # wall-clock target: short sleeps, so a clock step (NTP) is followed
+            while (left := a.at_epoch - time.time()) > 0:
+                time.sleep(min(left, 0.5))
         apply(spec, node, rail, a.mode)
         log_event(spec, "fail", node, rail, a.mode, scheduled=True)
         t0 = time.monotonic()
