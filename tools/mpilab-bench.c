@@ -16,6 +16,7 @@
 #include "bench/sizes.h"
 #include "common/common.h"
 #include "mpilab/mpilab.h"
+#include "suite/suite_json.h"
 
 #define MAX_SIZES 100000
 #define MAX_RANGES 4
@@ -45,10 +46,14 @@ static void usage(void)
                "                    [--min-reps N] [--max-reps N] [--isolation barrier|none|sync]\n"
                "                    [--p2p-schedule parallel|sequential] [--p2p-back BYTES] [--root R]\n"
                "                    [--sync skampi|regression] [--out FILE] [--no-fit] [--quiet]\n"
-               "                    [--pipeline-depth N] [--allow-single-rep]\n"
+               "                    [--pipeline-depth N] [--allow-single-rep] [--warmup N]\n"
+               "                    [--window N] [--pairs K] [--poll-sweep LIST] [--comb-msgs N]\n"
                "  --ops        comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
                "  --sizes      comma list of sizes (4K), ranges A:B:STEP or A:B:xF (default 1:64K:x4)\n"
                "  --timing     comma list of max,root,global,opspec (default max)\n"
+               "  --warmup     untimed executions before each measurement (default 2)\n"
+               "  --window, --pairs, --poll-sweep, --comb-msgs: the interconnect suite's\n"
+               "               streaming window, pair count, COMB poll intervals, messages\n"
                "See docs/bench.md.\n");
 }
 
@@ -176,7 +181,7 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
     const char *ops = "p2p,scatter,gather,bcast,allreduce", *sizes = "1:64K:x4", *timing = "max";
     long long min_reps = 5, max_reps = 100, root = 0, depth = 10;
     enum { O_LIST = 256, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
-           O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_HELP };
+           O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_HELP, O_SUITE, O_WARMUP };
     static const struct option lo[] = {
         {"list", no_argument, 0, O_LIST}, {"ops", required_argument, 0, O_OPS},
         {"sizes", required_argument, 0, O_SIZES}, {"timing", required_argument, 0, O_TIMING},
@@ -187,11 +192,21 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         {"sync", required_argument, 0, O_SYNC}, {"out", required_argument, 0, O_OUT},
         {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET},
         {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"warmup", required_argument, 0, O_WARMUP},
+        /* the interconnect suite's parameters (mpilab_suite_option_names) */
+        {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
+        {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
+        {0, 0, 0, 0}};
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    int c, li = 0;
+    while ((c = getopt_long(argc, argv, "", lo, &li)) != -1) {
         switch (c) {
+        case O_SUITE: {
+            char err[256];
+            if (mpilab_suite_parse_option(lo[li].name, optarg, err, sizeof err) != 0)
+                bad_input("%s", err);
+            break;
+        }
         case O_LIST: o->list = 1; break;
         case O_OPS: ops = optarg; break;
         case O_SIZES: sizes = optarg; break;
@@ -229,6 +244,13 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         case O_QUIET: o->quiet = 1; break;
         case O_DEPTH: depth = parse_count("--pipeline-depth", optarg); break;
         case O_SINGLE: o->single = 1; break;
+        case O_WARMUP: {
+            long long w = parse_count("--warmup", optarg);
+            if (w < 0 || w > 1000000)
+                bad_input("--warmup: %lld outside 0..1000000", w);
+            o->bo.warmup = (size_t)w;
+            break;
+        }
         case O_HELP:
             usage();
             MPI_Finalize();
@@ -241,6 +263,9 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
     }
     if (optind < argc)
         bad_input("unexpected argument '%s'", argv[optind]);
+    /* after the options: the COMB entries depend on --poll-sweep */
+    if (mpilab_suite_register() != 0)
+        bad_input("cannot register the interconnect suite's operations");
     if (o->list)
         return;
     if (!(o->bo.prec.cl > 0.0 && o->bo.prec.cl < 1.0))
@@ -473,7 +498,7 @@ int main(int argc, char **argv)
     json_t *meas = json_array();
     json_t *skipped = json_array();
     int exit_code = 0;
-    int sync_used = 0;
+    int sync_used = 0, suite_used = 0;
     size_t nsyncs = 0;
     double worst_residual = 0.0;
     size_t npairs = (size_t)size * (size_t)(size - 1) / 2;
@@ -586,6 +611,11 @@ int main(int argc, char **argv)
                         json_object_set_new(m, "clock_sync_residual_s", json_real(r.sync_residual));
                     if (o.bo.isolation == MPILAB_ISO_NONE && tm != MPILAB_TIMING_OPSPEC)
                         json_object_set_new(m, "pipeline_depth", json_integer((json_int_t)o.bo.pipeline_depth));
+                    json_t *dv = mpilab_suite_derived_json(op, o.sizes[s], r.stats.mean);
+                    if (dv) {
+                        json_object_set_new(m, "derived", dv);
+                        suite_used = 1;
+                    }
                     json_array_append_new(meas, m);
                     row_t *row = &rows[nrows++];
                     snprintf(row->op, sizeof row->op, "%s", op->name);
@@ -628,6 +658,7 @@ int main(int argc, char **argv)
         skipped = NULL;
         json_object_set_new(opt, "precision", precision_json(&o.bo.prec));
         json_object_set_new(opt, "isolation", json_string(mpilab_isolation_name(o.bo.isolation)));
+        json_object_set_new(opt, "warmup", json_integer((json_int_t)o.bo.warmup));
         if (o.bo.isolation == MPILAB_ISO_NONE)
             json_object_set_new(opt, "pipeline_depth", json_integer((json_int_t)o.bo.pipeline_depth));
         json_object_set_new(opt, "p2p_schedule", json_string(o.p2p_mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential"));
@@ -657,6 +688,8 @@ int main(int argc, char **argv)
         prov = NULL;
         json_object_set_new(root, "measurements", meas);
         meas = NULL;
+        if (suite_used)
+            json_object_set_new(root, "suite", mpilab_suite_config_json());
         if (!o.no_fit && o.p2p && fit_sizes >= 2)
             json_object_set_new(root, "models", build_models(&o, size, json_object_get(root, "measurements")));
         if (o.out && mpilab_json_write_atomic(o.out, root, err, sizeof err) != 0) {

@@ -37,9 +37,13 @@ typedef struct mpilab_bench_opts {
     int resync;
     /* Isolation none: repetitions per back-to-back chunk; one sample = chunk time / depth. */
     size_t pipeline_depth;
+    /* Untimed executions before the repetitions (a barrier after each), so that first-touch
+     * costs (connection set-up, page faults, cold caches) do not enter the samples. */
+    size_t warmup;
 } mpilab_bench_opts_t;
 
-/* Defaults: precision 5/100/0.95/0.025, barrier, root 0, skampi, resync 1, depth 10. */
+/* Defaults: precision 5/100/0.95/0.025, barrier, root 0, skampi, resync 1, depth 10,
+ * warmup 2. */
 void mpilab_bench_opts_default(mpilab_bench_opts_t *o);
 
 typedef struct mpilab_bench mpilab_bench_t;

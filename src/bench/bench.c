@@ -36,6 +36,7 @@ void mpilab_bench_opts_default(mpilab_bench_opts_t *o)
     o->sync_method = MPILAB_SYNC_SKAMPI;
     o->resync = 1;
     o->pipeline_depth = 10;
+    o->warmup = 2;
 }
 
 int mpilab_bench_init(MPI_Comm comm, const mpilab_bench_opts_t *opts, mpilab_bench_t **out,
@@ -320,8 +321,17 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         snprintf(err, errlen, "%s:%s: setup failed for %zu bytes", op->name, op->impl, bytes);
         return -1;
     }
+    for (size_t w = 0; w < b->o.warmup; w++) {
+        int rc = op->run(ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
+        MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_LOR, b->comm);
+        if (anyfail) {
+            op->teardown(ctx);
+            snprintf(err, errlen, "%s:%s: the operation failed at %zu bytes", op->name, op->impl, bytes);
+            return -1;
+        }
+    }
     /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
-     * and the repetitions), not buffer setup and data validation */
+     * and the repetitions), not buffer setup, warm-up and data validation */
     double wall0 = MPI_Wtime();
     int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
     if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {

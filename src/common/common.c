@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "mpilab/version.h"
 
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
@@ -87,6 +89,33 @@ static int current_pu(void)
     }
     hwloc_topology_destroy(topo);
     return pu;
+}
+
+/* MCA parameters that select or tune the transport, as Open MPI passes them to the ranks. */
+static json_t *mca_json(void)
+{
+    static const char *keep[] = {"btl", "pml", "mtl", "osc", "coll", "mpi_yield_when_idle", NULL};
+    json_t *o = json_object();
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "OMPI_MCA_", 9) != 0)
+            continue;
+        const char *kv = *e + 9, *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        size_t len = (size_t)(eq - kv);
+        int ok = 0;
+        for (size_t k = 0; keep[k]; k++) {
+            size_t kl = strlen(keep[k]);
+            if (len >= kl && strncmp(kv, keep[k], kl) == 0 && (len == kl || kv[kl] == '_'))
+                ok = 1;
+        }
+        if (!ok)
+            continue;
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(len < 120 ? len : 120), kv);
+        json_object_set_new(o, key, json_string(eq + 1));
+    }
+    return o;
 }
 
 json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv)
@@ -172,6 +201,7 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
     }
     json_object_set_new(p, "hosts", hosts);
     json_object_set_new(p, "mapping", mapping);
+    json_object_set_new(p, "mca", mca_json());
     const char *transport = getenv("MPILAB_TRANSPORT");
     if (transport && *transport)
         json_object_set_new(p, "transport", json_string(transport));

@@ -65,17 +65,8 @@ class Plan:
 
 
 def suite_tool() -> str:
-    """mpilab-bench if it knows the suite's entries, else the transitional
-    mpilab-bench-suite (same runner, suite registered)."""
-    try:
-        bench = find_tool("mpilab-bench")
-        out = subprocess.run([bench, "--list"], capture_output=True, text=True, env=mpi_env(),
-                             timeout=60, check=False).stdout
-        if re.search(r"^stream mpi ", out, re.M):
-            return bench
-    except (MpilabError, subprocess.TimeoutExpired):
-        pass
-    return find_tool("mpilab-bench-suite")
+    """The runner: mpilab-bench registers the suite's entries itself."""
+    return find_tool("mpilab-bench")
 
 
 def _launch(t: Transport, np: int, program: list[str], timeout: float) -> None:
