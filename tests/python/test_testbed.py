@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpilab.testbed import check as checkmod
 from mpilab.testbed import net
 from mpilab.testbed import spec as specmod
 from mpilab.tools import find_tool
@@ -336,3 +335,56 @@ def test_fault_at_an_absolute_time(tb: tuple[str, dict[str, str]]) -> None:
         assert fail_t + 1.0 <= heal_t < fail_t + 2.5
     finally:
         mpilab("testbed", "heal", env=env)
+
+
+def _mptcp_mib(ns: str) -> dict[str, int]:
+    """MPTcpExt counters of a namespace (/proc/net/netstat is per network namespace)."""
+    text = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/netstat"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    for head, vals in zip(text[::2], text[1::2], strict=True):
+        if head.startswith("MPTcpExt:"):
+            return dict(zip(head.split()[1:], map(int, vals.split()[1:]), strict=True))
+    return {}
+
+
+def test_mpilab_bench_runs_inside_the_testbed(tmp_path: Path) -> None:
+    """`mpilab bench --testbed PREFIX [--mptcp]`: the runner's ranks are on two emulated
+    nodes in different sites, the pair is measured across the WAN, and with --mptcp the
+    connections are MPTCP with a subflow on the second rail."""
+    if not find_tool("mpilab-bench"):
+        pytest.skip("mpilab-bench not built")
+    prefix = f"b{os.getpid() % 100000}"
+    env = _env(prefix, tmp_path)
+    f = tmp_path / "b.toml"
+    f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\nrails = 2\n[wan]\ndelay = \"2ms\"\n")
+    try:
+        assert mpilab("testbed", "up", str(f), env=env).returncode == 0
+        sp = specmod.load(str(f), prefix)
+        names = [sp.ns("s0n0"), sp.ns("s1n0")]
+        for mptcp in (False, True):
+            before = [_mptcp_mib(ns) for ns in names]
+            out = tmp_path / f"bench-{mptcp}.json"
+            p = mpilab("bench", "--np", "2", "--testbed", prefix, *(["--mptcp"] if mptcp else []),
+                       "--out", str(out), "--", "--ops", "p2p", "--sizes", "1K",
+                       "--max-reps", "10", env=env, timeout=120)
+            assert p.returncode == 0, p.stdout + p.stderr
+            doc = json.loads(out.read_text())
+            prov = doc["provenance"]
+            # each node has its own hostname (its namespace's name), as MPI reports it
+            assert prov["hosts"] == names and prov["ranks"] == 2
+            assert [m["host"] for m in prov["mapping"]] == names
+            p2p = [m for m in doc["measurements"] if m["op"] == "p2p"]
+            assert [(m["pair"], m["bytes"]) for m in p2p] == [([0, 1], 1024)]
+            # the round trip crossed the WAN twice: at least 2L = 4 ms
+            assert p2p[0]["stats"]["min"] >= 0.004
+            after = [_mptcp_mib(ns) for ns in names]
+            grew = [{k: a.get(k, 0) - b.get(k, 0) for k in a} for a, b in zip(after, before,
+                                                                                strict=True)]
+            accepted = sum(g.get("MPCapableSYNRX", 0) for g in grew)
+            joined = sum(g.get("MPJoinSynRx", 0) for g in grew)
+            if mptcp:
+                assert accepted >= 1 and joined >= 1, grew
+            else:
+                assert accepted == 0 and joined == 0, grew
+    finally:
+        mpilab("testbed", "down", env=env)

@@ -35,6 +35,10 @@ def choose_hosts(spec: Spec, hosts: str | None) -> list[str]:
     return out
 
 
+# `... UTS_WRAP NAME COMMAND...` runs COMMAND in a new UTS namespace whose hostname is NAME
+UTS_WRAP = "unshare --uts sh -c 'hostname \"$1\" && shift && exec \"$@\"' sh"
+
+
 def write_agent(spec: Spec, mptcp: bool) -> Path:
     """The rsh agent Open MPI calls as `AGENT HOST COMMAND...`: it maps the host (the node's
     rail-0 address, as written in the hostfile) to its namespace and TMPDIR."""
@@ -54,7 +58,9 @@ def write_agent(spec: Spec, mptcp: bool) -> Path:
         *cases,
         '  *) echo "mpilab testbed agent: unknown host $host" >&2; exit 1 ;;',
         "esac",
-        f'exec ip netns exec "$ns" env TMPDIR="$t" {wrap}sh -c "$*"',
+        # own UTS namespace: the node's hostname is its namespace's name, so MPI (and the
+        # results' provenance) tell the nodes apart
+        f'exec ip netns exec "$ns" {UTS_WRAP} "$ns" env TMPDIR="$t" {wrap}sh -c "$*"',
         "",
     ])
     path = sd / ("agent-mptcp.sh" if mptcp else "agent.sh")
@@ -137,7 +143,8 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     hostfile = write_hostfile(spec, chosen, slots)
     first = chosen[0]
     tmp = net.state_dir(spec.prefix) / "tmp" / first
-    return ["ip", "netns", "exec", spec.ns(first), "env", f"TMPDIR={tmp}",
+    return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
+            "env", f"TMPDIR={tmp}",
             *mpirun_command(spec, chosen, np, agent, hostfile, rails, [], mptcp)]
 
 
