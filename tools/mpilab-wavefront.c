@@ -37,8 +37,8 @@ static int usage(void)
             "       %s convert --layout rowmajor|block|optimized [--mb MB --nb NB] [--t T]\n"
             "                  [--bands P] IN [IN...] OUT\n"
             "       %s run --data D --coef C --iterations K [--workers P] [--waves W]\n"
-            "              [--io pread|mmap] [--mb MB --nb NB] [--no-drop-behind] [--mpi]\n"
-            "              [--json FILE] [--quiet]\n"
+            "              [--io pread|mmap|uring|auto] [--queue-depth D] [--mb MB --nb NB]\n"
+            "              [--no-drop-behind] [--no-prefetch] [--mpi] [--json FILE] [--quiet]\n"
             "       %s verify --initial D0 --coef C --iterations K RESULT\n"
             "       %s bounds [--size 256M] [--threads P] [--rows M --cols N]\n",
             prog, prog, prog, prog, prog);
@@ -234,16 +234,17 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
                                        {"nb", required_argument, 0, 'N'},
                                        {"no-drop-behind", no_argument, 0, 'D'},
                                        {"no-prefetch", no_argument, 0, 'F'},
+                                       {"queue-depth", required_argument, 0, 'Q'},
                                        {"mpi", no_argument, 0, 'x'},
                                        {"json", required_argument, 0, 'j'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0};
+    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0};
     const char *data = NULL, *coef = NULL, *json = NULL;
     int use_mpi = 0, quiet = 0, c;
     int64_t v;
-    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFxj:qh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFQ:xj:qh", lo, NULL)) != -1) {
         switch (c) {
         case 'd': data = optarg; break;
         case 'c': coef = optarg; break;
@@ -259,7 +260,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             break;
         case 'i':
             if ((o.io = mpilab_wf_io_parse(optarg)) < 0) {
-                fprintf(stderr, "%s: --io '%s': expected pread or mmap\n", prog, optarg);
+                fprintf(stderr, "%s: --io '%s': expected pread, mmap, uring or auto\n", prog,
+                        optarg);
                 return 2;
             }
             break;
@@ -267,6 +269,11 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         case 'N': if (parse_pos_i64("--nb", optarg, 1, &o.nb)) return 2; break;
         case 'D': o.drop_behind = 0; break;
         case 'F': o.no_prefetch = 1; break;
+        case 'Q':
+            if (parse_pos_i64("--queue-depth", optarg, 1, &v)) return 2;
+            if (v > 32) return die("--queue-depth: at most 32");
+            o.queue_depth = (int)v;
+            break;
         case 'x': use_mpi = 1; break;
         case 'j': json = optarg; break;
         case 'q': quiet = 1; break;
@@ -308,7 +315,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             printf("wavefront: %lldx%lld %s (coef %s) block %lldx%lld, %d %s, %d wave(s), io %s\n",
                    (long long)st.rows, (long long)st.cols, mpilab_wf_layout_name(st.layout),
                    mpilab_wf_layout_name(st.coef_layout), (long long)st.mb, (long long)st.nb,
-                   st.workers, use_mpi ? "ranks" : "workers", o.waves, mpilab_wf_io_name(o.io));
+                   st.workers, use_mpi ? "ranks" : "workers", o.waves, mpilab_wf_io_name(st.io));
+            printf("buffer slots (blocks in flight) per worker: %d\n", st.queue_depth);
             printf("time per iteration %.6f s, total %.6f s\n", mean, st.total_s);
             printf("bytes read %lld, written %lld, I/O bandwidth %.1f MiB/s, peak RSS %ld KiB\n",
                    (long long)st.bytes_read, (long long)st.bytes_written,
@@ -324,9 +332,10 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         if (json) {
             json_t *root = json_object();
             json_object_set_new(root, "schema", json_string(MPILAB_RESULTS_SCHEMA));
-            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:b,s:b}", "mode", use_mpi ? "mpi" : "threads",
+            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:i,s:b,s:b}", "mode", use_mpi ? "mpi" : "threads",
                                      "iterations", (json_int_t)o.iterations, "workers", o.workers,
                                      "waves", o.waves, "io", mpilab_wf_io_name(o.io),
+                                     "queue_depth", o.queue_depth,
                                      "drop_behind", o.drop_behind, "prefetch", !o.no_prefetch);
             json_object_set_new(prov, "options", opts);
             json_object_set_new(prov, "clock_sync", json_null());
@@ -342,7 +351,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(wf, "mode", json_string(use_mpi ? "mpi" : "threads"));
             json_object_set_new(wf, "workers", json_integer(st.workers));
             json_object_set_new(wf, "waves", json_integer(o.waves));
-            json_object_set_new(wf, "io", json_string(mpilab_wf_io_name(o.io)));
+            json_object_set_new(wf, "io", json_string(mpilab_wf_io_name(st.io)));
+            json_object_set_new(wf, "queue_depth", json_integer(st.queue_depth));
             json_object_set_new(wf, "drop_behind", json_boolean(o.drop_behind));
             json_object_set_new(wf, "iterations", json_integer(st.iterations));
             json_object_set_new(wf, "total_s", json_real(st.total_s));
@@ -370,7 +380,7 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(wf, "iteration_s", json_deep_copy(samples));
             json_object_set_new(root, "wavefront", wf);
             char impl[64];
-            snprintf(impl, sizeof impl, "%s/%s", mpilab_wf_layout_name(st.layout), mpilab_wf_io_name(o.io));
+            snprintf(impl, sizeof impl, "%s/%s", mpilab_wf_layout_name(st.layout), mpilab_wf_io_name(st.io));
             json_t *m = json_object();
             json_object_set_new(m, "op", json_string("wavefront"));
             json_object_set_new(m, "impl", json_string(impl));

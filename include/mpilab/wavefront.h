@@ -18,13 +18,25 @@ typedef enum {
     MPILAB_WF_OPTIMIZED = 2
 } mpilab_wf_layout;
 
-typedef enum { MPILAB_WF_IO_PREAD = 0, MPILAB_WF_IO_MMAP = 1 } mpilab_wf_io;
+/* I/O back ends. URING: io_uring with several requests in flight per worker (only if
+ * built with liburing; mpilab_wf_io_available). AUTO: uring if an io_uring instance can
+ * be created at run time, else pread (the back end used is reported in the stats). */
+typedef enum {
+    MPILAB_WF_IO_PREAD = 0,
+    MPILAB_WF_IO_MMAP = 1,
+    MPILAB_WF_IO_URING = 2,
+    MPILAB_WF_IO_AUTO = 3
+} mpilab_wf_io;
 
-/* Name <-> enum ("rowmajor", "block", "optimized"; "pread", "mmap"). -1 if unknown. */
+/* Name <-> enum ("rowmajor", "block", "optimized"; "pread", "mmap", "uring", "auto").
+ * -1 if unknown. */
 int mpilab_wf_layout_parse(const char *name);
 const char *mpilab_wf_layout_name(int layout);
 int mpilab_wf_io_parse(const char *name);
 const char *mpilab_wf_io_name(int io);
+/* 1 if the io_uring back end can be used here (built with liburing and an io_uring
+ * instance can be created now); 0 otherwise, with the reason in `why` if given. */
+int mpilab_wf_io_available(int io, char *why, size_t whylen);
 
 /* Create a deterministic problem from `seed`: `data_path` (rows x cols doubles) and
  * `coef_path` (the five planes zb, zu, zv, zr, zz), both row-major. 0 or -1 + err. */
@@ -61,6 +73,9 @@ typedef struct {
     int no_prefetch; /* 1: no I/O helper thread; every read/write is synchronous in the
                       * worker (the default 0 overlaps block j+1's reads and block j's
                       * write-back with the computation of block j) */
+    int queue_depth; /* uring: blocks in flight per worker (buffer slots; reads of up to
+                      * queue_depth-1 steps ahead plus write-backs); 0 = 4. Other back
+                      * ends ignore it. */
 } mpilab_wf_run_opts;
 
 typedef struct {
@@ -84,6 +99,8 @@ typedef struct {
      * read_bytes/write_bytes deltas, summed over ranks; -1 if unavailable). Unlike
      * bytes_read they include readahead and exclude page-cache hits. */
     int64_t dev_read_bytes, dev_write_bytes;
+    int io;                 /* back end actually used (AUTO resolved) */
+    int queue_depth;        /* buffer slots per worker (1 no prefetch, 2 helper, D uring) */
 } mpilab_wf_stats;
 void mpilab_wf_stats_free(mpilab_wf_stats *st);
 

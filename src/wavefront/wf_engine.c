@@ -14,6 +14,10 @@
 
 #include "wavefront/wf_internal.h"
 
+#ifdef MPILAB_HAVE_URING
+#include <liburing.h>
+#endif
+
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
 
 void mpilab_wf_stats_free(mpilab_wf_stats *st)
@@ -152,6 +156,8 @@ static void ml_post(mpilink *l, MPI_Comm comm)
  * every read sees exactly the data the sequential order would. */
 enum { OP_READ = 1, OP_WRITE = 2 };
 #define WF_IOQ 4
+#define WF_MAXQ 32           /* largest queue depth (buffer slots per worker) */
+#define WF_URING_ENTRIES 256 /* submission queue entries per worker ring */
 
 typedef struct {
     int kind, slot;
@@ -165,6 +171,8 @@ typedef struct worker {
     int64_t b0, b1, nbc, mb, nb, cols, row0, total;
     int64_t iters;
     int waves, drop, hints, prefetch;
+    int nslots; /* buffer slots: 1 without prefetch, 2 with the helper, D with uring */
+    int uring;
     /* neighbours: threads */
     shared *sh;
     chan *up_bf, *down_bf; /* BF from the upper worker, to the lower worker */
@@ -175,8 +183,19 @@ typedef struct worker {
     mpilink l_up_tf_send, l_down_bf_send, l_up_bf_recv, l_down_tf_recv;
     MPI_Request *wave_req;
     int has_up, has_down;
-    /* buffers: halo'd block and coefficients per slot */
-    double *hb[2], *cfb[2], *north, *west, *seg, *lf;
+    /* buffers: halo'd block, coefficients, east halo and block I/O state per slot */
+    double *hb[WF_MAXQ], *cfb[WF_MAXQ], *lfs[WF_MAXQ], *north, *west, *seg;
+    wf_blockio dios[WF_MAXQ], lfios[WF_MAXQ], cios[WF_MAXQ], wios[WF_MAXQ];
+    int64_t rseq[WF_MAXQ];
+#ifdef MPILAB_HAVE_URING
+    /* io_uring: recorded transfers per slot (reads of the slot's step, its write-back),
+     * outstanding counts, and the step/block of the slot's write-back */
+    struct io_uring ring;
+    int ring_ok;
+    wf_rec rrec[WF_MAXQ], wrec[WF_MAXQ];
+    int64_t rpend[WF_MAXQ], wpend[WF_MAXQ], wstep[WF_MAXQ], wbr[WF_MAXQ], wbc[WF_MAXQ];
+    int64_t inflight;
+#endif
     /* I/O helper */
     pthread_t io_tid;
     pthread_mutex_t io_mu;
@@ -311,32 +330,35 @@ static int next_step(const worker *w, int64_t *it, int64_t *br, int64_t *bc)
  * frontier of the next block (east halo: one contiguous read in the optimized layout, a
  * strided gather of MB elements in the block and row-major layouts), the 5 coefficient
  * blocks, and the old top frontier of the block below (south halo) when it is in this
- * worker's band. Then a read-ahead hint for the step after. */
+ * worker's band. Then a read-ahead hint for the step after (synchronous back ends).
+ * With io_uring this runs twice per step: once recording the transfers, once replaying
+ * the copies after they completed (wf_rec); all buffers it uses belong to the slot. */
 static int step_read(worker *w, const ioop *op, char *err, size_t errlen)
 {
     const int64_t ld = w->nb + 2, br = op->br, bc = op->bc;
     const int64_t h = blk_h(w, br), wd = blk_w(w, bc);
-    double *H = w->hb[op->slot];
-    if (wf_read_block(w->data, &w->dio, br, bc, 0, H + ld + 1, (size_t)ld, &w->bytes_r, err,
+    const int sl = op->slot;
+    double *H = w->hb[sl], *lf = w->lfs[sl];
+    if (wf_read_block(w->data, &w->dios[sl], br, bc, 0, H + ld + 1, (size_t)ld, &w->bytes_r, err,
                       errlen))
         return -1;
     if (bc + 1 < w->nbc) {
-        if (wf_read_lf(w->data, &w->dio, br, bc + 1, w->lf, &w->bytes_r, err, errlen))
+        if (wf_read_lf(w->data, &w->lfios[sl], br, bc + 1, lf, &w->bytes_r, err, errlen))
             return -1;
         for (int64_t i = 0; i < h; i++)
-            H[(i + 1) * ld + wd + 1] = w->lf[i];
+            H[(i + 1) * ld + wd + 1] = lf[i];
     }
     size_t pl = (size_t)(h * wd);
     for (int p = 0; p < 5; p++)
-        if (wf_read_block(w->coef, &w->cio, br, bc, p, w->cfb[op->slot] + p * pl, (size_t)wd,
+        if (wf_read_block(w->coef, &w->cios[sl], br, bc, p, w->cfb[sl] + p * pl, (size_t)wd,
                           &w->bytes_r, err, errlen))
             return -1;
     if (br + 1 < w->b1 &&
-        wf_read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
-                   err, errlen))
+        wf_read_tf(w->data, &w->dios[sl], br + 1, bc, H + (size_t)((h + 1) * ld) + 1,
+                   &w->bytes_r, err, errlen))
         return -1;
     int64_t it = op->it, nbr = br, nbc = bc;
-    if (next_step(w, &it, &nbr, &nbc))
+    if (!w->uring && next_step(w, &it, &nbr, &nbc))
         hint_block(w, nbr, nbc, 0, 1);
     return 0;
 }
@@ -344,10 +366,11 @@ static int step_read(worker *w, const ioop *op, char *err, size_t errlen)
 static int step_write(worker *w, const ioop *op, char *err, size_t errlen)
 {
     const int64_t ld = w->nb + 2;
-    if (wf_write_block(w->data, &w->dio, op->br, op->bc, w->hb[op->slot] + ld + 1, (size_t)ld,
-                       &w->bytes_w, err, errlen))
+    if (wf_write_block(w->data, &w->wios[op->slot], op->br, op->bc, w->hb[op->slot] + ld + 1,
+                       (size_t)ld, &w->bytes_w, err, errlen))
         return -1;
-    hint_block(w, op->br, op->bc, 1, 0);
+    if (!w->uring)
+        hint_block(w, op->br, op->bc, 1, 0);
     return 0;
 }
 
@@ -430,7 +453,7 @@ static int io_start(worker *w)
 {
     w->submitted = w->completed = 0;
     w->io_stop = w->io_failed = 0;
-    if (!w->prefetch)
+    if (!w->prefetch || w->uring)
         return 0;
     pthread_mutex_init(&w->io_mu, NULL);
     pthread_cond_init(&w->io_cv, NULL);
@@ -459,20 +482,261 @@ static void io_stop(worker *w)
     w->io_started = 0;
 }
 
-/* Does any read of step (br2, bc2) touch block (br, bc)? */
-static int reads_touch(const worker *w, int64_t br2, int64_t bc2, int64_t br, int64_t bc)
+/* ---- io_uring back end ---------------------------------------------------------------
+ * No helper thread: the worker records a step's transfers (step_read / step_write with
+ * the slot's wf_rec), submits them all to its own ring and goes on; completions are
+ * reaped whenever it has to wait. Up to nslots steps have buffers in flight: the reads of
+ * the next nslots-1 steps and the write-backs not yet completed. Ordering is enforced
+ * here instead of by a FIFO: a read is submitted only after every write-back of a block
+ * it touches completed, and a slot is reused only after its write-back completed. */
+#ifdef MPILAB_HAVE_URING
+static void ur_fail(worker *w, const char *path, const char *what, int e)
 {
-    if (br2 == br && bc2 == bc)
-        return 1;
-    if (br2 + 1 < w->b1 && br2 + 1 == br && bc2 == bc) /* south halo */
-        return 1;
-    return bc2 + 1 < w->nbc && br2 == br && bc2 + 1 == bc; /* east halo */
+    if (!w->io_failed)
+        snprintf(w->ioerr, sizeof w->ioerr, "%.300s: %s failed: %s", path, what, strerror(e));
+    w->io_failed = 1;
 }
 
+/* Reap one completion (waiting for it). */
+static int ur_reap(worker *w)
+{
+    struct io_uring_cqe *cqe;
+    int rc;
+    do
+        rc = io_uring_wait_cqe(&w->ring, &cqe);
+    while (rc == -EINTR);
+    if (rc < 0) {
+        ur_fail(w, w->data->path, "io_uring_wait_cqe", -rc);
+        return -2;
+    }
+    uint64_t ud = io_uring_cqe_get_data64(cqe);
+    int res = cqe->res;
+    io_uring_cqe_seen(&w->ring, cqe);
+    int slot = (int)((ud >> 1) & 63), wr = (int)(ud & 1);
+    size_t xi = (size_t)(ud >> 8);
+    wf_xfer *x = wr ? &w->wrec[slot].v[xi] : &w->rrec[slot].v[xi];
+    w->inflight--;
+    if (res < 0 && res != -EAGAIN && res != -EINTR) {
+        ur_fail(w, x->f->path, wr ? "write" : "read", -res);
+    } else if ((size_t)(res < 0 ? 0 : res) < x->len) {
+        /* short transfer (or EAGAIN/EINTR): finish it synchronously */
+        size_t done = res < 0 ? 0 : (size_t)res;
+        if (!wr && res == 0) {
+            if (!w->io_failed)
+                snprintf(w->ioerr, sizeof w->ioerr, "%.300s: unexpected end of file at offset %lld",
+                         x->f->path, (long long)x->off);
+            w->io_failed = 1;
+        } else if (!w->io_failed) {
+            unsigned char *b = x->buf;
+            int r2 = wr ? wf_write(x->f, b + done, x->len - done, x->off + (off_t)done, NULL,
+                                   w->ioerr, sizeof w->ioerr)
+                        : wf_read(x->f, b + done, x->len - done, x->off + (off_t)done, NULL,
+                                  w->ioerr, sizeof w->ioerr);
+            if (r2)
+                w->io_failed = 1;
+        }
+    }
+    if (wr) {
+        if (--w->wpend[slot] == 0 && !w->io_failed)
+            hint_block(w, w->wbr[slot], w->wbc[slot], 1, 0);
+    } else {
+        w->rpend[slot]--;
+    }
+    return w->io_failed ? -1 : 0;
+}
+
+/* Submit the transfers recorded in r (slot, direction). */
+static int ur_submit(worker *w, wf_rec *r, int slot, int wr, int64_t *pend)
+{
+    unsigned cap = w->ring.cq.ring_entries;
+    for (size_t i = 0; i < r->n; i++) {
+        struct io_uring_sqe *sqe;
+        while (w->inflight >= (int64_t)cap || !(sqe = io_uring_get_sqe(&w->ring))) {
+            int rc = io_uring_submit(&w->ring);
+            if (rc < 0 && rc != -EAGAIN && rc != -EBUSY && rc != -EINTR) {
+                ur_fail(w, w->data->path, "io_uring_submit", -rc);
+                return -1;
+            }
+            if (w->inflight >= (int64_t)cap || rc <= 0)
+                if (ur_reap(w))
+                    return -1;
+        }
+        wf_xfer *x = &r->v[i];
+        if (wr)
+            io_uring_prep_write(sqe, x->f->fd, x->buf, (unsigned)x->len, (uint64_t)x->off);
+        else
+            io_uring_prep_read(sqe, x->f->fd, x->buf, (unsigned)x->len, (uint64_t)x->off);
+        io_uring_sqe_set_data64(sqe, ((uint64_t)i << 8) | ((uint64_t)slot << 1) | (uint64_t)wr);
+        (*pend)++;
+        w->inflight++;
+    }
+    int rc;
+    do
+        rc = io_uring_submit(&w->ring);
+    while (rc == -EINTR);
+    if (rc < 0 && rc != -EAGAIN && rc != -EBUSY) {
+        ur_fail(w, w->data->path, "io_uring_submit", -rc);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reap everything still in flight (also after a failure: the buffers must be idle
+ * before they are freed). */
+static int ur_drain(worker *w)
+{
+    if (!w->ring_ok)
+        return 0;
+    io_uring_submit(&w->ring);
+    while (w->inflight > 0)
+        if (ur_reap(w) == -2)
+            return -1;
+    return w->io_failed ? -1 : 0;
+}
+#endif
+
+/* Largest step index before (it, br, bc) whose write-back touches a block this step
+ * reads (the block itself, the next block's left frontier, the top frontier of the
+ * block below): those are the previous iteration's steps; -1 if none. */
+static int64_t conflict_max(const worker *w, int64_t it, int64_t br, int64_t bc)
+{
+    if (it == 0)
+        return -1;
+    const int64_t spi = (w->b1 - w->b0) * w->nbc, k = (br - w->b0) * w->nbc + bc;
+    int64_t km = k;
+    if (bc + 1 < w->nbc)
+        km = k + 1;
+    if (br + 1 < w->b1)
+        km = k + w->nbc;
+    return (it - 1) * spi + km;
+}
+
+/* Start the reads of step t (slot t % nslots). */
+static int read_submit(worker *w, int64_t t, int64_t it, int64_t br, int64_t bc)
+{
+    const int slot = (int)(t % w->nslots);
+    if (!w->uring) {
+        w->rseq[slot] = io_submit(w, OP_READ, slot, it, br, bc);
+        return w->rseq[slot] < 0 ? -1 : 0;
+    }
+#ifdef MPILAB_HAVE_URING
+    double t0 = now_s();
+    const int64_t cm = conflict_max(w, it, br, bc);
+    for (int k = 0; k < w->nslots; k++)
+        while (w->wpend[k] > 0 && (k == slot || w->wstep[k] <= cm))
+            if (ur_reap(w))
+                goto fail;
+    w->t_iowait += now_s() - t0;
+    ioop op = {OP_READ, slot, it, br, bc};
+    w->rrec[slot].n = 0;
+    w->rrec[slot].mode = WF_REC_RECORD;
+    if (step_read(w, &op, w->ioerr, sizeof w->ioerr))
+        goto fail;
+    if (ur_submit(w, &w->rrec[slot], slot, 0, &w->rpend[slot]))
+        goto fail;
+    w->rseq[slot] = t; /* remembered for the replay */
+    return 0;
+fail:
+    snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+    return -1;
+#else
+    return -1;
+#endif
+}
+
+/* Wait for the reads of step t (coordinates it, br, bc), so slot t % nslots is ready. */
+static int read_wait(worker *w, int64_t t, int64_t it, int64_t br, int64_t bc)
+{
+    const int slot = (int)(t % w->nslots);
+    if (!w->uring)
+        return io_wait(w, w->rseq[slot]);
+#ifdef MPILAB_HAVE_URING
+    double t0 = now_s();
+    while (w->rpend[slot] > 0)
+        if (ur_reap(w)) {
+            snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+            return -1;
+        }
+    w->t_iowait += now_s() - t0;
+    ioop op = {OP_READ, slot, it, br, bc};
+    w->rrec[slot].mode = WF_REC_REPLAY;
+    return step_read(w, &op, w->err, sizeof w->err);
+#else
+    (void)it, (void)br, (void)bc;
+    return -1;
+#endif
+}
+
+/* Start the write-back of step t from its slot. */
+static int write_submit(worker *w, int64_t t, int64_t it, int64_t br, int64_t bc)
+{
+    const int slot = (int)(t % w->nslots);
+    if (!w->uring)
+        return io_submit(w, OP_WRITE, slot, it, br, bc) < 0 ? -1 : 0;
+#ifdef MPILAB_HAVE_URING
+    ioop op = {OP_WRITE, slot, it, br, bc};
+    w->wrec[slot].n = 0;
+    w->wrec[slot].mode = WF_REC_RECORD;
+    w->wstep[slot] = t;
+    w->wbr[slot] = br;
+    w->wbc[slot] = bc;
+    if (step_write(w, &op, w->err, sizeof w->err))
+        return -1;
+    if (ur_submit(w, &w->wrec[slot], slot, 1, &w->wpend[slot])) {
+        snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+        return -1;
+    }
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+/* Wait for every transfer of the worker (the last write-backs). */
+static int io_drain(worker *w)
+{
+    if (!w->uring)
+        return io_wait(w, w->submitted);
+#ifdef MPILAB_HAVE_URING
+    double t0 = now_s();
+    int rc = ur_drain(w);
+    w->t_iowait += now_s() - t0;
+    if (rc)
+        snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+    return rc;
+#else
+    return -1;
+#endif
+}
+
+/* The read cursor: the next step whose reads have not been submitted. */
+typedef struct {
+    int has;
+    int64_t t, it, br, bc;
+} rcursor;
+
+/* Submit the reads of the steps up to `bound`, in order, while every write-back they
+ * depend on was submitted (steps <= written). */
+static int pump(worker *w, rcursor *rc, int64_t bound, int64_t written)
+{
+    while (rc->has && rc->t <= bound && conflict_max(w, rc->it, rc->br, rc->bc) <= written) {
+        if (read_submit(w, rc->t, rc->it, rc->br, rc->bc))
+            return -1;
+        rc->t++;
+        rc->has = next_step(w, &rc->it, &rc->br, &rc->bc);
+    }
+    return 0;
+}
+
+/* A worker's steps. Step s uses slot s % D (D = nslots). The reads of steps up to s+D-1
+ * are in flight while s is computed (fewer when a read depends on a write-back not yet
+ * submitted); after step s's write-back and frontier sends (which read its buffer), the
+ * slot is free for step s+D. D = 1 (no prefetch) is the synchronous engine, D = 2 the
+ * double-buffered helper. */
 static int worker_steps(worker *w)
 {
     const int64_t ld = w->nb + 2;
-    const int nslots = w->prefetch ? 2 : 1;
+    const int D = w->nslots;
     /* initial top frontiers (iteration "-1") for the upper neighbour */
     if (w->has_up) {
         for (int64_t bc = 0; bc < w->nbc; bc++) {
@@ -487,8 +751,8 @@ static int worker_steps(worker *w)
     }
     if (w->iters <= 0)
         return 0;
-    int64_t rseq[2] = {0, 0};
-    if ((rseq[0] = io_submit(w, OP_READ, 0, 0, w->b0, 0)) < 0)
+    rcursor rc = {1, 0, 0, w->b0, 0};
+    if (pump(w, &rc, D - 1, -1))
         return -1;
     int64_t s = 0;
     for (int64_t it = 0; it < w->iters; it++) {
@@ -503,19 +767,12 @@ static int worker_steps(worker *w)
             const int64_t ilo = rg0 == 0 ? 1 : 0;
             const int64_t ihi = rg0 + h == w->total ? h - 1 : h;
             for (int64_t bc = 0; bc < w->nbc; bc++, s++) {
-                const int slot = (int)(s % nslots);
+                const int slot = (int)(s % D);
                 double *H = w->hb[slot];
                 const int64_t c0 = bc * w->nb, wd = blk_w(w, bc);
                 const int64_t jlo = c0 == 0 ? 1 : 0;
                 const int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
-                if (io_wait(w, rseq[slot]))
-                    return -1;
-                int64_t it2 = it, br2 = br, bc2 = bc;
-                int has_next = next_step(w, &it2, &br2, &bc2);
-                int late = has_next && (nslots == 1 || reads_touch(w, br2, bc2, br, bc));
-                int nslot = (int)((s + 1) % nslots);
-                if (has_next && !late &&
-                    (rseq[nslot] = io_submit(w, OP_READ, nslot, it2, br2, bc2)) < 0)
+                if (read_wait(w, s, it, br, bc))
                     return -1;
                 /* north halo: updated bottom row of the block above */
                 t0 = now_s();
@@ -555,7 +812,7 @@ static int worker_steps(worker *w)
                     w->west[i] = H[(i + 1) * ld + wd];
                 memcpy(w->north + c0, H + h * ld + 1, (size_t)wd * 8);
                 w->t_compute += now_s() - t1;
-                if (io_submit(w, OP_WRITE, slot, it, br, bc) < 0)
+                if (write_submit(w, s, it, br, bc))
                     return -1;
                 t0 = now_s();
                 if (br + 1 == w->b1 && w->has_down &&
@@ -565,15 +822,15 @@ static int worker_steps(worker *w)
                     link_send(w, &w->l_up_tf_send, w->up_tf, H + ld + 1, (size_t)wd))
                     return -1;
                 w->t_depwait += now_s() - t0;
-                /* without prefetch the next read reuses this buffer: after the sends */
-                if (late && (rseq[nslot] = io_submit(w, OP_READ, nslot, it2, br2, bc2)) < 0)
+                /* the sends read this slot's buffer: only now may step s+D reuse it */
+                if (pump(w, &rc, s + D, s))
                     return -1;
             }
         }
         w->t_done[it] = w->mpi ? MPI_Wtime() : now_s();
         iter_done(w, it);
     }
-    return io_wait(w, w->submitted); /* the last write-backs */
+    return io_drain(w); /* the last write-backs */
 }
 
 /* With the I/O helper and pread, a step's reads of a blocked coefficient file and of an
@@ -586,7 +843,7 @@ static int worker_steps(worker *w)
  * read: 2.6x slower measured, docs/wavefront.md). */
 static void no_readahead(worker *w)
 {
-    if (!w->prefetch)
+    if (!w->prefetch && !w->uring)
         return;
     if (!w->data->map && w->data->h.layout == MPILAB_WF_OPTIMIZED)
         posix_fadvise(w->data->fd, 0, 0, POSIX_FADV_RANDOM);
@@ -601,6 +858,12 @@ static int worker_body(worker *w)
         return -1;
     int rc = worker_steps(w);
     io_stop(w);
+#ifdef MPILAB_HAVE_URING
+    if (w->uring && ur_drain(w) && !rc) {
+        snprintf(w->err, sizeof w->err, "%s", w->ioerr);
+        rc = -1;
+    }
+#endif
     if (!rc && w->io_failed) {
         snprintf(w->err, sizeof w->err, "%s", w->ioerr);
         rc = -1;
@@ -618,44 +881,110 @@ static void *worker_thread(void *arg)
     return NULL;
 }
 
-static int worker_alloc(worker *w)
+/* Back end and buffer slots of a worker (io already resolved: never AUTO). */
+static void worker_io_init(worker *w, int io, const mpilab_wf_run_opts *o)
+{
+    w->uring = io == MPILAB_WF_IO_URING;
+    if (w->uring) {
+        w->nslots = o->no_prefetch ? 1 : o->queue_depth > 0 ? o->queue_depth : 4;
+        w->prefetch = w->nslots > 1;
+    } else {
+        w->prefetch = !o->no_prefetch;
+        w->nslots = w->prefetch ? 2 : 1;
+    }
+}
+
+/* Buffers (and the io_uring instance) of a worker. Resident per worker: nslots x (the
+ * halo'd block, 5 coefficient blocks, east halo), plus with io_uring a block of scratch
+ * per slot (packed/strided transfers land there), plus a row of N and a column of MB. */
+static int worker_alloc(worker *w, char *err, size_t errlen)
 {
     int64_t mb = w->mb, nb = w->nb;
-    int nslots = w->prefetch ? 2 : 1;
-    for (int s = 0; s < nslots; s++) {
+    const int64_t t = w->data->h.t ? (int64_t)w->data->h.t : 1;
+    for (int s = 0; s < w->nslots; s++) {
         w->hb[s] = calloc((size_t)((mb + 2) * (nb + 2)), 8);
         w->cfb[s] = malloc((size_t)(5 * mb * nb) * 8);
-        if (!w->hb[s] || !w->cfb[s])
-            return -1;
+        w->lfs[s] = malloc((size_t)mb * 8);
+        if (!w->hb[s] || !w->cfb[s] || !w->lfs[s])
+            goto oom;
     }
     w->north = calloc((size_t)w->cols, 8);
     w->west = calloc((size_t)mb, 8);
     w->seg = malloc((size_t)nb * 8);
-    w->lf = malloc((size_t)mb * 8);
     w->dio.mb = w->cio.mb = mb;
     w->dio.nb = w->cio.nb = nb;
     w->dio.tmp = malloc(wf_scratch_doubles(&w->data->h, mb, nb) * 8);
     w->cio.tmp = malloc(wf_scratch_doubles(&w->coef->h, mb, nb) * 8);
     w->t_done = calloc((size_t)(w->iters > 0 ? w->iters : 1), sizeof(double));
-    return (w->north && w->west && w->seg && w->lf && w->dio.tmp && w->cio.tmp && w->t_done)
-               ? 0
-               : -1;
+    if (!w->north || !w->west || !w->seg || !w->dio.tmp || !w->cio.tmp || !w->t_done)
+        goto oom;
+    for (int s = 0; s < w->nslots; s++) {
+        w->dios[s] = w->lfios[s] = w->wios[s] = w->dio;
+        w->cios[s] = w->cio;
+    }
+#ifdef MPILAB_HAVE_URING
+    if (w->uring) {
+        for (int s = 0; s < w->nslots; s++) {
+            /* the coefficient reads go straight to their buffer (row stride = width) */
+            w->dios[s].tmp = malloc(wf_scratch_doubles(&w->data->h, mb, nb) * 8);
+            w->lfios[s].tmp = malloc((size_t)(mb * t) * 8);
+            if (!w->dios[s].tmp || !w->lfios[s].tmp)
+                goto oom;
+            w->dios[s].rec = w->lfios[s].rec = w->cios[s].rec = &w->rrec[s];
+            w->wios[s] = w->dios[s]; /* the write-back packs into the slot's scratch */
+            w->wios[s].rec = &w->wrec[s];
+        }
+        int rc = io_uring_queue_init(WF_URING_ENTRIES, &w->ring, 0);
+        if (rc < 0) {
+            ERR("io_uring back end unavailable: io_uring_queue_init failed: %s", strerror(-rc));
+            return -1;
+        }
+        w->ring_ok = 1;
+    }
+#else
+    (void)t;
+    if (w->uring) {
+        ERR("io_uring back end not built in (liburing was not found at build time)");
+        return -1;
+    }
+#endif
+    return 0;
+oom:
+    ERR("out of memory");
+    return -1;
 }
 
 static void worker_free(worker *w)
 {
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < WF_MAXQ; s++) {
         free(w->hb[s]);
         free(w->cfb[s]);
-        w->hb[s] = w->cfb[s] = NULL;
+        free(w->lfs[s]);
+        w->hb[s] = w->cfb[s] = w->lfs[s] = NULL;
     }
+#ifdef MPILAB_HAVE_URING
+    if (w->uring)
+        for (int s = 0; s < WF_MAXQ; s++) {
+            if (w->dios[s].tmp != w->dio.tmp)
+                free(w->dios[s].tmp);
+            if (w->lfios[s].tmp != w->dio.tmp)
+                free(w->lfios[s].tmp);
+            w->dios[s].tmp = w->lfios[s].tmp = NULL;
+            free(w->rrec[s].v);
+            free(w->wrec[s].v);
+            w->rrec[s].v = w->wrec[s].v = NULL;
+        }
+    if (w->ring_ok)
+        io_uring_queue_exit(&w->ring);
+    w->ring_ok = 0;
+#endif
     free(w->north);
     free(w->west);
     free(w->seg);
-    free(w->lf);
     free(w->dio.tmp);
     free(w->cio.tmp);
     free(w->t_done);
+    w->north = w->west = w->seg = w->dio.tmp = w->cio.tmp = w->t_done = NULL;
 }
 
 /* /proc/self/io read_bytes and write_bytes; -1 if unavailable. */
@@ -685,6 +1014,59 @@ static int stats_alloc_times(mpilab_wf_stats *st, int n)
     return st->compute_s && st->io_wait_s && st->dep_wait_s && st->io_busy_s ? 0 : -1;
 }
 
+int mpilab_wf_io_available(int io, char *why, size_t whylen)
+{
+    char buf[256];
+    if (!why) {
+        why = buf;
+        whylen = sizeof buf;
+    }
+    if (io == MPILAB_WF_IO_PREAD || io == MPILAB_WF_IO_MMAP || io == MPILAB_WF_IO_AUTO)
+        return 1;
+    if (io != MPILAB_WF_IO_URING) {
+        snprintf(why, whylen, "unknown I/O back end");
+        return 0;
+    }
+#ifdef MPILAB_HAVE_URING
+    struct io_uring r;
+    int rc = io_uring_queue_init(4, &r, 0);
+    if (rc < 0) {
+        snprintf(why, whylen, "io_uring_queue_init failed: %s", strerror(-rc));
+        return 0;
+    }
+    io_uring_queue_exit(&r);
+    return 1;
+#else
+    snprintf(why, whylen, "not built in (liburing was not found at build time)");
+    return 0;
+#endif
+}
+
+/* The back end to use: AUTO becomes uring where it works, else pread; an explicit uring
+ * that cannot work is an error naming the reason. */
+static int resolve_io(int *io, int queue_depth, char *err, size_t errlen)
+{
+    char why[256];
+    if (queue_depth < 0 || queue_depth > WF_MAXQ) {
+        ERR("queue depth must be 1..%d (got %d)", WF_MAXQ, queue_depth);
+        return -1;
+    }
+    if (*io == MPILAB_WF_IO_AUTO) {
+        *io = mpilab_wf_io_available(MPILAB_WF_IO_URING, NULL, 0) ? MPILAB_WF_IO_URING
+                                                                  : MPILAB_WF_IO_PREAD;
+        return 0;
+    }
+    if (*io < MPILAB_WF_IO_PREAD || *io > MPILAB_WF_IO_URING) {
+        ERR("unknown I/O back end");
+        return -1;
+    }
+    if (!mpilab_wf_io_available(*io, why, sizeof why)) {
+        ERR("io_uring back end unavailable: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Validate options and the pair of files; fill blocking. */
 static int check_setup(const wf_file *d, const wf_file *c, const mpilab_wf_run_opts *o,
                        int64_t *mb, int64_t *nb, char *err, size_t errlen)
@@ -710,10 +1092,6 @@ static int check_setup(const wf_file *d, const wf_file *c, const mpilab_wf_run_o
     }
     if (o->waves < 1) {
         ERR("waves must be >= 1");
-        return -1;
-    }
-    if (o->io != MPILAB_WF_IO_PREAD && o->io != MPILAB_WF_IO_MMAP) {
-        ERR("unknown I/O back end");
         return -1;
     }
     *mb = o->mb;
@@ -772,10 +1150,13 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         ERR("workers must be >= 1 (got %d)", o->workers);
         return -1;
     }
-    wf_file d, c;
-    if (wf_open(&d, data_path, 1, o->io, err, errlen))
+    int io = o->io;
+    if (resolve_io(&io, o->queue_depth, err, errlen))
         return -1;
-    if (wf_open(&c, coef_path, 0, o->io, err, errlen)) {
+    wf_file d, c;
+    if (wf_open(&d, data_path, 1, io, err, errlen))
+        return -1;
+    if (wf_open(&c, coef_path, 0, io, err, errlen)) {
         wf_close(&d);
         return -1;
     }
@@ -840,7 +1221,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         w->waves = o->waves;
         w->drop = o->drop_behind;
         w->hints = 1;
-        w->prefetch = !o->no_prefetch;
+        worker_io_init(w, io, o);
         w->sh = &sh;
         w->has_up = i > 0;
         w->has_down = i + 1 < P;
@@ -848,10 +1229,8 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         w->up_tf = i > 0 ? &chans[2 * i + 1] : NULL;
         w->down_bf = i + 1 < P ? &chans[2 * (i + 1)] : NULL;
         w->down_tf = i + 1 < P ? &chans[2 * (i + 1) + 1] : NULL;
-        if (worker_alloc(w)) {
-            ERR("out of memory");
+        if (worker_alloc(w, err, errlen))
             goto out;
-        }
     }
     pthread_t *tids = calloc((size_t)P, sizeof *tids);
     if (!tids) {
@@ -885,7 +1264,9 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         goto out;
     }
     fill_stats(st, &d, &c, mb, nb, P, o->iterations);
-    st->prefetch = !o->no_prefetch;
+    st->prefetch = ws[0].prefetch;
+    st->io = io;
+    st->queue_depth = ws[0].nslots;
     st->total_s = t1 - t0;
     st->dev_read_bytes = dr0 >= 0 && dr1 >= 0 ? dr1 - dr0 : -1;
     st->dev_write_bytes = dw0 >= 0 && dw1 >= 0 ? dw1 - dw0 : -1;
@@ -1013,10 +1394,12 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     memset(&c, 0, sizeof c);
     d.fd = c.fd = -1;
     int64_t mb = 0, nb = 0;
-    int bad = 0;
-    if (wf_open(&d, dp, 1, o->io, err, errlen))
+    int bad = 0, io = o->io;
+    if (resolve_io(&io, o->queue_depth, err, errlen))
         bad = 1;
-    else if (wf_open(&c, cp, 0, o->io, err, errlen))
+    else if (wf_open(&d, dp, 1, io, err, errlen))
+        bad = 1;
+    else if (wf_open(&c, cp, 0, io, err, errlen))
         bad = 1;
     else if (check_setup(&d, &c, o, &mb, &nb, err, errlen))
         bad = 1;
@@ -1080,14 +1463,15 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
         w.waves = o->waves;
         w.drop = o->drop_behind;
         w.hints = 1;
-        w.prefetch = !o->no_prefetch;
+        worker_io_init(&w, io, o);
         w.mpi = 1;
         w.comm = comm;
         w.has_up = rank > 0;
         w.has_down = rank + 1 < size;
         int nsend = (int)(2 * nbc + 2);
         int64_t expect = o->iterations * nbc;
-        int ok = worker_alloc(&w) == 0;
+        const int aok = worker_alloc(&w, err, errlen) == 0;
+        int ok = aok;
         if (ok && w.has_up)
             ok = !mlink_init(&w.l_up_tf_send, rank - 1, TAG_TF, (size_t)nb, nsend, 0) &&
                  !mlink_init(&w.l_up_bf_recv, rank - 1, TAG_BF, (size_t)nb, 0, expect);
@@ -1096,7 +1480,8 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
                  !mlink_init(&w.l_down_tf_recv, rank + 1, TAG_TF, (size_t)nb, 0, expect);
         w.wave_req = calloc((size_t)(o->iterations > 0 ? o->iterations : 1), sizeof(MPI_Request));
         if (!ok || !w.wave_req) {
-            ERR("out of memory");
+            if (aok)
+                ERR("out of memory");
             bad = 1;
         } else {
             for (int64_t i = 0; i < o->iterations; i++)
@@ -1135,12 +1520,12 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     double *mx = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
     for (int64_t i = 0; i < k && rel; i++)
         rel[i] = w.t_done[i] - t0;
-    long long io[2] = {w.bytes_r, w.bytes_w}, iosum[2] = {0, 0};
+    long long iob[2] = {w.bytes_r, w.bytes_w}, iosum[2] = {0, 0};
     long rss = maxrss_kb(), rssmax = 0;
     double tmax = 0;
     if (rel && mx)
         MPI_Reduce(rel, mx, (int)(k > 0 ? k : 1), MPI_DOUBLE, MPI_MAX, 0, comm);
-    MPI_Reduce(io, iosum, 2, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(iob, iosum, 2, MPI_LONG_LONG, MPI_SUM, 0, comm);
     MPI_Reduce(&rss, &rssmax, 1, MPI_LONG, MPI_MAX, 0, comm);
     MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     /* device bytes: -1 on any rank without /proc/self/io makes the sum meaningless */
@@ -1152,7 +1537,9 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     double *twall = rank == 0 ? calloc((size_t)size * 4, sizeof(double)) : NULL;
     MPI_Gather(tw, 4, MPI_DOUBLE, twall, 4, MPI_DOUBLE, 0, comm);
     fill_stats(st, &d, &c, mb, nb, size, k);
-    st->prefetch = !o->no_prefetch;
+    st->prefetch = w.prefetch;
+    st->io = io;
+    st->queue_depth = w.nslots;
     st->dev_read_bytes = devsum[2] ? -1 : devsum[0];
     st->dev_write_bytes = devsum[2] ? -1 : devsum[1];
     if (rank == 0 && twall && stats_alloc_times(st, size) == 0)

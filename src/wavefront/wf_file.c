@@ -45,12 +45,22 @@ int mpilab_wf_io_parse(const char *name)
         return MPILAB_WF_IO_PREAD;
     if (!strcmp(name, "mmap"))
         return MPILAB_WF_IO_MMAP;
+    if (!strcmp(name, "uring") || !strcmp(name, "io_uring"))
+        return MPILAB_WF_IO_URING;
+    if (!strcmp(name, "auto"))
+        return MPILAB_WF_IO_AUTO;
     return -1;
 }
 
 const char *mpilab_wf_io_name(int io)
 {
-    return io == MPILAB_WF_IO_MMAP ? "mmap" : io == MPILAB_WF_IO_PREAD ? "pread" : "?";
+    switch (io) {
+    case MPILAB_WF_IO_PREAD: return "pread";
+    case MPILAB_WF_IO_MMAP: return "mmap";
+    case MPILAB_WF_IO_URING: return "uring";
+    case MPILAB_WF_IO_AUTO: return "auto";
+    default: return "?";
+    }
 }
 
 uint64_t mpilab_wf_checksum(const double *v, size_t n)
@@ -343,6 +353,53 @@ void wf_done(wf_file *f, off_t off, size_t len, int dirty)
 
 /* ---- block I/O ---------------------------------------------------------------------- */
 
+static int rec_add(wf_rec *r, wf_file *f, void *buf, size_t len, off_t off, int write)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 64;
+        wf_xfer *v = realloc(r->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = (wf_xfer){buf, len, off, write, f};
+    return 0;
+}
+
+/* wf_read / wf_write, or record / skip them (see wf_rec). */
+static int bread(wf_file *f, const wf_blockio *b, void *dst, size_t len, off_t off, int64_t *ctr,
+                 char *err, size_t errlen)
+{
+    if (!b->rec)
+        return wf_read(f, dst, len, off, ctr, err, errlen);
+    if (b->rec->mode == WF_REC_REPLAY)
+        return 0;
+    if (ctr)
+        *ctr += (int64_t)len;
+    if (rec_add(b->rec, f, dst, len, off, 0)) {
+        ERR("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int bwrite(wf_file *f, const wf_blockio *b, const void *src, size_t len, off_t off,
+                  int64_t *ctr, char *err, size_t errlen)
+{
+    if (!b->rec)
+        return wf_write(f, src, len, off, ctr, err, errlen);
+    if (b->rec->mode == WF_REC_REPLAY)
+        return 0;
+    if (ctr)
+        *ctr += (int64_t)len;
+    if (rec_add(b->rec, f, (void *)src, len, off, 1)) {
+        ERR("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb)
 {
     int64_t t = h->t ? (int64_t)h->t : 1;
@@ -429,22 +486,22 @@ int wf_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane, 
     switch (f->h.layout) {
     case MPILAB_WF_ROWMAJOR:
         for (int64_t i = 0; i < h; i++)
-            if (wf_read(f, dst + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, plane, r0 + i, c0),
+            if (bread(f, b, dst + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, plane, r0 + i, c0),
                         ctr, err, el))
                 return -1;
         return 0;
     case MPILAB_WF_BLOCK: {
         off_t off = wf_block_off(&f->h, br, bc) + (off_t)((int64_t)plane * h * w * 8);
         if (ld == (size_t)w)
-            return wf_read(f, dst, (size_t)(h * w) * 8, off, ctr, err, el);
-        if (wf_read(f, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el))
+            return bread(f, b, dst, (size_t)(h * w) * 8, off, ctr, err, el);
+        if (bread(f, b, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el))
             return -1;
         for (int64_t i = 0; i < h; i++)
             memcpy(dst + (size_t)i * ld, b->tmp + i * w, (size_t)w * 8);
         return 0;
     }
     default:
-        if (wf_read(f, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc), ctr,
+        if (bread(f, b, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc), ctr,
                     err, el))
             return -1;
         wf_unpack_opt(b->tmp, h, w, (int64_t)f->h.t, dst, ld);
@@ -460,21 +517,21 @@ int wf_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const doub
     switch (f->h.layout) {
     case MPILAB_WF_ROWMAJOR:
         for (int64_t i = 0; i < h; i++)
-            if (wf_write(f, src + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, 0, r0 + i, c0), ctr,
+            if (bwrite(f, b, src + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, 0, r0 + i, c0), ctr,
                          err, el))
                 return -1;
         return 0;
     case MPILAB_WF_BLOCK: {
         off_t off = wf_block_off(&f->h, br, bc);
         if (ld == (size_t)w)
-            return wf_write(f, src, (size_t)(h * w) * 8, off, ctr, err, el);
+            return bwrite(f, b, src, (size_t)(h * w) * 8, off, ctr, err, el);
         for (int64_t i = 0; i < h; i++)
             memcpy(b->tmp + i * w, src + (size_t)i * ld, (size_t)w * 8);
-        return wf_write(f, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el);
+        return bwrite(f, b, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el);
     }
     default:
         wf_pack_opt(src, ld, h, w, (int64_t)f->h.t, b->tmp);
-        return wf_write(f, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc),
+        return bwrite(f, b, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc),
                         ctr, err, el);
     }
 }
@@ -487,13 +544,13 @@ int wf_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, i
     switch (f->h.layout) {
     case MPILAB_WF_ROWMAJOR: /* one element per row: h small reads */
         for (int64_t i = 0; i < h; i++)
-            if (wf_read(f, dst + i, 8, rm_off(&f->h, 0, r0 + i, c0), ctr, err, el))
+            if (bread(f, b, dst + i, 8, rm_off(&f->h, 0, r0 + i, c0), ctr, err, el))
                 return -1;
         return 0;
     case MPILAB_WF_BLOCK: { /* strided column inside the block: h small reads */
         off_t off = wf_block_off(&f->h, br, bc);
         for (int64_t i = 0; i < h; i++)
-            if (wf_read(f, dst + i, 8, off + (off_t)(i * w * 8), ctr, err, el))
+            if (bread(f, b, dst + i, 8, off + (off_t)(i * w * 8), ctr, err, el))
                 return -1;
         return 0;
     }
@@ -501,8 +558,8 @@ int wf_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, i
         int64_t t = (int64_t)f->h.t;
         off_t off = wf_block_off(&f->h, br, bc) + (off_t)(t * w * 8);
         if (t == 1)
-            return wf_read(f, dst, (size_t)h * 8, off, ctr, err, el);
-        if (wf_read(f, b->tmp, (size_t)(h * t) * 8, off, ctr, err, el))
+            return bread(f, b, dst, (size_t)h * 8, off, ctr, err, el);
+        if (bread(f, b, b->tmp, (size_t)(h * t) * 8, off, ctr, err, el))
             return -1;
         for (int64_t i = 0; i < h; i++)
             dst[i] = b->tmp[i * t];
@@ -518,7 +575,7 @@ int wf_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, i
     blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
     off_t off = f->h.layout == MPILAB_WF_ROWMAJOR ? rm_off(&f->h, 0, r0, c0)
                                                   : wf_block_off(&f->h, br, bc);
-    return wf_read(f, dst, (size_t)w * 8, off, ctr, err, el);
+    return bread(f, b, dst, (size_t)w * 8, off, ctr, err, el);
 }
 
 /* ---- output files (temporary name, renamed when complete) --------------------------- */

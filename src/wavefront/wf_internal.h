@@ -33,7 +33,7 @@ typedef struct {
     uint64_t payload;         /* bytes after the header */
 } wf_hdr;
 
-typedef struct {
+typedef struct wf_file_s {
     int fd;
     int io;             /* mpilab_wf_io */
     int writable;
@@ -65,9 +65,31 @@ void wf_done(wf_file *f, off_t off, size_t len, int dirty);
 /* Region reads/writes of block (br, bc) of a file in any layout (for row-major files
  * the blocking is given by mb, nb). dst is h x w doubles with row stride `ld`.
  * `tmp` is scratch of wf_scratch_doubles() doubles. plane selects the coefficient. */
+/* Asynchronous I/O (io_uring back end): with `rec` set, the region functions below do not
+ * transfer anything; in WF_REC_RECORD mode every raw transfer they would make is appended
+ * to `rec` (file, buffer, length, offset; counted in *ctr), to be submitted by the caller,
+ * and the copy/unpack work after it runs on whatever the buffers hold. Once the recorded
+ * reads completed, calling the same function again in WF_REC_REPLAY mode (no transfers,
+ * no counting) redoes that copy/unpack work on the data that arrived. The buffers named
+ * (scratch `tmp` included) must therefore stay untouched between the two calls. */
+enum { WF_REC_RECORD = 1, WF_REC_REPLAY = 2 };
+typedef struct {
+    void *buf;
+    size_t len;
+    off_t off;
+    int write;
+    struct wf_file_s *f;
+} wf_xfer;
+typedef struct {
+    int mode;
+    wf_xfer *v;
+    size_t n, cap;
+} wf_rec;
+
 typedef struct {
     int64_t mb, nb; /* blocking in effect */
     double *tmp;
+    wf_rec *rec;    /* NULL: synchronous transfers */
 } wf_blockio;
 size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb);
 int wf_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane, double *dst,

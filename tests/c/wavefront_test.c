@@ -126,6 +126,9 @@ int main(void)
     }
     char err[1024];
     const int64_t M = 37, N = 53, K = 3;
+    char why[256] = "";
+    const int have_uring = mpilab_wf_io_available(MPILAB_WF_IO_URING, why, sizeof why);
+    printf("io_uring back end: %s%s\n", have_uring ? "available" : "not available: ", why);
     CHECK(mpilab_wf_create(P("d0"), P("c0"), M, N, 42, err, sizeof err) == 0, "create: %s", err);
     int64_t r, c, pl;
     double *init = load1(P("d0"), &r, &c, &pl);
@@ -158,11 +161,13 @@ int main(void)
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3; workers++)
                 for (int waves = 1; waves <= 3; waves += 1)
-                    for (int io = 0; io < 2; io++) {
-                        if (workers > nbr)
+                    for (int io = 0; io < 3; io++) {
+                        if (workers > nbr || (io == MPILAB_WF_IO_URING && !have_uring))
                             continue;
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
-                        mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2};
+                        /* uring: queue depths 1 (no prefetch) and 2..5 in turn */
+                        mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2,
+                                                2 + (runs / 4) % 4};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
@@ -183,12 +188,33 @@ int main(void)
                         mpilab_wf_stats_free(&st);
                     }
         }
-    CHECK(runs >= 100, "only %d runs", runs);
+    CHECK(runs >= (have_uring ? 300 : 100), "only %d runs", runs);
     printf("bitwise runs: %d\n", runs);
+
+    /* auto picks io_uring where it works, else pread, and says which */
+    {
+        mpilab_wf_convert_opts co = {MPILAB_WF_OPTIMIZED, 8, 5, 1, 1};
+        const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+        CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+        CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+        copy_file(P("dl"), P("work"));
+        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0};
+        mpilab_wf_stats st;
+        CHECK(mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err) == 0, "auto: %s", err);
+        CHECK(st.io == (have_uring ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
+                  st.queue_depth == (have_uring ? 4 : 2),
+              "auto chose %s depth %d", mpilab_wf_io_name(st.io), st.queue_depth);
+        double *got = load1(P("work"), &r, &c, &pl);
+        CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0, "auto: not bitwise equal");
+        free(got);
+        mpilab_wf_stats_free(&st);
+    }
 
     /* exact I/O volume per layout, and the per-worker time accounting */
     for (int lay = 0; lay < 3; lay++)
-        for (int pf = 0; pf < 2; pf++) {
+        for (int pf = 0; pf < 3; pf++) { /* 0 no prefetch, 1 pread helper, 2 io_uring */
+            if (pf == 2 && !have_uring)
+                continue;
             const int64_t mb = 8, nb = 5, KK = 2;
             const int PW = 3;
             mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
@@ -198,7 +224,8 @@ int main(void)
                 CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
             }
             copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
-            mpilab_wf_run_opts o = {KK, PW, 2, MPILAB_WF_IO_PREAD, lay ? 0 : mb, lay ? 0 : nb, 1, !pf};
+            mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
+                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3};
             mpilab_wf_stats st;
             int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
                                    &st, err, sizeof err);
@@ -211,8 +238,11 @@ int main(void)
                   "%s: engine read %lld / wrote %lld bytes, expected %lld / %lld",
                   mpilab_wf_layout_name(lay), (long long)st.bytes_read,
                   (long long)st.bytes_written, (long long)erd, (long long)ewr);
-            CHECK(st.prefetch == pf && st.compute_s && st.io_wait_s && st.dep_wait_s &&
+            CHECK(st.prefetch == (pf > 0) && st.compute_s && st.io_wait_s && st.dep_wait_s &&
                       st.io_busy_s, "time accounting missing");
+            CHECK(st.io == (pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
+                      st.queue_depth == (pf == 2 ? 3 : pf ? 2 : 1),
+                  "stats: io %d queue depth %d", st.io, st.queue_depth);
             for (int i = 0; st.compute_s && i < PW; i++) {
                 double acc = st.compute_s[i] + st.io_wait_s[i] + st.dep_wait_s[i];
                 CHECK(st.compute_s[i] > 0 && st.io_wait_s[i] >= 0 && st.dep_wait_s[i] >= 0,
@@ -221,7 +251,8 @@ int main(void)
                 /* disjoint intervals of one thread: never more than the run's wall time */
                 CHECK(acc <= st.total_s, "worker %d accounted %g s of a %g s run", i, acc,
                       st.total_s);
-                CHECK(pf ? st.io_busy_s[i] > 0 : st.io_busy_s[i] == 0,
+                /* only the pread helper thread has busy time; io_uring has no helper */
+                CHECK(pf == 1 ? st.io_busy_s[i] > 0 : st.io_busy_s[i] == 0,
                       "worker %d: helper busy %g s with prefetch %d", i, st.io_busy_s[i], pf);
             }
             mpilab_wf_stats_free(&st);
@@ -278,14 +309,23 @@ int main(void)
         CHECK(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
         mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
         CHECK(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
-        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0};
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
               "zero workers: %s", err);
-        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0};
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
               "big block run: %s", err);
-        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0}; /* 5 block rows: fine; 6 workers is not */
+        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33};
+        CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
+                  strstr(err, "queue depth") && !strchr(err, '\n'),
+              "queue depth 33: %s", err);
+        oq.queue_depth = 4;
+        oq.io = 7;
+        CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
+                  strstr(err, "back end"),
+              "unknown back end: %s", err);
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0}; /* 5 block rows: fine; 6 workers is not */
         o5.workers = 6;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
         /* truncated */
@@ -295,7 +335,7 @@ int main(void)
         CHECK(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
                   strstr(err, P("tr")),
               "truncated: %s", err);
-        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0};
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0};
         CHECK(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
               "truncated run: %s", err);
         /* wrong size */

@@ -39,11 +39,14 @@ int main(int argc, char **argv)
         mpilab_wf_reference(ref, coef, M, N, K);
         free(coef);
     }
+    const int have_uring = mpilab_wf_io_available(MPILAB_WF_IO_URING, NULL, 0);
     const int64_t blocks[][2] = {{8, 5}, {5, 7}};
     for (int lay = 0; lay < 3; lay++)
         for (int b = 0; b < 2; b++)
             for (int waves = 1; waves <= 3; waves++)
-                for (int io = 0; io < 2; io++) {
+                for (int io = 0; io < 3; io++) {
+                    if (io == MPILAB_WF_IO_URING && !have_uring)
+                        continue;
                     int64_t mb = blocks[b][0], nb = blocks[b][1];
                     if (rank == 0) {
                         mpilab_wf_convert_opts o = {lay, mb, nb, 1, size};
@@ -62,7 +65,9 @@ int main(int argc, char **argv)
                     char dbase[512], cbase[512];
                     snprintf(dbase, sizeof dbase, "%s/d", dir);
                     snprintf(cbase, sizeof cbase, "%s/c", dir);
-                    mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0, io, waves == 2};
+                    /* io_uring with queue depths 2, 3, 4 */
+                    mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0,
+                                            io != 0, io < 2 && waves == 2, waves + 1};
                     mpilab_wf_stats st;
                     if (mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err)) {
                         if (rank == 0)
@@ -104,7 +109,7 @@ int main(int argc, char **argv)
                 }
     /* a missing band file is reported on every rank, nobody hangs */
     {
-        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0};
+        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0};
         mpilab_wf_stats st;
         char dbase[512];
         snprintf(dbase, sizeof dbase, "%s/missing", dir);
