@@ -55,6 +55,8 @@ def build_command(args: argparse.Namespace) -> list[str]:
         cmd = [tool, "run", "--data", args.data, "--coef", args.coef,
                "--iterations", str(args.iterations), "--workers", str(args.workers),
                "--waves", str(args.waves), "--io", args.io]
+        if args.queue_depth:
+            cmd += ["--queue-depth", str(args.queue_depth)]
         if args.mb:
             cmd += ["--mb", str(args.mb)]
         if args.nb:
@@ -112,7 +114,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--iterations", "-k", type=_nonneg, required=True)
     r.add_argument("--workers", type=_positive, default=1)
     r.add_argument("--waves", type=_positive, default=1)
-    r.add_argument("--io", choices=("pread", "mmap"), default="pread")
+    r.add_argument("--io", choices=("pread", "mmap", "uring", "auto"), default="pread",
+                   help="I/O back end (auto: io_uring where it works, else pread)")
+    r.add_argument("--queue-depth", type=_positive, default=0,
+                   help="io_uring: blocks in flight per worker (default 4)")
     r.add_argument("--mb", type=_positive, default=0)
     r.add_argument("--nb", type=_positive, default=0)
     r.add_argument("--no-drop-behind", action="store_true")

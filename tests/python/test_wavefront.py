@@ -69,6 +69,34 @@ def test_create_convert_run_verify(run_cli: Callable[..., Any], tmp_path: Path) 
 
 
 @needs_tool
+def test_uring_or_auto(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """io_uring where the kernel allows it (else auto must fall back to pread and an
+    explicit uring must fail with one line); the result is bitwise the reference."""
+    env = _env()
+    assert run_cli("wavefront", "create", "--rows", "23", "--cols", "19", "d0", "c0",
+                   env=env).returncode == 0
+    for what, src in (("d", "d0"), ("c", "c0")):
+        assert run_cli("wavefront", "convert", "--layout", "optimized", "--mb", "5", "--nb",
+                       "4", src, what, env=env).returncode == 0
+    p = run_cli("wavefront", "run", "--data", "d", "--coef", "c", "--iterations", "2",
+                "--workers", "2", "--io", "uring", "--queue-depth", "3", "--json", "u.json",
+                env=env)
+    if p.returncode == 0:
+        doc = json.loads((tmp_path / "u.json").read_text())
+        assert doc["wavefront"]["io"] == "uring" and doc["wavefront"]["queue_depth"] == 3
+        assert doc["measurements"][0]["impl"] == "optimized/uring"
+    else:
+        assert p.returncode == 2 and "io_uring" in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+        p = run_cli("wavefront", "run", "--data", "d", "--coef", "c", "--iterations", "2",
+                    "--workers", "2", "--io", "auto", env=env)
+        assert p.returncode == 0 and "io pread" in p.stdout, p.stdout + p.stderr
+    p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "2",
+                "d", env=env)
+    assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr
+
+
+@needs_tool
 def test_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     env = _env()
     assert run_cli("wavefront", "create", "--rows", "9", "--cols", "9", "d0", "c0",
@@ -85,6 +113,10 @@ def test_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path) -> None
     p = run_cli("wavefront", "run", "--data", "d0", "--coef", "c0", "--iterations", "1",
                 "--workers", "0", env=env)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    p = run_cli("wavefront", "run", "--data", "d0", "--coef", "c0", "--iterations", "1",
+                "--mb", "3", "--nb", "3", "--io", "uring", "--queue-depth", "40", env=env)
+    assert p.returncode == 2 and "queue-depth" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
 
 
 def test_argument_errors(run_cli: Callable[..., Any]) -> None:
