@@ -63,7 +63,7 @@ def main() -> int:
             subprocess.run([tool, "convert", "--quiet", "--layout", lay, "--mb", str(a.block),
                             "--nb", str(a.block), str(t / src), str(t / dst)], check=True)
         engine: dict[str, float] = {}
-        for io in ("pread", "mmap"):
+        for io in ("pread", "mmap", "uring"):
             for workers in sorted({1, a.workers}):
                 subprocess.run([tool, "run", "--data", str(t / "d"), "--coef", str(t / "c"),
                                 "--iterations", str(a.iterations), "--workers", str(workers),
