@@ -611,7 +611,9 @@ int main(int argc, char **argv)
                         json_object_set_new(m, "clock_sync_residual_s", json_real(r.sync_residual));
                     if (o.bo.isolation == MPILAB_ISO_NONE && tm != MPILAB_TIMING_OPSPEC)
                         json_object_set_new(m, "pipeline_depth", json_integer((json_int_t)o.bo.pipeline_depth));
-                    json_t *dv = mpilab_suite_derived_json(op, o.sizes[s], r.stats.mean);
+                    /* derived quantities from the median: one preempted repetition on a shared machine
+                     * must not decide a latency or a bandwidth (mean and CI stay in "stats") */
+                    json_t *dv = mpilab_suite_derived_json(op, o.sizes[s], r.stats.median);
                     if (dv) {
                         json_object_set_new(m, "derived", dv);
                         suite_used = 1;

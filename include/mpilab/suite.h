@@ -81,7 +81,7 @@ typedef struct mpilab_suite_derived {
 } mpilab_suite_derived_t;
 
 /* Derived values of the latest measurement of op at `bytes` on this process, from the
- * engine's per-run time `seconds` (stats.mean). Returns 0, or -1 if op is not a suite entry
+ * engine's per-run time `seconds` (mpilab-bench passes stats.median). Returns 0, or -1 if op is not a suite entry
  * or was not measured at this size on this process. */
 int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double seconds, mpilab_suite_derived_t *out);
 

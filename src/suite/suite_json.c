@@ -10,10 +10,10 @@ static void put(json_t *o, const char *k, double v)
         json_object_set_new(o, k, json_real(v));
 }
 
-json_t *mpilab_suite_derived_json(const mpilab_op_t *op, size_t bytes, double mean)
+json_t *mpilab_suite_derived_json(const mpilab_op_t *op, size_t bytes, double seconds)
 {
     mpilab_suite_derived_t d;
-    if (mpilab_suite_derive(op, bytes, mean, &d) != 0)
+    if (mpilab_suite_derive(op, bytes, seconds, &d) != 0)
         return NULL;
     json_t *o = json_object();
     put(o, "bandwidth_Bps", d.bandwidth_Bps);
@@ -46,32 +46,4 @@ json_t *mpilab_suite_config_json(void)
                      "poll_sweep", sw, "comb_msgs", (json_int_t)c->comb_msgs, "overlap",
                      "100*(t_comm+t_comp-t_total)/min(t_comm,t_comp), clamped to [0,100]", "cpu_avail",
                      "work rate during transfers / work rate without communication (rank 0)");
-}
-
-size_t mpilab_suite_annotate(json_t *results)
-{
-    json_t *meas = json_object_get(results, "measurements");
-    size_t idx, n = 0;
-    json_t *m;
-    json_array_foreach(meas, idx, m)
-    {
-        const char *name = json_string_value(json_object_get(m, "op"));
-        const char *impl = json_string_value(json_object_get(m, "impl"));
-        json_t *bytes = json_object_get(m, "bytes");
-        json_t *mean = json_object_get(json_object_get(m, "stats"), "mean");
-        if (!name || !impl || !json_is_integer(bytes))
-            continue;
-        const mpilab_op_t *op = mpilab_ops_find(name, impl);
-        if (!op || !mpilab_suite_is_entry(op))
-            continue;
-        json_t *d = mpilab_suite_derived_json(op, (size_t)json_integer_value(bytes),
-                                              json_is_number(mean) ? json_number_value(mean) : NAN);
-        if (d) {
-            json_object_set_new(m, "derived", d);
-            n++;
-        }
-    }
-    if (n)
-        json_object_set_new(results, "suite", mpilab_suite_config_json());
-    return n;
 }

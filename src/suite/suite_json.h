@@ -8,18 +8,14 @@
 
 #include "mpilab/suite.h"
 
-/* The "derived" object of one measurement of op at `bytes` whose per-run time (stats.mean)
- * is `mean`: keys bandwidth_Bps, msg_rate, latency_s, cpu_avail, poll_interval (work-loop
+/* The "derived" object of one measurement of op at `bytes` whose per-run time is `seconds`
+ * (mpilab-bench passes the median of the samples): keys bandwidth_Bps, msg_rate, latency_s, cpu_avail, poll_interval (work-loop
  * iterations), poll_interval_s, work_rate, overlap_pct, t_comm, t_comp, t_total, window,
  * pairs, msgs; only those that apply. NULL if op is not a suite entry measured here. */
-json_t *mpilab_suite_derived_json(const mpilab_op_t *op, size_t bytes, double mean);
+json_t *mpilab_suite_derived_json(const mpilab_op_t *op, size_t bytes, double seconds);
 
 /* {"window":..,"pairs":..,"poll_sweep":[..],"comb_msgs":..,"overlap":"<definition>"}. */
 json_t *mpilab_suite_config_json(void);
 
-/* Adds "derived" to every suite measurement of an mpilab.results/1 document and the
- * top-level "suite" configuration (if it has any suite measurement). Returns how many
- * measurements were annotated. */
-size_t mpilab_suite_annotate(json_t *results);
 
 #endif

@@ -116,7 +116,7 @@ def _two(r: Run) -> int:
 
 
 def _coll_time(m: Measurement) -> float | None:
-    return m.stats.mean if math.isfinite(m.stats.mean) else None
+    return m.stats.median if math.isfinite(m.stats.median) else None
 
 
 def _mb(key: str) -> Callable[[Measurement], float | None]:
@@ -173,7 +173,7 @@ def figures(runs: list[Run]) -> list[tuple[str, str]]:
     for op, fig in (("bcast", "Fig. 5"), ("allreduce", "Fig. 6"), ("alltoall", "Fig. 7")):
         figs.append((f"{op} ({fig})",
                      _overlay(f"{op}, N ranks", B, "time (us)",
-                              _series(runs, op, lambda m: m.stats.mean * 1e6,
+                              _series(runs, op, lambda m: m.stats.median * 1e6,
                                       lambda r, o=op: r.max_ranks(o)))))  # type: ignore[misc]
     figs += [
         ("Streaming bandwidth (Fig. 8)",
