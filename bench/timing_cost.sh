@@ -14,7 +14,7 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np "$np" \
     "$bin/mpilab-bench" --ops scatter:native,gather:native --sizes 0:100K:1K --timing global,max,root \
-    --min-reps 1 --max-reps 1 --allow-single-rep --quiet --out "$out/timing_cost.results.json" >/dev/null
+    --min-reps 1 --max-reps 1 --allow-single-rep --warmup 0 --quiet --out "$out/timing_cost.results.json" >/dev/null
 python3 - "$out/timing_cost.results.json" "$out/timing_cost.json" "$np" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
