@@ -189,7 +189,7 @@ def figures(runs: list[Run]) -> list[tuple[str, str]]:
          _overlay("CPU availability vs bandwidth (COMB polling)", "bandwidth per direction (MB/s)",
                   "fraction of CPU left to the application",
                   _series(runs, "comb", _der("cpu_avail"), x=_mb("bandwidth_Bps")),
-                  logx=False, logy=False)),
+                  logx=True, logy=False)),  # bandwidths span decades across transports
         ("Overlap of Isend/Irecv with computation",
          _overlay("Overlap, Isend/Irecv", B, "overlap (%)",
                   _series(runs, "overlap_isend", _der("overlap_pct")), logy=False)),
