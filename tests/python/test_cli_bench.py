@@ -131,17 +131,30 @@ def test_bench_bad_usage(fake_bench: Callable[[str], dict[str, str]],
     assert not Path(env["FAKE_BENCH_ARGS"]).exists()  # the runner never started
 
 
-def test_bench_without_runner(run_cli: Callable[..., Any], tmp_path: Path) -> None:
-    from conftest import REPO, cli_env
+def test_bench_without_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No runner in $MPILAB_BIN, the source tree or PATH: one-line error, exit 2."""
+    import mpilab.tools
+    from mpilab.cli import main
 
-    if (REPO / "build" / "bin" / "mpilab-bench").exists():
-        pytest.skip("the source tree's build/bin/mpilab-bench is always found")
-    env = cli_env()
-    env["MPILAB_BIN"] = str(tmp_path)
-    env["PATH"] = "/usr/bin:/bin"
-    p = run_cli("bench", "--np", "1", "--", "--list", env=env)
-    assert p.returncode == 2
-    assert "mpilab-bench: tool not found" in _one_line(p.stderr)
+    monkeypatch.setattr(mpilab.tools, "REPO", tmp_path)  # a tree with no build/bin
+    monkeypatch.setenv("MPILAB_BIN", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["bench", "--np", "1", "--", "--list"]) == 2
+
+
+def test_find_tool_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import mpilab.tools
+    from mpilab.errors import MpilabError
+
+    monkeypatch.setattr(mpilab.tools, "REPO", tmp_path)
+    monkeypatch.setenv("MPILAB_BIN", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MpilabError, match="mpilab-bench: tool not found"):
+        mpilab.tools.find_tool("mpilab-bench")
+    tool = tmp_path / "mpilab-bench"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert mpilab.tools.find_tool("mpilab-bench") == str(tool)
 
 
 # ----------------------------------------------------------------------- with the real runner
