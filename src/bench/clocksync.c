@@ -24,6 +24,9 @@
 #define RG_BATCHES 24
 #define RG_BATCH 6
 #define RG_SPAN_S 0.005 /* batches spread over at least this long */
+#define RG_RTT_KEEP 1.25    /* batches kept: best RTT <= 1.25 x the least one ... */
+#define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
+#define RG_MIN_KEPT 6
 #define VERIFY_PROBES 10
 
 int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out)
@@ -192,13 +195,33 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                 }
                 if (rc == MPI_SUCCESS)
                     rc = end_phase(comm, r);
+                /* Keep only batches whose best round trip is close to the least one: a
+                 * longer round trip means a delay on one leg, which shifts that point by up
+                 * to half the excess and, over a 5 ms span, tilts the drift (the same
+                 * minimum-RTT filtering JK/HCA apply). */
+                double minrtt = INFINITY;
+                for (int bt = 0; bt < RG_BATCHES; bt++)
+                    if (pts[bt].rtt < minrtt)
+                        minrtt = pts[bt].rtt;
                 double ref[RG_BATCHES], loc[RG_BATCHES];
+                size_t kept = 0;
                 for (int bt = 0; bt < RG_BATCHES; bt++) {
-                    ref[bt] = pts[bt].ref;
-                    loc[bt] = pts[bt].local;
+                    if (pts[bt].rtt <= RG_RTT_KEEP * minrtt + RG_RTT_SLACK_S) {
+                        ref[kept] = pts[bt].ref;
+                        loc[kept] = pts[bt].local;
+                        kept++;
+                    }
+                }
+                if (kept < RG_MIN_KEPT) { /* too few clean batches: use them all */
+                    kept = 0;
+                    for (int bt = 0; bt < RG_BATCHES; bt++) {
+                        ref[kept] = pts[bt].ref;
+                        loc[kept] = pts[bt].local;
+                        kept++;
+                    }
                 }
                 mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0};
-                (void)mpilab_clock_fit(ref, loc, RG_BATCHES, &m);
+                (void)mpilab_clock_fit(ref, loc, kept, &m);
                 model[3 * r] = m.offset;
                 model[3 * r + 1] = m.drift;
             }
