@@ -387,9 +387,12 @@ static json_t *build_models(const opts_t *o, int size, json_t *meas)
     size_t npairs = (size_t)size * (size_t)(size - 1) / 2;
     double *x = calloc(o->nsizes, sizeof *x), *y = calloc(o->nsizes, sizeof *y);
     mpilab_hockney_t *mat = calloc((size_t)size * (size_t)size, sizeof *mat);
+    /* piecewise models: each unordered pair's ranges, shared by (i,j) and (j,i) */
+    mpilab_pair_model_t *pm = calloc((size_t)size * (size_t)size, sizeof *pm);
+    mpilab_hockney_range_t *rgs = calloc(npairs * MAX_RANGES, sizeof *rgs);
     int *have = calloc((size_t)size * (size_t)size, sizeof *have);
     json_t *pairs = json_array();
-    if (!x || !y || !mat || !have)
+    if (!x || !y || !mat || !pm || !rgs || !have)
         goto out;
     for (size_t pk = 0, i = 0; i < (size_t)size; i++)
         for (size_t j = i + 1; j < (size_t)size; j++, pk++) {
@@ -414,8 +417,10 @@ static json_t *build_models(const opts_t *o, int size, json_t *meas)
                 continue;
             mat[i * (size_t)size + j] = mat[j * (size_t)size + i] = h;
             have[i * (size_t)size + j] = have[j * (size_t)size + i] = 1;
-            mpilab_hockney_range_t rg[MAX_RANGES];
+            mpilab_hockney_range_t *rg = &rgs[pk * MAX_RANGES];
             size_t nr = mpilab_hockney_fit_ranges(x, y, n, rg, MAX_RANGES);
+            mpilab_pair_model_t pmod = {h, rg, nr};
+            pm[i * (size_t)size + j] = pm[j * (size_t)size + i] = pmod;
             json_t *ranges = json_array();
             for (size_t r = 0; r < nr; r++)
                 json_array_append_new(ranges, json_pack("{s:I,s:I,s:o,s:o}", "from", (json_int_t)rg[r].from, "to", (json_int_t)rg[r].to,
@@ -447,26 +452,36 @@ out:;
                 continue;
             double b = (double)json_integer_value(json_object_get(m, "bytes"));
             size_t root = (size_t)json_integer_value(json_object_get(m, "root"));
-            double p;
-            if (!strcmp(op, "scatter") && !strcmp(impl, "linear"))
-                p = mpilab_predict_scatter_linear(mat, (size_t)size, root, b);
-            else if (!strcmp(op, "scatter") && !strcmp(impl, "binomial"))
-                p = mpilab_predict_scatter_binomial(mat, (size_t)size, root, b);
-            else if (!strcmp(op, "gather") && !strcmp(impl, "linear"))
-                p = mpilab_predict_gather_linear(mat, (size_t)size, root, b);
-            else if (!strcmp(op, "gather") && !strcmp(impl, "binomial"))
-                p = mpilab_predict_gather_binomial(mat, (size_t)size, root, b);
-            else
+            /* predicted: per-protocol ranges; predicted_single: the whole-range fit */
+            double p, p1;
+            const size_t n = (size_t)size;
+            if (!strcmp(op, "scatter") && !strcmp(impl, "linear")) {
+                p = mpilab_predict_scatter_linear_ranges(pm, n, root, b);
+                p1 = mpilab_predict_scatter_linear(mat, n, root, b);
+            } else if (!strcmp(op, "scatter") && !strcmp(impl, "binomial")) {
+                p = mpilab_predict_scatter_binomial_ranges(pm, n, root, b);
+                p1 = mpilab_predict_scatter_binomial(mat, n, root, b);
+            } else if (!strcmp(op, "gather") && !strcmp(impl, "linear")) {
+                p = mpilab_predict_gather_linear_ranges(pm, n, root, b);
+                p1 = mpilab_predict_gather_linear(mat, n, root, b);
+            } else if (!strcmp(op, "gather") && !strcmp(impl, "binomial")) {
+                p = mpilab_predict_gather_binomial_ranges(pm, n, root, b);
+                p1 = mpilab_predict_gather_binomial(mat, n, root, b);
+            } else {
                 continue;
-            json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o}", "op", op, "impl", impl, "timing",
+            }
+            json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:o}", "op", op, "impl", impl, "timing",
                                                   json_object_get(m, "timing"), "bytes", (json_int_t)b,
-                                                  "predicted", jreal(p), "measured", jreal(json_real_value(mean))));
+                                                  "predicted", jreal(p), "predicted_single", jreal(p1),
+                                                  "measured", jreal(json_real_value(mean))));
         }
     }
     json_object_set_new(models, "predictions", pred);
     free(x);
     free(y);
     free(mat);
+    free(pm);
+    free(rgs);
     free(have);
     return models;
 }

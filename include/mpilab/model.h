@@ -51,6 +51,22 @@ double mpilab_predict_gather_linear(const mpilab_hockney_t *pairs, size_t p, siz
 double mpilab_predict_scatter_binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes);
 double mpilab_predict_gather_binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes);
 
+/* A pair's model for predictions: piecewise when nranges > 0 (the range containing the
+ * message size, see mpilab_hockney_ranges_time), else the single fit h. */
+typedef struct mpilab_pair_model {
+    mpilab_hockney_t h;
+    const mpilab_hockney_range_t *ranges;
+    size_t nranges;
+} mpilab_pair_model_t;
+
+/* The same four predictions from a p*p matrix of (possibly piecewise) pair models: every
+ * transfer is charged with the model of its own message size, so a protocol switch between
+ * a collective's small and large transfers (binomial subtrees) is taken into account. */
+double mpilab_predict_scatter_linear_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes);
+double mpilab_predict_gather_linear_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes);
+double mpilab_predict_scatter_binomial_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes);
+double mpilab_predict_gather_binomial_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes);
+
 #ifdef __cplusplus
 }
 #endif

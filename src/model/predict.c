@@ -7,19 +7,29 @@
 
 #include "mpilab/model.h"
 
-static double pair_time(const mpilab_hockney_t *pairs, size_t p, size_t src, size_t dst,
-                        double bytes)
+/* Time of one transfer src -> dst of `bytes`, from whichever pair-model matrix is used. */
+typedef double (*pair_time_fn)(const void *pairs, size_t p, size_t src, size_t dst, double bytes);
+
+static double single_time(const void *pairs, size_t p, size_t src, size_t dst, double bytes)
 {
-    return mpilab_hockney_time(&pairs[src * p + dst], bytes);
+    return mpilab_hockney_time(&((const mpilab_hockney_t *)pairs)[src * p + dst], bytes);
 }
 
-static int bad(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes)
+static double model_time(const void *pairs, size_t p, size_t src, size_t dst, double bytes)
+{
+    const mpilab_pair_model_t *m = &((const mpilab_pair_model_t *)pairs)[src * p + dst];
+    if (m->nranges > 0 && m->ranges)
+        return mpilab_hockney_ranges_time(m->ranges, m->nranges, bytes);
+    return mpilab_hockney_time(&m->h, bytes);
+}
+
+static int bad(const void *pairs, size_t p, size_t root, double bytes)
 {
     return !pairs || p == 0 || root >= p || !(bytes >= 0) || isinf(bytes);
 }
 
 /* Root sends (receives) one block per other rank, one after another: the times add. */
-static double linear(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes,
+static double linear(pair_time_fn pair_time, const void *pairs, size_t p, size_t root, double bytes,
                      int to_root)
 {
     if (bad(pairs, p, root, bytes))
@@ -32,8 +42,8 @@ static double linear(const mpilab_hockney_t *pairs, size_t p, size_t root, doubl
 }
 
 /* Sum over stages of the slowest transfer of the stage. */
-static double binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes,
-                       int to_root)
+static double binomial(pair_time_fn pair_time, const void *pairs, size_t p, size_t root,
+                       double bytes, int to_root)
 {
     if (bad(pairs, p, root, bytes))
         return NAN;
@@ -58,20 +68,40 @@ static double binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, dou
 
 double mpilab_predict_scatter_linear(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes)
 {
-    return linear(pairs, p, root, bytes, 0);
+    return linear(single_time, pairs, p, root, bytes, 0);
+}
+
+double mpilab_predict_scatter_linear_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes)
+{
+    return linear(model_time, pairs, p, root, bytes, 0);
 }
 
 double mpilab_predict_gather_linear(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes)
 {
-    return linear(pairs, p, root, bytes, 1);
+    return linear(single_time, pairs, p, root, bytes, 1);
+}
+
+double mpilab_predict_gather_linear_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes)
+{
+    return linear(model_time, pairs, p, root, bytes, 1);
 }
 
 double mpilab_predict_scatter_binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes)
 {
-    return binomial(pairs, p, root, bytes, 0);
+    return binomial(single_time, pairs, p, root, bytes, 0);
+}
+
+double mpilab_predict_scatter_binomial_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes)
+{
+    return binomial(model_time, pairs, p, root, bytes, 0);
 }
 
 double mpilab_predict_gather_binomial(const mpilab_hockney_t *pairs, size_t p, size_t root, double bytes)
 {
-    return binomial(pairs, p, root, bytes, 1);
+    return binomial(single_time, pairs, p, root, bytes, 1);
+}
+
+double mpilab_predict_gather_binomial_ranges(const mpilab_pair_model_t *pairs, size_t p, size_t root, double bytes)
+{
+    return binomial(model_time, pairs, p, root, bytes, 1);
 }

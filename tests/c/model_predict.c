@@ -40,6 +40,42 @@ static void expect(const char *what, size_t p, size_t root, double m, double lin
     CHECKF(fabs(sb - bin) < tol && fabs(gb - bin) < tol, "%s binomial: %g %g want %g", what, sb, gb, bin);
 }
 
+/* Piecewise pair models: a transfer is charged with the range of its own size. Four ranks,
+ * every pair: alpha 1 us, beta 1 ns/B up to 4096 B; alpha 10 us, beta 0.5 ns/B above. */
+static void test_ranges(void)
+{
+    static const mpilab_hockney_range_t rg[2] = {{0, 4096, {1e-6, 1e-9}}, {4097, 1e9, {1e-5, 5e-10}}};
+    mpilab_pair_model_t pm[16];
+    for (size_t k = 0; k < 16; k++) {
+        pm[k].h = (mpilab_hockney_t){123.0, 0.0}; /* must be ignored: ranges take precedence */
+        pm[k].ranges = rg;
+        pm[k].nranges = 2;
+    }
+    const double small = 1e-6 + 1e-9 * 3000, big = 1e-5 + 5e-10 * 6000; /* 3000 B, 6000 B */
+    double tol = 1e-15;
+    /* linear, 3000 B per rank: three small transfers */
+    CHECKF(fabs(mpilab_predict_scatter_linear_ranges(pm, 4, 0, 3000) - 3 * small) < tol, "linear ranges");
+    CHECKF(fabs(mpilab_predict_gather_linear_ranges(pm, 4, 1, 3000) - 3 * small) < tol, "linear ranges");
+    /* binomial, 3000 B: stage 1 moves 2 blocks (6000 B, the large range), stage 2 one block */
+    CHECKF(fabs(mpilab_predict_scatter_binomial_ranges(pm, 4, 0, 3000) - (big + small)) < tol,
+           "binomial ranges: %g want %g", mpilab_predict_scatter_binomial_ranges(pm, 4, 0, 3000), big + small);
+    CHECKF(fabs(mpilab_predict_gather_binomial_ranges(pm, 4, 2, 3000) - (big + small)) < tol, "binomial ranges");
+    /* without ranges the single fit is used, as by the plain functions */
+    mpilab_hockney_t single[16];
+    for (size_t k = 0; k < 16; k++) {
+        pm[k].h = (mpilab_hockney_t){2e-6, 1e-9 * (double)(k + 1)};
+        pm[k].nranges = 0;
+        single[k] = pm[k].h;
+    }
+    for (size_t r = 0; r < 4; r++) {
+        CHECKF(mpilab_predict_scatter_binomial_ranges(pm, 4, r, 777) ==
+                   mpilab_predict_scatter_binomial(single, 4, r, 777), "single fit, root %zu", r);
+        CHECKF(mpilab_predict_gather_linear_ranges(pm, 4, r, 777) == mpilab_predict_gather_linear(single, 4, r, 777),
+               "single fit, root %zu", r);
+    }
+    CHECKF(isnan(mpilab_predict_scatter_linear_ranges(NULL, 4, 0, 10)), "NULL pairs");
+}
+
 int main(void)
 {
     const double ms[] = {0, 1000, 1 << 20};
@@ -96,6 +132,7 @@ int main(void)
     CHECKF(isnan(mpilab_predict_gather_binomial(pairs, 0, 0, 10)), "p = 0");
     CHECKF(isnan(mpilab_predict_scatter_binomial(NULL, 4, 0, 10)), "NULL pairs");
     CHECKF(isnan(mpilab_predict_gather_linear(pairs, 4, 0, -1)), "negative size");
+    test_ranges();
     printf("model_predict: %d failure(s)\n", bench_failures);
     return CHECK_DONE();
 }
