@@ -9,6 +9,7 @@ src=$(cd "$2" && pwd)
 sanitize=${3:-OFF}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
 prefix=$tmp/prefix
 extra=()
 if [ "$sanitize" = "ON" ]; then extra=(-fsanitize=address,undefined); fi

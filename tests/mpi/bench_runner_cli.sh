@@ -7,6 +7,7 @@ runner=$1
 mpiexec=${2:-mpirun}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
 run() { "$mpiexec" -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np 2 "$runner" "$@"; }
 fail=0
 # Bad-input cases run a few at a time (they mostly wait for mpirun's start-up).

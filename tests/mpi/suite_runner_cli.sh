@@ -6,6 +6,7 @@ set -u
 bin="$1"; mpirun="$2"
 run() { "$mpirun" --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 "$@"; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 run -np 2 "$bin" --poll-sweep 0,500 --list > "$tmp/list" || fail "--list"

@@ -6,6 +6,7 @@ set -euo pipefail
 tool=$1; mpirun=$2
 d=$(mktemp -d /tmp/mpilab-wf-tool-XXXXXX)
 trap 'rm -rf "$d"' EXIT
+export TMPDIR="$d"  # own Open MPI session directory: concurrent tests collide in /tmp
 "$tool" create --rows 37 --cols 53 --seed 9 "$d/d0" "$d/c0"
 "$tool" convert --quiet --layout optimized --mb 8 --nb 5 --bands 3 "$d/d0" "$d/d"
 "$tool" convert --quiet --layout block --mb 8 --nb 5 --bands 3 "$d/c0" "$d/c"
