@@ -33,6 +33,14 @@ typedef struct mpilab_clock_model {
  * from the fitted line. Returns 0, or -1 if the data cannot determine a line. */
 int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out);
 
+/* The same fit, keeping the drift only where the data resolve it: if |drift| is less than z
+ * standard errors of the slope (from the fit's residuals; needs n >= 3), the model is
+ * offset-only: drift 0, offset = median of local[k] - ref[k] (robust to a delayed probe).
+ * A short sampling span on a busy machine cannot tell drift from noise, and a spurious
+ * drift, extrapolated, becomes a large offset error. Returns 0 or -1 as mpilab_clock_fit. */
+int mpilab_clock_fit_significant(const double *ref, const double *local, size_t n, double z,
+                                 mpilab_clock_model_t *out);
+
 typedef struct mpilab_clocksync {
     mpilab_sync_method_t method;
     int nranks;

@@ -23,7 +23,8 @@
 /* Regression: batches of probes, the minimum-round-trip probe of each batch kept. */
 #define RG_BATCHES 24
 #define RG_BATCH 6
-#define RG_SPAN_S 0.005 /* batches spread over at least this long */
+#define RG_SPAN_S 0.02 /* batches spread over at least this long */
+#define RG_DRIFT_Z 3.0 /* drift kept only if at least 3 standard errors from zero */
 #define RG_RTT_KEEP 1.25    /* batches kept: best RTT <= 1.25 x the least one ... */
 #define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
 #define RG_MIN_KEPT 6
@@ -53,6 +54,50 @@ int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_cl
     out->offset = c0;
     out->drift = c1 - 1.0;
     out->residual = res;
+    return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int mpilab_clock_fit_significant(const double *ref, const double *local, size_t n, double z,
+                                 mpilab_clock_model_t *out)
+{
+    mpilab_clock_model_t m;
+    if (mpilab_clock_fit(ref, local, n, &m) != 0)
+        return -1;
+    if (n >= 3) {
+        double mean = 0.0, sxx = 0.0, sse = 0.0;
+        for (size_t k = 0; k < n; k++)
+            mean += ref[k] / (double)n;
+        for (size_t k = 0; k < n; k++) {
+            double d = local[k] - (m.offset + (1.0 + m.drift) * ref[k]);
+            sxx += (ref[k] - mean) * (ref[k] - mean);
+            sse += d * d;
+        }
+        double se = sqrt(sse / (double)(n - 2) / sxx);
+        if (!(fabs(m.drift) >= z * se)) {
+            double *d = malloc(n * sizeof *d);
+            if (!d)
+                return -1;
+            for (size_t k = 0; k < n; k++)
+                d[k] = local[k] - ref[k];
+            qsort(d, n, sizeof *d, cmp_dbl);
+            m.offset = n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2]);
+            m.drift = 0.0;
+            m.residual = 0.0;
+            for (size_t k = 0; k < n; k++) {
+                double r = fabs(local[k] - ref[k] - m.offset);
+                if (r > m.residual)
+                    m.residual = r;
+            }
+            free(d);
+        }
+    }
+    *out = m;
     return 0;
 }
 
@@ -173,8 +218,14 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     rc = end_phase(comm, r);
                 double ref[2] = {a[r].ref, b.ref}, loc[2] = {a[r].local, b.local};
                 mpilab_clock_model_t m;
-                if (mpilab_clock_fit(ref, loc, 2, &m) != 0) {
-                    m.offset = b.local - b.ref; /* no time between: offset only */
+                /* Each offset estimate is uncertain by up to half its round trip, so the drift
+                 * between them by up to (rtt_a + rtt_b) / 2 / gap: a drift below that bound is
+                 * not resolved and would only add an extrapolation error; use the offset of the
+                 * tighter probe instead. */
+                double bound = 0.5 * (a[r].rtt + b.rtt) / fabs(b.ref - a[r].ref);
+                if (mpilab_clock_fit(ref, loc, 2, &m) != 0 || !(fabs(m.drift) > bound)) {
+                    const probe_t *t = a[r].rtt < b.rtt ? &a[r] : &b;
+                    m.offset = t->local - t->ref;
                     m.drift = 0.0;
                 }
                 model[3 * r] = m.offset;
@@ -221,7 +272,7 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     }
                 }
                 mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0};
-                (void)mpilab_clock_fit(ref, loc, kept, &m);
+                (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
                 model[3 * r] = m.offset;
                 model[3 * r + 1] = m.drift;
             }
