@@ -7,6 +7,7 @@
 #include "mpilab/clocksync.h"
 
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +58,6 @@ int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_cl
     return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int mpilab_clock_fit_significant(const double *ref, const double *local, size_t n, double z,
                                  mpilab_clock_model_t *out)
 {
@@ -85,8 +80,7 @@ int mpilab_clock_fit_significant(const double *ref, const double *local, size_t 
                 return -1;
             for (size_t k = 0; k < n; k++)
                 d[k] = local[k] - ref[k];
-            qsort(d, n, sizeof *d, cmp_dbl);
-            m.offset = n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2]);
+            m.offset = gsl_stats_median(d, 1, n); /* reorders d */
             m.drift = 0.0;
             m.residual = 0.0;
             for (size_t k = 0; k < n; k++) {
