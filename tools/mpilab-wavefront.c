@@ -37,6 +37,7 @@ static int usage(void)
             "       %s convert --layout rowmajor|block|optimized [--mb MB --nb NB] [--t T]\n"
             "                  [--bands P] IN [IN...] OUT\n"
             "       %s run --data D --coef C --iterations K [--workers P] [--waves W]\n"
+            "              [--chain band|block]\n"
             "              [--io pread|mmap|uring|auto] [--queue-depth D] [--mb MB --nb NB]\n"
             "              [--no-drop-behind] [--no-prefetch] [--mpi] [--json FILE] [--quiet]\n"
             "       %s verify --initial D0 --coef C --iterations K RESULT\n"
@@ -235,16 +236,17 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
                                        {"no-drop-behind", no_argument, 0, 'D'},
                                        {"no-prefetch", no_argument, 0, 'F'},
                                        {"queue-depth", required_argument, 0, 'Q'},
+                                       {"chain", required_argument, 0, 'C'},
                                        {"mpi", no_argument, 0, 'x'},
                                        {"json", required_argument, 0, 'j'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0};
+    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
     const char *data = NULL, *coef = NULL, *json = NULL;
     int use_mpi = 0, quiet = 0, c;
     int64_t v;
-    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFQ:xj:qh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFQ:C:xj:qh", lo, NULL)) != -1) {
         switch (c) {
         case 'd': data = optarg; break;
         case 'c': coef = optarg; break;
@@ -273,6 +275,12 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             if (parse_pos_i64("--queue-depth", optarg, 1, &v)) return 2;
             if (v > 32) return die("--queue-depth: at most 32");
             o.queue_depth = (int)v;
+            break;
+        case 'C':
+            if ((o.chain = mpilab_wf_chain_parse(optarg)) < 0) {
+                fprintf(stderr, "%s: --chain '%s': expected band or block\n", prog, optarg);
+                return 2;
+            }
             break;
         case 'x': use_mpi = 1; break;
         case 'j': json = optarg; break;
@@ -312,11 +320,14 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         if (!quiet) {
             for (int64_t i = 0; i < st.iterations; i++)
                 printf("iteration %lld: %.6f s\n", (long long)i, st.iter_s[i]);
-            printf("wavefront: %lldx%lld %s (coef %s) block %lldx%lld, %d %s, %d wave(s), io %s\n",
+            printf("wavefront: %lldx%lld %s (coef %s) block %lldx%lld, %d %s, %d wave(s) chained "
+                   "by %s, io %s\n",
                    (long long)st.rows, (long long)st.cols, mpilab_wf_layout_name(st.layout),
                    mpilab_wf_layout_name(st.coef_layout), (long long)st.mb, (long long)st.nb,
-                   st.workers, use_mpi ? "ranks" : "workers", o.waves, mpilab_wf_io_name(st.io));
-            printf("buffer slots (blocks in flight) per worker: %d\n", st.queue_depth);
+                   st.workers, use_mpi ? "ranks" : "workers", o.waves,
+                   mpilab_wf_chain_name(st.chain), mpilab_wf_io_name(st.io));
+            printf("buffer slots (blocks in flight) per worker: %d, engine buffers %.1f MiB\n",
+                   st.queue_depth, (double)st.buffer_bytes / 1048576.0);
             printf("time per iteration %.6f s, total %.6f s\n", mean, st.total_s);
             printf("bytes read %lld, written %lld, I/O bandwidth %.1f MiB/s, peak RSS %ld KiB\n",
                    (long long)st.bytes_read, (long long)st.bytes_written,
@@ -332,9 +343,10 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         if (json) {
             json_t *root = json_object();
             json_object_set_new(root, "schema", json_string(MPILAB_RESULTS_SCHEMA));
-            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:i,s:b,s:b}", "mode", use_mpi ? "mpi" : "threads",
+            json_t *opts = json_pack("{s:s,s:I,s:i,s:i,s:s,s:s,s:i,s:b,s:b}", "mode", use_mpi ? "mpi" : "threads",
                                      "iterations", (json_int_t)o.iterations, "workers", o.workers,
-                                     "waves", o.waves, "io", mpilab_wf_io_name(o.io),
+                                     "waves", o.waves, "chain", mpilab_wf_chain_name(o.chain),
+                                     "io", mpilab_wf_io_name(o.io),
                                      "queue_depth", o.queue_depth,
                                      "drop_behind", o.drop_behind, "prefetch", !o.no_prefetch);
             json_object_set_new(prov, "options", opts);
@@ -351,6 +363,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(wf, "mode", json_string(use_mpi ? "mpi" : "threads"));
             json_object_set_new(wf, "workers", json_integer(st.workers));
             json_object_set_new(wf, "waves", json_integer(o.waves));
+            json_object_set_new(wf, "chain", json_string(mpilab_wf_chain_name(st.chain)));
+            json_object_set_new(wf, "buffer_bytes", json_integer(st.buffer_bytes));
             json_object_set_new(wf, "io", json_string(mpilab_wf_io_name(st.io)));
             json_object_set_new(wf, "queue_depth", json_integer(st.queue_depth));
             json_object_set_new(wf, "drop_behind", json_boolean(o.drop_behind));
@@ -389,6 +403,7 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(m, "ranks", json_integer(use_mpi ? st.workers : 1));
             json_object_set_new(m, "workers", json_integer(st.workers));
             json_object_set_new(m, "waves", json_integer(o.waves));
+            json_object_set_new(m, "chain", json_string(mpilab_wf_chain_name(st.chain)));
             json_object_set_new(m, "MB", json_integer(st.mb));
             json_object_set_new(m, "NB", json_integer(st.nb));
             json_object_set_new(m, "stats", stats_json(st.iter_s, st.iterations));

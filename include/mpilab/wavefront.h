@@ -76,7 +76,19 @@ typedef struct {
     int queue_depth; /* uring: blocks in flight per worker (buffer slots; reads of up to
                       * queue_depth-1 steps ahead plus write-backs); 0 = 4. Other back
                       * ends ignore it. */
+    int chain;       /* mpilab_wf_chain: how waves are chained (default BAND) */
 } mpilab_wf_run_opts;
+
+/* Wave chaining granularity. BAND: a worker runs its whole band for iteration n, then
+ * n+1 (up to `waves` iterations in flight between workers; every iteration reads and
+ * writes every block). BLOCK: iterations are processed in sweeps of `waves`; within a
+ * sweep a block is read once, updated by the sweep's consecutive iterations while
+ * resident (items (k, r, c) in order of r + c + 2k) and written back once, so the I/O per
+ * iteration falls about `waves`-fold. BLOCK supports pread (with or without the I/O
+ * helper) and mmap, threads and MPI; not io_uring. */
+typedef enum { MPILAB_WF_CHAIN_BAND = 0, MPILAB_WF_CHAIN_BLOCK = 1 } mpilab_wf_chain;
+int mpilab_wf_chain_parse(const char *name); /* "band" | "block"; -1 if unknown */
+const char *mpilab_wf_chain_name(int chain);
 
 typedef struct {
     int64_t iterations;
@@ -100,7 +112,10 @@ typedef struct {
      * bytes_read they include readahead and exclude page-cache hits. */
     int64_t dev_read_bytes, dev_write_bytes;
     int io;                 /* back end actually used (AUTO resolved) */
-    int queue_depth;        /* buffer slots per worker (1 no prefetch, 2 helper, D uring) */
+    int queue_depth;        /* buffer slots per worker (1 no prefetch, 2 helper, D uring;
+                             * block chaining: the block pool, see docs/wavefront.md) */
+    int chain;              /* mpilab_wf_chain used */
+    int64_t buffer_bytes;   /* engine buffers allocated (all workers/ranks summed) */
 } mpilab_wf_stats;
 void mpilab_wf_stats_free(mpilab_wf_stats *st);
 

@@ -154,7 +154,7 @@ static void ml_post(mpilink *l, MPI_Comm comm)
  * two buffer slots), the write-back of step s right after. Step s+1's reads are submitted
  * after step s's write instead when they touch block s (one or two blocks per band), so
  * every read sees exactly the data the sequential order would. */
-enum { OP_READ = 1, OP_WRITE = 2 };
+enum { OP_READ = 1, OP_WRITE = 2, OP_CREAD = 3, OP_CWRITE = 4 };
 #define WF_IOQ 4
 #define WF_MAXQ 32           /* largest queue depth (buffer slots per worker) */
 #define WF_URING_ENTRIES 256 /* submission queue entries per worker ring */
@@ -204,6 +204,19 @@ typedef struct worker {
     ioop q[WF_IOQ];
     int64_t submitted, completed;
     char ioerr[512];
+    /* block chaining (chain == MPILAB_WF_CHAIN_BLOCK): a pool of npool block slots (the
+     * halo'd block, its 5 coefficient blocks, the east halo), the slot holding each block
+     * of the band (-1: none), the read sequence of each slot, the free slots; the top
+     * frontiers received from the lower neighbour, stored per column until used (tfk: the
+     * iteration held, WF_TF_EMPTY if none); one tagged segment (k, c, values). */
+    int chain;
+    int npool, nfree;
+    double **xhb, **xcf, **xlf;
+    int64_t *xseq;
+    int *xfree, *slot_of;
+    double *tfst, *segx;
+    int64_t *tfk;
+    int64_t buf_bytes; /* engine buffers allocated for this worker */
     /* results */
     int64_t bytes_r, bytes_w;
     double t_compute, t_iowait, t_depwait, t_iobusy;
@@ -374,9 +387,17 @@ static int step_write(worker *w, const ioop *op, char *err, size_t errlen)
     return 0;
 }
 
+static int chain_read(worker *w, const ioop *op, char *err, size_t errlen);
+static int chain_write(worker *w, const ioop *op, char *err, size_t errlen);
+
 static int io_exec(worker *w, const ioop *op, char *err, size_t errlen)
 {
-    return op->kind == OP_READ ? step_read(w, op, err, errlen) : step_write(w, op, err, errlen);
+    switch (op->kind) {
+    case OP_READ: return step_read(w, op, err, errlen);
+    case OP_WRITE: return step_write(w, op, err, errlen);
+    case OP_CREAD: return chain_read(w, op, err, errlen);
+    default: return chain_write(w, op, err, errlen);
+    }
 }
 
 static void *io_thread(void *arg)
@@ -833,6 +854,325 @@ static int worker_steps(worker *w)
     return io_drain(w); /* the last write-backs */
 }
 
+/* ---- block chaining ------------------------------------------------------------------
+ * Iterations run in sweeps of W = waves (the last sweep may be shorter). Within a sweep a
+ * worker processes the items (k, r, c) of its band, iteration k of block (r, c), in order
+ * of the key r + c + 2k (ties: by r, then k). Item (k, r, c) needs (k, r-1, c) and
+ * (k, r, c-1) done (north and west halos at iteration k) and (k, r+1, c), (k, r, c+1) not
+ * yet done (south and east halos still at iteration k-1): their keys are t-1 and t+1, so
+ * the order is legal and the halos can be copied from the neighbours' resident buffers.
+ * A block is read once per sweep, at its first item (with the east and south halos of
+ * iteration k0-1 from disk, as in the band schedule), written back after its last item,
+ * and its buffer is kept one key longer (the neighbours below and to the right read its
+ * edges then). Resident blocks per block row of the band: at most 2W (keys t-2W+1..t),
+ * plus one slot for the read of the next block with the I/O helper. Sweeps are not
+ * chained inside a worker (sweep s+1's first read waits until sweep s released all its
+ * blocks), but workers chain freely: a worker may start sweep s+1 while its lower
+ * neighbour still works on sweep s. Frontier segments between workers carry their
+ * (iteration, block column) tag: the bottom frontiers arrive in the order they are used
+ * (both sides order a block row's items by (c + 2k, k)), the top frontiers do not at
+ * sweep boundaries and are stored per column until used (at most one pending per column:
+ * the next one needs this worker's bottom frontier of the iteration after). */
+#define WF_TF_EMPTY INT64_MIN
+
+typedef struct {
+    int has;
+    int64_t s, d, lr; /* sweep, diagonal lr + c, local block row */
+} lcursor;
+
+static int64_t chain_pool(int64_t R, int64_t nbc, int waves, int prefetch)
+{
+    int64_t per_row = 2 * (int64_t)waves < nbc ? 2 * (int64_t)waves : nbc;
+    int64_t n = R * per_row + (prefetch ? 1 : 0);
+    return n < R * nbc ? n : R * nbc;
+}
+
+static int chain_read(worker *w, const ioop *op, char *err, size_t errlen)
+{
+    const int64_t ld = w->nb + 2, br = op->br, bc = op->bc;
+    const int64_t h = blk_h(w, br), wd = blk_w(w, bc);
+    double *H = w->xhb[op->slot], *lf = w->xlf[op->slot];
+    if (wf_read_block(w->data, &w->dio, br, bc, 0, H + ld + 1, (size_t)ld, &w->bytes_r, err,
+                      errlen))
+        return -1;
+    if (bc + 1 < w->nbc) {
+        if (wf_read_lf(w->data, &w->dio, br, bc + 1, lf, &w->bytes_r, err, errlen))
+            return -1;
+        for (int64_t i = 0; i < h; i++)
+            H[(i + 1) * ld + wd + 1] = lf[i];
+    }
+    size_t pl = (size_t)(h * wd);
+    for (int p = 0; p < 5; p++)
+        if (wf_read_block(w->coef, &w->cio, br, bc, p, w->xcf[op->slot] + p * pl, (size_t)wd,
+                          &w->bytes_r, err, errlen))
+            return -1;
+    if (br + 1 < w->b1 &&
+        wf_read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
+                   err, errlen))
+        return -1;
+    return 0;
+}
+
+static int chain_write(worker *w, const ioop *op, char *err, size_t errlen)
+{
+    const int64_t ld = w->nb + 2;
+    if (wf_write_block(w->data, &w->dio, op->br, op->bc, w->xhb[op->slot] + ld + 1, (size_t)ld,
+                       &w->bytes_w, err, errlen))
+        return -1;
+    hint_block(w, op->br, op->bc, 1, 0);
+    return 0;
+}
+
+/* Move the cursor to the next existing block: blocks of a sweep in order of (lr + c, lr),
+ * then the next sweep. */
+static void lcursor_fix(const worker *w, lcursor *lc)
+{
+    const int64_t R = w->b1 - w->b0, nbc = w->nbc;
+    for (;;) {
+        while (lc->d <= R - 1 + nbc - 1) {
+            const int64_t lo = lc->d - (nbc - 1) > 0 ? lc->d - (nbc - 1) : 0;
+            if (lc->lr < lo)
+                lc->lr = lo;
+            if (lc->lr < R && lc->lr <= lc->d)
+                return;
+            lc->d++;
+            lc->lr = 0;
+        }
+        lc->s++;
+        lc->d = lc->lr = 0;
+        if (lc->s * (int64_t)w->waves >= w->iters) {
+            lc->has = 0;
+            return;
+        }
+    }
+}
+
+/* Submit the read of the next block of sweep `sweep` if a slot is free (1), or not (0);
+ * -1 on failure. */
+static int chain_submit(worker *w, lcursor *lc, int64_t sweep)
+{
+    if (!lc->has || lc->s != sweep || w->nfree == 0)
+        return 0;
+    const int64_t c = lc->d - lc->lr, idx = lc->lr * w->nbc + c;
+    const int slot = w->xfree[--w->nfree];
+    w->slot_of[idx] = slot;
+    w->xseq[slot] = io_submit(w, OP_CREAD, slot, lc->s, w->b0 + lc->lr, c);
+    if (w->xseq[slot] < 0)
+        return -1;
+    lc->lr++;
+    lcursor_fix(w, lc);
+    return 1;
+}
+
+/* Receive the bottom frontier of iteration k, column c from the upper neighbour. */
+static int chain_get_bf(worker *w, int64_t k, int64_t c, double *dst, int64_t wd)
+{
+    const size_t sg = (size_t)w->nb + 2;
+    if (link_recv(w, &w->l_up_bf_recv, w->up_bf, w->segx, sg))
+        return -1;
+    if (w->segx[0] != (double)k || w->segx[1] != (double)c) {
+        snprintf(w->err, sizeof w->err,
+                 "internal: bottom frontier (%g, %g) received where (%lld, %lld) was expected",
+                 w->segx[0], w->segx[1], (long long)k, (long long)c);
+        return -1;
+    }
+    memcpy(dst, w->segx + 2, (size_t)wd * 8);
+    return 0;
+}
+
+/* The top frontier of iteration k, column c from the lower neighbour (stored per column
+ * until used: they arrive in the neighbour's order). */
+static int chain_get_tf(worker *w, int64_t k, int64_t c, double *dst, int64_t wd)
+{
+    const size_t sg = (size_t)w->nb + 2;
+    while (w->tfk[c] != k) {
+        if (link_recv(w, &w->l_down_tf_recv, w->down_tf, w->segx, sg))
+            return -1;
+        double kk = w->segx[0], cc = w->segx[1];
+        if (!(cc >= 0 && cc < (double)w->nbc) || w->tfk[(int64_t)cc] != WF_TF_EMPTY) {
+            snprintf(w->err, sizeof w->err,
+                     "internal: top frontier (%g, %g) received with no room for it", kk, cc);
+            return -1;
+        }
+        const int64_t ci = (int64_t)cc;
+        memcpy(w->tfst + ci * w->nb, w->segx + 2, (size_t)blk_w(w, ci) * 8);
+        w->tfk[ci] = (int64_t)kk;
+    }
+    memcpy(dst, w->tfst + c * w->nb, (size_t)wd * 8);
+    w->tfk[c] = WF_TF_EMPTY;
+    return 0;
+}
+
+static int chain_send(worker *w, mpilink *l, chan *ch, int64_t k, int64_t c, const double *v,
+                      int64_t wd)
+{
+    w->segx[0] = (double)k;
+    w->segx[1] = (double)c;
+    memcpy(w->segx + 2, v, (size_t)wd * 8);
+    return link_send(w, l, ch, w->segx, (size_t)wd + 2);
+}
+
+static int chain_steps(worker *w)
+{
+    const int64_t ld = w->nb + 2, R = w->b1 - w->b0, nbc = w->nbc, K = w->iters;
+    const int64_t W = w->waves;
+    for (int64_t c = 0; c < nbc; c++)
+        w->tfk[c] = WF_TF_EMPTY;
+    if (K <= 0)
+        return 0;
+    /* initial top frontiers (iteration -1) for the upper neighbour */
+    if (w->has_up)
+        for (int64_t bc = 0; bc < nbc; bc++) {
+            if (wf_read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, w->err,
+                           sizeof w->err))
+                return -1;
+            double t0 = now_s();
+            if (chain_send(w, &w->l_up_tf_send, w->up_tf, -1, bc, w->seg, blk_w(w, bc)))
+                return -1;
+            w->t_depwait += now_s() - t0;
+        }
+    lcursor lc = {1, 0, 0, 0};
+    int64_t *live = malloc((size_t)(R * nbc) * sizeof *live); /* blocks in release order */
+    if (!live) {
+        snprintf(w->err, sizeof w->err, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    int64_t ahead = 0; /* reads submitted whose block's first item has not started */
+    for (int64_t s = 0; s * W < K; s++) {
+        const int64_t k0 = s * W, Wk = K - k0 < W ? K - k0 : W;
+        const int64_t dmax = (R - 1) + (nbc - 1) + 2 * (Wk - 1);
+        int64_t lhead = 0, ltail = 0;
+        for (int64_t d2 = 0; d2 <= dmax; d2++) {
+            /* release the blocks whose neighbours no longer need them (key < d2) */
+            while (lhead < ltail) {
+                const int64_t idx = live[lhead], lr = idx / nbc, c = idx % nbc;
+                if (lr + c + 2 * Wk - 1 >= d2)
+                    break;
+                w->xfree[w->nfree++] = w->slot_of[idx];
+                w->slot_of[idx] = -1;
+                lhead++;
+            }
+            for (int64_t lr = 0; lr < R; lr++) {
+                const int64_t br = w->b0 + lr, h = blk_h(w, br);
+                const int64_t rg0 = w->row0 + br * w->mb;
+                const int64_t ilo = rg0 == 0 ? 1 : 0;
+                const int64_t ihi = rg0 + h == w->total ? h - 1 : h;
+                for (int64_t kk = 0; kk < Wk; kk++) {
+                    const int64_t c = d2 - lr - 2 * kk, k = k0 + kk;
+                    if (c < 0 || c >= nbc)
+                        continue;
+                    const int64_t idx = lr * nbc + c;
+                    const int64_t c0 = c * w->nb, wd = blk_w(w, c);
+                    const int64_t jlo = c0 == 0 ? 1 : 0;
+                    const int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
+                    if (kk == 0) {
+                        /* first item of the block in this sweep: its read */
+                        while (w->slot_of[idx] < 0) {
+                            int r = chain_submit(w, &lc, s);
+                            if (r < 0)
+                                goto out;
+                            if (r == 0) {
+                                snprintf(w->err, sizeof w->err,
+                                         "internal: no buffer slot for block (%lld, %lld)",
+                                         (long long)br, (long long)c);
+                                goto out;
+                            }
+                            ahead++;
+                        }
+                        ahead--;
+                        live[ltail++] = idx;
+                        if (io_wait(w, w->xseq[w->slot_of[idx]]))
+                            goto out;
+                        /* overlap the next block's read with this computation */
+                        while (w->prefetch && ahead < 1) {
+                            int r = chain_submit(w, &lc, s);
+                            if (r < 0)
+                                goto out;
+                            if (r == 0)
+                                break;
+                            ahead++;
+                        }
+                    }
+                    const int slot = w->slot_of[idx];
+                    double *H = w->xhb[slot];
+                    double t0 = now_s();
+                    /* north halo: iteration k of the block above */
+                    if (lr > 0) {
+                        const double *N = w->xhb[w->slot_of[idx - nbc]];
+                        memcpy(H + 1, N + blk_h(w, br - 1) * ld + 1, (size_t)wd * 8);
+                    } else if (w->has_up && chain_get_bf(w, k, c, H + 1, wd)) {
+                        goto out;
+                    }
+                    /* south halo: iteration k-1 of the block below (read with the block
+                     * for the sweep's first iteration inside the band) */
+                    double *S = H + (size_t)((h + 1) * ld) + 1;
+                    if (lr + 1 < R) {
+                        if (kk > 0) {
+                            const double *B = w->xhb[w->slot_of[idx + nbc]];
+                            memcpy(S, B + ld + 1, (size_t)wd * 8);
+                        }
+                    } else if (w->has_down && chain_get_tf(w, k - 1, c, S, wd)) {
+                        goto out;
+                    }
+                    double t1 = now_s();
+                    w->t_depwait += t1 - t0;
+                    /* west halo: iteration k of the block to the left */
+                    if (c > 0) {
+                        const double *Wb = w->xhb[w->slot_of[idx - 1]];
+                        const int64_t ww = blk_w(w, c - 1);
+                        for (int64_t i = 0; i < h; i++)
+                            H[(i + 1) * ld] = Wb[(i + 1) * ld + ww];
+                    }
+                    /* east halo: iteration k-1 of the block to the right (from disk for
+                     * the sweep's first iteration) */
+                    if (kk > 0 && c + 1 < nbc) {
+                        const double *E = w->xhb[w->slot_of[idx + 1]];
+                        for (int64_t i = 0; i < h; i++)
+                            H[(i + 1) * ld + wd + 1] = E[(i + 1) * ld + 1];
+                    }
+                    size_t pl = (size_t)(h * wd);
+                    const double *cf = w->xcf[slot];
+                    const double *zb = cf, *zu = cf + pl, *zv = cf + 2 * pl, *zr = cf + 3 * pl,
+                                 *zz = cf + 4 * pl;
+                    for (int64_t i = ilo; i < ihi; i++) {
+                        double *row = H + (i + 1) * ld + 1;
+                        const int64_t q0 = i * wd;
+                        for (int64_t j = jlo; j < jhi; j++) {
+                            double *p = row + j;
+                            const int64_t q = q0 + j;
+                            *p = wf_kernel(*p, p[-ld], p[ld], p[-1], p[1], zb[q], zu[q], zv[q],
+                                           zr[q], zz[q]);
+                        }
+                    }
+                    w->t_compute += now_s() - t1;
+                    if (kk == Wk - 1 && io_submit(w, OP_CWRITE, slot, s, br, c) < 0)
+                        goto out;
+                    t0 = now_s();
+                    if (lr == R - 1 && w->has_down &&
+                        chain_send(w, &w->l_down_bf_send, w->down_bf, k, c, H + h * ld + 1, wd))
+                        goto out;
+                    if (lr == 0 && w->has_up && k + 1 < K &&
+                        chain_send(w, &w->l_up_tf_send, w->up_tf, k, c, H + ld + 1, wd))
+                        goto out;
+                    w->t_depwait += now_s() - t0;
+                    if (lr == R - 1 && c == nbc - 1)
+                        w->t_done[k] = w->mpi ? MPI_Wtime() : now_s();
+                }
+            }
+        }
+        /* end of the sweep: every block was written back; free all slots */
+        for (; lhead < ltail; lhead++) {
+            w->xfree[w->nfree++] = w->slot_of[live[lhead]];
+            w->slot_of[live[lhead]] = -1;
+        }
+    }
+    rc = io_wait(w, w->submitted); /* the last write-backs */
+out:
+    free(live);
+    return rc;
+}
+
 /* With the I/O helper and pread, a step's reads of a blocked coefficient file and of an
  * optimized-layout data file are exact (one request per block or frontier) and the
  * WILLNEED hint covers the step after: the kernel's own readahead would only add pages
@@ -856,7 +1196,7 @@ static int worker_body(worker *w)
     no_readahead(w);
     if (io_start(w))
         return -1;
-    int rc = worker_steps(w);
+    int rc = w->chain ? chain_steps(w) : worker_steps(w);
     io_stop(w);
 #ifdef MPILAB_HAVE_URING
     if (w->uring && ur_drain(w) && !rc) {
@@ -901,7 +1241,40 @@ static int worker_alloc(worker *w, char *err, size_t errlen)
 {
     int64_t mb = w->mb, nb = w->nb;
     const int64_t t = w->data->h.t ? (int64_t)w->data->h.t : 1;
-    for (int s = 0; s < w->nslots; s++) {
+    const int64_t slot_bytes = ((mb + 2) * (nb + 2) + 5 * mb * nb + mb) * 8;
+    if (w->chain) {
+        const int64_t R = w->b1 - w->b0;
+        w->npool = (int)chain_pool(R, w->nbc, w->waves, w->prefetch);
+        w->nfree = w->npool;
+        w->xhb = calloc((size_t)w->npool, sizeof *w->xhb);
+        w->xcf = calloc((size_t)w->npool, sizeof *w->xcf);
+        w->xlf = calloc((size_t)w->npool, sizeof *w->xlf);
+        w->xseq = calloc((size_t)w->npool, sizeof *w->xseq);
+        w->xfree = calloc((size_t)w->npool, sizeof *w->xfree);
+        w->slot_of = malloc((size_t)(R * w->nbc) * sizeof *w->slot_of);
+        w->tfst = malloc((size_t)(w->nbc * nb) * 8);
+        w->tfk = malloc((size_t)w->nbc * sizeof *w->tfk);
+        w->segx = malloc((size_t)(nb + 2) * 8);
+        if (!w->xhb || !w->xcf || !w->xlf || !w->xseq || !w->xfree || !w->slot_of || !w->tfst ||
+            !w->tfk || !w->segx)
+            goto oom;
+        for (int64_t i = 0; i < R * w->nbc; i++)
+            w->slot_of[i] = -1;
+        for (int s = 0; s < w->npool; s++) {
+            w->xfree[s] = w->npool - 1 - s;
+            w->xhb[s] = calloc((size_t)((mb + 2) * (nb + 2)), 8);
+            w->xcf[s] = malloc((size_t)(5 * mb * nb) * 8);
+            w->xlf[s] = malloc((size_t)mb * 8);
+            if (!w->xhb[s] || !w->xcf[s] || !w->xlf[s])
+                goto oom;
+        }
+        w->buf_bytes += w->npool * slot_bytes + (w->nbc * nb + nb + 2) * 8;
+    }
+    w->buf_bytes += (w->chain ? 0 : w->nslots * slot_bytes) +
+                    (int64_t)(w->cols + mb + nb) * 8 +
+                    (int64_t)(wf_scratch_doubles(&w->data->h, mb, nb) +
+                              wf_scratch_doubles(&w->coef->h, mb, nb)) * 8;
+    for (int s = 0; s < (w->chain ? 0 : w->nslots); s++) {
         w->hb[s] = calloc((size_t)((mb + 2) * (nb + 2)), 8);
         w->cfb[s] = malloc((size_t)(5 * mb * nb) * 8);
         w->lfs[s] = malloc((size_t)mb * 8);
@@ -931,6 +1304,7 @@ static int worker_alloc(worker *w, char *err, size_t errlen)
             if (!w->dios[s].tmp || !w->lfios[s].tmp)
                 goto oom;
             w->dios[s].rec = w->lfios[s].rec = w->cios[s].rec = &w->rrec[s];
+            w->buf_bytes += (int64_t)(wf_scratch_doubles(&w->data->h, mb, nb) + (size_t)(mb * t)) * 8;
             w->wios[s] = w->dios[s]; /* the write-back packs into the slot's scratch */
             w->wios[s].rec = &w->wrec[s];
         }
@@ -956,6 +1330,25 @@ oom:
 
 static void worker_free(worker *w)
 {
+    for (int s = 0; s < w->npool; s++) {
+        free(w->xhb[s]);
+        free(w->xcf[s]);
+        free(w->xlf[s]);
+    }
+    free(w->xhb);
+    free(w->xcf);
+    free(w->xlf);
+    free(w->xseq);
+    free(w->xfree);
+    free(w->slot_of);
+    free(w->tfst);
+    free(w->tfk);
+    free(w->segx);
+    w->xhb = w->xcf = w->xlf = NULL;
+    w->xseq = w->tfk = NULL;
+    w->xfree = w->slot_of = NULL;
+    w->tfst = w->segx = NULL;
+    w->npool = 0;
     for (int s = 0; s < WF_MAXQ; s++) {
         free(w->hb[s]);
         free(w->cfb[s]);
@@ -1044,12 +1437,24 @@ int mpilab_wf_io_available(int io, char *why, size_t whylen)
 
 /* The back end to use: AUTO becomes uring where it works, else pread; an explicit uring
  * that cannot work is an error naming the reason. */
-static int resolve_io(int *io, int queue_depth, char *err, size_t errlen)
+static int resolve_io(int *io, int queue_depth, int chain, char *err, size_t errlen)
 {
     char why[256];
     if (queue_depth < 0 || queue_depth > WF_MAXQ) {
         ERR("queue depth must be 1..%d (got %d)", WF_MAXQ, queue_depth);
         return -1;
+    }
+    if (chain != MPILAB_WF_CHAIN_BAND && chain != MPILAB_WF_CHAIN_BLOCK) {
+        ERR("unknown wave chaining (expected band or block)");
+        return -1;
+    }
+    if (chain == MPILAB_WF_CHAIN_BLOCK) {
+        if (*io == MPILAB_WF_IO_URING) {
+            ERR("block chaining does not support the io_uring back end (use pread or mmap)");
+            return -1;
+        }
+        if (*io == MPILAB_WF_IO_AUTO)
+            *io = MPILAB_WF_IO_PREAD;
     }
     if (*io == MPILAB_WF_IO_AUTO) {
         *io = mpilab_wf_io_available(MPILAB_WF_IO_URING, NULL, 0) ? MPILAB_WF_IO_URING
@@ -1151,7 +1556,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         return -1;
     }
     int io = o->io;
-    if (resolve_io(&io, o->queue_depth, err, errlen))
+    if (resolve_io(&io, o->queue_depth, o->chain, err, errlen))
         return -1;
     wf_file d, c;
     if (wf_open(&d, data_path, 1, io, err, errlen))
@@ -1192,7 +1597,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         chan *ch = &chans[i];
         pthread_mutex_init(&ch->mu, NULL);
         pthread_cond_init(&ch->cv, NULL);
-        ch->seg = (size_t)nb;
+        ch->seg = (size_t)nb + (o->chain == MPILAB_WF_CHAIN_BLOCK ? 2 : 0); /* + tag */
         ch->cap = 2 * nbc + 2;
         ch->sh = &sh;
         ch->ring = malloc((size_t)ch->cap * ch->seg * 8);
@@ -1221,6 +1626,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         w->waves = o->waves;
         w->drop = o->drop_behind;
         w->hints = 1;
+        w->chain = o->chain;
         worker_io_init(w, io, o);
         w->sh = &sh;
         w->has_up = i > 0;
@@ -1266,7 +1672,11 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
     fill_stats(st, &d, &c, mb, nb, P, o->iterations);
     st->prefetch = ws[0].prefetch;
     st->io = io;
-    st->queue_depth = ws[0].nslots;
+    st->queue_depth = ws[0].chain ? ws[0].npool : ws[0].nslots;
+    st->chain = o->chain;
+    for (int i = 0; i < P; i++)
+        st->buffer_bytes += ws[i].buf_bytes;
+    st->buffer_bytes += 2 * (int64_t)P * chans[0].cap * (int64_t)chans[0].seg * 8;
     st->total_s = t1 - t0;
     st->dev_read_bytes = dr0 >= 0 && dr1 >= 0 ? dr1 - dr0 : -1;
     st->dev_write_bytes = dw0 >= 0 && dw1 >= 0 ? dw1 - dw0 : -1;
@@ -1395,7 +1805,7 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     d.fd = c.fd = -1;
     int64_t mb = 0, nb = 0;
     int bad = 0, io = o->io;
-    if (resolve_io(&io, o->queue_depth, err, errlen))
+    if (resolve_io(&io, o->queue_depth, o->chain, err, errlen))
         bad = 1;
     else if (wf_open(&d, dp, 1, io, err, errlen))
         bad = 1;
@@ -1463,6 +1873,7 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
         w.waves = o->waves;
         w.drop = o->drop_behind;
         w.hints = 1;
+        w.chain = o->chain;
         worker_io_init(&w, io, o);
         w.mpi = 1;
         w.comm = comm;
@@ -1470,14 +1881,16 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
         w.has_down = rank + 1 < size;
         int nsend = (int)(2 * nbc + 2);
         int64_t expect = o->iterations * nbc;
+        const size_t sg = (size_t)nb + (o->chain == MPILAB_WF_CHAIN_BLOCK ? 2 : 0); /* + tag */
         const int aok = worker_alloc(&w, err, errlen) == 0;
         int ok = aok;
         if (ok && w.has_up)
-            ok = !mlink_init(&w.l_up_tf_send, rank - 1, TAG_TF, (size_t)nb, nsend, 0) &&
-                 !mlink_init(&w.l_up_bf_recv, rank - 1, TAG_BF, (size_t)nb, 0, expect);
+            ok = !mlink_init(&w.l_up_tf_send, rank - 1, TAG_TF, sg, nsend, 0) &&
+                 !mlink_init(&w.l_up_bf_recv, rank - 1, TAG_BF, sg, 0, expect);
         if (ok && w.has_down)
-            ok = !mlink_init(&w.l_down_bf_send, rank + 1, TAG_BF, (size_t)nb, nsend, 0) &&
-                 !mlink_init(&w.l_down_tf_recv, rank + 1, TAG_TF, (size_t)nb, 0, expect);
+            ok = !mlink_init(&w.l_down_bf_send, rank + 1, TAG_BF, sg, nsend, 0) &&
+                 !mlink_init(&w.l_down_tf_recv, rank + 1, TAG_TF, sg, 0, expect);
+        w.buf_bytes += (int64_t)(w.has_up + w.has_down) * (nsend + 2) * (int64_t)sg * 8;
         w.wave_req = calloc((size_t)(o->iterations > 0 ? o->iterations : 1), sizeof(MPI_Request));
         if (!ok || !w.wave_req) {
             if (aok)
@@ -1520,12 +1933,12 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     double *mx = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
     for (int64_t i = 0; i < k && rel; i++)
         rel[i] = w.t_done[i] - t0;
-    long long iob[2] = {w.bytes_r, w.bytes_w}, iosum[2] = {0, 0};
+    long long iob[3] = {w.bytes_r, w.bytes_w, w.buf_bytes}, iosum[3] = {0, 0, 0};
     long rss = maxrss_kb(), rssmax = 0;
     double tmax = 0;
     if (rel && mx)
         MPI_Reduce(rel, mx, (int)(k > 0 ? k : 1), MPI_DOUBLE, MPI_MAX, 0, comm);
-    MPI_Reduce(iob, iosum, 2, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(iob, iosum, 3, MPI_LONG_LONG, MPI_SUM, 0, comm);
     MPI_Reduce(&rss, &rssmax, 1, MPI_LONG, MPI_MAX, 0, comm);
     MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     /* device bytes: -1 on any rank without /proc/self/io makes the sum meaningless */
@@ -1539,7 +1952,9 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     fill_stats(st, &d, &c, mb, nb, size, k);
     st->prefetch = w.prefetch;
     st->io = io;
-    st->queue_depth = w.nslots;
+    st->queue_depth = w.chain ? w.npool : w.nslots;
+    st->chain = o->chain;
+    st->buffer_bytes = iosum[2];
     st->dev_read_bytes = devsum[2] ? -1 : devsum[0];
     st->dev_write_bytes = devsum[2] ? -1 : devsum[1];
     if (rank == 0 && twall && stats_alloc_times(st, size) == 0)

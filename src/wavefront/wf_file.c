@@ -63,6 +63,26 @@ const char *mpilab_wf_io_name(int io)
     }
 }
 
+int mpilab_wf_chain_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "band"))
+        return MPILAB_WF_CHAIN_BAND;
+    if (!strcmp(name, "block"))
+        return MPILAB_WF_CHAIN_BLOCK;
+    return -1;
+}
+
+const char *mpilab_wf_chain_name(int chain)
+{
+    switch (chain) {
+    case MPILAB_WF_CHAIN_BAND: return "band";
+    case MPILAB_WF_CHAIN_BLOCK: return "block";
+    default: return "?";
+    }
+}
+
 uint64_t mpilab_wf_checksum(const double *v, size_t n)
 {
     const unsigned char *p = (const unsigned char *)v;

@@ -167,7 +167,7 @@ int main(void)
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         /* uring: queue depths 1 (no prefetch) and 2..5 in turn */
                         mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2,
-                                                2 + (runs / 4) % 4};
+                                                2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
@@ -198,7 +198,7 @@ int main(void)
         CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
         CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
         copy_file(P("dl"), P("work"));
-        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0};
+        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err) == 0, "auto: %s", err);
         CHECK(st.io == (have_uring ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
@@ -225,7 +225,7 @@ int main(void)
             }
             copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
-                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3};
+                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND};
             mpilab_wf_stats st;
             int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
                                    &st, err, sizeof err);
@@ -309,14 +309,14 @@ int main(void)
         CHECK(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
         mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
         CHECK(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
-        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0};
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
               "zero workers: %s", err);
-        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0};
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
               "big block run: %s", err);
-        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33};
+        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "queue depth") && !strchr(err, '\n'),
               "queue depth 33: %s", err);
@@ -325,7 +325,7 @@ int main(void)
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "back end"),
               "unknown back end: %s", err);
-        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0}; /* 5 block rows: fine; 6 workers is not */
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0, 0}; /* 5 block rows: fine; 6 workers is not */
         o5.workers = 6;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
         /* truncated */
@@ -335,7 +335,7 @@ int main(void)
         CHECK(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
                   strstr(err, P("tr")),
               "truncated: %s", err);
-        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0};
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0, 0};
         CHECK(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
               "truncated run: %s", err);
         /* wrong size */

@@ -67,7 +67,8 @@ int main(int argc, char **argv)
                     snprintf(cbase, sizeof cbase, "%s/c", dir);
                     /* io_uring with queue depths 2, 3, 4 */
                     mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0,
-                                            io != 0, io < 2 && waves == 2, waves + 1};
+                                            io != 0, io < 2 && waves == 2, waves + 1,
+                                            MPILAB_WF_CHAIN_BAND};
                     mpilab_wf_stats st;
                     if (mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err)) {
                         if (rank == 0)
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
                 }
     /* a missing band file is reported on every rank, nobody hangs */
     {
-        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0};
+        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0};
         mpilab_wf_stats st;
         char dbase[512];
         snprintf(dbase, sizeof dbase, "%s/missing", dir);
