@@ -1,5 +1,6 @@
 /* Wavefront: bitwise equality with the sequential reference for every layout, several
- * block sizes (also non-dividing), worker counts, waves in flight and both I/O back ends;
+ * block sizes (also non-dividing), worker counts, waves in flight and the I/O back ends,
+ * band and block wave chaining;
  * layout round trips; optimized-layout space overhead; bad input. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -115,6 +116,161 @@ static void expected_bytes(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb
                 *wr += K * (h * w + ex) * 8;
             }
     }
+}
+
+/* Block-granularity wave chaining: bitwise against the reference for every layout x block
+ * size x 1-3 workers x W = 1..4 x K = 1, 3, 5 x pread with and without the I/O helper and
+ * mmap; the W-fold drop of the engine's I/O volume, exactly; the buffer pool; refusals. */
+static void test_chain(const double *init, const double *coef, int64_t M, int64_t N)
+{
+    char err[1024];
+    int64_t r, c, pl;
+    const int64_t Ks[] = {1, 3, 5};
+    double *refs[3];
+    for (int i = 0; i < 3; i++) {
+        refs[i] = malloc((size_t)(M * N) * 8);
+        memcpy(refs[i], init, (size_t)(M * N) * 8);
+        mpilab_wf_reference(refs[i], coef, M, N, Ks[i]);
+    }
+    const int64_t blocks[][2] = {{8, 5}, {5, 7}, {37, 53}, {10, 17}, {10, 53}, {37, 27}};
+    int runs = 0;
+    for (int lay = 0; lay < 3; lay++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            int64_t mb = blocks[b][0], nb = blocks[b][1];
+            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+            if (lay != MPILAB_WF_ROWMAJOR) {
+                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+            }
+            int64_t nbr = (M + mb - 1) / mb;
+            for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
+                for (int waves = 1; waves <= 4; waves++)
+                    for (int ki = 0; ki < 3; ki++)
+                        for (int io = 0; io < 3; io++) { /* pread helper, pread sync, mmap */
+                            copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+                            mpilab_wf_run_opts o = {Ks[ki], workers, waves,
+                                                    io == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
+                                                    0, 0, runs % 2, io == 1 || (io == 2 && runs % 3 == 0),
+                                                    0, MPILAB_WF_CHAIN_BLOCK};
+                            if (lay == MPILAB_WF_ROWMAJOR)
+                                o.mb = mb, o.nb = nb;
+                            mpilab_wf_stats st;
+                            int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"),
+                                                   &o, &st, err, sizeof err);
+                            CHECK(rc == 0, "chain run: %s", err);
+                            if (rc)
+                                continue;
+                            runs++;
+                            CHECK(st.chain == MPILAB_WF_CHAIN_BLOCK && st.iterations == Ks[ki] &&
+                                      st.bytes_written > 0,
+                                  "chain stats");
+                            double *got = load1(P("work"), &r, &c, &pl);
+                            CHECK(got && memcmp(got, refs[ki], (size_t)(M * N) * 8) == 0,
+                                  "block chaining not bitwise equal: layout %s block %lldx%lld "
+                                  "workers %d waves %d K %lld io %d",
+                                  mpilab_wf_layout_name(lay), (long long)mb, (long long)nb,
+                                  workers, waves, (long long)Ks[ki], io);
+                            free(got);
+                            mpilab_wf_stats_free(&st);
+                        }
+        }
+    CHECK(runs >= 1000, "only %d chained runs", runs);
+    printf("block-chained bitwise runs: %d\n", runs);
+
+    /* I/O volume: K iterations in sweeps of W move exactly what ceil(K/W) band iterations
+     * move (each block, its halos and coefficients once per sweep), e.g. 6 iterations with
+     * W = 3 read the data twice, not six times. */
+    for (int lay = 0; lay < 3; lay++)
+        for (int pf = 0; pf < 3; pf++) { /* pread sync, pread helper, mmap */
+            const int64_t mb = 8, nb = 5;
+            const int PW = 3;
+            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+            if (lay != MPILAB_WF_ROWMAJOR) {
+                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+            }
+            const int64_t cases[][2] = {{6, 3}, {6, 1}, {5, 3}, {6, 4}, {7, 2}};
+            int64_t rd_w1 = 0;
+            for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+                const int64_t KK = cases[ci][0], W = cases[ci][1];
+                copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+                mpilab_wf_run_opts o = {KK, PW, (int)W, pf == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
+                                        lay ? 0 : mb, lay ? 0 : nb, 1, pf == 0, 0,
+                                        MPILAB_WF_CHAIN_BLOCK};
+                mpilab_wf_stats st;
+                int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
+                                       &st, err, sizeof err);
+                CHECK(rc == 0, "run: %s", err);
+                if (rc)
+                    continue;
+                int64_t erd, ewr;
+                expected_bytes(lay, M, N, mb, nb, PW, (KK + W - 1) / W, &erd, &ewr);
+                CHECK(st.bytes_read == erd && st.bytes_written == ewr,
+                      "%s K=%lld W=%lld: engine read %lld / wrote %lld bytes, expected %lld / %lld",
+                      mpilab_wf_layout_name(lay), (long long)KK, (long long)W,
+                      (long long)st.bytes_read, (long long)st.bytes_written, (long long)erd,
+                      (long long)ewr);
+                if (KK == 6 && W == 1)
+                    rd_w1 = st.bytes_read;
+                if (KK == 6 && W == 3 && rd_w1 == 0) {
+                    int64_t b1r, b1w;
+                    expected_bytes(lay, M, N, mb, nb, PW, 6, &b1r, &b1w);
+                    /* the band schedule reads every block every iteration */
+                    CHECK(st.bytes_written * 3 == b1w && st.bytes_read * 5 / 2 < b1r,
+                          "no 3-fold reduction: wrote %lld vs %lld", (long long)st.bytes_written,
+                          (long long)b1w);
+                }
+                /* buffer pool: worker 0 owns one block row of 11 blocks here: 2W slots
+                 * (+1 with the I/O helper), at most the 11 */
+                int64_t pool = 2 * W < 11 ? 2 * W : 11;
+                if (pf && pool < 11)
+                    pool++;
+                CHECK(st.queue_depth == pool, "pool %d, expected %lld", st.queue_depth,
+                      (long long)pool);
+                CHECK(st.buffer_bytes >= PW * pool * ((mb + 2) * (nb + 2) + 5 * mb * nb) * 8,
+                      "buffer bytes %lld", (long long)st.buffer_bytes);
+                mpilab_wf_stats_free(&st);
+            }
+            CHECK(rd_w1 > 0, "W=1 run missing");
+        }
+
+    /* refusals and zero iterations */
+    {
+        mpilab_wf_run_opts o = {2, 1, 2, MPILAB_WF_IO_URING, 8, 5, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK};
+        mpilab_wf_stats st;
+        copy_file(P("d0"), P("work"));
+        CHECK(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) != 0 &&
+                  strstr(err, "io_uring") && strstr(err, "block chaining") && !strchr(err, '\n'),
+              "uring with block chaining: %s", err);
+        CHECK(same_file(P("work"), P("d0")), "refused run changed the data");
+        o.io = MPILAB_WF_IO_AUTO; /* auto: pread under block chaining */
+        CHECK(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) == 0 &&
+                  st.io == MPILAB_WF_IO_PREAD,
+              "auto with block chaining: %s", err);
+        mpilab_wf_stats_free(&st);
+        o.chain = 7;
+        o.io = MPILAB_WF_IO_PREAD;
+        CHECK(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) != 0 &&
+                  strstr(err, "chaining"),
+              "unknown chaining: %s", err);
+        o.chain = MPILAB_WF_CHAIN_BLOCK;
+        o.iterations = 0;
+        o.workers = 3;
+        copy_file(P("d0"), P("work"));
+        CHECK(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) == 0 &&
+                  st.bytes_read == 0 && st.bytes_written == 0 && same_file(P("work"), P("d0")),
+              "zero iterations: %s", err);
+        mpilab_wf_stats_free(&st);
+        CHECK(mpilab_wf_chain_parse("block") == MPILAB_WF_CHAIN_BLOCK &&
+                  mpilab_wf_chain_parse("band") == MPILAB_WF_CHAIN_BAND &&
+                  mpilab_wf_chain_parse("blocks") == -1 &&
+                  !strcmp(mpilab_wf_chain_name(MPILAB_WF_CHAIN_BLOCK), "block"),
+              "chain names");
+    }
+    for (int i = 0; i < 3; i++)
+        free(refs[i]);
 }
 
 int main(void)
@@ -366,6 +522,8 @@ int main(void)
         /* the source is never modified by a failed conversion */
         CHECK(same_file(P("rt0"), P("d0")), "source changed");
     }
+
+    test_chain(init, coef, M, N);
 
     free(init);
     free(coef);

@@ -1,6 +1,7 @@
 /* Wavefront distributed mode: one band file per rank, frontiers over MPI; results must be
  * bitwise identical to the sequential reference for every layout, two block sizes (not
- * dividing the matrix), 1-3 waves and both I/O back ends. */
+ * dividing the matrix), 1-3 waves and the I/O back ends, band chaining, and block chaining
+ * (W = 1-3 with K = 4: sweeps that do and do not divide K) with pread and mmap. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,11 @@ int main(int argc, char **argv)
     for (int lay = 0; lay < 3; lay++)
         for (int b = 0; b < 2; b++)
             for (int waves = 1; waves <= 3; waves++)
-                for (int io = 0; io < 3; io++) {
+                for (int iox = 0; iox < 5; iox++) {
+                    /* 0-2: band chaining with pread, mmap, uring; 3, 4: block chaining with
+                     * pread (helper for odd W, synchronous for even) and mmap */
+                    const int chain = iox >= 3 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND;
+                    const int io = iox == 3 ? MPILAB_WF_IO_PREAD : iox == 4 ? MPILAB_WF_IO_MMAP : iox;
                     if (io == MPILAB_WF_IO_URING && !have_uring)
                         continue;
                     int64_t mb = blocks[b][0], nb = blocks[b][1];
@@ -67,8 +72,9 @@ int main(int argc, char **argv)
                     snprintf(cbase, sizeof cbase, "%s/c", dir);
                     /* io_uring with queue depths 2, 3, 4 */
                     mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0,
-                                            io != 0, io < 2 && waves == 2, waves + 1,
-                                            MPILAB_WF_CHAIN_BAND};
+                                            io != 0, io < 2 && waves == 2, waves + 1, chain};
+                    if (chain == MPILAB_WF_CHAIN_BLOCK)
+                        o.no_prefetch = iox == 3 && waves % 2 == 0;
                     mpilab_wf_stats st;
                     if (mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err)) {
                         if (rank == 0)
@@ -90,9 +96,9 @@ int main(int argc, char **argv)
                             fails++;
                         } else {
                             if (memcmp(got, ref, (size_t)(M * N) * 8) != 0) {
-                                fprintf(stderr, "FAIL: not bitwise equal (ranks %d layout %s block %lldx%lld waves %d io %s)\n",
+                                fprintf(stderr, "FAIL: not bitwise equal (ranks %d layout %s block %lldx%lld waves %d io %s chain %s)\n",
                                         size, mpilab_wf_layout_name(lay), (long long)mb, (long long)nb, waves,
-                                        mpilab_wf_io_name(io));
+                                        mpilab_wf_io_name(io), mpilab_wf_chain_name(chain));
                                 fails++;
                             }
                             if (st.iterations != K || st.bytes_read <= 0 || !st.iter_s || st.iter_s[K - 1] < 0) {
@@ -108,6 +114,20 @@ int main(int argc, char **argv)
                     mpilab_wf_stats_free(&st);
                     MPI_Barrier(MPI_COMM_WORLD);
                 }
+    /* block chaining with io_uring is refused on every rank (one line) */
+    {
+        mpilab_wf_run_opts o = {1, 1, 2, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK};
+        mpilab_wf_stats st;
+        char dbase[512], cbase[512];
+        snprintf(dbase, sizeof dbase, "%s/d", dir);
+        snprintf(cbase, sizeof cbase, "%s/c", dir);
+        int rc = mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err);
+        if (rc == 0 || !strstr(err, "io_uring") || strchr(err, '\n')) {
+            if (rank == 0)
+                fprintf(stderr, "FAIL: io_uring with block chaining accepted (%s)\n", err);
+            fails++;
+        }
+    }
     /* a missing band file is reported on every rank, nobody hangs */
     {
         mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0};
