@@ -54,7 +54,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
     if op == "run":
         cmd = [tool, "run", "--data", args.data, "--coef", args.coef,
                "--iterations", str(args.iterations), "--workers", str(args.workers),
-               "--waves", str(args.waves), "--io", args.io]
+               "--waves", str(args.waves), "--chain", args.chain, "--io", args.io]
         if args.queue_depth:
             cmd += ["--queue-depth", str(args.queue_depth)]
         if args.mb:
@@ -114,6 +114,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--iterations", "-k", type=_nonneg, required=True)
     r.add_argument("--workers", type=_positive, default=1)
     r.add_argument("--waves", type=_positive, default=1)
+    r.add_argument("--chain", choices=("band", "block"), default="band",
+                   help="wave chaining: band (whole band per iteration) or block (sweeps of "
+                        "--waves iterations per resident block: I/O per iteration / W)")
     r.add_argument("--io", choices=("pread", "mmap", "uring", "auto"), default="pread",
                    help="I/O back end (auto: io_uring where it works, else pread)")
     r.add_argument("--queue-depth", type=_positive, default=0,
