@@ -22,6 +22,11 @@ Configurations per round:
     io_uring with --uring-depth blocks in flight per worker); a queue-depth sweep of io_uring
     (--depths) and mmap, both with the optimized layout at --overlap-block. Configurations
     whose resident buffers (see resident_bytes) would exceed 60% of the limit are skipped.
+  * block chaining (--bc-block, --bc-workers, --bc-waves, --bc-iterations): in one geometry,
+    band chaining with 1 and 2 waves and block chaining (--chain block) with each of
+    --bc-waves; ratios band-1-wave / each, and each block-chained run against its own I/O
+    bound (the engine's bytes per iteration, about 7/W matrices, at the round's disk
+    bandwidths) and against the 1-wave bound.
   * I/O bound per round = 6 matrices / read bandwidth + 1 matrix / write bandwidth.
 
 Needs root (cgroup v1 memory controller at /sys/fs/cgroup/memory, drop_caches).
@@ -126,14 +131,23 @@ def disk_bandwidth(cg: MemCgroup, d: Path, src: Path, wbytes: int) -> tuple[floa
     return src.stat().st_size / tr, count * (4 << 20) / tw
 
 
-def resident_bytes(io: str, depth: int, mb: int, nb: int, rows: int, pf: bool = True) -> int:
+def resident_bytes(io: str, depth: int, mb: int, nb: int, rows: int, pf: bool = True,
+                   chain: str = "band", waves: int = 1, band_rows: int = 1,
+                   nbc: int = 1) -> int:
     """Engine buffers of one worker (docs/wavefront.md): per slot the halo'd block, five
     coefficient blocks and an east-halo column; io_uring adds a block of scratch per slot,
-    the others share one."""
+    the others share one. Block chaining: a pool of band_rows * min(2W, nbc) slots (+1
+    for the I/O helper's read ahead, at most all blocks of the band) and a row of stored
+    top frontiers. (`rows` is the row length N.)"""
     slots = depth if io == "uring" else (2 if pf else 1)
+    extra = 0
+    if chain == "block":
+        slots = min(band_rows * min(2 * waves, nbc) + (1 if pf else 0), band_rows * nbc)
+        extra = rows + nb + 2
     per_slot = (mb + 2) * (nb + 2) + 5 * mb * nb + mb
     scratch = (mb * nb + 4 + mb) * (slots if io == "uring" else 1)
-    return 8 * (slots * per_slot + scratch + rows + 2 * mb + nb)
+    coef_scratch = 5 * mb * nb + 4  # allocated once per worker (untouched for block files)
+    return 8 * (slots * per_slot + scratch + coef_scratch + rows + 2 * mb + nb + extra)
 
 
 def summary(v: list[float]) -> dict[str, float]:
@@ -164,6 +178,12 @@ def main() -> int:
     ap.add_argument("--depths", default="2,4,8",
                     help="io_uring queue depths swept at --overlap-block (optimized)")
     ap.add_argument("--waves-io", default="pread", help="back end of the wave-chaining runs")
+    ap.add_argument("--bc-block", default="2048x64",
+                    help="MBxNB of the block-chaining comparison ('' to skip it)")
+    ap.add_argument("--bc-workers", type=int, default=2)
+    ap.add_argument("--bc-waves", default="2,3", help="waves of the block-chained runs")
+    ap.add_argument("--bc-iterations", type=int, default=6,
+                    help="iterations of the block-chaining comparison (a multiple of the waves)")
     ap.add_argument("--dir", default="/tmp/mpilab-wf-bench")
     ap.add_argument("--out", default=None, help="JSON summary (default DIR/wavefront_ooc.json)")
     a = ap.parse_args()
@@ -218,14 +238,17 @@ def main() -> int:
             (d / f).unlink()
 
         # the configurations: name -> (data, coef, layout, mb, nb, workers, waves, iters, pf,
-        # io, queue depth)
-        Cfg = tuple[Path, Path, str, int, int, int, int, int, bool, str, int]
+        # io, queue depth, chain)
+        Cfg = tuple[Path, Path, str, int, int, int, int, int, bool, str, int, str]
         cfgs: dict[str, Cfg] = {}
         backends = [x for x in a.backends.split(",") if x]
         fits: dict[str, bool] = {}
 
         def add(name: str, cfg: Cfg) -> None:
-            need = cfg[5] * resident_bytes(cfg[9], cfg[10], cfg[3], cfg[4], a.cols, cfg[8])
+            nbr = -(-a.rows // cfg[3])
+            need = cfg[5] * resident_bytes(cfg[9], cfg[10], cfg[3], cfg[4], a.cols, cfg[8],
+                                           cfg[11], cfg[6], -(-nbr // cfg[5]),
+                                           -(-a.cols // cfg[4]))
             if need > 0.6 * limit:
                 print(f"  skipped {name}: {need >> 20} MiB of buffers for a "
                       f"{limit >> 20} MiB limit", flush=True)
@@ -244,16 +267,16 @@ def main() -> int:
                 for io in backends:
                     qd = a.uring_depth if io == "uring" else 0
                     add(f"{lay}/{b}/{io}", (d / f"d.{lay}.{b}", d / f"c.{b}", lay, b, b,
-                                            a.workers, 1, a.iterations, True, io, qd))
+                                            a.workers, 1, a.iterations, True, io, qd, "band"))
         odata, ocoef = d / f"d.optimized.{ob}", d / f"c.{ob}"
         add(f"optimized/{ob}/noprefetch", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
-                                           a.iterations, False, "pread", 0))
+                                           a.iterations, False, "pread", 0, "band"))
         add(f"optimized/{ob}/mmap", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
-                                     a.iterations, True, "mmap", 0))
+                                     a.iterations, True, "mmap", 0, "band"))
         for qd in (int(x) for x in a.depths.split(",") if x):
             if qd != a.uring_depth or "uring" not in backends:
                 add(f"optimized/{ob}/uring{qd}", (odata, ocoef, "optimized", ob, ob, a.workers,
-                                                  1, a.iterations, True, "uring", qd))
+                                                  1, a.iterations, True, "uring", qd, "band"))
         fmb = -(-a.rows // 2)
         for geo, (mb, nb, pw) in {"chain": (cmb, cnb, a.chain_workers),
                                   "flat": (fmb, a.flat_nb, 2)}.items():
@@ -265,18 +288,30 @@ def main() -> int:
             for w in (1, 2):
                 add(f"{geo}/waves{w}", (d / f"d.{geo}", d / f"c.{geo}", "optimized", mb, nb,
                                         pw, w, a.wave_iterations, True, wio,
-                                        a.uring_depth if wio == "uring" else 0))
+                                        a.uring_depth if wio == "uring" else 0, "band"))
+        bc_waves = [int(x) for x in a.bc_waves.split(",") if x] if a.bc_block else []
+        if bc_waves:
+            bmb, bnb = (int(x) for x in a.bc_block.lower().split("x"))
+            tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(bmb),
+                            "--nb", str(bnb), str(d0), str(d / "d.bc")])
+            tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(bmb),
+                            "--nb", str(bnb), str(c0), str(d / "c.bc")])
+            for chain, w in [("band", 1), ("band", 2)] + [("block", w) for w in bc_waves]:
+                add(f"bc/{chain}{w}", (d / "d.bc", d / "c.bc", "optimized", bmb, bnb,
+                                       a.bc_workers, w, a.bc_iterations, True, "pread", 0,
+                                       chain))
+            bc_waves = [w for w in bc_waves if f"bc/block{w}" in cfgs]
         res["configs"] = {k: {"layout": v[2], "mb": v[3], "nb": v[4], "workers": v[5],
                               "waves": v[6], "iterations": v[7], "prefetch": v[8], "io": v[9],
-                              "queue_depth": v[10]}
+                              "queue_depth": v[10], "chain": v[11]}
                           for k, v in cfgs.items()}
 
         def run(name: str) -> dict[str, Any]:
-            data, coef, lay, mb, nb, pw, waves, iters, pf, io, qd = cfgs[name]
+            data, coef, lay, mb, nb, pw, waves, iters, pf, io, qd, chain = cfgs[name]
             out = d / "run.json"
             cmd = [tool, "run", "--data", str(data), "--coef", str(coef), "--iterations",
                    str(iters), "--workers", str(pw), "--waves", str(waves), "--io", io,
-                   "--json", str(out), "--quiet"]
+                   "--chain", chain, "--json", str(out), "--quiet"]
             if qd:
                 cmd += ["--queue-depth", str(qd)]
             if lay == "rowmajor":
@@ -296,6 +331,7 @@ def main() -> int:
                  "bytes_written": wf["bytes_written"], "dev_read_bytes": wf["dev_read_bytes"],
                  "dev_write_bytes": wf["dev_write_bytes"],
                  "peak_rss_bytes": wf["peak_rss_bytes"], "cgroup_peak_bytes": cg.peak(),
+                 "buffer_bytes": wf["buffer_bytes"], "iterations": iters,
                  "cgroup_limit_hits": cg.failcnt() - f0, "per_worker": pwk}
             acc = {k: sum(x[k] for x in pwk) / len(pwk)
                    for k in ("compute_s", "io_wait_s", "dep_wait_s", "io_busy_s")}
@@ -303,8 +339,10 @@ def main() -> int:
             print(f"  {name:30s} {r['time_per_iteration_s']:7.3f} s/iter  per worker: compute "
                   f"{acc['compute_s']:.2f} io-wait {acc['io_wait_s']:.2f} dep-wait "
                   f"{acc['dep_wait_s']:.2f} s; dev read "
-                  f"{(dev or 0) / iters / mat:.2f} mat/iter; RSS "
-                  f"{r['peak_rss_bytes'] >> 20} MiB, cg {r['cgroup_peak_bytes'] >> 20} MiB",
+                  f"{(dev or 0) / iters / mat:.2f} mat/iter (engine "
+                  f"{(wf['bytes_read'] + wf['bytes_written']) / iters / mat:.2f}); RSS "
+                  f"{r['peak_rss_bytes'] >> 20} MiB (buffers {wf['buffer_bytes'] >> 20}), cg "
+                  f"{r['cgroup_peak_bytes'] >> 20} MiB",
                   flush=True)
             return r
 
@@ -320,7 +358,8 @@ def main() -> int:
             if a.rowmajor and rnd == 0:
                 bmax = max(blocks)
                 cfgs["rowmajor"] = (d0, c0, "rowmajor", bmax, bmax, a.workers, 1, 1, True,
-                                    backends[0], a.uring_depth if backends[0] == "uring" else 0)
+                                    backends[0], a.uring_depth if backends[0] == "uring" else 0,
+                                    "band")
                 runs["rowmajor"] = run("rowmajor")
                 del cfgs["rowmajor"]
             rd = {"read_Bps": bw_r, "write_Bps": bw_w, "io_bound_s": bound, "runs": runs}
@@ -341,7 +380,10 @@ def main() -> int:
                 for lay in ("block", "optimized"):
                     rd["ratios"][f"pread_best_over_uring_best/{lay}"] = (
                         t[best[f"{lay}/pread"]] / t[best[f"{lay}/uring"]])
-            fastest = min((n for n in t if n != "rowmajor"), key=lambda n: t[n])
+            # fastest among the configurations that move every matrix every iteration (the
+            # block-chained runs have their own, W-fold lower bound below)
+            fastest = min((n for n in t if n != "rowmajor" and not n.startswith("bc/block")),
+                          key=lambda n: t[n])
             rd["best"] = best
             rd["fastest"] = fastest
             rd["ratios"]["fastest_over_io_bound"] = t[fastest] / bound
@@ -352,6 +394,22 @@ def main() -> int:
                         rd["ratios"][f"{n.split('/')[-1]}_over_pread"] = t[n] / t[ref_pf]
             rd["ratios"]["chain_waves1_over_waves2"] = t["chain/waves1"] / t["chain/waves2"]
             rd["ratios"]["flat_waves1_over_waves2"] = t["flat/waves1"] / t["flat/waves2"]
+            if bc_waves and "bc/band1" in t and "bc/band2" in t:
+                rd["ratios"]["bc_band1_over_band2"] = t["bc/band1"] / t["bc/band2"]
+                rd["bound_w"] = {}
+                for w in bc_waves:
+                    n = f"bc/block{w}"
+                    r = runs[n]
+                    # what must move per iteration for this run: its own engine bytes
+                    bw_bound = ((r["bytes_read"] / bw_r + r["bytes_written"] / bw_w)
+                                / r["iterations"])
+                    rd["bound_w"][n] = bw_bound
+                    rd["ratios"][f"bc_band1_over_block{w}"] = t["bc/band1"] / t[n]
+                    rd["ratios"][f"bc_band2_over_block{w}"] = t["bc/band2"] / t[n]
+                    rd["ratios"][f"bc_block{w}_over_own_bound"] = t[n] / bw_bound
+                    rd["ratios"][f"bc_block{w}_over_1wave_bound"] = t[n] / bound
+                    rd["ratios"][f"bc_block{w}_over_best_optimized"] = (
+                        t[n] / t[best[f"optimized/{backends[0]}"]])
             print("  ratios: " + ", ".join(f"{k} {v:.3f}" for k, v in rd["ratios"].items())
                   + f"; fastest {fastest}", flush=True)
             res["rounds"].append(rd)
@@ -366,7 +424,9 @@ def main() -> int:
         res["summary"]["max_cgroup_peak_bytes"] = max(x["cgroup_peak_bytes"] for x in allr)
         res["summary"]["max_peak_rss_bytes"] = max(x["peak_rss_bytes"] for x in allr)
         target = {"fastest_over_io_bound": "<= 1.30", "chain_waves1_over_waves2": "> 1",
-                  "flat_waves1_over_waves2": "~1 expected"}
+                  "flat_waves1_over_waves2": "~1 expected", "bc_band1_over_band2": "> 1"}
+        for w in bc_waves:
+            target[f"bc_band1_over_block{w}"] = "> 1"
         for io in backends:
             target[f"block_best_over_optimized_best/{io}"] = ">= 1.20"
         print(f"summary over {a.rounds} rounds (median [min, max]):")
