@@ -136,13 +136,13 @@ def resident_bytes(io: str, depth: int, mb: int, nb: int, rows: int, pf: bool = 
                    nbc: int = 1) -> int:
     """Engine buffers of one worker (docs/wavefront.md): per slot the halo'd block, five
     coefficient blocks and an east-halo column; io_uring adds a block of scratch per slot,
-    the others share one. Block chaining: a pool of band_rows * min(2W, nbc) slots (+1
-    for the I/O helper's read ahead, at most all blocks of the band) and a row of stored
+    the others share one. Block chaining: a pool of band_rows * min(2W, nbc) slots (+2
+    for the I/O helper's reads ahead, at most all blocks of the band) and a row of stored
     top frontiers. (`rows` is the row length N.)"""
     slots = depth if io == "uring" else (2 if pf else 1)
     extra = 0
     if chain == "block":
-        slots = min(band_rows * min(2 * waves, nbc) + (1 if pf else 0), band_rows * nbc)
+        slots = min(band_rows * min(2 * waves, nbc) + (2 if pf else 0), band_rows * nbc)
         extra = rows + nb + 2
     per_slot = (mb + 2) * (nb + 2) + 5 * mb * nb + mb
     scratch = (mb * nb + 4 + mb) * (slots if io == "uring" else 1)

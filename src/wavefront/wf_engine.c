@@ -865,7 +865,8 @@ static int worker_steps(worker *w)
  * iteration k0-1 from disk, as in the band schedule), written back after its last item,
  * and its buffer is kept one key longer (the neighbours below and to the right read its
  * edges then). Resident blocks per block row of the band: at most 2W (keys t-2W+1..t),
- * plus one slot for the read of the next block with the I/O helper. Sweeps are not
+ * plus two slots for the reads the I/O helper does ahead (WF_CHAIN_AHEAD; each read also
+ * hints the block after it to the kernel). Sweeps are not
  * chained inside a worker (sweep s+1's first read waits until sweep s released all its
  * blocks), but workers chain freely: a worker may start sweep s+1 while its lower
  * neighbour still works on sweep s. Frontier segments between workers carry their
@@ -880,12 +881,17 @@ typedef struct {
     int64_t s, d, lr; /* sweep, diagonal lr + c, local block row */
 } lcursor;
 
+/* Reads the I/O helper may have queued ahead of the block being started. */
+#define WF_CHAIN_AHEAD 2
+
 static int64_t chain_pool(int64_t R, int64_t nbc, int waves, int prefetch)
 {
     int64_t per_row = 2 * (int64_t)waves < nbc ? 2 * (int64_t)waves : nbc;
-    int64_t n = R * per_row + (prefetch ? 1 : 0);
+    int64_t n = R * per_row + (prefetch ? WF_CHAIN_AHEAD : 0);
     return n < R * nbc ? n : R * nbc;
 }
+
+static void lcursor_fix(const worker *w, lcursor *lc);
 
 static int chain_read(worker *w, const ioop *op, char *err, size_t errlen)
 {
@@ -910,6 +916,12 @@ static int chain_read(worker *w, const ioop *op, char *err, size_t errlen)
         wf_read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
                    err, errlen))
         return -1;
+    /* read-ahead hint for the block read after this one (the kernel fetches it while the
+     * next read is served) */
+    lcursor nx = {1, op->it, br - w->b0 + bc, br - w->b0 + 1};
+    lcursor_fix(w, &nx);
+    if (nx.has)
+        hint_block(w, w->b0 + nx.lr, nx.d - nx.lr, 0, 1);
     return 0;
 }
 
@@ -1085,7 +1097,7 @@ static int chain_steps(worker *w)
                         if (io_wait(w, w->xseq[w->slot_of[idx]]))
                             goto out;
                         /* overlap the next block's read with this computation */
-                        while (w->prefetch && ahead < 1) {
+                        while (w->prefetch && ahead < WF_CHAIN_AHEAD) {
                             int r = chain_submit(w, &lc, s);
                             if (r < 0)
                                 goto out;

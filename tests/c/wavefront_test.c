@@ -223,10 +223,10 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
                           (long long)b1w);
                 }
                 /* buffer pool: worker 0 owns one block row of 11 blocks here: 2W slots
-                 * (+1 with the I/O helper), at most the 11 */
-                int64_t pool = 2 * W < 11 ? 2 * W : 11;
-                if (pf && pool < 11)
-                    pool++;
+                 * (+2 reads ahead with the I/O helper), at most the 11 */
+                int64_t pool = 2 * W + (pf ? 2 : 0);
+                if (pool > 11)
+                    pool = 11;
                 CHECK(st.queue_depth == pool, "pool %d, expected %lld", st.queue_depth,
                       (long long)pool);
                 CHECK(st.buffer_bytes >= PW * pool * ((mb + 2) * (nb + 2) + 5 * mb * nb) * 8,
