@@ -689,9 +689,10 @@ int main(int argc, char **argv)
         if (sync_used && cs) {
             json_t *rk = json_array();
             for (int r = 1; r < cs->nranks; r++)
-                json_array_append_new(rk, json_pack("{s:i,s:o,s:o,s:o}", "rank", r, "offset_s", jreal(cs->ranks[r].offset),
+                json_array_append_new(rk, json_pack("{s:i,s:o,s:o,s:o,s:o}", "rank", r, "offset_s", jreal(cs->ranks[r].offset),
                                                     "drift", jreal(cs->ranks[r].drift), "residual_s",
-                                                    jreal(cs->ranks[r].residual)));
+                                                    jreal(cs->ranks[r].residual), "uncertainty_s",
+                                                    jreal(cs->ranks[r].uncertainty)));
             json_object_set_new(prov, "clock_sync",
                                 json_pack("{s:s,s:o,s:I,s:o,s:o}", "method", mpilab_sync_method_name(cs->method),
                                           "max_residual_s", jreal(worst_residual), "syncs", (json_int_t)nsyncs,

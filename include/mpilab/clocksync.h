@@ -26,6 +26,11 @@ typedef struct mpilab_clock_model {
     double offset;   /* seconds */
     double drift;    /* dimensionless (s/s) */
     double residual; /* quality: seconds, see mpilab_clocksync_t */
+    /* Half the round trip of the exchanges the offset was taken from (the largest one
+     * when several were combined): a message takes at least zero time each way, so the
+     * exchange alone cannot place the remote reading more precisely than this. Seconds;
+     * 0 for rank 0 and for the pure fits. */
+    double uncertainty;
 } mpilab_clock_model_t;
 
 /* Pure fit: least squares of local[k] ~ offset + (1 + drift) * ref[k] over n >= 2 points

@@ -7,6 +7,7 @@
 #include "mpilab/clocksync.h"
 
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
 #define RG_MIN_KEPT 6
 #define VERIFY_PROBES 10
+#define NM 4 /* doubles per rank in the model exchange */
 
 int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out)
 {
@@ -55,6 +57,7 @@ int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_cl
     out->offset = c0;
     out->drift = c1 - 1.0;
     out->residual = res;
+    out->uncertainty = 0.0;
     return 0;
 }
 
@@ -186,8 +189,8 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
         rc = MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm);
     out->t0 = t0;
     int phases = (method == MPILAB_SYNC_SKAMPI) ? 3 : 2;
-    /* per rank, 3 doubles: offset, drift, residual */
-    double *model = calloc((size_t)size * 3, sizeof *model);
+    /* per rank, NM doubles: offset, drift, residual, uncertainty */
+    double *model = calloc((size_t)size * NM, sizeof *model);
     if (!model)
         rc = MPI_ERR_NO_MEM;
     if (rank != 0) {
@@ -221,9 +224,12 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     const probe_t *t = a[r].rtt < b.rtt ? &a[r] : &b;
                     m.offset = t->local - t->ref;
                     m.drift = 0.0;
+                    model[NM * r + 3] = 0.5 * t->rtt;
+                } else {
+                    model[NM * r + 3] = 0.5 * fmax(a[r].rtt, b.rtt);
                 }
-                model[3 * r] = m.offset;
-                model[3 * r + 1] = m.drift;
+                model[NM * r] = m.offset;
+                model[NM * r + 1] = m.drift;
             }
         } else {
             for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
@@ -248,27 +254,53 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                 for (int bt = 0; bt < RG_BATCHES; bt++)
                     if (pts[bt].rtt < minrtt)
                         minrtt = pts[bt].rtt;
-                double ref[RG_BATCHES], loc[RG_BATCHES];
+                double ref[RG_BATCHES], loc[RG_BATCHES], maxrtt = 0.0;
                 size_t kept = 0;
                 for (int bt = 0; bt < RG_BATCHES; bt++) {
                     if (pts[bt].rtt <= RG_RTT_KEEP * minrtt + RG_RTT_SLACK_S) {
                         ref[kept] = pts[bt].ref;
                         loc[kept] = pts[bt].local;
+                        maxrtt = fmax(maxrtt, pts[bt].rtt);
                         kept++;
                     }
                 }
-                if (kept < RG_MIN_KEPT) { /* too few clean batches: use them all */
+                if (kept < RG_MIN_KEPT) {
+                    /* Too few clean batches (a loaded machine delayed most of them): keep
+                     * the RG_MIN_KEPT with the least round trips, in time order. Taking all
+                     * of them instead let delayed legs decide the median (a 311 us offset
+                     * error seen under a CPU hog). */
+                    double rtts[RG_BATCHES];
+                    for (int bt = 0; bt < RG_BATCHES; bt++)
+                        rtts[bt] = pts[bt].rtt;
+                    gsl_sort(rtts, 1, RG_BATCHES);
+                    double cut = rtts[RG_MIN_KEPT - 1];
                     kept = 0;
-                    for (int bt = 0; bt < RG_BATCHES; bt++) {
-                        ref[kept] = pts[bt].ref;
-                        loc[kept] = pts[bt].local;
-                        kept++;
+                    maxrtt = 0.0;
+                    for (int bt = 0; bt < RG_BATCHES && kept < RG_MIN_KEPT; bt++) {
+                        if (pts[bt].rtt <= cut) {
+                            ref[kept] = pts[bt].ref;
+                            loc[kept] = pts[bt].local;
+                            maxrtt = fmax(maxrtt, pts[bt].rtt);
+                            kept++;
+                        }
                     }
                 }
-                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0};
+                model[NM * r + 3] = 0.5 * maxrtt;
+                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0};
                 (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
-                model[3 * r] = m.offset;
-                model[3 * r + 1] = m.drift;
+                /* As for SKaMPI: every point may be off by half its round trip, so across
+                 * the sampled span a drift smaller than maxrtt / span is not resolved, however
+                 * significant the fit says it is (the points' errors are not independent when
+                 * a loaded machine delays a run of probes: a spurious 2.5e-3 was seen). */
+                double lo = ref[0], hi = ref[0];
+                for (size_t k = 1; k < kept; k++) {
+                    lo = fmin(lo, ref[k]);
+                    hi = fmax(hi, ref[k]);
+                }
+                if (m.drift != 0.0 && !(fabs(m.drift) * (hi - lo) > maxrtt))
+                    (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
+                model[NM * r] = m.offset;
+                model[NM * r + 1] = m.drift;
             }
         }
         /* Quality: an independent minimum-round-trip probe after the fit. */
@@ -277,8 +309,8 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
             rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
             if (rc == MPI_SUCCESS)
                 rc = end_phase(comm, r);
-            double predicted = model[3 * r] + (1.0 + model[3 * r + 1]) * v.ref;
-            model[3 * r + 2] = fabs(v.local - predicted);
+            double predicted = model[NM * r] + (1.0 + model[NM * r + 1]) * v.ref;
+            model[NM * r + 2] = fabs(v.local - predicted);
         }
         free(a);
         free(pts);
@@ -291,14 +323,15 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
         mpilab_clocksync_free(out);
         return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
     }
-    MPI_Bcast(model, 3 * size, MPI_DOUBLE, 0, comm);
+    MPI_Bcast(model, NM * size, MPI_DOUBLE, 0, comm);
     out->max_residual = 0.0;
     for (int r = 0; r < size; r++) {
-        out->ranks[r].offset = model[3 * r];
-        out->ranks[r].drift = model[3 * r + 1];
-        out->ranks[r].residual = model[3 * r + 2];
-        if (model[3 * r + 2] > out->max_residual)
-            out->max_residual = model[3 * r + 2];
+        out->ranks[r].offset = model[NM * r];
+        out->ranks[r].drift = model[NM * r + 1];
+        out->ranks[r].residual = model[NM * r + 2];
+        out->ranks[r].uncertainty = model[NM * r + 3];
+        if (model[NM * r + 2] > out->max_residual)
+            out->max_residual = model[NM * r + 2];
     }
     free(model);
     out->duration = MPI_Wtime() - start;

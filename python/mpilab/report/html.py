@@ -141,9 +141,10 @@ def _provenance(r: Results) -> str:
     html = "<h2 id='provenance'>Provenance</h2>\n" + _table(("item", "value"), rows)
     if cs is not None and cs.ranks:
         html += "\n<h3>Clock synchronisation per rank</h3>\n" + _table(
-            ("rank", "offset", "drift", "residual"),
+            ("rank", "offset", "drift", "residual", "uncertainty"),
             [(x.get("rank", "?"), fmt_time(_num(x.get("offset_s"))), _g(x.get("drift")),
-              fmt_time(_num(x.get("residual_s")))) for x in cs.ranks], numeric=(1, 2, 3))
+              fmt_time(_num(x.get("residual_s"))), fmt_time(_num(x.get("uncertainty_s"))))
+             for x in cs.ranks], numeric=(1, 2, 3, 4))
     return html
 
 
