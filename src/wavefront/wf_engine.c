@@ -916,6 +916,19 @@ static int chain_read(worker *w, const ioop *op, char *err, size_t errlen)
         wf_read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
                    err, errlen))
         return -1;
+    /* the block is now in its buffer for the whole sweep and its pages will not be read
+     * again before the write-back: with drop-behind, drop them from the page cache at once
+     * (under a memory limit they would only push other pages out) */
+    if (w->drop && w->data->h.layout != MPILAB_WF_ROWMAJOR) {
+        off_t off;
+        size_t len;
+        wf_block_range(w->data, &w->dio, br, bc, &off, &len);
+        wf_done(w->data, off, len, 0);
+        if (w->coef->h.layout != MPILAB_WF_ROWMAJOR) {
+            wf_block_range(w->coef, &w->cio, br, bc, &off, &len);
+            wf_done(w->coef, off, len, 0);
+        }
+    }
     /* read-ahead hint for the block read after this one (the kernel fetches it while the
      * next read is served) */
     lcursor nx = {1, op->it, br - w->b0 + bc, br - w->b0 + 1};
