@@ -10,6 +10,7 @@
 #include "mpilab/bench.h"
 #include "mpilab/coll.h"
 #include "mpilab/model.h"
+#include "mpilab/loggp.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"
 

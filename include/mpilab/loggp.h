@@ -1,0 +1,126 @@
+/* LogGP per pair: measurement of the overheads, gap and round trip over a list of message
+ * sizes, the least-squares fit of L, o_s, o_r, g, G, and the predictions they give.
+ * Formulas and measurement method: docs/models.md, section "LogGP". */
+#ifndef MPILAB_LOGGP_H
+#define MPILAB_LOGGP_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "mpilab/p2p.h"
+#include "mpilab/stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ measurement */
+
+typedef struct mpilab_loggp_opts {
+    mpilab_precision_t prec;  /* repetition control of every quantity at every size */
+    mpilab_p2p_mode_t mode;   /* parallel (round-robin rounds) or sequential pairs */
+    size_t burst;             /* messages per gap stream, >= 2 (default 16) */
+    double or_wait_factor;    /* the receiver waits this many round trips before the timed
+                                 receive, > 1 (default 2) */
+} mpilab_loggp_opts_t;
+
+void mpilab_loggp_opts_default(mpilab_loggp_opts_t *o);
+
+/* One quantity at one size: statistics and every repetition's sample. */
+typedef struct mpilab_loggp_series {
+    mpilab_stats_t stats;
+    double *samples; /* [stats.reps] */
+} mpilab_loggp_series_t;
+
+/* Everything measured at one message size for one pair (sender i, receiver j):
+ *   rtt: round trip, m bytes i -> j and m bytes back, timed on i;
+ *   os:  time of MPI_Send(m) on i (the receiver acknowledges each message);
+ *   orr: time of MPI_Recv(m) on j, called or_wait_factor round trips after the message
+ *        was sent, so it has already arrived;
+ *   g:   per-message time of a stream of `burst` back-to-back sends i -> j: each
+ *        repetition times one message and then a stream, both closed by an m-byte reply,
+ *        and records (T_stream - T_single) / (burst - 1). */
+typedef struct mpilab_loggp_point {
+    size_t bytes;
+    mpilab_loggp_series_t rtt, os, orr, g;
+} mpilab_loggp_point_t;
+
+typedef struct mpilab_loggp_pair_result {
+    mpilab_pair_t pair;
+    size_t round;    /* round of the schedule it ran in (sequential: its pair index) */
+    size_t measured; /* how many times the pair was measured (1 after a successful call) */
+    size_t nsizes;
+    mpilab_loggp_point_t *points; /* [nsizes], in the order of sizes[] */
+} mpilab_loggp_pair_result_t;
+
+/* Collective over comm (>= 2 ranks): every pair i < j over sizes[0..nsizes) (strictly
+ * increasing, each <= INT_MAX). results must hold n(n-1)/2 entries, ordered (0,1),(0,2),...
+ * (1,2),...; filled on every rank. Free each with mpilab_loggp_pair_result_free.
+ * Returns 0, MPI_ERR_ARG for bad arguments (same on every rank), or an MPI error code. */
+int mpilab_loggp_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes,
+                         const mpilab_loggp_opts_t *opts, mpilab_loggp_pair_result_t *results);
+void mpilab_loggp_pair_result_free(mpilab_loggp_pair_result_t *r);
+
+/* Checks options and sizes without communicating; 0 or -1 with a one-line reason. */
+int mpilab_loggp_check(const size_t *sizes, size_t nsizes, const mpilab_loggp_opts_t *opts,
+                       char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------- fit */
+
+/* Parameters of one pair (seconds, seconds per byte):
+ *   os, orr: sender / receiver overhead at m = 0 (intercepts of the fitted lines),
+ *   os_per_byte, or_per_byte: their slopes, so o_s(m) = os + os_per_byte * m,
+ *   g: gap at m = 0 and G the gap per byte, g(m) = g + G * m,
+ *   L: rtt(m0)/2 - os - orr - max(m0 - 1, 0) * G at the smallest size m0, clamped at 0
+ *   (L_raw keeps the unclamped value, flags has MPILAB_LOGGP_L_CLAMPED). */
+typedef struct mpilab_loggp {
+    double L, L_raw;
+    double os, os_per_byte;
+    double orr, or_per_byte;
+    double g, G;
+    unsigned flags;
+} mpilab_loggp_t;
+
+#define MPILAB_LOGGP_L_CLAMPED 1u /* L came out negative and was set to 0 */
+#define MPILAB_LOGGP_G_CLAMPED 2u /* the fitted G was negative and was set to 0 */
+
+/* Fit from per-size values (means): bytes strictly increasing, n >= 2, all values finite
+ * (times >= 0 not required: noise may make a small overhead negative). GSL least squares.
+ * Returns 0, or -1 with a one-line reason in err (err may be NULL). */
+int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, const double *orr,
+                     const double *g, size_t n, mpilab_loggp_t *out, char *err, size_t errlen);
+
+/* The same fit per size range: ranges [from_k, to_k] (k < nr, e.g. the Hockney fit's
+ * protocol ranges); every range needs >= 2 sizes inside it, else the whole-size fit is
+ * used for it. L is taken from the whole-size fit in every range. Returns 0 or -1. */
+int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double *os,
+                            const double *orr, const double *g, size_t n, const double *from,
+                            const double *to, size_t nr, mpilab_loggp_t *out, char *err,
+                            size_t errlen);
+
+/* ------------------------------------------------------------------ predictions */
+
+double mpilab_loggp_os(const mpilab_loggp_t *p, double bytes);  /* os + os_per_byte m */
+double mpilab_loggp_or(const mpilab_loggp_t *p, double bytes);  /* orr + or_per_byte m */
+double mpilab_loggp_gap(const mpilab_loggp_t *p, double bytes); /* g + G m */
+
+/* One-way time of one m-byte message: os + L + max(m - 1, 0) G + orr. */
+double mpilab_loggp_time(const mpilab_loggp_t *p, double bytes);
+
+/* Linear scatter / gather of mpilab_scatter_linear / mpilab_gather_linear (root handles
+ * ranks root+1, root+2, ... mod p in order), from a p*p matrix pairs[src*p + dst]:
+ *   scatter: send k (k = 1..p-1) leaves the root at s_k = s_{k-1} + max(gap(m), o_s(m)) of
+ *            the previous destination, s_1 = 0; time = max_k (s_k + T_k(m));
+ *   gather:  message from the k-th source arrives at A_k = os + L + max(m-1,0) G, the root
+ *            finishes it at c_k = max(A_k, c_{k-1} + max(gap(m) - o_r(m), 0)) + o_r(m)
+ *            (c_0 = -inf); time = c_{p-1}.
+ * NaN for bad arguments. */
+double mpilab_loggp_predict_scatter_linear(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                           double bytes);
+double mpilab_loggp_predict_gather_linear(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                          double bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

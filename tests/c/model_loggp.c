@@ -1,0 +1,244 @@
+/* LogGP fit on synthetic data from known parameters: exact recovery without noise,
+ * close recovery with noise, the negative-L clamp, per-range fits, predictions against
+ * a step-by-step event simulation, and refusal of bad input. */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mpilab/loggp.h"
+
+static int failures;
+#define CHECK(cond, ...)                                  \
+    do {                                                  \
+        if (!(cond)) {                                    \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                 \
+            fputc('\n', stderr);                          \
+            failures++;                                   \
+        }                                                 \
+    } while (0)
+
+static int close_rel(double a, double b, double rel, double abs_tol)
+{
+    return fabs(a - b) <= rel * fabs(b) + abs_tol;
+}
+
+#define N 9
+
+/* Per-size values generated from the model's own definitions. */
+static void synth(const mpilab_loggp_t *t, const double *x, size_t n, double *rtt, double *os, double *orr,
+                  double *g)
+{
+    for (size_t k = 0; k < n; k++) {
+        os[k] = t->os + t->os_per_byte * x[k];
+        orr[k] = t->orr + t->or_per_byte * x[k];
+        g[k] = t->g + t->G * x[k];
+        rtt[k] = 2.0 * (t->os + t->L + (x[k] > 1 ? (x[k] - 1) * t->G : 0.0) + t->orr);
+    }
+}
+
+static void test_exact(void)
+{
+    double x[N] = {0, 1, 16, 256, 1024, 4096, 16384, 65536, 262144};
+    double rtt[N], os[N], orr[N], g[N];
+    mpilab_loggp_t t = {.L = 3.2e-6, .os = 0.7e-6, .os_per_byte = 1e-10, .orr = 0.9e-6,
+                        .or_per_byte = 2e-10, .g = 1.5e-6, .G = 8e-10};
+    synth(&t, x, N, rtt, os, orr, g);
+    mpilab_loggp_t f;
+    char err[200] = "";
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, N, &f, err, sizeof err) == 0, "fit failed: %s", err);
+    CHECK(close_rel(f.L, t.L, 1e-9, 1e-15), "L %g vs %g", f.L, t.L);
+    CHECK(close_rel(f.os, t.os, 1e-9, 1e-15), "os %g vs %g", f.os, t.os);
+    CHECK(close_rel(f.orr, t.orr, 1e-9, 1e-15), "or %g vs %g", f.orr, t.orr);
+    CHECK(close_rel(f.g, t.g, 1e-9, 1e-15), "g %g vs %g", f.g, t.g);
+    CHECK(close_rel(f.G, t.G, 1e-9, 1e-18), "G %g vs %g", f.G, t.G);
+    CHECK(close_rel(f.os_per_byte, t.os_per_byte, 1e-9, 1e-18), "os slope");
+    CHECK(close_rel(f.or_per_byte, t.or_per_byte, 1e-9, 1e-18), "or slope");
+    CHECK(f.flags == 0, "flags %u", f.flags);
+    CHECK(f.L == f.L_raw, "L_raw");
+
+    /* smallest size 64: L must account for (m0 - 1) G */
+    double x2[4] = {64, 512, 4096, 32768};
+    double r2[4], o2[4], q2[4], g2[4];
+    synth(&t, x2, 4, r2, o2, q2, g2);
+    CHECK(mpilab_loggp_fit(x2, r2, o2, q2, g2, 4, &f, err, sizeof err) == 0, "fit2: %s", err);
+    CHECK(close_rel(f.L, t.L, 1e-9, 1e-15), "L from m0=64: %g vs %g", f.L, t.L);
+
+    /* the one-way time reproduces half the generated round trip */
+    for (size_t k = 0; k < N; k++)
+        CHECK(close_rel(mpilab_loggp_time(&f, x[k]), rtt[k] / 2, 1e-9, 1e-15), "T(%g)", x[k]);
+    CHECK(isnan(mpilab_loggp_time(&f, -1)), "T(-1) not NaN");
+}
+
+static void test_noise(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 12345);
+    enum { M = 40 };
+    double x[M], rtt[M], os[M], orr[M], g[M];
+    for (size_t k = 0; k < M; k++)
+        x[k] = (double)(k * 2048);
+    mpilab_loggp_t t = {.L = 20e-6, .os = 2e-6, .os_per_byte = 5e-11, .orr = 3e-6, .or_per_byte = 1e-10,
+                        .g = 4e-6, .G = 1e-9};
+    synth(&t, x, M, rtt, os, orr, g);
+    /* 1% multiplicative noise on every value */
+    for (size_t k = 0; k < M; k++) {
+        rtt[k] *= 1 + gsl_ran_gaussian(rng, 0.01);
+        os[k] *= 1 + gsl_ran_gaussian(rng, 0.01);
+        orr[k] *= 1 + gsl_ran_gaussian(rng, 0.01);
+        g[k] *= 1 + gsl_ran_gaussian(rng, 0.01);
+    }
+    mpilab_loggp_t f;
+    char err[200] = "";
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, M, &f, err, sizeof err) == 0, "noisy fit: %s", err);
+    CHECK(close_rel(f.G, t.G, 0.03, 0), "noisy G %g vs %g", f.G, t.G);
+    CHECK(close_rel(f.g, t.g, 0.0, 2e-6), "noisy g %g vs %g", f.g, t.g);
+    CHECK(close_rel(f.L, t.L, 0.15, 1e-6), "noisy L %g vs %g", f.L, t.L);
+    CHECK(close_rel(f.os, t.os, 0.0, 1e-6), "noisy os %g vs %g", f.os, t.os);
+    gsl_rng_free(rng);
+}
+
+static void test_clamp(void)
+{
+    double x[3] = {0, 1024, 8192};
+    double rtt[3], os[3], orr[3], g[3];
+    mpilab_loggp_t t = {.L = 1e-6, .os = 1e-6, .orr = 1e-6, .g = 2e-6, .G = 1e-9};
+    synth(&t, x, 3, rtt, os, orr, g);
+    /* overheads larger than half the round trip: L would be negative */
+    for (int k = 0; k < 3; k++) {
+        os[k] += 2e-6;
+        orr[k] += 2e-6;
+    }
+    mpilab_loggp_t f;
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, 3, &f, NULL, 0) == 0, "clamp fit failed");
+    CHECK(f.L == 0.0, "L not clamped: %g", f.L);
+    CHECK(f.flags & MPILAB_LOGGP_L_CLAMPED, "clamp flag missing");
+    CHECK(close_rel(f.L_raw, -3e-6, 1e-9, 1e-15), "L_raw %g", f.L_raw);
+    /* a falling gap curve gives G = 0 with a flag */
+    double gd[3] = {5e-6, 4e-6, 3e-6};
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, gd, 3, &f, NULL, 0) == 0, "G clamp fit failed");
+    CHECK(f.G == 0.0 && (f.flags & MPILAB_LOGGP_G_CLAMPED), "G clamp: %g flags %u", f.G, f.flags);
+}
+
+static void test_bad(void)
+{
+    double x[3] = {0, 1024, 8192}, y[3] = {1e-6, 2e-6, 3e-6};
+    mpilab_loggp_t f;
+    char err[200];
+    err[0] = '\0';
+    CHECK(mpilab_loggp_fit(x, y, y, y, y, 1, &f, err, sizeof err) != 0, "one size accepted");
+    CHECK(strstr(err, "at least 2") != NULL, "message: %s", err);
+    CHECK(mpilab_loggp_fit(x, y, y, y, y, 0, &f, err, sizeof err) != 0, "zero sizes accepted");
+    double dec[3] = {0, 8192, 1024};
+    CHECK(mpilab_loggp_fit(dec, y, y, y, y, 3, &f, err, sizeof err) != 0, "decreasing sizes accepted");
+    CHECK(strstr(err, "increasing") != NULL, "message: %s", err);
+    double dup[3] = {0, 1024, 1024};
+    CHECK(mpilab_loggp_fit(dup, y, y, y, y, 3, &f, err, sizeof err) != 0, "repeated size accepted");
+    double nan_y[3] = {1e-6, NAN, 3e-6};
+    CHECK(mpilab_loggp_fit(x, y, nan_y, y, y, 3, &f, err, sizeof err) != 0, "NaN accepted");
+    CHECK(strstr(err, "non-finite") != NULL, "message: %s", err);
+    double inf_y[3] = {1e-6, 2e-6, INFINITY};
+    CHECK(mpilab_loggp_fit(x, inf_y, y, y, y, 3, &f, err, sizeof err) != 0, "inf accepted");
+    double nan_x[3] = {0, NAN, 8192};
+    CHECK(mpilab_loggp_fit(nan_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "NaN size accepted");
+    double neg_x[3] = {-5, 0, 8192};
+    CHECK(mpilab_loggp_fit(neg_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "negative size accepted");
+    CHECK(mpilab_loggp_fit(NULL, y, y, y, y, 3, &f, err, sizeof err) != 0, "NULL accepted");
+    CHECK(mpilab_loggp_fit(x, y, y, y, y, 3, NULL, err, sizeof err) != 0, "NULL out accepted");
+    double from = 10, to = 5;
+    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, &from, &to, 1, &f, err, sizeof err) != 0,
+          "empty range accepted");
+}
+
+static void test_ranges(void)
+{
+    /* two protocol ranges with different G and overheads; L is common */
+    double x[8] = {0, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
+    double rtt[8], os[8], orr[8], g[8];
+    mpilab_loggp_t a = {.L = 2e-6, .os = 1e-6, .os_per_byte = 1e-10, .orr = 1e-6, .or_per_byte = 1e-10,
+                        .g = 1e-6, .G = 5e-10};
+    mpilab_loggp_t b = {.L = 2e-6, .os = 8e-6, .os_per_byte = 3e-10, .orr = 9e-6, .or_per_byte = 2e-10,
+                        .g = 10e-6, .G = 2.5e-10};
+    synth(&a, x, 4, rtt, os, orr, g);
+    synth(&b, x + 4, 4, rtt + 4, os + 4, orr + 4, g + 4);
+    double from[2] = {0, 16384}, to[2] = {4096, 1048576};
+    mpilab_loggp_t r[2];
+    char err[200] = "";
+    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, from, to, 2, r, err, sizeof err) == 0, "ranges: %s",
+          err);
+    CHECK(close_rel(r[0].G, a.G, 1e-9, 1e-18) && close_rel(r[1].G, b.G, 1e-9, 1e-18), "range G %g %g", r[0].G,
+          r[1].G);
+    CHECK(close_rel(r[1].os, b.os, 1e-9, 1e-15) && close_rel(r[1].orr, b.orr, 1e-9, 1e-15), "range overheads");
+    CHECK(close_rel(r[0].g, a.g, 1e-9, 1e-15) && close_rel(r[1].g, b.g, 1e-9, 1e-15), "range g");
+    /* a range with a single size falls back to the whole-size fit */
+    double f1[1] = {256}, t1[1] = {300};
+    mpilab_loggp_t w, one;
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, 8, &w, NULL, 0) == 0, "whole");
+    CHECK(r[0].L == w.L && r[1].L == w.L, "range L not the whole fit's: %g %g", r[0].L, w.L);
+    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, f1, t1, 1, &one, NULL, 0) == 0, "one-size range");
+    CHECK(one.G == w.G && one.os == w.os, "fallback not the whole fit");
+}
+
+/* Event simulation of the linear scatter/gather with per-destination parameters. */
+static void test_predict(void)
+{
+    enum { P = 4 };
+    mpilab_loggp_t m[P * P];
+    memset(m, 0, sizeof m);
+    for (size_t s = 0; s < P; s++)
+        for (size_t d = 0; d < P; d++) {
+            mpilab_loggp_t q = {.L = (1.0 + (double)(s + d)) * 1e-6, .os = 0.5e-6, .os_per_byte = 1e-10,
+                                .orr = 0.7e-6, .or_per_byte = 5e-11, .g = 2e-6, .G = 1e-9};
+            m[s * P + d] = q;
+        }
+    for (size_t root = 0; root < P; root++) {
+        for (int small = 0; small < 2; small++) {
+            double bytes = small ? 8 : 100000;
+            /* scatter: sends leave at cumulative separations */
+            double start = 0, worst = 0;
+            for (size_t k = 1; k < P; k++) {
+                const mpilab_loggp_t *q = &m[root * P + (root + k) % P];
+                double sep = fmax(q->g + q->G * bytes, q->os + q->os_per_byte * bytes);
+                double done = start + q->os + q->L + (bytes - 1) * q->G + q->orr;
+                worst = fmax(worst, done);
+                start += sep;
+            }
+            double ps = mpilab_loggp_predict_scatter_linear(m, P, root, bytes);
+            CHECK(close_rel(ps, worst, 1e-12, 0), "scatter root %zu bytes %g: %g vs %g", root, bytes, ps, worst);
+            /* the scatter is never faster than its slowest single transfer nor than p-1 sends */
+            CHECK(ps >= mpilab_loggp_time(&m[root * P + (root + P - 1) % P], bytes), "scatter below one transfer");
+            double pg = mpilab_loggp_predict_gather_linear(m, P, root, bytes);
+            /* gather: the root handles arrivals in rank order, one receive overhead each,
+             * successive completions at least max(g, o_r) apart */
+            double c = 0;
+            for (size_t k = 1; k < P; k++) {
+                const mpilab_loggp_t *q = &m[((root + k) % P) * P + root];
+                double arr = q->os + q->L + (bytes - 1) * q->G, o_r = q->orr + q->or_per_byte * bytes;
+                double gap = q->g + q->G * bytes;
+                double begin = k == 1 ? arr : fmax(arr, c + fmax(gap, o_r) - o_r);
+                c = begin + o_r;
+            }
+            CHECK(close_rel(pg, c, 1e-12, 0), "gather root %zu: %g vs %g", root, pg, c);
+        }
+    }
+    CHECK(isnan(mpilab_loggp_predict_scatter_linear(m, P, P, 8)), "bad root accepted");
+    CHECK(isnan(mpilab_loggp_predict_gather_linear(NULL, P, 0, 8)), "NULL accepted");
+    CHECK(isnan(mpilab_loggp_predict_gather_linear(m, P, 0, NAN)), "NaN bytes accepted");
+}
+
+int main(void)
+{
+    test_exact();
+    test_noise();
+    test_clamp();
+    test_bad();
+    test_ranges();
+    test_predict();
+    if (failures)
+        fprintf(stderr, "%d failure(s)\n", failures);
+    else
+        printf("model_loggp: all passed\n");
+    return failures ? 1 : 0;
+}
