@@ -20,6 +20,7 @@
 
 #define MAX_SIZES 100000
 #define MAX_RANGES 4
+#define MAX_SIZES_LOGGP 2048 /* the piecewise split handles up to 2048 sizes */
 
 static int g_rank;
 
@@ -48,10 +49,14 @@ static void usage(void)
                "                    [--sync skampi|regression] [--out FILE] [--no-fit] [--quiet]\n"
                "                    [--pipeline-depth N] [--allow-single-rep] [--warmup N]\n"
                "                    [--window N] [--pairs K] [--poll-sweep LIST] [--comb-msgs N]\n"
+               "                    [--models hockney,loggp] [--loggp-burst N]\n"
                "  --ops        comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
                "  --sizes      comma list of sizes (4K), ranges A:B:STEP or A:B:xF (default 1:64K:x4)\n"
                "  --timing     comma list of max,root,global,opspec (default max)\n"
                "  --warmup     untimed executions before each measurement (default 2)\n"
+               "  --models     models to fit: hockney (from p2p), loggp (own measurement per\n"
+               "               pair over --sizes); default hockney\n"
+               "  --loggp-burst  messages per LogGP gap stream (default 16)\n"
                "  --window, --pairs, --poll-sweep, --comb-msgs: the interconnect suite's\n"
                "               streaming window, pair count, COMB poll intervals, messages\n"
                "See docs/bench.md.\n");
@@ -74,6 +79,8 @@ typedef struct opts {
     long long p2p_back; /* -1 = same as bytes */
     const char *out;
     int no_fit, quiet, list, single;
+    int hockney, loggp;   /* --models */
+    mpilab_loggp_opts_t lg;
 } opts_t;
 
 static int sel_has(const opts_t *o, const mpilab_op_t *op)
@@ -173,15 +180,40 @@ static void print_list(void)
     }
 }
 
+static void parse_models(opts_t *o, const char *spec)
+{
+    if (!*spec || spec[0] == ',' || spec[strlen(spec) - 1] == ',' || strstr(spec, ",,"))
+        bad_input("--models: empty item in '%s'", spec);
+    char *copy = strdup(spec);
+    if (!copy)
+        bad_input("out of memory");
+    o->hockney = o->loggp = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (strcmp(t, "hockney") == 0)
+            o->hockney = 1;
+        else if (strcmp(t, "loggp") == 0)
+            o->loggp = 1;
+        else
+            bad_input("--models: unknown model '%s' (hockney, loggp)", t);
+    }
+    free(copy);
+}
+
 static void parse_args(int argc, char **argv, int size, opts_t *o)
 {
     memset(o, 0, sizeof *o);
     mpilab_bench_opts_default(&o->bo);
+    mpilab_loggp_opts_default(&o->lg);
+    o->hockney = 1;
+    const char *models = NULL;
+    long long burst = (long long)o->lg.burst;
     o->p2p_back = -1;
     const char *ops = "p2p,scatter,gather,bcast,allreduce", *sizes = "1:64K:x4", *timing = "max";
     long long min_reps = 5, max_reps = 100, root = 0, depth = 10;
     enum { O_LIST = 256, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
-           O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_HELP, O_SUITE, O_WARMUP };
+           O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_HELP, O_SUITE, O_WARMUP, O_MODELS,
+           O_BURST };
     static const struct option lo[] = {
         {"list", no_argument, 0, O_LIST}, {"ops", required_argument, 0, O_OPS},
         {"sizes", required_argument, 0, O_SIZES}, {"timing", required_argument, 0, O_TIMING},
@@ -193,6 +225,7 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET},
         {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
         {"help", no_argument, 0, O_HELP}, {"warmup", required_argument, 0, O_WARMUP},
+        {"models", required_argument, 0, O_MODELS}, {"loggp-burst", required_argument, 0, O_BURST},
         /* the interconnect suite's parameters (mpilab_suite_option_names) */
         {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
         {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -251,6 +284,8 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
             o->bo.warmup = (size_t)w;
             break;
         }
+        case O_MODELS: models = optarg; break;
+        case O_BURST: burst = parse_count("--loggp-burst", optarg); break;
         case O_HELP:
             usage();
             MPI_Finalize();
@@ -288,6 +323,11 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
     o->bo.pipeline_depth = (size_t)depth;
     parse_ops(o, ops);
     parse_timing(o, timing);
+    if (models)
+        parse_models(o, models);
+    if (burst < 2 || burst > 100000)
+        bad_input("--loggp-burst: %lld outside 2..100000", burst);
+    o->lg.burst = (size_t)burst;
     char err[256];
     if (mpilab_sizes_parse(sizes, MAX_SIZES, &o->sizes, &o->nsizes, err, sizeof err) != 0)
         bad_input("--sizes: %s", err);
@@ -296,6 +336,21 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
             bad_input("--sizes: %zu bytes exceeds the MPI count limit %d", o->sizes[k], INT_MAX);
     if (o->p2p && size < 2)
         bad_input("--ops p2p needs at least 2 ranks");
+    if (o->loggp) {
+        if (o->no_fit)
+            bad_input("--no-fit contradicts --models loggp");
+        if (size < 2)
+            bad_input("--models loggp needs at least 2 ranks");
+        if (o->nsizes < 2)
+            bad_input("--models loggp needs at least 2 message sizes in --sizes");
+        if (min_reps < 2)
+            bad_input("--models loggp needs --min-reps >= 2");
+        o->lg.prec = o->bo.prec;
+        o->lg.mode = o->p2p_mode;
+        char lerr[256];
+        if (mpilab_loggp_check(o->sizes, o->nsizes, &o->lg, lerr, sizeof lerr) != 0)
+            bad_input("--models loggp: %s", lerr);
+    }
     if (o->out) {
         /* the output directory must exist and be writable before measuring */
         char *copy = strdup(o->out);
@@ -486,6 +541,166 @@ out:;
     return models;
 }
 
+/* ------------------------------------------------------------------------- LogGP */
+
+static json_t *series_json(const mpilab_loggp_series_t *se)
+{
+    json_t *a = json_array();
+    for (size_t k = 0; k < se->stats.reps; k++)
+        json_array_append_new(a, jreal(se->samples[k]));
+    return a;
+}
+
+static json_t *loggp_params_json(const mpilab_loggp_t *f, json_t *obj)
+{
+    json_object_set_new(obj, "L", jreal(f->L));
+    json_object_set_new(obj, "L_raw", jreal(f->L_raw));
+    json_object_set_new(obj, "os", jreal(f->os));
+    json_object_set_new(obj, "os_per_byte", jreal(f->os_per_byte));
+    json_object_set_new(obj, "or", jreal(f->orr));
+    json_object_set_new(obj, "or_per_byte", jreal(f->or_per_byte));
+    json_object_set_new(obj, "g", jreal(f->g));
+    json_object_set_new(obj, "G", jreal(f->G));
+    json_t *fl = json_array();
+    if (f->flags & MPILAB_LOGGP_L_CLAMPED)
+        json_array_append_new(fl, json_string("L_clamped"));
+    if (f->flags & MPILAB_LOGGP_G_CLAMPED)
+        json_array_append_new(fl, json_string("G_clamped"));
+    json_object_set_new(obj, "flags", fl);
+    return obj;
+}
+
+/* models.loggp: per-pair fits (on the per-size medians), per-size data, and predictions of
+ * the linear scatter/gather measured in this run. Prints a table on stdout. */
+static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_result_t *res, json_t *meas)
+{
+    const size_t n = o->nsizes, p = (size_t)size;
+    double *x = calloc(n, sizeof *x), *rtt = calloc(n, sizeof *rtt), *os = calloc(n, sizeof *os),
+           *orr = calloc(n, sizeof *orr), *g = calloc(n, sizeof *g);
+    mpilab_loggp_t *mat = calloc(p * p, sizeof *mat);
+    /* per pair k: its ranges (nr[k] of them; 0 = the summary fit alone) */
+    size_t npairs = p * (p - 1) / 2;
+    mpilab_loggp_t *prg = calloc(npairs * MAX_RANGES, sizeof *prg);
+    double *pfrom = calloc(npairs * MAX_RANGES, sizeof *pfrom), *pto = calloc(npairs * MAX_RANGES, sizeof *pto);
+    size_t *pnr = calloc(npairs, sizeof *pnr);
+    json_t *pairs = json_array(), *pred = json_array();
+    int complete = x && rtt && os && orr && g && mat && prg && pfrom && pto && pnr;
+    if (complete)
+        printf("\nLogGP per pair (sender i -> receiver j; fit on per-size medians)\n"
+               "%-7s %10s %10s %10s %10s %12s %s\n", "pair", "L(us)", "os(us)", "or(us)", "g(us)", "G(ns/B)",
+               "flags");
+    for (size_t k = 0, i = 0; complete && i < p; i++)
+        for (size_t j = i + 1; j < p; j++, k++) {
+            const mpilab_loggp_pair_result_t *r = &res[k];
+            json_t *ps = json_array();
+            for (size_t s = 0; s < n; s++) {
+                const mpilab_loggp_point_t *pt = &r->points[s];
+                x[s] = (double)pt->bytes;
+                rtt[s] = pt->rtt.stats.median;
+                os[s] = pt->os.stats.median;
+                orr[s] = pt->orr.stats.median;
+                g[s] = pt->g.stats.median;
+                json_array_append_new(
+                    ps, json_pack("{s:I,s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:o,s:o,s:o,s:o}}", "bytes",
+                                  (json_int_t)pt->bytes, "rtt", jreal(rtt[s]), "os", jreal(os[s]), "or",
+                                  jreal(orr[s]), "g", jreal(g[s]), "stats", "rtt", stats_json(&pt->rtt.stats), "os",
+                                  stats_json(&pt->os.stats), "or", stats_json(&pt->orr.stats), "g",
+                                  stats_json(&pt->g.stats), "samples", "rtt", series_json(&pt->rtt), "os",
+                                  series_json(&pt->os), "or", series_json(&pt->orr), "g", series_json(&pt->g)));
+            }
+            json_t *pj = json_pack("{s:I,s:I,s:I}", "i", (json_int_t)i, "j", (json_int_t)j, "round",
+                                   (json_int_t)r->round);
+            mpilab_loggp_t f;
+            char err[256];
+            /* protocol ranges: the Hockney piecewise split of this run's half round trips */
+            mpilab_hockney_range_t hr[MAX_RANGES];
+            double from[MAX_RANGES], to[MAX_RANGES], half[MAX_SIZES_LOGGP];
+            size_t nr = 0;
+            int positive = n <= MAX_SIZES_LOGGP;
+            for (size_t s = 0; positive && s < n; s++) {
+                half[s] = 0.5 * rtt[s];
+                positive = half[s] > 0;
+            }
+            if (positive)
+                nr = mpilab_hockney_fit_ranges(x, half, n, hr, MAX_RANGES);
+            for (size_t q = 0; q < nr; q++) {
+                from[q] = hr[q].from;
+                to[q] = hr[q].to;
+            }
+            mpilab_loggp_t rf[MAX_RANGES];
+            int frc = nr > 0 ? mpilab_loggp_fit_ranges(x, rtt, os, orr, g, n, from, to, nr, rf, &f, err, sizeof err)
+                             : mpilab_loggp_fit(x, rtt, os, orr, g, n, &f, err, sizeof err);
+            if (frc != 0) {
+                json_object_set_new(pj, "flags", json_pack("[s]", "fit_failed"));
+                json_object_set_new(pj, "error", json_string(err));
+                complete = 0;
+                printf("%zu->%zu   fit failed: %s\n", i, j, err);
+            } else {
+                loggp_params_json(&f, pj);
+                mat[i * p + j] = mat[j * p + i] = f;
+                pnr[k] = nr;
+                json_t *ra = json_array();
+                for (size_t q = 0; q < nr; q++) {
+                    prg[k * MAX_RANGES + q] = rf[q];
+                    pfrom[k * MAX_RANGES + q] = from[q];
+                    pto[k * MAX_RANGES + q] = to[q];
+                    json_t *rj = json_pack("{s:I,s:I}", "from", (json_int_t)from[q], "to", (json_int_t)to[q]);
+                    json_array_append_new(ra, loggp_params_json(&rf[q], rj));
+                }
+                json_object_set_new(pj, "ranges", ra);
+                printf("%zu->%-4zu %10.3f %10.3f %10.3f %10.3f %12.4f %s%s\n", i, j, f.L * 1e6, f.os * 1e6,
+                       f.orr * 1e6, f.g * 1e6, f.G * 1e9, (f.flags & MPILAB_LOGGP_L_CLAMPED) ? "L_clamped " : "",
+                       (f.flags & MPILAB_LOGGP_G_CLAMPED) ? "G_clamped" : "");
+            }
+            json_object_set_new(pj, "per_size", ps);
+            json_array_append_new(pairs, pj);
+        }
+    if (complete) {
+        size_t idx;
+        json_t *m;
+        json_array_foreach(meas, idx, m)
+        {
+            const char *op = json_string_value(json_object_get(m, "op"));
+            const char *impl = json_string_value(json_object_get(m, "impl"));
+            json_t *mean = json_object_get(json_object_get(m, "stats"), "mean");
+            if (!op || !impl || !json_is_real(mean) || strcmp(impl, "linear") != 0)
+                continue;
+            double b = (double)json_integer_value(json_object_get(m, "bytes"));
+            size_t root = (size_t)json_integer_value(json_object_get(m, "root"));
+            /* every pair charged with the parameters of the protocol range of b */
+            for (size_t k = 0, i = 0; i < p; i++)
+                for (size_t j = i + 1; j < p; j++, k++)
+                    if (pnr[k] > 0) {
+                        size_t q = mpilab_loggp_pick_range(&pfrom[k * MAX_RANGES], &pto[k * MAX_RANGES], pnr[k], b);
+                        mat[i * p + j] = mat[j * p + i] = prg[k * MAX_RANGES + q];
+                    }
+            double pv;
+            if (!strcmp(op, "scatter"))
+                pv = mpilab_loggp_predict_scatter_linear(mat, p, root, b);
+            else if (!strcmp(op, "gather"))
+                pv = mpilab_loggp_predict_gather_linear(mat, p, root, b);
+            else
+                continue;
+            json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o}", "op", op, "impl", impl, "timing",
+                                                  json_object_get(m, "timing"), "bytes", (json_int_t)b,
+                                                  "predicted", jreal(pv), "measured", jreal(json_real_value(mean))));
+        }
+    }
+    free(x);
+    free(rtt);
+    free(os);
+    free(orr);
+    free(g);
+    free(mat);
+    free(prg);
+    free(pfrom);
+    free(pto);
+    free(pnr);
+    return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
+                     "per-size medians, per protocol range (Hockney split of half the round trip); pair L, os, or, g from the smallest size's range, G from the largest range", "burst",
+                     (json_int_t)o->lg.burst, "or_wait_factor", o->lg.or_wait_factor);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -650,6 +865,23 @@ int main(int argc, char **argv)
         }
     }
 
+    mpilab_loggp_pair_result_t *lres = NULL;
+    if (o.loggp && exit_code == 0) {
+        lres = calloc(npairs, sizeof *lres);
+        int ok = lres != NULL, all = 0;
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+        int lrc = all ? mpilab_loggp_measure(MPI_COMM_WORLD, o.sizes, o.nsizes, &o.lg, lres) : MPI_ERR_NO_MEM;
+        if (lrc != MPI_SUCCESS) {
+            if (g_rank == 0)
+                fprintf(stderr, "mpilab-bench: LogGP measurement failed (MPI error %d)\n", lrc);
+            exit_code = 1;
+            free(lres);
+            lres = NULL;
+        } else if (g_rank == 0 && !o.quiet) {
+            fprintf(stderr, "[loggp] %zu pairs x %zu sizes measured\n", npairs, o.nsizes);
+        }
+    }
+
     /* Provenance is collective (host names and mapping of every rank). */
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-bench", argc, argv);
     if (g_rank == 0) {
@@ -684,6 +916,12 @@ int main(int argc, char **argv)
         json_object_set_new(opt, "sync", json_string(mpilab_sync_method_name(o.bo.sync_method)));
         json_object_set_new(opt, "resync", json_string("before every measurement that uses synchronised clocks"));
         json_object_set_new(opt, "fit", json_boolean(!o.no_fit));
+        json_t *ml = json_array();
+        if (o.hockney)
+            json_array_append_new(ml, json_string("hockney"));
+        if (o.loggp)
+            json_array_append_new(ml, json_string("loggp"));
+        json_object_set_new(opt, "models", ml);
         json_object_set_new(prov, "options", opt);
         const mpilab_clocksync_t *cs = mpilab_bench_clocksync(b);
         if (sync_used && cs) {
@@ -708,14 +946,22 @@ int main(int argc, char **argv)
         meas = NULL;
         if (suite_used)
             json_object_set_new(root, "suite", mpilab_suite_config_json());
-        if (!o.no_fit && o.p2p && fit_sizes >= 2)
-            json_object_set_new(root, "models", build_models(&o, size, json_object_get(root, "measurements")));
+        json_t *models = NULL;
+        if (!o.no_fit && o.hockney && o.p2p && fit_sizes >= 2)
+            models = build_models(&o, size, json_object_get(root, "measurements"));
+        print_table(rows, nrows);
+        if (lres) {
+            if (!models)
+                models = json_object();
+            json_object_set_new(models, "loggp", build_loggp(&o, size, lres, json_object_get(root, "measurements")));
+        }
+        if (models)
+            json_object_set_new(root, "models", models);
         if (o.out && mpilab_json_write_atomic(o.out, root, err, sizeof err) != 0) {
             fprintf(stderr, "mpilab-bench: %s\n", err);
             exit_code = 1;
         }
         json_decref(root);
-        print_table(rows, nrows);
         fflush(stdout);
     }
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -723,6 +969,9 @@ int main(int argc, char **argv)
     json_decref(meas);
     json_decref(skipped);
     free(rows);
+    for (size_t k = 0; lres && k < npairs; k++)
+        mpilab_loggp_pair_result_free(&lres[k]);
+    free(lres);
     mpilab_bench_finalize(b);
     free(o.sel);
     free(o.sizes);

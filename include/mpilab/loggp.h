@@ -90,15 +90,24 @@ typedef struct mpilab_loggp {
 int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, const double *orr,
                      const double *g, size_t n, mpilab_loggp_t *out, char *err, size_t errlen);
 
-/* The same fit per size range: ranges [from_k, to_k] (k < nr, e.g. the Hockney fit's
- * protocol ranges); every range needs >= 2 sizes inside it, else the whole-size fit is
- * used for it. L is taken from the whole-size fit in every range. Returns 0 or -1. */
+/* The same fit per size range (protocol ranges, e.g. from mpilab_hockney_fit_ranges on
+ * half the round trip): ranges [from_r, to_r], r < nr, ascending and disjoint. A range with
+ * fewer than 2 sizes inside gets the whole-size fit. L is computed once, with the
+ * overheads and G of the range that holds the smallest size, and copied to every range.
+ * summary (may be NULL) gets the parameters an expert quotes: L, os, orr, g and their
+ * slopes from the smallest size's range, G from the last (largest-size) range.
+ * Returns 0 or -1 with a one-line reason. */
 int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double *os,
                             const double *orr, const double *g, size_t n, const double *from,
-                            const double *to, size_t nr, mpilab_loggp_t *out, char *err,
-                            size_t errlen);
+                            const double *to, size_t nr, mpilab_loggp_t *out,
+                            mpilab_loggp_t *summary, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ predictions */
+
+/* Index of the range that holds `bytes` (ranges ascending as for mpilab_loggp_fit_ranges);
+ * outside all ranges the nearest one. Predictions with per-protocol parameters charge a
+ * message of m bytes with the range of m. Returns 0 when nr == 0. */
+size_t mpilab_loggp_pick_range(const double *from, const double *to, size_t nr, double bytes);
 
 double mpilab_loggp_os(const mpilab_loggp_t *p, double bytes);  /* os + os_per_byte m */
 double mpilab_loggp_or(const mpilab_loggp_t *p, double bytes);  /* orr + or_per_byte m */

@@ -85,8 +85,8 @@ int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, c
 
 int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double *os,
                             const double *orr, const double *g, size_t n, const double *from,
-                            const double *to, size_t nr, mpilab_loggp_t *out, char *err,
-                            size_t errlen)
+                            const double *to, size_t nr, mpilab_loggp_t *out,
+                            mpilab_loggp_t *summary, char *err, size_t errlen)
 {
     if (!from || !to || !out || nr == 0)
         return fail(err, errlen, "no ranges given");
@@ -96,6 +96,10 @@ int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double
     for (size_t r = 0; r < nr; r++) {
         if (!isfinite(from[r]) || !isfinite(to[r]) || to[r] < from[r])
             return fail(err, errlen, "range %zu is empty or not finite", r);
+        if (r > 0 && !(from[r] > to[r - 1]))
+            return fail(err, errlen, "range %zu overlaps or precedes range %zu", r, r - 1);
+    }
+    for (size_t r = 0; r < nr; r++) {
         size_t lo = n, hi = 0;
         for (size_t k = 0; k < n; k++)
             if (bytes[k] >= from[r] && bytes[k] <= to[r]) {
@@ -103,14 +107,48 @@ int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double
                     lo = k;
                 hi = k + 1;
             }
-        mpilab_loggp_t p = whole;
-        p.flags &= ~MPILAB_LOGGP_G_CLAMPED;
+        mpilab_loggp_t p = {0};
         /* sizes are sorted, so the points inside a range are contiguous */
         if (lo == n || hi - lo < 2 || fit_lines(bytes, os, orr, g, lo, hi, &p) != 0)
             p = whole;
         out[r] = p;
     }
+    /* L from the smallest size with the overheads of the range that holds it (the first
+     * range if none does) */
+    const mpilab_loggp_t *first = &out[0];
+    for (size_t r = 0; r < nr; r++)
+        if (bytes[0] >= from[r] && bytes[0] <= to[r]) {
+            first = &out[r];
+            break;
+        }
+    double m0 = bytes[0];
+    double L_raw = 0.5 * rtt[0] - first->os - first->orr - (m0 > 1 ? (m0 - 1) * first->G : 0.0);
+    for (size_t r = 0; r < nr; r++) {
+        out[r].L_raw = L_raw;
+        out[r].L = L_raw < 0 ? 0.0 : L_raw;
+        out[r].flags = (out[r].flags & ~MPILAB_LOGGP_L_CLAMPED) | (L_raw < 0 ? MPILAB_LOGGP_L_CLAMPED : 0u);
+    }
+    if (summary) {
+        mpilab_loggp_t sm = *first;
+        sm.G = out[nr - 1].G;
+        sm.flags = (first->flags & MPILAB_LOGGP_L_CLAMPED) | (out[nr - 1].flags & MPILAB_LOGGP_G_CLAMPED);
+        *summary = sm;
+    }
     return 0;
+}
+
+size_t mpilab_loggp_pick_range(const double *from, const double *to, size_t nr, double bytes)
+{
+    size_t best = 0;
+    double dist = INFINITY;
+    for (size_t r = 0; r < nr; r++) {
+        double d = bytes < from[r] ? from[r] - bytes : (bytes > to[r] ? bytes - to[r] : 0.0);
+        if (d < dist) {
+            dist = d;
+            best = r;
+        }
+    }
+    return best;
 }
 
 double mpilab_loggp_os(const mpilab_loggp_t *p, double bytes)

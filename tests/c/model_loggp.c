@@ -148,8 +148,12 @@ static void test_bad(void)
     CHECK(mpilab_loggp_fit(NULL, y, y, y, y, 3, &f, err, sizeof err) != 0, "NULL accepted");
     CHECK(mpilab_loggp_fit(x, y, y, y, y, 3, NULL, err, sizeof err) != 0, "NULL out accepted");
     double from = 10, to = 5;
-    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, &from, &to, 1, &f, err, sizeof err) != 0,
+    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, &from, &to, 1, &f, NULL, err, sizeof err) != 0,
           "empty range accepted");
+    double fr2[2] = {0, 500}, to2[2] = {1024, 8192};
+    mpilab_loggp_t two[2];
+    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, fr2, to2, 2, two, NULL, err, sizeof err) != 0,
+          "overlapping ranges accepted");
 }
 
 static void test_ranges(void)
@@ -166,8 +170,15 @@ static void test_ranges(void)
     double from[2] = {0, 16384}, to[2] = {4096, 1048576};
     mpilab_loggp_t r[2];
     char err[200] = "";
-    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, from, to, 2, r, err, sizeof err) == 0, "ranges: %s",
-          err);
+    mpilab_loggp_t sm;
+    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, from, to, 2, r, &sm, err, sizeof err) == 0,
+          "ranges: %s", err);
+    /* the summary: small-message overheads, gap and L of range 0, G of the last range */
+    CHECK(close_rel(sm.L, a.L, 1e-9, 1e-15), "summary L %g vs %g", sm.L, a.L);
+    CHECK(close_rel(sm.os, a.os, 1e-9, 1e-15) && close_rel(sm.orr, a.orr, 1e-9, 1e-15), "summary overheads");
+    CHECK(close_rel(sm.g, a.g, 1e-9, 1e-15), "summary g %g", sm.g);
+    CHECK(close_rel(sm.G, b.G, 1e-9, 1e-18), "summary G %g vs %g", sm.G, b.G);
+    CHECK(sm.flags == 0, "summary flags %u", sm.flags);
     CHECK(close_rel(r[0].G, a.G, 1e-9, 1e-18) && close_rel(r[1].G, b.G, 1e-9, 1e-18), "range G %g %g", r[0].G,
           r[1].G);
     CHECK(close_rel(r[1].os, b.os, 1e-9, 1e-15) && close_rel(r[1].orr, b.orr, 1e-9, 1e-15), "range overheads");
@@ -176,9 +187,13 @@ static void test_ranges(void)
     double f1[1] = {256}, t1[1] = {300};
     mpilab_loggp_t w, one;
     CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, 8, &w, NULL, 0) == 0, "whole");
-    CHECK(r[0].L == w.L && r[1].L == w.L, "range L not the whole fit's: %g %g", r[0].L, w.L);
-    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, f1, t1, 1, &one, NULL, 0) == 0, "one-size range");
+    CHECK(r[0].L == sm.L && r[1].L == sm.L, "range L differs from the summary's: %g %g", r[0].L, r[1].L);
+    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, f1, t1, 1, &one, NULL, NULL, 0) == 0, "one-size range");
     CHECK(one.G == w.G && one.os == w.os, "fallback not the whole fit");
+    CHECK(mpilab_loggp_pick_range(from, to, 2, 0) == 0 && mpilab_loggp_pick_range(from, to, 2, 4096) == 0 &&
+              mpilab_loggp_pick_range(from, to, 2, 16384) == 1 && mpilab_loggp_pick_range(from, to, 2, 1e9) == 1 &&
+              mpilab_loggp_pick_range(from, to, 2, 5000) == 0 && mpilab_loggp_pick_range(from, to, 2, 16000) == 1,
+          "pick_range");
 }
 
 /* Event simulation of the linear scatter/gather with per-destination parameters. */
