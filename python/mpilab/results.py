@@ -103,6 +103,57 @@ class HockneyPair:
 
 
 @dataclass(frozen=True)
+class LogGPPoint:
+    """Per-size LogGP measurement of one pair (medians, seconds)."""
+    bytes: int
+    rtt: float
+    os: float
+    orr: float
+    g: float
+
+
+@dataclass(frozen=True)
+class LogGPParams:
+    """LogGP parameters (seconds, seconds per byte); o_s(m) = os + os_per_byte * m,
+    o_r(m) = orr + or_per_byte * m, g(m) = g + G * m."""
+    L: float
+    os: float
+    orr: float
+    g: float
+    G: float
+    os_per_byte: float = 0.0
+    or_per_byte: float = 0.0
+    flags: tuple[str, ...] = ()
+
+    def time(self, nbytes: float) -> float:
+        """One-way time of one message: os + L + max(m - 1, 0) G + or."""
+        return self.os + self.L + max(nbytes - 1.0, 0.0) * self.G + self.orr
+
+
+@dataclass(frozen=True)
+class LogGPRange:
+    lo: int
+    hi: int
+    params: LogGPParams
+
+
+@dataclass(frozen=True)
+class LogGPPair:
+    i: int
+    j: int
+    params: LogGPParams | None  # None: the fit failed (see error)
+    per_size: tuple[LogGPPoint, ...] = ()
+    ranges: tuple[LogGPRange, ...] = ()
+    error: str | None = None
+
+    def params_for(self, nbytes: float) -> LogGPParams | None:
+        """The parameters of the protocol range holding nbytes (nearest range outside)."""
+        if not self.ranges:
+            return self.params
+        return min(self.ranges, key=lambda r: max(r.lo - nbytes, nbytes - r.hi, 0.0)).params
+
+
+@dataclass(frozen=True)
 class Prediction:
     op: str
     impl: str
@@ -134,6 +185,8 @@ class Results:
     predictions: list[Prediction]
     raw: dict[str, Any]
     sources: list[str] = field(default_factory=list)
+    loggp: list[LogGPPair] = field(default_factory=list)
+    loggp_predictions: list[Prediction] = field(default_factory=list)
 
     @property
     def clock_sync(self) -> ClockSync | None:
@@ -473,6 +526,89 @@ def _models(c: _Checker, v: Any) -> tuple[list[HockneyPair], list[Prediction]]:
     return pairs, preds
 
 
+_LOGGP_FLAGS = ("L_clamped", "G_clamped", "fit_failed")
+
+
+def _loggp_params(c: _Checker, p: dict[str, Any], pp: PathT) -> LogGPParams:
+    def num(key: str, minimum: float | None = None) -> float:
+        v = c.number(c.get(p, key, pp), pp + (key,))
+        if minimum is not None and v < minimum:
+            raise c.fail(pp + (key,), f"{v} is below {minimum:g}")
+        return v
+    flags: list[str] = []
+    if "flags" in p:
+        for k, fv in enumerate(c.lst(p["flags"], pp + ("flags",))):
+            f = c.string(fv, pp + ("flags", k))
+            if f not in _LOGGP_FLAGS:
+                raise c.fail(pp + ("flags", k), f"unknown flag '{f}' "
+                             f"(expected one of {', '.join(_LOGGP_FLAGS)})")
+            flags.append(f)
+    return LogGPParams(L=num("L", 0.0), os=num("os"), orr=num("or"), g=num("g"),
+                       G=num("G", 0.0),
+                       os_per_byte=c.opt(p, "os_per_byte", pp, c.number, 0.0),
+                       or_per_byte=c.opt(p, "or_per_byte", pp, c.number, 0.0),
+                       flags=tuple(flags))
+
+
+def _prediction(c: _Checker, pv: Any, pp: PathT) -> Prediction:
+    p = c.obj(pv, pp)
+    return Prediction(
+        op=c.string(c.get(p, "op", pp), pp + ("op",)),
+        impl=c.string(c.get(p, "impl", pp), pp + ("impl",)),
+        bytes=c.integer(c.get(p, "bytes", pp), pp + ("bytes",), minimum=0),
+        predicted=c.number(c.get(p, "predicted", pp), pp + ("predicted",)),
+        measured=(None if p.get("measured") is None
+                  else c.number(p["measured"], pp + ("measured",))),
+        timing=c.opt(p, "timing", pp, c.string, None))
+
+
+def _loggp(c: _Checker, v: Any) -> tuple[list[LogGPPair], list[Prediction]]:
+    """models.loggp (see docs/results-schema.md)."""
+    if not isinstance(v, dict) or v.get("loggp") is None:
+        return [], []
+    lp: PathT = ("models", "loggp")
+    lg = c.obj(v["loggp"], lp)
+    pairs: list[LogGPPair] = []
+    seen: set[tuple[int, int]] = set()
+    for k, pv in enumerate(c.lst(c.get(lg, "pairs", lp), lp + ("pairs",))):
+        pp: PathT = lp + ("pairs", k)
+        p = c.obj(pv, pp)
+        i = c.integer(c.get(p, "i", pp), pp + ("i",), minimum=0)
+        j = c.integer(c.get(p, "j", pp), pp + ("j",), minimum=0)
+        if i == j:
+            raise c.fail(pp + ("j",), "a pair needs two different ranks")
+        if (i, j) in seen:
+            raise c.fail(pp, f"pair {i}-{j} appears twice")
+        seen.add((i, j))
+        pts: list[LogGPPoint] = []
+        for s, sv in enumerate(c.lst(c.get(p, "per_size", pp), pp + ("per_size",))):
+            sp: PathT = pp + ("per_size", s)
+            so = c.obj(sv, sp)
+            b = c.integer(c.get(so, "bytes", sp), sp + ("bytes",), minimum=0)
+            if pts and b <= pts[-1].bytes:
+                raise c.fail(sp + ("bytes",), f"{b} does not increase on {pts[-1].bytes}")
+            pts.append(LogGPPoint(b, *(c.number(c.get(so, key, sp), sp + (key,), nullable=True)
+                                       for key in ("rtt", "os", "or", "g"))))
+        failed = "fit_failed" in (p.get("flags") or [])
+        params = None if failed else _loggp_params(c, p, pp)
+        ranges: list[LogGPRange] = []
+        if not failed and "ranges" in p:
+            for r, rv in enumerate(c.lst(p["ranges"], pp + ("ranges",))):
+                rp: PathT = pp + ("ranges", r)
+                ro = c.obj(rv, rp)
+                lo = c.integer(c.get(ro, "from", rp), rp + ("from",), minimum=0)
+                hi = c.integer(c.get(ro, "to", rp), rp + ("to",), minimum=0)
+                if hi < lo:
+                    raise c.fail(rp, f"range from {lo} to {hi} is empty")
+                ranges.append(LogGPRange(lo, hi, _loggp_params(c, ro, rp)))
+        err = c.opt(p, "error", pp, c.string, None) if failed else None
+        pairs.append(LogGPPair(i=i, j=j, params=params, per_size=tuple(pts),
+                               ranges=tuple(ranges), error=err))
+    preds = [_prediction(c, pv, lp + ("predictions", k))
+             for k, pv in enumerate(c.lst(lg.get("predictions", []), lp + ("predictions",)))]
+    return pairs, preds
+
+
 def parse(text: str, name: str) -> Results:
     """Validate the text of a results file; `name` is used in error messages."""
     try:
@@ -508,8 +644,10 @@ def parse(text: str, name: str) -> Results:
     meas_raw = c.lst(c.get(doc, "measurements", ()), ("measurements",))
     meas = [_measurement(c, v, k, name) for k, v in enumerate(meas_raw)]
     hockney, preds = _models(c, doc.get("models"))
+    lg_pairs, lg_preds = _loggp(c, doc.get("models"))
     return Results(path=name, provenance=prov, measurements=meas, hockney=hockney,
-                   predictions=preds, raw=doc, sources=[name])
+                   predictions=preds, raw=doc, sources=[name], loggp=lg_pairs,
+                   loggp_predictions=lg_preds)
 
 
 def load(path: str | os.PathLike[str]) -> Results:
@@ -556,15 +694,23 @@ def merge(results: Sequence[Results] | Iterable[Results]) -> Results:
     hp = [x for r in items for x in ((r.raw.get("models") or {}).get("hockney") or {})
           .get("pairs", [])]
     pr = [x for r in items for x in (r.raw.get("models") or {}).get("predictions") or []]
+    lgp = [x for r in items for x in ((r.raw.get("models") or {}).get("loggp") or {})
+           .get("pairs", [])]
+    lgr = [x for r in items for x in ((r.raw.get("models") or {}).get("loggp") or {})
+           .get("predictions", [])]
     if hp:
         models["hockney"] = {"pairs": hp}
     if pr:
         models["predictions"] = pr
+    if lgp or lgr:
+        models["loggp"] = {"pairs": lgp, "predictions": lgr}
     if models:
         raw["models"] = models
     return Results(path="+".join(r.path for r in items), provenance=prov, measurements=meas,
                    hockney=hockney, predictions=preds, raw=raw,
-                   sources=[s for r in items for s in r.sources])
+                   sources=[s for r in items for s in r.sources],
+                   loggp=[p for r in items for p in r.loggp],
+                   loggp_predictions=[p for r in items for p in r.loggp_predictions])
 
 
 def _reindex(m: Measurement, idx: int) -> Measurement:

@@ -16,7 +16,7 @@ from mpilab import __version__
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.report import plots
-from mpilab.results import Measurement, Results
+from mpilab.results import LogGPParams, Measurement, Results
 
 # data moved by one call, as a multiple of the per-rank block m, for p ranks
 # (used for the bandwidth plots unless a measurement carries its own "bytes_moved")
@@ -317,6 +317,65 @@ def _models(r: Results) -> str:
     return "\n".join(out)
 
 
+def _loggp(r: Results) -> str:
+    """LogGP parameters per pair (and per protocol range), the per-size measurements they
+    were fitted on, and the LogGP predictions of the linear scatter/gather."""
+    if not r.loggp and not r.loggp_predictions:
+        return ""
+    out: list[str] = []
+    if not (r.hockney or r.predictions):
+        out.append("<h2 id='models'>Models</h2>")
+    out.append("<h3 id='loggp'>LogGP parameters per pair</h3>")
+    out.append("<p class='note'>Sender i, receiver j. o<sub>s</sub>, o<sub>r</sub>, g at 0 "
+               "bytes; G per byte (1/G as a rate); L from the smallest size's round trip minus "
+               "the overheads. Rows per range use that protocol range's lines. Flags: "
+               "L_clamped (L came out negative, set to 0), G_clamped, fit_failed.</p>")
+    rows = []
+    bad: list[bool] = []
+
+    def prow(pair: str, rng: str, q: LogGPParams) -> tuple[Any, ...]:
+        rate = f"{1 / q.G / 1e6:.4g}" if q.G > 0 else "-"
+        return (pair, rng, fmt_time(q.L), fmt_time(q.os), fmt_time(q.orr), fmt_time(q.g),
+                f"{q.G * 1e9:.4g}", rate, " ".join(q.flags) or "-")
+
+    for lp in r.loggp:
+        name = f"{lp.i}->{lp.j}"
+        if lp.params is None:
+            rows.append((name, "all sizes", "-", "-", "-", "-", "-", "-",
+                         f"fit_failed: {lp.error or ''}".strip()))
+            bad.append(True)
+            continue
+        rows.append(prow(name, "summary", lp.params))
+        bad.append(bool(lp.params.flags))
+        for g in lp.ranges:
+            rows.append(prow("", f"{fmt_bytes(g.lo)} .. {fmt_bytes(g.hi)}", g.params))
+            bad.append(bool(g.params.flags))
+    out.append(_table(("pair", "range (bytes)", "L", "o_s", "o_r", "g", "G (ns/byte)",
+                       "1/G (MB/s)", "flags"), rows, numeric=(2, 3, 4, 5, 6, 7),
+                      bad=lambda k: bad[k]))
+    srows = []
+    for lp in r.loggp:
+        for pt in lp.per_size:
+            srows.append((f"{lp.i}->{lp.j}", pt.bytes, fmt_time(pt.rtt), fmt_time(pt.os),
+                          fmt_time(pt.orr), fmt_time(pt.g)))
+    if srows:
+        out.append(plots.to_img(plots.loggp_plot(r.loggp), "LogGP overheads and gap"))
+        out.append("<h3>LogGP measurements per size (medians)</h3>")
+        out.append(_table(("pair", "bytes", "round trip", "o_s(m)", "o_r(m)", "g(m)"), srows,
+                          numeric=(1, 2, 3, 4, 5)))
+    if r.loggp_predictions:
+        out.append("<h3>LogGP predictions versus measured</h3>")
+        prow2 = []
+        for p in sorted(r.loggp_predictions, key=lambda p: (p.op, p.impl, p.bytes,
+                                                            p.timing or "")):
+            e = p.rel_error
+            prow2.append((p.op, p.impl, p.timing or "-", p.bytes, fmt_time(p.predicted),
+                          fmt_time(p.measured), "-" if e is None else f"{e * 100:+.1f}%"))
+        out.append(_table(("op", "impl", "timing", "bytes", "LogGP predicted", "measured",
+                           "relative error"), prow2, numeric=(3, 4, 5, 6)))
+    return "\n".join(out)
+
+
 def _summary(r: Results) -> str:
     if not r.measurements:
         return ""
@@ -343,7 +402,7 @@ def render_report(r: Results, matrix_sizes: list[int] | None = None) -> str:
     """The whole report as an HTML string. matrix_sizes: message sizes of the
     point-to-point heat maps (default: the smallest and the largest measured)."""
     sections = [s for s in (_provenance(r), _collectives(r), _p2p(r, matrix_sizes), _models(r),
-                            _summary(r)) if s]
+                            _loggp(r), _summary(r)) if s]
     nav = []
     for anchor, label in (("provenance", "Provenance"), ("collectives", "Collectives"),
                           ("timing", "Timing methods"), ("p2p", "Point-to-point"),

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from matplotlib.figure import Figure
 
-from mpilab.results import HockneyPair, Measurement, Prediction
+from mpilab.results import HockneyPair, LogGPPair, Measurement, Prediction
 
 MAX_CURVES = 12  # per axes; more are dropped with a note in the title
 DPI = 80
@@ -231,4 +231,46 @@ def prediction_plot(op: str, preds: list[Prediction]) -> Figure:
     ax.set_xlabel("per-rank block (bytes)")
     ax.set_ylabel("time (s)")
     ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def loggp_plot(pairs: list[LogGPPair]) -> Figure:
+    """Measured o_s(m), o_r(m), g(m) (dots) and the fitted per-range lines, first pairs."""
+    fig = Figure(figsize=(6.4, 4.2))
+    ax = fig.subplots()
+    shown = [p for p in pairs if p.per_size][:MAX_CURVES // 3]
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    for k, p in enumerate(shown):
+        for q, (name, attr, marker) in enumerate((("o_s", "os", "o"), ("o_r", "orr", "s"),
+                                                  ("g", "g", "^"))):
+            color = f"C{(3 * k + q) % 10}"
+            pts = [(float(pt.bytes), float(getattr(pt, attr))) for pt in p.per_size]
+            pts = [(x, y) for x, y in pts if _finite(y) and y > 0]
+            if not pts:
+                continue
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, marker, ms=3, color=color, label=f"{p.i}->{p.j} {name}")
+            fit = []
+            for x in xs:
+                par = p.params_for(x)
+                if par is None:
+                    fit.append(math.nan)
+                    continue
+                fit.append({"os": par.os + par.os_per_byte * x,
+                            "orr": par.orr + par.or_per_byte * x,
+                            "g": par.g + par.G * x}[attr])
+            ax.plot(xs, fit, "-", lw=1, color=color)
+            xs_all += xs
+            ys_all += ys
+    if xs_all:
+        _size_axis(ax, xs_all)
+        _time_axis(ax, ys_all)
+    extra = len(pairs) - len(shown)
+    ax.set_title("LogGP: measured overheads and gap (dots), fitted lines"
+                 + (f" ({extra} more pairs in the table)" if extra > 0 else ""), fontsize=9)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("time (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
     return fig
