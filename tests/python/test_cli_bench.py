@@ -243,3 +243,86 @@ def test_launcher_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bench.out_in_args(["--ops", "p2p"]) is None
     with pytest.raises(MpilabError, match="--out needs a FILE"):
         bench.out_in_args(["--out"])
+
+
+# ----------------------------------------------------------------------- LogGP (--models)
+
+
+def _run_runner(tmp_path: Path, np: int, *args: str,
+                timeout: float = 240) -> Any:
+    """The real mpilab-bench under mpirun, directly (its own stderr, no CLI wrapper)."""
+    import subprocess
+
+    from conftest import cli_env
+    from mpilab.tools import mpirun_prefix
+
+    env = cli_env()
+    env["TMPDIR"] = str(tmp_path)  # a session directory of its own
+    cmd = mpirun_prefix(np, ["--mca", "btl", "self,vader,tcp"]) + [real_runner() or "", *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.mpi
+@needs_runner
+@pytest.mark.parametrize("args, expected", [
+    (["--models", "hockney,nosuch"], "--models: unknown model 'nosuch' (hockney, loggp)"),
+    (["--models", "loggp,"], "--models: empty item in 'loggp,'"),
+    (["--models", "loggp", "--no-fit"], "--no-fit contradicts --models loggp"),
+    (["--models", "loggp", "--sizes", "1K"],
+     "--models loggp needs at least 2 message sizes in --sizes"),
+    (["--models", "loggp", "--loggp-burst", "1"], "--loggp-burst: 1 outside 2..100000"),
+    (["--models", "loggp", "--loggp-burst", "x"], "--loggp-burst: 'x' is not an integer"),
+])
+def test_runner_models_bad_value_one_line_no_output(tmp_path: Path, args: list[str],
+                                                     expected: str) -> None:
+    p = _run_runner(tmp_path, 2, "--ops", "p2p", "--sizes", "0,1K", *args, "--out", "o.json",
+                    timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert _one_line(p.stderr) == f"mpilab-bench: {expected}"
+    assert not (tmp_path / "o.json").exists()
+    assert not [x for x in tmp_path.iterdir() if x.name.startswith("o.json")]
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_runner_loggp_json_validates_and_renders(run_cli: Callable[..., Any],
+                                                 tmp_path: Path) -> None:
+    sizes = [0, 1024, 16384]
+    p = _run_runner(tmp_path, 3, "--ops", "p2p,scatter:linear,gather:linear", "--sizes",
+                    ",".join(map(str, sizes)), "--min-reps", "3", "--max-reps", "6",
+                    "--models", "hockney,loggp", "--loggp-burst", "4", "--quiet",
+                    "--out", "lg.json")
+    assert p.returncode == 0, p.stderr
+    assert "LogGP per pair" in p.stdout
+    r = results.load(tmp_path / "lg.json")
+    assert r.provenance["options"]["models"] == ["hockney", "loggp"]
+    assert len(r.hockney) == 3  # the default model is still there
+    assert [(x.i, x.j) for x in r.loggp] == [(0, 1), (0, 2), (1, 2)]
+    for lp in r.loggp:
+        assert lp.params is not None, lp.error
+        assert lp.params.L >= 0 and lp.params.G >= 0
+        assert [pt.bytes for pt in lp.per_size] == sizes
+        assert all(pt.rtt > 0 and pt.os > 0 and pt.orr > 0 for pt in lp.per_size)
+    raw = r.raw["models"]["loggp"]["pairs"][0]["per_size"][0]
+    for q in ("rtt", "os", "or", "g"):
+        assert 3 <= raw["stats"][q]["reps"] <= 6
+        assert len(raw["samples"][q]) == raw["stats"][q]["reps"]
+    # LogGP predictions for every measured linear scatter/gather size
+    assert sorted((x.op, x.bytes) for x in r.loggp_predictions) == \
+        sorted((op, b) for op in ("scatter", "gather") for b in sizes)
+    assert all(x.predicted > 0 for x in r.loggp_predictions)
+    q = run_cli("report", "lg.json")
+    assert q.returncode == 0, q.stderr
+    assert "LogGP parameters per pair" in (tmp_path / "lg.html").read_text()
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_runner_default_has_no_loggp(tmp_path: Path) -> None:
+    p = _run_runner(tmp_path, 2, "--ops", "p2p", "--sizes", "0,1K", "--min-reps", "2",
+                    "--max-reps", "3", "--quiet", "--out", "d.json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = results.load(tmp_path / "d.json")
+    assert r.loggp == [] and "loggp" not in r.raw["models"] and len(r.hockney) == 1
+    assert "LogGP" not in p.stdout

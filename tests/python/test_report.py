@@ -171,3 +171,43 @@ def test_failed_render_writes_nothing(synthetic_results: Callable[..., dict[str,
         build_report(r, outdir / "new.html")
     assert sorted(p.name for p in outdir.iterdir()) == ["report.html"]
     assert old.read_text() == "previous report"
+
+
+def test_loggp_tables_carry_the_fitted_values(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path],
+        tmp_path: Path) -> None:
+    from test_results import loggp_section
+
+    doc = synthetic_results(ranks=3, sizes=(0, 1024, 65536))
+    lg = loggp_section(3, (0, 1024, 65536), L=4e-6, os_=1e-6, or_=1.5e-6, g=2e-6, G=1e-9)
+    lg["pairs"][1]["flags"] = ["L_clamped"]
+    doc["models"]["loggp"] = lg
+    text = _report(doc, write_json, tmp_path)
+    sec = text[text.index("id='loggp'"):text.index("id='summary'")]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", sec)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    # pair 1->2: L = 4 + 3 us, o_s 1 us, o_r 1.5 us, g 2 us, G 1 ns/byte = 1000 MB/s
+    summary = next(c for c in cells if c and c[0] == "1-&gt;2" and c[1] == "summary")
+    assert summary[2:9] == ["7 us", "1 us", "1.5 us", "2 us", "1", "1000", "-"]
+    flagged = re.findall(r"<tr([^>]*)>((?:(?!</tr>).)*L_clamped)", sec)
+    assert flagged and all('class="bad"' in attrs for attrs, _ in flagged)
+    assert all('class="bad"' not in attrs for attrs, body in
+               re.findall(r"<tr([^>]*)>(.*?)</tr>", sec) if body.startswith("<td>0-&gt;1"))
+    # per-size medians: 3 pairs x 3 sizes
+    per_size = sec[sec.index("LogGP measurements per size"):]
+    ps_table = per_size[:per_size.index("</table>")]
+    assert ps_table.count("<tr") == 3 * 3 + 1
+    assert "LogGP overheads and gap" in [a for a, _ in _images(text)]
+    assert "LogGP predictions versus measured" in sec and "-20.0%" in sec
+
+
+def test_loggp_only_results_get_a_models_section(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path],
+        tmp_path: Path) -> None:
+    from test_results import loggp_section
+
+    doc = synthetic_results(ranks=2, sizes=(8,))
+    doc["models"] = {"loggp": loggp_section(2, (8, 64))}
+    text = _report(doc, write_json, tmp_path)
+    assert "id='models'" in text and "href='#models'" in text
+    assert "LogGP parameters per pair" in text and "Hockney parameters" not in text

@@ -246,3 +246,125 @@ def test_merge_keeps_sources_and_models(synthetic_results: Callable[..., dict[st
     assert len(again.measurements) == len(m.measurements)
     with pytest.raises(MpilabError):
         results.merge([])
+
+
+# ----------------------------------------------------------------------- models.loggp
+
+def loggp_section(ranks: int = 3, sizes: tuple[int, ...] = (0, 1024, 65536),
+                  L: float = 4e-6, os_: float = 1e-6, or_: float = 1.5e-6, g: float = 2e-6,
+                  G: float = 1e-9) -> dict[str, Any]:
+    """A models.loggp object as mpilab-bench writes it, generated from known parameters
+    (pair (i, j) gets L + (i + j) us so the pairs differ)."""
+    pairs = []
+    for i in range(ranks):
+        for j in range(i + 1, ranks):
+            lat = L + (i + j) * 1e-6
+            per_size = [{"bytes": m, "rtt": 2 * (os_ + lat + max(m - 1, 0) * G + or_),
+                         "os": os_, "or": or_, "g": g + G * m} for m in sizes]
+            params = {"L": lat, "L_raw": lat, "os": os_, "os_per_byte": 0.0, "or": or_,
+                      "or_per_byte": 0.0, "g": g, "G": G, "flags": []}
+            pairs.append({"i": i, "j": j, "round": 0, **params, "per_size": per_size,
+                          "ranges": [{"from": sizes[0], "to": sizes[-1], **params}]})
+    return {"pairs": pairs, "predictions": [
+        {"op": "scatter", "impl": "linear", "timing": "max", "bytes": 1024,
+         "predicted": 2e-5, "measured": 2.5e-5}], "fit_on": "per-size medians", "burst": 16}
+
+
+def test_loggp_loads_typed(synthetic_results: Callable[..., dict[str, Any]],
+                           write_json: Callable[..., Path]) -> None:
+    doc = synthetic_results(ranks=3, sizes=SIZES)
+    doc["models"]["loggp"] = loggp_section(3, SIZES)
+    r = results.load(write_json(doc))
+    assert [(p.i, p.j) for p in r.loggp] == [(0, 1), (0, 2), (1, 2)]
+    p = r.loggp[2]
+    assert p.params is not None
+    assert p.params.L == pytest.approx(4e-6 + 3e-6) and p.params.G == pytest.approx(1e-9)
+    assert [pt.bytes for pt in p.per_size] == list(SIZES)
+    # the one-way time reproduces half the round trip it was generated from
+    for pt in p.per_size:
+        assert p.params.time(pt.bytes) == pytest.approx(pt.rtt / 2)
+    assert p.params_for(5000) == p.ranges[0].params
+    assert len(r.loggp_predictions) == 1
+    assert r.loggp_predictions[0].rel_error == pytest.approx(-0.2)
+    # Hockney stays as it was
+    assert len(r.hockney) == 3
+    # a file without LogGP has none
+    assert results.load(write_json(synthetic_results(ranks=2, sizes=(8,)), "b.json")).loggp == []
+
+
+def test_loggp_fit_failed_pair_has_no_params(synthetic_results: Callable[..., dict[str, Any]],
+                                             write_json: Callable[..., Path]) -> None:
+    doc = synthetic_results(ranks=2, sizes=(8, 16))
+    lg = loggp_section(2, (8, 16))
+    pr = lg["pairs"][0]
+    for k in ("L", "os", "or", "g", "G", "ranges"):
+        del pr[k]
+    pr["flags"] = ["fit_failed"]
+    pr["error"] = "non-finite value at size 8"
+    doc["models"]["loggp"] = lg
+    r = results.load(write_json(doc))
+    assert r.loggp[0].params is None and r.loggp[0].error == "non-finite value at size 8"
+
+
+LOGGP_CASES: list[tuple[str, Mutator, str, str]] = [
+    ("L a string", _set(("models", "loggp", "pairs", 1, "L"), "SENTINEL"),
+     "models.loggp.pairs[1].L", "expected a number"),
+    ("L negative", _set(("models", "loggp", "pairs", 0, "L"), -1e-6),
+     "models.loggp.pairs[0].L", "-1e-06 is below 0"),
+    ("G missing", _delete(("models", "loggp", "pairs", 2, "G")),
+     "models.loggp.pairs[2].G", "missing"),
+    ("or missing", _delete(("models", "loggp", "pairs", 0, "or")),
+     "models.loggp.pairs[0].or", "missing"),
+    ("unknown flag", _set(("models", "loggp", "pairs", 0, "flags"), ["SENTINEL"]),
+     "models.loggp.pairs[0].flags[0]", "unknown flag 'SENTINEL'"),
+    ("same rank twice", _set(("models", "loggp", "pairs", 0, "j"), 0),
+     "models.loggp.pairs[0].j", "a pair needs two different ranks"),
+    ("sizes not increasing", _set(("models", "loggp", "pairs", 1, "per_size", 2, "bytes"), 1024),
+     "models.loggp.pairs[1].per_size[2].bytes", "1024 does not increase on 1024"),
+    ("per-size os a string", _set(("models", "loggp", "pairs", 1, "per_size", 0, "os"),
+                                  "SENTINEL"),
+     "models.loggp.pairs[1].per_size[0].os", "expected a number"),
+    ("per_size missing", _delete(("models", "loggp", "pairs", 0, "per_size")),
+     "models.loggp.pairs[0].per_size", "missing"),
+    ("range reversed", _set(("models", "loggp", "pairs", 0, "ranges", 0, "to"), 0),
+     "models.loggp.pairs[0].ranges[0]", "range from 1 to 0 is empty"),
+    ("pairs not a list", _set(("models", "loggp", "pairs"), {"i": 0}), "models.loggp.pairs",
+     "expected an array"),
+    ("prediction without predicted", _delete(("models", "loggp", "predictions", 0, "predicted")),
+     "models.loggp.predictions[0].predicted", "missing"),
+]
+
+
+@pytest.mark.parametrize("name, mutate, where, problem", LOGGP_CASES,
+                         ids=[c[0] for c in LOGGP_CASES])
+def test_bad_loggp_names_file_line_and_path(
+        synthetic_results: Callable[..., dict[str, Any]], tmp_path: Path, name: str,
+        mutate: Mutator, where: str, problem: str) -> None:
+    doc = copy.deepcopy(synthetic_results(ranks=3, sizes=SIZES))
+    doc["models"]["loggp"] = loggp_section(3, (1, 1024, 65536))
+    mutate(doc)
+    text = json.dumps(doc, indent=1)
+    p = tmp_path / "r.json"
+    p.write_text(text)
+    with pytest.raises(MpilabError) as e:
+        results.load(p)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert f": {where}: {problem}" in msg, msg
+    head = msg.split(": ")[0]
+    line = int(head.rsplit(":", 1)[1])
+    if "SENTINEL" in text:
+        assert line == _line_of(text, '"SENTINEL"')
+    assert 1 <= line <= text.count("\n") + 1
+
+
+def test_merge_keeps_loggp(synthetic_results: Callable[..., dict[str, Any]],
+                           write_json: Callable[..., Path]) -> None:
+    da = synthetic_results(ranks=2, sizes=(8,))
+    da["models"]["loggp"] = loggp_section(2, (8, 64))
+    a = results.load(write_json(da, "a.json"))
+    b = results.load(write_json(synthetic_results(ranks=3, sizes=(8, 16)), "b.json"))
+    m = results.merge([a, b])
+    assert len(m.loggp) == 1 and len(m.loggp_predictions) == 1
+    again = results.parse(json.dumps(m.raw), "merged")
+    assert [(p.i, p.j) for p in again.loggp] == [(0, 1)]
