@@ -59,7 +59,8 @@ def row(name: str, path: Path) -> dict[str, Any]:
     small = lg.per_size[0]
     return {"name": name, "L": lg.params.L, "os": lg.params.os, "or": lg.params.orr,
             "g": lg.params.g, "G": lg.params.G, "flags": ",".join(lg.params.flags) or "-",
-            "alpha": h.alpha, "beta": h.beta, "beta_last": h.ranges[-1].beta if h.ranges else h.beta,
+            "alpha": h.alpha, "beta": h.beta,
+            "beta_last": h.ranges[-1].beta if h.ranges else h.beta,
             "rtt0": small.rtt, "os0": small.os, "or0": small.orr, "g0": small.g,
             "ranges": [(g.lo, g.hi, g.params.G) for g in lg.ranges]}
 
@@ -74,7 +75,8 @@ def main() -> int:
     ap.add_argument("--max-reps", type=int, default=20)
     ap.add_argument("--burst", type=int, default=8)
     ap.add_argument("--no-wan", action="store_true", help="only shared memory and TCP loopback")
-    ap.add_argument("--out-dir", default=None, help="where the results files go (default: a temp dir)")
+    ap.add_argument("--out-dir", default=None,
+                    help="where the results files go (default: a temp dir)")
     a = ap.parse_args()
     out = Path(a.out_dir or tempfile.mkdtemp(prefix="loggp-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -107,7 +109,8 @@ def main() -> int:
     for r in rows:
         print(f"{r['name']:<22} {r['L'] * us:9.3f} {r['os'] * us:8.3f} {r['or'] * us:8.3f} "
               f"{r['g'] * us:8.3f} {r['G'] * 1e9:8.4f} {r['beta'] * 1e9:9.4f} "
-              f"{r['beta_last'] * 1e9:11.4f} {r['alpha'] * us:9.3f} {r['rtt0'] * us:9.3f}  {r['flags']}")
+              f"{r['beta_last'] * 1e9:11.4f} {r['alpha'] * us:9.3f} {r['rtt0'] * us:9.3f}  "
+              f"{r['flags']}")
         print(f"{'':<22} per size at the smallest message: o_s {r['os0'] * us:.3f} us, "
               f"o_r {r['or0'] * us:.3f} us, g {r['g0'] * us:.3f} us; LogGP ranges "
               + ", ".join(f"{lo}..{hi}: G {G * 1e9:.4f}" for lo, hi, G in r["ranges"]))
@@ -115,7 +118,8 @@ def main() -> int:
         w = rows[-1]
         wire = 8 / rate
         goodput = wire * 1514 / 1448  # Ethernet+IP+TCP headers per 1448-byte segment
-        print(f"WAN ground truth: one-way delay {delay * us:.0f} us -> fitted L {w['L'] * us:.0f} us "
+        print(f"WAN ground truth: one-way delay {delay * us:.0f} us -> "
+              f"fitted L {w['L'] * us:.0f} us "
               f"({(w['L'] - delay) / delay * 100:+.1f}%); 8/rate {wire * 1e9:.2f} ns/B "
               f"(goodput {goodput * 1e9:.2f}) -> G {w['G'] * 1e9:.2f} ns/B "
               f"({(w['G'] - goodput) / goodput * 100:+.1f}% vs goodput), "

@@ -49,7 +49,7 @@ static void usage(void)
                "                    [--sync skampi|regression] [--out FILE] [--no-fit] [--quiet]\n"
                "                    [--pipeline-depth N] [--allow-single-rep] [--warmup N]\n"
                "                    [--window N] [--pairs K] [--poll-sweep LIST] [--comb-msgs N]\n"
-               "                    [--models hockney,loggp] [--loggp-burst N]\n"
+               "                    [--models hockney,loggp] [--loggp-burst N] [--loggp-or-wait F]\n"
                "  --ops        comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
                "  --sizes      comma list of sizes (4K), ranges A:B:STEP or A:B:xF (default 1:64K:x4)\n"
                "  --timing     comma list of max,root,global,opspec (default max)\n"
@@ -57,6 +57,7 @@ static void usage(void)
                "  --models     models to fit: hockney (from p2p), loggp (own measurement per\n"
                "               pair over --sizes); default hockney\n"
                "  --loggp-burst  messages per LogGP gap stream (default 16)\n"
+               "  --loggp-or-wait  the receiver waits F round trips before timing o_r (default 2)\n"
                "  --window, --pairs, --poll-sweep, --comb-msgs: the interconnect suite's\n"
                "               streaming window, pair count, COMB poll intervals, messages\n"
                "See docs/bench.md.\n");
@@ -213,7 +214,7 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
     long long min_reps = 5, max_reps = 100, root = 0, depth = 10;
     enum { O_LIST = 256, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
            O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_HELP, O_SUITE, O_WARMUP, O_MODELS,
-           O_BURST };
+           O_BURST, O_ORWAIT };
     static const struct option lo[] = {
         {"list", no_argument, 0, O_LIST}, {"ops", required_argument, 0, O_OPS},
         {"sizes", required_argument, 0, O_SIZES}, {"timing", required_argument, 0, O_TIMING},
@@ -226,6 +227,7 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
         {"help", no_argument, 0, O_HELP}, {"warmup", required_argument, 0, O_WARMUP},
         {"models", required_argument, 0, O_MODELS}, {"loggp-burst", required_argument, 0, O_BURST},
+        {"loggp-or-wait", required_argument, 0, O_ORWAIT},
         /* the interconnect suite's parameters (mpilab_suite_option_names) */
         {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
         {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -286,6 +288,11 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         }
         case O_MODELS: models = optarg; break;
         case O_BURST: burst = parse_count("--loggp-burst", optarg); break;
+        case O_ORWAIT:
+            o->lg.or_wait_factor = parse_real("--loggp-or-wait", optarg);
+            if (!(o->lg.or_wait_factor > 1.0 && o->lg.or_wait_factor <= 1000.0))
+                bad_input("--loggp-or-wait: %g outside (1,1000]", o->lg.or_wait_factor);
+            break;
         case O_HELP:
             usage();
             MPI_Finalize();
@@ -566,6 +573,8 @@ static json_t *loggp_params_json(const mpilab_loggp_t *f, json_t *obj)
         json_array_append_new(fl, json_string("L_clamped"));
     if (f->flags & MPILAB_LOGGP_G_CLAMPED)
         json_array_append_new(fl, json_string("G_clamped"));
+    if (f->flags & MPILAB_LOGGP_GAP_CLAMPED)
+        json_array_append_new(fl, json_string("g_clamped"));
     json_object_set_new(obj, "flags", fl);
     return obj;
 }
@@ -648,9 +657,9 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
                     json_array_append_new(ra, loggp_params_json(&rf[q], rj));
                 }
                 json_object_set_new(pj, "ranges", ra);
-                printf("%zu->%-4zu %10.3f %10.3f %10.3f %10.3f %12.4f %s%s\n", i, j, f.L * 1e6, f.os * 1e6,
+                printf("%zu->%-4zu %10.3f %10.3f %10.3f %10.3f %12.4f %s%s%s\n", i, j, f.L * 1e6, f.os * 1e6,
                        f.orr * 1e6, f.g * 1e6, f.G * 1e9, (f.flags & MPILAB_LOGGP_L_CLAMPED) ? "L_clamped " : "",
-                       (f.flags & MPILAB_LOGGP_G_CLAMPED) ? "G_clamped" : "");
+                       (f.flags & MPILAB_LOGGP_G_CLAMPED) ? "G_clamped " : "", (f.flags & MPILAB_LOGGP_GAP_CLAMPED) ? "g_clamped" : "");
             }
             json_object_set_new(pj, "per_size", ps);
             json_array_append_new(pairs, pj);
@@ -697,7 +706,9 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
     free(pto);
     free(pnr);
     return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
-                     "per-size medians, per protocol range (Hockney split of half the round trip); pair L, os, or, g from the smallest size's range, G from the largest range", "burst",
+                     "per-size medians; ranges: least-squares lines per protocol range (Hockney split of half "
+                     "the round trip); pair: slopes of the smallest size's range, os/or/g measured at the "
+                     "smallest size carried to 0 bytes, G of the largest range", "burst",
                      (json_int_t)o->lg.burst, "or_wait_factor", o->lg.or_wait_factor);
 }
 

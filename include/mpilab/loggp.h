@@ -68,11 +68,16 @@ int mpilab_loggp_check(const size_t *sizes, size_t nsizes, const mpilab_loggp_op
 /* ------------------------------------------------------------------------- fit */
 
 /* Parameters of one pair (seconds, seconds per byte):
- *   os, orr: sender / receiver overhead at m = 0 (intercepts of the fitted lines),
- *   os_per_byte, or_per_byte: their slopes, so o_s(m) = os + os_per_byte * m,
- *   g: gap at m = 0 and G the gap per byte, g(m) = g + G * m,
- *   L: rtt(m0)/2 - os - orr - max(m0 - 1, 0) * G at the smallest size m0, clamped at 0
- *   (L_raw keeps the unclamped value, flags has MPILAB_LOGGP_L_CLAMPED). */
+ *   os_per_byte, or_per_byte, G: least-squares slopes of o_s(m), o_r(m), g(m);
+ *   os, orr, g: the values at m = 0, i.e. the values measured at the smallest size m0
+ *   carried back along the slope (at m0 = 0 the measured zero-byte values themselves);
+ *   g is clamped at 0 (MPILAB_LOGGP_GAP_CLAMPED);
+ *   L = rtt(m0)/2 - os - orr - max(m0 - 1, 0) G (so that the one-way time below gives
+ *   half the measured round trip at m0; at m0 = 0: rtt(0)/2 - o_s(0) - o_r(0)), clamped
+ *   at 0 (L_raw keeps the unclamped value, flags has MPILAB_LOGGP_L_CLAMPED).
+ * So o_s(m) = os + os_per_byte m, o_r(m) = orr + or_per_byte m, g(m) = g + G m.
+ * Per-range fits (mpilab_loggp_fit_ranges' out[]) are plain least-squares lines instead:
+ * there os, orr, g are the intercepts, meant for predictions within the range. */
 typedef struct mpilab_loggp {
     double L, L_raw;
     double os, os_per_byte;
@@ -83,6 +88,7 @@ typedef struct mpilab_loggp {
 
 #define MPILAB_LOGGP_L_CLAMPED 1u /* L came out negative and was set to 0 */
 #define MPILAB_LOGGP_G_CLAMPED 2u /* the fitted G was negative and was set to 0 */
+#define MPILAB_LOGGP_GAP_CLAMPED 4u /* g came out negative (noise) and was set to 0 */
 
 /* Fit from per-size values (means): bytes strictly increasing, n >= 2, all values finite
  * (times >= 0 not required: noise may make a small overhead negative). GSL least squares.
@@ -94,8 +100,9 @@ int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, c
  * half the round trip): ranges [from_r, to_r], r < nr, ascending and disjoint. A range with
  * fewer than 2 sizes inside gets the whole-size fit. L is computed once, with the
  * overheads and G of the range that holds the smallest size, and copied to every range.
- * summary (may be NULL) gets the parameters an expert quotes: L, os, orr, g and their
- * slopes from the smallest size's range, G from the last (largest-size) range.
+ * summary (may be NULL) gets the parameters an expert quotes: slopes from the smallest
+ * size's range, os, orr, g anchored at the smallest size and L as for mpilab_loggp_fit,
+ * G from the last (largest-size) range.
  * Returns 0 or -1 with a one-line reason. */
 int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double *os,
                             const double *orr, const double *g, size_t n, const double *from,

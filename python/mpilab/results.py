@@ -526,7 +526,7 @@ def _models(c: _Checker, v: Any) -> tuple[list[HockneyPair], list[Prediction]]:
     return pairs, preds
 
 
-_LOGGP_FLAGS = ("L_clamped", "G_clamped", "fit_failed")
+_LOGGP_FLAGS = ("L_clamped", "G_clamped", "g_clamped", "fit_failed")
 
 
 def _loggp_params(c: _Checker, p: dict[str, Any], pp: PathT) -> LogGPParams:

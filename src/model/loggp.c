@@ -61,6 +61,30 @@ static int fit_lines(const double *bytes, const double *os, const double *orr, c
     return 0;
 }
 
+/* The headline parameters from slopes already in p: os, orr, g are the values measured at
+ * the smallest size m0 carried to m = 0 along the slopes (at m0 = 0: the measured values);
+ * L from the round trip at m0. Sets the clamp flags. */
+static void anchor(const double *bytes, const double *rtt, const double *os, const double *orr,
+                   const double *g, mpilab_loggp_t *p)
+{
+    double m0 = bytes[0];
+    p->os = os[0] - p->os_per_byte * m0;
+    p->orr = orr[0] - p->or_per_byte * m0;
+    p->g = g[0] - p->G * m0;
+    p->flags &= ~(MPILAB_LOGGP_L_CLAMPED | MPILAB_LOGGP_GAP_CLAMPED);
+    if (p->g < 0) {
+        p->g = 0;
+        p->flags |= MPILAB_LOGGP_GAP_CLAMPED;
+    }
+    /* the model's one-way time at the smallest size: rtt/2 = os + L + max(m0-1,0) G + orr */
+    p->L_raw = 0.5 * rtt[0] - p->os - p->orr - (m0 > 1 ? (m0 - 1) * p->G : 0.0);
+    p->L = p->L_raw;
+    if (p->L < 0) {
+        p->L = 0;
+        p->flags |= MPILAB_LOGGP_L_CLAMPED;
+    }
+}
+
 int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, const double *orr,
                      const double *g, size_t n, mpilab_loggp_t *out, char *err, size_t errlen)
 {
@@ -71,14 +95,7 @@ int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, c
     mpilab_loggp_t p = {0};
     if (fit_lines(bytes, os, orr, g, 0, n, &p) != 0)
         return fail(err, errlen, "least-squares fit failed");
-    /* L from the smallest size's round trip: rtt/2 = os + L + max(m0-1,0) G + orr */
-    double m0 = bytes[0];
-    p.L_raw = 0.5 * rtt[0] - p.os - p.orr - (m0 > 1 ? (m0 - 1) * p.G : 0.0);
-    p.L = p.L_raw;
-    if (p.L < 0) {
-        p.L = 0;
-        p.flags |= MPILAB_LOGGP_L_CLAMPED;
-    }
+    anchor(bytes, rtt, os, orr, g, &p);
     *out = p;
     return 0;
 }
@@ -113,25 +130,25 @@ int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double
             p = whole;
         out[r] = p;
     }
-    /* L from the smallest size with the overheads of the range that holds it (the first
-     * range if none does) */
+    /* headline: the slopes of the range holding the smallest size (the first range if none
+     * does), anchored at the smallest size; G of the last range */
     const mpilab_loggp_t *first = &out[0];
     for (size_t r = 0; r < nr; r++)
         if (bytes[0] >= from[r] && bytes[0] <= to[r]) {
             first = &out[r];
             break;
         }
-    double m0 = bytes[0];
-    double L_raw = 0.5 * rtt[0] - first->os - first->orr - (m0 > 1 ? (m0 - 1) * first->G : 0.0);
+    mpilab_loggp_t sm = *first;
+    anchor(bytes, rtt, os, orr, g, &sm);
+    /* every range carries the same L (the latency does not depend on the protocol) */
     for (size_t r = 0; r < nr; r++) {
-        out[r].L_raw = L_raw;
-        out[r].L = L_raw < 0 ? 0.0 : L_raw;
-        out[r].flags = (out[r].flags & ~MPILAB_LOGGP_L_CLAMPED) | (L_raw < 0 ? MPILAB_LOGGP_L_CLAMPED : 0u);
+        out[r].L_raw = sm.L_raw;
+        out[r].L = sm.L;
+        out[r].flags = (out[r].flags & ~MPILAB_LOGGP_L_CLAMPED) | (sm.flags & MPILAB_LOGGP_L_CLAMPED);
     }
     if (summary) {
-        mpilab_loggp_t sm = *first;
         sm.G = out[nr - 1].G;
-        sm.flags = (first->flags & MPILAB_LOGGP_L_CLAMPED) | (out[nr - 1].flags & MPILAB_LOGGP_G_CLAMPED);
+        sm.flags = (sm.flags & ~MPILAB_LOGGP_G_CLAMPED) | (out[nr - 1].flags & MPILAB_LOGGP_G_CLAMPED);
         *summary = sm;
     }
     return 0;

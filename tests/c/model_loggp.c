@@ -63,8 +63,10 @@ static void test_exact(void)
     double x2[4] = {64, 512, 4096, 32768};
     double r2[4], o2[4], q2[4], g2[4];
     synth(&t, x2, 4, r2, o2, q2, g2);
-    CHECK(mpilab_loggp_fit(x2, r2, o2, q2, g2, 4, &f, err, sizeof err) == 0, "fit2: %s", err);
-    CHECK(close_rel(f.L, t.L, 1e-9, 1e-15), "L from m0=64: %g vs %g", f.L, t.L);
+    mpilab_loggp_t f2;
+    CHECK(mpilab_loggp_fit(x2, r2, o2, q2, g2, 4, &f2, err, sizeof err) == 0, "fit2: %s", err);
+    CHECK(close_rel(f2.L, t.L, 1e-9, 1e-15), "L from m0=64: %g vs %g", f2.L, t.L);
+    CHECK(close_rel(f2.os, t.os, 1e-9, 1e-15) && close_rel(f2.g, t.g, 1e-9, 1e-15), "m0=64 carried to 0");
 
     /* the one-way time reproduces half the generated round trip */
     for (size_t k = 0; k < N; k++)
@@ -116,6 +118,16 @@ static void test_clamp(void)
     CHECK(f.L == 0.0, "L not clamped: %g", f.L);
     CHECK(f.flags & MPILAB_LOGGP_L_CLAMPED, "clamp flag missing");
     CHECK(close_rel(f.L_raw, -3e-6, 1e-9, 1e-15), "L_raw %g", f.L_raw);
+    /* noise can make the measured gap at the smallest size negative: g = 0 with a flag */
+    double gn[3] = {-1e-7, 2e-6, 9e-6};
+    CHECK(mpilab_loggp_fit(x, rtt, os, orr, gn, 3, &f, NULL, 0) == 0, "g clamp fit failed");
+    CHECK(f.g == 0.0 && (f.flags & MPILAB_LOGGP_GAP_CLAMPED) && f.G > 0, "g clamp: g %g flags %u", f.g, f.flags);
+    /* os, or, g are the values measured at the smallest size, not the intercept of a line
+     * pulled up by larger sizes (protocol switch); the slope is the least-squares one */
+    double xs[3] = {0, 1024, 2048}, osn[3] = {1e-6, 5e-6, 6e-6};
+    CHECK(mpilab_loggp_fit(xs, rtt, osn, orr, g, 3, &f, NULL, 0) == 0, "anchor fit failed");
+    CHECK(f.os == 1e-6 && close_rel(f.os_per_byte, 5e-6 / 2048, 1e-9, 0), "anchor: os %g slope %g", f.os,
+          f.os_per_byte);
     /* a falling gap curve gives G = 0 with a flag */
     double gd[3] = {5e-6, 4e-6, 3e-6};
     CHECK(mpilab_loggp_fit(x, rtt, os, orr, gd, 3, &f, NULL, 0) == 0, "G clamp fit failed");

@@ -251,16 +251,25 @@ def test_launcher_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
 def _run_runner(tmp_path: Path, np: int, *args: str,
                 timeout: float = 240) -> Any:
     """The real mpilab-bench under mpirun, directly (its own stderr, no CLI wrapper)."""
+    import shutil
     import subprocess
+    import tempfile
 
     from conftest import cli_env
     from mpilab.tools import mpirun_prefix
 
     env = cli_env()
-    env["TMPDIR"] = str(tmp_path)  # a session directory of its own
-    cmd = mpirun_prefix(np, ["--mca", "btl", "self,vader,tcp"]) + [real_runner() or "", *args]
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    # a session directory of its own, short: Open MPI's unix socket paths under TMPDIR are
+    # limited to 108 bytes (pytest's tmp_path is too long for that)
+    tmp = tempfile.mkdtemp(prefix="lg", dir="/tmp")
+    env["TMPDIR"] = tmp
+    runner = str(Path(real_runner() or "").resolve())
+    cmd = mpirun_prefix(np, ["--mca", "btl", "self,vader,tcp"]) + [runner, *args]
+    try:
+        return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.mpi
@@ -273,6 +282,7 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
      "--models loggp needs at least 2 message sizes in --sizes"),
     (["--models", "loggp", "--loggp-burst", "1"], "--loggp-burst: 1 outside 2..100000"),
     (["--models", "loggp", "--loggp-burst", "x"], "--loggp-burst: 'x' is not an integer"),
+    (["--models", "loggp", "--loggp-or-wait", "1"], "--loggp-or-wait: 1 outside (1,1000]"),
 ])
 def test_runner_models_bad_value_one_line_no_output(tmp_path: Path, args: list[str],
                                                      expected: str) -> None:

@@ -326,10 +326,11 @@ def _loggp(r: Results) -> str:
     if not (r.hockney or r.predictions):
         out.append("<h2 id='models'>Models</h2>")
     out.append("<h3 id='loggp'>LogGP parameters per pair</h3>")
-    out.append("<p class='note'>Sender i, receiver j. o<sub>s</sub>, o<sub>r</sub>, g at 0 "
-               "bytes; G per byte (1/G as a rate); L from the smallest size's round trip minus "
-               "the overheads. Rows per range use that protocol range's lines. Flags: "
-               "L_clamped (L came out negative, set to 0), G_clamped, fit_failed.</p>")
+    out.append("<p class='note'>Sender i, receiver j. Summary row: o<sub>s</sub>, o<sub>r</sub>, "
+               "g measured at the smallest size (carried to 0 bytes), G per byte of the "
+               "largest-size range (1/G as a rate), L from the smallest size's round trip minus "
+               "the overheads. Rows per range: that protocol range's least-squares lines. Flags: "
+               "L_clamped (L came out negative, set to 0), G_clamped, g_clamped, fit_failed.</p>")
     rows = []
     bad: list[bool] = []
 
