@@ -61,6 +61,8 @@ bad --eps nan
 bad --cl 0
 bad --cl 1
 bad --min-reps 10 --max-reps 5
+bad --models foo
+bad --models loggp --loggp-burst 1
 bad --min-reps 1
 bad --min-reps x
 bad --timing fastest
