@@ -36,6 +36,7 @@ def test_survey_asks_for_everything(fake_bench: Callable[[str], dict[str, str]],
     assert "bcast:native" in ops and "allreduce:native" in ops
     assert set(_opt(args, "--timing").split(",")) == {"max", "root", "global", "opspec"}
     assert _opt(args, "--p2p-schedule") == "parallel"
+    assert set(_opt(args, "--models").split(",")) == {"hockney", "loggp"}
     assert _opt(args, "--sizes") == survey.FULL.sizes
     assert int(_opt(args, "--max-reps")) == survey.FULL.max_reps
     out = tmp_path / "sv"
@@ -124,6 +125,12 @@ def test_survey_quick_end_to_end(run_cli: Callable[..., Any], tmp_path: Path) ->
                                                        ("scatter", "binomial"),
                                                        ("gather", "linear"),
                                                        ("gather", "binomial")}
+    # LogGP: every pair fitted (sender i -> receiver j), at every survey size
+    assert {(x.i, x.j) for x in r.loggp} == {(0, 1), (0, 2), (1, 2)}
+    assert all(x.params is not None and {pt.bytes for pt in x.per_size} == sizes
+               for x in r.loggp)
+    assert {(x.op, x.impl) for x in r.loggp_predictions} >= {("scatter", "linear"),
+                                                             ("gather", "linear")}
     text = (out / "report.html").read_text()
     for anchor in ("provenance", "collectives", "timing", "p2p", "models", "summary"):
         assert f"id='{anchor}'" in text

@@ -3,7 +3,8 @@
 One run of the runner measures all-pairs point-to-point (parallel schedule), scatter and
 gather (native, linear, binomial) and bcast and allreduce (native) with every timing method
 (max, root, global, and opspec where it applies), and fits the models (Hockney per pair,
-predictions for linear/binomial scatter and gather). Then the results are validated, the
+predictions for linear/binomial scatter and gather; LogGP per pair from its own
+measurement of the overheads and gaps, with linear scatter/gather predictions). Then the results are validated, the
 report is rendered, and both land in DIR as results.json and report.html, only if every
 step succeeded.
 """
@@ -51,7 +52,7 @@ class Plan:
                 "--sizes", self.sizes, "--p2p-schedule", "parallel",
                 "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
-                "--isolation", "barrier", "--out", out]
+                "--isolation", "barrier", "--models", "hockney,loggp", "--out", out]
 
 
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
@@ -165,7 +166,8 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
         r.path = str(final_json)
         r.sources = [str(final_json)]
         console.print(f"[bold]3/3 report[/]: {len(r.measurements)} measurements, "
-                      f"{len(r.hockney)} Hockney pairs, {len(r.predictions)} predictions")
+                      f"{len(r.hockney)} Hockney pairs, {len(r.loggp)} LogGP pairs, "
+                      f"{len(r.predictions) + len(r.loggp_predictions)} predictions")
         html = render_report(r)
         os.replace(tmp, final_json)
         atomic_write_text(final_html, html)
