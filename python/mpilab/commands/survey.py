@@ -4,9 +4,9 @@ One run of the runner measures all-pairs point-to-point (parallel schedule), sca
 gather (native, linear, binomial) and bcast and allreduce (native) with every timing method
 (max, root, global, and opspec where it applies), and fits the models (Hockney per pair,
 predictions for linear/binomial scatter and gather; LogGP per pair from its own
-measurement of the overheads and gaps, with linear scatter/gather predictions). Then the results are validated, the
-report is rendered, and both land in DIR as results.json and report.html, only if every
-step succeeded.
+measurement of the overheads and gaps, with linear scatter/gather predictions). Then the
+results are validated, the report is rendered, and both land in DIR as results.json and
+report.html, only if every step succeeded.
 """
 
 from __future__ import annotations
