@@ -24,7 +24,9 @@ typedef struct mpilab_op {
     int (*setup)(size_t bytes, int root, MPI_Comm comm, void **ctx);
     /* One execution of the operation. Returns an MPI error code (MPI_SUCCESS). */
     int (*run)(void *ctx);
-    /* Local check of the received data after a run: 0 if correct. */
+    /* Check of the received data after a run: 0 if correct. Called on every rank or on
+     * none (only when the run succeeded on every rank), so it may exchange messages in
+     * the operation's communicator (the COMB entry collects its peer's work counters). */
     int (*validate)(void *ctx);
     void (*teardown)(void *ctx);
 } mpilab_op_t;

@@ -78,6 +78,9 @@ typedef struct mpilab_suite_derived {
     double cpu_avail, poll_interval, poll_interval_s, work_rate;
     double overlap_pct, t_comm, t_comp, t_total;
     int64_t window, pairs, msgs;
+    /* COMB: cpu_avail of the other rank of the pair (rank 1 when rank 0 derives), from
+     * its work counters exchanged after the measurement; NaN elsewhere */
+    double cpu_avail_peer;
 } mpilab_suite_derived_t;
 
 /* Derived values of the latest measurement of op at `bytes` on this process, from the

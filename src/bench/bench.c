@@ -396,7 +396,10 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     }
     double wall = MPI_Wtime() - wall0;
     /* Data check after the last repetition (receive buffers hold the last call's data). */
-    int wrong = failed ? 1 : op->validate(ctx) != 0, anywrong = 0;
+    /* validate runs on every rank or on none: it may communicate (ops.h) */
+    int anyfailed = 0;
+    MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, b->comm);
+    int wrong = anyfailed ? 1 : op->validate(ctx) != 0, anywrong = 0;
     MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
     op->teardown(ctx);
     res->data_ok = !anywrong;

@@ -294,12 +294,15 @@ int mpilab_ops_check(const mpilab_op_t *op, size_t bytes, int root, MPI_Comm com
             op->teardown(ctx);
         return -1;
     }
-    int failed = op->run(ctx) != MPI_SUCCESS;
-    int wrong = failed ? 0 : (op->validate(ctx) != 0);
-    op->teardown(ctx);
-    int st[2] = {failed, wrong}, all[2] = {0, 0};
-    MPI_Allreduce(st, all, 2, MPI_INT, MPI_LOR, comm);
-    if (all[0])
+    int failed = op->run(ctx) != MPI_SUCCESS, anyfailed = 0;
+    /* validate runs on every rank or on none: it may communicate (ops.h) */
+    MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, comm);
+    if (anyfailed) {
+        op->teardown(ctx);
         return -1;
-    return all[1] ? 1 : 0;
+    }
+    int wrong = op->validate(ctx) != 0, anywrong = 0;
+    op->teardown(ctx);
+    MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, comm);
+    return anywrong ? 1 : 0;
 }

@@ -236,7 +236,7 @@ const suite_record_t *suite_record_find(const char *name, const char *impl, size
 int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double t, mpilab_suite_derived_t *d)
 {
     double nan = NAN;
-    mpilab_suite_derived_t z = {nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, 0, 0};
+    mpilab_suite_derived_t z = {nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, 0, 0, nan};
     *d = z;
     if (!op || (int)suite_kind_of(op->name) < 0)
         return -1;
@@ -286,6 +286,8 @@ int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double t, mpilab_su
             if (r->run_time > 0.0)
                 d->cpu_avail = (r->work_iters / r->run_time) / r->work_rate;
         }
+        if (r->peer_work_rate > 0.0 && r->peer_run_time > 0.0) /* false for NaN */
+            d->cpu_avail_peer = (r->peer_work_iters / r->peer_run_time) / r->peer_work_rate;
         if (ok) {
             d->msg_rate = (double)r->msgs / t;
             d->bandwidth_Bps = d->msg_rate * b;

@@ -25,6 +25,8 @@ typedef struct suite_record {
     double run_time;         /* local seconds inside run() */
     double t_comm, t_comp;   /* overlap calibration */
     uint64_t runs;
+    /* COMB: the peer's work_iters, run_time and work_rate (NaN if not exchanged) */
+    double peer_work_iters, peer_run_time, peer_work_rate;
 } suite_record_t;
 
 extern mpilab_suite_counters_t suite_counters;

@@ -20,6 +20,7 @@ json_t *mpilab_suite_derived_json(const mpilab_op_t *op, size_t bytes, double se
     put(o, "msg_rate", d.msg_rate);
     put(o, "latency_s", d.latency_s);
     put(o, "cpu_avail", d.cpu_avail);
+    put(o, "cpu_avail_peer", d.cpu_avail_peer);
     put(o, "poll_interval", d.poll_interval);
     put(o, "poll_interval_s", d.poll_interval_s);
     put(o, "work_rate", d.work_rate);
@@ -45,5 +46,6 @@ json_t *mpilab_suite_config_json(void)
     return json_pack("{s:I,s:I,s:o,s:I,s:s,s:s}", "window", (json_int_t)c->window, "pairs", (json_int_t)c->pairs,
                      "poll_sweep", sw, "comb_msgs", (json_int_t)c->comb_msgs, "overlap",
                      "100*(t_comm+t_comp-t_total)/min(t_comm,t_comp), clamped to [0,100]", "cpu_avail",
-                     "work rate during transfers / work rate without communication (rank 0)");
+                     "work rate during transfers / work rate without communication (rank 0; "
+                     "cpu_avail_peer: the same for rank 1)");
 }

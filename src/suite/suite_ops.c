@@ -15,6 +15,7 @@
 #define TAG_REPLY 7402
 #define TAG_LEFT 7403
 #define TAG_RIGHT 7404
+#define TAG_STATS 7405
 #define MAX_SLOTS 4 /* receive slots of a streaming receiver (messages k % slots) */
 #define CALIB_RUNS 5
 
@@ -34,6 +35,7 @@ typedef struct sctx {
     double work_rate;
     double work_iters, run_time;
     double t_comm, t_comp;
+    double peer_work_iters, peer_run_time, peer_work_rate; /* COMB, from validate */
     size_t comp_iters;
     uint64_t runs;
     int left, right; /* exchange neighbours */
@@ -435,6 +437,24 @@ static int (*const comb_slots[MPILAB_SUITE_MAX_SWEEP])(size_t, int, MPI_Comm, vo
     su_comb0, su_comb1, su_comb2, su_comb3, su_comb4, su_comb5, su_comb6, su_comb7,
     su_comb8, su_comb9, su_comb10, su_comb11, su_comb12, su_comb13, su_comb14, su_comb15};
 
+/* COMB validation: the two ranks of the pair also swap their work counters, so the rank
+ * that writes the results can report both ranks' CPU availability (validate runs on every
+ * rank or on none: ops.h). */
+static int validate_comb(void *vc)
+{
+    sctx_t *c = vc;
+    if (c->role >= 0) {
+        double mine[3] = {c->work_iters, c->run_time, c->work_rate}, theirs[3] = {NAN, NAN, NAN};
+        if (MPI_Sendrecv(mine, 3, MPI_DOUBLE, c->peer, TAG_STATS, theirs, 3, MPI_DOUBLE, c->peer, TAG_STATS,
+                         c->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return 1;
+        c->peer_work_iters = theirs[0];
+        c->peer_run_time = theirs[1];
+        c->peer_work_rate = theirs[2];
+    }
+    return validate_p2p(vc);
+}
+
 static int run_comb(void *vc)
 {
     sctx_t *c = vc;
@@ -622,6 +642,9 @@ static void teardown(void *vc)
     r.t_comm = c->t_comm;
     r.t_comp = c->t_comp;
     r.runs = c->runs;
+    r.peer_work_iters = c->peer_work_iters;
+    r.peer_run_time = c->peer_run_time;
+    r.peer_work_rate = c->peer_work_rate;
     suite_record_store(&r);
     ctx_free(c);
 }
@@ -649,7 +672,7 @@ size_t suite_entries(mpilab_op_t *ops, size_t cap, const mpilab_suite_config_t *
     for (size_t k = 0; k < cfg->npoll && k < MPILAB_SUITE_MAX_SWEEP && n < cap; k++) {
         snprintf(comb_impl[k], sizeof comb_impl[k], "poll%zu", cfg->poll_sweep[k]);
         mpilab_op_t e = {"comb", comb_impl[k], "message (each way, COMB polling method)", 0, comb_slots[k],
-                         run_comb, validate_p2p, teardown};
+                         run_comb, validate_comb, teardown};
         ops[n++] = e;
     }
     return n;

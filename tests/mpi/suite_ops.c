@@ -109,6 +109,14 @@ int main(int argc, char **argv)
                         FAIL("comb poll0: cpu_avail %g, expected 0 (no work between polls)\n", d.cpu_avail);
                     if (rank < 2 && !strcmp(op->impl, "poll200") && !(d.cpu_avail > 0.0 && d.cpu_avail < 1.5))
                         FAIL("comb poll200: cpu_avail %g outside (0, 1.5)\n", d.cpu_avail);
+                    /* the pair swapped counters: each rank also knows the other's */
+                    if (rank < 2 && !strcmp(op->impl, "poll0") && d.cpu_avail_peer != 0.0)
+                        FAIL("comb poll0: cpu_avail_peer %g, expected 0\n", d.cpu_avail_peer);
+                    if (rank < 2 && !strcmp(op->impl, "poll200") &&
+                        !(d.cpu_avail_peer > 0.0 && d.cpu_avail_peer < 1.5))
+                        FAIL("comb poll200: cpu_avail_peer %g outside (0, 1.5)\n", d.cpu_avail_peer);
+                    if (rank >= 2 && !isnan(d.cpu_avail_peer))
+                        FAIL("comb: idle rank %d has cpu_avail_peer %g\n", rank, d.cpu_avail_peer);
                     if (d.poll_interval != (!strcmp(op->impl, "poll0") ? 0.0 : 200.0))
                         FAIL("comb poll interval %g\n", d.poll_interval);
                 }

@@ -28,6 +28,8 @@ s = ms[("stream", "mpi")]
 assert s["data_ok"] and s["derived"]["window"] == 9
 assert abs(s["derived"]["msg_rate"] - 9 / s["stats"]["median"]) < 1e-6 * s["derived"]["msg_rate"]
 assert ms[("comb", "poll0")]["derived"]["cpu_avail"] == 0.0
+assert ms[("comb", "poll0")]["derived"]["cpu_avail_peer"] == 0.0
+assert 0.0 < ms[("comb", "poll500")]["derived"]["cpu_avail_peer"] < 1.5
 assert ms[("comb", "poll500")]["derived"]["poll_interval"] == 500
 assert ms[("pingpong", "mpi")]["derived"]["latency_s"] > 0
 PY

@@ -105,6 +105,22 @@ def test_cpu_left_only_counts_points_that_move_data() -> None:
     assert v is not None and v[0] == 0.5
 
 
+def test_cpu_left_takes_the_lower_rank_of_the_pair() -> None:
+    # rank 1 (cpu_avail_peer) had less CPU left than rank 0 at the fast point: the pair
+    # counts with the lower value, so the slower point with 0.5 on both ranks wins
+    r = synthetic("x", 1e-6, 1e-9, 0.0)
+    r["measurements"] = [m for m in r["measurements"] if m["op"] != "comb"]
+    for k, (a, peer, bw) in enumerate(((0.9, 0.2, 1e8), (0.5, 0.6, 0.8e8))):
+        r["measurements"].append(_m("comb", f"poll{k}", 102400, 1.0, 2,
+                                    {"cpu_avail": a, "cpu_avail_peer": peer,
+                                     "bandwidth_Bps": bw}))
+    from mpilab import results
+    run = report.Run("x", results.parse(json.dumps(r), "x.json"))
+    v = report.cpu_left(run)
+    assert v is not None and v[0] == 0.5
+    assert [report.pair_avail(m) for m in run.ms("comb")] == [0.2, 0.5]
+
+
 def test_efficiency() -> None:
     s = [{"ranks": 1, "seconds": 4.0}, {"ranks": 2, "seconds": 2.5}, {"ranks": 4, "seconds": 1.25}]
     assert report._efficiency(s, weak=False) == [(1.0, 1.0), (2.0, 0.8), (4.0, 0.8)]

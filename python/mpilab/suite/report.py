@@ -47,6 +47,13 @@ def derived(m: Measurement, key: str) -> float | None:
     return float(v)
 
 
+def pair_avail(m: Measurement) -> float | None:
+    """COMB: the CPU availability of the pair, the lower of the two ranks' values
+    (`cpu_avail` of rank 0, `cpu_avail_peer` of rank 1; older files have only the first)."""
+    vals = [v for v in (derived(m, "cpu_avail"), derived(m, "cpu_avail_peer")) if v is not None]
+    return min(vals) if vals else None
+
+
 def load_dir(d: str | Path) -> list[Run]:
     p = Path(d)
     if not p.is_dir():
@@ -187,8 +194,8 @@ def figures(runs: list[Run]) -> list[tuple[str, str]]:
                   _series(runs, "stream_multi", _der("msg_rate")))),
         ("CPU availability (Fig. 10)",
          _overlay("CPU availability vs bandwidth (COMB polling)", "bandwidth per direction (MB/s)",
-                  "fraction of CPU left to the application",
-                  _series(runs, "comb", _der("cpu_avail"), x=_mb("bandwidth_Bps")),
+                  "fraction of CPU left to the application (lower of the two ranks)",
+                  _series(runs, "comb", pair_avail, x=_mb("bandwidth_Bps")),
                   logx=True, logy=False)),  # bandwidths span decades across transports
         ("Overlap of Isend/Irecv with computation",
          _overlay("Overlap, Isend/Irecv", B, "overlap (%)",
@@ -255,9 +262,10 @@ def msg_rate(r: Run) -> tuple[float, str] | None:
 
 
 def cpu_left(r: Run) -> tuple[float, str] | None:
-    """Most CPU left while still moving data: the highest availability among the COMB
-    points that reach at least half of this transport's best COMB bandwidth."""
-    pts = [(derived(m, "cpu_avail"), derived(m, "bandwidth_Bps")) for m in r.ms("comb")]
+    """Most CPU left while still moving data: the highest availability (the lower of the
+    pair's two ranks) among the COMB points that reach at least half of this transport's
+    best COMB bandwidth."""
+    pts = [(pair_avail(m), derived(m, "bandwidth_Bps")) for m in r.ms("comb")]
     pts2 = [(a, b) for a, b in pts if a is not None and b is not None]
     if not pts2:
         return None
