@@ -444,6 +444,20 @@ static void print_table(const row_t *rows, size_t n)
 }
 
 /* Hockney fits per pair (one-way = half round trip) and predictions of own scatter/gather. */
+
+/* A measurement a model can predict: op, impl, the mean (a JSON real), bytes and root.
+ * Returns 0 if the entry lacks one of them. */
+static int pred_target(json_t *m, const char **op, const char **impl, json_t **mean, double *bytes, size_t *root)
+{
+    *op = json_string_value(json_object_get(m, "op"));
+    *impl = json_string_value(json_object_get(m, "impl"));
+    *mean = json_object_get(json_object_get(m, "stats"), "mean");
+    if (!*op || !*impl || !json_is_real(*mean))
+        return 0;
+    *bytes = (double)json_integer_value(json_object_get(m, "bytes"));
+    *root = (size_t)json_integer_value(json_object_get(m, "root"));
+    return 1;
+}
 static json_t *build_models(const opts_t *o, int size, json_t *meas)
 {
     size_t npairs = (size_t)size * (size_t)(size - 1) / 2;
@@ -507,13 +521,12 @@ out:;
         json_t *m;
         json_array_foreach(meas, idx, m)
         {
-            const char *op = json_string_value(json_object_get(m, "op"));
-            const char *impl = json_string_value(json_object_get(m, "impl"));
-            json_t *mean = json_object_get(json_object_get(m, "stats"), "mean");
-            if (!op || !impl || !json_is_real(mean))
+            const char *op, *impl;
+            json_t *mean;
+            double b;
+            size_t root;
+            if (!pred_target(m, &op, &impl, &mean, &b, &root))
                 continue;
-            double b = (double)json_integer_value(json_object_get(m, "bytes"));
-            size_t root = (size_t)json_integer_value(json_object_get(m, "root"));
             /* predicted: per-protocol ranges; predicted_single: the whole-range fit */
             double p, p1;
             const size_t n = (size_t)size;
@@ -669,13 +682,12 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
         json_t *m;
         json_array_foreach(meas, idx, m)
         {
-            const char *op = json_string_value(json_object_get(m, "op"));
-            const char *impl = json_string_value(json_object_get(m, "impl"));
-            json_t *mean = json_object_get(json_object_get(m, "stats"), "mean");
-            if (!op || !impl || !json_is_real(mean) || strcmp(impl, "linear") != 0)
+            const char *op, *impl;
+            json_t *mean;
+            double b;
+            size_t root;
+            if (!pred_target(m, &op, &impl, &mean, &b, &root) || strcmp(impl, "linear") != 0)
                 continue;
-            double b = (double)json_integer_value(json_object_get(m, "bytes"));
-            size_t root = (size_t)json_integer_value(json_object_get(m, "root"));
             /* every pair charged with the parameters of the protocol range of b */
             for (size_t k = 0, i = 0; i < p; i++)
                 for (size_t j = i + 1; j < p; j++, k++)
