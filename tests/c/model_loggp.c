@@ -7,18 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench_check.h"
 #include "mpilab/loggp.h"
-
-static int failures;
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                 \
-            fputc('\n', stderr);                          \
-            failures++;                                   \
-        }                                                 \
-    } while (0)
 
 static int close_rel(double a, double b, double rel, double abs_tol)
 {
@@ -48,30 +38,30 @@ static void test_exact(void)
     synth(&t, x, N, rtt, os, orr, g);
     mpilab_loggp_t f;
     char err[200] = "";
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, N, &f, err, sizeof err) == 0, "fit failed: %s", err);
-    CHECK(close_rel(f.L, t.L, 1e-9, 1e-15), "L %g vs %g", f.L, t.L);
-    CHECK(close_rel(f.os, t.os, 1e-9, 1e-15), "os %g vs %g", f.os, t.os);
-    CHECK(close_rel(f.orr, t.orr, 1e-9, 1e-15), "or %g vs %g", f.orr, t.orr);
-    CHECK(close_rel(f.g, t.g, 1e-9, 1e-15), "g %g vs %g", f.g, t.g);
-    CHECK(close_rel(f.G, t.G, 1e-9, 1e-18), "G %g vs %g", f.G, t.G);
-    CHECK(close_rel(f.os_per_byte, t.os_per_byte, 1e-9, 1e-18), "os slope");
-    CHECK(close_rel(f.or_per_byte, t.or_per_byte, 1e-9, 1e-18), "or slope");
-    CHECK(f.flags == 0, "flags %u", f.flags);
-    CHECK(f.L == f.L_raw, "L_raw");
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, g, N, &f, err, sizeof err) == 0, "fit failed: %s", err);
+    CHECKF(close_rel(f.L, t.L, 1e-9, 1e-15), "L %g vs %g", f.L, t.L);
+    CHECKF(close_rel(f.os, t.os, 1e-9, 1e-15), "os %g vs %g", f.os, t.os);
+    CHECKF(close_rel(f.orr, t.orr, 1e-9, 1e-15), "or %g vs %g", f.orr, t.orr);
+    CHECKF(close_rel(f.g, t.g, 1e-9, 1e-15), "g %g vs %g", f.g, t.g);
+    CHECKF(close_rel(f.G, t.G, 1e-9, 1e-18), "G %g vs %g", f.G, t.G);
+    CHECKF(close_rel(f.os_per_byte, t.os_per_byte, 1e-9, 1e-18), "os slope");
+    CHECKF(close_rel(f.or_per_byte, t.or_per_byte, 1e-9, 1e-18), "or slope");
+    CHECKF(f.flags == 0, "flags %u", f.flags);
+    CHECKF(f.L == f.L_raw, "L_raw");
 
     /* smallest size 64: L must account for (m0 - 1) G */
     double x2[4] = {64, 512, 4096, 32768};
     double r2[4], o2[4], q2[4], g2[4];
     synth(&t, x2, 4, r2, o2, q2, g2);
     mpilab_loggp_t f2;
-    CHECK(mpilab_loggp_fit(x2, r2, o2, q2, g2, 4, &f2, err, sizeof err) == 0, "fit2: %s", err);
-    CHECK(close_rel(f2.L, t.L, 1e-9, 1e-15), "L from m0=64: %g vs %g", f2.L, t.L);
-    CHECK(close_rel(f2.os, t.os, 1e-9, 1e-15) && close_rel(f2.g, t.g, 1e-9, 1e-15), "m0=64 carried to 0");
+    CHECKF(mpilab_loggp_fit(x2, r2, o2, q2, g2, 4, &f2, err, sizeof err) == 0, "fit2: %s", err);
+    CHECKF(close_rel(f2.L, t.L, 1e-9, 1e-15), "L from m0=64: %g vs %g", f2.L, t.L);
+    CHECKF(close_rel(f2.os, t.os, 1e-9, 1e-15) && close_rel(f2.g, t.g, 1e-9, 1e-15), "m0=64 carried to 0");
 
     /* the one-way time reproduces half the generated round trip */
     for (size_t k = 0; k < N; k++)
-        CHECK(close_rel(mpilab_loggp_time(&f, x[k]), rtt[k] / 2, 1e-9, 1e-15), "T(%g)", x[k]);
-    CHECK(isnan(mpilab_loggp_time(&f, -1)), "T(-1) not NaN");
+        CHECKF(close_rel(mpilab_loggp_time(&f, x[k]), rtt[k] / 2, 1e-9, 1e-15), "T(%g)", x[k]);
+    CHECKF(isnan(mpilab_loggp_time(&f, -1)), "T(-1) not NaN");
 }
 
 static void test_noise(void)
@@ -94,11 +84,11 @@ static void test_noise(void)
     }
     mpilab_loggp_t f;
     char err[200] = "";
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, M, &f, err, sizeof err) == 0, "noisy fit: %s", err);
-    CHECK(close_rel(f.G, t.G, 0.03, 0), "noisy G %g vs %g", f.G, t.G);
-    CHECK(close_rel(f.g, t.g, 0.0, 2e-6), "noisy g %g vs %g", f.g, t.g);
-    CHECK(close_rel(f.L, t.L, 0.15, 1e-6), "noisy L %g vs %g", f.L, t.L);
-    CHECK(close_rel(f.os, t.os, 0.0, 1e-6), "noisy os %g vs %g", f.os, t.os);
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, g, M, &f, err, sizeof err) == 0, "noisy fit: %s", err);
+    CHECKF(close_rel(f.G, t.G, 0.03, 0), "noisy G %g vs %g", f.G, t.G);
+    CHECKF(close_rel(f.g, t.g, 0.0, 2e-6), "noisy g %g vs %g", f.g, t.g);
+    CHECKF(close_rel(f.L, t.L, 0.15, 1e-6), "noisy L %g vs %g", f.L, t.L);
+    CHECKF(close_rel(f.os, t.os, 0.0, 1e-6), "noisy os %g vs %g", f.os, t.os);
     gsl_rng_free(rng);
 }
 
@@ -114,24 +104,24 @@ static void test_clamp(void)
         orr[k] += 2e-6;
     }
     mpilab_loggp_t f;
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, 3, &f, NULL, 0) == 0, "clamp fit failed");
-    CHECK(f.L == 0.0, "L not clamped: %g", f.L);
-    CHECK(f.flags & MPILAB_LOGGP_L_CLAMPED, "clamp flag missing");
-    CHECK(close_rel(f.L_raw, -3e-6, 1e-9, 1e-15), "L_raw %g", f.L_raw);
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, g, 3, &f, NULL, 0) == 0, "clamp fit failed");
+    CHECKF(f.L == 0.0, "L not clamped: %g", f.L);
+    CHECKF(f.flags & MPILAB_LOGGP_L_CLAMPED, "clamp flag missing");
+    CHECKF(close_rel(f.L_raw, -3e-6, 1e-9, 1e-15), "L_raw %g", f.L_raw);
     /* noise can make the measured gap at the smallest size negative: g = 0 with a flag */
     double gn[3] = {-1e-7, 2e-6, 9e-6};
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, gn, 3, &f, NULL, 0) == 0, "g clamp fit failed");
-    CHECK(f.g == 0.0 && (f.flags & MPILAB_LOGGP_GAP_CLAMPED) && f.G > 0, "g clamp: g %g flags %u", f.g, f.flags);
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, gn, 3, &f, NULL, 0) == 0, "g clamp fit failed");
+    CHECKF(f.g == 0.0 && (f.flags & MPILAB_LOGGP_GAP_CLAMPED) && f.G > 0, "g clamp: g %g flags %u", f.g, f.flags);
     /* os, or, g are the values measured at the smallest size, not the intercept of a line
      * pulled up by larger sizes (protocol switch); the slope is the least-squares one */
     double xs[3] = {0, 1024, 2048}, osn[3] = {1e-6, 5e-6, 6e-6};
-    CHECK(mpilab_loggp_fit(xs, rtt, osn, orr, g, 3, &f, NULL, 0) == 0, "anchor fit failed");
-    CHECK(f.os == 1e-6 && close_rel(f.os_per_byte, 5e-6 / 2048, 1e-9, 0), "anchor: os %g slope %g", f.os,
+    CHECKF(mpilab_loggp_fit(xs, rtt, osn, orr, g, 3, &f, NULL, 0) == 0, "anchor fit failed");
+    CHECKF(f.os == 1e-6 && close_rel(f.os_per_byte, 5e-6 / 2048, 1e-9, 0), "anchor: os %g slope %g", f.os,
           f.os_per_byte);
     /* a falling gap curve gives G = 0 with a flag */
     double gd[3] = {5e-6, 4e-6, 3e-6};
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, gd, 3, &f, NULL, 0) == 0, "G clamp fit failed");
-    CHECK(f.G == 0.0 && (f.flags & MPILAB_LOGGP_G_CLAMPED), "G clamp: %g flags %u", f.G, f.flags);
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, gd, 3, &f, NULL, 0) == 0, "G clamp fit failed");
+    CHECKF(f.G == 0.0 && (f.flags & MPILAB_LOGGP_G_CLAMPED), "G clamp: %g flags %u", f.G, f.flags);
 }
 
 static void test_bad(void)
@@ -140,31 +130,31 @@ static void test_bad(void)
     mpilab_loggp_t f;
     char err[200];
     err[0] = '\0';
-    CHECK(mpilab_loggp_fit(x, y, y, y, y, 1, &f, err, sizeof err) != 0, "one size accepted");
-    CHECK(strstr(err, "at least 2") != NULL, "message: %s", err);
-    CHECK(mpilab_loggp_fit(x, y, y, y, y, 0, &f, err, sizeof err) != 0, "zero sizes accepted");
+    CHECKF(mpilab_loggp_fit(x, y, y, y, y, 1, &f, err, sizeof err) != 0, "one size accepted");
+    CHECKF(strstr(err, "at least 2") != NULL, "message: %s", err);
+    CHECKF(mpilab_loggp_fit(x, y, y, y, y, 0, &f, err, sizeof err) != 0, "zero sizes accepted");
     double dec[3] = {0, 8192, 1024};
-    CHECK(mpilab_loggp_fit(dec, y, y, y, y, 3, &f, err, sizeof err) != 0, "decreasing sizes accepted");
-    CHECK(strstr(err, "increasing") != NULL, "message: %s", err);
+    CHECKF(mpilab_loggp_fit(dec, y, y, y, y, 3, &f, err, sizeof err) != 0, "decreasing sizes accepted");
+    CHECKF(strstr(err, "increasing") != NULL, "message: %s", err);
     double dup[3] = {0, 1024, 1024};
-    CHECK(mpilab_loggp_fit(dup, y, y, y, y, 3, &f, err, sizeof err) != 0, "repeated size accepted");
+    CHECKF(mpilab_loggp_fit(dup, y, y, y, y, 3, &f, err, sizeof err) != 0, "repeated size accepted");
     double nan_y[3] = {1e-6, NAN, 3e-6};
-    CHECK(mpilab_loggp_fit(x, y, nan_y, y, y, 3, &f, err, sizeof err) != 0, "NaN accepted");
-    CHECK(strstr(err, "non-finite") != NULL, "message: %s", err);
+    CHECKF(mpilab_loggp_fit(x, y, nan_y, y, y, 3, &f, err, sizeof err) != 0, "NaN accepted");
+    CHECKF(strstr(err, "non-finite") != NULL, "message: %s", err);
     double inf_y[3] = {1e-6, 2e-6, INFINITY};
-    CHECK(mpilab_loggp_fit(x, inf_y, y, y, y, 3, &f, err, sizeof err) != 0, "inf accepted");
+    CHECKF(mpilab_loggp_fit(x, inf_y, y, y, y, 3, &f, err, sizeof err) != 0, "inf accepted");
     double nan_x[3] = {0, NAN, 8192};
-    CHECK(mpilab_loggp_fit(nan_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "NaN size accepted");
+    CHECKF(mpilab_loggp_fit(nan_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "NaN size accepted");
     double neg_x[3] = {-5, 0, 8192};
-    CHECK(mpilab_loggp_fit(neg_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "negative size accepted");
-    CHECK(mpilab_loggp_fit(NULL, y, y, y, y, 3, &f, err, sizeof err) != 0, "NULL accepted");
-    CHECK(mpilab_loggp_fit(x, y, y, y, y, 3, NULL, err, sizeof err) != 0, "NULL out accepted");
+    CHECKF(mpilab_loggp_fit(neg_x, y, y, y, y, 3, &f, err, sizeof err) != 0, "negative size accepted");
+    CHECKF(mpilab_loggp_fit(NULL, y, y, y, y, 3, &f, err, sizeof err) != 0, "NULL accepted");
+    CHECKF(mpilab_loggp_fit(x, y, y, y, y, 3, NULL, err, sizeof err) != 0, "NULL out accepted");
     double from = 10, to = 5;
-    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, &from, &to, 1, &f, NULL, err, sizeof err) != 0,
+    CHECKF(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, &from, &to, 1, &f, NULL, err, sizeof err) != 0,
           "empty range accepted");
     double fr2[2] = {0, 500}, to2[2] = {1024, 8192};
     mpilab_loggp_t two[2];
-    CHECK(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, fr2, to2, 2, two, NULL, err, sizeof err) != 0,
+    CHECKF(mpilab_loggp_fit_ranges(x, y, y, y, y, 3, fr2, to2, 2, two, NULL, err, sizeof err) != 0,
           "overlapping ranges accepted");
 }
 
@@ -183,26 +173,26 @@ static void test_ranges(void)
     mpilab_loggp_t r[2];
     char err[200] = "";
     mpilab_loggp_t sm;
-    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, from, to, 2, r, &sm, err, sizeof err) == 0,
+    CHECKF(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, from, to, 2, r, &sm, err, sizeof err) == 0,
           "ranges: %s", err);
     /* the summary: small-message overheads, gap and L of range 0, G of the last range */
-    CHECK(close_rel(sm.L, a.L, 1e-9, 1e-15), "summary L %g vs %g", sm.L, a.L);
-    CHECK(close_rel(sm.os, a.os, 1e-9, 1e-15) && close_rel(sm.orr, a.orr, 1e-9, 1e-15), "summary overheads");
-    CHECK(close_rel(sm.g, a.g, 1e-9, 1e-15), "summary g %g", sm.g);
-    CHECK(close_rel(sm.G, b.G, 1e-9, 1e-18), "summary G %g vs %g", sm.G, b.G);
-    CHECK(sm.flags == 0, "summary flags %u", sm.flags);
-    CHECK(close_rel(r[0].G, a.G, 1e-9, 1e-18) && close_rel(r[1].G, b.G, 1e-9, 1e-18), "range G %g %g", r[0].G,
+    CHECKF(close_rel(sm.L, a.L, 1e-9, 1e-15), "summary L %g vs %g", sm.L, a.L);
+    CHECKF(close_rel(sm.os, a.os, 1e-9, 1e-15) && close_rel(sm.orr, a.orr, 1e-9, 1e-15), "summary overheads");
+    CHECKF(close_rel(sm.g, a.g, 1e-9, 1e-15), "summary g %g", sm.g);
+    CHECKF(close_rel(sm.G, b.G, 1e-9, 1e-18), "summary G %g vs %g", sm.G, b.G);
+    CHECKF(sm.flags == 0, "summary flags %u", sm.flags);
+    CHECKF(close_rel(r[0].G, a.G, 1e-9, 1e-18) && close_rel(r[1].G, b.G, 1e-9, 1e-18), "range G %g %g", r[0].G,
           r[1].G);
-    CHECK(close_rel(r[1].os, b.os, 1e-9, 1e-15) && close_rel(r[1].orr, b.orr, 1e-9, 1e-15), "range overheads");
-    CHECK(close_rel(r[0].g, a.g, 1e-9, 1e-15) && close_rel(r[1].g, b.g, 1e-9, 1e-15), "range g");
+    CHECKF(close_rel(r[1].os, b.os, 1e-9, 1e-15) && close_rel(r[1].orr, b.orr, 1e-9, 1e-15), "range overheads");
+    CHECKF(close_rel(r[0].g, a.g, 1e-9, 1e-15) && close_rel(r[1].g, b.g, 1e-9, 1e-15), "range g");
     /* a range with a single size falls back to the whole-size fit */
     double f1[1] = {256}, t1[1] = {300};
     mpilab_loggp_t w, one;
-    CHECK(mpilab_loggp_fit(x, rtt, os, orr, g, 8, &w, NULL, 0) == 0, "whole");
-    CHECK(r[0].L == sm.L && r[1].L == sm.L, "range L differs from the summary's: %g %g", r[0].L, r[1].L);
-    CHECK(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, f1, t1, 1, &one, NULL, NULL, 0) == 0, "one-size range");
-    CHECK(one.G == w.G && one.os == w.os, "fallback not the whole fit");
-    CHECK(mpilab_loggp_pick_range(from, to, 2, 0) == 0 && mpilab_loggp_pick_range(from, to, 2, 4096) == 0 &&
+    CHECKF(mpilab_loggp_fit(x, rtt, os, orr, g, 8, &w, NULL, 0) == 0, "whole");
+    CHECKF(r[0].L == sm.L && r[1].L == sm.L, "range L differs from the summary's: %g %g", r[0].L, r[1].L);
+    CHECKF(mpilab_loggp_fit_ranges(x, rtt, os, orr, g, 8, f1, t1, 1, &one, NULL, NULL, 0) == 0, "one-size range");
+    CHECKF(one.G == w.G && one.os == w.os, "fallback not the whole fit");
+    CHECKF(mpilab_loggp_pick_range(from, to, 2, 0) == 0 && mpilab_loggp_pick_range(from, to, 2, 4096) == 0 &&
               mpilab_loggp_pick_range(from, to, 2, 16384) == 1 && mpilab_loggp_pick_range(from, to, 2, 1e9) == 1 &&
               mpilab_loggp_pick_range(from, to, 2, 5000) == 0 && mpilab_loggp_pick_range(from, to, 2, 16000) == 1,
           "pick_range");
@@ -233,9 +223,9 @@ static void test_predict(void)
                 start += sep;
             }
             double ps = mpilab_loggp_predict_scatter_linear(m, P, root, bytes);
-            CHECK(close_rel(ps, worst, 1e-12, 0), "scatter root %zu bytes %g: %g vs %g", root, bytes, ps, worst);
+            CHECKF(close_rel(ps, worst, 1e-12, 0), "scatter root %zu bytes %g: %g vs %g", root, bytes, ps, worst);
             /* the scatter is never faster than its slowest single transfer nor than p-1 sends */
-            CHECK(ps >= mpilab_loggp_time(&m[root * P + (root + P - 1) % P], bytes), "scatter below one transfer");
+            CHECKF(ps >= mpilab_loggp_time(&m[root * P + (root + P - 1) % P], bytes), "scatter below one transfer");
             double pg = mpilab_loggp_predict_gather_linear(m, P, root, bytes);
             /* gather: the root handles arrivals in rank order, one receive overhead each,
              * successive completions at least max(g, o_r) apart */
@@ -247,12 +237,12 @@ static void test_predict(void)
                 double begin = k == 1 ? arr : fmax(arr, c + fmax(gap, o_r) - o_r);
                 c = begin + o_r;
             }
-            CHECK(close_rel(pg, c, 1e-12, 0), "gather root %zu: %g vs %g", root, pg, c);
+            CHECKF(close_rel(pg, c, 1e-12, 0), "gather root %zu: %g vs %g", root, pg, c);
         }
     }
-    CHECK(isnan(mpilab_loggp_predict_scatter_linear(m, P, P, 8)), "bad root accepted");
-    CHECK(isnan(mpilab_loggp_predict_gather_linear(NULL, P, 0, 8)), "NULL accepted");
-    CHECK(isnan(mpilab_loggp_predict_gather_linear(m, P, 0, NAN)), "NaN bytes accepted");
+    CHECKF(isnan(mpilab_loggp_predict_scatter_linear(m, P, P, 8)), "bad root accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_linear(NULL, P, 0, 8)), "NULL accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_linear(m, P, 0, NAN)), "NaN bytes accepted");
 }
 
 int main(void)
@@ -263,9 +253,9 @@ int main(void)
     test_bad();
     test_ranges();
     test_predict();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
+    if (bench_failures)
+        fprintf(stderr, "%d failure(s)\n", bench_failures);
     else
         printf("model_loggp: all passed\n");
-    return failures ? 1 : 0;
+    return bench_failures ? 1 : 0;
 }
