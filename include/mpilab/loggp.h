@@ -68,17 +68,13 @@ int mpilab_loggp_check(const size_t *sizes, size_t nsizes, const mpilab_loggp_op
 /* ------------------------------------------------------------------------- fit */
 
 /* Parameters of one pair (seconds, seconds per byte):
- *   os_per_byte, or_per_byte, G: slopes of o_s(m), o_r(m), g(m): least squares, or GSL's
- *   robust (bisquare) regression from 5 sizes on when the data are not exactly linear;
- *   os, orr, g: the values at m = 0, i.e. the values measured at the smallest sizes
- *   carried back along the slope, median over the (at most 3) smallest sizes (with exact
- *   data at m0 = 0: the measured zero-byte values themselves); g is clamped at 0
- *   (MPILAB_LOGGP_GAP_CLAMPED);
- *   L = median over the same sizes m of rtt(m)/2 - os - orr - max(m - 1, 0) G (so that the
- *   one-way time below gives half the measured round trip; at m0 = 0 with exact data:
- *   rtt(0)/2 - o_s(0) - o_r(0)), clamped at 0 (L_raw keeps the unclamped value, flags has
- *   MPILAB_LOGGP_L_CLAMPED). The medians and the robust slopes keep one size measured
- *   during a preemption from becoming the latency or tilting G.
+ *   os_per_byte, or_per_byte, G: least-squares slopes of o_s(m), o_r(m), g(m);
+ *   os, orr, g: the values at m = 0, i.e. the values measured at the smallest size m0
+ *   carried back along the slope (at m0 = 0 the measured zero-byte values themselves);
+ *   g is clamped at 0 (MPILAB_LOGGP_GAP_CLAMPED);
+ *   L = rtt(m0)/2 - os - orr - max(m0 - 1, 0) G (so that the one-way time below gives
+ *   half the measured round trip at m0; at m0 = 0: rtt(0)/2 - o_s(0) - o_r(0)), clamped
+ *   at 0 (L_raw keeps the unclamped value, flags has MPILAB_LOGGP_L_CLAMPED).
  * So o_s(m) = os + os_per_byte m, o_r(m) = orr + or_per_byte m, g(m) = g + G m.
  * Per-range fits (mpilab_loggp_fit_ranges' out[]) are plain least-squares lines instead:
  * there os, orr, g are the intercepts, meant for predictions within the range. */

@@ -1,9 +1,7 @@
 /* LogGP fit and predictions (see include/mpilab/loggp.h and docs/models.md). */
 #include "mpilab/loggp.h"
 
-#include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
-#include <gsl/gsl_multifit.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,51 +38,13 @@ static int check_input(const double *bytes, const double *rtt, const double *os,
     return 0;
 }
 
-/* Straight line y = c0 + c1 x over points [lo, hi) (>= 2 distinct x, guaranteed by caller).
- * Least squares; from ROBUST_MIN points on, GSL's robust regression (bisquare weights)
- * whenever the least-squares line leaves residuals, so that one size measured during a
- * preemption (a 265 us gap among 0.1-55 us ones was seen at 4 ranks on 2 cores) does not
- * tilt G. If the robust fit fails, the least-squares line stands. */
-#define ROBUST_MIN 5
+/* Straight line y = c0 + c1 x over points [lo, hi) (>= 2 distinct x, guaranteed by caller). */
 static int line(const double *x, const double *y, size_t lo, size_t hi, double *c0, double *c1)
 {
     double cov00, cov01, cov11, sumsq;
-    size_t n = hi - lo;
-    if (gsl_fit_linear(x + lo, 1, y + lo, 1, n, c0, c1, &cov00, &cov01, &cov11, &sumsq) != 0)
+    if (gsl_fit_linear(x + lo, 1, y + lo, 1, hi - lo, c0, c1, &cov00, &cov01, &cov11, &sumsq) != 0)
         return -1;
-    if (!isfinite(*c0) || !isfinite(*c1))
-        return -1;
-    double scale = 0.0;
-    for (size_t k = lo; k < hi; k++)
-        scale = fmax(scale, fabs(y[k]));
-    if (n < ROBUST_MIN || !(sumsq > 1e-24 * scale * scale * (double)n))
-        return 0; /* too few points, or already exact */
-    gsl_matrix *X = gsl_matrix_alloc(n, 2);
-    gsl_vector *Y = gsl_vector_alloc(n), *c = gsl_vector_alloc(2);
-    gsl_matrix *cov = gsl_matrix_alloc(2, 2);
-    gsl_multifit_robust_workspace *w = gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, n, 2);
-    if (X && Y && c && cov && w) {
-        for (size_t k = 0; k < n; k++) {
-            gsl_matrix_set(X, k, 0, 1.0);
-            gsl_matrix_set(X, k, 1, x[lo + k]);
-            gsl_vector_set(Y, k, y[lo + k]);
-        }
-        gsl_error_handler_t *old = gsl_set_error_handler_off();
-        int rc = gsl_multifit_robust(X, Y, c, cov, w);
-        gsl_set_error_handler(old);
-        double r0 = gsl_vector_get(c, 0), r1 = gsl_vector_get(c, 1);
-        if (rc == GSL_SUCCESS && isfinite(r0) && isfinite(r1)) {
-            *c0 = r0;
-            *c1 = r1;
-        }
-    }
-    if (w)
-        gsl_multifit_robust_free(w);
-    gsl_matrix_free(cov);
-    gsl_vector_free(c);
-    gsl_vector_free(Y);
-    gsl_matrix_free(X);
-    return 0;
+    return isfinite(*c0) && isfinite(*c1) ? 0 : -1;
 }
 
 /* Overheads and gap over points [lo, hi); L left alone. */
@@ -101,53 +61,23 @@ static int fit_lines(const double *bytes, const double *os, const double *orr, c
     return 0;
 }
 
-/* Median of v[0..n), n <= ANCHOR_SIZES (sorts a copy). */
-#define ANCHOR_SIZES 3
-static double median_small(const double *v, size_t n)
-{
-    double c[ANCHOR_SIZES];
-    for (size_t k = 0; k < n; k++)
-        c[k] = v[k];
-    for (size_t k = 1; k < n; k++) /* insertion sort of at most 3 values */
-        for (size_t q = k; q > 0 && c[q - 1] > c[q]; q--) {
-            double t = c[q];
-            c[q] = c[q - 1];
-            c[q - 1] = t;
-        }
-    return n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-}
-
 /* The headline parameters from slopes already in p: os, orr, g are the values measured at
- * the smallest sizes carried to m = 0 along the slopes, and L what the round trips at those
- * sizes leave for the wire: the median over the (at most 3) smallest sizes of [0, hi), the
- * sizes the slopes were fitted on, so that one size measured during a preemption (a
- * median round trip of 3 ms among 2.5 us ones was seen at 4 ranks on 2 cores) does not
- * become the latency. At m0 = 0 with clean data: the measured zero-byte values. Sets the
- * clamp flags. */
+ * the smallest size m0 carried to m = 0 along the slopes (at m0 = 0: the measured values);
+ * L from the round trip at m0. Sets the clamp flags. */
 static void anchor(const double *bytes, const double *rtt, const double *os, const double *orr,
-                   const double *g, size_t hi, mpilab_loggp_t *p)
+                   const double *g, mpilab_loggp_t *p)
 {
-    size_t k_n = hi < ANCHOR_SIZES ? hi : ANCHOR_SIZES;
-    if (k_n == 0)
-        k_n = 1;
-    double a_os[ANCHOR_SIZES], a_or[ANCHOR_SIZES], a_g[ANCHOR_SIZES], a_l[ANCHOR_SIZES];
-    for (size_t k = 0; k < k_n; k++) {
-        a_os[k] = os[k] - p->os_per_byte * bytes[k];
-        a_or[k] = orr[k] - p->or_per_byte * bytes[k];
-        a_g[k] = g[k] - p->G * bytes[k];
-    }
-    p->os = median_small(a_os, k_n);
-    p->orr = median_small(a_or, k_n);
-    p->g = median_small(a_g, k_n);
+    double m0 = bytes[0];
+    p->os = os[0] - p->os_per_byte * m0;
+    p->orr = orr[0] - p->or_per_byte * m0;
+    p->g = g[0] - p->G * m0;
     p->flags &= ~(MPILAB_LOGGP_L_CLAMPED | MPILAB_LOGGP_GAP_CLAMPED);
     if (p->g < 0) {
         p->g = 0;
         p->flags |= MPILAB_LOGGP_GAP_CLAMPED;
     }
-    /* the model's one-way time at size m: rtt/2 = os + L + max(m-1,0) G + orr */
-    for (size_t k = 0; k < k_n; k++)
-        a_l[k] = 0.5 * rtt[k] - p->os - p->orr - (bytes[k] > 1 ? (bytes[k] - 1) * p->G : 0.0);
-    p->L_raw = median_small(a_l, k_n);
+    /* the model's one-way time at the smallest size: rtt/2 = os + L + max(m0-1,0) G + orr */
+    p->L_raw = 0.5 * rtt[0] - p->os - p->orr - (m0 > 1 ? (m0 - 1) * p->G : 0.0);
     p->L = p->L_raw;
     if (p->L < 0) {
         p->L = 0;
@@ -165,7 +95,7 @@ int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, c
     mpilab_loggp_t p = {0};
     if (fit_lines(bytes, os, orr, g, 0, n, &p) != 0)
         return fail(err, errlen, "least-squares fit failed");
-    anchor(bytes, rtt, os, orr, g, n, &p);
+    anchor(bytes, rtt, os, orr, g, &p);
     *out = p;
     return 0;
 }
@@ -202,18 +132,14 @@ int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double
     }
     /* headline: the slopes of the range holding the smallest size (the first range if none
      * does), anchored at the smallest size; G of the last range */
-    size_t fr = 0;
+    const mpilab_loggp_t *first = &out[0];
     for (size_t r = 0; r < nr; r++)
         if (bytes[0] >= from[r] && bytes[0] <= to[r]) {
-            fr = r;
+            first = &out[r];
             break;
         }
-    /* anchor on the smallest sizes that lie in that range (at least the smallest one) */
-    size_t hi = 1;
-    while (hi < n && bytes[hi] >= from[fr] && bytes[hi] <= to[fr])
-        hi++;
-    mpilab_loggp_t sm = out[fr];
-    anchor(bytes, rtt, os, orr, g, hi, &sm);
+    mpilab_loggp_t sm = *first;
+    anchor(bytes, rtt, os, orr, g, &sm);
     /* every range carries the same L (the latency does not depend on the protocol) */
     for (size_t r = 0; r < nr; r++) {
         out[r].L_raw = sm.L_raw;

@@ -49,22 +49,6 @@ static void test_exact(void)
     CHECKF(f.flags == 0, "flags %u", f.flags);
     CHECKF(f.L == f.L_raw, "L_raw");
 
-    /* one size measured during a preemption (median round trip and gap 1000x the others,
-     * as seen at 4 ranks on 2 cores) becomes neither the latency nor the gap, nor tilts G:
-     * anchors are medians over the smallest sizes and the slopes robust from 5 sizes on */
-    for (size_t bad = 0; bad < 3; bad++) {
-        double rb[N], gb[N];
-        for (size_t k = 0; k < N; k++) {
-            rb[k] = rtt[k] * (k == bad ? 1000.0 : 1.0);
-            gb[k] = g[k] * (k == bad ? 1000.0 : 1.0);
-        }
-        mpilab_loggp_t fo;
-        CHECKF(mpilab_loggp_fit(x, rb, os, orr, gb, N, &fo, err, sizeof err) == 0, "outlier fit: %s", err);
-        CHECKF(close_rel(fo.L, t.L, 1e-3, 1e-12) && close_rel(fo.g, t.g, 1e-3, 1e-12) &&
-                   close_rel(fo.G, t.G, 1e-3, 1e-15),
-               "outlier at size %zu: L %g g %g G %g (true %g %g %g)", bad, fo.L, fo.g, fo.G, t.L, t.g, t.G);
-    }
-
     /* smallest size 64: L must account for (m0 - 1) G */
     double x2[4] = {64, 512, 4096, 32768};
     double r2[4], o2[4], q2[4], g2[4];
@@ -124,9 +108,8 @@ static void test_clamp(void)
     CHECKF(f.L == 0.0, "L not clamped: %g", f.L);
     CHECKF(f.flags & MPILAB_LOGGP_L_CLAMPED, "clamp flag missing");
     CHECKF(close_rel(f.L_raw, -3e-6, 1e-9, 1e-15), "L_raw %g", f.L_raw);
-    /* noise can make the gap carried to 0 bytes negative (median over the smallest sizes):
-     * g = 0 with a flag */
-    double gn[3] = {-1e-7, -5e-8, 9e-6};
+    /* noise can make the measured gap at the smallest size negative: g = 0 with a flag */
+    double gn[3] = {-1e-7, 2e-6, 9e-6};
     CHECKF(mpilab_loggp_fit(x, rtt, os, orr, gn, 3, &f, NULL, 0) == 0, "g clamp fit failed");
     CHECKF(f.g == 0.0 && (f.flags & MPILAB_LOGGP_GAP_CLAMPED) && f.G > 0, "g clamp: g %g flags %u", f.g, f.flags);
     /* os, or, g are the values measured at the smallest size, not the intercept of a line
