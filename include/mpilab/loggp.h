@@ -136,6 +136,46 @@ double mpilab_loggp_predict_scatter_linear(const mpilab_loggp_t *pairs, size_t p
 double mpilab_loggp_predict_gather_linear(const mpilab_loggp_t *pairs, size_t p, size_t root,
                                           double bytes);
 
+/* Binomial scatter / gather of mpilab_scatter_binomial / mpilab_gather_binomial (tree of
+ * src/coll/scatter_gather.c: vr = (rank - root) mod p, a node vr > 0 owns the blocks of
+ * [vr, vr + min(lowbit(vr), p - vr)), the root all p; the children of vr are vr + mask for
+ * every power of two mask below lowbit(vr) (for the root: below the next power of two >= p)
+ * with vr + mask < p). A message to or from child c carries all c's blocks: m_c =
+ * blocks(c) * bytes, and is charged with the parameters of its own pair and size.
+ *   scatter: vr holds its blocks at R_vr (R_0 = 0) and sends to its children from the
+ *            largest mask down: the k-th send starts at s_k = s_{k-1} + max(gap(m_{k-1}),
+ *            o_s(m_{k-1})) of the previous message, s_1 = R_vr; child c holds its blocks at
+ *            R_c = s_k + T(m_c) and only then forwards; time = max over all vr of R_vr.
+ *   gather:  a leaf is ready at S = 0; vr receives its children from the smallest mask up:
+ *            child k's message arrives at A_k = S_k + o_s + L + max(m_k - 1, 0) G and is
+ *            complete at c_k = max(A_k, c_{k-1} + max(gap(m_k) - o_r(m_k), 0)) + o_r(m_k)
+ *            (c_0 = -inf); vr is ready (sends up) at S_vr = c_last; time = S_0.
+ * For p = 2 both equal the linear predictions; p = 1 gives 0. NaN for bad arguments. */
+double mpilab_loggp_predict_scatter_binomial(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                             double bytes);
+double mpilab_loggp_predict_gather_binomial(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                            double bytes);
+
+/* A pair's parameters for predictions with protocol ranges: ranges[r] holds for sizes in
+ * [from[r], to[r]] (as for mpilab_loggp_fit_ranges; a size outside all ranges gets the
+ * nearest, see mpilab_loggp_pick_range); with nranges == 0 (or a NULL array) `whole`. */
+typedef struct mpilab_loggp_pair_model {
+    mpilab_loggp_t whole;
+    const mpilab_loggp_t *ranges; /* [nranges] */
+    const double *from, *to;      /* [nranges] */
+    size_t nranges;
+} mpilab_loggp_pair_model_t;
+
+/* The parameters a message of `bytes` bytes is charged with (NULL for m == NULL). */
+const mpilab_loggp_t *mpilab_loggp_pair_params(const mpilab_loggp_pair_model_t *m, double bytes);
+
+/* The binomial predictions from a p*p matrix of pair models pairs[src*p + dst]: every message
+ * (whose size depends on the subtree it carries) with the range of its own size. */
+double mpilab_loggp_predict_scatter_binomial_ranges(const mpilab_loggp_pair_model_t *pairs, size_t p,
+                                                    size_t root, double bytes);
+double mpilab_loggp_predict_gather_binomial_ranges(const mpilab_loggp_pair_model_t *pairs, size_t p,
+                                                   size_t root, double bytes);
+
 #ifdef __cplusplus
 }
 #endif

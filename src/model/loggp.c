@@ -229,3 +229,142 @@ double mpilab_loggp_predict_gather_linear(const mpilab_loggp_t *pairs, size_t p,
     }
     return p == 1 ? 0.0 : c;
 }
+
+/* ------------------------------------------------------------ binomial trees */
+
+/* The tree of mpilab_scatter_binomial / mpilab_gather_binomial (src/coll/scatter_gather.c):
+ * relative rank vr = (rank - root) mod p; a node vr > 0 owns the blocks of relative ranks
+ * [vr, vr + min(lowbit(vr), p - vr)), the root all p; the children of vr are vr + mask for
+ * the masks below lowbit(vr) (below the next power of two >= p for the root) with
+ * vr + mask < p, and the message to / from child c carries the blocks c owns. */
+
+/* Parameters for one message src -> dst (actual ranks) of `bytes` bytes. */
+typedef const mpilab_loggp_t *(*params_fn)(const void *pairs, size_t p, size_t src, size_t dst,
+                                          double bytes);
+
+static const mpilab_loggp_t *single_params(const void *pairs, size_t p, size_t src, size_t dst,
+                                           double bytes)
+{
+    (void)bytes;
+    return &((const mpilab_loggp_t *)pairs)[src * p + dst];
+}
+
+const mpilab_loggp_t *mpilab_loggp_pair_params(const mpilab_loggp_pair_model_t *m, double bytes)
+{
+    if (!m)
+        return NULL;
+    if (m->nranges > 0 && m->ranges && m->from && m->to)
+        return &m->ranges[mpilab_loggp_pick_range(m->from, m->to, m->nranges, bytes)];
+    return &m->whole;
+}
+
+static const mpilab_loggp_t *model_params(const void *pairs, size_t p, size_t src, size_t dst,
+                                          double bytes)
+{
+    return mpilab_loggp_pair_params(&((const mpilab_loggp_pair_model_t *)pairs)[src * p + dst], bytes);
+}
+
+typedef struct tree {
+    params_fn params;
+    const void *pairs;
+    size_t p, root, top; /* top: smallest power of two >= p */
+    double bytes;        /* per rank */
+} tree_t;
+
+static size_t lowbit(size_t v)
+{
+    return v & (~v + 1);
+}
+
+/* Blocks owned by relative rank vr (the whole p for the root). */
+static size_t owned(const tree_t *t, size_t vr)
+{
+    if (vr == 0)
+        return t->p;
+    size_t lb = lowbit(vr);
+    return lb < t->p - vr ? lb : t->p - vr;
+}
+
+static size_t actual(const tree_t *t, size_t vr)
+{
+    return (vr + t->root) % t->p;
+}
+
+/* Scatter below relative rank vr, which holds its blocks from time `ready` on: sends to
+ * the children from the largest mask down, successive sends max(g(m), o_s(m)) of the
+ * previous message apart; a child has its blocks at send start + T(m). Returns the time
+ * at which the last rank of the subtree has its blocks (ready for vr itself). */
+static double scatter_subtree(const tree_t *t, size_t vr, double ready)
+{
+    size_t lb = vr == 0 ? t->top : lowbit(vr), n = owned(t, vr);
+    double start = ready, done = ready;
+    for (size_t mask = lb >> 1; mask > 0; mask >>= 1) {
+        if (mask >= n)
+            continue;
+        size_t c = vr + mask;
+        double m = (double)owned(t, c) * t->bytes;
+        const mpilab_loggp_t *q = t->params(t->pairs, t->p, actual(t, vr), actual(t, c), m);
+        double got = start + mpilab_loggp_time(q, m);
+        done = fmax2(done, scatter_subtree(t, c, got));
+        start += fmax2(mpilab_loggp_gap(q, m), mpilab_loggp_os(q, m));
+    }
+    return done;
+}
+
+/* Gather into relative rank vr: returns the time at which vr holds all its subtree's
+ * blocks (0 for a leaf). Children are received from the smallest mask up, each child
+ * sending as soon as it holds its own subtree; the message of child k arrives at
+ * A_k = S_k + o_s + L + max(m-1, 0) G and is complete at
+ * c_k = max(A_k, c_{k-1} + max(g(m) - o_r(m), 0)) + o_r(m) (c_0 = -inf), as in the
+ * linear gather. */
+static double gather_subtree(const tree_t *t, size_t vr)
+{
+    size_t lb = vr == 0 ? t->top : lowbit(vr), n = owned(t, vr);
+    double c = -INFINITY;
+    for (size_t mask = 1; mask < lb && mask < n; mask <<= 1) {
+        size_t ch = vr + mask;
+        double m = (double)owned(t, ch) * t->bytes;
+        double sent = gather_subtree(t, ch);
+        const mpilab_loggp_t *q = t->params(t->pairs, t->p, actual(t, ch), actual(t, vr), m);
+        double arrive = sent + q->os + q->L + (m > 1 ? (m - 1) * q->G : 0.0);
+        double o_r = mpilab_loggp_or(q, m);
+        double begin = isinf(c) ? arrive : fmax2(arrive, c + fmax2(mpilab_loggp_gap(q, m) - o_r, 0.0));
+        c = begin + o_r;
+    }
+    return isinf(c) ? 0.0 : c;
+}
+
+static double binomial(params_fn params, const void *pairs, size_t p, size_t root, double bytes,
+                       int gather)
+{
+    if (!pairs || p == 0 || root >= p || !(bytes >= 0) || isinf(bytes))
+        return NAN;
+    tree_t t = {params, pairs, p, root, 1, bytes};
+    while (t.top < p)
+        t.top <<= 1;
+    return gather ? gather_subtree(&t, 0) : scatter_subtree(&t, 0, 0.0);
+}
+
+double mpilab_loggp_predict_scatter_binomial(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                             double bytes)
+{
+    return binomial(single_params, pairs, p, root, bytes, 0);
+}
+
+double mpilab_loggp_predict_gather_binomial(const mpilab_loggp_t *pairs, size_t p, size_t root,
+                                            double bytes)
+{
+    return binomial(single_params, pairs, p, root, bytes, 1);
+}
+
+double mpilab_loggp_predict_scatter_binomial_ranges(const mpilab_loggp_pair_model_t *pairs, size_t p,
+                                                    size_t root, double bytes)
+{
+    return binomial(model_params, pairs, p, root, bytes, 0);
+}
+
+double mpilab_loggp_predict_gather_binomial_ranges(const mpilab_loggp_pair_model_t *pairs, size_t p,
+                                                   size_t root, double bytes)
+{
+    return binomial(model_params, pairs, p, root, bytes, 1);
+}

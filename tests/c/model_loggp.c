@@ -245,6 +245,196 @@ static void test_predict(void)
     CHECKF(isnan(mpilab_loggp_predict_gather_linear(m, P, 0, NAN)), "NaN bytes accepted");
 }
 
+/* ------------------------------------------------------------- binomial trees */
+
+/* Parameters of one message for the reference computation: either the single matrix or
+ * a two-range table per pair (ranges[src][dst][0] up to `split` bytes, [1] above). */
+typedef struct ref_params {
+    const mpilab_loggp_t *single; /* [P*P] or NULL */
+    const mpilab_loggp_t *two;    /* [P*P*2] when single == NULL */
+    double split;
+    size_t p;
+} ref_params_t;
+
+static const mpilab_loggp_t *ref_pick(const ref_params_t *rp, size_t s, size_t d, double m)
+{
+    if (rp->single)
+        return &rp->single[s * rp->p + d];
+    return &rp->two[(s * rp->p + d) * 2 + (m <= rp->split ? 0 : 1)];
+}
+
+/* Tree of the binomial collectives written out from the parent relation alone: parent(v)
+ * = v with its lowest set bit cleared; blocks(v) = the number of relative ranks whose chain
+ * of parents passes through v; children ordered by distance (scatter: far first). */
+static size_t ref_parent(size_t v)
+{
+    return v & (v - 1);
+}
+
+static size_t ref_blocks(size_t v, size_t p)
+{
+    size_t n = 0;
+    for (size_t d = 0; d < p; d++) {
+        size_t a = d;
+        while (a != v && a > v)
+            a = ref_parent(a);
+        n += a == v;
+    }
+    return n;
+}
+
+static double ref_scatter(const ref_params_t *rp, size_t p, size_t root, double bytes)
+{
+    double ready[16] = {0}, worst = 0;
+    for (size_t v = 0; v < p; v++) { /* parents come before their children */
+        double start = ready[v];
+        for (size_t c = p - 1; c > v; c--) {
+            if (ref_parent(c) != v)
+                continue;
+            double m = (double)ref_blocks(c, p) * bytes;
+            const mpilab_loggp_t *q = ref_pick(rp, (v + root) % p, (c + root) % p, m);
+            ready[c] = start + q->os + q->L + (m > 1 ? (m - 1) * q->G : 0) + q->orr;
+            worst = fmax(worst, ready[c]);
+            start += fmax(q->g + q->G * m, q->os + q->os_per_byte * m);
+        }
+    }
+    return worst;
+}
+
+static double ref_gather(const ref_params_t *rp, size_t p, size_t root, double bytes)
+{
+    double ready[16] = {0};
+    for (size_t v = p; v-- > 0;) { /* children come before their parents */
+        int first = 1;
+        double c = 0;
+        for (size_t ch = v + 1; ch < p; ch++) {
+            if (ref_parent(ch) != v)
+                continue;
+            double m = (double)ref_blocks(ch, p) * bytes;
+            const mpilab_loggp_t *q = ref_pick(rp, (ch + root) % p, (v + root) % p, m);
+            double arr = ready[ch] + q->os + q->L + (m > 1 ? (m - 1) * q->G : 0);
+            double o_r = q->orr + q->or_per_byte * m, gap = q->g + q->G * m;
+            double begin = first ? arr : fmax(arr, c + fmax(gap, o_r) - o_r);
+            c = begin + o_r;
+            first = 0;
+        }
+        ready[v] = c;
+    }
+    return ready[0];
+}
+
+/* Distinct, asymmetric parameters per ordered pair (a swapped src/dst shows). */
+static mpilab_loggp_t pair_params(size_t s, size_t d, double scale)
+{
+    mpilab_loggp_t q = {.L = (1.0 + (double)(3 * s + d)) * 1e-6 * scale, .os = (0.3 + 0.1 * (double)s) * 1e-6,
+                        .os_per_byte = (1 + (double)d) * 1e-10, .orr = (0.4 + 0.2 * (double)d) * 1e-6,
+                        .or_per_byte = 5e-11 * (1 + (double)s), .g = (1.0 + 0.5 * (double)(s + 2 * d)) * 1e-6,
+                        .G = (1.0 + 0.1 * (double)(s * d)) * 1e-9 * scale};
+    return q;
+}
+
+static void test_binomial(void)
+{
+    enum { PMAX = 9 };
+    mpilab_loggp_t m[PMAX * PMAX], two[PMAX * PMAX * 2];
+    mpilab_loggp_pair_model_t pm[PMAX * PMAX];
+    double from[2] = {0, 4097}, to[2] = {4096, 1e9};
+    size_t checked = 0;
+    for (size_t p = 1; p <= PMAX; p++) {
+        memset(m, 0, sizeof m);
+        memset(pm, 0, sizeof pm);
+        for (size_t s = 0; s < p; s++)
+            for (size_t d = 0; d < p; d++) {
+                m[s * p + d] = pair_params(s, d, 1.0);
+                two[(s * p + d) * 2] = pair_params(s, d, 1.0);
+                two[(s * p + d) * 2 + 1] = pair_params(d, s, 7.0); /* another protocol */
+                pm[s * p + d] = (mpilab_loggp_pair_model_t){.whole = m[s * p + d], .ranges = &two[(s * p + d) * 2],
+                                                            .from = from, .to = to, .nranges = 2};
+            }
+        ref_params_t rs = {.single = m, .p = p}, rr = {.two = two, .split = 4096, .p = p};
+        for (size_t root = 0; root < p; root++)
+            for (int k = 0; k < 2; k++) {
+                /* 1000 B: with 4+ blocks a subtree crosses the 4096 B range boundary */
+                double bytes = k ? 1000 : 100000;
+                double ps = mpilab_loggp_predict_scatter_binomial(m, p, root, bytes);
+                double pg = mpilab_loggp_predict_gather_binomial(m, p, root, bytes);
+                double es = ref_scatter(&rs, p, root, bytes), eg = ref_gather(&rs, p, root, bytes);
+                CHECKF(close_rel(ps, es, 1e-12, 0), "binomial scatter p %zu root %zu bytes %g: %g vs %g", p, root,
+                       bytes, ps, es);
+                CHECKF(close_rel(pg, eg, 1e-12, 0), "binomial gather p %zu root %zu bytes %g: %g vs %g", p, root,
+                       bytes, pg, eg);
+                double rsv = mpilab_loggp_predict_scatter_binomial_ranges(pm, p, root, bytes);
+                double rgv = mpilab_loggp_predict_gather_binomial_ranges(pm, p, root, bytes);
+                double ers = ref_scatter(&rr, p, root, bytes), erg = ref_gather(&rr, p, root, bytes);
+                CHECKF(close_rel(rsv, ers, 1e-12, 0), "ranges scatter p %zu root %zu bytes %g: %g vs %g", p, root,
+                       bytes, rsv, ers);
+                CHECKF(close_rel(rgv, erg, 1e-12, 0), "ranges gather p %zu root %zu bytes %g: %g vs %g", p, root,
+                       bytes, rgv, erg);
+                if (p == 1)
+                    CHECKF(ps == 0 && pg == 0 && rsv == 0 && rgv == 0, "p = 1 not 0");
+                else
+                    CHECKF(ps > 0 && pg > 0, "p %zu: non-positive prediction", p);
+                if (p == 2) {
+                    CHECKF(close_rel(ps, mpilab_loggp_predict_scatter_linear(m, p, root, bytes), 1e-14, 0),
+                           "p = 2 scatter differs from linear");
+                    CHECKF(close_rel(pg, mpilab_loggp_predict_gather_linear(m, p, root, bytes), 1e-14, 0),
+                           "p = 2 gather differs from linear");
+                }
+                checked++;
+            }
+        /* without ranges the pair model is the single matrix */
+        for (size_t i = 0; i < p * p; i++)
+            pm[i].nranges = 0;
+        double a = mpilab_loggp_predict_gather_binomial_ranges(pm, p, p - 1, 3000);
+        double b = mpilab_loggp_predict_gather_binomial(m, p, p - 1, 3000);
+        CHECKF(a == b, "nranges 0: %g vs %g", a, b);
+    }
+    CHECKF(checked == 2 * 45, "checked %zu cases", checked);
+    /* a message is charged with the range of its own size */
+    CHECKF(mpilab_loggp_pair_params(&(mpilab_loggp_pair_model_t){.ranges = two, .from = from, .to = to,
+                                                                  .nranges = 2},
+                                    8000) == &two[1],
+           "pair_params picks the wrong range");
+    CHECKF(mpilab_loggp_pair_params(NULL, 1) == NULL, "pair_params(NULL)");
+
+    /* hand-checked: G = L = 0, no per-byte overheads, o_s = 1, o_r = 3 */
+    mpilab_loggp_t h[64];
+    for (size_t i = 0; i < 64; i++)
+        h[i] = (mpilab_loggp_t){.os = 1, .orr = 3};
+    /* p = 4, root 0: 0 -> 2 (2 blocks) at 0, rank 2 has it at 4, sends to 3 -> 8;
+     * 0 -> 1 at max(g, o_s) = 1 -> 5.  Total 8. */
+    CHECKF(mpilab_loggp_predict_scatter_binomial(h, 4, 0, 64) == 8, "hand scatter p4: %g",
+           mpilab_loggp_predict_scatter_binomial(h, 4, 0, 64));
+    /* gather p = 4: 3 -> 2 complete at 1 + 3 = 4; 1 -> 0 complete at 4; 2 -> 0 arrives
+     * 4 + 1 = 5, completes 8. */
+    CHECKF(mpilab_loggp_predict_gather_binomial(h, 4, 2, 64) == 8, "hand gather p4: %g",
+           mpilab_loggp_predict_gather_binomial(h, 4, 2, 64));
+    /* with g = 5 > o_s, o_r at p = 3: scatter 0 -> 2 done at 4, 0 -> 1 leaves at 5, done 9;
+     * gather: from 1 complete at 4, from 2 (arrived at 1) begins at 4 + (5 - 3) = 6, done 9 */
+    for (size_t i = 0; i < 64; i++)
+        h[i].g = 5;
+    CHECKF(mpilab_loggp_predict_scatter_binomial(h, 3, 1, 0) == 9, "hand scatter p3: %g",
+           mpilab_loggp_predict_scatter_binomial(h, 3, 1, 0));
+    CHECKF(mpilab_loggp_predict_gather_binomial(h, 3, 0, 0) == 9, "hand gather p3: %g",
+           mpilab_loggp_predict_gather_binomial(h, 3, 0, 0));
+    /* p = 8, g = 0: scatter depth 3, every hop 4 and the last child of each sender one o_s
+     * later: rank 1 at 2 + 4 = 6 (third send), 7 via 0 -> 4 (0..4), 4 -> 6 (4..8), 6 -> 7 (8..12) */
+    for (size_t i = 0; i < 64; i++)
+        h[i].g = 0;
+    CHECKF(mpilab_loggp_predict_scatter_binomial(h, 8, 0, 10) == 12, "hand scatter p8: %g",
+           mpilab_loggp_predict_scatter_binomial(h, 8, 0, 10));
+
+    /* bad arguments */
+    CHECKF(isnan(mpilab_loggp_predict_scatter_binomial(NULL, 4, 0, 8)), "NULL accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_binomial(m, 0, 0, 8)), "p = 0 accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_binomial(m, 4, 4, 8)), "root = p accepted");
+    CHECKF(isnan(mpilab_loggp_predict_scatter_binomial(m, 4, 0, NAN)), "NaN bytes accepted");
+    CHECKF(isnan(mpilab_loggp_predict_scatter_binomial(m, 4, 0, -1)), "negative bytes accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_binomial(m, 4, 0, INFINITY)), "inf bytes accepted");
+    CHECKF(isnan(mpilab_loggp_predict_scatter_binomial_ranges(NULL, 4, 0, 8)), "NULL ranges accepted");
+    CHECKF(isnan(mpilab_loggp_predict_gather_binomial_ranges(pm, 4, 9, 8)), "ranges: bad root accepted");
+}
+
 int main(void)
 {
     test_exact();
@@ -253,6 +443,7 @@ int main(void)
     test_bad();
     test_ranges();
     test_predict();
+    test_binomial();
     if (bench_failures)
         fprintf(stderr, "%d failure(s)\n", bench_failures);
     else
