@@ -593,7 +593,7 @@ static json_t *loggp_params_json(const mpilab_loggp_t *f, json_t *obj)
 }
 
 /* models.loggp: per-pair fits (on the per-size medians), per-size data, and predictions of
- * the linear scatter/gather measured in this run. Prints a table on stdout. */
+ * the linear and binomial scatter/gather measured in this run. Prints a table on stdout. */
 static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_result_t *res, json_t *meas)
 {
     const size_t n = o->nsizes, p = (size_t)size;
@@ -605,8 +605,10 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
     mpilab_loggp_t *prg = calloc(npairs * MAX_RANGES, sizeof *prg);
     double *pfrom = calloc(npairs * MAX_RANGES, sizeof *pfrom), *pto = calloc(npairs * MAX_RANGES, sizeof *pto);
     size_t *pnr = calloc(npairs, sizeof *pnr);
+    mpilab_loggp_t *summ = calloc(npairs ? npairs : 1, sizeof *summ); /* per pair k: the summary fit */
+    mpilab_loggp_pair_model_t *pmod = calloc(p * p, sizeof *pmod);
     json_t *pairs = json_array(), *pred = json_array();
-    int complete = x && rtt && os && orr && g && mat && prg && pfrom && pto && pnr;
+    int complete = x && rtt && os && orr && g && mat && prg && pfrom && pto && pnr && summ && pmod;
     if (complete)
         printf("\nLogGP per pair (sender i -> receiver j; fit on per-size medians)\n"
                "%-7s %10s %10s %10s %10s %12s %s\n", "pair", "L(us)", "os(us)", "or(us)", "g(us)", "G(ns/B)",
@@ -660,6 +662,7 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
             } else {
                 loggp_params_json(&f, pj);
                 mat[i * p + j] = mat[j * p + i] = f;
+                summ[k] = f;
                 pnr[k] = nr;
                 json_t *ra = json_array();
                 for (size_t q = 0; q < nr; q++) {
@@ -686,22 +689,36 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
             json_t *mean;
             double b;
             size_t root;
-            if (!pred_target(m, &op, &impl, &mean, &b, &root) || strcmp(impl, "linear") != 0)
+            if (!pred_target(m, &op, &impl, &mean, &b, &root))
                 continue;
-            /* every pair charged with the parameters of the protocol range of b */
-            for (size_t k = 0, i = 0; i < p; i++)
-                for (size_t j = i + 1; j < p; j++, k++)
-                    if (pnr[k] > 0) {
-                        size_t q = mpilab_loggp_pick_range(&pfrom[k * MAX_RANGES], &pto[k * MAX_RANGES], pnr[k], b);
-                        mat[i * p + j] = mat[j * p + i] = prg[k * MAX_RANGES + q];
-                    }
+            int lin = !strcmp(impl, "linear"), bin = !strcmp(impl, "binomial");
+            int sc = !strcmp(op, "scatter"), ga = !strcmp(op, "gather");
+            if (!(lin || bin) || !(sc || ga))
+                continue;
             double pv;
-            if (!strcmp(op, "scatter"))
-                pv = mpilab_loggp_predict_scatter_linear(mat, p, root, b);
-            else if (!strcmp(op, "gather"))
-                pv = mpilab_loggp_predict_gather_linear(mat, p, root, b);
-            else
-                continue;
+            if (lin) {
+                /* every pair charged with the parameters of the protocol range of b */
+                for (size_t k = 0, i = 0; i < p; i++)
+                    for (size_t j = i + 1; j < p; j++, k++)
+                        if (pnr[k] > 0) {
+                            size_t q = mpilab_loggp_pick_range(&pfrom[k * MAX_RANGES], &pto[k * MAX_RANGES], pnr[k], b);
+                            mat[i * p + j] = mat[j * p + i] = prg[k * MAX_RANGES + q];
+                        }
+                pv = sc ? mpilab_loggp_predict_scatter_linear(mat, p, root, b)
+                        : mpilab_loggp_predict_gather_linear(mat, p, root, b);
+            } else {
+                /* binomial: messages carry whole subtrees, each charged with the range of its
+                 * own size (pair models hold the per-range fits) */
+                for (size_t k = 0, i = 0; i < p; i++)
+                    for (size_t j = i + 1; j < p; j++, k++) {
+                        mpilab_loggp_pair_model_t pmk = {.whole = summ[k], .ranges = &prg[k * MAX_RANGES],
+                                                         .from = &pfrom[k * MAX_RANGES],
+                                                         .to = &pto[k * MAX_RANGES], .nranges = pnr[k]};
+                        pmod[i * p + j] = pmod[j * p + i] = pmk;
+                    }
+                pv = sc ? mpilab_loggp_predict_scatter_binomial_ranges(pmod, p, root, b)
+                        : mpilab_loggp_predict_gather_binomial_ranges(pmod, p, root, b);
+            }
             json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o}", "op", op, "impl", impl, "timing",
                                                   json_object_get(m, "timing"), "bytes", (json_int_t)b,
                                                   "predicted", jreal(pv), "measured", jreal(json_real_value(mean))));
@@ -717,6 +734,8 @@ static json_t *build_loggp(const opts_t *o, int size, const mpilab_loggp_pair_re
     free(pfrom);
     free(pto);
     free(pnr);
+    free(summ);
+    free(pmod);
     return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
                      "per-size medians; ranges: least-squares lines per protocol range (Hockney split of half "
                      "the round trip); pair: slopes of the smallest size's range, os/or/g measured at the "

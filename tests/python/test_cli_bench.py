@@ -327,6 +327,81 @@ def test_runner_loggp_json_validates_and_renders(run_cli: Callable[..., Any],
     assert "LogGP parameters per pair" in (tmp_path / "lg.html").read_text()
 
 
+def _lowbit(v: int) -> int:
+    return v & -v
+
+
+def _loggp_binomial(pairs: list[results.LogGPPair], p: int, root: int, nbytes: float,
+                    gather: bool) -> float:
+    """LogGP binomial scatter/gather written out from docs/models.md: parent(v) = v with
+    its lowest bit cleared, each message carries the child's subtree and is charged with
+    the pair's range of its own size."""
+    by_pair = {(x.i, x.j): x for x in pairs}
+
+    def params(a: int, b: int, m: float) -> results.LogGPParams:
+        x = by_pair[(min(a, b), max(a, b))].params_for(m)
+        assert x is not None
+        return x
+
+    def blocks(v: int) -> int:
+        return min(_lowbit(v), p - v)
+
+    def children(v: int) -> list[int]:
+        return [c for c in range(v + 1, p) if c & (c - 1) == v]
+
+    ready = [0.0] * p
+    if not gather:
+        worst = 0.0
+        for v in range(p):
+            start = ready[v]
+            for c in sorted(children(v), reverse=True):
+                m = blocks(c) * nbytes
+                q = params((v + root) % p, (c + root) % p, m)
+                ready[c] = start + q.time(m)
+                worst = max(worst, ready[c])
+                start += max(q.g + q.G * m, q.os + q.os_per_byte * m)
+        return worst
+    for v in reversed(range(p)):
+        done: float | None = None
+        for c in children(v):
+            m = blocks(c) * nbytes
+            q = params((c + root) % p, (v + root) % p, m)
+            arrive = ready[c] + q.os + q.L + max(m - 1, 0) * q.G
+            o_r = q.orr + q.or_per_byte * m
+            begin = arrive if done is None else max(arrive, done + max(q.g + q.G * m - o_r, 0))
+            done = begin + o_r
+        ready[v] = 0.0 if done is None else done
+    return ready[0]
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_runner_loggp_binomial_predictions(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    sizes = [0, 1024, 65536]
+    nranks, root = 4, 1
+    p = _run_runner(tmp_path, nranks, "--ops", "p2p,scatter,gather", "--sizes",
+                    ",".join(map(str, sizes)), "--min-reps", "3", "--max-reps", "5",
+                    "--root", str(root), "--models", "hockney,loggp", "--loggp-burst", "4",
+                    "--quiet", "--out", "lb.json")
+    assert p.returncode == 0, p.stderr
+    r = results.load(tmp_path / "lb.json")
+    assert all(x.params is not None for x in r.loggp)
+    got = {(x.op, x.impl, x.bytes): x for x in r.loggp_predictions}
+    # both of mpilab's implementations, every op and size; nothing for the native ones
+    assert sorted(got) == sorted((op, impl, b) for op in ("scatter", "gather")
+                                 for impl in ("binomial", "linear") for b in sizes)
+    for (op, impl, b), x in got.items():
+        assert x.predicted > 0 and x.measured is not None and x.measured > 0
+        if impl == "binomial":
+            want = _loggp_binomial(r.loggp, nranks, root, b, op == "gather")
+            assert x.predicted == pytest.approx(want, rel=1e-9), (op, b)
+    q = run_cli("report", "lb.json")
+    assert q.returncode == 0, q.stderr
+    html = (tmp_path / "lb.html").read_text()
+    sect = html[html.index("LogGP predictions versus measured"):]
+    assert "binomial" in sect and "linear" in sect
+
+
 @pytest.mark.mpi
 @needs_runner
 def test_runner_default_has_no_loggp(tmp_path: Path) -> None:

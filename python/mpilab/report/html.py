@@ -319,7 +319,7 @@ def _models(r: Results) -> str:
 
 def _loggp(r: Results) -> str:
     """LogGP parameters per pair (and per protocol range), the per-size measurements they
-    were fitted on, and the LogGP predictions of the linear scatter/gather."""
+    were fitted on, and the LogGP predictions of the linear and binomial scatter/gather."""
     if not r.loggp and not r.loggp_predictions:
         return ""
     out: list[str] = []
