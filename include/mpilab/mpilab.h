@@ -14,5 +14,8 @@
 #include "mpilab/loggp.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"
+#include "mpilab/results.h"
+#include "mpilab/models.h"
+#include "mpilab/runner.h"
 
 #endif
