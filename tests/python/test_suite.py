@@ -147,6 +147,7 @@ def test_transports_named_by_mpi_parameters() -> None:
     (["--poll-sweep", "5,5"], "twice"),
     (["--scaling", "1,a"], "--scaling"),
     (["--window", "many"], "--window"),
+    (["--window", "\u0665"], "--window"),  # a Unicode digit is not a count
 ])
 def test_bad_input_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
     out = tmp_path / "o"

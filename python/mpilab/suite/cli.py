@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mpilab import units
 from mpilab.errors import MpilabError
 from mpilab.suite import report, transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
@@ -20,7 +21,7 @@ QUICK = {"sizes": "1,64,1K,16K,256K,1M", "max_reps": 20, "poll_sweep": "0,1000,1
 
 def _count(text: str) -> int:
     try:
-        return int(text)
+        return units.parse_int(text)  # strict: no blanks, no Unicode digits
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
 
