@@ -120,6 +120,11 @@ typedef struct {
                              * block chaining: the block pool, see docs/wavefront.md) */
     int chain;              /* mpilab_wf_chain used */
     int64_t buffer_bytes;   /* engine buffers allocated (all workers/ranks summed) */
+    /* Requests the engine issued (raw transfers: one pread/pwrite or io_uring request
+     * each; with O_DIRECT what reaches the device, up to the kernel splitting large ones),
+     * summed over workers or ranks. With bytes_read/bytes_written they feed a device
+     * model's I/O bound (requests x per-request cost + bytes / bandwidth). */
+    int64_t requests_read, requests_written;
 } mpilab_wf_stats;
 void mpilab_wf_stats_free(mpilab_wf_stats *st);
 

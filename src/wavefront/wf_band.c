@@ -32,7 +32,7 @@ int wf_step_read(worker *w, const wf_ioop *op, char *err, size_t errlen)
     double *H = w->hb[sl], *lf = w->lfs[sl];
     const wf_layout *dl = w->data->lay, *cl = w->coef->lay;
     if (dl->read_block_east(w->data, &w->dios[sl], br, bc, H + ld + 1, (size_t)ld, lf,
-                            &w->bytes_r, err, errlen))
+                            &w->rd, err, errlen))
         return -1;
     if (bc + 1 < w->nbc)
         for (int64_t i = 0; i < h; i++)
@@ -40,11 +40,11 @@ int wf_step_read(worker *w, const wf_ioop *op, char *err, size_t errlen)
     size_t pl = (size_t)(h * wd);
     for (int p = 0; p < 5; p++)
         if (cl->read_block(w->coef, &w->cios[sl], br, bc, p, w->cfb[sl] + p * pl, (size_t)wd,
-                           &w->bytes_r, err, errlen))
+                           &w->rd, err, errlen))
             return -1;
     if (br + 1 < w->b1 &&
         dl->read_tf(w->data, &w->dios[sl], br + 1, bc, H + (size_t)((h + 1) * ld) + 1,
-                    &w->bytes_r, err, errlen))
+                    &w->rd, err, errlen))
         return -1;
     int64_t it = op->it, nbr = br, nbc = bc;
     if (w->xp != &wf_xport_uring && wf_next_step(w, &it, &nbr, &nbc))
@@ -56,7 +56,7 @@ int wf_step_write(worker *w, const wf_ioop *op, char *err, size_t errlen)
 {
     const int64_t ld = w->nb + 2;
     if (w->data->lay->write_block(w->data, &w->wios[op->slot], op->br, op->bc,
-                                  w->hb[op->slot] + ld + 1, (size_t)ld, &w->bytes_w, err, errlen))
+                                  w->hb[op->slot] + ld + 1, (size_t)ld, &w->wr, err, errlen))
         return -1;
     if (w->xp != &wf_xport_uring)
         wf_hint_block(w, op->br, op->bc, 1, 0);
@@ -111,7 +111,7 @@ int wf_band_steps(worker *w)
     /* initial top frontiers (iteration "-1") for the upper neighbour */
     if (w->has_up) {
         for (int64_t bc = 0; bc < w->nbc; bc++) {
-            if (w->data->lay->read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, w->err,
+            if (w->data->lay->read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->rd, w->err,
                            sizeof w->err))
                 return -1;
             double t0 = wf_now();

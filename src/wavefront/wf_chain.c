@@ -47,7 +47,7 @@ int wf_chain_read(worker *w, const wf_ioop *op, char *err, size_t errlen)
     const int64_t h = wf_blk_h(w, br), wd = wf_blk_w(w, bc);
     double *H = w->ch.xhb[op->slot], *lf = w->ch.xlf[op->slot];
     const wf_layout *dl = w->data->lay, *cl = w->coef->lay;
-    if (dl->read_block_east(w->data, &w->dio, br, bc, H + ld + 1, (size_t)ld, lf, &w->bytes_r,
+    if (dl->read_block_east(w->data, &w->dio, br, bc, H + ld + 1, (size_t)ld, lf, &w->rd,
                             err, errlen))
         return -1;
     if (bc + 1 < w->nbc)
@@ -56,10 +56,10 @@ int wf_chain_read(worker *w, const wf_ioop *op, char *err, size_t errlen)
     size_t pl = (size_t)(h * wd);
     for (int p = 0; p < 5; p++)
         if (cl->read_block(w->coef, &w->cio, br, bc, p, w->ch.xcf[op->slot] + p * pl, (size_t)wd,
-                           &w->bytes_r, err, errlen))
+                           &w->rd, err, errlen))
             return -1;
     if (br + 1 < w->b1 &&
-        dl->read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->bytes_r,
+        dl->read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->rd,
                     err, errlen))
         return -1;
     /* the block is now in its buffer for the whole sweep and its pages will not be read
@@ -88,7 +88,7 @@ int wf_chain_write(worker *w, const wf_ioop *op, char *err, size_t errlen)
 {
     const int64_t ld = w->nb + 2;
     if (w->data->lay->write_block(w->data, &w->dio, op->br, op->bc, w->ch.xhb[op->slot] + ld + 1,
-                                  (size_t)ld, &w->bytes_w, err, errlen))
+                                  (size_t)ld, &w->wr, err, errlen))
         return -1;
     wf_hint_block(w, op->br, op->bc, 1, 0);
     return 0;
@@ -194,7 +194,7 @@ int wf_chain_steps(worker *w)
     /* initial top frontiers (iteration -1) for the upper neighbour */
     if (w->has_up)
         for (int64_t bc = 0; bc < nbc; bc++) {
-            if (w->data->lay->read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->bytes_r, w->err,
+            if (w->data->lay->read_tf(w->data, &w->dio, w->b0, bc, w->seg, &w->rd, w->err,
                                       sizeof w->err))
                 return -1;
             double t0 = wf_now();

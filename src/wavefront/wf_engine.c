@@ -535,8 +535,10 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         prev = m;
     }
     for (int i = 0; i < P; i++) {
-        st->bytes_read += ws[i].bytes_r;
-        st->bytes_written += ws[i].bytes_w;
+        st->bytes_read += ws[i].rd.bytes;
+        st->bytes_written += ws[i].wr.bytes;
+        st->requests_read += ws[i].rd.reqs;
+        st->requests_written += ws[i].wr.reqs;
         st->compute_s[i] = ws[i].t_compute;
         st->io_wait_s[i] = ws[i].t_iowait;
         st->dep_wait_s[i] = ws[i].t_depwait;
@@ -716,12 +718,13 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     double *mx = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
     for (int64_t i = 0; i < k && rel; i++)
         rel[i] = w.t_done[i] - t0;
-    long long iob[3] = {w.bytes_r, w.bytes_w, w.buf_bytes}, iosum[3] = {0, 0, 0};
+    long long iob[5] = {w.rd.bytes, w.wr.bytes, w.buf_bytes, w.rd.reqs, w.wr.reqs},
+              iosum[5] = {0, 0, 0, 0, 0};
     long rss = maxrss_kb(), rssmax = 0;
     double tmax = 0;
     if (rel && mx)
         MPI_Reduce(rel, mx, (int)(k > 0 ? k : 1), MPI_DOUBLE, MPI_MAX, 0, comm);
-    MPI_Reduce(iob, iosum, 3, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(iob, iosum, 5, MPI_LONG_LONG, MPI_SUM, 0, comm);
     MPI_Reduce(&rss, &rssmax, 1, MPI_LONG, MPI_MAX, 0, comm);
     MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     /* device bytes: -1 on any rank without /proc/self/io makes the sum meaningless */
@@ -751,6 +754,8 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     st->total_s = tmax;
     st->bytes_read = iosum[0];
     st->bytes_written = iosum[1];
+    st->requests_read = iosum[3];
+    st->requests_written = iosum[4];
     st->maxrss_kb = rssmax;
     st->iter_s = calloc((size_t)(k > 0 ? k : 1), sizeof(double));
     if (st->iter_s && mx && rank == 0) {

@@ -272,18 +272,22 @@ void wf_close(wf_file *f)
     f->wmu_ok = 0;
 }
 
-int wf_read(wf_file *f, void *dst, size_t len, off_t off, int64_t *ctr, char *err, size_t errlen)
+int wf_read(wf_file *f, void *dst, size_t len, off_t off, wf_ctr *ctr, char *err, size_t errlen)
 {
-    if (ctr)
-        *ctr += (int64_t)len;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
+    }
     return f->ops->read(f, dst, len, off, err, errlen);
 }
 
-int wf_write(wf_file *f, const void *src, size_t len, off_t off, int64_t *ctr, char *err,
+int wf_write(wf_file *f, const void *src, size_t len, off_t off, wf_ctr *ctr, char *err,
              size_t errlen)
 {
-    if (ctr)
-        *ctr += (int64_t)len;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
+    }
     return f->ops->write(f, src, len, off, err, errlen);
 }
 

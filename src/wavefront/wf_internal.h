@@ -91,8 +91,8 @@ int wf_pread_full(int fd, void *dst, size_t len, off_t off, const char *path, ch
 int wf_pwrite_full(int fd, const void *src, size_t len, off_t off, const char *path, char *err,
                    size_t errlen);
 /* Raw I/O through the back end (pread/pwrite loops or memcpy from the mapping). */
-int wf_read(wf_file *f, void *dst, size_t len, off_t off, int64_t *ctr, char *err, size_t el);
-int wf_write(wf_file *f, const void *src, size_t len, off_t off, int64_t *ctr, char *err,
+int wf_read(wf_file *f, void *dst, size_t len, off_t off, wf_ctr *ctr, char *err, size_t el);
+int wf_write(wf_file *f, const void *src, size_t len, off_t off, wf_ctr *ctr, char *err,
              size_t el);
 void wf_willneed(wf_file *f, off_t off, size_t len);
 void wf_done(wf_file *f, off_t off, size_t len, int dirty);

@@ -48,7 +48,7 @@ const char *wf_check_blocked(int64_t rows, int64_t cols, int64_t mb, int64_t nb)
 }
 
 int wf_read_block_east_generic(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                               size_t ld, double *lf, int64_t *ctr, char *err, size_t el)
+                               size_t ld, double *lf, wf_ctr *ctr, char *err, size_t el)
 {
     if (f->lay->read_block(f, b, br, bc, 0, dst, ld, ctr, err, el))
         return -1;
@@ -77,7 +77,7 @@ void wf_blocked_range(const wf_file *f, const wf_blockio *b, int64_t br, int64_t
 }
 
 int wf_blocked_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                       int64_t *ctr, char *err, size_t el)
+                       wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -99,15 +99,17 @@ static int rec_add(wf_rec *r, wf_file *f, void *buf, size_t len, off_t off, int 
 }
 
 /* wf_read / wf_write, or record / skip them (see wf_rec). */
-int wf_bread(wf_file *f, const wf_blockio *b, void *dst, size_t len, off_t off, int64_t *ctr,
+int wf_bread(wf_file *f, const wf_blockio *b, void *dst, size_t len, off_t off, wf_ctr *ctr,
              char *err, size_t el)
 {
     if (!b->rec)
         return wf_read(f, dst, len, off, ctr, err, el);
     if (b->rec->mode == WF_REC_REPLAY)
         return 0;
-    if (ctr)
-        *ctr += (int64_t)len;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
+    }
     if (rec_add(b->rec, f, dst, len, off, 0)) {
         snprintf(err, el, "out of memory");
         return -1;
@@ -116,14 +118,16 @@ int wf_bread(wf_file *f, const wf_blockio *b, void *dst, size_t len, off_t off, 
 }
 
 int wf_bwrite(wf_file *f, const wf_blockio *b, const void *src, size_t len, off_t off,
-              int64_t *ctr, char *err, size_t el)
+              wf_ctr *ctr, char *err, size_t el)
 {
     if (!b->rec)
         return wf_write(f, src, len, off, ctr, err, el);
     if (b->rec->mode == WF_REC_REPLAY)
         return 0;
-    if (ctr)
-        *ctr += (int64_t)len;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
+    }
     if (rec_add(b->rec, f, (void *)src, len, off, 1)) {
         snprintf(err, el, "out of memory");
         return -1;

@@ -12,6 +12,11 @@
 struct wf_file_s;
 struct wf_blockio_s;
 
+/* Transfers counted by the engine: bytes and requests (raw transfers issued). */
+typedef struct {
+    int64_t bytes, reqs;
+} wf_ctr;
+
 typedef struct wf_layout {
     int id;            /* mpilab_wf_layout value stored in the header */
     const char *name;  /* canonical name */
@@ -33,19 +38,19 @@ typedef struct wf_layout {
     const char *(*check)(int64_t rows, int64_t cols, int64_t mb, int64_t nb, int64_t t);
     /* Block (br, bc), plane `plane`, into dst (h x w, row stride ld). */
     int (*read_block)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                      int plane, double *dst, size_t ld, int64_t *ctr, char *err, size_t el);
+                      int plane, double *dst, size_t ld, wf_ctr *ctr, char *err, size_t el);
     /* The data block (br, bc) into dst and, if block (br, bc+1) exists, its old left
      * frontier (the east halo, h values) into lf. A layout may fold both into one request. */
     int (*read_block_east)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                           double *dst, size_t ld, double *lf, int64_t *ctr, char *err,
+                           double *dst, size_t ld, double *lf, wf_ctr *ctr, char *err,
                            size_t el);
     int (*write_block)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                       const double *src, size_t ld, int64_t *ctr, char *err, size_t el);
+                       const double *src, size_t ld, wf_ctr *ctr, char *err, size_t el);
     /* first column (left frontier) / first row (top frontier) of block (br, bc) */
     int (*read_lf)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                   double *dst, int64_t *ctr, char *err, size_t el);
+                   double *dst, wf_ctr *ctr, char *err, size_t el);
     int (*read_tf)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                   double *dst, int64_t *ctr, char *err, size_t el);
+                   double *dst, wf_ctr *ctr, char *err, size_t el);
     /* byte range covering block (br, bc) (for hints) */
     void (*range)(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
                   int64_t bc, off_t *off, size_t *len);
@@ -70,17 +75,17 @@ extern const wf_layout wf_layout_rowmajor, wf_layout_block, wf_layout_optimized;
  * (read_block + read_lf), and transfers that honour the io_uring record mode. */
 const char *wf_check_blocked(int64_t rows, int64_t cols, int64_t mb, int64_t nb);
 int wf_read_block_east_generic(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br,
-                               int64_t bc, double *dst, size_t ld, double *lf, int64_t *ctr,
+                               int64_t bc, double *dst, size_t ld, double *lf, wf_ctr *ctr,
                                char *err, size_t el);
 int wf_bread(struct wf_file_s *f, const struct wf_blockio_s *b, void *dst, size_t len,
-             off_t off, int64_t *ctr, char *err, size_t el);
+             off_t off, wf_ctr *ctr, char *err, size_t el);
 int wf_bwrite(struct wf_file_s *f, const struct wf_blockio_s *b, const void *src, size_t len,
-              off_t off, int64_t *ctr, char *err, size_t el);
+              off_t off, wf_ctr *ctr, char *err, size_t el);
 void wf_blk_dims(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
                  int64_t bc, int64_t *r0, int64_t *c0, int64_t *h, int64_t *w);
 void wf_blocked_range(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
                       int64_t bc, off_t *off, size_t *len);
 int wf_blocked_read_tf(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
-                       double *dst, int64_t *ctr, char *err, size_t el);
+                       double *dst, wf_ctr *ctr, char *err, size_t el);
 
 #endif

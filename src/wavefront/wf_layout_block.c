@@ -18,7 +18,7 @@ static const char *blk_check(int64_t rows, int64_t cols, int64_t mb, int64_t nb,
 }
 
 static int blk_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane,
-                          double *dst, size_t ld, int64_t *ctr, char *err, size_t el)
+                          double *dst, size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -33,7 +33,7 @@ static int blk_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int
 }
 
 static int blk_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
-                           size_t ld, int64_t *ctr, char *err, size_t el)
+                           size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -47,7 +47,7 @@ static int blk_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, co
 
 /* strided column inside the block: h small reads */
 static int blk_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                       int64_t *ctr, char *err, size_t el)
+                       wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);

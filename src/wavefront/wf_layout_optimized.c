@@ -66,7 +66,7 @@ void wf_unpack_opt(const double *in, int64_t h, int64_t w, int64_t t, double *ds
 }
 
 static int opt_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane,
-                          double *dst, size_t ld, int64_t *ctr, char *err, size_t el)
+                          double *dst, size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     (void)plane; /* data files only (one plane) */
     int64_t r0, c0, h, w;
@@ -81,7 +81,7 @@ static int opt_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int
 /* One request: the block, then block bc+1's top frontier (T x w1, skipped) and left
  * frontier (h x T; its first column is the east halo). */
 static int opt_read_block_east(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                               size_t ld, double *lf, int64_t *ctr, char *err, size_t el)
+                               size_t ld, double *lf, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -105,7 +105,7 @@ static int opt_read_block_east(wf_file *f, wf_blockio *b, int64_t br, int64_t bc
 }
 
 static int opt_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
-                           size_t ld, int64_t *ctr, char *err, size_t el)
+                           size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -116,7 +116,7 @@ static int opt_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, co
 
 /* contiguous left frontier: one read */
 static int opt_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                       int64_t *ctr, char *err, size_t el)
+                       wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);

@@ -27,7 +27,7 @@ static const char *rm_check(int64_t rows, int64_t cols, int64_t mb, int64_t nb, 
 }
 
 static int rm_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane,
-                         double *dst, size_t ld, int64_t *ctr, char *err, size_t el)
+                         double *dst, size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -39,7 +39,7 @@ static int rm_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int 
 }
 
 static int rm_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
-                          size_t ld, int64_t *ctr, char *err, size_t el)
+                          size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -52,7 +52,7 @@ static int rm_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, con
 
 /* one element per row: h small reads */
 static int rm_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                      int64_t *ctr, char *err, size_t el)
+                      wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
@@ -63,7 +63,7 @@ static int rm_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double 
 }
 
 static int rm_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
-                      int64_t *ctr, char *err, size_t el)
+                      wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);

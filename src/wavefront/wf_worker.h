@@ -135,7 +135,7 @@ typedef struct worker {
     wf_chainst ch;
     int64_t buf_bytes; /* engine buffers allocated for this worker */
     /* results */
-    int64_t bytes_r, bytes_w;
+    wf_ctr rd, wr;
     double t_compute, t_iowait, t_depwait, t_iobusy;
     double *t_done;
     char err[512];
