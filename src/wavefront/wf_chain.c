@@ -53,11 +53,8 @@ int wf_chain_read(worker *w, const wf_ioop *op, char *err, size_t errlen)
     if (bc + 1 < w->nbc)
         for (int64_t i = 0; i < h; i++)
             H[(i + 1) * ld + wd + 1] = lf[i];
-    size_t pl = (size_t)(h * wd);
-    for (int p = 0; p < 5; p++)
-        if (cl->read_block(w->coef, &w->cio, br, bc, p, w->ch.xcf[op->slot] + p * pl, (size_t)wd,
-                           &w->rd, err, errlen))
-            return -1;
+    if (cl->read_coef(w->coef, &w->cio, br, bc, w->ch.xcf[op->slot], &w->rd, err, errlen))
+        return -1;
     if (br + 1 < w->b1 &&
         dl->read_tf(w->data, &w->dio, br + 1, bc, H + (size_t)((h + 1) * ld) + 1, &w->rd,
                     err, errlen))

@@ -58,6 +58,18 @@ int wf_read_block_east_generic(wf_file *f, wf_blockio *b, int64_t br, int64_t bc
     return 0;
 }
 
+int wf_read_coef_generic(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
+                         wf_ctr *ctr, char *err, size_t el)
+{
+    int64_t r0, c0, h, w;
+    wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
+    for (int p = 0; p < (int)f->h.planes; p++)
+        if (f->lay->read_block(f, b, br, bc, p, dst + (size_t)(p * h * w), (size_t)w, ctr, err,
+                               el))
+            return -1;
+    return 0;
+}
+
 void wf_blk_dims(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc, int64_t *r0,
                  int64_t *c0, int64_t *h, int64_t *w)
 {

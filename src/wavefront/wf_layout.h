@@ -44,6 +44,10 @@ typedef struct wf_layout {
     int (*read_block_east)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
                            double *dst, size_t ld, double *lf, wf_ctr *ctr, char *err,
                            size_t el);
+    /* All planes of block (br, bc) of a coefficient file into dst (plane p at p*h*w, row
+     * stride w). A layout may read them in one request. */
+    int (*read_coef)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
+                     double *dst, wf_ctr *ctr, char *err, size_t el);
     int (*write_block)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
                        const double *src, size_t ld, wf_ctr *ctr, char *err, size_t el);
     /* first column (left frontier) / first row (top frontier) of block (br, bc) */
@@ -77,6 +81,8 @@ const char *wf_check_blocked(int64_t rows, int64_t cols, int64_t mb, int64_t nb)
 int wf_read_block_east_generic(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br,
                                int64_t bc, double *dst, size_t ld, double *lf, wf_ctr *ctr,
                                char *err, size_t el);
+int wf_read_coef_generic(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
+                         double *dst, wf_ctr *ctr, char *err, size_t el);
 int wf_bread(struct wf_file_s *f, const struct wf_blockio_s *b, void *dst, size_t len,
              off_t off, wf_ctr *ctr, char *err, size_t el);
 int wf_bwrite(struct wf_file_s *f, const struct wf_blockio_s *b, const void *src, size_t len,

@@ -32,6 +32,14 @@ static int blk_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int
     return 0;
 }
 
+/* the planes of a block are stored one after the other: one request */
+static int blk_read_coef(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
+                         wf_ctr *ctr, char *err, size_t el)
+{
+    return wf_bread(f, b, dst, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc), ctr,
+                    err, el);
+}
+
 static int blk_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
                            size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
@@ -90,6 +98,7 @@ const wf_layout wf_layout_block = {
     .check = blk_check,
     .read_block = blk_read_block,
     .read_block_east = wf_read_block_east_generic,
+    .read_coef = blk_read_coef,
     .write_block = blk_write_block,
     .read_lf = blk_read_lf,
     .read_tf = wf_blocked_read_tf,

@@ -161,6 +161,7 @@ const wf_layout wf_layout_optimized = {
     .check = opt_check,
     .read_block = opt_read_block,
     .read_block_east = opt_read_block_east,
+    .read_coef = wf_read_coef_generic,
     .write_block = opt_write_block,
     .read_lf = opt_read_lf,
     .read_tf = wf_blocked_read_tf,

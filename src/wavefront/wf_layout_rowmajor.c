@@ -92,6 +92,7 @@ const wf_layout wf_layout_rowmajor = {
     .check = rm_check,
     .read_block = rm_read_block,
     .read_block_east = wf_read_block_east_generic,
+    .read_coef = wf_read_coef_generic,
     .write_block = rm_write_block,
     .read_lf = rm_read_lf,
     .read_tf = rm_read_tf,

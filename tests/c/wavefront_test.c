@@ -311,8 +311,8 @@ static void test_stale(void)
 /* Requests the engine issues for K band-chained iterations (the same walk as
  * expected_bytes): per block, the block (one request; h rows in row-major) with its east
  * halo (the optimized layout folds it into the block's request; block and row-major
- * layouts gather it with h single-element reads), 5 coefficient blocks (one request each,
- * h rows each in row-major) and the top frontier below; one write per block (h rows in
+ * layouts gather it with h single-element reads), the coefficient block (its 5 planes in
+ * one request; 5 x h rows in row-major) and the top frontier below; one write per block (h rows in
  * row-major); the initial top frontiers of every worker but the first. */
 static void expected_reqs(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb, int P,
                           int64_t K, int64_t *rd, int64_t *wr)
@@ -328,7 +328,7 @@ static void expected_reqs(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb,
                 int64_t h = M - br * mb < mb ? M - br * mb : mb;
                 int64_t rows = lay == 0 ? h : 1;
                 int64_t east = bc + 1 < nbc ? (lay == 2 ? 0 : h) : 0;
-                *rd += K * (rows + east + 5 * rows + (br + 1 < b1 ? 1 : 0));
+                *rd += K * (rows + east + (lay == 0 ? 5 * rows : 1) + (br + 1 < b1 ? 1 : 0));
                 *wr += K * rows;
             }
     }
