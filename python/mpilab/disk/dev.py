@@ -48,6 +48,11 @@ def cgroup_dir(prefix: str) -> Path:
     return (CGROUP_ROOT if cgroup_v2() else CGROUP_ROOT / "blkio") / f"{prefix}-disk"
 
 
+def mem_cgroup_dir(prefix: str) -> Path:
+    """The memory cgroup (v1; on v2 the one cgroup has both controllers)."""
+    return cgroup_dir(prefix) if cgroup_v2() else CGROUP_ROOT / "memory" / f"{prefix}-disk"
+
+
 def _run(cmd: list[str], what: str) -> str:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
@@ -120,9 +125,10 @@ def up(sp: DiskSpec) -> dict[str, Any]:
     if load_state(sp.prefix) is not None:
         raise MpilabError(f"disks '{sp.prefix}' are already up (state in {sd}); "
                           f"`mpilab disk down --prefix {sp.prefix}` first")
-    if cg.exists():
-        raise MpilabError(f"prefix {sp.prefix!r}: cgroup {cg} exists and was not made by "
-                          "mpilab disk (choose another prefix)")
+    for c in (cg, mem_cgroup_dir(sp.prefix)):
+        if c.exists():
+            raise MpilabError(f"prefix {sp.prefix!r}: cgroup {c} exists and was not made by "
+                              "mpilab disk (choose another prefix)")
     for d in sp.disks:
         for p in (sd / f"{sp.prefix}-{d.name}", sd / f"{sp.prefix}-{d.name}.mem"):
             if mounted(p):
@@ -140,6 +146,14 @@ def up(sp: DiskSpec) -> dict[str, Any]:
         e = log.step("cgroup", path=str(cg))
         cg.mkdir()
         log.done(e)
+        if sp.memory_limit:
+            mcg = mem_cgroup_dir(sp.prefix)
+            if mcg != cg:
+                e = log.step("cgroup", path=str(mcg))
+                mcg.mkdir()
+                log.done(e)
+            (mcg / ("memory.max" if cgroup_v2() else "memory.limit_in_bytes")).write_text(
+                f"{sp.memory_limit}\n")
         for d in sp.disks:
             _up_disk(sp, d, log, cg)
     except BaseException:
@@ -289,8 +303,11 @@ def status(prefix: str) -> dict[str, Any]:
 
 
 def join_cgroup(prefix: str) -> None:
-    """Move the calling process into the disks' cgroup (for preexec_fn)."""
+    """Move the calling process into the disks' cgroup(s) (for preexec_fn)."""
     (cgroup_dir(prefix) / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    mcg = mem_cgroup_dir(prefix)
+    if mcg != cgroup_dir(prefix) and mcg.is_dir():
+        (mcg / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
 
 def run_in(prefix: str, cmd: list[str], timeout: float | None = None) -> int:

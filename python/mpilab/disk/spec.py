@@ -1,6 +1,8 @@
 """Disk spec files (TOML): validation with file:line errors.
 
     prefix = "dk"                 # optional; name prefix of everything made
+    memory_limit = "192M"         # optional: memory cgroup limit of `disk run` programs
+                                  # (page cache included: keeps buffered runs out of core)
     [[disk]]
     name = "a"                    # 1-6 characters a-z0-9
     size = "1G"                   # bytes (K, M, G = 2^10, 2^20, 2^30)
@@ -93,14 +95,16 @@ class DiskSpec:
     prefix: str = DEFAULT_PREFIX
     disks: list[Disk] = field(default_factory=list)
     source: str = "<default>"
+    memory_limit: int = 0  # bytes; 0 = none
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prefix": self.prefix, "source": self.source,
+        return {"prefix": self.prefix, "source": self.source, "memory_limit": self.memory_limit,
                 "disks": [asdict(d) for d in self.disks]}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> DiskSpec:
-        return DiskSpec(d["prefix"], [Disk(**x) for x in d["disks"]], d.get("source", "?"))
+        return DiskSpec(d["prefix"], [Disk(**x) for x in d["disks"]], d.get("source", "?"),
+                        d.get("memory_limit", 0))
 
 
 def _bool(v: object) -> bool:
@@ -130,7 +134,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
         raise MpilabError(f"{where}: TOML syntax error: {msg}") from None
     ctx = _Ctx(source, text)
     for key in data:
-        if key not in ("prefix", "disk"):
+        if key not in ("prefix", "disk", "memory_limit"):
             raise ctx.err("", key, "unknown key")
     sp = DiskSpec(source=source)
     if "prefix" in data:
@@ -140,6 +144,13 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
             raise ctx.err("", "prefix", str(e)) from None
     if prefix:
         sp.prefix = prefix
+    if "memory_limit" in data:
+        try:
+            sp.memory_limit = parse_size(data["memory_limit"])
+        except ValueError as e:
+            raise ctx.err("", "memory_limit", f"{data['memory_limit']!r}: {e}") from None
+        if sp.memory_limit < 16 * 1024**2:
+            raise ctx.err("", "memory_limit", "at least 16M")
     if not PREFIX_RE.match(sp.prefix):
         raise ctx.err("", "prefix", f"{sp.prefix!r}: must be 1-6 characters a-z0-9, "
                       "starting with a letter")
