@@ -180,7 +180,10 @@ static const char *rel(const char *path) { return path[1] ? path + 1 : "."; }
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    (void)conn;
+    /* requests of up to 1 MiB (the kernel's max_pages follows max_write) */
+    conn->max_write = 1u << 20;
+    conn->max_read = 1u << 20;
+    conn->max_readahead = 1u << 20;
     cfg->use_ino = 1;
     cfg->attr_timeout = 0;
     cfg->entry_timeout = 0;

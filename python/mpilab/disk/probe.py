@@ -21,7 +21,7 @@ import threading
 import time
 
 PROBE_MB = 64
-SEQ = 256 * 1024  # one bio on a loop device (128 segments of 4 KiB pages: 512 KiB)
+SEQ = 512 * 1024  # one bio on a loop device (128 segments of 4 KiB pages)
 SMALL = 4096
 
 
@@ -86,14 +86,16 @@ def main(argv: list[str]) -> int:
     rng = random.Random(1)
     try:
         nseq = size // SEQ
-        # write bandwidth: the probe file, sequentially, repeated as needed
+        # write bandwidth: the probe file, sequentially, repeated as needed (one stream on
+        # a seek disk: requests of several threads would arrive out of order and seek)
+        par = 4 if model == "throttle" else 1
         want = max(20, int(wbw * secs / SEQ)) if model == "throttle" else nseq
         offs = [(i % nseq) * SEQ for i in range(want)]
-        res["write_bw"] = _summary(_windows(_timed(fd, offs, SEQ, True, 4)), SEQ)
+        res["write_bw"] = _summary(_windows(_timed(fd, offs, SEQ, True, par)), SEQ)
         os.fsync(fd)
         want = max(20, int(rbw * secs / SEQ)) if model == "throttle" else nseq
         offs = [(i % nseq) * SEQ for i in range(want)]
-        res["read_bw"] = _summary(_windows(_timed(fd, offs, SEQ, False, 4)), SEQ)
+        res["read_bw"] = _summary(_windows(_timed(fd, offs, SEQ, False, par)), SEQ)
         nsmall = size // SMALL
         want = max(50, int(riops * secs)) if model == "throttle" else 200
         offs = [rng.randrange(nsmall) * SMALL for _ in range(want)]
@@ -102,6 +104,7 @@ def main(argv: list[str]) -> int:
         offs = [rng.randrange(nsmall) * SMALL for _ in range(want)]
         res["write_iops"] = _summary(_windows(_timed(fd, offs, SMALL, True, 8)))
         if model == "seek":
+            res["range"] = size
             # one request at a time: sequential 4 KiB reads (no seek) against random ones
             seq = [i * SMALL for i in range(200)]
             rnd = [rng.randrange(nsmall) * SMALL for _ in range(200)]
