@@ -191,6 +191,11 @@ def _up_disk(sp: DiskSpec, d: Disk, log: _Log, cg: Path) -> None:
         log.done(e)
         devnum = _devnum(dev)
         _set_limits(cg, d, devnum)
+        ra = Path("/sys/block") / Path(dev).name / "queue" / "read_ahead_kb"
+        try:
+            ra.write_text(f"{d.read_ahead_kb}\n")
+        except OSError as ex:
+            raise MpilabError(f"disk {d.name}: {ra}: {ex.strerror}") from None
         info.update(dev=dev, devnum=devnum)
     else:
         tool = find_tool("mpilab-seekfs")

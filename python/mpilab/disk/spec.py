@@ -11,6 +11,8 @@
     write_iops = 200
     read_bw = "150MB"             # bytes per second (KB, MB, GB = 10^3.., KiB, MiB, GiB)
     write_bw = "150MB"
+    read_ahead_kb = 128           # throttle: the device's readahead window (Linux's default
+                                  # for disks; buffered reads are issued in chunks of it)
     # seek model: seek(d) = seek_min + (seek_max - seek_min) * sqrt(d / size) for a move
     # of d bytes (0 for d = 0), plus rotation (half a revolution: 30/rpm s) per seek,
     # plus length / rate
@@ -41,7 +43,7 @@ _RATE = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 1024, "mib": 1024
          "gib": 1024**3}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _KEYS = {"name", "size", "model", "read_iops", "write_iops", "read_bw", "write_bw",
-         "seek_min", "seek_max", "rpm", "rate", "elevator"}
+         "seek_min", "seek_max", "rpm", "rate", "elevator", "read_ahead_kb"}
 MIN_SIZE = 64 * 1024**2
 
 
@@ -88,6 +90,7 @@ class Disk:
     rpm: int = 7200
     rate: int = 150 * 10**6
     elevator: bool = False
+    read_ahead_kb: int = 128
 
 
 @dataclass
@@ -195,6 +198,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
         d.rpm = get("rpm", _int_in(0, 100000), d.rpm)
         d.rate = get("rate", parse_rate, d.rate)
         d.elevator = get("elevator", _bool, False)
+        d.read_ahead_kb = get("read_ahead_kb", _int_in(0, 1 << 20), d.read_ahead_kb)
         if d.seek_max < d.seek_min or d.seek_max > 1.0:
             raise ctx.err("disk", "seek_max", "must be >= seek_min and <= 1s", i)
         sp.disks.append(d)
