@@ -220,6 +220,7 @@ def main() -> int:
                 t0 = time.monotonic()
                 wf(*args, inside=True)
                 wall = time.monotonic() - t0
+                time.sleep(0.1)  # a seek model's statistics are written every 20 ms
                 k1 = ctr.read()
                 doc = json.loads(jf.read_text())["wavefront"]
                 it = c["iters"]
