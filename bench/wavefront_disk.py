@@ -159,7 +159,10 @@ def main() -> int:
             p = subprocess.run(cmd, capture_output=True, text=True, check=False,
                                preexec_fn=pre)  # noqa: PLW1509
             if p.returncode != 0:
-                raise SystemExit(f"{' '.join(cmd)}: {p.stderr.strip()}")
+                why = p.stderr.strip() or (f"killed by signal {-p.returncode} (the memory "
+                                           "limit?)" if p.returncode < 0 else
+                                           f"exit status {p.returncode}")
+                raise SystemExit(f"{' '.join(cmd)}: {why}")
             return p
 
         M, N = a.rows, a.cols
