@@ -4,18 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "mpilab/diskmodel.h"
+#include "bench_check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "mpilab/diskmodel.h"
 
 static int close_to(double a, double b) { return fabs(a - b) <= 1e-12 * (fabs(b) + 1e-9); }
 
@@ -28,16 +19,16 @@ int main(void)
     double t = 0;
     for (int i = 0; i < 8; i++)
         t += mpilab_disk_serve(&m, &s, (int64_t)i << 20, 1 << 20, 0);
-    CHECK(close_to(t, 8.0 * (1 << 20) / 150e6) && s.seeks == 0 && s.head == 8 << 20,
+    CHECKF(close_to(t, 8.0 * (1 << 20) / 150e6) && s.seeks == 0 && s.head == 8 << 20,
           "sequential: %g s, %lld seeks", t, (long long)s.seeks);
     /* a full-stroke jump and back */
     double c1 = mpilab_disk_cost(&m, 0, 4 * G, 4096);
-    CHECK(close_to(c1, 0.008 + 30.0 / 7200 + 4096 / 150e6), "full stroke %g", c1);
+    CHECKF(close_to(c1, 0.008 + 30.0 / 7200 + 4096 / 150e6), "full stroke %g", c1);
     /* a quarter of the disk: sqrt(1/4) = 1/2 of the seek range */
     double c2 = mpilab_disk_cost(&m, G, 2 * G, 0);
-    CHECK(close_to(c2, 0.0005 + 0.0075 * 0.5 + 30.0 / 7200), "quarter %g", c2);
+    CHECKF(close_to(c2, 0.0005 + 0.0075 * 0.5 + 30.0 / 7200), "quarter %g", c2);
     /* backwards costs the same as forwards */
-    CHECK(close_to(mpilab_disk_cost(&m, 2 * G, G, 0), c2), "direction matters");
+    CHECKF(close_to(mpilab_disk_cost(&m, 2 * G, G, 0), c2), "direction matters");
     /* the block layout's east-halo gather after its block (h small reads with stride w*8)
      * against the optimized layout's folded request: a seek per element vs none */
     mpilab_disk_state a = {0}, b = {0};
@@ -46,27 +37,27 @@ int main(void)
     for (int64_t i = 0; i < h; i++)
         tb += mpilab_disk_serve(&m, &a, blk + i * w * 8, 8, 0);
     double to = mpilab_disk_serve(&m, &b, 0, blk + (w + h) * 8, 0);
-    CHECK(a.seeks == h - 1 && b.seeks == 0, "seeks %lld / %lld", (long long)a.seeks,
+    CHECKF(a.seeks == h - 1 && b.seeks == 0, "seeks %lld / %lld", (long long)a.seeks,
           (long long)b.seeks);
-    CHECK(tb > to && close_to(to, (double)(blk + (w + h) * 8) / 150e6), "gather %g folded %g",
+    CHECKF(tb > to && close_to(to, (double)(blk + (w + h) * 8) / 150e6), "gather %g folded %g",
           tb, to);
     /* interleaving two far-apart streams (two waves on one disk) seeks at every switch */
     mpilab_disk_state d = {0};
     for (int i = 0; i < 10; i++)
         mpilab_disk_serve(&m, &d, (i % 2 ? 2 * G : 0) + (int64_t)(i / 2) * 4096, 4096, 0);
-    CHECK(d.seeks == 9, "interleaved: %lld seeks", (long long)d.seeks);
-    CHECK(d.reads == 10 && d.bytes_read == 10 * 4096 && d.writes == 0, "counters");
-    CHECK(d.busy_s > 9 * (0.0005 + 30.0 / 7200), "busy %g", d.busy_s);
+    CHECKF(d.seeks == 9, "interleaved: %lld seeks", (long long)d.seeks);
+    CHECKF(d.reads == 10 && d.bytes_read == 10 * 4096 && d.writes == 0, "counters");
+    CHECKF(d.busy_s > 9 * (0.0005 + 30.0 / 7200), "busy %g", d.busy_s);
     /* rotation off */
     mpilab_disk_model m0 = m;
     m0.rot_s = 0;
-    CHECK(close_to(mpilab_disk_cost(&m0, 0, 4 * G, 0), 0.008), "no rotation");
+    CHECKF(close_to(mpilab_disk_cost(&m0, 0, 4 * G, 0), 0.008), "no rotation");
     /* elevator: C-LOOK */
     int64_t q[] = {500, 100, 900, 300};
-    CHECK(mpilab_disk_elevator_pick(q, 4, 400) == 0, "next up from 400");
-    CHECK(mpilab_disk_elevator_pick(q, 4, 950) == 1, "wrap to the lowest");
-    CHECK(mpilab_disk_elevator_pick(q, 4, 300) == 3, "equal position first");
-    CHECK(mpilab_disk_elevator_pick(q, 0, 0) == -1, "empty queue");
-    printf("%s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    CHECKF(mpilab_disk_elevator_pick(q, 4, 400) == 0, "next up from 400");
+    CHECKF(mpilab_disk_elevator_pick(q, 4, 950) == 1, "wrap to the lowest");
+    CHECKF(mpilab_disk_elevator_pick(q, 4, 300) == 3, "equal position first");
+    CHECKF(mpilab_disk_elevator_pick(q, 0, 0) == -1, "empty queue");
+    printf("%s\n", bench_failures ? "FAILED" : "ok");
+    return CHECK_DONE();
 }

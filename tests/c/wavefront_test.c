@@ -98,6 +98,18 @@ static void copy_file(const char *a, const char *b)
     fclose(fb);
 }
 
+/* The data and coefficients d0, c0 in a blocked layout (dl, cl; nothing for row-major). */
+static void blocked_inputs(int lay, int64_t mb, int64_t nb)
+{
+    char err[1024];
+    mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+    const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+    if (lay != MPILAB_WF_ROWMAJOR) {
+        CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+        CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+    }
+}
+
 /* Bytes the engine must read and write for K iterations with P workers (blocks mb x nb,
  * T = 1): per block, the block itself (+4 corner duplicates in the optimized layout), the
  * old left frontier of the next block (h elements), the 5 coefficient blocks and the old
@@ -163,12 +175,7 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
     for (int lay = 0; lay < 3; lay++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
             int64_t mb = blocks[b][0], nb = blocks[b][1];
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
                 for (int v = 0; v < 4; v++) { /* helper on/off x chain band/block */
@@ -353,12 +360,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
     for (int lay = 0; lay < 3; lay++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
             int64_t mb = blocks[b][0], nb = blocks[b][1];
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
                 for (int waves = 1; waves <= 4; waves++)
@@ -401,12 +403,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
         for (int pf = 0; pf < 3; pf++) { /* pread sync, pread helper, mmap */
             const int64_t mb = 8, nb = 5;
             const int PW = 3;
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             const int64_t cases[][2] = {{6, 3}, {6, 1}, {5, 3}, {6, 4}, {7, 2}};
             int64_t rd_w1 = 0;
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -589,12 +586,7 @@ int main(void)
                 continue;
             const int64_t mb = 8, nb = 5, KK = 2;
             const int PW = 3;
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
                                     lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND};
