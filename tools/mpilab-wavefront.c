@@ -1,9 +1,6 @@
 /* mpilab-wavefront: create | convert | run | verify for the out-of-core Livermore loop 23.
  * See docs/wavefront.md. */
 #include <getopt.h>
-#include <gsl/gsl_cdf.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +10,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "mpilab/stats.h"
+#include "mpilab/version.h"
 #include "mpilab/wavefront.h"
 
 static const char *prog = "mpilab-wavefront";
@@ -30,20 +29,61 @@ static int die(const char *msg)
     return 2;
 }
 
+static const char help_text[] =
+    "usage: %1$s COMMAND [OPTIONS]   (out-of-core Livermore loop 23; docs/wavefront.md)\n"
+    "\n"
+    "  %1$s create --rows M --cols N [--seed S] DATA COEF\n"
+    "      Write a deterministic problem: DATA (M x N doubles) and COEF (5 planes), row-major.\n"
+    "      --rows M, --cols N   matrix size in elements (>= 3 each)\n"
+    "      --seed S             generator seed (integer >= 0, default 1)\n"
+    "\n"
+    "  %1$s convert --layout rowmajor|block|optimized [--mb MB --nb NB] [--t T] [--bands P]\n"
+    "              [--quiet] IN [IN...] OUT\n"
+    "      Pre-processing (row-major -> block/optimized) or post-processing (-> row-major);\n"
+    "      writes OUT.tmp.<pid> and renames it; stale temporaries of a killed conversion are\n"
+    "      removed (and reported).\n"
+    "      --mb MB, --nb NB     block size in elements (rows x columns)\n"
+    "      --t T                frontier thickness in elements (optimized layout, default 1)\n"
+    "      --bands P            split the output into P band files OUT.0 .. OUT.<P-1>\n"
+    "\n"
+    "  %1$s run --data D --coef C --iterations K [OPTIONS]\n"
+    "      Run K iterations in place on D (or on band files D.0, D.1, ... with --mpi).\n"
+    "      --iterations K       iterations (integer >= 0)\n"
+    "      --workers P          worker threads (default 1; with --mpi: one per rank)\n"
+    "      --waves W            iterations in flight (default 1 = no wave chaining)\n"
+    "      --chain band|block   wave chaining granularity (default band)\n"
+    "      --io pread|mmap|uring|direct|auto\n"
+    "                           I/O back end (default pread; direct = O_DIRECT, no page cache)\n"
+    "      --queue-depth D      io_uring: blocks in flight per worker (1..32, default 4)\n"
+    "      --mb MB, --nb NB     block size in elements (row-major data only)\n"
+    "      --no-drop-behind     keep finished blocks in the page cache\n"
+    "      --no-prefetch        no I/O helper thread: every transfer synchronous\n"
+    "      --mpi                distributed mode (run under mpirun, one band file per rank)\n"
+    "      --json FILE          write an mpilab.results/1 file (times in seconds, sizes in bytes)\n"
+    "      --quiet              no per-iteration output\n"
+    "\n"
+    "  %1$s verify --initial D0 --coef C --iterations K RESULT\n"
+    "      Compare RESULT bitwise with the in-core reference after K iterations (exit 0 equal,\n"
+    "      1 different, 2 error; a file whose in-place run was interrupted is an error).\n"
+    "\n"
+    "  %1$s bounds [--size BYTES] [--threads P] [--rows M --cols N]\n"
+    "      In-core bounds: triad bandwidth over 3 arrays of BYTES in total (default 256M;\n"
+    "      suffixes K, M, G), loop-23 update rate of an M x N problem (default 2048 x 2048).\n"
+    "\n"
+    "  %1$s -h | --help      this help (also COMMAND -h)\n"
+    "  %1$s --version        the mpilab version\n";
+
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: %s create --rows M --cols N [--seed S] DATA COEF\n"
-            "       %s convert --layout rowmajor|block|optimized [--mb MB --nb NB] [--t T]\n"
-            "                  [--bands P] IN [IN...] OUT\n"
-            "       %s run --data D --coef C --iterations K [--workers P] [--waves W]\n"
-            "              [--chain band|block]\n"
-            "              [--io pread|mmap|uring|auto] [--queue-depth D] [--mb MB --nb NB]\n"
-            "              [--no-drop-behind] [--no-prefetch] [--mpi] [--json FILE] [--quiet]\n"
-            "       %s verify --initial D0 --coef C --iterations K RESULT\n"
-            "       %s bounds [--size 256M] [--threads P] [--rows M --cols N]\n",
-            prog, prog, prog, prog, prog);
+    fprintf(stderr, "usage: %s create|convert|run|verify|bounds ... (%s --help for details)\n",
+            prog, prog);
     return 2;
+}
+
+static int help(void)
+{
+    printf(help_text, prog);
+    return 0;
 }
 
 static int parse_pos_i64(const char *opt, const char *s, int64_t min, int64_t *out)
@@ -79,7 +119,12 @@ static int fileset_resolve(fileset *s, const char *base)
     s->n = 0;
     if (access(base, F_OK) == 0) {
         s->paths = malloc(sizeof *s->paths);
-        s->paths[0] = strdup(base);
+        if (!s->paths || !(s->paths[0] = strdup(base))) {
+            free(s->paths);
+            s->paths = NULL;
+            fprintf(stderr, "%s: out of memory\n", prog);
+            return -1;
+        }
         s->n = 1;
         return 0;
     }
@@ -89,10 +134,14 @@ static int fileset_resolve(fileset *s, const char *base)
         if (access(p, F_OK) != 0)
             break;
         char **np = realloc(s->paths, (size_t)(i + 1) * sizeof *np);
-        if (!np)
-            break;
+        if (!np || !(np[i] = strdup(p))) {
+            if (np)
+                s->paths = np;
+            fileset_free(s);
+            fprintf(stderr, "%s: out of memory\n", prog);
+            return -1;
+        }
         s->paths = np;
-        s->paths[i] = strdup(p);
         s->n = i + 1;
     }
     if (s->n == 0) {
@@ -118,6 +167,7 @@ static int cmd_create(int argc, char **argv)
         case 'm': if (parse_pos_i64("--rows", optarg, 3, &rows)) return 2; break;
         case 'n': if (parse_pos_i64("--cols", optarg, 3, &cols)) return 2; break;
         case 's': if (parse_pos_i64("--seed", optarg, 0, &seed)) return 2; break;
+        case 'h': return help();
         default: return usage();
         }
     }
@@ -165,6 +215,7 @@ static int cmd_convert(int argc, char **argv)
             o.nout = (int)v;
             break;
         case 'q': quiet = 1; break;
+        case 'h': return help();
         default: return usage();
         }
     }
@@ -178,12 +229,35 @@ static int cmd_convert(int argc, char **argv)
         if (fileset_resolve(&in, argv[optind]))
             return 2;
     } else {
-        in.n = argc - optind - 1;
-        in.paths = malloc((size_t)in.n * sizeof *in.paths);
-        for (int i = 0; i < in.n; i++)
-            in.paths[i] = strdup(argv[optind + i]);
+        int n = argc - optind - 1;
+        in.paths = calloc((size_t)n, sizeof *in.paths);
+        if (!in.paths)
+            return die("out of memory");
+        for (int i = 0; i < n; i++) {
+            if (!(in.paths[i] = strdup(argv[optind + i]))) {
+                fileset_free(&in);
+                return die("out of memory");
+            }
+            in.n = i + 1;
+        }
     }
-    char err[1024];
+    char err[1024], stale[4096];
+    /* temporaries of a conversion that was killed: reported, then removed */
+    for (int k = 0; k < (o.nout > 1 ? o.nout : 1); k++) {
+        char name[4200];
+        if (o.nout > 1)
+            snprintf(name, sizeof name, "%s.%d", out, k);
+        else
+            snprintf(name, sizeof name, "%s", out);
+        int ns = mpilab_wf_stale_temps(name, 1, stale, sizeof stale, err, sizeof err);
+        if (ns < 0) {
+            fileset_free(&in);
+            return die(err);
+        }
+        for (char *line = ns ? strtok(stale, "\n") : NULL; line; line = strtok(NULL, "\n"))
+            fprintf(stderr, "%s: removed stale temporary file %s (from a killed conversion)\n",
+                    prog, line);
+    }
     double t0 = now_s();
     int rc = mpilab_wf_convert((const char *const *)in.paths, in.n, out, &o, err, sizeof err);
     double t1 = now_s();
@@ -198,29 +272,34 @@ static int cmd_convert(int argc, char **argv)
 
 /* ---- run ---------------------------------------------------------------------------- */
 
+/* The iteration times through the library's statistics (the precision every mpilab
+ * measurement is judged by: confidence level and relative error of the defaults). The
+ * iteration count is fixed by --iterations, so "converged" says whether that count met the
+ * precision, it does not stop the run. */
 static json_t *stats_json(const double *x, int64_t n)
 {
-    json_t *s = json_object();
+    const mpilab_precision_t prec = MPILAB_PRECISION_DEFAULT;
+    mpilab_stats_t s;
+    mpilab_stats_compute(x, NULL, (size_t)(n > 0 ? n : 0), prec.cl, prec.eps, &s);
+    json_t *o = json_object();
     if (n <= 0)
-        return s;
-    double *y = malloc((size_t)n * sizeof *y);
-    memcpy(y, x, (size_t)n * sizeof *y);
-    gsl_sort(y, 1, (size_t)n);
-    double mean = gsl_stats_mean(y, 1, (size_t)n);
-    double sd = n > 1 ? gsl_stats_sd_m(y, 1, (size_t)n, mean) : 0.0;
-    double ci = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd / sqrt((double)n) : 0.0;
-    json_object_set_new(s, "mean", json_real(mean));
-    json_object_set_new(s, "ci_half", json_real(ci));
-    json_object_set_new(s, "rel_err", json_real(mean > 0 ? ci / mean : 0.0));
-    json_object_set_new(s, "median", json_real(gsl_stats_median_from_sorted_data(y, 1, (size_t)n)));
-    json_object_set_new(s, "min", json_real(y[0]));
-    json_object_set_new(s, "max", json_real(y[n - 1]));
-    json_object_set_new(s, "stdev", json_real(sd));
-    json_object_set_new(s, "reps", json_integer(n));
-    json_object_set_new(s, "invalid", json_integer(0));
-    json_object_set_new(s, "converged", json_true());
-    free(y);
-    return s;
+        return o;
+    /* NaN (n < 2) is not JSON: null */
+#define NUM(v) (isfinite(v) ? json_real(v) : json_null())
+    json_object_set_new(o, "mean", NUM(s.mean));
+    json_object_set_new(o, "ci_half", NUM(s.ci_half));
+    json_object_set_new(o, "rel_err", NUM(s.rel_err));
+    json_object_set_new(o, "median", NUM(s.median));
+    json_object_set_new(o, "min", NUM(s.min));
+    json_object_set_new(o, "max", NUM(s.max));
+    json_object_set_new(o, "stdev", NUM(s.stdev));
+#undef NUM
+    json_object_set_new(o, "cl", json_real(prec.cl));
+    json_object_set_new(o, "eps", json_real(prec.eps));
+    json_object_set_new(o, "reps", json_integer((json_int_t)s.reps));
+    json_object_set_new(o, "invalid", json_integer((json_int_t)s.invalid));
+    json_object_set_new(o, "converged", json_boolean(s.converged));
+    return o;
 }
 
 static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
@@ -262,8 +341,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             break;
         case 'i':
             if ((o.io = mpilab_wf_io_parse(optarg)) < 0) {
-                fprintf(stderr, "%s: --io '%s': expected pread, mmap, uring or auto\n", prog,
-                        optarg);
+                fprintf(stderr, "%s: --io '%s': expected pread, mmap, uring, direct or auto\n",
+                        prog, optarg);
                 return 2;
             }
             break;
@@ -285,6 +364,7 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
         case 'x': use_mpi = 1; break;
         case 'j': json = optarg; break;
         case 'q': quiet = 1; break;
+        case 'h': return help();
         default: return usage();
         }
     }
@@ -332,6 +412,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             printf("bytes read %lld, written %lld, I/O bandwidth %.1f MiB/s, peak RSS %ld KiB\n",
                    (long long)st.bytes_read, (long long)st.bytes_written,
                    st.total_s > 0 ? ioB / st.total_s / 1048576.0 : 0.0, st.maxrss_kb);
+            printf("requests read %lld, written %lld\n", (long long)st.requests_read,
+                   (long long)st.requests_written);
             if (st.dev_read_bytes >= 0)
                 printf("device bytes read %lld, written %lld\n", (long long)st.dev_read_bytes,
                        (long long)st.dev_write_bytes);
@@ -373,6 +455,8 @@ static int cmd_run(int argc, char **argv, int full_argc, char **full_argv)
             json_object_set_new(wf, "time_per_iteration_s", json_real(mean));
             json_object_set_new(wf, "bytes_read", json_integer(st.bytes_read));
             json_object_set_new(wf, "bytes_written", json_integer(st.bytes_written));
+            json_object_set_new(wf, "requests_read", json_integer(st.requests_read));
+            json_object_set_new(wf, "requests_written", json_integer(st.requests_written));
             json_object_set_new(wf, "io_bandwidth_Bps", json_real(st.total_s > 0 ? ioB / st.total_s : 0.0));
             json_object_set_new(wf, "peak_rss_bytes", json_integer((json_int_t)st.maxrss_kb * 1024));
             json_object_set_new(wf, "prefetch", json_boolean(st.prefetch));
@@ -441,6 +525,7 @@ static int cmd_verify(int argc, char **argv)
         case 'I': initial = optarg; break;
         case 'c': coef = optarg; break;
         case 'k': if (parse_pos_i64("--iterations", optarg, 0, &k)) return 2; break;
+        case 'h': return help();
         default: return usage();
         }
     }
@@ -462,8 +547,25 @@ static int cmd_verify(int argc, char **argv)
     }
     char err[1024];
     double *d0 = NULL, *cf = NULL, *res = NULL;
-    int64_t r0, c0, p0, r1, c1, p1, r2, c2, p2;
     int status = 2;
+    for (int i = 0; i < fr.n; i++) {
+        int64_t done;
+        int intr;
+        if (mpilab_wf_file_state(fr.paths[i], &done, &intr, err, sizeof err)) {
+            die(err);
+            goto out;
+        }
+        if (intr) {
+            snprintf(err, sizeof err, "%s: an in-place run was interrupted: the file holds a mix "
+                     "of iterations", fr.paths[i]);
+            die(err);
+            goto out;
+        }
+        if (done != k)
+            printf("note: %s records %lld in-place iterations, not %lld\n", fr.paths[i],
+                   (long long)done, (long long)k);
+    }
+    int64_t r0, c0, p0, r1, c1, p1, r2, c2, p2;
     if (mpilab_wf_load((const char *const *)fi.paths, fi.n, &d0, &r0, &c0, &p0, err, sizeof err) ||
         mpilab_wf_load((const char *const *)fc.paths, fc.n, &cf, &r1, &c1, &p1, err, sizeof err) ||
         mpilab_wf_load((const char *const *)fr.paths, fr.n, &res, &r2, &c2, &p2, err, sizeof err)) {
@@ -539,6 +641,7 @@ static int cmd_bounds(int argc, char **argv)
         case 'P': if (parse_pos_i64("--threads", optarg, 1, &threads)) return 2; break;
         case 'm': if (parse_pos_i64("--rows", optarg, 3, &rows)) return 2; break;
         case 'n': if (parse_pos_i64("--cols", optarg, 3, &cols)) return 2; break;
+        case 'h': return help();
         default: return usage();
         }
     }
@@ -560,8 +663,10 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage();
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
-        usage();
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+        return help();
+    if (!strcmp(cmd, "--version")) {
+        printf("%s %s\n", prog, MPILAB_VERSION_STRING);
         return 0;
     }
     if (!strcmp(cmd, "create"))
@@ -574,6 +679,7 @@ int main(int argc, char **argv)
         return cmd_verify(argc - 1, argv + 1);
     if (!strcmp(cmd, "bounds"))
         return cmd_bounds(argc - 1, argv + 1);
-    fprintf(stderr, "%s: unknown command '%s' (create, convert, run, verify)\n", prog, cmd);
+    fprintf(stderr, "%s: unknown command '%s' (create, convert, run, verify, bounds; --help)\n",
+            prog, cmd);
     return 2;
 }

@@ -20,15 +20,19 @@ typedef enum {
 
 /* I/O back ends. URING: io_uring with several requests in flight per worker (only if
  * built with liburing; mpilab_wf_io_available). AUTO: uring if an io_uring instance can
- * be created at run time, else pread (the back end used is reported in the stats). */
+ * be created at run time, else pread (the back end used is reported in the stats).
+ * DIRECT: pread/pwrite with O_DIRECT (no page cache: every request reaches the device;
+ * unaligned transfers go through aligned bounce buffers), with the I/O helper. */
 typedef enum {
     MPILAB_WF_IO_PREAD = 0,
     MPILAB_WF_IO_MMAP = 1,
     MPILAB_WF_IO_URING = 2,
-    MPILAB_WF_IO_AUTO = 3
+    MPILAB_WF_IO_AUTO = 3,
+    MPILAB_WF_IO_DIRECT = 4
 } mpilab_wf_io;
 
-/* Name <-> enum ("rowmajor", "block", "optimized"; "pread", "mmap", "uring", "auto").
+/* Name <-> enum ("rowmajor", "block", "optimized"; "pread", "mmap", "uring", "auto",
+ * "direct").
  * -1 if unknown. */
 int mpilab_wf_layout_parse(const char *name);
 const char *mpilab_wf_layout_name(int layout);
@@ -116,6 +120,11 @@ typedef struct {
                              * block chaining: the block pool, see docs/wavefront.md) */
     int chain;              /* mpilab_wf_chain used */
     int64_t buffer_bytes;   /* engine buffers allocated (all workers/ranks summed) */
+    /* Requests the engine issued (raw transfers: one pread/pwrite or io_uring request
+     * each; with O_DIRECT what reaches the device, up to the kernel splitting large ones),
+     * summed over workers or ranks. With bytes_read/bytes_written they feed a device
+     * model's I/O bound (requests x per-request cost + bytes / bandwidth). */
+    int64_t requests_read, requests_written;
 } mpilab_wf_stats;
 void mpilab_wf_stats_free(mpilab_wf_stats *st);
 
@@ -129,6 +138,20 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
 int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_path, const char *coef_path,
                       const mpilab_wf_run_opts *o, mpilab_wf_stats *st, char *err,
                       size_t errlen);
+
+/* What a matrix file holds after in-place runs: the iterations applied to it since it was
+ * made (`iters_done`), and whether an in-place run was interrupted (`interrupted` = 1: a
+ * run marked the file before modifying it and never cleared the mark, e.g. it was killed;
+ * its blocks then hold a mix of iterations). 0, or -1 + err if the file is unusable. */
+int mpilab_wf_file_state(const char *path, int64_t *iters_done, int *interrupted, char *err,
+                         size_t errlen);
+
+/* Stale temporary outputs of an earlier conversion or creation that was killed:
+ * `<out>.tmp.<pid>` files next to `out` whose process <pid> no longer runs. With
+ * remove = 1 they are deleted. Returns how many were found (and removed), -1 on error;
+ * the names are written (one per line, truncated to fit) into `list` if given. */
+int mpilab_wf_stale_temps(const char *out, int remove, char *list, size_t listlen, char *err,
+                          size_t errlen);
 
 /* Load a matrix (one file or band files, any layout) into memory row-major
  * (planes x rows x cols doubles, malloc'd). */

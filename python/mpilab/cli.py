@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "mpilab.commands.survey",
     "mpilab.testbed.cli",
     "mpilab.wavefront",
+    "mpilab.disk.cli",
     "mpilab.suite.cli",
 ]
 

@@ -117,8 +117,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--chain", choices=("band", "block"), default="band",
                    help="wave chaining: band (whole band per iteration) or block (sweeps of "
                         "--waves iterations per resident block: I/O per iteration / W)")
-    r.add_argument("--io", choices=("pread", "mmap", "uring", "auto"), default="pread",
-                   help="I/O back end (auto: io_uring where it works, else pread)")
+    r.add_argument("--io", choices=("pread", "mmap", "uring", "direct", "auto"), default="pread",
+                   help="I/O back end (direct: O_DIRECT, no page cache; auto: io_uring where "
+                        "it works, else pread)")
     r.add_argument("--queue-depth", type=_positive, default=0,
                    help="io_uring: blocks in flight per worker (default 4)")
     r.add_argument("--mb", type=_positive, default=0)

@@ -1,7 +1,9 @@
 /* Wavefront matrix files: header, layouts, block and frontier I/O, creation,
  * pre/post-processing (layout conversion) and loading. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,29 +16,6 @@
 
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
 
-int mpilab_wf_layout_parse(const char *name)
-{
-    if (!name)
-        return -1;
-    if (!strcmp(name, "rowmajor") || !strcmp(name, "row-major"))
-        return MPILAB_WF_ROWMAJOR;
-    if (!strcmp(name, "block"))
-        return MPILAB_WF_BLOCK;
-    if (!strcmp(name, "optimized") || !strcmp(name, "opt"))
-        return MPILAB_WF_OPTIMIZED;
-    return -1;
-}
-
-const char *mpilab_wf_layout_name(int layout)
-{
-    switch (layout) {
-    case MPILAB_WF_ROWMAJOR: return "rowmajor";
-    case MPILAB_WF_BLOCK: return "block";
-    case MPILAB_WF_OPTIMIZED: return "optimized";
-    default: return "?";
-    }
-}
-
 int mpilab_wf_io_parse(const char *name)
 {
     if (!name)
@@ -47,6 +26,8 @@ int mpilab_wf_io_parse(const char *name)
         return MPILAB_WF_IO_MMAP;
     if (!strcmp(name, "uring") || !strcmp(name, "io_uring"))
         return MPILAB_WF_IO_URING;
+    if (!strcmp(name, "direct") || !strcmp(name, "odirect"))
+        return MPILAB_WF_IO_DIRECT;
     if (!strcmp(name, "auto"))
         return MPILAB_WF_IO_AUTO;
     return -1;
@@ -59,6 +40,7 @@ const char *mpilab_wf_io_name(int io)
     case MPILAB_WF_IO_MMAP: return "mmap";
     case MPILAB_WF_IO_URING: return "uring";
     case MPILAB_WF_IO_AUTO: return "auto";
+    case MPILAB_WF_IO_DIRECT: return "direct";
     default: return "?";
     }
 }
@@ -100,7 +82,8 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int64_t extra_per_block(int layout, int64_t t)
 {
-    return layout == MPILAB_WF_OPTIMIZED ? 4 * t * t : 0;
+    const wf_layout *l = wf_layout_get(layout);
+    return l ? l->extra(t) : 0;
 }
 
 int64_t wf_nblockrows(const wf_hdr *h) { return cdiv((int64_t)h->rows, (int64_t)h->mb); }
@@ -137,35 +120,30 @@ size_t wf_block_bytes(const wf_hdr *h, int64_t br, int64_t bc)
 static const char *check_blocking(int layout, int64_t rows, int64_t cols, int64_t mb, int64_t nb,
                                   int64_t t)
 {
-    if (layout == MPILAB_WF_ROWMAJOR)
-        return NULL;
-    if (mb < 1 || nb < 1)
-        return "block size must be at least 1x1";
-    if (mb > rows || nb > cols)
-        return "block larger than the matrix";
-    if (layout == MPILAB_WF_OPTIMIZED) {
-        if (t < 1)
-            return "frontier thickness must be >= 1";
-        int64_t hl = rows % mb ? rows % mb : mb, wl = cols % nb ? cols % nb : nb;
-        if (hl < 2 * t || wl < 2 * t || mb < 2 * t || nb < 2 * t)
-            return "every block (also the last, partial ones) must be at least 2T x 2T "
-                   "in the optimized layout";
-    }
-    return NULL;
+    const wf_layout *l = wf_layout_get(layout);
+    if (!l)
+        return "unknown layout";
+    return l->blocked ? l->check(rows, cols, mb, nb, t) : NULL;
 }
 
 int64_t mpilab_wf_payload_bytes(int layout, int64_t rows, int64_t cols, int64_t mb, int64_t nb,
                                 int64_t t, int64_t planes)
 {
-    if (rows < 1 || cols < 1 || planes < 1 || layout < 0 || layout > 2)
+    const wf_layout *l = wf_layout_get(layout);
+    if (rows < 1 || cols < 1 || planes < 1 || !l)
         return -1;
     if (check_blocking(layout, rows, cols, mb, nb, t))
         return -1;
     if (rows > INT64_MAX / 8 / planes / cols)
         return -1;
     int64_t el = rows * cols;
-    if (layout == MPILAB_WF_OPTIMIZED)
-        el += cdiv(rows, mb) * cdiv(cols, nb) * 4 * t * t;
+    if (l->blocked) {
+        /* t <= min(mb, nb) / 2 here (or unused), so the extra is at most a block's size */
+        int64_t ex = l->extra(t), nblk = cdiv(rows, mb) * cdiv(cols, nb);
+        if (ex < 0 || (ex > 0 && nblk > (INT64_MAX / 8 / planes - el) / ex))
+            return -1;
+        el += nblk * ex;
+    }
     return el * planes * 8;
 }
 
@@ -202,20 +180,26 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
         why = "unsupported format version";
     else if (h->elem != WF_ELEM_F64)
         why = "unsupported element type";
-    else if (h->layout > 2)
+    else if (!(f->lay = wf_layout_get((int)h->layout)))
         why = "unknown layout";
     else if (h->planes != 1 && h->planes != 5)
         why = "plane count must be 1 (data) or 5 (coefficients)";
-    else if (h->planes == 5 && h->layout == MPILAB_WF_OPTIMIZED)
-        why = "coefficient files cannot use the optimized layout";
+    else if (wf_layout_for_planes((int)h->layout, h->planes) != (int)h->layout)
+        why = "coefficient files cannot use this layout";
+    else if (h->state != WF_STATE_CLEAN && h->state != WF_STATE_RUNNING)
+        why = "bad run-state marker";
+    else if (h->t > 1024 || (f->lay->uses_t ? h->t < 1 : h->t != 0))
+        why = "bad frontier thickness for this layout";
+    else if (!f->lay->blocked && (h->mb != 0 || h->nb != 0))
+        why = "blocking set in a row-major header";
     else if (h->rows < 1 || h->cols < 1 || h->rows > (1ULL << 40) || h->cols > (1ULL << 40) ||
              h->total_rows < h->rows || h->row0 > h->total_rows - h->rows)
         why = "bad matrix dimensions";
-    else if (h->layout != MPILAB_WF_ROWMAJOR && (h->mb < 1 || h->nb < 1 || h->t > 1024))
+    else if (f->lay->blocked && (h->mb < 1 || h->nb < 1 || h->mb > h->rows || h->nb > h->cols))
         why = "bad blocking";
-    else if (h->layout != MPILAB_WF_ROWMAJOR && h->row0 % h->mb != 0)
+    else if (f->lay->blocked && h->row0 % h->mb != 0)
         why = "band does not start at a block-row boundary";
-    if (!why && h->layout != MPILAB_WF_ROWMAJOR)
+    if (!why && f->lay->blocked)
         why = check_blocking((int)h->layout, (int64_t)h->rows, (int64_t)h->cols, (int64_t)h->mb,
                              (int64_t)h->nb, (int64_t)h->t);
     if (why) {
@@ -241,14 +225,33 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
         return -1;
     }
     f->fd = fd;
+    if (!(f->ops = wf_io_ops_get(io))) {
+        ERR("%s: unknown I/O back end", path);
+        wf_close(f);
+        return -1;
+    }
+    if (f->ops->open_flags) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | f->ops->open_flags) != 0) {
+            ERR("%s: cannot use %s I/O on this file system: %s", path, mpilab_wf_io_name(io),
+                strerror(errno));
+            wf_close(f);
+            return -1;
+        }
+    }
+    if (pthread_mutex_init(&f->wmu, NULL) != 0) {
+        ERR("%s: cannot create a mutex", path);
+        wf_close(f);
+        return -1;
+    }
+    f->wmu_ok = 1;
     if (io == MPILAB_WF_IO_MMAP) {
         f->maplen = (size_t)sb.st_size;
         void *m = mmap(NULL, f->maplen, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd,
                        0);
         if (m == MAP_FAILED) {
             ERR("%s: mmap failed: %s", path, strerror(errno));
-            close(fd);
-            f->fd = -1;
+            wf_close(f);
             return -1;
         }
         f->map = m;
@@ -264,73 +267,46 @@ void wf_close(wf_file *f)
     if (f->fd >= 0)
         close(f->fd);
     f->fd = -1;
+    if (f->wmu_ok)
+        pthread_mutex_destroy(&f->wmu);
+    f->wmu_ok = 0;
 }
 
-static int pread_full(int fd, void *dst, size_t len, off_t off, const char *path, char *err,
-                      size_t errlen)
+int wf_read(wf_file *f, void *dst, size_t len, off_t off, wf_ctr *ctr, char *err, size_t errlen)
 {
-    unsigned char *p = dst;
-    while (len > 0) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : len;
-        ssize_t n = pread(fd, p, chunk, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            ERR("%s: read failed: %s", path, strerror(errno));
-            return -1;
-        }
-        if (n == 0) {
-            ERR("%s: unexpected end of file at offset %lld", path, (long long)off);
-            return -1;
-        }
-        p += n;
-        off += n;
-        len -= (size_t)n;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
     }
-    return 0;
+    return f->ops->read(f, dst, len, off, err, errlen);
 }
 
-static int pwrite_full(int fd, const void *src, size_t len, off_t off, const char *path,
-                       char *err, size_t errlen)
-{
-    const unsigned char *p = src;
-    while (len > 0) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : len;
-        ssize_t n = pwrite(fd, p, chunk, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            ERR("%s: write failed: %s", path, n < 0 ? strerror(errno) : "no progress");
-            return -1;
-        }
-        p += n;
-        off += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int wf_read(wf_file *f, void *dst, size_t len, off_t off, int64_t *ctr, char *err, size_t errlen)
-{
-    if (ctr)
-        *ctr += (int64_t)len;
-    if (f->map) {
-        memcpy(dst, f->map + off, len);
-        return 0;
-    }
-    return pread_full(f->fd, dst, len, off, f->path, err, errlen);
-}
-
-int wf_write(wf_file *f, const void *src, size_t len, off_t off, int64_t *ctr, char *err,
+int wf_write(wf_file *f, const void *src, size_t len, off_t off, wf_ctr *ctr, char *err,
              size_t errlen)
 {
-    if (ctr)
-        *ctr += (int64_t)len;
-    if (f->map) {
-        memcpy(f->map + off, src, len);
-        return 0;
+    if (ctr) {
+        ctr->bytes += (int64_t)len;
+        ctr->reqs++;
     }
-    return pwrite_full(f->fd, src, len, off, f->path, err, errlen);
+    return f->ops->write(f, src, len, off, err, errlen);
+}
+
+int wf_write_header(wf_file *f, char *err, size_t errlen)
+{
+    unsigned char hdr[WF_HDR_BYTES];
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, &f->h, sizeof f->h);
+    if (wf_write(f, hdr, sizeof hdr, 0, NULL, err, errlen))
+        return -1;
+    if (f->map && msync(f->map, WF_HDR_BYTES, MS_SYNC) != 0) {
+        ERR("%s: msync failed: %s", f->path, strerror(errno));
+        return -1;
+    }
+    if (fdatasync(f->fd) != 0) {
+        ERR("%s: fdatasync failed: %s", f->path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static long page_size(void)
@@ -343,7 +319,7 @@ static long page_size(void)
 
 void wf_willneed(wf_file *f, off_t off, size_t len)
 {
-    if (len == 0)
+    if (len == 0 || !f->ops->hints)
         return;
     if (f->map) {
         off_t a = off & ~(off_t)(page_size() - 1);
@@ -355,7 +331,7 @@ void wf_willneed(wf_file *f, off_t off, size_t len)
 
 void wf_done(wf_file *f, off_t off, size_t len, int dirty)
 {
-    if (len == 0)
+    if (len == 0 || !f->ops->hints)
         return;
     if (f->map) {
         /* Unmap the pages fully inside the range from this process (the data stays in the
@@ -371,231 +347,16 @@ void wf_done(wf_file *f, off_t off, size_t len, int dirty)
     posix_fadvise(f->fd, off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
-/* ---- block I/O ---------------------------------------------------------------------- */
-
-static int rec_add(wf_rec *r, wf_file *f, void *buf, size_t len, off_t off, int write)
-{
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 64;
-        wf_xfer *v = realloc(r->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        r->v = v;
-        r->cap = cap;
-    }
-    r->v[r->n++] = (wf_xfer){buf, len, off, write, f};
-    return 0;
-}
-
-/* wf_read / wf_write, or record / skip them (see wf_rec). */
-static int bread(wf_file *f, const wf_blockio *b, void *dst, size_t len, off_t off, int64_t *ctr,
-                 char *err, size_t errlen)
-{
-    if (!b->rec)
-        return wf_read(f, dst, len, off, ctr, err, errlen);
-    if (b->rec->mode == WF_REC_REPLAY)
-        return 0;
-    if (ctr)
-        *ctr += (int64_t)len;
-    if (rec_add(b->rec, f, dst, len, off, 0)) {
-        ERR("out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-static int bwrite(wf_file *f, const wf_blockio *b, const void *src, size_t len, off_t off,
-                  int64_t *ctr, char *err, size_t errlen)
-{
-    if (!b->rec)
-        return wf_write(f, src, len, off, ctr, err, errlen);
-    if (b->rec->mode == WF_REC_REPLAY)
-        return 0;
-    if (ctr)
-        *ctr += (int64_t)len;
-    if (rec_add(b->rec, f, (void *)src, len, off, 1)) {
-        ERR("out of memory");
-        return -1;
-    }
-    return 0;
-}
+/* ---- block I/O (the layouts are in wf_layout_*.c) ----------------------------------- */
 
 size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb)
 {
     int64_t t = h->t ? (int64_t)h->t : 1;
-    int64_t a = mb * nb * (int64_t)h->planes + 4 * t * t;
+    /* a block of all planes with its frontier copies, plus (optimized layout) the next
+     * block's top and left frontiers read with it */
+    int64_t a = mb * nb * (int64_t)h->planes + 4 * t * t + t * nb + mb * t;
     int64_t b = mb * t;
     return (size_t)(a > b ? a : b);
-}
-
-static void blk_dims(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc, int64_t *r0,
-                     int64_t *c0, int64_t *h, int64_t *w)
-{
-    *r0 = br * b->mb;
-    *c0 = bc * b->nb;
-    int64_t rr = (int64_t)f->h.rows - *r0, cc = (int64_t)f->h.cols - *c0;
-    *h = rr < b->mb ? rr : b->mb;
-    *w = cc < b->nb ? cc : b->nb;
-}
-
-static off_t rm_off(const wf_hdr *h, int plane, int64_t r, int64_t c)
-{
-    return (off_t)WF_HDR_BYTES +
-           (off_t)(((int64_t)plane * (int64_t)h->rows * (int64_t)h->cols + r * (int64_t)h->cols + c) * 8);
-}
-
-void wf_block_range(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc, off_t *off,
-                    size_t *len)
-{
-    int64_t r0, c0, h, w;
-    blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
-    if (f->h.layout == MPILAB_WF_ROWMAJOR) {
-        *off = rm_off(&f->h, 0, r0, c0);
-        *len = (size_t)((((h - 1) * (int64_t)f->h.cols) + w) * 8);
-    } else {
-        *off = wf_block_off(&f->h, br, bc);
-        *len = wf_block_bytes(&f->h, br, bc);
-    }
-}
-
-void wf_pack_opt(const double *src, size_t ld, int64_t h, int64_t w, int64_t t, double *out)
-{
-    size_t k = 0;
-    for (int64_t i = 0; i < t; i++) /* top frontier */
-        for (int64_t j = 0; j < w; j++)
-            out[k++] = src[(size_t)i * ld + (size_t)j];
-    for (int64_t i = 0; i < h; i++) /* left frontier */
-        for (int64_t j = 0; j < t; j++)
-            out[k++] = src[(size_t)i * ld + (size_t)j];
-    for (int64_t i = t; i < h - t; i++) /* interior */
-        for (int64_t j = t; j < w - t; j++)
-            out[k++] = src[(size_t)i * ld + (size_t)j];
-    for (int64_t i = 0; i < h; i++) /* right frontier */
-        for (int64_t j = w - t; j < w; j++)
-            out[k++] = src[(size_t)i * ld + (size_t)j];
-    for (int64_t i = h - t; i < h; i++) /* bottom frontier */
-        for (int64_t j = 0; j < w; j++)
-            out[k++] = src[(size_t)i * ld + (size_t)j];
-}
-
-void wf_unpack_opt(const double *in, int64_t h, int64_t w, int64_t t, double *dst, size_t ld)
-{
-    size_t k = 0;
-    for (int64_t i = 0; i < t; i++)
-        for (int64_t j = 0; j < w; j++)
-            dst[(size_t)i * ld + (size_t)j] = in[k++];
-    for (int64_t i = 0; i < h; i++)
-        for (int64_t j = 0; j < t; j++)
-            dst[(size_t)i * ld + (size_t)j] = in[k++];
-    for (int64_t i = t; i < h - t; i++)
-        for (int64_t j = t; j < w - t; j++)
-            dst[(size_t)i * ld + (size_t)j] = in[k++];
-    for (int64_t i = 0; i < h; i++)
-        for (int64_t j = w - t; j < w; j++)
-            dst[(size_t)i * ld + (size_t)j] = in[k++];
-    for (int64_t i = h - t; i < h; i++)
-        for (int64_t j = 0; j < w; j++)
-            dst[(size_t)i * ld + (size_t)j] = in[k++];
-}
-
-int wf_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane, double *dst,
-                  size_t ld, int64_t *ctr, char *err, size_t el)
-{
-    int64_t r0, c0, h, w;
-    blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
-    switch (f->h.layout) {
-    case MPILAB_WF_ROWMAJOR:
-        for (int64_t i = 0; i < h; i++)
-            if (bread(f, b, dst + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, plane, r0 + i, c0),
-                        ctr, err, el))
-                return -1;
-        return 0;
-    case MPILAB_WF_BLOCK: {
-        off_t off = wf_block_off(&f->h, br, bc) + (off_t)((int64_t)plane * h * w * 8);
-        if (ld == (size_t)w)
-            return bread(f, b, dst, (size_t)(h * w) * 8, off, ctr, err, el);
-        if (bread(f, b, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el))
-            return -1;
-        for (int64_t i = 0; i < h; i++)
-            memcpy(dst + (size_t)i * ld, b->tmp + i * w, (size_t)w * 8);
-        return 0;
-    }
-    default:
-        if (bread(f, b, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc), ctr,
-                    err, el))
-            return -1;
-        wf_unpack_opt(b->tmp, h, w, (int64_t)f->h.t, dst, ld);
-        return 0;
-    }
-}
-
-int wf_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
-                   size_t ld, int64_t *ctr, char *err, size_t el)
-{
-    int64_t r0, c0, h, w;
-    blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
-    switch (f->h.layout) {
-    case MPILAB_WF_ROWMAJOR:
-        for (int64_t i = 0; i < h; i++)
-            if (bwrite(f, b, src + (size_t)i * ld, (size_t)w * 8, rm_off(&f->h, 0, r0 + i, c0), ctr,
-                         err, el))
-                return -1;
-        return 0;
-    case MPILAB_WF_BLOCK: {
-        off_t off = wf_block_off(&f->h, br, bc);
-        if (ld == (size_t)w)
-            return bwrite(f, b, src, (size_t)(h * w) * 8, off, ctr, err, el);
-        for (int64_t i = 0; i < h; i++)
-            memcpy(b->tmp + i * w, src + (size_t)i * ld, (size_t)w * 8);
-        return bwrite(f, b, b->tmp, (size_t)(h * w) * 8, off, ctr, err, el);
-    }
-    default:
-        wf_pack_opt(src, ld, h, w, (int64_t)f->h.t, b->tmp);
-        return bwrite(f, b, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc),
-                        ctr, err, el);
-    }
-}
-
-int wf_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
-               char *err, size_t el)
-{
-    int64_t r0, c0, h, w;
-    blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
-    switch (f->h.layout) {
-    case MPILAB_WF_ROWMAJOR: /* one element per row: h small reads */
-        for (int64_t i = 0; i < h; i++)
-            if (bread(f, b, dst + i, 8, rm_off(&f->h, 0, r0 + i, c0), ctr, err, el))
-                return -1;
-        return 0;
-    case MPILAB_WF_BLOCK: { /* strided column inside the block: h small reads */
-        off_t off = wf_block_off(&f->h, br, bc);
-        for (int64_t i = 0; i < h; i++)
-            if (bread(f, b, dst + i, 8, off + (off_t)(i * w * 8), ctr, err, el))
-                return -1;
-        return 0;
-    }
-    default: { /* contiguous left frontier: one read */
-        int64_t t = (int64_t)f->h.t;
-        off_t off = wf_block_off(&f->h, br, bc) + (off_t)(t * w * 8);
-        if (t == 1)
-            return bread(f, b, dst, (size_t)h * 8, off, ctr, err, el);
-        if (bread(f, b, b->tmp, (size_t)(h * t) * 8, off, ctr, err, el))
-            return -1;
-        for (int64_t i = 0; i < h; i++)
-            dst[i] = b->tmp[i * t];
-        return 0;
-    }
-    }
-}
-
-int wf_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
-               char *err, size_t el)
-{
-    int64_t r0, c0, h, w;
-    blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
-    off_t off = f->h.layout == MPILAB_WF_ROWMAJOR ? rm_off(&f->h, 0, r0, c0)
-                                                  : wf_block_off(&f->h, br, bc);
-    return bread(f, b, dst, (size_t)w * 8, off, ctr, err, el);
 }
 
 /* ---- output files (temporary name, renamed when complete) --------------------------- */
@@ -606,8 +367,79 @@ typedef struct {
     wf_hdr h;
 } outfile;
 
+/* `name` is `base` + ".tmp." + a pid (decimal, > 0): returns the pid, else 0. */
+static long temp_pid(const char *name, const char *base)
+{
+    size_t bl = strlen(base);
+    if (strncmp(name, base, bl) != 0 || strncmp(name + bl, ".tmp.", 5) != 0)
+        return 0;
+    const char *p = name + bl + 5;
+    if (!*p || strlen(p) > 9)
+        return 0;
+    long v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
+int mpilab_wf_stale_temps(const char *out, int remove, char *list, size_t listlen, char *err,
+                          size_t errlen)
+{
+    char dir[4096], base[4096];
+    const char *slash = strrchr(out, '/');
+    if (slash) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - out) ? (int)(slash - out) : 1, out);
+        snprintf(base, sizeof base, "%s", slash + 1);
+    } else {
+        snprintf(dir, sizeof dir, ".");
+        snprintf(base, sizeof base, "%s", out);
+    }
+    if (list && listlen)
+        list[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        ERR("%s: cannot list: %s", dir, strerror(errno));
+        return -1;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid = temp_pid(e->d_name, base);
+        if (pid <= 0 || pid == (long)getpid())
+            continue;
+        /* the process that writes it still runs: not stale */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[8300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (remove && unlink(path) != 0) {
+            ERR("%s: cannot remove stale temporary file: %s", path, strerror(errno));
+            closedir(d);
+            return -1;
+        }
+        n++;
+        if (list && listlen) {
+            size_t l = strlen(list);
+            snprintf(list + l, listlen - l, "%s\n", path);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 static int out_create(outfile *o, const char *path, const wf_hdr *h, char *err, size_t errlen)
 {
+    /* temporary files of an earlier run of ours that was killed are removed first */
+    if (mpilab_wf_stale_temps(path, 1, NULL, 0, err, errlen) < 0)
+        return -1;
     snprintf(o->path, sizeof o->path, "%s", path);
     snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
     o->h = *h;
@@ -619,7 +451,7 @@ static int out_create(outfile *o, const char *path, const wf_hdr *h, char *err, 
     unsigned char hdr[WF_HDR_BYTES];
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, h, sizeof *h);
-    if (pwrite_full(o->fd, hdr, sizeof hdr, 0, o->tmp, err, errlen))
+    if (wf_pwrite_full(o->fd, hdr, sizeof hdr, 0, o->tmp, err, errlen))
         return -1;
     return 0;
 }
@@ -680,11 +512,12 @@ static void fill_hdr(wf_hdr *h, int layout, int64_t planes, int64_t rows, int64_
     h->cols = (uint64_t)cols;
     h->row0 = (uint64_t)row0;
     h->total_rows = (uint64_t)total;
-    if (layout != MPILAB_WF_ROWMAJOR) {
+    const wf_layout *l = wf_layout_get(layout);
+    if (l->blocked) {
         h->mb = (uint64_t)mb;
         h->nb = (uint64_t)nb;
     }
-    h->t = layout == MPILAB_WF_OPTIMIZED ? (uint64_t)t : 0;
+    h->t = l->uses_t ? (uint64_t)t : 0;
     h->payload = (uint64_t)mpilab_wf_payload_bytes(layout, rows, cols, mb, nb, t, planes);
 }
 
@@ -753,7 +586,7 @@ int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows,
             for (int64_t i = 0; i < h; i++)
                 for (int64_t c = 0; c < cols; c++)
                     buf[i * cols + c] = gen_value(seed, plane, r + i, c);
-            rc = pwrite_full(op->fd, buf, (size_t)(h * cols) * 8, rm_off(&op->h, p, r, 0), op->tmp,
+            rc = wf_pwrite_full(op->fd, buf, (size_t)(h * cols) * 8, wf_rowmajor_off(&op->h, p, r, 0), op->tmp,
                              err, errlen);
         }
     }
@@ -772,6 +605,7 @@ typedef struct {
     int n;
     int64_t rows, cols, planes;
     int layout;
+    uint64_t iters_done;
 } source;
 
 static void src_close(source *s)
@@ -804,9 +638,16 @@ static int src_open(source *s, const char *const *in, int nin, char *err, size_t
         uint64_t expect0 = i ? s->f[i - 1].h.row0 + s->f[i - 1].h.rows : 0;
         if (b->row0 != expect0 || b->layout != a->layout || b->planes != a->planes ||
             b->cols != a->cols || b->total_rows != a->total_rows || b->mb != a->mb ||
-            b->nb != a->nb || b->t != a->t) {
-            ERR("%s: band does not continue %s (rows %llu.., layout or blocking differ)", in[i],
-                i ? in[i - 1] : "the matrix", (unsigned long long)b->row0);
+            b->nb != a->nb || b->t != a->t || b->iters_done != a->iters_done) {
+            ERR("%s: band does not continue %s (rows %llu.., layout, blocking or iterations "
+                "differ)", in[i], i ? in[i - 1] : "the matrix", (unsigned long long)b->row0);
+            src_close(s);
+            return -1;
+        }
+        if (b->state == WF_STATE_RUNNING) {
+            ERR("%s: an in-place run of iterations %llu.. was interrupted: the file holds a mix "
+                "of iterations (make it again from the initial matrix)",
+                in[i], (unsigned long long)b->iters_done);
             src_close(s);
             return -1;
         }
@@ -822,6 +663,7 @@ static int src_open(source *s, const char *const *in, int nin, char *err, size_t
     s->cols = (int64_t)last->cols;
     s->planes = (int64_t)last->planes;
     s->layout = (int)last->layout;
+    s->iters_done = last->iters_done;
     return 0;
 }
 
@@ -842,7 +684,7 @@ static int src_read_rows(source *s, int64_t r, int64_t h, double *buf, char *err
                 continue;
             int64_t cnt = (r + h < b ? r + h : b) - lo;
             if (wf_read(&s->f[i], buf + (size_t)(p * h + done) * (size_t)s->cols,
-                        (size_t)(cnt * s->cols) * 8, rm_off(fh, (int)p, lo - a, 0), NULL, err,
+                        (size_t)(cnt * s->cols) * 8, wf_rowmajor_off(fh, (int)p, lo - a, 0), NULL, err,
                         errlen))
                 return -1;
             done += cnt;
@@ -857,7 +699,8 @@ static int src_walk(source *s, int64_t (*bound)(void *, int64_t), void *bctx, st
                     void *ctx, char *err, size_t errlen)
 {
     int64_t n = s->cols, pl = s->planes;
-    if (s->layout == MPILAB_WF_ROWMAJOR) {
+    const wf_layout *lay = wf_layout_get(s->layout);
+    if (!lay->blocked) {
         int64_t cap = (8 << 20) / (n * 8 * pl);
         if (cap < 1)
             cap = 1;
@@ -918,15 +761,8 @@ static int src_walk(source *s, int64_t (*bound)(void *, int64_t), void *bctx, st
             for (int64_t bc = 0; bc < bcs && !rc; bc++) {
                 int64_t w = wf_block_w(&f->h, bc);
                 const double *src = raw + (wf_block_off(&f->h, br, bc) - off0) / 8;
-                for (int64_t p = 0; p < pl; p++) {
-                    double *dst = strip + (size_t)(p * h * n + bc * (int64_t)f->h.nb);
-                    if (f->h.layout == MPILAB_WF_OPTIMIZED) {
-                        wf_unpack_opt(src, h, w, (int64_t)f->h.t, dst, (size_t)n);
-                    } else {
-                        for (int64_t ii = 0; ii < h; ii++)
-                            memcpy(dst + ii * n, src + (p * h + ii) * w, (size_t)w * 8);
-                    }
-                }
+                lay->unpack(src, h, w, (int64_t)f->h.t, pl, strip + bc * (int64_t)f->h.nb,
+                            (size_t)n, (size_t)(h * n));
             }
             if (!rc)
                 rc = fn(ctx, (int64_t)f->h.row0 + br * mb, h, strip, err, errlen);
@@ -973,10 +809,11 @@ static int conv_strip(void *vc, int64_t r, int64_t h, const double *buf, char *e
         ERR("%s: internal error: strip crosses a band boundary", o->tmp);
         return -1;
     }
-    if (o->h.layout == MPILAB_WF_ROWMAJOR) {
+    const wf_layout *lay = wf_layout_get((int)o->h.layout);
+    if (!lay->blocked) {
         for (int64_t p = 0; p < c->planes; p++)
-            if (pwrite_full(o->fd, buf + (size_t)(p * h * n), (size_t)(h * n) * 8,
-                            rm_off(&o->h, (int)p, lr, 0), o->tmp, err, errlen))
+            if (wf_pwrite_full(o->fd, buf + (size_t)(p * h * n), (size_t)(h * n) * 8,
+                            wf_rowmajor_off(&o->h, (int)p, lr, 0), o->tmp, err, errlen))
                 return -1;
         return 0;
     }
@@ -989,18 +826,10 @@ static int conv_strip(void *vc, int64_t r, int64_t h, const double *buf, char *e
     size_t k2 = 0;
     for (int64_t bc = 0; bc < wf_nblockcols(&o->h); bc++) {
         int64_t w = wf_block_w(&o->h, bc);
-        for (int64_t p = 0; p < c->planes; p++) {
-            const double *src = buf + (size_t)(p * h * n + bc * (int64_t)o->h.nb);
-            if (o->h.layout == MPILAB_WF_OPTIMIZED) {
-                wf_pack_opt(src, (size_t)n, h, w, (int64_t)o->h.t, c->tmp + k2);
-                k2 += (size_t)(h * w + 4 * (int64_t)o->h.t * (int64_t)o->h.t);
-            } else {
-                for (int64_t i = 0; i < h; i++, k2 += (size_t)w)
-                    memcpy(c->tmp + k2, src + i * n, (size_t)w * 8);
-            }
-        }
+        k2 += lay->pack(buf + bc * (int64_t)o->h.nb, (size_t)n, (size_t)(h * n), h, w,
+                        (int64_t)o->h.t, c->planes, c->tmp + k2);
     }
-    return pwrite_full(o->fd, c->tmp, k2 * 8, off0, o->tmp, err, errlen);
+    return wf_pwrite_full(o->fd, c->tmp, k2 * 8, off0, o->tmp, err, errlen);
 }
 
 int mpilab_wf_convert(const char *const *in, int nin, const char *out,
@@ -1009,32 +838,31 @@ int mpilab_wf_convert(const char *const *in, int nin, const char *out,
     source s;
     if (src_open(&s, in, nin, err, errlen))
         return -1;
-    int layout = opt->layout;
-    if (layout == MPILAB_WF_OPTIMIZED && s.planes == 5)
-        layout = MPILAB_WF_BLOCK;
+    int layout = wf_layout_for_planes(opt->layout, s.planes);
+    const wf_layout *inl = wf_layout_get(s.layout), *outl = wf_layout_get(layout);
     int rc = -1;
     conv_ctx c;
     memset(&c, 0, sizeof c);
     int nout = opt->nout < 1 ? 1 : opt->nout;
     int64_t mb = opt->mb, nb = opt->nb, t = opt->t < 1 ? 1 : opt->t;
     const char *why;
-    if (layout < 0 || layout > 2) {
+    if (!outl) {
         ERR("unknown layout");
         goto done;
     }
-    if (s.layout != MPILAB_WF_ROWMAJOR && layout != MPILAB_WF_ROWMAJOR) {
+    if (inl->blocked && outl->blocked) {
         ERR("%s: is in %s layout; convert it to rowmajor first", in[0],
             mpilab_wf_layout_name(s.layout));
         goto done;
     }
-    if (s.layout != MPILAB_WF_ROWMAJOR) /* post-processing: bands follow the input blocking */
+    if (inl->blocked) /* post-processing: bands follow the input blocking */
         mb = (int64_t)s.f[0].h.mb, nb = (int64_t)s.f[0].h.nb;
-    if (layout != MPILAB_WF_ROWMAJOR || nout > 1) {
-        if (mb < 1 || (layout != MPILAB_WF_ROWMAJOR && nb < 1)) {
+    if (outl->blocked || nout > 1) {
+        if (mb < 1 || (outl->blocked && nb < 1)) {
             ERR("block size missing (--mb/--nb)");
             goto done;
         }
-        if (mb > s.rows || (layout != MPILAB_WF_ROWMAJOR && nb > s.cols)) {
+        if (mb > s.rows || (outl->blocked && nb > s.cols)) {
             ERR("block %lldx%lld larger than the %lldx%lld matrix", (long long)mb, (long long)nb,
                 (long long)s.rows, (long long)s.cols);
             goto done;
@@ -1080,32 +908,31 @@ int mpilab_wf_convert(const char *const *in, int nin, const char *out,
         wf_hdr h;
         fill_hdr(&h, layout, s.planes, c.band0[k + 1] - c.band0[k], s.cols, c.band0[k], s.rows,
                  mb, nb, t);
+        h.iters_done = s.iters_done; /* post-processing keeps what a run recorded */
         if (out_create(&c.o[k], path, &h, err, errlen)) {
             out_abort(c.o, k + 1);
             goto done;
         }
     }
-    if (layout != MPILAB_WF_ROWMAJOR) {
+    if (outl->blocked) {
         c.chunk = mb;
-        c.tmp = malloc((size_t)(mb * s.cols * s.planes + (s.cols / nb + 1) * 4 * t * t) * 8);
+        c.tmp = malloc((size_t)(mb * s.cols * s.planes +
+                                (s.cols / nb + 1) * outl->extra(t) * s.planes) * 8);
     } else {
         c.chunk = (8 << 20) / (s.cols * 8 * s.planes);
         if (c.chunk < 1)
             c.chunk = 1;
     }
-    if (layout != MPILAB_WF_ROWMAJOR && !c.tmp) {
+    if (outl->blocked && !c.tmp) {
         ERR("out of memory");
         out_abort(c.o, nout);
         goto done;
     }
     /* blocked output: strips are the output block rows (band boundaries are block rows) */
-    if (s.layout == MPILAB_WF_ROWMAJOR && layout != MPILAB_WF_ROWMAJOR) {
+    if (!inl->blocked)
         rc = src_walk(&s, conv_bound, &c, conv_strip, &c, err, errlen);
-    } else if (s.layout == MPILAB_WF_ROWMAJOR) {
-        rc = src_walk(&s, conv_bound, &c, conv_strip, &c, err, errlen);
-    } else {
+    else
         rc = src_walk(&s, NULL, NULL, conv_strip, &c, err, errlen);
-    }
     if (rc) {
         out_abort(c.o, nout);
         goto done;
@@ -1176,4 +1003,16 @@ void mpilab_wf_reference(double *d, const double *coef, int64_t rows, int64_t co
                 d[k] = wf_kernel(d[k], d[k - (size_t)cols], d[k + (size_t)cols], d[k - 1],
                                  d[k + 1], zb[k], zu[k], zv[k], zr[k], zz[k]);
             }
+}
+
+int mpilab_wf_file_state(const char *path, int64_t *iters_done, int *interrupted, char *err,
+                         size_t errlen)
+{
+    wf_file f;
+    if (wf_open(&f, path, 0, MPILAB_WF_IO_PREAD, err, errlen))
+        return -1;
+    *iters_done = (int64_t)f.h.iters_done;
+    *interrupted = f.h.state == WF_STATE_RUNNING;
+    wf_close(&f);
+    return 0;
 }

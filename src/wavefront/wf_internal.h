@@ -2,11 +2,13 @@
 #ifndef MPILAB_WF_INTERNAL_H
 #define MPILAB_WF_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "mpilab/wavefront.h"
+#include "wavefront/wf_layout.h"
 
 #define WF_MAGIC "MPILABWF"
 #define WF_VERSION 1u
@@ -31,21 +33,49 @@ typedef struct {
     uint64_t row0, total_rows; /* first global row of this band, rows of the whole matrix */
     uint64_t mb, nb, t;       /* blocking (0 for row-major), frontier thickness */
     uint64_t payload;         /* bytes after the header */
+    /* crash consistency of in-place runs: state WF_STATE_RUNNING is written (and synced)
+     * before a run modifies the file and cleared, with iters_done advanced, after the
+     * run's data is on disk; a file still marked RUNNING holds a mix of iterations */
+    uint32_t state, reserved;
+    uint64_t iters_done;      /* iterations applied in place since the file was made */
 } wf_hdr;
+enum { WF_STATE_CLEAN = 0, WF_STATE_RUNNING = 1 };
 
-typedef struct wf_file_s {
+/* A file I/O back end: how a wf_file's bytes are moved (pread/pwrite, the mapping, or
+ * O_DIRECT with aligned bounce buffers). The engine's asynchronous io_uring transport is
+ * built on the pread back end (wf_xport.h). */
+typedef struct wf_file_s wf_file;
+typedef struct wf_io_ops {
+    int io;         /* mpilab_wf_io */
+    int open_flags; /* added to open(2) */
+    int hints;      /* page-cache hints (fadvise/madvise) are meaningful */
+    int (*read)(wf_file *f, void *dst, size_t len, off_t off, char *err, size_t el);
+    int (*write)(wf_file *f, const void *src, size_t len, off_t off, char *err, size_t el);
+} wf_io_ops;
+const wf_io_ops *wf_io_ops_get(int io); /* URING -> the pread ops; NULL if unknown */
+#define WF_DIRECT_ALIGN 4096
+
+struct wf_file_s {
     int fd;
     int io;             /* mpilab_wf_io */
     int writable;
     wf_hdr h;
+    const wf_layout *lay;
+    const wf_io_ops *ops;
     unsigned char *map; /* mmap of the whole file (io == MMAP) */
     size_t maplen;
+    pthread_mutex_t wmu; /* O_DIRECT: serialises read-modify-write of shared sectors */
+    int wmu_ok;
     char path[4096];
-} wf_file;
+};
 
 /* Open and validate (magic, version, element type, geometry, exact file size). */
 int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_t errlen);
 void wf_close(wf_file *f);
+/* Rewrite the header (state, iters_done) and sync it. */
+int wf_write_header(wf_file *f, char *err, size_t errlen);
+/* Byte offset of element (r, c) of a plane of a row-major file. */
+off_t wf_rowmajor_off(const wf_hdr *h, int plane, int64_t r, int64_t c);
 
 /* Geometry helpers for blocked files (layout BLOCK / OPTIMIZED). */
 int64_t wf_nblockrows(const wf_hdr *h);
@@ -55,9 +85,14 @@ int64_t wf_block_w(const wf_hdr *h, int64_t bc);
 off_t wf_block_off(const wf_hdr *h, int64_t br, int64_t bc); /* from file start */
 size_t wf_block_bytes(const wf_hdr *h, int64_t br, int64_t bc);   /* all planes */
 
+/* Whole transfers with pread/pwrite (short transfers and EINTR handled); errors name path. */
+int wf_pread_full(int fd, void *dst, size_t len, off_t off, const char *path, char *err,
+                  size_t errlen);
+int wf_pwrite_full(int fd, const void *src, size_t len, off_t off, const char *path, char *err,
+                   size_t errlen);
 /* Raw I/O through the back end (pread/pwrite loops or memcpy from the mapping). */
-int wf_read(wf_file *f, void *dst, size_t len, off_t off, int64_t *ctr, char *err, size_t el);
-int wf_write(wf_file *f, const void *src, size_t len, off_t off, int64_t *ctr, char *err,
+int wf_read(wf_file *f, void *dst, size_t len, off_t off, wf_ctr *ctr, char *err, size_t el);
+int wf_write(wf_file *f, const void *src, size_t len, off_t off, wf_ctr *ctr, char *err,
              size_t el);
 void wf_willneed(wf_file *f, off_t off, size_t len);
 void wf_done(wf_file *f, off_t off, size_t len, int dirty);
@@ -86,25 +121,13 @@ typedef struct {
     size_t n, cap;
 } wf_rec;
 
-typedef struct {
+typedef struct wf_blockio_s {
     int64_t mb, nb; /* blocking in effect */
     double *tmp;
     wf_rec *rec;    /* NULL: synchronous transfers */
 } wf_blockio;
 size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb);
-int wf_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int plane, double *dst,
-                  size_t ld, int64_t *ctr, char *err, size_t el);
-int wf_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
-                   size_t ld, int64_t *ctr, char *err, size_t el);
-/* first column (left frontier) / first row (top frontier) of block (br, bc) */
-int wf_read_lf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
-               char *err, size_t el);
-int wf_read_tf(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst, int64_t *ctr,
-               char *err, size_t el);
-/* byte range covering block (br, bc) (for hints); for row-major, the rows' span */
-void wf_block_range(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc, off_t *off,
-                    size_t *len);
-
+/* Block I/O through the file's layout entry (f->lay): see wf_layout.h. */
 /* Pack / unpack one h x w block (row stride ld) to / from the optimized serial order. */
 void wf_pack_opt(const double *src, size_t ld, int64_t h, int64_t w, int64_t t, double *out);
 void wf_unpack_opt(const double *in, int64_t h, int64_t w, int64_t t, double *dst, size_t ld);

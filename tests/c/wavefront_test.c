@@ -1,13 +1,18 @@
 /* Wavefront: bitwise equality with the sequential reference for every layout, several
  * block sizes (also non-dividing), worker counts, waves in flight and the I/O back ends,
  * band and block wave chaining;
- * layout round trips; optimized-layout space overhead; bad input. */
+ * layout round trips; optimized-layout space overhead; bad input; the O_DIRECT back end;
+ * the run-state marker of in-place runs (a killed run is recognised); stale temporary
+ * files of a killed conversion; header fields that would overflow. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mpilab/wavefront.h"
@@ -93,11 +98,25 @@ static void copy_file(const char *a, const char *b)
     fclose(fb);
 }
 
+/* The data and coefficients d0, c0 in a blocked layout (dl, cl; nothing for row-major). */
+static void blocked_inputs(int lay, int64_t mb, int64_t nb)
+{
+    char err[1024];
+    mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
+    const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+    if (lay != MPILAB_WF_ROWMAJOR) {
+        CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
+        CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
+    }
+}
+
 /* Bytes the engine must read and write for K iterations with P workers (blocks mb x nb,
  * T = 1): per block, the block itself (+4 corner duplicates in the optimized layout), the
  * old left frontier of the next block (h elements), the 5 coefficient blocks and the old
  * top frontier of the block below inside the band (w elements); per worker but the first,
- * the initial top frontiers. Nothing more: in particular no whole neighbour block. */
+ * the initial top frontiers. Nothing more: in particular no whole neighbour block. The
+ * optimized layout reads the east halo with the block in one request, which also spans
+ * the next block's top frontier (w1 elements, T = 1). */
 static void expected_bytes(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb, int P,
                            int64_t K, int64_t *rd, int64_t *wr)
 {
@@ -111,9 +130,213 @@ static void expected_bytes(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb
             for (int64_t bc = 0; bc < nbc; bc++) {
                 int64_t h = M - br * mb < mb ? M - br * mb : mb;
                 int64_t w = N - bc * nb < nb ? N - bc * nb : nb;
+                int64_t w1 = bc + 1 < nbc ? (N - (bc + 1) * nb < nb ? N - (bc + 1) * nb : nb) : 0;
                 *rd += K * ((h * w + ex) * 8 + (bc + 1 < nbc ? h * 8 : 0) + 5 * h * w * 8 +
+                            (lay == 2 ? w1 * 8 : 0) +
                             (br + 1 < b1 ? w * 8 : 0));
                 *wr += K * (h * w + ex) * 8;
+            }
+    }
+}
+
+
+/* Header field offsets (wf_hdr in src/wavefront/wf_internal.h). */
+enum { HDR_T = 72, HDR_STATE = 88, HDR_ITERS = 96 };
+
+static uint64_t hdr_u64(const char *path, long off)
+{
+    uint64_t v = 0;
+    FILE *f = fopen(path, "rb");
+    if (f && fseek(f, off, SEEK_SET) == 0 && fread(&v, sizeof v, 1, f) != 1)
+        v = UINT64_MAX;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static void hdr_put_u64(const char *path, long off, uint64_t v)
+{
+    FILE *f = fopen(path, "r+b");
+    if (f && fseek(f, off, SEEK_SET) == 0)
+        fwrite(&v, sizeof v, 1, f);
+    if (f)
+        fclose(f);
+}
+
+/* O_DIRECT: bitwise equal to the reference for every layout, block sizes (also not
+ * dividing), 1-3 workers, with and without the I/O helper, band and block chaining; the
+ * engine's transfer volume equals the pread back end's. */
+static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
+{
+    char err[1024];
+    int64_t r, c, pl;
+    const int64_t blocks[][2] = {{8, 5}, {37, 53}};
+    int runs = 0;
+    for (int lay = 0; lay < 3; lay++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            int64_t mb = blocks[b][0], nb = blocks[b][1];
+            blocked_inputs(lay, mb, nb);
+            int64_t nbr = (M + mb - 1) / mb;
+            for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
+                for (int v = 0; v < 4; v++) { /* helper on/off x chain band/block */
+                    int64_t rd[2] = {0, 0};
+                    for (int io = 0; io < 2; io++) {
+                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+                        mpilab_wf_run_opts o = {K, workers, 2,
+                                                io ? MPILAB_WF_IO_DIRECT : MPILAB_WF_IO_PREAD,
+                                                lay ? 0 : mb, lay ? 0 : nb, 1, v & 1, 0,
+                                                v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND};
+                        mpilab_wf_stats st;
+                        int rc = mpilab_wf_run(P("work"), lay ? P("cl") : P("c0"), &o, &st, err,
+                                               sizeof err);
+                        CHECK(rc == 0, "direct run: %s", err);
+                        if (rc)
+                            continue;
+                        CHECK(st.io == o.io, "back end used %s", mpilab_wf_io_name(st.io));
+                        rd[io] = st.bytes_read;
+                        mpilab_wf_stats_free(&st);
+                        double *got = load1(P("work"), &r, &c, &pl);
+                        CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                              "%s: not bitwise equal: layout %s block %lldx%lld workers %d "
+                              "variant %d", mpilab_wf_io_name(o.io), mpilab_wf_layout_name(lay),
+                              (long long)mb, (long long)nb, workers, v);
+                        free(got);
+                        runs += io;
+                    }
+                    CHECK(rd[0] == rd[1], "direct read %lld bytes, pread %lld", (long long)rd[1],
+                          (long long)rd[0]);
+                }
+        }
+    CHECK(runs >= 40, "only %d O_DIRECT runs", runs);
+    printf("O_DIRECT bitwise runs: %d\n", runs);
+}
+
+/* In-place runs record what the file holds; a killed run is recognised. */
+static void test_state(void)
+{
+    char err[1024];
+    int64_t done = -1;
+    int intr = -1;
+    mpilab_wf_convert_opts co = {MPILAB_WF_OPTIMIZED, 8, 5, 1, 1};
+    const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
+    CHECK(mpilab_wf_convert(in0, 1, P("sd"), &co, err, sizeof err) == 0, "%s", err);
+    CHECK(mpilab_wf_convert(inc, 1, P("sc"), &co, err, sizeof err) == 0, "%s", err);
+    CHECK(mpilab_wf_file_state(P("sd"), &done, &intr, err, sizeof err) == 0 && done == 0 &&
+              intr == 0, "fresh file: %lld done, interrupted %d", (long long)done, intr);
+    mpilab_wf_run_opts o = {2, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
+    mpilab_wf_stats st;
+    CHECK(mpilab_wf_run(P("sd"), P("sc"), &o, &st, err, sizeof err) == 0, "%s", err);
+    mpilab_wf_stats_free(&st);
+    CHECK(mpilab_wf_run(P("sd"), P("sc"), &o, &st, err, sizeof err) == 0, "%s", err);
+    mpilab_wf_stats_free(&st);
+    CHECK(mpilab_wf_file_state(P("sd"), &done, &intr, err, sizeof err) == 0 && done == 4 &&
+              intr == 0, "after 2+2: %lld done, interrupted %d", (long long)done, intr);
+    /* post-processing keeps the count */
+    mpilab_wf_convert_opts back = {MPILAB_WF_ROWMAJOR, 0, 0, 1, 1};
+    const char *sin[1] = {P("sd")};
+    CHECK(mpilab_wf_convert(sin, 1, P("sdr"), &back, err, sizeof err) == 0, "%s", err);
+    CHECK(mpilab_wf_file_state(P("sdr"), &done, &intr, err, sizeof err) == 0 && done == 4,
+          "post-processed: %lld done", (long long)done);
+    /* a run killed while it runs: the child is killed once its marker is observed on
+     * disk (no timing: progress decides), with enough iterations to be caught running */
+    int caught = 0;
+    for (int64_t iters = 100000; iters <= 100000000 && !caught; iters *= 10) {
+        copy_file(P("sdr"), P("kd"));
+        CHECK(mpilab_wf_convert((const char *[]){P("sdr")}, 1, P("kd"), &co, err, sizeof err) == 0,
+              "%s", err);
+        pid_t pid = fork();
+        if (pid == 0) {
+            mpilab_wf_run_opts ol = {iters, 2, 2, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
+            mpilab_wf_stats s2;
+            _exit(mpilab_wf_run(P("kd"), P("sc"), &ol, &s2, err, sizeof err) == 0 ? 0 : 1);
+        }
+        int status;
+        while (waitpid(pid, &status, WNOHANG) == 0) {
+            if (hdr_u64(P("kd"), HDR_STATE) % (1ull << 32) == 1) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                caught = 1;
+                break;
+            }
+            usleep(1000);
+        }
+    }
+    CHECK(caught, "never observed a run in progress");
+    if (caught) {
+        CHECK(mpilab_wf_file_state(P("kd"), &done, &intr, err, sizeof err) == 0 && intr == 1 &&
+                  done == 4, "killed run: %lld done, interrupted %d", (long long)done, intr);
+        CHECK(mpilab_wf_run(P("kd"), P("sc"), &o, &st, err, sizeof err) != 0 &&
+                  strstr(err, "interrupted") && !strchr(err, '\n'),
+              "re-run of an interrupted file: %s", err);
+        double *v = NULL;
+        int64_t r, c, pl;
+        const char *kin[1] = {P("kd")};
+        CHECK(mpilab_wf_load(kin, 1, &v, &r, &c, &pl, err, sizeof err) != 0 &&
+                  strstr(err, "interrupted"), "verify of an interrupted file: %s", err);
+        free(v);
+    }
+    /* a row-major header whose frontier thickness would overflow 4*t*t is refused */
+    copy_file(P("d0"), P("ht"));
+    hdr_put_u64(P("ht"), HDR_T, (1ull << 40) + 1);
+    CHECK(mpilab_wf_file_state(P("ht"), &done, &intr, err, sizeof err) != 0 &&
+              strstr(err, "frontier thickness"), "t = 2^40+1: %s", err);
+    copy_file(P("sd"), P("ht2"));
+    hdr_put_u64(P("ht2"), HDR_T, (1ull << 40) + 1);
+    CHECK(mpilab_wf_file_state(P("ht2"), &done, &intr, err, sizeof err) != 0,
+          "optimized t = 2^40+1 accepted");
+    CHECK(hdr_u64(P("sd"), HDR_ITERS) == 4, "iteration count field");
+}
+
+/* Temporary outputs of a killed conversion are recognised and removed by the next one;
+ * those of a live process are left alone. */
+static void test_stale(void)
+{
+    char err[1024], list[2048];
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    char stale[600], live[600];
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", P("so"), (long)dead);
+    snprintf(live, sizeof live, "%s.tmp.%ld", P("so"), (long)getppid());
+    FILE *f = fopen(stale, "wb");
+    fputs("x", f);
+    fclose(f);
+    f = fopen(live, "wb");
+    fputs("x", f);
+    fclose(f);
+    CHECK(mpilab_wf_stale_temps(P("so"), 0, list, sizeof list, err, sizeof err) == 1 &&
+              strstr(list, stale), "stale temps found: %s", list);
+    mpilab_wf_convert_opts co = {MPILAB_WF_BLOCK, 8, 5, 1, 1};
+    const char *in0[1] = {P("d0")};
+    CHECK(mpilab_wf_convert(in0, 1, P("so"), &co, err, sizeof err) == 0, "%s", err);
+    CHECK(access(stale, F_OK) != 0, "stale temporary file left after the next conversion");
+    CHECK(access(live, F_OK) == 0, "a live process's temporary file was removed");
+    unlink(live);
+}
+
+/* Requests the engine issues for K band-chained iterations (the same walk as
+ * expected_bytes): per block, the block (one request; h rows in row-major) with its east
+ * halo (the optimized layout folds it into the block's request; block and row-major
+ * layouts gather it with h single-element reads), the coefficient block (its 5 planes in
+ * one request; 5 x h rows in row-major) and the top frontier below; one write per block (h rows in
+ * row-major); the initial top frontiers of every worker but the first. */
+static void expected_reqs(int lay, int64_t M, int64_t N, int64_t mb, int64_t nb, int P,
+                          int64_t K, int64_t *rd, int64_t *wr)
+{
+    int64_t nbr = (M + mb - 1) / mb, nbc = (N + nb - 1) / nb;
+    *rd = *wr = 0;
+    for (int i = 0; i < P; i++) {
+        int64_t b0 = nbr * i / P, b1 = nbr * (i + 1) / P;
+        if (i > 0)
+            *rd += nbc;
+        for (int64_t br = b0; br < b1; br++)
+            for (int64_t bc = 0; bc < nbc; bc++) {
+                int64_t h = M - br * mb < mb ? M - br * mb : mb;
+                int64_t rows = lay == 0 ? h : 1;
+                int64_t east = bc + 1 < nbc ? (lay == 2 ? 0 : h) : 0;
+                *rd += K * (rows + east + (lay == 0 ? 5 * rows : 1) + (br + 1 < b1 ? 1 : 0));
+                *wr += K * rows;
             }
     }
 }
@@ -137,12 +360,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
     for (int lay = 0; lay < 3; lay++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
             int64_t mb = blocks[b][0], nb = blocks[b][1];
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
                 for (int waves = 1; waves <= 4; waves++)
@@ -185,12 +403,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
         for (int pf = 0; pf < 3; pf++) { /* pread sync, pread helper, mmap */
             const int64_t mb = 8, nb = 5;
             const int PW = 3;
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             const int64_t cases[][2] = {{6, 3}, {6, 1}, {5, 3}, {6, 4}, {7, 2}};
             int64_t rd_w1 = 0;
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -373,12 +586,7 @@ int main(void)
                 continue;
             const int64_t mb = 8, nb = 5, KK = 2;
             const int PW = 3;
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
-                CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
-            }
+            blocked_inputs(lay, mb, nb);
             copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
                                     lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND};
@@ -394,6 +602,12 @@ int main(void)
                   "%s: engine read %lld / wrote %lld bytes, expected %lld / %lld",
                   mpilab_wf_layout_name(lay), (long long)st.bytes_read,
                   (long long)st.bytes_written, (long long)erd, (long long)ewr);
+            int64_t eq_r, eq_w;
+            expected_reqs(lay, M, N, mb, nb, PW, KK, &eq_r, &eq_w);
+            CHECK(st.requests_read == eq_r && st.requests_written == eq_w,
+                  "%s: %lld read / %lld write requests, expected %lld / %lld",
+                  mpilab_wf_layout_name(lay), (long long)st.requests_read,
+                  (long long)st.requests_written, (long long)eq_r, (long long)eq_w);
             CHECK(st.prefetch == (pf > 0) && st.compute_s && st.io_wait_s && st.dep_wait_s &&
                       st.io_busy_s, "time accounting missing");
             CHECK(st.io == (pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
@@ -524,6 +738,9 @@ int main(void)
     }
 
     test_chain(init, coef, M, N);
+    test_direct(ref, M, N, K);
+    test_state();
+    test_stale();
 
     free(init);
     free(coef);

@@ -170,3 +170,46 @@ def test_block_chaining(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     p = run_cli("wavefront", "run", "--data", "d", "--coef", "c", "--iterations", "1",
                 "--chain", "diagonal", env=env)
     assert p.returncode == 2 and "diagonal" in p.stderr
+
+
+@needs_tool
+def test_tool_help_version_direct_stats(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The C tool: --help (every option with its unit) and --version exit 0; `--io direct`
+    through the CLI is bitwise the reference and the JSON carries the request counts and
+    the library's statistics (confidence level, honest `converged`); a stale temporary
+    file of a killed conversion is reported and removed."""
+    import subprocess
+
+    from mpilab.tools import find_tool
+
+    tool = find_tool("mpilab-wavefront")
+    p = subprocess.run([tool, "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--queue-depth" in p.stdout and "in elements" in p.stdout
+    assert "seconds" in p.stdout and "direct" in p.stdout
+    p = subprocess.run([tool, "run", "-h"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--iterations" in p.stdout
+    p = subprocess.run([tool, "--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("mpilab-wavefront ")
+    env = _env()
+    assert run_cli("wavefront", "create", "--rows", "40", "--cols", "36", "d0", "c0",
+                   env=env).returncode == 0
+    (tmp_path / "d.tmp.999999999").write_text("left by a killed conversion")
+    for what, src in (("d", "d0"), ("c", "c0")):
+        p = run_cli("wavefront", "convert", "--layout", "optimized", "--mb", "8", "--nb", "9",
+                    src, what, env=env)
+        assert p.returncode == 0, p.stderr
+        if what == "d":
+            assert "removed stale temporary file" in p.stderr
+    assert not (tmp_path / "d.tmp.999999999").exists()
+    p = run_cli("wavefront", "run", "--data", "d", "--coef", "c", "--iterations", "3",
+                "--workers", "2", "--io", "direct", "--json", "r.json", env=env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    wf = doc["wavefront"]
+    assert wf["io"] == "direct" and wf["requests_read"] > 0 and wf["requests_written"] > 0
+    st = doc["measurements"][0]["stats"]
+    assert st["reps"] == 3 and st["cl"] == 0.95 and isinstance(st["converged"], bool)
+    assert st["converged"] == (st["ci_half"] <= st["eps"] * st["mean"])
+    p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "3",
+                "d", env=env)
+    assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr

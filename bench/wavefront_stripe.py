@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Wave chaining on striped emulated disks (the paper's future work: more disks, so a new
+wave can read from another disk than the current wave).
+
+The data and coefficients are split into P band files (one per MPI rank, optimized layout);
+band i lives on disk i mod K of the spec. Per round, interleaved: 1 and 2 waves with the
+bands on K disks ("striped") and with every band on the first disk ("one disk"). Every
+run uses O_DIRECT, so each request reaches its disk's model; ratios are taken inside a
+round, medians [min, max] over rounds. With one position-aware disk, two waves interleave
+two far-apart request streams (a seek at every switch); on two disks each disk serves one
+stream.
+
+Example (as root): python3 bench/wavefront_stripe.py --spec examples/disk/seek2.toml \\
+    --rows 2048 --cols 2048 --mb 256 --nb 512 --ranks 2 --rounds 3 --out /tmp/wfs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from mpilab.disk import dev  # noqa: E402
+from mpilab.disk import spec as specmod  # noqa: E402
+from mpilab.fsutil import atomic_write_text  # noqa: E402
+from mpilab.tools import find_tool, mpi_env, mpirun_prefix  # noqa: E402
+from wavefront_disk import Counters, bounds, drop_pages, summary  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", required=True, help="disk spec with at least 2 disks")
+    ap.add_argument("--prefix", default="wfs")
+    ap.add_argument("--rows", type=int, default=2048)
+    ap.add_argument("--cols", type=int, default=2048)
+    ap.add_argument("--mb", type=int, default=256)
+    ap.add_argument("--nb", type=int, default=512)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--iterations", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    sp = specmod.load(a.spec, a.prefix)
+    if len(sp.disks) < 2:
+        raise SystemExit(f"{a.spec}: striping needs at least 2 disks")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MPILAB_DISK_STATE_ROOT", str(out / "state"))
+    made = dev.load_state(a.prefix) is None
+    if made:
+        dev.up(sp)
+    tool = find_tool("mpilab-wavefront")
+    try:
+        st = dev.load_state(a.prefix)
+        assert st is not None
+        mnts = [Path(st["disks"][d.name]["mount"]) for d in sp.disks]
+        ctrs = [Counters(a.prefix, st["disks"][d.name]) for d in sp.disks]
+        K = len(sp.disks)
+        src = mnts[0] / "src"
+        src.mkdir(exist_ok=True)
+
+        def wf(*args: str) -> None:
+            p = subprocess.run([tool, *args], capture_output=True, text=True, check=False)
+            if p.returncode:
+                raise SystemExit(p.stderr.strip())
+
+        if not (src / "d0").exists():
+            wf("create", "--rows", str(a.rows), "--cols", str(a.cols), str(src / "d0"),
+               str(src / "c0"))
+            wf("convert", "--quiet", "--layout", "optimized", "--mb", str(a.mb), "--nb", str(a.nb),
+               "--bands", str(a.ranks), str(src / "d0"), str(src / "d"))
+            wf("convert", "--quiet", "--layout", "block", "--mb", str(a.mb), "--nb", str(a.nb),
+               "--bands", str(a.ranks), str(src / "c0"), str(src / "c"))
+        # the runs' files: names (per placement) of symlinks to the band files on their disk
+        places = {"striped": [mnts[i % K] for i in range(a.ranks)],
+                  "one disk": [mnts[0]] * a.ranks}
+        for name, where in places.items():
+            tag = "s" if name == "striped" else "o"
+            for i, m in enumerate(where):
+                for kind in ("c", "d"):
+                    real = m / f"{tag}{kind}.{i}"
+                    if kind == "c" and not real.exists():
+                        shutil.copyfile(src / f"c.{i}", real)
+                    link = out / f"{tag}{kind}.{i}"
+                    if link.is_symlink() or link.exists():
+                        link.unlink()
+                    link.symlink_to(real)
+        cfgs = [(pl, w) for pl in places for w in (1, 2)]
+        rounds: list[dict[str, Any]] = []
+        for r in range(a.rounds):
+            res: dict[str, Any] = {}
+            for pl, w in cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]:
+                tag = "s" if pl == "striped" else "o"
+                files = []
+                for i in range(a.ranks):
+                    real = (out / f"{tag}d.{i}").resolve()
+                    shutil.copyfile(src / f"d.{i}", real)
+                    files += [real, (out / f"{tag}c.{i}").resolve()]
+                drop_pages(files)
+                jf = out / "run.json"
+                cmd = mpirun_prefix(a.ranks) + [
+                    tool, "run", "--mpi", "--data", str(out / f"{tag}d"), "--coef",
+                    str(out / f"{tag}c"), "--iterations", str(a.iterations), "--waves", str(w),
+                    "--io", "direct", "--quiet", "--json", str(jf)]
+                k0 = [c.read() for c in ctrs]
+                p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(),
+                                   check=False, timeout=3600,
+                                   preexec_fn=lambda: dev.join_cgroup(a.prefix))  # noqa: PLW1509
+                if p.returncode:
+                    raise SystemExit(f"{' '.join(cmd)}: {p.stderr.strip()}")
+                import time
+
+                time.sleep(0.1)  # the seek model's statistics are written every 20 ms
+                k1 = [c.read() for c in ctrs]
+                doc = json.loads(jf.read_text())["wavefront"]
+                busy = [bounds(d, x, y)["model"] / a.iterations
+                        for d, x, y in zip(sp.disks, k0, k1, strict=True)]
+                key = f"{pl}, {w} wave{'s' if w > 1 else ''}"
+                res[key] = {"s_per_iter": doc["total_s"] / a.iterations, "disk_busy": busy}
+                print(f"round {r + 1} {key}: {res[key]['s_per_iter']:.3f} s/iter, disks busy "
+                      f"{', '.join(f'{b:.3f}' for b in busy)} s/iter", flush=True)
+            rounds.append(res)
+            atomic_write_text(out / "rounds.json", json.dumps(rounds, indent=1) + "\n")
+        lines = [f"# Wave chaining on striped disks ({sp.source})", "",
+                 f"{a.rows}x{a.cols}, blocks {a.mb}x{a.nb}, {a.ranks} ranks, {a.iterations} "
+                 f"iterations, O_DIRECT, {a.rounds} rounds, load average at the end "
+                 f"{os.getloadavg()[0]:.1f}.", "", "| configuration | s/iteration | busy time of "
+                 "each disk per iteration (model) |", "|---|---|---|"]
+        for key in rounds[0]:
+            lines.append(f"| {key} | {summary([r[key]['s_per_iter'] for r in rounds])} | "
+                         + ", ".join(summary([r[key]['disk_busy'][i] for r in rounds])
+                                     for i in range(K)) + " |")
+        lines += ["", "| ratio (same round) | per round | median [min, max] |", "|---|---|---|"]
+        for pl in places:
+            v = [r[f"{pl}, 1 wave"]["s_per_iter"] / r[f"{pl}, 2 waves"]["s_per_iter"]
+                 for r in rounds]
+            lines.append(f"| {pl}: 1 wave / 2 waves | {' '.join(f'{x:.2f}' for x in v)} | "
+                         f"{summary(v)} |")
+        v = [r["one disk, 2 waves"]["s_per_iter"] / r["striped, 2 waves"]["s_per_iter"]
+             for r in rounds]
+        lines.append(f"| 2 waves: one disk / striped | {' '.join(f'{x:.2f}' for x in v)} | "
+                     f"{summary(v)} |")
+        atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
+        print("\n".join(lines))
+        _ = statistics
+    finally:
+        if made:
+            dev.down(a.prefix)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""`mpilab disk up|status|check|run|down`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from mpilab.disk import check as checkmod
+from mpilab.disk import dev
+from mpilab.disk import spec as specmod
+from mpilab.errors import MpilabError
+
+
+def _prefix(args: argparse.Namespace) -> str:
+    p = args.prefix or os.environ.get("MPILAB_DISK_PREFIX") or specmod.DEFAULT_PREFIX
+    if not specmod.PREFIX_RE.match(p):
+        raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
+    return p
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    sp = specmod.load(args.spec, args.prefix)
+    st = dev.up(sp)
+    for name, info in st["disks"].items():
+        extra = f" on {info['dev']} ({info['devnum']})" if info.get("dev") else ""
+        print(f"disk {name} ({info['model']}): {info['mount']}{extra}")
+    print(f"disks '{sp.prefix}' up; run programs on them with "
+          f"`mpilab disk run --prefix {sp.prefix} -- CMD`")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    prefix = _prefix(args)
+    removed = dev.down(prefix)
+    print(f"disks '{prefix}' down" + (f": removed {', '.join(removed)}" if removed
+                                      else " (nothing recorded)"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    info = dev.status(_prefix(args))
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    if not info["up"]:
+        print(f"disks '{info['prefix']}': down")
+        return 0
+    print(f"disks '{info['prefix']}' ({info['spec']['source']}), cgroup {info['cgroup']}, "
+          f"processes in it: {info['pids'] or 'none'}")
+    for d, s in zip(info["disks"], info["spec"]["disks"], strict=True):
+        if s["model"] == "throttle":
+            lim = d.get("limits", {})
+            print(f"  {d['name']}: throttle {s['size']} bytes at {d['mount']} on {d.get('dev')}, "
+                  f"read {lim.get('read_iops_device', '?')} IOPS / "
+                  f"{lim.get('read_bps_device', '?')} B/s, "
+                  f"write {lim.get('write_iops_device', '?')} IOPS / "
+                  f"{lim.get('write_bps_device', '?')} B/s, mounted {d['mounted']}")
+        else:
+            print(f"  {d['name']}: seek {s['size']} bytes at {d['mount']}: seek "
+                  f"{s['seek_min'] * 1e3:.2f}-{s['seek_max'] * 1e3:.2f} ms, {s['rpm']} rpm, "
+                  f"{s['rate'] / 1e6:.0f} MB/s, elevator {s['elevator']}, mounted {d['mounted']}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    rows, bad = checkmod.check(_prefix(args), args.seconds, args.tolerance)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        checkmod.print_rows(rows)
+    return 1 if bad else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cmd = list(args.program)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    return dev.run_in(_prefix(args), cmd, args.timeout)
+
+
+def register(subparsers: Any) -> None:
+    dk = subparsers.add_parser("disk", help="emulated disks: request/bandwidth caps, seek model")
+    sub = dk.add_subparsers(dest="disk_command", metavar="ACTION", parser_class=type(dk))
+    dk.set_defaults(func=lambda a: (dk.print_help(sys.stderr), 2)[1])
+
+    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--prefix", help="name prefix (default $MPILAB_DISK_PREFIX or mdk)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("up", cmd_up, "make the disks of SPEC (TOML; see docs/wavefront.md)")
+    p.add_argument("spec", help="disk spec file")
+    add("down", cmd_down, "remove exactly what `up` made (also after a crash)")
+    p = add("status", cmd_status, "show the disks, their limits and mounts")
+    p.add_argument("--json", action="store_true", help="machine-readable")
+    p = add("check", cmd_check, "measure every disk: configured against measured")
+    p.add_argument("--seconds", type=float, default=1.0,
+                   help="target duration of each measurement in s (default 1)")
+    p.add_argument("--tolerance", type=float,
+                   help="exit 1 if a figure is off by more than this fraction")
+    p.add_argument("--json", action="store_true", help="machine-readable")
+    p = add("run", cmd_run, "run a command inside the disks' cgroup (under their caps)")
+    p.add_argument("--timeout", type=float, help="kill the command after this many seconds")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")

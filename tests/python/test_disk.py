@@ -1,0 +1,202 @@
+"""Emulated disks (`mpilab disk`): spec validation, creation and removal (nothing left
+behind, look-alikes left alone, removal after a crash), configured against measured
+request and byte rates. Device tests need root, losetup and a blkio cgroup."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mpilab.disk import dev
+from mpilab.disk import spec as specmod
+from mpilab.errors import MpilabError
+
+PREFIX = "tdk"
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("mkfs.ext4")
+    or not (dev.CGROUP_ROOT / "blkio").is_dir() and not dev.cgroup_v2(),
+    reason="needs root, losetup, mkfs.ext4 and a blkio (or v2 io) cgroup")
+
+SPEC = """\
+[[disk]]
+name = "a"
+size = "128M"
+read_iops = 400
+write_iops = 400
+read_bw = "60MB"
+write_bw = "60MB"
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    from conftest import cli_env
+
+    env = cli_env()
+    env["MPILAB_DISK_STATE_ROOT"] = str(tmp_path / "state")
+    return env
+
+
+def test_spec_errors(tmp_path: Path) -> None:
+    cases = {
+        "read_iops = 0": "read_iops",
+        'size = "4096G"': "would not fit in memory",
+        'size = "1M"': "at least 64M",
+        'model = "tape"': "model",
+        'read_bw = "fast"': "read_bw",
+        "colour = 1": "unknown key",
+    }
+    for line, what in cases.items():
+        text = f'[[disk]]\nname = "a"\n{line}\n'
+        with pytest.raises(MpilabError) as ei:
+            specmod.load_text(text, "d.toml")
+        msg = str(ei.value)
+        assert what in msg and "\n" not in msg, msg
+        if what not in ("would not fit in memory",):
+            assert msg.startswith("d.toml:3:"), msg
+    with pytest.raises(MpilabError, match="unique"):
+        specmod.load_text('[[disk]]\nname = "a"\n[[disk]]\nname = "a"\n', "d.toml")
+    sp = specmod.load_text(SPEC, "d.toml", prefix="xy")
+    assert sp.prefix == "xy" and sp.disks[0].read_bw == 60 * 10**6
+    assert sp.disks[0].size == 128 * 1024**2
+
+
+def test_cli_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    (tmp_path / "z.toml").write_text('[[disk]]\nname = "a"\nread_iops = 0\n')
+    p = run_cli("disk", "up", "--prefix", PREFIX, "z.toml", env=_env(tmp_path))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "z.toml:3" in p.stderr and "read_iops" in p.stderr
+    (tmp_path / "big.toml").write_text('[[disk]]\nname = "a"\nsize = "4096G"\n')
+    p = run_cli("disk", "up", "--prefix", PREFIX, "big.toml", env=_env(tmp_path))
+    assert p.returncode == 2 and "would not fit in memory" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    p = run_cli("disk", "up", "--prefix", "Bad!", "big.toml", env=_env(tmp_path))
+    assert p.returncode == 2 and "prefix" in p.stderr
+
+
+def _ours_left(prefix: str, state: Path) -> list[str]:
+    """Anything of ours still on the system: loop devices on files in our state dir,
+    mounts under it, our cgroup."""
+    left = []
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [ln for ln in out.splitlines() if str(state) in ln]
+    with open("/proc/self/mounts") as f:
+        left += [ln for ln in f if str(state) in ln]
+    if dev.cgroup_dir(prefix).exists():
+        left.append(str(dev.cgroup_dir(prefix)))
+    return left
+
+
+@needs_root
+def test_up_down_nothing_left_lookalikes_kept(run_cli: Callable[..., Any], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _env(tmp_path)
+    monkeypatch.setenv("MPILAB_DISK_STATE_ROOT", env["MPILAB_DISK_STATE_ROOT"])
+    state = Path(env["MPILAB_DISK_STATE_ROOT"])
+    (tmp_path / "d.toml").write_text(SPEC + '[[disk]]\nname = "b"\nsize = "64M"\n')
+    # look-alikes: a cgroup with a similar name, a loop device on a file of the same name
+    look_cg = dev.cgroup_dir(PREFIX).with_name(f"{PREFIX}-disk2")
+    look_dir = tmp_path / "look"
+    look_dir.mkdir()
+    look_img = look_dir / f"{PREFIX}-a.img"
+    with open(look_img, "wb") as f:
+        f.truncate(8 * 1024**2)
+    look_cg.mkdir()
+    look_dev = subprocess.run(["losetup", "--find", "--show", str(look_img)], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    try:
+        p = run_cli("disk", "up", "--prefix", PREFIX, "d.toml", env=env)
+        assert p.returncode == 0, p.stderr
+        st = json.loads((state / f"{PREFIX}-disk" / "state.json").read_text())
+        assert all(not e["pending"] for e in st["made"])
+        assert {e["kind"] for e in st["made"]} == {"cgroup", "tmpfs", "loop", "mount"}
+        p = run_cli("disk", "status", "--prefix", PREFIX, "--json", env=env)
+        info = json.loads(p.stdout)
+        lim = info["disks"][0].get("limits")
+        if lim is not None:  # cgroup v1: read back from the cgroup
+            assert lim == {"read_iops_device": 400, "write_iops_device": 400,
+                           "read_bps_device": 60 * 10**6, "write_bps_device": 60 * 10**6}
+        # a second up with the same prefix is refused, nothing changes
+        p = run_cli("disk", "up", "--prefix", PREFIX, "d.toml", env=env)
+        assert p.returncode == 2 and "already up" in p.stderr
+        # a program in the cgroup sees the disk
+        p = run_cli("disk", "run", "--prefix", PREFIX, "--", "sh", "-c",
+                    f"cat /proc/self/cgroup > {info['disks'][0]['mount']}/cg", env=env)
+        assert p.returncode == 0, p.stderr
+        assert f"{PREFIX}-disk" in Path(info["disks"][0]["mount"], "cg").read_text()
+        p = run_cli("disk", "down", "--prefix", PREFIX, env=env)
+        assert p.returncode == 0, p.stderr
+        assert _ours_left(PREFIX, state) == []
+        assert not (state / f"{PREFIX}-disk").exists()
+        assert look_cg.is_dir(), "look-alike cgroup removed"
+        assert dev._loop_backing(look_dev) == str(look_img), "look-alike loop device removed"
+        # a prefix whose cgroup exists but is not ours is refused and left alone
+        dev.cgroup_dir(PREFIX).mkdir()
+        try:
+            p = run_cli("disk", "up", "--prefix", PREFIX, "d.toml", env=env)
+            assert p.returncode == 2 and "not made by mpilab disk" in p.stderr
+            assert len(p.stderr.strip().splitlines()) == 1
+            assert dev.cgroup_dir(PREFIX).is_dir()
+            p = run_cli("disk", "down", "--prefix", PREFIX, env=env)
+            assert p.returncode == 0 and dev.cgroup_dir(PREFIX).is_dir()
+        finally:
+            dev.cgroup_dir(PREFIX).rmdir()
+    finally:
+        subprocess.run(["losetup", "-d", look_dev], check=False)
+        look_cg.rmdir()
+        dev.down(PREFIX)
+
+
+@needs_root
+def test_down_after_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash right after a loop device was attached, before it was recorded: the state
+    holds the step as pending without the device; down still finds and detaches it (by
+    its backing file, which lies in our state dir)."""
+    monkeypatch.setenv("MPILAB_DISK_STATE_ROOT", str(tmp_path / "state"))
+    sp = specmod.load_text(SPEC, "d.toml", prefix=PREFIX)
+    try:
+        dev.up(sp)
+        path = dev.state_dir(PREFIX) / "state.json"
+        st = json.loads(path.read_text())
+        for e in st["made"]:
+            if e["kind"] == "loop":
+                e["pending"] = True
+                del e["dev"]
+        path.write_text(json.dumps(st))
+        dev.down(PREFIX)
+        assert _ours_left(PREFIX, tmp_path / "state") == []
+    finally:
+        dev.down(PREFIX)
+
+
+@needs_root
+def test_configured_vs_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulator's accuracy (the issue's one timing-based check): read and write
+    request rates and bandwidths within 10% of the configured caps. Each figure is the
+    median of 3 windows after a warm-up, with several requests in flight so the throttle,
+    not this busy machine, sets the pace; a throttle only slows requests down, so the best
+    of up to 3 attempts is the least disturbed one."""
+    from mpilab.disk import check as checkmod
+
+    monkeypatch.setenv("MPILAB_DISK_STATE_ROOT", str(tmp_path / "state"))
+    sp = specmod.load_text(SPEC, "d.toml", prefix=PREFIX)
+    try:
+        dev.up(sp)
+        worst: dict[str, float] = {}
+        for _ in range(3):
+            rows, bad = checkmod.check(PREFIX, 2.0, 0.10)
+            errs = rows[0]["rel_error"]
+            assert set(errs) == {"read_iops", "write_iops", "read_bw", "write_bw"}
+            if not worst or max(map(abs, errs.values())) < max(map(abs, worst.values())):
+                worst = errs
+            if not bad:
+                break
+        assert all(abs(e) <= 0.10 for e in worst.values()), worst
+    finally:
+        dev.down(PREFIX)
