@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <mpi.h>
+#include "../mpi/mpi_world.h"
 
 static volatile sig_atomic_t g_iter;
 
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
         return 2;
     }
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(0);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
