@@ -115,9 +115,16 @@ def _has_option(extra: list[str], opt: list[str]) -> bool:
     return False
 
 
-def program_mpi(path: str) -> str:
+def program_mpi(path: str) -> str | None:
     """The MPI a program is linked with, from its ELF NEEDED entries: "openmpi" (libmpi.so.40
-    and other Open MPI sonames) or "mpich" (libmpich.so, MPICH-ABI libmpi.so.12)."""
+    and other Open MPI sonames) or "mpich" (libmpich.so, MPICH-ABI libmpi.so.12); None for
+    a program that is not an ELF file (a script standing in for a tool)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return None
+    except OSError as e:
+        raise MpilabError(f"{path}: cannot read: {e.strerror}") from None
     readelf = shutil.which("readelf")
     if not readelf:
         raise MpilabError("readelf not found (binutils): cannot tell which MPI "
@@ -151,7 +158,15 @@ def _launcher_mpi(exe: str) -> str | None:
     return None
 
 
-def find_executable(name: str, mpi: str) -> str:
+def _found(name: str) -> bool:
+    try:
+        find_executable(name)
+    except MpilabError:
+        return False
+    return True
+
+
+def find_executable(name: str) -> str:
     for cand in _EXES[name]:
         exe = shutil.which(cand)
         if not exe:
@@ -175,21 +190,22 @@ def canonical(name: str) -> str:
 def choose(program: str, name: str | None = None, extra: list[str] | None = None) -> Launcher:
     """The launcher for `program`: `name` if given (checked against the program's MPI),
     else srun inside a Slurm allocation, else the launcher of the program's MPI."""
+    c = canonical(name) if name is not None else None
+    want = {"mpirun": "openmpi", "mpiexec.hydra": "mpich"}.get(c or "")
     mpi = program_mpi(program)
-    if name is None:
+    if mpi is None:  # not a compiled MPI program: the named launcher's MPI, else Open MPI's
+        mpi = want or ("openmpi" if _found("mpirun") else "mpich")
+    if c is None:
         if os.environ.get("SLURM_JOB_ID") and shutil.which("srun"):
             c = "srun"
         else:
             c = "mpirun" if mpi == "openmpi" else "mpiexec.hydra"
-    else:
-        c = canonical(name)
-    want = {"mpirun": "openmpi", "mpiexec.hydra": "mpich"}.get(c)
     if want is not None and want != mpi:
         other = "mpirun" if mpi == "openmpi" else "mpiexec.hydra"
         raise MpilabError(f"--launcher {name or c}: starts {MPI_NAMES[want]} programs, but "
                           f"{os.path.basename(program)} is built with {MPI_NAMES[mpi]} "
                           f"(use --launcher {other})")
-    return Launcher(c, find_executable(c, mpi), mpi, list(extra or []))
+    return Launcher(c, find_executable(c), mpi, list(extra or []))
 
 
 def slurm_slots() -> int:

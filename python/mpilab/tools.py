@@ -38,5 +38,5 @@ def mpirun_prefix(np: int, extra: list[str] | None = None) -> list[str]:
     """Open MPI's mpirun command prefix for np local ranks (mpilab.launch's flags)."""
     from mpilab import launch
 
-    return launch.Launcher("mpirun", launch.find_executable("mpirun", "openmpi"), "openmpi",
+    return launch.Launcher("mpirun", launch.find_executable("mpirun"), "openmpi",
                            list(extra or [])).command(np)
