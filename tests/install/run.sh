@@ -40,6 +40,16 @@ mapfile -t readme_cmds < <(grep -E '^    mpicc app\.c ' "$src/README.md" | sed '
 CC_FOR_README=$built_mpicc
 mpicc() { "$CC_FOR_README" "${extra[@]}" "$@"; }
 
+# a man page for every installed tool and for the mpilab command, and the docs
+for t in "$prefix"/bin/mpilab-* mpilab; do
+    page="$prefix/share/man/man1/$(basename "$t").1"
+    if ! grep -q '^\.TH' "$page" 2>/dev/null; then echo "FAIL: no man page $page"; exit 1; fi
+done
+for f in README.md results-schema.md mpi-stacks.md; do
+    [ -s "$prefix/share/doc/mpilab/$f" ] || { echo "FAIL: $f not installed in share/doc/mpilab"; exit 1; }
+done
+echo "ok: man pages for $(cd "$prefix/share/man/man1" && echo *), docs installed"
+
 examples=("$src"/examples/*.c)
 [ -e "${examples[0]}" ] || { echo "no examples/*.c"; exit 1; }
 fail=0
