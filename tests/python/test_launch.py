@@ -177,6 +177,12 @@ def test_provenance_open_mpi_binding(run_cli: Callable[..., Any], tmp_path: Path
     sets = [_cpus(m["cpus"]) for m in prov["mapping"]]
     assert all(len(s) == 1 for s in sets) and len(set().union(*sets)) == 2  # one core each
     assert all(m["bound"] and m["pu"] in _cpus(m["cpus"]) for m in prov["mapping"])
+    # the report shows the binding and the launcher
+    from mpilab.report.html import render_report
+    from mpilab.results import load
+
+    html = render_report(load(tmp_path / "bound.json"))
+    assert " bound" in html and "--bind-to core" in html
     # the MPI library and the build
     assert prov["mpi"].startswith("Open MPI") and "Open MPI" in prov["mpi_library"]
     b = prov["build"]
