@@ -309,7 +309,13 @@ def slurm() -> Iterator[dict[str, str]]:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
-                pass
+                continue
+            for _ in range(600):  # until it has exited (it may still write into d)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
         shutil.rmtree(d, ignore_errors=True)
 
 
