@@ -3,7 +3,7 @@
 survey:            ## install, build, run the main job (mpilab survey)
 	scripts/install-deps
 	scripts/build
-	mpilab survey
+	.venv/bin/mpilab survey
 test:              ## install, build, run every test
 	scripts/test
 build:
@@ -11,4 +11,4 @@ build:
 deps:
 	scripts/install-deps
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-mpich

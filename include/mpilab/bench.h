@@ -4,6 +4,7 @@
 #define MPILAB_BENCH_H
 
 #include <mpi.h>
+#include "mpilab/mpi_check.h"
 #include <stddef.h>
 
 #include "mpilab/clocksync.h"

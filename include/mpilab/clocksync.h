@@ -4,6 +4,7 @@
 #define MPILAB_CLOCKSYNC_H
 
 #include <mpi.h>
+#include "mpilab/mpi_check.h"
 #include <stddef.h>
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 #define MPILAB_COLL_H
 
 #include <mpi.h>
+#include "mpilab/mpi_check.h"
 #include <stddef.h>
 
 #ifdef __cplusplus

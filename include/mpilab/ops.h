@@ -5,6 +5,7 @@
 #define MPILAB_OPS_H
 
 #include <mpi.h>
+#include "mpilab/mpi_check.h"
 #include <stddef.h>
 #include <stdint.h>
 

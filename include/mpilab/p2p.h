@@ -4,6 +4,7 @@
 #define MPILAB_P2P_H
 
 #include <mpi.h>
+#include "mpilab/mpi_check.h"
 #include <stddef.h>
 
 #include "mpilab/stats.h"

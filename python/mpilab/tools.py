@@ -35,13 +35,8 @@ def mpi_env() -> dict[str, str]:
 
 
 def mpirun_prefix(np: int, extra: list[str] | None = None) -> list[str]:
-    """mpirun command prefix for np local ranks (oversubscribed beyond the core count)."""
-    if np < 1:
-        raise MpilabError(f"--np {np}: need at least 1 rank")
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        raise MpilabError("mpirun not found (run scripts/install-deps)")
-    # -q: no multi-line "job aborted" banners; the tools print their own one-line errors
-    cmd = [mpirun, "-q", "-np", str(np), "--oversubscribe", "--bind-to", "none",
-           "--mca", "mpi_yield_when_idle", "1"]
-    return cmd + (extra or [])
+    """Open MPI's mpirun command prefix for np local ranks (mpilab.launch's flags)."""
+    from mpilab import launch
+
+    return launch.Launcher("mpirun", launch.find_executable("mpirun"), "openmpi",
+                           list(extra or [])).command(np)

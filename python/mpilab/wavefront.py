@@ -1,7 +1,7 @@
 """`mpilab wavefront create|convert|run|verify`: wraps the C tool mpilab-wavefront.
 
 Nothing is computed here: arguments are checked, passed through to the tool (launched
-under mpirun for `run --np N`), and its exit status is returned.
+under the MPI launcher for `run --np N`, see mpilab.launch), and its exit status is returned.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 
+from mpilab import launch
 from mpilab.errors import MpilabError
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+from mpilab.tools import find_tool
 
 TOOL = "mpilab-wavefront"
 LAYOUTS = ("rowmajor", "block", "optimized")
@@ -78,8 +79,10 @@ def _handler(args: argparse.Namespace) -> int:
     cmd = build_command(args)
     env = None
     if getattr(args, "np", 0):
-        cmd = mpirun_prefix(args.np) + cmd
-        env = mpi_env()
+        lr = launch.from_args(cmd[0], args)
+        lr.check_np(args.np)
+        env = lr.env(args.np)
+        cmd = lr.command(args.np) + cmd
     try:
         return subprocess.run(cmd, env=env, check=False).returncode
     except OSError as e:
@@ -128,6 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--json", help="write results (mpilab.results/1) here")
     r.add_argument("--np", type=_positive, default=0,
                    help="distributed mode: N MPI ranks, band files DATA.<rank>")
+    launch.add_options(r)
 
     f = sub.add_parser("verify", help="compare with the in-core sequential reference")
     f.add_argument("--initial", required=True)

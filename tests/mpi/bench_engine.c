@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "mpilab/mpilab.h"
+#include "mpi_world.h"
 
 static int failures;
 #define FAIL(...)                                                                 \
@@ -43,6 +44,7 @@ static void check_result(const char *what, const mpilab_result_t *r, const mpila
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mpilab/mpilab.h"
+#include "mpi_world.h"
 
 static int failures;
 #define FAIL(...)                                                                 \
@@ -80,6 +81,7 @@ static void ring_teardown(void *v)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

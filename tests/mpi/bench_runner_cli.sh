@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # mpilab-bench command line: every kind of bad input gives exactly one line
 # "mpilab-bench: ..." on stderr, a non-zero exit under mpirun, and no output file; a small
-# good run writes a complete results file.  Usage: bench_runner_cli.sh RUNNER MPIEXEC
+# good run writes a complete results file.  Usage: bench_runner_cli.sh RUNNER LAUNCH (build/mpilab-test-launch)
 set -u
 runner=$1
-mpiexec=${2:-mpirun}
+launch=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
-run() { "$mpiexec" -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np 2 "$runner" "$@"; }
+run() { "$launch" -q 2 "$runner" "$@"; }
 fail=0
 # Bad-input cases run a few at a time (they mostly wait for mpirun's start-up).
 cases=()

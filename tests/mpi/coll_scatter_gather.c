@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mpilab/coll.h"
+#include "mpi_world.h"
 
 static int rank, nprocs;
 static long failures;
@@ -91,6 +92,7 @@ static void run_case(const tpair_t *tp, int count, int root, const char *impl,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mpilab/coll.h"
+#include "mpi_world.h"
 
 static int rank, nprocs;
 static long failures;
@@ -93,6 +94,7 @@ static void run(const mpilab_tuned_t *ts, const mpilab_tuned_t *tg, MPI_Datatype
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Datatype contig3;

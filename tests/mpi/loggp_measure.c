@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mpilab/mpilab.h"
+#include "mpi_world.h"
 
 static int failures, g_rank;
 #define FAIL(...)                                         \
@@ -158,6 +159,7 @@ static void bad_args(int n)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int n;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);

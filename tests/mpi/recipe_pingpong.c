@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mpi_check.h"
+#include "mpi_world.h"
 #include "mpilab/mpilab.h"
 
 /* ---- the entry ---- */
@@ -133,6 +134,7 @@ static void check_listed(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_check_rank);
     if (mpilab_ops_register(&swap_entry) != 0)
         FAIL("register failed\n");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mpi_check.h"
+#include "mpi_world.h"
 #include "mpilab/mpilab.h"
 
 /* ---- the entry ---- */
@@ -142,6 +143,7 @@ static void check_predicted(int p)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int size;
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_check_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -8,6 +8,7 @@
 
 #include "mpilab/mpilab.h"
 #include "mpilab/suite.h"
+#include "mpi_world.h"
 
 static uint64_t n_isend, n_test;
 
@@ -38,6 +39,7 @@ static int failures, rank;
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -9,6 +9,7 @@
 
 #include "mpilab/mpilab.h"
 #include "mpilab/suite.h"
+#include "mpi_world.h"
 
 static int failures, rank;
 #define FAIL(...)                                                                 \
@@ -41,6 +42,7 @@ static void check_not_vacuous(const mpilab_op_t *op, size_t bytes, MPI_Comm comm
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(1);
     int size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

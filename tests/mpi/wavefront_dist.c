@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include "mpilab/wavefront.h"
+#include "mpi_world.h"
 
 int main(int argc, char **argv)
 {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    mpilab_test_check_world(1);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

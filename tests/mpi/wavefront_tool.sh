@@ -3,15 +3,14 @@
 # layout), run --mpi on 3 ranks with JSON results, verify bitwise; bad input exits 2
 # with one line and no output file.
 set -euo pipefail
-tool=$1; mpirun=$2
+tool=$1; launch=$2
 d=$(mktemp -d /tmp/mpilab-wf-tool-XXXXXX)
 trap 'rm -rf "$d"' EXIT
 export TMPDIR="$d"  # own Open MPI session directory: concurrent tests collide in /tmp
 "$tool" create --rows 37 --cols 53 --seed 9 "$d/d0" "$d/c0"
 "$tool" convert --quiet --layout optimized --mb 8 --nb 5 --bands 3 "$d/d0" "$d/d"
 "$tool" convert --quiet --layout block --mb 8 --nb 5 --bands 3 "$d/c0" "$d/c"
-"$mpirun" --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
-  -np 3 "$tool" run --mpi --data "$d/d" --coef "$d/c" --iterations 5 --waves 2 --io mmap \
+"$launch" 3 "$tool" run --mpi --data "$d/d" --coef "$d/c" --iterations 5 --waves 2 --io mmap \
   --json "$d/r.json" --quiet
 python3 - "$d/r.json" <<'PY'
 import json, sys

@@ -221,24 +221,10 @@ def test_report_matrix_sizes(synthetic_results: Callable[..., dict[str, Any]],
         assert not (tmp_path / "run.html").exists()
 
 
-def test_launcher_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
-    import shutil
-
+def test_out_in_args() -> None:
     from mpilab.commands import bench
     from mpilab.errors import MpilabError
 
-    real_which = shutil.which
-    monkeypatch.setattr(shutil, "which",
-                        lambda n: "/opt/slurm/bin/srun" if n == "srun" else real_which(n))
-    assert bench.launcher_prefix("srun", 4) == ["/opt/slurm/bin/srun", "-n", "4"]
-    assert bench.launcher_prefix("srun", 2, ["--mpi=pmix"]) == ["/opt/slurm/bin/srun", "-n",
-                                                                 "2", "--mpi=pmix"]
-    pre = bench.launcher_prefix("mpirun", 3)
-    assert pre[pre.index("-np") + 1] == "3" and "--oversubscribe" in pre
-    assert "-q" in pre  # mpirun's multi-line banners would break one-line errors
-    monkeypatch.setattr(shutil, "which", lambda n: None if n == "srun" else real_which(n))
-    with pytest.raises(MpilabError, match="srun not found"):
-        bench.launcher_prefix("srun", 2)
     assert bench.out_in_args(["--ops", "p2p", "--out=x.json"]) == "x.json"
     assert bench.out_in_args(["--ops", "p2p"]) is None
     with pytest.raises(MpilabError, match="--out needs a FILE"):

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <mpi.h>
+#include "../mpi/mpi_world.h"
+#include "mpilab/version.h"
 
 static volatile sig_atomic_t g_iter;
 
@@ -62,11 +64,11 @@ int main(int argc, char **argv)
         {"count", required_argument, NULL, 'c'}, {"bytes", required_argument, NULL, 'b'},
         {"progress", required_argument, NULL, 'p'}, {"stall", required_argument, NULL, 's'},
         {"corrupt-at", required_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     int64_t count = 1000, bytes = 65536, progress = 0, stall = 0, corrupt_at = -1;
     int c, bad = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'c': bad |= parse_i64(optarg, 1, INT64_MAX, &count); break;
         case 'b': bad |= parse_i64(optarg, 1, INT_MAX, &bytes); break;
@@ -75,8 +77,16 @@ int main(int argc, char **argv)
         case 'x': bad |= parse_i64(optarg, 0, INT64_MAX, &corrupt_at); break;
         case 'h':
             printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
-                   "[--stall S] [--corrupt-at I]\n");
+                   "[--stall S] [--corrupt-at I]\n"
+                   "Ping-pong between rank pairs with a byte check (testbed fault tests).\n"
+                   "  --count N       round trips (default 1000)\n"
+                   "  --bytes B       message size in bytes (default 65536)\n"
+                   "  --progress K    print progress every K round trips (0: never)\n"
+                   "  --stall S       exit 3 when no round trip completes for S seconds\n"
+                   "  --corrupt-at I  corrupt the message of round trip I (tests the check)\n"
+                   "  -h, --help      this text;  --version  print the version\n");
             return 0;
+        case 'V': printf("mpilab-tb-pingpong %s\n", MPILAB_VERSION_STRING); return 0;
         default: bad = 1; break;
         }
         if (bad) {
@@ -89,6 +99,7 @@ int main(int argc, char **argv)
         return 2;
     }
     MPI_Init(&argc, &argv);
+    mpilab_test_check_world(0);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

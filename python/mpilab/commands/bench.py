@@ -1,50 +1,59 @@
-"""`mpilab bench [--np N] [--launcher mpirun|srun] [--out FILE] [--report] -- RUNNER_ARGS...`
+"""`mpilab bench [--np N] [--launcher NAME] [--out FILE] [--report] -- RUNNER_ARGS...`
 
-Launches the C runner `mpilab-bench` under mpirun or srun and passes RUNNER_ARGS through
-unchanged; the runner measures, fits and writes the results. The runner's exit status is
-mpilab's exit status.
+Launches the C runner `mpilab-bench` under mpirun, mpiexec (Hydra) or srun (see
+mpilab.launch) and passes RUNNER_ARGS through unchanged; the runner measures, fits and
+writes the results. The runner's exit status is mpilab's exit status.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from mpilab import launch
 from mpilab.errors import MpilabError
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
-LAUNCHERS = ("mpirun", "srun")
+DEFAULT_NP = 2
 
 
-def launcher_prefix(launcher: str, np: int, extra: list[str] | None = None,
-                    testbed: str | None = None, mptcp: bool = False) -> list[str]:
-    """Command prefix that starts np ranks with the given launcher. With `testbed` (a
-    testbed's name prefix), mpirun starts inside that emulated cluster (see
+@dataclass
+class Job:
+    """A command line that starts the ranks, its environment, and the rank count."""
+    cmd: list[str]
+    env: dict[str, str]
+    np: int
+
+
+def job(program: str, runner_args: list[str], np: int | None, default_np: int,
+        launcher: str | None = None, launcher_args: list[str] | None = None,
+        testbed: str | None = None, mptcp: bool = False) -> Job:
+    """Start `program runner_args` on np ranks (default_np when None, or the allocation's
+    under srun) with the launcher chosen by mpilab.launch. With `testbed` (a testbed's
+    name prefix), Open MPI's mpirun starts inside that emulated cluster (see
     mpilab.testbed.launch.job_prefix); `mptcp` runs the ranks under Multipath TCP."""
-    if np < 1:
-        raise MpilabError(f"--np {np}: need at least 1 rank")
     if mptcp and testbed is None:
         raise MpilabError("--mptcp needs --testbed PREFIX (MPTCP runs over the testbed's rails)")
     if testbed is not None:
-        if launcher != "mpirun":
+        if launcher is not None and launch.canonical(launcher) != "mpirun":
             raise MpilabError("--testbed works with --launcher mpirun only")
-        from mpilab.testbed import launch, net
+        n = default_np if np is None else np
+        if n < 1:
+            raise MpilabError(f"--np {n}: need at least 1 rank")
+        from mpilab.testbed import launch as tb_launch
+        from mpilab.testbed import net
 
         spec = net.current_spec(testbed)
-        return launch.job_prefix(spec, np, mptcp=mptcp) + (extra or [])
-    if launcher == "mpirun":
-        return mpirun_prefix(np, extra)
-    if launcher == "srun":
-        srun = shutil.which("srun")
-        if not srun:
-            raise MpilabError("srun not found (use --launcher mpirun outside Slurm)")
-        return [srun, "-n", str(np)] + (extra or [])
-    raise MpilabError(f"--launcher {launcher}: expected one of {', '.join(LAUNCHERS)}")
+        prefix = tb_launch.job_prefix(spec, n, mptcp=mptcp) + (launcher_args or [])
+        return Job(prefix + [program] + runner_args, mpi_env(), n)
+    lr = launch.choose(program, launcher, launcher_args)
+    n = launch.resolve_np(lr, np, default_np)
+    return Job(lr.command(n) + [program] + runner_args, lr.env(n), n)
 
 
 def out_in_args(args: list[str]) -> str | None:
@@ -59,11 +68,11 @@ def out_in_args(args: list[str]) -> str | None:
     return None
 
 
-def runner_command(np: int, launcher: str, runner_args: list[str],
-                   launcher_args: list[str] | None = None, testbed: str | None = None,
-                   mptcp: bool = False) -> list[str]:
-    return (launcher_prefix(launcher, np, launcher_args, testbed, mptcp)
-            + [find_tool(RUNNER)] + runner_args)
+def runner_job(np: int | None, default_np: int, runner_args: list[str],
+               launcher: str | None = None, launcher_args: list[str] | None = None,
+               testbed: str | None = None, mptcp: bool = False) -> Job:
+    return job(find_tool(RUNNER), runner_args, np, default_np, launcher, launcher_args,
+               testbed, mptcp)
 
 
 def exit_status(rc: int) -> int:
@@ -87,9 +96,9 @@ def _run(args: argparse.Namespace) -> int:
         runner_args = runner_args + ["--out", args.out]
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-    cmd = runner_command(args.np, args.launcher, runner_args, args.launcher_arg,
-                         args.testbed, args.mptcp)
-    proc = subprocess.Popen(cmd, env=mpi_env())
+    j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
+                   args.testbed, args.mptcp)
+    proc = subprocess.Popen(j.cmd, env=j.env)
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
@@ -113,13 +122,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
-    p.add_argument("--np", type=int, default=default_np, metavar="N",
-                   help=f"number of ranks (default {default_np})")
-    p.add_argument("--launcher", choices=LAUNCHERS, default="mpirun",
-                   help="how to start the ranks (default mpirun; srun passes -n N)")
-    p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
-                   help="extra argument for the launcher (repeatable), e.g. "
-                        "--launcher-arg=--mca --launcher-arg=btl --launcher-arg=self,tcp")
+    p.add_argument("--np", type=int, default=None, metavar="N",
+                   help=f"number of ranks (default {default_np}; under srun the "
+                        "allocation's, or the CPUs of the node)")
+    launch.add_options(p)
     p.add_argument("--testbed", metavar="PREFIX",
                    help="run inside the emulated cluster with this name prefix "
                         "(started with 'mpilab testbed up'; the default prefix is mlt)")
@@ -129,11 +135,11 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "bench", help="run the mpilab-bench runner under mpirun or srun",
+        "bench", help="run the mpilab-bench runner under mpirun, mpiexec or srun",
         description="Launch mpilab-bench with N ranks; the arguments after -- go to the "
                     "runner unchanged (see mpilab-bench --help). Exit status is the "
                     "runner's.")
-    add_launch_options(p, 2)
+    add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", metavar="FILE", help="results file (forwarded as --out FILE)")
     p.add_argument("--report", action="store_true",
                    help="also write the HTML report beside the results (FILE with .html)")

@@ -23,12 +23,12 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpilab.commands.bench import RUNNER, add_launch_options, exit_status, runner_command
+from mpilab.commands.bench import RUNNER, Job, add_launch_options, exit_status, runner_job
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.tools import mpi_env
 
 DEFAULT_DIR = "results/survey"
+DEFAULT_NP = 4  # under srun: the allocation's, never more than the node has
 
 OPS = ["p2p",
        "scatter:native", "scatter:linear", "scatter:binomial",
@@ -68,7 +68,7 @@ class RunnerFailed(MpilabError):
     pass
 
 
-def _run_runner(cmd: list[str], log_path: Path, quiet: bool) -> None:
+def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
     """Run the runner with a rich progress display fed by its stderr lines. The runner's
     stdout (its table) and stderr go to log_path. Raises RunnerFailed on failure."""
     from rich.console import Console
@@ -77,9 +77,9 @@ def _run_runner(cmd: list[str], log_path: Path, quiet: bool) -> None:
     console = Console(stderr=True, quiet=quiet)
     tail: deque[str] = deque(maxlen=5)
     with open(log_path, "w") as log:
-        log.write("$ " + " ".join(cmd) + "\n")
+        log.write("$ " + " ".join(j.cmd) + "\n")
         log.flush()
-        proc = subprocess.Popen(cmd, env=mpi_env(), stdout=log, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(j.cmd, env=j.env, stdout=log, stderr=subprocess.PIPE,
                                 text=True, errors="replace", start_new_session=True)
         assert proc.stderr is not None
         try:
@@ -127,7 +127,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
+def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None = None,
            launcher_args: list[str] | None = None, quiet: bool = False,
            testbed: str | None = None, mptcp: bool = False) -> tuple[Path, Path]:
     """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
@@ -141,8 +141,8 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MpilabError(f"{out}: exists and is not a directory")
-    # runner and launcher exist: fail early
-    runner_command(np, launcher, [], launcher_args, testbed, mptcp)
+    # runner and launcher exist, the rank count can start: fail early
+    j = runner_job(np, DEFAULT_NP, [], launcher, launcher_args, testbed, mptcp)
     out.mkdir(parents=True, exist_ok=True)
     final_json, final_html = out / "results.json", out / "report.html"
     fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)
@@ -152,13 +152,13 @@ def survey(out_dir: str | Path, np: int, plan: Plan, launcher: str = "mpirun",
     log = out / "runner.log"
     t0 = time.monotonic()
     try:
-        cmd = runner_command(np, launcher, plan.runner_args(str(tmp)), launcher_args,
-                             testbed, mptcp)
-        console.print(f"[bold]survey[/]: {np} ranks, sizes {plan.sizes}, "
+        j = runner_job(j.np, DEFAULT_NP, plan.runner_args(str(tmp)), launcher, launcher_args,
+                       testbed, mptcp)
+        console.print(f"[bold]survey[/]: {j.np} ranks ({Path(j.cmd[0]).name}), sizes {plan.sizes}, "
                       f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}")
         console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
                       f"x timing {','.join(TIMINGS)}")
-        _run_runner(cmd, log, quiet)
+        _run_runner(j, log, quiet)
         if not tmp.is_file():
             raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log})")
         console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
@@ -198,7 +198,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Measure all-pairs point-to-point, scatter/gather (native, linear, "
                     "binomial) and bcast/allreduce with every timing method, fit the models "
                     "and write DIR/results.json and DIR/report.html.")
-    add_launch_options(p, 4)
+    add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
                    help=f"output folder (default {DEFAULT_DIR})")
     p.add_argument("--quick", action="store_true",

@@ -127,8 +127,23 @@ def _provenance(r: Results) -> str:
                 s = f"{e.get('rank', '?')}: {e.get('host', '?')}"
                 if e.get("pu") is not None:
                     s += f" pu {e['pu']}"
+                if e.get("cpus") is not None:
+                    s += f" cpus {e['cpus']}" + (" bound" if e.get("bound") else " unbound")
                 parts.append(s)
-        rows.append(("mapping (rank: host, PU)", "; ".join(parts)))
+        rows.append(("mapping (rank: host, PU last run on, allowed CPUs)", "; ".join(parts)))
+    lr = p.get("launcher")
+    if isinstance(lr, dict) and lr.get("name"):
+        args = lr.get("args")
+        text = " ".join(map(str, args)) if isinstance(args, list) else str(lr["name"])
+        rows.append(("launcher", text))
+    if isinstance(p.get("slurm"), dict):
+        sl = p["slurm"]
+        rows.append(("Slurm", f"job {sl.get('job_id', '?')} step {sl.get('step_id', '?')}"))
+    b = p.get("build")
+    if isinstance(b, dict):
+        rows.append(("build", f"{b.get('compiler', '?')}, {b.get('flags', '')}, "
+                              f"commit {str(b.get('git_commit', '?'))[:12]}"
+                              + (" (dirty)" if b.get("git_dirty") else "")))
     if p.get("options") is not None:
         rows.append(("options", json.dumps(p["options"], sort_keys=True)))
     cs = r.clock_sync

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mpilab import units
+from mpilab import launch, units
 from mpilab.errors import MpilabError
 from mpilab.suite import report, transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
@@ -42,6 +42,10 @@ def plan_from(args: argparse.Namespace) -> Plan:
             raise MpilabError(f"--scaling: malformed list '{args.scaling}' (e.g. 1,2,4)") from None
         if not p.scaling or any(x < 1 for x in p.scaling):
             raise MpilabError("--scaling: rank counts must be >= 1")
+    p.launcher = getattr(args, "launcher", None)
+    p.launcher_args = list(getattr(args, "launcher_arg", None) or [])
+    if p.launcher is not None:
+        launch.canonical(p.launcher)  # an unknown name fails before any measurement
     p.check()
     return p
 
@@ -102,4 +106,5 @@ def register(subparsers: Any) -> None:
     p.add_argument("--scaling", help="wavefront rank counts (default 1,2,4)")
     p.add_argument("--no-scaling", action="store_true", help="skip the application scaling")
     p.add_argument("--keep-testbed", action="store_true", help="leave the testbed up")
+    launch.add_options(p)
     p.set_defaults(func=cmd_compare)

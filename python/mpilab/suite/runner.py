@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpilab import launch as mpi_launch
 from mpilab import results, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.suite.transports import Transport
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+from mpilab.tools import find_tool, mpi_env
 
 # Latency-type entries (family "latency" in `mpilab-bench --list --json`) are timed as IMB
 # and OSU time them (the paper's numbers come from those suites): back-to-back iterations,
@@ -50,6 +51,8 @@ class Plan:
     wf_cols: int = 512
     wf_iters: int = 4
     timeout: float = 600.0
+    launcher: str | None = None  # mpilab.launch: None = the runner's MPI's launcher
+    launcher_args: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         if self.window < 1:
@@ -124,11 +127,15 @@ def op_groups(entries: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def _launch(t: Transport, np: int, program: list[str], timeout: float) -> None:
-    env = mpi_env()
-    env["MPILAB_TRANSPORT"] = t.name
+def _launch(t: Transport, np: int, program: list[str], plan: Plan) -> None:
+    timeout = plan.timeout
     if not t.networked:
-        cmd = mpirun_prefix(np, t.mca_args()) + program
+        lr = mpi_launch.choose(program[0], plan.launcher, plan.launcher_args)
+        lr.check_np(np)
+        env = lr.env(np)
+        env["MPILAB_TRANSPORT"] = t.name
+        env.update(t.env(lr.mpi))
+        cmd = lr.command(np) + program
         try:
             p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                text=True, timeout=timeout, check=False)
@@ -139,6 +146,9 @@ def _launch(t: Transport, np: int, program: list[str], timeout: float) -> None:
             raise MpilabError(f"{t.name}: {Path(program[0]).name} failed (exit "
                               f"{p.returncode}): {last}")
         return
+    if mpi_launch.program_mpi(program[0]) != "openmpi":
+        raise MpilabError(f"{t.name}: testbed transports start Open MPI jobs; "
+                          f"{Path(program[0]).name} is built with another MPI")
     from mpilab.testbed import launch
     old = os.environ.get("MPILAB_TRANSPORT")
     os.environ["MPILAB_TRANSPORT"] = t.name  # the launcher passes os.environ on
@@ -177,7 +187,7 @@ def run_bench(t: Transport, plan: Plan, np: int, ops: str, sizes: str, out: Path
     tool = suite_tool()
     prog = [tool, "--ops", ops, "--sizes", sizes, "--max-reps", str(plan.max_reps), "--quiet",
             "--no-fit", "--out", str(out), *plan.suite_args(), *(extra or [])]
-    _launch(t, np, prog, plan.timeout)
+    _launch(t, np, prog, plan)
     results.load(out)  # refuse anything that is not a valid results file
     data: dict[str, Any] = json.loads(out.read_text())
     return data
@@ -208,7 +218,7 @@ def run_scaling(t: Transport, plan: Plan, work: Path) -> dict[str, Any]:
             res = d / "r.json"
             _launch(t, p, [wf, "run", "--mpi", "--data", str(d / "d"), "--coef", str(d / "c"),
                            "--iterations", str(plan.wf_iters), "--json", str(res), "--quiet"],
-                    plan.timeout)
+                    plan)
             r = results.load(res)
             m = r.measurements[0]
             out[mode].append({"ranks": p, "rows": rows, "cols": plan.wf_cols,

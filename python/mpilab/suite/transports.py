@@ -19,6 +19,16 @@ class Transport:
     testbed: str | None = None  # spec text of the emulated cluster, None = this host
     mptcp: bool = False
     rails: tuple[int, ...] = field(default=(0,))
+    ucx: tuple[tuple[str, str], ...] = ()  # the same choice for MPICH (ch4:ucx): UCX_* env
+
+    def env(self, mpi: str) -> dict[str, str]:
+        """Environment that selects this transport for the ranks of an `mpi` job
+        ("openmpi": OMPI_MCA_* for mpirun and srun alike; "mpich": UCX_*)."""
+        if mpi == "openmpi":
+            return {f"OMPI_MCA_{k}": v for k, v in self.mca}
+        if not self.ucx:
+            raise MpilabError(f"--transport {self.name}: defined for Open MPI only")
+        return dict(self.ucx)
 
     @property
     def networked(self) -> bool:
@@ -37,10 +47,11 @@ def _spec(rate: str, rails: int) -> str:
 
 
 TRANSPORTS: dict[str, Transport] = {t.name: t for t in [
-    Transport("shm", "Open MPI shared memory (vader) on one host",
-              (("btl", "self,vader"),)),
-    Transport("tcp-loopback", "Open MPI TCP over the loopback interface of one host",
-              (("btl", "self,tcp"), ("btl_tcp_if_include", "lo"))),
+    Transport("shm", "shared memory on one host (Open MPI vader, MPICH UCX sm)",
+              (("btl", "self,vader"),), ucx=(("UCX_TLS", "self,sm"),)),
+    Transport("tcp-loopback", "TCP over the loopback interface of one host",
+              (("btl", "self,tcp"), ("btl_tcp_if_include", "lo")),
+              ucx=(("UCX_TLS", "self,tcp"), ("UCX_NET_DEVICES", "lo"))),
     Transport("tcp-testbed", "TCP between emulated nodes (veth, 10 Gbit/s shaper)",
               (("btl", "self,tcp"), ("btl_tcp_if_include", "r0")), testbed=_spec("10Gbit", 1)),
     Transport("tcp-testbed-shaped", f"TCP between emulated nodes, links shaped to {SHAPED_RATE}",

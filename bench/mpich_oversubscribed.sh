@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# 3 ranks on this machine's cores: 1-byte ping-pong medians of every pair under Open MPI
+# (yield when idle) and MPICH (default, and with the settings that might make it yield),
+# measured side by side in one run. Usage: bench/mpich_oversubscribed.sh [NP]
+# Needs build/ (Open MPI) and build-mpich/ (scripts/build --mpich).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+np=${1:-3}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+args=(--ops p2p --sizes 1 --min-reps 20 --max-reps 40 --quiet --no-fit)
+run() { # label, then the command up to the program
+    local label=$1; shift
+    local t0=$SECONDS
+    if timeout 600 "$@" "${args[@]}" --out "$tmp/$label.json" >/dev/null 2>"$tmp/$label.err"; then
+        python3 - "$tmp/$label.json" "$label" "$((SECONDS - t0))" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+med = ["%s:%.1f" % ("-".join(map(str, m["pair"])), m["stats"]["median"] * 1e6)
+       for m in d["measurements"]]
+print(f"{sys.argv[2]:32s} {sys.argv[3]:>4s} s   round-trip median us per pair: {' '.join(med)}")
+PY
+    else
+        echo "$label: failed or timed out: $(tail -1 "$tmp/$label.err")"
+    fi
+}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "$np ranks on $(nproc) cores"
+run openmpi-yield mpirun.openmpi --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np "$np" build/bin/mpilab-bench
+run openmpi-noyield mpirun.openmpi --oversubscribe --bind-to none --mca mpi_yield_when_idle 0 -np "$np" build/bin/mpilab-bench
+run mpich-default mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench
+run mpich-POLLS_BEFORE_YIELD=1 env MPIR_CVAR_POLLS_BEFORE_YIELD=1 mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench
+run mpich-CH4_GLOBAL_PROGRESS=0 env MPIR_CVAR_CH4_GLOBAL_PROGRESS=0 mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench
+run mpich-UCX_TLS=self,tcp env UCX_TLS=self,tcp mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench

@@ -1,0 +1,256 @@
+"""Starting MPI jobs: Open MPI's mpirun, MPICH's mpiexec (Hydra) and Slurm's srun.
+
+The launcher is chosen from the MPI the C tool is linked with (its ELF NEEDED entries), or
+srun inside a Slurm allocation; `--launcher NAME` overrides the choice and
+`--launcher-arg ARG` (repeatable) adds arguments. Each launcher gets its own flags:
+
+- mpirun (Open MPI): -q -np N --oversubscribe --bind-to none --mca mpi_yield_when_idle 1
+  (ranks may outnumber cores; idle ranks yield), root allowed;
+- mpiexec.hydra (MPICH): -n N (MPICH busy-polls: more ranks than cores is slow,
+  docs/mpi-stacks.md);
+- srun: -n N --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH); N defaults to the allocation's
+  task count, or the CPUs of the node outside an allocation, and is never more than the
+  allocation or node offers (unless --launcher-arg=--overcommit).
+
+A default flag is left out when --launcher-arg gives the same option (e.g.
+--launcher-arg=--bind-to --launcher-arg=core replaces --bind-to none). The ranks learn
+the launcher and its arguments from MPILAB_LAUNCHER / MPILAB_LAUNCHER_ARGS and record
+them in their results' provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from mpilab.errors import MpilabError
+
+# canonical names and what users may call them
+LAUNCHERS = ("mpirun", "mpiexec.hydra", "srun")
+ALIASES = {"mpirun": "mpirun", "mpirun.openmpi": "mpirun", "mpiexec.openmpi": "mpirun",
+           "openmpi": "mpirun",
+           "mpiexec.hydra": "mpiexec.hydra", "hydra": "mpiexec.hydra",
+           "mpiexec.mpich": "mpiexec.hydra", "mpich": "mpiexec.hydra",
+           "srun": "srun", "slurm": "srun"}
+MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
+# executables tried for each launcher, first found wins; checked with --version
+_EXES = {"mpirun": ("mpirun.openmpi", "mpiexec.openmpi", "mpirun", "mpiexec"),
+         "mpiexec.hydra": ("mpiexec.mpich", "mpiexec.hydra", "mpiexec", "mpirun"),
+         "srun": ("srun",)}
+_SRUN_MPI = {"openmpi": "pmix", "mpich": "pmi2"}
+_NEEDED_RE = re.compile(r"\(NEEDED\).*\[(lib[^\]]+)\]")
+
+
+@dataclass
+class Launcher:
+    name: str            # one of LAUNCHERS
+    exe: str             # path of the launcher executable
+    mpi: str             # "openmpi" or "mpich": the MPI of the program it starts
+    extra: list[str] = field(default_factory=list)  # --launcher-arg values
+
+    def command(self, np: int) -> list[str]:
+        """The command prefix that starts np ranks (the program and its arguments follow)."""
+        if np < 1:
+            raise MpilabError(f"--np {np}: need at least 1 rank")
+        if self.name == "mpirun":
+            cmd = [self.exe, "-q", "-np", str(np)]
+            for opt in (["--oversubscribe"], ["--bind-to", "none"],
+                        ["--mca", "mpi_yield_when_idle", "1"]):
+                if not _has_option(self.extra, opt):
+                    cmd += opt
+        elif self.name == "mpiexec.hydra":
+            cmd = [self.exe, "-n", str(np)]
+        else:
+            cmd = [self.exe, "-n", str(np)]
+            if not any(a == "--mpi" or a.startswith("--mpi=") for a in self.extra):
+                cmd.append(f"--mpi={_SRUN_MPI[self.mpi]}")
+        return cmd + self.extra
+
+    def env(self, np: int, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment for the job: root allowed for Open MPI, and the launcher's name and
+        command line for the ranks' provenance."""
+        env = dict(os.environ if base is None else base)
+        if self.mpi == "openmpi":
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        env["MPILAB_LAUNCHER"] = self.name
+        env["MPILAB_LAUNCHER_ARGS"] = json.dumps(self.command(np))
+        return env
+
+    def default_np(self, fallback: int) -> int:
+        """Ranks when --np is not given: under srun the allocation's (or the node's)."""
+        if self.name == "srun":
+            return slurm_slots()
+        return fallback
+
+    def check_np(self, np: int) -> None:
+        """Refuse a rank count that srun could never start (it would wait forever)."""
+        if self.name != "srun" or np < 1:
+            return
+        if any(a in ("--overcommit", "-O") for a in self.extra):
+            return
+        slots = slurm_slots()
+        if np > slots:
+            where = ("the allocation has" if os.environ.get("SLURM_JOB_ID")
+                     else "the Slurm node(s) offer")
+            raise MpilabError(f"--np {np}: {where} {slots} CPU(s); use --np {slots} or "
+                              "--launcher-arg=--overcommit")
+
+
+def _has_option(extra: list[str], opt: list[str]) -> bool:
+    """Whether the user's launcher arguments already give this option (same flag, and for
+    --mca the same parameter name)."""
+    key = opt[0]
+    for k, a in enumerate(extra):
+        if a == key or a.startswith(key + "="):
+            if key != "--mca":
+                return True
+            if k + 1 < len(extra) and extra[k + 1] == opt[1]:
+                return True
+    return False
+
+
+def program_mpi(path: str) -> str | None:
+    """The MPI a program is linked with, from its ELF NEEDED entries: "openmpi" (libmpi.so.40
+    and other Open MPI sonames) or "mpich" (libmpich.so, MPICH-ABI libmpi.so.12); None for
+    a program that is not an ELF file (a script standing in for a tool)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return None
+    except OSError as e:
+        raise MpilabError(f"{path}: cannot read: {e.strerror}") from None
+    readelf = shutil.which("readelf")
+    if not readelf:
+        raise MpilabError("readelf not found (binutils): cannot tell which MPI "
+                          f"{os.path.basename(path)} uses; give --launcher")
+    p = subprocess.run([readelf, "-d", "--wide", path], capture_output=True, text=True,
+                       check=False)
+    if p.returncode != 0:
+        raise MpilabError(f"{path}: not an ELF program ({p.stderr.strip() or 'readelf failed'})")
+    needed = _NEEDED_RE.findall(p.stdout)
+    for lib in needed:
+        if lib.startswith("libmpich") or lib == "libmpi.so.12":
+            return "mpich"
+        if lib.startswith("libmpi.so") or lib.startswith("libopen-rte"):
+            return "openmpi"
+    raise MpilabError(f"{path}: linked with no known MPI library (NEEDED: "
+                      f"{', '.join(needed) or 'none'})")
+
+
+def _launcher_mpi(exe: str) -> str | None:
+    """Which MPI a launcher executable belongs to, from its --version."""
+    try:
+        p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
+                           check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = p.stdout + p.stderr
+    if "Open MPI" in out or "OpenRTE" in out:
+        return "openmpi"
+    if "HYDRA" in out or "MPICH" in out:
+        return "mpich"
+    return None
+
+
+def _found(name: str) -> bool:
+    try:
+        find_executable(name)
+    except MpilabError:
+        return False
+    return True
+
+
+def find_executable(name: str) -> str:
+    for cand in _EXES[name]:
+        exe = shutil.which(cand)
+        if not exe:
+            continue
+        if name == "srun" or _launcher_mpi(exe) == ("openmpi" if name == "mpirun" else "mpich"):
+            return exe
+    hint = {"mpirun": "Open MPI's mpirun (apt install openmpi-bin)",
+            "mpiexec.hydra": "MPICH's mpiexec (apt install mpich)",
+            "srun": "srun (Slurm)"}[name]
+    raise MpilabError(f"--launcher {name}: {hint} not found")
+
+
+def canonical(name: str) -> str:
+    """Canonical launcher name; one-line error for an unknown one."""
+    c = ALIASES.get(name)
+    if c is None:
+        raise MpilabError(f"--launcher {name}: unknown launcher (known: {', '.join(LAUNCHERS)})")
+    return c
+
+
+def choose(program: str, name: str | None = None, extra: list[str] | None = None) -> Launcher:
+    """The launcher for `program`: `name` if given (checked against the program's MPI),
+    else srun inside a Slurm allocation, else the launcher of the program's MPI."""
+    c = canonical(name) if name is not None else None
+    want = {"mpirun": "openmpi", "mpiexec.hydra": "mpich"}.get(c or "")
+    mpi = program_mpi(program)
+    if mpi is None:  # not a compiled MPI program: the named launcher's MPI, else Open MPI's
+        mpi = want or ("openmpi" if _found("mpirun") else "mpich")
+    if c is None:
+        if os.environ.get("SLURM_JOB_ID") and shutil.which("srun"):
+            c = "srun"
+        else:
+            c = "mpirun" if mpi == "openmpi" else "mpiexec.hydra"
+    if want is not None and want != mpi:
+        other = "mpirun" if mpi == "openmpi" else "mpiexec.hydra"
+        raise MpilabError(f"--launcher {name or c}: starts {MPI_NAMES[want]} programs, but "
+                          f"{os.path.basename(program)} is built with {MPI_NAMES[mpi]} "
+                          f"(use --launcher {other})")
+    return Launcher(c, find_executable(c), mpi, list(extra or []))
+
+
+def slurm_slots() -> int:
+    """Tasks Slurm can start here: the allocation's task count (or CPUs) inside one, else
+    the CPUs of the largest node the default partition has."""
+    for var in ("SLURM_NTASKS", "SLURM_NPROCS"):
+        v = os.environ.get(var, "")
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    if os.environ.get("SLURM_JOB_ID"):
+        v = os.environ.get("SLURM_CPUS_ON_NODE", "")
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    sinfo = shutil.which("sinfo")
+    if not sinfo:
+        raise MpilabError("srun: sinfo not found, cannot tell how many CPUs Slurm offers")
+    try:
+        p = subprocess.run([sinfo, "-h", "-N", "-o", "%c"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        raise MpilabError("srun: sinfo did not answer within 60 s") from None
+    cpus = [int(x) for x in p.stdout.split() if x.isdigit()]
+    if p.returncode != 0 or not cpus:
+        last = (p.stderr.strip().splitlines() or ["no nodes listed"])[-1]
+        raise MpilabError(f"srun: cannot tell how many CPUs Slurm offers: {last}")
+    return max(cpus)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """--launcher and --launcher-arg, the same for every command that starts MPI jobs."""
+    p.add_argument("--launcher", metavar="NAME",
+                   help=f"how to start the ranks: {', '.join(LAUNCHERS)} (default: srun inside "
+                        "a Slurm allocation, else the launcher of the MPI the tool is built "
+                        "with)")
+    p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for the launcher (repeatable), e.g. "
+                        "--launcher-arg=--bind-to --launcher-arg=core")
+
+
+def from_args(program: str, args: argparse.Namespace) -> Launcher:
+    return choose(program, getattr(args, "launcher", None), getattr(args, "launcher_arg", None))
+
+
+def resolve_np(launcher: Launcher, np: int | None, fallback: int) -> int:
+    """The rank count: --np if given (checked), else the launcher's default."""
+    n = launcher.default_np(fallback) if np is None else np
+    launcher.check_np(n)
+    return n
