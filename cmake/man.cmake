@@ -13,10 +13,7 @@ if(NOT HELP2MAN)
   message(WARNING "help2man not found (scripts/install-deps installs it): no man pages")
   return()
 endif()
-set(MPILAB_MAN_TOOLS
-  "mpilab-bench|measure MPI point-to-point and collectives, fit Hockney and LogGP models"
-  "mpilab-wavefront|out-of-core wavefront computation (Livermore loop 23)"
-  "mpilab-delayline|the testbed's delay line between emulated sites")
+get_property(MPILAB_MAN_TOOLS GLOBAL PROPERTY MPILAB_MAN_TOOLS)
 set(_pages)
 foreach(entry ${MPILAB_MAN_TOOLS})
   string(REPLACE "|" ";" parts "${entry}")
