@@ -11,6 +11,9 @@
 #include "mpilab/coll.h"
 #include "mpilab/model.h"
 #include "mpilab/loggp.h"
+#include "mpilab/robust.h"
+#include "mpilab/wtime.h"
+#include "mpilab/selftest.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"
 

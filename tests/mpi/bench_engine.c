@@ -28,7 +28,8 @@ static void check_result(const char *what, const mpilab_result_t *r, const mpila
         FAIL("%s: reps %zu outside [1,%zu]\n", what, r->stats.reps, p->max_reps);
     if (r->stats.reps - r->stats.invalid < p->min_reps && r->stats.reps < p->max_reps)
         FAIL("%s: stopped with %zu valid of min %zu\n", what, r->stats.reps - r->stats.invalid, p->min_reps);
-    if (r->stats.converged && !(r->stats.ci_half <= p->eps * r->stats.mean))
+    if (r->stats.converged && !(r->stats.med_rel_err <= p->eps && r->stats.med_lo <= r->stats.median &&
+                               r->stats.median <= r->stats.med_hi))
         FAIL("%s: converged flag inconsistent\n", what);
     for (size_t k = 0; k < r->stats.reps; k++) {
         if (!isfinite(r->samples[k]) || (positive && r->valid[k] && !(r->samples[k] > 0.0)))
