@@ -61,6 +61,16 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
 int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
                              const mpilab_precision_t *p);
 
+/* Root timing's correction: the root's time from its start until every rank confirmed,
+ * minus the time of the confirmation alone. The confirmation is measured repeatedly,
+ * interleaved with the repetitions (confirm[0..nconfirm)), and the subtracted value is the
+ * median of those samples (*c_used, NaN and nothing corrected if nconfirm == 0).
+ * out[k] = raw[k] - c for the n repetitions (out may equal raw); a corrected time <= 0 is
+ * impossible: valid[k] is cleared (never averaged in) and it is counted in the return
+ * value. valid[k] already 0 stays 0. */
+size_t mpilab_root_correct(const double *raw, size_t n, const double *confirm, size_t nconfirm, double *out,
+                           unsigned char *valid, double *c_used);
+
 #ifdef __cplusplus
 }
 #endif

@@ -109,3 +109,31 @@ int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, 
     mpilab_stats_compute(samples, valid, n, p->cl, p->eps, &st);
     return st.converged;
 }
+
+size_t mpilab_root_correct(const double *raw, size_t n, const double *confirm, size_t nconfirm, double *out,
+                           unsigned char *valid, double *c_used)
+{
+    double c = NAN;
+    if (nconfirm > 0) {
+        double *v = malloc(nconfirm * sizeof *v);
+        if (v) {
+            for (size_t k = 0; k < nconfirm; k++)
+                v[k] = confirm[k];
+            gsl_sort(v, 1, nconfirm);
+            c = gsl_stats_median_from_sorted_data(v, 1, nconfirm);
+            free(v);
+        }
+    }
+    if (c_used)
+        *c_used = c;
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        out[k] = isnan(c) ? raw[k] : raw[k] - c;
+        if (!(out[k] > 0.0)) {
+            if (valid[k])
+                bad++;
+            valid[k] = 0;
+        }
+    }
+    return bad;
+}

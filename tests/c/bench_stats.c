@@ -135,6 +135,22 @@ int main(void)
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
 
+    /* Root correction: the median of the interleaved confirmation samples (one of them
+     * preempted to 414 us) is subtracted; a corrected time <= 0 is invalid, not averaged. */
+    double raw[] = {20e-6, 25e-6, 9e-6, 30e-6, 12e-6};
+    double conf[] = {10e-6, 9e-6, 414e-6, 11e-6, 10e-6};
+    unsigned char ok[] = {1, 1, 1, 1, 0};
+    double corr[5], cu;
+    size_t neg = mpilab_root_correct(raw, 5, conf, 5, corr, ok, &cu);
+    CHECK_NEAR(cu, 10e-6, 1e-15);
+    CHECK_NEAR(corr[0], 10e-6, 1e-15);
+    CHECK(neg == 1 && ok[0] && ok[1] && !ok[2] && ok[3] && !ok[4]);
+    CHECK_NEAR(corr[2], -1e-6, 1e-15);
+    mpilab_stats_compute(corr, ok, 5, 0.95, 0.025, &st);
+    CHECK(st.invalid == 2 && st.min > 0);
+    neg = mpilab_root_correct(raw, 5, conf, 0, corr, ok, &cu);
+    CHECK(isnan(cu) && corr[0] == raw[0]);
+
     /* Precision checks. */
     char err[128];
     mpilab_precision_t bad = {5, 4, 0.95, 0.025};
