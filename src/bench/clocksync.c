@@ -32,6 +32,10 @@
 #define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
 #define RG_MIN_KEPT 6
 #define VERIFY_PROBES 10
+/* Quartz oscillators drift by tens of ppm; a fitted drift beyond 1000 ppm is not a clock
+ * but a run of delayed probes on a loaded machine (a spurious 1e-2 was seen with 4 ranks on
+ * 2 busy cores): such a model is treated as unresolved (offset-only). */
+#define MAX_PLAUSIBLE_DRIFT 1e-3
 #define NM 6 /* doubles per rank in the model exchange */
 /* slots: offset, drift, residual, uncertainty, drift uncertainty, anchor (ref time at which
  * the offset is known to within the uncertainty) */
@@ -225,10 +229,10 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                  * tighter probe instead. */
                 double bound = 0.5 * (a[r].rtt + b.rtt) / fabs(b.ref - a[r].ref);
                 int fitted = mpilab_clock_fit(ref, loc, 2, &m) == 0;
-                if (!fitted || !(fabs(m.drift) > bound)) {
+                if (!fitted || !(fabs(m.drift) > bound) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT) {
                     const probe_t *t = a[r].rtt < b.rtt ? &a[r] : &b;
                     /* the unresolved drift may be as large as the estimate plus its bound */
-                    model[NM * r + 4] = (fitted ? fabs(m.drift) : 0.0) + bound;
+                    model[NM * r + 4] = (fitted ? fmin(fabs(m.drift), MAX_PLAUSIBLE_DRIFT) : 0.0) + bound;
                     model[NM * r + 5] = t->ref;
                     m.offset = t->local - t->ref;
                     m.drift = 0.0;
@@ -309,14 +313,14 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     lo = fmin(lo, ref[k]);
                     hi = fmax(hi, ref[k]);
                 }
-                if (m.drift != 0.0 && !(fabs(m.drift) * (hi - lo) > maxrtt))
+                if (m.drift != 0.0 && (!(fabs(m.drift) * (hi - lo) > maxrtt) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
                     (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
                 double resolution = hi > lo ? maxrtt / (hi - lo) : 0.0;
                 if (m.drift != 0.0) {
                     model[NM * r + 4] = resolution;
                     model[NM * r + 5] = hi;
                 } else { /* offset-only: the median over the span, drift unresolved */
-                    model[NM * r + 4] = fabs(plain.drift) + resolution;
+                    model[NM * r + 4] = fmin(fabs(plain.drift), MAX_PLAUSIBLE_DRIFT) + resolution;
                     model[NM * r + 5] = 0.5 * (lo + hi);
                 }
                 model[NM * r] = m.offset;
