@@ -1,7 +1,8 @@
 /* The library's timer with an optional injected clock error (include/mpilab/wtime.h). */
 #include "mpilab/wtime.h"
 
-#include <errno.h>
+#include "mpilab/parse.h"
+
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <mpi.h>
@@ -43,29 +44,6 @@ void mpilab_clock_inject_get(mpilab_clock_inject_t *c)
     *c = injected;
 }
 
-/* A duration with a unit (s, ms, us, ns) -> seconds; 0 or -1. */
-static int parse_duration(const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || errno || !isfinite(x) || x < 0)
-        return -1;
-    double f;
-    if (strcmp(end, "s") == 0)
-        f = 1.0;
-    else if (strcmp(end, "ms") == 0)
-        f = 1e-3;
-    else if (strcmp(end, "us") == 0)
-        f = 1e-6;
-    else if (strcmp(end, "ns") == 0)
-        f = 1e-9;
-    else
-        return -1;
-    *out = x * f;
-    return 0;
-}
-
 int mpilab_inject_plan_parse(const char *spec, mpilab_inject_plan_t *out, char *err, size_t errlen)
 {
     mpilab_inject_plan_t p = {10e-3, 100e-6, 1};
@@ -89,25 +67,30 @@ int mpilab_inject_plan_parse(const char *spec, mpilab_inject_plan_t *out, char *
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         if (strcmp(k, "offset") == 0) {
-            if (parse_duration(v, &p.max_offset) != 0 || p.max_offset > 1000.0) {
+            if (mpilab_parse_duration(v, &p.max_offset) != 0 || p.max_offset > 1000.0) {
                 snprintf(err, errlen, "clock injection: offset '%s' is not a duration like 10ms (0..1000s)", v);
                 return -1;
             }
         } else if (strcmp(k, "drift") == 0) {
-            char *end;
-            errno = 0;
-            double d = strtod(v, &end);
-            if (end == v || errno || !isfinite(d) || d < 0 || d > 10000 ||
-                (strcmp(end, "ppm") != 0 && *end != 0)) {
+            char num[64];
+            size_t len = strlen(v);
+            if (len > 3 && strcmp(v + len - 3, "ppm") == 0)
+                len -= 3;
+            double d = -1;
+            if (len < sizeof num) {
+                memcpy(num, v, len);
+                num[len] = 0;
+                if (mpilab_parse_double(num, &d) != 0)
+                    d = -1;
+            }
+            if (!(d >= 0 && d <= 10000)) {
                 snprintf(err, errlen, "clock injection: drift '%s' is not ppm like 100ppm (0..10000)", v);
                 return -1;
             }
             p.max_drift = d * 1e-6;
         } else if (strcmp(k, "seed") == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (end == v || *end || errno || v[0] == '-') {
+            long long s;
+            if (mpilab_parse_i64(v, &s) != 0 || s < 0) {
                 snprintf(err, errlen, "clock injection: seed '%s' is not a non-negative integer", v);
                 return -1;
             }
