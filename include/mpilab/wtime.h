@@ -31,7 +31,7 @@ double mpilab_clock_inject_invert(const mpilab_clock_inject_t *c, double reading
  * `seed` and r (the same plan on every rank).
  * Spec text: comma-separated key=value, keys offset (a duration: 10ms, 250us, 0.01s),
  * drift (ppm, e.g. 100ppm or 100) and seed (non-negative integer); e.g.
- * "offset=10ms,drift=100ppm,seed=3". Defaults: offset 10ms, drift 100ppm, seed 1. */
+ * "offset=10ms,drift=100ppm,seed=3" (a duration without unit is in seconds, as everywhere). Defaults: offset 10ms, drift 100ppm, seed 1. */
 typedef struct mpilab_inject_plan {
     double max_offset, max_drift;
     unsigned long seed;

@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     if (mpilab_inject_plan_parse("offset=10ms,drift=100ppm,seed=3", &plan, err, sizeof err) != 0 ||
         fabs(plan.max_offset - 0.01) > 1e-15 || fabs(plan.max_drift - 1e-4) > 1e-15 || plan.seed != 3)
         FAIL("plan parse: %s\n", err);
-    const char *bad[] = {"", "offset", "offset=10", "offset=-1ms", "drift=abc", "drift=20000ppm", "seed=-1",
+    const char *bad[] = {"", "offset", "offset=2000s", "offset=-1ms", "drift=abc", "drift=20000ppm", "seed=-1",
                          "colour=red", "offset=10ms,,"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         err[0] = 0;
