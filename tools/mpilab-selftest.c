@@ -39,11 +39,14 @@ static void usage(void)
         printf("usage: mpilab-selftest clock [--inject SPEC|none] [--syncs N] [--sync skampi|regression]\n"
                "                             [--out FILE]\n"
                "       mpilab-selftest fit [--trials N] [--seed N] [--delayed F] [--out FILE]\n"
+               "       mpilab-selftest link [--sizes LIST] [--min-reps N] [--max-reps N] [--eps X]\n"
+               "                            [--burst N] [--out FILE]   (2 ranks: one real link)\n"
                "  --inject   offset=DURATION,drift=PPM,seed=N: every rank's clock gets an offset uniform in\n"
                "             [-offset, offset] and a drift in [-drift, drift] (default offset=10ms,drift=100ppm,seed=1)\n"
                "  --syncs    synchronisations, each checked (default 20)\n"
                "  --trials   synthetic data sets per link (default 5)\n"
-               "  --delayed  fraction of samples delayed by the busy-machine model, 0..0.95 (default 0.5)\n");
+               "  --delayed  fraction of samples delayed by the busy-machine model, 0..0.95 (default 0.5)\n"
+               "  --sizes    message sizes of the link fits (default 0,1K,4K,16K,64K,128K)\n");
 }
 
 static long long parse_count(const char *opt, const char *v, long long lo, long long hi)
@@ -204,6 +207,84 @@ static int run_clock(int argc, char **argv)
     return 0;
 }
 
+static json_t *hockney_json(const mpilab_hockney_robust_t *h)
+{
+    json_t *rg = json_array();
+    for (size_t r = 0; r < h->nranges; r++)
+        json_array_append_new(rg, json_pack("{s:f,s:f,s:f,s:f}", "from", h->ranges[r].from, "to", h->ranges[r].to,
+                                            "alpha", h->ranges[r].h.alpha, "beta", h->ranges[r].h.beta));
+    return json_pack("{s:o,s:o,s:o}", "alpha", param_json(&h->alpha), "beta", param_json(&h->beta), "ranges", rg);
+}
+
+static int run_link(int argc, char **argv)
+{
+    const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
+    mpilab_precision_t prec = {5, 20, 0.95, 0.05};
+    long long burst = 8;
+    static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
+                                 {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},
+                                 {"burst", required_argument, 0, 'g'},    {"out", required_argument, 0, 'o'},
+                                 {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 's': spec = optarg; break;
+        case 'a': prec.min_reps = (size_t)parse_count("--min-reps", optarg, 1, 100000); break;
+        case 'b': prec.max_reps = (size_t)parse_count("--max-reps", optarg, 1, 100000); break;
+        case 'e':
+            if (mpilab_parse_double(optarg, &prec.eps) != 0 || !(prec.eps > 0 && prec.eps < 1))
+                bad_input("--eps: '%s' is not a fraction in (0,1)", optarg);
+            break;
+        case 'g': burst = parse_count("--burst", optarg, 2, 100000); break;
+        case 'o': out = optarg; break;
+        case 'h': usage(); MPI_Finalize(); exit(0);
+        default: bad_input("link: unknown option (see --help)");
+        }
+    }
+    if (optind < argc)
+        bad_input("link: unexpected argument '%s'", argv[optind]);
+    char err[256];
+    if (mpilab_precision_check(&prec, err, sizeof err) != 0)
+        bad_input("%s", err);
+    size_t *sizes = NULL, ns = 0;
+    if (mpilab_parse_size_list(spec, 2048, &sizes, &ns, err, sizeof err) != 0)
+        bad_input("--sizes: %s", err);
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2)
+        bad_input("link: needs exactly 2 ranks (run under mpirun -np 2)");
+    mpilab_link_fit_t f;
+    if (mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, &f, err, sizeof err) != 0)
+        bad_input("link: %s", err);
+    json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-selftest", argc, argv);
+    if (g_rank == 0) {
+        json_t *sz = json_array();
+        for (size_t k = 0; k < ns; k++)
+            json_array_append_new(sz, json_integer((json_int_t)sizes[k]));
+        const mpilab_loggp_robust_t *l = &f.loggp;
+        json_t *root = json_pack(
+            "{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", "selftest-link", "sizes", sz, "hockney",
+            f.hockney_ok ? hockney_json(&f.hockney) : json_pack("{s:s}", "error", f.hockney_err), "loggp",
+            f.loggp_ok ? json_pack("{s:o,s:o,s:o,s:o,s:o}", "L", param_json(&l->L), "os", param_json(&l->os), "or",
+                                   param_json(&l->orr), "g", param_json(&l->g), "G", param_json(&l->G))
+                       : json_pack("{s:s}", "error", f.loggp_err),
+            "former_hockney",
+            f.former_hockney_ok ? json_pack("{s:f,s:f}", "alpha", f.former_hockney.alpha, "beta", f.former_hockney.beta)
+                                : json_null(),
+            "former_loggp",
+            f.former_loggp_ok ? json_pack("{s:f,s:f,s:f,s:f}", "L", f.former_loggp.L, "L_raw", f.former_loggp.L_raw,
+                                          "G", f.former_loggp.G, "os", f.former_loggp.os)
+                              : json_null(),
+            "provenance", prov ? prov : json_null());
+        emit(root, out);
+        json_decref(root);
+    } else if (prov) {
+        json_decref(prov);
+    }
+    free(sizes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -220,14 +301,16 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2)
-        bad_input("missing mode: clock or fit (see --help)");
+        bad_input("missing mode: clock, fit or link (see --help)");
     int rc;
     if (strcmp(argv[1], "clock") == 0)
         rc = run_clock(argc - 1, argv + 1);
     else if (strcmp(argv[1], "fit") == 0)
         rc = run_fit(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "link") == 0)
+        rc = run_link(argc - 1, argv + 1);
     else
-        bad_input("unknown mode '%s' (clock, fit)", argv[1]);
+        bad_input("unknown mode '%s' (clock, fit, link)", argv[1]);
     MPI_Finalize();
     return rc;
 }

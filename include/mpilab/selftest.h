@@ -9,6 +9,7 @@
 
 #include "mpilab/clocksync.h"
 #include "mpilab/loggp.h"
+#include "mpilab/p2p.h"
 #include "mpilab/robust.h"
 #include "mpilab/wtime.h"
 
@@ -57,6 +58,26 @@ typedef struct mpilab_fit_check {
 /* Returns 0, or -1 with a one-line reason. */
 int mpilab_selftest_fit(const mpilab_fit_truth_t *t, unsigned long seed, double delayed, int outliers,
                         mpilab_fit_check_t *out, char *err, size_t errlen);
+
+/* One real link measured and fitted both ways, for ground-truth checks (the testbed, with
+ * a configured delay and rate): ping-pong round trips (mpilab_p2p_measure) and the LogGP
+ * quantities (mpilab_loggp_measure) between the two ranks of comm at every size, then
+ *   robust: mpilab_hockney_fit_samples (one-way = half the round trip) and
+ *           mpilab_loggp_fit_samples, with intervals and flags;
+ *   former: least squares on per-size means (Hockney, whole range) and the LogGP fit on
+ *           per-size medians over the least-squares protocol split (what mpilab-bench used).
+ * Collective over a 2-rank comm; results on every rank. Returns 0, or -1 with a reason. */
+typedef struct mpilab_link_fit {
+    int hockney_ok, loggp_ok, former_hockney_ok, former_loggp_ok;
+    mpilab_hockney_robust_t hockney;
+    mpilab_loggp_robust_t loggp;
+    mpilab_hockney_t former_hockney;
+    mpilab_loggp_t former_loggp;
+    char hockney_err[128], loggp_err[128];
+} mpilab_link_fit_t;
+
+int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -171,3 +171,95 @@ done:
         gsl_rng_free(r);
     return rc;
 }
+
+#define LINK_MAX_RANGES 4
+
+int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    memset(out, 0, sizeof *out);
+    if (size != 2 || nsizes < 2) {
+        snprintf(err, errlen, "link self-test needs exactly 2 ranks and >= 2 sizes");
+        return -1;
+    }
+    mpilab_loggp_opts_t lo;
+    mpilab_loggp_opts_default(&lo);
+    lo.prec = *prec;
+    lo.mode = MPILAB_P2P_SEQUENTIAL;
+    if (burst >= 2)
+        lo.burst = burst;
+    if (mpilab_loggp_check(sizes, nsizes, &lo, err, errlen) != 0)
+        return -1;
+    int rc = -1;
+    mpilab_p2p_result_t *pp = calloc(nsizes, sizeof *pp);
+    mpilab_loggp_pair_result_t lg;
+    memset(&lg, 0, sizeof lg);
+    mpilab_sample_set_t *sets = calloc(nsizes, sizeof *sets);
+    double *x = calloc(nsizes, sizeof *x), *mean = calloc(nsizes, sizeof *mean);
+    double *med[4];
+    for (int q = 0; q < 4; q++)
+        med[q] = calloc(nsizes, sizeof *med[q]);
+    if (!pp || !sets || !x || !mean || !med[0] || !med[1] || !med[2] || !med[3]) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < nsizes; k++)
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
+            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
+            goto done;
+        }
+    if (mpilab_loggp_measure(comm, sizes, nsizes, &lo, &lg) != MPI_SUCCESS) {
+        snprintf(err, errlen, "LogGP measurement failed");
+        goto done;
+    }
+    mpilab_robust_opts_t ro;
+    mpilab_robust_opts_default(&ro);
+    for (size_t k = 0; k < nsizes; k++) {
+        x[k] = (double)sizes[k];
+        sets[k] = (mpilab_sample_set_t){x[k], pp[k].samples, pp[k].valid, pp[k].stats.reps};
+        mean[k] = 0.5 * pp[k].stats.mean;
+        const mpilab_loggp_point_t *pt = &lg.points[k];
+        med[0][k] = pt->rtt.stats.median;
+        med[1][k] = pt->os.stats.median;
+        med[2][k] = pt->orr.stats.median;
+        med[3][k] = pt->g.stats.median;
+    }
+    out->hockney_ok = mpilab_hockney_fit_samples(sets, nsizes, 0.5, &ro, &out->hockney, NULL, out->hockney_err,
+                                                 sizeof out->hockney_err) == 0;
+    out->loggp_ok = mpilab_loggp_fit_samples(lg.points, nsizes, &ro, &out->loggp, NULL, out->loggp_err,
+                                             sizeof out->loggp_err) == 0;
+    out->former_hockney_ok = mpilab_hockney_fit(x, mean, nsizes, &out->former_hockney) == 0;
+    {
+        double half[nsizes], from[LINK_MAX_RANGES], to[LINK_MAX_RANGES];
+        mpilab_hockney_range_t hr[LINK_MAX_RANGES];
+        mpilab_loggp_t rf[LINK_MAX_RANGES];
+        for (size_t k = 0; k < nsizes; k++)
+            half[k] = 0.5 * med[0][k];
+        size_t nr = mpilab_hockney_fit_ranges(x, half, nsizes, hr, LINK_MAX_RANGES);
+        for (size_t r = 0; r < nr; r++) {
+            from[r] = hr[r].from;
+            to[r] = hr[r].to;
+        }
+        char e2[128];
+        out->former_loggp_ok =
+            (nr > 0 ? mpilab_loggp_fit_ranges(x, med[0], med[1], med[2], med[3], nsizes, from, to, nr, rf,
+                                              &out->former_loggp, e2, sizeof e2)
+                    : mpilab_loggp_fit(x, med[0], med[1], med[2], med[3], nsizes, &out->former_loggp, e2,
+                                       sizeof e2)) == 0;
+    }
+    rc = 0;
+done:
+    if (pp)
+        for (size_t k = 0; k < nsizes; k++)
+            mpilab_p2p_result_free(&pp[k]);
+    free(pp);
+    mpilab_loggp_pair_result_free(&lg);
+    free(sets);
+    free(x);
+    free(mean);
+    for (int q = 0; q < 4; q++)
+        free(med[q]);
+    return rc;
+}
