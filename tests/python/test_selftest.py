@@ -42,6 +42,21 @@ def test_clock_rows_target() -> None:
     assert not selftest.clock_rows({"checks": []}, "x")["met"]
 
 
+def test_link_rows_truth_and_former() -> None:
+    res = {"truth": {"alpha": 2e-3, "beta": 80e-9, "L": 2e-3, "G": 80e-9},
+           "runs": [{"hockney": {"alpha": _param(2.01e-3, 1.99e-3, 2.02e-3),
+                                 "beta": _param(79e-9, 78e-9, 81e-9)},
+                     "loggp": {"L": _param(2.2e-3, 2.1e-3, 2.3e-3),  # 10% off: missed
+                               "G": _param(80.5e-9, 79e-9, 82e-9)},
+                     "former_hockney": {"alpha": 3e-3, "beta": 40e-9},
+                     "former_loggp": {"L": 2.4e-3, "G": 81e-9}}]}
+    rows = {r["param"]: r for r in selftest.link_rows(res)}
+    assert rows["alpha"]["met"] and rows["beta"]["met"] and rows["G"]["met"]
+    assert not rows["L"]["met"] and rows["L"]["cover"] == 0
+    assert rows["L"]["errors"][0] == pytest.approx(0.1)
+    assert rows["alpha"]["former_errors"][0] == pytest.approx(0.5)
+
+
 def _param(v: float, lo: float, hi: float) -> dict[str, Any]:
     return {"value": v, "raw": v, "lo": lo, "hi": hi, "flags": ""}
 
@@ -66,6 +81,9 @@ def test_fit_rows_tolerance_and_coverage() -> None:
     (["--np", "1"], "--np 1"),
     (["--syncs", "0"], "--syncs 0"),
     (["--trials", "0"], "--trials 0"),
+    (["--testbed", "--delay", "2 ms"], "--delay 2 ms"),
+    (["--testbed", "--rate", "fast"], "--rate fast"),
+    (["--testbed", "--runs", "0"], "--runs 0"),
 ])
 def test_bad_input_one_line(run_cli: Callable[..., Any], args: list[str], needle: str) -> None:
     p = run_cli("selftest", *args)
