@@ -258,12 +258,17 @@ static int run_link(int argc, char **argv)
         bad_input("link: %s", err);
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-selftest", argc, argv);
     if (g_rank == 0) {
-        json_t *sz = json_array();
-        for (size_t k = 0; k < ns; k++)
+        json_t *sz = json_array(), *per = json_array();
+        for (size_t k = 0; k < ns; k++) {
             json_array_append_new(sz, json_integer((json_int_t)sizes[k]));
+            if (k < 64)
+                json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f}", "bytes", (json_int_t)sizes[k], "oneway_min_s",
+                                                     f.oneway_min[k], "oneway_median_s", f.oneway_median[k],
+                                                     "residual_s", isfinite(f.oneway_residual[k]) ? f.oneway_residual[k] : 0.0));
+        }
         const mpilab_loggp_robust_t *l = &f.loggp;
         json_t *root = json_pack(
-            "{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", "selftest-link", "sizes", sz, "hockney",
+            "{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "kind", "selftest-link", "sizes", sz, "per_size", per, "hockney",
             f.hockney_ok ? hockney_json(&f.hockney) : json_pack("{s:s}", "error", f.hockney_err), "loggp",
             f.loggp_ok ? json_pack("{s:o,s:o,s:o,s:o,s:o}", "L", param_json(&l->L), "os", param_json(&l->os), "or",
                                    param_json(&l->orr), "g", param_json(&l->g), "G", param_json(&l->G))

@@ -35,6 +35,14 @@ int mpilab_theil_sen(const double *x, const double *y, size_t n, double *interce
  * (starts[0] = 0). Returns K >= 1, or 0 on bad input. */
 size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t max_ranges,
                               size_t *starts);
+/* The same with the noise of every point known (sigma[k] > 0, e.g. from its samples): the
+ * cost of a point is its squared residual in sigmas, truncated at 10^2, and the criterion
+ * cost + 7 K ln n (a chi-square with a penalty per range), which unlike the relative-
+ * residual criterion lets a few sizes with a clear break split even when n is small (12
+ * sizes over a shaper's burst). The sample fits below use it, with sigma = the mean of the
+ * lowest spacings of each size's samples (for the minimum), never below 1% of the value. */
+size_t mpilab_robust_segments_sigma(const double *x, const double *y, const double *sigma, size_t n,
+                                    size_t max_ranges, size_t *starts);
 
 /* A fitted parameter with its quality. */
 typedef struct mpilab_param {
@@ -77,7 +85,7 @@ typedef struct mpilab_sample_set {
  * mpilab_robust_segments on y; a Theil-Sen line per range (ranges[] for predictions,
  * from/to the first/last size of the range). Headline: alpha = intercept of the first
  * (smallest-size) range, beta = slope of the last (largest-size) range, the sustained
- * rate. Intervals: bootstrap, resampling the samples within every size and the sizes
+ * rate. Ranges: mpilab_robust_segments_sigma. Intervals: bootstrap, resampling the samples within every size and the sizes
  * within every range (ranges fixed). residual[k] (may be NULL) = y_k - the range model at
  * size k. Sizes strictly increasing, n >= 2, every size with >= 1 valid sample.
  * Returns 0, or -1 with a one-line reason. */

@@ -74,6 +74,9 @@ typedef struct mpilab_link_fit {
     mpilab_hockney_t former_hockney;
     mpilab_loggp_t former_loggp;
     char hockney_err[128], loggp_err[128];
+    /* per size (the first 64): the robust Hockney fit's one-way value (half the minimum round
+     * trip) and its residual, and the median half round trip */
+    double oneway_min[64], oneway_residual[64], oneway_median[64];
 } mpilab_link_fit_t;
 
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,

@@ -226,8 +226,15 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         med[2][k] = pt->orr.stats.median;
         med[3][k] = pt->g.stats.median;
     }
-    out->hockney_ok = mpilab_hockney_fit_samples(sets, nsizes, 0.5, &ro, &out->hockney, NULL, out->hockney_err,
-                                                 sizeof out->hockney_err) == 0;
+    double *resid = calloc(nsizes, sizeof *resid);
+    out->hockney_ok = resid && mpilab_hockney_fit_samples(sets, nsizes, 0.5, &ro, &out->hockney, resid,
+                                                          out->hockney_err, sizeof out->hockney_err) == 0;
+    for (size_t k = 0; k < nsizes && k < 64; k++) {
+        out->oneway_min[k] = 0.5 * mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
+        out->oneway_residual[k] = resid ? resid[k] : NAN;
+        out->oneway_median[k] = 0.5 * pp[k].stats.median;
+    }
+    free(resid);
     out->loggp_ok = mpilab_loggp_fit_samples(lg.points, nsizes, &ro, &out->loggp, NULL, out->loggp_err,
                                              sizeof out->loggp_err) == 0;
     out->former_hockney_ok = mpilab_hockney_fit(x, mean, nsizes, &out->former_hockney) == 0;

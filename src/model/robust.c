@@ -15,6 +15,8 @@
 #define SEG_PENALTY 7.0      /* per range, in units of ln n (as the least-squares split) */
 #define SEG_TRUNC 0.25       /* relative residual at which a point's cost stops growing */
 #define SEG_FLOOR 2e-3       /* rms relative residual below which a split gains nothing */
+#define SEG_TRUNC_SIGMA 10.0 /* with known noise: residual (in sigmas) where a point's cost stops */
+#define SIGMA_FLOOR 0.01     /* per-size noise never taken below 1% of the value */
 #define BOOT_RETRIES 8
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -115,12 +117,20 @@ int mpilab_theil_sen(const double *x, const double *y, size_t n, double *interce
 size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t max_ranges,
                               size_t *starts)
 {
+    return mpilab_robust_segments_sigma(x, y, NULL, n, max_ranges, starts);
+}
+
+size_t mpilab_robust_segments_sigma(const double *x, const double *y, const double *sigma, size_t n,
+                                    size_t max_ranges, size_t *starts)
+{
     if (!x || !y || !starts || n < 2 || n > SEG_MAX_POINTS || max_ranges < 1)
         return 0;
     for (size_t k = 0; k < n; k++) {
         if (!isfinite(x[k]) || !isfinite(y[k]) || !(y[k] > 0))
             return 0;
         if (k > 0 && !(x[k] > x[k - 1]))
+            return 0;
+        if (sigma && !(sigma[k] > 0 && isfinite(sigma[k])))
             return 0;
     }
     starts[0] = 0;
@@ -148,8 +158,13 @@ size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t
                 continue;
             double c = 0.0;
             for (size_t k = i; k <= j; k++) {
-                double r = (y[k] - (a + b * x[k])) / y[k];
-                c += fmin(r * r, SEG_TRUNC * SEG_TRUNC);
+                if (sigma) {
+                    double r = (y[k] - (a + b * x[k])) / sigma[k];
+                    c += fmin(r * r, SEG_TRUNC_SIGMA * SEG_TRUNC_SIGMA);
+                } else {
+                    double r = (y[k] - (a + b * x[k])) / y[k];
+                    c += fmin(r * r, SEG_TRUNC * SEG_TRUNC);
+                }
             }
             cost[i * n + j] = c;
         }
@@ -177,7 +192,8 @@ size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t
         double c = D[k * W + n];
         if (isinf(c))
             continue;
-        double crit = nd * log(fmax(c / nd, floor_c)) + SEG_PENALTY * (double)k * log(nd);
+        double crit = sigma ? c + SEG_PENALTY * (double)k * log(nd)
+                            : nd * log(fmax(c / nd, floor_c)) + SEG_PENALTY * (double)k * log(nd);
         if (crit < best - 1e-9) {
             best = crit;
             bestk = k;
@@ -280,6 +296,21 @@ static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
     for (size_t k = 0; k < s->m; k++)
         buf[k] = rng ? s->v[gsl_rng_uniform_int(rng, s->m)] : s->v[k];
     return sorted_quantile(buf, s->m, q);
+}
+
+/* Noise of a per-size value for the breakpoint search: for the minimum, the mean of the
+ * lowest spacings (the endpoint replicate's scale); never below SIGMA_FLOOR of the value. */
+static double series_sigma(const series_t *s, double q, double value, double *buf)
+{
+    double sp = 0.0;
+    if (q <= 0.0 && s->m > 1) {
+        for (size_t k = 0; k < s->m; k++)
+            buf[k] = s->v[k];
+        gsl_sort(buf, 1, s->m);
+        size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
+        sp = (buf[k] - buf[0]) / (double)k;
+    }
+    return fmax(sp, SIGMA_FLOOR * fabs(value));
 }
 
 /* Theil-Sen lines per range over y (ranges from starts[0..K)); with rng, each range's
@@ -399,9 +430,10 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
             fail(err, errlen, "non-positive time %g s at %g bytes", y[k], x[k]);
             goto done;
         }
+        yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale, buf);
     }
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
-    size_t K = mpilab_robust_segments(x, y, n, o->max_ranges, starts);
+    size_t K = mpilab_robust_segments_sigma(x, y, yb, n, o->max_ranges, starts);
     if (K == 0) {
         fail(err, errlen, "breakpoint search failed");
         goto done;
@@ -544,9 +576,10 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
             fail(err, errlen, "non-positive round trip at %g bytes", x[k]);
             goto done;
         }
+        vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], buf);
     }
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
-    size_t K = mpilab_robust_segments(x, half, n, o->max_ranges, starts);
+    size_t K = mpilab_robust_segments_sigma(x, half, vb[Q_RTT], n, o->max_ranges, starts);
     if (K == 0) {
         fail(err, errlen, "breakpoint search failed");
         goto done;
