@@ -17,5 +17,8 @@
 #include "mpilab/selftest.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"
+#include "mpilab/results.h"
+#include "mpilab/models.h"
+#include "mpilab/runner.h"
 
 #endif

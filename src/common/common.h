@@ -9,7 +9,7 @@
 
 #include "mpilab/parse.h" /* the strict value parsers */
 
-#define MPILAB_RESULTS_SCHEMA "mpilab.results/1"
+#include "mpilab/results.h" /* MPILAB_RESULTS_SCHEMA */
 
 /* Write `text` (length `len`) to `path` via `path.tmp.<pid>` + rename. Returns 0 on
  * success; on failure removes the temporary file, writes a one-line reason to `err`
