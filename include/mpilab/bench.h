@@ -68,7 +68,8 @@ typedef struct mpilab_result {
      * (valid[k] = 0, not in the statistics) and counted in `negative`. */
     double confirm_time;         /* root timing: the subtracted confirmation time (median) */
     mpilab_stats_t confirm_stats; /* root timing: statistics of the confirmation samples */
-    size_t negative;             /* root timing: repetitions invalid for a corrected time <= 0 */
+    size_t negative;             /* root and opspec timing: repetitions invalid for a corrected time
+                                  * <= 0 (opspec subtracts the one-way acknowledgement time) */
     double sync_residual;  /* global/sync: max residual of the clock sync used, else 0 */
     double wall;           /* seconds the measurement took on the root: clock sync, calibration,
                             * repetitions and stop decisions (not buffer setup, validation) */

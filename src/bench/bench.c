@@ -367,7 +367,11 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
                 mpilab_root_correct(raw, n, conf, n, res->samples, res->valid, NULL);
             } else {
                 res->samples[n] = v;
-                res->valid[n] = !late;
+                /* opspec subtracts a one-way acknowledgement time: a result <= 0 is
+                 * impossible, invalid, never averaged in (counted in `negative`) */
+                res->valid[n] = !late && (timing != MPILAB_TIMING_OPSPEC || v > 0.0);
+                if (timing == MPILAB_TIMING_OPSPEC && !late && !(v > 0.0))
+                    res->negative++;
                 n++;
             }
             stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec);
@@ -404,7 +408,11 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     mpilab_stats_compute(res->samples, res->valid, n, b->o.prec.cl, b->o.prec.eps, &res->stats);
     mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
     res->confirm_time = 0.0;
-    res->negative = 0;
+    if (!rooted) { /* opspec's count, known on the root */
+        unsigned long long neg = res->negative;
+        MPI_Bcast(&neg, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
+        res->negative = (size_t)neg;
+    }
     if (rooted) {
         /* the confirmation's own statistics and the count of impossible corrected times */
         double cnt[2] = {0, 0};
