@@ -341,8 +341,9 @@ def _loggp(r: Results) -> str:
     out.append("<p class='note'>Sender i, receiver j. Summary row: o<sub>s</sub>, o<sub>r</sub>, "
                "g measured at the smallest size (carried to 0 bytes), G per byte of the "
                "largest-size range (1/G as a rate), L from the smallest size's round trip minus "
-               "the overheads. Rows per range: that protocol range's least-squares lines. Flags: "
-               "L_clamped (L came out negative, set to 0), G_clamped, g_clamped, fit_failed.</p>")
+               "the overheads. Rows per range: that protocol range's lines. Flags: "
+               "L_clamped (L came out negative, set to 0), G_clamped, g_clamped, fit_failed; "
+               "per parameter (robust fits): clamped, ci_wide (interval wider than 5%), no_ci.</p>")
     rows = []
     bad: list[bool] = []
 
@@ -351,15 +352,19 @@ def _loggp(r: Results) -> str:
         return (pair, rng, fmt_time(q.L), fmt_time(q.os), fmt_time(q.orr), fmt_time(q.g),
                 f"{q.G * 1e9:.4g}", rate, " ".join(q.flags) or "-")
 
-    for lp in r.loggp:
+    raw_lp = ((r.raw.get("models") or {}).get("loggp") or {}).get("pairs") or []
+    for k, lp in enumerate(r.loggp):
         name = f"{lp.i}->{lp.j}"
+        q = raw_lp[k].get("quality") if k < len(raw_lp) and isinstance(raw_lp[k], dict) else None
+        qfl = [f"{n}:{x}" for n in ("L", "os", "or", "g", "G") for x in quality.param_flags(q, n)]
         if lp.params is None:
             rows.append((name, "all sizes", "-", "-", "-", "-", "-", "-",
                          f"fit_failed: {lp.error or ''}".strip()))
             bad.append(True)
             continue
-        rows.append(prow(name, "summary", lp.params))
-        bad.append(bool(lp.params.flags))
+        row = prow(name, "summary", lp.params)
+        rows.append(row[:-1] + (" ".join(list(lp.params.flags) + qfl) or "-",))
+        bad.append(bool(lp.params.flags) or any("clamped" in x for x in qfl))
         for g in lp.ranges:
             rows.append(prow("", f"{fmt_bytes(g.lo)} .. {fmt_bytes(g.hi)}", g.params))
             bad.append(bool(g.params.flags))
