@@ -1,6 +1,8 @@
 /* Robust estimators (include/mpilab/robust.h). */
 #include "mpilab/robust.h"
 
+#include "model/segdp.h"
+
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
@@ -168,23 +170,7 @@ size_t mpilab_robust_segments_sigma(const double *x, const double *y, const doub
             }
             cost[i * n + j] = c;
         }
-    for (size_t k = 0; k <= kmax; k++)
-        for (size_t j = 0; j <= n; j++) {
-            D[k * W + j] = INFINITY;
-            arg[k * W + j] = 0;
-        }
-    D[0] = 0;
-    for (size_t k = 1; k <= kmax; k++)
-        for (size_t j = 1; j <= n; j++)
-            for (size_t i = 0; i < j; i++) {
-                double prev = D[(k - 1) * W + i], c = cost[i * n + (j - 1)];
-                if (isinf(prev) || isinf(c))
-                    continue;
-                if (prev + c < D[k * W + j]) {
-                    D[k * W + j] = prev + c;
-                    arg[k * W + j] = i;
-                }
-            }
+    mpilab_segdp_fill(cost, n, kmax, D, arg);
     const double nd = (double)n, floor_c = SEG_FLOOR * SEG_FLOOR;
     size_t bestk = 0;
     double best = INFINITY;
@@ -201,12 +187,7 @@ size_t mpilab_robust_segments_sigma(const double *x, const double *y, const doub
     }
     if (bestk == 0)
         goto done;
-    size_t j = n;
-    for (size_t k = bestk; k >= 1; k--) {
-        size_t i = arg[k * W + j];
-        starts[k - 1] = i;
-        j = i;
-    }
+    mpilab_segdp_starts(arg, n, bestk, starts);
     ok = bestk;
 done:
     free(cost);
