@@ -87,9 +87,18 @@ static size_t pair_points(json_t *meas, size_t i, size_t j, pts_t *t)
             json_integer_value(json_object_get(m, "bytes")) != json_integer_value(json_object_get(m, "bytes_back")))
             continue;
         json_t *sa = json_object_get(m, "samples"), *va = json_object_get(m, "valid");
+        /* without raw samples (a document assembled elsewhere), the median (else the mean)
+         * stands for the size */
+        json_t *st = json_object_get(m, "stats"), *one = json_object_get(st, "median");
+        if (!json_is_number(one))
+            one = json_object_get(st, "mean");
         size_t ns = json_array_size(sa);
-        if (ns == 0 || t->n >= t->cap)
+        if ((ns == 0 && !json_is_number(one)) || t->n >= t->cap)
             continue;
+        if (ns == 0) {
+            sa = NULL;
+            ns = 1;
+        }
         double *sv = calloc(ns, sizeof *sv);
         unsigned char *vv = calloc(ns, 1);
         if (!sv || !vv) {
@@ -98,9 +107,9 @@ static size_t pair_points(json_t *meas, size_t i, size_t j, pts_t *t)
             continue;
         }
         for (size_t k = 0; k < ns; k++) {
-            json_t *x = json_array_get(sa, k);
+            json_t *x = sa ? json_array_get(sa, k) : one;
             sv[k] = json_is_number(x) ? json_number_value(x) : NAN;
-            vv[k] = isfinite(sv[k]) && !json_is_false(json_array_get(va, k));
+            vv[k] = isfinite(sv[k]) && !(sa && json_is_false(json_array_get(va, k)));
         }
         t->samples[t->n] = sv;
         t->valid[t->n] = vv;
