@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "mpilab/version.h"
 #include "testbed/delayline.h"
 
 static void usage(FILE *f)
@@ -13,9 +14,11 @@ static void usage(FILE *f)
         "usage: mpilab-delayline --dev TUN --delay T [--buffer BYTES] [--stats FILE]\n"
         "                        [--pidfile FILE] [--no-vnet-hdr]\n"
         "                        [--rt-priority N | --no-realtime]\n"
+        "  -h, --help      this text;  --version: the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
-        "  --delay T       hold time: seconds, or with suffix s, ms, us, ns (e.g. 5ms)\n"
-        "  --buffer BYTES  packet buffer (K/M/G suffixes; default 64M); full = tail drop\n"
+        "  --delay T       hold time, 0 to 60 s: seconds, or with unit s, ms, us, ns (e.g. 5ms)\n"
+        "  --buffer BYTES  packet buffer in bytes, binary suffixes K = 1024, M = 1024^2,\n"
+        "                  G = 1024^3 (default 64M, at most 16G); full = tail drop\n"
         "  --stats FILE    JSON statistics, written at exit and on SIGUSR1\n"
         "  --pidfile FILE  written once the device is attached\n"
         "  --no-vnet-hdr   plain packets instead of 64 KiB GSO super-packets\n"
@@ -38,6 +41,7 @@ int main(int argc, char **argv)
         {"rt-priority", required_argument, NULL, 'r'},
         {"no-realtime", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     mpilab_dl_options opt = {.dev = NULL, .delay_ns = -1, .buffer = (size_t)64 << 20,
                              .stats = NULL, .pidfile = NULL, .vnet_hdr = 1,
@@ -46,7 +50,7 @@ int main(int argc, char **argv)
     int rt_set = 0, nort_set = 0;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         double sec;
         switch (c) {
         case 'd': opt.dev = optarg; break;
@@ -80,6 +84,7 @@ int main(int argc, char **argv)
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("mpilab-delayline %s\n", MPILAB_VERSION_STRING); return 0;
         default:
             fprintf(stderr, "mpilab-delayline: unknown or incomplete option '%s' (see --help)\n",
                     argv[optind - 1]);

@@ -400,7 +400,7 @@ static int validate_stream(void *vc)
     return validate_p2p(vc);
 }
 
-static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32];
+static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32]; /* "poll<N>" of slot k */
 
 /* ---- COMB polling method: both directions, poll between fixed work loops ---- */
 
@@ -429,9 +429,11 @@ static int comb_setup(size_t slot, size_t b, MPI_Comm comm, void **o)
     }
 COMB_SLOT(0) COMB_SLOT(1) COMB_SLOT(2) COMB_SLOT(3) COMB_SLOT(4) COMB_SLOT(5) COMB_SLOT(6) COMB_SLOT(7)
 COMB_SLOT(8) COMB_SLOT(9) COMB_SLOT(10) COMB_SLOT(11) COMB_SLOT(12) COMB_SLOT(13) COMB_SLOT(14) COMB_SLOT(15)
-static int (*const comb_slots[MPILAB_SUITE_MAX_SWEEP])(size_t, int, MPI_Comm, void **) = {
+static int (*const comb_slots[])(size_t, int, MPI_Comm, void **) = {
     su_comb0, su_comb1, su_comb2, su_comb3, su_comb4, su_comb5, su_comb6, su_comb7,
     su_comb8, su_comb9, su_comb10, su_comb11, su_comb12, su_comb13, su_comb14, su_comb15};
+/* one setup per possible poll interval: raising the limit without adding slots fails here */
+_Static_assert(sizeof comb_slots / sizeof comb_slots[0] == MPILAB_SUITE_MAX_SWEEP, "one COMB slot per interval");
 
 /* COMB validation: the two ranks of the pair also swap their work counters, so the rank
  * that writes the results can report both ranks' CPU availability (validate runs on every

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "mpilab/mpilab.h"
 
 /* ---- the entry ---- */
@@ -104,18 +105,7 @@ static const mpilab_op_t swap_entry = {
 
 /* ---- its test ---- */
 
-static int failures, rank;
-#define FAIL(...)                                                                 \
-    do {                                                                          \
-        fprintf(stderr, "rank %d: ", rank);                                       \
-        fprintf(stderr, __VA_ARGS__);                                             \
-        failures++;                                                               \
-    } while (0)
 
-static int rel_eq(double a, double b)
-{
-    return fabs(a - b) <= 1e-12 * fabs(b);
-}
 
 /* The entry in --list --json, with the knowledge it declared. */
 static void check_listed(void)
@@ -143,7 +133,7 @@ static void check_listed(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_check_rank);
     if (mpilab_ops_register(&swap_entry) != 0)
         FAIL("register failed\n");
     const mpilab_op_t *op = mpilab_ops_find("pingpong", "sendrecv_replace");
@@ -171,8 +161,8 @@ int main(int argc, char **argv)
         json_t *m = mpilab_results_measurement(op, sizes[s], MPILAB_TIMING_MAX, &bo, 2, &r, 0);
         json_t *d = json_object_get(m, "derived");
         double t = r.stats.median;
-        if (!rel_eq(json_real_value(json_object_get(d, "latency_s")), t) ||
-            !rel_eq(json_real_value(json_object_get(d, "bandwidth_Bps")), 2.0 * (double)sizes[s] / t))
+        if (!rel_eq(json_real_value(json_object_get(d, "latency_s")), t, 1e-12) ||
+            !rel_eq(json_real_value(json_object_get(d, "bandwidth_Bps")), 2.0 * (double)sizes[s] / t, 1e-12))
             FAIL("%zu bytes: derived values do not follow the entry's formula\n", sizes[s]);
         json_decref(m);
         mpilab_result_free(&r);
@@ -182,10 +172,7 @@ int main(int argc, char **argv)
         FAIL("derive accepted a size that was not measured\n");
     check_listed();
     mpilab_bench_finalize(b);
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("recipe_pingpong: %s\n", all ? "FAILED" : "ok");
+    int rc = mpi_check_done("recipe_pingpong");
     MPI_Finalize();
-    return all ? 1 : 0;
+    return rc;
 }

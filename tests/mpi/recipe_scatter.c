@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "mpilab/mpilab.h"
 
 /* ---- the entry ---- */
@@ -91,13 +92,6 @@ static const mpilab_op_t flat_entry = {
 
 /* ---- its test ---- */
 
-static int failures, rank;
-#define FAIL(...)                                                                 \
-    do {                                                                          \
-        fprintf(stderr, "rank %d: ", rank);                                       \
-        fprintf(stderr, __VA_ARGS__);                                             \
-        failures++;                                                               \
-    } while (0)
 
 /* Synthetic p2p measurements with exact one-way times alpha + beta * bytes per pair (i, j),
  * plus one measurement of the new entry and one of an entry without a pattern. */
@@ -149,7 +143,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_check_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (mpilab_ops_register(&flat_entry) != 0)
         FAIL("register failed\n");
@@ -174,12 +168,9 @@ int main(int argc, char **argv)
         FAIL("engine: data_ok %d reps %zu\n", r.data_ok, r.stats.reps);
     mpilab_result_free(&r);
     mpilab_bench_finalize(b);
-    if (rank == 0)
+    if (mpi_check_rank == 0)
         check_predicted(size);
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("recipe_scatter (%d ranks): %s\n", size, all ? "FAILED" : "ok");
+    int rc = mpi_check_done("recipe_scatter");
     MPI_Finalize();
-    return all ? 1 : 0;
+    return rc;
 }
