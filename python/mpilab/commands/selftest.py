@@ -305,7 +305,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--delay", default="2ms", help="testbed WAN one-way delay (default 2ms)")
     p.add_argument("--rate", default="100Mbit", help="testbed WAN rate (default 100Mbit)")
     p.add_argument("--runs", type=int, default=1, help="testbed runs (default 1)")
-    p.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M",
+    p.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M",
                    help="message sizes on the testbed")
     p.add_argument("--prefix", default=None,
                    help="testbed name prefix (default $MPILAB_TESTBED_PREFIX or st)")
