@@ -9,20 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "mpilab/selftest.h"
-
-static int failures;
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        failures++;                                                                                \
-    } while (0)
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    mpi_check_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     char err[256];
     mpilab_inject_plan_t plan;
@@ -99,8 +94,7 @@ int main(int argc, char **argv)
     mpilab_clock_inject_get(&now);
     if (now.offset != 0 || now.drift != 0)
         FAIL("injection not restored\n");
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int rc = mpi_check_done("clock_inject");
     MPI_Finalize();
-    return all ? 1 : 0;
+    return rc;
 }
