@@ -62,7 +62,15 @@ typedef struct mpilab_result {
     mpilab_stats_t stats;
     double *samples;       /* [stats.reps] seconds per repetition, in order */
     unsigned char *valid;  /* [stats.reps] */
-    double confirm_time;   /* root timing: the subtracted confirmation time */
+    /* Root timing: the confirmation alone is timed once after every repetition (a barrier,
+     * then every rank confirms to the root), interleaved, so it sees the same load; the
+     * subtracted value is the median of those samples (per repetition: divided by the
+     * pipeline depth), recomputed at every stop decision. A corrected time <= 0 is invalid
+     * (valid[k] = 0, not in the statistics) and counted in `negative`. */
+    double confirm_time;         /* root timing: the subtracted confirmation time (median) */
+    mpilab_stats_t confirm_stats; /* root timing: statistics of the confirmation samples */
+    size_t negative;             /* root and opspec timing: repetitions invalid for a corrected time
+                                  * <= 0 (opspec subtracts the one-way acknowledgement time) */
     double sync_residual;  /* global/sync: max residual of the clock sync used, else 0 */
     double wall;           /* seconds the measurement took on the root: clock sync, calibration,
                             * repetitions and stop decisions (not buffer setup, validation) */

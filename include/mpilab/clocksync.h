@@ -27,11 +27,17 @@ typedef struct mpilab_clock_model {
     double offset;   /* seconds */
     double drift;    /* dimensionless (s/s) */
     double residual; /* quality: seconds, see mpilab_clocksync_t */
-    /* Half the round trip of the exchanges the offset was taken from (the largest one
-     * when several were combined): a message takes at least zero time each way, so the
-     * exchange alone cannot place the remote reading more precisely than this. Seconds;
-     * 0 for rank 0 and for the pure fits. */
+    /* Bound on the offset error at the end of the synchronisation (seconds; 0 for rank 0
+     * and for the pure fits): half the round trip of the exchanges the offset was taken
+     * from (a message takes at least zero time each way, so an exchange cannot place the
+     * remote reading more precisely), plus drift_uncertainty times the time from those
+     * exchanges to the end of the synchronisation. */
     double uncertainty;
+    /* Bound on the drift error (s/s): the model's error grows by this much per second
+     * after the synchronisation. For an offset-only model (drift not resolved), the drift
+     * estimate's size plus its resolution; else the resolution (largest round trip over
+     * the sampled span). */
+    double drift_uncertainty;
 } mpilab_clock_model_t;
 
 /* Pure fit: least squares of local[k] ~ offset + (1 + drift) * ref[k] over n >= 2 points
@@ -53,7 +59,9 @@ typedef struct mpilab_clocksync {
     double t0;                    /* origin on rank 0's clock */
     mpilab_clock_model_t *ranks;  /* [nranks], known on every rank; rank 0 = {0,0,0} */
     /* Per-rank residual = |offset predicted by the model - offset measured by an
-     * independent minimum-round-trip check after the fit|; max over ranks. */
+     * independent minimum-round-trip check after the fit|; max over ranks. When the check
+     * probe is tighter than the model extrapolated to it, the model's offset is then
+     * re-anchored at the check (the residual is the disagreement before). */
     double max_residual;
     double duration;              /* seconds spent synchronising */
 } mpilab_clocksync_t;

@@ -8,9 +8,12 @@
 extern "C" {
 #endif
 
-/* Precision asked of a measurement: repeat until
- *   t(cl, n-1) * s / sqrt(n) <= eps * mean   (n >= min_reps valid samples)
- * or until max_reps repetitions were taken. min_reps == max_reps gives a fixed count. */
+/* Precision asked of a measurement. The figure mpilab reports is the MEDIAN of the valid
+ * samples, so the stopping rule is the median's: repeat until the distribution-free
+ * confidence interval of the median (order statistics, see mpilab_median_ci) at level cl
+ * has a half width <= eps * median (n >= min_reps valid samples), or until max_reps
+ * repetitions were taken. min_reps == max_reps gives a fixed count. At cl = 0.95 the
+ * order-statistic interval exists from 6 valid samples on. */
 typedef struct mpilab_precision {
     size_t min_reps;
     size_t max_reps;
@@ -21,13 +24,24 @@ typedef struct mpilab_precision {
 #define MPILAB_PRECISION_DEFAULT {5, 100, 0.95, 0.025}
 
 /* Summary over the valid samples. Fields that need more samples than available
- * (stdev, ci_half, rel_err with n < 2) are NaN. */
+ * (stdev, ci_half, rel_err with n < 2; med_lo, med_hi, med_rel_err without an
+ * order-statistic interval at level cl) are NaN.
+ *   mean, stdev, ci_half (Student t), rel_err = ci_half / mean: the mean's figures;
+ *   median, [med_lo, med_hi], med_rel_err = (med_hi - med_lo) / 2 / median: the reported
+ *   figure and its interval (the stopping rule's). */
 typedef struct mpilab_stats {
     double mean, stdev, ci_half, rel_err, median, min, max;
+    double med_lo, med_hi, med_rel_err;
     size_t reps;    /* repetitions taken (valid + invalid) */
-    size_t invalid; /* repetitions excluded (e.g. late start) */
-    int converged;  /* 1 if ci_half <= eps * mean */
+    size_t invalid; /* repetitions excluded (e.g. late start, negative corrected time) */
+    int converged;  /* 1 if the median's interval exists and med_rel_err <= eps (median > 0) */
 } mpilab_stats_t;
+
+/* Distribution-free confidence interval of the median of sorted[0..n) (ascending) at
+ * level cl: [x_(k), x_(n+1-k)] with the largest k such that 1 - 2 P(B <= k - 1) >= cl,
+ * B ~ Binomial(n, 1/2). Returns 0 and sets *lo, *hi, or -1 (lo = hi = NaN) when no such
+ * interval exists (n too small for cl, e.g. n <= 5 at cl = 0.95). */
+int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi);
 
 /* Checks a precision; returns 0 if usable, else -1 and a one-line reason in err.
  * min_reps >= 1 is accepted here (the runner asks for >= 2). */
@@ -43,9 +57,19 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
 
 /* The stopping rule: 1 if repetition should stop after n repetitions (of which the valid
  * ones are flagged in valid), 0 to continue. Stops at max_reps, or once at least min_reps
- * (and 2) valid samples meet the precision. */
+ * (and 2) valid samples meet the precision (the median's interval, see above). */
 int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
                              const mpilab_precision_t *p);
+
+/* Root timing's correction: the root's time from its start until every rank confirmed,
+ * minus the time of the confirmation alone. The confirmation is measured repeatedly,
+ * interleaved with the repetitions (confirm[0..nconfirm)), and the subtracted value is the
+ * median of those samples (*c_used, NaN and nothing corrected if nconfirm == 0).
+ * out[k] = raw[k] - c for the n repetitions (out may equal raw); a corrected time <= 0 is
+ * impossible: valid[k] is cleared (never averaged in) and it is counted in the return
+ * value. valid[k] already 0 stays 0. */
+size_t mpilab_root_correct(const double *raw, size_t n, const double *confirm, size_t nconfirm, double *out,
+                           unsigned char *valid, double *c_used);
 
 #ifdef __cplusplus
 }

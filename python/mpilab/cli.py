@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "mpilab.commands.bench",
     "mpilab.commands.report",
     "mpilab.commands.survey",
+    "mpilab.commands.selftest",
     "mpilab.testbed.cli",
     "mpilab.wavefront",
     "mpilab.disk.cli",

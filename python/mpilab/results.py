@@ -406,7 +406,8 @@ class _Checker:
 
 def _stats(c: _Checker, v: Any, path: PathT) -> Stats:
     s = c.obj(v, path)
-    mean = c.number(c.get(s, "mean", path), path + ("mean",))
+    # null: no valid sample (the measurement is flagged no_valid_samples)
+    mean = c.number(c.get(s, "mean", path), path + ("mean",), nullable=True)
     ci = c.number(c.get(s, "ci_half", path), path + ("ci_half",), nullable=True)
     reps = c.integer(c.get(s, "reps", path), path + ("reps",), minimum=0)
     nan = math.nan

@@ -21,8 +21,6 @@ struct mpilab_bench {
     mpilab_bench_opts_t o;
     mpilab_clocksync_t sync;
     int have_sync;
-    double confirm;
-    int have_confirm;
     double *ack; /* [size] one-way zero-byte time rank -> root */
     int have_ack;
 };
@@ -135,37 +133,14 @@ static void confirm(mpilab_bench_t *b)
     }
 }
 
-/* Collective: bcast the root's stop decision. */
-static int decide(mpilab_bench_t *b, const double *s, const unsigned char *v, size_t n)
+/* Root timing: one sample of the confirmation alone, after a barrier, interleaved with the
+ * repetitions (one after each), so that it sees the same load as they do. On the root. */
+static double confirm_sample(mpilab_bench_t *b)
 {
-    int stop = 0;
-    if (b->rank == b->o.root)
-        stop = mpilab_stats_should_stop(s, v, n, &b->o.prec);
-    MPI_Bcast(&stop, 1, MPI_INT, b->o.root, b->comm);
-    return stop;
-}
-
-/* Mean time of the confirmation alone, after a barrier, under the context's precision. */
-static void measure_confirm(mpilab_bench_t *b)
-{
-    size_t maxr = b->o.prec.max_reps < 2 ? 2 : b->o.prec.max_reps;
-    double *s = calloc(maxr, sizeof *s);
-    size_t n = 0;
-    int stop = 0;
-    while (!stop && s) {
-        MPI_Barrier(b->comm);
-        double t0 = MPI_Wtime();
-        confirm(b);
-        s[n++] = MPI_Wtime() - t0;
-        stop = n >= maxr || decide(b, s, NULL, n);
-    }
-    double mean = 0.0;
-    for (size_t k = 0; k < n; k++)
-        mean += s[k] / (double)n;
-    MPI_Bcast(&mean, 1, MPI_DOUBLE, b->o.root, b->comm);
-    free(s);
-    b->confirm = mean;
-    b->have_confirm = 1;
+    MPI_Barrier(b->comm);
+    double t0 = MPI_Wtime();
+    confirm(b);
+    return MPI_Wtime() - t0;
 }
 
 static int cmp_double(const void *a, const void *c)
@@ -279,7 +254,7 @@ static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mp
         t1 = MPI_Wtime();
         in[0] = late;
         MPI_Reduce(in, &outv[1], 1, MPI_DOUBLE, MPI_MAX, root, b->comm);
-        value = t1 - t0 - b->confirm;
+        value = t1 - t0; /* raw: the confirmation is subtracted by root_decide */
         break;
     case MPILAB_TIMING_GLOBAL:
     default: {
@@ -345,17 +320,23 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         }
         b->have_sync = 1;
     }
-    if (timing == MPILAB_TIMING_ROOT && !b->have_confirm)
-        measure_confirm(b);
     if (timing == MPILAB_TIMING_OPSPEC && !b->have_ack)
         measure_ack(b);
     size_t maxr = b->o.prec.max_reps;
+    int rooted = timing == MPILAB_TIMING_ROOT;
     res->samples = calloc(maxr, sizeof *res->samples);
     res->valid = calloc(maxr, 1);
-    int oom = !res->samples || !res->valid, anyoom = 0;
+    /* root timing: raw times, their late flags and the confirmation samples */
+    double *raw = rooted ? calloc(maxr, sizeof *raw) : NULL, *conf = rooted ? calloc(maxr, sizeof *conf) : NULL;
+    unsigned char *ontime = rooted ? calloc(maxr, 1) : NULL;
+    size_t depth = b->o.isolation == MPILAB_ISO_NONE ? b->o.pipeline_depth : 1;
+    int oom = !res->samples || !res->valid || (rooted && (!raw || !conf || !ontime)), anyoom = 0;
     MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
     if (anyoom) {
         op->teardown(ctx);
+        free(raw);
+        free(conf);
+        free(ontime);
         mpilab_result_free(res);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -372,11 +353,27 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     for (;;) {
         int late = 0;
         double v = one_sample(b, op, ctx, timing, window, &late, &failed);
+        double cv = rooted ? confirm_sample(b) / (double)depth : 0.0;
         int stop = 0;
         if (b->rank == root) {
-            res->samples[n] = v;
-            res->valid[n] = !late;
-            n++;
+            if (rooted) {
+                /* corrected with the median of all confirmations so far; a corrected time
+                 * <= 0 is invalid, never averaged in */
+                raw[n] = v;
+                ontime[n] = !late;
+                conf[n] = cv;
+                n++;
+                memcpy(res->valid, ontime, n);
+                mpilab_root_correct(raw, n, conf, n, res->samples, res->valid, NULL);
+            } else {
+                res->samples[n] = v;
+                /* opspec subtracts a one-way acknowledgement time: a result <= 0 is
+                 * impossible, invalid, never averaged in (counted in `negative`) */
+                res->valid[n] = !late && (timing != MPILAB_TIMING_OPSPEC || v > 0.0);
+                if (timing == MPILAB_TIMING_OPSPEC && !late && !(v > 0.0))
+                    res->negative++;
+                n++;
+            }
             stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec);
             if (use_window) {
                 if (late && slack < SYNC_SLACK_MAX)
@@ -409,7 +406,32 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     MPI_Bcast(res->samples, (int)n, MPI_DOUBLE, root, b->comm);
     MPI_Bcast(res->valid, (int)n, MPI_UNSIGNED_CHAR, root, b->comm);
     mpilab_stats_compute(res->samples, res->valid, n, b->o.prec.cl, b->o.prec.eps, &res->stats);
-    res->confirm_time = timing == MPILAB_TIMING_ROOT ? b->confirm : 0.0;
+    mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
+    res->confirm_time = 0.0;
+    if (!rooted) { /* opspec's count, known on the root */
+        unsigned long long neg = res->negative;
+        MPI_Bcast(&neg, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
+        res->negative = (size_t)neg;
+    }
+    if (rooted) {
+        /* the confirmation's own statistics and the count of impossible corrected times */
+        double cnt[2] = {0, 0};
+        if (b->rank == root) {
+            mpilab_stats_compute(conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
+            for (size_t k = 0; k < n; k++)
+                cnt[0] += ontime[k] && !res->valid[k];
+            cnt[1] = res->confirm_stats.median;
+        }
+        MPI_Bcast(cnt, 2, MPI_DOUBLE, root, b->comm);
+        MPI_Bcast(conf, (int)n, MPI_DOUBLE, root, b->comm);
+        if (b->rank != root)
+            mpilab_stats_compute(conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
+        res->negative = (size_t)cnt[0];
+        res->confirm_time = cnt[1];
+    }
+    free(raw);
+    free(conf);
+    free(ontime);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
     res->wall = wall;

@@ -5,6 +5,7 @@
  * (s1 + s2) / 2 with the local time l; the shorter the round trip s2 - s1, the tighter
  * the pairing, so both methods keep minimum-round-trip probes only. */
 #include "mpilab/clocksync.h"
+#include "mpilab/wtime.h"
 
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_sort.h>
@@ -31,7 +32,13 @@
 #define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
 #define RG_MIN_KEPT 6
 #define VERIFY_PROBES 10
-#define NM 4 /* doubles per rank in the model exchange */
+/* Quartz oscillators drift by tens of ppm; a fitted drift beyond 1000 ppm is not a clock
+ * but a run of delayed probes on a loaded machine (a spurious 1e-2 was seen with 4 ranks on
+ * 2 busy cores): such a model is treated as unresolved (offset-only). */
+#define MAX_PLAUSIBLE_DRIFT 1e-3
+#define NM 6 /* doubles per rank in the model exchange */
+/* slots: offset, drift, residual, uncertainty, drift uncertainty, anchor (ref time at which
+ * the offset is known to within the uncertainty) */
 
 int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out)
 {
@@ -58,6 +65,7 @@ int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_cl
     out->drift = c1 - 1.0;
     out->residual = res;
     out->uncertainty = 0.0;
+    out->drift_uncertainty = 0.0;
     return 0;
 }
 
@@ -105,11 +113,11 @@ typedef struct probe {
 static int do_probe(MPI_Comm comm, int r, double t0, probe_t *p)
 {
     double cmd = 1.0, l = 0.0;
-    double s1 = MPI_Wtime();
+    double s1 = mpilab_wtime();
     int rc = MPI_Send(&cmd, 1, MPI_DOUBLE, r, TAG_CMD, comm);
     if (rc == MPI_SUCCESS)
         rc = MPI_Recv(&l, 1, MPI_DOUBLE, r, TAG_REPLY, comm, MPI_STATUS_IGNORE);
-    double s2 = MPI_Wtime();
+    double s2 = mpilab_wtime();
     p->ref = 0.5 * (s1 + s2) - t0;
     p->local = l - t0;
     p->rtt = s2 - s1;
@@ -132,7 +140,7 @@ static int serve(MPI_Comm comm)
             return rc;
         if (cmd == 0.0)
             return MPI_SUCCESS;
-        double l = MPI_Wtime();
+        double l = mpilab_wtime();
         rc = MPI_Send(&l, 1, MPI_DOUBLE, 0, TAG_REPLY, comm);
         if (rc != MPI_SUCCESS)
             return rc;
@@ -164,7 +172,7 @@ static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, probe_
 static void sleep_until(double t)
 {
     double now;
-    while ((now = MPI_Wtime()) < t) {
+    while ((now = mpilab_wtime()) < t) {
         double d = t - now;
         struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
         nanosleep(&ts, NULL);
@@ -183,7 +191,7 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
     if (!out->ranks)
         return MPI_ERR_NO_MEM;
     int rc = MPI_Barrier(comm);
-    double start = MPI_Wtime();
+    double start = mpilab_wtime();
     double t0 = start;
     if (rc == MPI_SUCCESS)
         rc = MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm);
@@ -207,7 +215,7 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                 if (rc == MPI_SUCCESS)
                     rc = end_phase(comm, r);
             }
-            sleep_until(MPI_Wtime() + SK_GAP_S);
+            sleep_until(mpilab_wtime() + SK_GAP_S);
             for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
                 probe_t b;
                 rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &b);
@@ -220,20 +228,26 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                  * not resolved and would only add an extrapolation error; use the offset of the
                  * tighter probe instead. */
                 double bound = 0.5 * (a[r].rtt + b.rtt) / fabs(b.ref - a[r].ref);
-                if (mpilab_clock_fit(ref, loc, 2, &m) != 0 || !(fabs(m.drift) > bound)) {
+                int fitted = mpilab_clock_fit(ref, loc, 2, &m) == 0;
+                if (!fitted || !(fabs(m.drift) > bound) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT) {
                     const probe_t *t = a[r].rtt < b.rtt ? &a[r] : &b;
+                    /* the unresolved drift may be as large as the estimate plus its bound */
+                    model[NM * r + 4] = (fitted ? fmin(fabs(m.drift), MAX_PLAUSIBLE_DRIFT) : 0.0) + bound;
+                    model[NM * r + 5] = t->ref;
                     m.offset = t->local - t->ref;
                     m.drift = 0.0;
                     model[NM * r + 3] = 0.5 * t->rtt;
                 } else {
                     model[NM * r + 3] = 0.5 * fmax(a[r].rtt, b.rtt);
+                    model[NM * r + 4] = bound;
+                    model[NM * r + 5] = b.ref;
                 }
                 model[NM * r] = m.offset;
                 model[NM * r + 1] = m.drift;
             }
         } else {
             for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-                double begin = MPI_Wtime();
+                double begin = mpilab_wtime();
                 for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
                     sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
                     pts[bt].rtt = INFINITY;
@@ -286,7 +300,9 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     }
                 }
                 model[NM * r + 3] = 0.5 * maxrtt;
-                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0};
+                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0, 0.0};
+                mpilab_clock_model_t plain = m;
+                (void)mpilab_clock_fit(ref, loc, kept, &plain);
                 (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
                 /* As for SKaMPI: every point may be off by half its round trip, so across
                  * the sampled span a drift smaller than maxrtt / span is not resolved, however
@@ -297,8 +313,16 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
                     lo = fmin(lo, ref[k]);
                     hi = fmax(hi, ref[k]);
                 }
-                if (m.drift != 0.0 && !(fabs(m.drift) * (hi - lo) > maxrtt))
+                if (m.drift != 0.0 && (!(fabs(m.drift) * (hi - lo) > maxrtt) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
                     (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
+                double resolution = hi > lo ? maxrtt / (hi - lo) : 0.0;
+                if (m.drift != 0.0) {
+                    model[NM * r + 4] = resolution;
+                    model[NM * r + 5] = hi;
+                } else { /* offset-only: the median over the span, drift unresolved */
+                    model[NM * r + 4] = fmin(fabs(plain.drift), MAX_PLAUSIBLE_DRIFT) + resolution;
+                    model[NM * r + 5] = 0.5 * (lo + hi);
+                }
                 model[NM * r] = m.offset;
                 model[NM * r + 1] = m.drift;
             }
@@ -309,8 +333,24 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
             rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
             if (rc == MPI_SUCCESS)
                 rc = end_phase(comm, r);
-            double predicted = model[NM * r] + (1.0 + model[NM * r + 1]) * v.ref;
-            model[NM * r + 2] = fabs(v.local - predicted);
+            double *mr = &model[NM * r];
+            double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
+            mr[2] = fabs(v.local - predicted);
+            /* The check probe is the latest reading of the offset: when it is tighter than
+             * the model extrapolated to it, the model is re-anchored there (drift kept). */
+            double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
+            if (0.5 * v.rtt < extrapolated) {
+                mr[0] = v.local - (1.0 + mr[1]) * v.ref;
+                mr[3] = 0.5 * v.rtt;
+                mr[5] = v.ref;
+            }
+        }
+        /* Every uncertainty is stated for the end of the synchronisation: an unresolved
+         * (or imprecise) drift adds its bound times the time since the anchor. */
+        double t_end = mpilab_wtime() - t0;
+        for (int r = 1; r < size; r++) {
+            double *mr = &model[NM * r];
+            mr[3] += mr[4] * fabs(t_end - mr[5]);
         }
         free(a);
         free(pts);
@@ -330,11 +370,12 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
         out->ranks[r].drift = model[NM * r + 1];
         out->ranks[r].residual = model[NM * r + 2];
         out->ranks[r].uncertainty = model[NM * r + 3];
+        out->ranks[r].drift_uncertainty = model[NM * r + 4];
         if (model[NM * r + 2] > out->max_residual)
             out->max_residual = model[NM * r + 2];
     }
     free(model);
-    out->duration = MPI_Wtime() - start;
+    out->duration = mpilab_wtime() - start;
     return MPI_SUCCESS;
 }
 

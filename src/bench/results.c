@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "common/common.h"
+#include "mpilab/quality.h"
 
 json_t *mpilab_json_real(double x)
 {
@@ -17,6 +18,9 @@ json_t *mpilab_results_stats(const mpilab_stats_t *s)
     json_object_set_new(j, "ci_half", mpilab_json_real(s->ci_half));
     json_object_set_new(j, "rel_err", mpilab_json_real(s->rel_err));
     json_object_set_new(j, "median", mpilab_json_real(s->median));
+    json_object_set_new(j, "med_lo", mpilab_json_real(s->med_lo));
+    json_object_set_new(j, "med_hi", mpilab_json_real(s->med_hi));
+    json_object_set_new(j, "med_rel_err", mpilab_json_real(s->med_rel_err));
     json_object_set_new(j, "min", mpilab_json_real(s->min));
     json_object_set_new(j, "max", mpilab_json_real(s->max));
     json_object_set_new(j, "stdev", mpilab_json_real(s->stdev));
@@ -90,8 +94,12 @@ json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_t
                           "root", bo->root, "ranks", ranks, "precision", mpilab_results_precision(&bo->prec),
                           "stats", mpilab_results_stats(&r->stats), "samples", samples, "valid", valid, "wall_s",
                           r->wall, "data_ok", r->data_ok);
-    if (tm == MPILAB_TIMING_ROOT)
-        json_object_set_new(m, "confirm_s", json_real(r->confirm_time));
+    json_object_set_new(m, "flags", mpilab_quality_measurement_flags(&r->stats, r->negative));
+    if (tm == MPILAB_TIMING_ROOT) {
+        json_object_set_new(m, "confirm_s", mpilab_json_real(r->confirm_time));
+        json_object_set_new(m, "confirm", mpilab_results_stats(&r->confirm_stats));
+        json_object_set_new(m, "negative_corrected", json_integer((json_int_t)r->negative));
+    }
     if (used_sync)
         json_object_set_new(m, "clock_sync_residual_s", json_real(r->sync_residual));
     if (bo->isolation == MPILAB_ISO_NONE && !opspec)
@@ -117,6 +125,7 @@ json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_r
                           "precision", mpilab_results_precision(prec), "stats", mpilab_results_stats(&q->stats),
                           "samples", samples, "valid", valid);
     json_object_set_new(m, "all_pairs_wall_s", json_real(all_pairs_wall));
+    json_object_set_new(m, "flags", mpilab_quality_measurement_flags(&q->stats, 0));
     return m;
 }
 
@@ -129,6 +138,9 @@ json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_resid
                                             mpilab_json_real(cs->ranks[r].drift), "residual_s",
                                             mpilab_json_real(cs->ranks[r].residual), "uncertainty_s",
                                             mpilab_json_real(cs->ranks[r].uncertainty)));
+    for (int r = 1; r < cs->nranks; r++)
+        json_object_set_new(json_array_get(rk, (size_t)r - 1), "drift_uncertainty",
+                            mpilab_json_real(cs->ranks[r].drift_uncertainty));
     return json_pack("{s:s,s:o,s:I,s:o,s:o}", "method", mpilab_sync_method_name(cs->method), "max_residual_s",
                      mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs, "last_duration_s",
                      mpilab_json_real(cs->duration), "ranks", rk);

@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "mpilab/models.h"
+#include "mpilab/quality.h"
 #include "mpilab/results.h"
 #include "mpilab/runner.h"
 #include "mpilab/suite.h"
@@ -18,8 +19,8 @@
 typedef struct row {
     char op[48], impl[48], timing[12];
     size_t bytes;
-    double mean, ci;
-    size_t reps;
+    double mean, ci, median, med_lo, med_hi;
+    size_t reps, invalid, negative;
     int converged;
 } row_t;
 
@@ -31,6 +32,8 @@ typedef struct run {
     row_t *rows;
     size_t nrows, done, total;
     json_t *meas, *skipped;
+    json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
+    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint */
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
@@ -45,8 +48,34 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
     r->bytes = bytes;
     r->mean = s ? s->mean : NAN;
     r->ci = s ? s->ci_half : NAN;
+    r->median = s ? s->median : NAN;
+    r->med_lo = s ? s->med_lo : NAN;
+    r->med_hi = s ? s->med_hi : NAN;
     r->reps = s ? s->reps : 0;
+    r->invalid = s ? s->invalid : 0;
+    r->negative = 0;
     r->converged = s ? s->converged : 0;
+}
+
+/* Rank 0: the measurements so far, as a results file marked partial (written atomically
+ * after the first measurement and then at most once a second), so that a killed or
+ * timed-out run keeps what it measured. The complete document replaces it at the end. */
+static void checkpoint(run_t *w, int force)
+{
+    if (w->rank != 0 || !w->c->out || !w->prov)
+        return;
+    double now = MPI_Wtime();
+    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < 1.0)
+        return;
+    json_t *doc = mpilab_results_new(json_incref(w->prov), json_incref(w->meas));
+    json_object_set_new(doc, "partial", json_true());
+    json_object_set_new(doc, "partial_reason", json_string("the run stopped before the end (killed, timed out or "
+                                                           "failed): the measurements completed until then"));
+    char err[256];
+    if (mpilab_results_write(w->c->out, doc, err, sizeof err) != 0)
+        fprintf(stderr, "mpilab-bench: checkpoint: %s\n", err);
+    json_decref(doc);
+    w->last_save = MPI_Wtime();
 }
 
 static void progress(const run_t *w, const row_t *r)
@@ -54,26 +83,42 @@ static void progress(const run_t *w, const row_t *r)
     if (w->c->quiet || w->rank != 0)
         return;
     int tty = isatty(STDERR_FILENO);
-    fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s (%zu reps)%s", tty ? "\r\033[K" : "", w->done, w->total,
-            r->op, r->impl, r->timing, r->bytes, r->mean, r->reps, tty ? "" : "\n");
+    fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s (%zu reps%s)%s", tty ? "\r\033[K" : "", w->done,
+            w->total, r->op, r->impl, r->timing, r->bytes, r->median, r->reps,
+            r->reps && !r->converged ? ", not converged" : "", tty ? "" : "\n");
     if (tty && w->done == w->total)
         fputc('\n', stderr);
     fflush(stderr);
 }
 
+/* The table: the reported figure (median) with its interval (the stopping rule's), the
+ * repetitions and the flags; then how many converged, and the verdict when too few did. */
 static void print_table(const row_t *rows, size_t n)
 {
-    printf("%-10s %-10s %-7s %10s %12s %11s %5s %s\n", "op", "impl", "timing", "bytes", "mean(us)", "+-CI(us)",
-           "reps", "converged");
+    printf("%-10s %-10s %-7s %10s %12s %23s %5s %s\n", "op", "impl", "timing", "bytes", "median(us)",
+           "median CI(us)", "reps", "flags");
+    size_t conv = 0, measured = 0;
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
-        char ci[32];
-        if (isfinite(r->ci))
-            snprintf(ci, sizeof ci, "%.3f", r->ci * 1e6);
+        char ci[48], fl[96] = "";
+        if (isfinite(r->med_lo) && isfinite(r->med_hi))
+            snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6, r->med_hi * 1e6);
         else
             snprintf(ci, sizeof ci, "-");
-        printf("%-10s %-10s %-7s %10zu %12.3f %11s %5zu %s\n", r->op, r->impl, r->timing, r->bytes, r->mean * 1e6,
-               ci, r->reps, r->converged ? "yes" : "no");
+        if (r->reps) {
+            measured++;
+            conv += r->converged != 0;
+            snprintf(fl, sizeof fl, "%s%s%s", r->converged ? "" : "not_converged ",
+                     r->invalid ? "invalid_samples " : "", r->negative ? "negative_time" : "");
+        }
+        printf("%-10s %-10s %-7s %10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, r->bytes,
+               r->median * 1e6, ci, r->reps, fl[0] ? fl : "-");
+    }
+    if (measured) {
+        char verdict[512];
+        printf("%zu of %zu measurements converged to the asked precision (the median's interval)\n", conv, measured);
+        if (mpilab_quality_noisy_verdict(conv, measured, verdict, sizeof verdict))
+            printf("%s\n", verdict);
     }
 }
 
@@ -105,7 +150,7 @@ static void measure_allpairs(run_t *w, const mpilab_op_t *op)
                 row_t *r = &w->rows[w->nrows++];
                 set_row(r, op->name, "", "p2p", bytes, &q->stats);
                 snprintf(r->impl, sizeof r->impl, "%d<->%d", q->pair.i, q->pair.j);
-                if (k == 0 || q->stats.mean > worst.mean)
+                if (k == 0 || q->stats.median > worst.median)
                     worst = *r;
             }
             mpilab_p2p_result_free(q);
@@ -114,6 +159,7 @@ static void measure_allpairs(run_t *w, const mpilab_op_t *op)
         worst.bytes = bytes;
         w->done++;
         progress(w, &worst);
+        checkpoint(w, 0);
     }
     if (!res)
         w->exit_code = 1;
@@ -162,7 +208,9 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         w->suite_used |= mpilab_suite_is_entry(op);
         row_t *row = &w->rows[w->nrows++];
         set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
+        row->negative = r.negative;
         progress(w, row);
+        checkpoint(w, 0);
     }
     mpilab_result_free(&r);
     return w->exit_code == 0 ? 0 : -1;
@@ -290,15 +338,24 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (w.rank == 0 && !w.rows)
         w.exit_code = 1;
     MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    /* Provenance is collective (host names and mapping of every rank); taken before
+     * measuring so that the partial checkpoints carry it. */
+    json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-bench", argc, argv);
+    if (w.rank == 0)
+        w.prov = prov;
     if (w.exit_code == 0)
         measure_all(&w);
     mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
-    /* Provenance is collective (host names and mapping of every rank). */
-    json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-bench", argc, argv);
-    if (w.rank == 0)
+    if (w.rank == 0) {
         *doc = document(&w, prov, lres);
-    else
+        if (w.exit_code != 0) { /* stopped early: what was measured, said to be partial */
+            json_object_set_new(*doc, "partial", json_true());
+            json_object_set_new(*doc, "partial_reason",
+                                json_string("a measurement failed; the run stopped there (see the error output)"));
+        }
+    } else {
         json_decref(prov);
+    }
     fflush(stdout);
     MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     json_decref(w.meas);

@@ -35,6 +35,27 @@ double mpilab_t_quantile(double cl, size_t df)
     return gsl_cdf_tdist_Pinv(1.0 - (1.0 - cl) / 2.0, (double)df);
 }
 
+int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (!sorted || n < 1 || !(cl > 0.0 && cl < 1.0))
+        return -1;
+    /* coverage of [x_(k), x_(n+1-k)] (1-based) is 1 - 2 P(B <= k-1); it falls with k */
+    size_t best = 0;
+    for (size_t k = 1; 2 * k <= n + 1; k++) {
+        double cover = 1.0 - 2.0 * gsl_cdf_binomial_P((unsigned)(k - 1), 0.5, (unsigned)n);
+        if (cover >= cl)
+            best = k;
+        else
+            break;
+    }
+    if (best == 0)
+        return -1;
+    *lo = sorted[best - 1];
+    *hi = sorted[n - best];
+    return 0;
+}
+
 void mpilab_stats_compute(const double *samples, const unsigned char *valid, size_t n,
                           double cl, double eps, mpilab_stats_t *out)
 {
@@ -42,6 +63,7 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
     out->invalid = 0;
     out->mean = out->stdev = out->ci_half = out->rel_err = NAN;
     out->median = out->min = out->max = NAN;
+    out->med_lo = out->med_hi = out->med_rel_err = NAN;
     out->converged = 0;
     double *v = malloc((n ? n : 1) * sizeof *v);
     if (!v)
@@ -59,13 +81,16 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
         out->min = v[0];
         out->max = v[m - 1];
         out->median = gsl_stats_median_from_sorted_data(v, 1, m);
+        if (mpilab_median_ci(v, m, cl, &out->med_lo, &out->med_hi) == 0 && out->median > 0.0) {
+            out->med_rel_err = 0.5 * (out->med_hi - out->med_lo) / out->median;
+            out->converged = out->med_rel_err <= eps;
+        }
     }
     if (m > 1) {
         out->stdev = gsl_stats_sd_m(v, 1, m, out->mean);
         out->ci_half = mpilab_t_quantile(cl, m - 1) * out->stdev / sqrt((double)m);
         if (out->mean > 0.0)
             out->rel_err = out->ci_half / out->mean;
-        out->converged = out->ci_half <= eps * out->mean;
     }
     free(v);
 }
@@ -83,4 +108,32 @@ int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, 
     mpilab_stats_t st;
     mpilab_stats_compute(samples, valid, n, p->cl, p->eps, &st);
     return st.converged;
+}
+
+size_t mpilab_root_correct(const double *raw, size_t n, const double *confirm, size_t nconfirm, double *out,
+                           unsigned char *valid, double *c_used)
+{
+    double c = NAN;
+    if (nconfirm > 0) {
+        double *v = malloc(nconfirm * sizeof *v);
+        if (v) {
+            for (size_t k = 0; k < nconfirm; k++)
+                v[k] = confirm[k];
+            gsl_sort(v, 1, nconfirm);
+            c = gsl_stats_median_from_sorted_data(v, 1, nconfirm);
+            free(v);
+        }
+    }
+    if (c_used)
+        *c_used = c;
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        out[k] = isnan(c) ? raw[k] : raw[k] - c;
+        if (!(out[k] > 0.0)) {
+            if (valid[k])
+                bad++;
+            valid[k] = 0;
+        }
+    }
+    return bad;
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "mpilab/models.h"
+#include "mpilab/quality.h"
+#include "mpilab/robust.h"
 #include "mpilab/results.h"
 #include "model/assemble.h"
 
@@ -51,11 +53,30 @@ int models_target(json_t *m, models_target_t *t)
     return 1;
 }
 
-/* Per-size points of pair (i, j) from the fit entries' measurements: x bytes, y one-way. */
-static size_t pair_points(json_t *meas, size_t i, size_t j, double *x, double *y, size_t cap)
+/* Per-size raw samples of pair (i, j) from the fit entries' measurements (round trips of
+ * p2p with bytes == bytes_back, in size order): sets[] point into scratch storage owned by
+ * the caller (samples[], valid[]; freed with pts_free). Returns the number of sizes. */
+typedef struct pts {
+    mpilab_sample_set_t *sets;
+    double **samples;
+    unsigned char **valid;
+    size_t n, cap;
+} pts_t;
+
+static void pts_clear(pts_t *t)
 {
-    size_t n = 0, idx;
+    for (size_t k = 0; k < t->n; k++) {
+        free(t->samples[k]);
+        free(t->valid[k]);
+    }
+    t->n = 0;
+}
+
+static size_t pair_points(json_t *meas, size_t i, size_t j, pts_t *t)
+{
+    size_t idx;
     json_t *m;
+    pts_clear(t);
     json_array_foreach(meas, idx, m)
     {
         const mpilab_op_t *e = models_entry_of(m);
@@ -65,14 +86,37 @@ static size_t pair_points(json_t *meas, size_t i, size_t j, double *x, double *y
             (size_t)json_integer_value(json_array_get(pr, 1)) != j ||
             json_integer_value(json_object_get(m, "bytes")) != json_integer_value(json_object_get(m, "bytes_back")))
             continue;
-        json_t *mean = json_object_get(json_object_get(m, "stats"), "mean");
-        if (!json_is_real(mean) || n >= cap)
+        json_t *sa = json_object_get(m, "samples"), *va = json_object_get(m, "valid");
+        /* without raw samples (a document assembled elsewhere), the median (else the mean)
+         * stands for the size */
+        json_t *st = json_object_get(m, "stats"), *one = json_object_get(st, "median");
+        if (!json_is_number(one))
+            one = json_object_get(st, "mean");
+        size_t ns = json_array_size(sa);
+        if ((ns == 0 && !json_is_number(one)) || t->n >= t->cap)
             continue;
-        x[n] = (double)json_integer_value(json_object_get(m, "bytes"));
-        y[n] = 0.5 * json_real_value(mean);
-        n++;
+        if (ns == 0) {
+            sa = NULL;
+            ns = 1;
+        }
+        double *sv = calloc(ns, sizeof *sv);
+        unsigned char *vv = calloc(ns, 1);
+        if (!sv || !vv) {
+            free(sv);
+            free(vv);
+            continue;
+        }
+        for (size_t k = 0; k < ns; k++) {
+            json_t *x = sa ? json_array_get(sa, k) : one;
+            sv[k] = json_is_number(x) ? json_number_value(x) : NAN;
+            vv[k] = isfinite(sv[k]) && !(sa && json_is_false(json_array_get(va, k)));
+        }
+        t->samples[t->n] = sv;
+        t->valid[t->n] = vv;
+        t->sets[t->n] = (mpilab_sample_set_t){(double)json_integer_value(json_object_get(m, "bytes")), sv, vv, ns};
+        t->n++;
     }
-    return n;
+    return t->n;
 }
 
 typedef struct hfit {
@@ -83,37 +127,67 @@ typedef struct hfit {
     int complete;
 } hfit_t;
 
+/* Robust per pair (mpilab_hockney_fit_samples on half the round trip: per-size minimum,
+ * breakpoints from the data, Theil-Sen per range, bootstrap intervals, clamp flags). The
+ * pair's alpha (first range) and beta (last range) are the single model of predicted_single;
+ * the ranges those of predicted. */
 static json_t *fit_pairs(json_t *meas, hfit_t *f)
 {
     size_t p = f->p, cap = json_array_size(meas) + 1;
-    double *x = calloc(cap, sizeof *x), *y = calloc(cap, sizeof *y);
+    pts_t t = {calloc(cap, sizeof *t.sets), calloc(cap, sizeof *t.samples), calloc(cap, sizeof *t.valid), 0, cap};
+    double *resid = calloc(cap, sizeof *resid);
     json_t *pairs = json_array();
-    f->complete = x && y && p >= 2;
-    for (size_t pk = 0, i = 0; x && y && i < p; i++)
+    int ok = t.sets && t.samples && t.valid && resid;
+    f->complete = ok && p >= 2;
+    mpilab_robust_opts_t ro;
+    mpilab_robust_opts_default(&ro);
+    ro.max_ranges = MPILAB_MODELS_MAX_RANGES;
+    for (size_t pk = 0, i = 0; ok && i < p; i++)
         for (size_t j = i + 1; j < p; j++, pk++) {
-            size_t n = pair_points(meas, i, j, x, y, cap);
-            mpilab_hockney_t h;
-            if (mpilab_hockney_fit(x, y, n, &h) != 0) {
-                f->complete = 0;
+            size_t n = pair_points(meas, i, j, &t);
+            mpilab_hockney_robust_t hr;
+            char err[256];
+            if (n < 2 || mpilab_hockney_fit_samples(t.sets, n, 0.5, &ro, &hr, resid, err, sizeof err) != 0) {
+                f->complete = 0; /* no parameters for this pair (and no predictions) */
                 continue;
             }
+            mpilab_hockney_t h = {hr.alpha.value, hr.beta.value};
             f->mat[i * p + j] = f->mat[j * p + i] = h;
             mpilab_hockney_range_t *rg = &f->rg[pk * MPILAB_MODELS_MAX_RANGES];
-            size_t nr = mpilab_hockney_fit_ranges(x, y, n, rg, MPILAB_MODELS_MAX_RANGES);
+            size_t nr = hr.nranges;
+            json_t *ranges = json_array(), *rs = json_array();
+            for (size_t r = 0; r < nr; r++) {
+                rg[r] = hr.ranges[r];
+                json_t *rf = json_array();
+                /* a range's line is for predictions inside it: its intercept may be below 0 (a
+                 * line through large sizes), its slope is never reported below 0 */
+                if (rg[r].h.alpha < 0)
+                    json_array_append_new(rf, json_string("negative_intercept"));
+                if (rg[r].h.beta < 0) {
+                    rg[r].h.beta = 0;
+                    json_array_append_new(rf, json_string("beta_clamped"));
+                }
+                json_array_append_new(ranges, json_pack("{s:I,s:I,s:o,s:o,s:o}", "from", (json_int_t)rg[r].from,
+                                                        "to", (json_int_t)rg[r].to, "alpha",
+                                                        mpilab_json_real(rg[r].h.alpha), "beta",
+                                                        mpilab_json_real(rg[r].h.beta), "flags", rf));
+            }
+            for (size_t k = 0; k < n; k++)
+                json_array_append_new(rs, json_pack("{s:I,s:o}", "bytes", (json_int_t)t.sets[k].bytes, "oneway_s",
+                                                    mpilab_json_real(resid[k])));
             mpilab_pair_model_t pmod = {h, rg, nr};
             f->pm[i * p + j] = f->pm[j * p + i] = pmod;
-            json_t *ranges = json_array();
-            for (size_t r = 0; r < nr; r++)
-                json_array_append_new(ranges, json_pack("{s:I,s:I,s:o,s:o}", "from", (json_int_t)rg[r].from, "to",
-                                                        (json_int_t)rg[r].to, "alpha", mpilab_json_real(rg[r].h.alpha),
-                                                        "beta", mpilab_json_real(rg[r].h.beta)));
-            json_array_append_new(pairs, json_pack("{s:I,s:I,s:o,s:o,s:I,s:o}", "i", (json_int_t)i, "j", (json_int_t)j,
-                                                   "alpha", mpilab_json_real(h.alpha), "beta",
-                                                   mpilab_json_real(h.beta), "points", (json_int_t)n, "ranges",
-                                                   ranges));
+            json_array_append_new(pairs, json_pack("{s:I,s:I,s:o,s:o,s:I,s:o,s:{s:o,s:o},s:o}", "i", (json_int_t)i,
+                                                   "j", (json_int_t)j, "alpha", mpilab_json_real(h.alpha), "beta",
+                                                   mpilab_json_real(h.beta), "points", (json_int_t)n, "ranges", ranges,
+                                                   "quality", "alpha", mpilab_quality_param(&hr.alpha), "beta",
+                                                   mpilab_quality_param(&hr.beta), "residuals", rs));
         }
-    free(x);
-    free(y);
+    pts_clear(&t);
+    free(t.sets);
+    free(t.samples);
+    free(t.valid);
+    free(resid);
     return pairs;
 }
 
@@ -124,8 +198,12 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks)
                 calloc(npairs * MPILAB_MODELS_MAX_RANGES + 1, sizeof *f.rg), 0};
     json_t *pairs = f.mat && f.pm && f.rg ? fit_pairs(meas, &f) : json_array();
     json_t *models = json_object();
-    json_object_set_new(models, "hockney", json_pack("{s:o,s:s}", "pairs", pairs, "fit_on",
-                                                     "half round trip of p2p with bytes == bytes_back"));
+    json_object_set_new(models, "hockney",
+                        json_pack("{s:o,s:s}", "pairs", pairs, "fit_on",
+                                  "half round trip of p2p with bytes == bytes_back; robust: per-size minimum of "
+                                  "the samples, protocol ranges from the data, Theil-Sen per range; alpha of the "
+                                  "smallest sizes' range, beta of the largest (sustained rate); quality: bootstrap "
+                                  "intervals and flags"));
     json_t *pred = json_array();
     size_t idx;
     json_t *m;

@@ -7,6 +7,7 @@
 #include <gsl/gsl_fit.h>
 
 #include "mpilab/model.h"
+#include "model/segdp.h"
 
 /* The range search keeps an n*n cost table and takes O(n^3) time. */
 #define MPILAB_HOCKNEY_RANGES_MAX_POINTS 2048
@@ -131,23 +132,7 @@ size_t mpilab_hockney_fit_ranges(const double *bytes, const double *times, size_
     gsl_set_error_handler(old);
 
     const size_t W = n + 1;
-    for (size_t k = 0; k <= kmax; k++)
-        for (size_t j = 0; j <= n; j++) {
-            D[k * W + j] = INFINITY;
-            arg[k * W + j] = 0;
-        }
-    D[0] = 0;
-    for (size_t k = 1; k <= kmax; k++)
-        for (size_t j = 1; j <= n; j++)
-            for (size_t i = 0; i < j; i++) {
-                double prev = D[(k - 1) * W + i], c = cost[i * n + (j - 1)];
-                if (isinf(prev) || isinf(c))
-                    continue;
-                if (prev + c < D[k * W + j]) {
-                    D[k * W + j] = prev + c;
-                    arg[k * W + j] = i;
-                }
-            }
+    mpilab_segdp_fill(cost, n, kmax, D, arg);
 
     /* BIC-like choice of the number of ranges K: n ln(SSE/n) + RANGE_PENALTY K ln n, with
      * SSE floored at a relative rms residual of 1e-6 so that exact data does not reward

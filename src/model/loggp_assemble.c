@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "mpilab/models.h"
+#include "mpilab/quality.h"
+#include "mpilab/robust.h"
 #include "mpilab/results.h"
 #include "model/assemble.h"
 
@@ -114,56 +116,61 @@ static json_t *per_size(lg_t *w, const mpilab_loggp_pair_result_t *r)
     return ps;
 }
 
-/* Fit pair k = (i, j) from w's series into pj; 0, or -1 if the fit failed. */
-static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, json_t *pj, FILE *table)
+/* Fit pair k = (i, j) from its raw samples (robust: per-size minimum of rtt, o_s, o_r and
+ * median of g, breakpoints from the data, Theil-Sen per range, bootstrap intervals, clamp
+ * flags: mpilab_loggp_fit_samples) into pj; 0, or -1 if the fit failed. */
+static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, const mpilab_loggp_pair_result_t *r, json_t *pj,
+                    FILE *table)
 {
     const size_t n = w->n, p = w->p;
-    mpilab_loggp_t f;
     char err[256];
-    /* protocol ranges: the Hockney piecewise split of this run's half round trips */
-    mpilab_hockney_range_t hr[MAXR];
-    double from[MAXR], to[MAXR], half[MAX_SIZES_LOGGP];
-    size_t nr = 0;
-    int positive = n <= MAX_SIZES_LOGGP;
-    for (size_t s = 0; positive && s < n; s++) {
-        half[s] = 0.5 * w->rtt[s];
-        positive = half[s] > 0;
-    }
-    if (positive)
-        nr = mpilab_hockney_fit_ranges(w->x, half, n, hr, MAXR);
-    for (size_t q = 0; q < nr; q++) {
-        from[q] = hr[q].from;
-        to[q] = hr[q].to;
-    }
-    mpilab_loggp_t rf[MAXR];
-    int frc = nr > 0 ? mpilab_loggp_fit_ranges(w->x, w->rtt, w->os, w->orr, w->g, n, from, to, nr, rf, &f, err,
-                                               sizeof err)
-                     : mpilab_loggp_fit(w->x, w->rtt, w->os, w->orr, w->g, n, &f, err, sizeof err);
-    if (frc != 0) {
+    mpilab_robust_opts_t ro;
+    mpilab_robust_opts_default(&ro);
+    ro.max_ranges = MAXR;
+    mpilab_loggp_robust_t rb;
+    double *resid = calloc(n ? n : 1, sizeof *resid);
+    if (!resid || mpilab_loggp_fit_samples(r->points, n, &ro, &rb, resid, err, sizeof err) != 0) {
         json_object_set_new(pj, "flags", json_pack("[s]", "fit_failed"));
-        json_object_set_new(pj, "error", json_string(err));
+        json_object_set_new(pj, "error", json_string(resid ? err : "out of memory"));
         if (table)
-            fprintf(table, "%zu->%zu   fit failed: %s\n", i, j, err);
+            fprintf(table, "%zu->%zu   fit failed: %s\n", i, j, resid ? err : "out of memory");
+        free(resid);
         return -1;
     }
+    const mpilab_loggp_t f = rb.fit;
     params_json(&f, pj);
+    json_object_set_new(pj, "quality",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o}", "L", mpilab_quality_param(&rb.L), "os",
+                                  mpilab_quality_param(&rb.os), "or", mpilab_quality_param(&rb.orr), "g",
+                                  mpilab_quality_param(&rb.g), "G", mpilab_quality_param(&rb.G)));
+    json_t *rs = json_array();
+    for (size_t s = 0; s < n; s++)
+        json_array_append_new(rs, json_pack("{s:I,s:o}", "bytes", (json_int_t)r->points[s].bytes, "oneway_s",
+                                            mpilab_json_real(resid[s])));
+    json_object_set_new(pj, "residuals", rs);
+    free(resid);
+    size_t nr = rb.nranges;
     w->mat[i * p + j] = w->mat[j * p + i] = f;
     w->summ[k] = f;
     w->pnr[k] = nr;
     json_t *ra = json_array();
     for (size_t q = 0; q < nr; q++) {
-        w->prg[k * MAXR + q] = rf[q];
-        w->pfrom[k * MAXR + q] = from[q];
-        w->pto[k * MAXR + q] = to[q];
-        json_t *rj = json_pack("{s:I,s:I}", "from", (json_int_t)from[q], "to", (json_int_t)to[q]);
-        json_array_append_new(ra, params_json(&rf[q], rj));
+        w->prg[k * MAXR + q] = rb.ranges[q];
+        w->pfrom[k * MAXR + q] = rb.from[q];
+        w->pto[k * MAXR + q] = rb.to[q];
+        json_t *rj = json_pack("{s:I,s:I}", "from", (json_int_t)rb.from[q], "to", (json_int_t)rb.to[q]);
+        json_array_append_new(ra, params_json(&rb.ranges[q], rj));
     }
     json_object_set_new(pj, "ranges", ra);
-    if (table)
-        fprintf(table, "%zu->%-4zu %10.3f %10.3f %10.3f %10.3f %12.4f %s%s%s\n", i, j, f.L * 1e6, f.os * 1e6,
-                f.orr * 1e6, f.g * 1e6, f.G * 1e9, (f.flags & MPILAB_LOGGP_L_CLAMPED) ? "L_clamped " : "",
-                (f.flags & MPILAB_LOGGP_G_CLAMPED) ? "G_clamped " : "",
-                (f.flags & MPILAB_LOGGP_GAP_CLAMPED) ? "g_clamped" : "");
+    if (table) {
+        char fl[5][48];
+        fprintf(table, "%zu->%-4zu %10.3f %10.3f %10.3f %10.3f %12.4f %s%s%s%s%s%s%s%s%s%s\n", i, j, f.L * 1e6,
+                f.os * 1e6, f.orr * 1e6, f.g * 1e6, f.G * 1e9, rb.L.flags ? "L:" : "",
+                mpilab_param_flags_str(rb.L.flags, fl[0], sizeof fl[0]), rb.L.flags ? " " : "",
+                rb.G.flags ? "G:" : "", mpilab_param_flags_str(rb.G.flags, fl[1], sizeof fl[1]), rb.G.flags ? " " : "",
+                rb.os.flags ? "os:" : "", mpilab_param_flags_str(rb.os.flags, fl[2], sizeof fl[2]),
+                rb.orr.flags ? " or:" : "", mpilab_param_flags_str(rb.orr.flags, fl[3], sizeof fl[3]));
+    }
     return 0;
 }
 
@@ -213,7 +220,9 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t 
     int complete = lg_alloc(&w, nsizes ? nsizes : 1, p) && nsizes > 0;
     w.n = nsizes;
     if (complete && table)
-        fprintf(table, "\nLogGP per pair (sender i -> receiver j; fit on per-size medians)\n"
+        fprintf(table, "\nLogGP per pair (sender i -> receiver j; robust fit on the samples: per-size minimum,\n"
+                       "Theil-Sen per protocol range; flags: clamped = impossible value reported as 0,\n"
+                       "ci_wide = interval wider than 5%%, no_ci = no interval)\n"
                        "%-7s %10s %10s %10s %10s %12s %s\n", "pair", "L(us)", "os(us)", "or(us)", "g(us)",
                 "G(ns/B)", "flags");
     for (size_t k = 0, i = 0; complete && i < p; i++)
@@ -221,7 +230,7 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t 
             json_t *ps = per_size(&w, &res[k]);
             json_t *pj = json_pack("{s:I,s:I,s:I}", "i", (json_int_t)i, "j", (json_int_t)j, "round",
                                    (json_int_t)res[k].round);
-            if (fit_pair(&w, k, i, j, pj, table) != 0)
+            if (fit_pair(&w, k, i, j, &res[k], pj, table) != 0)
                 complete = 0;
             json_object_set_new(pj, "per_size", ps);
             json_array_append_new(pairs, pj);
@@ -241,8 +250,10 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t 
     }
     lg_free(&w);
     return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
-                     "per-size medians; ranges: least-squares lines per protocol range (Hockney split of half "
-                     "the round trip); pair: slopes of the smallest size's range, os/or/g measured at the "
-                     "smallest size carried to 0 bytes, G of the largest range",
+                     "robust, on the samples: per-size minimum of rtt, o_s, o_r and median of g; protocol "
+                     "ranges from the data (breakpoints of half the round trip); Theil-Sen lines per range; "
+                     "pair: slopes of the smallest size's range, os/or/g at the smallest size carried to 0 "
+                     "bytes, L from its minimum round trip, G of the largest range; quality: bootstrap "
+                     "intervals and flags (clamped, no_ci, ci_wide)",
                      "burst", (json_int_t)lg->burst, "or_wait_factor", lg->or_wait_factor);
 }

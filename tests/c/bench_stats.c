@@ -20,6 +20,25 @@ int main(void)
     CHECK_NEAR(st.ci_half, 2.776445105 * sqrt(2.5) / sqrt(5.0), 1e-8);
     CHECK_NEAR(st.rel_err, st.ci_half / 3.0, 1e-12);
     CHECK(st.reps == 5 && st.invalid == 0 && !st.converged);
+    /* n = 5 has no 95% order-statistic interval of the median (1 - 2/32 < 0.95) */
+    CHECK(isnan(st.med_lo) && isnan(st.med_hi) && isnan(st.med_rel_err));
+    mpilab_stats_compute(x, NULL, 5, 0.90, 0.025, &st);
+    CHECK_NEAR(st.med_lo, 1.0, 0);
+    CHECK_NEAR(st.med_hi, 5.0, 0);
+    CHECK_NEAR(st.med_rel_err, 2.0 / 3.0, 1e-12);
+
+    /* Order-statistic interval of the median: n = 20 at 95% is [x_(6), x_(15)] (coverage
+     * 1 - 2 P(B <= 5) = 0.9586; k = 7 would give 0.8846), n = 6 is [x_(1), x_(6)]. */
+    double srt[20], lo, hi;
+    for (int k = 0; k < 20; k++)
+        srt[k] = k + 1;
+    CHECK(mpilab_median_ci(srt, 20, 0.95, &lo, &hi) == 0);
+    CHECK_NEAR(lo, 6.0, 0);
+    CHECK_NEAR(hi, 15.0, 0);
+    CHECK(mpilab_median_ci(srt, 6, 0.95, &lo, &hi) == 0);
+    CHECK_NEAR(lo, 1.0, 0);
+    CHECK_NEAR(hi, 6.0, 0);
+    CHECK(mpilab_median_ci(srt, 5, 0.95, &lo, &hi) != 0 && isnan(lo) && isnan(hi));
 
     /* Invalid samples are excluded; even count median. */
     double y[] = {1, 100, 2, 3, 4};
@@ -46,7 +65,9 @@ int main(void)
         if (mpilab_stats_should_stop(s, NULL, n, &p))
             break;
     }
-    CHECK(n == p.min_reps);
+    CHECK(n == 6); /* min_reps 5, but the median's 95% interval needs 6 samples */
+    mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
+    CHECK(st.converged && st.med_rel_err == 0.0);
 
     /* Wild data (exponential with huge spread) runs to max_reps. */
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -70,22 +91,65 @@ int main(void)
     }
     mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
     CHECK(n > p.min_reps && n < p.max_reps);
-    CHECK(st.ci_half <= p.eps * st.mean);
+    CHECK(st.converged && st.med_rel_err <= p.eps);
+    CHECK(st.med_lo <= st.median && st.median <= st.med_hi);
     mpilab_stats_compute(s, NULL, n - 1, p.cl, p.eps, &st);
-    CHECK(st.ci_half > p.eps * st.mean);
+    CHECK(!st.converged && !(st.med_rel_err <= p.eps));
+
+    /* A 1000x outlier does not stop the median's rule from converging (it would hold the
+     * mean's rule off for ever): the 3rd and every 20th after it 1000x the rest. */
+    n = 0;
+    while (1) {
+        s[n] = (n % 20 == 2 ? 1000.0 : 1.0) * (1.0 + gsl_ran_gaussian(r, 0.02));
+        n++;
+        if (mpilab_stats_should_stop(s, NULL, n, &p))
+            break;
+    }
+    mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
+    CHECKF(st.converged && n < 100, "outlier run: n %zu converged %d", n, st.converged);
+    CHECK(!(st.ci_half <= p.eps * st.mean)); /* the mean's interval is useless here */
+
+    /* Coverage: 2000 samples of 25 from a skewed (lognormal) distribution with known
+     * median 1: the 95% interval holds the true median in >= 94% of them (the discrete
+     * interval's nominal coverage at n = 25 is 95.7%). */
+    int cover = 0;
+    for (int t = 0; t < 2000; t++) {
+        double z[25];
+        for (int k = 0; k < 25; k++)
+            z[k] = exp(gsl_ran_gaussian(r, 0.8));
+        mpilab_stats_compute(z, NULL, 25, 0.95, 0.025, &st);
+        cover += st.med_lo <= 1.0 && 1.0 <= st.med_hi;
+    }
+    CHECKF(cover >= 1880, "median CI covered the true median %d of 2000 times", cover);
 
     /* Invalid samples do not count towards min_reps. */
     unsigned char vv[10] = {1, 0, 1, 0, 1, 0, 1, 1, 1, 1};
     for (int k = 0; k < 10; k++)
         s[k] = 2.0;
     p.max_reps = 100;
-    CHECK(!mpilab_stats_should_stop(s, vv, 7, &p));
-    CHECK(mpilab_stats_should_stop(s, vv, 8, &p));
+    CHECK(!mpilab_stats_should_stop(s, vv, 8, &p)); /* 5 valid: no 95% median interval */
+    CHECK(mpilab_stats_should_stop(s, vv, 9, &p));
 
     /* Fixed count: min == max stops at that count whatever the data. */
     mpilab_precision_t f = {3, 3, 0.95, 0.025};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
+
+    /* Root correction: the median of the interleaved confirmation samples (one of them
+     * preempted to 414 us) is subtracted; a corrected time <= 0 is invalid, not averaged. */
+    double raw[] = {20e-6, 25e-6, 9e-6, 30e-6, 12e-6};
+    double conf[] = {10e-6, 9e-6, 414e-6, 11e-6, 10e-6};
+    unsigned char ok[] = {1, 1, 1, 1, 0};
+    double corr[5], cu;
+    size_t neg = mpilab_root_correct(raw, 5, conf, 5, corr, ok, &cu);
+    CHECK_NEAR(cu, 10e-6, 1e-15);
+    CHECK_NEAR(corr[0], 10e-6, 1e-15);
+    CHECK(neg == 1 && ok[0] && ok[1] && !ok[2] && ok[3] && !ok[4]);
+    CHECK_NEAR(corr[2], -1e-6, 1e-15);
+    mpilab_stats_compute(corr, ok, 5, 0.95, 0.025, &st);
+    CHECK(st.invalid == 2 && st.min > 0);
+    neg = mpilab_root_correct(raw, 5, conf, 0, corr, ok, &cu);
+    CHECK(isnan(cu) && corr[0] == raw[0]);
 
     /* Precision checks. */
     char err[128];

@@ -29,7 +29,8 @@ static void check_result(const char *what, const mpilab_result_t *r, const mpila
         FAIL("%s: reps %zu outside [1,%zu]\n", what, r->stats.reps, p->max_reps);
     if (r->stats.reps - r->stats.invalid < p->min_reps && r->stats.reps < p->max_reps)
         FAIL("%s: stopped with %zu valid of min %zu\n", what, r->stats.reps - r->stats.invalid, p->min_reps);
-    if (r->stats.converged && !(r->stats.ci_half <= p->eps * r->stats.mean))
+    if (r->stats.converged && !(r->stats.med_rel_err <= p->eps && r->stats.med_lo <= r->stats.median &&
+                               r->stats.median <= r->stats.med_hi))
         FAIL("%s: converged flag inconsistent\n", what);
     for (size_t k = 0; k < r->stats.reps; k++) {
         if (!isfinite(r->samples[k]) || (positive && r->valid[k] && !(r->samples[k] > 0.0)))
@@ -150,6 +151,21 @@ int main(int argc, char **argv)
                         FAIL("%s: sync residual %g recorded wrongly\n", what, r.sync_residual);
                     if (t == MPILAB_TIMING_ROOT && !(r.confirm_time > 0.0) && size > 1)
                         FAIL("%s: no confirmation time\n", what);
+                    if (t == MPILAB_TIMING_ROOT) {
+                        /* the confirmation is sampled once per repetition, its median is
+                         * what was subtracted, and no corrected time <= 0 stays valid */
+                        size_t inval = 0;
+                        for (size_t k = 0; k < r.stats.reps; k++) {
+                            inval += !r.valid[k];
+                            if (r.valid[k] && !(r.samples[k] > 0.0))
+                                FAIL("%s: corrected sample %zu = %g counted as valid\n", what, k, r.samples[k]);
+                        }
+                        if (r.confirm_stats.reps != r.stats.reps || r.confirm_time != r.confirm_stats.median ||
+                            r.negative > inval)
+                            FAIL("%s: confirmation reps %zu (of %zu), time %g vs median %g, negative %zu\n", what,
+                                 r.confirm_stats.reps, r.stats.reps, r.confirm_time, r.confirm_stats.median,
+                                 r.negative);
+                    }
                     /* every rank holds the same samples */
                     double s0 = r.stats.reps ? r.samples[0] : 0.0, smax = 0.0;
                     MPI_Allreduce(&s0, &smax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

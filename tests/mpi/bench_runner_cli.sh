@@ -144,6 +144,10 @@ assert len(pairs) == 1 and pairs[0]["ranges"]
 preds = d["models"]["predictions"]
 assert {(x["op"], x["impl"]) for x in preds} == {("scatter", "linear"), ("gather", "binomial")}
 rows = [l for l in open(sys.argv[2]) if l.strip()]
+# the table, then one line saying how many converged (and a verdict line if too few did)
+conv = sum(1 for x in m if x["stats"]["converged"])
+assert rows[1 + len(m)].startswith(f"{conv} of {len(m)} measurements converged"), rows[1 + len(m):]
+rows = rows[:1 + len(m)]
 assert rows[0].split()[:4] == ["op", "impl", "timing", "bytes"] and len(rows) == 1 + len(m)
 print("ok: good run,", len(m), "measurements")
 PY

@@ -191,3 +191,28 @@ def real_runner() -> str | None:
         if c.is_file() and os.access(c, os.X_OK):
             return str(c)
     return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """After the whole session: every results file the tests wrote (that the loader accepts;
+    deliberately broken files are refused by it) has no negative time or impossible model
+    parameter without a flag (mpilab.quality.unflagged_problems)."""
+    yield
+    from mpilab import quality, results
+    from mpilab.errors import MpilabError
+
+    problems: list[str] = []
+    for f in tmp_path_factory.getbasetemp().rglob("*.json"):
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(doc, dict) or doc.get("schema") != "mpilab.results/1":
+            continue
+        try:
+            results.load(f)
+        except MpilabError:
+            continue
+        problems += [f"{f}: {p}" for p in quality.unflagged_problems(doc)]
+    assert not problems, "\n".join(problems[:20])

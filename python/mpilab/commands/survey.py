@@ -127,6 +127,17 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
+def _is_partial(path: Path) -> bool:
+    """A results checkpoint the runner left (valid JSON marked partial)."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("partial") is True
+
+
 def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None = None,
            launcher_args: list[str] | None = None, quiet: bool = False,
            testbed: str | None = None, mptcp: bool = False) -> tuple[Path, Path]:
@@ -171,6 +182,14 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         html = render_report(r)
         os.replace(tmp, final_json)
         atomic_write_text(final_html, html)
+    except BaseException:
+        # the runner checkpoints while it measures: keep what it measured, marked partial
+        if tmp.is_file() and _is_partial(tmp):
+            kept = out / "results.partial.json"
+            os.replace(tmp, kept)
+            console.print(f"[bold]survey stopped[/]: the measurements made so far are in {kept} "
+                          f"(marked partial; 'mpilab report {kept}' renders them)")
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return final_json, final_html
@@ -189,6 +208,11 @@ def _run(args: argparse.Namespace) -> int:
                     args.testbed, args.mptcp)
     sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
                      f"results: {rj}\nreport:  {rh}\n")
+    from mpilab import quality, results
+
+    verdict = quality.noisy_verdict(results.load(rj).raw)
+    if verdict:
+        sys.stdout.write(verdict + "\n")
     return 0
 
 

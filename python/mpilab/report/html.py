@@ -12,7 +12,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from mpilab import __version__
+from mpilab import __version__, quality
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.report import plots
@@ -40,6 +40,7 @@ th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
 img.plot{max-width:100%;display:block;margin:.5em 0}
 .note{color:#666;font-size:.85em}tr.bad td{background:#fff2f0}
 code{font-size:.9em}nav a{margin-right:1em}
+p.partial{background:#fff2f0;border:1px solid #e0a0a0;padding:.5em}
 """
 
 
@@ -299,16 +300,27 @@ def _models(r: Results) -> str:
         out.append("<h2 id='models'>Models</h2>")
         out.append("<h3>Hockney parameters per pair</h3>")
         rows = []
-        for p in r.hockney:
+        raw_pairs = ((r.raw.get("models") or {}).get("hockney") or {}).get("pairs") or []
+        for k, p in enumerate(r.hockney):
+            rp = raw_pairs[k] if k < len(raw_pairs) and isinstance(raw_pairs[k], dict) else {}
+            q = rp.get("quality")
             bw = f"{1 / p.beta / 1e6:.4g}" if p.beta > 0 else "-"
-            rows.append((f"{p.i}-{p.j}", "all sizes", fmt_time(p.alpha), f"{p.beta * 1e9:.4g}",
-                         bw))
+            qa = q.get("alpha", {}) if isinstance(q, dict) else {}
+            qb = q.get("beta", {}) if isinstance(q, dict) else {}
+            fl = [f"alpha {x}" for x in quality.param_flags(q, "alpha")] + \
+                 [f"beta {x}" for x in quality.param_flags(q, "beta")]
+            rows.append((f"{p.i}-{p.j}", "headline" if q else "all sizes", fmt_time(p.alpha),
+                         f"{p.beta * 1e9:.4g}", bw, _ci_time(qa), _ci_ns(qb),
+                         " ".join(fl) or "-"))
             for g in p.ranges:
                 gbw = f"{1 / g.beta / 1e6:.4g}" if g.beta > 0 else "-"
                 rows.append(("", f"{fmt_bytes(g.lo)} .. {fmt_bytes(g.hi)}", fmt_time(g.alpha),
-                             f"{g.beta * 1e9:.4g}", gbw))
-        out.append(_table(("pair", "range (bytes)", "alpha", "beta (ns/byte)",
-                           "1/beta (MB/s)"), rows, numeric=(2, 3, 4)))
+                             f"{g.beta * 1e9:.4g}", gbw, "", "", "-"))
+        out.append("<p class='note'>Headline: alpha from the smallest sizes' range, beta "
+                   "from the largest sizes' range (sustained rate), each with its bootstrap "
+                   "interval; rows per protocol range: the lines used for predictions.</p>")
+        out.append(_table(("pair", "range (bytes)", "alpha", "beta (ns/byte)", "1/beta (MB/s)",
+                           "alpha CI", "beta CI", "flags"), rows, numeric=(2, 3, 4)))
         points: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
         for m in r.p2p():
             if m.pair and (m.bytes_back is None or m.bytes_back == m.bytes):
@@ -344,8 +356,9 @@ def _loggp(r: Results) -> str:
     out.append("<p class='note'>Sender i, receiver j. Summary row: o<sub>s</sub>, o<sub>r</sub>, "
                "g measured at the smallest size (carried to 0 bytes), G per byte of the "
                "largest-size range (1/G as a rate), L from the smallest size's round trip minus "
-               "the overheads. Rows per range: that protocol range's least-squares lines. Flags: "
-               "L_clamped (L came out negative, set to 0), G_clamped, g_clamped, fit_failed.</p>")
+               "the overheads. Rows per range: that protocol range's lines. Flags: "
+               "L_clamped (L came out negative, set to 0), G_clamped, g_clamped, fit_failed; "
+               "per parameter (robust fits): clamped, ci_wide (interval wider than 5%), no_ci.</p>")
     rows = []
     bad: list[bool] = []
 
@@ -354,15 +367,19 @@ def _loggp(r: Results) -> str:
         return (pair, rng, fmt_time(q.L), fmt_time(q.os), fmt_time(q.orr), fmt_time(q.g),
                 f"{q.G * 1e9:.4g}", rate, " ".join(q.flags) or "-")
 
-    for lp in r.loggp:
+    raw_lp = ((r.raw.get("models") or {}).get("loggp") or {}).get("pairs") or []
+    for k, lp in enumerate(r.loggp):
         name = f"{lp.i}->{lp.j}"
+        q = raw_lp[k].get("quality") if k < len(raw_lp) and isinstance(raw_lp[k], dict) else None
+        qfl = [f"{n}:{x}" for n in ("L", "os", "or", "g", "G") for x in quality.param_flags(q, n)]
         if lp.params is None:
             rows.append((name, "all sizes", "-", "-", "-", "-", "-", "-",
                          f"fit_failed: {lp.error or ''}".strip()))
             bad.append(True)
             continue
-        rows.append(prow(name, "summary", lp.params))
-        bad.append(bool(lp.params.flags))
+        row = prow(name, "summary", lp.params)
+        rows.append(row[:-1] + (" ".join(list(lp.params.flags) + qfl) or "-",))
+        bad.append(bool(lp.params.flags) or any("clamped" in x for x in qfl))
         for g in lp.ranges:
             rows.append(prow("", f"{fmt_bytes(g.lo)} .. {fmt_bytes(g.hi)}", g.params))
             bad.append(bool(g.params.flags))
@@ -392,6 +409,51 @@ def _loggp(r: Results) -> str:
     return "\n".join(out)
 
 
+def _quality(r: Results) -> str:
+    """Partial-file banner and what converged / should not be trusted."""
+    s = quality.summary(r.raw)
+    out = []
+    if s["partial"]:
+        why = s.get("partial_reason") or "the run did not finish"
+        out.append(f"<p class='partial'><b>PARTIAL RESULTS</b> ({escape(str(why))}): this file "
+                   f"holds the {s['measurements']} measurements completed before the run "
+                   "stopped; models and predictions may be missing.</p>")
+    n = s["measurements"]
+    if n:
+        fl = s["flags"]
+        items = [f"{s['converged']} of {n} measurements converged to the asked precision"]
+        if fl[quality.INVALID_SAMPLES]:
+            items.append(f"{fl[quality.INVALID_SAMPLES]} with invalid (excluded) repetitions")
+        if fl[quality.NEGATIVE_TIME]:
+            items.append(f"{fl[quality.NEGATIVE_TIME]} with negative corrected times excluded")
+        out.append("<h2 id='quality'>Quality</h2>\n<p>" + "; ".join(items) + ".</p>")
+        verdict = quality.noisy_verdict(r.raw)
+        if verdict:
+            out.append(f"<p class='partial'>{escape(verdict)}.</p>")
+        if s["params"]:
+            out.append("<p>Model parameters not to be trusted as they stand (clamped: the fit "
+                       "gave an impossible value, reported as 0; ci_wide: interval wider than "
+                       "the asked precision; no_ci: no interval):</p><ul>"
+                       + "".join(f"<li>{escape(x)}</li>" for x in s["params"]) + "</ul>")
+    bad = quality.unflagged_problems(r.raw)
+    if bad:
+        out.append("<p class='partial'>Impossible values without a flag (a bug in the writer of "
+                   "this file): " + escape("; ".join(bad[:5])) + "</p>")
+    return "\n".join(out)
+
+
+def _ci_time(q: Any) -> str:
+    if not isinstance(q, dict) or not all(isinstance(q.get(k), int | float) for k in ("lo", "hi")):
+        return "-"
+    return f"{fmt_time(q['lo'])} .. {fmt_time(q['hi'])}"
+
+
+def _ci_ns(q: Any) -> str:
+    if not isinstance(q, dict) or not all(isinstance(q.get(k), int | float) for k in ("lo", "hi")):
+        return "-"
+    return f"{q['lo'] * 1e9:.4g} .. {q['hi'] * 1e9:.4g}"
+
+
 def _summary(r: Results) -> str:
     if not r.measurements:
         return ""
@@ -402,25 +464,33 @@ def _summary(r: Results) -> str:
                  else ("" if m.root is None else f"root {m.root}"))
         size = str(m.bytes) if m.bytes_back in (None, m.bytes) else f"{m.bytes}/{m.bytes_back}"
         s = m.stats
+        st = m.raw.get("stats", {}) if isinstance(m.raw.get("stats"), dict) else {}
+        lo, hi = st.get("med_lo"), st.get("med_hi")
+        mci = (f"{fmt_time(lo)} .. {fmt_time(hi)}"
+               if isinstance(lo, int | float) and isinstance(hi, int | float) else "-")
+        flags = quality.measurement_flags(m.raw)
         rows.append((m.index, m.op, m.impl, m.timing, m.isolation or "-", where, size,
-                     fmt_time(s.mean), fmt_time(s.ci_half),
-                     "-" if not math.isfinite(s.rel_err) else f"{s.rel_err * 100:.2f}%",
-                     s.reps, "yes" if s.converged else "no", s.invalid))
-        bad.append(not s.converged or s.invalid > 0)
-    return ("<h2 id='summary'>All measurements</h2>\n<p class='note'>Rows shaded: not "
-            "converged to the requested precision, or with invalid repetitions.</p>\n"
-            + _table(("#", "op", "impl", "timing", "isolation", "pair/root", "bytes", "mean",
-                      "±CI", "rel. error", "reps", "converged", "invalid"),
-                     rows, numeric=(0, 6, 7, 8, 9, 10, 12), bad=lambda k: bad[k]))
+                     fmt_time(s.median), mci, fmt_time(s.mean), fmt_time(s.ci_half),
+                     s.reps, s.invalid, " ".join(flags) or "-"))
+        bad.append(bool(flags))
+    return ("<h2 id='summary'>All measurements</h2>\n<p class='note'>The reported figure is "
+            "the median, with its order-statistic confidence interval (the stopping rule's); "
+            "mean and its Student-t interval beside. Rows shaded: flagged (not_converged: "
+            "stopped at the repetition limit without the asked precision; invalid_samples: "
+            "repetitions excluded; negative_time: corrected times &lt;= 0 excluded).</p>\n"
+            + _table(("#", "op", "impl", "timing", "isolation", "pair/root", "bytes", "median",
+                      "median CI", "mean", "±CI (mean)", "reps", "invalid", "flags"),
+                     rows, numeric=(0, 6, 7, 9, 10, 11, 12), bad=lambda k: bad[k]))
 
 
 def render_report(r: Results, matrix_sizes: list[int] | None = None) -> str:
     """The whole report as an HTML string. matrix_sizes: message sizes of the
     point-to-point heat maps (default: the smallest and the largest measured)."""
-    sections = [s for s in (_provenance(r), _collectives(r), _p2p(r, matrix_sizes), _models(r),
-                            _loggp(r), _summary(r)) if s]
+    sections = [s for s in (_quality(r), _provenance(r), _collectives(r),
+                            _p2p(r, matrix_sizes), _models(r), _loggp(r), _summary(r)) if s]
     nav = []
-    for anchor, label in (("provenance", "Provenance"), ("collectives", "Collectives"),
+    for anchor, label in (("quality", "Quality"), ("provenance", "Provenance"),
+                          ("collectives", "Collectives"),
                           ("timing", "Timing methods"), ("p2p", "Point-to-point"),
                           ("models", "Models"), ("summary", "All measurements")):
         if any(f"id='{anchor}'" in s for s in sections):

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Run-to-run reproducibility of mpilab-bench's ping-pong: the same command N times (2 ranks,
+shared memory and TCP loopback, default 1 KiB and 1 MiB), then per size: the median of the
+runs' reported medians, the spread (max - min) / that median, and in how many runs the
+reported interval of the median covers the median of all runs. Optionally with busy-loop
+hogs (`--hogs 2`: `yes > /dev/null` processes started before and killed after).
+
+Example: MPILAB_BIN=build/bin python3 bench/reproducibility.py --runs 5 --hogs 2
+Targets (issue 9): spread within 10% quiet / 25% with two hogs; CI covers the median of the
+runs in >= 4 of 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+
+
+def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
+    """Order-statistic interval of the median (as mpilab_median_ci), for files that lack it."""
+    s = sorted(samples)
+    n = len(s)
+    best = 0
+    for k in range(1, (n + 1) // 2 + 1):
+        tail = sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+        if 1 - 2 * tail >= cl:
+            best = k
+        else:
+            break
+    return (s[best - 1], s[n - best]) if best else (math.nan, math.nan)
+
+
+def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str]) -> dict[int, Any]:
+    cmd = mpirun_prefix(2, ["--mca", "btl", btl]) + [bench, "--ops", "p2p", "--sizes", sizes,
+                                                     "--quiet", "--out", str(out)] + extra
+    p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    doc = json.loads(out.read_text())
+    res = {}
+    for m in doc["measurements"]:
+        if m["op"] != "p2p":
+            continue
+        st = m["stats"]
+        cl = m.get("precision", {}).get("cl", 0.95)
+        if st.get("med_lo") is not None and st.get("med_hi") is not None:
+            lo, hi = st["med_lo"], st["med_hi"]
+        else:
+            valid = m.get("valid", [True] * len(m["samples"]))
+            ok = [s for s, v in zip(m["samples"], valid, strict=True) if v]
+            lo, hi = median_ci(ok, cl)
+        res[m["bytes"]] = {"median": st["median"], "lo": lo, "hi": hi, "reps": st["reps"],
+                           "converged": st.get("converged"), "flags": m.get("flags", [])}
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--sizes", default="1K,1M")
+    ap.add_argument("--hogs", type=int, default=0, help="busy-loop processes during the runs")
+    ap.add_argument("--transports", default="shm,tcp")
+    ap.add_argument("--out-dir", default=None)
+    ap.add_argument("runner_args", nargs="*", help="extra mpilab-bench arguments (after --)")
+    a = ap.parse_args()
+    out = Path(a.out_dir or tempfile.mkdtemp(prefix="repro-"))
+    out.mkdir(parents=True, exist_ok=True)
+    bench = find_tool("mpilab-bench")
+    btls = {"shm": "self,vader", "tcp": "self,tcp"}
+    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(a.hogs)]
+    try:
+        runs: dict[str, list[dict[int, Any]]] = {}
+        for t in a.transports.split(","):
+            runs[t] = [one_run(bench, btls[t], a.sizes, out / f"{t}-{k}.json", a.runner_args)
+                       for k in range(a.runs)]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    print(f"results in {out}; {a.runs} runs, {a.hogs} hogs")
+    print(f"{'link':<5} {'bytes':>8} {'median of runs':>15} {'spread':>8} {'CI covers':>9} "
+          f"{'reps (min..max)':>15} {'converged':>9}  per-run medians")
+    for t, rs in runs.items():
+        for size in sorted(rs[0]):
+            meds = [r[size]["median"] for r in rs]
+            mm = statistics.median(meds)
+            spread = (max(meds) - min(meds)) / mm
+            cover = sum(1 for r in rs if r[size]["lo"] <= mm <= r[size]["hi"])
+            reps = [r[size]["reps"] for r in rs]
+            conv = sum(1 for r in rs if r[size]["converged"])
+            print(f"{t:<5} {size:>8} {mm * 1e6:12.3f} us {spread * 100:7.1f}% "
+                  f"{cover:>4}/{len(rs):<4} "
+                  f"{min(reps):>7}..{max(reps):<7} {conv:>4}/{len(rs):<4}  "
+                  + " ".join(f"{x * 1e6:.3f}" for x in meds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+/* Honest flags in results documents: the quality of every measurement and model parameter
+ * as JSON (docs/results-schema.md, "Quality"), and the one-line verdict on a run too noisy
+ * to converge. python/mpilab/quality.py reads the same fields. */
+#ifndef MPILAB_QUALITY_H
+#define MPILAB_QUALITY_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "mpilab/robust.h"
+#include "mpilab/stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* {"raw": r, "lo": l, "hi": h, "flags": ["clamped", "no_ci", "ci_wide"]} (null for NaN). */
+json_t *mpilab_quality_param(const mpilab_param_t *p);
+
+/* A measurement's flags: "not_converged" (stopped without the asked precision),
+ * "invalid_samples" (repetitions excluded), "negative_time" (negative > 0: corrected times
+ * <= 0 excluded), "no_valid_samples". An empty array when all is well. */
+json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negative);
+
+/* The runner's last line when fewer than half of `total` measurements converged (returns 1
+ * and writes it to buf), else 0. */
+int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,312 @@
+"""`mpilab selftest [--np N] [--syncs N] [--inject SPEC] [--trials N] [--json FILE]`
+
+mpilab checks itself against known truth and prints recovered against true:
+
+* clock: a real MPI run (mpilab-selftest clock under mpirun, all ranks on this node) whose
+  ranks' clocks carry injected offsets and drifts (the library's timer, mpilab/wtime.h);
+  both synchronisation methods, with and without injection. Target: every error within
+  5 us and inside the reported uncertainty in >= 95% of the checks.
+* fit: the robust Hockney and LogGP fits on synthetic samples of links with known latency
+  and rate (a 2 ms / 100 Mbit/s shaped WAN and shared memory), on a busy-machine noise
+  model, with and without 1000x outliers. Target: L and alpha within 5%, G and beta within
+  3%, the interval containing the truth in >= 90% of the runs.
+* --testbed (root): the same fits on a real emulated link (mpilab-selftest link on a
+  2-site testbed with --delay and --rate; truth: the delay plus the base latency measured
+  on the same testbed with no delay, and the TCP payload rate), printed with the former
+  estimators (least squares on means / medians) beside.
+
+Exit status 0 when every target is met, 1 when one is missed (the table says which), 2 on
+bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+
+TOOL = "mpilab-selftest"
+CLOCK_ERR_TARGET_S = 5e-6
+CLOCK_INSIDE_TARGET = 0.95
+FIT_TOL = {"alpha": 0.05, "L": 0.05, "beta": 0.03, "G": 0.03}
+FIT_COVER_TARGET = 0.90
+
+
+def _tool_run(cmd: list[str], timeout: float) -> None:
+    try:
+        p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise MpilabError(f"{TOOL} did not finish within {timeout:.0f} s") from e
+    if p.returncode != 0:
+        lines = [ln for ln in (p.stderr + p.stdout).splitlines() if ln.startswith(TOOL + ":")]
+        msg = lines[0] if lines else f"{TOOL} failed with exit status {p.returncode}"
+        raise MpilabError(msg.removeprefix(TOOL + ": ") if lines else msg)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{path}: unreadable self-test output ({e})") from e
+    if not isinstance(data, dict):
+        raise MpilabError(f"{path}: self-test output is not a JSON object")
+    return data
+
+
+def clock_rows(data: dict[str, Any], label: str) -> dict[str, Any]:
+    """One summary row of a clock self-test output."""
+    checks = data.get("checks") or []
+    errs = [abs(float(c["error_s"])) for c in checks]
+    inside = sum(1 for c in checks if abs(float(c["error_s"])) <= float(c["uncertainty_s"]))
+    n = len(checks)
+    row = {"method": data.get("method", "?"), "inject": label, "n": n,
+           "inside": inside, "median_err_s": statistics.median(errs) if errs else float("nan"),
+           "max_err_s": max(errs) if errs else float("nan"),
+           "median_unc_s": (statistics.median(float(c["uncertainty_s"]) for c in checks)
+                            if checks else float("nan"))}
+    row["met"] = (bool(n) and row["max_err_s"] <= CLOCK_ERR_TARGET_S
+                  and inside >= CLOCK_INSIDE_TARGET * n)
+    return row
+
+
+def fit_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per link, parameter and outlier setting: truth, recovered values, worst error, coverage."""
+    rows = []
+    for link in data.get("links", []):
+        truth = link["truth"]
+        for outl in (False, True):
+            runs = [r for r in link["runs"] if bool(r["outliers"]) == outl]
+            for name in ("alpha", "beta", "L", "G"):
+                t = float(truth[name])
+                vals = [float(r[name]["value"]) for r in runs]
+                cover = sum(1 for r in runs if r[name]["lo"] <= t <= r[name]["hi"])
+                worst = max(abs(v / t - 1) for v in vals) if vals and t else float("nan")
+                old = [float(r["median_lsq"][name]) for r in runs
+                       if name in r.get("median_lsq", {})]
+                rows.append({"link": link["name"], "outliers": outl, "param": name, "truth": t,
+                             "median": statistics.median(vals) if vals else float("nan"),
+                             "worst_rel": worst, "cover": cover, "n": len(runs),
+                             "old_worst_rel": (max(abs(v / t - 1) for v in old)
+                                               if old and t else None),
+                             "met": (worst <= FIT_TOL[name]
+                                     and cover >= FIT_COVER_TARGET * len(runs))})
+    return rows
+
+
+def _fmt_t(s: float) -> str:
+    if s != s:  # NaN
+        return "-"
+    if abs(s) >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    if abs(s) >= 1e-6:
+        return f"{s * 1e6:.3f} us"
+    return f"{s * 1e9:.3f} ns"
+
+
+def _param_fmt(name: str, v: float) -> str:
+    return f"{v * 1e9:.4f} ns/B" if name in ("beta", "G") else _fmt_t(v)
+
+
+PAYLOAD = 1514.0 / 1448.0  # Ethernet + IP + TCP bytes on the wire per TCP payload byte
+
+
+def _spec(prefix: str, delay: str, rate: str) -> str:
+    return (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n[lan]\n'
+            f'rate = "10Gbit"\n[wan]\nnode_rate = "{rate}"\ntotal_rate = "{rate}"\n'
+            f'delay = "{delay}"\nqueue = "1M"\n')
+
+
+def _cli(args: list[str], timeout: float) -> None:
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", *args], env=mpi_env(),
+                       capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+        raise MpilabError(f"mpilab {args[0]} {args[1]}: "
+                          + (lines[-1] if lines else f"exit status {p.returncode}"))
+
+
+def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
+                 hogs: int = 0) -> dict[str, Any]:
+    """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
+    with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits."""
+    from mpilab import units
+
+    delay_s, rate_bps = units.parse_duration(delay), units.parse_rate(rate)
+    tool = find_tool(TOOL)
+    out: dict[str, Any] = {"delay_s": delay_s, "rate_bps": rate_bps, "runs": [], "hogs": hogs}
+    for d, n in (("0ms", 1), (delay, runs)):
+        spec = tmp / f"{prefix}-{d}.toml"
+        spec.write_text(_spec(prefix, d, rate))
+        _cli(["testbed", "up", str(spec)], 300)
+        hog_procs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(hogs)]
+        try:
+            for k in range(n):
+                f = tmp / f"link-{d}-{k}.json"
+                _cli(["testbed", "run", "--prefix", prefix, "--np", "2", "--timeout", "1500", "--",
+                      tool, "link", "--sizes", sizes, "--out", str(f)], 1600)
+                data = _load(f)
+                data.pop("provenance", None)
+                (out["runs"] if d == delay else out.setdefault("base", [])).append(data)
+        finally:
+            for h in hog_procs:
+                h.kill()
+                h.wait()
+            _cli(["testbed", "down", "--prefix", prefix], 300)
+    base = out["base"][0]
+    per_byte = 8.0 / rate_bps * PAYLOAD
+    out["truth"] = {"L": delay_s + float(base["loggp"]["L"]["value"]),
+                    "alpha": delay_s + float(base["hockney"]["alpha"]["value"]),
+                    "G": per_byte, "beta": per_byte}
+    return out
+
+
+def link_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per parameter: truth, every run's value, error, interval coverage, former value."""
+    rows = []
+    former = {"alpha": ("former_hockney", "alpha"), "beta": ("former_hockney", "beta"),
+              "L": ("former_loggp", "L"), "G": ("former_loggp", "G")}
+    for name, model in (("alpha", "hockney"), ("beta", "hockney"), ("L", "loggp"), ("G", "loggp")):
+        t = float(res["truth"][name])
+        vals, covers, olds = [], 0, []
+        for r in res["runs"]:
+            p = (r.get(model) or {}).get(name)
+            if not isinstance(p, dict):
+                continue
+            vals.append(float(p["value"]))
+            covers += p["lo"] <= t <= p["hi"]
+            fm = r.get(former[name][0]) or {}
+            if former[name][1] in fm:
+                olds.append(float(fm[former[name][1]]))
+        errs = [v / t - 1 for v in vals]
+        rows.append({"param": name, "truth": t, "values": vals, "errors": errs, "cover": covers,
+                     "n": len(vals), "former_errors": [v / t - 1 for v in olds],
+                     "met": bool(vals) and max(abs(e) for e in errs) <= FIT_TOL[name]
+                     and covers >= FIT_COVER_TARGET * len(vals)})
+    return rows
+
+
+def print_link_rows(rows: list[dict[str, Any]]) -> None:
+    print(f"{'param':<6} {'true':>13} {'recovered (per run)':<40} {'worst':>8} {'CI covers':>9}  "
+          f"{'former worst':>12}  target")
+    for r in rows:
+        vals = " ".join(_param_fmt(r["param"], v) for v in r["values"])
+        worst = max(r["errors"], key=abs) if r["errors"] else float("nan")
+        fw = max(r["former_errors"], key=abs) if r["former_errors"] else float("nan")
+        print(f"{r['param']:<6} {_param_fmt(r['param'], r['truth']):>13} {vals:<40} "
+              f"{worst * 100:+7.2f}% {r['cover']:>4}/{r['n']:<4}  {fw * 100:+11.2f}%  "
+              f"{'met' if r['met'] else 'MISSED'}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.np < 2:
+        raise MpilabError(f"--np {args.np}: the clock self-test needs at least 2 ranks")
+    if args.syncs < 1 or args.syncs > 10000:
+        raise MpilabError(f"--syncs {args.syncs}: expected 1..10000")
+    if args.trials < 1 or args.trials > 1000:
+        raise MpilabError(f"--trials {args.trials}: expected 1..1000")
+    if args.testbed:
+        import os
+
+        from mpilab import units
+
+        if os.geteuid() != 0:
+            raise MpilabError("--testbed needs root (network namespaces)")
+        for opt, val, parse in (("--delay", args.delay, units.parse_duration),
+                                ("--rate", args.rate, units.parse_rate)):
+            try:
+                parse(val)
+            except (ValueError, MpilabError) as e:
+                raise MpilabError(f"{opt} {val}: {e}") from None
+        if args.runs < 1 or args.runs > 100:
+            raise MpilabError(f"--runs {args.runs}: expected 1..100")
+        args.prefix = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or "st"
+    tool = find_tool(TOOL)
+    report: dict[str, Any] = {"clock": [], "fit": []}
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="mpilab-selftest-") as tmp:
+        out = Path(tmp) / "out.json"
+        print(f"clock synchronisation, {args.np} ranks on this node, {args.syncs} syncs each "
+              f"(target: |error| <= 5 us and inside the reported uncertainty in >= 95%)")
+        print(f"{'method':<11} {'injected':<34} {'inside':>9} {'median|err|':>12} {'max|err|':>11} "
+              f"{'median unc':>11}  target")
+        for method in ("skampi", "regression"):
+            for inject in (args.inject, "none"):
+                cmd = [tool, "clock", "--inject", inject, "--syncs", str(args.syncs),
+                       "--sync", method, "--out", str(out)]
+                _tool_run(mpirun_prefix(args.np) + cmd, timeout=600)
+                data = _load(out)
+                row = clock_rows(data, inject)
+                report["clock"].append({**row, "checks": data.get("checks", [])})
+                ok &= row["met"]
+                print(f"{row['method']:<11} {inject:<34} {row['inside']:>4}/{row['n']:<4} "
+                      f"{_fmt_t(row['median_err_s']):>12} {_fmt_t(row['max_err_s']):>11} "
+                      f"{_fmt_t(row['median_unc_s']):>11}  {'met' if row['met'] else 'MISSED'}")
+        _tool_run(mpirun_prefix(1) + [tool, "fit", "--trials", str(args.trials), "--out", str(out)],
+                  timeout=600)
+        fit = _load(out)
+    rows = fit_rows(fit)
+    report["fit"] = rows
+    print(f"\nmodel fits on synthetic samples of known links ({args.trials} data sets each, "
+          "half the samples delayed as on a busy machine)")
+    print(f"{'link':<16} {'1000x':<6} {'param':<6} {'true':>13} {'recovered':>13} {'worst':>8} "
+          f"{'CI covers':>9}  {'median-LSQ':>10}  target")
+    for r in rows:
+        ok &= r["met"]
+        old = "-" if r["old_worst_rel"] is None else f"{r['old_worst_rel'] * 100:+.1f}%"
+        print(f"{r['link']:<16} {'yes' if r['outliers'] else 'no':<6} {r['param']:<6} "
+              f"{_param_fmt(r['param'], r['truth']):>13} {_param_fmt(r['param'], r['median']):>13} "
+              f"{r['worst_rel'] * 100:7.2f}% {r['cover']:>4}/{r['n']:<4}  {old:>10}  "
+              f"{'met' if r['met'] else 'MISSED'}")
+    print("\n(median-LSQ: the worst error of the former estimator, least squares on per-size "
+          "medians, on the same data)")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(report, indent=1) + "\n")
+    if args.testbed:
+        with tempfile.TemporaryDirectory(prefix="mpilab-selftest-tb-") as tmp:
+            res = testbed_link(args.prefix, args.delay, args.rate, args.runs, args.sizes,
+                               Path(tmp))
+        lrows = link_rows(res)
+        report["testbed"] = {**res, "rows": lrows}
+        print(f"\nmodel fits on the testbed: 2 sites, WAN {args.delay} one-way at {args.rate} "
+              f"(truth: delay + base latency measured with no delay; the TCP payload rate), "
+              f"{args.runs} run(s)")
+        print_link_rows(lrows)
+        ok &= all(r["met"] for r in lrows)
+        if args.json:
+            atomic_write_text(args.json, json.dumps(report, indent=1) + "\n")
+    print("self-test: all targets met" if ok else "self-test: some targets MISSED (see above)")
+    return 0 if ok else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("selftest",
+                       help="check clock synchronisation and model fits against known truth",
+                       description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--np", type=int, default=4, help="ranks of the clock run (default 4)")
+    p.add_argument("--syncs", type=int, default=20, help="synchronisations per method (default 20)")
+    p.add_argument("--inject", default="offset=10ms,drift=100ppm,seed=1",
+                   help="injected clock errors (default offset=10ms,drift=100ppm,seed=1)")
+    p.add_argument("--trials", type=int, default=10,
+                   help="synthetic data sets per link (default 10)")
+    p.add_argument("--json", help="also write everything measured to this JSON file")
+    p.add_argument("--testbed", action="store_true",
+                   help="also fit a real emulated link (needs root): see --delay, --rate")
+    p.add_argument("--delay", default="2ms", help="testbed WAN one-way delay (default 2ms)")
+    p.add_argument("--rate", default="100Mbit", help="testbed WAN rate (default 100Mbit)")
+    p.add_argument("--runs", type=int, default=1, help="testbed runs (default 1)")
+    p.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M",
+                   help="message sizes on the testbed")
+    p.add_argument("--prefix", default=None,
+                   help="testbed name prefix (default $MPILAB_TESTBED_PREFIX or st)")
+    p.set_defaults(func=_run)

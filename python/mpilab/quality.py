@@ -1,0 +1,198 @@
+"""Quality of the numbers in a results document: the flags every measurement and model
+parameter carries, a summary of what converged and what should not be trusted, the one-line
+verdict for a run too noisy to converge, and the scan for impossible values shown without a
+flag (negative times, negative latency, bandwidth or gap).
+
+Works on the raw JSON document (a dict), so that it also applies to partial files and to
+files written by older runners (flags are then derived from the statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# measurement flags (docs/results-schema.md)
+NOT_CONVERGED = "not_converged"      # stopped at max_reps without the asked precision
+INVALID_SAMPLES = "invalid_samples"  # some repetitions excluded (late start, negative time)
+NEGATIVE_TIME = "negative_time"      # a corrected time <= 0 was excluded (root timing)
+NO_VALID = "no_valid_samples"        # nothing left to report
+MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID)
+
+# parameter flags (mpilab_param_flags_str in C)
+CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0
+NO_CI = "no_ci"       # no interval could be computed
+CI_WIDE = "ci_wide"   # the interval is wider than the precision asked
+
+_PARAMS = ("alpha", "beta", "L", "G", "os", "or", "g")
+_NOISY_FRACTION = 0.5
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _str_list(v: Any) -> list[str]:
+    return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+
+def measurement_flags(m: dict[str, Any]) -> list[str]:
+    """The measurement's own flags, completed from its statistics (older files have none)."""
+    flags = _str_list(m.get("flags"))
+    st = m.get("stats") if isinstance(m.get("stats"), dict) else {}
+    if st.get("converged") is False and NOT_CONVERGED not in flags:
+        flags.append(NOT_CONVERGED)
+    inv = _num(st.get("invalid"))
+    if inv and inv > 0 and INVALID_SAMPLES not in flags:
+        flags.append(INVALID_SAMPLES)
+    return flags
+
+
+def param_flags(quality: Any, name: str) -> list[str]:
+    """Flags of parameter `name` in a model's "quality" object (empty if none)."""
+    if not isinstance(quality, dict) or not isinstance(quality.get(name), dict):
+        return []
+    f = quality[name].get("flags")
+    if isinstance(f, str):
+        return [x for x in f.split(",") if x]
+    return _str_list(f)
+
+
+def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(label, parameter object, quality object) of every model parameter set."""
+    out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    models = doc.get("models") if isinstance(doc.get("models"), dict) else {}
+    hock = models.get("hockney") if isinstance(models.get("hockney"), dict) else {}
+    for p in hock.get("pairs", []) or []:
+        if not isinstance(p, dict):
+            continue
+        label = f"hockney {p.get('i')}-{p.get('j')}"
+        q = p.get("quality") if isinstance(p.get("quality"), dict) else {}
+        out.append((label, p, q))
+        for r in p.get("ranges", []) or []:
+            if isinstance(r, dict):
+                out.append((f"{label} range {r.get('from')}..{r.get('to')}", r,
+                            {k: {"flags": _str_list(r.get("flags"))} for k in _PARAMS}))
+    lg = models.get("loggp") if isinstance(models.get("loggp"), dict) else {}
+    for p in lg.get("pairs", []) or []:
+        if not isinstance(p, dict) or not isinstance(p.get("params"), dict):
+            continue
+        label = f"loggp {p.get('i')}->{p.get('j')}"
+        q = p.get("quality") if isinstance(p.get("quality"), dict) else {}
+        out.append((label, p["params"], q))
+    return out
+
+
+def unflagged_problems(doc: dict[str, Any]) -> list[str]:
+    """Impossible values shown without a flag: a negative valid sample or statistic of a
+    measurement, a negative model parameter (alpha, beta, L, G, o_s, o_r, g) without a flag
+    saying why, a negative prediction. Empty when the document is honest."""
+    probs: list[str] = []
+    for k, m in enumerate(doc.get("measurements", []) or []):
+        if not isinstance(m, dict):
+            continue
+        flags = measurement_flags(m)
+        st = m.get("stats") if isinstance(m.get("stats"), dict) else {}
+        for key in ("mean", "median", "min"):
+            v = _num(st.get(key))
+            if v is not None and v < 0 and NEGATIVE_TIME not in flags:
+                probs.append(f"measurements[{k}].stats.{key} = {v:g} without a flag")
+        samples = m.get("samples") if isinstance(m.get("samples"), list) else []
+        valid = m.get("valid") if isinstance(m.get("valid"), list) else []
+        for i, s in enumerate(samples):
+            v = _num(s)
+            ok = valid[i] if i < len(valid) else True
+            if v is not None and v < 0 and ok is not False:
+                probs.append(f"measurements[{k}].samples[{i}] = {v:g} counted as valid")
+                break
+    for label, params, quality in _model_pairs(doc):
+        lg_flags = _str_list(params.get("flags"))
+        for name in _PARAMS:
+            v = _num(params.get(name))
+            if v is None or v >= 0:
+                continue
+            fl = param_flags(quality, name) + lg_flags
+            if not fl:
+                probs.append(f"{label}: {name} = {v:g} without a flag")
+    models = doc.get("models") if isinstance(doc.get("models"), dict) else {}
+    for key in ("predictions",):
+        for k, p in enumerate(models.get(key, []) or []):
+            v = _num(p.get("predicted")) if isinstance(p, dict) else None
+            if v is not None and v < 0:
+                probs.append(f"models.{key}[{k}].predicted = {v:g}")
+    lg = models.get("loggp") if isinstance(models.get("loggp"), dict) else {}
+    for k, p in enumerate(lg.get("predictions", []) or []):
+        v = _num(p.get("predicted")) if isinstance(p, dict) else None
+        if v is not None and v < 0:
+            probs.append(f"models.loggp.predictions[{k}].predicted = {v:g}")
+    return probs
+
+
+def summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """Counts for the report and the runner's last line: measurements, converged, flagged,
+    model parameters flagged (label: flags), whether the file is partial."""
+    ms = [m for m in doc.get("measurements", []) or [] if isinstance(m, dict)]
+    flagged = {NOT_CONVERGED: 0, INVALID_SAMPLES: 0, NEGATIVE_TIME: 0, NO_VALID: 0}
+    for m in ms:
+        for f in measurement_flags(m):
+            if f in flagged:
+                flagged[f] += 1
+    params = []
+    for label, p, q in _model_pairs(doc):
+        for name in _PARAMS:
+            fl = param_flags(q, name)
+            if fl and name in p:
+                params.append(f"{label} {name}: {','.join(fl)}")
+        fl = [f for f in _str_list(p.get("flags")) if f]
+        if fl and "range" not in label:
+            params.append(f"{label}: {','.join(fl)}")
+    return {"measurements": len(ms), "converged": len(ms) - flagged[NOT_CONVERGED],
+            "flags": flagged, "params": params, "partial": doc.get("partial") is True,
+            "partial_reason": doc.get("partial_reason")}
+
+
+def noisy_verdict(doc: dict[str, Any]) -> str | None:
+    """One line when most measurements did not converge (the machine was too noisy for the
+    precision asked), with what to do; None otherwise."""
+    s = summary(doc)
+    n = s["measurements"]
+    if n == 0 or s["converged"] >= _NOISY_FRACTION * n:
+        return None
+    return (f"too noisy to converge: only {s['converged']} of {n} measurements reached the "
+            "asked precision; repeat with more repetitions (--max-reps), a looser --eps, "
+            "pinned ranks (--bind-to core), fewer ranks, or on a quieter machine")
+
+
+def fmt_ci(lo: Any, hi: Any) -> str:
+    a, b = _num(lo), _num(hi)
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return "-"
+    return f"{a:.6g}..{b:.6g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m mpilab.quality FILE...`: list impossible values shown without a flag;
+    exit 1 if there are any, 2 if a file cannot be read."""
+    import json
+    import sys
+
+    files = sys.argv[1:] if argv is None else argv
+    bad = 0
+    for f in files:
+        try:
+            with open(f, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError) as e:
+            sys.stderr.write(f"{f}: unreadable results file ({e})\n")
+            return 2
+        if not isinstance(doc, dict):
+            sys.stderr.write(f"{f}: not a results document\n")
+            return 2
+        for p in unflagged_problems(doc):
+            print(f"{f}: {p}")
+            bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

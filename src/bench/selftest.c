@@ -1,0 +1,272 @@
+/* Clock-synchronisation self-test with injected clock errors (include/mpilab/selftest.h). */
+#include "mpilab/selftest.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NCHK 6 /* doubles per check on the wire */
+
+int mpilab_selftest_clock(MPI_Comm comm, const mpilab_inject_plan_t *plan, mpilab_sync_method_t method,
+                          size_t nsyncs, mpilab_clock_check_t *out, char *err, size_t errlen)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2 || nsyncs < 1) {
+        snprintf(err, errlen, "clock self-test needs >= 2 ranks and >= 1 synchronisation");
+        return -1;
+    }
+    mpilab_clock_inject_t saved, mine = {0, 0, 0}, zero;
+    mpilab_clock_inject_get(&saved);
+    /* every rank's error, with a common base (rank 0's raw clock now) */
+    double base = MPI_Wtime();
+    MPI_Bcast(&base, 1, MPI_DOUBLE, 0, comm);
+    if (plan) {
+        mpilab_inject_plan_rank(plan, rank, &mine);
+        mine.base = base;
+        mpilab_inject_plan_rank(plan, 0, &zero);
+        zero.base = base;
+    } else {
+        memset(&zero, 0, sizeof zero);
+    }
+    mpilab_clock_inject_set(&mine);
+    /* MPI_Wtime may count from a per-process origin (Open MPI does): the shared clock of the
+     * node is CLOCK_MONOTONIC; delta = monotonic - MPI_Wtime of this process, read back to
+     * back (the pair with the least gap of 20) */
+    double delta = 0.0, gap = INFINITY;
+    for (int k = 0; k < 20; k++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        double w = MPI_Wtime();
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ta = (double)a.tv_sec + 1e-9 * (double)a.tv_nsec, tb = (double)b.tv_sec + 1e-9 * (double)b.tv_nsec;
+        if (tb - ta < gap) {
+            gap = tb - ta;
+            delta = 0.5 * (ta + tb) - w;
+        }
+    }
+    double delta0 = delta;
+    MPI_Bcast(&delta0, 1, MPI_DOUBLE, 0, comm);
+    double *row = calloc(nsyncs * NCHK, sizeof *row);
+    double *all = rank == 0 ? calloc((size_t)size * nsyncs * NCHK, sizeof *all) : NULL;
+    int bad = !row || (rank == 0 && !all), anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
+    int rc = 0;
+    if (anybad) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+        goto done;
+    }
+    srand((unsigned)(rank + 1) * 7919u);
+    for (size_t s = 0; s < nsyncs; s++) {
+        struct timespec ts = {0, (long)(rand() % 2000) * 1000L};
+        nanosleep(&ts, NULL);
+        mpilab_clocksync_t cs;
+        if (mpilab_clocksync_run(comm, method, &cs) != MPI_SUCCESS) {
+            snprintf(err, errlen, "clock synchronisation %zu failed", s);
+            rc = -1;
+            goto done;
+        }
+        double raw = MPI_Wtime();
+        double reading = mpilab_clock_inject_apply(&mine, raw);
+        /* rank 0's reading at this moment: its raw clock is shared - delta0 */
+        double truth = mpilab_clock_inject_apply(&zero, raw + delta - delta0);
+        double *c = &row[s * NCHK];
+        c[0] = mpilab_clock_to_global(&cs, rank, reading) - truth;
+        c[1] = cs.ranks[rank].uncertainty;
+        c[2] = cs.ranks[rank].offset;
+        c[3] = cs.ranks[rank].drift;
+        /* the truth in the sync's model: rank 0 reads t0 at raw0; this rank then reads ... */
+        double raw0 = mpilab_clock_inject_invert(&zero, cs.t0);
+        c[4] = mpilab_clock_inject_apply(&mine, raw0 + delta0 - delta) - cs.t0;
+        c[5] = (1.0 + mine.drift) / (1.0 + zero.drift) - 1.0;
+        mpilab_clocksync_free(&cs);
+    }
+    MPI_Gather(row, (int)(nsyncs * NCHK), MPI_DOUBLE, all, (int)(nsyncs * NCHK), MPI_DOUBLE, 0, comm);
+    if (rank == 0 && out) {
+        size_t k = 0;
+        for (size_t s = 0; s < nsyncs; s++)
+            for (int r = 1; r < size; r++) {
+                const double *c = &all[((size_t)r * nsyncs + s) * NCHK];
+                out[k++] = (mpilab_clock_check_t){(int)s, r, c[4], c[5], c[2], c[3], c[0], c[1]};
+            }
+    }
+done:
+    mpilab_clock_inject_set(&saved);
+    free(row);
+    free(all);
+    return rc;
+}
+
+#define FIT_SIZES 15
+#define FIT_REPS 30
+
+static double fit_noisy(gsl_rng *r, double t, double delayed)
+{
+    if (gsl_rng_uniform(r) >= delayed)
+        return t * (1.0 + 0.002 * gsl_rng_uniform(r));
+    return t * (1.0 + gsl_ran_exponential(r, 0.2));
+}
+
+int mpilab_selftest_fit(const mpilab_fit_truth_t *t, unsigned long seed, double delayed, int outliers,
+                        mpilab_fit_check_t *out, char *err, size_t errlen)
+{
+    if (!t || !out || !(delayed >= 0.0 && delayed < 1.0)) {
+        snprintf(err, errlen, "bad synthetic-fit arguments");
+        return -1;
+    }
+    int rc = -1;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    double *buf = malloc(FIT_SIZES * 4 * FIT_REPS * sizeof *buf);
+    mpilab_loggp_point_t pts[FIT_SIZES];
+    mpilab_sample_set_t sets[FIT_SIZES];
+    double x[FIT_SIZES], med[4][FIT_SIZES];
+    if (!r || !buf) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    gsl_rng_set(r, seed);
+    memset(pts, 0, sizeof pts);
+    for (int k = 0; k < FIT_SIZES; k++) {
+        double m = k == 0 ? 0.0 : 64.0 * pow(2.0, k - 1);
+        x[k] = m;
+        double truth[4] = {2.0 * (t->os + t->L + t->orr + (m > t->burst ? (m - t->burst) * t->G : 0.0)), t->os,
+                           t->orr, t->g0 + t->G * m};
+        mpilab_loggp_series_t *sr[4] = {&pts[k].rtt, &pts[k].os, &pts[k].orr, &pts[k].g};
+        pts[k].bytes = (size_t)m;
+        for (int q = 0; q < 4; q++) {
+            double *v = buf + ((size_t)k * 4 + (size_t)q) * FIT_REPS;
+            for (int i = 0; i < FIT_REPS; i++)
+                v[i] = q == 3 ? truth[q] * (1.0 + gsl_ran_gaussian(r, 0.02)) : fit_noisy(r, truth[q], delayed);
+            if (outliers)
+                v[gsl_rng_uniform_int(r, FIT_REPS)] *= 1000.0;
+            sr[q]->samples = v;
+            mpilab_stats_compute(v, NULL, FIT_REPS, 0.95, 0.05, &sr[q]->stats);
+            med[q][k] = sr[q]->stats.median;
+        }
+        sets[k] = (mpilab_sample_set_t){m, pts[k].rtt.samples, NULL, FIT_REPS};
+    }
+    mpilab_robust_opts_t o;
+    mpilab_robust_opts_default(&o);
+    o.seed = seed;
+    mpilab_hockney_robust_t h;
+    mpilab_loggp_robust_t lg;
+    if (mpilab_hockney_fit_samples(sets, FIT_SIZES, 0.5, &o, &h, NULL, err, errlen) != 0 ||
+        mpilab_loggp_fit_samples(pts, FIT_SIZES, &o, &lg, NULL, err, errlen) != 0 ||
+        mpilab_loggp_fit(x, med[0], med[1], med[2], med[3], FIT_SIZES, &out->median_fit, err, errlen) != 0)
+        goto done;
+    out->alpha = h.alpha;
+    out->beta = h.beta;
+    out->L = lg.L;
+    out->G = lg.G;
+    rc = 0;
+done:
+    free(buf);
+    if (r)
+        gsl_rng_free(r);
+    return rc;
+}
+
+#define LINK_MAX_RANGES 4
+
+int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    memset(out, 0, sizeof *out);
+    if (size != 2 || nsizes < 2) {
+        snprintf(err, errlen, "link self-test needs exactly 2 ranks and >= 2 sizes");
+        return -1;
+    }
+    mpilab_loggp_opts_t lo;
+    mpilab_loggp_opts_default(&lo);
+    lo.prec = *prec;
+    lo.mode = MPILAB_P2P_SEQUENTIAL;
+    if (burst >= 2)
+        lo.burst = burst;
+    if (mpilab_loggp_check(sizes, nsizes, &lo, err, errlen) != 0)
+        return -1;
+    int rc = -1;
+    mpilab_p2p_result_t *pp = calloc(nsizes, sizeof *pp);
+    mpilab_loggp_pair_result_t lg;
+    memset(&lg, 0, sizeof lg);
+    mpilab_sample_set_t *sets = calloc(nsizes, sizeof *sets);
+    double *x = calloc(nsizes, sizeof *x), *mean = calloc(nsizes, sizeof *mean);
+    double *med[4];
+    for (int q = 0; q < 4; q++)
+        med[q] = calloc(nsizes, sizeof *med[q]);
+    if (!pp || !sets || !x || !mean || !med[0] || !med[1] || !med[2] || !med[3]) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < nsizes; k++)
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
+            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
+            goto done;
+        }
+    if (mpilab_loggp_measure(comm, sizes, nsizes, &lo, &lg) != MPI_SUCCESS) {
+        snprintf(err, errlen, "LogGP measurement failed");
+        goto done;
+    }
+    mpilab_robust_opts_t ro;
+    mpilab_robust_opts_default(&ro);
+    for (size_t k = 0; k < nsizes; k++) {
+        x[k] = (double)sizes[k];
+        sets[k] = (mpilab_sample_set_t){x[k], pp[k].samples, pp[k].valid, pp[k].stats.reps};
+        mean[k] = 0.5 * pp[k].stats.mean;
+        const mpilab_loggp_point_t *pt = &lg.points[k];
+        med[0][k] = pt->rtt.stats.median;
+        med[1][k] = pt->os.stats.median;
+        med[2][k] = pt->orr.stats.median;
+        med[3][k] = pt->g.stats.median;
+    }
+    double *resid = calloc(nsizes, sizeof *resid);
+    out->hockney_ok = resid && mpilab_hockney_fit_samples(sets, nsizes, 0.5, &ro, &out->hockney, resid,
+                                                          out->hockney_err, sizeof out->hockney_err) == 0;
+    for (size_t k = 0; k < nsizes && k < 64; k++) {
+        out->oneway_min[k] = 0.5 * mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
+        out->oneway_residual[k] = resid ? resid[k] : NAN;
+        out->oneway_median[k] = 0.5 * pp[k].stats.median;
+    }
+    free(resid);
+    out->loggp_ok = mpilab_loggp_fit_samples(lg.points, nsizes, &ro, &out->loggp, NULL, out->loggp_err,
+                                             sizeof out->loggp_err) == 0;
+    out->former_hockney_ok = mpilab_hockney_fit(x, mean, nsizes, &out->former_hockney) == 0;
+    {
+        double half[nsizes], from[LINK_MAX_RANGES], to[LINK_MAX_RANGES];
+        mpilab_hockney_range_t hr[LINK_MAX_RANGES];
+        mpilab_loggp_t rf[LINK_MAX_RANGES];
+        for (size_t k = 0; k < nsizes; k++)
+            half[k] = 0.5 * med[0][k];
+        size_t nr = mpilab_hockney_fit_ranges(x, half, nsizes, hr, LINK_MAX_RANGES);
+        for (size_t r = 0; r < nr; r++) {
+            from[r] = hr[r].from;
+            to[r] = hr[r].to;
+        }
+        char e2[128];
+        out->former_loggp_ok =
+            (nr > 0 ? mpilab_loggp_fit_ranges(x, med[0], med[1], med[2], med[3], nsizes, from, to, nr, rf,
+                                              &out->former_loggp, e2, sizeof e2)
+                    : mpilab_loggp_fit(x, med[0], med[1], med[2], med[3], nsizes, &out->former_loggp, e2,
+                                       sizeof e2)) == 0;
+    }
+    rc = 0;
+done:
+    if (pp)
+        for (size_t k = 0; k < nsizes; k++)
+            mpilab_p2p_result_free(&pp[k]);
+    free(pp);
+    mpilab_loggp_pair_result_free(&lg);
+    free(sets);
+    free(x);
+    free(mean);
+    for (int q = 0; q < 4; q++)
+        free(med[q]);
+    return rc;
+}

@@ -1,0 +1,48 @@
+/* Quality flags as JSON (include/mpilab/quality.h). */
+#include "mpilab/quality.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static json_t *num(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *mpilab_quality_param(const mpilab_param_t *p)
+{
+    json_t *f = json_array();
+    if (p->flags & MPILAB_PARAM_CLAMPED)
+        json_array_append_new(f, json_string("clamped"));
+    if (p->flags & MPILAB_PARAM_NO_CI)
+        json_array_append_new(f, json_string("no_ci"));
+    if (p->flags & MPILAB_PARAM_WIDE)
+        json_array_append_new(f, json_string("ci_wide"));
+    return json_pack("{s:o,s:o,s:o,s:o}", "raw", num(p->raw), "lo", num(p->lo), "hi", num(p->hi), "flags", f);
+}
+
+json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negative)
+{
+    json_t *f = json_array();
+    if (!s->converged)
+        json_array_append_new(f, json_string("not_converged"));
+    if (s->invalid > 0)
+        json_array_append_new(f, json_string("invalid_samples"));
+    if (negative > 0)
+        json_array_append_new(f, json_string("negative_time"));
+    if (s->reps > 0 && s->invalid >= s->reps)
+        json_array_append_new(f, json_string("no_valid_samples"));
+    return f;
+}
+
+int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len)
+{
+    if (total == 0 || 2 * converged >= total)
+        return 0;
+    snprintf(buf, len,
+             "too noisy to converge: only %zu of %zu measurements reached the asked precision; repeat with "
+             "more repetitions (--max-reps), a looser --eps, pinned ranks (--bind-to core), fewer ranks, or on a "
+             "quieter machine",
+             converged, total);
+    return 1;
+}

@@ -1,0 +1,648 @@
+/* Robust estimators (include/mpilab/robust.h). */
+#include "mpilab/robust.h"
+
+#include "model/segdp.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEG_MAX_POINTS 128
+#define SEG_PENALTY 7.0      /* per range, in units of ln n (as the least-squares split) */
+#define SEG_TRUNC 0.25       /* relative residual at which a point's cost stops growing */
+#define SEG_FLOOR 2e-3       /* rms relative residual below which a split gains nothing */
+#define SEG_TRUNC_SIGMA 10.0 /* with known noise: residual (in sigmas) where a point's cost stops */
+#define SIGMA_FLOOR 0.01     /* per-size noise never taken below 1% of the value */
+#define BOOT_RETRIES 8
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static double sorted_quantile(double *v, size_t m, double q)
+{
+    if (m == 0)
+        return NAN;
+    if (q <= 0.0) {
+        double lo = v[0];
+        for (size_t k = 1; k < m; k++)
+            lo = v[k] < lo ? v[k] : lo;
+        return lo;
+    }
+    gsl_sort(v, 1, m);
+    return gsl_stats_quantile_from_sorted_data(v, 1, m, q);
+}
+
+double mpilab_quantile(const double *x, const unsigned char *valid, size_t n, double q)
+{
+    if (!x || !(q >= 0.0 && q <= 1.0))
+        return NAN;
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return NAN;
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!valid || valid[k])
+            v[m++] = x[k];
+    double r = sorted_quantile(v, m, q);
+    free(v);
+    return r;
+}
+
+static double median_of(double *v, size_t m)
+{
+    gsl_sort(v, 1, m);
+    return gsl_stats_median_from_sorted_data(v, 1, m);
+}
+
+/* Theil-Sen over the points idx[0..n) (idx NULL = 0..n-1); scratch holds n(n-1)/2 + n. */
+static int theil_sen_idx(const double *x, const double *y, const size_t *idx, size_t n,
+                         double *scratch, double *a, double *b)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t pi = idx ? idx[i] : i;
+        for (size_t j = i + 1; j < n; j++) {
+            size_t pj = idx ? idx[j] : j;
+            if (x[pj] != x[pi])
+                scratch[m++] = (y[pj] - y[pi]) / (x[pj] - x[pi]);
+        }
+    }
+    if (m == 0)
+        return -1;
+    double slope = median_of(scratch, m);
+    for (size_t i = 0; i < n; i++) {
+        size_t pi = idx ? idx[i] : i;
+        scratch[i] = y[pi] - slope * x[pi];
+    }
+    double icpt = median_of(scratch, n);
+    if (!isfinite(slope) || !isfinite(icpt))
+        return -1;
+    *a = icpt;
+    *b = slope;
+    return 0;
+}
+
+static double *ts_scratch(size_t n)
+{
+    return malloc((n * (n - 1) / 2 + n + 1) * sizeof(double));
+}
+
+int mpilab_theil_sen(const double *x, const double *y, size_t n, double *intercept, double *slope)
+{
+    if (!x || !y || !intercept || !slope || n < 2)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(x[k]) || !isfinite(y[k]))
+            return -1;
+    double *s = ts_scratch(n);
+    if (!s)
+        return -1;
+    int rc = theil_sen_idx(x, y, NULL, n, s, intercept, slope);
+    free(s);
+    return rc;
+}
+
+size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t max_ranges,
+                              size_t *starts)
+{
+    return mpilab_robust_segments_sigma(x, y, NULL, n, max_ranges, starts);
+}
+
+size_t mpilab_robust_segments_sigma(const double *x, const double *y, const double *sigma, size_t n,
+                                    size_t max_ranges, size_t *starts)
+{
+    if (!x || !y || !starts || n < 2 || n > SEG_MAX_POINTS || max_ranges < 1)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!isfinite(x[k]) || !isfinite(y[k]) || !(y[k] > 0))
+            return 0;
+        if (k > 0 && !(x[k] > x[k - 1]))
+            return 0;
+        if (sigma && !(sigma[k] > 0 && isfinite(sigma[k])))
+            return 0;
+    }
+    starts[0] = 0;
+    const size_t minpts = 3;
+    size_t kmax = n / minpts;
+    if (kmax > max_ranges)
+        kmax = max_ranges;
+    if (kmax <= 1)
+        return 1;
+    size_t ok = 0;
+    const size_t W = n + 1;
+    double *cost = malloc(n * n * sizeof *cost);
+    double *D = malloc((kmax + 1) * W * sizeof *D);
+    size_t *arg = malloc((kmax + 1) * W * sizeof *arg);
+    double *s = ts_scratch(n);
+    if (!cost || !D || !arg || !s)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            cost[i * n + j] = INFINITY;
+            if (j < i || j - i + 1 < minpts)
+                continue;
+            double a, b;
+            if (theil_sen_idx(x + i, y + i, NULL, j - i + 1, s, &a, &b) != 0)
+                continue;
+            double c = 0.0;
+            for (size_t k = i; k <= j; k++) {
+                if (sigma) {
+                    double r = (y[k] - (a + b * x[k])) / sigma[k];
+                    c += fmin(r * r, SEG_TRUNC_SIGMA * SEG_TRUNC_SIGMA);
+                } else {
+                    double r = (y[k] - (a + b * x[k])) / y[k];
+                    c += fmin(r * r, SEG_TRUNC * SEG_TRUNC);
+                }
+            }
+            cost[i * n + j] = c;
+        }
+    mpilab_segdp_fill(cost, n, kmax, D, arg);
+    const double nd = (double)n, floor_c = SEG_FLOOR * SEG_FLOOR;
+    size_t bestk = 0;
+    double best = INFINITY;
+    for (size_t k = 1; k <= kmax; k++) {
+        double c = D[k * W + n];
+        if (isinf(c))
+            continue;
+        double crit = sigma ? c + SEG_PENALTY * (double)k * log(nd)
+                            : nd * log(fmax(c / nd, floor_c)) + SEG_PENALTY * (double)k * log(nd);
+        if (crit < best - 1e-9) {
+            best = crit;
+            bestk = k;
+        }
+    }
+    if (bestk == 0)
+        goto done;
+    mpilab_segdp_starts(arg, n, bestk, starts);
+    ok = bestk;
+done:
+    free(cost);
+    free(D);
+    free(arg);
+    free(s);
+    return ok;
+}
+
+const char *mpilab_param_flags_str(unsigned flags, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return "";
+    snprintf(buf, len, "%s%s%s%s%s", flags & MPILAB_PARAM_CLAMPED ? "clamped" : "",
+             (flags & MPILAB_PARAM_CLAMPED) && (flags & (MPILAB_PARAM_NO_CI | MPILAB_PARAM_WIDE)) ? "," : "",
+             flags & MPILAB_PARAM_NO_CI ? "no_ci" : "",
+             (flags & MPILAB_PARAM_NO_CI) && (flags & MPILAB_PARAM_WIDE) ? "," : "",
+             flags & MPILAB_PARAM_WIDE ? "ci_wide" : "");
+    return buf;
+}
+
+void mpilab_robust_opts_default(mpilab_robust_opts_t *o)
+{
+    o->q = 0.0;
+    o->cl = 0.95;
+    o->eps = 0.05;
+    o->boot = 400;
+    o->seed = 1;
+    o->max_ranges = 4;
+}
+
+int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t errlen)
+{
+    if (!o)
+        return fail(err, errlen, "missing options");
+    if (!(o->q >= 0.0 && o->q <= 0.5))
+        return fail(err, errlen, "quantile %g outside [0, 0.5]", o->q);
+    if (!(o->cl > 0.0 && o->cl < 1.0))
+        return fail(err, errlen, "confidence level %g outside (0,1)", o->cl);
+    if (!(o->eps > 0.0 && o->eps < 1.0))
+        return fail(err, errlen, "relative error %g outside (0,1)", o->eps);
+    if (o->boot < 50 || o->boot > 100000)
+        return fail(err, errlen, "bootstrap replicates %zu outside 50..100000", o->boot);
+    if (o->max_ranges < 1 || o->max_ranges > MPILAB_ROBUST_MAX_RANGES)
+        return fail(err, errlen, "max ranges %zu outside 1..%d", o->max_ranges, MPILAB_ROBUST_MAX_RANGES);
+    return 0;
+}
+
+/* ------------------------------------------------------------ shared machinery */
+
+/* The valid samples of one series, contiguous. */
+typedef struct series {
+    double *v;
+    size_t m;
+} series_t;
+
+static int series_take(series_t *s, const double *x, const unsigned char *valid, size_t n)
+{
+    s->m = 0;
+    s->v = malloc((n ? n : 1) * sizeof *s->v);
+    if (!s->v)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if ((!valid || valid[k]) && isfinite(x[k]))
+            s->v[s->m++] = x[k];
+    return 0;
+}
+
+/* q-quantile of the series, or a bootstrap replicate of it (rng != NULL); buf holds s->m.
+ * The minimum (q = 0) is an endpoint estimate, for which resampling the samples is known
+ * to fail (a resample's minimum is never below the sample's, so the interval could never
+ * reach below it, where the truth lies). Its replicate is parametric instead: near the
+ * endpoint the lowest samples are taken as exponential spacings, so the minimum exceeds
+ * the endpoint by Exp(s), s = the mean of the lowest (up to 8) spacings; the replicate is
+ * min + Exp(s), and the basic interval [2 min - hi, 2 min - lo] then reaches below min. */
+#define ENDPOINT_SPACINGS 8
+static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
+{
+    if (rng && q <= 0.0) {
+        for (size_t k = 0; k < s->m; k++)
+            buf[k] = s->v[k];
+        gsl_sort(buf, 1, s->m);
+        size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
+        double sp = k > 0 ? (buf[k] - buf[0]) / (double)k : 0.0;
+        return buf[0] + gsl_ran_exponential(rng, sp > 0 ? sp : 1e-300);
+    }
+    for (size_t k = 0; k < s->m; k++)
+        buf[k] = rng ? s->v[gsl_rng_uniform_int(rng, s->m)] : s->v[k];
+    return sorted_quantile(buf, s->m, q);
+}
+
+/* Noise of a per-size value for the breakpoint search: for the minimum, the mean of the
+ * lowest spacings (the endpoint replicate's scale); never below SIGMA_FLOOR of the value. */
+static double series_sigma(const series_t *s, double q, double value, double *buf)
+{
+    double sp = 0.0;
+    if (q <= 0.0 && s->m > 1) {
+        for (size_t k = 0; k < s->m; k++)
+            buf[k] = s->v[k];
+        gsl_sort(buf, 1, s->m);
+        size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
+        sp = (buf[k] - buf[0]) / (double)k;
+    }
+    return fmax(sp, SIGMA_FLOOR * fabs(value));
+}
+
+/* Theil-Sen lines per range over y (ranges from starts[0..K)); with rng, each range's
+ * points are resampled with replacement (a resample without two distinct sizes is drawn
+ * again, then falls back to all points). */
+static int range_lines(const double *x, const double *y, size_t n, const size_t *starts, size_t K,
+                       gsl_rng *rng, size_t *idx, double *scratch, double *a, double *b)
+{
+    for (size_t r = 0; r < K; r++) {
+        size_t lo = starts[r], hi = r + 1 < K ? starts[r + 1] : n, m = hi - lo;
+        int done = 0;
+        for (int t = 0; rng && t < BOOT_RETRIES && !done; t++) {
+            for (size_t k = 0; k < m; k++)
+                idx[k] = lo + gsl_rng_uniform_int(rng, m);
+            done = theil_sen_idx(x, y, idx, m, scratch, &a[r], &b[r]) == 0;
+        }
+        if (!done && theil_sen_idx(x + lo, y + lo, NULL, m, scratch, &a[r], &b[r]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *p, const void *q)
+{
+    double x = *(const double *)p, y = *(const double *)q;
+    return (x > y) - (x < y);
+}
+
+/* Final value, basic-bootstrap interval [2v - b_hi, 2v - b_lo] (clamped at 0 like the
+ * value) and flags of a physical parameter from its raw estimate and nb replicates. */
+static void finish_param(mpilab_param_t *p, double raw, double *boot, size_t nb, double cl, double eps)
+{
+    p->raw = raw;
+    p->flags = 0;
+    p->value = raw;
+    if (raw < 0) {
+        p->value = 0;
+        p->flags |= MPILAB_PARAM_CLAMPED;
+    }
+    p->lo = p->hi = NAN;
+    size_t m = 0;
+    for (size_t k = 0; k < nb; k++)
+        if (isfinite(boot[k]))
+            boot[m++] = boot[k];
+    if (m < 20) {
+        p->flags |= MPILAB_PARAM_NO_CI;
+        return;
+    }
+    qsort(boot, m, sizeof *boot, cmp_double);
+    double a = (1.0 - cl) / 2.0;
+    double blo = gsl_stats_quantile_from_sorted_data(boot, 1, m, a);
+    double bhi = gsl_stats_quantile_from_sorted_data(boot, 1, m, 1.0 - a);
+    p->lo = fmax(2.0 * raw - bhi, 0.0);
+    p->hi = fmax(2.0 * raw - blo, 0.0);
+    if (p->lo > p->value)
+        p->lo = p->value;
+    if (p->hi < p->value)
+        p->hi = p->value;
+    if (!(0.5 * (p->hi - p->lo) <= eps * p->value))
+        p->flags |= MPILAB_PARAM_WIDE;
+}
+
+static size_t range_of(const size_t *starts, size_t K, size_t k)
+{
+    size_t r = 0;
+    while (r + 1 < K && starts[r + 1] <= k)
+        r++;
+    return r;
+}
+
+/* ------------------------------------------------------------------- Hockney */
+
+int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double scale,
+                               const mpilab_robust_opts_t *o, mpilab_hockney_robust_t *out,
+                               double *residual, char *err, size_t errlen)
+{
+    if (!sets || !out)
+        return fail(err, errlen, "missing input");
+    if (mpilab_robust_opts_check(o, err, errlen) != 0)
+        return -1;
+    if (n < 2 || n > SEG_MAX_POINTS)
+        return fail(err, errlen, "Hockney fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
+    if (!(scale > 0) || !isfinite(scale))
+        return fail(err, errlen, "scale %g is not positive", scale);
+    int rc = -1;
+    series_t *ser = calloc(n, sizeof *ser);
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *yb = malloc(n * sizeof *yb);
+    double *s = ts_scratch(n);
+    size_t *idx = malloc(n * sizeof *idx), maxm = 1;
+    double *ab = malloc(o->boot * sizeof *ab), *bb = malloc(o->boot * sizeof *bb);
+    double *buf = NULL;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!ser || !x || !y || !yb || !s || !idx || !ab || !bb || !rng) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n; k++) {
+        x[k] = sets[k].bytes;
+        if (!isfinite(x[k]) || x[k] < 0 || (k > 0 && !(x[k] > x[k - 1]))) {
+            fail(err, errlen, "sizes are not finite and strictly increasing at index %zu", k);
+            goto done;
+        }
+        if (!sets[k].samples || series_take(&ser[k], sets[k].samples, sets[k].valid, sets[k].n) != 0 ||
+            ser[k].m == 0) {
+            fail(err, errlen, "no valid sample at %g bytes", x[k]);
+            goto done;
+        }
+        maxm = ser[k].m > maxm ? ser[k].m : maxm;
+    }
+    if (!(buf = malloc(maxm * sizeof *buf))) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n; k++) {
+        y[k] = scale * series_q(&ser[k], o->q, NULL, buf);
+        if (!(y[k] > 0)) {
+            fail(err, errlen, "non-positive time %g s at %g bytes", y[k], x[k]);
+            goto done;
+        }
+        yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale, buf);
+    }
+    size_t starts[MPILAB_ROBUST_MAX_RANGES];
+    size_t K = mpilab_robust_segments_sigma(x, y, yb, n, o->max_ranges, starts);
+    if (K == 0) {
+        fail(err, errlen, "breakpoint search failed");
+        goto done;
+    }
+    double a[MPILAB_ROBUST_MAX_RANGES], b[MPILAB_ROBUST_MAX_RANGES];
+    if (range_lines(x, y, n, starts, K, NULL, idx, s, a, b) != 0) {
+        fail(err, errlen, "Theil-Sen fit failed");
+        goto done;
+    }
+    memset(out, 0, sizeof *out);
+    out->nranges = K;
+    for (size_t r = 0; r < K; r++) {
+        size_t hi = r + 1 < K ? starts[r + 1] : n;
+        out->ranges[r].from = x[starts[r]];
+        out->ranges[r].to = x[hi - 1];
+        out->ranges[r].h.alpha = a[r];
+        out->ranges[r].h.beta = b[r];
+    }
+    if (residual)
+        for (size_t k = 0; k < n; k++) {
+            size_t r = range_of(starts, K, k);
+            residual[k] = y[k] - (a[r] + b[r] * x[k]);
+        }
+    double araw = a[0], braw = b[K - 1];
+    gsl_rng_set(rng, o->seed);
+    for (size_t t = 0; t < o->boot; t++) {
+        for (size_t k = 0; k < n; k++)
+            yb[k] = scale * series_q(&ser[k], o->q, rng, buf);
+        double ta[MPILAB_ROBUST_MAX_RANGES], tb[MPILAB_ROBUST_MAX_RANGES];
+        if (range_lines(x, yb, n, starts, K, rng, idx, s, ta, tb) != 0) {
+            ab[t] = bb[t] = NAN;
+            continue;
+        }
+        ab[t] = ta[0];
+        bb[t] = tb[K - 1];
+    }
+    finish_param(&out->alpha, araw, ab, o->boot, o->cl, o->eps);
+    finish_param(&out->beta, braw, bb, o->boot, o->cl, o->eps);
+    rc = 0;
+done:
+    if (ser)
+        for (size_t k = 0; k < n; k++)
+            free(ser[k].v);
+    free(ser);
+    free(x);
+    free(y);
+    free(yb);
+    free(s);
+    free(idx);
+    free(ab);
+    free(bb);
+    free(buf);
+    if (rng)
+        gsl_rng_free(rng);
+    return rc;
+}
+
+/* --------------------------------------------------------------------- LogGP */
+
+enum { Q_RTT, Q_OS, Q_OR, Q_G, NQ };
+
+typedef struct lg_est {
+    double L, os, orr, g, G;             /* raw headline */
+    double os_pb, or_pb, G_first;        /* first-range slopes */
+    double a[NQ][MPILAB_ROBUST_MAX_RANGES], b[NQ][MPILAB_ROBUST_MAX_RANGES];
+} lg_est_t;
+
+/* Headline and per-range lines from per-size values v[Q][k]. */
+static int lg_estimate(const double *x, double *const v[NQ], size_t n, const size_t *starts, size_t K,
+                       gsl_rng *rng, size_t *idx, double *s, lg_est_t *e)
+{
+    for (int q = Q_OS; q < NQ; q++)
+        if (range_lines(x, v[q], n, starts, K, rng, idx, s, e->a[q], e->b[q]) != 0)
+            return -1;
+    double m0 = x[0];
+    e->os_pb = e->b[Q_OS][0];
+    e->or_pb = e->b[Q_OR][0];
+    e->G_first = fmax(e->b[Q_G][0], 0.0);
+    e->os = v[Q_OS][0] - e->os_pb * m0;
+    e->orr = v[Q_OR][0] - e->or_pb * m0;
+    e->g = v[Q_G][0] - e->G_first * m0;
+    e->L = 0.5 * v[Q_RTT][0] - e->os - e->orr - (m0 > 1 ? (m0 - 1) * e->G_first : 0.0);
+    e->G = e->b[Q_G][K - 1];
+    return 0;
+}
+
+int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
+                             const mpilab_robust_opts_t *o, mpilab_loggp_robust_t *out,
+                             double *residual, char *err, size_t errlen)
+{
+    if (!pts || !out)
+        return fail(err, errlen, "missing input");
+    if (mpilab_robust_opts_check(o, err, errlen) != 0)
+        return -1;
+    if (n < 2 || n > SEG_MAX_POINTS)
+        return fail(err, errlen, "LogGP fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
+    int rc = -1;
+    series_t *ser = calloc(n * NQ, sizeof *ser);
+    double *x = malloc(n * sizeof *x), *vals = malloc(2 * NQ * n * sizeof *vals);
+    double *half = malloc(n * sizeof *half), *s = ts_scratch(n);
+    size_t *idx = malloc(n * sizeof *idx), maxm = 1;
+    double *bt = malloc(5 * o->boot * sizeof *bt), *buf = NULL;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!ser || !x || !vals || !half || !s || !idx || !bt || !rng) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    double *v[NQ], *vb[NQ];
+    for (int q = 0; q < NQ; q++) {
+        v[q] = vals + (size_t)q * n;
+        vb[q] = vals + (size_t)(NQ + q) * n;
+    }
+    static const double qs_median = 0.5;
+    for (size_t k = 0; k < n; k++) {
+        x[k] = (double)pts[k].bytes;
+        if (k > 0 && !(x[k] > x[k - 1])) {
+            fail(err, errlen, "sizes are not strictly increasing at index %zu", k);
+            goto done;
+        }
+        const mpilab_loggp_series_t *src[NQ] = {&pts[k].rtt, &pts[k].os, &pts[k].orr, &pts[k].g};
+        for (int q = 0; q < NQ; q++) {
+            series_t *se = &ser[k * NQ + q];
+            if (!src[q]->samples || series_take(se, src[q]->samples, NULL, src[q]->stats.reps) != 0 ||
+                se->m == 0) {
+                fail(err, errlen, "no sample at %g bytes", x[k]);
+                goto done;
+            }
+            maxm = se->m > maxm ? se->m : maxm;
+        }
+    }
+    if (!(buf = malloc(maxm * sizeof *buf))) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n; k++) {
+        for (int q = 0; q < NQ; q++)
+            v[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, NULL, buf);
+        half[k] = 0.5 * v[Q_RTT][k];
+        if (!(half[k] > 0)) {
+            fail(err, errlen, "non-positive round trip at %g bytes", x[k]);
+            goto done;
+        }
+        vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], buf);
+    }
+    size_t starts[MPILAB_ROBUST_MAX_RANGES];
+    size_t K = mpilab_robust_segments_sigma(x, half, vb[Q_RTT], n, o->max_ranges, starts);
+    if (K == 0) {
+        fail(err, errlen, "breakpoint search failed");
+        goto done;
+    }
+    lg_est_t e;
+    if (lg_estimate(x, v, n, starts, K, NULL, idx, s, &e) != 0) {
+        fail(err, errlen, "Theil-Sen fit failed");
+        goto done;
+    }
+    gsl_rng_set(rng, o->seed);
+    size_t B = o->boot;
+    for (size_t t = 0; t < B; t++) {
+        for (size_t k = 0; k < n; k++)
+            for (int q = 0; q < NQ; q++)
+                vb[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, rng, buf);
+        lg_est_t eb;
+        if (lg_estimate(x, vb, n, starts, K, rng, idx, s, &eb) != 0) {
+            for (int p = 0; p < 5; p++)
+                bt[p * B + t] = NAN;
+            continue;
+        }
+        bt[0 * B + t] = eb.L;
+        bt[1 * B + t] = eb.os;
+        bt[2 * B + t] = eb.orr;
+        bt[3 * B + t] = eb.g;
+        bt[4 * B + t] = eb.G;
+    }
+    memset(out, 0, sizeof *out);
+    finish_param(&out->L, e.L, bt, B, o->cl, o->eps);
+    finish_param(&out->os, e.os, bt + B, B, o->cl, o->eps);
+    finish_param(&out->orr, e.orr, bt + 2 * B, B, o->cl, o->eps);
+    finish_param(&out->g, e.g, bt + 3 * B, B, o->cl, o->eps);
+    finish_param(&out->G, e.G, bt + 4 * B, B, o->cl, o->eps);
+    mpilab_loggp_t *f = &out->fit;
+    f->L = out->L.value;
+    f->L_raw = e.L;
+    f->os = out->os.value;
+    f->os_per_byte = e.os_pb;
+    f->orr = out->orr.value;
+    f->or_per_byte = e.or_pb;
+    f->g = out->g.value;
+    f->G = out->G.value;
+    f->flags = (out->L.flags & MPILAB_PARAM_CLAMPED ? MPILAB_LOGGP_L_CLAMPED : 0u) |
+               (out->G.flags & MPILAB_PARAM_CLAMPED ? MPILAB_LOGGP_G_CLAMPED : 0u) |
+               (out->g.flags & MPILAB_PARAM_CLAMPED ? MPILAB_LOGGP_GAP_CLAMPED : 0u);
+    out->nranges = K;
+    for (size_t r = 0; r < K; r++) {
+        size_t hi = r + 1 < K ? starts[r + 1] : n;
+        out->from[r] = x[starts[r]];
+        out->to[r] = x[hi - 1];
+        mpilab_loggp_t *p = &out->ranges[r];
+        p->L = f->L;
+        p->L_raw = f->L_raw;
+        p->os = e.a[Q_OS][r];
+        p->os_per_byte = e.b[Q_OS][r];
+        p->orr = e.a[Q_OR][r];
+        p->or_per_byte = e.b[Q_OR][r];
+        p->g = e.a[Q_G][r];
+        p->G = e.b[Q_G][r];
+        p->flags = f->flags & MPILAB_LOGGP_L_CLAMPED;
+        if (p->G < 0) {
+            p->G = 0;
+            p->flags |= MPILAB_LOGGP_G_CLAMPED;
+        }
+    }
+    if (residual)
+        for (size_t k = 0; k < n; k++)
+            residual[k] = half[k] - mpilab_loggp_time(&out->ranges[range_of(starts, K, k)], x[k]);
+    rc = 0;
+done:
+    if (ser)
+        for (size_t k = 0; k < n * NQ; k++)
+            free(ser[k].v);
+    free(ser);
+    free(x);
+    free(vals);
+    free(half);
+    free(s);
+    free(idx);
+    free(bt);
+    free(buf);
+    if (rng)
+        gsl_rng_free(rng);
+    return rc;
+}

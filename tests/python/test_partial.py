@@ -1,0 +1,61 @@
+"""A run killed midway keeps what it measured: mpilab-bench checkpoints its results file
+(marked partial) while it runs; after SIGKILL of the whole job the file loads, says it is
+partial, and `mpilab report` renders it with a partial banner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli_env, real_runner
+from mpilab import results
+from mpilab.tools import mpirun_prefix
+
+
+def _partial_measurements(path: Path) -> int:
+    """Measurements in a partial checkpoint at path (0 if none yet or being replaced)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return 0
+    return len(doc.get("measurements", [])) if doc.get("partial") is True else 0
+
+
+@pytest.mark.skipif(real_runner() is None, reason="mpilab-bench not built")
+def test_killed_run_leaves_partial_file_report_shows_banner(
+        tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    out = tmp_path / "run.json"
+    # far more work than it will be allowed to finish: 17 sizes x 3 entries x 3 timings,
+    # 200 repetitions each
+    cmd = mpirun_prefix(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
+                              "--timing", "max,root,global", "--sizes", "0:64K:x2",
+                              "--min-reps", "200", "--max-reps", "200", "--out", str(out)]
+    p = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # wait for progress, not for a time: the second checkpoint (>= 2 measurements)
+        n = 0
+        while p.poll() is None and n < 2:
+            time.sleep(0.2)
+            n = _partial_measurements(out)
+        assert p.poll() is None, "the run finished before it could be interrupted"
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    doc = json.loads(out.read_text())
+    assert doc["partial"] is True and "stopped" in doc["partial_reason"]
+    r = results.load(out)
+    assert len(r.measurements) >= 2
+    html = tmp_path / "run.html"
+    q = run_cli("report", str(out), "-o", str(html), timeout=900)
+    assert q.returncode == 0, q.stderr
+    text = html.read_text()
+    assert "PARTIAL RESULTS" in text and f"the {len(r.measurements)} measurements" in text

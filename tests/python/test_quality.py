@@ -1,0 +1,80 @@
+"""Quality flags, the summary, the noisy-run verdict and the scan for unflagged impossible
+values (mpilab.quality), on synthetic documents."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mpilab import quality
+
+
+def test_honest_synthetic_document_has_no_problems(
+        synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    doc = synthetic_results(ranks=2, sizes=(0, 1024))
+    assert quality.unflagged_problems(doc) == []
+    s = quality.summary(doc)
+    assert s["measurements"] == len(doc["measurements"]) and s["converged"] == s["measurements"]
+    assert quality.noisy_verdict(doc) is None and not s["partial"]
+
+
+def test_negative_values_are_caught_unless_flagged(
+        synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    doc = synthetic_results(ranks=2, sizes=(0, 1024))
+    m = doc["measurements"][0]
+    bad = copy.deepcopy(doc)
+    bad["measurements"][0]["stats"]["median"] = -1e-6
+    bad["measurements"][0]["samples"][0] = -2e-6
+    bad["models"]["hockney"]["pairs"][0]["beta"] = -1e-10
+    bad["models"]["predictions"][0]["predicted"] = -3e-6
+    probs = quality.unflagged_problems(bad)
+    assert any("stats.median" in p for p in probs)
+    assert any("samples[0]" in p for p in probs)
+    assert any("beta" in p and "without a flag" in p for p in probs)
+    assert any("predicted" in p for p in probs)
+    # the same values, flagged: a negative corrected time excluded as invalid, a clamped beta
+    ok = copy.deepcopy(bad)
+    ok["measurements"][0]["flags"] = ["negative_time"]
+    ok["measurements"][0]["valid"][0] = False
+    ok["models"]["hockney"]["pairs"][0]["quality"] = {"beta": {"flags": ["clamped"]}}
+    ok["models"]["predictions"][0]["predicted"] = 3e-6
+    assert quality.unflagged_problems(ok) == []
+    assert m["stats"]["median"] > 0  # the fixture itself was untouched
+
+
+def test_summary_and_noisy_verdict(synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    doc = synthetic_results(ranks=2, sizes=(0, 1024, 4096))
+    for k, m in enumerate(doc["measurements"]):
+        m["stats"]["converged"] = k % 4 == 0
+    m0 = doc["measurements"][1]
+    m0["stats"]["invalid"] = 2
+    doc["partial"] = True
+    doc["partial_reason"] = "interrupted"
+    doc["models"]["hockney"]["pairs"][0]["quality"] = {
+        "alpha": {"raw": -1e-7, "lo": 0, "hi": 1e-7, "flags": ["clamped", "ci_wide"]}}
+    s = quality.summary(doc)
+    assert s["partial"] and s["partial_reason"] == "interrupted"
+    assert s["flags"]["not_converged"] == s["measurements"] - s["converged"]
+    assert s["flags"]["invalid_samples"] >= 1
+    assert any("alpha: clamped,ci_wide" in p for p in s["params"])
+    v = quality.noisy_verdict(doc)
+    assert v is not None and "\n" not in v and "--max-reps" in v
+    assert f"only {s['converged']} of {s['measurements']}" in v
+
+
+def test_module_cli_exit_status(synthetic_results: Callable[..., dict[str, Any]],
+                                tmp_path: Path) -> None:
+    good = synthetic_results(ranks=2, sizes=(0,))
+    p = tmp_path / "good.json"
+    p.write_text(json.dumps(good))
+    assert quality.main([str(p)]) == 0
+    bad = copy.deepcopy(good)
+    bad["models"]["hockney"]["pairs"][0]["alpha"] = -5e-6
+    q = tmp_path / "bad.jsonx"  # not *.json: the session scan must not see it
+    q.write_text(json.dumps(bad))
+    assert quality.main([str(q)]) == 1
+    (tmp_path / "broken.txt").write_text("{")
+    assert quality.main([str(tmp_path / "broken.txt")]) == 2
