@@ -12,6 +12,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "mpilab/multilane_model.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,6 +107,51 @@ int mpilab_scatter_single_lane_attached(const void *sendbuf, int sendcount,
 int mpilab_gather_single_lane_attached(const void *sendbuf, int sendcount,
                                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
                                        MPI_Datatype recvtype, int root, MPI_Comm comm);
+
+/* ------------------------------------------------------------------ measurement */
+/* The model's inputs, measured between the root's site (site 0 of the model) and the first
+ * other site (site 1), collective over comm, result on every rank:
+ *   l, L: half the median round trip of `reps` 1-byte ping-pongs (root and its lowest
+ *         site-mate; root and site 1's lowest rank);
+ *   b_lan: (m2 - m1) / (t(m2) - t(m1)) for one pair inside the root's site, m2 = bytes,
+ *         m1 = bytes / 2, t = median over reps of send + 1-byte acknowledgement;
+ *   b[j-1], j = 1..P_sup: the same with j cross-site pairs (sender k of the root's site to
+ *         site 1's k-th rank) streaming at once, t the slowest pair's time;
+ *   alpha: the constant part of one WAN transfer beyond the latencies:
+ *         t(m1) - m1 / b[0] - 2 L (the data's L and the acknowledgement's), at least 0.
+ * bytes >= 2, reps >= 1.  Returns 0, or -1 with the reason (non-positive differences,
+ * i.e. a measurement too noisy to use, are reported, not clamped). */
+typedef struct mpilab_multilane_measured {
+    mpilab_multilane_params_t params; /* params.b points to b */
+    double *b;
+    size_t n0, n1; /* sizes of the two sites measured */
+    size_t bytes;
+    int reps;
+} mpilab_multilane_measured_t;
+
+int mpilab_multilane_measure(MPI_Comm comm, const mpilab_grid_t *g, int root, size_t bytes,
+                             int reps, mpilab_multilane_measured_t *out);
+void mpilab_multilane_measured_free(mpilab_multilane_measured_t *m);
+
+/* The measured model as JSON text (malloc'd; NULL on ENOMEM): {"n0", "n1", "L", "l",
+ * "alpha", "b_lan", "b": [b(1)..b(P_sup)] (bytes/s), "measure_bytes", "measure_reps",
+ * "sizes": [{"bytes", "T": [paper T(1)..T(P_sup)], "P_opt", "single_lane",
+ * "sim_scatter": [...], "P_opt_sim_scatter", "sim_gather": [...], "P_opt_sim_gather"}]}
+ * for each message size: what results files record as models.multilane. */
+char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const size_t *sizes,
+                                  size_t nsizes);
+
+/* ------------------------------------------------------------------ timing */
+/* Time one collective `reps` times, collective over comm: op MPILAB_ML_SCATTER or
+ * MPILAB_ML_GATHER, lanes 0 = the native MPI_Scatter / MPI_Gather, else multilane with P =
+ * lanes (1 = single-lane), `bytes` per rank (MPI_BYTE).  One untimed warm-up run whose data
+ * is checked byte for byte first.  times[k] = max over ranks of (own end - own start) after
+ * a barrier (the barrier's exit skew, at most about one WAN latency, is part of the error).
+ * wall, if non-NULL, gets the root's CLOCK_REALTIME at the start and end of the first timed
+ * repetition (to line up with samples taken outside MPI).  Returns 0, 1 if the data was
+ * wrong, -1 on errors (reason in mpilab_multilane_last_error()). */
+int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
+                          size_t bytes, int reps, double *times, double wall[2]);
 
 const char *mpilab_multilane_last_error(void);
 
