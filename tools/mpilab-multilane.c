@@ -177,19 +177,18 @@ int main(int argc, char **argv)
     size_t *sizes = NULL, nsizes = 0;
     if (mpilab_sizes_parse(sizes_spec, 1000, &sizes, &nsizes, err, sizeof err))
         die(2, "--sizes: %s", err);
-    long fixed_lanes = 0; /* 0: opt or all */
-    int all_lanes = strcmp(lanes_arg, "all") == 0;
-    if (!all_lanes && strcmp(lanes_arg, "opt") != 0 && parse_int(lanes_arg, LONG_MIN, LONG_MAX,
-                                                                 &fixed_lanes))
+    long fixed_lanes = 0;
+    const int all_lanes = strcmp(lanes_arg, "all") == 0, opt_lanes = strcmp(lanes_arg, "opt") == 0;
+    if (!all_lanes && !opt_lanes && parse_int(lanes_arg, LONG_MIN, LONG_MAX, &fixed_lanes))
         die(2, "--lanes %s: need a number, 'opt' or 'all'", lanes_arg);
-    if (!model && !all_lanes && fixed_lanes == 0 && in_list(impls, "multilane"))
+    if (!model && opt_lanes && in_list(impls, "multilane"))
         die(2, "--lanes opt needs the model: give a number or drop --no-model");
 
     mpilab_grid_t *g = mpilab_grid_build(comm, sites);
     if (!g)
-        die(2, "--sites %s: %s", sites, mpilab_multilane_last_error());
+        die(2, "--sites: %s", mpilab_multilane_last_error());
     const int pmax = mpilab_grid_lanes_max(g, (int)root);
-    if (!all_lanes && strcmp(lanes_arg, "opt") != 0 && (fixed_lanes < 1 || fixed_lanes > pmax))
+    if (!all_lanes && !opt_lanes && (fixed_lanes < 1 || fixed_lanes > pmax))
         die(2, "--lanes %ld: need 1 <= P <= P_sup = %d (root %ld's site and the smallest other "
                "site)", fixed_lanes, pmax, root);
     for (size_t k = 0; k < nsizes; k++)
@@ -240,7 +239,7 @@ int main(int argc, char **argv)
                 if (all_lanes)
                     for (int P = 1; P <= pmax && nl < 1024; P++)
                         list[nl++] = -P;
-                else if (fixed_lanes)
+                else if (!opt_lanes)
                     list[nl++] = -(int)fixed_lanes;
                 else
                     list[nl++] = -(int)mpilab_multilane_popt(&mm.params, op, mm.n0, mm.n1, M,

@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "mpilab.testbed.cli",
     "mpilab.wavefront",
     "mpilab.suite.cli",
+    "mpilab.multilane.cli",
 ]
 
 
