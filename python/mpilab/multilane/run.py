@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import mpilab
@@ -29,10 +28,11 @@ def _start_sampler(prefix: str, ifaces: list[str], interval: float, out: Path
            "mpilab.multilane.sampler", "--interval", str(interval), "--out", str(out)]
     for i in ifaces:
         cmd += ["--iface", i]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    time.sleep(0.3)  # let it take its first samples before the job starts
-    if proc.poll() is not None:
-        raise MpilabError(f"WAN sampler exited at once (status {proc.returncode})")
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    if proc.stdout.readline() != b"sampling\n":  # started (or died: empty line)
+        proc.wait()
+        raise MpilabError(f"WAN sampler did not start (status {proc.returncode})")
     return proc
 
 

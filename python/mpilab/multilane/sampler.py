@@ -51,10 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, list[int]] = {i: [] for i in a.iface}
     start = time.monotonic()
     nxt = start
+    announced = False
     while not stop and time.monotonic() - start < a.limit:
         t.append(time.time())
         for i in a.iface:
             counts[i].append(read_counter(i))
+        if not announced:  # the caller waits for this line: the handler is in place
+            sys.stdout.write("sampling\n")
+            sys.stdout.flush()
+            announced = True
         nxt += a.interval
         delay = nxt - time.monotonic()
         if delay > 0:
