@@ -48,7 +48,7 @@ static void usage(void)
            "  --lanes P         multilane P: a number, 'opt' (the schedule model's P_opt per\n"
            "                    operation and size; default) or 'all' (1..P_sup)\n"
            "  --reps N          timed repetitions per point (default 3; one checked warm-up)\n"
-           "  --model-bytes B   message size for measuring b_LAN and b(P) (default 1M)\n"
+           "  --model-bytes B   message size for measuring b_LAN and b(P) (default 4M)\n"
            "  --model-reps N    repetitions per model measurement (default 3)\n"
            "  --no-model        skip the model measurement (needs a number for --lanes)\n"
            "  --json FILE       write the document to FILE (default: standard output)\n"
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     const char *sites = "testbed", *ops = "scatter,gather", *impls = "single,multilane";
     const char *sizes_spec = "64K:4M:x4", *lanes_arg = "opt", *json_path = NULL;
     long root = 0, reps = 3, model_reps = 3;
-    size_t model_bytes = 1 << 20;
+    size_t model_bytes = (size_t)4 << 20;
     int model = 1;
     enum { O_SITES = 256, O_ROOT, O_OPS, O_IMPLS, O_SIZES, O_LANES, O_REPS, O_MBYTES, O_MREPS,
            O_NOMODEL, O_JSON, O_VERSION };
@@ -223,6 +223,16 @@ int main(int argc, char **argv)
         json_object_set_new(doc, "model", mo);
     }
 
+    /* synchronised clocks: a collective's time is the latest end minus the root's start */
+    mpilab_clocksync_t cs;
+    if (mpilab_clocksync_run(comm, MPILAB_SYNC_SKAMPI, &cs) != 0)
+        die(1, "clock synchronisation failed");
+    json_t *sync = json_object();
+    json_object_set_new(sync, "method", json_string("skampi"));
+    json_object_set_new(sync, "max_residual", num(cs.max_residual));
+    json_object_set_new(doc, "clocksync", sync);
+    json_object_set_new(doc, "timing", json_string("latest end minus the root's start, "
+                                                   "synchronised clocks, barrier before each"));
     json_t *runs = json_array();
     double *times = malloc((size_t)reps * sizeof *times);
     for (int op = 0; op < 2; op++) {
@@ -250,7 +260,7 @@ int main(int argc, char **argv)
                 const char *impl = list[i] == 0 ? "native" : list[i] > 0 ? "single" : "multilane";
                 double wall[2] = {0, 0};
                 int rc = mpilab_multilane_run_timed(comm, g, op, lanes, (int)root, sizes[k],
-                                                    (int)reps, times, wall);
+                                                    (int)reps, &cs, times, wall);
                 if (rc < 0)
                     die(1, "%s %s P=%d %zu bytes: %s", op_names[op], impl, lanes, sizes[k],
                         mpilab_multilane_last_error());
@@ -293,7 +303,7 @@ int main(int argc, char **argv)
     json_object_set_new(doc, "runs", runs);
     int code = 0;
     if (g_rank == 0) {
-        char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
+        char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
         if (!text) {
             fprintf(stderr, "mpilab-multilane: out of memory\n");
             code = 1;
@@ -312,6 +322,7 @@ int main(int argc, char **argv)
     free(times);
     free(sizes);
     mpilab_multilane_measured_free(&mm);
+    mpilab_clocksync_free(&cs);
     mpilab_grid_free(g);
     MPI_Bcast(&code, 1, MPI_INT, 0, comm);
     MPI_Finalize();

@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "mpilab/clocksync.h"
 #include "mpilab/multilane_model.h"
 
 #ifdef __cplusplus
@@ -111,10 +112,11 @@ int mpilab_gather_single_lane_attached(const void *sendbuf, int sendcount,
 /* ------------------------------------------------------------------ measurement */
 /* The model's inputs, measured between the root's site (site 0 of the model) and the first
  * other site (site 1), collective over comm, result on every rank:
- *   l, L: half the median round trip of `reps` 1-byte ping-pongs (root and its lowest
+ *   l, L: half the smallest round trip of `reps` 1-byte ping-pongs (root and its lowest
  *         site-mate; root and site 1's lowest rank);
  *   b_lan: (m2 - m1) / (t(m2) - t(m1)) for one pair inside the root's site, m2 = bytes,
- *         m1 = bytes / 2, t = median over reps of send + 1-byte acknowledgement;
+ *         m1 = bytes / 2, t = the smallest over reps of send + 1-byte acknowledgement (on a
+ *         shared machine interference only adds time);
  *   b[j-1], j = 1..P_sup: the same with j cross-site pairs (sender k of the root's site to
  *         site 1's k-th rank) streaming at once, t the slowest pair's time;
  *   alpha: the constant part of one WAN transfer beyond the latencies:
@@ -145,13 +147,17 @@ char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const si
 /* Time one collective `reps` times, collective over comm: op MPILAB_ML_SCATTER or
  * MPILAB_ML_GATHER, lanes 0 = the native MPI_Scatter / MPI_Gather, else multilane with P =
  * lanes (1 = single-lane), `bytes` per rank (MPI_BYTE).  One untimed warm-up run whose data
- * is checked byte for byte first.  times[k] = max over ranks of (own end - own start) after
- * a barrier (the barrier's exit skew, at most about one WAN latency, is part of the error).
+ * is checked byte for byte first; a barrier before every repetition.
+ * With cs (synchronised clocks, mpilab_clocksync_run): times[k] = latest end over all ranks
+ * minus the root's start, on the common time base (the root starts a scatter and ends a
+ * gather; ranks that leave the barrier early do not count their wait).  Without (NULL):
+ * max over ranks of (own end - own start), which includes the barrier's exit skew.
  * wall, if non-NULL, gets the root's CLOCK_REALTIME at the start and end of the first timed
  * repetition (to line up with samples taken outside MPI).  Returns 0, 1 if the data was
  * wrong, -1 on errors (reason in mpilab_multilane_last_error()). */
 int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
-                          size_t bytes, int reps, double *times, double wall[2]);
+                               size_t bytes, int reps, const mpilab_clocksync_t *cs,
+                               double *times, double wall[2]);
 
 const char *mpilab_multilane_last_error(void);
 

@@ -135,7 +135,7 @@ static void free_all(char **bufs, int n)
 static int wait_all(int n, MPI_Request *req, int rc)
 {
     /* wait even after an error: the buffers must not be freed under a pending request */
-    int rc2 = n > 0 ? MPI_Waitall(n, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    int rc2 = n > 0 ? mpilab_ml_wait(n, req, NULL) : MPI_SUCCESS;
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
@@ -160,7 +160,7 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
             int len = 0;
             rc = pack_lane(c, s, k, base, block, sendcount, sendtype, comm, &buf, &len);
             if (rc == MPI_SUCCESS)
-                rc = MPI_Send(buf, len, MPI_PACKED, sender(c, k), TAG, comm);
+                rc = mpilab_ml_send(buf, len, MPI_PACKED, sender(c, k), TAG, comm);
             free(buf);
         }
     if (rc != MPI_SUCCESS)
@@ -189,7 +189,7 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
     for (int i = 0; i < n0 && rc == MPI_SUCCESS; i++) {
         int r = mpilab_grid_site_rank(c->g, c->rsite, i);
         if (r != c->root)
-            rc = MPI_Send(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm);
+            rc = mpilab_ml_send(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm);
     }
     if (rc == MPI_SUCCESS)
         rc = mpilab_coll_local_copy(base + (size_t)c->root * block, sendcount, sendtype, recvbuf,
@@ -224,7 +224,7 @@ static int scatter_home(const call_t *c, void *recvbuf, int recvcount, MPI_Datat
             rc = mpilab_coll_alloc_packed(recvcount, recvtype, (size_t)n, comm, &bufs[s], &ibound);
             MPI_Status st;
             if (rc == MPI_SUCCESS)
-                rc = MPI_Recv(bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
+                rc = mpilab_ml_recv(bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Get_count(&st, MPI_PACKED, &got);
             if (rc == MPI_SUCCESS) /* (2) start this lane as soon as its data is here */
@@ -232,13 +232,13 @@ static int scatter_home(const call_t *c, void *recvbuf, int recvcount, MPI_Datat
                                comm, &req[nreq++]);
         }
         if (rc == MPI_SUCCESS)
-            rc = MPI_Recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
+            rc = mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
         rc = wait_all(nreq, req, rc);
         free(req);
         free_all(bufs, S);
         return rc;
     }
-    return MPI_Recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
+    return mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
 }
 
 /* A rank of a remote site: the lane's receiver forwards its run; the others take a block. */
@@ -251,7 +251,7 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
     int f, n;
     lane_range(c, s, k, &f, &n);
     if (i != f)
-        return MPI_Recv(recvbuf, recvcount, recvtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
+        return mpilab_ml_recv(recvbuf, recvcount, recvtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
                         MPI_STATUS_IGNORE);
     char *buf = NULL;
     int ibound, got = 0;
@@ -259,7 +259,7 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
     if (rc != MPI_SUCCESS)
         return rc;
     MPI_Status st;
-    rc = MPI_Recv(buf, ibound, MPI_PACKED, sender(c, k), TAG, comm, &st);
+    rc = mpilab_ml_recv(buf, ibound, MPI_PACKED, sender(c, k), TAG, comm, &st);
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_PACKED, &got);
     if (rc == MPI_SUCCESS && (got < 0 || got % n != 0))
@@ -267,7 +267,7 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
     const int blk = rc == MPI_SUCCESS ? got / n : 0;
     /* (3) forward the run's other blocks, then unpack our own (the first) */
     for (int j = 1; j < n && rc == MPI_SUCCESS; j++)
-        rc = MPI_Send(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
+        rc = mpilab_ml_send(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
                       mpilab_grid_site_rank(c->g, s, f + j), TAG, comm);
     int pos = 0;
     if (rc == MPI_SUCCESS)
@@ -348,7 +348,7 @@ static int gather_root(const call_t *c, const void *sendbuf, int sendcount, MPI_
     if (rc == MPI_SUCCESS)
         rc = mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + (size_t)c->root * block,
                                     recvcount, recvtype, comm);
-    int rcw = nreq > 0 ? MPI_Waitall(nreq, req, st) : MPI_SUCCESS;
+    int rcw = nreq > 0 ? mpilab_ml_wait(nreq, req, st) : MPI_SUCCESS;
     if (rc == MPI_SUCCESS)
         rc = rcw;
     for (int q = 0; q < nreq && rc == MPI_SUCCESS; q++) {
@@ -376,22 +376,22 @@ static int gather_root(const call_t *c, const void *sendbuf, int sendcount, MPI_
 static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        MPI_Comm comm)
 {
-    int rc = MPI_Send(sendbuf, sendcount, sendtype, c->root, TAG, comm);
     const int k = sender_index(c, c->rank);
-    if (rc != MPI_SUCCESS || k <= 0)
-        return rc;
+    if (k <= 0)
+        return mpilab_ml_send(sendbuf, sendcount, sendtype, c->root, TAG, comm);
     const int S = c->g->nsites;
     char **bufs = calloc((size_t)S, sizeof *bufs);
-    MPI_Request *req = malloc((size_t)S * sizeof *req);
+    MPI_Request *req = malloc(((size_t)S + 1) * sizeof *req);
     int *site_of_req = malloc((size_t)S * sizeof *site_of_req);
-    int nreq = 0;
+    int nreq = 0, rc = MPI_SUCCESS;
     if (!bufs || !req || !site_of_req) {
         free(bufs);
         free(req);
         free(site_of_req);
         return MPI_ERR_NO_MEM;
     }
-    /* (2) every lane of this sender at once, then (1 reversed) on to the root in site order */
+    /* (2) every lane of this sender at once, posted before our own block goes to the root
+     * (which may wait behind the other senders' blocks on the root's link) */
     for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
         if (s == c->rsite)
             continue;
@@ -404,17 +404,25 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
                            comm, &req[nreq++]);
         }
     }
+    /* our own block first on the way to the root, then (1 reversed) the lanes in site
+     * order: the root matches them in that order */
+    MPI_Request own = MPI_REQUEST_NULL;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Isend(sendbuf, sendcount, sendtype, c->root, TAG, comm, &own);
     for (int q = 0; q < nreq; q++) {
         MPI_Status st;
         int got = 0;
-        int rcw = MPI_Wait(&req[q], &st);
+        int rcw = mpilab_ml_wait(1, &req[q], &st);
         if (rc == MPI_SUCCESS)
             rc = rcw;
         if (rc == MPI_SUCCESS)
             rc = MPI_Get_count(&st, MPI_PACKED, &got);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Send(bufs[site_of_req[q]], got, MPI_PACKED, c->root, TAG, comm);
+            rc = mpilab_ml_send(bufs[site_of_req[q]], got, MPI_PACKED, c->root, TAG, comm);
     }
+    int rcw = mpilab_ml_wait(1, &own, NULL);
+    if (rc == MPI_SUCCESS)
+        rc = rcw;
     free(req);
     free(site_of_req);
     free_all(bufs, S);
@@ -430,7 +438,7 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
     int f, n;
     lane_range(c, s, k, &f, &n);
     if (i != f)
-        return MPI_Send(sendbuf, sendcount, sendtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm);
+        return mpilab_ml_send(sendbuf, sendcount, sendtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm);
     char *buf = NULL;
     int ibound, pos = 0;
     int rc = mpilab_coll_alloc_packed(sendcount, sendtype, (size_t)n, comm, &buf, &ibound);
@@ -447,7 +455,7 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
     for (int j = 1; j < n && rc == MPI_SUCCESS; j++)
         rc = MPI_Irecv(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
                        mpilab_grid_site_rank(c->g, s, f + j), TAG, comm, &req[nreq++]);
-    int rcw = nreq > 0 ? MPI_Waitall(nreq, req, st) : MPI_SUCCESS;
+    int rcw = nreq > 0 ? mpilab_ml_wait(nreq, req, st) : MPI_SUCCESS;
     if (rc == MPI_SUCCESS)
         rc = rcw;
     for (int q = 0; q < nreq && rc == MPI_SUCCESS; q++) {
@@ -457,7 +465,7 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
             rc = MPI_ERR_TRUNCATE;
     }
     if (rc == MPI_SUCCESS) /* (2 reversed) the whole run across the WAN */
-        rc = MPI_Send(buf, n * blk, MPI_PACKED, sender(c, k), TAG, comm);
+        rc = mpilab_ml_send(buf, n * blk, MPI_PACKED, sender(c, k), TAG, comm);
     free(req);
     free(st);
     free(buf);

@@ -17,4 +17,14 @@ int mpilab_ml_fail(int code, const char *fmt, ...) __attribute__((format(printf,
 /* A copy of g (NULL on ENOMEM). */
 mpilab_grid_t *mpilab_ml_grid_copy(const mpilab_grid_t *g);
 
+/* Waits that sleep 50 us between tests after a few spins (polite.c): same semantics as
+ * MPI_Waitall (st may be NULL) / MPI_Send / MPI_Recv / MPI_Barrier / MPI_Allreduce. */
+int mpilab_ml_wait(int n, MPI_Request *req, MPI_Status *st);
+int mpilab_ml_send(const void *buf, int count, MPI_Datatype type, int dst, int tag, MPI_Comm comm);
+int mpilab_ml_recv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,
+                   MPI_Status *st);
+int mpilab_ml_barrier(MPI_Comm comm);
+int mpilab_ml_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm);
+
 #endif

@@ -9,21 +9,18 @@
 
 #define TAG MPILAB_COLL_TAG
 
-static int cmp_double(const void *a, const void *b)
+/* The smallest of n values: on a shared machine interference only adds time. */
+static double minimum(const double *v, int n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
 }
 
 /* npairs pairs (src[k] -> dst[k]) each send `bytes` at once (after a barrier), the
  * receiver acknowledges with one byte; per repetition the slowest pair's time (measured at
- * its sender); the median over reps, on every rank.  bytes == 0: 1-byte ping-pong,
+ * its sender); the minimum over reps, on every rank.  bytes == 0: 1-byte ping-pong,
  * returning half the round trip. */
 static int time_pairs(MPI_Comm comm, const int *src, const int *dst, int npairs, size_t bytes,
                       int reps, char *buf, double *out)
@@ -40,37 +37,37 @@ static int time_pairs(MPI_Comm comm, const int *src, const int *dst, int npairs,
             peer = src[k];
         }
     }
-    double *t = malloc((size_t)reps * sizeof *t);
+    double *t = calloc((size_t)reps, sizeof *t);
     if (!t)
         return -1;
     const int n = bytes ? (int)bytes : 1;
     char ack = 0;
     int rc = MPI_SUCCESS;
     for (int r = -1; r < reps && rc == MPI_SUCCESS; r++) { /* r = -1: warm-up */
-        MPI_Barrier(comm);
+        mpilab_ml_barrier(comm);
         double mine = 0;
         if (role == 0) {
             double t0 = MPI_Wtime();
-            rc = MPI_Send(buf, n, MPI_BYTE, peer, TAG, comm);
+            rc = mpilab_ml_send(buf, n, MPI_BYTE, peer, TAG, comm);
             if (rc == MPI_SUCCESS)
-                rc = MPI_Recv(&ack, 1, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
+                rc = mpilab_ml_recv(&ack, 1, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
             mine = MPI_Wtime() - t0;
             if (!bytes)
                 mine /= 2;
         } else if (role == 1) {
-            rc = MPI_Recv(buf, n, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
+            rc = mpilab_ml_recv(buf, n, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
             if (rc == MPI_SUCCESS)
-                rc = MPI_Send(&ack, 1, MPI_BYTE, peer, TAG, comm);
+                rc = mpilab_ml_send(&ack, 1, MPI_BYTE, peer, TAG, comm);
         }
         double worst = 0;
-        int rc2 = MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+        int rc2 = mpilab_ml_allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
         if (rc == MPI_SUCCESS)
             rc = rc2;
         if (r >= 0)
             t[r] = worst;
     }
     if (rc == MPI_SUCCESS)
-        *out = median(t, reps);
+        *out = minimum(t, reps);
     free(t);
     return rc == MPI_SUCCESS ? 0 : -1;
 }

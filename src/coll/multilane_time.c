@@ -1,5 +1,6 @@
 /* Timing the grid collectives for the multilane experiments (mpilab_multilane_run_timed). */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,7 +28,8 @@ static int run_once(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, in
 }
 
 int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
-                          size_t bytes, int reps, double *times, double wall[2])
+                               size_t bytes, int reps, const mpilab_clocksync_t *cs,
+                               double *times, double wall[2])
 {
     int rank, p;
     MPI_Comm_rank(comm, &rank);
@@ -78,7 +80,7 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
     if (anyfailed)
         mpilab_ml_fail(-1, "time: the collective failed");
     for (int k = 0; k < reps && ret == 0; k++) {
-        MPI_Barrier(comm);
+        mpilab_ml_barrier(comm);
         double w0 = realtime(), t0 = MPI_Wtime();
         rc = run_once(comm, g, op, lanes, root, n, sbuf, rbuf);
         double mine = MPI_Wtime() - t0, w1 = realtime();
@@ -87,12 +89,20 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
             wall[1] = w1;
         }
         failed = rc != MPI_SUCCESS;
-        MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, comm);
+        mpilab_ml_allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, comm);
         if (anyfailed) {
             ret = mpilab_ml_fail(-1, "time: the collective failed");
             break;
         }
-        MPI_Allreduce(&mine, &times[k], 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (cs) { /* latest end minus the root's start, on rank 0's clock */
+            double se[2] = {isroot ? -mpilab_clock_to_global(cs, rank, t0) : -INFINITY,
+                            mpilab_clock_to_global(cs, rank, t0 + mine)};
+            double mx[2];
+            mpilab_ml_allreduce(se, mx, 2, MPI_DOUBLE, MPI_MAX, comm);
+            times[k] = mx[1] + mx[0];
+        } else {
+            mpilab_ml_allreduce(&mine, &times[k], 1, MPI_DOUBLE, MPI_MAX, comm);
+        }
     }
     if (wall)
         MPI_Bcast(wall, 2, MPI_DOUBLE, root, comm);

@@ -20,7 +20,8 @@ def _run(args: argparse.Namespace) -> int:
         raise MpilabError(f"--interval {args.interval}: need 0 < interval <= 0.01 s")
     tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
                  "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
-                 "--model-bytes", args.model_bytes, "--root", str(args.root)]
+                 "--model-bytes", args.model_bytes, "--model-reps", str(args.model_reps),
+                 "--root", str(args.root)]
     out = run.run(prefix, tool_args, args.output, np=args.np, sample=args.sample_wan,
                   interval=args.interval, timeout=args.timeout)
     sys.stdout.write(f"multilane: {out}\n")
@@ -49,7 +50,8 @@ def register(sub: Any) -> None:
     r.add_argument("--sizes", default="64K:4M:x4", help="bytes per rank (K/M suffixes)")
     r.add_argument("--lanes", default="opt", help="P: a number, opt or all")
     r.add_argument("--reps", type=int, default=3)
-    r.add_argument("--model-bytes", default="1M")
+    r.add_argument("--model-bytes", default="4M")
+    r.add_argument("--model-reps", type=int, default=3)
     r.add_argument("--sample-wan", action="store_true",
                    help="sample the router's WAN byte counters during the job")
     r.add_argument("--interval", type=float, default=0.005, help="sampling interval (s)")

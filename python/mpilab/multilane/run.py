@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,10 @@ def _start_sampler(prefix: str, ifaces: list[str], interval: float, out: Path
     pkg_root = str(Path(mpilab.__file__).resolve().parents[1])
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                     else "")
-    cmd = ["ip", "netns", "exec", f"{prefix}-wan", sys.executable, "-m",
+    # real-time priority 5 (below the delay line's 10): a loaded machine would otherwise
+    # stretch the sampling interval
+    rt = ["chrt", "-f", "5"] if shutil.which("chrt") and os.geteuid() == 0 else []
+    cmd = ["ip", "netns", "exec", f"{prefix}-wan", *rt, sys.executable, "-m",
            "mpilab.multilane.sampler", "--interval", str(interval), "--out", str(out)]
     for i in ifaces:
         cmd += ["--iface", i]
