@@ -225,11 +225,11 @@ static void build_over_comm(void)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         unlink(path);
-    /* unreadable file, unknown method, host names that are not testbed nodes ("detect" is
-     * tested on synthetic matrices and on the testbed: on an oversubscribed machine one
-     * descheduled rank can look like a site of its own) */
-    const char *bad[] = {"map:/nonexistent/mlmap", "bogus", "testbed"};
-    const char *expect[] = {"/nonexistent/mlmap", "unknown site source", "not a testbed node"};
+    /* unreadable file, unknown method ("detect" is tested on synthetic matrices and on the
+     * testbed: on an oversubscribed machine one descheduled rank can look like a site of
+     * its own) */
+    const char *bad[] = {"map:/nonexistent/mlmap", "bogus"};
+    const char *expect[] = {"/nonexistent/mlmap", "unknown site source"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mpilab_grid_t *b = mpilab_grid_build(MPI_COMM_WORLD, bad[i]);
         CHECK(b == NULL, "grid_build(%s) succeeded", bad[i]);
@@ -237,6 +237,24 @@ static void build_over_comm(void)
               "grid_build(%s): message '%s'", bad[i], mpilab_multilane_last_error());
         mpilab_grid_free(b);
     }
+    /* host names: testbed nodes (PREFIX-sSnJ) give their sites, other names an error */
+    char me[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+    int len = 0, mine_tb = 0, all_tb = 0;
+    MPI_Get_processor_name(me, &len);
+    const char *dash = strrchr(me, '-');
+    mine_tb = dash && dash[1] == 's' && strchr(dash, 'n') != NULL;
+    MPI_Allreduce(&mine_tb, &all_tb, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    mpilab_grid_t *tb = mpilab_grid_build(MPI_COMM_WORLD, "testbed");
+    if (all_tb) {
+        CHECK(tb != NULL, "grid_build(testbed) on the testbed: %s", mpilab_multilane_last_error());
+        if (tb)
+            CHECK(mpilab_grid_site_of(tb, rank) == atoi(dash + 2), "testbed: rank %d (%s) in "
+                  "site %d", rank, me, mpilab_grid_site_of(tb, rank));
+    } else {
+        CHECK(tb == NULL && strstr(mpilab_multilane_last_error(), "not a testbed node"),
+              "grid_build(testbed) off the testbed: '%s'", mpilab_multilane_last_error());
+    }
+    mpilab_grid_free(tb);
 }
 
 int main(int argc, char **argv)

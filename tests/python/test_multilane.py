@@ -161,3 +161,19 @@ def test_sampler_writes_counters(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "n.json")], env=env, capture_output=True,
                          text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_testbed_socket_buffer_key(tmp_path: Path) -> None:
+    from mpilab.testbed import net
+    from mpilab.testbed import spec as specmod
+    text = "[cluster]\nsites = 2\n\n[wan]\nsocket_buffer = \"64K\"\n"
+    sp = specmod.load_text(text, "s.toml")
+    assert sp.socket_buffer == 65536
+    assert net.socket_buffer_sysctls(sp) == ["net.ipv4.tcp_rmem=4096 65536 65536",
+                                             "net.ipv4.tcp_wmem=4096 65536 65536"]
+    assert specmod.Spec.from_dict(sp.to_dict()).socket_buffer == 65536
+    assert net.socket_buffer_sysctls(specmod.load_text("", "e.toml")) == []
+    for bad, why in (('"1K"', "between 4K and 256M"), ('"lots"', "not a size"),
+                     ("-5", "must be positive")):
+        with pytest.raises(MpilabError, match=rf"^b.toml:5: wan.socket_buffer: .*{why}"):
+            specmod.load_text(text.replace('"64K"', bad), "b.toml")
