@@ -56,8 +56,9 @@ int mpilab_grid_lanes_max(const mpilab_grid_t *g, int root);
  * `how`: "testbed" (processor names), "hostfile:PATH", "map:PATH", "detect" (measure the
  * latency matrix and cluster it).  NULL with the reason on every rank if any rank failed. */
 mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how);
-/* Collective: the one-way latency of every pair (half the mean round trip of `reps` 1-byte
- * ping-pongs), lat[i*p + j] on every rank (p*p doubles).  Returns 0 or -1. */
+/* Collective: the one-way latency of every pair (half the smallest round trip of `reps`
+ * 1-byte ping-pongs: on a shared machine interference only adds time), lat[i*p + j] on every
+ * rank (p*p doubles).  Returns 0 or -1. */
 int mpilab_grid_measure_latency(MPI_Comm comm, int reps, double *lat);
 
 /* ------------------------------------------------------------------ collectives */

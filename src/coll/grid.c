@@ -520,10 +520,9 @@ int mpilab_grid_measure_latency(MPI_Comm comm, int reps, double *lat)
             partner = ((2 * round - rank) % (n - 1) + (n - 1)) % (n - 1);
         if (partner >= p || partner == rank)
             continue;
-        double t0 = 0;
+        double best = INFINITY;
         for (int k = -1; k < reps; k++) { /* k = -1: warm-up */
-            if (k == 0)
-                t0 = MPI_Wtime();
+            double t0 = MPI_Wtime();
             if (rank < partner) {
                 MPI_Send(&b, 1, MPI_CHAR, partner, MPILAB_COLL_TAG, comm);
                 MPI_Recv(&b, 1, MPI_CHAR, partner, MPILAB_COLL_TAG, comm, MPI_STATUS_IGNORE);
@@ -531,8 +530,11 @@ int mpilab_grid_measure_latency(MPI_Comm comm, int reps, double *lat)
                 MPI_Recv(&b, 1, MPI_CHAR, partner, MPILAB_COLL_TAG, comm, MPI_STATUS_IGNORE);
                 MPI_Send(&b, 1, MPI_CHAR, partner, MPILAB_COLL_TAG, comm);
             }
+            double t = MPI_Wtime() - t0;
+            if (k >= 0 && t < best)
+                best = t;
         }
-        row[partner] = (MPI_Wtime() - t0) / (2.0 * reps);
+        row[partner] = best / 2.0;
     }
     int rc = MPI_Allgather(row, p, MPI_DOUBLE, lat, p, MPI_DOUBLE, comm);
     free(row);

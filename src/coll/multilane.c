@@ -50,6 +50,21 @@ static int check_call(call_t *c, const mpilab_grid_t *g, int lanes, int root, MP
     return MPI_SUCCESS;
 }
 
+/* Argument checks shared by scatter and gather: `top` / `topcount` are the root's buffer
+ * and count (send for scatter, receive for gather), `own` / `owncount` every rank's. */
+static int begin(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Comm comm,
+                 const void *top, int topcount, const void *own, int owncount)
+{
+    int rc = check_call(c, g, lanes, root, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (own == MPI_IN_PLACE || (c->rank == root && top == MPI_IN_PLACE))
+        return mpilab_ml_fail(MPI_ERR_BUFFER, "multilane: MPI_IN_PLACE is not supported");
+    if (owncount < 0 || (c->rank == root && topcount < 0))
+        return mpilab_ml_fail(MPI_ERR_COUNT, "multilane: negative count");
+    return MPI_SUCCESS;
+}
+
 /* Sender k of the root's site. */
 static int sender(const call_t *c, int k)
 {
@@ -281,13 +296,9 @@ int mpilab_scatter_multilane(const void *sendbuf, int sendcount, MPI_Datatype se
                              MPI_Comm comm, const mpilab_grid_t *g, int lanes)
 {
     call_t c;
-    int rc = check_call(&c, g, lanes, root, comm);
+    int rc = begin(&c, g, lanes, root, comm, sendbuf, sendcount, recvbuf, recvcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (recvbuf == MPI_IN_PLACE || (c.rank == root && sendbuf == MPI_IN_PLACE))
-        return mpilab_ml_fail(MPI_ERR_BUFFER, "multilane: MPI_IN_PLACE is not supported");
-    if (recvcount < 0 || (c.rank == root && sendcount < 0))
-        return mpilab_ml_fail(MPI_ERR_COUNT, "multilane: negative count");
     if (c.rank == root)
         return scatter_root(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (g->site[c.rank] == c.rsite)
@@ -477,13 +488,9 @@ int mpilab_gather_multilane(const void *sendbuf, int sendcount, MPI_Datatype sen
                             MPI_Comm comm, const mpilab_grid_t *g, int lanes)
 {
     call_t c;
-    int rc = check_call(&c, g, lanes, root, comm);
+    int rc = begin(&c, g, lanes, root, comm, recvbuf, recvcount, sendbuf, sendcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (sendbuf == MPI_IN_PLACE || (c.rank == root && recvbuf == MPI_IN_PLACE))
-        return mpilab_ml_fail(MPI_ERR_BUFFER, "multilane: MPI_IN_PLACE is not supported");
-    if (sendcount < 0 || (c.rank == root && recvcount < 0))
-        return mpilab_ml_fail(MPI_ERR_COUNT, "multilane: negative count");
     if (c.rank == root)
         return gather_root(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (g->site[c.rank] == c.rsite)
@@ -575,49 +582,29 @@ static const attach_t *attached(MPI_Comm comm)
     return v;
 }
 
-static int lanes_for(const attach_t *a, int root, int single)
-{
-    if (single)
-        return 1;
-    return a->lanes > 0 ? a->lanes : mpilab_grid_lanes_max(a->g, root);
-}
-
-int mpilab_scatter_multilane_attached(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                                      int root, MPI_Comm comm)
+/* The attached grid's collective: op 0 scatter, 1 gather; single: P = 1. */
+static int run_attached(int op, int single, const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     const attach_t *a = attached(comm);
-    return a ? mpilab_scatter_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                        recvtype, root, comm, a->g, lanes_for(a, root, 0))
-             : MPI_ERR_ARG;
+    if (!a)
+        return MPI_ERR_ARG;
+    const int lanes = single ? 1 : a->lanes > 0 ? a->lanes : mpilab_grid_lanes_max(a->g, root);
+    return op == 0 ? mpilab_scatter_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                              recvtype, root, comm, a->g, lanes)
+                   : mpilab_gather_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                             recvtype, root, comm, a->g, lanes);
 }
 
-int mpilab_gather_multilane_attached(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                                     int root, MPI_Comm comm)
-{
-    const attach_t *a = attached(comm);
-    return a ? mpilab_gather_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                       recvtype, root, comm, a->g, lanes_for(a, root, 0))
-             : MPI_ERR_ARG;
-}
-
-int mpilab_scatter_single_lane_attached(const void *sendbuf, int sendcount,
-                                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                                        MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    const attach_t *a = attached(comm);
-    return a ? mpilab_scatter_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                        recvtype, root, comm, a->g, lanes_for(a, root, 1))
-             : MPI_ERR_ARG;
-}
-
-int mpilab_gather_single_lane_attached(const void *sendbuf, int sendcount,
-                                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                                       MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    const attach_t *a = attached(comm);
-    return a ? mpilab_gather_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                       recvtype, root, comm, a->g, lanes_for(a, root, 1))
-             : MPI_ERR_ARG;
-}
+#define ATTACHED(name, op, single)                                                           \
+    int name(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,      \
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)                  \
+    {                                                                                        \
+        return run_attached(op, single, sendbuf, sendcount, sendtype, recvbuf, recvcount,    \
+                            recvtype, root, comm);                                           \
+    }
+ATTACHED(mpilab_scatter_multilane_attached, 0, 0)
+ATTACHED(mpilab_gather_multilane_attached, 1, 0)
+ATTACHED(mpilab_scatter_single_lane_attached, 0, 1)
+ATTACHED(mpilab_gather_single_lane_attached, 1, 1)

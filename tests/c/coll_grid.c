@@ -8,19 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_check.h"
 #include "mpilab/multilane.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
 
 static char dir[] = "/tmp/coll_grid.XXXXXX";
 
@@ -36,21 +25,21 @@ static const char *write_file(const char *name, const char *text)
 
 static void expect_sites(const mpilab_grid_t *g, int n, const int *want, const char *what)
 {
-    CHECK(g != NULL, "%s: %s", what, mpilab_multilane_last_error());
+    CHECKF(g != NULL, "%s: %s", what, mpilab_multilane_last_error());
     if (!g)
         return;
-    CHECK(mpilab_grid_nranks(g) == n, "%s: %d ranks", what, mpilab_grid_nranks(g));
+    CHECKF(mpilab_grid_nranks(g) == n, "%s: %d ranks", what, mpilab_grid_nranks(g));
     for (int r = 0; r < n; r++)
-        CHECK(mpilab_grid_site_of(g, r) == want[r], "%s: rank %d in site %d, want %d", what, r,
+        CHECKF(mpilab_grid_site_of(g, r) == want[r], "%s: rank %d in site %d, want %d", what, r,
               mpilab_grid_site_of(g, r), want[r]);
 }
 
 static void expect_error(const mpilab_grid_t *g, const char *needle, const char *what)
 {
-    CHECK(g == NULL, "%s: accepted", what);
-    CHECK(strstr(mpilab_multilane_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'",
+    CHECKF(g == NULL, "%s: accepted", what);
+    CHECKF(strstr(mpilab_multilane_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'",
           what, mpilab_multilane_last_error(), needle);
-    CHECK(strchr(mpilab_multilane_last_error(), '\n') == NULL, "%s: message has a newline", what);
+    CHECKF(strchr(mpilab_multilane_last_error(), '\n') == NULL, "%s: message has a newline", what);
 }
 
 static void numbers_and_labels(void)
@@ -58,14 +47,14 @@ static void numbers_and_labels(void)
     /* renumbered by lowest rank; members ascending; P_sup */
     mpilab_grid_t *g = mpilab_grid_create(7, (int[]){4, 9, 4, 9, 2, 4, 9});
     expect_sites(g, 7, (int[]){0, 1, 0, 1, 2, 0, 1}, "create");
-    CHECK(mpilab_grid_nsites(g) == 3, "nsites %d", mpilab_grid_nsites(g));
-    CHECK(mpilab_grid_site_size(g, 1) == 3 && mpilab_grid_site_rank(g, 1, 2) == 6, "members");
-    CHECK(mpilab_grid_site_rank(g, 1, 3) == -1, "index past the site");
-    CHECK(mpilab_grid_lanes_max(g, 0) == 1, "P_sup with a 1-rank site: %d",
+    CHECKF(mpilab_grid_nsites(g) == 3, "nsites %d", mpilab_grid_nsites(g));
+    CHECKF(mpilab_grid_site_size(g, 1) == 3 && mpilab_grid_site_rank(g, 1, 2) == 6, "members");
+    CHECKF(mpilab_grid_site_rank(g, 1, 3) == -1, "index past the site");
+    CHECKF(mpilab_grid_lanes_max(g, 0) == 1, "P_sup with a 1-rank site: %d",
           mpilab_grid_lanes_max(g, 0));
     mpilab_grid_free(g);
     g = mpilab_grid_create(5, (int[]){0, 0, 0, 1, 1});
-    CHECK(mpilab_grid_lanes_max(g, 0) == 2 && mpilab_grid_lanes_max(g, 4) == 2, "P_sup 3+2");
+    CHECKF(mpilab_grid_lanes_max(g, 0) == 2 && mpilab_grid_lanes_max(g, 4) == 2, "P_sup 3+2");
     mpilab_grid_free(g);
     const char *labels[] = {"tokyo", "osaka", "osaka", "tokyo"};
     g = mpilab_grid_from_labels(4, labels);
@@ -73,7 +62,7 @@ static void numbers_and_labels(void)
     mpilab_grid_free(g);
     errno = 0;
     expect_error(mpilab_grid_create(3, (int[]){1, 1, 1}), "one site", "one site");
-    CHECK(errno == EINVAL, "errno %d", errno);
+    CHECKF(errno == EINVAL, "errno %d", errno);
     expect_error(mpilab_grid_create(1, (int[]){0}), "at least 2", "one rank");
     expect_error(mpilab_grid_create(2, (int[]){0, -1}), "negative site", "negative site");
 }
@@ -126,7 +115,7 @@ static void maps(void)
         snprintf(name, sizeof name, "bad%zu", i);
         const char *path = write_file(name, bad[i].text);
         expect_error(mpilab_grid_read_map(path, 4), bad[i].needle, bad[i].text);
-        CHECK(strncmp(mpilab_multilane_last_error(), path, strlen(path)) == 0,
+        CHECKF(strncmp(mpilab_multilane_last_error(), path, strlen(path)) == 0,
               "map error does not start with the file: %s", mpilab_multilane_last_error());
     }
     expect_error(mpilab_grid_read_map("/nonexistent/map", 4), "/nonexistent/map: No such file",
@@ -165,7 +154,7 @@ static void detection(void)
     for (int r = 0; r < 12; r++) /* renumbered by lowest rank: 0 -> 0, 1 -> 2, 2 -> 1 */
         want[r] = site[r] == 0 ? 0 : (site[r] == 2 ? 1 : 2);
     expect_sites(g, 12, want, "3-site matrix");
-    CHECK(split > 72e-6 && split < 4e-3, "split %g between the classes", split);
+    CHECKF(split > 72e-6 && split < 4e-3, "split %g between the classes", split);
     mpilab_grid_free(g);
     free(m);
     /* two sites of unequal size; asymmetric measurements averaged */
@@ -204,6 +193,6 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
-    printf("coll_grid: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    printf("coll_grid: %d failure(s)\n", bench_failures);
+    return CHECK_DONE();
 }

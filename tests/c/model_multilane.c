@@ -5,26 +5,11 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "bench_check.h"
 #include "mpilab/multilane_model.h"
 
-static int failures;
-
-#define NEAR(got, want)                                                                    \
-    do {                                                                                   \
-        double g_ = (got), w_ = (want);                                                    \
-        if (!(fabs(g_ - w_) <= 1e-9 * fabs(w_) + 1e-12)) {                                 \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", __FILE__, __LINE__, #got, g_, \
-                    w_);                                                                   \
-        }                                                                                  \
-    } while (0)
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                     \
-        }                                                                                  \
-    } while (0)
+/* equal up to rounding */
+#define NEAR(got, want) CHECK_NEAR(got, want, 1e-9 * fabs(want) + 1e-12)
 
 int main(void)
 {
@@ -105,6 +90,6 @@ int main(void)
     CHECK(isnan(mpilab_single_lane_time(&bad, 8, 8, 1e6)));
     CHECK(mpilab_multilane_popt(NULL, -1, 8, 8, 1e6, NULL) == 0);
 
-    printf("model_multilane: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    printf("model_multilane: %d failure(s)\n", bench_failures);
+    return CHECK_DONE();
 }

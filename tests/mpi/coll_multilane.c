@@ -10,38 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll_check.h"
 #include "mpilab/coll.h"
 #include "mpilab/multilane.h"
 
-static int rank, nprocs;
-static long failures, cases;
-
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            if (failures < 20) {                                                 \
-                fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);   \
-                fprintf(stderr, __VA_ARGS__);                                    \
-                fputc('\n', stderr);                                             \
-            }                                                                    \
-        }                                                                        \
-    } while (0)
-
-typedef struct {
-    const char *name;
-    MPI_Datatype stype, rtype;
-    int smul, rmul;
-} tpair_t;
-
-/* Bytes spanned by n elements of t, plus slack so gaps are compared too. */
-static size_t bytes_for(MPI_Datatype t, size_t n)
-{
-    MPI_Aint lb, ext, tlb, text;
-    MPI_Type_get_extent(t, &lb, &ext);
-    MPI_Type_get_true_extent(t, &tlb, &text);
-    return n == 0 ? 8 : (size_t)ext * (n - 1) + (size_t)text + (size_t)tlb + 8;
-}
+static long cases;
 
 static unsigned char *pattern(size_t n, unsigned seed)
 {
@@ -58,7 +31,7 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
     const size_t p = (size_t)nprocs;
     cases++;
     /* scatter */
-    size_t sb = bytes_for(tp->stype, (size_t)sc * p), rb = bytes_for(tp->rtype, (size_t)rc);
+    size_t sb = span(tp->stype, (size_t)sc * p), rb = span(tp->rtype, (size_t)rc);
     unsigned char *src = pattern(sb, (unsigned)(root * 3 + lanes));
     unsigned char *ref = malloc(rb), *out = malloc(rb);
     memset(ref, 0x5a, rb);
@@ -74,7 +47,7 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
     free(ref);
     free(out);
     /* gather */
-    size_t gs = bytes_for(tp->stype, (size_t)sc), gr = bytes_for(tp->rtype, (size_t)rc * p);
+    size_t gs = span(tp->stype, (size_t)sc), gr = span(tp->rtype, (size_t)rc * p);
     unsigned char *mine = pattern(gs, (unsigned)(rank * 11 + 7));
     unsigned char *gref = malloc(gr), *gout = malloc(gr);
     memset(gref, 0xc3, gr);
