@@ -97,6 +97,8 @@ int mpilab_gather_single_lane(const void *sendbuf, int sendcount, MPI_Datatype s
  * means "the largest for each root" (P_sup).  Without an attachment: MPI_ERR_ARG. */
 int mpilab_multilane_attach(MPI_Comm comm, const mpilab_grid_t *g, int lanes);
 int mpilab_multilane_detach(MPI_Comm comm);
+/* The grid attached to comm (owned by the attachment), or NULL. */
+const mpilab_grid_t *mpilab_multilane_attached_grid(MPI_Comm comm);
 int mpilab_scatter_multilane_attached(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                       int root, MPI_Comm comm);

@@ -582,6 +582,16 @@ static const attach_t *attached(MPI_Comm comm)
     return v;
 }
 
+const mpilab_grid_t *mpilab_multilane_attached_grid(MPI_Comm comm)
+{
+    void *v = NULL;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL ||
+        MPI_Comm_get_attr(comm, keyval, &v, &flag) != MPI_SUCCESS || !flag)
+        return NULL;
+    return ((const attach_t *)v)->g;
+}
+
 /* The attached grid's collective: op 0 scatter, 1 gather; single: P = 1. */
 static int run_attached(int op, int single, const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/multilane_entry.h"
 #include "coll_check.h"
 #include "mpilab/coll.h"
 #include "mpilab/multilane.h"
@@ -195,6 +196,53 @@ static void build_over_comm(void)
                   mpilab_grid_site_of(g, r));
     }
     mpilab_grid_free(g);
+    /* the operation-table entries' functions: grid from the environment on first use */
+    setenv("MPILAB_MULTILANE_SITES", how, 1);
+    setenv("MPILAB_MULTILANE_LANES", "99", 1);
+    MPI_Comm c2;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c2);
+    int x[4] = {0}, y[4] = {0};
+    CHECK(mpilab_multilane_entry_scatter(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG,
+          "entry with P = 99 accepted");
+    MPI_Comm_free(&c2);
+    setenv("MPILAB_MULTILANE_LANES", "x", 1);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c2);
+    CHECK(mpilab_single_lane_entry_gather(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG &&
+              strstr(mpilab_multilane_last_error(), "MPILAB_MULTILANE_LANES"),
+          "entry with a bad MPILAB_MULTILANE_LANES: %s", mpilab_multilane_last_error());
+    MPI_Comm_free(&c2);
+    unsetenv("MPILAB_MULTILANE_LANES");
+    MPI_Comm_dup(MPI_COMM_WORLD, &c2);
+    mpilab_scatter_fn efns[] = {mpilab_multilane_entry_scatter, mpilab_single_lane_entry_scatter};
+    mpilab_gather_fn gfns[] = {mpilab_multilane_entry_gather, mpilab_single_lane_entry_gather};
+    for (int k = 0; k < 2; k++)
+        for (int root = 0; root < nprocs; root++) {
+            const int n = 3000;
+            unsigned char *src = pattern((size_t)n * (size_t)nprocs, (unsigned)(root + k));
+            unsigned char *a = calloc((size_t)n, 1), *b = calloc((size_t)n, 1);
+            unsigned char *ga = calloc((size_t)n * (size_t)nprocs, 1);
+            unsigned char *gb = calloc((size_t)n * (size_t)nprocs, 1);
+            MPI_Scatter(src, n, MPI_BYTE, a, n, MPI_BYTE, root, c2);
+            CHECK(efns[k](src, n, MPI_BYTE, b, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
+                  "entry scatter %d: %s", k, mpilab_multilane_last_error());
+            CHECK(memcmp(a, b, (size_t)n) == 0, "entry scatter %d root %d differs", k, root);
+            MPI_Gather(a, n, MPI_BYTE, ga, n, MPI_BYTE, root, c2);
+            CHECK(gfns[k](a, n, MPI_BYTE, gb, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
+                  "entry gather %d", k);
+            if (rank == root)
+                CHECK(memcmp(ga, gb, (size_t)n * (size_t)nprocs) == 0,
+                      "entry gather %d root %d differs", k, root);
+            free(src);
+            free(a);
+            free(b);
+            free(ga);
+            free(gb);
+        }
+    const mpilab_grid_t *ag = mpilab_multilane_attached_grid(c2);
+    CHECK(ag && mpilab_grid_site_of(ag, 1) == 1 && mpilab_grid_site_of(ag, 0) == 0,
+          "the entries attached the map's grid");
+    MPI_Comm_free(&c2);
+    unsetenv("MPILAB_MULTILANE_SITES");
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         unlink(path);
