@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "mpilab/version.h"
 #include "testbed/delayline.h"
 
 static void usage(FILE *f)
@@ -13,9 +14,11 @@ static void usage(FILE *f)
         "usage: mpilab-delayline --dev TUN --delay T [--buffer BYTES] [--stats FILE]\n"
         "                        [--pidfile FILE] [--no-vnet-hdr]\n"
         "                        [--rt-priority N | --no-realtime]\n"
+        "  -h, --help      this text;  --version: the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
-        "  --delay T       hold time: seconds, or with suffix s, ms, us, ns (e.g. 5ms)\n"
-        "  --buffer BYTES  packet buffer (K/M/G suffixes; default 64M); full = tail drop\n"
+        "  --delay T       hold time, 0 to 60 s: seconds, or with unit s, ms, us, ns (e.g. 5ms)\n"
+        "  --buffer BYTES  packet buffer in bytes, binary suffixes K = 1024, M = 1024^2,\n"
+        "                  G = 1024^3 (default 64M, at most 16G); full = tail drop\n"
         "  --stats FILE    JSON statistics, written at exit and on SIGUSR1\n"
         "  --pidfile FILE  written once the device is attached\n"
         "  --no-vnet-hdr   plain packets instead of 64 KiB GSO super-packets\n"
@@ -24,33 +27,6 @@ static void usage(FILE *f)
         "                  to normal scheduling with a warning if refused\n"
         "  --no-realtime   normal scheduling even as root\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
-}
-
-/* "5ms" -> 5000000; plain numbers are seconds. */
-static int parse_duration_ns(const char *s, long long *out)
-{
-    static const struct { const char *suf; double mul; } units[] = {
-        {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-    char num[64];
-    size_t len = strlen(s);
-    double mul = 1e9;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        size_t sl = strlen(units[i].suf);
-        if (len > sl && strcmp(s + len - sl, units[i].suf) == 0) {
-            len -= sl;
-            mul = units[i].mul;
-            break;
-        }
-    }
-    if (len == 0 || len >= sizeof(num))
-        return -1;
-    memcpy(num, s, len);
-    num[len] = '\0';
-    double v;
-    if (mpilab_parse_double(num, &v) != 0 || !(v >= 0.0) || v * mul > 60e9)
-        return -1;
-    *out = (long long)(v * mul + 0.5);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -65,6 +41,7 @@ int main(int argc, char **argv)
         {"rt-priority", required_argument, NULL, 'r'},
         {"no-realtime", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     mpilab_dl_options opt = {.dev = NULL, .delay_ns = -1, .buffer = (size_t)64 << 20,
                              .stats = NULL, .pidfile = NULL, .vnet_hdr = 1,
@@ -73,16 +50,16 @@ int main(int argc, char **argv)
     int rt_set = 0, nort_set = 0;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        long long ns;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        double sec;
         switch (c) {
         case 'd': opt.dev = optarg; break;
         case 'l':
-            if (parse_duration_ns(optarg, &ns) != 0) {
+            if (mpilab_parse_duration(optarg, &sec) != 0 || sec > 60.0) {
                 fprintf(stderr, "mpilab-delayline: --delay %s: not a duration of 0 to 60 s\n", optarg);
                 return 2;
             }
-            opt.delay_ns = ns;
+            opt.delay_ns = (long long)(sec * 1e9 + 0.5);
             break;
         case 'b':
             if (mpilab_parse_size(optarg, &opt.buffer) != 0 || opt.buffer > ((size_t)16 << 30)) {
@@ -107,6 +84,7 @@ int main(int argc, char **argv)
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("mpilab-delayline %s\n", MPILAB_VERSION_STRING); return 0;
         default:
             fprintf(stderr, "mpilab-delayline: unknown or incomplete option '%s' (see --help)\n",
                     argv[optind - 1]);

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sizes.h"
 #include "common/common.h"
 #include "mpilab/multilane.h"
+#include "mpilab/parse.h"
 #include "mpilab/version.h"
 
 static int g_rank;
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         case O_MBYTES: {
             char err[200];
             size_t *sz = NULL, n = 0;
-            if (mpilab_sizes_parse(optarg, 1, &sz, &n, err, sizeof err) || n != 1 || sz[0] < 2)
+            if (mpilab_parse_size_list(optarg, 1, &sz, &n, err, sizeof err) || n != 1 || sz[0] < 2)
                 die(2, "--model-bytes %s: need one size >= 2 bytes", optarg);
             model_bytes = sz[0];
             free(sz);
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
     check_list("--impls", impls, impl_names);
     char err[256];
     size_t *sizes = NULL, nsizes = 0;
-    if (mpilab_sizes_parse(sizes_spec, 1000, &sizes, &nsizes, err, sizeof err))
+    if (mpilab_parse_size_list(sizes_spec, 1000, &sizes, &nsizes, err, sizeof err))
         die(2, "--sizes: %s", err);
     long fixed_lanes = 0;
     const int all_lanes = strcmp(lanes_arg, "all") == 0, opt_lanes = strcmp(lanes_arg, "opt") == 0;

@@ -3,6 +3,7 @@
 #define MPILAB_H
 
 #include "mpilab/version.h"
+#include "mpilab/parse.h"
 #include "mpilab/stats.h"
 #include "mpilab/clocksync.h"
 #include "mpilab/ops.h"
@@ -13,5 +14,8 @@
 #include "mpilab/loggp.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"
+#include "mpilab/results.h"
+#include "mpilab/models.h"
+#include "mpilab/runner.h"
 
 #endif

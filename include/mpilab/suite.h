@@ -73,19 +73,12 @@ void mpilab_suite_counters_reset(void);
  * overlap_pct: overlap_*, 100 * (t_comm + t_comp - t_total) / min(t_comm, t_comp) clamped
  *   to [0, 100], with t_comm (communication alone) and t_comp (compute alone, sized to
  *   t_comm) calibrated in setup and t_total the measured time. */
-typedef struct mpilab_suite_derived {
-    double bandwidth_Bps, msg_rate, latency_s;
-    double cpu_avail, poll_interval, poll_interval_s, work_rate;
-    double overlap_pct, t_comm, t_comp, t_total;
-    int64_t window, pairs, msgs;
-    /* COMB: cpu_avail of the other rank of the pair (rank 1 when rank 0 derives), from
-     * its work counters exchanged after the measurement; NaN elsewhere */
-    double cpu_avail_peer;
-} mpilab_suite_derived_t;
+typedef mpilab_derived_t mpilab_suite_derived_t; /* the same struct, in ops.h */
 
 /* Derived values of the latest measurement of op at `bytes` on this process, from the
- * engine's per-run time `seconds` (mpilab-bench passes stats.median). Returns 0, or -1 if op is not a suite entry
- * or was not measured at this size on this process. */
+ * engine's per-run time `seconds` (mpilab-bench passes stats.median): op->derive for suite
+ * entries. Returns 0, or -1 if op is not a suite entry or was not measured at this size on
+ * this process. */
 int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double seconds, mpilab_suite_derived_t *out);
 
 #ifdef __cplusplus

@@ -2,9 +2,11 @@
 #include "mpilab/ops.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/entries.h"
 #include "mpilab/coll.h"
 
 enum kind { K_SCATTER, K_GATHER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_ALLGATHER, K_ALLTOALL, K_BARRIER };
@@ -215,20 +217,29 @@ SETUP(su_barrier, K_BARRIER, NULL)
 
 #define R MPILAB_OP_ROOTED
 #define O MPILAB_OP_OPSPEC
-#define ENTRY(n, i, d, f, s) {n, i, d, f, s, run_ctx, validate_ctx, teardown_ctx}
-static const mpilab_op_t builtin[] = {
-    ENTRY("scatter", "native", "per-rank block", R, su_scatter_native),
-    ENTRY("scatter", "linear", "per-rank block", R | O, su_scatter_linear),
-    ENTRY("scatter", "binomial", "per-rank block", R | O, su_scatter_binomial),
-    ENTRY("gather", "native", "per-rank block", R, su_gather_native),
-    ENTRY("gather", "linear", "per-rank block", R | O, su_gather_linear),
-    ENTRY("gather", "binomial", "per-rank block", R | O, su_gather_binomial),
-    ENTRY("bcast", "native", "message", R, su_bcast),
-    ENTRY("reduce", "native", "message (unsigned char sum)", R, su_reduce),
-    ENTRY("allreduce", "native", "message (unsigned char sum)", 0, su_allreduce),
-    ENTRY("allgather", "native", "per-rank block", 0, su_allgather),
-    ENTRY("alltoall", "native", "per-pair block", 0, su_alltoall),
-    ENTRY("barrier", "native", "none (bytes ignored)", 0, su_barrier),
+#define COLL(n, i, d, f, s, m)                                                                        \
+    static const mpilab_op_t n##_##i = {.name = #n, .impl = #i, .bytes_desc = d, .flags = f, .setup = s,  \
+                                        .run = run_ctx, .validate = validate_ctx,                      \
+                                        .teardown = teardown_ctx, .family = "collective", .model = m}
+COLL(scatter, native, "per-rank block", R, su_scatter_native, MPILAB_MODEL_NONE);
+COLL(scatter, linear, "per-rank block", R | O, su_scatter_linear, MPILAB_MODEL_SCATTER_LINEAR);
+COLL(scatter, binomial, "per-rank block", R | O, su_scatter_binomial, MPILAB_MODEL_SCATTER_BINOMIAL);
+COLL(gather, native, "per-rank block", R, su_gather_native, MPILAB_MODEL_NONE);
+COLL(gather, linear, "per-rank block", R | O, su_gather_linear, MPILAB_MODEL_GATHER_LINEAR);
+COLL(gather, binomial, "per-rank block", R | O, su_gather_binomial, MPILAB_MODEL_GATHER_BINOMIAL);
+COLL(bcast, native, "message", R, su_bcast, MPILAB_MODEL_NONE);
+COLL(reduce, native, "message (unsigned char sum)", R, su_reduce, MPILAB_MODEL_NONE);
+COLL(allreduce, native, "message (unsigned char sum)", 0, su_allreduce, MPILAB_MODEL_NONE);
+COLL(allgather, native, "per-rank block", 0, su_allgather, MPILAB_MODEL_NONE);
+COLL(alltoall, native, "per-pair block", 0, su_alltoall, MPILAB_MODEL_NONE);
+COLL(barrier, native, "none (bytes ignored)", 0, su_barrier, MPILAB_MODEL_NONE);
+
+/* The built-in table, in --list order: each entry carries its own knowledge. */
+static const mpilab_op_t *const builtin[] = {
+    &mpilab_entry_p2p_roundtrip,
+    &scatter_native, &scatter_linear, &scatter_binomial,
+    &gather_native, &gather_linear, &gather_binomial,
+    &bcast_native, &reduce_native, &allreduce_native, &allgather_native, &alltoall_native, &barrier_native,
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -243,7 +254,7 @@ size_t mpilab_ops_count(void)
 const mpilab_op_t *mpilab_ops_get(size_t k)
 {
     if (k < NBUILTIN)
-        return &builtin[k];
+        return builtin[k];
     if (k < NBUILTIN + nregistered)
         return &registered[k - NBUILTIN];
     return NULL;
@@ -259,9 +270,27 @@ const mpilab_op_t *mpilab_ops_find(const char *name, const char *impl)
     return NULL;
 }
 
+const char *mpilab_op_timings(const mpilab_op_t *op)
+{
+    if (op->flags & MPILAB_OP_ALLPAIRS)
+        return "p2p";
+    return (op->flags & MPILAB_OP_OPSPEC) ? "max,root,global,opspec" : "max,root,global";
+}
+
+void mpilab_derived_clear(mpilab_derived_t *d)
+{
+    double nan = NAN;
+    *d = (mpilab_derived_t){.bandwidth_Bps = nan, .msg_rate = nan, .latency_s = nan, .cpu_avail = nan,
+                            .poll_interval = nan, .poll_interval_s = nan, .work_rate = nan,
+                            .overlap_pct = nan, .t_comm = nan, .t_comp = nan, .t_total = nan,
+                            .cpu_avail_peer = nan};
+}
+
 int mpilab_ops_register(const mpilab_op_t *op)
 {
     if (!op || !op->name || !op->impl || !op->setup || !op->run || !op->validate || !op->teardown)
+        return -1;
+    if (op->derived && *op->derived && !op->derive)
         return -1;
     if (mpilab_ops_find(op->name, op->impl))
         return -1;
@@ -272,6 +301,8 @@ int mpilab_ops_register(const mpilab_op_t *op)
     registered[nregistered] = *op;
     if (!registered[nregistered].bytes_desc)
         registered[nregistered].bytes_desc = "user-defined";
+    if (!registered[nregistered].family)
+        registered[nregistered].family = "user";
     nregistered++;
     return 0;
 }

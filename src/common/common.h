@@ -7,7 +7,9 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#define MPILAB_RESULTS_SCHEMA "mpilab.results/1"
+#include "mpilab/parse.h" /* the strict value parsers */
+
+#include "mpilab/results.h" /* MPILAB_RESULTS_SCHEMA */
 
 /* Write `text` (length `len`) to `path` via `path.tmp.<pid>` + rename. Returns 0 on
  * success; on failure removes the temporary file, writes a one-line reason to `err`
@@ -25,12 +27,5 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
 
 /* Current UTC time as ISO 8601 (YYYY-MM-DDTHH:MM:SSZ) into buf. */
 void mpilab_iso_date(char *buf, size_t len);
-
-/* Strict number parsing for command-line input: the whole string must be a number.
- * Return 0 on success, -1 if unparsable or out of range. */
-int mpilab_parse_i64(const char *s, long long *out);
-int mpilab_parse_double(const char *s, double *out);
-/* Sizes with optional suffix K, M, G (powers of 1024): "4K", "1M", "100". Non-negative. */
-int mpilab_parse_size(const char *s, size_t *out);
 
 #endif

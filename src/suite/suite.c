@@ -174,18 +174,15 @@ int mpilab_suite_register(void)
 {
     if (g_registered)
         return 0;
-    mpilab_op_t ops[8 + MPILAB_SUITE_MAX_SWEEP];
-    size_t n = suite_entries(ops, sizeof ops / sizeof ops[0], mpilab_suite_config());
-    for (size_t k = 0; k < n; k++)
-        if (mpilab_ops_register(&ops[k]) != 0)
-            return -1;
+    if (suite_register_entries(mpilab_suite_config()) != 0)
+        return -1;
     g_registered = 1;
     return 0;
 }
 
 int mpilab_suite_is_entry(const mpilab_op_t *op)
 {
-    if (!op || (int)suite_kind_of(op->name) < 0)
+    if (!op || !op->name || !op->impl || !suite_owns(op))
         return 0;
     const mpilab_op_t *f = mpilab_ops_find(op->name, op->impl);
     return f && f->run == op->run;
@@ -233,80 +230,110 @@ const suite_record_t *suite_record_find(const char *name, const char *impl, size
     return NULL;
 }
 
-int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double t, mpilab_suite_derived_t *d)
+int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
 {
-    double nan = NAN;
-    mpilab_suite_derived_t z = {nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, 0, 0, nan};
-    *d = z;
-    if (!op || (int)suite_kind_of(op->name) < 0)
+    mpilab_derived_clear(d);
+    if (!op || !suite_owns(op) || !op->derive)
         return -1;
-    const suite_record_t *r = suite_record_find(op->name, op->impl, bytes);
+    return op->derive(op, bytes, t, d);
+}
+
+/* The record of op at bytes (NULL if none), with d cleared; *ok: t usable as a time. */
+static const suite_record_t *begin(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d, int *ok)
+{
+    mpilab_derived_clear(d);
+    *ok = t > 0.0 && isfinite(t);
+    return suite_record_find(op->name, op->impl, bytes);
+}
+
+/* latency = t / div, bandwidth = bytes * moved / t (moved: message lengths per run time) */
+static int derive_simple(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d, double div,
+                         double moved)
+{
+    int ok;
+    if (!begin(op, bytes, t, d, &ok))
+        return -1;
+    if (ok && div > 0.0)
+        d->latency_s = t / div;
+    if (ok)
+        d->bandwidth_Bps = moved * (double)bytes / t;
+    return 0;
+}
+
+int suite_derive_pingpong(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    return derive_simple(op, bytes, t, d, 2.0, 2.0); /* bytes / (t / 2) */
+}
+
+int suite_derive_pingping(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    return derive_simple(op, bytes, t, d, 1.0, 1.0);
+}
+
+int suite_derive_sendrecv(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    return derive_simple(op, bytes, t, d, 0.0, 2.0);
+}
+
+int suite_derive_exchange(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    return derive_simple(op, bytes, t, d, 0.0, 4.0); /* IMB */
+}
+
+int suite_derive_stream(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    int ok;
+    const suite_record_t *r = begin(op, bytes, t, d, &ok);
     if (!r)
         return -1;
-    double b = (double)bytes;
-    int ok = t > 0.0 && isfinite(t);
-    switch (r->kind) {
-    case SK_PINGPONG:
-        if (ok) {
-            d->latency_s = t / 2.0;
-            d->bandwidth_Bps = b / (t / 2.0);
-        }
-        break;
-    case SK_PINGPING:
-        if (ok) {
-            d->latency_s = t;
-            d->bandwidth_Bps = b / t;
-        }
-        break;
-    case SK_SENDRECV:
-        if (ok)
-            d->bandwidth_Bps = 2.0 * b / t;
-        break;
-    case SK_EXCHANGE:
-        if (ok)
-            d->bandwidth_Bps = 4.0 * b / t;
-        break;
-    case SK_STREAM:
-    case SK_STREAM_MULTI: {
-        double k = r->kind == SK_STREAM ? 1.0 : (double)r->pairs;
-        d->window = r->window;
-        d->pairs = r->kind == SK_STREAM ? 1 : r->pairs;
-        if (ok) {
-            d->msg_rate = k * (double)r->window / t;
-            d->bandwidth_Bps = d->msg_rate * b;
-        }
-        break;
+    int multi = r->kind == SK_STREAM_MULTI;
+    d->window = r->window;
+    d->pairs = multi ? r->pairs : 1;
+    if (ok) {
+        d->msg_rate = (double)d->pairs * (double)r->window / t;
+        d->bandwidth_Bps = d->msg_rate * (double)bytes;
     }
-    case SK_COMB:
-        d->msgs = r->msgs;
-        d->poll_interval = r->poll_iters;
-        d->work_rate = r->work_rate;
-        if (r->work_rate > 0.0) {
-            d->poll_interval_s = r->poll_iters / r->work_rate;
-            if (r->run_time > 0.0)
-                d->cpu_avail = (r->work_iters / r->run_time) / r->work_rate;
-        }
-        if (r->peer_work_rate > 0.0 && r->peer_run_time > 0.0) /* false for NaN */
-            d->cpu_avail_peer = (r->peer_work_iters / r->peer_run_time) / r->peer_work_rate;
-        if (ok) {
-            d->msg_rate = (double)r->msgs / t;
-            d->bandwidth_Bps = d->msg_rate * b;
-        }
-        break;
-    case SK_OVERLAP_ISEND:
-    case SK_OVERLAP_IALLREDUCE: {
-        d->t_comm = r->t_comm;
-        d->t_comp = r->t_comp;
-        if (ok) {
-            d->t_total = t;
-            double m = r->t_comm < r->t_comp ? r->t_comm : r->t_comp;
-            if (m > 0.0) {
-                double o = 100.0 * (r->t_comm + r->t_comp - t) / m;
-                d->overlap_pct = o < 0.0 ? 0.0 : (o > 100.0 ? 100.0 : o);
-            }
-        }
-        break;
+    return 0;
+}
+
+int suite_derive_comb(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    int ok;
+    const suite_record_t *r = begin(op, bytes, t, d, &ok);
+    if (!r)
+        return -1;
+    d->msgs = r->msgs;
+    d->poll_interval = r->poll_iters;
+    d->work_rate = r->work_rate;
+    if (r->work_rate > 0.0) {
+        d->poll_interval_s = r->poll_iters / r->work_rate;
+        if (r->run_time > 0.0)
+            d->cpu_avail = (r->work_iters / r->run_time) / r->work_rate;
     }
+    if (r->peer_work_rate > 0.0 && r->peer_run_time > 0.0) /* false for NaN */
+        d->cpu_avail_peer = (r->peer_work_iters / r->peer_run_time) / r->peer_work_rate;
+    if (ok) {
+        d->msg_rate = (double)r->msgs / t;
+        d->bandwidth_Bps = d->msg_rate * (double)bytes;
+    }
+    return 0;
+}
+
+int suite_derive_overlap(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+{
+    int ok;
+    const suite_record_t *r = begin(op, bytes, t, d, &ok);
+    if (!r)
+        return -1;
+    d->t_comm = r->t_comm;
+    d->t_comp = r->t_comp;
+    if (ok) {
+        d->t_total = t;
+        double m = r->t_comm < r->t_comp ? r->t_comm : r->t_comp;
+        if (m > 0.0) {
+            double o = 100.0 * (r->t_comm + r->t_comp - t) / m;
+            d->overlap_pct = o < 0.0 ? 0.0 : (o > 100.0 ? 100.0 : o);
+        }
     }
     return 0;
 }

@@ -39,8 +39,18 @@ void suite_work(size_t iters);
 /* Iterations per second of suite_work on this process (best of a few timed runs). */
 double suite_work_rate(void);
 
-/* Entries: fills ops[] (at most cap), returns the count. */
-size_t suite_entries(mpilab_op_t *ops, size_t cap, const mpilab_suite_config_t *cfg);
-enum suite_kind suite_kind_of(const char *name);
+/* Register every entry (the fixed ones, then one COMB entry per poll interval): 0 or -1. */
+int suite_register_entries(const mpilab_suite_config_t *cfg);
+/* 1 if op is one of the suite's entries (by its functions, not its name). */
+int suite_owns(const mpilab_op_t *op);
+
+/* Each entry's derived values (mpilab_op_t.derive), from the record its teardown left. */
+int suite_derive_pingpong(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_pingping(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_sendrecv(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_exchange(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_stream(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_comb(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
+int suite_derive_overlap(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d);
 
 #endif

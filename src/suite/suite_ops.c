@@ -41,16 +41,6 @@ typedef struct sctx {
     int left, right; /* exchange neighbours */
 } sctx_t;
 
-enum suite_kind suite_kind_of(const char *name)
-{
-    static const char *names[] = {"pingpong", "pingping", "sendrecv", "exchange", "stream", "stream_multi",
-                                  "comb", "overlap_isend", "overlap_iallreduce"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (strcmp(name, names[k]) == 0)
-            return (enum suite_kind)k;
-    return (enum suite_kind)-1;
-}
-
 static volatile double work_sink;
 
 void suite_work(size_t iters)
@@ -322,7 +312,8 @@ static int run_exchange(void *vc)
     MPI_Irecv(c->rbuf + c->bytes, n, MPI_BYTE, c->right, TAG_LEFT, c->comm, &rq[1]);
     MPI_Isend(c->sbuf, n, MPI_BYTE, c->left, TAG_LEFT, c->comm, &rq[2]);
     MPI_Isend(c->sbuf + c->bytes, n, MPI_BYTE, c->right, TAG_RIGHT, c->comm, &rq[3]);
-    int rc = MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+    MPI_Status st[4]; /* real statuses: MPICH's headers make GCC 12 flag MPI_STATUSES_IGNORE */
+    int rc = MPI_Waitall(4, rq, st);
     c->received = 1;
     return rc;
 }
@@ -372,27 +363,32 @@ static int run_stream(void *vc)
     int n = (int)c->bytes;
     size_t w = (size_t)c->window;
     MPI_Request *rq = malloc(w * sizeof *rq);
-    if (!rq)
+    MPI_Status *st = malloc(w * sizeof *st);
+    if (!rq || !st) {
+        free(rq);
+        free(st);
         return MPI_ERR_NO_MEM;
+    }
     int rc;
     if (c->role == 0) {
         for (size_t k = 0; k < w; k++) {
             MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[k]);
             suite_counters.stream_sends++;
         }
-        rc = MPI_Waitall((int)w, rq, MPI_STATUSES_IGNORE);
+        rc = MPI_Waitall((int)w, rq, st);
         if (rc == MPI_SUCCESS)
             rc = MPI_Recv(NULL, 0, MPI_BYTE, c->peer, TAG_REPLY, c->comm, MPI_STATUS_IGNORE);
         suite_counters.stream_windows++;
     } else {
         for (size_t k = 0; k < w; k++)
             MPI_Irecv(c->rbuf + (k % c->nslots) * c->bytes, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[k]);
-        rc = MPI_Waitall((int)w, rq, MPI_STATUSES_IGNORE);
+        rc = MPI_Waitall((int)w, rq, st);
         if (rc == MPI_SUCCESS)
             rc = MPI_Send(NULL, 0, MPI_BYTE, c->peer, TAG_REPLY, c->comm);
         c->received = 1;
     }
     free(rq);
+    free(st);
     return rc;
 }
 
@@ -404,7 +400,7 @@ static int validate_stream(void *vc)
     return validate_p2p(vc);
 }
 
-static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32];
+static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32]; /* "poll<N>" of slot k */
 
 /* ---- COMB polling method: both directions, poll between fixed work loops ---- */
 
@@ -433,9 +429,11 @@ static int comb_setup(size_t slot, size_t b, MPI_Comm comm, void **o)
     }
 COMB_SLOT(0) COMB_SLOT(1) COMB_SLOT(2) COMB_SLOT(3) COMB_SLOT(4) COMB_SLOT(5) COMB_SLOT(6) COMB_SLOT(7)
 COMB_SLOT(8) COMB_SLOT(9) COMB_SLOT(10) COMB_SLOT(11) COMB_SLOT(12) COMB_SLOT(13) COMB_SLOT(14) COMB_SLOT(15)
-static int (*const comb_slots[MPILAB_SUITE_MAX_SWEEP])(size_t, int, MPI_Comm, void **) = {
+static int (*const comb_slots[])(size_t, int, MPI_Comm, void **) = {
     su_comb0, su_comb1, su_comb2, su_comb3, su_comb4, su_comb5, su_comb6, su_comb7,
     su_comb8, su_comb9, su_comb10, su_comb11, su_comb12, su_comb13, su_comb14, su_comb15};
+/* one setup per possible poll interval: raising the limit without adding slots fails here */
+_Static_assert(sizeof comb_slots / sizeof comb_slots[0] == MPILAB_SUITE_MAX_SWEEP, "one COMB slot per interval");
 
 /* COMB validation: the two ranks of the pair also swap their work counters, so the rank
  * that writes the results can report both ranks' CPU availability (validate runs on every
@@ -532,7 +530,8 @@ static int overlap_comm(sctx_t *c, size_t comp_iters)
     MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[0]);
     MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &rq[1]);
     suite_work(comp_iters);
-    return MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    MPI_Status st[2];
+    return MPI_Waitall(2, rq, st);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -649,31 +648,54 @@ static void teardown(void *vc)
     ctx_free(c);
 }
 
-/* ---- the table ---- */
+/* ---- the table: every entry with its knowledge (designated initializers) ---- */
 
-#define E(n, d, s, r, v) {n, "mpi", d, 0, s, r, v, teardown}
-size_t suite_entries(mpilab_op_t *ops, size_t cap, const mpilab_suite_config_t *cfg)
+#define SUITE_ENTRY(n, d, fl, fam, dv, s, r, v, der)                                                         \
+    {.name = n, .impl = "mpi", .bytes_desc = d, .flags = fl, .setup = s, .run = r, .validate = v,          \
+     .teardown = teardown, .family = fam, .derived = dv, .derive = der}
+#define LAT "latency_s,bandwidth_Bps"
+#define STREAM "bandwidth_Bps,msg_rate,window,pairs"
+#define OVERLAP "overlap_pct,t_comm,t_comp,t_total"
+static const mpilab_op_t fixed[] = {
+    SUITE_ENTRY("pingpong", "message (round trip between ranks 0 and 1)", MPILAB_OP_PAIR, "latency", LAT,
+                su_pingpong, run_pingpong, validate_p2p, suite_derive_pingpong),
+    SUITE_ENTRY("pingping", "message (both of ranks 0 and 1 send at once)", MPILAB_OP_PAIR, "latency", LAT,
+                su_pingping, run_pingping, validate_p2p, suite_derive_pingping),
+    SUITE_ENTRY("sendrecv", "message (to right, from left, periodic chain)", 0, "latency", "bandwidth_Bps",
+                su_sendrecv, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
+    SUITE_ENTRY("exchange", "message (to and from both ring neighbours)", 0, "latency", "bandwidth_Bps",
+                su_exchange, run_exchange, validate_exchange, suite_derive_exchange),
+    SUITE_ENTRY("stream", "message (window of sends 0 -> 1, one reply)", MPILAB_OP_PAIR, "streaming", STREAM,
+                su_stream, run_stream, validate_stream, suite_derive_stream),
+    SUITE_ENTRY("stream_multi", "message (window per pair, k pairs at once)", 0, "streaming", STREAM,
+                su_stream_multi, run_stream, validate_stream, suite_derive_stream),
+    SUITE_ENTRY("overlap_isend", "message (Isend/Irecv 0 <-> 1 around computation)", MPILAB_OP_PAIR, "overlap",
+                OVERLAP, su_overlap_isend, run_overlap, validate_overlap, suite_derive_overlap),
+    SUITE_ENTRY("overlap_iallreduce", "message (Iallreduce around computation)", 0, "overlap", OVERLAP,
+                su_overlap_iallreduce, run_overlap, validate_overlap, suite_derive_overlap),
+};
+
+int suite_owns(const mpilab_op_t *op)
 {
-    const mpilab_op_t fixed[] = {
-        E("pingpong", "message (round trip between ranks 0 and 1)", su_pingpong, run_pingpong, validate_p2p),
-        E("pingping", "message (both of ranks 0 and 1 send at once)", su_pingping, run_pingping, validate_p2p),
-        E("sendrecv", "message (to right, from left, periodic chain)", su_sendrecv, run_sendrecv, validate_sendrecv),
-        E("exchange", "message (to and from both ring neighbours)", su_exchange, run_exchange, validate_exchange),
-        E("stream", "message (window of sends 0 -> 1, one reply)", su_stream, run_stream, validate_stream),
-        E("stream_multi", "message (window per pair, k pairs at once)", su_stream_multi, run_stream, validate_stream),
-        E("overlap_isend", "message (Isend/Irecv 0 <-> 1 around computation)", su_overlap_isend, run_overlap,
-          validate_overlap),
-        E("overlap_iallreduce", "message (Iallreduce around computation)", su_overlap_iallreduce, run_overlap,
-          validate_overlap),
-    };
-    size_t n = 0;
-    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0] && n < cap; k++)
-        ops[n++] = fixed[k];
-    for (size_t k = 0; k < cfg->npoll && k < MPILAB_SUITE_MAX_SWEEP && n < cap; k++) {
+    return op && op->teardown == teardown;
+}
+
+int suite_register_entries(const mpilab_suite_config_t *cfg)
+{
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+        if (mpilab_ops_register(&fixed[k]) != 0)
+            return -1;
+    for (size_t k = 0; k < cfg->npoll && k < MPILAB_SUITE_MAX_SWEEP; k++) {
         snprintf(comb_impl[k], sizeof comb_impl[k], "poll%zu", cfg->poll_sweep[k]);
-        mpilab_op_t e = {"comb", comb_impl[k], "message (each way, COMB polling method)", 0, comb_slots[k],
-                         run_comb, validate_comb, teardown};
-        ops[n++] = e;
+        mpilab_op_t e = {.name = "comb", .impl = comb_impl[k],
+                         .bytes_desc = "message (each way, COMB polling method)", .flags = MPILAB_OP_PAIR,
+                         .setup = comb_slots[k], .run = run_comb, .validate = validate_comb, .teardown = teardown,
+                         .family = "availability",
+                         .derived = "bandwidth_Bps,msg_rate,cpu_avail,cpu_avail_peer,poll_interval,"
+                                    "poll_interval_s,work_rate,msgs",
+                         .derive = suite_derive_comb};
+        if (mpilab_ops_register(&e) != 0)
+            return -1;
     }
-    return n;
+    return 0;
 }

@@ -108,8 +108,10 @@ int main(int argc, char **argv)
         }
     }
     /* user-defined entries through the engine */
-    mpilab_op_t ring = {"ring", "sendrecv", "message", 0, ring_setup, ring_run, ring_validate, ring_teardown};
-    mpilab_op_t broken = {"ring", "broken", "message", 0, broken_setup, ring_run, ring_validate, ring_teardown};
+    mpilab_op_t ring = {.name = "ring", .impl = "sendrecv", .bytes_desc = "message", .setup = ring_setup,
+                        .run = ring_run, .validate = ring_validate, .teardown = ring_teardown};
+    mpilab_op_t broken = {.name = "ring", .impl = "broken", .bytes_desc = "message", .setup = broken_setup,
+                          .run = ring_run, .validate = ring_validate, .teardown = ring_teardown};
     if (mpilab_ops_register(&ring) != 0 || mpilab_ops_register(&broken) != 0)
         FAIL("register failed\n");
     if (mpilab_ops_register(&ring) == 0)

@@ -88,6 +88,30 @@ for want in "p2p roundtrip p2p" "scatter linear max,root,global,opspec" "gather 
     grep -qx "$want" "$tmp/list" || { echo "FAIL: --list lacks '$want'"; fail=1; }
 done
 
+# -h/--help (every option, units stated) and --version: stdout, exit 0, nothing on stderr
+for a in -h --help --version; do
+    "$runner" $a >"$tmp/info" 2>"$tmp/stderr" || { echo "FAIL: $a exit"; fail=1; }
+    [ -s "$tmp/info" ] && [ ! -s "$tmp/stderr" ] || { echo "FAIL: $a output"; fail=1; }
+done
+"$runner" --help | grep -q "K = 1024" || { echo "FAIL: --help states no binary units"; fail=1; }
+for o in --list --ops --sizes -m --timing --cl --eps --min-reps --max-reps --allow-single-rep --warmup \
+         --isolation --pipeline-depth --root --sync --p2p-schedule --p2p-back --models --no-fit --loggp-burst \
+         --loggp-or-wait --window --pairs --poll-sweep --comb-msgs --out --quiet --help; do  # every option described
+    "$runner" --help | grep -q -- "^  \(-h, \)\?$o " || { echo "FAIL: --help does not describe $o"; fail=1; }
+done
+"$runner" --help | grep -q -- "--version" || { echo "FAIL: --help does not mention --version"; fail=1; }
+grep -q '^mpilab-bench [0-9]' "$tmp/info" || { echo "FAIL: --version prints '$(cat "$tmp/info")'"; fail=1; }
+# strict values: blank-then-minus and nan refused with one line, exit 2 (quoted, so not via bad())
+for a in "--sizes= -4" "--max-reps= 5" "--cl=nan" "-m4K:1K" "--sizes=\xd9\xa4"; do
+    a=$(printf "$a")
+    run --ops bcast "$a" >/dev/null 2>"$tmp/stderr" && { echo "FAIL: '$a' accepted"; fail=1; }
+    [ "$(grep -c '^mpilab-bench: ' "$tmp/stderr")" -eq 1 ] || { echo "FAIL: '$a': $(cat "$tmp/stderr")"; fail=1; }
+done
+# OSU-style -m MIN:MAX is --sizes MIN:MAX:x2
+run --ops bcast -m 1K:4K --max-reps 2 --min-reps 2 --quiet --out "$tmp/m.json" >/dev/null 2>&1 || { echo "FAIL: -m run"; fail=1; }
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['provenance']['options']['sizes'] == [1024, 2048, 4096]" \
+    "$tmp/m.json" || { echo "FAIL: -m 1K:4K sizes"; fail=1; }
+
 # a good run: all four timing methods, p2p at two sizes (fit), results complete
 out="$tmp/good.json"
 run --ops p2p,scatter:linear,gather:binomial,bcast --sizes 16,1K --timing max,root,global,opspec \

@@ -14,6 +14,16 @@ for e in "pingpong mpi" "stream mpi" "comb poll500" "overlap_iallreduce mpi" "bc
   grep -q "^$e " "$tmp/list" || fail "--list lacks $e"
 done
 
+# the largest legal sweep: one COMB entry per interval, none dropped, each selectable
+sweep=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+"$bin" --poll-sweep $sweep --list > "$tmp/list16" || fail "--list with 16 intervals"
+[ "$(grep -c '^comb ' "$tmp/list16")" -eq 16 ] || fail "--list shows $(grep -c '^comb ' "$tmp/list16") of 16 COMB entries"
+"$bin" --poll-sweep $sweep --list --json > "$tmp/list16.json" || fail "--list --json"
+python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['entries']; assert sum(x['name']=='comb' for x in e)==16" \
+  "$tmp/list16.json" || fail "--list --json lacks COMB entries"
+run -np 2 "$bin" --poll-sweep $sweep --ops comb:poll15 --sizes 8 --comb-msgs 2 --min-reps 2 --max-reps 2 --quiet \
+  > /dev/null || fail "--ops comb:poll15 refused"
+
 MPILAB_TRANSPORT=test-shm run -np 2 "$bin" --ops pingpong,stream,comb --sizes 1K --window 9 --poll-sweep 0,500 \
   --comb-msgs 3 --min-reps 2 --max-reps 3 --quiet --out "$tmp/r.json" > /dev/null || fail "measure"
 python3 - "$tmp/r.json" <<'PY' || fail "results content"

@@ -194,3 +194,37 @@ def test_compare_shm_end_to_end(tmp_path: Path) -> None:
         if m["op"] == "stream":
             assert math.isclose(m["derived"]["msg_rate"], 64 / m["stats"]["median"], rel_tol=1e-6)
     assert (tmp_path / "report.html").exists()
+
+
+def test_groups_come_from_the_entry_list() -> None:
+    """The comparison's runs are chosen from what each entry declares in
+    `mpilab-bench --list --json`: the real table gives the study's groups, and a new entry
+    lands in the group its knowledge says, without naming it anywhere."""
+    from mpilab.suite import runner
+    if not (REPO / "build" / "bin" / "mpilab-bench").exists():
+        pytest.skip("build/bin/mpilab-bench not built")
+    entries = runner.entry_list(runner.Plan(poll_sweep="0,100"))
+    g = runner.op_groups(entries)
+    assert set(g["lat"].split(",")) == {"pingpong", "pingping", "sendrecv", "exchange"}
+    assert set(g["pair"].split(",")) == {"stream", "overlap_isend"}
+    assert set(g["nrank"].split(",")) == {"exchange", "sendrecv", "stream_multi",
+                                          "overlap_iallreduce", "bcast", "allreduce", "alltoall"}
+    assert g["comb"] == "comb"
+    assert sum(e["name"] == "comb" for e in entries) == 2
+    new = {"name": "pingpong_rma", "impl": "mpi", "family": "latency", "needs": ["pair"],
+           "suite": True, "derived": ["latency_s"]}
+    assert "pingpong_rma" in runner.op_groups([*entries, new])["lat"].split(",")
+
+
+def test_report_shows_entries_it_does_not_name(stored: Path) -> None:
+    """An entry the study's figures do not cover (here a new latency entry) still gets its
+    derived values plotted, one figure per value it carries."""
+    for name in ("fast", "wide"):
+        doc = json.loads((stored / f"{name}.json").read_text())
+        doc["measurements"] += [_m("pingpong_rma", "mpi", b, 3e-6 + 1e-9 * b, 2,
+                                   {"latency_s": 3e-6 + 1e-9 * b,
+                                    "bandwidth_Bps": b / (3e-6 + 1e-9 * b)}) for b in SIZES]
+        (stored / f"{name}.json").write_text(json.dumps(doc))
+    titles = [t for t, _ in report.figures(report.load_dir(stored))]
+    assert "pingpong_rma: latency_s" in titles and "pingpong_rma: bandwidth_Bps" in titles
+    assert not any(t.startswith("pingpong:") for t in titles)

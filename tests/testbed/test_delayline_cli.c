@@ -37,7 +37,8 @@ int main(void)
                          "--dev x --delay 5ms --bogus", "--dev x --delay 100s",
                          "--dev x --delay 5ms --rt-priority 0", "--dev x --delay 5ms --rt-priority 100",
                          "--dev x --delay 5ms --rt-priority x",
-                         "--dev x --delay 5ms --rt-priority 5 --no-realtime"};
+                         "--dev x --delay 5ms --rt-priority 5 --no-realtime", "--dev x --delay ' 5ms'",
+                         "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'"};
     int fails = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
@@ -54,7 +55,22 @@ int main(void)
         fprintf(stderr, "small buffer: exit %d, stderr '%s'\n", rc, out);
         fails++;
     }
+    /* -h/--help (units stated) and --version: stdout, exit 0 */
+    const char *bin = getenv("MPILAB_DELAYLINE");
+    const char *info[][2] = {{"-h", "K = 1024"}, {"--help", "--delay T"}, {"--version", "mpilab-delayline "}};
+    for (size_t i = 0; i < sizeof(info) / sizeof(info[0]); i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null", bin, info[i][0]);
+        FILE *p = popen(cmd, "r");
+        size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+        out[n] = '\0';
+        int st = p ? pclose(p) : -1;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(out, info[i][1])) {
+            fprintf(stderr, "%s: status %d, stdout '%s'\n", info[i][0], st, out);
+            fails++;
+        }
+    }
     if (fails == 0)
-        printf("delayline rejects bad arguments\n");
+        printf("delayline rejects bad arguments, documents its options\n");
     return fails ? 1 : 0;
 }

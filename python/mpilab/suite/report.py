@@ -157,6 +157,35 @@ def _efficiency(pts: list[dict[str, Any]], weak: bool) -> list[Point]:
     return sorted(out)
 
 
+# Entries with a figure of the study's own above; every other entry that carries derived
+# values (a new suite entry, a user entry) gets one figure per value it declares.
+_STUDY_OPS = {"pingpong", "pingping", "sendrecv", "exchange", "bcast", "allreduce", "alltoall",
+              "stream", "stream_multi", "comb", "overlap_isend", "overlap_iallreduce"}
+_VALUES: dict[str, tuple[str, Callable[[str], Callable[[Measurement], float | None]], bool]] = {
+    "latency_s": ("latency (us)", _us, True), "bandwidth_Bps": ("MB/s", _mb, True),
+    "msg_rate": ("messages/s", _der, True), "overlap_pct": ("overlap (%)", _der, False),
+    "cpu_avail": ("fraction of CPU left", _der, False)}
+
+
+def _other_entries(runs: list[Run]) -> list[tuple[str, str | None]]:
+    """Figures of the entries the study's figures do not cover, from their derived values."""
+    keys: dict[str, list[str]] = {}
+    for r in runs:
+        for m in r.res.measurements:
+            d = m.raw.get("derived")
+            if m.op in _STUDY_OPS or not isinstance(d, dict):
+                continue
+            ks = keys.setdefault(m.op, [])
+            ks += [k for k in d if k in _VALUES and k not in ks]
+    out: list[tuple[str, str | None]] = []
+    for op in sorted(keys):
+        for k in keys[op]:
+            label, conv, logy = _VALUES[k]
+            out.append((f"{op}: {k}", _overlay(f"{op}, {k}", "message size (bytes)", label,
+                                               _series(runs, op, conv(k)), logy=logy)))
+    return out
+
+
 def figures(runs: list[Run]) -> list[tuple[str, str]]:
     B = "message size (bytes)"
     figs: list[tuple[str, str | None]] = [
@@ -213,6 +242,7 @@ def figures(runs: list[Run]) -> list[tuple[str, str]]:
         figs.append((f"Wavefront {mode} scaling (Fig. 11)",
                      _overlay(f"Parallel efficiency, {mode} scaling", "ranks", "efficiency",
                               curves, logx=False, logy=False)))
+    figs += _other_entries(runs)
     return [(t, f) for t, f in figs if f]
 
 

@@ -5,28 +5,33 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpilab import results
+from mpilab import results, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.suite.transports import Transport
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
-# Latency-type entries are timed as IMB and OSU time them (the paper's numbers come from
-# those suites): back-to-back iterations, one sample = a chunk of LAT_DEPTH iterations.
-# A barrier before every single round trip would add the partner's wake-up to each sample.
-LAT_OPS = "pingpong,pingping,sendrecv,exchange"
+# Latency-type entries (family "latency" in `mpilab-bench --list --json`) are timed as IMB
+# and OSU time them (the paper's numbers come from those suites): back-to-back iterations,
+# one sample = a chunk of LAT_DEPTH iterations. A barrier before every single round trip
+# would add the partner's wake-up to each sample.
 LAT_DEPTH = 20
-# Streaming (a window per run) and overlap keep the engine's default barrier isolation.
-P2P_OPS = "stream,overlap_isend"
-NRANK_OPS = "exchange,sendrecv,stream_multi,bcast,allreduce,alltoall,overlap_iallreduce"
-_COUNT = re.compile(r"^\d+[KMG]?$")
+# The native collectives the comparison measures at --np ranks (the study's Figs. 5-7).
+COLLECTIVES = "bcast,allreduce,alltoall"
+
+
+def _is_count(text: str) -> bool:
+    try:
+        units.parse_size(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -54,7 +59,7 @@ class Plan:
         if self.np < 2:
             raise MpilabError("--np: the suite needs at least 2 ranks")
         items = self.poll_sweep.split(",")
-        if not self.poll_sweep or any(not _COUNT.match(x) for x in items):
+        if not self.poll_sweep or not all(_is_count(x) for x in items):
             raise MpilabError(f"--poll-sweep: malformed list '{self.poll_sweep}' "
                               "(comma list of counts, e.g. 0,100,1K)")
         if len(set(items)) != len(items):
@@ -73,6 +78,50 @@ class Plan:
 def suite_tool() -> str:
     """The runner: mpilab-bench registers the suite's entries itself."""
     return find_tool("mpilab-bench")
+
+
+def entry_list(plan: Plan) -> list[dict[str, Any]]:
+    """The runner's operation table with each entry's knowledge (name, impl, family, needs,
+    timing, derived, model, suite), from `mpilab-bench --list --json`."""
+    cmd = [suite_tool(), *plan.suite_args(), "--list", "--json"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=120,
+                           check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise MpilabError(f"mpilab-bench --list --json: {e}") from None
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["no message"])[-1]
+        raise MpilabError(f"mpilab-bench --list --json failed: {last}")
+    try:
+        doc = json.loads(p.stdout)
+        entries = doc["entries"]
+        for e in entries:
+            if not (isinstance(e["name"], str) and isinstance(e["family"], str)
+                    and isinstance(e["needs"], list) and isinstance(e["suite"], bool)):
+                raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise MpilabError("mpilab-bench --list --json: not an entry list") from None
+    return list(entries)
+
+
+def _names(entries: list[dict[str, Any]]) -> str:
+    return ",".join(dict.fromkeys(e["name"] for e in entries))
+
+
+def op_groups(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The suite's entries by how they are run, from what each entry declares:
+    lat (family latency, 2 ranks, pipelined), pair (only ranks 0 and 1 take part),
+    nrank (every rank takes part; plus COLLECTIVES), comb (family availability)."""
+    suite = [e for e in entries if e["suite"]]
+    avail = [e for e in suite if e["family"] == "availability"]
+    return {
+        "lat": _names([e for e in suite if e["family"] == "latency"]),
+        "pair": _names([e for e in suite if "pair" in e["needs"]
+                        and e["family"] not in ("latency", "availability")]),
+        "nrank": ",".join(x for x in (_names([e for e in suite if "pair" not in e["needs"]
+                                              and e not in avail]), COLLECTIVES) if x),
+        "comb": _names(avail),
+    }
 
 
 def _launch(t: Transport, np: int, program: list[str], timeout: float) -> None:
@@ -172,12 +221,13 @@ def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) 
     """Measure everything for one transport into OUTDIR/<name>.json (atomically)."""
     with tempfile.TemporaryDirectory(prefix="mpilab-compare-", dir=_tmpdir(t)) as tmp:
         w = Path(tmp)
+        g = op_groups(entry_list(plan))
         parts = [
-            run_bench(t, plan, 2, LAT_OPS, plan.sizes, w / "lat.json",
+            run_bench(t, plan, 2, g["lat"], plan.sizes, w / "lat.json",
                       ["--isolation", "none", "--pipeline-depth", str(LAT_DEPTH)]),
-            run_bench(t, plan, 2, P2P_OPS, plan.sizes, w / "p2p.json"),
-            run_bench(t, plan, plan.np, NRANK_OPS, plan.sizes, w / "nrank.json"),
-            run_bench(t, plan, 2, "comb", plan.comb_bytes, w / "comb.json"),
+            run_bench(t, plan, 2, g["pair"], plan.sizes, w / "p2p.json"),
+            run_bench(t, plan, plan.np, g["nrank"], plan.sizes, w / "nrank.json"),
+            run_bench(t, plan, 2, g["comb"], plan.comb_bytes, w / "comb.json"),
         ]
         a = parts[1]
         doc: dict[str, Any] = {

@@ -1,0 +1,61 @@
+/* Results files (mpilab.results/1, docs/results-schema.md) as library calls: the JSON pieces
+ * every tool writes (statistics, samples, precision, one measurement, derived values, clock
+ * synchronisation) and the atomic write. Needs jansson (pkg-config jansson). */
+#ifndef MPILAB_RESULTS_H
+#define MPILAB_RESULTS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "mpilab/bench.h"
+#include "mpilab/p2p.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef MPILAB_RESULTS_SCHEMA
+#define MPILAB_RESULTS_SCHEMA "mpilab.results/1"
+#endif
+
+/* A JSON real, or null if x is not finite (NaN/inf never reach a results file). */
+json_t *mpilab_json_real(double x);
+
+/* {"mean","ci_half","rel_err","median","min","max","stdev","reps","invalid","converged"} */
+json_t *mpilab_results_stats(const mpilab_stats_t *s);
+/* {"cl","eps","min_reps","max_reps"} */
+json_t *mpilab_results_precision(const mpilab_precision_t *p);
+/* The samples array of n values; *valid receives the matching array of booleans. */
+json_t *mpilab_results_samples(const double *samples, const unsigned char *valid, size_t n, json_t **valid_out);
+
+/* The "derived" object of op at `bytes` (op->derive with the per-run time `seconds`): only
+ * the values that apply. NULL if op has no derive or was not measured here. */
+json_t *mpilab_results_derived(const mpilab_op_t *op, size_t bytes, double seconds);
+
+/* One engine measurement (mpilab_bench_measure) of op at `bytes` with timing tm under the
+ * options bo on `ranks` ranks: op, impl, timing, isolation, bytes, root, ranks, precision,
+ * stats, samples, valid, wall_s, data_ok, and where they apply confirm_s,
+ * clock_sync_residual_s (used_sync), pipeline_depth and derived (from the median). */
+json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_timing_t tm,
+                                   const mpilab_bench_opts_t *bo, int ranks, const mpilab_result_t *r,
+                                   int used_sync);
+/* One pair of an all-pairs point-to-point measurement (timing "p2p"): op, impl, timing,
+ * schedule, pair, bytes, bytes_back, ranks, precision, stats, samples, valid and
+ * all_pairs_wall_s (seconds the whole all-pairs measurement at this size took). */
+json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_result_t *q,
+                                       mpilab_p2p_mode_t mode, int ranks, const mpilab_precision_t *prec,
+                                       double all_pairs_wall);
+/* The "clock_sync" provenance object of the latest synchronisation cs. */
+json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_residual, size_t nsyncs);
+
+/* {"schema": MPILAB_RESULTS_SCHEMA, "provenance": provenance, "measurements": measurements}
+ * (takes both references). Add "suite", "models", ... with json_object_set_new. */
+json_t *mpilab_results_new(json_t *provenance, json_t *measurements);
+/* Write doc as indented JSON to path atomically (temporary name, then rename). 0, or -1
+ * with a one-line reason in err; never a half-written file. */
+int mpilab_results_write(const char *path, const json_t *doc, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

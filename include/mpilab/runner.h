@@ -1,0 +1,69 @@
+/* The measurement runner behind mpilab-bench, as library calls: its options (parsed from
+ * argv, with help text), the entry list (text and JSON), and one whole run (engine and
+ * all-pairs measurements, LogGP, models, results document). A tool is then: MPI_Init, parse,
+ * run, write, MPI_Finalize. */
+#ifndef MPILAB_RUNNER_H
+#define MPILAB_RUNNER_H
+
+#include <jansson.h>
+#include <mpi.h>
+#include <stdio.h>
+
+#include "mpilab/bench.h"
+#include "mpilab/loggp.h"
+#include "mpilab/p2p.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mpilab_runner_config {
+    const mpilab_op_t **sel; /* selected entries, in --ops order */
+    size_t nsel;
+    size_t *sizes; /* sorted, distinct */
+    size_t nsizes;
+    mpilab_timing_t timing[4];
+    size_t ntiming;
+    mpilab_bench_opts_t bo;
+    mpilab_p2p_mode_t p2p_mode;
+    long long p2p_back; /* -1 = the same as bytes */
+    const char *out;    /* results file or NULL */
+    int no_fit, quiet, single;
+    int hockney, loggp; /* --models */
+    mpilab_loggp_opts_t lg;
+    int list;      /* 1: --list, 2: --list --json */
+} mpilab_runner_config_t;
+
+enum {
+    MPILAB_RUNNER_RUN = 0,     /* measure with the configuration */
+    MPILAB_RUNNER_HELP = 1,    /* -h/--help: print mpilab_runner_usage, exit 0 */
+    MPILAB_RUNNER_VERSION = 2, /* --version: print the version, exit 0 */
+    MPILAB_RUNNER_LIST = 3,    /* --list [--json]: print the entries, exit 0 */
+    MPILAB_RUNNER_BAD = -1     /* bad input: one line in err, exit 2 */
+};
+
+/* Parse argv for a run on nranks ranks (the same on every rank). Registers the interconnect
+ * suite's entries (after its options). Returns one of the MPILAB_RUNNER_* codes. */
+int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_t *c, char *err, size_t errlen);
+void mpilab_runner_config_free(mpilab_runner_config_t *c);
+/* The help text: every option with its unit and default. */
+void mpilab_runner_usage(FILE *f);
+
+/* "NAME IMPL TIMINGS" per entry, one a line. */
+void mpilab_runner_list(FILE *f);
+/* {"entries": [{"name", "impl", "bytes", "family", "needs": [...], "timing": [...],
+ * "derived": [...], "model": pattern or null, "suite": bool}, ...]} */
+json_t *mpilab_runner_list_json(void);
+
+/* Collective over MPI_COMM_WORLD: measure everything c selects, then (rank 0) assemble the
+ * results document (provenance from argv) into *doc, print the table on stdout and
+ * progress on stderr unless quiet. Returns 0, 1 if a measurement failed or delivered wrong
+ * data (the document still holds what was measured), or 2 with a one-line reason in err
+ * if the options are unusable. *doc is NULL on other ranks. */
+int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
+                      size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+/* Results-file pieces (include/mpilab/results.h). */
+#include "mpilab/results.h"
+
+#include <math.h>
+
+#include "common/common.h"
+
+json_t *mpilab_json_real(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *mpilab_results_stats(const mpilab_stats_t *s)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "mean", mpilab_json_real(s->mean));
+    json_object_set_new(j, "ci_half", mpilab_json_real(s->ci_half));
+    json_object_set_new(j, "rel_err", mpilab_json_real(s->rel_err));
+    json_object_set_new(j, "median", mpilab_json_real(s->median));
+    json_object_set_new(j, "min", mpilab_json_real(s->min));
+    json_object_set_new(j, "max", mpilab_json_real(s->max));
+    json_object_set_new(j, "stdev", mpilab_json_real(s->stdev));
+    json_object_set_new(j, "reps", json_integer((json_int_t)s->reps));
+    json_object_set_new(j, "invalid", json_integer((json_int_t)s->invalid));
+    json_object_set_new(j, "converged", json_boolean(s->converged));
+    return j;
+}
+
+json_t *mpilab_results_precision(const mpilab_precision_t *p)
+{
+    return json_pack("{s:f,s:f,s:I,s:I}", "cl", p->cl, "eps", p->eps, "min_reps", (json_int_t)p->min_reps,
+                     "max_reps", (json_int_t)p->max_reps);
+}
+
+json_t *mpilab_results_samples(const double *s, const unsigned char *v, size_t n, json_t **valid)
+{
+    json_t *a = json_array();
+    *valid = json_array();
+    for (size_t k = 0; k < n; k++) {
+        json_array_append_new(a, mpilab_json_real(s[k]));
+        json_array_append_new(*valid, json_boolean(v[k]));
+    }
+    return a;
+}
+
+static void put(json_t *o, const char *k, double v)
+{
+    if (isfinite(v))
+        json_object_set_new(o, k, json_real(v));
+}
+
+json_t *mpilab_results_derived(const mpilab_op_t *op, size_t bytes, double seconds)
+{
+    mpilab_derived_t d;
+    mpilab_derived_clear(&d);
+    if (!op || !op->derive || op->derive(op, bytes, seconds, &d) != 0)
+        return NULL;
+    json_t *o = json_object();
+    put(o, "bandwidth_Bps", d.bandwidth_Bps);
+    put(o, "msg_rate", d.msg_rate);
+    put(o, "latency_s", d.latency_s);
+    put(o, "cpu_avail", d.cpu_avail);
+    put(o, "cpu_avail_peer", d.cpu_avail_peer);
+    put(o, "poll_interval", d.poll_interval);
+    put(o, "poll_interval_s", d.poll_interval_s);
+    put(o, "work_rate", d.work_rate);
+    put(o, "overlap_pct", d.overlap_pct);
+    put(o, "t_comm", d.t_comm);
+    put(o, "t_comp", d.t_comp);
+    put(o, "t_total", d.t_total);
+    if (d.window)
+        json_object_set_new(o, "window", json_integer(d.window));
+    if (d.pairs)
+        json_object_set_new(o, "pairs", json_integer(d.pairs));
+    if (d.msgs)
+        json_object_set_new(o, "msgs", json_integer(d.msgs));
+    return o;
+}
+
+json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_timing_t tm,
+                                   const mpilab_bench_opts_t *bo, int ranks, const mpilab_result_t *r,
+                                   int used_sync)
+{
+    json_t *valid;
+    json_t *samples = mpilab_results_samples(r->samples, r->valid, r->stats.reps, &valid);
+    int opspec = tm == MPILAB_TIMING_OPSPEC;
+    json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:I,s:i,s:i,s:o,s:o,s:o,s:o,s:f,s:b}", "op", op->name, "impl",
+                          op->impl, "timing", mpilab_timing_name(tm), "isolation",
+                          opspec ? "barrier" : mpilab_isolation_name(bo->isolation), "bytes", (json_int_t)bytes,
+                          "root", bo->root, "ranks", ranks, "precision", mpilab_results_precision(&bo->prec),
+                          "stats", mpilab_results_stats(&r->stats), "samples", samples, "valid", valid, "wall_s",
+                          r->wall, "data_ok", r->data_ok);
+    if (tm == MPILAB_TIMING_ROOT)
+        json_object_set_new(m, "confirm_s", json_real(r->confirm_time));
+    if (used_sync)
+        json_object_set_new(m, "clock_sync_residual_s", json_real(r->sync_residual));
+    if (bo->isolation == MPILAB_ISO_NONE && !opspec)
+        json_object_set_new(m, "pipeline_depth", json_integer((json_int_t)bo->pipeline_depth));
+    /* derived quantities from the median: one preempted repetition on a shared machine must
+     * not decide a latency or a bandwidth (mean and CI stay in "stats") */
+    json_t *dv = mpilab_results_derived(op, bytes, r->stats.median);
+    if (dv)
+        json_object_set_new(m, "derived", dv);
+    return m;
+}
+
+json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_result_t *q,
+                                       mpilab_p2p_mode_t mode, int ranks, const mpilab_precision_t *prec,
+                                       double all_pairs_wall)
+{
+    json_t *valid;
+    json_t *samples = mpilab_results_samples(q->samples, q->valid, q->stats.reps, &valid);
+    json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:[i,i],s:I,s:I,s:i,s:o,s:o,s:o,s:o}", "op", op->name, "impl",
+                          op->impl, "timing", "p2p", "schedule",
+                          mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential", "pair", q->pair.i, q->pair.j,
+                          "bytes", (json_int_t)q->bytes, "bytes_back", (json_int_t)q->bytes_back, "ranks", ranks,
+                          "precision", mpilab_results_precision(prec), "stats", mpilab_results_stats(&q->stats),
+                          "samples", samples, "valid", valid);
+    json_object_set_new(m, "all_pairs_wall_s", json_real(all_pairs_wall));
+    return m;
+}
+
+json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_residual, size_t nsyncs)
+{
+    json_t *rk = json_array();
+    for (int r = 1; r < cs->nranks; r++)
+        json_array_append_new(rk, json_pack("{s:i,s:o,s:o,s:o,s:o}", "rank", r, "offset_s",
+                                            mpilab_json_real(cs->ranks[r].offset), "drift",
+                                            mpilab_json_real(cs->ranks[r].drift), "residual_s",
+                                            mpilab_json_real(cs->ranks[r].residual), "uncertainty_s",
+                                            mpilab_json_real(cs->ranks[r].uncertainty)));
+    return json_pack("{s:s,s:o,s:I,s:o,s:o}", "method", mpilab_sync_method_name(cs->method), "max_residual_s",
+                     mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs, "last_duration_s",
+                     mpilab_json_real(cs->duration), "ranks", rk);
+}
+
+json_t *mpilab_results_new(json_t *provenance, json_t *measurements)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string(MPILAB_RESULTS_SCHEMA));
+    json_object_set_new(root, "provenance", provenance);
+    json_object_set_new(root, "measurements", measurements);
+    return root;
+}
+
+int mpilab_results_write(const char *path, const json_t *doc, char *err, size_t errlen)
+{
+    return mpilab_json_write_atomic(path, doc, err, errlen);
+}

@@ -1,0 +1,312 @@
+/* One run of mpilab-bench as a library call (include/mpilab/runner.h): every selected entry
+ * at every size (engine entries with every timing method, all-pairs entries per pair), the
+ * LogGP measurement, the models and the results document. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "mpilab/models.h"
+#include "mpilab/results.h"
+#include "mpilab/runner.h"
+#include "mpilab/suite.h"
+#include "suite/suite_json.h"
+
+/* A row of the human table (rank 0). */
+typedef struct row {
+    char op[48], impl[48], timing[12];
+    size_t bytes;
+    double mean, ci;
+    size_t reps;
+    int converged;
+} row_t;
+
+/* What one run accumulates. */
+typedef struct run {
+    const mpilab_runner_config_t *c;
+    mpilab_bench_t *b;
+    int rank, size;
+    row_t *rows;
+    size_t nrows, done, total;
+    json_t *meas, *skipped;
+    int exit_code, sync_used, suite_used;
+    size_t nsyncs, fit_sizes;
+    double worst_residual;
+} run_t;
+
+static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
+                    const mpilab_stats_t *s)
+{
+    snprintf(r->op, sizeof r->op, "%s", op);
+    snprintf(r->impl, sizeof r->impl, "%s", impl);
+    snprintf(r->timing, sizeof r->timing, "%s", timing);
+    r->bytes = bytes;
+    r->mean = s ? s->mean : NAN;
+    r->ci = s ? s->ci_half : NAN;
+    r->reps = s ? s->reps : 0;
+    r->converged = s ? s->converged : 0;
+}
+
+static void progress(const run_t *w, const row_t *r)
+{
+    if (w->c->quiet || w->rank != 0)
+        return;
+    int tty = isatty(STDERR_FILENO);
+    fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s (%zu reps)%s", tty ? "\r\033[K" : "", w->done, w->total,
+            r->op, r->impl, r->timing, r->bytes, r->mean, r->reps, tty ? "" : "\n");
+    if (tty && w->done == w->total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void print_table(const row_t *rows, size_t n)
+{
+    printf("%-10s %-10s %-7s %10s %12s %11s %5s %s\n", "op", "impl", "timing", "bytes", "mean(us)", "+-CI(us)",
+           "reps", "converged");
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        char ci[32];
+        if (isfinite(r->ci))
+            snprintf(ci, sizeof ci, "%.3f", r->ci * 1e6);
+        else
+            snprintf(ci, sizeof ci, "-");
+        printf("%-10s %-10s %-7s %10zu %12.3f %11s %5zu %s\n", r->op, r->impl, r->timing, r->bytes, r->mean * 1e6,
+               ci, r->reps, r->converged ? "yes" : "no");
+    }
+}
+
+/* An MPILAB_OP_ALLPAIRS entry at every size: one measurement object per pair. */
+static void measure_allpairs(run_t *w, const mpilab_op_t *op)
+{
+    const mpilab_runner_config_t *c = w->c;
+    size_t npairs = (size_t)w->size * (size_t)(w->size - 1) / 2;
+    mpilab_p2p_result_t *res = calloc(npairs, sizeof *res);
+    for (size_t s = 0; s < c->nsizes && res; s++) {
+        size_t bytes = c->sizes[s], back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double wall0 = MPI_Wtime();
+        int prc = mpilab_p2p_measure(MPI_COMM_WORLD, bytes, back, c->p2p_mode, &c->bo.prec, res);
+        double wall = MPI_Wtime() - wall0;
+        if (prc != MPI_SUCCESS) {
+            if (w->rank == 0)
+                fprintf(stderr, "mpilab-bench: %s at %zu bytes failed\n", op->name, bytes);
+            w->exit_code = 1;
+            break;
+        }
+        w->fit_sizes += back == bytes;
+        row_t worst = {0};
+        for (size_t k = 0; k < npairs; k++) {
+            mpilab_p2p_result_t *q = &res[k];
+            if (w->rank == 0) {
+                json_array_append_new(w->meas, mpilab_results_p2p_measurement(op, q, c->p2p_mode, w->size,
+                                                                              &c->bo.prec, wall));
+                row_t *r = &w->rows[w->nrows++];
+                set_row(r, op->name, "", "p2p", bytes, &q->stats);
+                snprintf(r->impl, sizeof r->impl, "%d<->%d", q->pair.i, q->pair.j);
+                if (k == 0 || q->stats.mean > worst.mean)
+                    worst = *r;
+            }
+            mpilab_p2p_result_free(q);
+        }
+        snprintf(worst.impl, sizeof worst.impl, "all-pairs");
+        worst.bytes = bytes;
+        w->done++;
+        progress(w, &worst);
+    }
+    if (!res)
+        w->exit_code = 1;
+    free(res);
+}
+
+/* One engine measurement of op at size index s with timing tm; 0, or -1 to stop. */
+static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_t tm)
+{
+    const mpilab_runner_config_t *c = w->c;
+    size_t bytes = c->sizes[s];
+    mpilab_result_t r;
+    char err[256];
+    if (mpilab_bench_measure(w->b, op, bytes, tm, &r, err, sizeof err) != 0) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: %s\n", err);
+        w->exit_code = 1;
+        return -1;
+    }
+    w->done++;
+    if (!r.applied) {
+        if (w->rank == 0 && s == 0)
+            json_array_append_new(w->skipped, json_pack("{s:s,s:s,s:s}", "op", op->name, "impl", op->impl,
+                                                         "timing", mpilab_timing_name(tm)));
+        row_t sk;
+        set_row(&sk, op->name, op->impl, mpilab_timing_name(tm), bytes, NULL);
+        progress(w, &sk);
+        mpilab_result_free(&r);
+        return 0;
+    }
+    int used_sync = r.sync_residual > 0.0 || tm == MPILAB_TIMING_GLOBAL ||
+                    (c->bo.isolation == MPILAB_ISO_SYNC && tm != MPILAB_TIMING_OPSPEC);
+    if (used_sync && w->size > 1) {
+        w->sync_used = 1;
+        w->nsyncs++;
+        if (r.sync_residual > w->worst_residual)
+            w->worst_residual = r.sync_residual;
+    }
+    if (!r.data_ok) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: %s:%s delivered wrong data at %zu bytes\n", op->name, op->impl, bytes);
+        w->exit_code = 1;
+    }
+    if (w->rank == 0) {
+        json_array_append_new(w->meas, mpilab_results_measurement(op, bytes, tm, &c->bo, w->size, &r, used_sync));
+        w->suite_used |= mpilab_suite_is_entry(op);
+        row_t *row = &w->rows[w->nrows++];
+        set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
+        progress(w, row);
+    }
+    mpilab_result_free(&r);
+    return w->exit_code == 0 ? 0 : -1;
+}
+
+static void measure_all(run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    for (size_t e = 0; e < c->nsel && w->exit_code == 0; e++) {
+        const mpilab_op_t *op = c->sel[e];
+        if (op->flags & MPILAB_OP_ALLPAIRS) {
+            measure_allpairs(w, op);
+            continue;
+        }
+        for (size_t s = 0; s < c->nsizes && w->exit_code == 0; s++)
+            for (size_t t = 0; t < c->ntiming; t++)
+                if (measure_one(w, op, s, c->timing[t]) != 0)
+                    break;
+    }
+}
+
+/* The all-pairs LogGP measurement (collective); NULL if not asked or failed. */
+static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    if (!c->loggp || w->exit_code != 0)
+        return NULL;
+    size_t npairs = (size_t)w->size * (size_t)(w->size - 1) / 2;
+    mpilab_loggp_pair_result_t *lres = calloc(npairs, sizeof *lres);
+    int ok = lres != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    int lrc = all ? mpilab_loggp_measure(MPI_COMM_WORLD, c->sizes, c->nsizes, &c->lg, lres) : MPI_ERR_NO_MEM;
+    if (lrc != MPI_SUCCESS) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: LogGP measurement failed (MPI error %d)\n", lrc);
+        w->exit_code = 1;
+        free(lres);
+        return NULL;
+    }
+    if (w->rank == 0 && !c->quiet)
+        fprintf(stderr, "[loggp] %zu pairs x %zu sizes measured\n", npairs, c->nsizes);
+    return lres;
+}
+
+/* provenance.options: the run's configuration. */
+static json_t *options_json(const run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    json_t *opt = json_object(), *tl = json_array(), *sz = json_array(), *ol = json_array(), *ml = json_array();
+    for (size_t t = 0; t < c->ntiming; t++)
+        json_array_append_new(tl, json_string(mpilab_timing_name(c->timing[t])));
+    for (size_t k = 0; k < c->nsizes; k++)
+        json_array_append_new(sz, json_integer((json_int_t)c->sizes[k]));
+    for (size_t e = 0; e < c->nsel; e++)
+        json_array_append_new(ol, json_sprintf("%s:%s", c->sel[e]->name, c->sel[e]->impl));
+    json_object_set_new(opt, "ops", ol);
+    json_object_set_new(opt, "sizes", sz);
+    json_object_set_new(opt, "timing", tl);
+    json_object_set_new(opt, "timing_skipped", json_incref(w->skipped));
+    json_object_set_new(opt, "precision", mpilab_results_precision(&c->bo.prec));
+    json_object_set_new(opt, "isolation", json_string(mpilab_isolation_name(c->bo.isolation)));
+    json_object_set_new(opt, "warmup", json_integer((json_int_t)c->bo.warmup));
+    if (c->bo.isolation == MPILAB_ISO_NONE)
+        json_object_set_new(opt, "pipeline_depth", json_integer((json_int_t)c->bo.pipeline_depth));
+    json_object_set_new(opt, "p2p_schedule",
+                        json_string(c->p2p_mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential"));
+    json_object_set_new(opt, "p2p_back", c->p2p_back >= 0 ? json_integer(c->p2p_back) : json_string("same"));
+    json_object_set_new(opt, "root", json_integer(c->bo.root));
+    json_object_set_new(opt, "sync", json_string(mpilab_sync_method_name(c->bo.sync_method)));
+    json_object_set_new(opt, "resync", json_string("before every measurement that uses synchronised clocks"));
+    json_object_set_new(opt, "fit", json_boolean(!c->no_fit));
+    if (c->hockney)
+        json_array_append_new(ml, json_string("hockney"));
+    if (c->loggp)
+        json_array_append_new(ml, json_string("loggp"));
+    json_object_set_new(opt, "models", ml);
+    return opt;
+}
+
+/* Rank 0: the results document from what the run measured; prints the tables. */
+static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres)
+{
+    const mpilab_runner_config_t *c = w->c;
+    json_object_set_new(prov, "options", options_json(w));
+    const mpilab_clocksync_t *cs = mpilab_bench_clocksync(w->b);
+    json_object_set_new(prov, "clock_sync", w->sync_used && cs
+                                                ? mpilab_results_clock_sync(cs, w->worst_residual, w->nsyncs)
+                                                : json_null());
+    json_t *doc = mpilab_results_new(prov, json_incref(w->meas));
+    if (w->suite_used)
+        json_object_set_new(doc, "suite", mpilab_suite_config_json());
+    json_t *models = NULL;
+    int have_fit_entry = 0;
+    for (size_t e = 0; e < c->nsel; e++)
+        have_fit_entry |= c->sel[e]->model == MPILAB_MODEL_P2P_FIT;
+    if (!c->no_fit && c->hockney && have_fit_entry && w->fit_sizes >= 2)
+        models = mpilab_models_hockney(w->meas, w->size);
+    print_table(w->rows, w->nrows);
+    if (lres) {
+        if (!models)
+            models = json_object();
+        json_object_set_new(models, "loggp",
+                            mpilab_models_loggp(lres, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout));
+    }
+    if (models)
+        json_object_set_new(doc, "models", models);
+    return doc;
+}
+
+int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
+                      size_t errlen)
+{
+    run_t w = {.c = c};
+    *doc = NULL;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+    if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)
+        return 2;
+    size_t npairs = w.size > 1 ? (size_t)w.size * (size_t)(w.size - 1) / 2 : 1;
+    for (size_t e = 0; e < c->nsel; e++)
+        w.total += c->nsizes * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming);
+    w.rows = w.rank == 0 ? calloc(w.total * npairs + 1, sizeof *w.rows) : NULL;
+    w.meas = json_array();
+    w.skipped = json_array();
+    if (w.rank == 0 && !w.rows)
+        w.exit_code = 1;
+    MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (w.exit_code == 0)
+        measure_all(&w);
+    mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
+    /* Provenance is collective (host names and mapping of every rank). */
+    json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-bench", argc, argv);
+    if (w.rank == 0)
+        *doc = document(&w, prov, lres);
+    else
+        json_decref(prov);
+    fflush(stdout);
+    MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    json_decref(w.meas);
+    json_decref(w.skipped);
+    free(w.rows);
+    for (size_t k = 0; lres && k < npairs; k++)
+        mpilab_loggp_pair_result_free(&lres[k]);
+    free(lres);
+    mpilab_bench_finalize(w.b);
+    return w.exit_code;
+}

@@ -1,0 +1,402 @@
+/* mpilab-bench's options, help and entry list (include/mpilab/runner.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpilab/parse.h"
+#include "mpilab/runner.h"
+#include "mpilab/suite.h"
+
+#define MAX_SIZES 100000
+
+void mpilab_runner_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: mpilab-bench [options]   (under mpirun/srun; writes mpilab.results/1 JSON)\n"
+        "Sizes are bytes with binary suffixes: K = 1024, M = 1024^2, G = 1024^3 (4K = 4096).\n"
+        "  -h, --help           this text;  --version: the version\n"
+        "  --list [--json]      the operation table: entries, timing methods (JSON: knowledge)\n"
+        "  --ops LIST           comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
+        "  --sizes SPEC         message sizes in bytes: comma list of sizes (4K), ranges A:B:STEP or\n"
+        "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
+        "  -m [MIN:]MAX         OSU style: sizes MIN..MAX in bytes doubling (MIN:MAX:x2; MIN default 1)\n"
+        "  --timing LIST        comma list of max, root, global, opspec (default max)\n"
+        "  --cl X               confidence level of the stop rule, in (0,1) (default 0.95)\n"
+        "  --eps X              wanted relative CI half-width, in (0,1) (default 0.025)\n"
+        "  --min-reps N         repetitions at least (count, default 5; >= 2 unless --allow-single-rep)\n"
+        "  --max-reps N         repetitions at most (count, 1..1000000, default 100)\n"
+        "  --allow-single-rep   permit --min-reps 1\n"
+        "  --warmup N           untimed executions before each measurement (count, default 2)\n"
+        "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier)\n"
+        "  --pipeline-depth N   isolation none: repetitions per timed chunk (count, default 10)\n"
+        "  --root R             root rank of rooted operations (default 0)\n"
+        "  --sync METHOD        clock synchronisation: skampi | regression (default skampi)\n"
+        "  --p2p-schedule S     parallel (non-overlapping pairs at once) | sequential (default parallel)\n"
+        "  --p2p-back BYTES     p2p reply size in bytes (default: the same as the message)\n"
+        "  --models LIST        models to fit: hockney (from p2p), loggp (own measurement per pair\n"
+        "                       over --sizes) (default hockney)\n"
+        "  --no-fit             no models\n"
+        "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
+        "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
+        "  --window N           suite: streaming window, sends per reply (count, default 160)\n"
+        "  --pairs K            suite: stream_multi pairs (count, 0 = ranks/2, default 0)\n"
+        "  --poll-sweep LIST    suite: COMB work-loop iterations between polls (counts, at most %d;\n"
+        "                       default 0,100,1K,10K,100K,1M with K = 1024)\n"
+        "  --comb-msgs N        suite: COMB messages per direction per run (count, default 16)\n"
+        "  --out FILE           results file (written atomically)\n"
+        "  --quiet              no progress on stderr\n"
+        "Times in the table and the results are seconds (table: microseconds). See docs/bench.md.\n",
+        MPILAB_SUITE_MAX_SWEEP);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return MPILAB_RUNNER_BAD;
+}
+
+static int empty_item(const char *spec)
+{
+    return !*spec || spec[0] == ',' || spec[strlen(spec) - 1] == ',' || strstr(spec, ",,");
+}
+
+static int has(const mpilab_runner_config_t *c, const mpilab_op_t *op)
+{
+    for (size_t k = 0; k < c->nsel; k++)
+        if (c->sel[k] == op)
+            return 1;
+    return 0;
+}
+
+/* One --ops item "name" or "name:impl" (t is modified). */
+static int ops_item(mpilab_runner_config_t *c, char *t, char *err, size_t errlen)
+{
+    char *impl = strchr(t, ':');
+    if (impl)
+        *impl++ = '\0';
+    int found_name = 0, found = 0;
+    for (size_t k = 0; k < mpilab_ops_count(); k++) {
+        const mpilab_op_t *op = mpilab_ops_get(k);
+        if (strcmp(op->name, t) != 0)
+            continue;
+        found_name = 1;
+        if (impl && strcmp(op->impl, impl) != 0)
+            continue;
+        found = 1;
+        if (!has(c, op))
+            c->sel[c->nsel++] = op;
+    }
+    if (!found_name)
+        return fail(err, errlen, "--ops: unknown operation '%s' (see --list)", t);
+    if (!found)
+        return fail(err, errlen, "--ops: unknown implementation '%s:%s' (see --list)", t, impl);
+    return 0;
+}
+
+static int parse_ops(mpilab_runner_config_t *c, const char *spec, char *err, size_t errlen)
+{
+    if (empty_item(spec))
+        return fail(err, errlen, "--ops: empty item in '%s'", spec);
+    char *copy = strdup(spec);
+    c->sel = calloc(mpilab_ops_count() + 1, sizeof *c->sel);
+    int rc = copy && c->sel ? 0 : fail(err, errlen, "out of memory");
+    char *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; rc == 0 && t; t = strtok_r(NULL, ",", &save))
+        rc = ops_item(c, t, err, errlen);
+    free(copy);
+    return rc;
+}
+
+/* A comma list of names, each mapped by `one` (returns 0 or the error code). */
+static int for_items(const char *opt, const char *spec, int (*one)(mpilab_runner_config_t *, const char *),
+                     mpilab_runner_config_t *c, const char *known, char *err, size_t errlen)
+{
+    if (empty_item(spec))
+        return fail(err, errlen, "%s: empty item in '%s'", opt, spec);
+    char *copy = strdup(spec);
+    if (!copy)
+        return fail(err, errlen, "out of memory");
+    char *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); rc == 0 && t; t = strtok_r(NULL, ",", &save))
+        if (one(c, t) != 0)
+            rc = fail(err, errlen, "%s: unknown %s '%s' (%s)", opt,
+                      strcmp(opt, "--timing") == 0 ? "timing method" : "model", t, known);
+    free(copy);
+    return rc;
+}
+
+static int timing_one(mpilab_runner_config_t *c, const char *t)
+{
+    mpilab_timing_t tm;
+    if (mpilab_timing_parse(t, &tm) != 0)
+        return -1;
+    for (size_t k = 0; k < c->ntiming; k++)
+        if (c->timing[k] == tm)
+            return 0;
+    c->timing[c->ntiming++] = tm;
+    return 0;
+}
+
+static int model_one(mpilab_runner_config_t *c, const char *t)
+{
+    if (strcmp(t, "hockney") == 0)
+        c->hockney = 1;
+    else if (strcmp(t, "loggp") == 0)
+        c->loggp = 1;
+    else
+        return -1;
+    return 0;
+}
+
+/* Raw option values, checked after all are read. */
+typedef struct raw {
+    const char *ops, *sizes, *timing, *models;
+    long long min_reps, max_reps, root, depth, burst, warmup;
+    char osu[160];
+    int version;
+} raw_t;
+
+static int count_arg(const char *opt, const char *s, long long *out, char *err, size_t errlen)
+{
+    if (mpilab_parse_i64(s, out) != 0)
+        return fail(err, errlen, "%s: '%s' is not an integer", opt, s);
+    return 0;
+}
+
+static int real_arg(const char *opt, const char *s, double *out, char *err, size_t errlen)
+{
+    if (mpilab_parse_double(s, out) != 0)
+        return fail(err, errlen, "%s: '%s' is not a number", opt, s);
+    return 0;
+}
+
+enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
+       O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
+       O_ORWAIT, O_VERSION };
+
+static const struct option longopts[] = {
+    {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
+    {"sizes", required_argument, 0, O_SIZES}, {"timing", required_argument, 0, O_TIMING},
+    {"cl", required_argument, 0, O_CL}, {"eps", required_argument, 0, O_EPS},
+    {"min-reps", required_argument, 0, O_MINR}, {"max-reps", required_argument, 0, O_MAXR},
+    {"isolation", required_argument, 0, O_ISO}, {"p2p-schedule", required_argument, 0, O_SCHED},
+    {"p2p-back", required_argument, 0, O_BACK}, {"root", required_argument, 0, O_ROOT},
+    {"sync", required_argument, 0, O_SYNC}, {"out", required_argument, 0, O_OUT},
+    {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET},
+    {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
+    {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
+    {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
+    {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
+    /* the interconnect suite's parameters (mpilab_suite_option_names) */
+    {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
+    {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
+    {0, 0, 0, 0}};
+
+/* Options whose value is a name from a fixed set. */
+static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    switch (opt) {
+    case O_ISO:
+        if (mpilab_isolation_parse(v, &c->bo.isolation) != 0)
+            return fail(err, errlen, "--isolation: unknown mode '%s' (barrier, none, sync)", v);
+        return 0;
+    case O_SCHED:
+        if (strcmp(v, "parallel") == 0)
+            c->p2p_mode = MPILAB_P2P_PARALLEL;
+        else if (strcmp(v, "sequential") == 0)
+            c->p2p_mode = MPILAB_P2P_SEQUENTIAL;
+        else
+            return fail(err, errlen, "--p2p-schedule: unknown schedule '%s' (parallel, sequential)", v);
+        return 0;
+    default:
+        if (mpilab_sync_method_parse(v, &c->bo.sync_method) != 0)
+            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression)", v);
+        return 0;
+    }
+}
+
+/* One option; returns 0, MPILAB_RUNNER_HELP or MPILAB_RUNNER_BAD. */
+static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c, raw_t *r, char *err, size_t errlen)
+{
+    size_t sz;
+    switch (opt) {
+    case O_SUITE: return mpilab_suite_parse_option(longopts[li].name, v, err, errlen) != 0 ? MPILAB_RUNNER_BAD : 0;
+    case O_LIST: c->list |= 1; return 0;
+    case O_JSON: c->list |= 2; return 0;
+    case O_OPS: r->ops = v; return 0;
+    case O_SIZES: r->sizes = v; return 0;
+    case 'm':
+        if (strchr(v, ','))
+            return fail(err, errlen, "-m: '%s' is not [MIN:]MAX", v);
+        snprintf(r->osu, sizeof r->osu, "%s%s:x2", strchr(v, ':') ? "" : "1:", v);
+        r->sizes = r->osu;
+        return 0;
+    case O_TIMING: r->timing = v; return 0;
+    case O_CL: return real_arg("--cl", v, &c->bo.prec.cl, err, errlen);
+    case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
+    case O_MINR: return count_arg("--min-reps", v, &r->min_reps, err, errlen);
+    case O_MAXR: return count_arg("--max-reps", v, &r->max_reps, err, errlen);
+    case O_ISO: case O_SCHED: case O_SYNC: return named_arg(opt, v, c, err, errlen);
+    case O_BACK:
+        if (mpilab_parse_size(v, &sz) != 0 || sz > INT_MAX)
+            return fail(err, errlen, "--p2p-back: bad size '%s'", v);
+        c->p2p_back = (long long)sz;
+        return 0;
+    case O_ROOT: return count_arg("--root", v, &r->root, err, errlen);
+    case O_OUT: c->out = v; return 0;
+    case O_NOFIT: c->no_fit = 1; return 0;
+    case O_QUIET: c->quiet = 1; return 0;
+    case O_DEPTH: return count_arg("--pipeline-depth", v, &r->depth, err, errlen);
+    case O_SINGLE: c->single = 1; return 0;
+    case O_WARMUP: return count_arg("--warmup", v, &r->warmup, err, errlen);
+    case O_MODELS: r->models = v; return 0;
+    case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
+    case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
+    case 'h': return MPILAB_RUNNER_HELP;
+    case O_VERSION: r->version = 1; return 0;
+    default: return MPILAB_RUNNER_BAD;
+    }
+}
+
+/* Range checks of the numeric options, in the order the runner always reported them. */
+static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, char *err, size_t errlen)
+{
+    if (r->warmup < 0 || r->warmup > 1000000)
+        return fail(err, errlen, "--warmup: %lld outside 0..1000000", r->warmup);
+    if (!(c->lg.or_wait_factor > 1.0 && c->lg.or_wait_factor <= 1000.0))
+        return fail(err, errlen, "--loggp-or-wait: %g outside (1,1000]", c->lg.or_wait_factor);
+    if (!(c->bo.prec.cl > 0.0 && c->bo.prec.cl < 1.0))
+        return fail(err, errlen, "--cl: %g outside (0,1)", c->bo.prec.cl);
+    if (!(c->bo.prec.eps > 0.0 && c->bo.prec.eps < 1.0))
+        return fail(err, errlen, "--eps: %g outside (0,1)", c->bo.prec.eps);
+    if (r->min_reps < (c->single ? 1 : 2))
+        return fail(err, errlen, "--min-reps: %lld is below %d", r->min_reps, c->single ? 1 : 2);
+    if (r->max_reps < 1 || r->max_reps > 1000000)
+        return fail(err, errlen, "--max-reps: %lld outside 1..1000000", r->max_reps);
+    if (r->min_reps > r->max_reps)
+        return fail(err, errlen, "--min-reps %lld is greater than --max-reps %lld", r->min_reps, r->max_reps);
+    if (r->root < 0 || r->root >= nranks)
+        return fail(err, errlen, "--root: %lld outside 0..%d", r->root, nranks - 1);
+    if (r->depth < 1 || r->depth > 100000)
+        return fail(err, errlen, "--pipeline-depth: %lld outside 1..100000", r->depth);
+    if (r->burst < 2 || r->burst > 100000)
+        return fail(err, errlen, "--loggp-burst: %lld outside 2..100000", r->burst);
+    c->bo.warmup = (size_t)r->warmup;
+    c->bo.prec.min_reps = (size_t)r->min_reps;
+    c->bo.prec.max_reps = (size_t)r->max_reps;
+    c->bo.root = (int)r->root;
+    c->bo.pipeline_depth = (size_t)r->depth;
+    c->lg.burst = (size_t)r->burst;
+    return 0;
+}
+
+/* Checks that need the selection and the sizes. */
+static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < c->nsizes; k++)
+        if (c->sizes[k] > INT_MAX)
+            return fail(err, errlen, "--sizes: %zu bytes exceeds the MPI count limit %d", c->sizes[k], INT_MAX);
+    for (size_t k = 0; k < c->nsel; k++)
+        if ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) && nranks < 2)
+            return fail(err, errlen, "--ops %s needs at least 2 ranks", c->sel[k]->name);
+    if (c->loggp) {
+        if (c->no_fit)
+            return fail(err, errlen, "--no-fit contradicts --models loggp");
+        if (nranks < 2)
+            return fail(err, errlen, "--models loggp needs at least 2 ranks");
+        if (c->nsizes < 2)
+            return fail(err, errlen, "--models loggp needs at least 2 message sizes in --sizes");
+        if (r->min_reps < 2)
+            return fail(err, errlen, "--models loggp needs --min-reps >= 2");
+        c->lg.prec = c->bo.prec;
+        c->lg.mode = c->p2p_mode;
+        char lerr[256];
+        if (mpilab_loggp_check(c->sizes, c->nsizes, &c->lg, lerr, sizeof lerr) != 0)
+            return fail(err, errlen, "--models loggp: %s", lerr);
+    }
+    if (c->out) {
+        /* the output directory must exist and be writable before measuring */
+        char *copy = strdup(c->out);
+        const char *dir = copy ? dirname(copy) : ".";
+        int bad = *c->out == '\0' || access(dir, W_OK) != 0;
+        int e = errno;
+        free(copy);
+        if (bad)
+            return fail(err, errlen, "--out: cannot write '%s' (%s)", c->out, *c->out ? strerror(e) : "empty path");
+    }
+    return 0;
+}
+
+static void defaults(mpilab_runner_config_t *c, raw_t *r)
+{
+    memset(c, 0, sizeof *c);
+    mpilab_bench_opts_default(&c->bo);
+    mpilab_loggp_opts_default(&c->lg);
+    c->hockney = 1;
+    c->p2p_back = -1;
+    *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
+                 .min_reps = 5, .max_reps = 100, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
+                 .warmup = (long long)c->bo.warmup};
+}
+
+int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    raw_t r;
+    defaults(c, &r);
+    opterr = 0;
+    optind = 1;
+    int opt, li = 0;
+    while ((opt = getopt_long(argc, argv, ":hm:", longopts, &li)) != -1) {
+        if (opt == '?' || opt == ':') {
+            if (optopt && optopt < 256)
+                return fail(err, errlen, "option '-%c' unknown or missing its argument (see --help)", optopt);
+            return fail(err, errlen, "option '%s' unknown or missing its argument (see --help)", argv[optind - 1]);
+        }
+        int rc = one_option(opt, li, optarg, c, &r, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    if (optind < argc)
+        return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    if (r.version)
+        return MPILAB_RUNNER_VERSION;
+    /* after the options: the COMB entries depend on --poll-sweep */
+    if (mpilab_suite_register() != 0)
+        return fail(err, errlen, "cannot register the interconnect suite's operations");
+    if (c->list == 2)
+        return fail(err, errlen, "--json goes with --list");
+    if (c->list)
+        return MPILAB_RUNNER_LIST;
+    int rc = check_numbers(c, &r, nranks, err, errlen);
+    if (rc == 0)
+        rc = parse_ops(c, r.ops, err, errlen);
+    if (rc == 0)
+        rc = for_items("--timing", r.timing, timing_one, c, "max, root, global, opspec", err, errlen);
+    if (rc == 0 && r.models) {
+        c->hockney = c->loggp = 0;
+        rc = for_items("--models", r.models, model_one, c, "hockney, loggp", err, errlen);
+    }
+    if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", err);
+        rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m" : "--sizes", why);
+    }
+    return rc == 0 ? check_selection(c, &r, nranks, err, errlen) : rc;
+}
+
+void mpilab_runner_config_free(mpilab_runner_config_t *c)
+{
+    free(c->sel);
+    free(c->sizes);
+    c->sel = NULL;
+    c->sizes = NULL;
+}

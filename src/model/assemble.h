@@ -1,0 +1,22 @@
+/* Internal: what the Hockney and LogGP assembly share. */
+#ifndef MPILAB_SRC_MODEL_ASSEMBLE_H
+#define MPILAB_SRC_MODEL_ASSEMBLE_H
+
+#include <jansson.h>
+
+#include "mpilab/ops.h"
+
+/* A measurement a model can predict: its entry (with a pattern), mean (a JSON real), bytes, root. */
+typedef struct models_target {
+    const mpilab_op_t *entry;
+    json_t *mean;
+    double bytes;
+    size_t root;
+} models_target_t;
+
+/* The table entry of a measurement object (by its op and impl), or NULL. */
+const mpilab_op_t *models_entry_of(json_t *m);
+/* 1 and t filled if m is a measurement with a mean whose entry declares a pattern. */
+int models_target(json_t *m, models_target_t *t);
+
+#endif
