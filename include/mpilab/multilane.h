@@ -146,6 +146,17 @@ void mpilab_multilane_measured_free(mpilab_multilane_measured_t *m);
 char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const size_t *sizes,
                                   size_t nsizes);
 
+/* models.multilane of a results file (docs/results-schema.md): the model JSON above plus
+ * "lanes" (the P the multilane entries used) and "predictions": one per measurement in the
+ * `measurements` array (mpilab.results/1) of op scatter/gather and impl "multilane" or
+ * "single-lane": {"op", "impl", "timing", "bytes", "lanes", "predicted_paper",
+ * "predicted_sim", "measured"} (measured = stats.mean; predictions null where the model
+ * has none, e.g. more than two sites).  NULL on ENOMEM.  Needs jansson. */
+struct json_t;
+struct json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int nsites,
+                                       int lanes, const size_t *sizes, size_t nsizes,
+                                       struct json_t *measurements);
+
 /* ------------------------------------------------------------------ timing */
 /* Time one collective `reps` times, collective over comm: op MPILAB_ML_SCATTER or
  * MPILAB_ML_GATHER, lanes 0 = the native MPI_Scatter / MPI_Gather, else multilane with P =
