@@ -36,4 +36,19 @@ static inline size_t span(MPI_Datatype t, size_t n)
         return 1;
     return (size_t)ext * (n - 1) + (size_t)text + (size_t)tlb + 16;
 }
+/* The derived types of the datatype pairs: 3 contiguous ints, 2 ints with a one-int gap
+ * (resized to 4 ints: a non-contiguous type with an untouched hole) and 2 contiguous ints
+ * (the same signature as the gapped one).  Free them with MPI_Type_free. */
+static inline void coll_types(MPI_Datatype *contig3, MPI_Datatype *vec, MPI_Datatype *vec_contig)
+{
+    MPI_Datatype v0;
+    MPI_Type_contiguous(3, MPI_INT, contig3);
+    MPI_Type_commit(contig3);
+    MPI_Type_vector(2, 1, 2, MPI_INT, &v0);
+    MPI_Type_create_resized(v0, 0, (MPI_Aint)(4 * sizeof(int)), vec);
+    MPI_Type_commit(vec);
+    MPI_Type_free(&v0);
+    MPI_Type_contiguous(2, MPI_INT, vec_contig);
+    MPI_Type_commit(vec_contig);
+}
 #endif

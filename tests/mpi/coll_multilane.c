@@ -289,15 +289,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    MPI_Datatype contig3, vec, vec_contig, v0;
-    MPI_Type_contiguous(3, MPI_INT, &contig3);
-    MPI_Type_commit(&contig3);
-    MPI_Type_vector(2, 1, 2, MPI_INT, &v0);
-    MPI_Type_create_resized(v0, 0, (MPI_Aint)(4 * sizeof(int)), &vec);
-    MPI_Type_commit(&vec);
-    MPI_Type_free(&v0);
-    MPI_Type_contiguous(2, MPI_INT, &vec_contig);
-    MPI_Type_commit(&vec_contig);
+    MPI_Datatype contig3, vec, vec_contig;
+    coll_types(&contig3, &vec, &vec_contig);
     const tpair_t pairs[] = {
         {"byte", MPI_BYTE, MPI_BYTE, 1, 1},
         {"int->contig3", MPI_INT, contig3, 3, 1},

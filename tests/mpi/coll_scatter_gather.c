@@ -65,16 +65,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
     MPI_Datatype contig3, vec, vec_contig;
-    MPI_Type_contiguous(3, MPI_INT, &contig3);
-    MPI_Type_commit(&contig3);
-    /* Non-contiguous: 2 ints with a one-int gap (extent 3 ints... resized to 4 ints). */
-    MPI_Datatype v0;
-    MPI_Type_vector(2, 1, 2, MPI_INT, &v0);
-    MPI_Type_create_resized(v0, 0, (MPI_Aint)(4 * sizeof(int)), &vec);
-    MPI_Type_commit(&vec);
-    MPI_Type_free(&v0);
-    MPI_Type_contiguous(2, MPI_INT, &vec_contig);
-    MPI_Type_commit(&vec_contig);
+    coll_types(&contig3, &vec, &vec_contig);
 
     const tpair_t pairs[] = {
         {"byte", MPI_BYTE, MPI_BYTE, 1, 1},
