@@ -454,36 +454,66 @@ mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split)
             v[k++] = x;
         }
     qsort(v, np, sizeof *v, cmp_double);
+    /* candidate splits: every gap of at least 2x between consecutive latencies, largest
+     * ratio first; the first that gives a consistent partition wins (on a loaded machine
+     * the LAN latencies themselves can spread by more than 2x) */
     double best = 1.0, thr = 0;
-    for (size_t i = 0; i + 1 < np; i++) {
-        double ratio = v[i + 1] / v[i];
-        if (ratio > best) {
-            best = ratio;
-            thr = sqrt(v[i] * v[i + 1]);
-        }
-    }
-    if (best < 2.0) {
-        fail_null(EINVAL, "detect: no site structure in the latencies (%.3g..%.3g s, largest "
-                          "gap %.2fx < 2x): all ranks look like one site", v[0], v[np - 1], best);
-        goto out;
-    }
-    for (int i = 0; i < n; i++)
-        parent[i] = i;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]) < thr)
-                parent[uf_find(parent, i)] = uf_find(parent, j);
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            double x = 0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]);
-            int same = uf_find(parent, i) == uf_find(parent, j);
-            if (same && x >= thr) {
-                fail_null(EINVAL, "detect: ranks %d and %d are in one site by their neighbours "
-                                  "but %.3g s apart (split at %.3g s): no consistent sites",
-                          i, j, x, thr);
-                goto out;
+    int tried = 0, found = 0;
+    double worst_x = 0, worst_thr = 0;
+    int wi = -1, wj = -1;
+    for (;;) {
+        double ratio = 1.0, cand = 0;
+        for (size_t i = 0; i + 1 < np; i++) {
+            double r = v[i + 1] / v[i], t = sqrt(v[i] * v[i + 1]);
+            if (r > ratio && (!tried || r < best || (r == best && t > thr))) {
+                ratio = r;
+                cand = t;
             }
         }
+        if (ratio < 2.0)
+            break;
+        best = ratio;
+        thr = cand;
+        tried++;
+        for (int i = 0; i < n; i++)
+            parent[i] = i;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]) < thr)
+                    parent[uf_find(parent, i)] = uf_find(parent, j);
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++)
+            for (int j = i + 1; j < n && ok; j++) {
+                double x = 0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]);
+                if (uf_find(parent, i) == uf_find(parent, j) && x >= thr) {
+                    ok = 0;
+                    if (wi < 0) {
+                        wi = i;
+                        wj = j;
+                        worst_x = x;
+                        worst_thr = thr;
+                    }
+                }
+            }
+        if (ok) {
+            found = 1;
+            break;
+        }
+    }
+    if (!tried) {
+        double top = 1.0;
+        for (size_t i = 0; i + 1 < np; i++)
+            top = v[i + 1] / v[i] > top ? v[i + 1] / v[i] : top;
+        fail_null(EINVAL, "detect: no site structure in the latencies (%.3g..%.3g s, largest "
+                          "gap %.2fx < 2x): all ranks look like one site", v[0], v[np - 1], top);
+        goto out;
+    }
+    if (!found) {
+        fail_null(EINVAL, "detect: ranks %d and %d are in one site by their neighbours but %.3g s "
+                          "apart (split at %.3g s; %d splits tried): no consistent sites",
+                  wi, wj, worst_x, worst_thr, tried);
+        goto out;
+    }
     for (int i = 0; i < n; i++)
         parent[i] = uf_find(parent, i);
     g = mpilab_grid_create(n, parent);

@@ -166,6 +166,20 @@ static void detection(void)
     expect_sites(g, 6, (int[]){0, 0, 0, 0, 1, 1}, "2-site matrix");
     mpilab_grid_free(g);
     free(m);
+    /* a loaded machine: the LAN latencies of site A spread 8.5x (a chain 0-1-2 of 40 us
+     * pairs with 0-2 at 340 us), more than the 5.9x from LAN to WAN: the largest gap gives
+     * no consistent partition, the next one gives the two sites */
+    double spread[36];
+    const int sa[6] = {0, 0, 0, 1, 1, 1};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            spread[i * 6 + j] = i == j ? 0 : sa[i] != sa[j] ? 2e-3 : sa[i] ? 50e-6 : 40e-6;
+    spread[0 * 6 + 2] = spread[2 * 6 + 0] = 340e-6;
+    double split2 = 0;
+    g = mpilab_grid_from_latency(6, spread, &split2);
+    expect_sites(g, 6, sa, "LAN spread wider than the WAN gap");
+    CHECKF(split2 > 340e-6 && split2 < 2e-3, "split %g", split2);
+    mpilab_grid_free(g);
     /* no structure: one site */
     int flat[5] = {0};
     m = matrix(5, flat, 50e-6, 50e-6, 3);
