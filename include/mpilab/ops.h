@@ -18,6 +18,8 @@ extern "C" {
 #define MPILAB_OP_PAIR 4u     /* only ranks 0 and 1 take part (needs >= 2 ranks) */
 #define MPILAB_OP_ALLPAIRS 8u /* measured per pair of ranks (every pair, own statistics each) with
                                * mpilab_p2p_measure instead of the engine: timing "p2p" */
+#define MPILAB_OP_GRID 16u    /* needs a multi-site grid description (docs/multilane.md):
+                               * selected only when named as name:impl, not by its name alone */
 
 /* Which communication pattern a model (mpilab/models.h) can predict for an entry. */
 typedef enum mpilab_op_model {

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "mpilab.wavefront",
     "mpilab.disk.cli",
     "mpilab.suite.cli",
+    "mpilab.multilane.cli",
 ]
 
 

@@ -2,6 +2,7 @@
  * four timing methods. Samples are collected on the root of the measurement, which also
  * makes the stop decision and broadcasts it; every rank gets the samples at the end. */
 #include "mpilab/bench.h"
+#include "mpilab/multilane.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -301,7 +302,10 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_LOR, b->comm);
         if (anyfail) {
             op->teardown(ctx);
-            snprintf(err, errlen, "%s:%s: the operation failed at %zu bytes", op->name, op->impl, bytes);
+            /* grid entries say why (no grid, bad P): the reason is the same on every rank */
+            const int grid = (op->flags & MPILAB_OP_GRID) && *mpilab_multilane_last_error();
+            snprintf(err, errlen, "%s:%s: the operation failed at %zu bytes%s%s", op->name, op->impl,
+                     bytes, grid ? ": " : "", grid ? mpilab_multilane_last_error() : "");
             return -1;
         }
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/entries.h"
+#include "coll/multilane_entry.h"
 #include "mpilab/coll.h"
 
 enum kind { K_SCATTER, K_GATHER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_ALLGATHER, K_ALLTOALL, K_BARRIER };
@@ -208,6 +209,10 @@ SETUP(su_scatter_binomial, K_SCATTER, mpilab_scatter_binomial)
 SETUP(su_gather_native, K_GATHER, native_gather)
 SETUP(su_gather_linear, K_GATHER, mpilab_gather_linear)
 SETUP(su_gather_binomial, K_GATHER, mpilab_gather_binomial)
+SETUP(su_scatter_multilane, K_SCATTER, mpilab_multilane_entry_scatter)
+SETUP(su_scatter_single_lane, K_SCATTER, mpilab_single_lane_entry_scatter)
+SETUP(su_gather_multilane, K_GATHER, mpilab_multilane_entry_gather)
+SETUP(su_gather_single_lane, K_GATHER, mpilab_single_lane_entry_gather)
 SETUP(su_bcast, K_BCAST, NULL)
 SETUP(su_reduce, K_REDUCE, NULL)
 SETUP(su_allreduce, K_ALLREDUCE, NULL)
@@ -227,6 +232,19 @@ COLL(scatter, binomial, "per-rank block", R | O, su_scatter_binomial, MPILAB_MOD
 COLL(gather, native, "per-rank block", R, su_gather_native, MPILAB_MODEL_NONE);
 COLL(gather, linear, "per-rank block", R | O, su_gather_linear, MPILAB_MODEL_GATHER_LINEAR);
 COLL(gather, binomial, "per-rank block", R | O, su_gather_binomial, MPILAB_MODEL_GATHER_BINOMIAL);
+/* multi-site grids (docs/multilane.md): the grid comes from $MPILAB_MULTILANE_SITES, P from
+ * $MPILAB_MULTILANE_LANES; the runner's models.multilane predicts them */
+#define G MPILAB_OP_GRID
+COLL(scatter, multilane, "per-rank block", R | G, su_scatter_multilane, MPILAB_MODEL_NONE);
+COLL(gather, multilane, "per-rank block", R | G, su_gather_multilane, MPILAB_MODEL_NONE);
+static const mpilab_op_t scatter_single_lane = {
+    .name = "scatter", .impl = "single-lane", .bytes_desc = "per-rank block", .flags = R | G,
+    .setup = su_scatter_single_lane, .run = run_ctx, .validate = validate_ctx,
+    .teardown = teardown_ctx, .family = "collective", .model = MPILAB_MODEL_NONE};
+static const mpilab_op_t gather_single_lane = {
+    .name = "gather", .impl = "single-lane", .bytes_desc = "per-rank block", .flags = R | G,
+    .setup = su_gather_single_lane, .run = run_ctx, .validate = validate_ctx,
+    .teardown = teardown_ctx, .family = "collective", .model = MPILAB_MODEL_NONE};
 COLL(bcast, native, "message", R, su_bcast, MPILAB_MODEL_NONE);
 COLL(reduce, native, "message (unsigned char sum)", R, su_reduce, MPILAB_MODEL_NONE);
 COLL(allreduce, native, "message (unsigned char sum)", 0, su_allreduce, MPILAB_MODEL_NONE);
@@ -239,6 +257,7 @@ static const mpilab_op_t *const builtin[] = {
     &mpilab_entry_p2p_roundtrip,
     &scatter_native, &scatter_linear, &scatter_binomial,
     &gather_native, &gather_linear, &gather_binomial,
+    &scatter_multilane, &scatter_single_lane, &gather_multilane, &gather_single_lane,
     &bcast_native, &reduce_native, &allreduce_native, &allgather_native, &alltoall_native, &barrier_native,
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])

@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "coll/multilane_entry.h"
 #include "mpilab/models.h"
+#include "mpilab/multilane.h"
+#include "mpilab/parse.h"
 #include "mpilab/quality.h"
 #include "mpilab/results.h"
 #include "mpilab/runner.h"
@@ -255,6 +258,49 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
     return lres;
 }
 
+/* The multilane model's inputs (collective) when a grid entry was selected: the grid and P
+ * the entries use ($MPILAB_MULTILANE_SITES / _LANES), measured with
+ * $MPILAB_MULTILANE_MODEL_BYTES (default 4M) x 3.  On rank 0 the models.multilane object
+ * (or {"error": reason}); NULL on other ranks and when no grid entry ran. */
+static json_t *measure_multilane(run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    int any = 0;
+    for (size_t e = 0; e < c->nsel; e++)
+        any |= (c->sel[e]->flags & MPILAB_OP_GRID) != 0;
+    if (!any || w->exit_code != 0)
+        return NULL;
+    size_t bytes = (size_t)4 << 20;
+    const char *env = getenv("MPILAB_MULTILANE_MODEL_BYTES");
+    if (env && *env && (mpilab_parse_size(env, &bytes) != 0 || bytes < 2))
+        bytes = 0; /* every rank sees the same environment: all fail below */
+    mpilab_grid_t *g = bytes ? mpilab_grid_build(MPI_COMM_WORLD, mpilab_multilane_entry_sites()) : NULL;
+    mpilab_multilane_measured_t m;
+    int rc = -1;
+    if (g)
+        rc = mpilab_multilane_measure(MPI_COMM_WORLD, g, c->bo.root, bytes, 3, &m);
+    json_t *out = NULL;
+    if (w->rank == 0) {
+        if (rc == 0) {
+            int lanes = mpilab_multilane_entry_lanes();
+            if (lanes <= 0)
+                lanes = mpilab_grid_lanes_max(g, c->bo.root);
+            out = mpilab_models_multilane(&m, mpilab_grid_nsites(g), lanes, c->sizes, c->nsizes,
+                                          w->meas);
+        } else {
+            char why[400];
+            snprintf(why, sizeof why, "%s", !bytes ? "MPILAB_MULTILANE_MODEL_BYTES: not a size >= 2"
+                                                   : mpilab_multilane_last_error());
+            fprintf(stderr, "mpilab-bench: models.multilane not measured: %s\n", why);
+            out = json_pack("{s:s}", "error", why);
+        }
+    }
+    if (rc == 0)
+        mpilab_multilane_measured_free(&m);
+    mpilab_grid_free(g);
+    return out;
+}
+
 /* provenance.options: the run's configuration. */
 static json_t *options_json(const run_t *w)
 {
@@ -291,7 +337,8 @@ static json_t *options_json(const run_t *w)
 }
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
-static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres)
+static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,
+                        json_t *multilane)
 {
     const mpilab_runner_config_t *c = w->c;
     json_object_set_new(prov, "options", options_json(w));
@@ -314,6 +361,11 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
             models = json_object();
         json_object_set_new(models, "loggp",
                             mpilab_models_loggp(lres, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout));
+    }
+    if (multilane) {
+        if (!models)
+            models = json_object();
+        json_object_set_new(models, "multilane", multilane);
     }
     if (models)
         json_object_set_new(doc, "models", models);
@@ -346,8 +398,9 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (w.exit_code == 0)
         measure_all(&w);
     mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
+    json_t *multilane = measure_multilane(&w);
     if (w.rank == 0) {
-        *doc = document(&w, prov, lres);
+        *doc = document(&w, prov, lres, multilane);
         if (w.exit_code != 0) { /* stopped early: what was measured, said to be partial */
             json_object_set_new(*doc, "partial", json_true());
             json_object_set_new(*doc, "partial_reason",

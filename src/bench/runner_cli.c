@@ -91,6 +91,8 @@ static int ops_item(mpilab_runner_config_t *c, char *t, char *err, size_t errlen
         if (impl && strcmp(op->impl, impl) != 0)
             continue;
         found = 1;
+        if (!impl && (op->flags & MPILAB_OP_GRID)) /* grid entries only when named */
+            continue;
         if (!has(c, op))
             c->sel[c->nsel++] = op;
     }

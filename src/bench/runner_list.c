@@ -51,6 +51,8 @@ json_t *mpilab_runner_list_json(void)
             json_array_append_new(needs, json_string("pair"));
         if (op->flags & MPILAB_OP_ALLPAIRS)
             json_array_append_new(needs, json_string("allpairs"));
+        if (op->flags & MPILAB_OP_GRID)
+            json_array_append_new(needs, json_string("grid"));
         const char *model = model_name(op->model);
         json_array_append_new(entries, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:b}", "name", op->name, "impl",
                                                  op->impl, "bytes", op->bytes_desc ? op->bytes_desc : "",

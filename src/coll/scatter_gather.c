@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "mpilab/coll.h"
+#include "coll/coll_internal.h"
 
 /* Everything we validate up front, per call. */
 typedef struct {
@@ -39,7 +40,7 @@ static int check_common(int root, MPI_Comm comm, comm_info_t *ci)
 }
 
 /* Extent of `type` in bytes as size_t; MPI_ERR_TYPE for a negative extent. */
-static int type_extent(MPI_Datatype type, size_t *ext)
+int mpilab_coll_type_extent(MPI_Datatype type, size_t *ext)
 {
     MPI_Aint lb, extent;
     int rc = MPI_Type_get_extent(type, &lb, &extent);
@@ -52,7 +53,7 @@ static int type_extent(MPI_Datatype type, size_t *ext)
 }
 
 /* Upper bound of the packed size of one block of `count` elements of `type`. */
-static int pack_bound(int count, MPI_Datatype type, MPI_Comm comm, size_t *out)
+int mpilab_coll_pack_bound(int count, MPI_Datatype type, MPI_Comm comm, size_t *out)
 {
     int sz = 0;
     int rc = MPI_Pack_size(count, type, comm, &sz);
@@ -63,7 +64,7 @@ static int pack_bound(int count, MPI_Datatype type, MPI_Comm comm, size_t *out)
 }
 
 /* count * nblocks as an MPI int count, or MPI_ERR_COUNT if it does not fit. */
-static int mul_count(int count, size_t nblocks, int *out)
+int mpilab_coll_mul_count(int count, size_t nblocks, int *out)
 {
     if (count < 0)
         return MPI_ERR_COUNT;
@@ -73,7 +74,7 @@ static int mul_count(int count, size_t nblocks, int *out)
     return MPI_SUCCESS;
 }
 
-static int size_to_int(size_t v, int *out)
+int mpilab_coll_size_to_int(size_t v, int *out)
 {
     if (v > (size_t)INT_MAX)
         return MPI_ERR_COUNT;
@@ -83,15 +84,15 @@ static int size_to_int(size_t v, int *out)
 
 /* Local copy between two typed buffers with matching signatures (via pack/unpack, so
  * any pair of datatypes works). */
-static int local_copy(const void *src, int scount, MPI_Datatype stype,
+int mpilab_coll_local_copy(const void *src, int scount, MPI_Datatype stype,
                       void *dst, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     size_t bound;
-    int rc = pack_bound(scount, stype, comm, &bound);
+    int rc = mpilab_coll_pack_bound(scount, stype, comm, &bound);
     if (rc != MPI_SUCCESS)
         return rc;
     int ibound;
-    if ((rc = size_to_int(bound, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_size_to_int(bound, &ibound)) != MPI_SUCCESS)
         return rc;
     char *tmp = malloc(bound ? bound : 1);
     if (!tmp)
@@ -109,17 +110,17 @@ static int local_copy(const void *src, int scount, MPI_Datatype stype,
 
 /* Temporary buffer for n packed blocks of `count` elements of `type`: *buf (free it) and
  * its size as an MPI int count. */
-static int alloc_packed(int count, MPI_Datatype type, size_t n, MPI_Comm comm, char **buf,
+int mpilab_coll_alloc_packed(int count, MPI_Datatype type, size_t n, MPI_Comm comm, char **buf,
                         int *ibound)
 {
     size_t b1;
-    int rc = pack_bound(count, type, comm, &b1);
+    int rc = mpilab_coll_pack_bound(count, type, comm, &b1);
     if (rc != MPI_SUCCESS)
         return rc;
     if (b1 != 0 && n > SIZE_MAX / b1)
         return MPI_ERR_COUNT;
     const size_t total = b1 * n;
-    if ((rc = size_to_int(total, ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_size_to_int(total, ibound)) != MPI_SUCCESS)
         return rc;
     *buf = malloc(total > 0 ? total : 1);
     return *buf ? MPI_SUCCESS : MPI_ERR_NO_MEM;
@@ -155,7 +156,7 @@ int mpilab_scatter_linear(const void *sendbuf, int sendcount, MPI_Datatype sendt
                         MPI_STATUS_IGNORE);
 
     size_t ext;
-    if ((rc = type_extent(sendtype, &ext)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_type_extent(sendtype, &ext)) != MPI_SUCCESS)
         return rc;
     const size_t block = (size_t)sendcount * ext;
     const char *base = sendbuf;
@@ -166,7 +167,7 @@ int mpilab_scatter_linear(const void *sendbuf, int sendcount, MPI_Datatype sendt
         if (rc != MPI_SUCCESS)
             return rc;
     }
-    return local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return mpilab_coll_local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 int mpilab_gather_linear(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -185,7 +186,7 @@ int mpilab_gather_linear(const void *sendbuf, int sendcount, MPI_Datatype sendty
         return MPI_Send(sendbuf, sendcount, sendtype, root, MPILAB_COLL_TAG, comm);
 
     size_t ext;
-    if ((rc = type_extent(recvtype, &ext)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_type_extent(recvtype, &ext)) != MPI_SUCCESS)
         return rc;
     const size_t block = (size_t)recvcount * ext;
     char *base = recvbuf;
@@ -197,7 +198,7 @@ int mpilab_gather_linear(const void *sendbuf, int sendcount, MPI_Datatype sendty
         if (rc != MPI_SUCCESS)
             return rc;
     }
-    return local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
+    return mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
 }
 
 /* ---------------------------------------------------------------- binomial */
@@ -211,7 +212,7 @@ static int scatter_root_send(const char *base, size_t block, int sendcount, MPI_
     const int dst = (int)first;
     int cnt, rc;
     if (first + n <= p) {
-        if ((rc = mul_count(sendcount, n, &cnt)) != MPI_SUCCESS)
+        if ((rc = mpilab_coll_mul_count(sendcount, n, &cnt)) != MPI_SUCCESS)
             return rc;
         return MPI_Send(base + first * block, cnt, sendtype, dst, MPILAB_COLL_TAG, comm);
     }
@@ -219,9 +220,9 @@ static int scatter_root_send(const char *base, size_t block, int sendcount, MPI_
     const size_t n1 = p - first, n2 = n - n1;
     int ibound, c1, c2;
     char *tmp = NULL;
-    if ((rc = mul_count(sendcount, n1, &c1)) != MPI_SUCCESS ||
-        (rc = mul_count(sendcount, n2, &c2)) != MPI_SUCCESS ||
-        (rc = alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_mul_count(sendcount, n1, &c1)) != MPI_SUCCESS ||
+        (rc = mpilab_coll_mul_count(sendcount, n2, &c2)) != MPI_SUCCESS ||
+        (rc = mpilab_coll_alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     int pos = 0;
     rc = MPI_Pack(base + first * block, c1, sendtype, tmp, ibound, &pos, comm);
@@ -251,7 +252,7 @@ int mpilab_scatter_binomial(const void *sendbuf, int sendcount, MPI_Datatype sen
 
     if (vr == 0) {
         size_t ext;
-        if ((rc = type_extent(sendtype, &ext)) != MPI_SUCCESS)
+        if ((rc = mpilab_coll_type_extent(sendtype, &ext)) != MPI_SUCCESS)
             return rc;
         const size_t block = (size_t)sendcount * ext;
         const char *base = sendbuf;
@@ -266,7 +267,7 @@ int mpilab_scatter_binomial(const void *sendbuf, int sendcount, MPI_Datatype sen
             if (rc != MPI_SUCCESS)
                 return rc;
         }
-        return local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype,
+        return mpilab_coll_local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype,
                           comm);
     }
 
@@ -280,7 +281,7 @@ int mpilab_scatter_binomial(const void *sendbuf, int sendcount, MPI_Datatype sen
     /* Internal node: receive the subtree's blocks packed, keep the first, forward the rest. */
     int ibound;
     char *tmp = NULL;
-    if ((rc = alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     MPI_Status st;
     int got = 0;
@@ -315,7 +316,7 @@ static int gather_root_recv(char *base, size_t block, int recvcount, MPI_Datatyp
     const int src = (int)first;
     int cnt, rc;
     if (first + n <= p) {
-        if ((rc = mul_count(recvcount, n, &cnt)) != MPI_SUCCESS)
+        if ((rc = mpilab_coll_mul_count(recvcount, n, &cnt)) != MPI_SUCCESS)
             return rc;
         return MPI_Recv(base + first * block, cnt, recvtype, src, MPILAB_COLL_TAG, comm,
                         MPI_STATUS_IGNORE);
@@ -323,9 +324,9 @@ static int gather_root_recv(char *base, size_t block, int recvcount, MPI_Datatyp
     const size_t n1 = p - first, n2 = n - n1;
     int ibound, c1, c2;
     char *tmp = NULL;
-    if ((rc = mul_count(recvcount, n1, &c1)) != MPI_SUCCESS ||
-        (rc = mul_count(recvcount, n2, &c2)) != MPI_SUCCESS ||
-        (rc = alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_mul_count(recvcount, n1, &c1)) != MPI_SUCCESS ||
+        (rc = mpilab_coll_mul_count(recvcount, n2, &c2)) != MPI_SUCCESS ||
+        (rc = mpilab_coll_alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     MPI_Status st;
     int got = 0, pos = 0;
@@ -358,11 +359,11 @@ int mpilab_gather_binomial(const void *sendbuf, int sendcount, MPI_Datatype send
 
     if (vr == 0) {
         size_t ext;
-        if ((rc = type_extent(recvtype, &ext)) != MPI_SUCCESS)
+        if ((rc = mpilab_coll_type_extent(recvtype, &ext)) != MPI_SUCCESS)
             return rc;
         const size_t block = (size_t)recvcount * ext;
         char *base = recvbuf;
-        rc = local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
+        rc = mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
         for (size_t mask = 1; mask < p && rc == MPI_SUCCESS; mask <<= 1)
             rc = gather_root_recv(base, block, recvcount, recvtype, mask,
                                   subtree_blocks(mask, p), r, p, comm);
@@ -379,7 +380,7 @@ int mpilab_gather_binomial(const void *sendbuf, int sendcount, MPI_Datatype send
      * in relative order, send the whole subtree up in one message. */
     int ibound;
     char *tmp = NULL;
-    if ((rc = alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     int pos = 0;
     rc = MPI_Pack(sendbuf, sendcount, sendtype, tmp, ibound, &pos, comm);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpilab/mpilab.h"
 #include "mpi_world.h"
@@ -97,6 +98,21 @@ int main(int argc, char **argv)
         if (!mpilab_ops_find(name, colon + 1))
             FAIL("missing table entry %s\n", expect[e]);
     }
+    /* the grid entries (MPILAB_OP_GRID) get a two-site map: even and odd ranks */
+    char map[256] = {0};
+    if (rank == 0) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(map, sizeof map, "%s/bench_ops_map.%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        FILE *f = fopen(map, "w");
+        for (int r = 0; f && r < size; r++)
+            fprintf(f, "%d s%d\n", r, r % 2);
+        if (f)
+            fclose(f);
+    }
+    MPI_Bcast(map, sizeof map, MPI_CHAR, 0, MPI_COMM_WORLD);
+    char how[300];
+    snprintf(how, sizeof how, "map:%s", map);
+    setenv("MPILAB_MULTILANE_SITES", how, 1);
     for (size_t k = 0; k < mpilab_ops_count(); k++) {
         const mpilab_op_t *op = mpilab_ops_get(k);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -109,6 +125,9 @@ int main(int argc, char **argv)
             }
         }
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        unlink(map);
     /* user-defined entries through the engine */
     mpilab_op_t ring = {.name = "ring", .impl = "sendrecv", .bytes_desc = "message", .setup = ring_setup,
                         .run = ring_run, .validate = ring_validate, .teardown = ring_teardown};

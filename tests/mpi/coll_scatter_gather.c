@@ -6,39 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_check.h"
 #include "mpilab/coll.h"
 #include "mpi_world.h"
-
-static int rank, nprocs;
-static long failures;
-
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            if (failures < 20) {                                                 \
-                fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);   \
-                fprintf(stderr, __VA_ARGS__);                                    \
-                fputc('\n', stderr);                                             \
-            }                                                                    \
-        }                                                                        \
-    } while (0)
-
-typedef struct {
-    const char *name;
-    MPI_Datatype stype, rtype;
-    int smul, rmul; /* elements of stype / rtype per "count" unit */
-} tpair_t;
-
-static size_t span(MPI_Datatype t, size_t n)
-{
-    MPI_Aint lb, ext, tlb, text;
-    MPI_Type_get_extent(t, &lb, &ext);
-    MPI_Type_get_true_extent(t, &tlb, &text);
-    if (n == 0)
-        return 1;
-    return (size_t)ext * (n - 1) + (size_t)text + (size_t)tlb + 16;
-}
 
 static void fill(unsigned char *b, size_t n, unsigned seed)
 {
@@ -97,16 +67,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
     MPI_Datatype contig3, vec, vec_contig;
-    MPI_Type_contiguous(3, MPI_INT, &contig3);
-    MPI_Type_commit(&contig3);
-    /* Non-contiguous: 2 ints with a one-int gap (extent 3 ints... resized to 4 ints). */
-    MPI_Datatype v0;
-    MPI_Type_vector(2, 1, 2, MPI_INT, &v0);
-    MPI_Type_create_resized(v0, 0, (MPI_Aint)(4 * sizeof(int)), &vec);
-    MPI_Type_commit(&vec);
-    MPI_Type_free(&v0);
-    MPI_Type_contiguous(2, MPI_INT, &vec_contig);
-    MPI_Type_commit(&vec_contig);
+    coll_types(&contig3, &vec, &vec_contig);
 
     const tpair_t pairs[] = {
         {"byte", MPI_BYTE, MPI_BYTE, 1, 1},

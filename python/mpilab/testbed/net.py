@@ -328,6 +328,14 @@ def up(spec: Spec) -> str:
             f"{spec.rails} rails, {how}, state in {sd}")
 
 
+def socket_buffer_sysctls(spec: Spec) -> list[str]:
+    """The per-namespace TCP buffer limits of `wan.socket_buffer` (empty if unset)."""
+    b = spec.socket_buffer
+    if not b:
+        return []
+    return [f"net.ipv4.tcp_rmem=4096 {b} {b}", f"net.ipv4.tcp_wmem=4096 {b} {b}"]
+
+
 def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
            netem_ok: bool | None = None) -> None:
     (sd / "tmp").mkdir(parents=True, exist_ok=True)
@@ -339,6 +347,10 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
     for ns in spec.namespaces():
         sh(["ip", "-n", ns, "link", "set", "lo", "up"])
         sh(["ip", "netns", "exec", ns, "sysctl", "-qw", *sysctl_common])
+    if spec.socket_buffer:
+        for node in spec.node_names():
+            sh(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
+                *socket_buffer_sysctls(spec)])
     router = spec.router_ns()
     r_ip: list[str] = []
     r_tc = router_tc_lines(spec, backend)

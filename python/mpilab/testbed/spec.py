@@ -47,7 +47,8 @@ _KEYS: dict[str, set[str]] = {
     "": {"prefix", "cluster", "lan", "wan", "link"},
     "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
     "lan": {"rate", "queue"},
-    "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend"},
+    "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
+            "socket_buffer"},
     "link": {"node", "rail", "lan_rate", "wan_rate"},
 }
 
@@ -78,6 +79,9 @@ class Spec:
     wan_queue: int = 512 * 1024
     delayline_buffer: int = 64 * 1024**2
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
+    # TCP buffer limit of every node (tcp_rmem / tcp_wmem maximum and default), None = the
+    # kernel's: with a long RTT a small one limits each connection, as in the multilane paper
+    socket_buffer: int | None = None
     links: list[LinkOverride] = field(default_factory=list)
     source: str = "<default>"
 
@@ -139,6 +143,7 @@ class Spec:
             "wan_node_rate": self.wan_node_rate, "wan_total_rate": self.wan_total_rate,
             "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
             "delayline_buffer": self.delayline_buffer, "delay_backend": self.delay_backend,
+            "socket_buffer": self.socket_buffer,
             "links": [o.__dict__ for o in self.links], "source": self.source,
         }
 
@@ -255,6 +260,13 @@ def _backend(v: object) -> str:
     return str(v)
 
 
+def _socket_buffer(v: object) -> int:
+    n = parse_size(v)
+    if not 4096 <= n <= 256 * 1024**2:
+        raise ValueError("must be between 4K and 256M")
+    return n
+
+
 def _str(v: object) -> str:
     if not isinstance(v, str):
         raise ValueError("not a string")
@@ -316,6 +328,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.delayline_buffer = _get(ctx, wan, "wan", "delayline_buffer", parse_size,
                                sp.delayline_buffer)
     sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _backend, sp.delay_backend)
+    sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:

@@ -1,0 +1,65 @@
+"""`mpilab multilane`: run the multilane experiments on the testbed and report them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from mpilab.errors import MpilabError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mpilab.multilane import run
+
+    prefix = args.testbed or os.environ.get("MPILAB_TESTBED_PREFIX")
+    if not prefix:
+        raise MpilabError("multilane run: --testbed PREFIX (or $MPILAB_TESTBED_PREFIX) needed")
+    if args.interval <= 0 or args.interval > 0.01:
+        raise MpilabError(f"--interval {args.interval}: need 0 < interval <= 0.01 s")
+    tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
+                 "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
+                 "--model-bytes", args.model_bytes, "--model-reps", str(args.model_reps),
+                 "--root", str(args.root)]
+    out = run.run(prefix, tool_args, args.output, np=args.np, sample=args.sample_wan,
+                  interval=args.interval, timeout=args.timeout)
+    sys.stdout.write(f"multilane: {out}\n")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from mpilab.multilane import doc, report
+
+    docs = [doc.load(p) for p in args.documents]
+    out = report.write(docs, args.output)
+    sys.stdout.write(f"report: {out}\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("multilane", help="multilane scatter/gather experiments (docs/multilane.md)")
+    s = p.add_subparsers(dest="multilane_command", metavar="SUBCOMMAND")
+    r = s.add_parser("run", help="run mpilab-multilane inside the testbed")
+    r.add_argument("--testbed", help="testbed prefix (default $MPILAB_TESTBED_PREFIX)")
+    r.add_argument("--np", type=int, help="ranks (default: one per node)")
+    r.add_argument("--sites", default="testbed")
+    r.add_argument("--root", type=int, default=0)
+    r.add_argument("--ops", default="scatter,gather")
+    r.add_argument("--impls", default="single,multilane")
+    r.add_argument("--sizes", default="64K:4M:x4", help="bytes per rank (K/M suffixes)")
+    r.add_argument("--lanes", default="opt", help="P: a number, opt or all")
+    r.add_argument("--reps", type=int, default=3)
+    r.add_argument("--model-bytes", default="4M")
+    r.add_argument("--model-reps", type=int, default=3)
+    r.add_argument("--sample-wan", action="store_true",
+                   help="sample the router's WAN byte counters during the job")
+    r.add_argument("--interval", type=float, default=0.005, help="sampling interval (s)")
+    r.add_argument("--timeout", type=float, default=1800.0)
+    r.add_argument("-o", "--output", required=True, help="the document (JSON) to write")
+    r.set_defaults(func=_run)
+    q = s.add_parser("report", help="HTML page of one or more multilane documents")
+    q.add_argument("documents", nargs="+")
+    q.add_argument("-o", "--output", required=True)
+    q.set_defaults(func=_report)
+    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])

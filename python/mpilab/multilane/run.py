@@ -1,0 +1,85 @@
+"""`mpilab multilane run`: mpilab-multilane inside the testbed, optionally with the WAN
+sampled on the router, merged into one mpilab.multilane/1 document."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import mpilab
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed import launch, net
+from mpilab.tools import find_tool
+
+
+def _start_sampler(prefix: str, ifaces: list[str], interval: float, out: Path
+                   ) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    pkg_root = str(Path(mpilab.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                    else "")
+    # real-time priority 5 (below the delay line's 10): a loaded machine would otherwise
+    # stretch the sampling interval
+    rt = ["chrt", "-f", "5"] if shutil.which("chrt") and os.geteuid() == 0 else []
+    cmd = ["ip", "netns", "exec", f"{prefix}-wan", *rt, sys.executable, "-m",
+           "mpilab.multilane.sampler", "--interval", str(interval), "--out", str(out)]
+    for i in ifaces:
+        cmd += ["--iface", i]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    if proc.stdout.readline() != b"sampling\n":  # started (or died: empty line)
+        proc.wait()
+        raise MpilabError(f"WAN sampler did not start (status {proc.returncode})")
+    return proc
+
+
+def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
+        sample: bool = False, interval: float = 0.005, timeout: float = 1800) -> Path:
+    """Run mpilab-multilane with tool_args on testbed `prefix`; write the document to out."""
+    spec = net.current_spec(prefix)
+    target = Path(out)
+    if target.is_dir():
+        raise MpilabError(f"{out}: is a directory, expected an output file name")
+    tool = find_tool("mpilab-multilane")
+    with tempfile.TemporaryDirectory(prefix="mpilab-multilane.") as tmp:
+        doc_path = Path(tmp) / "doc.json"
+        samples_path = Path(tmp) / "samples.json"
+        # every rank and the sampler can reach tmp (same filesystem, other namespaces)
+        os.chmod(tmp, 0o755)
+        ifaces = [f"s{s}r0" for s in range(spec.sites)]
+        sampler = _start_sampler(prefix, ifaces, interval, samples_path) if sample else None
+        try:
+            status = launch.run(spec, [tool, *tool_args, "--json", str(doc_path)], np=np,
+                                timeout=timeout)
+        finally:
+            if sampler is not None:
+                sampler.send_signal(signal.SIGTERM)
+                try:
+                    sampler.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    sampler.kill()
+                    sampler.wait()
+        if status != 0:
+            raise MpilabError(f"mpilab-multilane failed on testbed '{prefix}' (exit {status})")
+        try:
+            data = json.loads(doc_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise MpilabError(f"mpilab-multilane wrote no readable document: {e}") from None
+        data["testbed"] = spec.to_dict()
+        if sample:
+            try:
+                data["wan_samples"] = json.loads(samples_path.read_text())
+                data["wan_samples"]["ifaces_into_site"] = {i: k for k, i in enumerate(ifaces)}
+            except (OSError, json.JSONDecodeError) as e:
+                raise MpilabError(f"the WAN sampler wrote nothing readable: {e}") from None
+    atomic_write_text(target, json.dumps(data, indent=1))
+    return target
+
+
