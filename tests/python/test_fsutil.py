@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, read_regular
 
