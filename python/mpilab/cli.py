@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from mpilab import __version__
@@ -57,6 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("mpilab: interrupted\n")
         return 130
+    except MemoryError:
+        sys.stderr.write("mpilab: out of memory\n")
+        return 2
+    except Exception as e:  # a bug: still one line; MPILAB_DEBUG=1 shows the traceback
+        if os.environ.get("MPILAB_DEBUG"):
+            raise
+        where = ""
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        msg = " ".join(str(e).split())[:200]
+        sys.stderr.write(f"mpilab: internal error ({type(e).__name__}{where}): {msg} "
+                         "(a bug: please report it; MPILAB_DEBUG=1 shows the traceback)\n")
+        return 70
 
 
 if __name__ == "__main__":

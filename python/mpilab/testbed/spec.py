@@ -17,8 +17,8 @@ from typing import Any
 from mpilab.errors import MpilabError
 
 DEFAULT_PREFIX = "mlt"
-PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
-NODE_RE = re.compile(r"^s(\d+)n(\d+)$")
+PREFIX_RE = re.compile(r"\A[a-z][a-z0-9]{0,5}\Z")  # \Z: "$" would accept a final newline
+NODE_RE = re.compile(r"\As([0-9]+)n([0-9]+)\Z")
 MAX_RATE = 100_000_000_000  # 100 Gbit/s
 MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
