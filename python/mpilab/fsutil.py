@@ -101,6 +101,26 @@ def resolve_output(path: str | os.PathLike[str]) -> tuple[Path, bool]:
     return p, False
 
 
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work is done, an output that atomic_write_bytes could not write:
+    a directory, a dangling link, a folder that cannot be created or written."""
+    name = os.fspath(path)
+    if name == "-":
+        return
+    target, direct = resolve_output(name)
+    if direct:
+        if not os.access(target, os.W_OK):
+            raise MpilabError(f"{name}: not writable")
+        return
+    d = target.parent
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    if not d.is_dir():
+        raise MpilabError(f"{name}: {d} is not a directory")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise MpilabError(f"{name}: cannot create files in {d}")
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write data to path following the module's rule (see the module docstring)."""
     name = os.fspath(path)

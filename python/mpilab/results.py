@@ -411,6 +411,20 @@ _TYPE_WORDS = {"object": "an object", "array": "an array", "number": "a number",
                "null": "null"}
 
 
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its local references (#/$defs/X, none recursive) replaced by their
+    targets: the same constraints, validated several times faster (jsonschema resolves
+    every $ref on every use)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+            return _inline(defs[ref[len("#/$defs/"):]], defs)
+        return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
 @functools.cache
 def _validator() -> Any:
     import jsonschema
@@ -418,7 +432,7 @@ def _validator() -> Any:
     schema = json.loads(SCHEMA_FILE.read_text())
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    return cls(_inline(schema, schema.get("$defs", {})))
 
 
 def _short(v: Any) -> str:

@@ -10,9 +10,9 @@ import sys
 from typing import Any
 
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.testbed import check as checkmod
-from mpilab.testbed import faults, launch, net
+from mpilab.testbed import faults, jobctl, launch, net
 from mpilab.testbed import spec as specmod
 from mpilab.testbed.spec import format_rate
 
@@ -115,10 +115,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             rails = [int(x) for x in args.rails.split(",")]
         except ValueError:
             raise MpilabError(f"--rails {args.rails}: expected e.g. 0 or 0,1") from None
-    if args.timeout is not None and args.timeout <= 0:
-        raise MpilabError("--timeout must be positive")
+    timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
+               else None)
+    grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
+             if args.fault_grace is not None else None)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
-                      timeout=args.timeout, rails=rails)
+                      timeout=timeout, rails=rails, fault_grace=grace)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -137,9 +139,11 @@ def cmd_heal(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.json:
+        check_output(args.json)  # before minutes of measuring, not after
+    if not (0 < args.time <= 3600) or args.parallel < 1:
+        raise MpilabError("--time must be positive (at most 3600 s) and --parallel at least 1")
     sp = net.current_spec(_prefix(args))
-    if args.time <= 0 or args.parallel < 1:
-        raise MpilabError("--time must be positive and --parallel at least 1")
     rows = checkmod.check(sp, seconds=args.time, parallel=args.parallel, rail=args.rail,
                           lan=not args.no_lan, per_node=not args.total_only)
     print(checkmod.format_rows(rows))
@@ -184,7 +188,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--np", type=int, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
-    p.add_argument("--timeout", type=float, help="kill the job after this many seconds")
+    p.add_argument("--timeout", metavar="SECONDS",
+                   help="end the job after this long (seconds, or with a unit s, ms, us); "
+                        f"default ${jobctl.TIMEOUT_ENV} or "
+                        f"{jobctl.DEFAULT_TIMEOUT:g} s; 'none' for no limit")
+    p.add_argument("--fault-grace", metavar="SECONDS",
+                   help="end the job when a link it uses stays failed this long (fault log "
+                        f"of 'testbed fail'); default {jobctl.DEFAULT_FAULT_GRACE:g} s; "
+                        "'none' to wait for the time limit")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
     p = add("fail", cmd_fail, "fail a node's rail now or later")
     p.add_argument("target", metavar="NODE:RAIL")
