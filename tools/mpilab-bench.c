@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/sizes.h"
+#include "mpilab/parse.h"
 #include "common/common.h"
 #include "mpilab/mpilab.h"
 #include "suite/suite_json.h"
@@ -336,7 +336,7 @@ static void parse_args(int argc, char **argv, int size, opts_t *o)
         bad_input("--loggp-burst: %lld outside 2..100000", burst);
     o->lg.burst = (size_t)burst;
     char err[256];
-    if (mpilab_sizes_parse(sizes, MAX_SIZES, &o->sizes, &o->nsizes, err, sizeof err) != 0)
+    if (mpilab_parse_size_list(sizes, MAX_SIZES, &o->sizes, &o->nsizes, err, sizeof err) != 0)
         bad_input("--sizes: %s", err);
     for (size_t k = 0; k < o->nsizes; k++)
         if (o->sizes[k] > INT_MAX)

@@ -26,33 +26,6 @@ static void usage(FILE *f)
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
-/* "5ms" -> 5000000; plain numbers are seconds. */
-static int parse_duration_ns(const char *s, long long *out)
-{
-    static const struct { const char *suf; double mul; } units[] = {
-        {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-    char num[64];
-    size_t len = strlen(s);
-    double mul = 1e9;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        size_t sl = strlen(units[i].suf);
-        if (len > sl && strcmp(s + len - sl, units[i].suf) == 0) {
-            len -= sl;
-            mul = units[i].mul;
-            break;
-        }
-    }
-    if (len == 0 || len >= sizeof(num))
-        return -1;
-    memcpy(num, s, len);
-    num[len] = '\0';
-    double v;
-    if (mpilab_parse_double(num, &v) != 0 || !(v >= 0.0) || v * mul > 60e9)
-        return -1;
-    *out = (long long)(v * mul + 0.5);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -74,15 +47,15 @@ int main(int argc, char **argv)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        long long ns;
+        double sec;
         switch (c) {
         case 'd': opt.dev = optarg; break;
         case 'l':
-            if (parse_duration_ns(optarg, &ns) != 0) {
+            if (mpilab_parse_duration(optarg, &sec) != 0 || sec > 60.0) {
                 fprintf(stderr, "mpilab-delayline: --delay %s: not a duration of 0 to 60 s\n", optarg);
                 return 2;
             }
-            opt.delay_ns = ns;
+            opt.delay_ns = (long long)(sec * 1e9 + 0.5);
             break;
         case 'b':
             if (mpilab_parse_size(optarg, &opt.buffer) != 0 || opt.buffer > ((size_t)16 << 30)) {

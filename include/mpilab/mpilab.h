@@ -3,6 +3,7 @@
 #define MPILAB_H
 
 #include "mpilab/version.h"
+#include "mpilab/parse.h"
 #include "mpilab/stats.h"
 #include "mpilab/clocksync.h"
 #include "mpilab/ops.h"

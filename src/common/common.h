@@ -7,6 +7,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "mpilab/parse.h" /* the strict value parsers */
+
 #define MPILAB_RESULTS_SCHEMA "mpilab.results/1"
 
 /* Write `text` (length `len`) to `path`, following one rule (python/mpilab/fsutil.py
@@ -30,12 +32,5 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
 
 /* Current UTC time as ISO 8601 (YYYY-MM-DDTHH:MM:SSZ) into buf. */
 void mpilab_iso_date(char *buf, size_t len);
-
-/* Strict number parsing for command-line input: the whole string must be a number.
- * Return 0 on success, -1 if unparsable or out of range. */
-int mpilab_parse_i64(const char *s, long long *out);
-int mpilab_parse_double(const char *s, double *out);
-/* Sizes with optional suffix K, M, G (powers of 1024): "4K", "1M", "100". Non-negative. */
-int mpilab_parse_size(const char *s, size_t *out);
 
 #endif

@@ -2,14 +2,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sizes.h"
+#include "mpilab/parse.h"
 #include "bench_check.h"
 
 static int eq(const char *spec, const size_t *want, size_t n)
 {
     size_t *v = NULL, c = 0;
     char err[200];
-    if (mpilab_sizes_parse(spec, 100000, &v, &c, err, sizeof err) != 0) {
+    if (mpilab_parse_size_list(spec, 100000, &v, &c, err, sizeof err) != 0) {
         fprintf(stderr, "'%s': %s\n", spec, err);
         return 0;
     }
@@ -24,7 +24,7 @@ static int bad(const char *spec)
 {
     size_t *v = NULL, c = 0;
     char err[200] = "";
-    int rc = mpilab_sizes_parse(spec, 1000, &v, &c, err, sizeof err);
+    int rc = mpilab_parse_size_list(spec, 1000, &v, &c, err, sizeof err);
     free(v);
     return rc != 0 && err[0] != '\0' && strchr(err, '\n') == NULL;
 }
@@ -40,7 +40,7 @@ int main(void)
     CHECK(eq("0:100K:1K,7", (size_t[]){0, 7, 1024}, 0) == 0); /* 102 entries, checked below */
     size_t *v = NULL, c = 0;
     char err[200];
-    CHECK(mpilab_sizes_parse("0:100K:1K", 1000, &v, &c, err, sizeof err) == 0 && c == 101 && v[100] == 102400);
+    CHECK(mpilab_parse_size_list("0:100K:1K", 1000, &v, &c, err, sizeof err) == 0 && c == 101 && v[100] == 102400);
     free(v);
     CHECK(bad("-1"));
     CHECK(bad("abc"));

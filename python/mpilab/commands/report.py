@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mpilab import results
+from mpilab import results, units
 from mpilab.errors import MpilabError
 
 
@@ -16,19 +16,14 @@ def default_html(results_path: str | Path) -> Path:
     return p.with_suffix(".html") if p.suffix == ".json" else p.with_name(p.name + ".html")
 
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
 def parse_sizes(text: str) -> list[int]:
-    """'0,4K,1M' -> [0, 4096, 1048576] (suffixes K, M, G are powers of 1024)."""
+    """'0,4K,1M' -> [0, 4096, 1048576] in the given order (mpilab.units.parse_size)."""
     out = []
     for item in text.split(","):
-        t = item.strip().upper()
-        unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
-        digits = t[:-1] if unit else t
-        if not digits.isdigit():
-            raise MpilabError(f"--matrix-sizes: '{item}' is not a size (e.g. 0, 4K, 1M)")
-        out.append(int(digits) * _UNITS[unit])
+        try:
+            out.append(units.parse_size(item))
+        except ValueError:
+            raise MpilabError(f"--matrix-sizes: '{item}' is not a size (e.g. 0, 4K, 1M)") from None
     return out
 
 

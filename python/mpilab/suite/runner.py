@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpilab import results
+from mpilab import results, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.suite.transports import Transport
@@ -26,7 +25,14 @@ LAT_DEPTH = 20
 # Streaming (a window per run) and overlap keep the engine's default barrier isolation.
 P2P_OPS = "stream,overlap_isend"
 NRANK_OPS = "exchange,sendrecv,stream_multi,bcast,allreduce,alltoall,overlap_iallreduce"
-_COUNT = re.compile(r"^\d+[KMG]?$")
+
+
+def _is_count(text: str) -> bool:
+    try:
+        units.parse_size(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -54,7 +60,7 @@ class Plan:
         if self.np < 2:
             raise MpilabError("--np: the suite needs at least 2 ranks")
         items = self.poll_sweep.split(",")
-        if not self.poll_sweep or any(not _COUNT.match(x) for x in items):
+        if not self.poll_sweep or not all(_is_count(x) for x in items):
             raise MpilabError(f"--poll-sweep: malformed list '{self.poll_sweep}' "
                               "(comma list of counts, e.g. 0,100,1K)")
         if len(set(items)) != len(items):

@@ -189,7 +189,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
     p.add_argument("--timeout", metavar="SECONDS",
-                   help="end the job after this long (seconds, or with a unit s, ms, us); "
+                   help="end the job after this long (seconds, or with a unit ns, us, ms, s); "
                         f"default ${jobctl.TIMEOUT_ENV} or "
                         f"{jobctl.DEFAULT_TIMEOUT:g} s; 'none' for no limit")
     p.add_argument("--fault-grace", metavar="SECONDS",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import math
 import os
 import re
 import subprocess
@@ -19,16 +18,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpilab import units
 from mpilab.errors import MpilabError
 from mpilab.testbed import net
-from mpilab.testbed.spec import Spec, parse_node, parse_time
+from mpilab.testbed.spec import Spec, parse_node
 
 MODES = ("down", "drop")
 
 
 def parse_target(spec: Spec, text: str) -> tuple[str, int]:
     """'s0n1:0' or 's0n1:r0' -> ('s0n1', 0), checked against the testbed."""
-    m = re.fullmatch(r"([a-z0-9]+):r?(\d+)", text)
+    m = re.fullmatch(r"([a-z0-9]+):r?([0-9]+)", text, re.ASCII)
     if not m:
         raise MpilabError(f"{text}: expected NODE:RAIL (e.g. s0n1:0)")
     node, rail = m.group(1), int(m.group(2))
@@ -42,7 +42,7 @@ def parse_target(spec: Spec, text: str) -> tuple[str, int]:
 
 def parse_seconds(text: str, what: str) -> float:
     try:
-        return parse_time(text)
+        return units.parse_duration(text)
     except ValueError as e:
         raise MpilabError(f"{what} {text}: {e}") from None
 
@@ -57,26 +57,12 @@ def parse_at(text: str, now: float | None = None) -> tuple[float | None, float |
     ISO 8601 with a time zone ('2026-11-21T12:00:00Z', '...+01:00') or '@EPOCH' (seconds
     since 1970, UTC) -> (None, epoch seconds). Absolute times must not be in the past."""
     now = time.time() if now is None else now
-    t = text.strip()
-    if t.startswith("@"):
-        try:
-            epoch = float(t[1:])
-        except ValueError:
-            raise MpilabError(f"--at {text}: not a time (@EPOCH needs seconds since "
-                              "1970, e.g. @1795000000)") from None
-        if not math.isfinite(epoch) or epoch <= 0:
-            raise MpilabError(f"--at {text}: not a time (@EPOCH must be positive)")
-    elif re.match(r"^\d{4}-\d{2}-\d{2}", t):
-        try:
-            d = _dt.datetime.fromisoformat(t)
-        except ValueError:
-            raise MpilabError(f"--at {text}: not an ISO 8601 time "
-                              "(e.g. 2026-11-21T12:00:00Z)") from None
-        if d.tzinfo is None:
-            raise MpilabError(f"--at {text}: no time zone (add Z for UTC, or +HH:MM)")
-        epoch = d.timestamp()
-    else:
+    if not units.is_instant(text):
         return parse_seconds(text, "--at"), None
+    try:
+        epoch = units.parse_instant(text)
+    except ValueError as e:
+        raise MpilabError(f"--at {text}: {e}") from None
     if epoch < now:
         raise MpilabError(f"--at {text}: {now - epoch:.1f} s in the past")
     return None, epoch

@@ -59,15 +59,14 @@ def default_timeout() -> float:
 
 
 def parse_limit(text: str, what: str) -> float:
-    """A positive, finite number of seconds (units as `testbed fail --for`), or 'none'
-    for no limit (math.inf)."""
-    from mpilab.testbed.spec import parse_time
+    """A positive, finite duration (mpilab.units.parse_duration: seconds, or with a unit
+    ns, us, ms, s), or 'none' for no limit (math.inf)."""
+    from mpilab import units
 
-    t = text.strip()
-    if t.lower() == "none":
+    if text == "none":
         return math.inf
     try:
-        v = parse_time(t)
+        v = units.parse_duration(text)
     except ValueError as e:
         raise MpilabError(f"{what} {text!r}: {e}") from None
     if not math.isfinite(v) or v <= 0:

@@ -14,11 +14,12 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpilab import units
 from mpilab.errors import MpilabError
 
 DEFAULT_PREFIX = "mlt"
 PREFIX_RE = re.compile(r"\A[a-z][a-z0-9]{0,5}\Z")  # \Z: "$" would accept a final newline
-NODE_RE = re.compile(r"\As([0-9]+)n([0-9]+)\Z")
+NODE_RE = re.compile(r"s([0-9]+)n([0-9]+)", re.ASCII)
 MAX_RATE = 100_000_000_000  # 100 Gbit/s
 MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
@@ -41,9 +42,6 @@ total_rate = "200Mbit"
 delay = "5ms"
 """
 
-_RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 _KEYS: dict[str, set[str]] = {
     "": {"prefix", "cluster", "lan", "wan", "link"},
@@ -152,7 +150,7 @@ class Spec:
 
 
 def parse_node(text: str) -> tuple[int, int]:
-    m = NODE_RE.match(text)
+    m = NODE_RE.fullmatch(text)
     if not m:
         raise MpilabError(f"{text}: not a node name (expected sSITEnNODE, e.g. s0n1)")
     return int(m.group(1)), int(m.group(2))
@@ -168,18 +166,8 @@ def format_rate(bps: float) -> str:
 # ---- value parsing ----
 
 def parse_rate(value: object) -> int:
-    """'100Mbit' / '1Gbit' / 5e7 (bit/s) -> bit/s. Raises ValueError with a reason."""
-    if isinstance(value, bool):
-        raise ValueError("not a rate")
-    if isinstance(value, (int, float)):
-        v = float(value)
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", value)
-        if not m or m.group(2).lower() not in _RATE_UNITS:
-            raise ValueError("not a rate (use e.g. 100Mbit, 1Gbit)")
-        v = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
-    else:
-        raise ValueError("not a rate")
+    """'100Mbit' / '1Gbit' / 5e7 (bit/s) -> bit/s (mpilab.units). Raises ValueError."""
+    v = units.parse_rate(value)  # type: ignore[arg-type]
     if v <= 0:
         raise ValueError("rate must be positive")
     if v > MAX_RATE:
@@ -188,36 +176,13 @@ def parse_rate(value: object) -> int:
 
 
 def parse_time(value: object) -> float:
-    """'5ms' / '0.2s' / 0.005 (seconds) -> seconds."""
-    if isinstance(value, bool):
-        raise ValueError("not a duration")
-    if isinstance(value, (int, float)):
-        v = float(value)
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", value)
-        if not m or m.group(2) not in (*_TIME_UNITS, ""):
-            raise ValueError("not a duration (use e.g. 5ms, 0.2s)")
-        v = float(m.group(1)) * _TIME_UNITS.get(m.group(2) or "s", 1.0)
-    else:
-        raise ValueError("not a duration")
-    if v < 0:
-        raise ValueError("duration must not be negative")
-    return v
+    """'5ms' / '0.2s' / 0.005 (seconds) -> seconds (mpilab.units.parse_duration)."""
+    return units.parse_duration(value)  # type: ignore[arg-type]
 
 
 def parse_size(value: object) -> int:
-    """'256K' / '64M' / 1000 (bytes) -> bytes (K, M, G are powers of 1024)."""
-    if isinstance(value, bool):
-        raise ValueError("not a size")
-    if isinstance(value, int):
-        v = value
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgG]?)[bB]?\s*", value)
-        if not m:
-            raise ValueError("not a size (use e.g. 256K, 64M)")
-        v = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    else:
-        raise ValueError("not a size")
+    """'256K' / '64M' / 1000 (bytes) -> bytes (K, M, G are powers of 1024; mpilab.units)."""
+    v = units.parse_size(value)  # type: ignore[arg-type]
     if v <= 0:
         raise ValueError("size must be positive")
     return v
