@@ -44,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(msg: str) -> str:
+    """The message with control characters escaped (a quoted argument may hold a newline)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -53,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MpilabError as e:
-        sys.stderr.write(f"mpilab: {e}\n")
+        sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("mpilab: interrupted\n")
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             tb = tb.tb_next
         if tb is not None:
             where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
-        msg = " ".join(str(e).split())[:200]
+        msg = one_line(" ".join(str(e).split()))[:200]
         sys.stderr.write(f"mpilab: internal error ({type(e).__name__}{where}): {msg} "
                          "(a bug: please report it; MPILAB_DEBUG=1 shows the traceback)\n")
         return 70

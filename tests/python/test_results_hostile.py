@@ -194,7 +194,8 @@ def test_report_tracebacks_of_the_issue_are_one_line_errors(
     assert not (tmp_path / "out.html").exists()
 
 
-@pytest.mark.parametrize("sizes", ["0,²", "1,-4", "4Q", "", "1e3", "nan", " , "])
+@pytest.mark.parametrize("sizes", ["0,²", "1,-4", "4Q", "", "1e3", "nan", " , ", "1\n2",
+                                   "\x1b[31m"])
 def test_report_matrix_sizes_are_strict(synthetic_results: Callable[..., dict[str, Any]],
                                         write_json: Callable[..., Path],
                                         run_cli: Callable[..., Any], sizes: str) -> None:

@@ -44,7 +44,7 @@ def make_report(results_path: str | Path, out: str | Path | None = None,
 
 
 def _run(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes else None
+    sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes is not None else None
     out = make_report(args.results, args.output, sizes)
     if str(out) != "-":  # the report itself went to stdout
         sys.stdout.write(f"report: {out}\n")
