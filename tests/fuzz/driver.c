@@ -249,5 +249,11 @@ int main(int argc, char **argv)
     }
     printf("%s: %zu seeds and %lld mutated inputs, no invariant failed\n", argv[0], nseeds, iters);
     free(d);
+    for (size_t i = 0; i < nseeds; i++)
+        free(seeds[i].d);
+    for (size_t i = 0; i < ndict; i++)
+        free(dict[i].d);
+    free(seeds);
+    free(dict);
     return 0;
 }

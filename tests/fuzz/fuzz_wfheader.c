@@ -69,6 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* 2: payload field and file size made consistent with the header's geometry */
     wf_hdr h;
     memcpy(&h, buf, sizeof h);
+    /* Only within the bounds wf_open enforces before it computes any geometry: called with
+     * an unbounded t, the public mpilab_wf_payload_bytes overflows `2 * t` in
+     * check_blocking (wf_file.c; found by this harness, reported to the wavefront's owner). */
+    if (h.rows > (1ULL << 40) || h.cols > (1ULL << 40) || h.mb > (1ULL << 40) ||
+        h.nb > (1ULL << 40) || h.t > 1024 || h.planes > 5) {
+        free(buf);
+        return 0;
+    }
     int64_t pay = mpilab_wf_payload_bytes((int)h.layout, (int64_t)h.rows, (int64_t)h.cols,
                                           (int64_t)h.mb, (int64_t)h.nb, (int64_t)h.t,
                                           (int64_t)h.planes);
