@@ -548,17 +548,9 @@ def delayline_cases() -> list[Case]:
 
 
 def _job_pids(prefix: str) -> list[int]:
-    needle = f"MPILAB_TESTBED_JOB={prefix}-".encode()
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                env = Path(f"/proc/{d}/environ").read_bytes()
-            except OSError:
-                continue
-            if any(v.startswith(needle) for v in env.split(b"\0")):
-                out.append(int(d))
-    return out
+    from mpilab.testbed import jobctl
+
+    return jobctl.job_pids(f"{prefix}-", prefix_only=True)
 
 
 def _namespaces() -> set[str]:

@@ -41,16 +41,7 @@ from mpilab.tools import find_tool  # noqa: E402
 
 
 def left_behind(prefix: str, nodes: list[str], ns_of: dict[str, str]) -> list[int]:
-    needle = f"{jobctl.JOB_ENV}={prefix}-".encode()
-    out = set()
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                env = Path(f"/proc/{d}/environ").read_bytes()
-            except OSError:
-                continue
-            if any(v.startswith(needle) for v in env.split(b"\0")):
-                out.add(int(d))
+    out = set(jobctl.job_pids(f"{prefix}-", prefix_only=True))
     for n in nodes:
         out.update(net.ns_pids(ns_of[n]))
     return sorted(out)
@@ -59,18 +50,14 @@ def left_behind(prefix: str, nodes: list[str], ns_of: dict[str, str]) -> list[in
 def job_start(prefix: str, mpilab_pid: int) -> float | None:
     """CLOCK_BOOTTIME seconds at which the job's first process (the launcher mpilab
     started) began: the instant its time limit counts from, without the Python start-up."""
-    needle = f"{jobctl.JOB_ENV}={prefix}-{mpilab_pid}-".encode()
     tick = os.sysconf("SC_CLK_TCK")
     starts = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                env = Path(f"/proc/{d}/environ").read_bytes()
-                if any(v.startswith(needle) for v in env.split(b"\0")):
-                    stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-                    starts.append(int(stat[19]) / tick)
-            except OSError:
-                continue
+    for pid in jobctl.job_pids(f"{prefix}-{mpilab_pid}-", prefix_only=True):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        starts.append(int(stat[19]) / tick)
     return min(starts) if starts else None
 
 

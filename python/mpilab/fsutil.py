@@ -28,7 +28,8 @@ from mpilab.errors import MpilabError
 _TMP_RE = re.compile(r"\.tmp\.(\d+)\Z")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
     if pid <= 0:
         return False
     try:
@@ -37,7 +38,11 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
@@ -56,7 +61,7 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
         if not m or len(name) != len(stem) + len(m.group(1)):
             continue
         pid = int(m.group(1))
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid() or pid_alive(pid):
             continue
         p = target.parent / name
         try:

@@ -203,17 +203,7 @@ def _tagged(prefix: str) -> list[int]:
     """Processes of any `testbed run` job on this testbed (tagged in their environment)."""
     from mpilab.testbed import jobctl
 
-    needle = f"{jobctl.JOB_ENV}={prefix}-".encode()
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                env = Path(f"/proc/{d}/environ").read_bytes()
-            except OSError:
-                continue
-            if any(v.startswith(needle) for v in env.split(b"\0")):
-                out.append(int(d))
-    return out
+    return jobctl.job_pids(f"{prefix}-", prefix_only=True)
 
 
 def test_fault_under_mptcp_does_not_kill_the_job(tb: tuple[str, dict[str, str]]) -> None:

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mpilab.errors import MpilabError
+from mpilab.fsutil import pid_alive
 
 JOB_ENV = "MPILAB_TESTBED_JOB"
 TIMEOUT_ENV = "MPILAB_TESTBED_TIMEOUT"
@@ -74,8 +75,9 @@ def parse_limit(text: str, what: str) -> float:
     return v
 
 
-def job_pids(tag: str) -> list[int]:
-    """Processes whose environment carries this job's tag."""
+def job_pids(tag: str, prefix_only: bool = False) -> list[int]:
+    """Processes whose environment carries this job's tag (with prefix_only, any tag that
+    starts with `tag`, e.g. every job of a testbed: `P-`)."""
     needle = f"{JOB_ENV}={tag}".encode()
     out = []
     me = os.getpid()
@@ -84,20 +86,12 @@ def job_pids(tag: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{d}/environ", "rb") as f:
-                env = f.read()
+                env = f.read().split(b"\0")
         except OSError:
             continue
-        if needle in env.split(b"\0"):
+        if any(v.startswith(needle) for v in env) if prefix_only else needle in env:
             out.append(int(d))
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
@@ -136,13 +130,13 @@ def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) 
                 signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not [p for p in job_pids(tag) if _alive(p)]:
+        if proc.poll() is not None and not [p for p in job_pids(tag) if pid_alive(p)]:
             break
         time.sleep(0.05)
     left: list[int] = []
     for _ in range(100):  # SIGKILL until nothing is left (new ranks may still be forking)
         group(signal.SIGKILL)
-        left = [p for p in job_pids(tag) if _alive(p)]
+        left = [p for p in job_pids(tag) if pid_alive(p)]
         _signal_all(left, signal.SIGKILL)
         if not left and proc.poll() is not None:
             break
@@ -151,7 +145,7 @@ def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) 
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    return len([p for p in job_pids(tag) if _alive(p)])
+    return len([p for p in job_pids(tag) if pid_alive(p)])
 
 
 def _iso(t: float) -> str:
@@ -270,7 +264,7 @@ def supervise(proc: subprocess.Popen[bytes], tag: str, timeout: float,
                 except subprocess.TimeoutExpired:
                     pass
                 else:
-                    left = [p for p in job_pids(tag) if _alive(p)]
+                    left = [p for p in job_pids(tag) if pid_alive(p)]
                     if left:  # mpirun is gone; a daemon or rank of the job is not
                         _signal_all(left, signal.SIGKILL)
                         sys.stderr.write(f"mpilab: run: the job left {len(left)} "
