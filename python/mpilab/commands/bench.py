@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from mpilab.errors import MpilabError
+from mpilab.fsutil import check_output
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 RUNNER = "mpilab-bench"
@@ -86,24 +87,38 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None:
         runner_args = runner_args + ["--out", args.out]
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        check_output(out)  # a directory or dangling link is refused before measuring
+        if out != "-":
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
     cmd = runner_command(args.np, args.launcher, runner_args, args.launcher_arg,
                          args.testbed, args.mptcp)
-    proc = subprocess.Popen(cmd, env=mpi_env())
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
+    if args.testbed is not None:
+        # inside the testbed: the testbed's job control (time limit, signals end the whole
+        # job in the node namespaces; docs/testbed.md); its status is already shell-style
+        from mpilab.testbed import jobctl
+
+        tag = jobctl.new_tag(args.testbed)
+        proc = subprocess.Popen(cmd, env=dict(mpi_env(), **{jobctl.JOB_ENV: tag}),
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None)
+    else:
+        proc = subprocess.Popen(cmd, env=mpi_env())
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
-    if rc != 0:
-        if rc != 2:  # 2: bad input, which the runner has already named in one line
-            sys.stderr.write(f"mpilab: {RUNNER} exited with status {exit_status(rc)}\n")
-        return exit_status(rc)
+            status = exit_status(proc.wait())
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
+    if status != 0:
+        named = status == 2 or (args.testbed is not None and (status in (124, 125)
+                                                              or status >= 128))
+        if not named:  # bad input (2) and job control's endings were named in one line
+            sys.stderr.write(f"mpilab: {RUNNER} exited with status {status}\n")
+        return status
     if args.report and out is not None:
         from mpilab.commands.report import make_report
 
