@@ -583,7 +583,11 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
         if c.testbed:
             time.sleep(0.5)
             left = _job_pids(prefix) if prefix else []
-            new_ns = sorted(_namespaces() - ns_before)
+            # namespaces this case could have made (other testbeds come and go meanwhile)
+            mine = [f"{prefix}-", "zz9-"] + [f"{a}-" for k, a in enumerate(c.argv)
+                                              if k and c.argv[k - 1] == "--prefix"]
+            new_ns = sorted(n for n in _namespaces() - ns_before
+                            if any(n.startswith(m) for m in mine if m != "-"))
             if left or new_ns:
                 subprocess.run(["kill", "-9", *map(str, left)], capture_output=True)
                 return Outcome(c, "orphan", f"processes {left}, new namespaces {new_ns}", secs)

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
+        sys.stderr.write("mpilab: error: no command given (mpilab --help lists them)\n")
         return 2
     try:
         return int(args.func(args) or 0)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 from mpilab.fsutil import check_output
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
@@ -128,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
-    p.add_argument("--np", type=int, default=default_np, metavar="N",
+    p.add_argument("--np", type=argtypes.count, default=default_np, metavar="N",
                    help=f"number of ranks (default {default_np})")
     p.add_argument("--launcher", choices=LAUNCHERS, default="mpirun",
                    help="how to start the ranks (default mpirun; srun passes -n N)")

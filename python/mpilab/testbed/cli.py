@@ -9,6 +9,7 @@ import shlex
 import sys
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.testbed import check as checkmod
@@ -18,7 +19,10 @@ from mpilab.testbed.spec import format_rate
 
 
 def _prefix(args: argparse.Namespace) -> str:
-    p = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX
+    # an explicit --prefix '' is refused, not replaced by the environment's (which `down`
+    # would then remove)
+    p = (args.prefix if args.prefix is not None
+         else os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX)
     if not specmod.PREFIX_RE.match(p):
         raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
     return p
@@ -163,11 +167,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_action(args: argparse.Namespace) -> int:
+    raise MpilabError("testbed: no action given (mpilab testbed --help lists them)")
+
+
 def register(subparsers: Any) -> None:
     tb = subparsers.add_parser("testbed", help="emulated cluster: namespaces, rails, WAN, faults")
     sub = tb.add_subparsers(dest="testbed_command", metavar="ACTION",
                             parser_class=type(tb))
-    tb.set_defaults(func=lambda a: (tb.print_help(sys.stderr), 2)[1])
+    tb.set_defaults(func=_no_action)
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
@@ -185,7 +193,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run an MPI program inside the testbed")
     p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
-    p.add_argument("--np", type=int, help="ranks (default: one per host)")
+    p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
     p.add_argument("--timeout", metavar="SECONDS",
@@ -207,13 +215,14 @@ def register(subparsers: Any) -> None:
     p = add("heal", cmd_heal, "heal one rail, or every failed rail")
     p.add_argument("target", metavar="NODE:RAIL", nargs="?")
     p = add("check", cmd_check, "measure links with iperf3 and ping vs the spec")
-    p.add_argument("--time", type=float, default=3.0, help="seconds per iperf3 run")
-    p.add_argument("--parallel", type=int, default=1, help="TCP flows per iperf3 run")
-    p.add_argument("--rail", type=int, default=0)
+    p.add_argument("--time", type=argtypes.duration, default=3.0,
+                   help="seconds per iperf3 run")
+    p.add_argument("--parallel", type=argtypes.count, default=1, help="TCP flows per iperf3 run")
+    p.add_argument("--rail", type=argtypes.count, default=0)
     p.add_argument("--no-lan", action="store_true", help="skip LAN links")
     p.add_argument("--total-only", action="store_true",
                    help="one per-node WAN run instead of one per node")
-    p.add_argument("--tolerance", type=float,
+    p.add_argument("--tolerance", type=argtypes.real,
                    help="exit 1 if a rate is off by more than this fraction")
     p.add_argument("--json", metavar="FILE",
                    help="also write a results file (mpilab.results/1, one measurement per "
