@@ -126,21 +126,26 @@ def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) 
         except (ProcessLookupError, PermissionError):
             pass
 
-    _signal_all([p for p in job_pids(tag) if p != proc.pid and _comm(p) not in LAUNCHERS],
+    # /proc is scanned a few times only (on a loaded machine one scan takes seconds);
+    # in between, the known processes are polled
+    known = set(job_pids(tag))
+    _signal_all([p for p in known if p != proc.pid and _comm(p) not in LAUNCHERS],
                 signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not [p for p in job_pids(tag) if pid_alive(p)]:
+        if proc.poll() is not None and not [p for p in known if pid_alive(p)]:
             break
         time.sleep(0.05)
-    left: list[int] = []
-    for _ in range(100):  # SIGKILL until nothing is left (new ranks may still be forking)
+    for scan in range(5):  # SIGKILL until a scan finds nothing (ranks may still be forking)
         group(signal.SIGKILL)
-        left = [p for p in job_pids(tag) if pid_alive(p)]
+        known |= set(job_pids(tag)) if scan else set()
+        left = [p for p in known if pid_alive(p)]
         _signal_all(left, signal.SIGKILL)
-        if not left and proc.poll() is not None:
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end and [p for p in left if pid_alive(p)]:
+            time.sleep(0.02)
+        if not left and scan:
             break
-        time.sleep(0.05)
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
