@@ -43,7 +43,7 @@ DEFAULT_TIMEOUT = 1800.0
 # TCP survives short outages (retransmission); a used link failed for longer than this
 # ends the job. --fault-grace changes it, --fault-grace none disables the check.
 DEFAULT_FAULT_GRACE = 30.0
-KILL_GRACE = 3.0  # SIGTERM -> SIGKILL
+KILL_GRACE = 2.0  # SIGTERM -> SIGKILL
 POLL = 0.25
 
 
@@ -150,7 +150,7 @@ def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) 
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    return len([p for p in job_pids(tag) if pid_alive(p)])
+    return len([p for p in known if pid_alive(p)])
 
 
 def _iso(t: float) -> str:
@@ -254,11 +254,11 @@ HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def supervise(proc: subprocess.Popen[bytes], tag: str, timeout: float,
-              watch: FaultWatch | None) -> int:
+              watch: FaultWatch | None, started: float | None = None) -> int:
     """Wait for the job; end it on time-out, stall or signal. Returns its exit status, 124
     after a time-out, 125 after a stall, 128+N after signal N; each of those with one line
-    on stderr."""
-    started = time.monotonic()
+    on stderr. `started`: time.monotonic() just before the job was started."""
+    started = time.monotonic() if started is None else started
     old = {s: signal.signal(s, _raise) for s in HANDLED}
     reason, status = None, 0
     try:

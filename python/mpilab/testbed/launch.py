@@ -202,6 +202,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     env = dict(mpi_env(), **{jobctl.JOB_ENV: tag})
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
                               spec.rails, mptcp, grace, time.time())
+    started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             start_new_session=True)
-    return jobctl.supervise(proc, tag, limit, watch)
+    return jobctl.supervise(proc, tag, limit, watch, started)
