@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,21 @@ def test_cli_refuses_a_prefix_with_a_newline_before_creating_anything() -> None:
 def test_bad_node_names(node: str) -> None:
     with pytest.raises(MpilabError, match="not a node name"):
         specmod.parse_node(node)
+
+
+def test_spec_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(MpilabError, match="is a FIFO"):
+        specmod.load(str(fifo), "abc")
+
+
+def test_an_empty_prefix_is_refused_not_replaced_by_the_environment() -> None:
+    """`down --prefix ''` used to fall back to $MPILAB_TESTBED_PREFIX and remove that
+    testbed."""
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "down", "--prefix", ""],
+                       capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env=dict(os.environ, MPILAB_TESTBED_PREFIX="zzz9"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "mpilab: prefix '': must be 1-6 characters a-z0-9, starting with a letter"]
