@@ -19,11 +19,13 @@ from mpilab.tools import mpi_env
 
 def choose_hosts(spec: Spec, hosts: str | None) -> list[str]:
     names = spec.node_names()
-    if not hosts:
+    if hosts is None:
         return names
     out = []
     for h in hosts.split(","):
         h = h.strip()
+        if not h:
+            raise MpilabError(f"--hosts {hosts!r}: an empty node name")
         parse_node(h)
         if h not in names:
             raise MpilabError(f"--hosts: {h}: no such node in testbed '{spec.prefix}'")
