@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from mpilab import __version__
@@ -46,20 +47,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(msg: str) -> str:
+    """The message with control characters escaped (a quoted argument may hold a newline)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
+        sys.stderr.write("mpilab: error: no command given (mpilab --help lists them)\n")
         return 2
     try:
         return int(args.func(args) or 0)
     except MpilabError as e:
-        sys.stderr.write(f"mpilab: {e}\n")
+        sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("mpilab: interrupted\n")
         return 130
+    except MemoryError:
+        sys.stderr.write("mpilab: out of memory\n")
+        return 2
+    except Exception as e:  # a bug: still one line; MPILAB_DEBUG=1 shows the traceback
+        if os.environ.get("MPILAB_DEBUG"):
+            raise
+        where = ""
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        msg = one_line(" ".join(str(e).split()))[:200]
+        sys.stderr.write(f"mpilab: internal error ({type(e).__name__}{where}): {msg} "
+                         "(a bug: please report it; MPILAB_DEBUG=1 shows the traceback)\n")
+        return 70
 
 
 if __name__ == "__main__":

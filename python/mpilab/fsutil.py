@@ -1,25 +1,166 @@
-"""File helpers: outputs are written to a temporary name and renamed when complete."""
+"""Output files and input files, one rule for every mpilab command (the C library's
+mpilab_write_atomic in src/common/common.c follows the same rule):
+
+* `-` means standard output;
+* an existing device, FIFO or socket is written directly (never replaced);
+* a regular file, or a new name, is written to `PATH.tmp.<pid>` in the same folder and
+  renamed onto PATH when complete, so readers see the old file or the new one, never a
+  half-written one; a symbolic link is followed (the file it names is replaced, the link
+  stays); a directory or a dangling link is refused;
+* temporary files `PATH.tmp.<pid>` left by a killed run (the pid no longer exists) are
+  removed by the next write of PATH, with a one-line note on stderr.
+
+Inputs: `read_regular` opens only regular files (a FIFO would block, /dev/zero never ends)
+and refuses files beyond a size limit.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import re
+import stat
+import sys
 from pathlib import Path
+
+from mpilab.errors import MpilabError
+
+_TMP_RE = re.compile(r"\.tmp\.(\d+)\Z")
+
+
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove `TARGET.tmp.<pid>` files whose process is gone; returns what was removed.
+    Files of live processes (possibly another run writing the same output) are kept."""
+    removed: list[Path] = []
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    stem = target.name + ".tmp."
+    for name in names:
+        if not name.startswith(stem):
+            continue
+        m = _TMP_RE.search(name)
+        if not m or len(name) != len(stem) + len(m.group(1)):
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or pid_alive(pid):
+            continue
+        p = target.parent / name
+        try:
+            if not stat.S_ISREG(os.lstat(p).st_mode):
+                continue
+            os.unlink(p)
+        except OSError:
+            continue
+        sys.stderr.write(f"mpilab: removed {p}, a temporary file left by a killed run "
+                         f"(pid {pid})\n")
+        removed.append(p)
+    return removed
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def resolve_output(path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """(file to write, True if it must be written directly rather than replaced).
+    Raises MpilabError for a directory or a dangling symbolic link."""
+    name = os.fspath(path)
+    p = Path(name)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if os.path.islink(p):
+            raise MpilabError(f"{name}: a symbolic link to a missing file; "
+                              "not writing through it") from None
+        return p, False
+    except OSError as e:
+        raise MpilabError(f"{name}: cannot write: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise MpilabError(f"{name}: is a directory, expected a file name")
+    if not stat.S_ISREG(st.st_mode):
+        return p, True
+    if os.path.islink(p):
+        return Path(os.path.realpath(p)), False
+    return p, False
+
+
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work is done, an output that atomic_write_bytes could not write:
+    a directory, a dangling link, a folder that cannot be created or written."""
+    name = os.fspath(path)
+    if name == "-":
+        return
+    target, direct = resolve_output(name)
+    if direct:
+        if not os.access(target, os.W_OK):
+            raise MpilabError(f"{name}: not writable")
+        return
+    d = target.parent
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    if not d.is_dir():
+        raise MpilabError(f"{name}: {d} is not a directory")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise MpilabError(f"{name}: cannot create files in {d}")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write data to path atomically (temporary file in the same folder, then rename)."""
-    target = Path(path)
+    """Write data to path following the module's rule (see the module docstring)."""
+    name = os.fspath(path)
+    if name == "-":
+        sys.stdout.flush()
+        _write_fd(sys.stdout.fileno(), data)
+        return
+    target, direct = resolve_output(name)
+    if direct:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NOCTTY)
+        except OSError as e:
+            raise MpilabError(f"{name}: cannot open for writing: {e.strerror}") from None
+        try:
+            _write_fd(fd, data)
+        except OSError as e:
+            raise MpilabError(f"{name}: write failed: {e.strerror}") from None
+        finally:
+            os.close(fd)
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temporaries(target)
+    tmp = target.parent / f"{target.name}.tmp.{os.getpid()}"
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make reports private
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        os.unlink(tmp)  # our own leftover (a failed earlier write in this process)
+    except FileNotFoundError:
+        pass
+    # 0o666 & ~umask, like any newly created output
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            _write_fd(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -31,3 +172,62 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+# Results files are a few MB; a report of millions of samples stays far below this.
+DEFAULT_READ_LIMIT = 256 << 20
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def read_regular(path: str | os.PathLike[str], what: str = "file",
+                 limit: int = DEFAULT_READ_LIMIT) -> bytes:
+    """The bytes of a regular file (symbolic links followed). FIFOs, devices, sockets,
+    directories and files larger than `limit` bytes are refused with a one-line
+    MpilabError; nothing is opened that could block or never end."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        raise MpilabError(f"{name}: no such file") from None
+    except OSError as e:
+        raise MpilabError(f"{name}: cannot read: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise MpilabError(f"{name}: is a directory, expected a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise MpilabError(f"{name}: is {kind}, expected a {what} (a regular file)")
+    if st.st_size > limit:
+        raise MpilabError(f"{name}: {st.st_size} bytes, larger than the {_size(limit)} "
+                          f"limit of a {what}")
+    try:
+        # O_NONBLOCK: if the name was swapped for a FIFO after the stat, open does not block
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise MpilabError(f"{name}: cannot read: {e.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MpilabError(f"{name}: changed while opening; expected a regular file")
+        chunks = []
+        total = 0
+        while True:
+            try:
+                b = os.read(fd, 1 << 20)
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    continue
+                raise MpilabError(f"{name}: cannot read: {e.strerror}") from None
+            if not b:
+                break
+            total += len(b)
+            if total > limit:
+                raise MpilabError(f"{name}: larger than the {_size(limit)} limit of a "
+                                  f"{what}")
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -9,6 +9,7 @@ Unknown keys are ignored, as the schema requires; the whole document stays avail
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab.errors import MpilabError
+from mpilab.fsutil import read_regular
 
 SCHEMA = "mpilab.results/1"
 TIMINGS = ("max", "root", "global", "opspec", "p2p")
@@ -193,8 +195,9 @@ class Results:
         cs = self.provenance.get("clock_sync")
         if not isinstance(cs, dict):
             return None
-        return ClockSync(str(cs.get("method", "")), float(cs.get("max_residual_s", math.nan)),
-                         tuple(r for r in cs.get("ranks", []) or [] if isinstance(r, dict)))
+        res = cs.get("max_residual_s")
+        return ClockSync(str(cs.get("method", "")), math.nan if res is None else float(res),
+                         tuple(cs.get("ranks") or ()))
 
     def p2p(self) -> list[Measurement]:
         return [m for m in self.measurements if m.is_p2p]
@@ -320,7 +323,7 @@ def _locate(text: str, target: PathT) -> int | None:
 
     try:
         at = find(0)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
     if at is None:
         return None
@@ -334,8 +337,8 @@ def _fmt_path(p: PathT) -> str:
     return out or "(top level)"
 
 
-class _Checker:
-    """Type checks with one-line errors that carry file, line and JSON path."""
+class _Where:
+    """Builds one-line errors that carry file, line and JSON path."""
 
     def __init__(self, name: str, text: str) -> None:
         self.name = name
@@ -351,275 +354,292 @@ class _Checker:
         where = f"{self.name}:{line}" if line is not None else self.name
         return MpilabError(f"{where}: {_fmt_path(path)}: {msg}")
 
-    def obj(self, v: Any, path: PathT) -> dict[str, Any]:
-        if not isinstance(v, dict):
-            raise self.fail(path, "expected an object")
-        return v
 
-    def lst(self, v: Any, path: PathT) -> list[Any]:
-        if not isinstance(v, list):
-            raise self.fail(path, "expected an array")
-        return v
+# ---------------------------------------------------------------------------------------
+# strict JSON numbers (RFC 8259): no NaN/Infinity, nothing beyond the range of a double
 
-    def get(self, d: dict[str, Any], key: str, path: PathT) -> Any:
-        if key not in d:
-            raise self.fail(path + (key,), "missing")
-        return d[key]
+_DBL_MAX = 1.7976931348623157e308
 
-    def string(self, v: Any, path: PathT) -> str:
-        if not isinstance(v, str) or not v:
-            raise self.fail(path, "expected a non-empty string")
-        return v
 
-    def integer(self, v: Any, path: PathT, minimum: int | None = None) -> int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            else:
-                raise self.fail(path, "expected an integer")
-        if minimum is not None and v < minimum:
-            raise self.fail(path, f"{v} is below {minimum}")
-        return v
+class _BadNumber:
+    """Stands in for a number the loader refuses; found with its path after parsing."""
 
-    def number(self, v: Any, path: PathT, nullable: bool = False) -> float:
-        if v is None and nullable:
-            return math.nan
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.fail(path, "expected a number")
-        return float(v)
+    def __init__(self, token: str, why: str) -> None:
+        self.token = token
+        self.why = why
 
-    def boolean(self, v: Any, path: PathT) -> bool:
-        if not isinstance(v, bool):
-            raise self.fail(path, "expected true or false")
-        return v
 
-    def opt(self, d: dict[str, Any], key: str, path: PathT, conv: Any, default: Any,
-            **kw: Any) -> Any:
-        if key not in d:
-            return default
-        return conv(d[key], path + (key,), **kw)
+def _parse_float(s: str) -> float | _BadNumber:
+    v = float(s)
+    if not math.isfinite(v):
+        return _BadNumber(s, "is outside the range of a double")
+    return v
+
+
+def _parse_int(s: str) -> int | _BadNumber:
+    if len(s) > 310:  # also keeps int() below Python's digit limit
+        return _BadNumber(s, "is outside the range of a double")
+    v = int(s)
+    if abs(v) > _DBL_MAX:
+        return _BadNumber(s, "is outside the range of a double")
+    return v
+
+
+def _parse_constant(s: str) -> _BadNumber:
+    return _BadNumber(s, "is not a JSON number (RFC 8259 has no NaN or Infinity)")
+
+
+def _find_bad(v: Any, path: PathT) -> tuple[PathT, _BadNumber] | None:
+    stack: list[tuple[Any, PathT]] = [(v, path)]
+    while stack:
+        x, p = stack.pop()
+        if isinstance(x, _BadNumber):
+            return p, x
+        if isinstance(x, dict):
+            stack.extend((x[k], p + (k,)) for k in reversed(list(x)))
+        elif isinstance(x, list):
+            stack.extend((x[k], p + (k,)) for k in range(len(x) - 1, -1, -1))
+    return None
 
 
 # ---------------------------------------------------------------------------------------
-# validation
+# validation against the one schema (python/mpilab/schemas/results-1.schema.json)
+
+SCHEMA_FILE = Path(__file__).with_name("schemas") / "results-1.schema.json"
+_TYPE_WORDS = {"object": "an object", "array": "an array", "number": "a number",
+               "integer": "an integer", "boolean": "true or false", "string": "a string",
+               "null": "null"}
 
 
-def _stats(c: _Checker, v: Any, path: PathT) -> Stats:
-    s = c.obj(v, path)
-    # null: no valid sample (the measurement is flagged no_valid_samples)
-    mean = c.number(c.get(s, "mean", path), path + ("mean",), nullable=True)
-    ci = c.number(c.get(s, "ci_half", path), path + ("ci_half",), nullable=True)
-    reps = c.integer(c.get(s, "reps", path), path + ("reps",), minimum=0)
-    nan = math.nan
-    return Stats(
-        mean=mean, ci_half=ci,
-        rel_err=c.opt(s, "rel_err", path, c.number, nan, nullable=True),
-        median=c.opt(s, "median", path, c.number, nan, nullable=True),
-        min=c.opt(s, "min", path, c.number, nan, nullable=True),
-        max=c.opt(s, "max", path, c.number, nan, nullable=True),
-        stdev=c.opt(s, "stdev", path, c.number, nan, nullable=True),
-        reps=reps,
-        invalid=c.opt(s, "invalid", path, c.integer, 0, minimum=0),
-        converged=c.opt(s, "converged", path, c.boolean, True),
-    )
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its local references (#/$defs/X, none recursive) replaced by their
+    targets: the same constraints, validated several times faster (jsonschema resolves
+    every $ref on every use)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+            return _inline(defs[ref[len("#/$defs/"):]], defs)
+        return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
 
 
-def _precision(c: _Checker, v: Any, path: PathT) -> Precision:
-    p = c.obj(v, path)
-    return Precision(
-        cl=c.opt(p, "cl", path, c.number, math.nan),
-        eps=c.opt(p, "eps", path, c.number, math.nan),
-        min_reps=c.opt(p, "min_reps", path, c.integer, 0, minimum=0),
-        max_reps=c.opt(p, "max_reps", path, c.integer, 0, minimum=0),
-    )
+@functools.cache
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(_inline(schema, schema.get("$defs", {})))
 
 
-def _measurement(c: _Checker, v: Any, idx: int, source: str) -> Measurement:
+def _short(v: Any) -> str:
+    s = json.dumps(v) if not isinstance(v, float) else repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _schema_message(e: Any) -> tuple[PathT, str]:
+    """(JSON path, one-line message) of a jsonschema ValidationError."""
+    while e.context:  # anyOf/oneOf/if: report the deepest failure inside
+        e = max(e.context, key=lambda c: len(c.absolute_path))
+    path: PathT = tuple(e.absolute_path)
+    inst, val, kind = e.instance, e.validator_value, e.validator
+    custom = e.schema.get("x-error") if isinstance(e.schema, dict) else None
+    if custom and kind != "required":
+        return path, custom.format(instance=inst if isinstance(inst, str) else _short(inst))
+    if kind == "type":
+        types = [val] if isinstance(val, str) else list(val)
+        return path, "expected " + " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+    if kind == "required":
+        missing = next((k for k in val if k not in inst), val[0])
+        return path + (missing,), "missing"
+    if kind == "minimum":
+        return path, f"{_short(inst)} is below {val}"
+    if kind == "maximum":
+        return path, f"{_short(inst)} is above {val}"
+    if kind == "exclusiveMinimum":
+        return path, f"{_short(inst)} must be above {val}"
+    if kind == "exclusiveMaximum":
+        return path, f"{_short(inst)} must be below {val}"
+    if kind == "minLength":
+        return path, "expected a non-empty string"
+    if kind in ("minItems", "maxItems"):
+        return path, f"expected {val} items, got {len(inst)}"
+    if kind == "enum":
+        return path, f"{_short(inst)} is not one of {', '.join(map(str, val))}"
+    if kind == "const":
+        return path, f"is {_short(inst)}, expected {_short(val)}"
+    return path, e.message.splitlines()[0][:120]
+
+
+def _schema_check(w: _Where, doc: Any) -> None:
+    from jsonschema.exceptions import best_match
+
+    err = best_match(_validator().iter_errors(doc))
+    if err is not None:
+        path, msg = _schema_message(err)
+        raise w.fail(path, msg)
+
+
+# ---------------------------------------------------------------------------------------
+# the typed view of a document that passed the schema, and the checks across fields
+
+
+def _f(v: Any) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _stats(s: dict[str, Any]) -> Stats:
+    # mean null: no valid sample (the measurement is flagged no_valid_samples)
+    return Stats(mean=_f(s["mean"]), ci_half=_f(s["ci_half"]), rel_err=_f(s.get("rel_err")),
+                 median=_f(s.get("median")), min=_f(s.get("min")), max=_f(s.get("max")),
+                 stdev=_f(s.get("stdev")), reps=int(s["reps"]), invalid=int(s.get("invalid", 0)),
+                 converged=bool(s.get("converged", True)))
+
+
+def _precision(w: _Where, p: dict[str, Any], path: PathT) -> Precision:
+    out = Precision(cl=_f(p.get("cl")), eps=_f(p.get("eps")), min_reps=int(p.get("min_reps", 0)),
+                    max_reps=int(p.get("max_reps", 0)))
+    if "min_reps" in p and "max_reps" in p and out.max_reps < out.min_reps:
+        raise w.fail(path + ("max_reps",), f"{out.max_reps} is below min_reps {out.min_reps}")
+    return out
+
+
+def _rank_check(w: _Where, v: int, path: PathT, nranks: int | None) -> int:
+    if nranks is not None and v >= nranks:
+        raise w.fail(path, f"rank {v} does not exist in a run of {nranks} ranks")
+    return v
+
+
+def _measurement(w: _Where, m: dict[str, Any], idx: int, source: str,
+                 nranks: int | None) -> Measurement:
     path: PathT = ("measurements", idx)
-    m = c.obj(v, path)
-    op = c.string(c.get(m, "op", path), path + ("op",))
-    impl = c.opt(m, "impl", path, c.string, "native")
-    timing = c.string(c.get(m, "timing", path), path + ("timing",))
-    nbytes = c.integer(c.get(m, "bytes", path), path + ("bytes",), minimum=0)
-    stats = _stats(c, c.get(m, "stats", path), path + ("stats",))
-    samples: tuple[float, ...] = ()
-    if "samples" in m:
-        raw = c.lst(m["samples"], path + ("samples",))
-        samples = tuple(c.number(x, path + ("samples", k), nullable=True)
-                        for k, x in enumerate(raw))
-    valid: tuple[bool, ...] = ()
-    if "valid" in m:
-        raw = c.lst(m["valid"], path + ("valid",))
-        valid = tuple(c.boolean(x, path + ("valid", k)) for k, x in enumerate(raw))
-        if samples and len(valid) != len(samples):
-            raise c.fail(path + ("valid",),
-                         f"{len(valid)} flags for {len(samples)} samples")
+    samples = tuple(_f(x) for x in m.get("samples", ()))
+    valid = tuple(m.get("valid", ()))
+    if samples and "valid" in m and len(valid) != len(samples):
+        raise w.fail(path + ("valid",), f"{len(valid)} flags for {len(samples)} samples")
+    nbytes = int(m["bytes"])
+    ranks = None if m.get("ranks") is None else int(m["ranks"])
+    # a measurement's own rank count wins (merged files hold runs of different sizes)
+    limit = ranks if ranks is not None else nranks
     pair = None
     bytes_back = None
-    if op == "p2p":
-        pv = c.lst(c.get(m, "pair", path), path + ("pair",))
-        if len(pv) != 2:
-            raise c.fail(path + ("pair",), "expected two ranks [i, j]")
-        a = c.integer(pv[0], path + ("pair", 0), minimum=0)
-        b = c.integer(pv[1], path + ("pair", 1), minimum=0)
+    if m["op"] == "p2p":
+        a, b = (int(x) for x in m["pair"])
         if a == b:
-            raise c.fail(path + ("pair",), f"a pair needs two different ranks, got [{a}, {b}]")
+            raise w.fail(path + ("pair",), f"a pair needs two different ranks, got [{a}, {b}]")
+        _rank_check(w, a, path + ("pair", 0), limit)
+        _rank_check(w, b, path + ("pair", 1), limit)
         pair = (a, b)
-        bytes_back = c.opt(m, "bytes_back", path, c.integer, nbytes, minimum=0)
+        bytes_back = int(m.get("bytes_back", nbytes))
+    root = None if m.get("root") is None else _rank_check(w, int(m["root"]), path + ("root",),
+                                                           limit)
     return Measurement(
-        index=idx, op=op, impl=impl, timing=timing, bytes=nbytes, stats=stats,
-        isolation=c.opt(m, "isolation", path, c.string, None),
-        root=c.opt(m, "root", path, c.integer, None, minimum=0),
-        ranks=c.opt(m, "ranks", path, c.integer, None, minimum=1),
-        precision=(_precision(c, m["precision"], path + ("precision",))
+        index=idx, op=m["op"], impl=m.get("impl", "native"), timing=m["timing"], bytes=nbytes,
+        stats=_stats(m["stats"]), isolation=m.get("isolation"), root=root, ranks=ranks,
+        precision=(_precision(w, m["precision"], path + ("precision",))
                    if "precision" in m else None),
         samples=samples, valid=valid, pair=pair, bytes_back=bytes_back,
-        schedule=c.opt(m, "schedule", path, c.string, None),
-        source=source, raw=m,
-    )
+        schedule=m.get("schedule"), source=source, raw=m)
 
 
-def _models(c: _Checker, v: Any) -> tuple[list[HockneyPair], list[Prediction]]:
-    path: PathT = ("models",)
-    if v is None:
+def _pair_ranks(w: _Where, p: dict[str, Any], pp: PathT, nranks: int | None) -> tuple[int, int]:
+    i, j = int(p["i"]), int(p["j"])
+    if i == j:
+        raise w.fail(pp + ("j",), "a pair needs two different ranks")
+    _rank_check(w, i, pp + ("i",), nranks)
+    _rank_check(w, j, pp + ("j",), nranks)
+    return i, j
+
+
+def _range_bounds(w: _Where, r: dict[str, Any], rp: PathT) -> tuple[int, int]:
+    lo, hi = int(r["from"]), int(r["to"])
+    if hi < lo:
+        raise w.fail(rp, f"range from {lo} to {hi} is empty")
+    return lo, hi
+
+
+def _prediction(p: dict[str, Any]) -> Prediction:
+    return Prediction(op=p["op"], impl=p["impl"], bytes=int(p["bytes"]),
+                      predicted=float(p["predicted"]),
+                      measured=None if p.get("measured") is None else float(p["measured"]),
+                      timing=p.get("timing"))
+
+
+def _models(w: _Where, models: dict[str, Any] | None,
+            nranks: int | None) -> tuple[list[HockneyPair], list[Prediction]]:
+    if not models:
         return [], []
-    models = c.obj(v, path)
     pairs: list[HockneyPair] = []
-    hock = models.get("hockney")
-    if hock is not None:
-        hp: PathT = path + ("hockney",)
-        h = c.obj(hock, hp)
-        for k, pv in enumerate(c.lst(h.get("pairs", []), hp + ("pairs",))):
-            pp: PathT = hp + ("pairs", k)
-            p = c.obj(pv, pp)
-            ranges = []
-            if "ranges" in p:
-                for r, rv in enumerate(c.lst(p["ranges"], pp + ("ranges",))):
-                    rp: PathT = pp + ("ranges", r)
-                    ro = c.obj(rv, rp)
-                    lo = c.integer(c.get(ro, "from", rp), rp + ("from",), minimum=0)
-                    hi = c.integer(c.get(ro, "to", rp), rp + ("to",), minimum=0)
-                    if hi < lo:
-                        raise c.fail(rp, f"range from {lo} to {hi} is empty")
-                    ranges.append(HockneyRange(
-                        lo, hi, c.number(c.get(ro, "alpha", rp), rp + ("alpha",)),
-                        c.number(c.get(ro, "beta", rp), rp + ("beta",))))
-            pairs.append(HockneyPair(
-                i=c.integer(c.get(p, "i", pp), pp + ("i",), minimum=0),
-                j=c.integer(c.get(p, "j", pp), pp + ("j",), minimum=0),
-                alpha=c.number(c.get(p, "alpha", pp), pp + ("alpha",)),
-                beta=c.number(c.get(p, "beta", pp), pp + ("beta",)),
-                ranges=tuple(ranges)))
-    preds: list[Prediction] = []
-    if models.get("predictions") is not None:
-        pp0: PathT = path + ("predictions",)
-        for k, pv in enumerate(c.lst(models["predictions"], pp0)):
-            pp = pp0 + (k,)
-            p = c.obj(pv, pp)
-            preds.append(Prediction(
-                op=c.string(c.get(p, "op", pp), pp + ("op",)),
-                impl=c.string(c.get(p, "impl", pp), pp + ("impl",)),
-                bytes=c.integer(c.get(p, "bytes", pp), pp + ("bytes",), minimum=0),
-                predicted=c.number(c.get(p, "predicted", pp), pp + ("predicted",)),
-                measured=(None if p.get("measured") is None
-                          else c.number(p["measured"], pp + ("measured",))),
-                timing=c.opt(p, "timing", pp, c.string, None)))
+    hp: PathT = ("models", "hockney", "pairs")
+    for k, p in enumerate((models.get("hockney") or {}).get("pairs", [])):
+        i, j = _pair_ranks(w, p, hp + (k,), nranks)
+        ranges = tuple(HockneyRange(*_range_bounds(w, r, hp + (k, "ranges", n)),
+                                    float(r["alpha"]), float(r["beta"]))
+                       for n, r in enumerate(p.get("ranges", [])))
+        pairs.append(HockneyPair(i=i, j=j, alpha=float(p["alpha"]), beta=float(p["beta"]),
+                                 ranges=ranges))
+    preds = [_prediction(p) for p in models.get("predictions") or []]
     return pairs, preds
 
 
-_LOGGP_FLAGS = ("L_clamped", "G_clamped", "g_clamped", "fit_failed")
+def _loggp_params(p: dict[str, Any]) -> LogGPParams:
+    return LogGPParams(L=float(p["L"]), os=float(p["os"]), orr=float(p["or"]), g=float(p["g"]),
+                       G=float(p["G"]), os_per_byte=float(p.get("os_per_byte", 0.0)),
+                       or_per_byte=float(p.get("or_per_byte", 0.0)),
+                       flags=tuple(p.get("flags", ())))
 
 
-def _loggp_params(c: _Checker, p: dict[str, Any], pp: PathT) -> LogGPParams:
-    def num(key: str, minimum: float | None = None) -> float:
-        v = c.number(c.get(p, key, pp), pp + (key,))
-        if minimum is not None and v < minimum:
-            raise c.fail(pp + (key,), f"{v} is below {minimum:g}")
-        return v
-    flags: list[str] = []
-    if "flags" in p:
-        for k, fv in enumerate(c.lst(p["flags"], pp + ("flags",))):
-            f = c.string(fv, pp + ("flags", k))
-            if f not in _LOGGP_FLAGS:
-                raise c.fail(pp + ("flags", k), f"unknown flag '{f}' "
-                             f"(expected one of {', '.join(_LOGGP_FLAGS)})")
-            flags.append(f)
-    return LogGPParams(L=num("L", 0.0), os=num("os"), orr=num("or"), g=num("g"),
-                       G=num("G", 0.0),
-                       os_per_byte=c.opt(p, "os_per_byte", pp, c.number, 0.0),
-                       or_per_byte=c.opt(p, "or_per_byte", pp, c.number, 0.0),
-                       flags=tuple(flags))
-
-
-def _prediction(c: _Checker, pv: Any, pp: PathT) -> Prediction:
-    p = c.obj(pv, pp)
-    return Prediction(
-        op=c.string(c.get(p, "op", pp), pp + ("op",)),
-        impl=c.string(c.get(p, "impl", pp), pp + ("impl",)),
-        bytes=c.integer(c.get(p, "bytes", pp), pp + ("bytes",), minimum=0),
-        predicted=c.number(c.get(p, "predicted", pp), pp + ("predicted",)),
-        measured=(None if p.get("measured") is None
-                  else c.number(p["measured"], pp + ("measured",))),
-        timing=c.opt(p, "timing", pp, c.string, None))
-
-
-def _loggp(c: _Checker, v: Any) -> tuple[list[LogGPPair], list[Prediction]]:
+def _loggp(w: _Where, models: dict[str, Any] | None,
+           nranks: int | None) -> tuple[list[LogGPPair], list[Prediction]]:
     """models.loggp (see docs/results-schema.md)."""
-    if not isinstance(v, dict) or v.get("loggp") is None:
+    lg = (models or {}).get("loggp")
+    if not lg:
         return [], []
-    lp: PathT = ("models", "loggp")
-    lg = c.obj(v["loggp"], lp)
+    lp: PathT = ("models", "loggp", "pairs")
     pairs: list[LogGPPair] = []
     seen: set[tuple[int, int]] = set()
-    for k, pv in enumerate(c.lst(c.get(lg, "pairs", lp), lp + ("pairs",))):
-        pp: PathT = lp + ("pairs", k)
-        p = c.obj(pv, pp)
-        i = c.integer(c.get(p, "i", pp), pp + ("i",), minimum=0)
-        j = c.integer(c.get(p, "j", pp), pp + ("j",), minimum=0)
-        if i == j:
-            raise c.fail(pp + ("j",), "a pair needs two different ranks")
+    for k, p in enumerate(lg["pairs"]):
+        pp = lp + (k,)
+        i, j = _pair_ranks(w, p, pp, nranks)
         if (i, j) in seen:
-            raise c.fail(pp, f"pair {i}-{j} appears twice")
+            raise w.fail(pp, f"pair {i}-{j} appears twice")
         seen.add((i, j))
         pts: list[LogGPPoint] = []
-        for s, sv in enumerate(c.lst(c.get(p, "per_size", pp), pp + ("per_size",))):
-            sp: PathT = pp + ("per_size", s)
-            so = c.obj(sv, sp)
-            b = c.integer(c.get(so, "bytes", sp), sp + ("bytes",), minimum=0)
+        for s, so in enumerate(p["per_size"]):
+            b = int(so["bytes"])
             if pts and b <= pts[-1].bytes:
-                raise c.fail(sp + ("bytes",), f"{b} does not increase on {pts[-1].bytes}")
-            pts.append(LogGPPoint(b, *(c.number(c.get(so, key, sp), sp + (key,), nullable=True)
-                                       for key in ("rtt", "os", "or", "g"))))
-        failed = "fit_failed" in (p.get("flags") or [])
-        params = None if failed else _loggp_params(c, p, pp)
-        ranges: list[LogGPRange] = []
-        if not failed and "ranges" in p:
-            for r, rv in enumerate(c.lst(p["ranges"], pp + ("ranges",))):
-                rp: PathT = pp + ("ranges", r)
-                ro = c.obj(rv, rp)
-                lo = c.integer(c.get(ro, "from", rp), rp + ("from",), minimum=0)
-                hi = c.integer(c.get(ro, "to", rp), rp + ("to",), minimum=0)
-                if hi < lo:
-                    raise c.fail(rp, f"range from {lo} to {hi} is empty")
-                ranges.append(LogGPRange(lo, hi, _loggp_params(c, ro, rp)))
-        err = c.opt(p, "error", pp, c.string, None) if failed else None
-        pairs.append(LogGPPair(i=i, j=j, params=params, per_size=tuple(pts),
-                               ranges=tuple(ranges), error=err))
-    preds = [_prediction(c, pv, lp + ("predictions", k))
-             for k, pv in enumerate(c.lst(lg.get("predictions", []), lp + ("predictions",)))]
-    return pairs, preds
+                raise w.fail(pp + ("per_size", s, "bytes"),
+                             f"{b} does not increase on {pts[-1].bytes}")
+            pts.append(LogGPPoint(b, *(_f(so[key]) for key in ("rtt", "os", "or", "g"))))
+        failed = "fit_failed" in p.get("flags", ())
+        ranges = () if failed else tuple(
+            LogGPRange(*_range_bounds(w, r, pp + ("ranges", n)), _loggp_params(r))
+            for n, r in enumerate(p.get("ranges", [])))
+        pairs.append(LogGPPair(i=i, j=j, params=None if failed else _loggp_params(p),
+                               per_size=tuple(pts), ranges=ranges,
+                               error=p.get("error") if failed else None))
+    return pairs, [_prediction(p) for p in lg.get("predictions", [])]
 
 
 def parse(text: str, name: str) -> Results:
     """Validate the text of a results file; `name` is used in error messages."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_float=_parse_float, parse_int=_parse_int,
+                         parse_constant=_parse_constant)
     except json.JSONDecodeError as e:
         msg = f"{name}:{e.lineno}: malformed JSON: {e.msg} (column {e.colno})"
         raise MpilabError(msg) from None
     except RecursionError:
         raise MpilabError(f"{name}: malformed JSON: nested too deeply") from None
-    c = _Checker(name, text)
+    w = _Where(name, text)
+    bad = _find_bad(doc, ())
+    if bad is not None:
+        tok = bad[1].token
+        tok = tok if len(tok) <= 40 else f"{tok[:20]}...({len(tok)} characters)"
+        raise w.fail(bad[0], f"{tok} {bad[1].why}")
     if not isinstance(doc, dict):
         raise MpilabError(f"{name}:1: expected a JSON object at the top level")
     if "schema" not in doc:
@@ -627,41 +647,31 @@ def parse(text: str, name: str) -> Results:
     if doc["schema"] != SCHEMA:
         line = _locate(text, ("schema",))
         where = f"{name}:{line}" if line else name
-        raise MpilabError(f"{where}: schema is {json.dumps(doc['schema'])}, "
-                          f"expected '{SCHEMA}'")
-    prov = c.obj(c.get(doc, "provenance", ()), ("provenance",))
-    # type-check the provenance fields the report relies on
-    pp: PathT = ("provenance",)
-    c.opt(prov, "ranks", pp, c.integer, None, minimum=1)
-    if "hosts" in prov:
-        for k, h in enumerate(c.lst(prov["hosts"], pp + ("hosts",))):
-            c.string(h, pp + ("hosts", k))
-    if prov.get("clock_sync") is not None:
-        cs = c.obj(prov["clock_sync"], pp + ("clock_sync",))
-        c.opt(cs, "max_residual_s", pp + ("clock_sync",), c.number, None, nullable=True)
-    if "mapping" in prov:
-        for k, mv in enumerate(c.lst(prov["mapping"], pp + ("mapping",))):
-            c.obj(mv, pp + ("mapping", k))
-    meas_raw = c.lst(c.get(doc, "measurements", ()), ("measurements",))
-    meas = [_measurement(c, v, k, name) for k, v in enumerate(meas_raw)]
-    hockney, preds = _models(c, doc.get("models"))
-    lg_pairs, lg_preds = _loggp(c, doc.get("models"))
+        raise MpilabError(f"{where}: schema is {_short(doc['schema'])}, expected '{SCHEMA}'")
+    try:
+        _schema_check(w, doc)
+    except RecursionError:
+        raise MpilabError(f"{name}: nested too deeply to validate") from None
+    prov = doc["provenance"]
+    nranks = prov.get("ranks")
+    meas = [_measurement(w, m, k, name, nranks) for k, m in enumerate(doc["measurements"])]
+    hockney, preds = _models(w, doc.get("models"), nranks)
+    lg_pairs, lg_preds = _loggp(w, doc.get("models"), nranks)
     return Results(path=name, provenance=prov, measurements=meas, hockney=hockney,
                    predictions=preds, raw=doc, sources=[name], loggp=lg_pairs,
                    loggp_predictions=lg_preds)
 
 
+# A results file of a large campaign (every sample of thousands of measurements) stays
+# far below this; anything larger is refused rather than read into memory.
+MAX_RESULTS_BYTES = 512 << 20
+
+
 def load(path: str | os.PathLike[str]) -> Results:
-    """Load and validate one results file. Raises MpilabError (one line) on any problem."""
+    """Load and validate one results file. Raises MpilabError (one line) on any problem.
+    Only regular files are read (a FIFO or a device is refused, never opened)."""
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise MpilabError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise MpilabError(f"{name}: is a directory, expected a results file") from None
-    except OSError as e:
-        raise MpilabError(f"{name}: cannot read: {e.strerror}") from None
+    data = read_regular(path, "results file", MAX_RESULTS_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -669,7 +679,10 @@ def load(path: str | os.PathLike[str]) -> Results:
         raise MpilabError(f"{name}:{line}: not UTF-8 text") from None
     if not text.strip():
         raise MpilabError(f"{name}: empty file, expected a results file")
-    return parse(text, name)
+    try:
+        return parse(text, name)
+    except MemoryError:
+        raise MpilabError(f"{name}: out of memory while reading it") from None
 
 
 def merge(results: Sequence[Results] | Iterable[Results]) -> Results:
@@ -682,6 +695,9 @@ def merge(results: Sequence[Results] | Iterable[Results]) -> Results:
     first = items[0]
     prov = dict(first.provenance)
     prov["runs"] = [dict(r.provenance, source=r.path) for r in items]
+    sizes = [r.provenance.get("ranks") for r in items]
+    if all(isinstance(n, int) for n in sizes):
+        prov["ranks"] = max(sizes)  # the merged view spans the largest run
     meas: list[Measurement] = []
     raw_meas: list[dict[str, Any]] = []
     for r in items:

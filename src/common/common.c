@@ -1,40 +1,161 @@
 #include "common/common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mpilab/version.h"
 
+/* Where an output goes (see mpilab_write_atomic in common.h). */
+static int write_all_fd(int fd, const char *text, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, text, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        text += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int pid_alive(long pid)
+{
+    if (pid <= 0 || pid > INT_MAX)
+        return 0;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* Remove DIR/BASE.tmp.<pid> files whose process no longer exists (left by a killed run). */
+static void remove_stale_temporaries(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t bl = strlen(base);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".tmp.", 5) != 0)
+            continue;
+        const char *digits = n + bl + 5;
+        if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
+            continue;
+        long pid = strtol(digits, NULL, 10);
+        if (pid == (long)getpid() || pid_alive(pid))
+            continue;
+        char full[PATH_MAX];
+        int k = snprintf(full, sizeof full, "%s/%s", dir, n);
+        struct stat st;
+        if (k < 0 || (size_t)k >= sizeof full || lstat(full, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (unlink(full) == 0)
+            fprintf(stderr, "mpilab: removed %s, a temporary file left by a killed run (pid %ld)\n",
+                    full, pid);
+    }
+    closedir(d);
+}
+
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
+    if (strcmp(path, "-") == 0) {
+        fflush(stdout);
+        if (write_all_fd(STDOUT_FILENO, text, len) != 0) {
+            snprintf(err, errlen, "standard output: write failed: %s", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    struct stat st;
+    char target[PATH_MAX];
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s: is a directory, expected a file name", path);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            /* device, FIFO, socket: write into it, never replace it */
+            int fd = open(path, O_WRONLY | O_NOCTTY);
+            if (fd < 0) {
+                snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
+                return -1;
+            }
+            int bad = write_all_fd(fd, text, len);
+            int saved = errno;
+            close(fd);
+            if (bad) {
+                snprintf(err, errlen, "%s: write failed: %s", path, strerror(saved));
+                return -1;
+            }
+            return 0;
+        }
+        /* a regular file, possibly through symbolic links: replace the file, keep the links */
+        if (!realpath(path, target)) {
+            snprintf(err, errlen, "%s: cannot resolve: %s", path, strerror(errno));
+            return -1;
+        }
+    } else if (errno == ENOENT) {
+        if (lstat(path, &st) == 0) {
+            snprintf(err, errlen, "%s: a symbolic link to a missing file; not writing through it",
+                     path);
+            return -1;
+        }
+        if (strlen(path) >= sizeof target) {
+            snprintf(err, errlen, "%s: path too long", path);
+            return -1;
+        }
+        strcpy(target, path);
+    } else {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+
+    char dir[PATH_MAX];
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == target)
+        strcpy(dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - target), target);
+    remove_stale_temporaries(dir, base);
+
     char tmp[PATH_MAX];
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof tmp) {
         snprintf(err, errlen, "%s: path too long", path);
         return -1;
     }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    unlink(tmp); /* our own leftover from a failed earlier write */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         return -1;
     }
-    size_t w = fwrite(text, 1, len, f);
-    int bad = (w != len) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
+    int bad = write_all_fd(fd, text, len) != 0 || fsync(fd) != 0;
     int saved = errno;
-    bad |= (fclose(f) != 0);
+    bad |= (close(fd) != 0);
     if (bad) {
         snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(saved ? saved : errno));
         unlink(tmp);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
+    if (rename(tmp, target) != 0) {
         snprintf(err, errlen, "%s: cannot rename into place: %s", path, strerror(errno));
         unlink(tmp);
         return -1;

@@ -11,9 +11,14 @@
 
 #include "mpilab/results.h" /* MPILAB_RESULTS_SCHEMA */
 
-/* Write `text` (length `len`) to `path` via `path.tmp.<pid>` + rename. Returns 0 on
- * success; on failure removes the temporary file, writes a one-line reason to `err`
- * and returns -1. */
+/* Write `text` (length `len`) to `path`, following one rule (python/mpilab/fsutil.py
+ * follows the same): "-" is standard output; an existing device, FIFO or socket is written
+ * directly, never replaced; a regular file or a new name is written to `path.tmp.<pid>` and
+ * renamed onto it when complete (a symbolic link is followed: the file it names is replaced,
+ * the link stays); a directory or a dangling link is refused. Temporary files
+ * `path.tmp.<pid>` whose process is gone (a killed run) are removed first, with a note on
+ * stderr. Returns 0 on success; on failure removes the temporary file, writes a one-line
+ * reason to `err` and returns -1. */
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
 /* Dump `root` as indented JSON to `path` atomically. Same contract as above. */

@@ -267,6 +267,14 @@ static int item(const char *it, vec_t *v, char *err, size_t errlen)
     return -1;
 }
 
+/* The reason quotes the user's text: keep it one printable line (issue 11). */
+static void one_line(char *err)
+{
+    for (unsigned char *c = (unsigned char *)err; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
 int mpilab_parse_size_list(const char *spec, size_t max_count, size_t **out, size_t *count, char *err,
                            size_t errlen)
 {
@@ -279,6 +287,7 @@ int mpilab_parse_size_list(const char *spec, size_t max_count, size_t **out, siz
     size_t len = strlen(spec);
     if (spec[0] == ',' || spec[len - 1] == ',' || strstr(spec, ",,")) {
         snprintf(err, errlen, "empty item in size list '%s'", spec);
+        one_line(err);
         return -1;
     }
     vec_t v = {NULL, 0, 0, max_count};
@@ -299,6 +308,7 @@ int mpilab_parse_size_list(const char *spec, size_t max_count, size_t **out, siz
     }
     if (rc != 0) {
         free(v.v);
+        one_line(err);
         return -1;
     }
     qsort(v.v, v.n, sizeof *v.v, cmp_size);

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -239,6 +242,19 @@ static int open_tun(const mpilab_dl_options *opt)
         return -1;
     }
     memcpy(ifr.ifr_name, opt->dev, strlen(opt->dev) + 1);
+    /* TUNSETIFF creates a missing device: a typo would delay nothing, forever. Attach only
+     * to a device that exists in this network namespace. */
+    int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq probe = ifr;
+    int exists = sk >= 0 && ioctl(sk, SIOCGIFINDEX, &probe) == 0;
+    if (sk >= 0)
+        close(sk);
+    if (!exists) {
+        fprintf(stderr, "mpilab-delayline: --dev %s: no such device (create it first: ip tuntap "
+                        "add %s mode tun)\n", opt->dev, opt->dev);
+        close(fd);
+        return -1;
+    }
     if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
         fprintf(stderr, "mpilab-delayline: attach to tun device %s: %s\n", opt->dev, strerror(errno));
         close(fd);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +121,48 @@ def test_examples_are_valid() -> None:
     assert files
     for f in files:
         specmod.load(str(f))
+
+
+@pytest.mark.parametrize("prefix", ["rb\n", "rb\n\n", "RB", "1ab", "abcdefg", "ab-c", "a b",
+                                    "ab\x00", "\nab"])
+def test_bad_prefix_refused(prefix: str) -> None:
+    """`$` in the old regex matched before a final newline: 'rb\\n' brought up namespaces
+    that `down --prefix rb` could not find."""
+    with pytest.raises(MpilabError, match="must be 1-6 characters"):
+        specmod.load_text(f"prefix = {json.dumps(prefix)}\n", "p.toml")
+    with pytest.raises(MpilabError, match="must be 1-6 characters"):
+        specmod.load_text("", "p.toml", prefix)
+
+
+def test_cli_refuses_a_prefix_with_a_newline_before_creating_anything() -> None:
+    for action in ("up", "down"):
+        p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", action,
+                            "--prefix", "rb\n"], capture_output=True, text=True, cwd=REPO,
+                           timeout=60)
+        assert p.returncode == 2, (action, p.stdout, p.stderr)
+        assert p.stderr.strip().splitlines() == [
+            "mpilab: prefix 'rb\\n': must be 1-6 characters a-z0-9, starting with a letter"]
+
+
+@pytest.mark.parametrize("node", ["s0n1\n", "s0n1 ", "s\u0663n1", "s0n"])
+def test_bad_node_names(node: str) -> None:
+    with pytest.raises(MpilabError, match="not a node name"):
+        specmod.parse_node(node)
+
+
+def test_spec_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(MpilabError, match="is a FIFO"):
+        specmod.load(str(fifo), "abc")
+
+
+def test_an_empty_prefix_is_refused_not_replaced_by_the_environment() -> None:
+    """`down --prefix ''` used to fall back to $MPILAB_TESTBED_PREFIX and remove that
+    testbed."""
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "down", "--prefix", ""],
+                       capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env=dict(os.environ, MPILAB_TESTBED_PREFIX="zzz9"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "mpilab: prefix '': must be 1-6 characters a-z0-9, starting with a letter"]

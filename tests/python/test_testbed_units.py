@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import calendar
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +199,19 @@ def test_check_rows_make_a_results_file(tmp_path: Path) -> None:
     assert rtt.raw["derived"]["configured_rtt_s"] == 0.010
     assert rtt.raw["derived"]["rtt_error_s"] == pytest.approx(0.0003)
     assert rtt.raw["link"]["site_to_site"] and node.raw["link"]["rail"] == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root (a private network namespace)")
+def test_delayline_refuses_a_missing_device() -> None:
+    """TUNSETIFF creates a device that does not exist: `--dev nosuch0` used to attach to a
+    new, unrouted tun device and delay nothing, forever."""
+    from mpilab.tools import find_tool
+
+    p = subprocess.run(["unshare", "-n", find_tool("mpilab-delayline"), "--dev", "nosuch0",
+                        "--delay", "1ms", "--no-realtime"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines() == [
+        "mpilab-delayline: --dev nosuch0: no such device (create it first: ip tuntap add "
+        "nosuch0 mode tun)"]

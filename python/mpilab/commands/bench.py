@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpilab import launch
+from mpilab import argtypes, launch
 from mpilab.errors import MpilabError
+from mpilab.fsutil import check_output
 from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
@@ -95,24 +96,38 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None:
         runner_args = runner_args + ["--out", args.out]
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        check_output(out)  # a directory or dangling link is refused before measuring
+        if out != "-":
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
     j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
-    proc = subprocess.Popen(j.cmd, env=j.env)
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
+    if args.testbed is not None:
+        # inside the testbed: the testbed's job control (time limit, signals end the whole
+        # job in the node namespaces; docs/testbed.md); its status is already shell-style
+        from mpilab.testbed import jobctl
+
+        tag = jobctl.new_tag(args.testbed)
+        proc = subprocess.Popen(j.cmd, env=dict(j.env, **{jobctl.JOB_ENV: tag}),
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None)
+    else:
+        proc = subprocess.Popen(j.cmd, env=j.env)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
-    if rc != 0:
-        if rc != 2:  # 2: bad input, which the runner has already named in one line
-            sys.stderr.write(f"mpilab: {RUNNER} exited with status {exit_status(rc)}\n")
-        return exit_status(rc)
+            status = exit_status(proc.wait())
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
+    if status != 0:
+        named = status == 2 or (args.testbed is not None and (status in (124, 125)
+                                                              or status >= 128))
+        if not named:  # bad input (2) and job control's endings were named in one line
+            sys.stderr.write(f"mpilab: {RUNNER} exited with status {status}\n")
+        return status
     if args.report and out is not None:
         from mpilab.commands.report import make_report
 
@@ -122,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
-    p.add_argument("--np", type=int, default=None, metavar="N",
+    p.add_argument("--np", type=argtypes.count, default=None, metavar="N",
                    help=f"number of ranks (default {default_np}; under srun the "
                         "allocation's, or the CPUs of the node)")
     launch.add_options(p)

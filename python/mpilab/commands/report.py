@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mpilab import results, units
 from mpilab.errors import MpilabError
+from mpilab.fsutil import check_output
 
 
 def default_html(results_path: str | Path) -> Path:
@@ -32,10 +33,9 @@ def make_report(results_path: str | Path, out: str | Path | None = None,
     """Load, validate and render; nothing is written unless everything succeeded."""
     from mpilab.report import build_report
 
-    r = results.load(results_path)
     target = Path(out) if out is not None else default_html(results_path)
-    if target.is_dir():
-        raise MpilabError(f"{target}: is a directory, expected an output file name")
+    check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
+    r = results.load(results_path)
     try:
         build_report(r, target, matrix_sizes)
     except OSError as e:
@@ -44,9 +44,10 @@ def make_report(results_path: str | Path, out: str | Path | None = None,
 
 
 def _run(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes else None
+    sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes is not None else None
     out = make_report(args.results, args.output, sizes)
-    sys.stdout.write(f"report: {out}\n")
+    if str(out) != "-":  # the report itself went to stdout
+        sys.stdout.write(f"report: {out}\n")
     return 0
 
 

@@ -9,16 +9,20 @@ import shlex
 import sys
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.testbed import check as checkmod
-from mpilab.testbed import faults, launch, net
+from mpilab.testbed import faults, jobctl, launch, net
 from mpilab.testbed import spec as specmod
 from mpilab.testbed.spec import format_rate
 
 
 def _prefix(args: argparse.Namespace) -> str:
-    p = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX
+    # an explicit --prefix '' is refused, not replaced by the environment's (which `down`
+    # would then remove)
+    p = (args.prefix if args.prefix is not None
+         else os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX)
     if not specmod.PREFIX_RE.match(p):
         raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
     return p
@@ -115,10 +119,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             rails = [int(x) for x in args.rails.split(",")]
         except ValueError:
             raise MpilabError(f"--rails {args.rails}: expected e.g. 0 or 0,1") from None
-    if args.timeout is not None and args.timeout <= 0:
-        raise MpilabError("--timeout must be positive")
+    timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
+               else None)
+    grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
+             if args.fault_grace is not None else None)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
-                      timeout=args.timeout, rails=rails)
+                      timeout=timeout, rails=rails, fault_grace=grace)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -137,9 +143,11 @@ def cmd_heal(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.json:
+        check_output(args.json)  # before minutes of measuring, not after
+    if not (0 < args.time <= 3600) or args.parallel < 1:
+        raise MpilabError("--time must be positive (at most 3600 s) and --parallel at least 1")
     sp = net.current_spec(_prefix(args))
-    if args.time <= 0 or args.parallel < 1:
-        raise MpilabError("--time must be positive and --parallel at least 1")
     rows = checkmod.check(sp, seconds=args.time, parallel=args.parallel, rail=args.rail,
                           lan=not args.no_lan, per_node=not args.total_only)
     print(checkmod.format_rows(rows))
@@ -159,11 +167,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_action(args: argparse.Namespace) -> int:
+    raise MpilabError("testbed: no action given (mpilab testbed --help lists them)")
+
+
 def register(subparsers: Any) -> None:
     tb = subparsers.add_parser("testbed", help="emulated cluster: namespaces, rails, WAN, faults")
     sub = tb.add_subparsers(dest="testbed_command", metavar="ACTION",
                             parser_class=type(tb))
-    tb.set_defaults(func=lambda a: (tb.print_help(sys.stderr), 2)[1])
+    tb.set_defaults(func=_no_action)
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
@@ -181,10 +193,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run an MPI program inside the testbed")
     p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
-    p.add_argument("--np", type=int, help="ranks (default: one per host)")
+    p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
-    p.add_argument("--timeout", type=float, help="kill the job after this many seconds")
+    p.add_argument("--timeout", metavar="SECONDS",
+                   help="end the job after this long (seconds, or with a unit ns, us, ms, s); "
+                        f"default ${jobctl.TIMEOUT_ENV} or "
+                        f"{jobctl.DEFAULT_TIMEOUT:g} s; 'none' for no limit")
+    p.add_argument("--fault-grace", metavar="SECONDS",
+                   help="end the job when a link it uses stays failed this long (fault log "
+                        f"of 'testbed fail'); default {jobctl.DEFAULT_FAULT_GRACE:g} s; "
+                        "'none' to wait for the time limit")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
     p = add("fail", cmd_fail, "fail a node's rail now or later")
     p.add_argument("target", metavar="NODE:RAIL")
@@ -196,13 +215,14 @@ def register(subparsers: Any) -> None:
     p = add("heal", cmd_heal, "heal one rail, or every failed rail")
     p.add_argument("target", metavar="NODE:RAIL", nargs="?")
     p = add("check", cmd_check, "measure links with iperf3 and ping vs the spec")
-    p.add_argument("--time", type=float, default=3.0, help="seconds per iperf3 run")
-    p.add_argument("--parallel", type=int, default=1, help="TCP flows per iperf3 run")
-    p.add_argument("--rail", type=int, default=0)
+    p.add_argument("--time", type=argtypes.duration, default=3.0,
+                   help="seconds per iperf3 run")
+    p.add_argument("--parallel", type=argtypes.count, default=1, help="TCP flows per iperf3 run")
+    p.add_argument("--rail", type=argtypes.count, default=0)
     p.add_argument("--no-lan", action="store_true", help="skip LAN links")
     p.add_argument("--total-only", action="store_true",
                    help="one per-node WAN run instead of one per node")
-    p.add_argument("--tolerance", type=float,
+    p.add_argument("--tolerance", type=argtypes.real,
                    help="exit 1 if a rate is off by more than this fraction")
     p.add_argument("--json", metavar="FILE",
                    help="also write a results file (mpilab.results/1, one measurement per "

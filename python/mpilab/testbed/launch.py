@@ -6,26 +6,26 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.testbed import net
+from mpilab.testbed import faults, jobctl, net
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import mpi_env
 
 
 def choose_hosts(spec: Spec, hosts: str | None) -> list[str]:
     names = spec.node_names()
-    if not hosts:
+    if hosts is None:
         return names
     out = []
     for h in hosts.split(","):
         h = h.strip()
+        if not h:
+            raise MpilabError(f"--hosts {hosts!r}: an empty node name")
         parse_node(h)
         if h not in names:
             raise MpilabError(f"--hosts: {h}: no such node in testbed '{spec.prefix}'")
@@ -120,6 +120,40 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
     return cmd
 
 
+RANK_MEMORY = 32 << 20  # an Open MPI rank with its share of orted, measured ~20-30 MiB
+RANK_FDS = 4  # file descriptors orted keeps per local rank (stdio forwarding, pipes)
+
+
+def max_ranks(nodes: int) -> tuple[int, str]:
+    """(the most ranks mpirun can start on this machine, the resource that limits it):
+    available memory, free process ids, and the open-file limit of each node's orted.
+    Asking for more would make mpirun hang or fail half-way."""
+    import resource
+
+    limits: list[tuple[int, str]] = []
+    try:
+        with open("/proc/meminfo") as f:
+            kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+        limits.append((kb * 1024 // RANK_MEMORY,
+                       f"{kb >> 10} MiB available at {RANK_MEMORY >> 20} MiB per rank"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+        used = sum(1 for d in os.listdir("/proc") if d.isdigit())
+        limits.append(((pid_max - used) // 2, f"{pid_max - used} free process ids"))
+    except (OSError, ValueError):
+        pass
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if nofile != resource.RLIM_INFINITY:
+        limits.append((max(1, (nofile - 64) // RANK_FDS) * nodes,
+                       f"open-file limit {nofile} per orted on {nodes} node(s)"))
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if nproc != resource.RLIM_INFINITY:
+        limits.append((nproc // 2, f"process limit {nproc}"))
+    return min(limits) if limits else (1 << 20, "no limit found")
+
+
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None) -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun runs in the
@@ -132,6 +166,9 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
         np = len(chosen)
     if np < 1:
         raise MpilabError(f"--np {np}: need at least 1 rank")
+    most, why = max_ranks(len(chosen))
+    if np > most:
+        raise MpilabError(f"--np {np}: this machine can start at most {most} ranks ({why})")
     rails = rails or [0]
     for r in rails:
         if not 0 <= r < spec.rails:
@@ -150,41 +187,24 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
 
 def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
-        stdout: int | None = None) -> int:
-    """Run PROGRAM under mpirun started inside the first host's namespace. Returns the
-    exit status; 124 (with a one-line message) when --timeout expired."""
+        stdout: int | None = None, fault_grace: float | None = None) -> int:
+    """Run PROGRAM under mpirun started inside the first host's namespace, supervised by
+    mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
+    never unlimited; math.inf only when asked for); `fault_grace` None means
+    jobctl.DEFAULT_FAULT_GRACE. Returns the exit status; 124 after the time limit, 125 when
+    a used link stayed failed, 128+N after signal N, each with a one-line message."""
     if not program:
         raise MpilabError("run: no program given (mpilab testbed run [options] -- PROGRAM ARGS)")
+    limit = jobctl.default_timeout() if timeout is None else timeout
+    if not limit > 0:
+        raise MpilabError(f"run: timeout {limit}: must be a positive number of seconds")
+    grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
     cmd = job_prefix(spec, np, hosts, mptcp, rails) + list(program)
-    env = mpi_env()
+    tag = jobctl.new_tag(spec.prefix)
+    env = dict(mpi_env(), **{jobctl.JOB_ENV: tag})
+    watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
+                              spec.rails, mptcp, grace, time.time())
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             start_new_session=True)
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_job(spec, proc)
-        sys.stderr.write(f"mpilab: run: job did not finish within {timeout:g} s "
-                         f"(started {time.monotonic() - started:.1f} s ago); killed\n")
-        return 124
-    except KeyboardInterrupt:
-        _kill_job(spec, proc)
-        raise
-
-
-def _kill_job(spec: Spec, proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    # orted daemons and ranks started by the agent live in the node namespaces
-    pids = sorted({p for n in spec.node_names() for p in net.ns_pids(spec.ns(n))})
-    net.kill_pids(pids, grace=1.0)
+    return jobctl.supervise(proc, tag, limit, watch, started)

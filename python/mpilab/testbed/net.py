@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, pid_alive
 from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
@@ -86,20 +86,6 @@ def list_namespaces(prefix: str) -> list[str]:
 def ns_pids(ns: str) -> list[int]:
     p = sh(["ip", "netns", "pids", ns], check=False)
     return [int(x) for x in p.stdout.split() if x.isdigit()]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def sched_of(pid: int) -> dict[str, Any]:

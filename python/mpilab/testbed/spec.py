@@ -16,9 +16,10 @@ from typing import Any
 
 from mpilab import units
 from mpilab.errors import MpilabError
+from mpilab.fsutil import read_regular
 
 DEFAULT_PREFIX = "mlt"
-PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+PREFIX_RE = re.compile(r"\A[a-z][a-z0-9]{0,5}\Z")  # \Z: "$" would accept a final newline
 NODE_RE = re.compile(r"s([0-9]+)n([0-9]+)", re.ASCII)
 MAX_RATE = 100_000_000_000  # 100 Gbit/s
 MAX_DELAY = 10.0  # seconds
@@ -384,11 +385,9 @@ def load(path: str | None, prefix: str | None = None) -> Spec:
         prefix = os.environ.get("MPILAB_TESTBED_PREFIX") or None
     if path is None:
         return load_text(DEFAULT_SPEC, "<default>", prefix)
+    data = read_regular(path, "testbed spec", 16 << 20)  # a FIFO would block
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise MpilabError(f"{path}: {e.strerror}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise MpilabError(f"{path}: not UTF-8 text") from None
     return load_text(text, path, prefix)

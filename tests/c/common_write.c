@@ -1,0 +1,141 @@
+/* mpilab_write_atomic: replaces only regular files (or creates new names); devices, FIFOs
+ * and "-" are written directly; directories and dangling links refused; stale temporary
+ * files of dead processes removed, those of live processes kept. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_check.h"
+#include "common/common.h"
+
+static char dir[] = "/tmp/mpilab-common-write-XXXXXX";
+
+static char *in_dir(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int slurp(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    return (int)n;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static long dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+int main(void)
+{
+    char err[512], buf[256];
+    struct stat st;
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    /* a new name, then replacing a regular file */
+    CHECK(mpilab_write_atomic(in_dir("new.json"), "one", 3, err, sizeof err) == 0);
+    CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 3 && strcmp(buf, "one") == 0);
+    CHECK(mpilab_write_atomic(in_dir("new.json"), "two!", 4, err, sizeof err) == 0);
+    CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 4 && strcmp(buf, "two!") == 0);
+
+    /* a symbolic link to a regular file: the file is replaced, the link stays a link */
+    CHECK(symlink("new.json", in_dir("link.json")) == 0);
+    CHECK(mpilab_write_atomic(in_dir("link.json"), "three", 5, err, sizeof err) == 0);
+    CHECK(lstat(in_dir("link.json"), &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 5 && strcmp(buf, "three") == 0);
+
+    /* a link to a character device (as /dev/stdout is): written through, not replaced */
+    CHECK(symlink("/dev/null", in_dir("null")) == 0);
+    CHECK(mpilab_write_atomic(in_dir("null"), "x", 1, err, sizeof err) == 0);
+    CHECK(lstat(in_dir("null"), &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+
+    /* a FIFO: a reader gets the bytes, the FIFO stays */
+    CHECK(mkfifo(in_dir("fifo"), 0600) == 0);
+    pid_t reader = fork();
+    if (reader == 0) {
+        char b[64] = "";
+        int fd = open(in_dir("fifo"), O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
+        _exit(n == 4 && memcmp(b, "fifo", 4) == 0 ? 0 : 1);
+    }
+    CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == 0);
+    int status = 0;
+    waitpid(reader, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(lstat(in_dir("fifo"), &st) == 0 && S_ISFIFO(st.st_mode));
+
+    /* "-" is standard output, not a file named "-" */
+    fflush(stdout);
+    int saved = dup(1);
+    int out = open(in_dir("stdout.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    int rc = mpilab_write_atomic("-", "dash", 4, err, sizeof err);
+    dup2(saved, 1);
+    close(out);
+    close(saved);
+    CHECK(rc == 0);
+    CHECK(slurp(in_dir("stdout.txt"), buf, sizeof buf) == 4 && strcmp(buf, "dash") == 0);
+    CHECK(access("-", F_OK) != 0);
+
+    /* refused: a directory, a dangling link; nothing created */
+    CHECK(mkdir(in_dir("sub"), 0700) == 0);
+    err[0] = '\0';
+    CHECK(mpilab_write_atomic(in_dir("sub"), "x", 1, err, sizeof err) == -1);
+    CHECKF(strstr(err, "is a directory") && !strchr(err, '\n'), "%s", err);
+    CHECK(symlink("missing", in_dir("dangling")) == 0);
+    CHECK(mpilab_write_atomic(in_dir("dangling"), "x", 1, err, sizeof err) == -1);
+    CHECKF(strstr(err, "missing file"), "%s", err);
+    CHECK(access(in_dir("missing"), F_OK) != 0);
+
+    /* stale temporaries: a dead process's file goes, a live process's file stays */
+    char stale[600], live[600];
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", in_dir("out.json"), dead_pid());
+    snprintf(live, sizeof live, "%s.tmp.%ld", in_dir("out.json"), (long)getppid());
+    put(stale, "half");
+    put(live, "busy");
+    CHECK(mpilab_write_atomic(in_dir("out.json"), "{}", 2, err, sizeof err) == 0);
+    CHECK(access(stale, F_OK) != 0);
+    CHECK(access(live, F_OK) == 0);
+    CHECK(slurp(in_dir("out.json"), buf, sizeof buf) == 2);
+
+    /* json variant ends with a newline */
+    json_t *o = json_pack("{s:i}", "a", 1);
+    CHECK(mpilab_json_write_atomic(in_dir("o.json"), o, err, sizeof err) == 0);
+    json_decref(o);
+    CHECK(slurp(in_dir("o.json"), buf, sizeof buf) > 0 && buf[strlen(buf) - 1] == '\n');
+
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return CHECK_DONE();
+}

@@ -1,0 +1,120 @@
+"""mpilab.fsutil: outputs replace only regular files; inputs are only regular files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text, read_regular
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_new_name_and_regular_file_replaced(tmp_path: Path) -> None:
+    f = tmp_path / "sub" / "out.html"
+    atomic_write_text(f, "one")
+    assert f.read_text() == "one"
+    ino = f.stat().st_ino
+    atomic_write_text(f, "two")
+    assert f.read_text() == "two"
+    assert f.stat().st_ino != ino  # renamed into place, not rewritten
+    assert sorted(p.name for p in f.parent.iterdir()) == ["out.html"]
+
+
+def test_new_file_mode_follows_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
+
+
+def test_symlink_followed_link_kept(tmp_path: Path) -> None:
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("real.json")
+    atomic_write_text(tmp_path / "link.json", "new")
+    assert (tmp_path / "link.json").is_symlink()
+    assert (tmp_path / "real.json").read_text() == "new"
+
+
+def test_device_written_not_replaced(tmp_path: Path) -> None:
+    # /dev/stdout is a link to a device or pipe: same case, without touching /dev itself
+    (tmp_path / "null").symlink_to("/dev/null")
+    atomic_write_text(tmp_path / "null", "x")
+    assert (tmp_path / "null").is_symlink()
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_fifo_written_directly(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    t = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    t.start()
+    atomic_write_text(fifo, "through the fifo")
+    t.join(timeout=30)
+    assert got == [b"through the fifo"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_dash_is_stdout(tmp_path: Path) -> None:
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from mpilab.fsutil import atomic_write_text; atomic_write_text('-', 'dash')")
+    py = str(Path(__file__).resolve().parents[2] / "python")
+    p = subprocess.run([sys.executable, "-c", code, py], cwd=tmp_path, capture_output=True,
+                       text=True, check=True)
+    assert p.stdout == "dash"
+    assert not (tmp_path / "-").exists()
+
+
+def test_directory_and_dangling_link_refused(tmp_path: Path) -> None:
+    with pytest.raises(MpilabError, match="is a directory"):
+        atomic_write_text(tmp_path, "x")
+    (tmp_path / "dangling").symlink_to("missing")
+    with pytest.raises(MpilabError, match="missing file"):
+        atomic_write_text(tmp_path / "dangling", "x")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_stale_temporaries_removed_live_ones_kept(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.html"
+    stale = tmp_path / f"report.html.tmp.{_dead_pid()}"
+    live = tmp_path / f"report.html.tmp.{os.getppid()}"
+    other = tmp_path / "other.html.tmp.1"
+    for p in (stale, live, other):
+        p.write_text("half")
+    atomic_write_text(out, "done")
+    assert not stale.exists()
+    assert live.exists() and other.exists()
+    err = capsys.readouterr().err
+    assert f"removed {stale}" in err and err.count("\n") == 1
+
+
+def test_read_regular_refuses_what_could_hang_or_never_end(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(MpilabError, match="is a FIFO"):
+        read_regular(fifo, "results file")
+    with pytest.raises(MpilabError, match="is a device"):
+        read_regular("/dev/zero", "results file")
+    with pytest.raises(MpilabError, match="is a directory"):
+        read_regular(tmp_path)
+    with pytest.raises(MpilabError, match="no such file"):
+        read_regular(tmp_path / "nope")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 2000)
+    with pytest.raises(MpilabError, match="larger than"):
+        read_regular(big, limit=1000)
+    assert read_regular(big) == b"x" * 2000
