@@ -13,6 +13,8 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +268,23 @@ static uint32_t get32(const unsigned char *b)
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+/* Who decides whether a path between two nodes is dead: the node with the lower index
+ * (the decider) judges by its probes; the other (the follower) reports what it suspects
+ * and takes the decider's view, which every probe and reply carries as a bitmap of rails.
+ * One judge per pair of nodes: two agents acting on different false alarms could
+ * otherwise close a connection's last two subflows from both ends at once. A link seen
+ * down locally is certain and acted on at once by either side. */
+static int decides(const agent_t *ag, int peer) { return ag->self < peer; }
+
+static unsigned view_bits(const agent_t *ag, int peer)
+{
+    unsigned bits = 0;
+    for (int r = 0; r < ag->nrails; r++)
+        if (ag->probe[peer][r].alive)
+            bits |= 1u << r;
+    return bits;
+}
+
 static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq)
 {
     if (ag->udp[rail] < 0 || !ag->nodes[peer].addr[rail])
@@ -275,6 +294,7 @@ static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, 
     m[4] = (unsigned char)type;
     m[5] = (unsigned char)about_rail;
     m[6] = (unsigned char)ag->self;
+    m[7] = (unsigned char)view_bits(ag, peer);
     put32(m + 8, seq);
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
                              .sin_addr = {ag->nodes[peer].addr[rail]}};
@@ -289,7 +309,7 @@ static void path_event(agent_t *ag, int peer, int rail, int up, const char *caus
 
 static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer);
 
-/* tell every peer with connections, over every other rail, that (us, rail) is dead */
+/* tell a peer (or every peer), over every other rail, that our path on `rail` is dead */
 static void notify_down(agent_t *ag, int rail, int only_peer)
 {
     for (int p = 0; p < ag->nnodes; p++) {
@@ -302,16 +322,14 @@ static void notify_down(agent_t *ag, int rail, int only_peer)
     }
 }
 
-static void mark_dead(agent_t *ag, int p, int r, const char *cause, int notify)
+static void set_alive(agent_t *ag, int p, int r, int alive, const char *cause)
 {
     probe_t *pr = &ag->probe[p][r];
     pr->good = 0;
-    if (!pr->alive)
+    if (pr->alive == alive)
         return;
-    pr->alive = 0;
-    path_event(ag, p, r, 0, cause);
-    if (notify)
-        notify_down(ag, r, p);
+    pr->alive = alive;
+    path_event(ag, p, r, alive, cause);
 }
 
 static void on_udp(agent_t *ag, int rail)
@@ -326,30 +344,38 @@ static void on_udp(agent_t *ag, int rail)
             return;
         if (n != MSG_LEN || get32(m) != MSG_MAGIC || m[6] >= ag->nnodes || m[6] == ag->self)
             continue;
-        int p = m[6], type = m[4], about = m[5];
+        int p = m[6], type = m[4], about = m[5], changed = 0;
         double now = mono();
-        if (type == MSG_PROBE) {
+        probe_t *pr = &ag->probe[p][rail];
+        if (type == MSG_PROBE || type == MSG_REPLY)
+            pr->last_reply = now; /* any message proves the path works both ways... */
+        if (type == MSG_PROBE)
             send_msg(ag, rail, p, MSG_REPLY, rail, get32(m + 8));
-        } else if (type == MSG_REPLY) {
-            probe_t *pr = &ag->probe[p][rail];
-            if (now < pr->hold_until)
-                continue;
-            pr->last_reply = now;
-            if (!pr->alive && ++pr->good >= GOOD_REPLIES) {
-                pr->alive = 1;
-                pr->good = 0;
-                path_event(ag, p, rail, 1, "probe replies resumed");
-                refresh_paths(ag);
-                step_all(ag, MPILAB_PM_EV_PATH, p);
+        if ((type == MSG_PROBE || type == MSG_REPLY) && !decides(ag, p)) {
+            /* ...but the decider's view is what counts */
+            for (int r = 0; r < ag->nrails; r++) {
+                int up = (m[7] >> r) & 1;
+                if (ag->probe[p][r].alive != up) {
+                    set_alive(ag, p, r, up, up ? "peer sees the path again"
+                                               : "peer judged the path dead");
+                    changed = 1;
+                }
             }
+        } else if (type == MSG_REPLY && now >= pr->hold_until && !pr->alive &&
+                   ++pr->good >= GOOD_REPLIES) {
+            set_alive(ag, p, rail, 1, "probe replies resumed");
+            changed = 1;
         } else if (type == MSG_DOWN && about < ag->nrails) {
-            probe_t *pr = &ag->probe[p][about];
-            pr->hold_until = now + ag->timeout;
-            if (pr->alive) {
-                mark_dead(ag, p, about, "peer reported its rail down", 0);
-                refresh_paths(ag);
-                step_all(ag, MPILAB_PM_EV_PATH, p);
+            ag->probe[p][about].hold_until = now + ag->timeout;
+            if (ag->probe[p][about].alive) {
+                set_alive(ag, p, about, 0, decides(ag, p) ? "peer reported the path dead"
+                                                          : "peer judged the path dead");
+                changed = 1;
             }
+        }
+        if (changed) {
+            refresh_paths(ag);
+            step_all(ag, MPILAB_PM_EV_PATH, p);
         }
     }
 }
@@ -361,6 +387,11 @@ static void probe_tick(agent_t *ag, double now)
         if (p == ag->self)
             continue;
         double iv = ag->conns_to[p] > 0 ? ag->interval : ag->interval * SLOW_FACTOR;
+        double limit = ag->conns_to[p] > 0 ? ag->timeout : ag->timeout * SLOW_FACTOR;
+        double freshest = 0; /* the latest reply on any rail that is alive */
+        for (int r = 0; r < ag->nrails; r++)
+            if (ag->probe[p][r].alive && ag->probe[p][r].last_reply > freshest)
+                freshest = ag->probe[p][r].last_reply;
         for (int r = 0; r < ag->nrails; r++) {
             probe_t *pr = &ag->probe[p][r];
             if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
@@ -369,11 +400,19 @@ static void probe_tick(agent_t *ag, double now)
                 send_msg(ag, r, p, MSG_PROBE, r, ++pr->seq);
                 pr->last_sent = now;
             }
-            double limit = ag->conns_to[p] > 0 ? ag->timeout : ag->timeout * SLOW_FACTOR;
             double since = pr->last_reply > pr->fast_since ? pr->last_reply : pr->fast_since;
-            if (pr->alive && now - since > limit) {
-                mark_dead(ag, p, r, "probe timeout", 1);
+            /* dead: silent for the timeout while another rail to the same peer answered
+             * since (if every rail went quiet together, this machine or the peer stalled:
+             * nothing to migrate to anyway) */
+            if (!pr->alive || now - since <= limit || freshest <= since + ag->interval)
+                continue;
+            if (decides(ag, p)) {
+                set_alive(ag, p, r, 0, "probe timeout");
+                notify_down(ag, r, p);
                 changed = 1;
+            } else if (now - pr->hold_until > limit) {
+                notify_down(ag, r, p); /* suspect: the decider judges */
+                pr->hold_until = now;
             }
         }
     }
@@ -593,11 +632,8 @@ static void on_link(void *arg, const pm_nl_link *l)
                                       l->up));
         if (!l->up) {
             for (int p = 0; p < ag->nnodes; p++)
-                if (p != ag->self && ag->probe[p][r].alive) {
-                    ag->probe[p][r].alive = 0;
-                    ag->probe[p][r].good = 0;
-                    path_event(ag, p, r, 0, "local link down");
-                }
+                if (p != ag->self)
+                    set_alive(ag, p, r, 0, "local link down");
             notify_down(ag, r, -1);
         }
         refresh_paths(ag);
@@ -864,6 +900,8 @@ static void usage(FILE *f)
             "  --probe-interval MS  probe period per peer and rail, milliseconds (default 10)\n"
             "  --probe-timeout MS   path dead after this long without a reply, ms (default 50)\n"
             "  --port N             UDP port of the probes (default 47990)\n"
+            "  --no-realtime        stay at normal scheduling (default: SCHED_FIFO priority 5\n"
+            "                       where permitted, so a busy machine does not delay probes)\n"
             "  -h, --help, --version\n");
 }
 
@@ -885,8 +923,10 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         {"pidfile", required_argument, NULL, 'P'}, {"alt", required_argument, NULL, 'a'},
         {"manual", no_argument, NULL, 'm'}, {"probe-interval", required_argument, NULL, 'i'},
         {"probe-timeout", required_argument, NULL, 't'}, {"port", required_argument, NULL, 'o'},
+        {"no-realtime", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
+    int realtime_prio = 5;
     static agent_t agent;
     agent_t *ag = &agent;
     memset(ag, 0, sizeof(*ag));
@@ -931,6 +971,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             }
             ag->port = (int)v;
             break;
+        case 'R': realtime_prio = 0; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-pathmigd %s\n", MPILAB_VERSION_STRING); return 0;
         default:
@@ -1007,6 +1048,14 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
                     strerror(errno));
             return 2;
         }
+    }
+    if (realtime_prio > 0) {
+        struct sched_param sp = {.sched_priority = realtime_prio};
+        int ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+        if (ok)
+            mlockall(MCL_CURRENT | MCL_FUTURE);
+        log_obj(ag, "sched", json_pack("{s:s,s:i}", "policy", ok ? "fifo" : "other",
+                                       "priority", ok ? realtime_prio : 0));
     }
     double next_tick = mono();
     while (!ag->stop && !g_signal) {
