@@ -374,6 +374,9 @@ static void on_udp(agent_t *ag, int rail)
             }
         }
         if (changed) {
+            if (decides(ag, p)) /* our new view reaches the peer ahead of any join */
+                for (int r = 0; r < ag->nrails; r++)
+                    send_msg(ag, r, p, MSG_PROBE, r, ++ag->probe[p][r].seq);
             refresh_paths(ag);
             step_all(ag, MPILAB_PM_EV_PATH, p);
         }
@@ -1033,11 +1036,20 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:s}", "pid", (int)getpid(),
+    json_t *nodes = json_array();
+    for (int p = 0; p < ag->nnodes; p++) {
+        json_t *addrs = json_array();
+        char a[INET_ADDRSTRLEN];
+        for (int r = 0; r < ag->nrails; r++)
+            json_array_append_new(addrs, json_string(ip(ag->nodes[p].addr[r], a)));
+        json_array_append_new(nodes, json_pack("{s:s,s:o}", "name", ag->nodes[p].name,
+                                               "addrs", addrs));
+    }
+    log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:s,s:o}", "pid", (int)getpid(),
                                    "rails", ag->nrails, "nodes", ag->nnodes, "probe_interval",
                                    ag->interval, "probe_timeout", ag->timeout, "auto",
                                    ag->ctx.auto_migrate, "alt",
-                                   ag->alt_spec ? ag->alt_spec : "default"));
+                                   ag->alt_spec ? ag->alt_spec : "default", "peers", nodes));
     if (ag->pid_path) {
         char tmp[4200];
         snprintf(tmp, sizeof(tmp), "%s.tmp", ag->pid_path);
