@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "mpilab.commands.report",
     "mpilab.commands.survey",
     "mpilab.testbed.cli",
+    "mpilab.pathmig.cli",
     "mpilab.wavefront",
     "mpilab.suite.cli",
 ]

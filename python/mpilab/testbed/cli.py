@@ -117,6 +117,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--rails {args.rails}: expected e.g. 0 or 0,1") from None
     if args.timeout is not None and args.timeout <= 0:
         raise MpilabError("--timeout must be positive")
+    if args.pathmig:  # path migration agents around the job (python/mpilab/pathmig)
+        from mpilab.pathmig.cli import run_job
+        return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
+                       timeout=args.timeout, rails=rails)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
                       timeout=args.timeout, rails=rails)
 
@@ -181,6 +185,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run an MPI program inside the testbed")
     p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
+    p.add_argument("--pathmig", action="store_true",
+                   help="MPTCP with a path migration agent per node (docs/pathmig.md)")
+    p.add_argument("--pathmig-events", metavar="FILE",
+                   help="with --pathmig: write the agents' merged event log here")
     p.add_argument("--np", type=int, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
