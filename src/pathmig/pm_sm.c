@@ -306,8 +306,12 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     default:
         break;
     }
-    if (c->state == MPILAB_PM_MIGRATED && res->from == res->to &&
-        (ev->kind == MPILAB_PM_EV_ARM || ctx->auto_rearm)) {
+    if (c->state == MPILAB_PM_MIGRATED && res->from == res->to && c->server_side && a >= 0 &&
+        ev->kind == MPILAB_PM_EV_SUB_ESTABLISHED) {
+        /* the client's agent loaded the alternate: observed, also in manual mode */
+        go(c, res, MPILAB_PM_ARMED, "alternate loaded by the peer");
+    } else if (c->state == MPILAB_PM_MIGRATED && res->from == res->to &&
+               (ev->kind == MPILAB_PM_EV_ARM || ctx->auto_rearm)) {
         if (a >= 0)
             go(c, res, MPILAB_PM_ARMED, "alternate already established");
         else if (load_alternate(ctx, c, res, p, ev->now, ev->kind == MPILAB_PM_EV_ARM))

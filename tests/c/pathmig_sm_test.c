@@ -165,6 +165,14 @@ static void test_server(void)
     CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
     step(&c, MPILAB_PM_EV_SUB_PRIORITY, sf(0, 5000, 1), 2.001);
     CHECK(c.state == MPILAB_PM_ARMED);
+    /* in manual mode too, the server follows the load its peer completed */
+    ctx.auto_rearm = 0;
+    mpilab_pm_conn m;
+    mpilab_pm_conn_init(&m, 0x56, 1, 1, 0);
+    step(&m, MPILAB_PM_EV_ESTABLISHED, sf(0, 5000, 0), 1.0);
+    step(&m, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
+    CHECK(m.state == MPILAB_PM_ARMED && strstr(res.cause, "by the peer"));
+    ctx.auto_rearm = 1;
     /* the link to the primary (now rail 1) dies */
     ctx.path_up[0][1] = 0;
     step(&c, MPILAB_PM_EV_PATH, none, 3.0);
