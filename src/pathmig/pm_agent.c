@@ -1107,6 +1107,8 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     log_obj(ag, "stop", json_pack("{s:s}", "why", g_signal ? "signal" : "stop command"));
     if (ag->ctl_path)
         unlink(ag->ctl_path);
+    if (ag->pid_path)
+        unlink(ag->pid_path);
     if (ag->log && ag->log != stderr)
         fclose(ag->log);
     pm_nl_close(&ag->nl);
