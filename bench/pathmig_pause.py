@@ -30,20 +30,7 @@ from mpilab.pathmig.pingpong import Step  # noqa: E402
 from mpilab.testbed import faults, launch, net  # noqa: E402
 from mpilab.testbed.spec import Spec  # noqa: E402
 
-SPEC = """\
-[cluster]
-sites = 2
-nodes_per_site = 1
-rails = 2
-
-[lan]
-rate = "1Gbit"
-
-[wan]
-node_rate = "1Gbit"
-total_rate = "1Gbit"
-delay = "1ms"
-"""
+SPEC = ppm.SPEC_2X1
 
 
 def testbed(prefix: str, work: Path) -> Spec:

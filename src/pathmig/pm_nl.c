@@ -197,15 +197,21 @@ static int ev_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
+/* read every pending message of a non-blocking netlink socket through cb */
+static int drain(int fd, char *buf, size_t size, mnl_cb_t cb, void *data)
+{
+    for (;;) {
+        ssize_t n = recv(fd, buf, size, MSG_DONTWAIT);
+        if (n < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+        mnl_cb_run(buf, (size_t)n, 0, 0, cb, data);
+    }
+}
+
 int pm_nl_read_events(pm_nl *nl, void (*fn)(void *arg, const pm_nl_event *ev), void *arg)
 {
     ev_ctx ec = {fn, arg};
-    for (;;) {
-        ssize_t n = recv(pm_nl_ev_fd(nl), evbuf, sizeof(evbuf), MSG_DONTWAIT);
-        if (n < 0)
-            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
-        mnl_cb_run(evbuf, (size_t)n, 0, 0, ev_cb, &ec);
-    }
+    return drain(pm_nl_ev_fd(nl), evbuf, sizeof(evbuf), ev_cb, &ec);
 }
 
 /* ---- links ---- */
@@ -238,12 +244,7 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 int pm_nl_read_links(pm_nl *nl, void (*fn)(void *arg, const pm_nl_link *l), void *arg)
 {
     link_ctx lc = {fn, arg};
-    for (;;) {
-        ssize_t n = recv(pm_nl_link_fd(nl), linkbuf, sizeof(linkbuf), MSG_DONTWAIT);
-        if (n < 0)
-            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
-        mnl_cb_run(linkbuf, (size_t)n, 0, 0, link_cb, &lc);
-    }
+    return drain(pm_nl_link_fd(nl), linkbuf, sizeof(linkbuf), link_cb, &lc);
 }
 
 int pm_nl_dump_links(pm_nl *nl)

@@ -11,14 +11,8 @@
 
 #include <jansson.h>
 
-static int failures;
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
+#include "bench_check.h"
+
 
 static mpilab_pm_ctx ctx;
 static mpilab_pm_result res;
@@ -401,9 +395,9 @@ int main(int argc, char **argv)
     test_load_failure();
     test_policy();
     for (int i = 1; i < argc; i++)
-        failures += replay(argv[i]);
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
+        bench_failures += replay(argv[i]);
+    if (bench_failures) {
+        fprintf(stderr, "%d failure(s)\n", bench_failures);
         return 1;
     }
     printf("pathmig state machine: all checks passed\n");

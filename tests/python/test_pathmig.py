@@ -43,20 +43,7 @@ pytestmark = [pytest.mark.root, pytest.mark.mpi,
               pytest.mark.skipif(not _have_netns(), reason="needs root, ip netns, mptcpize"),
               pytest.mark.skipif(not _have_agent(), reason="mpilab-pathmigd not built")]
 
-SPEC = """\
-[cluster]
-sites = 2
-nodes_per_site = 1
-rails = 2
-
-[lan]
-rate = "1Gbit"
-
-[wan]
-node_rate = "1Gbit"
-total_rate = "1Gbit"
-delay = "1ms"
-"""
+SPEC = ppm.SPEC_2X1
 
 
 def mpilab(*args: str, env: dict[str, str], timeout: float = 300,

@@ -22,6 +22,22 @@ from mpilab.testbed import faults
 from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
+# the smallest testbed for path migration: two sites of one node, two rails, 1 ms WAN delay
+SPEC_2X1 = """\
+[cluster]
+sites = 2
+nodes_per_site = 1
+rails = 2
+
+[lan]
+rate = "1Gbit"
+
+[wan]
+node_rate = "1Gbit"
+total_rate = "1Gbit"
+delay = "1ms"
+"""
+
 
 @dataclass
 class Step:
