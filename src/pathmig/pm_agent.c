@@ -515,6 +515,18 @@ static void carry_out(agent_t *ag, mpilab_pm_conn *c, mpilab_pm_result *res, dou
             ag->actions_failed++;
         }
         log_obj(ag, "action", o);
+        if (rc != 0 && strstr(err, "invalid token")) {
+            /* the kernel no longer knows the connection (closed, or fell back to TCP,
+             * without an event we saw): forget it at the next tick */
+            char t2[16];
+            snprintf(t2, sizeof(t2), "%08" PRIx32, c->token);
+            log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", t2, "peer",
+                                           ag->nodes[c->peer].name, "from",
+                                           mpilab_pm_state_name(c->state), "to", "CLOSED",
+                                           "cause", "unknown to the kernel"));
+            c->state = MPILAB_PM_CLOSED;
+            return;
+        }
         if (rc != 0 && a->kind == MPILAB_PM_ACT_CREATE) {
             mpilab_pm_event ev = {.kind = MPILAB_PM_EV_LOAD_FAILED, .now = now};
             mpilab_pm_result r2;
@@ -1101,6 +1113,9 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         if (now >= next_tick) {
             probe_tick(ag, now);
             step_all(ag, MPILAB_PM_EV_TICK, -1);
+            for (size_t i = ag->nconn; i-- > 0;)
+                if (ag->conn[i].state == MPILAB_PM_CLOSED)
+                    forget_conn(ag, &ag->conn[i]);
             next_tick = now + ag->interval / 2;
         }
     }
