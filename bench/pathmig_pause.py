@@ -77,7 +77,8 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
     rec: dict[str, object] = {"config": cfg, "bytes": nbytes, "fault": mode, "rc": r.rc,
                               "verified": r.summary.get("verified", False),
                               "median_rtt": r.summary.get("median_rtt"),
-                              "iterations": r.summary.get("iterations")}
+                              "iterations": r.summary.get("iterations"), "hung": r.hung,
+                              "stderr": r.stderr.strip()[-300:]}
     if mode and r.rtts:
         st = steps[-1]
         rec["pause"] = r.pause(st)
