@@ -45,8 +45,9 @@ def wait_states(sp: Spec, node: str, state: str, n: int, limit: float = 300) -> 
     raise SystemExit(f"{node}: not {n} x {state} within {limit} s")
 
 
-def last(evs: list[dict[str, object]], t0: float, pred: object) -> float | None:
-    ts = [e["time"] for e in evs if e["time"] >= t0 and pred(e)]  # type: ignore[operator]
+def last(evs: list[dict[str, object]], t0: float, t1: float, pred: object) -> float | None:
+    """Time from t0 to the last event in [t0, t1) that matches."""
+    ts = [e["time"] for e in evs if t0 <= e["time"] < t1 and pred(e)]  # type: ignore
     return max(ts) - t0 if ts else None  # type: ignore[type-var,operator]
 
 
@@ -62,6 +63,7 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
              Step(b, "migrate", "s0n0"),
              Step(b + 100, "call", fn=lambda: (wait_states(sp, "s0n0", "MIGRATED", n),
                                                agents.request(sp, "s0n0", "auto on"),
+                                               agents.request(sp, "s1n0", "auto on"),
                                                wait_states(sp, "s0n0", "ARMED", n))),
              Step(c, "fail", "s0n0:1", "down")]  # rail 1 is the primary after migrating
     r = ppm.run(sp, "s0n0", "s1n0", work / "pp", connections=n, nbytes=1024,
@@ -71,18 +73,21 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
     cli = [e for e in evs if e["node"] == "s0n0"]
     srv = [e for e in evs if e["node"] == "s1n0"]
     arm, mig, flt = steps[0], steps[2], steps[4]
+    end = max(t for _, t, _ in r.rtts) if r.rtts else flt.t0 + 10
     rec: dict[str, object] = {
         "connections": n, "rc": r.rc, "verified": r.summary.get("verified", False),
         "arm_answer": arm.result, "migrate_answer": mig.result,
-        "migrated_to_armed_s": last(cli, arm.t0, lambda e: e["event"] == "state"
+        "migrated_to_armed_s": last(cli, arm.t0, mig.t0, lambda e: e["event"] == "state"
                                     and e["to"] == "ARMED"),
-        "armed_to_migrated_local_s": last(cli, mig.t0, lambda e: e["event"] == "state"
+        "armed_to_migrated_local_s": last(cli, mig.t0, steps[3].t0, lambda e: e["event"] == "state"
                                           and e["to"] == "MIGRATED"),
-        "armed_to_migrated_peer_s": last(srv, mig.t0, lambda e: e["event"] == "kernel"
+        "armed_to_migrated_peer_s": last(srv, mig.t0, steps[3].t0, lambda e: e["event"] == "kernel"
                                          and e.get("type") == "sub_priority"),
         "median_rtt": r.summary.get("median_rtt"),
-        "pause_arm": r.pause(arm, 2.0), "pause_migrate": r.pause(mig, 2.0),
-        "pause_fault": r.pause(flt, 2.0),
+        # each window ends at the next step
+        "pause_arm": r.pause(arm, steps[1].t0 - arm.t0 + 0.5),
+        "pause_migrate": r.pause(mig, min(steps[3].t1, flt.t0) - mig.t0),
+        "pause_fault": r.pause(flt, min(2.0, end - flt.t0)),
         "fault_migrated": sum(1 for e in cli if e["event"] == "state" and e["time"] >= flt.t0
                               and e["cause"] == "fault on the primary path"),
     }

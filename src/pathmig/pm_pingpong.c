@@ -195,6 +195,8 @@ int main(int argc, char **argv)
         }
         setsockopt(fds[k], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
+    if (iters % nconn) /* whole rounds: the server ends at a round's first connection */
+        iters += nconn - iters % nconn;
     FILE *rl = rtt_log ? fopen(rtt_log, "w") : NULL;
     if (rtt_log && !rl) {
         fprintf(stderr, "mpilab-pm-pingpong: --rtt-log %s: %s\n", rtt_log, strerror(errno));
