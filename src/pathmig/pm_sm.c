@@ -228,6 +228,11 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
                      c->token);
         return request ? -1 : 0;
     }
+    if (c->loading_rail >= 0 && c->peer >= 0 && c->peer < MPILAB_PM_MAX_PEERS &&
+        !ctx->path_up[c->peer][c->loading_rail]) {
+        c->loading_rail = -1; /* its path died while loading: give up at once */
+        c->next_load = ev->now + LOAD_RETRY_S;
+    }
     if (c->loading_rail >= 0 && ev->now - c->loading_since > LOAD_TIMEOUT_S) {
         c->loading_rail = -1;
         c->next_load = ev->now + LOAD_RETRY_S;

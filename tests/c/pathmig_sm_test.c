@@ -196,6 +196,13 @@ static void test_load_failure(void)
     /* a join that never completes is given up after a while */
     step(&c, MPILAB_PM_EV_TICK, none, 10.0);
     CHECK(c.state == MPILAB_PM_MIGRATED);
+    /* ... and at once when the alternate's path dies while loading */
+    step(&c, MPILAB_PM_EV_TICK, none, 11.5);
+    CHECK(c.state == MPILAB_PM_REARM);
+    ctx.path_up[1][1] = 0;
+    step(&c, MPILAB_PM_EV_PATH, none, 11.6);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 11.7) == -1 && strstr(res.err, "no alternate"));
 }
 
 /* unmanaged connections and policy: the user's map, and automatic choice */
