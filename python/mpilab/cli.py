@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "mpilab.commands.survey",
     "mpilab.commands.selftest",
     "mpilab.testbed.cli",
+    "mpilab.pathmig.cli",
     "mpilab.wavefront",
     "mpilab.disk.cli",
     "mpilab.suite.cli",

@@ -123,11 +123,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                else None)
     grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
              if args.fault_grace is not None else None)
+    if args.pathmig:  # path migration agents around the job (python/mpilab/pathmig)
+        from mpilab.pathmig.cli import run_job
+        return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
+                       timeout=timeout, rails=rails, fault_grace=grace)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
                       timeout=timeout, rails=rails, fault_grace=grace)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
+    if args.random is not None:  # seeded random faults (python/mpilab/pathmig/inject.py)
+        from mpilab.pathmig.inject import cli_random
+        print(cli_random(net.current_spec(_prefix(args)), args))
+        return 0
+    if not args.target:
+        raise MpilabError("fail: NODE:RAIL required (or --random SEED)")
     at, at_epoch = faults.parse_at(args.at) if args.at is not None else (None, None)
     dur = faults.parse_seconds(args.duration, "--for") if args.duration is not None else None
     sp = net.current_spec(_prefix(args))
@@ -193,6 +203,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run an MPI program inside the testbed")
     p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
+    p.add_argument("--pathmig", action="store_true",
+                   help="MPTCP with a path migration agent per node (docs/pathmig.md)")
+    p.add_argument("--pathmig-events", metavar="FILE",
+                   help="with --pathmig: write the agents' merged event log here")
     p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
@@ -205,8 +219,20 @@ def register(subparsers: Any) -> None:
                         f"of 'testbed fail'); default {jobctl.DEFAULT_FAULT_GRACE:g} s; "
                         "'none' to wait for the time limit")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
-    p = add("fail", cmd_fail, "fail a node's rail now or later")
-    p.add_argument("target", metavar="NODE:RAIL")
+    p = add("fail", cmd_fail, "fail a node's rail now or later, or random faults (--random)")
+    p.add_argument("target", metavar="NODE:RAIL", nargs="?")
+    p.add_argument("--random", type=argtypes.count, metavar="SEED",
+                   help="random faults from this seed: --count at random times --within S "
+                        "seconds from now, on --nodes/--fault-rails, --modes, each healed "
+                        "after --fault-duration MIN:MAX seconds; never two at once")
+    p.add_argument("--count", type=argtypes.count, default=1,
+                   help="with --random: number of faults")
+    p.add_argument("--within", default="60", help="with --random: seconds (default 60)")
+    p.add_argument("--nodes", help="with --random: candidate nodes (default all)")
+    p.add_argument("--fault-rails", help="with --random: candidate rails (default all)")
+    p.add_argument("--modes", default="down,drop", help="with --random: down,drop")
+    p.add_argument("--fault-duration", default="1:3",
+                   help="with --random: MIN:MAX seconds each fault lasts (default 1:3)")
     p.add_argument("--at", help="seconds from now (e.g. 2, 1.5s, 500ms), or an absolute "
                    "time: ISO 8601 with zone (2026-11-21T12:00:00Z) or @EPOCH seconds")
     p.add_argument("--for", dest="duration", help="heal after this long")

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The pause of a running ping-pong when a rail fails (the issue's targets: link down
+<= 50 ms, silent drop <= 100 ms, for 1 KiB and 64 KiB), with the agents against raw MPTCP
+(the in-kernel path manager with a signal endpoint per extra rail, as `testbed run
+--mptcp`), and the no-fault cost against plain TCP. One testbed of 2 sites x 1 node x
+2 rails, 1 ms WAN delay; the fault (client's rail 0) is applied after 400 round trips of
+a run, never by the clock. Configurations are interleaved rep by rep.
+
+    MPILAB_BIN=build/bin python3 bench/pathmig_pause.py --reps 5 --out F.json
+The pause is the longest round trip that ended within 3 s of the fault; `base` is the
+median round trip before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+
+from mpilab.pathmig import agents  # noqa: E402
+from mpilab.pathmig import pingpong as ppm  # noqa: E402
+from mpilab.pathmig.pingpong import Step  # noqa: E402
+from mpilab.testbed import faults, launch, net  # noqa: E402
+from mpilab.testbed.spec import Spec  # noqa: E402
+
+SPEC = ppm.SPEC_2X1
+
+
+def testbed(prefix: str, work: Path) -> Spec:
+    state = work / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(state)
+    (state / "spec.toml").write_text(SPEC)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "up", "--prefix", prefix,
+                        str(state / "spec.toml")], env=env, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(p.stderr)
+    return net.current_spec(prefix)
+
+
+def configure(sp: Spec, cfg: str) -> None:
+    """tcp | raw (in-kernel PM, both rails active) | agent (backup subflow)"""
+    agents.stop(sp)
+    agents.clear_logs(sp)
+    hosts = sp.node_names()
+    if cfg == "agent":
+        agents.start(sp)
+    elif cfg == "raw":
+        for n in hosts:
+            net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
+        launch.setup_mptcp(sp, hosts)
+    elif cfg == "raw1":  # MPTCP with one subflow only: no endpoints
+        for n in hosts:
+            net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
+            net.sh(["ip", "-n", sp.ns(n), "mptcp", "endpoint", "flush"])
+
+
+def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
+        iters: int = 1200) -> dict[str, object]:
+    configure(sp, cfg)
+    steps = []
+    if mode:
+        if cfg == "agent":
+            steps.append(Step(350, "call", fn=lambda: wait_armed(sp)))
+        steps.append(Step(400, "fail", "s0n0:0", mode))
+    r = ppm.run(sp, "s0n0", "s1n0", work / "pp", nbytes=nbytes, iters=iters, steps=steps,
+                tcp=cfg == "tcp", timeout=600)
+    faults.heal(sp, None)
+    rec: dict[str, object] = {"config": cfg, "bytes": nbytes, "fault": mode, "rc": r.rc,
+                              "verified": r.summary.get("verified", False),
+                              "median_rtt": r.summary.get("median_rtt"),
+                              "iterations": r.summary.get("iterations"), "hung": r.hung,
+                              "stderr": r.stderr.strip()[-300:]}
+    if mode and r.rtts:
+        st = steps[-1]
+        rec["pause"] = r.pause(st)
+        rec["base"] = statistics.median(r.baseline(st.t0))
+    return rec
+
+
+def wait_armed(sp: Spec) -> None:
+    import time
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if all(c["state"] == "ARMED" for n in ("s0n0", "s1n0")
+               for c in agents.request(sp, n, "status")["connections"]):
+            return
+        time.sleep(0.05)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--prefix", default="pmpau")
+    ap.add_argument("--work", default="/tmp/pathmig-pause")
+    ap.add_argument("--sizes", default="1024,65536")
+    ap.add_argument("--configs", default="agent,raw")
+    ap.add_argument("--overhead-iters", type=int, default=3000)
+    ap.add_argument("--no-overhead", action="store_true")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    work = Path(a.work)
+    sp = testbed(a.prefix, work)
+    sizes = [int(x) for x in a.sizes.split(",")]
+    runs = []
+    try:
+        for rep in range(a.reps):
+            for nbytes in sizes:
+                for mode in ("down", "drop"):
+                    for cfg in a.configs.split(","):
+                        rec = one(sp, cfg, nbytes, mode, work) | {"rep": rep}
+                        runs.append(rec)
+                        print(json.dumps(rec), flush=True)
+                if not a.no_overhead:  # no fault: the cost of MPTCP and of the agent
+                    for cfg in ("tcp", "raw1", "raw", "agent"):
+                        rec = one(sp, cfg, nbytes, None, work, a.overhead_iters) | {"rep": rep}
+                        runs.append(rec)
+                        print(json.dumps(rec), flush=True)
+    finally:
+        agents.stop(sp)
+        net.down(a.prefix)
+    summary: dict[str, object] = {}
+    for nbytes in sizes:
+        for mode in ("down", "drop"):
+            for cfg in a.configs.split(","):
+                ps = [r["pause"] for r in runs if r["bytes"] == nbytes and r["fault"] == mode
+                      and r["config"] == cfg and "pause" in r]
+                if ps:
+                    summary[f"{cfg} {nbytes} {mode}"] = {
+                        "pauses_ms": [round(p * 1e3, 1) for p in ps],  # type: ignore[operator]
+                        "median_ms": round(statistics.median(ps) * 1e3, 1),  # type: ignore
+                        "max_ms": round(max(ps) * 1e3, 1),  # type: ignore[type-var]
+                        "all_verified": all(r["verified"] for r in runs if r["bytes"] == nbytes
+                                            and r["fault"] == mode and r["config"] == cfg)}
+        for cfg in ("tcp", "raw1", "raw", "agent"):
+            m = [r["median_rtt"] for r in runs if r["bytes"] == nbytes and r["fault"] is None
+                 and r["config"] == cfg and r["median_rtt"]]
+            if m:
+                summary[f"{cfg} {nbytes} nofault"] = {
+                    "median_rtt_us": [round(x * 1e6, 1) for x in m],  # type: ignore
+                    "median_of_medians_us": round(statistics.median(m) * 1e6, 1)}  # type: ignore
+    doc = {"reps": a.reps, "runs": runs, "summary": summary}
+    Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(a.out + ".tmp", a.out)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+/* Path migration over Multipath TCP (after InfiniBand Automatic Path Migration).
+ *
+ * Every MPTCP connection of a node has a primary path (its active subflow) and, when
+ * ARMED, a loaded alternate (a backup subflow on another rail). The per-connection
+ * state machine below is pure: it turns events (kernel MPTCP events, path health, user
+ * requests) into a new state and a list of actions for the agent to carry out (create a
+ * backup subflow, change a subflow's backup priority, close a subflow). The agent
+ * (mpilab-pathmigd, one per node) feeds it from the kernel's MPTCP netlink family,
+ * rtnetlink link events and UDP probes between agents. See docs/pathmig.md. */
+#ifndef MPILAB_PATHMIG_H
+#define MPILAB_PATHMIG_H
+
+#include <stdint.h>
+
+#define MPILAB_PM_MAX_SUBFLOWS 8
+#define MPILAB_PM_MAX_RAILS 8
+#define MPILAB_PM_MAX_PEERS 64
+#define MPILAB_PM_MAX_ACTIONS 8
+
+/* Path migration state of one connection (the paper's Fig. 2). */
+typedef enum {
+    MPILAB_PM_MIGRATED = 0, /* running on its primary, no alternate loaded */
+    MPILAB_PM_REARM,        /* alternate subflow being established */
+    MPILAB_PM_ARMED,        /* alternate established as a backup subflow */
+    MPILAB_PM_CLOSED
+} mpilab_pm_state;
+
+typedef struct {
+    uint32_t laddr, raddr; /* IPv4, network byte order */
+    uint16_t lport, rport; /* host byte order */
+    int lrail, rrail;      /* rails of the local and remote address, -1 unknown */
+    int backup;            /* our sending priority: 1 = backup */
+    int established;
+} mpilab_pm_subflow;
+
+typedef struct {
+    uint32_t token;
+    int server_side;
+    int established;     /* the kernel reported the connection established */
+    int managed;         /* remote is a known peer (else the agent leaves it alone) */
+    int peer;            /* index of the remote node */
+    mpilab_pm_state state;
+    int loading_rail;    /* rail of the alternate being loaded, -1 none */
+    double loading_since; /* monotonic s */
+    double next_load;     /* no automatic load attempt before this (after a failure) */
+    int nsub;
+    mpilab_pm_subflow sub[MPILAB_PM_MAX_SUBFLOWS];
+} mpilab_pm_conn;
+
+/* What the state machine knows about the network and the policy. */
+typedef struct {
+    int nrails;
+    int auto_migrate;    /* migrate on a path fault without user action */
+    int auto_rearm;      /* load a new alternate after a migration */
+    int alt_auto;        /* alternate = first healthy rail after the primary (else alt_rail) */
+    int alt_rail[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS]; /* user/default alternate */
+    unsigned char path_up[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
+} mpilab_pm_ctx;
+
+typedef enum {
+    MPILAB_PM_EV_ESTABLISHED = 1, /* connection established (kernel) */
+    MPILAB_PM_EV_SUB_ESTABLISHED, /* subflow .sub established (kernel) */
+    MPILAB_PM_EV_SUB_CLOSED,      /* subflow .sub closed (kernel) */
+    MPILAB_PM_EV_SUB_PRIORITY,    /* subflow .sub priority changed by the peer */
+    MPILAB_PM_EV_CLOSED,          /* connection closed (kernel) */
+    MPILAB_PM_EV_PATH,            /* path health changed (ctx->path_up updated) */
+    MPILAB_PM_EV_ARM,             /* user: load an alternate */
+    MPILAB_PM_EV_MIGRATE,         /* user: move to the alternate */
+    MPILAB_PM_EV_LOAD_FAILED,     /* creating the alternate subflow failed */
+    MPILAB_PM_EV_TICK             /* periodic re-evaluation */
+} mpilab_pm_event_kind;
+
+typedef struct {
+    mpilab_pm_event_kind kind;
+    mpilab_pm_subflow sub; /* for the SUB_* events */
+    double now;            /* monotonic s */
+} mpilab_pm_event;
+
+typedef enum {
+    MPILAB_PM_ACT_CREATE = 1, /* create a backup subflow: .sub has lrail/rrail */
+    MPILAB_PM_ACT_SET_BACKUP, /* set .sub's priority to .backup */
+    MPILAB_PM_ACT_DESTROY     /* close subflow .sub */
+} mpilab_pm_action_kind;
+
+typedef struct {
+    mpilab_pm_action_kind kind;
+    mpilab_pm_subflow sub;
+    int backup;
+} mpilab_pm_action;
+
+/* Result of one step: the actions to carry out, a transition (from != to) with its cause,
+ * and for user requests an error message when refused (err[0] != 0). */
+typedef struct {
+    int nact;
+    mpilab_pm_action act[MPILAB_PM_MAX_ACTIONS];
+    mpilab_pm_state from, to;
+    const char *cause;
+    char err[160];
+} mpilab_pm_result;
+
+const char *mpilab_pm_state_name(mpilab_pm_state s);
+
+/* A new connection (state MIGRATED, no subflows). */
+void mpilab_pm_conn_init(mpilab_pm_conn *c, uint32_t token, int server_side, int managed,
+                         int peer);
+
+/* Feed one event; fills *res. Returns 0, or -1 when a user request was refused. */
+int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_event *ev,
+                   mpilab_pm_result *res);
+
+/* The alternate rail for a primary rail to a peer under ctx's policy, -1 if none is
+ * available (not configured, same as the primary, or its path is down). */
+int mpilab_pm_alternate(const mpilab_pm_ctx *ctx, int peer, int primary_rail);
+
+/* The agent: parses argv (getopt_long), runs until SIGTERM/SIGINT or a `stop` command.
+ * Returns the process exit status (0 ok, 2 bad input or unusable kernel, 1 failure). */
+int mpilab_pathmig_agent_main(int argc, char **argv);
+
+#endif

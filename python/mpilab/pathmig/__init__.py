@@ -1,0 +1,1 @@
+"""Path migration over Multipath TCP: agents, commands, fault injection (docs/pathmig.md)."""

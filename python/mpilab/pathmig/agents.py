@@ -1,0 +1,172 @@
+"""Path migration agents on a testbed: one `mpilab-pathmigd` per node namespace, started
+detached (they outlive the command that started them; `testbed down` ends them with every
+other process of the namespaces), a peers file shared by all, a unix control socket and a
+JSON-lines event log per node, all in <state dir>/pathmig/."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed import net
+from mpilab.testbed.spec import Spec
+from mpilab.tools import find_tool
+
+
+def agent_dir(spec: Spec) -> Path:
+    return net.state_dir(spec.prefix) / "pathmig"
+
+
+def peers_text(spec: Spec) -> str:
+    """Every node and its address on each rail: the agents' shared map."""
+    return "".join(f"{n} " + " ".join(spec.addr(n, r) for r in range(spec.rails)) + "\n"
+                   for n in spec.node_names())
+
+
+def setup_kernel(spec: Spec, hosts: list[str]) -> None:
+    """MPTCP on, the userspace path manager (the agent) instead of the in-kernel one, no
+    in-kernel endpoints: each connection starts with one subflow and the agent adds its
+    alternate as a backup subflow."""
+    for node in hosts:
+        ns = spec.ns(node)
+        net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1",
+                "net.mptcp.pm_type=1"])
+        net.sh(["ip", "-n", ns, "mptcp", "endpoint", "flush"])
+
+
+def pid_of(spec: Spec, node: str) -> int | None:
+    try:
+        pid = int((agent_dir(spec) / f"{node}.pid").read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if net.pid_alive(pid) else None
+
+
+def start(spec: Spec, hosts: list[str] | None = None, manual: bool = False,
+          alt: str | None = None, extra: list[str] | None = None,
+          timeout: float = 30.0) -> dict[str, int]:
+    """Start an agent in every chosen node (default: all) that has none running; returns
+    {node: pid}. Waits until each has written its pid file (it does so once its sockets are
+    open), or fails with the agent's own one-line error."""
+    net.require_root()
+    if spec.rails < 2:
+        raise MpilabError(f"pathmig: testbed '{spec.prefix}' has one rail; path migration "
+                          "needs two")
+    hosts = hosts or spec.node_names()
+    d = agent_dir(spec)
+    d.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(d / "peers", peers_text(spec))
+    setup_kernel(spec, hosts)
+    exe = find_tool("mpilab-pathmigd")
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    out: dict[str, int] = {}
+    for node in hosts:
+        pid = pid_of(spec, node)
+        if pid:
+            out[node] = pid
+            continue
+        (d / f"{node}.pid").unlink(missing_ok=True)
+        cmd = ["ip", "netns", "exec", spec.ns(node), exe, "--node", node,
+               "--peers", str(d / "peers"), "--control", str(d / f"{node}.sock"),
+               "--log", str(d / f"{node}.jsonl"), "--pidfile", str(d / f"{node}.pid")]
+        if manual:
+            cmd.append("--manual")
+        if alt:
+            cmd += ["--alt", alt]
+        cmd += extra or []
+        with open(d / f"{node}.err", "wb") as err:
+            started[node] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=err,
+                                             start_new_session=True)
+    deadline = time.monotonic() + timeout
+    for node, proc in started.items():
+        while (pid := pid_of(spec, node)) is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                why = (d / f"{node}.err").read_text().strip().splitlines()
+                stop(spec)
+                raise MpilabError(f"pathmig agent on {node} did not start: "
+                                  f"{why[-1] if why else 'no answer'}")
+            time.sleep(0.02)
+        out[node] = pid
+    return out
+
+
+def request(spec: Spec, node: str, line: str, timeout: float = 10.0) -> dict[str, Any]:
+    """Send one command to a node's agent and return its JSON answer."""
+    path = agent_dir(spec) / f"{node}.sock"
+    if not path.exists() or pid_of(spec, node) is None:
+        raise MpilabError(f"pathmig: no agent running on {node} (mpilab pathmig start, or "
+                          "mpilab testbed run --pathmig)")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(path))
+            s.sendall(line.encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError as e:
+            raise MpilabError(f"pathmig: agent on {node}: {e}") from None
+    try:
+        out: dict[str, Any] = json.loads(data)
+    except ValueError:
+        raise MpilabError(f"pathmig: agent on {node} sent no valid answer") from None
+    return out
+
+
+def running(spec: Spec) -> dict[str, int]:
+    return {n: p for n in spec.node_names() if (p := pid_of(spec, n))}
+
+
+def stop(spec: Spec, grace: float = 3.0) -> list[str]:
+    """Stop every agent of the testbed (stop command, then SIGTERM, then SIGKILL)."""
+    pids = running(spec)
+    for node in pids:
+        try:
+            request(spec, node, "stop", timeout=2.0)
+        except MpilabError:
+            pass
+    net.kill_pids(list(pids.values()), grace=grace)
+    return sorted(pids)
+
+
+def events(spec: Spec, nodes: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every agent's event log, merged in time order."""
+    out: list[dict[str, Any]] = []
+    for node in nodes or spec.node_names():
+        path = agent_dir(spec) / f"{node}.jsonl"
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            continue
+        for no, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise MpilabError(f"{path}:{no}: not a JSON record") from None
+    out.sort(key=lambda e: e.get("time", 0.0))
+    return out
+
+
+def collect(spec: Spec, dest: str | os.PathLike[str]) -> int:
+    """Write the merged event logs to dest (JSON lines); returns the number of events."""
+    evs = events(spec)
+    atomic_write_text(dest, "".join(json.dumps(e) + "\n" for e in evs))
+    return len(evs)
+
+
+def clear_logs(spec: Spec) -> None:
+    for p in agent_dir(spec).glob("*.jsonl"):
+        p.unlink()

@@ -1,0 +1,152 @@
+"""Seeded random fault injection: faults at random times on random rails of random nodes,
+link down or silent drop, each healed after a random duration; the same seed gives the
+same plan. At most one rail of a node pair is failed at a time (a fault on every rail
+leaves nothing to migrate to), so a fault's window never overlaps another's.
+
+`mpilab testbed fail --random SEED ...` runs a plan in a detached scheduler (the testbed's
+own, `python -m mpilab.testbed.faults --plan FILE`, which `testbed down` stops); benches
+call `run_plan` in-process once the job has shown progress."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mpilab import units
+from mpilab.errors import MpilabError
+from mpilab.testbed import faults
+from mpilab.testbed.spec import Spec
+
+
+@dataclass
+class Fault:
+    at: float  # seconds after the plan starts
+    target: str  # NODE:RAIL
+    mode: str  # down | drop
+    duration: float  # healed this long after `at`
+
+
+def make_plan(seed: int, nodes: list[str], rails: list[int], count: int, within: float,
+              modes: tuple[str, ...] = ("down", "drop"),
+              duration: tuple[float, float] = (1.0, 3.0)) -> list[Fault]:
+    """`count` faults in [0, within) seconds, in time order, windows not overlapping."""
+    if count < 1 or within <= 0 or not nodes or not rails or not modes:
+        raise MpilabError("--random: need --count >= 1, --within > 0, nodes, rails and modes")
+    lo, hi = duration
+    if not 0 < lo <= hi:
+        raise MpilabError(f"--fault-duration {lo:g}:{hi:g}: need 0 < MIN <= MAX")
+    if count * hi > within:
+        raise MpilabError(f"--random: {count} faults of up to {hi:g} s do not fit in "
+                          f"{within:g} s without overlapping")
+    rng = random.Random(seed)
+    durs = [rng.uniform(lo, hi) for _ in range(count)]
+    # random gaps: split the slack into count+1 random parts
+    slack = within - sum(durs)
+    cuts = sorted(rng.uniform(0, slack) for _ in range(count))
+    out, t, prev = [], 0.0, 0.0
+    for d, c in zip(durs, cuts, strict=True):
+        t += c - prev
+        prev = c
+        out.append(Fault(at=round(t, 3), target=f"{rng.choice(nodes)}:{rng.choice(rails)}",
+                         mode=rng.choice(modes), duration=round(d, 3)))
+        t += d
+    return out
+
+
+def plan_json(plan: list[Fault], seed: int) -> str:
+    return json.dumps({"seed": seed, "faults": [asdict(f) for f in plan]}, indent=1) + "\n"
+
+
+def load_plan(path: str) -> list[Fault]:
+    try:
+        doc = json.loads(Path(path).read_text())
+        return [Fault(**f) for f in doc["faults"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise MpilabError(f"{path}: not a fault plan ({e})") from None
+
+
+def run_plan(spec: Spec, plan: list[Fault], start: float | None = None,
+             stop: Any = None) -> list[dict[str, Any]]:
+    """Apply the plan (times from `start`, a time.monotonic() value, default now); each
+    fault and heal goes to the testbed's fault log. `stop()` returning true ends it early
+    (a pending fault is healed). Returns the log records written."""
+    t0 = time.monotonic() if start is None else start
+    events: list[tuple[float, int, Fault]] = []
+    for f in plan:
+        events += [(f.at, 0, f), (f.at + f.duration, 1, f)]
+    events.sort(key=lambda e: (e[0], e[1]))
+    out: list[dict[str, Any]] = []
+    active: set[str] = set()
+    for at, kind, f in events:
+        while (left := t0 + at - time.monotonic()) > 0:
+            if stop is not None and stop():
+                break
+            time.sleep(min(left, 0.05))
+        if stop is not None and stop() and kind == 0:
+            break
+        node, rail = faults.parse_target(spec, f.target)
+        if kind == 0:
+            faults.apply(spec, node, rail, f.mode)
+            active.add(f.target)
+            out.append(faults.log_event(spec, "fail", node, rail, f.mode, scheduled=True))
+        elif f.target in active:
+            for m in faults.heal_one(spec, node, rail):
+                out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True))
+            active.discard(f.target)
+    for tgt in sorted(active):  # stopped early: leave nothing failed
+        node, rail = faults.parse_target(spec, tgt)
+        for m in faults.heal_one(spec, node, rail):
+            out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True))
+    return out
+
+
+def cli_random(spec: Spec, args: Any) -> str:
+    """`testbed fail --random SEED`: write the plan to the state dir, print it, and run it
+    in a detached scheduler."""
+    import os
+    import subprocess
+    import sys
+
+    from mpilab.fsutil import atomic_write_text
+    from mpilab.testbed import net
+
+    if args.target:
+        raise MpilabError("--random: give no NODE:RAIL (targets are drawn from --nodes/--rails)")
+    nodes = args.nodes.split(",") if args.nodes else spec.node_names()
+    for n in nodes:
+        if n not in spec.node_names():
+            raise MpilabError(f"--nodes: {n}: no such node in testbed '{spec.prefix}'")
+    try:
+        rails = [units.parse_int(r) for r in args.fault_rails.split(",")] if args.fault_rails \
+            else list(range(spec.rails))
+        lo, hi = (units.parse_duration(x) for x in args.fault_duration.split(":"))
+        within = units.parse_duration(args.within)
+        if not (0 <= lo <= hi and within > 0):
+            raise ValueError
+    except ValueError:
+        raise MpilabError("--random: --fault-rails takes e.g. 0,1, --fault-duration MIN:MAX "
+                          "seconds, --within seconds") from None
+    if any(not 0 <= r < spec.rails for r in rails):
+        raise MpilabError(f"--fault-rails: testbed '{spec.prefix}' has rails 0..{spec.rails - 1}")
+    modes = tuple(args.modes.split(","))
+    if any(m not in faults.MODES for m in modes):
+        raise MpilabError(f"--modes {args.modes}: expected down and/or drop")
+    plan = make_plan(args.random, nodes, rails, args.count, within, modes, (lo, hi))
+    path = net.state_dir(spec.prefix) / f"plan-{args.random}.json"
+    atomic_write_text(path, plan_json(plan, args.random))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + \
+        env.get("PYTHONPATH", "")
+    with open(net.state_dir(spec.prefix) / "scheduler.log", "ab") as log:
+        p = subprocess.Popen([sys.executable, "-m", "mpilab.testbed.faults", "--prefix",
+                              spec.prefix, "--plan", str(path)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                             env=env)
+    lines = [f"seed {args.random}: {len(plan)} fault(s) within {within:g} s (pid {p.pid}, "
+             f"plan {path})"]
+    lines += [f"  +{f.at:8.3f} s  {f.target} {f.mode} for {f.duration:.3f} s" for f in plan]
+    return "\n".join(lines)

@@ -1,0 +1,1132 @@
+/* mpilab-pathmigd: the per-node path migration agent (the paper's asynchronous event
+ * thread). One event loop: kernel MPTCP events, link events, UDP probes between agents,
+ * commands on a unix socket, and a periodic tick. See docs/pathmig.md. */
+#include "mpilab/pathmig.h"
+#include "pathmig/pm_nl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <linux/mptcp.h>
+
+#include "mpilab/version.h"
+
+#define MSG_MAGIC 0x4d504c50u /* "MPLP" */
+enum { MSG_PROBE = 1, MSG_REPLY = 2, MSG_DOWN = 3 };
+#define MSG_LEN 20
+#define GOOD_REPLIES 3   /* consecutive replies that bring a dead path back */
+#define SLOW_FACTOR 10   /* probe interval multiplier for peers without connections */
+
+typedef struct {
+    char name[64];
+    uint32_t addr[MPILAB_PM_MAX_RAILS]; /* network order, 0 = none */
+} node_t;
+
+typedef struct {
+    int alive;
+    int good;            /* consecutive replies while dead */
+    double last_reply;   /* monotonic */
+    double last_sent;
+    double hold_until;   /* replies ignored until then (after a DOWN notice) */
+    double fast_since;   /* fast probing (the peer has connections) since then */
+    uint32_t seq;
+} probe_t;
+
+typedef struct {
+    /* configuration */
+    const char *node_name, *peers_path, *ctl_path, *log_path, *pid_path, *alt_spec;
+    double interval, timeout;
+    int port;
+    /* nodes */
+    node_t nodes[MPILAB_PM_MAX_PEERS];
+    int nnodes, self, nrails;
+    /* local rails */
+    int ifindex[MPILAB_PM_MAX_RAILS];
+    int link_ok[MPILAB_PM_MAX_RAILS];
+    int udp[MPILAB_PM_MAX_RAILS];
+    probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
+    int conns_to[MPILAB_PM_MAX_PEERS];
+    /* state machine */
+    mpilab_pm_ctx ctx;
+    mpilab_pm_conn *conn;
+    size_t nconn, capconn;
+    pm_nl nl;
+    int ctl;
+    FILE *log;
+    int stop;
+    uint64_t actions_failed;
+} agent_t;
+
+static volatile sig_atomic_t g_signal;
+static void on_signal(int sig) { g_signal = sig; }
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double realtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *ip(uint32_t a, char *buf)
+{
+    struct in_addr in = {a};
+    inet_ntop(AF_INET, &in, buf, INET_ADDRSTRLEN);
+    return buf;
+}
+
+/* ---- the event log: one JSON object per line, CLOCK_REALTIME `time` and
+ * CLOCK_MONOTONIC `monotonic` (the testbed fault log's clocks) ---- */
+
+static void log_obj(agent_t *ag, const char *event, json_t *o)
+{
+    json_object_set_new(o, "time", json_real(realtime()));
+    json_object_set_new(o, "monotonic", json_real(mono()));
+    json_object_set_new(o, "node", json_string(ag->node_name));
+    json_object_set_new(o, "event", json_string(event));
+    if (ag->log) {
+        json_dumpf(o, ag->log, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        fputc('\n', ag->log);
+        fflush(ag->log);
+    }
+    json_decref(o);
+}
+
+static json_t *sub_json(const agent_t *ag, const mpilab_pm_subflow *s)
+{
+    char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+    (void)ag;
+    return json_pack("{s:s,s:i,s:s,s:i,s:i,s:i,s:b}", "local", ip(s->laddr, a), "lport",
+                     (int)s->lport, "remote", ip(s->raddr, b), "rport", (int)s->rport,
+                     "rail", s->rrail, "backup", s->backup, "established", s->established);
+}
+
+/* ---- nodes and rails ---- */
+
+static int locate(const agent_t *ag, uint32_t addr, int *rail)
+{
+    for (int n = 0; n < ag->nnodes; n++)
+        for (int r = 0; r < ag->nrails; r++)
+            if (ag->nodes[n].addr[r] == addr) {
+                if (rail)
+                    *rail = r;
+                return n;
+            }
+    if (rail)
+        *rail = -1;
+    return -1;
+}
+
+static void refresh_paths(agent_t *ag)
+{
+    for (int p = 0; p < ag->nnodes; p++)
+        for (int r = 0; r < ag->nrails; r++)
+            ag->ctx.path_up[p][r] = (unsigned char)(p != ag->self && ag->link_ok[r] &&
+                                                    ag->probe[p][r].alive &&
+                                                    ag->nodes[p].addr[r] != 0);
+}
+
+static int read_peers(agent_t *ag, char *err, size_t errlen)
+{
+    FILE *f = fopen(ag->peers_path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", ag->peers_path, strerror(errno));
+        return -1;
+    }
+    char line[512];
+    int lineno = 0;
+    ag->self = -1;
+    while (fgets(line, sizeof(line), f)) {
+        lineno++;
+        char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+        if (!tok || tok[0] == '#')
+            continue;
+        if (ag->nnodes >= MPILAB_PM_MAX_PEERS) {
+            snprintf(err, errlen, "%s:%d: more than %d nodes", ag->peers_path, lineno,
+                     MPILAB_PM_MAX_PEERS);
+            fclose(f);
+            return -1;
+        }
+        node_t *n = &ag->nodes[ag->nnodes];
+        snprintf(n->name, sizeof(n->name), "%s", tok);
+        int r = 0;
+        while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
+            struct in_addr in;
+            if (r >= MPILAB_PM_MAX_RAILS || (strcmp(tok, "-") != 0 &&
+                                             inet_pton(AF_INET, tok, &in) != 1)) {
+                snprintf(err, errlen, "%s:%d: '%s': expected an IPv4 address or '-' per rail "
+                         "(at most %d)", ag->peers_path, lineno, tok, MPILAB_PM_MAX_RAILS);
+                fclose(f);
+                return -1;
+            }
+            n->addr[r++] = strcmp(tok, "-") == 0 ? 0 : in.s_addr;
+        }
+        if (r == 0) {
+            snprintf(err, errlen, "%s:%d: node %s has no address", ag->peers_path, lineno,
+                     n->name);
+            fclose(f);
+            return -1;
+        }
+        if (ag->nrails && r != ag->nrails) {
+            snprintf(err, errlen, "%s:%d: node %s has %d rails, earlier nodes %d",
+                     ag->peers_path, lineno, n->name, r, ag->nrails);
+            fclose(f);
+            return -1;
+        }
+        ag->nrails = r;
+        if (strcmp(n->name, ag->node_name) == 0)
+            ag->self = ag->nnodes;
+        ag->nnodes++;
+    }
+    fclose(f);
+    if (ag->self < 0) {
+        snprintf(err, errlen, "%s: node %s is not listed", ag->peers_path, ag->node_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* --alt: "default" (the next rail), "auto" (first healthy rail) or a file of lines
+ * "PEER PRIMARY_RAIL ALT_RAIL" (user map; unlisted pairs keep the default) */
+static int read_alt(agent_t *ag, char *err, size_t errlen)
+{
+    for (int p = 0; p < MPILAB_PM_MAX_PEERS; p++)
+        for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
+            ag->ctx.alt_rail[p][r] = ag->nrails > 1 ? (r + 1) % ag->nrails : -1;
+    if (!ag->alt_spec || strcmp(ag->alt_spec, "default") == 0)
+        return 0;
+    if (strcmp(ag->alt_spec, "auto") == 0) {
+        ag->ctx.alt_auto = 1;
+        return 0;
+    }
+    FILE *f = fopen(ag->alt_spec, "r");
+    if (!f) {
+        snprintf(err, errlen, "--alt %s: %s (expected default, auto or a map file)",
+                 ag->alt_spec, strerror(errno));
+        return -1;
+    }
+    char line[256], name[64], extra[8];
+    int lineno = 0, pr, ar;
+    while (fgets(line, sizeof(line), f)) {
+        lineno++;
+        char *s = line + strspn(line, " \t");
+        if (*s == '#' || *s == '\n' || *s == 0)
+            continue;
+        int k = sscanf(s, "%63s %d %d %7s", name, &pr, &ar, extra);
+        int p = -1;
+        for (int i = 0; i < ag->nnodes; i++)
+            if (strcmp(ag->nodes[i].name, name) == 0)
+                p = i;
+        if (k != 3 || p < 0 || pr < 0 || pr >= ag->nrails || ar < 0 || ar >= ag->nrails ||
+            pr == ar) {
+            snprintf(err, errlen, "%s:%d: expected 'PEER PRIMARY_RAIL ALT_RAIL' with a known "
+                     "node and two different rails below %d", ag->alt_spec, lineno, ag->nrails);
+            fclose(f);
+            return -1;
+        }
+        ag->ctx.alt_rail[p][pr] = ar;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* ---- UDP probes and notices between agents ---- */
+
+static void put32(unsigned char *b, uint32_t v)
+{
+    b[0] = (unsigned char)(v >> 24); b[1] = (unsigned char)(v >> 16);
+    b[2] = (unsigned char)(v >> 8); b[3] = (unsigned char)v;
+}
+
+static uint32_t get32(const unsigned char *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Who decides whether a path between two nodes is dead: the node with the lower index
+ * (the decider) judges by its probes; the other (the follower) reports what it suspects
+ * and takes the decider's view, which every probe and reply carries as a bitmap of rails.
+ * One judge per pair of nodes: two agents acting on different false alarms could
+ * otherwise close a connection's last two subflows from both ends at once. A link seen
+ * down locally is certain and acted on at once by either side. */
+static int decides(const agent_t *ag, int peer) { return ag->self < peer; }
+
+static unsigned view_bits(const agent_t *ag, int peer)
+{
+    unsigned bits = 0;
+    for (int r = 0; r < ag->nrails; r++)
+        if (ag->probe[peer][r].alive)
+            bits |= 1u << r;
+    return bits;
+}
+
+static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq)
+{
+    if (ag->udp[rail] < 0 || !ag->nodes[peer].addr[rail])
+        return;
+    unsigned char m[MSG_LEN] = {0};
+    put32(m, MSG_MAGIC);
+    m[4] = (unsigned char)type;
+    m[5] = (unsigned char)about_rail;
+    m[6] = (unsigned char)ag->self;
+    m[7] = (unsigned char)view_bits(ag, peer);
+    put32(m + 8, seq);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
+                             .sin_addr = {ag->nodes[peer].addr[rail]}};
+    (void)sendto(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to));
+}
+
+static void path_event(agent_t *ag, int peer, int rail, int up, const char *cause)
+{
+    log_obj(ag, "path", json_pack("{s:s,s:i,s:b,s:s}", "peer", ag->nodes[peer].name, "rail",
+                                  rail, "up", up, "cause", cause));
+}
+
+static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer);
+
+/* tell a peer (or every peer), over every other rail, that our path on `rail` is dead */
+static void notify_down(agent_t *ag, int rail, int only_peer)
+{
+    for (int p = 0; p < ag->nnodes; p++) {
+        if (p == ag->self || (only_peer >= 0 && p != only_peer))
+            continue;
+        for (int r = 0; r < ag->nrails; r++)
+            if (r != rail && ag->link_ok[r])
+                for (int k = 0; k < 2; k++)
+                    send_msg(ag, r, p, MSG_DOWN, rail, 0);
+    }
+}
+
+static void set_alive(agent_t *ag, int p, int r, int alive, const char *cause)
+{
+    probe_t *pr = &ag->probe[p][r];
+    pr->good = 0;
+    if (pr->alive == alive)
+        return;
+    pr->alive = alive;
+    path_event(ag, p, r, alive, cause);
+}
+
+static void on_udp(agent_t *ag, int rail)
+{
+    unsigned char m[64];
+    struct sockaddr_in from;
+    for (;;) {
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT,
+                             (struct sockaddr *)&from, &fl);
+        if (n < 0)
+            return;
+        if (n != MSG_LEN || get32(m) != MSG_MAGIC || m[6] >= ag->nnodes || m[6] == ag->self)
+            continue;
+        int p = m[6], type = m[4], about = m[5], changed = 0;
+        double now = mono();
+        probe_t *pr = &ag->probe[p][rail];
+        if (type == MSG_PROBE || type == MSG_REPLY)
+            pr->last_reply = now; /* any message proves the path works both ways... */
+        if (type == MSG_PROBE)
+            send_msg(ag, rail, p, MSG_REPLY, rail, get32(m + 8));
+        if ((type == MSG_PROBE || type == MSG_REPLY) && !decides(ag, p)) {
+            /* ...but the decider's view is what counts */
+            for (int r = 0; r < ag->nrails; r++) {
+                int up = (m[7] >> r) & 1;
+                if (ag->probe[p][r].alive != up) {
+                    set_alive(ag, p, r, up, up ? "peer sees the path again"
+                                               : "peer judged the path dead");
+                    changed = 1;
+                }
+            }
+        } else if (type == MSG_REPLY && now >= pr->hold_until && !pr->alive &&
+                   ++pr->good >= GOOD_REPLIES) {
+            set_alive(ag, p, rail, 1, "probe replies resumed");
+            changed = 1;
+        } else if (type == MSG_DOWN && about < ag->nrails) {
+            ag->probe[p][about].hold_until = now + ag->timeout;
+            if (ag->probe[p][about].alive) {
+                set_alive(ag, p, about, 0, decides(ag, p) ? "peer reported the path dead"
+                                                          : "peer judged the path dead");
+                changed = 1;
+            }
+        }
+        if (changed) {
+            if (decides(ag, p)) /* our new view reaches the peer ahead of any join */
+                for (int r = 0; r < ag->nrails; r++)
+                    send_msg(ag, r, p, MSG_PROBE, r, ++ag->probe[p][r].seq);
+            refresh_paths(ag);
+            step_all(ag, MPILAB_PM_EV_PATH, p);
+        }
+    }
+}
+
+static void probe_tick(agent_t *ag, double now)
+{
+    int changed = 0;
+    for (int p = 0; p < ag->nnodes; p++) {
+        if (p == ag->self)
+            continue;
+        double iv = ag->conns_to[p] > 0 ? ag->interval : ag->interval * SLOW_FACTOR;
+        double limit = ag->conns_to[p] > 0 ? ag->timeout : ag->timeout * SLOW_FACTOR;
+        double freshest = 0; /* the latest reply on any rail that is alive */
+        for (int r = 0; r < ag->nrails; r++)
+            if (ag->probe[p][r].alive && ag->probe[p][r].last_reply > freshest)
+                freshest = ag->probe[p][r].last_reply;
+        for (int r = 0; r < ag->nrails; r++) {
+            probe_t *pr = &ag->probe[p][r];
+            if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
+                continue;
+            if (now - pr->last_sent >= iv) {
+                send_msg(ag, r, p, MSG_PROBE, r, ++pr->seq);
+                pr->last_sent = now;
+            }
+            double since = pr->last_reply > pr->fast_since ? pr->last_reply : pr->fast_since;
+            /* dead: silent for the timeout while another rail to the same peer answered
+             * since (if every rail went quiet together, this machine or the peer stalled:
+             * nothing to migrate to anyway) */
+            if (!pr->alive || now - since <= limit || freshest <= since + ag->interval)
+                continue;
+            if (decides(ag, p)) {
+                set_alive(ag, p, r, 0, "probe timeout");
+                notify_down(ag, r, p);
+                changed = 1;
+            } else if (now - pr->hold_until > limit) {
+                notify_down(ag, r, p); /* suspect: the decider judges */
+                pr->hold_until = now;
+            }
+        }
+    }
+    if (changed) {
+        refresh_paths(ag);
+        step_all(ag, MPILAB_PM_EV_PATH, -1);
+    }
+}
+
+/* ---- connections ---- */
+
+static mpilab_pm_conn *find_conn(agent_t *ag, uint32_t token)
+{
+    for (size_t i = 0; i < ag->nconn; i++)
+        if (ag->conn[i].token == token)
+            return &ag->conn[i];
+    return NULL;
+}
+
+static mpilab_pm_conn *new_conn(agent_t *ag, uint32_t token, int server_side, uint32_t raddr)
+{
+    if (ag->nconn == ag->capconn) {
+        size_t cap = ag->capconn ? 2 * ag->capconn : 64;
+        mpilab_pm_conn *c = realloc(ag->conn, cap * sizeof(*c));
+        if (!c)
+            return NULL;
+        ag->conn = c;
+        ag->capconn = cap;
+    }
+    int rail = -1, peer = locate(ag, raddr, &rail);
+    int managed = peer >= 0 && peer != ag->self && ag->nrails > 1;
+    mpilab_pm_conn *c = &ag->conn[ag->nconn++];
+    mpilab_pm_conn_init(c, token, server_side, managed, managed ? peer : -1);
+    if (managed && ag->conns_to[peer]++ == 0) {
+        /* switch to fast probing: the timeout counts from now, probe at once */
+        double now = mono();
+        for (int r = 0; r < ag->nrails; r++) {
+            ag->probe[peer][r].fast_since = now;
+            ag->probe[peer][r].last_sent = 0;
+        }
+    }
+    return c;
+}
+
+static void forget_conn(agent_t *ag, mpilab_pm_conn *c)
+{
+    if (c->managed && c->peer >= 0)
+        ag->conns_to[c->peer]--;
+    *c = ag->conn[--ag->nconn];
+}
+
+static const char *act_name(mpilab_pm_action_kind k)
+{
+    return k == MPILAB_PM_ACT_CREATE ? "create" : k == MPILAB_PM_ACT_SET_BACKUP ? "set_backup"
+                                                                             : "destroy";
+}
+
+/* the initial subflow's remote port is the peer's listening port: joins go there */
+static uint16_t join_port(const mpilab_pm_conn *c, const agent_t *ag)
+{
+    (void)ag;
+    for (int i = 0; i < c->nsub; i++)
+        if (c->sub[i].established)
+            return c->sub[i].rport;
+    return 0;
+}
+
+static void carry_out(agent_t *ag, mpilab_pm_conn *c, mpilab_pm_result *res, double now)
+{
+    for (int i = 0; i < res->nact; i++) {
+        mpilab_pm_action *a = &res->act[i];
+        char err[160] = "";
+        int rc;
+        mpilab_pm_subflow s = a->sub;
+        if (a->kind == MPILAB_PM_ACT_CREATE) {
+            s.laddr = ag->nodes[ag->self].addr[s.lrail];
+            s.raddr = ag->nodes[c->peer].addr[s.rrail];
+            s.rport = join_port(c, ag);
+            rc = pm_nl_subflow_create(&ag->nl, c->token, (uint8_t)(s.lrail + 1), s.laddr, 1,
+                                      s.raddr, s.rport, err, sizeof(err));
+        } else if (a->kind == MPILAB_PM_ACT_SET_BACKUP) {
+            rc = pm_nl_set_backup(&ag->nl, c->token, s.laddr, s.lport, s.raddr, s.rport,
+                                  a->backup, err, sizeof(err));
+        } else {
+            rc = pm_nl_subflow_destroy(&ag->nl, c->token, s.laddr, s.lport, s.raddr, s.rport,
+                                       err, sizeof(err));
+        }
+        json_t *o = json_pack("{s:s,s:s,s:o,s:b}", "token", "", "action", act_name(a->kind),
+                              "subflow", sub_json(ag, &s), "ok", rc == 0);
+        char tok[16];
+        snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
+        json_object_set_new(o, "token", json_string(tok));
+        if (a->kind == MPILAB_PM_ACT_SET_BACKUP)
+            json_object_set_new(o, "backup", json_integer(a->backup));
+        if (rc != 0) {
+            json_object_set_new(o, "error", json_string(err));
+            ag->actions_failed++;
+        }
+        log_obj(ag, "action", o);
+        if (rc != 0 && strstr(err, "invalid token")) {
+            /* the kernel no longer knows the connection (closed, or fell back to TCP,
+             * without an event we saw): forget it at the next tick */
+            char t2[16];
+            snprintf(t2, sizeof(t2), "%08" PRIx32, c->token);
+            log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", t2, "peer",
+                                           ag->nodes[c->peer].name, "from",
+                                           mpilab_pm_state_name(c->state), "to", "CLOSED",
+                                           "cause", "unknown to the kernel"));
+            c->state = MPILAB_PM_CLOSED;
+            return;
+        }
+        if (rc != 0 && a->kind == MPILAB_PM_ACT_CREATE) {
+            mpilab_pm_event ev = {.kind = MPILAB_PM_EV_LOAD_FAILED, .now = now};
+            mpilab_pm_result r2;
+            mpilab_pm_step(&ag->ctx, c, &ev, &r2);
+            if (r2.from != r2.to) {
+                char t2[16];
+                snprintf(t2, sizeof(t2), "%08" PRIx32, c->token);
+                log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", t2, "peer",
+                                               ag->nodes[c->peer].name, "from",
+                                               mpilab_pm_state_name(r2.from), "to",
+                                               mpilab_pm_state_name(r2.to), "cause",
+                                               r2.cause ? r2.cause : ""));
+            }
+        }
+    }
+}
+
+/* run one event through a connection's state machine, log the transition, act */
+static int step(agent_t *ag, mpilab_pm_conn *c, const mpilab_pm_event *ev, char *err,
+                size_t errlen)
+{
+    mpilab_pm_result res;
+    int rc = mpilab_pm_step(&ag->ctx, c, ev, &res);
+    if (rc != 0 && err)
+        snprintf(err, errlen, "%s", res.err);
+    if (res.from != res.to) {
+        char tok[16];
+        snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
+        log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", tok, "peer",
+                                       c->peer >= 0 ? ag->nodes[c->peer].name : "", "from",
+                                       mpilab_pm_state_name(res.from), "to",
+                                       mpilab_pm_state_name(res.to), "cause",
+                                       res.cause ? res.cause : ""));
+    }
+    carry_out(ag, c, &res, ev->now);
+    return rc;
+}
+
+static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer)
+{
+    mpilab_pm_event ev = {.kind = kind, .now = mono()};
+    for (size_t i = 0; i < ag->nconn; i++) {
+        mpilab_pm_conn *c = &ag->conn[i];
+        if (c->managed && (only_peer < 0 || c->peer == only_peer))
+            step(ag, c, &ev, NULL, 0);
+    }
+}
+
+static void fill_sub(const agent_t *ag, const pm_nl_event *e, mpilab_pm_subflow *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->laddr = e->saddr;
+    s->raddr = e->daddr;
+    s->lport = e->sport;
+    s->rport = e->dport;
+    s->backup = e->backup;
+    locate(ag, e->saddr, &s->lrail);
+    locate(ag, e->daddr, &s->rrail);
+}
+
+static void on_kernel_event(void *arg, const pm_nl_event *e)
+{
+    agent_t *ag = arg;
+    char tok[16], a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+    snprintf(tok, sizeof(tok), "%08" PRIx32, e->token);
+    json_t *o = json_pack("{s:s,s:s}", "type", pm_nl_event_name(e->type), "token", tok);
+    if (e->saddr) {
+        json_object_set_new(o, "saddr", json_string(ip(e->saddr, a)));
+        json_object_set_new(o, "daddr", json_string(ip(e->daddr, b)));
+        json_object_set_new(o, "sport", json_integer(e->sport));
+        json_object_set_new(o, "dport", json_integer(e->dport));
+        json_object_set_new(o, "backup", json_integer(e->backup));
+        json_object_set_new(o, "server_side", json_integer(e->server_side));
+    }
+    if (e->error)
+        json_object_set_new(o, "error", json_integer(e->error));
+    log_obj(ag, "kernel", o);
+
+    mpilab_pm_conn *c = find_conn(ag, e->token);
+    mpilab_pm_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.now = mono();
+    fill_sub(ag, e, &ev.sub);
+    switch (e->type) {
+    case MPTCP_EVENT_CREATED:
+        if (!c)
+            c = new_conn(ag, e->token, e->server_side, e->daddr);
+        return;
+    case MPTCP_EVENT_ESTABLISHED:
+        if (!c)
+            c = new_conn(ag, e->token, e->server_side, e->daddr);
+        if (!c)
+            return;
+        ev.sub.backup = 0;
+        ev.kind = MPILAB_PM_EV_ESTABLISHED;
+        break;
+    case MPTCP_EVENT_SUB_ESTABLISHED: ev.kind = MPILAB_PM_EV_SUB_ESTABLISHED; break;
+    case MPTCP_EVENT_SUB_CLOSED: ev.kind = MPILAB_PM_EV_SUB_CLOSED; break;
+    case MPTCP_EVENT_SUB_PRIORITY: ev.kind = MPILAB_PM_EV_SUB_PRIORITY; break;
+    case MPTCP_EVENT_CLOSED: ev.kind = MPILAB_PM_EV_CLOSED; break;
+    default: return;
+    }
+    if (!c)
+        return;
+    step(ag, c, &ev, NULL, 0);
+    if (ev.kind == MPILAB_PM_EV_CLOSED)
+        forget_conn(ag, c);
+}
+
+static void on_link(void *arg, const pm_nl_link *l)
+{
+    agent_t *ag = arg;
+    for (int r = 0; r < ag->nrails; r++) {
+        if (ag->ifindex[r] != l->ifindex || ag->link_ok[r] == l->up)
+            continue;
+        ag->link_ok[r] = l->up;
+        log_obj(ag, "link", json_pack("{s:i,s:s,s:b}", "rail", r, "ifname", l->name, "up",
+                                      l->up));
+        if (!l->up) {
+            for (int p = 0; p < ag->nnodes; p++)
+                if (p != ag->self)
+                    set_alive(ag, p, r, 0, "local link down");
+            notify_down(ag, r, -1);
+        }
+        refresh_paths(ag);
+        step_all(ag, MPILAB_PM_EV_PATH, -1);
+    }
+}
+
+/* ---- commands on the control socket ---- */
+
+static json_t *status_json(agent_t *ag)
+{
+    json_t *conns = json_array(), *paths = json_array();
+    for (int p = 0; p < ag->nnodes; p++)
+        for (int r = 0; p != ag->self && r < ag->nrails; r++)
+            json_array_append_new(paths, json_pack("{s:s,s:i,s:b}", "peer", ag->nodes[p].name,
+                                                   "rail", r, "up", ag->ctx.path_up[p][r]));
+    for (size_t i = 0; i < ag->nconn; i++) {
+        mpilab_pm_conn *c = &ag->conn[i];
+        char tok[16];
+        snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
+        json_t *subs = json_array();
+        for (int k = 0; k < c->nsub; k++)
+            json_array_append_new(subs, sub_json(ag, &c->sub[k]));
+        json_array_append_new(conns, json_pack(
+            "{s:s,s:s,s:s,s:b,s:b,s:o}", "token", tok, "peer",
+            c->peer >= 0 ? ag->nodes[c->peer].name : "", "state",
+            c->managed ? mpilab_pm_state_name(c->state) : "UNMANAGED", "server_side",
+            c->server_side, "established", c->established, "subflows", subs));
+    }
+    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:I}", "node", ag->node_name, "auto_migrate",
+                     ag->ctx.auto_migrate, "auto_rearm", ag->ctx.auto_rearm, "paths", paths,
+                     "connections", conns, "actions_failed", (json_int_t)ag->actions_failed);
+}
+
+static json_t *request(agent_t *ag, mpilab_pm_event_kind kind, const char *target)
+{
+    const char *what = kind == MPILAB_PM_EV_ARM ? "arm" : "migrate";
+    mpilab_pm_event ev = {.kind = kind, .now = mono()};
+    char err[200];
+    if (strcmp(target, "all") == 0) {
+        int done = 0, refused = 0;
+        json_t *errs = json_array();
+        for (size_t i = 0; i < ag->nconn; i++) {
+            mpilab_pm_conn *c = &ag->conn[i];
+            /* `all` means every connection this agent can act on */
+            if (!c->managed || !c->established || c->state == MPILAB_PM_CLOSED ||
+                (kind == MPILAB_PM_EV_ARM && c->state != MPILAB_PM_MIGRATED) ||
+                (kind == MPILAB_PM_EV_MIGRATE && c->state != MPILAB_PM_ARMED))
+                continue;
+            if (step(ag, c, &ev, err, sizeof(err)) == 0) {
+                done++;
+            } else if (!(kind == MPILAB_PM_EV_ARM && c->server_side)) {
+                refused++;
+                json_array_append_new(errs, json_string(err));
+            }
+        }
+        log_obj(ag, "command", json_pack("{s:s,s:s,s:i,s:i}", "command", what, "target", "all",
+                                         "done", done, "refused", refused));
+        return json_pack("{s:b,s:i,s:i,s:o}", "ok", 1, "done", done, "refused", refused,
+                         "errors", errs);
+    }
+    char *end;
+    unsigned long t = strtoul(target, &end, 16);
+    if (!*target || *end || t > 0xffffffffUL)
+        return json_pack("{s:s}", "error", "expected a connection token (8 hex digits) or 'all'");
+    mpilab_pm_conn *c = find_conn(ag, (uint32_t)t);
+    if (!c) {
+        snprintf(err, sizeof(err), "no connection with token %s on node %s", target,
+                 ag->node_name);
+        return json_pack("{s:s}", "error", err);
+    }
+    if (step(ag, c, &ev, err, sizeof(err)) != 0)
+        return json_pack("{s:s}", "error", err);
+    log_obj(ag, "command", json_pack("{s:s,s:s}", "command", what, "target", target));
+    return json_pack("{s:b,s:i,s:s}", "ok", 1, "done", 1, "state",
+                     mpilab_pm_state_name(c->state));
+}
+
+static json_t *command(agent_t *ag, char *line)
+{
+    char *save = NULL, *verb = strtok_r(line, " \t\r\n", &save);
+    char *arg = verb ? strtok_r(NULL, " \t\r\n", &save) : NULL;
+    if (!verb)
+        return json_pack("{s:s}", "error", "empty command");
+    if (strcmp(verb, "status") == 0)
+        return status_json(ag);
+    if ((strcmp(verb, "arm") == 0 || strcmp(verb, "migrate") == 0) && arg)
+        return request(ag, verb[0] == 'a' ? MPILAB_PM_EV_ARM : MPILAB_PM_EV_MIGRATE, arg);
+    if (strcmp(verb, "auto") == 0 && arg && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
+        ag->ctx.auto_migrate = ag->ctx.auto_rearm = strcmp(arg, "on") == 0;
+        log_obj(ag, "command", json_pack("{s:s,s:s}", "command", "auto", "target", arg));
+        if (ag->ctx.auto_migrate)
+            step_all(ag, MPILAB_PM_EV_TICK, -1);
+        return json_pack("{s:b,s:b}", "ok", 1, "auto", ag->ctx.auto_migrate);
+    }
+    if (strcmp(verb, "stop") == 0) {
+        ag->stop = 1;
+        return json_pack("{s:b}", "ok", 1);
+    }
+    return json_pack("{s:s}", "error", "unknown command (status, arm TOKEN|all, "
+                     "migrate TOKEN|all, auto on|off, stop)");
+}
+
+static void on_ctl(agent_t *ag)
+{
+    int fd = accept4(ag->ctl, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    char line[512];
+    size_t n = 0;
+    while (n + 1 < sizeof(line)) {
+        ssize_t k = read(fd, line + n, sizeof(line) - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        if (memchr(line, '\n', n))
+            break;
+    }
+    line[n] = 0;
+    json_t *reply = command(ag, line);
+    char *text = json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(reply);
+    if (text) {
+        size_t len = strlen(text), off = 0;
+        while (off < len) {
+            ssize_t w = write(fd, text + off, len - off);
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+        if (write(fd, "\n", 1) < 0) { /* client gone */ }
+        free(text);
+    }
+    close(fd);
+}
+
+/* ---- set-up ---- */
+
+static int read_sysctl(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int v = -1;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static int check_kernel(char *err, size_t errlen)
+{
+    int en = read_sysctl("/proc/sys/net/mptcp/enabled");
+    if (en < 0) {
+        snprintf(err, errlen, "this kernel has no MPTCP (/proc/sys/net/mptcp/enabled missing)");
+        return -1;
+    }
+    if (en == 0) {
+        snprintf(err, errlen, "MPTCP is disabled in this network namespace "
+                 "(net.mptcp.enabled = 0)");
+        return -1;
+    }
+    if (read_sysctl("/proc/sys/net/mptcp/pm_type") != 1) {
+        FILE *f = fopen("/proc/sys/net/mptcp/pm_type", "w");
+        int ok = f && fputs("1\n", f) >= 0;
+        if (f && fclose(f) != 0)
+            ok = 0;
+        if (!ok || read_sysctl("/proc/sys/net/mptcp/pm_type") != 1) {
+            snprintf(err, errlen, "cannot select the userspace MPTCP path manager "
+                     "(net.mptcp.pm_type = 1): %s", strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int find_ifaces(agent_t *ag, char *err, size_t errlen)
+{
+    struct ifaddrs *ifa, *i;
+    if (getifaddrs(&ifa) != 0) {
+        snprintf(err, errlen, "getifaddrs: %s", strerror(errno));
+        return -1;
+    }
+    for (int r = 0; r < ag->nrails; r++) {
+        ag->ifindex[r] = 0;
+        uint32_t want = ag->nodes[ag->self].addr[r];
+        for (i = ifa; i && want; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == want) {
+                ag->ifindex[r] = (int)if_nametoindex(i->ifa_name);
+                ag->link_ok[r] = (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING);
+            }
+        if (want && !ag->ifindex[r]) {
+            char a[INET_ADDRSTRLEN];
+            snprintf(err, errlen, "rail %d: address %s (from %s) is on no interface here", r,
+                     ip(want, a), ag->peers_path);
+            freeifaddrs(ifa);
+            return -1;
+        }
+    }
+    freeifaddrs(ifa);
+    return 0;
+}
+
+static int open_udp(agent_t *ag, char *err, size_t errlen)
+{
+    for (int r = 0; r < ag->nrails; r++) {
+        ag->udp[r] = -1;
+        uint32_t a = ag->nodes[ag->self].addr[r];
+        if (!a)
+            continue;
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
+                                 .sin_addr = {a}};
+        int one = 1, prio = 6;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            snprintf(err, errlen, "UDP port %d on rail %d: %s", ag->port, r, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        ag->udp[r] = fd;
+    }
+    return 0;
+}
+
+static int open_ctl(agent_t *ag, char *err, size_t errlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(ag->ctl_path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "--control %s: path longer than %zu bytes", ag->ctl_path,
+                 sizeof(sa.sun_path) - 1);
+        return -1;
+    }
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ag->ctl_path);
+    unlink(ag->ctl_path);
+    ag->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (ag->ctl < 0 || bind(ag->ctl, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(ag->ctl, 16) != 0) {
+        snprintf(err, errlen, "--control %s: %s", ag->ctl_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpilab-pathmigd --node NAME --peers FILE [options]\n"
+            "Path migration agent for MPTCP connections of one node (run one per node).\n"
+            "  --node NAME          this node's name in FILE\n"
+            "  --peers FILE         lines 'NAME ADDR_RAIL0 ADDR_RAIL1 ...' for every node\n"
+            "  --control PATH       unix socket for commands (status, arm, migrate, auto, stop)\n"
+            "  --log PATH           append the event log (JSON lines) here (default: stderr)\n"
+            "  --pidfile PATH       write the pid once ready\n"
+            "  --alt default|auto|MAP  alternate path: the next rail (default), the first\n"
+            "                       healthy one (auto), or MAP lines 'PEER RAIL ALT_RAIL'\n"
+            "  --manual             no automatic migration or re-arming (commands only)\n"
+            "  --probe-interval MS  probe period per peer and rail, milliseconds (default 10)\n"
+            "  --probe-timeout MS   path dead after this long without a reply, ms (default 50)\n"
+            "  --port N             UDP port of the probes (default 47990)\n"
+            "  --no-realtime        stay at normal scheduling (default: SCHED_FIFO priority 5\n"
+            "                       where permitted, so a busy machine does not delay probes)\n"
+            "  -h, --help, --version\n");
+}
+
+static int parse_ms(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi))
+        return -1;
+    *out = v / 1e3;
+    return 0;
+}
+
+int mpilab_pathmig_agent_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"node", required_argument, NULL, 'n'}, {"peers", required_argument, NULL, 'p'},
+        {"control", required_argument, NULL, 'c'}, {"log", required_argument, NULL, 'l'},
+        {"pidfile", required_argument, NULL, 'P'}, {"alt", required_argument, NULL, 'a'},
+        {"manual", no_argument, NULL, 'm'}, {"probe-interval", required_argument, NULL, 'i'},
+        {"probe-timeout", required_argument, NULL, 't'}, {"port", required_argument, NULL, 'o'},
+        {"no-realtime", no_argument, NULL, 'R'},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    int realtime_prio = 5;
+    static agent_t agent;
+    agent_t *ag = &agent;
+    memset(ag, 0, sizeof(*ag));
+    ag->interval = 0.010;
+    ag->timeout = 0.050;
+    ag->port = 47990;
+    ag->ctl = -1;
+    ag->ctx.auto_migrate = ag->ctx.auto_rearm = 1;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end;
+        long v;
+        switch (c) {
+        case 'n': ag->node_name = optarg; break;
+        case 'p': ag->peers_path = optarg; break;
+        case 'c': ag->ctl_path = optarg; break;
+        case 'l': ag->log_path = optarg; break;
+        case 'P': ag->pid_path = optarg; break;
+        case 'a': ag->alt_spec = optarg; break;
+        case 'm': ag->ctx.auto_migrate = ag->ctx.auto_rearm = 0; break;
+        case 'i':
+            if (parse_ms(optarg, 1, 10000, &ag->interval)) {
+                fprintf(stderr, "mpilab-pathmigd: --probe-interval %s: expected 1..10000 ms\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 't':
+            if (parse_ms(optarg, 2, 60000, &ag->timeout)) {
+                fprintf(stderr, "mpilab-pathmigd: --probe-timeout %s: expected 2..60000 ms\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'o':
+            v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > 65535) {
+                fprintf(stderr, "mpilab-pathmigd: --port %s: expected 1..65535\n", optarg);
+                return 2;
+            }
+            ag->port = (int)v;
+            break;
+        case 'R': realtime_prio = 0; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("mpilab-pathmigd %s\n", MPILAB_VERSION_STRING); return 0;
+        default:
+            fprintf(stderr, "mpilab-pathmigd: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mpilab-pathmigd: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!ag->node_name || !ag->peers_path) {
+        fprintf(stderr, "mpilab-pathmigd: --node and --peers are required (see --help)\n");
+        return 2;
+    }
+    if (ag->timeout < 2 * ag->interval) {
+        fprintf(stderr, "mpilab-pathmigd: --probe-timeout must be at least twice "
+                "--probe-interval\n");
+        return 2;
+    }
+    char err[300];
+    if (read_peers(ag, err, sizeof(err)) || read_alt(ag, err, sizeof(err)) ||
+        check_kernel(err, sizeof(err)) || find_ifaces(ag, err, sizeof(err))) {
+        fprintf(stderr, "mpilab-pathmigd: %s\n", err);
+        return 2;
+    }
+    if (ag->nrails < 2) {
+        fprintf(stderr, "mpilab-pathmigd: %s: one rail per node; no alternate path can exist\n",
+                ag->peers_path);
+        return 2;
+    }
+    ag->ctx.nrails = ag->nrails;
+    if (ag->log_path) {
+        ag->log = fopen(ag->log_path, "a");
+        if (!ag->log) {
+            fprintf(stderr, "mpilab-pathmigd: --log %s: %s\n", ag->log_path, strerror(errno));
+            return 2;
+        }
+    } else {
+        ag->log = stderr;
+    }
+    if (pm_nl_open(&ag->nl, err, sizeof(err)) || open_udp(ag, err, sizeof(err)) ||
+        (ag->ctl_path && open_ctl(ag, err, sizeof(err)))) {
+        fprintf(stderr, "mpilab-pathmigd: %s\n", err);
+        return 2;
+    }
+    double now = mono();
+    for (int p = 0; p < ag->nnodes; p++)
+        for (int r = 0; r < ag->nrails; r++) {
+            ag->probe[p][r].alive = 1; /* optimistic until a probe times out */
+            ag->probe[p][r].last_reply = now;
+        }
+    refresh_paths(ag);
+    pm_nl_dump_links(&ag->nl);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    json_t *nodes = json_array();
+    for (int p = 0; p < ag->nnodes; p++) {
+        json_t *addrs = json_array();
+        char a[INET_ADDRSTRLEN];
+        for (int r = 0; r < ag->nrails; r++)
+            json_array_append_new(addrs, json_string(ip(ag->nodes[p].addr[r], a)));
+        json_array_append_new(nodes, json_pack("{s:s,s:o}", "name", ag->nodes[p].name,
+                                               "addrs", addrs));
+    }
+    log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:s,s:o}", "pid", (int)getpid(),
+                                   "rails", ag->nrails, "nodes", ag->nnodes, "probe_interval",
+                                   ag->interval, "probe_timeout", ag->timeout, "auto",
+                                   ag->ctx.auto_migrate, "alt",
+                                   ag->alt_spec ? ag->alt_spec : "default", "peers", nodes));
+    if (ag->pid_path) {
+        char tmp[4200];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", ag->pid_path);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 ||
+            rename(tmp, ag->pid_path) != 0) {
+            fprintf(stderr, "mpilab-pathmigd: --pidfile %s: %s\n", ag->pid_path,
+                    strerror(errno));
+            return 2;
+        }
+    }
+    if (realtime_prio > 0) {
+        struct sched_param sp = {.sched_priority = realtime_prio};
+        int ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+        if (ok)
+            mlockall(MCL_CURRENT | MCL_FUTURE);
+        log_obj(ag, "sched", json_pack("{s:s,s:i}", "policy", ok ? "fifo" : "other",
+                                       "priority", ok ? realtime_prio : 0));
+    }
+    double next_tick = mono();
+    while (!ag->stop && !g_signal) {
+        struct pollfd pf[3 + MPILAB_PM_MAX_RAILS];
+        int n = 0;
+        pf[n++] = (struct pollfd){pm_nl_ev_fd(&ag->nl), POLLIN, 0};
+        pf[n++] = (struct pollfd){pm_nl_link_fd(&ag->nl), POLLIN, 0};
+        pf[n++] = (struct pollfd){ag->ctl, POLLIN, 0};
+        for (int r = 0; r < ag->nrails; r++)
+            pf[n++] = (struct pollfd){ag->udp[r], POLLIN, 0};
+        now = mono();
+        int wait_ms = (int)((next_tick - now) * 1e3 + 0.999);
+        if (wait_ms < 0)
+            wait_ms = 0;
+        int k = poll(pf, (nfds_t)n, wait_ms);
+        if (k < 0 && errno != EINTR)
+            break;
+        if (k > 0) {
+            if (pf[0].revents & POLLIN && pm_nl_read_events(&ag->nl, on_kernel_event, ag) < 0)
+                log_obj(ag, "error", json_pack("{s:s}", "what",
+                                                "MPTCP events lost (netlink overrun)"));
+            if (pf[1].revents & POLLIN)
+                pm_nl_read_links(&ag->nl, on_link, ag);
+            if (pf[2].revents & POLLIN)
+                on_ctl(ag);
+            for (int r = 0; r < ag->nrails; r++)
+                if (pf[3 + r].revents & POLLIN)
+                    on_udp(ag, r);
+        }
+        now = mono();
+        if (now >= next_tick) {
+            probe_tick(ag, now);
+            step_all(ag, MPILAB_PM_EV_TICK, -1);
+            for (size_t i = ag->nconn; i-- > 0;)
+                if (ag->conn[i].state == MPILAB_PM_CLOSED)
+                    forget_conn(ag, &ag->conn[i]);
+            next_tick = now + ag->interval / 2;
+        }
+    }
+    log_obj(ag, "stop", json_pack("{s:s}", "why", g_signal ? "signal" : "stop command"));
+    if (ag->ctl_path)
+        unlink(ag->ctl_path);
+    if (ag->pid_path)
+        unlink(ag->pid_path);
+    if (ag->log && ag->log != stderr)
+        fclose(ag->log);
+    pm_nl_close(&ag->nl);
+    free(ag->conn);
+    return 0;
+}

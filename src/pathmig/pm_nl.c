@@ -1,0 +1,357 @@
+/* Netlink plumbing of the path migration agent (libmnl). See pm_nl.h. */
+#include "pathmig/pm_nl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <linux/mptcp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000 /* linux/if.h, which clashes with net/if.h */
+#endif
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+const char *pm_nl_event_name(int type)
+{
+    switch (type) {
+    case MPTCP_EVENT_CREATED: return "created";
+    case MPTCP_EVENT_ESTABLISHED: return "established";
+    case MPTCP_EVENT_CLOSED: return "closed";
+    case MPTCP_EVENT_ANNOUNCED: return "announced";
+    case MPTCP_EVENT_REMOVED: return "removed";
+    case MPTCP_EVENT_SUB_ESTABLISHED: return "sub_established";
+    case MPTCP_EVENT_SUB_CLOSED: return "sub_closed";
+    case MPTCP_EVENT_SUB_PRIORITY: return "sub_priority";
+    default: return "other";
+    }
+}
+
+/* ---- resolving the family and its event group ---- */
+
+typedef struct {
+    uint16_t id;
+    uint32_t group;
+} family_info;
+
+static int grp_cb(const struct nlattr *attr, void *data)
+{
+    const struct nlattr **tb = data;
+    int type = mnl_attr_get_type(attr);
+    if (type == CTRL_ATTR_MCAST_GRP_NAME || type == CTRL_ATTR_MCAST_GRP_ID)
+        tb[type] = attr;
+    return MNL_CB_OK;
+}
+
+static int ctrl_cb(const struct nlmsghdr *nlh, void *data)
+{
+    family_info *fi = data;
+    struct nlattr *attr;
+    mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+        int type = mnl_attr_get_type(attr);
+        if (type == CTRL_ATTR_FAMILY_ID) {
+            fi->id = mnl_attr_get_u16(attr);
+        } else if (type == CTRL_ATTR_MCAST_GROUPS) {
+            struct nlattr *grp;
+            mnl_attr_for_each_nested(grp, attr) {
+                const struct nlattr *tb[CTRL_ATTR_MCAST_GRP_MAX + 1] = {0};
+                mnl_attr_parse_nested(grp, grp_cb, tb);
+                if (tb[CTRL_ATTR_MCAST_GRP_NAME] && tb[CTRL_ATTR_MCAST_GRP_ID] &&
+                    strcmp(mnl_attr_get_str(tb[CTRL_ATTR_MCAST_GRP_NAME]),
+                           MPTCP_PM_EV_GRP_NAME) == 0)
+                    fi->group = mnl_attr_get_u32(tb[CTRL_ATTR_MCAST_GRP_ID]);
+            }
+        }
+    }
+    return MNL_CB_OK;
+}
+
+/* one buffer per socket: commands are sent from inside event callbacks */
+static char cmdbuf[65536], evbuf[262144], linkbuf[65536];
+
+static int resolve(pm_nl *nl, family_info *fi)
+{
+    char buf[MNL_SOCKET_BUFFER_SIZE];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = GENL_ID_CTRL;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    nlh->nlmsg_seq = ++nl->seq;
+    struct genlmsghdr *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+    g->cmd = CTRL_CMD_GETFAMILY;
+    g->version = 1;
+    mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, MPTCP_PM_NAME);
+    if (mnl_socket_sendto(nl->cmd, nlh, nlh->nlmsg_len) < 0)
+        return -errno;
+    unsigned portid = mnl_socket_get_portid(nl->cmd);
+    for (;;) {
+        ssize_t n = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
+        if (n < 0)
+            return -errno;
+        int r = mnl_cb_run(cmdbuf, (size_t)n, nl->seq, portid, ctrl_cb, fi);
+        if (r == MNL_CB_STOP)
+            return 0;
+        if (r < 0)
+            return -errno;
+    }
+}
+
+int pm_nl_open(pm_nl *nl, char *err, size_t errlen)
+{
+    memset(nl, 0, sizeof(*nl));
+    nl->seq = (uint32_t)time(NULL);
+    nl->cmd = mnl_socket_open(NETLINK_GENERIC);
+    nl->ev = mnl_socket_open2(NETLINK_GENERIC, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    nl->link = mnl_socket_open2(NETLINK_ROUTE, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (!nl->cmd || !nl->ev || !nl->link ||
+        mnl_socket_bind(nl->cmd, 0, MNL_SOCKET_AUTOPID) < 0 ||
+        mnl_socket_bind(nl->ev, 0, MNL_SOCKET_AUTOPID) < 0 ||
+        mnl_socket_bind(nl->link, RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) {
+        snprintf(err, errlen, "netlink: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    mnl_socket_setsockopt(nl->cmd, NETLINK_EXT_ACK, &one, sizeof(one));
+    int big = 4 << 20; /* a burst of events for hundreds of connections */
+    setsockopt(mnl_socket_get_fd(nl->ev), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+    setsockopt(mnl_socket_get_fd(nl->link), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+    family_info fi = {0, 0};
+    int r = resolve(nl, &fi);
+    if (r < 0 || fi.id == 0) {
+        snprintf(err, errlen, "the kernel has no MPTCP path manager (generic netlink family "
+                 "'%s' not found%s%s)", MPTCP_PM_NAME, r < 0 ? ": " : "",
+                 r < 0 ? strerror(-r) : "");
+        return -1;
+    }
+    if (fi.group == 0) {
+        snprintf(err, errlen, "MPTCP netlink family has no '%s' group", MPTCP_PM_EV_GRP_NAME);
+        return -1;
+    }
+    nl->family = fi.id;
+    if (mnl_socket_setsockopt(nl->ev, NETLINK_ADD_MEMBERSHIP, &fi.group,
+                              sizeof(fi.group)) < 0) {
+        snprintf(err, errlen, "subscribing to MPTCP events: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void pm_nl_close(pm_nl *nl)
+{
+    if (nl->cmd)
+        mnl_socket_close(nl->cmd);
+    if (nl->ev)
+        mnl_socket_close(nl->ev);
+    if (nl->link)
+        mnl_socket_close(nl->link);
+    memset(nl, 0, sizeof(*nl));
+}
+
+int pm_nl_ev_fd(const pm_nl *nl) { return mnl_socket_get_fd(nl->ev); }
+int pm_nl_link_fd(const pm_nl *nl) { return mnl_socket_get_fd(nl->link); }
+
+/* ---- events ---- */
+
+typedef struct {
+    void (*fn)(void *, const pm_nl_event *);
+    void *arg;
+} ev_ctx;
+
+static int ev_cb(const struct nlmsghdr *nlh, void *data)
+{
+    ev_ctx *ec = data;
+    const struct genlmsghdr *g = mnl_nlmsg_get_payload(nlh);
+    pm_nl_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = g->cmd;
+    e.loc_id = e.rem_id = -1;
+    struct nlattr *attr;
+    mnl_attr_for_each(attr, nlh, sizeof(*g)) {
+        size_t len = mnl_attr_get_payload_len(attr);
+        switch (mnl_attr_get_type(attr)) {
+        case MPTCP_ATTR_TOKEN: if (len >= 4) e.token = mnl_attr_get_u32(attr); break;
+        case MPTCP_ATTR_SADDR4: if (len >= 4) memcpy(&e.saddr, mnl_attr_get_payload(attr), 4); break;
+        case MPTCP_ATTR_DADDR4: if (len >= 4) memcpy(&e.daddr, mnl_attr_get_payload(attr), 4); break;
+        case MPTCP_ATTR_SPORT: if (len >= 2) e.sport = ntohs(mnl_attr_get_u16(attr)); break;
+        case MPTCP_ATTR_DPORT: if (len >= 2) e.dport = ntohs(mnl_attr_get_u16(attr)); break;
+        case MPTCP_ATTR_BACKUP: if (len >= 1) e.backup = mnl_attr_get_u8(attr); break;
+        case MPTCP_ATTR_SERVER_SIDE: if (len >= 1) e.server_side = mnl_attr_get_u8(attr); break;
+        case MPTCP_ATTR_ERROR: if (len >= 1) e.error = mnl_attr_get_u8(attr); break;
+        case MPTCP_ATTR_LOC_ID: if (len >= 1) e.loc_id = mnl_attr_get_u8(attr); break;
+        case MPTCP_ATTR_REM_ID: if (len >= 1) e.rem_id = mnl_attr_get_u8(attr); break;
+        default: break;
+        }
+    }
+    ec->fn(ec->arg, &e);
+    return MNL_CB_OK;
+}
+
+/* read every pending message of a non-blocking netlink socket through cb */
+static int drain(int fd, char *buf, size_t size, mnl_cb_t cb, void *data)
+{
+    for (;;) {
+        ssize_t n = recv(fd, buf, size, MSG_DONTWAIT);
+        if (n < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+        mnl_cb_run(buf, (size_t)n, 0, 0, cb, data);
+    }
+}
+
+int pm_nl_read_events(pm_nl *nl, void (*fn)(void *arg, const pm_nl_event *ev), void *arg)
+{
+    ev_ctx ec = {fn, arg};
+    return drain(pm_nl_ev_fd(nl), evbuf, sizeof(evbuf), ev_cb, &ec);
+}
+
+/* ---- links ---- */
+
+typedef struct {
+    void (*fn)(void *, const pm_nl_link *);
+    void *arg;
+} link_ctx;
+
+static int link_cb(const struct nlmsghdr *nlh, void *data)
+{
+    link_ctx *lc = data;
+    if (nlh->nlmsg_type != RTM_NEWLINK && nlh->nlmsg_type != RTM_DELLINK)
+        return MNL_CB_OK;
+    const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+    pm_nl_link l;
+    memset(&l, 0, sizeof(l));
+    l.ifindex = ifi->ifi_index;
+    l.up = nlh->nlmsg_type == RTM_NEWLINK && (ifi->ifi_flags & IFF_UP) &&
+           (ifi->ifi_flags & IFF_LOWER_UP);
+    struct nlattr *attr;
+    mnl_attr_for_each(attr, nlh, sizeof(*ifi)) {
+        if (mnl_attr_get_type(attr) == IFLA_IFNAME)
+            snprintf(l.name, sizeof(l.name), "%s", mnl_attr_get_str(attr));
+    }
+    lc->fn(lc->arg, &l);
+    return MNL_CB_OK;
+}
+
+int pm_nl_read_links(pm_nl *nl, void (*fn)(void *arg, const pm_nl_link *l), void *arg)
+{
+    link_ctx lc = {fn, arg};
+    return drain(pm_nl_link_fd(nl), linkbuf, sizeof(linkbuf), link_cb, &lc);
+}
+
+int pm_nl_dump_links(pm_nl *nl)
+{
+    char buf[256];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETLINK;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = ++nl->seq;
+    struct rtgenmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+    rt->rtgen_family = AF_UNSPEC;
+    return mnl_socket_sendto(nl->link, nlh, nlh->nlmsg_len) < 0 ? -1 : 0;
+}
+
+/* ---- commands ---- */
+
+static struct nlmsghdr *cmd_header(pm_nl *nl, char *buf, int cmd, uint32_t token)
+{
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = nl->family;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    nlh->nlmsg_seq = ++nl->seq;
+    struct genlmsghdr *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+    g->cmd = (uint8_t)cmd;
+    g->version = MPTCP_PM_VER;
+    mnl_attr_put_u32(nlh, MPTCP_PM_ATTR_TOKEN, token);
+    return nlh;
+}
+
+static void put_addr(struct nlmsghdr *nlh, int type, int id, uint32_t addr, uint16_t port,
+                     int flags)
+{
+    struct nlattr *nest = mnl_attr_nest_start(nlh, (uint16_t)(type | NLA_F_NESTED));
+    mnl_attr_put_u16(nlh, MPTCP_PM_ADDR_ATTR_FAMILY, AF_INET);
+    if (id >= 0)
+        mnl_attr_put_u8(nlh, MPTCP_PM_ADDR_ATTR_ID, (uint8_t)id);
+    mnl_attr_put(nlh, MPTCP_PM_ADDR_ATTR_ADDR4, 4, &addr);
+    if (port)
+        mnl_attr_put_u16(nlh, MPTCP_PM_ADDR_ATTR_PORT, port);
+    if (flags >= 0)
+        mnl_attr_put_u32(nlh, MPTCP_PM_ADDR_ATTR_FLAGS, (uint32_t)flags);
+    mnl_attr_nest_end(nlh, nest);
+}
+
+/* send and wait for the acknowledgement; the kernel's extended-ack message goes to err */
+static int transact(pm_nl *nl, struct nlmsghdr *nlh, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (mnl_socket_sendto(nl->cmd, nlh, nlh->nlmsg_len) < 0)
+        return -errno;
+    uint32_t seq = nlh->nlmsg_seq;
+    for (;;) {
+        ssize_t n = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
+        if (n < 0)
+            return -errno;
+        const struct nlmsghdr *h = (const struct nlmsghdr *)cmdbuf;
+        int len = (int)n;
+        for (; mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
+            if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+                continue;
+            const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+            if (e->error && err && errlen && (h->nlmsg_flags & NLM_F_ACK_TLVS)) {
+                size_t off = sizeof(*e);
+                if (!(h->nlmsg_flags & NLM_F_CAPPED))
+                    off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+                const struct nlattr *a;
+                mnl_attr_for_each(a, h, off) {
+                    if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
+                        snprintf(err, errlen, "%s", mnl_attr_get_str(a));
+                }
+            }
+            if (e->error && err && errlen && !err[0])
+                snprintf(err, errlen, "%s", strerror(-e->error));
+            return e->error;
+        }
+    }
+}
+
+int pm_nl_subflow_create(pm_nl *nl, uint32_t token, uint8_t loc_id, uint32_t laddr,
+                         int backup, uint32_t raddr, uint16_t rport, char *err, size_t errlen)
+{
+    char buf[512];
+    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SUBFLOW_CREATE, token);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR, loc_id, laddr, 0,
+             backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
+    return transact(nl, nlh, err, errlen);
+}
+
+int pm_nl_subflow_destroy(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
+                          uint32_t raddr, uint16_t rport, char *err, size_t errlen)
+{
+    char buf[512];
+    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SUBFLOW_DESTROY, token);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, laddr, lport, -1);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
+    return transact(nl, nlh, err, errlen);
+}
+
+int pm_nl_set_backup(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
+                     uint32_t raddr, uint16_t rport, int backup, char *err, size_t errlen)
+{
+    char buf[512];
+    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SET_FLAGS, token);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, laddr, lport,
+             backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
+    return transact(nl, nlh, err, errlen);
+}

@@ -1,0 +1,60 @@
+/* Netlink plumbing of the path migration agent: the kernel's MPTCP generic-netlink family
+ * (events and userspace path-manager commands) and rtnetlink link events, with libmnl. */
+#ifndef MPILAB_PM_NL_H
+#define MPILAB_PM_NL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mnl_socket;
+
+typedef struct {
+    struct mnl_socket *ev;   /* subscribed to mptcp_pm_events */
+    struct mnl_socket *cmd;  /* requests with acknowledgements */
+    struct mnl_socket *link; /* rtnetlink RTMGRP_LINK */
+    uint16_t family;
+    uint32_t seq;
+} pm_nl;
+
+/* one MPTCP event, decoded */
+typedef struct {
+    int type; /* MPTCP_EVENT_* */
+    uint32_t token;
+    uint32_t saddr, daddr; /* network order; 0 if absent */
+    uint16_t sport, dport; /* host order */
+    int backup, server_side, error;
+    int loc_id, rem_id;
+} pm_nl_event;
+
+/* one link state change */
+typedef struct {
+    int ifindex;
+    int up; /* IFF_UP and IFF_LOWER_UP */
+    char name[32];
+} pm_nl_link;
+
+/* Open the sockets and resolve the family; on failure writes a one-line reason to err. */
+int pm_nl_open(pm_nl *nl, char *err, size_t errlen);
+void pm_nl_close(pm_nl *nl);
+int pm_nl_ev_fd(const pm_nl *nl);
+int pm_nl_link_fd(const pm_nl *nl);
+
+/* Read pending MPTCP events (non-blocking): calls fn for each. Returns 0 or -1. */
+int pm_nl_read_events(pm_nl *nl, void (*fn)(void *arg, const pm_nl_event *ev), void *arg);
+/* Read pending link messages (non-blocking). */
+int pm_nl_read_links(pm_nl *nl, void (*fn)(void *arg, const pm_nl_link *l), void *arg);
+/* Ask for a dump of every link (answers arrive through pm_nl_read_links). */
+int pm_nl_dump_links(pm_nl *nl);
+
+/* Userspace path-manager commands. laddr/raddr network order, ports host order.
+ * Return 0, or a negative errno with the kernel's message (if any) in err. */
+int pm_nl_subflow_create(pm_nl *nl, uint32_t token, uint8_t loc_id, uint32_t laddr,
+                         int backup, uint32_t raddr, uint16_t rport, char *err, size_t errlen);
+int pm_nl_subflow_destroy(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
+                          uint32_t raddr, uint16_t rport, char *err, size_t errlen);
+int pm_nl_set_backup(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
+                     uint32_t raddr, uint16_t rport, int backup, char *err, size_t errlen);
+
+const char *pm_nl_event_name(int type);
+
+#endif

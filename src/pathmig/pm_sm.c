@@ -1,0 +1,337 @@
+/* The per-connection path migration state machine (pure: no I/O). See pathmig.h. */
+#include "mpilab/pathmig.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* a requested alternate that has not been established this long is given up (and retried
+ * at the next opportunity): a join SYN into a dead path is retried by the kernel for
+ * much longer */
+#define LOAD_TIMEOUT_S 3.0
+/* pause between automatic load attempts after one failed */
+#define LOAD_RETRY_S 1.0
+
+const char *mpilab_pm_state_name(mpilab_pm_state s)
+{
+    switch (s) {
+    case MPILAB_PM_MIGRATED: return "MIGRATED";
+    case MPILAB_PM_REARM: return "REARM";
+    case MPILAB_PM_ARMED: return "ARMED";
+    case MPILAB_PM_CLOSED: return "CLOSED";
+    }
+    return "?";
+}
+
+void mpilab_pm_conn_init(mpilab_pm_conn *c, uint32_t token, int server_side, int managed,
+                         int peer)
+{
+    memset(c, 0, sizeof(*c));
+    c->token = token;
+    c->server_side = server_side;
+    c->managed = managed;
+    c->peer = peer;
+    c->state = MPILAB_PM_MIGRATED;
+    c->loading_rail = -1;
+}
+
+static int rail_ok(int r) { return r >= 0 && r < MPILAB_PM_MAX_RAILS; }
+
+static int path_ok(const mpilab_pm_ctx *ctx, const mpilab_pm_conn *c, const mpilab_pm_subflow *s)
+{
+    if (c->peer < 0 || c->peer >= MPILAB_PM_MAX_PEERS || !rail_ok(s->rrail) || !rail_ok(s->lrail))
+        return 0;
+    return ctx->path_up[c->peer][s->rrail] != 0;
+}
+
+int mpilab_pm_alternate(const mpilab_pm_ctx *ctx, int peer, int primary_rail)
+{
+    if (peer < 0 || peer >= MPILAB_PM_MAX_PEERS || !rail_ok(primary_rail))
+        return -1;
+    if (ctx->alt_auto) {
+        for (int k = 1; k < ctx->nrails; k++) {
+            int r = (primary_rail + k) % ctx->nrails;
+            if (ctx->path_up[peer][r])
+                return r;
+        }
+        return -1;
+    }
+    int r = ctx->alt_rail[peer][primary_rail];
+    if (!rail_ok(r) || r >= ctx->nrails || r == primary_rail || !ctx->path_up[peer][r])
+        return -1;
+    return r;
+}
+
+static int same_subflow(const mpilab_pm_subflow *a, const mpilab_pm_subflow *b)
+{
+    return a->laddr == b->laddr && a->raddr == b->raddr && a->lport == b->lport &&
+           a->rport == b->rport;
+}
+
+static int find_sub(const mpilab_pm_conn *c, const mpilab_pm_subflow *s)
+{
+    for (int i = 0; i < c->nsub; i++)
+        if (same_subflow(&c->sub[i], s))
+            return i;
+    return -1;
+}
+
+static void drop_sub(mpilab_pm_conn *c, int i)
+{
+    c->sub[i] = c->sub[c->nsub - 1];
+    c->nsub--;
+}
+
+static void add_action(mpilab_pm_result *res, mpilab_pm_action_kind kind,
+                       const mpilab_pm_subflow *s, int backup)
+{
+    if (res->nact >= MPILAB_PM_MAX_ACTIONS)
+        return;
+    mpilab_pm_action *a = &res->act[res->nact++];
+    a->kind = kind;
+    a->sub = *s;
+    a->backup = backup;
+}
+
+static void go(mpilab_pm_conn *c, mpilab_pm_result *res, mpilab_pm_state to, const char *cause)
+{
+    if (c->state == to)
+        return;
+    if (res->from == res->to) /* first transition of this step */
+        res->from = c->state;
+    c->state = to;
+    res->to = to;
+    res->cause = cause;
+}
+
+/* the primary: an established non-backup subflow, preferring one on a healthy path */
+static int primary_of(const mpilab_pm_ctx *ctx, const mpilab_pm_conn *c)
+{
+    int best = -1;
+    for (int i = 0; i < c->nsub; i++) {
+        if (!c->sub[i].established || c->sub[i].backup)
+            continue;
+        if (best < 0 || (!path_ok(ctx, c, &c->sub[best]) && path_ok(ctx, c, &c->sub[i])))
+            best = i;
+    }
+    return best;
+}
+
+/* a loaded alternate: an established backup subflow on a healthy path other than the
+ * primary's rail */
+static int alternate_of(const mpilab_pm_ctx *ctx, const mpilab_pm_conn *c, int primary)
+{
+    for (int i = 0; i < c->nsub; i++) {
+        const mpilab_pm_subflow *s = &c->sub[i];
+        if (!s->established || !s->backup || !path_ok(ctx, c, s))
+            continue;
+        if (primary >= 0 && s->rrail == c->sub[primary].rrail)
+            continue;
+        return i;
+    }
+    return -1;
+}
+
+static int has_rail(const mpilab_pm_conn *c, int rail)
+{
+    for (int i = 0; i < c->nsub; i++)
+        if (c->sub[i].rrail == rail)
+            return 1;
+    return 0;
+}
+
+/* try to load an alternate: returns 1 when a subflow creation was requested */
+static int load_alternate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_result *res,
+                          int primary, double now, int user)
+{
+    if (c->server_side || primary < 0 || c->loading_rail >= 0 || (!user && now < c->next_load))
+        return 0;
+    int alt = mpilab_pm_alternate(ctx, c->peer, c->sub[primary].rrail);
+    if (alt < 0 || has_rail(c, alt))
+        return 0;
+    mpilab_pm_subflow s;
+    memset(&s, 0, sizeof(s));
+    s.lrail = alt;
+    s.rrail = alt;
+    s.backup = 1;
+    add_action(res, MPILAB_PM_ACT_CREATE, &s, 1);
+    c->loading_rail = alt;
+    c->loading_since = now;
+    return 1;
+}
+
+int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_event *ev,
+                   mpilab_pm_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->from = res->to = c->state;
+    int request = ev->kind == MPILAB_PM_EV_ARM || ev->kind == MPILAB_PM_EV_MIGRATE;
+    if (c->state == MPILAB_PM_CLOSED) {
+        if (request)
+            snprintf(res->err, sizeof(res->err), "connection %08x is closed", c->token);
+        return request ? -1 : 0;
+    }
+    int i;
+    switch (ev->kind) {
+    case MPILAB_PM_EV_ESTABLISHED:
+        c->established = 1;
+        /* the event names the initial subflow */
+        __attribute__((fallthrough));
+    case MPILAB_PM_EV_SUB_ESTABLISHED:
+        i = find_sub(c, &ev->sub);
+        if (i < 0 && c->nsub < MPILAB_PM_MAX_SUBFLOWS)
+            i = c->nsub++;
+        if (i >= 0) {
+            c->sub[i] = ev->sub;
+            c->sub[i].established = 1;
+            /* the kernel reports the peer's priority; ours is backup for what we loaded */
+            if (c->loading_rail >= 0 && ev->sub.rrail == c->loading_rail)
+                c->sub[i].backup = 1;
+        }
+        if (c->loading_rail >= 0 && ev->sub.rrail == c->loading_rail)
+            c->loading_rail = -1;
+        break;
+    case MPILAB_PM_EV_SUB_CLOSED:
+        i = find_sub(c, &ev->sub);
+        if (i >= 0)
+            drop_sub(c, i);
+        if (c->loading_rail >= 0 && ev->sub.rrail == c->loading_rail) {
+            c->loading_rail = -1; /* the join was refused or timed out */
+            c->next_load = ev->now + LOAD_RETRY_S;
+        }
+        break;
+    case MPILAB_PM_EV_SUB_PRIORITY:
+        i = find_sub(c, &ev->sub);
+        if (i >= 0)
+            c->sub[i].backup = ev->sub.backup;
+        break;
+    case MPILAB_PM_EV_CLOSED:
+        c->nsub = 0;
+        c->loading_rail = -1;
+        go(c, res, MPILAB_PM_CLOSED, "connection closed");
+        return 0;
+    case MPILAB_PM_EV_LOAD_FAILED:
+        c->loading_rail = -1;
+        c->next_load = ev->now + LOAD_RETRY_S;
+        break;
+    default:
+        break;
+    }
+    if (!c->managed) {
+        if (request)
+            snprintf(res->err, sizeof(res->err),
+                     "connection %08x: its peer is not a known node (not managed)", c->token);
+        return request ? -1 : 0;
+    }
+    if (!c->established) {
+        if (request)
+            snprintf(res->err, sizeof(res->err), "connection %08x is not established yet",
+                     c->token);
+        return request ? -1 : 0;
+    }
+    if (c->loading_rail >= 0 && c->peer >= 0 && c->peer < MPILAB_PM_MAX_PEERS &&
+        !ctx->path_up[c->peer][c->loading_rail]) {
+        c->loading_rail = -1; /* its path died while loading: give up at once */
+        c->next_load = ev->now + LOAD_RETRY_S;
+    }
+    if (c->loading_rail >= 0 && ev->now - c->loading_since > LOAD_TIMEOUT_S) {
+        c->loading_rail = -1;
+        c->next_load = ev->now + LOAD_RETRY_S;
+    }
+
+    int p = primary_of(ctx, c);
+    int a = alternate_of(ctx, c, p);
+
+    if (ev->kind == MPILAB_PM_EV_MIGRATE) {
+        if (c->state != MPILAB_PM_ARMED || a < 0) {
+            snprintf(res->err, sizeof(res->err),
+                     "connection %08x is %s: no loaded alternate to migrate to", c->token,
+                     mpilab_pm_state_name(c->state));
+            return -1;
+        }
+        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[a], 0);
+        c->sub[a].backup = 0;
+        if (p >= 0) {
+            add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[p], 1);
+            c->sub[p].backup = 1;
+        }
+        go(c, res, MPILAB_PM_MIGRATED, "user request");
+        return 0;
+    }
+
+    /* automatic migration: every subflow on a dead path is closed at once (its unacked
+     * data is then re-sent on the others), as long as one on a healthy path remains; if
+     * the primary was among them, the best healthy subflow becomes the primary */
+    if (ctx->auto_migrate) {
+        int live = -1;
+        for (int k = 0; k < c->nsub; k++)
+            if (c->sub[k].established && path_ok(ctx, c, &c->sub[k]) &&
+                (live < 0 || (c->sub[live].backup && !c->sub[k].backup)))
+                live = k;
+        if (live >= 0) {
+            int primary_dead = p >= 0 && !path_ok(ctx, c, &c->sub[p]);
+            mpilab_pm_subflow keep = c->sub[live];
+            if (primary_dead && keep.backup) {
+                add_action(res, MPILAB_PM_ACT_SET_BACKUP, &keep, 0);
+                keep.backup = 0;
+            }
+            for (int k = c->nsub - 1; k >= 0; k--)
+                if (c->sub[k].established && !path_ok(ctx, c, &c->sub[k])) {
+                    add_action(res, MPILAB_PM_ACT_DESTROY, &c->sub[k], 0);
+                    drop_sub(c, k);
+                }
+            int i = find_sub(c, &keep);
+            if (i >= 0)
+                c->sub[i].backup = keep.backup;
+            if (primary_dead)
+                go(c, res, MPILAB_PM_MIGRATED, "fault on the primary path");
+            p = primary_of(ctx, c);
+            a = alternate_of(ctx, c, p);
+        }
+    }
+    /* no primary left (closed by the peer or the kernel): promote a healthy backup */
+    if (p < 0 && a >= 0) {
+        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[a], 0);
+        c->sub[a].backup = 0;
+        go(c, res, MPILAB_PM_MIGRATED, "primary closed");
+        p = a;
+        a = alternate_of(ctx, c, p);
+    }
+
+    switch (c->state) {
+    case MPILAB_PM_ARMED:
+        if (a < 0)
+            go(c, res, MPILAB_PM_MIGRATED, "alternate lost");
+        break;
+    case MPILAB_PM_REARM:
+        if (a >= 0)
+            go(c, res, MPILAB_PM_ARMED, "alternate established");
+        else if (c->loading_rail < 0)
+            go(c, res, MPILAB_PM_MIGRATED, "alternate could not be loaded");
+        break;
+    default:
+        break;
+    }
+    if (c->state == MPILAB_PM_MIGRATED && res->from == res->to && c->server_side && a >= 0 &&
+        ev->kind == MPILAB_PM_EV_SUB_ESTABLISHED) {
+        /* the client's agent loaded the alternate: observed, also in manual mode */
+        go(c, res, MPILAB_PM_ARMED, "alternate loaded by the peer");
+    } else if (c->state == MPILAB_PM_MIGRATED && res->from == res->to &&
+               (ev->kind == MPILAB_PM_EV_ARM || ctx->auto_rearm)) {
+        if (a >= 0)
+            go(c, res, MPILAB_PM_ARMED, "alternate already established");
+        else if (load_alternate(ctx, c, res, p, ev->now, ev->kind == MPILAB_PM_EV_ARM))
+            go(c, res, MPILAB_PM_REARM, "loading alternate");
+        else if (ev->kind == MPILAB_PM_EV_ARM) {
+            if (c->server_side)
+                snprintf(res->err, sizeof(res->err),
+                         "connection %08x: server side; the client's agent loads its alternate",
+                         c->token);
+            else
+                snprintf(res->err, sizeof(res->err),
+                         "connection %08x: no alternate path available (primary rail %d)",
+                         c->token, p >= 0 ? c->sub[p].rrail : -1);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,412 @@
+/* The path migration state machine on event sequences: hand-written ones covering every
+ * transition, and event logs recorded by mpilab-pathmigd on the live testbed (replayed:
+ * the transitions must come out as the agent logged them). Usage: pathmig_sm_test
+ * [RECORDED.jsonl...] */
+#include "mpilab/pathmig.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bench_check.h"
+
+
+static mpilab_pm_ctx ctx;
+static mpilab_pm_result res;
+
+static void ctx_init(void)
+{
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.nrails = 2;
+    ctx.auto_migrate = ctx.auto_rearm = 1;
+    for (int p = 0; p < MPILAB_PM_MAX_PEERS; p++) {
+        ctx.alt_rail[p][0] = 1;
+        ctx.alt_rail[p][1] = 0;
+        ctx.path_up[p][0] = ctx.path_up[p][1] = 1;
+    }
+}
+
+static mpilab_pm_subflow sf(int rail, uint16_t lport, int backup)
+{
+    mpilab_pm_subflow s;
+    memset(&s, 0, sizeof(s));
+    s.laddr = htonl(0x0a4d0002u + ((uint32_t)rail << 9));     /* 10.77.(2r).2 */
+    s.raddr = htonl(0x0a4d0102u + ((uint32_t)rail << 9));     /* 10.77.(2r+1).2 */
+    s.lport = lport;
+    s.rport = 5000;
+    s.lrail = s.rrail = rail;
+    s.backup = backup;
+    s.established = 1;
+    return s;
+}
+
+static int step(mpilab_pm_conn *c, mpilab_pm_event_kind kind, mpilab_pm_subflow s, double now)
+{
+    mpilab_pm_event ev = {.kind = kind, .sub = s, .now = now};
+    return mpilab_pm_step(&ctx, c, &ev, &res);
+}
+
+static int has_action(mpilab_pm_action_kind kind, int rail, int backup)
+{
+    for (int i = 0; i < res.nact; i++)
+        if (res.act[i].kind == kind && res.act[i].sub.rrail == rail &&
+            (kind != MPILAB_PM_ACT_SET_BACKUP || res.act[i].backup == backup))
+            return 1;
+    return 0;
+}
+
+static mpilab_pm_subflow none;
+
+/* client: load, fault on rail 0, heal, re-arm on the old primary, second fault on rail 1 */
+static void test_client_lifecycle(void)
+{
+    ctx_init();
+    mpilab_pm_conn c;
+    mpilab_pm_conn_init(&c, 0x1234, 0, 1, 1);
+    CHECK(c.state == MPILAB_PM_MIGRATED);
+    step(&c, MPILAB_PM_EV_ESTABLISHED, sf(0, 40000, 0), 1.0);
+    CHECK(c.state == MPILAB_PM_REARM && res.from == MPILAB_PM_MIGRATED);
+    CHECK(res.nact == 1 && has_action(MPILAB_PM_ACT_CREATE, 1, 1));
+    CHECK(res.act[0].sub.lrail == 1 && res.act[0].backup == 1);
+    /* the kernel reports the peer's priority (0) for our backup subflow */
+    step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 41000, 0), 1.01);
+    CHECK(c.state == MPILAB_PM_ARMED && res.nact == 0);
+    CHECK(strcmp(res.cause, "alternate established") == 0);
+    step(&c, MPILAB_PM_EV_TICK, none, 1.02);
+    CHECK(c.state == MPILAB_PM_ARMED && res.nact == 0 && res.from == res.to);
+
+    /* fault on rail 0: promote the alternate, close the dead primary */
+    ctx.path_up[1][0] = 0;
+    step(&c, MPILAB_PM_EV_PATH, none, 2.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.from == MPILAB_PM_ARMED);
+    CHECK(has_action(MPILAB_PM_ACT_SET_BACKUP, 1, 0) && has_action(MPILAB_PM_ACT_DESTROY, 0, 0));
+    CHECK(res.nact == 2 && res.act[0].kind == MPILAB_PM_ACT_SET_BACKUP); /* promote first */
+    CHECK(c.nsub == 1 && c.sub[0].rrail == 1 && c.sub[0].backup == 0);
+    /* no alternate while rail 0 is down: ticks do nothing, arm is refused */
+    step(&c, MPILAB_PM_EV_TICK, none, 2.1);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 2.2) == -1 && strstr(res.err, "no alternate path"));
+    /* the kernel's own close of the dead subflow changes nothing more */
+    step(&c, MPILAB_PM_EV_SUB_CLOSED, sf(0, 40000, 0), 2.3);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+
+    /* healed: re-arm on the old primary's rail */
+    ctx.path_up[1][0] = 1;
+    step(&c, MPILAB_PM_EV_PATH, none, 3.0);
+    CHECK(c.state == MPILAB_PM_REARM && has_action(MPILAB_PM_ACT_CREATE, 0, 1));
+    step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(0, 42000, 0), 3.05);
+    CHECK(c.state == MPILAB_PM_ARMED);
+
+    /* second fault, on the other rail */
+    ctx.path_up[1][1] = 0;
+    step(&c, MPILAB_PM_EV_PATH, none, 4.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED);
+    CHECK(has_action(MPILAB_PM_ACT_SET_BACKUP, 0, 0) && has_action(MPILAB_PM_ACT_DESTROY, 1, 0));
+    CHECK(c.nsub == 1 && c.sub[0].rrail == 0 && c.sub[0].backup == 0);
+
+    step(&c, MPILAB_PM_EV_CLOSED, none, 5.0);
+    CHECK(c.state == MPILAB_PM_CLOSED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_MIGRATE, none, 5.1) == -1 && strstr(res.err, "closed"));
+}
+
+/* manual migration swaps the priorities; the old primary is the next alternate */
+static void test_manual(void)
+{
+    ctx_init();
+    ctx.auto_rearm = 1;
+    mpilab_pm_conn c;
+    mpilab_pm_conn_init(&c, 0x99, 0, 1, 3);
+    CHECK(step(&c, MPILAB_PM_EV_MIGRATE, none, 0.5) == -1 && strstr(res.err, "not established"));
+    step(&c, MPILAB_PM_EV_ESTABLISHED, sf(0, 40000, 0), 1.0);
+    CHECK(step(&c, MPILAB_PM_EV_MIGRATE, none, 1.001) == -1 && strstr(res.err, "REARM"));
+    step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 41000, 0), 1.01);
+    CHECK(c.state == MPILAB_PM_ARMED);
+    CHECK(step(&c, MPILAB_PM_EV_MIGRATE, none, 2.0) == 0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "user request") == 0);
+    CHECK(res.nact == 2 && has_action(MPILAB_PM_ACT_SET_BACKUP, 1, 0) &&
+          has_action(MPILAB_PM_ACT_SET_BACKUP, 0, 1));
+    step(&c, MPILAB_PM_EV_TICK, none, 2.01);
+    CHECK(c.state == MPILAB_PM_ARMED && res.nact == 0); /* old primary, already loaded */
+    CHECK(step(&c, MPILAB_PM_EV_MIGRATE, none, 3.0) == 0 && has_action(MPILAB_PM_ACT_SET_BACKUP, 0, 0));
+
+    /* without automatic re-arming the connection waits for an arm request */
+    ctx.auto_rearm = 0;
+    mpilab_pm_conn d;
+    mpilab_pm_conn_init(&d, 0x77, 0, 1, 3);
+    step(&d, MPILAB_PM_EV_ESTABLISHED, sf(0, 40000, 0), 1.0);
+    CHECK(d.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&d, MPILAB_PM_EV_MIGRATE, none, 1.1) == -1 && strstr(res.err, "MIGRATED"));
+    CHECK(step(&d, MPILAB_PM_EV_ARM, none, 1.2) == 0 && d.state == MPILAB_PM_REARM);
+    CHECK(has_action(MPILAB_PM_ACT_CREATE, 1, 1));
+}
+
+/* the server side never creates subflows; it is ARMED when the client's join arrives */
+static void test_server(void)
+{
+    ctx_init();
+    mpilab_pm_conn c;
+    mpilab_pm_conn_init(&c, 0x55, 1, 1, 0);
+    step(&c, MPILAB_PM_EV_ESTABLISHED, sf(0, 5000, 0), 1.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 1.05) == -1 && strstr(res.err, "server side"));
+    step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
+    CHECK(c.state == MPILAB_PM_ARMED);
+    /* the peer migrated by hand: its MP_PRIO swaps our priorities */
+    step(&c, MPILAB_PM_EV_SUB_PRIORITY, sf(1, 5000, 0), 2.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    step(&c, MPILAB_PM_EV_SUB_PRIORITY, sf(0, 5000, 1), 2.001);
+    CHECK(c.state == MPILAB_PM_ARMED);
+    /* in manual mode too, the server follows the load its peer completed */
+    ctx.auto_rearm = 0;
+    mpilab_pm_conn m;
+    mpilab_pm_conn_init(&m, 0x56, 1, 1, 0);
+    step(&m, MPILAB_PM_EV_ESTABLISHED, sf(0, 5000, 0), 1.0);
+    step(&m, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
+    CHECK(m.state == MPILAB_PM_ARMED && strstr(res.cause, "by the peer"));
+    ctx.auto_rearm = 1;
+    /* the link to the primary (now rail 1) dies */
+    ctx.path_up[0][1] = 0;
+    step(&c, MPILAB_PM_EV_PATH, none, 3.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && has_action(MPILAB_PM_ACT_DESTROY, 1, 0) &&
+          has_action(MPILAB_PM_ACT_SET_BACKUP, 0, 0));
+}
+
+/* a refused or timed-out join: back to MIGRATED, retried later, not at every tick */
+static void test_load_failure(void)
+{
+    ctx_init();
+    mpilab_pm_conn c;
+    mpilab_pm_conn_init(&c, 0x42, 0, 1, 1);
+    step(&c, MPILAB_PM_EV_ESTABLISHED, sf(0, 40000, 0), 1.0);
+    CHECK(c.state == MPILAB_PM_REARM);
+    mpilab_pm_subflow j = sf(1, 41000, 0);
+    j.established = 0;
+    step(&c, MPILAB_PM_EV_SUB_CLOSED, j, 1.01);
+    CHECK(c.state == MPILAB_PM_MIGRATED && strstr(res.cause, "could not be loaded"));
+    step(&c, MPILAB_PM_EV_TICK, none, 1.5);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 1.6) == 0 && c.state == MPILAB_PM_REARM); /* user */
+    step(&c, MPILAB_PM_EV_LOAD_FAILED, none, 1.7);
+    CHECK(c.state == MPILAB_PM_MIGRATED);
+    step(&c, MPILAB_PM_EV_TICK, none, 2.8);
+    CHECK(c.state == MPILAB_PM_REARM && has_action(MPILAB_PM_ACT_CREATE, 1, 1));
+    /* a join that never completes is given up after a while */
+    step(&c, MPILAB_PM_EV_TICK, none, 10.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED);
+    /* ... and at once when the alternate's path dies while loading */
+    step(&c, MPILAB_PM_EV_TICK, none, 11.5);
+    CHECK(c.state == MPILAB_PM_REARM);
+    ctx.path_up[1][1] = 0;
+    step(&c, MPILAB_PM_EV_PATH, none, 11.6);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 11.7) == -1 && strstr(res.err, "no alternate"));
+}
+
+/* unmanaged connections and policy: the user's map, and automatic choice */
+static void test_policy(void)
+{
+    ctx_init();
+    mpilab_pm_conn c;
+    mpilab_pm_conn_init(&c, 0x11, 0, 0, -1);
+    step(&c, MPILAB_PM_EV_ESTABLISHED, sf(0, 40000, 0), 1.0);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(step(&c, MPILAB_PM_EV_ARM, none, 1.1) == -1 && strstr(res.err, "not managed"));
+
+    ctx.nrails = 3;
+    ctx.alt_rail[2][0] = 2;
+    ctx.path_up[2][2] = 1;
+    CHECK(mpilab_pm_alternate(&ctx, 2, 0) == 2);
+    ctx.path_up[2][2] = 0;
+    CHECK(mpilab_pm_alternate(&ctx, 2, 0) == -1); /* the mapped alternate is down */
+    ctx.alt_auto = 1;
+    CHECK(mpilab_pm_alternate(&ctx, 2, 0) == 1);  /* first healthy rail after 0 */
+    ctx.path_up[2][1] = 0;
+    CHECK(mpilab_pm_alternate(&ctx, 2, 0) == -1);
+    CHECK(mpilab_pm_alternate(&ctx, -1, 0) == -1 && mpilab_pm_alternate(&ctx, 2, 99) == -1);
+    CHECK(strcmp(mpilab_pm_state_name(MPILAB_PM_ARMED), "ARMED") == 0);
+}
+
+/* ---- replaying an event log recorded by the agent ---- */
+
+static int rail_of(json_t *peers, const char *addr, int *node)
+{
+    size_t i, j;
+    json_t *n, *a;
+    json_array_foreach(peers, i, n) {
+        json_array_foreach(json_object_get(n, "addrs"), j, a) {
+            if (strcmp(json_string_value(a), addr) == 0) {
+                *node = (int)i;
+                return (int)j;
+            }
+        }
+    }
+    *node = -1;
+    return -1;
+}
+
+static int replay(const char *path)
+{
+    json_error_t jerr;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open\n", path);
+        return 1;
+    }
+    ctx_init();
+    json_t *peers = NULL;
+    int self = -1, bad = 0, nlog = 0, nmine = 0;
+    enum { MAXC = 64, MAXT = 256 };
+    mpilab_pm_conn conns[MAXC];
+    int nconn = 0;
+    char logged[MAXT][64], mine[MAXT][64];
+    char line[4096];
+    while (fgets(line, sizeof(line), f)) {
+        json_t *e = json_loads(line, 0, &jerr);
+        if (!e)
+            continue;
+        const char *ev = json_string_value(json_object_get(e, "event"));
+        double now = json_real_value(json_object_get(e, "monotonic"));
+        if (strcmp(ev, "start") == 0) {
+            peers = json_incref(json_object_get(e, "peers"));
+            const char *me = json_string_value(json_object_get(e, "node"));
+            size_t i;
+            json_t *n;
+            json_array_foreach(peers, i, n)
+                if (strcmp(json_string_value(json_object_get(n, "name")), me) == 0)
+                    self = (int)i;
+        } else if (strcmp(ev, "path") == 0) {
+            const char *peer = json_string_value(json_object_get(e, "peer"));
+            size_t i;
+            json_t *n;
+            json_array_foreach(peers, i, n)
+                if (strcmp(json_string_value(json_object_get(n, "name")), peer) == 0)
+                    ctx.path_up[i][json_integer_value(json_object_get(e, "rail"))] =
+                        (unsigned char)json_is_true(json_object_get(e, "up"));
+        } else if (strcmp(ev, "state") == 0 && nlog < MAXT) {
+            snprintf(logged[nlog++], 64, "%s %s>%s",
+                     json_string_value(json_object_get(e, "token")),
+                     json_string_value(json_object_get(e, "from")),
+                     json_string_value(json_object_get(e, "to")));
+        }
+        mpilab_pm_event pe;
+        memset(&pe, 0, sizeof(pe));
+        pe.now = now;
+        mpilab_pm_conn *c = NULL;
+        const char *type = strcmp(ev, "kernel") == 0
+                               ? json_string_value(json_object_get(e, "type")) : "";
+        const char *tok = json_string_value(json_object_get(e, "token"));
+        uint32_t token = tok ? (uint32_t)strtoul(tok, NULL, 16) : 0;
+        for (int i = 0; i < nconn; i++)
+            if (conns[i].token == token)
+                c = &conns[i];
+        if (*type && json_object_get(e, "saddr")) {
+            int node;
+            pe.sub.lrail = rail_of(peers, json_string_value(json_object_get(e, "saddr")), &node);
+            pe.sub.rrail = rail_of(peers, json_string_value(json_object_get(e, "daddr")), &node);
+            inet_pton(AF_INET, json_string_value(json_object_get(e, "saddr")), &pe.sub.laddr);
+            inet_pton(AF_INET, json_string_value(json_object_get(e, "daddr")), &pe.sub.raddr);
+            pe.sub.lport = (uint16_t)json_integer_value(json_object_get(e, "sport"));
+            pe.sub.rport = (uint16_t)json_integer_value(json_object_get(e, "dport"));
+            pe.sub.backup = (int)json_integer_value(json_object_get(e, "backup"));
+            if (!c && (!strcmp(type, "created") || !strcmp(type, "established")) &&
+                nconn < MAXC) {
+                c = &conns[nconn++];
+                mpilab_pm_conn_init(c, token,
+                                    (int)json_integer_value(json_object_get(e, "server_side")),
+                                    node >= 0 && node != self, node);
+            }
+        }
+        if (!strcmp(type, "established")) {
+            pe.kind = MPILAB_PM_EV_ESTABLISHED;
+            pe.sub.backup = 0;
+        } else if (!strcmp(type, "sub_established")) {
+            pe.kind = MPILAB_PM_EV_SUB_ESTABLISHED;
+        } else if (!strcmp(type, "sub_closed")) {
+            pe.kind = MPILAB_PM_EV_SUB_CLOSED;
+        } else if (!strcmp(type, "sub_priority")) {
+            pe.kind = MPILAB_PM_EV_SUB_PRIORITY;
+        } else if (!strcmp(type, "closed")) {
+            pe.kind = MPILAB_PM_EV_CLOSED;
+        } else if (!strcmp(ev, "path")) {
+            pe.kind = MPILAB_PM_EV_PATH;
+        } else if (!strcmp(ev, "command") && tok == NULL) {
+            const char *cmd = json_string_value(json_object_get(e, "command"));
+            const char *target = json_string_value(json_object_get(e, "target"));
+            if (cmd && target && (!strcmp(cmd, "arm") || !strcmp(cmd, "migrate"))) {
+                pe.kind = cmd[0] == 'a' ? MPILAB_PM_EV_ARM : MPILAB_PM_EV_MIGRATE;
+                token = strcmp(target, "all") ? (uint32_t)strtoul(target, NULL, 16) : 0;
+            }
+        } else if (!strcmp(ev, "action") && json_is_false(json_object_get(e, "ok")) && c &&
+                   !strcmp(json_string_value(json_object_get(e, "action")), "create")) {
+            pe.kind = MPILAB_PM_EV_LOAD_FAILED;
+        }
+        json_decref(e);
+        if (!pe.kind)
+            continue;
+        for (int i = 0; i < nconn; i++) {
+            mpilab_pm_conn *k = &conns[i];
+            int target = pe.kind == MPILAB_PM_EV_PATH ||
+                         ((pe.kind == MPILAB_PM_EV_ARM || pe.kind == MPILAB_PM_EV_MIGRATE) &&
+                          (token == 0 || token == k->token)) ||
+                         k == c;
+            if (!target || ((pe.kind == MPILAB_PM_EV_ARM || pe.kind == MPILAB_PM_EV_MIGRATE) &&
+                            token == 0 && (!k->managed ||
+                            k->state != (pe.kind == MPILAB_PM_EV_ARM ? MPILAB_PM_MIGRATED
+                                                                      : MPILAB_PM_ARMED))))
+                continue;
+            /* the agent also steps every connection at each tick: one before, one after */
+            mpilab_pm_event tick = {.kind = MPILAB_PM_EV_TICK, .now = pe.now};
+            for (int round = 0; round < 3; round++) {
+                mpilab_pm_event *use = round == 1 ? &pe : &tick;
+                if (mpilab_pm_step(&ctx, k, use, &res) == 0 && res.from != res.to &&
+                    nmine < MAXT)
+                    snprintf(mine[nmine++], 64, "%08x %s>%s", k->token,
+                             mpilab_pm_state_name(res.from), mpilab_pm_state_name(res.to));
+            }
+        }
+    }
+    fclose(f);
+    json_decref(peers);
+    /* every connection's sequence of transitions must match the log's */
+    for (int i = 0; i < nconn; i++) {
+        char tok[16], a[2048] = "", b[2048] = "";
+        snprintf(tok, sizeof(tok), "%08x", conns[i].token);
+        for (int k = 0; k < nlog; k++)
+            if (!strncmp(logged[k], tok, 8) && strlen(a) + 64 < sizeof(a))
+                strcat(strcat(a, logged[k] + 9), " ");
+        for (int k = 0; k < nmine; k++)
+            if (!strncmp(mine[k], tok, 8) && strlen(b) + 64 < sizeof(b))
+                strcat(strcat(b, mine[k] + 9), " ");
+        if (strcmp(a, b) != 0) {
+            fprintf(stderr, "%s: connection %s: logged [%s], replayed [%s]\n", path, tok, a, b);
+            bad++;
+        }
+    }
+    if (nlog == 0) {
+        fprintf(stderr, "%s: no transitions recorded\n", path);
+        bad++;
+    }
+    printf("%s: %d connections, %d transitions replayed%s\n", path, nconn, nlog,
+           bad ? ", MISMATCH" : "");
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    test_client_lifecycle();
+    test_manual();
+    test_server();
+    test_load_failure();
+    test_policy();
+    for (int i = 1; i < argc; i++)
+        bench_failures += replay(argv[i]);
+    if (bench_failures) {
+        fprintf(stderr, "%d failure(s)\n", bench_failures);
+        return 1;
+    }
+    printf("pathmig state machine: all checks passed\n");
+    return 0;
+}

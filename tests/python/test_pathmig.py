@@ -1,0 +1,352 @@
+"""Path migration over MPTCP on a live testbed (root, network namespaces): agents, manual
+arm/migrate, automatic migration on link-down and silent-drop faults, re-arming after a
+heal and a second fault, refusals, `testbed run --pathmig` and jobs started with rail 0
+down. Every fault is scheduled after observed progress of the job (never by the clock),
+every byte of every ping-pong is checked by the program, and no test asserts a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mpilab.pathmig import agents
+from mpilab.pathmig import pingpong as ppm
+from mpilab.pathmig.pingpong import Step
+from mpilab.testbed import faults, net
+from mpilab.testbed.spec import Spec
+from mpilab.tools import find_tool
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _have_netns() -> bool:
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("mptcpize") is None:
+        return False
+    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
+
+
+def _have_agent() -> bool:
+    try:
+        find_tool("mpilab-pathmigd")
+        return True
+    except Exception:
+        return False
+
+
+pytestmark = [pytest.mark.root, pytest.mark.mpi,
+              pytest.mark.skipif(not _have_netns(), reason="needs root, ip netns, mptcpize"),
+              pytest.mark.skipif(not _have_agent(), reason="mpilab-pathmigd not built")]
+
+SPEC = ppm.SPEC_2X1
+
+
+def mpilab(*args: str, env: dict[str, str], timeout: float = 300,
+           **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=timeout, **kw)  # type: ignore
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Spec, dict[str, str]]]:
+    prefix = f"q{os.getpid() % 100000}"
+    root = tmp_path_factory.mktemp("pmstate")
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    f = root / "spec.toml"
+    f.write_text(SPEC)
+    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
+    p = mpilab("testbed", "up", str(f), env=env)
+    assert p.returncode == 0, p.stderr
+    try:
+        yield net.current_spec(prefix), env
+    finally:
+        mpilab("testbed", "down", env=env)
+        if old is None:
+            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
+        else:
+            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+
+
+@pytest.fixture
+def fresh(tb: tuple[Spec, dict[str, str]]) -> Iterator[tuple[Spec, dict[str, str]]]:
+    """No agent, no fault, empty logs before and after each test."""
+    sp, env = tb
+    agents.stop(sp)
+    faults.heal(sp, None)
+    agents.clear_logs(sp)
+    try:
+        yield sp, env
+    finally:
+        agents.stop(sp)
+        faults.heal(sp, None)
+
+
+def _states(sp: Spec, node: str | None = None) -> list[dict[str, object]]:
+    return [e for e in agents.events(sp) if e["event"] == "state"
+            and (node is None or e["node"] == node)]
+
+
+def _wait_all(sp: Spec, node: str, state: str, n: int) -> dict[str, object]:
+    """Poll the agent until n managed connections are in `state` (a readiness wait, bounded
+    generously; not a timing check)."""
+    import time
+    deadline = time.monotonic() + 60
+    while True:
+        st = agents.request(sp, node, "status")
+        conns = [c for c in st["connections"] if c["state"] == state]
+        if len(conns) >= n:
+            return st
+        assert time.monotonic() < deadline, \
+            f"{node}: never {n} x {state}: {st} {agents.events(sp, [node])[-8:]}"
+        time.sleep(0.05)
+
+
+def _tx_bytes(sp: Spec, node: str, rail: int) -> int:
+    p = net.sh(["ip", "netns", "exec", sp.ns(node), "cat",
+                f"/sys/class/net/r{rail}/statistics/tx_bytes"])
+    return int(p.stdout)
+
+
+def test_arm_and_manual_migrate_moves_the_traffic(fresh: tuple[Spec, dict[str, str]],
+                                                  tmp_path: Path) -> None:
+    """--manual agents: nothing happens until `arm`; after `migrate` the data goes over
+    rail 1 (interface counters), every byte checked."""
+    sp, env = fresh
+    agents.start(sp, manual=True)
+    seen: dict[str, object] = {}
+
+    def check_unarmed() -> None:
+        st = agents.request(sp, "s0n0", "status")
+        seen["before"] = [c["state"] for c in st["connections"]]
+
+    def arm() -> None:
+        seen["arm"] = agents.request(sp, "s0n0", "arm all")
+        seen["armed"] = _wait_all(sp, "s0n0", "ARMED", 4)
+        _wait_all(sp, "s1n0", "ARMED", 4)  # the server side sees the joins too
+
+    def migrate() -> None:
+        seen["migrate"] = agents.request(sp, "s0n0", "migrate all")
+        seen["tx0"] = (_tx_bytes(sp, "s0n0", 0), _tx_bytes(sp, "s0n0", 1))
+
+    def after() -> None:
+        seen["tx1"] = (_tx_bytes(sp, "s0n0", 0), _tx_bytes(sp, "s0n0", 1))
+        seen["status"] = agents.request(sp, "s0n0", "status")
+
+    steps = [Step(100, "call", fn=check_unarmed), Step(200, "call", fn=arm),
+             Step(400, "call", fn=migrate), Step(1400, "call", fn=after)]
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=4, nbytes=16384, iters=1600,
+                steps=steps)
+    assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
+    assert seen["before"] == ["MIGRATED"] * 4
+    assert seen["arm"] == {"ok": True, "done": 4, "refused": 0, "errors": []}
+    assert seen["migrate"]["done"] == 4  # type: ignore[index]
+    # ~1000 round trips of 16 KiB after the migration (steps follow progress lines, so a
+    # few less): the payload left on rail 1
+    sent0 = seen["tx1"][0] - seen["tx0"][0]  # type: ignore[index]
+    sent1 = seen["tx1"][1] - seen["tx0"][1]  # type: ignore[index]
+    assert sent1 >= 900 * 16384 and sent0 < 0.05 * sent1, (sent0, sent1)
+    for c in seen["status"]["connections"]:  # type: ignore[index]
+        if c["peer"] == "s1n0":
+            paths = {s["rail"]: s["backup"] for s in c["subflows"]}
+            assert paths == {0: True, 1: False}, c
+    # the manual agents re-arm only on request
+    assert all(e["cause"] != "fault on the primary path" for e in _states(sp))
+
+
+@pytest.mark.parametrize("mode", ["down", "drop"])
+@pytest.mark.parametrize("nbytes", [1024, 65536])
+def test_automatic_migration(fresh: tuple[Spec, dict[str, str]], tmp_path: Path, mode: str,
+                             nbytes: int) -> None:
+    """A fault on rail 0 of the client mid-run: both agents migrate the connection (a
+    transition logged by each) and the run finishes with every byte verified."""
+    sp, env = fresh
+    agents.start(sp)
+    armed = [lambda: (_wait_all(sp, "s0n0", "ARMED", 2), _wait_all(sp, "s1n0", "ARMED", 2))]
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=2, nbytes=nbytes, iters=1200,
+                steps=[Step(350, "call", fn=armed[0]), Step(400, "fail", "s0n0:0", mode)])
+    assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
+    _both_sides_migrated(sp, r.steps[1].t0, 2)
+
+
+def _both_sides_migrated(sp: Spec, fault_t: float, nconn: int,
+                         evs: list[dict[str, object]] | None = None) -> None:
+    """Each node left ARMED for MIGRATED and closed its rail-0 subflow of every connection
+    after the fault began. (The cause each side logs depends on which news came first:
+    its own view of the path, or the peer's priority change.)"""
+    evs = evs if evs is not None else agents.events(sp)
+    for node in ("s0n0", "s1n0"):
+        mine = [e for e in evs if e["node"] == node and e["time"] >= fault_t]  # type: ignore
+        migr = {e["token"] for e in mine if e["event"] == "state" and e["from"] == "ARMED"
+                and e["to"] == "MIGRATED"}
+        closed = {e["token"] for e in mine if e["event"] == "action" and e["ok"]
+                  and e["action"] == "destroy" and e["subflow"]["rail"] == 0}  # type: ignore
+        assert len(migr) == nconn and closed == migr, (node, mine)
+    bad = [e for e in evs if e["event"] == "action" and not e["ok"]]
+    assert not bad, bad
+
+
+def test_rearm_after_heal_and_second_fault_on_the_other_rail(
+        fresh: tuple[Spec, dict[str, str]], tmp_path: Path) -> None:
+    sp, env = fresh
+    agents.start(sp)
+    steps = [Step(300, "fail", "s0n0:0", "down"),
+             Step(600, "heal", "s0n0:0"),
+             Step(900, "call", fn=lambda: _wait_all(sp, "s0n0", "ARMED", 1)),
+             Step(1000, "fail", "s1n0:1", "drop"),
+             Step(1300, "heal", "s1n0:1")]
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=1, nbytes=4096, iters=1600,
+                steps=steps)
+    assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
+    seq = [(e["from"], e["to"]) for e in _states(sp, "s0n0") if e["to"] != "CLOSED"]
+    # loaded; migrated on the fault; re-armed on the healed rail; migrated again
+    assert seq[:2] == [("MIGRATED", "REARM"), ("REARM", "ARMED")], seq
+    i = seq.index(("ARMED", "MIGRATED"))
+    assert ("MIGRATED", "REARM") in seq[i:] and seq.count(("ARMED", "MIGRATED")) >= 2, seq
+    subs = [e for e in agents.events(sp) if e["event"] == "action" and e["node"] == "s0n0"
+            and e["action"] == "create"]
+    assert [a["subflow"]["rail"] for a in subs][:2] == [1, 0]  # alternate, then old primary
+
+
+def test_agent_refuses_bad_requests(fresh: tuple[Spec, dict[str, str]],
+                                    tmp_path: Path) -> None:
+    sp, env = fresh
+    faults.fail(sp, "s1n0:1", "down")  # no alternate for the connection below
+    agents.start(sp)
+    seen: dict[str, object] = {}
+
+    def ask() -> None:
+        import time
+        deadline = time.monotonic() + 60
+        while True:  # the agent has seen that rail 1 is dead (readiness, not timing)
+            st = agents.request(sp, "s0n0", "status")
+            if not next(p["up"] for p in st["paths"] if p["rail"] == 1):
+                break
+            assert time.monotonic() < deadline, st
+            time.sleep(0.05)
+        tok = next(c["token"] for c in st["connections"] if c["peer"] == "s1n0")
+        seen["arm"] = agents.request(sp, "s0n0", f"arm {tok}")
+        seen["migrate"] = agents.request(sp, "s0n0", f"migrate {tok}")
+        seen["unknown"] = agents.request(sp, "s0n0", "migrate deadbeef")
+        seen["garbage"] = agents.request(sp, "s0n0", "migrate xyz")
+        seen["verb"] = agents.request(sp, "s0n0", "explode")
+        seen["cli"] = mpilab("pathmig", "migrate", "deadbeef", env=env)
+
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, nbytes=1024, iters=400,
+                steps=[Step(100, "call", fn=ask)])
+    assert r.rc == 0, r.stderr
+    assert "no alternate path available" in seen["arm"]["error"]  # type: ignore[index]
+    assert "no loaded alternate" in seen["migrate"]["error"]  # type: ignore[index]
+    assert "no connection with token deadbeef" in seen["unknown"]["error"]  # type: ignore
+    assert "8 hex digits" in seen["garbage"]["error"]  # type: ignore[index]
+    assert "unknown command" in seen["verb"]["error"]  # type: ignore[index]
+    cli = seen["cli"]
+    assert cli.returncode == 2 and len(cli.stderr.strip().splitlines()) == 1, cli.stderr  # type: ignore
+    assert "no connection with token deadbeef" in cli.stderr  # type: ignore[union-attr]
+
+
+def test_agent_refuses_mptcp_disabled(fresh: tuple[Spec, dict[str, str]]) -> None:
+    sp, env = fresh
+    ns = sp.ns("s0n0")
+    d = agents.agent_dir(sp)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "peers").write_text(agents.peers_text(sp))
+    net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=0"])
+    try:
+        p = subprocess.run(["ip", "netns", "exec", ns, find_tool("mpilab-pathmigd"), "--node",
+                            "s0n0", "--peers", str(d / "peers")], capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1"])
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("mpilab-pathmigd: MPTCP is disabled in this network "
+                                "namespace (net.mptcp.enabled = 0)")
+
+
+def test_cli_status_and_down_removes_agents(fresh: tuple[Spec, dict[str, str]],
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    sp, env = fresh
+    p = mpilab("pathmig", "status", env=env)
+    assert p.returncode == 2 and "no agent running" in p.stderr
+    p = mpilab("pathmig", "start", env=env)
+    assert p.returncode == 0, p.stderr
+    p = mpilab("pathmig", "status", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    st = json.loads(p.stdout)
+    assert [n["node"] for n in st] == ["s0n0", "s1n0"]
+    assert all(path["up"] for n in st for path in n["paths"])
+    table = mpilab("pathmig", "status", env=env).stdout
+    assert "dead paths: none" in table
+    # a second, tiny testbed: `down` ends its agents (and only its own)
+    prefix = f"r{os.getpid() % 100000}"
+    root = tmp_path_factory.mktemp("pmdown")
+    env2 = dict(env, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
+    (root / "spec.toml").write_text(SPEC.replace('delay = "1ms"', 'delay = "0ms"'))
+    assert mpilab("testbed", "up", str(root / "spec.toml"), env=env2).returncode == 0
+    try:
+        assert mpilab("pathmig", "start", env=env2).returncode == 0
+        sp2 = Spec.from_dict(json.loads((root / f"{prefix}-testbed" / "state.json")
+                                        .read_text())["spec"])
+        pids = [int((root / f"{prefix}-testbed" / "pathmig" / f"{n}.pid").read_text())
+                for n in sp2.node_names()]
+        assert all(net.pid_alive(pid) for pid in pids)
+    finally:
+        p = mpilab("testbed", "down", env=env2)
+    assert p.returncode == 0, p.stderr
+    assert not any(net.pid_alive(pid) for pid in pids)
+    assert len(agents.running(sp)) == 2  # the other testbed's agents are untouched
+
+
+def _run_job(env: dict[str, str], args: list[str], fault: tuple[str, str] | None,
+             sp: Spec, at: str = "iteration 200") -> tuple[int, str, str]:
+    """`mpilab testbed run ...` with an optional fault applied once the job has printed
+    `at` (progress of the running job)."""
+    proc = subprocess.Popen([sys.executable, "-m", "mpilab.cli", "testbed", "run", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        if fault and at in line:
+            faults.fail(sp, fault[0], fault[1])
+            fault = None
+    rc = proc.wait(timeout=300)
+    return rc, "".join(out), proc.stderr.read()
+
+
+def test_testbed_run_pathmig_open_mpi_survives_fault(fresh: tuple[Spec, dict[str, str]],
+                                                    tmp_path: Path) -> None:
+    sp, env = fresh
+    pp = find_tool("mpilab-tb-pingpong")
+    ev = tmp_path / "events.jsonl"
+    rc, out, err = _run_job(env, ["--pathmig", "--timeout", "240", "--pathmig-events", str(ev),
+                                  "--", pp, "--count", "1000", "--bytes", "65536",
+                                  "--progress", "100", "--stall", "60"], ("s0n0:0", "drop"), sp)
+    assert rc == 0, out + err
+    assert "pingpong ok: 1000 round trips of 65536 bytes verified" in out
+    assert "migration(s)" in err and str(ev) in err
+    evs = [json.loads(x) for x in ev.read_text().splitlines()]
+    fault_t = next(e["time"] for e in faults.read_log(sp)[::-1] if e["event"] == "fail")
+    # Open MPI's connections between the two nodes: out-of-band and one BTL connection
+    _both_sides_migrated(sp, fault_t - 1.0, 2, evs)
+    assert not agents.running(sp)  # stopped after the job
+
+
+@pytest.mark.parametrize("mode", ["--pathmig", "--mptcp"])
+def test_job_starts_with_rail0_down(fresh: tuple[Spec, dict[str, str]], mode: str) -> None:
+    sp, env = fresh
+    faults.fail(sp, "s0n0:0", "down")
+    pp = find_tool("mpilab-tb-pingpong")
+    rc, out, err = _run_job(env, [mode, "--timeout", "240", "--", pp, "--count", "200",
+                                  "--bytes", "65536", "--stall", "60"], None, sp)
+    assert rc == 0, out + err
+    assert "pingpong ok: 200 round trips of 65536 bytes verified" in out
+    hostfile = (net.state_dir(sp.prefix) / "hostfile").read_text()
+    assert sp.addr("s0n0", 1) in hostfile and sp.addr("s0n0", 0) not in hostfile

@@ -1,0 +1,44 @@
+"""Path migration pieces that need no root: the seeded fault plan, the status table."""
+
+from __future__ import annotations
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.pathmig.cli import format_status
+from mpilab.pathmig.inject import make_plan
+
+
+def test_plan_is_repeatable_and_never_overlaps() -> None:
+    nodes = ["s0n0", "s0n1", "s1n0"]
+    a = make_plan(42, nodes, [0, 1], 20, 100.0, duration=(0.5, 3.0))
+    assert a == make_plan(42, nodes, [0, 1], 20, 100.0, duration=(0.5, 3.0))
+    assert a != make_plan(43, nodes, [0, 1], 20, 100.0, duration=(0.5, 3.0))
+    assert len(a) == 20
+    for f, g in zip(a, a[1:], strict=False):
+        assert f.at + f.duration <= g.at + 1e-3  # one fault at a time
+    assert a[0].at >= 0 and a[-1].at + a[-1].duration <= 100.0 + 1e-3
+    assert all(0.5 - 1e-3 <= f.duration <= 3.0 + 1e-3 for f in a)
+    assert {f.target.split(":")[0] for f in a} <= set(nodes)
+    assert {f.mode for f in a} == {"down", "drop"}  # both drawn over 20 faults
+    assert {f.target.split(":")[1] for f in a} == {"0", "1"}
+
+
+@pytest.mark.parametrize("kw", [dict(count=0), dict(within=0.0), dict(count=50),
+                                dict(duration=(2.0, 1.0)), dict(duration=(0.0, 1.0)),
+                                dict(modes=())])
+def test_plan_rejects_bad_arguments(kw: dict[str, object]) -> None:
+    args: dict[str, object] = dict(seed=1, nodes=["a"], rails=[0, 1], count=3, within=60.0)
+    args.update(kw)
+    with pytest.raises(MpilabError):
+        make_plan(**args)  # type: ignore[arg-type]
+
+
+def test_status_table() -> None:
+    st = [{"node": "s0n0", "paths": [{"peer": "s1n0", "rail": 0, "up": False},
+                                     {"peer": "s1n0", "rail": 1, "up": True}],
+           "connections": [{"token": "0a0b0c0d", "peer": "s1n0", "server_side": False,
+                            "state": "MIGRATED", "subflows": [
+                                {"rail": 1, "backup": False, "established": True}]}]}]
+    text = format_status(st)
+    assert "0a0b0c0d s1n0   client MIGRATED  r1 active" in text
+    assert "dead paths: s0n0->s1n0:r0" in text
