@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
@@ -293,18 +294,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="check clock synchronisation and model fits against known truth",
                        description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--np", type=int, default=4, help="ranks of the clock run (default 4)")
-    p.add_argument("--syncs", type=int, default=20, help="synchronisations per method (default 20)")
+    p.add_argument("--np", type=argtypes.count, default=4,
+                   help="ranks of the clock run (default 4)")
+    p.add_argument("--syncs", type=argtypes.count, default=20,
+                   help="synchronisations per method (default 20)")
     p.add_argument("--inject", default="offset=10ms,drift=100ppm,seed=1",
                    help="injected clock errors (default offset=10ms,drift=100ppm,seed=1)")
-    p.add_argument("--trials", type=int, default=10,
+    p.add_argument("--trials", type=argtypes.count, default=10,
                    help="synthetic data sets per link (default 10)")
     p.add_argument("--json", help="also write everything measured to this JSON file")
     p.add_argument("--testbed", action="store_true",
                    help="also fit a real emulated link (needs root): see --delay, --rate")
     p.add_argument("--delay", default="2ms", help="testbed WAN one-way delay (default 2ms)")
     p.add_argument("--rate", default="100Mbit", help="testbed WAN rate (default 100Mbit)")
-    p.add_argument("--runs", type=int, default=1, help="testbed runs (default 1)")
+    p.add_argument("--runs", type=argtypes.count, default=1, help="testbed runs (default 1)")
     p.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M",
                    help="message sizes on the testbed")
     p.add_argument("--prefix", default=None,

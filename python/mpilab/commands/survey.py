@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpilab import argtypes
 from mpilab.commands.bench import RUNNER, Job, add_launch_options, exit_status, runner_job
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
@@ -229,6 +230,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help=f"a few sizes ({QUICK.sizes}) and at most {QUICK.max_reps} "
                         "repetitions: for tests")
     p.add_argument("--sizes", metavar="SPEC", help="override the size list (runner syntax)")
-    p.add_argument("--max-reps", type=int, metavar="N", help="override the repetition cap")
+    p.add_argument("--max-reps", type=argtypes.count, metavar="N",
+                   help="override the repetition cap")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_run)

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.disk import check as checkmod
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
@@ -98,11 +99,12 @@ def register(subparsers: Any) -> None:
     p = add("status", cmd_status, "show the disks, their limits and mounts")
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("check", cmd_check, "measure every disk: configured against measured")
-    p.add_argument("--seconds", type=float, default=1.0,
+    p.add_argument("--seconds", type=argtypes.duration, default=1.0,
                    help="target duration of each measurement in s (default 1)")
-    p.add_argument("--tolerance", type=float,
+    p.add_argument("--tolerance", type=argtypes.real,
                    help="exit 1 if a figure is off by more than this fraction")
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run a command inside the disks' cgroup (under their caps)")
-    p.add_argument("--timeout", type=float, help="kill the command after this many seconds")
+    p.add_argument("--timeout", type=argtypes.duration,
+                   help="kill the command after this many seconds")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 
 
@@ -42,20 +43,21 @@ def register(sub: Any) -> None:
     s = p.add_subparsers(dest="multilane_command", metavar="SUBCOMMAND")
     r = s.add_parser("run", help="run mpilab-multilane inside the testbed")
     r.add_argument("--testbed", help="testbed prefix (default $MPILAB_TESTBED_PREFIX)")
-    r.add_argument("--np", type=int, help="ranks (default: one per node)")
+    r.add_argument("--np", type=argtypes.count, help="ranks (default: one per node)")
     r.add_argument("--sites", default="testbed")
-    r.add_argument("--root", type=int, default=0)
+    r.add_argument("--root", type=argtypes.count, default=0)
     r.add_argument("--ops", default="scatter,gather")
     r.add_argument("--impls", default="single,multilane")
     r.add_argument("--sizes", default="64K:4M:x4", help="bytes per rank (K/M suffixes)")
     r.add_argument("--lanes", default="opt", help="P: a number, opt or all")
-    r.add_argument("--reps", type=int, default=3)
+    r.add_argument("--reps", type=argtypes.count, default=3)
     r.add_argument("--model-bytes", default="4M")
-    r.add_argument("--model-reps", type=int, default=3)
+    r.add_argument("--model-reps", type=argtypes.count, default=3)
     r.add_argument("--sample-wan", action="store_true",
                    help="sample the router's WAN byte counters during the job")
-    r.add_argument("--interval", type=float, default=0.005, help="sampling interval (s)")
-    r.add_argument("--timeout", type=float, default=1800.0)
+    r.add_argument("--interval", type=argtypes.duration, default=0.005,
+                   help="sampling interval (s)")
+    r.add_argument("--timeout", type=argtypes.duration, default=1800.0)
     r.add_argument("-o", "--output", required=True, help="the document (JSON) to write")
     r.set_defaults(func=_run)
     q = s.add_parser("report", help="HTML page of one or more multilane documents")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from mpilab import argtypes
 from mpilab.fsutil import atomic_write_text
 
 
@@ -26,9 +27,10 @@ def read_counter(iface: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mpilab.multilane.sampler")
     ap.add_argument("--iface", action="append", required=True)
-    ap.add_argument("--interval", type=float, default=0.005)
+    ap.add_argument("--interval", type=argtypes.duration, default=0.005)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--limit", type=float, default=3600.0, help="stop after this many seconds")
+    ap.add_argument("--limit", type=argtypes.duration, default=3600.0,
+                    help="stop after this many seconds")
     a = ap.parse_args(argv)
     if not 0.0005 <= a.interval <= 1.0:
         sys.stderr.write(f"sampler: --interval {a.interval}: need 0.0005..1 s\n")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpilab import units
+from mpilab import argtypes, units
 from mpilab.errors import MpilabError
 from mpilab.testbed import net
 from mpilab.testbed.spec import Spec, parse_node
@@ -235,9 +235,9 @@ def _scheduler_main(argv: list[str]) -> int:
     ap.add_argument("--plan", help="run a random fault plan (mpilab.pathmig.inject)")
     ap.add_argument("--target")
     ap.add_argument("--mode", choices=MODES)
-    ap.add_argument("--at", type=float)
-    ap.add_argument("--at-epoch", type=float)
-    ap.add_argument("--for", dest="duration", type=float)
+    ap.add_argument("--at", type=argtypes.real)
+    ap.add_argument("--at-epoch", type=argtypes.real)
+    ap.add_argument("--for", dest="duration", type=argtypes.duration)
     a = ap.parse_args(argv)
     spec = net.current_spec(a.prefix)
     if a.plan:
