@@ -41,7 +41,15 @@ d = json.load(open(sys.argv[1]))
 ms = [m for m in d["measurements"] if m["impl"] in ("multilane", "single-lane")]
 keys = {(m["op"], m["impl"], m["timing"], m["bytes"]) for m in ms}
 assert len(keys) == 2 * 2 * 3 * 2, sorted(keys)
-assert all(m["stats"]["reps"] >= 5 and m["stats"]["mean"] > 0 for m in ms)
+# every repetition ran; a max-timed time is positive; a root- or global-timed one is positive
+# or, when every corrected sample came out <= 0 (busy machine), null and flagged (issue 9)
+for m in ms:
+    st = m["stats"]
+    assert st["reps"] >= 5, m
+    if st["mean"] is None:
+        assert m["timing"] != "max" and "no_valid_samples" in m["flags"], m
+    else:
+        assert st["mean"] > 0, m
 ml = d["models"]["multilane"]
 if "error" in ml:
     assert "too noisy" in ml["error"], ml["error"]
