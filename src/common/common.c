@@ -4,6 +4,7 @@
 #include <hwloc.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,17 @@
 extern char **environ;
 
 #include "mpilab/version.h"
+
+int mpilab_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
 
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {

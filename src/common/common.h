@@ -11,6 +11,11 @@
 
 #include "mpilab/results.h" /* MPILAB_RESULTS_SCHEMA */
 
+/* A one-line reason (printf format) into err (if given); returns -1, so that
+ * `return mpilab_errf(err, errlen, "...", ...);` reports and fails in one statement. */
+int mpilab_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Write `text` (length `len`) to `path` via `path.tmp.<pid>` + rename. Returns 0 on
  * success; on failure removes the temporary file, writes a one-line reason to `err`
  * and returns -1. */

@@ -1,10 +1,10 @@
 /* mpilab-wavefront's options and help text (include/mpilab/wavefront_cli.h). */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mpilab/parse.h"
+#include "common/common.h" /* mpilab_errf */
 #include "mpilab/wavefront_cli.h"
 
 static const char help_text[] =
@@ -62,24 +62,15 @@ void mpilab_wf_cli_usage(FILE *f, const char *prog)
             prog);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return MPILAB_WF_CLI_BAD;
-}
-
 /* An integer option >= min; 0, or -1 + err. */
+/* (mpilab_errf returns -1 == MPILAB_WF_CLI_BAD) */
 static int int_opt(const char *opt, const char *s, int64_t min, int64_t *out, char *err,
                    size_t errlen)
 {
     long long v;
-    if (mpilab_parse_i64(s, &v) || v < min) {
-        fail(err, errlen, "%s '%s': expected an integer >= %lld", opt, s, (long long)min);
-        return -1;
-    }
+    if (mpilab_parse_i64(s, &v) || v < min)
+        return mpilab_errf(err, errlen, "%s '%s': expected an integer >= %lld", opt, s,
+                           (long long)min);
     *out = v;
     return 0;
 }
@@ -119,9 +110,9 @@ static int parse_create(mpilab_wf_cli *c, int argc, char **argv, char *err, size
     }
     positional(c, argc, argv);
     if (!c->rows || !c->cols)
-        return fail(err, errlen, "create: --rows and --cols are required");
+        return mpilab_errf(err, errlen, "create: --rows and --cols are required");
     if (c->nargs != 2)
-        return fail(err, errlen, "create: expected two file names: DATA COEF");
+        return mpilab_errf(err, errlen, "create: expected two file names: DATA COEF");
     return MPILAB_WF_CLI_RUN;
 }
 
@@ -136,14 +127,15 @@ static int parse_convert(mpilab_wf_cli *c, int argc, char **argv, char *err, siz
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     mpilab_wf_convert_opts *co = &c->convert;
-    int64_t v;
+    int64_t v = 0;
     int o;
     while ((o = getopt_long(argc, argv, "l:M:N:t:b:qh", lo, NULL)) != -1) {
         switch (o) {
         case 'l':
             if ((co->layout = mpilab_wf_layout_parse(optarg)) < 0)
-                return fail(err, errlen, "--layout '%s': expected rowmajor, block or optimized",
-                            optarg);
+                return mpilab_errf(err, errlen,
+                                   "--layout '%s': expected rowmajor, block or optimized",
+                                   optarg);
             break;
         case 'M': INT_OPT("--mb", 1, &co->mb);
         case 'N': INT_OPT("--nb", 1, &co->nb);
@@ -152,7 +144,7 @@ static int parse_convert(mpilab_wf_cli *c, int argc, char **argv, char *err, siz
             if (int_opt("--bands", optarg, 1, &v, err, errlen))
                 return MPILAB_WF_CLI_BAD;
             if (v > 65536)
-                return fail(err, errlen, "--bands: at most 65536");
+                return mpilab_errf(err, errlen, "--bands: at most 65536");
             co->nout = (int)v;
             break;
         case 'q': c->quiet = 1; break;
@@ -161,9 +153,9 @@ static int parse_convert(mpilab_wf_cli *c, int argc, char **argv, char *err, siz
     }
     positional(c, argc, argv);
     if (co->layout < 0)
-        return fail(err, errlen, "convert: --layout is required");
+        return mpilab_errf(err, errlen, "convert: --layout is required");
     if (c->nargs < 2)
-        return fail(err, errlen, "convert: expected input file(s) and an output name");
+        return mpilab_errf(err, errlen, "convert: expected input file(s) and an output name");
     return MPILAB_WF_CLI_RUN;
 }
 
@@ -171,13 +163,13 @@ static int parse_convert(mpilab_wf_cli *c, int argc, char **argv, char *err, siz
 static int run_named(mpilab_wf_cli *c, int o, char *err, size_t errlen)
 {
     mpilab_wf_run_opts *ro = &c->run;
-    int64_t v;
+    int64_t v = 0;
     switch (o) {
     case 'P':
         if (int_opt("--workers", optarg, 1, &v, err, errlen))
             return MPILAB_WF_CLI_BAD;
         if (v > 4096)
-            return fail(err, errlen, "--workers: at most 4096");
+            return mpilab_errf(err, errlen, "--workers: at most 4096");
         ro->workers = (int)v;
         break;
     case 'W':
@@ -187,19 +179,20 @@ static int run_named(mpilab_wf_cli *c, int o, char *err, size_t errlen)
         break;
     case 'i':
         if ((ro->io = mpilab_wf_io_parse(optarg)) < 0)
-            return fail(err, errlen, "--io '%s': expected pread, mmap, uring, direct or auto",
-                        optarg);
+            return mpilab_errf(err, errlen,
+                               "--io '%s': expected pread, mmap, uring, direct or auto",
+                               optarg);
         break;
     case 'Q':
         if (int_opt("--queue-depth", optarg, 1, &v, err, errlen))
             return MPILAB_WF_CLI_BAD;
         if (v > 32)
-            return fail(err, errlen, "--queue-depth: at most 32");
+            return mpilab_errf(err, errlen, "--queue-depth: at most 32");
         ro->queue_depth = (int)v;
         break;
     case 'C':
         if ((ro->chain = mpilab_wf_chain_parse(optarg)) < 0)
-            return fail(err, errlen, "--chain '%s': expected band or block", optarg);
+            return mpilab_errf(err, errlen, "--chain '%s': expected band or block", optarg);
         break;
     }
     return MPILAB_WF_CLI_RUN;
@@ -247,9 +240,9 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
     }
     positional(c, argc, argv);
     if (c->nargs != 0)
-        return fail(err, errlen, "run: unexpected argument (use --data and --coef)");
+        return mpilab_errf(err, errlen, "run: unexpected argument (use --data and --coef)");
     if (!c->data || !c->coef)
-        return fail(err, errlen, "run: --data and --coef are required");
+        return mpilab_errf(err, errlen, "run: --data and --coef are required");
     return MPILAB_WF_CLI_RUN;
 }
 
@@ -271,9 +264,9 @@ static int parse_verify(mpilab_wf_cli *c, int argc, char **argv, char *err, size
     }
     positional(c, argc, argv);
     if (!c->initial || !c->coef || c->iterations < 0)
-        return fail(err, errlen, "verify: --initial, --coef and --iterations are required");
+        return mpilab_errf(err, errlen, "verify: --initial, --coef and --iterations are required");
     if (c->nargs != 1)
-        return fail(err, errlen, "verify: expected one RESULT file (or band base name)");
+        return mpilab_errf(err, errlen, "verify: expected one RESULT file (or band base name)");
     return MPILAB_WF_CLI_RUN;
 }
 
@@ -291,7 +284,8 @@ static int parse_bounds(mpilab_wf_cli *c, int argc, char **argv, char *err, size
         switch (o) {
         case 's':
             if (mpilab_parse_size(optarg, &c->size) || c->size < 3 * 8 * 1024)
-                return fail(err, errlen, "--size '%s': expected a size such as 256M", optarg);
+                return mpilab_errf(err, errlen, "--size '%s': expected a size such as 256M",
+                                   optarg);
             break;
         case 'P': INT_OPT("--threads", 1, &c->threads);
         case 'm': INT_OPT("--rows", 3, &c->rows);
@@ -301,7 +295,7 @@ static int parse_bounds(mpilab_wf_cli *c, int argc, char **argv, char *err, size
     }
     positional(c, argc, argv);
     if (c->threads > 1024)
-        return fail(err, errlen, "--threads: at most 1024");
+        return mpilab_errf(err, errlen, "--threads: at most 1024");
     return MPILAB_WF_CLI_RUN;
 }
 
@@ -337,6 +331,7 @@ int mpilab_wf_cli_parse(int argc, char **argv, mpilab_wf_cli *c, char *err, size
             optind = 1; /* the command's own argv: argv[1] is its argv[0] */
             return cmds[k].parse(c, argc - 1, argv + 1, err, errlen);
         }
-    return fail(err, errlen, "unknown command '%s' (create, convert, run, verify, bounds; --help)",
-                cmd);
+    return mpilab_errf(err, errlen,
+                       "unknown command '%s' (create, convert, run, verify, bounds; --help)",
+                       cmd);
 }

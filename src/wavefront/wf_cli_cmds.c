@@ -2,22 +2,13 @@
  * with the clean-up of a killed conversion, verification against the in-core reference
  * (include/mpilab/wavefront_cli.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/common.h" /* mpilab_errf */
 #include "mpilab/wavefront_cli.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void mpilab_wf_fileset_free(mpilab_wf_fileset *s)
 {
@@ -47,17 +38,18 @@ int mpilab_wf_fileset_resolve(mpilab_wf_fileset *s, const char *name, char *err,
     s->paths = NULL;
     s->n = 0;
     if (access(name, F_OK) == 0)
-        return fileset_add(s, name) ? fail(err, errlen, "out of memory") : 0;
+        return fileset_add(s, name) ? mpilab_errf(err, errlen, "out of memory") : 0;
     for (int i = 0;; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s.%d", name, i);
         if (access(p, F_OK) != 0)
             break;
         if (fileset_add(s, p))
-            return fail(err, errlen, "out of memory");
+            return mpilab_errf(err, errlen, "out of memory");
     }
     if (s->n == 0)
-        return fail(err, errlen, "%s: no such file (nor band files %s.0, ...)", name, name);
+        return mpilab_errf(err, errlen, "%s: no such file (nor band files %s.0, ...)", name,
+                           name);
     return 0;
 }
 
@@ -70,7 +62,7 @@ int mpilab_wf_fileset_names(mpilab_wf_fileset *s, char *const *names, int n, cha
     s->n = 0;
     for (int i = 0; i < n; i++)
         if (fileset_add(s, names[i]))
-            return fail(err, errlen, "out of memory");
+            return mpilab_errf(err, errlen, "out of memory");
     return 0;
 }
 
@@ -134,8 +126,8 @@ static int check_states(const mpilab_wf_fileset *fr, int64_t k, FILE *notes, cha
         if (mpilab_wf_file_state(fr->paths[i], &done, &intr, err, errlen))
             return -1;
         if (intr)
-            return fail(err, errlen, "%s: an in-place run was interrupted: the file holds a mix "
-                        "of iterations", fr->paths[i]);
+            return mpilab_errf(err, errlen, "%s: an in-place run was interrupted: the file "
+                               "holds a mix of iterations", fr->paths[i]);
         if (done != k && notes)
             fprintf(notes, "note: %s records %lld in-place iterations, not %lld\n", fr->paths[i],
                     (long long)done, (long long)k);
@@ -154,12 +146,12 @@ static int load_three(mpilab_wf_fileset *fs, double **d, int64_t *rows, int64_t 
                            err, errlen))
             return -1;
     if (p[0] != 1 || p[2] != 1 || p[1] != 5)
-        return fail(err, errlen, "verify: expected data files (1 plane) for --initial and "
-                    "RESULT, 5 planes for --coef");
+        return mpilab_errf(err, errlen, "verify: expected data files (1 plane) for --initial "
+                           "and RESULT, 5 planes for --coef");
     if (r[0] != r[1] || r[0] != r[2] || c[0] != c[1] || c[0] != c[2])
-        return fail(err, errlen, "verify: sizes differ: initial %lldx%lld, coef %lldx%lld, "
-                    "result %lldx%lld", (long long)r[0], (long long)c[0], (long long)r[1],
-                    (long long)c[1], (long long)r[2], (long long)c[2]);
+        return mpilab_errf(err, errlen, "verify: sizes differ: initial %lldx%lld, coef "
+                           "%lldx%lld, result %lldx%lld", (long long)r[0], (long long)c[0],
+                           (long long)r[1], (long long)c[1], (long long)r[2], (long long)c[2]);
     *rows = r[0];
     *cols = c[0];
     return 0;
