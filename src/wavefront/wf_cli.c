@@ -7,6 +7,8 @@
 #include "common/common.h" /* mpilab_errf */
 #include "mpilab/wavefront_cli.h"
 
+_Static_assert(MPILAB_WF_CLI_BAD == -1, "the parsers return mpilab_errf's -1 as MPILAB_WF_CLI_BAD");
+
 static const char help_text[] =
     "usage: %1$s COMMAND [OPTIONS]   (out-of-core Livermore loop 23; docs/wavefront.md)\n"
     "\n"
@@ -62,8 +64,8 @@ void mpilab_wf_cli_usage(FILE *f, const char *prog)
             prog);
 }
 
-/* An integer option >= min; 0, or -1 + err. */
-/* (mpilab_errf returns -1 == MPILAB_WF_CLI_BAD) */
+/* An integer option >= min; 0, or -1 + err. (Every parser returns mpilab_errf's -1 as
+ * MPILAB_WF_CLI_BAD.) */
 static int int_opt(const char *opt, const char *s, int64_t min, int64_t *out, char *err,
                    size_t errlen)
 {
