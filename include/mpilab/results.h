@@ -23,9 +23,16 @@ json_t *mpilab_json_real(double x);
 
 /* {"mean","ci_half","rel_err","median","min","max","stdev","reps","invalid","converged"} */
 json_t *mpilab_results_stats(const mpilab_stats_t *s);
+/* The same "stats" object computed here from samples[0..n) (valid as in
+ * mpilab_stats_compute: NULL = all valid), with the confidence interval at p->cl and
+ * "converged" judged against p->eps, for a caller that fixed the repetition count itself
+ * (p's min_reps/max_reps are not used). */
+json_t *mpilab_results_sample_stats(const double *samples, const unsigned char *valid, size_t n,
+                                    const mpilab_precision_t *p);
 /* {"cl","eps","min_reps","max_reps"} */
 json_t *mpilab_results_precision(const mpilab_precision_t *p);
-/* The samples array of n values; *valid receives the matching array of booleans. */
+/* The samples array of n values; *valid receives the matching array of booleans (all true
+ * if valid is NULL). */
 json_t *mpilab_results_samples(const double *samples, const unsigned char *valid, size_t n, json_t **valid_out);
 
 /* The "derived" object of op at `bytes` (op->derive with the per-run time `seconds`): only

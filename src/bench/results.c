@@ -30,6 +30,14 @@ json_t *mpilab_results_stats(const mpilab_stats_t *s)
     return j;
 }
 
+json_t *mpilab_results_sample_stats(const double *samples, const unsigned char *valid, size_t n,
+                                    const mpilab_precision_t *p)
+{
+    mpilab_stats_t s;
+    mpilab_stats_compute(samples, valid, n, p->cl, p->eps, &s);
+    return mpilab_results_stats(&s);
+}
+
 json_t *mpilab_results_precision(const mpilab_precision_t *p)
 {
     return json_pack("{s:f,s:f,s:I,s:I}", "cl", p->cl, "eps", p->eps, "min_reps", (json_int_t)p->min_reps,
@@ -42,7 +50,7 @@ json_t *mpilab_results_samples(const double *s, const unsigned char *v, size_t n
     *valid = json_array();
     for (size_t k = 0; k < n; k++) {
         json_array_append_new(a, mpilab_json_real(s[k]));
-        json_array_append_new(*valid, json_boolean(v[k]));
+        json_array_append_new(*valid, json_boolean(v ? v[k] : 1));
     }
     return a;
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,17 @@ static void remove_stale_temporaries(const char *dir, const char *base)
                     full, pid);
     }
     closedir(d);
+}
+
+int mpilab_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
 }
 
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)

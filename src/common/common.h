@@ -11,6 +11,11 @@
 
 #include "mpilab/results.h" /* MPILAB_RESULTS_SCHEMA */
 
+/* A one-line reason (printf format) into err (if given); returns -1, so that
+ * `return mpilab_errf(err, errlen, "...", ...);` reports and fails in one statement. */
+int mpilab_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Write `text` (length `len`) to `path`, following one rule (python/mpilab/fsutil.py
  * follows the same): "-" is standard output; an existing device, FIFO or socket is written
  * directly, never replaced; a regular file or a new name is written to `path.tmp.<pid>` and

@@ -3,37 +3,27 @@
 
 #include <gsl/gsl_fit.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "common/common.h" /* mpilab_errf */
 
 /* Checks the common input; 0 or -1 with a reason. */
 static int check_input(const double *bytes, const double *rtt, const double *os, const double *orr,
                        const double *g, size_t n, char *err, size_t errlen)
 {
     if (!bytes || !rtt || !os || !orr || !g)
-        return fail(err, errlen, "missing input array");
+        return mpilab_errf(err, errlen, "missing input array");
     if (n < 2)
-        return fail(err, errlen, "LogGP fit needs at least 2 message sizes, got %zu", n);
+        return mpilab_errf(err, errlen, "LogGP fit needs at least 2 message sizes, got %zu", n);
     for (size_t k = 0; k < n; k++) {
         if (!isfinite(bytes[k]) || bytes[k] < 0)
-            return fail(err, errlen, "size %zu is not a finite non-negative number", k);
+            return mpilab_errf(err, errlen, "size %zu is not a finite non-negative number", k);
         if (k > 0 && !(bytes[k] > bytes[k - 1]))
-            return fail(err, errlen, "sizes are not strictly increasing at index %zu (%g after %g)", k,
-                        bytes[k], bytes[k - 1]);
+            return mpilab_errf(err, errlen, "sizes are not strictly increasing at index %zu (%g after %g)",
+                               k, bytes[k], bytes[k - 1]);
         if (!isfinite(rtt[k]) || !isfinite(os[k]) || !isfinite(orr[k]) || !isfinite(g[k]))
-            return fail(err, errlen, "non-finite value at size %g", bytes[k]);
+            return mpilab_errf(err, errlen, "non-finite value at size %g", bytes[k]);
     }
     return 0;
 }
@@ -89,12 +79,12 @@ int mpilab_loggp_fit(const double *bytes, const double *rtt, const double *os, c
                      const double *g, size_t n, mpilab_loggp_t *out, char *err, size_t errlen)
 {
     if (!out)
-        return fail(err, errlen, "missing output");
+        return mpilab_errf(err, errlen, "missing output");
     if (check_input(bytes, rtt, os, orr, g, n, err, errlen) != 0)
         return -1;
     mpilab_loggp_t p = {0};
     if (fit_lines(bytes, os, orr, g, 0, n, &p) != 0)
-        return fail(err, errlen, "least-squares fit failed");
+        return mpilab_errf(err, errlen, "least-squares fit failed");
     anchor(bytes, rtt, os, orr, g, &p);
     *out = p;
     return 0;
@@ -106,15 +96,15 @@ int mpilab_loggp_fit_ranges(const double *bytes, const double *rtt, const double
                             mpilab_loggp_t *summary, char *err, size_t errlen)
 {
     if (!from || !to || !out || nr == 0)
-        return fail(err, errlen, "no ranges given");
+        return mpilab_errf(err, errlen, "no ranges given");
     mpilab_loggp_t whole;
     if (mpilab_loggp_fit(bytes, rtt, os, orr, g, n, &whole, err, errlen) != 0)
         return -1;
     for (size_t r = 0; r < nr; r++) {
         if (!isfinite(from[r]) || !isfinite(to[r]) || to[r] < from[r])
-            return fail(err, errlen, "range %zu is empty or not finite", r);
+            return mpilab_errf(err, errlen, "range %zu is empty or not finite", r);
         if (r > 0 && !(from[r] > to[r - 1]))
-            return fail(err, errlen, "range %zu overlaps or precedes range %zu", r, r - 1);
+            return mpilab_errf(err, errlen, "range %zu overlaps or precedes range %zu", r, r - 1);
     }
     for (size_t r = 0; r < nr; r++) {
         size_t lo = n, hi = 0;
