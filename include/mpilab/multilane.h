@@ -173,6 +173,42 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
                                size_t bytes, int reps, const mpilab_clocksync_t *cs,
                                double *times, double wall[2]);
 
+/* ------------------------------------------------------------------ experiments */
+/* The whole multilane experiment of mpilab-multilane (docs/multilane.md), collective over
+ * comm with the same arguments on every rank: with `model`, the model's inputs
+ * (mpilab_multilane_measure with model_bytes, model_reps); the clocks synchronised
+ * (SKaMPI); then for each operation in `ops`, each size and each chosen implementation,
+ * mpilab_multilane_run_timed with `reps` repetitions.  `lanes` is the multilane P: a
+ * number 1..P_sup, MPILAB_ML_LANES_OPT (the schedule model's P_opt per operation and size;
+ * needs the model) or MPILAB_ML_LANES_ALL (1..P_sup).  The caller checks the arguments
+ * (lanes range, sizes * ranks within int).  `progress`, if set, is called after each run
+ * on every rank.  Returns the mpilab.multilane/1 document (jansson; the caller decrefs),
+ * or NULL with a one-line reason in err (the same on every rank). */
+enum { MPILAB_ML_LANES_OPT = 0, MPILAB_ML_LANES_ALL = -1 };
+typedef struct mpilab_multilane_experiment {
+    const char *sites;           /* how the grid was built: recorded as grid.source */
+    int root;
+    unsigned ops;                /* bits 1 << MPILAB_ML_SCATTER, 1 << MPILAB_ML_GATHER */
+    int native, single, multilane; /* which implementations to time */
+    int lanes;
+    const size_t *sizes;         /* bytes per rank */
+    size_t nsizes;
+    int reps;
+    int model;
+    size_t model_bytes;
+    int model_reps;
+    void (*progress)(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
+                     double mean);
+    void *progress_arg;
+} mpilab_multilane_experiment_t;
+
+struct json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,
+                                               const mpilab_multilane_experiment_t *x,
+                                               char *err, size_t errlen);
+/* The implementation's name in the document: code 0 "native", > 0 "single", < 0
+ * "multilane". */
+const char *mpilab_multilane_impl_name(int code);
+
 const char *mpilab_multilane_last_error(void);
 
 #ifdef __cplusplus

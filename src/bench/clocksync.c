@@ -179,6 +179,242 @@ static void sleep_until(double t)
     }
 }
 
+/* SKaMPI, one rank's model from its two minimum-round-trip probes a (first) and b (after
+ * the gap): mr = the rank's NM model slots. */
+static void skampi_model(const probe_t *a, const probe_t *b, double *mr)
+{
+    double ref[2] = {a->ref, b->ref}, loc[2] = {a->local, b->local};
+    mpilab_clock_model_t m;
+    /* Each offset estimate is uncertain by up to half its round trip, so the drift
+     * between them by up to (rtt_a + rtt_b) / 2 / gap: a drift below that bound is
+     * not resolved and would only add an extrapolation error; use the offset of the
+     * tighter probe instead. */
+    double bound = 0.5 * (a->rtt + b->rtt) / fabs(b->ref - a->ref);
+    int fitted = mpilab_clock_fit(ref, loc, 2, &m) == 0;
+    if (!fitted || !(fabs(m.drift) > bound) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT) {
+        const probe_t *t = a->rtt < b->rtt ? a : b;
+        /* the unresolved drift may be as large as the estimate plus its bound */
+        mr[4] = (fitted ? fmin(fabs(m.drift), MAX_PLAUSIBLE_DRIFT) : 0.0) + bound;
+        mr[5] = t->ref;
+        m.offset = t->local - t->ref;
+        m.drift = 0.0;
+        mr[3] = 0.5 * t->rtt;
+    } else {
+        mr[3] = 0.5 * fmax(a->rtt, b->rtt);
+        mr[4] = bound;
+        mr[5] = b->ref;
+    }
+    mr[0] = m.offset;
+    mr[1] = m.drift;
+}
+
+/* SKaMPI, rank 0's two probing phases (a: the first probe of every rank, scratch).  rc: the
+ * status so far; returns the new one. */
+static int skampi_phases(MPI_Comm comm, int size, double t0, probe_t *a, double *model, int rc)
+{
+    for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &a[r]);
+        if (rc == MPI_SUCCESS)
+            rc = end_phase(comm, r);
+    }
+    sleep_until(mpilab_wtime() + SK_GAP_S);
+    for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+        probe_t b;
+        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &b);
+        if (rc == MPI_SUCCESS)
+            rc = end_phase(comm, r);
+        skampi_model(&a[r], &b, &model[NM * r]);
+    }
+    return rc;
+}
+
+/* Regression, rank 0 probing rank r: RG_BATCHES batches spread over RG_SPAN_S, the
+ * minimum-round-trip probe of each in pts[]; then the end of r's phase. */
+static int regression_batches(MPI_Comm comm, int r, double t0, probe_t *pts)
+{
+    int rc = MPI_SUCCESS;
+    double begin = mpilab_wtime();
+    for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
+        sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
+        pts[bt].rtt = INFINITY;
+        for (int k = 0; k < RG_BATCH && rc == MPI_SUCCESS; k++) {
+            probe_t p;
+            rc = do_probe(comm, r, t0, &p);
+            if (p.rtt < pts[bt].rtt)
+                pts[bt] = p;
+        }
+    }
+    if (rc == MPI_SUCCESS)
+        rc = end_phase(comm, r);
+    return rc;
+}
+
+/* Regression: the batches used for the fit (ref, loc; returns how many) and the largest
+ * round trip among them. */
+static size_t regression_select(const probe_t *pts, double *ref, double *loc, double *maxrtt)
+{
+    /* Keep only batches whose best round trip is close to the least one: a
+     * longer round trip means a delay on one leg, which shifts that point by up
+     * to half the excess and, over a 5 ms span, tilts the drift (the same
+     * minimum-RTT filtering JK/HCA apply). */
+    double minrtt = INFINITY;
+    for (int bt = 0; bt < RG_BATCHES; bt++)
+        if (pts[bt].rtt < minrtt)
+            minrtt = pts[bt].rtt;
+    size_t kept = 0;
+    *maxrtt = 0.0;
+    for (int bt = 0; bt < RG_BATCHES; bt++) {
+        if (pts[bt].rtt <= RG_RTT_KEEP * minrtt + RG_RTT_SLACK_S) {
+            ref[kept] = pts[bt].ref;
+            loc[kept] = pts[bt].local;
+            *maxrtt = fmax(*maxrtt, pts[bt].rtt);
+            kept++;
+        }
+    }
+    if (kept < RG_MIN_KEPT) {
+        /* Too few clean batches (a loaded machine delayed most of them): keep
+         * the RG_MIN_KEPT with the least round trips, in time order. Taking all
+         * of them instead let delayed legs decide the median (a 311 us offset
+         * error seen under a CPU hog). */
+        double rtts[RG_BATCHES];
+        for (int bt = 0; bt < RG_BATCHES; bt++)
+            rtts[bt] = pts[bt].rtt;
+        gsl_sort(rtts, 1, RG_BATCHES);
+        double cut = rtts[RG_MIN_KEPT - 1];
+        kept = 0;
+        *maxrtt = 0.0;
+        for (int bt = 0; bt < RG_BATCHES && kept < RG_MIN_KEPT; bt++) {
+            if (pts[bt].rtt <= cut) {
+                ref[kept] = pts[bt].ref;
+                loc[kept] = pts[bt].local;
+                *maxrtt = fmax(*maxrtt, pts[bt].rtt);
+                kept++;
+            }
+        }
+    }
+    return kept;
+}
+
+/* Regression, one rank's model from its batches: mr = the rank's NM model slots. */
+static void regression_model(const probe_t *pts, double *mr)
+{
+    double ref[RG_BATCHES], loc[RG_BATCHES], maxrtt = 0.0;
+    size_t kept = regression_select(pts, ref, loc, &maxrtt);
+    mr[3] = 0.5 * maxrtt;
+    mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0, 0.0};
+    mpilab_clock_model_t plain = m;
+    (void)mpilab_clock_fit(ref, loc, kept, &plain);
+    (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
+    /* As for SKaMPI: every point may be off by half its round trip, so across
+     * the sampled span a drift smaller than maxrtt / span is not resolved, however
+     * significant the fit says it is (the points' errors are not independent when
+     * a loaded machine delays a run of probes: a spurious 2.5e-3 was seen). */
+    double lo = ref[0], hi = ref[0];
+    for (size_t k = 1; k < kept; k++) {
+        lo = fmin(lo, ref[k]);
+        hi = fmax(hi, ref[k]);
+    }
+    if (m.drift != 0.0 && (!(fabs(m.drift) * (hi - lo) > maxrtt) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
+        (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
+    double resolution = hi > lo ? maxrtt / (hi - lo) : 0.0;
+    if (m.drift != 0.0) {
+        mr[4] = resolution;
+        mr[5] = hi;
+    } else { /* offset-only: the median over the span, drift unresolved */
+        mr[4] = fmin(fabs(plain.drift), MAX_PLAUSIBLE_DRIFT) + resolution;
+        mr[5] = 0.5 * (lo + hi);
+    }
+    mr[0] = m.offset;
+    mr[1] = m.drift;
+}
+
+/* Regression, rank 0's probing phase (pts: RG_BATCHES probes, scratch). */
+static int regression_phase(MPI_Comm comm, int size, double t0, probe_t *pts, double *model,
+                            int rc)
+{
+    for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+        rc = regression_batches(comm, r, t0, pts);
+        regression_model(pts, &model[NM * r]);
+    }
+    return rc;
+}
+
+/* Rank 0's check phase: an independent minimum-round-trip probe after the fit gives every
+ * rank's residual (and re-anchors a model the probe is tighter than); then every
+ * uncertainty is carried to the end of the synchronisation. */
+static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int rc)
+{
+    for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
+        probe_t v;
+        rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
+        if (rc == MPI_SUCCESS)
+            rc = end_phase(comm, r);
+        double *mr = &model[NM * r];
+        double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
+        mr[2] = fabs(v.local - predicted);
+        /* The check probe is the latest reading of the offset: when it is tighter than
+         * the model extrapolated to it, the model is re-anchored there (drift kept). */
+        double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
+        if (0.5 * v.rtt < extrapolated) {
+            mr[0] = v.local - (1.0 + mr[1]) * v.ref;
+            mr[3] = 0.5 * v.rtt;
+            mr[5] = v.ref;
+        }
+    }
+    /* Every uncertainty is stated for the end of the synchronisation: an unresolved
+     * (or imprecise) drift adds its bound times the time since the anchor. */
+    double t_end = mpilab_wtime() - t0;
+    for (int r = 1; r < size; r++) {
+        double *mr = &model[NM * r];
+        mr[3] += mr[4] * fabs(t_end - mr[5]);
+    }
+    return rc;
+}
+
+/* Rank 0's side of the synchronisation: probe every rank with the method, fit, check. */
+static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, double t0,
+                     double *model)
+{
+    int rc = MPI_SUCCESS;
+    probe_t *a = calloc((size_t)size, sizeof *a);
+    probe_t *pts = calloc(RG_BATCHES, sizeof *pts);
+    if (!a || !pts)
+        rc = MPI_ERR_NO_MEM;
+    if (method == MPILAB_SYNC_SKAMPI)
+        rc = skampi_phases(comm, size, t0, a, model, rc);
+    else
+        rc = regression_phase(comm, size, t0, pts, model, rc);
+    rc = verify_phase(comm, size, t0, model, rc);
+    free(a);
+    free(pts);
+    return rc;
+}
+
+/* Everyone learns every model (and whether rank 0 failed): fill out from rank 0's model. */
+static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocksync_t *out)
+{
+    int ok = (rc == MPI_SUCCESS), all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (!all_ok) {
+        free(model);
+        mpilab_clocksync_free(out);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
+    }
+    MPI_Bcast(model, NM * size, MPI_DOUBLE, 0, comm);
+    out->max_residual = 0.0;
+    for (int r = 0; r < size; r++) {
+        out->ranks[r].offset = model[NM * r];
+        out->ranks[r].drift = model[NM * r + 1];
+        out->ranks[r].residual = model[NM * r + 2];
+        out->ranks[r].uncertainty = model[NM * r + 3];
+        out->ranks[r].drift_uncertainty = model[NM * r + 4];
+        if (model[NM * r + 2] > out->max_residual)
+            out->max_residual = model[NM * r + 2];
+    }
+    free(model);
+    return MPI_SUCCESS;
+}
+
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -205,178 +441,12 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
         for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
             rc = serve(comm);
     } else if (rc == MPI_SUCCESS) {
-        probe_t *a = calloc((size_t)size, sizeof *a);
-        probe_t *pts = calloc(RG_BATCHES, sizeof *pts);
-        if (!a || !pts)
-            rc = MPI_ERR_NO_MEM;
-        if (method == MPILAB_SYNC_SKAMPI) {
-            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-                rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &a[r]);
-                if (rc == MPI_SUCCESS)
-                    rc = end_phase(comm, r);
-            }
-            sleep_until(mpilab_wtime() + SK_GAP_S);
-            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-                probe_t b;
-                rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &b);
-                if (rc == MPI_SUCCESS)
-                    rc = end_phase(comm, r);
-                double ref[2] = {a[r].ref, b.ref}, loc[2] = {a[r].local, b.local};
-                mpilab_clock_model_t m;
-                /* Each offset estimate is uncertain by up to half its round trip, so the drift
-                 * between them by up to (rtt_a + rtt_b) / 2 / gap: a drift below that bound is
-                 * not resolved and would only add an extrapolation error; use the offset of the
-                 * tighter probe instead. */
-                double bound = 0.5 * (a[r].rtt + b.rtt) / fabs(b.ref - a[r].ref);
-                int fitted = mpilab_clock_fit(ref, loc, 2, &m) == 0;
-                if (!fitted || !(fabs(m.drift) > bound) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT) {
-                    const probe_t *t = a[r].rtt < b.rtt ? &a[r] : &b;
-                    /* the unresolved drift may be as large as the estimate plus its bound */
-                    model[NM * r + 4] = (fitted ? fmin(fabs(m.drift), MAX_PLAUSIBLE_DRIFT) : 0.0) + bound;
-                    model[NM * r + 5] = t->ref;
-                    m.offset = t->local - t->ref;
-                    m.drift = 0.0;
-                    model[NM * r + 3] = 0.5 * t->rtt;
-                } else {
-                    model[NM * r + 3] = 0.5 * fmax(a[r].rtt, b.rtt);
-                    model[NM * r + 4] = bound;
-                    model[NM * r + 5] = b.ref;
-                }
-                model[NM * r] = m.offset;
-                model[NM * r + 1] = m.drift;
-            }
-        } else {
-            for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-                double begin = mpilab_wtime();
-                for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
-                    sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
-                    pts[bt].rtt = INFINITY;
-                    for (int k = 0; k < RG_BATCH && rc == MPI_SUCCESS; k++) {
-                        probe_t p;
-                        rc = do_probe(comm, r, t0, &p);
-                        if (p.rtt < pts[bt].rtt)
-                            pts[bt] = p;
-                    }
-                }
-                if (rc == MPI_SUCCESS)
-                    rc = end_phase(comm, r);
-                /* Keep only batches whose best round trip is close to the least one: a
-                 * longer round trip means a delay on one leg, which shifts that point by up
-                 * to half the excess and, over a 5 ms span, tilts the drift (the same
-                 * minimum-RTT filtering JK/HCA apply). */
-                double minrtt = INFINITY;
-                for (int bt = 0; bt < RG_BATCHES; bt++)
-                    if (pts[bt].rtt < minrtt)
-                        minrtt = pts[bt].rtt;
-                double ref[RG_BATCHES], loc[RG_BATCHES], maxrtt = 0.0;
-                size_t kept = 0;
-                for (int bt = 0; bt < RG_BATCHES; bt++) {
-                    if (pts[bt].rtt <= RG_RTT_KEEP * minrtt + RG_RTT_SLACK_S) {
-                        ref[kept] = pts[bt].ref;
-                        loc[kept] = pts[bt].local;
-                        maxrtt = fmax(maxrtt, pts[bt].rtt);
-                        kept++;
-                    }
-                }
-                if (kept < RG_MIN_KEPT) {
-                    /* Too few clean batches (a loaded machine delayed most of them): keep
-                     * the RG_MIN_KEPT with the least round trips, in time order. Taking all
-                     * of them instead let delayed legs decide the median (a 311 us offset
-                     * error seen under a CPU hog). */
-                    double rtts[RG_BATCHES];
-                    for (int bt = 0; bt < RG_BATCHES; bt++)
-                        rtts[bt] = pts[bt].rtt;
-                    gsl_sort(rtts, 1, RG_BATCHES);
-                    double cut = rtts[RG_MIN_KEPT - 1];
-                    kept = 0;
-                    maxrtt = 0.0;
-                    for (int bt = 0; bt < RG_BATCHES && kept < RG_MIN_KEPT; bt++) {
-                        if (pts[bt].rtt <= cut) {
-                            ref[kept] = pts[bt].ref;
-                            loc[kept] = pts[bt].local;
-                            maxrtt = fmax(maxrtt, pts[bt].rtt);
-                            kept++;
-                        }
-                    }
-                }
-                model[NM * r + 3] = 0.5 * maxrtt;
-                mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0, 0.0};
-                mpilab_clock_model_t plain = m;
-                (void)mpilab_clock_fit(ref, loc, kept, &plain);
-                (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
-                /* As for SKaMPI: every point may be off by half its round trip, so across
-                 * the sampled span a drift smaller than maxrtt / span is not resolved, however
-                 * significant the fit says it is (the points' errors are not independent when
-                 * a loaded machine delays a run of probes: a spurious 2.5e-3 was seen). */
-                double lo = ref[0], hi = ref[0];
-                for (size_t k = 1; k < kept; k++) {
-                    lo = fmin(lo, ref[k]);
-                    hi = fmax(hi, ref[k]);
-                }
-                if (m.drift != 0.0 && (!(fabs(m.drift) * (hi - lo) > maxrtt) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
-                    (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
-                double resolution = hi > lo ? maxrtt / (hi - lo) : 0.0;
-                if (m.drift != 0.0) {
-                    model[NM * r + 4] = resolution;
-                    model[NM * r + 5] = hi;
-                } else { /* offset-only: the median over the span, drift unresolved */
-                    model[NM * r + 4] = fmin(fabs(plain.drift), MAX_PLAUSIBLE_DRIFT) + resolution;
-                    model[NM * r + 5] = 0.5 * (lo + hi);
-                }
-                model[NM * r] = m.offset;
-                model[NM * r + 1] = m.drift;
-            }
-        }
-        /* Quality: an independent minimum-round-trip probe after the fit. */
-        for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-            probe_t v;
-            rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
-            if (rc == MPI_SUCCESS)
-                rc = end_phase(comm, r);
-            double *mr = &model[NM * r];
-            double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
-            mr[2] = fabs(v.local - predicted);
-            /* The check probe is the latest reading of the offset: when it is tighter than
-             * the model extrapolated to it, the model is re-anchored there (drift kept). */
-            double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
-            if (0.5 * v.rtt < extrapolated) {
-                mr[0] = v.local - (1.0 + mr[1]) * v.ref;
-                mr[3] = 0.5 * v.rtt;
-                mr[5] = v.ref;
-            }
-        }
-        /* Every uncertainty is stated for the end of the synchronisation: an unresolved
-         * (or imprecise) drift adds its bound times the time since the anchor. */
-        double t_end = mpilab_wtime() - t0;
-        for (int r = 1; r < size; r++) {
-            double *mr = &model[NM * r];
-            mr[3] += mr[4] * fabs(t_end - mr[5]);
-        }
-        free(a);
-        free(pts);
+        rc = root_side(comm, method, size, t0, model);
     }
-    /* Everyone learns every model (and whether rank 0 failed). */
-    int ok = (rc == MPI_SUCCESS), all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-    if (!all_ok) {
-        free(model);
-        mpilab_clocksync_free(out);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
-    }
-    MPI_Bcast(model, NM * size, MPI_DOUBLE, 0, comm);
-    out->max_residual = 0.0;
-    for (int r = 0; r < size; r++) {
-        out->ranks[r].offset = model[NM * r];
-        out->ranks[r].drift = model[NM * r + 1];
-        out->ranks[r].residual = model[NM * r + 2];
-        out->ranks[r].uncertainty = model[NM * r + 3];
-        out->ranks[r].drift_uncertainty = model[NM * r + 4];
-        if (model[NM * r + 2] > out->max_residual)
-            out->max_residual = model[NM * r + 2];
-    }
-    free(model);
-    out->duration = mpilab_wtime() - start;
-    return MPI_SUCCESS;
+    rc = publish(comm, size, model, rc, out);
+    if (rc == MPI_SUCCESS)
+        out->duration = mpilab_wtime() - start;
+    return rc;
 }
 
 void mpilab_clocksync_free(mpilab_clocksync_t *cs)
