@@ -29,10 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mpilab import argtypes
+from mpilab import argtypes, launch
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
+from mpilab.tools import find_tool, mpi_env
 
 TOOL = "mpilab-selftest"
 CLOCK_ERR_TARGET_S = 5e-6
@@ -41,9 +41,10 @@ FIT_TOL = {"alpha": 0.05, "L": 0.05, "beta": 0.03, "G": 0.03}
 FIT_COVER_TARGET = 0.90
 
 
-def _tool_run(cmd: list[str], timeout: float) -> None:
+def _tool_run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> None:
     try:
-        p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, env=env or mpi_env(), capture_output=True, text=True,
+                           timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise MpilabError(f"{TOOL} did not finish within {timeout:.0f} s") from e
     if p.returncode != 0:
@@ -209,8 +210,6 @@ def print_link_rows(rows: list[dict[str, Any]]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.np < 2:
-        raise MpilabError(f"--np {args.np}: the clock self-test needs at least 2 ranks")
     if args.syncs < 1 or args.syncs > 10000:
         raise MpilabError(f"--syncs {args.syncs}: expected 1..10000")
     if args.trials < 1 or args.trials > 1000:
@@ -232,11 +231,16 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--runs {args.runs}: expected 1..100")
         args.prefix = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or "st"
     tool = find_tool(TOOL)
+    # the launcher of the MPI the tool is built with (or --launcher), as every command uses
+    lr = launch.choose(tool, args.launcher, args.launcher_arg)
+    np = launch.resolve_np(lr, args.np, 4)
+    if np < 2:
+        raise MpilabError(f"--np {np}: the clock self-test needs at least 2 ranks")
     report: dict[str, Any] = {"clock": [], "fit": []}
     ok = True
     with tempfile.TemporaryDirectory(prefix="mpilab-selftest-") as tmp:
         out = Path(tmp) / "out.json"
-        print(f"clock synchronisation, {args.np} ranks on this node, {args.syncs} syncs each "
+        print(f"clock synchronisation, {np} ranks on this node, {args.syncs} syncs each "
               f"(target: |error| <= 5 us and inside the reported uncertainty in >= 95%)")
         print(f"{'method':<11} {'injected':<34} {'inside':>9} {'median|err|':>12} {'max|err|':>11} "
               f"{'median unc':>11}  target")
@@ -244,7 +248,7 @@ def _run(args: argparse.Namespace) -> int:
             for inject in (args.inject, "none"):
                 cmd = [tool, "clock", "--inject", inject, "--syncs", str(args.syncs),
                        "--sync", method, "--out", str(out)]
-                _tool_run(mpirun_prefix(args.np) + cmd, timeout=600)
+                _tool_run(lr.command(np) + cmd, timeout=600, env=lr.env(np))
                 data = _load(out)
                 row = clock_rows(data, inject)
                 report["clock"].append({**row, "checks": data.get("checks", [])})
@@ -252,8 +256,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{row['method']:<11} {inject:<34} {row['inside']:>4}/{row['n']:<4} "
                       f"{_fmt_t(row['median_err_s']):>12} {_fmt_t(row['max_err_s']):>11} "
                       f"{_fmt_t(row['median_unc_s']):>11}  {'met' if row['met'] else 'MISSED'}")
-        _tool_run(mpirun_prefix(1) + [tool, "fit", "--trials", str(args.trials), "--out", str(out)],
-                  timeout=600)
+        _tool_run(lr.command(1) + [tool, "fit", "--trials", str(args.trials), "--out", str(out)],
+                  timeout=600, env=lr.env(1))
         fit = _load(out)
     rows = fit_rows(fit)
     report["fit"] = rows
@@ -294,8 +298,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="check clock synchronisation and model fits against known truth",
                        description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--np", type=argtypes.count, default=4,
-                   help="ranks of the clock run (default 4)")
+    p.add_argument("--np", type=argtypes.count, default=None,
+                   help="ranks of the clock run (default 4; under srun the allocation's)")
+    launch.add_options(p)
     p.add_argument("--syncs", type=argtypes.count, default=20,
                    help="synchronisations per method (default 20)")
     p.add_argument("--inject", default="offset=10ms,drift=100ppm,seed=1",
