@@ -179,14 +179,18 @@ static int validate_ctx(void *vc)
     return 1;
 }
 
+void mpilab_entry_free_bufs(void *ctx, void *sbuf, void *rbuf)
+{
+    free(sbuf);
+    free(rbuf);
+    free(ctx);
+}
+
 static void teardown_ctx(void *vc)
 {
     opctx_t *c = vc;
-    if (!c)
-        return;
-    free(c->sbuf);
-    free(c->rbuf);
-    free(c);
+    if (c)
+        mpilab_entry_free_bufs(c, c->sbuf, c->rbuf);
 }
 
 static int native_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm)

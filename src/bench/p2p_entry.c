@@ -90,11 +90,8 @@ static int rt_validate(void *vc)
 static void rt_teardown(void *vc)
 {
     rtctx_t *c = vc;
-    if (!c)
-        return;
-    free(c->sbuf);
-    free(c->rbuf);
-    free(c);
+    if (c)
+        mpilab_entry_free_bufs(c, c->sbuf, c->rbuf);
 }
 
 const mpilab_op_t mpilab_entry_p2p_roundtrip = {
