@@ -272,36 +272,25 @@ static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mp
     return value / (double)reps;
 }
 
-int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
-                         mpilab_timing_t timing, mpilab_result_t *res, char *err, size_t errlen)
+/* Set up the operation on every rank and run the warm-up calls; on failure the operation is
+ * torn down and err says why. */
+static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes, void **ctx,
+                         char *err, size_t errlen)
 {
-    memset(res, 0, sizeof *res);
-    res->applied = 1;
-    if ((unsigned)timing > MPILAB_TIMING_OPSPEC) {
-        snprintf(err, errlen, "unknown timing method %d", (int)timing);
-        return -1;
-    }
-    if (timing == MPILAB_TIMING_OPSPEC && !(op->flags & MPILAB_OP_OPSPEC)) {
-        res->applied = 0;
-        res->data_ok = 1;
-        mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->stats);
-        return 0;
-    }
     int root = b->o.root;
-    void *ctx = NULL;
-    int bad = op->setup(bytes, root, b->comm, &ctx) != 0, anybad = 0;
+    int bad = op->setup(bytes, root, b->comm, ctx) != 0, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, b->comm);
     if (anybad) {
         if (!bad)
-            op->teardown(ctx);
+            op->teardown(*ctx);
         snprintf(err, errlen, "%s:%s: setup failed for %zu bytes", op->name, op->impl, bytes);
         return -1;
     }
     for (size_t w = 0; w < b->o.warmup; w++) {
-        int rc = op->run(ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
+        int rc = op->run(*ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
         MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_LOR, b->comm);
         if (anyfail) {
-            op->teardown(ctx);
+            op->teardown(*ctx);
             /* grid entries say why (no grid, bad P): the reason is the same on every rank */
             const int grid = (op->flags & MPILAB_OP_GRID) && *mpilab_multilane_last_error();
             snprintf(err, errlen, "%s:%s: the operation failed at %zu bytes%s%s", op->name, op->impl,
@@ -309,16 +298,19 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
             return -1;
         }
     }
-    /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
-     * and the repetitions), not buffer setup, warm-up and data validation */
-    double wall0 = MPI_Wtime();
-    int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
+    return 0;
+}
+
+/* Clock synchronisation (when need_sync, not for opspec timing) and the acknowledgement
+ * calibration (opspec timing), each as the options ask; -1 with err if the sync failed. */
+static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need_sync, char *err,
+                             size_t errlen)
+{
     if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
         if (b->have_sync)
             mpilab_clocksync_free(&b->sync);
         b->have_sync = 0;
         if (mpilab_clocksync_run(b->comm, b->o.sync_method, &b->sync) != MPI_SUCCESS) {
-            op->teardown(ctx);
             snprintf(err, errlen, "clock synchronisation failed");
             return -1;
         }
@@ -326,25 +318,76 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     }
     if (timing == MPILAB_TIMING_OPSPEC && !b->have_ack)
         measure_ack(b);
+    return 0;
+}
+
+/* Root timing's per-repetition buffers: raw times, their late flags and the confirmation
+ * samples (all NULL for the other timing methods). */
+typedef struct root_bufs {
+    double *raw, *conf;
+    unsigned char *ontime;
+} root_bufs_t;
+
+static void root_bufs_free(root_bufs_t *rb)
+{
+    free(rb->raw);
+    free(rb->conf);
+    free(rb->ontime);
+}
+
+/* The result's sample arrays and, for root timing, rb; agreed on every rank: -1 (with
+ * everything freed) if any rank ran out of memory. */
+static int measure_alloc(mpilab_bench_t *b, int rooted, mpilab_result_t *res, root_bufs_t *rb)
+{
     size_t maxr = b->o.prec.max_reps;
-    int rooted = timing == MPILAB_TIMING_ROOT;
     res->samples = calloc(maxr, sizeof *res->samples);
     res->valid = calloc(maxr, 1);
-    /* root timing: raw times, their late flags and the confirmation samples */
-    double *raw = rooted ? calloc(maxr, sizeof *raw) : NULL, *conf = rooted ? calloc(maxr, sizeof *conf) : NULL;
-    unsigned char *ontime = rooted ? calloc(maxr, 1) : NULL;
-    size_t depth = b->o.isolation == MPILAB_ISO_NONE ? b->o.pipeline_depth : 1;
-    int oom = !res->samples || !res->valid || (rooted && (!raw || !conf || !ontime)), anyoom = 0;
+    rb->raw = rooted ? calloc(maxr, sizeof *rb->raw) : NULL;
+    rb->conf = rooted ? calloc(maxr, sizeof *rb->conf) : NULL;
+    rb->ontime = rooted ? calloc(maxr, 1) : NULL;
+    int oom = !res->samples || !res->valid || (rooted && (!rb->raw || !rb->conf || !rb->ontime)), anyoom = 0;
     MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
     if (anyoom) {
-        op->teardown(ctx);
-        free(raw);
-        free(conf);
-        free(ontime);
+        root_bufs_free(rb);
         mpilab_result_free(res);
-        snprintf(err, errlen, "out of memory");
         return -1;
     }
+    return 0;
+}
+
+/* On the root: record sample n (value v, late flag, confirmation sample cv); returns n + 1. */
+static size_t record_sample(mpilab_timing_t timing, mpilab_result_t *res, root_bufs_t *rb, size_t n,
+                            double v, int late, double cv)
+{
+    if (timing == MPILAB_TIMING_ROOT) {
+        /* corrected with the median of all confirmations so far; a corrected time
+         * <= 0 is invalid, never averaged in */
+        rb->raw[n] = v;
+        rb->ontime[n] = !late;
+        rb->conf[n] = cv;
+        n++;
+        memcpy(res->valid, rb->ontime, n);
+        mpilab_root_correct(rb->raw, n, rb->conf, n, res->samples, res->valid, NULL);
+    } else {
+        res->samples[n] = v;
+        /* opspec subtracts a one-way acknowledgement time: a result <= 0 is
+         * impossible, invalid, never averaged in (counted in `negative`) */
+        res->valid[n] = !late && (timing != MPILAB_TIMING_OPSPEC || v > 0.0);
+        if (timing == MPILAB_TIMING_OPSPEC && !late && !(v > 0.0))
+            res->negative++;
+        n++;
+    }
+    return n;
+}
+
+/* The repetitions until the root's stop decision (broadcast: with sync isolation as a
+ * negative next window); returns the number of samples, known on the root. */
+static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mpilab_timing_t timing,
+                           mpilab_result_t *res, root_bufs_t *rb, int *failed)
+{
+    int root = b->o.root;
+    int rooted = timing == MPILAB_TIMING_ROOT;
+    size_t depth = b->o.isolation == MPILAB_ISO_NONE ? b->o.pipeline_depth : 1;
     int use_window = b->o.isolation == MPILAB_ISO_SYNC && timing != MPILAB_TIMING_OPSPEC;
     double slack = SYNC_SLACK0, window = 0.0;
     if (use_window) {
@@ -353,31 +396,13 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         MPI_Bcast(&window, 1, MPI_DOUBLE, root, b->comm);
     }
     size_t n = 0;
-    int failed = 0;
     for (;;) {
         int late = 0;
-        double v = one_sample(b, op, ctx, timing, window, &late, &failed);
+        double v = one_sample(b, op, ctx, timing, window, &late, failed);
         double cv = rooted ? confirm_sample(b) / (double)depth : 0.0;
         int stop = 0;
         if (b->rank == root) {
-            if (rooted) {
-                /* corrected with the median of all confirmations so far; a corrected time
-                 * <= 0 is invalid, never averaged in */
-                raw[n] = v;
-                ontime[n] = !late;
-                conf[n] = cv;
-                n++;
-                memcpy(res->valid, ontime, n);
-                mpilab_root_correct(raw, n, conf, n, res->samples, res->valid, NULL);
-            } else {
-                res->samples[n] = v;
-                /* opspec subtracts a one-way acknowledgement time: a result <= 0 is
-                 * impossible, invalid, never averaged in (counted in `negative`) */
-                res->valid[n] = !late && (timing != MPILAB_TIMING_OPSPEC || v > 0.0);
-                if (timing == MPILAB_TIMING_OPSPEC && !late && !(v > 0.0))
-                    res->negative++;
-                n++;
-            }
+            n = record_sample(timing, res, rb, n, v, late, cv);
             stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec);
             if (use_window) {
                 if (late && slack < SYNC_SLACK_MAX)
@@ -395,15 +420,48 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         if (stop)
             break;
     }
-    double wall = MPI_Wtime() - wall0;
-    /* Data check after the last repetition (receive buffers hold the last call's data). */
+    return n;
+}
+
+/* Data check after the last repetition (receive buffers hold the last call's data), then
+ * teardown; 1 if the data were right on every rank and no call failed. */
+static int measure_check_data(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, int failed)
+{
     /* validate runs on every rank or on none: it may communicate (ops.h) */
     int anyfailed = 0;
     MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, b->comm);
     int wrong = anyfailed ? 1 : op->validate(ctx) != 0, anywrong = 0;
     MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
     op->teardown(ctx);
-    res->data_ok = !anywrong;
+    return !anywrong;
+}
+
+/* Root timing: the confirmation's own statistics and the count of impossible corrected
+ * times, from the root to every rank. */
+static void share_confirm(mpilab_bench_t *b, mpilab_result_t *res, root_bufs_t *rb, size_t n)
+{
+    int root = b->o.root;
+    double cnt[2] = {0, 0};
+    if (b->rank == root) {
+        mpilab_stats_compute(rb->conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
+        for (size_t k = 0; k < n; k++)
+            cnt[0] += rb->ontime[k] && !res->valid[k];
+        cnt[1] = res->confirm_stats.median;
+    }
+    MPI_Bcast(cnt, 2, MPI_DOUBLE, root, b->comm);
+    MPI_Bcast(rb->conf, (int)n, MPI_DOUBLE, root, b->comm);
+    if (b->rank != root)
+        mpilab_stats_compute(rb->conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
+    res->negative = (size_t)cnt[0];
+    res->confirm_time = cnt[1];
+}
+
+/* The root's samples, flags and counts to every rank, and the statistics computed on each. */
+static void measure_share(mpilab_bench_t *b, mpilab_timing_t timing, mpilab_result_t *res,
+                          root_bufs_t *rb, size_t n)
+{
+    int root = b->o.root;
+    int rooted = timing == MPILAB_TIMING_ROOT;
     unsigned long long nn = n;
     MPI_Bcast(&nn, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
     n = (size_t)nn;
@@ -417,25 +475,50 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         MPI_Bcast(&neg, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
         res->negative = (size_t)neg;
     }
-    if (rooted) {
-        /* the confirmation's own statistics and the count of impossible corrected times */
-        double cnt[2] = {0, 0};
-        if (b->rank == root) {
-            mpilab_stats_compute(conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
-            for (size_t k = 0; k < n; k++)
-                cnt[0] += ontime[k] && !res->valid[k];
-            cnt[1] = res->confirm_stats.median;
-        }
-        MPI_Bcast(cnt, 2, MPI_DOUBLE, root, b->comm);
-        MPI_Bcast(conf, (int)n, MPI_DOUBLE, root, b->comm);
-        if (b->rank != root)
-            mpilab_stats_compute(conf, NULL, n, b->o.prec.cl, b->o.prec.eps, &res->confirm_stats);
-        res->negative = (size_t)cnt[0];
-        res->confirm_time = cnt[1];
+    if (rooted)
+        share_confirm(b, res, rb, n);
+}
+
+int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
+                         mpilab_timing_t timing, mpilab_result_t *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    res->applied = 1;
+    if ((unsigned)timing > MPILAB_TIMING_OPSPEC) {
+        snprintf(err, errlen, "unknown timing method %d", (int)timing);
+        return -1;
     }
-    free(raw);
-    free(conf);
-    free(ontime);
+    if (timing == MPILAB_TIMING_OPSPEC && !(op->flags & MPILAB_OP_OPSPEC)) {
+        res->applied = 0;
+        res->data_ok = 1;
+        mpilab_stats_compute(NULL, NULL, 0, b->o.prec.cl, b->o.prec.eps, &res->stats);
+        return 0;
+    }
+    int root = b->o.root;
+    void *ctx = NULL;
+    if (measure_setup(b, op, bytes, &ctx, err, errlen) != 0)
+        return -1;
+    /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
+     * and the repetitions), not buffer setup, warm-up and data validation */
+    double wall0 = MPI_Wtime();
+    int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
+    if (measure_calibrate(b, timing, need_sync, err, errlen) != 0) {
+        op->teardown(ctx);
+        return -1;
+    }
+    int rooted = timing == MPILAB_TIMING_ROOT;
+    root_bufs_t rb;
+    if (measure_alloc(b, rooted, res, &rb) != 0) {
+        op->teardown(ctx);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int failed = 0;
+    size_t n = measure_loop(b, op, ctx, timing, res, &rb, &failed);
+    double wall = MPI_Wtime() - wall0;
+    res->data_ok = measure_check_data(b, op, ctx, failed);
+    measure_share(b, timing, res, &rb, n);
+    root_bufs_free(&rb);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
     res->wall = wall;

@@ -501,83 +501,113 @@ static int lg_estimate(const double *x, double *const v[NQ], size_t n, const siz
     return 0;
 }
 
-int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
-                             const mpilab_robust_opts_t *o, mpilab_loggp_robust_t *out,
-                             double *residual, char *err, size_t errlen)
-{
-    if (!pts || !out)
-        return fail(err, errlen, "missing input");
-    if (mpilab_robust_opts_check(o, err, errlen) != 0)
-        return -1;
-    if (n < 2 || n > SEG_MAX_POINTS)
-        return fail(err, errlen, "LogGP fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
-    int rc = -1;
-    series_t *ser = calloc(n * NQ, sizeof *ser);
-    double *x = malloc(n * sizeof *x), *vals = malloc(2 * NQ * n * sizeof *vals);
-    double *half = malloc(n * sizeof *half), *s = ts_scratch(n);
-    size_t *idx = malloc(n * sizeof *idx), maxm = 1;
-    double *bt = malloc(5 * o->boot * sizeof *bt), *buf = NULL;
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!ser || !x || !vals || !half || !s || !idx || !bt || !rng) {
-        fail(err, errlen, "out of memory");
-        goto done;
-    }
+/* The LogGP fit's working storage: per size k and quantity q, the valid samples
+ * ser[k * NQ + q], the point values v[q][k] and their noise or bootstrap replicates vb[q][k]
+ * (both in vals), half round trips, Theil-Sen scratch, bootstrap replicates of the five
+ * parameters (bt, 5 x boot) and a sort buffer for the longest series. */
+typedef struct lg_work {
+    size_t n;
+    series_t *ser;
+    double *x, *vals, *half, *s, *bt, *buf;
+    size_t *idx;
+    gsl_rng *rng;
     double *v[NQ], *vb[NQ];
+} lg_work_t;
+
+/* The gap g is fitted to the median of its samples whatever the quantile of the others. */
+static const double qs_median = 0.5;
+
+static int lg_work_alloc(lg_work_t *w, size_t n, size_t boot)
+{
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    w->ser = calloc(n * NQ, sizeof *w->ser);
+    w->x = malloc(n * sizeof *w->x);
+    w->vals = malloc(2 * NQ * n * sizeof *w->vals);
+    w->half = malloc(n * sizeof *w->half);
+    w->s = ts_scratch(n);
+    w->idx = malloc(n * sizeof *w->idx);
+    w->bt = malloc(5 * boot * sizeof *w->bt);
+    w->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!w->ser || !w->x || !w->vals || !w->half || !w->s || !w->idx || !w->bt || !w->rng)
+        return -1;
     for (int q = 0; q < NQ; q++) {
-        v[q] = vals + (size_t)q * n;
-        vb[q] = vals + (size_t)(NQ + q) * n;
+        w->v[q] = w->vals + (size_t)q * n;
+        w->vb[q] = w->vals + (size_t)(NQ + q) * n;
     }
-    static const double qs_median = 0.5;
+    return 0;
+}
+
+static void lg_work_free(lg_work_t *w)
+{
+    if (w->ser)
+        for (size_t k = 0; k < w->n * NQ; k++)
+            free(w->ser[k].v);
+    free(w->ser);
+    free(w->x);
+    free(w->vals);
+    free(w->half);
+    free(w->s);
+    free(w->idx);
+    free(w->bt);
+    free(w->buf);
+    if (w->rng)
+        gsl_rng_free(w->rng);
+}
+
+/* Sizes and the valid samples of every series, then the sort buffer; -1 with err. */
+static int lg_take_series(lg_work_t *w, const mpilab_loggp_point_t *pts, char *err, size_t errlen)
+{
+    size_t n = w->n, maxm = 1;
+    double *x = w->x;
     for (size_t k = 0; k < n; k++) {
         x[k] = (double)pts[k].bytes;
-        if (k > 0 && !(x[k] > x[k - 1])) {
-            fail(err, errlen, "sizes are not strictly increasing at index %zu", k);
-            goto done;
-        }
+        if (k > 0 && !(x[k] > x[k - 1]))
+            return fail(err, errlen, "sizes are not strictly increasing at index %zu", k);
         const mpilab_loggp_series_t *src[NQ] = {&pts[k].rtt, &pts[k].os, &pts[k].orr, &pts[k].g};
         for (int q = 0; q < NQ; q++) {
-            series_t *se = &ser[k * NQ + q];
+            series_t *se = &w->ser[k * NQ + q];
             if (!src[q]->samples || series_take(se, src[q]->samples, NULL, src[q]->stats.reps) != 0 ||
-                se->m == 0) {
-                fail(err, errlen, "no sample at %g bytes", x[k]);
-                goto done;
-            }
+                se->m == 0)
+                return fail(err, errlen, "no sample at %g bytes", x[k]);
             maxm = se->m > maxm ? se->m : maxm;
         }
     }
-    if (!(buf = malloc(maxm * sizeof *buf))) {
-        fail(err, errlen, "out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < n; k++) {
+    if (!(w->buf = malloc(maxm * sizeof *w->buf)))
+        return fail(err, errlen, "out of memory");
+    return 0;
+}
+
+/* Per-size values v[q][k], half round trips and the round trip's noise (in vb[Q_RTT]) for
+ * the breakpoint search; -1 with err on a non-positive round trip. */
+static int lg_point_values(lg_work_t *w, const mpilab_robust_opts_t *o, char *err, size_t errlen)
+{
+    series_t *ser = w->ser;
+    double *const *v = w->v, *half = w->half;
+    for (size_t k = 0; k < w->n; k++) {
         for (int q = 0; q < NQ; q++)
-            v[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, NULL, buf);
+            v[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, NULL, w->buf);
         half[k] = 0.5 * v[Q_RTT][k];
-        if (!(half[k] > 0)) {
-            fail(err, errlen, "non-positive round trip at %g bytes", x[k]);
-            goto done;
-        }
-        vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], buf);
+        if (!(half[k] > 0))
+            return fail(err, errlen, "non-positive round trip at %g bytes", w->x[k]);
+        w->vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], w->buf);
     }
-    size_t starts[MPILAB_ROBUST_MAX_RANGES];
-    size_t K = mpilab_robust_segments_sigma(x, half, vb[Q_RTT], n, o->max_ranges, starts);
-    if (K == 0) {
-        fail(err, errlen, "breakpoint search failed");
-        goto done;
-    }
-    lg_est_t e;
-    if (lg_estimate(x, v, n, starts, K, NULL, idx, s, &e) != 0) {
-        fail(err, errlen, "Theil-Sen fit failed");
-        goto done;
-    }
-    gsl_rng_set(rng, o->seed);
+    return 0;
+}
+
+/* o->boot bootstrap replicates of L, os, or, g and G into w->bt (NaN where a fit failed). */
+static void lg_bootstrap(lg_work_t *w, const mpilab_robust_opts_t *o, const size_t *starts, size_t K)
+{
+    size_t n = w->n;
+    double *const *vb = w->vb, *bt = w->bt;
+    gsl_rng_set(w->rng, o->seed);
     size_t B = o->boot;
     for (size_t t = 0; t < B; t++) {
         for (size_t k = 0; k < n; k++)
             for (int q = 0; q < NQ; q++)
-                vb[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, rng, buf);
+                vb[q][k] = series_q(&w->ser[k * NQ + q], q == Q_G ? qs_median : o->q, w->rng, w->buf);
         lg_est_t eb;
-        if (lg_estimate(x, vb, n, starts, K, rng, idx, s, &eb) != 0) {
+        if (lg_estimate(w->x, vb, n, starts, K, w->rng, w->idx, w->s, &eb) != 0) {
             for (int p = 0; p < 5; p++)
                 bt[p * B + t] = NAN;
             continue;
@@ -588,19 +618,28 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
         bt[3 * B + t] = eb.g;
         bt[4 * B + t] = eb.G;
     }
+}
+
+/* The result: parameters with intervals and flags, the headline fit and the per-range fits. */
+static void lg_fill(mpilab_loggp_robust_t *out, const lg_work_t *w, const lg_est_t *e,
+                    const mpilab_robust_opts_t *o, const size_t *starts, size_t K)
+{
+    size_t n = w->n, B = o->boot;
+    const double *x = w->x;
+    double *bt = w->bt;
     memset(out, 0, sizeof *out);
-    finish_param(&out->L, e.L, bt, B, o->cl, o->eps);
-    finish_param(&out->os, e.os, bt + B, B, o->cl, o->eps);
-    finish_param(&out->orr, e.orr, bt + 2 * B, B, o->cl, o->eps);
-    finish_param(&out->g, e.g, bt + 3 * B, B, o->cl, o->eps);
-    finish_param(&out->G, e.G, bt + 4 * B, B, o->cl, o->eps);
+    finish_param(&out->L, e->L, bt, B, o->cl, o->eps);
+    finish_param(&out->os, e->os, bt + B, B, o->cl, o->eps);
+    finish_param(&out->orr, e->orr, bt + 2 * B, B, o->cl, o->eps);
+    finish_param(&out->g, e->g, bt + 3 * B, B, o->cl, o->eps);
+    finish_param(&out->G, e->G, bt + 4 * B, B, o->cl, o->eps);
     mpilab_loggp_t *f = &out->fit;
     f->L = out->L.value;
-    f->L_raw = e.L;
+    f->L_raw = e->L;
     f->os = out->os.value;
-    f->os_per_byte = e.os_pb;
+    f->os_per_byte = e->os_pb;
     f->orr = out->orr.value;
-    f->or_per_byte = e.or_pb;
+    f->or_per_byte = e->or_pb;
     f->g = out->g.value;
     f->G = out->G.value;
     f->flags = (out->L.flags & MPILAB_PARAM_CLAMPED ? MPILAB_LOGGP_L_CLAMPED : 0u) |
@@ -614,35 +653,56 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
         mpilab_loggp_t *p = &out->ranges[r];
         p->L = f->L;
         p->L_raw = f->L_raw;
-        p->os = e.a[Q_OS][r];
-        p->os_per_byte = e.b[Q_OS][r];
-        p->orr = e.a[Q_OR][r];
-        p->or_per_byte = e.b[Q_OR][r];
-        p->g = e.a[Q_G][r];
-        p->G = e.b[Q_G][r];
+        p->os = e->a[Q_OS][r];
+        p->os_per_byte = e->b[Q_OS][r];
+        p->orr = e->a[Q_OR][r];
+        p->or_per_byte = e->b[Q_OR][r];
+        p->g = e->a[Q_G][r];
+        p->G = e->b[Q_G][r];
         p->flags = f->flags & MPILAB_LOGGP_L_CLAMPED;
         if (p->G < 0) {
             p->G = 0;
             p->flags |= MPILAB_LOGGP_G_CLAMPED;
         }
     }
+}
+
+int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
+                             const mpilab_robust_opts_t *o, mpilab_loggp_robust_t *out,
+                             double *residual, char *err, size_t errlen)
+{
+    if (!pts || !out)
+        return fail(err, errlen, "missing input");
+    if (mpilab_robust_opts_check(o, err, errlen) != 0)
+        return -1;
+    if (n < 2 || n > SEG_MAX_POINTS)
+        return fail(err, errlen, "LogGP fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
+    int rc = -1;
+    lg_work_t w;
+    if (lg_work_alloc(&w, n, o->boot) != 0) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    if (lg_take_series(&w, pts, err, errlen) != 0 || lg_point_values(&w, o, err, errlen) != 0)
+        goto done;
+    size_t starts[MPILAB_ROBUST_MAX_RANGES];
+    size_t K = mpilab_robust_segments_sigma(w.x, w.half, w.vb[Q_RTT], n, o->max_ranges, starts);
+    if (K == 0) {
+        fail(err, errlen, "breakpoint search failed");
+        goto done;
+    }
+    lg_est_t e;
+    if (lg_estimate(w.x, w.v, n, starts, K, NULL, w.idx, w.s, &e) != 0) {
+        fail(err, errlen, "Theil-Sen fit failed");
+        goto done;
+    }
+    lg_bootstrap(&w, o, starts, K);
+    lg_fill(out, &w, &e, o, starts, K);
     if (residual)
         for (size_t k = 0; k < n; k++)
-            residual[k] = half[k] - mpilab_loggp_time(&out->ranges[range_of(starts, K, k)], x[k]);
+            residual[k] = w.half[k] - mpilab_loggp_time(&out->ranges[range_of(starts, K, k)], w.x[k]);
     rc = 0;
 done:
-    if (ser)
-        for (size_t k = 0; k < n * NQ; k++)
-            free(ser[k].v);
-    free(ser);
-    free(x);
-    free(vals);
-    free(half);
-    free(s);
-    free(idx);
-    free(bt);
-    free(buf);
-    if (rng)
-        gsl_rng_free(rng);
+    lg_work_free(&w);
     return rc;
 }
