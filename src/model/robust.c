@@ -1,6 +1,7 @@
 /* Robust estimators (include/mpilab/robust.h). */
 #include "mpilab/robust.h"
 
+#include "common/common.h" /* mpilab_errf */
 #include "model/segdp.h"
 
 #include <gsl/gsl_randist.h>
@@ -8,7 +9,6 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +20,6 @@
 #define SEG_TRUNC_SIGMA 10.0 /* with known noise: residual (in sigmas) where a point's cost stops */
 #define SIGMA_FLOOR 0.01     /* per-size noise never taken below 1% of the value */
 #define BOOT_RETRIES 8
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static double sorted_quantile(double *v, size_t m, double q)
 {
@@ -222,17 +211,17 @@ void mpilab_robust_opts_default(mpilab_robust_opts_t *o)
 int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t errlen)
 {
     if (!o)
-        return fail(err, errlen, "missing options");
+        return mpilab_errf(err, errlen, "missing options");
     if (!(o->q >= 0.0 && o->q <= 0.5))
-        return fail(err, errlen, "quantile %g outside [0, 0.5]", o->q);
+        return mpilab_errf(err, errlen, "quantile %g outside [0, 0.5]", o->q);
     if (!(o->cl > 0.0 && o->cl < 1.0))
-        return fail(err, errlen, "confidence level %g outside (0,1)", o->cl);
+        return mpilab_errf(err, errlen, "confidence level %g outside (0,1)", o->cl);
     if (!(o->eps > 0.0 && o->eps < 1.0))
-        return fail(err, errlen, "relative error %g outside (0,1)", o->eps);
+        return mpilab_errf(err, errlen, "relative error %g outside (0,1)", o->eps);
     if (o->boot < 50 || o->boot > 100000)
-        return fail(err, errlen, "bootstrap replicates %zu outside 50..100000", o->boot);
+        return mpilab_errf(err, errlen, "bootstrap replicates %zu outside 50..100000", o->boot);
     if (o->max_ranges < 1 || o->max_ranges > MPILAB_ROBUST_MAX_RANGES)
-        return fail(err, errlen, "max ranges %zu outside 1..%d", o->max_ranges, MPILAB_ROBUST_MAX_RANGES);
+        return mpilab_errf(err, errlen, "max ranges %zu outside 1..%d", o->max_ranges, MPILAB_ROBUST_MAX_RANGES);
     return 0;
 }
 
@@ -369,13 +358,13 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
                                double *residual, char *err, size_t errlen)
 {
     if (!sets || !out)
-        return fail(err, errlen, "missing input");
+        return mpilab_errf(err, errlen, "missing input");
     if (mpilab_robust_opts_check(o, err, errlen) != 0)
         return -1;
     if (n < 2 || n > SEG_MAX_POINTS)
-        return fail(err, errlen, "Hockney fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
+        return mpilab_errf(err, errlen, "Hockney fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
     if (!(scale > 0) || !isfinite(scale))
-        return fail(err, errlen, "scale %g is not positive", scale);
+        return mpilab_errf(err, errlen, "scale %g is not positive", scale);
     int rc = -1;
     series_t *ser = calloc(n, sizeof *ser);
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *yb = malloc(n * sizeof *yb);
@@ -385,30 +374,30 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
     double *buf = NULL;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!ser || !x || !y || !yb || !s || !idx || !ab || !bb || !rng) {
-        fail(err, errlen, "out of memory");
+        mpilab_errf(err, errlen, "out of memory");
         goto done;
     }
     for (size_t k = 0; k < n; k++) {
         x[k] = sets[k].bytes;
         if (!isfinite(x[k]) || x[k] < 0 || (k > 0 && !(x[k] > x[k - 1]))) {
-            fail(err, errlen, "sizes are not finite and strictly increasing at index %zu", k);
+            mpilab_errf(err, errlen, "sizes are not finite and strictly increasing at index %zu", k);
             goto done;
         }
         if (!sets[k].samples || series_take(&ser[k], sets[k].samples, sets[k].valid, sets[k].n) != 0 ||
             ser[k].m == 0) {
-            fail(err, errlen, "no valid sample at %g bytes", x[k]);
+            mpilab_errf(err, errlen, "no valid sample at %g bytes", x[k]);
             goto done;
         }
         maxm = ser[k].m > maxm ? ser[k].m : maxm;
     }
     if (!(buf = malloc(maxm * sizeof *buf))) {
-        fail(err, errlen, "out of memory");
+        mpilab_errf(err, errlen, "out of memory");
         goto done;
     }
     for (size_t k = 0; k < n; k++) {
         y[k] = scale * series_q(&ser[k], o->q, NULL, buf);
         if (!(y[k] > 0)) {
-            fail(err, errlen, "non-positive time %g s at %g bytes", y[k], x[k]);
+            mpilab_errf(err, errlen, "non-positive time %g s at %g bytes", y[k], x[k]);
             goto done;
         }
         yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale, buf);
@@ -416,12 +405,12 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
     size_t K = mpilab_robust_segments_sigma(x, y, yb, n, o->max_ranges, starts);
     if (K == 0) {
-        fail(err, errlen, "breakpoint search failed");
+        mpilab_errf(err, errlen, "breakpoint search failed");
         goto done;
     }
     double a[MPILAB_ROBUST_MAX_RANGES], b[MPILAB_ROBUST_MAX_RANGES];
     if (range_lines(x, y, n, starts, K, NULL, idx, s, a, b) != 0) {
-        fail(err, errlen, "Theil-Sen fit failed");
+        mpilab_errf(err, errlen, "Theil-Sen fit failed");
         goto done;
     }
     memset(out, 0, sizeof *out);
@@ -563,18 +552,18 @@ static int lg_take_series(lg_work_t *w, const mpilab_loggp_point_t *pts, char *e
     for (size_t k = 0; k < n; k++) {
         x[k] = (double)pts[k].bytes;
         if (k > 0 && !(x[k] > x[k - 1]))
-            return fail(err, errlen, "sizes are not strictly increasing at index %zu", k);
+            return mpilab_errf(err, errlen, "sizes are not strictly increasing at index %zu", k);
         const mpilab_loggp_series_t *src[NQ] = {&pts[k].rtt, &pts[k].os, &pts[k].orr, &pts[k].g};
         for (int q = 0; q < NQ; q++) {
             series_t *se = &w->ser[k * NQ + q];
             if (!src[q]->samples || series_take(se, src[q]->samples, NULL, src[q]->stats.reps) != 0 ||
                 se->m == 0)
-                return fail(err, errlen, "no sample at %g bytes", x[k]);
+                return mpilab_errf(err, errlen, "no sample at %g bytes", x[k]);
             maxm = se->m > maxm ? se->m : maxm;
         }
     }
     if (!(w->buf = malloc(maxm * sizeof *w->buf)))
-        return fail(err, errlen, "out of memory");
+        return mpilab_errf(err, errlen, "out of memory");
     return 0;
 }
 
@@ -589,7 +578,7 @@ static int lg_point_values(lg_work_t *w, const mpilab_robust_opts_t *o, char *er
             v[q][k] = series_q(&ser[k * NQ + q], q == Q_G ? qs_median : o->q, NULL, w->buf);
         half[k] = 0.5 * v[Q_RTT][k];
         if (!(half[k] > 0))
-            return fail(err, errlen, "non-positive round trip at %g bytes", w->x[k]);
+            return mpilab_errf(err, errlen, "non-positive round trip at %g bytes", w->x[k]);
         w->vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], w->buf);
     }
     return 0;
@@ -672,15 +661,15 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
                              double *residual, char *err, size_t errlen)
 {
     if (!pts || !out)
-        return fail(err, errlen, "missing input");
+        return mpilab_errf(err, errlen, "missing input");
     if (mpilab_robust_opts_check(o, err, errlen) != 0)
         return -1;
     if (n < 2 || n > SEG_MAX_POINTS)
-        return fail(err, errlen, "LogGP fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
+        return mpilab_errf(err, errlen, "LogGP fit needs 2..%d message sizes, got %zu", SEG_MAX_POINTS, n);
     int rc = -1;
     lg_work_t w;
     if (lg_work_alloc(&w, n, o->boot) != 0) {
-        fail(err, errlen, "out of memory");
+        mpilab_errf(err, errlen, "out of memory");
         goto done;
     }
     if (lg_take_series(&w, pts, err, errlen) != 0 || lg_point_values(&w, o, err, errlen) != 0)
@@ -688,12 +677,12 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
     size_t K = mpilab_robust_segments_sigma(w.x, w.half, w.vb[Q_RTT], n, o->max_ranges, starts);
     if (K == 0) {
-        fail(err, errlen, "breakpoint search failed");
+        mpilab_errf(err, errlen, "breakpoint search failed");
         goto done;
     }
     lg_est_t e;
     if (lg_estimate(w.x, w.v, n, starts, K, NULL, w.idx, w.s, &e) != 0) {
-        fail(err, errlen, "Theil-Sen fit failed");
+        mpilab_errf(err, errlen, "Theil-Sen fit failed");
         goto done;
     }
     lg_bootstrap(&w, o, starts, K);
