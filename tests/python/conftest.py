@@ -199,14 +199,15 @@ def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) ->
     deliberately broken files are refused by it) has no negative time or impossible model
     parameter without a flag (mpilab.quality.unflagged_problems)."""
     yield
-    from mpilab import quality, results
+    from mpilab import fsutil, quality, results
     from mpilab.errors import MpilabError
 
     problems: list[str] = []
     for f in tmp_path_factory.getbasetemp().rglob("*.json"):
         try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError, UnicodeDecodeError):
+            # only regular files: tests also leave FIFOs named *.json (opening one blocks)
+            doc = json.loads(fsutil.read_regular(f))
+        except (MpilabError, OSError, ValueError, UnicodeDecodeError):
             continue
         if not isinstance(doc, dict) or doc.get("schema") != "mpilab.results/1":
             continue
