@@ -28,6 +28,27 @@ def _partial_measurements(path: Path) -> int:
     return len(doc.get("measurements", [])) if doc.get("partial") is True else 0
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below pid (children first found, deepest last)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
 @pytest.mark.skipif(real_runner() is None, reason="mpilab-bench not built")
 def test_killed_run_leaves_partial_file_report_shows_banner(
         tmp_path: Path, run_cli: Callable[..., Any]) -> None:
@@ -48,7 +69,13 @@ def test_killed_run_leaves_partial_file_report_shows_banner(
         assert p.poll() is None, "the run finished before it could be interrupted"
     finally:
         if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+            # the whole job: Open MPI puts each rank in a process group of its own, so
+            # killing mpirun's group alone can leave rank 0 running to a complete file
+            for pid in [*_descendants(p.pid), p.pid]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         p.wait()
     doc = json.loads(out.read_text())
     assert doc["partial"] is True and "stopped" in doc["partial_reason"]
