@@ -89,8 +89,9 @@ def test_socket_buffer_limit_applied(tb: tuple[str, dict[str, str]]) -> None:
 
 def test_collectives_byte_exact_across_sites(tb: tuple[str, dict[str, str]]) -> None:
     _, env = tb
+    # the test program checks its world size against MPILAB_TEST_NP (tests/mpi/mpi_world.h)
     p = mpilab("testbed", "run", "--np", "6", "--timeout", "500", "--",
-               str(_bin() / "coll_multilane"), env=env)
+               "env", "MPILAB_TEST_NP=6", str(_bin() / "coll_multilane"), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "0 failure(s)" in p.stdout
 
