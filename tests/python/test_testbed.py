@@ -319,7 +319,7 @@ def test_default_time_limit_and_its_override(tb: tuple[str, dict[str, str]]) -> 
     (["--timeout", "inf"], "--timeout 'inf': not a duration"),
     (["--timeout", "0"], "--timeout '0': must be a positive number of seconds"),
     (["--timeout", "-5"], "--timeout '-5'"),
-    (["--fault-grace", "1e999"], "--fault-grace '1e999': must be a positive"),
+    (["--fault-grace", "1e999"], "--fault-grace '1e999': not a duration (out of range)"),
     (["--np", "100000"], "--np 100000: this machine can start at most"),
     (["--np", "0"], "--np 0: need at least 1 rank"),
 ])
