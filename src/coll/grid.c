@@ -16,11 +16,17 @@ static _Thread_local char last_error[320];
 
 const char *mpilab_multilane_last_error(void) { return last_error; }
 
+static void set_error(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void set_error(const char *fmt, va_list ap)
+{
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+}
+
 int mpilab_ml_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    set_error(fmt, ap);
     va_end(ap);
     return code;
 }
@@ -30,7 +36,7 @@ static void *fail_null(int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    set_error(fmt, ap);
     va_end(ap);
     errno = err;
     return NULL;
