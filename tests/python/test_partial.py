@@ -53,11 +53,13 @@ def _descendants(pid: int) -> list[int]:
 def test_killed_run_leaves_partial_file_report_shows_banner(
         tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     out = tmp_path / "run.json"
-    # far more work than it will be allowed to finish: 17 sizes x 3 entries x 3 timings,
-    # 200 repetitions each
+    # far more work than any machine finishes before the second checkpoint (which comes at
+    # least a second after the first): 25 sizes up to 16 MiB x 3 entries x 3 timings, 1000
+    # repetitions each. (With sizes to 64 KiB and 200 repetitions a fast CI machine finished
+    # the whole run between two polls.)
     cmd = mpirun_prefix(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
-                              "--timing", "max,root,global", "--sizes", "0:64K:x2",
-                              "--min-reps", "200", "--max-reps", "200", "--out", str(out)]
+                              "--timing", "max,root,global", "--sizes", "0:16M:x2",
+                              "--min-reps", "1000", "--max-reps", "1000", "--out", str(out)]
     p = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     try:
