@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "python"))
 
-from mpilab.pathmig import agents  # noqa: E402
+from mpilab.pathmig import agents, congestion  # noqa: E402
 from mpilab.pathmig import pingpong as ppm  # noqa: E402
 from mpilab.pathmig.pingpong import Step  # noqa: E402
 from mpilab.testbed import faults, net  # noqa: E402
@@ -54,6 +54,7 @@ def last(evs: list[dict[str, object]], t0: float, t1: float, pred: object) -> fl
 def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
     agents.stop(sp)
     agents.clear_logs(sp)
+    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
     agents.start(sp, manual=True)
     a = 2 * n + 300
     b = a + max(600, 2 * n)
@@ -88,6 +89,10 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
         "pause_arm": r.pause(arm, steps[1].t0 - arm.t0 + 0.5),
         "pause_migrate": r.pause(mig, min(steps[3].t1, flt.t0) - mig.t0),
         "pause_fault": r.pause(flt, min(2.0, end - flt.t0)),
+        # the client agent's own work on the fault: from the link event it saw to its
+        # last action (priority change or subflow destroyed)
+        "fault_link_event_s": last(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "link"),
+        "fault_last_action_s": last(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "action"),
         "fault_migrated": sum(1 for e in cli if e["event"] == "state" and e["time"] >= flt.t0
                               and e["cause"] == "fault on the primary path"),
     }
@@ -101,6 +106,7 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conns", default="1,4,16,64,256,512")
+    ap.add_argument("--reps", type=int, default=1, help="runs per connection count")
     ap.add_argument("--prefix", default="pmcon")
     ap.add_argument("--work", default="/tmp/pathmig-conns")
     ap.add_argument("--out", required=True)
@@ -109,7 +115,7 @@ def main() -> int:
     sp = testbed(a.prefix, work)
     runs = []
     try:
-        for n in (int(x) for x in a.conns.split(",")):
+        for n in [int(x) for x in a.conns.split(",")] * a.reps:
             rec = one(sp, n, work)
             runs.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k != "series"}), flush=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mpilab.pathmig import agents  # noqa: E402
+from mpilab.pathmig import agents, congestion  # noqa: E402
 from mpilab.pathmig import pingpong as ppm  # noqa: E402
 from mpilab.pathmig.pingpong import Step  # noqa: E402
 from mpilab.testbed import faults, launch, net  # noqa: E402
@@ -46,11 +46,20 @@ def testbed(prefix: str, work: Path) -> Spec:
     return net.current_spec(prefix)
 
 
+# no-fault configurations: (name, congestion control, ping-pong over TCP, MPTCP set-up)
+OVERHEAD = ("tcp-bbr", "tcp", "raw1-bbr", "raw1", "agent-bbr", "agent")
+
+
 def configure(sp: Spec, cfg: str) -> None:
-    """tcp | raw (in-kernel PM, both rails active) | agent (backup subflow)"""
+    """tcp | raw (in-kernel PM, both rails active) | raw1 (MPTCP, one subflow) | agent
+    (backup subflow); each under cubic as `testbed run --mptcp/--pathmig` sets it up, or,
+    with the suffix -bbr, under this machine's default BBR (the namespaces' default)."""
     agents.stop(sp)
     agents.clear_logs(sp)
     hosts = sp.node_names()
+    base, _, algo = cfg.partition("-")
+    congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT)
+    cfg = base
     if cfg == "agent":
         agents.start(sp)
     elif cfg == "raw":
@@ -68,11 +77,11 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
     configure(sp, cfg)
     steps = []
     if mode:
-        if cfg == "agent":
+        if cfg.startswith("agent"):
             steps.append(Step(350, "call", fn=lambda: wait_armed(sp)))
         steps.append(Step(400, "fail", "s0n0:0", mode))
     r = ppm.run(sp, "s0n0", "s1n0", work / "pp", nbytes=nbytes, iters=iters, steps=steps,
-                tcp=cfg == "tcp", timeout=600)
+                tcp=cfg.startswith("tcp"), timeout=600)
     faults.heal(sp, None)
     rec: dict[str, object] = {"config": cfg, "bytes": nbytes, "fault": mode, "rc": r.rc,
                               "verified": r.summary.get("verified", False),
@@ -103,27 +112,36 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/pathmig-pause")
     ap.add_argument("--sizes", default="1024,65536")
     ap.add_argument("--configs", default="agent,raw")
-    ap.add_argument("--overhead-iters", type=int, default=3000)
+    ap.add_argument("--overhead-iters", type=int, default=3000,
+                    help="round trips per no-fault run (at 1 MiB and more: scaled down to "
+                         "move the same bytes as 64 KiB messages, at least 60)")
+    ap.add_argument("--overhead-sizes", default="1024,65536,4194304")
+    ap.add_argument("--overhead-configs", default=",".join(OVERHEAD))
     ap.add_argument("--no-overhead", action="store_true")
+    ap.add_argument("--no-faults", action="store_true")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     work = Path(a.work)
     sp = testbed(a.prefix, work)
     sizes = [int(x) for x in a.sizes.split(",")]
+    osizes = [int(x) for x in a.overhead_sizes.split(",")]
+    ocfgs = a.overhead_configs.split(",")
     runs = []
     try:
         for rep in range(a.reps):
-            for nbytes in sizes:
+            for nbytes in ([] if a.no_faults else sizes):
                 for mode in ("down", "drop"):
                     for cfg in a.configs.split(","):
                         rec = one(sp, cfg, nbytes, mode, work) | {"rep": rep}
                         runs.append(rec)
                         print(json.dumps(rec), flush=True)
-                if not a.no_overhead:  # no fault: the cost of MPTCP and of the agent
-                    for cfg in ("tcp", "raw1", "raw", "agent"):
-                        rec = one(sp, cfg, nbytes, None, work, a.overhead_iters) | {"rep": rep}
-                        runs.append(rec)
-                        print(json.dumps(rec), flush=True)
+            for nbytes in ([] if a.no_overhead else osizes):  # no fault: the cost
+                iters = a.overhead_iters if nbytes <= 65536 else max(
+                    60, a.overhead_iters * 65536 // nbytes)
+                for cfg in ocfgs:
+                    rec = one(sp, cfg, nbytes, None, work, iters) | {"rep": rep}
+                    runs.append(rec)
+                    print(json.dumps(rec), flush=True)
     finally:
         agents.stop(sp)
         net.down(a.prefix)
@@ -140,13 +158,17 @@ def main() -> int:
                         "max_ms": round(max(ps) * 1e3, 1),  # type: ignore[type-var]
                         "all_verified": all(r["verified"] for r in runs if r["bytes"] == nbytes
                                             and r["fault"] == mode and r["config"] == cfg)}
-        for cfg in ("tcp", "raw1", "raw", "agent"):
+    for nbytes in osizes:
+        for cfg in ocfgs:
             m = [r["median_rtt"] for r in runs if r["bytes"] == nbytes and r["fault"] is None
                  and r["config"] == cfg and r["median_rtt"]]
             if m:
+                med = statistics.median(m)  # type: ignore[type-var]
                 summary[f"{cfg} {nbytes} nofault"] = {
                     "median_rtt_us": [round(x * 1e6, 1) for x in m],  # type: ignore
-                    "median_of_medians_us": round(statistics.median(m) * 1e6, 1)}  # type: ignore
+                    "median_of_medians_us": round(med * 1e6, 1),  # type: ignore[operator]
+                    # both directions carry the message once per round trip
+                    "bandwidth_MBps": round(2 * nbytes / med / 1e6, 1)}  # type: ignore
     doc = {"reps": a.reps, "runs": runs, "summary": summary}
     Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(a.out + ".tmp", a.out)

@@ -126,9 +126,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.pathmig:  # path migration agents around the job (python/mpilab/pathmig)
         from mpilab.pathmig.cli import run_job
         return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
-                       timeout=timeout, rails=rails, fault_grace=grace)
+                       timeout=timeout, rails=rails, fault_grace=grace,
+                       congestion=args.congestion)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
-                      timeout=timeout, rails=rails, fault_grace=grace)
+                      timeout=timeout, rails=rails, fault_grace=grace,
+                      congestion=args.congestion)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -207,6 +209,10 @@ def register(subparsers: Any) -> None:
                    help="MPTCP with a path migration agent per node (docs/pathmig.md)")
     p.add_argument("--pathmig-events", metavar="FILE",
                    help="with --pathmig: write the agents' merged event log here")
+    p.add_argument("--congestion", metavar="ALGO", default="auto",
+                   help="TCP congestion control of the job's nodes: auto (cubic under "
+                        "--mptcp/--pathmig, BBR paces MPTCP subflows too slowly; else the "
+                        "namespaces' default), default, or a name such as cubic or bbr")
     p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")

@@ -157,11 +157,13 @@ def max_ranks(nodes: int) -> tuple[int, str]:
 
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
-               pathmig: bool = False) -> list[str]:
+               pathmig: bool = False, congestion: str = "auto") -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun runs in the
     first host's namespace with the testbed's hostfile, rsh agent and interface options.
     Append the program and its arguments. Used by `testbed run` and by other commands'
-    `--testbed` option."""
+    `--testbed` option. `congestion`: the TCP congestion control of the job's namespaces
+    ("auto": cubic under MPTCP, the namespaces' default otherwise; "default"; a name);
+    see mpilab.pathmig.congestion for why MPTCP must not run under BBR."""
     net.require_root()
     chosen = choose_hosts(spec, hosts)
     if np is None:
@@ -181,6 +183,10 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
         if not 0 <= r < spec.rails:
             raise MpilabError(f"--rails: rail {r} does not exist (testbed has {spec.rails})")
     slots = -(-np // len(chosen))
+    from mpilab.pathmig import congestion as cc
+    algo = (cc.MPTCP_DEFAULT if mptcp else None) if congestion == "auto" else (
+        None if congestion == "default" else congestion)
+    cc.apply(spec, chosen, algo)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
         setup_mptcp(spec, chosen, rails[0])
     agent = write_agent(spec, mptcp)
@@ -194,7 +200,8 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
 
 def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
-        stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False) -> int:
+        stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False,
+        congestion: str = "auto") -> int:
     """Run PROGRAM under mpirun started inside the first host's namespace, supervised by
     mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
     never unlimited; math.inf only when asked for); `fault_grace` None means
@@ -206,7 +213,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     if not limit > 0:
         raise MpilabError(f"run: timeout {limit}: must be a positive number of seconds")
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
-    cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig) + list(program)
+    cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion) + list(program)
     tag = jobctl.new_tag(spec.prefix)
     env = dict(mpi_env(), **{jobctl.JOB_ENV: tag})
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
