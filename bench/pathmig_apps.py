@@ -2,8 +2,12 @@
 """Application run time with path migration (the paper's Fig. 9-12): the same MPI job
 over plain TCP (no agent), under `testbed run --pathmig` without a fault, and with one
 fault at a random moment (seeded: a random node's rail 0, down or silent drop, healed
-5 s later), interleaved run by run. The fault is applied a random time after the job is
-wired up (the agents report its first ARMED connection), never by the clock before.
+--heal s later), interleaved run by run. The fault is applied a random time after the job
+is wired up (the agents report its first ARMED connection), never by the clock before:
+between 10% and 60% of the warm-up run's duration. The TCP runs use the same congestion
+control as the --pathmig runs (cubic; see docs/pathmig.md), so only MPTCP and the agents
+differ. Times: `wall_s` is the whole `testbed run` (job start, agents' start and stop);
+`app_s` the wavefront's own "total" (rank 0, first to last iteration).
 
 Apps: `wavefront` (distributed Livermore loop 23, one band per rank; every run's result
 files must be bit-identical to the first run's, which `mpilab-wavefront verify` checks),
@@ -19,6 +23,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -73,6 +78,9 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=4096, help="wavefront rows = cols")
     ap.add_argument("--iterations", type=int, default=10, help="wavefront iterations")
     ap.add_argument("--coll-reps", type=int, default=400, help="collectives repetitions")
+    ap.add_argument("--heal", type=float, default=2.0, help="fault duration (s)")
+    ap.add_argument("--tcp-congestion", default="cubic",
+                    help="congestion control of the TCP runs (--pathmig runs: cubic)")
     ap.add_argument("--work", default="/tmp/pathmig-apps")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -104,7 +112,7 @@ def main() -> int:
             for b in bands:
                 shutil.copy(b, data / "orig" / b.name)
         program = [wf, "run", "--mpi", "--data", str(data / "d"), "--coef", str(data / "c"),
-                   "--iterations", str(a.iterations), "--quiet"]
+                   "--iterations", str(a.iterations)]
     else:
         program = [find_tool("mpilab-bench"), "--ops", "bcast,allreduce,scatter,gather",
                    "--sizes", "1K:256K:x4", "--min-reps", str(a.coll_reps), "--max-reps",
@@ -112,6 +120,7 @@ def main() -> int:
                    str(Path(a.work) / "coll.json")]
     runs: list[dict[str, object]] = []
     reference = None
+    ref_s = 10.0
     configs = ("tcp", "agent", "agent+fault")
     for rep in range(-1, a.reps):  # rep -1: one untimed warm-up run (page cache, ARP)
         for cfg in configs if rep >= 0 else ("tcp",):
@@ -119,14 +128,16 @@ def main() -> int:
                 for b in bands:
                     shutil.copy(data / "orig" / b.name, b)
             args = ["testbed", "run", "--np", str(a.np), "--timeout", "900"]
-            if cfg != "tcp":
+            if cfg == "tcp":
+                args += ["--congestion", a.tcp_congestion]
+            else:
                 args += ["--pathmig", "--pathmig-events", str(Path(a.work) / f"ev-{rep}-{cfg}")]
             agents.clear_logs(sp)  # the wire-up watch below must see this run's events only
             t0 = time.monotonic()
             proc = mpilab(*args, "--", *program, env=env)
             fault: dict[str, object] = {}
             if cfg == "agent+fault":
-                delay = rng.uniform(5.0, 35.0)
+                delay = rng.uniform(0.1, 0.6) * ref_s
                 node = rng.choice(sp.node_names())
                 mode = rng.choice(faults.MODES)
 
@@ -146,7 +157,7 @@ def main() -> int:
                     faults.fail(sp, f"{node}:0", mode)
                     fault.update({"target": f"{node}:0", "mode": mode,
                                   "after_wireup": delay, "time": time.time()})
-                    time.sleep(5.0)
+                    time.sleep(a.heal)
                     faults.heal(sp, None)
 
                 th = threading.Thread(target=inject)
@@ -166,23 +177,32 @@ def main() -> int:
                     reference = d if ok else None
                 else:
                     ok = d == reference
-            rec = {"rep": rep, "config": cfg, "wall_s": wall, "rc": proc.returncode,
+            m = re.search(r"total ([0-9.]+) s", so)
+            app_s = float(m.group(1)) if m else None
+            if rep < 0:
+                ref_s = app_s or wall
+            rec = {"rep": rep, "config": cfg, "wall_s": wall, "app_s": app_s,
+                   "rc": proc.returncode,
                    "correct": ok, "fault": fault, "pathmig": se.strip().splitlines()[-1:]}
             if rep >= 0:
                 runs.append(rec)
             print(json.dumps(rec), flush=True)
             faults.heal(sp, None)
-    summary = {}
-    for cfg in configs:
-        w = [r["wall_s"] for r in runs if r["config"] == cfg and r["correct"]]
-        if w:
-            summary[cfg] = {"runs": len(w), "mean": statistics.mean(w),
-                            "stdev": statistics.stdev(w) if len(w) > 1 else 0.0,
-                            "min": min(w), "median": statistics.median(w)}
-    base = summary.get("tcp", {}).get("median")
-    for s in summary.values():
-        if base:
-            s["slowdown_median"] = s["median"] / base - 1
+    summary: dict[str, dict[str, float]] = {}
+    for key in ("wall_s", "app_s"):
+        for cfg in configs:
+            w = [r[key] for r in runs if r["config"] == cfg and r["correct"] and r[key]]
+            if w:
+                summary[f"{cfg} {key}"] = {
+                    "runs": len(w), "mean": statistics.mean(w),  # type: ignore[arg-type]
+                    "stdev": statistics.stdev(w) if len(w) > 1 else 0.0,  # type: ignore
+                    "min": min(w), "median": statistics.median(w)}  # type: ignore
+        base = summary.get(f"tcp {key}", {}).get("median")
+        for cfg in configs:
+            s = summary.get(f"{cfg} {key}")
+            if base and s:
+                s["slowdown_median"] = s["median"] / base - 1
+                s["slowdown_mean"] = s["mean"] / summary[f"tcp {key}"]["mean"] - 1
     doc = {"app": a.app, "np": a.np, "reps": a.reps, "seed": a.seed, "runs": runs,
            "summary": summary,
            "incorrect_or_failed": sum(1 for r in runs if not r["correct"])}

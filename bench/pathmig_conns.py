@@ -45,10 +45,26 @@ def wait_states(sp: Spec, node: str, state: str, n: int, limit: float = 300) -> 
     raise SystemExit(f"{node}: not {n} x {state} within {limit} s")
 
 
+def first(evs: list[dict[str, object]], t0: float, t1: float, pred: object) -> float | None:
+    """Time from t0 to the first event in [t0, t1) that matches."""
+    ts = [e["time"] for e in evs if t0 <= e["time"] < t1 and pred(e)]  # type: ignore
+    return min(ts) - t0 if ts else None  # type: ignore[type-var,operator]
+
+
 def last(evs: list[dict[str, object]], t0: float, t1: float, pred: object) -> float | None:
     """Time from t0 to the last event in [t0, t1) that matches."""
     ts = [e["time"] for e in evs if t0 <= e["time"] < t1 and pred(e)]  # type: ignore
     return max(ts) - t0 if ts else None  # type: ignore[type-var,operator]
+
+
+def work(evs: list[dict[str, object]], t0: float) -> float | None:
+    sign = [e["time"] for e in evs if t0 <= e["time"] < t0 + 5 and (
+        (e["event"] == "link" and not e.get("up")) or (e["event"] == "path" and not e.get("up")))]
+    if not sign:
+        return None
+    s0 = min(sign)  # type: ignore[type-var]
+    acts = [e["time"] for e in evs if s0 <= e["time"] < s0 + 5 and e["event"] == "action"]
+    return max(acts) - s0 if acts else None  # type: ignore[type-var,operator]
 
 
 def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
@@ -91,8 +107,12 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
         "pause_fault": r.pause(flt, min(2.0, end - flt.t0)),
         # the client agent's own work on the fault: from the link event it saw to its
         # last action (priority change or subflow destroyed)
-        "fault_link_event_s": last(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "link"),
+        "fault_link_event_s": first(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "link"),
         "fault_last_action_s": last(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "action"),
+        # each agent's work: from the first sign of the fault it saw (link event or path
+        # verdict) to its last action on it
+        **{f"fault_{side}_work_s": work(evs_side, flt.t0)
+           for side, evs_side in (("client", cli), ("server", srv))},
         "fault_migrated": sum(1 for e in cli if e["event"] == "state" and e["time"] >= flt.t0
                               and e["cause"] == "fault on the primary path"),
     }

@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,6 +89,11 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
                               "median_rtt": r.summary.get("median_rtt"),
                               "iterations": r.summary.get("iterations"), "hung": r.hung,
                               "stderr": r.stderr.strip()[-300:]}
+    if r.rc != 0 and cfg.startswith("agent"):  # keep the evidence of a lost connection
+        keep = work / f"failed-{nbytes}-{mode}-{time.time():.0f}.jsonl"
+        keep.write_text("".join(json.dumps(e) + "\n" for e in agents.events(sp)))
+        (keep.with_suffix(".stderr")).write_text(r.stderr)
+        rec["evidence"] = str(keep)
     if mode and r.rtts:
         st = steps[-1]
         rec["pause"] = r.pause(st)
@@ -96,7 +102,6 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
 
 
 def wait_armed(sp: Spec) -> None:
-    import time
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if all(c["state"] == "ARMED" for n in ("s0n0", "s1n0")
@@ -119,6 +124,9 @@ def main() -> int:
     ap.add_argument("--overhead-configs", default=",".join(OVERHEAD))
     ap.add_argument("--no-overhead", action="store_true")
     ap.add_argument("--no-faults", action="store_true")
+    ap.add_argument("--modes", default="down,drop", help="fault modes of the pause runs")
+    ap.add_argument("--fault-iters", type=int, default=1200,
+                    help="round trips per fault run (the fault comes after 400)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     work = Path(a.work)
@@ -130,9 +138,9 @@ def main() -> int:
     try:
         for rep in range(a.reps):
             for nbytes in ([] if a.no_faults else sizes):
-                for mode in ("down", "drop"):
+                for mode in a.modes.split(","):
                     for cfg in a.configs.split(","):
-                        rec = one(sp, cfg, nbytes, mode, work) | {"rep": rep}
+                        rec = one(sp, cfg, nbytes, mode, work, a.fault_iters) | {"rep": rep}
                         runs.append(rec)
                         print(json.dumps(rec), flush=True)
             for nbytes in ([] if a.no_overhead else osizes):  # no fault: the cost
@@ -147,7 +155,7 @@ def main() -> int:
         net.down(a.prefix)
     summary: dict[str, object] = {}
     for nbytes in sizes:
-        for mode in ("down", "drop"):
+        for mode in a.modes.split(","):
             for cfg in a.configs.split(","):
                 ps = [r["pause"] for r in runs if r["bytes"] == nbytes and r["fault"] == mode
                       and r["config"] == cfg and "pause" in r]

@@ -1,66 +1,99 @@
 #!/usr/bin/env python3
 """The report page of the path migration benches: markdown tables from the JSON files of
-pathmig_pause.py, pathmig_conns.py, pathmig_faults.py and pathmig_apps.py (any subset).
+pathmig_pause.py, pathmig_conns.py, pathmig_faults.py and pathmig_apps.py (any subset),
+and with --plots DIR the figures (PNG, matplotlib) for docs/pathmig.md.
 
     python3 bench/pathmig_report.py --pause P.json --conns C.json --faults F.json \
-        --apps A.json [--apps B.json] > report.md
+        --apps A.json [--apps B.json] [--plots docs/img] > report.md
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+# configurations of pathmig_pause.py, in the order shown
+LABELS = {"tcp-bbr": "TCP (BBR)", "tcp": "TCP (cubic)", "raw1-bbr": "MPTCP 1 subflow (BBR)",
+          "raw1": "MPTCP 1 subflow (cubic)", "raw": "MPTCP 2 active (cubic)",
+          "agent-bbr": "MPTCP + agent (BBR)", "agent": "MPTCP + agent (cubic)"}
 
 
 def ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.1f}"
 
 
+def size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1024 else f"{n} B"
+
+
+def nofault_medians(runs: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
+    """(bytes, config) -> median of the runs' median round trips, no-fault runs only."""
+    out: dict[tuple[int, str], float] = {}
+    for key in {(r["bytes"], r["config"]) for r in runs if r["fault"] is None}:
+        m = [r["median_rtt"] for r in runs if (r["bytes"], r["config"]) == key
+             and r["fault"] is None and r["median_rtt"] and r["rc"] == 0]
+        if m:
+            out[key] = statistics.median(m)
+    return out
+
+
 def pause_tables(doc: dict[str, Any]) -> str:
     runs = doc["runs"]
-    out = ["| message | fault | agent: pause per run (ms) | agent median | raw MPTCP: pause "
-           "per run (ms) | raw median | all bytes verified |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    for nbytes in sorted({r["bytes"] for r in runs}):
-        for mode in ("down", "drop"):
-            row = [f"{nbytes // 1024} KiB", "link down" if mode == "down" else "silent drop"]
-            ok = True
-            for cfg in ("agent", "raw"):
-                sel = [r for r in runs if r["bytes"] == nbytes and r["fault"] == mode
-                       and r["config"] == cfg]
-                ps = [r["pause"] for r in sel if "pause" in r]
-                ok &= all(r["verified"] and r["rc"] == 0 for r in sel)
-                row += [", ".join(ms(p) for p in ps), ms(statistics.median(ps)) if ps else "-"]
-            out.append("| " + " | ".join(row + ["yes" if ok else "NO"]) + " |")
-    out += ["", "| message | TCP | MPTCP 1 subflow | raw MPTCP (2 active) | MPTCP + agent | "
-            "agent vs TCP |", "| --- | --- | --- | --- | --- | --- |"]
-    for nbytes in sorted({r["bytes"] for r in runs}):
-        med = {}
-        for cfg in ("tcp", "raw1", "raw", "agent"):
-            m = [r["median_rtt"] for r in runs if r["bytes"] == nbytes and r["fault"] is None
-                 and r["config"] == cfg and r["median_rtt"]]
-            med[cfg] = statistics.median(m) if m else None
-        cells = [f"{med[c] * 1e3:.3f} ms" if med[c] else "-" for c in med]
-        rel = (f"{(med['agent'] / med['tcp'] - 1) * 100:+.1f}%" if med["agent"] and med["tcp"]
-               else "-")
-        out.append(f"| {nbytes // 1024} KiB | " + " | ".join(cells) + f" | {rel} |")
+    out = []
+    faulted = [r for r in runs if r["fault"]]
+    if faulted:
+        out += ["| message | fault | config | pause per run (ms) | median | max | runs ok |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for nbytes in sorted({r["bytes"] for r in faulted}):
+            for mode in ("down", "drop"):
+                for cfg in sorted({r["config"] for r in faulted}):
+                    sel = [r for r in faulted if r["bytes"] == nbytes and r["fault"] == mode
+                           and r["config"] == cfg]
+                    if not sel:
+                        continue
+                    ps = [r["pause"] for r in sel if "pause" in r]
+                    ok = sum(1 for r in sel if r["verified"] and r["rc"] == 0)
+                    what = "link down" if mode == "down" else "silent drop"
+                    each = ", ".join(ms(p) for p in ps)
+                    out.append(f"| {size(nbytes)} | {what} | {cfg} | {each} | "
+                               f"{ms(statistics.median(ps)) if ps else '-'} | "
+                               f"{ms(max(ps)) if ps else '-'} | {ok}/{len(sel)} |")
+    med = nofault_medians(runs)
+    if med:
+        cfgs = [c for c in LABELS if any(k[1] == c for k in med)]
+        reps = max((r["rep"] for r in runs if r["fault"] is None), default=0) + 1
+        out += ["", f"Median round trip, no fault (median of {reps} interleaved runs' "
+                "medians); last columns: MPTCP + agent (cubic) against each TCP:", "",
+                "| message | " + " | ".join(LABELS[c] for c in cfgs)
+                + " | agent vs TCP (cubic) | agent vs TCP (BBR) |",
+                "| --- | " + " | ".join("---" for _ in cfgs) + " | --- | --- |"]
+        for nbytes in sorted({k[0] for k in med}):
+            cells = [f"{med[(nbytes, c)] * 1e3:.3f} ms" if (nbytes, c) in med else "-"
+                     for c in cfgs]
+            rel = []
+            for base in ("tcp", "tcp-bbr"):
+                a, b = med.get((nbytes, "agent")), med.get((nbytes, base))
+                rel.append(f"{(a / b - 1) * 100:+.1f}%" if a and b else "-")
+            out.append(f"| {size(nbytes)} | " + " | ".join(cells + rel) + " |")
     return "\n".join(out)
 
 
 def conns_table(doc: dict[str, Any]) -> str:
     out = ["| connections | MIGRATED->ARMED (arm all) | ARMED->MIGRATED local / at the peer "
-           "| pause during arm | during migrate | on a link-down fault | migrated by the "
-           "fault | median RTT | bytes verified |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| pause during arm | during migrate | on a link-down fault | agent work on the "
+           "fault, client / server | migrated by the fault | median RTT | bytes verified |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["runs"]:
         out.append(f"| {r['connections']} | {ms(r['migrated_to_armed_s'])} ms | "
                    f"{ms(r['armed_to_migrated_local_s'])} / {ms(r['armed_to_migrated_peer_s'])}"
                    f" ms | {ms(r['pause_arm'])} ms | {ms(r['pause_migrate'])} ms | "
-                   f"{ms(r['pause_fault'])} ms | {r['fault_migrated']} | "
+                   f"{ms(r['pause_fault'])} ms | {ms(r.get('fault_client_work_s'))} / "
+                   f"{ms(r.get('fault_server_work_s'))} ms | {r['fault_migrated']} | "
                    f"{ms(r['median_rtt'])} ms | {'yes' if r['verified'] else 'NO'} |")
     return "\n".join(out)
 
@@ -79,18 +112,137 @@ def faults_text(doc: dict[str, Any]) -> str:
 def apps_table(doc: dict[str, Any]) -> str:
     out = [f"{doc['app']}, {doc['np']} ranks, {doc['reps']} runs per configuration "
            f"(seed {doc['seed']}):", "",
-           "| configuration | runs | median (s) | mean (s) | stdev (s) | min (s) | median vs TCP |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    for cfg, s in doc["summary"].items():
-        rel = s.get("slowdown_median")
-        out.append(f"| {cfg} | {s['runs']} | {s['median']:.1f} | {s['mean']:.1f} | "
-                   f"{s['stdev']:.1f} | {s['min']:.1f} | "
-                   f"{'-' if rel is None else f'{rel * 100:+.1f}%'} |")
+           "| configuration | time | runs | median (s) | mean (s) | stdev (s) | min (s) | "
+           "median vs TCP | mean vs TCP |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key, s in doc["summary"].items():
+        cfg, _, what = key.rpartition(" ")
+        if not cfg:  # results of the older layout: configuration only, wall time
+            cfg, what = key, "wall_s"
+        rel = [s.get(k) for k in ("slowdown_median", "slowdown_mean")]
+        out.append(f"| {cfg} | {'application' if what == 'app_s' else 'whole run'} | "
+                   f"{s['runs']} | {s['median']:.2f} | {s['mean']:.2f} | {s['stdev']:.2f} | "
+                   f"{s['min']:.2f} | "
+                   + " | ".join('-' if x is None else f'{x * 100:+.1f}%' for x in rel) + " |")
     missed = sum(1 for r in doc["runs"] if r["fault"].get("missed"))
     out.append("")
     out.append(f"Incorrect or failed runs: {doc['incorrect_or_failed']}; faults that came "
                f"after the job ended (not counted as faulted): {missed}.")
     return "\n".join(out)
+
+
+# ---- figures ----
+
+def _save(fig: Any, path: Path) -> None:
+    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | None,
+          apps: list[dict[str, Any]]) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    made = []
+    if pause:
+        med = nofault_medians(pause["runs"])
+        sizes = sorted({k[0] for k in med})
+        if sizes:
+            cfgs = [c for c in LABELS if any(k[1] == c for k in med)]
+            fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 3.6))
+            for ax, nbytes in zip(axes if len(sizes) > 1 else [axes], sizes, strict=True):
+                vals = [med.get((nbytes, c), float("nan")) * 1e3 for c in cfgs]
+                ax.bar(range(len(cfgs)), vals,
+                       color=["#888" if c.startswith("tcp") else "#c44" if c.endswith("bbr")
+                              else "#48c" for c in cfgs])
+                ax.set_xticks(range(len(cfgs)), [LABELS[c] for c in cfgs], rotation=60,
+                              ha="right", fontsize=7)
+                ax.set_title(f"{size(nbytes)} ping-pong, no fault")
+                ax.set_ylabel("median round trip (ms)")
+            p = outdir / "pathmig-overhead.png"
+            _save(fig, p)
+            plt.close(fig)
+            made.append(p)
+    if conns and conns.get("runs"):
+        runs = conns["runs"]
+        byn: dict[int, list[dict[str, Any]]] = {}
+        for r in runs:
+            byn.setdefault(r["connections"], []).append(r)
+        ns = sorted(byn)
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
+        for key, label in (("migrated_to_armed_s", "MIGRATED->ARMED (arm all)"),
+                           ("armed_to_migrated_local_s", "ARMED->MIGRATED (migrate all)"),
+                           ("armed_to_migrated_peer_s", "ARMED->MIGRATED at the peer")):
+            a1.plot(ns, [statistics.median([x[key] for x in byn[n] if x[key] is not None]
+                                           or [float("nan")]) * 1e3 for n in ns],
+                    marker="o", label=label)
+        for key, label in (("pause_arm", "during arm"), ("pause_migrate", "during migrate"),
+                           ("pause_fault", "link-down fault")):
+            a2.plot(ns, [statistics.median([x[key] for x in byn[n]]) * 1e3 for n in ns],
+                    marker="o", label=label)
+        a2.axhline(50, color="k", lw=0.8, ls="--", label="target (fault)")
+        for ax, t in ((a1, "transition time (Fig. 5-6)"), (a2, "pause (Fig. 7-8)")):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("connections")
+            ax.set_ylabel("ms")
+            ax.set_title(t)
+            ax.legend(fontsize=7)
+        p = outdir / "pathmig-conns.png"
+        _save(fig, p)
+        plt.close(fig)
+        made.append(p)
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for n in ns:
+            ser = byn[n][0].get("series", {}).get("fault") or []
+            if ser:
+                ax.plot([t * 1e3 for _, t, _ in ser], [rtt * 1e3 for _, _, rtt in ser],
+                        lw=0.8, label=f"{n} connections")
+        ax.set_xlim(-100, 600)
+        ax.set_xlabel("time since the fault was injected (ms)")
+        ax.set_ylabel("round trip (ms)")
+        ax.set_title("ping-pong round trips around a link-down fault")
+        ax.legend(fontsize=7)
+        p = outdir / "pathmig-fault-series.png"
+        _save(fig, p)
+        plt.close(fig)
+        made.append(p)
+    for doc in apps:
+        key = "app_s" if any(r.get("app_s") for r in doc["runs"]) else "wall_s"
+        cfgs = [c for c in ("tcp", "agent", "agent+fault")
+                if any(r["config"] == c for r in doc["runs"])]
+        data = [[r[key] for r in doc["runs"] if r["config"] == c and r["correct"] and r[key]]
+                for c in cfgs]
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        ax.boxplot(data)
+        ax.set_xticks(range(1, len(cfgs) + 1),
+                      [f"{c}\n({len(d)} runs)" for c, d in zip(cfgs, data, strict=True)])
+        ax.set_ylabel(("application" if key == "app_s" else "whole run") + " time (s)")
+        ax.set_title(f"{doc['app']}, {doc['np']} ranks")
+        p = outdir / f"pathmig-apps-{doc['app']}.png"
+        _save(fig, p)
+        plt.close(fig)
+        made.append(p)
+    return made
+
+
+def fail(msg: str) -> None:
+    print(f"pathmig_report: {msg}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load(path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as e:
+        fail(f"{path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        fail(f"{path}:{e.lineno}: not JSON ({e.msg})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        fail(f"{path}: not a pathmig bench result (no 'runs' list)")
+    return doc
 
 
 def main() -> int:
@@ -99,14 +251,25 @@ def main() -> int:
     ap.add_argument("--conns")
     ap.add_argument("--faults")
     ap.add_argument("--apps", action="append", default=[])
+    ap.add_argument("--plots", metavar="DIR", help="write the figures (PNG) here")
     a = ap.parse_args()
+    docs = {k: load(v) for k, v in (("pause", a.pause), ("conns", a.conns),
+                                    ("faults", a.faults)) if v}
+    apps = [load(p) for p in a.apps]
     parts = []
-    for path, fn in ((a.pause, pause_tables), (a.conns, conns_table),
-                     (a.faults, faults_text)):
-        if path:
-            parts.append(fn(json.loads(Path(path).read_text())))
-    parts += [apps_table(json.loads(Path(p).read_text())) for p in a.apps]
+    try:
+        for key, fn in (("pause", pause_tables), ("conns", conns_table),
+                        ("faults", faults_text)):
+            if key in docs:
+                parts.append(fn(docs[key]))
+        parts += [apps_table(d) for d in apps]
+        made = plots(Path(a.plots), docs.get("pause"), docs.get("conns"), apps) \
+            if a.plots else []
+    except (KeyError, TypeError, ValueError) as e:
+        fail(f"a results file lacks what its bench writes ({e!r})")
     sys.stdout.write("\n\n".join(parts) + "\n")
+    for p in made:
+        print(f"figure: {p}", file=sys.stderr)
     return 0
 
 

@@ -111,8 +111,7 @@ static void log_obj(agent_t *ag, const char *event, json_t *o)
     json_object_set_new(o, "event", json_string(event));
     if (ag->log) {
         json_dumpf(o, ag->log, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        fputc('\n', ag->log);
-        fflush(ag->log);
+        fputc('\n', ag->log); /* flushed before the main loop waits (log_flush) */
     }
     json_decref(o);
 }
@@ -467,12 +466,6 @@ static void forget_conn(agent_t *ag, mpilab_pm_conn *c)
     *c = ag->conn[--ag->nconn];
 }
 
-static const char *act_name(mpilab_pm_action_kind k)
-{
-    return k == MPILAB_PM_ACT_CREATE ? "create" : k == MPILAB_PM_ACT_SET_BACKUP ? "set_backup"
-                                                                             : "destroy";
-}
-
 /* the initial subflow's remote port is the peer's listening port: joins go there */
 static uint16_t join_port(const mpilab_pm_conn *c, const agent_t *ag)
 {
@@ -483,65 +476,149 @@ static uint16_t join_port(const mpilab_pm_conn *c, const agent_t *ag)
     return 0;
 }
 
-static void carry_out(agent_t *ag, mpilab_pm_conn *c, mpilab_pm_result *res, double now)
+static void log_transition(agent_t *ag, const mpilab_pm_conn *c, mpilab_pm_state from,
+                           mpilab_pm_state to, const char *cause)
 {
-    for (int i = 0; i < res->nact; i++) {
-        mpilab_pm_action *a = &res->act[i];
-        char err[160] = "";
-        int rc;
-        mpilab_pm_subflow s = a->sub;
-        if (a->kind == MPILAB_PM_ACT_CREATE) {
-            s.laddr = ag->nodes[ag->self].addr[s.lrail];
-            s.raddr = ag->nodes[c->peer].addr[s.rrail];
-            s.rport = join_port(c, ag);
-            rc = pm_nl_subflow_create(&ag->nl, c->token, (uint8_t)(s.lrail + 1), s.laddr, 1,
-                                      s.raddr, s.rport, err, sizeof(err));
-        } else if (a->kind == MPILAB_PM_ACT_SET_BACKUP) {
-            rc = pm_nl_set_backup(&ag->nl, c->token, s.laddr, s.lport, s.raddr, s.rport,
-                                  a->backup, err, sizeof(err));
-        } else {
-            rc = pm_nl_subflow_destroy(&ag->nl, c->token, s.laddr, s.lport, s.raddr, s.rport,
-                                       err, sizeof(err));
-        }
-        json_t *o = json_pack("{s:s,s:s,s:o,s:b}", "token", "", "action", act_name(a->kind),
-                              "subflow", sub_json(ag, &s), "ok", rc == 0);
+    char tok[16];
+    snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
+    log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", tok, "peer",
+                                   c->peer >= 0 ? ag->nodes[c->peer].name : "", "from",
+                                   mpilab_pm_state_name(from), "to", mpilab_pm_state_name(to),
+                                   "cause", cause ? cause : ""));
+}
+
+/* the actions of one step of many connections, carried out together */
+typedef struct {
+    pm_nl_cmd *cmd;
+    size_t *conn; /* index into ag->conn */
+    mpilab_pm_subflow *sub; /* as logged */
+    size_t n, cap;
+} batch_t;
+
+static void batch_add(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_action *a)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        pm_nl_cmd *c = realloc(b->cmd, cap * sizeof(*c));
+        size_t *ix = realloc(b->conn, cap * sizeof(*ix));
+        mpilab_pm_subflow *sb = realloc(b->sub, cap * sizeof(*sb));
+        if (c)
+            b->cmd = c;
+        if (ix)
+            b->conn = ix;
+        if (sb)
+            b->sub = sb;
+        if (!c || !ix || !sb)
+            return; /* out of memory: the action is dropped, the next tick retries */
+        b->cap = cap;
+    }
+    const mpilab_pm_conn *c = &ag->conn[ci];
+    mpilab_pm_subflow s = a->sub;
+    pm_nl_cmd *m = &b->cmd[b->n];
+    memset(m, 0, sizeof(*m));
+    m->token = c->token;
+    if (a->kind == MPILAB_PM_ACT_CREATE) {
+        s.laddr = ag->nodes[ag->self].addr[s.lrail];
+        s.raddr = ag->nodes[c->peer].addr[s.rrail];
+        s.rport = join_port(c, ag);
+        m->kind = PM_NL_CREATE;
+        m->loc_id = (uint8_t)(s.lrail + 1);
+        m->laddr = s.laddr;
+        m->raddr = s.raddr;
+        m->rport = s.rport;
+        m->backup = 1;
+    } else {
+        m->kind = a->kind == MPILAB_PM_ACT_SET_BACKUP ? PM_NL_SET_BACKUP : PM_NL_DESTROY;
+        m->laddr = s.laddr;
+        m->lport = s.lport;
+        m->raddr = s.raddr;
+        m->rport = s.rport;
+        m->backup = a->backup;
+    }
+    b->sub[b->n] = s;
+    b->conn[b->n++] = ci;
+}
+
+static void add_results(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_result *res)
+{
+    for (int i = 0; i < res->nact; i++)
+        batch_add(b, ag, ci, &res->act[i]);
+}
+
+static int phase(pm_nl_cmd_kind k)
+{
+    return k == PM_NL_SET_BACKUP ? 0 : k == PM_NL_DESTROY ? 1 : 2;
+}
+
+/* Carry the batch out: first every priority change (the alternates take the traffic),
+ * then every destroy (dead subflows' data re-sent at once), then the loads; within one
+ * connection the state machine's order is kept. Each action is logged with the kernel's
+ * answer, as before batching. */
+static void batch_run(agent_t *ag, batch_t *b, double now)
+{
+    if (!b->n)
+        return;
+    /* stable reorder by phase (counting sort) */
+    pm_nl_cmd *cmd = malloc(b->n * sizeof(*cmd));
+    size_t *conn = malloc(b->n * sizeof(*conn));
+    mpilab_pm_subflow *sub = malloc(b->n * sizeof(*sub));
+    if (cmd && conn && sub) {
+        size_t k = 0;
+        for (int ph = 0; ph < 3; ph++)
+            for (size_t i = 0; i < b->n; i++)
+                if (phase(b->cmd[i].kind) == ph) {
+                    cmd[k] = b->cmd[i];
+                    sub[k] = b->sub[i];
+                    conn[k++] = b->conn[i];
+                }
+        memcpy(b->cmd, cmd, b->n * sizeof(*cmd));
+        memcpy(b->conn, conn, b->n * sizeof(*conn));
+        memcpy(b->sub, sub, b->n * sizeof(*sub));
+    }
+    free(cmd);
+    free(conn);
+    free(sub);
+    pm_nl_run_batch(&ag->nl, b->cmd, b->n);
+    for (size_t i = 0; i < b->n; i++) {
+        pm_nl_cmd *m = &b->cmd[i];
+        mpilab_pm_conn *c = &ag->conn[b->conn[i]];
         char tok[16];
         snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
-        json_object_set_new(o, "token", json_string(tok));
-        if (a->kind == MPILAB_PM_ACT_SET_BACKUP)
-            json_object_set_new(o, "backup", json_integer(a->backup));
-        if (rc != 0) {
-            json_object_set_new(o, "error", json_string(err));
+        static const char *names[] = {"create", "set_backup", "destroy"};
+        json_t *sub = sub_json(ag, &b->sub[i]);
+        json_t *o = json_pack("{s:s,s:s,s:o,s:b}", "token", tok, "action", names[m->kind],
+                              "subflow", sub, "ok", m->rc == 0);
+        if (m->kind == PM_NL_SET_BACKUP)
+            json_object_set_new(o, "backup", json_integer(m->backup));
+        if (m->rc != 0) {
+            json_object_set_new(o, "error", json_string(m->err));
             ag->actions_failed++;
         }
         log_obj(ag, "action", o);
-        if (rc != 0 && strstr(err, "invalid token")) {
+        if (m->rc == 0 || c->state == MPILAB_PM_CLOSED)
+            continue;
+        if (strstr(m->err, "invalid token")) {
             /* the kernel no longer knows the connection (closed, or fell back to TCP,
              * without an event we saw): forget it at the next tick */
-            char t2[16];
-            snprintf(t2, sizeof(t2), "%08" PRIx32, c->token);
-            log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", t2, "peer",
-                                           ag->nodes[c->peer].name, "from",
-                                           mpilab_pm_state_name(c->state), "to", "CLOSED",
-                                           "cause", "unknown to the kernel"));
+            log_transition(ag, c, c->state, MPILAB_PM_CLOSED, "unknown to the kernel");
             c->state = MPILAB_PM_CLOSED;
-            return;
-        }
-        if (rc != 0 && a->kind == MPILAB_PM_ACT_CREATE) {
+        } else if (m->kind == PM_NL_CREATE) {
             mpilab_pm_event ev = {.kind = MPILAB_PM_EV_LOAD_FAILED, .now = now};
             mpilab_pm_result r2;
             mpilab_pm_step(&ag->ctx, c, &ev, &r2);
-            if (r2.from != r2.to) {
-                char t2[16];
-                snprintf(t2, sizeof(t2), "%08" PRIx32, c->token);
-                log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", t2, "peer",
-                                               ag->nodes[c->peer].name, "from",
-                                               mpilab_pm_state_name(r2.from), "to",
-                                               mpilab_pm_state_name(r2.to), "cause",
-                                               r2.cause ? r2.cause : ""));
-            }
+            if (r2.from != r2.to)
+                log_transition(ag, c, r2.from, r2.to, r2.cause);
         }
     }
+    b->n = 0;
+}
+
+static void batch_free(batch_t *b)
+{
+    free(b->cmd);
+    free(b->conn);
+    free(b->sub);
+    memset(b, 0, sizeof(*b));
 }
 
 /* run one event through a connection's state machine, log the transition, act */
@@ -552,27 +629,31 @@ static int step(agent_t *ag, mpilab_pm_conn *c, const mpilab_pm_event *ev, char 
     int rc = mpilab_pm_step(&ag->ctx, c, ev, &res);
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", res.err);
-    if (res.from != res.to) {
-        char tok[16];
-        snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
-        log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", tok, "peer",
-                                       c->peer >= 0 ? ag->nodes[c->peer].name : "", "from",
-                                       mpilab_pm_state_name(res.from), "to",
-                                       mpilab_pm_state_name(res.to), "cause",
-                                       res.cause ? res.cause : ""));
-    }
-    carry_out(ag, c, &res, ev->now);
+    if (res.from != res.to)
+        log_transition(ag, c, res.from, res.to, res.cause);
+    batch_t b = {0};
+    add_results(&b, ag, (size_t)(c - ag->conn), &res);
+    batch_run(ag, &b, ev->now);
+    batch_free(&b);
     return rc;
 }
 
+/* one event for every managed connection (of one peer): their actions in one batch */
 static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer)
 {
+    static batch_t b;
     mpilab_pm_event ev = {.kind = kind, .now = mono()};
     for (size_t i = 0; i < ag->nconn; i++) {
         mpilab_pm_conn *c = &ag->conn[i];
-        if (c->managed && (only_peer < 0 || c->peer == only_peer))
-            step(ag, c, &ev, NULL, 0);
+        if (!c->managed || (only_peer >= 0 && c->peer != only_peer))
+            continue;
+        mpilab_pm_result res;
+        mpilab_pm_step(&ag->ctx, c, &ev, &res);
+        if (res.from != res.to)
+            log_transition(ag, c, res.from, res.to, res.cause);
+        add_results(&b, ag, i, &res);
     }
+    batch_run(ag, &b, ev.now);
 }
 
 static void fill_sub(const agent_t *ag, const pm_nl_event *e, mpilab_pm_subflow *s)
@@ -772,6 +853,8 @@ static void on_ctl(agent_t *ag)
     }
     line[n] = 0;
     json_t *reply = command(ag, line);
+    if (ag->log) /* what the command did is in the log before the answer arrives */
+        fflush(ag->log);
     char *text = json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(reply);
     if (text) {
@@ -1026,6 +1109,9 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             fprintf(stderr, "mpilab-pathmigd: --log %s: %s\n", ag->log_path, strerror(errno));
             return 2;
         }
+        /* a fault on hundreds of connections logs thousands of lines: one write per
+         * turn of the main loop, not one per line */
+        setvbuf(ag->log, NULL, _IOFBF, 1 << 18);
     } else {
         ag->log = stderr;
     }
@@ -1094,6 +1180,8 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         int wait_ms = (int)((next_tick - now) * 1e3 + 0.999);
         if (wait_ms < 0)
             wait_ms = 0;
+        if (ag->log)
+            fflush(ag->log);
         int k = poll(pf, (nfds_t)n, wait_ms);
         if (k < 0 && errno != EINTR)
             break;

@@ -123,7 +123,10 @@ int pm_nl_open(pm_nl *nl, char *err, size_t errlen)
     }
     int one = 1;
     mnl_socket_setsockopt(nl->cmd, NETLINK_EXT_ACK, &one, sizeof(one));
+    /* acknowledgements without a copy of the request: a batch's answers stay small */
+    mnl_socket_setsockopt(nl->cmd, NETLINK_CAP_ACK, &one, sizeof(one));
     int big = 4 << 20; /* a burst of events for hundreds of connections */
+    setsockopt(mnl_socket_get_fd(nl->cmd), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
     setsockopt(mnl_socket_get_fd(nl->ev), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
     setsockopt(mnl_socket_get_fd(nl->link), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
     family_info fi = {0, 0};
@@ -289,69 +292,125 @@ static void put_addr(struct nlmsghdr *nlh, int type, int id, uint32_t addr, uint
     mnl_attr_nest_end(nlh, nest);
 }
 
-/* send and wait for the acknowledgement; the kernel's extended-ack message goes to err */
-static int transact(pm_nl *nl, struct nlmsghdr *nlh, char *err, size_t errlen)
+/* the kernel's answer to one request: 0 or a negative errno, its extended-ack text in err */
+static int ack_result(const struct nlmsghdr *h, char *err, size_t errlen)
 {
-    if (err && errlen)
-        err[0] = 0;
-    if (mnl_socket_sendto(nl->cmd, nlh, nlh->nlmsg_len) < 0)
-        return -errno;
-    uint32_t seq = nlh->nlmsg_seq;
-    for (;;) {
-        ssize_t n = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
-        if (n < 0)
-            return -errno;
-        const struct nlmsghdr *h = (const struct nlmsghdr *)cmdbuf;
-        int len = (int)n;
-        for (; mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
-            if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
-                continue;
-            const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-            if (e->error && err && errlen && (h->nlmsg_flags & NLM_F_ACK_TLVS)) {
-                size_t off = sizeof(*e);
-                if (!(h->nlmsg_flags & NLM_F_CAPPED))
-                    off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
-                const struct nlattr *a;
-                mnl_attr_for_each(a, h, off) {
-                    if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
-                        snprintf(err, errlen, "%s", mnl_attr_get_str(a));
-                }
-            }
-            if (e->error && err && errlen && !err[0])
-                snprintf(err, errlen, "%s", strerror(-e->error));
-            return e->error;
+    const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+    if (e->error && errlen && (h->nlmsg_flags & NLM_F_ACK_TLVS)) {
+        size_t off = sizeof(*e);
+        if (!(h->nlmsg_flags & NLM_F_CAPPED))
+            off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+        const struct nlattr *a;
+        mnl_attr_for_each(a, h, off) {
+            if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
+                snprintf(err, errlen, "%s", mnl_attr_get_str(a));
         }
     }
+    if (e->error && errlen && !err[0])
+        snprintf(err, errlen, "%s", strerror(-e->error));
+    return e->error;
+}
+
+static void put_cmd(pm_nl *nl, char *buf, const pm_nl_cmd *c)
+{
+    static const int kcmd[] = {MPTCP_PM_CMD_SUBFLOW_CREATE, MPTCP_PM_CMD_SET_FLAGS,
+                               MPTCP_PM_CMD_SUBFLOW_DESTROY};
+    struct nlmsghdr *nlh = cmd_header(nl, buf, kcmd[c->kind], c->token);
+    switch (c->kind) {
+    case PM_NL_CREATE:
+        put_addr(nlh, MPTCP_PM_ATTR_ADDR, c->loc_id, c->laddr, 0,
+                 c->backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
+        break;
+    case PM_NL_SET_BACKUP:
+        put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, c->laddr, c->lport,
+                 c->backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
+        break;
+    case PM_NL_DESTROY:
+        put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, c->laddr, c->lport, -1);
+        break;
+    }
+    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, c->raddr, c->rport, -1);
+}
+
+/* requests per sendto: their acknowledgements (errors with the kernel's message) must fit
+ * the socket's receive buffer, which pm_nl_open raises */
+#define BATCH_MAX 128
+
+int pm_nl_run_batch(pm_nl *nl, pm_nl_cmd *cmds, size_t n)
+{
+    static char out[BATCH_MAX * 256];
+    int failed = 0;
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at < BATCH_MAX ? n - at : BATCH_MAX, len = 0;
+        uint32_t first = nl->seq + 1;
+        for (size_t i = 0; i < k; i++) {
+            pm_nl_cmd *c = &cmds[at + i];
+            c->rc = 1; /* not answered yet */
+            c->err[0] = 0;
+            put_cmd(nl, out + len, c);
+            len += MNL_ALIGN(((struct nlmsghdr *)(out + len))->nlmsg_len);
+        }
+        size_t left = k;
+        if (mnl_socket_sendto(nl->cmd, out, len) < 0)
+            left = 0;
+        while (left > 0) {
+            ssize_t got = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
+            if (got < 0)
+                break;
+            const struct nlmsghdr *h = (const struct nlmsghdr *)cmdbuf;
+            int rest = (int)got;
+            for (; mnl_nlmsg_ok(h, rest); h = mnl_nlmsg_next(h, &rest)) {
+                uint32_t i = h->nlmsg_seq - first;
+                if (h->nlmsg_type != NLMSG_ERROR || i >= k || cmds[at + i].rc != 1)
+                    continue;
+                pm_nl_cmd *c = &cmds[at + i];
+                c->rc = ack_result(h, c->err, sizeof(c->err));
+                left--;
+            }
+        }
+        for (size_t i = 0; i < k; i++) {
+            pm_nl_cmd *c = &cmds[at + i];
+            if (c->rc == 1) {
+                c->rc = -(errno ? errno : EIO);
+                snprintf(c->err, sizeof(c->err), "netlink: no answer (%s)", strerror(-c->rc));
+                failed = -1;
+            }
+            if (c->rc != 0 && failed >= 0)
+                failed++;
+        }
+        at += k;
+    }
+    return failed;
+}
+
+static int run_one(pm_nl *nl, pm_nl_cmd *c, char *err, size_t errlen)
+{
+    pm_nl_run_batch(nl, c, 1);
+    if (err && errlen)
+        snprintf(err, errlen, "%s", c->err);
+    return c->rc;
 }
 
 int pm_nl_subflow_create(pm_nl *nl, uint32_t token, uint8_t loc_id, uint32_t laddr,
                          int backup, uint32_t raddr, uint16_t rport, char *err, size_t errlen)
 {
-    char buf[512];
-    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SUBFLOW_CREATE, token);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR, loc_id, laddr, 0,
-             backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
-    return transact(nl, nlh, err, errlen);
+    pm_nl_cmd c = {.kind = PM_NL_CREATE, .token = token, .loc_id = loc_id, .laddr = laddr,
+                   .raddr = raddr, .rport = rport, .backup = backup};
+    return run_one(nl, &c, err, errlen);
 }
 
 int pm_nl_subflow_destroy(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
                           uint32_t raddr, uint16_t rport, char *err, size_t errlen)
 {
-    char buf[512];
-    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SUBFLOW_DESTROY, token);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, laddr, lport, -1);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
-    return transact(nl, nlh, err, errlen);
+    pm_nl_cmd c = {.kind = PM_NL_DESTROY, .token = token, .laddr = laddr, .lport = lport,
+                   .raddr = raddr, .rport = rport};
+    return run_one(nl, &c, err, errlen);
 }
 
 int pm_nl_set_backup(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
                      uint32_t raddr, uint16_t rport, int backup, char *err, size_t errlen)
 {
-    char buf[512];
-    struct nlmsghdr *nlh = cmd_header(nl, buf, MPTCP_PM_CMD_SET_FLAGS, token);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR, -1, laddr, lport,
-             backup ? MPTCP_PM_ADDR_FLAG_BACKUP : 0);
-    put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, raddr, rport, -1);
-    return transact(nl, nlh, err, errlen);
+    pm_nl_cmd c = {.kind = PM_NL_SET_BACKUP, .token = token, .laddr = laddr, .lport = lport,
+                   .raddr = raddr, .rport = rport, .backup = backup};
+    return run_one(nl, &c, err, errlen);
 }

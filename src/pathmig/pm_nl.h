@@ -55,6 +55,24 @@ int pm_nl_subflow_destroy(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lp
 int pm_nl_set_backup(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
                      uint32_t raddr, uint16_t rport, int backup, char *err, size_t errlen);
 
+/* One path-manager command of a batch; rc and err are filled in by pm_nl_run_batch. */
+typedef enum { PM_NL_CREATE, PM_NL_SET_BACKUP, PM_NL_DESTROY } pm_nl_cmd_kind;
+typedef struct {
+    pm_nl_cmd_kind kind;
+    uint32_t token;
+    uint8_t loc_id; /* CREATE: the local address id */
+    uint32_t laddr, raddr; /* network order */
+    uint16_t lport, rport; /* host order */
+    int backup;
+    int rc; /* 0 or a negative errno */
+    char err[160];
+} pm_nl_cmd;
+
+/* Send many commands with few system calls (several requests per message, then their
+ * acknowledgements), in order; each command's result in its rc/err. Returns the number
+ * of commands that failed, or -1 if the socket failed (every unanswered rc set). */
+int pm_nl_run_batch(pm_nl *nl, pm_nl_cmd *cmds, size_t n);
+
 const char *pm_nl_event_name(int type);
 
 #endif
