@@ -82,6 +82,9 @@ def main() -> int:
     ap.add_argument("--tcp-congestion", default="cubic",
                     help="congestion control of the TCP runs (--pathmig runs: cubic)")
     ap.add_argument("--work", default="/tmp/pathmig-apps")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="start no new round (one run of each configuration) after this many "
+                         "seconds (0: no limit)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     state = Path(a.work) / "state"
@@ -122,7 +125,13 @@ def main() -> int:
     reference = None
     ref_s = 10.0
     configs = ("tcp", "agent", "agent+fault")
+    t_start = time.monotonic()
+    done = 0
     for rep in range(-1, a.reps):  # rep -1: one untimed warm-up run (page cache, ARP)
+        if rep > 0 and a.budget and time.monotonic() - t_start > a.budget:
+            print(f"budget of {a.budget:g} s spent after {rep} round(s)", flush=True)
+            break
+        done = rep + 1
         for cfg in configs if rep >= 0 else ("tcp",):
             if a.app == "wavefront":
                 for b in bands:
@@ -203,7 +212,8 @@ def main() -> int:
             if base and s:
                 s["slowdown_median"] = s["median"] / base - 1
                 s["slowdown_mean"] = s["mean"] / summary[f"tcp {key}"]["mean"] - 1
-    doc = {"app": a.app, "np": a.np, "reps": a.reps, "seed": a.seed, "runs": runs,
+    doc = {"app": a.app, "np": a.np, "reps": done, "reps_asked": a.reps, "seed": a.seed,
+           "runs": runs,
            "summary": summary,
            "incorrect_or_failed": sum(1 for r in runs if not r["correct"])}
     tmp = a.out + ".tmp"

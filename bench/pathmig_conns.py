@@ -57,7 +57,7 @@ def last(evs: list[dict[str, object]], t0: float, t1: float, pred: object) -> fl
     return max(ts) - t0 if ts else None  # type: ignore[type-var,operator]
 
 
-def work(evs: list[dict[str, object]], t0: float) -> float | None:
+def agent_work(evs: list[dict[str, object]], t0: float) -> float | None:
     sign = [e["time"] for e in evs if t0 <= e["time"] < t0 + 5 and (
         (e["event"] == "link" and not e.get("up")) or (e["event"] == "path" and not e.get("up")))]
     if not sign:
@@ -111,7 +111,7 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
         "fault_last_action_s": last(cli, flt.t0, flt.t0 + 5, lambda e: e["event"] == "action"),
         # each agent's work: from the first sign of the fault it saw (link event or path
         # verdict) to its last action on it
-        **{f"fault_{side}_work_s": work(evs_side, flt.t0)
+        **{f"fault_{side}_work_s": agent_work(evs_side, flt.t0)
            for side, evs_side in (("client", cli), ("server", srv))},
         "fault_migrated": sum(1 for e in cli if e["event"] == "state" and e["time"] >= flt.t0
                               and e["cause"] == "fault on the primary path"),
@@ -129,13 +129,19 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=1, help="runs per connection count")
     ap.add_argument("--prefix", default="pmcon")
     ap.add_argument("--work", default="/tmp/pathmig-conns")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="start no new run after this many seconds (0: no limit)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     work = Path(a.work)
     sp = testbed(a.prefix, work)
     runs = []
     try:
+        t_start = time.monotonic()
         for n in [int(x) for x in a.conns.split(",")] * a.reps:
+            if runs and a.budget and time.monotonic() - t_start > a.budget:
+                print(f"budget of {a.budget:g} s spent: {len(runs)} run(s)", flush=True)
+                break
             rec = one(sp, n, work)
             runs.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k != "series"}), flush=True)

@@ -127,6 +127,8 @@ def main() -> int:
     ap.add_argument("--modes", default="down,drop", help="fault modes of the pause runs")
     ap.add_argument("--fault-iters", type=int, default=1200,
                     help="round trips per fault run (the fault comes after 400)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="start no new repetition after this many seconds (0: no limit)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     work = Path(a.work)
@@ -136,7 +138,11 @@ def main() -> int:
     ocfgs = a.overhead_configs.split(",")
     runs = []
     try:
+        t_start = time.monotonic()
         for rep in range(a.reps):
+            if rep and a.budget and time.monotonic() - t_start > a.budget:
+                print(f"budget of {a.budget:g} s spent: {rep} repetition(s)", flush=True)
+                break
             for nbytes in ([] if a.no_faults else sizes):
                 for mode in a.modes.split(","):
                     for cfg in a.configs.split(","):

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpilab.pathmig import agents
+from mpilab.pathmig import agents, congestion
 from mpilab.pathmig import pingpong as ppm
 from mpilab.pathmig.pingpong import Step
 from mpilab.testbed import faults, net
@@ -337,6 +337,22 @@ def test_testbed_run_pathmig_open_mpi_survives_fault(fresh: tuple[Spec, dict[str
     # Open MPI's connections between the two nodes: out-of-band and one BTL connection
     _both_sides_migrated(sp, fault_t - 1.0, 2, evs)
     assert not agents.running(sp)  # stopped after the job
+    # the job ran under cubic on every route of its nodes (BBR makes MPTCP slow)
+    assert all(congestion.current(sp, n) == {"cubic"} for n in sp.node_names())
+
+
+def test_congestion_control_per_run(fresh: tuple[Spec, dict[str, str]]) -> None:
+    sp, env = fresh
+    rc, out, err = _run_job(env, ["--congestion", "reno", "--timeout", "120", "--", "true"],
+                            None, sp)
+    assert rc == 0, out + err
+    assert all(congestion.current(sp, n) == {"reno"} for n in sp.node_names())
+    rc, out, err = _run_job(env, ["--timeout", "120", "--", "true"], None, sp)
+    assert rc == 0, out + err  # a plain run: the namespaces' own default again
+    assert all(congestion.current(sp, n) == {""} for n in sp.node_names())
+    rc, out, err = _run_job(env, ["--congestion", "nosuchcc", "--", "true"], None, sp)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--congestion nosuchcc: not available" in err
 
 
 @pytest.mark.parametrize("mode", ["--pathmig", "--mptcp"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mpilab.errors import MpilabError
+from mpilab.pathmig import congestion
 from mpilab.pathmig.cli import format_status
 from mpilab.pathmig.inject import make_plan
 
@@ -42,3 +43,18 @@ def test_status_table() -> None:
     text = format_status(st)
     assert "0a0b0c0d s1n0   client MIGRATED  r1 active" in text
     assert "dead paths: s0n0->s1n0:r0" in text
+
+
+def test_congestion_route_rewrite() -> None:
+    via = {"dst": "10.77.1.0/24", "gateway": "10.77.0.1", "dev": "r0", "protocol": "boot",
+           "scope": "global", "metrics": [{"congestion": "bbr"}, {"mtu": 9000}]}
+    link = {"dst": "10.77.0.0/24", "dev": "r0", "protocol": "kernel", "scope": "link",
+            "prefsrc": "10.77.0.2"}
+    assert congestion._cc(via) == "bbr" and congestion._cc(link) == ""
+    assert congestion._route_line(via, "cubic") == (
+        "route replace 10.77.1.0/24 via 10.77.0.1 dev r0 proto boot scope global "
+        "mtu 9000 congctl cubic")
+    assert congestion._route_line(via, None).endswith("scope global mtu 9000")
+    assert congestion._route_line(link, "cubic") == (
+        "route replace 10.77.0.0/24 dev r0 proto kernel scope link src 10.77.0.2 "
+        "congctl cubic")
