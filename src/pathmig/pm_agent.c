@@ -545,39 +545,15 @@ static void add_results(batch_t *b, const agent_t *ag, size_t ci, const mpilab_p
         batch_add(b, ag, ci, &res->act[i]);
 }
 
-static int phase(pm_nl_cmd_kind k)
-{
-    return k == PM_NL_SET_BACKUP ? 0 : k == PM_NL_DESTROY ? 1 : 2;
-}
-
-/* Carry the batch out: first every priority change (the alternates take the traffic),
- * then every destroy (dead subflows' data re-sent at once), then the loads; within one
- * connection the state machine's order is kept. Each action is logged with the kernel's
+/* Carry the batch out in the state machines' order, connection after connection (each
+ * connection's priority change then its destroy: the first connections are whole again
+ * before the last are started, rather than every connection waiting for all priority
+ * changes), a few system calls for the lot. Each action is logged with the kernel's
  * answer, as before batching. */
 static void batch_run(agent_t *ag, batch_t *b, double now)
 {
     if (!b->n)
         return;
-    /* stable reorder by phase (counting sort) */
-    pm_nl_cmd *cmd = malloc(b->n * sizeof(*cmd));
-    size_t *conn = malloc(b->n * sizeof(*conn));
-    mpilab_pm_subflow *sub = malloc(b->n * sizeof(*sub));
-    if (cmd && conn && sub) {
-        size_t k = 0;
-        for (int ph = 0; ph < 3; ph++)
-            for (size_t i = 0; i < b->n; i++)
-                if (phase(b->cmd[i].kind) == ph) {
-                    cmd[k] = b->cmd[i];
-                    sub[k] = b->sub[i];
-                    conn[k++] = b->conn[i];
-                }
-        memcpy(b->cmd, cmd, b->n * sizeof(*cmd));
-        memcpy(b->conn, conn, b->n * sizeof(*conn));
-        memcpy(b->sub, sub, b->n * sizeof(*sub));
-    }
-    free(cmd);
-    free(conn);
-    free(sub);
     pm_nl_run_batch(&ag->nl, b->cmd, b->n);
     for (size_t i = 0; i < b->n; i++) {
         pm_nl_cmd *m = &b->cmd[i];
