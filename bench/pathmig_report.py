@@ -199,10 +199,10 @@ def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | No
             ser = byn[n][0].get("series", {}).get("fault") or []
             if ser:
                 ax.plot([t * 1e3 for _, t, _ in ser], [rtt * 1e3 for _, _, rtt in ser],
-                        lw=0.8, label=f"{n} connections")
+                        lw=0.8, drawstyle="steps-pre", label=f"{n} connections")
         ax.set_xlim(-100, 600)
         ax.set_xlabel("time since the fault was injected (ms)")
-        ax.set_ylabel("round trip (ms)")
+        ax.set_ylabel("round trip ending then (ms)")
         ax.set_title("ping-pong round trips around a link-down fault")
         ax.legend(fontsize=7)
         p = outdir / "pathmig-fault-series.png"
