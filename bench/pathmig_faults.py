@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -22,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "python"))
 
+from mpilab.fsutil import atomic_write_text  # noqa: E402
 from mpilab.pathmig import agents, inject  # noqa: E402
 from mpilab.pathmig import pingpong as ppm  # noqa: E402
 from mpilab.pathmig.pingpong import Step  # noqa: E402
@@ -87,8 +87,7 @@ def main() -> int:
              "correct": sum(1 for r in runs if r["rc"] == 0 and r["verified"]),
              "hung": sum(1 for r in runs if r["hung"])}
     doc = {"summary": total, "runs": runs}
-    Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(a.out + ".tmp", a.out)
+    atomic_write_text(Path(a.out), json.dumps(doc, indent=1) + "\n")
     print(json.dumps(total))
     return 0
 

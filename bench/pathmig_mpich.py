@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "python"))
 
+from mpilab.fsutil import atomic_write_text  # noqa: E402
 from mpilab.pathmig import agents, congestion  # noqa: E402
 from mpilab.testbed import faults, launch, net  # noqa: E402
 from mpilab.testbed.spec import Spec  # noqa: E402
@@ -174,8 +175,7 @@ def main() -> int:
                    for v in ("ok", "finalize hang", "hung", "failed")}
                for m in a.modes.split(",")}
     doc = {"runs": runs, "summary": summary}
-    Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(a.out + ".tmp", a.out)
+    atomic_write_text(Path(a.out), json.dumps(doc, indent=1) + "\n")
     print(json.dumps(summary))
     return 0
 
