@@ -219,7 +219,7 @@ static json_t *hockney_json(const mpilab_hockney_robust_t *h)
 static int run_link(int argc, char **argv)
 {
     const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
-    mpilab_precision_t prec = {5, 20, 0.95, 0.05};
+    mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0};
     long long burst = 8;
     static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
                                  {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},

@@ -58,6 +58,7 @@ int main(void)
 
     /* Stopping rule: constant data stops exactly at min_reps. */
     mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
+    p.min_time = 0.0; /* the rule alone; min_time is checked below */
     double *s = calloc(1000, sizeof *s);
     size_t n = 0;
     while (1) {
@@ -131,7 +132,7 @@ int main(void)
     CHECK(mpilab_stats_should_stop(s, vv, 9, &p));
 
     /* Fixed count: min == max stops at that count whatever the data. */
-    mpilab_precision_t f = {3, 3, 0.95, 0.025};
+    mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
 
@@ -153,13 +154,58 @@ int main(void)
 
     /* Precision checks. */
     char err[128];
-    mpilab_precision_t bad = {5, 4, 0.95, 0.025};
+    mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 1.0, 0.025};
+    bad = (mpilab_precision_t){5, 10, 1.0, 0.025, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 0.9, 0.0};
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.0, 0.0};
+    CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
     CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
+
+    /* Minimum measuring time: constant 1 ms samples with min_time 10 ms stop at 10 samples
+     * (their sum reaching 10 ms), not at 6; max_reps still wins over min_time. */
+    mpilab_precision_t tp = MPILAB_PRECISION_DEFAULT;
+    CHECK_NEAR(tp.min_time, 0.01, 0);
+    for (n = 0; n < 20; n++)
+        s[n] = 1e-3;
+    for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &tp); n++)
+        ;
+    CHECKF(n == 10, "min_time: stopped at %zu", n);
+    tp.max_reps = 7;
+    CHECK(mpilab_stats_should_stop(s, NULL, 7, &tp) && !mpilab_stats_should_stop(s, NULL, 6, &tp));
+
+    /* Blocks: 50 samples, the first half at level 1.0 and the second at 1.2 (a level shift
+     * during the run), each with 1% noise. The order-statistic interval alone is narrow
+     * around the middle; the block medians disagree and widen the interval, which then
+     * reaches both levels' side of the median and the rule does not hold at 2.5%. */
+    for (n = 0; n < 50; n++)
+        s[n] = (n < 25 ? 1.0 : 1.2) * (1.0 + 0.01 * gsl_ran_gaussian(r, 1.0));
+    mpilab_stats_compute(s, NULL, 50, 0.95, 0.025, &st);
+    CHECK(!isnan(st.blk_half) && st.blk_half > 0.05);
+    CHECK(st.med_lo <= st.os_lo && st.med_hi >= st.os_hi);
+    CHECK(st.med_hi - st.med_lo > st.os_hi - st.os_lo);
+    CHECK(st.med_lo >= st.min && !st.converged);
+    /* one level with the same noise: the blocks agree, the interval converges */
+    for (n = 0; n < 50; n++)
+        s[n] = 1.1 * (1.0 + 0.01 * gsl_ran_gaussian(r, 1.0));
+    mpilab_stats_compute(s, NULL, 50, 0.95, 0.025, &st);
+    CHECK(!isnan(st.blk_half) && st.blk_half < 0.02 && st.converged);
+    /* fewer than MPILAB_BLOCKS_MIN_N samples: no block term, the order-statistic interval */
+    mpilab_stats_compute(s, NULL, MPILAB_BLOCKS_MIN_N - 1, 0.95, 0.025, &st);
+    CHECK(isnan(st.blk_half) && st.med_lo == st.os_lo && st.med_hi == st.os_hi);
+    /* coverage of the widened interval for independent samples stays >= 94% (the blocks
+     * widen, never narrow) */
+    int cover2 = 0;
+    for (int t = 0; t < 1000; t++) {
+        double z[40];
+        for (int k = 0; k < 40; k++)
+            z[k] = exp(gsl_ran_gaussian(r, 0.8));
+        mpilab_stats_compute(z, NULL, 40, 0.95, 0.025, &st);
+        cover2 += st.med_lo <= 1.0 && 1.0 <= st.med_hi;
+    }
+    CHECKF(cover2 >= 940, "widened interval covered the true median %d of 1000 times", cover2);
     gsl_rng_free(r);
     free(s);
     return CHECK_DONE();
