@@ -46,6 +46,7 @@ def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str]) -> di
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
     doc = json.loads(out.read_text())
+    placed = (doc["provenance"].get("placement") or {}).get("pinned")
     res = {}
     for m in doc["measurements"]:
         if m["op"] != "p2p":
@@ -59,7 +60,8 @@ def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str]) -> di
             ok = [s for s, v in zip(m["samples"], valid, strict=True) if v]
             lo, hi = median_ci(ok, cl)
         res[m["bytes"]] = {"median": st["median"], "lo": lo, "hi": hi, "reps": st["reps"],
-                           "converged": st.get("converged"), "flags": m.get("flags", [])}
+                           "converged": st.get("converged"), "flags": m.get("flags", []),
+                           "pinned": placed}
     return res
 
 
@@ -88,7 +90,7 @@ def main() -> int:
             h.wait()
     print(f"results in {out}; {a.runs} runs, {a.hogs} hogs")
     print(f"{'link':<5} {'bytes':>8} {'median of runs':>15} {'spread':>8} {'CI covers':>9} "
-          f"{'reps (min..max)':>15} {'converged':>9}  per-run medians")
+          f"{'reps (min..max)':>15} {'converged':>9} {'pinned':>6}  per-run medians [CI]")
     for t, rs in runs.items():
         for size in sorted(rs[0]):
             meds = [r[size]["median"] for r in rs]
@@ -97,10 +99,13 @@ def main() -> int:
             cover = sum(1 for r in rs if r[size]["lo"] <= mm <= r[size]["hi"])
             reps = [r[size]["reps"] for r in rs]
             conv = sum(1 for r in rs if r[size]["converged"])
+            pinned = sum(1 for r in rs if r[size]["pinned"])
             print(f"{t:<5} {size:>8} {mm * 1e6:12.3f} us {spread * 100:7.1f}% "
                   f"{cover:>4}/{len(rs):<4} "
-                  f"{min(reps):>7}..{max(reps):<7} {conv:>4}/{len(rs):<4}  "
-                  + " ".join(f"{x * 1e6:.3f}" for x in meds))
+                  f"{min(reps):>7}..{max(reps):<7} {conv:>4}/{len(rs):<4} "
+                  f"{pinned:>2}/{len(rs):<3}  "
+                  + " ".join(f"{r[size]['median'] * 1e6:.3f} [{r[size]['lo'] * 1e6:.3f},"
+                             f"{r[size]['hi'] * 1e6:.3f}]" for r in rs))
     return 0
 
 

@@ -45,6 +45,7 @@ int main(int argc, char **argv)
     mpilab_placement_t placement;
     mpilab_placement_apply(pm, &placement);
     MPI_Init(&argc, &argv);
+    mpilab_placement_settle(MPI_COMM_WORLD, &placement);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -5,6 +5,7 @@
 #ifndef MPILAB_PLACEMENT_H
 #define MPILAB_PLACEMENT_H
 
+#include <mpi.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -22,7 +23,10 @@ typedef struct mpilab_placement {
     int cpus;                   /* CPUs this process was allowed before pinning */
     int pinned_cpu;             /* the CPU pinned to, -1 if not pinned */
     int yield_off;              /* 1 if OMPI_MCA_mpi_yield_when_idle was set to 0 here */
-    char reason[160];           /* why it was (not) pinned, one phrase */
+    int kernel_ranks;           /* ranks on this kernel (mpilab_placement_settle), -1 before */
+    int yield_oversubscribed;   /* yield was turned off but the kernel has more ranks than CPUs */
+    unsigned char allowed[128]; /* the CPU mask before pinning (a cpu_set_t) */
+    char reason[200];           /* why it was (not) pinned, one phrase */
 } mpilab_placement_t;
 
 /* The mode named by s ("auto", "keep"): 0, or -1 if unknown. */
@@ -41,6 +45,13 @@ const char *mpilab_placement_arg(int argc, char **argv);
  * gives its CPU to any busy process for a whole time slice: 1-9 ms per round trip with two
  * busy loops running). Otherwise nothing changes and reason says why. Never fails. */
 void mpilab_placement_apply(mpilab_placement_mode_t mode, mpilab_placement_t *out);
+
+/* Collective, right after MPI_Init: the launcher's notion of a node can be narrower than the
+ * kernel (the testbed starts every rank in its own network namespace as its own "host"), so
+ * the ranks are counted per kernel (boot id) and, in auto mode, each is pinned to its own
+ * CPU by its rank among them; when the kernel has more ranks than CPUs the pinning is undone
+ * (and yield_oversubscribed set if yield was already turned off). */
+void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p);
 
 #ifdef __cplusplus
 }

@@ -415,7 +415,7 @@ static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocks
     return MPI_SUCCESS;
 }
 
-int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
+static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
 {
     memset(out, 0, sizeof *out);
     int rank, size;
@@ -446,6 +446,49 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
     rc = publish(comm, size, model, rc, out);
     if (rc == MPI_SUCCESS)
         out->duration = mpilab_wtime() - start;
+    return rc;
+}
+
+static double max_uncertainty(const mpilab_clocksync_t *cs)
+{
+    double u = 0.0;
+    for (int r = 0; r < cs->nranks; r++)
+        u = fmax(u, cs->ranks[r].uncertainty);
+    return u;
+}
+
+/* A synchronisation whose stated uncertainty exceeds MPILAB_SYNC_TARGET_S was preempted
+ * somewhere (a quiet node gives 1-2 us): it is repeated, up to MPILAB_SYNC_ATTEMPTS times,
+ * and the attempt with the least largest uncertainty is kept. Every rank sees the same
+ * published models, so every rank takes the same decision. */
+int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
+{
+    double spent = 0.0;
+    int rc = MPI_SUCCESS;
+    for (int a = 1; a <= MPILAB_SYNC_ATTEMPTS; a++) {
+        mpilab_clocksync_t cur;
+        rc = sync_once(comm, method, &cur);
+        if (rc != MPI_SUCCESS) {
+            mpilab_clocksync_free(&cur);
+            if (a > 1)
+                mpilab_clocksync_free(out);
+            return rc;
+        }
+        spent += cur.duration;
+        if (a == 1 || max_uncertainty(&cur) < max_uncertainty(out)) {
+            if (a > 1)
+                mpilab_clocksync_free(out);
+            *out = cur;
+        } else {
+            mpilab_clocksync_free(&cur);
+        }
+        out->attempts = a;
+        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S)
+            break;
+    }
+    out->duration = spent;
+    out->max_uncertainty = max_uncertainty(out);
+    out->precise = out->max_uncertainty <= MPILAB_SYNC_TARGET_S;
     return rc;
 }
 

@@ -152,9 +152,11 @@ json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_resid
     for (int r = 1; r < cs->nranks; r++)
         json_object_set_new(json_array_get(rk, (size_t)r - 1), "drift_uncertainty",
                             mpilab_json_real(cs->ranks[r].drift_uncertainty));
-    return json_pack("{s:s,s:o,s:I,s:o,s:o}", "method", mpilab_sync_method_name(cs->method), "max_residual_s",
-                     mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs, "last_duration_s",
-                     mpilab_json_real(cs->duration), "ranks", rk);
+    return json_pack("{s:s,s:o,s:I,s:o,s:i,s:o,s:b,s:o}", "method", mpilab_sync_method_name(cs->method),
+                     "max_residual_s", mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs,
+                     "last_duration_s", mpilab_json_real(cs->duration), "last_attempts", cs->attempts,
+                     "last_max_uncertainty_s", mpilab_json_real(cs->max_uncertainty), "last_precise",
+                     cs->precise, "ranks", rk);
 }
 
 json_t *mpilab_results_new(json_t *provenance, json_t *measurements)

@@ -356,9 +356,10 @@ static json_t *placement_json(const mpilab_placement_t *p, int pinned_all)
 {
     if (!p)
         return json_null();
-    return json_pack("{s:s,s:i,s:i,s:i,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode), "local_ranks",
-                     p->local_size, "cpus", p->cpus, "pinned_cpu_rank0", p->pinned_cpu, "pinned", pinned_all,
-                     "yield_when_idle_off", p->yield_off, "reason", p->reason);
+    return json_pack("{s:s,s:i,s:i,s:i,s:i,s:b,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode),
+                     "local_ranks", p->local_size, "kernel_ranks", p->kernel_ranks, "cpus", p->cpus,
+                     "pinned_cpu_rank0", p->pinned_cpu, "pinned", pinned_all, "yield_when_idle_off", p->yield_off,
+                     "oversubscribed_without_yield", p->yield_oversubscribed, "reason", p->reason);
 }
 
 /* Every rank gets its share of the clock injection (--inject-clock), from a common base. */
