@@ -155,6 +155,40 @@ def _cli(args: list[str], timeout: float) -> None:
                           + (lines[-1] if lines else f"exit status {p.returncode}"))
 
 
+def _delayline_stats(prefix: str) -> dict[str, Any] | None:
+    """The testbed delay line's own statistics (SIGUSR1 makes it write them), or None."""
+    import os
+    import signal
+    import time
+
+    from mpilab.testbed import net
+
+    try:
+        st = net.load_state(prefix)
+        path = net.state_dir(prefix) / "delayline.json"
+        before = path.stat().st_mtime_ns if path.exists() else 0
+        os.kill(int((st or {})["delayline_pid"]), signal.SIGUSR1)
+        for _ in range(200):
+            if path.exists() and path.stat().st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+
+
+def _lateness(s0: dict[str, Any] | None, s1: dict[str, Any] | None) -> float | None:
+    """Mean lateness of the delay line's releases between two of its statistics."""
+    try:
+        pk = float(s1["packets"]) - float(s0["packets"])  # type: ignore[index]
+        late = (float(s1["late_mean_s"]) * float(s1["packets"])  # type: ignore[index]
+                - float(s0["late_mean_s"]) * float(s0["packets"]))  # type: ignore[index]
+        return late / pk if pk > 0 else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
                  hogs: int = 0) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
@@ -172,10 +206,13 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
         try:
             for k in range(n):
                 f = tmp / f"link-{d}-{k}.json"
+                s0 = _delayline_stats(prefix)
                 _cli(["testbed", "run", "--prefix", prefix, "--np", "2", "--timeout", "1500", "--",
                       tool, "link", "--sizes", sizes, "--out", str(f)], 1600)
                 data = _load(f)
                 data.pop("provenance", None)
+                # how late the emulated link itself was: its delay line's mean lateness
+                data["delayline_late_mean_s"] = _lateness(s0, _delayline_stats(prefix))
                 (out["runs"] if d == delay else out.setdefault("base", [])).append(data)
         finally:
             for h in hog_procs:
