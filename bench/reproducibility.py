@@ -39,16 +39,18 @@ def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
     return (s[best - 1], s[n - best]) if best else (math.nan, math.nan)
 
 
-def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str]) -> dict[int, Any]:
-    cmd = mpirun_prefix(2, ["--mca", "btl", btl]) + [bench, "--ops", "p2p", "--sizes", sizes,
+def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
+            op: str = "p2p") -> dict[int, Any]:
+    cmd = mpirun_prefix(2, ["--mca", "btl", btl]) + [bench, "--ops", op, "--sizes", sizes,
                                                      "--quiet", "--out", str(out)] + extra
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
     doc = json.loads(out.read_text())
+    placed = (doc["provenance"].get("placement") or {}).get("pinned")
     res = {}
     for m in doc["measurements"]:
-        if m["op"] != "p2p":
+        if m["op"] != op:
             continue
         st = m["stats"]
         cl = m.get("precision", {}).get("cl", 0.95)
@@ -59,7 +61,8 @@ def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str]) -> di
             ok = [s for s, v in zip(m["samples"], valid, strict=True) if v]
             lo, hi = median_ci(ok, cl)
         res[m["bytes"]] = {"median": st["median"], "lo": lo, "hi": hi, "reps": st["reps"],
-                           "converged": st.get("converged"), "flags": m.get("flags", [])}
+                           "converged": st.get("converged"), "flags": m.get("flags", []),
+                           "pinned": placed}
     return res
 
 
@@ -70,6 +73,8 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=0, help="busy-loop processes during the runs")
     ap.add_argument("--transports", default="shm,tcp")
     ap.add_argument("--out-dir", default=None)
+    ap.add_argument("--op", default="p2p",
+                    help="the entry to time (p2p, or a suite entry such as pingpong)")
     ap.add_argument("runner_args", nargs="*", help="extra mpilab-bench arguments (after --)")
     a = ap.parse_args()
     out = Path(a.out_dir or tempfile.mkdtemp(prefix="repro-"))
@@ -80,15 +85,15 @@ def main() -> int:
     try:
         runs: dict[str, list[dict[int, Any]]] = {}
         for t in a.transports.split(","):
-            runs[t] = [one_run(bench, btls[t], a.sizes, out / f"{t}-{k}.json", a.runner_args)
-                       for k in range(a.runs)]
+            runs[t] = [one_run(bench, btls[t], a.sizes, out / f"{t}-{k}.json", a.runner_args,
+                               a.op) for k in range(a.runs)]
     finally:
         for h in hogs:
             h.kill()
             h.wait()
-    print(f"results in {out}; {a.runs} runs, {a.hogs} hogs")
+    print(f"results in {out}; {a.op}, {a.runs} runs, {a.hogs} hogs, runner args {a.runner_args}")
     print(f"{'link':<5} {'bytes':>8} {'median of runs':>15} {'spread':>8} {'CI covers':>9} "
-          f"{'reps (min..max)':>15} {'converged':>9}  per-run medians")
+          f"{'reps (min..max)':>15} {'converged':>9} {'pinned':>6}  per-run medians [CI]")
     for t, rs in runs.items():
         for size in sorted(rs[0]):
             meds = [r[size]["median"] for r in rs]
@@ -97,10 +102,13 @@ def main() -> int:
             cover = sum(1 for r in rs if r[size]["lo"] <= mm <= r[size]["hi"])
             reps = [r[size]["reps"] for r in rs]
             conv = sum(1 for r in rs if r[size]["converged"])
+            pinned = sum(1 for r in rs if r[size]["pinned"])
             print(f"{t:<5} {size:>8} {mm * 1e6:12.3f} us {spread * 100:7.1f}% "
                   f"{cover:>4}/{len(rs):<4} "
-                  f"{min(reps):>7}..{max(reps):<7} {conv:>4}/{len(rs):<4}  "
-                  + " ".join(f"{x * 1e6:.3f}" for x in meds))
+                  f"{min(reps):>7}..{max(reps):<7} {conv:>4}/{len(rs):<4} "
+                  f"{pinned:>2}/{len(rs):<3}  "
+                  + " ".join(f"{r[size]['median'] * 1e6:.3f} [{r[size]['lo'] * 1e6:.3f},"
+                             f"{r[size]['hi'] * 1e6:.3f}]" for r in rs))
     return 0
 
 

@@ -36,13 +36,27 @@ static int list(int json)
 
 int main(int argc, char **argv)
 {
+    /* placement first: pinning and the polling mode must be set before MPI starts; an
+     * unknown mode keeps the launch as it is and the parser below reports it */
+    mpilab_placement_mode_t pm = MPILAB_PLACEMENT_AUTO;
+    const char *pa = mpilab_placement_arg(argc, argv);
+    if (pa && mpilab_placement_parse(pa, &pm) != 0)
+        pm = MPILAB_PLACEMENT_KEEP;
+    mpilab_placement_t placement;
+    mpilab_placement_apply(pm, &placement);
     MPI_Init(&argc, &argv);
+    mpilab_placement_settle(MPI_COMM_WORLD, &placement);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     mpilab_runner_config_t c;
     char err[512];
     int what = mpilab_runner_parse(argc, argv, size, &c, err, sizeof err);
+    if (what == MPILAB_RUNNER_RUN && c.placement_mode != pm) {
+        snprintf(err, sizeof err, "--placement: give the option in full (--placement auto|keep)");
+        what = MPILAB_RUNNER_BAD;
+    }
+    c.placement = &placement;
     int rc = 0;
     switch (what) {
     case MPILAB_RUNNER_BAD:

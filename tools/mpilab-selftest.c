@@ -17,6 +17,8 @@
 #include "common/common.h"
 #include "mpilab/mpilab.h"
 
+static mpilab_placement_t g_placement; /* main: before and right after MPI_Init */
+
 static int g_rank;
 
 static void bad_input(const char *fmt, ...)
@@ -186,10 +188,11 @@ static int run_clock(int argc, char **argv)
             const mpilab_clock_check_t *q = &chk[k];
             maxerr = fmax(maxerr, fabs(q->error));
             inside += fabs(q->error) <= q->uncertainty;
-            json_array_append_new(arr, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "sync", q->sync, "rank", q->rank,
-                                                 "true_offset_s", q->true_offset, "true_drift", q->true_drift,
+            json_array_append_new(arr, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b}", "sync", q->sync, "rank",
+                                                 q->rank, "true_offset_s", q->true_offset, "true_drift", q->true_drift,
                                                  "est_offset_s", q->est_offset, "est_drift", q->est_drift, "error_s",
-                                                 q->error, "uncertainty_s", q->uncertainty));
+                                                 q->error, "uncertainty_s", q->uncertainty, "attempts", q->attempts,
+                                                 "precise", q->precise));
         }
         json_t *inj = use ? json_pack("{s:f,s:f,s:I}", "max_offset_s", plan.max_offset, "max_drift", plan.max_drift,
                                       "seed", (json_int_t)plan.seed)
@@ -198,6 +201,7 @@ static int run_clock(int argc, char **argv)
                                  mpilab_sync_method_name(method), "ranks", size, "inject", inj, "checks", arr,
                                  "summary", "max_abs_error_s", maxerr, "within_uncertainty", (json_int_t)inside, "n",
                                  (json_int_t)n, "provenance", prov ? prov : json_null());
+        json_object_set_new(root, "placement", json_string(g_placement.reason));
         emit(root, out);
         json_decref(root);
     } else if (prov) {
@@ -219,7 +223,7 @@ static json_t *hockney_json(const mpilab_hockney_robust_t *h)
 static int run_link(int argc, char **argv)
 {
     const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
-    mpilab_precision_t prec = {5, 20, 0.95, 0.05};
+    mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0};
     long long burst = 8;
     static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
                                  {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},
@@ -281,6 +285,7 @@ static int run_link(int argc, char **argv)
                                           "G", f.former_loggp.G, "os", f.former_loggp.os)
                               : json_null(),
             "provenance", prov ? prov : json_null());
+        json_object_set_new(root, "placement", json_string(g_placement.reason));
         emit(root, out);
         json_decref(root);
     } else if (prov) {
@@ -292,7 +297,10 @@ static int run_link(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* the link test measures like mpilab-bench: one CPU per rank when the kernel has them */
+    mpilab_placement_apply(MPILAB_PLACEMENT_AUTO, &g_placement);
     MPI_Init(&argc, &argv);
+    mpilab_placement_settle(MPI_COMM_WORLD, &g_placement);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
         usage();

@@ -63,11 +63,22 @@ typedef struct mpilab_clocksync {
      * probe is tighter than the model extrapolated to it, the model's offset is then
      * re-anchored at the check (the residual is the disagreement before). */
     double max_residual;
-    double duration;              /* seconds spent synchronising */
+    double duration;              /* seconds spent synchronising (all attempts) */
+    /* Attempts made (see mpilab_clocksync_run), the largest per-rank uncertainty of the
+     * attempt kept, and whether it is within MPILAB_SYNC_TARGET_S. */
+    int attempts;
+    double max_uncertainty;
+    int precise;
 } mpilab_clocksync_t;
 
-/* Collective over comm: synchronise every rank's clock with rank 0's.
- * Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
+/* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
+ * repeated, at most MPILAB_SYNC_ATTEMPTS times in all; the attempt with the least largest
+ * uncertainty is kept, and `precise` says whether it reached the target. */
+#define MPILAB_SYNC_TARGET_S 5e-6
+#define MPILAB_SYNC_ATTEMPTS 3
+
+/* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
+ * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
 

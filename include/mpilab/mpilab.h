@@ -14,6 +14,7 @@
 #include "mpilab/loggp.h"
 #include "mpilab/robust.h"
 #include "mpilab/wtime.h"
+#include "mpilab/placement.h"
 #include "mpilab/selftest.h"
 #include "mpilab/suite.h"
 #include "mpilab/wavefront.h"

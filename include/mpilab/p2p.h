@@ -44,6 +44,12 @@ typedef struct mpilab_p2p_result {
  * Free each with mpilab_p2p_result_free. Returns 0 or an MPI error code. */
 int mpilab_p2p_measure(MPI_Comm comm, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
                        const mpilab_precision_t *prec, mpilab_p2p_result_t *results);
+/* The same with `warmup` untimed round trips per pair before its repetitions (as the engine's
+ * warm-up: connection set-up, first touch of the buffers and cold caches stay out of the
+ * samples). mpilab_p2p_measure uses MPILAB_P2P_WARMUP. */
+#define MPILAB_P2P_WARMUP 2
+int mpilab_p2p_measure_warm(MPI_Comm comm, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
+                       const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *results);
 void mpilab_p2p_result_free(mpilab_p2p_result_t *r);
 
 #ifdef __cplusplus

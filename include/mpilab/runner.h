@@ -12,6 +12,8 @@
 #include "mpilab/bench.h"
 #include "mpilab/loggp.h"
 #include "mpilab/p2p.h"
+#include "mpilab/placement.h"
+#include "mpilab/wtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +34,15 @@ typedef struct mpilab_runner_config {
     int hockney, loggp; /* --models */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
+    /* --placement: the mode parsed here; the placement itself must happen before MPI_Init
+     * (mpilab_placement_apply), its outcome is given to the run in `placement` (may be NULL) */
+    mpilab_placement_mode_t placement_mode;
+    const mpilab_placement_t *placement;
+    /* --inject-clock SPEC: a known clock error per rank through mpilab_wtime (the self-test
+     * mode of mpilab/wtime.h), recorded in provenance.options.inject_clock */
+    int inject;
+    mpilab_inject_plan_t inject_plan;
+    const char *inject_spec;
 } mpilab_runner_config_t;
 
 enum {

@@ -28,6 +28,8 @@ typedef struct mpilab_clock_check {
      * exactly because all ranks share one physical clock on one node). Seconds. */
     double error;
     double uncertainty; /* the uncertainty the synchronisation reported for the rank */
+    int attempts;       /* synchronisation attempts (mpilab_clocksync_run repeats preempted ones) */
+    int precise;        /* the kept attempt stated <= MPILAB_SYNC_TARGET_S for every rank */
 } mpilab_clock_check_t;
 
 /* Collective over comm (all ranks on one node: one physical clock). Injects plan's errors

@@ -9,29 +9,44 @@ extern "C" {
 #endif
 
 /* Precision asked of a measurement. The figure mpilab reports is the MEDIAN of the valid
- * samples, so the stopping rule is the median's: repeat until the distribution-free
- * confidence interval of the median (order statistics, see mpilab_median_ci) at level cl
- * has a half width <= eps * median (n >= min_reps valid samples), or until max_reps
- * repetitions were taken. min_reps == max_reps gives a fixed count. At cl = 0.95 the
- * order-statistic interval exists from 6 valid samples on. */
+ * samples, so the stopping rule is the median's: repeat until the confidence interval of
+ * the median at level cl (see mpilab_stats_compute: the order-statistic interval, widened by
+ * the spread of the medians of consecutive blocks of samples) has a half width <= eps *
+ * median, with n >= min_reps valid samples and at least min_time seconds of samples (their
+ * sum, valid or not), or until max_reps repetitions were taken. min_reps == max_reps gives
+ * a fixed count. At cl = 0.95 the order-statistic interval exists from 6 valid samples on.
+ * min_time (default 10 ms) spreads a fast measurement over time, so that its blocks see the
+ * machine's slow changes, not one quiet or busy millisecond. */
 typedef struct mpilab_precision {
     size_t min_reps;
     size_t max_reps;
-    double cl;  /* confidence level, 0 < cl < 1 */
-    double eps; /* relative error, 0 < eps < 1 */
+    double cl;       /* confidence level, 0 < cl < 1 */
+    double eps;      /* relative error, 0 < eps < 1 */
+    double min_time; /* seconds of samples before the rule may stop (0 = none; max_reps wins) */
 } mpilab_precision_t;
 
-#define MPILAB_PRECISION_DEFAULT {5, 100, 0.95, 0.025}
+#define MPILAB_PRECISION_DEFAULT {5, 100, 0.95, 0.025, 0.01}
+/* Blocks of the interval: from MPILAB_BLOCKS_MIN_N valid samples on, they are cut in time
+ * order into MPILAB_BLOCKS consecutive blocks of equal size (the remainder in the last). */
+#define MPILAB_BLOCKS 5
+#define MPILAB_BLOCKS_MIN_N 10
 
 /* Summary over the valid samples. Fields that need more samples than available
  * (stdev, ci_half, rel_err with n < 2; med_lo, med_hi, med_rel_err without an
- * order-statistic interval at level cl) are NaN.
+ * order-statistic interval at level cl; blk_half with fewer than MPILAB_BLOCKS_MIN_N) are
+ * NaN.
  *   mean, stdev, ci_half (Student t), rel_err = ci_half / mean: the mean's figures;
  *   median, [med_lo, med_hi], med_rel_err = (med_hi - med_lo) / 2 / median: the reported
- *   figure and its interval (the stopping rule's). */
+ *   figure and its interval (the stopping rule's). [med_lo, med_hi] is the order-statistic
+ *   interval (os_lo, os_hi) widened, when blk_half exists, to hold median +- blk_half:
+ *   blk_half = t(cl, B-1) * sd(block medians) / sqrt(B), the batch-means interval of the B
+ *   time-ordered blocks' medians. For independent samples it is about as wide as the
+ *   order-statistic one; when the level drifts during the run (load, frequency, another
+ *   job), the blocks disagree and the interval says so. */
 typedef struct mpilab_stats {
     double mean, stdev, ci_half, rel_err, median, min, max;
     double med_lo, med_hi, med_rel_err;
+    double os_lo, os_hi, blk_half;
     size_t reps;    /* repetitions taken (valid + invalid) */
     size_t invalid; /* repetitions excluded (e.g. late start, negative corrected time) */
     int converged;  /* 1 if the median's interval exists and med_rel_err <= eps (median > 0) */

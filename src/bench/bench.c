@@ -3,6 +3,7 @@
  * makes the stop decision and broadcasts it; every rank gets the samples at the end. */
 #include "mpilab/bench.h"
 #include "mpilab/multilane.h"
+#include "mpilab/wtime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -139,9 +140,9 @@ static void confirm(mpilab_bench_t *b)
 static double confirm_sample(mpilab_bench_t *b)
 {
     MPI_Barrier(b->comm);
-    double t0 = MPI_Wtime();
+    double t0 = mpilab_wtime();
     confirm(b);
-    return MPI_Wtime() - t0;
+    return mpilab_wtime() - t0;
 }
 
 static int cmp_double(const void *a, const void *c)
@@ -160,10 +161,10 @@ static void measure_ack(mpilab_bench_t *b)
         double rt[ACK_PROBES];
         for (int k = 0; k < ACK_PROBES; k++) {
             if (b->rank == root) {
-                double t0 = MPI_Wtime();
+                double t0 = mpilab_wtime();
                 MPI_Send(NULL, 0, MPI_BYTE, i, TAG_ACKPP, b->comm);
                 MPI_Recv(NULL, 0, MPI_BYTE, i, TAG_ACKPP, b->comm, MPI_STATUS_IGNORE);
-                rt[k] = 0.5 * (MPI_Wtime() - t0);
+                rt[k] = 0.5 * (mpilab_wtime() - t0);
             } else if (b->rank == i) {
                 MPI_Recv(NULL, 0, MPI_BYTE, root, TAG_ACKPP, b->comm, MPI_STATUS_IGNORE);
                 MPI_Send(NULL, 0, MPI_BYTE, root, TAG_ACKPP, b->comm);
@@ -184,17 +185,17 @@ static double rep_start(mpilab_bench_t *b, double window, int *late)
     *late = 0;
     if (b->o.isolation == MPILAB_ISO_SYNC) {
         double ls = mpilab_clock_to_local(&b->sync, b->rank, window);
-        double now = MPI_Wtime();
+        double now = mpilab_wtime();
         if (now > ls) {
             *late = 1;
             return now;
         }
-        while (MPI_Wtime() < ls)
+        while (mpilab_wtime() < ls)
             ;
         return ls;
     }
     MPI_Barrier(b->comm);
-    return MPI_Wtime();
+    return mpilab_wtime();
 }
 
 /* Operation-specific timing: per non-root rank i, the time from the root's start until
@@ -204,21 +205,21 @@ static double rep_opspec(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, in
     int root = b->o.root;
     double worst = 0.0;
     if (b->size == 1) {
-        double t0 = MPI_Wtime();
+        double t0 = mpilab_wtime();
         *failed |= op->run(ctx) != MPI_SUCCESS;
-        return MPI_Wtime() - t0;
+        return mpilab_wtime() - t0;
     }
     for (int i = 0; i < b->size; i++) {
         if (i == root)
             continue;
         MPI_Barrier(b->comm);
-        double t0 = MPI_Wtime();
+        double t0 = mpilab_wtime();
         *failed |= op->run(ctx) != MPI_SUCCESS;
         if (b->rank == i)
             MPI_Send(NULL, 0, MPI_BYTE, root, TAG_ACK, b->comm);
         if (b->rank == root) {
             MPI_Recv(NULL, 0, MPI_BYTE, i, TAG_ACK, b->comm, MPI_STATUS_IGNORE);
-            double task = MPI_Wtime() - t0 - b->ack[i];
+            double task = mpilab_wtime() - t0 - b->ack[i];
             if (i == (root == 0 ? 1 : 0) || task > worst)
                 worst = task;
         }
@@ -240,7 +241,7 @@ static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mp
     double t0 = rep_start(b, window, &late);
     for (size_t k = 0; k < reps; k++)
         *failed |= op->run(ctx) != MPI_SUCCESS;
-    double t1 = MPI_Wtime();
+    double t1 = mpilab_wtime();
     double value = 0.0;
     double in[3], outv[3] = {0, 0, 0};
     switch (timing) {
@@ -252,7 +253,7 @@ static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mp
         break;
     case MPILAB_TIMING_ROOT:
         confirm(b);
-        t1 = MPI_Wtime();
+        t1 = mpilab_wtime();
         in[0] = late;
         MPI_Reduce(in, &outv[1], 1, MPI_DOUBLE, MPI_MAX, root, b->comm);
         value = t1 - t0; /* raw: the confirmation is subtracted by root_decide */
@@ -392,7 +393,7 @@ static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, 
     double slack = SYNC_SLACK0, window = 0.0;
     if (use_window) {
         if (b->rank == root)
-            window = mpilab_clock_to_global(&b->sync, root, MPI_Wtime()) + slack;
+            window = mpilab_clock_to_global(&b->sync, root, mpilab_wtime()) + slack;
         MPI_Bcast(&window, 1, MPI_DOUBLE, root, b->comm);
     }
     size_t n = 0;
@@ -407,7 +408,7 @@ static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, 
             if (use_window) {
                 if (late && slack < SYNC_SLACK_MAX)
                     slack *= 2.0;
-                double next = mpilab_clock_to_global(&b->sync, root, MPI_Wtime()) + slack;
+                double next = mpilab_clock_to_global(&b->sync, root, mpilab_wtime()) + slack;
                 window = stop ? -1.0 : next;
             }
         }
@@ -500,7 +501,7 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         return -1;
     /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
      * and the repetitions), not buffer setup, warm-up and data validation */
-    double wall0 = MPI_Wtime();
+    double wall0 = mpilab_wtime();
     int need_sync = timing == MPILAB_TIMING_GLOBAL || b->o.isolation == MPILAB_ISO_SYNC;
     if (measure_calibrate(b, timing, need_sync, err, errlen) != 0) {
         op->teardown(ctx);
@@ -515,7 +516,7 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     }
     int failed = 0;
     size_t n = measure_loop(b, op, ctx, timing, res, &rb, &failed);
-    double wall = MPI_Wtime() - wall0;
+    double wall = mpilab_wtime() - wall0;
     res->data_ok = measure_check_data(b, op, ctx, failed);
     measure_share(b, timing, res, &rb, n);
     root_bufs_free(&rb);

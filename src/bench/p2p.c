@@ -1,5 +1,6 @@
 /* All-pairs point-to-point round trips (see include/mpilab/p2p.h). */
 #include "mpilab/p2p.h"
+#include "mpilab/wtime.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -48,20 +49,26 @@ static size_t pair_index(int n, int i, int j)
 
 /* Repetition-controlled round trips between i and j; the samples stay on i. */
 static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back, size_t bytes,
-                     size_t bytes_back, const mpilab_precision_t *prec, mpilab_p2p_result_t *res)
+                     size_t bytes_back, const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *res)
 {
     int rc = MPI_SUCCESS;
     if (me == i) {
-        /* The stop decision travels as the next message: a ping (TAG_PING) or an empty
-         * TAG_STOP, so a repetition costs exactly one round trip. */
-        size_t n = 0;
-        int stop = 0;
-        while (!stop && rc == MPI_SUCCESS) {
-            double t0 = MPI_Wtime();
+        /* untimed round trips first: j answers them like any ping */
+        for (size_t w = 0; w < warmup && rc == MPI_SUCCESS; w++) {
             rc = MPI_Send(out, (int)bytes, MPI_BYTE, j, TAG_PING, comm);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Recv(back, (int)bytes_back, MPI_BYTE, j, TAG_PONG, comm, MPI_STATUS_IGNORE);
-            res->samples[n] = MPI_Wtime() - t0;
+        }
+        /* The stop decision travels as the next message: a ping (TAG_PING) or an empty
+         * TAG_STOP, so a repetition costs exactly one round trip. */
+        size_t n = 0;
+        int stop = rc != MPI_SUCCESS;
+        while (!stop && rc == MPI_SUCCESS) {
+            double t0 = mpilab_wtime();
+            rc = MPI_Send(out, (int)bytes, MPI_BYTE, j, TAG_PING, comm);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(back, (int)bytes_back, MPI_BYTE, j, TAG_PONG, comm, MPI_STATUS_IGNORE);
+            res->samples[n] = mpilab_wtime() - t0;
             res->valid[n] = 1;
             n++;
             stop = mpilab_stats_should_stop(res->samples, res->valid, n, prec) || rc != MPI_SUCCESS;
@@ -86,6 +93,12 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
 
 int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
                        const mpilab_precision_t *prec, mpilab_p2p_result_t *results)
+{
+    return mpilab_p2p_measure_warm(comm_in, bytes, bytes_back, mode, prec, MPILAB_P2P_WARMUP, results);
+}
+
+int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
+                            const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *results)
 {
     if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
         return MPI_ERR_COUNT;
@@ -123,7 +136,7 @@ int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab
     if (mode == MPILAB_P2P_SEQUENTIAL) {
         for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
             for (int j = i + 1; j < n && rc == MPI_SUCCESS; j++) {
-                rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec,
+                rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec, warmup,
                                &results[pair_index(n, i, j)]);
                 int rc2 = MPI_Barrier(comm);
                 if (rc == MPI_SUCCESS)
@@ -143,7 +156,7 @@ int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab
             for (size_t k = starts[r]; k < starts[r + 1]; k++) {
                 int i = pairs[k].i, j = pairs[k].j;
                 if (me == i || me == j)
-                    rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec,
+                    rc = pair_loop(comm, me, i, j, out, back, bytes, bytes_back, prec, warmup,
                                    &results[pair_index(n, i, j)]);
             }
             int rc2 = MPI_Barrier(comm);

@@ -21,6 +21,9 @@ json_t *mpilab_results_stats(const mpilab_stats_t *s)
     json_object_set_new(j, "med_lo", mpilab_json_real(s->med_lo));
     json_object_set_new(j, "med_hi", mpilab_json_real(s->med_hi));
     json_object_set_new(j, "med_rel_err", mpilab_json_real(s->med_rel_err));
+    json_object_set_new(j, "med_os_lo", mpilab_json_real(s->os_lo));
+    json_object_set_new(j, "med_os_hi", mpilab_json_real(s->os_hi));
+    json_object_set_new(j, "med_block_half", mpilab_json_real(s->blk_half));
     json_object_set_new(j, "min", mpilab_json_real(s->min));
     json_object_set_new(j, "max", mpilab_json_real(s->max));
     json_object_set_new(j, "stdev", mpilab_json_real(s->stdev));
@@ -40,8 +43,8 @@ json_t *mpilab_results_sample_stats(const double *samples, const unsigned char *
 
 json_t *mpilab_results_precision(const mpilab_precision_t *p)
 {
-    return json_pack("{s:f,s:f,s:I,s:I}", "cl", p->cl, "eps", p->eps, "min_reps", (json_int_t)p->min_reps,
-                     "max_reps", (json_int_t)p->max_reps);
+    return json_pack("{s:f,s:f,s:I,s:I,s:f}", "cl", p->cl, "eps", p->eps, "min_reps", (json_int_t)p->min_reps,
+                     "max_reps", (json_int_t)p->max_reps, "min_time_s", p->min_time);
 }
 
 json_t *mpilab_results_samples(const double *s, const unsigned char *v, size_t n, json_t **valid)
@@ -149,9 +152,11 @@ json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_resid
     for (int r = 1; r < cs->nranks; r++)
         json_object_set_new(json_array_get(rk, (size_t)r - 1), "drift_uncertainty",
                             mpilab_json_real(cs->ranks[r].drift_uncertainty));
-    return json_pack("{s:s,s:o,s:I,s:o,s:o}", "method", mpilab_sync_method_name(cs->method), "max_residual_s",
-                     mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs, "last_duration_s",
-                     mpilab_json_real(cs->duration), "ranks", rk);
+    return json_pack("{s:s,s:o,s:I,s:o,s:i,s:o,s:b,s:o}", "method", mpilab_sync_method_name(cs->method),
+                     "max_residual_s", mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs,
+                     "last_duration_s", mpilab_json_real(cs->duration), "last_attempts", cs->attempts,
+                     "last_max_uncertainty_s", mpilab_json_real(cs->max_uncertainty), "last_precise",
+                     cs->precise, "ranks", rk);
 }
 
 json_t *mpilab_results_new(json_t *provenance, json_t *measurements)

@@ -135,7 +135,7 @@ static void measure_allpairs(run_t *w, const mpilab_op_t *op)
         size_t bytes = c->sizes[s], back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
         MPI_Barrier(MPI_COMM_WORLD);
         double wall0 = MPI_Wtime();
-        int prc = mpilab_p2p_measure(MPI_COMM_WORLD, bytes, back, c->p2p_mode, &c->bo.prec, res);
+        int prc = mpilab_p2p_measure_warm(MPI_COMM_WORLD, bytes, back, c->p2p_mode, &c->bo.prec, c->bo.warmup, res);
         double wall = MPI_Wtime() - wall0;
         if (prc != MPI_SUCCESS) {
             if (w->rank == 0)
@@ -333,7 +333,46 @@ static json_t *options_json(const run_t *w)
     if (c->loggp)
         json_array_append_new(ml, json_string("loggp"));
     json_object_set_new(opt, "models", ml);
+    json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));
+    if (c->inject) {
+        /* the plan and every rank's injected error (the plan is the same on every rank) */
+        json_t *ranks = json_array();
+        for (int r = 0; r < w->size; r++) {
+            mpilab_clock_inject_t e;
+            mpilab_inject_plan_rank(&c->inject_plan, r, &e);
+            json_array_append_new(ranks, json_pack("{s:i,s:f,s:f}", "rank", r, "offset_s", e.offset, "drift", e.drift));
+        }
+        json_object_set_new(opt, "inject_clock",
+                            json_pack("{s:s,s:f,s:f,s:I,s:o}", "spec", c->inject_spec, "max_offset_s",
+                                      c->inject_plan.max_offset, "max_drift", c->inject_plan.max_drift, "seed",
+                                      (json_int_t)c->inject_plan.seed, "ranks", ranks));
+    }
     return opt;
+}
+
+/* provenance.placement: what mpilab_placement_apply did (rank 0's view; every rank decides
+ * alike) and, per rank, the CPU it was pinned to (-1: not pinned). */
+static json_t *placement_json(const mpilab_placement_t *p, int pinned_all)
+{
+    if (!p)
+        return json_null();
+    return json_pack("{s:s,s:i,s:i,s:i,s:i,s:b,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode),
+                     "local_ranks", p->local_size, "kernel_ranks", p->kernel_ranks, "cpus", p->cpus,
+                     "pinned_cpu_rank0", p->pinned_cpu, "pinned", pinned_all, "yield_when_idle_off", p->yield_off,
+                     "oversubscribed_without_yield", p->yield_oversubscribed, "reason", p->reason);
+}
+
+/* Every rank gets its share of the clock injection (--inject-clock), from a common base. */
+static void inject_clocks(const mpilab_runner_config_t *c, int rank)
+{
+    if (!c->inject)
+        return;
+    double base = MPI_Wtime();
+    MPI_Bcast(&base, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    mpilab_clock_inject_t e;
+    mpilab_inject_plan_rank(&c->inject_plan, rank, &e);
+    e.base = base;
+    mpilab_clock_inject_set(&e);
 }
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
@@ -393,8 +432,16 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     /* Provenance is collective (host names and mapping of every rank); taken before
      * measuring so that the partial checkpoints carry it. */
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-bench", argc, argv);
-    if (w.rank == 0)
+    int pinned = c->placement && c->placement->pinned_cpu >= 0, all_pinned = 0;
+    MPI_Allreduce(&pinned, &all_pinned, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (w.rank == 0) {
         w.prov = prov;
+        json_object_set_new(prov, "placement", placement_json(c->placement, all_pinned));
+        if (c->inject && !c->quiet)
+            fprintf(stderr, "mpilab-bench: clock injection %s: every rank's clock is off by a known error "
+                    "(recorded in provenance.options.inject_clock)\n", c->inject_spec);
+    }
+    inject_clocks(c, w.rank);
     if (w.exit_code == 0)
         measure_all(&w);
     mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
@@ -418,5 +465,6 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
         mpilab_loggp_pair_result_free(&lres[k]);
     free(lres);
     mpilab_bench_finalize(w.b);
+    mpilab_clock_inject_set(NULL);
     return w.exit_code;
 }

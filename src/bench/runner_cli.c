@@ -30,6 +30,8 @@ void mpilab_runner_usage(FILE *f)
         "  --eps X              wanted relative CI half-width, in (0,1) (default 0.025)\n"
         "  --min-reps N         repetitions at least (count, default 5; >= 2 unless --allow-single-rep)\n"
         "  --max-reps N         repetitions at most (count, 1..1000000, default 100)\n"
+        "  --min-time T         seconds of samples (sum) before the stop rule may stop, a duration\n"
+        "                       (10ms, 0.5s; 0 = none; default 10ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
         "  --warmup N           untimed executions before each measurement (count, default 2)\n"
         "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier)\n"
@@ -48,6 +50,12 @@ void mpilab_runner_usage(FILE *f)
         "  --poll-sweep LIST    suite: COMB work-loop iterations between polls (counts, at most %d;\n"
         "                       default 0,100,1K,10K,100K,1M with K = 1024)\n"
         "  --comb-msgs N        suite: COMB messages per direction per run (count, default 16)\n"
+        "  --placement MODE     auto: pin each local rank to its own CPU and poll without yielding when\n"
+        "                       the node has a CPU per local rank | keep: as launched (default auto;\n"
+        "                       give it in full, it is read before MPI starts)\n"
+        "  --inject-clock SPEC  self-test: offset=DURATION,drift=PPM,seed=N gives every rank a known\n"
+        "                       clock error (offset uniform in +-DURATION, drift in +-PPM), recorded\n"
+        "                       in the results (provenance.options.inject_clock)\n"
         "  --out FILE           results file (written atomically)\n"
         "  --quiet              no progress on stderr\n"
         "Times in the table and the results are seconds (table: microseconds). See docs/bench.md.\n",
@@ -183,7 +191,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
-       O_ORWAIT, O_VERSION };
+       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -198,6 +206,8 @@ static const struct option longopts[] = {
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
     {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
+    {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
+    {"min-time", required_argument, 0, O_MINTIME},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -211,6 +221,18 @@ static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *er
         if (mpilab_isolation_parse(v, &c->bo.isolation) != 0)
             return fail(err, errlen, "--isolation: unknown mode '%s' (barrier, none, sync)", v);
         return 0;
+    case O_PLACE:
+        if (mpilab_placement_parse(v, &c->placement_mode) != 0)
+            return fail(err, errlen, "--placement: unknown mode '%s' (auto, keep)", v);
+        return 0;
+    case O_INJECT: {
+        char why[256];
+        if (mpilab_inject_plan_parse(v, &c->inject_plan, why, sizeof why) != 0)
+            return fail(err, errlen, "--inject-clock: %s", why);
+        c->inject = 1;
+        c->inject_spec = v;
+        return 0;
+    }
     case O_SCHED:
         if (strcmp(v, "parallel") == 0)
             c->p2p_mode = MPILAB_P2P_PARALLEL;
@@ -247,7 +269,11 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
     case O_MINR: return count_arg("--min-reps", v, &r->min_reps, err, errlen);
     case O_MAXR: return count_arg("--max-reps", v, &r->max_reps, err, errlen);
-    case O_ISO: case O_SCHED: case O_SYNC: return named_arg(opt, v, c, err, errlen);
+    case O_MINTIME:
+        if (mpilab_parse_duration(v, &c->bo.prec.min_time) != 0 || c->bo.prec.min_time > 3600.0)
+            return fail(err, errlen, "--min-time: '%s' is not a duration like 10ms (0..3600s)", v);
+        return 0;
+    case O_ISO: case O_SCHED: case O_SYNC: case O_PLACE: case O_INJECT: return named_arg(opt, v, c, err, errlen);
     case O_BACK:
         if (mpilab_parse_size(v, &sz) != 0 || sz > INT_MAX)
             return fail(err, errlen, "--p2p-back: bad size '%s'", v);

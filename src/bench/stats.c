@@ -21,6 +21,10 @@ int mpilab_precision_check(const mpilab_precision_t *p, char *err, size_t errlen
         snprintf(err, errlen, "min_reps must be at least 1");
         return -1;
     }
+    if (!(p->min_time >= 0.0 && p->min_time <= 3600.0)) {
+        snprintf(err, errlen, "min_time %g s outside 0..3600", p->min_time);
+        return -1;
+    }
     if (p->min_reps > p->max_reps) {
         snprintf(err, errlen, "min_reps %zu greater than max_reps %zu", p->min_reps, p->max_reps);
         return -1;
@@ -56,6 +60,27 @@ int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, doub
     return 0;
 }
 
+/* Half width of the batch-means interval of the block medians of v[0..m) (time order):
+ * t(cl, B-1) sd / sqrt(B); NaN below MPILAB_BLOCKS_MIN_N samples. v is not changed. */
+static double block_half(const double *v, size_t m, double cl)
+{
+    if (m < MPILAB_BLOCKS_MIN_N)
+        return NAN;
+    double *tmp = malloc(m * sizeof *tmp), bm[MPILAB_BLOCKS];
+    if (!tmp)
+        return NAN;
+    size_t len = m / MPILAB_BLOCKS;
+    for (size_t b = 0; b < MPILAB_BLOCKS; b++) {
+        size_t start = b * len, cnt = b + 1 == MPILAB_BLOCKS ? m - start : len;
+        for (size_t k = 0; k < cnt; k++)
+            tmp[k] = v[start + k];
+        gsl_sort(tmp, 1, cnt);
+        bm[b] = gsl_stats_median_from_sorted_data(tmp, 1, cnt);
+    }
+    free(tmp);
+    return mpilab_t_quantile(cl, MPILAB_BLOCKS - 1) * gsl_stats_sd(bm, 1, MPILAB_BLOCKS) / sqrt((double)MPILAB_BLOCKS);
+}
+
 void mpilab_stats_compute(const double *samples, const unsigned char *valid, size_t n,
                           double cl, double eps, mpilab_stats_t *out)
 {
@@ -64,6 +89,7 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
     out->mean = out->stdev = out->ci_half = out->rel_err = NAN;
     out->median = out->min = out->max = NAN;
     out->med_lo = out->med_hi = out->med_rel_err = NAN;
+    out->os_lo = out->os_hi = out->blk_half = NAN;
     out->converged = 0;
     double *v = malloc((n ? n : 1) * sizeof *v);
     if (!v)
@@ -77,13 +103,24 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
     }
     if (m > 0) {
         out->mean = gsl_stats_mean(v, 1, m);
+        if (cl > 0.0 && cl < 1.0)
+            out->blk_half = block_half(v, m, cl); /* before sorting: blocks are in time order */
         gsl_sort(v, 1, m);
         out->min = v[0];
         out->max = v[m - 1];
         out->median = gsl_stats_median_from_sorted_data(v, 1, m);
-        if (mpilab_median_ci(v, m, cl, &out->med_lo, &out->med_hi) == 0 && out->median > 0.0) {
-            out->med_rel_err = 0.5 * (out->med_hi - out->med_lo) / out->median;
-            out->converged = out->med_rel_err <= eps;
+        if (mpilab_median_ci(v, m, cl, &out->os_lo, &out->os_hi) == 0) {
+            out->med_lo = out->os_lo;
+            out->med_hi = out->os_hi;
+            if (!isnan(out->blk_half)) {
+                /* never below the least sample: a time cannot be negative */
+                out->med_lo = fmax(out->min, fmin(out->med_lo, out->median - out->blk_half));
+                out->med_hi = fmax(out->med_hi, out->median + out->blk_half);
+            }
+            if (out->median > 0.0) {
+                out->med_rel_err = 0.5 * (out->med_hi - out->med_lo) / out->median;
+                out->converged = out->med_rel_err <= eps;
+            }
         }
     }
     if (m > 1) {
@@ -101,9 +138,12 @@ int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, 
     if (n >= p->max_reps)
         return 1;
     size_t nvalid = 0;
-    for (size_t k = 0; k < n; k++)
+    double spent = 0.0;
+    for (size_t k = 0; k < n; k++) {
         nvalid += (!valid || valid[k]) ? 1 : 0;
-    if (nvalid < p->min_reps || nvalid < 2)
+        spent += samples[k] > 0.0 ? samples[k] : 0.0;
+    }
+    if (nvalid < p->min_reps || nvalid < 2 || spent < p->min_time)
         return 0;
     mpilab_stats_t st;
     mpilab_stats_compute(samples, valid, n, p->cl, p->eps, &st);

@@ -23,7 +23,7 @@ int main(void)
         CHECK_NEAR(m.drift, drifts[c], 5e-7);
         CHECK(m.residual > 0.0 && m.residual < 1e-6);
         /* the fitted model maps local back to reference time */
-        mpilab_clocksync_t cs = {MPILAB_SYNC_REGRESSION, 1, 100.0, &m, 0.0, 0.0};
+        mpilab_clocksync_t cs = {.method = MPILAB_SYNC_REGRESSION, .nranks = 1, .t0 = 100.0, .ranks = &m};
         double g = mpilab_clock_to_global(&cs, 0, 100.0 + offsets[c] + (1.0 + drifts[c]) * 0.5);
         CHECK_NEAR(g, 100.5, 1e-6);
         CHECK_NEAR(mpilab_clock_to_local(&cs, 0, g), 100.0 + offsets[c] + (1.0 + drifts[c]) * 0.5, 1e-9);

@@ -75,6 +75,13 @@ bad --bogus-option
 bad --ops bcast extra-argument
 bad --sizes 3G
 bad --ops bcast --sizes 8 --out-of-place
+bad --placement sideways
+bad --placement
+bad --inject-clock offset=ten
+bad --inject-clock drift=1e9ppm
+bad --inject-clock offset=1ms,colour=red
+bad --min-time -1ms
+bad --min-time soon
 run_cases
 # an unwritable output location
 run --ops bcast --sizes 8 --out "$tmp/no/such/dir/out.json" >/dev/null 2>"$tmp/stderr"
@@ -112,6 +119,27 @@ run --ops bcast -m 1K:4K --max-reps 2 --min-reps 2 --quiet --out "$tmp/m.json" >
 python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['provenance']['options']['sizes'] == [1024, 2048, 4096]" \
     "$tmp/m.json" || { echo "FAIL: -m 1K:4K sizes"; fail=1; }
 
+# --inject-clock: a known clock error per rank, recorded in the results; global timing
+# (synchronised clocks) still measures the operation, not the injected offsets
+run --ops bcast --sizes 1K --timing global --max-reps 10 --placement keep --quiet \
+    --inject-clock offset=10ms,drift=100ppm,seed=2 --out "$tmp/inj.json" >/dev/null 2>"$tmp/stderr" \
+    || { echo "FAIL: --inject-clock run"; cat "$tmp/stderr"; fail=1; }
+python3 - "$tmp/inj.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+o, p = d["provenance"]["options"], d["provenance"]["placement"]
+inj = o["inject_clock"]
+assert inj["spec"] == "offset=10ms,drift=100ppm,seed=2" and inj["seed"] == 2, inj
+assert inj["max_offset_s"] == 0.01 and abs(inj["max_drift"] - 1e-4) < 1e-12, inj
+assert [r["rank"] for r in inj["ranks"]] == [0, 1] and all(abs(r["offset_s"]) <= 0.01 for r in inj["ranks"])
+assert o["placement"] == "keep" and p["mode"] == "keep" and p["pinned"] is False, p
+diff = abs(inj["ranks"][1]["offset_s"] - inj["ranks"][0]["offset_s"])
+med = d["measurements"][0]["stats"]["median"]
+# seed 2 puts the two clocks milliseconds apart: unsynchronised, a global time would show it
+assert diff > 2e-3 and 0 < med < diff / 2, (diff, med)
+print("ok: --inject-clock recorded, offsets", diff, "apart, global median", med)
+PY
+
 # a good run: all four timing methods, p2p at two sizes (fit), results complete
 out="$tmp/good.json"
 run --ops p2p,scatter:linear,gather:binomial,bcast --sizes 16,1K --timing max,root,global,opspec \
@@ -125,6 +153,10 @@ assert d["schema"] == "mpilab.results/1"
 p = d["provenance"]
 assert p["tool"] == "mpilab-bench" and p["ranks"] == 2 and p["options"]["timing"] == ["max", "root", "global", "opspec"]
 assert p["clock_sync"]["method"] == "skampi" and p["clock_sync"]["max_residual_s"] >= 0
+assert 1 <= p["clock_sync"]["last_attempts"] <= 3 and isinstance(p["clock_sync"]["last_precise"], bool)
+assert p["placement"]["mode"] == "auto" and p["placement"]["reason"] and p["options"]["placement"] == "auto"
+assert p["options"]["precision"]["min_time_s"] == 0.01
+assert "options" in p and "inject_clock" not in p["options"]
 m = d["measurements"]
 p2p = [x for x in m if x["op"] == "p2p"]
 assert len(p2p) == 2 and all(x["pair"] == [0, 1] and x["bytes"] == x["bytes_back"] for x in p2p)

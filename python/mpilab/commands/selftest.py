@@ -74,9 +74,27 @@ def clock_rows(data: dict[str, Any], label: str) -> dict[str, Any]:
            "max_err_s": max(errs) if errs else float("nan"),
            "median_unc_s": (statistics.median(float(c["uncertainty_s"]) for c in checks)
                             if checks else float("nan"))}
+    # syncs that stated <= 5 us (the library repeats preempted ones, up to 3 attempts, and
+    # flags those that still could not get there): the 5 us target applies to them, the
+    # others must say so honestly (their error inside their larger uncertainty)
+    precise = [c for c in checks if c.get("precise", True)]
+    perr = [abs(float(c["error_s"])) for c in precise]
+    row["precise"] = len(precise)
+    row["max_err_precise_s"] = max(perr) if perr else float("nan")
+    row["retried"] = sum(1 for c in checks if int(c.get("attempts", 1)) > 1)
     row["met"] = (bool(n) and row["max_err_s"] <= CLOCK_ERR_TARGET_S
                   and inside >= CLOCK_INSIDE_TARGET * n)
+    row["met_flagged"] = (bool(precise) and row["max_err_precise_s"] <= CLOCK_ERR_TARGET_S
+                          and inside >= CLOCK_INSIDE_TARGET * n)
     return row
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    """met; 'met for precise' (the 5 us bound holds for every sync that stated <= 5 us and
+    the others were flagged); or MISSED."""
+    if row["met"]:
+        return "met"
+    return "met for precise" if row["met_flagged"] else "MISSED"
 
 
 def fit_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -137,6 +155,40 @@ def _cli(args: list[str], timeout: float) -> None:
                           + (lines[-1] if lines else f"exit status {p.returncode}"))
 
 
+def _delayline_stats(prefix: str) -> dict[str, Any] | None:
+    """The testbed delay line's own statistics (SIGUSR1 makes it write them), or None."""
+    import os
+    import signal
+    import time
+
+    from mpilab.testbed import net
+
+    try:
+        st = net.load_state(prefix)
+        path = net.state_dir(prefix) / "delayline.json"
+        before = path.stat().st_mtime_ns if path.exists() else 0
+        os.kill(int((st or {})["delayline_pid"]), signal.SIGUSR1)
+        for _ in range(200):
+            if path.exists() and path.stat().st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+
+
+def _lateness(s0: dict[str, Any] | None, s1: dict[str, Any] | None) -> float | None:
+    """Mean lateness of the delay line's releases between two of its statistics."""
+    try:
+        pk = float(s1["packets"]) - float(s0["packets"])  # type: ignore[index]
+        late = (float(s1["late_mean_s"]) * float(s1["packets"])  # type: ignore[index]
+                - float(s0["late_mean_s"]) * float(s0["packets"]))  # type: ignore[index]
+        return late / pk if pk > 0 else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
                  hogs: int = 0) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
@@ -154,10 +206,13 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
         try:
             for k in range(n):
                 f = tmp / f"link-{d}-{k}.json"
+                s0 = _delayline_stats(prefix)
                 _cli(["testbed", "run", "--prefix", prefix, "--np", "2", "--timeout", "1500", "--",
                       tool, "link", "--sizes", sizes, "--out", str(f)], 1600)
                 data = _load(f)
                 data.pop("provenance", None)
+                # how late the emulated link itself was: its delay line's mean lateness
+                data["delayline_late_mean_s"] = _lateness(s0, _delayline_stats(prefix))
                 (out["runs"] if d == delay else out.setdefault("base", [])).append(data)
         finally:
             for h in hog_procs:
@@ -243,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"clock synchronisation, {np} ranks on this node, {args.syncs} syncs each "
               f"(target: |error| <= 5 us and inside the reported uncertainty in >= 95%)")
         print(f"{'method':<11} {'injected':<34} {'inside':>9} {'median|err|':>12} {'max|err|':>11} "
-              f"{'median unc':>11}  target")
+              f"{'median unc':>11} {'precise':>9} {'max|err| precise':>16}  target")
         for method in ("skampi", "regression"):
             for inject in (args.inject, "none"):
                 cmd = [tool, "clock", "--inject", inject, "--syncs", str(args.syncs),
@@ -255,7 +310,9 @@ def _run(args: argparse.Namespace) -> int:
                 ok &= row["met"]
                 print(f"{row['method']:<11} {inject:<34} {row['inside']:>4}/{row['n']:<4} "
                       f"{_fmt_t(row['median_err_s']):>12} {_fmt_t(row['max_err_s']):>11} "
-                      f"{_fmt_t(row['median_unc_s']):>11}  {'met' if row['met'] else 'MISSED'}")
+                      f"{_fmt_t(row['median_unc_s']):>11} {row['precise']:>4}/{row['n']:<4} "
+                      f"{_fmt_t(row['max_err_precise_s']):>16}  "
+                      f"{_verdict(row)}")
         _tool_run(lr.command(1) + [tool, "fit", "--trials", str(args.trials), "--out", str(out)],
                   timeout=600, env=lr.env(1))
         fit = _load(out)

@@ -1,0 +1,59 @@
+/* Rank placement before MPI_Init: pin each local rank to its own CPU and turn off Open MPI's
+ * yield-when-idle polling when the node has a CPU for every local rank, so that a
+ * measurement does not depend on where the scheduler happened to put the ranks (see
+ * docs/bench.md, "Placement"). */
+#ifndef MPILAB_PLACEMENT_H
+#define MPILAB_PLACEMENT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mpilab_placement_mode {
+    MPILAB_PLACEMENT_AUTO = 0, /* pin + no yield when local ranks <= allowed CPUs and unbound */
+    MPILAB_PLACEMENT_KEEP = 1  /* leave the launcher's binding and polling as they are */
+} mpilab_placement_mode_t;
+
+typedef struct mpilab_placement {
+    mpilab_placement_mode_t mode;
+    int local_rank, local_size; /* from the launcher's environment; -1 if unknown */
+    int cpus;                   /* CPUs this process was allowed before pinning */
+    int pinned_cpu;             /* the CPU pinned to, -1 if not pinned */
+    int yield_off;              /* 1 if OMPI_MCA_mpi_yield_when_idle was set to 0 here */
+    int kernel_ranks;           /* ranks on this kernel (mpilab_placement_settle), -1 before */
+    int yield_oversubscribed;   /* yield was turned off but the kernel has more ranks than CPUs */
+    unsigned char allowed[128]; /* the CPU mask before pinning (a cpu_set_t) */
+    char reason[200];           /* why it was (not) pinned, one phrase */
+} mpilab_placement_t;
+
+/* The mode named by s ("auto", "keep"): 0, or -1 if unknown. */
+int mpilab_placement_parse(const char *s, mpilab_placement_mode_t *out);
+const char *mpilab_placement_name(mpilab_placement_mode_t m);
+
+/* The value of "--placement" in argv ("--placement X" or "--placement=X"), else NULL. For
+ * main()s that must decide before MPI_Init. */
+const char *mpilab_placement_arg(int argc, char **argv);
+
+/* Call BEFORE MPI_Init. The local rank and size come from the launcher's variables
+ * (OMPI_COMM_WORLD_LOCAL_RANK/SIZE, MPI_LOCALRANKID/MPI_LOCALNRANKS, SLURM_LOCALID with
+ * SLURM_NTASKS_PER_NODE). In auto mode, when they are known, the process is not bound
+ * (allowed on more than one CPU) and local_size <= those CPUs, the process is pinned to the
+ * local_rank-th allowed CPU and OMPI_MCA_mpi_yield_when_idle is set to 0 (a yielding rank
+ * gives its CPU to any busy process for a whole time slice: 1-9 ms per round trip with two
+ * busy loops running). Otherwise nothing changes and reason says why. Never fails. */
+void mpilab_placement_apply(mpilab_placement_mode_t mode, mpilab_placement_t *out);
+
+/* Collective, right after MPI_Init: the launcher's notion of a node can be narrower than the
+ * kernel (the testbed starts every rank in its own network namespace as its own "host"), so
+ * the ranks are counted per kernel (boot id) and, in auto mode, each is pinned to its own
+ * CPU by its rank among them; when the kernel has more ranks than CPUs the pinning is undone
+ * (and yield_oversubscribed set if yield was already turned off). */
+void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

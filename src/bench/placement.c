@@ -1,0 +1,175 @@
+/* Rank placement before MPI_Init (include/mpilab/placement.h). */
+#include "mpilab/placement.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int mpilab_placement_parse(const char *s, mpilab_placement_mode_t *out)
+{
+    if (strcmp(s, "auto") == 0)
+        *out = MPILAB_PLACEMENT_AUTO;
+    else if (strcmp(s, "keep") == 0)
+        *out = MPILAB_PLACEMENT_KEEP;
+    else
+        return -1;
+    return 0;
+}
+
+const char *mpilab_placement_name(mpilab_placement_mode_t m)
+{
+    return m == MPILAB_PLACEMENT_KEEP ? "keep" : "auto";
+}
+
+const char *mpilab_placement_arg(int argc, char **argv)
+{
+    for (int k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--") == 0)
+            break;
+        if (strcmp(argv[k], "--placement") == 0)
+            return k + 1 < argc ? argv[k + 1] : NULL;
+        if (strncmp(argv[k], "--placement=", 12) == 0)
+            return argv[k] + 12;
+    }
+    return NULL;
+}
+
+/* A non-negative integer from the environment, or -1. */
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end || x < 0 || x > 1000000 ? -1 : (int)x;
+}
+
+static void local_rank_size(int *rank, int *size)
+{
+    static const char *names[][2] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                                     {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+                                     {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        *rank = env_int(names[k][0]);
+        *size = env_int(names[k][1]);
+        if (*rank >= 0 && *size > 0 && *rank < *size)
+            return;
+    }
+    *rank = *size = -1;
+}
+
+/* Pin this process to the n-th CPU (0-based) of set; the CPU, or -1. */
+static int pin_nth(const cpu_set_t *set, int n)
+{
+    int seen = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, set))
+            continue;
+        if (seen++ == n) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            return sched_setaffinity(0, sizeof one, &one) == 0 ? c : -1;
+        }
+    }
+    return -1;
+}
+
+void mpilab_placement_apply(mpilab_placement_mode_t mode, mpilab_placement_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->mode = mode;
+    out->pinned_cpu = -1;
+    out->kernel_ranks = -1;
+    local_rank_size(&out->local_rank, &out->local_size);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    out->cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+    _Static_assert(sizeof set <= sizeof out->allowed, "cpu_set_t larger than the saved mask");
+    memcpy(out->allowed, &set, sizeof set);
+    if (mode == MPILAB_PLACEMENT_KEEP) {
+        snprintf(out->reason, sizeof out->reason, "kept as launched (--placement keep)");
+        return;
+    }
+    if (out->local_size < 0) {
+        snprintf(out->reason, sizeof out->reason, "kept as launched: local rank unknown");
+        return;
+    }
+    if (out->cpus <= 1) {
+        snprintf(out->reason, sizeof out->reason, "kept as launched: already bound to one CPU");
+        return;
+    }
+    if (out->local_size > out->cpus) {
+        snprintf(out->reason, sizeof out->reason,
+                 "kept as launched: oversubscribed (%d local ranks on %d CPUs)", out->local_size, out->cpus);
+        return;
+    }
+    out->pinned_cpu = pin_nth(&set, out->local_rank);
+    if (out->pinned_cpu < 0) {
+        snprintf(out->reason, sizeof out->reason, "kept as launched: pinning failed");
+        return;
+    }
+    out->yield_off = setenv("OMPI_MCA_mpi_yield_when_idle", "0", 1) == 0;
+    snprintf(out->reason, sizeof out->reason, "pinned: %d local ranks on %d CPUs, one CPU each%s",
+             out->local_size, out->cpus, out->yield_off ? ", no yield when idle" : "");
+}
+
+/* This kernel's identity: its boot id (the same in every namespace), else the host name. */
+static void kernel_key(char *key, size_t len)
+{
+    memset(key, 0, len);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(key, (int)len, f))
+            key[0] = '\0';
+        fclose(f);
+    }
+    if (!key[0])
+        gethostname(key, len - 1);
+}
+
+#define KEY_LEN 64
+
+void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    char key[KEY_LEN];
+    kernel_key(key, sizeof key);
+    char *all = malloc((size_t)size * KEY_LEN);
+    if (!all)
+        return;
+    MPI_Allgather(key, KEY_LEN, MPI_CHAR, all, KEY_LEN, MPI_CHAR, comm);
+    int mine = 0, n = 0;
+    for (int r = 0; r < size; r++)
+        if (memcmp(all + (size_t)r * KEY_LEN, key, KEY_LEN) == 0) {
+            mine += r < rank;
+            n++;
+        }
+    free(all);
+    p->kernel_ranks = n;
+    /* only what auto mode pinned (or would have) is revisited */
+    if (p->mode != MPILAB_PLACEMENT_AUTO || p->cpus <= 1 || p->local_size < 0)
+        return;
+    cpu_set_t set;
+    memcpy(&set, p->allowed, sizeof set);
+    if (n > p->cpus) {
+        if (p->pinned_cpu >= 0)
+            sched_setaffinity(0, sizeof set, &set);
+        p->pinned_cpu = -1;
+        p->yield_oversubscribed = p->yield_off;
+        snprintf(p->reason, sizeof p->reason, "kept as launched: oversubscribed (%d ranks on this kernel, %d CPUs)%s",
+                 n, p->cpus, p->yield_off ? "; polling without yield (decided before MPI started)" : "");
+        return;
+    }
+    if (n == p->local_size && p->pinned_cpu >= 0)
+        return; /* the launcher's node is the kernel: as decided before MPI_Init */
+    p->pinned_cpu = pin_nth(&set, mine);
+    snprintf(p->reason, sizeof p->reason, "%s: %d ranks on this kernel (%d per launcher node) on %d CPUs%s",
+             p->pinned_cpu >= 0 ? "pinned" : "kept as launched: pinning failed", n, p->local_size, p->cpus,
+             p->yield_off ? ", no yield when idle" : "");
+}
