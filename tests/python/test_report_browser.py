@@ -1,0 +1,217 @@
+"""The HTML reports in a real browser: headless Chromium (Debian's chromium and
+chromium-driver, driven by selenium) opens each report kind at 1400 px, as a reader would.
+
+For every report: no console errors, every figure drawn, the figures answer a hover with the
+value of the results file, flagged measurements are marked (hollow markers), and a
+screenshot is saved: into $MPILAB_TEST_ARTIFACTS when set (CI keeps that directory), else
+into the test's tmp_path (pytest prints neither; look under /tmp/pytest-of-$USER/).
+
+Nothing waits for a fixed time: every step waits for a condition (WebDriverWait) with a
+generous bound that only stops a hung browser, and nothing asserts how fast it went (render
+time is bench/report_render.py's business).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mpilab.report import iplot
+from mpilab.report.iplot import Curve, Figure, Point
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "reports"
+WIDTH, HEIGHT = 1400, 1000
+BOUND_S = 300  # a hung browser fails after this; a slow one (busy CI) just takes longer
+
+
+def _chromium() -> tuple[str | None, str | None]:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver") or (
+        "/usr/bin/chromedriver" if os.access("/usr/bin/chromedriver", os.X_OK) else None)
+    return browser, driver
+
+
+def _skip_reason() -> str | None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (scripts/install-deps installs it)"
+    browser, driver = _chromium()
+    if browser is None or driver is None:
+        return "chromium or chromium-driver is missing (scripts/install-deps installs them)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+class Page:
+    """One headless Chromium window and the few things the tests ask of a report in it."""
+
+    def __init__(self) -> None:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        browser, driver = _chromium()
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = str(browser)
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  f"--window-size={WIDTH},{HEIGHT}", "--hide-scrollbars",
+                  "--disable-background-networking", "--no-first-run"):
+            opts.add_argument(a)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.d = webdriver.Chrome(service=Service(str(driver)), options=opts)
+        self.d.set_page_load_timeout(BOUND_S)
+        self.d.set_script_timeout(BOUND_S)
+
+    def close(self) -> None:
+        self.d.quit()
+
+    def wait(self, script: str, what: str) -> Any:
+        """Wait until the JS expression is truthy; its value."""
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        try:
+            return WebDriverWait(self.d, BOUND_S, poll_frequency=0.1).until(
+                lambda d: d.execute_script(f"return ({script});"))
+        except TimeoutException:
+            raise AssertionError(f"browser: {what} (not within {BOUND_S} s)") from None
+
+    def js(self, script: str, *args: Any) -> Any:
+        return self.d.execute_script(script, *args)
+
+    def open(self, path: Path) -> list[dict[str, Any]]:
+        """Load the page and wait until every figure is drawn (or failed); the console
+        messages of the load (errors fail the caller's assertion)."""
+        self.d.get_log("browser")  # drop whatever an earlier page left
+        self.d.get(path.resolve().as_uri())
+        self.wait("document.readyState === 'complete'", "page loaded")
+        self.wait("Array.from(document.querySelectorAll('.mpilab-fig'))"
+                  ".every(e => e.hasAttribute('data-rendered'))", "every figure drawn")
+        return list(self.d.get_log("browser"))
+
+    def figures(self) -> list[dict[str, Any]]:
+        return self.js("""return Array.from(document.querySelectorAll('.mpilab-fig')).map(e =>
+            ({id: e.id, title: e.getAttribute('data-figure'),
+              rendered: e.getAttribute('data-rendered'),
+              traces: (e.data || []).map(t => ({name: t.name, mode: t.mode,
+                  symbols: (t.marker && Array.isArray(t.marker.symbol)) ? t.marker.symbol : [],
+                  custom: t.customdata || []}))}));""")
+
+    def hover(self, fig_id: str, curve: int, point: int) -> str:
+        """Hover a point the way plotly does for a mouse over it; the hover label's text."""
+        self.js("""const gd = document.getElementById(arguments[0]);
+                   gd.scrollIntoView();
+                   Plotly.Fx.hover(gd, [{curveNumber: arguments[1], pointNumber: arguments[2]}]);""",
+                fig_id, curve, point)
+        return str(self.wait(
+            f"(() => {{ const t = document.querySelector('#{fig_id} .hoverlayer .hovertext');"
+            " return t ? t.textContent : null; })()", f"hover label on {fig_id}"))
+
+    def hollow_markers(self, fig_id: str) -> int:
+        """Markers drawn hollow in the SVG (what the reader sees, not the spec)."""
+        return int(self.js("""return Array.from(document.querySelectorAll(
+            '#' + arguments[0] + ' .scatterlayer .points path.point'))
+            .filter(p => { const s = getComputedStyle(p);
+                           return s.fillOpacity === '0' || s.fill === 'none' ||
+                                  s.fill === 'rgba(0, 0, 0, 0)'; }).length;""", fig_id))
+
+    def screenshot(self, name: str, tmp_path: Path) -> Path:
+        out = Path(os.environ.get("MPILAB_TEST_ARTIFACTS") or tmp_path)
+        out.mkdir(parents=True, exist_ok=True)
+        self.js("window.scrollTo(0, 0);")
+        shot = out / f"{name}.png"
+        assert self.d.save_screenshot(str(shot)), f"screenshot {shot} not written"
+        return shot
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    p = Page()
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _errors(log: list[dict[str, Any]]) -> list[str]:
+    return [str(e.get("message")) for e in log if e.get("level") == "SEVERE"]
+
+
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((DATA / name).read_text())
+
+
+# ---------------------------------------------------------------- iplot on its own page
+
+def _p2p_figure(doc: dict[str, Any], fig_id: str) -> Figure:
+    """The point-to-point round trip per pair, straight from the results document."""
+    curves: dict[str, list[Point]] = {}
+    for m in doc["measurements"]:
+        if m["op"] != "p2p":
+            continue
+        st = m["stats"]
+        curves.setdefault(f"pair {m['pair'][0]}-{m['pair'][1]}", []).append(
+            Point(x=m["bytes"], y=st["median"], lo=st.get("med_lo"), hi=st.get("med_hi"),
+                  reps=st["reps"], flags=list(m.get("flags", []))))
+    return Figure(fig_id, "p2p round trip per pair",
+                  [Curve(k, v) for k, v in sorted(curves.items())],
+                  "message size", "round trip", x_unit="B", y_unit="s")
+
+
+def test_iplot_figures_in_the_browser(page: Page, tmp_path: Path) -> None:
+    doc = _load("survey-b.json")
+    fig = _p2p_figure(doc, "fig-p2p")
+    fig.curves.append(Curve("model", [Point(x=p.x, y=5e-6 + p.x * 1e-9)
+                                      for p in fig.curves[0].points if p.x > 0], kind="model"))
+    ranks = Figure("fig-ranks", "time against ranks",
+                   [Curve("bcast", [Point(x=n, y=n * 1e-5, lo=n * 9e-6, hi=n * 1.1e-5, reps=9)
+                                    for n in (2, 3, 4, 8)])],
+                   "ranks", "time", x_unit="ranks", xlog=False, ylog=False)
+    html = ("<!doctype html><html><head><meta charset='utf-8'><title>iplot</title></head>"
+            "<body style='max-width:1300px;margin:auto'>" + iplot.runtime_script()
+            + iplot.figure_html(fig) + iplot.figure_html(ranks) + "</body></html>")
+    assert html.count('id="mpilab-plotlyjs"') == 1
+    path = tmp_path / "iplot.html"
+    path.write_text(html)
+    log = page.open(path)
+    assert _errors(log) == []
+    figs = {f["id"]: f for f in page.figures()}
+    assert {k: f["rendered"] for k, f in figs.items()} == {"fig-p2p": "1", "fig-ranks": "1"}
+    # a hover shows the file's value, interval, repetitions and flags of that point
+    trace = figs["fig-p2p"]["traces"][0]
+    pts = sorted((p for p in fig.curves[0].points if p.y is not None and p.y > 0),
+                 key=lambda p: p.x)
+    k = next(i for i, p in enumerate(pts) if p.flags) if any(p.flags for p in pts) else 0
+    text = page.hover("fig-p2p", 0, k)
+    assert trace["name"] in text
+    assert f"value: {iplot.fmt_value(pts[k].y, 's')}" in text
+    assert f"repetitions: {pts[k].reps}" in text
+    for f in pts[k].flags:
+        assert f in text
+    # flagged points are hollow, the others filled: in the spec and in the drawn SVG
+    n_flagged = sum(1 for c in fig.curves if c.kind == "measured" for p in c.points
+                    if p.flags and p.y is not None and p.x > 0)
+    assert n_flagged > 0, "the stored file has flagged measurements"
+    symbols = [s for t in figs["fig-p2p"]["traces"] for s in t["symbols"]]
+    assert sum(1 for s in symbols if s.endswith("-open")) == n_flagged
+    assert page.hollow_markers("fig-p2p") == n_flagged
+    # the model is a line without markers, the ranks axis reads 2, 3, 4, 8
+    assert figs["fig-p2p"]["traces"][-1]["mode"] == "lines"
+    ticks = page.js("return Array.from(document.querySelectorAll("
+                    "'#fig-ranks .xaxislayer-above .xtick text')).map(t => t.textContent);")
+    assert ticks == ["2", "3", "4", "8"]
+    # legend toggling hides a curve
+    page.js("document.querySelectorAll('#fig-p2p .legend .traces')[0]"
+            ".dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));"
+            "document.querySelectorAll('#fig-p2p .legend .traces')[0]"
+            ".dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));")
+    page.wait("document.getElementById('fig-p2p').data[0].visible === 'legendonly'",
+              "legend click hides the first curve")
+    page.screenshot("iplot", tmp_path)
