@@ -19,6 +19,10 @@ from mpilab.report.render import FigureSink, Section
 from mpilab.report.tables import Cell, Table
 from mpilab.results import Measurement, Results
 
+# the names other pages import from here (the multilane page)
+fmt_time = units.fmt_time
+fmt_bytes = units.fmt_size_short
+
 MAX_CURVES = 16  # per figure; more are left out with a note (legend toggling hides the rest)
 
 K = TypeVar("K")

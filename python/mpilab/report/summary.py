@@ -280,7 +280,8 @@ def _flatten(prefix: str, v: Any, out: list[tuple[str, str]]) -> None:
         for k, x in enumerate(v):
             _flatten(f"{prefix}[{k}]", x, out)
     elif isinstance(v, list):
-        out.append((prefix, ", ".join(map(str, v)) or "(none)"))
+        sep = " " if prefix.endswith("args") else ", "  # a command line stays one
+        out.append((prefix, sep.join(map(str, v)) or "(none)"))
     else:
         out.append((prefix, "-" if v is None else str(v)))
 

@@ -82,6 +82,15 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.0f} B" if n == int(n) else f"{_sig3(n)} B"
 
 
+def fmt_size_short(n: float) -> str:
+    """The compact size of labels and file names: 4096 -> "4K", 1048576 -> "1M", 1000 ->
+    "1000" (exact multiples only; the multilane page uses it)."""
+    for unit, f in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{int(n // f)}{unit}"
+    return f"{int(n)}"
+
+
 def fmt_percent(fraction: float | None) -> str:
     """0.423 -> "42.3 %"."""
     if not _finite(fraction):

@@ -49,9 +49,12 @@ def time_estimate(m: Measurement) -> Estimate:
     samples = tuple(s for s, ok in zip(m.samples, m.valid or (True,) * len(m.samples),
                                        strict=False) if ok and s is not None and math.isfinite(s))
     med, lo, hi = num(st.get("median")), num(st.get("med_lo")), num(st.get("med_hi"))
-    if med is not None:
-        return Estimate(med, lo, hi, samples)
     mean, half = num(st.get("mean")), num(st.get("ci_half"))
+    if med is not None:
+        if (lo is None or hi is None) and half is not None:
+            # files from before the median's interval: the mean's half-width around it
+            lo, hi = med - half, med + half
+        return Estimate(med, lo, hi, samples)
     if mean is None:
         return Estimate(None)
     if half is None:
@@ -72,6 +75,31 @@ def inverse(e: Estimate, k: float) -> Estimate:
         return None if v is None or v <= 0 else k / v
     return Estimate(f(e.value), f(e.hi), f(e.lo),
                     tuple(k / s for s in e.samples if s > 0))
+
+
+# derived values of the suite entries: how they depend on the measured time t
+PROPORTIONAL = ("latency_s",)                 # value = t / k
+INVERSE = ("bandwidth_Bps", "msg_rate")       # value = k / t
+
+
+def derived(m: Measurement, key: str) -> float | None:
+    d = m.raw.get("derived")
+    return num(d.get(key)) if isinstance(d, dict) else None
+
+
+def derived_estimate(m: Measurement, key: str) -> Estimate:
+    """A derived value with the interval of the time it was computed from (scaled for a
+    value proportional to the time, ends swapped for a rate); other derived values (CPU
+    availability, overlap) have no interval."""
+    v = derived(m, key)
+    if v is None:
+        return Estimate(None)
+    t = time_estimate(m)
+    if t.value is None or t.value <= 0 or key not in PROPORTIONAL + INVERSE:
+        return Estimate(v)
+    if key in PROPORTIONAL:
+        return scaled(t, v / t.value)
+    return inverse(t, v * t.value)
 
 
 def oneway(m: Measurement) -> Estimate:
