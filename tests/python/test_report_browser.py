@@ -16,12 +16,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mpilab.report import iplot
+from conftest import cli_env
+from mpilab.report import iplot, units
 from mpilab.report.iplot import Curve, Figure, Point
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "reports"
@@ -100,7 +104,7 @@ class Page:
         return self.js("""return Array.from(document.querySelectorAll('.mpilab-fig')).map(e =>
             ({id: e.id, title: e.getAttribute('data-figure'),
               rendered: e.getAttribute('data-rendered'),
-              traces: (e.data || []).map(t => ({name: t.name, mode: t.mode,
+              traces: (e.data || []).map(t => ({name: t.name, mode: t.mode, x: t.x,
                   symbols: (t.marker && Array.isArray(t.marker.symbol)) ? t.marker.symbol : [],
                   custom: t.customdata || []}))}));""")
 
@@ -108,7 +112,8 @@ class Page:
         """Hover a point the way plotly does for a mouse over it; the hover label's text."""
         self.js("""const gd = document.getElementById(arguments[0]);
                    gd.scrollIntoView();
-                   Plotly.Fx.hover(gd, [{curveNumber: arguments[1], pointNumber: arguments[2]}]);""",
+                   Plotly.Fx.hover(gd, [{curveNumber: arguments[1],
+                                         pointNumber: arguments[2]}]);""",
                 fig_id, curve, point)
         return str(self.wait(
             f"(() => {{ const t = document.querySelector('#{fig_id} .hoverlayer .hovertext');"
@@ -215,3 +220,161 @@ def test_iplot_figures_in_the_browser(page: Page, tmp_path: Path) -> None:
     page.wait("document.getElementById('fig-p2p').data[0].visible === 'legendonly'",
               "legend click hides the first curve")
     page.screenshot("iplot", tmp_path)
+
+
+# ---------------------------------------------------------------- the reports
+
+def _cli(*args: str, cwd: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", *args], cwd=cwd, env=cli_env(),
+                       capture_output=True, text=True, timeout=BOUND_S)
+    assert p.returncode == 0, p.stderr
+
+
+def _open_report(page: Page, path: Path, name: str, tmp_path: Path) -> dict[str, Any]:
+    """Common checks of every report: no console errors, a summary at the top, every figure
+    drawn, flagged points hollow (spec and drawing agree), flagged table cells marked."""
+    log = page.open(path)
+    page.screenshot(name, tmp_path)
+    assert _errors(log) == []
+    assert page.js("const s = document.getElementById('summary');"
+                   "return s !== null && s.getBoundingClientRect().top < 1500;")
+    figs = {f["id"]: f for f in page.figures()}
+    assert figs and all(f["rendered"] == "1" for f in figs.values())
+    for fid, f in figs.items():
+        n_open = 0
+        for t in f["traces"]:
+            for sym, cd in zip(t["symbols"], t["custom"], strict=True):
+                assert sym.endswith("-open") == (cd[1] != "" or sym.startswith("triangle")), \
+                    (fid, t["name"], sym, cd)
+                n_open += sym.endswith("-open")
+        assert page.hollow_markers(fid) == n_open, fid
+    return figs
+
+
+def _flagged_cells(page: Page) -> list[str]:
+    return list(page.js("return Array.from(document.querySelectorAll("
+                        "'table.mpilab-table .flagged[title]')).map(e => e.title);"))
+
+
+def _metrics(page: Page) -> dict[str, float]:
+    pairs = page.js("return Array.from(document.querySelectorAll('#summary [data-metric]'))"
+                    ".map(e => [e.getAttribute('data-metric'), e.getAttribute('data-value')]);")
+    return {k: float(v) for k, v in pairs if v not in (None, "")}
+
+
+def _p2p_oneway(doc: dict[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
+    """pair "i-j" -> size -> {"t": one-way time (half the median round trip), "reps",
+    "flags"} of the file's symmetric point-to-point measurements."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for m in doc["measurements"]:
+        if m["op"] == "p2p" and m.get("bytes_back") in (None, m["bytes"]):
+            out.setdefault(f"{m['pair'][0]}-{m['pair'][1]}", {})[m["bytes"]] = {
+                "t": m["stats"]["median"] / 2, "reps": m["stats"]["reps"],
+                "flags": m.get("flags", [])}
+    return out
+
+
+def _check_headlines(metrics: dict[str, float], doc: dict[str, Any], prefix: str = "") -> None:
+    """Per pair: the one-way latency at the smallest size and the bandwidth at the largest
+    (bytes over the one-way time); the headline: their median over the pairs."""
+    p2p = _p2p_oneway(doc)
+    assert p2p, "the file has point-to-point measurements"
+    lat, bw = [], []
+    for pair, by_size in p2p.items():
+        small, large = min(by_size), max(by_size)
+        lat.append(by_size[small]["t"])
+        bw.append(large / by_size[large]["t"])
+        if not prefix:
+            assert metrics[f"latency:{pair}"] == pytest.approx(lat[-1], rel=1e-9)
+            assert metrics[f"bandwidth:{pair}"] == pytest.approx(bw[-1], rel=1e-9)
+    assert metrics[f"{prefix}latency"] == pytest.approx(statistics.median(lat), rel=1e-9)
+    assert metrics[f"{prefix}bandwidth"] == pytest.approx(statistics.median(bw), rel=1e-9)
+
+
+def _hover_p2p(page: Page, figs: dict[str, Any], fig_id: str, trace_name: str,
+               by_size: dict[int, dict[str, Any]]) -> str:
+    """Hover the trace's flagged point if it has one (else its first); the label must give
+    the file's one-way time, repetitions and flags at that size."""
+    traces = figs[fig_id]["traces"]
+    k = next(i for i, t in enumerate(traces) if t["name"] == trace_name)
+    xs = [int(x) for x in traces[k]["x"]]
+    j = next((i for i, x in enumerate(xs) if by_size[x]["flags"]), 0)
+    want = by_size[xs[j]]
+    text = page.hover(fig_id, k, j)
+    assert f"value: {units.fmt_time(want['t'])}" in text, text
+    assert f"repetitions: {want['reps']}" in text, text
+    assert units.fmt_bytes(xs[j]) in text, text
+    for f in want["flags"]:
+        assert f in text, text
+    return text
+
+
+def test_survey_report(page: Page, tmp_path: Path) -> None:
+    doc = _load("survey-a.json")
+    out = tmp_path / "survey.html"
+    _cli("report", str(DATA / "survey-a.json"), "-o", str(out), cwd=tmp_path)
+    figs = _open_report(page, out, "report-survey", tmp_path)
+    _check_headlines(_metrics(page), doc)
+    assert page.js("return document.getElementById('partial-banner');") is None
+    p2p = _p2p_oneway(doc)
+    _hover_p2p(page, figs, "fig-p2p-parallel", "0-1", p2p["0-1"])
+    flagged = sum(1 for m in doc["measurements"] if m.get("flags"))
+    assert flagged > 0
+    assert sum(s.endswith("-open") for f in figs.values() for t in f["traces"]
+               for s in t["symbols"]) > 0
+    assert any("not_converged" in t for t in _flagged_cells(page))
+
+
+def test_two_run_comparison(page: Page, tmp_path: Path) -> None:
+    a, b = _load("survey-a.json"), _load("survey-b.json")
+    out = tmp_path / "two.html"
+    _cli("report", str(DATA / "survey-a.json"), str(DATA / "survey-b.json"),
+         "--label", "A", "--label", "B", "-o", str(out), cwd=tmp_path)
+    figs = _open_report(page, out, "report-two-runs", tmp_path)
+    metrics = _metrics(page)
+    _check_headlines(metrics, a, "run:A:")
+    _check_headlines(metrics, b, "run:B:")
+    fig = next(k for k, f in figs.items() if f["title"] == "pair 0-1: one-way time")
+    _hover_p2p(page, figs, fig, "B", _p2p_oneway(b)["0-1"])
+    _hover_p2p(page, figs, fig, "A", _p2p_oneway(a)["0-1"])
+
+
+def test_partial_report(page: Page, tmp_path: Path) -> None:
+    doc = _load("partial.json")
+    out = tmp_path / "partial.html"
+    _cli("report", str(DATA / "partial.json"), "-o", str(out), cwd=tmp_path)
+    figs = _open_report(page, out, "report-partial", tmp_path)
+    banner = page.js("const b = document.getElementById('partial-banner');"
+                     "return b && b.getBoundingClientRect().height > 0 ? b.textContent : null;")
+    assert banner is not None and doc["partial_reason"] in banner
+    _check_headlines(_metrics(page), doc)
+    _hover_p2p(page, figs, "fig-p2p-parallel", "1-2", _p2p_oneway(doc)["1-2"])
+    negative = [m for m in doc["measurements"] if "negative_time" in m.get("flags", [])]
+    assert negative, "the stored partial file has negative times"
+    assert any("negative" in t for t in _flagged_cells(page))
+
+
+def test_compare_report(page: Page, tmp_path: Path) -> None:
+    d = tmp_path / "cmp"
+    d.mkdir()
+    docs = {}
+    for f in sorted((DATA / "compare").glob("*.json")):
+        shutil.copy(f, d / f.name)
+        docs[f.stem] = json.loads(f.read_text())
+    _cli("compare", "--from", str(d), cwd=tmp_path)
+    figs = _open_report(page, d / "report.html", "report-compare", tmp_path)
+    # the summary's winner table lists every transport's small-message latency
+    winners = page.js("return document.querySelector('#summary table#winners').textContent;")
+    fig = next(k for k, f in figs.items() if f["title"].startswith("Ping-pong latency"))
+    for name, doc in docs.items():
+        pp = sorted((m for m in doc["measurements"]
+                     if m["op"] == "pingpong" and m.get("ranks", 2) == 2), key=lambda m: m["bytes"])
+        lat = pp[0]["derived"]["latency_s"]
+        assert f"{name}: {units.fmt_time(lat)} at {units.fmt_bytes(pp[0]['bytes'])}" in winners
+        traces = figs[fig]["traces"]
+        k = next(i for i, t in enumerate(traces) if t["name"] == name)
+        j = [int(x) for x in traces[k]["x"]].index(pp[0]["bytes"])
+        text = page.hover(fig, k, j)
+        assert f"value: {units.fmt_time(lat)}" in text, text
+    assert sum(s.endswith("-open") for f in figs.values() for t in f["traces"]
+               for s in t["symbols"]) > 0

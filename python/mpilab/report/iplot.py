@@ -32,11 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpilab.fsutil import atomic_write_bytes
-
-try:
-    from mpilab.report.units import axis_scale, fmt_ci, fmt_value
-except ImportError:  # the report core's formatter has not landed on this branch yet
-    from mpilab.report._iplot_units import axis_scale, fmt_ci, fmt_value
+from mpilab.report.units import axis_scale, fmt_ci, fmt_value
 
 # Tableau 10: ten hues a reader tells apart (and that survive most colour-vision
 # deficiencies better than paired palettes). Curves beyond ten reuse a hue with a dash.
@@ -209,9 +205,51 @@ def _y_floor(fig: Figure) -> float | None:
 
 # ---------------------------------------------------------------- plotly spec
 
-def _trace(k: int, c: Curve, fig: Figure, scale: float, floor: float | None) -> dict | None:
-    colour = PALETTE[k % len(PALETTE)]
-    dash = DASHES[(k // len(PALETTE)) % len(DASHES)]
+def _model_of(model: str, measured: list[str], seen: int) -> int | None:
+    """The measured curve a model curve predicts, by label: the most common leading words
+    ("binomial predicted" -> "binomial measured (max)"; among equals the last one drawn
+    before the model, as a model usually follows its measurement), else a measured label
+    that is a word of the model's ("hockney 0-1" -> "0-1")."""
+    words = model.split()
+    common = []
+    for lab in measured:
+        n = 0
+        for a, b in zip(words, lab.split(), strict=False):
+            if a != b:
+                break
+            n += 1
+        common.append(n)
+    top = max(common, default=0)
+    if top > 0:
+        ties = [i for i, n in enumerate(common) if n == top]
+        before = [i for i in ties if i < seen]
+        return before[-1] if before else ties[0]
+    return next((i for i, lab in enumerate(measured) if lab in words), None)
+
+
+def _styles(fig: Figure) -> list[tuple[str, str]]:
+    """(colour, dash) per curve: measured curves take the palette in order (a dash pattern
+    once the ten hues are used up); a model curve is dashed in the colour of the measured
+    curve it predicts, or in the next free hue."""
+    measured = [c.label for c in fig.curves if c.kind != "model"]
+    out: list[tuple[str, str]] = []
+    i = 0
+    n = len(measured)
+    for c in fig.curves:
+        if c.kind != "model":
+            out.append((PALETTE[i % len(PALETTE)], DASHES[(i // len(PALETTE)) % len(DASHES)]))
+            i += 1
+            continue
+        j = _model_of(c.label, measured, i)
+        if j is None:
+            j, n = n, n + 1
+        out.append((PALETTE[j % len(PALETTE)], "dash" if j < len(PALETTE) else "dot"))
+    return out
+
+
+def _trace(c: Curve, style: tuple[str, str], fig: Figure, scale: float,
+           floor: float | None) -> dict | None:
+    colour, dash = style
     xs: list[float] = []
     ys: list[float] = []
     plus: list[float | None] = []
@@ -243,7 +281,6 @@ def _trace(k: int, c: Curve, fig: Figure, scale: float, floor: float | None) -> 
                "line": {"color": colour, "width": 2, "dash": dash}}
     if c.kind == "model":
         t["mode"] = "lines"
-        t["line"]["dash"] = "dash" if dash == "solid" else dash
         t["line"]["width"] = 1.5
         return t
     t["mode"] = "lines+markers"
@@ -282,8 +319,8 @@ def figure_spec(fig: Figure) -> dict:
     """The plotly {data, layout, config} of a figure (plain JSON-able dicts)."""
     yax, scale = _y_axis(fig)
     floor = _y_floor(fig) if fig.ylog else None
-    data = [t for k, c in enumerate(fig.curves)
-            if (t := _trace(k, c, fig, scale, floor)) is not None]
+    data = [t for c, st in zip(fig.curves, _styles(fig), strict=True)
+            if (t := _trace(c, st, fig, scale, floor)) is not None]
     flagged = any(p.flags for c in fig.curves for p in c.points)
     below = fig.ylog and any(_finite(p.y) and p.y is not None and p.y <= 0
                              for c in fig.curves for p in c.points)
@@ -342,7 +379,7 @@ def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
     """Draw the figure with matplotlib into path (svg or png; 10x6 in, 150 dpi), written
     atomically (temporary name, then rename)."""
     from matplotlib.figure import Figure as MplFigure
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     if fmt not in ("svg", "png"):
         raise ValueError(f"static figure format must be svg or png, not {fmt!r}")
@@ -352,16 +389,15 @@ def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
     scale, name = axis_scale([y for y in ys_all if y is not None], fig.y_unit)
     floor = _y_floor(fig) if fig.ylog else None
     drawn = 0
-    for k, c in enumerate(fig.curves):
-        colour = PALETTE[k % len(PALETTE)]
-        ls = MPL_DASHES[DASHES[(k // len(PALETTE)) % len(DASHES)]]
+    for c, (colour, dash) in zip(fig.curves, _styles(fig), strict=True):
+        ls = MPL_DASHES[dash]
         pts = [p for p in sorted(c.points, key=lambda q: q.x)
                if _finite(p.x) and _finite(p.y) and not (fig.xlog and p.x <= 0)]
         if c.kind == "model":
             pts = [p for p in pts if not (fig.ylog and p.y is not None and p.y <= 0)]
             if pts:
                 ax.plot([p.x for p in pts], [p.y / scale for p in pts],  # type: ignore[operator]
-                        color=colour, ls="--" if ls == "-" else ls, lw=1.5, label=c.label)
+                        color=colour, ls=ls, lw=1.5, label=c.label)
                 drawn += 1
             continue
         good = [p for p in pts if not p.flags and not (fig.ylog and p.y is not None and p.y <= 0)]
@@ -388,6 +424,7 @@ def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
         ax.set_xscale("log")
     if fig.ylog:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     xs = [p.x for c in fig.curves for p in c.points if _finite(p.x)]
     if fig.x_unit == "B" and fig.xlog:
         vals, text = _pow2_ticks(xs, "B")
