@@ -276,7 +276,8 @@ def _trace(c: Curve, style: tuple[str, str], fig: Figure, scale: float,
         custom.append([_hover(c, p, fig), ",".join(p.flags)])
     if not xs:
         return None
-    t: dict = {"type": "scatter", "name": c.label, "x": xs, "y": ys, "customdata": custom,
+    t: dict = {"type": "scatter", "name": html.escape(c.label), "x": xs, "y": ys,
+               "customdata": custom,
                "hovertemplate": "%{customdata[0]}<extra></extra>",
                "line": {"color": colour, "width": 2, "dash": dash}}
     if c.kind == "model":
@@ -292,9 +293,14 @@ def _trace(c: Curve, style: tuple[str, str], fig: Figure, scale: float,
     return t
 
 
+def _plotted_x(fig: Figure) -> list[float]:
+    return [p.x for c in fig.curves for p in c.points if _finite(p.x) and _finite(p.y)]
+
+
 def _x_axis(fig: Figure) -> dict:
-    xs = [p.x for c in fig.curves for p in c.points if _finite(p.x)]
-    ax: dict = {"title": {"text": fig.xlabel}, "type": "log" if fig.xlog else "linear",
+    xs = _plotted_x(fig)
+    ax: dict = {"title": {"text": html.escape(fig.xlabel)},
+                "type": "log" if fig.xlog else "linear",
                 "showgrid": True, "zeroline": False}
     if fig.x_unit == "B" and fig.xlog:
         ax["tickvals"], ax["ticktext"] = _pow2_ticks(xs, "B")
@@ -307,7 +313,8 @@ def _y_axis(fig: Figure) -> tuple[dict, float]:
     ys = [p.y for c in fig.curves for p in c.points if _finite(p.y)]
     scale, name = axis_scale([y for y in ys if y is not None], fig.y_unit)
     title = f"{fig.ylabel} ({name})" if name and name not in fig.ylabel else fig.ylabel
-    ax: dict = {"title": {"text": title}, "type": "log" if fig.ylog else "linear",
+    ax: dict = {"title": {"text": html.escape(title)},
+                "type": "log" if fig.ylog else "linear",
                 "showgrid": True, "exponentformat": "none", "zeroline": not fig.ylog}
     pos = [y / scale for y in ys if y is not None and y > 0]
     if fig.ylog and pos and math.log10(max(pos) / min(pos)) >= 2:
@@ -425,7 +432,7 @@ def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
     if fig.ylog:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    xs = [p.x for c in fig.curves for p in c.points if _finite(p.x)]
+    xs = _plotted_x(fig)
     if fig.x_unit == "B" and fig.xlog:
         vals, text = _pow2_ticks(xs, "B")
     elif fig.x_unit == "ranks":
