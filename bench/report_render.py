@@ -76,7 +76,8 @@ def _driver():  # type: ignore[no-untyped-def]
 
 
 DONE_JS = """return document.readyState === 'complete' &&
-  Array.from(document.querySelectorAll('.mpilab-fig')).every(e => e.hasAttribute('data-rendered'))
+  Array.from(document.querySelectorAll('.mpilab-fig:not(.mpilab-static)'))
+    .every(e => e.hasAttribute('data-rendered'))
   ? performance.now() : null;"""
 
 

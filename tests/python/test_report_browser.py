@@ -96,7 +96,7 @@ class Page:
         self.d.get_log("browser")  # drop whatever an earlier page left
         self.d.get(path.resolve().as_uri())
         self.wait("document.readyState === 'complete'", "page loaded")
-        self.wait("Array.from(document.querySelectorAll('.mpilab-fig'))"
+        self.wait("Array.from(document.querySelectorAll('.mpilab-fig:not(.mpilab-static)'))"
                   ".every(e => e.hasAttribute('data-rendered'))", "every figure drawn")
         return list(self.d.get_log("browser"))
 
