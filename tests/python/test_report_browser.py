@@ -119,6 +119,15 @@ class Page:
             f"(() => {{ const t = document.querySelector('#{fig_id} .hoverlayer .hovertext');"
             " return t ? t.textContent : null; })()", f"hover label on {fig_id}"))
 
+    def click(self, css: str) -> None:
+        """A real mouse click (move, press, release) on the first element matching css."""
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+
+        el = self.d.find_element(By.CSS_SELECTOR, css)
+        self.js("arguments[0].scrollIntoView({block: 'center'});", el)
+        ActionChains(self.d).move_to_element(el).click().perform()
+
     def hollow_markers(self, fig_id: str) -> int:
         """Markers drawn hollow in the SVG (what the reader sees, not the spec)."""
         return int(self.js("""return Array.from(document.querySelectorAll(
@@ -212,11 +221,8 @@ def test_iplot_figures_in_the_browser(page: Page, tmp_path: Path) -> None:
     ticks = page.js("return Array.from(document.querySelectorAll("
                     "'#fig-ranks .xaxislayer-above .xtick text')).map(t => t.textContent);")
     assert ticks == ["2", "3", "4", "8"]
-    # legend toggling hides a curve
-    page.js("document.querySelectorAll('#fig-p2p .legend .traces')[0]"
-            ".dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));"
-            "document.querySelectorAll('#fig-p2p .legend .traces')[0]"
-            ".dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));")
+    # legend toggling: a real click on the first legend entry hides its curve
+    page.click("#fig-p2p .legend .traces .legendtoggle")
     page.wait("document.getElementById('fig-p2p').data[0].visible === 'legendonly'",
               "legend click hides the first curve")
     page.screenshot("iplot", tmp_path)
