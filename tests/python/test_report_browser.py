@@ -109,15 +109,18 @@ class Page:
                   custom: t.customdata || []}))}));""")
 
     def hover(self, fig_id: str, curve: int, point: int) -> str:
-        """Hover a point the way plotly does for a mouse over it; the hover label's text."""
-        self.js("""const gd = document.getElementById(arguments[0]);
-                   gd.scrollIntoView();
-                   Plotly.Fx.hover(gd, [{curveNumber: arguments[1],
-                                         pointNumber: arguments[2]}]);""",
+        """Hover a point the way plotly does for a mouse over it; the hover label's text.
+        An earlier label is cleared first (plotly throttles hovers, so an old label could
+        otherwise be read as the new one)."""
+        label = f"document.querySelector('#{fig_id} .hoverlayer .hovertext')"
+        self.js("const gd = document.getElementById(arguments[0]);"
+                "gd.scrollIntoView(); Plotly.Fx.unhover(gd);", fig_id)
+        self.wait(f"{label} === null", f"no hover label left on {fig_id}")
+        self.js("Plotly.Fx.hover(document.getElementById(arguments[0]),"
+                " [{curveNumber: arguments[1], pointNumber: arguments[2]}]);",
                 fig_id, curve, point)
-        return str(self.wait(
-            f"(() => {{ const t = document.querySelector('#{fig_id} .hoverlayer .hovertext');"
-            " return t ? t.textContent : null; })()", f"hover label on {fig_id}"))
+        return str(self.wait(f"(() => {{ const t = {label}; return t ? t.textContent : null; }})()",
+                             f"hover label on {fig_id}"))
 
     def click(self, css: str) -> None:
         """A real mouse click (move, press, release) on the first element matching css."""
