@@ -131,25 +131,25 @@ def main() -> int:
     if not a.results.is_file():
         print(f"report_render: {a.results}: no such file", file=sys.stderr)
         return 2
+    print(f"report of {a.results} (fresh headless Chromium {WIDTH}x{HEIGHT} per run; "
+          f"median (min..max) of {a.runs} runs, baseline {a.baseline_runs})", flush=True)
+    rows = []
     with tempfile.TemporaryDirectory(prefix="report-render-") as tmp:
         t = Path(tmp)
         trees = [("this tree", REPO / "python")]
         if a.baseline:
             trees.append((f"baseline {a.baseline}", _baseline_tree(a.baseline, t)))
-        rows = []
         for k, (name, tree) in enumerate(trees):
             page = t / f"report{k}.html"
             gen = _report(tree, a.results, page)
             runs = [_one_run(page) for _ in range(a.runs if k == 0 else a.baseline_runs)]
-            rows.append(_summary(name, page, gen, runs))
-    print(f"report of {a.results} (fresh headless Chromium {WIDTH}x{HEIGHT} per run; "
-          f"median (min..max) of {a.runs} runs, baseline {a.baseline_runs})")
-    for r in rows:
-        d, f, h = r["drawn_s"], r["full_page_s"], r["height_px"]
-        print(f"{r['report']:>22}: {r['bytes'] / 1e6:.2f} MB, {r['figures']} interactive "
-              f"figures, {r['images']} images, generated in {r['generate_s']:.1f} s; "
-              f"loaded+drawn {d[0]:.2f} s ({d[1]:.2f}..{d[2]:.2f}); full-page paint "
-              f"{f[0]:.2f} s ({f[1]:.2f}..{f[2]:.2f}); {h[0]:.0f} px tall")
+            r = _summary(name, page, gen, runs)
+            rows.append(r)
+            d, f, h = r["drawn_s"], r["full_page_s"], r["height_px"]
+            print(f"{r['report']:>22}: {r['bytes'] / 1e6:.2f} MB, {r['figures']} interactive "
+                  f"figures, {r['images']} images, generated in {r['generate_s']:.1f} s; "
+                  f"loaded+drawn {d[0]:.2f} s ({d[1]:.2f}..{d[2]:.2f}); full-page paint "
+                  f"{f[0]:.2f} s ({f[1]:.2f}..{f[2]:.2f}); {h[0]:.0f} px tall", flush=True)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1))
     return 0
