@@ -134,7 +134,7 @@ def winners(r: Results) -> list[dict[str, Any]]:
             if best is None or second is None or v is None:
                 continue
             who = best if v.significant else None
-            if ranges and ranges[-1]["winner"] == who:
+            if ranges and ranges[-1]["winner"] == who and (who or ranges[-1]["method"] == v.method):
                 ranges[-1]["hi"] = size
                 ranges[-1]["ratios"].append(v.ratio)
             else:
@@ -157,6 +157,9 @@ def winners_table(r: Results) -> Table | None:
         if w["winner"]:
             who = Cell(w["winner"], bold=True)
             adv = (f"{min(ratios):.2f}x .. {max(ratios):.2f}x" if ratios else "-")
+        elif w["method"] == "no-ci":
+            who = Cell("unknown: no interval (too few repetitions)", flags=["no_ci"])
+            adv = "-"
         else:
             who = Cell("no significant difference")
             adv = "-"
