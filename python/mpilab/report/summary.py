@@ -63,19 +63,16 @@ def headline_cards(r: Results, prefix: str = "", label: str = "") -> list[Card]:
     bw = [h.bandwidth.value for h in hs if h.bandwidth.value is not None]
     cards = []
     what = f" ({label})" if label else ""
-    lv, bv = _median(lat), _median(bw)
-    if lv is not None:
-        cards.append(Card(f"latency{what}, one-way, {units.fmt_bytes(hs[0].lat_bytes)}",
-                          units.fmt_time(lv), lv, f"{prefix}latency",
-                          f"median of {len(lat)} pair(s); {units.fmt_time(min(lat))} .. "
-                          f"{units.fmt_time(max(lat))}",
-                          sorted({f for h in hs for f in h.lat_flags})))
-    if bv is not None:
-        cards.append(Card(f"bandwidth{what}, {units.fmt_bytes(hs[0].bw_bytes)} messages",
-                          units.fmt_rate(bv), bv, f"{prefix}bandwidth",
-                          f"median of {len(bw)} pair(s); {units.fmt_rate(min(bw))} .. "
-                          f"{units.fmt_rate(max(bw))}",
-                          sorted({f for h in hs for f in h.bw_flags})))
+    for name, vals, fmt, desc, fl in (
+            ("latency", lat, units.fmt_time, f"one-way, {units.fmt_bytes(hs[0].lat_bytes)}",
+             {f for h in hs for f in h.lat_flags}),
+            ("bandwidth", bw, units.fmt_rate, f"{units.fmt_bytes(hs[0].bw_bytes)} messages",
+             {f for h in hs for f in h.bw_flags})):
+        v = _median(vals)
+        if v is not None:
+            cards.append(Card(f"{name}{what}, {desc}", fmt(v), v, f"{prefix}{name}",
+                              f"median of {len(vals)} pair(s); {fmt(min(vals))} .. "
+                              f"{fmt(max(vals))}", sorted(fl)))
     return cards
 
 
@@ -134,7 +131,7 @@ def winners(r: Results) -> list[dict[str, Any]]:
             if best is None or second is None or v is None:
                 continue
             who = best if v.significant else None
-            if ranges and ranges[-1]["winner"] == who:
+            if ranges and ranges[-1]["winner"] == who and (who or ranges[-1]["method"] == v.method):
                 ranges[-1]["hi"] = size
                 ranges[-1]["ratios"].append(v.ratio)
             else:
@@ -157,6 +154,9 @@ def winners_table(r: Results) -> Table | None:
         if w["winner"]:
             who = Cell(w["winner"], bold=True)
             adv = (f"{min(ratios):.2f}x .. {max(ratios):.2f}x" if ratios else "-")
+        elif w["method"] == "no-ci":
+            who = Cell("unknown: no interval (too few repetitions)", flags=["no_ci"])
+            adv = "-"
         else:
             who = Cell("no significant difference")
             adv = "-"

@@ -51,7 +51,7 @@ def time_estimate(m: Measurement) -> Estimate:
     med, lo, hi = num(st.get("median")), num(st.get("med_lo")), num(st.get("med_hi"))
     mean, half = num(st.get("mean")), num(st.get("ci_half"))
     if med is not None:
-        if (lo is None or hi is None) and half is not None:
+        if "med_lo" not in st and "med_hi" not in st and half is not None:
             # files from before the median's interval: the mean's half-width around it
             lo, hi = med - half, med + half
         return Estimate(med, lo, hi, samples)
