@@ -1,22 +1,16 @@
-"""The HTML report built from synthetic results files."""
+"""The HTML run report built from synthetic results files (issue 14: Jinja2 template,
+summary first, interactive figures through report.figs, flagged cells, collapsed tables)."""
 
 from __future__ import annotations
 
-import base64
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import htmlq
 import pytest
 from mpilab import results
-from mpilab.report import build_report, html, plots
-
-IMG_RE = re.compile(r'<img class="plot" alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
-
-
-def _images(text: str) -> list[tuple[str, bytes]]:
-    return [(alt, base64.b64decode(data)) for alt, data in IMG_RE.findall(text)]
+from mpilab.report import build_report, figs, values
 
 
 def _report(doc: dict[str, Any], write_json: Callable[..., Path], tmp_path: Path) -> str:
@@ -26,32 +20,49 @@ def _report(doc: dict[str, Any], write_json: Callable[..., Path], tmp_path: Path
     return out.read_text()
 
 
+def _fig_titles(page: htmlq.Page) -> list[str]:
+    return [f.get("data-figure", "") for f in page.figures]
+
+
 def test_full_report_has_every_section(synthetic_results: Callable[..., dict[str, Any]],
                                        write_json: Callable[..., Path], tmp_path: Path) -> None:
     doc = synthetic_results(ranks=4, sizes=(0, 1024, 65536, 1 << 20))
     text = _report(doc, write_json, tmp_path)
-    for anchor in ("provenance", "collectives", "timing", "p2p", "models", "summary"):
-        assert f"id='{anchor}'" in text, anchor
-    # provenance table
-    for item in ("Open MPI v4.1.4", "2026-11-21T10:00:00Z", "mpilab-bench --ops p2p",
-                 "0: node0 pu 0", "skampi, max residual 120 ns", "isolation"):
-        assert item in text, item
-    imgs = _images(text)
-    alts = [a for a, _ in imgs]
-    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for _, png in imgs)
+    page = htmlq.parse(text)
+    assert page.sections == ["summary", "collectives", "timing", "p2p", "models",
+                             "measurements"]
+    # provenance: a readable table inside the summary, no JSON blob
+    prov = page.table("provenance-table")
+    assert prov.section == "summary" and not prov.in_details
+    items = dict(prov.rows)  # type: ignore[arg-type]
+    assert items["mpi"] == "Open MPI v4.1.4" and items["date"] == "2026-11-21T10:00:00Z"
+    assert items["command"].startswith("mpilab-bench --ops p2p")
+    assert items["options.isolation"] == "barrier"
+    assert items["options.timing"] == "max, root, global, opspec"
+    assert "0: node0 pu 0" in items["mapping (rank: host, PU, allowed CPUs)"]
+    assert items["clock sync"] == "skampi, max residual 120 ns"
+    assert not any("{" in v for v in items.values())
+    titles = _fig_titles(page)
     for op in ("scatter", "gather", "bcast", "allreduce"):
-        assert f"{op} time and bandwidth vs size" in alts
-        assert f"{op} timing methods" in alts
-    # heat maps at the smallest and the largest size only
-    assert [a for a in alts if a.startswith("latency matrix")] == \
-        ["latency matrix 0", "latency matrix 1M"]
-    assert "p2p time vs size" in alts and "Hockney fits" in alts
-    assert "scatter predictions" in alts and "gather predictions" in alts
-    # the summary lists every measurement once
-    summary = text[text.index("id='summary'"):]
-    assert summary.count("<tr") == len(doc["measurements"]) + 1
+        assert f"{op}: time vs size" in titles and f"{op}: bandwidth vs size" in titles
+    for op in ("scatter", "gather"):
+        for impl in ("native", "linear", "binomial"):
+            assert f"{op}/{impl}: timing methods" in titles
+    # latency matrices at the smallest and the largest size only, as tables
+    mats = [t for t in page.in_section("p2p")]
+    assert [t.head for t in mats] == [["rank", "0", "1", "2", "3"]] * 2
+    assert "point-to-point one-way time (parallel schedule)" in titles
+    assert "Hockney fits: one-way time" in titles
+    assert "scatter: predicted vs measured" in titles
+    # figure ids are unique on the page
+    ids = [f["id"] for f in page.figures]
+    assert len(ids) == len(set(ids))
+    # every measurement once in the collapsed, sortable table
+    mt = page.table("measurements")
+    assert mt.in_details and len(mt.rows) == len(doc["measurements"])
+    assert mt.attrs["data-rows"] == str(len(doc["measurements"]))
     # global timing's clock-sync residual is stated next to the timing comparison
-    timing = text[text.index("id='timing'"):text.index("id='p2p'")]
+    timing = text[text.index('<section id="timing"'):text.index('<section id="p2p"')]
     assert "maximum residual 120 ns" in timing
 
 
@@ -67,16 +78,18 @@ def test_model_tables_carry_the_fitted_values(
         {"op": "scatter", "impl": "linear", "timing": "opspec", "bytes": 4096,
          "predicted": 2e-5, "measured": 1.6e-5},
         {"op": "gather", "impl": "binomial", "bytes": 0, "predicted": 1e-5, "measured": None}]
-    text = _report(doc, write_json, tmp_path)
-    models = text[text.index("id='models'"):text.index("id='summary'")]
+    page = htmlq.parse(_report(doc, write_json, tmp_path))
+    h = page.table("hockney")
     # alpha in us, beta in ns/byte, 1/beta in MB/s
-    assert re.search(r"<td>0-1</td><td>all sizes</td><td class=\"n\">3 us</td>"
-                     r"<td class=\"n\">0.2</td><td class=\"n\">5000</td>", models), models[:2000]
-    assert re.search(r"<td>1-2</td>.*?<td class=\"n\">1</td><td class=\"n\">1000</td>", models)
+    assert h.row("0-1")[:5] == ["0-1", "all sizes", "3.00 us", "0.2 ns/B", "5000 MB/s"]
+    assert h.row("1-2")[2:5] == ["5.00 us", "1 ns/B", "1000 MB/s"]
+    s = page.table("summary-hockney")
+    assert s.row("0-2")[1] == "4.00 us" and s.row("0-2")[3] == "2000 MB/s"
     # relative error of the prediction: (2e-5 - 1.6e-5) / 1.6e-5 = +25%
-    assert re.search(r"<td>scatter</td><td>linear</td><td>opspec</td><td class=\"n\">4096</td>"
-                     r".*?\+25.0%", models)
-    assert re.search(r"<td>gather</td><td>binomial</td>.*?<td class=\"n\">-</td></tr>", models)
+    p = page.table("predictions")
+    assert p.row("scatter") == ["scatter", "linear", "opspec", "4 KiB", "20.0 us", "16.0 us",
+                                "+25.0 %"]
+    assert p.row("gather")[-2:] == ["-", "-"]
 
 
 def test_sections_without_data_are_omitted(synthetic_results: Callable[..., dict[str, Any]],
@@ -88,11 +101,10 @@ def test_sections_without_data_are_omitted(synthetic_results: Callable[..., dict
     del doc["models"]
     doc["provenance"]["clock_sync"] = None
     text = _report(doc, write_json, tmp_path)
-    assert "id='collectives'" in text and "id='summary'" in text
-    for anchor in ("timing", "p2p", "models"):
-        assert f"id='{anchor}'" not in text, anchor
-    assert "none (no measurement used global timing)" in text
-    assert [a for a, _ in _images(text)] == ["bcast time and bandwidth vs size"]
+    page = htmlq.parse(text)
+    assert page.sections == ["summary", "collectives", "measurements"]
+    assert "no clock synchronisation (no measurement used global timing)" in text
+    assert _fig_titles(page) == ["bcast: time vs size", "bcast: bandwidth vs size"]
 
 
 def test_empty_and_p2p_only_results(synthetic_results: Callable[..., dict[str, Any]],
@@ -100,16 +112,17 @@ def test_empty_and_p2p_only_results(synthetic_results: Callable[..., dict[str, A
     doc = synthetic_results(ranks=2, sizes=(8,))
     doc["measurements"] = []
     doc["models"] = {}
-    text = _report(doc, write_json, tmp_path)
-    assert "id='provenance'" in text and "<img" not in text and "id='summary'" not in text
+    page = htmlq.parse(_report(doc, write_json, tmp_path))
+    assert page.sections == ["summary"] and not page.figures
 
     doc = synthetic_results(ranks=3, sizes=(4096,))
     doc["measurements"] = [m for m in doc["measurements"] if m["op"] == "p2p"]
     doc["models"] = {"hockney": doc["models"]["hockney"]}
     text = _report(doc, write_json, tmp_path)
-    alts = [a for a, _ in _images(text)]
-    assert alts == ["latency matrix 4K", "p2p time vs size", "Hockney fits"]
-    assert "id='collectives'" not in text and "Predicted versus measured" not in text
+    page = htmlq.parse(text)
+    assert _fig_titles(page) == ["point-to-point one-way time (parallel schedule)",
+                                 "Hockney fits: one-way time"]
+    assert "collectives" not in page.sections and "Predicted versus measured" not in text
 
 
 def test_odd_values_do_not_crash(synthetic_results: Callable[..., dict[str, Any]],
@@ -122,9 +135,11 @@ def test_odd_values_do_not_crash(synthetic_results: Callable[..., dict[str, Any]
     doc["measurements"][5]["bytes_back"] = 0  # asymmetric round trip
     doc["measurements"].append({"op": "myop", "impl": "custom", "timing": "mytiming",
                                 "bytes": 3, "stats": {"mean": 1e-6, "ci_half": 0, "reps": 1}})
-    text = _report(doc, write_json, tmp_path)
-    assert "myop" in text and "mytiming" in text
-    assert text.count('<tr class="bad">') >= 4
+    page = htmlq.parse(_report(doc, write_json, tmp_path))
+    mt = page.table("measurements")
+    assert "myop" in mt.col("op") and "mytiming" in mt.col("timing")
+    flagged = [a for a in mt.row_attrs if a.get("class") == "flagged"]
+    assert len(flagged) >= 4 and all("not_converged" in a["title"] for a in flagged[:4])
 
 
 def test_plot_count_is_bounded(synthetic_results: Callable[..., dict[str, Any]],
@@ -134,7 +149,9 @@ def test_plot_count_is_bounded(synthetic_results: Callable[..., dict[str, Any]],
     assert len(doc["measurements"]) == 66 * 4
     del doc["models"]["predictions"]
     text = _report(doc, write_json, tmp_path)
-    assert len(_images(text)) == 4  # two heat maps, per-pair curves, Hockney fits
+    page = htmlq.parse(text)
+    assert len(page.figures) == 2  # per-pair curves (at most 16 of 66), Hockney fits
+    assert "50 more curves are not drawn" in text
 
 
 def test_bandwidth_volume() -> None:
@@ -147,9 +164,9 @@ def test_bandwidth_volume() -> None:
         '{"op": "barrier", "timing": "max", "bytes": 0, "stats": {"mean": 0.001, '
         '"ci_half": 0, "reps": 1}}]}', "x")
     sc, a2a, bar = doc_m.measurements
-    assert html._bandwidth(doc_m, sc) == pytest.approx(3 * 1024 / 0.001)
-    assert html._bandwidth(doc_m, a2a) == pytest.approx(2 * 1 * 1024 / 0.001)
-    assert html._bandwidth(doc_m, bar) is None
+    assert values.bandwidth(doc_m, sc).value == pytest.approx(3 * 1024 / 0.001)
+    assert values.bandwidth(doc_m, a2a).value == pytest.approx(2 * 1 * 1024 / 0.001)
+    assert values.bandwidth(doc_m, bar).value is None
 
 
 def test_failed_render_writes_nothing(synthetic_results: Callable[..., dict[str, Any]],
@@ -164,7 +181,7 @@ def test_failed_render_writes_nothing(synthetic_results: Callable[..., dict[str,
     def boom(*_a: Any, **_k: Any) -> str:
         raise RuntimeError("plot failed")
 
-    monkeypatch.setattr(plots, "to_img", boom)
+    monkeypatch.setattr(figs, "figure_html", boom)
     with pytest.raises(RuntimeError):
         build_report(r, old)
     with pytest.raises(RuntimeError):
@@ -183,22 +200,24 @@ def test_loggp_tables_carry_the_fitted_values(
     lg["pairs"][1]["flags"] = ["L_clamped"]
     doc["models"]["loggp"] = lg
     text = _report(doc, write_json, tmp_path)
-    sec = text[text.index("id='loggp'"):text.index("id='summary'")]
-    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", sec)
-    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    page = htmlq.parse(text)
+    t = page.table("loggp-params")
     # pair 1->2: L = 4 + 3 us, o_s 1 us, o_r 1.5 us, g 2 us, G 1 ns/byte = 1000 MB/s
-    summary = next(c for c in cells if c and c[0] == "1-&gt;2" and c[1] == "summary")
-    assert summary[2:9] == ["7 us", "1 us", "1.5 us", "2 us", "1", "1000", "-"]
-    flagged = re.findall(r"<tr([^>]*)>((?:(?!</tr>).)*L_clamped)", sec)
-    assert flagged and all('class="bad"' in attrs for attrs, _ in flagged)
-    assert all('class="bad"' not in attrs for attrs, body in
-               re.findall(r"<tr([^>]*)>(.*?)</tr>", sec) if body.startswith("<td>0-&gt;1"))
+    summary = next(r for r in t.rows if r[0] == "1->2" and r[1] == "summary")
+    assert summary[2:9] == ["7.00 us", "1.00 us", "1.50 us", "2.00 us", "1 ns/B", "1000 MB/s",
+                            "-"]
+    flagged = [(a, r) for a, r in zip(t.row_attrs, t.rows, strict=True) if "L_clamped" in r[-1]]
+    assert flagged and all(a.get("class") == "flagged" for a, _ in flagged)
+    assert all(a.get("class") != "flagged" for a, r in zip(t.row_attrs, t.rows, strict=True)
+               if r[0] == "0->1")
+    # the summary's LogGP table flags the clamped L in its cell
+    s = page.table("summary-loggp")
+    k = next(i for i, r in enumerate(s.rows) if "L_clamped" in r[-1])
+    assert "flagged" in s.cell_attrs[k][1]["class"]
     # per-size medians: 3 pairs x 3 sizes
-    per_size = sec[sec.index("LogGP measurements per size"):]
-    ps_table = per_size[:per_size.index("</table>")]
-    assert ps_table.count("<tr") == 3 * 3 + 1
-    assert "LogGP overheads and gap" in [a for a, _ in _images(text)]
-    assert "LogGP predictions versus measured" in sec and "-20.0%" in sec
+    assert len(page.table("loggp-sizes").rows) == 3 * 3
+    assert "LogGP overheads and gap per size" in _fig_titles(page)
+    assert "-20.0 %" in page.table("loggp-pred").col("relative error")
 
 
 def test_loggp_only_results_get_a_models_section(
@@ -209,5 +228,5 @@ def test_loggp_only_results_get_a_models_section(
     doc = synthetic_results(ranks=2, sizes=(8,))
     doc["models"] = {"loggp": loggp_section(2, (8, 64))}
     text = _report(doc, write_json, tmp_path)
-    assert "id='models'" in text and "href='#models'" in text
+    assert '<section id="models"' in text and 'href="#models"' in text
     assert "LogGP parameters per pair" in text and "Hockney parameters" not in text

@@ -78,18 +78,37 @@ def test_report_from_stored_results(stored: Path) -> None:
     for t in ("fast", "wide", "Ping-pong latency", "Streaming bandwidth", "CPU availability",
               "Message rate", "bcast", "Exchange bandwidth", "scaling", "Who wins where"):
         assert t in html, t
-    assert html.count("<img") >= 10
+    assert html.count('class="mpilab-fig') >= 10  # figures through report.figs (issue 14)
+    # one template and one unit formatter: us and MB/s, COMB availability in percent
+    assert "1.00 us at 1 B" in html and "%" in html and "bytes/s" not in html
     assert not list(stored.glob("*.tmp*"))
 
 
 def test_who_wins_where(stored: Path) -> None:
-    rows = {title.split(" (")[0]: (w, v) for title, w, v, _ in
-            report.summary(report.load_dir(stored))}
-    assert rows["lowest small-message latency"][0] == "fast"
-    assert rows["lowest small-message latency"][1].startswith("1.00 us")
-    assert rows["highest large-message bandwidth"][0] == "wide"
-    assert rows["highest message rate"][0] == "fast"   # alpha dominates at 1 byte
-    assert rows["most CPU left during transfers"][0] == "wide"
+    rows = {c.title.split(" (")[0]: c for c in report.summary(report.load_dir(stored))}
+    assert rows["lowest small-message latency"].winner == "fast"
+    assert rows["lowest small-message latency"].value.startswith("1.00 us")
+    assert rows["highest large-message bandwidth"].winner == "wide"
+    assert rows["highest message rate"].winner == "fast"   # alpha dominates at 1 byte
+    # COMB availability carries no interval: the best is named, no winner declared
+    cpu = rows["most CPU left during transfers"]
+    assert cpu.best == "wide" and cpu.winner is None and cpu.verdict == "no interval"
+
+
+def test_no_winner_without_a_significant_difference(stored: Path) -> None:
+    """Two transports whose ping-pong intervals overlap: the lower one is not a winner."""
+    doc = json.loads((stored / "wide.json").read_text())
+    fast = json.loads((stored / "fast.json").read_text())
+    for m, f in zip(doc["measurements"], fast["measurements"], strict=True):
+        if m["op"] == "pingpong":
+            m["stats"] = dict(f["stats"], median=f["stats"]["median"] * 1.005)
+            m["derived"] = {k: v * (1.005 if k == "latency_s" else 1 / 1.005)
+                            for k, v in f["derived"].items()}
+    (stored / "wide.json").write_text(json.dumps(doc))
+    rows = {c.title.split(" (")[0]: c for c in report.summary(report.load_dir(stored))}
+    lat = rows["lowest small-message latency"]
+    assert lat.best == "fast" and lat.winner is None
+    assert lat.verdict.startswith("not significant against wide (ci-overlap)")
 
 
 def test_cpu_left_only_counts_points_that_move_data() -> None:

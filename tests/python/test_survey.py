@@ -133,5 +133,6 @@ def test_survey_quick_end_to_end(run_cli: Callable[..., Any], tmp_path: Path) ->
     assert {(x.op, x.impl) for x in r.loggp_predictions} >= {("scatter", "linear"),
                                                              ("gather", "linear")}
     text = (out / "report.html").read_text()
-    for anchor in ("provenance", "collectives", "timing", "p2p", "models", "summary"):
-        assert f"id='{anchor}'" in text
+    for anchor in ("summary", "collectives", "timing", "p2p", "models", "measurements"):
+        assert f'<section id="{anchor}"' in text
+    assert 'id="provenance-table"' in text

@@ -28,16 +28,42 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
-def make_report(results_path: str | Path, out: str | Path | None = None,
-                matrix_sizes: list[int] | None = None) -> Path:
-    """Load, validate and render; nothing is written unless everything succeeded."""
-    from mpilab.report import build_report
+def default_compare_html(first: str | Path) -> Path:
+    """A.json B.json ... -> A-compare.html beside A."""
+    p = Path(first)
+    stem = p.stem if p.suffix == ".json" else p.name
+    return p.with_name(f"{stem}-compare.html")
 
-    target = Path(out) if out is not None else default_html(results_path)
+
+def make_report(results_path: str | Path | list[str], out: str | Path | None = None,
+                matrix_sizes: list[int] | None = None, labels: list[str] | None = None,
+                label_by: str | None = None, static: bool = False) -> Path:
+    """Load, validate and render one results file (a run report) or several (a comparison);
+    nothing is written unless everything succeeded."""
+    from mpilab.fsutil import atomic_write_text
+    from mpilab.report import build_report
+    from mpilab.report.compare import Run, labels_for, render_comparison
+
+    paths = [str(results_path)] if isinstance(results_path, str | Path) else list(results_path)
+    if len(paths) > 1 and matrix_sizes is not None:
+        raise MpilabError("--matrix-sizes applies to the report of one results file")
+    if len(paths) == 1 and (labels or label_by):
+        raise MpilabError("--label and --label-by name the runs of a comparison "
+                          "(give two or more results files)")
+    if out is not None:
+        target = Path(out)
+    else:
+        target = default_html(paths[0]) if len(paths) == 1 else default_compare_html(paths[0])
     check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
-    r = results.load(results_path)
+    loaded = [results.load(p) for p in paths]
     try:
-        build_report(r, target, matrix_sizes)
+        if len(loaded) == 1:
+            build_report(loaded[0], target, matrix_sizes, static)
+        else:
+            names = labels_for(paths, loaded, labels, label_by)
+            text = render_comparison([Run(n, r) for n, r in zip(names, loaded, strict=True)],
+                                     static)
+            atomic_write_text(target, text)
     except OSError as e:
         raise MpilabError(f"{target}: cannot write: {e.strerror}") from None
     return target
@@ -45,19 +71,29 @@ def make_report(results_path: str | Path, out: str | Path | None = None,
 
 def _run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes is not None else None
-    out = make_report(args.results, args.output, sizes)
+    out = make_report(args.results, args.output, sizes, args.label, args.label_by, args.static)
     if str(out) != "-":  # the report itself went to stdout
         sys.stdout.write(f"report: {out}\n")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("report", help="HTML report (plots and tables) of a results file",
+    p = sub.add_parser("report", help="HTML report (summary, plots, tables) of results files",
                        description="Write a self-contained HTML report of an "
-                                   "mpilab.results/1 file.")
-    p.add_argument("results", metavar="RESULTS.json", help="results file to report on")
+                                   "mpilab.results/1 file; with several files, a comparison "
+                                   "(runs overlaid, ratios to the first with significance).")
+    p.add_argument("results", metavar="RESULTS.json", nargs="+",
+                   help="results file(s) to report on; the first is the comparison's baseline")
     p.add_argument("-o", "--output", metavar="OUT.html",
-                   help="output file (default: the results file with .html)")
+                   help="output file (default: the results file with .html; for several "
+                        "files FIRST-compare.html)")
+    p.add_argument("--label", metavar="NAME", action="append",
+                   help="name of a run in a comparison, once per file in order")
+    p.add_argument("--label-by", metavar="FIELD",
+                   help="name the runs by this provenance field (default: transport, else "
+                        "the file name)")
+    p.add_argument("--static", action="store_true",
+                   help="figures as embedded SVG images (for papers; no script)")
     p.add_argument("--matrix-sizes", metavar="LIST",
                    help="message sizes of the point-to-point heat maps, e.g. 0,64K "
                         "(default: the smallest and the largest measured)")

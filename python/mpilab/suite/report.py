@@ -1,24 +1,26 @@
-"""The comparison report: the study's figures with one curve per transport, and a table
-of who wins where. Reads only stored results files (DIR/<transport>.json)."""
+"""The comparison report of `mpilab compare`: the study's figures with one curve per
+transport, who wins where (only where the difference is significant) and the ratio of every
+common measurement to the first transport. Reads only stored results files
+(DIR/<transport>.json); rendered by the reports' one template (mpilab.report.render)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
+from markupsafe import Markup
 
-from mpilab import results
+from mpilab import __version__, results
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.report.plots import to_img
+from mpilab.report import compare, signif, tables, units, values
+from mpilab.report.figs import Curve, Figure, Point
+from mpilab.report.render import FigureSink, Section, page
+from mpilab.report.signif import Estimate
+from mpilab.report.tables import Cell, Table
 from mpilab.results import Measurement, Results
-
-Point = tuple[float, float]
 
 
 @dataclass
@@ -37,14 +39,7 @@ class Run:
         return max(rs) if rs else None
 
 
-def derived(m: Measurement, key: str) -> float | None:
-    d = m.raw.get("derived")
-    if not isinstance(d, dict):
-        return None
-    v = d.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
+derived = values.derived
 
 
 def pair_avail(m: Measurement) -> float | None:
@@ -72,49 +67,30 @@ def load_dir(d: str | Path) -> list[Run]:
 # ---------------------------------------------------------------------------------------
 # figures
 
-def _overlay(title: str, xlabel: str, ylabel: str, curves: list[tuple[str, list[Point]]],
-             logx: bool = True, logy: bool = True) -> str | None:
-    curves = [(n, pts) for n, pts in curves if pts]
-    if not curves:
-        return None
-    fig = Figure(figsize=(6.0, 3.8))
-    ax = fig.subplots()
-    for name, pts in curves:
-        xs, ys = zip(*pts, strict=True)
-        ax.plot(xs, ys, marker="o", markersize=3, label=name)
-    allx = [x for _, pts in curves for x, _ in pts]
-    ally = [y for _, pts in curves for _, y in pts]
-    if logx:
-        if min(allx) <= 0:
-            ax.set_xscale("symlog", linthresh=1)
-        else:
-            ax.set_xscale("log")
-    if logy and min(ally) > 0:
-        ax.set_yscale("log")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return to_img(fig, title)
+Y = Callable[[Measurement], Estimate]
 
 
-def _series(runs: list[Run], op: str, y: Callable[[Measurement], float | None],
-            ranks: Callable[[Run], int | None] | None = None,
-            x: Callable[[Measurement], float | None] | None = None
-            ) -> list[tuple[str, list[Point]]]:
+def _der(key: str) -> Y:
+    return lambda m: values.derived_estimate(m, key)
+
+
+def _avail(m: Measurement) -> Estimate:
+    return Estimate(pair_avail(m))
+
+
+def _series(runs: list[Run], op: str, y: Y, ranks: Callable[[Run], int | None] | None = None,
+            x: Callable[[Measurement], float | None] | None = None) -> list[Curve]:
     out = []
     for r in runs:
         rk = ranks(r) if ranks else None
         pts = []
         for m in r.ms(op, rk):
             xv = x(m) if x else float(m.bytes)
-            yv = y(m)
-            if xv is not None and yv is not None:
-                pts.append((xv, yv))
-        if x:
-            pts.sort()
-        out.append((r.name, pts))
+            e = y(m)
+            if xv is not None and e.value is not None:
+                pts.append(values.point(xv, e, values.flags(m), m.stats.reps))
+        pts.sort(key=lambda p: p.x)
+        out.append(Curve(r.name, pts))
     return out
 
 
@@ -122,29 +98,7 @@ def _two(r: Run) -> int:
     return 2
 
 
-def _coll_time(m: Measurement) -> float | None:
-    return m.stats.median if math.isfinite(m.stats.median) else None
-
-
-def _mb(key: str) -> Callable[[Measurement], float | None]:
-    def f(m: Measurement) -> float | None:
-        v = derived(m, key)
-        return None if v is None else v / 1e6
-    return f
-
-
-def _us(key: str) -> Callable[[Measurement], float | None]:
-    def f(m: Measurement) -> float | None:
-        v = derived(m, key)
-        return None if v is None else v * 1e6
-    return f
-
-
-def _der(key: str) -> Callable[[Measurement], float | None]:
-    return lambda m: derived(m, key)
-
-
-def _efficiency(pts: list[dict[str, Any]], weak: bool) -> list[Point]:
+def _efficiency(pts: list[dict[str, Any]], weak: bool) -> list[tuple[float, float]]:
     base = [p for p in pts if p.get("ranks") == 1]
     if not base:
         return []
@@ -161,14 +115,26 @@ def _efficiency(pts: list[dict[str, Any]], weak: bool) -> list[Point]:
 # values (a new suite entry, a user entry) gets one figure per value it declares.
 _STUDY_OPS = {"pingpong", "pingping", "sendrecv", "exchange", "bcast", "allreduce", "alltoall",
               "stream", "stream_multi", "comb", "overlap_isend", "overlap_iallreduce"}
-_VALUES: dict[str, tuple[str, Callable[[str], Callable[[Measurement], float | None]], bool]] = {
-    "latency_s": ("latency (us)", _us, True), "bandwidth_Bps": ("MB/s", _mb, True),
-    "msg_rate": ("messages/s", _der, True), "overlap_pct": ("overlap (%)", _der, False),
-    "cpu_avail": ("fraction of CPU left", _der, False)}
+# derived value -> (axis label, unit of the formatter, log axis)
+_VALUES: dict[str, tuple[str, str, bool]] = {
+    "latency_s": ("latency", "s", True), "bandwidth_Bps": ("bandwidth", "B/s", True),
+    "msg_rate": ("messages/s", "", True), "overlap_pct": ("overlap (%)", "", False),
+    "cpu_avail": ("CPU left to the application", "fraction", False)}
 
 
-def _other_entries(runs: list[Run]) -> list[tuple[str, str | None]]:
-    """Figures of the entries the study's figures do not cover, from their derived values."""
+@dataclass
+class Fig:
+    title: str
+    curves: list[Curve]
+    ylabel: str
+    y_unit: str
+    xlabel: str = "message size"
+    x_unit: str = "B"
+    xlog: bool = True
+    ylog: bool = True
+
+
+def _other_entries(runs: list[Run]) -> list[Fig]:
     keys: dict[str, list[str]] = {}
     for r in runs:
         for m in r.res.measurements:
@@ -177,117 +143,144 @@ def _other_entries(runs: list[Run]) -> list[tuple[str, str | None]]:
                 continue
             ks = keys.setdefault(m.op, [])
             ks += [k for k in d if k in _VALUES and k not in ks]
-    out: list[tuple[str, str | None]] = []
+    out = []
     for op in sorted(keys):
         for k in keys[op]:
-            label, conv, logy = _VALUES[k]
-            out.append((f"{op}: {k}", _overlay(f"{op}, {k}", "message size (bytes)", label,
-                                               _series(runs, op, conv(k)), logy=logy)))
+            label, unit, logy = _VALUES[k]
+            y = _avail if k == "cpu_avail" else _der(k)
+            out.append(Fig(f"{op}: {k}", _series(runs, op, y), label, unit, ylog=logy))
     return out
 
 
-def figures(runs: list[Run]) -> list[tuple[str, str]]:
-    B = "message size (bytes)"
-    figs: list[tuple[str, str | None]] = [
-        ("Ping-pong latency (Fig. 1)",
-         _overlay("Ping-pong latency", B, "one-way latency (us)",
-                  _series(runs, "pingpong", _us("latency_s"), _two))),
-        ("Ping-pong bandwidth (Fig. 2)",
-         _overlay("Ping-pong bandwidth", B, "MB/s", _series(runs, "pingpong", _mb("bandwidth_Bps"),
-                                                             _two))),
-        ("Ping-ping bandwidth",
-         _overlay("Ping-ping bandwidth", B, "MB/s", _series(runs, "pingping", _mb("bandwidth_Bps"),
-                                                             _two))),
-        ("Send-receive (bidirectional) bandwidth (Fig. 3)",
-         _overlay("Sendrecv bandwidth, 2 ranks", B, "MB/s",
-                  _series(runs, "sendrecv", _mb("bandwidth_Bps"), _two))),
-        ("Exchange bandwidth (Fig. 4)",
-         _overlay("Exchange bandwidth, N ranks", B, "MB/s",
-                  _series(runs, "exchange", _mb("bandwidth_Bps"),
-                          lambda r: r.max_ranks("exchange")))),
+def study_figures(runs: list[Run]) -> list[Fig]:
+    bw = "bandwidth"
+    figs = [
+        Fig("Ping-pong latency (Fig. 1)", _series(runs, "pingpong", _der("latency_s"), _two),
+            "one-way latency", "s"),
+        Fig("Ping-pong bandwidth (Fig. 2)",
+            _series(runs, "pingpong", _der("bandwidth_Bps"), _two), bw, "B/s"),
+        Fig("Ping-ping bandwidth", _series(runs, "pingping", _der("bandwidth_Bps"), _two), bw,
+            "B/s"),
+        Fig("Send-receive (bidirectional) bandwidth, 2 ranks (Fig. 3)",
+            _series(runs, "sendrecv", _der("bandwidth_Bps"), _two), bw, "B/s"),
+        Fig("Exchange bandwidth, N ranks (Fig. 4)",
+            _series(runs, "exchange", _der("bandwidth_Bps"), lambda r: r.max_ranks("exchange")),
+            bw, "B/s"),
     ]
     for op, fig in (("bcast", "Fig. 5"), ("allreduce", "Fig. 6"), ("alltoall", "Fig. 7")):
-        figs.append((f"{op} ({fig})",
-                     _overlay(f"{op}, N ranks", B, "time (us)",
-                              _series(runs, op, lambda m: m.stats.median * 1e6,
-                                      lambda r, o=op: r.max_ranks(o)))))  # type: ignore[misc]
+        figs.append(Fig(f"{op}, N ranks ({fig})",
+                        _series(runs, op, values.time_estimate,
+                                lambda r, o=op: r.max_ranks(o)),  # type: ignore[misc]
+                        "time", "s"))
     figs += [
-        ("Streaming bandwidth (Fig. 8)",
-         _overlay("Streaming bandwidth (window of sends, one reply)", B, "MB/s",
-                  _series(runs, "stream", _mb("bandwidth_Bps")))),
-        ("Message rate (Fig. 9)",
-         _overlay("Message rate (streaming)", B, "messages/s",
-                  _series(runs, "stream", _der("msg_rate")))),
-        ("Aggregate message rate, k pairs",
-         _overlay("Message rate, k pairs at once", B, "messages/s",
-                  _series(runs, "stream_multi", _der("msg_rate")))),
-        ("CPU availability (Fig. 10)",
-         _overlay("CPU availability vs bandwidth (COMB polling)", "bandwidth per direction (MB/s)",
-                  "fraction of CPU left to the application (lower of the two ranks)",
-                  _series(runs, "comb", pair_avail, x=_mb("bandwidth_Bps")),
-                  logx=True, logy=False)),  # bandwidths span decades across transports
-        ("Overlap of Isend/Irecv with computation",
-         _overlay("Overlap, Isend/Irecv", B, "overlap (%)",
-                  _series(runs, "overlap_isend", _der("overlap_pct")), logy=False)),
-        ("Overlap of Iallreduce with computation",
-         _overlay("Overlap, Iallreduce", B, "overlap (%)",
-                  _series(runs, "overlap_iallreduce", _der("overlap_pct")), logy=False)),
+        Fig("Streaming bandwidth (Fig. 8)", _series(runs, "stream", _der("bandwidth_Bps")), bw,
+            "B/s"),
+        Fig("Message rate, streaming (Fig. 9)", _series(runs, "stream", _der("msg_rate")),
+            "messages/s", ""),
+        Fig("Aggregate message rate, k pairs at once",
+            _series(runs, "stream_multi", _der("msg_rate")), "messages/s", ""),
+        Fig("CPU availability vs bandwidth, COMB polling (Fig. 10)",
+            _series(runs, "comb", _avail, x=lambda m: derived(m, "bandwidth_Bps")),
+            "CPU left to the application (lower of the two ranks)", "fraction",
+            xlabel="bandwidth per direction", x_unit="B/s", ylog=False),
+        Fig("Overlap of Isend/Irecv with computation",
+            _series(runs, "overlap_isend", _der("overlap_pct")), "overlap (%)", "", ylog=False),
+        Fig("Overlap of Iallreduce with computation",
+            _series(runs, "overlap_iallreduce", _der("overlap_pct")), "overlap (%)", "",
+            ylog=False),
     ]
     for mode in ("strong", "weak"):
         curves = []
         for r in runs:
             sc = r.res.raw.get("scaling")
             if isinstance(sc, dict) and isinstance(sc.get(mode), list):
-                curves.append((r.name, _efficiency(sc[mode], mode == "weak")))
-        figs.append((f"Wavefront {mode} scaling (Fig. 11)",
-                     _overlay(f"Parallel efficiency, {mode} scaling", "ranks", "efficiency",
-                              curves, logx=False, logy=False)))
+                curves.append(Curve(r.name, [Point(x, y, None, None, None, [])
+                                             for x, y in _efficiency(sc[mode], mode == "weak")]))
+        figs.append(Fig(f"Wavefront {mode} scaling, parallel efficiency (Fig. 11)", curves,
+                        "efficiency", "", xlabel="ranks", x_unit="ranks", xlog=False,
+                        ylog=False))
     figs += _other_entries(runs)
-    return [(t, f) for t, f in figs if f]
+    return [f for f in figs if any(c.points for c in f.curves)]
+
+
+def figures(runs: list[Run], sink: FigureSink | None = None) -> list[tuple[str, str]]:
+    """(title, html) of every figure with data; a figure whose values are all zero is a
+    sentence instead (an all-zero plot on an arbitrary axis tells nothing)."""
+    sink = sink or FigureSink()
+    out = []
+    for f in study_figures(runs):
+        ys = [p.y for c in f.curves for p in c.points if p.y is not None]
+        if ys and all(y == 0 for y in ys):
+            out.append((f.title, f"all {len(ys)} values are 0 ({f.ylabel}) in every run"))
+            continue
+        fig = Figure(sink.uid(f.title.split(" (")[0]), f.title,
+                     [c for c in f.curves if c.points], f.xlabel, f.ylabel, f.x_unit, f.y_unit,
+                     f.xlog, f.ylog)
+        out.append((f.title, sink.html(fig)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
 # who wins where
 
-def _best(runs: list[Run], value: Callable[[Run], tuple[float, str] | None],
-          lowest: bool) -> tuple[str, str, list[str]]:
-    vals = []
+
+@dataclass
+class Criterion:
+    title: str
+    winner: str | None     # named only when significantly better than the runner-up
+    best: str | None       # the best value's run, significant or not
+    value: str
+    all: list[str]
+    verdict: str
+
+
+def _best(runs: list[Run], value: Callable[[Run], tuple[Estimate, str] | None], lowest: bool,
+          title: str) -> Criterion:
+    cands, texts = [], {}
     for r in runs:
         v = value(r)
         if v is not None:
-            vals.append((v[0], r.name, v[1]))
-    if not vals:
-        return "-", "no data", []
-    vals.sort(reverse=not lowest)
-    return vals[0][1], vals[0][2], [f"{n}: {s}" for _, n, s in vals]
+            cands.append((r.name, v[0]))
+            texts[r.name] = v[1]
+    best, second, verdict = signif.winner(cands, lowest)
+    order = sorted(cands, key=lambda ne: (ne[1].value if lowest else -ne[1].value))  # type: ignore
+    alls = [f"{n}: {texts[n]}" for n, _ in order]
+    if best is None:
+        return Criterion(title, None, None, "no data", [], "-")
+    if verdict is None:
+        return Criterion(title, best, best, texts[best], alls, "only one run")
+    if verdict.significant:
+        return Criterion(title, best, best, texts[best], alls,
+                         f"significant against {second} ({verdict.method})")
+    why = ("no interval" if verdict.method == "no-ci"
+           else f"not significant against {second} ({verdict.method})")
+    return Criterion(title, None, best, texts[best], alls, why)
 
 
-def small_latency(r: Run) -> tuple[float, str] | None:
+def small_latency(r: Run) -> tuple[Estimate, str] | None:
     ms = [m for m in r.ms("pingpong", 2) if derived(m, "latency_s") is not None]
     if not ms:
         return None
-    m = ms[0]
-    v = derived(m, "latency_s") or 0.0
-    return v, f"{v * 1e6:.2f} us at {m.bytes} B"
+    e = values.derived_estimate(ms[0], "latency_s")
+    return e, f"{units.fmt_time(e.value)} at {units.fmt_bytes(ms[0].bytes)}"
 
 
-def large_bandwidth(r: Run) -> tuple[float, str] | None:
+def large_bandwidth(r: Run) -> tuple[Estimate, str] | None:
     """Ping-pong bandwidth at the largest message size measured (small messages can beat
     a shaper's rate inside its burst allowance, so the maximum over sizes would mislead)."""
     ms = [m for m in r.ms("pingpong", 2) if derived(m, "bandwidth_Bps") is not None]
     if not ms:
         return None
-    m = ms[-1]
-    v = derived(m, "bandwidth_Bps") or 0.0
-    return v, f"{v / 1e6:.0f} MB/s at {m.bytes} B"
+    e = values.derived_estimate(ms[-1], "bandwidth_Bps")
+    return e, f"{units.fmt_rate(e.value)} at {units.fmt_bytes(ms[-1].bytes)}"
 
 
-def msg_rate(r: Run) -> tuple[float, str] | None:
-    best = None
+def msg_rate(r: Run) -> tuple[Estimate, str] | None:
+    best: tuple[Estimate, str] | None = None
     for m in r.ms("stream"):
-        v = derived(m, "msg_rate")
-        if v is not None and (best is None or v > best[0]):
-            best = (v, f"{v / 1e6:.2f} M msg/s at {m.bytes} B")
+        e = values.derived_estimate(m, "msg_rate")
+        if e.value is not None and (best is None or e.value > best[0].value):  # type: ignore
+            best = (e, f"{units.fmt_plain(e.value)} msg/s at {units.fmt_bytes(m.bytes)}")
     return best
 
 
@@ -301,28 +294,23 @@ def cpu_left(r: Run) -> tuple[float, str] | None:
         return None
     top = max(b for _, b in pts2)
     a, b = max((a, b) for a, b in pts2 if b >= 0.5 * top)
-    return a, f"{a * 100:.0f}% at {b / 1e6:.0f} MB/s"
+    return a, f"{units.fmt_percent(a)} at {units.fmt_rate(b)}"
 
 
-def summary(runs: list[Run]) -> list[tuple[str, str, str, list[str]]]:
+def _cpu_est(r: Run) -> tuple[Estimate, str] | None:
+    v = cpu_left(r)
+    return None if v is None else (Estimate(v[0]), v[1])
+
+
+def summary(runs: list[Run]) -> list[Criterion]:
+    return [_best(runs, small_latency, True, "lowest small-message latency (ping-pong)"),
+            _best(runs, large_bandwidth, False, "highest large-message bandwidth (ping-pong)"),
+            _best(runs, msg_rate, False, "highest message rate (streaming)"),
+            _best(runs, _cpu_est, False, "most CPU left during transfers (COMB)")]
+
+
+def _transports(runs: list[Run]) -> Table:
     rows = []
-    for title, fn, low in (("lowest small-message latency (ping-pong)", small_latency, True),
-                           ("highest large-message bandwidth (ping-pong)", large_bandwidth, False),
-                           ("highest message rate (streaming)", msg_rate, False),
-                           ("most CPU left during transfers (COMB)", cpu_left, False)):
-        w, v, all_ = _best(runs, fn, low)
-        rows.append((title, w, v, all_))
-    return rows
-
-
-def render(runs: list[Run]) -> str:
-    css = ("body{font-family:sans-serif;max-width:1100px;margin:auto}"
-           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}"
-           "img.plot{max-width:100%}")
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpilab compare</title>"
-             f"<style>{css}</style></head><body><h1>Interconnect comparison</h1>"]
-    parts.append("<h2>Transports</h2><table><tr><th>name</th><th>MPI parameters</th>"
-                 "<th>ranks</th><th>MPI</th><th>date</th></tr>")
     for r in runs:
         pv = r.res.provenance
         tr = (r.res.raw.get("suite") or {}).get("transport") or {}
@@ -330,27 +318,61 @@ def render(runs: list[Run]) -> str:
         mca_s = " ".join(f"--mca {k} {v}" for k, v in mca.items())
         if tr.get("mptcp"):
             mca_s += " (under mptcpize)"
-        parts.append(f"<tr><td>{escape(r.name)}</td><td><code>{escape(mca_s)}</code></td>"
-                     f"<td>{escape(str(pv.get('ranks', '')))}</td>"
-                     f"<td>{escape(str(pv.get('mpi', '')))}</td>"
-                     f"<td>{escape(str(pv.get('date', '')))}</td></tr>")
-    parts.append("</table><h2>Who wins where</h2><table><tr><th>criterion</th><th>winner</th>"
-                 "<th>value</th><th>all</th></tr>")
-    for title, w, v, all_ in summary(runs):
-        parts.append(f"<tr><td>{escape(title)}</td><td><b>{escape(w)}</b></td>"
-                     f"<td>{escape(v)}</td><td>{escape('; '.join(all_))}</td></tr>")
-    parts.append("</table><p>Overlap = 100*(t_comm+t_comp-t_total)/min(t_comm,t_comp); CPU "
-                 "availability = work rate during transfers / work rate without "
-                 "communication (COMB polling method). Efficiency: strong T1/(N*TN), weak "
-                 "T1/TN.</p>")
-    for title, img in figures(runs):
-        parts.append(f"<h2>{escape(title)}</h2>{img}")
-    parts.append("</body></html>\n")
-    return "".join(parts)
+        rows.append([Cell(r.name), Cell(mca_s or "-"), tables.count(values.num(pv.get("ranks"))),
+                     tables.text(pv.get("mpi")), tables.text(pv.get("date"))])
+    return Table(["name", "MPI parameters", "ranks", "MPI", "date"], rows,
+                 caption="Transports", table_id="transports", collapse=False)
 
 
-def build(d: str | Path) -> Path:
+def _wins_table(runs: list[Run]) -> Table:
+    rows = []
+    for c in summary(runs):
+        who = (Cell(c.winner, bold=True) if c.winner
+               else Cell(f"no clear winner (best: {c.best})" if c.best else "-"))
+        rows.append([Cell(c.title), who, Cell(c.value), Cell(c.verdict), Cell("; ".join(c.all))])
+    return Table(["criterion", "winner", "value", "significance", "all"], rows,
+                 caption="Who wins where", table_id="winners", collapse=False)
+
+
+def render(runs: list[Run], static: bool = False) -> str:
+    sink = FigureSink(static)
+    s = Section("summary", "Summary")
+    s.add("table", _transports(runs))
+    s.h3("Who wins where")
+    s.note("A transport wins a criterion only when it is significantly better than the "
+           "runner-up (Mann-Whitney test on the repetitions when kept, else non-overlapping "
+           "95% intervals; the derived rates and latencies take the interval of the time they "
+           "were computed from). CPU availability carries no interval, so its best value is "
+           "shown without a winner.")
+    s.add("table", _wins_table(runs))
+    s.note("Overlap = 100*(t_comm+t_comp-t_total)/min(t_comm,t_comp); CPU availability = "
+           "work rate during transfers / work rate without communication (COMB polling "
+           "method), in percent. Efficiency: strong T1/(N*TN), weak T1/TN.")
+    s.h3("Provenance")
+    crs = [compare.Run(r.name, r.res) for r in runs]
+    s.add("table", compare.provenance_side_by_side(crs))
+    fsec = Section("figures", "Figures")
+    for title, html in figures(runs, sink):
+        fsec.h3(title)
+        if html.startswith("<"):
+            fsec.add("fig", Markup(html))
+        else:
+            fsec.note(html)
+    sections = [s, fsec, compare.ratio_section(crs), compare.measurements_section(crs)]
+    sub = (f"Generated by mpilab {__version__} from " + ", ".join(r.res.path for r in runs))
+    return page("Interconnect comparison", sub, sections, sink,
+                       [b for b in _banners(runs)])
+
+
+def _banners(runs: list[Run]) -> list[str]:
+    from mpilab.report.html import banners
+    return banners([(r.name, r.res.raw) for r in runs])
+
+
+
+
+def build(d: str | Path, static: bool = False) -> Path:
     runs = load_dir(d)
     out = Path(d) / "report.html"
-    atomic_write_text(out, render(runs))
+    atomic_write_text(out, render(runs, static))
     return out
