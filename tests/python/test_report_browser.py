@@ -253,6 +253,9 @@ def _open_report(page: Page, path: Path, name: str, tmp_path: Path) -> dict[str,
     for fid, f in figs.items():
         n_open = 0
         for t in f["traces"]:
+            if t["mode"] == "lines":  # a model curve: no markers
+                assert t["symbols"] == [], (fid, t["name"])
+                continue
             for sym, cd in zip(t["symbols"], t["custom"], strict=True):
                 assert sym.endswith("-open") == (cd[1] != "" or sym.startswith("triangle")), \
                     (fid, t["name"], sym, cd)
