@@ -31,7 +31,7 @@ def test_report_default_output_beside_results(
     p = run_cli("report", str(src))
     assert p.returncode == 0, p.stderr
     out = tmp_path / "run.html"
-    assert out.is_file() and "<img" in out.read_text()
+    assert out.is_file() and 'class="mpilab-fig' in out.read_text()
     assert str(out) in p.stdout
 
     p = run_cli("report", str(src), "-o", str(tmp_path / "sub" / "x.html"))
@@ -209,8 +209,9 @@ def test_report_matrix_sizes(synthetic_results: Callable[..., dict[str, Any]],
     src = write_json(doc, "run.json")
     p = run_cli("report", str(src), "--matrix-sizes", "1K,64k,0")
     assert p.returncode == 0, p.stderr
-    alts = re.findall(r'alt="(latency matrix [^"]*)"', (tmp_path / "run.html").read_text())
-    assert alts == ["latency matrix 1K", "latency matrix 64K", "latency matrix 0"]
+    heads = re.findall(r"<h3>Latency matrix, ([^<]*)</h3>", (tmp_path / "run.html").read_text())
+    assert heads == ["1 KiB (parallel schedule)", "64 KiB (parallel schedule)",
+                     "0 B (parallel schedule)"]
     (tmp_path / "run.html").unlink()
     for bad, msg in (("512", "no point-to-point measurement of 512 bytes (parallel schedule) "
                              "(sizes: 0, 1024, 65536)"),

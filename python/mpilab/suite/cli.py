@@ -79,8 +79,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if used_testbed and not args.keep_testbed:
             testbed_down()
     out = report.build(outdir)
-    for title, w, v, _ in report.summary(report.load_dir(outdir)):
-        print(f"{title}: {w} ({v})")
+    for c in report.summary(report.load_dir(outdir)):
+        who = c.winner or f"no clear winner, best {c.best}"
+        print(f"{c.title}: {who} ({c.value}; {c.verdict})")
     print(f"report: {out}")
     return 0
 
