@@ -167,11 +167,15 @@ struct json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int
  * gather; ranks that leave the barrier early do not count their wait).  Without (NULL):
  * max over ranks of (own end - own start), which includes the barrier's exit skew.
  * wall, if non-NULL, gets the root's CLOCK_REALTIME at the start and end of the first timed
- * repetition (to line up with samples taken outside MPI).  Returns 0, 1 if the data was
- * wrong, -1 on errors (reason in mpilab_multilane_last_error()). */
+ * repetition (to line up with samples taken outside MPI).  phases, if non-NULL (needs cs),
+ * gets the mean over the repetitions of the multilane phase marks, seconds after the root's
+ * start, in the order of mpilab_multilane_sim_sites' phases: the first and the last lane's
+ * WAN start, the first and the last lane's arrival across the WAN (NAN where no rank
+ * passed the mark, e.g. native).  Returns 0, 1 if the data was wrong, -1 on errors (reason
+ * in mpilab_multilane_last_error()). */
 int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
                                size_t bytes, int reps, const mpilab_clocksync_t *cs,
-                               double *times, double wall[2]);
+                               double *times, double wall[2], double *phases);
 
 /* ------------------------------------------------------------------ experiments */
 /* The whole multilane experiment of mpilab-multilane (docs/multilane.md), collective over
@@ -197,6 +201,8 @@ typedef struct mpilab_multilane_experiment {
     int model;
     size_t model_bytes;
     int model_reps;
+    size_t alpha_bytes;          /* with model: calibrate alpha per operation at this size
+                                    (0: do not; alpha then stays the measure's value) */
     void (*progress)(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
                      double mean);
     void *progress_arg;

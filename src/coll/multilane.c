@@ -12,6 +12,7 @@
  * Messages between one pair of ranks are matched in order (one tag, non-overtaking), which
  * fixes the order below: scatter root -> sender k: lane data for each remote site, then
  * k's own block; gather sender k -> root: own block, then the lane data per remote site. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,24 @@
 #include "mpilab/coll.h"
 
 #define TAG MPILAB_COLL_TAG
+
+static double marks[MPILAB_ML_NMARKS][2] = {{NAN, NAN}, {NAN, NAN}};
+
+void mpilab_ml_marks_reset(void)
+{
+    for (int i = 0; i < MPILAB_ML_NMARKS; i++)
+        marks[i][0] = marks[i][1] = NAN;
+}
+
+void mpilab_ml_mark(int which)
+{
+    const double t = MPI_Wtime();
+    if (isnan(marks[which][0]))
+        marks[which][0] = t;
+    marks[which][1] = t;
+}
+
+double mpilab_ml_mark_get(int which, int last) { return marks[which][last ? 1 : 0]; }
 
 typedef struct {
     const mpilab_grid_t *g;
@@ -180,6 +199,7 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
         }
     if (rc != MPI_SUCCESS)
         return rc;
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
     /* (2) the root's own lanes, one per remote site, in flight while (3) runs */
     char **bufs = calloc((size_t)S, sizeof *bufs);
     MPI_Request *req = malloc((size_t)S * sizeof *req);
@@ -242,6 +262,7 @@ static int scatter_home(const call_t *c, void *recvbuf, int recvcount, MPI_Datat
                 rc = mpilab_ml_recv(bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Get_count(&st, MPI_PACKED, &got);
+            mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
             if (rc == MPI_SUCCESS) /* (2) start this lane as soon as its data is here */
                 rc = MPI_Isend(bufs[s], got, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
                                comm, &req[nreq++]);
@@ -275,6 +296,7 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
         return rc;
     MPI_Status st;
     rc = mpilab_ml_recv(buf, ibound, MPI_PACKED, sender(c, k), TAG, comm, &st);
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_END);
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_PACKED, &got);
     if (rc == MPI_SUCCESS && (got < 0 || got % n != 0))
@@ -424,6 +446,7 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
         MPI_Status st;
         int got = 0;
         int rcw = mpilab_ml_wait(1, &req[q], &st);
+        mpilab_ml_mark(MPILAB_ML_MARK_WAN_END);
         if (rc == MPI_SUCCESS)
             rc = rcw;
         if (rc == MPI_SUCCESS)
@@ -475,6 +498,7 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
         if (rc == MPI_SUCCESS && got != blk)
             rc = MPI_ERR_TRUNCATE;
     }
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
     if (rc == MPI_SUCCESS) /* (2 reversed) the whole run across the WAN */
         rc = mpilab_ml_send(buf, n * blk, MPI_PACKED, sender(c, k), TAG, comm);
     free(req);
