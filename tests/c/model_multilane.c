@@ -91,5 +91,46 @@ int main(void)
     CHECK(mpilab_multilane_popt(NULL, -1, 8, 8, 1e6, NULL) == 0);
 
     printf("model_multilane: %d failure(s)\n", bench_failures);
+    /* S sites, phases.  One remote site: the same as sim_time, with its phase marks: both
+     * lanes start after the prepare (0.01) and arrive at 0.01 + 0.2 + L */
+    double b2b[2] = {1e7, 5e6};
+    mpilab_multilane_params_t q = {.L = 0.01, .l = 0, .alpha = 0, .b_lan = 1e8, .b = b2b,
+                                   .nb = 2};
+    double ph[MPILAB_ML_NPHASES];
+    size_t two = 2;
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, &two, 1, 2, 1e6, ph), 0.22);
+    NEAR(ph[0], 0.01);
+    NEAR(ph[1], 0.01);
+    NEAR(ph[2], 0.22);
+    NEAR(ph[3], 0.22);
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_GATHER, 2, &two, 1, 2, 1e6, NULL),
+         mpilab_multilane_sim_time(&q, MPILAB_ML_GATHER, 2, 2, 2, 1e6));
+    /* two remote sites of 2, P = 2 (flows: lane k of site A and of site B), uplink 2e7
+     * (b(4) = 5e6), node rate 1e7.  Scatter: the prepare sends lane 1's A part (start 0.01)
+     * and B part (0.02); the root's lanes start at 0.02.  0.01-0.02: one flow at 1e7 (1e5
+     * sent); then four flows at 5e6 (uplink, and each sender splitting 1e7): lane 1 A ends
+     * at 0.2, the others have 1e5 left; then three flows (b(3) = 1e7): lane 1 B alone on its
+     * sender at 1e7 ends at 0.21, the root's two at 5e6 each end at 0.22; + L */
+    double b4[4] = {1e7, 1e7, 1e7, 5e6};
+    q.b = b4;
+    q.nb = 4;
+    size_t rem[2] = {2, 2};
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 2, 2, 1e6, ph), 0.23);
+    NEAR(ph[0], 0.01);
+    NEAR(ph[1], 0.02);
+    NEAR(ph[2], 0.21);
+    NEAR(ph[3], 0.23);
+    /* gather: all four flows start at 0 at 5e6: 0.2, + L = 0.21; the root's link takes its
+     * own block (0.01), then sender 1's two relays: 0.22, 0.23 */
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_GATHER, 2, rem, 2, 2, 1e6, ph), 0.23);
+    NEAR(ph[0], 0.0);
+    NEAR(ph[1], 0.0);
+    NEAR(ph[2], 0.21);
+    NEAR(ph[3], 0.21);
+    /* bad: a remote site smaller than P, no remote site */
+    size_t small[2] = {2, 1};
+    CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, small, 2, 2, 1e6, ph)));
+    CHECK(isnan(ph[0]));
+    CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 0, 1, 1e6, NULL)));
     return CHECK_DONE();
 }
