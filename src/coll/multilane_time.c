@@ -36,7 +36,7 @@ static void phase_marks(MPI_Comm comm, const mpilab_clocksync_t *cs, int rank, d
     for (int w = 0; w < 2; w++) {
         const double first = mpilab_ml_mark_get(w, 0), last = mpilab_ml_mark_get(w, 1);
         lo[w] = isnan(first) ? INFINITY : mpilab_clock_to_global(cs, rank, first);
-        hi[w] = isnan(last) ? -INFINITY : -mpilab_clock_to_global(cs, rank, last);
+        hi[w] = isnan(last) ? INFINITY : -mpilab_clock_to_global(cs, rank, last);
     }
     double both[4] = {lo[0], lo[1], hi[0], hi[1]}, red[4];
     mpilab_ml_allreduce(both, red, 4, MPI_DOUBLE, MPI_MIN, comm);
