@@ -219,13 +219,20 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
             rc = MPI_Isend(bufs[s], len, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
                            &req[nreq++]);
     }
-    /* (3) the root's own site */
+    /* (3) the root's own site, all blocks in flight at once (as the forwarding above) */
     const int n0 = mpilab_grid_site_size(c->g, c->rsite);
+    MPI_Request *hreq = malloc((size_t)n0 * sizeof *hreq);
+    int nh = 0;
+    if (!hreq && rc == MPI_SUCCESS)
+        rc = MPI_ERR_NO_MEM;
     for (int i = 0; i < n0 && rc == MPI_SUCCESS; i++) {
         int r = mpilab_grid_site_rank(c->g, c->rsite, i);
         if (r != c->root)
-            rc = mpilab_ml_send(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm);
+            rc = MPI_Isend(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm,
+                           &hreq[nh++]);
     }
+    rc = wait_all(nh, hreq, rc);
+    free(hreq);
     if (rc == MPI_SUCCESS)
         rc = mpilab_coll_local_copy(base + (size_t)c->root * block, sendcount, sendtype, recvbuf,
                                     recvcount, recvtype, comm);
@@ -302,13 +309,21 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
     if (rc == MPI_SUCCESS && (got < 0 || got % n != 0))
         rc = MPI_ERR_TRUNCATE;
     const int blk = rc == MPI_SUCCESS ? got / n : 0;
-    /* (3) forward the run's other blocks, then unpack our own (the first) */
+    /* (3) forward the run's other blocks, all in flight at once (they share this node's LAN
+     * link either way; posted together, no child waits for the previous one to be drained
+     * by a rank that the scheduler has not woken yet), then unpack our own (the first) */
+    MPI_Request *req = n > 1 ? malloc((size_t)(n - 1) * sizeof *req) : NULL;
+    int nreq = 0;
+    if (n > 1 && !req && rc == MPI_SUCCESS)
+        rc = MPI_ERR_NO_MEM;
     for (int j = 1; j < n && rc == MPI_SUCCESS; j++)
-        rc = mpilab_ml_send(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
-                      mpilab_grid_site_rank(c->g, s, f + j), TAG, comm);
+        rc = MPI_Isend(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
+                       mpilab_grid_site_rank(c->g, s, f + j), TAG, comm, &req[nreq++]);
     int pos = 0;
     if (rc == MPI_SUCCESS)
         rc = MPI_Unpack(buf, blk, &pos, recvbuf, recvcount, recvtype, comm);
+    rc = wait_all(nreq, req, rc);
+    free(req);
     free(buf);
     return rc;
 }
