@@ -72,7 +72,7 @@ def summary(d: doc.Doc) -> None:
     for r in d.runs:
         sp = doc.phase_split(r) or {}
 
-        def ph(k: str) -> str:
+        def ph(k: str, sp: dict[str, tuple[float | None, float | None]] = sp) -> str:
             a, b = sp.get(k, (None, None))
             return f"{ms(a)} / {ms(b)}"
         pe = r.predicted_paper / r.median - 1 if r.predicted_paper else None

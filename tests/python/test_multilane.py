@@ -107,6 +107,37 @@ def test_targets_met_and_not_met(tmp_path: Path) -> None:
     assert pred[3] == "NOT met"
 
 
+def test_phase_split_and_alpha(tmp_path: Path) -> None:
+    data = synthetic(tmp_path)
+    run = next(r for r in data["runs"] if r["impl"] == "multilane" and r["lanes"] == 4
+               and r["op"] == "scatter" and r["bytes"] == 4 * MB)
+    # measured: last lane starts at 0.1, last arrives at 0.9, ends at the median (4.19)
+    run["phases"] = [0.05, 0.1, 0.5, 0.9]
+    run["phases_sim"] = [0.05, 0.2, 0.5, 0.8]
+    run["predicted_sim"] = 1.0
+    data["model"]["alpha_calibration"] = {
+        "bytes": 1024, "lanes": 4, "reps": 5,
+        "scatter": {"alpha": 0.002, "ci95": [0.001, 0.003], "alpha_used": 0.002},
+        "gather": {"alpha": -0.001, "ci95": [-0.002, 0.0], "alpha_used": 0.0}}
+    d = doc.load(write(tmp_path, data))
+    r = next(x for x in d.runs if x.phases)
+    sp = doc.phase_split(r)
+    assert sp is not None
+    assert sp["prepare"] == pytest.approx((0.1, 0.2))
+    assert sp["wan"][0] == pytest.approx(0.8) and sp["wan"][1] == pytest.approx(0.6)
+    assert sp["lan"][0] == pytest.approx(r.median - 0.9) and sp["lan"][1] == pytest.approx(0.2)
+    # a single-lane gather has no observable lane arrival: no split of that part
+    r.phases = [0.0, 0.01, None, None]
+    sp = doc.phase_split(r)
+    assert sp is not None and [sp[k][0] for k in ("prepare", "wan", "lan")] == [None] * 3
+    assert [sp[k][1] for k in ("prepare", "wan", "lan")] == pytest.approx([0.2, 0.6, 0.2])
+    rows = report.phase_rows(d)
+    assert len(rows) == 1 and rows[0][:4] == ["scatter", "multilane", 4, "4M"]
+    page = report.render([d])
+    assert "Phases" in page and "alpha (gather; calibrated at 1K" in page
+    assert "95% CI" in page
+
+
 def test_report_page(tmp_path: Path) -> None:
     out = tmp_path / "page.html"
     p = write(tmp_path, synthetic(tmp_path))
@@ -124,6 +155,9 @@ def test_report_page(tmp_path: Path) -> None:
     (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": 0}]}, "'lanes' must be null"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "op": "bcast"}]}, "bad op/impl"),
     (lambda d: {**d, "model": {**d["model"], "b": [1.0, -2.0]}}, "model.b"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "phases": [0.1, 0.2]}]}, "'phases' must be"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "phases_sim": [0, "x", 0, 0]}]},
+     "'phases_sim' must be"),
 ])
 def test_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: Any,
                        needle: str) -> None:
