@@ -49,8 +49,8 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.0f}%"
 
 
-def ms(x: float | None) -> str:
-    return "-" if x is None else f"{1e3 * x:.0f}"
+def ms(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"{1e3 * x:.{digits}f}"
 
 
 def summary(d: doc.Doc) -> None:
@@ -62,10 +62,11 @@ def summary(d: doc.Doc) -> None:
     for op in ("scatter", "gather"):
         c = cal.get(op) or {}
         if c:
-            print(f"alpha {op}: {ms(c.get('alpha'))} ms (95% CI {ms(c['ci95'][0])} .. "
-                  f"{ms(c['ci95'][1])}), measured {ms(c.get('measured_mean'))} ms at "
+            print(f"alpha {op}: {ms(c.get('alpha'), 2)} ms (95% CI {ms(c['ci95'][0], 2)} .. "
+                  f"{ms(c['ci95'][1], 2)}), measured {ms(c.get('measured_mean'), 2)} ms at "
                   f"{fmt_bytes(cal.get('bytes', 0))}, model without alpha "
-                  f"{ms(c.get('model_without_alpha'))} ms")
+                  f"{ms(c.get('model_without_alpha'), 2)} ms; runs "
+                  + ", ".join(ms(t, 2) for t in c.get("times", [])))
     print("| op | impl | P | M | measured ms (min-max) | paper | err | schedule | err | "
           "prepare meas/model | WAN meas/model | LAN meas/model |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
