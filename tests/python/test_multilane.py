@@ -111,7 +111,7 @@ def test_phase_split_and_alpha(tmp_path: Path) -> None:
     data = synthetic(tmp_path)
     run = next(r for r in data["runs"] if r["impl"] == "multilane" and r["lanes"] == 4
                and r["op"] == "scatter" and r["bytes"] == 4 * MB)
-    # measured: last lane starts at 0.1, last arrives at 0.9, ends at the median (4.19)
+    # measured: last lane starts at 0.1, last arrives at 0.9, ends at the mean (4.19)
     run["phases"] = [0.05, 0.1, 0.5, 0.9]
     run["phases_sim"] = [0.05, 0.2, 0.5, 0.8]
     run["predicted_sim"] = 1.0

@@ -124,9 +124,8 @@ def _phases(r: dict[str, Any], key: str, where: str) -> list[float | None] | Non
 def phase_split(r: Run) -> dict[str, tuple[float | None, float | None]] | None:
     """A multilane run's time split into the paper's three steps, measured and predicted
     (None where unknown): prepare = until the last lane's WAN start; WAN = from there to
-    the last lane's arrival; LAN = from there to the end (the median time; the schedule
-    model's time for the prediction).  Negative spans are clock-sync noise: kept, flagged
-    by the caller."""
+    the last lane's arrival; LAN = from there to the end (the mean time, as the marks are
+    means over the same repetitions; the schedule model's time for the prediction)."""
     if r.impl == "native" or not r.phases:
         return None
 
@@ -136,7 +135,8 @@ def phase_split(r: Run) -> dict[str, tuple[float | None, float | None]] | None:
             return None, None, None
         return ph[1], ph[3] - ph[1], total - ph[3]
 
-    m, p = split(r.phases, r.median), split(r.phases_sim, r.predicted_sim)
+    m = split(r.phases, statistics.fmean(r.times))
+    p = split(r.phases_sim, r.predicted_sim)
     return {"prepare": (m[0], p[0]), "wan": (m[1], p[1]), "lan": (m[2], p[2])}
 
 

@@ -292,7 +292,7 @@ def render(docs: list[Doc]) -> str:
             parts.append("<h3>Phases (s after the root's start; measured mean / schedule "
                          "model)</h3><p class=note>prepare: until the last lane starts across "
                          "the WAN; WAN: until the last lane has arrived (gather: lanes 1..P-1); "
-                         "LAN: the rest. A negative span is clock-synchronisation noise.</p>")
+                         "LAN: the rest (measured: means over the repetitions).</p>")
             parts.append(_table(["op", "impl", "P", "M"] +
                                 [f"{s} {w}" for s in ("prepare", "WAN", "LAN")
                                  for w in ("measured", "model", "error")], prs))
