@@ -68,7 +68,7 @@ def summary(d: doc.Doc) -> None:
                   f"{ms(c.get('model_without_alpha'), 2)} ms; runs "
                   + ", ".join(ms(t, 2) for t in c.get("times", [])))
     print("| op | impl | P | M | measured ms (min-max) | paper | err | schedule | err | "
-          "prepare meas/model | WAN meas/model | LAN meas/model |  (phases: means)")
+          "prepare meas/model | WAN meas/model | LAN meas/model |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in d.runs:
         sp = doc.phase_split(r) or {}
