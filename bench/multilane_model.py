@@ -67,6 +67,7 @@ def summary(d: doc.Doc) -> None:
                   f"{fmt_bytes(cal.get('bytes', 0))}, model without alpha "
                   f"{ms(c.get('model_without_alpha'), 2)} ms; runs "
                   + ", ".join(ms(t, 2) for t in c.get("times", [])))
+    print("(measured: median of the repetitions; phases: their means, ms)")
     print("| op | impl | P | M | measured ms (min-max) | paper | err | schedule | err | "
           "prepare meas/model | WAN meas/model | LAN meas/model |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
