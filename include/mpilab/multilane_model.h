@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "mpilab/robust.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,6 +68,13 @@ double mpilab_multilane_sim_sites(const mpilab_multilane_params_t *m, int op, si
                                   double phases[MPILAB_ML_NPHASES]);
 size_t mpilab_multilane_popt(const mpilab_multilane_params_t *m, int op, size_t n0, size_t n1,
                              double M, double *t);
+
+/* alpha from n timed runs t[] of a collective whose model time without alpha is base
+ * (mpilab_multilane_calibrate_alpha): raw = mean(t) - base, lo/hi = raw -/+ t(0.975, n-1)
+ * s / sqrt(n) (NAN and MPILAB_PARAM_NO_CI when n < 2), value = raw if raw > 0, else 0 with
+ * MPILAB_PARAM_CLAMPED (also when raw is not finite): an impossible overhead is never
+ * reported as a fitted value. */
+void mpilab_multilane_alpha_estimate(const double *t, int n, double base, mpilab_param_t *out);
 
 #ifdef __cplusplus
 }

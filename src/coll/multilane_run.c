@@ -1,7 +1,6 @@
 /* The multilane experiment (include/mpilab/multilane.h, mpilab_multilane_experiment_run):
  * the model measurement, the clock synchronisation and the timed runs per operation, size
  * and implementation, assembled into one mpilab.multilane/1 document (docs/multilane.md). */
-#include <gsl/gsl_cdf.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -188,62 +187,19 @@ static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
     return 0;
 }
 
-/* alpha per operation (the paper's "non-transfer overhead"), calibrated on runs of its own:
- * the collective at P_sup lanes and x->alpha_bytes per rank (a size the experiment does not
- * predict), n repetitions; alpha = mean measured - the schedule model without alpha, with a
- * 95% t confidence interval.  Recorded as model.alpha_calibration; a negative estimate is
- * recorded as measured and used as 0 (the models take alpha >= 0). */
+/* alpha per operation, calibrated on runs of its own at x->alpha_bytes (the collective at
+ * P_sup lanes, at least 5 repetitions; mpilab_multilane_calibrate_alpha), recorded as
+ * model.alpha_calibration; a raw estimate <= 0 is used as 0 and flagged "clamped". */
 static int calibrate_alpha(MPI_Comm comm, const mpilab_grid_t *g,
                            const mpilab_multilane_experiment_t *x, const mpilab_clocksync_t *cs,
                            model_t *md, json_t *doc, char *err, size_t errlen)
 {
-    const int n = x->reps > 5 ? x->reps : 5;
-    const int P = mpilab_grid_lanes_max(g, x->root);
-    double *t = malloc((size_t)n * sizeof *t);
-    if (!t) {
-        fail(err, errlen, "out of memory");
+    json_t *cal = NULL;
+    if (mpilab_multilane_calibrate_alpha(comm, g, x->root, md->mm, x->alpha_bytes,
+                                         x->reps > 5 ? x->reps : 5, cs, md->alpha, &cal)) {
+        fail(err, errlen, "%s", mpilab_multilane_last_error());
         return -1;
     }
-    json_t *cal = json_object();
-    json_object_set_new(cal, "bytes", json_integer((json_int_t)x->alpha_bytes));
-    json_object_set_new(cal, "lanes", json_integer(P));
-    json_object_set_new(cal, "reps", json_integer(n));
-    for (int op = 0; op < 2; op++) {
-        double wall[2];
-        if (mpilab_multilane_run_timed(comm, g, op, P, x->root, x->alpha_bytes, n, cs, t, wall,
-                                       NULL)) {
-            fail(err, errlen, "alpha calibration: %s %zu bytes: %s", op_names[op],
-                 x->alpha_bytes, mpilab_multilane_last_error());
-            free(t);
-            json_decref(cal);
-            return -1;
-        }
-        double sum = 0, ss = 0;
-        for (int r = 0; r < n; r++)
-            sum += t[r];
-        const double mean = sum / n;
-        for (int r = 0; r < n; r++)
-            ss += (t[r] - mean) * (t[r] - mean);
-        mpilab_multilane_params_t p = md->mm->params;
-        p.alpha = 0;
-        const double base = mpilab_multilane_sim_sites(&p, op, md->mm->n0, md->nrem_sizes,
-                                                       md->nrem, (size_t)P,
-                                                       (double)x->alpha_bytes, NULL);
-        const double est = mean - base;
-        const double half = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(ss / (n - 1) / n);
-        md->alpha[op] = isfinite(est) && est > 0 ? est : 0;
-        json_t *o = json_object(), *ts = json_array();
-        for (int r = 0; r < n; r++)
-            json_array_append_new(ts, json_real(t[r]));
-        json_object_set_new(o, "times", ts);
-        json_object_set_new(o, "measured_mean", num(mean));
-        json_object_set_new(o, "model_without_alpha", num(base));
-        json_object_set_new(o, "alpha", num(est));
-        json_object_set_new(o, "ci95", json_pack("[f,f]", est - half, est + half));
-        json_object_set_new(o, "alpha_used", num(md->alpha[op]));
-        json_object_set_new(cal, op_names[op], o);
-    }
-    free(t);
     json_object_set_new(json_object_get(doc, "model"), "alpha_calibration", cal);
     return 0;
 }

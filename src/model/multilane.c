@@ -1,5 +1,6 @@
-/* Cost models of the multilane / single-lane grid scatter and gather
- * (include/mpilab/multilane_model.h). */
+/* Cost models of the multilane / single-lane grid scatter and gather and the arithmetic of
+ * the alpha calibration (include/mpilab/multilane_model.h). */
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,4 +262,30 @@ size_t mpilab_multilane_popt(const mpilab_multilane_params_t *m, int op, size_t 
     if (t && best)
         *t = best_t;
     return best;
+}
+
+void mpilab_multilane_alpha_estimate(const double *t, int n, double base, mpilab_param_t *out)
+{
+    double sum = 0, ss = 0;
+    for (int r = 0; r < n; r++)
+        sum += t[r];
+    const double mean = n > 0 ? sum / n : NAN;
+    for (int r = 0; r < n; r++)
+        ss += (t[r] - mean) * (t[r] - mean);
+    out->raw = mean - base;
+    out->flags = 0;
+    out->lo = out->hi = NAN;
+    if (n >= 2) {
+        const double half = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(ss / (n - 1) / n);
+        out->lo = out->raw - half;
+        out->hi = out->raw + half;
+    } else {
+        out->flags |= MPILAB_PARAM_NO_CI;
+    }
+    if (isfinite(out->raw) && out->raw > 0) {
+        out->value = out->raw;
+    } else {
+        out->value = 0;
+        out->flags |= MPILAB_PARAM_CLAMPED;
+    }
 }
