@@ -4,6 +4,7 @@
  * (staggered lane starts sharing the WAN, the root's LAN link in a gather). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench_check.h"
 #include "mpilab/multilane_model.h"
@@ -132,5 +133,31 @@ int main(void)
     CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, small, 2, 2, 1e6, ph)));
     CHECK(isnan(ph[0]));
     CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 0, 1, 1e6, NULL)));
+    /* alpha calibration arithmetic: 4 runs, mean 0.0105, model without alpha 0.010 ->
+     * raw 5e-4, sample sd 1.825742e-4, t(0.975, 3) = 3.182446 -> half width 2.905163e-4 */
+    const double ta[4] = {0.0104, 0.0106, 0.0103, 0.0107};
+    mpilab_param_t a;
+    mpilab_multilane_alpha_estimate(ta, 4, 0.010, &a);
+    NEAR(a.raw, 5e-4);
+    NEAR(a.value, 5e-4);
+    CHECK(a.flags == 0);
+    CHECK_NEAR(a.hi - a.raw, 2.905163e-4, 1e-9);
+    NEAR(a.raw - a.lo, a.hi - a.raw);
+    /* the same runs against a model that needs longer: raw -1.5e-3 is impossible, reported
+     * as 0 with the flag, the raw value and its interval kept */
+    mpilab_multilane_alpha_estimate(ta, 4, 0.012, &a);
+    NEAR(a.raw, -1.5e-3);
+    CHECK(a.value == 0 && a.flags == MPILAB_PARAM_CLAMPED);
+    CHECK(a.lo < a.raw && a.raw < a.hi && a.hi < 0);
+    char fb[64];
+    CHECK(strcmp(mpilab_param_flags_str(a.flags, fb, sizeof fb), "clamped") == 0);
+    /* exactly 0 is clamped too; one run: no interval; a NAN model: clamped, not used */
+    mpilab_multilane_alpha_estimate(ta, 4, 0.0105, &a);
+    CHECK(a.value == 0 && (a.flags & MPILAB_PARAM_CLAMPED));
+    mpilab_multilane_alpha_estimate(ta, 1, 0.010, &a);
+    CHECK(isnan(a.lo) && isnan(a.hi) && a.flags == MPILAB_PARAM_NO_CI);
+    NEAR(a.value, 4e-4);
+    mpilab_multilane_alpha_estimate(ta, 4, NAN, &a);
+    CHECK(a.value == 0 && (a.flags & MPILAB_PARAM_CLAMPED));
     return CHECK_DONE();
 }
