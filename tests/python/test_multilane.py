@@ -211,3 +211,37 @@ def test_testbed_socket_buffer_key(tmp_path: Path) -> None:
                      ("-5", "(must not be negative|must be positive)")):
         with pytest.raises(MpilabError, match=rf"^b.toml:5: wan.socket_buffer: .*{why}"):
             specmod.load_text(text.replace('"64K"', bad), "b.toml")
+
+
+def _results_with_multilane(synthetic_results: Any, alpha: float, flags: list[str]) -> Any:
+    d = synthetic_results(ranks=4, sizes=(1024,))
+    cal = {"alpha": -1.2e-4, "ci95": [-1.3e-4, -1.1e-4], "alpha_used": 0.0,
+           "flags": ["clamped"]}
+    d["models"]["multilane"] = {
+        "n0": 2, "n1": 2, "nsites": 2, "lanes": 2, "L": 1e-6, "l": 1e-6, "alpha": alpha,
+        "quality": {"alpha": {"raw": -6e-5, "lo": None, "hi": None, "flags": flags}},
+        "alpha_calibration": {"bytes": 1024, "lanes": 2, "reps": 5,
+                              "scatter": cal, "gather": {**cal, "alpha": 2e-5,
+                                                         "ci95": [1e-5, 3e-5],
+                                                         "alpha_used": 2e-5, "flags": []}},
+        "b_lan": 1e9, "b": [1e8, 1e8], "sizes": [], "predictions": []}
+    return d
+
+
+def test_results_multilane_alpha_flags(synthetic_results: Any, write_json: Any) -> None:
+    """models.multilane: a negative alpha estimate is stored as 0 with "clamped" and its raw
+    value (accepted, and quality finds nothing unflagged); a negative alpha shown as the
+    value, or an unknown flag, is refused in one line naming the path."""
+    from mpilab import quality, results
+    good = _results_with_multilane(synthetic_results, 0.0, ["clamped", "no_ci"])
+    results.load(write_json(good))
+    assert quality.unflagged_problems(good) == []
+    with pytest.raises(MpilabError, match=r"models\.multilane\.alpha: -6e-05 is below 0"):
+        results.load(write_json(_results_with_multilane(synthetic_results, -6e-5, [])))
+    bad = _results_with_multilane(synthetic_results, 0.0, ["clamped"])
+    bad["models"]["multilane"]["alpha_calibration"]["scatter"]["alpha_used"] = -1.2e-4
+    with pytest.raises(MpilabError, match=r"alpha_calibration\.scatter\.alpha_used"):
+        results.load(write_json(bad))
+    bad = _results_with_multilane(synthetic_results, 0.0, ["clampd"])
+    with pytest.raises(MpilabError, match=r"quality\.alpha\.flags\[0\]: unknown flag 'clampd'"):
+        results.load(write_json(bad))
