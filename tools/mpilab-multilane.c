@@ -49,6 +49,8 @@ static void usage(void)
            "  --reps N          timed repetitions per point (default 3; one checked warm-up)\n"
            "  --model-bytes B   message size for measuring b_LAN and b(P) (default 4M)\n"
            "  --model-reps N    repetitions per model measurement (default 3)\n"
+           "  --alpha-bytes B   calibrate alpha per operation on runs at P_sup and B bytes per\n"
+           "                    rank (default 1K; 0: no calibration, alpha from the WAN pair)\n"
            "  --no-model        skip the model measurement (needs a number for --lanes)\n"
            "  --json FILE       write the document to FILE (default: standard output)\n"
            "  -h, --help        this text;  --version  the version\n"
@@ -139,13 +141,14 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
                           mpilab_multilane_experiment_t *x)
 {
     enum { O_SITES = 256, O_ROOT, O_OPS, O_IMPLS, O_SIZES, O_LANES, O_REPS, O_MBYTES, O_MREPS,
-           O_NOMODEL, O_JSON, O_VERSION };
+           O_ABYTES, O_NOMODEL, O_JSON, O_VERSION };
     static const struct option lo[] = {
         {"sites", required_argument, 0, O_SITES}, {"root", required_argument, 0, O_ROOT},
         {"ops", required_argument, 0, O_OPS}, {"impls", required_argument, 0, O_IMPLS},
         {"sizes", required_argument, 0, O_SIZES}, {"lanes", required_argument, 0, O_LANES},
         {"reps", required_argument, 0, O_REPS}, {"model-bytes", required_argument, 0, O_MBYTES},
         {"model-reps", required_argument, 0, O_MREPS}, {"no-model", no_argument, 0, O_NOMODEL},
+        {"alpha-bytes", required_argument, 0, O_ABYTES},
         {"json", required_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0}};
     opterr = 0;
@@ -178,6 +181,19 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
             if (parse_int(optarg, 1, 1000, &o->model_reps))
                 die(2, "--model-reps %s: need an integer 1..1000", optarg);
             break;
+        case O_ABYTES: {
+            char err[200];
+            size_t *sz = NULL, n = 0;
+            if (strcmp(optarg, "0") == 0)
+                x->alpha_bytes = 0;
+            else if (mpilab_parse_size_list(optarg, 1, &sz, &n, err, sizeof err) || n != 1 ||
+                     sz[0] > ((size_t)1 << 24))
+                die(2, "--alpha-bytes %s: need one size 0..16M", optarg);
+            else
+                x->alpha_bytes = sz[0];
+            free(sz);
+            break;
+        }
         case O_NOMODEL: x->model = 0; break;
         case O_JSON: o->json_path = optarg; break;
         case 'h':
@@ -209,7 +225,8 @@ int main(int argc, char **argv)
     opts_t o = {.ops = "scatter,gather", .impls = "single,multilane", .sizes_spec = "64K:4M:x4",
                 .lanes_arg = "opt", .root = 0, .reps = 3, .model_reps = 3};
     mpilab_multilane_experiment_t x = {.sites = "testbed", .model = 1,
-                                       .model_bytes = (size_t)4 << 20, .progress = progress};
+                                       .model_bytes = (size_t)4 << 20, .alpha_bytes = 1024,
+                                       .progress = progress};
     parse_options(argc, argv, p, &o, &x);
     static const char *const op_names[] = {"scatter", "gather", NULL};
     static const char *const impl_names[] = {"native", "single", "multilane", NULL};

@@ -123,7 +123,9 @@ int mpilab_gather_single_lane_attached(const void *sendbuf, int sendcount,
  *   b[j-1], j = 1..P_sup: the same with j cross-site pairs (sender k of the root's site to
  *         site 1's k-th rank) streaming at once, t the slowest pair's time;
  *   alpha: the constant part of one WAN transfer beyond the latencies:
- *         t(m1) - m1 / b[0] - 2 L (the data's L and the acknowledgement's), at least 0.
+ *         t(m1) - m1 / b[0] - 2 L (the data's L and the acknowledgement's), kept as
+ *         alpha_q.raw; params.alpha = alpha_q.value = raw if > 0, else 0 with
+ *         MPILAB_PARAM_CLAMPED and MPILAB_PARAM_NO_CI (one minimum: no interval).
  * bytes >= 2, reps >= 1.  Returns 0, or -1 with the reason (non-positive differences,
  * i.e. a measurement too noisy to use, are reported, not clamped). */
 typedef struct mpilab_multilane_measured {
@@ -132,14 +134,31 @@ typedef struct mpilab_multilane_measured {
     size_t n0, n1; /* sizes of the two sites measured */
     size_t bytes;
     int reps;
+    mpilab_param_t alpha_q; /* alpha's raw estimate and flags (params.alpha = its value) */
 } mpilab_multilane_measured_t;
 
 int mpilab_multilane_measure(MPI_Comm comm, const mpilab_grid_t *g, int root, size_t bytes,
                              int reps, mpilab_multilane_measured_t *out);
 void mpilab_multilane_measured_free(mpilab_multilane_measured_t *m);
 
+/* alpha per operation (the paper's "non-transfer overhead"), calibrated on runs of its own,
+ * collective over comm: op scatter then gather at P_sup lanes and `bytes` per rank, `reps`
+ * timed repetitions (mpilab_multilane_run_timed with cs, which may be NULL), alpha = mean
+ * measured - the schedule model (m's inputs, alpha = 0, every remote site of g) at that
+ * size, with its 95% t interval (mpilab_multilane_alpha_estimate, multilane_model.h).  alpha[op] gets the value
+ * the models should use (>= 0); *cal, if non-NULL, the JSON record (on every rank):
+ * {"bytes", "lanes", "reps", "scatter"/"gather": {"times", "measured_mean",
+ * "model_without_alpha", "alpha" (raw), "ci95" [lo, hi] of the raw estimate, "alpha_used",
+ * "flags" (["clamped"] when raw <= 0, "no_ci" when reps < 2)}}.  bytes >= 1, reps >= 1.
+ * Returns 0, or -1 with the reason (mpilab_multilane_last_error). */
+struct json_t;
+int mpilab_multilane_calibrate_alpha(MPI_Comm comm, const mpilab_grid_t *g, int root,
+                                     const mpilab_multilane_measured_t *m, size_t bytes, int reps,
+                                     const mpilab_clocksync_t *cs, double alpha[2],
+                                     struct json_t **cal);
+
 /* The measured model as JSON text (malloc'd; NULL on ENOMEM): {"n0", "n1", "L", "l",
- * "alpha", "b_lan", "b": [b(1)..b(P_sup)] (bytes/s), "measure_bytes", "measure_reps",
+ * "alpha", "quality": {"alpha": {"raw", "lo", "hi", "flags"}}, "b_lan", "b": [b(1)..b(P_sup)] (bytes/s), "measure_bytes", "measure_reps",
  * "sizes": [{"bytes", "T": [paper T(1)..T(P_sup)], "P_opt", "single_lane",
  * "sim_scatter": [...], "P_opt_sim_scatter", "sim_gather": [...], "P_opt_sim_gather"}]}
  * for each message size: what results files record as models.multilane. */
@@ -147,15 +166,16 @@ char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const si
                                   size_t nsizes);
 
 /* models.multilane of a results file (docs/results-schema.md): the model JSON above plus
- * "lanes" (the P the multilane entries used) and "predictions": one per measurement in the
+ * "lanes" (the P the multilane entries used), "alpha_calibration" if cal is non-NULL (the
+ * record of mpilab_multilane_calibrate_alpha; its alpha_used per operation then replaces
+ * "alpha" in the predictions) and "predictions": one per measurement in the
  * `measurements` array (mpilab.results/1) of op scatter/gather and impl "multilane" or
  * "single-lane": {"op", "impl", "timing", "bytes", "lanes", "predicted_paper",
  * "predicted_sim", "measured"} (measured = stats.mean; predictions null where the model
  * has none, e.g. more than two sites).  NULL on ENOMEM.  Needs jansson. */
-struct json_t;
 struct json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int nsites,
                                        int lanes, const size_t *sizes, size_t nsizes,
-                                       struct json_t *measurements);
+                                       struct json_t *measurements, struct json_t *cal);
 
 /* ------------------------------------------------------------------ timing */
 /* Time one collective `reps` times, collective over comm: op MPILAB_ML_SCATTER or
@@ -167,11 +187,15 @@ struct json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int
  * gather; ranks that leave the barrier early do not count their wait).  Without (NULL):
  * max over ranks of (own end - own start), which includes the barrier's exit skew.
  * wall, if non-NULL, gets the root's CLOCK_REALTIME at the start and end of the first timed
- * repetition (to line up with samples taken outside MPI).  Returns 0, 1 if the data was
- * wrong, -1 on errors (reason in mpilab_multilane_last_error()). */
+ * repetition (to line up with samples taken outside MPI).  phases, if non-NULL (needs cs),
+ * gets the mean over the repetitions of the multilane phase marks, seconds after the root's
+ * start, in the order of mpilab_multilane_sim_sites' phases: the first and the last lane's
+ * WAN start, the first and the last lane's arrival across the WAN (NAN where no rank
+ * passed the mark, e.g. native).  Returns 0, 1 if the data was wrong, -1 on errors (reason
+ * in mpilab_multilane_last_error()). */
 int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
                                size_t bytes, int reps, const mpilab_clocksync_t *cs,
-                               double *times, double wall[2]);
+                               double *times, double wall[2], double *phases);
 
 /* ------------------------------------------------------------------ experiments */
 /* The whole multilane experiment of mpilab-multilane (docs/multilane.md), collective over
@@ -197,6 +221,8 @@ typedef struct mpilab_multilane_experiment {
     int model;
     size_t model_bytes;
     int model_reps;
+    size_t alpha_bytes;          /* with model: calibrate alpha per operation at this size
+                                    (0: do not; alpha then stays the measure's value) */
     void (*progress)(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
                      double mean);
     void *progress_arg;

@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "mpilab/robust.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,8 +51,30 @@ double mpilab_multilane_sim_time(const mpilab_multilane_params_t *m, int op, siz
                                  size_t n1, size_t P, double M);
 /* argmin over P = 1..min(n0, n1, nb) of the paper's T(P) (op < 0) or of the schedule model
  * for op; the smallest P on ties.  0 for bad arguments.  *t gets the minimum if non-NULL. */
+/* The schedule model for S - 1 >= 1 remote sites of nrem[0..nsr-1] ranks (the root's
+ * site feeds every remote site over its own P lanes, sender k carrying lane k of each, as
+ * the implementation does; all flows share the root's uplink as the curve b(j) says, j =
+ * flows in flight, and a node with several flows in flight splits b(1) among them).
+ * phases (may be NULL) gets the predicted phase marks on the root's time axis (start of
+ * the call = 0), as the experiment records them (docs/multilane.md):
+ *   [0], [1]  the first and the last lane's WAN start (scatter: its data at the sender;
+ *             gather: its run collected at the remote receiver),
+ *   [2], [3]  the first and the last lane's arrival across the WAN (gather: lanes k >= 1
+ *             only, the root's own lanes' arrival is not observable; NAN if P = 1).
+ * mpilab_multilane_sim_time is this with one remote site.  NAN for bad arguments. */
+enum { MPILAB_ML_NPHASES = 4 };
+double mpilab_multilane_sim_sites(const mpilab_multilane_params_t *m, int op, size_t n0,
+                                  const size_t *nrem, size_t nsr, size_t P, double M,
+                                  double phases[MPILAB_ML_NPHASES]);
 size_t mpilab_multilane_popt(const mpilab_multilane_params_t *m, int op, size_t n0, size_t n1,
                              double M, double *t);
+
+/* alpha from n timed runs t[] of a collective whose model time without alpha is base
+ * (mpilab_multilane_calibrate_alpha): raw = mean(t) - base, lo/hi = raw -/+ t(0.975, n-1)
+ * s / sqrt(n) (NAN and MPILAB_PARAM_NO_CI when n < 2), value = raw if raw > 0, else 0 with
+ * MPILAB_PARAM_CLAMPED (also when raw is not finite): an impossible overhead is never
+ * reported as a fitted value. */
+void mpilab_multilane_alpha_estimate(const double *t, int n, double base, mpilab_param_t *out);
 
 #ifdef __cplusplus
 }

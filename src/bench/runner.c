@@ -279,6 +279,22 @@ static json_t *measure_multilane(run_t *w)
     int rc = -1;
     if (g)
         rc = mpilab_multilane_measure(MPI_COMM_WORLD, g, c->bo.root, bytes, 3, &m);
+    /* alpha per operation as mpilab-multilane calibrates it: the collective at P_sup lanes
+     * and 1 KiB per rank, 5 repetitions on synchronised clocks (docs/multilane.md) */
+    json_t *cal = NULL;
+    int sync_failed = 0;
+    if (rc == 0) {
+        mpilab_clocksync_t cs;
+        memset(&cs, 0, sizeof cs);
+        double alpha[2];
+        sync_failed = mpilab_clocksync_run(MPI_COMM_WORLD, MPILAB_SYNC_SKAMPI, &cs) != 0;
+        rc = sync_failed ? -1
+                         : mpilab_multilane_calibrate_alpha(MPI_COMM_WORLD, g, c->bo.root, &m, 1024, 5,
+                                                    &cs, alpha, &cal);
+        mpilab_clocksync_free(&cs);
+        if (rc)
+            mpilab_multilane_measured_free(&m);
+    }
     json_t *out = NULL;
     if (w->rank == 0) {
         if (rc == 0) {
@@ -286,17 +302,20 @@ static json_t *measure_multilane(run_t *w)
             if (lanes <= 0)
                 lanes = mpilab_grid_lanes_max(g, c->bo.root);
             out = mpilab_models_multilane(&m, mpilab_grid_nsites(g), lanes, c->sizes, c->nsizes,
-                                          w->meas);
+                                          w->meas, cal);
         } else {
             char why[400];
-            snprintf(why, sizeof why, "%s", !bytes ? "MPILAB_MULTILANE_MODEL_BYTES: not a size >= 2"
-                                                   : mpilab_multilane_last_error());
+            snprintf(why, sizeof why, "%s",
+                     !bytes        ? "MPILAB_MULTILANE_MODEL_BYTES: not a size >= 2"
+                     : sync_failed ? "alpha calibration: clock synchronisation failed"
+                                   : mpilab_multilane_last_error());
             fprintf(stderr, "mpilab-bench: models.multilane not measured: %s\n", why);
             out = json_pack("{s:s}", "error", why);
         }
     }
     if (rc == 0)
         mpilab_multilane_measured_free(&m);
+    json_decref(cal);
     mpilab_grid_free(g);
     return out;
 }

@@ -12,6 +12,7 @@
  * Messages between one pair of ranks are matched in order (one tag, non-overtaking), which
  * fixes the order below: scatter root -> sender k: lane data for each remote site, then
  * k's own block; gather sender k -> root: own block, then the lane data per remote site. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,24 @@
 #include "mpilab/coll.h"
 
 #define TAG MPILAB_COLL_TAG
+
+static double marks[MPILAB_ML_NMARKS][2] = {{NAN, NAN}, {NAN, NAN}};
+
+void mpilab_ml_marks_reset(void)
+{
+    for (int i = 0; i < MPILAB_ML_NMARKS; i++)
+        marks[i][0] = marks[i][1] = NAN;
+}
+
+void mpilab_ml_mark(int which)
+{
+    const double t = MPI_Wtime();
+    if (isnan(marks[which][0]))
+        marks[which][0] = t;
+    marks[which][1] = t;
+}
+
+double mpilab_ml_mark_get(int which, int last) { return marks[which][last ? 1 : 0]; }
 
 typedef struct {
     const mpilab_grid_t *g;
@@ -180,6 +199,7 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
         }
     if (rc != MPI_SUCCESS)
         return rc;
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
     /* (2) the root's own lanes, one per remote site, in flight while (3) runs */
     char **bufs = calloc((size_t)S, sizeof *bufs);
     MPI_Request *req = malloc((size_t)S * sizeof *req);
@@ -199,13 +219,20 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
             rc = MPI_Isend(bufs[s], len, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
                            &req[nreq++]);
     }
-    /* (3) the root's own site */
+    /* (3) the root's own site, all blocks in flight at once (as the forwarding above) */
     const int n0 = mpilab_grid_site_size(c->g, c->rsite);
+    MPI_Request *hreq = malloc((size_t)n0 * sizeof *hreq);
+    int nh = 0;
+    if (!hreq && rc == MPI_SUCCESS)
+        rc = MPI_ERR_NO_MEM;
     for (int i = 0; i < n0 && rc == MPI_SUCCESS; i++) {
         int r = mpilab_grid_site_rank(c->g, c->rsite, i);
         if (r != c->root)
-            rc = mpilab_ml_send(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm);
+            rc = MPI_Isend(base + (size_t)r * block, sendcount, sendtype, r, TAG, comm,
+                           &hreq[nh++]);
     }
+    rc = wait_all(nh, hreq, rc);
+    free(hreq);
     if (rc == MPI_SUCCESS)
         rc = mpilab_coll_local_copy(base + (size_t)c->root * block, sendcount, sendtype, recvbuf,
                                     recvcount, recvtype, comm);
@@ -242,6 +269,7 @@ static int scatter_home(const call_t *c, void *recvbuf, int recvcount, MPI_Datat
                 rc = mpilab_ml_recv(bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Get_count(&st, MPI_PACKED, &got);
+            mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
             if (rc == MPI_SUCCESS) /* (2) start this lane as soon as its data is here */
                 rc = MPI_Isend(bufs[s], got, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
                                comm, &req[nreq++]);
@@ -275,18 +303,27 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
         return rc;
     MPI_Status st;
     rc = mpilab_ml_recv(buf, ibound, MPI_PACKED, sender(c, k), TAG, comm, &st);
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_END);
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_PACKED, &got);
     if (rc == MPI_SUCCESS && (got < 0 || got % n != 0))
         rc = MPI_ERR_TRUNCATE;
     const int blk = rc == MPI_SUCCESS ? got / n : 0;
-    /* (3) forward the run's other blocks, then unpack our own (the first) */
+    /* (3) forward the run's other blocks, all in flight at once (they share this node's LAN
+     * link either way; posted together, no child waits for the previous one to be drained
+     * by a rank that the scheduler has not woken yet), then unpack our own (the first) */
+    MPI_Request *req = n > 1 ? malloc((size_t)(n - 1) * sizeof *req) : NULL;
+    int nreq = 0;
+    if (n > 1 && !req && rc == MPI_SUCCESS)
+        rc = MPI_ERR_NO_MEM;
     for (int j = 1; j < n && rc == MPI_SUCCESS; j++)
-        rc = mpilab_ml_send(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
-                      mpilab_grid_site_rank(c->g, s, f + j), TAG, comm);
+        rc = MPI_Isend(buf + (size_t)j * (size_t)blk, blk, MPI_PACKED,
+                       mpilab_grid_site_rank(c->g, s, f + j), TAG, comm, &req[nreq++]);
     int pos = 0;
     if (rc == MPI_SUCCESS)
         rc = MPI_Unpack(buf, blk, &pos, recvbuf, recvcount, recvtype, comm);
+    rc = wait_all(nreq, req, rc);
+    free(req);
     free(buf);
     return rc;
 }
@@ -424,6 +461,7 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
         MPI_Status st;
         int got = 0;
         int rcw = mpilab_ml_wait(1, &req[q], &st);
+        mpilab_ml_mark(MPILAB_ML_MARK_WAN_END);
         if (rc == MPI_SUCCESS)
             rc = rcw;
         if (rc == MPI_SUCCESS)
@@ -475,6 +513,7 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
         if (rc == MPI_SUCCESS && got != blk)
             rc = MPI_ERR_TRUNCATE;
     }
+    mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
     if (rc == MPI_SUCCESS) /* (2 reversed) the whole run across the WAN */
         rc = mpilab_ml_send(buf, n * blk, MPI_PACKED, sender(c, k), TAG, comm);
     free(req);

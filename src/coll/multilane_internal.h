@@ -27,4 +27,16 @@ int mpilab_ml_barrier(MPI_Comm comm);
 int mpilab_ml_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm);
 
+/* Phase marks of the calling rank's last multilane call (multilane.c): MPI_Wtime of the
+ * first and the last time this rank passed mark `which` (NAN if never); reset before a
+ * timed call.  WAN_START: a lane's data is ready at its sending end (scatter: the prepare
+ * message arrived at the sender, or the root finished the prepare; gather: the remote
+ * receiver collected its run); WAN_END: a lane arrived across the WAN (scatter: at the
+ * remote receiver; gather: at a sender k >= 1). */
+enum { MPILAB_ML_MARK_WAN_START = 0, MPILAB_ML_MARK_WAN_END = 1, MPILAB_ML_NMARKS = 2 };
+void mpilab_ml_marks_reset(void);
+void mpilab_ml_mark(int which);
+/* first (last = 0) or last (last = 1) time of mark `which`; NAN if unset */
+double mpilab_ml_mark_get(int which, int last);
+
 #endif

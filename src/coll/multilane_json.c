@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coll/multilane_internal.h"
+#include "mpilab/quality.h"
 
 /* A number, or null where the model has no value (NAN). */
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
@@ -32,6 +33,7 @@ char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const si
     json_object_set_new(o, "L", num(p->L));
     json_object_set_new(o, "l", num(p->l));
     json_object_set_new(o, "alpha", num(p->alpha));
+    json_object_set_new(o, "quality", json_pack("{s:o}", "alpha", mpilab_quality_param(&m->alpha_q)));
     json_object_set_new(o, "b_lan", num(p->b_lan));
     json_object_set_new(o, "b", b);
     json_object_set_new(o, "measure_bytes", json_integer((json_int_t)m->bytes));
@@ -62,14 +64,25 @@ char *mpilab_multilane_model_json(const mpilab_multilane_measured_t *m, const si
 }
 
 json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int nsites, int lanes,
-                                const size_t *sizes, size_t nsizes, json_t *measurements)
+                                const size_t *sizes, size_t nsizes, json_t *measurements,
+                                json_t *cal)
 {
     char *text = mpilab_multilane_model_json(m, sizes, nsizes);
     json_t *o = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     if (!o)
         return NULL;
-    const mpilab_multilane_params_t *p = &m->params;
+    /* the calibrated alpha per operation, when there is one */
+    mpilab_multilane_params_t pop[2] = {m->params, m->params};
+    if (cal) {
+        for (int op = 0; op < 2; op++) {
+            json_t *u = json_object_get(json_object_get(cal, op ? "gather" : "scatter"),
+                                        "alpha_used");
+            if (json_is_number(u))
+                pop[op].alpha = json_number_value(u);
+        }
+        json_object_set(o, "alpha_calibration", cal);
+    }
     const int two = nsites == 2;
     json_object_set_new(o, "nsites", json_integer(nsites));
     json_object_set_new(o, "lanes", json_integer(lanes));
@@ -87,6 +100,7 @@ json_t *mpilab_models_multilane(const mpilab_multilane_measured_t *m, int nsites
         const double M = json_number_value(json_object_get(meas, "bytes"));
         const size_t P = single ? 1 : (size_t)lanes;
         const int opc = strcmp(op, "scatter") == 0 ? MPILAB_ML_SCATTER : MPILAB_ML_GATHER;
+        const mpilab_multilane_params_t *p = &pop[opc];
         double paper = NAN, sim = NAN;
         if (two) {
             paper = single ? mpilab_single_lane_time(p, m->n0, m->n1, M)

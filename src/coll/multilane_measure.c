@@ -160,10 +160,16 @@ int mpilab_multilane_measure(MPI_Comm comm, const mpilab_grid_t *g, int root, si
         if (j == 1)
             wan_t1 = t1;
     }
-    double alpha = wan_t1 - (double)m1 / b[0] - 2 * L;
+    /* one minimum, no interval; an estimate <= 0 is reported as 0 and flagged */
+    out->alpha_q.raw = wan_t1 - (double)m1 / b[0] - 2 * L;
+    out->alpha_q.lo = out->alpha_q.hi = NAN;
+    out->alpha_q.flags = MPILAB_PARAM_NO_CI;
+    out->alpha_q.value = out->alpha_q.raw > 0 ? out->alpha_q.raw : 0;
+    if (!(out->alpha_q.raw > 0))
+        out->alpha_q.flags |= MPILAB_PARAM_CLAMPED;
     out->params.L = L;
     out->params.l = l;
-    out->params.alpha = alpha > 0 ? alpha : 0;
+    out->params.alpha = out->alpha_q.value;
     out->params.b_lan = b_lan;
     out->params.b = b;
     out->params.nb = (size_t)pmax;

@@ -28,6 +28,22 @@ static void fail(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The measured model as the runs use it: the inputs, the remote sites' sizes (all sites
+ * but the root's, in site order) and alpha per operation. */
+typedef struct {
+    const mpilab_multilane_measured_t *mm;
+    size_t nrem, nrem_sizes[64];
+    double alpha[2];
+} model_t;
+
+static json_t *phase_array(const double *ph)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < MPILAB_ML_NPHASES; i++)
+        json_array_append_new(a, num(ph[i]));
+    return a;
+}
+
 /* The document's head: schema, version, grid and root. */
 static json_t *doc_head(const mpilab_grid_t *g, const mpilab_multilane_experiment_t *x)
 {
@@ -94,10 +110,12 @@ static int impl_list(const mpilab_grid_t *g, const mpilab_multilane_experiment_t
 
 /* One run's record: the times, their mean and minimum, the wall clock and, with the model
  * on two sites, the predictions.  *mean gets the mean. */
-static json_t *run_json(const mpilab_multilane_experiment_t *x,
-                        const mpilab_multilane_measured_t *mm, int two_sites, int op, int code,
-                        size_t bytes, const double *times, const double wall[2], double *mean)
+static json_t *run_json(const mpilab_multilane_experiment_t *x, const model_t *md, int op,
+                        int code, size_t bytes, const double *times, const double wall[2],
+                        const double phases[MPILAB_ML_NPHASES], double *mean)
 {
+    const mpilab_multilane_measured_t *mm = md->mm;
+    const int two_sites = md->nrem == 1;
     const int lanes = code < 0 ? -code : code;
     const double M = (double)bytes;
     json_t *run = json_object(), *ts = json_array();
@@ -117,34 +135,41 @@ static json_t *run_json(const mpilab_multilane_experiment_t *x,
     json_object_set_new(run, "min", json_real(lo_t));
     json_object_set_new(run, "wall_start", json_real(wall[0]));
     json_object_set_new(run, "wall_end", json_real(wall[1]));
-    if (x->model && two_sites && lanes) {
-        const mpilab_multilane_params_t *p = &mm->params;
-        double paper = lanes == 1 && code > 0
-                           ? mpilab_single_lane_time(p, mm->n0, mm->n1, M)
-                           : mpilab_multilane_time(p, mm->n0, mm->n1, (size_t)lanes, M);
-        json_object_set_new(run, "predicted_paper", num(paper));
+    json_object_set_new(run, "phases", phase_array(phases));
+    if (x->model && lanes) {
+        mpilab_multilane_params_t p = mm->params;
+        p.alpha = md->alpha[op];
+        if (two_sites) {
+            double paper = lanes == 1 && code > 0
+                               ? mpilab_single_lane_time(&p, mm->n0, mm->n1, M)
+                               : mpilab_multilane_time(&p, mm->n0, mm->n1, (size_t)lanes, M);
+            json_object_set_new(run, "predicted_paper", num(paper));
+        } else {
+            json_object_set_new(run, "predicted_paper", json_null());
+        }
+        double ph[MPILAB_ML_NPHASES];
         json_object_set_new(run, "predicted_sim",
-                            num(mpilab_multilane_sim_time(p, op, mm->n0, mm->n1, (size_t)lanes,
-                                                          M)));
+                            num(mpilab_multilane_sim_sites(&p, op, mm->n0, md->nrem_sizes,
+                                                           md->nrem, (size_t)lanes, M, ph)));
+        json_object_set_new(run, "phases_sim", phase_array(ph));
     }
     return run;
 }
 
 /* Time every implementation of one operation at one size, appending to runs. */
 static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
-                    const mpilab_multilane_experiment_t *x, const mpilab_multilane_measured_t *mm,
+                    const mpilab_multilane_experiment_t *x, const model_t *md,
                     const mpilab_clocksync_t *cs, int op, size_t bytes, double *times,
                     json_t *runs, char *err, size_t errlen)
 {
     int list[MAX_IMPLS];
-    const int nl = impl_list(g, x, mm, op, (double)bytes, list);
-    const int two_sites = mpilab_grid_nsites(g) == 2;
+    const int nl = impl_list(g, x, md->mm, op, (double)bytes, list);
     for (int i = 0; i < nl; i++) {
         const int lanes = list[i] < 0 ? -list[i] : list[i];
         const char *impl = mpilab_multilane_impl_name(list[i]);
-        double wall[2] = {0, 0};
+        double wall[2] = {0, 0}, ph[MPILAB_ML_NPHASES];
         int rc = mpilab_multilane_run_timed(comm, g, op, lanes, x->root, bytes, x->reps, cs,
-                                            times, wall);
+                                            times, wall, ph);
         if (rc < 0)
             fail(err, errlen, "%s %s P=%d %zu bytes: %s", op_names[op], impl, lanes, bytes,
                  mpilab_multilane_last_error());
@@ -154,11 +179,28 @@ static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
         if (rc)
             return -1;
         double mean = 0;
-        json_array_append_new(runs, run_json(x, mm, two_sites, op, list[i], bytes, times, wall,
+        json_array_append_new(runs, run_json(x, md, op, list[i], bytes, times, wall, ph,
                                              &mean));
         if (x->progress)
             x->progress(x->progress_arg, op_names[op], impl, lanes, bytes, mean);
     }
+    return 0;
+}
+
+/* alpha per operation, calibrated on runs of its own at x->alpha_bytes (the collective at
+ * P_sup lanes, at least 5 repetitions; mpilab_multilane_calibrate_alpha), recorded as
+ * model.alpha_calibration; a raw estimate <= 0 is used as 0 and flagged "clamped". */
+static int calibrate_alpha(MPI_Comm comm, const mpilab_grid_t *g,
+                           const mpilab_multilane_experiment_t *x, const mpilab_clocksync_t *cs,
+                           model_t *md, json_t *doc, char *err, size_t errlen)
+{
+    json_t *cal = NULL;
+    if (mpilab_multilane_calibrate_alpha(comm, g, x->root, md->mm, x->alpha_bytes,
+                                         x->reps > 5 ? x->reps : 5, cs, md->alpha, &cal)) {
+        fail(err, errlen, "%s", mpilab_multilane_last_error());
+        return -1;
+    }
+    json_object_set_new(json_object_get(doc, "model"), "alpha_calibration", cal);
     return 0;
 }
 
@@ -184,6 +226,15 @@ json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,
     }
     if (x->model && add_model(comm, g, x, &mm, doc, err, errlen))
         goto out;
+    if (mpilab_grid_nsites(g) > 65) {
+        fail(err, errlen, "more than 65 sites: the model supports at most 64 remote sites");
+        goto out;
+    }
+    model_t md = {.mm = &mm, .nrem = 0};
+    md.alpha[0] = md.alpha[1] = mm.params.alpha;
+    for (int s = 0; s < mpilab_grid_nsites(g) && md.nrem < 64; s++)
+        if (s != mpilab_grid_site_of(g, x->root))
+            md.nrem_sizes[md.nrem++] = (size_t)mpilab_grid_site_size(g, s);
     /* synchronised clocks: a collective's time is the latest end minus the root's start */
     if (mpilab_clocksync_run(comm, MPILAB_SYNC_SKAMPI, &cs) != 0) {
         fail(err, errlen, "clock synchronisation failed");
@@ -193,13 +244,16 @@ json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,
     json_object_set_new(sync, "method", json_string("skampi"));
     json_object_set_new(sync, "max_residual", num(cs.max_residual));
     json_object_set_new(doc, "clocksync", sync);
+    if (x->model && x->alpha_bytes &&
+        calibrate_alpha(comm, g, x, &cs, &md, doc, err, errlen))
+        goto out;
     json_object_set_new(doc, "timing", json_string("latest end minus the root's start, "
                                                    "synchronised clocks, barrier before each"));
     for (int op = 0; op < 2; op++) {
         if (!(x->ops & (1u << op)))
             continue;
         for (size_t k = 0; k < x->nsizes; k++)
-            if (run_size(comm, g, x, &mm, &cs, op, x->sizes[k], times, runs, err, errlen))
+            if (run_size(comm, g, x, &md, &cs, op, x->sizes[k], times, runs, err, errlen))
                 goto out;
     }
     ok = 1;

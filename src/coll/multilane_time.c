@@ -27,9 +27,34 @@ static int run_once(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, in
                                                 g, lanes);
 }
 
+/* This repetition's phase marks on the common time base, seconds after the root's start t0:
+ * added to sum[i] (count n[i]) where some rank passed the mark. */
+static void phase_marks(MPI_Comm comm, const mpilab_clocksync_t *cs, int rank, double t0,
+                        double sum[4], int n[4])
+{
+    double lo[2], hi[2], glo[2], ghi[2];
+    for (int w = 0; w < 2; w++) {
+        const double first = mpilab_ml_mark_get(w, 0), last = mpilab_ml_mark_get(w, 1);
+        lo[w] = isnan(first) ? INFINITY : mpilab_clock_to_global(cs, rank, first);
+        hi[w] = isnan(last) ? INFINITY : -mpilab_clock_to_global(cs, rank, last);
+    }
+    double both[4] = {lo[0], lo[1], hi[0], hi[1]}, red[4];
+    mpilab_ml_allreduce(both, red, 4, MPI_DOUBLE, MPI_MIN, comm);
+    glo[0] = red[0];
+    glo[1] = red[1];
+    ghi[0] = -red[2];
+    ghi[1] = -red[3];
+    const double v[4] = {glo[0], ghi[0], glo[1], ghi[1]};
+    for (int i = 0; i < 4; i++)
+        if (isfinite(v[i])) {
+            sum[i] += v[i] - t0;
+            n[i]++;
+        }
+}
+
 int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, int lanes, int root,
                                size_t bytes, int reps, const mpilab_clocksync_t *cs,
-                               double *times, double wall[2])
+                               double *times, double wall[2], double *phases)
 {
     int rank, p;
     MPI_Comm_rank(comm, &rank);
@@ -79,7 +104,10 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
     int ret = anyfailed ? -1 : anywrong ? 1 : 0;
     if (anyfailed)
         mpilab_ml_fail(-1, "time: the collective failed");
+    double psum[4] = {0, 0, 0, 0};
+    int pn[4] = {0, 0, 0, 0};
     for (int k = 0; k < reps && ret == 0; k++) {
+        mpilab_ml_marks_reset();
         mpilab_ml_barrier(comm);
         double w0 = realtime(), t0 = MPI_Wtime();
         rc = run_once(comm, g, op, lanes, root, n, sbuf, rbuf);
@@ -100,12 +128,17 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
             double mx[2];
             mpilab_ml_allreduce(se, mx, 2, MPI_DOUBLE, MPI_MAX, comm);
             times[k] = mx[1] + mx[0];
+            if (phases)
+                phase_marks(comm, cs, rank, -mx[0], psum, pn);
         } else {
             mpilab_ml_allreduce(&mine, &times[k], 1, MPI_DOUBLE, MPI_MAX, comm);
         }
     }
     if (wall)
         MPI_Bcast(wall, 2, MPI_DOUBLE, root, comm);
+    if (phases)
+        for (int i = 0; i < 4; i++)
+            phases[i] = pn[i] ? psum[i] / pn[i] : NAN;
     free(sbuf);
     free(rbuf);
     return ret;

@@ -4,6 +4,7 @@
  * (staggered lane starts sharing the WAN, the root's LAN link in a gather). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench_check.h"
 #include "mpilab/multilane_model.h"
@@ -91,5 +92,72 @@ int main(void)
     CHECK(mpilab_multilane_popt(NULL, -1, 8, 8, 1e6, NULL) == 0);
 
     printf("model_multilane: %d failure(s)\n", bench_failures);
+    /* S sites, phases.  One remote site: the same as sim_time, with its phase marks: both
+     * lanes start after the prepare (0.01) and arrive at 0.01 + 0.2 + L */
+    double b2b[2] = {1e7, 5e6};
+    mpilab_multilane_params_t q = {.L = 0.01, .l = 0, .alpha = 0, .b_lan = 1e8, .b = b2b,
+                                   .nb = 2};
+    double ph[MPILAB_ML_NPHASES];
+    size_t two = 2;
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, &two, 1, 2, 1e6, ph), 0.22);
+    NEAR(ph[0], 0.01);
+    NEAR(ph[1], 0.01);
+    NEAR(ph[2], 0.22);
+    NEAR(ph[3], 0.22);
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_GATHER, 2, &two, 1, 2, 1e6, NULL),
+         mpilab_multilane_sim_time(&q, MPILAB_ML_GATHER, 2, 2, 2, 1e6));
+    /* two remote sites of 2, P = 2 (flows: lane k of site A and of site B), uplink 2e7
+     * (b(4) = 5e6), node rate 1e7.  Scatter: the prepare sends lane 1's A part (start 0.01)
+     * and B part (0.02); the root's lanes start at 0.02.  0.01-0.02: one flow at 1e7 (1e5
+     * sent); then four flows at 5e6 (uplink, and each sender splitting 1e7): lane 1 A ends
+     * at 0.2, the others have 1e5 left; then three flows (b(3) = 1e7): lane 1 B alone on its
+     * sender at 1e7 ends at 0.21, the root's two at 5e6 each end at 0.22; + L */
+    double b4[4] = {1e7, 1e7, 1e7, 5e6};
+    q.b = b4;
+    q.nb = 4;
+    size_t rem[2] = {2, 2};
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 2, 2, 1e6, ph), 0.23);
+    NEAR(ph[0], 0.01);
+    NEAR(ph[1], 0.02);
+    NEAR(ph[2], 0.21);
+    NEAR(ph[3], 0.23);
+    /* gather: all four flows start at 0 at 5e6: 0.2, + L = 0.21; the root's link takes its
+     * own block (0.01), then sender 1's two relays: 0.22, 0.23 */
+    NEAR(mpilab_multilane_sim_sites(&q, MPILAB_ML_GATHER, 2, rem, 2, 2, 1e6, ph), 0.23);
+    NEAR(ph[0], 0.0);
+    NEAR(ph[1], 0.0);
+    NEAR(ph[2], 0.21);
+    NEAR(ph[3], 0.21);
+    /* bad: a remote site smaller than P, no remote site */
+    size_t small[2] = {2, 1};
+    CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, small, 2, 2, 1e6, ph)));
+    CHECK(isnan(ph[0]));
+    CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 0, 1, 1e6, NULL)));
+    /* alpha calibration arithmetic: 4 runs, mean 0.0105, model without alpha 0.010 ->
+     * raw 5e-4, sample sd 1.825742e-4, t(0.975, 3) = 3.182446 -> half width 2.905163e-4 */
+    const double ta[4] = {0.0104, 0.0106, 0.0103, 0.0107};
+    mpilab_param_t a;
+    mpilab_multilane_alpha_estimate(ta, 4, 0.010, &a);
+    NEAR(a.raw, 5e-4);
+    NEAR(a.value, 5e-4);
+    CHECK(a.flags == 0);
+    CHECK_NEAR(a.hi - a.raw, 2.905163e-4, 1e-9);
+    NEAR(a.raw - a.lo, a.hi - a.raw);
+    /* the same runs against a model that needs longer: raw -1.5e-3 is impossible, reported
+     * as 0 with the flag, the raw value and its interval kept */
+    mpilab_multilane_alpha_estimate(ta, 4, 0.012, &a);
+    NEAR(a.raw, -1.5e-3);
+    CHECK(a.value == 0 && a.flags == MPILAB_PARAM_CLAMPED);
+    CHECK(a.lo < a.raw && a.raw < a.hi && a.hi < 0);
+    char fb[64];
+    CHECK(strcmp(mpilab_param_flags_str(a.flags, fb, sizeof fb), "clamped") == 0);
+    /* exactly 0 is clamped too; one run: no interval; a NAN model: clamped, not used */
+    mpilab_multilane_alpha_estimate(ta, 4, 0.0105, &a);
+    CHECK(a.value == 0 && (a.flags & MPILAB_PARAM_CLAMPED));
+    mpilab_multilane_alpha_estimate(ta, 1, 0.010, &a);
+    CHECK(isnan(a.lo) && isnan(a.hi) && a.flags == MPILAB_PARAM_NO_CI);
+    NEAR(a.value, 4e-4);
+    mpilab_multilane_alpha_estimate(ta, 4, NAN, &a);
+    CHECK(a.value == 0 && (a.flags & MPILAB_PARAM_CLAMPED));
     return CHECK_DONE();
 }

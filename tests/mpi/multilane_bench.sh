@@ -61,6 +61,17 @@ else:
         assert p["lanes"] == (2 if p["impl"] == "multilane" else 1)
         assert p["predicted_paper"] > 0 and p["predicted_sim"] > 0 and p["measured"] > 0
     assert [s["bytes"] for s in ml["sizes"]] == [1024, 65536]
+    # alpha is never an impossible value shown as fitted: a raw estimate <= 0 is 0 + "clamped"
+    q = ml["quality"]["alpha"]
+    assert ml["alpha"] >= 0 and "no_ci" in q["flags"], q
+    assert ("clamped" in q["flags"]) == (q["raw"] <= 0) and (q["raw"] <= 0) == (ml["alpha"] == 0), (ml["alpha"], q)
+    cal = ml["alpha_calibration"]
+    assert cal["bytes"] == 1024 and cal["lanes"] == 2 and cal["reps"] == 5, cal
+    for op in ("scatter", "gather"):
+        c = cal[op]
+        assert len(c["times"]) == 5 and c["ci95"][0] <= c["alpha"] <= c["ci95"][1], c
+        assert ("clamped" in c["flags"]) == (c["alpha"] <= 0), c
+        assert c["alpha_used"] == (c["alpha"] if c["alpha"] > 0 else 0), c
 PY
 then ok "grid entries measured with max, root, global; models.multilane: $(python3 -c "import json; m=json.load(open('$tmp/ml.json'))['models']['multilane']; print(m.get('error') or str(len(m['predictions'])) + ' predictions')")"
 else bad "grid entries"; cat "$tmp/ml.err"; fi

@@ -107,6 +107,37 @@ def test_targets_met_and_not_met(tmp_path: Path) -> None:
     assert pred[3] == "NOT met"
 
 
+def test_phase_split_and_alpha(tmp_path: Path) -> None:
+    data = synthetic(tmp_path)
+    run = next(r for r in data["runs"] if r["impl"] == "multilane" and r["lanes"] == 4
+               and r["op"] == "scatter" and r["bytes"] == 4 * MB)
+    # measured: last lane starts at 0.1, last arrives at 0.9, ends at the mean (4.19)
+    run["phases"] = [0.05, 0.1, 0.5, 0.9]
+    run["phases_sim"] = [0.05, 0.2, 0.5, 0.8]
+    run["predicted_sim"] = 1.0
+    data["model"]["alpha_calibration"] = {
+        "bytes": 1024, "lanes": 4, "reps": 5,
+        "scatter": {"alpha": 0.002, "ci95": [0.001, 0.003], "alpha_used": 0.002},
+        "gather": {"alpha": -0.001, "ci95": [-0.002, 0.0], "alpha_used": 0.0}}
+    d = doc.load(write(tmp_path, data))
+    r = next(x for x in d.runs if x.phases)
+    sp = doc.phase_split(r)
+    assert sp is not None
+    assert sp["prepare"] == pytest.approx((0.1, 0.2))
+    assert sp["wan"][0] == pytest.approx(0.8) and sp["wan"][1] == pytest.approx(0.6)
+    assert sp["lan"][0] == pytest.approx(r.median - 0.9) and sp["lan"][1] == pytest.approx(0.2)
+    # a single-lane gather has no observable lane arrival: no split of that part
+    r.phases = [0.0, 0.01, None, None]
+    sp = doc.phase_split(r)
+    assert sp is not None and [sp[k][0] for k in ("prepare", "wan", "lan")] == [None] * 3
+    assert [sp[k][1] for k in ("prepare", "wan", "lan")] == pytest.approx([0.2, 0.6, 0.2])
+    rows = report.phase_rows(d)
+    assert len(rows) == 1 and rows[0][:4] == ["scatter", "multilane", 4, "4M"]
+    page = report.render([d])
+    assert "Phases" in page and "alpha (gather; calibrated at 1K" in page
+    assert "95% CI" in page
+
+
 def test_report_page(tmp_path: Path) -> None:
     out = tmp_path / "page.html"
     p = write(tmp_path, synthetic(tmp_path))
@@ -124,6 +155,9 @@ def test_report_page(tmp_path: Path) -> None:
     (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": 0}]}, "'lanes' must be null"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "op": "bcast"}]}, "bad op/impl"),
     (lambda d: {**d, "model": {**d["model"], "b": [1.0, -2.0]}}, "model.b"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "phases": [0.1, 0.2]}]}, "'phases' must be"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "phases_sim": [0, "x", 0, 0]}]},
+     "'phases_sim' must be"),
 ])
 def test_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: Any,
                        needle: str) -> None:
@@ -177,3 +211,37 @@ def test_testbed_socket_buffer_key(tmp_path: Path) -> None:
                      ("-5", "(must not be negative|must be positive)")):
         with pytest.raises(MpilabError, match=rf"^b.toml:5: wan.socket_buffer: .*{why}"):
             specmod.load_text(text.replace('"64K"', bad), "b.toml")
+
+
+def _results_with_multilane(synthetic_results: Any, alpha: float, flags: list[str]) -> Any:
+    d = synthetic_results(ranks=4, sizes=(1024,))
+    cal = {"alpha": -1.2e-4, "ci95": [-1.3e-4, -1.1e-4], "alpha_used": 0.0,
+           "flags": ["clamped"]}
+    d["models"]["multilane"] = {
+        "n0": 2, "n1": 2, "nsites": 2, "lanes": 2, "L": 1e-6, "l": 1e-6, "alpha": alpha,
+        "quality": {"alpha": {"raw": -6e-5, "lo": None, "hi": None, "flags": flags}},
+        "alpha_calibration": {"bytes": 1024, "lanes": 2, "reps": 5,
+                              "scatter": cal, "gather": {**cal, "alpha": 2e-5,
+                                                         "ci95": [1e-5, 3e-5],
+                                                         "alpha_used": 2e-5, "flags": []}},
+        "b_lan": 1e9, "b": [1e8, 1e8], "sizes": [], "predictions": []}
+    return d
+
+
+def test_results_multilane_alpha_flags(synthetic_results: Any, write_json: Any) -> None:
+    """models.multilane: a negative alpha estimate is stored as 0 with "clamped" and its raw
+    value (accepted, and quality finds nothing unflagged); a negative alpha shown as the
+    value, or an unknown flag, is refused in one line naming the path."""
+    from mpilab import quality, results
+    good = _results_with_multilane(synthetic_results, 0.0, ["clamped", "no_ci"])
+    results.load(write_json(good))
+    assert quality.unflagged_problems(good) == []
+    with pytest.raises(MpilabError, match=r"models\.multilane\.alpha: -6e-05 is below 0"):
+        results.load(write_json(_results_with_multilane(synthetic_results, -6e-5, [])))
+    bad = _results_with_multilane(synthetic_results, 0.0, ["clamped"])
+    bad["models"]["multilane"]["alpha_calibration"]["scatter"]["alpha_used"] = -1.2e-4
+    with pytest.raises(MpilabError, match=r"alpha_calibration\.scatter\.alpha_used"):
+        results.load(write_json(bad))
+    bad = _results_with_multilane(synthetic_results, 0.0, ["clampd"])
+    with pytest.raises(MpilabError, match=r"quality\.alpha\.flags\[0\]: unknown flag 'clampd'"):
+        results.load(write_json(bad))

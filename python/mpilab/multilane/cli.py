@@ -22,7 +22,7 @@ def _run(args: argparse.Namespace) -> int:
     tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
                  "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
                  "--model-bytes", args.model_bytes, "--model-reps", str(args.model_reps),
-                 "--root", str(args.root)]
+                 "--alpha-bytes", args.alpha_bytes, "--root", str(args.root)]
     out = run.run(prefix, tool_args, args.output, np=args.np, sample=args.sample_wan,
                   interval=args.interval, timeout=args.timeout)
     sys.stdout.write(f"multilane: {out}\n")
@@ -53,6 +53,8 @@ def register(sub: Any) -> None:
     r.add_argument("--reps", type=argtypes.count, default=3)
     r.add_argument("--model-bytes", default="4M")
     r.add_argument("--model-reps", type=argtypes.count, default=3)
+    r.add_argument("--alpha-bytes", default="1K",
+                   help="calibrate alpha per operation at this size (0: do not)")
     r.add_argument("--sample-wan", action="store_true",
                    help="sample the router's WAN byte counters during the job")
     r.add_argument("--interval", type=argtypes.duration, default=0.005,

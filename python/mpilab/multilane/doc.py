@@ -27,6 +27,10 @@ class Run:
     wall_end: float
     predicted_paper: float | None = None
     predicted_sim: float | None = None
+    # phase marks (s after the root's start): first / last lane's WAN start, first / last
+    # lane's arrival across the WAN; measured (mean over the repetitions) and predicted
+    phases: list[float | None] | None = None
+    phases_sim: list[float | None] | None = None
 
     @property
     def median(self) -> float:
@@ -93,7 +97,8 @@ def load(path: str | Path) -> Doc:
         pp, ps = r.get("predicted_paper"), r.get("predicted_sim")
         doc.runs.append(Run(r["op"], r["impl"], lanes, b, [float(t) for t in ts],
                             float(r.get("wall_start") or 0), float(r.get("wall_end") or 0),
-                            float(pp) if _num(pp) else None, float(ps) if _num(ps) else None))
+                            float(pp) if _num(pp) else None, float(ps) if _num(ps) else None,
+                            _phases(r, "phases", where), _phases(r, "phases_sim", where)))
     m = data.get("model")
     if m is not None:
         if not isinstance(m, dict):
@@ -105,6 +110,34 @@ def load(path: str | Path) -> Doc:
         if not isinstance(bs, list) or not bs or not all(_num(x) and x > 0 for x in bs):
             raise MpilabError(f"{p}: model.b must be a non-empty list of positive numbers")
     return doc
+
+
+def _phases(r: dict[str, Any], key: str, where: str) -> list[float | None] | None:
+    v = r.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != 4 or not all(x is None or _num(x) for x in v):
+        raise MpilabError(f"{where}: '{key}' must be a list of 4 numbers or nulls")
+    return [float(x) if x is not None else None for x in v]
+
+
+def phase_split(r: Run) -> dict[str, tuple[float | None, float | None]] | None:
+    """A multilane run's time split into the paper's three steps, measured and predicted
+    (None where unknown): prepare = until the last lane's WAN start; WAN = from there to
+    the last lane's arrival; LAN = from there to the end (the mean time, as the marks are
+    means over the same repetitions; the schedule model's time for the prediction)."""
+    if r.impl == "native" or not r.phases:
+        return None
+
+    def split(ph: list[float | None] | None, total: float | None
+              ) -> tuple[float | None, float | None, float | None]:
+        if not ph or total is None or ph[1] is None or ph[3] is None:
+            return None, None, None
+        return ph[1], ph[3] - ph[1], total - ph[3]
+
+    m = split(r.phases, statistics.fmean(r.times))
+    p = split(r.phases_sim, r.predicted_sim)
+    return {"prepare": (m[0], p[0]), "wan": (m[1], p[1]), "lan": (m[2], p[2])}
 
 
 def multilane_curve(doc: Doc, op: str, size: int) -> dict[int, Run]:

@@ -16,6 +16,7 @@ from mpilab.multilane.doc import (
     model_size,
     multilane_curve,
     p_choice,
+    phase_split,
     wan_phase_use,
     wan_rates,
 )
@@ -215,7 +216,32 @@ def model_table(d: Doc) -> str:
             ["n0, n1", f"{m.get('n0')}, {m.get('n1')}"]]
     rows += [[f"b({j + 1})", f"{b * 8 / 1e6:.1f} Mbit/s per pair, {(j + 1) * b * 8 / 1e6:.0f} "
               "Mbit/s total"] for j, b in enumerate(m["b"])]
+    cal = m.get("alpha_calibration")
+    if isinstance(cal, dict):
+        for op in ("scatter", "gather"):
+            c = cal.get(op)
+            if isinstance(c, dict) and isinstance(c.get("ci95"), list):
+                rows.append([f"alpha ({op}; calibrated at {fmt_bytes(int(cal.get('bytes', 0)))}, "
+                             f"P = {cal.get('lanes')}, {cal.get('reps')} runs)",
+                             f"{fmt_time(c.get('alpha'))} (95% CI {fmt_time(c['ci95'][0])} .. "
+                             f"{fmt_time(c['ci95'][1])}; used {fmt_time(c.get('alpha_used'))})"])
     return _table(["quantity", "measured"], rows)
+
+
+def phase_rows(d: Doc) -> list[list[Any]]:
+    """Per multilane run: the three steps measured / predicted by the schedule model."""
+    rows = []
+    for r in d.runs:
+        sp = phase_split(r)
+        if not sp:
+            continue
+        row: list[Any] = [r.op, r.impl, r.lanes or "-", fmt_bytes(r.bytes)]
+        for step in ("prepare", "wan", "lan"):
+            meas, pred = sp[step]
+            row += [fmt_time(meas), fmt_time(pred),
+                    _pct(pred / meas - 1) if meas and pred and meas > 0 else "-"]
+        rows.append(row)
+    return rows
 
 
 def render(docs: list[Doc]) -> str:
@@ -261,6 +287,15 @@ def render(docs: list[Doc]) -> str:
                 for r in d.runs]
         parts.append(_table(["op", "impl", "P", "M", "median", "min", "max", "paper model",
                              "error", "schedule model", "error"], rows))
+        prs = phase_rows(d)
+        if prs:
+            parts.append("<h3>Phases (s after the root's start; measured mean / schedule "
+                         "model)</h3><p class=note>prepare: until the last lane starts across "
+                         "the WAN; WAN: until the last lane has arrived (gather: lanes 1..P-1); "
+                         "LAN: the rest (measured: means over the repetitions).</p>")
+            parts.append(_table(["op", "impl", "P", "M"] +
+                                [f"{s} {w}" for s in ("prepare", "WAN", "LAN")
+                                 for w in ("measured", "model", "error")], prs))
     return "\n".join(parts)
 
 
