@@ -31,11 +31,11 @@ def parse_sizes(text: str) -> list[int]:
 def make_report(results_path: str | Path, out: str | Path | None = None,
                 matrix_sizes: list[int] | None = None) -> Path:
     """Load, validate and render; nothing is written unless everything succeeded."""
-    from mpilab.report import build_report
-
     target = Path(out) if out is not None else default_html(results_path)
     check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
     r = results.load(results_path)
+    from mpilab.report import build_report  # matplotlib: only once the input is good
+
     try:
         build_report(r, target, matrix_sizes)
     except OSError as e:
