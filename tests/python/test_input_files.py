@@ -81,3 +81,16 @@ def test_multilane_document_numbers_are_rfc_8259(tmp_path: Path, text: str,
 def test_multilane_good_document_loads(tmp_path: Path) -> None:
     d = mldoc.load(_ml(tmp_path, json.dumps(ML)))
     assert len(d.runs) == 1 and d.runs[0].bytes == 1024
+
+
+def test_local_rank_count_beyond_the_machine_is_refused_before_starting() -> None:
+    """`mpilab bench --np 100000` and `mpilab selftest --np 100000` started mpirun, which
+    forked until memory ran out (the testbed's run was already checked)."""
+    from mpilab import launch
+
+    lr = launch.Launcher("mpirun", "/usr/bin/mpirun", "openmpi")
+    with pytest.raises(MpilabError, match=r"--np 10000000: this machine can start at most "):
+        lr.check_np(10**7)
+    lr.check_np(2)  # a sane count passes
+    # ranks on other hosts: this machine's limit does not apply
+    launch.Launcher("mpirun", "/usr/bin/mpirun", "openmpi", ["--hostfile", "h"]).check_np(10**7)
