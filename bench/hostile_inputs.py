@@ -578,6 +578,9 @@ def selftest_cases() -> list[Case]:
     def dir_out(d: Path) -> None:
         (d / "outdir").mkdir()
 
+    for args in (["--np", "100000"], ["--np", "100000", "--launcher", "mpirun"]):
+        cases.append(Case(f"bench {' '.join(args)!r} (this node)", "C",
+                          PY + ["bench", *args, "--", "--ops", "p2p"], limit=120))
     cases.append(Case("selftest --json a directory (refused before measuring)", "G",
                       st + ["--json", "outdir"], setup=dir_out, post=_keep("outdir", "dir"),
                       limit=300))
