@@ -1063,6 +1063,14 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
                                    ag->ctx.auto_migrate, "alt",
                                    ag->alt_spec ? ag->alt_spec : "default", "peers", nodes));
     if (ag->pid_path) {
+        /* written to a temporary name and renamed: only onto a regular file or a new
+           name (a FIFO or device would be replaced by a regular file) */
+        struct stat pst;
+        if (stat(ag->pid_path, &pst) == 0 && !S_ISREG(pst.st_mode)) {
+            fprintf(stderr, "mpilab-pathmigd: --pidfile %s: not a regular file\n",
+                    ag->pid_path);
+            return 2;
+        }
         char tmp[4200];
         snprintf(tmp, sizeof(tmp), "%s.tmp", ag->pid_path);
         FILE *f = fopen(tmp, "w");
