@@ -640,7 +640,12 @@ def disk_cases() -> list[Case]:
         "prefix with newline": "prefix = \"zh\\n\"\n" + disk,
         "binary": "\x00\x01\x02",
     }
-    cases = [Case(f"disk up SPEC: {n}", "D", up, setup=_write("d.toml", t), post=_disk_down,
+    cases = [Case("mpilab-seekfs --stats a FIFO", "D",
+                  [str(BIN / "mpilab-seekfs"), "--backing", "b", "--size", "1073741824",
+                   "--stats", "st", "--foreground", "m"],
+                  setup=lambda d: ((d / "b").mkdir(), (d / "m").mkdir(), os.mkfifo(d / "st")),
+                  post=_both(_unmount_under, _keep("st", "fifo")), limit=30)]
+    cases += [Case(f"disk up SPEC: {n}", "D", up, setup=_write("d.toml", t), post=_disk_down,
                   limit=120) for n, t in specs.items()]
     cases += [
         Case("disk up SPEC that is a FIFO", "D", up, setup=lambda d: os.mkfifo(d / "d.toml"),
