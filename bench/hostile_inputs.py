@@ -803,8 +803,11 @@ def pathmig_cases(prefix: str) -> list[Case]:
         (d / "peers").write_text("n0 10.0.0.1 10.1.0.1\nn1 10.0.0.2 10.1.0.2\n")
         (d / "badpeers").write_text("n0 not-an-address\n")
         (d / "sub").mkdir()
+        os.mkfifo(d / "fifo")
 
     for args in ([], ["--node", "n0"], ["--node", "n0", "--peers", "missing"],
+                 ["--node", "n0", "--peers", "fifo"],
+                 ["--node", "n0", "--peers", "peers", "--alt", "fifo"],
                  ["--node", "n9", "--peers", "peers"], ["--node", "", "--peers", "peers"],
                  ["--node", "n0", "--peers", "badpeers"], ["--node", "n0", "--peers", "sub"],
                  ["--node", "n0", "--peers", "/dev/zero"],
