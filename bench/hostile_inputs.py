@@ -515,6 +515,18 @@ def wavefront_cases() -> list[Case]:
         cases.append(Case(f"mpilab-wavefront run: {n}", "D",
                           [w, "run", "--data", "d", "--coef", "c", "--iterations", "1"],
                           setup=s, limit=60))
+    def dev_null_kept(d: Path) -> str | None:
+        return None if stat.S_ISCHR(os.stat("/dev/null").st_mode) else "/dev/null replaced"
+
+    cases += [
+        Case("mpilab-wavefront create onto a FIFO", "D",
+             [w, "create", "--rows", "64", "--cols", "64", "d", "c"],
+             setup=lambda d: os.mkfifo(d / "d"), post=_keep("d", "fifo"), limit=60),
+        Case("mpilab-wavefront create onto a link to /dev/null", "D",
+             [w, "create", "--rows", "64", "--cols", "64", "d", "c"],
+             setup=lambda d: (d / "d").symlink_to("/dev/null"),
+             post=_both(_keep("d", "link"), dev_null_kept), limit=60),
+    ]
     cases.append(Case("mpilab-wavefront run: /dev/zero as data", "D",
                       [w, "run", "--data", "/dev/zero", "--coef", "/dev/zero", "--iterations",
                        "1"], limit=60))
