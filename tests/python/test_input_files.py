@@ -94,3 +94,18 @@ def test_local_rank_count_beyond_the_machine_is_refused_before_starting() -> Non
     lr.check_np(2)  # a sane count passes
     # ranks on other hosts: this machine's limit does not apply
     launch.Launcher("mpirun", "/usr/bin/mpirun", "openmpi", ["--hostfile", "h"]).check_np(10**7)
+
+
+def test_wavefront_output_onto_a_fifo_is_refused_and_kept(tmp_path: Path) -> None:
+    import stat
+    import subprocess
+
+    from mpilab.tools import find_tool
+
+    os.mkfifo(tmp_path / "d")
+    p = subprocess.run([find_tool("mpilab-wavefront"), "create", "--rows", "64", "--cols",
+                        "64", "d", "c"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0
+    assert p.stderr.count("\n") == 1 and "d: is not a regular file" in p.stderr, p.stderr
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "d").st_mode)
