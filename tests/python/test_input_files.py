@@ -109,3 +109,20 @@ def test_wavefront_output_onto_a_fifo_is_refused_and_kept(tmp_path: Path) -> Non
     assert p.returncode != 0
     assert p.stderr.count("\n") == 1 and "d: is not a regular file" in p.stderr, p.stderr
     assert stat.S_ISFIFO(os.lstat(tmp_path / "d").st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private network namespace needs root")
+@pytest.mark.parametrize("which", ["--peers", "--alt"])
+def test_pathmig_agent_refuses_a_fifo_without_blocking(tmp_path: Path, which: str) -> None:
+    import subprocess
+
+    from mpilab.tools import find_tool
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "peers").write_text("n0 10.0.0.1\nn1 10.0.0.2\n")
+    args = ["--peers", "fifo"] if which == "--peers" else ["--peers", "peers", "--alt", "fifo"]
+    p = subprocess.run(["unshare", "-n", find_tool("mpilab-pathmigd"), "--node", "n0", *args,
+                        "--no-realtime"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "fifo: not a regular file" in p.stderr, p.stderr
