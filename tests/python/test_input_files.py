@@ -126,3 +126,13 @@ def test_pathmig_agent_refuses_a_fifo_without_blocking(tmp_path: Path, which: st
                        timeout=300)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "fifo: not a regular file" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("prefix", ["", "rb\n", "RB"])
+def test_disk_prefix_is_checked_and_never_falls_back_to_the_default(prefix: str) -> None:
+    import argparse
+
+    from mpilab.disk import cli as diskcli
+
+    with pytest.raises(MpilabError, match="--prefix .*must be 1-6 characters"):
+        diskcli._prefix(argparse.Namespace(prefix=prefix))

@@ -156,7 +156,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
             raise ctx.err("", "memory_limit", f"{data['memory_limit']!r}: {e}") from None
         if sp.memory_limit < 16 * 1024**2:
             raise ctx.err("", "memory_limit", "at least 16M")
-    if not PREFIX_RE.match(sp.prefix):
+    if not PREFIX_RE.fullmatch(sp.prefix):
         raise ctx.err("", "prefix", f"{sp.prefix!r}: must be 1-6 characters a-z0-9, "
                       "starting with a letter")
     disks = data.get("disk")
@@ -181,7 +181,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
         if "name" not in t:
             raise ctx.err("disk", "", "name is required", i)
         name = get("name", _str, "")
-        if not NAME_RE.match(name) or name in names:
+        if not NAME_RE.fullmatch(name) or name in names:
             raise ctx.err("disk", "name", f"{name!r}: must be 1-6 characters a-z0-9 and unique",
                           i)
         names.add(name)

@@ -86,12 +86,14 @@ def load(path: str | Path) -> Doc:
                                   or lanes < 1):
             raise MpilabError(f"{where}: 'lanes' must be null or a positive integer")
         pp, ps = r.get("predicted_paper"), r.get("predicted_sim")
-        for key in ("wall_start", "wall_end"):
+        for key in ("wall_start", "wall_end", "predicted_paper", "predicted_sim"):
             if r.get(key) is not None and not _num(r[key]):
                 raise MpilabError(f"{where}: '{key}' must be null or a number")
         doc.runs.append(Run(r["op"], r["impl"], lanes, b, [float(t) for t in ts],
                             float(r.get("wall_start") or 0), float(r.get("wall_end") or 0),
                             float(pp) if _num(pp) else None, float(ps) if _num(ps) else None))
+    if data.get("testbed") is not None and not isinstance(data["testbed"], dict):
+        raise MpilabError(f"{p}: 'testbed' must be null or an object")
     m = data.get("model")
     if m is not None:
         if not isinstance(m, dict):
