@@ -175,7 +175,7 @@ def results_cases() -> list[Case]:
         ("stats missing", lambda d: d["measurements"][1].pop("stats")),
         ("stats a list", lambda d: d["measurements"][1].update(stats=[1])),
         ("mean a string", lambda d: d["measurements"][1]["stats"].update(mean="fast")),
-        ("mean null", lambda d: d["measurements"][1]["stats"].update(mean=None)),
+        ("mean an object", lambda d: d["measurements"][1]["stats"].update(mean={"v": 1})),
         ("reps negative", lambda d: d["measurements"][1]["stats"].update(reps=-3)),
         ("converged a string", lambda d: d["measurements"][1]["stats"].update(converged="y")),
         ("stdev negative", lambda d: d["measurements"][1]["stats"].update(stdev=-1.0)),
@@ -515,6 +515,18 @@ def wavefront_cases() -> list[Case]:
         cases.append(Case(f"mpilab-wavefront run: {n}", "D",
                           [w, "run", "--data", "d", "--coef", "c", "--iterations", "1"],
                           setup=s, limit=60))
+    def dev_null_kept(d: Path) -> str | None:
+        return None if stat.S_ISCHR(os.stat("/dev/null").st_mode) else "/dev/null replaced"
+
+    cases += [
+        Case("mpilab-wavefront create onto a FIFO", "D",
+             [w, "create", "--rows", "64", "--cols", "64", "d", "c"],
+             setup=lambda d: os.mkfifo(d / "d"), post=_keep("d", "fifo"), limit=60),
+        Case("mpilab-wavefront create onto a link to /dev/null", "D",
+             [w, "create", "--rows", "64", "--cols", "64", "d", "c"],
+             setup=lambda d: (d / "d").symlink_to("/dev/null"),
+             post=_both(_keep("d", "link"), dev_null_kept), limit=60),
+    ]
     cases.append(Case("mpilab-wavefront run: /dev/zero as data", "D",
                       [w, "run", "--data", "/dev/zero", "--coef", "/dev/zero", "--iterations",
                        "1"], limit=60))
@@ -545,6 +557,301 @@ def delayline_cases() -> list[Case]:
 
 
 # ---------------------------------------------------------------------------------------
+# entry points added in session 3: mpilab selftest, disk, multilane, pathmig; the C tools
+# mpilab-multilane, mpilab-pathmigd, mpilab-seekfs, mpilab-selftest; mpilab-bench's
+# newer options
+
+
+def _unmount_under(d: Path) -> str | None:
+    """Post for FUSE cases: a case must not leave a mount (unmounted here if it did)."""
+    with open("/proc/self/mounts") as f:
+        mounted = [ln.split()[1] for ln in f if ln.split()[1].startswith(str(d))]
+    for m in mounted:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+    return f"left a mount at {mounted[0]}" if mounted else None
+
+
+def selftest_cases() -> list[Case]:
+    st = PY + ["selftest"]
+    cases = []
+    for args in (["--np", "0"], ["--np", "-2"], ["--np", "x"], ["--np", "\u0663"],
+                 ["--np", "100000"], ["--syncs", "0"], ["--syncs", "-1"], ["--syncs", "1e3"],
+                 ["--inject", "bogus"], ["--inject", "offset=nan"],
+                 ["--inject", "offset=10ms,drift=1e999"], ["--inject", "offset=-1ms"],
+                 ["--inject", "offset=10ms,seed=x"], ["--inject", ""], ["--trials", "0"],
+                 ["--trials", "x"], ["--launcher", "bogus"], ["--launcher-arg"],
+                 ["--testbed", "--delay", "nan"], ["--testbed", "--delay", "-1ms"],
+                 ["--testbed", "--rate", "0"], ["--testbed", "--rate", "x"],
+                 ["--testbed", "--runs", "0"], ["--testbed", "--sizes", "1:8: -1"],
+                 ["--testbed", "--prefix", "rb\n"], ["--testbed", "--prefix", "../x"],
+                 ["extra"]):
+        cases.append(Case(f"selftest {' '.join(args)!r}", "G", st + args, limit=300))
+
+    def dir_out(d: Path) -> None:
+        (d / "outdir").mkdir()
+
+    for args in (["--np", "100000"], ["--np", "100000", "--launcher", "mpirun"]):
+        cases.append(Case(f"bench {' '.join(args)!r} (this node)", "C",
+                          PY + ["bench", *args, "--", "--ops", "p2p"], limit=120))
+    cases.append(Case("selftest --json a directory (refused before measuring)", "G",
+                      st + ["--json", "outdir"], setup=dir_out, post=_keep("outdir", "dir"),
+                      limit=300))
+    tool = str(BIN / "mpilab-selftest")
+    for args in ([], ["bogus"], ["clock", "--inject", "nan"], ["clock", "--syncs", "0"],
+                 ["clock", "--syncs", " 5"], ["clock", "--sync", "bogus"],
+                 ["clock", "--inject", "offset=1e999"], ["fit", "--trials", "0"],
+                 ["fit", "--trials", "-1"], ["fit", "--seed", "x"], ["fit", "--delayed", "1"],
+                 ["fit", "--delayed", "nan"], ["fit", "--delayed", "-0.1"],
+                 ["fit", "--out", "/nonexistent/dir/x.json"], ["fit", "extra"],
+                 ["link", "--sizes", "1:8: -1"], ["link", "--min-reps", "5", "--max-reps", "2"],
+                 ["link", "--eps", "5"], ["link", "--burst", "0"], ["fit", "--trials"]):
+        cases.append(Case(f"mpilab-selftest {' '.join(args)!r}", "G", [tool, *args],
+                          limit=120))
+    cases.append(Case("mpilab-selftest fit --out a directory", "G",
+                      [tool, "fit", "--trials", "1", "--out", "outdir"], setup=dir_out,
+                      post=_keep("outdir", "dir"), limit=120))
+    return cases
+
+
+DISK_PREFIX = "zh9"  # made only if a bad spec were accepted; `disk down` after each case
+
+
+def _disk_down(d: Path) -> str | None:
+    p = subprocess.run(PY + ["disk", "down", "--prefix", DISK_PREFIX], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    return (f"disk down found something to remove: {p.stdout.strip()[:100]}"
+            if p.returncode == 0 and "nothing" not in p.stdout else None)
+
+
+def disk_cases() -> list[Case]:
+    up = PY + ["disk", "up", "--prefix", DISK_PREFIX, "d.toml"]
+    disk = "[[disk]]\nname = \"a\"\n"
+    specs = {
+        "empty": "",
+        "TOML syntax error": "[[disk]\nname = \"a\"\n",
+        "no disk": "prefix = \"zh9\"\n",
+        "unknown key": disk + "sise = \"1G\"\n",
+        "name too long": "[[disk]]\nname = \"abcdefg\"\n",
+        "duplicate names": disk + disk,
+        "size 0": disk + "size = \"0\"\n",
+        "size a Unicode digit": disk + "size = \"\u0663G\"\n",
+        "size with a blank": disk + "size = \" 1G\"\n",
+        "size 1e400": disk + "size = 1e400\n",
+        "size beyond memory": disk + "size = \"99999999G\"\n",
+        "model bogus": disk + "model = \"bogus\"\n",
+        "read_iops 0": disk + "read_iops = 0\n",
+        "read_iops 2.5": disk + "read_iops = 2.5\n",
+        "read_bw nan": disk + "read_bw = \"nanMB\"\n",
+        "read_bw negative": disk + "read_bw = \"-1MB\"\n",
+        "read_bw a Unicode digit": disk + "read_bw = \"\u0663MB\"\n",
+        "seek_min inf": disk + "model = \"seek\"\nseek_min = inf\n",
+        "seek_max < seek_min": disk + "model = \"seek\"\nseek_min = \"8ms\"\nseek_max = \"1ms\"\n",
+        "rpm -1": disk + "model = \"seek\"\nrpm = -1\n",
+        "elevator a string": disk + "model = \"seek\"\nelevator = \"yes\"\n",
+        "memory_limit 1": "memory_limit = \"1\"\n" + disk,
+
+        "binary": "\x00\x01\x02",
+    }
+    cases = [Case("mpilab-seekfs --stats a FIFO", "D",
+                  [str(BIN / "mpilab-seekfs"), "--backing", "b", "--size", "1073741824",
+                   "--stats", "st", "--foreground", "m"],
+                  setup=lambda d: ((d / "b").mkdir(), (d / "m").mkdir(), os.mkfifo(d / "st")),
+                  post=_both(_unmount_under, _keep("st", "fifo")), limit=30)]
+    cases += [Case(f"disk up SPEC: {n}", "D", up, setup=_write("d.toml", t), post=_disk_down,
+                  limit=120) for n, t in specs.items()]
+    cases += [
+        Case("disk up SPEC that is a FIFO", "D", up, setup=lambda d: os.mkfifo(d / "d.toml"),
+             post=_disk_down, limit=60),
+        Case("disk up SPEC that is a directory", "D", up,
+             setup=lambda d: (d / "d.toml").mkdir(), post=_disk_down),
+        Case("disk up SPEC /dev/zero", "D", PY + ["disk", "up", "--prefix", DISK_PREFIX,
+                                                  "/dev/zero"], post=_disk_down, limit=60),
+        Case("disk up missing SPEC", "D", up, post=_disk_down),
+    ]
+    for args in (["up", "--prefix", "rb\n", "d.toml"], ["up", "--prefix", "", "d.toml"],
+                 ["up", "--prefix", "../x", "d.toml"], ["down", "--prefix", "rb\n"],
+                 ["down", "--prefix", ""], ["status", "--prefix", "A/B"],
+                 ["run", "--prefix", DISK_PREFIX, "--", "true"],
+                 ["run", "--prefix", DISK_PREFIX, "--timeout", "nan", "--", "true"],
+                 ["run", "--prefix", DISK_PREFIX, "--timeout", "-1", "--", "true"],
+                 ["run", "--prefix", DISK_PREFIX],
+                 ["check", "--prefix", DISK_PREFIX, "--seconds", "0"],
+                 ["check", "--prefix", DISK_PREFIX, "--seconds", "nan"],
+                 ["check", "--prefix", DISK_PREFIX, "--tolerance", "-1"],
+                 ["bogus"], []):
+        cases.append(Case(f"disk {' '.join(args)!r}", "D", PY + ["disk", *args],
+                          setup=_write("d.toml", disk), post=_disk_down, limit=120))
+    sfs = str(BIN / "mpilab-seekfs")
+
+    def backing(d: Path) -> None:
+        (d / "b").mkdir()
+        (d / "m").mkdir()
+
+    for args in ([], ["m"], ["--backing", "b", "m"], ["--backing", "b", "--size", "0", "m"],
+                 ["--backing", "b", "--size", "x", "m"], ["--backing", "b", "--size", " 1G", "m"],
+                 ["--backing", "b", "--size", "1G", "--seek-min", "nan", "m"],
+                 ["--backing", "b", "--size", "1G", "--seek-min", "-1", "m"],
+                 ["--backing", "b", "--size", "1G", "--seek-min", "0.008", "--seek-max",
+                  "0.001", "m"],
+                 ["--backing", "b", "--size", "1G", "--rpm", "-5", "m"],
+                 ["--backing", "b", "--size", "1G", "--rpm", "x", "m"],
+                 ["--backing", "b", "--size", "1G", "--rate", "0", "m"],
+                 ["--backing", "b", "--size", "1G", "--rate", "1e999", "m"],
+                 ["--backing", "missing", "--size", "1G", "m"],
+                 ["--backing", "b", "--size", "1G", "missing-mountpoint"],
+                 ["--backing", "b", "--size", "1G", "--stats", "b", "m"],
+                 ["--backing", "b", "--size", "1G", "m", "extra"],
+                 ["--backing", "b", "--size", "1G", "--bogus", "m"], ["--size"]):
+        cases.append(Case(f"mpilab-seekfs {' '.join(args)!r}", "D", [sfs, *args],
+                          setup=backing, post=_unmount_under, limit=30))
+    return cases
+
+
+def multilane_cases() -> list[Case]:
+    rep = PY + ["multilane", "report", "m.json", "-o", "out.html"]
+    good = {"schema": "mpilab.multilane/1", "runs": [
+        {"op": "scatter", "impl": "single", "lanes": None, "bytes": 1024, "times": [1e-3]}]}
+
+    def doc(mut: Callable[[dict[str, Any]], None]) -> str:
+        d = json.loads(json.dumps(good))
+        mut(d)
+        return json.dumps(d)
+
+    def run0(**kv: Any) -> Callable[[dict[str, Any]], None]:
+        return lambda d: d["runs"][0].update(kv)
+
+    docs: dict[str, str | bytes] = {
+        "empty": "", "not JSON": "{", "an array": "[]", "schema 2":
+        doc(lambda d: d.update(schema="mpilab.multilane/2")),
+        "runs not a list": doc(lambda d: d.update(runs={})),
+        "times empty": doc(run0(times=[])), "times NaN": doc(run0(times=[float("nan")])),
+        "time negative": doc(run0(times=[-1.0])), "times strings": doc(run0(times=["1"])),
+        "bytes negative": doc(run0(bytes=-1)), "bytes 1e400": doc(run0(bytes=10**400)),
+        "lanes 0": doc(run0(lanes=0)), "op bogus": doc(run0(op="bogus")),
+        "wall_start a string": doc(run0(wall_start="noon")),
+        "wall_start NaN": doc(run0(wall_start=float("nan"))),
+        "wall_end 1e400": doc(run0(wall_end=10**400)),
+        "predicted_paper a list": doc(run0(predicted_paper=[1])),
+        "model not an object": doc(lambda d: d.update(model=[1])),
+        "testbed a number": doc(lambda d: d.update(testbed=5)),
+        "5000-digit integer": doc(run0(bytes=0)).replace('"bytes": 0', '"bytes": ' + "9" * 5000),
+        "not UTF-8": b"\xff\xfe{}",
+    }
+    cases = [Case(f"multilane report: {n}", "F", rep, setup=_write("m.json", t),
+                  post=_no_output) for n, t in docs.items()]
+    cases += [
+        Case("multilane report: a FIFO", "F", rep, setup=lambda d: os.mkfifo(d / "m.json"),
+             post=_no_output, limit=60),
+        Case("multilane report: a directory", "F", rep,
+             setup=lambda d: (d / "m.json").mkdir(), post=_no_output),
+        Case("multilane report: /dev/zero", "F",
+             PY + ["multilane", "report", "/dev/zero", "-o", "out.html"], post=_no_output,
+             limit=60),
+        Case("multilane report: missing file", "F", rep, post=_no_output),
+        Case("multilane report -o a directory", "F",
+             PY + ["multilane", "report", "m.json", "-o", "outdir"],
+             setup=lambda d: (_write("m.json", json.dumps(good))(d), (d / "outdir").mkdir()),
+             post=_keep("outdir", "dir")),
+    ]
+    ml = str(BIN / "mpilab-multilane")
+    for args in (["--sites", "bogus"], ["--sites", "hostfile:/nonexistent"], ["--root", "-1"],
+                 ["--root", "x"], ["--ops", "bogus"], ["--ops", ""], ["--impls", "bogus"],
+                 ["--sizes", "1:8: -1"], ["--sizes", "0,\u00b2"], ["--lanes", "0"],
+                 ["--lanes", "x"], ["--reps", "0"], ["--reps", "-1"], ["--model-bytes", "nan"],
+                 ["--model-reps", "0"], ["--no-model"], ["--json", "/nonexistent/d/x.json"],
+                 ["--bogus"], ["extra"], ["--sizes"]):
+        cases.append(Case(f"mpilab-multilane {' '.join(args)!r}", "F", [ml, *args], limit=120))
+    return cases
+
+
+def multilane_testbed_cases(prefix: str) -> list[Case]:
+    run = PY + ["multilane", "run", "--testbed", prefix, "-o", "o.json"]
+    cases = []
+    for args in (["--np", "0"], ["--np", "100000"], ["--sizes", "1:8: -1"], ["--lanes", "0"],
+                 ["--reps", "0"], ["--interval", "nan"], ["--interval", "0"],
+                 ["--timeout", "nan"], ["--timeout", "-1"], ["--sites", "bogus"],
+                 ["--root", "99"]):
+        cases.append(Case(f"multilane run {' '.join(args)!r}", "F", run + args,
+                          post=lambda d: "o.json written" if (d / "o.json").exists() else None,
+                          testbed=True, limit=300))
+    cases.append(Case("multilane run --testbed nosuch", "F",
+                      PY + ["multilane", "run", "--testbed", "nosuch", "-o", "o.json"],
+                      testbed=True))
+    return cases
+
+
+def _pathmig_stop(prefix: str) -> Post:
+    def post(d: Path) -> str | None:
+        env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+        subprocess.run(PY + ["pathmig", "stop", "--prefix", prefix], capture_output=True,
+                       env=env)
+        return None
+    return post
+
+
+def pathmig_cases(prefix: str) -> list[Case]:
+    pm = PY + ["pathmig"]
+    cases = []
+    for args in (["status", "--prefix", "nosuch"], ["status", "--prefix", "rb\n"],
+                 ["status", "--prefix", prefix, "--node", "s9n9"],
+                 ["arm", "--prefix", prefix, "bogus-token"],
+                 ["arm", "--prefix", prefix, "--node", "s9n9"],
+                 ["migrate", "--prefix", prefix, "-1"], ["migrate", "--prefix", prefix, ""],
+                 ["auto", "--prefix", prefix, "maybe"], ["auto", "--prefix", prefix],
+                 ["events", "--prefix", "nosuch"], ["bogus"],
+                 ["start", "--prefix", prefix, "--hosts", "s9n9"],
+                 ["start", "--prefix", prefix, "--hosts", ""],
+                 ["start", "--prefix", prefix, "--alt", "missing.map"],
+                 ["start", "--prefix", prefix, "--alt", "bad.map"],
+                 ["start", "--prefix", prefix, "--alt", "fifo.map"]):
+        def setup(d: Path) -> None:
+            (d / "bad.map").write_text("s0n0 zero one\n")
+            os.mkfifo(d / "fifo.map")
+        cases.append(Case(f"pathmig {' '.join(args)!r}", "E", pm + args, setup=setup,
+                          post=_pathmig_stop(prefix), testbed=True, limit=120))
+    pmd = ["unshare", "-n", str(BIN / "mpilab-pathmigd")]  # a private namespace
+
+    def peers(d: Path) -> None:
+        (d / "peers").write_text("n0 10.0.0.1 10.1.0.1\nn1 10.0.0.2 10.1.0.2\n")
+        (d / "badpeers").write_text("n0 not-an-address\n")
+        (d / "sub").mkdir()
+        os.mkfifo(d / "fifo")
+
+    for args in ([], ["--node", "n0"], ["--node", "n0", "--peers", "missing"],
+                 ["--node", "n0", "--peers", "fifo"],
+                 ["--node", "n0", "--peers", "peers", "--alt", "fifo"],
+                 ["--node", "n9", "--peers", "peers"], ["--node", "", "--peers", "peers"],
+                 ["--node", "n0", "--peers", "badpeers"], ["--node", "n0", "--peers", "sub"],
+                 ["--node", "n0", "--peers", "/dev/zero"],
+                 ["--node", "n0", "--peers", "peers", "--probe-interval", "0"],
+                 ["--node", "n0", "--peers", "peers", "--probe-interval", "nan"],
+                 ["--node", "n0", "--peers", "peers", "--probe-timeout", "-5"],
+                 ["--node", "n0", "--peers", "peers", "--port", "70000"],
+                 ["--node", "n0", "--peers", "peers", "--port", "x"],
+                 ["--node", "n0", "--peers", "peers", "--alt", "missing.map"],
+                 ["--node", "n0", "--peers", "peers", "--log", "/nonexistent/d/log"],
+                 ["--node", "n0", "--peers", "peers", "--control", "/nonexistent/d/sock"],
+                 ["--node", "n0", "--peers", "peers", "extra"], ["--bogus"], ["--node"]):
+        cases.append(Case(f"mpilab-pathmigd {' '.join(args)!r}", "E", pmd + args,
+                          setup=peers, limit=30))
+    return cases
+
+
+def bench_new_option_cases() -> list[Case]:
+    b = str(BIN / "mpilab-bench")
+    cases = []
+    for args in (["--p2p-schedule", "bogus"], ["--pipeline-depth", "0"],
+                 ["--pipeline-depth", "x"], ["--pipeline-depth", "-1"],
+                 ["--loggp-or-wait", "-1"], ["--loggp-or-wait", "nan"], ["--window", "0"],
+                 ["--window", "x"], ["--pairs", "0"], ["--pairs", "1e3"],
+                 ["--poll-sweep", "bogus"], ["--poll-sweep", ""], ["--comb-msgs", "0"],
+                 ["--comb-msgs", " 4"], ["--sync", "nan"], ["--ops", "p2p", "--models", ""],
+                 ["--json", "--list", "extra"], ["--timing", ""]):
+        cases.append(Case(f"mpilab-bench {' '.join(args)!r}", "A", [b, *args], limit=120))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
 # running
 
 
@@ -559,6 +866,16 @@ def _namespaces() -> set[str]:
     return {ln.split()[0] for ln in p.stdout.splitlines() if ln.strip()}
 
 
+def _ns_procs(prefix: str | None) -> set[int]:
+    """Processes in the node namespaces of the campaign's testbed (agents, jobs)."""
+    if not prefix:
+        return set()
+    from mpilab.testbed import net
+
+    return {pid for ns in _namespaces() if ns.startswith(f"{prefix}-")
+            for pid in net.ns_pids(ns)}
+
+
 def run_case(c: Case, prefix: str | None) -> Outcome:
     d = Path(tempfile.mkdtemp(prefix="mpilab-hostile-"))
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -570,6 +887,7 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
         if c.setup:
             c.setup(d)
         ns_before = _namespaces() if c.testbed else set()
+        procs_before = _ns_procs(prefix) if c.testbed else set()
         proc = subprocess.Popen(c.argv, cwd=d, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
@@ -583,7 +901,8 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
         text = err.decode("utf-8", "replace")
         if c.testbed:
             time.sleep(0.5)
-            left = _job_pids(prefix) if prefix else []
+            left = sorted(set(_job_pids(prefix) if prefix else [])
+                          | (_ns_procs(prefix) - procs_before))
             # namespaces this case could have made (other testbeds come and go meanwhile)
             mine = [f"{prefix}-", "zz9-"] + [f"{a}-" for k, a in enumerate(c.argv)
                                               if k and c.argv[k - 1] == "--prefix"]
@@ -595,7 +914,7 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
         clob = c.post(d) if c.post else None
         if clob:
             return Outcome(c, "clobbered", clob, secs)
-        if "Traceback (most recent call last)" in text:
+        if "Traceback (most recent call last)" in text or "internal error (" in text:
             return Outcome(c, "traceback", text.strip().splitlines()[-1][:160], secs)
         if c.expect_ok:
             if proc.returncode == 0:
@@ -615,9 +934,10 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
 
 def all_cases(prefix: str | None) -> list[Case]:
     cases = (results_cases() + cli_cases() + bench_tool_cases() + wavefront_cases()
-             + delayline_cases())
+             + delayline_cases() + selftest_cases() + disk_cases() + multilane_cases()
+             + bench_new_option_cases())
     if prefix:
-        cases += testbed_cases(prefix)
+        cases += testbed_cases(prefix) + multilane_testbed_cases(prefix) + pathmig_cases(prefix)
     names = [c.name for c in cases]
     dup = [n for n, k in Counter(names).items() if k > 1]
     assert not dup, f"duplicate case names: {dup}"

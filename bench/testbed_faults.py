@@ -76,14 +76,18 @@ def one_job(k: int, rng: random.Random, a: argparse.Namespace, sp: Spec,
             "--fault-grace", str(a.grace) if watch else "none", "--",
             find_tool("mpilab-tb-pingpong"), "--count", "1000000000", "--bytes", "20000",
             "--progress", "20"]
+    tracefile = Path(a.trace_dir) / f"job{k}.trace"
+    tracefile.unlink(missing_ok=True)
     t0 = time.monotonic()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+    t0_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
+    proc = subprocess.Popen(args, env=dict(env, **{jobctl.TRACE_ENV: str(tracefile)}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     assert proc.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     seen = 0
     injected = None
+    injected_boot = 0.0
     started: float | None = None
     while proc.poll() is None and time.monotonic() - t0 < timeout + 60:
         if sel.select(timeout=0.5):
@@ -96,6 +100,7 @@ def one_job(k: int, rng: random.Random, a: argparse.Namespace, sp: Spec,
                     started = job_start(sp.prefix, proc.pid)
                     faults.fail(sp, f"{victim}:0", mode)
                     injected = time.monotonic()
+                    injected_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
                     break
     try:
         _, err = proc.communicate(timeout=timeout + 60)
@@ -118,6 +123,17 @@ def one_job(k: int, rng: random.Random, a: argparse.Namespace, sp: Spec,
               f"(limit {timeout:g}+10; mpilab {whole:5.1f} s with start-up), "
               f"{'-' if injected is None else f'{time.monotonic() - injected:4.1f}'} s after "
               f"the fault; left {len(left)}; {why}")
+    if not ok:  # the timeline, seconds from the start of the job's first process
+        zero = started if started is not None else t0_boot
+        events = [(t0_boot, "mpilab started (bench)"), (injected_boot, "fault injected"),
+                  (ended_boot, "mpilab ended (bench)")] if injected else []
+        try:
+            for ln in tracefile.read_text().splitlines():
+                t, _, ev = ln.split(" ", 2)
+                events.append((float(t), "jobctl: " + ev))
+        except (OSError, ValueError):
+            events.append((zero, "(no jobctl trace)"))
+        detail += "".join(f"\n    {t - zero:+7.2f} s  {ev}" for t, ev in sorted(events))
     return ok, detail
 
 
@@ -131,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-only", type=float, default=25.0,
                     help="--timeout of the jobs without it")
     ap.add_argument("--grace", type=float, default=5.0)
+    ap.add_argument("--trace-dir", default="/tmp",
+                    help="where the jobs' jobctl timelines go (printed for a job that fails)")
     a = ap.parse_args(argv)
     sp = net.current_spec(a.testbed)
     if sp.sites < 2:

@@ -416,6 +416,27 @@ int main(int argc, char **argv)
                         "one MOUNTPOINT are required\n", prog);
         return 2;
     }
+    if (stats_path[0]) {
+        /* rewritten every 20 ms through a rename: only a regular file or a new name (a
+           FIFO or device would be replaced); absolute, because FUSE changes the working
+           directory to / (a relative name ended up in /) */
+        struct stat sst;
+        if (stat(stats_path, &sst) == 0 && !S_ISREG(sst.st_mode)) {
+            fprintf(stderr, "%s: --stats %s: not a regular file\n", prog, stats_path);
+            return 2;
+        }
+        if (stats_path[0] != '/') {
+            char cwd[4096];
+            size_t lc, lr = strlen(stats_path);
+            if (!getcwd(cwd, sizeof cwd) || (lc = strlen(cwd)) + 1 + lr + 8 >= sizeof stats_path) {
+                fprintf(stderr, "%s: --stats %s: path too long\n", prog, stats_path);
+                return 2;
+            }
+            memmove(stats_path + lc + 1, stats_path, lr + 1);
+            memcpy(stats_path, cwd, lc);
+            stats_path[lc] = '/';
+        }
+    }
     bfd = open(backing, O_RDONLY | O_DIRECTORY);
     if (bfd < 0) {
         fprintf(stderr, "%s: %s: %s\n", prog, backing, strerror(errno));

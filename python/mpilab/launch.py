@@ -89,8 +89,23 @@ class Launcher:
         return fallback
 
     def check_np(self, np: int) -> None:
-        """Refuse a rank count that srun could never start (it would wait forever)."""
-        if self.name != "srun" or np < 1:
+        """Refuse a rank count that the launcher could never start: beyond srun's slots
+        (it would wait forever), or, for mpirun/mpiexec on this node only (no host list
+        in the launcher arguments), beyond what this machine can start (it would fork
+        until memory or process ids run out)."""
+        if np < 1:
+            return
+        if self.name != "srun":
+            hosts = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f",
+                     "--host", "-host", "-H", "-hosts", "--hosts")
+            if any(a.split("=", 1)[0] in hosts for a in self.extra):
+                return
+            from mpilab.testbed.launch import max_ranks
+
+            most, why = max_ranks(1)
+            if np > most:
+                raise MpilabError(f"--np {np}: this machine can start at most {most} ranks "
+                                  f"({why})")
             return
         if any(a in ("--overcommit", "-O") for a in self.extra):
             return

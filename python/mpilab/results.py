@@ -624,8 +624,11 @@ def _loggp(w: _Where, models: dict[str, Any] | None,
     return pairs, [_prediction(p) for p in lg.get("predictions", [])]
 
 
-def parse(text: str, name: str) -> Results:
-    """Validate the text of a results file; `name` is used in error messages."""
+def strict_json(text: str, name: str) -> Any:
+    """The JSON document in `text` under RFC 8259's number rules: NaN, Infinity and
+    numbers outside the range of a double are refused. Any problem is one MpilabError
+    line naming `name` and the line. Shared by every mpilab JSON input (results files,
+    multilane documents)."""
     try:
         doc = json.loads(text, parse_float=_parse_float, parse_int=_parse_int,
                          parse_constant=_parse_constant)
@@ -634,12 +637,31 @@ def parse(text: str, name: str) -> Results:
         raise MpilabError(msg) from None
     except RecursionError:
         raise MpilabError(f"{name}: malformed JSON: nested too deeply") from None
-    w = _Where(name, text)
     bad = _find_bad(doc, ())
     if bad is not None:
         tok = bad[1].token
         tok = tok if len(tok) <= 40 else f"{tok[:20]}...({len(tok)} characters)"
-        raise w.fail(bad[0], f"{tok} {bad[1].why}")
+        raise _Where(name, text).fail(bad[0], f"{tok} {bad[1].why}")
+    return doc
+
+
+def read_json(path: str | os.PathLike[str], what: str, limit: int) -> tuple[Any, str]:
+    """(document, text) of a JSON file: a regular file of at most `limit` bytes, UTF-8,
+    strict_json's number rules; one-line MpilabError otherwise."""
+    name = str(path)
+    data = read_regular(path, what, limit)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise MpilabError(f"{name}:{line}: not UTF-8 text") from None
+    return strict_json(text, name), text
+
+
+def parse(text: str, name: str) -> Results:
+    """Validate the text of a results file; `name` is used in error messages."""
+    doc = strict_json(text, name)
+    w = _Where(name, text)
     if not isinstance(doc, dict):
         raise MpilabError(f"{name}:1: expected a JSON object at the top level")
     if "schema" not in doc:

@@ -150,11 +150,30 @@ static void refresh_paths(agent_t *ag)
                                                     ag->nodes[p].addr[r] != 0);
 }
 
+/* fopen for reading, of a regular file only: a FIFO would block the agent's start and
+   /dev/zero would never end. NULL with errno set (EINVAL: not a regular file). */
+static FILE *fopen_regular(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return NULL;
+    if (!S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        return NULL;
+    }
+    return fopen(path, "r");
+}
+
+static const char *open_error(int e)
+{
+    return e == EINVAL ? "not a regular file" : strerror(e);
+}
+
 static int read_peers(agent_t *ag, char *err, size_t errlen)
 {
-    FILE *f = fopen(ag->peers_path, "r");
+    FILE *f = fopen_regular(ag->peers_path);
     if (!f) {
-        snprintf(err, errlen, "%s: %s", ag->peers_path, strerror(errno));
+        snprintf(err, errlen, "%s: %s", ag->peers_path, open_error(errno));
         return -1;
     }
     char line[512];
@@ -223,10 +242,10 @@ static int read_alt(agent_t *ag, char *err, size_t errlen)
         ag->ctx.alt_auto = 1;
         return 0;
     }
-    FILE *f = fopen(ag->alt_spec, "r");
+    FILE *f = fopen_regular(ag->alt_spec);
     if (!f) {
         snprintf(err, errlen, "--alt %s: %s (expected default, auto or a map file)",
-                 ag->alt_spec, strerror(errno));
+                 ag->alt_spec, open_error(errno));
         return -1;
     }
     char line[256], name[64], extra[8];
@@ -1125,6 +1144,14 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
                                    ag->ctx.auto_migrate, "alt",
                                    ag->alt_spec ? ag->alt_spec : "default", "peers", nodes));
     if (ag->pid_path) {
+        /* written to a temporary name and renamed: only onto a regular file or a new
+           name (a FIFO or device would be replaced by a regular file) */
+        struct stat pst;
+        if (stat(ag->pid_path, &pst) == 0 && !S_ISREG(pst.st_mode)) {
+            fprintf(stderr, "mpilab-pathmigd: --pidfile %s: not a regular file\n",
+                    ag->pid_path);
+            return 2;
+        }
         char tmp[4200];
         snprintf(tmp, sizeof(tmp), "%s.tmp", ag->pid_path);
         FILE *f = fopen(tmp, "w");

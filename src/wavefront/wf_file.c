@@ -437,6 +437,14 @@ int mpilab_wf_stale_temps(const char *out, int remove, char *list, size_t listle
 
 static int out_create(outfile *o, const char *path, const wf_hdr *h, char *err, size_t errlen)
 {
+    /* written to PATH.tmp.PID and renamed: only onto a regular file or a new name (a
+       FIFO, a device such as /dev/null, or a directory would be replaced or fail late) */
+    struct stat pst;
+    if (stat(path, &pst) == 0 && !S_ISREG(pst.st_mode)) {
+        ERR("%s: %s, expected a matrix file (a regular file)", path,
+            S_ISDIR(pst.st_mode) ? "is a directory" : "is not a regular file");
+        return -1;
+    }
     /* temporary files of an earlier run of ours that was killed are removed first */
     if (mpilab_wf_stale_temps(path, 1, NULL, 0, err, errlen) < 0)
         return -1;

@@ -122,24 +122,25 @@ def mutate_text(rng: random.Random, text: str) -> str:
     return "".join(b)
 
 
-def check(text: str, render: bool) -> str | None:
-    """None if the invariant holds, else a description of the failure."""
+def check(text: str, render: bool | None) -> tuple[bool, str | None]:
+    """(accepted, failure): failure None if the invariant holds, else a description.
+    `render`: render an accepted input (None: render nothing)."""
     try:
         r = results.parse(text, NAME)
     except MpilabError as e:
         msg = str(e)
         if "\n" in msg or "\r" in msg or not msg.startswith(NAME):
-            return f"MpilabError not one line naming the file: {msg!r}"
-        return None
+            return False, f"MpilabError not one line naming the file: {msg!r}"
+        return False, None
     except Exception:  # noqa: BLE001 - any other exception is the finding
-        return traceback.format_exc()
+        return False, traceback.format_exc()
     if render:
         from mpilab.report import render_report
         try:
             render_report(r)
         except Exception:  # noqa: BLE001
-            return traceback.format_exc()
-    return None
+            return True, traceback.format_exc()
+    return True, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(a.seed)
     pool = seeds()
     for s in pool:
-        bad = check(s, False)
+        _, bad = check(s, False)
         if bad:
             sys.stderr.write(f"seed rejected by the invariant:\n{bad}\n")
             return 1
@@ -171,15 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         base = rng.choice(pool)
         text = mutate_doc(rng, base) if rng.random() < 0.5 else mutate_text(rng, base)
         n += 1
-        render = False
-        try:
-            results.parse(text, NAME)
-            accepted += 1
-            render = a.render_every > 0 and accepted % a.render_every == 0
-        except Exception:  # noqa: BLE001 - check() decides
-            pass
-        bad = check(text, render)
-        rendered += render
+        # render the K-th accepted input: the next accepted one once `accepted` is due
+        render = a.render_every > 0 and (accepted + 1) % a.render_every == 0
+        ok, bad = check(text, render)  # one parse per input
+        accepted += ok
+        rendered += ok and render
         if bad:
             out = Path(a.failures)
             out.mkdir(parents=True, exist_ok=True)

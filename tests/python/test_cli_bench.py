@@ -173,7 +173,7 @@ def test_bench_end_to_end_real_runner(run_cli: Callable[..., Any], tmp_path: Pat
     env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
     p = run_cli("bench", "--np", "2", "--out", "e2e.json", "--report", "--",
                 "--ops", "p2p,scatter:linear", "--sizes", "0,1K", "--timing", "max",
-                "--min-reps", "2", "--max-reps", "3", "--quiet", env=env, timeout=240)
+                "--min-reps", "2", "--max-reps", "3", "--quiet", env=env, timeout=600)
     assert p.returncode == 0, p.stderr
     r = results.load(tmp_path / "e2e.json")
     assert r.provenance.get("ranks") == 2
@@ -194,7 +194,7 @@ def test_bench_real_runner_bad_op(run_cli: Callable[..., Any], tmp_path: Path) -
     env = cli_env()
     env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
     p = run_cli("bench", "--np", "2", "--out", "bad.json", "--", "--ops", "nosuchop",
-                env=env, timeout=120)
+                env=env, timeout=600)
     assert p.returncode != 0
     assert "nosuchop" in p.stderr
     assert not (tmp_path / "bad.json").exists()
@@ -274,7 +274,7 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
 def test_runner_models_bad_value_one_line_no_output(tmp_path: Path, args: list[str],
                                                      expected: str) -> None:
     p = _run_runner(tmp_path, 2, "--ops", "p2p", "--sizes", "0,1K", *args, "--out", "o.json",
-                    timeout=120)
+                    timeout=600)
     assert p.returncode == 2, p.stderr
     assert _one_line(p.stderr) == f"mpilab-bench: {expected}"
     assert not (tmp_path / "o.json").exists()
@@ -393,7 +393,7 @@ def test_runner_loggp_binomial_predictions(run_cli: Callable[..., Any], tmp_path
 @needs_runner
 def test_runner_default_has_no_loggp(tmp_path: Path) -> None:
     p = _run_runner(tmp_path, 2, "--ops", "p2p", "--sizes", "0,1K", "--min-reps", "2",
-                    "--max-reps", "3", "--quiet", "--out", "d.json", timeout=120)
+                    "--max-reps", "3", "--quiet", "--out", "d.json", timeout=600)
     assert p.returncode == 0, p.stderr
     r = results.load(tmp_path / "d.json")
     assert r.loggp == [] and "loggp" not in r.raw["models"] and len(r.hockney) == 1

@@ -39,5 +39,5 @@ def test_the_invariant_catches_a_traceback(monkeypatch: pytest.MonkeyPatch) -> N
         raise OverflowError("int too large to convert to float")
 
     monkeypatch.setattr(fz.results, "parse", boom)
-    bad = fz.check("{}", False)
-    assert bad and "OverflowError" in bad
+    accepted, bad = fz.check("{}", False)
+    assert not accepted and bad and "OverflowError" in bad

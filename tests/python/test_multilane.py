@@ -149,7 +149,10 @@ def test_report_page(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mutate,needle", [
-    (lambda d: "{nope", ":1: not JSON"),
+    (lambda d: "{nope", ":1: malformed JSON"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "wall_start": "noon"}]}, "'wall_start' must"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": True}]}, "'lanes' must be null"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "wall_end": float("nan")}]}, "RFC 8259"),
     (lambda d: {**d, "schema": "mpilab.results/1"}, "not a mpilab.multilane/1 document"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "times": [0.1, -1]}]}, "non-positive time"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": 0}]}, "'lanes' must be null"),

@@ -209,7 +209,7 @@ def test_report_to_a_dash_writes_stdout(synthetic_results: Callable[..., dict[st
                                         write_json: Callable[..., Path],
                                         run_cli: Callable[..., Any]) -> None:
     f = write_json(_doc(synthetic_results))
-    p = run_cli("report", str(f), "-o", "-", timeout=120, cwd=f.parent)
+    p = run_cli("report", str(f), "-o", "-", timeout=600, cwd=f.parent)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("<!DOCTYPE html>")
     assert not (f.parent / "-").exists()

@@ -107,9 +107,8 @@ def _run(args: argparse.Namespace) -> int:
         from mpilab.testbed import jobctl
 
         tag = jobctl.new_tag(args.testbed)
-        proc = subprocess.Popen(j.cmd, env=dict(j.env, **{jobctl.JOB_ENV: tag}),
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None)
+        proc, cg = jobctl.start(j.cmd, tag, j.env, stdin=subprocess.DEVNULL)
+        status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None, cg=cg)
     else:
         proc = subprocess.Popen(j.cmd, env=j.env)
         try:

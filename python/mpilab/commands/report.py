@@ -40,10 +40,6 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
                 label_by: str | None = None, static: bool = False) -> Path:
     """Load, validate and render one results file (a run report) or several (a comparison);
     nothing is written unless everything succeeded."""
-    from mpilab.fsutil import atomic_write_text
-    from mpilab.report import build_report
-    from mpilab.report.compare import Run, labels_for, render_comparison
-
     paths = [str(results_path)] if isinstance(results_path, str | Path) else list(results_path)
     if len(paths) > 1 and matrix_sizes is not None:
         raise MpilabError("--matrix-sizes applies to the report of one results file")
@@ -56,6 +52,11 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
         target = default_html(paths[0]) if len(paths) == 1 else default_compare_html(paths[0])
     check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
     loaded = [results.load(p) for p in paths]
+    # the report modules (matplotlib, plotting): only once the input is good
+    from mpilab.fsutil import atomic_write_text
+    from mpilab.report import build_report
+    from mpilab.report.compare import Run, labels_for, render_comparison
+
     try:
         if len(loaded) == 1:
             build_report(loaded[0], target, matrix_sizes, static)

@@ -16,13 +16,18 @@ from mpilab.errors import MpilabError
 
 
 def _prefix(args: argparse.Namespace) -> str:
-    p = args.prefix or os.environ.get("MPILAB_DISK_PREFIX") or specmod.DEFAULT_PREFIX
-    if not specmod.PREFIX_RE.match(p):
-        raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
+    # an empty --prefix is a mistake, not "the default" (it removed the default's disks);
+    # fullmatch: the pattern's $ also matches before a trailing newline
+    p = (args.prefix if args.prefix is not None
+         else os.environ.get("MPILAB_DISK_PREFIX") or specmod.DEFAULT_PREFIX)
+    if not specmod.PREFIX_RE.fullmatch(p):
+        raise MpilabError(f"--prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
     return p
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.prefix is not None:
+        _prefix(args)  # checked before the spec is read
     sp = specmod.load(args.spec, args.prefix)
     st = dev.up(sp)
     for name, info in st["disks"].items():

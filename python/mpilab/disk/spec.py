@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mpilab.errors import MpilabError
+from mpilab.fsutil import read_regular
 from mpilab.testbed.spec import _Ctx, _int_in, _str
 
 DEFAULT_PREFIX = "mdk"
@@ -48,7 +49,8 @@ MIN_SIZE = 64 * 1024**2
 
 
 def parse_size(v: object) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgKMG]?)\s*", str(v)) if not isinstance(v, bool) else None
+    # ASCII digits only ('٣' is a digit to \d and to int()), no blanks: the strict rule
+    m = re.fullmatch(r"([0-9]+)([kmgKMG]?)", str(v)) if not isinstance(v, bool) else None
     if not m:
         raise ValueError("expected a size such as 512M or 2G")
     return int(m.group(1)) * _SIZE[m.group(2).lower()]
@@ -56,7 +58,7 @@ def parse_size(v: object) -> int:
 
 def parse_rate(v: object) -> int:
     """Bytes per second from "150MB" (10^6) or "150MiB" (2^20) (optional "/s")."""
-    m = (re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?i?[bB])?(?:/s)?\s*", str(v))
+    m = (re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([kKmMgG]?i?[bB])?(?:/s)?", str(v))
          if not isinstance(v, bool) else None)
     if not m:
         raise ValueError("expected a rate in bytes/s such as 150MB or 100MiB")
@@ -67,7 +69,7 @@ def parse_rate(v: object) -> int:
 
 
 def parse_time(v: object) -> float:
-    m = (re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|ms|us)\s*", str(v))
+    m = (re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(s|ms|us)", str(v))
          if not isinstance(v, bool) else None)
     if not m:
         raise ValueError("expected a time such as 8ms")
@@ -154,7 +156,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
             raise ctx.err("", "memory_limit", f"{data['memory_limit']!r}: {e}") from None
         if sp.memory_limit < 16 * 1024**2:
             raise ctx.err("", "memory_limit", "at least 16M")
-    if not PREFIX_RE.match(sp.prefix):
+    if not PREFIX_RE.fullmatch(sp.prefix):
         raise ctx.err("", "prefix", f"{sp.prefix!r}: must be 1-6 characters a-z0-9, "
                       "starting with a letter")
     disks = data.get("disk")
@@ -179,7 +181,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
         if "name" not in t:
             raise ctx.err("disk", "", "name is required", i)
         name = get("name", _str, "")
-        if not NAME_RE.match(name) or name in names:
+        if not NAME_RE.fullmatch(name) or name in names:
             raise ctx.err("disk", "name", f"{name!r}: must be 1-6 characters a-z0-9 and unique",
                           i)
         names.add(name)
@@ -211,9 +213,9 @@ def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
 
 
 def load(path: str, prefix: str | None = None) -> DiskSpec:
+    data = read_regular(path, "disk spec", 16 << 20)  # a FIFO would block, /dev/zero not end
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise MpilabError(f"{path}: cannot read: {e.strerror}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MpilabError(f"{path}: not UTF-8 text") from None
     return load_text(text, path, prefix or os.environ.get("MPILAB_DISK_PREFIX"))

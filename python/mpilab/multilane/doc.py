@@ -4,7 +4,6 @@ the report and the bench script derive from them."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -12,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from mpilab.errors import MpilabError
+from mpilab.results import read_json
 
 SCHEMA = "mpilab.multilane/1"
+MAX_DOC_BYTES = 256 << 20
 
 
 @dataclass
@@ -60,15 +61,8 @@ def _num(v: Any) -> bool:
 
 def load(path: str | Path) -> Doc:
     p = str(path)
-    try:
-        with open(p, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise MpilabError(f"{p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise MpilabError(f"{p}: not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise MpilabError(f"{p}:{e.lineno}: not JSON: {e.msg}") from None
+    # a regular file only (a FIFO would block), RFC 8259 numbers (no NaN, Infinity, 1e400)
+    data, _ = read_json(p, "multilane document", MAX_DOC_BYTES)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise MpilabError(f"{p}: not a {SCHEMA} document (schema "
                           f"{data.get('schema') if isinstance(data, dict) else None!r})")
@@ -92,13 +86,19 @@ def load(path: str | Path) -> Doc:
         if not isinstance(b, int) or isinstance(b, bool) or b < 0:
             raise MpilabError(f"{where}: 'bytes' must be a non-negative integer")
         lanes = r.get("lanes")
-        if lanes is not None and (not isinstance(lanes, int) or lanes < 1):
+        if lanes is not None and (not isinstance(lanes, int) or isinstance(lanes, bool)
+                                  or lanes < 1):
             raise MpilabError(f"{where}: 'lanes' must be null or a positive integer")
         pp, ps = r.get("predicted_paper"), r.get("predicted_sim")
+        for key in ("wall_start", "wall_end", "predicted_paper", "predicted_sim"):
+            if r.get(key) is not None and not _num(r[key]):
+                raise MpilabError(f"{where}: '{key}' must be null or a number")
         doc.runs.append(Run(r["op"], r["impl"], lanes, b, [float(t) for t in ts],
                             float(r.get("wall_start") or 0), float(r.get("wall_end") or 0),
                             float(pp) if _num(pp) else None, float(ps) if _num(ps) else None,
                             _phases(r, "phases", where), _phases(r, "phases_sim", where)))
+    if data.get("testbed") is not None and not isinstance(data["testbed"], dict):
+        raise MpilabError(f"{p}: 'testbed' must be null or an object")
     m = data.get("model")
     if m is not None:
         if not isinstance(m, dict):

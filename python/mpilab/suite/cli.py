@@ -11,7 +11,7 @@ from typing import Any
 
 from mpilab import launch, units
 from mpilab.errors import MpilabError
-from mpilab.suite import report, transports
+from mpilab.suite import transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
 
 QUICK = {"sizes": "1,64,1K,16K,256K,1M", "max_reps": 20, "poll_sweep": "0,1000,100000",
@@ -51,6 +51,10 @@ def plan_from(args: argparse.Namespace) -> Plan:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    # imported here: it loads matplotlib (about 1 s, far more on a loaded machine), which
+    # every other mpilab command would otherwise pay at start-up
+    from mpilab.suite import report
+
     if args.from_dir:
         if args.transport:
             raise MpilabError("--from rebuilds the report from stored results; "

@@ -6,9 +6,20 @@ SIGINT.
 Every process of a job carries `MPILAB_TESTBED_JOB=<tag>` in its environment (mpirun passes
 its environment to the rsh agent, `ip netns exec` and orted keep it, the ranks inherit it),
 so ending a job finds exactly its own processes in /proc, whatever namespace they are in,
-and never touches another job's. Signals: SIGTERM to the daemons and ranks, then SIGKILL
-to everything left after a grace period; mpirun gets only SIGKILL (while an abort is in
-progress, Open MPI's mpirun takes SIGINT or SIGTERM as "terminate forcibly" and crashes).
+and never touches another job's. Where a cgroup v2 hierarchy is writable (root; the
+unified hierarchy of a hybrid cgroup v1 system counts), a job is also started in its own
+cgroup (`<v2 root>/mpilab/<tag>`): listing the job is then one read of cgroup.procs
+instead of a scan of every process's environment (seconds on a loaded machine), and the
+final kill is one write to cgroup.kill, which the kernel applies to every process of the
+cgroup at once, forks in flight included. Signals: SIGTERM to the daemons and ranks, then
+SIGKILL to everything left after a grace period; mpirun gets only SIGKILL (while an abort
+is in progress, Open MPI's mpirun takes SIGINT or SIGTERM as "terminate forcibly" and
+crashes). `testbed down` ends and removes any job cgroup of its prefix left by an mpilab
+that was itself killed (SIGKILL cannot be caught).
+
+$MPILAB_JOBCTL_TRACE=FILE appends a timeline of each supervised job (CLOCK_BOOTTIME
+seconds, one event a line: start, limit/stall/signal, each step of ending it, exit) to
+FILE: bench/testbed_faults.py prints it for any job that missed its bound.
 
 Stalls are found from the fault log (faults.jsonl, written by `testbed fail`/`heal` and the
 fault schedulers): a link the job uses (rail 0 carries Open MPI's out-of-band channel, plus
@@ -45,6 +56,137 @@ DEFAULT_TIMEOUT = 1800.0
 DEFAULT_FAULT_GRACE = 30.0
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL
 POLL = 0.25
+TRACE_ENV = "MPILAB_JOBCTL_TRACE"
+CGROUP_DIR = "mpilab"  # job cgroups: <cgroup v2 root>/mpilab/<tag>
+
+
+def trace(tag: str, event: str) -> None:
+    """One timeline line to $MPILAB_JOBCTL_TRACE (nothing when unset; never fails)."""
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "a") as f:
+            f.write(f"{time.clock_gettime(time.CLOCK_BOOTTIME):.3f} {tag} {event}\n")
+    except OSError:
+        pass
+
+
+def cgroup2_root() -> Path | None:
+    """The mount point of the cgroup v2 hierarchy if this process may make cgroups in it
+    (root; /sys/fs/cgroup on a v2 system, /sys/fs/cgroup/unified on a hybrid one)."""
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [ln.split() for ln in f]
+    except OSError:
+        return None
+    for m in mounts:
+        if len(m) > 2 and m[2] == "cgroup2":
+            root = Path(m[1])
+            if os.access(root, os.W_OK) and (root / "cgroup.procs").exists():
+                return root
+    return None
+
+
+def job_cgroup(tag: str) -> Path | None:
+    """A new, empty cgroup for the job `tag`, or None where none can be made (the job
+    is then found through its environment tag alone). The kill file (cgroup.kill, Linux
+    5.14) is required: without it a cgroup would not shorten the ending of a job."""
+    root = cgroup2_root()
+    if root is None:
+        return None
+    cg = root / CGROUP_DIR / tag
+    try:
+        cg.mkdir(parents=True)
+    except OSError:
+        return None
+    if not (cg / "cgroup.kill").exists():
+        _remove_cgroup(cg)
+        return None
+    return cg
+
+
+def cgroup_pids(cg: Path) -> list[int]:
+    try:
+        return [int(x) for x in (cg / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _populated(cg: Path) -> bool:
+    try:
+        return "populated 1" in (cg / "cgroup.events").read_text()
+    except OSError:
+        return False
+
+
+def _remove_cgroup(cg: Path) -> bool:
+    try:
+        cg.rmdir()
+        return True
+    except OSError:
+        return False
+
+
+def kill_cgroup(cg: Path, wait: float = 5.0) -> bool:
+    """SIGKILL every process of the cgroup at once (cgroup.kill), wait until it is empty
+    (at most `wait` seconds) and remove it. True when it is gone."""
+    try:
+        (cg / "cgroup.kill").write_text("1")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    end = time.monotonic() + wait
+    while _populated(cg) and time.monotonic() < end:
+        time.sleep(0.02)
+    return _remove_cgroup(cg)
+
+
+def prefix_cgroups(prefix: str, stale_only: bool = True) -> list[Path]:
+    """Job cgroups of testbed `prefix` (tags `prefix-PID-hex`): those whose mpilab is gone,
+    or all of them."""
+    root = cgroup2_root()
+    if root is None or not (root / CGROUP_DIR).is_dir():
+        return []
+    out = []
+    for cg in sorted((root / CGROUP_DIR).iterdir()):
+        rest = cg.name[len(prefix) + 1:].split("-")
+        if (cg.name.startswith(prefix + "-") and len(rest) == 2 and rest[0].isdecimal()
+                and rest[0].isascii() and not (stale_only and pid_alive(int(rest[0])))):
+            out.append(cg)
+    return out
+
+
+def reap_cgroups(prefix: str, stale_only: bool = True) -> int:
+    """End and remove the job cgroups of `prefix` (by default only stale ones: an mpilab
+    killed by SIGKILL leaves its job running there). Returns how many processes were in
+    them."""
+    n = 0
+    for cg in prefix_cgroups(prefix, stale_only):
+        n += len(cgroup_pids(cg))
+        kill_cgroup(cg)
+    return n
+
+
+def start(cmd: list[str], tag: str, env: dict[str, str], **popen: object
+          ) -> tuple[subprocess.Popen[bytes], Path | None]:
+    """Start a job's first process in its own session (and its own cgroup where one can
+    be made: the process moves itself into it before exec'ing CMD, so nothing it starts
+    is outside). Returns the process and the cgroup (None without one)."""
+    cg = job_cgroup(tag)
+    if cg is not None:
+        cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cg / "cgroup.procs"),
+               *cmd]
+    try:
+        proc = subprocess.Popen(cmd, env=dict(env, **{JOB_ENV: tag}), start_new_session=True,
+                                **popen)  # type: ignore[call-overload]
+    except BaseException:
+        if cg is not None:
+            _remove_cgroup(cg)
+        raise
+    trace(tag, f"start pid {proc.pid} cgroup {cg if cg is not None else '-'}")
+    return proc, cg
 
 
 def new_tag(prefix: str) -> str:
@@ -113,13 +255,16 @@ def _comm(pid: int) -> str:
 LAUNCHERS = ("mpirun", "orterun", "mpiexec")
 
 
-def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) -> int:
-    """End the job started as `proc` (its own session) and every process carrying `tag`:
-    SIGTERM to the ranks and daemons (they may clean up), SIGKILL to whatever is left after
-    `grace` seconds. mpirun itself only ever gets SIGKILL: once an abort is in progress it
-    takes any other signal as "terminate forcibly" and crashes in PMIx_Finalize. Returns
-    how many processes were still left afterwards (0 unless something is stuck in the
-    kernel)."""
+def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE,
+            cg: Path | None = None) -> int:
+    """End the job started as `proc` (its own session) and every process carrying `tag`
+    (or, with `cg`, every process of its cgroup): SIGTERM to the ranks and daemons (they
+    may clean up), SIGKILL to whatever is left after `grace` seconds. mpirun itself only
+    ever gets SIGKILL: once an abort is in progress it takes any other signal as
+    "terminate forcibly" and crashes in PMIx_Finalize. Returns how many processes were
+    still left afterwards (0 unless something is stuck in the kernel)."""
+    if cg is not None:
+        return _end_cgroup(proc, tag, grace, cg)
     def group(sig: int) -> None:
         try:
             os.killpg(proc.pid, sig)
@@ -151,6 +296,24 @@ def end_job(proc: subprocess.Popen[bytes], tag: str, grace: float = KILL_GRACE) 
     except subprocess.TimeoutExpired:
         pass
     return len([p for p in known if pid_alive(p)])
+
+
+def _end_cgroup(proc: subprocess.Popen[bytes], tag: str, grace: float, cg: Path) -> int:
+    pids = cgroup_pids(cg)
+    _signal_all([p for p in pids if p != proc.pid and _comm(p) not in LAUNCHERS],
+                signal.SIGTERM)
+    trace(tag, f"SIGTERM to {len(pids)} process(es) but the launcher")
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _populated(cg):
+        proc.poll()  # reap the launcher if it ended: a zombie keeps the cgroup populated
+        time.sleep(0.05)
+    gone = kill_cgroup(cg)
+    trace(tag, "cgroup killed" + ("" if gone else "; not empty after 5 s"))
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    return 0 if gone else max(1, len(cgroup_pids(cg)))
 
 
 def _iso(t: float) -> str:
@@ -254,10 +417,12 @@ HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def supervise(proc: subprocess.Popen[bytes], tag: str, timeout: float,
-              watch: FaultWatch | None, started: float | None = None) -> int:
+              watch: FaultWatch | None, started: float | None = None,
+              cg: Path | None = None) -> int:
     """Wait for the job; end it on time-out, stall or signal. Returns its exit status, 124
     after a time-out, 125 after a stall, 128+N after signal N; each of those with one line
-    on stderr. `started`: time.monotonic() just before the job was started."""
+    on stderr. `started`: time.monotonic() just before the job was started; `cg`: the
+    job's cgroup from start()."""
     started = time.monotonic() if started is None else started
     old = {s: signal.signal(s, _raise) for s in HANDLED}
     reason, status = None, 0
@@ -269,7 +434,11 @@ def supervise(proc: subprocess.Popen[bytes], tag: str, timeout: float,
                 except subprocess.TimeoutExpired:
                     pass
                 else:
-                    left = [p for p in job_pids(tag) if pid_alive(p)]
+                    trace(tag, f"launcher exited {rc}")
+                    left = [p for p in (cgroup_pids(cg) if cg is not None else job_pids(tag))
+                            if pid_alive(p)]
+                    if cg is not None:
+                        kill_cgroup(cg)
                     if left:  # mpirun is gone; a daemon or rank of the job is not
                         _signal_all(left, signal.SIGKILL)
                         sys.stderr.write(f"mpilab: run: the job left {len(left)} "
@@ -292,10 +461,12 @@ def supervise(proc: subprocess.Popen[bytes], tag: str, timeout: float,
         # cleanup is bounded (a few seconds) and not interrupted by a second signal
         for s in HANDLED:
             signal.signal(s, signal.SIG_IGN)
-        left = end_job(proc, tag)
+        trace(tag, f"ending ({status}): {reason}")
+        left = end_job(proc, tag, cg=cg)
         if left:
             reason += f"; {left} process(es) of the job could not be killed"
         sys.stderr.write(f"mpilab: run: {reason}\n")
+        trace(tag, "ended")
         return status
     finally:
         for s, h in old.items():

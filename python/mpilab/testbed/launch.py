@@ -215,10 +215,8 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
     cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion) + list(program)
     tag = jobctl.new_tag(spec.prefix)
-    env = dict(mpi_env(), **{jobctl.JOB_ENV: tag})
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
                               spec.rails, mptcp, grace, time.time())
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                            start_new_session=True)
-    return jobctl.supervise(proc, tag, limit, watch, started)
+    proc, cg = jobctl.start(cmd, tag, mpi_env(), stdin=subprocess.DEVNULL, stdout=stdout)
+    return jobctl.supervise(proc, tag, limit, watch, started, cg)

@@ -449,6 +449,11 @@ def down(prefix: str) -> list[str]:
     if sched:
         kill_pids(sched, grace=1.0)
         removed.append(f"{len(sched)} fault scheduler(s)")
+    from mpilab.testbed import jobctl
+
+    jobs = jobctl.reap_cgroups(prefix, stale_only=False)  # whole jobs, wherever they run
+    if jobs:
+        removed.append(f"{jobs} process(es) of jobs")
     namespaces = list_namespaces(prefix)
     pids = sorted({p for ns in namespaces for p in ns_pids(ns)})
     if pids:
