@@ -22,6 +22,11 @@ json_t *mpilab_quality_param(const mpilab_param_t *p);
  * <= 0 excluded), "no_valid_samples". An empty array when all is well. */
 json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negative);
 
+/* 1 when a global-timing figure (median) cannot be trusted to the asked precision eps
+ * because the clock synchronisation it was converted with states a larger uncertainty
+ * (flag "clock_uncertain": a busy machine can leave a sync milliseconds off). */
+int mpilab_quality_clock_uncertain(double sync_uncertainty, double median, double eps);
+
 /* The runner's last line when fewer than half of `total` measurements converged (returns 1
  * and writes it to buf), else 0. */
 int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len);

@@ -17,7 +17,8 @@ NOT_CONVERGED = "not_converged"      # stopped at max_reps without the asked pre
 INVALID_SAMPLES = "invalid_samples"  # some repetitions excluded (late start, negative time)
 NEGATIVE_TIME = "negative_time"      # a corrected time <= 0 was excluded (root timing)
 NO_VALID = "no_valid_samples"        # nothing left to report
-MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID)
+CLOCK_UNCERTAIN = "clock_uncertain"  # global timing: the clock sync's uncertainty > eps * median
+MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN)
 
 # parameter flags (mpilab_param_flags_str in C)
 CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0
@@ -132,7 +133,7 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
     """Counts for the report and the runner's last line: measurements, converged, flagged,
     model parameters flagged (label: flags), whether the file is partial."""
     ms = [m for m in doc.get("measurements", []) or [] if isinstance(m, dict)]
-    flagged = {NOT_CONVERGED: 0, INVALID_SAMPLES: 0, NEGATIVE_TIME: 0, NO_VALID: 0}
+    flagged = {f: 0 for f in MEASUREMENT_FLAGS}
     for m in ms:
         for f in measurement_flags(m):
             if f in flagged:

@@ -521,6 +521,8 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     measure_share(b, timing, res, &rb, n);
     root_bufs_free(&rb);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
+    res->sync_uncertainty =
+        need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_uncertainty : 0.0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
     res->wall = wall;
     return 0;

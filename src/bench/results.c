@@ -105,14 +105,20 @@ json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_t
                           "root", bo->root, "ranks", ranks, "precision", mpilab_results_precision(&bo->prec),
                           "stats", mpilab_results_stats(&r->stats), "samples", samples, "valid", valid, "wall_s",
                           r->wall, "data_ok", r->data_ok);
-    json_object_set_new(m, "flags", mpilab_quality_measurement_flags(&r->stats, r->negative));
+    json_t *flags = mpilab_quality_measurement_flags(&r->stats, r->negative);
+    if (tm == MPILAB_TIMING_GLOBAL &&
+        mpilab_quality_clock_uncertain(r->sync_uncertainty, r->stats.median, bo->prec.eps))
+        json_array_append_new(flags, json_string("clock_uncertain"));
+    json_object_set_new(m, "flags", flags);
     if (tm == MPILAB_TIMING_ROOT) {
         json_object_set_new(m, "confirm_s", mpilab_json_real(r->confirm_time));
         json_object_set_new(m, "confirm", mpilab_results_stats(&r->confirm_stats));
         json_object_set_new(m, "negative_corrected", json_integer((json_int_t)r->negative));
     }
-    if (used_sync)
+    if (used_sync) {
         json_object_set_new(m, "clock_sync_residual_s", json_real(r->sync_residual));
+        json_object_set_new(m, "clock_sync_uncertainty_s", json_real(r->sync_uncertainty));
+    }
     if (bo->isolation == MPILAB_ISO_NONE && !opspec)
         json_object_set_new(m, "pipeline_depth", json_integer((json_int_t)bo->pipeline_depth));
     /* derived quantities from the median: one preempted repetition on a shared machine must

@@ -24,7 +24,7 @@ typedef struct row {
     size_t bytes;
     double mean, ci, median, med_lo, med_hi;
     size_t reps, invalid, negative;
-    int converged;
+    int converged, clock_uncertain;
 } row_t;
 
 /* What one run accumulates. */
@@ -57,6 +57,7 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
     r->reps = s ? s->reps : 0;
     r->invalid = s ? s->invalid : 0;
     r->negative = 0;
+    r->clock_uncertain = 0;
     r->converged = s ? s->converged : 0;
 }
 
@@ -100,10 +101,11 @@ static void print_table(const row_t *rows, size_t n)
 {
     printf("%-10s %-10s %-7s %10s %12s %23s %5s %s\n", "op", "impl", "timing", "bytes", "median(us)",
            "median CI(us)", "reps", "flags");
-    size_t conv = 0, measured = 0;
+    size_t conv = 0, measured = 0, unclocked = 0;
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
-        char ci[48], fl[96] = "";
+        unclocked += r->reps && r->clock_uncertain;
+        char ci[48], fl[128] = "";
         if (isfinite(r->med_lo) && isfinite(r->med_hi))
             snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6, r->med_hi * 1e6);
         else
@@ -111,8 +113,9 @@ static void print_table(const row_t *rows, size_t n)
         if (r->reps) {
             measured++;
             conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s", r->converged ? "" : "not_converged ",
-                     r->invalid ? "invalid_samples " : "", r->negative ? "negative_time" : "");
+            snprintf(fl, sizeof fl, "%s%s%s%s", r->converged ? "" : "not_converged ",
+                     r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
+                     r->clock_uncertain ? "clock_uncertain" : "");
         }
         printf("%-10s %-10s %-7s %10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, r->bytes,
                r->median * 1e6, ci, r->reps, fl[0] ? fl : "-");
@@ -122,6 +125,10 @@ static void print_table(const row_t *rows, size_t n)
         printf("%zu of %zu measurements converged to the asked precision (the median's interval)\n", conv, measured);
         if (mpilab_quality_noisy_verdict(conv, measured, verdict, sizeof verdict))
             printf("%s\n", verdict);
+        if (unclocked)
+            printf("%zu global-timing measurement%s flagged clock_uncertain: the clock synchronisation stated a "
+                   "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
+                   unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
     }
 }
 
@@ -212,6 +219,8 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         row_t *row = &w->rows[w->nrows++];
         set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
         row->negative = r.negative;
+        row->clock_uncertain = tm == MPILAB_TIMING_GLOBAL &&
+                               mpilab_quality_clock_uncertain(r.sync_uncertainty, r.stats.median, c->bo.prec.eps);
         progress(w, row);
         checkpoint(w, 0);
     }

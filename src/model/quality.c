@@ -35,6 +35,13 @@ json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negativ
     return f;
 }
 
+int mpilab_quality_clock_uncertain(double sync_uncertainty, double median, double eps)
+{
+    if (!(sync_uncertainty > 0.0))
+        return 0;
+    return !isfinite(median) || sync_uncertainty > eps * fabs(median);
+}
+
 int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len)
 {
     if (total == 0 || 2 * converged >= total)

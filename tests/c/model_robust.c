@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench_check.h"
+#include "mpilab/quality.h"
 #include "mpilab/robust.h"
 
 #define NS 14
@@ -363,8 +364,19 @@ static void test_loggp(void)
     CHECK(mpilab_loggp_fit_samples(pts, NS, &o, &f, NULL, err, sizeof err) != 0 && strstr(err, "increasing"));
 }
 
+/* A global-timing figure converted with a sync less precise than eps * median is flagged. */
+static void test_clock_uncertain(void)
+{
+    CHECK(mpilab_quality_clock_uncertain(0.0, 3e-6, 0.025) == 0);      /* no sync used */
+    CHECK(mpilab_quality_clock_uncertain(1e-8, 3e-6, 0.025) == 0);     /* 10 ns of 3 us: fine */
+    CHECK(mpilab_quality_clock_uncertain(6.8e-3, 4.2e-3, 0.025) == 1); /* the busy MPICH case */
+    CHECK(mpilab_quality_clock_uncertain(1e-6, 3e-6, 0.025) == 1);     /* 1 us of 3 us at 2.5% */
+    CHECK(mpilab_quality_clock_uncertain(1e-6, NAN, 0.025) == 1);      /* no figure to trust */
+}
+
 int main(void)
 {
+    test_clock_uncertain();
     rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 7);
     test_basics();

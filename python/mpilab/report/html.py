@@ -343,7 +343,8 @@ def _measurements(r: Results) -> list[Section]:
              "stopping rule's); the mean and its Student-t interval beside. Flagged rows: "
              "not_converged (stopped at the repetition limit without the asked precision), "
              "invalid_samples (repetitions excluded), negative_time (corrected times <= 0 "
-             "excluded), negative (a value below zero), no_ci (no interval).")
+             "excluded), clock_uncertain (global timing on a clock synchronisation less precise "
+             "than the asked precision), negative (a value below zero), no_ci (no interval).")
     sec.add("table", measurement_table(r))
     return [sec]
 

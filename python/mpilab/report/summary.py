@@ -255,7 +255,9 @@ def health(r: Results) -> tuple[list[Card], list[str]]:
                        "asked precision"),
                       (quality.INVALID_SAMPLES, "had invalid (excluded) repetitions"),
                       (quality.NEGATIVE_TIME, "had negative corrected times (excluded)"),
-                      (quality.NO_VALID, "had no valid repetition at all")):
+                      (quality.NO_VALID, "had no valid repetition at all"),
+                      (quality.CLOCK_UNCERTAIN, "were converted with a clock synchronisation less "
+                       "precise than the asked precision (global timing): do not trust them")):
         if fl.get(key):
             items.append(f"{fl[key]} measurement(s) {what} [{key}]")
     verdict = quality.noisy_verdict(r.raw)
