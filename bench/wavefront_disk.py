@@ -170,6 +170,9 @@ def main() -> int:
             return p
 
         M, N = a.rows, a.cols
+        # files per geometry: disks left up (--prepare-only) may hold another size's files
+        mnt = mnt / f"{M}x{N}"
+        mnt.mkdir(exist_ok=True)
         d0, c0 = mnt / "d0", mnt / "c0"
         if not d0.exists():
             wf("create", "--rows", str(M), "--cols", str(N), "--seed", "1", str(d0), str(c0))
