@@ -60,9 +60,13 @@ typedef struct wf_layout {
                    double *dst, wf_ctr *ctr, char *err, size_t el);
     int (*read_tf)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
                    double *dst, wf_ctr *ctr, char *err, size_t el);
-    /* byte range covering block (br, bc) (for hints) */
+    /* byte range covering block (br, bc) (for hints: dropped after its write-back) */
     void (*range)(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
                   int64_t bc, off_t *off, size_t *len);
+    /* byte range read_block_east reads for block (br, bc), for the WILLNEED hint before
+     * it is read; NULL: `range` */
+    void (*read_range)(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
+                       int64_t bc, off_t *off, size_t *len);
     /* Conversion (blocked layouts): one h x w block of `planes` planes between a strip
      * (row stride ld, plane stride ps) and its serial on-disk form. pack returns the
      * doubles written. NULL for row-major. */
