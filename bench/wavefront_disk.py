@@ -135,13 +135,17 @@ def main() -> int:
     ap.add_argument("--wave-workers", type=int, default=4)
     ap.add_argument("--fig4-block", type=int, default=0, help="Fig. 4 at this block size")
     ap.add_argument("--out", required=True, help="directory for results (JSON, Markdown)")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="bring the disks up and make the files, leave them up and stop (so "
+                         "a later timed run, e.g. in a quiet slot, does only the rounds; "
+                         "`mpilab disk down --prefix P` afterwards)")
     a = ap.parse_args()
 
     sp = specmod.load(a.spec, a.prefix)
     disk = sp.disks[0]
     os.environ.setdefault("MPILAB_DISK_STATE_ROOT", str(Path(a.out) / "state"))
-    made = dev.load_state(a.prefix) is None
-    if made:
+    made = dev.load_state(a.prefix) is None and not a.prepare_only
+    if dev.load_state(a.prefix) is None:
         dev.up(sp)
     tool = find_tool("mpilab-wavefront")
     out = Path(a.out)
@@ -166,6 +170,9 @@ def main() -> int:
             return p
 
         M, N = a.rows, a.cols
+        # files per geometry: disks left up (--prepare-only) may hold another size's files
+        mnt = mnt / f"{M}x{N}"
+        mnt.mkdir(exist_ok=True)
         d0, c0 = mnt / "d0", mnt / "c0"
         if not d0.exists():
             wf("create", "--rows", str(M), "--cols", str(N), "--seed", "1", str(d0), str(c0))
@@ -202,6 +209,9 @@ def main() -> int:
                                         "iters": a.iterations}
         for c in cfgs.values():
             c["data"], c["coef"] = prepared(c["lay"], c["mb"], c["nb"])
+        if a.prepare_only:
+            print(f"prepared {len(cfgs)} configurations on disks '{a.prefix}' (left up)")
+            return 0
         names = list(cfgs)
         rounds: list[dict[str, Any]] = []
         for r in range(a.rounds):

@@ -23,6 +23,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,48 @@ from mpilab.disk import spec as specmod  # noqa: E402
 from mpilab.fsutil import atomic_write_text  # noqa: E402
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix  # noqa: E402
 from wavefront_disk import Counters, bounds, drop_pages, summary  # noqa: E402
+
+
+class Timeline:
+    """Per-disk request timelines, sampled: every 50 ms the seek models' busy time (their
+    statistics files, rewritten every 20 ms), so each window says how busy each disk was;
+    `summary` gives each disk's busy fraction over the run and the fraction of windows in
+    which both disks (more than half busy) served the run at once, or none did."""
+
+    def __init__(self, ctrs: list[Counters], period: float = 0.05) -> None:
+        self.ctrs, self.period = ctrs, period
+        self.samples: list[tuple[float, list[float]]] = []
+        self._halt = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._halt.is_set():
+            self.samples.append((time.monotonic(),
+                                 [c.read().get("busy_s", 0.0) for c in self.ctrs]))
+            self._halt.wait(self.period)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self._t.join()
+
+    def summary(self) -> dict[str, Any]:
+        s = self.samples
+        n = len(self.ctrs)
+        if len(s) < 3:
+            return {"busy_frac": [float("nan")] * n, "both_frac": float("nan"),
+                    "none_frac": float("nan"), "windows": 0}
+        fr = []
+        for (t0, b0), (t1, b1) in zip(s, s[1:], strict=False):
+            dt = t1 - t0
+            fr.append([min(1.0, max(0.0, (y - x) / dt)) if dt > 0 else 0.0
+                       for x, y in zip(b0, b1, strict=True)])
+        span = s[-1][0] - s[0][0]
+        tot = [(s[-1][1][i] - s[0][1][i]) / span for i in range(n)]
+        on = [[x > 0.5 for x in f] for f in fr]
+        return {"busy_frac": tot, "windows": len(fr),
+                "both_frac": sum(1 for o in on if sum(o) >= 2) / len(fr),
+                "none_frac": sum(1 for o in on if not any(o)) / len(fr)}
 
 
 def main() -> int:
@@ -66,7 +110,8 @@ def main() -> int:
         mnts = [Path(st["disks"][d.name]["mount"]) for d in sp.disks]
         ctrs = [Counters(a.prefix, st["disks"][d.name]) for d in sp.disks]
         K = len(sp.disks)
-        src = mnts[0] / "src"
+        # files per geometry: disks left up (a prepared run) may hold another geometry's
+        src = mnts[0] / f"src-{a.rows}x{a.cols}-{a.mb}x{a.nb}-p{a.ranks}"
         src.mkdir(exist_ok=True)
 
         def wf(*args: str) -> None:
@@ -88,7 +133,7 @@ def main() -> int:
             tag = "s" if name == "striped" else "o"
             for i, m in enumerate(where):
                 for kind in ("c", "d"):
-                    real = m / f"{tag}{kind}.{i}"
+                    real = m / f"{src.name}-{tag}{kind}.{i}"
                     if kind == "c" and not real.exists():
                         shutil.copyfile(src / f"c.{i}", real)
                     link = out / f"{tag}{kind}.{i}"
@@ -113,46 +158,65 @@ def main() -> int:
                     str(out / f"{tag}c"), "--iterations", str(a.iterations), "--waves", str(w),
                     "--io", "direct", "--quiet", "--json", str(jf)]
                 k0 = [c.read() for c in ctrs]
+                tl = Timeline(ctrs)
                 p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(),
                                    check=False, timeout=3600,
                                    preexec_fn=lambda: dev.join_cgroup(a.prefix))  # noqa: PLW1509
+                tl.stop()
                 if p.returncode:
                     raise SystemExit(f"{' '.join(cmd)}: {p.stderr.strip()}")
-                import time
-
                 time.sleep(0.1)  # the seek model's statistics are written every 20 ms
                 k1 = [c.read() for c in ctrs]
                 doc = json.loads(jf.read_text())["wavefront"]
                 busy = [bounds(d, x, y)["model"] / a.iterations
                         for d, x, y in zip(sp.disks, k0, k1, strict=True)]
                 key = f"{pl}, {w} wave{'s' if w > 1 else ''}"
-                res[key] = {"s_per_iter": doc["total_s"] / a.iterations, "disk_busy": busy}
-                print(f"round {r + 1} {key}: {res[key]['s_per_iter']:.3f} s/iter, disks busy "
-                      f"{', '.join(f'{b:.3f}' for b in busy)} s/iter", flush=True)
+                its = doc.get("iteration_s") or []
+                steady = statistics.median(its[1:]) if len(its) > 1 else float("nan")
+                res[key] = {"s_per_iter": doc["total_s"] / a.iterations, "steady_s": steady,
+                            "disk_busy": busy,
+                            "overlap": tl.summary(),
+                            "ranks": [{k: v for k, v in x.items() if k.endswith("_s")}
+                                      for x in doc.get("per_worker", [])]}
+                ov = res[key]["overlap"]
+                print(f"round {r + 1} {key}: {res[key]['s_per_iter']:.3f} s/iter (total / "
+                      f"iterations), {steady:.3f} s/iter steady, disks busy "
+                      f"{', '.join(f'{b:.3f}' for b in busy)} s/iter; of the run: disk(s) busy "
+                      f"{', '.join(f'{x:.0%}' for x in ov['busy_frac'])}, both at once "
+                      f"{ov['both_frac']:.0%}, none {ov['none_frac']:.0%}", flush=True)
             rounds.append(res)
             atomic_write_text(out / "rounds.json", json.dumps(rounds, indent=1) + "\n")
         lines = [f"# Wave chaining on striped disks ({sp.source})", "",
                  f"{a.rows}x{a.cols}, blocks {a.mb}x{a.nb}, {a.ranks} ranks, {a.iterations} "
                  f"iterations, O_DIRECT, {a.rounds} rounds, load average at the end "
-                 f"{os.getloadavg()[0]:.1f}.", "", "| configuration | s/iteration | busy time of "
-                 "each disk per iteration (model) |", "|---|---|---|"]
+                 f"{os.getloadavg()[0]:.1f}.", "",
+                 "s/iteration: total time / iterations (the pipeline's fill and drain included) "
+                 "and steady (median time between successive iterations' completions, the "
+                 "first excluded); disks busy: each disk's modelled busy time per iteration; "
+                 "busy fraction of the run per disk, and the share of 50 ms windows in which "
+                 "both disks were more than half busy.", "",
+                 "| configuration | s/iteration (total) | s/iteration (steady) | busy time of "
+                 "each disk per iteration (model) | busy fraction of the run | both busy at "
+                 "once |", "|---|---|---|---|---|---|"]
         for key in rounds[0]:
             lines.append(f"| {key} | {summary([r[key]['s_per_iter'] for r in rounds])} | "
+                         f"{summary([r[key]['steady_s'] for r in rounds])} | "
                          + ", ".join(summary([r[key]['disk_busy'][i] for r in rounds])
-                                     for i in range(K)) + " |")
+                                     for i in range(K)) + " | "
+                         + ", ".join(summary([r[key]['overlap']['busy_frac'][i]
+                                              for r in rounds]) for i in range(K)) + " | "
+                         + summary([r[key]['overlap']['both_frac'] for r in rounds]) + " |")
         lines += ["", "| ratio (same round) | per round | median [min, max] |", "|---|---|---|"]
-        for pl in places:
-            v = [r[f"{pl}, 1 wave"]["s_per_iter"] / r[f"{pl}, 2 waves"]["s_per_iter"]
-                 for r in rounds]
-            lines.append(f"| {pl}: 1 wave / 2 waves | {' '.join(f'{x:.2f}' for x in v)} | "
-                         f"{summary(v)} |")
-        v = [r["one disk, 2 waves"]["s_per_iter"] / r["striped, 2 waves"]["s_per_iter"]
-             for r in rounds]
-        lines.append(f"| 2 waves: one disk / striped | {' '.join(f'{x:.2f}' for x in v)} | "
-                     f"{summary(v)} |")
+        for what, fld in (("total", "s_per_iter"), ("steady", "steady_s")):
+            for pl in places:
+                v = [r[f"{pl}, 1 wave"][fld] / r[f"{pl}, 2 waves"][fld] for r in rounds]
+                lines.append(f"| {pl}: 1 wave / 2 waves ({what}) | "
+                             f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
+            v = [r["one disk, 2 waves"][fld] / r["striped, 2 waves"][fld] for r in rounds]
+            lines.append(f"| 2 waves: one disk / striped ({what}) | "
+                         f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
         atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
         print("\n".join(lines))
-        _ = statistics
     finally:
         if made:
             dev.down(a.prefix)

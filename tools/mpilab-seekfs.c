@@ -184,6 +184,12 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     conn->max_write = 1u << 20;
     conn->max_read = 1u << 20;
     conn->max_readahead = 1u << 20;
+    /* Every change reaches the backing files through this mount, so the kernel's cached
+     * pages stay valid: without this, a write's new mtime made the kernel drop ALL cached
+     * pages of the file at its next attribute check (libfuse's default auto_inval_data),
+     * i.e. every block write-back discarded the pages read ahead for the next block, and
+     * they were read again (a local file system keeps them). */
+    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     cfg->use_ino = 1;
     cfg->attr_timeout = 0;
     cfg->entry_timeout = 0;

@@ -86,6 +86,20 @@ static int64_t extra_per_block(int layout, int64_t t)
     return l ? l->extra(t) : 0;
 }
 
+/* Byte alignment of a file's block records (1: packed): the layout's, in files of format
+ * version 2 and later; version-1 files (packed records) are still read as they are. */
+static int64_t rec_align(const wf_layout *l, uint32_t version)
+{
+    return l && l->rec_align > 1 && version >= WF_VERSION_PADDED ? l->rec_align : 1;
+}
+
+/* Bytes of the record of an h x w block of `pl` planes, its padding included. */
+static int64_t rec_bytes(int64_t h, int64_t w, int64_t ex, int64_t pl, int64_t al)
+{
+    int64_t b = (h * w + ex) * pl * 8;
+    return (b + al - 1) / al * al;
+}
+
 int64_t wf_nblockrows(const wf_hdr *h) { return cdiv((int64_t)h->rows, (int64_t)h->mb); }
 int64_t wf_nblockcols(const wf_hdr *h) { return cdiv((int64_t)h->cols, (int64_t)h->nb); }
 
@@ -103,13 +117,18 @@ int64_t wf_block_w(const wf_hdr *h, int64_t bc)
 
 off_t wf_block_off(const wf_hdr *h, int64_t br, int64_t bc)
 {
-    int64_t ex = extra_per_block((int)h->layout, (int64_t)h->t);
-    int64_t n = (int64_t)h->cols, bcs = wf_nblockcols(h);
-    int64_t hh = wf_block_h(h, br);
-    int64_t el = br * ((int64_t)h->mb * n + bcs * ex) + bc * (hh * (int64_t)h->nb + ex);
-    return (off_t)WF_HDR_BYTES + (off_t)(el * (int64_t)h->planes * 8);
+    const wf_layout *l = wf_layout_get((int)h->layout);
+    int64_t ex = extra_per_block((int)h->layout, (int64_t)h->t), al = rec_align(l, h->version);
+    int64_t pl = (int64_t)h->planes, mb = (int64_t)h->mb, nb = (int64_t)h->nb;
+    int64_t bcs = wf_nblockcols(h);
+    /* a full block row: bcs - 1 full-width records and the last (maybe narrower) one */
+    int64_t row = (bcs - 1) * rec_bytes(mb, nb, ex, pl, al) +
+                  rec_bytes(mb, wf_block_w(h, bcs - 1), ex, pl, al);
+    return (off_t)WF_HDR_BYTES +
+           (off_t)(br * row + bc * rec_bytes(wf_block_h(h, br), nb, ex, pl, al));
 }
 
+/* data bytes of block (br, bc), without the record's padding */
 size_t wf_block_bytes(const wf_hdr *h, int64_t br, int64_t bc)
 {
     int64_t ex = extra_per_block((int)h->layout, (int64_t)h->t);
@@ -126,8 +145,8 @@ static const char *check_blocking(int layout, int64_t rows, int64_t cols, int64_
     return l->blocked ? l->check(rows, cols, mb, nb, t) : NULL;
 }
 
-int64_t mpilab_wf_payload_bytes(int layout, int64_t rows, int64_t cols, int64_t mb, int64_t nb,
-                                int64_t t, int64_t planes)
+static int64_t payload_bytes(int layout, int64_t rows, int64_t cols, int64_t mb, int64_t nb,
+                             int64_t t, int64_t planes, uint32_t version)
 {
     const wf_layout *l = wf_layout_get(layout);
     if (rows < 1 || cols < 1 || planes < 1 || !l)
@@ -137,14 +156,30 @@ int64_t mpilab_wf_payload_bytes(int layout, int64_t rows, int64_t cols, int64_t 
     if (rows > INT64_MAX / 8 / planes / cols)
         return -1;
     int64_t el = rows * cols;
-    if (l->blocked) {
-        /* t <= min(mb, nb) / 2 here (or unused), so the extra is at most a block's size */
-        int64_t ex = l->extra(t), nblk = cdiv(rows, mb) * cdiv(cols, nb);
-        if (ex < 0 || (ex > 0 && nblk > (INT64_MAX / 8 / planes - el) / ex))
-            return -1;
-        el += nblk * ex;
-    }
-    return el * planes * 8;
+    if (!l->blocked)
+        return el * planes * 8;
+    /* t <= min(mb, nb) / 2 here (or unused), so the extra is at most a block's size */
+    int64_t ex = l->extra(t), nbr = cdiv(rows, mb), nbc = cdiv(cols, nb), nblk = nbr * nbc;
+    if (ex < 0 || (ex > 0 && nblk > (INT64_MAX / 8 / planes - el) / ex))
+        return -1;
+    el += nblk * ex;
+    int64_t al = rec_align(l, version), bytes = el * planes * 8;
+    if (al == 1)
+        return bytes;
+    if (nblk > (INT64_MAX - bytes) / al) /* each record gains less than al bytes */
+        return -1;
+    int64_t hl = rows - (nbr - 1) * mb, wl = cols - (nbc - 1) * nb;
+    int64_t row = (nbc - 1) * rec_bytes(mb, nb, ex, planes, al) +
+                  rec_bytes(mb, wl, ex, planes, al);
+    return (nbr - 1) * row + (nbc - 1) * rec_bytes(hl, nb, ex, planes, al) +
+           rec_bytes(hl, wl, ex, planes, al);
+}
+
+/* the payload of a file of the current format version */
+int64_t mpilab_wf_payload_bytes(int layout, int64_t rows, int64_t cols, int64_t mb, int64_t nb,
+                                int64_t t, int64_t planes)
+{
+    return payload_bytes(layout, rows, cols, mb, nb, t, planes, WF_VERSION);
 }
 
 /* ---- open / raw I/O ----------------------------------------------------------------- */
@@ -176,7 +211,7 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
         return -1;
     }
     const char *why = NULL;
-    if (h->version != WF_VERSION)
+    if (h->version != WF_VERSION && h->version != 1) /* 1: packed records, still read */
         why = "unsupported format version";
     else if (h->elem != WF_ELEM_F64)
         why = "unsupported element type";
@@ -207,9 +242,9 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
         close(fd);
         return -1;
     }
-    int64_t pay = mpilab_wf_payload_bytes((int)h->layout, (int64_t)h->rows, (int64_t)h->cols,
-                                          (int64_t)h->mb, (int64_t)h->nb, (int64_t)h->t,
-                                          (int64_t)h->planes);
+    int64_t pay = payload_bytes((int)h->layout, (int64_t)h->rows, (int64_t)h->cols,
+                                (int64_t)h->mb, (int64_t)h->nb, (int64_t)h->t,
+                                (int64_t)h->planes, h->version);
     if (pay < 0 || (uint64_t)pay != h->payload) {
         ERR("%s: header payload size inconsistent with its geometry", path);
         close(fd);
@@ -354,7 +389,9 @@ size_t wf_scratch_doubles(const wf_hdr *h, int64_t mb, int64_t nb)
     int64_t t = h->t ? (int64_t)h->t : 1;
     /* a block of all planes with its frontier copies, plus (optimized layout) the next
      * block's top and left frontiers read with it */
-    int64_t a = mb * nb * (int64_t)h->planes + 4 * t * t + t * nb + mb * t;
+    const wf_layout *l = wf_layout_get((int)h->layout);
+    int64_t pad = l && l->rec_align > 1 ? l->rec_align / 8 : 0; /* the record's padding */
+    int64_t a = mb * nb * (int64_t)h->planes + 4 * t * t + pad + t * nb + mb * t;
     int64_t b = mb * t;
     return (size_t)(a > b ? a : b);
 }
@@ -831,13 +868,15 @@ static int conv_strip(void *vc, int64_t r, int64_t h, const double *buf, char *e
         return -1;
     }
     off_t off0 = wf_block_off(&o->h, br, 0);
-    size_t k2 = 0;
+    off_t end = br + 1 < wf_nblockrows(&o->h) ? wf_block_off(&o->h, br + 1, 0)
+                                               : (off_t)(WF_HDR_BYTES + o->h.payload);
+    memset(c->tmp, 0, (size_t)(end - off0)); /* the records' padding, if any */
     for (int64_t bc = 0; bc < wf_nblockcols(&o->h); bc++) {
         int64_t w = wf_block_w(&o->h, bc);
-        k2 += lay->pack(buf + bc * (int64_t)o->h.nb, (size_t)n, (size_t)(h * n), h, w,
-                        (int64_t)o->h.t, c->planes, c->tmp + k2);
+        lay->pack(buf + bc * (int64_t)o->h.nb, (size_t)n, (size_t)(h * n), h, w,
+                  (int64_t)o->h.t, c->planes, c->tmp + (wf_block_off(&o->h, br, bc) - off0) / 8);
     }
-    return wf_pwrite_full(o->fd, c->tmp, k2 * 8, off0, o->tmp, err, errlen);
+    return wf_pwrite_full(o->fd, c->tmp, (size_t)(end - off0), off0, o->tmp, err, errlen);
 }
 
 int mpilab_wf_convert(const char *const *in, int nin, const char *out,
@@ -925,7 +964,8 @@ int mpilab_wf_convert(const char *const *in, int nin, const char *out,
     if (outl->blocked) {
         c.chunk = mb;
         c.tmp = malloc((size_t)(mb * s.cols * s.planes +
-                                (s.cols / nb + 1) * outl->extra(t) * s.planes) * 8);
+                                (s.cols / nb + 1) * outl->extra(t) * s.planes) * 8 +
+                       (size_t)((s.cols / nb + 1) * outl->rec_align));
     } else {
         c.chunk = (8 << 20) / (s.cols * 8 * s.planes);
         if (c.chunk < 1)

@@ -11,7 +11,10 @@
 #include "wavefront/wf_layout.h"
 
 #define WF_MAGIC "MPILABWF"
-#define WF_VERSION 1u
+/* 2: block records of layouts with rec_align start page aligned (zero padding between
+ * them); 1: packed records (still read). */
+#define WF_VERSION 2u
+#define WF_VERSION_PADDED 2u
 #define WF_HDR_BYTES 4096
 #define WF_ELEM_F64 1u
 

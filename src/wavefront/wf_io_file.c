@@ -3,9 +3,11 @@
  * asynchronously and finishes short ones with it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "wavefront/wf_internal.h"
@@ -98,6 +100,65 @@ static const wf_io_ops io_mmap = {MPILAB_WF_IO_MMAP, 0, 1, mm_read, mm_write};
 
 static int al(uintptr_t v) { return (v & (WF_DIRECT_ALIGN - 1)) == 0; }
 
+/* The bounce buffer of the calling thread, kept for the thread's life (freed by a key
+ * destructor when it ends) and grown as needed. It is aligned to 2 MiB and advised for
+ * transparent huge pages: the kernel builds an O_DIRECT request's segments from the
+ * buffer's physically contiguous runs, so a buffer of scattered 4 KiB pages caps a request
+ * at max_segments pages (128 x 4 KiB = 512 KiB on a loop device), while huge pages let it
+ * grow to the device's max_sectors_kb (1280 KiB there): fewer, larger device requests
+ * (docs/wavefront.md, "Request sizes"). Allocating it once also saves the page faults and
+ * zeroing of a fresh buffer per transfer. */
+typedef struct {
+    void *p[2]; /* [0] reads, [1] writes (a write's edge-sector reads use [0]) */
+    size_t cap[2];
+} dio_bounce;
+#define WF_DIRECT_HUGE ((size_t)2 << 20)
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+static int bounce_key_ok;
+
+static void bounce_free(void *v)
+{
+    dio_bounce *b = v;
+    if (b) {
+        free(b->p[0]);
+        free(b->p[1]);
+    }
+    free(b);
+}
+
+static void bounce_init(void) { bounce_key_ok = pthread_key_create(&bounce_key, bounce_free) == 0; }
+
+/* Scratch `which` (0 reads, 1 writes) of at least len bytes, aligned for O_DIRECT, owned
+ * by the calling thread (NULL: out of memory). */
+static void *dio_scratch(int which, size_t len)
+{
+    pthread_once(&bounce_once, bounce_init);
+    if (!bounce_key_ok)
+        return NULL;
+    dio_bounce *b = pthread_getspecific(bounce_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(bounce_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap[which] < len) {
+        size_t cap = (len + WF_DIRECT_HUGE - 1) & ~(WF_DIRECT_HUGE - 1);
+        void *p = NULL;
+        if (posix_memalign(&p, WF_DIRECT_HUGE, cap) != 0)
+            return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, cap, MADV_HUGEPAGE); /* a hint: without it requests are just smaller */
+#endif
+        free(b->p[which]);
+        b->p[which] = p;
+        b->cap[which] = cap;
+    }
+    return b->p[which];
+}
+
 static int dio_read(wf_file *f, void *dst, size_t len, off_t off, char *err, size_t errlen)
 {
     if (len == 0)
@@ -106,8 +167,8 @@ static int dio_read(wf_file *f, void *dst, size_t len, off_t off, char *err, siz
         return wf_pread_full(f->fd, dst, len, off, f->path, err, errlen);
     const off_t a = off & ~(off_t)(WF_DIRECT_ALIGN - 1);
     const off_t b = (off + (off_t)len + WF_DIRECT_ALIGN - 1) & ~(off_t)(WF_DIRECT_ALIGN - 1);
-    void *bb = NULL;
-    if (posix_memalign(&bb, WF_DIRECT_ALIGN, (size_t)(b - a)) != 0) {
+    void *bb = dio_scratch(0, (size_t)(b - a));
+    if (!bb) {
         ERR("out of memory");
         return -1;
     }
@@ -135,7 +196,6 @@ static int dio_read(wf_file *f, void *dst, size_t len, off_t off, char *err, siz
     }
     if (!rc)
         memcpy(dst, (char *)bb + (off - a), len);
-    free(bb);
     return rc;
 }
 
@@ -166,8 +226,8 @@ static int dio_write(wf_file *f, const void *src, size_t len, off_t off, char *e
     const off_t b = (off + (off_t)len + WF_DIRECT_ALIGN - 1) & ~(off_t)(WF_DIRECT_ALIGN - 1);
     const off_t last = b - WF_DIRECT_ALIGN;
     const off_t end = lseek(f->fd, 0, SEEK_END);
-    void *bb = NULL;
-    if (end < 0 || posix_memalign(&bb, WF_DIRECT_ALIGN, (size_t)(b - a)) != 0) {
+    void *bb = end < 0 ? NULL : dio_scratch(1, (size_t)(b - a));
+    if (!bb) {
         pthread_mutex_unlock(&f->wmu);
         ERR("%s: cannot prepare an O_DIRECT write", f->path);
         return -1;
@@ -186,7 +246,6 @@ static int dio_write(wf_file *f, const void *src, size_t len, off_t off, char *e
             rc = -1;
         }
     }
-    free(bb);
     pthread_mutex_unlock(&f->wmu);
     return rc;
 }

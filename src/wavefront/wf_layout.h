@@ -34,6 +34,11 @@ typedef struct wf_layout {
     int exact_reads;
     /* doubles per block and plane stored beyond the block's h x w elements */
     int64_t (*extra)(int64_t t);
+    /* 0: block records are packed back to back; else every record starts at a multiple of
+     * this many bytes in the file (zero padding after a record), so that a block's
+     * write-back is page aligned (one request through a page cache, no partial first
+     * page). Applies to files of format version >= 2 (WF_VERSION_PADDED). */
+    int64_t rec_align;
     /* NULL if the blocking is valid for this layout, else a static reason */
     const char *(*check)(int64_t rows, int64_t cols, int64_t mb, int64_t nb, int64_t t);
     /* Block (br, bc), plane `plane`, into dst (h x w, row stride ld). */
@@ -55,9 +60,13 @@ typedef struct wf_layout {
                    double *dst, wf_ctr *ctr, char *err, size_t el);
     int (*read_tf)(struct wf_file_s *f, struct wf_blockio_s *b, int64_t br, int64_t bc,
                    double *dst, wf_ctr *ctr, char *err, size_t el);
-    /* byte range covering block (br, bc) (for hints) */
+    /* byte range covering block (br, bc) (for hints: dropped after its write-back) */
     void (*range)(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
                   int64_t bc, off_t *off, size_t *len);
+    /* byte range read_block_east reads for block (br, bc), for the WILLNEED hint before
+     * it is read; NULL: `range` */
+    void (*read_range)(const struct wf_file_s *f, const struct wf_blockio_s *b, int64_t br,
+                       int64_t bc, off_t *off, size_t *len);
     /* Conversion (blocked layouts): one h x w block of `planes` planes between a strip
      * (row stride ld, plane stride ps) and its serial on-disk form. pack returns the
      * doubles written. NULL for row-major. */

@@ -1,7 +1,10 @@
 /* Optimized (frontier) layout, data files only: per block, stored contiguously, the top
  * frontier (T rows), the left frontier (T columns, all rows), the interior, the right
  * frontier (T columns, all rows), the bottom frontier (T rows); the four T x T corners are
- * duplicated (4*T*T extra doubles per block). The east halo of block (br, bc) is the left
+ * duplicated (4*T*T extra doubles per block). From format version 2 every record starts at
+ * a multiple of 4 KiB (zero padding after it), so a block's write-back is page aligned:
+ * through a page cache (FUSE's write-through in particular) an unaligned write whose
+ * first page is not cached is sent as two requests. The east halo of block (br, bc) is the left
  * frontier of block (br, bc+1), which follows the block on disk after only that block's
  * top frontier: the engine's block read is extended over it, so the block and its east
  * halo are one request (no second request, hence no seek, per block). */
@@ -78,7 +81,24 @@ static int opt_read_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, int
     return 0;
 }
 
-/* One request: the block, then block bc+1's top frontier (T x w1, skipped) and left
+/* What opt_read_block_east reads: the record and, if block bc+1 exists, up to the end of
+ * that block's left frontier. Hinted as one range, so the page cache fetches it in one
+ * batch of sequential requests instead of a later synchronous read of the next record's
+ * first page (a separate visit of the disk, often after another worker's request). */
+static void opt_read_range(const wf_file *f, const wf_blockio *b, int64_t br, int64_t bc,
+                           off_t *off, size_t *len)
+{
+    (void)b;
+    *off = wf_block_off(&f->h, br, bc);
+    *len = wf_block_bytes(&f->h, br, bc);
+    if (bc + 1 < wf_nblockcols(&f->h)) {
+        const int64_t t = (int64_t)f->h.t, h = wf_block_h(&f->h, br);
+        *len = (size_t)(wf_block_off(&f->h, br, bc + 1) - *off) +
+               (size_t)((t * wf_block_w(&f->h, bc + 1) + h * t) * 8);
+    }
+}
+
+/* One request: the block, its record's padding, then block bc+1's top frontier (T x w1, skipped) and left
  * frontier (h x T; its first column is the east halo). */
 static int opt_read_block_east(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, double *dst,
                                size_t ld, double *lf, wf_ctr *ctr, char *err, size_t el)
@@ -86,18 +106,19 @@ static int opt_read_block_east(wf_file *f, wf_blockio *b, int64_t br, int64_t bc
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
     const int64_t t = (int64_t)f->h.t;
-    const size_t bb = wf_block_bytes(&f->h, br, bc);
-    size_t len = bb;
+    const off_t off = wf_block_off(&f->h, br, bc);
+    size_t len = wf_block_bytes(&f->h, br, bc), next = 0; /* next: record bc+1 in tmp */
     int64_t w1 = 0;
     if (bc + 1 < wf_nblockcols(&f->h)) {
         w1 = wf_block_w(&f->h, bc + 1);
-        len += (size_t)((t * w1 + h * t) * 8);
+        next = (size_t)(wf_block_off(&f->h, br, bc + 1) - off); /* padding included */
+        len = next + (size_t)((t * w1 + h * t) * 8);
     }
-    if (wf_bread(f, b, b->tmp, len, wf_block_off(&f->h, br, bc), ctr, err, el))
+    if (wf_bread(f, b, b->tmp, len, off, ctr, err, el))
         return -1;
     wf_unpack_opt(b->tmp, h, w, t, dst, ld);
-    if (len > bb) {
-        const double *l = b->tmp + bb / 8 + (size_t)(t * w1);
+    if (next) {
+        const double *l = b->tmp + next / 8 + (size_t)(t * w1);
         for (int64_t i = 0; i < h; i++)
             lf[i] = l[i * t];
     }
@@ -158,6 +179,7 @@ const wf_layout wf_layout_optimized = {
     .coef_layout = MPILAB_WF_BLOCK, /* coefficients have no frontiers */
     .exact_reads = 1,
     .extra = opt_extra,
+    .rec_align = 4096,
     .check = opt_check,
     .read_block = opt_read_block,
     .read_block_east = opt_read_block_east,
@@ -166,6 +188,7 @@ const wf_layout wf_layout_optimized = {
     .read_lf = opt_read_lf,
     .read_tf = wf_blocked_read_tf,
     .range = wf_blocked_range,
+    .read_range = opt_read_range,
     .pack = opt_pack,
     .unpack = opt_unpack,
 };

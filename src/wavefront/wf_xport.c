@@ -24,7 +24,10 @@ void wf_hint_block(worker *w, int64_t br, int64_t bc, int done, int64_t iter_lef
     size_t len;
     /* only for blocked layouts: a row-major block spans whole rows */
     if (w->data->lay->blocked) {
-        w->data->lay->range(w->data, &w->dio, br, bc, &off, &len);
+        if (!done && w->data->lay->read_range)
+            w->data->lay->read_range(w->data, &w->dio, br, bc, &off, &len);
+        else
+            w->data->lay->range(w->data, &w->dio, br, bc, &off, &len);
         if (done)
             wf_done(w->data, off, len, w->drop);
         else

@@ -200,3 +200,50 @@ def test_configured_vs_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert all(abs(e) <= 0.10 for e in worst.values()), worst
     finally:
         dev.down(PREFIX)
+
+
+def _fake_v2(root: Path, controllers: str, enabled: str) -> None:
+    """A cgroup v2 mount's root files as plain files (this machine has cgroup v1 only, so
+    the v2 path is checked against a fake tree: what it writes, not what a kernel does)."""
+    root.mkdir()
+    (root / "cgroup.controllers").write_text(controllers + "\n")
+    (root / "cgroup.subtree_control").write_text(enabled + "\n")
+
+
+def test_cgroup_v2_paths_and_io_max(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "cg"
+    _fake_v2(root, "cpuset cpu io memory pids", "cpu")
+    monkeypatch.setattr(dev, "CGROUP_ROOT", root)
+    assert dev.cgroup_v2()
+    assert dev.cgroup_dir("zz") == root / "zz-disk"
+    assert dev.mem_cgroup_dir("zz") == root / "zz-disk"  # one cgroup, both controllers
+    dev.enable_v2_controllers(root, memory=True)
+    assert (root / "cgroup.subtree_control").read_text() == "+io +memory\n"
+    sp = specmod.load_text(SPEC, "t.toml", "zz")
+    cg = root / "zz-disk"
+    cg.mkdir()
+    dev._set_limits(cg, sp.disks[0], "7:3")
+    assert (cg / "io.max").read_text() == "7:3 riops=400 wiops=400 rbps=60000000 wbps=60000000\n"
+    # no blkio.throttle.* files on v2
+    assert not list(cg.glob("blkio.*"))
+
+
+def test_cgroup_v2_controllers_idempotent_and_missing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "cg"
+    _fake_v2(root, "cpu io memory", "io memory")
+    dev.enable_v2_controllers(root, memory=True)
+    assert (root / "cgroup.subtree_control").read_text() == "io memory\n"  # untouched
+    dev.enable_v2_controllers(root, memory=False)
+    assert (root / "cgroup.subtree_control").read_text() == "io memory\n"
+    other = tmp_path / "cg2"
+    _fake_v2(other, "cpu memory", "")
+    with pytest.raises(MpilabError, match="io controller is not available"):
+        dev.enable_v2_controllers(other, memory=False)
+    # a v1 tree (blkio directory) is not v2 even with a cgroup.controllers file
+    v1 = tmp_path / "cg1"
+    _fake_v2(v1, "io", "")
+    (v1 / "blkio").mkdir()
+    monkeypatch.setattr(dev, "CGROUP_ROOT", v1)
+    assert not dev.cgroup_v2()
+    assert dev.cgroup_dir("zz") == v1 / "blkio" / "zz-disk"

@@ -109,6 +109,21 @@ def _devnum(dev: str) -> str:
     return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
 
 
+def enable_v2_controllers(root: Path, memory: bool) -> None:
+    """cgroup v2: a child's io.max (and memory.max) exist only when the parent enables the
+    controller in cgroup.subtree_control; add what is missing (idempotent; nothing is
+    removed by `down`: other cgroups may rely on it)."""
+    have = (root / "cgroup.subtree_control").read_text().split()
+    want = ["io"] + (["memory"] if memory else [])
+    avail = (root / "cgroup.controllers").read_text().split()
+    for c in want:
+        if c not in avail:
+            raise MpilabError(f"cgroup v2: the {c} controller is not available in {root}")
+    add = [f"+{c}" for c in want if c not in have]
+    if add:
+        (root / "cgroup.subtree_control").write_text(" ".join(add) + "\n")
+
+
 def _set_limits(cg: Path, d: Disk, devnum: str) -> None:
     if cgroup_v2():
         (cg / "io.max").write_text(f"{devnum} riops={d.read_iops} wiops={d.write_iops} "
@@ -143,6 +158,8 @@ def up(sp: DiskSpec) -> dict[str, Any]:
     log = _Log(sp)
     log.save()
     try:
+        if cgroup_v2():
+            enable_v2_controllers(CGROUP_ROOT, bool(sp.memory_limit))
         e = log.step("cgroup", path=str(cg))
         cg.mkdir()
         log.done(e)
