@@ -72,7 +72,9 @@ typedef struct mpilab_result {
     size_t negative;             /* root and opspec timing: repetitions invalid for a corrected time
                                   * <= 0 (opspec subtracts the one-way acknowledgement time) */
     double sync_residual;  /* global/sync: max residual of the clock sync used, else 0 */
-    double sync_uncertainty; /* global/sync: largest stated uncertainty of that sync, else 0 */
+    double sync_uncertainty; /* global/sync: largest offset-error bound of that sync at the end of
+                              * the measurement (its bound at the sync's end, grown by the drift
+                              * bound times the time since), else 0 */
     double wall;           /* seconds the measurement took on the root: clock sync, calibration,
                             * repetitions and stop decisions (not buffer setup, validation) */
     int applied;           /* 0 if the timing method does not apply to the op (opspec) */

@@ -23,6 +23,7 @@ struct mpilab_bench {
     mpilab_bench_opts_t o;
     mpilab_clocksync_t sync;
     int have_sync;
+    double sync_end; /* this rank's mpilab_wtime() when the sync in use ended */
     double *ack; /* [size] one-way zero-byte time rank -> root */
     int have_ack;
 };
@@ -302,6 +303,23 @@ static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     return 0;
 }
 
+/* The largest offset-error bound of the sync in use, now: each rank's bound at the end of the
+ * synchronisation grows by its drift uncertainty per second since (a busy machine can leave
+ * an offset-only model with a drift bound of several percent, i.e. milliseconds within a
+ * measurement of some tens of ms). */
+static double sync_uncertainty_now(const mpilab_bench_t *b)
+{
+    double age = mpilab_wtime() - b->sync_end, worst = 0.0;
+    if (!(age > 0.0))
+        age = 0.0;
+    for (int r = 0; r < b->sync.nranks; r++) {
+        double u = b->sync.ranks[r].uncertainty + b->sync.ranks[r].drift_uncertainty * age;
+        if (u > worst)
+            worst = u;
+    }
+    return worst;
+}
+
 /* Clock synchronisation (when need_sync, not for opspec timing) and the acknowledgement
  * calibration (opspec timing), each as the options ask; -1 with err if the sync failed. */
 static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need_sync, char *err,
@@ -316,6 +334,7 @@ static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need
             return -1;
         }
         b->have_sync = 1;
+        b->sync_end = mpilab_wtime();
     }
     if (timing == MPILAB_TIMING_OPSPEC && !b->have_ack)
         measure_ack(b);
@@ -521,8 +540,7 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     measure_share(b, timing, res, &rb, n);
     root_bufs_free(&rb);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
-    res->sync_uncertainty =
-        need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_uncertainty : 0.0;
+    res->sync_uncertainty = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? sync_uncertainty_now(b) : 0.0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);
     res->wall = wall;
     return 0;
