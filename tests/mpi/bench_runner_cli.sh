@@ -120,33 +120,33 @@ python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['provenance']['
     "$tmp/m.json" || { echo "FAIL: -m 1K:4K sizes"; fail=1; }
 
 # --inject-clock: a known clock error per rank, recorded in the results; global timing
-# (synchronised clocks) still measures the operation, not the injected offsets
+# (synchronised clocks) still measures the operation, not the injected offsets. The offsets
+# are minutes apart, so "corrected" needs no assumption about how long a bcast takes on a
+# loaded machine (with yielding ranks a 1 KiB bcast can take milliseconds of wall time)
 run --ops bcast --sizes 1K --timing global --max-reps 10 --placement keep --quiet \
-    --inject-clock offset=10ms,drift=100ppm,seed=2 --out "$tmp/inj.json" >/dev/null 2>"$tmp/stderr" \
+    --inject-clock offset=500s,drift=100ppm,seed=2 --out "$tmp/inj.json" >/dev/null 2>"$tmp/stderr" \
     || { echo "FAIL: --inject-clock run"; cat "$tmp/stderr"; fail=1; }
 python3 - "$tmp/inj.json" <<'PY' || fail=1
 import json, sys
 d = json.load(open(sys.argv[1]))
 o, p = d["provenance"]["options"], d["provenance"]["placement"]
 inj = o["inject_clock"]
-assert inj["spec"] == "offset=10ms,drift=100ppm,seed=2" and inj["seed"] == 2, inj
-assert inj["max_offset_s"] == 0.01 and abs(inj["max_drift"] - 1e-4) < 1e-12, inj
-assert [r["rank"] for r in inj["ranks"]] == [0, 1] and all(abs(r["offset_s"]) <= 0.01 for r in inj["ranks"])
+assert inj["spec"] == "offset=500s,drift=100ppm,seed=2" and inj["seed"] == 2, inj
+assert inj["max_offset_s"] == 500 and abs(inj["max_drift"] - 1e-4) < 1e-12, inj
+assert [r["rank"] for r in inj["ranks"]] == [0, 1] and all(abs(r["offset_s"]) <= 500 for r in inj["ranks"])
 assert o["placement"] == "keep" and p["mode"] == "keep" and p["pinned"] is False, p
 diff = abs(inj["ranks"][1]["offset_s"] - inj["ranks"][0]["offset_s"])
 m = d["measurements"][0]
 med, unc = m["stats"]["median"], m["clock_sync_uncertainty_s"]
-# seed 2 puts the two clocks milliseconds apart: unsynchronised, a global time would show it.
-# On a busy machine (MPICH busy-polls) the sync itself can stay milliseconds off: then the
-# figure must carry clock_uncertain, never pass for a good one
-assert diff > 2e-3, diff
-if unc < diff / 4:  # the sync claims to resolve the injected offsets: they must be corrected
-    assert 0 < med < diff / 2, (diff, med, unc, m["flags"])
-else:
+# seed 2 puts the two clocks minutes apart: unsynchronised, a global time would show it
+assert diff > 100, diff
+if unc < 1.0:  # the sync resolves the injected offsets: they must be corrected
+    assert 0 < med < 1.0, (diff, med, unc, m["flags"])
+else:          # it does not: the figure must say so
     assert "clock_uncertain" in m["flags"], (med, unc, m["flags"])
 # the flag follows its rule: the bound at the end of the measurement against eps x median
 assert ("clock_uncertain" in m["flags"]) == (unc > m["precision"]["eps"] * med), (med, unc, m["flags"])
-print("ok: --inject-clock recorded, offsets", diff, "apart, global median", med)
+print("ok: --inject-clock recorded, offsets", diff, "s apart, global median", med)
 PY
 
 # a good run: all four timing methods, p2p at two sizes (fit), results complete
