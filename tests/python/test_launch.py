@@ -141,11 +141,12 @@ def test_unknown_launcher_one_line(run_cli: Callable[..., Any]) -> None:
 # ---------------------------------------------------------------- real runs, provenance
 
 def _bench(run_cli: Callable[..., Any], tmp_path: Path, name: str, *launch_args: str,
-           env: dict[str, str] | None = None, np: str = "2") -> dict[str, Any]:
+           env: dict[str, str] | None = None, np: str = "2",
+           bench_args: tuple[str, ...] = ()) -> dict[str, Any]:
     out = tmp_path / f"{name}.json"
     p = run_cli("bench", "--np", np, *launch_args, "--", "--ops", "bcast", "--sizes", "8",
                 "--min-reps", "2", "--max-reps", "3", "--quiet", "--out", str(out),
-                env=env or cli_env(), timeout=600)
+                *bench_args, env=env or cli_env(), timeout=600)
     assert p.returncode == 0, p.stderr
     prov: dict[str, Any] = json.loads(out.read_text())["provenance"]
     return prov
@@ -163,13 +164,25 @@ def test_provenance_open_mpi_binding(run_cli: Callable[..., Any], tmp_path: Path
     ncpu = len(os.sched_getaffinity(0))
     if ncpu < 2:
         pytest.skip("needs 2 CPUs to tell bound from unbound")
-    prov = _bench(run_cli, tmp_path, "unbound")
+    # --placement keep: mpilab-bench leaves the launcher's (absent) binding as it is
+    prov = _bench(run_cli, tmp_path, "unbound", bench_args=("--placement", "keep"))
     assert prov["launcher"]["name"] == "mpirun" and prov["launcher"]["source"] == "mpilab"
     args = prov["launcher"]["args"]
     assert args[args.index("--bind-to") + 1] == "none" and "-np" in args
     assert "slurm" not in prov
+    assert prov["placement"]["mode"] == "keep" and prov["placement"]["pinned"] is False
     for m in prov["mapping"]:  # unbound: every rank may use every CPU we may use
         assert not m["bound"] and _cpus(m["cpus"]) == os.sched_getaffinity(0)
+    # the default (auto) pins unbound ranks where there is a CPU for each: the mapping
+    # records what it did, one CPU per rank
+    prov = _bench(run_cli, tmp_path, "auto")
+    pl = prov["placement"]
+    assert pl["mode"] == "auto"
+    if pl["pinned"]:
+        sets = [_cpus(m["cpus"]) for m in prov["mapping"]]
+        assert all(m["bound"] for m in prov["mapping"]) and all(len(c) == 1 for c in sets)
+    else:
+        assert not any(m["bound"] for m in prov["mapping"])
     prov = _bench(run_cli, tmp_path, "bound", "--launcher-arg=--bind-to",
                   "--launcher-arg=core")
     args = prov["launcher"]["args"]
