@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "mpilab/diskmodel.h"
+#include "mpilab/parse.h"
 #include "mpilab/version.h"
 
 #define REGION_MIN ((int64_t)512 << 20)
@@ -401,7 +402,8 @@ int main(int argc, char **argv)
     const char *backing = NULL;
     double size = 0, smin = 0.0005, smax = 0.008, rpm = 7200, rate = 150e6;
     int fg = 0, c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 'b': backing = optarg; break;
         case 's': if (num(optarg, &size)) return bad("--size", optarg); break;
@@ -414,7 +416,11 @@ int main(int argc, char **argv)
         case 'f': fg = 1; break;
         case 'h': help(stdout); return 0;
         case 'V': printf("%s %s\n", prog, MPILAB_VERSION_STRING); return 0;
-        default: help(stderr); return 2;
+        default: {
+            char why[128];
+            fprintf(stderr, "%s: %s (see --help)\n", prog, mpilab_getopt_problem(c, argc, argv, why, sizeof why));
+            return 2;
+        }
         }
     }
     if (!backing || size < 1 || rate < 1 || smax < smin || argc - optind != 1) {

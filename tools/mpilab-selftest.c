@@ -59,20 +59,23 @@ static long long parse_count(const char *opt, const char *v, long long lo, long 
     return x;
 }
 
-static void emit(json_t *root, const char *out)
+/* Rank 0 writes the document; a failed write is one line and exit status 2 (returned, so
+ * that every rank still reaches MPI_Finalize: MPI_Abort would add Open MPI's banner). */
+static int emit(json_t *root, const char *out)
 {
     if (g_rank != 0)
-        return;
+        return 0;
     char err[256];
     if (out) {
         if (mpilab_json_write_atomic(out, root, err, sizeof err) != 0) {
             fprintf(stderr, "mpilab-selftest: %s\n", err);
-            MPI_Abort(MPI_COMM_WORLD, 2);
+            return 2;
         }
     } else {
         json_dumpf(root, stdout, JSON_INDENT(1));
         fputc('\n', stdout);
     }
+    return 0;
 }
 
 static json_t *param_json(const mpilab_param_t *p)
@@ -91,7 +94,8 @@ static int run_fit(int argc, char **argv)
                                  {"delayed", required_argument, 0, 'd'}, {"out", required_argument, 0, 'o'},
                                  {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 't': trials = parse_count("--trials", optarg, 1, 1000); break;
         case 's': seed = parse_count("--seed", optarg, 0, 1LL << 40); break;
@@ -101,7 +105,10 @@ static int run_fit(int argc, char **argv)
             break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
-        default: bad_input("fit: unknown option (see --help)");
+        default: {
+            char why[128];
+            bad_input("fit: %s (see --help)", mpilab_getopt_problem(c, argc, argv, why, sizeof why));
+        }
         }
     }
     if (optind < argc)
@@ -135,13 +142,14 @@ static int run_fit(int argc, char **argv)
                               json_pack("{s:s,s:{s:f,s:f,s:f,s:f},s:o}", "name", links[l].name, "truth", "alpha",
                                         t->os + t->L + t->orr, "beta", t->G, "L", t->L, "G", t->G, "runs", runs));
     }
-    emit(root, out);
+    int rc = emit(root, out);
     json_decref(root);
-    return 0;
+    return rc;
 }
 
 static int run_clock(int argc, char **argv)
 {
+    int rc = 0;
     long long syncs = 20;
     const char *out = NULL, *inject = "offset=10ms,drift=100ppm,seed=1";
     mpilab_sync_method_t method = MPILAB_SYNC_SKAMPI;
@@ -149,7 +157,8 @@ static int run_clock(int argc, char **argv)
                                  {"sync", required_argument, 0, 'm'},   {"out", required_argument, 0, 'o'},
                                  {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 'i': inject = optarg; break;
         case 'n': syncs = parse_count("--syncs", optarg, 1, 10000); break;
@@ -159,7 +168,10 @@ static int run_clock(int argc, char **argv)
             break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
-        default: bad_input("clock: unknown option (see --help)");
+        default: {
+            char why[128];
+            bad_input("clock: %s (see --help)", mpilab_getopt_problem(c, argc, argv, why, sizeof why));
+        }
         }
     }
     if (optind < argc)
@@ -202,13 +214,13 @@ static int run_clock(int argc, char **argv)
                                  "summary", "max_abs_error_s", maxerr, "within_uncertainty", (json_int_t)inside, "n",
                                  (json_int_t)n, "provenance", prov ? prov : json_null());
         json_object_set_new(root, "placement", json_string(g_placement.reason));
-        emit(root, out);
+        rc = emit(root, out);
         json_decref(root);
     } else if (prov) {
         json_decref(prov);
     }
     free(chk);
-    return 0;
+    return rc;
 }
 
 static json_t *hockney_json(const mpilab_hockney_robust_t *h)
@@ -222,6 +234,7 @@ static json_t *hockney_json(const mpilab_hockney_robust_t *h)
 
 static int run_link(int argc, char **argv)
 {
+    int rc = 0;
     const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
     mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0};
     long long burst = 8;
@@ -230,7 +243,8 @@ static int run_link(int argc, char **argv)
                                  {"burst", required_argument, 0, 'g'},    {"out", required_argument, 0, 'o'},
                                  {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 's': spec = optarg; break;
         case 'a': prec.min_reps = (size_t)parse_count("--min-reps", optarg, 1, 100000); break;
@@ -242,7 +256,10 @@ static int run_link(int argc, char **argv)
         case 'g': burst = parse_count("--burst", optarg, 2, 100000); break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
-        default: bad_input("link: unknown option (see --help)");
+        default: {
+            char why[128];
+            bad_input("link: %s (see --help)", mpilab_getopt_problem(c, argc, argv, why, sizeof why));
+        }
         }
     }
     if (optind < argc)
@@ -286,13 +303,13 @@ static int run_link(int argc, char **argv)
                               : json_null(),
             "provenance", prov ? prov : json_null());
         json_object_set_new(root, "placement", json_string(g_placement.reason));
-        emit(root, out);
+        rc = emit(root, out);
         json_decref(root);
     } else if (prov) {
         json_decref(prov);
     }
     free(sizes);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)

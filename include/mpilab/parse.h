@@ -39,6 +39,13 @@ int mpilab_parse_rate(const char *s, double *bits_per_s);
 int mpilab_parse_size_list(const char *spec, size_t max_count, size_t **out, size_t *count, char *err,
                            size_t errlen);
 
+/* One line saying what getopt_long rejected, for a loop run with opterr = 0 and an option
+ * string starting with ':' (so a missing value returns ':' and an unknown option '?'):
+ * "option '--trials' needs a value" or "unknown option '--bogus'". `c` is what getopt_long
+ * returned; call it right then (it reads optind and optopt). Control characters in the
+ * offending argument are shown as '?'. Returns buf. */
+char *mpilab_getopt_problem(int c, int argc, char *const argv[], char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

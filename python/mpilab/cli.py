@@ -8,7 +8,7 @@ import os
 import sys
 
 from mpilab import __version__
-from mpilab.errors import MpilabError
+from mpilab.errors import AlreadyReported, MpilabError
 
 # Modules exposing `register(subparsers)`; each adds its subcommand(s) with
 # set_defaults(func=handler), where handler(args) -> int is the exit status.
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except AlreadyReported as e:
+        return e.status
     except MpilabError as e:
         sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
         return 2

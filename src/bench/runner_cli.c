@@ -385,9 +385,8 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     int opt, li = 0;
     while ((opt = getopt_long(argc, argv, ":hm:", longopts, &li)) != -1) {
         if (opt == '?' || opt == ':') {
-            if (optopt && optopt < 256)
-                return fail(err, errlen, "option '-%c' unknown or missing its argument (see --help)", optopt);
-            return fail(err, errlen, "option '%s' unknown or missing its argument (see --help)", argv[optind - 1]);
+            char why[128];
+            return fail(err, errlen, "%s (see --help)", mpilab_getopt_problem(opt, argc, argv, why, sizeof why));
         }
         int rc = one_option(opt, li, optarg, c, &r, err, errlen);
         if (rc != 0)

@@ -156,7 +156,8 @@ int mpilab_write_atomic(const char *path, const char *text, size_t len, char *er
     unlink(tmp); /* our own leftover from a failed earlier write */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        /* name the file asked for, and the directory the temporary file goes into */
+        snprintf(err, errlen, "%s: cannot create a file in %s: %s", path, dir, strerror(errno));
         return -1;
     }
     int bad = write_all_fd(fd, text, len) != 0 || fsync(fd) != 0;

@@ -4,6 +4,7 @@
 #include "mpilab/parse.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -319,4 +320,25 @@ int mpilab_parse_size_list(const char *spec, size_t max_count, size_t **out, siz
     *out = v.v;
     *count = m;
     return 0;
+}
+
+char *mpilab_getopt_problem(int c, int argc, char *const argv[], char *buf, size_t len)
+{
+    char name[64];
+    const char *arg = (optind >= 1 && optind - 1 < argc && argv[optind - 1]) ? argv[optind - 1] : "";
+    if (strncmp(arg, "--", 2) == 0 && (c == ':' || optopt == 0)) {
+        /* the long option as written, without any "=value" */
+        size_t n = strcspn(arg, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), arg);
+    } else {
+        snprintf(name, sizeof name, "-%c", optopt > 0 && optopt < 256 ? optopt : '?');
+    }
+    for (char *q = name; *q; q++)
+        if ((unsigned char)*q < 0x20 || (unsigned char)*q >= 0x7f)
+            *q = '?';
+    if (c == ':')
+        snprintf(buf, len, "option '%s' needs a value", name);
+    else
+        snprintf(buf, len, "unknown option '%s'", name);
+    return buf;
 }

@@ -1,5 +1,6 @@
 /* The strict parsers (mpilab/parse.h) against tests/data/parse_cases.json, the table that
  * python/mpilab/units.py is tested against too (tests/python/test_units.py). */
+#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -88,5 +89,38 @@ int main(void)
     CHECK(mpilab_parse_size_list("0:1G:1", 1000, &v, &n, err, sizeof err) != 0 && strstr(err, "too many"));
     CHECK(mpilab_parse_size_list("0:100K:1K", 1000, &v, &n, err, sizeof err) == 0 && n == 101 && v[100] == 102400);
     free(v);
+
+    /* getopt_long's rejections as one line, the option named as written */
+    static const struct option lo[] = {{"trials", required_argument, 0, 't'}, {"flag", no_argument, 0, 'f'}, {0, 0, 0, 0}};
+    struct {
+        const char *args[4];
+        int argc;
+        const char *want;
+    } gcases[] = {
+        {{"prog", "--trials"}, 2, "option '--trials' needs a value"},
+        {{"prog", "--bogus=3"}, 2, "unknown option '--bogus'"},
+        {{"prog", "-q"}, 2, "unknown option '-q'"},
+        {{"prog", "-m"}, 2, "option '-m' needs a value"},
+        {{"prog", "--flag", "-zq"}, 3, "unknown option '-z'"},
+        {{"prog", "-\005"}, 2, "unknown option '-?'"},
+    };
+    opterr = 0;
+    for (size_t k = 0; k < sizeof gcases / sizeof gcases[0]; k++) {
+        char *argv[5] = {0};
+        for (int a = 0; a < gcases[k].argc; a++)
+            argv[a] = (char *)gcases[k].args[a];
+        optind = 0; /* a full re-initialisation of glibc's getopt */
+        int c, got = 0;
+        char why[128] = "";
+        while ((c = getopt_long(gcases[k].argc, argv, ":m:", lo, NULL)) != -1) {
+            if (c == '?' || c == ':') {
+                mpilab_getopt_problem(c, gcases[k].argc, argv, why, sizeof why);
+                got = 1;
+                break;
+            }
+        }
+        CHECKF(got && strcmp(why, gcases[k].want) == 0, "getopt case %zu: got '%s', want '%s'", k, why,
+               gcases[k].want);
+    }
     return CHECK_DONE();
 }

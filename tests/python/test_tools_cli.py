@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, cli_env
@@ -37,3 +38,39 @@ def test_help_and_version(tool: str, flag: str) -> None:
         assert out.splitlines()[0] == f"{tool} {__version__}", out
     else:
         assert "usage" in out.lower(), out
+
+
+@pytest.mark.parametrize("tool", _tools())
+def test_unknown_option_is_one_line(tool: str) -> None:
+    p = subprocess.run([str(BIN / tool), "--no-such-option"], capture_output=True, text=True,
+                       timeout=300, env=cli_env(), stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, (tool, p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, (tool, p.stderr)
+    assert "--no-such-option" in lines[0], (tool, lines)
+
+
+@pytest.mark.parametrize("cmd,option", [
+    (["mpilab-selftest", "fit", "--trials"], "--trials"),
+    (["mpilab-seekfs", "--size"], "--size"),
+    (["mpilab-bench", "--sizes"], "--sizes"),
+])
+def test_missing_value_is_one_line(cmd: list[str], option: str) -> None:
+    if not (BIN / cmd[0]).is_file():
+        pytest.skip(f"{cmd[0]} not built")
+    p = subprocess.run([str(BIN / cmd[0]), *cmd[1:]], capture_output=True, text=True,
+                       timeout=300, env=cli_env(), stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()], p.stderr
+    assert f"option '{option}' needs a value" in p.stderr, p.stderr
+
+
+def test_selftest_unwritable_out_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "no-such-dir" / "fit.json"
+    p = subprocess.run([str(BIN / "mpilab-selftest"), "fit", "--trials", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300, env=cli_env(),
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(out) in lines[0], p.stderr
+    assert not out.parent.exists()

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import mpilab
-from mpilab.errors import MpilabError
+from mpilab.errors import AlreadyReported, MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.testbed import launch, net
 from mpilab.tools import find_tool
@@ -66,6 +66,8 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
                 except subprocess.TimeoutExpired:
                     sampler.kill()
                     sampler.wait()
+        if status == 2:  # the tool refused its input, in its own one line
+            raise AlreadyReported(2)
         if status != 0:
             raise MpilabError(f"mpilab-multilane failed on testbed '{prefix}' (exit {status})")
         try:
