@@ -1,5 +1,9 @@
 """The one error type every mpilab command turns into a one-line message."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+
 
 class MpilabError(Exception):
     """Bad input or a failed step. The message is one line, naming what and where
@@ -13,3 +17,12 @@ class AlreadyReported(MpilabError):
     def __init__(self, status: int = 2) -> None:
         super().__init__("")
         self.status = status
+
+
+def no_action(command: str) -> Callable[[object], int]:
+    """The handler of a command group run without its action: one line, not the help."""
+
+    def handler(_args: object) -> int:
+        raise MpilabError(f"{command}: no action given (mpilab {command} --help lists them)")
+
+    return handler

@@ -74,3 +74,12 @@ def test_selftest_unwritable_out_is_one_line(tmp_path: Path) -> None:
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and str(out) in lines[0], p.stderr
     assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("group", ["disk", "multilane", "pathmig", "testbed"])
+def test_command_group_without_action_is_one_line(group: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", group], capture_output=True,
+                       text=True, timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [f"mpilab: {group}: no action given "
+                                             f"(mpilab {group} --help lists them)"], p.stderr

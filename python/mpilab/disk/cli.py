@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
 from mpilab import argtypes
 from mpilab.disk import check as checkmod
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
-from mpilab.errors import MpilabError
+from mpilab.errors import MpilabError, no_action
 
 
 def _prefix(args: argparse.Namespace) -> str:
@@ -90,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     dk = subparsers.add_parser("disk", help="emulated disks: request/bandwidth caps, seek model")
     sub = dk.add_subparsers(dest="disk_command", metavar="ACTION", parser_class=type(dk))
-    dk.set_defaults(func=lambda a: (dk.print_help(sys.stderr), 2)[1])
+    dk.set_defaults(func=no_action("disk"))
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)

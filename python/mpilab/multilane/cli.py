@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from mpilab import argtypes
-from mpilab.errors import MpilabError
+from mpilab.errors import MpilabError, no_action
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -66,4 +66,4 @@ def register(sub: Any) -> None:
     q.add_argument("documents", nargs="+")
     q.add_argument("-o", "--output", required=True)
     q.set_defaults(func=_report)
-    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
+    p.set_defaults(func=no_action("multilane"))

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from mpilab.errors import MpilabError
+from mpilab.errors import MpilabError, no_action
 from mpilab.pathmig import agents
 from mpilab.testbed import launch, net
 from mpilab.testbed import spec as specmod
@@ -145,7 +145,7 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
 def register(subparsers: Any) -> None:
     pm = subparsers.add_parser("pathmig", help="path migration over MPTCP on a testbed")
     sub = pm.add_subparsers(dest="pathmig_command", metavar="ACTION", parser_class=type(pm))
-    pm.set_defaults(func=lambda a: (pm.print_help(sys.stderr), 2)[1])
+    pm.set_defaults(func=no_action("pathmig"))
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
