@@ -9,9 +9,9 @@ remedy is to measure over several launches (mpirun invocations) and report a fig
 interval that include the launch-to-launch variation:
 
 * the figure is the median of the launches' medians;
-* its interval is centred on it with half width
-  `max(t(cl, N-1) * sqrt(pi/2) * sd(launch medians) / sqrt(N),
-       sqrt(pi/2) * sqrt(sum of the launches' own half widths squared) / N)`,
+* its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
+  `h = max(t(cl, N-1) * sqrt(pi/2) * sd(log launch medians) / sqrt(N),
+           sqrt(pi/2) * sqrt(sum of the launches' own relative half widths squared) / N)`:
   the Student-t interval of the launch effects (sqrt(pi/2): a median of normal values is
   that much less efficient than their mean) with the launches' sampling error as a floor
   (launches that agree by chance do not make the figure more precise than its samples);
@@ -34,10 +34,10 @@ from typing import Any
 from mpilab import quality
 
 LAUNCHES_DISAGREE = quality.LAUNCHES_DISAGREE
-METHOD = ("median of the launch medians; interval: t(cl, N-1) sqrt(pi/2) sd / sqrt(N) of the "
-          "launch medians, at least sqrt(pi/2) sqrt(sum h_i^2) / N of the launches' own half "
-          "widths h_i, holding the order-statistic interval of the launch medians from 6 "
-          "launches on")
+METHOD = ("median of the launch medians m; interval m exp(-+h), h = t(cl, N-1) sqrt(pi/2) "
+          "sd(log launch medians) / sqrt(N), at least sqrt(pi/2) sqrt(sum r_i^2) / N of the "
+          "launches' own relative half widths r_i, holding the order-statistic interval of "
+          "the launch medians from 6 launches on")
 _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
                "ranks")
 _SUM_FIELDS = ("wall_s", "all_pairs_wall_s")
@@ -107,24 +107,33 @@ def os_interval(values: list[float], cl: float) -> tuple[float, float] | None:
 
 def launch_interval(medians: list[float], halves: list[float | None],
                     cl: float) -> tuple[float, float, float, dict[str, float | None]]:
-    """(figure, lo, hi, parts) over launches with these medians and own half widths."""
+    """(figure, lo, hi, parts) over launches with these medians and own half widths.
+    Launch levels differ by factors (a launch 20% slower at every size), so the interval is
+    computed on the logarithm of the launch medians and is multiplicative: m * exp(-+h),
+    never below zero (a symmetric interval on seconds went negative when one launch of five
+    sat 3x above the others). The parts are reported in seconds, relative to the figure."""
     n = len(medians)
     m = statistics.median(medians)
     eff = math.sqrt(math.pi / 2)
-    sd = statistics.stdev(medians) if n >= 2 else None
+    positive = all(x > 0 for x in medians)
+    logs = [math.log(x) for x in medians] if positive else []
+    sd = statistics.stdev(logs) if n >= 2 and positive else None
     between = t_quantile(cl, n - 1) * eff * sd / math.sqrt(n) if sd is not None else None
-    known = [h for h in halves if h is not None]
-    within = eff * math.sqrt(sum(h * h for h in known)) / n if len(known) == n else None
+    rel = [h / x for h, x in zip(halves, medians, strict=True) if h is not None and x > 0]
+    within = eff * math.sqrt(sum(h * h for h in rel)) / n if len(rel) == n else None
     parts = [h for h in (between, within) if h is not None]
-    if not parts:
-        return m, math.nan, math.nan, {"sd_s": sd, "between_half_s": between,
-                                       "within_half_s": within}
+
+    def secs(h: float | None) -> float | None:
+        return None if h is None else m * h
+    info = {"sd_s": secs(sd), "between_half_s": secs(between), "within_half_s": secs(within)}
+    if not parts or m <= 0:
+        return m, math.nan, math.nan, info
     half = max(parts)
-    lo, hi = m - half, m + half
+    lo, hi = m * math.exp(-half), m * math.exp(half)
     osi = os_interval(medians, cl) if n >= 6 else None
     if osi is not None:
         lo, hi = min(lo, osi[0]), max(hi, osi[1])
-    return m, lo, hi, {"sd_s": sd, "between_half_s": between, "within_half_s": within}
+    return m, lo, hi, info
 
 
 def key_of(m: dict[str, Any]) -> tuple[Any, ...]:

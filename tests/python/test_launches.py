@@ -50,18 +50,28 @@ def test_os_interval_ranks() -> None:
 
 def test_interval_floor_is_the_launches_own_error() -> None:
     """Launches that agree exactly do not make the figure more precise than its samples."""
-    m, lo, hi, parts = launches.launch_interval([1.0, 1.0, 1.0], [0.1, 0.1, 0.1], 0.95)
-    assert m == 1.0 and parts["between_half_s"] == 0.0
-    half = math.sqrt(math.pi / 2) * math.sqrt(3 * 0.01) / 3
-    assert (hi - lo) / 2 == pytest.approx(half)
+    m, lo, hi, parts = launches.launch_interval([2.0, 2.0, 2.0], [0.2, 0.2, 0.2], 0.95)
+    assert m == 2.0 and parts["between_half_s"] == 0.0
+    h = math.sqrt(math.pi / 2) * math.sqrt(3 * 0.01) / 3  # relative half widths 0.1
+    assert lo == pytest.approx(2.0 * math.exp(-h)) and hi == pytest.approx(2.0 * math.exp(h))
+    assert parts["within_half_s"] == pytest.approx(2.0 * h)
 
 
 def test_interval_between_launches() -> None:
     med = [1.0, 1.2, 1.1, 1.3, 1.0]
     m, lo, hi, parts = launches.launch_interval(med, [0.001] * 5, 0.95)
-    half = 2.776445 * math.sqrt(math.pi / 2) * statistics.stdev(med) / math.sqrt(5)
-    assert m == 1.1 and (hi - lo) / 2 == pytest.approx(half, rel=1e-5)
-    assert parts["between_half_s"] == pytest.approx(half, rel=1e-5)
+    h = 2.776445 * math.sqrt(math.pi / 2) * statistics.stdev([math.log(x) for x in med]) \
+        / math.sqrt(5)
+    assert m == 1.1
+    assert lo == pytest.approx(1.1 * math.exp(-h), rel=1e-5)
+    assert hi == pytest.approx(1.1 * math.exp(h), rel=1e-5)
+    assert parts["between_half_s"] == pytest.approx(1.1 * h, rel=1e-5)
+
+
+def test_interval_never_below_zero() -> None:
+    """One launch of five at 3x the others: the interval is wide but stays positive."""
+    m, lo, hi, _ = launches.launch_interval([0.75, 0.79, 0.72, 2.6, 0.83], [0.02] * 5, 0.95)
+    assert m == 0.79 and 0 < lo < 0.72 and hi > 0.83
 
 
 def test_interval_coverage_with_launch_effects() -> None:
