@@ -74,7 +74,7 @@ def clock_rows(data: dict[str, Any], label: str) -> dict[str, Any]:
            "max_err_s": max(errs) if errs else float("nan"),
            "median_unc_s": (statistics.median(float(c["uncertainty_s"]) for c in checks)
                             if checks else float("nan"))}
-    # syncs that stated <= 5 us (the library repeats preempted ones, up to 3 attempts, and
+    # syncs that stated <= 5 us (the library repeats preempted ones, up to 6 attempts, and
     # flags those that still could not get there): the 5 us target applies to them, the
     # others must say so honestly (their error inside their larger uncertainty)
     precise = [c for c in checks if c.get("precise", True)]
