@@ -6,6 +6,11 @@ reported interval of the median covers the median of all runs. Optionally with b
 hogs (`--hogs 2`: `yes > /dev/null` processes started before and killed after).
 
 Example: MPILAB_BIN=build/bin python3 bench/reproducibility.py --runs 5 --hogs 2
+`--launches L`: every run is `mpilab bench --launches L` (L separate launches merged: the
+median of the launch medians with an interval that includes launch-to-launch variation,
+docs/bench.md "Launches"); the table then also gives the spread of all launch medians.
+`--wrap CMD`: prefix every launch with CMD (e.g. `--wrap 'setarch -R'` to start the ranks
+without address-space randomisation, to see whether the levels follow the addresses).
 Targets (issue 9): spread within 10% quiet / 25% with two hogs; CI covers the median of the
 runs in >= 4 of 5.
 """
@@ -40,9 +45,9 @@ def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
 
 
 def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
-            op: str = "p2p") -> dict[int, Any]:
-    cmd = mpirun_prefix(2, ["--mca", "btl", btl]) + [bench, "--ops", op, "--sizes", sizes,
-                                                     "--quiet", "--out", str(out)] + extra
+            op: str = "p2p", wrap: list[str] | None = None) -> dict[int, Any]:
+    cmd = ((wrap or []) + mpirun_prefix(2, ["--mca", "btl", btl])
+           + [bench, "--ops", op, "--sizes", sizes, "--quiet", "--out", str(out)] + extra)
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
@@ -66,6 +71,36 @@ def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
     return res
 
 
+def launches_run(btl: str, sizes: str, out: Path, extra: list[str], op: str,
+                 launches: int, wrap: list[str]) -> dict[int, Any]:
+    """One run of `mpilab bench --launches N` (the Python launcher; the transport through
+    the launcher's --mca btl), read back from its merged file."""
+    cmd = wrap + [sys.executable, "-m", "mpilab.cli", "bench", "--np", "2",
+                  "--launches", str(launches), "--quiet-launches",
+                  "--launcher-arg=--mca", "--launcher-arg=btl", f"--launcher-arg={btl}",
+                  "--out", str(out), "--", "--ops", op, "--sizes", sizes, "--quiet"] + extra
+    p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    doc = json.loads(out.read_text())
+    res = {}
+    for m in doc["measurements"]:
+        if m["op"] != op:
+            continue
+        st, la = m["stats"], m["launches"]
+        res[m["bytes"]] = {"median": st["median"], "lo": st["med_lo"], "hi": st["med_hi"],
+                           "reps": st["reps"], "converged": st.get("converged"),
+                           "flags": m.get("flags", []), "pinned": None,
+                           "launch_medians": la["medians"]}
+    pinned = 0
+    for f in doc["launches"]["files"]:
+        d = json.loads(Path(f).read_text())
+        pinned += bool((d["provenance"].get("placement") or {}).get("pinned"))
+    for r in res.values():
+        r["pinned"] = pinned == launches
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -75,6 +110,9 @@ def main() -> int:
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--op", default="p2p",
                     help="the entry to time (p2p, or a suite entry such as pingpong)")
+    ap.add_argument("--launches", type=int, default=1,
+                    help="launches per run (> 1: every run is mpilab bench --launches N)")
+    ap.add_argument("--wrap", default="", help="command prefix for every run (e.g. 'setarch -R')")
     ap.add_argument("runner_args", nargs="*", help="extra mpilab-bench arguments (after --)")
     a = ap.parse_args()
     out = Path(a.out_dir or tempfile.mkdtemp(prefix="repro-"))
@@ -85,13 +123,20 @@ def main() -> int:
     try:
         runs: dict[str, list[dict[int, Any]]] = {}
         for t in a.transports.split(","):
-            runs[t] = [one_run(bench, btls[t], a.sizes, out / f"{t}-{k}.json", a.runner_args,
-                               a.op) for k in range(a.runs)]
+            if a.launches > 1:
+                runs[t] = [launches_run(btls[t], a.sizes, out / f"{t}-{k}.json", a.runner_args,
+                                        a.op, a.launches, a.wrap.split())
+                           for k in range(a.runs)]
+            else:
+                runs[t] = [one_run(bench, btls[t], a.sizes, out / f"{t}-{k}.json",
+                                   a.runner_args, a.op, a.wrap.split())
+                           for k in range(a.runs)]
     finally:
         for h in hogs:
             h.kill()
             h.wait()
-    print(f"results in {out}; {a.op}, {a.runs} runs, {a.hogs} hogs, runner args {a.runner_args}")
+    print(f"results in {out}; {a.op}, {a.runs} runs x {a.launches} launches, {a.hogs} hogs, "
+          f"wrap {a.wrap!r}, runner args {a.runner_args}")
     print(f"{'link':<5} {'bytes':>8} {'median of runs':>15} {'spread':>8} {'CI covers':>9} "
           f"{'reps (min..max)':>15} {'converged':>9} {'pinned':>6}  per-run medians [CI]")
     for t, rs in runs.items():
@@ -109,6 +154,12 @@ def main() -> int:
                   f"{pinned:>2}/{len(rs):<3}  "
                   + " ".join(f"{r[size]['median'] * 1e6:.3f} [{r[size]['lo'] * 1e6:.3f},"
                              f"{r[size]['hi'] * 1e6:.3f}]" for r in rs))
+            if a.launches > 1:
+                allm = [x for r in rs for x in r[size]["launch_medians"]]
+                am = statistics.median(allm)
+                print(f"{'':<5} {'':>8} all {len(allm)} launch medians: median {am * 1e6:.3f} us, "
+                      f"spread {(max(allm) - min(allm)) / am * 100:.1f}%, sd "
+                      f"{statistics.stdev(allm) / am * 100:.1f}% of it")
     return 0
 
 

@@ -38,26 +38,23 @@ def main() -> int:
         res = selftest.testbed_link(a.prefix, a.delay, a.rate, a.runs, a.sizes, Path(tmp),
                                     hogs=a.hogs)
     rows = selftest.link_rows(res)
-    t = t_all = res["truth"]
+    t = res["truth"]
     base_l, base_a = t["L"] - res["delay_s"], t["alpha"] - res["delay_s"]
     print(f"WAN {a.delay} at {a.rate}, {a.runs} runs, {a.hogs} hogs; base latency (no delay): "
           f"L {base_l * 1e6:.1f} us, alpha {base_a * 1e6:.1f} us")
     selftest.print_link_rows(rows)
-    # the link itself is late by its delay line's lateness (a process on the same CPUs):
-    # the latency terms net of it, beside the configured truth
+    # the truth of L and alpha includes the delay line's own lateness in each run (beyond
+    # the base run's): selftest.run_truth
     late = [r.get("delayline_late_mean_s") for r in res["runs"]]
-    if all(isinstance(x, float) for x in late):
-        print("delay line mean lateness per run: "
-              + " ".join(f"{x * 1e6:.1f} us" for x in late))
-        for name, model in (("alpha", "hockney"), ("L", "loggp")):
-            t = float(t_all[name])
-            errs = []
-            for r, x in zip(res["runs"], late, strict=True):
-                p = (r.get(model) or {}).get(name)
-                if isinstance(p, dict):
-                    errs.append((float(p["value"]) - x) / t - 1)
-            print(f"{name:<6} net of the lateness: "
-                  + " ".join(f"{e * 100:+.2f}%" for e in errs))
+    base_late = (res.get("base") or [{}])[0].get("delayline_late_mean_s")
+    fmt = (lambda x: f"{x * 1e6:.1f} us" if isinstance(x, float) else "-")  # noqa: E731
+    print(f"delay line mean lateness: base run {fmt(base_late)}; per run "
+          + " ".join(fmt(x) for x in late))
+    for r in rows:
+        if r["param"] in ("L", "alpha"):
+            print(f"{r['param']:<6} truth per run: "
+                  + " ".join(f"{t * 1e3:.4f} ms" for t in r["truths"])
+                  + "; errors: " + " ".join(f"{e * 100:+.2f}%" for e in r["errors"]))
     if a.json:
         Path(a.json).write_text(json.dumps({**res, "rows": rows}, indent=1) + "\n")
     return 0

@@ -65,22 +65,36 @@ typedef struct mpilab_clocksync {
     double max_residual;
     double duration;              /* seconds spent synchronising (all attempts) */
     /* Attempts made (see mpilab_clocksync_run), the largest per-rank uncertainty of the
-     * attempt kept, and whether it is within MPILAB_SYNC_TARGET_S. */
+     * models kept (per rank, the best attempt), and whether it is within
+     * MPILAB_SYNC_TARGET_S. */
     int attempts;
     double max_uncertainty;
     int precise;
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
- * repeated, at most MPILAB_SYNC_ATTEMPTS times in all; the attempt with the least largest
- * uncertainty is kept, and `precise` says whether it reached the target. */
+ * repeated, at most MPILAB_SYNC_ATTEMPTS times in all and while the attempts so far took
+ * less than MPILAB_SYNC_BUDGET_S, each attempt probing longer than the one before (up to
+ * MPILAB_SYNC_MAX_EFFORT times the first's probes); per rank the model with the least
+ * uncertainty (carried to the end of the last attempt) is kept, and `precise` says whether
+ * every rank reached the target. */
 #define MPILAB_SYNC_TARGET_S 5e-6
-#define MPILAB_SYNC_ATTEMPTS 3
+#define MPILAB_SYNC_ATTEMPTS 6
+#define MPILAB_SYNC_BUDGET_S 1.0
+#define MPILAB_SYNC_MAX_EFFORT 4
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
  * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
+
+/* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty; both
+ * must be stated for the same moment and have the same nranks): cur's model is re-expressed
+ * from its origin cur->t0 to out->t0 first (offset - drift * (cur->t0 - out->t0)), so that
+ * mpilab_clock_to_global(out, r, .) gives what cur's model gave. Updates out->max_residual;
+ * returns how many ranks took cur's model. Used between the attempts of
+ * mpilab_clocksync_run. */
+int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur);
 
 /* Convert a local MPI_Wtime value of `rank` to the global (rank 0) time base, and back. */
 double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local);

@@ -18,7 +18,9 @@ INVALID_SAMPLES = "invalid_samples"  # some repetitions excluded (late start, ne
 NEGATIVE_TIME = "negative_time"      # a corrected time <= 0 was excluded (root timing)
 NO_VALID = "no_valid_samples"        # nothing left to report
 CLOCK_UNCERTAIN = "clock_uncertain"  # global timing: the clock sync's uncertainty > eps * median
-MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN)
+LAUNCHES_DISAGREE = "launches_disagree"  # over launches: some launch's interval missed the figure
+MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
+                     LAUNCHES_DISAGREE)
 
 # parameter flags (mpilab_param_flags_str in C)
 CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0

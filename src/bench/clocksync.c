@@ -148,11 +148,12 @@ static int serve(MPI_Comm comm)
 }
 
 /* SKaMPI-style minimum-round-trip probe: repeat until no new minimum for a while. */
-static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, probe_t *best)
+static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, int effort,
+                         probe_t *best)
 {
     best->rtt = INFINITY;
     int since = 0;
-    for (int k = 0; k < SK_MAX_PROBES; k++) {
+    for (int k = 0; k < SK_MAX_PROBES * effort; k++) {
         probe_t p;
         int rc = do_probe(comm, r, t0, &p);
         if (rc != MPI_SUCCESS)
@@ -163,7 +164,7 @@ static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, probe_
         } else {
             since++;
         }
-        if (k + 1 >= min_probes && since >= SK_PATIENCE)
+        if (k + 1 >= min_probes * effort && since >= SK_PATIENCE * effort)
             break;
     }
     return MPI_SUCCESS;
@@ -210,17 +211,18 @@ static void skampi_model(const probe_t *a, const probe_t *b, double *mr)
 
 /* SKaMPI, rank 0's two probing phases (a: the first probe of every rank, scratch).  rc: the
  * status so far; returns the new one. */
-static int skampi_phases(MPI_Comm comm, int size, double t0, probe_t *a, double *model, int rc)
+static int skampi_phases(MPI_Comm comm, int size, double t0, probe_t *a, double *model,
+                         int effort, int rc)
 {
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &a[r]);
+        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &a[r]);
         if (rc == MPI_SUCCESS)
             rc = end_phase(comm, r);
     }
     sleep_until(mpilab_wtime() + SK_GAP_S);
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
         probe_t b;
-        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, &b);
+        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &b);
         if (rc == MPI_SUCCESS)
             rc = end_phase(comm, r);
         skampi_model(&a[r], &b, &model[NM * r]);
@@ -230,14 +232,14 @@ static int skampi_phases(MPI_Comm comm, int size, double t0, probe_t *a, double 
 
 /* Regression, rank 0 probing rank r: RG_BATCHES batches spread over RG_SPAN_S, the
  * minimum-round-trip probe of each in pts[]; then the end of r's phase. */
-static int regression_batches(MPI_Comm comm, int r, double t0, probe_t *pts)
+static int regression_batches(MPI_Comm comm, int r, double t0, int effort, probe_t *pts)
 {
     int rc = MPI_SUCCESS;
     double begin = mpilab_wtime();
     for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
         sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
         pts[bt].rtt = INFINITY;
-        for (int k = 0; k < RG_BATCH && rc == MPI_SUCCESS; k++) {
+        for (int k = 0; k < RG_BATCH * effort && rc == MPI_SUCCESS; k++) {
             probe_t p;
             rc = do_probe(comm, r, t0, &p);
             if (p.rtt < pts[bt].rtt)
@@ -330,10 +332,10 @@ static void regression_model(const probe_t *pts, double *mr)
 
 /* Regression, rank 0's probing phase (pts: RG_BATCHES probes, scratch). */
 static int regression_phase(MPI_Comm comm, int size, double t0, probe_t *pts, double *model,
-                            int rc)
+                            int effort, int rc)
 {
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-        rc = regression_batches(comm, r, t0, pts);
+        rc = regression_batches(comm, r, t0, effort, pts);
         regression_model(pts, &model[NM * r]);
     }
     return rc;
@@ -342,11 +344,11 @@ static int regression_phase(MPI_Comm comm, int size, double t0, probe_t *pts, do
 /* Rank 0's check phase: an independent minimum-round-trip probe after the fit gives every
  * rank's residual (and re-anchors a model the probe is tighter than); then every
  * uncertainty is carried to the end of the synchronisation. */
-static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int rc)
+static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int effort, int rc)
 {
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
         probe_t v;
-        rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, &v);
+        rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, effort, &v);
         if (rc == MPI_SUCCESS)
             rc = end_phase(comm, r);
         double *mr = &model[NM * r];
@@ -373,7 +375,7 @@ static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int r
 
 /* Rank 0's side of the synchronisation: probe every rank with the method, fit, check. */
 static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, double t0,
-                     double *model)
+                     double *model, int effort)
 {
     int rc = MPI_SUCCESS;
     probe_t *a = calloc((size_t)size, sizeof *a);
@@ -381,10 +383,10 @@ static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, doubl
     if (!a || !pts)
         rc = MPI_ERR_NO_MEM;
     if (method == MPILAB_SYNC_SKAMPI)
-        rc = skampi_phases(comm, size, t0, a, model, rc);
+        rc = skampi_phases(comm, size, t0, a, model, effort, rc);
     else
-        rc = regression_phase(comm, size, t0, pts, model, rc);
-    rc = verify_phase(comm, size, t0, model, rc);
+        rc = regression_phase(comm, size, t0, pts, model, effort, rc);
+    rc = verify_phase(comm, size, t0, model, effort, rc);
     free(a);
     free(pts);
     return rc;
@@ -415,7 +417,10 @@ static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocks
     return MPI_SUCCESS;
 }
 
-static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
+/* One synchronisation; effort (>= 1) multiplies the probes of every minimum-round-trip
+ * search and regression batch (only rank 0 probes; the others answer until told to stop). */
+static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort,
+                     mpilab_clocksync_t *out)
 {
     memset(out, 0, sizeof *out);
     int rank, size;
@@ -441,7 +446,7 @@ static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksyn
         for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
             rc = serve(comm);
     } else if (rc == MPI_SUCCESS) {
-        rc = root_side(comm, method, size, t0, model);
+        rc = root_side(comm, method, size, t0, model, effort);
     }
     rc = publish(comm, size, model, rc, out);
     if (rc == MPI_SUCCESS)
@@ -465,19 +470,44 @@ static void age_models(mpilab_clocksync_t *cs, double age)
         cs->ranks[r].uncertainty += cs->ranks[r].drift_uncertainty * age;
 }
 
-/* A synchronisation whose stated uncertainty exceeds MPILAB_SYNC_TARGET_S was preempted
- * somewhere (a quiet node gives 1-2 us): it is run again, up to MPILAB_SYNC_ATTEMPTS in
- * all, and the attempt with the least largest uncertainty *now* is kept: an earlier one is
- * first aged to the end of the latest (its drift uncertainty times the time since; under
- * load an attempt can take a second, and a stale offset-only model was 200-300 us off at
- * 65 ppm). The ages come from rank 0's clock, broadcast, so every rank computes the same
- * numbers and takes the same decision. */
+/* Per rank, the better of out's model and cur's (clocksync.h). t0 differs between attempts:
+ * global = t0 + ((local - t0) - offset) / (1 + drift), so offset' = offset - drift *
+ * (t0_cur - t0_out) gives the same mapping from out's origin. Every rank holds the same
+ * published models and ages, so all take the same decisions. */
+int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur)
+{
+    int taken = 0;
+    for (int r = 1; r < out->nranks && r < cur->nranks; r++) {
+        if (!(cur->ranks[r].uncertainty < out->ranks[r].uncertainty))
+            continue;
+        out->ranks[r] = cur->ranks[r];
+        out->ranks[r].offset = cur->ranks[r].offset - cur->ranks[r].drift * (cur->t0 - out->t0);
+        taken++;
+    }
+    out->max_residual = 0.0;
+    for (int r = 0; r < out->nranks; r++)
+        out->max_residual = fmax(out->max_residual, out->ranks[r].residual);
+    return taken;
+}
+
+/* A synchronisation whose stated uncertainty exceeds MPILAB_SYNC_TARGET_S for some rank
+ * was preempted somewhere (a quiet node gives 1-2 us): it is run again, up to
+ * MPILAB_SYNC_ATTEMPTS in all while the attempts took less than MPILAB_SYNC_BUDGET_S, each
+ * probing longer (attempt a: min(a, MPILAB_SYNC_MAX_EFFORT) times the probes), and per rank
+ * the model with the least uncertainty *now* is kept: the models kept so far are first
+ * aged to the end of the latest attempt (their drift uncertainty times the time since;
+ * under load an attempt can take a second, and a stale offset-only model was 200-300 us
+ * off at 65 ppm). Per rank, because one preempted rank need not cost the others their
+ * clean models (with 4 ranks and two hogs, whole attempts rarely came out clean for all
+ * three at once). The times come from rank 0's clock, broadcast, so every rank computes
+ * the same numbers and takes the same decision. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
 {
-    double spent = 0.0, best_end = 0.0;
+    double spent = 0.0, prev_end = 0.0;
     for (int a = 1; a <= MPILAB_SYNC_ATTEMPTS; a++) {
         mpilab_clocksync_t cur;
-        int rc = sync_once(comm, method, &cur);
+        int effort = a < MPILAB_SYNC_MAX_EFFORT ? a : MPILAB_SYNC_MAX_EFFORT;
+        int rc = sync_once(comm, method, effort, &cur);
         double now = mpilab_wtime();
         if (rc == MPI_SUCCESS)
             rc = MPI_Bcast(&now, 1, MPI_DOUBLE, 0, comm);
@@ -488,20 +518,17 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
             return rc;
         }
         spent += cur.duration;
-        if (a > 1) {
-            age_models(out, now - best_end);
-            best_end = now;
-        }
-        if (a == 1 || max_uncertainty(&cur) <= max_uncertainty(out)) {
-            if (a > 1)
-                mpilab_clocksync_free(out);
+        if (a == 1) {
             *out = cur;
-            best_end = now;
         } else {
+            age_models(out, now - prev_end);
+            (void)mpilab_clocksync_keep_better(out, &cur);
             mpilab_clocksync_free(&cur);
         }
+        prev_end = now;
         out->attempts = a;
-        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S)
+        /* rank 0's times only (t0 and now are broadcast): the same on every rank */
+        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S)
             break;
     }
     out->duration = spent;

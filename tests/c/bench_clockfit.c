@@ -35,6 +35,23 @@ int main(void)
     CHECK_NEAR(m2.offset, 5e-4, 1e-12);
     CHECK_NEAR(m2.drift, 3e-5, 1e-9);
     CHECK_NEAR(m2.residual, 0.0, 1e-12);
+    /* Per-rank merge of two attempts with different origins: a rank that takes the later
+     * attempt's model maps its local times to the same global times as that attempt did. */
+    {
+        mpilab_clock_model_t ma[3] = {{0}, {1e-3, 5e-5, 1e-6, 2e-6, 1e-6}, {-2e-3, -3e-5, 2e-6, 9e-6, 1e-6}};
+        mpilab_clock_model_t mb[3] = {{0}, {1e-3, 5e-5, 1e-6, 4e-6, 1e-6}, {-2.1e-3, -3e-5, 3e-7, 1.5e-6, 1e-6}};
+        mpilab_clocksync_t a = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.0, .ranks = ma, .max_residual = 2e-6};
+        mpilab_clocksync_t b = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.7, .ranks = mb};
+        double local = 25.0;
+        double want = mpilab_clock_to_global(&b, 2, local);
+        double keep1 = mpilab_clock_to_global(&a, 1, local);
+        CHECK(mpilab_clocksync_keep_better(&a, &b) == 1); /* rank 2 only: 1.5 < 9 us; rank 1 stays */
+        CHECK_NEAR(mpilab_clock_to_global(&a, 2, local), want, 1e-12);
+        CHECK_NEAR(mpilab_clock_to_global(&a, 1, local), keep1, 1e-15);
+        CHECK_NEAR(a.ranks[2].uncertainty, 1.5e-6, 1e-15);
+        CHECK_NEAR(a.max_residual, 1e-6, 1e-15); /* recomputed from the kept models */
+        CHECK(a.t0 == 10.0);
+    }
     /* Degenerate input is refused. */
     double same[3] = {1, 1, 1};
     CHECK(mpilab_clock_fit(same, loc2, 3, &m2) != 0);

@@ -57,8 +57,56 @@ def test_link_rows_truth_and_former() -> None:
     assert rows["alpha"]["former_errors"][0] == pytest.approx(0.5)
 
 
-def _param(v: float, lo: float, hi: float) -> dict[str, Any]:
-    return {"value": v, "raw": v, "lo": lo, "hi": hi, "flags": ""}
+def _param(v: float, lo: float, hi: float, flags: str = "") -> dict[str, Any]:
+    return {"value": v, "raw": v, "lo": lo, "hi": hi, "flags": flags}
+
+
+def test_link_rows_truth_includes_delay_line_lateness() -> None:
+    """The truth of L and alpha is the configured delay + the base latency + the delay
+    line's own lateness during the run (beyond the base run's); rates are not affected."""
+    res = {"truth": {"alpha": 2.010e-3, "beta": 80e-9, "L": 2.005e-3, "G": 80e-9},
+           "base": [{"delayline_late_mean_s": 1e-6}],
+           "runs": [{"delayline_late_mean_s": 21e-6,
+                     "hockney": {"alpha": _param(2.030e-3, 2.028e-3, 2.032e-3),
+                                 "beta": _param(80e-9, 79e-9, 81e-9)},
+                     "loggp": {"L": _param(2.025e-3, 2.024e-3, 2.026e-3),
+                               "G": _param(80e-9, 79e-9, 81e-9)}}]}
+    rows = {r["param"]: r for r in selftest.link_rows(res)}
+    assert rows["L"]["truths"] == [pytest.approx(2.025e-3)]
+    assert rows["L"]["errors"][0] == pytest.approx(0.0, abs=1e-12)
+    assert rows["L"]["cover"] == 1 and rows["L"]["met"]
+    assert rows["alpha"]["truths"] == [pytest.approx(2.030e-3)] and rows["alpha"]["met"]
+    assert rows["G"]["truths"] == [pytest.approx(80e-9)]
+    # without the delay line's statistics the configured truth is used
+    res["runs"][0].pop("delayline_late_mean_s")
+    rows = {r["param"]: r for r in selftest.link_rows(res)}
+    assert rows["L"]["truths"] == [pytest.approx(2.005e-3)] and rows["L"]["cover"] == 0
+
+
+def test_link_rows_flagged_run_is_not_a_good_fit() -> None:
+    """A ci_wide run is never counted as a good fit, even when its value is close; `honest`
+    holds when every unflagged run was within the tolerance and every flagged run's interval
+    held the truth."""
+    ok = _param(2.0e-3, 1.99e-3, 2.01e-3)
+    wide_close = _param(2.01e-3, 1.5e-3, 2.5e-3, "ci_wide")
+    wide_far = _param(3.06e-3, 1.97e-3, 3.07e-3, "ci_wide")
+    wide_wrong = _param(3.06e-3, 3.0e-3, 4.0e-3, "ci_wide")
+    def res(a: dict[str, Any]) -> dict[str, Any]:
+        r = {"hockney": {"alpha": a, "beta": _param(80e-9, 79e-9, 81e-9)},
+             "loggp": {"L": ok, "G": _param(80e-9, 79e-9, 81e-9)}}
+        return {"truth": {"alpha": 2e-3, "beta": 80e-9, "L": 2e-3, "G": 80e-9},
+                "runs": [{"hockney": {"alpha": ok, "beta": r["hockney"]["beta"]},
+                          "loggp": r["loggp"]}] * 4 + [r]}
+    rows = {r["param"]: r for r in selftest.link_rows(res(wide_close))}
+    assert not rows["alpha"]["met"] and rows["alpha"]["flagged"] == 1 and rows["alpha"]["honest"]
+    assert rows["L"]["met"] and rows["L"]["flagged"] == 0
+    rows = {r["param"]: r for r in selftest.link_rows(res(wide_far))}
+    assert not rows["alpha"]["met"] and rows["alpha"]["honest"]
+    rows = {r["param"]: r for r in selftest.link_rows(res(wide_wrong))}
+    assert not rows["alpha"]["met"] and not rows["alpha"]["honest"]
+    # an unflagged run beyond the tolerance is neither met nor honest
+    rows = {r["param"]: r for r in selftest.link_rows(res(_param(2.2e-3, 2.1e-3, 2.3e-3)))}
+    assert not rows["alpha"]["met"] and not rows["alpha"]["honest"]
 
 
 def test_fit_rows_tolerance_and_coverage() -> None:

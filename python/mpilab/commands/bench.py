@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpilab import argtypes, launch
+from mpilab import argtypes, launch, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import check_output
 from mpilab.tools import find_tool, mpi_env
@@ -99,6 +99,22 @@ def _run(args: argparse.Namespace) -> int:
         check_output(out)  # a directory or dangling link is refused before measuring
         if out != "-":
             Path(out).parent.mkdir(parents=True, exist_ok=True)
+    if args.launches > 1:
+        status = _run_launches(args, runner_args, out)
+    else:
+        status = _launch(args, runner_args)
+    if status != 0:
+        return status
+    if args.report and out is not None:
+        from mpilab.commands.report import make_report
+
+        html = make_report(out)
+        sys.stdout.write(f"report: {html}\n")
+    return 0
+
+
+def _launch(args: argparse.Namespace, runner_args: list[str]) -> int:
+    """One launch of the runner; its shell-style exit status (failures named on stderr)."""
     j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
     if args.testbed is not None:
@@ -126,13 +142,109 @@ def _run(args: argparse.Namespace) -> int:
                                                               or status >= 128))
         if not named:  # bad input (2) and job control's endings were named in one line
             sys.stderr.write(f"mpilab: {RUNNER} exited with status {status}\n")
-        return status
-    if args.report and out is not None:
-        from mpilab.commands.report import make_report
+    return status
 
-        html = make_report(out)
-        sys.stdout.write(f"report: {html}\n")
+
+def without_out(args: list[str]) -> list[str]:
+    """Runner arguments with --out FILE / --out=FILE removed."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == "--out":
+            skip = True
+            continue
+        if a.startswith("--out="):
+            continue
+        out.append(a)
+    return out
+
+
+def launch_file(out: str, k: int) -> str:
+    """The results file of launch k (1-based) beside OUT: run.json -> run.launch1.json."""
+    p = Path(out)
+    suffix = p.suffix or ".json"
+    return str(p.with_name(f"{p.stem if p.suffix else p.name}.launch{k}{suffix}"))
+
+
+def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
+    """--launches N: the runner N times (separate launches), each into its own file, then
+    the merged file (mpilab.launches) at OUT; a failed launch stops the series and leaves a
+    partial merged file of the launches completed."""
+    import json
+
+    from mpilab import launches
+    from mpilab.fsutil import atomic_write_text
+
+    if out is None or out == "-":
+        raise MpilabError("--launches needs --out FILE (each launch writes FILE.launchK.json, "
+                          "the merged results go to FILE)")
+    base_args = without_out(runner_args)
+    files: list[str] = []
+    docs: list[dict] = []  # type: ignore[type-arg]
+    status = 0
+    for k in range(1, args.launches + 1):
+        f = launch_file(out, k)
+        check_output(f)
+        if not args.quiet_launches:
+            sys.stderr.write(f"mpilab: launch {k} of {args.launches} -> {f}\n")
+        status = _launch(args, base_args + ["--out", f])
+        if Path(f).is_file():
+            try:
+                doc = json.loads(Path(f).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise MpilabError(f"{f}: launch {k} left an unreadable results file ({e})") \
+                    from None
+            files.append(f)
+            docs.append(doc)
+        if status != 0:
+            break
+    if docs:
+        merged = launches.merge(docs, files, args.launches)
+        atomic_write_text(out, json.dumps(merged, indent=1) + "\n")
+    if status != 0:
+        if docs:
+            sys.stderr.write(f"mpilab: {len(docs)} of {args.launches} launches merged into "
+                             f"{out} (partial)\n")
+        return status
+    if not args.quiet_launches:
+        _print_launch_table(merged)
     return 0
+
+
+def _print_launch_table(doc: dict) -> None:  # type: ignore[type-arg]
+    ms = doc.get("measurements", [])
+    n = (doc.get("launches") or {}).get("n")
+    sys.stdout.write(f"over {n} launches: median of the launch medians (us) and its interval, "
+                     "spread (max-min)/median of the launch medians, launches whose own "
+                     "interval holds the figure, flags\n")
+    for m in ms:
+        st, la = m["stats"], m["launches"]
+        pair = m.get("pair")
+        where = f"{pair[0]}-{pair[1]}" if isinstance(pair, list) else f"root {m.get('root')}"
+        lo, hi = st.get("med_lo"), st.get("med_hi")
+        ci = (f"{lo * 1e6:.3f}..{hi * 1e6:.3f}" if lo is not None and hi is not None
+              else "-")
+        spread = la.get("spread")
+        sp = f"{spread * 100:.1f}%" if spread is not None else "-"
+        sys.stdout.write(f"{m['op']:<10} {m.get('impl', ''):<10} {m['timing']:<6} {where:<7} "
+                         f"{m['bytes']:>9} {st['median'] * 1e6:12.3f} {ci:>22} {sp:>7} "
+                         f"{la['n'] - la['outside']:>3}/{la['n']:<3} "
+                         f"{','.join(m.get('flags', [])) or '-'}\n")
+
+
+def _launches_count(text: str) -> int:
+    from mpilab.launches import MAX_LAUNCHES
+
+    n = units.parse_int(text)
+    if not 1 <= n <= MAX_LAUNCHES:
+        raise ValueError(f"must be 1..{MAX_LAUNCHES}")
+    return n
+
+
+launches_count = argtypes._wrap(_launches_count, "count")
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
@@ -155,6 +267,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "runner's.")
     add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", metavar="FILE", help="results file (forwarded as --out FILE)")
+    p.add_argument("--launches", type=launches_count, default=1, metavar="N",
+                   help="run the measurement in N separate launches (mpirun invocations; "
+                        "default 1) and report the median of the launch medians with an "
+                        "interval that includes launch-to-launch variation (needs --out)")
+    p.add_argument("--quiet-launches", action="store_true",
+                   help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",
                    help="also write the HTML report beside the results (FILE with .html)")
     p.add_argument("runner_args", nargs=argparse.REMAINDER, metavar="-- RUNNER_ARGS",

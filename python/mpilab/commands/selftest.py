@@ -74,7 +74,7 @@ def clock_rows(data: dict[str, Any], label: str) -> dict[str, Any]:
            "max_err_s": max(errs) if errs else float("nan"),
            "median_unc_s": (statistics.median(float(c["uncertainty_s"]) for c in checks)
                             if checks else float("nan"))}
-    # syncs that stated <= 5 us (the library repeats preempted ones, up to 3 attempts, and
+    # syncs that stated <= 5 us (the library repeats preempted ones, up to 6 attempts, and
     # flags those that still could not get there): the 5 us target applies to them, the
     # others must say so honestly (their error inside their larger uncertainty)
     precise = [c for c in checks if c.get("precise", True)]
@@ -227,41 +227,80 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
     return out
 
 
+def run_truth(res: dict[str, Any], run: dict[str, Any], name: str) -> float:
+    """The truth of parameter `name` for one run: the configured delay plus the base latency
+    measured on the same path with no delay (L, alpha), plus how late the delay line itself
+    released packets during that run beyond its lateness in the base run (it is a process
+    on the same CPUs: 20-23 us per packet on this machine, which is part of the emulated
+    link's latency, not an error of the fit); the TCP payload rate for G and beta."""
+    t = float(res["truth"][name])
+    if name not in ("L", "alpha"):
+        return t
+    late = run.get("delayline_late_mean_s")
+    if not isinstance(late, int | float):
+        return t
+    base = (res.get("base") or [{}])[0].get("delayline_late_mean_s")
+    return t + float(late) - (float(base) if isinstance(base, int | float) else 0.0)
+
+
 def link_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per parameter: truth, every run's value, error, interval coverage, former value."""
+    """Per parameter: every run's truth (run_truth), value, error, flags, interval coverage,
+    former value. A run whose parameter carries a flag (ci_wide, clamped, no_ci) is not a
+    good fit, whatever its value: `met` needs every run unflagged, within the tolerance and
+    the interval holding the truth in >= 90%; `honest` says that every unflagged run was
+    within the tolerance and every flagged run's interval held the truth (the tool said
+    when it could not be trusted)."""
     rows = []
     former = {"alpha": ("former_hockney", "alpha"), "beta": ("former_hockney", "beta"),
               "L": ("former_loggp", "L"), "G": ("former_loggp", "G")}
     for name, model in (("alpha", "hockney"), ("beta", "hockney"), ("L", "loggp"), ("G", "loggp")):
-        t = float(res["truth"][name])
-        vals, covers, olds = [], 0, []
+        vals, truths, errs, flags, covers, olds = [], [], [], [], 0, []
+        flagged_cover = True
         for r in res["runs"]:
             p = (r.get(model) or {}).get(name)
             if not isinstance(p, dict):
                 continue
-            vals.append(float(p["value"]))
-            covers += p["lo"] <= t <= p["hi"]
+            t = run_truth(res, r, name)
+            v = float(p["value"])
+            fl = [f for f in str(p.get("flags") or "").split(",") if f]
+            inside = p["lo"] <= t <= p["hi"]
+            vals.append(v)
+            truths.append(t)
+            errs.append(v / t - 1)
+            flags.append(fl)
+            covers += inside
+            if fl and not inside:
+                flagged_cover = False
             fm = r.get(former[name][0]) or {}
             if former[name][1] in fm:
-                olds.append(float(fm[former[name][1]]))
-        errs = [v / t - 1 for v in vals]
-        rows.append({"param": name, "truth": t, "values": vals, "errors": errs, "cover": covers,
-                     "n": len(vals), "former_errors": [v / t - 1 for v in olds],
-                     "met": bool(vals) and max(abs(e) for e in errs) <= FIT_TOL[name]
-                     and covers >= FIT_COVER_TARGET * len(vals)})
+                olds.append(float(fm[former[name][1]]) / t - 1)
+        n = len(vals)
+        good = [e for e, f in zip(errs, flags, strict=True) if not f]
+        nflag = sum(1 for f in flags if f)
+        within = bool(vals) and max(abs(e) for e in errs) <= FIT_TOL[name]
+        rows.append({"param": name, "truth": float(res["truth"][name]), "truths": truths,
+                     "values": vals, "errors": errs, "flags": flags, "flagged": nflag,
+                     "cover": covers, "n": n, "former_errors": olds,
+                     "met": within and nflag == 0 and covers >= FIT_COVER_TARGET * n,
+                     "honest": (bool(vals) and all(abs(e) <= FIT_TOL[name] for e in good)
+                                and flagged_cover)})
     return rows
 
 
 def print_link_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'param':<6} {'true':>13} {'recovered (per run)':<40} {'worst':>8} {'CI covers':>9}  "
-          f"{'former worst':>12}  target")
+    print(f"{'param':<6} {'true (run 1)':>13} {'recovered (per run; * = flagged)':<48} "
+          f"{'worst':>8} {'flagged':>7} {'CI covers':>9}  {'former worst':>12}  target")
     for r in rows:
-        vals = " ".join(_param_fmt(r["param"], v) for v in r["values"])
+        vals = " ".join(_param_fmt(r["param"], v) + ("*" if f else "")
+                        for v, f in zip(r["values"], r["flags"], strict=True))
         worst = max(r["errors"], key=abs) if r["errors"] else float("nan")
         fw = max(r["former_errors"], key=abs) if r["former_errors"] else float("nan")
-        print(f"{r['param']:<6} {_param_fmt(r['param'], r['truth']):>13} {vals:<40} "
-              f"{worst * 100:+7.2f}% {r['cover']:>4}/{r['n']:<4}  {fw * 100:+11.2f}%  "
-              f"{'met' if r['met'] else 'MISSED'}")
+        t0 = r["truths"][0] if r["truths"] else r["truth"]
+        verdict = ("met" if r["met"] else
+                   "MISSED (flagged runs honest)" if r["honest"] and r["flagged"] else "MISSED")
+        print(f"{r['param']:<6} {_param_fmt(r['param'], t0):>13} {vals:<48} "
+              f"{worst * 100:+7.2f}% {r['flagged']:>3}/{r['n']:<3} {r['cover']:>4}/{r['n']:<4}  "
+              f"{fw * 100:+11.2f}%  {verdict}")
 
 
 def _run(args: argparse.Namespace) -> int:

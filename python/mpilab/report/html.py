@@ -344,7 +344,9 @@ def _measurements(r: Results) -> list[Section]:
              "not_converged (stopped at the repetition limit without the asked precision), "
              "invalid_samples (repetitions excluded), negative_time (corrected times <= 0 "
              "excluded), clock_uncertain (global timing on a clock synchronisation less precise "
-             "than the asked precision), negative (a value below zero), no_ci (no interval).")
+             "than the asked precision), launches_disagree (over several launches: some launch's "
+             "own interval did not hold the figure), negative (a value below zero), no_ci "
+             "(no interval).")
     sec.add("table", measurement_table(r))
     return [sec]
 
@@ -358,6 +360,16 @@ def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg
             out.append(f"PARTIAL RESULTS{(' in ' + name) if len(docs) > 1 else ''} ({why}): "
                        f"the file holds the {s['measurements']} measurements completed before "
                        "the run stopped; models and predictions may be missing.")
+        la = doc.get("launches") if isinstance(doc.get("launches"), dict) else None
+        if la is not None:
+            dis = sum(1 for m in doc.get("measurements", []) or []
+                      if isinstance(m, dict) and "launches_disagree" in (m.get("flags") or []))
+            out.append(f"MERGED FROM {la.get('n')} LAUNCHES"
+                       f"{(' in ' + name) if len(docs) > 1 else ''}: every figure is the "
+                       "median of the launches' medians, its interval includes the "
+                       f"launch-to-launch variation; in {dis} of {s['measurements']} "
+                       "measurements some launch's own interval missed the figure "
+                       "(launches_disagree). Models are in the per-launch files.")
     return out
 
 

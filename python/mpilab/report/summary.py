@@ -257,7 +257,10 @@ def health(r: Results) -> tuple[list[Card], list[str]]:
                       (quality.NEGATIVE_TIME, "had negative corrected times (excluded)"),
                       (quality.NO_VALID, "had no valid repetition at all"),
                       (quality.CLOCK_UNCERTAIN, "were converted with a clock synchronisation less "
-                       "precise than the asked precision (global timing): do not trust them")):
+                       "precise than the asked precision (global timing): do not trust them"),
+                      (quality.LAUNCHES_DISAGREE, "had some launch whose own interval missed "
+                       "the figure (merged launches: one launch alone would have misreported "
+                       "it)")):
         if fl.get(key):
             items.append(f"{fl[key]} measurement(s) {what} [{key}]")
     verdict = quality.noisy_verdict(r.raw)

@@ -1,0 +1,267 @@
+"""Measurements repeated over separate launches (`mpilab bench --launches N`).
+
+One launch of mpilab-bench reports a median with an interval that holds the sampling error
+of that launch only. On a shared machine (and in a virtual machine) a whole launch can sit
+at another level: pinned to the same CPUs, the same command gave shared-memory 1 KiB round
+trips of 0.41-0.53 us in five launches, each with an interval of a few percent that held
+none of the others (docs/bench.md, "Run-to-run reproducibility"). As ReproMPI does, the
+remedy is to measure over several launches (mpirun invocations) and report a figure and an
+interval that include the launch-to-launch variation:
+
+* the figure is the median of the launches' medians;
+* its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
+  `h = max(t(cl, N-1) * sqrt(pi/2) * sd(log launch medians) / sqrt(N),
+           sqrt(pi/2) * sqrt(sum of the launches' own relative half widths squared) / N)`:
+  the Student-t interval of the launch effects (sqrt(pi/2): a median of normal values is
+  that much less efficient than their mean) with the launches' sampling error as a floor
+  (launches that agree by chance do not make the figure more precise than its samples);
+  from 6 launches on it also holds the distribution-free order-statistic interval of the
+  launch medians (as mpilab_median_ci);
+* `converged` holds when every launch converged and the interval meets the precision's
+  eps; the flag `launches_disagree` says that some launch's own interval does not hold the
+  figure (that launch alone would have misreported it).
+
+`merge` is pure (documents in, document out); the command lives in commands/bench.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+from typing import Any
+
+from mpilab import quality
+
+LAUNCHES_DISAGREE = quality.LAUNCHES_DISAGREE
+METHOD = ("median of the launch medians m; interval m exp(-+h), h = t(cl, N-1) sqrt(pi/2) "
+          "sd(log launch medians) / sqrt(N), at least sqrt(pi/2) sqrt(sum r_i^2) / N of the "
+          "launches' own relative half widths r_i, holding the order-statistic interval of "
+          "the launch medians from 6 launches on")
+_KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
+               "ranks")
+_SUM_FIELDS = ("wall_s", "all_pairs_wall_s")
+_MAX_FIELDS = ("clock_sync_uncertainty_s", "clock_sync_residual_s")
+MAX_LAUNCHES = 1000
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def t_abs_cdf(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with integer df >= 1 (Abramowitz & Stegun 26.7.3-4)."""
+    if df < 1:
+        raise ValueError("df must be >= 1")
+    if t <= 0:
+        return 0.0
+    th = math.atan(t / math.sqrt(df))
+    s, c = math.sin(th), math.cos(th)
+    if df % 2 == 1:
+        if df == 1:
+            return 2 * th / math.pi
+        term, acc = c, c
+        for k in range(3, df - 1, 2):
+            term *= c * c * (k - 1) / k
+            acc += term
+        return 2 / math.pi * (th + s * acc)
+    term, acc = 1.0, 1.0
+    for k in range(2, df - 1, 2):
+        term *= c * c * (k - 1) / k
+        acc += term
+    return s * acc
+
+
+def t_quantile(cl: float, df: int) -> float:
+    """The t with P(|T| < t) = cl (two-sided), by bisection."""
+    if not 0 < cl < 1:
+        raise ValueError("cl must be in (0, 1)")
+    lo, hi = 0.0, 1.0
+    while t_abs_cdf(hi, df) < cl:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_abs_cdf(mid, df) < cl:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def os_interval(values: list[float], cl: float) -> tuple[float, float] | None:
+    """Distribution-free interval of the median from order statistics (as
+    mpilab_median_ci): the largest k with 1 - 2 P(B <= k-1) >= cl; None when none exists."""
+    s = sorted(values)
+    n = len(s)
+    best = 0
+    for k in range(1, (n + 1) // 2 + 1):
+        tail = sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+        if 1 - 2 * tail >= cl:
+            best = k
+        else:
+            break
+    return (s[best - 1], s[n - best]) if best else None
+
+
+def launch_interval(medians: list[float], halves: list[float | None],
+                    cl: float) -> tuple[float, float, float, dict[str, float | None]]:
+    """(figure, lo, hi, parts) over launches with these medians and own half widths.
+    Launch levels differ by factors (a launch 20% slower at every size), so the interval is
+    computed on the logarithm of the launch medians and is multiplicative: m * exp(-+h),
+    never below zero (a symmetric interval on seconds went negative when one launch of five
+    sat 3x above the others). The parts are reported in seconds, relative to the figure."""
+    n = len(medians)
+    m = statistics.median(medians)
+    eff = math.sqrt(math.pi / 2)
+    positive = all(x > 0 for x in medians)
+    logs = [math.log(x) for x in medians] if positive else []
+    sd = statistics.stdev(logs) if n >= 2 and positive else None
+    between = t_quantile(cl, n - 1) * eff * sd / math.sqrt(n) if sd is not None else None
+    rel = [h / x for h, x in zip(halves, medians, strict=True) if h is not None and x > 0]
+    within = eff * math.sqrt(sum(h * h for h in rel)) / n if len(rel) == n else None
+    parts = [h for h in (between, within) if h is not None]
+
+    def secs(h: float | None) -> float | None:
+        return None if h is None else m * h
+    info = {"sd_s": secs(sd), "between_half_s": secs(between), "within_half_s": secs(within)}
+    if not parts or m <= 0:
+        return m, math.nan, math.nan, info
+    half = max(parts)
+    lo, hi = m * math.exp(-half), m * math.exp(half)
+    osi = os_interval(medians, cl) if n >= 6 else None
+    if osi is not None:
+        lo, hi = min(lo, osi[0]), max(hi, osi[1])
+    return m, lo, hi, info
+
+
+def key_of(m: dict[str, Any]) -> tuple[Any, ...]:
+    pair = m.get("pair")
+    return tuple(m.get(f) for f in _KEY_FIELDS) + (tuple(pair) if isinstance(pair, list)
+                                                    else None,)
+
+
+def _pooled_stats(samples: list[Any], valid: list[bool], cl: float) -> dict[str, Any]:
+    ok = [float(s) for s, v in zip(samples, valid, strict=True)
+          if v and _num(s) is not None]
+    out: dict[str, Any] = {"reps": len(samples), "invalid": len(samples) - len(ok)}
+    if not ok:
+        out.update(mean=None, ci_half=None, rel_err=None, min=None, max=None, stdev=None)
+        return out
+    mean = statistics.fmean(ok)
+    sd = statistics.stdev(ok) if len(ok) >= 2 else 0.0
+    half = t_quantile(cl, len(ok) - 1) * sd / math.sqrt(len(ok)) if len(ok) >= 2 else None
+    out.update(mean=mean, ci_half=half,
+               rel_err=(half / mean if half is not None and mean > 0 else None),
+               min=min(ok), max=max(ok), stdev=sd)
+    return out
+
+
+def _half(st: dict[str, Any]) -> float | None:
+    lo, hi = _num(st.get("med_lo")), _num(st.get("med_hi"))
+    if lo is None or hi is None:
+        return None
+    return (hi - lo) / 2
+
+
+def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
+    """One measurement over its launches (ms: the same measurement from each launch that
+    has a median, in launch order)."""
+    first = ms[0]
+    prec = first.get("precision") if isinstance(first.get("precision"), dict) else {}
+    cl = _num(prec.get("cl")) or 0.95
+    eps = _num(prec.get("eps"))
+    out = copy.deepcopy(first)
+    samples: list[Any] = []
+    valid: list[bool] = []
+    for m in ms:
+        s = m.get("samples") if isinstance(m.get("samples"), list) else []
+        v = m.get("valid") if isinstance(m.get("valid"), list) else [True] * len(s)
+        samples += s
+        valid += [x is not False for x in v[:len(s)]] + [True] * (len(s) - len(v))
+    out["samples"], out["valid"] = samples, valid
+    sts = [m["stats"] for m in ms]
+    medians = [float(st["median"]) for st in sts]
+    halves = [_half(st) for st in sts]
+    fig, lo, hi, parts = launch_interval(medians, halves, cl)
+    st = _pooled_stats(samples, valid, cl)
+    has_ci = math.isfinite(lo) and math.isfinite(hi)
+    rel = (hi - lo) / 2 / abs(fig) if has_ci and fig != 0 else None
+    all_conv = all(s.get("converged") is True for s in sts)
+    conv = all_conv and rel is not None and eps is not None and rel <= eps
+    st.update(median=fig, med_lo=lo if has_ci else None, med_hi=hi if has_ci else None,
+              med_rel_err=rel, converged=conv)
+    out["stats"] = st
+    flags: list[str] = []
+    for m in ms:
+        for f in quality.measurement_flags(m):
+            if f not in flags and f != quality.NOT_CONVERGED:
+                flags.append(f)
+    if not conv:
+        flags.insert(0, quality.NOT_CONVERGED)
+    own = [(_num(s.get("med_lo")), _num(s.get("med_hi"))) for s in sts]
+    outside = sum(1 for a, b in own if a is None or b is None or not a <= fig <= b)
+    if outside:
+        flags.append(LAUNCHES_DISAGREE)
+    out["flags"] = flags
+    for f in _SUM_FIELDS:
+        vals = [_num(m.get(f)) for m in ms]
+        if all(v is not None for v in vals):
+            out[f] = sum(v for v in vals if v is not None)
+    for f in _MAX_FIELDS:
+        vals = [v for v in (_num(m.get(f)) for m in ms) if v is not None]
+        if vals:
+            out[f] = max(vals)
+    spread = (max(medians) - min(medians)) / abs(fig) if fig != 0 else None
+    out["launches"] = {"n": len(ms), "medians": medians,
+                       "med_lo": [a for a, _ in own], "med_hi": [b for _, b in own],
+                       "reps": [s.get("reps") for s in sts],
+                       "converged": [s.get("converged") is True for s in sts],
+                       "spread": spread, "outside": outside, **parts}
+    return out
+
+
+def merge(docs: list[dict[str, Any]], files: list[str],
+          asked: int | None = None) -> dict[str, Any]:
+    """The results document of N launches of the same command: provenance of the first
+    launch, every measurement merged over the launches that measured it (docs/bench.md,
+    "Launches"); the per-launch files keep their models. `asked`: launches asked for (the
+    file is partial when fewer completed, or when a launch's file is partial)."""
+    if not docs:
+        raise ValueError("no launch to merge")
+    base = copy.deepcopy(docs[0])
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    order: list[tuple[Any, ...]] = []
+    for d in docs:
+        for m in d.get("measurements", []) or []:
+            if not isinstance(m, dict):
+                continue
+            st = m.get("stats") if isinstance(m.get("stats"), dict) else {}
+            if _num(st.get("median")) is None:
+                continue
+            k = key_of(m)
+            if k not in groups:
+                groups[k] = []
+                order.append(k)
+            groups[k].append(m)
+    base["measurements"] = [merge_measurement(groups[k]) for k in order]
+    base.pop("models", None)
+    n = len(docs)
+    partial_launches = [i + 1 for i, d in enumerate(docs) if d.get("partial") is True]
+    base["launches"] = {"n": n, "asked": asked if asked is not None else n, "files": files,
+                        "dates": [(d.get("provenance") or {}).get("date") for d in docs],
+                        "method": METHOD,
+                        "models": "per launch: in each launch's file (not merged)"}
+    reasons = []
+    if asked is not None and n < asked:
+        reasons.append(f"{n} of {asked} launches completed")
+    if partial_launches:
+        reasons.append("partial launch file(s): " + ", ".join(map(str, partial_launches)))
+    if reasons:
+        base["partial"] = True
+        base["partial_reason"] = "; ".join(reasons)
+    else:
+        base.pop("partial", None)
+        base.pop("partial_reason", None)
+    return base

@@ -1,0 +1,260 @@
+"""`mpilab bench --launches N`: the measurement over separate launches (mpilab.launches)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import real_runner
+from mpilab import launches, quality, results
+from mpilab.commands.bench import launch_file, without_out
+
+
+def _one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+# ----------------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize("df, cl, expected", [
+    (1, 0.95, 12.706), (2, 0.95, 4.303), (4, 0.95, 2.776), (5, 0.95, 2.571),
+    (10, 0.95, 2.228), (30, 0.95, 2.042), (4, 0.99, 4.604), (9, 0.90, 1.833)])
+def test_t_quantile_table_values(df: int, cl: float, expected: float) -> None:
+    assert launches.t_quantile(cl, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_t_abs_cdf_limits() -> None:
+    assert launches.t_abs_cdf(0.0, 3) == 0.0
+    assert launches.t_abs_cdf(1e9, 7) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        launches.t_abs_cdf(1.0, 0)
+    with pytest.raises(ValueError):
+        launches.t_quantile(1.0, 3)
+
+
+def test_os_interval_ranks() -> None:
+    assert launches.os_interval([5.0, 1.0, 3.0, 2.0, 4.0], 0.95) is None  # n = 5: 93.75%
+    assert launches.os_interval([float(x) for x in range(6)], 0.95) == (0.0, 5.0)
+    v = [float(x) for x in range(20)]
+    assert launches.os_interval(v, 0.95) == (5.0, 14.0)  # ranks 6 and 15 (bench_stats)
+
+
+def test_interval_floor_is_the_launches_own_error() -> None:
+    """Launches that agree exactly do not make the figure more precise than its samples."""
+    m, lo, hi, parts = launches.launch_interval([2.0, 2.0, 2.0], [0.2, 0.2, 0.2], 0.95)
+    assert m == 2.0 and parts["between_half_s"] == 0.0
+    h = math.sqrt(math.pi / 2) * math.sqrt(3 * 0.01) / 3  # relative half widths 0.1
+    assert lo == pytest.approx(2.0 * math.exp(-h)) and hi == pytest.approx(2.0 * math.exp(h))
+    assert parts["within_half_s"] == pytest.approx(2.0 * h)
+
+
+def test_interval_between_launches() -> None:
+    med = [1.0, 1.2, 1.1, 1.3, 1.0]
+    m, lo, hi, parts = launches.launch_interval(med, [0.001] * 5, 0.95)
+    h = 2.776445 * math.sqrt(math.pi / 2) * statistics.stdev([math.log(x) for x in med]) \
+        / math.sqrt(5)
+    assert m == 1.1
+    assert lo == pytest.approx(1.1 * math.exp(-h), rel=1e-5)
+    assert hi == pytest.approx(1.1 * math.exp(h), rel=1e-5)
+    assert parts["between_half_s"] == pytest.approx(1.1 * h, rel=1e-5)
+
+
+def test_interval_never_below_zero() -> None:
+    """One launch of five at 3x the others: the interval is wide but stays positive."""
+    m, lo, hi, _ = launches.launch_interval([0.75, 0.79, 0.72, 2.6, 0.83], [0.02] * 5, 0.95)
+    assert m == 0.79 and 0 < lo < 0.72 and hi > 0.83
+
+
+def test_interval_coverage_with_launch_effects() -> None:
+    """Launch levels drawn around a true level, each launch's own interval tight: the
+    interval over 5 launches holds the true level in about cl of the series (a single
+    launch's would not)."""
+    rng = random.Random(9)
+    hits = single = 0
+    trials = 2000
+    for _ in range(trials):
+        meds = [1.0 + rng.gauss(0, 0.1) for _ in range(5)]
+        _, lo, hi, _ = launches.launch_interval(meds, [0.005] * 5, 0.95)
+        hits += lo <= 1.0 <= hi
+        single += abs(meds[0] - 1.0) <= 0.005
+    assert hits / trials >= 0.94
+    assert single / trials < 0.2
+
+
+# ----------------------------------------------------------------------- merging
+
+
+def _meas(median: float, half: float, conv: bool = True, nbytes: int = 1024,
+          samples: list[float] | None = None) -> dict[str, Any]:
+    s = samples if samples is not None else [median] * 7
+    return {"op": "p2p", "impl": "roundtrip", "timing": "p2p", "schedule": "parallel",
+            "pair": [0, 1], "bytes": nbytes, "bytes_back": nbytes, "ranks": 2,
+            "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 100},
+            "stats": {"mean": median, "ci_half": half, "reps": len(s), "invalid": 0,
+                      "median": median, "med_lo": median - half, "med_hi": median + half,
+                      "converged": conv},
+            "samples": s, "valid": [True] * len(s), "flags": [] if conv else ["not_converged"],
+            "wall_s": 0.5}
+
+
+def _doc(ms: list[dict[str, Any]], date: str = "2026-11-23T10:00:00Z") -> dict[str, Any]:
+    return {"schema": "mpilab.results/1",
+            "provenance": {"tool": "mpilab-bench", "ranks": 2, "date": date},
+            "measurements": ms,
+            "models": {"hockney": {"pairs": []}}}
+
+
+def test_merge_levels_differ_flags_and_covers() -> None:
+    docs = [_doc([_meas(m, 0.005 * m, nbytes=1024), _meas(100 * m, 0.2, nbytes=4096)])
+            for m in (0.42, 0.53, 0.41, 0.46, 0.42)]
+    out = launches.merge(docs, [f"l{k}.json" for k in range(5)])
+    assert "models" not in out and out["launches"]["n"] == 5 and "partial" not in out
+    m = out["measurements"][0]
+    assert m["stats"]["median"] == 0.42
+    assert m["stats"]["med_lo"] < 0.41 and m["stats"]["med_hi"] > 0.46
+    assert m["launches"]["medians"] == [0.42, 0.53, 0.41, 0.46, 0.42]
+    assert m["launches"]["outside"] == 3  # 0.53, 0.41, 0.46 do not hold 0.42
+    assert quality.LAUNCHES_DISAGREE in m["flags"]
+    assert m["stats"]["converged"] is False and m["flags"][0] == quality.NOT_CONVERGED
+    assert len(m["samples"]) == len(m["valid"]) == 35 and m["stats"]["reps"] == 35
+    assert m["wall_s"] == pytest.approx(2.5)
+    assert m["launches"]["spread"] == pytest.approx((0.53 - 0.41) / 0.42)
+    assert [x["bytes"] for x in out["measurements"]] == [1024, 4096]
+    assert quality.summary(out)["flags"][quality.LAUNCHES_DISAGREE] == 2
+
+
+def test_merge_agreeing_launches_converge() -> None:
+    docs = [_doc([_meas(1e-6 * (1 + d), 0.01e-6)]) for d in (0.0, 0.002, -0.002)]
+    out = launches.merge(docs, ["a", "b", "c"])
+    m = out["measurements"][0]
+    assert m["stats"]["converged"] is True and m["flags"] == []
+    assert m["stats"]["med_rel_err"] <= 0.025
+
+
+def test_merge_one_unconverged_launch_is_not_converged() -> None:
+    docs = [_doc([_meas(1.0, 0.01, conv=c)]) for c in (True, False, True)]
+    m = launches.merge(docs, ["a", "b", "c"])["measurements"][0]
+    assert m["stats"]["converged"] is False and m["launches"]["converged"] == [True, False, True]
+
+
+def test_merge_keeps_invalid_samples_out_of_statistics() -> None:
+    a = _meas(1.0, 0.01, samples=[1.0, 1.0, -5.0])
+    a["valid"] = [True, True, False]
+    a["flags"] = ["negative_time"]
+    b = _meas(1.0, 0.01, samples=[1.0, 1.0, 1.0])
+    m = launches.merge([_doc([a]), _doc([b])], ["a", "b"])["measurements"][0]
+    assert m["valid"] == [True, True, False, True, True, True]
+    assert m["stats"]["min"] == 1.0 and m["stats"]["invalid"] == 1
+    assert "negative_time" in m["flags"]
+    assert quality.unflagged_problems(launches.merge([_doc([a]), _doc([b])], ["a", "b"])) == []
+
+
+def test_merge_partial_when_launches_missing() -> None:
+    d = _doc([_meas(1.0, 0.01)])
+    d2 = _doc([_meas(1.0, 0.01)])
+    d2["partial"] = True
+    out = launches.merge([d, d2], ["a", "b"], asked=5)
+    assert out["partial"] is True
+    assert "2 of 5 launches completed" in out["partial_reason"]
+    assert "partial launch file(s): 2" in out["partial_reason"]
+
+
+def test_merged_file_loads_and_renders(tmp_path: Path) -> None:
+    docs = [_doc([_meas(m, 0.01 * m)]) for m in (1e-6, 1.2e-6, 1.1e-6)]
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(launches.merge(docs, ["a", "b", "c"])))
+    r = results.load(f)
+    assert r.measurements[0].raw["launches"]["n"] == 3
+    from mpilab.report.html import render_report
+
+    html = render_report(r)
+    assert "MERGED FROM 3 LAUNCHES" in html and "launches_disagree" in html
+
+
+def test_launch_file_names() -> None:
+    assert launch_file("res/run.json", 2) == "res/run.launch2.json"
+    assert launch_file("run", 1) == "run.launch1.json"
+    assert without_out(["--ops", "p2p", "--out", "x.json", "--out=y", "--quiet"]) == \
+        ["--ops", "p2p", "--quiet"]
+
+
+# ----------------------------------------------------------------------- the command
+
+
+def test_bench_launches_with_fake_runner(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", "--np", "1", "--launches", "3", "--out", "res/run.json", "--report",
+                "--", "--ops", "scatter:linear", "--quiet", env=env)
+    assert p.returncode == 0, p.stderr
+    for k in (1, 2, 3):
+        assert (tmp_path / "res" / f"run.launch{k}.json").is_file()
+    assert json.loads(Path(env["FAKE_BENCH_ARGS"]).read_text())[-2:] == \
+        ["--out", "res/run.launch3.json"]
+    r = results.load(tmp_path / "res" / "run.json")
+    assert r.raw["launches"]["n"] == 3
+    assert all(m.raw["launches"]["n"] == 3 for m in r.measurements)
+    assert (tmp_path / "res" / "run.html").is_file()
+    assert "over 3 launches" in p.stdout
+
+
+def test_bench_launches_failed_launch_leaves_partial(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("exit3")
+    p = run_cli("bench", "--np", "1", "--launches", "3", "--out", "run.json", "--", env=env)
+    assert p.returncode == 3
+    assert not (tmp_path / "run.json").exists()  # nothing completed: nothing merged
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--launches", "0", "--out", "a.json", "--"], "--launches: '0': must be 1..1000"),
+    (["--launches", "x", "--out", "a.json", "--"], "--launches: 'x'"),
+    (["--launches", "3", "--", "--ops", "p2p"], "--launches needs --out FILE"),
+    (["--launches", "3", "--out", "-", "--"], "--launches needs --out FILE"),
+])
+def test_bench_launches_bad_usage(fake_bench: Callable[[str], dict[str, str]],
+                                  run_cli: Callable[..., Any], argv: list[str],
+                                  expected: str) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", *argv, env=env)
+    assert p.returncode == 2
+    assert expected in _one_line(p.stderr)
+    assert not Path(env["FAKE_BENCH_ARGS"]).exists()
+
+
+needs_runner = pytest.mark.skipif(real_runner() is None, reason="mpilab-bench not built")
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_bench_launches_real_runner(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    from conftest import cli_env
+
+    env = cli_env()
+    env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
+    p = run_cli("bench", "--np", "2", "--launches", "2", "--out", "l.json", "--",
+                "--ops", "p2p", "--sizes", "0,1K", "--min-reps", "6", "--max-reps", "8",
+                "--quiet", env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    r = results.load(tmp_path / "l.json")
+    assert sorted(m.bytes for m in r.p2p()) == [0, 1024]
+    for m in r.p2p():
+        la = m.raw["launches"]
+        assert la["n"] == 2 and len(la["medians"]) == 2
+        assert m.stats.median == pytest.approx(statistics.median(la["medians"]))
+        assert m.raw["stats"]["med_lo"] <= m.stats.median <= m.raw["stats"]["med_hi"]
+        assert 12 <= len(m.samples) <= 16
+    for k in (1, 2):
+        one = results.load(tmp_path / f"l.launch{k}.json")
+        assert one.raw.get("models") is not None  # the per-launch files keep their fits
