@@ -184,7 +184,7 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
                 for (int v = 0; v < 4; v++) { /* helper on/off x chain band/block */
-                    int64_t rd[2] = {0, 0};
+                    int64_t rd[2] = {0, 0}, wr[2] = {0, 0};
                     for (int io = 0; io < 2; io++) {
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         mpilab_wf_run_opts o = {K, workers, 2,
@@ -199,6 +199,7 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
                             continue;
                         CHECK(st.io == o.io, "back end used %s", mpilab_wf_io_name(st.io));
                         rd[io] = st.bytes_read;
+                        wr[io] = st.bytes_written;
                         mpilab_wf_stats_free(&st);
                         double *got = load1(P("work"), &r, &c, &pl);
                         CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
@@ -207,9 +208,27 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
                               (long long)mb, (long long)nb, workers, v);
                         free(got);
                         runs += io;
+                        /* the whole file (headers, records, padding) as pread leaves it */
+                        if (io == 0)
+                            copy_file(P("work"), P("wpread"));
+                        else
+                            CHECK(same_file(P("work"), P("wpread")),
+                                  "direct: file differs from pread's: layout %s block %lldx%lld "
+                                  "workers %d variant %d", mpilab_wf_layout_name(lay),
+                                  (long long)mb, (long long)nb, workers, v);
                     }
                     CHECK(rd[0] == rd[1], "direct read %lld bytes, pread %lld", (long long)rd[1],
                           (long long)rd[0]);
+                    /* O_DIRECT writes the optimized records with their padding (no partial
+                     * last sector): with band chaining K x the padded payload */
+                    if (lay == MPILAB_WF_OPTIMIZED)
+                        CHECK(wr[0] < wr[1] && ((v & 2) || wr[1] == K * (fsize(P("dl")) - 4096)),
+                              "direct wrote %lld bytes, expected %lld (pread %lld)",
+                              (long long)wr[1], (long long)(K * (fsize(P("dl")) - 4096)),
+                              (long long)wr[0]);
+                    else
+                        CHECK(wr[0] == wr[1], "direct wrote %lld bytes, pread %lld",
+                              (long long)wr[1], (long long)wr[0]);
                 }
         }
     CHECK(runs >= 40, "only %d O_DIRECT runs", runs);
