@@ -125,7 +125,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--block-backends", default="pread",
                     help="I/O back ends of the block layout (Fig. 7a; direct makes its east-halo "
-                         "gather one device request per element)")
+                         "gather one device request per element); a back end followed by "
+                         "'+turns' runs with --io-turns (the workers take turns at the disk)")
     ap.add_argument("--opt-backends", default="direct,pread",
                     help="I/O back ends of the optimized layout (Fig. 7a)")
     ap.add_argument("--rowmajor-block", type=int, default=0,
@@ -194,6 +195,9 @@ def main() -> int:
         for lay in ("block", "optimized"):
             for b in blocks:
                 for io in backends[lay]:
+                    if set(io.split("+")[1:]) - {"turns"}:
+                        raise SystemExit(f"{io}: unknown back-end flag (expected BACKEND or "
+                                         "BACKEND+turns)")
                     cfgs[f"7a/{lay}/{b}/{io}"] = {"lay": lay, "mb": b, "nb": b, "io": io,
                                                  "workers": a.workers, "waves": 1,
                                                  "iters": a.iterations}
@@ -219,13 +223,16 @@ def main() -> int:
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
                 c = cfgs[name]
+                io, *flags = c["io"].split("+")
                 work = mnt / "work"
                 subprocess.run(["cp", str(c["data"]), str(work)], check=True)
                 drop_pages([work, c["coef"]])
                 jf = out / "run.json"
                 args = ["run", "--data", str(work), "--coef", str(c["coef"]), "--iterations",
                         str(c["iters"]), "--workers", str(c["workers"]), "--waves",
-                        str(c["waves"]), "--io", c["io"], "--quiet", "--json", str(jf)]
+                        str(c["waves"]), "--io", io, "--quiet", "--json", str(jf)]
+                if "turns" in flags:
+                    args.append("--io-turns")
                 if c["lay"] == "rowmajor":
                     args = ["run", "--data", str(work), "--coef", str(c0), "--mb", str(c["mb"]),
                             "--nb", str(c["nb"])] + args[5:]
@@ -315,6 +322,12 @@ def report(a: argparse.Namespace, sp: specmod.DiskSpec, disk: specmod.Disk,
             if opt and blk:
                 ratios.setdefault(f"block / optimized at {b} (each its best back end)", []).append(
                     min(blk) / min(opt))
+            # like for like: the same back end (and flags) for both layouts
+            for n, v in r.items():
+                io = n.split("/")[-1]
+                if n == f"7a/optimized/{b}/{io}" and f"7a/block/{b}/{io}" in r:
+                    ratios.setdefault(f"block / optimized at {b}, both {io}", []).append(
+                        r[f"7a/block/{b}/{io}"]["s_per_iter"] / v["s_per_iter"])
         if "7b/waves1" in r and "7b/waves2" in r:
             ratios.setdefault("1 wave / 2 waves", []).append(
                 r["7b/waves1"]["s_per_iter"] / r["7b/waves2"]["s_per_iter"])

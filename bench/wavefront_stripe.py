@@ -93,6 +93,10 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="bring the disks up and make the files, leave them up and stop (a "
+                         "later run with the same --prefix and --out does only the rounds; "
+                         "`mpilab disk down --prefix P` afterwards)")
     a = ap.parse_args()
     sp = specmod.load(a.spec, a.prefix)
     if len(sp.disks) < 2:
@@ -103,6 +107,7 @@ def main() -> int:
     made = dev.load_state(a.prefix) is None
     if made:
         dev.up(sp)
+    made = made and not a.prepare_only
     tool = find_tool("mpilab-wavefront")
     try:
         st = dev.load_state(a.prefix)
@@ -141,6 +146,9 @@ def main() -> int:
                         link.unlink()
                     link.symlink_to(real)
         cfgs = [(pl, w) for pl in places for w in (1, 2)]
+        if a.prepare_only:
+            print(f"prepared {len(cfgs)} configurations on disks '{a.prefix}' (left up)")
+            return 0
         rounds: list[dict[str, Any]] = []
         for r in range(a.rounds):
             res: dict[str, Any] = {}

@@ -35,6 +35,7 @@
 static const char *prog = "mpilab-seekfs";
 static int bfd = -1; /* backing directory */
 static char stats_path[4096];
+static FILE *trace; /* --trace: one line per request served (diagnosis) */
 static int elevator;
 static mpilab_disk_model model;
 
@@ -135,9 +136,13 @@ static ssize_t serve(int fd, void *buf, size_t len, off_t off, int write)
         }
     busy = 1;
     chosen_seq = UINT64_MAX;
+    const int64_t head = dst.head;
     double cost = mpilab_disk_serve(&model, &dst, pos, (int64_t)len, write);
     double start = vclock > arrival ? vclock : arrival;
     vclock = start + cost;
+    if (trace)
+        fprintf(trace, "%.6f %c %lld %zu %lld %.6f %d\n", start, write ? 'W' : 'R',
+                (long long)pos, len, (long long)(pos - head), cost, qn);
     double until = vclock;
     pthread_mutex_unlock(&mu);
     sleep_until(until);
@@ -169,6 +174,8 @@ static void *stats_thread(void *arg)
             if (fclose(f) == 0)
                 rename(tmp, stats_path);
         }
+        if (trace)
+            fflush(trace);
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
@@ -380,6 +387,9 @@ static void help(FILE *f)
             "  --rate BYTES_PER_S  transfer rate (default 150000000)\n"
             "  --elevator          serve queued requests in C-LOOK order (default: arrival order)\n"
             "  --stats FILE        write the model's counters as JSON every 20 ms\n"
+            "  --trace FILE        append one line per request: start time (s, modelled),\n"
+            "                      R|W, position, length, position - head, cost (s), requests\n"
+            "                      still queued (for diagnosis)\n"
             "  --foreground        do not detach\n"
             "  -h, --help; --version\n",
             prog);
@@ -395,11 +405,12 @@ int main(int argc, char **argv)
                                        {"rate", required_argument, 0, 'R'},
                                        {"elevator", no_argument, 0, 'e'},
                                        {"stats", required_argument, 0, 'S'},
+                                       {"trace", required_argument, 0, 'T'},
                                        {"foreground", no_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {"version", no_argument, 0, 'V'},
                                        {0, 0, 0, 0}};
-    const char *backing = NULL;
+    const char *backing = NULL, *trace_path = NULL;
     double size = 0, smin = 0.0005, smax = 0.008, rpm = 7200, rate = 150e6;
     int fg = 0, c;
     opterr = 0;
@@ -413,6 +424,7 @@ int main(int argc, char **argv)
         case 'R': if (num(optarg, &rate)) return bad("--rate", optarg); break;
         case 'e': elevator = 1; break;
         case 'S': snprintf(stats_path, sizeof stats_path, "%s", optarg); break;
+        case 'T': trace_path = optarg; break;
         case 'f': fg = 1; break;
         case 'h': help(stdout); return 0;
         case 'V': printf("%s %s\n", prog, MPILAB_VERSION_STRING); return 0;
@@ -448,6 +460,10 @@ int main(int argc, char **argv)
             memcpy(stats_path, cwd, lc);
             stats_path[lc] = '/';
         }
+    }
+    if (trace_path && !(trace = fopen(trace_path, "a"))) {
+        fprintf(stderr, "%s: --trace %s: %s\n", prog, trace_path, strerror(errno));
+        return 2;
     }
     bfd = open(backing, O_RDONLY | O_DIRECTORY);
     if (bfd < 0) {

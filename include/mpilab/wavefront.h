@@ -82,6 +82,12 @@ typedef struct {
                       * queue_depth-1 steps ahead plus write-backs); 0 = 4. Other back
                       * ends ignore it. */
     int chain;       /* mpilab_wf_chain: how waves are chained (default BAND) */
+    int io_turns;    /* 1: the workers take turns at the storage: one worker's transfers
+                      * (a step's reads, or a write-back) at a time, and no read-ahead
+                      * hints (their asynchronous reads would fall outside the turn). For
+                      * one disk with one head (a seek disk): the workers' streams no
+                      * longer interleave request by request. Thread driver only; pread,
+                      * mmap and direct. */
 } mpilab_wf_run_opts;
 
 /* Wave chaining granularity. BAND: a worker runs its whole band for iteration n, then

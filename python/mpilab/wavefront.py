@@ -64,6 +64,8 @@ def build_command(args: argparse.Namespace) -> list[str]:
             cmd += ["--nb", str(args.nb)]
         if args.no_drop_behind:
             cmd.append("--no-drop-behind")
+        if args.io_turns:
+            cmd.append("--io-turns")
         if args.json:
             cmd += ["--json", args.json]
         if args.np:
@@ -128,6 +130,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--mb", type=_positive, default=0)
     r.add_argument("--nb", type=_positive, default=0)
     r.add_argument("--no-drop-behind", action="store_true")
+    r.add_argument("--io-turns", action="store_true",
+                   help="the workers take turns at the storage (threads only; for one disk "
+                        "with one head)")
     r.add_argument("--json", help="write results (mpilab.results/1) here")
     r.add_argument("--np", type=_positive, default=0,
                    help="distributed mode: N MPI ranks, band files DATA.<rank>")

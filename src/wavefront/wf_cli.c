@@ -38,6 +38,8 @@ static const char help_text[] =
     "      --mb MB, --nb NB     block size in elements (row-major data only)\n"
     "      --no-drop-behind     keep finished blocks in the page cache\n"
     "      --no-prefetch        no I/O helper thread: every transfer synchronous\n"
+    "      --io-turns           workers take turns at the storage (one worker's step reads\n"
+    "                           or write-back at a time, no read-ahead hints; threads only)\n"
     "      --mpi                distributed mode (run under mpirun, one band file per rank)\n"
     "      --json FILE          write an mpilab.results/1 file (times in seconds, sizes in bytes)\n"
     "      --quiet              no per-iteration output\n"
@@ -212,6 +214,7 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
                                        {"nb", required_argument, 0, 'N'},
                                        {"no-drop-behind", no_argument, 0, 'D'},
                                        {"no-prefetch", no_argument, 0, 'F'},
+                                       {"io-turns", no_argument, 0, 'T'},
                                        {"queue-depth", required_argument, 0, 'Q'},
                                        {"chain", required_argument, 0, 'C'},
                                        {"mpi", no_argument, 0, 'x'},
@@ -221,7 +224,7 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
                                        {0, 0, 0, 0}};
     mpilab_wf_run_opts *ro = &c->run;
     int o;
-    while ((o = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFQ:C:xj:qh", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFTQ:C:xj:qh", lo, NULL)) != -1) {
         switch (o) {
         case 'd': c->data = optarg; break;
         case 'c': c->coef = optarg; break;
@@ -234,6 +237,7 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         case 'N': INT_OPT("--nb", 1, &ro->nb);
         case 'D': ro->drop_behind = 0; break;
         case 'F': ro->no_prefetch = 1; break;
+        case 'T': ro->io_turns = 1; break;
         case 'x': c->mpi = 1; break;
         case 'j': c->json = optarg; break;
         case 'q': c->quiet = 1; break;

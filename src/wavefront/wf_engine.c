@@ -410,6 +410,10 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
     int io = o->io;
     if (resolve_io(&io, o->queue_depth, o->chain, err, errlen))
         return -1;
+    if (o->io_turns && io == MPILAB_WF_IO_URING) {
+        ERR("--io-turns does not support the io_uring back end (use pread, direct or mmap)");
+        return -1;
+    }
     wf_file d, c;
     if (wf_open(&d, data_path, 1, io, err, errlen))
         return -1;
@@ -426,6 +430,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
     memset(&sh, 0, sizeof sh);
     pthread_mutex_init(&sh.mu, NULL);
     pthread_cond_init(&sh.cv, NULL);
+    pthread_mutex_init(&sh.turn, NULL);
     if (check_setup(&d, &c, o, &mb, &nb, err, errlen))
         goto out;
     if (d.h.row0 != 0 || d.h.rows != d.h.total_rows) {
@@ -470,6 +475,7 @@ int mpilab_wf_run(const char *data_path, const char *coef_path, const mpilab_wf_
         if (worker_setup(w, i, P, &d, &c, nbr * i / P, nbr * (i + 1) / P, mb, nb, io, o, err,
                          errlen))
             goto out;
+        w->turn = o->io_turns ? &sh.turn : NULL;
     }
     if (o->iterations > 0 && mark_running(&d, err, errlen))
         goto out;
@@ -560,6 +566,7 @@ out:
     free(chans);
     pthread_mutex_destroy(&sh.mu);
     pthread_cond_destroy(&sh.cv);
+    pthread_mutex_destroy(&sh.turn);
     wf_close(&d);
     wf_close(&c);
     return rc;
@@ -594,6 +601,10 @@ int mpilab_wf_run_mpi(MPI_Comm comm, const char *data_base, const char *coef_bas
     int bad = 0, io = o->io;
     if (resolve_io(&io, o->queue_depth, o->chain, err, errlen))
         bad = 1;
+    else if (o->io_turns) {
+        ERR("--io-turns is for the thread driver (ranks do not share a turn)");
+        bad = 1;
+    }
     else if (wf_open(&d, dp, 1, io, err, errlen))
         bad = 1;
     else if (wf_open(&c, cp, 0, io, err, errlen))

@@ -125,14 +125,24 @@ static int opt_read_block_east(wf_file *f, wf_blockio *b, int64_t br, int64_t bc
     return 0;
 }
 
+/* With O_DIRECT the write-back covers the record's zero padding too: a record of a
+ * padded (version 2) file then ends on a sector boundary, so the write needs no
+ * read-modify-write of its last, partial sector (traced on the seek disk: that 4 KiB
+ * read cost a seek of its own and a seek back to the record's start, per block). The
+ * block layout's records (h x w doubles) are sector aligned already. */
 static int opt_write_block(wf_file *f, wf_blockio *b, int64_t br, int64_t bc, const double *src,
                            size_t ld, wf_ctr *ctr, char *err, size_t el)
 {
     int64_t r0, c0, h, w;
     wf_blk_dims(f, b, br, bc, &r0, &c0, &h, &w);
     wf_pack_opt(src, ld, h, w, (int64_t)f->h.t, b->tmp);
-    return wf_bwrite(f, b, b->tmp, wf_block_bytes(&f->h, br, bc), wf_block_off(&f->h, br, bc),
-                     ctr, err, el);
+    size_t len = wf_block_bytes(&f->h, br, bc);
+    if (f->io == MPILAB_WF_IO_DIRECT && f->h.version >= WF_VERSION_PADDED) {
+        const size_t al = (size_t)f->lay->rec_align, padded = (len + al - 1) / al * al;
+        memset((char *)b->tmp + len, 0, padded - len);
+        len = padded;
+    }
+    return wf_bwrite(f, b, b->tmp, len, wf_block_off(&f->h, br, bc), ctr, err, el);
 }
 
 /* contiguous left frontier: one read */

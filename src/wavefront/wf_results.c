@@ -77,6 +77,7 @@ static json_t *wavefront_object(const mpilab_wf_stats *st, const mpilab_wf_run_o
                                             mpilab_json_real(st->dep_wait_s[i]), "io_busy_s",
                                             mpilab_json_real(st->io_busy_s[i])));
     json_object_set_new(wf, "per_worker", pw);
+    json_object_set_new(wf, "io_turns", json_boolean(o->io_turns));
     return wf;
 }
 
@@ -104,6 +105,7 @@ json_t *mpilab_wf_results(const mpilab_wf_stats *st, const mpilab_wf_run_opts *o
                              mpilab_wf_chain_name(o->chain), "io", mpilab_wf_io_name(o->io),
                              "queue_depth", o->queue_depth, "drop_behind", o->drop_behind,
                              "prefetch", !o->no_prefetch);
+    json_object_set_new(opts, "io_turns", json_boolean(o->io_turns));
     json_object_set_new(provenance, "options", opts);
     json_object_set_new(provenance, "clock_sync", json_null());
     size_t n = st->iterations > 0 ? (size_t)st->iterations : 0;

@@ -51,6 +51,7 @@ struct wf_shared {
     char err[512];
     wf_chan *chans; /* all queues, to wake them on abort */
     int nchans;
+    pthread_mutex_t turn; /* io_turns: held by a worker's transfers (wf_xport.c) */
 };
 
 enum { WF_TAG_BF = 4101, WF_TAG_TF = 4102, WF_TAG_WAVE = 4103 };
@@ -104,6 +105,7 @@ typedef struct worker {
     int64_t b0, b1, nbc, mb, nb, cols, row0, total;
     int64_t iters;
     int waves, chain, drop, hints;
+    pthread_mutex_t *turn; /* io_turns: the storage turn shared by the workers; else NULL */
     /* transport */
     const wf_xport *xp;
     int prefetch; /* 1: transfers overlap the computation (helper thread or io_uring) */

@@ -16,6 +16,10 @@ void wf_hint_block(worker *w, int64_t br, int64_t bc, int done, int64_t iter_lef
 {
     if (!w->hints)
         return;
+    /* io_turns: a WILLNEED hint's reads are asynchronous, served after the turn ended
+     * between the other workers' requests; the helper's reads a step ahead prefetch */
+    if (!done && w->turn)
+        return;
     if (done && !w->drop && !w->data->map)
         return;
     if (!done && iter_left <= 0)
@@ -43,7 +47,7 @@ void wf_hint_block(worker *w, int64_t br, int64_t bc, int done, int64_t iter_lef
         }
     }
 }
-static int io_exec(worker *w, const wf_ioop *op, char *err, size_t errlen)
+static int io_exec_op(worker *w, const wf_ioop *op, char *err, size_t errlen)
 {
     switch (op->kind) {
     case WF_OP_READ: return wf_step_read(w, op, err, errlen);
@@ -52,6 +56,19 @@ static int io_exec(worker *w, const wf_ioop *op, char *err, size_t errlen)
     case WF_OP_CWRITE: return wf_chain_write(w, op, err, errlen);
     default: snprintf(err, errlen, "internal: unknown I/O operation %d", op->kind); return -1;
     }
+}
+
+/* One operation; with io_turns inside the storage turn, so that a step's reads (block,
+ * coefficients, halo) or a write-back reach the disk without another worker's requests
+ * in between (the head then moves once per operation instead of once per request). */
+static int io_exec(worker *w, const wf_ioop *op, char *err, size_t errlen)
+{
+    if (!w->turn)
+        return io_exec_op(w, op, err, errlen);
+    pthread_mutex_lock(w->turn);
+    int rc = io_exec_op(w, op, err, errlen);
+    pthread_mutex_unlock(w->turn);
+    return rc;
 }
 
 static void *io_thread(void *arg)

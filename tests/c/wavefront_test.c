@@ -184,13 +184,13 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3 && workers <= nbr; workers++)
                 for (int v = 0; v < 4; v++) { /* helper on/off x chain band/block */
-                    int64_t rd[2] = {0, 0};
+                    int64_t rd[2] = {0, 0}, wr[2] = {0, 0};
                     for (int io = 0; io < 2; io++) {
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         mpilab_wf_run_opts o = {K, workers, 2,
                                                 io ? MPILAB_WF_IO_DIRECT : MPILAB_WF_IO_PREAD,
                                                 lay ? 0 : mb, lay ? 0 : nb, 1, v & 1, 0,
-                                                v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND};
+                                                v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND, 0};
                         mpilab_wf_stats st;
                         int rc = mpilab_wf_run(P("work"), lay ? P("cl") : P("c0"), &o, &st, err,
                                                sizeof err);
@@ -199,6 +199,7 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
                             continue;
                         CHECK(st.io == o.io, "back end used %s", mpilab_wf_io_name(st.io));
                         rd[io] = st.bytes_read;
+                        wr[io] = st.bytes_written;
                         mpilab_wf_stats_free(&st);
                         double *got = load1(P("work"), &r, &c, &pl);
                         CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
@@ -207,13 +208,92 @@ static void test_direct(const double *ref, int64_t M, int64_t N, int64_t K)
                               (long long)mb, (long long)nb, workers, v);
                         free(got);
                         runs += io;
+                        /* the whole file (headers, records, padding) as pread leaves it */
+                        if (io == 0)
+                            copy_file(P("work"), P("wpread"));
+                        else
+                            CHECK(same_file(P("work"), P("wpread")),
+                                  "direct: file differs from pread's: layout %s block %lldx%lld "
+                                  "workers %d variant %d", mpilab_wf_layout_name(lay),
+                                  (long long)mb, (long long)nb, workers, v);
                     }
                     CHECK(rd[0] == rd[1], "direct read %lld bytes, pread %lld", (long long)rd[1],
                           (long long)rd[0]);
+                    /* O_DIRECT writes the optimized records with their padding (no partial
+                     * last sector): with band chaining K x the padded payload */
+                    if (lay == MPILAB_WF_OPTIMIZED)
+                        CHECK(wr[0] < wr[1] && ((v & 2) || wr[1] == K * (fsize(P("dl")) - 4096)),
+                              "direct wrote %lld bytes, expected %lld (pread %lld)",
+                              (long long)wr[1], (long long)(K * (fsize(P("dl")) - 4096)),
+                              (long long)wr[0]);
+                    else
+                        CHECK(wr[0] == wr[1], "direct wrote %lld bytes, pread %lld",
+                              (long long)wr[1], (long long)wr[0]);
                 }
         }
     CHECK(runs >= 40, "only %d O_DIRECT runs", runs);
     printf("O_DIRECT bitwise runs: %d\n", runs);
+}
+
+/* io_turns (the workers take turns at the storage): every layout x 2 block sizes x 1-3
+ * workers x {pread with the helper, pread synchronous, mmap, O_DIRECT} x {band, block
+ * chaining}, bitwise against the reference and reading exactly the bytes of the same run
+ * without turns (only the order of the workers' transfers changes); io_uring refused. */
+static void test_turns(const double *ref, int64_t M, int64_t N, int64_t K)
+{
+    char err[1024];
+    int64_t r, c, pl;
+    const int64_t blocks[][2] = {{8, 5}, {10, 17}};
+    const int ios[4] = {MPILAB_WF_IO_PREAD, MPILAB_WF_IO_PREAD, MPILAB_WF_IO_MMAP,
+                        MPILAB_WF_IO_DIRECT};
+    int runs = 0;
+    for (int lay = 0; lay < 3; lay++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            int64_t mb = blocks[b][0], nb = blocks[b][1];
+            blocked_inputs(lay, mb, nb);
+            for (int workers = 1; workers <= 3; workers++)
+                for (int v = 0; v < 8; v++) { /* back end x chaining */
+                    int64_t rd[2] = {0, 0}, wr[2] = {0, 0};
+                    for (int turns = 0; turns < 2; turns++) {
+                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+                        mpilab_wf_run_opts o = {K, workers, 2, ios[v % 4], lay ? 0 : mb,
+                                                lay ? 0 : nb, 1, v % 4 == 1, 0,
+                                                v / 4 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND,
+                                                turns};
+                        mpilab_wf_stats st;
+                        int rc = mpilab_wf_run(P("work"), lay ? P("cl") : P("c0"), &o, &st, err,
+                                               sizeof err);
+                        CHECK(rc == 0, "run with io_turns %d: %s", turns, err);
+                        if (rc)
+                            continue;
+                        rd[turns] = st.bytes_read;
+                        wr[turns] = st.bytes_written;
+                        mpilab_wf_stats_free(&st);
+                        double *got = load1(P("work"), &r, &c, &pl);
+                        CHECK(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                              "io_turns %d: not bitwise equal: layout %s block %lldx%lld "
+                              "workers %d %s%s %s", turns, mpilab_wf_layout_name(lay),
+                              (long long)mb, (long long)nb, workers, mpilab_wf_io_name(o.io),
+                              v % 4 == 1 ? " (no helper)" : "", mpilab_wf_chain_name(o.chain));
+                        free(got);
+                        runs += turns;
+                    }
+                    CHECK(rd[0] == rd[1] && wr[0] == wr[1],
+                          "io_turns read/wrote %lld/%lld bytes, without %lld/%lld",
+                          (long long)rd[1], (long long)wr[1], (long long)rd[0], (long long)wr[0]);
+                }
+        }
+    CHECK(runs == 144, "%d io_turns runs, expected 144", runs);
+    printf("io_turns bitwise runs: %d\n", runs);
+    /* io_uring has no helper to take the turn in: refused with one line, data untouched */
+    copy_file(P("dl"), P("work"));
+    mpilab_wf_run_opts o = {1, 2, 1, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, 0, 1};
+    mpilab_wf_stats st;
+    int rc = mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err);
+    CHECK(rc != 0 && !strchr(err, '\n') &&
+              (strstr(err, "io-turns") || strstr(err, "io_uring back end unavailable")),
+          "io_turns with io_uring: rc %d, '%s'", rc, err);
+    CHECK(same_file(P("work"), P("dl")), "a refused io_turns run changed the data");
 }
 
 /* In-place runs record what the file holds; a killed run is recognised. */
@@ -228,7 +308,7 @@ static void test_state(void)
     CHECK(mpilab_wf_convert(inc, 1, P("sc"), &co, err, sizeof err) == 0, "%s", err);
     CHECK(mpilab_wf_file_state(P("sd"), &done, &intr, err, sizeof err) == 0 && done == 0 &&
               intr == 0, "fresh file: %lld done, interrupted %d", (long long)done, intr);
-    mpilab_wf_run_opts o = {2, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
+    mpilab_wf_run_opts o = {2, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
     mpilab_wf_stats st;
     CHECK(mpilab_wf_run(P("sd"), P("sc"), &o, &st, err, sizeof err) == 0, "%s", err);
     mpilab_wf_stats_free(&st);
@@ -251,7 +331,7 @@ static void test_state(void)
               "%s", err);
         pid_t pid = fork();
         if (pid == 0) {
-            mpilab_wf_run_opts ol = {iters, 2, 2, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
+            mpilab_wf_run_opts ol = {iters, 2, 2, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
             mpilab_wf_stats s2;
             _exit(mpilab_wf_run(P("kd"), P("sc"), &ol, &s2, err, sizeof err) == 0 ? 0 : 1);
         }
@@ -375,7 +455,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
                             mpilab_wf_run_opts o = {Ks[ki], workers, waves,
                                                     io == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                                     0, 0, runs % 2, io == 1 || (io == 2 && runs % 3 == 0),
-                                                    0, MPILAB_WF_CHAIN_BLOCK};
+                                                    0, MPILAB_WF_CHAIN_BLOCK, 0};
                             if (lay == MPILAB_WF_ROWMAJOR)
                                 o.mb = mb, o.nb = nb;
                             mpilab_wf_stats st;
@@ -416,7 +496,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
                 copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                 mpilab_wf_run_opts o = {KK, PW, (int)W, pf == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                         lay ? 0 : mb, lay ? 0 : nb, 1, pf == 0, 0,
-                                        MPILAB_WF_CHAIN_BLOCK};
+                                        MPILAB_WF_CHAIN_BLOCK, 0};
                 mpilab_wf_stats st;
                 int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
                                        &st, err, sizeof err);
@@ -456,7 +536,7 @@ static void test_chain(const double *init, const double *coef, int64_t M, int64_
 
     /* refusals and zero iterations */
     {
-        mpilab_wf_run_opts o = {2, 1, 2, MPILAB_WF_IO_URING, 8, 5, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK};
+        mpilab_wf_run_opts o = {2, 1, 2, MPILAB_WF_IO_URING, 8, 5, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0};
         mpilab_wf_stats st;
         copy_file(P("d0"), P("work"));
         CHECK(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) != 0 &&
@@ -541,7 +621,7 @@ int main(void)
                         copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         /* uring: queue depths 1 (no prefetch) and 2..5 in turn */
                         mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2,
-                                                2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND};
+                                                2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND, 0};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
@@ -572,7 +652,7 @@ int main(void)
         CHECK(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
         CHECK(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
         copy_file(P("dl"), P("work"));
-        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0, 0};
+        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0, 0, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err) == 0, "auto: %s", err);
         CHECK(st.io == (have_uring ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
@@ -594,7 +674,7 @@ int main(void)
             blocked_inputs(lay, mb, nb);
             copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
-                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND};
+                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND, 0};
             mpilab_wf_stats st;
             int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
                                    &st, err, sizeof err);
@@ -700,7 +780,7 @@ int main(void)
             mpilab_wf_convert_opts rm = {MPILAB_WF_ROWMAJOR, 0, 0, 0, 1};
             CHECK(mpilab_wf_convert(in1, 1, P("er1"), &rm, err, sizeof err) == 0, "format 1: %s", err);
             CHECK(same_file(P("e0"), P("er1")), "format-1 optimized file read differently");
-            mpilab_wf_run_opts o1 = {1, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0};
+            mpilab_wf_run_opts o1 = {1, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
             mpilab_wf_stats st1;
             const char *inc[1] = {P("ec")};
             CHECK(mpilab_wf_convert(inc, 1, P("ecb"), &oo, err, sizeof err) == 0, "coef: %s", err);
@@ -731,14 +811,14 @@ int main(void)
         CHECK(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
         mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
         CHECK(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
-        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0, 0};
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0, 0, 0};
         mpilab_wf_stats st;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
               "zero workers: %s", err);
-        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0, 0};
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0, 0, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
               "big block run: %s", err);
-        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33, 0};
+        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33, 0, 0};
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "queue depth") && !strchr(err, '\n'),
               "queue depth 33: %s", err);
@@ -747,7 +827,7 @@ int main(void)
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "back end"),
               "unknown back end: %s", err);
-        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0, 0}; /* 5 block rows: fine; 6 workers is not */
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0, 0, 0}; /* 5 block rows: fine; 6 workers is not */
         o5.workers = 6;
         CHECK(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
         /* truncated */
@@ -757,7 +837,7 @@ int main(void)
         CHECK(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
                   strstr(err, P("tr")),
               "truncated: %s", err);
-        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0, 0};
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0, 0, 0};
         CHECK(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
               "truncated run: %s", err);
         /* wrong size */
@@ -791,6 +871,7 @@ int main(void)
 
     test_chain(init, coef, M, N);
     test_direct(ref, M, N, K);
+    test_turns(ref, M, N, K);
     test_state();
     test_stale();
 

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
                     snprintf(cbase, sizeof cbase, "%s/c", dir);
                     /* io_uring with queue depths 2, 3, 4 */
                     mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0,
-                                            io != 0, io < 2 && waves == 2, waves + 1, chain};
+                                            io != 0, io < 2 && waves == 2, waves + 1, chain, 0};
                     if (chain == MPILAB_WF_CHAIN_BLOCK)
                         o.no_prefetch = iox == 3 && waves % 2 == 0;
                     mpilab_wf_stats st;
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
                 }
     /* block chaining with io_uring is refused on every rank (one line) */
     {
-        mpilab_wf_run_opts o = {1, 1, 2, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK};
+        mpilab_wf_run_opts o = {1, 1, 2, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0};
         mpilab_wf_stats st;
         char dbase[512], cbase[512];
         snprintf(dbase, sizeof dbase, "%s/d", dir);
@@ -130,9 +130,23 @@ int main(int argc, char **argv)
             fails++;
         }
     }
+    /* --io-turns (a turn shared by threads) is refused on every rank (one line) */
+    {
+        mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 1};
+        mpilab_wf_stats st;
+        char dbase[512], cbase[512];
+        snprintf(dbase, sizeof dbase, "%s/d", dir);
+        snprintf(cbase, sizeof cbase, "%s/c", dir);
+        int rc = mpilab_wf_run_mpi(MPI_COMM_WORLD, dbase, cbase, &o, &st, err, sizeof err);
+        if (rc == 0 || !strstr(err, "io-turns") || strchr(err, '\n')) {
+            if (rank == 0)
+                fprintf(stderr, "FAIL: --io-turns accepted in MPI mode (%s)\n", err);
+            fails++;
+        }
+    }
     /* a missing band file is reported on every rank, nobody hangs */
     {
-        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0};
+        mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0};
         mpilab_wf_stats st;
         char dbase[512];
         snprintf(dbase, sizeof dbase, "%s/missing", dir);

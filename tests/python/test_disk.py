@@ -17,7 +17,10 @@ from mpilab.disk import dev
 from mpilab.disk import spec as specmod
 from mpilab.errors import MpilabError
 
-PREFIX = "tdk"
+# Per process, so that concurrent runs of this file (several worktrees on one machine)
+# do not take each other's disks: "tdk" and 3 digits of the pid (prefixes are 1-6 of
+# a-z0-9, starting with a letter), or $MPILAB_TEST_DISK_PREFIX.
+PREFIX = os.environ.get("MPILAB_TEST_DISK_PREFIX") or f"tdk{os.getpid() % 1000:03d}"
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("mkfs.ext4")

@@ -213,3 +213,30 @@ def test_tool_help_version_direct_stats(run_cli: Callable[..., Any], tmp_path: P
     p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "3",
                 "d", env=env)
     assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr
+
+
+@needs_tool
+def test_io_turns(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """--io-turns through the CLI: 3 workers, pread and O_DIRECT, bitwise the reference, the
+    JSON says so (wavefront and provenance options); io_uring refused with one line."""
+    env = _env()
+    assert run_cli("wavefront", "create", "--rows", "31", "--cols", "29", "--seed", "5",
+                   "d0", "c0", env=env).returncode == 0
+    assert run_cli("wavefront", "convert", "--layout", "block", "--mb", "7", "--nb", "5",
+                   "c0", "c", env=env).returncode == 0
+    for io in ("pread", "direct"):
+        assert run_cli("wavefront", "convert", "--layout", "optimized", "--mb", "7", "--nb",
+                       "5", "d0", "w", env=env).returncode == 0
+        p = run_cli("wavefront", "run", "--data", "w", "--coef", "c", "--iterations", "3",
+                    "--workers", "3", "--io", io, "--io-turns", "--json", "t.json", env=env)
+        assert p.returncode == 0, p.stderr
+        doc = json.loads((tmp_path / "t.json").read_text())
+        assert doc["wavefront"]["io_turns"] is True
+        assert doc["provenance"]["options"]["io_turns"] is True
+        p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations",
+                    "3", "w", env=env)
+        assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr
+    p = run_cli("wavefront", "run", "--data", "w", "--coef", "c", "--iterations", "1",
+                "--io", "uring", "--io-turns", env=env)
+    assert p.returncode == 2 and ("io-turns" in p.stderr or "io_uring" in p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -223,6 +223,9 @@ def _up_disk(sp: DiskSpec, d: Disk, log: _Log, cg: Path) -> None:
                "--rate", str(d.rate), "--stats", str(stats)]
         if d.elevator:
             cmd.append("--elevator")
+        tdir = os.environ.get("MPILAB_DISK_TRACE_DIR")
+        if tdir:  # diagnosis: every request the model serves, one line each
+            cmd += ["--trace", str(Path(tdir).resolve() / f"{base}.trace")]
         cmd.append(str(mnt))
         _run(cmd, f"disk {d.name}")  # daemonizes once mounted
         deadline = time.monotonic() + 30
