@@ -9,11 +9,23 @@ control as the --pathmig runs (cubic; see docs/pathmig.md), so only MPTCP and th
 differ. Times: `wall_s` is the whole `testbed run` (job start, agents' start and stop);
 `app_s` the wavefront's own "total" (rank 0, first to last iteration).
 
+Resumable (`--resume`): rounds are appended to --out (rewritten after every round), so
+the issue's 16 rounds of >= 60 s runs can be collected over several bench slots of
+<= 600 s; `--budget` stops before a round that would not fit. In each round the
+configurations run back to back, their order rotated round by round (no configuration is
+always first); compare them paired by round. Configurations: `tcp`, `agent`,
+`agent+fault`, and `old`/`old+fault` (the agent binary given by --old-agent, for a
+before/after comparison in one run). Every agent runs under /usr/bin/time: per run the
+agents' CPU time (user+sys) and voluntary context switches (wake-ups) are recorded, with
+the agents' own counters (probes sent, messages received) where the agent logs them, and
+the CPU time the testbed's delay line spent during the run.
+
 Apps: `wavefront` (distributed Livermore loop 23, one band per rank; every run's result
 files must be bit-identical to the first run's, which `mpilab-wavefront verify` checks),
 `collectives` (mpilab-bench: bcast, allreduce, scatter, gather at fixed repetitions).
 
     MPILAB_BIN=build/bin python3 bench/pathmig_apps.py --app wavefront --reps 16 --out F.json
+    MPILAB_BIN=build/bin python3 bench/pathmig_apps.py --resume --budget 330 --out F.json ...
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -68,6 +81,66 @@ def digest(files: list[Path]) -> str:
     return h.hexdigest()
 
 
+CONFIGS = ("tcp", "agent", "agent+fault", "old", "old+fault")
+
+
+def agent_wrapper(d: Path, exe: str) -> Path:
+    """A bin dir whose mpilab-pathmigd runs `exe` under /usr/bin/time, which writes the
+    agent's CPU time and context switches to $PMAPP_CPU/cpu.<pid> when it exits (the other
+    tools are found in the source tree's build/bin, as find_tool does)."""
+    d.mkdir(parents=True, exist_ok=True)
+    w = d / "mpilab-pathmigd"
+    tmp = d / "mpilab-pathmigd.tmp"
+    tmp.write_text("#!/bin/sh\n"
+                   f'exec /usr/bin/time -q -o "$PMAPP_CPU/cpu.$$" -f "%e %U %S %w %c" '
+                   f'{exe} "$@"\n')
+    tmp.chmod(0o755)
+    os.replace(tmp, w)
+    return d
+
+
+def read_cpu(d: Path, n: int, wait: float = 5.0) -> list[list[float]]:
+    """The /usr/bin/time lines of the run's n agents (elapsed, user, sys, voluntary and
+    involuntary switches), waiting briefly for the last to be written."""
+    end = time.monotonic() + wait
+    while True:
+        files = sorted(d.glob("cpu.*"))
+        rows = []
+        for f in files:
+            t = f.read_text().split()
+            if len(t) == 5:
+                rows.append([float(x) for x in t])
+        if len(rows) >= n or time.monotonic() > end:
+            for f in files:
+                f.unlink()
+            return rows
+        time.sleep(0.1)
+
+
+def proc_cpu(pid: int | None) -> float | None:
+    """utime + stime of a process in seconds, or None."""
+    if not pid:
+        return None
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paired(runs: list[dict[str, object]], key: str, cfg: str, base: str) -> dict[str, float]:
+    """Per round, cfg's time over base's (both correct): median, mean, min, max, n."""
+    by: dict[int, dict[str, float]] = {}
+    for r in runs:
+        if r["correct"] and r.get(key):
+            by.setdefault(int(r["rep"]), {})[str(r["config"])] = float(r[key])  # type: ignore
+    q = [v[cfg] / v[base] - 1 for v in by.values() if cfg in v and base in v]
+    if not q:
+        return {}
+    return {"rounds": len(q), "median": statistics.median(q), "mean": statistics.mean(q),
+            "min": min(q), "max": max(q)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--app", choices=("wavefront", "collectives"), default="wavefront")
@@ -85,8 +158,43 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=0,
                     help="start no new round (one run of each configuration) after this many "
                          "seconds (0: no limit)")
+    ap.add_argument("--configs", default="tcp,agent,agent+fault",
+                    help=f"comma-separated, of {', '.join(CONFIGS)}")
+    ap.add_argument("--old-agent", help="agent binary of the old/old+fault configurations")
+    ap.add_argument("--resume", action="store_true",
+                    help="append rounds to --out (its seed, sizes and configurations)")
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="no untimed warm-up run (fault moments from --out's warm-up)")
+    ap.add_argument("--ref-s", type=float, default=0,
+                    help="the run's expected length for the fault moment (default: the "
+                         "warm-up run's, else --out's, else 10 s)")
+    ap.add_argument("--prepare", action="store_true",
+                    help="only create the wavefront's input files in --work (before a slot)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.prepare:
+        prepare(a)
+        return 0
+    configs = tuple(c for c in a.configs.split(",") if c)
+    bad = [c for c in configs if c not in CONFIGS]
+    if bad or not configs:
+        sys.exit(f"--configs {a.configs}: expected some of {', '.join(CONFIGS)}")
+    if any(c.startswith("old") for c in configs) and not (
+            a.old_agent and os.access(a.old_agent, os.X_OK)):
+        sys.exit("--old-agent: an executable agent binary is needed for old/old+fault")
+    prev: dict[str, object] = {}
+    if a.resume and Path(a.out).exists():
+        prev = json.loads(Path(a.out).read_text())
+        for k in ("app", "np", "size", "iterations", "coll_reps"):
+            if k in prev and prev[k] != getattr(a, k):
+                sys.exit(f"--resume {a.out}: it has {k} = {prev[k]}, this run "
+                         f"{getattr(a, k)}")
+        if tuple(prev.get("configs", configs)) != configs:  # type: ignore[arg-type]
+            sys.exit(f"--resume {a.out}: its configurations are {prev.get('configs')}")
+
+    def on_term(sig: int, frame: object) -> None:
+        raise KeyboardInterrupt  # the slot's end: bring the testbed down below
+    signal.signal(signal.SIGTERM, on_term)
     state = Path(a.work) / "state"
     state.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(state), MPILAB_TESTBED_PREFIX=a.prefix)
@@ -97,23 +205,60 @@ def main() -> int:
     out, err = p.communicate()
     if p.returncode:
         sys.exit(err)
-    sp = net.current_spec(a.prefix)
-    rng = random.Random(a.seed)
+    try:
+        return rounds(a, env, configs, prev)
+    except KeyboardInterrupt:
+        print("interrupted: the last round is incomplete and not kept", flush=True)
+        return 1
+    finally:
+        p = mpilab("testbed", "down", env=env)
+        p.communicate()
+
+
+def prepare(a: argparse.Namespace) -> tuple[str, Path, list[Path]]:
+    """The wavefront's input files in --work/wf (made once; their size is recorded)."""
     wf = find_tool("mpilab-wavefront")
     data = Path(a.work) / "wf"
     bands = [data / f"d.{i}" for i in range(a.np)]
     if a.app == "wavefront":
-        data.mkdir(exist_ok=True)
-        if not (data / "orig").exists():
+        data.mkdir(parents=True, exist_ok=True)
+        made = data / "orig" / "size"
+        if made.exists() and made.read_text() != f"{a.size} {a.np}":
+            sys.exit(f"--work {a.work}: its data is {made.read_text()} (size, ranks), not "
+                     f"{a.size} {a.np}")
+        if not made.exists():
             subprocess.run([wf, "create", "--rows", str(a.size), "--cols", str(a.size),
                             "--seed", "1", str(data / "d0"), str(data / "c0")], check=True)
             for kind, name in (("optimized", "d"), ("block", "c")):
                 subprocess.run([wf, "convert", "--layout", kind, "--mb", "256", "--nb", "256",
                                 "--bands", str(a.np), str(data / (name + "0")),
                                 str(data / name)], check=True)
-            (data / "orig").mkdir()
+            (data / "orig").mkdir(exist_ok=True)
             for b in bands:
                 shutil.copy(b, data / "orig" / b.name)
+            made.write_text(f"{a.size} {a.np}")
+    return wf, data, bands
+
+
+def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
+           prev: dict[str, object]) -> int:
+    sp = net.current_spec(a.prefix)
+    runs: list[dict[str, object]] = list(prev.get("runs", []))  # type: ignore[call-overload]
+    first = max((int(r["rep"]) for r in runs), default=-1) + 1  # type: ignore[call-overload]
+    # the fault plan continues where the last slot stopped: same seed, later draws
+    rng = random.Random(a.seed * 1000003 + first)
+    slots: list[dict[str, object]] = list(prev.get("slots", []))  # type: ignore
+    slots.append({"start": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "load_start": open("/proc/loadavg").read().split()[:3], "first_round": first})
+    cpu_dir = Path(a.work) / "cpu"
+    shutil.rmtree(cpu_dir, ignore_errors=True)
+    cpu_dir.mkdir(parents=True)
+    bins = {"new": agent_wrapper(Path(a.work) / "bin-new", find_tool("mpilab-pathmigd"))}
+    if a.old_agent:
+        bins["old"] = agent_wrapper(Path(a.work) / "bin-old", os.path.abspath(a.old_agent))
+    dl_pid = (net.load_state(a.prefix) or {}).get("delayline_pid")
+    wf, data, bands = prepare(a)
+    if a.app == "wavefront":
         program = [wf, "run", "--mpi", "--data", str(data / "d"), "--coef", str(data / "c"),
                    "--iterations", str(a.iterations)]
     else:
@@ -121,31 +266,45 @@ def main() -> int:
                    "--sizes", "1K:256K:x4", "--min-reps", str(a.coll_reps), "--max-reps",
                    str(a.coll_reps), "--no-fit", "--quiet", "--out",
                    str(Path(a.work) / "coll.json")]
-    runs: list[dict[str, object]] = []
-    reference = None
-    ref_s = 10.0
-    configs = ("tcp", "agent", "agent+fault")
+    reference = prev.get("reference")
+    ref_s = a.ref_s or float(prev.get("ref_s", 10.0))  # type: ignore[arg-type]
     t_start = time.monotonic()
-    done = 0
-    for rep in range(-1, a.reps):  # rep -1: one untimed warm-up run (page cache, ARP)
-        if rep > 0 and a.budget and time.monotonic() - t_start > a.budget:
-            print(f"budget of {a.budget:g} s spent after {rep} round(s)", flush=True)
+    round_s = float(prev.get("round_s", 0.0))  # type: ignore[arg-type]
+    # the longest round so far (or the warm-up's estimate): the budget must hold one more
+    todo = [-1] if not a.no_warmup else []
+    todo += list(range(first, a.reps))
+    if a.app == "wavefront":  # the data into the page cache
+        for f in data.glob("orig/*"):
+            f.read_bytes()
+    for rep in todo:  # rep -1: one untimed warm-up run (page cache, ARP)
+        elapsed = time.monotonic() - t_start
+        if rep >= 0 and a.budget and elapsed + round_s > a.budget:
+            print(f"budget: {elapsed:.0f} s spent, a round takes {round_s:.0f} s; stopping "
+                  f"before round {rep}", flush=True)
             break
-        done = rep + 1
-        for cfg in configs if rep >= 0 else ("tcp",):
+        t_round = time.monotonic()
+        order = [configs[(i + max(rep, 0)) % len(configs)] for i in range(len(configs))]
+        new_runs = []
+        for cfg in order if rep >= 0 else ("tcp",):
             if a.app == "wavefront":
                 for b in bands:
                     shutil.copy(data / "orig" / b.name, b)
             args = ["testbed", "run", "--np", str(a.np), "--timeout", "900"]
+            run_env = dict(env, PMAPP_CPU=str(cpu_dir))
+            events_file = Path(a.work) / f"ev-{rep}-{cfg}"
             if cfg == "tcp":
                 args += ["--congestion", a.tcp_congestion]
             else:
-                args += ["--pathmig", "--pathmig-events", str(Path(a.work) / f"ev-{rep}-{cfg}")]
+                args += ["--pathmig", "--pathmig-events", str(events_file)]
+                run_env["MPILAB_BIN"] = str(bins["old" if cfg.startswith("old") else "new"])
+            for f in cpu_dir.glob("cpu.*"):
+                f.unlink()
             agents.clear_logs(sp)  # the wire-up watch below must see this run's events only
+            dl0 = proc_cpu(dl_pid)
             t0 = time.monotonic()
-            proc = mpilab(*args, "--", *program, env=env)
+            proc = mpilab(*args, "--", *program, env=run_env)
             fault: dict[str, object] = {}
-            if cfg == "agent+fault":
+            if cfg.endswith("+fault"):
                 delay = rng.uniform(0.1, 0.6) * ref_s
                 node = rng.choice(sp.node_names())
                 mode = rng.choice(faults.MODES)
@@ -173,8 +332,27 @@ def main() -> int:
                 th.start()
             so, se = proc.communicate()
             wall = time.monotonic() - t0
-            if cfg == "agent+fault":
+            dl1 = proc_cpu(dl_pid)
+            if cfg.endswith("+fault"):
                 th.join()
+            cost: dict[str, object] = {}
+            if cfg != "tcp":
+                rows = read_cpu(cpu_dir, a.np)
+                cost = {"agents": len(rows), "agent_cpu_s": sum(r[1] + r[2] for r in rows),
+                        "agent_wakeups": sum(r[3] for r in rows),
+                        "agent_preempted": sum(r[4] for r in rows),
+                        "agent_alive_s": max((r[0] for r in rows), default=0.0)}
+                try:
+                    stops = [json.loads(line) for line in events_file.read_text().splitlines()
+                             if '"event": "stop"' in line or '"event":"stop"' in line]
+                except OSError:
+                    stops = []
+                for k in ("probes_sent", "replies_sent", "messages_received", "wakeups"):
+                    v = [e[k] for e in stops if k in e]
+                    if v:
+                        cost["logged_" + k] = sum(v)
+            if dl0 is not None and dl1 is not None:
+                cost["delayline_cpu_s"] = dl1 - dl0
             ok = proc.returncode == 0
             if a.app == "wavefront" and ok:
                 d = digest(bands)
@@ -188,16 +366,45 @@ def main() -> int:
                     ok = d == reference
             m = re.search(r"total ([0-9.]+) s", so)
             app_s = float(m.group(1)) if m else None
-            if rep < 0:
+            if rep < 0 and not a.ref_s:
                 ref_s = app_s or wall
+            if rep < 0:
+                round_s = max(round_s, wall * len(configs))
             rec = {"rep": rep, "config": cfg, "wall_s": wall, "app_s": app_s,
-                   "rc": proc.returncode,
-                   "correct": ok, "fault": fault, "pathmig": se.strip().splitlines()[-1:]}
+                   "rc": proc.returncode, "time": time.strftime("%H:%M:%S"),
+                   "load": open("/proc/loadavg").read().split()[0],
+                   "correct": ok, "fault": fault, "pathmig": se.strip().splitlines()[-1:],
+                   **cost}
             if rep >= 0:
-                runs.append(rec)
+                new_runs.append(rec)
             print(json.dumps(rec), flush=True)
             faults.heal(sp, None)
+        if rep < 0:
+            continue
+        round_s = max(round_s, time.monotonic() - t_round)
+        runs += new_runs  # a round is kept whole or not at all
+        slots[-1]["end"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        slots[-1]["load_end"] = open("/proc/loadavg").read().split()[:3]
+        slots[-1]["rounds"] = rep + 1 - first
+        write(a, configs, runs, slots, reference, ref_s, round_s)
+    if not runs:
+        return 1
+    print(json.dumps(write(a, configs, runs, slots, reference, ref_s, round_s)["paired_vs_tcp"],
+                     indent=1))
+    return 0
+
+
+def write(a: argparse.Namespace, configs: tuple[str, ...], runs: list[dict[str, object]],
+          slots: list[dict[str, object]], reference: object, ref_s: float,
+          round_s: float) -> dict[str, object]:
     summary: dict[str, dict[str, float]] = {}
+    for cfg in configs:
+        for key in ("agent_cpu_s", "agent_wakeups", "delayline_cpu_s", "logged_probes_sent"):
+            w = [float(r[key]) for r in runs if r["config"] == cfg  # type: ignore[arg-type]
+                 and r.get(key) is not None]
+            if w:
+                summary[f"{cfg} {key}"] = {"runs": len(w), "median": statistics.median(w),
+                                           "min": min(w), "max": max(w)}
     for key in ("wall_s", "app_s"):
         for cfg in configs:
             w = [r[key] for r in runs if r["config"] == cfg and r["correct"] and r[key]]
@@ -212,17 +419,25 @@ def main() -> int:
             if base and s:
                 s["slowdown_median"] = s["median"] / base - 1
                 s["slowdown_mean"] = s["mean"] / summary[f"tcp {key}"]["mean"] - 1
-    doc = {"app": a.app, "np": a.np, "reps": done, "reps_asked": a.reps, "seed": a.seed,
-           "runs": runs,
-           "summary": summary,
+    pairs = {f"{cfg} {key}": paired(runs, key, cfg, "tcp")
+             for key in ("app_s", "wall_s") for cfg in configs if cfg != "tcp"}
+    for cfg, base in (("agent+fault", "agent"), ("old+fault", "old"), ("agent", "old")):
+        if cfg in configs and base in configs:
+            pairs[f"{cfg} vs {base} app_s"] = paired(runs, "app_s", cfg, base)
+    doc = {"app": a.app, "np": a.np, "size": a.size, "iterations": a.iterations,
+           "coll_reps": a.coll_reps, "configs": list(configs),
+           "rounds": len({r["rep"] for r in runs}), "seed": a.seed, "ref_s": ref_s,
+           "round_s": round_s,
+           "reference": reference, "slots": slots, "runs": runs, "summary": summary,
+           "paired_vs_tcp": pairs,
            "incorrect_or_failed": sum(1 for r in runs if not r["correct"])}
+    out = Path(a.out)
+    if out.exists() and not out.is_file():
+        sys.exit(f"--out {a.out}: not a regular file")
     tmp = a.out + ".tmp"
     Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, a.out)
-    print(json.dumps(summary, indent=1))
-    p = mpilab("testbed", "down", env=env)
-    p.communicate()
-    return 0
+    return doc
 
 
 if __name__ == "__main__":

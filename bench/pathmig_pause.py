@@ -51,6 +51,9 @@ def testbed(prefix: str, work: Path) -> Spec:
 OVERHEAD = ("tcp-bbr", "tcp", "raw1-bbr", "raw1", "agent-bbr", "agent")
 
 
+AGENT_ARGS: list[str] = []  # --agent-args
+
+
 def configure(sp: Spec, cfg: str) -> None:
     """tcp | raw (in-kernel PM, both rails active) | raw1 (MPTCP, one subflow) | agent
     (backup subflow); each under cubic as `testbed run --mptcp/--pathmig` sets it up, or,
@@ -62,7 +65,7 @@ def configure(sp: Spec, cfg: str) -> None:
     congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT)
     cfg = base
     if cfg == "agent":
-        agents.start(sp)
+        agents.start(sp, extra=AGENT_ARGS)
     elif cfg == "raw":
         for n in hosts:
             net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
@@ -98,6 +101,12 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
         st = steps[-1]
         rec["pause"] = r.pause(st)
         rec["base"] = statistics.median(r.baseline(st.t0))
+        if cfg.startswith("agent") and rec["pause"] > (0.05 if mode == "down" else 0.1):
+            # over the target: keep the agents' view of it (and the fault's time)
+            keep = work / f"slow-{nbytes}-{mode}-{time.time():.0f}.jsonl"
+            keep.write_text("".join(json.dumps(e) + "\n" for e in agents.events(sp)))
+            rec["evidence"] = str(keep)
+            rec["fault_time"] = st.t0
     return rec
 
 
@@ -129,8 +138,11 @@ def main() -> int:
                     help="round trips per fault run (the fault comes after 400)")
     ap.add_argument("--budget", type=float, default=0,
                     help="start no new repetition after this many seconds (0: no limit)")
+    ap.add_argument("--agent-args", default="",
+                    help="extra arguments of the agents, e.g. '--probe-interval 20'")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    AGENT_ARGS[:] = a.agent_args.split()
     work = Path(a.work)
     sp = testbed(a.prefix, work)
     sizes = [int(x) for x in a.sizes.split(",")]
@@ -170,6 +182,8 @@ def main() -> int:
                         "pauses_ms": [round(p * 1e3, 1) for p in ps],  # type: ignore[operator]
                         "median_ms": round(statistics.median(ps) * 1e3, 1),  # type: ignore
                         "max_ms": round(max(ps) * 1e3, 1),  # type: ignore[type-var]
+                        "over_target": sum(1 for p in ps  # type: ignore[misc]
+                                           if p > (0.05 if mode == "down" else 0.1)),
                         "all_verified": all(r["verified"] for r in runs if r["bytes"] == nbytes
                                             and r["fault"] == mode and r["config"] == cfg)}
     for nbytes in osizes:
@@ -183,7 +197,7 @@ def main() -> int:
                     "median_of_medians_us": round(med * 1e6, 1),  # type: ignore[operator]
                     # both directions carry the message once per round trip
                     "bandwidth_MBps": round(2 * nbytes / med / 1e6, 1)}  # type: ignore
-    doc = {"reps": a.reps, "runs": runs, "summary": summary}
+    doc = {"reps": a.reps, "agent_args": a.agent_args, "runs": runs, "summary": summary}
     Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(a.out + ".tmp", a.out)
     print(json.dumps(summary, indent=1))

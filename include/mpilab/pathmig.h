@@ -112,6 +112,22 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
  * available (not configured, same as the primary, or its path is down). */
 int mpilab_pm_alternate(const mpilab_pm_ctx *ctx, int peer, int primary_rail);
 
+/* Probing of one path between two agents (pure; the agent's schedule, in pm_sm.c).
+ * The decider of a node pair (the lower index) probes every `interval`; the follower only
+ * answers and probes a path itself only after MPILAB_PM_FOLLOW_FACTOR intervals without a
+ * message from the peer on it (the path is silent, or no decider runs there). Returns
+ * when the path's next probe is due (times in seconds, one clock). */
+#define MPILAB_PM_FOLLOW_FACTOR 3
+double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double interval);
+
+/* Whether a path silent since `since` (its last message, or when fast probing began) is
+ * dead at `now`: silent for more than `limit` while another path to the same peer was
+ * heard from more than `interval` after `since` (`freshest`: the latest message on any
+ * live path to that peer). If every path went quiet together, this machine or the peer
+ * stalled: no verdict. */
+int mpilab_pm_path_silent(double now, double since, double limit, double freshest,
+                          double interval);
+
 /* The agent: parses argv (getopt_long), runs until SIGTERM/SIGINT or a `stop` command.
  * Returns the process exit status (0 ok, 2 bad input or unusable kernel, 1 failure). */
 int mpilab_pathmig_agent_main(int argc, char **argv);

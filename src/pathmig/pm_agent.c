@@ -1,6 +1,7 @@
 /* mpilab-pathmigd: the per-node path migration agent (the paper's asynchronous event
  * thread). One event loop: kernel MPTCP events, link events, UDP probes between agents,
- * commands on a unix socket, and a periodic tick. See docs/pathmig.md. */
+ * commands on a unix socket, and timers (asleep until the next probe or verdict is due).
+ * See docs/pathmig.md. */
 #include "mpilab/pathmig.h"
 #include "pathmig/pm_nl.h"
 
@@ -15,6 +16,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ enum { MSG_PROBE = 1, MSG_REPLY = 2, MSG_DOWN = 3 };
 #define MSG_LEN 20
 #define GOOD_REPLIES 3   /* consecutive replies that bring a dead path back */
 #define SLOW_FACTOR 10   /* probe interval multiplier for peers without connections */
+#define SM_TICK 0.050    /* the state machines' timers (load timeout, retry): checked this often */
 
 typedef struct {
     char name[64];
@@ -50,6 +53,14 @@ typedef struct {
     double fast_since;   /* fast probing (the peer has connections) since then */
     uint32_t seq;
 } probe_t;
+
+/* what the agent costs: counted for the `stats` in status and the `stop` record */
+typedef struct {
+    uint64_t wakeups;     /* returns from poll */
+    uint64_t ticks;       /* probe rounds (deadline reached) */
+    uint64_t probes_sent, replies_sent, notices_sent, msgs_received;
+    uint64_t probes_rail[MPILAB_PM_MAX_RAILS];
+} stats_t;
 
 typedef struct {
     /* configuration */
@@ -74,6 +85,9 @@ typedef struct {
     FILE *log;
     int stop;
     uint64_t actions_failed;
+    stats_t st;
+    double next_probe; /* earliest probe or verdict due (0: at once) */
+    double started;
 } agent_t;
 
 static volatile sig_atomic_t g_signal;
@@ -316,7 +330,17 @@ static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, 
     put32(m + 8, seq);
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
                              .sin_addr = {ag->nodes[peer].addr[rail]}};
-    (void)sendto(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to));
+    if (sendto(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&to,
+               sizeof(to)) == (ssize_t)sizeof(m)) {
+        if (type == MSG_PROBE) {
+            ag->st.probes_sent++;
+            ag->st.probes_rail[rail]++;
+        }
+        else if (type == MSG_REPLY)
+            ag->st.replies_sent++;
+        else
+            ag->st.notices_sent++;
+    }
 }
 
 static void path_event(agent_t *ag, int peer, int rail, int up, const char *cause)
@@ -362,6 +386,7 @@ static void on_udp(agent_t *ag, int rail)
             return;
         if (n != MSG_LEN || get32(m) != MSG_MAGIC || m[6] >= ag->nnodes || m[6] == ag->self)
             continue;
+        ag->st.msgs_received++;
         int p = m[6], type = m[4], about = m[5], changed = 0;
         double now = mono();
         probe_t *pr = &ag->probe[p][rail];
@@ -401,14 +426,83 @@ static void on_udp(agent_t *ag, int rail)
     }
 }
 
-static void probe_tick(agent_t *ag, double now)
+/* Which paths carry traffic: a bit per rail and peer, set when some managed connection
+ * to that peer has its primary (non-backup) subflow to the peer's address on that rail. */
+static void paths_in_use(const agent_t *ag, unsigned used[MPILAB_PM_MAX_PEERS])
+{
+    memset(used, 0, sizeof(unsigned) * MPILAB_PM_MAX_PEERS);
+    for (size_t i = 0; i < ag->nconn; i++) {
+        const mpilab_pm_conn *c = &ag->conn[i];
+        if (!c->managed || c->peer < 0 || c->peer >= MPILAB_PM_MAX_PEERS)
+            continue;
+        for (int k = 0; k < c->nsub; k++)
+            if (c->sub[k].established && !c->sub[k].backup && c->sub[k].rrail >= 0)
+                used[c->peer] |= 1u << c->sub[k].rrail;
+    }
+}
+
+/* A path's probe period and silence limit. Fast (--probe-interval, --probe-timeout): a
+ * path to a peer with connections that carries a primary subflow, or that is dead (its
+ * healing is seen within a few intervals). Slow (SLOW_FACTOR times both): every other
+ * path, i.e. the idle alternates and peers without connections; an alternate is probed at
+ * once when a path in use to the same peer falls silent (see CONFIRM_AFTER), so a verdict
+ * on the primary never waits for the slow period. */
+static void path_rate(const agent_t *ag, int p, int r, const unsigned *used, double *iv,
+                      double *limit)
+{
+    int fast = ag->conns_to[p] > 0 && ((used[p] >> r & 1u) || !ag->probe[p][r].alive);
+    *iv = fast ? ag->interval : ag->interval * SLOW_FACTOR;
+    *limit = fast ? ag->timeout : ag->timeout * SLOW_FACTOR;
+}
+
+/* When a path's next probe is due (mpilab_pm_probe_due): the decider of a pair probes
+ * every period, the follower only answers while the decider's probes arrive. One probe
+ * and one reply per path and period, not two of each, and the idle alternates slowly:
+ * each probe costs a wake-up of both agents (and of the testbed's delay line), and ranks
+ * wait while agents run. */
+static double probe_due(const agent_t *ag, int p, const probe_t *pr, double iv)
+{
+    return mpilab_pm_probe_due(decides(ag, p), pr->last_sent, pr->last_reply, iv);
+}
+
+static double path_since(const probe_t *pr)
+{
+    return pr->last_reply > pr->fast_since ? pr->last_reply : pr->fast_since;
+}
+
+/* A path in use silent for this many fast periods: the decider probes the peer's other
+ * paths now (at most once a period), so that their answers are fresh if a verdict comes. */
+#define CONFIRM_AFTER 2.0
+
+static int confirm_due(const agent_t *ag, int p, int r, const unsigned *used, double *at)
+{
+    const probe_t *pr = &ag->probe[p][r];
+    if (!decides(ag, p) || ag->conns_to[p] <= 0 || !(used[p] >> r & 1u) || !pr->alive)
+        return 0;
+    *at = path_since(pr) + CONFIRM_AFTER * ag->interval;
+    return 1;
+}
+
+/* Send the probes that are due (and those due within a quarter period, so that one
+ * wake-up serves every path), confirm alternates, judge paths silent for too long;
+ * returns when the next probe or verdict is due. */
+static double probe_tick(agent_t *ag, double now)
 {
     int changed = 0;
+    double next = now + SM_TICK, at;
+    unsigned used[MPILAB_PM_MAX_PEERS];
+    paths_in_use(ag, used);
     for (int p = 0; p < ag->nnodes; p++) {
         if (p == ag->self)
             continue;
-        double iv = ag->conns_to[p] > 0 ? ag->interval : ag->interval * SLOW_FACTOR;
-        double limit = ag->conns_to[p] > 0 ? ag->timeout : ag->timeout * SLOW_FACTOR;
+        int confirm = 0;
+        for (int r = 0; r < ag->nrails; r++)
+            if (confirm_due(ag, p, r, used, &at)) {
+                if (now >= at)
+                    confirm = 1;
+                else if (at + 1e-4 < next)
+                    next = at + 1e-4;
+            }
         double freshest = 0; /* the latest reply on any rail that is alive */
         for (int r = 0; r < ag->nrails; r++)
             if (ag->probe[p][r].alive && ag->probe[p][r].last_reply > freshest)
@@ -417,16 +511,33 @@ static void probe_tick(agent_t *ag, double now)
             probe_t *pr = &ag->probe[p][r];
             if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
                 continue;
-            if (now - pr->last_sent >= iv) {
+            double iv, limit;
+            path_rate(ag, p, r, used, &iv, &limit);
+            int idle_alt = confirm && !(used[p] >> r & 1u);
+            if (probe_due(ag, p, pr, iv) <= now + iv / 4 ||
+                (idle_alt && now - pr->last_sent >= ag->interval)) {
                 send_msg(ag, r, p, MSG_PROBE, r, ++pr->seq);
                 pr->last_sent = now;
             }
-            double since = pr->last_reply > pr->fast_since ? pr->last_reply : pr->fast_since;
+            double due = probe_due(ag, p, pr, iv);
+            if (due < next)
+                next = due;
+            double since = path_since(pr);
+            if (!pr->alive)
+                continue;
+            if (now - since <= limit) { /* the verdict is due then, unless a reply comes */
+                if (since + limit + 1e-4 < next)
+                    next = since + limit + 1e-4;
+                continue;
+            }
             /* dead: silent for the timeout while another rail to the same peer answered
              * since (if every rail went quiet together, this machine or the peer stalled:
              * nothing to migrate to anyway) */
-            if (!pr->alive || now - since <= limit || freshest <= since + ag->interval)
+            if (!mpilab_pm_path_silent(now, since, limit, freshest, ag->interval)) {
+                if (now + ag->interval / 2 < next) /* judged again once another answers */
+                    next = now + ag->interval / 2;
                 continue;
+            }
             if (decides(ag, p)) {
                 set_alive(ag, p, r, 0, "probe timeout");
                 notify_down(ag, r, p);
@@ -441,6 +552,34 @@ static void probe_tick(agent_t *ag, double now)
         refresh_paths(ag);
         step_all(ag, MPILAB_PM_EV_PATH, -1);
     }
+    return next;
+}
+
+/* probe_tick's next deadline without acting (after a message moved it) */
+static double probe_deadline(const agent_t *ag)
+{
+    double now = mono(), next = now + SM_TICK, at;
+    unsigned used[MPILAB_PM_MAX_PEERS];
+    paths_in_use(ag, used);
+    for (int p = 0; p < ag->nnodes; p++) {
+        if (p == ag->self)
+            continue;
+        for (int r = 0; r < ag->nrails; r++) {
+            const probe_t *pr = &ag->probe[p][r];
+            if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
+                continue;
+            double iv, limit, since = path_since(pr);
+            path_rate(ag, p, r, used, &iv, &limit);
+            double due = probe_due(ag, p, pr, iv);
+            if (due < next)
+                next = due;
+            if (pr->alive && since + limit + 1e-4 < next)
+                next = since + limit + 1e-4; /* in the past while suspect: at once */
+            if (confirm_due(ag, p, r, used, &at) && at + 1e-4 < next)
+                next = at + 1e-4;
+        }
+    }
+    return next;
 }
 
 /* ---- connections ---- */
@@ -474,6 +613,7 @@ static mpilab_pm_conn *new_conn(agent_t *ag, uint32_t token, int server_side, ui
             ag->probe[peer][r].fast_since = now;
             ag->probe[peer][r].last_sent = 0;
         }
+        ag->next_probe = 0;
     }
     return c;
 }
@@ -732,6 +872,30 @@ static void on_link(void *arg, const pm_nl_link *l)
     }
 }
 
+/* ---- what the agent costs ---- */
+
+static json_t *stats_json(const agent_t *ag)
+{
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    getrusage(RUSAGE_SELF, &ru);
+    double up = mono() - ag->started;
+    json_t *per_rail = json_array();
+    for (int r = 0; r < ag->nrails; r++)
+        json_array_append_new(per_rail, json_integer((json_int_t)ag->st.probes_rail[r]));
+    return json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I}", "uptime_s", up,
+                     "cpu_user_s", (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
+                     "cpu_sys_s", (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
+                     "voluntary_switches", (json_int_t)ru.ru_nvcsw,
+                     "involuntary_switches", (json_int_t)ru.ru_nivcsw,
+                     "wakeups", (json_int_t)ag->st.wakeups, "probe_rounds",
+                     (json_int_t)ag->st.ticks, "probes_sent", (json_int_t)ag->st.probes_sent,
+                     "probes_sent_per_rail", per_rail,
+                     "replies_sent", (json_int_t)ag->st.replies_sent, "notices_sent",
+                     (json_int_t)ag->st.notices_sent, "messages_received",
+                     (json_int_t)ag->st.msgs_received);
+}
+
 /* ---- commands on the control socket ---- */
 
 static json_t *status_json(agent_t *ag)
@@ -754,9 +918,10 @@ static json_t *status_json(agent_t *ag)
             c->managed ? mpilab_pm_state_name(c->state) : "UNMANAGED", "server_side",
             c->server_side, "established", c->established, "subflows", subs));
     }
-    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:I}", "node", ag->node_name, "auto_migrate",
+    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:I,s:o}", "node", ag->node_name, "auto_migrate",
                      ag->ctx.auto_migrate, "auto_rearm", ag->ctx.auto_rearm, "paths", paths,
-                     "connections", conns, "actions_failed", (json_int_t)ag->actions_failed);
+                     "connections", conns, "actions_failed", (json_int_t)ag->actions_failed,
+                     "stats", stats_json(ag));
 }
 
 static json_t *request(agent_t *ag, mpilab_pm_event_kind kind, const char *target)
@@ -1028,6 +1193,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     ag->port = 47990;
     ag->ctl = -1;
     ag->ctx.auto_migrate = ag->ctx.auto_rearm = 1;
+    ag->started = mono();
     int c;
     opterr = 0;
     optind = 1;
@@ -1170,7 +1336,8 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         log_obj(ag, "sched", json_pack("{s:s,s:i}", "policy", ok ? "fifo" : "other",
                                        "priority", ok ? realtime_prio : 0));
     }
-    double next_tick = mono();
+    double next_sm = mono();
+    ag->next_probe = 0;
     while (!ag->stop && !g_signal) {
         struct pollfd pf[3 + MPILAB_PM_MAX_RAILS];
         int n = 0;
@@ -1180,7 +1347,9 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         for (int r = 0; r < ag->nrails; r++)
             pf[n++] = (struct pollfd){ag->udp[r], POLLIN, 0};
         now = mono();
-        int wait_ms = (int)((next_tick - now) * 1e3 + 0.999);
+        /* asleep until the next probe or verdict is due, or the state machines' timers */
+        double wake = ag->next_probe < next_sm ? ag->next_probe : next_sm;
+        int wait_ms = (int)((wake - now) * 1e3 + 0.999);
         if (wait_ms < 0)
             wait_ms = 0;
         if (ag->log)
@@ -1188,6 +1357,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         int k = poll(pf, (nfds_t)n, wait_ms);
         if (k < 0 && errno != EINTR)
             break;
+        ag->st.wakeups++;
         if (k > 0) {
             if (pf[0].revents & POLLIN && pm_nl_read_events(&ag->nl, on_kernel_event, ag) < 0)
                 log_obj(ag, "error", json_pack("{s:s}", "what",
@@ -1201,16 +1371,25 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
                     on_udp(ag, r);
         }
         now = mono();
-        if (now >= next_tick) {
-            probe_tick(ag, now);
+        /* a message moves the deadlines (a reply postpones a verdict; the decider's probe
+         * a follower's own probe): recomputed after every wake-up, sending nothing early */
+        if (now >= ag->next_probe) {
+            ag->st.ticks++;
+            ag->next_probe = probe_tick(ag, now);
+        } else if (k > 0) {
+            ag->next_probe = probe_deadline(ag);
+        }
+        if (now >= next_sm) {
             step_all(ag, MPILAB_PM_EV_TICK, -1);
             for (size_t i = ag->nconn; i-- > 0;)
                 if (ag->conn[i].state == MPILAB_PM_CLOSED)
                     forget_conn(ag, &ag->conn[i]);
-            next_tick = now + ag->interval / 2;
+            next_sm = now + SM_TICK;
         }
     }
-    log_obj(ag, "stop", json_pack("{s:s}", "why", g_signal ? "signal" : "stop command"));
+    json_t *stats = stats_json(ag);
+    json_object_set_new(stats, "why", json_string(g_signal ? "signal" : "stop command"));
+    log_obj(ag, "stop", stats);
     if (ag->ctl_path)
         unlink(ag->ctl_path);
     if (ag->pid_path)

@@ -335,3 +335,18 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     }
     return 0;
 }
+
+double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double interval)
+{
+    double next = last_sent + interval;
+    if (decider)
+        return next;
+    double silent = last_heard + MPILAB_PM_FOLLOW_FACTOR * interval;
+    return silent > next ? silent : next;
+}
+
+int mpilab_pm_path_silent(double now, double since, double limit, double freshest,
+                          double interval)
+{
+    return now - since > limit && freshest > since + interval;
+}

@@ -206,6 +206,37 @@ static void test_load_failure(void)
 }
 
 /* unmanaged connections and policy: the user's map, and automatic choice */
+/* the probe schedule: the decider probes every interval whatever it hears; the follower
+ * only while the peer is silent on the path (its probes and replies keep it quiet) */
+static void test_probe_schedule(void)
+{
+    const double iv = 0.010;
+    /* decider: due one interval after its last probe, replies do not postpone it */
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 5.009, iv), 5.010, 1e-12);
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 0.0, iv), 5.010, 1e-12);
+    /* follower hearing the decider: not before FOLLOW_FACTOR intervals of silence */
+    CHECK_NEAR(mpilab_pm_probe_due(0, 0.0, 5.009, iv),
+               5.009 + MPILAB_PM_FOLLOW_FACTOR * iv, 1e-12);
+    /* each message moves it on: a follower that keeps hearing never probes */
+    for (int k = 0; k < 100; k++) {
+        double heard = 5.0 + k * iv, now = heard + iv / 2;
+        CHECK(mpilab_pm_probe_due(0, 0.0, heard, iv) > now);
+    }
+    /* follower on a silent path: probes every interval after the silence */
+    CHECK_NEAR(mpilab_pm_probe_due(0, 5.050, 5.000, iv), 5.060, 1e-12);
+    CHECK(mpilab_pm_probe_due(0, 5.050, 5.000, iv) > 5.000 + MPILAB_PM_FOLLOW_FACTOR * iv);
+
+    /* verdicts (limit 50 ms): silent too long while another path was heard since: dead */
+    CHECK(mpilab_pm_path_silent(5.061, 5.010, 0.050, 5.055, iv));
+    /* not yet beyond the limit */
+    CHECK(!mpilab_pm_path_silent(5.059, 5.010, 0.050, 5.055, iv));
+    /* every path silent together (a stalled machine or peer): no verdict */
+    CHECK(!mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.010, iv));
+    /* the other path heard only within an interval of this one: still no verdict */
+    CHECK(!mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.019, iv));
+    CHECK(mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.021, iv));
+}
+
 static void test_policy(void)
 {
     ctx_init();
@@ -401,6 +432,7 @@ int main(int argc, char **argv)
     test_server();
     test_load_failure();
     test_policy();
+    test_probe_schedule();
     for (int i = 1; i < argc; i++)
         bench_failures += replay(argv[i]);
     if (bench_failures) {

@@ -23,6 +23,9 @@ from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
 REPO = Path(__file__).resolve().parents[2]
+# testbed prefixes: the first letter of $MPILAB_TESTBED_PREFIX (a developer's own letter on
+# a shared machine), else q; then q or r and the pid
+LETTER = (os.environ.get("MPILAB_TESTBED_PREFIX") or "q")[0]
 
 
 def _have_netns() -> bool:
@@ -54,7 +57,7 @@ def mpilab(*args: str, env: dict[str, str], timeout: float = 300,
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Spec, dict[str, str]]]:
-    prefix = f"q{os.getpid() % 100000}"
+    prefix = f"{LETTER}q{os.getpid() % 10000}"
     root = tmp_path_factory.mktemp("pmstate")
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
     env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
@@ -192,6 +195,47 @@ def _both_sides_migrated(sp: Spec, fault_t: float, nconn: int,
     assert not bad, bad
 
 
+def test_probing_one_prober_per_pair_and_idle_alternates_slow(
+        fresh: tuple[Spec, dict[str, str]], tmp_path: Path) -> None:
+    """The agents' probing cost: of a node pair only the decider (s0n0, the lower index)
+    probes while its probes arrive; the follower answers. The idle alternate (rail 1,
+    carrying only backup subflows) is probed less often than the primary rail. Counted by
+    the agents (status `stats`, and the same counters in the `stop` record)."""
+    sp, env = fresh
+    agents.start(sp)
+    seen: dict[str, dict[str, object]] = {}
+
+    def armed() -> None:
+        _wait_all(sp, "s0n0", "ARMED", 2)
+        _wait_all(sp, "s1n0", "ARMED", 2)
+        for n in ("s0n0", "s1n0"):
+            seen[n + "0"] = agents.request(sp, n, "status")["stats"]
+
+    def later() -> None:
+        for n in ("s0n0", "s1n0"):
+            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
+
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=2, nbytes=1024, iters=1500,
+                steps=[Step(200, "call", fn=armed), Step(1400, "call", fn=later)])
+    assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
+
+    def diff(node: str, key: str) -> int:
+        return int(seen[node + "1"][key]) - int(seen[node + "0"][key])  # type: ignore
+
+    def rail(node: str, k: int) -> int:
+        return (seen[node + "1"]["probes_sent_per_rail"][k]  # type: ignore[index]
+                - seen[node + "0"]["probes_sent_per_rail"][k])  # type: ignore[index]
+
+    decider, follower = diff("s0n0", "probes_sent"), diff("s1n0", "probes_sent")
+    assert decider > 0 and diff("s1n0", "replies_sent") > 0, seen
+    assert follower < decider, seen  # the follower answers, it does not probe
+    assert rail("s0n0", 1) < rail("s0n0", 0), seen  # idle alternate: slowly
+    agents.stop(sp)
+    stops = [e for e in agents.events(sp) if e["event"] == "stop"]
+    assert len(stops) == 2 and all(e["probes_sent"] >= 0 and e["cpu_user_s"] >= 0
+                                   and e["wakeups"] > 0 for e in stops), stops
+
+
 def test_rearm_after_heal_and_second_fault_on_the_other_rail(
         fresh: tuple[Spec, dict[str, str]], tmp_path: Path) -> None:
     sp, env = fresh
@@ -284,7 +328,7 @@ def test_cli_status_and_down_removes_agents(fresh: tuple[Spec, dict[str, str]],
     table = mpilab("pathmig", "status", env=env).stdout
     assert "dead paths: none" in table
     # a second, tiny testbed: `down` ends its agents (and only its own)
-    prefix = f"r{os.getpid() % 100000}"
+    prefix = f"{LETTER}r{os.getpid() % 10000}"
     root = tmp_path_factory.mktemp("pmdown")
     env2 = dict(env, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
     (root / "spec.toml").write_text(SPEC.replace('delay = "1ms"', 'delay = "0ms"'))
