@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO / "python"))
 
 from mpilab.disk import dev  # noqa: E402
 from mpilab.disk import spec as specmod  # noqa: E402
-from mpilab.fsutil import atomic_write_text  # noqa: E402
+from mpilab.fsutil import atomic_write_bytes, atomic_write_text  # noqa: E402
 from mpilab.tools import find_tool  # noqa: E402
 
 
@@ -336,6 +336,13 @@ def report(a: argparse.Namespace, sp: specmod.DiskSpec, disk: specmod.Disk,
     lines += ["", "| ratio (same round) | per round | median [min, max] |", "|---|---|---|"]
     for k, v in ratios.items():
         lines.append(f"| {k} | {' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
+    if any(n.startswith("7a/") for r in rounds for n in r):
+        # the figure from the rounds just written (bench/wavefront_fig7a.py does the same
+        # from several runs' rounds.json)
+        from wavefront_fig7a import draw, load
+        atomic_write_bytes(out / "fig7a.png", draw(load([str(out / "rounds.json")]),
+                                                   f"Fig. 7a, {disk.model} disk", "png"))
+        lines += ["", "![Fig. 7a: time per iteration against block size](fig7a.png)"]
     atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 

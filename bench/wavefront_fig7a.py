@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The paper's Fig. 7a from bench/wavefront_disk.py results: time per iteration against block
+size, one curve per layout and I/O back end, the model-aware I/O bound dashed beside each.
+
+    python3 bench/wavefront_fig7a.py --out fig.png RUN_DIR/rounds.json [MORE/rounds.json ...]
+
+Several runs (e.g. two slots with different block sizes on the same disk spec) are merged:
+each point is the median of its rounds, the bar spans their minimum to maximum. Reads only
+results files (DESIGN.md's one-way flow); bad input gives one line and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from mpilab.errors import MpilabError  # noqa: E402
+from mpilab.fsutil import atomic_write_bytes, read_regular  # noqa: E402
+
+Series = dict[str, dict[int, list[tuple[float, float]]]]
+
+
+def die(msg: str) -> None:
+    print(f"wavefront_fig7a: {msg}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load(paths: list[str]) -> Series:
+    """{layout/back end: {block size: [(s per iteration, model bound), ...]}} over every round."""
+    out: Series = {}
+    for p in paths:
+        try:
+            rounds = json.loads(read_regular(p, "rounds file", 64 << 20))
+        except MpilabError as e:
+            die(str(e))
+        except json.JSONDecodeError as e:
+            die(f"{p}:{e.lineno}: not JSON ({e.msg})")
+        except (OSError, ValueError) as e:
+            die(f"{p}: {e}")
+        if not isinstance(rounds, list):
+            die(f"{p}: expected a list of rounds")
+        for k, rnd in enumerate(rounds):
+            if not isinstance(rnd, dict):
+                die(f"{p}: round {k + 1} is not an object")
+            for name, v in rnd.items():
+                parts = str(name).split("/")
+                if len(parts) != 4 or parts[0] != "7a":
+                    continue
+                try:
+                    b = int(parts[2])
+                    t = float(v["s_per_iter"])
+                    bound = float(v.get("bound_model", "nan"))
+                except (TypeError, KeyError, ValueError):
+                    die(f"{p}: round {k + 1}, {name}: no numeric s_per_iter")
+                if not t > 0:
+                    die(f"{p}: round {k + 1}, {name}: s_per_iter {t} is not a positive time")
+                out.setdefault(f"{parts[1]} {parts[3]}", {}).setdefault(b, []).append((t, bound))
+    if not out:
+        die("no Fig. 7a configuration in the files given")
+    return out
+
+
+def draw(series: Series, title: str, fmt: str) -> bytes:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for n, (label, pts) in enumerate(sorted(series.items())):
+        sizes = sorted(pts)
+        med = [statistics.median(t for t, _ in pts[b]) for b in sizes]
+        lo = [m - min(t for t, _ in pts[b]) for m, b in zip(med, sizes, strict=True)]
+        hi = [max(t for t, _ in pts[b]) - m for m, b in zip(med, sizes, strict=True)]
+        style = "-" if label.startswith("optimized") else "--"
+        line = ax.errorbar(sizes, med, yerr=[lo, hi], fmt="o" + style, capsize=3,
+                           label=label, color=f"C{n}")
+        bounds = [statistics.median(bd for _, bd in pts[b]) for b in sizes]
+        if all(x == x for x in bounds):
+            ax.plot(sizes, bounds, ":", color=line[0].get_color(), linewidth=1)
+    ax.set_xscale("log", base=2)
+    ticks = sorted({b for pts in series.values() for b in pts})
+    ax.set_xticks(ticks, [str(b) for b in ticks])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_yscale("log")
+    ax.set_xlabel("block size (square blocks, elements per side)")
+    ax.set_ylabel("time per iteration (s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(title="layout, I/O back end (dotted: model bound)", fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rounds", nargs="+", help="rounds.json files of wavefront_disk.py runs")
+    ap.add_argument("--out", required=True, help="PNG or SVG file")
+    ap.add_argument("--title", default="Fig. 7a on an emulated disk")
+    a = ap.parse_args()
+    fmt = Path(a.out).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        die(f"--out {a.out}: expected a .png or .svg name")
+    series = load(a.rounds)
+    try:
+        atomic_write_bytes(a.out, draw(series, a.title, fmt))
+    except (MpilabError, OSError) as e:
+        die(str(e))
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
