@@ -27,21 +27,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mpilab.launches import os_interval
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
 def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
     """Order-statistic interval of the median (as mpilab_median_ci), for files that lack it."""
-    s = sorted(samples)
-    n = len(s)
-    best = 0
-    for k in range(1, (n + 1) // 2 + 1):
-        tail = sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
-        if 1 - 2 * tail >= cl:
-            best = k
-        else:
-            break
-    return (s[best - 1], s[n - best]) if best else (math.nan, math.nan)
+    return os_interval(samples, cl) or (math.nan, math.nan)
 
 
 def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
