@@ -337,10 +337,10 @@ def report(a: argparse.Namespace, sp: specmod.DiskSpec, disk: specmod.Disk,
     for k, v in ratios.items():
         lines.append(f"| {k} | {' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
     if any(n.startswith("7a/") for r in rounds for n in r):
-        # the figure from the rounds just written (bench/wavefront_fig7a.py does the same
-        # from several runs' rounds.json)
-        from wavefront_fig7a import draw, load
-        atomic_write_bytes(out / "fig7a.png", draw(load([str(out / "rounds.json")]),
+        # the figure from these rounds (bench/wavefront_fig7a.py draws it from several
+        # runs' rounds.json)
+        from wavefront_fig7a import draw, series
+        atomic_write_bytes(out / "fig7a.png", draw(series(rounds, str(out / "rounds.json")),
                                                    f"Fig. 7a, {disk.model} disk", "png"))
         lines += ["", "![Fig. 7a: time per iteration against block size](fig7a.png)"]
     atomic_write_text(out / "report.md", "\n".join(lines) + "\n")

@@ -16,6 +16,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from mpilab.errors import MpilabError  # noqa: E402
@@ -24,13 +25,38 @@ from mpilab.fsutil import atomic_write_bytes, read_regular  # noqa: E402
 Series = dict[str, dict[int, list[tuple[float, float]]]]
 
 
-def die(msg: str) -> None:
+def die(msg: str) -> NoReturn:
     print(f"wavefront_fig7a: {msg}", file=sys.stderr)
     raise SystemExit(2)
 
 
+def series(rounds: object, where: str) -> Series:
+    """{layout/back end: {block size: [(s per iteration, model bound), ...]}} over the rounds
+    of one run (`where` names them in errors)."""
+    if not isinstance(rounds, list):
+        die(f"{where}: expected a list of rounds")
+    out: Series = {}
+    for k, rnd in enumerate(rounds):
+        if not isinstance(rnd, dict):
+            die(f"{where}: round {k + 1} is not an object")
+        for name, v in rnd.items():
+            parts = str(name).split("/")
+            if len(parts) != 4 or parts[0] != "7a":
+                continue
+            try:
+                b = int(parts[2])
+                t = float(v["s_per_iter"])
+                bound = float(v.get("bound_model", "nan"))
+            except (TypeError, KeyError, ValueError):
+                die(f"{where}: round {k + 1}, {name}: no numeric s_per_iter")
+            if not t > 0:
+                die(f"{where}: round {k + 1}, {name}: s_per_iter {t} is not a positive time")
+            out.setdefault(f"{parts[1]} {parts[3]}", {}).setdefault(b, []).append((t, bound))
+    return out
+
+
 def load(paths: list[str]) -> Series:
-    """{layout/back end: {block size: [(s per iteration, model bound), ...]}} over every round."""
+    """series() of every file's rounds, merged (e.g. two slots with different block sizes)."""
     out: Series = {}
     for p in paths:
         try:
@@ -41,24 +67,9 @@ def load(paths: list[str]) -> Series:
             die(f"{p}:{e.lineno}: not JSON ({e.msg})")
         except (OSError, ValueError) as e:
             die(f"{p}: {e}")
-        if not isinstance(rounds, list):
-            die(f"{p}: expected a list of rounds")
-        for k, rnd in enumerate(rounds):
-            if not isinstance(rnd, dict):
-                die(f"{p}: round {k + 1} is not an object")
-            for name, v in rnd.items():
-                parts = str(name).split("/")
-                if len(parts) != 4 or parts[0] != "7a":
-                    continue
-                try:
-                    b = int(parts[2])
-                    t = float(v["s_per_iter"])
-                    bound = float(v.get("bound_model", "nan"))
-                except (TypeError, KeyError, ValueError):
-                    die(f"{p}: round {k + 1}, {name}: no numeric s_per_iter")
-                if not t > 0:
-                    die(f"{p}: round {k + 1}, {name}: s_per_iter {t} is not a positive time")
-                out.setdefault(f"{parts[1]} {parts[3]}", {}).setdefault(b, []).append((t, bound))
+        for label, pts in series(rounds, p).items():
+            for b, v in pts.items():
+                out.setdefault(label, {}).setdefault(b, []).extend(v)
     if not out:
         die("no Fig. 7a configuration in the files given")
     return out

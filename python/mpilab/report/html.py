@@ -363,7 +363,8 @@ def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg
         la = doc.get("launches") if isinstance(doc.get("launches"), dict) else None
         if la is not None:
             dis = sum(1 for m in doc.get("measurements", []) or []
-                      if isinstance(m, dict) and "launches_disagree" in (m.get("flags") or []))
+                      if isinstance(m, dict)
+                      and quality.LAUNCHES_DISAGREE in (m.get("flags") or []))
             out.append(f"MERGED FROM {la.get('n')} LAUNCHES"
                        f"{(' in ' + name) if len(docs) > 1 else ''}: every figure is the "
                        "median of the launches' medians, its interval includes the "
