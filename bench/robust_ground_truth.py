@@ -32,11 +32,13 @@ def main() -> int:
     ap.add_argument("--rate", default="100Mbit")
     ap.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M")
     ap.add_argument("--prefix", default=os.environ.get("MPILAB_TESTBED_PREFIX", "gt"))
+    ap.add_argument("--min-reps", type=int, default=None,
+                    help="least round trips per size (default: mpilab-selftest link's)")
     ap.add_argument("--json", help="write everything to this file")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="robust-gt-") as tmp:
         res = selftest.testbed_link(a.prefix, a.delay, a.rate, a.runs, a.sizes, Path(tmp),
-                                    hogs=a.hogs)
+                                    hogs=a.hogs, min_reps=a.min_reps)
     rows = selftest.link_rows(res)
     t = res["truth"]
     base_l, base_a = t["L"] - res["delay_s"], t["alpha"] - res["delay_s"]

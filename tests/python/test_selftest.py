@@ -132,6 +132,8 @@ def test_fit_rows_tolerance_and_coverage() -> None:
     (["--testbed", "--delay", "2 ms"], "--delay 2 ms"),
     (["--testbed", "--rate", "fast"], "--rate fast"),
     (["--testbed", "--runs", "0"], "--runs 0"),
+    (["--testbed", "--min-reps", "0"], "--min-reps 0"),
+    (["--testbed", "--min-reps", "many"], "--min-reps"),
 ])
 def test_bad_input_one_line(run_cli: Callable[..., Any], args: list[str], needle: str) -> None:
     p = run_cli("selftest", *args)

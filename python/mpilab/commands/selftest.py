@@ -190,9 +190,11 @@ def _lateness(s0: dict[str, Any] | None, s1: dict[str, Any] | None) -> float | N
 
 
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
-                 hogs: int = 0) -> dict[str, Any]:
+                 hogs: int = 0, min_reps: int | None = None) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
-    with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits."""
+    with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits.
+    `min_reps`: the least round trips per size (the tool's --min-reps, and --max-reps raised
+    to it from the tool's default 20; the tool's defaults if None)."""
     from mpilab import units
 
     delay_s, rate_bps = units.parse_duration(delay), units.parse_rate(rate)
@@ -208,7 +210,9 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
                 f = tmp / f"link-{d}-{k}.json"
                 s0 = _delayline_stats(prefix)
                 _cli(["testbed", "run", "--prefix", prefix, "--np", "2", "--timeout", "1500", "--",
-                      tool, "link", "--sizes", sizes, "--out", str(f)], 1600)
+                      tool, "link", "--sizes", sizes, "--out", str(f),
+                      *(["--min-reps", str(min_reps), "--max-reps", str(max(min_reps, 20))]
+                        if min_reps else [])], 1600)
                 data = _load(f)
                 data.pop("provenance", None)
                 # how late the emulated link itself was: its delay line's mean lateness
@@ -323,6 +327,8 @@ def _run(args: argparse.Namespace) -> int:
                 raise MpilabError(f"{opt} {val}: {e}") from None
         if args.runs < 1 or args.runs > 100:
             raise MpilabError(f"--runs {args.runs}: expected 1..100")
+        if args.min_reps is not None and not 1 <= args.min_reps <= 100000:
+            raise MpilabError(f"--min-reps {args.min_reps}: expected 1..100000")
         args.prefix = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or "st"
     tool = find_tool(TOOL)
     # the launcher of the MPI the tool is built with (or --launcher), as every command uses
@@ -375,7 +381,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.testbed:
         with tempfile.TemporaryDirectory(prefix="mpilab-selftest-tb-") as tmp:
             res = testbed_link(args.prefix, args.delay, args.rate, args.runs, args.sizes,
-                               Path(tmp))
+                               Path(tmp), min_reps=args.min_reps)
         lrows = link_rows(res)
         report["testbed"] = {**res, "rows": lrows}
         print(f"\nmodel fits on the testbed: 2 sites, WAN {args.delay} one-way at {args.rate} "
@@ -411,6 +417,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--runs", type=argtypes.count, default=1, help="testbed runs (default 1)")
     p.add_argument("--sizes", default="0,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M",
                    help="message sizes on the testbed")
+    p.add_argument("--min-reps", type=argtypes.count, default=None,
+                   help="least round trips per size on the testbed (default: the tool's)")
     p.add_argument("--prefix", default=None,
                    help="testbed name prefix (default $MPILAB_TESTBED_PREFIX or st)")
     p.set_defaults(func=_run)
