@@ -91,6 +91,8 @@ typedef struct {
     int conns_to[MPILAB_PM_MAX_PEERS];
     unsigned used[MPILAB_PM_MAX_PEERS]; /* paths_in_use, valid unless used_dirty */
     int used_dirty;
+    pm_nl_tcp_id *q; /* the primary subflows on those paths (looked up for proofs) */
+    size_t nq, capq;
     /* passive liveness (--no-passive: off): the sockets of the last dump, by cookie */
     int passive;
     tcp_seen_t *seen, *seen_next;
@@ -455,13 +457,26 @@ static const unsigned *paths_in_use(agent_t *ag)
     if (!ag->used_dirty)
         return ag->used;
     memset(ag->used, 0, sizeof(ag->used));
+    ag->nq = 0;
     for (size_t i = 0; i < ag->nconn; i++) {
         const mpilab_pm_conn *c = &ag->conn[i];
         if (!c->managed || c->peer < 0 || c->peer >= MPILAB_PM_MAX_PEERS)
             continue;
-        for (int k = 0; k < c->nsub; k++)
-            if (c->sub[k].established && !c->sub[k].backup && c->sub[k].rrail >= 0)
-                ag->used[c->peer] |= 1u << c->sub[k].rrail;
+        for (int k = 0; k < c->nsub; k++) {
+            const mpilab_pm_subflow *sb = &c->sub[k];
+            if (!sb->established || sb->backup || sb->rrail < 0)
+                continue;
+            ag->used[c->peer] |= 1u << sb->rrail;
+            if (ag->nq == ag->capq) {
+                size_t cap = ag->capq ? 2 * ag->capq : 64;
+                pm_nl_tcp_id *q = realloc(ag->q, cap * sizeof(*q));
+                if (!q)
+                    continue; /* this subflow proves nothing; probes cover its path */
+                ag->q = q;
+                ag->capq = cap;
+            }
+            ag->q[ag->nq++] = (pm_nl_tcp_id){sb->laddr, sb->raddr, sb->lport, sb->rport};
+        }
     }
     ag->used_dirty = 0;
     return ag->used;
@@ -589,8 +604,12 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
         pr->last_proof = t_proof;
 }
 
-/* Read every TCP socket's counters on our paths (one sock_diag dump) and record the
- * paths they prove alive. A failing dump is logged once; probing then goes on alone. */
+/* Read the counters of the primary subflows on the paths in use and record the paths they
+ * prove alive: exact lookups of those sockets (the kernel finds each in its hash; a dump
+ * walks the host's whole TCP hash table, milliseconds per dump with a large one), or one
+ * dump of the namespace's TCP sockets when there are very many of them (LOOKUP_MAX). A
+ * failure is logged once; probing then goes on alone. */
+#define LOOKUP_MAX 64
 static void diag_dump(agent_t *ag, double now)
 {
     static int failed_before;
@@ -598,7 +617,10 @@ static void diag_dump(agent_t *ag, double now)
     dump_ctx dc = {ag, now};
     ag->nseen_next = 0;
     ag->st.diag_dumps++; /* numbers this dump for on_tcp */
-    int n = pm_nl_dump_tcp(&ag->nl, on_tcp, &dc, err, sizeof(err));
+    paths_in_use(ag);
+    int n = ag->nq <= LOOKUP_MAX
+                ? pm_nl_query_tcp(&ag->nl, ag->q, ag->nq, on_tcp, &dc, err, sizeof(err))
+                : pm_nl_dump_tcp(&ag->nl, on_tcp, &dc, err, sizeof(err));
     if (n < 0) {
         ag->st.diag_errors++;
         ag->nseen = 0; /* no baseline: the next dump proves nothing, only sets it */
@@ -1582,5 +1604,6 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     free(ag->conn);
     free(ag->seen);
     free(ag->seen_next);
+    free(ag->q);
     return 0;
 }

@@ -89,6 +89,18 @@ typedef struct {
 int pm_nl_dump_tcp(pm_nl *nl, void (*fn)(void *arg, const pm_nl_tcp *t), void *arg,
                    char *err, size_t errlen);
 
+/* The same for the given sockets only (exact lookups by address and port, batched: the
+ * kernel finds each in its hash, instead of a dump walking the whole table, which costs
+ * milliseconds when the host has a large one). Sockets that no longer exist are skipped.
+ * Returns the number found or a negative errno (err: the reason). */
+typedef struct {
+    uint32_t laddr, raddr; /* network order */
+    uint16_t lport, rport; /* host order */
+} pm_nl_tcp_id;
+int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
+                    void (*fn)(void *arg, const pm_nl_tcp *t), void *arg, char *err,
+                    size_t errlen);
+
 const char *pm_nl_event_name(int type);
 
 #endif
