@@ -185,15 +185,28 @@ def window_excess(runs: list[dict[str, object]], cfg: str, base: str) -> dict[st
                 break
             med = statistics.median(it)
             out[name] = sum(t - med for t in it[w[0]:w[1] + 1]) / float(run["app_s"])  # type: ignore
+            # not the pause: how much slower the iterations after the window ran than
+            # those before it (a lasting cost of the fault shows here, not above)
+            if w[0] > 0 and w[1] + 1 < len(it):
+                out[name + "_after_vs_before"] = (statistics.mean(it[w[1] + 1:])
+                                                  / statistics.mean(it[:w[0]]) - 1)
         if "control" in out:
             rows.append(out)
     if not rows:
         return {}
     f = [float(r["fault"]) for r in rows]  # type: ignore[arg-type]
     c = [float(r["control"]) for r in rows]  # type: ignore[arg-type]
-    return {"rounds": len(rows), "median": statistics.median(f), "min": min(f), "max": max(f),
-            "control_median": statistics.median(c), "control_min": min(c),
-            "control_max": max(c), "per_round": rows}
+    doc: dict[str, object] = {
+        "rounds": len(rows), "median": statistics.median(f), "min": min(f), "max": max(f),
+        "control_median": statistics.median(c), "control_min": min(c),
+        "control_max": max(c)}
+    for name in ("fault", "control"):
+        d = [float(r[name + "_after_vs_before"]) for r in rows  # type: ignore[arg-type]
+             if name + "_after_vs_before" in r]
+        if d:
+            doc[name + "_after_vs_before_median"] = statistics.median(d)
+    doc["per_round"] = rows
+    return doc
 
 
 def main() -> int:
