@@ -141,6 +141,74 @@ def paired(runs: list[dict[str, object]], key: str, cfg: str, base: str) -> dict
             "min": min(q), "max": max(q)}
 
 
+def fault_window(run: dict[str, object]) -> tuple[int, int] | None:
+    """The iterations (first, last) that may contain run's fault: the fault's moment after
+    the launch, less anything between 0 and the run's start-up and shut-down time (wall -
+    app: where the first iteration began is not known more precisely), on the cumulative
+    iteration times. None without a fault or iteration times."""
+    fault = run.get("fault") or {}
+    it = run.get("iter_s") or []
+    if not isinstance(fault, dict) or "time" not in fault or not it or not run.get("app_s"):
+        return None
+    f = float(fault["time"]) - float(run["t_launch"])  # type: ignore[arg-type]
+    slack = max(0.0, float(run["wall_s"]) - float(run["app_s"]))  # type: ignore[arg-type]
+    lo, hi, end, first, last = f - slack, f, 0.0, None, None
+    for i, t in enumerate(it):  # type: ignore[arg-type]
+        start, end = end, end + float(t)
+        if end >= lo and start <= hi:
+            first = i if first is None else first
+            last = i
+    return (first, last) if first is not None and last is not None else None
+
+
+def window_excess(runs: list[dict[str, object]], cfg: str, base: str) -> dict[str, object]:
+    """A second estimate of the fault's cost, from each faulted run's own iteration times
+    (not replacing the paired totals): the time by which the iterations that may contain
+    the fault (fault_window) exceed the run's median iteration, over the run's application
+    time. As a control, the same iterations of the round's run without a fault, whose
+    excess is this estimator's noise. Per round, and medians."""
+    by: dict[int, dict[str, dict[str, object]]] = {}
+    for r in runs:
+        if r["correct"] and r.get("iter_s"):
+            by.setdefault(int(r["rep"]), {})[str(r["config"])] = r  # type: ignore[arg-type]
+    rows = []
+    for rep, v in sorted(by.items()):
+        if cfg not in v or base not in v:
+            continue
+        w = fault_window(v[cfg])
+        if w is None:
+            continue
+        out: dict[str, object] = {"rep": rep, "iterations": [w[0], w[1]]}
+        for name, run in (("fault", v[cfg]), ("control", v[base])):
+            it = [float(t) for t in run["iter_s"]]  # type: ignore[union-attr]
+            if w[1] >= len(it):
+                break
+            med = statistics.median(it)
+            out[name] = sum(t - med for t in it[w[0]:w[1] + 1]) / float(run["app_s"])  # type: ignore
+            # not the pause: how much slower the iterations after the window ran than
+            # those before it (a lasting cost of the fault shows here, not above)
+            if w[0] > 0 and w[1] + 1 < len(it):
+                out[name + "_after_vs_before"] = (statistics.mean(it[w[1] + 1:])
+                                                  / statistics.mean(it[:w[0]]) - 1)
+        if "control" in out:
+            rows.append(out)
+    if not rows:
+        return {}
+    f = [float(r["fault"]) for r in rows]  # type: ignore[arg-type]
+    c = [float(r["control"]) for r in rows]  # type: ignore[arg-type]
+    doc: dict[str, object] = {
+        "rounds": len(rows), "median": statistics.median(f), "min": min(f), "max": max(f),
+        "control_median": statistics.median(c), "control_min": min(c),
+        "control_max": max(c)}
+    for name in ("fault", "control"):
+        d = [float(r[name + "_after_vs_before"]) for r in rows  # type: ignore[arg-type]
+             if name + "_after_vs_before" in r]
+        if d:
+            doc[name + "_after_vs_before_median"] = statistics.median(d)
+    doc["per_round"] = rows
+    return doc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--app", choices=("wavefront", "collectives"), default="wavefront")
@@ -302,6 +370,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             agents.clear_logs(sp)  # the wire-up watch below must see this run's events only
             dl0 = proc_cpu(dl_pid)
             t0 = time.monotonic()
+            t_launch = time.time()
             proc = mpilab(*args, "--", *program, env=run_env)
             fault: dict[str, object] = {}
             if cfg.endswith("+fault"):
@@ -347,7 +416,8 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                              if '"event": "stop"' in line or '"event":"stop"' in line]
                 except OSError:
                     stops = []
-                for k in ("probes_sent", "replies_sent", "messages_received", "wakeups"):
+                for k in ("probes_sent", "replies_sent", "messages_received", "wakeups",
+                          "passive_proofs", "probes_skipped", "diag_dumps"):
                     v = [e[k] for e in stops if k in e]
                     if v:
                         cost["logged_" + k] = sum(v)
@@ -366,6 +436,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                     ok = d == reference
             m = re.search(r"total ([0-9.]+) s", so)
             app_s = float(m.group(1)) if m else None
+            iters = [float(x) for x in re.findall(r"^iteration \d+: ([0-9.]+) s$", so, re.M)]
             if rep < 0 and not a.ref_s:
                 ref_s = app_s or wall
             if rep < 0:
@@ -374,6 +445,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                    "rc": proc.returncode, "time": time.strftime("%H:%M:%S"),
                    "load": open("/proc/loadavg").read().split()[0],
                    "correct": ok, "fault": fault, "pathmig": se.strip().splitlines()[-1:],
+                   "t_launch": t_launch, "iter_s": iters,
                    **cost}
             if rep >= 0:
                 new_runs.append(rec)
@@ -424,6 +496,9 @@ def write(a: argparse.Namespace, configs: tuple[str, ...], runs: list[dict[str, 
     for cfg, base in (("agent+fault", "agent"), ("old+fault", "old"), ("agent", "old")):
         if cfg in configs and base in configs:
             pairs[f"{cfg} vs {base} app_s"] = paired(runs, "app_s", cfg, base)
+    for cfg, base in (("agent+fault", "agent"), ("old+fault", "old")):
+        if cfg in configs and base in configs:
+            pairs[f"{cfg} window excess"] = window_excess(runs, cfg, base)
     doc = {"app": a.app, "np": a.np, "size": a.size, "iterations": a.iterations,
            "coll_reps": a.coll_reps, "configs": list(configs),
            "rounds": len({r["rep"] for r in runs}), "seed": a.seed, "ref_s": ref_s,

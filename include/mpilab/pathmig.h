@@ -115,10 +115,36 @@ int mpilab_pm_alternate(const mpilab_pm_ctx *ctx, int peer, int primary_rail);
 /* Probing of one path between two agents (pure; the agent's schedule, in pm_sm.c).
  * The decider of a node pair (the lower index) probes every `interval`; the follower only
  * answers and probes a path itself only after MPILAB_PM_FOLLOW_FACTOR intervals without a
- * message from the peer on it (the path is silent, or no decider runs there). Returns
- * when the path's next probe is due (times in seconds, one clock). */
+ * message from the peer on it (the path is silent, or no decider runs there). A passive
+ * proof (`last_proof`: the path's TCP subflows showed it working, see mpilab_pm_tcp_proof;
+ * 0 = none) counts as a probe answered then: no probe is due while proofs stay fresh.
+ * Returns when the path's next probe is due (times in seconds, one clock). */
 #define MPILAB_PM_FOLLOW_FACTOR 3
-double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double interval);
+double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double last_proof,
+                           double interval);
+
+/* What one TCP subflow's struct tcp_info showed in one sock_diag dump. */
+typedef struct {
+    uint64_t bytes_acked;       /* tcpi_bytes_acked: our bytes the peer acknowledged */
+    uint64_t bytes_received;    /* tcpi_bytes_received: the peer's bytes we received */
+    uint32_t last_ack_recv_ms;  /* tcpi_last_ack_recv: ms since the last ACK arrived */
+    uint32_t last_data_recv_ms; /* tcpi_last_data_recv: ms since the last data arrived */
+} mpilab_pm_tcp_sample;
+
+/* Passive liveness of a path from one subflow on it, sampled at `prev_at` (`prev`, NULL if
+ * the subflow was not seen then) and at `now` (`cur`). Returns the latest moment at which
+ * the subflow proved the path alive, or 0 for no proof:
+ * - the peer acknowledged new data of ours since the last sample (bytes_acked grew): our
+ *   data reached the peer and its ACK came back, both directions worked; proven at the
+ *   last ACK's arrival (now - last_ack_recv), never before prev_at;
+ * - with `accept_received` (the follower of a pair, whose probes only back up an absent
+ *   decider): new data from the peer arrived (bytes_received grew), at now -
+ *   last_data_recv, never before prev_at.
+ * Unchanged counters prove nothing, however small last_ack_recv is (a pure ACK of old
+ * data, a duplicate ACK, a window probe): on a path that silently drops, the counters stop
+ * and its last_ack_recv only grows, so stale values never keep it alive. */
+double mpilab_pm_tcp_proof(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_sample *cur,
+                           double prev_at, double now, int accept_received);
 
 /* Whether a path silent since `since` (its last message, or when fast probing began) is
  * dead at `now`: silent for more than `limit` while another path to the same peer was

@@ -51,6 +51,9 @@ typedef struct {
     double last_sent;
     double hold_until;   /* replies ignored until then (after a DOWN notice) */
     double fast_since;   /* fast probing (the peer has connections) since then */
+    double last_proof;   /* passive: the path's TCP subflows last showed it working */
+    double last_skip;    /* a probe last left out for a passive proof */
+    uint64_t proof_dump; /* the dump that last proved the path (counted once per dump) */
     uint32_t seq;
 } probe_t;
 
@@ -60,7 +63,17 @@ typedef struct {
     uint64_t ticks;       /* probe rounds (deadline reached) */
     uint64_t probes_sent, replies_sent, notices_sent, msgs_received;
     uint64_t probes_rail[MPILAB_PM_MAX_RAILS];
+    /* passive liveness: sock_diag dumps, the sockets they listed on our paths, proofs
+     * (a path shown alive by a dump) and the probes left out for them */
+    uint64_t diag_dumps, diag_sockets, diag_errors;
+    uint64_t proofs_rail[MPILAB_PM_MAX_RAILS], skipped_rail[MPILAB_PM_MAX_RAILS];
 } stats_t;
+
+/* one TCP socket on one of our paths, as the last sock_diag dump showed it */
+typedef struct {
+    uint64_t cookie;
+    mpilab_pm_tcp_sample s;
+} tcp_seen_t;
 
 typedef struct {
     /* configuration */
@@ -76,6 +89,15 @@ typedef struct {
     int udp[MPILAB_PM_MAX_RAILS];
     probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
     int conns_to[MPILAB_PM_MAX_PEERS];
+    unsigned used[MPILAB_PM_MAX_PEERS]; /* paths_in_use, valid unless used_dirty */
+    int used_dirty;
+    pm_nl_tcp_id *q; /* the primary subflows on those paths (looked up for proofs) */
+    size_t nq, capq;
+    /* passive liveness (--no-passive: off): the sockets of the last dump, by cookie */
+    int passive;
+    tcp_seen_t *seen, *seen_next;
+    size_t nseen, nseen_next, capseen;
+    double last_dump;
     /* state machine */
     mpilab_pm_ctx ctx;
     mpilab_pm_conn *conn;
@@ -427,60 +449,218 @@ static void on_udp(agent_t *ag, int rail)
 }
 
 /* Which paths carry traffic: a bit per rail and peer, set when some managed connection
- * to that peer has its primary (non-backup) subflow to the peer's address on that rail. */
-static void paths_in_use(const agent_t *ag, unsigned used[MPILAB_PM_MAX_PEERS])
+ * to that peer has its primary (non-backup) subflow to the peer's address on that rail.
+ * Cached: recomputed only after a connection or one of its subflows changed (used_dirty,
+ * set where the state machines run and where connections come and go). */
+static const unsigned *paths_in_use(agent_t *ag)
 {
-    memset(used, 0, sizeof(unsigned) * MPILAB_PM_MAX_PEERS);
+    if (!ag->used_dirty)
+        return ag->used;
+    memset(ag->used, 0, sizeof(ag->used));
+    ag->nq = 0;
     for (size_t i = 0; i < ag->nconn; i++) {
         const mpilab_pm_conn *c = &ag->conn[i];
         if (!c->managed || c->peer < 0 || c->peer >= MPILAB_PM_MAX_PEERS)
             continue;
-        for (int k = 0; k < c->nsub; k++)
-            if (c->sub[k].established && !c->sub[k].backup && c->sub[k].rrail >= 0)
-                used[c->peer] |= 1u << c->sub[k].rrail;
+        for (int k = 0; k < c->nsub; k++) {
+            const mpilab_pm_subflow *sb = &c->sub[k];
+            if (!sb->established || sb->backup || sb->rrail < 0)
+                continue;
+            ag->used[c->peer] |= 1u << sb->rrail;
+            if (ag->nq == ag->capq) {
+                size_t cap = ag->capq ? 2 * ag->capq : 64;
+                pm_nl_tcp_id *q = realloc(ag->q, cap * sizeof(*q));
+                if (!q)
+                    continue; /* this subflow proves nothing; probes cover its path */
+                ag->q = q;
+                ag->capq = cap;
+            }
+            ag->q[ag->nq++] = (pm_nl_tcp_id){sb->laddr, sb->raddr, sb->lport, sb->rport};
+        }
     }
+    ag->used_dirty = 0;
+    return ag->used;
 }
 
-/* A path's probe period and silence limit. Fast (--probe-interval, --probe-timeout): a
- * path to a peer with connections that carries a primary subflow, or that is dead (its
- * healing is seen within a few intervals). Slow (SLOW_FACTOR times both): every other
- * path, i.e. the idle alternates and peers without connections; an alternate is probed at
- * once when a path in use to the same peer falls silent (see CONFIRM_AFTER), so a verdict
- * on the primary never waits for the slow period. */
-static void path_rate(const agent_t *ag, int p, int r, const unsigned *used, double *iv,
-                      double *limit)
+/* the last sign of life on a path: a message from the peer on it, or (while the path is
+ * alive) a passive proof by its TCP subflows. A dead path comes back by probe replies
+ * only (GOOD_REPLIES), never by the counters of subflows that may still linger on it. */
+static double heard(const probe_t *pr)
 {
-    int fast = ag->conns_to[p] > 0 && ((used[p] >> r & 1u) || !ag->probe[p][r].alive);
-    *iv = fast ? ag->interval : ag->interval * SLOW_FACTOR;
-    *limit = fast ? ag->timeout : ag->timeout * SLOW_FACTOR;
-}
-
-/* When a path's next probe is due (mpilab_pm_probe_due): the decider of a pair probes
- * every period, the follower only answers while the decider's probes arrive. One probe
- * and one reply per path and period, not two of each, and the idle alternates slowly:
- * each probe costs a wake-up of both agents (and of the testbed's delay line), and ranks
- * wait while agents run. */
-static double probe_due(const agent_t *ag, int p, const probe_t *pr, double iv)
-{
-    return mpilab_pm_probe_due(decides(ag, p), pr->last_sent, pr->last_reply, iv);
+    return pr->alive && pr->last_proof > pr->last_reply ? pr->last_proof : pr->last_reply;
 }
 
 static double path_since(const probe_t *pr)
 {
-    return pr->last_reply > pr->fast_since ? pr->last_reply : pr->fast_since;
+    double h = heard(pr);
+    return h > pr->fast_since ? h : pr->fast_since;
 }
 
 /* A path in use silent for this many fast periods: the decider probes the peer's other
  * paths now (at most once a period), so that their answers are fresh if a verdict comes. */
 #define CONFIRM_AFTER 2.0
+#define NEVER 1e300
 
-static int confirm_due(const agent_t *ag, int p, int r, const unsigned *used, double *at)
+/* One path's schedule, shared by probe_tick (which acts on it) and probe_deadline.
+ * Period and silence limit: fast (--probe-interval, --probe-timeout) for a path to a peer
+ * with connections that carries a primary subflow, or that is dead (its healing is seen
+ * within a few intervals); slow (SLOW_FACTOR times both) for every other path, i.e. the
+ * idle alternates and peers without connections. Probes (mpilab_pm_probe_due): the
+ * decider of a pair probes every period, the follower only answers while the decider's
+ * probes (or passive proofs) keep coming; a passive proof stands for a probe answered.
+ * An alternate is probed at once when a path in use to the same peer falls silent
+ * (CONFIRM_AFTER), so a verdict on the primary never waits for the slow period. */
+typedef struct {
+    int active;      /* the path exists (both addresses, a socket) */
+    int used;        /* carries a primary subflow */
+    double iv, limit;
+    double due;      /* next probe */
+    double due_blind; /* next probe if passive proofs did not count (probes_skipped) */
+    double since;    /* silent since (last sign of life, or fast probing began) */
+    double verdict;  /* judged when silent until then (alive paths), else NEVER */
+    double confirm;  /* the decider probes the peer's other paths from then, or NEVER */
+} sched_t;
+
+static void path_schedule(agent_t *ag, int p, int r, sched_t *d)
 {
     const probe_t *pr = &ag->probe[p][r];
-    if (!decides(ag, p) || ag->conns_to[p] <= 0 || !(used[p] >> r & 1u) || !pr->alive)
+    const unsigned *used = paths_in_use(ag);
+    memset(d, 0, sizeof(*d));
+    d->active = ag->nodes[p].addr[r] && ag->udp[r] >= 0;
+    d->used = used[p] >> r & 1u;
+    int fast = ag->conns_to[p] > 0 && (d->used || !pr->alive);
+    d->iv = fast ? ag->interval : ag->interval * SLOW_FACTOR;
+    d->limit = fast ? ag->timeout : ag->timeout * SLOW_FACTOR;
+    int dec = decides(ag, p);
+    double proof = pr->alive ? pr->last_proof : 0;
+    d->due = mpilab_pm_probe_due(dec, pr->last_sent, pr->last_reply, proof, d->iv);
+    d->due_blind = mpilab_pm_probe_due(dec, pr->last_sent > pr->last_skip ? pr->last_sent
+                                                                          : pr->last_skip,
+                                       pr->last_reply, 0, d->iv);
+    d->since = path_since(pr);
+    d->verdict = pr->alive ? d->since + d->limit : NEVER;
+    d->confirm = dec && ag->conns_to[p] > 0 && d->used && pr->alive
+                     ? d->since + CONFIRM_AFTER * ag->interval
+                     : NEVER;
+}
+
+/* ---- passive liveness: the kernel's TCP subflows on our paths ---- */
+
+static int seen_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const tcp_seen_t *)a)->cookie, y = ((const tcp_seen_t *)b)->cookie;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    agent_t *ag;
+    double now;
+} dump_ctx;
+
+static void on_tcp(void *arg, const pm_nl_tcp *t)
+{
+    dump_ctx *dc = arg;
+    agent_t *ag = dc->ag;
+    /* a path is (peer, rail): our address on rail r to the peer's address on rail r */
+    int r = -1, p = -1;
+    for (int k = 0; k < ag->nrails; k++)
+        if (ag->nodes[ag->self].addr[k] == t->laddr)
+            r = k;
+    if (r < 0)
+        return;
+    for (int k = 0; k < ag->nnodes; k++)
+        if (k != ag->self && ag->nodes[k].addr[r] == t->raddr)
+            p = k;
+    if (p < 0)
+        return;
+    ag->st.diag_sockets++;
+    if (ag->nseen_next == ag->capseen) {
+        size_t cap = ag->capseen ? 2 * ag->capseen : 64;
+        tcp_seen_t *a = realloc(ag->seen, cap * sizeof(*a));
+        if (!a)
+            return;
+        ag->seen = a;
+        tcp_seen_t *b = realloc(ag->seen_next, cap * sizeof(*b));
+        if (!b)
+            return;
+        ag->seen_next = b;
+        ag->capseen = cap;
+    }
+    tcp_seen_t *cur = &ag->seen_next[ag->nseen_next++];
+    cur->cookie = t->cookie;
+    cur->s = (mpilab_pm_tcp_sample){t->bytes_acked, t->bytes_received, t->last_ack_recv_ms,
+                                    t->last_data_recv_ms};
+    const tcp_seen_t *prev = ag->nseen ? bsearch(cur, ag->seen, ag->nseen, sizeof(*cur),
+                                                 seen_cmp)
+                                       : NULL;
+    double t_proof = mpilab_pm_tcp_proof(prev ? &prev->s : NULL, &cur->s, ag->last_dump,
+                                         dc->now, !decides(ag, p));
+    probe_t *pr = &ag->probe[p][r];
+    if (t_proof > 0 && pr->proof_dump != ag->st.diag_dumps) { /* once per path and dump */
+        ag->st.proofs_rail[r]++;
+        pr->proof_dump = ag->st.diag_dumps;
+    }
+    if (t_proof > pr->last_proof)
+        pr->last_proof = t_proof;
+}
+
+/* Read the counters of the primary subflows on the paths in use and record the paths they
+ * prove alive: exact lookups of those sockets (the kernel finds each in its hash; a dump
+ * walks the host's whole TCP hash table, milliseconds per dump with a large one), or one
+ * dump of the namespace's TCP sockets when there are very many of them (LOOKUP_MAX). A
+ * failure is logged once; probing then goes on alone. */
+#define LOOKUP_MAX 64
+static void diag_dump(agent_t *ag, double now)
+{
+    static int failed_before;
+    char err[200];
+    dump_ctx dc = {ag, now};
+    ag->nseen_next = 0;
+    ag->st.diag_dumps++; /* numbers this dump for on_tcp */
+    paths_in_use(ag);
+    int n = ag->nq <= LOOKUP_MAX
+                ? pm_nl_query_tcp(&ag->nl, ag->q, ag->nq, on_tcp, &dc, err, sizeof(err))
+                : pm_nl_dump_tcp(&ag->nl, on_tcp, &dc, err, sizeof(err));
+    if (n < 0) {
+        ag->st.diag_errors++;
+        ag->nseen = 0; /* no baseline: the next dump proves nothing, only sets it */
+        if (!failed_before++)
+            log_obj(ag, "error", json_pack("{s:s,s:s}", "what", "passive liveness", "error",
+                                            err));
+        ag->last_dump = now;
+        return;
+    }
+    qsort(ag->seen_next, ag->nseen_next, sizeof(*ag->seen_next), seen_cmp);
+    tcp_seen_t *t = ag->seen;
+    ag->seen = ag->seen_next;
+    ag->seen_next = t;
+    ag->nseen = ag->nseen_next;
+    ag->last_dump = now;
+}
+
+/* Whether this tick needs fresh counters: a path in use that is alive, a probe or verdict
+ * of which is due within the quarter period (a proof could postpone it), and no dump in
+ * the last half period (unless a verdict is due: never judged on old counters). */
+static int dump_needed(agent_t *ag, double now)
+{
+    if (!ag->passive)
         return 0;
-    *at = path_since(pr) + CONFIRM_AFTER * ag->interval;
-    return 1;
+    int want = 0;
+    for (int p = 0; p < ag->nnodes; p++) {
+        if (p == ag->self || ag->conns_to[p] <= 0)
+            continue;
+        for (int r = 0; r < ag->nrails; r++) {
+            sched_t d;
+            path_schedule(ag, p, r, &d);
+            if (!d.active || !d.used || !ag->probe[p][r].alive)
+                continue;
+            if (d.verdict <= now && ag->last_dump < now)
+                return 1;
+            if (d.due_blind <= now + d.iv / 4 || d.due <= now + d.iv / 4)
+                want = 1;
+        }
+    }
+    return want && now - ag->last_dump >= ag->interval / 2;
 }
 
 /* Send the probes that are due (and those due within a quarter period, so that one
@@ -489,51 +669,53 @@ static int confirm_due(const agent_t *ag, int p, int r, const unsigned *used, do
 static double probe_tick(agent_t *ag, double now)
 {
     int changed = 0;
-    double next = now + SM_TICK, at;
-    unsigned used[MPILAB_PM_MAX_PEERS];
-    paths_in_use(ag, used);
+    double next = now + SM_TICK;
+    sched_t d;
+    if (dump_needed(ag, now))
+        diag_dump(ag, now);
     for (int p = 0; p < ag->nnodes; p++) {
         if (p == ag->self)
             continue;
         int confirm = 0;
-        for (int r = 0; r < ag->nrails; r++)
-            if (confirm_due(ag, p, r, used, &at)) {
-                if (now >= at)
-                    confirm = 1;
-                else if (at + 1e-4 < next)
-                    next = at + 1e-4;
-            }
-        double freshest = 0; /* the latest reply on any rail that is alive */
-        for (int r = 0; r < ag->nrails; r++)
-            if (ag->probe[p][r].alive && ag->probe[p][r].last_reply > freshest)
-                freshest = ag->probe[p][r].last_reply;
+        double freshest = 0; /* the latest sign of life on any rail that is alive */
+        for (int r = 0; r < ag->nrails; r++) {
+            path_schedule(ag, p, r, &d);
+            if (d.confirm <= now)
+                confirm = 1;
+            if (ag->probe[p][r].alive && heard(&ag->probe[p][r]) > freshest)
+                freshest = heard(&ag->probe[p][r]);
+        }
         for (int r = 0; r < ag->nrails; r++) {
             probe_t *pr = &ag->probe[p][r];
-            if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
+            path_schedule(ag, p, r, &d);
+            if (!d.active)
                 continue;
-            double iv, limit;
-            path_rate(ag, p, r, used, &iv, &limit);
-            int idle_alt = confirm && !(used[p] >> r & 1u);
-            if (probe_due(ag, p, pr, iv) <= now + iv / 4 ||
+            int idle_alt = confirm && !d.used;
+            if (d.due <= now + d.iv / 4 ||
                 (idle_alt && now - pr->last_sent >= ag->interval)) {
                 send_msg(ag, r, p, MSG_PROBE, r, ++pr->seq);
                 pr->last_sent = now;
+            } else if (d.due_blind <= now + d.iv / 4) {
+                /* a probe that only the passive proof made unnecessary */
+                ag->st.skipped_rail[r]++;
+                pr->last_skip = now;
             }
-            double due = probe_due(ag, p, pr, iv);
-            if (due < next)
-                next = due;
-            double since = path_since(pr);
+            path_schedule(ag, p, r, &d);
+            if (d.due < next)
+                next = d.due;
+            if (d.confirm > now && d.confirm + 1e-4 < next)
+                next = d.confirm + 1e-4;
             if (!pr->alive)
                 continue;
-            if (now - since <= limit) { /* the verdict is due then, unless a reply comes */
-                if (since + limit + 1e-4 < next)
-                    next = since + limit + 1e-4;
+            if (now <= d.verdict) { /* the verdict is due then, unless a reply comes */
+                if (d.verdict + 1e-4 < next)
+                    next = d.verdict + 1e-4;
                 continue;
             }
             /* dead: silent for the timeout while another rail to the same peer answered
              * since (if every rail went quiet together, this machine or the peer stalled:
              * nothing to migrate to anyway) */
-            if (!mpilab_pm_path_silent(now, since, limit, freshest, ag->interval)) {
+            if (!mpilab_pm_path_silent(now, d.since, d.limit, freshest, ag->interval)) {
                 if (now + ag->interval / 2 < next) /* judged again once another answers */
                     next = now + ag->interval / 2;
                 continue;
@@ -542,7 +724,7 @@ static double probe_tick(agent_t *ag, double now)
                 set_alive(ag, p, r, 0, "probe timeout");
                 notify_down(ag, r, p);
                 changed = 1;
-            } else if (now - pr->hold_until > limit) {
+            } else if (now - pr->hold_until > d.limit) {
                 notify_down(ag, r, p); /* suspect: the decider judges */
                 pr->hold_until = now;
             }
@@ -556,27 +738,23 @@ static double probe_tick(agent_t *ag, double now)
 }
 
 /* probe_tick's next deadline without acting (after a message moved it) */
-static double probe_deadline(const agent_t *ag)
+static double probe_deadline(agent_t *ag)
 {
-    double now = mono(), next = now + SM_TICK, at;
-    unsigned used[MPILAB_PM_MAX_PEERS];
-    paths_in_use(ag, used);
+    double now = mono(), next = now + SM_TICK;
     for (int p = 0; p < ag->nnodes; p++) {
         if (p == ag->self)
             continue;
         for (int r = 0; r < ag->nrails; r++) {
-            const probe_t *pr = &ag->probe[p][r];
-            if (!ag->nodes[p].addr[r] || ag->udp[r] < 0)
+            sched_t d;
+            path_schedule(ag, p, r, &d);
+            if (!d.active)
                 continue;
-            double iv, limit, since = path_since(pr);
-            path_rate(ag, p, r, used, &iv, &limit);
-            double due = probe_due(ag, p, pr, iv);
-            if (due < next)
-                next = due;
-            if (pr->alive && since + limit + 1e-4 < next)
-                next = since + limit + 1e-4; /* in the past while suspect: at once */
-            if (confirm_due(ag, p, r, used, &at) && at + 1e-4 < next)
-                next = at + 1e-4;
+            if (d.due < next)
+                next = d.due;
+            if (d.verdict + 1e-4 < next) /* in the past while suspect: at once */
+                next = d.verdict + 1e-4;
+            if (d.confirm + 1e-4 < next)
+                next = d.confirm + 1e-4;
         }
     }
     return next;
@@ -606,6 +784,7 @@ static mpilab_pm_conn *new_conn(agent_t *ag, uint32_t token, int server_side, ui
     int managed = peer >= 0 && peer != ag->self && ag->nrails > 1;
     mpilab_pm_conn *c = &ag->conn[ag->nconn++];
     mpilab_pm_conn_init(c, token, server_side, managed, managed ? peer : -1);
+    ag->used_dirty = 1;
     if (managed && ag->conns_to[peer]++ == 0) {
         /* switch to fast probing: the timeout counts from now, probe at once */
         double now = mono();
@@ -623,6 +802,7 @@ static void forget_conn(agent_t *ag, mpilab_pm_conn *c)
     if (c->managed && c->peer >= 0)
         ag->conns_to[c->peer]--;
     *c = ag->conn[--ag->nconn];
+    ag->used_dirty = 1;
 }
 
 /* the initial subflow's remote port is the peer's listening port: joins go there */
@@ -741,6 +921,7 @@ static void batch_run(agent_t *ag, batch_t *b, double now)
             mpilab_pm_event ev = {.kind = MPILAB_PM_EV_LOAD_FAILED, .now = now};
             mpilab_pm_result r2;
             mpilab_pm_step(&ag->ctx, c, &ev, &r2);
+            ag->used_dirty = 1;
             if (r2.from != r2.to)
                 log_transition(ag, c, r2.from, r2.to, r2.cause);
         }
@@ -762,6 +943,7 @@ static int step(agent_t *ag, mpilab_pm_conn *c, const mpilab_pm_event *ev, char 
 {
     mpilab_pm_result res;
     int rc = mpilab_pm_step(&ag->ctx, c, ev, &res);
+    ag->used_dirty = 1; /* a kernel event or a command: the subflows may have changed */
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", res.err);
     if (res.from != res.to)
@@ -784,6 +966,8 @@ static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer)
             continue;
         mpilab_pm_result res;
         mpilab_pm_step(&ag->ctx, c, &ev, &res);
+        if (res.from != res.to || res.nact > 0)
+            ag->used_dirty = 1; /* a transition or action changes the subflows */
         if (res.from != res.to)
             log_transition(ag, c, res.from, res.to, res.cause);
         add_results(&b, ag, i, &res);
@@ -880,10 +1064,16 @@ static json_t *stats_json(const agent_t *ag)
     memset(&ru, 0, sizeof(ru));
     getrusage(RUSAGE_SELF, &ru);
     double up = mono() - ag->started;
-    json_t *per_rail = json_array();
-    for (int r = 0; r < ag->nrails; r++)
+    json_t *per_rail = json_array(), *proofs = json_array(), *skipped = json_array();
+    uint64_t nproofs = 0, nskipped = 0;
+    for (int r = 0; r < ag->nrails; r++) {
         json_array_append_new(per_rail, json_integer((json_int_t)ag->st.probes_rail[r]));
-    return json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I}", "uptime_s", up,
+        json_array_append_new(proofs, json_integer((json_int_t)ag->st.proofs_rail[r]));
+        json_array_append_new(skipped, json_integer((json_int_t)ag->st.skipped_rail[r]));
+        nproofs += ag->st.proofs_rail[r];
+        nskipped += ag->st.skipped_rail[r];
+    }
+    json_t *o = json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I}", "uptime_s", up,
                      "cpu_user_s", (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
                      "cpu_sys_s", (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
                      "voluntary_switches", (json_int_t)ru.ru_nvcsw,
@@ -894,6 +1084,13 @@ static json_t *stats_json(const agent_t *ag)
                      "replies_sent", (json_int_t)ag->st.replies_sent, "notices_sent",
                      (json_int_t)ag->st.notices_sent, "messages_received",
                      (json_int_t)ag->st.msgs_received);
+    json_object_update_new(o, json_pack(
+        "{s:b,s:I,s:o,s:I,s:o,s:I,s:I,s:I}", "passive", ag->passive, "passive_proofs",
+        (json_int_t)nproofs, "passive_proofs_per_rail", proofs, "probes_skipped",
+        (json_int_t)nskipped, "probes_skipped_per_rail", skipped, "diag_dumps",
+        (json_int_t)ag->st.diag_dumps, "diag_sockets", (json_int_t)ag->st.diag_sockets,
+        "diag_errors", (json_int_t)ag->st.diag_errors));
+    return o;
 }
 
 /* ---- commands on the control socket ---- */
@@ -1160,6 +1357,9 @@ static void usage(FILE *f)
             "  --port N             UDP port of the probes (default 47990)\n"
             "  --no-realtime        stay at normal scheduling (default: SCHED_FIFO priority 5\n"
             "                       where permitted, so a busy machine does not delay probes)\n"
+            "  --no-passive         probe every path in use; by default a path whose TCP\n"
+            "                       subflows show it working (tcp_info over sock_diag) is\n"
+            "                       not probed while that evidence is fresh\n"
             "  -h, --help, --version\n");
 }
 
@@ -1181,7 +1381,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         {"pidfile", required_argument, NULL, 'P'}, {"alt", required_argument, NULL, 'a'},
         {"manual", no_argument, NULL, 'm'}, {"probe-interval", required_argument, NULL, 'i'},
         {"probe-timeout", required_argument, NULL, 't'}, {"port", required_argument, NULL, 'o'},
-        {"no-realtime", no_argument, NULL, 'R'},
+        {"no-realtime", no_argument, NULL, 'R'}, {"no-passive", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int realtime_prio = 5;
@@ -1193,6 +1393,8 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     ag->port = 47990;
     ag->ctl = -1;
     ag->ctx.auto_migrate = ag->ctx.auto_rearm = 1;
+    ag->passive = 1;
+    ag->used_dirty = 1;
     ag->started = mono();
     int c;
     opterr = 0;
@@ -1231,6 +1433,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             ag->port = (int)v;
             break;
         case 'R': realtime_prio = 0; break;
+        case 'N': ag->passive = 0; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-pathmigd %s\n", MPILAB_VERSION_STRING); return 0;
         default:
@@ -1304,10 +1507,11 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         json_array_append_new(nodes, json_pack("{s:s,s:o}", "name", ag->nodes[p].name,
                                                "addrs", addrs));
     }
-    log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:s,s:o}", "pid", (int)getpid(),
-                                   "rails", ag->nrails, "nodes", ag->nnodes, "probe_interval",
-                                   ag->interval, "probe_timeout", ag->timeout, "auto",
-                                   ag->ctx.auto_migrate, "alt",
+    log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:b,s:s,s:o}", "pid",
+                                   (int)getpid(), "rails", ag->nrails, "nodes", ag->nnodes,
+                                   "probe_interval", ag->interval, "probe_timeout",
+                                   ag->timeout, "auto", ag->ctx.auto_migrate, "passive",
+                                   ag->passive, "alt",
                                    ag->alt_spec ? ag->alt_spec : "default", "peers", nodes));
     if (ag->pid_path) {
         /* written to a temporary name and renamed: only onto a regular file or a new
@@ -1398,5 +1602,8 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         fclose(ag->log);
     pm_nl_close(&ag->nl);
     free(ag->conn);
+    free(ag->seen);
+    free(ag->seen_next);
+    free(ag->q);
     return 0;
 }

@@ -12,6 +12,7 @@ typedef struct {
     struct mnl_socket *ev;   /* subscribed to mptcp_pm_events */
     struct mnl_socket *cmd;  /* requests with acknowledgements */
     struct mnl_socket *link; /* rtnetlink RTMGRP_LINK */
+    struct mnl_socket *diag; /* NETLINK_SOCK_DIAG, opened at the first dump */
     uint16_t family;
     uint32_t seq;
 } pm_nl;
@@ -72,6 +73,33 @@ typedef struct {
  * acknowledgements), in order; each command's result in its rc/err. Returns the number
  * of commands that failed, or -1 if the socket failed (every unanswered rc set). */
 int pm_nl_run_batch(pm_nl *nl, pm_nl_cmd *cmds, size_t n);
+
+/* one established IPv4 TCP socket (an MPTCP subflow, or a plain TCP connection) */
+typedef struct {
+    uint32_t laddr, raddr; /* network order */
+    uint16_t lport, rport; /* host order */
+    uint64_t cookie;       /* the kernel's socket cookie: the same socket in every dump */
+    uint64_t bytes_acked, bytes_received;
+    uint32_t last_ack_recv_ms, last_data_recv_ms;
+} pm_nl_tcp;
+
+/* Dump every established IPv4 TCP socket of this network namespace with its tcp_info
+ * (inet_diag over NETLINK_SOCK_DIAG): calls fn for each. Returns the number of sockets
+ * or a negative errno (err: the reason). */
+int pm_nl_dump_tcp(pm_nl *nl, void (*fn)(void *arg, const pm_nl_tcp *t), void *arg,
+                   char *err, size_t errlen);
+
+/* The same for the given sockets only (exact lookups by address and port, batched: the
+ * kernel finds each in its hash, instead of a dump walking the whole table, which costs
+ * milliseconds when the host has a large one). Sockets that no longer exist are skipped.
+ * Returns the number found or a negative errno (err: the reason). */
+typedef struct {
+    uint32_t laddr, raddr; /* network order */
+    uint16_t lport, rport; /* host order */
+} pm_nl_tcp_id;
+int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
+                    void (*fn)(void *arg, const pm_nl_tcp *t), void *arg, char *err,
+                    size_t errlen);
 
 const char *pm_nl_event_name(int type);
 

@@ -336,13 +336,39 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     return 0;
 }
 
-double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double interval)
+double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double last_proof,
+                           double interval)
 {
-    double next = last_sent + interval;
-    if (decider)
-        return next;
-    double silent = last_heard + MPILAB_PM_FOLLOW_FACTOR * interval;
+    if (decider) /* a proof stands for a probe sent and answered */
+        return (last_proof > last_sent ? last_proof : last_sent) + interval;
+    /* the follower: a proof stands for a message heard from the peer */
+    double heard = last_proof > last_heard ? last_proof : last_heard;
+    double next = last_sent + interval, silent = heard + MPILAB_PM_FOLLOW_FACTOR * interval;
     return silent > next ? silent : next;
+}
+
+static double proven_at(double prev_at, double now, uint32_t ago_ms)
+{
+    double t = now - (double)ago_ms * 1e-3;
+    if (t < prev_at)
+        t = prev_at; /* the counter moved after the last sample: not earlier */
+    return t > now ? now : t;
+}
+
+double mpilab_pm_tcp_proof(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_sample *cur,
+                           double prev_at, double now, int accept_received)
+{
+    if (!prev || !cur || !(now > prev_at))
+        return 0;
+    double t = 0;
+    if (cur->bytes_acked > prev->bytes_acked)
+        t = proven_at(prev_at, now, cur->last_ack_recv_ms);
+    if (accept_received && cur->bytes_received > prev->bytes_received) {
+        double r = proven_at(prev_at, now, cur->last_data_recv_ms);
+        if (r > t)
+            t = r;
+    }
+    return t;
 }
 
 int mpilab_pm_path_silent(double now, double since, double limit, double freshest,

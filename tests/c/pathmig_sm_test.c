@@ -212,19 +212,19 @@ static void test_probe_schedule(void)
 {
     const double iv = 0.010;
     /* decider: due one interval after its last probe, replies do not postpone it */
-    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 5.009, iv), 5.010, 1e-12);
-    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 0.0, iv), 5.010, 1e-12);
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 5.009, 0.0, iv), 5.010, 1e-12);
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.000, 0.0, 0.0, iv), 5.010, 1e-12);
     /* follower hearing the decider: not before FOLLOW_FACTOR intervals of silence */
-    CHECK_NEAR(mpilab_pm_probe_due(0, 0.0, 5.009, iv),
+    CHECK_NEAR(mpilab_pm_probe_due(0, 0.0, 5.009, 0.0, iv),
                5.009 + MPILAB_PM_FOLLOW_FACTOR * iv, 1e-12);
     /* each message moves it on: a follower that keeps hearing never probes */
     for (int k = 0; k < 100; k++) {
         double heard = 5.0 + k * iv, now = heard + iv / 2;
-        CHECK(mpilab_pm_probe_due(0, 0.0, heard, iv) > now);
+        CHECK(mpilab_pm_probe_due(0, 0.0, heard, 0.0, iv) > now);
     }
     /* follower on a silent path: probes every interval after the silence */
-    CHECK_NEAR(mpilab_pm_probe_due(0, 5.050, 5.000, iv), 5.060, 1e-12);
-    CHECK(mpilab_pm_probe_due(0, 5.050, 5.000, iv) > 5.000 + MPILAB_PM_FOLLOW_FACTOR * iv);
+    CHECK_NEAR(mpilab_pm_probe_due(0, 5.050, 5.000, 0.0, iv), 5.060, 1e-12);
+    CHECK(mpilab_pm_probe_due(0, 5.050, 5.000, 0.0, iv) > 5.000 + MPILAB_PM_FOLLOW_FACTOR * iv);
 
     /* verdicts (limit 50 ms): silent too long while another path was heard since: dead */
     CHECK(mpilab_pm_path_silent(5.061, 5.010, 0.050, 5.055, iv));
@@ -235,6 +235,111 @@ static void test_probe_schedule(void)
     /* the other path heard only within an interval of this one: still no verdict */
     CHECK(!mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.019, iv));
     CHECK(mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.021, iv));
+}
+
+/* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
+static void test_tcp_proof(void)
+{
+    mpilab_pm_tcp_sample a = {1000, 500, 3, 2}, b = a;
+    /* a subflow not seen in the previous dump: no baseline, no proof */
+    CHECK(mpilab_pm_tcp_proof(NULL, &a, 1.000, 1.010, 0) == 0);
+    /* nothing new acknowledged: no proof, however recent the last ACK (a duplicate ACK,
+       a pure ACK of old data) */
+    b.last_ack_recv_ms = 0;
+    CHECK(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0) == 0);
+    /* new data acknowledged: proven when the last ACK arrived */
+    b.bytes_acked = 1448 + a.bytes_acked;
+    b.last_ack_recv_ms = 4;
+    CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0), 1.006, 1e-9);
+    /* never before the previous dump (the counter moved after it), never after now */
+    b.last_ack_recv_ms = 500;
+    CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0), 1.000, 1e-9);
+    /* a dump not after the previous one proves nothing */
+    CHECK(mpilab_pm_tcp_proof(&a, &b, 1.010, 1.010, 0) == 0);
+    /* data received only: proves nothing to the decider, a sign of life to the follower */
+    b = a;
+    b.bytes_received += 100;
+    b.last_data_recv_ms = 1;
+    CHECK(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0) == 0);
+    CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 1), 1.009, 1e-9);
+    /* both moved: the later of the two for the follower */
+    b.bytes_acked += 10;
+    b.last_ack_recv_ms = 7;
+    CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 1), 1.009, 1e-9);
+    CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0), 1.003, 1e-9);
+}
+
+/* which paths need a probe: a decider dumping every interval, as the agent does (a
+ * probe is sent when due within a quarter interval). While the peer keeps acknowledging
+ * new data no probe is due; when the path starts dropping silently the counters stop,
+ * the last ACK only ages, and probing resumes within an interval of the last proof, so
+ * the verdict (limit 50 ms after the last sign of life) comes no later than with probes */
+static void test_passive_schedule(void)
+{
+    const double iv = 0.010, limit = 0.050;
+    double now = 10.0, prev_at = now, last_sent = 0, proof = 0;
+    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0}, cur = prev;
+    int probes = 0, dumps = 0;
+    /* 2 s of steady traffic: an ACK of new data about every 3 ms */
+    for (int k = 0; k < 200; k++) {
+        now += iv;
+        cur.bytes_acked += 65536;
+        cur.last_ack_recv_ms = (uint32_t)(k % 3);
+        double t = mpilab_pm_tcp_proof(&prev, &cur, prev_at, now, 0);
+        CHECK(t > 0 && t >= now - 0.003 - 1e-9);
+        if (t > proof)
+            proof = t;
+        if (mpilab_pm_probe_due(1, last_sent, 0, proof, iv) <= now + iv / 4) {
+            probes++;
+            last_sent = now;
+        }
+        prev = cur;
+        prev_at = now;
+        dumps++;
+    }
+    CHECK(dumps == 200 && probes == 0);
+    /* the same traffic without the evidence: a probe every interval */
+    double blind_sent = 0;
+    int blind = 0;
+    for (int k = 0; k < 200; k++)
+        if (mpilab_pm_probe_due(1, blind_sent, 0, 0, iv) <= 10.0 + k * iv + iv / 4) {
+            blind++;
+            blind_sent = 10.0 + k * iv;
+        }
+    CHECK(blind == 200);
+    /* the path drops silently: nothing new is acknowledged, last_ack_recv grows (stale) */
+    double last_proof = proof, first_probe = 0;
+    for (int k = 0; k < 10; k++) {
+        now += iv;
+        cur.last_ack_recv_ms += 10;
+        double t = mpilab_pm_tcp_proof(&prev, &cur, prev_at, now, 0);
+        CHECK(t == 0); /* stale evidence never counts */
+        if (mpilab_pm_probe_due(1, last_sent, 0, proof, iv) <= now + iv / 4) {
+            if (!first_probe)
+                first_probe = now;
+            last_sent = now;
+        }
+        prev = cur;
+        prev_at = now;
+    }
+    CHECK(proof == last_proof);
+    /* at the first dump once due within a quarter interval: at most one dump interval
+       after the last proof's interval ran out */
+    CHECK(first_probe > 0 && first_probe <= last_proof + iv + iv * 0.75 + 1e-9);
+    CHECK(first_probe >= last_proof + iv * 0.75 - 1e-9);
+    /* the verdict counts from the last proof: dead after the limit once the other rail
+       answered (its probes resumed too), as with probes alone */
+    CHECK(!mpilab_pm_path_silent(last_proof + limit - 0.001, last_proof, limit, now, iv));
+    CHECK(mpilab_pm_path_silent(last_proof + limit + 0.001, last_proof, limit,
+                                last_proof + limit, iv));
+    /* a follower with fresh proofs stays quiet; with stale ones it probes after the
+       usual FOLLOW_FACTOR intervals of silence */
+    CHECK(mpilab_pm_probe_due(0, 0, 0, now, iv) > now + iv);
+    CHECK_NEAR(mpilab_pm_probe_due(0, 0, 0, last_proof, iv),
+               last_proof + MPILAB_PM_FOLLOW_FACTOR * iv, 1e-9);
+    /* a decider's proof does not postpone a probe sent later: one interval after that */
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.020, 0, 5.010, iv), 5.030, 1e-12);
+    CHECK_NEAR(mpilab_pm_probe_due(1, 5.010, 0, 5.020, iv), 5.030, 1e-12);
 }
 
 static void test_policy(void)
@@ -433,6 +538,8 @@ int main(int argc, char **argv)
     test_load_failure();
     test_policy();
     test_probe_schedule();
+    test_tcp_proof();
+    test_passive_schedule();
     for (int i = 1; i < argc; i++)
         bench_failures += replay(argv[i]);
     if (bench_failures) {

@@ -200,9 +200,11 @@ def test_probing_one_prober_per_pair_and_idle_alternates_slow(
     """The agents' probing cost: of a node pair only the decider (s0n0, the lower index)
     probes while its probes arrive; the follower answers. The idle alternate (rail 1,
     carrying only backup subflows) is probed less often than the primary rail. Counted by
-    the agents (status `stats`, and the same counters in the `stop` record)."""
+    the agents (status `stats`, and the same counters in the `stop` record). Passive
+    liveness is off here (--no-passive), so that the traffic does not replace the probes
+    whose schedule this checks (see the next test)."""
     sp, env = fresh
-    agents.start(sp)
+    agents.start(sp, extra=["--no-passive"])
     seen: dict[str, dict[str, object]] = {}
 
     def armed() -> None:
@@ -234,6 +236,56 @@ def test_probing_one_prober_per_pair_and_idle_alternates_slow(
     stops = [e for e in agents.events(sp) if e["event"] == "stop"]
     assert len(stops) == 2 and all(e["probes_sent"] >= 0 and e["cpu_user_s"] >= 0
                                    and e["wakeups"] > 0 for e in stops), stops
+
+
+def test_passive_liveness_replaces_probes_during_traffic(
+        fresh: tuple[Spec, dict[str, str]], tmp_path: Path) -> None:
+    """While a connection's traffic flows, the path's TCP subflows prove it alive (the peer
+    acknowledges new data: tcp_info over sock_diag), and the agents leave out the probes on
+    it: of the probe periods on the primary rail during steady traffic, the decider probes
+    in few (it counts the ones it left out as probes_skipped), passive proofs grow, and
+    the follower, which sees the traffic too, does not start probing in their place.
+    Counts only: how many periods pass depends on the machine, their split does not."""
+    sp, env = fresh
+    agents.start(sp)
+    seen: dict[str, dict[str, object]] = {}
+
+    def armed() -> None:
+        _wait_all(sp, "s0n0", "ARMED", 2)
+        _wait_all(sp, "s1n0", "ARMED", 2)
+        for n in ("s0n0", "s1n0"):
+            seen[n + "0"] = agents.request(sp, n, "status")["stats"]
+
+    def later() -> None:
+        for n in ("s0n0", "s1n0"):
+            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
+
+    r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=2, nbytes=16384, iters=1600,
+                steps=[Step(200, "call", fn=armed), Step(1500, "call", fn=later)])
+    assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
+
+    def rail(node: str, key: str, k: int) -> int:
+        return (seen[node + "1"][key][k]  # type: ignore[index]
+                - seen[node + "0"][key][k])  # type: ignore[index]
+
+    def diff(node: str, key: str) -> int:
+        return int(seen[node + "1"][key]) - int(seen[node + "0"][key])  # type: ignore
+
+    probes = rail("s0n0", "probes_sent_per_rail", 0)
+    skipped = rail("s0n0", "probes_skipped_per_rail", 0)
+    proofs = rail("s0n0", "passive_proofs_per_rail", 0)
+    blind = probes + skipped  # the periods in which a probe without evidence was due
+    assert seen["s0n0" + "1"]["passive"] is True, seen
+    assert diff("s0n0", "diag_dumps") > 0 and proofs > 0, seen
+    assert blind >= 20, seen  # enough periods passed to judge
+    assert probes * 5 <= blind, seen  # at most a fifth of the periods still probed
+    assert proofs * 2 >= blind, seen  # most periods were proven passively
+    # the follower sees the traffic as well: it does not take over the probing
+    assert rail("s1n0", "probes_sent_per_rail", 0) * 5 <= blind, seen
+    agents.stop(sp)
+    stops = [e for e in agents.events(sp) if e["event"] == "stop"]
+    assert len(stops) == 2 and all("passive_proofs" in e and "probes_skipped" in e
+                                   and "diag_dumps" in e for e in stops), stops
 
 
 def test_rearm_after_heal_and_second_fault_on_the_other_rail(
