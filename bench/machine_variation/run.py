@@ -29,8 +29,14 @@ HERE = Path(__file__).resolve().parent
 def build(tmp: Path) -> tuple[Path, Path]:
     cl, pp = tmp / "corelat", tmp / "minpp"
     flags = ["-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror"]
-    subprocess.run(["cc", *flags, "-pthread", "-o", str(cl), str(HERE / "corelat.c")], check=True)
-    subprocess.run(["mpicc", *flags, "-o", str(pp), str(HERE / "minpp.c")], check=True)
+    for cmd in (["cc", *flags, "-pthread", "-o", str(cl), str(HERE / "corelat.c")],
+                ["mpicc", *flags, "-o", str(pp), str(HERE / "minpp.c")]):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            raise SystemExit(f"{cmd[0]}: {e.strerror}") from None
+        if p.returncode != 0:
+            raise SystemExit(f"{cmd[0]} failed: {p.stderr.strip()[-300:]}")
     return cl, pp
 
 
@@ -87,8 +93,11 @@ def main() -> int:
             spec = tmp / "wan.toml"
             spec.write_text(selftest._spec(a.prefix, a.delay, a.rate))
             cli = [sys.executable, "-m", "mpilab.cli"]
-            subprocess.run([*cli, "testbed", "up", str(spec)], check=True,
-                           stdout=subprocess.DEVNULL)
+            up = subprocess.run([*cli, "testbed", "up", str(spec)], capture_output=True,
+                                text=True)
+            if up.returncode != 0:
+                last = (up.stderr.strip().splitlines() or ["exit status"])[-1]
+                raise SystemExit(f"--testbed: mpilab testbed up failed: {last}")
             try:
                 for _ in range(a.launches):
                     cases.setdefault(f"WAN {a.delay} 0 B (us)", []).append(run(
