@@ -606,9 +606,10 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
 
 /* Read the counters of the primary subflows on the paths in use and record the paths they
  * prove alive: exact lookups of those sockets (the kernel finds each in its hash; a dump
- * walks the host's whole TCP hash table, milliseconds per dump with a large one), or one
- * dump of the namespace's TCP sockets when there are very many of them (LOOKUP_MAX). A
- * failure is logged once; probing then goes on alone. */
+ * would walk the host's whole TCP hash table, ~2 ms per dump here). With more than
+ * LOOKUP_MAX such subflows passive liveness is off (dump_needed) and probes alone judge:
+ * the lookups of hundreds of subflows every period would cost more than the probes they
+ * save. A failure is logged once; probing then goes on alone. */
 #define LOOKUP_MAX 64
 static void diag_dump(agent_t *ag, double now)
 {
@@ -618,9 +619,7 @@ static void diag_dump(agent_t *ag, double now)
     ag->nseen_next = 0;
     ag->st.diag_dumps++; /* numbers this dump for on_tcp */
     paths_in_use(ag);
-    int n = ag->nq <= LOOKUP_MAX
-                ? pm_nl_query_tcp(&ag->nl, ag->q, ag->nq, on_tcp, &dc, err, sizeof(err))
-                : pm_nl_dump_tcp(&ag->nl, on_tcp, &dc, err, sizeof(err));
+    int n = pm_nl_query_tcp(&ag->nl, ag->q, ag->nq, on_tcp, &dc, err, sizeof(err));
     if (n < 0) {
         ag->st.diag_errors++;
         ag->nseen = 0; /* no baseline: the next dump proves nothing, only sets it */
@@ -644,6 +643,9 @@ static void diag_dump(agent_t *ag, double now)
 static int dump_needed(agent_t *ag, double now)
 {
     if (!ag->passive)
+        return 0;
+    paths_in_use(ag);
+    if (ag->nq > LOOKUP_MAX)
         return 0;
     int want = 0;
     for (int p = 0; p < ag->nnodes; p++) {

@@ -83,20 +83,16 @@ typedef struct {
     uint32_t last_ack_recv_ms, last_data_recv_ms;
 } pm_nl_tcp;
 
-/* Dump every established IPv4 TCP socket of this network namespace with its tcp_info
- * (inet_diag over NETLINK_SOCK_DIAG): calls fn for each. Returns the number of sockets
- * or a negative errno (err: the reason). */
-int pm_nl_dump_tcp(pm_nl *nl, void (*fn)(void *arg, const pm_nl_tcp *t), void *arg,
-                   char *err, size_t errlen);
-
-/* The same for the given sockets only (exact lookups by address and port, batched: the
- * kernel finds each in its hash, instead of a dump walking the whole table, which costs
- * milliseconds when the host has a large one). Sockets that no longer exist are skipped.
- * Returns the number found or a negative errno (err: the reason). */
 typedef struct {
     uint32_t laddr, raddr; /* network order */
     uint16_t lport, rport; /* host order */
 } pm_nl_tcp_id;
+
+/* Every established IPv4 TCP socket of the given ones with its tcp_info (inet_diag over
+ * NETLINK_SOCK_DIAG; exact lookups by address and port, batched: the kernel finds each in
+ * its hash, where a dump would walk the whole table, milliseconds with a large one): calls
+ * fn for each. Sockets that no longer exist are skipped.
+ * Returns the number found or a negative errno (err: the reason). */
 int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
                     void (*fn)(void *arg, const pm_nl_tcp *t), void *arg, char *err,
                     size_t errlen);
