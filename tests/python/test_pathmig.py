@@ -111,6 +111,25 @@ def _wait_all(sp: Spec, node: str, state: str, n: int) -> dict[str, object]:
         time.sleep(0.05)
 
 
+def _stats_steps(sp: Spec, first: int,
+                 second: int) -> tuple[dict[str, dict[str, object]], list[Step]]:
+    """Ping-pong steps that read both agents' counters (status `stats`) once both sides
+    armed 2 connections (at round trip `first`: keys NODE0) and again at `second` (NODE1)."""
+    seen: dict[str, dict[str, object]] = {}
+
+    def armed() -> None:
+        _wait_all(sp, "s0n0", "ARMED", 2)
+        _wait_all(sp, "s1n0", "ARMED", 2)
+        for n in ("s0n0", "s1n0"):
+            seen[n + "0"] = agents.request(sp, n, "status")["stats"]
+
+    def later() -> None:
+        for n in ("s0n0", "s1n0"):
+            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
+
+    return seen, [Step(first, "call", fn=armed), Step(second, "call", fn=later)]
+
+
 def _tx_bytes(sp: Spec, node: str, rail: int) -> int:
     p = net.sh(["ip", "netns", "exec", sp.ns(node), "cat",
                 f"/sys/class/net/r{rail}/statistics/tx_bytes"])
@@ -205,20 +224,9 @@ def test_probing_one_prober_per_pair_and_idle_alternates_slow(
     whose schedule this checks (see the next test)."""
     sp, env = fresh
     agents.start(sp, extra=["--no-passive"])
-    seen: dict[str, dict[str, object]] = {}
-
-    def armed() -> None:
-        _wait_all(sp, "s0n0", "ARMED", 2)
-        _wait_all(sp, "s1n0", "ARMED", 2)
-        for n in ("s0n0", "s1n0"):
-            seen[n + "0"] = agents.request(sp, n, "status")["stats"]
-
-    def later() -> None:
-        for n in ("s0n0", "s1n0"):
-            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
-
+    seen, steps = _stats_steps(sp, 200, 1400)
     r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=2, nbytes=1024, iters=1500,
-                steps=[Step(200, "call", fn=armed), Step(1400, "call", fn=later)])
+                steps=steps)
     assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
 
     def diff(node: str, key: str) -> int:
@@ -248,20 +256,9 @@ def test_passive_liveness_replaces_probes_during_traffic(
     Counts only: how many periods pass depends on the machine, their split does not."""
     sp, env = fresh
     agents.start(sp)
-    seen: dict[str, dict[str, object]] = {}
-
-    def armed() -> None:
-        _wait_all(sp, "s0n0", "ARMED", 2)
-        _wait_all(sp, "s1n0", "ARMED", 2)
-        for n in ("s0n0", "s1n0"):
-            seen[n + "0"] = agents.request(sp, n, "status")["stats"]
-
-    def later() -> None:
-        for n in ("s0n0", "s1n0"):
-            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
-
+    seen, steps = _stats_steps(sp, 200, 1500)
     r = ppm.run(sp, "s0n0", "s1n0", tmp_path, connections=2, nbytes=16384, iters=1600,
-                steps=[Step(200, "call", fn=armed), Step(1500, "call", fn=later)])
+                steps=steps)
     assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
 
     def rail(node: str, key: str, k: int) -> int:
