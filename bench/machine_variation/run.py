@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from mpilab.tools import mpi_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,7 +42,7 @@ def build(tmp: Path) -> tuple[Path, Path]:
 
 
 def two_numbers(out: str, what: str) -> tuple[float, float]:
-    """The first two numbers of the program's last line (minpp: median, minimum)."""
+    """The first two numbers of the program's last line: median, minimum (both programs)."""
     lines = [ln for ln in out.splitlines() if ln.strip()]
     try:
         f = lines[-1].split()
@@ -51,13 +52,10 @@ def two_numbers(out: str, what: str) -> tuple[float, float]:
 
 
 def run(cmd: list[str], what: str) -> tuple[float, float]:
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise SystemExit(f"{what} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
-    first, second = two_numbers(p.stdout, what)
-    # corelat prints min, median, p90; minpp prints median, min
-    return (second, first) if what == "corelat" else (first, second)
+    return two_numbers(p.stdout, what)
 
 
 def spread(xs: list[float]) -> float:
