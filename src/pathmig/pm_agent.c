@@ -98,6 +98,7 @@ typedef struct {
     tcp_seen_t *seen, *seen_next;
     size_t nseen, nseen_next, capseen;
     double last_dump;
+    int diag_failed; /* a lookup failed before: logged once */
     /* state machine */
     mpilab_pm_ctx ctx;
     mpilab_pm_conn *conn;
@@ -613,7 +614,6 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
 #define LOOKUP_MAX 64
 static void diag_dump(agent_t *ag, double now)
 {
-    static int failed_before;
     char err[200];
     dump_ctx dc = {ag, now};
     ag->nseen_next = 0;
@@ -623,9 +623,11 @@ static void diag_dump(agent_t *ag, double now)
     if (n < 0) {
         ag->st.diag_errors++;
         ag->nseen = 0; /* no baseline: the next dump proves nothing, only sets it */
-        if (!failed_before++)
+        if (!ag->diag_failed) {
+            ag->diag_failed = 1;
             log_obj(ag, "error", json_pack("{s:s,s:s}", "what", "passive liveness", "error",
                                             err));
+        }
         ag->last_dump = now;
         return;
     }
