@@ -48,6 +48,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
+from mpilab.launches import os_interval  # noqa: E402
 from mpilab.pathmig import agents  # noqa: E402
 from mpilab.testbed import faults, net  # noqa: E402
 from mpilab.tools import find_tool  # noqa: E402
@@ -128,8 +129,10 @@ def proc_cpu(pid: int | None) -> float | None:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def paired(runs: list[dict[str, object]], key: str, cfg: str, base: str) -> dict[str, float]:
-    """Per round, cfg's time over base's (both correct): median, mean, min, max, n."""
+def paired(runs: list[dict[str, object]], key: str, cfg: str,
+           base: str) -> dict[str, object]:
+    """Per round, cfg's time over base's (both correct): median (with its 95% interval),
+    mean, min, max, n."""
     by: dict[int, dict[str, float]] = {}
     for r in runs:
         if r["correct"] and r.get(key):
@@ -137,8 +140,13 @@ def paired(runs: list[dict[str, object]], key: str, cfg: str, base: str) -> dict
     q = [v[cfg] / v[base] - 1 for v in by.values() if cfg in v and base in v]
     if not q:
         return {}
-    return {"rounds": len(q), "median": statistics.median(q), "mean": statistics.mean(q),
-            "min": min(q), "max": max(q)}
+    doc: dict[str, object] = {"rounds": len(q), "median": statistics.median(q),
+                              "mean": statistics.mean(q), "min": min(q), "max": max(q)}
+    # distribution-free 95% interval of the paired median (order statistics; 16 rounds:
+    # the 4th and 13th ratios); None below 6 rounds, where no such interval exists
+    ci = os_interval(q, 0.95)
+    doc["median_ci95"] = list(ci) if ci else None
+    return doc
 
 
 def fault_window(run: dict[str, object]) -> tuple[int, int] | None:
@@ -238,11 +246,15 @@ def main() -> int:
                          "warm-up run's, else --out's, else 10 s)")
     ap.add_argument("--prepare", action="store_true",
                     help="only create the wavefront's input files in --work (before a slot)")
+    ap.add_argument("--summarize", action="store_true",
+                    help="only recompute --out's summary and paired comparisons (no runs)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.prepare:
         prepare(a)
         return 0
+    if a.summarize:
+        return summarize(a)
     configs = tuple(c for c in a.configs.split(",") if c)
     bad = [c for c in configs if c not in CONFIGS]
     if bad or not configs:
@@ -281,6 +293,21 @@ def main() -> int:
     finally:
         p = mpilab("testbed", "down", env=env)
         p.communicate()
+
+
+def summarize(a: argparse.Namespace) -> int:
+    """Rewrite --out's summary from its runs with this script's statistics."""
+    try:
+        prev = json.loads(Path(a.out).read_text())
+        runs, configs = prev["runs"], tuple(prev["configs"])
+        for k in ("app", "np", "size", "iterations", "coll_reps", "seed"):
+            setattr(a, k, prev[k])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"--summarize {a.out}: {e}")
+    doc = write(a, configs, runs, prev.get("slots", []), prev.get("reference"),
+                float(prev.get("ref_s", 0.0)), float(prev.get("round_s", 0.0)))
+    print(json.dumps(doc["paired_vs_tcp"], indent=1))
+    return 0
 
 
 def prepare(a: argparse.Namespace) -> tuple[str, Path, list[Path]]:
@@ -495,7 +522,8 @@ def write(a: argparse.Namespace, configs: tuple[str, ...], runs: list[dict[str, 
              for key in ("app_s", "wall_s") for cfg in configs if cfg != "tcp"}
     for cfg, base in (("agent+fault", "agent"), ("old+fault", "old"), ("agent", "old")):
         if cfg in configs and base in configs:
-            pairs[f"{cfg} vs {base} app_s"] = paired(runs, "app_s", cfg, base)
+            for key in ("app_s", "wall_s"):  # collectives: no app time, the whole run only
+                pairs[f"{cfg} vs {base} {key}"] = paired(runs, key, cfg, base)
     for cfg, base in (("agent+fault", "agent"), ("old+fault", "old")):
         if cfg in configs and base in configs:
             pairs[f"{cfg} window excess"] = window_excess(runs, cfg, base)
