@@ -359,7 +359,10 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
     else:
         program = [find_tool("mpilab-bench"), "--ops", "bcast,allreduce,scatter,gather",
                    "--sizes", "1K:256K:x4", "--min-reps", str(a.coll_reps), "--max-reps",
-                   str(a.coll_reps), "--no-fit", "--quiet", "--out",
+                   str(a.coll_reps), "--no-fit", "--quiet",
+                   # 4 node namespaces share 2 CPUs: auto placement would turn off Open
+                   # MPI's yield before MPI_Init and leave the ranks spinning
+                   "--placement", "keep", "--out",
                    str(Path(a.work) / "coll.json")]
     reference = prev.get("reference")
     ref_s = a.ref_s or float(prev.get("ref_s", 10.0))  # type: ignore[arg-type]

@@ -29,6 +29,31 @@ from mpilab.testbed import faults, net  # noqa: E402
 from pathmig_pause import testbed  # noqa: E402
 
 
+def around_max(max_at: object, applied: list[dict[str, object]],
+               evs: list[dict[str, object]], window: float) -> dict[str, object]:
+    """What happened before the longest round trip ended (`max_at`, wall clock): the faults
+    and heals and the agents' path, state and failed-action events in the `window` seconds
+    before it, each with its time relative to max_at. Explains a long pause after the run."""
+    if not isinstance(max_at, (int, float)) or max_at <= 0:
+        return {}
+    t = float(max_at)
+
+    def near(e: dict[str, object]) -> bool:
+        return isinstance(e.get("time"), (int, float)) and \
+            t - window <= float(e["time"]) <= t + 0.05  # type: ignore[arg-type]
+    keep = ("node", "event", "target", "mode", "peer", "rail", "up", "cause", "token", "from",
+            "to", "kind", "ok", "error")
+    out = []
+    for e in [x for x in applied if near(x)] + [
+            x for x in evs if near(x) and (x.get("event") in ("path", "state", "link")
+                                           or (x.get("event") == "action"
+                                               and not x.get("ok")))]:
+        out.append({"dt": round(float(e["time"]) - t, 4),  # type: ignore[arg-type]
+                    **{k: e[k] for k in keep if k in e}})
+    out.sort(key=lambda e: float(e["dt"]))  # type: ignore[arg-type]
+    return {"max_rtt_at": t, "before_max": out}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
@@ -37,18 +62,27 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=20000)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--bytes", type=int, default=4096)
-    ap.add_argument("--seed", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=100, help="run k uses seed SEED + k")
+    ap.add_argument("--seeds", help="comma-separated seeds, one run each (instead of --runs "
+                                    "and --seed: re-run chosen plans)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--prefix", default="pmflt")
     ap.add_argument("--work", default="/tmp/pathmig-faults")
+    ap.add_argument("--window", type=float, default=2.0,
+                    help="record the faults and agent events this many seconds before the "
+                         "longest round trip ended (its cause)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    try:
+        seeds = ([int(x) for x in a.seeds.split(",")] if a.seeds
+                 else [a.seed + k for k in range(a.runs)])
+    except ValueError:
+        sys.exit(f"--seeds {a.seeds}: expected comma-separated integers")
     work = Path(a.work)
     sp = testbed(a.prefix, work)
     runs = []
     try:
-        for k in range(a.runs):
-            seed = a.seed + k
+        for k, seed in enumerate(seeds):
             plan = inject.make_plan(seed, sp.node_names(), list(range(sp.rails)), a.faults,
                                     a.within, duration=(0.5, 1.5))
             agents.stop(sp)
@@ -78,6 +112,7 @@ def main() -> int:
                    "failed_actions": sum(1 for e in evs if e["event"] == "action"
                                          and not e["ok"]),
                    "max_rtt": r.summary.get("max_rtt"), "stderr": r.stderr.strip()[-300:]}
+            rec.update(around_max(r.summary.get("max_rtt_at"), applied, evs, a.window))
             runs.append(rec)
             print(json.dumps(rec), flush=True)
     finally:

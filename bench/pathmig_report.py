@@ -110,7 +110,8 @@ def faults_text(doc: dict[str, Any]) -> str:
 
 
 def apps_table(doc: dict[str, Any]) -> str:
-    out = [f"{doc['app']}, {doc['np']} ranks, {doc['reps']} runs per configuration "
+    rounds = doc.get("rounds", doc.get("reps"))  # "reps": the older layout
+    out = [f"{doc['app']}, {doc['np']} ranks, {rounds} runs per configuration "
            f"(seed {doc['seed']}):", "",
            "| configuration | time | runs | median (s) | mean (s) | stdev (s) | min (s) | "
            "median vs TCP | mean vs TCP |",
@@ -124,6 +125,23 @@ def apps_table(doc: dict[str, Any]) -> str:
                    f"{s['runs']} | {s['median']:.2f} | {s['mean']:.2f} | {s['stdev']:.2f} | "
                    f"{s['min']:.2f} | "
                    + " | ".join('-' if x is None else f'{x * 100:+.1f}%' for x in rel) + " |")
+    pairs = {k: v for k, v in doc.get("paired_vs_tcp", {}).items()
+             if v and "median" in v and "window" not in k}
+    if pairs:
+        out += ["", "Paired by round (each configuration's time over its partner's in the "
+                "same round; 95% interval of the median from order statistics):", "",
+                "| comparison | time | rounds | median | 95% interval | mean | range |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for key, v in pairs.items():
+            what, _, tkey = key.rpartition(" ")
+            if " vs " not in what:
+                what += " vs tcp"
+            ci = v.get("median_ci95")
+            out.append(f"| {what} | {'application' if tkey == 'app_s' else 'whole run'} | "
+                       f"{v['rounds']} | {v['median'] * 100:+.1f}% | "
+                       + (f"{ci[0] * 100:+.1f}% to {ci[1] * 100:+.1f}%" if ci else "-")
+                       + f" | {v['mean'] * 100:+.1f}% | {v['min'] * 100:+.1f}% to "
+                       f"{v['max'] * 100:+.1f}% |")
     missed = sum(1 for r in doc["runs"] if r["fault"].get("missed"))
     out.append("")
     out.append(f"Incorrect or failed runs: {doc['incorrect_or_failed']}; faults that came "
@@ -215,12 +233,31 @@ def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | No
                 if any(r["config"] == c for r in doc["runs"])]
         data = [[r[key] for r in doc["runs"] if r["config"] == c and r["correct"] and r[key]]
                 for c in cfgs]
-        fig, ax = plt.subplots(figsize=(5, 3.6))
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6))
         ax.boxplot(data)
         ax.set_xticks(range(1, len(cfgs) + 1),
                       [f"{c}\n({len(d)} runs)" for c, d in zip(cfgs, data, strict=True)])
         ax.set_ylabel(("application" if key == "app_s" else "whole run") + " time (s)")
         ax.set_title(f"{doc['app']}, {doc['np']} ranks")
+        # paired by round: the machine drifts, so what counts is the ratio within a round
+        by: dict[int, dict[str, float]] = {}
+        for r in doc["runs"]:
+            if r["correct"] and r.get(key):
+                by.setdefault(int(r["rep"]), {})[r["config"]] = float(r[key])
+        for cfg, base, mark in (("agent", "tcp", "o"), ("agent+fault", "agent", "x")):
+            pts = sorted((rep, (v[cfg] / v[base] - 1) * 100) for rep, v in by.items()
+                         if cfg in v and base in v)
+            if pts:
+                bx.plot([x for x, _ in pts], [y for _, y in pts], mark, label=f"{cfg} / {base}")
+                med = statistics.median(y for _, y in pts)
+                bx.axhline(med, ls="--", lw=0.8,
+                           color=bx.get_lines()[-1].get_color())
+        bx.axhline(2.0, color="#c44", lw=0.8, label="fault target +2%")
+        bx.axhline(0.0, color="#888", lw=0.5)
+        bx.set_xlabel("round")
+        bx.set_ylabel("paired difference (%)")
+        bx.set_title("paired by round (dashed: medians)")
+        bx.legend(fontsize=7)
         p = outdir / f"pathmig-apps-{doc['app']}.png"
         _save(fig, p)
         plt.close(fig)
