@@ -204,15 +204,26 @@ def window_excess(runs: list[dict[str, object]], cfg: str, base: str) -> dict[st
         return {}
     f = [float(r["fault"]) for r in rows]  # type: ignore[arg-type]
     c = [float(r["control"]) for r in rows]  # type: ignore[arg-type]
+    def ci(v: list[float]) -> list[float] | None:
+        iv = os_interval(v, 0.95)
+        return list(iv) if iv else None
     doc: dict[str, object] = {
         "rounds": len(rows), "median": statistics.median(f), "min": min(f), "max": max(f),
-        "control_median": statistics.median(c), "control_min": min(c),
-        "control_max": max(c)}
+        "median_ci95": ci(f), "control_median": statistics.median(c), "control_min": min(c),
+        "control_max": max(c), "control_median_ci95": ci(c)}
     for name in ("fault", "control"):
         d = [float(r[name + "_after_vs_before"]) for r in rows  # type: ignore[arg-type]
              if name + "_after_vs_before" in r]
         if d:
             doc[name + "_after_vs_before_median"] = statistics.median(d)
+            doc[name + "_after_vs_before_ci95"] = ci(d)
+    # the lasting part, paired: per round, the faulted run's after/before ratio less its
+    # control's (the later iterations of every run tend to be slower)
+    lasting = [float(r["fault_after_vs_before"]) - float(r["control_after_vs_before"])  # type: ignore[arg-type]
+               for r in rows if "fault_after_vs_before" in r and "control_after_vs_before" in r]
+    if lasting:
+        doc["after_vs_before_fault_less_control_median"] = statistics.median(lasting)
+        doc["after_vs_before_fault_less_control_ci95"] = ci(lasting)
     doc["per_round"] = rows
     return doc
 
