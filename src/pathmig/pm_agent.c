@@ -66,6 +66,7 @@ typedef struct {
     /* passive liveness: sock_diag dumps, the sockets they listed on our paths, proofs
      * (a path shown alive by a dump) and the probes left out for them */
     uint64_t diag_dumps, diag_sockets, diag_errors;
+    uint64_t neigh_renewed; /* unresolved neighbours forgotten when a link came back */
     uint64_t proofs_rail[MPILAB_PM_MAX_RAILS], skipped_rail[MPILAB_PM_MAX_RAILS];
 } stats_t;
 
@@ -1054,6 +1055,23 @@ static void on_link(void *arg, const pm_nl_link *l)
                 if (p != ag->self)
                     set_alive(ag, p, r, 0, "local link down");
             notify_down(ag, r, -1);
+        } else {
+            /* back: resolve its neighbours now (not at the next ARP retry, up to 1 s
+               away), and probe every peer on it at once, follower or decider, so that both
+               ends' next hops are resolved and the replies that heal the paths start */
+            char err[200];
+            int n = pm_nl_renew_neighbours(l->ifindex, err, sizeof(err));
+            ag->st.neigh_renewed += n > 0 ? (uint64_t)n : 0;
+            if (n < 0)
+                log_obj(ag, "error", json_pack("{s:s,s:i,s:s}", "what", "neighbour renewal",
+                                                "rail", r, "error", err));
+            else
+                log_obj(ag, "neighbours", json_pack("{s:i,s:i}", "rail", r, "renewed", n));
+            for (int p = 0; p < ag->nnodes; p++)
+                if (p != ag->self) {
+                    send_msg(ag, r, p, MSG_PROBE, r, ++ag->probe[p][r].seq);
+                    ag->probe[p][r].last_sent = mono();
+                }
         }
         refresh_paths(ag);
         step_all(ag, MPILAB_PM_EV_PATH, -1);
@@ -1094,6 +1112,7 @@ static json_t *stats_json(const agent_t *ag)
         (json_int_t)nskipped, "probes_skipped_per_rail", skipped, "diag_dumps",
         (json_int_t)ag->st.diag_dumps, "diag_sockets", (json_int_t)ag->st.diag_sockets,
         "diag_errors", (json_int_t)ag->st.diag_errors));
+    json_object_set_new(o, "neighbours_renewed", json_integer((json_int_t)ag->st.neigh_renewed));
     return o;
 }
 

@@ -19,6 +19,7 @@
 #include <linux/sock_diag.h>
 #include <linux/tcp.h>
 #include <linux/mptcp.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
@@ -267,6 +268,103 @@ int pm_nl_dump_links(pm_nl *nl)
     struct rtgenmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
     rt->rtgen_family = AF_UNSPEC;
     return mnl_socket_sendto(nl->link, nlh, nlh->nlmsg_len) < 0 ? -1 : 0;
+}
+
+/* ---- neighbours ---- */
+
+#define MAX_RENEW 256
+typedef struct {
+    int ifindex;
+    uint32_t dst[MAX_RENEW]; /* network order */
+    size_t n;
+} neigh_ctx;
+
+static int neigh_cb(const struct nlmsghdr *nlh, void *data)
+{
+    neigh_ctx *nc = data;
+    if (nlh->nlmsg_type != RTM_NEWNEIGH ||
+        mnl_nlmsg_get_payload_len(nlh) < sizeof(struct ndmsg))
+        return MNL_CB_OK;
+    const struct ndmsg *nd = mnl_nlmsg_get_payload(nlh);
+    if (nd->ndm_family != AF_INET || nd->ndm_ifindex != nc->ifindex ||
+        !(nd->ndm_state & (NUD_INCOMPLETE | NUD_FAILED)) || nc->n == MAX_RENEW)
+        return MNL_CB_OK;
+    struct nlattr *attr;
+    mnl_attr_for_each(attr, nlh, sizeof(*nd)) {
+        if (mnl_attr_get_type(attr) == NDA_DST && mnl_attr_get_payload_len(attr) == 4)
+            memcpy(&nc->dst[nc->n++], mnl_attr_get_payload(attr), 4);
+    }
+    return MNL_CB_OK;
+}
+
+/* one request on a private socket, answered in full (a dump to its end, or an ack) */
+static int route_talk(struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+    static char buf[65536];
+    uint32_t seq = nlh->nlmsg_seq, pid = mnl_socket_get_portid(s);
+    if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0)
+        return -errno;
+    for (;;) {
+        ssize_t n = mnl_socket_recvfrom(s, buf, sizeof(buf));
+        if (n < 0)
+            return errno == EINTR ? -EINTR : -errno;
+        int rc = mnl_cb_run(buf, (size_t)n, seq, pid, cb, data);
+        if (rc <= MNL_CB_STOP)
+            return rc < 0 ? -errno : 0;
+    }
+}
+
+int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen)
+{
+    struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    if (!s || mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "rtnetlink: %s", strerror(e));
+        if (s)
+            mnl_socket_close(s);
+        return -e;
+    }
+    struct timeval tv = {0, 200000}; /* never block the agent for long */
+    setsockopt(mnl_socket_get_fd(s), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char buf[256];
+    neigh_ctx nc;
+    memset(&nc, 0, sizeof(nc));
+    nc.ifindex = ifindex;
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETNEIGH;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = 1;
+    struct ndmsg *nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
+    nd->ndm_family = AF_INET;
+    int rc = route_talk(s, nlh, neigh_cb, &nc);
+    if (rc < 0) {
+        snprintf(err, errlen, "neighbour dump: %s", strerror(-rc));
+        mnl_socket_close(s);
+        return rc;
+    }
+    int removed = 0;
+    for (size_t i = 0; i < nc.n; i++) {
+        nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = RTM_DELNEIGH;
+        nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+        nlh->nlmsg_seq = (uint32_t)(2 + i);
+        nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
+        nd->ndm_family = AF_INET;
+        nd->ndm_ifindex = ifindex;
+        mnl_attr_put(nlh, NDA_DST, 4, &nc.dst[i]);
+        rc = route_talk(s, nlh, NULL, NULL);
+        if (rc == 0)
+            removed++;
+        else if (rc != -ENOENT) { /* resolved or gone meanwhile: fine */
+            char a[INET_ADDRSTRLEN];
+            snprintf(err, errlen, "neighbour %s: %s",
+                     inet_ntop(AF_INET, &nc.dst[i], a, sizeof(a)) ? a : "?", strerror(-rc));
+            mnl_socket_close(s);
+            return rc;
+        }
+    }
+    mnl_socket_close(s);
+    return removed;
 }
 
 /* ---- commands ---- */

@@ -47,6 +47,13 @@ int pm_nl_read_links(pm_nl *nl, void (*fn)(void *arg, const pm_nl_link *l), void
 /* Ask for a dump of every link (answers arrive through pm_nl_read_links). */
 int pm_nl_dump_links(pm_nl *nl);
 
+/* A link came back: forget the unresolved IPv4 neighbours (INCOMPLETE or FAILED) of
+ * interface ifindex, so the next packet to each resolves it at once. While the carrier was
+ * gone, every packet sent there left an INCOMPLETE entry whose ARP requests are repeated
+ * only every retrans_time (1 s by default): without this, a healed rail stays unusable for
+ * up to a second. Returns the number removed or a negative errno (err: the reason). */
+int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen);
+
 /* Userspace path-manager commands. laddr/raddr network order, ports host order.
  * Return 0, or a negative errno with the kernel's message (if any) in err. */
 int pm_nl_subflow_create(pm_nl *nl, uint32_t token, uint8_t loc_id, uint32_t laddr,

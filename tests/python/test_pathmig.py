@@ -307,6 +307,53 @@ def test_rearm_after_heal_and_second_fault_on_the_other_rail(
     assert [a["subflow"]["rail"] for a in subs][:2] == [1, 0]  # alternate, then old primary
 
 
+def _neigh_slow(sp: Spec, retrans_ms: int, probe_delay_s: int) -> None:
+    """ARP timers of s0n0's rail 0 and of the WAN router's port towards it: the retry
+    interval of an unresolved entry, and the delay before a stale one is probed (the
+    router's probe of s0n0 would otherwise resolve s0n0's entry as well)."""
+    for ns, dev in ((sp.ns("s0n0"), "r0"), (sp.router_ns(), "s0r0")):
+        net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                f"net.ipv4.neigh.{dev}.retrans_time_ms={retrans_ms}",
+                f"net.ipv4.neigh.{dev}.delay_first_probe_time={probe_delay_s}"])
+
+
+def test_healed_link_resolves_its_neighbours_at_once(
+        fresh: tuple[Spec, dict[str, str]]) -> None:
+    """While a rail's carrier is gone, the probes sent there leave an INCOMPLETE neighbour
+    whose ARP request the kernel repeats only every retrans_time; the agent forgets such
+    entries when the link comes back and probes at once. With the ARP timers set to 10
+    minutes, the path comes back only through the agent's renewal."""
+    import time
+    sp, env = fresh
+    _neigh_slow(sp, 600000, 600)
+    try:
+        agents.start(sp)
+        faults.fail(sp, "s0n0:0", "down")
+
+        def incomplete() -> bool:
+            p = net.sh(["ip", "-n", sp.ns("s0n0"), "neigh", "show", "dev", "r0"])
+            return "INCOMPLETE" in p.stdout or "FAILED" in p.stdout
+        deadline = time.monotonic() + 60
+        while not incomplete():  # the agent's probes into the dead rail left one
+            assert time.monotonic() < deadline, "no unresolved neighbour on the failed rail"
+            time.sleep(0.05)
+        healed_at = time.time()
+        faults.heal(sp, "s0n0:0")
+
+        def back() -> list[dict[str, object]]:
+            return [e for e in agents.events(sp, ["s0n0"]) if e["event"] == "path"
+                    and e["rail"] == 0 and e["up"] and float(e["time"]) >= healed_at - 0.1]
+        deadline = time.monotonic() + 60  # a readiness bound, far below the ARP retry
+        while not back():
+            assert time.monotonic() < deadline, agents.events(sp, ["s0n0"])[-10:]
+            time.sleep(0.05)
+        ren = [e for e in agents.events(sp, ["s0n0"]) if e["event"] == "neighbours"]
+        assert ren and int(ren[-1]["renewed"]) >= 1 and ren[-1]["rail"] == 0, ren
+        assert int(agents.request(sp, "s0n0", "status")["stats"]["neighbours_renewed"]) >= 1
+    finally:
+        _neigh_slow(sp, 1000, 5)
+
+
 def test_agent_refuses_bad_requests(fresh: tuple[Spec, dict[str, str]],
                                     tmp_path: Path) -> None:
     sp, env = fresh
