@@ -62,6 +62,7 @@ typedef struct {
 typedef struct {
     uint64_t wakeups;     /* returns from poll */
     uint64_t ticks;       /* probe rounds (deadline reached) */
+    uint64_t ticks_early; /* of which run early, at a wake-up with something else */
     uint64_t probes_sent, replies_sent, notices_sent, msgs_received;
     /* replies received: read at a wake-up something else caused (deferred), or on a
      * reply socket polled because a reply was urgent (mpilab_pm_reply_urgent) */
@@ -1197,7 +1198,8 @@ static json_t *stats_json(const agent_t *ag)
                      (json_int_t)ag->st.notices_sent, "messages_received",
                      (json_int_t)ag->st.msgs_received);
     json_object_update_new(o, json_pack(
-        "{s:I,s:I,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "replies_received",
+        "{s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "probe_rounds_early",
+        (json_int_t)ag->st.ticks_early, "replies_received",
         (json_int_t)ag->st.replies_received, "replies_deferred",
         (json_int_t)ag->st.replies_deferred, "replies_urgent",
         (json_int_t)ag->st.replies_urgent, "wakeups_by_cause", "tick",
@@ -1741,6 +1743,14 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
          * a follower's own probe): recomputed after every wake-up, sending nothing early */
         if (now >= ag->next_probe) {
             ag->st.ticks++;
+            ag->next_probe = probe_tick(ag, now);
+        } else if (k > 0 && ag->next_probe <= now + ag->interval / 4) {
+            /* awake anyway (a peer's probe, an event) with our own round due within a
+             * quarter period: run it now (probe_tick sends what is due within a quarter
+             * period and judges only what is due), saving that wake-up; the rounds of
+             * agents that probe each other lock onto one phase */
+            ag->st.ticks++;
+            ag->st.ticks_early++;
             ag->next_probe = probe_tick(ag, now);
         } else if (k > 0 || replies > 0) {
             ag->next_probe = probe_deadline(ag);
