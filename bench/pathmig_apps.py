@@ -458,10 +458,17 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                 except OSError:
                     stops = []
                 for k in ("probes_sent", "replies_sent", "messages_received", "wakeups",
-                          "passive_proofs", "probes_skipped", "diag_dumps"):
+                          "passive_proofs", "probes_skipped", "diag_dumps",
+                          "replies_received", "replies_deferred", "replies_urgent"):
                     v = [e[k] for e in stops if k in e]
                     if v:
                         cost["logged_" + k] = sum(v)
+                causes: dict[str, int] = {}
+                for e in stops:
+                    for c, n in (e.get("wakeups_by_cause") or {}).items():
+                        causes[c] = causes.get(c, 0) + int(n)
+                if causes:
+                    cost["logged_wakeups_by_cause"] = causes
             if dl0 is not None and dl1 is not None:
                 cost["delayline_cpu_s"] = dl1 - dl0
             ok = proc.returncode == 0

@@ -154,6 +154,25 @@ double mpilab_pm_tcp_proof(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp
 int mpilab_pm_path_silent(double now, double since, double limit, double freshest,
                           double interval);
 
+/* When a probe reply arrived, on the agent's monotonic clock. Replies are read from a
+ * socket that does not wake the agent (see docs/pathmig.md, "Detecting faults"), so the
+ * moment of reading is not the moment of arrival: the kernel's receive stamp is.
+ * `stamp` is that stamp (CLOCK_REALTIME, seconds; `has_stamp` 0 if the kernel gave none),
+ * `mono_minus_real` the offset between the two clocks read at the drain; the result is
+ * clamped to [lo, hi]: `lo` when the previous drain began (a datagram queued before then
+ * was read by it), `hi` now (a clock step never makes a reply look younger or older than
+ * it can be). Without a stamp: `hi`. */
+double mpilab_pm_rx_time(int has_stamp, double stamp, double mono_minus_real, double lo,
+                         double hi);
+
+/* Whether a reply on a path must wake the agent at once instead of waiting for its next
+ * wake-up: the decider's dead path one reply short of healing (`good` of `good_needed`
+ * consecutive replies), or a verdict waiting only for an answer on another rail
+ * (`suspect`: silent past its limit while no other rail answered since). Otherwise a
+ * reply only moves a deadline later and is read at the next wake-up, with its kernel
+ * stamp, before any verdict or probe schedule is evaluated. */
+int mpilab_pm_reply_urgent(int decider, int alive, int good, int good_needed, int suspect);
+
 /* The agent: parses argv (getopt_long), runs until SIGTERM/SIGINT or a `stop` command.
  * Returns the process exit status (0 ok, 2 bad input or unusable kernel, 1 failure). */
 int mpilab_pathmig_agent_main(int argc, char **argv);

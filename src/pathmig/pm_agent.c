@@ -55,13 +55,22 @@ typedef struct {
     double last_skip;    /* a probe last left out for a passive proof */
     uint64_t proof_dump; /* the dump that last proved the path (counted once per dump) */
     uint32_t seq;
+    int suspect;         /* silent past its limit, a verdict waiting for another rail */
 } probe_t;
 
 /* what the agent costs: counted for the `stats` in status and the `stop` record */
 typedef struct {
     uint64_t wakeups;     /* returns from poll */
     uint64_t ticks;       /* probe rounds (deadline reached) */
+    uint64_t ticks_early; /* of which run early, at a wake-up with something else */
     uint64_t probes_sent, replies_sent, notices_sent, msgs_received;
+    /* replies received: read at a wake-up something else caused (deferred), or on a
+     * reply socket polled because a reply was urgent (mpilab_pm_reply_urgent) */
+    uint64_t replies_received, replies_deferred, replies_urgent;
+    /* what caused each wake-up (one cause each, the first of: kernel (MPTCP or link
+     * events), control, notice, probe, reply (urgent), tick (a deadline), other) */
+    uint64_t wake_kernel, wake_control, wake_notice, wake_probe, wake_reply, wake_tick,
+        wake_other;
     uint64_t probes_rail[MPILAB_PM_MAX_RAILS];
     /* passive liveness: sock_diag dumps, the sockets they listed on our paths, proofs
      * (a path shown alive by a dump) and the probes left out for them */
@@ -87,7 +96,10 @@ typedef struct {
     /* local rails */
     int ifindex[MPILAB_PM_MAX_RAILS];
     int link_ok[MPILAB_PM_MAX_RAILS];
-    int udp[MPILAB_PM_MAX_RAILS];
+    int udp[MPILAB_PM_MAX_RAILS];  /* probes and notices (port): wake the agent */
+    int rep[MPILAB_PM_MAX_RAILS];  /* replies (port + 1): read at every wake-up */
+    double drained_at;             /* when the last drain of the reply sockets began */
+    double view_at[MPILAB_PM_MAX_PEERS]; /* arrival of the last decider's view adopted */
     probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
     int conns_to[MPILAB_PM_MAX_PEERS];
     unsigned used[MPILAB_PM_MAX_PEERS]; /* paths_in_use, valid unless used_dirty */
@@ -352,7 +364,8 @@ static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, 
     m[6] = (unsigned char)ag->self;
     m[7] = (unsigned char)view_bits(ag, peer);
     put32(m + 8, seq);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
+    int port = type == MSG_REPLY ? ag->port + 1 : ag->port; /* replies: the quiet socket */
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr = {ag->nodes[peer].addr[rail]}};
     if (sendto(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&to,
                sizeof(to)) == (ssize_t)sizeof(m)) {
@@ -398,56 +411,150 @@ static void set_alive(agent_t *ag, int p, int r, int alive, const char *cause)
     path_event(ag, p, r, alive, cause);
 }
 
-static void on_udp(agent_t *ag, int rail)
+/* One message from a peer on `rail`, handled at `now` (monotonic; for a reply read late,
+ * its arrival), which arrived at `arrived` (its kernel stamp). Returns its type (0: not
+ * ours). */
+static int on_msg(agent_t *ag, int rail, const unsigned char *m, ssize_t n, double now,
+                  double arrived)
 {
-    unsigned char m[64];
-    struct sockaddr_in from;
-    for (;;) {
-        socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(ag->udp[rail], m, sizeof(m), MSG_DONTWAIT,
-                             (struct sockaddr *)&from, &fl);
-        if (n < 0)
-            return;
-        if (n != MSG_LEN || get32(m) != MSG_MAGIC || m[6] >= ag->nnodes || m[6] == ag->self)
-            continue;
-        ag->st.msgs_received++;
-        int p = m[6], type = m[4], about = m[5], changed = 0;
-        double now = mono();
-        probe_t *pr = &ag->probe[p][rail];
-        if (type == MSG_PROBE || type == MSG_REPLY)
-            pr->last_reply = now; /* any message proves the path works both ways... */
-        if (type == MSG_PROBE)
-            send_msg(ag, rail, p, MSG_REPLY, rail, get32(m + 8));
-        if ((type == MSG_PROBE || type == MSG_REPLY) && !decides(ag, p)) {
-            /* ...but the decider's view is what counts */
-            for (int r = 0; r < ag->nrails; r++) {
-                int up = (m[7] >> r) & 1;
-                if (ag->probe[p][r].alive != up) {
-                    set_alive(ag, p, r, up, up ? "peer sees the path again"
-                                               : "peer judged the path dead");
-                    changed = 1;
-                }
-            }
-        } else if (type == MSG_REPLY && now >= pr->hold_until && !pr->alive &&
-                   ++pr->good >= GOOD_REPLIES) {
-            set_alive(ag, p, rail, 1, "probe replies resumed");
-            changed = 1;
-        } else if (type == MSG_DOWN && about < ag->nrails) {
-            ag->probe[p][about].hold_until = now + ag->timeout;
-            if (ag->probe[p][about].alive) {
-                set_alive(ag, p, about, 0, decides(ag, p) ? "peer reported the path dead"
-                                                          : "peer judged the path dead");
+    if (n != MSG_LEN || get32(m) != MSG_MAGIC || m[6] >= ag->nnodes || m[6] == ag->self)
+        return 0;
+    ag->st.msgs_received++;
+    int p = m[6], type = m[4], about = m[5], changed = 0;
+    probe_t *pr = &ag->probe[p][rail];
+    if (type == MSG_REPLY)
+        ag->st.replies_received++;
+    if ((type == MSG_PROBE || type == MSG_REPLY) && now > pr->last_reply)
+        pr->last_reply = now; /* any message proves the path works both ways... */
+    if (type == MSG_PROBE)
+        send_msg(ag, rail, p, MSG_REPLY, rail, get32(m + 8));
+    if ((type == MSG_PROBE || type == MSG_REPLY) && !decides(ag, p)) {
+        /* ...but the decider's view is what counts: the latest to arrive (a reply read
+         * late never overrides a probe that arrived after it, one socket to the other) */
+        if (arrived < ag->view_at[p])
+            return type;
+        ag->view_at[p] = arrived;
+        for (int r = 0; r < ag->nrails; r++) {
+            int up = (m[7] >> r) & 1;
+            if (ag->probe[p][r].alive != up) {
+                set_alive(ag, p, r, up, up ? "peer sees the path again"
+                                           : "peer judged the path dead");
                 changed = 1;
             }
         }
-        if (changed) {
-            if (decides(ag, p)) /* our new view reaches the peer ahead of any join */
-                for (int r = 0; r < ag->nrails; r++)
-                    send_msg(ag, r, p, MSG_PROBE, r, ++ag->probe[p][r].seq);
-            refresh_paths(ag);
-            step_all(ag, MPILAB_PM_EV_PATH, p);
+    } else if (type == MSG_REPLY && now >= pr->hold_until && !pr->alive &&
+               ++pr->good >= GOOD_REPLIES) {
+        set_alive(ag, p, rail, 1, "probe replies resumed");
+        changed = 1;
+    } else if (type == MSG_DOWN && about < ag->nrails) {
+        ag->probe[p][about].hold_until = now + ag->timeout;
+        if (ag->probe[p][about].alive) {
+            set_alive(ag, p, about, 0, decides(ag, p) ? "peer reported the path dead"
+                                                      : "peer judged the path dead");
+            changed = 1;
         }
     }
+    if (changed) {
+        if (decides(ag, p)) /* our new view reaches the peer ahead of any join */
+            for (int r = 0; r < ag->nrails; r++)
+                send_msg(ag, r, p, MSG_PROBE, r, ++ag->probe[p][r].seq);
+        refresh_paths(ag);
+        step_all(ag, MPILAB_PM_EV_PATH, p);
+    }
+    return type >= MSG_PROBE && type <= MSG_DOWN ? type : 0;
+}
+
+/* one datagram and its kernel receive stamp (SO_TIMESTAMPNS: CLOCK_REALTIME seconds;
+ * *has 0 without one) */
+static ssize_t recv_stamped(int fd, unsigned char *m, size_t len, int *has, double *stamp)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {m, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                        .msg_controllen = sizeof(ctl.buf)};
+    *has = 0;
+    *stamp = 0;
+    ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            *stamp = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+            *has = 1;
+        }
+    return n;
+}
+
+/* the probe socket of a rail (probes, notices; it wakes the agent): answered at once.
+ * Returns a bit (1 << type) per type of message read. */
+static unsigned on_udp(agent_t *ag, int rail)
+{
+    unsigned char m[64];
+    unsigned types = 0;
+    for (;;) {
+        int has;
+        double stamp;
+        ssize_t n = recv_stamped(ag->udp[rail], m, sizeof(m), &has, &stamp);
+        if (n < 0)
+            return types;
+        double now = mono();
+        types |= 1u << on_msg(ag, rail, m, n, now,
+                              mpilab_pm_rx_time(has, stamp, now - realtime(), 0, now));
+    }
+}
+
+/* Read every reply queued on the reply sockets (port + 1), each at its kernel receive
+ * stamp (SO_TIMESTAMPNS, CLOCK_REALTIME, converted to the monotonic clock by an offset read
+ * now; mpilab_pm_rx_time). Called at every wake-up before anything else, so before any
+ * verdict or probe schedule is evaluated: a path's last reply is when the reply arrived,
+ * as if it had woken the agent. `urgent`: the sockets were polled (their replies counted
+ * as urgent, not deferred). Returns the number of replies read. */
+static size_t drain_replies(agent_t *ag, int urgent)
+{
+    double lo = ag->drained_at, hi = mono();
+    double off = hi - realtime();
+    ag->drained_at = hi;
+    size_t got = 0;
+    for (int r = 0; r < ag->nrails; r++) {
+        if (ag->rep[r] < 0)
+            continue;
+        for (;;) {
+            unsigned char m[64];
+            int has;
+            double stamp;
+            ssize_t n = recv_stamped(ag->rep[r], m, sizeof(m), &has, &stamp);
+            if (n < 0)
+                break;
+            double at = mpilab_pm_rx_time(has, stamp, off, lo, hi);
+            if (on_msg(ag, r, m, n, at, at) == MSG_REPLY) {
+                got++;
+                if (urgent)
+                    ag->st.replies_urgent++;
+                else
+                    ag->st.replies_deferred++;
+            }
+        }
+    }
+    return got;
+}
+
+/* whether the reply sockets must wake the agent now (mpilab_pm_reply_urgent on any path) */
+static int replies_urgent(const agent_t *ag)
+{
+    for (int p = 0; p < ag->nnodes; p++)
+        for (int r = 0; p != ag->self && r < ag->nrails; r++) {
+            const probe_t *pr = &ag->probe[p][r];
+            if (mpilab_pm_reply_urgent(decides(ag, p), pr->alive, pr->good, GOOD_REPLIES,
+                                       pr->suspect))
+                return 1;
+        }
+    return 0;
 }
 
 /* Which paths carry traffic: a bit per rail and peer, set when some managed connection
@@ -710,6 +817,7 @@ static double probe_tick(agent_t *ag, double now)
                 next = d.due;
             if (d.confirm > now && d.confirm + 1e-4 < next)
                 next = d.confirm + 1e-4;
+            pr->suspect = 0;
             if (!pr->alive)
                 continue;
             if (now <= d.verdict) { /* the verdict is due then, unless a reply comes */
@@ -721,6 +829,7 @@ static double probe_tick(agent_t *ag, double now)
              * since (if every rail went quiet together, this machine or the peer stalled:
              * nothing to migrate to anyway) */
             if (!mpilab_pm_path_silent(now, d.since, d.limit, freshest, ag->interval)) {
+                pr->suspect = 1; /* replies wake the agent until it is judged */
                 if (now + ag->interval / 2 < next) /* judged again once another answers */
                     next = now + ag->interval / 2;
                 continue;
@@ -1107,6 +1216,16 @@ static json_t *stats_json(const agent_t *ag)
                      (json_int_t)ag->st.notices_sent, "messages_received",
                      (json_int_t)ag->st.msgs_received);
     json_object_update_new(o, json_pack(
+        "{s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "probe_rounds_early",
+        (json_int_t)ag->st.ticks_early, "replies_received",
+        (json_int_t)ag->st.replies_received, "replies_deferred",
+        (json_int_t)ag->st.replies_deferred, "replies_urgent",
+        (json_int_t)ag->st.replies_urgent, "wakeups_by_cause", "tick",
+        (json_int_t)ag->st.wake_tick, "probe", (json_int_t)ag->st.wake_probe, "notice",
+        (json_int_t)ag->st.wake_notice, "reply", (json_int_t)ag->st.wake_reply, "kernel",
+        (json_int_t)ag->st.wake_kernel, "control", (json_int_t)ag->st.wake_control, "other",
+        (json_int_t)ag->st.wake_other));
+    json_object_update_new(o, json_pack(
         "{s:b,s:I,s:o,s:I,s:o,s:I,s:I,s:I}", "passive", ag->passive, "passive_proofs",
         (json_int_t)nproofs, "passive_proofs_per_rail", proofs, "probes_skipped",
         (json_int_t)nskipped, "probes_skipped_per_rail", skipped, "diag_dumps",
@@ -1319,26 +1438,39 @@ static int find_ifaces(agent_t *ag, char *err, size_t errlen)
     return 0;
 }
 
+/* per rail: the probe socket (port: probes and notices, polled) and the reply socket
+ * (port + 1: replies, read at every wake-up, see drain_replies); both stamp each datagram
+ * with its arrival (SO_TIMESTAMPNS) */
 static int open_udp(agent_t *ag, char *err, size_t errlen)
 {
+    for (int r = 0; r < ag->nrails; r++)
+        ag->udp[r] = ag->rep[r] = -1;
     for (int r = 0; r < ag->nrails; r++) {
-        ag->udp[r] = -1;
         uint32_t a = ag->nodes[ag->self].addr[r];
         if (!a)
             continue;
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ag->port),
-                                 .sin_addr = {a}};
-        int one = 1, prio = 6;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-            snprintf(err, errlen, "UDP port %d on rail %d: %s", ag->port, r, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            return -1;
+        for (int k = 0; k < 2; k++) {
+            int port = ag->port + k;
+            int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                     .sin_addr = {a}};
+            int one = 1, prio = 6;
+            if (fd >= 0) {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+                setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
+                setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+            }
+            if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+                snprintf(err, errlen, "UDP port %d on rail %d: %s", port, r, strerror(errno));
+                if (fd >= 0)
+                    close(fd);
+                return -1;
+            }
+            if (k == 0)
+                ag->udp[r] = fd;
+            else
+                ag->rep[r] = fd;
         }
-        ag->udp[r] = fd;
     }
     return 0;
 }
@@ -1449,8 +1581,9 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             break;
         case 'o':
             v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 1 || v > 65535) {
-                fprintf(stderr, "mpilab-pathmigd: --port %s: expected 1..65535\n", optarg);
+            if (!*optarg || *end || v < 1 || v > 65534) { /* replies go to port + 1 */
+                fprintf(stderr, "mpilab-pathmigd: --port %s: expected 1..65534 (replies use "
+                        "the next port)\n", optarg);
                 return 2;
             }
             ag->port = (int)v;
@@ -1566,13 +1699,19 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     double next_sm = mono();
     ag->next_probe = 0;
     while (!ag->stop && !g_signal) {
-        struct pollfd pf[3 + MPILAB_PM_MAX_RAILS];
+        struct pollfd pf[3 + 2 * MPILAB_PM_MAX_RAILS];
         int n = 0;
         pf[n++] = (struct pollfd){pm_nl_ev_fd(&ag->nl), POLLIN, 0};
         pf[n++] = (struct pollfd){pm_nl_link_fd(&ag->nl), POLLIN, 0};
         pf[n++] = (struct pollfd){ag->ctl, POLLIN, 0};
         for (int r = 0; r < ag->nrails; r++)
             pf[n++] = (struct pollfd){ag->udp[r], POLLIN, 0};
+        /* replies wake the agent only while one is urgent (a path one reply short of
+         * healing, a verdict waiting for another rail's answer); otherwise they are read
+         * at the next wake-up, whatever causes it (drain_replies) */
+        int urgent = replies_urgent(ag);
+        for (int r = 0; r < ag->nrails; r++)
+            pf[n++] = (struct pollfd){urgent ? ag->rep[r] : -1, POLLIN, 0};
         now = mono();
         /* asleep until the next probe or verdict is due, or the state machines' timers */
         double wake = ag->next_probe < next_sm ? ag->next_probe : next_sm;
@@ -1585,6 +1724,10 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         if (k < 0 && errno != EINTR)
             break;
         ag->st.wakeups++;
+        /* first the replies that came since the last wake-up, at their arrival: before any
+         * message, command, verdict or probe schedule is looked at */
+        size_t replies = drain_replies(ag, urgent);
+        unsigned types = 0;
         if (k > 0) {
             if (pf[0].revents & POLLIN && pm_nl_read_events(&ag->nl, on_kernel_event, ag) < 0)
                 log_obj(ag, "error", json_pack("{s:s}", "what",
@@ -1595,15 +1738,40 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
                 on_ctl(ag);
             for (int r = 0; r < ag->nrails; r++)
                 if (pf[3 + r].revents & POLLIN)
-                    on_udp(ag, r);
+                    types |= on_udp(ag, r);
         }
         now = mono();
+        int reply_woke = 0;
+        for (int r = 0; urgent && r < ag->nrails; r++)
+            reply_woke |= pf[3 + ag->nrails + r].revents & POLLIN;
+        if (k > 0 && (pf[0].revents | pf[1].revents) & POLLIN)
+            ag->st.wake_kernel++;
+        else if (k > 0 && pf[2].revents & POLLIN)
+            ag->st.wake_control++;
+        else if (types & 1u << MSG_DOWN)
+            ag->st.wake_notice++;
+        else if (types & 1u << MSG_PROBE)
+            ag->st.wake_probe++;
+        else if (reply_woke || types & 1u << MSG_REPLY)
+            ag->st.wake_reply++;
+        else if (k == 0)
+            ag->st.wake_tick++;
+        else
+            ag->st.wake_other++;
         /* a message moves the deadlines (a reply postpones a verdict; the decider's probe
          * a follower's own probe): recomputed after every wake-up, sending nothing early */
         if (now >= ag->next_probe) {
             ag->st.ticks++;
             ag->next_probe = probe_tick(ag, now);
-        } else if (k > 0) {
+        } else if (k > 0 && ag->next_probe <= now + ag->interval / 4) {
+            /* awake anyway (a peer's probe, an event) with our own round due within a
+             * quarter period: run it now (probe_tick sends what is due within a quarter
+             * period and judges only what is due), saving that wake-up; the rounds of
+             * agents that probe each other lock onto one phase */
+            ag->st.ticks++;
+            ag->st.ticks_early++;
+            ag->next_probe = probe_tick(ag, now);
+        } else if (k > 0 || replies > 0) {
             ag->next_probe = probe_deadline(ag);
         }
         if (now >= next_sm) {

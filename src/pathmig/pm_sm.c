@@ -376,3 +376,23 @@ int mpilab_pm_path_silent(double now, double since, double limit, double freshes
 {
     return now - since > limit && freshest > since + interval;
 }
+
+double mpilab_pm_rx_time(int has_stamp, double stamp, double mono_minus_real, double lo,
+                         double hi)
+{
+    if (!has_stamp)
+        return hi;
+    double t = stamp + mono_minus_real;
+    if (t > hi)
+        t = hi;
+    if (t < lo)
+        t = lo;
+    return t;
+}
+
+int mpilab_pm_reply_urgent(int decider, int alive, int good, int good_needed, int suspect)
+{
+    if (suspect)
+        return 1;
+    return decider && !alive && good + 1 >= good_needed;
+}

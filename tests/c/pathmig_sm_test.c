@@ -237,6 +237,67 @@ static void test_probe_schedule(void)
     CHECK(mpilab_pm_path_silent(5.200, 5.010, 0.050, 5.021, iv));
 }
 
+/* replies read late (they do not wake the agent): the kernel's receive stamp is their
+ * arrival, so a path's last reply, and the verdict that follows from it, are as if each
+ * reply had been read at once */
+static void test_deferred_replies(void)
+{
+    const double iv = 0.010, limit = 0.050, rtt = 0.002;
+    const double off = -1.7e9; /* CLOCK_MONOTONIC - CLOCK_REALTIME */
+    /* a stamp converts exactly when inside the bounds */
+    CHECK_NEAR(mpilab_pm_rx_time(1, 5.0123 - off, off, 5.000, 5.020), 5.0123, 1e-6);
+    /* no stamp: the moment of reading */
+    CHECK(mpilab_pm_rx_time(0, 0.0, off, 5.000, 5.020) == 5.020);
+    /* a clock step: never after the read, never before the previous drain began */
+    CHECK(mpilab_pm_rx_time(1, 5.500 - off, off, 5.000, 5.020) == 5.020);
+    CHECK(mpilab_pm_rx_time(1, 4.000 - off, off, 5.000, 5.020) == 5.000);
+
+    /* the decider probes rail 0 every interval; each reply arrives rtt later and is read
+     * only at the next tick (the next probe round). Replies stop after 5.102 (a silent
+     * drop); rail 1 is confirmed from 2 intervals of silence on (its reply at +rtt). */
+    double last0 = 4.992, last1 = 4.900, prev_drain = 4.995, verdict_late = 0, verdict_now = 0;
+    double last0_now = 4.992, last1_now = 4.900; /* the previous round's reply */
+    for (int k = 0; k < 30; k++) {
+        double tick = 5.000 + k * iv;
+        /* immediate reading (the previous agent): every reply counted at its arrival */
+        for (int j = 0; j < 30; j++) {
+            double arr = 5.000 + j * iv + rtt;
+            if (arr <= tick && arr <= 5.102)
+                last0_now = arr > last0_now ? arr : last0_now;
+        }
+        if (tick >= last0_now + 2 * iv + rtt)
+            last1_now = tick;
+        /* deferred: drained at this tick, stamps converted */
+        for (int j = 0; j < 30; j++) {
+            double arr = 5.000 + j * iv + rtt;
+            if (arr > prev_drain && arr <= tick && arr <= 5.102) {
+                double t = mpilab_pm_rx_time(1, arr - off, off, prev_drain, tick);
+                last0 = t > last0 ? t : last0;
+            }
+        }
+        if (tick >= last0 + 2 * iv + rtt)
+            last1 = tick; /* the confirmation's reply, read at this tick */
+        prev_drain = tick;
+        CHECK_NEAR(last0, last0_now, 1e-6);
+        if (!verdict_now && mpilab_pm_path_silent(tick, last0_now, limit, last1_now, iv))
+            verdict_now = tick;
+        if (!verdict_late && mpilab_pm_path_silent(tick, last0, limit, last1, iv))
+            verdict_late = tick;
+    }
+    CHECK_NEAR(last0, 5.102, 1e-6);
+    CHECK(verdict_now > 0 && verdict_late == verdict_now);
+    CHECK(verdict_late > 5.102 + limit && verdict_late <= 5.102 + limit + iv);
+
+    /* which replies wake the agent at once */
+    CHECK(!mpilab_pm_reply_urgent(1, 1, 0, 3, 0)); /* a live path: read at the next tick */
+    CHECK(!mpilab_pm_reply_urgent(1, 0, 0, 3, 0)); /* healing, two replies still needed */
+    CHECK(!mpilab_pm_reply_urgent(1, 0, 1, 3, 0));
+    CHECK(mpilab_pm_reply_urgent(1, 0, 2, 3, 0));  /* the reply that heals the path */
+    CHECK(!mpilab_pm_reply_urgent(0, 0, 2, 3, 0)); /* the follower adopts, never counts */
+    CHECK(mpilab_pm_reply_urgent(0, 1, 0, 3, 1));  /* a verdict waits for another rail */
+    CHECK(mpilab_pm_reply_urgent(1, 1, 0, 3, 1));
+}
+
 /* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
 static void test_tcp_proof(void)
 {
@@ -538,6 +599,7 @@ int main(int argc, char **argv)
     test_load_failure();
     test_policy();
     test_probe_schedule();
+    test_deferred_replies();
     test_tcp_proof();
     test_passive_schedule();
     for (int i = 1; i < argc; i++)
