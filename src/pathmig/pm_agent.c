@@ -435,7 +435,10 @@ static int on_msg(agent_t *ag, int rail, const unsigned char *m, ssize_t n, doub
             return type;
         ag->view_at[p] = arrived;
         for (int r = 0; r < ag->nrails; r++) {
-            int up = (m[7] >> r) & 1;
+            /* a rail whose link is down here stays dead whatever the decider last saw
+               (its view may predate our link event: adopting it would load an alternate
+               into a dead link, and a failed load waits LOAD_RETRY before the next) */
+            int up = ((m[7] >> r) & 1) && ag->link_ok[r];
             if (ag->probe[p][r].alive != up) {
                 set_alive(ag, p, r, up, up ? "peer sees the path again"
                                            : "peer judged the path dead");
