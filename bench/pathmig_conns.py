@@ -71,6 +71,7 @@ def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
     agents.stop(sp)
     agents.clear_logs(sp)
     congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
+    congestion.send_buffers(sp, sp.node_names(), True)
     agents.start(sp, manual=True)
     a = 2 * n + 300
     b = a + max(600, 2 * n)

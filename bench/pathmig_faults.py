@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "python"))
 
 from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.pathmig import agents, inject  # noqa: E402
+from mpilab.pathmig import agents, congestion, inject  # noqa: E402
 from mpilab.pathmig import pingpong as ppm  # noqa: E402
 from mpilab.pathmig.pingpong import Step  # noqa: E402
 from mpilab.testbed import faults, net  # noqa: E402
@@ -80,6 +80,8 @@ def main() -> int:
         sys.exit(f"--seeds {a.seeds}: expected comma-separated integers")
     work = Path(a.work)
     sp = testbed(a.prefix, work)
+    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
+    congestion.send_buffers(sp, sp.node_names(), True)
     runs = []
     try:
         for k, seed in enumerate(seeds):

@@ -63,6 +63,7 @@ def configure(sp: Spec, cfg: str) -> None:
     hosts = sp.node_names()
     base, _, algo = cfg.partition("-")
     congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT)
+    congestion.send_buffers(sp, hosts, base != "tcp")  # as testbed run sets them up
     cfg = base
     if cfg == "agent":
         agents.start(sp, extra=AGENT_ARGS)

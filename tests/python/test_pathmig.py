@@ -481,15 +481,63 @@ def test_testbed_run_pathmig_open_mpi_survives_fault(fresh: tuple[Spec, dict[str
     assert all(congestion.current(sp, n) == {"cubic"} for n in sp.node_names())
 
 
+MPICH_PP = REPO / "build-mpich" / "bin" / "mpilab-tb-pingpong"
+
+
+@pytest.mark.skipif(not (MPICH_PP.exists() and shutil.which("mpiexec.mpich")),
+                    reason="needs MPICH and build-mpich (scripts/build --mpich)")
+def test_testbed_run_starts_mpich_jobs_over_the_rails(fresh: tuple[Spec, dict[str, str]],
+                                                      ) -> None:
+    """A program built with MPICH: `testbed run` picks MPICH's mpiexec (--mpi auto), one
+    rank per node, and the data crosses the testbed's rail (UCX's TCP transport, not shared
+    memory between the namespaces): rail 0 of s1n0 carries at least the ping-pong's bytes.
+    (Its connections cannot be armed by the agents: UCX binds its listener to one
+    address, so joins on the other rail are refused; docs/pathmig.md, MPICH.)"""
+    sp, env = fresh
+    before = _tx_bytes(sp, "s1n0", 0)
+    rc, out, err = _run_job(env, ["--timeout", "240", "--hosts", "s0n0,s1n0", "--",
+                                  str(MPICH_PP), "--count", "200", "--bytes", "65536"],
+                            None, sp)
+    assert rc == 0, out + err
+    assert "pingpong ok: 200 round trips of 65536 bytes verified" in out, out + err
+    assert _tx_bytes(sp, "s1n0", 0) - before >= 200 * 65536
+
+
 def test_congestion_control_per_run(fresh: tuple[Spec, dict[str, str]]) -> None:
     sp, env = fresh
     rc, out, err = _run_job(env, ["--congestion", "reno", "--timeout", "120", "--", "true"],
                             None, sp)
     assert rc == 0, out + err
     assert all(congestion.current(sp, n) == {"reno"} for n in sp.node_names())
+    # the namespaces' default too: MPTCP gives a server's joined subflows its listener's
+    assert all(congestion.ns_default(sp, n) == "reno" for n in sp.node_names())
     rc, out, err = _run_job(env, ["--timeout", "120", "--", "true"], None, sp)
     assert rc == 0, out + err  # a plain run: the namespaces' own default again
     assert all(congestion.current(sp, n) == {""} for n in sp.node_names())
+    assert all(congestion.ns_default(sp, n) == congestion.host_default()
+               for n in sp.node_names())
+
+
+def _sndbuf(sp: Spec, node: str) -> int:
+    p = net.sh(["ip", "netns", "exec", sp.ns(node), "sysctl", "-n", "net.ipv4.tcp_wmem"])
+    return int(p.stdout.split()[1])
+
+
+def test_mptcp_runs_get_a_send_buffer_that_survives_migration(
+        fresh: tuple[Spec, dict[str, str]]) -> None:
+    """Under MPTCP a connection's send buffer is the sum of its subflows'; a backup subflow
+    keeps the default, so after a migration closed the first subflow a 16 KiB default left
+    every larger message waiting a round trip. --mptcp/--pathmig runs set a 1 MiB default
+    (the cubic default as well); a plain run gives the kernel's back."""
+    sp, env = fresh
+    for mode in ("--pathmig", "--mptcp"):
+        rc, out, err = _run_job(env, [mode, "--timeout", "120", "--", "true"], None, sp)
+        assert rc == 0, out + err
+        assert all(_sndbuf(sp, n) == congestion.MPTCP_SNDBUF for n in sp.node_names())
+        assert all(congestion.ns_default(sp, n) == "cubic" for n in sp.node_names())
+    rc, out, err = _run_job(env, ["--timeout", "120", "--", "true"], None, sp)
+    assert rc == 0, out + err
+    assert all(_sndbuf(sp, n) == congestion.KERNEL_SNDBUF for n in sp.node_names())
     rc, out, err = _run_job(env, ["--congestion", "nosuchcc", "--", "true"], None, sp)
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "--congestion nosuchcc: not available" in err

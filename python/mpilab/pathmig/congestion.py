@@ -82,14 +82,83 @@ def current(spec: Spec, node: str) -> set[str]:
     return {_cc(r) for r in _routes(spec.ns(node))}
 
 
+SYSCTL = "net.ipv4.tcp_congestion_control"
+
+
+def host_default() -> str:
+    """The congestion control new namespaces start with: the host's default (read in the
+    namespace mpilab runs in, the host's)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip() or "reno"
+    except OSError:
+        return "reno"
+
+
+def ns_default(spec: Spec, node: str) -> str:
+    """A node namespace's default congestion control (its sysctl)."""
+    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-n", SYSCTL],
+                       capture_output=True, text=True, timeout=30)
+    return p.stdout.strip()
+
+
+ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+def _set_ns_default(spec: Spec, node: str, algo: str) -> None:
+    """A namespace other than the host's may take as its default only an algorithm the
+    host allows unprivileged programs (tcp_allowed_congestion_control, e.g. "reno bbr"):
+    for another one it is added to that list for the moment of the change and the list
+    restored at once (the namespace keeps its default; the host ends as it was)."""
+    if ns_default(spec, node) == algo:
+        return
+
+    def write() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
+                               f"{SYSCTL}={algo}"], capture_output=True, text=True, timeout=30)
+    p = write()
+    if p.returncode and "not permitted" in p.stderr:
+        try:
+            with open(ALLOWED) as f:
+                allowed = f.read().strip()
+        except OSError:
+            allowed = ""
+        if allowed and algo not in allowed.split():
+            try:
+                with open(ALLOWED, "w") as f:
+                    f.write(f"{allowed} {algo}")
+                p = write()
+            except OSError:
+                pass
+            finally:
+                try:
+                    with open(ALLOWED, "w") as f:
+                        f.write(allowed)
+                except OSError as e:
+                    raise MpilabError(f"congestion control {algo}: could not restore "
+                                      f"{ALLOWED} to '{allowed}': {e.strerror}") from None
+    if p.returncode:
+        err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
+        raise MpilabError(f"congestion control {algo} on {node}: {err}")
+
+
 def apply(spec: Spec, hosts: list[str], algo: str | None) -> None:
-    """Set `algo` on every route of `hosts`' namespaces; None removes any (the namespace's
-    default applies again). Routes already as asked are left alone."""
+    """Set `algo` on every route of `hosts`' namespaces and as their default; None removes
+    any from the routes and gives the namespaces the host's default again. Routes already
+    as asked are left alone.
+    Why both: a route's congestion control reaches the sockets opened towards it and the
+    connections accepted from it, but not the subflows an MPTCP server accepts by MP_JOIN:
+    the kernel gives every subflow the MPTCP socket's algorithm, which a server's
+    connection inherits from its listener, created with the namespace's default. With BBR
+    as the default, the server's side of every migrated connection was paced as the
+    docstring above says (a 64 KiB ping-pong 55% slower after a migration, measured on
+    the testbed: docs/pathmig.md, 'A lasting cost after migration')."""
     for node in hosts:
         ns = spec.ns(node)
         if algo and algo not in available(spec, node):
             raise MpilabError(f"--congestion {algo}: not available in this kernel (have: "
                               f"{' '.join(available(spec, node)) or 'none'})")
+        _set_ns_default(spec, node, algo or host_default())
         lines = [_route_line(r, algo) for r in _routes(ns)
                  if r.get("dst") and r.get("dev") and _cc(r) != (algo or "")]
         if not lines:
@@ -99,3 +168,47 @@ def apply(spec: Spec, hosts: list[str], algo: str | None) -> None:
         if p.returncode:
             err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
             raise MpilabError(f"congestion control {algo or 'default'} on {node}: {err}")
+
+
+# The default send buffer of a job's nodes under MPTCP (tcp_wmem's middle value).
+MPTCP_SNDBUF = 1 << 20
+WMEM = "net.ipv4.tcp_wmem"
+KERNEL_SNDBUF = 16384  # the kernel's tcp_wmem default of a new namespace
+
+
+def _wmem(spec: Spec, node: str) -> list[int]:
+    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-n", WMEM],
+                       capture_output=True, text=True, timeout=30)
+    try:
+        v = [int(x) for x in p.stdout.split()]
+    except ValueError:
+        v = []
+    if len(v) != 3:
+        raise MpilabError(f"{node}: {WMEM} unreadable ({p.stdout.strip() or p.stderr.strip()})")
+    return v
+
+
+def send_buffers(spec: Spec, hosts: list[str], mptcp: bool) -> None:
+    """The default TCP send buffer of the job's nodes: MPTCP_SNDBUF under MPTCP, the
+    kernel's (16 KiB) otherwise; never where the spec sets `wan.socket_buffer` (the user's
+    limit stands).
+    Why: an MPTCP connection's send buffer is the sum of its subflows' (the kernel syncs
+    it), and a subflow's grows only while it sends. A backup subflow never sent, so it keeps
+    the 16 KiB default; once a fault's migration closes the first subflow, whose buffer had
+    grown, the connection's buffer collapses to the backup's, and every message larger than
+    it waits an extra round trip for acknowledgements to free space, for the rest of the
+    connection's life (a 64 KiB ping-pong 2.44 -> 6.87 ms per round trip after a fault,
+    -1% with a 1 MiB default; docs/pathmig.md, 'A lasting cost after migration')."""
+    if spec.socket_buffer:
+        return
+    for node in hosts:
+        lo, mid, hi = _wmem(spec, node)
+        want = MPTCP_SNDBUF if mptcp else KERNEL_SNDBUF
+        if mid == want or (not mptcp and mid != MPTCP_SNDBUF):
+            continue  # as asked, or a value this module did not set
+        value = f"{lo} {want} {max(hi, want)}"
+        p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
+                            f"{WMEM}={value}"], capture_output=True, text=True, timeout=30)
+        if p.returncode:
+            err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
+            raise MpilabError(f"send buffer on {node}: {err}")

@@ -121,6 +121,41 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
     return cmd
 
 
+def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
+                          rails: list[int], mptcp: bool) -> list[str]:
+    """MPICH's Hydra (mpiexec.mpich) with the testbed's rsh agent: ranks round robin over the
+    hosts (as Open MPI's --map-by node), the control connections on the first rail
+    (-iface), and UCX's TCP transport on the job's rails (Debian's MPICH is ch4:ucx)."""
+    mpiexec = shutil.which("mpiexec.mpich")
+    if not mpiexec:
+        raise MpilabError("mpiexec.mpich not found (apt package mpich; run scripts/install-deps)")
+    devs = ",".join(f"r{r}" for r in rails)
+    cmd = [mpiexec, "-launcher", "rsh", "-launcher-exec", str(agent),
+           "-iface", f"r{rails[0]}",
+           "-hosts", ",".join(spec.addr(h, rails[0]) for h in hosts), "-np", str(np),
+           "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", devs]
+    if mptcp:
+        cmd = [_mptcpize(), "run", *cmd]
+    return cmd
+
+
+MPIS = ("auto", "openmpi", "mpich")
+
+
+def program_mpi_of(program: list[str]) -> str:
+    """The MPI a job's program is linked with ("openmpi" or "mpich"), from its ELF file;
+    Open MPI for a program that is not linked with an MPI (a script, `hostname`)."""
+    from mpilab.launch import program_mpi
+
+    exe = shutil.which(program[0]) if program else None
+    if not exe:
+        return "openmpi"
+    try:
+        return program_mpi(exe) or "openmpi"
+    except MpilabError:
+        return "openmpi"
+
+
 RANK_MEMORY = 32 << 20  # an Open MPI rank with its share of orted, measured ~20-30 MiB
 RANK_FDS = 4  # file descriptors orted keeps per local rank (stdio forwarding, pipes)
 
@@ -157,9 +192,11 @@ def max_ranks(nodes: int) -> tuple[int, str]:
 
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
-               pathmig: bool = False, congestion: str = "auto") -> list[str]:
-    """The command prefix that starts an MPI job inside the testbed: mpirun runs in the
-    first host's namespace with the testbed's hostfile, rsh agent and interface options.
+               pathmig: bool = False, congestion: str = "auto",
+               mpi: str = "openmpi") -> list[str]:
+    """The command prefix that starts an MPI job inside the testbed: mpirun (`mpi`
+    "openmpi") or mpiexec.mpich ("mpich") runs in the first host's namespace with the
+    testbed's hostfile or host list, rsh agent and interface options.
     Append the program and its arguments. Used by `testbed run` and by other commands'
     `--testbed` option. `congestion`: the TCP congestion control of the job's namespaces
     ("auto": cubic under MPTCP, the namespaces' default otherwise; "default"; a name);
@@ -187,12 +224,19 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     algo = (cc.MPTCP_DEFAULT if mptcp else None) if congestion == "auto" else (
         None if congestion == "default" else congestion)
     cc.apply(spec, chosen, algo)
+    cc.send_buffers(spec, chosen, mptcp)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
         setup_mptcp(spec, chosen, rails[0])
     agent = write_agent(spec, mptcp)
     hostfile = write_hostfile(spec, chosen, slots, rails[0])
     first = chosen[0]
     tmp = net.state_dir(spec.prefix) / "tmp" / first
+    if mpi == "mpich":
+        return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
+                "env", f"TMPDIR={tmp}",
+                *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp)]
+    if mpi != "openmpi":
+        raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
     return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
             "env", f"TMPDIR={tmp}",
             *mpirun_command(spec, chosen, np, agent, hostfile, rails, [], mptcp)]
@@ -201,8 +245,9 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
 def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
         stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False,
-        congestion: str = "auto") -> int:
-    """Run PROGRAM under mpirun started inside the first host's namespace, supervised by
+        congestion: str = "auto", mpi: str = "auto") -> int:
+    """Run PROGRAM under mpirun (or MPICH's mpiexec: `mpi` "mpich", or "auto" and the
+    program is linked with MPICH) started inside the first host's namespace, supervised by
     mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
     never unlimited; math.inf only when asked for); `fault_grace` None means
     jobctl.DEFAULT_FAULT_GRACE. Returns the exit status; 124 after the time limit, 125 when
@@ -213,7 +258,11 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     if not limit > 0:
         raise MpilabError(f"run: timeout {limit}: must be a positive number of seconds")
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
-    cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion) + list(program)
+    if mpi not in MPIS:
+        raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
+    if mpi == "auto":
+        mpi = program_mpi_of(program)
+    cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi) + list(program)
     tag = jobctl.new_tag(spec.prefix)
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
                               spec.rails, mptcp, grace, time.time())
