@@ -215,3 +215,49 @@ def test_delayline_refuses_a_missing_device() -> None:
     assert p.stderr.strip().splitlines() == [
         "mpilab-delayline: --dev nosuch0: no such device (create it first: ip tuntap add "
         "nosuch0 mode tun)"]
+
+
+def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> None:
+    """`testbed run --mpi mpich`: mpiexec.mpich with the testbed's rsh agent, ranks round
+    robin over the hosts' addresses on the job's first rail, Hydra's control connections
+    and UCX's TCP transport on the job's rails; under MPTCP wrapped by mptcpize."""
+    from mpilab.testbed import launch
+    if not shutil.which("mpiexec.mpich"):
+        pytest.skip("needs MPICH's mpiexec.mpich")
+    sp = _spec()
+    agent = tmp_path / "agent.sh"
+    cmd = launch.mpiexec_mpich_command(sp, ["s0n0", "s1n1"], 4, agent, [1, 0], mptcp=False)
+    assert Path(cmd[0]).name == "mpiexec.mpich"
+    i = cmd.index("-launcher-exec")
+    assert cmd[i - 1] == "rsh" and cmd[i + 1] == str(agent)
+    assert cmd[cmd.index("-iface") + 1] == "r1"
+    assert cmd[cmd.index("-hosts") + 1] == f"{sp.addr('s0n0', 1)},{sp.addr('s1n1', 1)}"
+    assert cmd[cmd.index("-np") + 1] == "4"
+    genv = [cmd[k + 1:k + 3] for k, a in enumerate(cmd) if a == "-genv"]
+    assert ["UCX_NET_DEVICES", "r1,r0"] in genv and ["UCX_TLS", "tcp,self,sm"] in genv
+    if shutil.which("mptcpize"):
+        m = launch.mpiexec_mpich_command(sp, ["s0n0"], 1, agent, [0], mptcp=True)
+        assert Path(m[0]).name == "mptcpize" and m[1] == "run" and m[2:] != []
+
+
+def test_job_mpi_follows_the_program() -> None:
+    """--mpi auto: the MPI the program is linked with; Open MPI for anything else."""
+    from mpilab.testbed import launch
+    assert launch.program_mpi_of(["sh", "-c", "true"]) == "openmpi"
+    assert launch.program_mpi_of(["/no/such/program"]) == "openmpi"
+    built = {"openmpi": REPO / "build" / "bin" / "mpilab-tb-pingpong",
+             "mpich": REPO / "build-mpich" / "bin" / "mpilab-tb-pingpong"}
+    seen = 0
+    for mpi, exe in built.items():
+        if exe.exists():
+            assert launch.program_mpi_of([str(exe), "--count", "1"]) == mpi
+            seen += 1
+    if not seen:
+        pytest.skip("no mpilab-tb-pingpong built")
+
+
+def test_run_refuses_an_unknown_mpi() -> None:
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "run", "--mpi", "lam",
+                        "--", "true"], capture_output=True, text=True, cwd=REPO,
+                       env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    assert p.returncode == 2 and "--mpi" in p.stderr and "Traceback" not in p.stderr

@@ -127,10 +127,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from mpilab.pathmig.cli import run_job
         return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
                        timeout=timeout, rails=rails, fault_grace=grace,
-                       congestion=args.congestion)
+                       congestion=args.congestion, mpi=args.mpi)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
                       timeout=timeout, rails=rails, fault_grace=grace,
-                      congestion=args.congestion)
+                      congestion=args.congestion, mpi=args.mpi)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -213,6 +213,9 @@ def register(subparsers: Any) -> None:
                    help="TCP congestion control of the job's nodes: auto (cubic under "
                         "--mptcp/--pathmig, BBR paces MPTCP subflows too slowly; else the "
                         "namespaces' default), default, or a name such as cubic or bbr")
+    p.add_argument("--mpi", choices=launch.MPIS, default="auto",
+                   help="the launcher: Open MPI's mpirun or MPICH's mpiexec (default auto: "
+                        "the MPI the program is linked with, else Open MPI)")
     p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
