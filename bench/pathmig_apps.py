@@ -373,8 +373,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                    str(a.coll_reps), "--no-fit", "--quiet",
                    # 4 node namespaces share 2 CPUs: auto placement would turn off Open
                    # MPI's yield before MPI_Init and leave the ranks spinning
-                   "--placement", "keep", "--out",
-                   str(Path(a.work) / "coll.json")]
+                   "--placement", "keep", "--out", "COLL_OUT"]
     reference = prev.get("reference")
     ref_s = a.ref_s or float(prev.get("ref_s", 10.0))  # type: ignore[arg-type]
     t_start = time.monotonic()
@@ -412,7 +411,10 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             dl0 = proc_cpu(dl_pid)
             t0 = time.monotonic()
             t_launch = time.time()
-            proc = mpilab(*args, "--", *program, env=run_env)
+            # every collectives run keeps its results (per-repetition samples) in --work
+            prog = [str(Path(a.work) / f"coll-{rep}-{cfg}.json") if x == "COLL_OUT" else x
+                    for x in program]
+            proc = mpilab(*args, "--", *prog, env=run_env)
             fault: dict[str, object] = {}
             if cfg.endswith("+fault"):
                 delay = rng.uniform(0.1, 0.6) * ref_s
