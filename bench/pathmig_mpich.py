@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Does an MPICH job run over the testbed's rails under MPTCP, with the path migration
 agents, and survive a fault? MPICH (Debian's 4.0.2, ch4:ucx, UCX's TCP transport) is
-started with mpiexec.mpich through the testbed's rsh agent, its sockets turned into MPTCP
+started with mpiexec.mpich through the testbed's rsh agent (UCX over TCP only: with shared
+memory UCX joins the namespaces' ranks through /dev/shm), its sockets turned into MPTCP
 by mptcpize, exactly as `testbed run --mptcp/--pathmig` does for Open MPI. The program is
 a small data-checked ping-pong between two ranks compiled with mpicc.mpich; it prints
 "pingpong ok" before MPI_Finalize and "finalized" after it, so a hang in MPI_Finalize (a
@@ -92,12 +93,12 @@ def run(sp: Spec, exe: Path, mode: str, iters: int, limit: float, work: Path
     elif mode.startswith("pathmig"):
         agents.start(sp, hosts=hosts)
     agent = launch.write_agent(sp, mptcp)
-    cmd = ["ip", "netns", "exec", sp.ns("s0n0"), "env", "UCX_TLS=tcp,self,sm",
+    cmd = ["ip", "netns", "exec", sp.ns("s0n0"), "env", "UCX_TLS=tcp,self",
            "UCX_NET_DEVICES=r0", "HYDRA_LAUNCHER_EXEC=" + str(agent),
            *(["mptcpize", "run"] if mptcp else []),
            "mpiexec.mpich", "-launcher", "rsh", "-launcher-exec", str(agent),
            "-hosts", ",".join(sp.addr(h, 0) for h in hosts), "-np", "2",
-           "-ppn", "1", "-genv", "UCX_TLS", "tcp,self,sm", "-genv", "UCX_NET_DEVICES", "r0",
+           "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", "r0",
            str(exe), str(iters), "65536"]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
