@@ -128,7 +128,9 @@ def launch_interval(medians: list[float], halves: list[float | None],
     info = {"sd_s": secs(sd), "between_half_s": secs(between), "within_half_s": secs(within)}
     if not parts or m <= 0:
         return m, math.nan, math.nan, info
-    half = max(parts)
+    # a half width beyond exp's range (a launch median next to zero with a wide interval of
+    # its own) means no bound at all: capped so the interval is huge, never an error
+    half = min(max(parts), 700.0)
     lo, hi = m * math.exp(-half), m * math.exp(half)
     osi = os_interval(medians, cl) if n >= 6 else None
     if osi is not None:

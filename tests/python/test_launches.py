@@ -258,3 +258,10 @@ def test_bench_launches_real_runner(run_cli: Callable[..., Any], tmp_path: Path)
     for k in (1, 2):
         one = results.load(tmp_path / f"l.launch{k}.json")
         assert one.raw.get("models") is not None  # the per-launch files keep their fits
+
+
+def test_launch_interval_beyond_exp_range_is_huge_not_an_error() -> None:
+    """A launch median next to zero with a wide interval of its own (seen under two CPU
+    hogs: an OverflowError in math.exp) gives an unbounded-looking interval, not a crash."""
+    m, lo, hi, _ = launches.launch_interval([1e-6, 1e-6], [2e-3, 2e-3], 0.95)
+    assert 0 <= lo <= m <= hi and hi > 1e200

@@ -220,7 +220,8 @@ def test_delayline_refuses_a_missing_device() -> None:
 def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> None:
     """`testbed run --mpi mpich`: mpiexec.mpich with the testbed's rsh agent, ranks round
     robin over the hosts' addresses on the job's first rail, Hydra's control connections
-    and UCX's TCP transport on the job's rails; under MPTCP wrapped by mptcpize."""
+    and UCX's TCP transport on the job's rails (no shared memory: the namespaces share
+    /dev/shm); under MPTCP wrapped by mptcpize."""
     from mpilab.testbed import launch
     if not shutil.which("mpiexec.mpich"):
         pytest.skip("needs MPICH's mpiexec.mpich")
@@ -234,7 +235,7 @@ def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> No
     assert cmd[cmd.index("-hosts") + 1] == f"{sp.addr('s0n0', 1)},{sp.addr('s1n1', 1)}"
     assert cmd[cmd.index("-np") + 1] == "4"
     genv = [cmd[k + 1:k + 3] for k, a in enumerate(cmd) if a == "-genv"]
-    assert ["UCX_NET_DEVICES", "r1,r0"] in genv and ["UCX_TLS", "tcp,self,sm"] in genv
+    assert ["UCX_NET_DEVICES", "r1,r0"] in genv and ["UCX_TLS", "tcp,self"] in genv
     if shutil.which("mptcpize"):
         m = launch.mpiexec_mpich_command(sp, ["s0n0"], 1, agent, [0], mptcp=True)
         assert Path(m[0]).name == "mptcpize" and m[1] == "run" and m[2:] != []
