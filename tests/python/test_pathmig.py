@@ -211,7 +211,7 @@ def _both_sides_migrated(sp: Spec, fault_t: float, nconn: int,
                   and e["action"] == "destroy" and e["subflow"]["rail"] == 0}  # type: ignore
         assert len(migr) == nconn and closed == migr, (node, mine)
     bad = [e for e in evs if e["event"] == "action" and not e["ok"]]
-    assert not bad, bad
+    assert not bad, [(e["node"], e["action"], e["subflow"], e.get("error")) for e in bad]
 
 
 def test_probing_one_prober_per_pair_and_idle_alternates_slow(
