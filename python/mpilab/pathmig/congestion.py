@@ -22,11 +22,26 @@ from mpilab.testbed.spec import Spec
 MPTCP_DEFAULT = "cubic"
 
 
+def _sysctl(spec: Spec, node: str, key: str, value: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """Read (`value` None) or write one sysctl inside a node's namespace."""
+    args = ["-n", key] if value is None else ["-qw", f"{key}={value}"]
+    return subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def _err(p: subprocess.CompletedProcess[str]) -> str:
+    return next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
+
+
+def _sysctl_set(spec: Spec, node: str, key: str, value: str, what: str) -> None:
+    p = _sysctl(spec, node, key, value)
+    if p.returncode:
+        raise MpilabError(f"{what} on {node}: {_err(p)}")
+
+
 def available(spec: Spec, node: str) -> list[str]:
-    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-n",
-                        "net.ipv4.tcp_available_congestion_control"],
-                       capture_output=True, text=True, timeout=30)
-    return p.stdout.split()
+    return _sysctl(spec, node, "net.ipv4.tcp_available_congestion_control").stdout.split()
 
 
 def _routes(ns: str) -> list[dict[str, object]]:
@@ -97,9 +112,7 @@ def host_default() -> str:
 
 def ns_default(spec: Spec, node: str) -> str:
     """A node namespace's default congestion control (its sysctl)."""
-    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-n", SYSCTL],
-                       capture_output=True, text=True, timeout=30)
-    return p.stdout.strip()
+    return _sysctl(spec, node, SYSCTL).stdout.strip()
 
 
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
@@ -112,11 +125,7 @@ def _set_ns_default(spec: Spec, node: str, algo: str) -> None:
     restored at once (the namespace keeps its default; the host ends as it was)."""
     if ns_default(spec, node) == algo:
         return
-
-    def write() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
-                               f"{SYSCTL}={algo}"], capture_output=True, text=True, timeout=30)
-    p = write()
+    p = _sysctl(spec, node, SYSCTL, algo)
     if p.returncode and "not permitted" in p.stderr:
         try:
             with open(ALLOWED) as f:
@@ -127,7 +136,7 @@ def _set_ns_default(spec: Spec, node: str, algo: str) -> None:
             try:
                 with open(ALLOWED, "w") as f:
                     f.write(f"{allowed} {algo}")
-                p = write()
+                p = _sysctl(spec, node, SYSCTL, algo)
             except OSError:
                 pass
             finally:
@@ -138,8 +147,7 @@ def _set_ns_default(spec: Spec, node: str, algo: str) -> None:
                     raise MpilabError(f"congestion control {algo}: could not restore "
                                       f"{ALLOWED} to '{allowed}': {e.strerror}") from None
     if p.returncode:
-        err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
-        raise MpilabError(f"congestion control {algo} on {node}: {err}")
+        raise MpilabError(f"congestion control {algo} on {node}: {_err(p)}")
 
 
 def apply(spec: Spec, hosts: list[str], algo: str | None) -> None:
@@ -166,8 +174,7 @@ def apply(spec: Spec, hosts: list[str], algo: str | None) -> None:
         p = subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n",
                            capture_output=True, text=True, timeout=60)
         if p.returncode:
-            err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
-            raise MpilabError(f"congestion control {algo or 'default'} on {node}: {err}")
+            raise MpilabError(f"congestion control {algo or 'default'} on {node}: {_err(p)}")
 
 
 # The default send buffer of a job's nodes under MPTCP (tcp_wmem's middle value).
@@ -177,8 +184,7 @@ KERNEL_SNDBUF = 16384  # the kernel's tcp_wmem default of a new namespace
 
 
 def _wmem(spec: Spec, node: str) -> list[int]:
-    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-n", WMEM],
-                       capture_output=True, text=True, timeout=30)
+    p = _sysctl(spec, node, WMEM)
     try:
         v = [int(x) for x in p.stdout.split()]
     except ValueError:
@@ -206,9 +212,4 @@ def send_buffers(spec: Spec, hosts: list[str], mptcp: bool) -> None:
         want = MPTCP_SNDBUF if mptcp else KERNEL_SNDBUF
         if mid == want or (not mptcp and mid != MPTCP_SNDBUF):
             continue  # as asked, or a value this module did not set
-        value = f"{lo} {want} {max(hi, want)}"
-        p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
-                            f"{WMEM}={value}"], capture_output=True, text=True, timeout=30)
-        if p.returncode:
-            err = next((ln for ln in p.stderr.splitlines() if ln.strip()), "failed")
-            raise MpilabError(f"send buffer on {node}: {err}")
+        _sysctl_set(spec, node, WMEM, f"{lo} {want} {max(hi, want)}", "send buffer")

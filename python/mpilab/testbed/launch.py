@@ -258,8 +258,6 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     if not limit > 0:
         raise MpilabError(f"run: timeout {limit}: must be a positive number of seconds")
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
-    if mpi not in MPIS:
-        raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
     if mpi == "auto":
         mpi = program_mpi_of(program)
     cmd = job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi) + list(program)
