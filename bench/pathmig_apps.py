@@ -82,7 +82,7 @@ def digest(files: list[Path]) -> str:
     return h.hexdigest()
 
 
-CONFIGS = ("tcp", "agent", "agent+fault", "old", "old+fault")
+CONFIGS = ("tcp", "mptcp", "agent", "agent+fault", "old", "old+fault")
 
 
 def agent_wrapper(d: Path, exe: str) -> Path:
@@ -402,6 +402,8 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             events_file = Path(a.work) / f"ev-{rep}-{cfg}"
             if cfg == "tcp":
                 args += ["--congestion", a.tcp_congestion]
+            elif cfg == "mptcp":  # MPTCP with the kernel's path manager, no agent
+                args += ["--mptcp"]
             else:
                 args += ["--pathmig", "--pathmig-events", str(events_file)]
                 run_env["MPILAB_BIN"] = str(bins["old" if cfg.startswith("old") else "new"])
@@ -448,7 +450,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             if cfg.endswith("+fault"):
                 th.join()
             cost: dict[str, object] = {}
-            if cfg != "tcp":
+            if cfg not in ("tcp", "mptcp"):
                 rows = read_cpu(cpu_dir, a.np)
                 cost = {"agents": len(rows), "agent_cpu_s": sum(r[1] + r[2] for r in rows),
                         "agent_wakeups": sum(r[3] for r in rows),

@@ -42,7 +42,7 @@ def around_max(max_at: object, applied: list[dict[str, object]],
         return isinstance(e.get("time"), (int, float)) and \
             t - window <= float(e["time"]) <= t + 0.05  # type: ignore[arg-type]
     keep = ("node", "event", "target", "mode", "peer", "rail", "up", "cause", "token", "from",
-            "to", "kind", "ok", "error")
+            "to", "kind", "ok", "error", "moot")
     out = []
     for e in [x for x in applied if near(x)] + [
             x for x in evs if near(x) and (x.get("event") in ("path", "state", "link")
@@ -111,8 +111,8 @@ def main() -> int:
                    "iterations": r.summary.get("iterations"), "faults_applied": nfail,
                    "migrations": sum(1 for e in evs if e["event"] == "state"
                                      and e["from"] == "ARMED" and e["to"] == "MIGRATED"),
-                   "failed_actions": sum(1 for e in evs if e["event"] == "action"
-                                         and not e["ok"]),
+                   "failed_actions": agents.failed_actions(evs)[0],
+                   "moot_actions": agents.failed_actions(evs)[1],
                    "max_rtt": r.summary.get("max_rtt"), "stderr": r.stderr.strip()[-300:]}
             rec.update(around_max(r.summary.get("max_rtt_at"), applied, evs, a.window))
             runs.append(rec)

@@ -67,7 +67,9 @@ typedef enum {
     MPILAB_PM_EV_ARM,             /* user: load an alternate */
     MPILAB_PM_EV_MIGRATE,         /* user: move to the alternate */
     MPILAB_PM_EV_LOAD_FAILED,     /* creating the alternate subflow failed */
-    MPILAB_PM_EV_TICK             /* periodic re-evaluation */
+    MPILAB_PM_EV_TICK,            /* periodic re-evaluation */
+    MPILAB_PM_EV_LOAD_NOT_READY   /* the kernel refused the alternate because the connection
+                                     is not fully established yet (ENOTCONN): retried soon */
 } mpilab_pm_event_kind;
 
 typedef struct {

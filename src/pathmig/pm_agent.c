@@ -121,6 +121,7 @@ typedef struct {
     FILE *log;
     int stop;
     uint64_t actions_failed;
+    uint64_t actions_moot; /* the connection was gone or not yet ready */
     stats_t st;
     double next_probe; /* earliest probe or verdict due (0: at once) */
     double started;
@@ -1022,20 +1023,33 @@ static void batch_run(agent_t *ag, batch_t *b, double now)
                               "subflow", sub, "ok", m->rc == 0);
         if (m->kind == PM_NL_SET_BACKUP)
             json_object_set_new(o, "backup", json_integer(m->backup));
+        /* moot, not failed: the kernel no longer knows the connection (it closed before
+         * the action reached it), or a join came before the connection was fully
+         * established (ENOTCONN; retried within LOAD_SOON_S) */
+        int gone = m->rc != 0 && strstr(m->err, "invalid token") != NULL;
+        int not_ready = m->rc == -ENOTCONN && m->kind == PM_NL_CREATE;
         if (m->rc != 0) {
             json_object_set_new(o, "error", json_string(m->err));
-            ag->actions_failed++;
+            if (gone || not_ready) {
+                json_object_set_new(o, "moot", json_string(gone ? "connection gone"
+                                                                 : "connection not ready"));
+                ag->actions_moot++;
+            } else {
+                ag->actions_failed++;
+            }
         }
         log_obj(ag, "action", o);
         if (m->rc == 0 || c->state == MPILAB_PM_CLOSED)
             continue;
-        if (strstr(m->err, "invalid token")) {
+        if (gone) {
             /* the kernel no longer knows the connection (closed, or fell back to TCP,
              * without an event we saw): forget it at the next tick */
             log_transition(ag, c, c->state, MPILAB_PM_CLOSED, "unknown to the kernel");
             c->state = MPILAB_PM_CLOSED;
         } else if (m->kind == PM_NL_CREATE) {
-            mpilab_pm_event ev = {.kind = MPILAB_PM_EV_LOAD_FAILED, .now = now};
+            mpilab_pm_event ev = {.kind = not_ready ? MPILAB_PM_EV_LOAD_NOT_READY
+                                                    : MPILAB_PM_EV_LOAD_FAILED,
+                                  .now = now};
             mpilab_pm_result r2;
             mpilab_pm_step(&ag->ctx, c, &ev, &r2);
             ag->used_dirty = 1;
@@ -1260,10 +1274,11 @@ static json_t *status_json(agent_t *ag)
             c->managed ? mpilab_pm_state_name(c->state) : "UNMANAGED", "server_side",
             c->server_side, "established", c->established, "subflows", subs));
     }
-    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:I,s:o}", "node", ag->node_name, "auto_migrate",
-                     ag->ctx.auto_migrate, "auto_rearm", ag->ctx.auto_rearm, "paths", paths,
-                     "connections", conns, "actions_failed", (json_int_t)ag->actions_failed,
-                     "stats", stats_json(ag));
+    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:I,s:I,s:o}", "node", ag->node_name,
+                     "auto_migrate", ag->ctx.auto_migrate, "auto_rearm", ag->ctx.auto_rearm,
+                     "paths", paths, "connections", conns, "actions_failed",
+                     (json_int_t)ag->actions_failed, "actions_moot",
+                     (json_int_t)ag->actions_moot, "stats", stats_json(ag));
 }
 
 static json_t *request(agent_t *ag, mpilab_pm_event_kind kind, const char *target)

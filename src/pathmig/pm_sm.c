@@ -10,6 +10,10 @@
 #define LOAD_TIMEOUT_S 3.0
 /* pause between automatic load attempts after one failed */
 #define LOAD_RETRY_S 1.0
+/* ...and after the kernel answered ENOTCONN: an MPTCP connection takes joins only once it
+ * is fully established (the first data acknowledged at the MPTCP level), which follows the
+ * ESTABLISHED event by a round trip or two when the application sends at once */
+#define LOAD_SOON_S 0.05
 
 const char *mpilab_pm_state_name(mpilab_pm_state s)
 {
@@ -212,6 +216,10 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     case MPILAB_PM_EV_LOAD_FAILED:
         c->loading_rail = -1;
         c->next_load = ev->now + LOAD_RETRY_S;
+        break;
+    case MPILAB_PM_EV_LOAD_NOT_READY:
+        c->loading_rail = -1;
+        c->next_load = ev->now + LOAD_SOON_S;
         break;
     default:
         break;

@@ -193,6 +193,14 @@ static void test_load_failure(void)
     CHECK(c.state == MPILAB_PM_MIGRATED);
     step(&c, MPILAB_PM_EV_TICK, none, 2.8);
     CHECK(c.state == MPILAB_PM_REARM && has_action(MPILAB_PM_ACT_CREATE, 1, 1));
+    /* a join before the connection is fully established (ENOTCONN): retried within
+     * 50 ms, not after the second of a real failure */
+    step(&c, MPILAB_PM_EV_LOAD_NOT_READY, none, 2.81);
+    CHECK(c.state == MPILAB_PM_MIGRATED);
+    step(&c, MPILAB_PM_EV_TICK, none, 2.84);
+    CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    step(&c, MPILAB_PM_EV_TICK, none, 2.87);
+    CHECK(c.state == MPILAB_PM_REARM && has_action(MPILAB_PM_ACT_CREATE, 1, 1));
     /* a join that never completes is given up after a while */
     step(&c, MPILAB_PM_EV_TICK, none, 10.0);
     CHECK(c.state == MPILAB_PM_MIGRATED);
@@ -538,7 +546,9 @@ static int replay(const char *path)
             }
         } else if (!strcmp(ev, "action") && json_is_false(json_object_get(e, "ok")) && c &&
                    !strcmp(json_string_value(json_object_get(e, "action")), "create")) {
-            pe.kind = MPILAB_PM_EV_LOAD_FAILED;
+            const char *moot = json_string_value(json_object_get(e, "moot"));
+            pe.kind = moot && !strcmp(moot, "connection not ready") ? MPILAB_PM_EV_LOAD_NOT_READY
+                                                                    : MPILAB_PM_EV_LOAD_FAILED;
         }
         json_decref(e);
         if (!pe.kind)

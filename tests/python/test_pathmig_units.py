@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mpilab.errors import MpilabError
 from mpilab.pathmig import congestion
+from mpilab.pathmig.agents import failed_actions
 from mpilab.pathmig.cli import format_status
 from mpilab.pathmig.inject import make_plan
 
@@ -58,3 +59,14 @@ def test_congestion_route_rewrite() -> None:
     assert congestion._route_line(link, "cubic") == (
         "route replace 10.77.0.0/24 dev r0 proto kernel scope link src 10.77.0.2 "
         "congctl cubic")
+
+
+def test_failed_actions_leave_out_moot_ones() -> None:
+    evs = [{"event": "action", "ok": True},
+           {"event": "action", "ok": False, "error": "set flags error"},
+           {"event": "action", "ok": False, "error": "invalid token", "moot": "connection gone"},
+           {"event": "action", "ok": False, "error": "connect error: -107",
+            "moot": "connection not ready"},
+           {"event": "state", "ok": False}]
+    assert failed_actions(evs) == (1, 2)
+    assert failed_actions([]) == (0, 0)

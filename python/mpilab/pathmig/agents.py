@@ -170,3 +170,12 @@ def collect(spec: Spec, dest: str | os.PathLike[str]) -> int:
 def clear_logs(spec: Spec) -> None:
     for p in agent_dir(spec).glob("*.jsonl"):
         p.unlink()
+
+
+def failed_actions(evs: list[dict[str, Any]]) -> tuple[int, int]:
+    """(failed, moot) agent actions in an event log. Moot: the kernel refused the action
+    because the connection was already gone, or a join came before the connection was
+    fully established (the agent retries it within 50 ms); nothing was lost by either."""
+    bad = [e for e in evs if e.get("event") == "action" and not e.get("ok")]
+    moot = sum(1 for e in bad if e.get("moot"))
+    return len(bad) - moot, moot

@@ -136,9 +136,10 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
         states = [e for e in evs if e["event"] == "state"]
         migr = sum(1 for e in states if e["from"] == "ARMED" and e["to"] == "MIGRATED")
         armed = sum(1 for e in states if e["to"] == "ARMED")
-        failed = sum(1 for e in evs if e["event"] == "action" and not e.get("ok"))
+        failed, moot = agents.failed_actions(evs)
+        also = f" ({moot} moot: connection gone or not ready)" if moot else ""
         sys.stderr.write(f"pathmig: {armed} arm(s), {migr} migration(s), {failed} failed "
-                         f"action(s); events in {dest}\n")
+                         f"action(s){also}; events in {dest}\n")
     return rc
 
 
