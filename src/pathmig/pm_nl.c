@@ -567,6 +567,7 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
         t.bytes_received = ti.tcpi_bytes_received;
         t.last_ack_recv_ms = ti.tcpi_last_ack_recv;
         t.last_data_recv_ms = ti.tcpi_last_data_recv;
+        t.unacked = ti.tcpi_unacked;
         have = 1;
     }
     if (have) {

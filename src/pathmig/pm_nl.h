@@ -88,6 +88,7 @@ typedef struct {
     uint64_t cookie;       /* the kernel's socket cookie: the same socket in every dump */
     uint64_t bytes_acked, bytes_received;
     uint32_t last_ack_recv_ms, last_data_recv_ms;
+    uint32_t unacked; /* segments sent and not yet acknowledged */
 } pm_nl_tcp;
 
 typedef struct {
