@@ -716,7 +716,7 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
     tcp_seen_t *cur = &ag->seen_next[ag->nseen_next++];
     cur->cookie = t->cookie;
     cur->s = (mpilab_pm_tcp_sample){t->bytes_acked, t->bytes_received, t->last_ack_recv_ms,
-                                    t->last_data_recv_ms, t->unacked};
+                                    t->last_data_recv_ms, t->unacked, t->notsent};
     const tcp_seen_t *prev = ag->nseen ? bsearch(cur, ag->seen, ag->nseen, sizeof(*cur),
                                                  seen_cmp)
                                        : NULL;

@@ -309,7 +309,7 @@ static void test_deferred_replies(void)
 /* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
 static void test_tcp_proof(void)
 {
-    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0}, b = a;
+    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
     /* a subflow not seen in the previous dump: no baseline, no proof */
     CHECK(mpilab_pm_tcp_proof(NULL, &a, 1.000, 1.010, 0) == 0);
     /* nothing new acknowledged: no proof, however recent the last ACK (a duplicate ACK,
@@ -343,11 +343,19 @@ static void test_tcp_proof(void)
  * is unsettled and unproven, and its silence counts from the last settled dump */
 static void test_tcp_settled(void)
 {
-    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0}, b = a;
+    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
     CHECK(!mpilab_pm_tcp_settled(NULL, &a, 0)); /* no baseline */
     CHECK(mpilab_pm_tcp_settled(&a, &b, 0) && mpilab_pm_tcp_settled(&a, &b, 1));
     b.unacked = 2; /* our data in flight: at stake */
     CHECK(!mpilab_pm_tcp_settled(&a, &b, 0) && !mpilab_pm_tcp_settled(&a, &b, 1));
+    /* queued and not sent (a packet dropped on its way out never counts as sent, so
+       unacked stays 0): at stake as well; and unknown (an old kernel) is not settled */
+    b.unacked = 0;
+    b.notsent = 1024;
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0) && !mpilab_pm_tcp_settled(&a, &b, 1));
+    b.notsent = UINT32_MAX;
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0));
+    b.notsent = 0;
     /* sent and acknowledged between the dumps: nothing outstanding now */
     b.unacked = 0;
     b.bytes_acked += 4096;
@@ -362,7 +370,7 @@ static void test_tcp_settled(void)
        send as on a path probed all along (the silence counts from the last settled dump) */
     const double iv = 0.010, limit = 0.050;
     double now = 20.0, last_sent = 0, proof = 0;
-    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0}, cur = prev;
+    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
     int probes = 0;
     for (int k = 0; k < 100; k++) {
         now += iv;
@@ -405,7 +413,7 @@ static void test_passive_schedule(void)
 {
     const double iv = 0.010, limit = 0.050;
     double now = 10.0, prev_at = now, last_sent = 0, proof = 0;
-    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0}, cur = prev;
+    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
     int probes = 0, dumps = 0;
     /* 2 s of steady traffic: an ACK of new data about every 3 ms */
     for (int k = 0; k < 200; k++) {
