@@ -463,7 +463,8 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                     stops = []
                 for k in ("probes_sent", "replies_sent", "messages_received", "wakeups",
                           "passive_proofs", "probes_skipped", "diag_dumps",
-                          "replies_received", "replies_deferred", "replies_urgent"):
+                          "replies_received", "replies_deferred", "replies_urgent",
+                          "paths_settled"):
                     v = [e[k] for e in stops if k in e]
                     if v:
                         cost["logged_" + k] = sum(v)

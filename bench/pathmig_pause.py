@@ -78,15 +78,21 @@ def configure(sp: Spec, cfg: str) -> None:
 
 
 def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
-        iters: int = 1200) -> dict[str, object]:
+        iters: int = 1200, idle: float = 0.0, client: str = "s0n0") -> dict[str, object]:
     configure(sp, cfg)
     steps = []
+    server = "s1n0" if client == "s0n0" else "s0n0"
     if mode:
         if cfg.startswith("agent"):
             steps.append(Step(350, "call", fn=lambda: wait_armed(sp)))
-        steps.append(Step(400, "fail", "s0n0:0", mode))
-    r = ppm.run(sp, "s0n0", "s1n0", work / "pp", nbytes=nbytes, iters=iters, steps=steps,
-                tcp=cfg.startswith("tcp"), timeout=600)
+        if idle:  # the client waits `idle` s at round trip 400; the fault comes 1 s in
+            steps.append(Step(400, "call", fn=lambda: (time.sleep(1.0),
+                                                        faults.fail(sp, f"{client}:0", mode))))
+        else:
+            steps.append(Step(400, "fail", f"{client}:0", mode))
+    r = ppm.run(sp, client, server, work / "pp", nbytes=nbytes, iters=iters, steps=steps,
+                tcp=cfg.startswith("tcp"), timeout=600,
+                idle=(400, idle) if idle and mode else None)
     faults.heal(sp, None)
     rec: dict[str, object] = {"config": cfg, "bytes": nbytes, "fault": mode, "rc": r.rc,
                               "verified": r.summary.get("verified", False),
@@ -100,7 +106,7 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
         rec["evidence"] = str(keep)
     if mode and r.rtts:
         st = steps[-1]
-        rec["pause"] = r.pause(st)
+        rec["pause"] = r.pause(st, 3.0 + idle)  # with --idle: the first round trips after it
         rec["base"] = statistics.median(r.baseline(st.t0))
         if cfg.startswith("agent") and rec["pause"] > (0.05 if mode == "down" else 0.1):
             # over the target: keep the agents' view of it (and the fault's time)
@@ -141,8 +147,17 @@ def main() -> int:
                     help="start no new repetition after this many seconds (0: no limit)")
     ap.add_argument("--agent-args", default="",
                     help="extra arguments of the agents, e.g. '--probe-interval 20'")
+    ap.add_argument("--idle", type=float, default=0.0,
+                    help="fault runs: the client idles this many seconds at round trip 400 "
+                         "and the fault comes 1 s into it (a path that carried nothing when "
+                         "it failed); 0: the fault hits the running ping-pong")
+    ap.add_argument("--client", default="s0n0", choices=("s0n0", "s1n0"),
+                    help="the ping-pong's client, whose rail 0 fails (s0n0 decides for the "
+                         "pair, s1n0 follows)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.idle and a.idle <= 1.0:
+        sys.exit("--idle: more than 1 s (the fault comes 1 s into the idle time)")
     AGENT_ARGS[:] = a.agent_args.split()
     work = Path(a.work)
     sp = testbed(a.prefix, work)
@@ -159,7 +174,8 @@ def main() -> int:
             for nbytes in ([] if a.no_faults else sizes):
                 for mode in a.modes.split(","):
                     for cfg in a.configs.split(","):
-                        rec = one(sp, cfg, nbytes, mode, work, a.fault_iters) | {"rep": rep}
+                        rec = one(sp, cfg, nbytes, mode, work, a.fault_iters, a.idle,
+                                  a.client) | {"rep": rep}
                         runs.append(rec)
                         print(json.dumps(rec), flush=True)
             for nbytes in ([] if a.no_overhead else osizes):  # no fault: the cost
@@ -198,7 +214,8 @@ def main() -> int:
                     "median_of_medians_us": round(med * 1e6, 1),  # type: ignore[operator]
                     # both directions carry the message once per round trip
                     "bandwidth_MBps": round(2 * nbytes / med / 1e6, 1)}  # type: ignore
-    doc = {"reps": a.reps, "agent_args": a.agent_args, "runs": runs, "summary": summary}
+    doc = {"reps": a.reps, "agent_args": a.agent_args, "idle": a.idle, "client": a.client,
+           "runs": runs, "summary": summary}
     Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(a.out + ".tmp", a.out)
     print(json.dumps(summary, indent=1))

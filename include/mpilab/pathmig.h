@@ -131,6 +131,9 @@ typedef struct {
     uint64_t bytes_received;    /* tcpi_bytes_received: the peer's bytes we received */
     uint32_t last_ack_recv_ms;  /* tcpi_last_ack_recv: ms since the last ACK arrived */
     uint32_t last_data_recv_ms; /* tcpi_last_data_recv: ms since the last data arrived */
+    uint32_t unacked;           /* tcpi_unacked: our segments sent and not yet acknowledged */
+    uint32_t notsent;           /* tcpi_notsent_bytes: queued, not yet sent (UINT32_MAX:
+                                   unknown) */
 } mpilab_pm_tcp_sample;
 
 /* Passive liveness of a path from one subflow on it, sampled at `prev_at` (`prev`, NULL if
@@ -147,6 +150,22 @@ typedef struct {
  * and its last_ack_recv only grows, so stale values never keep it alive. */
 double mpilab_pm_tcp_proof(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_sample *cur,
                            double prev_at, double now, int accept_received);
+
+/* Whether one subflow had nothing at stake at the second of two samples (`prev` at the
+ * previous dump, NULL if the subflow was not seen then; `cur` now): none of our data is
+ * unacknowledged (unacked = 0) and, unless `accept_received` (the follower, for which new
+ * data is a proof anyway), no data of the peer's arrived since the previous sample (the
+ * peer is not sending to us, so a drop towards us would stall nothing of ours either).
+ * Data queued and not yet sent (notsent > 0) is at stake too: a packet dropped on the
+ * way out of this host (a local firewall rule, as the testbed's silent-drop fault) never
+ * counts as sent, so unacked alone would stay 0 while the data waits.
+ * A path whose every primary subflow is settled needs no probe to stay in use: if it
+ * failed silently now, nothing would be waiting on it; the moment data is sent the sample
+ * is unsettled and unproven, and the path's silence counts from the last settled sample,
+ * as it counts from the last reply on a probed path. Returns 1 or 0; a subflow without a
+ * previous sample is not settled (no baseline). */
+int mpilab_pm_tcp_settled(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_sample *cur,
+                          int accept_received);
 
 /* Whether a path silent since `since` (its last message, or when fast probing began) is
  * dead at `now`: silent for more than `limit` while another path to the same peer was

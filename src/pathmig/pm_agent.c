@@ -54,6 +54,8 @@ typedef struct {
     double last_proof;   /* passive: the path's TCP subflows last showed it working */
     double last_skip;    /* a probe last left out for a passive proof */
     uint64_t proof_dump; /* the dump that last proved the path (counted once per dump) */
+    uint64_t settle_dump; /* the dump that last listed a subflow of the path... */
+    int unsettled;        /* ...and how many of them had something at stake then */
     uint32_t seq;
     int suspect;         /* silent past its limit, a verdict waiting for another rail */
 } probe_t;
@@ -77,6 +79,7 @@ typedef struct {
     uint64_t diag_dumps, diag_sockets, diag_errors;
     uint64_t neigh_renewed; /* unresolved neighbours forgotten when a link came back */
     uint64_t proofs_rail[MPILAB_PM_MAX_RAILS], skipped_rail[MPILAB_PM_MAX_RAILS];
+    uint64_t settled_rail[MPILAB_PM_MAX_RAILS]; /* dumps that found a path settled */
 } stats_t;
 
 /* one TCP socket on one of our paths, as the last sock_diag dump showed it */
@@ -652,8 +655,13 @@ static void path_schedule(agent_t *ag, int p, int r, sched_t *d)
                                        pr->last_reply, 0, d->iv);
     d->since = path_since(pr);
     d->verdict = pr->alive ? d->since + d->limit : NEVER;
-    d->confirm = dec && ag->conns_to[p] > 0 && d->used && pr->alive
-                     ? d->since + CONFIRM_AFTER * ag->interval
+    /* the follower confirms too: a settled path (settle_paths) is not probed by the
+     * decider, so when the follower's own data stalls on it the follower alone notices,
+     * and its verdict needs a fresh answer on another rail. It waits half a period past
+     * its own first probe, which its dumps of a settled path always precede */
+    d->confirm = ag->conns_to[p] > 0 && d->used && pr->alive
+                     ? d->since + (dec ? CONFIRM_AFTER : MPILAB_PM_FOLLOW_FACTOR + 0.5) *
+                                      ag->interval
                      : NEVER;
 }
 
@@ -687,6 +695,12 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
     if (p < 0)
         return;
     ag->st.diag_sockets++;
+    probe_t *pr = &ag->probe[p][r];
+    if (pr->settle_dump != ag->st.diag_dumps) {
+        pr->settle_dump = ag->st.diag_dumps;
+        pr->unsettled = 0;
+    }
+    pr->unsettled++; /* until this subflow is found settled below (not if out of memory) */
     if (ag->nseen_next == ag->capseen) {
         size_t cap = ag->capseen ? 2 * ag->capseen : 64;
         tcp_seen_t *a = realloc(ag->seen, cap * sizeof(*a));
@@ -702,19 +716,39 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
     tcp_seen_t *cur = &ag->seen_next[ag->nseen_next++];
     cur->cookie = t->cookie;
     cur->s = (mpilab_pm_tcp_sample){t->bytes_acked, t->bytes_received, t->last_ack_recv_ms,
-                                    t->last_data_recv_ms};
+                                    t->last_data_recv_ms, t->unacked, t->notsent};
     const tcp_seen_t *prev = ag->nseen ? bsearch(cur, ag->seen, ag->nseen, sizeof(*cur),
                                                  seen_cmp)
                                        : NULL;
     double t_proof = mpilab_pm_tcp_proof(prev ? &prev->s : NULL, &cur->s, ag->last_dump,
                                          dc->now, !decides(ag, p));
-    probe_t *pr = &ag->probe[p][r];
     if (t_proof > 0 && pr->proof_dump != ag->st.diag_dumps) { /* once per path and dump */
         ag->st.proofs_rail[r]++;
         pr->proof_dump = ag->st.diag_dumps;
     }
     if (t_proof > pr->last_proof)
         pr->last_proof = t_proof;
+    if (mpilab_pm_tcp_settled(prev ? &prev->s : NULL, &cur->s, !decides(ag, p)))
+        pr->unsettled--;
+}
+
+/* After a dump: a live path in use whose every primary subflow the dump listed was
+ * settled (mpilab_pm_tcp_settled: nothing at stake) needs no probe now; it counts as
+ * proven at this dump. One unsettled subflow (data unacknowledged, or arriving to the
+ * decider) and the path is judged by acknowledgements and probes as before. */
+static void settle_paths(agent_t *ag, double now)
+{
+    const unsigned *used = paths_in_use(ag);
+    for (int p = 0; p < ag->nnodes; p++)
+        for (int r = 0; p != ag->self && r < ag->nrails; r++) {
+            probe_t *pr = &ag->probe[p][r];
+            if (!(used[p] >> r & 1u) || !pr->alive || pr->settle_dump != ag->st.diag_dumps ||
+                pr->unsettled)
+                continue;
+            ag->st.settled_rail[r]++;
+            if (now > pr->last_proof)
+                pr->last_proof = now;
+        }
 }
 
 /* Read the counters of the primary subflows on the paths in use and record the paths they
@@ -743,6 +777,7 @@ static void diag_dump(agent_t *ag, double now)
         ag->last_dump = now;
         return;
     }
+    settle_paths(ag, now);
     qsort(ag->seen_next, ag->nseen_next, sizeof(*ag->seen_next), seen_cmp);
     tcp_seen_t *t = ag->seen;
     ag->seen = ag->seen_next;
@@ -1249,6 +1284,14 @@ static json_t *stats_json(const agent_t *ag)
         (json_int_t)ag->st.diag_dumps, "diag_sockets", (json_int_t)ag->st.diag_sockets,
         "diag_errors", (json_int_t)ag->st.diag_errors));
     json_object_set_new(o, "neighbours_renewed", json_integer((json_int_t)ag->st.neigh_renewed));
+    json_t *settled = json_array();
+    uint64_t nsettled = 0;
+    for (int r = 0; r < ag->nrails; r++) {
+        json_array_append_new(settled, json_integer((json_int_t)ag->st.settled_rail[r]));
+        nsettled += ag->st.settled_rail[r];
+    }
+    json_object_set_new(o, "paths_settled", json_integer((json_int_t)nsettled));
+    json_object_set_new(o, "paths_settled_per_rail", settled);
     return o;
 }
 

@@ -567,6 +567,11 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
         t.bytes_received = ti.tcpi_bytes_received;
         t.last_ack_recv_ms = ti.tcpi_last_ack_recv;
         t.last_data_recv_ms = ti.tcpi_last_data_recv;
+        t.unacked = ti.tcpi_unacked;
+        t.notsent = len >= offsetof(struct tcp_info, tcpi_notsent_bytes) +
+                               sizeof(ti.tcpi_notsent_bytes)
+                        ? ti.tcpi_notsent_bytes
+                        : UINT32_MAX;
         have = 1;
     }
     if (have) {

@@ -88,6 +88,9 @@ typedef struct {
     uint64_t cookie;       /* the kernel's socket cookie: the same socket in every dump */
     uint64_t bytes_acked, bytes_received;
     uint32_t last_ack_recv_ms, last_data_recv_ms;
+    uint32_t unacked; /* segments sent and not yet acknowledged */
+    uint32_t notsent; /* bytes queued and not yet sent; UINT32_MAX if the kernel's
+                         tcp_info is too short to say (Linux < 4.6) */
 } pm_nl_tcp;
 
 typedef struct {

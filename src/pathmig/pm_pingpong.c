@@ -5,7 +5,8 @@
  * and a one-line JSON summary whose max_rtt is the pause.
  *   server: mpilab-pm-pingpong --listen ADDR:PORT [--connections N] [--bytes B]
  *   client: mpilab-pm-pingpong --connect ADDR:PORT [--connections N] [--bytes B]
- *           [--iters I | --duration S] [--progress K] [--rtt-log FILE] [--stall S] [--tcp]
+ *           [--iters I | --duration S] [--progress K] [--rtt-log FILE] [--stall S]
+ *           [--idle I:S] [--tcp]
  * Exit: 0 ok, 1 data error or connection lost, 2 usage, 3 stalled. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -104,11 +105,13 @@ int main(int argc, char **argv)
         {"iters", required_argument, NULL, 'i'}, {"duration", required_argument, NULL, 'd'},
         {"progress", required_argument, NULL, 'p'}, {"rtt-log", required_argument, NULL, 'r'},
         {"stall", required_argument, NULL, 's'}, {"tcp", no_argument, NULL, 't'},
+        {"idle", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     const char *listen_at = NULL, *connect_to = NULL, *rtt_log = NULL;
     long nconn = 1, bytes = 1024, iters = 1000, progress = 0, stall = 0;
-    double duration = 0;
+    double duration = 0, idle_s = 0;
+    long long idle_at = -1;
     int proto = IPPROTO_MPTCP, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -124,11 +127,26 @@ int main(int argc, char **argv)
         case 'r': rtt_log = optarg; break;
         case 's': if (mpilab_parse_i64(optarg, &v) || v < 0 || v > 3600) goto bad; stall = (long)v; break;
         case 't': proto = IPPROTO_TCP; break;
+        case 'I': {
+            /* I:S: the client waits S seconds before iteration I, outside any round trip
+               (its connections idle) */
+            char *colon = strchr(optarg, ':');
+            if (!colon)
+                goto bad;
+            *colon = '\0';
+            int e = mpilab_parse_i64(optarg, &v) || v < 1 ||
+                    mpilab_parse_duration(colon + 1, &idle_s) || !(idle_s > 0) || idle_s > 3600;
+            *colon = ':';
+            if (e)
+                goto bad;
+            idle_at = v;
+            break;
+        }
         case 'V': printf("mpilab-pm-pingpong %s\n", MPILAB_VERSION_STRING); return 0;
         case 'h':
             printf("usage: mpilab-pm-pingpong --listen|--connect ADDR:PORT [--connections N] "
                    "[--bytes B] [--iters I | --duration S] [--progress K] [--rtt-log FILE] "
-                   "[--stall S] [--tcp]\n");
+                   "[--stall S] [--idle I:S] [--tcp]\n");
             return 0;
         default:
         bad:
@@ -223,6 +241,15 @@ int main(int argc, char **argv)
     int64_t it;
     for (it = 0; duration > 0 || it < iters; it++) {
         int fd = fds[it % nconn];
+        if (it == idle_at) {
+            alarm(0);
+            struct timespec ts = {(time_t)idle_s, (long)((idle_s - (double)(time_t)idle_s) * 1e9)};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+            if (stall)
+                alarm((unsigned)stall);
+            last_alarm = now_mono();
+        }
         for (long k = 0; k < bytes; k++)
             buf[k] = pattern(it, 0, k);
         double t0 = now_mono();

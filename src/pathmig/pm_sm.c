@@ -379,6 +379,14 @@ double mpilab_pm_tcp_proof(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp
     return t;
 }
 
+int mpilab_pm_tcp_settled(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_sample *cur,
+                          int accept_received)
+{
+    if (!prev || !cur || cur->unacked != 0 || cur->notsent != 0)
+        return 0;
+    return accept_received || cur->bytes_received == prev->bytes_received;
+}
+
 int mpilab_pm_path_silent(double now, double since, double limit, double freshest,
                           double interval)
 {

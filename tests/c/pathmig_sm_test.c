@@ -309,7 +309,7 @@ static void test_deferred_replies(void)
 /* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
 static void test_tcp_proof(void)
 {
-    mpilab_pm_tcp_sample a = {1000, 500, 3, 2}, b = a;
+    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
     /* a subflow not seen in the previous dump: no baseline, no proof */
     CHECK(mpilab_pm_tcp_proof(NULL, &a, 1.000, 1.010, 0) == 0);
     /* nothing new acknowledged: no proof, however recent the last ACK (a duplicate ACK,
@@ -338,6 +338,72 @@ static void test_tcp_proof(void)
     CHECK_NEAR(mpilab_pm_tcp_proof(&a, &b, 1.000, 1.010, 0), 1.003, 1e-9);
 }
 
+/* settled subflows: nothing of ours unacknowledged, nothing of the peer's arriving. An
+ * idle connection's path needs no probe; the moment data goes out unacknowledged the path
+ * is unsettled and unproven, and its silence counts from the last settled dump */
+static void test_tcp_settled(void)
+{
+    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
+    CHECK(!mpilab_pm_tcp_settled(NULL, &a, 0)); /* no baseline */
+    CHECK(mpilab_pm_tcp_settled(&a, &b, 0) && mpilab_pm_tcp_settled(&a, &b, 1));
+    b.unacked = 2; /* our data in flight: at stake */
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0) && !mpilab_pm_tcp_settled(&a, &b, 1));
+    /* queued and not sent (a packet dropped on its way out never counts as sent, so
+       unacked stays 0): at stake as well; and unknown (an old kernel) is not settled */
+    b.unacked = 0;
+    b.notsent = 1024;
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0) && !mpilab_pm_tcp_settled(&a, &b, 1));
+    b.notsent = UINT32_MAX;
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0));
+    b.notsent = 0;
+    /* sent and acknowledged between the dumps: nothing outstanding now */
+    b.unacked = 0;
+    b.bytes_acked += 4096;
+    CHECK(mpilab_pm_tcp_settled(&a, &b, 0));
+    /* the peer is sending to us: not settled for the decider (which takes no proof from
+       received data and keeps probing), settled for the follower (a proof anyway) */
+    b.bytes_received += 100;
+    CHECK(!mpilab_pm_tcp_settled(&a, &b, 0) && mpilab_pm_tcp_settled(&a, &b, 1));
+
+    /* a decider dumping every interval: 1 s idle, then a message into a silently dead
+       path. No probe while idle; the first probe and the verdict come as soon after the
+       send as on a path probed all along (the silence counts from the last settled dump) */
+    const double iv = 0.010, limit = 0.050;
+    double now = 20.0, last_sent = 0, proof = 0;
+    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
+    int probes = 0;
+    for (int k = 0; k < 100; k++) {
+        now += iv;
+        if (mpilab_pm_tcp_settled(&prev, &cur, 0))
+            proof = now;
+        if (mpilab_pm_probe_due(1, last_sent, 0, proof, iv) <= now + iv / 4) {
+            probes++;
+            last_sent = now;
+        }
+        prev = cur;
+    }
+    CHECK(probes == 0);
+    double last_settled = proof, sent_at = now + 0.002, first_probe = 0;
+    cur.unacked = 1; /* sent at sent_at, never acknowledged */
+    for (int k = 0; k < 10; k++) {
+        now += iv;
+        CHECK(!mpilab_pm_tcp_settled(&prev, &cur, 0));
+        CHECK(mpilab_pm_tcp_proof(&prev, &cur, now - iv, now, 0) == 0);
+        cur.last_ack_recv_ms += 10;
+        if (mpilab_pm_probe_due(1, last_sent, 0, proof, iv) <= now + iv / 4 && !first_probe)
+            first_probe = now;
+        prev = cur;
+    }
+    CHECK(proof == last_settled);
+    CHECK(first_probe > sent_at && first_probe <= sent_at + 2 * iv);
+    /* the verdict: the limit after the last settled dump, i.e. within limit of the send */
+    CHECK(!mpilab_pm_path_silent(last_settled + limit - 1e-3, last_settled, limit,
+                                 last_settled + limit - 2e-3, iv));
+    CHECK(mpilab_pm_path_silent(last_settled + limit + 1e-3, last_settled, limit,
+                                last_settled + 2 * iv, iv));
+    CHECK(last_settled + limit < sent_at + limit);
+}
+
 /* which paths need a probe: a decider dumping every interval, as the agent does (a
  * probe is sent when due within a quarter interval). While the peer keeps acknowledging
  * new data no probe is due; when the path starts dropping silently the counters stop,
@@ -347,7 +413,7 @@ static void test_passive_schedule(void)
 {
     const double iv = 0.010, limit = 0.050;
     double now = 10.0, prev_at = now, last_sent = 0, proof = 0;
-    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0}, cur = prev;
+    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
     int probes = 0, dumps = 0;
     /* 2 s of steady traffic: an ACK of new data about every 3 ms */
     for (int k = 0; k < 200; k++) {
@@ -611,6 +677,7 @@ int main(int argc, char **argv)
     test_probe_schedule();
     test_deferred_replies();
     test_tcp_proof();
+    test_tcp_settled();
     test_passive_schedule();
     for (int i = 1; i < argc; i++)
         bench_failures += replay(argv[i]);

@@ -88,10 +88,11 @@ def _do(spec: Spec, st: Step) -> None:
 def run(spec: Spec, client: str, server: str, workdir: Path, connections: int = 1,
         nbytes: int = 1024, iters: int = 2000, steps: list[Step] | None = None,
         tcp: bool = False, port: int = 5000, timeout: float = 300.0,
-        progress: int = 10) -> Result:
+        progress: int = 10, idle: tuple[int, float] | None = None) -> Result:
     """Run one ping-pong from `client` to `server`'s rail-0 address (or, if rail 0 of
     either end is failed now, the first rail that is not); returns its Result. The job is
-    killed after `timeout` s (reported as hung)."""
+    killed after `timeout` s (reported as hung). `idle` (I, S): the client waits S seconds
+    before round trip I, its connections idle (a step at I runs as the wait begins)."""
     steps = sorted(steps or [], key=lambda s: s.at_iter)
     pp = find_tool("mpilab-pm-pingpong")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,8 @@ def run(spec: Spec, client: str, server: str, workdir: Path, connections: int = 
                           f"{(srv.stderr.read() if srv.stderr else b'').decode().strip()}")
     cli = subprocess.Popen(["ip", "netns", "exec", spec.ns(client), pp, "--connect",
                             f"{spec.addr(server, rail)}:{port}", *common, "--iters",
-                            str(iters), "--progress", str(progress), "--rtt-log", str(rtt_log)],
+                            str(iters), "--progress", str(progress), "--rtt-log", str(rtt_log),
+                            *(["--idle", f"{idle[0]}:{idle[1]}"] if idle else [])],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, start_new_session=True)
     assert cli.stdout is not None
