@@ -13,8 +13,9 @@ Resumable (`--resume`): rounds are appended to --out (rewritten after every roun
 the issue's 16 rounds of >= 60 s runs can be collected over several bench slots of
 <= 600 s; `--budget` stops before a round that would not fit. In each round the
 configurations run back to back, their order rotated round by round (no configuration is
-always first); compare them paired by round. Configurations: `tcp`, `agent`,
-`agent+fault`, and `old`/`old+fault` (the agent binary given by --old-agent, for a
+always first); compare them paired by round. Configurations: `tcp`, `mptcp` (MPTCP with
+the kernel's path manager, no agent), `agent`, `agent+fault`, and `old`/`old+fault` (the
+agent binary given by --old-agent, for a
 before/after comparison in one run). Every agent runs under /usr/bin/time: per run the
 agents' CPU time (user+sys) and voluntary context switches (wake-ups) are recorded, with
 the agents' own counters (probes sent, messages received) where the agent logs them, and
