@@ -100,7 +100,7 @@ def build(work: Path) -> Path:
 
 
 def run(sp: Spec, exe: Path, mode: str, iters: int, nbytes: int, fault_at: int,
-        limit: float) -> dict[str, object]:
+        limit: float, events: Path) -> dict[str, object]:
     hosts = ["s0n0", "s1n0"]
     agents.stop(sp)
     agents.clear_logs(sp)
@@ -147,8 +147,10 @@ def run(sp: Spec, exe: Path, mode: str, iters: int, nbytes: int, fault_at: int,
     p.wait()
     err = p.stderr.read() if p.stderr else ""
     faults.heal(sp, None)
-    ev = agents.events(sp) if pathmig else []
     agents.stop(sp)
+    ev = agents.events(sp) if pathmig else []
+    if ev:
+        atomic_write_text(events, "".join(json.dumps(e) + "\n" for e in ev))
     rtt = next((ln.split() for ln in lines if ln.startswith("rtt ")), None)
     jl = [e for e in ev if e["event"] == "join_listener"]
     out = {"mode": mode, "rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
@@ -178,7 +180,7 @@ def main() -> int:
     ap.add_argument("--fault-at", type=int, default=300, help="round trip of the fault")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per run")
     ap.add_argument("--modes", default="tcp,pathmig,pathmig+down,pathmig+drop")
-    ap.add_argument("--prefix", default="pmmpich")
+    ap.add_argument("--prefix", default="pmmpi")
     ap.add_argument("--work", default="/tmp/pathmig-mpich")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -190,7 +192,8 @@ def main() -> int:
     try:
         for rep in range(a.reps):
             for mode in a.modes.split(","):
-                rec = run(sp, exe, mode, a.iters, a.bytes, a.fault_at, a.limit) | {"rep": rep}
+                rec = run(sp, exe, mode, a.iters, a.bytes, a.fault_at, a.limit,
+                          work / f"ev-{rep}-{mode}.jsonl") | {"rep": rep}
                 runs.append(rec)
                 print(json.dumps(rec), flush=True)
     finally:
