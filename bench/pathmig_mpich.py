@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""Does an MPICH job run over the testbed's rails under MPTCP, with the path migration
-agents, and survive a fault? MPICH (Debian's 4.0.2, ch4:ucx, UCX's TCP transport) is
-started with mpiexec.mpich through the testbed's rsh agent (UCX over TCP only: with shared
-memory UCX joins the namespaces' ranks through /dev/shm), its sockets turned into MPTCP
-by mptcpize, exactly as `testbed run --mptcp/--pathmig` does for Open MPI. The program is
-a small data-checked ping-pong between two ranks compiled with mpicc.mpich; it prints
-"pingpong ok" before MPI_Finalize and "finalized" after it, so a hang in MPI_Finalize (a
-known MPICH problem over TCP) is told apart from a failed run. Every run has a time limit.
+"""Does an MPICH job survive a rail fault under the path migration agents, and how long is
+its pause? MPICH (Debian's 4.0.2, ch4:ucx, UCX's TCP transport) is started exactly as
+`testbed run --mpi mpich` starts it (launch.job_prefix: mpiexec.mpich through the
+testbed's rsh agent, UCX over TCP on the job's rail, sockets turned into MPTCP by
+mptcpize). UCX binds its listening socket to one address, so the agents' joins on the
+other rail need the agents' join listeners (docs/pathmig.md, MPICH). The program is a
+small data-checked ping-pong between two ranks compiled with mpicc.mpich; it prints the
+median round trip, and the longest one from the round trip the fault is applied at on,
+before MPI_Finalize, and "finalized" after it, so a hang in MPI_Finalize (a known MPICH
+problem over TCP) is told apart from a failed run. Every run has a time limit.
 
-    python3 bench/pathmig_mpich.py --reps 3 --out F.json      (needs root; not timed)
-Modes: tcp, mptcp (in-kernel path manager, both rails), pathmig (agents), pathmig+fault
-(rail 0 of the first node fails after 300 round trips, link down or silent drop).
+    MPILAB_BIN=build/bin python3 bench/pathmig_mpich.py --reps 3 --out F.json   (root)
+Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
+fault); pathmig+down, pathmig+drop (rail 0 of the first node fails after --fault-at round
+trips; healed after the run); pathmig-nojl+down (agents without join listeners).
 """
-
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
@@ -32,6 +35,7 @@ from mpilab.fsutil import atomic_write_text  # noqa: E402
 from mpilab.pathmig import agents, congestion  # noqa: E402
 from mpilab.testbed import faults, launch, net  # noqa: E402
 from mpilab.testbed.spec import Spec  # noqa: E402
+from mpilab.tools import mpi_env  # noqa: E402
 from pathmig_pause import testbed  # noqa: E402
 
 PROGRAM = r"""
@@ -39,18 +43,28 @@ PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, n = argc > 1 ? atoi(argv[1]) : 1000, len = argc > 2 ? atoi(argv[2]) : 65536;
+    int from = argc > 3 ? atoi(argv[3]) : 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     unsigned char *b = malloc((size_t)len);
-    int bad = 0;
+    double *rtt = malloc((size_t)n * sizeof(double)), worst = 0;
+    int bad = 0, worst_at = -1;
     for (int it = 0; it < n; it++) {
         if (rank == 0) {
             for (int k = 0; k < len; k++) b[k] = (unsigned char)(it * 7 + k);
+            double t = MPI_Wtime();
             MPI_Send(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
             MPI_Recv(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rtt[it] = MPI_Wtime() - t;
+            if (it >= from && rtt[it] > worst) { worst = rtt[it]; worst_at = it; }
             for (int k = 0; k < len; k++) bad += b[k] != (unsigned char)(it * 7 + k + 1);
             if ((it + 1) % 100 == 0) { printf("progress %d\n", it + 1); fflush(stdout); }
         } else if (rank == 1) {
@@ -59,10 +73,17 @@ int main(int argc, char **argv)
             MPI_Send(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
         }
     }
-    if (rank == 0) { printf(bad ? "pingpong BAD %d\n" : "pingpong ok\n", bad); fflush(stdout); }
+    if (rank == 0) {
+        qsort(rtt, (size_t)n, sizeof(double), cmp);
+        printf("rtt median_ms %.4f max_ms %.4f at %d\n", 1e3 * rtt[n / 2], 1e3 * worst,
+               worst_at);
+        printf(bad ? "pingpong BAD %d\n" : "pingpong ok\n", bad);
+        fflush(stdout);
+    }
     MPI_Finalize();
     if (rank == 0) { printf("finalized\n"); fflush(stdout); }
     free(b);
+    free(rtt);
     return bad != 0;
 }
 """
@@ -78,36 +99,30 @@ def build(work: Path) -> Path:
     return exe
 
 
-def run(sp: Spec, exe: Path, mode: str, iters: int, limit: float, work: Path
-        ) -> dict[str, object]:
+def run(sp: Spec, exe: Path, mode: str, iters: int, nbytes: int, fault_at: int,
+        limit: float, events: Path) -> dict[str, object]:
     hosts = ["s0n0", "s1n0"]
     agents.stop(sp)
     agents.clear_logs(sp)
-    mptcp = mode != "tcp"
-    congestion.apply(sp, hosts, congestion.MPTCP_DEFAULT)  # every mode alike
-    for n in hosts:
+    base, _, fmode = mode.partition("+")
+    mptcp = base != "tcp"
+    pathmig = base.startswith("pathmig")
+    for n in hosts:  # no path manager left over from the previous mode
         net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
         net.sh(["ip", "-n", sp.ns(n), "mptcp", "endpoint", "flush"])
-    if mode == "mptcp":
-        launch.setup_mptcp(sp, hosts)
-    elif mode.startswith("pathmig"):
-        agents.start(sp, hosts=hosts)
-    agent = launch.write_agent(sp, mptcp)
-    cmd = ["ip", "netns", "exec", sp.ns("s0n0"), "env", "UCX_TLS=tcp,self",
-           "UCX_NET_DEVICES=r0", "HYDRA_LAUNCHER_EXEC=" + str(agent),
-           *(["mptcpize", "run"] if mptcp else []),
-           "mpiexec.mpich", "-launcher", "rsh", "-launcher-exec", str(agent),
-           "-hosts", ",".join(sp.addr(h, 0) for h in hosts), "-np", "2",
-           "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", "r0",
-           str(exe), str(iters), "65536"]
+    if pathmig:
+        agents.start(sp, hosts=hosts,
+                     extra=["--no-join-listeners"] if base == "pathmig-nojl" else [])
+    # every mode under the congestion control of MPTCP runs (cubic), TCP too
+    cmd = launch.job_prefix(sp, 2, ",".join(hosts), mptcp, None, pathmig,
+                            congestion.MPTCP_DEFAULT, "mpich")
+    cmd += [str(exe), str(iters), str(nbytes), str(fault_at if fmode else 0)]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, env=mpi_env())
     assert p.stdout is not None
     lines: list[str] = []
     fault: dict[str, object] = {}
-    os.set_blocking(p.stdout.fileno(), True)
-    import selectors
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
     hung = False
@@ -124,23 +139,32 @@ def run(sp: Spec, exe: Path, mode: str, iters: int, limit: float, work: Path
         if not ln:
             break
         lines.append(ln.strip())
-        if mode == "pathmig+fault" and ln.startswith("progress 300") and not fault:
-            m = "down" if len(lines) % 2 else "drop"
-            faults.fail(sp, "s0n0:0", m)
-            fault = {"target": "s0n0:0", "mode": m}
+        if fmode and ln.strip() == f"progress {fault_at}" and not fault:
+            faults.fail(sp, "s0n0:0", fmode)
+            fault = {"target": "s0n0:0", "mode": fmode}
     if hung:
         os.killpg(p.pid, 9)
     p.wait()
     err = p.stderr.read() if p.stderr else ""
     faults.heal(sp, None)
-    ev = agents.events(sp) if mode.startswith("pathmig") else []
     agents.stop(sp)
+    ev = agents.events(sp) if pathmig else []
+    if ev:
+        atomic_write_text(events, "".join(json.dumps(e) + "\n" for e in ev))
+    rtt = next((ln.split() for ln in lines if ln.startswith("rtt ")), None)
+    jl = [e for e in ev if e["event"] == "join_listener"]
     out = {"mode": mode, "rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
            "pingpong_ok": "pingpong ok" in lines, "finalized": "finalized" in lines,
            "hung": hung, "fault": fault,
+           "median_ms": float(rtt[2]) if rtt else None,
+           "max_ms": float(rtt[4]) if rtt and fmode else None,
+           "max_at": int(rtt[6]) if rtt and fmode else None,
            "migrations": sum(1 for e in ev if e["event"] == "state" and e["to"] == "MIGRATED"
                              and e.get("from") == "ARMED"),
            "armed": sum(1 for e in ev if e["event"] == "state" and e["to"] == "ARMED"),
+           "join_listeners": {r: sum(1 for e in jl if e["result"] == r)
+                              for r in sorted({str(e["result"]) for e in jl})},
+           "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
            "stderr": err.strip()[-400:]}
     out["verdict"] = ("ok" if out["pingpong_ok"] and out["finalized"] and p.returncode == 0
                       else "finalize hang" if out["pingpong_ok"] and hung
@@ -152,9 +176,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1000)
+    ap.add_argument("--bytes", type=int, default=65536)
+    ap.add_argument("--fault-at", type=int, default=300, help="round trip of the fault")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per run")
-    ap.add_argument("--modes", default="tcp,mptcp,pathmig,pathmig+fault")
-    ap.add_argument("--prefix", default="pmmpich")
+    ap.add_argument("--modes", default="tcp,pathmig,pathmig+down,pathmig+drop")
+    ap.add_argument("--prefix", default="pmmpi")
     ap.add_argument("--work", default="/tmp/pathmig-mpich")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -166,7 +192,8 @@ def main() -> int:
     try:
         for rep in range(a.reps):
             for mode in a.modes.split(","):
-                rec = run(sp, exe, mode, a.iters, a.limit, work) | {"rep": rep}
+                rec = run(sp, exe, mode, a.iters, a.bytes, a.fault_at, a.limit,
+                          work / f"ev-{rep}-{mode}.jsonl") | {"rep": rep}
                 runs.append(rec)
                 print(json.dumps(rec), flush=True)
     finally:

@@ -45,6 +45,7 @@ typedef struct {
     double next_load;     /* no automatic load attempt before this (after a failure) */
     int nsub;
     mpilab_pm_subflow sub[MPILAB_PM_MAX_SUBFLOWS];
+    uint16_t accept_port; /* server side: the port it was accepted on, 0 unknown */
 } mpilab_pm_conn;
 
 /* What the state machine knows about the network and the policy. */

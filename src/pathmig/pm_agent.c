@@ -88,11 +88,25 @@ typedef struct {
     mpilab_pm_tcp_sample s;
 } tcp_seen_t;
 
+/* Join listeners. An MP_JOIN must reach a listening socket on the address it is sent to.
+ * Open MPI listens on the wildcard address, so a join to the peer's other rail finds its
+ * listener; UCX (MPICH) binds its listener to one rail's address, and every join there was
+ * refused. For each port a server-side connection was accepted on, the agent holds an
+ * MPTCP listener at that port on each of its other rails' addresses: a join arriving there
+ * is matched to its connection by token and never queued for accept. Where the address is
+ * taken already (a wildcard listener), nothing is needed. */
+typedef struct {
+    uint16_t port;
+    int refs;                       /* server-side connections accepted on the port */
+    int fd[MPILAB_PM_MAX_RAILS];    /* -1: none (the accepting rail, in use, or failed) */
+} joinl_t;
+
 typedef struct {
     /* configuration */
     const char *node_name, *peers_path, *ctl_path, *log_path, *pid_path, *alt_spec;
     double interval, timeout;
     int port;
+    int join_listeners; /* --no-join-listeners: 0 */
     /* nodes */
     node_t nodes[MPILAB_PM_MAX_PEERS];
     int nnodes, self, nrails;
@@ -125,6 +139,9 @@ typedef struct {
     int stop;
     uint64_t actions_failed;
     uint64_t actions_moot; /* the connection was gone or not yet ready */
+    joinl_t *jl;
+    size_t njl, capjl;
+    uint64_t jl_opened, jl_taken, jl_failed; /* listeners opened; addresses taken already */
     stats_t st;
     double next_probe; /* earliest probe or verdict due (0: at once) */
     double started;
@@ -950,8 +967,87 @@ static mpilab_pm_conn *new_conn(agent_t *ag, uint32_t token, int server_side, ui
     return c;
 }
 
+static joinl_t *find_joinl(agent_t *ag, uint16_t port)
+{
+    for (size_t i = 0; i < ag->njl; i++)
+        if (ag->jl[i].port == port)
+            return &ag->jl[i];
+    return NULL;
+}
+
+/* a server-side connection accepted on `port` via our rail `lrail`: listeners on the others */
+static void joinl_add(agent_t *ag, mpilab_pm_conn *c, uint16_t port, int lrail)
+{
+    if (!ag->join_listeners || !port || c->accept_port)
+        return;
+    joinl_t *j = find_joinl(ag, port);
+    if (j) {
+        j->refs++;
+        c->accept_port = port;
+        return;
+    }
+    if (ag->njl == ag->capjl) {
+        size_t cap = ag->capjl ? 2 * ag->capjl : 16;
+        joinl_t *n = realloc(ag->jl, cap * sizeof(*n));
+        if (!n)
+            return;
+        ag->jl = n;
+        ag->capjl = cap;
+    }
+    j = &ag->jl[ag->njl++];
+    j->port = port;
+    j->refs = 1;
+    c->accept_port = port;
+    for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
+        j->fd[r] = -1;
+    for (int r = 0; r < ag->nrails; r++) {
+        uint32_t addr = ag->nodes[ag->self].addr[r];
+        if (r == lrail || !addr)
+            continue;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = addr};
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_MPTCP);
+        int e = 0;
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0)
+            e = errno;
+        const char *result = "open";
+        if (e) {
+            if (fd >= 0)
+                close(fd);
+            fd = -1;
+            if (e == EADDRINUSE) {
+                result = "taken"; /* a listener there already (wildcard): joins reach it */
+                ag->jl_taken++;
+            } else {
+                result = strerror(e);
+                ag->jl_failed++;
+            }
+        } else {
+            ag->jl_opened++;
+        }
+        j->fd[r] = fd;
+        char a[INET_ADDRSTRLEN];
+        log_obj(ag, "join_listener", json_pack("{s:s,s:i,s:i,s:s}", "addr", ip(addr, a),
+                                               "port", (int)port, "rail", r, "result",
+                                               result));
+    }
+}
+
+static void joinl_release(agent_t *ag, mpilab_pm_conn *c)
+{
+    joinl_t *j = c->accept_port ? find_joinl(ag, c->accept_port) : NULL;
+    c->accept_port = 0;
+    if (!j || --j->refs > 0)
+        return;
+    for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
+        if (j->fd[r] >= 0)
+            close(j->fd[r]);
+    *j = ag->jl[--ag->njl];
+}
+
 static void forget_conn(agent_t *ag, mpilab_pm_conn *c)
 {
+    joinl_release(ag, c);
     if (c->managed && c->peer >= 0)
         ag->conns_to[c->peer]--;
     *c = ag->conn[--ag->nconn];
@@ -1180,12 +1276,16 @@ static void on_kernel_event(void *arg, const pm_nl_event *e)
     case MPTCP_EVENT_CREATED:
         if (!c)
             c = new_conn(ag, e->token, e->server_side, e->daddr);
+        if (c && c->managed && c->server_side)
+            joinl_add(ag, c, e->sport, ev.sub.lrail);
         return;
     case MPTCP_EVENT_ESTABLISHED:
         if (!c)
             c = new_conn(ag, e->token, e->server_side, e->daddr);
         if (!c)
             return;
+        if (c->managed && c->server_side)
+            joinl_add(ag, c, e->sport, ev.sub.lrail);
         ev.sub.backup = 0;
         ev.kind = MPILAB_PM_EV_ESTABLISHED;
         break;
@@ -1292,6 +1392,12 @@ static json_t *stats_json(const agent_t *ag)
     }
     json_object_set_new(o, "paths_settled", json_integer((json_int_t)nsettled));
     json_object_set_new(o, "paths_settled_per_rail", settled);
+    json_object_update_new(o, json_pack("{s:b,s:I,s:I,s:I,s:I}", "join_listeners",
+                                        ag->join_listeners, "join_listeners_open",
+                                        (json_int_t)ag->njl, "join_listeners_opened",
+                                        (json_int_t)ag->jl_opened, "join_listeners_taken",
+                                        (json_int_t)ag->jl_taken, "join_listeners_failed",
+                                        (json_int_t)ag->jl_failed));
     return o;
 }
 
@@ -1576,6 +1682,10 @@ static void usage(FILE *f)
             "  --no-passive         probe every path in use; by default a path whose TCP\n"
             "                       subflows show it working (tcp_info over sock_diag) is\n"
             "                       not probed while that evidence is fresh\n"
+            "  --no-join-listeners  open no listeners for joins; by default, for each port a\n"
+            "                       connection was accepted on, an MPTCP listener at that\n"
+            "                       port on this node's other rails' addresses, where free\n"
+            "                       (for applications listening on one address, as UCX)\n"
             "  -h, --help, --version\n");
 }
 
@@ -1598,6 +1708,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         {"manual", no_argument, NULL, 'm'}, {"probe-interval", required_argument, NULL, 'i'},
         {"probe-timeout", required_argument, NULL, 't'}, {"port", required_argument, NULL, 'o'},
         {"no-realtime", no_argument, NULL, 'R'}, {"no-passive", no_argument, NULL, 'N'},
+        {"no-join-listeners", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int realtime_prio = 5;
@@ -1610,6 +1721,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     ag->ctl = -1;
     ag->ctx.auto_migrate = ag->ctx.auto_rearm = 1;
     ag->passive = 1;
+    ag->join_listeners = 1;
     ag->used_dirty = 1;
     ag->started = mono();
     int c;
@@ -1651,6 +1763,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             break;
         case 'R': realtime_prio = 0; break;
         case 'N': ag->passive = 0; break;
+        case 'J': ag->join_listeners = 0; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-pathmigd %s\n", MPILAB_VERSION_STRING); return 0;
         default:
@@ -1853,6 +1966,11 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     if (ag->log && ag->log != stderr)
         fclose(ag->log);
     pm_nl_close(&ag->nl);
+    for (size_t i = 0; i < ag->njl; i++)
+        for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
+            if (ag->jl[i].fd[r] >= 0)
+                close(ag->jl[i].fd[r]);
+    free(ag->jl);
     free(ag->conn);
     free(ag->seen);
     free(ag->seen_next);

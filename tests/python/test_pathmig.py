@@ -536,9 +536,7 @@ def test_testbed_run_starts_mpich_jobs_over_the_rails(fresh: tuple[Spec, dict[st
                                                       ) -> None:
     """A program built with MPICH: `testbed run` picks MPICH's mpiexec (--mpi auto), one
     rank per node, and the data crosses the testbed's rail (UCX's TCP transport, not shared
-    memory between the namespaces): rail 0 of s1n0 carries at least the ping-pong's bytes.
-    (Its connections cannot be armed by the agents: UCX binds its listener to one
-    address, so joins on the other rail are refused; docs/pathmig.md, MPICH.)"""
+    memory between the namespaces): rail 0 of s1n0 carries at least the ping-pong's bytes."""
     sp, env = fresh
     before = _tx_bytes(sp, "s1n0", 0)
     rc, out, err = _run_job(env, ["--timeout", "240", "--hosts", "s0n0,s1n0", "--",
@@ -547,6 +545,36 @@ def test_testbed_run_starts_mpich_jobs_over_the_rails(fresh: tuple[Spec, dict[st
     assert rc == 0, out + err
     assert "pingpong ok: 200 round trips of 65536 bytes verified" in out, out + err
     assert _tx_bytes(sp, "s1n0", 0) - before >= 200 * 65536
+
+
+@pytest.mark.skipif(not (MPICH_PP.exists() and shutil.which("mpiexec.mpich")),
+                    reason="needs MPICH and build-mpich (scripts/build --mpich)")
+def test_testbed_run_pathmig_mpich_survives_fault(fresh: tuple[Spec, dict[str, str]],
+                                                  tmp_path: Path) -> None:
+    """MPICH (ch4:ucx) under --pathmig. UCX binds its listener to the rail-0 address, so a
+    join to the peer's rail-1 address finds a listener only because the peer's agent opened
+    one there (a join listener, at the port the connection was accepted on): every
+    connection between the two nodes is armed, and a silent drop of rail 0 mid-run
+    migrates all of them on both sides, every byte checked."""
+    sp, env = fresh
+    ev = tmp_path / "events.jsonl"
+    rc, out, err = _run_job(env, ["--pathmig", "--timeout", "240", "--hosts", "s0n0,s1n0",
+                                  "--pathmig-events", str(ev), "--", str(MPICH_PP),
+                                  "--count", "600", "--bytes", "65536", "--progress", "100",
+                                  "--stall", "60"], ("s0n0:0", "drop"), sp)
+    assert rc == 0, out + err
+    assert "pingpong ok: 600 round trips of 65536 bytes verified" in out, out + err
+    evs = [json.loads(x) for x in ev.read_text().splitlines()]
+    fault_t = next(e["time"] for e in faults.read_log(sp)[::-1] if e["event"] == "fail")
+    opened = [e for e in evs if e["event"] == "join_listener" and e["result"] == "open"]
+    assert opened and all(e["addr"] == sp.addr(e["node"], 1) for e in opened), opened
+    # the connections s0n0 held armed when the fault began (Hydra's and UCX's)
+    armed: set[str] = set()
+    for e in evs:
+        if e["node"] == "s0n0" and e["event"] == "state" and e["time"] < fault_t:
+            (armed.add if e["to"] == "ARMED" else armed.discard)(e["token"])  # type: ignore
+    assert len(armed) >= 2, [e for e in evs if e["event"] == "state"]
+    _both_sides_migrated(sp, fault_t - 1.0, len(armed), evs)
 
 
 def test_congestion_control_per_run(fresh: tuple[Spec, dict[str, str]]) -> None:
