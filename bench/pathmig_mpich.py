@@ -13,7 +13,8 @@ problem over TCP) is told apart from a failed run. Every run has a time limit.
     MPILAB_BIN=build/bin python3 bench/pathmig_mpich.py --reps 3 --out F.json   (root)
 Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
 fault); pathmig+down, pathmig+drop (rail 0 of the first node fails after --fault-at round
-trips; healed after the run); pathmig-nojl+down (agents without join listeners).
+trips; healed after the run); pathmig-nojl+down, pathmig-nojl+drop (agents without
+join listeners).
 """
 from __future__ import annotations
 

@@ -1033,15 +1033,20 @@ static void joinl_add(agent_t *ag, mpilab_pm_conn *c, uint16_t port, int lrail)
     }
 }
 
+static void joinl_close(joinl_t *j)
+{
+    for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
+        if (j->fd[r] >= 0)
+            close(j->fd[r]);
+}
+
 static void joinl_release(agent_t *ag, mpilab_pm_conn *c)
 {
     joinl_t *j = c->accept_port ? find_joinl(ag, c->accept_port) : NULL;
     c->accept_port = 0;
     if (!j || --j->refs > 0)
         return;
-    for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
-        if (j->fd[r] >= 0)
-            close(j->fd[r]);
+    joinl_close(j);
     *j = ag->jl[--ag->njl];
 }
 
@@ -1967,9 +1972,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
         fclose(ag->log);
     pm_nl_close(&ag->nl);
     for (size_t i = 0; i < ag->njl; i++)
-        for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
-            if (ag->jl[i].fd[r] >= 0)
-                close(ag->jl[i].fd[r]);
+        joinl_close(&ag->jl[i]);
     free(ag->jl);
     free(ag->conn);
     free(ag->seen);
