@@ -17,6 +17,9 @@ extern "C" {
 
 /* ------------------------------------------------------------------ measurement */
 
+/* Repetitions at most per LogGP series (four series per size and pair stay in memory). */
+#define MPILAB_LOGGP_MAX_REPS 1000
+
 typedef struct mpilab_loggp_opts {
     mpilab_precision_t prec;  /* repetition control of every quantity at every size */
     mpilab_p2p_mode_t mode;   /* parallel (round-robin rounds) or sequential pairs */

@@ -43,6 +43,8 @@ typedef struct mpilab_runner_config {
     int inject;
     mpilab_inject_plan_t inject_plan;
     const char *inject_spec;
+    double time_budget; /* --time-budget: seconds of samples for the run (0 = none); each
+                         * measurement's share is bo.prec.max_time */
 } mpilab_runner_config_t;
 
 enum {

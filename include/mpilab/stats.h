@@ -23,9 +23,13 @@ typedef struct mpilab_precision {
     double cl;       /* confidence level, 0 < cl < 1 */
     double eps;      /* relative error, 0 < eps < 1 */
     double min_time; /* seconds of samples before the rule may stop (0 = none; max_reps wins) */
+    double max_time; /* the measurement's time budget: seconds of samples after which it stops
+                      * converged or not (0 = none: only max_reps ends it) */
 } mpilab_precision_t;
 
-#define MPILAB_PRECISION_DEFAULT {5, 100, 0.95, 0.025, 0.01}
+/* max_reps is a memory cap, not the usual end: the time budget (max_time) ends a measurement
+ * that does not converge, so fast operations get the repetitions their interval needs. */
+#define MPILAB_PRECISION_DEFAULT {5, 1000000, 0.95, 0.025, 0.01, 1.0}
 /* Blocks of the interval: from MPILAB_BLOCKS_MIN_N valid samples on, they are cut in time
  * order into MPILAB_BLOCKS consecutive blocks of equal size (the remainder in the last). */
 #define MPILAB_BLOCKS 5
@@ -71,8 +75,15 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
                           double cl, double eps, mpilab_stats_t *out);
 
 /* The stopping rule: 1 if repetition should stop after n repetitions (of which the valid
- * ones are flagged in valid), 0 to continue. Stops at max_reps, or once at least min_reps
- * (and 2) valid samples meet the precision (the median's interval, see above). */
+ * ones are flagged in valid), 0 to continue. Stops at max_reps, when the samples' sum reaches
+ * max_time (the budget), or once at least min_reps (and 2) valid samples and min_time of
+ * samples meet the precision (the median's interval, see above). The interval is judged at
+ * checkpoints (every repetition up to 4 * MPILAB_CHECK_EVERY_N, then at multiples of a power
+ * of two near n / MPILAB_CHECK_EVERY_N: 8 to 16 judgements per doubling of n, at most 1/8 more
+ * repetitions than the rule needed), so that judging costs O(n log n) over the whole
+ * measurement, not O(n^2 log n). */
+#define MPILAB_CHECK_EVERY_N 8
+int mpilab_stats_checkpoint(size_t n);
 int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
                              const mpilab_precision_t *p);
 

@@ -346,7 +346,11 @@ static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need
 typedef struct root_bufs {
     double *raw, *conf;
     unsigned char *ontime;
+    size_t cap; /* capacity of these and of the result's samples and valid (on the root) */
 } root_bufs_t;
+
+/* First capacity of a measurement's sample arrays (they double as needed). */
+#define SAMPLES_CAP0 256
 
 static void root_bufs_free(root_bufs_t *rb)
 {
@@ -355,16 +359,18 @@ static void root_bufs_free(root_bufs_t *rb)
     free(rb->ontime);
 }
 
-/* The result's sample arrays and, for root timing, rb; agreed on every rank: -1 (with
- * everything freed) if any rank ran out of memory. */
+/* The result's sample arrays and, for root timing, rb, at their first capacity (they grow on
+ * the root as repetitions come: the time budget, not max_reps, usually ends a measurement);
+ * agreed on every rank: -1 (with everything freed) if any rank ran out of memory. */
 static int measure_alloc(mpilab_bench_t *b, int rooted, mpilab_result_t *res, root_bufs_t *rb)
 {
-    size_t maxr = b->o.prec.max_reps;
-    res->samples = calloc(maxr, sizeof *res->samples);
-    res->valid = calloc(maxr, 1);
-    rb->raw = rooted ? calloc(maxr, sizeof *rb->raw) : NULL;
-    rb->conf = rooted ? calloc(maxr, sizeof *rb->conf) : NULL;
-    rb->ontime = rooted ? calloc(maxr, 1) : NULL;
+    size_t cap = b->o.prec.max_reps < SAMPLES_CAP0 ? b->o.prec.max_reps : SAMPLES_CAP0;
+    rb->cap = cap;
+    res->samples = calloc(cap, sizeof *res->samples);
+    res->valid = calloc(cap, 1);
+    rb->raw = rooted ? calloc(cap, sizeof *rb->raw) : NULL;
+    rb->conf = rooted ? calloc(cap, sizeof *rb->conf) : NULL;
+    rb->ontime = rooted ? calloc(cap, 1) : NULL;
     int oom = !res->samples || !res->valid || (rooted && (!rb->raw || !rb->conf || !rb->ontime)), anyoom = 0;
     MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
     if (anyoom) {
@@ -372,6 +378,37 @@ static int measure_alloc(mpilab_bench_t *b, int rooted, mpilab_result_t *res, ro
         mpilab_result_free(res);
         return -1;
     }
+    return 0;
+}
+
+/* Grows one array to cap elements of size sz (kept on failure); 0 or -1. */
+static int grow_one(void **p, size_t cap, size_t sz)
+{
+    if (!*p)
+        return 0;
+    void *q = realloc(*p, cap * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* Room for at least `need` samples (and root timing's buffers): doubles the capacity, never
+ * beyond max_reps; 0, or -1 when memory ran out (the arrays keep their old size). */
+static int measure_reserve(mpilab_result_t *res, root_bufs_t *rb, size_t need, size_t max_reps)
+{
+    if (need <= rb->cap)
+        return 0;
+    size_t cap = rb->cap ? rb->cap : 1;
+    while (cap < need)
+        cap *= 2;
+    if (cap > max_reps)
+        cap = max_reps > need ? max_reps : need;
+    if (grow_one((void **)&res->samples, cap, sizeof *res->samples) || grow_one((void **)&res->valid, cap, 1) ||
+        grow_one((void **)&rb->raw, cap, sizeof *rb->raw) || grow_one((void **)&rb->conf, cap, sizeof *rb->conf) ||
+        grow_one((void **)&rb->ontime, cap, 1))
+        return -1;
+    rb->cap = cap;
     return 0;
 }
 
@@ -386,8 +423,15 @@ static size_t record_sample(mpilab_timing_t timing, mpilab_result_t *res, root_b
         rb->ontime[n] = !late;
         rb->conf[n] = cv;
         n++;
-        memcpy(res->valid, rb->ontime, n);
-        mpilab_root_correct(rb->raw, n, rb->conf, n, res->samples, res->valid, NULL);
+        /* the correction (a median over every confirmation) is redone where the stop rule
+         * judges, and once more after the last repetition (root_final) */
+        if (mpilab_stats_checkpoint(n)) {
+            memcpy(res->valid, rb->ontime, n);
+            mpilab_root_correct(rb->raw, n, rb->conf, n, res->samples, res->valid, NULL);
+        } else {
+            res->samples[n - 1] = v;
+            res->valid[n - 1] = 0; /* not judged before the next correction */
+        }
     } else {
         res->samples[n] = v;
         /* opspec subtracts a one-way acknowledgement time: a result <= 0 is
@@ -423,7 +467,8 @@ static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, 
         int stop = 0;
         if (b->rank == root) {
             n = record_sample(timing, res, rb, n, v, late, cv);
-            stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec);
+            stop = mpilab_stats_should_stop(res->samples, res->valid, n, &b->o.prec) ||
+                   measure_reserve(res, rb, n + 1, b->o.prec.max_reps) != 0;
             if (use_window) {
                 if (late && slack < SYNC_SLACK_MAX)
                     slack *= 2.0;
@@ -485,6 +530,14 @@ static void measure_share(mpilab_bench_t *b, mpilab_timing_t timing, mpilab_resu
     unsigned long long nn = n;
     MPI_Bcast(&nn, 1, MPI_UNSIGNED_LONG_LONG, root, b->comm);
     n = (size_t)nn;
+    if (b->rank == root && rooted) { /* root_final: every confirmation in the correction */
+        memcpy(res->valid, rb->ontime, n);
+        mpilab_root_correct(rb->raw, n, rb->conf, n, res->samples, res->valid, NULL);
+    }
+    int oom = b->rank != root && measure_reserve(res, rb, n, n) != 0, anyoom = 0;
+    MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
+    if (anyoom) /* a rank cannot hold the root's samples: they are kept up to its capacity */
+        n = nn = 0;
     MPI_Bcast(res->samples, (int)n, MPI_DOUBLE, root, b->comm);
     MPI_Bcast(res->valid, (int)n, MPI_UNSIGNED_CHAR, root, b->comm);
     mpilab_stats_compute(res->samples, res->valid, n, b->o.prec.cl, b->o.prec.eps, &res->stats);

@@ -36,6 +36,7 @@ void mpilab_loggp_opts_default(mpilab_loggp_opts_t *o)
 {
     mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
     memset(o, 0, sizeof *o);
+    p.max_reps = MPILAB_LOGGP_MAX_REPS;
     o->prec = p;
     o->mode = MPILAB_P2P_PARALLEL;
     o->burst = 16;

@@ -47,6 +47,32 @@ static size_t pair_index(int n, int i, int j)
     return (size_t)i * (size_t)(2 * n - i - 1) / 2 + (size_t)(j - i - 1);
 }
 
+/* First capacity of a pair's sample arrays (they double as needed, up to max_reps). */
+#define P2P_CAP0 256
+
+/* Room for `need` samples in r (capacity *cap, doubled, at most max(max_reps, need)); 0 or -1
+ * when memory ran out (the arrays keep their old size). */
+static int p2p_reserve(mpilab_p2p_result_t *r, size_t *cap, size_t need, size_t max_reps)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1;
+    while (c < need)
+        c *= 2;
+    if (c > max_reps)
+        c = max_reps > need ? max_reps : need;
+    double *s = realloc(r->samples, c * sizeof *s);
+    if (!s)
+        return -1;
+    r->samples = s;
+    unsigned char *v = realloc(r->valid, c);
+    if (!v)
+        return -1;
+    r->valid = v;
+    *cap = c;
+    return 0;
+}
+
 /* Repetition-controlled round trips between i and j; the samples stay on i. */
 static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back, size_t bytes,
                      size_t bytes_back, const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *res)
@@ -61,7 +87,7 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
         }
         /* The stop decision travels as the next message: a ping (TAG_PING) or an empty
          * TAG_STOP, so a repetition costs exactly one round trip. */
-        size_t n = 0;
+        size_t n = 0, cap = prec->max_reps < P2P_CAP0 ? prec->max_reps : P2P_CAP0;
         int stop = rc != MPI_SUCCESS;
         while (!stop && rc == MPI_SUCCESS) {
             double t0 = mpilab_wtime();
@@ -71,7 +97,8 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
             res->samples[n] = mpilab_wtime() - t0;
             res->valid[n] = 1;
             n++;
-            stop = mpilab_stats_should_stop(res->samples, res->valid, n, prec) || rc != MPI_SUCCESS;
+            stop = mpilab_stats_should_stop(res->samples, res->valid, n, prec) || rc != MPI_SUCCESS ||
+                   p2p_reserve(res, &cap, n + 1, prec->max_reps) != 0;
         }
         int rc2 = MPI_Send(NULL, 0, MPI_BYTE, j, TAG_STOP, comm);
         if (rc == MPI_SUCCESS)
@@ -118,8 +145,9 @@ int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
             r->pair.j = j;
             r->bytes = bytes;
             r->bytes_back = bytes_back;
-            r->samples = calloc(prec->max_reps, sizeof *r->samples);
-            r->valid = calloc(prec->max_reps, 1);
+            size_t cap0 = prec->max_reps < P2P_CAP0 ? prec->max_reps : P2P_CAP0;
+            r->samples = calloc(cap0, sizeof *r->samples);
+            r->valid = calloc(cap0, 1);
             if (!r->samples || !r->valid)
                 rc = MPI_ERR_NO_MEM;
         }
@@ -172,8 +200,11 @@ int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
             mpilab_p2p_result_t *r = &results[pair_index(n, i, j)];
             unsigned long long reps = r->stats.reps;
             MPI_Bcast(&reps, 1, MPI_UNSIGNED_LONG_LONG, i, comm);
-            if (reps > prec->max_reps) {
-                rc = MPI_ERR_INTERN;
+            size_t cap = me == i ? (size_t)reps : (prec->max_reps < P2P_CAP0 ? prec->max_reps : P2P_CAP0);
+            int oom = reps > INT_MAX || p2p_reserve(r, &cap, (size_t)reps, (size_t)reps) != 0, anyoom = 0;
+            MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, comm);
+            if (anyoom) {
+                rc = MPI_ERR_NO_MEM;
                 break;
             }
             rc = MPI_Bcast(r->samples, (int)reps, MPI_DOUBLE, i, comm);

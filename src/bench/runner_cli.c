@@ -29,7 +29,10 @@ void mpilab_runner_usage(FILE *f)
         "  --cl X               confidence level of the stop rule, in (0,1) (default 0.95)\n"
         "  --eps X              wanted relative CI half-width, in (0,1) (default 0.025)\n"
         "  --min-reps N         repetitions at least (count, default 5; >= 2 unless --allow-single-rep)\n"
-        "  --max-reps N         repetitions at most (count, 1..1000000, default 100)\n"
+        "  --max-reps N         repetitions at most, a memory cap (count, 1..1000000, default 1000000)\n"
+        "  --time-budget T      seconds of samples for the whole run, a duration (60s, 2m; 0 = none;\n"
+        "                       default 60s): each measurement gets its share and stops at it,\n"
+        "                       converged or flagged not_converged; most stop long before\n"
         "  --min-time T         seconds of samples (sum) before the stop rule may stop, a duration\n"
         "                       (10ms, 0.5s; 0 = none; default 10ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
@@ -171,6 +174,7 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
 typedef struct raw {
     const char *ops, *sizes, *timing, *models;
     long long min_reps, max_reps, root, depth, burst, warmup;
+    double time_budget; /* --time-budget: seconds of samples for the whole run (0 = none) */
     char osu[160];
     int version;
 } raw_t;
@@ -191,7 +195,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
-       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME };
+       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -207,7 +211,7 @@ static const struct option longopts[] = {
     {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
-    {"min-time", required_argument, 0, O_MINTIME},
+    {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -269,6 +273,10 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
     case O_MINR: return count_arg("--min-reps", v, &r->min_reps, err, errlen);
     case O_MAXR: return count_arg("--max-reps", v, &r->max_reps, err, errlen);
+    case O_BUDGET:
+        if (mpilab_parse_duration(v, &r->time_budget) != 0 || r->time_budget > 86400.0)
+            return fail(err, errlen, "--time-budget: '%s' is not a duration like 60s (0..86400s)", v);
+        return 0;
     case O_MINTIME:
         if (mpilab_parse_duration(v, &c->bo.prec.min_time) != 0 || c->bo.prec.min_time > 3600.0)
             return fail(err, errlen, "--min-time: '%s' is not a duration like 10ms (0..3600s)", v);
@@ -328,6 +336,23 @@ static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, 
 }
 
 /* Checks that need the selection and the sizes. */
+/* Each measurement's share of --time-budget: the total over the measurements the run will
+ * take (all-pairs entries: one per size and round of pairs measured at once). */
+static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
+{
+    c->time_budget = r->time_budget;
+    size_t rounds = nranks < 2 ? 1
+                    : c->p2p_mode == MPILAB_P2P_SEQUENTIAL ? (size_t)nranks * (size_t)(nranks - 1) / 2
+                    : (size_t)(nranks % 2 ? nranks : nranks - 1);
+    size_t count = 0;
+    for (size_t k = 0; k < c->nsel; k++)
+        count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming);
+    double share = count ? r->time_budget / (double)count : r->time_budget;
+    if (r->time_budget > 0.0 && share < c->bo.prec.min_time)
+        share = c->bo.prec.min_time; /* never below the time the rule waits for */
+    c->bo.prec.max_time = r->time_budget > 0.0 ? share : 0.0;
+}
+
 static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks, char *err, size_t errlen)
 {
     for (size_t k = 0; k < c->nsizes; k++)
@@ -336,6 +361,7 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
     for (size_t k = 0; k < c->nsel; k++)
         if ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) && nranks < 2)
             return fail(err, errlen, "--ops %s needs at least 2 ranks", c->sel[k]->name);
+    budget_share(c, r, nranks);
     if (c->loggp) {
         if (c->no_fit)
             return fail(err, errlen, "--no-fit contradicts --models loggp");
@@ -346,6 +372,11 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (r->min_reps < 2)
             return fail(err, errlen, "--models loggp needs --min-reps >= 2");
         c->lg.prec = c->bo.prec;
+        /* LogGP keeps four series per size and pair in memory: at most 1000 repetitions each */
+        if (c->lg.prec.max_reps > MPILAB_LOGGP_MAX_REPS)
+            c->lg.prec.max_reps = MPILAB_LOGGP_MAX_REPS;
+        if (c->lg.prec.min_reps > c->lg.prec.max_reps)
+            c->lg.prec.min_reps = c->lg.prec.max_reps;
         c->lg.mode = c->p2p_mode;
         char lerr[256];
         if (mpilab_loggp_check(c->sizes, c->nsizes, &c->lg, lerr, sizeof lerr) != 0)
@@ -372,7 +403,7 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     c->hockney = 1;
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
-                 .min_reps = 5, .max_reps = 100, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
+                 .min_reps = 5, .max_reps = 1000000, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
                  .warmup = (long long)c->bo.warmup};
 }
 

@@ -76,7 +76,9 @@ int main(void)
 
     /* Stopping rule: constant data stops exactly at min_reps. */
     mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
-    p.min_time = 0.0; /* the rule alone; min_time is checked below */
+    p.min_time = 0.0; /* the rule alone; min_time and the budget are checked below */
+    p.max_time = 0.0;
+    p.max_reps = 100;
     double *s = calloc(1000, sizeof *s);
     size_t n = 0;
     while (1) {
@@ -112,7 +114,11 @@ int main(void)
     CHECK(n > p.min_reps && n < p.max_reps);
     CHECK(st.converged && st.med_rel_err <= p.eps);
     CHECK(st.med_lo <= st.median && st.median <= st.med_hi);
-    mpilab_stats_compute(s, NULL, n - 1, p.cl, p.eps, &st);
+    /* not before: at the checkpoint before n the interval was still too wide */
+    size_t prev = n - 1;
+    while (prev > 0 && !mpilab_stats_checkpoint(prev))
+        prev--;
+    mpilab_stats_compute(s, NULL, prev, p.cl, p.eps, &st);
     CHECK(!st.converged && !(st.med_rel_err <= p.eps));
 
     /* A 1000x outlier does not stop the median's rule from converging (it would hold the
@@ -143,8 +149,41 @@ int main(void)
     CHECK(!mpilab_stats_should_stop(s, vv, 8, &p)); /* 5 valid: no 95% median interval */
     CHECK(mpilab_stats_should_stop(s, vv, 9, &p));
 
+    /* The time budget ends a measurement that does not converge: alternating 1 ms and 1 us
+     * samples (bimodal) with a 50 ms budget stop at the first checkpoint past 50 ms of samples,
+     * unconverged, long before max_reps; without a budget they run to max_reps. */
+    mpilab_precision_t bp = MPILAB_PRECISION_DEFAULT;
+    bp.max_reps = 1000;
+    bp.max_time = 0.05;
+    double *bm = calloc(1000, sizeof *bm);
+    size_t bn = 0;
+    for (;;) {
+        bm[bn] = bn % 2 ? 1e-3 : 1e-6;
+        bn++;
+        if (mpilab_stats_should_stop(bm, NULL, bn, &bp))
+            break;
+    }
+    mpilab_stats_compute(bm, NULL, bn, bp.cl, bp.eps, &st);
+    CHECKF(bn >= 99 && bn < 140 && !st.converged, "budget: stopped at %zu converged %d", bn, st.converged);
+    bp.max_time = 0.0;
+    for (bn = 0;;) {
+        bm[bn] = bn % 2 ? 1e-3 : 1e-6;
+        bn++;
+        if (mpilab_stats_should_stop(bm, NULL, bn, &bp))
+            break;
+    }
+    CHECK(bn == bp.max_reps);
+    free(bm);
+    /* Checkpoints: every repetition up to MPILAB_CHECK_EVERY_N, then sparser (a power of two
+     * step), at most 2 * MPILAB_CHECK_EVERY_N judgements per doubling of n. */
+    size_t judged = 0;
+    for (size_t k = 1; k <= 1u << 20; k++)
+        judged += (size_t)mpilab_stats_checkpoint(k);
+    CHECKF(judged < 4 * MPILAB_CHECK_EVERY_N + 2 * MPILAB_CHECK_EVERY_N * 17 && mpilab_stats_checkpoint(1u << 20),
+           "checkpoints: %zu judgements up to 2^20", judged);
+
     /* Fixed count: min == max stops at that count whatever the data. */
-    mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0};
+    mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
 
@@ -166,13 +205,13 @@ int main(void)
 
     /* Precision checks. */
     char err[128];
-    mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0};
+    mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 1.0, 0.025, 0.0};
+    bad = (mpilab_precision_t){5, 10, 1.0, 0.025, 0.0, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 0.9, 0.0, 0.0};
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.0, 0.0, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0};
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
     CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
 
