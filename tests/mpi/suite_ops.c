@@ -19,6 +19,22 @@ static int failures, rank;
         failures++;                                                               \
     } while (0)
 
+#define D(key) mpilab_derived_get(dv, key)
+
+/* key is in the entry's declared comma list */
+static int declared(const mpilab_op_t *op, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = op->derived; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, key, n) == 0)
+            return 1;
+        p += len + (comma != NULL);
+    }
+    return 0;
+}
+
 static int rel_eq(double a, double b)
 {
     return fabs(a - b) <= 1e-9 * fabs(b);
@@ -27,13 +43,14 @@ static int rel_eq(double a, double b)
 /* setup then validate without any run: some rank must refuse (data-moving entries). */
 static void check_not_vacuous(const mpilab_op_t *op, size_t bytes, MPI_Comm comm)
 {
-    void *ctx = NULL;
-    if (op->setup(bytes, 0, comm, &ctx) != 0) {
+    mpilab_op_run_t run;
+    mpilab_op_run_init(&run, op, bytes, 0, comm);
+    if (op->setup(&run) != 0) {
         FAIL("%s:%s setup failed\n", op->name, op->impl);
         return;
     }
-    int bad = op->validate(ctx) != 0, any = 0;
-    op->teardown(ctx);
+    int bad = op->validate(&run) != 0, any = 0;
+    op->teardown(&run);
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, comm);
     if (!any && rank == 0)
         FAIL("%s:%s: validation accepted buffers no data was received into\n", op->name, op->impl);
@@ -84,47 +101,52 @@ int main(int argc, char **argv)
                 FAIL("%s:%s %zu: wrong data\n", op->name, op->impl, bytes);
             if (r.stats.reps != 3 || !(r.stats.mean > 0.0))
                 FAIL("%s:%s %zu: reps %zu mean %g\n", op->name, op->impl, bytes, r.stats.reps, r.stats.mean);
-            mpilab_suite_derived_t d;
-            double t = r.stats.mean;
-            if (mpilab_suite_derive(op, bytes, t, &d) != 0) {
+            /* the engine derived them from the median, with the entry's state */
+            double t = r.stats.median;
+            const mpilab_derived_t *dv = &r.derived;
+            for (size_t k = 0; k < dv->n; k++)
+                if (!declared(op, dv->v[k].key))
+                    FAIL("%s:%s: derive set '%s', which the entry does not declare\n", op->name, op->impl,
+                         dv->v[k].key);
+            if (!r.derived_ok) {
                 FAIL("%s:%s %zu: no derived values\n", op->name, op->impl, bytes);
             } else {
                 double bb = (double)bytes;
                 const char *n = op->name;
-                if (!strcmp(n, "pingpong") && (!rel_eq(d.latency_s, t / 2) || !rel_eq(d.bandwidth_Bps, bb / (t / 2))))
-                    FAIL("pingpong derived %g %g\n", d.latency_s, d.bandwidth_Bps);
-                if (!strcmp(n, "pingping") && !rel_eq(d.bandwidth_Bps, bb / t))
+                if (!strcmp(n, "pingpong") && (!rel_eq(D("latency_s"), t / 2) || !rel_eq(D("bandwidth_Bps"), bb / (t / 2))))
+                    FAIL("pingpong derived %g %g\n", D("latency_s"), D("bandwidth_Bps"));
+                if (!strcmp(n, "pingping") && !rel_eq(D("bandwidth_Bps"), bb / t))
                     FAIL("pingping derived\n");
-                if (!strcmp(n, "sendrecv") && !rel_eq(d.bandwidth_Bps, 2 * bb / t))
+                if (!strcmp(n, "sendrecv") && !rel_eq(D("bandwidth_Bps"), 2 * bb / t))
                     FAIL("sendrecv derived\n");
-                if (!strcmp(n, "exchange") && !rel_eq(d.bandwidth_Bps, 4 * bb / t))
+                if (!strcmp(n, "exchange") && !rel_eq(D("bandwidth_Bps"), 4 * bb / t))
                     FAIL("exchange derived\n");
-                if (!strcmp(n, "stream") && (d.window != 8 || d.pairs != 1 || !rel_eq(d.msg_rate, 8 / t) ||
-                                             !rel_eq(d.bandwidth_Bps, 8 * bb / t)))
-                    FAIL("stream derived window %lld rate %g\n", (long long)d.window, d.msg_rate);
-                if (!strcmp(n, "stream_multi") && (d.pairs != size / 2 || !rel_eq(d.msg_rate, (double)(size / 2) * 8 / t)))
-                    FAIL("stream_multi derived pairs %lld\n", (long long)d.pairs);
+                if (!strcmp(n, "stream") && (D("window") != 8 || D("pairs") != 1 || !rel_eq(D("msg_rate"), 8 / t) ||
+                                             !rel_eq(D("bandwidth_Bps"), 8 * bb / t)))
+                    FAIL("stream derived window %g rate %g\n", D("window"), D("msg_rate"));
+                if (!strcmp(n, "stream_multi") && (D("pairs") != size / 2 || !rel_eq(D("msg_rate"), (double)(size / 2) * 8 / t)))
+                    FAIL("stream_multi derived pairs %g\n", D("pairs"));
                 if (!strcmp(n, "comb")) {
-                    if (d.msgs != 4 || !rel_eq(d.msg_rate, 4 / t) || !(d.work_rate > 0))
-                        FAIL("comb derived msgs %lld\n", (long long)d.msgs);
-                    if (rank < 2 && !strcmp(op->impl, "poll0") && d.cpu_avail != 0.0)
-                        FAIL("comb poll0: cpu_avail %g, expected 0 (no work between polls)\n", d.cpu_avail);
-                    if (rank < 2 && !strcmp(op->impl, "poll200") && !(d.cpu_avail > 0.0 && d.cpu_avail < 1.5))
-                        FAIL("comb poll200: cpu_avail %g outside (0, 1.5)\n", d.cpu_avail);
+                    if (D("msgs") != 4 || !rel_eq(D("msg_rate"), 4 / t) || !(D("work_rate") > 0))
+                        FAIL("comb derived msgs %g\n", D("msgs"));
+                    if (rank < 2 && !strcmp(op->impl, "poll0") && D("cpu_avail") != 0.0)
+                        FAIL("comb poll0: cpu_avail %g, expected 0 (no work between polls)\n", D("cpu_avail"));
+                    if (rank < 2 && !strcmp(op->impl, "poll200") && !(D("cpu_avail") > 0.0 && D("cpu_avail") < 1.5))
+                        FAIL("comb poll200: cpu_avail %g outside (0, 1.5)\n", D("cpu_avail"));
                     /* the pair swapped counters: each rank also knows the other's */
-                    if (rank < 2 && !strcmp(op->impl, "poll0") && d.cpu_avail_peer != 0.0)
-                        FAIL("comb poll0: cpu_avail_peer %g, expected 0\n", d.cpu_avail_peer);
+                    if (rank < 2 && !strcmp(op->impl, "poll0") && D("cpu_avail_peer") != 0.0)
+                        FAIL("comb poll0: cpu_avail_peer %g, expected 0\n", D("cpu_avail_peer"));
                     if (rank < 2 && !strcmp(op->impl, "poll200") &&
-                        !(d.cpu_avail_peer > 0.0 && d.cpu_avail_peer < 1.5))
-                        FAIL("comb poll200: cpu_avail_peer %g outside (0, 1.5)\n", d.cpu_avail_peer);
-                    if (rank >= 2 && !isnan(d.cpu_avail_peer))
-                        FAIL("comb: idle rank %d has cpu_avail_peer %g\n", rank, d.cpu_avail_peer);
-                    if (d.poll_interval != (!strcmp(op->impl, "poll0") ? 0.0 : 200.0))
-                        FAIL("comb poll interval %g\n", d.poll_interval);
+                        !(D("cpu_avail_peer") > 0.0 && D("cpu_avail_peer") < 1.5))
+                        FAIL("comb poll200: cpu_avail_peer %g outside (0, 1.5)\n", D("cpu_avail_peer"));
+                    if (rank >= 2 && !isnan(D("cpu_avail_peer")))
+                        FAIL("comb: idle rank %d has cpu_avail_peer %g\n", rank, D("cpu_avail_peer"));
+                    if (D("poll_interval") != (!strcmp(op->impl, "poll0") ? 0.0 : 200.0))
+                        FAIL("comb poll interval %g\n", D("poll_interval"));
                 }
                 if (!strncmp(n, "overlap", 7) &&
-                    (!(d.overlap_pct >= 0 && d.overlap_pct <= 100) || !(d.t_comm > 0) || !(d.t_comp > 0)))
-                    FAIL("%s overlap %g t_comm %g t_comp %g\n", n, d.overlap_pct, d.t_comm, d.t_comp);
+                    (!(D("overlap_pct") >= 0 && D("overlap_pct") <= 100) || !(D("t_comm") > 0) || !(D("t_comp") > 0)))
+                    FAIL("%s overlap %g t_comm %g t_comp %g\n", n, D("overlap_pct"), D("t_comm"), D("t_comp"));
             }
             mpilab_result_free(&r);
         }
