@@ -6,12 +6,14 @@
  *
  *   ./test                 every case, in definition order
  *   ./test --case NAME     only NAME (repeatable); --list prints the names
+ *   ./test FILE ...        other arguments are the program's own: kit_args[0..kit_nargs)
  *
  * A case registers itself (a constructor), so a case cannot be left out of the run. CHECK
  * failures print file:line, the case and the condition, count against the case and make the
  * program exit 1; each case prints "NAME: ok" or "NAME: FAILED (n)".
  * MPI test programs define MPILAB_KIT_MPI before the include: MPILAB_TEST_MAIN() then runs
- * MPI_Init/MPI_Finalize around the cases, failures are summed over the ranks (every rank
+ * MPI_Init/MPI_Finalize around the cases (and checks the world size the test launcher
+ * exported, tests/mpi/mpi_world.h), failures are summed over the ranks (every rank
  * runs every selected case; cases may communicate), messages name the rank, and rank 0
  * prints the verdicts. kit_rank and kit_size hold the world rank and size. */
 #ifndef MPILAB_TESTS_KIT_H
@@ -23,6 +25,8 @@
 #include <string.h>
 #ifdef MPILAB_KIT_MPI
 #include <mpi.h>
+
+#include "../mpi/mpi_world.h" /* the world size the test launcher started */
 #endif
 
 #define KIT_MAX_CASES 256
@@ -36,6 +40,9 @@ static kit_case_t kit_cases[KIT_MAX_CASES];
 static int kit_ncases, kit_failures, kit_rank;
 __attribute__((unused)) static int kit_size = 1;
 static const char *kit_current = "(none)";
+/* the program's own arguments (those that are not --case/--list), for its cases */
+__attribute__((unused)) static char **kit_args;
+__attribute__((unused)) static int kit_nargs;
 
 static inline void kit_add(const char *name, void (*fn)(void))
 {
@@ -82,6 +89,8 @@ static inline void kit_fail_prefix(const char *file, int line)
             kit_failures++;                                                                        \
         }                                                                                          \
     } while (0)
+/* An unconditional failure with a printf-style message. */
+#define FAIL(...) CHECKF(0, __VA_ARGS__)
 #define CHECK_NEAR(a, b, tol)                                                                      \
     do {                                                                                           \
         double kit_a_ = (a), kit_b_ = (b);                                                         \
@@ -115,37 +124,42 @@ static inline int kit_case_failures(int before)
 /* Parse --case/--list, run the selected cases; the exit status (0, 1 failures, 2 usage). */
 static inline int kit_run(int argc, char **argv)
 {
-    int selected = 0, list = 0;
-    for (int a = 1; a < argc; a++) {
+    int nsel = 0, list = 0, bad = 0;
+    const char **sel = calloc((size_t)argc + 1, sizeof *sel);
+    kit_args = calloc((size_t)argc + 1, sizeof *kit_args);
+    if (!sel || !kit_args) {
+        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        return 2;
+    }
+    for (int a = 1; a < argc && !bad; a++) {
         if (strcmp(argv[a], "--list") == 0) {
             list = 1;
         } else if (strcmp(argv[a], "--case") == 0 && a + 1 < argc) {
             int found = 0;
             for (int k = 0; k < kit_ncases; k++)
                 found |= strcmp(kit_cases[k].name, argv[a + 1]) == 0;
-            if (!found) {
-                if (kit_rank == 0)
-                    fprintf(stderr, "%s: --case %s: no such case (--list names them)\n", argv[0], argv[a + 1]);
-                return 2;
-            }
-            selected = 1;
-            a++;
-        } else {
+            if (!found && kit_rank == 0)
+                fprintf(stderr, "%s: --case %s: no such case (--list names them)\n", argv[0], argv[a + 1]);
+            bad |= !found;
+            sel[nsel++] = argv[++a];
+        } else if (argv[a][0] == '-') {
             if (kit_rank == 0)
-                fprintf(stderr, "%s: unknown argument '%s' (--case NAME, --list)\n", argv[0], argv[a]);
-            return 2;
+                fprintf(stderr, "%s: unknown option '%s' (--case NAME, --list)\n", argv[0], argv[a]);
+            bad = 1;
+        } else {
+            kit_args[kit_nargs++] = argv[a];
         }
     }
-    if (list) {
-        for (int k = 0; kit_rank == 0 && k < kit_ncases; k++)
-            printf("%s\n", kit_cases[k].name);
-        return 0;
-    }
     int failed = 0;
-    for (int k = 0; k < kit_ncases; k++) {
-        int run = !selected;
-        for (int a = 1; selected && a + 1 < argc; a++)
-            run |= strcmp(argv[a], "--case") == 0 && strcmp(argv[a + 1], kit_cases[k].name) == 0;
+    for (int k = 0; k < kit_ncases && !bad; k++) {
+        if (list) {
+            if (kit_rank == 0)
+                printf("%s\n", kit_cases[k].name);
+            continue;
+        }
+        int run = nsel == 0;
+        for (int s = 0; s < nsel; s++)
+            run |= strcmp(sel[s], kit_cases[k].name) == 0;
         if (!run)
             continue;
         kit_current = kit_cases[k].name;
@@ -157,10 +171,12 @@ static inline int kit_run(int argc, char **argv)
                 printf("%s: FAILED (%d)\n", kit_current, n);
             else
                 printf("%s: ok\n", kit_current);
+            fflush(stdout);
         }
         failed += n != 0;
     }
-    return failed ? 1 : 0;
+    free(sel);
+    return bad ? 2 : failed ? 1 : 0;
 }
 
 #ifdef MPILAB_KIT_MPI
@@ -168,6 +184,7 @@ static inline int kit_run(int argc, char **argv)
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
         MPI_Init(&argc, &argv);                                                                    \
+        mpilab_test_check_world(1);                                                                \
         MPI_Comm_rank(MPI_COMM_WORLD, &kit_rank);                                                  \
         MPI_Comm_size(MPI_COMM_WORLD, &kit_size);                                                  \
         int kit_rc = kit_run(argc, argv);                                                          \

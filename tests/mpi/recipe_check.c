@@ -1,6 +1,6 @@
 /* The recipes' plugins (tests/mpi/recipe_*.c built as shared objects), loaded the way the
  * tools load them (mpilab_ops_load), checked by properties that hold for any entry:
- *   recipe_check PLUGIN.so
+ *   recipe_check PLUGIN.so... [--case NAME]
  * every entry it brings validates at several sizes and every root, the engine measures it
  * with correct data, its derived values are the keys it declares (each one given), its list
  * entry carries what it declared, and an entry declaring the linear scatter pattern gets the
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_check.h"
-#include "mpi_world.h"
+#define MPILAB_KIT_MPI
+#include "kit.h"
 #include "mpilab/mpilab.h"
 
 /* Number of keys of a comma list and whether `key` is one of them. */
@@ -48,13 +48,13 @@ static void check_listed(const mpilab_op_t *op)
             json_array_size(json_object_get(e, "derived")) != keys(op->derived, NULL, &dummy) ||
             (model ? !json_is_string(jm) || strcmp(json_string_value(jm), model) != 0 : !json_is_null(jm)) ||
             !json_is_string(json_object_get(e, "origin")))
-            FAIL("%s:%s listed with other knowledge than it declared\n", op->name, op->impl);
+            FAIL("%s:%s listed with other knowledge than it declared", op->name, op->impl);
         if ((op->flags & MPILAB_OP_PAIR) &&
             strcmp(json_string_value(json_array_get(json_object_get(e, "needs"), 0)), "pair") != 0)
-            FAIL("%s:%s: needs a pair, not listed\n", op->name, op->impl);
+            FAIL("%s:%s: needs a pair, not listed", op->name, op->impl);
     }
     if (!found)
-        FAIL("%s:%s not in --list --json\n", op->name, op->impl);
+        FAIL("%s:%s not in --list --json", op->name, op->impl);
     json_decref(list);
 }
 
@@ -95,7 +95,7 @@ static void check_predicted(const mpilab_op_t *op, int p)
     const char *impl = json_string_value(json_object_get(e, "impl"));
     double got = json_real_value(json_object_get(e, "predicted_single"));
     if (json_array_size(pred) != 1 || !impl || strcmp(impl, op->impl) != 0 || !(fabs(got - want) <= 1e-9 * want))
-        FAIL("%s:%s: prediction %.9g, expected %.9g\n", op->name, op->impl, got, want);
+        FAIL("%s:%s: prediction %.9g, expected %.9g", op->name, op->impl, got, want);
     json_decref(models);
     json_decref(meas);
 }
@@ -106,17 +106,17 @@ static void check_measured(mpilab_bench_t *b, const mpilab_bench_opts_t *bo, con
     char err[256];
     mpilab_result_t r;
     if (mpilab_bench_measure(b, op, bytes, MPILAB_TIMING_MAX, &r, err, sizeof err) != 0) {
-        FAIL("%s:%s %zu bytes: %s\n", op->name, op->impl, bytes, err);
+        FAIL("%s:%s %zu bytes: %s", op->name, op->impl, bytes, err);
         return;
     }
     if (!r.data_ok || r.stats.reps != 3)
-        FAIL("%s:%s %zu bytes: data_ok %d reps %zu\n", op->name, op->impl, bytes, r.data_ok, r.stats.reps);
+        FAIL("%s:%s %zu bytes: data_ok %d reps %zu", op->name, op->impl, bytes, r.data_ok, r.stats.reps);
     json_t *m = mpilab_results_measurement(op, bytes, MPILAB_TIMING_MAX, bo, size, &r, 0);
     json_t *d = json_object_get(m, "derived");
     int found;
     size_t want = keys(op->derived, NULL, &found);
     if (json_object_size(d) != want)
-        FAIL("%s:%s %zu bytes: %zu derived values, it declares %zu\n", op->name, op->impl, bytes,
+        FAIL("%s:%s %zu bytes: %zu derived values, it declares %zu", op->name, op->impl, bytes,
              json_object_size(d), want);
     const char *key;
     json_t *v;
@@ -124,59 +124,91 @@ static void check_measured(mpilab_bench_t *b, const mpilab_bench_opts_t *bo, con
     {
         keys(op->derived, key, &found);
         if (!found || !json_is_number(v))
-            FAIL("%s:%s: derived '%s' not declared or not a number\n", op->name, op->impl, key);
+            FAIL("%s:%s: derived '%s' not declared or not a number", op->name, op->impl, key);
     }
     double moved = mpilab_op_volume(op, bytes, size);
     json_t *jm = json_object_get(m, "bytes_moved");
     if (moved >= 0.0 && (!jm || json_number_value(jm) != moved))
-        FAIL("%s:%s: bytes_moved missing or not the declared volume\n", op->name, op->impl);
+        FAIL("%s:%s: bytes_moved missing or not the declared volume", op->name, op->impl);
     json_decref(m);
     mpilab_result_free(&r);
 }
 
-int main(int argc, char **argv)
+static size_t first; /* the plugins' first entry, shared by the cases */
+static int done;
+
+/* Load the plugins named on the command line (once): the index of their first entry. */
+static size_t loaded(void)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    int size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_check_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    char err[512];
-    size_t before = mpilab_ops_count();
-    for (int a = 1; a < argc; a++)
-        if (mpilab_ops_load(argv[a], err, sizeof err) != 0) {
-            FAIL("%s\n", err);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    if (mpilab_ops_count() == before)
-        FAIL("the plugins brought no entry\n");
-    mpilab_bench_opts_t bo;
-    mpilab_bench_opts_default(&bo);
-    bo.prec.min_reps = bo.prec.max_reps = 3;
+    if (!done) {
+        done = 1;
+        first = mpilab_ops_count();
+        char err[512];
+        for (int a = 0; a < kit_nargs; a++)
+            if (mpilab_ops_load(kit_args[a], err, sizeof err) != 0) {
+                FAIL("%s", err);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        if (mpilab_ops_count() == first)
+            FAIL("the plugins brought no entry (recipe_check PLUGIN.so...)");
+    }
+    return first;
+}
+
+static mpilab_bench_t *bench(mpilab_bench_opts_t *bo)
+{
+    char err[256];
+    mpilab_bench_opts_default(bo);
+    bo->prec.min_reps = bo->prec.max_reps = 3;
     mpilab_bench_t *b = NULL;
-    if (mpilab_bench_init(MPI_COMM_WORLD, &bo, &b, err, sizeof err) != 0)
+    if (mpilab_bench_init(MPI_COMM_WORLD, bo, &b, err, sizeof err) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
+    return b;
+}
+
+MPILAB_TEST(validates_at_every_size_and_root)
+{
     const size_t sizes[] = {0, 1, 4093, 65537};
-    for (size_t k = before; k < mpilab_ops_count(); k++) {
+    for (size_t k = loaded(); k < mpilab_ops_count(); k++) {
         const mpilab_op_t *op = mpilab_ops_get(k);
-        int nroots = (op->flags & MPILAB_OP_ROOTED) ? size : 1;
+        int nroots = (op->flags & MPILAB_OP_ROOTED) ? kit_size : 1;
         for (size_t s = 0; s < 4; s++)
             for (int root = 0; root < nroots; root++)
                 if (mpilab_ops_check(op, sizes[s], root, MPI_COMM_WORLD) != 0)
-                    FAIL("%s:%s %zu bytes root %d: wrong data\n", op->name, op->impl, sizes[s], root);
-        check_measured(b, &bo, op, 1, size);
-        check_measured(b, &bo, op, 65536, size);
-        if (mpi_check_rank == 0) {
-            check_listed(op);
-            if (op->model == MPILAB_MODEL_SCATTER_LINEAR)
-                check_predicted(op, size);
-        }
+                    FAIL("%s:%s %zu bytes root %d: wrong data", op->name, op->impl, sizes[s], root);
+    }
+}
+
+MPILAB_TEST(measured_with_its_declared_derived_keys_and_volume)
+{
+    size_t first = loaded();
+    mpilab_bench_opts_t bo;
+    mpilab_bench_t *b = bench(&bo);
+    for (size_t k = first; k < mpilab_ops_count(); k++) {
+        check_measured(b, &bo, mpilab_ops_get(k), 1, kit_size);
+        check_measured(b, &bo, mpilab_ops_get(k), 65536, kit_size);
     }
     mpilab_bench_finalize(b);
-    mpilab_ops_clear_registered();
-    if (mpilab_ops_count() != before)
-        FAIL("clear_registered left plugin entries\n");
-    int rc = mpi_check_done("recipe_check");
-    MPI_Finalize();
-    return rc;
 }
+
+MPILAB_TEST(listed_with_what_it_declared)
+{
+    for (size_t k = loaded(); kit_rank == 0 && k < mpilab_ops_count(); k++)
+        check_listed(mpilab_ops_get(k));
+}
+
+MPILAB_TEST(a_declared_pattern_predicts_it)
+{
+    for (size_t k = loaded(); kit_rank == 0 && k < mpilab_ops_count(); k++)
+        if (mpilab_ops_get(k)->model == MPILAB_MODEL_SCATTER_LINEAR)
+            check_predicted(mpilab_ops_get(k), kit_size);
+}
+
+MPILAB_TEST(clear_forgets_them)
+{
+    size_t first = loaded();
+    mpilab_ops_clear_registered();
+    CHECK(mpilab_ops_count() == first);
+}
+
+MPILAB_TEST_MAIN()
