@@ -5,9 +5,9 @@
 # edited: the copy's mpilab-bench lists the entry as built-in and measures it. Then the tag of
 # the line is misspelt: the build fails, naming the missing mpilab_entries_<tag>.
 # Slow (it builds the library): ctest label "slow".
-# Usage: recipe_builtin.sh SRCDIR LAUNCH
+# Usage: recipe_builtin.sh SRCDIR LAUNCH MPICC (the copy is built with this build's MPI)
 set -u
-src=$1 launch=$2
+src=$1 launch=$2 mpicc=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR="$tmp"
@@ -19,7 +19,7 @@ mkdir "$tree"
 (cd "$src" && tar -c --exclude='./build*' --exclude=./.venv --exclude=./.git . ) | tar -x -C "$tree"
 sed 's/^MPILAB_PLUGIN_ENTRIES(/MPILAB_ENTRIES(swap, /' "$src/tests/mpi/recipe_pingpong.c" >"$tree/src/suite/swap_entry.c"
 echo 'mpilab_entries(swap swap_entry.c)' >>"$tree/src/suite/CMakeLists.txt"
-if cmake -S "$tree" -B "$tree/build" -G Ninja -DMPILAB_TESTS=OFF >"$tmp/cfg.log" 2>&1 &&
+if cmake -S "$tree" -B "$tree/build" -G Ninja -DMPILAB_TESTS=OFF -DMPI_C_COMPILER="$mpicc" >"$tmp/cfg.log" 2>&1 &&
    cmake --build "$tree/build" --target mpilab-bench >"$tmp/build.log" 2>&1; then
     ok "1 new file + 1 line builds"
 else
