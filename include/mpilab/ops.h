@@ -65,7 +65,8 @@ typedef struct mpilab_op_run {
     void *state;           /* the entry's own, from setup */
 } mpilab_op_run_t;
 
-/* Prepare r->run: fill r->state (op, comm, rank, size, root, bytes set) for one entry. */
+/* Fill r for one measurement of op (rank and size from comm, state NULL): what the engine and
+ * mpilab_ops_check do before setup; for callers running an entry's functions themselves. */
 void mpilab_op_run_init(mpilab_op_run_t *r, const mpilab_op_t *op, size_t bytes, int root, MPI_Comm comm);
 
 /* Any function: the implementation a generic operation calls (cast back to its type). */
