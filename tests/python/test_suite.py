@@ -279,6 +279,15 @@ def test_compare_runs_the_recipes_plugins(tmp_path: Path) -> None:
     assert mine == {("pingpong", "sendrecv_replace"), ("scatter", "flat_isend")}
     assert all(m["data_ok"] for m in ms if m["impl"] in ("sendrecv_replace", "flat_isend"))
     assert "pingpong:sendrecv_replace" in (out / "report.html").read_text()
+    # and `mpilab bench` hands --entries to the runner
+    res = tmp_path / "bench.json"
+    p = mpilab("bench", "--np", "2", "--out", str(res), "--", "--entries", sos[1],
+               "--ops", "pingpong:sendrecv_replace", "--sizes", "1K", "--max-reps", "5",
+               "--quiet")
+    assert p.returncode == 0, p.stderr
+    ms = json.loads(res.read_text())["measurements"]
+    assert [(m["impl"], m["data_ok"]) for m in ms] == [("sendrecv_replace", True)]
+    assert set(ms[0]["derived"]) == {"latency_s", "bandwidth_Bps"}
 
 
 def test_report_shows_entries_it_does_not_name(stored: Path) -> None:
