@@ -79,6 +79,10 @@ typedef struct mpilab_result {
                             * repetitions and stop decisions (not buffer setup, validation) */
     int applied;           /* 0 if the timing method does not apply to the op (opspec) */
     int data_ok;           /* validation of the data after the measurement (1 = correct) */
+    /* the entry's derived values (op->derive from stats.median before teardown), derived_ok
+     * 1 if it gave them */
+    mpilab_derived_t derived;
+    int derived_ok;
 } mpilab_result_t;
 
 /* Collective: measure op at `bytes` with `timing`. Results are filled on every rank.

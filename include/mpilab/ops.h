@@ -31,67 +31,182 @@ typedef enum mpilab_op_model {
     MPILAB_MODEL_GATHER_BINOMIAL
 } mpilab_op_model_t;
 
-/* Derived quantities of one measurement; NaN (counts: 0) where not applicable. */
+/* Derived quantities of one measurement, by key: what an entry's derive sets, for the keys
+ * it declares (mpilab_op_t.derived); the results carry them in declaration order. */
+#define MPILAB_DERIVED_MAX 16
 typedef struct mpilab_derived {
-    double bandwidth_Bps, msg_rate, latency_s;
-    double cpu_avail, poll_interval, poll_interval_s, work_rate;
-    double overlap_pct, t_comm, t_comp, t_total;
-    int64_t window, pairs, msgs;
-    double cpu_avail_peer;
+    size_t n;
+    struct mpilab_derived_value {
+        const char *key; /* a string that outlives the measurement (a literal) */
+        double value;
+        int count;       /* written as an integer */
+    } v[MPILAB_DERIVED_MAX];
 } mpilab_derived_t;
 
-/* Every derived value NaN, counts 0. */
+/* No value set. */
 void mpilab_derived_clear(mpilab_derived_t *d);
+/* Set `key` to `value` (a non-finite value leaves it unset): 0, or -1 if the set is full. */
+int mpilab_derived_set(mpilab_derived_t *d, const char *key, double value);
+/* Set `key` to the count n (0 leaves it unset): 0 or -1. */
+int mpilab_derived_set_count(mpilab_derived_t *d, const char *key, int64_t n);
+/* The value of `key`, NaN if unset. */
+double mpilab_derived_get(const mpilab_derived_t *d, const char *key);
 
 typedef struct mpilab_op mpilab_op_t;
+
+/* One measurement of one entry: what setup, run, validate, teardown and derive receive.
+ * The engine fills it; setup puts its buffers in `state`, teardown frees them. */
+typedef struct mpilab_op_run {
+    const mpilab_op_t *op; /* the entry (with its own data: fn, param, data) */
+    MPI_Comm comm;
+    int rank, size;        /* in comm */
+    int root;              /* of rooted operations */
+    size_t bytes;          /* the size measured (what op->bytes_desc says it means) */
+    void *state;           /* the entry's own, from setup */
+} mpilab_op_run_t;
+
+/* Fill r for one measurement of op (rank and size from comm, state NULL): what the engine and
+ * mpilab_ops_check do before setup; for callers running an entry's functions themselves. */
+void mpilab_op_run_init(mpilab_op_run_t *r, const mpilab_op_t *op, size_t bytes, int root, MPI_Comm comm);
+
+/* Any function: the implementation a generic operation calls (cast back to its type). */
+typedef void (*mpilab_op_fn)(void);
+
 struct mpilab_op {
     const char *name;       /* "scatter" */
     const char *impl;       /* "native", "linear", ... */
     const char *bytes_desc; /* what `bytes` means, e.g. "per-rank block" */
     unsigned flags;         /* MPILAB_OP_*: what the entry needs */
-    /* Allocate buffers for `bytes`, fill send buffers with the validation pattern and
-     * receive buffers with a sentinel. Called on every rank. Returns 0 or non-zero. */
-    int (*setup)(size_t bytes, int root, MPI_Comm comm, void **ctx);
+    /* Allocate buffers for r->bytes in r->state, fill send buffers with the validation
+     * pattern and receive buffers with a sentinel. Called on every rank. 0 or non-zero. */
+    int (*setup)(mpilab_op_run_t *r);
     /* One execution of the operation. Returns an MPI error code (MPI_SUCCESS). */
-    int (*run)(void *ctx);
+    int (*run)(mpilab_op_run_t *r);
     /* Check of the received data after a run: 0 if correct. Called on every rank or on
      * none (only when the run succeeded on every rank), so it may exchange messages in
      * the operation's communicator (the COMB entry collects its peer's work counters). */
-    int (*validate)(void *ctx);
-    void (*teardown)(void *ctx);
+    int (*validate)(mpilab_op_run_t *r);
+    /* Free r->state (called once after a successful setup). */
+    void (*teardown)(mpilab_op_run_t *r);
     /* ---- what the runner, the results and the report read (all optional) ---- */
     /* Family of results it belongs to: "collective", "p2p", "latency", "streaming",
      * "availability", "overlap", ... (NULL = "user"). */
     const char *family;
-    /* Comma list of the derived keys `derive` yields (mpilab_derived_t field names). */
+    /* Comma list of the derived keys `derive` yields, in the order the results carry them. */
     const char *derived;
-    /* Derived values of the latest measurement at `bytes` on this process from the per-run
-     * time `seconds` (the runner passes the median): 0, or -1 if not measured here. */
-    int (*derive)(const mpilab_op_t *op, size_t bytes, double seconds, mpilab_derived_t *out);
-    /* The pattern a model predicts for it (MPILAB_MODEL_NONE: no prediction). */
+    /* Derived values of this measurement (before teardown, r->state still set) from the
+     * per-run time `seconds` (the engine passes the median): 0, or -1 if none. */
+    int (*derive)(const mpilab_op_run_t *r, double seconds, mpilab_derived_t *out);
+    /* The pattern a model predicts for it (MPILAB_MODEL_NONE: no prediction); it must fit
+     * the operation (scatter patterns on "scatter", gather on "gather", fit on all-pairs). */
     mpilab_op_model_t model;
+    /* Data moved by one call, in bytes: bytes * (volume[0] + volume[1] p + volume[2] p^2) for
+     * p ranks (all 0: not known); the results carry it as "bytes_moved". */
+    double volume[3];
+    /* The entry's own data, for its functions: the implementation a generic operation calls
+     * (MPILAB_COLL_ENTRY), an integer parameter (COMB's poll interval), anything else. */
+    mpilab_op_fn fn;
+    size_t param;
+    const void *data;
 };
 
-/* Number of entries (built-in followed by registered) and entry k. Built-in: the collectives
- * and "p2p:roundtrip" (MPILAB_OP_ALLPAIRS); the interconnect suite registers its own. */
+/* A list of entries a file defines: MPILAB_ENTRIES(tag, {...}, {...}) defines
+ * `mpilab_entries_<tag>`. Built-in: the file is named in the build with
+ * mpilab_entries(<tag> FILE) (a missing definition fails the link, naming it); a plugin
+ * (mpilab_ops_load) defines the tag `plugin`: MPILAB_PLUGIN_ENTRIES({...}). */
+typedef struct mpilab_entry_list {
+    const mpilab_op_t *entries;
+    size_t n;
+    const char *file;
+} mpilab_entry_list_t;
+#define MPILAB_ENTRIES(tag, ...)                                                                     \
+    static const mpilab_op_t mpilab_entries_##tag##_v[] = {__VA_ARGS__};                             \
+    extern const mpilab_entry_list_t mpilab_entries_##tag;                                           \
+    const mpilab_entry_list_t mpilab_entries_##tag = {                                               \
+        mpilab_entries_##tag##_v, sizeof mpilab_entries_##tag##_v / sizeof mpilab_entries_##tag##_v[0], __FILE__}
+#define MPILAB_PLUGIN_ENTRIES(...) MPILAB_ENTRIES(plugin, __VA_ARGS__)
+
+/* Generic collective operations: each fills, runs and checks one MPI collective with the
+ * implementation function the entry carries (fn, with MPI_Scatter's signature for scatter
+ * and gather, e.g. mpilab_scatter_fn; NULL: the native MPI call). */
+int mpilab_coll_setup(mpilab_op_run_t *r);
+int mpilab_coll_validate(mpilab_op_run_t *r);
+void mpilab_coll_teardown(mpilab_op_run_t *r);
+int mpilab_coll_run_scatter(mpilab_op_run_t *r);
+int mpilab_coll_run_gather(mpilab_op_run_t *r);
+int mpilab_coll_run_bcast(mpilab_op_run_t *r);
+int mpilab_coll_run_reduce(mpilab_op_run_t *r);
+int mpilab_coll_run_allreduce(mpilab_op_run_t *r);
+int mpilab_coll_run_allgather(mpilab_op_run_t *r);
+int mpilab_coll_run_alltoall(mpilab_op_run_t *r);
+int mpilab_coll_run_barrier(mpilab_op_run_t *r);
+/* One descriptor per collective operation: an entry for implementation `impl_` (a string)
+ * calling `fn_` (NULL: native), with extra flags and a model pattern. The operation brings
+ * its buffers, data check, bytes meaning, family and data volume. */
+#define MPILAB_COLL_ENTRY(op_, impl_, fn_, flags_, model_) MPILAB_COLL_##op_(impl_, fn_, flags_, model_)
+#define MPILAB_COLL_DESC_(n_, bd_, fl_, v0_, v1_, v2_, impl_, fn_, flags_, model_)                  \
+    {.name = #n_, .impl = impl_, .bytes_desc = bd_, .flags = (fl_) | (flags_),                       \
+     .setup = mpilab_coll_setup, .run = mpilab_coll_run_##n_, .validate = mpilab_coll_validate,      \
+     .teardown = mpilab_coll_teardown, .family = "collective", .model = model_,                      \
+     .volume = {v0_, v1_, v2_}, .fn = (mpilab_op_fn)(fn_)}
+#define MPILAB_COLL_scatter(i, f, fl, m) \
+    MPILAB_COLL_DESC_(scatter, "per-rank block", MPILAB_OP_ROOTED, -1, 1, 0, i, f, fl, m)
+#define MPILAB_COLL_gather(i, f, fl, m) \
+    MPILAB_COLL_DESC_(gather, "per-rank block", MPILAB_OP_ROOTED, -1, 1, 0, i, f, fl, m)
+#define MPILAB_COLL_bcast(i, f, fl, m) \
+    MPILAB_COLL_DESC_(bcast, "message", MPILAB_OP_ROOTED, -1, 1, 0, i, f, fl, m)
+#define MPILAB_COLL_reduce(i, f, fl, m) \
+    MPILAB_COLL_DESC_(reduce, "message (unsigned char sum)", MPILAB_OP_ROOTED, -1, 1, 0, i, f, fl, m)
+#define MPILAB_COLL_allreduce(i, f, fl, m) \
+    MPILAB_COLL_DESC_(allreduce, "message (unsigned char sum)", 0, -2, 2, 0, i, f, fl, m)
+#define MPILAB_COLL_allgather(i, f, fl, m) \
+    MPILAB_COLL_DESC_(allgather, "per-rank block", 0, 0, -1, 1, i, f, fl, m)
+#define MPILAB_COLL_alltoall(i, f, fl, m) \
+    MPILAB_COLL_DESC_(alltoall, "per-pair block", 0, 0, -1, 1, i, f, fl, m)
+#define MPILAB_COLL_barrier(i, f, fl, m) \
+    MPILAB_COLL_DESC_(barrier, "none (bytes ignored)", 0, 0, 0, 0, i, f, fl, m)
+
+/* Number of entries (built-in, then registered and loaded ones) and entry k. Built-in: every
+ * list the build names (MPILAB_ENTRIES); the interconnect suite registers its own. */
 size_t mpilab_ops_count(void);
 const mpilab_op_t *mpilab_ops_get(size_t k);
 /* Entry by name and implementation; NULL if none. */
 const mpilab_op_t *mpilab_ops_find(const char *name, const char *impl);
-/* Register a user-defined entry (copied; the strings must outlive its use). Write it with
+/* Check the built-in entries through the same checks as registration: 0, or -1 with one line
+ * naming the entry and the problem in err. Tools call it first; the getters call it too (an
+ * entry refused there is left out). */
+int mpilab_ops_init(char *err, size_t errlen);
+/* Register a user-defined entry (copied, with its name and impl strings). Write it with
  * designated initializers, e.g. {.name = "ring", .impl = "mine", .setup = ..., .run = ...,
  * .validate = ..., .teardown = ..., .family = "latency", .derived = "latency_s",
- * .derive = ...}; unset knowledge fields mean "none". Returns 0, or -1 if name/impl already
- * exist, a function pointer is missing, or derived keys are declared without derive. */
+ * .derive = ...}; unset knowledge fields mean "none". Returns 0, or -1 and the reason (one
+ * line naming the entry: a duplicate name, a missing function, derived keys without derive,
+ * a model pattern that does not fit the operation) in mpilab_ops_error(). */
 int mpilab_ops_register(const mpilab_op_t *op);
-/* Forget every registered entry. */
+/* The same, recording where the entry comes from (mpilab_ops_origin), e.g. "suite". */
+int mpilab_ops_register_as(const mpilab_op_t *op, const char *origin);
+/* Where entry op comes from: "builtin", "registered", the plugin's path, or what
+ * mpilab_ops_register_as said; NULL if op is not in the table. */
+const char *mpilab_ops_origin(const mpilab_op_t *op);
+/* The reason of the latest refusal ("" if none). */
+const char *mpilab_ops_error(void);
+/* Load a plugin: a shared object defining MPILAB_PLUGIN_ENTRIES(...); each entry is
+ * registered. 0, or -1 with one line in err (the file, or the refused entry). */
+int mpilab_ops_load(const char *path, char *err, size_t errlen);
+/* Forget every registered and loaded entry. */
 void mpilab_ops_clear_registered(void);
+
+/* The model pattern's name in the entry list ("scatter_linear", "fit", ...; NULL for none). */
+const char *mpilab_op_model_name(mpilab_op_model_t m);
 
 /* The comma list of timing methods an entry accepts ("max,root,global[,opspec]" or "p2p"). */
 const char *mpilab_op_timings(const mpilab_op_t *op);
 
 /* The validation pattern byte for (rank, index): what built-in entries send. */
 unsigned char mpilab_ops_pattern(int rank, size_t index);
+
+/* Bytes moved by one call of op at `bytes` on p ranks (op->volume); -1 if not known. */
+double mpilab_op_volume(const mpilab_op_t *op, size_t bytes, int p);
 
 /* Run `op` once on fresh buffers and validate on every rank: collective; returns 0 if all
  * ranks received correct data, 1 if some rank did not, -1 if setup or the call failed. */

@@ -35,14 +35,15 @@ json_t *mpilab_results_precision(const mpilab_precision_t *p);
  * if valid is NULL). */
 json_t *mpilab_results_samples(const double *samples, const unsigned char *valid, size_t n, json_t **valid_out);
 
-/* The "derived" object of op at `bytes` (op->derive with the per-run time `seconds`): only
- * the values that apply. NULL if op has no derive or was not measured here. */
-json_t *mpilab_results_derived(const mpilab_op_t *op, size_t bytes, double seconds);
+/* The "derived" object of a measurement of op: the keys op declares (op->derived), in that
+ * order, with the values its derive set in r->derived. NULL if op has no derive or gave none. */
+json_t *mpilab_results_derived(const mpilab_op_t *op, const mpilab_result_t *r);
 
 /* One engine measurement (mpilab_bench_measure) of op at `bytes` with timing tm under the
  * options bo on `ranks` ranks: op, impl, timing, isolation, bytes, root, ranks, precision,
  * stats, samples, valid, wall_s, data_ok, and where they apply confirm_s,
- * clock_sync_residual_s (used_sync), pipeline_depth and derived (from the median). */
+ * clock_sync_residual_s (used_sync), pipeline_depth, bytes_moved (the entry's volume) and
+ * derived (from the median). */
 json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_timing_t tm,
                                    const mpilab_bench_opts_t *bo, int ranks, const mpilab_result_t *r,
                                    int used_sync);

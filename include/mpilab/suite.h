@@ -73,13 +73,8 @@ void mpilab_suite_counters_reset(void);
  * overlap_pct: overlap_*, 100 * (t_comm + t_comp - t_total) / min(t_comm, t_comp) clamped
  *   to [0, 100], with t_comm (communication alone) and t_comp (compute alone, sized to
  *   t_comm) calibrated in setup and t_total the measured time. */
-typedef mpilab_derived_t mpilab_suite_derived_t; /* the same struct, in ops.h */
-
-/* Derived values of the latest measurement of op at `bytes` on this process, from the
- * engine's per-run time `seconds` (mpilab-bench passes stats.median): op->derive for suite
- * entries. Returns 0, or -1 if op is not a suite entry or was not measured at this size on
- * this process. */
-int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double seconds, mpilab_suite_derived_t *out);
+/* Each entry's derive fills the keys above into the engine's result (mpilab_result_t.derived,
+ * mpilab_derived_get). */
 
 #ifdef __cplusplus
 }

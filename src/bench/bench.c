@@ -201,7 +201,7 @@ static double rep_start(mpilab_bench_t *b, double window, int *late)
 
 /* Operation-specific timing: per non-root rank i, the time from the root's start until
  * i's acknowledgement arrives, minus the one-way acknowledgement time; max over i. */
-static double rep_opspec(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, int *failed)
+static double rep_opspec(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_run_t *ctx, int *failed)
 {
     int root = b->o.root;
     double worst = 0.0;
@@ -229,7 +229,7 @@ static double rep_opspec(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, in
 }
 
 /* One sample (per-repetition time) known on the root; *late set on the root. */
-static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mpilab_timing_t timing,
+static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_run_t *ctx, mpilab_timing_t timing,
                          double window, int *late_out, int *failed)
 {
     int root = b->o.root;
@@ -276,23 +276,23 @@ static double one_sample(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mp
 
 /* Set up the operation on every rank and run the warm-up calls; on failure the operation is
  * torn down and err says why. */
-static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes, void **ctx,
+static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes, mpilab_op_run_t *ctx,
                          char *err, size_t errlen)
 {
-    int root = b->o.root;
-    int bad = op->setup(bytes, root, b->comm, ctx) != 0, anybad = 0;
+    mpilab_op_run_init(ctx, op, bytes, b->o.root, b->comm);
+    int bad = op->setup(ctx) != 0, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, b->comm);
     if (anybad) {
         if (!bad)
-            op->teardown(*ctx);
+            op->teardown(ctx);
         snprintf(err, errlen, "%s:%s: setup failed for %zu bytes", op->name, op->impl, bytes);
         return -1;
     }
     for (size_t w = 0; w < b->o.warmup; w++) {
-        int rc = op->run(*ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
+        int rc = op->run(ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
         MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_LOR, b->comm);
         if (anyfail) {
-            op->teardown(*ctx);
+            op->teardown(ctx);
             /* grid entries say why (no grid, bad P): the reason is the same on every rank */
             const int grid = (op->flags & MPILAB_OP_GRID) && *mpilab_multilane_last_error();
             snprintf(err, errlen, "%s:%s: the operation failed at %zu bytes%s%s", op->name, op->impl,
@@ -446,7 +446,7 @@ static size_t record_sample(mpilab_timing_t timing, mpilab_result_t *res, root_b
 
 /* The repetitions until the root's stop decision (broadcast: with sync isolation as a
  * negative next window); returns the number of samples, known on the root. */
-static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, mpilab_timing_t timing,
+static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_run_t *ctx, mpilab_timing_t timing,
                            mpilab_result_t *res, root_bufs_t *rb, int *failed)
 {
     int root = b->o.root;
@@ -488,16 +488,15 @@ static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, 
     return n;
 }
 
-/* Data check after the last repetition (receive buffers hold the last call's data), then
- * teardown; 1 if the data were right on every rank and no call failed. */
-static int measure_check_data(mpilab_bench_t *b, const mpilab_op_t *op, void *ctx, int failed)
+/* Data check after the last repetition (receive buffers hold the last call's data); 1 if the
+ * data were right on every rank and no call failed. */
+static int measure_check_data(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_run_t *ctx, int failed)
 {
     /* validate runs on every rank or on none: it may communicate (ops.h) */
     int anyfailed = 0;
     MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, b->comm);
     int wrong = anyfailed ? 1 : op->validate(ctx) != 0, anywrong = 0;
     MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
-    op->teardown(ctx);
     return !anywrong;
 }
 
@@ -568,8 +567,8 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         return 0;
     }
     int root = b->o.root;
-    void *ctx = NULL;
-    if (measure_setup(b, op, bytes, &ctx, err, errlen) != 0)
+    mpilab_op_run_t run, *ctx = &run;
+    if (measure_setup(b, op, bytes, ctx, err, errlen) != 0)
         return -1;
     /* wall: the cost of the measurement itself (clock sync, confirmation/ack calibration
      * and the repetitions), not buffer setup, warm-up and data validation */
@@ -592,6 +591,10 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     res->data_ok = measure_check_data(b, op, ctx, failed);
     measure_share(b, timing, res, &rb, n);
     root_bufs_free(&rb);
+    /* the entry's derived values from the median, while its state still holds the run's */
+    mpilab_derived_clear(&res->derived);
+    res->derived_ok = op->derive && op->derive(ctx, res->stats.median, &res->derived) == 0;
+    op->teardown(ctx);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
     res->sync_uncertainty = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? sync_uncertainty_now(b) : 0.0;
     MPI_Bcast(&wall, 1, MPI_DOUBLE, root, b->comm);

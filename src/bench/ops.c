@@ -1,27 +1,27 @@
-/* The operation table: built-in entries and user registration (include/mpilab/ops.h). */
+/* The operation table: one checked registration path for the built-in lists the build names
+ * (bench/entries_builtin.h), registered entries and plugins (include/mpilab/ops.h). */
 #include "mpilab/ops.h"
 
-#include <limits.h>
+#include <dlfcn.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/entries.h"
-#include "coll/multilane_entry.h"
-#include "mpilab/coll.h"
+#include "bench/entries_builtin.h"
 
-enum kind { K_SCATTER, K_GATHER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_ALLGATHER, K_ALLTOALL, K_BARRIER };
+/* The table: built-in entries (static, checked once) followed by registered copies. */
+typedef struct table {
+    const mpilab_op_t **e;
+    size_t n, cap, nbuiltin;
+    int inited, init_rc;
+    char init_err[256];
+    char error[256];   /* the latest refusal */
+    void **handles;    /* plugins loaded (closed by mpilab_ops_clear_registered) */
+    size_t nhandles;
+} table_t;
 
-#define SENTINEL 0xA5
-
-typedef struct opctx {
-    enum kind kind;
-    MPI_Comm comm;
-    int rank, size, root;
-    size_t bytes;
-    unsigned char *sbuf, *rbuf;
-    mpilab_scatter_fn scatter; /* scatter or gather function of this entry */
-} opctx_t;
+static table_t tab;
 
 unsigned char mpilab_ops_pattern(int rank, size_t index)
 {
@@ -31,266 +31,264 @@ unsigned char mpilab_ops_pattern(int rank, size_t index)
     return (unsigned char)(x & 0xffu);
 }
 
-static unsigned char reduce_pattern(int rank, size_t index, int size)
+const char *mpilab_op_model_name(mpilab_op_model_t m)
 {
-    unsigned lim = 256u / (unsigned)size; /* size * (lim - 1) < 256 */
-    return (unsigned char)(mpilab_ops_pattern(rank, index) % (lim ? lim : 1));
+    switch (m) {
+    case MPILAB_MODEL_P2P_FIT: return "fit";
+    case MPILAB_MODEL_SCATTER_LINEAR: return "scatter_linear";
+    case MPILAB_MODEL_SCATTER_BINOMIAL: return "scatter_binomial";
+    case MPILAB_MODEL_GATHER_LINEAR: return "gather_linear";
+    case MPILAB_MODEL_GATHER_BINOMIAL: return "gather_binomial";
+    default: return NULL;
+    }
 }
 
-static int setup_kind(enum kind kind, mpilab_scatter_fn fn, size_t bytes, int root, MPI_Comm comm, void **out)
+/* The operation a model pattern predicts (NULL: none needed, "" for the all-pairs fit). */
+static const char *model_operation(mpilab_op_model_t m)
 {
-    if (bytes > INT_MAX)
-        return -1;
-    opctx_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return -1;
-    c->kind = kind;
-    c->comm = comm;
-    c->bytes = bytes;
-    c->root = root;
-    c->scatter = fn;
-    MPI_Comm_rank(comm, &c->rank);
-    MPI_Comm_size(comm, &c->size);
-    size_t p = (size_t)c->size;
-    size_t sn = 1, rn = 1;
-    switch (kind) {
-    case K_SCATTER: sn = bytes * p; rn = bytes; break;
-    case K_GATHER: sn = bytes; rn = bytes * p; break;
-    case K_BCAST: sn = bytes; rn = 0; break;
-    case K_REDUCE:
-    case K_ALLREDUCE: sn = bytes; rn = bytes; break;
-    case K_ALLGATHER: sn = bytes; rn = bytes * p; break;
-    case K_ALLTOALL: sn = bytes * p; rn = bytes * p; break;
-    case K_BARRIER: sn = rn = 0; break;
+    switch (m) {
+    case MPILAB_MODEL_SCATTER_LINEAR:
+    case MPILAB_MODEL_SCATTER_BINOMIAL: return "scatter";
+    case MPILAB_MODEL_GATHER_LINEAR:
+    case MPILAB_MODEL_GATHER_BINOMIAL: return "gather";
+    case MPILAB_MODEL_P2P_FIT: return "";
+    default: return NULL;
     }
-    if ((kind == K_SCATTER || kind == K_GATHER || kind == K_ALLGATHER || kind == K_ALLTOALL) &&
-        bytes * p / p != bytes) {
-        free(c);
+}
+
+static int bad_word(const char *s)
+{
+    return !s || !*s || strpbrk(s, ":, \t\n") != NULL;
+}
+
+/* Number of keys of a comma list (-1 if a key is empty). */
+static long count_keys(const char *list)
+{
+    long n = 0;
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0)
+            return -1;
+        n++;
+        p += len + (comma != NULL);
+        if (comma && !*p)
+            return -1;
+    }
+    return n;
+}
+
+static const mpilab_op_t *find_in(const char *name, const char *impl)
+{
+    for (size_t k = 0; k < tab.n; k++)
+        if (strcmp(tab.e[k]->name, name) == 0 && strcmp(tab.e[k]->impl, impl) == 0)
+            return tab.e[k];
+    return NULL;
+}
+
+/* The registration checks: 0, or -1 with one line naming the entry in err. */
+static int check_entry(const mpilab_op_t *op, char *err, size_t errlen)
+{
+    if (!op || bad_word(op->name) || bad_word(op->impl)) {
+        snprintf(err, errlen, "entry %s:%s: name and impl must be non-empty words (no ':', ',' or blanks)",
+                 op && op->name ? op->name : "(null)", op && op->impl ? op->impl : "(null)");
         return -1;
     }
-    c->sbuf = malloc(sn ? sn : 1);
-    c->rbuf = malloc(rn ? rn : 1);
-    if (!c->sbuf || !c->rbuf) {
-        free(c->sbuf);
-        free(c->rbuf);
-        free(c);
+    const char *missing = !op->setup ? "setup" : !op->run ? "run" : !op->validate ? "validate"
+                        : !op->teardown ? "teardown" : NULL;
+    if (missing) {
+        snprintf(err, errlen, "entry %s:%s: no %s function", op->name, op->impl, missing);
         return -1;
     }
-    memset(c->rbuf, SENTINEL, rn ? rn : 1);
-    switch (kind) {
-    case K_SCATTER: /* block for rank r carries pattern(r, .) */
-        for (size_t r = 0; r < p; r++)
-            for (size_t k = 0; k < bytes; k++)
-                c->sbuf[r * bytes + k] = mpilab_ops_pattern((int)r, k);
-        break;
-    case K_ALLTOALL: /* block from s to d carries pattern(s * p + d, .) */
-        for (size_t d = 0; d < p; d++)
-            for (size_t k = 0; k < bytes; k++)
-                c->sbuf[d * bytes + k] = mpilab_ops_pattern((int)((size_t)c->rank * p + d), k);
-        break;
-    case K_BCAST: /* the root's data; the others' buffer is the receive buffer */
-        for (size_t k = 0; k < bytes; k++)
-            c->sbuf[k] = c->rank == root ? mpilab_ops_pattern(root, k) : SENTINEL;
-        break;
-    case K_REDUCE:
-    case K_ALLREDUCE: /* keep sums below 256: Open MPI 4.1's AVX uint8 sum saturates */
-        for (size_t k = 0; k < sn; k++)
-            c->sbuf[k] = reduce_pattern(c->rank, k, c->size);
-        break;
-    default:
-        for (size_t k = 0; k < sn; k++)
-            c->sbuf[k] = mpilab_ops_pattern(c->rank, k);
+    long nkeys = count_keys(op->derived);
+    if (nkeys < 0 || nkeys > MPILAB_DERIVED_MAX) {
+        snprintf(err, errlen, "entry %s:%s: derived keys '%s' are not a comma list of 1..%d keys", op->name,
+                 op->impl, op->derived, MPILAB_DERIVED_MAX);
+        return -1;
     }
-    *out = c;
+    if (nkeys > 0 && !op->derive) {
+        snprintf(err, errlen, "entry %s:%s declares derived keys (%s) but no derive function", op->name, op->impl,
+                 op->derived);
+        return -1;
+    }
+    if (nkeys == 0 && op->derive) {
+        snprintf(err, errlen, "entry %s:%s has a derive function but declares no derived keys", op->name,
+                 op->impl);
+        return -1;
+    }
+    const char *fits = model_operation(op->model);
+    if ((unsigned)op->model > MPILAB_MODEL_GATHER_BINOMIAL ||
+        (fits && *fits && strcmp(fits, op->name) != 0) || (fits && !*fits && !(op->flags & MPILAB_OP_ALLPAIRS))) {
+        const char *m = mpilab_op_model_name(op->model);
+        snprintf(err, errlen, "entry %s:%s: model pattern %s does not fit the operation %s", op->name, op->impl,
+                 m ? m : "(unknown)", fits && !*fits ? "(fit needs an all-pairs entry)" : op->name);
+        return -1;
+    }
+    if (find_in(op->name, op->impl)) {
+        snprintf(err, errlen, "entry %s:%s is defined twice", op->name, op->impl);
+        return -1;
+    }
     return 0;
 }
 
-static int run_ctx(void *vc)
+static int append(const mpilab_op_t *op)
 {
-    opctx_t *c = vc;
-    int n = (int)c->bytes;
-    switch (c->kind) {
-    case K_SCATTER:
-        return c->scatter(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->root, c->comm);
-    case K_GATHER:
-        return c->scatter(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->root, c->comm);
-    case K_BCAST:
-        return MPI_Bcast(c->sbuf, n, MPI_BYTE, c->root, c->comm);
-    case K_REDUCE:
-        return MPI_Reduce(c->sbuf, c->rbuf, n, MPI_UNSIGNED_CHAR, MPI_SUM, c->root, c->comm);
-    case K_ALLREDUCE:
-        return MPI_Allreduce(c->sbuf, c->rbuf, n, MPI_UNSIGNED_CHAR, MPI_SUM, c->comm);
-    case K_ALLGATHER:
-        return MPI_Allgather(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->comm);
-    case K_ALLTOALL:
-        return MPI_Alltoall(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->comm);
-    case K_BARRIER:
-        return MPI_Barrier(c->comm);
+    if (tab.n == tab.cap) {
+        size_t nc = tab.cap ? 2 * tab.cap : 64;
+        const mpilab_op_t **ne = realloc(tab.e, nc * sizeof *ne);
+        if (!ne)
+            return -1;
+        tab.e = ne;
+        tab.cap = nc;
     }
-    return MPI_ERR_OTHER;
+    tab.e[tab.n++] = op;
+    return 0;
 }
 
-static int validate_ctx(void *vc)
+int mpilab_ops_init(char *err, size_t errlen)
 {
-    opctx_t *c = vc;
-    size_t p = (size_t)c->size, b = c->bytes;
-    switch (c->kind) {
-    case K_SCATTER:
-        for (size_t k = 0; k < b; k++)
-            if (c->rbuf[k] != mpilab_ops_pattern(c->rank, k))
-                return 1;
-        return 0;
-    case K_GATHER:
-    case K_ALLGATHER:
-        if (c->kind == K_GATHER && c->rank != c->root)
-            return 0;
-        /* every rank's block, in rank order */
-        for (size_t r = 0; r < p; r++)
-            for (size_t k = 0; k < b; k++)
-                if (c->rbuf[r * b + k] != mpilab_ops_pattern((int)r, k))
-                    return 1;
-        return 0;
-    case K_BCAST:
-        for (size_t k = 0; k < b; k++)
-            if (c->sbuf[k] != mpilab_ops_pattern(c->root, k))
-                return 1;
-        return 0;
-    case K_REDUCE:
-    case K_ALLREDUCE:
-        if (c->kind == K_REDUCE && c->rank != c->root)
-            return 0;
-        for (size_t k = 0; k < b; k++) {
-            unsigned sum = 0;
-            for (size_t r = 0; r < p; r++)
-                sum += reduce_pattern((int)r, k, c->size);
-            if (c->rbuf[k] != (unsigned char)(sum & 0xffu))
-                return 1;
+    if (!tab.inited) {
+        tab.inited = 1;
+        for (size_t l = 0; mpilab_builtin_entry_lists[l]; l++) {
+            const mpilab_entry_list_t *list = mpilab_builtin_entry_lists[l];
+            for (size_t k = 0; k < list->n; k++) {
+                char why[224];
+                if (check_entry(&list->entries[k], why, sizeof why) != 0 || append(&list->entries[k]) != 0) {
+                    if (tab.init_rc == 0)
+                        snprintf(tab.init_err, sizeof tab.init_err, "%s: %s", list->file, why);
+                    tab.init_rc = -1;
+                }
+            }
         }
-        return 0;
-    case K_ALLTOALL:
-        for (size_t s = 0; s < p; s++)
-            for (size_t k = 0; k < b; k++)
-                if (c->rbuf[s * b + k] != mpilab_ops_pattern((int)(s * p + (size_t)c->rank), k))
-                    return 1;
-        return 0;
-    case K_BARRIER:
-        return 0;
+        tab.nbuiltin = tab.n;
     }
-    return 1;
+    if (tab.init_rc != 0 && err)
+        snprintf(err, errlen, "%s", tab.init_err);
+    return tab.init_rc;
 }
-
-void mpilab_entry_free_bufs(void *ctx, void *sbuf, void *rbuf)
-{
-    free(sbuf);
-    free(rbuf);
-    free(ctx);
-}
-
-static void teardown_ctx(void *vc)
-{
-    opctx_t *c = vc;
-    if (c)
-        mpilab_entry_free_bufs(c, c->sbuf, c->rbuf);
-}
-
-static int native_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm)
-{
-    return MPI_Scatter(s, sc, st, r, rc, rt, root, comm);
-}
-static int native_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root, MPI_Comm comm)
-{
-    return MPI_Gather(s, sc, st, r, rc, rt, root, comm);
-}
-
-#define SETUP(fname, kind, fn)                                                           \
-    static int fname(size_t bytes, int root, MPI_Comm comm, void **ctx)                  \
-    {                                                                                    \
-        return setup_kind(kind, fn, bytes, root, comm, ctx);                             \
-    }
-SETUP(su_scatter_native, K_SCATTER, native_scatter)
-SETUP(su_scatter_linear, K_SCATTER, mpilab_scatter_linear)
-SETUP(su_scatter_binomial, K_SCATTER, mpilab_scatter_binomial)
-SETUP(su_gather_native, K_GATHER, native_gather)
-SETUP(su_gather_linear, K_GATHER, mpilab_gather_linear)
-SETUP(su_gather_binomial, K_GATHER, mpilab_gather_binomial)
-SETUP(su_scatter_multilane, K_SCATTER, mpilab_multilane_entry_scatter)
-SETUP(su_scatter_single_lane, K_SCATTER, mpilab_single_lane_entry_scatter)
-SETUP(su_gather_multilane, K_GATHER, mpilab_multilane_entry_gather)
-SETUP(su_gather_single_lane, K_GATHER, mpilab_single_lane_entry_gather)
-SETUP(su_bcast, K_BCAST, NULL)
-SETUP(su_reduce, K_REDUCE, NULL)
-SETUP(su_allreduce, K_ALLREDUCE, NULL)
-SETUP(su_allgather, K_ALLGATHER, NULL)
-SETUP(su_alltoall, K_ALLTOALL, NULL)
-SETUP(su_barrier, K_BARRIER, NULL)
-
-#define R MPILAB_OP_ROOTED
-#define O MPILAB_OP_OPSPEC
-#define COLL(n, i, d, f, s, m)                                                                        \
-    static const mpilab_op_t n##_##i = {.name = #n, .impl = #i, .bytes_desc = d, .flags = f, .setup = s,  \
-                                        .run = run_ctx, .validate = validate_ctx,                      \
-                                        .teardown = teardown_ctx, .family = "collective", .model = m}
-COLL(scatter, native, "per-rank block", R, su_scatter_native, MPILAB_MODEL_NONE);
-COLL(scatter, linear, "per-rank block", R | O, su_scatter_linear, MPILAB_MODEL_SCATTER_LINEAR);
-COLL(scatter, binomial, "per-rank block", R | O, su_scatter_binomial, MPILAB_MODEL_SCATTER_BINOMIAL);
-COLL(gather, native, "per-rank block", R, su_gather_native, MPILAB_MODEL_NONE);
-COLL(gather, linear, "per-rank block", R | O, su_gather_linear, MPILAB_MODEL_GATHER_LINEAR);
-COLL(gather, binomial, "per-rank block", R | O, su_gather_binomial, MPILAB_MODEL_GATHER_BINOMIAL);
-/* multi-site grids (docs/multilane.md): the grid comes from $MPILAB_MULTILANE_SITES, P from
- * $MPILAB_MULTILANE_LANES; the runner's models.multilane predicts them */
-#define G MPILAB_OP_GRID
-COLL(scatter, multilane, "per-rank block", R | G, su_scatter_multilane, MPILAB_MODEL_NONE);
-COLL(gather, multilane, "per-rank block", R | G, su_gather_multilane, MPILAB_MODEL_NONE);
-static const mpilab_op_t scatter_single_lane = {
-    .name = "scatter", .impl = "single-lane", .bytes_desc = "per-rank block", .flags = R | G,
-    .setup = su_scatter_single_lane, .run = run_ctx, .validate = validate_ctx,
-    .teardown = teardown_ctx, .family = "collective", .model = MPILAB_MODEL_NONE};
-static const mpilab_op_t gather_single_lane = {
-    .name = "gather", .impl = "single-lane", .bytes_desc = "per-rank block", .flags = R | G,
-    .setup = su_gather_single_lane, .run = run_ctx, .validate = validate_ctx,
-    .teardown = teardown_ctx, .family = "collective", .model = MPILAB_MODEL_NONE};
-COLL(bcast, native, "message", R, su_bcast, MPILAB_MODEL_NONE);
-COLL(reduce, native, "message (unsigned char sum)", R, su_reduce, MPILAB_MODEL_NONE);
-COLL(allreduce, native, "message (unsigned char sum)", 0, su_allreduce, MPILAB_MODEL_NONE);
-COLL(allgather, native, "per-rank block", 0, su_allgather, MPILAB_MODEL_NONE);
-COLL(alltoall, native, "per-pair block", 0, su_alltoall, MPILAB_MODEL_NONE);
-COLL(barrier, native, "none (bytes ignored)", 0, su_barrier, MPILAB_MODEL_NONE);
-
-/* The built-in table, in --list order: each entry carries its own knowledge. */
-static const mpilab_op_t *const builtin[] = {
-    &mpilab_entry_p2p_roundtrip,
-    &scatter_native, &scatter_linear, &scatter_binomial,
-    &gather_native, &gather_linear, &gather_binomial,
-    &scatter_multilane, &scatter_single_lane, &gather_multilane, &gather_single_lane,
-    &bcast_native, &reduce_native, &allreduce_native, &allgather_native, &alltoall_native, &barrier_native,
-};
-#define NBUILTIN (sizeof builtin / sizeof builtin[0])
-
-static mpilab_op_t *registered;
-static size_t nregistered;
 
 size_t mpilab_ops_count(void)
 {
-    return NBUILTIN + nregistered;
+    mpilab_ops_init(NULL, 0);
+    return tab.n;
 }
 
 const mpilab_op_t *mpilab_ops_get(size_t k)
 {
-    if (k < NBUILTIN)
-        return builtin[k];
-    if (k < NBUILTIN + nregistered)
-        return &registered[k - NBUILTIN];
-    return NULL;
+    mpilab_ops_init(NULL, 0);
+    return k < tab.n ? tab.e[k] : NULL;
 }
 
 const mpilab_op_t *mpilab_ops_find(const char *name, const char *impl)
 {
-    for (size_t k = 0; k < mpilab_ops_count(); k++) {
-        const mpilab_op_t *op = mpilab_ops_get(k);
-        if (strcmp(op->name, name) == 0 && strcmp(op->impl, impl) == 0)
-            return op;
-    }
+    mpilab_ops_init(NULL, 0);
+    return name && impl ? find_in(name, impl) : NULL;
+}
+
+const char *mpilab_ops_error(void)
+{
+    return tab.error;
+}
+
+/* A registered copy owns its name, impl and origin strings (freed with it). */
+typedef struct owned_op {
+    mpilab_op_t op;
+    const char *origin;
+    char strings[];
+} owned_op_t;
+
+const char *mpilab_ops_origin(const mpilab_op_t *op)
+{
+    mpilab_ops_init(NULL, 0);
+    for (size_t k = 0; k < tab.n; k++)
+        if (tab.e[k] == op)
+            return k < tab.nbuiltin ? "builtin" : ((const owned_op_t *)(const void *)op)->origin;
     return NULL;
+}
+
+static int register_from(const mpilab_op_t *op, const char *origin)
+{
+    mpilab_ops_init(NULL, 0);
+    tab.error[0] = '\0';
+    if (check_entry(op, tab.error, sizeof tab.error) != 0)
+        return -1;
+    size_t ln = strlen(op->name) + 1, li = strlen(op->impl) + 1, lo = strlen(origin) + 1;
+    owned_op_t *o = malloc(sizeof *o + ln + li + lo);
+    if (!o) {
+        snprintf(tab.error, sizeof tab.error, "entry %s:%s: out of memory", op->name, op->impl);
+        return -1;
+    }
+    o->op = *op;
+    memcpy(o->strings, op->name, ln);
+    memcpy(o->strings + ln, op->impl, li);
+    memcpy(o->strings + ln + li, origin, lo);
+    o->op.name = o->strings;
+    o->op.impl = o->strings + ln;
+    o->origin = o->strings + ln + li;
+    if (!o->op.bytes_desc)
+        o->op.bytes_desc = "user-defined";
+    if (!o->op.family)
+        o->op.family = "user";
+    if (append(&o->op) != 0) {
+        free(o);
+        snprintf(tab.error, sizeof tab.error, "entry %s:%s: out of memory", op->name, op->impl);
+        return -1;
+    }
+    return 0;
+}
+
+int mpilab_ops_register(const mpilab_op_t *op)
+{
+    return register_from(op, "registered");
+}
+
+int mpilab_ops_register_as(const mpilab_op_t *op, const char *origin)
+{
+    return register_from(op, origin ? origin : "registered");
+}
+
+int mpilab_ops_load(const char *path, char *err, size_t errlen)
+{
+    mpilab_ops_init(NULL, 0);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "%s: cannot load: %s", path, why ? why : "unknown error");
+        return -1;
+    }
+    const mpilab_entry_list_t *list = dlsym(h, "mpilab_entries_plugin");
+    if (!list) {
+        snprintf(err, errlen, "%s: defines no MPILAB_PLUGIN_ENTRIES (symbol mpilab_entries_plugin)", path);
+        dlclose(h);
+        return -1;
+    }
+    void **nh = realloc(tab.handles, (tab.nhandles + 1) * sizeof *nh);
+    if (!nh) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        dlclose(h);
+        return -1;
+    }
+    tab.handles = nh;
+    tab.handles[tab.nhandles++] = h; /* kept open: its entries' functions live there */
+    for (size_t k = 0; k < list->n; k++)
+        if (register_from(&list->entries[k], path) != 0) {
+            snprintf(err, errlen, "%s: %s", path, tab.error);
+            return -1;
+        }
+    return 0;
+}
+
+void mpilab_ops_clear_registered(void)
+{
+    mpilab_ops_init(NULL, 0);
+    for (size_t k = tab.nbuiltin; k < tab.n; k++)
+        free((owned_op_t *)(void *)tab.e[k]); /* op is the first member of its owned_op_t */
+    tab.n = tab.nbuiltin;
+    for (size_t k = 0; k < tab.nhandles; k++)
+        dlclose(tab.handles[k]);
+    free(tab.handles);
+    tab.handles = NULL;
+    tab.nhandles = 0;
 }
 
 const char *mpilab_op_timings(const mpilab_op_t *op)
@@ -300,63 +298,89 @@ const char *mpilab_op_timings(const mpilab_op_t *op)
     return (op->flags & MPILAB_OP_OPSPEC) ? "max,root,global,opspec" : "max,root,global";
 }
 
-void mpilab_derived_clear(mpilab_derived_t *d)
+double mpilab_op_volume(const mpilab_op_t *op, size_t bytes, int p)
 {
-    double nan = NAN;
-    *d = (mpilab_derived_t){.bandwidth_Bps = nan, .msg_rate = nan, .latency_s = nan, .cpu_avail = nan,
-                            .poll_interval = nan, .poll_interval_s = nan, .work_rate = nan,
-                            .overlap_pct = nan, .t_comm = nan, .t_comp = nan, .t_total = nan,
-                            .cpu_avail_peer = nan};
+    const double *v = op->volume;
+    if (v[0] == 0.0 && v[1] == 0.0 && v[2] == 0.0)
+        return -1.0;
+    double f = v[0] + v[1] * p + v[2] * (double)p * p;
+    return f > 0.0 ? f * (double)bytes : -1.0;
 }
 
-int mpilab_ops_register(const mpilab_op_t *op)
+void mpilab_op_run_init(mpilab_op_run_t *r, const mpilab_op_t *op, size_t bytes, int root, MPI_Comm comm)
 {
-    if (!op || !op->name || !op->impl || !op->setup || !op->run || !op->validate || !op->teardown)
+    memset(r, 0, sizeof *r);
+    r->op = op;
+    r->comm = comm;
+    r->root = root;
+    r->bytes = bytes;
+    MPI_Comm_rank(comm, &r->rank);
+    MPI_Comm_size(comm, &r->size);
+}
+
+/* ---- derived values ---- */
+
+void mpilab_derived_clear(mpilab_derived_t *d)
+{
+    d->n = 0;
+}
+
+static int derived_put(mpilab_derived_t *d, const char *key, double value, int count)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (strcmp(d->v[k].key, key) == 0) {
+            d->v[k].value = value;
+            d->v[k].count = count;
+            return 0;
+        }
+    if (d->n >= MPILAB_DERIVED_MAX)
         return -1;
-    if (op->derived && *op->derived && !op->derive)
-        return -1;
-    if (mpilab_ops_find(op->name, op->impl))
-        return -1;
-    mpilab_op_t *n = realloc(registered, (nregistered + 1) * sizeof *n);
-    if (!n)
-        return -1;
-    registered = n;
-    registered[nregistered] = *op;
-    if (!registered[nregistered].bytes_desc)
-        registered[nregistered].bytes_desc = "user-defined";
-    if (!registered[nregistered].family)
-        registered[nregistered].family = "user";
-    nregistered++;
+    d->v[d->n].key = key;
+    d->v[d->n].value = value;
+    d->v[d->n].count = count;
+    d->n++;
     return 0;
 }
 
-void mpilab_ops_clear_registered(void)
+int mpilab_derived_set(mpilab_derived_t *d, const char *key, double value)
 {
-    free(registered);
-    registered = NULL;
-    nregistered = 0;
+    return isfinite(value) ? derived_put(d, key, value, 0) : 0;
+}
+
+int mpilab_derived_set_count(mpilab_derived_t *d, const char *key, int64_t n)
+{
+    return n ? derived_put(d, key, (double)n, 1) : 0;
+}
+
+double mpilab_derived_get(const mpilab_derived_t *d, const char *key)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (strcmp(d->v[k].key, key) == 0)
+            return d->v[k].value;
+    return NAN;
 }
 
 int mpilab_ops_check(const mpilab_op_t *op, size_t bytes, int root, MPI_Comm comm)
 {
-    void *ctx = NULL;
-    int bad = op->setup(bytes, root, comm, &ctx) != 0;
+    mpilab_op_run_t r;
+    mpilab_op_run_init(&r, op, bytes, root, comm);
+    int bad = op->setup(&r) != 0;
     int anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
     if (anybad) {
         if (!bad)
-            op->teardown(ctx);
+            op->teardown(&r);
         return -1;
     }
-    int failed = op->run(ctx) != MPI_SUCCESS, anyfailed = 0;
+    int failed = op->run(&r) != MPI_SUCCESS, anyfailed = 0;
     /* validate runs on every rank or on none: it may communicate (ops.h) */
     MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, comm);
     if (anyfailed) {
-        op->teardown(ctx);
+        op->teardown(&r);
         return -1;
     }
-    int wrong = op->validate(ctx) != 0, anywrong = 0;
-    op->teardown(ctx);
+    int wrong = op->validate(&r) != 0, anywrong = 0;
+    op->teardown(&r);
     MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, comm);
     return anywrong ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/entries.h"
+#include "mpilab/ops.h"
 
 #define TAG_P2P 7301
 #define SENTINEL 0xA5
@@ -18,18 +18,18 @@ typedef struct rtctx {
     int ran;
 } rtctx_t;
 
-static int rt_setup(size_t bytes, int root, MPI_Comm comm, void **out)
+static int rt_setup(mpilab_op_run_t *r)
 {
-    (void)root;
+    size_t bytes = r->bytes;
     rtctx_t *c = calloc(1, sizeof *c);
     if (!c || bytes > INT_MAX) {
         free(c);
         return -1;
     }
-    c->comm = comm;
+    c->comm = r->comm;
     c->bytes = bytes;
-    MPI_Comm_rank(comm, &c->rank);
-    MPI_Comm_size(comm, &c->size);
+    c->rank = r->rank;
+    c->size = r->size;
     size_t p = (size_t)c->size;
     if (bytes && p > SIZE_MAX / bytes) {
         free(c);
@@ -47,13 +47,13 @@ static int rt_setup(size_t bytes, int root, MPI_Comm comm, void **out)
     for (size_t k = 0; k < bytes; k++)
         c->sbuf[k] = mpilab_ops_pattern(c->rank, k);
     memset(c->rbuf, SENTINEL, rn ? rn : 1);
-    *out = c;
+    r->state = c;
     return 0;
 }
 
-static int rt_run(void *vc)
+static int rt_run(mpilab_op_run_t *r)
 {
-    rtctx_t *c = vc;
+    rtctx_t *c = r->state;
     int n = (int)c->bytes;
     for (int i = 0; i < c->size; i++)
         for (int j = i + 1; j < c->size; j++) {
@@ -75,9 +75,9 @@ static int rt_run(void *vc)
     return MPI_SUCCESS;
 }
 
-static int rt_validate(void *vc)
+static int rt_validate(mpilab_op_run_t *run)
 {
-    rtctx_t *c = vc;
+    const rtctx_t *c = run->state;
     if (!c->ran)
         return 1;
     for (int r = 0; r < c->size; r++)
@@ -87,14 +87,18 @@ static int rt_validate(void *vc)
     return 0;
 }
 
-static void rt_teardown(void *vc)
+static void rt_teardown(mpilab_op_run_t *r)
 {
-    rtctx_t *c = vc;
-    if (c)
-        mpilab_entry_free_bufs(c, c->sbuf, c->rbuf);
+    rtctx_t *c = r->state;
+    if (c) {
+        free(c->sbuf);
+        free(c->rbuf);
+        free(c);
+    }
+    r->state = NULL;
 }
 
-const mpilab_op_t mpilab_entry_p2p_roundtrip = {
+MPILAB_ENTRIES(p2p, {
     .name = "p2p",
     .impl = "roundtrip",
     .bytes_desc = "message each way (--p2p-back: the reply)",
@@ -105,4 +109,4 @@ const mpilab_op_t mpilab_entry_p2p_roundtrip = {
     .teardown = rt_teardown,
     .family = "p2p",
     .model = MPILAB_MODEL_P2P_FIT,
-};
+});

@@ -2,6 +2,7 @@
 #include "mpilab/results.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "common/common.h"
 #include "mpilab/quality.h"
@@ -59,37 +60,22 @@ json_t *mpilab_results_samples(const double *s, const unsigned char *v, size_t n
     return a;
 }
 
-static void put(json_t *o, const char *k, double v)
+json_t *mpilab_results_derived(const mpilab_op_t *op, const mpilab_result_t *r)
 {
-    if (isfinite(v))
-        json_object_set_new(o, k, json_real(v));
-}
-
-json_t *mpilab_results_derived(const mpilab_op_t *op, size_t bytes, double seconds)
-{
-    mpilab_derived_t d;
-    mpilab_derived_clear(&d);
-    if (!op || !op->derive || op->derive(op, bytes, seconds, &d) != 0)
+    if (!op || !op->derived || !r->derived_ok)
         return NULL;
+    /* the keys the entry declares, in its order; values it did not set are left out */
     json_t *o = json_object();
-    put(o, "bandwidth_Bps", d.bandwidth_Bps);
-    put(o, "msg_rate", d.msg_rate);
-    put(o, "latency_s", d.latency_s);
-    put(o, "cpu_avail", d.cpu_avail);
-    put(o, "cpu_avail_peer", d.cpu_avail_peer);
-    put(o, "poll_interval", d.poll_interval);
-    put(o, "poll_interval_s", d.poll_interval_s);
-    put(o, "work_rate", d.work_rate);
-    put(o, "overlap_pct", d.overlap_pct);
-    put(o, "t_comm", d.t_comm);
-    put(o, "t_comp", d.t_comp);
-    put(o, "t_total", d.t_total);
-    if (d.window)
-        json_object_set_new(o, "window", json_integer(d.window));
-    if (d.pairs)
-        json_object_set_new(o, "pairs", json_integer(d.pairs));
-    if (d.msgs)
-        json_object_set_new(o, "msgs", json_integer(d.msgs));
+    for (const char *p = op->derived; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        for (size_t k = 0; k < r->derived.n; k++) {
+            const struct mpilab_derived_value *v = &r->derived.v[k];
+            if (strlen(v->key) == n && strncmp(v->key, p, n) == 0)
+                json_object_setn_new(o, p, n, v->count ? json_integer((json_int_t)v->value) : json_real(v->value));
+        }
+        p += n + (comma != NULL);
+    }
     return o;
 }
 
@@ -124,7 +110,10 @@ json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_t
         json_object_set_new(m, "pipeline_depth", json_integer((json_int_t)bo->pipeline_depth));
     /* derived quantities from the median: one preempted repetition on a shared machine must
      * not decide a latency or a bandwidth (mean and CI stay in "stats") */
-    json_t *dv = mpilab_results_derived(op, bytes, r->stats.median);
+    double moved = mpilab_op_volume(op, bytes, ranks);
+    if (ranks >= 2 && moved >= 0.0) /* the entry's data volume (mpilab_op_t.volume) */
+        json_object_set_new(m, "bytes_moved", json_integer((json_int_t)moved));
+    json_t *dv = mpilab_results_derived(op, r);
     if (dv)
         json_object_set_new(m, "derived", dv);
     return m;

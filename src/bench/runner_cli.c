@@ -21,6 +21,8 @@ void mpilab_runner_usage(FILE *f)
         "Sizes are bytes with binary suffixes: K = 1024, M = 1024^2, G = 1024^3 (4K = 4096).\n"
         "  -h, --help           this text;  --version: the version\n"
         "  --list [--json]      the operation table: entries, timing methods (JSON: knowledge)\n"
+        "  --entries FILE.so    load user entries (MPILAB_PLUGIN_ENTRIES, docs/architecture.md);\n"
+        "                       repeatable, at most 16\n"
         "  --ops LIST           comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
         "  --sizes SPEC         message sizes in bytes: comma list of sizes (4K), ranges A:B:STEP or\n"
         "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
@@ -170,6 +172,8 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
     return 0;
 }
 
+#define MAX_PLUGINS 16
+
 /* Raw option values, checked after all are read. */
 typedef struct raw {
     const char *ops, *sizes, *timing, *models;
@@ -177,6 +181,8 @@ typedef struct raw {
     double time_budget; /* --time-budget: seconds of samples for the whole run (0 = none) */
     char osu[160];
     int version;
+    const char *entries[MAX_PLUGINS]; /* --entries FILE.so, loaded after the options */
+    size_t nentries;
 } raw_t;
 
 static int count_arg(const char *opt, const char *s, long long *out, char *err, size_t errlen)
@@ -195,7 +201,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
-       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET };
+       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -212,6 +218,7 @@ static const struct option longopts[] = {
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
+    {"entries", required_argument, 0, O_ENTRIES},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -299,6 +306,13 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
     case 'h': return MPILAB_RUNNER_HELP;
     case O_VERSION: r->version = 1; return 0;
+    case O_ENTRIES:
+        if (r->nentries >= MAX_PLUGINS)
+            return fail(err, errlen, "--entries: at most %d files", MAX_PLUGINS);
+        if (!*v)
+            return fail(err, errlen, "--entries: empty file name");
+        r->entries[r->nentries++] = v;
+        return 0;
     default: return MPILAB_RUNNER_BAD;
     }
 }
@@ -427,9 +441,16 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
         return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
     if (r.version)
         return MPILAB_RUNNER_VERSION;
-    /* after the options: the COMB entries depend on --poll-sweep */
+    /* after the options: the built-in entries pass the registration checks, the COMB
+     * entries depend on --poll-sweep, then the plugins */
+    char why[400];
+    if (mpilab_ops_init(why, sizeof why) != 0)
+        return fail(err, errlen, "%s", why);
     if (mpilab_suite_register() != 0)
-        return fail(err, errlen, "cannot register the interconnect suite's operations");
+        return fail(err, errlen, "the interconnect suite's entries: %s", mpilab_ops_error());
+    for (size_t k = 0; k < r.nentries; k++)
+        if (mpilab_ops_load(r.entries[k], why, sizeof why) != 0)
+            return fail(err, errlen, "--entries: %s", why);
     if (c->list == 2)
         return fail(err, errlen, "--json goes with --list");
     if (c->list)

@@ -12,18 +12,6 @@ void mpilab_runner_list(FILE *f)
     }
 }
 
-static const char *model_name(mpilab_op_model_t m)
-{
-    switch (m) {
-    case MPILAB_MODEL_P2P_FIT: return "fit";
-    case MPILAB_MODEL_SCATTER_LINEAR: return "scatter_linear";
-    case MPILAB_MODEL_SCATTER_BINOMIAL: return "scatter_binomial";
-    case MPILAB_MODEL_GATHER_LINEAR: return "gather_linear";
-    case MPILAB_MODEL_GATHER_BINOMIAL: return "gather_binomial";
-    default: return NULL;
-    }
-}
-
 /* A comma list as a JSON array of strings. */
 static json_t *split(const char *list)
 {
@@ -53,7 +41,7 @@ json_t *mpilab_runner_list_json(void)
             json_array_append_new(needs, json_string("allpairs"));
         if (op->flags & MPILAB_OP_GRID)
             json_array_append_new(needs, json_string("grid"));
-        const char *model = model_name(op->model);
+        const char *model = mpilab_op_model_name(op->model);
         json_array_append_new(entries, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:b}", "name", op->name, "impl",
                                                  op->impl, "bytes", op->bytes_desc ? op->bytes_desc : "",
                                                  "family", op->family ? op->family : "user", "needs", needs,
@@ -61,6 +49,13 @@ json_t *mpilab_runner_list_json(void)
                                                  split(op->derived), "model",
                                                  model ? json_string(model) : json_null(), "suite",
                                                  mpilab_suite_is_entry(op)));
+        json_t *e = json_array_get(entries, json_array_size(entries) - 1);
+        /* builtin, suite, registered or the plugin file it was loaded from */
+        json_object_set_new(e, "origin", json_string(mpilab_ops_origin(op)));
+        /* bytes moved per call = bytes * (c0 + c1 p + c2 p^2) for p ranks, or null */
+        json_object_set_new(e, "volume", op->volume[0] != 0.0 || op->volume[1] != 0.0 || op->volume[2] != 0.0
+                                             ? json_pack("[f,f,f]", op->volume[0], op->volume[1], op->volume[2])
+                                             : json_null());
     }
     return json_pack("{s:s,s:o}", "schema", "mpilab.entries/1", "entries", entries);
 }

@@ -5,6 +5,7 @@
 
 #include "coll/multilane_entry.h"
 #include "coll/multilane_internal.h"
+#include "mpilab/ops.h"
 
 const char *mpilab_multilane_entry_sites(void)
 {
@@ -54,3 +55,12 @@ ENTRY(mpilab_multilane_entry_scatter, mpilab_scatter_multilane_attached)
 ENTRY(mpilab_multilane_entry_gather, mpilab_gather_multilane_attached)
 ENTRY(mpilab_single_lane_entry_scatter, mpilab_scatter_single_lane_attached)
 ENTRY(mpilab_single_lane_entry_gather, mpilab_gather_single_lane_attached)
+
+/* multi-site grids (docs/multilane.md): selected only as name:impl (MPILAB_OP_GRID); the
+ * runner's models.multilane predicts them */
+#define RG (MPILAB_OP_GRID)
+MPILAB_ENTRIES(multilane,
+               MPILAB_COLL_ENTRY(scatter, "multilane", mpilab_multilane_entry_scatter, RG, MPILAB_MODEL_NONE),
+               MPILAB_COLL_ENTRY(scatter, "single-lane", mpilab_single_lane_entry_scatter, RG, MPILAB_MODEL_NONE),
+               MPILAB_COLL_ENTRY(gather, "multilane", mpilab_multilane_entry_gather, RG, MPILAB_MODEL_NONE),
+               MPILAB_COLL_ENTRY(gather, "single-lane", mpilab_single_lane_entry_gather, RG, MPILAB_MODEL_NONE));

@@ -198,142 +198,106 @@ void mpilab_suite_counters_reset(void)
     memset(&suite_counters, 0, sizeof suite_counters);
 }
 
-/* ---- records of finished measurements ---- */
+/* ---- derived values (mpilab_op_t.derive of each suite entry) ---- */
 
-static suite_record_t *records;
-static size_t nrecords, caprecords;
-
-void suite_record_store(const suite_record_t *r)
-{
-    for (size_t k = 0; k < nrecords; k++)
-        if (records[k].bytes == r->bytes && strcmp(records[k].name, r->name) == 0 &&
-            strcmp(records[k].impl, r->impl) == 0) {
-            records[k] = *r;
-            return;
-        }
-    if (nrecords == caprecords) {
-        size_t nc = caprecords ? 2 * caprecords : 32;
-        suite_record_t *n = realloc(records, nc * sizeof *n);
-        if (!n)
-            return; /* derive will report "not measured" */
-        records = n;
-        caprecords = nc;
-    }
-    records[nrecords++] = *r;
-}
-
-const suite_record_t *suite_record_find(const char *name, const char *impl, size_t bytes)
-{
-    for (size_t k = 0; k < nrecords; k++)
-        if (records[k].bytes == bytes && strcmp(records[k].name, name) == 0 && strcmp(records[k].impl, impl) == 0)
-            return &records[k];
-    return NULL;
-}
-
-int mpilab_suite_derive(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
-{
-    mpilab_derived_clear(d);
-    if (!op || !suite_owns(op) || !op->derive)
-        return -1;
-    return op->derive(op, bytes, t, d);
-}
-
-/* The record of op at bytes (NULL if none), with d cleared; *ok: t usable as a time. */
-static const suite_record_t *begin(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d, int *ok)
+/* The measurement of r (NULL if none), with d cleared; *ok: t usable as a time. */
+static const suite_measured_t *begin(const mpilab_op_run_t *r, double t, mpilab_derived_t *d, int *ok,
+                                     suite_measured_t *m)
 {
     mpilab_derived_clear(d);
     *ok = t > 0.0 && isfinite(t);
-    return suite_record_find(op->name, op->impl, bytes);
+    return suite_measured(r, m);
 }
 
 /* latency = t / div, bandwidth = bytes * moved / t (moved: message lengths per run time) */
-static int derive_simple(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d, double div,
-                         double moved)
+static int derive_simple(const mpilab_op_run_t *r, double t, mpilab_derived_t *d, double div, double moved)
 {
     int ok;
-    if (!begin(op, bytes, t, d, &ok))
+    suite_measured_t m;
+    if (!begin(r, t, d, &ok, &m))
         return -1;
-    if (ok && div > 0.0)
-        d->latency_s = t / div;
     if (ok)
-        d->bandwidth_Bps = moved * (double)bytes / t;
+        mpilab_derived_set(d, "bandwidth_Bps", moved * (double)r->bytes / t);
+    if (ok && div > 0.0)
+        mpilab_derived_set(d, "latency_s", t / div);
     return 0;
 }
 
-int suite_derive_pingpong(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_pingpong(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
-    return derive_simple(op, bytes, t, d, 2.0, 2.0); /* bytes / (t / 2) */
+    return derive_simple(r, t, d, 2.0, 2.0); /* bytes / (t / 2) */
 }
 
-int suite_derive_pingping(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_pingping(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
-    return derive_simple(op, bytes, t, d, 1.0, 1.0);
+    return derive_simple(r, t, d, 1.0, 1.0);
 }
 
-int suite_derive_sendrecv(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_sendrecv(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
-    return derive_simple(op, bytes, t, d, 0.0, 2.0);
+    return derive_simple(r, t, d, 0.0, 2.0);
 }
 
-int suite_derive_exchange(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_exchange(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
-    return derive_simple(op, bytes, t, d, 0.0, 4.0); /* IMB */
+    return derive_simple(r, t, d, 0.0, 4.0); /* IMB */
 }
 
-int suite_derive_stream(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_stream(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
     int ok;
-    const suite_record_t *r = begin(op, bytes, t, d, &ok);
-    if (!r)
+    suite_measured_t m;
+    if (!begin(r, t, d, &ok, &m))
         return -1;
-    int multi = r->kind == SK_STREAM_MULTI;
-    d->window = r->window;
-    d->pairs = multi ? r->pairs : 1;
+    int64_t pairs = m.multi ? m.pairs : 1;
     if (ok) {
-        d->msg_rate = (double)d->pairs * (double)r->window / t;
-        d->bandwidth_Bps = d->msg_rate * (double)bytes;
+        double rate = (double)pairs * (double)m.window / t;
+        mpilab_derived_set(d, "bandwidth_Bps", rate * (double)r->bytes);
+        mpilab_derived_set(d, "msg_rate", rate);
     }
+    mpilab_derived_set_count(d, "window", m.window);
+    mpilab_derived_set_count(d, "pairs", pairs);
     return 0;
 }
 
-int suite_derive_comb(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_comb(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
     int ok;
-    const suite_record_t *r = begin(op, bytes, t, d, &ok);
-    if (!r)
+    suite_measured_t m;
+    if (!begin(r, t, d, &ok, &m))
         return -1;
-    d->msgs = r->msgs;
-    d->poll_interval = r->poll_iters;
-    d->work_rate = r->work_rate;
-    if (r->work_rate > 0.0) {
-        d->poll_interval_s = r->poll_iters / r->work_rate;
-        if (r->run_time > 0.0)
-            d->cpu_avail = (r->work_iters / r->run_time) / r->work_rate;
-    }
-    if (r->peer_work_rate > 0.0 && r->peer_run_time > 0.0) /* false for NaN */
-        d->cpu_avail_peer = (r->peer_work_iters / r->peer_run_time) / r->peer_work_rate;
     if (ok) {
-        d->msg_rate = (double)r->msgs / t;
-        d->bandwidth_Bps = d->msg_rate * (double)bytes;
+        mpilab_derived_set(d, "bandwidth_Bps", (double)m.msgs / t * (double)r->bytes);
+        mpilab_derived_set(d, "msg_rate", (double)m.msgs / t);
     }
+    if (m.work_rate > 0.0 && m.run_time > 0.0)
+        mpilab_derived_set(d, "cpu_avail", (m.work_iters / m.run_time) / m.work_rate);
+    if (m.peer_work_rate > 0.0 && m.peer_run_time > 0.0) /* false for NaN */
+        mpilab_derived_set(d, "cpu_avail_peer", (m.peer_work_iters / m.peer_run_time) / m.peer_work_rate);
+    mpilab_derived_set(d, "poll_interval", m.poll_iters);
+    if (m.work_rate > 0.0)
+        mpilab_derived_set(d, "poll_interval_s", m.poll_iters / m.work_rate);
+    mpilab_derived_set(d, "work_rate", m.work_rate);
+    mpilab_derived_set_count(d, "msgs", m.msgs);
     return 0;
 }
 
-int suite_derive_overlap(const mpilab_op_t *op, size_t bytes, double t, mpilab_derived_t *d)
+int suite_derive_overlap(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
 {
     int ok;
-    const suite_record_t *r = begin(op, bytes, t, d, &ok);
-    if (!r)
+    suite_measured_t m;
+    if (!begin(r, t, d, &ok, &m))
         return -1;
-    d->t_comm = r->t_comm;
-    d->t_comp = r->t_comp;
     if (ok) {
-        d->t_total = t;
-        double m = r->t_comm < r->t_comp ? r->t_comm : r->t_comp;
-        if (m > 0.0) {
-            double o = 100.0 * (r->t_comm + r->t_comp - t) / m;
-            d->overlap_pct = o < 0.0 ? 0.0 : (o > 100.0 ? 100.0 : o);
+        double lo = m.t_comm < m.t_comp ? m.t_comm : m.t_comp;
+        if (lo > 0.0) {
+            double o = 100.0 * (m.t_comm + m.t_comp - t) / lo;
+            mpilab_derived_set(d, "overlap_pct", o < 0.0 ? 0.0 : (o > 100.0 ? 100.0 : o));
         }
     }
+    mpilab_derived_set(d, "t_comm", m.t_comm);
+    mpilab_derived_set(d, "t_comp", m.t_comp);
+    if (ok)
+        mpilab_derived_set(d, "t_total", t);
     return 0;
 }

@@ -21,7 +21,6 @@
 
 typedef struct sctx {
     enum suite_kind kind;
-    const char *name, *impl;
     MPI_Comm comm;
     int rank, size;
     int role;      /* -1 idle; p2p: 0 sender/first, 1 second */
@@ -122,17 +121,23 @@ static void ctx_free(sctx_t *c)
 }
 
 /* Common setup: roles, buffers. Collective (agrees on success). */
-static int setup_common(enum suite_kind kind, const char *name, const char *impl, size_t bytes, MPI_Comm comm,
-                        size_t sfactor, size_t nslots, sctx_t **out)
+/* The kind of a fixed entry (its param; COMB entries carry their poll interval instead). */
+static enum suite_kind kind_of(const mpilab_op_run_t *r)
+{
+    return (enum suite_kind)r->op->param;
+}
+
+static int setup_common(const mpilab_op_run_t *run, enum suite_kind kind, size_t sfactor, size_t nslots,
+                        sctx_t **out)
 {
     *out = NULL;
+    size_t bytes = run->bytes;
+    MPI_Comm comm = run->comm;
     const mpilab_suite_config_t *cfg = mpilab_suite_config();
     sctx_t *c = calloc(1, sizeof *c);
     int bad = c == NULL || bytes > INT_MAX;
     if (c) {
         c->kind = kind;
-        c->name = name;
-        c->impl = impl;
         c->comm = comm;
         MPI_Comm_rank(comm, &c->rank);
         MPI_Comm_size(comm, &c->size);
@@ -180,31 +185,20 @@ static int setup_common(enum suite_kind kind, const char *name, const char *impl
 
 /* ---- point to point (ranks 0 and 1) ---- */
 
-static int pp_setup(enum suite_kind kind, const char *name, size_t bytes, MPI_Comm comm, void **out)
+static int pp_setup(mpilab_op_run_t *r)
 {
     sctx_t *c;
-    if (setup_common(kind, name, "mpi", bytes, comm, 1, 1, &c) != 0)
+    if (setup_common(r, kind_of(r), 1, 1, &c) != 0)
         return -1;
     if (c->role >= 0)
-        fill(c->sbuf, bytes, c->rank);
-    *out = c;
+        fill(c->sbuf, r->bytes, c->rank);
+    r->state = c;
     return 0;
 }
 
-static int su_pingpong(size_t b, int root, MPI_Comm comm, void **o)
+static int run_pingpong(mpilab_op_run_t *r)
 {
-    (void)root;
-    return pp_setup(SK_PINGPONG, "pingpong", b, comm, o);
-}
-static int su_pingping(size_t b, int root, MPI_Comm comm, void **o)
-{
-    (void)root;
-    return pp_setup(SK_PINGPING, "pingping", b, comm, o);
-}
-
-static int run_pingpong(void *vc)
-{
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     if (c->role < 0)
@@ -223,9 +217,9 @@ static int run_pingpong(void *vc)
     return rc;
 }
 
-static int run_pingping(void *vc)
+static int run_pingping(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     if (c->role < 0)
@@ -242,9 +236,9 @@ static int run_pingping(void *vc)
 }
 
 /* Data from the peer in slot 0 (p2p entries), or nothing to check for idle ranks. */
-static int validate_p2p(void *vc)
+static int validate_p2p(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     if (c->role < 0)
         return 0;
     if (!c->received)
@@ -257,20 +251,19 @@ static int validate_p2p(void *vc)
 
 /* ---- sendrecv (periodic chain) and exchange (both ring neighbours), all ranks ---- */
 
-static int su_sendrecv(size_t b, int root, MPI_Comm comm, void **o)
+static int su_sendrecv(mpilab_op_run_t *r)
 {
-    (void)root;
     sctx_t *c;
-    if (setup_common(SK_SENDRECV, "sendrecv", "mpi", b, comm, 1, 1, &c) != 0)
+    if (setup_common(r, kind_of(r), 1, 1, &c) != 0)
         return -1;
-    fill(c->sbuf, b, c->rank);
-    *o = c;
+    fill(c->sbuf, r->bytes, c->rank);
+    r->state = c;
     return 0;
 }
 
-static int run_sendrecv(void *vc)
+static int run_sendrecv(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     int n = (int)c->bytes;
@@ -280,29 +273,29 @@ static int run_sendrecv(void *vc)
     return rc;
 }
 
-static int validate_sendrecv(void *vc)
+static int validate_sendrecv(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     return !c->received || check(c->rbuf, c->bytes, c->left);
 }
 
-static int su_exchange(size_t b, int root, MPI_Comm comm, void **o)
+static int su_exchange(mpilab_op_run_t *r)
 {
-    (void)root;
+    size_t b = r->bytes;
     sctx_t *c;
     /* sbuf: [to left | to right]; rbuf: [from left | from right] */
-    if (setup_common(SK_EXCHANGE, "exchange", "mpi", b, comm, 2, 2, &c) != 0)
+    if (setup_common(r, kind_of(r), 2, 2, &c) != 0)
         return -1;
     fill(c->sbuf, b, c->rank);
     for (size_t k = 0; k < b; k++)
         c->sbuf[b + k] = mpilab_ops_pattern(c->rank + c->size, k);
-    *o = c;
+    r->state = c;
     return 0;
 }
 
-static int run_exchange(void *vc)
+static int run_exchange(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     int n = (int)c->bytes;
@@ -318,9 +311,9 @@ static int run_exchange(void *vc)
     return rc;
 }
 
-static int validate_exchange(void *vc)
+static int validate_exchange(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     if (!c->received)
         return 1;
     /* left neighbour's "to right" block carries pattern(left + size); right's "to left" pattern(right) */
@@ -329,33 +322,22 @@ static int validate_exchange(void *vc)
 
 /* ---- streaming: a window of sends answered by one reply ---- */
 
-static int stream_setup(enum suite_kind kind, const char *name, size_t b, MPI_Comm comm, void **o)
+static int su_stream(mpilab_op_run_t *r)
 {
     const mpilab_suite_config_t *cfg = mpilab_suite_config();
     size_t slots = cfg->window < MAX_SLOTS ? cfg->window : MAX_SLOTS;
     sctx_t *c;
-    if (setup_common(kind, name, "mpi", b, comm, 1, slots, &c) != 0)
+    if (setup_common(r, kind_of(r), 1, slots, &c) != 0)
         return -1;
     if (c->role >= 0)
-        fill(c->sbuf, b, c->rank);
-    *o = c;
+        fill(c->sbuf, r->bytes, c->rank);
+    r->state = c;
     return 0;
 }
 
-static int su_stream(size_t b, int root, MPI_Comm comm, void **o)
+static int run_stream(mpilab_op_run_t *r)
 {
-    (void)root;
-    return stream_setup(SK_STREAM, "stream", b, comm, o);
-}
-static int su_stream_multi(size_t b, int root, MPI_Comm comm, void **o)
-{
-    (void)root;
-    return stream_setup(SK_STREAM_MULTI, "stream_multi", b, comm, o);
-}
-
-static int run_stream(void *vc)
-{
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     if (c->role < 0)
@@ -392,55 +374,36 @@ static int run_stream(void *vc)
     return rc;
 }
 
-static int validate_stream(void *vc)
+static int validate_stream(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     if (c->role != 1) /* senders and idle ranks receive no data (the reply is empty) */
         return 0;
-    return validate_p2p(vc);
+    return validate_p2p(r);
 }
-
-static char comb_impl[MPILAB_SUITE_MAX_SWEEP][32]; /* "poll<N>" of slot k */
 
 /* ---- COMB polling method: both directions, poll between fixed work loops ---- */
 
-static int comb_setup(size_t slot, size_t b, MPI_Comm comm, void **o)
+/* The entry's param is its poll interval (work-loop iterations between polls). */
+static int su_comb(mpilab_op_run_t *r)
 {
-    const mpilab_suite_config_t *cfg = mpilab_suite_config();
-    if (slot >= cfg->npoll)
-        return -1;
     sctx_t *c;
-    if (setup_common(SK_COMB, "comb", NULL, b, comm, 1, 1, &c) != 0)
+    if (setup_common(r, SK_COMB, 1, 1, &c) != 0)
         return -1;
-    c->poll_iters = cfg->poll_sweep[slot];
-    c->impl = comb_impl[slot];
+    c->poll_iters = r->op->param;
     if (c->role >= 0)
-        fill(c->sbuf, b, c->rank);
+        fill(c->sbuf, r->bytes, c->rank);
     c->work_rate = suite_work_rate();
-    *o = c;
+    r->state = c;
     return 0;
 }
-
-#define COMB_SLOT(k)                                                                                 \
-    static int su_comb##k(size_t b, int root, MPI_Comm comm, void **o)                               \
-    {                                                                                                \
-        (void)root;                                                                                  \
-        return comb_setup(k, b, comm, o);                                                            \
-    }
-COMB_SLOT(0) COMB_SLOT(1) COMB_SLOT(2) COMB_SLOT(3) COMB_SLOT(4) COMB_SLOT(5) COMB_SLOT(6) COMB_SLOT(7)
-COMB_SLOT(8) COMB_SLOT(9) COMB_SLOT(10) COMB_SLOT(11) COMB_SLOT(12) COMB_SLOT(13) COMB_SLOT(14) COMB_SLOT(15)
-static int (*const comb_slots[])(size_t, int, MPI_Comm, void **) = {
-    su_comb0, su_comb1, su_comb2, su_comb3, su_comb4, su_comb5, su_comb6, su_comb7,
-    su_comb8, su_comb9, su_comb10, su_comb11, su_comb12, su_comb13, su_comb14, su_comb15};
-/* one setup per possible poll interval: raising the limit without adding slots fails here */
-_Static_assert(sizeof comb_slots / sizeof comb_slots[0] == MPILAB_SUITE_MAX_SWEEP, "one COMB slot per interval");
 
 /* COMB validation: the two ranks of the pair also swap their work counters, so the rank
  * that writes the results can report both ranks' CPU availability (validate runs on every
  * rank or on none: ops.h). */
-static int validate_comb(void *vc)
+static int validate_comb(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     if (c->role >= 0) {
         double mine[3] = {c->work_iters, c->run_time, c->work_rate}, theirs[3] = {NAN, NAN, NAN};
         if (MPI_Sendrecv(mine, 3, MPI_DOUBLE, c->peer, TAG_STATS, theirs, 3, MPI_DOUBLE, c->peer, TAG_STATS,
@@ -450,12 +413,12 @@ static int validate_comb(void *vc)
         c->peer_run_time = theirs[1];
         c->peer_work_rate = theirs[2];
     }
-    return validate_p2p(vc);
+    return validate_p2p(r);
 }
 
-static int run_comb(void *vc)
+static int run_comb(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     if (c->role < 0)
@@ -559,12 +522,14 @@ static double calib(sctx_t *c, size_t comp_iters, int comm_on)
     return t[CALIB_RUNS / 2];
 }
 
-static int overlap_setup(enum suite_kind kind, const char *name, size_t b, MPI_Comm comm, void **o)
+static int su_overlap(mpilab_op_run_t *r)
 {
+    size_t b = r->bytes;
+    MPI_Comm comm = r->comm;
     sctx_t *c;
-    if (setup_common(kind, name, "mpi", b, comm, 1, 1, &c) != 0)
+    if (setup_common(r, kind_of(r), 1, 1, &c) != 0)
         return -1;
-    if (kind == SK_OVERLAP_IALLREDUCE) {
+    if (c->kind == SK_OVERLAP_IALLREDUCE) {
         /* bitwise OR of one-hot-per-rank bits is exact for any rank count */
         for (size_t k = 0; k < b; k++)
             c->sbuf[k] = (unsigned char)((mpilab_ops_pattern(c->rank, k) & 1u) << (c->rank % 8));
@@ -577,24 +542,13 @@ static int overlap_setup(enum suite_kind kind, const char *name, size_t b, MPI_C
     c->t_comm = calib(c, 0, 1);
     c->comp_iters = (size_t)(c->t_comm * rate) + 1;
     c->t_comp = calib(c, c->comp_iters, 0);
-    *o = c;
+    r->state = c;
     return 0;
 }
 
-static int su_overlap_isend(size_t b, int root, MPI_Comm comm, void **o)
+static int run_overlap(mpilab_op_run_t *r)
 {
-    (void)root;
-    return overlap_setup(SK_OVERLAP_ISEND, "overlap_isend", b, comm, o);
-}
-static int su_overlap_iallreduce(size_t b, int root, MPI_Comm comm, void **o)
-{
-    (void)root;
-    return overlap_setup(SK_OVERLAP_IALLREDUCE, "overlap_iallreduce", b, comm, o);
-}
-
-static int run_overlap(void *vc)
-{
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
     int rc = overlap_comm(c, c->comp_iters);
@@ -602,11 +556,11 @@ static int run_overlap(void *vc)
     return rc;
 }
 
-static int validate_overlap(void *vc)
+static int validate_overlap(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    sctx_t *c = r->state;
     if (c->kind == SK_OVERLAP_ISEND)
-        return validate_p2p(vc);
+        return validate_p2p(r);
     if (!c->received)
         return 1;
     for (size_t k = 0; k < c->bytes; k++) {
@@ -619,60 +573,54 @@ static int validate_overlap(void *vc)
     return 0;
 }
 
-/* ---- teardown: leave a record for mpilab_suite_derive ---- */
+/* ---- teardown ---- */
 
-static void teardown(void *vc)
+static void teardown(mpilab_op_run_t *r)
 {
-    sctx_t *c = vc;
+    ctx_free(r->state);
+    r->state = NULL;
+}
+
+/* ---- derived values, from the measurement's state (suite_internal.h) ---- */
+
+const suite_measured_t *suite_measured(const mpilab_op_run_t *r, suite_measured_t *m)
+{
+    const sctx_t *c = r->state;
     if (!c)
-        return;
-    suite_record_t r = {0};
-    r.name = c->name;
-    r.impl = c->impl;
-    r.kind = c->kind;
-    r.bytes = c->bytes;
-    r.window = c->window;
-    r.pairs = c->pairs;
-    r.msgs = c->msgs;
-    r.poll_iters = (double)c->poll_iters;
-    r.work_rate = c->work_rate;
-    r.work_iters = c->work_iters;
-    r.run_time = c->run_time;
-    r.t_comm = c->t_comm;
-    r.t_comp = c->t_comp;
-    r.runs = c->runs;
-    r.peer_work_iters = c->peer_work_iters;
-    r.peer_run_time = c->peer_run_time;
-    r.peer_work_rate = c->peer_work_rate;
-    suite_record_store(&r);
-    ctx_free(c);
+        return NULL;
+    *m = (suite_measured_t){.multi = c->kind == SK_STREAM_MULTI, .window = c->window, .pairs = c->pairs,
+                            .msgs = c->msgs, .poll_iters = (double)c->poll_iters, .work_rate = c->work_rate,
+                            .work_iters = c->work_iters, .run_time = c->run_time, .t_comm = c->t_comm,
+                            .t_comp = c->t_comp, .peer_work_iters = c->peer_work_iters,
+                            .peer_run_time = c->peer_run_time, .peer_work_rate = c->peer_work_rate};
+    return m;
 }
 
 /* ---- the table: every entry with its knowledge (designated initializers) ---- */
 
-#define SUITE_ENTRY(n, d, fl, fam, dv, s, r, v, der)                                                         \
+#define SUITE_ENTRY(n, k, d, fl, fam, dv, s, r, v, der)                                                      \
     {.name = n, .impl = "mpi", .bytes_desc = d, .flags = fl, .setup = s, .run = r, .validate = v,          \
-     .teardown = teardown, .family = fam, .derived = dv, .derive = der}
-#define LAT "latency_s,bandwidth_Bps"
+     .teardown = teardown, .family = fam, .derived = dv, .derive = der, .param = k}
+#define LAT "bandwidth_Bps,latency_s"
 #define STREAM "bandwidth_Bps,msg_rate,window,pairs"
 #define OVERLAP "overlap_pct,t_comm,t_comp,t_total"
 static const mpilab_op_t fixed[] = {
-    SUITE_ENTRY("pingpong", "message (round trip between ranks 0 and 1)", MPILAB_OP_PAIR, "latency", LAT,
-                su_pingpong, run_pingpong, validate_p2p, suite_derive_pingpong),
-    SUITE_ENTRY("pingping", "message (both of ranks 0 and 1 send at once)", MPILAB_OP_PAIR, "latency", LAT,
-                su_pingping, run_pingping, validate_p2p, suite_derive_pingping),
-    SUITE_ENTRY("sendrecv", "message (to right, from left, periodic chain)", 0, "latency", "bandwidth_Bps",
-                su_sendrecv, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
-    SUITE_ENTRY("exchange", "message (to and from both ring neighbours)", 0, "latency", "bandwidth_Bps",
-                su_exchange, run_exchange, validate_exchange, suite_derive_exchange),
-    SUITE_ENTRY("stream", "message (window of sends 0 -> 1, one reply)", MPILAB_OP_PAIR, "streaming", STREAM,
-                su_stream, run_stream, validate_stream, suite_derive_stream),
-    SUITE_ENTRY("stream_multi", "message (window per pair, k pairs at once)", 0, "streaming", STREAM,
-                su_stream_multi, run_stream, validate_stream, suite_derive_stream),
-    SUITE_ENTRY("overlap_isend", "message (Isend/Irecv 0 <-> 1 around computation)", MPILAB_OP_PAIR, "overlap",
-                OVERLAP, su_overlap_isend, run_overlap, validate_overlap, suite_derive_overlap),
-    SUITE_ENTRY("overlap_iallreduce", "message (Iallreduce around computation)", 0, "overlap", OVERLAP,
-                su_overlap_iallreduce, run_overlap, validate_overlap, suite_derive_overlap),
+    SUITE_ENTRY("pingpong", SK_PINGPONG, "message (round trip between ranks 0 and 1)", MPILAB_OP_PAIR, "latency",
+                LAT, pp_setup, run_pingpong, validate_p2p, suite_derive_pingpong),
+    SUITE_ENTRY("pingping", SK_PINGPING, "message (both of ranks 0 and 1 send at once)", MPILAB_OP_PAIR, "latency",
+                LAT, pp_setup, run_pingping, validate_p2p, suite_derive_pingping),
+    SUITE_ENTRY("sendrecv", SK_SENDRECV, "message (to right, from left, periodic chain)", 0, "latency",
+                "bandwidth_Bps", su_sendrecv, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
+    SUITE_ENTRY("exchange", SK_EXCHANGE, "message (to and from both ring neighbours)", 0, "latency",
+                "bandwidth_Bps", su_exchange, run_exchange, validate_exchange, suite_derive_exchange),
+    SUITE_ENTRY("stream", SK_STREAM, "message (window of sends 0 -> 1, one reply)", MPILAB_OP_PAIR, "streaming",
+                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream),
+    SUITE_ENTRY("stream_multi", SK_STREAM_MULTI, "message (window per pair, k pairs at once)", 0, "streaming",
+                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream),
+    SUITE_ENTRY("overlap_isend", SK_OVERLAP_ISEND, "message (Isend/Irecv 0 <-> 1 around computation)",
+                MPILAB_OP_PAIR, "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap),
+    SUITE_ENTRY("overlap_iallreduce", SK_OVERLAP_IALLREDUCE, "message (Iallreduce around computation)", 0,
+                "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap),
 };
 
 int suite_owns(const mpilab_op_t *op)
@@ -683,18 +631,19 @@ int suite_owns(const mpilab_op_t *op)
 int suite_register_entries(const mpilab_suite_config_t *cfg)
 {
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-        if (mpilab_ops_register(&fixed[k]) != 0)
+        if (mpilab_ops_register_as(&fixed[k], "suite") != 0)
             return -1;
-    for (size_t k = 0; k < cfg->npoll && k < MPILAB_SUITE_MAX_SWEEP; k++) {
-        snprintf(comb_impl[k], sizeof comb_impl[k], "poll%zu", cfg->poll_sweep[k]);
-        mpilab_op_t e = {.name = "comb", .impl = comb_impl[k],
+    for (size_t k = 0; k < cfg->npoll; k++) {
+        char impl[32]; /* copied by the registration */
+        snprintf(impl, sizeof impl, "poll%zu", cfg->poll_sweep[k]);
+        mpilab_op_t e = {.name = "comb", .impl = impl,
                          .bytes_desc = "message (each way, COMB polling method)", .flags = MPILAB_OP_PAIR,
-                         .setup = comb_slots[k], .run = run_comb, .validate = validate_comb, .teardown = teardown,
+                         .setup = su_comb, .run = run_comb, .validate = validate_comb, .teardown = teardown,
                          .family = "availability",
                          .derived = "bandwidth_Bps,msg_rate,cpu_avail,cpu_avail_peer,poll_interval,"
                                     "poll_interval_s,work_rate,msgs",
-                         .derive = suite_derive_comb};
-        if (mpilab_ops_register(&e) != 0)
+                         .derive = suite_derive_comb, .param = cfg->poll_sweep[k]};
+        if (mpilab_ops_register_as(&e, "suite") != 0)
             return -1;
     }
     return 0;

@@ -3,14 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/p2p.h"
 
-int main(void)
+MPILAB_TEST(one_rank_has_no_rounds)
 {
     mpilab_pair_t dummy[1];
     size_t ds[2];
     CHECK(mpilab_p2p_schedule(1, dummy, ds) == 0);
+}
+
+MPILAB_TEST(every_pair_once_no_rank_twice_in_a_round)
+{
     for (int n = 2; n <= 17; n++) {
         size_t np = (size_t)n * (size_t)(n - 1) / 2;
         mpilab_pair_t *pairs = calloc(np, sizeof *pairs);
@@ -37,13 +41,11 @@ int main(void)
         }
         for (int i = 0; i < n; i++)
             for (int j = i + 1; j < n; j++)
-                if (seen[i * n + j] != 1) {
-                    fprintf(stderr, "n=%d pair (%d,%d) seen %d times\n", n, i, j, seen[i * n + j]);
-                    bench_failures++;
-                }
+                CHECKF(seen[i * n + j] == 1, "n=%d pair (%d,%d) seen %d times", n, i, j, seen[i * n + j]);
         free(pairs);
         free(starts);
         free(seen);
     }
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

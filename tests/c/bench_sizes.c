@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "mpilab/parse.h"
-#include "bench_check.h"
+#include "kit.h"
 
 static int eq(const char *spec, const size_t *want, size_t n)
 {
@@ -29,7 +29,7 @@ static int bad(const char *spec)
     return rc != 0 && err[0] != '\0' && strchr(err, '\n') == NULL;
 }
 
-int main(void)
+MPILAB_TEST(lists_and_ranges)
 {
     CHECK(eq("4K", (size_t[]){4096}, 1));
     CHECK(eq("1:64K:x4", (size_t[]){1, 4, 16, 64, 256, 1024, 4096, 16384, 65536}, 9));
@@ -42,6 +42,10 @@ int main(void)
     char err[200];
     CHECK(mpilab_parse_size_list("0:100K:1K", 1000, &v, &c, err, sizeof err) == 0 && c == 101 && v[100] == 102400);
     free(v);
+}
+
+MPILAB_TEST(bad_specs_refused_in_one_line)
+{
     CHECK(bad("-1"));
     CHECK(bad("abc"));
     CHECK(bad("4Q"));
@@ -55,5 +59,6 @@ int main(void)
     CHECK(bad(""));
     CHECK(bad("0:1G:1")); /* more than max_count */
     CHECK(bad("1:-8:1"));
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

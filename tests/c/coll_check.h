@@ -1,24 +1,21 @@
-/* Shared by the MPI tests of mpilab's scatter / gather implementations: a failure counter
- * and CHECK naming the rank, the datatype pairs and the bytes a buffer of n elements spans. */
+/* Shared by the MPI tests of mpilab's scatter / gather implementations (on the test kit,
+ * kit.h): the world (rank, nprocs, set by coll_world() at the start of each case), the
+ * datatype pairs and the bytes a buffer of n elements spans. */
 #ifndef COLL_CHECK_H
 #define COLL_CHECK_H
 #include <mpi.h>
 #include <stdio.h>
 
-static int rank, nprocs;
-static long failures;
+#define MPILAB_KIT_MPI
+#include "kit.h"
 
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            if (failures < 20) {                                                 \
-                fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);   \
-                fprintf(stderr, __VA_ARGS__);                                    \
-                fputc('\n', stderr);                                             \
-            }                                                                    \
-        }                                                                        \
-    } while (0)
+static int rank, nprocs;
+
+static inline void coll_world(void)
+{
+    rank = kit_rank;
+    nprocs = kit_size;
+}
 
 typedef struct {
     const char *name;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/multilane.h"
 
 static char dir[] = "/tmp/coll_grid.XXXXXX";
@@ -193,20 +193,39 @@ static void detection(void)
     expect_error(mpilab_grid_from_latency(1, neg, NULL), "at least 2", "one rank");
 }
 
-int main(void)
+/* Run fn with a fresh temporary directory in `dir`, removed afterwards. */
+static void in_temp_dir(void (*fn)(void))
 {
+    strcpy(dir, "/tmp/coll_grid.XXXXXX");
     if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
+        FAIL("mkdtemp: %s", strerror(errno));
+        return;
     }
-    numbers_and_labels();
-    hosts();
-    maps();
-    detection();
+    fn();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
-    printf("coll_grid: %d failure(s)\n", bench_failures);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST(site_numbers_and_labels)
+{
+    in_temp_dir(numbers_and_labels);
+}
+
+MPILAB_TEST(testbed_host_names)
+{
+    in_temp_dir(hosts);
+}
+
+MPILAB_TEST(map_files)
+{
+    in_temp_dir(maps);
+}
+
+MPILAB_TEST(detection_from_latencies)
+{
+    in_temp_dir(detection);
+}
+
+MPILAB_TEST_MAIN()

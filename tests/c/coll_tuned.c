@@ -8,7 +8,7 @@
 
 #include "mpilab/coll.h"
 
-#include "bench_check.h"
+#include "kit.h"
 
 
 static void check_choice(const mpilab_tuned_t *t, size_t bytes, const char *want)
@@ -18,7 +18,7 @@ static void check_choice(const mpilab_tuned_t *t, size_t bytes, const char *want
           got ? got : "(null)", want);
 }
 
-static void test_choice(void)
+MPILAB_TEST(choice_follows_the_table)
 {
     const mpilab_scatter_fn impls[] = {mpilab_scatter_linear, mpilab_scatter_binomial};
     const char *names[] = {"linear", "binomial"};
@@ -86,7 +86,7 @@ static void expect_refused(const char *what, size_t nimpl, const mpilab_scatter_
           mpilab_coll_last_error(), needle);
 }
 
-static void test_refused(void)
+MPILAB_TEST(bad_tables_refused_with_a_reason)
 {
     const mpilab_scatter_fn impls[] = {mpilab_scatter_linear, mpilab_scatter_binomial};
     const mpilab_scatter_fn nullimpl[] = {mpilab_scatter_linear, NULL};
@@ -112,10 +112,4 @@ static void test_refused(void)
     expect_refused("NULL times", 2, impls, names, 2, sizes, NULL, "NULL");
 }
 
-int main(void)
-{
-    test_choice();
-    test_refused();
-    printf("coll_tuned: %d failure(s)\n", bench_failures);
-    return CHECK_DONE();
-}
+MPILAB_TEST_MAIN()

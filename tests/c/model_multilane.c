@@ -6,18 +6,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/multilane_model.h"
 
 /* equal up to rounding */
 #define NEAR(got, want) CHECK_NEAR(got, want, 1e-9 * fabs(want) + 1e-12)
 
-int main(void)
+/* the paper's regime: 1 Gbit/s LAN (1.25e8 B/s), 50 Mbit/s per WAN pair (6.25e6 B/s) */
+static double flat[8] = {6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6};
+static const mpilab_multilane_params_t m = {.L = 0.005, .l = 1e-4, .alpha = 0.001, .b_lan = 1.25e8,
+                                            .b = flat, .nb = 8};
+
+MPILAB_TEST(paper_time_single_lane_and_popt)
 {
-    /* the paper's regime: 1 Gbit/s LAN (1.25e8 B/s), 50 Mbit/s per WAN pair (6.25e6 B/s) */
-    double flat[8] = {6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6, 6.25e6};
-    mpilab_multilane_params_t m = {.L = 0.005, .l = 1e-4, .alpha = 0.001, .b_lan = 1.25e8,
-                                   .b = flat, .nb = 8};
     /* X and Y */
     CHECK(mpilab_multilane_x(8, 8, 3) == 3 && mpilab_multilane_x(8, 8, 8) == 1);
     CHECK(mpilab_multilane_x(8, 7, 2) == 4);               /* 7 not divisible by 2 */
@@ -44,7 +45,10 @@ int main(void)
     c.b = shared;
     CHECK(mpilab_multilane_popt(&c, -1, 8, 8, 1e6, &t) == 4);
     NEAR(t, 0.005 + 0.32 + 0.104 + 0.001);
+}
 
+MPILAB_TEST(schedule_model_worked_cases)
+{
     /* schedule model, scatter: n0 = n1 = 2, P = 2, both lanes start after one prepare
      * (M/b_LAN = 0.01) and share the WAN: 1e6 / 5e6 = 0.2, + L = 0.22 */
     double b2[2] = {1e7, 5e6};
@@ -71,8 +75,10 @@ int main(void)
     NEAR(mpilab_multilane_sim_time(&g, MPILAB_ML_GATHER, 3, 3, 1, 1e6), 0.96);
     g.alpha = 0.5;
     NEAR(mpilab_multilane_sim_time(&g, MPILAB_ML_GATHER, 3, 3, 1, 1e6), 1.46);
+}
 
-    /* bad arguments */
+MPILAB_TEST(bad_arguments)
+{
     CHECK(isnan(mpilab_multilane_time(&m, 8, 8, 0, 1e6)));
     CHECK(isnan(mpilab_multilane_time(&m, 8, 8, 9, 1e6)));
     CHECK(isnan(mpilab_multilane_time(&m, 3, 8, 4, 1e6)));
@@ -90,8 +96,10 @@ int main(void)
     bad.b_lan = 0;
     CHECK(isnan(mpilab_single_lane_time(&bad, 8, 8, 1e6)));
     CHECK(mpilab_multilane_popt(NULL, -1, 8, 8, 1e6, NULL) == 0);
+}
 
-    printf("model_multilane: %d failure(s)\n", bench_failures);
+MPILAB_TEST(sites_and_phases)
+{
     /* S sites, phases.  One remote site: the same as sim_time, with its phase marks: both
      * lanes start after the prepare (0.01) and arrive at 0.01 + 0.2 + L */
     double b2b[2] = {1e7, 5e6};
@@ -133,6 +141,10 @@ int main(void)
     CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, small, 2, 2, 1e6, ph)));
     CHECK(isnan(ph[0]));
     CHECK(isnan(mpilab_multilane_sim_sites(&q, MPILAB_ML_SCATTER, 2, rem, 0, 1, 1e6, NULL)));
+}
+
+MPILAB_TEST(alpha_calibration)
+{
     /* alpha calibration arithmetic: 4 runs, mean 0.0105, model without alpha 0.010 ->
      * raw 5e-4, sample sd 1.825742e-4, t(0.975, 3) = 3.182446 -> half width 2.905163e-4 */
     const double ta[4] = {0.0104, 0.0106, 0.0103, 0.0107};
@@ -159,5 +171,6 @@ int main(void)
     NEAR(a.value, 4e-4);
     mpilab_multilane_alpha_estimate(ta, 4, NAN, &a);
     CHECK(a.value == 0 && (a.flags & MPILAB_PARAM_CLAMPED));
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

@@ -5,7 +5,7 @@
 
 #include "mpilab/model.h"
 
-#include "bench_check.h"
+#include "kit.h"
 
 
 #define PMAX 8
@@ -76,7 +76,7 @@ static void test_ranges(void)
     CHECKF(isnan(mpilab_predict_scatter_linear_ranges(NULL, 4, 0, 10)), "NULL pairs");
 }
 
-int main(void)
+MPILAB_TEST(linear_and_binomial_trees_by_hand)
 {
     const double ms[] = {0, 1000, 1 << 20};
     for (size_t k = 0; k < 3; k++) {
@@ -126,13 +126,21 @@ int main(void)
                T(5, 1, 4 * m) + max2(T(5, 7, 2 * m), T(1, 3, 2 * m)) +
                    max4(T(5, 6, m), T(7, 0, m), T(1, 2, m), T(3, 4, m)));
     }
-    /* invalid input gives NaN, not a number that looks like a prediction */
+}
+
+/* invalid input gives NaN, not a number that looks like a prediction */
+MPILAB_TEST(invalid_input_gives_nan)
+{
     setup(4);
     CHECKF(isnan(mpilab_predict_scatter_linear(pairs, 4, 4, 10)), "root out of range");
     CHECKF(isnan(mpilab_predict_gather_binomial(pairs, 0, 0, 10)), "p = 0");
     CHECKF(isnan(mpilab_predict_scatter_binomial(NULL, 4, 0, 10)), "NULL pairs");
     CHECKF(isnan(mpilab_predict_gather_linear(pairs, 4, 0, -1)), "negative size");
-    test_ranges();
-    printf("model_predict: %d failure(s)\n", bench_failures);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST(ranges)
+{
+    test_ranges();
+}
+
+MPILAB_TEST_MAIN()

@@ -1,19 +1,17 @@
-/* Checking helpers shared by MPI test programs: FAIL() counts a failure on this rank,
- * mpi_check_done() sums them over the job, prints one line on rank 0 and returns the
- * exit status. */
+/* Legacy spelling of the C test kit (kit.h, MPI mode) for MPI test programs not yet split
+ * into named cases: FAIL() is the kit's (counts a failure on this rank), mpi_check_rank the
+ * kit's rank (set it after MPI_Init), mpi_check_done() sums the failures over the job, prints
+ * one line on rank 0 and returns the exit status. New tests use kit.h directly. */
 #ifndef MPI_CHECK_H
 #define MPI_CHECK_H
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 
-static int mpi_check_failures, mpi_check_rank;
-#define FAIL(...)                                                                 \
-    do {                                                                          \
-        fprintf(stderr, "rank %d: ", mpi_check_rank);                             \
-        fprintf(stderr, __VA_ARGS__);                                             \
-        mpi_check_failures++;                                                     \
-    } while (0)
+#define MPILAB_KIT_MPI
+#include "kit.h"
+
+#define mpi_check_rank kit_rank
 
 static inline int rel_eq(double a, double b, double tol)
 {
@@ -23,8 +21,8 @@ static inline int rel_eq(double a, double b, double tol)
 static inline int mpi_check_done(const char *what)
 {
     int all = 0;
-    MPI_Allreduce(&mpi_check_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (mpi_check_rank == 0)
+    MPI_Allreduce(&kit_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (kit_rank == 0)
         printf("%s: %s\n", what, all ? "FAILED" : "ok");
     return all ? 1 : 0;
 }

@@ -2,7 +2,7 @@
  * refusals (window 0, malformed poll sweeps, unknown names). */
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/suite.h"
 
 static int refused(const char *name, const char *value, const char *needle)
@@ -20,7 +20,7 @@ static int refused(const char *name, const char *value, const char *needle)
     return 1;
 }
 
-int main(void)
+MPILAB_TEST(defaults_pass_the_check)
 {
     mpilab_suite_config_t c;
     char err[256];
@@ -34,8 +34,11 @@ int main(void)
     c.window = 0;
     CHECK(mpilab_suite_config_check(&c, err, sizeof err) == -1);
     CHECK(strcmp(err, "window must be >= 1") == 0);
+}
 
-    /* options */
+MPILAB_TEST(options_and_one_line_refusals)
+{
+    char err[256];
     CHECK(mpilab_suite_parse_option("window", "7", err, sizeof err) == 0);
     CHECK(mpilab_suite_config()->window == 7);
     CHECK(mpilab_suite_parse_option("--pairs", "2", err, sizeof err) == 0);
@@ -62,6 +65,13 @@ int main(void)
     CHECK(mpilab_suite_config()->window == 7);
     CHECK(mpilab_suite_config()->npoll == 3);
 
+}
+
+MPILAB_TEST(registration_once_one_comb_entry_per_interval)
+{
+    char err[256];
+    /* the sweep this case registers (a no-op after the options case, which set it) */
+    CHECK(mpilab_suite_parse_option("poll-sweep", "0,100,1K", err, sizeof err) == 0);
     /* registration: entries appear once, one COMB entry per poll interval */
     size_t before = mpilab_ops_count();
     CHECK(mpilab_suite_register() == 0);
@@ -82,10 +92,17 @@ int main(void)
     /* the sweep is frozen once registered; other values still change */
     CHECK(refused("poll-sweep", "1,2", "cannot change"));
     CHECK(mpilab_suite_parse_option("window", "160", err, sizeof err) == 0);
-
-    /* derive: nothing measured yet */
-    mpilab_suite_derived_t d;
-    CHECK(mpilab_suite_derive(mpilab_ops_find("stream", "mpi"), 64, 1e-3, &d) == -1);
-    CHECK(mpilab_suite_derive(mpilab_ops_find("bcast", "native"), 64, 1e-3, &d) == -1);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST(derive_needs_a_measurement)
+{
+    CHECK(mpilab_suite_register() == 0);
+    /* derive: nothing measured (a run without state) gives nothing; no derive, no keys */
+    mpilab_derived_t d;
+    const mpilab_op_t *stream = mpilab_ops_find("stream", "mpi"), *bcast = mpilab_ops_find("bcast", "native");
+    mpilab_op_run_t run = {.op = stream, .bytes = 64};
+    CHECK(stream->derive(&run, 1e-3, &d) == -1);
+    CHECK(bcast->derive == NULL && bcast->derived == NULL);
+}
+
+MPILAB_TEST_MAIN()

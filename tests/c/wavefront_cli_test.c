@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/results.h"
 #include "mpilab/wavefront_cli.h"
 
@@ -23,7 +23,7 @@ static int parse(mpilab_wf_cli *c, char *err, const char *line)
     return mpilab_wf_cli_parse(argc, argv, c, err, 256);
 }
 
-static void test_parse(void)
+MPILAB_TEST(parse)
 {
     mpilab_wf_cli c;
     char err[256];
@@ -62,7 +62,7 @@ static void test_parse(void)
     CHECK(mpilab_wf_cli_parse(1, argv0, &c, err, sizeof err) == MPILAB_WF_CLI_USAGE);
 }
 
-static void test_fileset(void)
+MPILAB_TEST(fileset)
 {
     char d[] = "/tmp/mpilab-wfcli-XXXXXX", p[128], err[256];
     CHECK(mkdtemp(d) != NULL);
@@ -85,7 +85,7 @@ static void test_fileset(void)
     rmdir(d);
 }
 
-static void test_results(void)
+MPILAB_TEST(results)
 {
     double it[4] = {1.0, 2.0, 3.0, 4.0}, cs[2] = {1, 2}, z[2] = {0, 0};
     mpilab_wf_stats st = {.iterations = 4, .total_s = 10.0, .iter_s = it, .bytes_read = 4000,
@@ -128,10 +128,4 @@ static void test_results(void)
     json_decref(doc);
 }
 
-int main(void)
-{
-    test_parse();
-    test_fileset();
-    test_results();
-    return CHECK_DONE();
-}
+MPILAB_TEST_MAIN()

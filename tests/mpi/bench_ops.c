@@ -6,15 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#define MPILAB_KIT_MPI
+#include "kit.h"
 #include "mpilab/mpilab.h"
-#include "mpi_world.h"
-
-static int failures;
-#define FAIL(...)                                                                 \
-    do {                                                                          \
-        fprintf(stderr, __VA_ARGS__);                                             \
-        failures++;                                                               \
-    } while (0)
 
 /* A user-defined operation: ring shift of `bytes` bytes (each rank sends to rank+1). */
 typedef struct ring {
@@ -25,36 +19,28 @@ typedef struct ring {
     int broken;
 } ring_t;
 
-static int ring_setup_common(size_t bytes, MPI_Comm comm, void **ctx, int broken)
+/* the entry's own data: param 1 = the broken variant */
+static int ring_setup(mpilab_op_run_t *run)
 {
     ring_t *c = calloc(1, sizeof *c);
     if (!c)
         return -1;
-    c->comm = comm;
+    size_t bytes = run->bytes;
+    c->comm = run->comm;
     c->bytes = bytes;
-    c->broken = broken;
-    MPI_Comm_rank(comm, &c->rank);
-    MPI_Comm_size(comm, &c->size);
+    c->broken = run->op->param == 1;
+    c->rank = run->rank;
+    c->size = run->size;
     c->s = malloc(bytes + 1);
     c->r = calloc(bytes + 1, 1);
     for (size_t k = 0; k < bytes; k++)
         c->s[k] = mpilab_ops_pattern(c->rank, k);
-    *ctx = c;
+    run->state = c;
     return 0;
 }
-static int ring_setup(size_t bytes, int root, MPI_Comm comm, void **ctx)
+static int ring_run(mpilab_op_run_t *run)
 {
-    (void)root;
-    return ring_setup_common(bytes, comm, ctx, 0);
-}
-static int broken_setup(size_t bytes, int root, MPI_Comm comm, void **ctx)
-{
-    (void)root;
-    return ring_setup_common(bytes, comm, ctx, 1);
-}
-static int ring_run(void *v)
-{
-    ring_t *c = v;
+    ring_t *c = run->state;
     int to = (c->rank + 1) % c->size, from = (c->rank + c->size - 1) % c->size;
     int rc = MPI_Sendrecv(c->s, (int)c->bytes, MPI_BYTE, to, 1, c->r, (int)c->bytes, MPI_BYTE, from, 1,
                           c->comm, MPI_STATUS_IGNORE);
@@ -62,42 +48,40 @@ static int ring_run(void *v)
         c->r[c->bytes - 1] ^= 1; /* corrupt one byte on rank 0 */
     return rc;
 }
-static int ring_validate(void *v)
+static int ring_validate(mpilab_op_run_t *run)
 {
-    ring_t *c = v;
+    const ring_t *c = run->state;
     int from = (c->rank + c->size - 1) % c->size;
     for (size_t k = 0; k < c->bytes; k++)
         if (c->r[k] != mpilab_ops_pattern(from, k))
             return 1;
     return 0;
 }
-static void ring_teardown(void *v)
+static void ring_teardown(mpilab_op_run_t *run)
 {
-    ring_t *c = v;
+    ring_t *c = run->state;
     free(c->s);
     free(c->r);
     free(c);
 }
 
-int main(int argc, char **argv)
+MPILAB_TEST(table_passes_the_checks_and_holds_collectives)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* properties of the table, not names */
+    char why[300];
+    if (mpilab_ops_init(why, sizeof why) != 0)
+        FAIL("built-in table refused: %s", why);
+    size_t ncoll = 0;
+    for (size_t k = 0; k < mpilab_ops_count(); k++)
+        ncoll += strcmp(mpilab_ops_get(k)->family, "collective") == 0;
+    if (ncoll == 0)
+        FAIL("no collective entry in the table");
+}
+
+MPILAB_TEST(every_entry_validates_at_every_size_and_root)
+{
+    int rank = kit_rank, size = kit_size;
     const size_t sizes[] = {0, 1, 7, 1000, 65537};
-    const char *expect[] = {"scatter:native", "scatter:linear", "scatter:binomial", "gather:native",
-                            "gather:linear", "gather:binomial", "bcast:native", "reduce:native",
-                            "allreduce:native", "allgather:native", "alltoall:native", "barrier:native"};
-    for (size_t e = 0; e < sizeof expect / sizeof expect[0]; e++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s", expect[e]);
-        char *colon = strchr(name, ':');
-        *colon = '\0';
-        if (!mpilab_ops_find(name, colon + 1))
-            FAIL("missing table entry %s\n", expect[e]);
-    }
     /* the grid entries (MPILAB_OP_GRID) get a two-site map: even and odd ranks */
     char map[256] = {0};
     if (rank == 0) {
@@ -120,7 +104,7 @@ int main(int argc, char **argv)
             for (int ri = 0; ri < 2; ri++) {
                 int rc = mpilab_ops_check(op, sizes[s], roots[ri], MPI_COMM_WORLD);
                 if (rc != 0 && rank == 0)
-                    FAIL("%s:%s bytes=%zu root=%d: %s\n", op->name, op->impl, sizes[s], roots[ri],
+                    FAIL("%s:%s bytes=%zu root=%d: %s", op->name, op->impl, sizes[s], roots[ri],
                          rc > 0 ? "wrong data" : "failed");
             }
         }
@@ -128,53 +112,51 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         unlink(map);
-    /* user-defined entries through the engine */
+}
+
+MPILAB_TEST(user_entries_through_the_engine)
+{
     mpilab_op_t ring = {.name = "ring", .impl = "sendrecv", .bytes_desc = "message", .setup = ring_setup,
                         .run = ring_run, .validate = ring_validate, .teardown = ring_teardown};
-    mpilab_op_t broken = {.name = "ring", .impl = "broken", .bytes_desc = "message", .setup = broken_setup,
-                          .run = ring_run, .validate = ring_validate, .teardown = ring_teardown};
+    mpilab_op_t broken = {.name = "ring", .impl = "broken", .bytes_desc = "message", .setup = ring_setup,
+                          .run = ring_run, .validate = ring_validate, .teardown = ring_teardown, .param = 1};
     if (mpilab_ops_register(&ring) != 0 || mpilab_ops_register(&broken) != 0)
-        FAIL("register failed\n");
+        FAIL("register failed");
     if (mpilab_ops_register(&ring) == 0)
-        FAIL("duplicate registration accepted\n");
+        FAIL("duplicate registration accepted");
     const mpilab_op_t *rop = mpilab_ops_find("ring", "sendrecv");
     const mpilab_op_t *bop = mpilab_ops_find("ring", "broken");
     if (!rop || !bop) {
-        FAIL("registered entries not found\n");
+        FAIL("registered entries not found");
     } else {
         if (mpilab_ops_check(rop, 100, 0, MPI_COMM_WORLD) != 0)
-            FAIL("ring: wrong data\n");
+            FAIL("ring: wrong data");
         if (mpilab_ops_check(bop, 100, 0, MPI_COMM_WORLD) != 1)
-            FAIL("broken ring: corruption not detected\n");
+            FAIL("broken ring: corruption not detected");
         mpilab_bench_opts_t o;
         mpilab_bench_opts_default(&o);
         mpilab_bench_t *b = NULL;
         char err[200];
         if (mpilab_bench_init(MPI_COMM_WORLD, &o, &b, err, sizeof err) != 0) {
-            FAIL("init: %s\n", err);
+            FAIL("init: %s", err);
         } else {
             mpilab_result_t res;
             if (mpilab_bench_measure(b, rop, 4096, MPILAB_TIMING_MAX, &res, err, sizeof err) != 0)
-                FAIL("measure ring: %s\n", err);
+                FAIL("measure ring: %s", err);
             else if (!res.data_ok || res.stats.reps < o.prec.min_reps || !(res.stats.mean > 0))
-                FAIL("ring measurement: data_ok=%d reps=%zu mean=%g\n", res.data_ok, res.stats.reps, res.stats.mean);
+                FAIL("ring measurement: data_ok=%d reps=%zu mean=%g", res.data_ok, res.stats.reps, res.stats.mean);
             mpilab_result_free(&res);
             if (mpilab_bench_measure(b, bop, 4096, MPILAB_TIMING_MAX, &res, err, sizeof err) != 0)
-                FAIL("measure broken: %s\n", err);
+                FAIL("measure broken: %s", err);
             else if (res.data_ok)
-                FAIL("broken ring measured as correct\n");
+                FAIL("broken ring measured as correct");
             mpilab_result_free(&res);
             mpilab_bench_finalize(b);
         }
     }
     mpilab_ops_clear_registered();
     if (mpilab_ops_find("ring", "sendrecv"))
-        FAIL("clear_registered left entries\n");
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("bench_ops np=%d: %zu entries x %zu sizes x 2 roots: %s\n", size, mpilab_ops_count(),
-               sizeof sizes / sizeof sizes[0], all ? "FAILED" : "ok");
-    MPI_Finalize();
-    return all ? 1 : 0;
+        FAIL("clear_registered left entries");
 }
+
+MPILAB_TEST_MAIN()

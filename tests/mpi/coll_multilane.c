@@ -10,13 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi_world.h"
 #include "coll/multilane_entry.h"
 #include "coll_check.h"
 #include "mpilab/coll.h"
 #include "mpilab/multilane.h"
 
-static long cases;
 
 static unsigned char *pattern(size_t n, unsigned seed)
 {
@@ -31,7 +29,6 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
 {
     const int sc = count * tp->smul, rc = count * tp->rmul;
     const size_t p = (size_t)nprocs;
-    cases++;
     /* scatter */
     size_t sb = span(tp->stype, (size_t)sc * p), rb = span(tp->rtype, (size_t)rc);
     unsigned char *src = pattern(sb, (unsigned)(root * 3 + lanes));
@@ -41,9 +38,9 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
     int e1 = MPI_Scatter(src, sc, tp->stype, ref, rc, tp->rtype, root, MPI_COMM_WORLD);
     int e2 = mpilab_scatter_multilane(rank == root ? src : NULL, sc, tp->stype, out, rc, tp->rtype,
                                       root, MPI_COMM_WORLD, g, lanes);
-    CHECK(e1 == MPI_SUCCESS && e2 == MPI_SUCCESS, "scatter rc %d (%s)", e2,
+    CHECKF(e1 == MPI_SUCCESS && e2 == MPI_SUCCESS, "scatter rc %d (%s)", e2,
           mpilab_multilane_last_error());
-    CHECK(memcmp(ref, out, rb) == 0, "scatter %s %s count=%d root=%d P=%d differs", layout,
+    CHECKF(memcmp(ref, out, rb) == 0, "scatter %s %s count=%d root=%d P=%d differs", layout,
           tp->name, count, root, lanes);
     free(src);
     free(ref);
@@ -57,10 +54,10 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
     e1 = MPI_Gather(mine, sc, tp->stype, gref, rc, tp->rtype, root, MPI_COMM_WORLD);
     e2 = mpilab_gather_multilane(mine, sc, tp->stype, rank == root ? gout : NULL, rc, tp->rtype,
                                  root, MPI_COMM_WORLD, g, lanes);
-    CHECK(e1 == MPI_SUCCESS && e2 == MPI_SUCCESS, "gather rc %d (%s)", e2,
+    CHECKF(e1 == MPI_SUCCESS && e2 == MPI_SUCCESS, "gather rc %d (%s)", e2,
           mpilab_multilane_last_error());
     if (rank == root)
-        CHECK(memcmp(gref, gout, gr) == 0, "gather %s %s count=%d root=%d P=%d differs", layout,
+        CHECKF(memcmp(gref, gout, gr) == 0, "gather %s %s count=%d root=%d P=%d differs", layout,
               tp->name, count, root, lanes);
     free(mine);
     free(gref);
@@ -70,7 +67,7 @@ static void one_case(const tpair_t *tp, int count, int root, const mpilab_grid_t
 static void all_cases(const int *site, const char *layout, const tpair_t *pairs, size_t npairs)
 {
     mpilab_grid_t *g = mpilab_grid_create(nprocs, site);
-    CHECK(g != NULL, "grid %s: %s", layout, mpilab_multilane_last_error());
+    CHECKF(g != NULL, "grid %s: %s", layout, mpilab_multilane_last_error());
     if (!g)
         return;
     const int counts[] = {0, 1, 7, 1001};
@@ -94,27 +91,27 @@ static void bad_arguments(void)
     mpilab_grid_t *g = mpilab_grid_create(nprocs, site);
     int x[64] = {0}, y[64] = {0};
     const int pmax = mpilab_grid_lanes_max(g, 0);
-    CHECK(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g, 0) ==
+    CHECKF(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g, 0) ==
               MPI_ERR_ARG, "P = 0 accepted");
-    CHECK(strstr(mpilab_multilane_last_error(), "P = 0") != NULL, "message: %s",
+    CHECKF(strstr(mpilab_multilane_last_error(), "P = 0") != NULL, "message: %s",
           mpilab_multilane_last_error());
-    CHECK(mpilab_gather_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g, pmax + 1) ==
+    CHECKF(mpilab_gather_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g, pmax + 1) ==
               MPI_ERR_ARG, "P > P_sup accepted");
-    CHECK(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, nprocs, MPI_COMM_WORLD, g, 1) ==
+    CHECKF(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, nprocs, MPI_COMM_WORLD, g, 1) ==
               MPI_ERR_ROOT, "bad root accepted");
-    CHECK(mpilab_gather_multilane(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g,
+    CHECKF(mpilab_gather_multilane(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, g,
                                   1) == MPI_ERR_BUFFER, "MPI_IN_PLACE accepted");
     /* a grid of another size */
     mpilab_grid_t *small = mpilab_grid_create(2, (int[]){0, 1});
-    CHECK(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, small, 1) ==
+    CHECKF(mpilab_scatter_multilane(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD, small, 1) ==
               MPI_ERR_ARG, "grid of the wrong size accepted");
     mpilab_grid_free(small);
     /* one site only */
     int one[16] = {0};
     errno = 0;
-    CHECK(mpilab_grid_create(nprocs, one) == NULL && errno == EINVAL, "one site accepted");
+    CHECKF(mpilab_grid_create(nprocs, one) == NULL && errno == EINVAL, "one site accepted");
     /* not attached */
-    CHECK(mpilab_scatter_multilane_attached(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
+    CHECKF(mpilab_scatter_multilane_attached(x, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
               MPI_ERR_ARG, "attached call without attachment accepted");
     mpilab_grid_free(g);
 }
@@ -128,7 +125,7 @@ static void tuned_dispatch(void)
     mpilab_grid_t *g = mpilab_grid_create(nprocs, site);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    CHECK(mpilab_multilane_attach(comm, g, 0) == MPI_SUCCESS, "attach");
+    CHECKF(mpilab_multilane_attach(comm, g, 0) == MPI_SUCCESS, "attach");
     mpilab_grid_free(g); /* the attachment keeps its own copy */
     mpilab_scatter_fn sfns[] = {mpilab_scatter_linear, mpilab_scatter_single_lane_attached,
                                 mpilab_scatter_multilane_attached};
@@ -145,17 +142,17 @@ static void tuned_dispatch(void)
             unsigned char *src = pattern((size_t)n * (size_t)nprocs, (unsigned)root);
             unsigned char *a = calloc((size_t)n, 1), *b = calloc((size_t)n, 1);
             MPI_Scatter(src, n, MPI_BYTE, a, n, MPI_BYTE, root, comm);
-            CHECK(mpilab_tuned_scatter(ts, src, n, MPI_BYTE, b, n, MPI_BYTE, root, comm) ==
+            CHECKF(mpilab_tuned_scatter(ts, src, n, MPI_BYTE, b, n, MPI_BYTE, root, comm) ==
                       MPI_SUCCESS, "tuned scatter (%s)", mpilab_multilane_last_error());
-            CHECK(memcmp(a, b, (size_t)n) == 0, "tuned scatter via %s differs",
+            CHECKF(memcmp(a, b, (size_t)n) == 0, "tuned scatter via %s differs",
                   mpilab_tuned_choice(ts, (size_t)n));
             unsigned char *ga = calloc((size_t)n * (size_t)nprocs, 1);
             unsigned char *gb = calloc((size_t)n * (size_t)nprocs, 1);
             MPI_Gather(a, n, MPI_BYTE, ga, n, MPI_BYTE, root, comm);
-            CHECK(mpilab_tuned_gather(tg, a, n, MPI_BYTE, gb, n, MPI_BYTE, root, comm) ==
+            CHECKF(mpilab_tuned_gather(tg, a, n, MPI_BYTE, gb, n, MPI_BYTE, root, comm) ==
                       MPI_SUCCESS, "tuned gather");
             if (rank == root)
-                CHECK(memcmp(ga, gb, (size_t)n * (size_t)nprocs) == 0,
+                CHECKF(memcmp(ga, gb, (size_t)n * (size_t)nprocs) == 0,
                       "tuned gather via %s differs", mpilab_tuned_choice(tg, (size_t)n));
             free(src);
             free(a);
@@ -165,9 +162,9 @@ static void tuned_dispatch(void)
         }
     mpilab_tuned_free(ts);
     mpilab_tuned_free(tg);
-    CHECK(mpilab_multilane_detach(comm) == MPI_SUCCESS, "detach");
+    CHECKF(mpilab_multilane_detach(comm) == MPI_SUCCESS, "detach");
     int x = 0, y = 0;
-    CHECK(mpilab_gather_multilane_attached(&x, 1, MPI_INT, &y, 1, MPI_INT, 0, comm) ==
+    CHECKF(mpilab_gather_multilane_attached(&x, 1, MPI_INT, &y, 1, MPI_INT, 0, comm) ==
               MPI_ERR_ARG, "attached call after detach accepted");
     MPI_Comm_free(&comm);
 }
@@ -189,11 +186,11 @@ static void build_over_comm(void)
     char how[300];
     snprintf(how, sizeof how, "map:%s", path);
     mpilab_grid_t *g = mpilab_grid_build(MPI_COMM_WORLD, how);
-    CHECK(g != NULL, "map build: %s", mpilab_multilane_last_error());
+    CHECKF(g != NULL, "map build: %s", mpilab_multilane_last_error());
     if (g) {
-        CHECK(mpilab_grid_nsites(g) == 2, "map: %d sites", mpilab_grid_nsites(g));
+        CHECKF(mpilab_grid_nsites(g) == 2, "map: %d sites", mpilab_grid_nsites(g));
         for (int r = 0; r < nprocs; r++)
-            CHECK(mpilab_grid_site_of(g, r) == (r % 3 == 1 ? 1 : 0), "map: rank %d in site %d", r,
+            CHECKF(mpilab_grid_site_of(g, r) == (r % 3 == 1 ? 1 : 0), "map: rank %d in site %d", r,
                   mpilab_grid_site_of(g, r));
     }
     mpilab_grid_free(g);
@@ -203,12 +200,12 @@ static void build_over_comm(void)
     MPI_Comm c2;
     MPI_Comm_dup(MPI_COMM_WORLD, &c2);
     int x[4] = {0}, y[4] = {0};
-    CHECK(mpilab_multilane_entry_scatter(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG,
+    CHECKF(mpilab_multilane_entry_scatter(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG,
           "entry with P = 99 accepted");
     MPI_Comm_free(&c2);
     setenv("MPILAB_MULTILANE_LANES", "x", 1);
     MPI_Comm_dup(MPI_COMM_WORLD, &c2);
-    CHECK(mpilab_single_lane_entry_gather(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG &&
+    CHECKF(mpilab_single_lane_entry_gather(x, 1, MPI_INT, y, 1, MPI_INT, 0, c2) == MPI_ERR_ARG &&
               strstr(mpilab_multilane_last_error(), "MPILAB_MULTILANE_LANES"),
           "entry with a bad MPILAB_MULTILANE_LANES: %s", mpilab_multilane_last_error());
     MPI_Comm_free(&c2);
@@ -224,14 +221,14 @@ static void build_over_comm(void)
             unsigned char *ga = calloc((size_t)n * (size_t)nprocs, 1);
             unsigned char *gb = calloc((size_t)n * (size_t)nprocs, 1);
             MPI_Scatter(src, n, MPI_BYTE, a, n, MPI_BYTE, root, c2);
-            CHECK(efns[k](src, n, MPI_BYTE, b, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
+            CHECKF(efns[k](src, n, MPI_BYTE, b, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
                   "entry scatter %d: %s", k, mpilab_multilane_last_error());
-            CHECK(memcmp(a, b, (size_t)n) == 0, "entry scatter %d root %d differs", k, root);
+            CHECKF(memcmp(a, b, (size_t)n) == 0, "entry scatter %d root %d differs", k, root);
             MPI_Gather(a, n, MPI_BYTE, ga, n, MPI_BYTE, root, c2);
-            CHECK(gfns[k](a, n, MPI_BYTE, gb, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
+            CHECKF(gfns[k](a, n, MPI_BYTE, gb, n, MPI_BYTE, root, c2) == MPI_SUCCESS,
                   "entry gather %d", k);
             if (rank == root)
-                CHECK(memcmp(ga, gb, (size_t)n * (size_t)nprocs) == 0,
+                CHECKF(memcmp(ga, gb, (size_t)n * (size_t)nprocs) == 0,
                       "entry gather %d root %d differs", k, root);
             free(src);
             free(a);
@@ -240,7 +237,7 @@ static void build_over_comm(void)
             free(gb);
         }
     const mpilab_grid_t *ag = mpilab_multilane_attached_grid(c2);
-    CHECK(ag && mpilab_grid_site_of(ag, 1) == 1 && mpilab_grid_site_of(ag, 0) == 0,
+    CHECKF(ag && mpilab_grid_site_of(ag, 1) == 1 && mpilab_grid_site_of(ag, 0) == 0,
           "the entries attached the map's grid");
     MPI_Comm_free(&c2);
     unsetenv("MPILAB_MULTILANE_SITES");
@@ -254,8 +251,8 @@ static void build_over_comm(void)
     const char *expect[] = {"/nonexistent/mlmap", "unknown site source"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mpilab_grid_t *b = mpilab_grid_build(MPI_COMM_WORLD, bad[i]);
-        CHECK(b == NULL, "grid_build(%s) succeeded", bad[i]);
-        CHECK(strstr(mpilab_multilane_last_error(), expect[i]) != NULL,
+        CHECKF(b == NULL, "grid_build(%s) succeeded", bad[i]);
+        CHECKF(strstr(mpilab_multilane_last_error(), expect[i]) != NULL,
               "grid_build(%s): message '%s'", bad[i], mpilab_multilane_last_error());
         mpilab_grid_free(b);
     }
@@ -268,72 +265,107 @@ static void build_over_comm(void)
     MPI_Allreduce(&mine_tb, &all_tb, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     mpilab_grid_t *tb = mpilab_grid_build(MPI_COMM_WORLD, "testbed");
     if (all_tb) {
-        CHECK(tb != NULL, "grid_build(testbed) on the testbed: %s", mpilab_multilane_last_error());
+        CHECKF(tb != NULL, "grid_build(testbed) on the testbed: %s", mpilab_multilane_last_error());
         if (tb)
-            CHECK(mpilab_grid_site_of(tb, rank) == atoi(dash + 2), "testbed: rank %d (%s) in "
+            CHECKF(mpilab_grid_site_of(tb, rank) == atoi(dash + 2), "testbed: rank %d (%s) in "
                   "site %d", rank, me, mpilab_grid_site_of(tb, rank));
     } else {
-        CHECK(tb == NULL && strstr(mpilab_multilane_last_error(), "not a testbed node"),
+        CHECKF(tb == NULL && strstr(mpilab_multilane_last_error(), "not a testbed node"),
               "grid_build(testbed) off the testbed: '%s'", mpilab_multilane_last_error());
     }
     mpilab_grid_free(tb);
 }
 
-int main(int argc, char **argv)
+/* The world for a case: 2..16 ranks (the site maps are arrays of 16); 0 if outside. */
+static int world_ok(void)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2 || nprocs > 16) {
-        if (rank == 0)
-            fprintf(stderr, "coll_multilane: run with 2..16 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
-    MPI_Datatype contig3, vec, vec_contig;
-    coll_types(&contig3, &vec, &vec_contig);
-    const tpair_t pairs[] = {
-        {"byte", MPI_BYTE, MPI_BYTE, 1, 1},
-        {"int->contig3", MPI_INT, contig3, 3, 1},
-        {"vector->int", vec, MPI_INT, 1, 2},
-        {"int2->vector", vec_contig, vec, 1, 1},
-    };
-    const size_t np = sizeof pairs / sizeof pairs[0];
+    coll_world();
+    return nprocs >= 2 && nprocs <= 16;
+}
 
+/* The datatype pairs of the grid cases (free with types_free). */
+static size_t types(tpair_t *pairs, MPI_Datatype *t)
+{
+    coll_types(&t[0], &t[1], &t[2]);
+    const tpair_t p[] = {
+        {"byte", MPI_BYTE, MPI_BYTE, 1, 1},
+        {"int->contig3", MPI_INT, t[0], 3, 1},
+        {"vector->int", t[1], MPI_INT, 1, 2},
+        {"int2->vector", t[2], t[1], 1, 1},
+    };
+    memcpy(pairs, p, sizeof p);
+    return sizeof p / sizeof p[0];
+}
+
+static void types_free(MPI_Datatype *t)
+{
+    for (int k = 0; k < 3; k++)
+        MPI_Type_free(&t[k]);
+}
+
+/* two contiguous sites of every split: n0 > n1 and n0 < n1 depending on the root */
+MPILAB_TEST(two_contiguous_sites_every_split)
+{
+    if (!world_ok())
+        return;
+    tpair_t pairs[4];
+    MPI_Datatype t[3];
+    size_t np = types(pairs, t);
     int site[16];
     char name[64];
-    /* two contiguous sites of every split: n0 > n1 and n0 < n1 depending on the root */
     for (int k = 1; k < nprocs; k++) {
         for (int r = 0; r < nprocs; r++)
             site[r] = r < k ? 0 : 1;
         snprintf(name, sizeof name, "2 sites %d+%d", k, nprocs - k);
         all_cases(site, name, pairs, k == nprocs / 2 ? np : 2);
     }
-    /* interleaved: any rank order */
+    types_free(t);
+}
+
+/* interleaved: any rank order; 3 sites, labels not in rank order; uneven 1 + (p-2) + 1 */
+MPILAB_TEST(interleaved_and_uneven_sites)
+{
+    if (!world_ok())
+        return;
+    tpair_t pairs[4];
+    MPI_Datatype t[3];
+    size_t np = types(pairs, t);
+    int site[16];
     for (int r = 0; r < nprocs; r++)
         site[r] = r % 2;
     all_cases(site, "2 sites interleaved", pairs, np);
     if (nprocs >= 3) {
         for (int r = 0; r < nprocs; r++)
-            site[r] = (r * 2) % 3; /* 3 sites, interleaved, labels not in rank order */
+            site[r] = (r * 2) % 3;
         all_cases(site, "3 sites interleaved", pairs, np);
         for (int r = 0; r < nprocs; r++)
-            site[r] = r == 0 ? 5 : (r < nprocs - 1 ? 9 : 7); /* 1 + (p-2) + 1 */
+            site[r] = r == 0 ? 5 : (r < nprocs - 1 ? 9 : 7);
         all_cases(site, "3 sites uneven", pairs, 2);
     }
-    bad_arguments();
-    tuned_dispatch();
-    build_over_comm();
-
-    MPI_Type_free(&contig3);
-    MPI_Type_free(&vec);
-    MPI_Type_free(&vec_contig);
-    long total = 0, ncases = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Reduce(&cases, &ncases, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("coll_multilane p=%d: %ld cases, %ld failure(s)\n", nprocs, ncases, total);
-    MPI_Finalize();
-    return total == 0 ? 0 : 1;
+    types_free(t);
 }
+
+MPILAB_TEST(bad_arguments_refused_without_communicating)
+{
+    if (world_ok())
+        bad_arguments();
+}
+
+MPILAB_TEST(attached_forms_through_the_tuned_dispatcher)
+{
+    if (world_ok())
+        tuned_dispatch();
+}
+
+MPILAB_TEST(grid_building_over_the_communicator)
+{
+    if (world_ok())
+        build_over_comm();
+}
+
+MPILAB_TEST(world_size_in_range)
+{
+    CHECKF(world_ok(), "coll_multilane: run with 2..16 ranks, not %d", nprocs);
+}
+
+MPILAB_TEST_MAIN()

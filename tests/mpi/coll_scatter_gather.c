@@ -8,7 +8,6 @@
 
 #include "coll_check.h"
 #include "mpilab/coll.h"
-#include "mpi_world.h"
 
 static void fill(unsigned char *b, size_t n, unsigned seed)
 {
@@ -32,8 +31,8 @@ static void run_case(const tpair_t *tp, int count, int root, const char *impl,
     int rc1 = MPI_Scatter(sbuf, scount, tp->stype, ref, rcount, tp->rtype, root, MPI_COMM_WORLD);
     int rc2 = sc(rank == root ? sbuf : NULL, scount, tp->stype, out, rcount, tp->rtype, root,
                  MPI_COMM_WORLD);
-    CHECK(rc1 == MPI_SUCCESS && rc2 == MPI_SUCCESS, "scatter %s rc %d", impl, rc2);
-    CHECK(memcmp(ref, out, rbytes) == 0, "scatter_%s %s count=%d root=%d p=%d differs", impl,
+    CHECKF(rc1 == MPI_SUCCESS && rc2 == MPI_SUCCESS, "scatter %s rc %d", impl, rc2);
+    CHECKF(memcmp(ref, out, rbytes) == 0, "scatter_%s %s count=%d root=%d p=%d differs", impl,
           tp->name, count, root, nprocs);
     free(sbuf);
     free(ref);
@@ -50,22 +49,19 @@ static void run_case(const tpair_t *tp, int count, int root, const char *impl,
     rc1 = MPI_Gather(gsend, scount, tp->stype, gref, rcount, tp->rtype, root, MPI_COMM_WORLD);
     rc2 = ga(gsend, scount, tp->stype, rank == root ? gout : NULL, rcount, tp->rtype, root,
              MPI_COMM_WORLD);
-    CHECK(rc1 == MPI_SUCCESS && rc2 == MPI_SUCCESS, "gather %s rc %d", impl, rc2);
+    CHECKF(rc1 == MPI_SUCCESS && rc2 == MPI_SUCCESS, "gather %s rc %d", impl, rc2);
     if (rank == root)
-        CHECK(memcmp(gref, gout, gr) == 0, "gather_%s %s count=%d root=%d p=%d differs", impl,
+        CHECKF(memcmp(gref, gout, gr) == 0, "gather_%s %s count=%d root=%d p=%d differs", impl,
               tp->name, count, root, nprocs);
     free(gsend);
     free(gref);
     free(gout);
 }
 
-int main(int argc, char **argv)
+/* Every datatype pair, count and root against MPI_Scatter / MPI_Gather. */
+static void against_mpi(const char *impl, mpilab_scatter_fn sc, mpilab_gather_fn ga)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-
+    coll_world();
     MPI_Datatype contig3, vec, vec_contig;
     coll_types(&contig3, &vec, &vec_contig);
 
@@ -78,43 +74,42 @@ int main(int argc, char **argv)
         {"int2->vector", vec_contig, vec, 1, 1},
     };
     const int counts[] = {0, 1, 7, 1001, 65537};
-
-    struct {
-        const char *name;
-        mpilab_scatter_fn sc;
-        mpilab_gather_fn ga;
-    } impls[] = {{"linear", mpilab_scatter_linear, mpilab_gather_linear},
-                 {"binomial", mpilab_scatter_binomial, mpilab_gather_binomial}};
-
-    for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++)
-        for (size_t t = 0; t < sizeof pairs / sizeof pairs[0]; t++)
-            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-                for (int root = 0; root < nprocs; root++) {
-                    /* the largest count only for two roots, to keep the test short */
-                    if (counts[c] > 10000 && root > 1)
-                        continue;
-                    run_case(&pairs[t], counts[c], root, impls[k].name, impls[k].sc,
-                             impls[k].ga);
-                }
-
-    /* Invalid arguments are reported, not crashed on. */
-    int x = 0;
-    CHECK(mpilab_scatter_linear(&x, 1, MPI_INT, &x, 1, MPI_INT, nprocs, MPI_COMM_WORLD) ==
-              MPI_ERR_ROOT, "bad root accepted");
-    CHECK(mpilab_gather_binomial(&x, 1, MPI_INT, &x, 1, MPI_INT, -1, MPI_COMM_WORLD) ==
-              MPI_ERR_ROOT, "negative root accepted");
-    CHECK(mpilab_scatter_binomial(&x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
-              MPI_ERR_BUFFER, "MPI_IN_PLACE accepted");
-    CHECK(mpilab_gather_linear(MPI_IN_PLACE, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
-              MPI_ERR_BUFFER, "MPI_IN_PLACE accepted");
-
+    for (size_t t = 0; t < sizeof pairs / sizeof pairs[0]; t++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int root = 0; root < nprocs; root++) {
+                /* the largest count only for two roots, to keep the test short */
+                if (counts[c] > 10000 && root > 1)
+                    continue;
+                run_case(&pairs[t], counts[c], root, impl, sc, ga);
+            }
     MPI_Type_free(&contig3);
     MPI_Type_free(&vec);
     MPI_Type_free(&vec_contig);
-    long total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("coll_scatter_gather p=%d: %ld failure(s)\n", nprocs, total);
-    MPI_Finalize();
-    return total == 0 ? 0 : 1;
 }
+
+MPILAB_TEST(linear_matches_mpi)
+{
+    against_mpi("linear", mpilab_scatter_linear, mpilab_gather_linear);
+}
+
+MPILAB_TEST(binomial_matches_mpi)
+{
+    against_mpi("binomial", mpilab_scatter_binomial, mpilab_gather_binomial);
+}
+
+/* Invalid arguments are reported, not crashed on. */
+MPILAB_TEST(invalid_arguments_refused)
+{
+    coll_world();
+    int x = 0;
+    CHECKF(mpilab_scatter_linear(&x, 1, MPI_INT, &x, 1, MPI_INT, nprocs, MPI_COMM_WORLD) ==
+              MPI_ERR_ROOT, "bad root accepted");
+    CHECKF(mpilab_gather_binomial(&x, 1, MPI_INT, &x, 1, MPI_INT, -1, MPI_COMM_WORLD) ==
+              MPI_ERR_ROOT, "negative root accepted");
+    CHECKF(mpilab_scatter_binomial(&x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
+              MPI_ERR_BUFFER, "MPI_IN_PLACE accepted");
+    CHECKF(mpilab_gather_linear(MPI_IN_PLACE, 1, MPI_INT, &x, 1, MPI_INT, 0, MPI_COMM_WORLD) ==
+              MPI_ERR_BUFFER, "MPI_IN_PLACE accepted");
+}
+
+MPILAB_TEST_MAIN()

@@ -5,22 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MPILAB_KIT_MPI
+#include "kit.h"
 #include "mpilab/coll.h"
-#include "mpi_world.h"
 
 static int rank, nprocs;
-static long failures;
 static long n_lin, n_bin;
-
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-        }                                                                        \
-    } while (0)
 
 static int sc_lin(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
                   int root, MPI_Comm comm)
@@ -62,10 +52,10 @@ static void run(const mpilab_tuned_t *ts, const mpilab_tuned_t *tg, MPI_Datatype
     long l0 = n_lin, b0 = n_bin;
     MPI_Scatter(all, 3 * k, MPI_INT, ref, k, contig3, root, MPI_COMM_WORLD);
     int rc = mpilab_tuned_scatter(ts, all, 3 * k, MPI_INT, out, k, contig3, root, MPI_COMM_WORLD);
-    CHECK(rc == MPI_SUCCESS, "tuned scatter rc %d", rc);
-    CHECK(memcmp(ref, out, (per + 1) * sizeof *ref) == 0, "scatter data differs (k=%d root=%d)",
+    CHECKF(rc == MPI_SUCCESS, "tuned scatter rc %d", rc);
+    CHECKF(memcmp(ref, out, (per + 1) * sizeof *ref) == 0, "scatter data differs (k=%d root=%d)",
           k, root);
-    CHECK(n_lin - l0 == want_lin && n_bin - b0 == !want_lin,
+    CHECKF(n_lin - l0 == want_lin && n_bin - b0 == !want_lin,
           "scatter k=%d ran linear %ld binomial %ld times, want %s", k, n_lin - l0, n_bin - b0,
           want_lin ? "linear" : "binomial");
 
@@ -77,12 +67,12 @@ static void run(const mpilab_tuned_t *ts, const mpilab_tuned_t *tg, MPI_Datatype
     b0 = n_bin;
     MPI_Gather(ref, k, contig3, gref, 3 * k, MPI_INT, root, MPI_COMM_WORLD);
     rc = mpilab_tuned_gather(tg, ref, k, contig3, back, 3 * k, MPI_INT, root, MPI_COMM_WORLD);
-    CHECK(rc == MPI_SUCCESS, "tuned gather rc %d", rc);
+    CHECKF(rc == MPI_SUCCESS, "tuned gather rc %d", rc);
     if (rank == root) {
-        CHECK(memcmp(gref, back, (per * p + 1) * sizeof *back) == 0, "gather data differs");
-        CHECK(memcmp(all, back, per * p * sizeof *all) == 0, "gather did not invert scatter");
+        CHECKF(memcmp(gref, back, (per * p + 1) * sizeof *back) == 0, "gather data differs");
+        CHECKF(memcmp(all, back, per * p * sizeof *all) == 0, "gather did not invert scatter");
     }
-    CHECK(n_lin - l0 == want_lin && n_bin - b0 == !want_lin,
+    CHECKF(n_lin - l0 == want_lin && n_bin - b0 == !want_lin,
           "gather k=%d ran linear %ld binomial %ld times", k, n_lin - l0, n_bin - b0);
     free(all);
     free(ref);
@@ -91,12 +81,10 @@ static void run(const mpilab_tuned_t *ts, const mpilab_tuned_t *tg, MPI_Datatype
     free(gref);
 }
 
-int main(int argc, char **argv)
+MPILAB_TEST(each_call_runs_the_tables_winner_and_matches_mpi)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    rank = kit_rank;
+    nprocs = kit_size;
     MPI_Datatype contig3;
     MPI_Type_contiguous(3, MPI_INT, &contig3);
     MPI_Type_commit(&contig3);
@@ -123,10 +111,6 @@ int main(int argc, char **argv)
     mpilab_tuned_free(ts);
     mpilab_tuned_free(tg);
     MPI_Type_free(&contig3);
-    long total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("coll_tuned p=%d: %ld failure(s)\n", nprocs, total);
-    MPI_Finalize();
-    return total == 0 ? 0 : 1;
 }
+
+MPILAB_TEST_MAIN()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,6 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
                 timeout: float = 240) -> Any:
     """The real mpilab-bench under mpirun, directly (its own stderr, no CLI wrapper)."""
     import shutil
-    import subprocess
     import tempfile
 
     from conftest import cli_env
@@ -374,9 +374,15 @@ def test_runner_loggp_binomial_predictions(run_cli: Callable[..., Any], tmp_path
     r = results.load(tmp_path / "lb.json")
     assert all(x.params is not None for x in r.loggp)
     got = {(x.op, x.impl, x.bytes): x for x in r.loggp_predictions}
-    # both of mpilab's implementations, every op and size; nothing for the native ones
-    assert sorted(got) == sorted((op, impl, b) for op in ("scatter", "gather")
-                                 for impl in ("binomial", "linear") for b in sizes)
+    # every measured entry that declares a model pattern (from the entry list, not names),
+    # every size; nothing for the others
+    listed = json.loads(subprocess.run([str(real_runner()), "--list", "--json"], check=True,
+                                       capture_output=True, text=True).stdout)["entries"]
+    patterned = {(e["name"], e["impl"]) for e in listed
+                 if e["name"] in ("scatter", "gather") and "grid" not in e["needs"]
+                 and e["model"] not in (None, "fit")}
+    assert patterned
+    assert sorted(got) == sorted((op, impl, b) for op, impl in patterned for b in sizes)
     for (op, impl, b), x in got.items():
         assert x.predicted > 0 and x.measured is not None and x.measured > 0
         if impl == "binomial":

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mpilab.errors import MpilabError
 from mpilab.suite import report, transports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -234,6 +235,59 @@ def test_groups_come_from_the_entry_list() -> None:
     new = {"name": "pingpong_rma", "impl": "mpi", "family": "latency", "needs": ["pair"],
            "suite": True, "derived": ["latency_s"]}
     assert "pingpong_rma" in runner.op_groups([*entries, new])["lat"].split(",")
+
+
+def test_user_entries_join_their_group_by_name_and_impl() -> None:
+    """A plugin's entry (origin: its file) is run with the group its family and needs say,
+    selected as name:impl so the built-in implementations of that name are not added."""
+    from mpilab.suite import runner
+    base = [{"name": "pingpong", "impl": "mpi", "family": "latency", "needs": ["pair"],
+             "suite": True, "origin": "suite"}]
+    user = [{"name": "pingpong", "impl": "swap", "family": "latency", "needs": ["pair"],
+             "suite": False, "origin": "/x/swap.so"},
+            {"name": "scatter", "impl": "flat", "family": "collective", "needs": ["root"],
+             "suite": False, "origin": "/x/flat.so"},
+            {"name": "scatter", "impl": "native", "family": "collective", "needs": ["root"],
+             "suite": False, "origin": "builtin"}]
+    g = runner.op_groups(base + user)
+    assert g["lat"].split(",") == ["pingpong", "pingpong:swap"]
+    assert "scatter:flat" in g["nrank"].split(",") and "scatter" not in g["nrank"].split(",")
+    with pytest.raises(MpilabError, match="--entries /nonexistent.so: no such file"):
+        runner.Plan(entries=["/nonexistent.so"]).check()
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not _suite_tool() or shutil.which("mpicc") is None,
+                    reason="suite runner or mpicc not there")
+def test_compare_runs_the_recipes_plugins(tmp_path: Path) -> None:
+    """docs/architecture.md: each recipe's one file, compiled as a plugin, reaches
+    `mpilab compare --entries FILE.so`: measured with its group, data checked, in the report."""
+    sos = []
+    for name in ("pingpong", "scatter"):
+        so = tmp_path / f"{name}.so"
+        subprocess.run(["mpicc", "-shared", "-fPIC", f"-I{REPO / 'include'}",
+                        f"-I{REPO / 'build' / 'include'}", str(REPO / "tests" / "mpi" /
+                                                              f"recipe_{name}.c"),
+                        "-o", str(so)], check=True)
+        sos += ["--entries", str(so)]
+    out = tmp_path / "cmp"
+    p = mpilab("compare", "--quick", "--no-scaling", "--transport", "shm", "--sizes", "1K",
+               "--poll-sweep", "0", "--np", "2", "--max-reps", "5", *sos, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    ms = json.loads((out / "shm.json").read_text())["measurements"]
+    mine = {(m["op"], m["impl"]) for m in ms if m["impl"] in ("sendrecv_replace", "flat_isend")}
+    assert mine == {("pingpong", "sendrecv_replace"), ("scatter", "flat_isend")}
+    assert all(m["data_ok"] for m in ms if m["impl"] in ("sendrecv_replace", "flat_isend"))
+    assert "pingpong:sendrecv_replace" in (out / "report.html").read_text()
+    # and `mpilab bench` hands --entries to the runner
+    res = tmp_path / "bench.json"
+    p = mpilab("bench", "--np", "2", "--out", str(res), "--", "--entries", sos[1],
+               "--ops", "pingpong:sendrecv_replace", "--sizes", "1K", "--max-reps", "5",
+               "--quiet")
+    assert p.returncode == 0, p.stderr
+    ms = json.loads(res.read_text())["measurements"]
+    assert [(m["impl"], m["data_ok"]) for m in ms] == [("sendrecv_replace", True)]
+    assert set(ms[0]["derived"]) == {"latency_s", "bandwidth_Bps"}
 
 
 def test_report_shows_entries_it_does_not_name(stored: Path) -> None:

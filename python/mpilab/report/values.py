@@ -11,8 +11,10 @@ from mpilab.report.figs import Point
 from mpilab.report.signif import Estimate
 from mpilab.results import Measurement, Results
 
-# data moved by one call, as a multiple of the per-rank block m, for p ranks
-# (used for bandwidths unless a measurement carries its own "bytes_moved")
+# Data moved by one call, as a multiple of the per-rank block m, for p ranks. Each entry
+# declares its own volume (mpilab_op_t.volume, "volume" in `mpilab-bench --list --json`) and
+# the results carry it per measurement as "bytes_moved"; this table only serves results files
+# written before that.
 VOLUME: dict[str, Callable[[int], int]] = {
     "scatter": lambda p: p - 1,
     "gather": lambda p: p - 1,

@@ -42,6 +42,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
             raise MpilabError(f"--scaling: malformed list '{args.scaling}' (e.g. 1,2,4)") from None
         if not p.scaling or any(x < 1 for x in p.scaling):
             raise MpilabError("--scaling: rank counts must be >= 1")
+    p.entries = [str(Path(f).resolve()) for f in (getattr(args, "entries", None) or [])]
     p.launcher = getattr(args, "launcher", None)
     p.launcher_args = list(getattr(args, "launcher_arg", None) or [])
     if p.launcher is not None:
@@ -111,5 +112,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--scaling", help="wavefront rank counts (default 1,2,4)")
     p.add_argument("--no-scaling", action="store_true", help="skip the application scaling")
     p.add_argument("--keep-testbed", action="store_true", help="leave the testbed up")
+    p.add_argument("--entries", action="append", metavar="FILE.so",
+                   help="repeatable; user entries for mpilab-bench (a plugin built from one "
+                   "file with MPILAB_PLUGIN_ENTRIES, docs/architecture.md), measured with "
+                   "the suite's entries of their family")
     launch.add_options(p)
     p.set_defaults(func=cmd_compare)

@@ -29,7 +29,10 @@ class Run:
     res: Results
 
     def ms(self, op: str, ranks: int | None = None, impl: str | None = None) -> list[Measurement]:
+        """op's measurements (impl None: of a study operation, the study's implementations)."""
         out = [m for m in self.res.measurements if m.op == op and (impl is None or m.impl == impl)]
+        if impl is None and op in _STUDY_OPS:
+            out = [m for m in out if _study(m)]
         if ranks is not None:
             out = [m for m in out if m.ranks == ranks]
         return sorted(out, key=lambda m: m.bytes)
@@ -79,12 +82,13 @@ def _avail(m: Measurement) -> Estimate:
 
 
 def _series(runs: list[Run], op: str, y: Y, ranks: Callable[[Run], int | None] | None = None,
-            x: Callable[[Measurement], float | None] | None = None) -> list[Curve]:
+            x: Callable[[Measurement], float | None] | None = None,
+            impl: str | None = None) -> list[Curve]:
     out = []
     for r in runs:
         rk = ranks(r) if ranks else None
         pts = []
-        for m in r.ms(op, rk):
+        for m in r.ms(op, rk, impl):
             xv = x(m) if x else float(m.bytes)
             e = y(m)
             if xv is not None and e.value is not None:
@@ -115,6 +119,15 @@ def _efficiency(pts: list[dict[str, Any]], weak: bool) -> list[tuple[float, floa
 # values (a new suite entry, a user entry) gets one figure per value it declares.
 _STUDY_OPS = {"pingpong", "pingping", "sendrecv", "exchange", "bcast", "allreduce", "alltoall",
               "stream", "stream_multi", "comb", "overlap_isend", "overlap_iallreduce"}
+
+
+def _study(m: Measurement) -> bool:
+    """A measurement the study's figures show: the suite's implementation ("mpi"), the native
+    collectives, COMB's poll intervals. Another implementation of a study operation (a user
+    entry, --entries) gets figures of its own."""
+    return m.op in _STUDY_OPS and (m.impl in ("mpi", "native") or m.op == "comb")
+
+
 # derived value -> (axis label, unit of the formatter, log axis)
 _VALUES: dict[str, tuple[str, str, bool]] = {
     "latency_s": ("latency", "s", True), "bandwidth_Bps": ("bandwidth", "B/s", True),
@@ -135,20 +148,22 @@ class Fig:
 
 
 def _other_entries(runs: list[Run]) -> list[Fig]:
-    keys: dict[str, list[str]] = {}
+    # (op, impl): impl None for an operation outside the study (all its implementations)
+    keys: dict[tuple[str, str | None], list[str]] = {}
     for r in runs:
         for m in r.res.measurements:
             d = m.raw.get("derived")
-            if m.op in _STUDY_OPS or not isinstance(d, dict):
+            if _study(m) or not isinstance(d, dict):
                 continue
-            ks = keys.setdefault(m.op, [])
+            ks = keys.setdefault((m.op, m.impl if m.op in _STUDY_OPS else None), [])
             ks += [k for k in d if k in _VALUES and k not in ks]
     out = []
-    for op in sorted(keys):
-        for k in keys[op]:
+    for (op, impl) in sorted(keys, key=lambda k: (k[0], k[1] or "")):
+        name = f"{op}:{impl}" if impl else op
+        for k in keys[(op, impl)]:
             label, unit, logy = _VALUES[k]
             y = _avail if k == "cpu_avail" else _der(k)
-            out.append(Fig(f"{op}: {k}", _series(runs, op, y), label, unit, ylog=logy))
+            out.append(Fig(f"{name}: {k}", _series(runs, op, y, impl=impl), label, unit, ylog=logy))
     return out
 
 

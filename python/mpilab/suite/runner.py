@@ -53,6 +53,8 @@ class Plan:
     timeout: float = 600.0
     launcher: str | None = None  # mpilab.launch: None = the runner's MPI's launcher
     launcher_args: list[str] = field(default_factory=list)
+    # user entries: plugins mpilab-bench loads (--entries FILE.so), absolute paths
+    entries: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         if self.window < 1:
@@ -69,13 +71,18 @@ class Plan:
             raise MpilabError(f"--poll-sweep: '{self.poll_sweep}' names an interval twice")
         if len(items) > 16:
             raise MpilabError("--poll-sweep: more than 16 intervals")
+        for f in self.entries:
+            if not Path(f).is_file():
+                raise MpilabError(f"--entries {f}: no such file (a plugin built from "
+                                  "MPILAB_PLUGIN_ENTRIES, docs/architecture.md)")
         if self.pairs and 2 * self.pairs > self.np:
             raise MpilabError(f"--pairs {self.pairs}: needs {2 * self.pairs} ranks, --np is "
                               f"{self.np}")
 
     def suite_args(self) -> list[str]:
+        plugins = [a for f in self.entries for a in ("--entries", f)]
         return ["--window", str(self.window), "--pairs", str(self.pairs),
-                "--poll-sweep", self.poll_sweep, "--comb-msgs", str(self.comb_msgs)]
+                "--poll-sweep", self.poll_sweep, "--comb-msgs", str(self.comb_msgs), *plugins]
 
 
 def suite_tool() -> str:
@@ -111,19 +118,42 @@ def _names(entries: list[dict[str, Any]]) -> str:
     return ",".join(dict.fromkeys(e["name"] for e in entries))
 
 
+def _is_user(e: dict[str, Any]) -> bool:
+    """An entry a plugin (or a program) brought, not a built-in or suite one."""
+    return e.get("origin") not in (None, "builtin", "suite")
+
+
 def op_groups(entries: list[dict[str, Any]]) -> dict[str, str]:
     """The suite's entries by how they are run, from what each entry declares:
     lat (family latency, 2 ranks, pipelined), pair (only ranks 0 and 1 take part),
-    nrank (every rank takes part; plus COLLECTIVES), comb (family availability)."""
+    nrank (every rank takes part; plus COLLECTIVES), comb (family availability).
+    User entries (plugins, --entries) join the group their family and needs say, by
+    name:impl (their name alone would select the built-in implementations too)."""
     suite = [e for e in entries if e["suite"]]
+    user = [e for e in entries if _is_user(e)]
     avail = [e for e in suite if e["family"] == "availability"]
+
+    def named(es: list[dict[str, Any]]) -> list[str]:
+        return [f"{e['name']}:{e['impl']}" for e in es]
+
+    u_lat = [e for e in user if e["family"] == "latency"]
+    u_avail = [e for e in user if e["family"] == "availability"]
+    u_pair = [e for e in user if "pair" in e["needs"] and e not in u_lat and e not in u_avail]
+    u_rest = [e for e in user if e not in u_lat and e not in u_avail and e not in u_pair]
+
+    def join(*parts: str | list[str]) -> str:
+        items: list[str] = []
+        for p in parts:
+            items += [x for x in (p.split(",") if isinstance(p, str) else p) if x]
+        return ",".join(dict.fromkeys(items))
+
     return {
-        "lat": _names([e for e in suite if e["family"] == "latency"]),
-        "pair": _names([e for e in suite if "pair" in e["needs"]
-                        and e["family"] not in ("latency", "availability")]),
-        "nrank": ",".join(x for x in (_names([e for e in suite if "pair" not in e["needs"]
-                                              and e not in avail]), COLLECTIVES) if x),
-        "comb": _names(avail),
+        "lat": join(_names([e for e in suite if e["family"] == "latency"]), named(u_lat)),
+        "pair": join(_names([e for e in suite if "pair" in e["needs"]
+                             and e["family"] not in ("latency", "availability")]), named(u_pair)),
+        "nrank": join(_names([e for e in suite if "pair" not in e["needs"] and e not in avail]),
+                      COLLECTIVES, named(u_rest)),
+        "comb": join(_names(avail), named(u_avail)),
     }
 
 
