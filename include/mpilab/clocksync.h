@@ -17,7 +17,12 @@ typedef enum mpilab_sync_method {
     MPILAB_SYNC_SKAMPI = 0,
     /* ReproMPI JK/HCA-style: many ping-pongs over a period, the minimum-round-trip
      * exchange of every batch kept, linear regression of local on reference time. */
-    MPILAB_SYNC_REGRESSION = 1
+    MPILAB_SYNC_REGRESSION = 1,
+    /* Hierarchical (after ReproMPI's): a binomial tree, ceil(log2 p) rounds in which every
+     * pair of the round synchronises SKaMPI-style at once; rank 0 composes each rank's model
+     * along its path to the root, adding the pairs' uncertainties. O(log p) time where the
+     * flat methods take O(p). */
+    MPILAB_SYNC_HIERARCHICAL = 2
 } mpilab_sync_method_t;
 
 /* Clock model of one rank:  local = offset + (1 + drift) * ref,
@@ -82,10 +87,19 @@ typedef struct mpilab_clocksync {
 #define MPILAB_SYNC_ATTEMPTS 6
 #define MPILAB_SYNC_BUDGET_S 1.0
 #define MPILAB_SYNC_MAX_EFFORT 4
+/* Drift: the first attempt probes every pair twice, the second pass this long after the
+ * start; the drift is the line through the two passes' offset readings, known to within the
+ * sum of their uncertainties over the time between them (1-2 us / 0.8 s, 2-5 ppm, on a
+ * quiet node, where one pass alone resolves only round trip / span, hundreds of ppm). */
+#define MPILAB_SYNC_DRIFT_WINDOW_S 0.8
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
  * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
+/* The same with the drift window in seconds (0: one probing pass, drift resolved only as far
+ * as that pass's span allows). mpilab_clocksync_run uses MPILAB_SYNC_DRIFT_WINDOW_S. */
+int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
+                                mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
 
 /* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty; both
@@ -101,7 +115,7 @@ double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double loc
 double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double global);
 
 const char *mpilab_sync_method_name(mpilab_sync_method_t m);
-/* "skampi" or "regression" -> method; returns 0, or -1 if unknown. */
+/* "skampi", "regression" or "hierarchical" -> method; returns 0, or -1 if unknown. */
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out);
 
 #ifdef __cplusplus
