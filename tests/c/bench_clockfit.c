@@ -1,6 +1,7 @@
 /* The clock model fit recovers an injected offset and drift from noisy samples. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <string.h>
 
 #include "bench_check.h"
 #include "mpilab/clocksync.h"
@@ -87,6 +88,8 @@ int main(void)
     }
     CHECK(mpilab_sync_method_parse("skampi", &sm) == 0 && sm == MPILAB_SYNC_SKAMPI);
     CHECK(mpilab_sync_method_parse("regression", &sm) == 0 && sm == MPILAB_SYNC_REGRESSION);
+    CHECK(mpilab_sync_method_parse("hierarchical", &sm) == 0 && sm == MPILAB_SYNC_HIERARCHICAL);
+    CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_HIERARCHICAL), "hierarchical") == 0);
     CHECK(mpilab_sync_method_parse("ntp", &sm) != 0);
     gsl_rng_free(r);
     return CHECK_DONE();
