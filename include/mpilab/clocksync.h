@@ -92,6 +92,9 @@ typedef struct mpilab_clocksync {
  * sum of their uncertainties over the time between them (1-2 us / 0.8 s, 2-5 ppm, on a
  * quiet node, where one pass alone resolves only round trip / span, hundreds of ppm). */
 #define MPILAB_SYNC_DRIFT_WINDOW_S 0.8
+/* Attempts are compared by their uncertainty this long after the synchronisation (a run
+ * measures after it); an attempt that improves no rank ends the repetition. */
+#define MPILAB_SYNC_HORIZON_S 1.0
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
  * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
@@ -102,8 +105,9 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
                                 mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
 
-/* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty; both
- * must be stated for the same moment and have the same nranks): cur's model is re-expressed
+/* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty
+ * MPILAB_SYNC_HORIZON_S after the moment both are stated for: uncertainty + drift_uncertainty
+ * * horizon; both must have the same nranks): cur's model is re-expressed
  * from its origin cur->t0 to out->t0 first (offset - drift * (cur->t0 - out->t0)), so that
  * mpilab_clock_to_global(out, r, .) gives what cur's model gave. Updates out->max_residual;
  * returns how many ranks took cur's model. Used between the attempts of

@@ -636,7 +636,11 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
 {
     int taken = 0;
     for (int r = 1; r < out->nranks && r < cur->nranks; r++) {
-        if (!(cur->ranks[r].uncertainty < out->ranks[r].uncertainty))
+        /* at the horizon: a model with a resolved drift (the window) is not traded for a
+         * later one that is tighter now but unresolved, and worse a second later */
+        double ucur = cur->ranks[r].uncertainty + cur->ranks[r].drift_uncertainty * MPILAB_SYNC_HORIZON_S;
+        double uout = out->ranks[r].uncertainty + out->ranks[r].drift_uncertainty * MPILAB_SYNC_HORIZON_S;
+        if (!(ucur < uout))
             continue;
         out->ranks[r] = cur->ranks[r];
         out->ranks[r].offset = cur->ranks[r].offset - cur->ranks[r].drift * (cur->t0 - out->t0);
@@ -683,17 +687,20 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
             return rc;
         }
         spent += cur.duration;
+        int taken = 1; /* the first attempt always counts */
         if (a == 1) {
             *out = cur;
         } else {
             age_models(out, now - prev_end);
-            (void)mpilab_clocksync_keep_better(out, &cur);
+            taken = mpilab_clocksync_keep_better(out, &cur);
             mpilab_clocksync_free(&cur);
         }
         prev_end = now;
         out->attempts = a;
         /* rank 0's times only (t0 and now are broadcast): the same on every rank */
-        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S)
+        /* an attempt that improved no rank says the uncertainty is the link's round trip,
+         * not a preemption: repeating it would not help */
+        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S || taken == 0)
             break;
     }
     out->duration = spent;
