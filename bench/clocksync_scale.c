@@ -68,9 +68,9 @@ int main(int argc, char **argv)
             sumu += q[1];
         }
         printf("{\"method\": \"%s\", \"ranks\": %d, \"window_s\": %g, \"cost_s\": %.9g, \"attempts\": %d, "
-               "\"within_uncertainty\": %d, \"checked\": %d, \"max_abs_error_s\": %.6g, \"max_uncertainty_s\": %.6g, "
+               "\"first_attempt_s\": %.9g, \"within_uncertainty\": %d, \"checked\": %d, \"max_abs_error_s\": %.6g, \"max_uncertainty_s\": %.6g, "
                "\"mean_uncertainty_s\": %.6g, \"drift_within_uncertainty\": %d, \"max_drift_uncertainty\": %.6g}\n",
-               mpilab_sync_method_name(method), size, window, maxcost, cs.attempts, inside, size - 1, maxerr, maxu,
+               mpilab_sync_method_name(method), size, window, maxcost, cs.attempts, cs.first_duration, inside, size - 1, maxerr, maxu,
                sumu / (size - 1), drift_in, maxdu);
         free(all);
     }

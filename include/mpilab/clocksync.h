@@ -75,6 +75,7 @@ typedef struct mpilab_clocksync {
     int attempts;
     double max_uncertainty;
     int precise;
+    double first_duration; /* seconds the first attempt took (duration: all attempts) */
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is

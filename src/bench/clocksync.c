@@ -690,6 +690,7 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
         int taken = 1; /* the first attempt always counts */
         if (a == 1) {
             *out = cur;
+            out->first_duration = cur.duration;
         } else {
             age_models(out, now - prev_end);
             taken = mpilab_clocksync_keep_better(out, &cur);
