@@ -76,6 +76,8 @@ typedef struct mpilab_clocksync {
     double max_uncertainty;
     int precise;
     double first_duration; /* seconds the first attempt took (duration: all attempts) */
+    /* rank 0's clock at the moment every rank's uncertainty is stated for (the end) */
+    double t_end;
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
@@ -114,6 +116,12 @@ void mpilab_clocksync_free(mpilab_clocksync_t *cs);
  * returns how many ranks took cur's model. Used between the attempts of
  * mpilab_clocksync_run. */
 int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur);
+
+/* Resynchronisation during long runs: cur (a later synchronisation, same nranks) takes, per
+ * rank, the drift of the line through prev's and cur's offsets at their ends, known to within
+ * (u_prev + u_cur) / (cur->t_end - prev->t_end), when that bound is tighter than cur's own
+ * (the offset stays cur's). Returns how many ranks took it. Pure: no communication. */
+int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksync_t *prev);
 
 /* Convert a local MPI_Wtime value of `rank` to the global (rank 0) time base, and back. */
 double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local);

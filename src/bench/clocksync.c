@@ -390,7 +390,7 @@ static void combine_drift(const double *a, double *b)
         return;
     double ea = a[0] + a[1] * a[5], eb = b[0] + b[1] * b[5];
     double drift = (eb - ea) / span, du = (a[3] + b[3]) / span;
-    if (!(du < b[4]) || !isfinite(drift))
+    if (!(du < b[4]) || !(fabs(drift) <= MAX_PLAUSIBLE_DRIFT)) /* see MAX_PLAUSIBLE_DRIFT */
         return;
     b[1] = drift;
     b[0] = eb - drift * b[5];
@@ -705,9 +705,33 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
             break;
     }
     out->duration = spent;
+    out->t_end = prev_end;
     out->max_uncertainty = max_uncertainty(out);
     out->precise = out->max_uncertainty <= MPILAB_SYNC_TARGET_S;
     return MPI_SUCCESS;
+}
+
+int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksync_t *prev)
+{
+    double span = cur->t_end - prev->t_end;
+    if (!(span > 0.0) || cur->nranks != prev->nranks)
+        return 0;
+    int taken = 0;
+    for (int r = 1; r < cur->nranks; r++) {
+        mpilab_clock_model_t *c = &cur->ranks[r];
+        const mpilab_clock_model_t *p = &prev->ranks[r];
+        /* e = local - ref at each end, from each model (clocksync.h's model, origin t0) */
+        double ep = p->offset + p->drift * (prev->t_end - prev->t0);
+        double ec = c->offset + c->drift * (cur->t_end - cur->t0);
+        double drift = (ec - ep) / span, du = (p->uncertainty + c->uncertainty) / span;
+        if (!(du < c->drift_uncertainty) || !(fabs(drift) <= MAX_PLAUSIBLE_DRIFT))
+            continue;
+        c->drift = drift;
+        c->offset = ec - drift * (cur->t_end - cur->t0);
+        c->drift_uncertainty = du;
+        taken++;
+    }
+    return taken;
 }
 
 void mpilab_clocksync_free(mpilab_clocksync_t *cs)
