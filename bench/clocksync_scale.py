@@ -35,7 +35,10 @@ PLATFORM = """<?xml version='1.0'?>
   </zone>
 </platform>
 """
-MPI_CHECK = '#ifndef MPILAB_MPI_CHECK_H\n#define MPILAB_MPI_CHECK_H\n#include <mpi.h>\n#define MPILAB_MPI_IMPL "smpi"\n#endif\n'
+MPI_CHECK = (
+    "#ifndef MPILAB_MPI_CHECK_H\n#define MPILAB_MPI_CHECK_H\n#include <mpi.h>\n"
+    '#define MPILAB_MPI_IMPL "smpi"\n#endif\n'
+)
 
 
 def parse_list(text: str, kind: type, name: str) -> list:
@@ -52,10 +55,27 @@ def build(work: Path) -> Path:
     (work / "inc" / "mpilab").mkdir(parents=True)
     (work / "inc" / "mpilab" / "mpi_check.h").write_text(MPI_CHECK)
     exe = work / "clocksync_scale"
-    src = [ROOT / "bench" / "clocksync_scale.c", ROOT / "src" / "bench" / "clocksync.c",
-           ROOT / "src" / "bench" / "wtime.c", ROOT / "src" / "common" / "parse.c"]
-    cmd = ["smpicc", "-O2", "-std=c11", "-D_GNU_SOURCE", f"-I{work / 'inc'}", f"-I{ROOT / 'include'}",
-           f"-I{ROOT / 'src'}", "-o", str(exe), *map(str, src), "-lgsl", "-lgslcblas", "-lm"]
+    src = [
+        ROOT / "bench" / "clocksync_scale.c",
+        ROOT / "src" / "bench" / "clocksync.c",
+        ROOT / "src" / "bench" / "wtime.c",
+        ROOT / "src" / "common" / "parse.c",
+    ]
+    cmd = [
+        "smpicc",
+        "-O2",
+        "-std=c11",
+        "-D_GNU_SOURCE",
+        f"-I{work / 'inc'}",
+        f"-I{ROOT / 'include'}",
+        f"-I{ROOT / 'src'}",
+        "-o",
+        str(exe),
+        *map(str, src),
+        "-lgsl",
+        "-lgslcblas",
+        "-lm",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         sys.exit(f"clocksync_scale: smpicc failed: {r.stderr.strip().splitlines()[-1:]}")
@@ -63,8 +83,20 @@ def build(work: Path) -> Path:
 
 
 def run(exe: Path, work: Path, np_: int, method: str, window: float) -> dict:
-    cmd = ["smpirun", "-np", str(np_), "-platform", str(work / "plat.xml"), "-hostfile", str(work / "hosts"),
-           "--cfg=smpi/simulate-computation:no", "--log=root.thr:critical", str(exe), method, str(window)]
+    cmd = [
+        "smpirun",
+        "-np",
+        str(np_),
+        "-platform",
+        str(work / "plat.xml"),
+        "-hostfile",
+        str(work / "hosts"),
+        "--cfg=smpi/simulate-computation:no",
+        "--log=root.thr:critical",
+        str(exe),
+        method,
+        str(window),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=1800)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
@@ -109,9 +141,12 @@ def main() -> int:
             ok = sum(r["within_uncertainty"] for r in sel.values())
             tot = sum(r["checked"] for r in sel.values())
             f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
-            print(f"window {w:g} s, {m}: cost {sel[lo]['cost_s']:.4f} s at {lo} ranks, {sel[hi]['cost_s']:.4f} s at "
-                  f"{hi} (ratio {sel[hi]['cost_s'] / sel[lo]['cost_s']:.2f}; first attempt {f_lo:.4f} s and "
-                  f"{f_hi:.4f} s, ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}")
+            c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
+            print(
+                f"window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, {c_hi:.4f} s at {hi} "
+                f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
+                f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
+            )
     if a.out:
         tmpname = a.out + ".tmp"
         with open(tmpname, "w") as f:
