@@ -119,8 +119,10 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
 
 /* Resynchronisation during long runs: cur (a later synchronisation, same nranks) takes, per
  * rank, the drift of the line through prev's and cur's offsets at their ends, known to within
- * (u_prev + u_cur) / (cur->t_end - prev->t_end), when that bound is tighter than cur's own
- * (the offset stays cur's). Returns how many ranks took it. Pure: no communication. */
+ * (u_prev + u_cur) / (cur->t_end - prev->t_end), or prev's own drift and drift uncertainty
+ * (a clock's drift does not change between the two), whichever bound is tighter, when it is
+ * tighter than cur's own (the offset stays cur's). Returns how many ranks took one. Pure: no
+ * communication. */
 int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksync_t *prev);
 
 /* Convert a local MPI_Wtime value of `rank` to the global (rank 0) time base, and back. */

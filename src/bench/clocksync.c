@@ -724,7 +724,15 @@ int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksyn
         double ep = p->offset + p->drift * (prev->t_end - prev->t0);
         double ec = c->offset + c->drift * (cur->t_end - cur->t0);
         double drift = (ec - ep) / span, du = (p->uncertainty + c->uncertainty) / span;
-        if (!(du < c->drift_uncertainty) || !(fabs(drift) <= MAX_PLAUSIBLE_DRIFT))
+        if (!(fabs(drift) <= MAX_PLAUSIBLE_DRIFT))
+            du = INFINITY;
+        /* a clock's drift does not change between two synchronisations: prev's own drift
+         * (e.g. from the window, inherited along every resynchronisation) when tighter */
+        if (p->drift_uncertainty < du) {
+            drift = p->drift;
+            du = p->drift_uncertainty;
+        }
+        if (!(du < c->drift_uncertainty))
             continue;
         c->drift = drift;
         c->offset = ec - drift * (cur->t_end - cur->t0);

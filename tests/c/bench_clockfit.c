@@ -71,6 +71,13 @@ int main(void)
         /* a later sync at the same moment, or a bound no tighter, changes nothing */
         cur.t_end = 10.1;
         CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 0);
+        /* a resync 10 ms later (line bound 400 ppm) inherits prev's resolved drift */
+        mpilab_clock_model_t mn[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
+        mpilab_clocksync_t next = {.nranks = 2, .t0 = 11.0, .t_end = 11.11, .ranks = mn};
+        cur.t_end = 11.1;
+        CHECK(mpilab_clocksync_refine_drift(&next, &cur) == 1);
+        CHECK_NEAR(mn[1].drift, 48e-6, 1e-12);
+        CHECK_NEAR(mn[1].drift_uncertainty, 4e-6, 1e-12);
     }
     /* Degenerate input is refused. */
     double same[3] = {1, 1, 1};
