@@ -38,7 +38,7 @@ static void bad_input(const char *fmt, ...)
 static void usage(void)
 {
     if (g_rank == 0)
-        printf("usage: mpilab-selftest clock [--inject SPEC|none] [--syncs N] [--sync skampi|regression]\n"
+        printf("usage: mpilab-selftest clock [--inject SPEC|none] [--syncs N] [--sync skampi|regression|hierarchical]\n"
                "                             [--out FILE]\n"
                "       mpilab-selftest fit [--trials N] [--seed N] [--delayed F] [--out FILE]\n"
                "       mpilab-selftest link [--sizes LIST] [--min-reps N] [--max-reps N] [--eps X]\n"
@@ -164,7 +164,7 @@ static int run_clock(int argc, char **argv)
         case 'n': syncs = parse_count("--syncs", optarg, 1, 10000); break;
         case 'm':
             if (mpilab_sync_method_parse(optarg, &method) != 0)
-                bad_input("--sync: unknown method '%s' (skampi, regression)", optarg);
+                bad_input("--sync: unknown method '%s' (skampi, regression, hierarchical)", optarg);
             break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
@@ -194,17 +194,25 @@ static int run_clock(int argc, char **argv)
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-selftest", argc, argv);
     if (g_rank == 0) {
         json_t *arr = json_array();
-        double maxerr = 0.0;
-        size_t inside = 0;
+        double maxerr = 0.0, maxerr1 = 0.0;
+        size_t inside = 0, drift_in = 0, drift_5ppm = 0, inside1 = 0, within10 = 0;
         for (size_t k = 0; k < n; k++) {
             const mpilab_clock_check_t *q = &chk[k];
             maxerr = fmax(maxerr, fabs(q->error));
             inside += fabs(q->error) <= q->uncertainty;
+            maxerr1 = fmax(maxerr1, fabs(q->error_1s));
+            drift_in += fabs(q->est_drift - q->true_drift) <= q->drift_uncertainty;
+            drift_5ppm += fabs(q->est_drift - q->true_drift) <= 5e-6;
+            inside1 += fabs(q->error_1s) <= q->uncertainty + q->drift_uncertainty;
+            within10 += fabs(q->error_1s) <= 10e-6;
             json_array_append_new(arr, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b}", "sync", q->sync, "rank",
                                                  q->rank, "true_offset_s", q->true_offset, "true_drift", q->true_drift,
                                                  "est_offset_s", q->est_offset, "est_drift", q->est_drift, "error_s",
                                                  q->error, "uncertainty_s", q->uncertainty, "attempts", q->attempts,
                                                  "precise", q->precise));
+            json_t *last = json_array_get(arr, json_array_size(arr) - 1);
+            json_object_set_new(last, "drift_uncertainty", json_real(q->drift_uncertainty));
+            json_object_set_new(last, "error_1s_s", json_real(q->error_1s));
         }
         json_t *inj = use ? json_pack("{s:f,s:f,s:I}", "max_offset_s", plan.max_offset, "max_drift", plan.max_drift,
                                       "seed", (json_int_t)plan.seed)
@@ -214,6 +222,12 @@ static int run_clock(int argc, char **argv)
                                  "summary", "max_abs_error_s", maxerr, "within_uncertainty", (json_int_t)inside, "n",
                                  (json_int_t)n, "provenance", prov ? prov : json_null());
         json_object_set_new(root, "placement", json_string(g_placement.reason));
+        json_t *sm = json_object_get(root, "summary");
+        json_object_set_new(sm, "drift_within_uncertainty", json_integer((json_int_t)drift_in));
+        json_object_set_new(sm, "drift_within_5ppm", json_integer((json_int_t)drift_5ppm));
+        json_object_set_new(sm, "max_abs_error_1s_s", json_real(maxerr1));
+        json_object_set_new(sm, "error_1s_within_uncertainty", json_integer((json_int_t)inside1));
+        json_object_set_new(sm, "error_1s_within_10us", json_integer((json_int_t)within10));
         rc = emit(root, out);
         json_decref(root);
     } else if (prov) {

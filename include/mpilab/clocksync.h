@@ -17,7 +17,12 @@ typedef enum mpilab_sync_method {
     MPILAB_SYNC_SKAMPI = 0,
     /* ReproMPI JK/HCA-style: many ping-pongs over a period, the minimum-round-trip
      * exchange of every batch kept, linear regression of local on reference time. */
-    MPILAB_SYNC_REGRESSION = 1
+    MPILAB_SYNC_REGRESSION = 1,
+    /* Hierarchical (after ReproMPI's): a binomial tree, ceil(log2 p) rounds in which every
+     * pair of the round synchronises SKaMPI-style at once; rank 0 composes each rank's model
+     * along its path to the root, adding the pairs' uncertainties. O(log p) time where the
+     * flat methods take O(p). */
+    MPILAB_SYNC_HIERARCHICAL = 2
 } mpilab_sync_method_t;
 
 /* Clock model of one rank:  local = offset + (1 + drift) * ref,
@@ -70,6 +75,9 @@ typedef struct mpilab_clocksync {
     int attempts;
     double max_uncertainty;
     int precise;
+    double first_duration; /* seconds the first attempt took (duration: all attempts) */
+    /* rank 0's clock at the moment every rank's uncertainty is stated for (the end) */
+    double t_end;
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
@@ -82,26 +90,47 @@ typedef struct mpilab_clocksync {
 #define MPILAB_SYNC_ATTEMPTS 6
 #define MPILAB_SYNC_BUDGET_S 1.0
 #define MPILAB_SYNC_MAX_EFFORT 4
+/* Drift: the first attempt probes every pair twice, the second pass this long after the
+ * start; the drift is the line through the two passes' offset readings, known to within the
+ * sum of their uncertainties over the time between them (1-2 us / 0.8 s, 2-5 ppm, on a
+ * quiet node, where one pass alone resolves only round trip / span, hundreds of ppm). */
+#define MPILAB_SYNC_DRIFT_WINDOW_S 0.8
+/* Attempts are compared by their uncertainty this long after the synchronisation (a run
+ * measures after it); an attempt that improves no rank ends the repetition. */
+#define MPILAB_SYNC_HORIZON_S 1.0
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
  * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
+/* The same with the drift window in seconds (0: one probing pass, drift resolved only as far
+ * as that pass's span allows). mpilab_clocksync_run uses MPILAB_SYNC_DRIFT_WINDOW_S. */
+int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
+                                mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
 
-/* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty; both
- * must be stated for the same moment and have the same nranks): cur's model is re-expressed
+/* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty
+ * MPILAB_SYNC_HORIZON_S after the moment both are stated for: uncertainty + drift_uncertainty
+ * * horizon; both must have the same nranks): cur's model is re-expressed
  * from its origin cur->t0 to out->t0 first (offset - drift * (cur->t0 - out->t0)), so that
  * mpilab_clock_to_global(out, r, .) gives what cur's model gave. Updates out->max_residual;
  * returns how many ranks took cur's model. Used between the attempts of
  * mpilab_clocksync_run. */
 int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur);
 
+/* Resynchronisation during long runs: cur (a later synchronisation, same nranks) takes, per
+ * rank, the drift of the line through prev's and cur's offsets at their ends, known to within
+ * (u_prev + u_cur) / (cur->t_end - prev->t_end), or prev's own drift and drift uncertainty
+ * (a clock's drift does not change between the two), whichever bound is tighter, when it is
+ * tighter than cur's own (the offset stays cur's). Returns how many ranks took one. Pure: no
+ * communication. */
+int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksync_t *prev);
+
 /* Convert a local MPI_Wtime value of `rank` to the global (rank 0) time base, and back. */
 double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local);
 double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double global);
 
 const char *mpilab_sync_method_name(mpilab_sync_method_t m);
-/* "skampi" or "regression" -> method; returns 0, or -1 if unknown. */
+/* "skampi", "regression" or "hierarchical" -> method; returns 0, or -1 if unknown. */
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out);
 
 #ifdef __cplusplus

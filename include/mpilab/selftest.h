@@ -30,6 +30,10 @@ typedef struct mpilab_clock_check {
     double uncertainty; /* the uncertainty the synchronisation reported for the rank */
     int attempts;       /* synchronisation attempts (mpilab_clocksync_run repeats preempted ones) */
     int precise;        /* the kept attempt stated <= MPILAB_SYNC_TARGET_S for every rank */
+    double drift_uncertainty; /* the drift bound the synchronisation reported (s/s) */
+    /* error one second after `error`'s moment (derived exactly: the injected clocks are
+     * linear in the node's clock); its bound is uncertainty + drift_uncertainty * 1 s */
+    double error_1s;
 } mpilab_clock_check_t;
 
 /* Collective over comm (all ranks on one node: one physical clock). Injects plan's errors

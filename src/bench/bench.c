@@ -326,12 +326,21 @@ static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need
                              size_t errlen)
 {
     if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
-        if (b->have_sync)
-            mpilab_clocksync_free(&b->sync);
+        /* the first synchronisation resolves the drift over its window; a resynchronisation
+         * takes it from the line through the previous one and itself (clocksync.h) */
+        mpilab_clocksync_t prev = b->sync;
+        int had = b->have_sync;
         b->have_sync = 0;
-        if (mpilab_clocksync_run(b->comm, b->o.sync_method, &b->sync) != MPI_SUCCESS) {
+        if (mpilab_clocksync_run_window(b->comm, b->o.sync_method, had ? 0.0 : MPILAB_SYNC_DRIFT_WINDOW_S,
+                                        &b->sync) != MPI_SUCCESS) {
+            if (had)
+                mpilab_clocksync_free(&prev);
             snprintf(err, errlen, "clock synchronisation failed");
             return -1;
+        }
+        if (had) {
+            (void)mpilab_clocksync_refine_drift(&b->sync, &prev);
+            mpilab_clocksync_free(&prev);
         }
         b->have_sync = 1;
         b->sync_end = mpilab_wtime();

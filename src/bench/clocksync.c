@@ -17,6 +17,7 @@
 
 #define TAG_CMD 7101
 #define TAG_REPLY 7102
+#define TAG_MODEL 7103
 
 /* SKaMPI-style: probes until no new minimum for SK_PATIENCE probes (bounded). */
 #define SK_MIN_PROBES 10
@@ -130,18 +131,18 @@ static int end_phase(MPI_Comm comm, int r)
     return MPI_Send(&cmd, 1, MPI_DOUBLE, r, TAG_CMD, comm);
 }
 
-/* Non-root side of one phase: answer probes until told to stop. */
-static int serve(MPI_Comm comm)
+/* Probed side of one phase: answer the prober's probes until told to stop. */
+static int serve(MPI_Comm comm, int prober)
 {
     for (;;) {
         double cmd = 0.0;
-        int rc = MPI_Recv(&cmd, 1, MPI_DOUBLE, 0, TAG_CMD, comm, MPI_STATUS_IGNORE);
+        int rc = MPI_Recv(&cmd, 1, MPI_DOUBLE, prober, TAG_CMD, comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return rc;
         if (cmd == 0.0)
             return MPI_SUCCESS;
         double l = mpilab_wtime();
-        rc = MPI_Send(&l, 1, MPI_DOUBLE, 0, TAG_REPLY, comm);
+        rc = MPI_Send(&l, 1, MPI_DOUBLE, prober, TAG_REPLY, comm);
         if (rc != MPI_SUCCESS)
             return rc;
     }
@@ -341,28 +342,32 @@ static int regression_phase(MPI_Comm comm, int size, double t0, probe_t *pts, do
     return rc;
 }
 
-/* Rank 0's check phase: an independent minimum-round-trip probe after the fit gives every
- * rank's residual (and re-anchors a model the probe is tighter than); then every
- * uncertainty is carried to the end of the synchronisation. */
+/* The check of one probed rank r: an independent minimum-round-trip probe after the fit
+ * gives r's residual (mr[2]) and re-anchors the model when the probe is tighter than the
+ * model extrapolated to it (drift kept). */
+static int verify_one(MPI_Comm comm, int r, double t0, double *mr, int effort)
+{
+    probe_t v;
+    int rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, effort, &v);
+    if (rc == MPI_SUCCESS)
+        rc = end_phase(comm, r);
+    double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
+    mr[2] = fabs(v.local - predicted);
+    double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
+    if (0.5 * v.rtt < extrapolated) {
+        mr[0] = v.local - (1.0 + mr[1]) * v.ref;
+        mr[3] = 0.5 * v.rtt;
+        mr[5] = v.ref;
+    }
+    return rc;
+}
+
+/* Rank 0's check phase (verify_one for every rank); then every uncertainty is carried to
+ * the end of the synchronisation. */
 static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int effort, int rc)
 {
-    for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-        probe_t v;
-        rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, effort, &v);
-        if (rc == MPI_SUCCESS)
-            rc = end_phase(comm, r);
-        double *mr = &model[NM * r];
-        double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
-        mr[2] = fabs(v.local - predicted);
-        /* The check probe is the latest reading of the offset: when it is tighter than
-         * the model extrapolated to it, the model is re-anchored there (drift kept). */
-        double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
-        if (0.5 * v.rtt < extrapolated) {
-            mr[0] = v.local - (1.0 + mr[1]) * v.ref;
-            mr[3] = 0.5 * v.rtt;
-            mr[5] = v.ref;
-        }
-    }
+    for (int r = 1; r < size && rc == MPI_SUCCESS; r++)
+        rc = verify_one(comm, r, t0, &model[NM * r], effort);
     /* Every uncertainty is stated for the end of the synchronisation: an unresolved
      * (or imprecise) drift adds its bound times the time since the anchor. */
     double t_end = mpilab_wtime() - t0;
@@ -373,22 +378,168 @@ static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int e
     return rc;
 }
 
-/* Rank 0's side of the synchronisation: probe every rank with the method, fit, check. */
+/* Drift over the window (clocksync.h, MPILAB_SYNC_DRIFT_WINDOW_S): a is a pair's model from
+ * the first probing pass, b from the second; both know the offset local - ref at their
+ * anchor to within their uncertainty there, so the line through the two readings has a
+ * drift known to within (u_a + u_b) / (anchor_b - anchor_a). b becomes that model (anchored
+ * at b's reading) when this bound is tighter than b's own. */
+static void combine_drift(const double *a, double *b)
+{
+    double span = b[5] - a[5];
+    if (!(span > 0.0))
+        return;
+    double ea = a[0] + a[1] * a[5], eb = b[0] + b[1] * b[5];
+    double drift = (eb - ea) / span, du = (a[3] + b[3]) / span;
+    if (!(du < b[4]) || !(fabs(drift) <= MAX_PLAUSIBLE_DRIFT)) /* see MAX_PLAUSIBLE_DRIFT */
+        return;
+    b[1] = drift;
+    b[0] = eb - drift * b[5];
+    b[4] = du;
+}
+
+/* Rank 0's probing of every rank with the flat methods (a: scratch per rank, pts: RG_BATCHES). */
+static int flat_pass(MPI_Comm comm, mpilab_sync_method_t method, int size, double t0, probe_t *a, probe_t *pts,
+                     double *model, int effort, int rc)
+{
+    if (method == MPILAB_SYNC_SKAMPI)
+        return skampi_phases(comm, size, t0, a, model, effort, rc);
+    return regression_phase(comm, size, t0, pts, model, effort, rc);
+}
+
+/* Rank 0's side of the flat synchronisation: probe every rank with the method (twice,
+ * `window` seconds apart from t0, when window > 0: the drift over the window), check. */
 static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, double t0,
-                     double *model, int effort)
+                     double *model, int effort, double window)
 {
     int rc = MPI_SUCCESS;
     probe_t *a = calloc((size_t)size, sizeof *a);
     probe_t *pts = calloc(RG_BATCHES, sizeof *pts);
-    if (!a || !pts)
+    double *second = window > 0.0 ? calloc((size_t)size * NM, sizeof *second) : NULL;
+    if (!a || !pts || (window > 0.0 && !second))
         rc = MPI_ERR_NO_MEM;
-    if (method == MPILAB_SYNC_SKAMPI)
-        rc = skampi_phases(comm, size, t0, a, model, effort, rc);
-    else
-        rc = regression_phase(comm, size, t0, pts, model, effort, rc);
+    rc = flat_pass(comm, method, size, t0, a, pts, model, effort, rc);
+    if (window > 0.0 && rc == MPI_SUCCESS) {
+        sleep_until(t0 + window);
+        rc = flat_pass(comm, method, size, t0, a, pts, second, effort, rc);
+        for (int r = 1; r < size; r++) {
+            combine_drift(&model[NM * r], &second[NM * r]);
+            memcpy(&model[NM * r], &second[NM * r], NM * sizeof *model);
+        }
+    }
     rc = verify_phase(comm, size, t0, model, effort, rc);
     free(a);
     free(pts);
+    free(second);
+    return rc;
+}
+
+/* Hierarchical (binomial tree, after ReproMPI's hierarchical synchronisation): in round k
+ * (k = 0, 1, ... while 2^k < size) every rank that is a multiple of 2^(k+1) synchronises
+ * rank + 2^k against its own clock, SKaMPI-style; all pairs of a round at once, so ceil(log2
+ * size) rounds in all. Rank r's parent is r with its lowest set bit cleared. The parent sends
+ * the pair model to the child; rank 0 gathers them and composes every rank's model along
+ * its path (clocksync.h). */
+
+/* One pair pass, the parent's side: two minimum-round-trip probes of child SK_GAP_S apart. */
+static int pair_probe(MPI_Comm comm, int child, double t0, int effort, double *mr)
+{
+    probe_t a, b;
+    int rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &a);
+    if (rc == MPI_SUCCESS)
+        rc = end_phase(comm, child);
+    sleep_until(mpilab_wtime() + SK_GAP_S);
+    if (rc == MPI_SUCCESS)
+        rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &b);
+    if (rc == MPI_SUCCESS)
+        rc = end_phase(comm, child);
+    if (rc == MPI_SUCCESS)
+        skampi_model(&a, &b, mr);
+    return rc;
+}
+
+/* One pass of the tree. first: per round the pair model of the first pass (kept on the
+ * parent); final: the pass that checks, combines with the first pass (when there was one)
+ * and hands every child its pair model (into mine[NM] on the child). */
+static int tree_pass(MPI_Comm comm, int rank, int size, double t0, int effort, int final, int had_first,
+                     double *first, double *mine)
+{
+    int rc = MPI_SUCCESS;
+    for (int k = 0; (1L << k) < (long)size && rc == MPI_SUCCESS; k++) {
+        int step = 1 << k;
+        if (rank % (2 * step) == 0) {
+            int child = rank + step;
+            if (child >= size)
+                continue;
+            double m[NM] = {0};
+            rc = pair_probe(comm, child, t0, effort, m);
+            if (!final) {
+                memcpy(&first[NM * k], m, sizeof m);
+                continue;
+            }
+            if (had_first)
+                combine_drift(&first[NM * k], m);
+            if (rc == MPI_SUCCESS)
+                rc = verify_one(comm, child, t0, m, effort);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Send(m, NM, MPI_DOUBLE, child, TAG_MODEL, comm);
+        } else { /* rank has bit k set and no lower one: round k is its own, as a child */
+            int parent = rank - step;
+            for (int ph = 0; ph < (final ? 3 : 2) && rc == MPI_SUCCESS; ph++)
+                rc = serve(comm, parent);
+            if (final && rc == MPI_SUCCESS)
+                rc = MPI_Recv(mine, NM, MPI_DOUBLE, parent, TAG_MODEL, comm, MPI_STATUS_IGNORE);
+            break;
+        }
+    }
+    return rc;
+}
+
+/* Rank 0: every rank's model from the pair models (all: NM per rank, r's model against its
+ * parent), in rank order (a parent is below its children). Composition of
+ * local_r = o + (1 + d) local_p and local_p = O + (1 + D) ref: offset o + (1 + d) O, drift
+ * (1 + d)(1 + D) - 1; the uncertainties add (the parent's scaled by 1 + d), each pair's first
+ * carried from its anchor to t_end (the anchor is on the parent's clock: |O| more). */
+static void tree_compose(const double *all, int size, double t_end, double *model)
+{
+    memset(model, 0, NM * sizeof *model);
+    for (int r = 1; r < size; r++) {
+        const double *c = &all[NM * r];
+        const double *P = &model[NM * (r & (r - 1))];
+        double *m = &model[NM * r];
+        double u_pair = c[3] + c[4] * (fabs(t_end - c[5]) + fabs(P[0]));
+        m[0] = c[0] + (1.0 + c[1]) * P[0];
+        m[1] = (1.0 + c[1]) * (1.0 + P[1]) - 1.0;
+        m[2] = c[2] + P[2];
+        m[3] = u_pair + (1.0 + c[1]) * P[3];
+        m[4] = c[4] + P[4] + c[4] * P[4];
+        m[5] = t_end;
+    }
+}
+
+/* Every rank's side of the hierarchical synchronisation (model: rank 0's result). */
+static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window)
+{
+    int rounds = 0;
+    while ((1L << rounds) < (long)size)
+        rounds++;
+    double *first = calloc((size_t)(rounds > 0 ? rounds : 1) * NM, sizeof *first);
+    double *all = rank == 0 ? calloc((size_t)size * NM, sizeof *all) : NULL;
+    double mine[NM] = {0};
+    int rc = (!first || (rank == 0 && !all)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && window > 0.0) {
+        rc = tree_pass(comm, rank, size, t0, effort, 0, 0, first, mine);
+        sleep_until(t0 + window); /* t0 is on rank 0's clock: the others' wait is off by their offset */
+    }
+    if (rc == MPI_SUCCESS)
+        rc = tree_pass(comm, rank, size, t0, effort, 1, window > 0.0, first, mine);
+    /* every rank reaches the gather (a failed rank contributes zeros; publish fails them all) */
+    int rc2 = MPI_Gather(mine, NM, MPI_DOUBLE, all, NM, MPI_DOUBLE, 0, comm);
+    if (rc == MPI_SUCCESS)
+        rc = rc2;
+    if (rank == 0 && rc == MPI_SUCCESS)
+        tree_compose(all, size, mpilab_wtime() - t0, model);
+    free(first);
+    free(all);
     return rc;
 }
 
@@ -418,8 +569,10 @@ static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocks
 }
 
 /* One synchronisation; effort (>= 1) multiplies the probes of every minimum-round-trip
- * search and regression batch (only rank 0 probes; the others answer until told to stop). */
-static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort,
+ * search and regression batch (flat: only rank 0 probes, the others answer until told to
+ * stop; hierarchical: tree_side); window > 0: a second probing pass that long after the
+ * start, for the drift. */
+static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort, double window,
                      mpilab_clocksync_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -437,16 +590,21 @@ static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort,
     if (rc == MPI_SUCCESS)
         rc = MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm);
     out->t0 = t0;
-    int phases = (method == MPILAB_SYNC_SKAMPI) ? 3 : 2;
+    /* probing passes, then the check */
+    int phases = (method == MPILAB_SYNC_SKAMPI) ? 2 : 1;
+    phases = (window > 0.0 ? 2 * phases : phases) + 1;
     /* per rank, NM doubles: offset, drift, residual, uncertainty */
     double *model = calloc((size_t)size * NM, sizeof *model);
     if (!model)
         rc = MPI_ERR_NO_MEM;
-    if (rank != 0) {
+    if (method == MPILAB_SYNC_HIERARCHICAL) {
+        if (rc == MPI_SUCCESS)
+            rc = tree_side(comm, rank, size, t0, model, effort, window);
+    } else if (rank != 0) {
         for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
-            rc = serve(comm);
+            rc = serve(comm, 0);
     } else if (rc == MPI_SUCCESS) {
-        rc = root_side(comm, method, size, t0, model, effort);
+        rc = root_side(comm, method, size, t0, model, effort, window);
     }
     rc = publish(comm, size, model, rc, out);
     if (rc == MPI_SUCCESS)
@@ -478,7 +636,11 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
 {
     int taken = 0;
     for (int r = 1; r < out->nranks && r < cur->nranks; r++) {
-        if (!(cur->ranks[r].uncertainty < out->ranks[r].uncertainty))
+        /* at the horizon: a model with a resolved drift (the window) is not traded for a
+         * later one that is tighter now but unresolved, and worse a second later */
+        double ucur = cur->ranks[r].uncertainty + cur->ranks[r].drift_uncertainty * MPILAB_SYNC_HORIZON_S;
+        double uout = out->ranks[r].uncertainty + out->ranks[r].drift_uncertainty * MPILAB_SYNC_HORIZON_S;
+        if (!(ucur < uout))
             continue;
         out->ranks[r] = cur->ranks[r];
         out->ranks[r].offset = cur->ranks[r].offset - cur->ranks[r].drift * (cur->t0 - out->t0);
@@ -503,11 +665,18 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
  * the same numbers and takes the same decision. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out)
 {
+    return mpilab_clocksync_run_window(comm, method, MPILAB_SYNC_DRIFT_WINDOW_S, out);
+}
+
+int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
+                                mpilab_clocksync_t *out)
+{
     double spent = 0.0, prev_end = 0.0;
     for (int a = 1; a <= MPILAB_SYNC_ATTEMPTS; a++) {
         mpilab_clocksync_t cur;
         int effort = a < MPILAB_SYNC_MAX_EFFORT ? a : MPILAB_SYNC_MAX_EFFORT;
-        int rc = sync_once(comm, method, effort, &cur);
+        /* the drift pass in the first attempt only (the budget allows one window) */
+        int rc = sync_once(comm, method, effort, a == 1 ? window : 0.0, &cur);
         double now = mpilab_wtime();
         if (rc == MPI_SUCCESS)
             rc = MPI_Bcast(&now, 1, MPI_DOUBLE, 0, comm);
@@ -518,23 +687,59 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
             return rc;
         }
         spent += cur.duration;
+        int taken = 1; /* the first attempt always counts */
         if (a == 1) {
             *out = cur;
+            out->first_duration = cur.duration;
         } else {
             age_models(out, now - prev_end);
-            (void)mpilab_clocksync_keep_better(out, &cur);
+            taken = mpilab_clocksync_keep_better(out, &cur);
             mpilab_clocksync_free(&cur);
         }
         prev_end = now;
         out->attempts = a;
         /* rank 0's times only (t0 and now are broadcast): the same on every rank */
-        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S)
+        /* an attempt that improved no rank says the uncertainty is the link's round trip,
+         * not a preemption: repeating it would not help */
+        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S || taken == 0)
             break;
     }
     out->duration = spent;
+    out->t_end = prev_end;
     out->max_uncertainty = max_uncertainty(out);
     out->precise = out->max_uncertainty <= MPILAB_SYNC_TARGET_S;
     return MPI_SUCCESS;
+}
+
+int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksync_t *prev)
+{
+    double span = cur->t_end - prev->t_end;
+    if (!(span > 0.0) || cur->nranks != prev->nranks)
+        return 0;
+    int taken = 0;
+    for (int r = 1; r < cur->nranks; r++) {
+        mpilab_clock_model_t *c = &cur->ranks[r];
+        const mpilab_clock_model_t *p = &prev->ranks[r];
+        /* e = local - ref at each end, from each model (clocksync.h's model, origin t0) */
+        double ep = p->offset + p->drift * (prev->t_end - prev->t0);
+        double ec = c->offset + c->drift * (cur->t_end - cur->t0);
+        double drift = (ec - ep) / span, du = (p->uncertainty + c->uncertainty) / span;
+        if (!(fabs(drift) <= MAX_PLAUSIBLE_DRIFT))
+            du = INFINITY;
+        /* a clock's drift does not change between two synchronisations: prev's own drift
+         * (e.g. from the window, inherited along every resynchronisation) when tighter */
+        if (p->drift_uncertainty < du) {
+            drift = p->drift;
+            du = p->drift_uncertainty;
+        }
+        if (!(du < c->drift_uncertainty))
+            continue;
+        c->drift = drift;
+        c->offset = ec - drift * (cur->t_end - cur->t0);
+        c->drift_uncertainty = du;
+        taken++;
+    }
+    return taken;
 }
 
 void mpilab_clocksync_free(mpilab_clocksync_t *cs)
@@ -560,6 +765,8 @@ double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double glob
 
 const char *mpilab_sync_method_name(mpilab_sync_method_t m)
 {
+    if (m == MPILAB_SYNC_HIERARCHICAL)
+        return "hierarchical";
     return m == MPILAB_SYNC_REGRESSION ? "regression" : "skampi";
 }
 
@@ -569,6 +776,8 @@ int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out)
         *out = MPILAB_SYNC_SKAMPI;
     else if (strcmp(s, "regression") == 0)
         *out = MPILAB_SYNC_REGRESSION;
+    else if (strcmp(s, "hierarchical") == 0)
+        *out = MPILAB_SYNC_HIERARCHICAL;
     else
         return -1;
     return 0;

@@ -42,7 +42,7 @@ void mpilab_runner_usage(FILE *f)
         "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier)\n"
         "  --pipeline-depth N   isolation none: repetitions per timed chunk (count, default 10)\n"
         "  --root R             root rank of rooted operations (default 0)\n"
-        "  --sync METHOD        clock synchronisation: skampi | regression (default skampi)\n"
+        "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical (default skampi)\n"
         "  --p2p-schedule S     parallel (non-overlapping pairs at once) | sequential (default parallel)\n"
         "  --p2p-back BYTES     p2p reply size in bytes (default: the same as the message)\n"
         "  --models LIST        models to fit: hockney (from p2p), loggp (own measurement per pair\n"
@@ -254,7 +254,7 @@ static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *er
         return 0;
     default:
         if (mpilab_sync_method_parse(v, &c->bo.sync_method) != 0)
-            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression)", v);
+            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression, hierarchical)", v);
         return 0;
     }
 }

@@ -1,6 +1,8 @@
 /* The clock model fit recovers an injected offset and drift from noisy samples. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
 
 #include "bench_check.h"
 #include "mpilab/clocksync.h"
@@ -52,6 +54,31 @@ int main(void)
         CHECK_NEAR(a.max_residual, 1e-6, 1e-15); /* recomputed from the kept models */
         CHECK(a.t0 == 10.0);
     }
+    /* Drift from two synchronisations a second apart: rank 1's offset local - ref is
+     * 1 ms + 50 ppm (ref - 10); each sync read it at its end to within its uncertainty
+     * (2 us, errors +1 us and -1 us) with the drift unresolved (1000 ppm bound). The line
+     * through them gives 48 ppm, stated within 4 ppm; the offset at cur's end is kept. */
+    {
+        double ep = 1e-3 + 50e-6 * 0.1 + 1e-6, ec = 1e-3 + 50e-6 * 1.1 - 1e-6;
+        mpilab_clock_model_t mp[2] = {{0}, {ep, 0.0, 0.0, 2e-6, 1e-3}}, mc[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
+        mpilab_clocksync_t prev = {.nranks = 2, .t0 = 10.0, .t_end = 10.1, .ranks = mp};
+        mpilab_clocksync_t cur = {.nranks = 2, .t0 = 11.0, .t_end = 11.1, .ranks = mc};
+        CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 1);
+        CHECK_NEAR(mc[1].drift, 48e-6, 1e-12);
+        CHECK_NEAR(mc[1].drift_uncertainty, 4e-6, 1e-12);
+        CHECK(fabs(mc[1].drift - 50e-6) <= mc[1].drift_uncertainty);
+        CHECK_NEAR(mc[1].offset + mc[1].drift * 0.1, ec, 1e-15);
+        /* a later sync at the same moment, or a bound no tighter, changes nothing */
+        cur.t_end = 10.1;
+        CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 0);
+        /* a resync 10 ms later (line bound 400 ppm) inherits prev's resolved drift */
+        mpilab_clock_model_t mn[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
+        mpilab_clocksync_t next = {.nranks = 2, .t0 = 11.0, .t_end = 11.11, .ranks = mn};
+        cur.t_end = 11.1;
+        CHECK(mpilab_clocksync_refine_drift(&next, &cur) == 1);
+        CHECK_NEAR(mn[1].drift, 48e-6, 1e-12);
+        CHECK_NEAR(mn[1].drift_uncertainty, 4e-6, 1e-12);
+    }
     /* Degenerate input is refused. */
     double same[3] = {1, 1, 1};
     CHECK(mpilab_clock_fit(same, loc2, 3, &m2) != 0);
@@ -87,6 +114,8 @@ int main(void)
     }
     CHECK(mpilab_sync_method_parse("skampi", &sm) == 0 && sm == MPILAB_SYNC_SKAMPI);
     CHECK(mpilab_sync_method_parse("regression", &sm) == 0 && sm == MPILAB_SYNC_REGRESSION);
+    CHECK(mpilab_sync_method_parse("hierarchical", &sm) == 0 && sm == MPILAB_SYNC_HIERARCHICAL);
+    CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_HIERARCHICAL), "hierarchical") == 0);
     CHECK(mpilab_sync_method_parse("ntp", &sm) != 0);
     gsl_rng_free(r);
     return CHECK_DONE();

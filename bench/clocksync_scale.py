@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Clock synchronisation at scale in simulated time (SimGrid SMPI), flat SKaMPI against the
+hierarchical (binomial tree) method.
+
+Compiles bench/clocksync_scale.c with smpicc against libmpilab's clocksync.c, wtime.c and
+parse.c in a temporary directory (outside the build tree), writes a flat cluster platform
+(every node on its own 1 us, 10 Gbit/s link to a 0.5 us backbone), and runs each method at
+16, 64, 256 and 1024 ranks, with the drift window (the default, 0.8 s) and without (0).
+Every rank has an injected clock error (offset up to 10 ms, drift up to 100 ppm); the
+simulated ranks share one clock, so each recovered offset is checked exactly against its
+stated uncertainty. Prints one JSON line per run and the cost ratios 1024 : 16.
+
+Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical]
+                                [--windows 0,0.8] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLATFORM = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <cluster id="c" prefix="node-" suffix="" radical="0-{last}" speed="1Gf"
+             bw="1.25GBps" lat="1us" bb_bw="100GBps" bb_lat="0.5us"/>
+  </zone>
+</platform>
+"""
+MPI_CHECK = (
+    "#ifndef MPILAB_MPI_CHECK_H\n#define MPILAB_MPI_CHECK_H\n#include <mpi.h>\n"
+    '#define MPILAB_MPI_IMPL "smpi"\n#endif\n'
+)
+
+
+def parse_list(text: str, kind: type, name: str) -> list:
+    try:
+        vals = [kind(v) for v in text.split(",") if v]
+    except ValueError:
+        sys.exit(f"clocksync_scale: {name}: not a comma-separated list: {text!r}")
+    if not vals:
+        sys.exit(f"clocksync_scale: {name}: empty")
+    return vals
+
+
+def build(work: Path) -> Path:
+    (work / "inc" / "mpilab").mkdir(parents=True)
+    (work / "inc" / "mpilab" / "mpi_check.h").write_text(MPI_CHECK)
+    exe = work / "clocksync_scale"
+    src = [
+        ROOT / "bench" / "clocksync_scale.c",
+        ROOT / "src" / "bench" / "clocksync.c",
+        ROOT / "src" / "bench" / "wtime.c",
+        ROOT / "src" / "common" / "parse.c",
+    ]
+    cmd = [
+        "smpicc",
+        "-O2",
+        "-std=c11",
+        "-D_GNU_SOURCE",
+        f"-I{work / 'inc'}",
+        f"-I{ROOT / 'include'}",
+        f"-I{ROOT / 'src'}",
+        "-o",
+        str(exe),
+        *map(str, src),
+        "-lgsl",
+        "-lgslcblas",
+        "-lm",
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        sys.exit(f"clocksync_scale: smpicc failed: {r.stderr.strip().splitlines()[-1:]}")
+    return exe
+
+
+def run(exe: Path, work: Path, np_: int, method: str, window: float) -> dict:
+    cmd = [
+        "smpirun",
+        "-np",
+        str(np_),
+        "-platform",
+        str(work / "plat.xml"),
+        "-hostfile",
+        str(work / "hosts"),
+        "--cfg=smpi/simulate-computation:no",
+        "--log=root.thr:critical",
+        str(exe),
+        method,
+        str(window),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=1800)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        sys.exit(f"clocksync_scale: {method} at {np_} ranks failed (exit {r.returncode})")
+    return json.loads(lines[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="16,64,256,1024")
+    ap.add_argument("--methods", default="skampi,hierarchical")
+    ap.add_argument("--windows", default="0,0.8")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    ranks = parse_list(a.ranks, int, "--ranks")
+    methods = parse_list(a.methods, str, "--methods")
+    windows = parse_list(a.windows, float, "--windows")
+    if any(n < 2 or n > 4096 for n in ranks):
+        sys.exit("clocksync_scale: --ranks: each must be 2..4096")
+    if any(m not in ("skampi", "regression", "hierarchical") for m in methods):
+        sys.exit("clocksync_scale: --methods: skampi, regression, hierarchical")
+    for tool in ("smpicc", "smpirun"):
+        if shutil.which(tool) is None:
+            sys.exit(f"clocksync_scale: {tool} not found (apt-get install libsimgrid-dev)")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="clocksync_scale.") as tmp:
+        work = Path(tmp)
+        (work / "plat.xml").write_text(PLATFORM.format(last=max(ranks) - 1))
+        (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(max(ranks))))
+        exe = build(work)
+        for w in windows:
+            for m in methods:
+                for n in ranks:
+                    row = run(exe, work, n, m, w)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+    for w in windows:
+        for m in methods:
+            sel = {r["ranks"]: r for r in rows if r["method"] == m and r["window_s"] == w}
+            lo, hi = min(sel), max(sel)
+            ok = sum(r["within_uncertainty"] for r in sel.values())
+            tot = sum(r["checked"] for r in sel.values())
+            f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
+            c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
+            print(
+                f"window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, {c_hi:.4f} s at {hi} "
+                f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
+                f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
+            )
+    if a.out:
+        tmpname = a.out + ".tmp"
+        with open(tmpname, "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(tmpname, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
