@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mpilab.results import Measurement
+
 Pair = tuple[int, int]
 
 #: above this many ranks the sampled design is the default (a full matrix on request)
@@ -158,3 +160,67 @@ def default_design(p: int, requested: str | None = None) -> str:
             raise ValueError(f"--pairs expects full or sampled, got {requested!r}")
         return requested
     return "sampled" if p > FULL_MATRIX_LIMIT else "full"
+
+
+def pair_times(measurements: Sequence[Measurement], nbytes: int | None = None
+               ) -> tuple[int, dict[Pair, float]]:
+    """Median pair times of one size from p2p measurements (mpilab.results.Measurement).
+
+    `nbytes` None takes the smallest size present. Returns (ranks, {(i, j): median}).
+    """
+    p2p = [m for m in measurements if m.pair is not None]
+    if not p2p:
+        raise ValueError("no p2p pair measurements (run mpilab-bench --ops p2p)")
+    size = min(int(m.bytes) for m in p2p) if nbytes is None else nbytes
+    times: dict[Pair, float] = {}
+    ranks = 0
+    for m in p2p:
+        if int(m.bytes) != size:
+            continue
+        assert m.pair is not None
+        i, j = m.pair
+        times[_norm(i, j)] = float(m.stats.median)
+        ranks = max(ranks, i + 1, j + 1, int(m.ranks or 0))
+    if not times:
+        raise ValueError(f"no p2p pair measurement of {size} bytes")
+    return ranks, times
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m mpilab.pairs RESULTS.json [BYTES]: per-node estimates and flagged outliers."""
+    import sys
+
+    from mpilab.errors import MpilabError
+    from mpilab.results import load
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not 1 <= len(args) <= 2:
+        print("usage: python -m mpilab.pairs RESULTS.json [BYTES]", file=sys.stderr)
+        return 2
+    try:
+        nbytes = int(args[1]) if len(args) == 2 else None
+    except ValueError:
+        print(f"mpilab.pairs: BYTES must be an integer, got {args[1]!r}", file=sys.stderr)
+        return 2
+    try:
+        res = load(args[0])
+    except (OSError, MpilabError) as e:
+        print(f"mpilab.pairs: {e}", file=sys.stderr)
+        return 1
+    try:
+        ranks, times = pair_times(res.measurements, nbytes)
+        fit = fit_pairs(times, ranks)
+    except ValueError as e:
+        print(f"mpilab.pairs: {args[0]}: {e}", file=sys.stderr)
+        return 1
+    print(f"{len(times)} pairs of {ranks} ranks")
+    for i, v in enumerate(fit.nodes):
+        mark = "  SLOW" if i in fit.slow_nodes else ""
+        print(f"node {i:5d} {v * 1e6:10.2f} us{mark}")
+    for i, j in fit.slow_pairs:
+        print(f"slow pair {i}-{j}: +{fit.residuals[(i, j)] * 1e6:.2f} us over node_i + node_j")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
