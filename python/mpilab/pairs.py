@@ -186,6 +186,18 @@ def pair_times(measurements: Sequence[Measurement], nbytes: int | None = None
     return ranks, times
 
 
+def compare_sampled(times: dict[Pair, float], p: int, groups: Sequence[int] | None = None,
+                    seed: int = 0) -> tuple[PairFit, PairFit, float]:
+    """Fit a full matrix and its sampled subset; (full fit, sampled fit, largest relative
+    difference of a node estimate). Checks the sampled design where both can run."""
+    full = fit_pairs(times, p, groups)
+    sub = {pq: times[pq] for pq in sample_pairs(p, groups, seed=seed) if pq in times}
+    sampled = fit_pairs(sub, p, groups)
+    worst = max(abs(a - b) / abs(a) for a, b in zip(full.nodes, sampled.nodes, strict=True)
+                if a != 0.0)
+    return full, sampled, worst
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """python -m mpilab.pairs RESULTS.json [BYTES]: per-node estimates and flagged outliers."""
     import sys
@@ -214,6 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mpilab.pairs: {args[0]}: {e}", file=sys.stderr)
         return 1
     print(f"{len(times)} pairs of {ranks} ranks")
+    if len(times) == ranks * (ranks - 1) // 2 and ranks >= 4:
+        _, sampled, worst = compare_sampled(times, ranks)
+        n = len(sample_pairs(ranks))
+        print(f"sampled design ({n} of {len(times)} pairs): node estimates within "
+              f"{worst * 100:.1f}% of the full matrix's; slow nodes {sampled.slow_nodes}")
     for i, v in enumerate(fit.nodes):
         mark = "  SLOW" if i in fit.slow_nodes else ""
         print(f"node {i:5d} {v * 1e6:10.2f} us{mark}")

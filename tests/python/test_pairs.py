@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pytest
-from mpilab.pairs import default_design, fit_pairs, full_pairs, sample_pairs
+from mpilab.pairs import compare_sampled, default_design, fit_pairs, full_pairs, main, sample_pairs
 
 NODE = 5e-6          # every node's share of a pair time
 SLOW_NODE = 4e-6     # extra for the injected slow node
@@ -98,3 +99,20 @@ def test_default_design() -> None:
     assert default_design(256, "full") == "full"
     with pytest.raises(ValueError, match="full or sampled"):
         default_design(8, "some")
+
+
+def test_compare_sampled_on_full_matrix() -> None:
+    p = 24
+    groups = [r // 6 for r in range(p)]
+    full, sampled, worst = compare_sampled(synth(full_pairs(p), groups, 5, (0, 2)), p, groups)
+    assert worst < 0.1
+    assert full.slow_nodes == sampled.slow_nodes == [5]
+
+
+def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main([str(tmp_path / "x.json"), "many"]) == 2
+    assert "BYTES must be an integer" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.json")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "missing.json" in err
