@@ -48,6 +48,8 @@ int mpilab_p2p_measure(MPI_Comm comm, size_t bytes, size_t bytes_back, mpilab_p2
  * warm-up: connection set-up, first touch of the buffers and cold caches stay out of the
  * samples). mpilab_p2p_measure uses MPILAB_P2P_WARMUP. */
 #define MPILAB_P2P_WARMUP 2
+/* the parallel schedule reports its rounds on rank 0's stderr from this many ranks on */
+#define MPILAB_P2P_PROGRESS_RANKS 16
 int mpilab_p2p_measure_warm(MPI_Comm comm, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
                        const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *results);
 void mpilab_p2p_result_free(mpilab_p2p_result_t *r);

@@ -3,6 +3,7 @@
 #include "mpilab/wtime.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,10 @@ int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
             int rc2 = MPI_Barrier(comm);
             if (rc == MPI_SUCCESS)
                 rc = rc2;
+            /* progress for runs long enough to need it: at most ~20 lines per size */
+            size_t every = rounds / 20 + 1;
+            if (me == 0 && n >= MPILAB_P2P_PROGRESS_RANKS && ((r + 1) % every == 0 || r + 1 == rounds))
+                fprintf(stderr, "mpilab-bench: all pairs %zu B: round %zu/%zu\n", bytes, r + 1, rounds);
         }
         free(pairs);
         free(starts);

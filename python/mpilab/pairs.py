@@ -1,0 +1,243 @@
+"""Sampled pair design and per-node / per-link estimates from pair times.
+
+Measuring all p(p-1)/2 pairs does not scale; a sampled design measures O(p log p) pairs chosen
+so that every node is in several pairs and every boundary between groups (switches, sites) is
+crossed, and a robust fit of
+
+    t(i, j) = node[i] + node[j] + link[g(i), g(j)]        (link is 0 inside a group)
+
+turns them into one estimate per node and per group boundary. Nodes, links and pairs that
+stand out (robust z-score above a threshold) are flagged. The same fit applies to a full
+matrix, so both designs can be compared where both can run (tests/python/test_pairs.py).
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mpilab.results import Measurement
+
+Pair = tuple[int, int]
+
+#: above this many ranks the sampled design is the default (a full matrix on request)
+FULL_MATRIX_LIMIT = 64
+#: robust z-score above which a node, link or pair is flagged
+OUTLIER_Z = 3.5
+
+
+def _norm(a: int, b: int) -> Pair:
+    return (a, b) if a < b else (b, a)
+
+
+def full_pairs(p: int) -> list[Pair]:
+    """Every pair i < j of p ranks."""
+    return [(i, j) for i in range(p) for j in range(i + 1, p)]
+
+
+def sample_pairs(p: int, groups: Sequence[int] | None = None, rounds: int | None = None,
+                 seed: int = 0) -> list[Pair]:
+    """A sampled design of O(p log p) distinct pairs (sorted, i < j).
+
+    A ring (every node in two pairs, the design connected) plus a triangle (an odd cycle, so
+    that node[i] + node[j] has one solution), plus `rounds` (default ceil(log2 p)) random
+    perfect matchings, plus for each two groups of `groups` (group of each rank) pairs
+    crossing their boundary, so that every link term is measured at least twice.
+    """
+    if p < 3:
+        raise ValueError(f"a pair design needs at least 3 ranks, got {p}")
+    if groups is not None and len(groups) != p:
+        raise ValueError(f"{len(groups)} group labels for {p} ranks")
+    rng = random.Random(seed)
+    chosen: set[Pair] = {_norm(i, (i + 1) % p) for i in range(p)}
+    chosen.add(_norm(0, 2))
+    k = max(1, math.ceil(math.log2(p))) if rounds is None else rounds
+    for _ in range(k):
+        perm = list(range(p))
+        rng.shuffle(perm)
+        for a in range(0, p - 1, 2):
+            chosen.add(_norm(perm[a], perm[a + 1]))
+    if groups is not None:
+        members: dict[int, list[int]] = {}
+        for r, g in enumerate(groups):
+            members.setdefault(g, []).append(r)
+        labels = sorted(members)
+        for x, ga in enumerate(labels):
+            for gb in labels[x + 1:]:
+                for _ in range(2):
+                    chosen.add(_norm(rng.choice(members[ga]), rng.choice(members[gb])))
+    return sorted(chosen)
+
+
+@dataclass
+class PairFit:
+    """Per-node and per-link estimates (seconds) and what stands out."""
+
+    nodes: list[float]
+    links: dict[Pair, float]              # (group a, group b), a < b
+    residuals: dict[Pair, float]
+    slow_nodes: list[int] = field(default_factory=list)
+    slow_links: list[Pair] = field(default_factory=list)
+    slow_pairs: list[Pair] = field(default_factory=list)
+
+
+def _robust_z(x: np.ndarray, floor: float) -> np.ndarray:
+    med = float(np.median(x))
+    mad = 1.4826 * float(np.median(np.abs(x - med)))
+    return (x - med) / max(mad, floor)
+
+
+def fit_pairs(times: dict[Pair, float], p: int, groups: Sequence[int] | None = None,
+              z: float = OUTLIER_Z, iters: int = 30) -> PairFit:
+    """Robust (Huber IRLS) fit of t(i,j) = node[i] + node[j] + link[g(i),g(j)].
+
+    `times` maps pairs (i < j) to a time (e.g. the median round trip). Raises ValueError
+    when the design cannot determine every node (a node in no pair, a disconnected or
+    bipartite design).
+    """
+    if groups is not None and len(groups) != p:
+        raise ValueError(f"{len(groups)} group labels for {p} ranks")
+    pairs = sorted(_norm(*k) for k in times)
+    for i, j in pairs:
+        if i == j or not (0 <= i < p and 0 <= j < p):
+            raise ValueError(f"pair ({i}, {j}) is not two different ranks of {p}")
+    links: list[Pair] = []
+    if groups is not None:
+        links = sorted({_norm(groups[i], groups[j]) for i, j in pairs if groups[i] != groups[j]})
+    lidx = {lk: p + n for n, lk in enumerate(links)}
+    a = np.zeros((len(pairs), p + len(links)))
+    y = np.array([times[pq] if pq in times else times[(pq[1], pq[0])] for pq in pairs])
+    for r, (i, j) in enumerate(pairs):
+        a[r, i] += 1.0
+        a[r, j] += 1.0
+        if groups is not None and groups[i] != groups[j]:
+            a[r, lidx[_norm(groups[i], groups[j])]] = 1.0
+    if np.linalg.matrix_rank(a) < a.shape[1]:
+        raise ValueError("the pair design does not determine every node and link "
+                         "(a node in no pair, or a disconnected or bipartite design)")
+    w = np.ones(len(pairs))
+    floor = 0.01 * float(np.median(y))
+    x = np.zeros(a.shape[1])
+    for _ in range(iters):
+        sw = np.sqrt(w)
+        x, *_ = np.linalg.lstsq(a * sw[:, None], y * sw, rcond=None)
+        res = y - a @ x
+        scale = max(1.4826 * float(np.median(np.abs(res))), floor * 0.1, 1e-300)
+        k = 1.345 * scale
+        w_new = np.where(np.abs(res) <= k, 1.0, k / np.maximum(np.abs(res), 1e-300))
+        if np.allclose(w_new, w):
+            break
+        w = w_new
+    res = y - a @ x
+    nodes = x[:p]
+    node_floor = 0.01 * float(np.median(np.abs(nodes))) if p else 0.0
+    slow_nodes = [int(i) for i in np.nonzero(_robust_z(nodes, node_floor) > z)[0]]
+    link_vals = {lk: float(x[lidx[lk]]) for lk in links}
+    slow_links: list[Pair] = []
+    if links:
+        # a link stands out against the typical pair time, not against other links (with
+        # two groups there is one link and nothing to compare it with)
+        base = float(np.median(nodes)) * 2.0
+        lv = np.array([link_vals[lk] for lk in links])
+        lmed = float(np.median(lv)) if len(links) > 2 else 0.0
+        lscale = max(1.4826 * float(np.median(np.abs(lv - lmed))) if len(links) > 2 else 0.0,
+                     0.05 * base)
+        slow_links = [lk for lk in links if (link_vals[lk] - lmed) / lscale > z]
+    pair_scale = max(1.4826 * float(np.median(np.abs(res))), floor)
+    slow_pairs = [pairs[r] for r in np.nonzero(res / pair_scale > z)[0]]
+    return PairFit(nodes=[float(v) for v in nodes], links=link_vals,
+                   residuals={pq: float(v) for pq, v in zip(pairs, res, strict=True)},
+                   slow_nodes=slow_nodes, slow_links=slow_links, slow_pairs=slow_pairs)
+
+
+def default_design(p: int, requested: str | None = None) -> str:
+    """'full' or 'sampled': sampled above FULL_MATRIX_LIMIT ranks unless asked otherwise."""
+    if requested is not None:
+        if requested not in ("full", "sampled"):
+            raise ValueError(f"--pairs expects full or sampled, got {requested!r}")
+        return requested
+    return "sampled" if p > FULL_MATRIX_LIMIT else "full"
+
+
+def pair_times(measurements: Sequence[Measurement], nbytes: int | None = None
+               ) -> tuple[int, dict[Pair, float]]:
+    """Median pair times of one size from p2p measurements (mpilab.results.Measurement).
+
+    `nbytes` None takes the smallest size present. Returns (ranks, {(i, j): median}).
+    """
+    p2p = [m for m in measurements if m.pair is not None]
+    if not p2p:
+        raise ValueError("no p2p pair measurements (run mpilab-bench --ops p2p)")
+    size = min(int(m.bytes) for m in p2p) if nbytes is None else nbytes
+    times: dict[Pair, float] = {}
+    ranks = 0
+    for m in p2p:
+        if int(m.bytes) != size:
+            continue
+        assert m.pair is not None
+        i, j = m.pair
+        times[_norm(i, j)] = float(m.stats.median)
+        ranks = max(ranks, i + 1, j + 1, int(m.ranks or 0))
+    if not times:
+        raise ValueError(f"no p2p pair measurement of {size} bytes")
+    return ranks, times
+
+
+def compare_sampled(times: dict[Pair, float], p: int, groups: Sequence[int] | None = None,
+                    seed: int = 0) -> tuple[PairFit, PairFit, float]:
+    """Fit a full matrix and its sampled subset; (full fit, sampled fit, largest relative
+    difference of a node estimate). Checks the sampled design where both can run."""
+    full = fit_pairs(times, p, groups)
+    sub = {pq: times[pq] for pq in sample_pairs(p, groups, seed=seed) if pq in times}
+    sampled = fit_pairs(sub, p, groups)
+    worst = max(abs(a - b) / abs(a) for a, b in zip(full.nodes, sampled.nodes, strict=True)
+                if a != 0.0)
+    return full, sampled, worst
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m mpilab.pairs RESULTS.json [BYTES]: per-node estimates and flagged outliers."""
+    import sys
+
+    from mpilab.errors import MpilabError
+    from mpilab.results import load
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not 1 <= len(args) <= 2:
+        print("usage: python -m mpilab.pairs RESULTS.json [BYTES]", file=sys.stderr)
+        return 2
+    try:
+        nbytes = int(args[1]) if len(args) == 2 else None
+    except ValueError:
+        print(f"mpilab.pairs: BYTES must be an integer, got {args[1]!r}", file=sys.stderr)
+        return 2
+    try:
+        res = load(args[0])
+    except (OSError, MpilabError) as e:
+        print(f"mpilab.pairs: {e}", file=sys.stderr)
+        return 1
+    try:
+        ranks, times = pair_times(res.measurements, nbytes)
+        fit = fit_pairs(times, ranks)
+    except ValueError as e:
+        print(f"mpilab.pairs: {args[0]}: {e}", file=sys.stderr)
+        return 1
+    print(f"{len(times)} pairs of {ranks} ranks")
+    if len(times) == ranks * (ranks - 1) // 2 and ranks >= 4:
+        _, sampled, worst = compare_sampled(times, ranks)
+        n = len(sample_pairs(ranks))
+        print(f"sampled design ({n} of {len(times)} pairs): node estimates within "
+              f"{worst * 100:.1f}% of the full matrix's; slow nodes {sampled.slow_nodes}")
+    for i, v in enumerate(fit.nodes):
+        mark = "  SLOW" if i in fit.slow_nodes else ""
+        print(f"node {i:5d} {v * 1e6:10.2f} us{mark}")
+    for i, j in fit.slow_pairs:
+        print(f"slow pair {i}-{j}: +{fit.residuals[(i, j)] * 1e6:.2f} us over node_i + node_j")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
