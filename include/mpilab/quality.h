@@ -27,9 +27,23 @@ json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negativ
  * (flag "clock_uncertain": a busy machine can leave a sync milliseconds off). */
 int mpilab_quality_clock_uncertain(double sync_uncertainty, double median, double eps);
 
+/* What the verdict on an unconverged run reads from the run's provenance and options, so that
+ * it advises only what was not done: pinning when the ranks were not all bound to CPUs,
+ * oversubscription named when a node's ranks outnumber its CPUs, no verdict at all on a
+ * fixed-count run (min_reps == max_reps, or fewer repetitions than the median's interval
+ * needs: a quick run that cannot converge by design). Unknown fields are 0. */
+typedef struct mpilab_quality_context {
+    int pinned;         /* every rank bound to CPUs (by the launcher or by --placement) */
+    int local_ranks;    /* ranks on the busiest node */
+    int node_cpus;      /* CPUs online on that node */
+    int fixed_count;    /* the repetitions were fixed: convergence was not asked for */
+    double time_budget; /* seconds of samples the run had (0: none) */
+} mpilab_quality_context_t;
+
 /* The runner's last line when fewer than half of `total` measurements converged (returns 1
- * and writes it to buf), else 0. */
-int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len);
+ * and writes it to buf), else 0 (also for a fixed-count run, see above). ctx may be NULL. */
+int mpilab_quality_noisy_verdict(size_t converged, size_t total, const mpilab_quality_context_t *ctx, char *buf,
+                                 size_t len);
 
 #ifdef __cplusplus
 }

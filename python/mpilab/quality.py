@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 # measurement flags (docs/results-schema.md)
-NOT_CONVERGED = "not_converged"      # stopped at max_reps without the asked precision
+NOT_CONVERGED = "not_converged"      # stopped (budget or max_reps) without the asked precision
 INVALID_SAMPLES = "invalid_samples"  # some repetitions excluded (late start, negative time)
 NEGATIVE_TIME = "negative_time"      # a corrected time <= 0 was excluded (root timing)
 NO_VALID = "no_valid_samples"        # nothing left to report
@@ -154,16 +154,59 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
             "partial_reason": doc.get("partial_reason")}
 
 
+def _advice_context(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the verdict reads from the provenance (the same fields as the runner's C verdict,
+    mpilab/quality.h): ranks bound to CPUs, ranks and CPUs of a node, fixed repetitions."""
+    prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    mapping = prov.get("mapping") if isinstance(prov.get("mapping"), list) else []
+    placement = prov.get("placement") if isinstance(prov.get("placement"), dict) else {}
+    bound = bool(mapping) and all(isinstance(m, dict) and m.get("bound") is True for m in mapping)
+    local = _num(placement.get("local_ranks"))
+    cpus = _num(placement.get("node_cpus"))
+    if local is None and mapping:  # older files: ranks on the busiest host from the mapping
+        hosts = [m.get("host") for m in mapping if isinstance(m, dict)]
+        local = float(max(hosts.count(h) for h in set(hosts))) if hosts else None
+    fixed = False
+    precs = [m.get("precision") for m in doc.get("measurements") or [] if isinstance(m, dict)]
+    for p in precs:
+        if isinstance(p, dict):
+            lo, hi = _num(p.get("min_reps")), _num(p.get("max_reps"))
+            # the median's 95% interval needs 6 samples: fewer at most is a fixed-count run
+            fixed = fixed or (hi is not None and (hi < 6 or (lo is not None and lo >= hi)))
+    return {"pinned": bound or placement.get("pinned") is True, "local": local, "cpus": cpus,
+            "fixed": fixed}
+
+
 def noisy_verdict(doc: dict[str, Any]) -> str | None:
     """One line when most measurements did not converge (the machine was too noisy for the
-    precision asked), with what to do; None otherwise."""
+    precision asked), with what to do, advising only what the provenance says was not done
+    (pinning, oversubscription); None otherwise, and None for a fixed-count (quick) run, which
+    could not converge by design (quick_note says so)."""
     s = summary(doc)
     n = s["measurements"]
-    if n == 0 or s["converged"] >= _NOISY_FRACTION * n:
+    ctx = _advice_context(doc)
+    if n == 0 or s["converged"] >= _NOISY_FRACTION * n or ctx["fixed"]:
         return None
+    over = ctx["local"] is not None and ctx["cpus"] is not None and ctx["local"] > ctx["cpus"] > 0
+    cause = (f" ({ctx['local']:.0f} ranks share {ctx['cpus']:.0f} CPUs on a node: "
+             "oversubscription is the likely cause)") if over else ""
+    advice = ["a larger --time-budget", "a looser --eps"]
+    if not ctx["pinned"]:
+        advice.append("pinned ranks (--bind-to core)")
+    advice.append("fewer ranks per node" if over else "fewer ranks")
     return (f"too noisy to converge: only {s['converged']} of {n} measurements reached the "
-            "asked precision; repeat with more repetitions (--max-reps), a looser --eps, "
-            "pinned ranks (--bind-to core), fewer ranks, or on a quieter machine")
+            f"asked precision{cause}; repeat with {', '.join(advice)}, or on a quieter machine")
+
+
+def quick_note(doc: dict[str, Any]) -> str | None:
+    """For a fixed-count run (a quick survey): one line saying that its measurements were not
+    meant to converge, instead of a verdict on the machine; None otherwise."""
+    s = summary(doc)
+    if s["measurements"] == 0 or not _advice_context(doc)["fixed"]:
+        return None
+    return (f"quick run: repetitions fixed, not converged by design ({s['converged']} of "
+            f"{s['measurements']} reached the asked precision anyway); run without --quick for "
+            "figures with intervals")
 
 
 def fmt_ci(lo: Any, hi: Any) -> str:

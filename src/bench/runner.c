@@ -97,7 +97,7 @@ static void progress(const run_t *w, const row_t *r)
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
  * repetitions and the flags; then how many converged, and the verdict when too few did. */
-static void print_table(const row_t *rows, size_t n)
+static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc)
 {
     printf("%-10s %-10s %-7s %10s %12s %23s %5s %s\n", "op", "impl", "timing", "bytes", "median(us)",
            "median CI(us)", "reps", "flags");
@@ -123,7 +123,7 @@ static void print_table(const row_t *rows, size_t n)
     if (measured) {
         char verdict[512];
         printf("%zu of %zu measurements converged to the asked precision (the median's interval)\n", conv, measured);
-        if (mpilab_quality_noisy_verdict(conv, measured, verdict, sizeof verdict))
+        if (mpilab_quality_noisy_verdict(conv, measured, qc, verdict, sizeof verdict))
             printf("%s\n", verdict);
         if (unclocked)
             printf("%zu global-timing measurement%s flagged clock_uncertain: the clock synchronisation stated a "
@@ -384,8 +384,10 @@ static json_t *placement_json(const mpilab_placement_t *p, int pinned_all)
 {
     if (!p)
         return json_null();
-    return json_pack("{s:s,s:i,s:i,s:i,s:i,s:b,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode),
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:b,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode),
                      "local_ranks", p->local_size, "kernel_ranks", p->kernel_ranks, "cpus", p->cpus,
+                     "node_cpus", (int)(online > 0 ? online : 0),
                      "pinned_cpu_rank0", p->pinned_cpu, "pinned", pinned_all, "yield_when_idle_off", p->yield_off,
                      "oversubscribed_without_yield", p->yield_oversubscribed, "reason", p->reason);
 }
@@ -401,6 +403,26 @@ static void inject_clocks(const mpilab_runner_config_t *c, int rank)
     mpilab_inject_plan_rank(&c->inject_plan, rank, &e);
     e.base = base;
     mpilab_clock_inject_set(&e);
+}
+
+/* What the verdict on an unconverged run needs to know (mpilab/quality.h), from the
+ * provenance: ranks bound (the launcher's mapping or mpilab's own pinning), ranks and CPUs of
+ * the busiest node, and whether the repetitions were fixed. */
+static mpilab_quality_context_t quality_context(const run_t *w, json_t *prov)
+{
+    const mpilab_runner_config_t *c = w->c;
+    mpilab_quality_context_t q = {0, 0, 0, 0, c->time_budget};
+    json_t *map = json_object_get(prov, "mapping"), *pl = json_object_get(prov, "placement");
+    size_t k;
+    json_t *m;
+    int bound = json_array_size(map) > 0;
+    json_array_foreach(map, k, m) bound = bound && json_is_true(json_object_get(m, "bound"));
+    q.pinned = bound || json_is_true(json_object_get(pl, "pinned"));
+    q.local_ranks = (int)json_integer_value(json_object_get(pl, "local_ranks"));
+    q.node_cpus = (int)json_integer_value(json_object_get(pl, "node_cpus"));
+    /* the median's 95% interval needs 6 samples: fewer at most is a fixed-count run */
+    q.fixed_count = c->bo.prec.min_reps >= c->bo.prec.max_reps || c->bo.prec.max_reps < 6;
+    return q;
 }
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
@@ -422,7 +444,8 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         have_fit_entry |= c->sel[e]->model == MPILAB_MODEL_P2P_FIT;
     if (!c->no_fit && c->hockney && have_fit_entry && w->fit_sizes >= 2)
         models = mpilab_models_hockney(w->meas, w->size);
-    print_table(w->rows, w->nrows);
+    mpilab_quality_context_t qc = quality_context(w, prov);
+    print_table(w->rows, w->nrows, &qc);
     if (lres) {
         if (!models)
             models = json_object();

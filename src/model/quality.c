@@ -42,14 +42,26 @@ int mpilab_quality_clock_uncertain(double sync_uncertainty, double median, doubl
     return !isfinite(median) || sync_uncertainty > eps * fabs(median);
 }
 
-int mpilab_quality_noisy_verdict(size_t converged, size_t total, char *buf, size_t len)
+int mpilab_quality_noisy_verdict(size_t converged, size_t total, const mpilab_quality_context_t *ctx, char *buf,
+                                 size_t len)
 {
-    if (total == 0 || 2 * converged >= total)
+    if (total == 0 || 2 * converged >= total || (ctx && ctx->fixed_count))
         return 0;
+    const mpilab_quality_context_t none = {0, 0, 0, 0, 0.0};
+    if (!ctx)
+        ctx = &none;
+    int over = ctx->node_cpus > 0 && ctx->local_ranks > ctx->node_cpus;
+    char cause[160] = "";
+    if (over)
+        snprintf(cause, sizeof cause, " (%d ranks share %d CPUs on a node: oversubscription is the likely cause)",
+                 ctx->local_ranks, ctx->node_cpus);
+    char budget[64] = "";
+    if (ctx->time_budget > 0.0)
+        snprintf(budget, sizeof budget, " (this run had %g s)", ctx->time_budget);
     snprintf(buf, len,
-             "too noisy to converge: only %zu of %zu measurements reached the asked precision; repeat with "
-             "more repetitions (--max-reps), a looser --eps, pinned ranks (--bind-to core), fewer ranks, or on a "
-             "quieter machine",
-             converged, total);
+             "too noisy to converge: only %zu of %zu measurements reached the asked precision%s; repeat with a "
+             "larger --time-budget%s, a looser --eps, %s%son a quieter machine",
+             converged, total, cause, budget, ctx->pinned ? "" : "pinned ranks (--bind-to core), ",
+             over ? "fewer ranks per node, " : "fewer ranks, ");
     return 1;
 }

@@ -61,8 +61,39 @@ def test_summary_and_noisy_verdict(synthetic_results: Callable[..., dict[str, An
     assert s["flags"]["invalid_samples"] >= 1
     assert any("alpha: clamped,ci_wide" in p for p in s["params"])
     v = quality.noisy_verdict(doc)
-    assert v is not None and "\n" not in v and "--max-reps" in v
+    assert v is not None and "\n" not in v and "--time-budget" in v
     assert f"only {s['converged']} of {s['measurements']}" in v
+
+
+def _noisy(synthetic_results: Callable[..., dict[str, Any]], bound: bool, local: int,
+           cpus: int) -> dict[str, Any]:
+    doc = synthetic_results(ranks=local, sizes=(0, 1024, 4096))
+    for m in doc["measurements"]:
+        m["stats"]["converged"] = False
+        m["precision"] = {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 1000000}
+    doc["provenance"]["mapping"] = [{"rank": r, "host": "n0", "bound": bound} for r in range(local)]
+    doc["provenance"]["placement"] = {"local_ranks": local, "node_cpus": cpus, "pinned": False}
+    return doc
+
+
+def test_noisy_verdict_reads_provenance(synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    pinned = quality.noisy_verdict(_noisy(synthetic_results, True, 2, 2))
+    assert pinned is not None and "--bind-to core" not in pinned
+    assert "oversubscription" not in pinned
+    loose = quality.noisy_verdict(_noisy(synthetic_results, False, 2, 2))
+    assert loose is not None and "--bind-to core" in loose
+    over = quality.noisy_verdict(_noisy(synthetic_results, True, 4, 2))
+    assert over is not None and "4 ranks share 2 CPUs" in over and "oversubscription" in over
+
+
+def test_quick_run_is_not_called_noisy(synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    doc = _noisy(synthetic_results, True, 2, 2)
+    for m in doc["measurements"]:
+        m["precision"] = {"cl": 0.95, "eps": 0.5, "min_reps": 2, "max_reps": 3}
+    assert quality.noisy_verdict(doc) is None
+    note = quality.quick_note(doc)
+    assert note is not None and "by design" in note
+    assert quality.quick_note(_noisy(synthetic_results, True, 2, 2)) is None
 
 
 def test_module_cli_exit_status(synthetic_results: Callable[..., dict[str, Any]],

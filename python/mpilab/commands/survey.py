@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mpilab import argtypes
@@ -47,18 +47,23 @@ class Plan:
     max_reps: int
     eps: float
     cl: float = 0.95
+    time_budget: float = 0.0  # seconds of samples for the whole run (0: none, max_reps ends it)
 
     def runner_args(self, out: str) -> list[str]:
         return ["--ops", ",".join(OPS), "--timing", ",".join(TIMINGS),
                 "--sizes", self.sizes, "--p2p-schedule", "parallel",
                 "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
+                "--time-budget", f"{self.time_budget:g}s",
                 "--isolation", "barrier", "--models", "hockney,loggp", "--out", out]
 
 
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
 # switches of Open MPI's shared-memory (4 KiB) and TCP (64 KiB) transports.
-FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=200, eps=0.025)
+# The full survey's repetitions are ended by the stopping rule or by each measurement's share
+# of a 120 s budget (seconds of samples), not by a repetition count: max_reps is a memory cap.
+FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=1000000, eps=0.025,
+            time_budget=120.0)
 QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
 
 _PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
@@ -167,7 +172,8 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         j = runner_job(j.np, DEFAULT_NP, plan.runner_args(str(tmp)), launcher, launcher_args,
                        testbed, mptcp)
         console.print(f"[bold]survey[/]: {j.np} ranks ({Path(j.cmd[0]).name}), sizes {plan.sizes}, "
-                      f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}")
+                      f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}"
+                      + (f", budget {plan.time_budget:g} s" if plan.time_budget > 0 else ""))
         console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
                       f"x timing {','.join(TIMINGS)}")
         _run_runner(j, log, quiet)
@@ -201,9 +207,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_reps is not None:
         if args.max_reps < 1:
             raise MpilabError(f"--max-reps {args.max_reps}: need at least 1")
-        plan = Plan(plan.sizes, min(plan.min_reps, args.max_reps), args.max_reps, plan.eps)
+        plan = replace(plan, min_reps=min(plan.min_reps, args.max_reps), max_reps=args.max_reps)
     if args.sizes is not None:
-        plan = Plan(args.sizes, plan.min_reps, plan.max_reps, plan.eps)
+        plan = replace(plan, sizes=args.sizes)
     t0 = time.monotonic()
     rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,
                     args.testbed, args.mptcp)
@@ -211,7 +217,8 @@ def _run(args: argparse.Namespace) -> int:
                      f"results: {rj}\nreport:  {rh}\n")
     from mpilab import quality, results
 
-    verdict = quality.noisy_verdict(results.load(rj).raw)
+    raw = results.load(rj).raw
+    verdict = quality.noisy_verdict(raw) or quality.quick_note(raw)
     if verdict:
         sys.stdout.write(verdict + "\n")
     return 0

@@ -263,7 +263,7 @@ def health(r: Results) -> tuple[list[Card], list[str]]:
                        "it)")):
         if fl.get(key):
             items.append(f"{fl[key]} measurement(s) {what} [{key}]")
-    verdict = quality.noisy_verdict(r.raw)
+    verdict = quality.noisy_verdict(r.raw) or quality.quick_note(r.raw)
     if verdict:
         items.append(verdict)
     for p in s["params"]:
