@@ -100,6 +100,20 @@ static double block_half(const double *v, size_t m, double cl)
     return mpilab_t_quantile(cl, MPILAB_BLOCKS - 1) * gsl_stats_sd(bm, 1, MPILAB_BLOCKS) / sqrt((double)MPILAB_BLOCKS);
 }
 
+/* The smallest step between distinct sorted samples (differences under a picosecond are the
+ * float rounding of one timer value, not a step): the timer's resolution as the data show it;
+ * 0 when every sample is the same. */
+static double tick_of(const double *sorted, size_t m)
+{
+    double q = 0.0;
+    for (size_t k = 1; k < m; k++) {
+        double d = sorted[k] - sorted[k - 1];
+        if (d > 1e-12 && (q == 0.0 || d < q))
+            q = d;
+    }
+    return q;
+}
+
 void mpilab_stats_compute(const double *samples, const unsigned char *valid, size_t n,
                           double cl, double eps, mpilab_stats_t *out)
 {
@@ -129,6 +143,11 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
         out->max = v[m - 1];
         out->median = gsl_stats_median_from_sorted_data(v, 1, m);
         if (mpilab_median_ci(v, m, cl, &out->os_lo, &out->os_hi) == 0) {
+            /* the timer's resolution: an interval narrower than one tick (ties at the
+             * median) is no evidence of precision, so it is at least a tick wide */
+            double q = tick_of(v, m) / 2.0;
+            out->os_lo = fmin(out->os_lo, out->median - q);
+            out->os_hi = fmax(out->os_hi, out->median + q);
             out->med_lo = out->os_lo;
             out->med_hi = out->os_hi;
             if (!isnan(out->blk_half)) {

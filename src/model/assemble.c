@@ -44,8 +44,14 @@ const mpilab_op_t *models_entry_of(json_t *m)
 int models_target(json_t *m, models_target_t *t)
 {
     const mpilab_op_t *e = models_entry_of(m);
-    t->mean = json_object_get(json_object_get(m, "stats"), "mean");
-    if (!e || e->model == MPILAB_MODEL_NONE || e->model == MPILAB_MODEL_P2P_FIT || !json_is_real(t->mean))
+    json_t *st = json_object_get(m, "stats");
+    t->measured = json_object_get(st, "median");
+    t->statistic = "median";
+    if (!json_is_real(t->measured)) {
+        t->measured = json_object_get(st, "mean");
+        t->statistic = "mean";
+    }
+    if (!e || e->model == MPILAB_MODEL_NONE || e->model == MPILAB_MODEL_P2P_FIT || !json_is_real(t->measured))
         return 0;
     t->entry = e;
     t->bytes = (double)json_integer_value(json_object_get(m, "bytes"));
@@ -215,11 +221,12 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks)
         /* predicted: per-protocol ranges; predicted_single: the whole-range fit */
         double pv = mpilab_models_hockney_predict(t.entry->model, f.pm, p, t.root, t.bytes);
         double p1 = mpilab_models_hockney_predict_single(t.entry->model, f.mat, p, t.root, t.bytes);
-        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:o}", "op", t.entry->name, "impl",
+        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:o,s:s}", "op", t.entry->name, "impl",
                                               t.entry->impl, "timing", json_object_get(m, "timing"), "bytes",
                                               (json_int_t)t.bytes, "predicted", mpilab_json_real(pv),
                                               "predicted_single", mpilab_json_real(p1), "measured",
-                                              mpilab_json_real(json_real_value(t.mean))));
+                                              mpilab_json_real(json_real_value(t.measured)),
+                                              "measured_statistic", t.statistic));
     }
     json_object_set_new(models, "predictions", pred);
     free(f.mat);

@@ -6,10 +6,12 @@
 
 #include "mpilab/ops.h"
 
-/* A measurement a model can predict: its entry (with a pattern), mean (a JSON real), bytes, root. */
+/* A measurement a model can predict: its entry (with a pattern), the figure the tables and
+ * report show (the median; the mean only for a document without one), bytes, root. */
 typedef struct models_target {
     const mpilab_op_t *entry;
-    json_t *mean;
+    json_t *measured;     /* a JSON real */
+    const char *statistic; /* "median" or "mean": which one `measured` is */
     double bytes;
     size_t root;
 } models_target_t;

@@ -243,10 +243,11 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t 
         if (!complete || !models_target(m, &t) || !predicts(t.entry->model))
             continue;
         double pv = predict(&w, t.entry->model, t.root, t.bytes);
-        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o}", "op", t.entry->name, "impl",
+        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:s}", "op", t.entry->name, "impl",
                                               t.entry->impl, "timing", json_object_get(m, "timing"), "bytes",
                                               (json_int_t)t.bytes, "predicted", mpilab_json_real(pv), "measured",
-                                              mpilab_json_real(json_real_value(t.mean))));
+                                              mpilab_json_real(json_real_value(t.measured)), "measured_statistic",
+                                              t.statistic));
     }
     lg_free(&w);
     return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",

@@ -182,6 +182,17 @@ int main(void)
     CHECKF(judged < 4 * MPILAB_CHECK_EVERY_N + 2 * MPILAB_CHECK_EVERY_N * 17 && mpilab_stats_checkpoint(1u << 20),
            "checkpoints: %zu judgements up to 2^20", judged);
 
+    /* Timer resolution: 100 samples on a 10 ns grid, 80 of them tied at the median, give an
+     * interval at least one tick wide (not a zero-width "converged" one at any eps). */
+    double tk[100];
+    for (int k = 0; k < 100; k++)
+        tk[k] = k < 10 ? 250e-9 : k < 90 ? 260e-9 : 270e-9;
+    mpilab_stats_compute(tk, NULL, 100, 0.95, 1e-3, &st);
+    CHECKF(st.med_hi - st.med_lo >= 10e-9 * 0.999 && !st.converged, "tick: [%g, %g] converged %d", st.med_lo,
+           st.med_hi, st.converged);
+    mpilab_stats_compute(tk, NULL, 100, 0.95, 0.025, &st);
+    CHECK(st.converged && st.med_lo < st.median && st.median < st.med_hi);
+
     /* Fixed count: min == max stops at that count whatever the data. */
     mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));

@@ -283,6 +283,51 @@ def test_runner_models_bad_value_one_line_no_output(tmp_path: Path, args: list[s
 
 @pytest.mark.mpi
 @needs_runner
+def test_runner_predictions_against_the_median(tmp_path: Path) -> None:
+    """Every model's "measured" is the measurement's median (the figure the tables show),
+    labelled as such, never the mean."""
+    p = _run_runner(tmp_path, 2, "--ops", "p2p,scatter:linear,gather:binomial", "--sizes",
+                    "0,1K,16K", "--max-reps", "40", "--models", "hockney,loggp",
+                    "--loggp-burst", "4", "--quiet", "--out", "pm.json")
+    assert p.returncode == 0, p.stderr
+    raw = json.loads((tmp_path / "pm.json").read_text())
+    med = {(m["op"], m["impl"], m["timing"], m["bytes"]): m["stats"]["median"]
+           for m in raw["measurements"]}
+    preds = raw["models"]["predictions"] + raw["models"]["loggp"]["predictions"]
+    assert preds
+    for x in preds:
+        assert x["measured_statistic"] == "median"
+        assert x["measured"] == med[(x["op"], x["impl"], x["timing"], x["bytes"])]
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_runner_time_budget_shared_and_recorded(tmp_path: Path) -> None:
+    """--time-budget is shared over the run's measurements: each stops at its share of
+    samples (recorded as precision.max_time_s), converged or flagged, never by a hidden
+    repetition cap; a bad budget is one line and no output."""
+    p = _run_runner(tmp_path, 2, "--ops", "p2p,bcast", "--sizes", "1,4K", "--eps", "1e-9",
+                    "--time-budget", "0.2s", "--quiet", "--out", "tb.json")
+    assert p.returncode == 0, p.stderr
+    raw = json.loads((tmp_path / "tb.json").read_text())
+    ms = raw["measurements"]
+    assert len(ms) == 4
+    for m in ms:
+        share = m["precision"]["max_time_s"]
+        assert share == pytest.approx(0.2 / 4)
+        assert m["precision"]["max_reps"] == 1000000
+        # eps 1e-9 cannot be reached: every measurement ends on its budget, not converged
+        assert m["stats"]["converged"] is False
+        assert sum(m["samples"]) >= share
+        assert m["stats"]["reps"] > 100  # more than the old fixed cap of 100
+    bad = _run_runner(tmp_path, 2, "--ops", "p2p", "--time-budget", "soon", "--out", "x.json")
+    assert bad.returncode == 2
+    assert _one_line(bad.stderr).startswith("mpilab-bench: --time-budget: 'soon'")
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.mpi
+@needs_runner
 def test_runner_loggp_json_validates_and_renders(run_cli: Callable[..., Any],
                                                  tmp_path: Path) -> None:
     sizes = [0, 1024, 16384]
