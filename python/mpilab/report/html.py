@@ -248,7 +248,8 @@ def _pred_table(ps: list, what: str, tid: str) -> Table:  # type: ignore[type-ar
                      tables.value(p.bytes, "B"), tables.value(p.predicted, "s"),
                      tables.value(p.measured, "s"),
                      Cell("-" if e is None else f"{e * 100:+.1f} %", sort=e, num=True)])
-    return Table(["op", "impl", "timing", "size", what, "measured (median)", "relative error"], rows,
+    cols = ["op", "impl", "timing", "size", what, "measured (median)", "relative error"]
+    return Table(cols, rows,
                  caption=f"{what} versus measured (the median, the figure every table shows)",
                  table_id=tid)
 
