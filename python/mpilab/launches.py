@@ -248,13 +248,17 @@ def merge(docs: list[dict[str, Any]], files: list[str],
                 order.append(k)
             groups[k].append(m)
     base["measurements"] = [merge_measurement(groups[k]) for k in order]
-    base.pop("models", None)
+    # the models stay those of launch 1 (fitted on its samples, as its own file has them),
+    # said so in launches.models: the merged figures are not refitted
+    has_models = isinstance(base.get("models"), dict)
     n = len(docs)
     partial_launches = [i + 1 for i, d in enumerate(docs) if d.get("partial") is True]
     base["launches"] = {"n": n, "asked": asked if asked is not None else n, "files": files,
                         "dates": [(d.get("provenance") or {}).get("date") for d in docs],
                         "method": METHOD,
-                        "models": "per launch: in each launch's file (not merged)"}
+                        "models": ("fitted on launch 1's samples (each launch's file has its "
+                                   "own; not refitted on the merged figures)") if has_models
+                        else "none"}
     reasons = []
     if asked is not None and n < asked:
         reasons.append(f"{n} of {asked} launches completed")
@@ -267,3 +271,32 @@ def merge(docs: list[dict[str, Any]], files: list[str],
         base.pop("partial", None)
         base.pop("partial_reason", None)
     return base
+
+
+def cost(docs: list[dict[str, Any]], walls: list[float]) -> dict[str, Any]:
+    """What the launches cost: each launch's wall time, the part of it spent measuring (the
+    measurements' own wall_s) and the rest (start-up, clock sync, set-up: paid once per
+    launch); the estimate of one launch with the whole budget (the measuring time plus one
+    launch's overhead) and the extra cost of N launches against it."""
+    measuring = []
+    for d in docs:
+        ms = [m for m in d.get("measurements") or [] if isinstance(m, dict)]
+        measuring.append(sum(_num(m.get("wall_s")) or 0.0 for m in ms))
+    over = [max(0.0, w - m) for w, m in zip(walls, measuring, strict=True)]
+    total = sum(walls)
+    single = sum(measuring) + (statistics.fmean(over) if over else 0.0)
+    return {"wall_s": walls, "measuring_s": measuring, "overhead_s": over, "total_s": total,
+            "single_launch_estimate_s": single, "extra_s": total - single,
+            "extra_rel": (total - single) / single if single > 0 else None}
+
+
+def cost_line(c: dict[str, Any]) -> str:
+    """The one line a user reads about the launches' price."""
+    n = len(c.get("wall_s") or [])
+    rel = c.get("extra_rel")
+    pct = f" (+{rel * 100:.0f}%)" if isinstance(rel, float) else ""
+    return (f"mpilab: {n} launches took {c['total_s']:.1f} s; one launch with the whole budget "
+            f"would take about {c['single_launch_estimate_s']:.1f} s: the launch-level interval "
+            f"cost {c['extra_s']:.1f} s more{pct} (--launches 1 for one launch and its own "
+            "interval only)")
+

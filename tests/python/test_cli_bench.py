@@ -85,8 +85,8 @@ def test_bench_passes_arguments_and_writes_report(
         fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
         tmp_path: Path) -> None:
     env = fake_bench("ok")
-    p = run_cli("bench", "--np", "1", "--out", "res/run.json", "--report", "--",
-                "--ops", "scatter:linear", "--sizes", "1K:4K:x2", "--quiet", env=env)
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--out", "res/run.json", "--report",
+                "--", "--ops", "scatter:linear", "--sizes", "1K:4K:x2", "--quiet", env=env)
     assert p.returncode == 0, p.stderr
     assert _args(env) == ["--ops", "scatter:linear", "--sizes", "1K:4K:x2", "--quiet",
                           "--out", "res/run.json"]
@@ -100,7 +100,8 @@ def test_bench_out_given_to_runner_is_used_for_report(
         fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
         tmp_path: Path) -> None:
     env = fake_bench("ok")
-    p = run_cli("bench", "--np", "1", "--report", "--", "--out", "a.json", env=env)
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--report", "--", "--out", "a.json",
+                env=env)
     assert p.returncode == 0, p.stderr
     assert _args(env) == ["--out", "a.json"]
     assert (tmp_path / "a.html").is_file()
@@ -172,7 +173,7 @@ def test_bench_end_to_end_real_runner(run_cli: Callable[..., Any], tmp_path: Pat
 
     env = cli_env()
     env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
-    p = run_cli("bench", "--np", "2", "--out", "e2e.json", "--report", "--",
+    p = run_cli("bench", "--np", "2", "--launches", "1", "--out", "e2e.json", "--report", "--",
                 "--ops", "p2p,scatter:linear", "--sizes", "0,1K", "--timing", "max",
                 "--min-reps", "2", "--max-reps", "3", "--quiet", env=env, timeout=600)
     assert p.returncode == 0, p.stderr

@@ -117,7 +117,8 @@ def test_merge_levels_differ_flags_and_covers() -> None:
     docs = [_doc([_meas(m, 0.005 * m, nbytes=1024), _meas(100 * m, 0.2, nbytes=4096)])
             for m in (0.42, 0.53, 0.41, 0.46, 0.42)]
     out = launches.merge(docs, [f"l{k}.json" for k in range(5)])
-    assert "models" not in out and out["launches"]["n"] == 5 and "partial" not in out
+    assert out["models"] == {"hockney": {"pairs": []}} and "launch 1" in out["launches"]["models"]
+    assert out["launches"]["n"] == 5 and "partial" not in out
     m = out["measurements"][0]
     assert m["stats"]["median"] == 0.42
     assert m["stats"]["med_lo"] < 0.41 and m["stats"]["med_hi"] > 0.46
@@ -220,8 +221,7 @@ def test_bench_launches_failed_launch_leaves_partial(
 @pytest.mark.parametrize("argv, expected", [
     (["--launches", "0", "--out", "a.json", "--"], "--launches: '0': must be 1..1000"),
     (["--launches", "x", "--out", "a.json", "--"], "--launches: 'x'"),
-    (["--launches", "3", "--", "--ops", "p2p"], "--launches needs --out FILE"),
-    (["--launches", "3", "--out", "-", "--"], "--launches needs --out FILE"),
+    (["--launches", "3", "--", "--time-budget", "soon"], "--time-budget: 'soon'"),
 ])
 def test_bench_launches_bad_usage(fake_bench: Callable[[str], dict[str, str]],
                                   run_cli: Callable[..., Any], argv: list[str],
@@ -231,6 +231,44 @@ def test_bench_launches_bad_usage(fake_bench: Callable[[str], dict[str, str]],
     assert p.returncode == 2
     assert expected in _one_line(p.stderr)
     assert not Path(env["FAKE_BENCH_ARGS"]).exists()
+
+
+def test_split_budget_divides_the_runners_budget() -> None:
+    from mpilab.commands import bench
+
+    assert bench.split_budget(["--ops", "p2p"], 3)[-2:] == ["--time-budget", "20s"]
+    got = bench.split_budget(["--time-budget", "30s", "--ops", "p2p"], 3)
+    assert got == ["--ops", "p2p", "--time-budget", "10s"]
+    assert bench.split_budget(["--time-budget=60s"], 4) == ["--time-budget", "15s"]
+
+
+def test_bench_launches_by_default_without_out(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    """Without --out the default launches run in a temporary directory: the merged table and
+    the cost line are printed, no file is left; --out - gives the merged document alone."""
+    env = fake_bench("ok")
+    p = run_cli("bench", "--np", "1", "--", "--ops", "scatter:linear", "--quiet", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "over 3 launches" in p.stdout
+    assert "3 launches took" in p.stderr and "one launch with the whole budget" in p.stderr
+    assert json.loads(Path(env["FAKE_BENCH_ARGS"]).read_text())[-4:-2] == \
+        ["--time-budget", "20s"]
+    assert not [x for x in tmp_path.iterdir() if x.suffix == ".json" and "fake" not in x.name]
+    q = run_cli("bench", "--np", "1", "--out", "-", "--", "--ops", "scatter:linear", env=env)
+    assert q.returncode == 0, q.stderr
+    doc = json.loads(q.stdout)
+    assert doc["launches"]["n"] == 3 and doc["launches"]["cost"]["total_s"] > 0
+
+
+def test_bench_single_launch_on_request(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--out", "one.json", "--",
+                "--ops", "scatter:linear", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "launches" not in json.loads((tmp_path / "one.json").read_text())
 
 
 needs_runner = pytest.mark.skipif(real_runner() is None, reason="mpilab-bench not built")

@@ -21,6 +21,12 @@ from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
 DEFAULT_NP = 2
+# The answer a user reads includes launch-to-launch variation: by default the measurement is
+# split into DEFAULT_LAUNCHES separate launches, each with 1/N of the time budget
+# (docs/bench.md, "Launches": one launch's interval held the median of five repeats in 0 of
+# 5 cases; launch levels differ by up to 17% on this VM).
+DEFAULT_LAUNCHES = 3
+DEFAULT_BUDGET_S = 60.0  # mpilab-bench's own default --time-budget
 
 
 @dataclass
@@ -99,8 +105,14 @@ def _run(args: argparse.Namespace) -> int:
         check_output(out)  # a directory or dangling link is refused before measuring
         if out != "-":
             Path(out).parent.mkdir(parents=True, exist_ok=True)
-    if args.launches > 1:
-        status = _run_launches(args, runner_args, out)
+    if args.np is not None and args.np < 1:
+        raise MpilabError(f"--np {args.np}: need at least 1 rank")
+    informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
+    if args.launches > 1 and not informational:
+        if out is None or out == "-":
+            status = _run_launches_tmp(args, runner_args, out)
+        else:
+            status = _run_launches(args, runner_args, out)
     else:
         status = _launch(args, runner_args)
     if status != 0:
@@ -113,8 +125,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _launch(args: argparse.Namespace, runner_args: list[str]) -> int:
-    """One launch of the runner; its shell-style exit status (failures named on stderr)."""
+def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False) -> int:
+    """One launch of the runner; its shell-style exit status (failures named on stderr).
+    quiet_stdout: the runner's stdout (its table) goes to stderr, keeping stdout for a
+    document (--out -)."""
     j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
     if args.testbed is not None:
@@ -126,7 +140,7 @@ def _launch(args: argparse.Namespace, runner_args: list[str]) -> int:
         proc, cg = jobctl.start(j.cmd, tag, j.env, stdin=subprocess.DEVNULL)
         status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None, cg=cg)
     else:
-        proc = subprocess.Popen(j.cmd, env=j.env)
+        proc = subprocess.Popen(j.cmd, env=j.env, stdout=sys.stderr if quiet_stdout else None)
         try:
             status = exit_status(proc.wait())
         except KeyboardInterrupt:
@@ -169,7 +183,53 @@ def launch_file(out: str, k: int) -> str:
     return str(p.with_name(f"{p.stem if p.suffix else p.name}.launch{k}{suffix}"))
 
 
-def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
+def split_budget(runner_args: list[str], n: int) -> list[str]:
+    """Runner arguments whose --time-budget (the runner's default when absent) is divided
+    between n launches, so that n launches cost about what one would."""
+    total = DEFAULT_BUDGET_S
+    rest: list[str] = []
+    skip = False
+    for k, a in enumerate(runner_args):
+        if skip:
+            skip = False
+            continue
+        if a == "--time-budget" or a.startswith("--time-budget="):
+            v = runner_args[k + 1] if a == "--time-budget" and k + 1 < len(runner_args) else \
+                a.partition("=")[2]
+            skip = a == "--time-budget"
+            try:
+                total = units.parse_duration(v)
+            except (ValueError, MpilabError):
+                raise MpilabError(f"--time-budget: '{v}' is not a duration like 60s") from None
+            continue
+        rest.append(a)
+    return rest + ["--time-budget", f"{total / n:.6g}s"]
+
+
+def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
+    """Launches without a results file (no --out, or --out - for the merged document on
+    stdout): the launch files live in a temporary directory, removed afterwards."""
+    import json
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="mpilab-launches-")
+    try:
+        merged = str(Path(tmp) / "merged.json")
+        status = _run_launches(args, runner_args, merged, table=out != "-")
+        if status == 0 and out == "-":
+            try:
+                sys.stdout.write(json.dumps(json.loads(Path(merged).read_text()), indent=1) + "\n")
+                sys.stdout.flush()
+            except BrokenPipeError:
+                pass
+        return status
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | None,
+                  table: bool = True) -> int:
     """--launches N: the runner N times (separate launches), each into its own file, then
     the merged file (mpilab.launches) at OUT; a failed launch stops the series and leaves a
     partial merged file of the launches completed."""
@@ -181,16 +241,21 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
     if out is None or out == "-":
         raise MpilabError("--launches needs --out FILE (each launch writes FILE.launchK.json, "
                           "the merged results go to FILE)")
-    base_args = without_out(runner_args)
+    import time
+
+    base_args = split_budget(without_out(runner_args), args.launches)
     files: list[str] = []
     docs: list[dict] = []  # type: ignore[type-arg]
+    walls: list[float] = []
     status = 0
     for k in range(1, args.launches + 1):
         f = launch_file(out, k)
         check_output(f)
         if not args.quiet_launches:
             sys.stderr.write(f"mpilab: launch {k} of {args.launches} -> {f}\n")
-        status = _launch(args, base_args + ["--out", f])
+        t0 = time.monotonic()
+        status = _launch(args, base_args + ["--out", f], quiet_stdout=not table)
+        walls.append(time.monotonic() - t0)
         if Path(f).is_file():
             try:
                 doc = json.loads(Path(f).read_text(encoding="utf-8"))
@@ -203,14 +268,17 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
             break
     if docs:
         merged = launches.merge(docs, files, args.launches)
+        merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
         atomic_write_text(out, json.dumps(merged, indent=1) + "\n")
     if status != 0:
         if docs:
             sys.stderr.write(f"mpilab: {len(docs)} of {args.launches} launches merged into "
                              f"{out} (partial)\n")
         return status
-    if not args.quiet_launches:
+    if not args.quiet_launches and table:
         _print_launch_table(merged)
+    if not args.quiet_launches:
+        sys.stderr.write(launches.cost_line(merged["launches"]["cost"]) + "\n")
     return 0
 
 
@@ -267,10 +335,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "runner's.")
     add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", metavar="FILE", help="results file (forwarded as --out FILE)")
-    p.add_argument("--launches", type=launches_count, default=1, metavar="N",
+    p.add_argument("--launches", type=launches_count, default=DEFAULT_LAUNCHES, metavar="N",
                    help="run the measurement in N separate launches (mpirun invocations; "
-                        "default 1) and report the median of the launch medians with an "
-                        "interval that includes launch-to-launch variation (needs --out)")
+                        f"default {DEFAULT_LAUNCHES}), each with 1/N of the runner's "
+                        "--time-budget, and report the median of the launch medians with an "
+                        "interval that includes launch-to-launch variation; the extra cost "
+                        "against one launch is printed; --launches 1: one launch, its own "
+                        "interval only")
     p.add_argument("--quiet-launches", action="store_true",
                    help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",
