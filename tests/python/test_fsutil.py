@@ -60,7 +60,14 @@ def test_fifo_written_directly(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    t = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    # the reader opens first (without waiting for a writer): a FIFO with no reader is refused
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(rfd, True)
+
+    def read_all() -> None:
+        with os.fdopen(rfd, "rb") as f:
+            got.append(f.read())
+    t = threading.Thread(target=read_all)
     t.start()
     atomic_write_text(fifo, "through the fifo")
     t.join(timeout=30)
