@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 
