@@ -87,8 +87,8 @@ int main(void)
     alarm(0);
 
     /* a FIFO with a reader: the reader gets the bytes, the FIFO stays */
-    int ready[2];
-    CHECK(pipe(ready) == 0);
+    int ready[2], gate[2];
+    CHECK(pipe(ready) == 0 && pipe(gate) == 0);
     pid_t reader = fork();
     if (reader == 0) {
         char b[64] = "";
@@ -96,6 +96,8 @@ int main(void)
         if (fd >= 0)
             (void)fcntl(fd, F_SETFL, 0);
         (void)!write(ready[1], "r", 1);
+        char go; /* read only once the writer has written (before, a read sees EOF) */
+        (void)!read(gate[0], &go, 1);
         ssize_t n = 0, k;
         while (fd >= 0 && n < 4 && (k = read(fd, b + n, sizeof b - 1 - (size_t)n)) > 0)
             n += k;
@@ -104,6 +106,7 @@ int main(void)
     char rc1;
     CHECK(read(ready[0], &rc1, 1) == 1);
     CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == 0);
+    CHECK(write(gate[1], "g", 1) == 1);
     int status = 0;
     waitpid(reader, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
