@@ -66,3 +66,12 @@ def test_bench_to_fifo_without_reader(tmp_path: Path) -> None:
     r = subprocess.run([str(real_runner()), "--ops", "barrier", "--sizes", "0", "--quiet",
                         "--out", str(fifo)], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "a FIFO with no reader" in r.stderr
+
+
+@pytest.mark.skipif(real_runner() is None, reason="needs the built mpilab-bench")
+def test_inject_clock_key_twice_refused() -> None:
+    r = subprocess.run([str(real_runner()), "--ops", "barrier", "--sizes", "0",
+                        "--inject-clock", "offset=1ms,offset=2ms"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "'offset' given twice" in r.stderr
+    assert r.stderr.count("\n") == 1
