@@ -2,6 +2,8 @@
  * interconnect suite) with libmpilab's engine and write mpilab.results/1 JSON. Run under
  * mpirun or srun. The work is in the library (mpilab/runner.h); this parses, runs, writes.
  * See docs/bench.md. */
+#include <string.h>
+#include <unistd.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +78,21 @@ int main(int argc, char **argv)
         break;
     default: {
         json_t *doc = NULL;
+        /* --out -: standard output carries the one JSON document and nothing else; the
+         * table and any other text printed while running go to standard error */
+        int json_fd = -1;
+        if (c.out && strcmp(c.out, "-") == 0) {
+            fflush(stdout);
+            json_fd = dup(STDOUT_FILENO);
+            if (json_fd >= 0)
+                dup2(STDERR_FILENO, STDOUT_FILENO);
+        }
         rc = mpilab_runner_run(&c, argc, argv, &doc, err, sizeof err);
+        if (json_fd >= 0) {
+            fflush(stdout);
+            dup2(json_fd, STDOUT_FILENO);
+            close(json_fd);
+        }
         if (rc == 2) {
             mpilab_runner_config_free(&c);
             return bad_input(rank, err);

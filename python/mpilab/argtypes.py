@@ -25,6 +25,10 @@ def _wrap(fn: Callable[[str], T], what: str) -> Callable[[str], T]:
 
 count = _wrap(lambda t: _nonneg(units.parse_int(t)), "count")
 """A non-negative integer (ranks, rails, flows): '4'; not '٤', ' 4', '4.0', '1e3'."""
+positive = _wrap(lambda t: _positive(units.parse_int(t)), "positive count")
+"""An integer of at least 1 (ranks, repetitions): checked before any environment is touched."""
+lanes = _wrap(lambda t: t if t in ("opt", "all") else str(_lanes(t)), "lanes")
+"""A lane count of at least 1, or 'opt' or 'all'."""
 integer = _wrap(units.parse_int, "integer")
 real = _wrap(units.parse_real, "number")
 duration = _wrap(units.parse_duration, "duration")
@@ -34,3 +38,16 @@ def _nonneg(v: int) -> int:
     if v < 0:
         raise ValueError("must not be negative")
     return v
+
+
+def _positive(v: int) -> int:
+    if v < 1:
+        raise ValueError("must be at least 1")
+    return v
+
+
+def _lanes(t: str) -> int:
+    try:
+        return _positive(units.parse_int(t))
+    except ValueError as e:
+        raise ValueError(f"{e}: expected a lane count of at least 1, opt or all") from None

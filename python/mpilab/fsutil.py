@@ -100,6 +100,11 @@ def resolve_output(path: str | os.PathLike[str]) -> tuple[Path, bool]:
     if stat.S_ISDIR(st.st_mode):
         raise MpilabError(f"{name}: is a directory, expected a file name")
     if not stat.S_ISREG(st.st_mode):
+        # a FIFO is opened without waiting (atomic_write_bytes); sockets and block devices
+        # are refused; character devices (/dev/null, a terminal) are written directly
+        if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+            kind = "a socket" if stat.S_ISSOCK(st.st_mode) else "a block device"
+            raise MpilabError(f"{name}: is {kind}, not a regular file; use - to stream")
         return p, True
     if os.path.islink(p):
         return Path(os.path.realpath(p)), False
@@ -130,15 +135,25 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write data to path following the module's rule (see the module docstring)."""
     name = os.fspath(path)
     if name == "-":
-        sys.stdout.flush()
-        _write_fd(sys.stdout.fileno(), data)
+        try:
+            sys.stdout.flush()
+            _write_fd(sys.stdout.fileno(), data)
+        except BrokenPipeError:
+            # the reader stopped (`| head`): what it wanted it has; leave quietly, as cat does
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(0) from None
         return
     target, direct = resolve_output(name)
     if direct:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_NOCTTY)
+            # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of hanging
+            fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as e:
+            if e.errno == errno.ENXIO:
+                raise MpilabError(f"{name}: a FIFO with no reader; not waiting for one") from None
             raise MpilabError(f"{name}: cannot open for writing: {e.strerror}") from None
+        os.set_blocking(fd, True)
         try:
             _write_fd(fd, data)
         except OSError as e:

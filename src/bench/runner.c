@@ -66,7 +66,8 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
  * timed-out run keeps what it measured. The complete document replaces it at the end. */
 static void checkpoint(run_t *w, int force)
 {
-    if (w->rank != 0 || !w->c->out || !w->prov)
+    /* no checkpoint to "-": standard output carries exactly one document, the last */
+    if (w->rank != 0 || !w->c->out || !w->prov || strcmp(w->c->out, "-") == 0)
         return;
     double now = MPI_Wtime();
     if (!force && json_array_size(w->meas) > 1 && now - w->last_save < 1.0)

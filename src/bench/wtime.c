@@ -58,6 +58,7 @@ int mpilab_inject_plan_parse(const char *spec, mpilab_inject_plan_t *out, char *
     }
     strcpy(buf, spec);
     char *save = NULL;
+    unsigned seen = 0;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq) {
@@ -66,6 +67,14 @@ int mpilab_inject_plan_parse(const char *spec, mpilab_inject_plan_t *out, char *
         }
         *eq = 0;
         const char *k = tok, *v = eq + 1;
+        /* a key given twice would silently keep the last: refuse it */
+        unsigned bit = strcmp(k, "offset") == 0 ? 1u : strcmp(k, "drift") == 0 ? 2u
+                       : strcmp(k, "seed") == 0 ? 4u : 0u;
+        if (bit & seen) {
+            snprintf(err, errlen, "clock injection: '%s' given twice", k);
+            return -1;
+        }
+        seen |= bit;
         if (strcmp(k, "offset") == 0) {
             if (mpilab_parse_duration(v, &p.max_offset) != 0 || p.max_offset > 1000.0) {
                 snprintf(err, errlen, "clock injection: offset '%s' is not a duration like 10ms (0..1000s)", v);

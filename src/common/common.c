@@ -86,8 +86,14 @@ int mpilab_write_atomic(const char *path, const char *text, size_t len, char *er
 {
     if (strcmp(path, "-") == 0) {
         fflush(stdout);
-        if (write_all_fd(STDOUT_FILENO, text, len) != 0) {
-            snprintf(err, errlen, "standard output: write failed: %s", strerror(errno));
+        /* a reader that stopped (`| head`) is not an error: ignore SIGPIPE for this write
+         * and treat EPIPE as done, as cat does */
+        void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+        int bad = write_all_fd(STDOUT_FILENO, text, len);
+        int saved = errno;
+        signal(SIGPIPE, old == SIG_ERR ? SIG_DFL : old);
+        if (bad && saved != EPIPE) {
+            snprintf(err, errlen, "standard output: write failed: %s", strerror(saved));
             return -1;
         }
         return 0;
@@ -100,12 +106,26 @@ int mpilab_write_atomic(const char *path, const char *text, size_t len, char *er
             return -1;
         }
         if (!S_ISREG(st.st_mode)) {
-            /* device, FIFO, socket: write into it, never replace it */
-            int fd = open(path, O_WRONLY | O_NOCTTY);
-            if (fd < 0) {
-                snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
+            /* a FIFO is opened without waiting: no reader means a one-line error, never a
+             * hang; a socket or block device is refused; a character device (/dev/null, a
+             * terminal) is written directly */
+            if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+                snprintf(err, errlen, "%s: is %s, not a regular file; use --out - to stream",
+                         path, S_ISSOCK(st.st_mode) ? "a socket" : "a block device");
                 return -1;
             }
+            int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK);
+            if (fd < 0) {
+                if (errno == ENXIO)
+                    snprintf(err, errlen, "%s: a FIFO with no reader; not waiting for one", path);
+                else
+                    snprintf(err, errlen, "%s: cannot open for writing: %s", path,
+                             strerror(errno));
+                return -1;
+            }
+            int fl = fcntl(fd, F_GETFL);
+            if (fl >= 0)
+                (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
             int bad = write_all_fd(fd, text, len);
             int saved = errno;
             close(fd);

@@ -1,5 +1,5 @@
 /* mpilab_write_atomic: replaces only regular files (or creates new names); devices, FIFOs
- * and "-" are written directly; directories and dangling links refused; stale temporary
+ * and "-" are written directly (a FIFO without a reader refused at once); directories and dangling links refused; stale temporary
  * files of dead processes removed, those of live processes kept. */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -78,16 +78,35 @@ int main(void)
     CHECK(lstat(in_dir("null"), &st) == 0 && S_ISLNK(st.st_mode));
     CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
 
-    /* a FIFO: a reader gets the bytes, the FIFO stays */
+    /* a FIFO with no reader: a one-line error at once, never a hang (the alarm turns a
+     * blocked open into a failure) */
     CHECK(mkfifo(in_dir("fifo"), 0600) == 0);
+    alarm(30);
+    CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == -1);
+    CHECK(strstr(err, "no reader") != NULL && strchr(err, '\n') == NULL);
+    alarm(0);
+
+    /* a FIFO with a reader: the reader gets the bytes, the FIFO stays */
+    int ready[2], gate[2];
+    CHECK(pipe(ready) == 0 && pipe(gate) == 0);
     pid_t reader = fork();
     if (reader == 0) {
         char b[64] = "";
-        int fd = open(in_dir("fifo"), O_RDONLY);
-        ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
+        int fd = open(in_dir("fifo"), O_RDONLY | O_NONBLOCK);
+        if (fd >= 0)
+            (void)fcntl(fd, F_SETFL, 0);
+        (void)!write(ready[1], "r", 1);
+        char go; /* read only once the writer has written (before, a read sees EOF) */
+        (void)!read(gate[0], &go, 1);
+        ssize_t n = 0, k;
+        while (fd >= 0 && n < 4 && (k = read(fd, b + n, sizeof b - 1 - (size_t)n)) > 0)
+            n += k;
         _exit(n == 4 && memcmp(b, "fifo", 4) == 0 ? 0 : 1);
     }
+    char rc1;
+    CHECK(read(ready[0], &rc1, 1) == 1);
     CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == 0);
+    CHECK(write(gate[1], "g", 1) == 1);
     int status = 0;
     waitpid(reader, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -6,7 +6,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -60,10 +59,13 @@ def test_fifo_written_directly(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    t = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    t.start()
+    # the reader opens first (without waiting for a writer): a FIFO with no reader is
+    # refused; it reads once the writer is done (the bytes wait in the FIFO's buffer)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     atomic_write_text(fifo, "through the fifo")
-    t.join(timeout=30)
+    os.set_blocking(rfd, True)
+    with os.fdopen(rfd, "rb") as f:
+        got.append(f.read())
     assert got == [b"through the fifo"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 

@@ -216,7 +216,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mpi", choices=launch.MPIS, default="auto",
                    help="the launcher: Open MPI's mpirun or MPICH's mpiexec (default auto: "
                         "the MPI the program is linked with, else Open MPI)")
-    p.add_argument("--np", type=argtypes.count, help="ranks (default: one per host)")
+    p.add_argument("--np", type=argtypes.positive, help="ranks (default: one per host)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
     p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
     p.add_argument("--timeout", metavar="SECONDS",
