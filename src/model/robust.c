@@ -247,12 +247,22 @@ static int series_take(series_t *s, const double *x, const unsigned char *valid,
 
 /* q-quantile of the series, or a bootstrap replicate of it (rng != NULL); buf holds s->m.
  * The minimum (q = 0) is an endpoint estimate, for which resampling the samples is known
- * to fail (a resample's minimum is never below the sample's, so the interval could never
- * reach below it, where the truth lies). Its replicate is parametric instead: near the
- * endpoint the lowest samples are taken as exponential spacings, so the minimum exceeds
- * the endpoint by Exp(s), s = the mean of the lowest (up to 8) spacings; the replicate is
- * min + Exp(s), and the basic interval [2 min - hi, 2 min - lo] then reaches below min. */
+ * to fail (a resample's minimum is never below the sample's). Its replicate is parametric
+ * instead: near the endpoint the lowest samples are taken as exponential spacings, so the
+ * minimum of a measurement exceeds the endpoint by Exp(s), s = the mean of the lowest (up to
+ * 8) spacings. What a repeat of the measurement would report is another such minimum, so
+ * the replicate is the observed minimum moved by a half-centred draw, min + Exp(s) -
+ * ENDPOINT_CENTRE s: the basic
+ * interval [2 min - hi, 2 min - lo] then reaches below min (where the endpoint lies) AND
+ * above it (where a repeat's minimum may fall), with min inside, never at an end by
+ * construction (until session 11 the draw was not centred and every interval of L and
+ * alpha ended at its own point estimate). */
 #define ENDPOINT_SPACINGS 8
+/* How far the draw is centred (0: the replicate is never below the minimum, so the basic
+ * interval ends at it; 1: centred on it). 0.25 keeps the reach below the minimum that covers
+ * the endpoint (model_robust: >= 90% of 40 synthetic sets for L and alpha; 0.5 covered L in
+ * 35 of 40, 1.0 in 34) and gives every interval an upper part above the estimate. */
+#define ENDPOINT_CENTRE 0.25
 static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
 {
     if (rng && q <= 0.0) {
@@ -261,7 +271,7 @@ static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
         gsl_sort(buf, 1, s->m);
         size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
         double sp = k > 0 ? (buf[k] - buf[0]) / (double)k : 0.0;
-        return buf[0] + gsl_ran_exponential(rng, sp > 0 ? sp : 1e-300);
+        return buf[0] + gsl_ran_exponential(rng, sp > 0 ? sp : 1e-300) - ENDPOINT_CENTRE * sp;
     }
     for (size_t k = 0; k < s->m; k++)
         buf[k] = rng ? s->v[gsl_rng_uniform_int(rng, s->m)] : s->v[k];

@@ -187,6 +187,9 @@ static void test_hockney(void)
         CHECKF(fabs(h.alpha.value / d - 1) < 0.01, "alpha %g vs %g", h.alpha.value, d);
         CHECKF(fabs(h.beta.value / beta - 1) < 0.01, "beta %g vs %g", h.beta.value, beta);
         CHECK(h.nranges >= 2 && h.alpha.flags == 0);
+        /* two-sided by construction: the minimum-based alpha strictly inside its interval */
+        CHECKF(h.alpha.lo < h.alpha.value && h.alpha.value < h.alpha.hi, "alpha %g at an end of [%g, %g]",
+               h.alpha.value, h.alpha.lo, h.alpha.hi);
         cover_a += inside(&h.alpha, d);
         cover_b += inside(&h.beta, beta);
         for (int k = 0; k < NS; k++)
@@ -327,6 +330,7 @@ static void test_loggp(void)
         CHECKF(fabs(f.G.value / tr.G - 1) < 0.01, "G %g vs %g", f.G.value, tr.G);
         CHECKF(fabs(f.os.value / tr.os - 1) < 0.02, "os %g vs %g", f.os.value, tr.os);
         CHECK(f.fit.L == f.L.value && f.fit.G == f.G.value && f.fit.flags == 0);
+        CHECKF(f.L.lo < f.L.value && f.L.value < f.L.hi, "L %g at an end of [%g, %g]", f.L.value, f.L.lo, f.L.hi);
         cover_L += inside(&f.L, tr.L);
         cover_G += inside(&f.G, tr.G);
         for (int k = 0; k < NS; k++)
