@@ -322,7 +322,7 @@ def test_default_time_limit_and_its_override(tb: tuple[str, dict[str, str]]) -> 
     (["--timeout", "-5"], "--timeout '-5'"),
     (["--fault-grace", "1e999"], "--fault-grace '1e999': not a duration (out of range)"),
     (["--np", "100000"], "--np 100000: this machine can start at most"),
-    (["--np", "0"], "--np 0: need at least 1 rank"),
+    (["--np", "0"], "--np: '0': must be at least 1"),
 ])
 def test_run_limits_are_checked_before_starting(tb: tuple[str, dict[str, str]],
                                                 args: list[str], words: str) -> None:

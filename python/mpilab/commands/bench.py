@@ -109,6 +109,9 @@ def _run(args: argparse.Namespace) -> int:
         raise MpilabError(f"--np {args.np}: need at least 1 rank")
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
     if args.launches > 1 and not informational:
+        # the launcher and rank count are checked once, before any launch starts
+        runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
+                   args.testbed, args.mptcp)
         if out is None or out == "-":
             status = _run_launches_tmp(args, runner_args, out)
         else:
