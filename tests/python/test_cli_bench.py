@@ -319,8 +319,8 @@ def test_runner_time_budget_shared_and_recorded(tmp_path: Path) -> None:
         assert m["precision"]["max_reps"] == 1000000
         # eps 1e-9 cannot be reached: every measurement ends on its budget, not converged
         assert m["stats"]["converged"] is False
-        assert sum(m["samples"]) >= share
-        assert m["stats"]["reps"] > 100  # more than the old fixed cap of 100
+        assert sum(m["samples"]) >= share  # ended by its budget, not by a repetition cap
+        assert m["stats"]["reps"] < m["precision"]["max_reps"]
     bad = _run_runner(tmp_path, 2, "--ops", "p2p", "--time-budget", "soon", "--out", "x.json")
     assert bad.returncode == 2
     assert _one_line(bad.stderr).startswith("mpilab-bench: --time-budget: 'soon'")
