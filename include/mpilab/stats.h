@@ -84,6 +84,11 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
  * measurement, not O(n^2 log n). */
 #define MPILAB_CHECK_EVERY_N 8
 int mpilab_stats_checkpoint(size_t n);
+
+/* Capacity of a measurement's sample arrays that holds `need` samples, grown from `cap` by
+ * doubling, never beyond max(max_reps, need): the engines' arrays grow with the repetitions
+ * (the time budget, not max_reps, usually ends a measurement). */
+size_t mpilab_stats_capacity(size_t cap, size_t need, size_t max_reps);
 int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
                              const mpilab_precision_t *p);
 

@@ -408,11 +408,7 @@ static int measure_reserve(mpilab_result_t *res, root_bufs_t *rb, size_t need, s
 {
     if (need <= rb->cap)
         return 0;
-    size_t cap = rb->cap ? rb->cap : 1;
-    while (cap < need)
-        cap *= 2;
-    if (cap > max_reps)
-        cap = max_reps > need ? max_reps : need;
+    size_t cap = mpilab_stats_capacity(rb->cap, need, max_reps);
     if (grow_one((void **)&res->samples, cap, sizeof *res->samples) || grow_one((void **)&res->valid, cap, 1) ||
         grow_one((void **)&rb->raw, cap, sizeof *rb->raw) || grow_one((void **)&rb->conf, cap, sizeof *rb->conf) ||
         grow_one((void **)&rb->ontime, cap, 1))

@@ -57,11 +57,7 @@ static int p2p_reserve(mpilab_p2p_result_t *r, size_t *cap, size_t need, size_t 
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 1;
-    while (c < need)
-        c *= 2;
-    if (c > max_reps)
-        c = max_reps > need ? max_reps : need;
+    size_t c = mpilab_stats_capacity(*cap, need, max_reps);
     double *s = realloc(r->samples, c * sizeof *s);
     if (!s)
         return -1;

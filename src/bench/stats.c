@@ -180,6 +180,18 @@ int mpilab_stats_checkpoint(size_t n)
     return n % step == 0;
 }
 
+size_t mpilab_stats_capacity(size_t cap, size_t need, size_t max_reps)
+{
+    if (need <= cap)
+        return cap;
+    size_t c = cap ? cap : 1;
+    while (c < need)
+        c *= 2;
+    if (c > max_reps)
+        c = max_reps > need ? max_reps : need;
+    return c;
+}
+
 int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, size_t n,
                              const mpilab_precision_t *p)
 {

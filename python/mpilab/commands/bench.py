@@ -212,7 +212,6 @@ def split_budget(runner_args: list[str], n: int) -> list[str]:
 def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
     """Launches without a results file (no --out, or --out - for the merged document on
     stdout): the launch files live in a temporary directory, removed afterwards."""
-    import json
     import shutil
     import tempfile
 
@@ -222,7 +221,7 @@ def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str
         status = _run_launches(args, runner_args, merged, table=out != "-")
         if status == 0 and out == "-":
             try:
-                sys.stdout.write(json.dumps(json.loads(Path(merged).read_text()), indent=1) + "\n")
+                sys.stdout.write(Path(merged).read_text(encoding="utf-8"))
                 sys.stdout.flush()
             except BrokenPipeError:
                 pass
