@@ -101,6 +101,27 @@ typedef struct {
     int fd[MPILAB_PM_MAX_RAILS];    /* -1: none (the accepting rail, in use, or failed) */
 } joinl_t;
 
+/* the actions of one step of many connections, carried out together */
+typedef struct {
+    pm_nl_cmd *cmd;
+    size_t *conn; /* index into ag->conn */
+    mpilab_pm_subflow *sub; /* as logged */
+    int *tries; /* earlier attempts of the same command (retries of set_backup) */
+    size_t n, cap;
+} batch_t;
+
+/* A priority change the kernel refused with "subflow not found" although the subflow had
+ * just been announced established: the kernel lists a new subflow among the connection's
+ * subflows a little after it says so. Tried again at the next state-machine tick, up to
+ * SETB_TRIES times; the refusals before the last are logged as moot. */
+#define SETB_TRIES 4
+#define SETB_MAX 64
+typedef struct {
+    uint32_t token;
+    mpilab_pm_subflow sub;
+    int backup, tries;
+} setb_retry_t;
+
 typedef struct {
     /* configuration */
     const char *node_name, *peers_path, *ctl_path, *log_path, *pid_path, *alt_spec;
@@ -145,6 +166,9 @@ typedef struct {
     stats_t st;
     double next_probe; /* earliest probe or verdict due (0: at once) */
     double started;
+    batch_t batch;                 /* step_all's actions, its buffers kept between ticks */
+    setb_retry_t retry[SETB_MAX];  /* priority changes to try again at the next tick */
+    size_t nretry;
 } agent_t;
 
 static volatile sig_atomic_t g_signal;
@@ -1080,28 +1104,24 @@ static void log_transition(agent_t *ag, const mpilab_pm_conn *c, mpilab_pm_state
                                    "cause", cause ? cause : ""));
 }
 
-/* the actions of one step of many connections, carried out together */
-typedef struct {
-    pm_nl_cmd *cmd;
-    size_t *conn; /* index into ag->conn */
-    mpilab_pm_subflow *sub; /* as logged */
-    size_t n, cap;
-} batch_t;
-
-static void batch_add(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_action *a)
+static void batch_add(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_action *a,
+                      int tries)
 {
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
         pm_nl_cmd *c = realloc(b->cmd, cap * sizeof(*c));
         size_t *ix = realloc(b->conn, cap * sizeof(*ix));
         mpilab_pm_subflow *sb = realloc(b->sub, cap * sizeof(*sb));
+        int *tr = realloc(b->tries, cap * sizeof(*tr));
         if (c)
             b->cmd = c;
         if (ix)
             b->conn = ix;
         if (sb)
             b->sub = sb;
-        if (!c || !ix || !sb)
+        if (tr)
+            b->tries = tr;
+        if (!c || !ix || !sb || !tr)
             return; /* out of memory: the action is dropped, the next tick retries */
         b->cap = cap;
     }
@@ -1129,13 +1149,14 @@ static void batch_add(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_
         m->backup = a->backup;
     }
     b->sub[b->n] = s;
+    b->tries[b->n] = tries;
     b->conn[b->n++] = ci;
 }
 
 static void add_results(batch_t *b, const agent_t *ag, size_t ci, const mpilab_pm_result *res)
 {
     for (int i = 0; i < res->nact; i++)
-        batch_add(b, ag, ci, &res->act[i]);
+        batch_add(b, ag, ci, &res->act[i], 0);
 }
 
 /* Carry the batch out in the state machines' order, connection after connection (each
@@ -1164,9 +1185,19 @@ static void batch_run(agent_t *ag, batch_t *b, double now)
          * established (ENOTCONN; retried within LOAD_SOON_S) */
         int gone = m->rc != 0 && strstr(m->err, "invalid token") != NULL;
         int not_ready = m->rc == -ENOTCONN && m->kind == PM_NL_CREATE;
+        int unlisted = m->rc != 0 && m->kind == PM_NL_SET_BACKUP &&
+                       strstr(m->err, "subflow not found") != NULL &&
+                       b->tries[i] + 1 < SETB_TRIES && ag->nretry < SETB_MAX;
         if (m->rc != 0) {
             json_object_set_new(o, "error", json_string(m->err));
-            if (gone || not_ready) {
+            if (unlisted) {
+                json_object_set_new(o, "moot", json_string("subflow not yet listed: tried "
+                                                           "again at the next tick"));
+                ag->retry[ag->nretry++] = (setb_retry_t){.token = c->token, .sub = b->sub[i],
+                                                         .backup = m->backup,
+                                                         .tries = b->tries[i] + 1};
+                ag->actions_moot++;
+            } else if (gone || not_ready) {
                 json_object_set_new(o, "moot", json_string(gone ? "connection gone"
                                                                  : "connection not ready"));
                 ag->actions_moot++;
@@ -1175,7 +1206,7 @@ static void batch_run(agent_t *ag, batch_t *b, double now)
             }
         }
         log_obj(ag, "action", o);
-        if (m->rc == 0 || c->state == MPILAB_PM_CLOSED)
+        if (m->rc == 0 || unlisted || c->state == MPILAB_PM_CLOSED)
             continue;
         if (gone) {
             /* the kernel no longer knows the connection (closed, or fell back to TCP,
@@ -1200,6 +1231,7 @@ static void batch_free(batch_t *b)
 {
     free(b->cmd);
     free(b->conn);
+    free(b->tries);
     free(b->sub);
     memset(b, 0, sizeof(*b));
 }
@@ -1225,7 +1257,7 @@ static int step(agent_t *ag, mpilab_pm_conn *c, const mpilab_pm_event *ev, char 
 /* one event for every managed connection (of one peer): their actions in one batch */
 static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer)
 {
-    static batch_t b;
+    batch_t *b = &ag->batch;
     mpilab_pm_event ev = {.kind = kind, .now = mono()};
     for (size_t i = 0; i < ag->nconn; i++) {
         mpilab_pm_conn *c = &ag->conn[i];
@@ -1237,9 +1269,30 @@ static void step_all(agent_t *ag, mpilab_pm_event_kind kind, int only_peer)
             ag->used_dirty = 1; /* a transition or action changes the subflows */
         if (res.from != res.to)
             log_transition(ag, c, res.from, res.to, res.cause);
-        add_results(&b, ag, i, &res);
+        add_results(b, ag, i, &res);
     }
-    batch_run(ag, &b, ev.now);
+    batch_run(ag, b, ev.now);
+}
+
+/* the priority changes refused for a subflow the kernel did not list yet, once more */
+static void retry_run(agent_t *ag, double now)
+{
+    if (!ag->nretry)
+        return;
+    setb_retry_t todo[SETB_MAX];
+    size_t n = ag->nretry;
+    memcpy(todo, ag->retry, n * sizeof(todo[0]));
+    ag->nretry = 0;
+    batch_t *b = &ag->batch;
+    for (size_t i = 0; i < n; i++) {
+        mpilab_pm_conn *c = find_conn(ag, todo[i].token);
+        if (!c || c->state == MPILAB_PM_CLOSED)
+            continue; /* gone meanwhile: nothing to change */
+        mpilab_pm_action a = {.kind = MPILAB_PM_ACT_SET_BACKUP, .sub = todo[i].sub,
+                              .backup = todo[i].backup};
+        batch_add(b, ag, (size_t)(c - ag->conn), &a, todo[i].tries);
+    }
+    batch_run(ag, b, now);
 }
 
 static void fill_sub(const agent_t *ag, const pm_nl_event *e, mpilab_pm_subflow *s)
@@ -1954,6 +2007,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
             ag->next_probe = probe_deadline(ag);
         }
         if (now >= next_sm) {
+            retry_run(ag, now);
             step_all(ag, MPILAB_PM_EV_TICK, -1);
             for (size_t i = ag->nconn; i-- > 0;)
                 if (ag->conn[i].state == MPILAB_PM_CLOSED)
@@ -1974,6 +2028,7 @@ int mpilab_pathmig_agent_main(int argc, char **argv)
     for (size_t i = 0; i < ag->njl; i++)
         joinl_close(&ag->jl[i]);
     free(ag->jl);
+    batch_free(&ag->batch);
     free(ag->conn);
     free(ag->seen);
     free(ag->seen_next);
