@@ -7,6 +7,11 @@ predictions for linear/binomial scatter and gather; LogGP per pair from its own
 measurement of the overheads and gaps, with linear scatter/gather predictions). Then the
 results are validated, the report is rendered, and both land in DIR as results.json and
 report.html, only if every step succeeded.
+
+The full survey runs the runner in several launches (mpirun invocations; default 3, each
+with its share of the time budget) and reports the median of the launch medians with an
+interval that includes launch-to-launch variation (mpilab.launches); each launch's own file
+is kept beside the results (results.launchK.json) and the extra cost is printed.
 """
 
 from __future__ import annotations
@@ -22,9 +27,17 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from mpilab import argtypes
-from mpilab.commands.bench import RUNNER, Job, add_launch_options, exit_status, runner_job
+from mpilab.commands.bench import (
+    RUNNER,
+    Job,
+    add_launch_options,
+    exit_status,
+    launches_count,
+    runner_job,
+)
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 
@@ -48,13 +61,14 @@ class Plan:
     eps: float
     cl: float = 0.95
     time_budget: float = 0.0  # seconds of samples for the whole run (0: none, max_reps ends it)
+    launches: int = 1  # separate launches, each with time_budget / launches
 
     def runner_args(self, out: str) -> list[str]:
         return ["--ops", ",".join(OPS), "--timing", ",".join(TIMINGS),
                 "--sizes", self.sizes, "--p2p-schedule", "parallel",
                 "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
-                "--time-budget", f"{self.time_budget:g}s",
+                "--time-budget", f"{self.time_budget / self.launches:.6g}s",
                 "--isolation", "barrier", "--models", "hockney,loggp", "--out", out]
 
 
@@ -63,7 +77,7 @@ class Plan:
 # The full survey's repetitions are ended by the stopping rule or by each measurement's share
 # of a 120 s budget (seconds of samples), not by a repetition count: max_reps is a memory cap.
 FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=1000000, eps=0.025,
-            time_budget=120.0)
+            time_budget=120.0, launches=3)
 QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
 
 _PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
@@ -168,18 +182,31 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     tmp = Path(tmp_name)
     log = out / "runner.log"
     t0 = time.monotonic()
+    n = plan.launches
+    launch_tmps = [tmp.with_name(f"{tmp.stem}.launch{k}.json") for k in range(1, n + 1)]
     try:
-        j = runner_job(j.np, DEFAULT_NP, plan.runner_args(str(tmp)), launcher, launcher_args,
-                       testbed, mptcp)
         console.print(f"[bold]survey[/]: {j.np} ranks ({Path(j.cmd[0]).name}), sizes {plan.sizes}, "
                       f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}"
-                      + (f", budget {plan.time_budget:g} s" if plan.time_budget > 0 else ""))
+                      + (f", budget {plan.time_budget:g} s" if plan.time_budget > 0 else "")
+                      + (f", {n} launches" if n > 1 else ""))
         console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
                       f"x timing {','.join(TIMINGS)}")
-        _run_runner(j, log, quiet)
-        if not tmp.is_file():
-            raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log})")
+        walls: list[float] = []
+        for k in range(n):
+            target = tmp if n == 1 else launch_tmps[k]
+            if n > 1:
+                console.print(f"  launch {k + 1} of {n}")
+            j = runner_job(j.np, DEFAULT_NP, plan.runner_args(str(target)), launcher,
+                           launcher_args, testbed, mptcp)
+            log_k = log if k == 0 else log.with_name(f"runner.launch{k + 1}.log")
+            tl = time.monotonic()
+            _run_runner(j, log_k, quiet)
+            walls.append(time.monotonic() - tl)
+            if not target.is_file():
+                raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log_k})")
         console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
+        if n > 1:
+            _merge_launches(launch_tmps, tmp, out, walls, console)
         r = results.load(tmp)
         r.path = str(final_json)
         r.sources = [str(final_json)]
@@ -187,19 +214,46 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
                       f"{len(r.hockney)} Hockney pairs, {len(r.loggp)} LogGP pairs, "
                       f"{len(r.predictions) + len(r.loggp_predictions)} predictions")
         html = render_report(r)
+        if n > 1:
+            for k, f in enumerate(launch_tmps, 1):
+                os.replace(f, out / f"results.launch{k}.json")
         os.replace(tmp, final_json)
         atomic_write_text(final_html, html)
     except BaseException:
         # the runner checkpoints while it measures: keep what it measured, marked partial
-        if tmp.is_file() and _is_partial(tmp):
+        partial = [f for f in [tmp, *launch_tmps] if f.is_file() and _is_partial(f)]
+        if partial:
             kept = out / "results.partial.json"
-            os.replace(tmp, kept)
+            os.replace(partial[0], kept)
             console.print(f"[bold]survey stopped[/]: the measurements made so far are in {kept} "
                           f"(marked partial; 'mpilab report {kept}' renders them)")
         raise
     finally:
         tmp.unlink(missing_ok=True)
+        for f in launch_tmps:
+            f.unlink(missing_ok=True)
     return final_json, final_html
+
+
+def _merge_launches(files: list[Path], merged: Path, out: Path, walls: list[float],
+                    console: Any) -> None:
+    """The launches' documents merged (mpilab.launches) into `merged`; the file names
+    recorded are those the launch files get in OUT; the cost line printed."""
+    import json
+
+    from mpilab import launches
+
+    docs = []
+    for f in files:
+        try:
+            docs.append(json.loads(f.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as e:
+            raise MpilabError(f"{f}: a launch left an unreadable results file ({e})") from None
+    names = [str(out / f"results.launch{k}.json") for k in range(1, len(files) + 1)]
+    doc = launches.merge(docs, names, len(files))
+    doc["launches"]["cost"] = launches.cost(docs, walls)
+    atomic_write_text(merged, json.dumps(doc, indent=1) + "\n")
+    console.print(launches.cost_line(doc["launches"]["cost"]))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -210,6 +264,8 @@ def _run(args: argparse.Namespace) -> int:
         plan = replace(plan, min_reps=min(plan.min_reps, args.max_reps), max_reps=args.max_reps)
     if args.sizes is not None:
         plan = replace(plan, sizes=args.sizes)
+    if args.launches is not None:
+        plan = replace(plan, launches=args.launches)
     t0 = time.monotonic()
     rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,
                     args.testbed, args.mptcp)
@@ -239,5 +295,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--sizes", metavar="SPEC", help="override the size list (runner syntax)")
     p.add_argument("--max-reps", type=argtypes.count, metavar="N",
                    help="override the repetition cap")
+    p.add_argument("--launches", type=launches_count, metavar="N",
+                   help=f"separate launches (default {FULL.launches}, with --quick "
+                        f"{QUICK.launches}), each with 1/N of the time budget; the figures "
+                        "are the medians of the launch medians with intervals that include "
+                        "launch-to-launch variation, each launch's file is kept as "
+                        "DIR/results.launchK.json")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_run)
