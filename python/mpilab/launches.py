@@ -167,6 +167,22 @@ def _half(st: dict[str, Any]) -> float | None:
     return (hi - lo) / 2
 
 
+def _merged_derived(ms: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The entry's derived values over the launches: each number the median of the
+    launches' values (for an odd number of launches, a quantity derived monotonically from
+    the figure, as a message rate or bandwidth, then equals the one derived from the
+    launch-level figure); anything else as launch 1 had it."""
+    ds = [m.get("derived") for m in ms]
+    if not isinstance(ds[0], dict):
+        return None
+    out = copy.deepcopy(ds[0])
+    for k, v in ds[0].items():
+        vals = [_num(d.get(k)) if isinstance(d, dict) else None for d in ds]
+        if _num(v) is not None and all(x is not None for x in vals):
+            out[k] = statistics.median(x for x in vals if x is not None)
+    return out
+
+
 def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     """One measurement over its launches (ms: the same measurement from each launch that
     has a median, in launch order)."""
@@ -207,6 +223,9 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     if outside:
         flags.append(LAUNCHES_DISAGREE)
     out["flags"] = flags
+    out["derived"] = _merged_derived(ms)
+    if out["derived"] is None:
+        del out["derived"]
     for f in _SUM_FIELDS:
         vals = [_num(m.get(f)) for m in ms]
         if all(v is not None for v in vals):

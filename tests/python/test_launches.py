@@ -303,3 +303,20 @@ def test_launch_interval_beyond_exp_range_is_huge_not_an_error() -> None:
     hogs: an OverflowError in math.exp) gives an unbounded-looking interval, not a crash."""
     m, lo, hi, _ = launches.launch_interval([1e-6, 1e-6], [2e-3, 2e-3], 0.95)
     assert 0 <= lo <= m <= hi and hi > 1e200
+
+
+def test_derived_values_follow_the_launch_level_figure() -> None:
+    """A rate derived from the median (64 messages / median) is, after merging 3 launches,
+    the rate of the merged figure, not launch 1's; non-numbers stay as launch 1 had them."""
+    meds = [2e-6, 1e-6, 3e-6]
+    ms = []
+    for med in meds:
+        ms.append({"op": "stream", "timing": "max", "bytes": 8, "samples": [med] * 5,
+                   "stats": {"median": med, "med_lo": med * 0.99, "med_hi": med * 1.01,
+                             "converged": True},
+                   "precision": {"cl": 0.95, "eps": 0.05},
+                   "derived": {"msg_rate": 64 / med, "note": f"launch {med}"}})
+    out = launches.merge_measurement(ms)
+    assert out["stats"]["median"] == 2e-6
+    assert out["derived"]["msg_rate"] == pytest.approx(64 / out["stats"]["median"])
+    assert out["derived"]["note"] == "launch 2e-06"

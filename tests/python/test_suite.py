@@ -217,6 +217,31 @@ def test_compare_shm_end_to_end(tmp_path: Path) -> None:
     assert (tmp_path / "report.html").exists()
 
 
+@pytest.mark.mpi
+@pytest.mark.skipif(not _suite_tool(), reason="suite runner not built")
+def test_compare_launch_level(tmp_path: Path) -> None:
+    """--launches 3: every benchmark part runs in 3 launches; each measurement is the merge
+    of the 3 (its launch medians recorded, its figure their median), and a derived rate
+    follows the merged figure."""
+    p = mpilab("compare", "--quick", "--launches", "3", "--no-scaling", "--transport", "shm",
+               "--sizes", "1K", "--poll-sweep", "0", "--np", "2", "--max-reps", "5",
+               "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "3 launches" in p.stderr
+    d = json.loads((tmp_path / "shm.json").read_text())
+    assert d["launches"]["n"] == 3 and d["launches"]["cost"]["total_s"] > 0
+    for m in d["measurements"]:
+        la = m["launches"]
+        assert la["n"] == 3 and len(la["medians"]) == 3
+        assert m["stats"]["median"] == pytest.approx(sorted(la["medians"])[1])
+        if m["op"] == "stream":
+            assert math.isclose(m["derived"]["msg_rate"], 64 / m["stats"]["median"],
+                                rel_tol=1e-6)
+    assert (tmp_path / "report.html").exists()
+    bad = mpilab("compare", "--launches", "0", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "--launches 0" in bad.stderr
+
+
 def test_groups_come_from_the_entry_list() -> None:
     """The comparison's runs are chosen from what each entry declares in
     `mpilab-bench --list --json`: the real table gives the study's groups, and a new entry

@@ -14,9 +14,9 @@ from mpilab.errors import MpilabError
 from mpilab.suite import transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
 
-QUICK = {"sizes": "1,64,1K,16K,256K,1M", "max_reps": 20, "poll_sweep": "0,1000,100000",
-         "comb_msgs": 8, "window": 64, "scaling": [1, 2], "wf_rows": 256, "wf_cols": 256,
-         "wf_iters": 3}
+QUICK = {"sizes": "1,64,1K,16K,256K,1M", "max_reps": 20, "launches": 1,
+         "poll_sweep": "0,1000,100000", "comb_msgs": 8, "window": 64, "scaling": [1, 2],
+         "wf_rows": 256, "wf_cols": 256, "wf_iters": 3}
 
 
 def _count(text: str) -> int:
@@ -31,7 +31,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
     if args.quick:
         for k, v in QUICK.items():
             setattr(p, k, v)
-    for k in ("window", "pairs", "poll_sweep", "comb_msgs", "np", "sizes", "max_reps"):
+    for k in ("window", "pairs", "poll_sweep", "comb_msgs", "np", "sizes", "max_reps",
+              "launches"):
         v = getattr(args, k, None)
         if v is not None:
             setattr(p, k, v)
@@ -83,6 +84,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         if used_testbed and not args.keep_testbed:
             testbed_down()
+    if plan.launches > 1:
+        print(f"each benchmark part ran in {plan.launches} launches (--launches 1: one, "
+              "cheaper, with single-launch intervals only)", file=sys.stderr)
     out = report.build(outdir)
     for c in report.summary(report.load_dir(outdir)):
         who = c.winner or f"no clear winner, best {c.best}"
@@ -109,6 +113,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--np", type=_count, help="ranks of the N-rank benchmarks (default 4)")
     p.add_argument("--sizes", help="message sizes (mpilab-bench --sizes syntax)")
     p.add_argument("--max-reps", type=_count, help="repetitions at most per measurement")
+    p.add_argument("--launches", type=_count, metavar="N",
+                   help=f"separate launches of each benchmark part (default {Plan.launches}, "
+                        "with --quick 1); figures and verdicts are launch-level (median of "
+                        "the launch medians, intervals including launch-to-launch variation)")
     p.add_argument("--scaling", help="wavefront rank counts (default 1,2,4)")
     p.add_argument("--no-scaling", action="store_true", help="skip the application scaling")
     p.add_argument("--keep-testbed", action="store_true", help="leave the testbed up")

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,9 @@ class Plan:
     comb_msgs: int = 16
     np: int = 4
     max_reps: int = 50
+    # each benchmark part runs in this many separate launches, merged into launch-level
+    # figures (mpilab.launches): the comparison's verdicts include launch-to-launch variation
+    launches: int = 3
     scaling: list[int] = field(default_factory=lambda: [1, 2, 4])
     wf_rows: int = 512
     wf_cols: int = 512
@@ -57,6 +61,9 @@ class Plan:
     entries: list[str] = field(default_factory=list)
 
     def check(self) -> None:
+        from mpilab.launches import MAX_LAUNCHES
+        if not 1 <= self.launches <= MAX_LAUNCHES:
+            raise MpilabError(f"--launches {self.launches}: must be 1..{MAX_LAUNCHES}")
         if self.window < 1:
             raise MpilabError("--window: window must be >= 1")
         if self.pairs < 0:
@@ -214,13 +221,31 @@ def testbed_down() -> None:
 
 def run_bench(t: Transport, plan: Plan, np: int, ops: str, sizes: str, out: Path,
               extra: list[str] | None = None) -> dict[str, Any]:
+    """One part of the suite into OUT: plan.launches separate launches of the runner, merged
+    (mpilab.launches) when more than one, each launch's file beside OUT."""
+    from mpilab import launches
+
     tool = suite_tool()
-    prog = [tool, "--ops", ops, "--sizes", sizes, "--max-reps", str(plan.max_reps), "--quiet",
-            "--no-fit", "--out", str(out), *plan.suite_args(), *(extra or [])]
-    _launch(t, np, prog, plan)
-    results.load(out)  # refuse anything that is not a valid results file
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
+    n = plan.launches
+    files = [out] if n == 1 else [out.with_name(f"{out.stem}.launch{k}.json")
+                                  for k in range(1, n + 1)]
+    docs: list[dict[str, Any]] = []
+    walls: list[float] = []
+    for f in files:
+        prog = [tool, "--ops", ops, "--sizes", sizes, "--max-reps", str(plan.max_reps),
+                "--quiet", "--no-fit", "--out", str(f), *plan.suite_args(), *(extra or [])]
+        t0 = time.monotonic()
+        _launch(t, np, prog, plan)
+        walls.append(time.monotonic() - t0)
+        results.load(f)  # refuse anything that is not a valid results file
+        docs.append(json.loads(f.read_text()))
+    if n == 1:
+        return docs[0]
+    merged = launches.merge(docs, [f.name for f in files], n)
+    merged["launches"]["cost"] = launches.cost(docs, walls)
+    atomic_write_text(out, json.dumps(merged, indent=1) + "\n")
+    results.load(out)
+    return merged
 
 
 def run_scaling(t: Transport, plan: Plan, work: Path) -> dict[str, Any]:
@@ -282,6 +307,17 @@ def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) 
                                      "mca": dict(t.mca), "mptcp": t.mptcp,
                                      "testbed": t.testbed}
         doc["suite"]["np"] = plan.np
+        if plan.launches > 1:
+            from mpilab import launches
+            costs = [p["launches"]["cost"] for p in parts]
+            doc["launches"] = {
+                "n": plan.launches, "asked": plan.launches, "method": launches.METHOD,
+                "files": [],  # the launches' own files lived in a temporary directory
+                "models": "none",
+                "cost": {"total_s": sum(c["total_s"] for c in costs),
+                         "single_launch_estimate_s": sum(c["single_launch_estimate_s"]
+                                                         for c in costs),
+                         "extra_s": sum(c["extra_s"] for c in costs)}}
         if scaling:
             doc["scaling"] = run_scaling(t, plan, w)
         path = outdir / f"{t.name}.json"
