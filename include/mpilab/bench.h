@@ -96,6 +96,8 @@ void mpilab_result_free(mpilab_result_t *r);
 const char *mpilab_timing_name(mpilab_timing_t t);
 int mpilab_timing_parse(const char *s, mpilab_timing_t *out);
 const char *mpilab_isolation_name(mpilab_isolation_t i);
+/* The isolation of the measurements that follow (a run measuring several). */
+void mpilab_bench_set_isolation(mpilab_bench_t *b, mpilab_isolation_t iso);
 int mpilab_isolation_parse(const char *s, mpilab_isolation_t *out);
 
 #ifdef __cplusplus

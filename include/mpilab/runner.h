@@ -27,6 +27,10 @@ typedef struct mpilab_runner_config {
     mpilab_timing_t timing[4];
     size_t ntiming;
     mpilab_bench_opts_t bo;
+    /* --isolation: every engine measurement under each of these (bo.isolation is the
+     * first); all-pairs entries under the first only */
+    mpilab_isolation_t isolation[3];
+    size_t nisolation;
     mpilab_p2p_mode_t p2p_mode;
     long long p2p_back; /* -1 = the same as bytes */
     const char *out;    /* results file or NULL */

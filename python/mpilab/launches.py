@@ -214,7 +214,7 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     flags: list[str] = []
     for m in ms:
         for f in quality.measurement_flags(m):
-            if f not in flags and f != quality.NOT_CONVERGED:
+            if f not in flags and f not in (quality.NOT_CONVERGED, quality.ISOLATION_DIFFERS):
                 flags.append(f)
     if not conv:
         flags.insert(0, quality.NOT_CONVERGED)
@@ -267,6 +267,7 @@ def merge(docs: list[dict[str, Any]], files: list[str],
                 order.append(k)
             groups[k].append(m)
     base["measurements"] = [merge_measurement(groups[k]) for k in order]
+    quality.mark_isolation(base["measurements"])  # on the merged figures, not launch 1's
     # the models stay those of launch 1 (fitted on its samples, as its own file has them),
     # said so in launches.models: the merged figures are not refitted
     has_models = isinstance(base.get("models"), dict)

@@ -19,8 +19,13 @@ NEGATIVE_TIME = "negative_time"      # a corrected time <= 0 was excluded (root 
 NO_VALID = "no_valid_samples"        # nothing left to report
 CLOCK_UNCERTAIN = "clock_uncertain"  # global timing: the clock sync's uncertainty > eps * median
 LAUNCHES_DISAGREE = "launches_disagree"  # over launches: some launch's interval missed the figure
+ISOLATION_DIFFERS = "isolation_differs"  # isolated and back-to-back figures: intervals apart
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
-                     LAUNCHES_DISAGREE)
+                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS)
+ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
+                  "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
+                  "operation's tail with the next one's start: neither is wrong, they answer "
+                  "different questions (docs/bench.md, \"Isolation\")")
 
 # parameter flags (mpilab_param_flags_str in C)
 CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0
@@ -242,3 +247,59 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _interval(m: dict[str, Any]) -> tuple[float, float, float] | None:
+    st = m.get("stats") if isinstance(m.get("stats"), dict) else {}
+    med, lo, hi = _num(st.get("median")), _num(st.get("med_lo")), _num(st.get("med_hi"))
+    if med is None or lo is None or hi is None or not all(map(math.isfinite, (med, lo, hi))):
+        return None
+    return med, lo, hi
+
+
+def isolation_pairs(ms: list[dict[str, Any]]) -> list[tuple[int, int, bool]]:
+    """(a, b, differs): measurements a and b of the same entry, timing, size, pair or root
+    and rank count under two isolations (a's isolation first in file order); differs when
+    the intervals of their medians do not overlap."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, m in enumerate(ms):
+        if not isinstance(m, dict) or not isinstance(m.get("isolation"), str):
+            continue
+        pair = m.get("pair")
+        key = (m.get("op"), m.get("impl"), m.get("timing"), m.get("bytes"), m.get("root"),
+               m.get("ranks"), tuple(pair) if isinstance(pair, list) else None)
+        groups.setdefault(key, []).append(k)
+    out = []
+    for idx in groups.values():
+        for i, a in enumerate(idx):
+            for b in idx[i + 1:]:
+                if ms[a]["isolation"] == ms[b]["isolation"]:
+                    continue
+                x, y = _interval(ms[a]), _interval(ms[b])
+                if x is None or y is None:
+                    continue
+                out.append((a, b, x[2] < y[1] or y[2] < x[1]))
+    return out
+
+
+def mark_isolation(ms: list[dict[str, Any]]) -> int:
+    """Set (or clear) the isolation_differs flag and the isolation_other figure on every
+    measurement from isolation_pairs (as mpilab-bench does for one launch; after merging
+    launches the figures changed). Returns how many pairs differ."""
+    for m in ms:
+        if isinstance(m, dict):
+            if isinstance(m.get("flags"), list):
+                m["flags"] = [f for f in m["flags"] if f != ISOLATION_DIFFERS]
+            m.pop("isolation_other", None)
+    n = 0
+    for a, b, differs in isolation_pairs(ms):
+        if not differs:
+            continue
+        n += 1
+        for k, o in ((a, b), (b, a)):
+            other = _interval(ms[o])
+            assert other is not None
+            ms[k].setdefault("flags", []).append(ISOLATION_DIFFERS)
+            ms[k]["isolation_other"] = {"isolation": ms[o]["isolation"], "median": other[0],
+                                        "med_lo": other[1], "med_hi": other[2]}
+    return n

@@ -109,6 +109,11 @@ int mpilab_timing_parse(const char *s, mpilab_timing_t *out)
     return -1;
 }
 
+void mpilab_bench_set_isolation(mpilab_bench_t *b, mpilab_isolation_t iso)
+{
+    b->o.isolation = iso;
+}
+
 const char *mpilab_isolation_name(mpilab_isolation_t i)
 {
     return (unsigned)i < 3 ? iso_names[i] : "?";

@@ -20,11 +20,12 @@
 
 /* A row of the human table (rank 0). */
 typedef struct row {
-    char op[48], impl[48], timing[12];
+    char op[48], impl[48], timing[12], iso[12];
     size_t bytes;
     double mean, ci, median, med_lo, med_hi;
     size_t reps, invalid, negative;
     int converged, clock_uncertain;
+    int differs;         /* index+1 of the row of another isolation it disagrees with */
 } row_t;
 
 /* What one run accumulates. */
@@ -58,6 +59,8 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
     r->invalid = s ? s->invalid : 0;
     r->negative = 0;
     r->clock_uncertain = 0;
+    r->differs = 0;
+    r->iso[0] = '\0';
     r->converged = s ? s->converged : 0;
 }
 
@@ -98,10 +101,10 @@ static void progress(const run_t *w, const row_t *r)
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
  * repetitions and the flags; then how many converged, and the verdict when too few did. */
-static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc)
+static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc, int show_iso)
 {
-    printf("%-10s %-10s %-7s %10s %12s %23s %5s %s\n", "op", "impl", "timing", "bytes", "median(us)",
-           "median CI(us)", "reps", "flags");
+    printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
+           "bytes", "median(us)", "median CI(us)", "reps", "flags");
     size_t conv = 0, measured = 0, unclocked = 0;
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
@@ -114,11 +117,14 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
         if (r->reps) {
             measured++;
             conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s%s", r->converged ? "" : "not_converged ",
+            snprintf(fl, sizeof fl, "%s%s%s%s%s", r->converged ? "" : "not_converged ",
                      r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-                     r->clock_uncertain ? "clock_uncertain" : "");
+                     r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
         }
-        printf("%-10s %-10s %-7s %10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, r->bytes,
+        char iso[16] = "";
+        if (show_iso)
+            snprintf(iso, sizeof iso, "%-7s ", r->iso[0] ? r->iso : "-");
+        printf("%-10s %-10s %-7s %s%10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes,
                r->median * 1e6, ci, r->reps, fl[0] ? fl : "-");
     }
     if (measured) {
@@ -131,6 +137,57 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
                    "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
                    unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
     }
+}
+
+/* Rank 0, after measuring: where the same entry, timing and size was measured under two
+ * isolations (--isolation barrier,none) and the two medians' intervals do not overlap, both
+ * rows and both measurement objects say so (flag isolation_differs, the other figure in
+ * "isolation_other"), and the table prints a note under itself. rows[k] is meas[k]. */
+static void note_isolation(run_t *w)
+{
+    if (w->c->nisolation < 2 || json_array_size(w->meas) != w->nrows)
+        return;
+    for (size_t a = 0; a < w->nrows; a++)
+        for (size_t b = a + 1; b < w->nrows; b++) {
+            row_t *x = &w->rows[a], *y = &w->rows[b];
+            if (strcmp(x->op, y->op) || strcmp(x->impl, y->impl) || strcmp(x->timing, y->timing) ||
+                x->bytes != y->bytes || !x->iso[0] || !strcmp(x->iso, y->iso) || !x->reps || !y->reps)
+                continue;
+            if (!(x->med_hi < y->med_lo || y->med_hi < x->med_lo))
+                continue; /* the intervals overlap: no disagreement shown */
+            row_t *pair[2] = {x, y};
+            size_t idx[2] = {a, b};
+            for (int k = 0; k < 2; k++) {
+                const row_t *o = pair[1 - k];
+                pair[k]->differs = (int)idx[1 - k] + 1;
+                json_t *m = json_array_get(w->meas, idx[k]);
+                json_array_append_new(json_object_get(m, "flags"), json_string("isolation_differs"));
+                json_object_set_new(m, "isolation_other",
+                                    json_pack("{s:s,s:f,s:f,s:f}", "isolation", o->iso, "median", o->median,
+                                              "med_lo", o->med_lo, "med_hi", o->med_hi));
+            }
+        }
+}
+
+/* Under the table: each disagreement between isolations, and what it means. */
+static void print_isolation_notes(const row_t *rows, size_t n)
+{
+    size_t shown = 0;
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        if (!r->differs || (size_t)r->differs - 1 < k)
+            continue; /* each pair once */
+        const row_t *o = &rows[r->differs - 1];
+        printf("note: %s:%s %s %zu B: %s %.3f us against %s %.3f us (x%.2f), their intervals apart\n", r->op,
+               r->impl, r->timing, r->bytes, r->iso, r->median * 1e6, o->iso, o->median * 1e6,
+               r->median > 0 ? o->median / r->median : NAN);
+        shown++;
+    }
+    if (shown)
+        printf("note: isolated repetitions (barrier) each pay the whole operation from a common start; "
+               "back-to-back repetitions (none, as IMB and OSU time them) overlap one operation's tail with "
+               "the next one's start; neither is wrong: they answer different questions (docs/bench.md, "
+               "\"Isolation\")\n");
 }
 
 /* An MPILAB_OP_ALLPAIRS entry at every size: one measurement object per pair. */
@@ -177,13 +234,17 @@ static void measure_allpairs(run_t *w, const mpilab_op_t *op)
     free(res);
 }
 
-/* One engine measurement of op at size index s with timing tm; 0, or -1 to stop. */
-static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_t tm)
+/* One engine measurement of op at size index s with timing tm under isolation iso; 0, or
+ * -1 to stop. */
+static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_t tm, mpilab_isolation_t iso)
 {
     const mpilab_runner_config_t *c = w->c;
     size_t bytes = c->sizes[s];
     mpilab_result_t r;
     char err[256];
+    mpilab_bench_opts_t bo = c->bo;
+    bo.isolation = iso;
+    mpilab_bench_set_isolation(w->b, iso);
     if (mpilab_bench_measure(w->b, op, bytes, tm, &r, err, sizeof err) != 0) {
         if (w->rank == 0)
             fprintf(stderr, "mpilab-bench: %s\n", err);
@@ -202,7 +263,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         return 0;
     }
     int used_sync = r.sync_residual > 0.0 || tm == MPILAB_TIMING_GLOBAL ||
-                    (c->bo.isolation == MPILAB_ISO_SYNC && tm != MPILAB_TIMING_OPSPEC);
+                    (iso == MPILAB_ISO_SYNC && tm != MPILAB_TIMING_OPSPEC);
     if (used_sync && w->size > 1) {
         w->sync_used = 1;
         w->nsyncs++;
@@ -215,10 +276,12 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         w->exit_code = 1;
     }
     if (w->rank == 0) {
-        json_array_append_new(w->meas, mpilab_results_measurement(op, bytes, tm, &c->bo, w->size, &r, used_sync));
+        json_array_append_new(w->meas, mpilab_results_measurement(op, bytes, tm, &bo, w->size, &r, used_sync));
         w->suite_used |= mpilab_suite_is_entry(op);
         row_t *row = &w->rows[w->nrows++];
         set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
+        snprintf(row->iso, sizeof row->iso, "%s",
+                 tm == MPILAB_TIMING_OPSPEC ? "barrier" : mpilab_isolation_name(iso));
         row->negative = r.negative;
         row->clock_uncertain = tm == MPILAB_TIMING_GLOBAL &&
                                mpilab_quality_clock_uncertain(r.sync_uncertainty, r.stats.median, c->bo.prec.eps);
@@ -239,10 +302,16 @@ static void measure_all(run_t *w)
             continue;
         }
         for (size_t s = 0; s < c->nsizes && w->exit_code == 0; s++)
-            for (size_t t = 0; t < c->ntiming; t++)
-                if (measure_one(w, op, s, c->timing[t]) != 0)
-                    break;
+            for (size_t i = 0; i < c->nisolation && w->exit_code == 0; i++)
+                for (size_t t = 0; t < c->ntiming; t++) {
+                    /* opspec timing has its own isolation: measured once */
+                    if (i > 0 && c->timing[t] == MPILAB_TIMING_OPSPEC)
+                        continue;
+                    if (measure_one(w, op, s, c->timing[t], c->isolation[i]) != 0)
+                        break;
+                }
     }
+    mpilab_bench_set_isolation(w->b, c->isolation[0]);
 }
 
 /* The all-pairs LogGP measurement (collective); NULL if not asked or failed. */
@@ -347,8 +416,17 @@ static json_t *options_json(const run_t *w)
     json_object_set_new(opt, "timing_skipped", json_incref(w->skipped));
     json_object_set_new(opt, "precision", mpilab_results_precision(&c->bo.prec));
     json_object_set_new(opt, "isolation", json_string(mpilab_isolation_name(c->bo.isolation)));
+    int any_none = 0;
+    if (c->nisolation > 1) {
+        json_t *il = json_array();
+        for (size_t k = 0; k < c->nisolation; k++)
+            json_array_append_new(il, json_string(mpilab_isolation_name(c->isolation[k])));
+        json_object_set_new(opt, "isolations", il);
+    }
+    for (size_t k = 0; k < c->nisolation; k++)
+        any_none |= c->isolation[k] == MPILAB_ISO_NONE;
     json_object_set_new(opt, "warmup", json_integer((json_int_t)c->bo.warmup));
-    if (c->bo.isolation == MPILAB_ISO_NONE)
+    if (any_none)
         json_object_set_new(opt, "pipeline_depth", json_integer((json_int_t)c->bo.pipeline_depth));
     json_object_set_new(opt, "p2p_schedule",
                         json_string(c->p2p_mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential"));
@@ -446,7 +524,9 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     if (!c->no_fit && c->hockney && have_fit_entry && w->fit_sizes >= 2)
         models = mpilab_models_hockney(w->meas, w->size);
     mpilab_quality_context_t qc = quality_context(w, prov);
-    print_table(w->rows, w->nrows, &qc);
+    note_isolation(w);
+    print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
+    print_isolation_notes(w->rows, w->nrows);
     if (lres) {
         if (!models)
             models = json_object();
@@ -474,7 +554,7 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
         return 2;
     size_t npairs = w.size > 1 ? (size_t)w.size * (size_t)(w.size - 1) / 2 : 1;
     for (size_t e = 0; e < c->nsel; e++)
-        w.total += c->nsizes * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming);
+        w.total += c->nsizes * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
     w.rows = w.rank == 0 ? calloc(w.total * npairs + 1, sizeof *w.rows) : NULL;
     w.meas = json_array();
     w.skipped = json_array();

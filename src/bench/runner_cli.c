@@ -39,7 +39,9 @@ void mpilab_runner_usage(FILE *f)
         "                       (10ms, 0.5s; 0 = none; default 10ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
         "  --warmup N           untimed executions before each measurement (count, default 2)\n"
-        "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier)\n"
+        "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier);\n"
+        "                       a list (barrier,none) measures each entry under each, and notes where\n"
+        "                       isolated and back-to-back figures differ beyond their intervals\n"
         "  --pipeline-depth N   isolation none: repetitions per timed chunk (count, default 10)\n"
         "  --root R             root rank of rooted operations (default 0)\n"
         "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical (default skampi)\n"
@@ -224,14 +226,40 @@ static const struct option longopts[] = {
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
     {0, 0, 0, 0}};
 
+/* --isolation MODE[,MODE...]: each mode once, at most the three there are. */
+static int isolation_list(mpilab_runner_config_t *c, const char *v, char *err, size_t errlen)
+{
+    c->nisolation = 0;
+    const char *p = v;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char name[16];
+        mpilab_isolation_t iso;
+        if (len == 0 || len >= sizeof name)
+            return fail(err, errlen, "--isolation: malformed list '%s' (e.g. barrier,none)", v);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (mpilab_isolation_parse(name, &iso) != 0)
+            return fail(err, errlen, "--isolation: unknown mode '%s' (barrier, none, sync)", name);
+        for (size_t k = 0; k < c->nisolation; k++)
+            if (c->isolation[k] == iso)
+                return fail(err, errlen, "--isolation: '%s' given twice", name);
+        c->isolation[c->nisolation++] = iso;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    c->bo.isolation = c->isolation[0];
+    return 0;
+}
+
 /* Options whose value is a name from a fixed set. */
 static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *err, size_t errlen)
 {
     switch (opt) {
     case O_ISO:
-        if (mpilab_isolation_parse(v, &c->bo.isolation) != 0)
-            return fail(err, errlen, "--isolation: unknown mode '%s' (barrier, none, sync)", v);
-        return 0;
+        return isolation_list(c, v, err, errlen);
     case O_PLACE:
         if (mpilab_placement_parse(v, &c->placement_mode) != 0)
             return fail(err, errlen, "--placement: unknown mode '%s' (auto, keep)", v);
@@ -360,7 +388,7 @@ static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
                     : (size_t)(nranks % 2 ? nranks : nranks - 1);
     size_t count = 0;
     for (size_t k = 0; k < c->nsel; k++)
-        count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming);
+        count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);
     double share = count ? r->time_budget / (double)count : r->time_budget;
     if (r->time_budget > 0.0 && share < c->bo.prec.min_time)
         share = c->bo.prec.min_time; /* never below the time the rule waits for */
@@ -414,6 +442,8 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     memset(c, 0, sizeof *c);
     mpilab_bench_opts_default(&c->bo);
     mpilab_loggp_opts_default(&c->lg);
+    c->isolation[0] = c->bo.isolation;
+    c->nisolation = 1;
     c->hockney = 1;
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",

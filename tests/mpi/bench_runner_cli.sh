@@ -68,6 +68,9 @@ bad --min-reps x
 bad --timing fastest
 bad --timing max,,root
 bad --isolation sometimes
+bad --isolation barrier,barrier
+bad --isolation barrier,
+bad --isolation ,none
 bad --p2p-schedule random
 bad --sync ntp
 bad --root 2

@@ -450,3 +450,37 @@ def test_runner_default_has_no_loggp(tmp_path: Path) -> None:
     r = results.load(tmp_path / "d.json")
     assert r.loggp == [] and "loggp" not in r.raw["models"] and len(r.hockney) == 1
     assert "LogGP" not in p.stdout
+
+
+@pytest.mark.mpi
+@needs_runner
+def test_runner_isolation_list_notes_disagreements(tmp_path: Path) -> None:
+    """--isolation barrier,none: each entry, timing and size under both (opspec once); a
+    pair is flagged isolation_differs, with the other figure beside it and a note under the
+    table, exactly when the two medians' intervals are apart."""
+    p = _run_runner(tmp_path, 2, "--ops", "bcast,scatter:linear", "--sizes", "1K,64K",
+                    "--timing", "max,opspec", "--isolation", "barrier,none",
+                    "--max-reps", "60", "--out", "iso.json")
+    assert p.returncode == 0, p.stderr
+    raw = json.loads((tmp_path / "iso.json").read_text())
+    assert raw["provenance"]["options"]["isolations"] == ["barrier", "none"]
+    ms = raw["measurements"]
+    keys = [(m["op"], m["timing"], m["bytes"], m["isolation"]) for m in ms]
+    assert len(keys) == len(set(keys))
+    for op in ("bcast", "scatter"):
+        for b in (1024, 65536):
+            assert (op, "max", b, "barrier") in keys and (op, "max", b, "none") in keys
+    assert sum(1 for m in ms if m["timing"] == "opspec") == 2  # scatter, 2 sizes, once
+    from mpilab import quality
+    pairs = quality.isolation_pairs(ms)
+    assert len(pairs) == 4
+    for a, b, differs in pairs:
+        for k, o in ((a, b), (b, a)):
+            assert (quality.ISOLATION_DIFFERS in ms[k]["flags"]) == differs
+            if differs:
+                assert ms[k]["isolation_other"]["median"] == ms[o]["stats"]["median"]
+                assert ms[k]["isolation_other"]["isolation"] == ms[o]["isolation"]
+            else:
+                assert "isolation_other" not in ms[k]
+    notes = [x for x in p.stdout.splitlines() if x.startswith("note: ") and " B: " in x]
+    assert len(notes) == sum(1 for *_, d in pairs if d)

@@ -320,3 +320,31 @@ def test_derived_values_follow_the_launch_level_figure() -> None:
     assert out["stats"]["median"] == 2e-6
     assert out["derived"]["msg_rate"] == pytest.approx(64 / out["stats"]["median"])
     assert out["derived"]["note"] == "launch 2e-06"
+
+
+def _iso(iso: str, med: float, rel: float = 0.01) -> dict:  # type: ignore[type-arg]
+    return {"op": "bcast", "impl": "native", "timing": "max", "bytes": 1024, "root": 0,
+            "ranks": 4, "isolation": iso, "samples": [med] * 5, "flags": [],
+            "stats": {"median": med, "med_lo": med * (1 - rel), "med_hi": med * (1 + rel),
+                      "converged": True}, "precision": {"cl": 0.95, "eps": 0.05}}
+
+
+def test_isolation_disagreement_judged_on_merged_figures() -> None:
+    """Launch 1 alone has its isolated and back-to-back figures apart; over three launches
+    the merged figures' intervals overlap: the merged file carries no isolation_differs
+    flag; where the merged figures are apart, both carry it with the other's figure."""
+    from mpilab import quality
+    docs = []
+    for barrier, none in ((1.3e-6, 1.0e-6), (1.0e-6, 1.05e-6), (1.05e-6, 1.3e-6)):
+        ms = [_iso("barrier", barrier), _iso("none", none)]
+        quality.mark_isolation(ms)
+        docs.append({"schema": "mpilab.results/1", "provenance": {}, "measurements": ms})
+    assert quality.ISOLATION_DIFFERS in docs[0]["measurements"][0]["flags"]
+    merged = launches.merge(docs, ["a", "b", "c"])
+    for m in merged["measurements"]:
+        assert quality.ISOLATION_DIFFERS not in m["flags"] and "isolation_other" not in m
+    far = [_iso("barrier", 3e-6), _iso("none", 1e-6)]
+    assert quality.mark_isolation(far) == 1
+    assert far[0]["isolation_other"] == {"isolation": "none", "median": 1e-6,
+                                         "med_lo": 1e-6 * 0.99, "med_hi": 1e-6 * 1.01}
+    assert quality.ISOLATION_DIFFERS in far[1]["flags"]

@@ -3,6 +3,7 @@ summary first, interactive figures through report.figs, flagged cells, collapsed
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,30 @@ def test_loggp_only_results_get_a_models_section(
     text = _report(doc, write_json, tmp_path)
     assert '<section id="models"' in text and 'href="#models"' in text
     assert "LogGP parameters per pair" in text and "Hockney parameters" not in text
+
+
+def test_report_sets_isolated_beside_back_to_back(tmp_path: Path) -> None:
+    """A file with the same collective measured isolated and back to back: the report has
+    the side-by-side table, with the pair whose intervals are apart flagged."""
+    from mpilab import quality
+    from mpilab.report import render_report
+
+    def m(iso: str, b: int, med: float) -> dict:  # type: ignore[type-arg]
+        return {"op": "bcast", "impl": "native", "timing": "max", "isolation": iso, "bytes": b,
+                "root": 0, "ranks": 4, "samples": [med] * 6, "flags": [],
+                "stats": {"reps": 6, "invalid": 0, "mean": med, "ci_half": med * 0.01,
+                          "median": med, "med_lo": med * 0.99, "med_hi": med * 1.01,
+                          "converged": True}}
+    ms = [m("barrier", 1024, 2e-5), m("none", 1024, 2.01e-5), m("barrier", 1 << 20, 1.1e-3),
+          m("none", 1 << 20, 3.5e-4)]
+    quality.mark_isolation(ms)
+    doc = {"schema": "mpilab.results/1", "provenance": {"tool": "mpilab-bench"},
+           "measurements": ms}
+    f = tmp_path / "iso.json"
+    f.write_text(json.dumps(doc))
+    from mpilab import results
+    html = render_report(results.load(f))
+    i = html.index('id="isolation"')
+    table = html[i:html.index("</table>", i)]
+    assert table.count("intervals apart") == 1 and table.count("agree") == 1
+    assert "x0.32" in table

@@ -337,18 +337,51 @@ def measurement_table(r: Results, label: str | None = None) -> Table:
                  caption="All measurements", table_id="measurements")
 
 
+def isolation_table(r: Results) -> Table | None:
+    """Every entry measured both isolated and back to back in this file: the two figures
+    side by side, their ratio, and whether their intervals are apart."""
+    raw = [m.raw for m in r.measurements]
+    rows, rf = [], []
+    for a, b, differs in quality.isolation_pairs(raw):
+        ma, mb = r.measurements[a], r.measurements[b]
+        ea, eb = values.time_estimate(ma), values.time_estimate(mb)
+        fl = [quality.ISOLATION_DIFFERS] if differs else []
+        ratio = eb.value / ea.value if ea.value and eb.value is not None else None
+        rows.append([Cell(ma.op), Cell(ma.impl), Cell(ma.timing), Cell(values.where(ma)),
+                     Cell(values.size_label(ma), sort=ma.bytes, num=True),
+                     tables.text(ma.isolation), tables.value(ea.value, "s", fl),
+                     tables.interval(ea.lo, ea.hi, "s"), tables.text(mb.isolation),
+                     tables.value(eb.value, "s", fl), tables.interval(eb.lo, eb.hi, "s"),
+                     Cell("-" if ratio is None else f"x{ratio:.2f}", sort=ratio, num=True),
+                     Cell("intervals apart" if differs else "agree")])
+        rf.append(fl)
+    if not rows:
+        return None
+    return Table(["op", "impl", "timing", "pair/root", "size", "isolation", "median",
+                  "median 95% CI", "isolation", "median", "median 95% CI", "ratio", "verdict"],
+                 rows, rf, caption="Isolated against back-to-back", table_id="isolation")
+
+
 def _measurements(r: Results) -> list[Section]:
     if not r.measurements:
         return []
     sec = Section("measurements", "All measurements")
+    iso = isolation_table(r)
+    if iso is not None:
+        sec.h3("Isolated against back-to-back")
+        sec.note("The same operations measured with a barrier before every repetition and "
+                 "back to back. Where the intervals are apart the rows are flagged "
+                 f"isolation_differs: {quality.ISOLATION_NOTE}.")
+        sec.add("table", iso)
     sec.note("The reported figure is the median, with its order-statistic 95% interval (the "
              "stopping rule's); the mean and its Student-t interval beside. Flagged rows: "
              "not_converged (stopped at the repetition limit without the asked precision), "
              "invalid_samples (repetitions excluded), negative_time (corrected times <= 0 "
              "excluded), clock_uncertain (global timing on a clock synchronisation less precise "
              "than the asked precision), launches_disagree (over several launches: some launch's "
-             "own interval did not hold the figure), negative (a value below zero), no_ci "
-             "(no interval).")
+             "own interval did not hold the figure), isolation_differs (the same operation "
+             "measured isolated and back to back: intervals apart; see the table above), "
+             "negative (a value below zero), no_ci (no interval).")
     sec.add("table", measurement_table(r))
     return [sec]
 
