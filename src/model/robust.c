@@ -227,22 +227,64 @@ int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t er
 
 /* ------------------------------------------------------------ shared machinery */
 
-/* The valid samples of one series, contiguous. */
+/* The valid samples of one series, contiguous (v), and the same sorted once (sorted): a
+ * series can hold a million samples (the stopping rule stops on precision, not on a count),
+ * and the bootstrap asks each for a quantile hundreds of times. */
 typedef struct series {
-    double *v;
+    double *v, *sorted;
     size_t m;
 } series_t;
+
+/* Above this many samples a bootstrap replicate of a quantile is drawn from the order
+ * statistics' distribution (O(1) on the sorted series) instead of by resampling. */
+#define SERIES_FAST_M 4096
 
 static int series_take(series_t *s, const double *x, const unsigned char *valid, size_t n)
 {
     s->m = 0;
     s->v = malloc((n ? n : 1) * sizeof *s->v);
-    if (!s->v)
+    s->sorted = malloc((n ? n : 1) * sizeof *s->sorted);
+    if (!s->v || !s->sorted) {
+        free(s->v);
+        free(s->sorted);
+        s->v = s->sorted = NULL;
         return -1;
+    }
     for (size_t k = 0; k < n; k++)
         if ((!valid || valid[k]) && isfinite(x[k]))
             s->v[s->m++] = x[k];
+    memcpy(s->sorted, s->v, s->m * sizeof *s->v);
+    gsl_sort(s->sorted, 1, s->m);
     return 0;
+}
+
+static void series_free(series_t *s)
+{
+    free(s->v);
+    free(s->sorted);
+    s->v = s->sorted = NULL;
+}
+
+/* The q-quantile (as gsl_stats_quantile_from_sorted_data) of a bootstrap resample of the
+ * sorted series, drawn without resampling: a resample is m draws sorted[floor(m U)], U
+ * uniform, so its k-th smallest value is sorted[floor(m U_(k))] with U_(k) ~ Beta(k, m-k+1),
+ * and the next one's U_(k+1) = U_(k) + (1 - U_(k)) Beta(1, m-k). */
+static double series_boot_quantile_fast(const series_t *s, double q, gsl_rng *rng)
+{
+    size_t m = s->m;
+    double idx = q * (double)(m - 1);
+    size_t lhs = (size_t)idx;
+    double delta = idx - (double)lhs;
+    size_t k = lhs + 1; /* 1-based rank of the lower order statistic */
+    double u = gsl_ran_beta(rng, (double)k, (double)(m - k + 1));
+    size_t i = (size_t)(u * (double)m);
+    double lo = s->sorted[i < m ? i : m - 1];
+    if (delta <= 0.0 || k >= m)
+        return lo;
+    double u2 = u + (1.0 - u) * gsl_ran_beta(rng, 1.0, (double)(m - k));
+    size_t j = (size_t)(u2 * (double)m);
+    double hi = s->sorted[j < m ? j : m - 1];
+    return (1.0 - delta) * lo + delta * hi;
 }
 
 /* q-quantile of the series, or a bootstrap replicate of it (rng != NULL); buf holds s->m.
@@ -265,14 +307,18 @@ static int series_take(series_t *s, const double *x, const unsigned char *valid,
 #define ENDPOINT_CENTRE 0.25
 static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
 {
+    if (s->m == 0)
+        return NAN;
     if (rng && q <= 0.0) {
-        for (size_t k = 0; k < s->m; k++)
-            buf[k] = s->v[k];
-        gsl_sort(buf, 1, s->m);
+        const double *v = s->sorted;
         size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
-        double sp = k > 0 ? (buf[k] - buf[0]) / (double)k : 0.0;
-        return buf[0] + gsl_ran_exponential(rng, sp > 0 ? sp : 1e-300) - ENDPOINT_CENTRE * sp;
+        double sp = k > 0 ? (v[k] - v[0]) / (double)k : 0.0;
+        return v[0] + gsl_ran_exponential(rng, sp > 0 ? sp : 1e-300) - ENDPOINT_CENTRE * sp;
     }
+    if (!rng)
+        return q <= 0.0 ? s->sorted[0] : gsl_stats_quantile_from_sorted_data(s->sorted, 1, s->m, q);
+    if (s->m > SERIES_FAST_M)
+        return series_boot_quantile_fast(s, q, rng);
     for (size_t k = 0; k < s->m; k++)
         buf[k] = rng ? s->v[gsl_rng_uniform_int(rng, s->m)] : s->v[k];
     return sorted_quantile(buf, s->m, q);
@@ -283,12 +329,10 @@ static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
 static double series_sigma(const series_t *s, double q, double value, double *buf)
 {
     double sp = 0.0;
+    (void)buf;
     if (q <= 0.0 && s->m > 1) {
-        for (size_t k = 0; k < s->m; k++)
-            buf[k] = s->v[k];
-        gsl_sort(buf, 1, s->m);
         size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
-        sp = (buf[k] - buf[0]) / (double)k;
+        sp = (s->sorted[k] - s->sorted[0]) / (double)k;
     }
     return fmax(sp, SIGMA_FLOOR * fabs(value));
 }
@@ -456,7 +500,7 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
 done:
     if (ser)
         for (size_t k = 0; k < n; k++)
-            free(ser[k].v);
+            series_free(&ser[k]);
     free(ser);
     free(x);
     free(y);
@@ -541,7 +585,7 @@ static void lg_work_free(lg_work_t *w)
 {
     if (w->ser)
         for (size_t k = 0; k < w->n * NQ; k++)
-            free(w->ser[k].v);
+            series_free(&w->ser[k]);
     free(w->ser);
     free(w->x);
     free(w->vals);

@@ -378,6 +378,38 @@ static void test_clock_uncertain(void)
     CHECK(mpilab_quality_clock_uncertain(1e-6, NAN, 0.025) == 1);      /* no figure to trust */
 }
 
+/* Long series (a million samples is what the stopping rule may collect): the bootstrap of a
+ * median-based fit draws each replicate from the order statistics' distribution above a few
+ * thousand samples. Its intervals must still cover: 5 sizes of 6000 samples with 5%
+ * Gaussian noise around a known line, 40 trials, alpha and beta held in at least 34. */
+static void test_long_series(void)
+{
+    enum { LN = 5, LM = 6000, TRIALS = 40 };
+    static double s[LN][LM];
+    double x[LN] = {0, 1024, 8192, 65536, 262144};
+    const double a = 5e-6, b = 1e-9;
+    mpilab_robust_opts_t o;
+    mpilab_robust_opts_default(&o);
+    o.q = 0.5;
+    o.max_ranges = 1;
+    int ina = 0, inb = 0;
+    for (int t = 0; t < TRIALS; t++) {
+        mpilab_sample_set_t sets[LN];
+        for (int k = 0; k < LN; k++) {
+            for (int r = 0; r < LM; r++)
+                s[k][r] = (a + b * x[k]) * (1.0 + gsl_ran_gaussian(rng, 0.05));
+            sets[k] = (mpilab_sample_set_t){x[k], s[k], NULL, LM};
+        }
+        mpilab_hockney_robust_t h;
+        char err[128] = "";
+        o.seed = (unsigned long)t + 1;
+        CHECKF(mpilab_hockney_fit_samples(sets, LN, 1.0, &o, &h, NULL, err, sizeof err) == 0, "%s", err);
+        ina += inside(&h.alpha, a);
+        inb += inside(&h.beta, b);
+    }
+    CHECKF(ina >= 34 && inb >= 34, "long series: alpha held in %d, beta in %d of %d", ina, inb, TRIALS);
+}
+
 int main(void)
 {
     test_clock_uncertain();
@@ -387,6 +419,7 @@ int main(void)
     test_segments();
     test_hockney();
     test_loggp();
+    test_long_series();
     gsl_rng_free(rng);
     return CHECK_DONE();
 }
