@@ -55,13 +55,11 @@ double mpilab_t_quantile(double cl, size_t df)
     return gsl_cdf_tdist_Pinv(1.0 - (1.0 - cl) / 2.0, (double)df);
 }
 
-int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi)
+/* The largest k (1-based) such that [x_(k), x_(n+1-k)] covers the median at level cl,
+ * 0 when none does: coverage 1 - 2 P(B <= k-1) falls with k, so bisection finds it in
+ * O(log n) CDF evaluations. */
+static size_t median_ci_rank(size_t n, double cl)
 {
-    *lo = *hi = NAN;
-    if (!sorted || n < 1 || !(cl > 0.0 && cl < 1.0))
-        return -1;
-    /* coverage of [x_(k), x_(n+1-k)] (1-based) is 1 - 2 P(B <= k-1); it falls with k, so the
-     * largest k that still covers cl is found by bisection (O(log n) CDF evaluations) */
     size_t lo_k = 0, hi_k = (n + 1) / 2 + 1; /* cover(lo_k) >= cl (lo_k = 0: none yet), cover(hi_k) < cl */
     while (hi_k - lo_k > 1) {
         size_t k = lo_k + (hi_k - lo_k) / 2;
@@ -71,12 +69,73 @@ int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, doub
         else
             hi_k = k;
     }
-    size_t best = lo_k;
+    return lo_k;
+}
+
+int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (!sorted || n < 1 || !(cl > 0.0 && cl < 1.0))
+        return -1;
+    size_t best = median_ci_rank(n, cl);
     if (best == 0)
         return -1;
     *lo = sorted[best - 1];
     *hi = sorted[n - best];
     return 0;
+}
+
+/* Quickselect: rearranges v[0..n) so that v[k] is the value of rank k (0-based), every
+ * element before it <= v[k] <= every element after it; O(n) on average. The stopping
+ * rule asks for a few order statistics of up to 10^6 samples at every checkpoint: a full
+ * sort each time was most of the run's wall time for fast operations. */
+static void select_kth(double *v, size_t n, size_t k)
+{
+    size_t l = 0, r = n - 1;
+    while (r > l) {
+        /* median of three as the pivot, moved to v[r] */
+        size_t m = l + (r - l) / 2;
+        if (v[m] < v[l]) { double t = v[m]; v[m] = v[l]; v[l] = t; }
+        if (v[r] < v[l]) { double t = v[r]; v[r] = v[l]; v[l] = t; }
+        if (v[m] < v[r]) { double t = v[m]; v[m] = v[r]; v[r] = t; }
+        double pivot = v[r];
+        /* three-way partition: < pivot | == pivot | > pivot (ties are common: timer ticks) */
+        size_t lt = l, i = l, gt = r;
+        while (i <= gt) {
+            if (v[i] < pivot) {
+                double t = v[i]; v[i] = v[lt]; v[lt] = t;
+                lt++;
+                i++;
+            } else if (v[i] > pivot) {
+                double t = v[i]; v[i] = v[gt]; v[gt] = t;
+                if (gt == 0)
+                    break;
+                gt--;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            r = lt - 1;
+        else if (k > gt)
+            l = gt + 1;
+        else
+            return; /* v[k] equals the pivot, in its final place */
+    }
+}
+
+/* The median of v[0..n) (as gsl_stats_median_from_sorted_data would give on the sorted
+ * array); v is rearranged. */
+static double median_select(double *v, size_t n)
+{
+    size_t h = n / 2;
+    select_kth(v, n, h);
+    if (n % 2)
+        return v[h];
+    double lo = v[0];
+    for (size_t k = 1; k < h; k++)
+        lo = v[k] > lo ? v[k] : lo; /* the largest of the lower half: rank h - 1 */
+    return 0.5 * (lo + v[h]);
 }
 
 /* Half width of the batch-means interval of the block medians of v[0..m) (time order):
@@ -93,8 +152,7 @@ static double block_half(const double *v, size_t m, double cl)
         size_t start = b * len, cnt = b + 1 == MPILAB_BLOCKS ? m - start : len;
         for (size_t k = 0; k < cnt; k++)
             tmp[k] = v[start + k];
-        sort_doubles(tmp, cnt);
-        bm[b] = gsl_stats_median_from_sorted_data(tmp, 1, cnt);
+        bm[b] = median_select(tmp, cnt);
     }
     free(tmp);
     return mpilab_t_quantile(cl, MPILAB_BLOCKS - 1) * gsl_stats_sd(bm, 1, MPILAB_BLOCKS) / sqrt((double)MPILAB_BLOCKS);
@@ -111,6 +169,25 @@ static double tick_of(const double *sorted, size_t m)
         if (d > 1e-12 && (q == 0.0 || d < q))
             q = d;
     }
+    return q;
+}
+
+/* The timer's step near the median: v[a..z] holds the ranks a..z (unsorted, v partitioned
+ * around them); the smallest step among them and to the nearest distinct values outside
+ * (ties fill the window when the timer is coarse). Sorts v[a..z]. */
+static double window_tick(double *v, size_t m, size_t a, size_t z)
+{
+    sort_doubles(v + a, z - a + 1);
+    double q = tick_of(v + a, z - a + 1);
+    double below = -INFINITY, above = INFINITY;
+    for (size_t k = 0; k < a; k++)
+        below = v[k] < v[a] && v[k] > below ? v[k] : below;
+    for (size_t k = z + 1; k < m; k++)
+        above = v[k] > v[z] && v[k] < above ? v[k] : above;
+    double d[2] = {v[a] - below, above - v[z]};
+    for (int k = 0; k < 2; k++)
+        if (isfinite(d[k]) && d[k] > 1e-12 && (q == 0.0 || d[k] < q))
+            q = d[k];
     return q;
 }
 
@@ -138,14 +215,26 @@ void mpilab_stats_compute(const double *samples, const unsigned char *valid, siz
         out->mean = gsl_stats_mean(v, 1, m);
         if (cl > 0.0 && cl < 1.0)
             out->blk_half = block_half(v, m, cl); /* before sorting: blocks are in time order */
-        sort_doubles(v, m);
-        out->min = v[0];
-        out->max = v[m - 1];
-        out->median = gsl_stats_median_from_sorted_data(v, 1, m);
-        if (mpilab_median_ci(v, m, cl, &out->os_lo, &out->os_hi) == 0) {
-            /* the timer's resolution: an interval narrower than one tick (ties at the
-             * median) is no evidence of precision, so it is at least a tick wide */
-            double q = tick_of(v, m) / 2.0;
+        out->min = out->max = v[0];
+        for (size_t k = 1; k < m; k++) {
+            out->min = v[k] < out->min ? v[k] : out->min;
+            out->max = v[k] > out->max ? v[k] : out->max;
+        }
+        out->median = median_select(v, m);
+        size_t best = cl > 0.0 && cl < 1.0 ? median_ci_rank(m, cl) : 0;
+        if (best > 0) {
+            /* the ranks best-1 and m-best around the median (v is partitioned at m/2) */
+            size_t h = m / 2, a = best - 1, z = m - best;
+            if (a < h)
+                select_kth(v, h, a);
+            if (z > h)
+                select_kth(v + h + 1, m - h - 1, z - h - 1);
+            out->os_lo = v[a];
+            out->os_hi = v[z];
+            /* the timer's resolution, as the samples inside the interval show it: an
+             * interval narrower than one tick (ties at the median) is no evidence of
+             * precision, so it is at least a tick wide */
+            double q = window_tick(v, m, a, z) / 2.0;
             out->os_lo = fmin(out->os_lo, out->median - q);
             out->os_hi = fmax(out->os_hi, out->median + q);
             out->med_lo = out->os_lo;
