@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpilab import argtypes, fsutil, units
-from mpilab.errors import no_action
+from mpilab.errors import MpilabError, no_action
 from mpilab.sim import platform as plat
 
 
@@ -47,7 +47,10 @@ _size = _typed(_window, "size")
 
 
 def _write(gen: plat.Generated, out: str) -> int:
-    fsutil.atomic_write_bytes(out, gen.xml)
+    try:
+        fsutil.atomic_write_bytes(out, gen.xml)
+    except OSError as e:  # e.g. a folder that cannot be created
+        raise MpilabError(f"{out}: cannot write: {e.strerror or e}") from None
     where = "standard output" if out == "-" else out
     sys.stderr.write(f"mpilab: sim platform: wrote {where}: {gen.description}; "
                      f"{len(gen.hosts)} hosts; sha256 {gen.sha256}\n")
@@ -56,7 +59,7 @@ def _write(gen: plat.Generated, out: str) -> int:
 
 def _spec(args: argparse.Namespace) -> int:
     fsutil.check_output(args.output)
-    sp, keys = plat.load_spec(args.spec)
+    sp, keys = plat.load_spec(args.spec, args.prefix)
     opt = plat.SpecOptions(rail=args.rail, speed=args.speed, cores=args.cores,
                            lan_latency=args.lan_latency, ignore=set(args.ignore or []),
                            factors=args.factors, tcp_gamma=args.tcp_gamma)
@@ -110,6 +113,8 @@ def register(sub: Any) -> None:
 
     sp = ps.add_parser("spec", help="a testbed spec (docs/testbed.md), link for link")
     sp.add_argument("spec", nargs="?", help="the spec file (default: the built-in default)")
+    sp.add_argument("--prefix", help="host name prefix (default: the spec's prefix, else "
+                    "mlt): hosts PREFIX-sSnJ, as the testbed's nodes")
     sp.add_argument("--rail", type=argtypes.count,
                     help="the rail to simulate (needed when the spec has several)")
     sp.add_argument("--lan-latency", type=_latency, default=0.0,

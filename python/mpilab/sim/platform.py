@@ -366,7 +366,9 @@ def load_hetero_text(text: str, source: str) -> Hetero:
     ctx = tbspec._Ctx(source, text)
     for key in data:
         if key not in _HETERO_KEYS[""]:
-            raise ctx.err("", key, "unknown key")
+            line = ctx.lines.get(("", 0, key)) or ctx.lines.get((key, 0, ""))
+            raise MpilabError(f"{source}:{line}: {key}: unknown key" if line
+                              else f"{source}: {key}: unknown key")
     cl = data.get("cluster", {})
     if not isinstance(cl, dict):
         raise ctx.err("", "cluster", "must be a table")
@@ -561,8 +563,11 @@ def from_spec(sp: tbspec.Spec, keys: dict[str, int], opt: SpecOptions) -> Genera
     return _document(_configs(opt.factors, opt.tcp_gamma), build, hosts, desc)
 
 
-def load_spec(path: str | None) -> tuple[tbspec.Spec, dict[str, int]]:
-    """A testbed spec (None: the built-in default) and the keys its text sets."""
+def load_spec(path: str | None,
+              prefix: str | None = None) -> tuple[tbspec.Spec, dict[str, int]]:
+    """A testbed spec (None: the built-in default) and the keys its text sets; `prefix`
+    replaces the spec's (as `mpilab testbed --prefix`; $MPILAB_TESTBED_PREFIX is not read,
+    so the file does not depend on the environment)."""
     if path is None:
         text, source = tbspec.DEFAULT_SPEC, "<default>"
     else:
@@ -572,7 +577,7 @@ def load_spec(path: str | None) -> tuple[tbspec.Spec, dict[str, int]]:
         except UnicodeDecodeError:
             raise MpilabError(f"{path}: not UTF-8 text") from None
         source = path
-    sp = tbspec.load_text(text, source)
+    sp = tbspec.load_text(text, source, prefix)
     return sp, spec_keys(text)
 
 
