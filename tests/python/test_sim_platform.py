@@ -408,3 +408,21 @@ def test_smpirun_accepts_mpiblib16(pingpong: Path, tmp_path: Path) -> None:
     t = _smpirun(pingpong, data, [f"hcl-{i}" for i in range(16)], 16, tmp_path)
     assert t[1] == pytest.approx(50e-6, rel=0.01)  # 25 us per node link, two links
     assert t[1000000] == pytest.approx(50e-6 + 8e-3, rel=1e-3)  # Gigabit Ethernet
+
+
+def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:
+    p = run_cli("sim", "platform", "torus", "--shape", "2,3", "--name", "t", "-o", "t.xml",
+                "--hostfile", "hosts")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "hosts").read_text().split() == [f"t-{i}" for i in range(6)]
+    assert plat.hosts_of((tmp_path / "t.xml").read_bytes()) == [f"t-{i}" for i in range(6)]
+    sp, data = _spec_platform(None)
+    assert plat.hosts_of(data) == [sp.ns(n) for n in sp.node_names()]
+    assert plat.hosts_of(b'<platform><cluster prefix="c" suffix=".x" radical="0-1,5"/>'
+                         b'</platform>') == ["c0.x", "c1.x", "c5.x"]
+    for bad, msg in ((b"<platform", "not XML"), (b"<zone/>", "not a SimGrid platform"),
+                     (b'<platform><cluster radical="5-1"/></platform>', "radical")):
+        with pytest.raises(MpilabError, match=msg):
+            plat.hosts_of(bad)
+    assert "--hostfile -" in _one_line(run_cli("sim", "platform", "flat", "--nodes", "2",
+                                               "--hostfile", "-"))

@@ -46,11 +46,22 @@ def _window(v: object) -> int:
 _size = _typed(_window, "size")
 
 
-def _write(gen: plat.Generated, out: str) -> int:
+def _check_outputs(args: argparse.Namespace) -> None:
+    fsutil.check_output(args.output)
+    if args.hostfile is not None:
+        if args.hostfile == "-" and args.output == "-":
+            raise MpilabError("--hostfile -: the platform already goes to standard output")
+        fsutil.check_output(args.hostfile)
+
+
+def _write(gen: plat.Generated, out: str, hostfile: str | None = None) -> int:
     try:
         fsutil.atomic_write_bytes(out, gen.xml)
+        if hostfile is not None:
+            fsutil.atomic_write_text(hostfile, "".join(f"{h}\n" for h in gen.hosts))
     except OSError as e:  # e.g. a folder that cannot be created
-        raise MpilabError(f"{out}: cannot write: {e.strerror or e}") from None
+        name = e.filename or out
+        raise MpilabError(f"{name}: cannot write: {e.strerror or e}") from None
     where = "standard output" if out == "-" else out
     sys.stderr.write(f"mpilab: sim platform: wrote {where}: {gen.description}; "
                      f"{len(gen.hosts)} hosts; sha256 {gen.sha256}\n")
@@ -58,34 +69,36 @@ def _write(gen: plat.Generated, out: str) -> int:
 
 
 def _spec(args: argparse.Namespace) -> int:
-    fsutil.check_output(args.output)
+    _check_outputs(args)
     sp, keys = plat.load_spec(args.spec, args.prefix)
     opt = plat.SpecOptions(rail=args.rail, speed=args.speed, cores=args.cores,
                            lan_latency=args.lan_latency, ignore=set(args.ignore or []),
                            factors=args.factors, tcp_gamma=args.tcp_gamma)
-    return _write(plat.from_spec(sp, keys, opt), args.output)
+    return _write(plat.from_spec(sp, keys, opt), args.output, args.hostfile)
 
 
 def _topology(args: argparse.Namespace) -> int:
-    fsutil.check_output(args.output)
+    _check_outputs(args)
     t = plat.Topology(kind=args.kind, nodes=args.nodes, shape=args.shape, bw=args.bw,
                       lat=args.lat, speed=args.speed, cores=args.cores,
                       backbone_bw=getattr(args, "backbone_bw", None),
                       backbone_lat=getattr(args, "backbone_lat", 0.0), name=args.name,
                       factors=args.factors, tcp_gamma=args.tcp_gamma)
-    return _write(plat.topology(t), args.output)
+    return _write(plat.topology(t), args.output, args.hostfile)
 
 
 def _hetero(args: argparse.Namespace) -> int:
-    fsutil.check_output(args.output)
+    _check_outputs(args)
     h = plat.load_hetero(args.cluster)
     h.factors, h.tcp_gamma = args.factors, args.tcp_gamma
-    return _write(plat.hetero(h), args.output)
+    return _write(plat.hetero(h), args.output, args.hostfile)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="-", metavar="FILE",
                    help="the platform file to write (default -: standard output)")
+    p.add_argument("--hostfile", metavar="FILE",
+                   help="also write the hosts, one a line (smpirun -hostfile)")
     p.add_argument("--factors", choices=(plat.FACTORS_EXACT, plat.FACTORS_SMPI),
                    default=plat.FACTORS_EXACT,
                    help="exact (default): the file turns SMPI's bandwidth and latency "

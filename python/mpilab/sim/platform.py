@@ -590,6 +590,42 @@ def load_hetero(path: str) -> Hetero:
     return load_hetero_text(text, path)
 
 
+def _radicals(text: str, where: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part.strip(), re.ASCII)
+        if not m:
+            raise MpilabError(f"{where}: radical {text!r}: expected e.g. 0-15 or 0-3,8")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if hi < lo or len(out) + hi - lo + 1 > MAX_HOSTS:
+            raise MpilabError(f"{where}: radical {text!r}: empty or more than {MAX_HOSTS} hosts")
+        out.extend(range(lo, hi + 1))
+    return out
+
+
+def hosts_of(data: bytes, where: str = "platform") -> list[str]:
+    """The host names of a platform document, in document order: every <host> and the
+    hosts of every <cluster> (prefix + radical + suffix). For a hostfile: SMPI places rank
+    i on line i (mod the lines). MpilabError (one line) for XML that is not a platform."""
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise MpilabError(f"{where}: not XML: {e}") from None
+    if root.tag != "platform":
+        raise MpilabError(f"{where}: not a SimGrid platform (root element <{root.tag}>)")
+    hosts: list[str] = []
+    for elem in root.iter():
+        if elem.tag == "host" and elem.get("id"):
+            hosts.append(str(elem.get("id")))
+        elif elem.tag == "cluster":
+            pre, suf = elem.get("prefix", ""), elem.get("suffix", "")
+            hosts.extend(f"{pre}{i}{suf}" for i in _radicals(elem.get("radical", ""), where))
+        if len(hosts) > MAX_HOSTS:
+            raise MpilabError(f"{where}: more than {MAX_HOSTS} hosts")
+    return hosts
+
+
 def file_sha256(path: str) -> str:
     """sha256 of a platform file as written (what provenance records)."""
     return hashlib.sha256(read_regular(path, "platform file", 1 << 30)).hexdigest()
