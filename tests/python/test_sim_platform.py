@@ -305,43 +305,7 @@ def test_shape_hosts_and_units() -> None:
 
 # ---- SimGrid runs the files ----
 
-PINGPONG = r"""
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-/* rank 0 and the last rank: 1-byte and 1 MB ping-pongs; one-way time = (11 - 1 round
-   trips) / 20, so the barrier's skew before the first round trip cancels */
-static double run(char *buf, int n, int reps, int rank, int peer) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  for (int i = 0; i < reps; i++) {
-    if (rank == 0) {
-      MPI_Send(buf, n, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
-      MPI_Recv(buf, n, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else if (rank == peer) {
-      MPI_Recv(buf, n, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf, n, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
-    }
-  }
-  return MPI_Wtime() - t0;
-}
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  char *buf = calloc(1000000, 1);
-  int sizes[2] = {1, 1000000};
-  for (int k = 0; k < 2; k++) {
-    double a = run(buf, sizes[k], 1, rank, size - 1);
-    double b = run(buf, sizes[k], 11, rank, size - 1);
-    if (rank == 0) printf("oneway %d %.12e\n", sizes[k], (b - a) / 20);
-  }
-  free(buf);
-  MPI_Finalize();
-  return 0;
-}
-"""
+PINGPONG = EXAMPLES / "platforms" / "pingpong.c"
 
 
 @pytest.fixture(scope="module")
@@ -350,8 +314,8 @@ def pingpong(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not found (SimGrid SMPI not installed: apt libsimgrid-dev)")
     d = tmp_path_factory.mktemp("smpi")
-    (d / "pp.c").write_text(PINGPONG)
-    p = subprocess.run(["smpicc", "-O1", "-o", str(d / "pp"), str(d / "pp.c")],
+    p = subprocess.run(["smpicc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o",
+                        str(d / "pp"), str(PINGPONG)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return d / "pp"
