@@ -1,5 +1,7 @@
 /* A trivial MPI program for checking SimGrid platform files (docs/sim.md): a ping-pong
-   between rank 0 and the last rank, 1 byte and 1 MB; prints "oneway BYTES SECONDS".
+   between rank 0 and the last rank, 1 byte and 1 MB; prints "oneway BYTES SECONDS". Under
+   SMPI, every rank then computes 1e9 simulated flops (smpi_execute_flops) and rank 0
+   prints "compute RANK SECONDS" for each: 1e9 / the host's speed.
    Built outside the tree's build dirs:  smpicc -O1 -o pp examples/platforms/pingpong.c
    Run:  smpirun -np N -platform P.xml -hostfile HOSTS ./pp
    (not in examples/CMakeLists.txt's glob: that builds the .c files of examples/ itself) */
@@ -35,6 +37,16 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("oneway %d %.12e\n", sizes[k], (b - a) / 20);
   }
   free(buf);
+#ifdef SMPI_H
+  double c0 = MPI_Wtime();
+  smpi_execute_flops(1e9);
+  double c = MPI_Wtime() - c0;
+  double *all = rank == 0 ? malloc(sizeof(double) * (size_t)size) : NULL;
+  MPI_Gather(&c, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (int r = 0; r < size; r++) printf("compute %d %.12e\n", r, all[r]);
+  free(all);
+#endif
   MPI_Finalize();
   return 0;
 }

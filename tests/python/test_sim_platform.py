@@ -321,7 +321,9 @@ def pingpong(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d / "pp"
 
 
-def _smpirun(exe: Path, data: bytes, hosts: list[str], np: int, tmp: Path) -> dict[int, float]:
+def _smpirun_full(exe: Path, data: bytes, hosts: list[str], np: int,
+                  tmp: Path) -> tuple[dict[int, float], dict[int, float]]:
+    """({bytes: one-way s}, {rank: s to compute 1e9 simulated flops})."""
     (tmp / "platform.xml").write_bytes(data)
     (tmp / "hostfile").write_text("".join(h + "\n" for h in hosts[:np]))
     p = subprocess.run(["smpirun", "-np", str(np), "-platform", str(tmp / "platform.xml"),
@@ -330,7 +332,13 @@ def _smpirun(exe: Path, data: bytes, hosts: list[str], np: int, tmp: Path) -> di
     assert p.returncode == 0, p.stderr[-2000:]
     out = dict(re.findall(r"oneway (\d+) (\S+)", p.stdout))
     assert set(out) == {"1", "1000000"}, p.stdout
-    return {int(k): float(v) for k, v in out.items()}
+    comp = {int(r): float(t) for r, t in re.findall(r"compute (\d+) (\S+)", p.stdout)}
+    assert sorted(comp) == list(range(np)), p.stdout
+    return {int(k): float(v) for k, v in out.items()}, comp
+
+
+def _smpirun(exe: Path, data: bytes, hosts: list[str], np: int, tmp: Path) -> dict[int, float]:
+    return _smpirun_full(exe, data, hosts, np, tmp)[0]
 
 
 def test_smpirun_runs_the_default_spec_with_its_values(pingpong: Path, tmp_path: Path) -> None:
@@ -369,9 +377,30 @@ def test_smpirun_accepts_each_topology(pingpong: Path, tmp_path: Path, run_cli: 
 
 def test_smpirun_accepts_mpiblib16(pingpong: Path, tmp_path: Path) -> None:
     data = (EXAMPLES / "platforms" / "mpiblib16.xml").read_bytes()
-    t = _smpirun(pingpong, data, [f"hcl-{i}" for i in range(16)], 16, tmp_path)
+    t, comp = _smpirun_full(pingpong, data, [f"hcl-{i}" for i in range(16)], 16, tmp_path)
     assert t[1] == pytest.approx(50e-6, rel=0.01)  # 25 us per node link, two links
     assert t[1000000] == pytest.approx(50e-6 + 8e-3, rel=1e-3)  # Gigabit Ethernet
+    # each rank's host computes at its own CPU speed: 1e9 flops take 1e9 / speed
+    speeds = [float(h.get("speed").rstrip("f")) for h in ET.fromstring(data).iter("host")]
+    for r in range(16):
+        assert comp[r] == pytest.approx(1e9 / speeds[r], rel=1e-6), r
+
+
+def test_smpirun_hetero_per_node_rate_and_speed(pingpong: Path, tmp_path: Path,
+                                                run_cli: Any) -> None:
+    (tmp_path / "c.toml").write_text(
+        '[cluster]\nname = "h"\nlatency = "10us"\n'
+        '[[nodes]]\ncount = 1\nspeed = "2Gf"\nrate = "1Gbit"\n'
+        '[[nodes]]\ncount = 1\nspeed = "500Mf"\nrate = "100Mbit"\nlatency = "40us"\ncores = 2\n')
+    p = run_cli("sim", "platform", "hetero", "c.toml", "-o", "c.xml")
+    assert p.returncode == 0, p.stderr
+    t, comp = _smpirun_full(pingpong, (tmp_path / "c.xml").read_bytes(), ["h-0", "h-1"], 2,
+                            tmp_path)
+    # 10 us + 40 us (and SMPI's ~16 bytes per message: 1.3 us at 100 Mbit/s)
+    assert t[1] == pytest.approx(50e-6, rel=0.05)
+    assert t[1000000] == pytest.approx(50e-6 + 8e6 / 100e6, rel=1e-3)  # the slower node
+    assert comp[0] == pytest.approx(0.5, rel=1e-6)
+    assert comp[1] == pytest.approx(2.0, rel=1e-6)
 
 
 def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:
