@@ -1,7 +1,8 @@
 /* A trivial MPI program for checking SimGrid platform files (docs/sim.md): a ping-pong
    between rank 0 and the last rank, 1 byte and 1 MB; prints "oneway BYTES SECONDS". Under
    SMPI, every rank then computes 1e9 simulated flops (smpi_execute_flops) and rank 0
-   prints "compute RANK SECONDS" for each: 1e9 / the host's speed.
+   prints "compute RANK SECONDS" for each: 1e9 / the host's speed. An MPI_Alltoall of one
+   int makes every pair of ranks communicate ("alltoall N ranks 0 wrong").
    Built outside the tree's build dirs:  smpicc -O1 -o pp examples/platforms/pingpong.c
    Run:  smpirun -np N -platform P.xml -hostfile HOSTS ./pp
    (not in examples/CMakeLists.txt's glob: that builds the .c files of examples/ itself) */
@@ -36,6 +37,18 @@ int main(int argc, char **argv) {
     double b = run(buf, sizes[k], 11, rank, size - 1);
     if (rank == 0) printf("oneway %d %.12e\n", sizes[k], (b - a) / 20);
   }
+  /* every pair of ranks exchanges one int (a platform whose routes fail for some pair
+     fails here); rank 0 checks what it received */
+  int *out = malloc(sizeof(int) * (size_t)size), *in = malloc(sizeof(int) * (size_t)size);
+  for (int r = 0; r < size; r++) out[r] = rank * size + r;
+  MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD);
+  int bad = 0;
+  for (int r = 0; r < size; r++) bad += in[r] != r * size + rank;
+  int allbad = 0;
+  MPI_Reduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("alltoall %d ranks %d wrong\n", size, allbad);
+  free(out);
+  free(in);
   free(buf);
 #ifdef SMPI_H
   double c0 = MPI_Wtime();

@@ -225,6 +225,9 @@ def test_mpiblib16_example_is_the_generators_output(run_cli: Any) -> None:
     (["torus", "--shape", "4,4", "--nodes", "15"], "has 16 hosts, not --nodes 15"),
     (["torus", "--shape", "4,x"], "'x' is not a count"),
     (["torus", "--shape", "4,0"], "must be at least 1"),
+    (["torus", "--shape", "1,1,2"], "every dimension must be at least 2"),
+    (["dragonfly", "--shape", "4,1;1,1;1,1;2"], "4 groups need at least 4 routers per chassis"),
+    (["dragonfly", "--shape", "4,1;2,1;2,1;2"], "4 groups need at least 4 routers per chassis"),
     (["fattree", "--shape", "2;4;1,2;1,2"], "expected 2 comma-separated counts"),
     (["fattree", "--shape", "2;4,4"], "expected LEVELS;DOWN;UP;PARALLEL"),
     (["dragonfly", "--shape", "3,4;4,3;5,1"], "expected GROUPS,LINKS"),
@@ -294,6 +297,7 @@ def test_shape_hosts_and_units() -> None:
     assert plat.shape_hosts("fattree", "2;4,4;1,2;1,2") == 16
     assert plat.shape_hosts("fattree", "3;4,4,4;1,4,4;1,1,1") == 64
     assert plat.shape_hosts("dragonfly", "3,4;4,3;5,1;2") == 120
+    assert plat.shape_hosts("dragonfly", "4,1;2,1;4,1;1") == 32  # 4 groups, 4 routers a chassis
     with pytest.raises(MpilabError, match="unknown"):
         plat.shape_hosts("hypercube", "2")
     assert plat.parse_speed("2.8Gf") == 2.8e9
@@ -332,6 +336,7 @@ def _smpirun_full(exe: Path, data: bytes, hosts: list[str], np: int,
     assert p.returncode == 0, p.stderr[-2000:]
     out = dict(re.findall(r"oneway (\d+) (\S+)", p.stdout))
     assert set(out) == {"1", "1000000"}, p.stdout
+    assert f"alltoall {np} ranks 0 wrong" in p.stdout, p.stdout  # every pair routed
     comp = {int(r): float(t) for r, t in re.findall(r"compute (\d+) (\S+)", p.stdout)}
     assert sorted(comp) == list(range(np)), p.stdout
     return {int(k): float(v) for k, v in out.items()}, comp
@@ -359,6 +364,8 @@ def test_smpirun_runs_the_default_spec_with_its_values(pingpong: Path, tmp_path:
     ("torus", ["--shape", "2,2,2"], 8),
     ("fattree", ["--shape", "2;4,4;1,2;1,2", "--nodes", "16"], 16),
     ("dragonfly", ["--shape", "2,1;2,1;2,1;2"], 16),
+    ("dragonfly", ["--shape", "4,1;2,1;4,1;1"], 32),  # as many groups as routers a chassis
+    ("torus", ["--shape", "7"], 7),
 ])
 def test_smpirun_accepts_each_topology(pingpong: Path, tmp_path: Path, run_cli: Any,
                                        kind: str, args: list[str], n: int) -> None:

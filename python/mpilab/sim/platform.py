@@ -215,7 +215,9 @@ def shape_hosts(kind: str, shape: str | None) -> int:
     """The number of hosts a shape describes; MpilabError (one line) for a bad shape.
     torus: 'X,Y,Z' (any number of dimensions); fattree: 'LEVELS;DOWN...;UP...;PARALLEL...'
     (each list LEVELS long, e.g. '2;4,4;1,2;1,2'); dragonfly:
-    'GROUPS,BLUE;CHASSIS,BLACK;ROUTERS,GREEN;NODES' (e.g. '3,4;4,3;5,1;2')."""
+    'GROUPS,BLUE;CHASSIS,BLACK;ROUTERS,GREEN;NODES' (e.g. '3,4;4,3;5,1;2'). Beyond the
+    grammar, what SimGrid 3.32 cannot build is refused here: a torus dimension of 1, a
+    dragonfly with more groups than routers per chassis."""
     if kind not in TOPOLOGIES:
         raise MpilabError(f"topology {kind!r}: unknown (expected {', '.join(TOPOLOGIES)})")
     if kind == "flat":
@@ -226,6 +228,10 @@ def shape_hosts(kind: str, shape: str | None) -> int:
         raise MpilabError(f"topology {kind}: --shape is required")
     if kind == "torus":
         dims = _positive_ints(shape, "torus shape")
+        if min(dims) < 2:
+            # SimGrid 3.32 declares a size-1 dimension's link to itself twice and aborts
+            raise MpilabError(f"torus shape {shape!r}: every dimension must be at least 2 "
+                              "(drop the dimensions of size 1)")
         return math.prod(dims)
     if kind == "fattree":
         parts = shape.split(";")
@@ -245,6 +251,13 @@ def shape_hosts(kind: str, shape: str | None) -> int:
     chassis = _positive_ints(parts[1], f"dragonfly shape {shape!r}: chassis,links", 2)
     routers = _positive_ints(parts[2], f"dragonfly shape {shape!r}: routers,links", 2)
     nodes = _positive_ints(parts[3], f"dragonfly shape {shape!r}: nodes per router", 1)
+    if groups[0] > routers[0]:
+        # SimGrid 3.32 routes to another group through the router whose number in the
+        # chassis is that group's (DragonflyZone::get_local_route): with more groups than
+        # routers per chassis it reads past the chassis and crashes
+        raise MpilabError(f"dragonfly shape {shape!r}: {groups[0]} groups need at least "
+                          f"{groups[0]} routers per chassis, it has {routers[0]} (SimGrid "
+                          "routes to group g through router g of each chassis)")
     return groups[0] * chassis[0] * routers[0] * nodes[0]
 
 
