@@ -86,19 +86,27 @@ class Reader:
                 self.edges.setdefault(dst, []).append((src, back[::-1]))
 
     def path(self, src: str, dst: str) -> list[str]:
-        """The route with the fewest links (SimGrid's Dijkstra weight), unique or fail."""
+        """The route with the fewest links (SimGrid's Dijkstra weight); it must be the only
+        one of that length, or which one SimGrid takes would be a matter of chance."""
         best: dict[str, tuple[int, list[str]]] = {src: (0, [])}
+        ways: dict[str, int] = {src: 1}
         heap = [(0, src)]
+        done: set[str] = set()
         while heap:
             cost, node = heapq.heappop(heap)
-            if cost > best[node][0]:
+            if node in done:
                 continue
+            done.add(node)
             for nxt, links in self.edges.get(node, []):
                 c = cost + len(links)
                 if nxt not in best or c < best[nxt][0]:
                     best[nxt] = (c, best[node][1] + links)
+                    ways[nxt] = ways[node]
                     heapq.heappush(heap, (c, nxt))
+                elif c == best[nxt][0]:
+                    ways[nxt] += ways[node]
         assert dst in best, f"no route {src} -> {dst}"
+        assert ways[dst] == 1, f"{ways[dst]} shortest routes {src} -> {dst}"
         return best[dst][1]
 
     def end_to_end(self, src: str, dst: str) -> tuple[float, float]:
@@ -426,3 +434,20 @@ def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:
             plat.hosts_of(bad)
     assert "--hostfile -" in _one_line(run_cli("sim", "platform", "flat", "--nodes", "2",
                                                "--hostfile", "-"))
+
+
+def test_reader_catches_a_wrong_platform() -> None:
+    """The reader's checks can fail: without the per-node WAN link in the routes to the
+    gateway, node-gateway-node ties node-switch-node inside a site, and the cross-site
+    bottleneck is no longer b_WAN."""
+    sp, data = _spec_platform(None)
+    root = ET.fromstring(data)
+    for r in root.iter("route"):
+        for c in list(r):
+            if c.get("id", "").endswith("-wan"):
+                r.remove(c)
+    broken = ET.tostring(root)
+    with pytest.raises(AssertionError, match="shortest routes"):
+        Reader(broken).path("mlt-s0n0", "mlt-s0n1")
+    with pytest.raises(AssertionError):
+        _check_against_spec(sp, broken)
