@@ -416,6 +416,15 @@ def test_smpirun_hetero_per_node_rate_and_speed(pingpong: Path, tmp_path: Path,
     assert t[1000000] == pytest.approx(50e-6 + 8e6 / 100e6, rel=1e-3)  # the slower node
     assert comp[0] == pytest.approx(0.5, rel=1e-6)
     assert comp[1] == pytest.approx(2.0, rel=1e-6)
+    # a switch of 50 Mbit/s and 5 us: crossed once (SimGrid counts a link once per route)
+    (tmp_path / "s.toml").write_text(
+        '[cluster]\nname = "h"\nlatency = "10us"\nswitch_rate = "50Mbit"\n'
+        'switch_latency = "5us"\n[[nodes]]\ncount = 2\nspeed = "1Gf"\nrate = "1Gbit"\n')
+    p = run_cli("sim", "platform", "hetero", "s.toml", "-o", "s.xml")
+    assert p.returncode == 0, p.stderr
+    t = _smpirun(pingpong, (tmp_path / "s.xml").read_bytes(), ["h-0", "h-1"], 2, tmp_path)
+    assert t[1] == pytest.approx(25e-6, rel=0.15)  # 10 + 5 + 10 us, + ~16 B at 50 Mbit/s
+    assert t[1000000] == pytest.approx(25e-6 + 8e6 / 50e6, rel=1e-3)
 
 
 def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:

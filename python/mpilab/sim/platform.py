@@ -111,11 +111,12 @@ def fmt_bw(bps: float) -> str:
 
 
 def fmt_time(s: float) -> str:
-    return f"{s!r}s"
+    """Seconds with 15 significant digits: 5 x 1e-6 is '5e-06s', not '4.9999999999999996e-06s'."""
+    return f"{s:.15g}s"
 
 
 def fmt_speed(f: float) -> str:
-    return f"{f!r}f"
+    return f"{f:.15g}f"
 
 
 # ---- the document ----
