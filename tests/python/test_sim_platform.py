@@ -176,6 +176,8 @@ def test_spec_overrides_rail_and_lan_latency() -> None:
         assert r.end_to_end("mlt-s0n1", "mlt-s1n0")[0] == (20e6 if rail == 1 else 50e6)
         assert r.hosts["mlt-s0n0"].find("prop").get("value") == sp.addr("s0n0", rail)
         assert r.zone.find("prop[@id='mpilab.ignored']").get("value") == "lan.queue,wan.queue"
+        assert r.zone.find("prop[@id='mpilab.emulator_only']").get("value") == \
+            "wan.delayline_buffer"
 
 
 def test_three_sites_and_prefix(tmp_path: Path) -> None:
@@ -268,6 +270,20 @@ def test_cli_spec_keys_simgrid_cannot_express(run_cli: Any, tmp_path: Path, spec
                 "-o", "out.xml")
     assert expect in _one_line(p)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text, q, line", [
+    ('[lan]\nqueue = "1M"\n', "lan.queue", 2),
+    ('lan.queue = "1M"\n', "lan.queue", 0),  # a dotted key: set, its line not found
+    ('lan = { queue = "1M" }\n', "lan.queue", 1),  # an inline table
+    ('[lan]\nrate = "1Gbit"\n[wan]\n"queue" = "1M"\n', "wan.queue", 4),  # a quoted key
+])
+def test_spec_keys_however_written(text: str, q: str, line: int) -> None:
+    keys = plat.spec_keys(text)
+    assert keys[q] == line
+    sp = tbspec.load_text(text, "s.toml")
+    with pytest.raises(MpilabError, match=f"{q}: cannot be simulated"):
+        plat.from_spec(sp, keys, plat.SpecOptions())
 
 
 def test_cli_spec_file_errors(run_cli: Any, tmp_path: Path) -> None:

@@ -484,12 +484,25 @@ class SpecOptions:
 
 
 def spec_keys(text: str) -> dict[str, int]:
-    """The keys a spec file sets, as 'table.key' (links: 'link.key'), with their lines."""
+    """The keys a spec sets, as 'table.key' ('link.key' for [[link]] entries), with their
+    line (0 when the line is not found, e.g. a dotted key or an inline table). What is set
+    comes from the parsed TOML, so no way of writing a key escapes the checks."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}  # the spec parser reports it, with its line
+    lines = tbspec._key_lines(text)
     out: dict[str, int] = {}
-    for (table, _index, key), line in tbspec._key_lines(text).items():
-        if key:
-            name = f"{table}.{key}" if table else key
-            out.setdefault(name, line)
+    for top, value in data.items():
+        entries = value if isinstance(value, list) else [value]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                out.setdefault(top, lines.get(("", 0, top), 0))
+                continue
+            for key in entry:
+                line = (lines.get((top, index, key)) or lines.get((top, index, ""))
+                        or lines.get(("", 0, top)) or 0)
+                out.setdefault(f"{top}.{key}", line)
     return out
 
 
@@ -552,6 +565,9 @@ def from_spec(sp: tbspec.Spec, keys: dict[str, int], opt: SpecOptions) -> Genera
                  "mpilab.rail": str(rail)}
         if ignored:
             props["mpilab.ignored"] = ",".join(ignored)
+        emulator = [k for k in EMULATOR_ONLY if k in keys]
+        if emulator:  # set in the spec, meaningless here (how the emulator delays)
+            props["mpilab.emulator_only"] = ",".join(emulator)
         _props(zone, props)
         for node, host in zip(nodes, hosts, strict=True):
             he = ET.SubElement(zone, "host", id=host, speed=fmt_speed(opt.speed),
