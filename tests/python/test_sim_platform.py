@@ -459,6 +459,9 @@ def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:
             plat.hosts_of(bad)
     assert "--hostfile -" in _one_line(run_cli("sim", "platform", "flat", "--nodes", "2",
                                                "--hostfile", "-"))
+    assert "the same file as -o" in _one_line(run_cli("sim", "platform", "flat", "--nodes",
+                                                      "2", "-o", "t.xml", "--hostfile",
+                                                      "./t.xml"))
 
 
 def test_reader_catches_a_wrong_platform() -> None:

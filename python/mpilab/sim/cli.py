@@ -12,6 +12,7 @@ rename); one line on standard error names the file, its hosts and its sha256.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.hostfile is not None:
         if args.hostfile == "-" and args.output == "-":
             raise MpilabError("--hostfile -: the platform already goes to standard output")
+        if args.hostfile != "-" and args.output != "-" and \
+                os.path.realpath(args.hostfile) == os.path.realpath(args.output):
+            raise MpilabError(f"--hostfile {args.hostfile}: the same file as -o")
         fsutil.check_output(args.hostfile)
 
 
