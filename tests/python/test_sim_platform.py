@@ -479,3 +479,25 @@ def test_reader_catches_a_wrong_platform() -> None:
         Reader(broken).path("mlt-s0n0", "mlt-s0n1")
     with pytest.raises(AssertionError):
         _check_against_spec(sp, broken)
+
+
+@pytest.mark.parametrize("spec, extra", [
+    ("grid-2x4.toml", []),
+    ("multilane-2x8.toml", []),
+    ("multilane-3x3.toml", []),
+    ("multilane-2x4.toml", ["--ignore", "lan.queue"]),
+    ("multilane-2x4-sockbuf.toml", ["--ignore", "lan.queue", "--ignore", "wan.socket_buffer"]),
+    ("dual-rail-2x2.toml", ["--ignore", "lan.queue", "--ignore", "wan.queue", "--rail", "1"]),
+])
+def test_shipped_specs_as_docs_say(run_cli: Any, tmp_path: Path, spec: str,
+                                   extra: list[str]) -> None:
+    """docs/sim.md: which shipped specs map as they are and which need which options."""
+    path = EXAMPLES / "testbed" / spec
+    p = run_cli("sim", "platform", "spec", str(path), *extra, "-o", "p.xml")
+    assert p.returncode == 0, p.stderr
+    sp = plat.load_spec(str(path))[0]  # the file's prefix, as the CLI (no environment)
+    rail = int(extra[extra.index("--rail") + 1]) if "--rail" in extra else 0
+    _check_against_spec(sp, (tmp_path / "p.xml").read_bytes(), rail=rail)
+    if extra:  # and without the options, refused
+        assert "cannot be simulated" in _one_line(
+            run_cli("sim", "platform", "spec", str(path), "-o", "q.xml"))
