@@ -501,3 +501,10 @@ def test_shipped_specs_as_docs_say(run_cli: Any, tmp_path: Path, spec: str,
     if extra:  # and without the options, refused
         assert "cannot be simulated" in _one_line(
             run_cli("sim", "platform", "spec", str(path), "-o", "q.xml"))
+
+
+@pytest.mark.parametrize("args", [["sim"], ["sim", "platform"]])
+def test_group_without_action_is_one_line(run_cli: Any, args: list[str]) -> None:
+    p = run_cli(*args)
+    name = " ".join(args)
+    assert _one_line(p) == f"mpilab: {name}: no action given (mpilab {name} --help lists them)"
