@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "mpilab.disk.cli",
     "mpilab.suite.cli",
     "mpilab.multilane.cli",
+    "mpilab.sim.cli",
 ]
 
 
