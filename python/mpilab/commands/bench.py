@@ -108,7 +108,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.np is not None and args.np < 1:
         raise MpilabError(f"--np {args.np}: need at least 1 rank")
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
-    if args.launches > 1 and not informational:
+    if args.sim is None and args.launches is None:
+        args.launches = DEFAULT_LAUNCHES
+    if args.sim is not None:
+        status = _run_sim(args, runner_args, out)
+    elif args.launches > 1 and not informational:
         # the launcher and rank count are checked once, before any launch starts
         runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
@@ -126,6 +130,35 @@ def _run(args: argparse.Namespace) -> int:
         html = make_report(out)
         sys.stdout.write(f"report: {html}\n")
     return 0
+
+
+def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
+    """--sim PLATFORM: one simulated launch of the SMPI build of the runner (simulated time
+    is deterministic: several launches would repeat the same figures), its results file
+    annotated with provenance.simulated."""
+    from mpilab.sim import run as simrun
+
+    if args.launches is not None and args.launches > 1:
+        raise MpilabError("--sim: simulated runs are deterministic, --launches must be 1")
+    for flag, v in (("--testbed", args.testbed), ("--launcher", args.launcher)):
+        if v is not None:
+            raise MpilabError(f"--sim: {flag} does not apply (smpirun starts the ranks)")
+    if out == "-":
+        raise MpilabError("--sim: give --out FILE (the simulated results are annotated in "
+                          "place)")
+    if not any(a == "--min-time" or a.startswith("--min-time=") for a in runner_args):
+        # a noiseless simulated platform: no minimum of measuring time, the rule stops as
+        # soon as the interval allows (6 repetitions of identical samples)
+        runner_args = [*runner_args, "--min-time", "0"]
+    j = simrun.job(RUNNER, runner_args, args.np, args.sim)
+    sys.stderr.write(f"mpilab: simulated on {args.sim} ({j.np} ranks, SimGrid SMPI, "
+                     f"platform sha256 {j.info['platform_sha256'][:12]})\n")
+    status = simrun.run(j)
+    if status == 0 and out is not None:
+        simrun.annotate(out, j.info)
+    elif status != 0 and status != 2:
+        sys.stderr.write(f"mpilab: simulated {RUNNER} exited with status {status}\n")
+    return status
 
 
 def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False) -> int:
@@ -337,13 +370,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "runner's.")
     add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", metavar="FILE", help="results file (forwarded as --out FILE)")
-    p.add_argument("--launches", type=launches_count, default=DEFAULT_LAUNCHES, metavar="N",
+    p.add_argument("--launches", type=launches_count, default=None, metavar="N",
                    help="run the measurement in N separate launches (mpirun invocations; "
                         f"default {DEFAULT_LAUNCHES}), each with 1/N of the runner's "
                         "--time-budget, and report the median of the launch medians with an "
                         "interval that includes launch-to-launch variation; the extra cost "
                         "against one launch is printed; --launches 1: one launch, its own "
                         "interval only")
+    p.add_argument("--sim", metavar="PLATFORM",
+                   help="run simulated: the SMPI build of the runner (scripts/build --smpi) "
+                        "under smpirun on this SimGrid platform file (mpilab sim platform), "
+                        "one rank per host unless --np; one launch (simulated time is "
+                        "deterministic); provenance.simulated records the platform and its "
+                        "sha256")
     p.add_argument("--quiet-launches", action="store_true",
                    help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",

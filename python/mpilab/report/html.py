@@ -395,6 +395,15 @@ def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg
             out.append(f"PARTIAL RESULTS{(' in ' + name) if len(docs) > 1 else ''} ({why}): "
                        f"the file holds the {s['measurements']} measurements completed before "
                        "the run stopped; models and predictions may be missing.")
+        prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+        sim = prov.get("simulated") if isinstance(prov.get("simulated"), dict) else None
+        if sim is not None:
+            sha = str(sim.get("platform_sha256") or "")[:12]
+            out.append(f"SIMULATED{(' in ' + name) if len(docs) > 1 else ''}: every time in "
+                       f"this report is {sim.get('engine', 'SimGrid SMPI')}'s "
+                       f"({sim.get('version', '')}), {sim.get('ranks')} ranks on the "
+                       f"platform {sim.get('platform')} (sha256 {sha}..., "
+                       f"{sim.get('hosts')} hosts), not a measurement on hardware.")
         la = doc.get("launches") if isinstance(doc.get("launches"), dict) else None
         if la is not None:
             dis = sum(1 for m in doc.get("measurements", []) or []

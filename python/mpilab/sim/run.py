@@ -1,0 +1,135 @@
+"""Simulated runs: mpilab's MPI tools started by SimGrid's smpirun on a platform file.
+
+`job(program, args, np, platform)` checks everything before anything starts (smpirun and
+the SMPI build of the program exist, the platform is a readable SimGrid platform with
+enough hosts) and returns the command line, the hostfile it needs and what provenance
+records: `provenance.simulated` = engine and version, platform path and sha256, hosts,
+the SMPI configuration passed. `annotate(results_file, info)` adds that object to a results
+file the simulated runner wrote (atomically).
+
+The SMPI build is build-smpi/ (scripts/build --smpi), or $MPILAB_SMPI_BIN.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text, read_regular
+from mpilab.sim import platform as plat
+from mpilab.tools import REPO
+
+# deterministic simulated time: only communication advances the clock; SimGrid's own
+# notices only when they matter
+SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--log=root.thres:warning"]
+MAX_PLATFORM = 1 << 30
+
+
+@dataclass
+class SimJob:
+    """A simulated launch: the command, the hostfile it names (to remove afterwards), and
+    the provenance object."""
+
+    cmd: list[str]
+    hostfile: str
+    np: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def cleanup(self) -> None:
+        try:
+            os.unlink(self.hostfile)
+        except OSError:
+            pass
+
+
+def smpi_tool(name: str) -> str:
+    """Path of the SMPI build of a C tool: $MPILAB_SMPI_BIN, then build-smpi/bin."""
+    if os.environ.get("MPILAB_SMPI_BIN"):
+        cands = [Path(os.environ["MPILAB_SMPI_BIN"]) / name]
+    else:
+        cands = [REPO / "build-smpi" / "bin" / name]
+    for c in cands:
+        if c.is_file():
+            return str(c)
+    raise MpilabError(f"--sim: {name} has no SMPI build (run 'scripts/build --smpi', or set "
+                      "MPILAB_SMPI_BIN)")
+
+
+def smpirun() -> str:
+    found = shutil.which("smpirun")
+    if not found:
+        raise MpilabError("--sim: smpirun not found (SimGrid's SMPI: apt install "
+                          "libsimgrid-dev, or scripts/install-deps)")
+    return found
+
+
+def simgrid_version(runner: str) -> str:
+    try:
+        p = subprocess.run([runner, "-version"], capture_output=True, text=True, timeout=30,
+                           check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    text = (p.stdout + p.stderr).strip().splitlines()
+    return text[0] if text else "unknown"
+
+
+def job(program: str, args: list[str], np: int | None, platform_path: str) -> SimJob:
+    """The simulated launch of the SMPI build of `program` with `args` on np ranks (default:
+    one per host of the platform). Bad input (no smpirun, no SMPI build, a platform that
+    is not one, more ranks than hosts) raises MpilabError with one line, before anything
+    is started or written."""
+    runner = smpirun()
+    exe = smpi_tool(program)
+    data = read_regular(platform_path, "--sim platform", MAX_PLATFORM)
+    hosts = plat.hosts_of(data, platform_path)
+    if not hosts:
+        raise MpilabError(f"--sim {platform_path}: the platform has no hosts")
+    n = len(hosts) if np is None else np
+    if n < 1:
+        raise MpilabError(f"--np {n}: need at least 1 rank")
+    if n > len(hosts):
+        raise MpilabError(f"--np {n}: the platform {platform_path} has {len(hosts)} hosts "
+                          "(one simulated rank per host)")
+    fd, hostfile = tempfile.mkstemp(prefix="mpilab-sim-", suffix=".hosts")
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(h + "\n" for h in hosts[:n]))
+    cmd = [runner, "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
+           *SMPI_CONFIG, exe, *args]
+    import hashlib
+
+    info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
+            "platform": os.path.abspath(platform_path),
+            "platform_sha256": hashlib.sha256(data).hexdigest(),
+            "hosts": len(hosts), "ranks": n, "smpi_config": list(SMPI_CONFIG),
+            "program": exe}
+    return SimJob(cmd, hostfile, n, info)
+
+
+def annotate(results_file: str, info: dict[str, Any]) -> None:
+    """Record the simulation in a results file's provenance (rewritten atomically)."""
+    p = Path(results_file)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{results_file}: the simulated run left no readable results "
+                          f"({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
+        raise MpilabError(f"{results_file}: not a results document")
+    doc["provenance"]["simulated"] = info
+    atomic_write_text(results_file, json.dumps(doc, indent=1) + "\n")
+
+
+def run(j: SimJob) -> int:
+    """Run the simulated job in the foreground; its exit status (shell style)."""
+    try:
+        p = subprocess.run(j.cmd, check=False)
+    finally:
+        j.cleanup()
+    return 128 - p.returncode if p.returncode < 0 else p.returncode

@@ -1,0 +1,113 @@
+"""`mpilab bench --sim PLATFORM`: the SMPI build of the runner under smpirun on a SimGrid
+platform, writing an ordinary results file whose provenance says it was simulated; a
+simulated ping-pong recovers the platform's latency and bandwidth; bad input is one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli_env
+from mpilab.tools import REPO
+
+SMPI_BENCH = REPO / "build-smpi" / "bin" / "mpilab-bench"
+needs_smpi = pytest.mark.skipif(
+    shutil.which("smpirun") is None or not SMPI_BENCH.is_file(),
+    reason="no SMPI build (scripts/build --smpi) or no smpirun")
+
+
+def _platform(run_cli: Callable[..., Any], tmp_path: Path, nodes: int, bw: str,
+              lat: str) -> Path:
+    out = tmp_path / f"flat{nodes}.xml"
+    p = run_cli("sim", "platform", "flat", "--nodes", str(nodes), "--bw", bw, "--lat", lat,
+                "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+@needs_smpi
+def test_simulated_pingpong_recovers_the_platform(run_cli: Callable[..., Any],
+                                                  tmp_path: Path) -> None:
+    """Two hosts behind one switch, 5 us and 10 Gbit/s per link: one way is 2 links, so
+    Hockney's alpha is 10 us (plus SMPI's few bytes of header per message) and beta
+    1/1.25e9 s per byte; the results say simulated, on which platform (its sha256)."""
+    plat = _platform(run_cli, tmp_path, 2, "10Gbit", "5us")
+    p = run_cli("bench", "--sim", str(plat), "--out", "sim.json", "--", "--ops", "p2p",
+                "--sizes", "0,1K,64K,1M", "--models", "hockney", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "simulated on" in p.stderr
+    doc = json.loads((tmp_path / "sim.json").read_text())
+    sim = doc["provenance"]["simulated"]
+    assert sim["platform_sha256"] == hashlib.sha256(plat.read_bytes()).hexdigest()
+    assert sim["hosts"] == 2 and sim["ranks"] == 2 and "SimGrid" in sim["engine"]
+    assert "--cfg=smpi/simulate-computation:no" in sim["smpi_config"]
+    (pair,) = doc["models"]["hockney"]["pairs"]
+    assert pair["alpha"] == pytest.approx(10e-6, rel=0.005)
+    assert pair["beta"] == pytest.approx(8e-10, rel=0.005)
+    # noiseless: the rule stops at its first chance (no minimum measuring time)
+    assert all(m["stats"]["reps"] <= 8 for m in doc["measurements"])
+    rep = run_cli("report", "sim.json")
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "sim.html").read_text()
+    assert "SIMULATED" in html and sim["platform_sha256"][:12] in html
+
+
+@needs_smpi
+def test_simulated_ranks_default_to_the_hosts(run_cli: Callable[..., Any],
+                                              tmp_path: Path) -> None:
+    plat = _platform(run_cli, tmp_path, 5, "1Gbit", "10us")
+    p = run_cli("bench", "--sim", str(plat), "--out", "s5.json", "--", "--ops", "bcast",
+                "--sizes", "1K", "--quiet")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "s5.json").read_text())
+    assert doc["provenance"]["simulated"]["ranks"] == 5
+    assert {m["ranks"] for m in doc["measurements"]} == {5}
+
+
+@pytest.mark.parametrize("case", ["missing", "not-xml", "too-many-ranks", "launches",
+                                  "testbed", "no-smpi-build", "no-smpirun", "stdout"])
+def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
+                                case: str) -> None:
+    env = cli_env()
+    plat = tmp_path / "p.xml"
+    plat.write_text("<platform version='4.1'><zone id='z' routing='Full'>"
+                    "<host id='a' speed='1Gf'/><host id='b' speed='1Gf'/></zone></platform>")
+    args = ["bench", "--sim", str(plat), "--out", "o.json"]
+    want = ""
+    if case == "missing":
+        args[2] = str(tmp_path / "nosuch.xml")
+        want = "nosuch.xml"
+    elif case == "not-xml":
+        plat.write_text("hosts: a, b\n")
+        want = "not XML"
+    elif case == "too-many-ranks":
+        args += ["--np", "3"]
+        want = "2 hosts"
+    elif case == "launches":
+        args += ["--launches", "3"]
+        want = "deterministic"
+    elif case == "testbed":
+        args += ["--testbed", "mlt"]
+        want = "--testbed"
+    elif case == "no-smpi-build":
+        env["MPILAB_SMPI_BIN"] = str(tmp_path / "empty")
+        want = "scripts/build --smpi"
+    elif case == "no-smpirun":
+        env["PATH"] = str(tmp_path / "nobin")
+        want = "smpirun not found"
+    elif case == "stdout":
+        args[4] = "-"
+        want = "--out FILE"
+    p = run_cli(*args, "--", "--ops", "p2p", "--sizes", "1K", env=env)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and want in lines[0], p.stderr
+    assert not (tmp_path / "o.json").exists()
+    assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
+                and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
