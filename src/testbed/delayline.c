@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <math.h>
 
 #include "common/common.h"
 
@@ -154,6 +155,50 @@ int mpilab_dl_late_bucket(int64_t late_ns)
     return MPILAB_DL_LATE_BUCKETS - 1;
 }
 
+int mpilab_dl_fine_bucket(int64_t late_ns)
+{
+    if (late_ns < 1)
+        return 0;
+    double b = floor(4.0 * log2((double)late_ns));
+    return b >= MPILAB_DL_FINE_BUCKETS - 1 ? MPILAB_DL_FINE_BUCKETS - 1 : (int)b;
+}
+
+double mpilab_dl_late_quantile(const mpilab_dl_stats *st, double q)
+{
+    uint64_t n = 0;
+    for (int b = 0; b < MPILAB_DL_FINE_BUCKETS; b++)
+        n += st->late_fine[b];
+    if (n == 0)
+        return 0.0;
+    double want = q * (double)n, seen = 0.0;
+    for (int b = 0; b < MPILAB_DL_FINE_BUCKETS; b++) {
+        seen += (double)st->late_fine[b];
+        if (seen >= want && st->late_fine[b])
+            return pow(2.0, (double)(b + 1) / 4.0) * 1e-9;
+    }
+    return st->late_max_s;
+}
+
+int64_t mpilab_dl_wake_margin(const mpilab_dl_stats *st)
+{
+    double m = 2.0 * st->wake_late_ns;
+    if (m < MPILAB_DL_MARGIN_MIN_NS)
+        m = MPILAB_DL_MARGIN_MIN_NS;
+    if (m > MPILAB_DL_MARGIN_MAX_NS)
+        m = MPILAB_DL_MARGIN_MAX_NS;
+    return (int64_t)m;
+}
+
+int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st)
+{
+    double c = st->wake_late_ns;
+    if (c < 0.0)
+        c = 0.0;
+    if (c > MPILAB_DL_MARGIN_MAX_NS)
+        c = MPILAB_DL_MARGIN_MAX_NS;
+    return (int64_t)c;
+}
+
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 {
     memset(out, 0, sizeof(*out));
@@ -211,6 +256,17 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
     if (o && hist) {
         json_object_set_new(o, "late_hist", hist);
         json_object_set_new(o, "late_hist_bounds_s", json_pack("[f,f,f,f]", 1e-5, 1e-4, 1e-3, 1e-2));
+        /* per-packet lateness percentiles (upper bounds of 19%-wide bins): what a lone
+         * packet sees is the low end, what a busy line does the high end */
+        json_object_set_new(o, "late_percentiles_s",
+                            json_pack("{s:f,s:f,s:f,s:f}", "p50", mpilab_dl_late_quantile(st, 0.5), "p90",
+                                      mpilab_dl_late_quantile(st, 0.9), "p99", mpilab_dl_late_quantile(st, 0.99),
+                                      "max", st->late_max_s));
+        json_object_set_new(o, "wake_margin_s", json_real((double)mpilab_dl_wake_margin(st) * 1e-9));
+        json_object_set_new(o, "spun_releases", json_integer((json_int_t)st->spins));
+        json_object_set_new(o, "arrivals_compensated", json_integer((json_int_t)st->compensated));
+        json_object_set_new(o, "arrival_comp_mean_s",
+                            json_real(st->compensated ? st->comp_sum_s / (double)st->compensated : 0.0));
     } else {
         json_decref(hist);
     }
@@ -350,6 +406,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     mpilab_dl_stats st;
     memset(&st, 0, sizeof(st));
     int rc = 0;
+    int64_t comp = 0, last_due = 0; /* the next read's correction (after an idle wait) */
     while (!g_stop) {
         int64_t now = mono_ns();
         for (;;) {
@@ -365,6 +422,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
                 st.bytes += h->len;
                 st.late_sum_s += (double)late * 1e-9;
                 st.late_hist[mpilab_dl_late_bucket(late)]++;
+                st.late_fine[mpilab_dl_fine_bucket(late)]++;
                 if ((double)late * 1e-9 > st.late_max_s)
                     st.late_max_s = (double)late * 1e-9;
                 mpilab_dl_ring_pop(&ring);
@@ -386,7 +444,15 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
                 st.dropped_bytes += (uint64_t)n;
                 continue;
             }
-            mpilab_dl_ring_commit(&ring, (size_t)n, now + opt->delay_ns);
+            int64_t due = now + opt->delay_ns - comp;
+            if (comp) {
+                st.compensated++;
+                st.comp_sum_s += (double)comp * 1e-9;
+                comp = 0;
+            }
+            due = due < last_due ? last_due : due; /* released in arrival order */
+            last_due = due;
+            mpilab_dl_ring_commit(&ring, (size_t)n, due);
             if (ring.used > st.max_held_bytes)
                 st.max_held_bytes = ring.used;
         }
@@ -399,18 +465,35 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
         const mpilab_dl_rec *h = mpilab_dl_ring_peek(&ring);
         struct timespec ts, *tsp = NULL;
+        int64_t target = 0;
         if (h) {
-            int64_t wait = h->due_ns - mono_ns();
-            if (wait < 0)
+            /* wake a margin early and spin the rest (zero timeouts: reads still served) */
+            target = h->due_ns - mpilab_dl_wake_margin(&st);
+            int64_t wait = target - mono_ns();
+            if (wait < 0) {
                 wait = 0;
+                target = 0; /* spinning: not a timer wake-up */
+            }
             ts.tv_sec = (time_t)(wait / 1000000000);
             ts.tv_nsec = (long)(wait % 1000000000);
             tsp = &ts;
         }
-        if (ppoll(&pfd, 1, tsp, &orig) < 0 && errno != EINTR) {
+        int64_t before = mono_ns();
+        int pr = ppoll(&pfd, 1, tsp, &orig);
+        if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
+            comp = mpilab_dl_arrival_comp(&st);
+        if (pr < 0 && errno != EINTR) {
             fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
             rc = 1;
             break;
+        }
+        if (pr == 0 && target > 0) {
+            /* a timer wake-up: how late it came, for the next margin */
+            int64_t late = mono_ns() - target;
+            st.wake_late_ns = st.wake_late_ns == 0.0 ? (double)late
+                                                     : 0.9 * st.wake_late_ns + 0.1 * (double)late;
+            if (h && h->due_ns > mono_ns())
+                st.spins++;
         }
     }
     /* packets still held are dropped, as on a link that goes away */

@@ -38,12 +38,42 @@ void mpilab_dl_ring_pop(mpilab_dl_ring *r);
 /* Statistics of a run. */
 #define MPILAB_DL_LATE_BUCKETS 5 /* lateness < 10 us, < 100 us, < 1 ms, < 10 ms, more */
 
+/* Fine lateness histogram for percentiles: bins of a quarter power of two of nanoseconds
+ * (bin b holds lateness < 2^((b+1)/4) ns; 19% resolution), 1 ns .. about 4 s. */
+#define MPILAB_DL_FINE_BUCKETS 128
+
 typedef struct mpilab_dl_stats {
     uint64_t packets, bytes, dropped, dropped_bytes, write_errors;
     uint64_t late_hist[MPILAB_DL_LATE_BUCKETS];
+    uint64_t late_fine[MPILAB_DL_FINE_BUCKETS];
     double late_sum_s, late_max_s;
     uint64_t max_held_bytes;
+    uint64_t spins;        /* releases reached by spinning after an early wake-up */
+    double wake_late_ns;   /* moving average of the timer wake-ups' lateness */
+    uint64_t compensated;  /* arrivals dated back by the wake-up lateness (after idling) */
+    double comp_sum_s;     /* their total correction */
 } mpilab_dl_stats;
+
+/* Fine bin of a lateness, and the upper bound (s) of the bin holding quantile q (0..1) of
+ * the releases counted (0 when none). */
+int mpilab_dl_fine_bucket(int64_t late_ns);
+double mpilab_dl_late_quantile(const mpilab_dl_stats *st, double q);
+
+/* The early wake-up before a release: the timer wakes the loop this long before the
+ * packet is due and it spins the rest, so a lone packet leaves on time although a
+ * sleeping thread wakes tens of microseconds late in a virtual machine. Twice the moving
+ * average of the observed wake-up lateness, within these bounds. */
+#define MPILAB_DL_MARGIN_MIN_NS 5000
+#define MPILAB_DL_MARGIN_MAX_NS 300000
+int64_t mpilab_dl_wake_margin(const mpilab_dl_stats *st);
+
+/* A packet that wakes the line from an idle wait (blocked at least
+ * MPILAB_DL_IDLE_NS) arrived before the line could read it, by about as long as a timer
+ * wake-up comes late on this machine (the same path out of an idle CPU): its hold starts
+ * that much earlier, the moving average of the timer wake-ups' lateness, at most
+ * MPILAB_DL_MARGIN_MAX_NS. Only the first packet read after such a wake-up. */
+#define MPILAB_DL_IDLE_NS 20000
+int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st);
 
 typedef struct mpilab_dl_options {
     const char *dev;       /* tun device name */
