@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,41 @@ def test_link_rows_truth_includes_delay_line_lateness() -> None:
     res["runs"][0].pop("delayline_late_mean_s")
     rows = {r["param"]: r for r in selftest.link_rows(res)}
     assert rows["L"]["truths"] == [pytest.approx(2.005e-3)] and rows["L"]["cover"] == 0
+
+
+def test_link_rows_truth_measured_by_icmp_ignores_the_delay_lines_claims() -> None:
+    """With the truth measured by ping (icmp_added_s), the delay line's own lateness figures
+    are not added: the truth is what the ping saw plus the base fit."""
+    res = {"truth": {"alpha": 2.060e-3, "beta": 80e-9, "L": 2.055e-3, "G": 80e-9},
+           "icmp_added_s": 2.050e-3, "base": [{"delayline_late_mean_s": 1e-6}],
+           "runs": [{"delayline_late_mean_s": 21e-6,
+                     "hockney": {"alpha": _param(2.060e-3, 2.058e-3, 2.062e-3),
+                                 "beta": _param(80e-9, 79e-9, 81e-9)},
+                     "loggp": {"L": _param(2.055e-3, 2.054e-3, 2.056e-3),
+                               "G": _param(80e-9, 79e-9, 81e-9)}}]}
+    rows = {r["param"]: r for r in selftest.link_rows(res)}
+    assert rows["L"]["truths"] == [pytest.approx(2.055e-3)] and rows["L"]["met"]
+    assert rows["alpha"]["truths"] == [pytest.approx(2.060e-3)] and rows["alpha"]["met"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ping") is None,
+                    reason="needs root (network namespaces) and ping")
+def test_icmp_oneway_sees_the_configured_delay(tmp_path: Path) -> None:
+    """The independent truth: ping across a testbed WAN of 3 ms one way measures at least
+    3 ms, and across one without delay far less (no bound on how much more: a busy
+    machine adds its own)."""
+    from mpilab.testbed import net, spec
+
+    prefix = f"st{os.getpid() % 10000}"
+    added = []
+    for delay in ("0ms", "3ms"):
+        sp = spec.load_text(selftest._spec(prefix, delay, "100Mbit"), "<test>")
+        net.up(sp)
+        try:
+            added.append(selftest.icmp_oneway(prefix, count=3))
+        finally:
+            net.down(prefix)
+    assert added[1] >= 3e-3 and added[0] < 3e-3
 
 
 def test_link_rows_flagged_run_is_not_a_good_fit() -> None:

@@ -1,7 +1,8 @@
 """When is a difference between two measured values real? The reports' one rule.
 
 - If both values carry their raw repetitions (`samples`, at least MIN_SAMPLES valid ones
-  each): a two-sided Mann-Whitney U test (normal approximation with tie correction) at
+  each): a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu: exact for small samples
+  without ties, the normal approximation with tie and continuity correction otherwise) at
   level ALPHA. It compares the distributions the medians come from.
 - Otherwise: the confidence intervals the results carry (the median's order-statistic
   interval `med_lo..med_hi`, else mean +- ci_half). Two values differ significantly when
@@ -49,39 +50,18 @@ class Verdict:
         return "significant" + (f" (p={self.p:.2g})" if self.p is not None else "")
 
 
-def _phi(z: float) -> float:
-    return 0.5 * math.erfc(-z / math.sqrt(2.0))
-
-
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test, normal approximation with tie and
-    continuity correction (fine from about 8 samples per group)."""
-    n1, n2 = len(a), len(b)
-    if n1 == 0 or n2 == 0:
+    """Two-sided p-value of the Mann-Whitney U test (scipy.stats.mannwhitneyu, method
+    "auto": exact for small samples without ties, else the normal approximation with tie
+    and continuity correction); 1.0 when a group is empty or every value is equal."""
+    if len(a) == 0 or len(b) == 0:
         return 1.0
-    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
-    ranks = [0.0] * len(pooled)
-    ties = 0.0
-    i = 0
-    while i < len(pooled):
-        j = i
-        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
-            j += 1
-        r = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            ranks[k] = r
-        t = j - i + 1
-        ties += t ** 3 - t
-        i = j + 1
-    r1 = sum(r for r, (_, g) in zip(ranks, pooled, strict=True) if g == 0)
-    u1 = r1 - n1 * (n1 + 1) / 2
-    mu = n1 * n2 / 2
-    n = n1 + n2
-    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
-    if var <= 0:
-        return 1.0  # every value equal
-    z = (abs(u1 - mu) - 0.5) / math.sqrt(var)
-    return min(1.0, 2 * (1 - _phi(max(z, 0.0))))
+    if len(set(a) | set(b)) == 1:
+        return 1.0  # every value equal: nothing to tell apart
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(list(a), list(b), alternative="two-sided", method="auto").pvalue)
+    return p if math.isfinite(p) else 1.0
 
 
 def intervals_overlap(a: Estimate, b: Estimate) -> bool:
