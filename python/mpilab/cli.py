@@ -46,7 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.register(sub)
+    _add_version(parser)
     return parser
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    """--version on every subcommand (and theirs), as on `mpilab` itself."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for p in action.choices.values():
+                if "--version" not in p._option_string_actions:
+                    p.add_argument("--version", action="version",
+                                   version=f"mpilab {__version__}")
+                _add_version(p)
 
 
 def one_line(msg: str) -> str:

@@ -83,3 +83,29 @@ def test_command_group_without_action_is_one_line(group: str) -> None:
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [f"mpilab: {group}: no action given "
                                              f"(mpilab {group} --help lists them)"], p.stderr
+
+
+def _subcommands(parser: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    import argparse
+    out = []
+    for a in parser._actions:  # type: ignore[attr-defined]
+        if isinstance(a, argparse._SubParsersAction):
+            for name, p in a.choices.items():
+                out.append(path + (name,))
+                out += _subcommands(p, path + (name,))
+    return out
+
+
+def test_every_subcommand_answers_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`mpilab SUB [SUB...] --version` prints mpilab's version and exits 0, for every
+    subcommand the CLI has (OSU/IMB users type it first)."""
+    from mpilab import __version__
+    from mpilab.cli import build_parser
+
+    subs = _subcommands(build_parser())
+    assert len(subs) > 20
+    for sub in subs:
+        with pytest.raises(SystemExit) as e:
+            build_parser().parse_args([*sub, "--version"])
+        assert e.value.code == 0, sub
+        assert capsys.readouterr().out.strip() == f"mpilab {__version__}", sub
