@@ -136,9 +136,6 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
                r->median * 1e6 * row_scale(r), ci, r->reps, fl[0] ? fl : "-");
         oneway += row_scale(r) != 1.0;
     }
-    if (oneway)
-        printf("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print it); the results file "
-               "keeps the round trip\n");
     if (measured) {
         char verdict[512];
         printf("%zu of %zu measurements converged to the asked precision (the median's interval)\n", conv, measured);
@@ -149,6 +146,9 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
                    "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
                    unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
     }
+    if (oneway)
+        printf("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print it); the results file "
+               "keeps the round trip\n");
 }
 
 /* Rank 0, after measuring: where the same entry, timing and size was measured under two
