@@ -111,3 +111,19 @@ def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
     assert not (tmp_path / "o.json").exists()
     assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
                 and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
+
+
+@needs_smpi
+def test_simulated_survey(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """`mpilab survey --sim`: one launch on the platform's hosts, the survey's results and
+    report, both saying simulated; --launches above 1 refused before anything runs."""
+    plat = _platform(run_cli, tmp_path, 4, "10Gbit", "2us")
+    p = run_cli("survey", "--sim", str(plat), "--quick", "-q", "--out", "sv")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "sv" / "results.json").read_text())
+    assert doc["provenance"]["simulated"]["ranks"] == 4 and "launches" not in doc
+    assert doc["provenance"]["options"]["precision"]["min_time_s"] == 0
+    assert "SIMULATED" in (tmp_path / "sv" / "report.html").read_text()
+    bad = run_cli("survey", "--sim", str(plat), "--launches", "3", "--out", "sv2")
+    assert bad.returncode == 2 and "deterministic" in bad.stderr
+    assert not (tmp_path / "sv2").exists()

@@ -62,6 +62,7 @@ class Plan:
     cl: float = 0.95
     time_budget: float = 0.0  # seconds of samples for the whole run (0: none, max_reps ends it)
     launches: int = 1  # separate launches, each with time_budget / launches
+    min_time: float | None = None  # the runner's --min-time (None: its default)
 
     def runner_args(self, out: str) -> list[str]:
         return ["--ops", ",".join(OPS), "--timing", ",".join(TIMINGS),
@@ -69,7 +70,8 @@ class Plan:
                 "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
                 "--time-budget", f"{self.time_budget / self.launches:.6g}s",
-                "--isolation", "barrier", "--models", "hockney,loggp", "--out", out]
+                "--isolation", "barrier", "--models", "hockney,loggp", "--out", out,
+                *(["--min-time", f"{self.min_time:g}s"] if self.min_time is not None else [])]
 
 
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
@@ -158,9 +160,24 @@ def _is_partial(path: Path) -> bool:
     return isinstance(doc, dict) and doc.get("partial") is True
 
 
+def _job(np: int | None, args: list[str], launcher: str | None,
+         launcher_args: list[str] | None, testbed: str | None, mptcp: bool,
+         sim: str | None) -> tuple[Job, Any]:
+    """The runner's launch (and, simulated, the SimJob whose provenance and hostfile go
+    with it): mpirun/mpiexec/srun, the testbed's, or smpirun on a platform (--sim)."""
+    if sim is None:
+        return runner_job(np, DEFAULT_NP, args, launcher, launcher_args, testbed, mptcp), None
+    from mpilab.sim import run as simrun
+    from mpilab.tools import mpi_env
+
+    sj = simrun.job(RUNNER, args, np, sim)
+    return Job(sj.cmd, mpi_env(), sj.np), sj
+
+
 def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None = None,
            launcher_args: list[str] | None = None, quiet: bool = False,
-           testbed: str | None = None, mptcp: bool = False) -> tuple[Path, Path]:
+           testbed: str | None = None, mptcp: bool = False,
+           sim: str | None = None) -> tuple[Path, Path]:
     """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
     under those names unless every step succeeded (earlier files are kept as they were)."""
     from rich.console import Console
@@ -173,7 +190,12 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     if out.exists() and not out.is_dir():
         raise MpilabError(f"{out}: exists and is not a directory")
     # runner and launcher exist, the rank count can start: fail early
-    j = runner_job(np, DEFAULT_NP, [], launcher, launcher_args, testbed, mptcp)
+    if sim is not None and (testbed is not None or launcher is not None):
+        raise MpilabError("--sim: --testbed and --launcher do not apply (smpirun starts the "
+                          "ranks)")
+    j, sj0 = _job(np, [], launcher, launcher_args, testbed, mptcp, sim)
+    if sj0 is not None:
+        sj0.cleanup()
     out.mkdir(parents=True, exist_ok=True)
     final_json, final_html = out / "results.json", out / "report.html"
     fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)
@@ -196,14 +218,21 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
             target = tmp if n == 1 else launch_tmps[k]
             if n > 1:
                 console.print(f"  launch {k + 1} of {n}")
-            j = runner_job(j.np, DEFAULT_NP, plan.runner_args(str(target)), launcher,
-                           launcher_args, testbed, mptcp)
+            j, sj = _job(j.np, plan.runner_args(str(target)), launcher, launcher_args, testbed,
+                         mptcp, sim)
             log_k = log if k == 0 else log.with_name(f"runner.launch{k + 1}.log")
             tl = time.monotonic()
-            _run_runner(j, log_k, quiet)
+            try:
+                _run_runner(j, log_k, quiet)
+            finally:
+                if sj is not None:
+                    sj.cleanup()
             walls.append(time.monotonic() - tl)
             if not target.is_file():
                 raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log_k})")
+            if sj is not None:
+                from mpilab.sim import run as simrun
+                simrun.annotate(str(target), sj.info)
         console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
         if n > 1:
             _merge_launches(launch_tmps, tmp, out, walls, console)
@@ -266,9 +295,14 @@ def _run(args: argparse.Namespace) -> int:
         plan = replace(plan, sizes=args.sizes)
     if args.launches is not None:
         plan = replace(plan, launches=args.launches)
+    if args.sim is not None:
+        # simulated time is deterministic: one launch, no minimum of measuring time
+        if args.launches is not None and args.launches > 1:
+            raise MpilabError("--sim: simulated runs are deterministic, --launches must be 1")
+        plan = replace(plan, launches=1, min_time=0.0)
     t0 = time.monotonic()
     rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,
-                    args.testbed, args.mptcp)
+                    args.testbed, args.mptcp, args.sim)
     sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
                      f"results: {rj}\nreport:  {rh}\n")
     from mpilab import quality, results
@@ -301,5 +335,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "are the medians of the launch medians with intervals that include "
                         "launch-to-launch variation, each launch's file is kept as "
                         "DIR/results.launchK.json")
+    p.add_argument("--sim", metavar="PLATFORM",
+                   help="run simulated: the SMPI build of the runner (scripts/build --smpi) "
+                        "under smpirun on this SimGrid platform (mpilab sim platform), one "
+                        "rank per host unless --np; one launch (docs/scale.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_run)
