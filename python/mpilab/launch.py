@@ -100,7 +100,7 @@ class Launcher:
                      "--host", "-host", "-H", "-hosts", "--hosts")
             if any(a.split("=", 1)[0] in hosts for a in self.extra):
                 return
-            from mpilab.testbed.launch import max_ranks
+            from mpilab.hostlimits import max_ranks
 
             most, why = max_ranks(1)
             if np > most:

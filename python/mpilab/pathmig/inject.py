@@ -4,13 +4,14 @@ same plan. At most one rail of a node pair is failed at a time (a fault on every
 leaves nothing to migrate to), so a fault's window never overlaps another's.
 
 `mpilab testbed fail --random SEED ...` runs a plan in a detached scheduler (the testbed's
-own, `python -m mpilab.testbed.faults --plan FILE`, which `testbed down` stops); benches
+own, `python -m mpilab.pathmig.inject --plan FILE`, which `testbed down` stops); benches
 call `run_plan` in-process once the job has shown progress."""
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -142,7 +143,7 @@ def cli_random(spec: Spec, args: Any) -> str:
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + \
         env.get("PYTHONPATH", "")
     with open(net.state_dir(spec.prefix) / "scheduler.log", "ab") as log:
-        p = subprocess.Popen([sys.executable, "-m", "mpilab.testbed.faults", "--prefix",
+        p = subprocess.Popen([sys.executable, "-m", "mpilab.pathmig.inject", "--prefix",
                               spec.prefix, "--plan", str(path)], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
                              env=env)
@@ -150,3 +151,26 @@ def cli_random(spec: Spec, args: Any) -> str:
              f"plan {path})"]
     lines += [f"  +{f.at:8.3f} s  {f.target} {f.mode} for {f.duration:.3f} s" for f in plan]
     return "\n".join(lines)
+
+
+def _plan_main(argv: list[str]) -> int:
+    """`python -m mpilab.pathmig.inject --prefix P --plan FILE`: the detached process that
+    carries out a random fault plan (stopped by `testbed down` like the fault scheduler)."""
+    import argparse
+
+    from mpilab.testbed import net
+
+    ap = argparse.ArgumentParser(prog="mpilab.pathmig.inject")
+    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--plan", required=True)
+    a = ap.parse_args(argv)
+    run_plan(net.current_spec(a.prefix), load_plan(a.plan))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(_plan_main(sys.argv[1:]))
+    except MpilabError as e:
+        sys.stderr.write(f"mpilab.pathmig.inject: {e}\n")
+        sys.exit(2)

@@ -232,7 +232,6 @@ def _schedule(spec: Spec, node: str, rail: int, mode: str, at: float | None,
 def _scheduler_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="mpilab.testbed.faults")
     ap.add_argument("--prefix", required=True)
-    ap.add_argument("--plan", help="run a random fault plan (mpilab.pathmig.inject)")
     ap.add_argument("--target")
     ap.add_argument("--mode", choices=MODES)
     ap.add_argument("--at", type=argtypes.real)
@@ -240,12 +239,8 @@ def _scheduler_main(argv: list[str]) -> int:
     ap.add_argument("--for", dest="duration", type=argtypes.duration)
     a = ap.parse_args(argv)
     spec = net.current_spec(a.prefix)
-    if a.plan:
-        from mpilab.pathmig.inject import load_plan, run_plan
-        run_plan(spec, load_plan(a.plan))
-        return 0
     if not a.target or not a.mode:
-        ap.error("--target and --mode are required (or --plan)")
+        ap.error("--target and --mode are required")
     node, rail = parse_target(spec, a.target)
     t0 = time.monotonic()
     if a.at is not None or a.at_epoch is not None:

@@ -432,7 +432,8 @@ def scheduler_pids(prefix: str) -> list[int]:
             argv = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"mpilab.testbed.faults" in argv and b"--prefix" in argv:
+        if (b"mpilab.testbed.faults" in argv or b"mpilab.pathmig.inject" in argv) \
+                and b"--prefix" in argv:
             i = argv.index(b"--prefix")
             if i + 1 < len(argv) and argv[i + 1] == prefix.encode():
                 out.append(int(d.name))
