@@ -20,14 +20,11 @@ Needs root. Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
-import time
 
 from mpilab.testbed import net, spec
 from mpilab.units import parse_duration
@@ -77,20 +74,7 @@ def udp_rtt(sp: spec.Spec, client: str, server: str, count: int, interval: float
 
 
 def delayline_stats(prefix: str) -> dict[str, object]:
-    st = net.load_state(prefix)
-    if st is None or not st.get("delayline_pid"):
-        return {}
-    path = net.state_dir(prefix) / "delayline.json"
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    os.kill(int(st["delayline_pid"]), signal.SIGUSR1)
-    for _ in range(200):
-        if path.exists() and path.stat().st_mtime_ns != before:
-            break
-        time.sleep(0.01)
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    return net.delayline_stats(prefix) or {}
 
 
 def one(delay: str, prefix: str, count: int) -> dict[str, object]:

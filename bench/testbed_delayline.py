@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 
@@ -23,17 +22,8 @@ from mpilab.fsutil import atomic_write_text
 from mpilab.testbed import check, net, spec
 
 
-def delayline_stats(prefix: str) -> dict[str, float]:
-    st = net.load_state(prefix)
-    assert st is not None
-    path = net.state_dir(prefix) / "delayline.json"
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    os.kill(int(st["delayline_pid"]), signal.SIGUSR1)
-    for _ in range(200):
-        if path.exists() and path.stat().st_mtime_ns != before:
-            break
-        time.sleep(0.01)
-    return json.loads(path.read_text())
+def delayline_stats(prefix: str) -> dict[str, object]:
+    return net.delayline_stats(prefix) or {}
 
 
 def one(rate: str, flows: int, seconds: float, prefix: str,

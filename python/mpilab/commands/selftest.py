@@ -177,26 +177,9 @@ def icmp_oneway(prefix: str, count: int = 9) -> float:
 
 
 def _delayline_stats(prefix: str) -> dict[str, Any] | None:
-    """The testbed delay line's own statistics (SIGUSR1 makes it write them), or None."""
-    import os
-    import signal
-    import time
-
     from mpilab.testbed import net
 
-    try:
-        st = net.load_state(prefix)
-        path = net.state_dir(prefix) / "delayline.json"
-        before = path.stat().st_mtime_ns if path.exists() else 0
-        os.kill(int((st or {})["delayline_pid"]), signal.SIGUSR1)
-        for _ in range(200):
-            if path.exists() and path.stat().st_mtime_ns != before:
-                break
-            time.sleep(0.01)
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else None
-    except (OSError, KeyError, ValueError, TypeError):
-        return None
+    return net.delayline_stats(prefix)
 
 
 def _lateness(s0: dict[str, Any] | None, s1: dict[str, Any] | None) -> float | None:

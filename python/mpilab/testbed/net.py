@@ -127,6 +127,29 @@ def load_state(prefix: str) -> dict[str, Any] | None:
         raise MpilabError(f"{path}: unreadable testbed state ({e})") from None
 
 
+def delayline_stats(prefix: str, wait_s: float = 2.0) -> dict[str, Any] | None:
+    """The running delay line's own statistics, fresh: SIGUSR1 makes it rewrite its JSON
+    file, read once it changed (or after wait_s). None without a delay line or readable
+    statistics."""
+    import signal
+    import time
+
+    try:
+        st = load_state(prefix)
+        path = state_dir(prefix) / "delayline.json"
+        before = path.stat().st_mtime_ns if path.exists() else 0
+        os.kill(int((st or {})["delayline_pid"]), signal.SIGUSR1)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if path.exists() and path.stat().st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, KeyError, ValueError, TypeError, MpilabError):
+        return None
+
+
 def current_spec(prefix: str) -> Spec:
     """The spec of the running testbed with this prefix, or a one-line error."""
     st = load_state(prefix)
