@@ -13,6 +13,12 @@ from mpilab import units
 T = TypeVar("T")
 
 
+def wrap(fn: Callable[[str], T], what: str) -> Callable[[str], T]:
+    """An argparse type from a parser that raises ValueError (its message names the
+    problem; argparse's one line names the option)."""
+    return _wrap(fn, what)
+
+
 def _wrap(fn: Callable[[str], T], what: str) -> Callable[[str], T]:
     def parse(text: str) -> T:
         try:

@@ -23,13 +23,7 @@ from mpilab.sim import platform as plat
 
 
 def _typed(fn: Callable[[object], Any], what: str) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            return fn(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
-    parse.__name__ = what
-    return parse
+    return argtypes.wrap(fn, what)
 
 
 _rate = _typed(plat.parse_rate, "rate")
