@@ -86,13 +86,21 @@ static void checkpoint(run_t *w, int force)
     w->last_save = MPI_Wtime();
 }
 
+/* What a row's figures are multiplied by in the table: point-to-point rows (timing "p2p")
+ * hold round trips, shown one-way. */
+static double row_scale(const row_t *r)
+{
+    return strcmp(r->timing, "p2p") == 0 ? 0.5 : 1.0;
+}
+
 static void progress(const run_t *w, const row_t *r)
 {
     if (w->c->quiet || w->rank != 0)
         return;
     int tty = isatty(STDERR_FILENO);
-    fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s (%zu reps%s)%s", tty ? "\r\033[K" : "", w->done,
-            w->total, r->op, r->impl, r->timing, r->bytes, r->median, r->reps,
+    fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s%s (%zu reps%s)%s", tty ? "\r\033[K" : "", w->done,
+            w->total, r->op, r->impl, r->timing, r->bytes, r->median * row_scale(r),
+            row_scale(r) != 1.0 ? " one-way" : "", r->reps,
             r->reps && !r->converged ? ", not converged" : "", tty ? "" : "\n");
     if (tty && w->done == w->total)
         fputc('\n', stderr);
@@ -105,13 +113,13 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
 {
     printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
            "bytes", "median(us)", "median CI(us)", "reps", "flags");
-    size_t conv = 0, measured = 0, unclocked = 0;
+    size_t conv = 0, measured = 0, unclocked = 0, oneway = 0;
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         unclocked += r->reps && r->clock_uncertain;
         char ci[48], fl[128] = "";
         if (isfinite(r->med_lo) && isfinite(r->med_hi))
-            snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6, r->med_hi * 1e6);
+            snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6 * row_scale(r), r->med_hi * 1e6 * row_scale(r));
         else
             snprintf(ci, sizeof ci, "-");
         if (r->reps) {
@@ -125,7 +133,8 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
         if (show_iso)
             snprintf(iso, sizeof iso, "%-7s ", r->iso[0] ? r->iso : "-");
         printf("%-10s %-10s %-7s %s%10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes,
-               r->median * 1e6, ci, r->reps, fl[0] ? fl : "-");
+               r->median * 1e6 * row_scale(r), ci, r->reps, fl[0] ? fl : "-");
+        oneway += row_scale(r) != 1.0;
     }
     if (measured) {
         char verdict[512];
@@ -137,6 +146,9 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
                    "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
                    unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
     }
+    if (oneway)
+        printf("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print it); the results file "
+               "keeps the round trip\n");
 }
 
 /* Rank 0, after measuring: where the same entry, timing and size was measured under two
