@@ -33,40 +33,10 @@ import time
 from pathlib import Path
 
 from mpilab.fsutil import atomic_write_text
-from mpilab.testbed import net, spec
+from mpilab.testbed import capture, net, spec
 from mpilab.units import parse_duration
 
 DELAYS = ["10us", "100us", "1ms", "10ms", "100ms"]
-
-# Runs inside the router namespace: sleeps (so no packet wakes it: a sleeping reader costs
-# the kernel no wake-up, which would otherwise be timed into the very path it watches), then
-# drains the socket and prints "iface pkttype icmp_type id seq sec nsec" per ICMP echo packet
-# seen on the given interfaces.
-CAPTURE = r"""
-import socket, struct, sys, time
-ifs = set(sys.argv[1].split(','))
-s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(3))  # ETH_P_ALL: egress too
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
-print('ready', flush=True)
-time.sleep(float(sys.argv[2]))
-while True:
-    try:
-        data, anc, _, addr = s.recvmsg(128, socket.CMSG_SPACE(16), socket.MSG_DONTWAIT)
-    except BlockingIOError:
-        break
-    if addr[0] not in ifs or addr[1] != 0x0800 or len(data) < 28 or data[9] != 1:
-        continue
-    hl = (data[0] & 15) * 4
-    typ = data[hl]
-    if typ not in (0, 8):
-        continue
-    ident, seq = struct.unpack('!HH', data[hl + 4:hl + 8])
-    ts = [struct.unpack('qq', d[:16]) for lv, ty, d in anc if lv == socket.SOL_SOCKET and ty == 35]
-    if ts:
-        print(addr[0], addr[2], typ, ident, seq, ts[0][0], ts[0][1])
-"""
-
 
 def ping(ns: str, addr: str, count: int, interval: float) -> list[float]:
     p = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i",
@@ -76,35 +46,6 @@ def ping(ns: str, addr: str, count: int, interval: float) -> list[float]:
     if len(rtts) != count:
         raise SystemExit(f"ping {addr} in {ns}: {len(rtts)} of {count} replies\n{p.stdout}")
     return rtts
-
-
-def segments(lines: list[str]) -> list[dict[str, float]]:
-    """Per one-way crossing (request s0r0 -> s1r0, reply s1r0 -> s0r0), matched by (ICMP
-    type, id, seq), from capture lines (pkttype 4 = outgoing): `total` arrival on the
-    ingress leg to departure on the egress leg; `in` ingress leg to the tun device (routing
-    into dl0); `hold` into the tun device to back out of it (the delay line: its read,
-    hold and write); `out` out of the tun device to the egress leg (forwarding, htb)."""
-    t: dict[tuple[str, str, int, int, int], int] = {}
-    for ln in lines:
-        f = ln.split()
-        if len(f) != 7:
-            continue
-        iface, pkt, typ, ident, seq = f[0], int(f[1]), int(f[2]), int(f[3]), int(f[4])
-        t[(iface, "out" if pkt == 4 else "in", typ, ident, seq)] = \
-            int(f[5]) * 1_000_000_000 + int(f[6])
-    out = []
-    for (iface, d, typ, ident, seq), t0 in t.items():
-        if d != "in" or (iface, typ) not in (("s0r0", 8), ("s1r0", 0)):
-            continue
-        dst = "s1r0" if typ == 8 else "s0r0"
-        t1 = t.get((dst, "out", typ, ident, seq))
-        ta = t.get(("dl0", "out", typ, ident, seq))
-        tb = t.get(("dl0", "in", typ, ident, seq))
-        if t1 is None or ta is None or tb is None:
-            continue
-        out.append({"total": (t1 - t0) * 1e-9, "in": (ta - t0) * 1e-9,
-                    "hold": (tb - ta) * 1e-9, "out": (t1 - tb) * 1e-9})
-    return out
 
 
 def delayline_p50(prefix: str) -> float | None:
@@ -130,12 +71,8 @@ def one_run(sp: spec.Spec, d: float, count: int) -> dict[str, object]:
     """One run on a testbed that is up: `count` lone echoes s0n0 -> s1n0 captured in the
     router, then as many s0n0 -> s0n1 (same site: the path without the router)."""
     interval = max(0.2, 3 * d)
-    cap = subprocess.Popen(["ip", "netns", "exec", sp.router_ns(), sys.executable, "-c",
-                            CAPTURE, "s0r0,s1r0,dl0", str(count * interval + 2)],
-                           stdout=subprocess.PIPE, text=True)
+    cap = capture.start(sp, count * interval + 2)
     try:
-        assert cap.stdout is not None
-        cap.stdout.readline()
         wan = ping(sp.ns("s0n0"), sp.addr("s1n0", 0), count, interval)
         lines, _ = cap.communicate(timeout=30)
     finally:
@@ -143,7 +80,7 @@ def one_run(sp: spec.Spec, d: float, count: int) -> dict[str, object]:
             cap.kill()
             cap.wait()
     lan = ping(sp.ns("s0n0"), sp.addr("s0n1", 0), count, interval)
-    seg = segments(lines.splitlines())
+    seg = capture.segments(lines.splitlines())
     if len(seg) < count:
         raise SystemExit(f"capture: {len(seg)} one-way crossings seen for {count} echoes")
     med = {k: statistics.median(x[k] for x in seg) for k in ("total", "in", "hold", "out")}
