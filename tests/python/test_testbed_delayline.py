@@ -32,7 +32,8 @@ STATS_SCHEMA = {
     "type": "object",
     "required": ["dev", "delay_s", "packets", "bytes", "dropped", "late_mean_s", "late_max_s",
                  "late_hist", "late_hist_bounds_s", "late_percentiles_s", "wake_margin_s",
-                 "spun_releases", "sched", "running"],
+                 "spun_releases", "arrivals_kernel_stamped", "arrivals_compensated",
+                 "sched", "running"],
     "properties": {
         "delay_s": {"type": "number", "minimum": 0},
         "packets": {"type": "integer", "minimum": 0},
@@ -90,10 +91,9 @@ def test_lone_echoes_cross_no_earlier_than_configured(tb: spec.Spec) -> None:
     configured delay, in the median, between arriving on one site leg and leaving on the
     other, and inside the delay line's tun device; every crossing is seen at all four
     points; ping's round trip holds both crossings (causality: the capture agrees with
-    ICMP). Single crossings are not checked: the delay line dates an arrival that wakes it
-    back by an estimate, which overshoots now and then (bench/testbed_lone_capture.py saw
-    31 of 1400 holds up to 52 us short of the configured delay, 1 whole crossing 13 us
-    short; docs/testbed.md)."""
+    ICMP). Single crossings are not checked: where the kernel's arrival stamp is missing
+    the delay line falls back to an estimated correction, which overshot now and then
+    (before the kernel stamps: 31 of 1400 holds up to 52 us short; docs/testbed.md)."""
     cap = capture.start(tb, COUNT * 0.2 + 3)
     try:
         p = subprocess.run(["ip", "netns", "exec", tb.ns("s0n0"), "ping", "-n", "-c",
@@ -131,4 +131,6 @@ def test_statistics_schema_and_consistency(tb: spec.Spec) -> None:
     # percentiles are bin upper edges (19% wide): at most one bin above the maximum
     assert pct["p99"] <= 1.19 * pct["max"] + 1e-9 and pct["max"] == st["late_max_s"]
     assert st["spun_releases"] <= st["packets"]  # type: ignore[operator]
+    # as root the delay line dates arrivals by the kernel's packet tap on its tun device
+    assert 0 < st["arrivals_kernel_stamped"] <= st["packets"]  # type: ignore[operator]
     assert st["running"] is True and st["delay_s"] == pytest.approx(DELAY_S)
