@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <linux/if_ether.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -264,6 +267,7 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
                                       "max", st->late_max_s));
         json_object_set_new(o, "wake_margin_s", json_real((double)mpilab_dl_wake_margin(st) * 1e-9));
         json_object_set_new(o, "spun_releases", json_integer((json_int_t)st->spins));
+        json_object_set_new(o, "arrivals_kernel_stamped", json_integer((json_int_t)st->kstamped));
         json_object_set_new(o, "arrivals_compensated", json_integer((json_int_t)st->compensated));
         json_object_set_new(o, "arrival_comp_mean_s",
                             json_real(st->compensated ? st->comp_sum_s / (double)st->compensated : 0.0));
@@ -341,6 +345,202 @@ static int open_tun(const mpilab_dl_options *opt)
     return fd;
 }
 
+/* ---- arrival times from the kernel ----
+ * A packet socket on the tun device sees each packet the kernel hands to it (the packet
+ * tap in the transmit path, just before the tun queue) with a kernel timestamp: the
+ * packet's true arrival, which the line's own read comes after by however long its
+ * wake-up took. Records arrive in the tun queue's order; each read packet takes the first
+ * record whose first bytes match it (records of packets the tap lost are skipped). */
+#define DL_TAP_SNAP 64
+
+static int open_tap(const char *dev)
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    if (strlen(dev) >= sizeof(ifr.ifr_name))
+        return -1;
+    memcpy(ifr.ifr_name, dev, strlen(dev) + 1);
+    int s = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (s < 0)
+        return -1;
+    if (ioctl(s, SIOCGIFINDEX, &ifr) != 0) {
+        close(s);
+        return -1;
+    }
+    /* keep only outgoing packets (into the tun device), their first DL_TAP_SNAP bytes */
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, DL_TAP_SNAP),
+        BPF_STMT(BPF_RET | BPF_K, 0)};
+    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+    struct sockaddr_ll sll;
+    memset(&sll, 0, sizeof(sll));
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = ifr.ifr_ifindex;
+    int one = 1, rcvbuf = 1 << 20;
+    if (setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0
+        || setsockopt(s, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0
+        || bind(s, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
+        close(s);
+        return -1;
+    }
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    return s;
+}
+
+/* The kernel's arrival time (CLOCK_MONOTONIC ns) of the packet `pkt` just read, or -1. */
+static int64_t tap_arrival(int tap, const unsigned char *pkt, size_t len)
+{
+    if (tap < 0)
+        return -1;
+    size_t cmp = len < DL_TAP_SNAP ? len : DL_TAP_SNAP;
+    for (int tries = 0; tries < 16; tries++) {
+        unsigned char buf[DL_TAP_SNAP];
+        union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct msghdr mh;
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl.b;
+        mh.msg_controllen = sizeof(ctl.b);
+        ssize_t n = recvmsg(tap, &mh, MSG_DONTWAIT);
+        if (n < 0)
+            return -1;
+        if ((size_t)n < cmp || memcmp(buf, pkt, cmp) != 0)
+            continue;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS)
+                continue;
+            struct timespec ts, rt;
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            clock_gettime(CLOCK_REALTIME, &rt);
+            int64_t ago = ((int64_t)rt.tv_sec - ts.tv_sec) * 1000000000 + (rt.tv_nsec - ts.tv_nsec);
+            /* a clock step or a stale record: not trusted */
+            return ago >= 0 && ago < 1000000000 ? mono_ns() - ago : -1;
+        }
+        return -1;
+    }
+    return -1;
+}
+
+/* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
+ * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
+static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
+                   unsigned char *scratch, const sigset_t *orig_p, const mpilab_dl_sched *sched_p)
+{
+    mpilab_dl_ring ring = *ring_p; /* the caller frees the buffer */
+    const mpilab_dl_sched sched = *sched_p;
+    sigset_t orig = *orig_p;
+    mpilab_dl_stats st;
+    memset(&st, 0, sizeof(st));
+    int tap = open_tap(opt->dev); /* -1 (no CAP_NET_RAW): the estimated correction instead */
+    int rc = 0;
+    int64_t comp = 0, last_due = 0; /* the next read's correction (after an idle wait) */
+    while (!g_stop) {
+        int64_t now = mono_ns();
+        for (;;) {
+            /* release everything that is due, then take in at most one packet, so a burst
+             * of arrivals never delays a release by more than one read */
+            const mpilab_dl_rec *h;
+            while ((h = mpilab_dl_ring_peek(&ring)) && h->due_ns <= now) {
+                ssize_t w = write(fd, (const unsigned char *)h + DL_HDR, h->len);
+                int64_t late = now - h->due_ns;
+                if (w < 0)
+                    st.write_errors++;
+                st.packets++;
+                st.bytes += h->len;
+                st.late_sum_s += (double)late * 1e-9;
+                st.late_hist[mpilab_dl_late_bucket(late)]++;
+                st.late_fine[mpilab_dl_fine_bucket(late)]++;
+                if ((double)late * 1e-9 > st.late_max_s)
+                    st.late_max_s = (double)late * 1e-9;
+                mpilab_dl_ring_pop(&ring);
+                now = mono_ns();
+            }
+            unsigned char *dst = mpilab_dl_ring_reserve(&ring, DL_MAX_PACKET);
+            ssize_t n = read(fd, dst ? dst : scratch, DL_MAX_PACKET);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                    break;
+                fprintf(stderr, "mpilab-delayline: read %s: %s\n", opt->dev, strerror(errno));
+                rc = 1;
+                g_stop = 1;
+                break;
+            }
+            now = mono_ns();
+            if (!dst) { /* full: tail drop, like a real queue */
+                st.dropped++;
+                st.dropped_bytes += (uint64_t)n;
+                continue;
+            }
+            int64_t arr = tap_arrival(tap, dst + (opt->vnet_hdr ? DL_VNET_HDR_LEN : 0),
+                                      (size_t)n - (opt->vnet_hdr ? DL_VNET_HDR_LEN : 0));
+            int64_t due = arr >= 0 && arr <= now ? arr + opt->delay_ns : now + opt->delay_ns - comp;
+            if (arr >= 0 && arr <= now) {
+                st.kstamped++;
+                comp = 0;
+            } else if (comp) {
+                st.compensated++;
+                st.comp_sum_s += (double)comp * 1e-9;
+                comp = 0;
+            }
+            due = due < last_due ? last_due : due; /* released in arrival order */
+            last_due = due;
+            mpilab_dl_ring_commit(&ring, (size_t)n, due);
+            if (ring.used > st.max_held_bytes)
+                st.max_held_bytes = ring.used;
+        }
+        if (g_dump) {
+            g_dump = 0;
+            write_stats(opt, &st, &sched, 1);
+        }
+        if (g_stop)
+            break;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
+        const mpilab_dl_rec *h = mpilab_dl_ring_peek(&ring);
+        struct timespec ts, *tsp = NULL;
+        int64_t target = 0;
+        if (h) {
+            /* wake a margin early and spin the rest (zero timeouts: reads still served) */
+            target = h->due_ns - mpilab_dl_wake_margin(&st);
+            int64_t wait = target - mono_ns();
+            if (wait < 0) {
+                wait = 0;
+                target = 0; /* spinning: not a timer wake-up */
+            }
+            ts.tv_sec = (time_t)(wait / 1000000000);
+            ts.tv_nsec = (long)(wait % 1000000000);
+            tsp = &ts;
+        }
+        int64_t before = mono_ns();
+        int pr = ppoll(&pfd, 1, tsp, &orig);
+        if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
+            comp = mpilab_dl_arrival_comp(&st);
+        if (pr < 0 && errno != EINTR) {
+            fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (pr == 0 && target > 0) {
+            /* a timer wake-up: how late it came, for the next margin */
+            int64_t late = mono_ns() - target;
+            st.wake_late_ns = st.wake_late_ns == 0.0 ? (double)late
+                                                     : 0.9 * st.wake_late_ns + 0.1 * (double)late;
+            if (h && h->due_ns > mono_ns())
+                st.spins++;
+        }
+    }
+    /* packets still held are dropped, as on a link that goes away */
+    if (write_stats(opt, &st, &sched, 0) != 0 && rc == 0)
+        rc = 1;
+    if (tap >= 0)
+        close(tap);
+    return rc;
+}
+
 int mpilab_dl_run(const mpilab_dl_options *opt)
 {
     mpilab_dl_ring ring;
@@ -403,102 +603,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         }
     }
 
-    mpilab_dl_stats st;
-    memset(&st, 0, sizeof(st));
-    int rc = 0;
-    int64_t comp = 0, last_due = 0; /* the next read's correction (after an idle wait) */
-    while (!g_stop) {
-        int64_t now = mono_ns();
-        for (;;) {
-            /* release everything that is due, then take in at most one packet, so a burst
-             * of arrivals never delays a release by more than one read */
-            const mpilab_dl_rec *h;
-            while ((h = mpilab_dl_ring_peek(&ring)) && h->due_ns <= now) {
-                ssize_t w = write(fd, (const unsigned char *)h + DL_HDR, h->len);
-                int64_t late = now - h->due_ns;
-                if (w < 0)
-                    st.write_errors++;
-                st.packets++;
-                st.bytes += h->len;
-                st.late_sum_s += (double)late * 1e-9;
-                st.late_hist[mpilab_dl_late_bucket(late)]++;
-                st.late_fine[mpilab_dl_fine_bucket(late)]++;
-                if ((double)late * 1e-9 > st.late_max_s)
-                    st.late_max_s = (double)late * 1e-9;
-                mpilab_dl_ring_pop(&ring);
-                now = mono_ns();
-            }
-            unsigned char *dst = mpilab_dl_ring_reserve(&ring, DL_MAX_PACKET);
-            ssize_t n = read(fd, dst ? dst : scratch, DL_MAX_PACKET);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                    break;
-                fprintf(stderr, "mpilab-delayline: read %s: %s\n", opt->dev, strerror(errno));
-                rc = 1;
-                g_stop = 1;
-                break;
-            }
-            now = mono_ns();
-            if (!dst) { /* full: tail drop, like a real queue */
-                st.dropped++;
-                st.dropped_bytes += (uint64_t)n;
-                continue;
-            }
-            int64_t due = now + opt->delay_ns - comp;
-            if (comp) {
-                st.compensated++;
-                st.comp_sum_s += (double)comp * 1e-9;
-                comp = 0;
-            }
-            due = due < last_due ? last_due : due; /* released in arrival order */
-            last_due = due;
-            mpilab_dl_ring_commit(&ring, (size_t)n, due);
-            if (ring.used > st.max_held_bytes)
-                st.max_held_bytes = ring.used;
-        }
-        if (g_dump) {
-            g_dump = 0;
-            write_stats(opt, &st, &sched, 1);
-        }
-        if (g_stop)
-            break;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-        const mpilab_dl_rec *h = mpilab_dl_ring_peek(&ring);
-        struct timespec ts, *tsp = NULL;
-        int64_t target = 0;
-        if (h) {
-            /* wake a margin early and spin the rest (zero timeouts: reads still served) */
-            target = h->due_ns - mpilab_dl_wake_margin(&st);
-            int64_t wait = target - mono_ns();
-            if (wait < 0) {
-                wait = 0;
-                target = 0; /* spinning: not a timer wake-up */
-            }
-            ts.tv_sec = (time_t)(wait / 1000000000);
-            ts.tv_nsec = (long)(wait % 1000000000);
-            tsp = &ts;
-        }
-        int64_t before = mono_ns();
-        int pr = ppoll(&pfd, 1, tsp, &orig);
-        if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
-            comp = mpilab_dl_arrival_comp(&st);
-        if (pr < 0 && errno != EINTR) {
-            fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
-            rc = 1;
-            break;
-        }
-        if (pr == 0 && target > 0) {
-            /* a timer wake-up: how late it came, for the next margin */
-            int64_t late = mono_ns() - target;
-            st.wake_late_ns = st.wake_late_ns == 0.0 ? (double)late
-                                                     : 0.9 * st.wake_late_ns + 0.1 * (double)late;
-            if (h && h->due_ns > mono_ns())
-                st.spins++;
-        }
-    }
-    /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &st, &sched, 0) != 0 && rc == 0)
-        rc = 1;
+    int rc = dl_loop(opt, fd, &ring, scratch, &orig, &sched);
     close(fd);
     free(scratch);
     mpilab_dl_ring_free(&ring);

@@ -52,6 +52,7 @@ typedef struct mpilab_dl_stats {
     double wake_late_ns;   /* moving average of the timer wake-ups' lateness */
     uint64_t compensated;  /* arrivals dated back by the wake-up lateness (after idling) */
     double comp_sum_s;     /* their total correction */
+    uint64_t kstamped;     /* arrivals dated by the kernel's timestamp (packet tap on the tun) */
 } mpilab_dl_stats;
 
 /* Fine bin of a lateness, and the upper bound (s) of the bin holding quantile q (0..1) of
