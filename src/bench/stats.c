@@ -180,10 +180,12 @@ static double window_tick(double *v, size_t m, size_t a, size_t z)
     sort_doubles(v + a, z - a + 1);
     double q = tick_of(v + a, z - a + 1);
     double below = -INFINITY, above = INFINITY;
+    /* distinct: beyond a picosecond (tick_of's float rounding of one timer value; a
+     * difference of two clock readings comes out in several roundings of the same tick) */
     for (size_t k = 0; k < a; k++)
-        below = v[k] < v[a] && v[k] > below ? v[k] : below;
+        below = v[k] < v[a] - 1e-12 && v[k] > below ? v[k] : below;
     for (size_t k = z + 1; k < m; k++)
-        above = v[k] > v[z] && v[k] < above ? v[k] : above;
+        above = v[k] > v[z] + 1e-12 && v[k] < above ? v[k] : above;
     double d[2] = {v[a] - below, above - v[z]};
     for (int k = 0; k < 2; k++)
         if (isfinite(d[k]) && d[k] > 1e-12 && (q == 0.0 || d[k] < q))

@@ -230,6 +230,14 @@ int main(void)
            st.med_hi, st.converged);
     mpilab_stats_compute(tk, NULL, 100, 0.95, 0.025, &st);
     CHECK(st.converged && st.med_lo < st.median && st.median < st.med_hi);
+    /* the same with the median's tick in three float roundings (differences of clock
+     * readings), the lowest and highest ones outside the interval's ranks: the rounding
+     * variants are one value, the step is still the 10 ns tick */
+    for (int k = 10; k < 90; k++)
+        tk[k] = k < 30 ? nextafter(260e-9, 0.0) : k < 70 ? 260e-9 : nextafter(260e-9, 1.0);
+    mpilab_stats_compute(tk, NULL, 100, 0.95, 1e-3, &st);
+    CHECKF(st.med_hi - st.med_lo >= 10e-9 * 0.999 && !st.converged, "tick with rounding twins: [%g, %g] converged %d",
+           st.med_lo, st.med_hi, st.converged);
 
     /* Fixed count: min == max stops at that count whatever the data. */
     mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0};
