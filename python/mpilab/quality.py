@@ -245,10 +245,6 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bad else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _interval(m: dict[str, Any]) -> tuple[float, float, float] | None:
     st = m.get("stats") if isinstance(m.get("stats"), dict) else {}
     med, lo, hi = _num(st.get("median")), _num(st.get("med_lo")), _num(st.get("med_hi"))
@@ -303,3 +299,7 @@ def mark_isolation(ms: list[dict[str, Any]]) -> int:
             ms[k]["isolation_other"] = {"isolation": ms[o]["isolation"], "median": other[0],
                                         "med_lo": other[1], "med_hi": other[2]}
     return n
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

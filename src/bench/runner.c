@@ -159,11 +159,15 @@ static void note_isolation(run_t *w)
 {
     if (w->c->nisolation < 2 || json_array_size(w->meas) != w->nrows)
         return;
+    /* the rows of one entry at one size are contiguous (measure_all: sizes, then isolations,
+     * then timings), so each row is compared within its block only, not with every row (an
+     * all-pairs run has a row per pair) */
     for (size_t a = 0; a < w->nrows; a++)
         for (size_t b = a + 1; b < w->nrows; b++) {
             row_t *x = &w->rows[a], *y = &w->rows[b];
-            if (strcmp(x->op, y->op) || strcmp(x->impl, y->impl) || strcmp(x->timing, y->timing) ||
-                x->bytes != y->bytes || !x->iso[0] || !strcmp(x->iso, y->iso) || !x->reps || !y->reps)
+            if (strcmp(x->op, y->op) || strcmp(x->impl, y->impl) || x->bytes != y->bytes)
+                break;
+            if (strcmp(x->timing, y->timing) || !x->iso[0] || !strcmp(x->iso, y->iso) || !x->reps || !y->reps)
                 continue;
             if (!(x->med_hi < y->med_lo || y->med_hi < x->med_lo))
                 continue; /* the intervals overlap: no disagreement shown */

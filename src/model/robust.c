@@ -320,16 +320,15 @@ static double series_q(const series_t *s, double q, gsl_rng *rng, double *buf)
     if (s->m > SERIES_FAST_M)
         return series_boot_quantile_fast(s, q, rng);
     for (size_t k = 0; k < s->m; k++)
-        buf[k] = rng ? s->v[gsl_rng_uniform_int(rng, s->m)] : s->v[k];
+        buf[k] = s->v[gsl_rng_uniform_int(rng, s->m)];
     return sorted_quantile(buf, s->m, q);
 }
 
 /* Noise of a per-size value for the breakpoint search: for the minimum, the mean of the
  * lowest spacings (the endpoint replicate's scale); never below SIGMA_FLOOR of the value. */
-static double series_sigma(const series_t *s, double q, double value, double *buf)
+static double series_sigma(const series_t *s, double q, double value)
 {
     double sp = 0.0;
-    (void)buf;
     if (q <= 0.0 && s->m > 1) {
         size_t k = s->m - 1 < ENDPOINT_SPACINGS ? s->m - 1 : ENDPOINT_SPACINGS;
         sp = (s->sorted[k] - s->sorted[0]) / (double)k;
@@ -454,7 +453,7 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
             mpilab_errf(err, errlen, "non-positive time %g s at %g bytes", y[k], x[k]);
             goto done;
         }
-        yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale, buf);
+        yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale);
     }
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
     size_t K = mpilab_robust_segments_sigma(x, y, yb, n, o->max_ranges, starts);
@@ -633,7 +632,7 @@ static int lg_point_values(lg_work_t *w, const mpilab_robust_opts_t *o, char *er
         half[k] = 0.5 * v[Q_RTT][k];
         if (!(half[k] > 0))
             return mpilab_errf(err, errlen, "non-positive round trip at %g bytes", w->x[k]);
-        w->vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k], w->buf);
+        w->vb[Q_RTT][k] = 0.5 * series_sigma(&ser[k * NQ + Q_RTT], o->q, v[Q_RTT][k]);
     }
     return 0;
 }

@@ -428,12 +428,9 @@ static int64_t tap_arrival(int tap, const unsigned char *pkt, size_t len)
 
 /* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
  * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
-static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
-                   unsigned char *scratch, const sigset_t *orig_p, const mpilab_dl_sched *sched_p)
+static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
+                   unsigned char *scratch, const sigset_t *orig, const mpilab_dl_sched *sched)
 {
-    mpilab_dl_ring ring = *ring_p; /* the caller frees the buffer */
-    const mpilab_dl_sched sched = *sched_p;
-    sigset_t orig = *orig_p;
     mpilab_dl_stats st;
     memset(&st, 0, sizeof(st));
     int tap = open_tap(opt->dev); /* -1 (no CAP_NET_RAW): the estimated correction instead */
@@ -445,7 +442,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
             /* release everything that is due, then take in at most one packet, so a burst
              * of arrivals never delays a release by more than one read */
             const mpilab_dl_rec *h;
-            while ((h = mpilab_dl_ring_peek(&ring)) && h->due_ns <= now) {
+            while ((h = mpilab_dl_ring_peek(ring)) && h->due_ns <= now) {
                 ssize_t w = write(fd, (const unsigned char *)h + DL_HDR, h->len);
                 int64_t late = now - h->due_ns;
                 if (w < 0)
@@ -457,10 +454,10 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
                 st.late_fine[mpilab_dl_fine_bucket(late)]++;
                 if ((double)late * 1e-9 > st.late_max_s)
                     st.late_max_s = (double)late * 1e-9;
-                mpilab_dl_ring_pop(&ring);
+                mpilab_dl_ring_pop(ring);
                 now = mono_ns();
             }
-            unsigned char *dst = mpilab_dl_ring_reserve(&ring, DL_MAX_PACKET);
+            unsigned char *dst = mpilab_dl_ring_reserve(ring, DL_MAX_PACKET);
             ssize_t n = read(fd, dst ? dst : scratch, DL_MAX_PACKET);
             if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
@@ -489,18 +486,18 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
             }
             due = due < last_due ? last_due : due; /* released in arrival order */
             last_due = due;
-            mpilab_dl_ring_commit(&ring, (size_t)n, due);
-            if (ring.used > st.max_held_bytes)
-                st.max_held_bytes = ring.used;
+            mpilab_dl_ring_commit(ring, (size_t)n, due);
+            if (ring->used > st.max_held_bytes)
+                st.max_held_bytes = ring->used;
         }
         if (g_dump) {
             g_dump = 0;
-            write_stats(opt, &st, &sched, 1);
+            write_stats(opt, &st, sched, 1);
         }
         if (g_stop)
             break;
         struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-        const mpilab_dl_rec *h = mpilab_dl_ring_peek(&ring);
+        const mpilab_dl_rec *h = mpilab_dl_ring_peek(ring);
         struct timespec ts, *tsp = NULL;
         int64_t target = 0;
         if (h) {
@@ -516,7 +513,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
             tsp = &ts;
         }
         int64_t before = mono_ns();
-        int pr = ppoll(&pfd, 1, tsp, &orig);
+        int pr = ppoll(&pfd, 1, tsp, orig);
         if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
             comp = mpilab_dl_arrival_comp(&st);
         if (pr < 0 && errno != EINTR) {
@@ -534,7 +531,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring_p,
         }
     }
     /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &st, &sched, 0) != 0 && rc == 0)
+    if (write_stats(opt, &st, sched, 0) != 0 && rc == 0)
         rc = 1;
     if (tap >= 0)
         close(tap);

@@ -138,11 +138,7 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
     annotated with provenance.simulated."""
     from mpilab.sim import run as simrun
 
-    if args.launches is not None and args.launches > 1:
-        raise MpilabError("--sim: simulated runs are deterministic, --launches must be 1")
-    for flag, v in (("--testbed", args.testbed), ("--launcher", args.launcher)):
-        if v is not None:
-            raise MpilabError(f"--sim: {flag} does not apply (smpirun starts the ranks)")
+    simrun.check_options(args.launches, args.testbed, args.launcher)
     if out == "-":
         raise MpilabError("--sim: give --out FILE (the simulated results are annotated in "
                           "place)")

@@ -190,9 +190,9 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     if out.exists() and not out.is_dir():
         raise MpilabError(f"{out}: exists and is not a directory")
     # runner and launcher exist, the rank count can start: fail early
-    if sim is not None and (testbed is not None or launcher is not None):
-        raise MpilabError("--sim: --testbed and --launcher do not apply (smpirun starts the "
-                          "ranks)")
+    if sim is not None:
+        from mpilab.sim import run as simrun
+        simrun.check_options(None, testbed, launcher)
     j, sj0 = _job(np, [], launcher, launcher_args, testbed, mptcp, sim)
     if sj0 is not None:
         sj0.cleanup()
@@ -231,8 +231,7 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
             if not target.is_file():
                 raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log_k})")
             if sj is not None:
-                from mpilab.sim import run as simrun
-                simrun.annotate(str(target), sj.info)
+                sj.annotate(str(target))
         console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
         if n > 1:
             _merge_launches(launch_tmps, tmp, out, walls, console)
@@ -297,8 +296,8 @@ def _run(args: argparse.Namespace) -> int:
         plan = replace(plan, launches=args.launches)
     if args.sim is not None:
         # simulated time is deterministic: one launch, no minimum of measuring time
-        if args.launches is not None and args.launches > 1:
-            raise MpilabError("--sim: simulated runs are deterministic, --launches must be 1")
+        from mpilab.sim import run as simrun
+        simrun.check_options(args.launches, None, None)
         plan = replace(plan, launches=1, min_time=0.0)
     t0 = time.monotonic()
     rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,

@@ -350,14 +350,7 @@ _HETERO_KEYS = {
 }
 
 
-def _int_range(lo: int, hi: int) -> Any:
-    def conv(v: object) -> int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError("not an integer")
-        if not lo <= v <= hi:
-            raise ValueError(f"must be between {lo} and {hi}")
-        return v
-    return conv
+_int_range = tbspec._int_in  # the testbed spec's converter (platform files share its grammar)
 
 
 def _text(v: object) -> str:

@@ -12,6 +12,7 @@ The SMPI build is build-smpi/ (scripts/build --smpi), or $MPILAB_SMPI_BIN.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -42,6 +43,10 @@ class SimJob:
     np: int
     info: dict[str, Any] = field(default_factory=dict)
 
+    def annotate(self, results_file: str) -> None:
+        """Record this simulation in the results file the run wrote (module annotate)."""
+        annotate(results_file, self.info)
+
     def cleanup(self) -> None:
         try:
             os.unlink(self.hostfile)
@@ -51,15 +56,22 @@ class SimJob:
 
 def smpi_tool(name: str) -> str:
     """Path of the SMPI build of a C tool: $MPILAB_SMPI_BIN, then build-smpi/bin."""
-    if os.environ.get("MPILAB_SMPI_BIN"):
-        cands = [Path(os.environ["MPILAB_SMPI_BIN"]) / name]
-    else:
-        cands = [REPO / "build-smpi" / "bin" / name]
-    for c in cands:
-        if c.is_file():
-            return str(c)
+    d = os.environ.get("MPILAB_SMPI_BIN")
+    c = (Path(d) if d else REPO / "build-smpi" / "bin") / name
+    if c.is_file():
+        return str(c)
     raise MpilabError(f"--sim: {name} has no SMPI build (run 'scripts/build --smpi', or set "
                       "MPILAB_SMPI_BIN)")
+
+
+def check_options(launches: int | None, testbed: str | None, launcher: str | None) -> None:
+    """What a simulated run refuses, before anything starts: more than one launch (simulated
+    time is deterministic) and a testbed or launcher (smpirun starts the ranks)."""
+    if launches is not None and launches > 1:
+        raise MpilabError("--sim: simulated runs are deterministic, --launches must be 1")
+    for flag, v in (("--testbed", testbed), ("--launcher", launcher)):
+        if v is not None:
+            raise MpilabError(f"--sim: {flag} does not apply (smpirun starts the ranks)")
 
 
 def smpirun() -> str:
@@ -102,8 +114,6 @@ def job(program: str, args: list[str], np: int | None, platform_path: str) -> Si
         f.write("".join(h + "\n" for h in hosts[:n]))
     cmd = [runner, "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
            *SMPI_CONFIG, exe, *args]
-    import hashlib
-
     info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
             "platform": os.path.abspath(platform_path),
             "platform_sha256": hashlib.sha256(data).hexdigest(),
