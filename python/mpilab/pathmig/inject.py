@@ -90,18 +90,23 @@ def run_plan(spec: Spec, plan: list[Fault], start: float | None = None,
         if stop is not None and stop() and kind == 0:
             break
         node, rail = faults.parse_target(spec, f.target)
+        began = faults.now_pair()
         if kind == 0:
             faults.apply(spec, node, rail, f.mode)
             active.add(f.target)
-            out.append(faults.log_event(spec, "fail", node, rail, f.mode, scheduled=True))
+            out.append(faults.log_event(spec, "fail", node, rail, f.mode, scheduled=True,
+                                        began=began))
         elif f.target in active:
             for m in faults.heal_one(spec, node, rail):
-                out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True))
+                out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True,
+                                            began=began))
             active.discard(f.target)
     for tgt in sorted(active):  # stopped early: leave nothing failed
         node, rail = faults.parse_target(spec, tgt)
+        began = faults.now_pair()
         for m in faults.heal_one(spec, node, rail):
-            out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True))
+            out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True,
+                                        began=began))
     return out
 
 

@@ -137,11 +137,22 @@ def log_path(spec: Spec) -> Path:
     return net.state_dir(spec.prefix) / "faults.jsonl"
 
 
+def now_pair() -> tuple[float, float]:
+    """(time.time(), time.monotonic()) now: take it before applying or healing a fault and
+    give it to log_event as `began`."""
+    return time.time(), time.monotonic()
+
+
 def log_event(spec: Spec, event: str, node: str, rail: int, mode: str,
-              scheduled: bool) -> dict[str, Any]:
-    now, mono = time.time(), time.monotonic()
+              scheduled: bool, began: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Append one record. `time`/`monotonic` are when the change began (`began`, taken
+    before the tc/ip commands ran: the earliest instant the fault can have acted), `done`
+    when it was in place; a loaded machine can put tens of milliseconds between them, and
+    an agent may well react inside that window."""
+    done = time.time()
+    now, mono = began if began is not None else (done, time.monotonic())
     rec = {"event": event, "target": f"{node}:{rail}", "mode": mode, "time": now,
-           "monotonic": mono, "scheduled": scheduled,
+           "monotonic": mono, "done": done, "scheduled": scheduled,
            "date": _dt.datetime.fromtimestamp(now, _dt.UTC)
            .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
     line = (json.dumps(rec) + "\n").encode()
@@ -188,8 +199,9 @@ def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,
         pid = _schedule(spec, node, rail, mode, at, duration)
         return (f"{node}:{rail} {mode} scheduled in {at:g} s"
                 + (f" for {duration:g} s" if duration else "") + f" (pid {pid})")
+    began = now_pair()
     apply(spec, node, rail, mode)
-    log_event(spec, "fail", node, rail, mode, scheduled=False)
+    log_event(spec, "fail", node, rail, mode, scheduled=False, began=began)
     if duration:
         pid = _schedule(spec, node, rail, mode, None, duration)
         return f"{node}:{rail} {mode} now, heals in {duration:g} s (pid {pid})"
@@ -204,8 +216,9 @@ def heal(spec: Spec, target: str | None) -> list[str]:
         todo = sorted({(n, r) for n, r, _ in active(spec)})
     done = []
     for node, rail in todo:
+        began = now_pair()
         for mode in heal_one(spec, node, rail):
-            log_event(spec, "heal", node, rail, mode, scheduled=False)
+            log_event(spec, "heal", node, rail, mode, scheduled=False, began=began)
             done.append(f"{node}:{rail} {mode}")
     return done
 
@@ -250,13 +263,15 @@ def _scheduler_main(argv: list[str]) -> int:
             # wall-clock target: short sleeps, so a clock step (NTP) is followed
             while (left := a.at_epoch - time.time()) > 0:
                 time.sleep(min(left, 0.5))
+        began = now_pair()
         apply(spec, node, rail, a.mode)
-        log_event(spec, "fail", node, rail, a.mode, scheduled=True)
+        log_event(spec, "fail", node, rail, a.mode, scheduled=True, began=began)
         t0 = time.monotonic()
     if a.duration:
         time.sleep(max(0.0, t0 + a.duration - time.monotonic()))
+        began = now_pair()
         for mode in heal_one(spec, node, rail):
-            log_event(spec, "heal", node, rail, mode, scheduled=True)
+            log_event(spec, "heal", node, rail, mode, scheduled=True, began=began)
     return 0
 
 
