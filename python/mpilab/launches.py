@@ -138,8 +138,11 @@ def launch_interval(medians: list[float], halves: list[float | None],
     return m, lo, hi, info
 
 
+CI_WIDE = "ci_wide"
+
+
 def merge_param(values: list[float], los: list[float | None], his: list[float | None],
-                cl: float = 0.95) -> dict[str, Any]:
+                cl: float = 0.95, eps: float = 0.025) -> dict[str, Any]:
     """One fitted parameter (Hockney alpha, LogGP L, ...) over launches: the median of the
     launches' values with the launch-level interval of `launch_interval` (multiplicative
     when every value is positive; additive, m -+ h with the same two parts, when one is
@@ -147,7 +150,9 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
     as the floor. A one-launch fit holds only that launch's sampling error: on this machine
     the level of a whole launch moves by a few percent, so a single launch's alpha interval
     held the testbed's truth in 1 of 5 quiet runs (docs/models.md). Returns value, lo, hi,
-    launch values, and `disagree` when some launch's own interval does not hold the value."""
+    launch values, `disagree` when some launch's own interval does not hold the value, and
+    `wide` when the merged interval's half width exceeds eps * |value| (the fits' ci_wide,
+    taken again on the merged interval: the launches' own verdicts no longer apply)."""
     n = len(values)
     if n == 0:
         raise ValueError("no launch value")
@@ -155,6 +160,10 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
     for lo_k, hi_k in zip(los, his, strict=True):
         ok = lo_k is not None and hi_k is not None and math.isfinite(lo_k) and math.isfinite(hi_k)
         halves.append((hi_k - lo_k) / 2 if ok and hi_k >= lo_k else None)  # type: ignore[operator]
+    known = [h for h in halves if h is not None]
+    if known and len(known) < n:  # a launch without an interval is taken as imprecise as
+        rms = math.sqrt(sum(h * h for h in known) / len(known))  # the others, not exact
+        halves = [rms if h is None else h for h in halves]
     if all(v > 0 for v in values):
         m, lo, hi, _ = launch_interval(values, halves, cl)
     else:
@@ -168,8 +177,9 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
         lo, hi = (m - max(parts), m + max(parts)) if parts else (math.nan, math.nan)
     disagree = any(lo_k is not None and hi_k is not None and not lo_k <= m <= hi_k
                    for lo_k, hi_k in zip(los, his, strict=True))
+    wide = not (hi - lo) / 2 <= eps * abs(m)
     return {"value": m, "lo": lo, "hi": hi, "launch_values": list(values),
-            "disagree": disagree}
+            "disagree": disagree, "wide": wide}
 
 
 _MODEL_KINDS = ("hockney", "loggp")
@@ -217,13 +227,13 @@ def _merge_one(group: list[dict[str, Any]], name: str, q: Any, cl: float) -> int
         vals.append(v)
         los.append(_num(gq.get("lo")))
         his.append(_num(gq.get("hi")))
-        flags += [f for f in gq.get("flags") or [] if isinstance(f, str) and f not in flags]
+        flags += [f for f in gq.get("flags") or [] if isinstance(f, str) and f not in flags
+                  and f not in (CI_WIDE, LAUNCHES_DISAGREE)]
     r = merge_param(vals, los, his, cl)
     if not math.isfinite(r["lo"]):
         return 0
     group[0][name] = r["value"]
-    if r["disagree"]:
-        flags.append(LAUNCHES_DISAGREE)
+    flags += [f for f, on in ((CI_WIDE, r["wide"]), (LAUNCHES_DISAGREE, r["disagree"])) if on]
     raws = [_num((g.get("quality") or {}).get(name, {}).get("raw")) for g in group]
     q.update({"raw": statistics.median(x for x in raws if x is not None)
               if any(x is not None for x in raws) else q.get("raw"),

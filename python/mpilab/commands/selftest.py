@@ -223,10 +223,12 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[s
                                      [bound(q, "lo") for q in ps], [bound(q, "hi") for q in ps],
                                      cl)
             flags: list[str] = []
-            for q in ps:
-                flags += [f for f in str(q.get("flags") or "").split(",") if f and f not in flags]
-            if r["disagree"]:
-                flags.append(quality.LAUNCHES_DISAGREE)
+            for q in ps:  # ci_wide is taken again on the merged interval
+                flags += [f for f in str(q.get("flags") or "").split(",")
+                          if f and f not in flags and f not in (launches.CI_WIDE,
+                                                                quality.LAUNCHES_DISAGREE)]
+            flags += [f for f, on in ((launches.CI_WIDE, r["wide"]),
+                                      (quality.LAUNCHES_DISAGREE, r["disagree"])) if on]
             p.update({"value": r["value"], "lo": r["lo"], "hi": r["hi"], "flags": ",".join(flags),
                       "launch_values": r["launch_values"]})
     out["launches"] = len(datas)
@@ -325,7 +327,10 @@ def link_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             t = run_truth(res, r, name)
             v = float(p["value"])
-            fl = [f for f in str(p.get("flags") or "").split(",") if f]
+            # launches_disagree says one launch alone would have misreported: not a flaw
+            # of the launch-level figure
+            fl = [f for f in str(p.get("flags") or "").split(",")
+                  if f and f != "launches_disagree"]
             inside = p["lo"] <= t <= p["hi"]
             vals.append(v)
             truths.append(t)
