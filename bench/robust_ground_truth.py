@@ -46,7 +46,8 @@ def main() -> int:
     print(f"WAN {a.delay} at {a.rate}, {a.runs} runs of {a.launches} launch(es), {a.hogs} hogs; "
           f"base latency (no delay): L {b['loggp']['L']['value'] * 1e6:.1f} us, alpha "
           f"{b['hockney']['alpha']['value'] * 1e6:.1f} us; ping: the delayed WAN adds "
-          f"{res['icmp_added_s'] * 1e6:.1f} us one way")
+          f"{res['icmp_added_s'] * 1e6:.1f} us one way ({res['icmp_lone_added_s'] * 1e6:.1f} us "
+          "to a lone packet)")
     selftest.print_link_rows(rows)
     # the truth of L and alpha includes the delay line's own lateness in each run (beyond
     # the base run's): selftest.run_truth
