@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mpilab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mpilab {__version__}")
-    parser.add_argument("--mpi", metavar="NAME",
+    parser.add_argument("--mpi", metavar="NAME", dest="mpi_build",
                         help="run the tools of this checkout's build for that MPI: openmpi "
                              "(build/) or mpich (build-mpich/); sets MPILAB_BIN (default: "
                              "$MPILAB_BIN, else build/; simulated runs: --sim)")
@@ -78,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("mpilab: error: no command given (mpilab --help lists them)\n")
         return 2
     try:
-        if args.mpi is not None:
+        # dest mpi_build: subcommands have --mpi options of their own (testbed run --mpi)
+        if getattr(args, "mpi_build", None) is not None:
             from mpilab.tools import select_mpi
 
-            select_mpi(args.mpi)
+            select_mpi(args.mpi_build)
         return int(args.func(args) or 0)
     except AlreadyReported as e:
         return e.status

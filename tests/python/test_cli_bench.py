@@ -523,3 +523,13 @@ def test_mpi_stack_chosen_by_name_and_wrong_bin_refused(run_cli: Callable[..., A
                 "--quiet", "--out", str(out), env=env, timeout=600)
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text())["provenance"]["mpi"].startswith("MPICH")
+
+
+def test_global_mpi_option_does_not_take_a_subcommands_own() -> None:
+    """`testbed run --mpi auto` is that command's launcher choice, not `mpilab --mpi`."""
+    from mpilab import cli
+
+    a = cli.build_parser().parse_args(["testbed", "run", "--mpi", "auto", "--", "true"])
+    assert a.mpi == "auto" and a.mpi_build is None
+    a = cli.build_parser().parse_args(["--mpi", "mpich", "report", "r.json"])
+    assert a.mpi_build == "mpich"
