@@ -557,6 +557,9 @@ def _measurement(w: _Where, m: dict[str, Any], idx: int, source: str,
     valid = tuple(m.get("valid", ()))
     if samples and "valid" in m and len(valid) != len(samples):
         raise w.fail(path + ("valid",), f"{len(valid)} flags for {len(samples)} samples")
+    if samples and int(m["stats"]["reps"]) != len(samples):  # a count that contradicts the data
+        raise w.fail(path + ("stats", "reps"),
+                     f"{m['stats']['reps']} repetitions for {len(samples)} samples")
     nbytes = int(m["bytes"])
     ranks = None if m.get("ranks") is None else int(m["ranks"])
     # a measurement's own rank count wins (merged files hold runs of different sizes)

@@ -74,6 +74,10 @@ def test_numbers_outside_rfc8259_are_refused_with_their_line(
 
 
 FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("partial a string", lambda d: d.update(partial="yes"), "partial: expected true or false"),
+    ("reps beside fewer samples",
+     lambda d: d["measurements"][0]["stats"].update(reps=10 ** 18),
+     "measurements[0].stats.reps: 1000000000000000000 repetitions for"),
     ("clock_sync.ranks a number",
      lambda d: d["provenance"].update(clock_sync={"method": "skampi", "max_residual_s": 1e-7,
                                                   "ranks": 5}),
