@@ -228,6 +228,10 @@ def test_compare_launch_level(tmp_path: Path) -> None:
                "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "3 launches" in p.stderr
+    # progress: each part and launch announced as it starts (issue 28 item 7)
+    for k in (1, 2, 3):
+        assert f"[shm] part 1 of 4: latency (pipelined), 2 ranks, launch {k} of 3" in p.stderr
+    assert "[shm] part 4 of 4: CPU availability (COMB), 2 ranks, launch 3 of 3" in p.stderr
     d = json.loads((tmp_path / "shm.json").read_text())
     assert d["launches"]["n"] == 3 and d["launches"]["cost"]["total_s"] > 0
     for m in d["measurements"]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -219,8 +220,13 @@ def testbed_down() -> None:
     net.down(TESTBED_PREFIX)
 
 
+def _progress(t: Transport, what: str) -> None:
+    """One line on stderr per step of `mpilab compare` (a part takes tens of seconds)."""
+    print(f"[{t.name}] {what}", file=sys.stderr, flush=True)
+
+
 def run_bench(t: Transport, plan: Plan, np: int, ops: str, sizes: str, out: Path,
-              extra: list[str] | None = None) -> dict[str, Any]:
+              extra: list[str] | None = None, label: str | None = None) -> dict[str, Any]:
     """One part of the suite into OUT: plan.launches separate launches of the runner, merged
     (mpilab.launches) when more than one, each launch's file beside OUT."""
     from mpilab import launches
@@ -231,7 +237,10 @@ def run_bench(t: Transport, plan: Plan, np: int, ops: str, sizes: str, out: Path
                                   for k in range(1, n + 1)]
     docs: list[dict[str, Any]] = []
     walls: list[float] = []
-    for f in files:
+    for k, f in enumerate(files, 1):
+        if label:
+            _progress(t, f"{label}, {np} ranks" + (f", launch {k} of {n}" if n > 1 else "")
+                      + (f" (the last took {walls[-1]:.0f} s)" if walls else ""))
         prog = [tool, "--ops", ops, "--sizes", sizes, "--max-reps", str(plan.max_reps),
                 "--quiet", "--no-fit", "--out", str(f), *plan.suite_args(), *(extra or [])]
         t0 = time.monotonic()
@@ -289,10 +298,14 @@ def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) 
         g = op_groups(entry_list(plan))
         parts = [
             run_bench(t, plan, 2, g["lat"], plan.sizes, w / "lat.json",
-                      ["--isolation", "none", "--pipeline-depth", str(LAT_DEPTH)]),
-            run_bench(t, plan, 2, g["pair"], plan.sizes, w / "p2p.json"),
-            run_bench(t, plan, plan.np, g["nrank"], plan.sizes, w / "nrank.json"),
-            run_bench(t, plan, 2, g["comb"], plan.comb_bytes, w / "comb.json"),
+                      ["--isolation", "none", "--pipeline-depth", str(LAT_DEPTH)],
+                      label="part 1 of 4: latency (pipelined)"),
+            run_bench(t, plan, 2, g["pair"], plan.sizes, w / "p2p.json",
+                      label="part 2 of 4: pair measurements (ranks 0 and 1)"),
+            run_bench(t, plan, plan.np, g["nrank"], plan.sizes, w / "nrank.json",
+                      label="part 3 of 4: measurements over every rank"),
+            run_bench(t, plan, 2, g["comb"], plan.comb_bytes, w / "comb.json",
+                      label="part 4 of 4: CPU availability (COMB)"),
         ]
         a = parts[1]
         doc: dict[str, Any] = {
@@ -319,6 +332,7 @@ def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) 
                                                          for c in costs),
                          "extra_s": sum(c["extra_s"] for c in costs)}}
         if scaling:
+            _progress(t, "application scaling (the wavefront at each rank count)")
             doc["scaling"] = run_scaling(t, plan, w)
         path = outdir / f"{t.name}.json"
         atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
