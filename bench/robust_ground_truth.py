@@ -40,7 +40,8 @@ def main() -> int:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="robust-gt-") as tmp:
         res = selftest.testbed_link(a.prefix, a.delay, a.rate, a.runs, a.sizes, Path(tmp),
-                                    hogs=a.hogs, min_reps=a.min_reps, launches=a.launches)
+                                    hogs=a.hogs, min_reps=a.min_reps, launches=a.launches,
+                                    progress=True)
     rows = selftest.link_rows(res)
     b = res["base"][0]
     print(f"WAN {a.delay} at {a.rate}, {a.runs} runs of {a.launches} launch(es), {a.hogs} hogs; "

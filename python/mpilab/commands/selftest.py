@@ -28,6 +28,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,7 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[s
 
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
                  hogs: int = 0, min_reps: int | None = None,
-                 launches: int = 1) -> dict[str, Any]:
+                 launches: int = 1, progress: bool = False) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
     with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits.
     `min_reps`: the least round trips per size (the tool's --min-reps, and --max-reps raised
@@ -280,6 +281,12 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
                             if min_reps else [])], 1600)
                     datas.append(_load(f))
                     datas[-1].pop("provenance", None)
+                    if progress:  # a bench slot that ends early keeps what was measured
+                        h, lg = datas[-1].get("hockney") or {}, datas[-1].get("loggp") or {}
+                        print(f"selftest: {d} run {k + 1} launch {li + 1}: alpha "
+                              f"{(h.get('alpha') or {}).get('value')} L "
+                              f"{(lg.get('L') or {}).get('value')} (s)", file=sys.stderr,
+                              flush=True)
                 data = merge_link_launches(datas)
                 # how late the emulated link itself was: its delay line's mean lateness
                 data["delayline_late_mean_s"] = _lateness(s0, _delayline_stats(prefix))
