@@ -15,9 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +32,13 @@ from mpilab.sim import platform as plat
 from mpilab.tools import REPO
 
 # deterministic simulated time: only communication advances the clock; SimGrid's own
-# notices only when they matter
-SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--log=root.thres:warning"]
+# notices only when they matter (not the per-rank "SMPI process did not return 0" when a
+# tool refuses its input: the tool's own line says why)
+SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--log=root.thres:warning",
+               "--log=smpi_kernel.thres:error"]
 MAX_PLATFORM = 1 << 30
+# what smpirun -quiet still prints on standard output when the program fails
+_SMPIRUN_FAILED = re.compile(r"^Execution failed with code \d+\.\n?$")
 
 
 @dataclass
@@ -112,7 +120,7 @@ def job(program: str, args: list[str], np: int | None, platform_path: str) -> Si
     fd, hostfile = tempfile.mkstemp(prefix="mpilab-sim-", suffix=".hosts")
     with os.fdopen(fd, "w") as f:
         f.write("".join(h + "\n" for h in hosts[:n]))
-    cmd = [runner, "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
+    cmd = [runner, "-quiet", "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
            *SMPI_CONFIG, exe, *args]
     info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
             "platform": os.path.abspath(platform_path),
@@ -136,10 +144,56 @@ def annotate(results_file: str, info: dict[str, Any]) -> None:
     atomic_write_text(results_file, json.dumps(doc, indent=1) + "\n")
 
 
-def run(j: SimJob) -> int:
-    """Run the simulated job in the foreground; its exit status (shell style)."""
+def describe(info: dict[str, Any]) -> str:
+    """One sentence for the top of a report: what simulated the times, on which platform."""
+    sha = str(info.get("platform_sha256") or "")[:12]
+    return (f"SIMULATED: every time here is {info.get('engine', 'SimGrid SMPI')}'s "
+            f"({info.get('version', '')}), {info.get('ranks')} ranks on the platform "
+            f"{info.get('platform')} (sha256 {sha}..., {info.get('hosts')} hosts), not a "
+            "measurement on hardware.")
+
+
+def check_sim(sim: str | None, **refused: Any) -> None:
+    """With --sim, the options that do not apply (given as flag=value; a value that is not
+    None or False is refused), one line before anything starts."""
+    if sim is None:
+        return
+    for flag, v in refused.items():
+        if v is not None and v is not False and v != []:
+            raise MpilabError(f"--sim: --{flag.replace('_', '-')} does not apply to a "
+                              "simulated run (smpirun starts the ranks on the platform)")
+
+
+def _forward(src: Any) -> None:
+    for line in src:
+        if not _SMPIRUN_FAILED.match(line):
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+
+def run(j: SimJob, timeout: float | None = None) -> int:
+    """Run the simulated job in the foreground; its exit status (shell style). smpirun's own
+    "Execution failed with code N." line is left out (the caller names a failure itself;
+    a tool that refused its input has said why in one line). Past `timeout` seconds the
+    simulation is stopped and a one-line error raised."""
     try:
-        p = subprocess.run(j.cmd, check=False)
+        p = subprocess.Popen(j.cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert p.stdout is not None
+        fwd = threading.Thread(target=_forward, args=(p.stdout,), daemon=True)
+        fwd.start()
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            raise MpilabError(f"--sim: the simulation did not finish in {timeout:g} s "
+                              "(stopped)") from None
+        finally:
+            fwd.join(timeout=10)
     finally:
         j.cleanup()
-    return 128 - p.returncode if p.returncode < 0 else p.returncode
+    return 128 - rc if rc < 0 else rc
