@@ -35,8 +35,9 @@ def _platform(run_cli: Callable[..., Any], tmp_path: Path, nodes: int, bw: str,
 def test_simulated_pingpong_recovers_the_platform(run_cli: Callable[..., Any],
                                                   tmp_path: Path) -> None:
     """Two hosts behind one switch, 5 us and 10 Gbit/s per link: one way is 2 links, so
-    Hockney's alpha is 10 us (plus SMPI's few bytes of header per message) and beta
-    1/1.25e9 s per byte; the results say simulated, on which platform (its sha256)."""
+    Hockney's alpha is 10 us and beta 1/1.25e9 s per byte, each inside its interval (SMPI's
+    16-byte envelope per message and 10 ns per clock reading accounted for, the interval at
+    least a tick wide); the results say simulated, on which platform (its sha256)."""
     plat = _platform(run_cli, tmp_path, 2, "10Gbit", "5us")
     p = run_cli("bench", "--sim", str(plat), "--out", "sim.json", "--", "--ops", "p2p",
                 "--sizes", "0,1K,64K,1M", "--models", "hockney", "--quiet")
@@ -48,14 +49,41 @@ def test_simulated_pingpong_recovers_the_platform(run_cli: Callable[..., Any],
     assert sim["hosts"] == 2 and sim["ranks"] == 2 and "SimGrid" in sim["engine"]
     assert "--cfg=smpi/simulate-computation:no" in sim["smpi_config"]
     (pair,) = doc["models"]["hockney"]["pairs"]
-    assert pair["alpha"] == pytest.approx(10e-6, rel=0.005)
-    assert pair["beta"] == pytest.approx(8e-10, rel=0.005)
+    assert pair["alpha"] == pytest.approx(10e-6, rel=1e-4)
+    assert pair["beta"] == pytest.approx(8e-10, rel=1e-4)
+    q = pair["quality"]
+    assert q["alpha"]["lo"] <= 10e-6 <= q["alpha"]["hi"]
+    assert q["beta"]["lo"] <= 8e-10 <= q["beta"]["hi"]
+    assert q["alpha"]["hi"] - q["alpha"]["lo"] >= 5e-9  # one tick of 10 ns, halved
+    wire = doc["models"]["hockney"]["simulated_wire"]
+    assert wire["envelope_bytes"] == 16 and wire["clock_tick_s"] == pytest.approx(1e-8)
+    assert "--cfg=smpi/async-small-thresh:65536" in sim["smpi_config"]
     # noiseless: the rule stops at its first chance (no minimum measuring time)
     assert all(m["stats"]["reps"] <= 8 for m in doc["measurements"])
     rep = run_cli("report", "sim.json")
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "sim.html").read_text()
     assert "SIMULATED" in html and sim["platform_sha256"][:12] in html
+
+
+@needs_smpi
+def test_simulated_loggp_recovers_the_platform(run_cli: Callable[..., Any],
+                                               tmp_path: Path) -> None:
+    """LogGP on the eager range (0..32 KiB) of two hosts, 25 us and 1 Gbit/s per link: L is
+    the route's 50 us plus one byte's 8 ns (LogGP charges the first byte to L), G 8 ns/B,
+    each inside its interval; o_s and o_r are SMPI's 0 (a send returns at once; a receive
+    posted after the message arrived finds it there)."""
+    plat = _platform(run_cli, tmp_path, 2, "1Gbit", "25us")
+    p = run_cli("bench", "--sim", str(plat), "--out", "lg.json", "--", "--ops", "p2p",
+                "--sizes", "0,1K,2K,4K,8K,16K,32K", "--models", "loggp", "--quiet")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "lg.json").read_text())
+    (pair,) = doc["models"]["loggp"]["pairs"]
+    q = pair["quality"]
+    for name, truth in (("L", 50e-6 + 8e-9), ("G", 8e-9)):
+        assert pair[name] == pytest.approx(truth, rel=1e-4), name
+        assert q[name]["lo"] <= truth <= q[name]["hi"], (name, q[name])
+    assert pair["os"] < 1e-8 and pair["or"] < 1e-8
 
 
 @needs_smpi

@@ -34,8 +34,13 @@ from mpilab.tools import REPO
 # deterministic simulated time: only communication advances the clock; SimGrid's own
 # notices only when they matter (not the per-rank "SMPI process did not return 0" when a
 # tool refuses its input: the tool's own line says why)
-SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--log=root.thres:warning",
-               "--log=smpi_kernel.thres:error"]
+# Messages up to 64 KiB are delivered eagerly (smpi/async-small-thresh, as SMPI's sends are
+# detached up to smpi/send-is-detached-thresh, 64 KiB): with SimGrid's default 0 a message
+# starts moving only once its receive is posted, so a receive posted late waits a whole
+# latency, the LogGP receive overhead came out as the link latency (10.02 us on a 10 us
+# route) and L as 0. Real MPIs' eager protocols deliver small messages ahead of the receive.
+SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--cfg=smpi/async-small-thresh:65536",
+               "--log=root.thres:warning", "--log=smpi_kernel.thres:error"]
 MAX_PLATFORM = 1 << 30
 # what smpirun -quiet still prints on standard output when the program fails
 _SMPIRUN_FAILED = re.compile(r"^Execution failed with code \d+\.\n?$")
