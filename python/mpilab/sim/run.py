@@ -105,32 +105,38 @@ def simgrid_version(runner: str) -> str:
     return text[0] if text else "unknown"
 
 
-def job(program: str, args: list[str], np: int | None, platform_path: str) -> SimJob:
+def job(program: str, args: list[str], np: int | None, platform_path: str,
+        ppn: int = 1) -> SimJob:
     """The simulated launch of the SMPI build of `program` with `args` on np ranks (default:
-    one per host of the platform). Bad input (no smpirun, no SMPI build, a platform that
-    is not one, more ranks than hosts) raises MpilabError with one line, before anything
-    is started or written."""
+    ppn per host of the platform), ppn consecutive ranks per host (block placement: ranks
+    0..ppn-1 on the first host). Bad input (no smpirun, no SMPI build, a platform that
+    is not one, more ranks than hosts x ppn) raises MpilabError with one line, before
+    anything is started or written."""
+    if ppn < 1:
+        raise MpilabError(f"ranks per host {ppn}: need at least 1")
     runner = smpirun()
     exe = smpi_tool(program)
     data = read_regular(platform_path, "--sim platform", MAX_PLATFORM)
     hosts = plat.hosts_of(data, platform_path)
     if not hosts:
         raise MpilabError(f"--sim {platform_path}: the platform has no hosts")
-    n = len(hosts) if np is None else np
+    n = len(hosts) * ppn if np is None else np
     if n < 1:
         raise MpilabError(f"--np {n}: need at least 1 rank")
-    if n > len(hosts):
+    if n > len(hosts) * ppn:
         raise MpilabError(f"--np {n}: the platform {platform_path} has {len(hosts)} hosts "
-                          "(one simulated rank per host)")
+                          f"({'one simulated rank' if ppn == 1 else f'{ppn} ranks'} per host)")
     fd, hostfile = tempfile.mkstemp(prefix="mpilab-sim-", suffix=".hosts")
     with os.fdopen(fd, "w") as f:
-        f.write("".join(h + "\n" for h in hosts[:n]))
+        f.write("".join(h + "\n" for h in hosts[:(n + ppn - 1) // ppn] for _ in range(ppn))
+                if ppn > 1 else "".join(h + "\n" for h in hosts[:n]))
     cmd = [runner, "-quiet", "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
            *SMPI_CONFIG, exe, *args]
     info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
             "platform": os.path.abspath(platform_path),
             "platform_sha256": hashlib.sha256(data).hexdigest(),
-            "hosts": len(hosts), "ranks": n, "smpi_config": list(SMPI_CONFIG),
+            "hosts": len(hosts), "ranks": n, "ranks_per_host": ppn,
+            "smpi_config": list(SMPI_CONFIG),
             "program": exe}
     return SimJob(cmd, hostfile, n, info)
 
