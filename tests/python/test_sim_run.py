@@ -265,3 +265,34 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
     assert not (tmp_path / "o.json").exists()
     assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
                 and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
+
+
+@needs_smpi
+def test_simulated_ranks_per_host_and_loopback(run_cli: Callable[..., Any], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two ranks per host (block placement) on a flat platform with a loopback link: ranks
+    0 and 1 share node-0 and talk over the loopback (0.2 us + 1040 B at 40 Gbit/s), ranks
+    0 and 2 over two 5 us links; more ranks than hosts x ppn are refused in one line."""
+    from mpilab.errors import MpilabError
+    from mpilab.sim import run as simrun
+
+    out = tmp_path / "lo.xml"
+    p = run_cli("sim", "platform", "flat", "--nodes", "2", "--cores", "2", "--bw", "10Gbit",
+                "--lat", "5us", "--loopback-bw", "40Gbit", "--loopback-lat", "0.2us",
+                "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert 'loopback_bw="40000000000bps"' in out.read_text()
+    monkeypatch.chdir(tmp_path)
+    j = simrun.job("mpilab-bench", ["--ops", "p2p", "--sizes", "1K", "--min-time", "0",
+                                    "--quiet", "--out", "pp.json"], None, str(out), ppn=2)
+    assert j.np == 4
+    assert Path(j.hostfile).read_text().split() == ["node-0", "node-0", "node-1", "node-1"]
+    assert simrun.run(j) == 0
+    simrun.annotate("pp.json", j.info)
+    doc = json.loads((tmp_path / "pp.json").read_text())
+    assert doc["provenance"]["simulated"]["ranks_per_host"] == 2
+    rtt = {tuple(m["pair"]): m["stats"]["median"] for m in doc["measurements"]}
+    assert rtt[(0, 1)] / 2 == pytest.approx(0.2e-6 + 1040 / 5e9, rel=0.05)
+    assert rtt[(0, 1)] < rtt[(0, 2)] / 10
+    with pytest.raises(MpilabError, match="2 ranks per host"):
+        simrun.job("mpilab-bench", [], 5, str(out), ppn=2)

@@ -302,6 +302,8 @@ def topology(t: Topology) -> Generated:
     elif t.backbone_bw is not None:
         attrs["bb_bw"] = fmt_bw(t.backbone_bw)
         attrs["bb_lat"] = fmt_time(t.backbone_lat)
+    if t.loopback_bw is None and t.loopback_lat:
+        raise MpilabError("--loopback-lat: give --loopback-bw too (the loopback link's rate)")
     if t.loopback_bw is not None:
         attrs["loopback_bw"] = fmt_bw(t.loopback_bw)
         attrs["loopback_lat"] = fmt_time(t.loopback_lat)
