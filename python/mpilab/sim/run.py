@@ -106,12 +106,17 @@ def simgrid_version(runner: str) -> str:
 
 
 def job(program: str, args: list[str], np: int | None, platform_path: str,
-        ppn: int = 1) -> SimJob:
+        ppn: int = 1, config: list[str] | None = None) -> SimJob:
     """The simulated launch of the SMPI build of `program` with `args` on np ranks (default:
     ppn per host of the platform), ppn consecutive ranks per host (block placement: ranks
     0..ppn-1 on the first host). Bad input (no smpirun, no SMPI build, a platform that
     is not one, more ranks than hosts x ppn) raises MpilabError with one line, before
-    anything is started or written."""
+    anything is started or written. `config`: more --cfg=... options for smpirun (after
+    SMPI_CONFIG, so they override it), recorded in provenance."""
+    extra = list(config or [])
+    for c in extra:
+        if not c.startswith("--cfg="):
+            raise MpilabError(f"SMPI option {c!r}: expected --cfg=NAME:VALUE")
     if ppn < 1:
         raise MpilabError(f"ranks per host {ppn}: need at least 1")
     runner = smpirun()
@@ -131,12 +136,12 @@ def job(program: str, args: list[str], np: int | None, platform_path: str,
         f.write("".join(h + "\n" for h in hosts[:(n + ppn - 1) // ppn] for _ in range(ppn))
                 if ppn > 1 else "".join(h + "\n" for h in hosts[:n]))
     cmd = [runner, "-quiet", "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
-           *SMPI_CONFIG, exe, *args]
+           *SMPI_CONFIG, *extra, exe, *args]
     info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
             "platform": os.path.abspath(platform_path),
             "platform_sha256": hashlib.sha256(data).hexdigest(),
             "hosts": len(hosts), "ranks": n, "ranks_per_host": ppn,
-            "smpi_config": list(SMPI_CONFIG),
+            "smpi_config": [*SMPI_CONFIG, *extra],
             "program": exe}
     return SimJob(cmd, hostfile, n, info)
 
