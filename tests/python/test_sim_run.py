@@ -230,7 +230,8 @@ def test_simulated_wavefront(run_cli: Callable[..., Any], tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("case", ["ml-testbed", "ml-sample-wan", "ml-too-many", "ml-tool",
-                                  "wf-no-np", "wf-launcher", "wf-missing"])
+                                  "wf-no-np", "wf-launcher", "wf-missing", "ml-rejected",
+                                  "bench-rejected", "bench-tool"])
 def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
                                       case: str) -> None:
     """multilane run --sim and wavefront run --sim: what does not apply or cannot run is
@@ -250,7 +251,20 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
         "wf-launcher": ([*wf, "--np", "2", "--launcher", "mpirun"], "--launcher does not apply"),
         "wf-missing": (["wavefront", "run", "--sim", str(tmp_path / "no.xml"), "--np", "2",
                         "--data", "d", "--coef", "c", "--iterations", "1"], "no.xml"),
+        # the stub has hosts but no DOCTYPE: SimGrid refuses it (its own lines left out)
+        "ml-rejected": (ml, "p.xml:1: Invalid XML"),
+        "bench-rejected": (["bench", "--sim", str(plat), "--out", "o.json", "--", "--ops",
+                            "p2p", "--sizes", "1K"], "SimGrid rejects the platform"),
+        "bench-tool": (["bench", "--sim", str(plat), "--out", "o.json", "--", "--ops",
+                        "nosuch"], "unknown operation 'nosuch'"),
     }[case]
+    if case in ("ml-rejected", "bench-rejected", "bench-tool") and (
+            shutil.which("smpirun") is None or not SMPI_BENCH.is_file()
+            or not SMPI_MULTILANE.is_file()):
+        pytest.skip("no SMPI build")
+    if case == "bench-tool":
+        plat = _platform(run_cli, tmp_path, 2, "1Gbit", "1us")
+        args[2] = str(plat)
     if case == "ml-tool":
         if shutil.which("smpirun") is None or not SMPI_MULTILANE.is_file():
             pytest.skip("no SMPI build of mpilab-multilane")

@@ -180,11 +180,30 @@ def check_sim(sim: str | None, **refused: Any) -> None:
                               "simulated run (smpirun starts the ranks on the platform)")
 
 
+# SimGrid's refusal of a platform file: "[0.000000] ./src/xbt/exception.cpp:95:
+# [xbt_exception/ERROR] Parse error at FILE:LINE: ...", then "Exiting now." and the shell's
+# "Aborted"
+_SG_PARSE = re.compile(r"\[xbt_exception/ERROR\] (Parse error at .*?)\s*$")
+_SG_EXITING = re.compile(r"\[xbt_exception/ERROR\] Exiting now\.\s*$")
+
+
 def _forward(src: Any) -> None:
     for line in src:
         if not _SMPIRUN_FAILED.match(line):
             sys.stdout.write(line)
             sys.stdout.flush()
+
+
+def _forward_err(src: Any, rejected: list[str]) -> None:
+    """The run's standard error, live, except SimGrid's lines refusing the platform (kept in
+    `rejected`, for one line of our own)."""
+    for line in src:
+        m = _SG_PARSE.search(line)
+        if m:
+            rejected.append(m.group(1))
+        elif not (rejected and (_SG_EXITING.search(line) or line.strip() == "Aborted")):
+            sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 def run(j: SimJob, timeout: float | None = None) -> int:
@@ -193,10 +212,14 @@ def run(j: SimJob, timeout: float | None = None) -> int:
     a tool that refused its input has said why in one line). Past `timeout` seconds the
     simulation is stopped and a one-line error raised."""
     try:
-        p = subprocess.Popen(j.cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
-        assert p.stdout is not None
+        p = subprocess.Popen(j.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        assert p.stdout is not None and p.stderr is not None
+        rejected: list[str] = []
         fwd = threading.Thread(target=_forward, args=(p.stdout,), daemon=True)
+        fwe = threading.Thread(target=_forward_err, args=(p.stderr, rejected), daemon=True)
         fwd.start()
+        fwe.start()
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -210,6 +233,10 @@ def run(j: SimJob, timeout: float | None = None) -> int:
                               "(stopped)") from None
         finally:
             fwd.join(timeout=10)
+            fwe.join(timeout=10)
     finally:
         j.cleanup()
+    if rc != 0 and rejected:
+        raise MpilabError(f"--sim {j.info.get('platform')}: SimGrid rejects the platform: "
+                          f"{rejected[0]}")
     return 128 - rc if rc < 0 else rc
