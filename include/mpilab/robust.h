@@ -66,6 +66,17 @@ typedef struct mpilab_robust_opts {
     size_t boot;       /* bootstrap replicates, >= 50 (default 400) */
     unsigned long seed;/* bootstrap seed (default 1): the fit is deterministic */
     size_t max_ranges; /* protocol ranges searched, 1..MPILAB_ROBUST_MAX_RANGES (default 4) */
+    /* What the transport and the clock add, known exactly on a simulated platform (SimGrid
+     * SMPI: every message carries a 16-byte envelope, every MPI_Wtime advances the clock by
+     * smpi/wtime, 10 ns; docs/scale.md). Both default to 0 (nothing changes). */
+    double envelope;   /* bytes each message carries beyond its payload: the fits use payload
+                        * + envelope as the size, so the headline alpha / L are the wire's
+                        * latency; the per-range lines (predictions) stay in payload bytes */
+    double tick;       /* the clock's read cost and resolution (s): subtracted once from every
+                        * sample of a time spanning two readings (round trips, o_s, o_r; not
+                        * g, a difference of two such times), and no interval of a headline
+                        * value is narrower than it each side (scaled as the values are;
+                        * slopes: over the range's span) */
 } mpilab_robust_opts_t;
 
 void mpilab_robust_opts_default(mpilab_robust_opts_t *o);

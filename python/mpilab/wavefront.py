@@ -77,7 +77,35 @@ def build_command(args: argparse.Namespace) -> list[str]:
     raise MpilabError(f"wavefront: unknown command {op!r}")
 
 
+def _run_sim(args: argparse.Namespace) -> int:
+    """run --np N --sim PLATFORM: the SMPI build of the tool in MPI mode under smpirun on the
+    platform (simulated time is MPI_Wtime's: the frontier messages on the platform's links;
+    computation and file I/O take no simulated time); --json results get
+    provenance.simulated."""
+    import sys
+
+    from mpilab.sim import run as simrun
+
+    simrun.check_sim(args.sim, launcher=args.launcher, launcher_arg=args.launcher_arg)
+    if not args.np:
+        raise MpilabError("--sim: give --np N (the distributed mode: one rank per band file "
+                          "DATA.<rank>)")
+    tool_args = build_command(args)[1:]
+    j = simrun.job(TOOL, tool_args, args.np, args.sim)
+    status = simrun.run(j)
+    if status == 0 and args.json:
+        simrun.annotate(args.json, j.info)
+    if status == 0:
+        sys.stderr.write(f"mpilab: simulated on {args.sim} ({j.np} ranks, SimGrid SMPI, "
+                         f"platform sha256 {j.info['platform_sha256'][:12]})\n")
+    elif status != 2:
+        sys.stderr.write(f"mpilab: simulated {TOOL} exited with status {status}\n")
+    return status
+
+
 def _handler(args: argparse.Namespace) -> int:
+    if getattr(args, "sim", None) is not None:
+        return _run_sim(args)
     cmd = build_command(args)
     env = None
     if getattr(args, "np", 0):
@@ -136,6 +164,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--json", help="write results (mpilab.results/1) here")
     r.add_argument("--np", type=_positive, default=0,
                    help="distributed mode: N MPI ranks, band files DATA.<rank>")
+    r.add_argument("--sim", metavar="PLATFORM",
+                   help="with --np: run simulated, the SMPI build of the tool (scripts/build "
+                        "--smpi) under smpirun on this SimGrid platform (mpilab sim platform); "
+                        "--json results record provenance.simulated")
     launch.add_options(r)
 
     f = sub.add_parser("verify", help="compare with the in-core sequential reference")

@@ -131,6 +131,7 @@ typedef struct hfit {
     mpilab_pair_model_t *pm;    /* p*p range models */
     mpilab_hockney_range_t *rg; /* npairs * MAX_RANGES */
     int complete;
+    json_t *wire; /* what the simulated transport and clock add (wire.c), or NULL */
 } hfit_t;
 
 /* Robust per pair (mpilab_hockney_fit_samples on half the round trip: per-size minimum,
@@ -148,6 +149,8 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);
     ro.max_ranges = MPILAB_MODELS_MAX_RANGES;
+    models_wire_opts(&ro);
+    f->wire = models_wire_json(&ro);
     for (size_t pk = 0, i = 0; ok && i < p; i++)
         for (size_t j = i + 1; j < p; j++, pk++) {
             size_t n = pair_points(meas, i, j, &t);
@@ -158,7 +161,9 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
                 continue;
             }
             mpilab_hockney_t h = {hr.alpha.value, hr.beta.value};
-            f->mat[i * p + j] = f->mat[j * p + i] = h;
+            /* predictions in payload bytes: the envelope's time goes into the intercept */
+            mpilab_hockney_t hp = {h.alpha + ro.envelope * h.beta, h.beta};
+            f->mat[i * p + j] = f->mat[j * p + i] = hp;
             mpilab_hockney_range_t *rg = &f->rg[pk * MPILAB_MODELS_MAX_RANGES];
             size_t nr = hr.nranges;
             json_t *ranges = json_array(), *rs = json_array();
@@ -181,7 +186,7 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
             for (size_t k = 0; k < n; k++)
                 json_array_append_new(rs, json_pack("{s:I,s:o}", "bytes", (json_int_t)t.sets[k].bytes, "oneway_s",
                                                     mpilab_json_real(resid[k])));
-            mpilab_pair_model_t pmod = {h, rg, nr};
+            mpilab_pair_model_t pmod = {hp, rg, nr};
             f->pm[i * p + j] = f->pm[j * p + i] = pmod;
             json_array_append_new(pairs, json_pack("{s:I,s:I,s:o,s:o,s:I,s:o,s:{s:o,s:o},s:o}", "i", (json_int_t)i,
                                                    "j", (json_int_t)j, "alpha", mpilab_json_real(h.alpha), "beta",
@@ -201,7 +206,7 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks)
 {
     size_t p = nranks > 0 ? (size_t)nranks : 0, npairs = p * (p ? p - 1 : 0) / 2;
     hfit_t f = {p, calloc(p * p + 1, sizeof *f.mat), calloc(p * p + 1, sizeof *f.pm),
-                calloc(npairs * MPILAB_MODELS_MAX_RANGES + 1, sizeof *f.rg), 0};
+                calloc(npairs * MPILAB_MODELS_MAX_RANGES + 1, sizeof *f.rg), 0, NULL};
     json_t *pairs = f.mat && f.pm && f.rg ? fit_pairs(meas, &f) : json_array();
     json_t *models = json_object();
     json_object_set_new(models, "hockney",
@@ -210,6 +215,8 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks)
                                   "the samples, protocol ranges from the data, Theil-Sen per range; alpha of the "
                                   "smallest sizes' range, beta of the largest (sustained rate); quality: bootstrap "
                                   "intervals and flags"));
+    if (f.wire)
+        json_object_set_new(json_object_get(models, "hockney"), "simulated_wire", f.wire);
     json_t *pred = json_array();
     size_t idx;
     json_t *m;

@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "mpilab/ops.h"
+#include "mpilab/robust.h"
 
 /* A measurement a model can predict: its entry (with a pattern), the figure the tables and
  * report show (the median; the mean only for a document without one), bytes, root. */
@@ -20,5 +21,10 @@ typedef struct models_target {
 const mpilab_op_t *models_entry_of(json_t *m);
 /* 1 and t filled if m is a measurement with a mean whose entry declares a pattern. */
 int models_target(json_t *m, models_target_t *t);
+
+/* The envelope and clock tick of the MPI the library runs on into o (wire.c; SMPI only, else
+ * unchanged), and their record for the model's JSON (NULL when both are 0). */
+void models_wire_opts(mpilab_robust_opts_t *o);
+json_t *models_wire_json(const mpilab_robust_opts_t *o);
 
 #endif

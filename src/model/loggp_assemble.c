@@ -127,6 +127,7 @@ static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, const mpilab_loggp_pa
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);
     ro.max_ranges = MAXR;
+    models_wire_opts(&ro);
     mpilab_loggp_robust_t rb;
     double *resid = calloc(n ? n : 1, sizeof *resid);
     if (!resid || mpilab_loggp_fit_samples(r->points, n, &ro, &rb, resid, err, sizeof err) != 0) {
@@ -150,8 +151,14 @@ static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, const mpilab_loggp_pa
     json_object_set_new(pj, "residuals", rs);
     free(resid);
     size_t nr = rb.nranges;
-    w->mat[i * p + j] = w->mat[j * p + i] = f;
-    w->summ[k] = f;
+    /* predictions in payload bytes: the envelope's share in the intercepts (wire.c) */
+    mpilab_loggp_t fp = f;
+    fp.L += ro.envelope * f.G;
+    fp.g += ro.envelope * f.G;
+    fp.os += ro.envelope * f.os_per_byte;
+    fp.orr += ro.envelope * f.or_per_byte;
+    w->mat[i * p + j] = w->mat[j * p + i] = fp;
+    w->summ[k] = fp;
     w->pnr[k] = nr;
     json_t *ra = json_array();
     for (size_t q = 0; q < nr; q++) {
@@ -250,11 +257,20 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t 
                                               t.statistic));
     }
     lg_free(&w);
-    return json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
+    mpilab_robust_opts_t ro;
+    mpilab_robust_opts_default(&ro);
+    models_wire_opts(&ro);
+    json_t *wire = models_wire_json(&ro);
+    json_t *out = json_pack("{s:o,s:o,s:s,s:I,s:f}", "pairs", pairs, "predictions", pred, "fit_on",
                      "robust, on the samples: per-size minimum of rtt, o_s, o_r and median of g; protocol "
                      "ranges from the data (breakpoints of half the round trip); Theil-Sen lines per range; "
                      "pair: slopes of the smallest size's range, os/or/g at the smallest size carried to 0 "
                      "bytes, L from its minimum round trip, G of the largest range; quality: bootstrap "
                      "intervals and flags (clamped, no_ci, ci_wide)",
                      "burst", (json_int_t)lg->burst, "or_wait_factor", lg->or_wait_factor);
+    if (out && wire)
+        json_object_set_new(out, "simulated_wire", wire);
+    else
+        json_decref(wire);
+    return out;
 }

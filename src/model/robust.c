@@ -206,6 +206,8 @@ void mpilab_robust_opts_default(mpilab_robust_opts_t *o)
     o->boot = 400;
     o->seed = 1;
     o->max_ranges = 4;
+    o->envelope = 0.0;
+    o->tick = 0.0;
 }
 
 int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t errlen)
@@ -222,6 +224,8 @@ int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t er
         return mpilab_errf(err, errlen, "bootstrap replicates %zu outside 50..100000", o->boot);
     if (o->max_ranges < 1 || o->max_ranges > MPILAB_ROBUST_MAX_RANGES)
         return mpilab_errf(err, errlen, "max ranges %zu outside 1..%d", o->max_ranges, MPILAB_ROBUST_MAX_RANGES);
+    if (!(o->envelope >= 0.0 && o->envelope < 1e9) || !(o->tick >= 0.0 && o->tick < 1.0))
+        return mpilab_errf(err, errlen, "envelope %g B or clock tick %g s out of range", o->envelope, o->tick);
     return 0;
 }
 
@@ -256,6 +260,27 @@ static int series_take(series_t *s, const double *x, const unsigned char *valid,
     memcpy(s->sorted, s->v, s->m * sizeof *s->v);
     gsl_sort(s->sorted, 1, s->m);
     return 0;
+}
+
+/* The samples less the clock's read cost d (opts tick). */
+static void series_shift(series_t *s, double d)
+{
+    for (size_t k = 0; k < s->m; k++) {
+        s->v[k] -= d;
+        s->sorted[k] -= d;
+    }
+}
+
+/* No interval of a value narrower than the clock's resolution `half` each side (identical
+ * samples give a zero-wide bootstrap interval); the precision flag follows. */
+static void param_floor(mpilab_param_t *p, double half, double eps)
+{
+    if (!(half > 0) || !isfinite(p->lo) || !isfinite(p->hi))
+        return;
+    p->lo = fmax(fmin(p->lo, p->value - half), 0.0);
+    p->hi = fmax(p->hi, p->value + half);
+    if (!(0.5 * (p->hi - p->lo) <= eps * p->value))
+        p->flags |= MPILAB_PARAM_WIDE;
 }
 
 static void series_free(series_t *s)
@@ -431,7 +456,7 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
         goto done;
     }
     for (size_t k = 0; k < n; k++) {
-        x[k] = sets[k].bytes;
+        x[k] = sets[k].bytes + o->envelope;
         if (!isfinite(x[k]) || x[k] < 0 || (k > 0 && !(x[k] > x[k - 1]))) {
             mpilab_errf(err, errlen, "sizes are not finite and strictly increasing at index %zu", k);
             goto done;
@@ -441,6 +466,7 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
             mpilab_errf(err, errlen, "no valid sample at %g bytes", x[k]);
             goto done;
         }
+        series_shift(&ser[k], o->tick);
         maxm = ser[k].m > maxm ? ser[k].m : maxm;
     }
     if (!(buf = malloc(maxm * sizeof *buf))) {
@@ -470,9 +496,9 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
     out->nranges = K;
     for (size_t r = 0; r < K; r++) {
         size_t hi = r + 1 < K ? starts[r + 1] : n;
-        out->ranges[r].from = x[starts[r]];
-        out->ranges[r].to = x[hi - 1];
-        out->ranges[r].h.alpha = a[r];
+        out->ranges[r].from = x[starts[r]] - o->envelope;
+        out->ranges[r].to = x[hi - 1] - o->envelope;
+        out->ranges[r].h.alpha = a[r] + o->envelope * b[r]; /* payload bytes */
         out->ranges[r].h.beta = b[r];
     }
     if (residual)
@@ -495,6 +521,9 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
     }
     finish_param(&out->alpha, araw, ab, o->boot, o->cl, o->eps);
     finish_param(&out->beta, braw, bb, o->boot, o->cl, o->eps);
+    double span = x[n - 1] - x[starts[K - 1]];
+    param_floor(&out->alpha, scale * o->tick, o->eps);
+    param_floor(&out->beta, span > 0 ? 2.0 * scale * o->tick / span : 0.0, o->eps);
     rc = 0;
 done:
     if (ser)
@@ -598,12 +627,13 @@ static void lg_work_free(lg_work_t *w)
 }
 
 /* Sizes and the valid samples of every series, then the sort buffer; -1 with err. */
-static int lg_take_series(lg_work_t *w, const mpilab_loggp_point_t *pts, char *err, size_t errlen)
+static int lg_take_series(lg_work_t *w, const mpilab_loggp_point_t *pts, const mpilab_robust_opts_t *o,
+                          char *err, size_t errlen)
 {
     size_t n = w->n, maxm = 1;
     double *x = w->x;
     for (size_t k = 0; k < n; k++) {
-        x[k] = (double)pts[k].bytes;
+        x[k] = (double)pts[k].bytes + o->envelope;
         if (k > 0 && !(x[k] > x[k - 1]))
             return mpilab_errf(err, errlen, "sizes are not strictly increasing at index %zu", k);
         const mpilab_loggp_series_t *src[NQ] = {&pts[k].rtt, &pts[k].os, &pts[k].orr, &pts[k].g};
@@ -612,6 +642,8 @@ static int lg_take_series(lg_work_t *w, const mpilab_loggp_point_t *pts, char *e
             if (!src[q]->samples || series_take(se, src[q]->samples, NULL, src[q]->stats.reps) != 0 ||
                 se->m == 0)
                 return mpilab_errf(err, errlen, "no sample at %g bytes", x[k]);
+            if (q != Q_G)
+                series_shift(se, o->tick);
             maxm = se->m > maxm ? se->m : maxm;
         }
     }
@@ -675,6 +707,11 @@ static void lg_fill(mpilab_loggp_robust_t *out, const lg_work_t *w, const lg_est
     finish_param(&out->orr, e->orr, bt + 2 * B, B, o->cl, o->eps);
     finish_param(&out->g, e->g, bt + 3 * B, B, o->cl, o->eps);
     finish_param(&out->G, e->G, bt + 4 * B, B, o->cl, o->eps);
+    double span = x[n - 1] - x[starts[K - 1]];
+    mpilab_param_t *ic[4] = {&out->L, &out->os, &out->orr, &out->g};
+    for (int q = 0; q < 4; q++)
+        param_floor(ic[q], o->tick, o->eps);
+    param_floor(&out->G, span > 0 ? 2.0 * o->tick / span : 0.0, o->eps);
     mpilab_loggp_t *f = &out->fit;
     f->L = out->L.value;
     f->L_raw = e->L;
@@ -690,16 +727,17 @@ static void lg_fill(mpilab_loggp_robust_t *out, const lg_work_t *w, const lg_est
     out->nranges = K;
     for (size_t r = 0; r < K; r++) {
         size_t hi = r + 1 < K ? starts[r + 1] : n;
-        out->from[r] = x[starts[r]];
-        out->to[r] = x[hi - 1];
+        const double env = o->envelope; /* the ranges' lines in payload bytes */
+        out->from[r] = x[starts[r]] - env;
+        out->to[r] = x[hi - 1] - env;
         mpilab_loggp_t *p = &out->ranges[r];
-        p->L = f->L;
+        p->L = f->L + env * fmax(e->b[Q_G][r], 0.0);
         p->L_raw = f->L_raw;
-        p->os = e->a[Q_OS][r];
+        p->os = e->a[Q_OS][r] + env * e->b[Q_OS][r];
         p->os_per_byte = e->b[Q_OS][r];
-        p->orr = e->a[Q_OR][r];
+        p->orr = e->a[Q_OR][r] + env * e->b[Q_OR][r];
         p->or_per_byte = e->b[Q_OR][r];
-        p->g = e->a[Q_G][r];
+        p->g = e->a[Q_G][r] + env * e->b[Q_G][r];
         p->G = e->b[Q_G][r];
         p->flags = f->flags & MPILAB_LOGGP_L_CLAMPED;
         if (p->G < 0) {
@@ -725,7 +763,7 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
         mpilab_errf(err, errlen, "out of memory");
         goto done;
     }
-    if (lg_take_series(&w, pts, err, errlen) != 0 || lg_point_values(&w, o, err, errlen) != 0)
+    if (lg_take_series(&w, pts, o, err, errlen) != 0 || lg_point_values(&w, o, err, errlen) != 0)
         goto done;
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
     size_t K = mpilab_robust_segments_sigma(w.x, w.half, w.vb[Q_RTT], n, o->max_ranges, starts);
@@ -742,7 +780,8 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
     lg_fill(out, &w, &e, o, starts, K);
     if (residual)
         for (size_t k = 0; k < n; k++)
-            residual[k] = w.half[k] - mpilab_loggp_time(&out->ranges[range_of(starts, K, k)], w.x[k]);
+            residual[k] = w.half[k] - mpilab_loggp_time(&out->ranges[range_of(starts, K, k)],
+                                                        w.x[k] - o->envelope);
     rc = 0;
 done:
     lg_work_free(&w);

@@ -69,7 +69,7 @@ int mpilab_wf_fileset_names(mpilab_wf_fileset *s, char *const *names, int n, cha
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    (clock_gettime)(CLOCK_MONOTONIC, &ts); /* real time, also under SMPI (wf_worker.h) */
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

@@ -24,10 +24,14 @@
 #define WF_CHAIN_AHEAD 2     /* block chaining: reads the I/O helper may queue ahead */
 #define WF_TF_EMPTY INT64_MIN
 
+/* The real monotonic clock. The parentheses keep SMPI's smpi_helpers.h from turning the
+ * call into smpi_clock_gettime, which reads the simulated clock and, called from a thread
+ * that is not a simulated rank (the I/O helper), crashes inside SimGrid (wavefront_dist
+ * did, SIGSEGV). Simulated time is MPI_Wtime's. */
 static inline double wf_now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    (clock_gettime)(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

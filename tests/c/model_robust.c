@@ -410,6 +410,47 @@ static void test_long_series(void)
     CHECKF(ina >= 34 && inb >= 34, "long series: alpha held in %d, beta in %d of %d", ina, inb, TRIALS);
 }
 
+/* A simulated wire (SMPI): every message carries a 16-byte envelope and every sample holds
+ * one clock read of 10 ns. With both given, identical samples give the link's own alpha and
+ * beta, intervals one tick wide each side that contain them, and range lines in payload
+ * bytes; envelope and tick out of range are refused. */
+static void test_wire(void)
+{
+    const double alpha = 10e-6, beta = 8e-10, env = 16, tick = 1e-8;
+    const double sizes[] = {0, 1024, 4096, 16384, 65536, 262144, 1048576};
+    enum { WN = 7, WR = 6 };
+    double samples[WN][WR];
+    mpilab_sample_set_t sets[WN];
+    for (int k = 0; k < WN; k++) {
+        for (int r = 0; r < WR; r++) /* round trips */
+            samples[k][r] = 2.0 * (alpha + beta * (sizes[k] + env)) + tick;
+        sets[k] = (mpilab_sample_set_t){sizes[k], samples[k], NULL, WR};
+    }
+    mpilab_robust_opts_t o;
+    mpilab_robust_opts_default(&o);
+    mpilab_hockney_robust_t h;
+    char err[128];
+    /* without: alpha holds the envelope and half a tick, its interval is zero-wide */
+    CHECK(mpilab_hockney_fit_samples(sets, WN, 0.5, &o, &h, NULL, err, sizeof err) == 0);
+    CHECKF(fabs(h.alpha.value - (alpha + env * beta + tick / 2)) < 1e-12, "alpha %g", h.alpha.value);
+    CHECK(!(h.alpha.lo <= alpha && alpha <= h.alpha.hi));
+    o.envelope = env;
+    o.tick = tick;
+    CHECK(mpilab_hockney_fit_samples(sets, WN, 0.5, &o, &h, NULL, err, sizeof err) == 0);
+    CHECKF(fabs(h.alpha.value - alpha) < 1e-12 && fabs(h.beta.value / beta - 1) < 1e-9, "alpha %g beta %g",
+           h.alpha.value, h.beta.value);
+    CHECKF(h.alpha.lo <= alpha - 0.49 * tick && h.alpha.hi >= alpha + 0.49 * tick, "alpha [%g, %g]",
+           h.alpha.lo, h.alpha.hi);
+    CHECK(h.beta.lo < beta && beta < h.beta.hi);
+    CHECK(h.nranges >= 1 && h.ranges[0].from == 0 && h.ranges[h.nranges - 1].to == 1048576);
+    CHECKF(fabs(h.ranges[0].h.alpha - (alpha + env * beta)) < 1e-12, "range alpha %g", h.ranges[0].h.alpha);
+    o.tick = -1;
+    CHECK(mpilab_robust_opts_check(&o, err, sizeof err) != 0 && strstr(err, "tick"));
+    o.tick = 0;
+    o.envelope = NAN;
+    CHECK(mpilab_robust_opts_check(&o, err, sizeof err) != 0 && strstr(err, "envelope"));
+}
+
 int main(void)
 {
     test_clock_uncertain();
@@ -420,6 +461,7 @@ int main(void)
     test_hockney();
     test_loggp();
     test_long_series();
+    test_wire();
     gsl_rng_free(rng);
     return CHECK_DONE();
 }

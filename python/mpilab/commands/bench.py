@@ -147,9 +147,10 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
         # soon as the interval allows (6 repetitions of identical samples)
         runner_args = [*runner_args, "--min-time", "0"]
     j = simrun.job(RUNNER, runner_args, args.np, args.sim)
-    sys.stderr.write(f"mpilab: simulated on {args.sim} ({j.np} ranks, SimGrid SMPI, "
-                     f"platform sha256 {j.info['platform_sha256'][:12]})\n")
     status = simrun.run(j)
+    if status == 0:  # after the run: a refused input stays one line
+        sys.stderr.write(f"mpilab: simulated on {args.sim} ({j.np} ranks, SimGrid SMPI, "
+                         f"platform sha256 {j.info['platform_sha256'][:12]})\n")
     if status == 0 and out is not None:
         simrun.annotate(out, j.info)
     elif status != 0 and status != 2:

@@ -14,15 +14,25 @@ from mpilab.errors import MpilabError, no_action
 def _run(args: argparse.Namespace) -> int:
     from mpilab.multilane import run
 
-    prefix = args.testbed or os.environ.get("MPILAB_TESTBED_PREFIX")
-    if not prefix:
-        raise MpilabError("multilane run: --testbed PREFIX (or $MPILAB_TESTBED_PREFIX) needed")
-    if args.interval <= 0 or args.interval > 0.01:
-        raise MpilabError(f"--interval {args.interval}: need 0 < interval <= 0.01 s")
     tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
                  "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
                  "--model-bytes", args.model_bytes, "--model-reps", str(args.model_reps),
                  "--alpha-bytes", args.alpha_bytes, "--root", str(args.root)]
+    if args.sim is not None:
+        from mpilab.sim import run as simrun
+
+        simrun.check_sim(args.sim, testbed=args.testbed, sample_wan=args.sample_wan)
+        out, info = run.run_sim(args.sim, tool_args, args.output, np=args.np,
+                                timeout=args.timeout)
+        sys.stdout.write(f"multilane: {out} (simulated on {args.sim}, {info['ranks']} ranks, "
+                         f"platform sha256 {info['platform_sha256'][:12]})\n")
+        return 0
+    prefix = args.testbed or os.environ.get("MPILAB_TESTBED_PREFIX")
+    if not prefix:
+        raise MpilabError("multilane run: --testbed PREFIX (or $MPILAB_TESTBED_PREFIX) needed "
+                          "(or --sim PLATFORM)")
+    if args.interval <= 0 or args.interval > 0.01:
+        raise MpilabError(f"--interval {args.interval}: need 0 < interval <= 0.01 s")
     out = run.run(prefix, tool_args, args.output, np=args.np, sample=args.sample_wan,
                   interval=args.interval, timeout=args.timeout)
     sys.stdout.write(f"multilane: {out}\n")
@@ -41,8 +51,14 @@ def _report(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("multilane", help="multilane scatter/gather experiments (docs/multilane.md)")
     s = p.add_subparsers(dest="multilane_command", metavar="SUBCOMMAND")
-    r = s.add_parser("run", help="run mpilab-multilane inside the testbed")
+    r = s.add_parser("run", help="run mpilab-multilane inside the testbed (or simulated)")
     r.add_argument("--testbed", help="testbed prefix (default $MPILAB_TESTBED_PREFIX)")
+    r.add_argument("--sim", metavar="PLATFORM",
+                   help="run simulated instead: the SMPI build of mpilab-multilane (scripts/"
+                        "build --smpi) under smpirun on this SimGrid platform (mpilab sim "
+                        "platform; --sites testbed reads the sites from host names PREFIX-sSnJ "
+                        "as a platform from a testbed spec has them), one rank per host unless "
+                        "--np; the document's provenance.simulated records the platform")
     r.add_argument("--np", type=argtypes.positive, help="ranks (default: one per node)")
     r.add_argument("--sites", default="testbed")
     r.add_argument("--root", type=argtypes.count, default=0)

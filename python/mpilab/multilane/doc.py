@@ -50,6 +50,13 @@ class Doc:
         return m if isinstance(m, dict) else None
 
     @property
+    def simulated(self) -> dict[str, Any] | None:
+        """provenance.simulated of a simulated run (`multilane run --sim`), else None."""
+        p = self.data.get("provenance")
+        s = p.get("simulated") if isinstance(p, dict) else None
+        return s if isinstance(s, dict) else None
+
+    @property
     def testbed(self) -> dict[str, Any] | None:
         t = self.data.get("testbed")
         return t if isinstance(t, dict) else None

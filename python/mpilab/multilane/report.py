@@ -245,12 +245,21 @@ def phase_rows(d: Doc) -> list[list[Any]]:
 
 
 def render(docs: list[Doc]) -> str:
+    from mpilab.sim.run import describe
+
+    sims = [(d, d.simulated) for d in docs if d.simulated]
+    where = ("the simulated grid" if len(sims) == len(docs) else
+             "the emulated grid" if not sims else "the emulated and simulated grids")
     parts = ["<!doctype html><meta charset=utf-8><title>mpilab multilane</title>",
-             f"<style>{CSS}</style><h1>Multilane scatter / gather on the emulated grid</h1>",
-             "<p class=note>After Chiba, Endo and Matsuoka. Measured: median of the repetitions "
-             "(bars min..max). Paper model: T(P) = L + X(P) M/b(P) + Y(P) M/b_LAN + alpha. "
-             "Schedule model: the same measured inputs played out step by step (docs/"
-             "multilane.md).</p>"]
+             f"<style>{CSS}</style><h1>Multilane scatter / gather on {where}</h1>"]
+    for d, sim in sims:
+        name = f" ({escape(Path(d.path).name)})" if len(docs) > 1 else ""
+        parts.append(f'<p class="banner" style="background:#fff3cd;padding:.5em;'
+                     f'font-weight:bold">{escape(describe(sim or {}))}{name}</p>')
+    parts.append("<p class=note>After Chiba, Endo and Matsuoka. Measured: median of the "
+                 "repetitions (bars min..max). Paper model: T(P) = L + X(P) M/b(P) + Y(P) "
+                 "M/b_LAN + alpha. Schedule model: the same measured inputs played out step by "
+                 "step (docs/multilane.md).</p>")
     trs = targets(docs)
     if trs:
         parts.append("<h2>Targets</h2>")

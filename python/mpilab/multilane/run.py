@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import mpilab
 from mpilab.errors import AlreadyReported, MpilabError
@@ -85,3 +86,32 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
     return target
 
 
+
+
+def run_sim(platform: str, tool_args: list[str], out: str, np: int | None = None,
+            timeout: float = 1800) -> tuple[Path, dict[str, Any]]:
+    """Run the SMPI build of mpilab-multilane with tool_args on a SimGrid platform (one
+    launch: simulated time is deterministic); write the document, with
+    provenance.simulated, to out. Returns the path and the provenance object."""
+    from mpilab.sim import run as simrun
+
+    target = Path(out)
+    if target.is_dir():
+        raise MpilabError(f"{out}: is a directory, expected an output file name")
+    with tempfile.TemporaryDirectory(prefix="mpilab-multilane.") as tmp:
+        doc_path = Path(tmp) / "doc.json"
+        j = simrun.job("mpilab-multilane", [*tool_args, "--json", str(doc_path)], np, platform)
+        status = simrun.run(j, timeout=timeout)
+        if status == 2:  # the tool refused its input, in its own one line
+            raise AlreadyReported(2)
+        if status != 0:
+            raise MpilabError(f"simulated mpilab-multilane failed on {platform} "
+                              f"(exit {status})")
+        try:
+            data = json.loads(doc_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise MpilabError(f"mpilab-multilane wrote no readable document: {e}") from None
+    prov = data.get("provenance")
+    data["provenance"] = {**(prov if isinstance(prov, dict) else {}), "simulated": j.info}
+    atomic_write_text(target, json.dumps(data, indent=1))
+    return target, j.info

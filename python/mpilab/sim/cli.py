@@ -80,7 +80,9 @@ def _topology(args: argparse.Namespace) -> int:
     t = plat.Topology(kind=args.kind, nodes=args.nodes, shape=args.shape, bw=args.bw,
                       lat=args.lat, speed=args.speed, cores=args.cores,
                       backbone_bw=getattr(args, "backbone_bw", None),
-                      backbone_lat=getattr(args, "backbone_lat", 0.0), name=args.name,
+                      backbone_lat=getattr(args, "backbone_lat", 0.0),
+                      loopback_bw=args.loopback_bw, loopback_lat=args.loopback_lat,
+                      name=args.name,
                       factors=args.factors, tcp_gamma=args.tcp_gamma)
     return _write(plat.topology(t), args.output, args.hostfile)
 
@@ -159,6 +161,12 @@ def register(sub: Any) -> None:
                             help="the switch's latency (with --backbone-bw)")
         tp.add_argument("--bw", type=_rate, default=10 * 10**9,
                         help="rate of every link, each direction (default 10Gbit)")
+        tp.add_argument("--loopback-bw", type=_rate,
+                        help="ranks on one host talk over a loopback link of this rate (a "
+                             "cluster's loopback_bw; default: none, they cross the host's own "
+                             "link up and down)")
+        tp.add_argument("--loopback-lat", type=_latency, default=0.0,
+                        help="the loopback link's latency (with --loopback-bw)")
         tp.add_argument("--lat", type=_latency, default=1e-6,
                         help="latency of every link (default 1us)")
         tp.add_argument("--name", default="node",

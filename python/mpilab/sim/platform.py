@@ -190,6 +190,8 @@ class Topology:
     cores: int = 1
     backbone_bw: int | None = None
     backbone_lat: float = 0.0
+    loopback_bw: int | None = None  # ranks of one host: a loopback link (else its own link
+    loopback_lat: float = 0.0       # twice, up and down, as SimGrid's cluster routes them)
     name: str = "node"
     factors: str = FACTORS_EXACT
     tcp_gamma: int | None = None
@@ -300,9 +302,16 @@ def topology(t: Topology) -> Generated:
     elif t.backbone_bw is not None:
         attrs["bb_bw"] = fmt_bw(t.backbone_bw)
         attrs["bb_lat"] = fmt_time(t.backbone_lat)
+    if t.loopback_bw is None and t.loopback_lat:
+        raise MpilabError("--loopback-lat: give --loopback-bw too (the loopback link's rate)")
+    if t.loopback_bw is not None:
+        attrs["loopback_bw"] = fmt_bw(t.loopback_bw)
+        attrs["loopback_lat"] = fmt_time(t.loopback_lat)
     desc = (f"{t.kind} cluster of {n} hosts" + (f" ({t.shape})" if t.shape else "")
             + f", {t.cores} core(s) of {t.speed / 1e9:g} Gf, links "
-            f"{tbspec.format_rate(t.bw)} / {t.lat * 1e6:g} us")
+            f"{tbspec.format_rate(t.bw)} / {t.lat * 1e6:g} us"
+            + (f", loopback {tbspec.format_rate(t.loopback_bw)} / {t.loopback_lat * 1e6:g} us"
+               if t.loopback_bw is not None else ""))
 
     def build(root: ET.Element) -> None:
         c = ET.SubElement(root, "cluster", attrs)

@@ -15,9 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +32,18 @@ from mpilab.sim import platform as plat
 from mpilab.tools import REPO
 
 # deterministic simulated time: only communication advances the clock; SimGrid's own
-# notices only when they matter
-SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--log=root.thres:warning"]
+# notices only when they matter (not the per-rank "SMPI process did not return 0" when a
+# tool refuses its input: the tool's own line says why)
+# Messages up to 64 KiB are delivered eagerly (smpi/async-small-thresh, as SMPI's sends are
+# detached up to smpi/send-is-detached-thresh, 64 KiB): with SimGrid's default 0 a message
+# starts moving only once its receive is posted, so a receive posted late waits a whole
+# latency, the LogGP receive overhead came out as the link latency (10.02 us on a 10 us
+# route) and L as 0. Real MPIs' eager protocols deliver small messages ahead of the receive.
+SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--cfg=smpi/async-small-thresh:65536",
+               "--log=root.thres:warning", "--log=smpi_kernel.thres:error"]
 MAX_PLATFORM = 1 << 30
+# what smpirun -quiet still prints on standard output when the program fails
+_SMPIRUN_FAILED = re.compile(r"^Execution failed with code \d+\.\n?$")
 
 
 @dataclass
@@ -92,32 +105,43 @@ def simgrid_version(runner: str) -> str:
     return text[0] if text else "unknown"
 
 
-def job(program: str, args: list[str], np: int | None, platform_path: str) -> SimJob:
+def job(program: str, args: list[str], np: int | None, platform_path: str,
+        ppn: int = 1, config: list[str] | None = None) -> SimJob:
     """The simulated launch of the SMPI build of `program` with `args` on np ranks (default:
-    one per host of the platform). Bad input (no smpirun, no SMPI build, a platform that
-    is not one, more ranks than hosts) raises MpilabError with one line, before anything
-    is started or written."""
+    ppn per host of the platform), ppn consecutive ranks per host (block placement: ranks
+    0..ppn-1 on the first host). Bad input (no smpirun, no SMPI build, a platform that
+    is not one, more ranks than hosts x ppn) raises MpilabError with one line, before
+    anything is started or written. `config`: more --cfg=... options for smpirun (after
+    SMPI_CONFIG, so they override it), recorded in provenance."""
+    extra = list(config or [])
+    for c in extra:
+        if not c.startswith("--cfg="):
+            raise MpilabError(f"SMPI option {c!r}: expected --cfg=NAME:VALUE")
+    if ppn < 1:
+        raise MpilabError(f"ranks per host {ppn}: need at least 1")
     runner = smpirun()
     exe = smpi_tool(program)
     data = read_regular(platform_path, "--sim platform", MAX_PLATFORM)
     hosts = plat.hosts_of(data, platform_path)
     if not hosts:
         raise MpilabError(f"--sim {platform_path}: the platform has no hosts")
-    n = len(hosts) if np is None else np
+    n = len(hosts) * ppn if np is None else np
     if n < 1:
         raise MpilabError(f"--np {n}: need at least 1 rank")
-    if n > len(hosts):
+    if n > len(hosts) * ppn:
         raise MpilabError(f"--np {n}: the platform {platform_path} has {len(hosts)} hosts "
-                          "(one simulated rank per host)")
+                          f"({'one simulated rank' if ppn == 1 else f'{ppn} ranks'} per host)")
     fd, hostfile = tempfile.mkstemp(prefix="mpilab-sim-", suffix=".hosts")
     with os.fdopen(fd, "w") as f:
-        f.write("".join(h + "\n" for h in hosts[:n]))
-    cmd = [runner, "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
-           *SMPI_CONFIG, exe, *args]
+        f.write("".join(h + "\n" for h in hosts[:(n + ppn - 1) // ppn] for _ in range(ppn))
+                if ppn > 1 else "".join(h + "\n" for h in hosts[:n]))
+    cmd = [runner, "-quiet", "-np", str(n), "-platform", platform_path, "-hostfile", hostfile,
+           *SMPI_CONFIG, *extra, exe, *args]
     info = {"engine": "SimGrid SMPI", "version": simgrid_version(runner),
             "platform": os.path.abspath(platform_path),
             "platform_sha256": hashlib.sha256(data).hexdigest(),
-            "hosts": len(hosts), "ranks": n, "smpi_config": list(SMPI_CONFIG),
+            "hosts": len(hosts), "ranks": n, "ranks_per_host": ppn,
+            "smpi_config": [*SMPI_CONFIG, *extra],
             "program": exe}
     return SimJob(cmd, hostfile, n, info)
 
@@ -136,10 +160,83 @@ def annotate(results_file: str, info: dict[str, Any]) -> None:
     atomic_write_text(results_file, json.dumps(doc, indent=1) + "\n")
 
 
-def run(j: SimJob) -> int:
-    """Run the simulated job in the foreground; its exit status (shell style)."""
+def describe(info: dict[str, Any]) -> str:
+    """One sentence for the top of a report: what simulated the times, on which platform."""
+    sha = str(info.get("platform_sha256") or "")[:12]
+    return (f"SIMULATED: every time here is {info.get('engine', 'SimGrid SMPI')}'s "
+            f"({info.get('version', '')}), {info.get('ranks')} ranks on the platform "
+            f"{info.get('platform')} (sha256 {sha}..., {info.get('hosts')} hosts), not a "
+            "measurement on hardware.")
+
+
+def check_sim(sim: str | None, **refused: Any) -> None:
+    """With --sim, the options that do not apply (given as flag=value; a value that is not
+    None or False is refused), one line before anything starts."""
+    if sim is None:
+        return
+    for flag, v in refused.items():
+        if v is not None and v is not False and v != []:
+            raise MpilabError(f"--sim: --{flag.replace('_', '-')} does not apply to a "
+                              "simulated run (smpirun starts the ranks on the platform)")
+
+
+# SimGrid's refusal of a platform file: "[0.000000] ./src/xbt/exception.cpp:95:
+# [xbt_exception/ERROR] Parse error at FILE:LINE: ...", then "Exiting now." and the shell's
+# "Aborted"
+_SG_PARSE = re.compile(r"\[xbt_exception/ERROR\] (Parse error at .*?)\s*$")
+_SG_EXITING = re.compile(r"\[xbt_exception/ERROR\] Exiting now\.\s*$")
+
+
+def _forward(src: Any) -> None:
+    for line in src:
+        if not _SMPIRUN_FAILED.match(line):
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+
+def _forward_err(src: Any, rejected: list[str]) -> None:
+    """The run's standard error, live, except SimGrid's lines refusing the platform (kept in
+    `rejected`, for one line of our own)."""
+    for line in src:
+        m = _SG_PARSE.search(line)
+        if m:
+            rejected.append(m.group(1))
+        elif not (rejected and (_SG_EXITING.search(line) or line.strip() == "Aborted")):
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+
+def run(j: SimJob, timeout: float | None = None) -> int:
+    """Run the simulated job in the foreground; its exit status (shell style). smpirun's own
+    "Execution failed with code N." line is left out (the caller names a failure itself;
+    a tool that refused its input has said why in one line). Past `timeout` seconds the
+    simulation is stopped and a one-line error raised."""
     try:
-        p = subprocess.run(j.cmd, check=False)
+        p = subprocess.Popen(j.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        assert p.stdout is not None and p.stderr is not None
+        rejected: list[str] = []
+        fwd = threading.Thread(target=_forward, args=(p.stdout,), daemon=True)
+        fwe = threading.Thread(target=_forward_err, args=(p.stderr, rejected), daemon=True)
+        fwd.start()
+        fwe.start()
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            raise MpilabError(f"--sim: the simulation did not finish in {timeout:g} s "
+                              "(stopped)") from None
+        finally:
+            fwd.join(timeout=10)
+            fwe.join(timeout=10)
     finally:
         j.cleanup()
-    return 128 - p.returncode if p.returncode < 0 else p.returncode
+    if rc != 0 and rejected:
+        raise MpilabError(f"--sim {j.info.get('platform')}: SimGrid rejects the platform: "
+                          f"{rejected[0]}")
+    return 128 - rc if rc < 0 else rc
