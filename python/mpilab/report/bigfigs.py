@@ -100,15 +100,26 @@ def boxes_spec(bx: Boxes) -> dict:
     layout = {"title": {"text": html.escape(bx.title), "x": 0.01, "xanchor": "left"},
               "height": HEIGHT_PX, "font": {"size": FONT_PX}, "showlegend": False,
               "margin": {"l": 80, "r": 20, "t": 60, "b": 95},
-              "yaxis": {"title": {"text": html.escape(f"{bx.ylabel} ({name})" if name
-                                                      else bx.ylabel)},
-                        "type": "log", "exponentformat": "none"},
+              "yaxis": _box_axis(bx, name),
               "annotations": [{"text": "box: quartiles and median; whiskers: 5th to 95th "
                                "percentile; hollow circles: minimum and maximum",
                                "xref": "paper", "yref": "paper", "x": 0, "y": -0.16,
                                "xanchor": "left", "showarrow": False,
                                "font": {"size": FONT_PX - 2}}]}
     return {"data": data, "layout": layout, "config": _config(bx.fig_id)}
+
+
+def _box_axis(bx: Boxes, name: str) -> dict:
+    """Log scale (one tick per decade) only when the values span two decades or more."""
+    lo = min((q["min"] for _, q in bx.boxes if q["min"] > 0), default=1.0)
+    hi = max((q["max"] for _, q in bx.boxes), default=1.0)
+    ax: dict = {"title": {"text": html.escape(f"{bx.ylabel} ({name})" if name else bx.ylabel)},
+                "exponentformat": "none"}
+    if hi / lo >= 100:
+        ax.update(type="log", dtick=1)
+    else:
+        ax.update(type="linear", rangemode="tozero")
+    return ax
 
 
 def _config(fid: str) -> dict:

@@ -184,7 +184,7 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None,
                     + ("" if m.bytes_back in (None, m.bytes) else " (asym)"))
         keys = {(m.pair, m.bytes_back in (None, m.bytes)) for m in sms}
         sec.h3(f"Time vs size per pair{title_s}")
-        if len(keys) > MAX_CURVES:
+        if large and len(keys) > MAX_CURVES:
             sec.note(f"{len(keys)} pairs: the curves are the median, the 5th and 95th "
                      "percentile and the maximum over the pairs at each size, and the slowest "
                      "pairs' own curves.")

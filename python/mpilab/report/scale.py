@@ -34,6 +34,8 @@ OUTLIER_ROWS = 25
 MATRIX_TABLE_RANKS = 16
 #: a heat map of more ranks is block-reduced to at most this many cells a side
 HEATMAP_MAX = 128
+#: pair outliers are looked for from this many ranks on (below, the matrix shows every pair)
+OUTLIER_MIN_RANKS = 8
 #: robust z-score above which a node or a pair is listed as an outlier
 OUTLIER_Z = 3.5
 

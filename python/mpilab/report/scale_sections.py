@@ -33,7 +33,7 @@ def outliers(sms: list[Measurement], nbytes: int) -> scale.PairOutliers | None:
         ranks, times = pairs.pair_times(sms, nbytes)
     except ValueError:
         return None
-    if ranks < 4 or len(times) < ranks:
+    if ranks < scale.OUTLIER_MIN_RANKS or len(times) < ranks:
         return None
     return scale.pair_outliers(times, ranks)
 
