@@ -28,10 +28,11 @@ def check_input_sizes(paths: list[str], limit: int) -> None:
             continue  # results.load words a missing or unreadable file
         if size > limit:
             raise MpilabError(
-                f"{p}: {size / 1e6:.0f} MB of results is above the report's limit of "
-                f"{limit / 1e6:.0f} MB (about {limit // 1000:,} measurements; memory and time "
-                "grow with the file: about 450 MB and 15 s per 100 MB here); raise it with "
-                f"--max-input {max(size, limit) * 2 >> 20}M if the machine has the memory")
+                f"{p}: {size / 2**20:.0f} MiB of results is above the report's limit of "
+                f"{limit >> 20} MiB (at about 1 KiB per measurement, some {limit >> 10:,} "
+                "measurements; memory and time grow linearly with the file, about 4.5 MB "
+                "and 0.2 s per MiB here); raise it with --max-input "
+                f"{(size >> 20) + 1}M if the machine has the memory")
 
 
 def default_html(results_path: str | Path) -> Path:
