@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -83,6 +84,9 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
         loaded = [load_large(paths[0])]
     else:
         loaded = [results.load(p) for p in paths]
+    # what was read lives until the end: keep the cyclic collector's full passes off it
+    # (hundreds of thousands of objects for a large file; every pass would walk them all)
+    gc.freeze()
     # the report modules (matplotlib, plotting): only once the input is good
     from mpilab.fsutil import atomic_write_text
     from mpilab.report import build_report

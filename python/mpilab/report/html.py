@@ -493,8 +493,11 @@ def build_report(results: Results, out_html: str | os.PathLike[str],
     summarised tables beside it (OUT.TAG.csv); returns the path written."""
     out = Path(out_html)
     att = scale.Attachments(out.with_suffix("") if out.suffix else out)
-    text = render_report(results, matrix_sizes, static, att)  # rendered before any write
-    for path, data in att.files.items():
-        atomic_write_text(path, data)
-    atomic_write_text(out_html, text)
+    try:
+        text = render_report(results, matrix_sizes, static, att)  # the CSVs as temporaries
+        atomic_write_text(out_html, text)
+    except BaseException:
+        att.discard()
+        raise
+    att.commit()
     return str(out_html)

@@ -16,8 +16,9 @@ Thresholds are module constants so tests and the docs name them."""
 from __future__ import annotations
 
 import csv
-import io
 import math
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,23 +44,37 @@ OUTLIER_Z = 3.5
 @dataclass
 class Attachments:
     """Files written beside the page (full tables as CSV). `base` is the page's path
-    without its suffix; None: the page is rendered to a string only, nothing is attached."""
+    without its suffix; None: the page is rendered to a string only, nothing is attached.
+    Each file is written as it is made, under a hidden temporary name, and renamed by
+    commit() once the page is written (discard() removes them if it is not)."""
     base: Path | None
-    files: dict[Path, str] = field(default_factory=dict)
+    files: dict[Path, Path] = field(default_factory=dict)  # final name -> temporary file
 
     def csv(self, tag: str, head: Sequence[str], rows: Iterable[Sequence[object]]) -> str | None:
         """Adds BASE.TAG.csv; returns the link (relative to the page) or None."""
         if self.base is None:
             return None
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(head)
-        for row in rows:
-            w.writerow(["" if v is None or (isinstance(v, float) and not math.isfinite(v))
-                        else (f"{v:.6g}" if isinstance(v, float) else v) for v in row])
         path = self.base.with_name(f"{self.base.name}.{tag}.csv")
-        self.files[path] = buf.getvalue()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        self.files[path] = Path(tmp)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(head)
+            for row in rows:
+                w.writerow(["" if v is None or (isinstance(v, float) and not math.isfinite(v))
+                            else (f"{v:.6g}" if isinstance(v, float) else v) for v in row])
         return path.name
+
+    def commit(self) -> None:
+        for path, tmp in self.files.items():
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        self.files.clear()
+
+    def discard(self) -> None:
+        for tmp in self.files.values():
+            tmp.unlink(missing_ok=True)
+        self.files.clear()
 
 
 def link_note(href: str | None, rows: int, what: str, kept: str) -> str:

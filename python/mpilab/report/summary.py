@@ -53,9 +53,11 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def headline_cards(r: Results, prefix: str = "", label: str = "") -> list[Card]:
-    """Cards: latency and bandwidth (median over pairs), with the pairs' range as detail."""
-    hs = pair_headlines(r)
+def headline_cards(r: Results, prefix: str = "", label: str = "",
+                   hs: list[PairHeadline] | None = None) -> list[Card]:
+    """Cards: latency and bandwidth (median over pairs), with the pairs' range as detail
+    (hs: pair_headlines(r) if already computed)."""
+    hs = pair_headlines(r) if hs is None else hs
     if not hs:
         return []
     scheds = sorted({h.schedule or "" for h in hs})
@@ -77,14 +79,16 @@ def headline_cards(r: Results, prefix: str = "", label: str = "") -> list[Card]:
     return cards
 
 
-def pair_table(r: Results, att: Attachments | None = None) -> tuple[Table | None, str]:
+def pair_table(r: Results, att: Attachments | None = None,
+               hs: list[PairHeadline] | None = None) -> tuple[Table | None, str]:
     """The per-pair latency and bandwidth table, and (for more pairs than
     scale.TABLE_ROWS) the HTML sentence linking the CSV file that holds every pair: then
     the table keeps the pairs of highest latency and of lowest bandwidth."""
-    hs = pair_headlines(r)
+    hs = pair_headlines(r) if hs is None else hs
     if not hs:
         return None, ""
     note = ""
+    total = len(hs)
     if len(hs) > scale.TABLE_ROWS:
         att = att if att is not None else Attachments(None)
         href = att.csv("pairs", ["i", "j", "schedule", "latency_bytes", "oneway_s",
@@ -103,7 +107,7 @@ def pair_table(r: Results, att: Attachments | None = None) -> tuple[Table | None
                      else -inf)[:k]
         keep = {id(h) for h in slow + low}
         hs = [h for h in hs if id(h) in keep]
-        note = scale.link_note(href, len(pair_headlines(r)), "pairs",
+        note = scale.link_note(href, total, "pairs",
                                f"the {k} of highest latency and the {k} of lowest bandwidth")
     rows, rf = [], []
     for h in hs:
@@ -379,11 +383,12 @@ def provenance_table(r: Results) -> Table:
 def section(r: Results, att: Attachments | None = None,
             extra_health: list[str] | None = None) -> Section:
     s = Section("summary", "Summary")
-    cards = headline_cards(r)
+    hs = pair_headlines(r)
+    cards = headline_cards(r, hs=hs)
     hc, items = health(r)
     items = (extra_health or []) + items
     s.add("cards", cards + hc)
-    t, note = pair_table(r, att)
+    t, note = pair_table(r, att, hs)
     if t:
         if note:
             s.note_html(note)
