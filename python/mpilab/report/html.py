@@ -188,7 +188,11 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None,
             sec.note(f"{len(keys)} pairs: the curves are the median, the 5th and 95th "
                      "percentile and the maximum over the pairs at each size, and the slowest "
                      "pairs' own curves.")
-            curves = big.aggregate_curves(sms, slow, key)
+            want = set(slow[:5])
+            curves = big.aggregate_curves(sms) + [
+                curve(f"{k} (slow)", v, values.oneway) for k, v in sorted(group(
+                    [m for m in sms if m.pair and (min(m.pair), max(m.pair)) in want],
+                    key).items())]
         else:
             curves = [curve(k, v, values.oneway) for k, v in sorted(group(sms, key).items())]
         sec.add("fig", sink.html(Figure(sink.uid(f"p2p-{sched}"),

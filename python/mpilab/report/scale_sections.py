@@ -5,7 +5,7 @@ summarised tables whose full rows go to CSV files beside the page."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -98,27 +98,18 @@ def heatmap(sink: FigureSink, nranks: int, ms: list[Measurement], title: str,
     return sink.html(Heatmap(sink.uid(base), title, red, b, nranks))
 
 
-def aggregate_curves(sms: list[Measurement], slow: list[tuple[int, int]],
-                     label: Callable[[Measurement], str]) -> list[Curve]:
+def aggregate_curves(sms: list[Measurement]) -> list[Curve]:
     """Per size over the pairs: median, 5th and 95th percentile and maximum of the one-way
-    time; plus the curves of the slowest pairs (at most 5)."""
+    time (the caller adds the slowest pairs' own curves)."""
     by: dict[int, list[float]] = {}
     for m in sms:
         v = values.oneway(m).value
         if v is not None and math.isfinite(v):
             by.setdefault(m.bytes, []).append(v)
-    out = []
-    for name, q in (("median over pairs", 50), ("95th percentile", 95),
-                    ("5th percentile", 5), ("slowest pair", 100)):
-        out.append(Curve(name, [Point(float(b), float(np.percentile(v, q)), None, None,
-                                      len(v), []) for b, v in sorted(by.items())]))
-    want = set(slow[:5])
-    from mpilab.report.html import curve, group  # the run report's own curve builder
-
-    for k, v in sorted(group([m for m in sms if m.pair and (min(m.pair), max(m.pair)) in want],
-                             label).items()):
-        out.append(curve(f"{k} (slow)", v, values.oneway))
-    return out
+    return [Curve(name, [Point(float(b), float(np.percentile(v, q)), None, None, len(v), [])
+                         for b, v in sorted(by.items())])
+            for name, q in (("median over pairs", 50), ("95th percentile", 95),
+                            ("5th percentile", 5), ("slowest pair", 100))]
 
 
 # ---------------------------------------------------------------- models
