@@ -94,7 +94,7 @@ def boxes_spec(bx: Boxes) -> dict:
         # the extremes as points: where the whiskers (5th..95th percentile) stop
         data.append({"type": "scatter", "mode": "markers", "x": [html.escape(label)] * 2,
                      "y": [_r4(q["min"] / scale), _r4(q["max"] / scale)], "showlegend": False,
-                     "marker": {"color": c, "symbol": "circle-open", "size": 8},
+                     "marker": {"color": c, "symbol": "diamond", "size": 7},
                      "hovertemplate": f"{html.escape(label)} extreme: %{{y}} {name}"
                                       "<extra></extra>"})
     layout = {"title": {"text": html.escape(bx.title), "x": 0.01, "xanchor": "left"},
@@ -102,7 +102,7 @@ def boxes_spec(bx: Boxes) -> dict:
               "margin": {"l": 80, "r": 20, "t": 60, "b": 95},
               "yaxis": _box_axis(bx, name),
               "annotations": [{"text": "box: quartiles and median; whiskers: 5th to 95th "
-                               "percentile; hollow circles: minimum and maximum",
+                               "percentile; diamonds: minimum and maximum",
                                "xref": "paper", "yref": "paper", "x": 0, "y": -0.16,
                                "xanchor": "left", "showarrow": False,
                                "font": {"size": FONT_PX - 2}}]}
@@ -160,7 +160,7 @@ def static_html(fig: Heatmap | Boxes) -> str:
         stats = [{"label": lab, "med": q["median"] / scale, "q1": q["q1"] / scale,
                   "q3": q["q3"] / scale, "whislo": q["p5"] / scale, "whishi": q["p95"] / scale,
                   "fliers": [q["min"] / scale, q["max"] / scale]} for lab, q in fig.boxes]
-        ax.bxp(stats, showfliers=True)
+        ax.bxp(stats, showfliers=True, flierprops={"marker": "D", "markersize": 5})
         ax.set_yscale("log")
         ax.set_ylabel(f"{fig.ylabel} ({name})" if name else fig.ylabel)
     ax.set_title(fig.title, loc="left")
