@@ -391,3 +391,34 @@ def test_compare_report(page: Page, tmp_path: Path) -> None:
         assert f"value: {units.fmt_time(lat)}" in text, text
     assert sum(s.endswith("-open") for f in figs.values() for t in f["traces"]
                for s in t["symbols"]) > 0
+
+
+def test_large_run_report(page: Page, tmp_path: Path) -> None:
+    """40 ranks, every pair: the latency matrix is a heat map whose hover gives the slow
+    pair's one-way time as the file has it, model parameters are box plots, every figure
+    is drawn without console errors."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_scale_synth", Path(__file__).resolve().parents[2] / "bench"
+        / "report_scale_synth.py")
+    assert spec is not None and spec.loader is not None
+    synth = importlib.util.module_from_spec(spec)
+    sys.modules["report_scale_synth"] = synth
+    spec.loader.exec_module(synth)
+    res = tmp_path / "large.json"
+    synth.write(res, 40, [0, 4096], 5, slow_node=3, slow_pair=(1, 30))
+    out = tmp_path / "large.html"
+    _cli("report", str(res), "-o", str(out), cwd=tmp_path)
+    figs = _open_report(page, out, "report-large", tmp_path)
+    assert "fig-matrix-parallel-0" in figs and "fig-hockney-alpha" in figs
+    doc = json.loads(res.read_text())
+    m = next(m for m in doc["measurements"] if m.get("pair") == [1, 30] and m["bytes"] == 0)
+    oneway = m["stats"]["median"] / 2
+    page.js("const gd = document.getElementById('fig-matrix-parallel-0');"
+            "gd.scrollIntoView(); Plotly.Fx.hover(gd, {xval: 30, yval: 1});")
+    label = str(page.wait("(() => { const t = document.querySelector("
+                          "'#fig-matrix-parallel-0 .hoverlayer .hovertext');"
+                          " return t ? t.textContent : null; })()", "heat map hover"))
+    assert "rank 1 <-> 30" in label
+    assert f"{oneway * 1e6:.4g} us" in label, label

@@ -177,7 +177,10 @@ def test_report_refuses_an_oversized_file(run_cli: Callable[..., Any], tmp_path:
     big = tmp_path / "big.json"
     with open(big, "wb") as f:  # sparse: no disk space used
         f.truncate(results.MAX_RESULTS_BYTES + 1)
-    assert "larger than the" in _one_line_error(_report(run_cli, big))
+    # the report's own limit (--max-input, default 128M) speaks first, before any work ...
+    assert "above the report's limit" in _one_line_error(_report(run_cli, big))
+    # ... and raised, the loader's (results.MAX_RESULTS_BYTES) still refuses the file
+    assert "larger than the" in _one_line_error(_report(run_cli, big, "--max-input", "1G"))
 
 
 @pytest.mark.parametrize("case", ["digits", "bytes", "clock", "nan"])

@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from pathlib import Path
 
 from mpilab import results, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import check_output
+
+# Above this size a results file is not reported unless --max-input raises the limit: at
+# about 1 KB of JSON per measurement that is some 1.3 x 10^5 measurements, which report in
+# about 500 MB of memory (time and memory grow linearly; docs/report-perf.md).
+MAX_INPUT_BYTES = 128 << 20
+# From this size on, a single results file is read as a stream (report.stream).
+STREAM_BYTES = 16 << 20
+
+
+def check_input_sizes(paths: list[str], limit: int) -> None:
+    """One line refusing a results file larger than `limit` bytes, before any work."""
+    for p in paths:
+        try:
+            size = os.stat(p).st_size
+        except OSError:
+            continue  # results.load words a missing or unreadable file
+        if size > limit:
+            raise MpilabError(
+                f"{p}: {size / 2**20:.0f} MiB of results is above the report's limit of "
+                f"{limit >> 20} MiB (at about 1 KiB per measurement, some {limit >> 10:,} "
+                "measurements; memory and time grow linearly with the file, about 4.5 MB "
+                "and 0.2 s per MiB here); raise it with --max-input "
+                f"{(size >> 20) + 1}M if the machine has the memory")
 
 
 def default_html(results_path: str | Path) -> Path:
@@ -37,7 +62,8 @@ def default_compare_html(first: str | Path) -> Path:
 
 def make_report(results_path: str | Path | list[str], out: str | Path | None = None,
                 matrix_sizes: list[int] | None = None, labels: list[str] | None = None,
-                label_by: str | None = None, static: bool = False) -> Path:
+                label_by: str | None = None, static: bool = False,
+                max_input: int = MAX_INPUT_BYTES) -> Path:
     """Load, validate and render one results file (a run report) or several (a comparison);
     nothing is written unless everything succeeded."""
     paths = [str(results_path)] if isinstance(results_path, str | Path) else list(results_path)
@@ -51,7 +77,16 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
     else:
         target = default_html(paths[0]) if len(paths) == 1 else default_compare_html(paths[0])
     check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
-    loaded = [results.load(p) for p in paths]
+    check_input_sizes(paths, max_input)
+    if len(paths) == 1 and _size(paths[0]) >= STREAM_BYTES:
+        from mpilab.report.stream import load_large
+
+        loaded = [load_large(paths[0])]
+    else:
+        loaded = [results.load(p) for p in paths]
+    # what was read lives until the end: keep the cyclic collector's full passes off it
+    # (hundreds of thousands of objects for a large file; every pass would walk them all)
+    gc.freeze()
     # the report modules (matplotlib, plotting): only once the input is good
     from mpilab.fsutil import atomic_write_text
     from mpilab.report import build_report
@@ -70,9 +105,22 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
     return target
 
 
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.matrix_sizes) if args.matrix_sizes is not None else None
-    out = make_report(args.results, args.output, sizes, args.label, args.label_by, args.static)
+    try:
+        limit = units.parse_size(args.max_input)
+    except ValueError:
+        raise MpilabError(f"--max-input: '{args.max_input}' is not a size (e.g. 512M, 2G)"
+                          ) from None
+    out = make_report(args.results, args.output, sizes, args.label, args.label_by, args.static,
+                      limit)
     if str(out) != "-":  # the report itself went to stdout
         sys.stdout.write(f"report: {out}\n")
     return 0
@@ -98,4 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--matrix-sizes", metavar="LIST",
                    help="message sizes of the point-to-point heat maps, e.g. 0,64K "
                         "(default: the smallest and the largest measured)")
+    p.add_argument("--max-input", metavar="SIZE", default=f"{MAX_INPUT_BYTES >> 20}M",
+                   help="refuse results files larger than this (default %(default)s: about "
+                        "10^5 measurements, reported in about 500 MB of memory)")
     p.set_defaults(func=_run)

@@ -8,12 +8,14 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TypeVar
 
 from mpilab import __version__, quality
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.report import render, summary, tables, units, values
+from mpilab.report import render, scale, summary, tables, units, values
+from mpilab.report import scale_sections as big
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.tables import Cell, Table
@@ -129,7 +131,11 @@ def _matrix(n: int, cells: dict[tuple[int, int], tuple[values.Estimate, list[str
     return Table(["rank"] + [str(j) for j in range(n)], rows, caption=caption, collapse=False)
 
 
-def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None) -> list[Section]:
+def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None,
+         health: list[str] | None = None,
+         slow_pairs: set[tuple[int, int]] | None = None) -> list[Section]:
+    """The point-to-point section; outlier findings are added to health (one line each) and
+    the outlier pairs to slow_pairs."""
     pts = r.p2p()
     if not pts:
         return []
@@ -137,6 +143,7 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None) -> list[S
     sec.note("Round trips i<->j; the matrices and curves show the one-way time, half the "
              "median round trip, with its interval.")
     nranks = max([max(m.pair) for m in pts if m.pair] + [values.ranks_of(r, pts[0]) - 1]) + 1
+    large = nranks > scale.MATRIX_TABLE_RANKS
     for sched, sms in sorted(group(pts, lambda m: m.schedule or "-").items()):
         title_s = "" if sched == "-" else f" ({sched} schedule)"
         by_size = group(sms, lambda m: (m.bytes, m.bytes_back or m.bytes))
@@ -151,17 +158,43 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None) -> list[S
                 chosen += hit
         else:
             chosen = _pick_sizes(list(by_size))
+        slow: list[tuple[int, int]] = []
         for size in chosen:
-            cells = {m.pair: (values.oneway(m), values.flags(m))
-                     for m in by_size[size] if m.pair}
             lab = units.fmt_bytes(size[0]) + ("" if size[0] == size[1]
                                               else f" / {units.fmt_bytes(size[1])}")
             sec.h3(f"Latency matrix, {lab}{title_s}")
-            sec.add("table", _matrix(nranks, cells, f"one-way time, {lab}{title_s}"))
-        curves = [curve(k, v, values.oneway) for k, v in sorted(
-            group(sms, lambda m: f"{m.pair[0]}-{m.pair[1]}"  # type: ignore[index]
-                  + ("" if m.bytes_back in (None, m.bytes) else " (asym)")).items())]
+            if large:
+                sec.add("fig", big.heatmap(sink, nranks, by_size[size],
+                                           f"one-way time, {lab}{title_s}",
+                                           f"matrix-{sched}-{size[0]}"))
+            else:
+                cells = {m.pair: (values.oneway(m), values.flags(m))
+                         for m in by_size[size] if m.pair}
+                sec.add("table", _matrix(nranks, cells, f"one-way time, {lab}{title_s}"))
+            po = big.outliers(by_size[size], size[0]) if size[0] == size[1] else None
+            if po is not None:
+                big.outlier_tables(sec, po, f"{lab}{title_s}", f"{sched}-{size[0]}")
+                slow += [(i, j) for i, j, *_ in po.slow_pairs]
+                if slow_pairs is not None:
+                    slow_pairs.update(slow)
+                if health is not None:
+                    health += big.health_items(po, f"{lab}{title_s}")
+        def key(m: Measurement) -> str:
+            return (f"{m.pair[0]}-{m.pair[1]}"  # type: ignore[index]
+                    + ("" if m.bytes_back in (None, m.bytes) else " (asym)"))
+        keys = {(m.pair, m.bytes_back in (None, m.bytes)) for m in sms}
         sec.h3(f"Time vs size per pair{title_s}")
+        if large and len(keys) > MAX_CURVES:
+            sec.note(f"{len(keys)} pairs: the curves are the median, the 5th and 95th "
+                     "percentile and the maximum over the pairs at each size, and the slowest "
+                     "pairs' own curves.")
+            want = set(slow[:5])
+            curves = big.aggregate_curves(sms) + [
+                curve(f"{k} (slow)", v, values.oneway) for k, v in sorted(group(
+                    [m for m in sms if m.pair and (min(m.pair), max(m.pair)) in want],
+                    key).items())]
+        else:
+            curves = [curve(k, v, values.oneway) for k, v in sorted(group(sms, key).items())]
         sec.add("fig", sink.html(Figure(sink.uid(f"p2p-{sched}"),
                                         f"point-to-point one-way time{title_s}",
                                         _capped(sec, curves), "message size", "one-way time",
@@ -169,11 +202,16 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None) -> list[S
     return [sec]
 
 
-def _models(r: Results, sink: FigureSink) -> list[Section]:
+def _models(r: Results, sink: FigureSink, att: scale.Attachments) -> list[Section]:
     if not (r.hockney or r.predictions or r.loggp or r.loggp_predictions):
         return []
     sec = Section("models", "Models")
-    if r.hockney:
+    if len(r.hockney) > scale.TABLE_ROWS:
+        sec.h3("Hockney parameters per pair")
+        sec.note("Headline per pair: alpha from the smallest sizes' range, 1/beta from the "
+                 "largest sizes' range; shown as distributions over the pairs.")
+        big.hockney_large(r, sec, sink, att, "hockney")
+    elif r.hockney:
         sec.h3("Hockney parameters per pair")
         sec.note("Headline: alpha from the smallest sizes' range, 1/beta from the largest "
                  "sizes' range (sustained rate), each with its bootstrap interval; rows per "
@@ -227,7 +265,13 @@ def _models(r: Results, sink: FigureSink) -> list[Section]:
                                             "measured", cs, "message size", "time", "B", "s")))
         sec.note("Relative error = (predicted - measured) / measured.")
         sec.add("table", _pred_table(r.predictions, "predicted", "predictions"))
-    if r.loggp or r.loggp_predictions:
+    if len(r.loggp) > scale.TABLE_ROWS:
+        sec.h3("LogGP parameters per pair", "loggp")
+        big.loggp_large(r, sec, sink, att, "loggp-params")
+        if r.loggp_predictions:
+            sec.h3("LogGP predictions versus measured")
+            sec.add("table", _pred_table(r.loggp_predictions, "LogGP predicted", "loggp-pred"))
+    elif r.loggp or r.loggp_predictions:
         _loggp(r, sec, sink)
     return [sec]
 
@@ -316,9 +360,10 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
         sec.add("table", _pred_table(r.loggp_predictions, "LogGP predicted", "loggp-pred"))
 
 
-def measurement_table(r: Results, label: str | None = None) -> Table:
+def measurement_table(r: Results, label: str | None = None,
+                      only: list[Measurement] | None = None) -> Table:
     rows, rf = [], []
-    for m in r.measurements:
+    for m in (r.measurements if only is None else only):
         e = values.time_estimate(m)
         st = m.stats
         fl = values.flags(m)
@@ -362,11 +407,12 @@ def isolation_table(r: Results) -> Table | None:
                  rows, rf, caption="Isolated against back-to-back", table_id="isolation")
 
 
-def _measurements(r: Results) -> list[Section]:
+def _measurements(r: Results, att: scale.Attachments,
+                  slow: set[tuple[int, int]]) -> list[Section]:
     if not r.measurements:
         return []
     sec = Section("measurements", "All measurements")
-    iso = isolation_table(r)
+    iso = isolation_table(r) if len(r.measurements) <= scale.MEASUREMENT_ROWS else None
     if iso is not None:
         sec.h3("Isolated against back-to-back")
         sec.note("The same operations measured with a barrier before every repetition and "
@@ -382,7 +428,16 @@ def _measurements(r: Results) -> list[Section]:
              "own interval did not hold the figure), isolation_differs (the same operation "
              "measured isolated and back to back: intervals apart; see the table above), "
              "negative (a value below zero), no_ci (no interval).")
-    sec.add("table", measurement_table(r))
+    if len(r.measurements) <= scale.MEASUREMENT_ROWS:
+        sec.add("table", measurement_table(r))
+        return [sec]
+    kept = big.kept_measurements(r, slow)
+    href = att.csv("measurements", big.MEAS_HEAD,
+                   (big.measurement_csv_row(m) for m in r.measurements))
+    sec.note_html(scale.link_note(href, len(r.measurements), "measurements",
+                                  f"the {len(kept)} of the slow pairs, the collectives and "
+                                  "flagged ones"))
+    sec.add("table", measurement_table(r, only=kept))
     return [sec]
 
 
@@ -419,12 +474,17 @@ def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg
 
 
 def render_report(r: Results, matrix_sizes: list[int] | None = None,
-                  static: bool = False) -> str:
+                  static: bool = False, att: scale.Attachments | None = None) -> str:
     """The whole report as an HTML string. matrix_sizes: message sizes of the
-    point-to-point matrices (default: the smallest and the largest measured)."""
+    point-to-point matrices (default: the smallest and the largest measured). Tables too long
+    for the page go to CSV files collected in att (written by build_report)."""
+    att = att if att is not None else scale.Attachments(None)
     sink = FigureSink(static)
-    sections = [summary.section(r), *_collectives(r, sink), *_p2p(r, sink, matrix_sizes),
-                *_models(r, sink), *_measurements(r)]
+    health: list[str] = []
+    slow: set[tuple[int, int]] = set()
+    p2p = _p2p(r, sink, matrix_sizes, health, slow)
+    sections = [summary.section(r, att, health), *_collectives(r, sink), *p2p,
+                *_models(r, sink, att), *_measurements(r, att, slow)]
     title = f"mpilab report: {os.path.basename(r.path)}"
     sub = (f"Generated by mpilab {__version__} from {r.path}: {len(r.measurements)} "
            "measurements.")
@@ -433,7 +493,15 @@ def render_report(r: Results, matrix_sizes: list[int] | None = None,
 
 def build_report(results: Results, out_html: str | os.PathLike[str],
                  matrix_sizes: list[int] | None = None, static: bool = False) -> str:
-    """Write the report of `results` to out_html atomically; returns the path written."""
-    text = render_report(results, matrix_sizes, static)  # rendered before anything is written
-    atomic_write_text(out_html, text)
+    """Write the report of `results` to out_html atomically, and the CSV files of its
+    summarised tables beside it (OUT.TAG.csv); returns the path written."""
+    out = Path(out_html)
+    att = scale.Attachments(out.with_suffix("") if out.suffix else out)
+    try:
+        text = render_report(results, matrix_sizes, static, att)  # the CSVs as temporaries
+        atomic_write_text(out_html, text)
+    except BaseException:
+        att.discard()
+        raise
+    att.commit()
     return str(out_html)

@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from mpilab.report import figs
+from mpilab.report import bigfigs, figs
 
 
 @dataclass
@@ -63,8 +63,10 @@ class FigureSink:
         self.ids.add(name)
         return name
 
-    def html(self, fig: figs.Figure) -> Markup:
+    def html(self, fig: figs.Figure | bigfigs.Heatmap | bigfigs.Boxes) -> Markup:
         self.count += 1
+        if isinstance(fig, bigfigs.Heatmap | bigfigs.Boxes):
+            return Markup(bigfigs.static_html(fig) if self.static else bigfigs.figure_html(fig))
         return Markup(figs.static_html(fig) if self.static else figs.figure_html(fig))
 
     def runtime(self) -> Markup:

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpilab import quality
-from mpilab.report import signif, tables, units, values
+from mpilab.report import scale, signif, tables, units, values
 from mpilab.report.render import Card, Section
+from mpilab.report.scale import Attachments
 from mpilab.report.signif import Estimate
 from mpilab.report.tables import Cell, Table
 from mpilab.results import Measurement, Results
@@ -52,9 +53,11 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def headline_cards(r: Results, prefix: str = "", label: str = "") -> list[Card]:
-    """Cards: latency and bandwidth (median over pairs), with the pairs' range as detail."""
-    hs = pair_headlines(r)
+def headline_cards(r: Results, prefix: str = "", label: str = "",
+                   hs: list[PairHeadline] | None = None) -> list[Card]:
+    """Cards: latency and bandwidth (median over pairs), with the pairs' range as detail
+    (hs: pair_headlines(r) if already computed)."""
+    hs = pair_headlines(r) if hs is None else hs
     if not hs:
         return []
     scheds = sorted({h.schedule or "" for h in hs})
@@ -76,10 +79,36 @@ def headline_cards(r: Results, prefix: str = "", label: str = "") -> list[Card]:
     return cards
 
 
-def pair_table(r: Results) -> Table | None:
-    hs = pair_headlines(r)
+def pair_table(r: Results, att: Attachments | None = None,
+               hs: list[PairHeadline] | None = None) -> tuple[Table | None, str]:
+    """The per-pair latency and bandwidth table, and (for more pairs than
+    scale.TABLE_ROWS) the HTML sentence linking the CSV file that holds every pair: then
+    the table keeps the pairs of highest latency and of lowest bandwidth."""
+    hs = pair_headlines(r) if hs is None else hs
     if not hs:
-        return None
+        return None, ""
+    note = ""
+    total = len(hs)
+    if len(hs) > scale.TABLE_ROWS:
+        att = att if att is not None else Attachments(None)
+        href = att.csv("pairs", ["i", "j", "schedule", "latency_bytes", "oneway_s",
+                                 "oneway_lo_s", "oneway_hi_s", "bandwidth_bytes", "bandwidth_Bps",
+                                 "bandwidth_lo_Bps", "bandwidth_hi_Bps", "flags"],
+                       [[*h.pair.split("-"), h.schedule or "", h.lat_bytes, h.latency.value,
+                         h.latency.lo, h.latency.hi, h.bw_bytes, h.bandwidth.value,
+                         h.bandwidth.lo, h.bandwidth.hi, " ".join(sorted(set(h.lat_flags
+                                                                           + h.bw_flags)))]
+                        for h in hs])
+        k = scale.OUTLIER_ROWS
+        inf = float("inf")
+        slow = sorted(hs, key=lambda h: -(h.latency.value if h.latency.value is not None
+                                          else inf))[:k]
+        low = sorted(hs, key=lambda h: h.bandwidth.value if h.bandwidth.value is not None
+                     else -inf)[:k]
+        keep = {id(h) for h in slow + low}
+        hs = [h for h in hs if id(h) in keep]
+        note = scale.link_note(href, total, "pairs",
+                               f"the {k} of highest latency and the {k} of lowest bandwidth")
     rows, rf = [], []
     for h in hs:
         lat = tables.value(h.latency.value, "s", h.lat_flags)
@@ -93,7 +122,7 @@ def pair_table(r: Results) -> Table | None:
         rf.append([])
     return Table(["pair", "schedule", "size", "one-way latency", "95% CI", "size", "bandwidth",
                   "95% CI"], rows, rf, caption="Latency and bandwidth per pair",
-                 table_id="headline-pairs")
+                 table_id="headline-pairs"), note
 
 
 def _preferred_timing(ms: list[Measurement]) -> str:
@@ -189,6 +218,8 @@ def _rate_ci(q: Any, name: str) -> dict[str, Any]:
 
 
 def model_tables(r: Results) -> list[Table]:
+    if max(len(r.hockney), len(r.loggp)) > scale.TABLE_ROWS:
+        return _model_distributions(r)
     out = []
     raw = (r.raw.get("models") or {}) if isinstance(r.raw.get("models"), dict) else {}
     hraw = ((raw.get("hockney") or {}).get("pairs") or []) if isinstance(raw, dict) else []
@@ -232,6 +263,29 @@ def model_tables(r: Results) -> list[Table]:
                          caption="LogGP model per pair (intervals and per-range values in the "
                                  "Models section)", table_id="summary-loggp"))
     return out
+
+
+def _model_distributions(r: Results) -> list[Table]:
+    """Model parameters over many pairs: one row per parameter (min, percentiles, max)."""
+    rows: list[list[Cell]] = []
+    params: list[tuple[str, str, list[float]]] = []
+    if r.hockney:
+        params += [("Hockney alpha (latency)", "s", [p.alpha for p in r.hockney]),
+                   ("Hockney 1/beta (sustained rate)", "B/s",
+                    [1 / p.beta for p in r.hockney if p.beta > 0])]
+    ok = [lp.params for lp in r.loggp if lp.params is not None]
+    if ok:
+        params += [("LogGP L", "s", [p.L for p in ok]), ("LogGP o_s", "s", [p.os for p in ok]),
+                   ("LogGP o_r", "s", [p.orr for p in ok]), ("LogGP g", "s", [p.g for p in ok]),
+                   ("LogGP 1/G", "B/s", [1 / p.G for p in ok if p.G > 0])]
+    for name, unit, v in params:
+        q = scale.quartiles(v)
+        if q is not None:
+            rows.append([Cell(name), tables.count(q["n"])] + [
+                tables.value(q[k], unit) for k in ("min", "p5", "median", "p95", "max")])
+    return [Table(["parameter", "pairs", "min", "5th pct", "median", "95th pct", "max"], rows,
+                  caption="Model parameters over the pairs (per pair: the Models section and "
+                          "its CSV files)", table_id="summary-models", collapse=False)]
 
 
 def health(r: Results) -> tuple[list[Card], list[str]]:
@@ -326,13 +380,18 @@ def provenance_table(r: Results) -> Table:
                  caption="Provenance", table_id="provenance-table", collapse=False)
 
 
-def section(r: Results) -> Section:
+def section(r: Results, att: Attachments | None = None,
+            extra_health: list[str] | None = None) -> Section:
     s = Section("summary", "Summary")
-    cards = headline_cards(r)
+    hs = pair_headlines(r)
+    cards = headline_cards(r, hs=hs)
     hc, items = health(r)
+    items = (extra_health or []) + items
     s.add("cards", cards + hc)
-    t = pair_table(r)
+    t, note = pair_table(r, att, hs)
     if t:
+        if note:
+            s.note_html(note)
         s.add("table", t)
     w = winners_table(r)
     if w:

@@ -1,0 +1,264 @@
+"""Reading a large results file for the report as a stream (issue 26: memory grows with
+what is drawn, not with the samples).
+
+`results.load` holds the file's text, the whole parsed document and every measurement's
+samples, and validates the document with jsonschema (about 90% of a 10^5-measurement
+report's time and all of its memory). `load_large` reads the same file in one pass instead:
+
+- the top-level object is walked key by key; each measurement is decoded on its own
+  (json's C decoder, results' strict number rules: NaN, Infinity and out-of-range numbers
+  are refused) while the file streams past, everything else is decoded whole;
+- validation is the same schema (python/mpilab/schemas/results-1.schema.json, its
+  references inlined as results.py does), compiled by fastjsonschema: the document without
+  its measurements once, then each measurement on its own (the schema puts no constraint on
+  the measurements array besides its items); then results.py's own checks across fields
+  (its _measurement, _models and _loggp), so the typed view is the one results.load builds;
+- a point-to-point measurement keeps its statistics but not its repetitions (the run
+  report draws no p2p samples; collectives keep theirs for the significance rule).
+
+Whenever anything is not plainly valid (a decoding problem, a schema failure, a check
+across fields, an unexpected layout), it hands over to `results.load`, which names the
+problem in its one line with file and line; so the stream reader never accepts a file
+results.load refuses, and never words an error differently.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import gc
+import json
+import math
+import os
+import sys
+from typing import Any
+
+from mpilab import results
+from mpilab.results import Measurement, Results
+
+CHUNK = 1 << 20
+_WS = " \t\n\r"
+
+
+class _Fallback(Exception):
+    """Not plainly valid: results.load decides and words the error."""
+
+
+def _bad(_s: str) -> Any:
+    raise _Fallback
+
+
+# results' strict number rules (NaN, Infinity and numbers beyond a double are refused)
+def _float(t: str) -> float:
+    v = float(t)
+    if not math.isfinite(v):
+        raise _Fallback
+    return v
+
+
+def _int(t: str) -> int:
+    if len(t) > 310:
+        raise _Fallback
+    v = int(t)
+    if abs(v) > 1.7976931348623157e308:
+        raise _Fallback
+    return v
+
+
+_DEC = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_bad)
+
+
+@functools.cache
+def _validators() -> tuple[Any, Any]:
+    import fastjsonschema
+
+    schema = json.loads(results.SCHEMA_FILE.read_text())
+    defs = schema.get("$defs", {})
+    whole = results._inline(schema, defs)
+    meas = results._inline(defs["measurement"], defs)
+    out = []
+    for s in (whole, meas):
+        s = dict(s)
+        s.pop("$id", None)
+        # the schema's keywords are all draft 7's (no prefixItems, no unevaluated*)
+        s["$schema"] = "http://json-schema.org/draft-07/schema#"
+        out.append(fastjsonschema.compile(s))
+    return out[0], out[1]
+
+
+class _Reader:
+    """The file's text as a sliding buffer, decoded incrementally from UTF-8."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.dec = codecs.getincrementaldecoder("utf-8")("strict")
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+
+    def more(self, size: int = CHUNK) -> bool:
+        if self.eof:
+            return False
+        b = self.f.read(size)
+        try:
+            text = self.dec.decode(b, final=not b)
+        except UnicodeDecodeError:
+            raise _Fallback from None
+        self.buf = self.buf[self.pos:] + text
+        self.pos = 0
+        self.eof = not b
+        return True
+
+    def skip_ws(self) -> str:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, ch: str) -> None:
+        if self.skip_ws() != ch:
+            raise _Fallback
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value (read more text until it is complete)."""
+        self.skip_ws()
+        size = CHUNK  # doubled on every retry: a large value is decoded O(1) times
+        while True:
+            try:
+                v, end = _DEC.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if self.more(size):
+                    size *= 2
+                    continue
+                raise _Fallback from None
+            except RecursionError:
+                raise _Fallback from None
+            # a number at the end of the buffer may continue in the next chunk
+            if end == len(self.buf) and not self.eof and self.more(size):
+                size *= 2
+                continue
+            self.pos = end
+            return v
+
+
+def _slim(m: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
+    """The same object in less memory: keys interned (each decoded value has its own key
+    strings), equal precision objects shared."""
+    out = {sys.intern(k): v for k, v in m.items()}
+    st = out.get("stats")
+    if isinstance(st, dict):
+        out["stats"] = {sys.intern(k): v for k, v in st.items()}
+    pr = out.get("precision")
+    if isinstance(pr, dict):
+        try:
+            key = tuple(sorted(pr.items()))
+            out["precision"] = shared.setdefault(key, pr)
+        except TypeError:  # an unhashable value: keep it as it is
+            pass
+    return out
+
+
+def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
+                  keep: list[Measurement]) -> None:
+    """Each measurement: decoded, validated (schema, then results' checks across fields),
+    typed; a p2p measurement's raw object loses its repetitions."""
+    w = results._Where(name, "")
+    shared: dict[Any, Any] = {}
+    rd.expect("[")
+    if rd.skip_ws() == "]":
+        rd.pos += 1
+        return
+    while True:
+        m = rd.value()
+        try:
+            check(m)
+        except Exception:
+            raise _Fallback from None
+        m = _slim(m, shared)
+        if m.get("op") == "p2p" and "samples" in m:
+            # the check results._measurement makes on them, before they are dropped
+            if "valid" in m and len(m["valid"]) != len(m["samples"]):
+                raise _Fallback
+            del m["samples"]
+            m.pop("valid", None)
+        keep.append(results._measurement(w, m, len(keep), name, nranks))
+        c = rd.skip_ws()
+        rd.pos += 1
+        if c == "]":
+            return
+        if c != ",":
+            raise _Fallback
+
+
+def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
+    whole, meas = _validators()
+    top: dict[str, Any] = {}
+    ms: list[Measurement] = []
+    with open(path, "rb") as f:
+        rd = _Reader(f)
+        rd.expect("{")
+        while True:
+            if rd.skip_ws() != '"':
+                raise _Fallback
+            key = rd.value()
+            if key in top or (key == "measurements" and "measurements" in top):
+                raise _Fallback  # a repeated key: json keeps the last; results.load decides
+            rd.expect(":")
+            if key == "measurements":
+                prov = top.get("provenance")
+                if not isinstance(prov, dict):
+                    raise _Fallback  # the provenance (rank count) comes first in mpilab's files
+                _measurements(rd, path, meas, prov.get("ranks"), ms)
+                top[key] = []
+            else:
+                top[key] = rd.value()
+            c = rd.skip_ws()
+            rd.pos += 1
+            if c == "}":
+                break
+            if c != ",":
+                raise _Fallback
+        if rd.skip_ws() != "":
+            raise _Fallback  # text after the document
+    if top.get("schema") != results.SCHEMA or "measurements" not in top:
+        raise _Fallback
+    try:
+        whole(top)
+    except Exception:
+        raise _Fallback from None
+    return top, ms
+
+
+def _build(name: str, top: dict[str, Any], meas: list[Measurement]) -> Results:
+    w = results._Where(name, "")
+    prov = top["provenance"]
+    nranks = prov.get("ranks")
+    hockney, preds = results._models(w, top.get("models"), nranks)
+    lg_pairs, lg_preds = results._loggp(w, top.get("models"), nranks)
+    top["measurements"] = [m.raw for m in meas]
+    return Results(path=name, provenance=prov, measurements=meas, hockney=hockney,
+                   predictions=preds, raw=top, sources=[name], loggp=lg_pairs,
+                   loggp_predictions=lg_preds)
+
+
+def load_large(path: str | os.PathLike[str]) -> Results:
+    """The results file as results.load gives it (p2p measurements without their
+    repetitions), read in one pass; any problem is results.load's one line."""
+    name = str(path)
+    # hundreds of thousands of new containers, none of them garbage: the cyclic collector's
+    # full passes over them would make the read quadratic
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        top, ms = _scan(name)
+        return _build(name, top, ms)
+    except (_Fallback, results.MpilabError, KeyError, TypeError, ValueError, OSError):
+        pass
+    finally:
+        if gc_was:
+            gc.enable()
+    return results.load(name)  # names the problem (or, if it finds none, reads the file)
