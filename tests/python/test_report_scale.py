@@ -175,6 +175,7 @@ def _cases() -> list[tuple[str, Callable[[str], str]]]:
         ("rank beyond the run", first_p2p(lambda m: m.update(pair=[0, 99]))),
         ("pair of one rank", first_p2p(lambda m: m.update(pair=[1, 1]))),
         ("valid flags short", first_p2p(lambda m: m.update(valid=[True]))),
+        ("reps beside fewer samples", first_p2p(lambda m: m["stats"].update(reps=10 ** 18))),
         ("missing stats", first_p2p(lambda m: m.pop("stats"))),
         ("truncated", lambda t: t[: len(t) * 2 // 3]),
         ("text after the document", lambda t: t + "\n{}"),

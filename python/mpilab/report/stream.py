@@ -30,6 +30,7 @@ import gc
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -65,7 +66,17 @@ def _int(t: str) -> int:
     return v
 
 
-_DEC = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_bad)
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    o = dict(pairs)
+    if len(o) != len(pairs):
+        raise _Fallback  # a key given twice: results.load names it
+    return o
+
+
+_DEC = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_bad,
+                        object_pairs_hook=_object)
+# a \uD800-\uDFFF escape: maybe a lone surrogate, which results.load refuses with its place
+_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
 @functools.cache
@@ -104,9 +115,12 @@ class _Reader:
             text = self.dec.decode(b, final=not b)
         except UnicodeDecodeError:
             raise _Fallback from None
-        self.buf = self.buf[self.pos:] + text
+        old = self.buf[self.pos:]
+        self.buf = old + text
         self.pos = 0
         self.eof = not b
+        if _SURROGATE.search(self.buf, max(0, len(old) - 5)):
+            raise _Fallback
         return True
 
     def skip_ws(self) -> str:
@@ -182,6 +196,9 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
         if m.get("op") == "p2p" and "samples" in m:
             # the check results._measurement makes on them, before they are dropped
             if "valid" in m and len(m["valid"]) != len(m["samples"]):
+                raise _Fallback
+            st = m.get("stats")
+            if m["samples"] and isinstance(st, dict) and st.get("reps") != len(m["samples"]):
                 raise _Fallback
             del m["samples"]
             m.pop("valid", None)
