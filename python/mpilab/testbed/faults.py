@@ -202,15 +202,18 @@ register(FaultKind("drop", "every packet on the rail is dropped inside the node 
 # ---- using the table ---------------------------------------------------------------------
 
 def fail_now(spec: Spec, node: str, rail: int, mode: str, scheduled: bool) -> dict[str, Any]:
-    """Put a fault of kind `mode` in place and log it (logged at once: the record's time is
-    the fault's). Its kind must then see it: a fault its own detect cannot see would never
-    be healed, so it is undone at once and refused, in one line naming the kind."""
+    """Put a fault of kind `mode` in place and log it (the record's time is taken before
+    the commands run, see log_event). Its kind must then see it: a fault its own detect
+    cannot see would never be healed, so it is undone at once and refused, in one line
+    naming the kind."""
     k = get_kind(mode)
+    began = now_pair()
     k.apply(spec, node, rail)
-    rec = log_event(spec, "fail", node, rail, k.name, scheduled)
+    rec = log_event(spec, "fail", node, rail, k.name, scheduled, began=began)
     if not k.detect(spec, node, rail):
+        began = now_pair()
         k.heal(spec, node, rail)
-        log_event(spec, "heal", node, rail, k.name, scheduled)
+        log_event(spec, "heal", node, rail, k.name, scheduled, began=began)
         raise MpilabError(f"fault kind '{k.name}': applied on {node}:{rail} but its detect "
                           "does not see it (heal could never find it)")
     return rec
@@ -224,8 +227,9 @@ def heal_rail(spec: Spec, node: str, rail: int, scheduled: bool) -> list[dict[st
     for k in kinds():
         if not k.detect(spec, node, rail):
             continue
+        began = now_pair()
         k.heal(spec, node, rail)
-        out.append(log_event(spec, "heal", node, rail, k.name, scheduled))
+        out.append(log_event(spec, "heal", node, rail, k.name, scheduled, began=began))
         if k.detect(spec, node, rail):
             raise MpilabError(f"fault kind '{k.name}': heal left the fault in place on "
                               f"{node}:{rail}")
@@ -246,11 +250,22 @@ def log_path(spec: Spec) -> Path:
     return net.state_dir(spec.prefix) / "faults.jsonl"
 
 
+def now_pair() -> tuple[float, float]:
+    """(time.time(), time.monotonic()) now: take it before applying or healing a fault and
+    give it to log_event as `began`."""
+    return time.time(), time.monotonic()
+
+
 def log_event(spec: Spec, event: str, node: str, rail: int, mode: str,
-              scheduled: bool) -> dict[str, Any]:
-    now, mono = time.time(), time.monotonic()
+              scheduled: bool, began: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Append one record. `time`/`monotonic` are when the change began (`began`, taken
+    before the tc/ip commands ran: the earliest instant the fault can have acted), `done`
+    when it was in place; a loaded machine can put tens of milliseconds between them, and
+    an agent may well react inside that window."""
+    done = time.time()
+    now, mono = began if began is not None else (done, time.monotonic())
     rec = {"event": event, "target": f"{node}:{rail}", "mode": mode, "time": now,
-           "monotonic": mono, "scheduled": scheduled,
+           "monotonic": mono, "done": done, "scheduled": scheduled,
            "date": _dt.datetime.fromtimestamp(now, _dt.UTC)
            .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
     line = (json.dumps(rec) + "\n").encode()
