@@ -346,10 +346,8 @@ int wf_write_header(wf_file *f, char *err, size_t errlen)
 
 static long page_size(void)
 {
-    static long ps;
-    if (!ps)
-        ps = sysconf(_SC_PAGESIZE);
-    return ps;
+    long ps = sysconf(_SC_PAGESIZE); /* read from the auxiliary vector: cheap */
+    return ps > 0 ? ps : 4096;
 }
 
 void wf_willneed(wf_file *f, off_t off, size_t len)
