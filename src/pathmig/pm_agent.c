@@ -97,7 +97,7 @@ static void on_link(void *arg, const pm_nl_link *l)
             continue;
         ag->link_ok[r] = l->up;
         pma_log_obj(ag, "link", json_pack("{s:i,s:s,s:b}", "rail", r, "ifname", l->name, "up",
-                                      l->up));
+                                          l->up));
         if (!l->up) {
             for (int p = 0; p < ag->nnodes; p++)
                 if (p != ag->self)

@@ -61,9 +61,9 @@ void pma_log_transition(agent_t *ag, const mpilab_pm_conn *c, mpilab_pm_state fr
     char tok[16];
     snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
     pma_log_obj(ag, "state", json_pack("{s:s,s:s,s:s,s:s,s:s}", "token", tok, "peer",
-                                   c->peer >= 0 ? ag->nodes[c->peer].name : "", "from",
-                                   mpilab_pm_state_name(from), "to", mpilab_pm_state_name(to),
-                                   "cause", cause ? cause : ""));
+                                       c->peer >= 0 ? ag->nodes[c->peer].name : "", "from",
+                                       mpilab_pm_state_name(from), "to", mpilab_pm_state_name(to),
+                                       "cause", cause ? cause : ""));
 }
 
 json_t *pma_stats_json(const agent_t *ag)

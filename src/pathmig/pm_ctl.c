@@ -61,7 +61,7 @@ static json_t *request(agent_t *ag, mpilab_pm_event_kind kind, const char *targe
             }
         }
         pma_log_obj(ag, "command", json_pack("{s:s,s:s,s:i,s:i}", "command", what, "target", "all",
-                                         "done", done, "refused", refused));
+                                             "done", done, "refused", refused));
         return json_pack("{s:b,s:i,s:i,s:o}", "ok", 1, "done", done, "refused", refused,
                          "errors", errs);
     }

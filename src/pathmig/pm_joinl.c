@@ -71,8 +71,8 @@ void pma_joinl_add(agent_t *ag, mpilab_pm_conn *c, uint16_t port, int lrail)
         j->fd[r] = fd;
         char a[INET_ADDRSTRLEN];
         pma_log_obj(ag, "join_listener", json_pack("{s:s,s:i,s:i,s:s}", "addr", pma_ip(addr, a),
-                                               "port", (int)port, "rail", r, "result",
-                                               result));
+                                                   "port", (int)port, "rail", r, "result",
+                                                   result));
     }
 }
 

@@ -79,7 +79,7 @@ void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uin
 static void path_event(agent_t *ag, int peer, int rail, int up, const char *cause)
 {
     pma_log_obj(ag, "path", json_pack("{s:s,s:i,s:b,s:s}", "peer", ag->nodes[peer].name, "rail",
-                                  rail, "up", up, "cause", cause));
+                                      rail, "up", up, "cause", cause));
 }
 
 /* tell a peer (or every peer), over every other rail, that our path on `rail` is dead */
