@@ -34,16 +34,20 @@ def main() -> int:
     ap.add_argument("--prefix", default=os.environ.get("MPILAB_TESTBED_PREFIX", "gt"))
     ap.add_argument("--min-reps", type=int, default=None,
                     help="least round trips per size (default: mpilab-selftest link's)")
+    ap.add_argument("--launches", type=int, default=3,
+                    help="launches per run, merged launch-level (default 3, as mpilab bench)")
     ap.add_argument("--json", help="write everything to this file")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="robust-gt-") as tmp:
         res = selftest.testbed_link(a.prefix, a.delay, a.rate, a.runs, a.sizes, Path(tmp),
-                                    hogs=a.hogs, min_reps=a.min_reps)
+                                    hogs=a.hogs, min_reps=a.min_reps, launches=a.launches)
     rows = selftest.link_rows(res)
-    t = res["truth"]
-    base_l, base_a = t["L"] - res["delay_s"], t["alpha"] - res["delay_s"]
-    print(f"WAN {a.delay} at {a.rate}, {a.runs} runs, {a.hogs} hogs; base latency (no delay): "
-          f"L {base_l * 1e6:.1f} us, alpha {base_a * 1e6:.1f} us")
+    b = res["base"][0]
+    print(f"WAN {a.delay} at {a.rate}, {a.runs} runs of {a.launches} launch(es), {a.hogs} hogs; "
+          f"base latency (no delay): L {b['loggp']['L']['value'] * 1e6:.1f} us, alpha "
+          f"{b['hockney']['alpha']['value'] * 1e6:.1f} us; ping: the delayed WAN adds "
+          f"{res['icmp_added_s'] * 1e6:.1f} us one way ({res['icmp_lone_added_s'] * 1e6:.1f} us "
+          "to a lone packet)")
     selftest.print_link_rows(rows)
     # the truth of L and alpha includes the delay line's own lateness in each run (beyond
     # the base run's): selftest.run_truth

@@ -37,9 +37,15 @@ const char *mpilab_placement_name(mpilab_placement_mode_t m);
  * main()s that must decide before MPI_Init. */
 const char *mpilab_placement_arg(int argc, char **argv);
 
+/* Slurm's tasks-per-node list ("2(x3),1": 2 tasks on each of the first 3 nodes, then 1,
+ * as srun sets SLURM_STEP_TASKS_PER_NODE and salloc SLURM_TASKS_PER_NODE): the tasks on node
+ * `node` (0-based, SLURM_NODEID), or -1 when the list is malformed or too short. */
+int mpilab_placement_slurm_tasks(const char *list, int node);
+
 /* Call BEFORE MPI_Init. The local rank and size come from the launcher's variables
  * (OMPI_COMM_WORLD_LOCAL_RANK/SIZE, MPI_LOCALRANKID/MPI_LOCALNRANKS, SLURM_LOCALID with
- * SLURM_NTASKS_PER_NODE). In auto mode, when they are known, the process is not bound
+ * SLURM_NTASKS_PER_NODE, or with this node's entry (SLURM_NODEID) of
+ * SLURM_STEP_TASKS_PER_NODE, which srun sets, or SLURM_TASKS_PER_NODE). In auto mode, when they are known, the process is not bound
  * (allowed on more than one CPU) and local_size <= those CPUs, the process is pinned to the
  * local_rank-th allowed CPU and OMPI_MCA_mpi_yield_when_idle is set to 0 (a yielding rank
  * gives its CPU to any busy process for a whole time slice: 1-9 ms per round trip with two

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "mpilab.suite.cli",
     "mpilab.multilane.cli",
     "mpilab.sim.cli",
+    "mpilab.commands.slurm",
 ]
 
 
@@ -37,6 +38,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mpilab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mpilab {__version__}")
+    parser.add_argument("--mpi", metavar="NAME", dest="mpi_build",
+                        help="run the tools of this checkout's build for that MPI: openmpi "
+                             "(build/) or mpich (build-mpich/); sets MPILAB_BIN (default: "
+                             "$MPILAB_BIN, else build/; simulated runs: --sim)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:
@@ -73,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("mpilab: error: no command given (mpilab --help lists them)\n")
         return 2
     try:
+        # dest mpi_build: subcommands have --mpi options of their own (testbed run --mpi)
+        if getattr(args, "mpi_build", None) is not None:
+            from mpilab.tools import select_mpi
+
+            select_mpi(args.mpi_build)
         return int(args.func(args) or 0)
     except AlreadyReported as e:
         return e.status

@@ -138,6 +138,110 @@ def launch_interval(medians: list[float], halves: list[float | None],
     return m, lo, hi, info
 
 
+CI_WIDE = "ci_wide"
+
+
+def merge_param(values: list[float], los: list[float | None], his: list[float | None],
+                cl: float = 0.95, eps: float = 0.025) -> dict[str, Any]:
+    """One fitted parameter (Hockney alpha, LogGP L, ...) over launches: the median of the
+    launches' values with the launch-level interval of `launch_interval` (multiplicative
+    when every value is positive; additive, m -+ h with the same two parts, when one is
+    zero or negative, e.g. a clamped L), each launch's own interval half width (hi - lo) / 2
+    as the floor. A one-launch fit holds only that launch's sampling error: on this machine
+    the level of a whole launch moves by a few percent, so a single launch's alpha interval
+    held the testbed's truth in 1 of 5 quiet runs (docs/models.md). Returns value, lo, hi,
+    launch values, `disagree` when some launch's own interval does not hold the value, and
+    `wide` when the merged interval's half width exceeds eps * |value| (the fits' ci_wide,
+    taken again on the merged interval: the launches' own verdicts no longer apply)."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("no launch value")
+    halves: list[float | None] = []
+    for lo_k, hi_k in zip(los, his, strict=True):
+        ok = lo_k is not None and hi_k is not None and math.isfinite(lo_k) and math.isfinite(hi_k)
+        halves.append((hi_k - lo_k) / 2 if ok and hi_k >= lo_k else None)  # type: ignore[operator]
+    known = [h for h in halves if h is not None]
+    if known and len(known) < n:  # a launch without an interval is taken as imprecise as
+        rms = math.sqrt(sum(h * h for h in known) / len(known))  # the others, not exact
+        halves = [rms if h is None else h for h in halves]
+    if all(v > 0 for v in values):
+        m, lo, hi, _ = launch_interval(values, halves, cl)
+    else:
+        m = statistics.median(values)
+        eff = math.sqrt(math.pi / 2)
+        parts = []
+        if n >= 2:
+            parts.append(t_quantile(cl, n - 1) * eff * statistics.stdev(values) / math.sqrt(n))
+        if all(h is not None for h in halves):
+            parts.append(eff * math.sqrt(sum(h * h for h in halves if h is not None)) / n)
+        lo, hi = (m - max(parts), m + max(parts)) if parts else (math.nan, math.nan)
+    disagree = any(lo_k is not None and hi_k is not None and not lo_k <= m <= hi_k
+                   for lo_k, hi_k in zip(los, his, strict=True))
+    wide = not (hi - lo) / 2 <= eps * abs(m)
+    return {"value": m, "lo": lo, "hi": hi, "launch_values": list(values),
+            "disagree": disagree, "wide": wide}
+
+
+_MODEL_KINDS = ("hockney", "loggp")
+
+
+def merge_models(docs: list[dict[str, Any]], cl: float = 0.95) -> int:
+    """Launch-level model parameters in place in docs[0]'s models: for every Hockney and
+    LogGP pair that every launch fitted, each parameter with a stated interval (its
+    `quality` entry) becomes merge_param over the launches; the quality entry gets the
+    launch-level interval, the launches' values and the flag launches_disagree when it
+    applies, and keeps the union of the launches' own flags. Per-range fits, residuals and
+    predictions stay launch 1's. Returns how many parameters were merged."""
+    base = docs[0].get("models")
+    if not isinstance(base, dict) or len(docs) < 2:
+        return 0
+    merged = 0
+    for kind in _MODEL_KINDS:
+        pairs = (base.get(kind) or {}).get("pairs") if isinstance(base.get(kind), dict) else None
+        if not isinstance(pairs, list):
+            continue
+        others = []
+        for d in docs[1:]:
+            mk = (d.get("models") or {}).get(kind) if isinstance(d.get("models"), dict) else None
+            ps = mk.get("pairs") if isinstance(mk, dict) else None
+            others.append({(p.get("i"), p.get("j")): p for p in ps or [] if isinstance(p, dict)})
+        for p in pairs:
+            if not isinstance(p, dict) or not isinstance(p.get("quality"), dict):
+                continue
+            mates = [o.get((p.get("i"), p.get("j"))) for o in others]
+            if any(not isinstance(q, dict) for q in mates):
+                continue
+            group = [p, *mates]
+            for name, q in p["quality"].items():
+                merged += _merge_one(group, name, q, cl)
+    return merged
+
+
+def _merge_one(group: list[dict[str, Any]], name: str, q: Any, cl: float) -> int:
+    vals, los, his, flags = [], [], [], []
+    for g in group:
+        gq = (g.get("quality") or {}).get(name)
+        v = _num(g.get(name))
+        if not isinstance(gq, dict) or v is None:
+            return 0
+        vals.append(v)
+        los.append(_num(gq.get("lo")))
+        his.append(_num(gq.get("hi")))
+        flags += [f for f in gq.get("flags") or [] if isinstance(f, str) and f not in flags
+                  and f not in (CI_WIDE, LAUNCHES_DISAGREE)]
+    r = merge_param(vals, los, his, cl)
+    if not math.isfinite(r["lo"]):
+        return 0
+    group[0][name] = r["value"]
+    flags += [f for f, on in ((CI_WIDE, r["wide"]), (LAUNCHES_DISAGREE, r["disagree"])) if on]
+    raws = [_num((g.get("quality") or {}).get(name, {}).get("raw")) for g in group]
+    q.update({"raw": statistics.median(x for x in raws if x is not None)
+              if any(x is not None for x in raws) else q.get("raw"),
+              "lo": r["lo"], "hi": r["hi"], "flags": flags,
+              "launch_values": r["launch_values"]})
+    return 1
+
+
 def key_of(m: dict[str, Any]) -> tuple[Any, ...]:
     pair = m.get("pair")
     return tuple(m.get(f) for f in _KEY_FIELDS) + (tuple(pair) if isinstance(pair, list)
@@ -268,16 +372,19 @@ def merge(docs: list[dict[str, Any]], files: list[str],
             groups[k].append(m)
     base["measurements"] = [merge_measurement(groups[k]) for k in order]
     quality.mark_isolation(base["measurements"])  # on the merged figures, not launch 1's
-    # the models stay those of launch 1 (fitted on its samples, as its own file has them),
-    # said so in launches.models: the merged figures are not refitted
+    # each fitted parameter with an interval: the launch-level figure (merge_models); per
+    # range fits, residuals and predictions stay launch 1's, said so in launches.models
     has_models = isinstance(base.get("models"), dict)
+    merged_params = merge_models([base, *docs[1:]]) if has_models else 0
     n = len(docs)
     partial_launches = [i + 1 for i, d in enumerate(docs) if d.get("partial") is True]
     base["launches"] = {"n": n, "asked": asked if asked is not None else n, "files": files,
                         "dates": [(d.get("provenance") or {}).get("date") for d in docs],
                         "method": METHOD,
-                        "models": ("fitted on launch 1's samples (each launch's file has its "
-                                   "own; not refitted on the merged figures)") if has_models
+                        "models": (f"{merged_params} parameter(s) with an interval are the "
+                                   "median over the launches' fits with a launch-level "
+                                   "interval; ranges, residuals and predictions are launch "
+                                   "1's (each launch's file has its own)") if has_models
                         else "none"}
     reasons = []
     if asked is not None and n < asked:

@@ -389,13 +389,50 @@ def _parse_constant(s: str) -> _BadNumber:
     return _BadNumber(s, "is not a JSON number (RFC 8259 has no NaN or Infinity)")
 
 
+class _Object(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers a key it was given twice (json keeps the later copy
+    silently; RFC 8259 says names SHOULD be unique, and a results file with two values
+    for one key is ambiguous)."""
+
+    dup: str | None = None
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    o = _Object(pairs)
+    if len(o) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                o.dup = k
+                break
+            seen.add(k)
+    return o
+
+
+def _bad_string(x: str) -> bool:
+    """A lone surrogate (\\ud800-\\udfff escaped in the JSON): not Unicode, cannot be
+    written out as UTF-8 (a report crashed on it after rendering the whole page)."""
+    return any("\ud800" <= c <= "\udfff" for c in x)
+
+
 def _find_bad(v: Any, path: PathT) -> tuple[PathT, _BadNumber] | None:
     stack: list[tuple[Any, PathT]] = [(v, path)]
     while stack:
         x, p = stack.pop()
         if isinstance(x, _BadNumber):
             return p, x
+        if isinstance(x, str):
+            if _bad_string(x):
+                return p, _BadNumber("a string", "holds a lone surrogate (not Unicode text)")
+            continue
         if isinstance(x, dict):
+            if getattr(x, "dup", None) is not None:
+                k = str(x.dup)
+                return p + (k,), _BadNumber("the key", "appears twice in one object (a "
+                                            "later copy would silently win)")
+            for k in x:
+                if _bad_string(k):
+                    return p, _BadNumber("a key", "holds a lone surrogate (not Unicode text)")
             stack.extend((x[k], p + (k,)) for k in reversed(list(x)))
         elif isinstance(x, list):
             stack.extend((x[k], p + (k,)) for k in range(len(x) - 1, -1, -1))
@@ -631,7 +668,7 @@ def strict_json(text: str, name: str) -> Any:
     multilane documents)."""
     try:
         doc = json.loads(text, parse_float=_parse_float, parse_int=_parse_int,
-                         parse_constant=_parse_constant)
+                         parse_constant=_parse_constant, object_pairs_hook=_object)
     except json.JSONDecodeError as e:
         msg = f"{name}:{e.lineno}: malformed JSON: {e.msg} (column {e.colno})"
         raise MpilabError(msg) from None

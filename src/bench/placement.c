@@ -47,17 +47,65 @@ static int env_int(const char *name)
     return *end || x < 0 || x > 1000000 ? -1 : (int)x;
 }
 
+int mpilab_placement_slurm_tasks(const char *list, int node)
+{
+    if (!list || node < 0)
+        return -1;
+    const char *p = list;
+    long first = 0; /* index of the first node of the current entry */
+    for (;;) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -1;
+        long tasks = strtol(p, &end, 10), reps = 1;
+        if (tasks < 0 || tasks > 1000000)
+            return -1;
+        p = end;
+        if (*p == '(') {
+            if (p[1] != 'x' || p[2] < '0' || p[2] > '9')
+                return -1;
+            reps = strtol(p + 2, &end, 10);
+            if (reps < 1 || reps > 1000000 || *end != ')')
+                return -1;
+            p = end + 1;
+        }
+        if (node < first + reps)
+            return (int)tasks;
+        first += reps;
+        if (*p != ',')
+            return -1; /* the end (or junk) before the node's entry */
+        p++;
+    }
+}
+
+/* Slurm: SLURM_LOCALID with SLURM_NTASKS_PER_NODE (only set when asked for), else this
+ * node's entry of the per-node task list srun (or salloc) sets. */
+static void slurm_rank_size(int *rank, int *size)
+{
+    *rank = env_int("SLURM_LOCALID");
+    *size = env_int("SLURM_NTASKS_PER_NODE");
+    if (*rank < 0 || *size > 0)
+        return;
+    int node = env_int("SLURM_NODEID");
+    const char *list = getenv("SLURM_STEP_TASKS_PER_NODE");
+    if (!list)
+        list = getenv("SLURM_TASKS_PER_NODE");
+    *size = mpilab_placement_slurm_tasks(list, node < 0 ? 0 : node);
+}
+
 static void local_rank_size(int *rank, int *size)
 {
-    static const char *names[][2] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-                                     {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-                                     {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
+    static const char *const names[][2] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                                     {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         *rank = env_int(names[k][0]);
         *size = env_int(names[k][1]);
         if (*rank >= 0 && *size > 0 && *rank < *size)
             return;
     }
+    slurm_rank_size(rank, size);
+    if (*rank >= 0 && *size > 0 && *rank < *size)
+        return;
     *rank = *size = -1;
 }
 

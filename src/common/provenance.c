@@ -116,8 +116,13 @@ static json_t *launcher_json(void)
     const char *guess = "unknown";
     if (env_set("OMPI_COMM_WORLD_SIZE") && env_set("OMPI_MCA_orte_hnp_uri"))
         guess = "mpirun";                      /* Open MPI's mpirun/mpiexec (ORTE) */
-    else if (env_set("SLURM_STEP_ID") && env_set("SLURM_PROCID"))
+    else if (env_set("SLURM_STEP_ID") && env_set("SLURM_PROCID")) {
         guess = "srun";
+        /* srun gives its tasks the PMI plugin it was asked for (--mpi=pmix, pmi2, none) */
+        const char *plugin = getenv("SLURM_MPI_TYPE");
+        if (plugin && *plugin)
+            json_object_set_new(l, "pmi", json_string(plugin));
+    }
     else if (env_set("PMI_RANK") && (env_set("PMI_FD") || env_set("PMI_PORT")))
         guess = "mpiexec.hydra";               /* MPICH's Hydra */
     json_object_set_new(l, "name", json_string(guess));
@@ -134,6 +139,7 @@ static json_t *slurm_json(void)
         {"job_id", "SLURM_JOB_ID"},   {"step_id", "SLURM_STEP_ID"},
         {"nodelist", "SLURM_JOB_NODELIST"}, {"ntasks", "SLURM_NTASKS"},
         {"cpus_on_node", "SLURM_CPUS_ON_NODE"}, {"cluster", "SLURM_CLUSTER_NAME"},
+        {"mpi_type", "SLURM_MPI_TYPE"}, {"tasks_per_node", "SLURM_STEP_TASKS_PER_NODE"},
     };
     json_t *s = json_object();
     for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "mpilab/parse.h"
+#include "mpilab/placement.h"
 #include "kit.h"
 
 static int eq(const char *spec, const size_t *want, size_t n)
@@ -59,6 +60,26 @@ MPILAB_TEST(bad_specs_refused_in_one_line)
     CHECK(bad(""));
     CHECK(bad("0:1G:1")); /* more than max_count */
     CHECK(bad("1:-8:1"));
+}
+
+/* Slurm's per-node task lists, as srun sets SLURM_STEP_TASKS_PER_NODE */
+MPILAB_TEST(slurm_tasks_per_node)
+{
+    CHECK(mpilab_placement_slurm_tasks("2", 0) == 2);
+    CHECK(mpilab_placement_slurm_tasks("2(x3),1", 0) == 2);
+    CHECK(mpilab_placement_slurm_tasks("2(x3),1", 2) == 2);
+    CHECK(mpilab_placement_slurm_tasks("2(x3),1", 3) == 1);
+    CHECK(mpilab_placement_slurm_tasks("4,2(x2),8", 2) == 2);
+    CHECK(mpilab_placement_slurm_tasks("4,2(x2),8", 3) == 8);
+    CHECK(mpilab_placement_slurm_tasks("4,2(x2),8", 4) == -1);
+    CHECK(mpilab_placement_slurm_tasks("2(x3),1", 4) == -1); /* too short */
+    CHECK(mpilab_placement_slurm_tasks("", 0) == -1);
+    CHECK(mpilab_placement_slurm_tasks(NULL, 0) == -1);
+    CHECK(mpilab_placement_slurm_tasks("2(3)", 0) == -1);
+    CHECK(mpilab_placement_slurm_tasks("2(x0)", 0) == -1);
+    CHECK(mpilab_placement_slurm_tasks("x2", 0) == -1);
+    CHECK(mpilab_placement_slurm_tasks("2;1", 1) == -1);
+    CHECK(mpilab_placement_slurm_tasks("2", -1) == -1);
 }
 
 MPILAB_TEST_MAIN()

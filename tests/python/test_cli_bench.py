@@ -149,9 +149,12 @@ def test_find_tool_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     from mpilab.errors import MpilabError
 
     monkeypatch.setattr(mpilab.tools, "REPO", tmp_path)
-    monkeypatch.setenv("MPILAB_BIN", str(tmp_path))
+    monkeypatch.delenv("MPILAB_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(MpilabError, match="mpilab-bench: tool not found"):
+        mpilab.tools.find_tool("mpilab-bench")
+    monkeypatch.setenv("MPILAB_BIN", str(tmp_path))
+    with pytest.raises(MpilabError, match="mpilab-bench: not in MPILAB_BIN"):
         mpilab.tools.find_tool("mpilab-bench")
     tool = tmp_path / "mpilab-bench"
     tool.write_text("#!/bin/sh\n")
@@ -484,3 +487,49 @@ def test_runner_isolation_list_notes_disagreements(tmp_path: Path) -> None:
                 assert "isolation_other" not in ms[k]
     notes = [x for x in p.stdout.splitlines() if x.startswith("note: ") and " B: " in x]
     assert len(notes) == sum(1 for *_, d in pairs if d)
+
+
+def _one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_mpi_stack_chosen_by_name_and_wrong_bin_refused(run_cli: Callable[..., Any],
+                                                        tmp_path: Path) -> None:
+    """`mpilab --mpi mpich` runs build-mpich's tools; an unknown name, a build that is not
+    there and a MPILAB_BIN without the tool are each one line and exit 2, never a silent
+    fallback to build/bin (issue 28 item 5)."""
+    import os
+
+    from mpilab import tools
+
+    env = dict(os.environ)
+    env.pop("MPILAB_BIN", None)
+    p = run_cli("--mpi", "lam", "bench", "--", "--list", env=env)
+    assert p.returncode == 2 and _one_line(p.stderr) == \
+        "mpilab: --mpi lam: expected one of openmpi, mpich"
+    p = run_cli("bench", "--", "--list", env=dict(env, MPILAB_BIN=str(tmp_path / "nope")))
+    assert p.returncode == 2 and "no such directory" in _one_line(p.stderr)
+    p = run_cli("bench", "--", "--list", env=dict(env, MPILAB_BIN=str(tmp_path)))
+    assert p.returncode == 2
+    assert _one_line(p.stderr) == f"mpilab: mpilab-bench: not in MPILAB_BIN={tmp_path} " \
+                                  "(that build has no mpilab-bench)"
+    if not (tools.REPO / "build-mpich" / "bin" / "mpilab-bench").is_file():
+        pytest.skip("build-mpich not built")
+    out = tmp_path / "m.json"
+    p = run_cli("--mpi", "mpich", "bench", "--np", "2", "--launches", "1", "--",
+                "--ops", "p2p", "--sizes", "1", "--min-reps", "2", "--max-reps", "3",
+                "--quiet", "--out", str(out), env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["provenance"]["mpi"].startswith("MPICH")
+
+
+def test_global_mpi_option_does_not_take_a_subcommands_own() -> None:
+    """`testbed run --mpi auto` is that command's launcher choice, not `mpilab --mpi`."""
+    from mpilab import cli
+
+    a = cli.build_parser().parse_args(["testbed", "run", "--mpi", "auto", "--", "true"])
+    assert a.mpi == "auto" and a.mpi_build is None
+    a = cli.build_parser().parse_args(["--mpi", "mpich", "report", "r.json"])
+    assert a.mpi_build == "mpich"

@@ -8,11 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import REPO, cli_env
 from mpilab import launch
+from mpilab.commands import slurm as slurmlocal
 from mpilab.errors import MpilabError
 
 OMPI_BUILD = REPO / "build" / "bin"
@@ -232,104 +230,20 @@ def test_survey_mpich(run_cli: Callable[..., Any], tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------- a one-node Slurm
 
-SLURM_CONF = """ClusterName=mpilabtest
-SlurmctldHost={host}
-SlurmctldPort={port}
-SlurmdPort={port1}
-AuthType=auth/munge
-AuthInfo=socket={d}/munge.sock
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
-SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=none
-ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-NodeName={host} CPUs={cpus} State=UNKNOWN
-PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-"""
-
-
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port: int = s.getsockname()[1]
-        if port < 65000:
-            with socket.socket() as s2:
-                try:
-                    s2.bind(("", port + 1))
-                    return port
-                except OSError:
-                    continue
-    raise RuntimeError("no free port pair")
-
-
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[dict[str, str]]:
-    """A single-node Slurm (munged, slurmctld, slurmd) in a temporary folder; yields the
-    environment that points Slurm's commands at it. Stops only the daemons it started."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run slurmd")
-    missing = [t for t in ("munged", "slurmctld", "slurmd", "srun", "sinfo")
-               if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"Slurm not installed ({', '.join(missing)} missing: scripts/install-deps)")
-    d = Path(tempfile.mkdtemp(prefix="mpilab-slurm-", dir="/tmp"))
-    (d / "state").mkdir()
-    (d / "spool").mkdir()
-    key = d / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    port = _free_port_pair()
-    conf = d / "slurm.conf"
-    conf.write_text(SLURM_CONF.format(host=socket.gethostname().split(".")[0], port=port,
-                                      port1=port + 1, d=d, cpus=os.cpu_count()))
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    pidfiles = [d / "slurmd.pid", d / "slurmctld.pid", d / "munged.pid"]
+    """A single-node Slurm (munged, slurmctld, slurmd: `mpilab slurm up`) in a temporary
+    folder; yields the environment that points Slurm's commands at it. Stops only the
+    daemons it started."""
     try:
-        subprocess.run(["munged", "-f", f"--socket={d}/munge.sock", f"--key-file={key}",
-                        f"--log-file={d}/munged.log", f"--pid-file={d}/munged.pid",
-                        f"--seed-file={d}/munged.seed"], check=True, timeout=120)
-        subprocess.run(["slurmctld", "-i"], env=env, check=True, timeout=120)
-        subprocess.run(["slurmd"], env=env, check=True, timeout=120)
-        # wait until the node reports idle, by progress (a bound against a hang only)
-        for _ in range(600):
-            p = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True,
-                               text=True, check=False, timeout=60)
-            if p.stdout.strip() == "idle":
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail("Slurm node never became idle: " + (d / "slurmd.log").read_text()[-500:])
-        yield env
+        slurmlocal.check_can_run()
+    except MpilabError as e:
+        pytest.skip(str(e))
+    d = Path(tempfile.mkdtemp(prefix="mpilab-slurm-", dir="/tmp"))
+    try:
+        yield slurmlocal.up(d)
     finally:
-        for pf in pidfiles:
-            try:
-                pid = int(pf.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            for _ in range(600):  # until it has exited (it may still write into d)
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-        shutil.rmtree(d, ignore_errors=True)
+        slurmlocal.down(d)
 
 
 @pytest.mark.mpi
@@ -368,3 +282,43 @@ def test_mpich_under_srun(slurm: dict[str, str], run_cli: Callable[..., Any],
     assert prov["launcher"]["args"][1:] == ["-n", "2", "--mpi=pmi2"]
     assert prov["ranks"] == 2 and prov["mpi"].startswith("MPICH")
     assert prov["slurm"]["job_id"].isdigit()
+
+
+@pytest.mark.mpi
+@pytest.mark.root
+@needs_ompi
+def test_plain_srun_pins_from_slurm_variables_and_records_pmi(slurm: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    """`srun --mpi=pmix mpilab-bench ...` straight from the shell (no mpilab launcher): the
+    local rank and size come from SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE (srun sets no
+    SLURM_NTASKS_PER_NODE), so the ranks are pinned, and provenance names the PMI plugin."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs to pin 2 ranks")
+    out = tmp_path / "srun.json"
+    env = {k: v for k, v in dict(cli_env(), **slurm).items()
+           if k not in ("MPILAB_LAUNCHER", "MPILAB_LAUNCHER_ARGS")}
+    p = subprocess.run(["srun", "-n", "2", "--mpi=pmix", str(REPO / "build" / "bin" /
+                                                            "mpilab-bench"),
+                        "--ops", "bcast", "--sizes", "8", "--min-reps", "2", "--max-reps", "3",
+                        "--quiet", "--out", str(out)], env=env, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert p.returncode == 0, p.stderr
+    prov = json.loads(out.read_text())["provenance"]
+    assert prov["launcher"] == {"name": "srun", "source": "environment", "pmi": "pmix"}
+    assert prov["slurm"]["mpi_type"] == "pmix" and prov["slurm"]["tasks_per_node"] == "2"
+    assert prov["placement"]["pinned"] is True, prov["placement"]
+    sets = [_cpus(m["cpus"]) for m in prov["mapping"]]
+    assert all(len(c) == 1 for c in sets) and len(set().union(*sets)) == 2
+
+
+def test_slurm_command_refuses_without_root_or_tools(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(MpilabError, match="^slurm: needs root"):
+        slurmlocal.up(tmp_path / "s")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda t: None if t == "slurmd" else "/x")
+    with pytest.raises(MpilabError, match="slurmd not installed"):
+        slurmlocal.up(tmp_path / "s")
+    assert not (tmp_path / "s").exists()  # refused before touching anything
+    assert slurmlocal.running(tmp_path / "none") == []

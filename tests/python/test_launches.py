@@ -348,3 +348,61 @@ def test_isolation_disagreement_judged_on_merged_figures() -> None:
     assert far[0]["isolation_other"] == {"isolation": "none", "median": 1e-6,
                                          "med_lo": 1e-6 * 0.99, "med_hi": 1e-6 * 1.01}
     assert quality.ISOLATION_DIFFERS in far[1]["flags"]
+
+
+# ----------------------------------------------------------------------- model parameters
+
+
+def _hpair(alpha: float, half: float, flags: list[str] | None = None) -> dict[str, Any]:
+    return {"i": 0, "j": 1, "alpha": alpha, "beta": 1e-9,
+            "quality": {"alpha": {"raw": alpha, "lo": alpha - half, "hi": alpha + half,
+                                  "flags": flags or []},
+                        "beta": {"raw": 1e-9, "lo": 0.99e-9, "hi": 1.01e-9, "flags": []}}}
+
+
+def _ldoc(alpha: float, half: float, L: float, Lhalf: float) -> dict[str, Any]:
+    d = _doc([_meas(alpha, 0.01 * alpha)])
+    d["models"] = {"hockney": {"pairs": [_hpair(alpha, half)]},
+                   "loggp": {"pairs": [{"i": 0, "j": 1, "L": L, "os": 1e-7, "or": 1e-7,
+                                        "g": 1e-7, "G": 1e-9, "per_size": [],
+                                        "quality": {"L": {"raw": L, "lo": max(0.0, L - Lhalf),
+                                                          "hi": L + Lhalf, "flags": []}}}]}}
+    return d
+
+
+def test_merged_model_parameters_carry_the_launch_level_interval() -> None:
+    """Launch levels 2.05, 2.11, 2.07 ms, each with a +-5 us interval of its own that holds
+    none of the others: the merged alpha is their median with an interval that holds every
+    launch's value, flagged launches_disagree; a clamped L of 0 in one launch takes the
+    additive form and the interval still holds the values."""
+    docs = [_ldoc(a, 5e-6, L, 2e-6) for a, L in ((2.05e-3, 0.0), (2.11e-3, 3e-6),
+                                                  (2.07e-3, 1e-6))]
+    out = launches.merge(docs, ["a", "b", "c"])
+    p = out["models"]["hockney"]["pairs"][0]
+    q = p["quality"]["alpha"]
+    assert p["alpha"] == pytest.approx(2.07e-3)
+    assert q["lo"] < 2.05e-3 and q["hi"] > 2.11e-3
+    assert q["lo"] < p["alpha"] < q["hi"]
+    assert quality.LAUNCHES_DISAGREE in q["flags"]
+    assert q["launch_values"] == [2.05e-3, 2.11e-3, 2.07e-3]
+    lq = out["models"]["loggp"]["pairs"][0]["quality"]["L"]
+    assert out["models"]["loggp"]["pairs"][0]["L"] == pytest.approx(1e-6)
+    assert lq["lo"] < 0.0 + 1e-12 and lq["hi"] > 3e-6
+    assert "parameter(s)" in out["launches"]["models"]
+    results.parse(json.dumps(out), "merged.json")
+
+
+def test_agreeing_launches_keep_their_own_precision_and_no_flag() -> None:
+    docs = [_ldoc(a, 20e-6, 1e-6, 1e-6) for a in (2.070e-3, 2.071e-3, 2.069e-3)]
+    q = launches.merge(docs, ["a", "b", "c"])["models"]["hockney"]["pairs"][0]["quality"]
+    assert quality.LAUNCHES_DISAGREE not in q["alpha"]["flags"]
+    # the floor: launches that agree by chance are no more precise than their samples
+    assert q["alpha"]["hi"] - q["alpha"]["lo"] > 20e-6
+
+
+def test_a_pair_missing_from_a_launch_keeps_launch_one_s_fit() -> None:
+    docs = [_ldoc(2.05e-3, 5e-6, 1e-6, 1e-6), _ldoc(2.11e-3, 5e-6, 1e-6, 1e-6)]
+    docs[1]["models"]["hockney"]["pairs"][0]["j"] = 2
+    out = launches.merge(docs, ["a", "b"])
+    q = out["models"]["hockney"]["pairs"][0]["quality"]["alpha"]
+    assert out["models"]["hockney"]["pairs"][0]["alpha"] == 2.05e-3 and "launch_values" not in q

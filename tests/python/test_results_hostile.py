@@ -46,6 +46,10 @@ TEXT_CASES: list[tuple[str, Callable[[str, dict[str, Any]], str], str]] = [
      "-Infinity is not a JSON number"),
     ("bytes beyond int64", lambda t, d: _with(t, '"bytes": 0', '"bytes": 9223372036854775808'),
      "is above 9223372036854775807"),
+    ("duplicate key", lambda t, d: _with(t, '"bytes": 0', '"bytes": 0, "bytes": 4096'),
+     "the key appears twice in one object"),
+    ("lone surrogate", lambda t, d: _with(t, '"schema": ', '"x": "a\\ud800b", "schema": '),
+     "x: a string holds a lone surrogate"),
 ]
 
 

@@ -204,3 +204,30 @@ def test_real_run_prints_recovered_against_true(run_cli: Callable[..., Any],
     inj = [r for r in rep["clock"] if r["inject"] != "none"]
     assert all(abs(c["true_offset_s"]) > 0 for r in inj for c in r["checks"])
     assert all(r["max_err_s"] < 1e-3 for r in rep["clock"])
+
+
+def test_link_launches_merge_to_a_launch_level_interval() -> None:
+    """Three launches of `mpilab-selftest link` at levels 2.05, 2.11, 2.07 ms, each with a
+    narrow interval of its own: the run's alpha is their median with an interval holding
+    all three, flagged launches_disagree; a parameter without an interval (-1) in one launch
+    keeps launch 1's figure; one launch is returned as it is."""
+    from mpilab.commands.selftest import merge_link_launches
+
+    def doc(a: float, g_lo: float) -> dict[str, object]:
+        return {"hockney": {"alpha": {"value": a, "raw": a, "lo": a - 3e-6, "hi": a + 3e-6,
+                                      "flags": ""}},
+                "loggp": {"G": {"value": 8e-8, "raw": 8e-8, "lo": g_lo, "hi": 8.1e-8,
+                                "flags": "ci_wide"}}}
+    docs = [doc(2.05e-3, 7.9e-8), doc(2.11e-3, -1.0), doc(2.07e-3, 7.9e-8)]
+    out = merge_link_launches(docs)  # type: ignore[arg-type]
+    a = out["hockney"]["alpha"]
+    assert a["value"] == pytest.approx(2.07e-3)
+    assert a["lo"] < 2.05e-3 and a["hi"] > 2.11e-3
+    # 2.05-2.11 ms over three launches is more than eps = 2.5% wide at 95%
+    assert a["flags"] == "ci_wide,launches_disagree"
+    assert a["launch_values"] == [2.05e-3, 2.11e-3, 2.07e-3]
+    g = out["loggp"]["G"]
+    # ci_wide taken again on the merged interval: the launches' own verdicts are dropped
+    assert "ci_wide" not in g["flags"] and g["lo"] < 8e-8 < g["hi"]  # not zero-wide
+    assert out["launches"] == 3
+    assert merge_link_launches(docs[:1]) == docs[0]

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mpilab import tomlread
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
 from mpilab.testbed.spec import _Ctx, _int_in, _str
@@ -130,13 +130,7 @@ def mem_available() -> int:
 
 
 def load_text(text: str, source: str, prefix: str | None = None) -> DiskSpec:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"at line (\d+)", str(e))
-        where = f"{source}:{m.group(1)}" if m else source
-        msg = re.sub(r"\s*[(]at line.*", "", str(e))
-        raise MpilabError(f"{where}: TOML syntax error: {msg}") from None
+    data = tomlread.loads(text, source)
     ctx = _Ctx(source, text)
     for key in data:
         if key not in ("prefix", "disk", "memory_limit"):

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpilab import units
+from mpilab import tomlread, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
 from mpilab.testbed import spec as tbspec
@@ -363,13 +363,7 @@ def _text(v: object) -> str:
 
 def load_hetero_text(text: str, source: str) -> Hetero:
     """Parse a heterogeneous cluster file (TOML; docs/sim.md). Errors name file:line."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"at line (\d+)", str(e))
-        where = f"{source}:{m.group(1)}" if m else source
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise MpilabError(f"{where}: TOML syntax error: {msg}") from None
+    data = tomlread.loads(text, source)
     ctx = tbspec._Ctx(source, text)
     for key in data:
         if key not in _HETERO_KEYS[""]:
@@ -482,7 +476,7 @@ def spec_keys(text: str) -> dict[str, int]:
     comes from the parsed TOML, so no way of writing a key escapes the checks."""
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
         return {}  # the spec parser reports it, with its line
     lines = tbspec._key_lines(text)
     out: dict[str, int] = {}

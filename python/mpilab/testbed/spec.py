@@ -10,11 +10,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpilab import units
+from mpilab import tomlread, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
 
@@ -277,13 +276,7 @@ def _str(v: object) -> str:
 def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     """Parse and validate a spec. `prefix` (from the command line or the environment)
     replaces the file's prefix when given."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"at line (\d+)", str(e))
-        where = f"{source}:{m.group(1)}" if m else source
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise MpilabError(f"{where}: TOML syntax error: {msg}") from None
+    data = tomlread.loads(text, source)
     ctx = _Ctx(source, text)
     for key in data:
         if key not in _KEYS[""]:
