@@ -422,7 +422,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             if cfg.endswith("+fault"):
                 delay = rng.uniform(0.1, 0.6) * ref_s
                 node = rng.choice(sp.node_names())
-                mode = rng.choice(faults.MODES)
+                mode = rng.choice(faults.kind_names())
 
                 def inject(proc: subprocess.Popen[str] = proc, fault: dict[str, object] = fault,
                            delay: float = delay, node: str = node, mode: str = mode) -> None:

@@ -67,7 +67,7 @@ def one_job(k: int, rng: random.Random, a: argparse.Namespace, sp: Spec,
     a_host = rng.choice([n for n in nodes if n.startswith("s0")])
     b_host = rng.choice([n for n in nodes if n.startswith("s1")])
     victim = rng.choice([a_host, b_host])
-    mode = rng.choice(faults.MODES)
+    mode = rng.choice(faults.kind_names())
     after = rng.randint(1, 4)
     watch = k % 5 != 4  # every fifth job: no fault watch, the time limit must end it
     timeout = a.timeout if watch else a.timeout_only

@@ -10,6 +10,8 @@
 #ifndef MPILAB_PATHMIG_H
 #define MPILAB_PATHMIG_H
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define MPILAB_PM_MAX_SUBFLOWS 8
@@ -195,8 +197,37 @@ double mpilab_pm_rx_time(int has_stamp, double stamp, double mono_minus_real, do
  * stamp, before any verdict or probe schedule is evaluated. */
 int mpilab_pm_reply_urgent(int decider, int alive, int good, int good_needed, int suspect);
 
-/* The agent: parses argv (getopt_long), runs until SIGTERM/SIGINT or a `stop` command.
- * Returns the process exit status (0 ok, 2 bad input or unusable kernel, 1 failure). */
-int mpilab_pathmig_agent_main(int argc, char **argv);
+/* The agent (mpilab-pathmigd; the tool parses the options into this configuration). */
+typedef struct {
+    const char *node_name;  /* this node's name in the peers file (required) */
+    const char *peers_path; /* lines 'NAME ADDR_RAIL0 ADDR_RAIL1 ...' (required) */
+    const char *ctl_path;   /* unix socket for commands, or NULL */
+    const char *log_path;   /* the event log (JSON lines, appended), NULL: stderr */
+    const char *pid_path;   /* the pid, written once ready, or NULL */
+    const char *alt_spec;   /* "default", "auto" or a map file; NULL: default */
+    double interval;        /* probe period per peer and rail, seconds */
+    double timeout;         /* a path is dead after this long without a reply, seconds */
+    int port;               /* UDP port of the probes (replies: port + 1) */
+    int manual;             /* no automatic migration or re-arming (commands only) */
+    int realtime_prio;      /* SCHED_FIFO priority where permitted; 0: normal scheduling */
+    int passive;            /* passive liveness (tcp_info of the subflows) */
+    int join_listeners;     /* listeners for joins on the other rails' addresses */
+} mpilab_pm_agent_config;
+typedef struct mpilab_pm_agent mpilab_pm_agent;
+
+void mpilab_pm_agent_config_defaults(mpilab_pm_agent_config *cfg);
+/* Check the configuration, read the peers file and the --alt map, check the kernel, find
+ * the rails' interfaces, open the log and the sockets. NULL with a one-line reason in err
+ * (the configuration's strings must outlive the agent). */
+mpilab_pm_agent *mpilab_pm_agent_create(const mpilab_pm_agent_config *cfg, char *err,
+                                        size_t errlen);
+/* Log the start, write the pid file, raise the scheduling priority, then run the event
+ * loop until a `stop` command or until *stop becomes non-zero (the caller's signal
+ * handler sets it); logs the `stop` record. 0 when stopped, -1 with err if it could not
+ * start (the pid file). */
+int mpilab_pm_agent_run(mpilab_pm_agent *ag, volatile sig_atomic_t *stop, char *err,
+                        size_t errlen);
+/* Remove the control socket and pid file, close everything, free the agent. */
+void mpilab_pm_agent_destroy(mpilab_pm_agent *ag);
 
 #endif

@@ -84,8 +84,18 @@ static int ctrl_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-/* one buffer per socket: commands are sent from inside event callbacks */
-static char cmdbuf[65536], evbuf[262144], linkbuf[65536];
+/* requests per sendto: their acknowledgements (errors with the kernel's message) must fit
+ * the socket's receive buffer, which pm_nl_open raises */
+#define BATCH_MAX 128
+/* sock_diag lookups per sendto */
+#define QUERY_BATCH 256
+
+/* One buffer per socket (commands are sent from inside event callbacks) and the request
+ * buffers, allocated with the sockets: no state outside the pm_nl object. */
+struct pm_nl_bufs {
+    char cmd[65536], ev[262144], link[65536], diag[1 << 16];
+    char batch[BATCH_MAX * 256], query[QUERY_BATCH * 128];
+};
 
 static int resolve(pm_nl *nl, family_info *fi)
 {
@@ -102,10 +112,10 @@ static int resolve(pm_nl *nl, family_info *fi)
         return -errno;
     unsigned portid = mnl_socket_get_portid(nl->cmd);
     for (;;) {
-        ssize_t n = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
+        ssize_t n = mnl_socket_recvfrom(nl->cmd, nl->buf->cmd, sizeof(nl->buf->cmd));
         if (n < 0)
             return -errno;
-        int r = mnl_cb_run(cmdbuf, (size_t)n, nl->seq, portid, ctrl_cb, fi);
+        int r = mnl_cb_run(nl->buf->cmd, (size_t)n, nl->seq, portid, ctrl_cb, fi);
         if (r == MNL_CB_STOP)
             return 0;
         if (r < 0)
@@ -116,6 +126,11 @@ static int resolve(pm_nl *nl, family_info *fi)
 int pm_nl_open(pm_nl *nl, char *err, size_t errlen)
 {
     memset(nl, 0, sizeof(*nl));
+    nl->buf = malloc(sizeof(*nl->buf));
+    if (!nl->buf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     nl->seq = (uint32_t)time(NULL);
     nl->cmd = mnl_socket_open(NETLINK_GENERIC);
     nl->ev = mnl_socket_open2(NETLINK_GENERIC, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -166,6 +181,7 @@ void pm_nl_close(pm_nl *nl)
         mnl_socket_close(nl->link);
     if (nl->diag)
         mnl_socket_close(nl->diag);
+    free(nl->buf);
     memset(nl, 0, sizeof(*nl));
 }
 
@@ -222,7 +238,7 @@ static int drain(int fd, char *buf, size_t size, mnl_cb_t cb, void *data)
 int pm_nl_read_events(pm_nl *nl, void (*fn)(void *arg, const pm_nl_event *ev), void *arg)
 {
     ev_ctx ec = {fn, arg};
-    return drain(pm_nl_ev_fd(nl), evbuf, sizeof(evbuf), ev_cb, &ec);
+    return drain(pm_nl_ev_fd(nl), nl->buf->ev, sizeof(nl->buf->ev), ev_cb, &ec);
 }
 
 /* ---- links ---- */
@@ -255,7 +271,7 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 int pm_nl_read_links(pm_nl *nl, void (*fn)(void *arg, const pm_nl_link *l), void *arg)
 {
     link_ctx lc = {fn, arg};
-    return drain(pm_nl_link_fd(nl), linkbuf, sizeof(linkbuf), link_cb, &lc);
+    return drain(pm_nl_link_fd(nl), nl->buf->link, sizeof(nl->buf->link), link_cb, &lc);
 }
 
 int pm_nl_dump_links(pm_nl *nl)
@@ -297,15 +313,17 @@ static int neigh_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-/* one request on a private socket, answered in full (a dump to its end, or an ack) */
-static int route_talk(struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+/* one request on a private socket, answered in full (a dump to its end, or an ack), read
+ * into buf (ROUTE_BUF bytes) */
+#define ROUTE_BUF 65536
+static int route_talk(struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
+                      char *buf)
 {
-    static char buf[65536];
     uint32_t seq = nlh->nlmsg_seq, pid = mnl_socket_get_portid(s);
     if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0)
         return -errno;
     for (;;) {
-        ssize_t n = mnl_socket_recvfrom(s, buf, sizeof(buf));
+        ssize_t n = mnl_socket_recvfrom(s, buf, ROUTE_BUF);
         if (n < 0)
             return errno == EINTR ? -EINTR : -errno;
         int rc = mnl_cb_run(buf, (size_t)n, seq, pid, cb, data);
@@ -316,12 +334,18 @@ static int route_talk(struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, v
 
 int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen)
 {
+    char *rbuf = malloc(ROUTE_BUF);
+    if (!rbuf) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
     struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
     if (!s || mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0) {
         int e = errno;
         snprintf(err, errlen, "rtnetlink: %s", strerror(e));
         if (s)
             mnl_socket_close(s);
+        free(rbuf);
         return -e;
     }
     struct timeval tv = {0, 200000}; /* never block the agent for long */
@@ -336,10 +360,11 @@ int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen)
     nlh->nlmsg_seq = 1;
     struct ndmsg *nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
     nd->ndm_family = AF_INET;
-    int rc = route_talk(s, nlh, neigh_cb, &nc);
+    int rc = route_talk(s, nlh, neigh_cb, &nc, rbuf);
     if (rc < 0) {
         snprintf(err, errlen, "neighbour dump: %s", strerror(-rc));
         mnl_socket_close(s);
+        free(rbuf);
         return rc;
     }
     int removed = 0;
@@ -352,7 +377,7 @@ int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen)
         nd->ndm_family = AF_INET;
         nd->ndm_ifindex = ifindex;
         mnl_attr_put(nlh, NDA_DST, 4, &nc.dst[i]);
-        rc = route_talk(s, nlh, NULL, NULL);
+        rc = route_talk(s, nlh, NULL, NULL, rbuf);
         if (rc == 0)
             removed++;
         else if (rc != -ENOENT) { /* resolved or gone meanwhile: fine */
@@ -360,10 +385,12 @@ int pm_nl_renew_neighbours(int ifindex, char *err, size_t errlen)
             snprintf(err, errlen, "neighbour %s: %s",
                      inet_ntop(AF_INET, &nc.dst[i], a, sizeof(a)) ? a : "?", strerror(-rc));
             mnl_socket_close(s);
+            free(rbuf);
             return rc;
         }
     }
     mnl_socket_close(s);
+    free(rbuf);
     return removed;
 }
 
@@ -437,13 +464,9 @@ static void put_cmd(pm_nl *nl, char *buf, const pm_nl_cmd *c)
     put_addr(nlh, MPTCP_PM_ATTR_ADDR_REMOTE, -1, c->raddr, c->rport, -1);
 }
 
-/* requests per sendto: their acknowledgements (errors with the kernel's message) must fit
- * the socket's receive buffer, which pm_nl_open raises */
-#define BATCH_MAX 128
-
 int pm_nl_run_batch(pm_nl *nl, pm_nl_cmd *cmds, size_t n)
 {
-    static char out[BATCH_MAX * 256];
+    char *out = nl->buf->batch;
     int failed = 0;
     for (size_t at = 0; at < n;) {
         size_t k = n - at < BATCH_MAX ? n - at : BATCH_MAX, len = 0;
@@ -459,10 +482,10 @@ int pm_nl_run_batch(pm_nl *nl, pm_nl_cmd *cmds, size_t n)
         if (mnl_socket_sendto(nl->cmd, out, len) < 0)
             left = 0;
         while (left > 0) {
-            ssize_t got = mnl_socket_recvfrom(nl->cmd, cmdbuf, sizeof(cmdbuf));
+            ssize_t got = mnl_socket_recvfrom(nl->cmd, nl->buf->cmd, sizeof(nl->buf->cmd));
             if (got < 0)
                 break;
-            const struct nlmsghdr *h = (const struct nlmsghdr *)cmdbuf;
+            const struct nlmsghdr *h = (const struct nlmsghdr *)nl->buf->cmd;
             int rest = (int)got;
             for (; mnl_nlmsg_ok(h, rest); h = mnl_nlmsg_next(h, &rest)) {
                 uint32_t i = h->nlmsg_seq - first;
@@ -525,8 +548,6 @@ int pm_nl_set_backup(pm_nl *nl, uint32_t token, uint32_t laddr, uint16_t lport,
 #ifndef TCP_ESTABLISHED
 #define TCP_ESTABLISHED 1 /* include/net/tcp_states.h, not exported to user space */
 #endif
-
-static char diagbuf[1 << 16];
 
 typedef struct {
     void (*fn)(void *, const pm_nl_tcp *);
@@ -600,8 +621,6 @@ static int diag_open(pm_nl *nl, char *err, size_t errlen)
     return 0;
 }
 
-#define QUERY_BATCH 256
-
 int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
                     void (*fn)(void *arg, const pm_nl_tcp *t), void *arg, char *err,
                     size_t errlen)
@@ -609,7 +628,7 @@ int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
     int rc = diag_open(nl, err, errlen);
     if (rc < 0)
         return rc;
-    static char req[QUERY_BATCH * 128];
+    char *req = nl->buf->query;
     diag_ctx dc = {fn, arg, 0};
     for (size_t off = 0; off < n; off += QUERY_BATCH) {
         size_t k = n - off < QUERY_BATCH ? n - off : QUERY_BATCH, len = 0;
@@ -641,7 +660,7 @@ int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
            gone); answers of an earlier, abandoned batch are skipped by their numbers */
         size_t pending = k;
         while (pending > 0) {
-            ssize_t got = mnl_socket_recvfrom(nl->diag, diagbuf, sizeof(diagbuf));
+            ssize_t got = mnl_socket_recvfrom(nl->diag, nl->buf->diag, sizeof(nl->buf->diag));
             if (got < 0) {
                 if (errno == EINTR)
                     continue;
@@ -650,7 +669,7 @@ int pm_nl_query_tcp(pm_nl *nl, const pm_nl_tcp_id *ids, size_t n,
                 return -e;
             }
             int left = (int)got;
-            for (const struct nlmsghdr *h = (const struct nlmsghdr *)diagbuf;
+            for (const struct nlmsghdr *h = (const struct nlmsghdr *)nl->buf->diag;
                  mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
                 if (h->nlmsg_seq < seq0 || h->nlmsg_seq > nl->seq)
                     continue;

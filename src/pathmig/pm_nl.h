@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct mnl_socket;
+struct pm_nl_bufs;
 
 typedef struct {
     struct mnl_socket *ev;   /* subscribed to mptcp_pm_events */
@@ -15,6 +16,7 @@ typedef struct {
     struct mnl_socket *diag; /* NETLINK_SOCK_DIAG, opened at the first dump */
     uint16_t family;
     uint32_t seq;
+    struct pm_nl_bufs *buf;  /* receive and request buffers (pm_nl.c) */
 } pm_nl;
 
 /* one MPTCP event, decoded */

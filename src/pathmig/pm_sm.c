@@ -163,17 +163,10 @@ static int load_alternate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm
     return 1;
 }
 
-int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_event *ev,
-                   mpilab_pm_result *res)
+/* The subflow bookkeeping of a kernel event or a load result. Returns 1 when the
+ * connection closed (nothing more to decide). */
+static int track(mpilab_pm_conn *c, const mpilab_pm_event *ev, mpilab_pm_result *res)
 {
-    memset(res, 0, sizeof(*res));
-    res->from = res->to = c->state;
-    int request = ev->kind == MPILAB_PM_EV_ARM || ev->kind == MPILAB_PM_EV_MIGRATE;
-    if (c->state == MPILAB_PM_CLOSED) {
-        if (request)
-            snprintf(res->err, sizeof(res->err), "connection %08x is closed", c->token);
-        return request ? -1 : 0;
-    }
     int i;
     switch (ev->kind) {
     case MPILAB_PM_EV_ESTABLISHED:
@@ -212,7 +205,7 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
         c->nsub = 0;
         c->loading_rail = -1;
         go(c, res, MPILAB_PM_CLOSED, "connection closed");
-        return 0;
+        return 1;
     case MPILAB_PM_EV_LOAD_FAILED:
         c->loading_rail = -1;
         c->next_load = ev->now + LOAD_RETRY_S;
@@ -224,51 +217,50 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     default:
         break;
     }
-    if (!c->managed) {
-        if (request)
-            snprintf(res->err, sizeof(res->err),
-                     "connection %08x: its peer is not a known node (not managed)", c->token);
-        return request ? -1 : 0;
-    }
-    if (!c->established) {
-        if (request)
-            snprintf(res->err, sizeof(res->err), "connection %08x is not established yet",
-                     c->token);
-        return request ? -1 : 0;
-    }
+    return 0;
+}
+
+/* a load in progress whose path died, or that took too long, is given up */
+static void check_loading(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, double now)
+{
     if (c->loading_rail >= 0 && c->peer >= 0 && c->peer < MPILAB_PM_MAX_PEERS &&
         !ctx->path_up[c->peer][c->loading_rail]) {
         c->loading_rail = -1; /* its path died while loading: give up at once */
-        c->next_load = ev->now + LOAD_RETRY_S;
+        c->next_load = now + LOAD_RETRY_S;
     }
-    if (c->loading_rail >= 0 && ev->now - c->loading_since > LOAD_TIMEOUT_S) {
+    if (c->loading_rail >= 0 && now - c->loading_since > LOAD_TIMEOUT_S) {
         c->loading_rail = -1;
-        c->next_load = ev->now + LOAD_RETRY_S;
+        c->next_load = now + LOAD_RETRY_S;
     }
+}
 
-    int p = primary_of(ctx, c);
-    int a = alternate_of(ctx, c, p);
-
-    if (ev->kind == MPILAB_PM_EV_MIGRATE) {
-        if (c->state != MPILAB_PM_ARMED || a < 0) {
-            snprintf(res->err, sizeof(res->err),
-                     "connection %08x is %s: no loaded alternate to migrate to", c->token,
-                     mpilab_pm_state_name(c->state));
-            return -1;
-        }
-        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[a], 0);
-        c->sub[a].backup = 0;
-        if (p >= 0) {
-            add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[p], 1);
-            c->sub[p].backup = 1;
-        }
-        go(c, res, MPILAB_PM_MIGRATED, "user request");
-        return 0;
+/* a user's migrate request: the loaded alternate becomes the primary */
+static int migrate(mpilab_pm_conn *c, mpilab_pm_result *res, int p, int a)
+{
+    if (c->state != MPILAB_PM_ARMED || a < 0) {
+        snprintf(res->err, sizeof(res->err),
+                 "connection %08x is %s: no loaded alternate to migrate to", c->token,
+                 mpilab_pm_state_name(c->state));
+        return -1;
     }
+    add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[a], 0);
+    c->sub[a].backup = 0;
+    if (p >= 0) {
+        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[p], 1);
+        c->sub[p].backup = 1;
+    }
+    go(c, res, MPILAB_PM_MIGRATED, "user request");
+    return 0;
+}
 
-    /* automatic migration: every subflow on a dead path is closed at once (its unacked
-     * data is then re-sent on the others), as long as one on a healthy path remains; if
-     * the primary was among them, the best healthy subflow becomes the primary */
+/* automatic migration: every subflow on a dead path is closed at once (its unacked data
+ * is then re-sent on the others), as long as one on a healthy path remains; if the
+ * primary was among them, the best healthy subflow becomes the primary. Then, with no
+ * primary left (closed by the peer or the kernel), a healthy backup is promoted. *p and
+ * *a: the primary and alternate subflows, updated. */
+static void auto_migrate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_result *res,
+                         int *p, int *a)
+{
     if (ctx->auto_migrate) {
         int live = -1;
         for (int k = 0; k < c->nsub; k++)
@@ -276,7 +268,7 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
                 (live < 0 || (c->sub[live].backup && !c->sub[k].backup)))
                 live = k;
         if (live >= 0) {
-            int primary_dead = p >= 0 && !path_ok(ctx, c, &c->sub[p]);
+            int primary_dead = *p >= 0 && !path_ok(ctx, c, &c->sub[*p]);
             mpilab_pm_subflow keep = c->sub[live];
             if (primary_dead && keep.backup) {
                 add_action(res, MPILAB_PM_ACT_SET_BACKUP, &keep, 0);
@@ -292,19 +284,23 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
                 c->sub[i].backup = keep.backup;
             if (primary_dead)
                 go(c, res, MPILAB_PM_MIGRATED, "fault on the primary path");
-            p = primary_of(ctx, c);
-            a = alternate_of(ctx, c, p);
+            *p = primary_of(ctx, c);
+            *a = alternate_of(ctx, c, *p);
         }
     }
-    /* no primary left (closed by the peer or the kernel): promote a healthy backup */
-    if (p < 0 && a >= 0) {
-        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[a], 0);
-        c->sub[a].backup = 0;
+    if (*p < 0 && *a >= 0) {
+        add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[*a], 0);
+        c->sub[*a].backup = 0;
         go(c, res, MPILAB_PM_MIGRATED, "primary closed");
-        p = a;
-        a = alternate_of(ctx, c, p);
+        *p = *a;
+        *a = alternate_of(ctx, c, *p);
     }
+}
 
+/* the alternate's fate: lost, established, or (re-)loaded on request or automatically */
+static int rearm(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_event *ev,
+                 mpilab_pm_result *res, int p, int a)
+{
     switch (c->state) {
     case MPILAB_PM_ARMED:
         if (a < 0)
@@ -342,6 +338,40 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
         }
     }
     return 0;
+}
+
+int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_event *ev,
+                   mpilab_pm_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->from = res->to = c->state;
+    int request = ev->kind == MPILAB_PM_EV_ARM || ev->kind == MPILAB_PM_EV_MIGRATE;
+    if (c->state == MPILAB_PM_CLOSED) {
+        if (request)
+            snprintf(res->err, sizeof(res->err), "connection %08x is closed", c->token);
+        return request ? -1 : 0;
+    }
+    if (track(c, ev, res))
+        return 0;
+    if (!c->managed) {
+        if (request)
+            snprintf(res->err, sizeof(res->err),
+                     "connection %08x: its peer is not a known node (not managed)", c->token);
+        return request ? -1 : 0;
+    }
+    if (!c->established) {
+        if (request)
+            snprintf(res->err, sizeof(res->err), "connection %08x is not established yet",
+                     c->token);
+        return request ? -1 : 0;
+    }
+    check_loading(ctx, c, ev->now);
+    int p = primary_of(ctx, c);
+    int a = alternate_of(ctx, c, p);
+    if (ev->kind == MPILAB_PM_EV_MIGRATE)
+        return migrate(c, res, p, a);
+    auto_migrate(ctx, c, res, &p, &a);
+    return rearm(ctx, c, ev, res, p, a);
 }
 
 double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double last_proof,

@@ -8,6 +8,7 @@ from mpilab.pathmig import congestion
 from mpilab.pathmig.agents import failed_actions
 from mpilab.pathmig.cli import format_status
 from mpilab.pathmig.inject import make_plan
+from mpilab.testbed import faults
 
 
 def test_plan_is_repeatable_and_never_overlaps() -> None:
@@ -21,7 +22,8 @@ def test_plan_is_repeatable_and_never_overlaps() -> None:
     assert a[0].at >= 0 and a[-1].at + a[-1].duration <= 100.0 + 1e-3
     assert all(0.5 - 1e-3 <= f.duration <= 3.0 + 1e-3 for f in a)
     assert {f.target.split(":")[0] for f in a} <= set(nodes)
-    assert {f.mode for f in a} == {"down", "drop"}  # both drawn over 20 faults
+    drawn = {f.mode for f in a}
+    assert drawn <= set(faults.kind_names()) and len(drawn) > 1  # kinds mixed over 20
     assert {f.target.split(":")[1] for f in a} == {"0", "1"}
 
 

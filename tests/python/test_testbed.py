@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpilab.testbed import net
+from mpilab.testbed import faults, net
 from mpilab.testbed import spec as specmod
 from mpilab.tools import find_tool
 
@@ -370,6 +370,75 @@ def test_bad_fault_targets_are_refused(tb: tuple[str, dict[str, str]]) -> None:
     for target in ("s0n0:5", "s9n0:0", "nonsense"):
         p = mpilab("testbed", "fail", target, env=env)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def _ping_ok(sp: specmod.Spec, src: str, dst: str, rail: int) -> bool:
+    return subprocess.run(["ip", "netns", "exec", sp.ns(src), "ping", "-c", "1", "-W", "1",
+                           sp.addr(dst, rail)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("kind", faults.kinds(), ids=faults.kind_names())
+def test_every_fault_kind_is_seen_and_healed(tb: tuple[str, dict[str, str]],
+                                             kind: faults.FaultKind) -> None:
+    """Every registered kind on the real testbed: the fault cuts its rail (a ping across it
+    fails), its detect sees it there and nowhere else, heal undoes it, the rail works."""
+    prefix, _ = tb
+    sp = _spec(prefix)
+    assert _ping_ok(sp, "s0n1", "s1n1", 1)
+    try:
+        faults.fail(sp, "s0n1:1", kind.name)
+        assert kind.detect(sp, "s0n1", 1)
+        assert faults.active(sp) == [("s0n1", 1, kind.name)]
+        assert not _ping_ok(sp, "s0n1", "s1n1", 1)
+        assert _ping_ok(sp, "s0n1", "s1n1", 0)  # the other rail is untouched
+    finally:
+        healed = faults.heal(sp, "s0n1:1")
+    assert healed == [f"s0n1:1 {kind.name}"]
+    assert not kind.detect(sp, "s0n1", 1) and faults.active(sp) == []
+    assert _ping_ok(sp, "s0n1", "s1n1", 1)
+
+
+def test_the_fault_kind_recipe_gives_a_fault_heal_undoes(
+        tb: tuple[str, dict[str, str]]) -> None:
+    """docs/architecture.md, "Add a fault kind", followed as written: three functions of
+    (spec, node, rail) and one register call; nothing else is edited."""
+    def rules(rail: int) -> list[list[str]]:
+        return [["PREROUTING", "-i", f"r{rail}", "-j", "DROP"],
+                ["OUTPUT", "-o", f"r{rail}", "-j", "DROP"]]
+
+    def raw(sp: specmod.Spec, node: str, *args: str, check: bool = True
+            ) -> subprocess.CompletedProcess[str]:
+        return net.sh(["ip", "netns", "exec", sp.ns(node), "iptables", "-w", "-t", "raw",
+                       *args], check=check)
+
+    def apply(sp: specmod.Spec, node: str, rail: int) -> None:
+        for r in rules(rail):
+            if raw(sp, node, "-C", *r, check=False).returncode != 0:
+                raw(sp, node, "-A", *r)
+
+    def heal(sp: specmod.Spec, node: str, rail: int) -> None:
+        for r in rules(rail):
+            while raw(sp, node, "-D", *r, check=False).returncode == 0:
+                pass
+
+    def detect(sp: specmod.Spec, node: str, rail: int) -> bool:
+        return f"-i r{rail} -j DROP" in raw(sp, node, "-S", "PREROUTING").stdout
+
+    faults.register(faults.FaultKind("rawdrop", "packets on the rail dropped before "
+                                     "connection tracking (iptables raw table)", apply,
+                                     heal, detect))
+    prefix, _ = tb
+    sp = _spec(prefix)
+    try:
+        assert "rawdrop" in faults.kind_names()
+        faults.fail(sp, "s1n0:0", "rawdrop")
+        assert not _ping_ok(sp, "s1n0", "s0n0", 0)
+        assert faults.active(sp) == [("s1n0", 0, "rawdrop")]
+        assert faults.heal(sp, None) == ["s1n0:0 rawdrop"]  # found by its detect alone
+        assert _ping_ok(sp, "s1n0", "s0n0", 0)
+    finally:
+        faults.heal(sp, None)
+        faults._KINDS.pop("rawdrop", None)
 
 
 def _root_links() -> str:

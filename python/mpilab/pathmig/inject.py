@@ -32,9 +32,11 @@ class Fault:
 
 
 def make_plan(seed: int, nodes: list[str], rails: list[int], count: int, within: float,
-              modes: tuple[str, ...] = ("down", "drop"),
+              modes: tuple[str, ...] | None = None,
               duration: tuple[float, float] = (1.0, 3.0)) -> list[Fault]:
-    """`count` faults in [0, within) seconds, in time order, windows not overlapping."""
+    """`count` faults in [0, within) seconds, in time order, windows not overlapping;
+    `modes`: the fault kinds drawn from (default: every registered kind)."""
+    modes = faults.kind_names() if modes is None else modes
     if count < 1 or within <= 0 or not nodes or not rails or not modes:
         raise MpilabError("--random: need --count >= 1, --within > 0, nodes, rails and modes")
     lo, hi = duration
@@ -90,23 +92,15 @@ def run_plan(spec: Spec, plan: list[Fault], start: float | None = None,
         if stop is not None and stop() and kind == 0:
             break
         node, rail = faults.parse_target(spec, f.target)
-        began = faults.now_pair()
         if kind == 0:
-            faults.apply(spec, node, rail, f.mode)
+            out.append(faults.fail_now(spec, node, rail, f.mode, scheduled=True))
             active.add(f.target)
-            out.append(faults.log_event(spec, "fail", node, rail, f.mode, scheduled=True,
-                                        began=began))
         elif f.target in active:
-            for m in faults.heal_one(spec, node, rail):
-                out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True,
-                                            began=began))
+            out += faults.heal_rail(spec, node, rail, scheduled=True)
             active.discard(f.target)
     for tgt in sorted(active):  # stopped early: leave nothing failed
         node, rail = faults.parse_target(spec, tgt)
-        began = faults.now_pair()
-        for m in faults.heal_one(spec, node, rail):
-            out.append(faults.log_event(spec, "heal", node, rail, m, scheduled=True,
-                                        began=began))
+        out += faults.heal_rail(spec, node, rail, scheduled=True)
     return out
 
 
@@ -138,9 +132,9 @@ def cli_random(spec: Spec, args: Any) -> str:
                           "seconds, --within seconds") from None
     if any(not 0 <= r < spec.rails for r in rails):
         raise MpilabError(f"--fault-rails: testbed '{spec.prefix}' has rails 0..{spec.rails - 1}")
-    modes = tuple(args.modes.split(","))
-    if any(m not in faults.MODES for m in modes):
-        raise MpilabError(f"--modes {args.modes}: expected down and/or drop")
+    modes = tuple(args.modes.split(",")) if args.modes else faults.kind_names()
+    for m in modes:
+        faults.get_kind(m, "--modes")
     plan = make_plan(args.random, nodes, rails, args.count, within, modes, (lo, hi))
     path = net.state_dir(spec.prefix) / f"plan-{args.random}.json"
     atomic_write_text(path, plan_json(plan, args.random))

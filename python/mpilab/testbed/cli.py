@@ -239,14 +239,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--within", default="60", help="with --random: seconds (default 60)")
     p.add_argument("--nodes", help="with --random: candidate nodes (default all)")
     p.add_argument("--fault-rails", help="with --random: candidate rails (default all)")
-    p.add_argument("--modes", default="down,drop", help="with --random: down,drop")
+    p.add_argument("--modes", help="with --random: the fault kinds drawn, comma-separated "
+                   f"(default: every kind: {','.join(faults.kind_names())})")
     p.add_argument("--fault-duration", default="1:3",
                    help="with --random: MIN:MAX seconds each fault lasts (default 1:3)")
     p.add_argument("--at", help="seconds from now (e.g. 2, 1.5s, 500ms), or an absolute "
                    "time: ISO 8601 with zone (2026-11-21T12:00:00Z) or @EPOCH seconds")
     p.add_argument("--for", dest="duration", help="heal after this long")
-    p.add_argument("--mode", choices=faults.MODES, default="down",
-                   help="down: switch port down (cut cable); drop: iptables drops everything")
+    p.add_argument("--mode", choices=faults.kind_names(), default="down",
+                   help="; ".join(f"{k.name}: {k.summary}" for k in faults.kinds()))
     p = add("heal", cmd_heal, "heal one rail, or every failed rail")
     p.add_argument("target", metavar="NODE:RAIL", nargs="?")
     p = add("check", cmd_check, "measure links with iperf3 and ping vs the spec")

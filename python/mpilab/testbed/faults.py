@@ -1,5 +1,7 @@
-"""Link faults on node rails: the switch port goes down (a cut cable: both ends lose the
-link) or every packet on the rail is dropped with iptables inside the node. Faults can be
+"""Faults on node rails, one table of kinds (`register`, `FaultKind`: apply, heal, detect),
+read by `fail`, `heal`, `status`, the scheduler and the pathmig injector alike. Built in:
+the switch port goes down (a cut cable: both ends lose the link), or every packet on the
+rail is dropped with iptables inside the node. Faults can be
 scheduled (`--at`, `--for`) by a detached process (`python -m mpilab.testbed.faults`),
 which `down` finds and stops. Every fault and heal is appended to faults.jsonl in the
 state dir with time.time() (CLOCK_REALTIME, the clock of results' dates and MPI_Wtime
@@ -9,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import inspect
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,68 @@ from mpilab.errors import MpilabError
 from mpilab.testbed import net
 from mpilab.testbed.spec import Spec, parse_node
 
-MODES = ("down", "drop")
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One kind of rail fault. `apply(spec, node, rail)` puts it in place; `detect(spec,
+    node, rail)` says whether the system shows it in place on that rail (the system's state,
+    never a log: `heal` and `testbed status` find faults with it); `heal(spec, node, rail)`
+    removes it completely. Registered with `register`, which refuses an incomplete kind."""
+
+    name: str
+    summary: str
+    apply: Callable[[Spec, str, int], None]
+    heal: Callable[[Spec, str, int], None]
+    detect: Callable[[Spec, str, int], bool]
+
+
+_KINDS: dict[str, FaultKind] = {}
+
+
+def kind_problem(kind: FaultKind) -> str | None:
+    """What is wrong with `kind` itself (None: nothing; a duplicate name is register's)."""
+    if not isinstance(kind.name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", kind.name,
+                                                          re.ASCII):
+        return "the name must be lower-case letters, digits and '_', starting with a letter"
+    if not isinstance(kind.summary, str) or not kind.summary.strip() or "\n" in kind.summary:
+        return "needs a one-line summary"
+    for role in ("apply", "heal", "detect"):
+        fn = getattr(kind, role)
+        if not callable(fn):
+            return f"{role} is not a function (every kind needs apply, heal and detect)"
+        try:
+            inspect.signature(fn).bind(None, "", 0)
+        except TypeError:
+            return f"{role} does not take (spec, node, rail)"
+        except ValueError:  # a builtin without a signature: taken as it is
+            pass
+    return None
+
+
+def register(kind: FaultKind) -> FaultKind:
+    """Add a fault kind to the table (the one registration path: the testbed's `fail`,
+    `heal`, `status`, the scheduler and the pathmig injector all read it)."""
+    problem = "already registered" if kind.name in _KINDS else kind_problem(kind)
+    if problem:
+        raise MpilabError(f"fault kind '{getattr(kind, 'name', '?')}': {problem}")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> tuple[FaultKind, ...]:
+    """Every registered fault kind, in registration order."""
+    return tuple(_KINDS.values())
+
+
+def kind_names() -> tuple[str, ...]:
+    return tuple(_KINDS)
+
+
+def get_kind(name: str, what: str = "--mode") -> FaultKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise MpilabError(f"{what} {name}: expected one of {', '.join(_KINDS)}") from None
 
 
 def parse_target(spec: Spec, text: str) -> tuple[str, int]:
@@ -76,56 +142,103 @@ def _iptables(ns: str, args: list[str], check: bool = True) -> subprocess.Comple
     return net.sh(["ip", "netns", "exec", ns, "iptables", "-w", *args], check=check)
 
 
+# ---- the built-in kinds ----------------------------------------------------------------
+
+def _switch_port(spec: Spec, node: str, rail: int) -> tuple[str, str]:
+    s, j = parse_node(node)
+    return spec.sw_ns(s), f"n{j}r{rail}"
+
+
+def _down_apply(spec: Spec, node: str, rail: int) -> None:
+    ns, port = _switch_port(spec, node, rail)
+    net.sh(["ip", "-n", ns, "link", "set", port, "down"])
+
+
+def _down_heal(spec: Spec, node: str, rail: int) -> None:
+    ns, port = _switch_port(spec, node, rail)
+    net.sh(["ip", "-n", ns, "link", "set", port, "up"])
+
+
+def _down_detect(spec: Spec, node: str, rail: int) -> bool:
+    ns, port = _switch_port(spec, node, rail)
+    p = net.sh(["ip", "-n", ns, "-o", "link", "show", port], check=False)
+    flags = re.search(r"<([^>]*)>", p.stdout)
+    return p.returncode == 0 and bool(flags) and "UP" not in flags.group(1).split(",")
+
+
 def _drop_rules(rail: int) -> list[list[str]]:
     return [["-i", f"r{rail}", "-j", "DROP"], ["-o", f"r{rail}", "-j", "DROP"]]
 
 
-def apply(spec: Spec, node: str, rail: int, mode: str) -> None:
-    s, j = parse_node(node)
-    if mode == "down":
-        net.sh(["ip", "-n", spec.sw_ns(s), "link", "set", f"n{j}r{rail}", "down"])
-    elif mode == "drop":
-        ns, chain = spec.ns(node), _chain(spec)
-        if _iptables(ns, ["-S", chain], check=False).returncode != 0:
-            _iptables(ns, ["-N", chain])
-            _iptables(ns, ["-I", "INPUT", "-j", chain])
-            _iptables(ns, ["-I", "OUTPUT", "-j", chain])
-        for rule in _drop_rules(rail):
-            if _iptables(ns, ["-C", chain, *rule], check=False).returncode != 0:
-                _iptables(ns, ["-A", chain, *rule])
-    else:
-        raise MpilabError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+def _drop_apply(spec: Spec, node: str, rail: int) -> None:
+    ns, chain = spec.ns(node), _chain(spec)
+    if _iptables(ns, ["-S", chain], check=False).returncode != 0:
+        _iptables(ns, ["-N", chain])
+        _iptables(ns, ["-I", "INPUT", "-j", chain])
+        _iptables(ns, ["-I", "OUTPUT", "-j", chain])
+    for rule in _drop_rules(rail):
+        if _iptables(ns, ["-C", chain, *rule], check=False).returncode != 0:
+            _iptables(ns, ["-A", chain, *rule])
 
 
-def heal_one(spec: Spec, node: str, rail: int) -> list[str]:
-    """Undo whatever fault the system shows on this rail; returns the modes healed."""
-    s, j = parse_node(node)
-    healed = []
-    active = active_on(spec, node, rail)
-    if "down" in active:
-        net.sh(["ip", "-n", spec.sw_ns(s), "link", "set", f"n{j}r{rail}", "up"])
-        healed.append("down")
-    if "drop" in active:
-        for rule in _drop_rules(rail):
-            while _iptables(spec.ns(node), ["-D", _chain(spec), *rule],
-                            check=False).returncode == 0:
-                pass
-        healed.append("drop")
-    return healed
+def _drop_heal(spec: Spec, node: str, rail: int) -> None:
+    for rule in _drop_rules(rail):
+        while _iptables(spec.ns(node), ["-D", _chain(spec), *rule],
+                        check=False).returncode == 0:
+            pass
+
+
+def _drop_detect(spec: Spec, node: str, rail: int) -> bool:
+    p = _iptables(spec.ns(node), ["-S", _chain(spec)], check=False)
+    return p.returncode == 0 and f"r{rail} -j DROP" in p.stdout
+
+
+register(FaultKind("down", "the switch port goes down (a cut cable: both ends lose the link)",
+                   _down_apply, _down_heal, _down_detect))
+register(FaultKind("drop", "every packet on the rail is dropped inside the node (iptables): "
+                   "a silent fault, the link stays up", _drop_apply, _drop_heal, _drop_detect))
+
+
+# ---- using the table ---------------------------------------------------------------------
+
+def fail_now(spec: Spec, node: str, rail: int, mode: str, scheduled: bool) -> dict[str, Any]:
+    """Put a fault of kind `mode` in place and log it (the record's time is taken before
+    the commands run, see log_event). Its kind must then see it: a fault its own detect
+    cannot see would never be healed, so it is undone at once and refused, in one line
+    naming the kind."""
+    k = get_kind(mode)
+    began = now_pair()
+    k.apply(spec, node, rail)
+    rec = log_event(spec, "fail", node, rail, k.name, scheduled, began=began)
+    if not k.detect(spec, node, rail):
+        began = now_pair()
+        k.heal(spec, node, rail)
+        log_event(spec, "heal", node, rail, k.name, scheduled, began=began)
+        raise MpilabError(f"fault kind '{k.name}': applied on {node}:{rail} but its detect "
+                          "does not see it (heal could never find it)")
+    return rec
+
+
+def heal_rail(spec: Spec, node: str, rail: int, scheduled: bool) -> list[dict[str, Any]]:
+    """Undo whatever fault the system shows on this rail, every kind its own detect sees,
+    and log each heal; returns the records. A kind whose heal leaves its fault in place is
+    refused (one line naming it)."""
+    out = []
+    for k in kinds():
+        if not k.detect(spec, node, rail):
+            continue
+        began = now_pair()
+        k.heal(spec, node, rail)
+        out.append(log_event(spec, "heal", node, rail, k.name, scheduled, began=began))
+        if k.detect(spec, node, rail):
+            raise MpilabError(f"fault kind '{k.name}': heal left the fault in place on "
+                              f"{node}:{rail}")
+    return out
 
 
 def active_on(spec: Spec, node: str, rail: int) -> list[str]:
     """Faults the system shows on one rail (not what a log says)."""
-    s, j = parse_node(node)
-    out = []
-    p = net.sh(["ip", "-n", spec.sw_ns(s), "-o", "link", "show", f"n{j}r{rail}"], check=False)
-    flags = re.search(r"<([^>]*)>", p.stdout)
-    if p.returncode == 0 and flags and "UP" not in flags.group(1).split(","):
-        out.append("down")
-    p = _iptables(spec.ns(node), ["-S", _chain(spec)], check=False)
-    if p.returncode == 0 and f"r{rail} -j DROP" in p.stdout:
-        out.append("drop")
-    return out
+    return [k.name for k in kinds() if k.detect(spec, node, rail)]
 
 
 def active(spec: Spec) -> list[tuple[str, int, str]]:
@@ -184,8 +297,7 @@ def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,
     """Fail a rail now, `at` seconds from now, or at the absolute time `at_epoch`
     (time.time() seconds); `duration` heals it that long after the failure."""
     node, rail = parse_target(spec, target)
-    if mode not in MODES:
-        raise MpilabError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+    get_kind(mode)
     if at is not None and at < 0 or duration is not None and duration <= 0:
         raise MpilabError("--at must be >= 0 and --for > 0")
     if at is not None and at_epoch is not None:
@@ -199,9 +311,7 @@ def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,
         pid = _schedule(spec, node, rail, mode, at, duration)
         return (f"{node}:{rail} {mode} scheduled in {at:g} s"
                 + (f" for {duration:g} s" if duration else "") + f" (pid {pid})")
-    began = now_pair()
-    apply(spec, node, rail, mode)
-    log_event(spec, "fail", node, rail, mode, scheduled=False, began=began)
+    fail_now(spec, node, rail, mode, scheduled=False)
     if duration:
         pid = _schedule(spec, node, rail, mode, None, duration)
         return f"{node}:{rail} {mode} now, heals in {duration:g} s (pid {pid})"
@@ -214,13 +324,8 @@ def heal(spec: Spec, target: str | None) -> list[str]:
         todo = [(node, rail)]
     else:
         todo = sorted({(n, r) for n, r, _ in active(spec)})
-    done = []
-    for node, rail in todo:
-        began = now_pair()
-        for mode in heal_one(spec, node, rail):
-            log_event(spec, "heal", node, rail, mode, scheduled=False, began=began)
-            done.append(f"{node}:{rail} {mode}")
-    return done
+    return [f"{node}:{rail} {rec['mode']}" for node, rail in todo
+            for rec in heal_rail(spec, node, rail, scheduled=False)]
 
 
 def _schedule(spec: Spec, node: str, rail: int, mode: str, at: float | None,
@@ -246,7 +351,7 @@ def _scheduler_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="mpilab.testbed.faults")
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--target")
-    ap.add_argument("--mode", choices=MODES)
+    ap.add_argument("--mode", choices=kind_names())
     ap.add_argument("--at", type=argtypes.real)
     ap.add_argument("--at-epoch", type=argtypes.real)
     ap.add_argument("--for", dest="duration", type=argtypes.duration)
@@ -263,15 +368,11 @@ def _scheduler_main(argv: list[str]) -> int:
             # wall-clock target: short sleeps, so a clock step (NTP) is followed
             while (left := a.at_epoch - time.time()) > 0:
                 time.sleep(min(left, 0.5))
-        began = now_pair()
-        apply(spec, node, rail, a.mode)
-        log_event(spec, "fail", node, rail, a.mode, scheduled=True, began=began)
+        fail_now(spec, node, rail, a.mode, scheduled=True)
         t0 = time.monotonic()
     if a.duration:
         time.sleep(max(0.0, t0 + a.duration - time.monotonic()))
-        began = now_pair()
-        for mode in heal_one(spec, node, rail):
-            log_event(spec, "heal", node, rail, mode, scheduled=True, began=began)
+        heal_rail(spec, node, rail, scheduled=True)
     return 0
 
 
