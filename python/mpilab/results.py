@@ -13,7 +13,6 @@ import functools
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +21,11 @@ from typing import Any
 from mpilab import pair_matrix
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
+from mpilab.json_locate import PathT
+from mpilab.json_locate import locate as _locate
 
 SCHEMA = "mpilab.results/1"
 TIMINGS = ("max", "root", "global", "opspec", "p2p")
-
-PathT = tuple[str | int, ...]
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,121 +239,7 @@ class Results:
 
 
 # ---------------------------------------------------------------------------------------
-# locating a JSON path in the text (only used to put a line number on an error)
-
-_WS = re.compile(r"[ \t\n\r]*")
-_NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-
-
-def _locate(text: str, target: PathT) -> int | None:
-    """Line (1-based) where the value at `target` starts, or None if not found."""
-    from json.decoder import scanstring
-
-    pos = 0
-
-    def ws() -> None:
-        nonlocal pos
-        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-
-    def skip_value() -> None:
-        nonlocal pos
-        ws()
-        c = text[pos]
-        if c == "{":
-            pos += 1
-            ws()
-            if text[pos] == "}":
-                pos += 1
-                return
-            while True:
-                ws()
-                _, pos = scanstring(text, pos + 1)
-                ws()
-                pos += 1  # ':'
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                pos += 1  # '}'
-                return
-        if c == "[":
-            pos += 1
-            ws()
-            if text[pos] == "]":
-                pos += 1
-                return
-            while True:
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                pos += 1
-                return
-        if c == '"':
-            _, pos = scanstring(text, pos + 1)
-            return
-        for lit in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
-            if text.startswith(lit, pos):
-                pos += len(lit)
-                return
-        m = _NUM.match(text, pos)
-        if not m:
-            raise ValueError("bad token")
-        pos = m.end()
-
-    def find(depth: int) -> int | None:
-        nonlocal pos
-        ws()
-        if depth == len(target):
-            return pos
-        key = target[depth]
-        c = text[pos]
-        if c == "{" and isinstance(key, str):
-            pos += 1
-            ws()
-            if text[pos] == "}":
-                return None
-            while True:
-                ws()
-                k, pos = scanstring(text, pos + 1)
-                ws()
-                pos += 1
-                if k == key:
-                    return find(depth + 1)
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                return None
-        if c == "[" and isinstance(key, int):
-            pos += 1
-            ws()
-            if text[pos] == "]":
-                return None
-            idx = 0
-            while True:
-                if idx == key:
-                    return find(depth + 1)
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    idx += 1
-                    continue
-                return None
-        return None
-
-    try:
-        at = find(0)
-    except (ValueError, IndexError, RecursionError):
-        return None
-    if at is None:
-        return None
-    return text.count("\n", 0, at) + 1
-
+# locating a JSON path in the text: mpilab.json_locate (only used to put a line number on an error)
 
 def _fmt_path(p: PathT) -> str:
     out = ""
