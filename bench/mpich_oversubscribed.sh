@@ -15,8 +15,9 @@ run() { # label, then the command up to the program
         python3 - "$tmp/$label.json" "$label" "$((SECONDS - t0))" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-med = ["%s:%.1f" % ("-".join(map(str, m["pair"])), m["stats"]["median"] * 1e6)
-       for m in d["measurements"]]
+# one compact pair matrix (pair_matrix: per-pair arrays) per size
+med = ["%d-%d:%.1f" % (i, j, t * 1e6) for m in d["measurements"]
+       for i, j, t in zip(m["pair_matrix"]["i"], m["pair_matrix"]["j"], m["pair_matrix"]["median"])]
 print(f"{sys.argv[2]:32s} {sys.argv[3]:>4s} s   round-trip median us per pair: {' '.join(med)}")
 PY
     else

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab.launches import os_interval
+from mpilab.pair_matrix import expand_all
 from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
@@ -46,7 +47,7 @@ def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
     doc = json.loads(out.read_text())
     placed = (doc["provenance"].get("placement") or {}).get("pinned")
     res = {}
-    for m in doc["measurements"]:
+    for m in expand_all(doc["measurements"]):  # a p2p pair matrix pair by pair
         if m["op"] != op:
             continue
         st = m["stats"]
@@ -76,7 +77,7 @@ def launches_run(btl: str, sizes: str, out: Path, extra: list[str], op: str,
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
     doc = json.loads(out.read_text())
     res = {}
-    for m in doc["measurements"]:
+    for m in expand_all(doc["measurements"]):  # a p2p pair matrix pair by pair
         if m["op"] != op:
             continue
         st, la = m["stats"], m["launches"]

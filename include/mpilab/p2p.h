@@ -54,6 +54,34 @@ int mpilab_p2p_measure_warm(MPI_Comm comm, size_t bytes, size_t bytes_back, mpil
                        const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *results);
 void mpilab_p2p_result_free(mpilab_p2p_result_t *r);
 
+/* Any set of pairs (a pair design, include/mpilab/pairs.h) measured in rounds of disjoint
+ * pairs: round r is pairs[order[round_start[r]]] .. pairs[order[round_start[r+1] - 1]]
+ * (mpilab_pairs_rounds). */
+typedef struct mpilab_p2p_plan {
+    const mpilab_pair_t *pairs;
+    size_t npairs;
+    const size_t *order;       /* [npairs] */
+    const size_t *round_start; /* [rounds + 1] */
+    size_t rounds;
+    const char *label;         /* progress lines: "all pairs", "sampled pairs" */
+} mpilab_p2p_plan_t;
+
+/* Called on rank 0 with each pair's result (index into plan->pairs, the round it was
+ * measured in) as soon as its round is over; r and its samples are valid during the call
+ * only. Every pair is delivered exactly once, also when its measurement failed (reps 0). */
+typedef void (*mpilab_p2p_sink_t)(void *ctx, size_t index, size_t round, const mpilab_p2p_result_t *r);
+
+/* Collective over comm: the round trips of every pair of plan, each with its own repetition
+ * control under prec after `warmup` untimed ones. Parallel mode: the rounds, the pairs of
+ * a round at once, a barrier after each; rank 0 reports its progress on stderr from
+ * MPILAB_P2P_PROGRESS_RANKS ranks on unless quiet. Sequential: one pair at a time in
+ * plan->pairs order, a barrier after each. Results reach rank 0 only (sink), pair by pair
+ * at the end of their round: no rank holds more than one round's samples. Returns 0 or an
+ * MPI error code. */
+int mpilab_p2p_measure_plan(MPI_Comm comm, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
+                            const mpilab_precision_t *prec, size_t warmup, const mpilab_p2p_plan_t *plan,
+                            int quiet, mpilab_p2p_sink_t sink, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,6 +53,31 @@ json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_t
 json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_result_t *q,
                                        mpilab_p2p_mode_t mode, int ranks, const mpilab_precision_t *prec,
                                        double all_pairs_wall);
+/* Rank 0's store of one all-pairs measurement (one op and size) of a pair design: per pair
+ * its statistics, round and (up to samples_cap repetitions) its samples. */
+typedef struct mpilab_pair_matrix {
+    const char *design;          /* "full", "sampled" */
+    const mpilab_pair_t *pairs;  /* [npairs], sorted by (i, j) */
+    size_t npairs, rounds;
+    size_t bytes, bytes_back;
+    mpilab_stats_t *stats;       /* [npairs] */
+    size_t *round;               /* [npairs] */
+    double **samples;            /* [npairs]: NULL when the pair's reps exceed samples_cap */
+    unsigned char *measured;     /* [npairs]: 0 = not delivered (the run failed first) */
+    size_t samples_cap;
+} mpilab_pair_matrix_t;
+
+/* Samples kept per all-pairs measurement object: a pair keeps its samples when its
+ * repetitions are at most MPILAB_PAIR_SAMPLE_BUDGET / npairs, else only its statistics. */
+#define MPILAB_PAIR_SAMPLE_BUDGET ((size_t)1 << 20)
+
+/* The compact form of an all-pairs measurement (docs/results-schema.md, "Pair matrix"):
+ * op, impl, timing "p2p", schedule, bytes, bytes_back, ranks, precision, all_pairs_wall_s
+ * and "pair_matrix" with per-pair arrays (i, j, round, statistics, flags, samples) of the
+ * measured pairs, in (i, j) order. */
+json_t *mpilab_results_pair_matrix(const mpilab_op_t *op, const mpilab_pair_matrix_t *m, mpilab_p2p_mode_t mode,
+                                   int ranks, const mpilab_precision_t *prec, double all_pairs_wall);
+
 /* The "clock_sync" provenance object of the latest synchronisation cs. */
 json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_residual, size_t nsyncs);
 

@@ -12,6 +12,7 @@
 #include "mpilab/bench.h"
 #include "mpilab/loggp.h"
 #include "mpilab/p2p.h"
+#include "mpilab/pairs.h"
 #include "mpilab/placement.h"
 #include "mpilab/wtime.h"
 
@@ -32,6 +33,11 @@ typedef struct mpilab_runner_config {
     mpilab_isolation_t isolation[3];
     size_t nisolation;
     mpilab_p2p_mode_t p2p_mode;
+    /* --pairs full|sampled (default auto: sampled above MPILAB_PAIRS_FULL_LIMIT ranks),
+     * --pair-groups auto|none|host|site|K (K: blocks of K consecutive ranks), --pairs-seed */
+    mpilab_pairs_design_t pairs_design;
+    const char *pair_groups;
+    unsigned long long pairs_seed;
     long long p2p_back; /* -1 = the same as bytes */
     const char *out;    /* results file or NULL */
     int no_fit, quiet, single;

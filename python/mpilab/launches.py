@@ -32,6 +32,7 @@ import statistics
 from typing import Any
 
 from mpilab import quality
+from mpilab.pair_matrix import expand_all
 
 LAUNCHES_DISAGREE = quality.LAUNCHES_DISAGREE
 METHOD = ("median of the launch medians m; interval m exp(-+h), h = t(cl, N-1) sqrt(pi/2) "
@@ -359,7 +360,9 @@ def merge(docs: list[dict[str, Any]], files: list[str],
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     order: list[tuple[Any, ...]] = []
     for d in docs:
-        for m in d.get("measurements", []) or []:
+        # compact all-pairs objects are merged pair by pair (the merged file holds the
+        # per-pair form, which every reader accepts)
+        for m in expand_all(d.get("measurements", []) or []):
             if not isinstance(m, dict):
                 continue
             st = m.get("stats") if isinstance(m.get("stats"), dict) else {}

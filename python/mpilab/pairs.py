@@ -13,7 +13,6 @@ matrix, so both designs can be compared where both can run (tests/python/test_pa
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -38,38 +37,72 @@ def full_pairs(p: int) -> list[Pair]:
     return [(i, j) for i in range(p) for j in range(i + 1, p)]
 
 
+_MASK = (1 << 64) - 1
+
+
+class _SplitMix64:
+    """splitmix64, the generator of mpilab_pairs_sample (src/bench/pairs.c)."""
+
+    def __init__(self, seed: int) -> None:
+        self.s = seed & _MASK
+
+    def below(self, m: int) -> int:
+        self.s = (self.s + 0x9E3779B97F4A7C15) & _MASK
+        z = self.s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return (z ^ (z >> 31)) % m
+
+
+def default_matchings(p: int) -> int:
+    """ceil(log2 p), at least 1 (mpilab_pairs_default_matchings)."""
+    return max(1, math.ceil(math.log2(p))) if p > 1 else 1
+
+
 def sample_pairs(p: int, groups: Sequence[int] | None = None, rounds: int | None = None,
                  seed: int = 0) -> list[Pair]:
-    """A sampled design of O(p log p) distinct pairs (sorted, i < j).
+    """The sampled design of O(p log p) distinct pairs (sorted, i < j): a mirror of the C
+    runner's mpilab_pairs_sample (the same pairs for the same p, groups, matchings and
+    seed; tests/python/test_pairs.py checks it against the C library).
 
-    A ring (every node in two pairs, the design connected) plus a triangle (an odd cycle, so
-    that node[i] + node[j] has one solution), plus `rounds` (default ceil(log2 p)) random
-    perfect matchings, plus for each two groups of `groups` (group of each rank) pairs
-    crossing their boundary, so that every link term is measured at least twice.
+    A ring (every node in two pairs, the design connected) plus the pair (0, 2) (a
+    triangle: an odd cycle, so that node[i] + node[j] has one solution), plus `rounds`
+    (default ceil(log2 p)) random perfect matchings, plus for each two groups of `groups`
+    (non-negative group label of each rank) two pairs crossing their boundary, so that every
+    link term is measured at least twice; with more pairs of groups than ranks, two pairs
+    between each group and the next (a ring of groups).
     """
     if p < 3:
         raise ValueError(f"a pair design needs at least 3 ranks, got {p}")
     if groups is not None and len(groups) != p:
         raise ValueError(f"{len(groups)} group labels for {p} ranks")
-    rng = random.Random(seed)
+    if groups is not None and min(groups) < 0:
+        raise ValueError("group labels must be non-negative")
+    rng = _SplitMix64(seed)
     chosen: set[Pair] = {_norm(i, (i + 1) % p) for i in range(p)}
     chosen.add(_norm(0, 2))
-    k = max(1, math.ceil(math.log2(p))) if rounds is None else rounds
+    k = default_matchings(p) if rounds is None else rounds
     for _ in range(k):
         perm = list(range(p))
-        rng.shuffle(perm)
+        for a in range(p - 1, 0, -1):
+            b = rng.below(a + 1)
+            perm[a], perm[b] = perm[b], perm[a]
         for a in range(0, p - 1, 2):
             chosen.add(_norm(perm[a], perm[a + 1]))
     if groups is not None:
         members: dict[int, list[int]] = {}
         for r, g in enumerate(groups):
-            members.setdefault(g, []).append(r)
+            members.setdefault(int(g), []).append(r)
         labels = sorted(members)
-        for x, ga in enumerate(labels):
-            for gb in labels[x + 1:]:
+        nl = len(labels)
+        every = nl * (nl - 1) // 2 <= p
+        for x in range(nl if nl > 1 else 0):
+            for y in range(x + 1, nl if every else x + 2):
+                ga, gb = members[labels[x]], members[labels[y % nl]]
                 for _ in range(2):
-                    chosen.add(_norm(rng.choice(members[ga]), rng.choice(members[gb])))
-    return sorted(chosen)
+                    a = ga[rng.below(len(ga))]
+                    chosen.add(_norm(a, gb[rng.below(len(gb))]))
+    return sorted(pq for pq in chosen if pq[0] != pq[1])
 
 
 @dataclass
@@ -186,6 +219,14 @@ def pair_times(measurements: Sequence[Measurement], nbytes: int | None = None
     return ranks, times
 
 
+def run_design(provenance: dict[str, object]) -> dict[str, object]:
+    """provenance.options.pairs of a run (the design the C runner measured: design, pairs,
+    groups, rank_groups, seed, ...), {} for files written before it was recorded."""
+    opts = provenance.get("options")
+    d = opts.get("pairs") if isinstance(opts, dict) else None
+    return d if isinstance(d, dict) else {}
+
+
 def compare_sampled(times: dict[Pair, float], p: int, groups: Sequence[int] | None = None,
                     seed: int = 0) -> tuple[PairFit, PairFit, float]:
     """Fit a full matrix and its sampled subset; (full fit, sampled fit, largest relative
@@ -219,18 +260,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, MpilabError) as e:
         print(f"mpilab.pairs: {e}", file=sys.stderr)
         return 1
+    design = run_design(res.provenance)
+    rg = design.get("rank_groups")
+    groups = [int(g) for g in rg] if isinstance(rg, list) else None
     try:
         ranks, times = pair_times(res.measurements, nbytes)
-        fit = fit_pairs(times, ranks)
+        if groups is not None and len(groups) != ranks:
+            groups = None
+        fit = fit_pairs(times, ranks, groups)
     except ValueError as e:
         print(f"mpilab.pairs: {args[0]}: {e}", file=sys.stderr)
         return 1
-    print(f"{len(times)} pairs of {ranks} ranks")
+    how = (f" ({design.get('design')} design, groups: {design.get('groups')}, "
+           f"{design.get('ngroups')})") if design else ""
+    print(f"{len(times)} pairs of {ranks} ranks{how}")
     if len(times) == ranks * (ranks - 1) // 2 and ranks >= 4:
-        _, sampled, worst = compare_sampled(times, ranks)
-        n = len(sample_pairs(ranks))
+        _, sampled, worst = compare_sampled(times, ranks, groups)
+        n = len(sample_pairs(ranks, groups))
         print(f"sampled design ({n} of {len(times)} pairs): node estimates within "
-              f"{worst * 100:.1f}% of the full matrix's; slow nodes {sampled.slow_nodes}")
+              f"{worst * 100:.1f}% of the full matrix's; slow nodes {sampled.slow_nodes}, "
+              f"slow links {sampled.slow_links}")
+    print(f"slow nodes {fit.slow_nodes}, slow links {fit.slow_links}")
     for i, v in enumerate(fit.nodes):
         mark = "  SLOW" if i in fit.slow_nodes else ""
         print(f"node {i:5d} {v * 1e6:10.2f} us{mark}")

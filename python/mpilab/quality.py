@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mpilab.pair_matrix import expand_all
+
 # measurement flags (docs/results-schema.md)
 NOT_CONVERGED = "not_converged"      # stopped (budget or max_reps) without the asked precision
 INVALID_SAMPLES = "invalid_samples"  # some repetitions excluded (late start, negative time)
@@ -96,7 +98,8 @@ def unflagged_problems(doc: dict[str, Any]) -> list[str]:
     measurement, a negative model parameter (alpha, beta, L, G, o_s, o_r, g) without a flag
     saying why, a negative prediction. Empty when the document is honest."""
     probs: list[str] = []
-    for k, m in enumerate(doc.get("measurements", []) or []):
+    # compact all-pairs objects are checked pair by pair (k counts the expanded objects)
+    for k, m in enumerate(expand_all(doc.get("measurements", []) or [])):
         if not isinstance(m, dict):
             continue
         flags = measurement_flags(m)
@@ -139,7 +142,7 @@ def unflagged_problems(doc: dict[str, Any]) -> list[str]:
 def summary(doc: dict[str, Any]) -> dict[str, Any]:
     """Counts for the report and the runner's last line: measurements, converged, flagged,
     model parameters flagged (label: flags), whether the file is partial."""
-    ms = [m for m in doc.get("measurements", []) or [] if isinstance(m, dict)]
+    ms = [m for m in expand_all(doc.get("measurements", []) or []) if isinstance(m, dict)]
     flagged = {f: 0 for f in MEASUREMENT_FLAGS}
     for m in ms:
         for f in measurement_flags(m):

@@ -13,19 +13,19 @@ import functools
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpilab import pair_matrix
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
+from mpilab.json_locate import PathT
+from mpilab.json_locate import locate as _locate
 
 SCHEMA = "mpilab.results/1"
 TIMINGS = ("max", "root", "global", "opspec", "p2p")
-
-PathT = tuple[str | int, ...]
 
 
 # ---------------------------------------------------------------------------------------
@@ -78,6 +78,30 @@ class Measurement:
     @property
     def is_p2p(self) -> bool:
         return self.op == "p2p"
+
+
+@dataclass(frozen=True)
+class PairMatrix:
+    """One compact all-pairs measurement (docs/results-schema.md, "Pair matrix"): per-pair
+    arrays in (i, j) order. `Results.measurements` also holds its pairs one by one."""
+    index: int                     # position in the file's measurements array
+    op: str
+    impl: str
+    timing: str
+    bytes: int
+    bytes_back: int
+    design: str                    # "full" or "sampled"
+    ranks: int | None
+    i: tuple[int, ...]
+    j: tuple[int, ...]
+    median: tuple[float, ...]
+    reps: tuple[int, ...]
+    schedule: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def times(self) -> dict[tuple[int, int], float]:
+        """{(i, j): median round trip} of every pair."""
+        return dict(zip(zip(self.i, self.j, strict=True), self.median, strict=True))
 
 
 @dataclass(frozen=True)
@@ -189,6 +213,7 @@ class Results:
     sources: list[str] = field(default_factory=list)
     loggp: list[LogGPPair] = field(default_factory=list)
     loggp_predictions: list[Prediction] = field(default_factory=list)
+    pair_matrices: list[PairMatrix] = field(default_factory=list)
 
     @property
     def clock_sync(self) -> ClockSync | None:
@@ -214,121 +239,7 @@ class Results:
 
 
 # ---------------------------------------------------------------------------------------
-# locating a JSON path in the text (only used to put a line number on an error)
-
-_WS = re.compile(r"[ \t\n\r]*")
-_NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-
-
-def _locate(text: str, target: PathT) -> int | None:
-    """Line (1-based) where the value at `target` starts, or None if not found."""
-    from json.decoder import scanstring
-
-    pos = 0
-
-    def ws() -> None:
-        nonlocal pos
-        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-
-    def skip_value() -> None:
-        nonlocal pos
-        ws()
-        c = text[pos]
-        if c == "{":
-            pos += 1
-            ws()
-            if text[pos] == "}":
-                pos += 1
-                return
-            while True:
-                ws()
-                _, pos = scanstring(text, pos + 1)
-                ws()
-                pos += 1  # ':'
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                pos += 1  # '}'
-                return
-        if c == "[":
-            pos += 1
-            ws()
-            if text[pos] == "]":
-                pos += 1
-                return
-            while True:
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                pos += 1
-                return
-        if c == '"':
-            _, pos = scanstring(text, pos + 1)
-            return
-        for lit in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
-            if text.startswith(lit, pos):
-                pos += len(lit)
-                return
-        m = _NUM.match(text, pos)
-        if not m:
-            raise ValueError("bad token")
-        pos = m.end()
-
-    def find(depth: int) -> int | None:
-        nonlocal pos
-        ws()
-        if depth == len(target):
-            return pos
-        key = target[depth]
-        c = text[pos]
-        if c == "{" and isinstance(key, str):
-            pos += 1
-            ws()
-            if text[pos] == "}":
-                return None
-            while True:
-                ws()
-                k, pos = scanstring(text, pos + 1)
-                ws()
-                pos += 1
-                if k == key:
-                    return find(depth + 1)
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                return None
-        if c == "[" and isinstance(key, int):
-            pos += 1
-            ws()
-            if text[pos] == "]":
-                return None
-            idx = 0
-            while True:
-                if idx == key:
-                    return find(depth + 1)
-                skip_value()
-                ws()
-                if text[pos] == ",":
-                    pos += 1
-                    idx += 1
-                    continue
-                return None
-        return None
-
-    try:
-        at = find(0)
-    except (ValueError, IndexError, RecursionError):
-        return None
-    if at is None:
-        return None
-    return text.count("\n", 0, at) + 1
-
+# locating a JSON path in the text: mpilab.json_locate (only used to put a line number on an error)
 
 def _fmt_path(p: PathT) -> str:
     out = ""
@@ -585,6 +496,55 @@ def _measurement(w: _Where, m: dict[str, Any], idx: int, source: str,
         schedule=m.get("schedule"), source=source, raw=m)
 
 
+def _pair_matrix(w: _Where, m: dict[str, Any], idx: int, nranks: int | None) -> PairMatrix:
+    """The checks across a compact object's arrays (after the schema): one length, two
+    different existing ranks per pair, pairs strictly in (i, j) order, one sample per
+    repetition."""
+    path: PathT = ("measurements", idx, "pair_matrix")
+    pm = m["pair_matrix"]
+    n = int(pm["count"])
+    for key, arr in pm.items():
+        if isinstance(arr, list) and len(arr) != n:
+            raise w.fail(path + (key,), f"{len(arr)} items, expected count {n}")
+    limit = int(m["ranks"]) if m.get("ranks") is not None else nranks
+    prev = (-1, -1)
+    for k in range(n):
+        a, b = int(pm["i"][k]), int(pm["j"][k])
+        if a >= b:
+            raise w.fail(path + ("j", k), f"pair {a}-{b}: expected i < j")
+        _rank_check(w, b, path + ("j", k), limit)
+        if (a, b) <= prev:
+            raise w.fail(path + ("i", k), f"pair {a}-{b} is out of (i, j) order or repeated")
+        prev = (a, b)
+        sa = pm["samples"][k] if isinstance(pm.get("samples"), list) else None
+        if isinstance(sa, list) and len(sa) != int(pm["reps"][k]):
+            raise w.fail(path + ("samples", k), f"{len(sa)} samples for {pm['reps'][k]} reps")
+    nbytes = int(m["bytes"])
+    return PairMatrix(index=idx, op=m["op"], impl=m.get("impl", "native"), timing=m["timing"],
+                      bytes=nbytes, bytes_back=int(m.get("bytes_back", nbytes)),
+                      design=str(pm["design"]), ranks=limit,
+                      i=tuple(int(x) for x in pm["i"]), j=tuple(int(x) for x in pm["j"]),
+                      median=tuple(_f(x) for x in pm["median"]),
+                      reps=tuple(int(x) for x in pm["reps"]), schedule=m.get("schedule"), raw=m)
+
+
+def _measurements(w: _Where, raw: list[dict[str, Any]], source: str, nranks: int | None
+                  ) -> tuple[list[Measurement], list[PairMatrix]]:
+    """The per-measurement view: compact all-pairs objects expanded pair by pair (each
+    pair's `raw` is its object in the per-pair form, mpilab.pair_matrix.expand_one)."""
+    meas: list[Measurement] = []
+    mats: list[PairMatrix] = []
+    for k, m in enumerate(raw):
+        if not pair_matrix.is_pair_matrix(m):
+            one = _measurement(w, m, k, source, nranks)
+            meas.append(one if one.index == len(meas) else _reindex(one, len(meas)))
+            continue
+        mats.append(_pair_matrix(w, m, k, nranks))
+        for one in pair_matrix.expand(m):
+            meas.append(_reindex(_measurement(w, one, k, source, nranks), len(meas)))
+    return meas, mats
+
+
 def _pair_ranks(w: _Where, p: dict[str, Any], pp: PathT, nranks: int | None) -> tuple[int, int]:
     i, j = int(p["i"]), int(p["j"])
     if i == j:
@@ -716,12 +676,12 @@ def parse(text: str, name: str) -> Results:
         raise MpilabError(f"{name}: nested too deeply to validate") from None
     prov = doc["provenance"]
     nranks = prov.get("ranks")
-    meas = [_measurement(w, m, k, name, nranks) for k, m in enumerate(doc["measurements"])]
+    meas, mats = _measurements(w, doc["measurements"], name, nranks)
     hockney, preds = _models(w, doc.get("models"), nranks)
     lg_pairs, lg_preds = _loggp(w, doc.get("models"), nranks)
     return Results(path=name, provenance=prov, measurements=meas, hockney=hockney,
                    predictions=preds, raw=doc, sources=[name], loggp=lg_pairs,
-                   loggp_predictions=lg_preds)
+                   loggp_predictions=lg_preds, pair_matrices=mats)
 
 
 # A results file of a large campaign (every sample of thousands of measurements) stays
@@ -789,7 +749,8 @@ def merge(results: Sequence[Results] | Iterable[Results]) -> Results:
                    hockney=hockney, predictions=preds, raw=raw,
                    sources=[s for r in items for s in r.sources],
                    loggp=[p for r in items for p in r.loggp],
-                   loggp_predictions=[p for r in items for p in r.loggp_predictions])
+                   loggp_predictions=[p for r in items for p in r.loggp_predictions],
+                   pair_matrices=[p for r in items for p in r.pair_matrices])
 
 
 def _reindex(m: Measurement, idx: int) -> Measurement:

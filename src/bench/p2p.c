@@ -230,3 +230,133 @@ void mpilab_p2p_result_free(mpilab_p2p_result_t *r)
     r->samples = NULL;
     r->valid = NULL;
 }
+
+#define TAG_RESULT 7204
+#define TAG_SAMPLES 7205
+
+/* One pair of a plan on this rank: measured (i, j), its result sent by i to rank 0 (i != 0). */
+static int plan_pair(MPI_Comm comm, int me, const mpilab_pair_t *pq, char *out, char *back, size_t bytes,
+                     size_t bytes_back, const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *res)
+{
+    if (me == pq->j)
+        return pair_loop(comm, me, pq->i, pq->j, out, back, bytes, bytes_back, prec, warmup, res);
+    if (me != pq->i)
+        return MPI_SUCCESS;
+    memset(res, 0, sizeof *res);
+    res->pair = *pq;
+    res->bytes = bytes;
+    res->bytes_back = bytes_back;
+    size_t cap = prec->max_reps < P2P_CAP0 ? prec->max_reps : P2P_CAP0;
+    res->samples = calloc(cap, sizeof *res->samples);
+    res->valid = calloc(cap, 1);
+    int rc;
+    if (res->samples && res->valid) {
+        rc = pair_loop(comm, me, pq->i, pq->j, out, back, bytes, bytes_back, prec, warmup, res);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, pq->j, TAG_STOP, comm); /* j stops at once */
+        rc = MPI_ERR_NO_MEM;
+    }
+    if (me != 0) {
+        /* the statistics, then the samples (reps of them) */
+        int rc2 = MPI_Send(&res->stats, (int)sizeof res->stats, MPI_BYTE, 0, TAG_RESULT, comm);
+        if (rc2 == MPI_SUCCESS && res->stats.reps > 0)
+            rc2 = MPI_Send(res->samples, (int)res->stats.reps, MPI_DOUBLE, 0, TAG_SAMPLES, comm);
+        rc = rc == MPI_SUCCESS ? rc2 : rc;
+    }
+    return rc;
+}
+
+/* Rank 0: every pair of round positions [a, b) of the plan delivered to the sink (its own
+ * pair from res0, the others received from their rank i). */
+static int plan_collect(MPI_Comm comm, const mpilab_p2p_plan_t *plan, size_t a, size_t b, size_t round,
+                        size_t bytes, size_t bytes_back, const mpilab_p2p_result_t *res0, mpilab_p2p_sink_t sink,
+                        void *ctx)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t k = a; k < b; k++) {
+        size_t idx = plan->order[k];
+        const mpilab_pair_t *pq = &plan->pairs[idx];
+        if (pq->i == 0) {
+            sink(ctx, idx, round, res0);
+            continue;
+        }
+        mpilab_p2p_result_t r;
+        memset(&r, 0, sizeof r);
+        r.pair = *pq;
+        r.bytes = bytes;
+        r.bytes_back = bytes_back;
+        int rc2 = MPI_Recv(&r.stats, (int)sizeof r.stats, MPI_BYTE, pq->i, TAG_RESULT, comm, MPI_STATUS_IGNORE);
+        size_t n = rc2 == MPI_SUCCESS ? r.stats.reps : 0;
+        if (n > 0) {
+            r.samples = malloc(n * sizeof *r.samples);
+            r.valid = malloc(n);
+            if (r.samples && r.valid && n <= INT_MAX) {
+                rc2 = MPI_Recv(r.samples, (int)n, MPI_DOUBLE, pq->i, TAG_SAMPLES, comm, MPI_STATUS_IGNORE);
+                memset(r.valid, 1, n);
+            } else {
+                rc2 = MPI_ERR_NO_MEM; /* the run stops: the samples are not received */
+            }
+        }
+        if (rc2 == MPI_SUCCESS)
+            sink(ctx, idx, round, &r);
+        mpilab_p2p_result_free(&r);
+        if (rc2 != MPI_SUCCESS)
+            return rc2;
+    }
+    return rc;
+}
+
+int mpilab_p2p_measure_plan(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
+                            const mpilab_precision_t *prec, size_t warmup, const mpilab_p2p_plan_t *plan,
+                            int quiet, mpilab_p2p_sink_t sink, void *ctx)
+{
+    if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
+        return MPI_ERR_COUNT;
+    MPI_Comm comm;
+    int rc = MPI_Comm_dup(comm_in, &comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    char *out = calloc(bytes ? bytes : 1, 1);
+    char *back = calloc(bytes_back ? bytes_back : 1, 1);
+    int ok = out && back, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    int seq = mode == MPILAB_P2P_SEQUENTIAL;
+    size_t rounds = seq ? plan->npairs : plan->rounds, every = rounds / 20 + 1;
+    for (size_t r = 0; r < rounds && rc == MPI_SUCCESS; r++) {
+        /* sequential: round r is pair r alone, in plan->pairs order */
+        size_t a = seq ? r : plan->round_start[r], b = seq ? r + 1 : plan->round_start[r + 1];
+        mpilab_p2p_result_t mine;
+        memset(&mine, 0, sizeof mine);
+        for (size_t k = a; k < b && rc == MPI_SUCCESS; k++) {
+            size_t idx = seq ? k : plan->order[k];
+            rc = plan_pair(comm, me, &plan->pairs[idx], out, back, bytes, bytes_back, prec, warmup, &mine);
+        }
+        if (me == 0 && rc == MPI_SUCCESS) {
+            mpilab_p2p_plan_t one = *plan;
+            size_t pos = r;
+            if (seq)
+                one.order = &pos; /* round r: position 0 .. 1 of a one-element order */
+            rc = seq ? plan_collect(comm, &one, 0, 1, r, bytes, bytes_back, &mine, sink, ctx)
+                     : plan_collect(comm, plan, a, b, r, bytes, bytes_back, &mine, sink, ctx);
+        }
+        mpilab_p2p_result_free(&mine);
+        int rc2 = MPI_Barrier(comm);
+        rc = rc == MPI_SUCCESS ? rc2 : rc;
+        if (me == 0 && !quiet && !seq && n >= MPILAB_P2P_PROGRESS_RANKS && ((r + 1) % every == 0 || r + 1 == rounds))
+            fprintf(stderr, "mpilab-bench: %s %zu B: round %zu/%zu (%zu pairs)\n", plan->label ? plan->label : "pairs",
+                    bytes, r + 1, rounds, plan->npairs);
+    }
+    /* a failure on one rank is every rank's */
+    int bad = rc != MPI_SUCCESS, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
+    if (anybad && rc == MPI_SUCCESS)
+        rc = MPI_ERR_OTHER;
+    free(out);
+    free(back);
+    MPI_Comm_free(&comm);
+    return rc;
+}

@@ -136,6 +136,55 @@ json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_r
     return m;
 }
 
+/* Appends one pair's statistics to the matrix's arrays. */
+static void pair_stats_append(json_t *pm, const mpilab_stats_t *s)
+{
+    static const char *const keys[] = {"mean", "ci_half", "rel_err", "median", "med_lo", "med_hi", "min", "max", "stdev"};
+    const double v[] = {s->mean, s->ci_half, s->rel_err, s->median, s->med_lo, s->med_hi, s->min, s->max, s->stdev};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        json_array_append_new(json_object_get(pm, keys[k]), mpilab_json_real(v[k]));
+    json_array_append_new(json_object_get(pm, "reps"), json_integer((json_int_t)s->reps));
+    json_array_append_new(json_object_get(pm, "invalid"), json_integer((json_int_t)s->invalid));
+    json_array_append_new(json_object_get(pm, "converged"), json_boolean(s->converged));
+}
+
+json_t *mpilab_results_pair_matrix(const mpilab_op_t *op, const mpilab_pair_matrix_t *m, mpilab_p2p_mode_t mode,
+                                   int ranks, const mpilab_precision_t *prec, double all_pairs_wall)
+{
+    json_t *pm = json_pack("{s:s,s:I,s:I,s:I}", "design", m->design, "pairs_planned", (json_int_t)m->npairs,
+                           "rounds", (json_int_t)m->rounds, "samples_cap", (json_int_t)m->samples_cap);
+    static const char *const arrays[] = {"i", "j", "round", "mean", "ci_half", "rel_err", "median", "med_lo",
+                                         "med_hi", "min", "max", "stdev", "reps", "invalid", "converged",
+                                         "flags", "samples"};
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        json_object_set_new(pm, arrays[k], json_array());
+    size_t count = 0;
+    for (size_t k = 0; k < m->npairs; k++) {
+        if (!m->measured[k])
+            continue;
+        count++;
+        json_array_append_new(json_object_get(pm, "i"), json_integer(m->pairs[k].i));
+        json_array_append_new(json_object_get(pm, "j"), json_integer(m->pairs[k].j));
+        json_array_append_new(json_object_get(pm, "round"), json_integer((json_int_t)m->round[k]));
+        pair_stats_append(pm, &m->stats[k]);
+        json_array_append_new(json_object_get(pm, "flags"), mpilab_quality_measurement_flags(&m->stats[k], 0));
+        json_t *sa = json_null();
+        if (m->samples[k]) {
+            sa = json_array();
+            for (size_t r = 0; r < m->stats[k].reps; r++)
+                json_array_append_new(sa, mpilab_json_real(m->samples[k][r]));
+        }
+        json_array_append_new(json_object_get(pm, "samples"), sa);
+    }
+    json_object_set_new(pm, "count", json_integer((json_int_t)count));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:o,s:o,s:o}", "op", op->name, "impl", op->impl, "timing",
+                          "p2p", "schedule", mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential", "bytes",
+                          (json_int_t)m->bytes, "bytes_back", (json_int_t)m->bytes_back, "ranks", ranks,
+                          "precision", mpilab_results_precision(prec), "all_pairs_wall_s",
+                          mpilab_json_real(all_pairs_wall), "pair_matrix", pm);
+    return o;
+}
+
 json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_residual, size_t nsyncs)
 {
     json_t *rk = json_array();

@@ -17,6 +17,7 @@
 #include "mpilab/runner.h"
 #include "mpilab/suite.h"
 #include "suite/suite_json.h"
+#include "runner_pairs.h"
 
 /* A row of the human table (rank 0). */
 typedef struct row {
@@ -26,6 +27,7 @@ typedef struct row {
     size_t reps, invalid, negative;
     int converged, clock_uncertain;
     int differs;         /* index+1 of the row of another isolation it disagrees with */
+    size_t meas;         /* its measurement object (engine rows) */
 } row_t;
 
 /* What one run accumulates. */
@@ -41,6 +43,8 @@ typedef struct run {
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
+    runner_pairs_t rp;  /* the pair design of all-pairs entries */
+    double save_cost;   /* rank 0: seconds the last checkpoint took */
 } run_t;
 
 static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
@@ -73,7 +77,9 @@ static void checkpoint(run_t *w, int force)
     if (w->rank != 0 || !w->c->out || !w->prov || strcmp(w->c->out, "-") == 0)
         return;
     double now = MPI_Wtime();
-    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < 1.0)
+    /* at most once a second, and at most a tenth of the time spent writing (a large file) */
+    double gap = 10.0 * w->save_cost > 1.0 ? 10.0 * w->save_cost : 1.0;
+    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < gap)
         return;
     json_t *doc = mpilab_results_new(json_incref(w->prov), json_incref(w->meas));
     json_object_set_new(doc, "partial", json_true());
@@ -84,6 +90,7 @@ static void checkpoint(run_t *w, int force)
         fprintf(stderr, "mpilab-bench: checkpoint: %s\n", err);
     json_decref(doc);
     w->last_save = MPI_Wtime();
+    w->save_cost = w->last_save - now;
 }
 
 /* What a row's figures are multiplied by in the table: point-to-point rows (timing "p2p")
@@ -154,10 +161,10 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
 /* Rank 0, after measuring: where the same entry, timing and size was measured under two
  * isolations (--isolation barrier,none) and the two medians' intervals do not overlap, both
  * rows and both measurement objects say so (flag isolation_differs, the other figure in
- * "isolation_other"), and the table prints a note under itself. rows[k] is meas[k]. */
+ * "isolation_other"), and the table prints a note under itself. */
 static void note_isolation(run_t *w)
 {
-    if (w->c->nisolation < 2 || json_array_size(w->meas) != w->nrows)
+    if (w->c->nisolation < 2)
         return;
     /* the rows of one entry at one size are contiguous (measure_all: sizes, then isolations,
      * then timings), so each row is compared within its block only, not with every row (an
@@ -176,7 +183,7 @@ static void note_isolation(run_t *w)
             for (int k = 0; k < 2; k++) {
                 const row_t *o = pair[1 - k];
                 pair[k]->differs = (int)idx[1 - k] + 1;
-                json_t *m = json_array_get(w->meas, idx[k]);
+                json_t *m = json_array_get(w->meas, pair[k]->meas);
                 json_array_append_new(json_object_get(m, "flags"), json_string("isolation_differs"));
                 json_object_set_new(m, "isolation_other",
                                     json_pack("{s:s,s:f,s:f,s:f}", "isolation", o->iso, "median", o->median,
@@ -206,48 +213,81 @@ static void print_isolation_notes(const row_t *rows, size_t n)
                "\"Isolation\")\n");
 }
 
-/* An MPILAB_OP_ALLPAIRS entry at every size: one measurement object per pair. */
+/* Table rows of one all-pairs size: every pair when there are at most ROWS_PAIRS, else the
+ * pair of the median median and the slowest pair. */
+#define ROWS_PAIRS 64
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_matrix_t *mx, row_t *worst)
+{
+    size_t nm = 0, *idx = malloc((mx->npairs + 1) * sizeof *idx);
+    for (size_t k = 0; idx && k < mx->npairs; k++)
+        if (mx->measured[k])
+            idx[nm++] = k;
+    size_t show[2] = {0, 0}; /* summarised: the pair of the median median and the slowest */
+    double *med = nm > ROWS_PAIRS ? malloc(nm * sizeof *med) : NULL;
+    if (med) {
+        for (size_t a = 0; a < nm; a++)
+            med[a] = mx->stats[idx[a]].median;
+        qsort(med, nm, sizeof *med, cmp_double);
+        for (size_t a = 0; a < nm; a++) {
+            if (mx->stats[idx[a]].median == med[nm / 2])
+                show[0] = a;
+            if (mx->stats[idx[a]].median > mx->stats[idx[show[1]]].median)
+                show[1] = a;
+        }
+    }
+    size_t rows = nm <= ROWS_PAIRS ? nm : med ? 2 : 0;
+    for (size_t q = 0; q < rows; q++) {
+        size_t k = idx[nm <= ROWS_PAIRS ? q : show[q]];
+        row_t *r = &w->rows[w->nrows++];
+        set_row(r, op->name, "", "p2p", mx->bytes, &mx->stats[k]);
+        snprintf(r->impl, sizeof r->impl, "%s%d<->%d", nm <= ROWS_PAIRS ? "" : q ? "max " : "mid ", mx->pairs[k].i,
+                 mx->pairs[k].j);
+        if (q == 0 || r->median > worst->median)
+            *worst = *r;
+    }
+    free(med);
+    free(idx);
+}
+
+/* An MPILAB_OP_ALLPAIRS entry at every size: the pairs of the run's design, one compact
+ * measurement object (pair matrix) per size. */
 static void measure_allpairs(run_t *w, const mpilab_op_t *op)
 {
     const mpilab_runner_config_t *c = w->c;
-    size_t npairs = (size_t)w->size * (size_t)(w->size - 1) / 2;
-    mpilab_p2p_result_t *res = calloc(npairs, sizeof *res);
-    for (size_t s = 0; s < c->nsizes && res; s++) {
+    for (size_t s = 0; s < c->nsizes; s++) {
         size_t bytes = c->sizes[s], back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
         MPI_Barrier(MPI_COMM_WORLD);
         double wall0 = MPI_Wtime();
-        int prc = mpilab_p2p_measure_warm(MPI_COMM_WORLD, bytes, back, c->p2p_mode, &c->bo.prec, c->bo.warmup, res);
+        mpilab_pair_matrix_t mx;
+        int prc = runner_pairs_measure(&w->rp, c, MPI_COMM_WORLD, bytes, back, &mx);
         double wall = MPI_Wtime() - wall0;
         if (prc != MPI_SUCCESS) {
             if (w->rank == 0)
                 fprintf(stderr, "mpilab-bench: %s at %zu bytes failed\n", op->name, bytes);
             w->exit_code = 1;
+        }
+        w->fit_sizes += back == bytes && prc == MPI_SUCCESS;
+        if (w->rank == 0) {
+            json_array_append_new(w->meas, mpilab_results_pair_matrix(op, &mx, c->p2p_mode, w->size, &c->bo.prec, wall));
+            row_t worst = {0};
+            allpairs_rows(w, op, &mx, &worst);
+            snprintf(worst.impl, sizeof worst.impl, "%s", w->rp.design == MPILAB_PAIRS_FULL ? "all-pairs" : "sampled");
+            worst.bytes = bytes;
+            w->done++;
+            progress(w, &worst);
+            checkpoint(w, 0);
+        }
+        runner_pairs_matrix_free(&mx);
+        if (prc != MPI_SUCCESS)
             break;
-        }
-        w->fit_sizes += back == bytes;
-        row_t worst = {0};
-        for (size_t k = 0; k < npairs; k++) {
-            mpilab_p2p_result_t *q = &res[k];
-            if (w->rank == 0) {
-                json_array_append_new(w->meas, mpilab_results_p2p_measurement(op, q, c->p2p_mode, w->size,
-                                                                              &c->bo.prec, wall));
-                row_t *r = &w->rows[w->nrows++];
-                set_row(r, op->name, "", "p2p", bytes, &q->stats);
-                snprintf(r->impl, sizeof r->impl, "%d<->%d", q->pair.i, q->pair.j);
-                if (k == 0 || q->stats.median > worst.median)
-                    worst = *r;
-            }
-            mpilab_p2p_result_free(q);
-        }
-        snprintf(worst.impl, sizeof worst.impl, "all-pairs");
-        worst.bytes = bytes;
-        w->done++;
-        progress(w, &worst);
-        checkpoint(w, 0);
     }
-    if (!res)
-        w->exit_code = 1;
-    free(res);
 }
 
 /* One engine measurement of op at size index s with timing tm under isolation iso; 0, or
@@ -296,6 +336,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         w->suite_used |= mpilab_suite_is_entry(op);
         row_t *row = &w->rows[w->nrows++];
         set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
+        row->meas = json_array_size(w->meas) - 1;
         snprintf(row->iso, sizeof row->iso, "%s",
                  tm == MPILAB_TIMING_OPSPEC ? "barrier" : mpilab_isolation_name(iso));
         row->negative = r.negative;
@@ -446,6 +487,11 @@ static json_t *options_json(const run_t *w)
         json_object_set_new(opt, "pipeline_depth", json_integer((json_int_t)c->bo.pipeline_depth));
     json_object_set_new(opt, "p2p_schedule",
                         json_string(c->p2p_mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential"));
+    int allpairs = 0;
+    for (size_t e = 0; e < c->nsel; e++)
+        allpairs |= (c->sel[e]->flags & MPILAB_OP_ALLPAIRS) != 0;
+    if (allpairs)
+        json_object_set_new(opt, "pairs", runner_pairs_json(&w->rp));
     json_object_set_new(opt, "p2p_back", c->p2p_back >= 0 ? json_integer(c->p2p_back) : json_string("same"));
     json_object_set_new(opt, "root", json_integer(c->bo.root));
     json_object_set_new(opt, "sync", json_string(mpilab_sync_method_name(c->bo.sync_method)));
@@ -569,9 +615,16 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)
         return 2;
     size_t npairs = w.size > 1 ? (size_t)w.size * (size_t)(w.size - 1) / 2 : 1;
+    if (runner_pairs_init(c, MPI_COMM_WORLD, &w.rp, err, errlen) != 0) {
+        runner_pairs_free(&w.rp);
+        mpilab_bench_finalize(w.b);
+        return 2;
+    }
+    /* table rows: per engine measurement one, per all-pairs size at most ROWS_PAIRS */
+    size_t pair_rows = w.rp.npairs <= ROWS_PAIRS ? w.rp.npairs : 2;
     for (size_t e = 0; e < c->nsel; e++)
         w.total += c->nsizes * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
-    w.rows = w.rank == 0 ? calloc(w.total * npairs + 1, sizeof *w.rows) : NULL;
+    w.rows = w.rank == 0 ? calloc(w.total * (pair_rows > 1 ? pair_rows : 1) + 1, sizeof *w.rows) : NULL;
     w.meas = json_array();
     w.skipped = json_array();
     if (w.rank == 0 && !w.rows)
@@ -609,6 +662,7 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     json_decref(w.meas);
     json_decref(w.skipped);
     free(w.rows);
+    runner_pairs_free(&w.rp);
     for (size_t k = 0; lres && k < npairs; k++)
         mpilab_loggp_pair_result_free(&lres[k]);
     free(lres);

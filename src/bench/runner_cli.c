@@ -47,6 +47,13 @@ void mpilab_runner_usage(FILE *f)
         "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical (default skampi)\n"
         "  --p2p-schedule S     parallel (non-overlapping pairs at once) | sequential (default parallel)\n"
         "  --p2p-back BYTES     p2p reply size in bytes (default: the same as the message)\n"
+        "  --pairs full|sampled the pairs p2p measures: every pair, or a sampled design of O(p log p)\n"
+        "                       pairs crossing every group boundary (default: full up to %d ranks,\n"
+        "                       sampled above; docs/pairs.md). A count K is the suite's --pairs\n"
+        "  --pair-groups G      groups whose boundaries a sampled design crosses: auto (host names:\n"
+        "                       nodes holding several ranks, else names without their trailing\n"
+        "                       digits, e.g. sites), host, site, none, or K (blocks of K ranks)\n"
+        "  --pairs-seed N       seed of the sampled design's random matchings (default 0)\n"
         "  --models LIST        models to fit: hockney (from p2p), loggp (own measurement per pair\n"
         "                       over --sizes) (default hockney)\n"
         "  --no-fit             no models\n"
@@ -66,7 +73,7 @@ void mpilab_runner_usage(FILE *f)
         "  --out FILE           results file (written atomically)\n"
         "  --quiet              no progress on stderr\n"
         "Times in the table and the results are seconds (table: microseconds). See docs/bench.md.\n",
-        MPILAB_SUITE_MAX_SWEEP);
+        MPILAB_PAIRS_FULL_LIMIT, MPILAB_SUITE_MAX_SWEEP);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -179,7 +186,7 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
 /* Raw option values, checked after all are read. */
 typedef struct raw {
     const char *ops, *sizes, *timing, *models;
-    long long min_reps, max_reps, root, depth, burst, warmup;
+    long long min_reps, max_reps, root, depth, burst, warmup, pairs_seed;
     double time_budget; /* --time-budget: seconds of samples for the whole run (0 = none) */
     char osu[160];
     int version;
@@ -203,7 +210,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
-       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES };
+       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -220,7 +227,8 @@ static const struct option longopts[] = {
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
-    {"entries", required_argument, 0, O_ENTRIES},
+    {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
+    {"pairs-seed", required_argument, 0, O_PSEED},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -287,12 +295,46 @@ static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *er
     }
 }
 
+/* --pairs full|sampled|auto (a count goes to the suite's --pairs) */
+static int pairs_design_arg(const char *v, mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    if (strcmp(v, "full") == 0)
+        c->pairs_design = MPILAB_PAIRS_FULL;
+    else if (strcmp(v, "sampled") == 0)
+        c->pairs_design = MPILAB_PAIRS_SAMPLED;
+    else if (strcmp(v, "auto") == 0)
+        c->pairs_design = MPILAB_PAIRS_AUTO;
+    else
+        return fail(err, errlen, "--pairs: '%s' is neither full, sampled, auto nor a count of stream pairs", v);
+    return 0;
+}
+
+/* --pair-groups auto|none|host|site|K */
+static int pair_groups_arg(const char *v, mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    long long k;
+    if (strcmp(v, "auto") && strcmp(v, "none") && strcmp(v, "host") && strcmp(v, "site") &&
+        (mpilab_parse_i64(v, &k) != 0 || k < 1 || k > INT_MAX))
+        return fail(err, errlen, "--pair-groups: '%s' is not auto, none, host, site or a block size >= 1", v);
+    c->pair_groups = v;
+    return 0;
+}
+
 /* One option; returns 0, MPILAB_RUNNER_HELP or MPILAB_RUNNER_BAD. */
 static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c, raw_t *r, char *err, size_t errlen)
 {
     size_t sz;
     switch (opt) {
-    case O_SUITE: return mpilab_suite_parse_option(longopts[li].name, v, err, errlen) != 0 ? MPILAB_RUNNER_BAD : 0;
+    case O_SUITE:
+        if (strcmp(longopts[li].name, "pairs") == 0 && (v[0] < '0' || v[0] > '9'))
+            return pairs_design_arg(v, c, err, errlen);
+        return mpilab_suite_parse_option(longopts[li].name, v, err, errlen) != 0 ? MPILAB_RUNNER_BAD : 0;
+    case O_PGROUPS: return pair_groups_arg(v, c, err, errlen);
+    case O_PSEED:
+        if (mpilab_parse_i64(v, &r->pairs_seed) != 0 || r->pairs_seed < 0)
+            return fail(err, errlen, "--pairs-seed: '%s' is not a non-negative integer", v);
+        c->pairs_seed = (unsigned long long)r->pairs_seed;
+        return 0;
     case O_LIST: c->list |= 1; return 0;
     case O_JSON: c->list |= 2; return 0;
     case O_OPS: r->ops = v; return 0;
@@ -386,6 +428,13 @@ static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
     size_t rounds = nranks < 2 ? 1
                     : c->p2p_mode == MPILAB_P2P_SEQUENTIAL ? (size_t)nranks * (size_t)(nranks - 1) / 2
                     : (size_t)(nranks % 2 ? nranks : nranks - 1);
+    if (nranks >= 3 && mpilab_pairs_resolve(c->pairs_design, nranks) == MPILAB_PAIRS_SAMPLED) {
+        /* the design's size without its groups (a few pairs more with them); greedy rounds
+         * are about twice the largest degree (ring 2 + matchings + 1) */
+        int m = mpilab_pairs_default_matchings(nranks);
+        rounds = c->p2p_mode == MPILAB_P2P_SEQUENTIAL ? mpilab_pairs_sample_max(nranks, 0, m)
+                                                       : (size_t)(2 * (m + 3));
+    }
     size_t count = 0;
     for (size_t k = 0; k < c->nsel; k++)
         count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);

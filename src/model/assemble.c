@@ -78,6 +78,24 @@ static void pts_clear(pts_t *t)
     t->n = 0;
 }
 
+/* Position of (i, j) in a pair matrix's i/j arrays (sorted by (i, j)), or -1. */
+static long matrix_find(json_t *pm, size_t i, size_t j)
+{
+    json_t *ia = json_object_get(pm, "i"), *ja = json_object_get(pm, "j");
+    size_t lo = 0, hi = json_array_size(ia);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t a = (size_t)json_integer_value(json_array_get(ia, mid)), b = (size_t)json_integer_value(json_array_get(ja, mid));
+        if (a == i && b == j)
+            return (long)mid;
+        if (a < i || (a == i && b < j))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 static size_t pair_points(json_t *meas, size_t i, size_t j, pts_t *t)
 {
     size_t idx;
@@ -86,16 +104,22 @@ static size_t pair_points(json_t *meas, size_t i, size_t j, pts_t *t)
     json_array_foreach(meas, idx, m)
     {
         const mpilab_op_t *e = models_entry_of(m);
-        json_t *pr = json_object_get(m, "pair");
-        if (!e || e->model != MPILAB_MODEL_P2P_FIT || !pr ||
-            (size_t)json_integer_value(json_array_get(pr, 0)) != i ||
-            (size_t)json_integer_value(json_array_get(pr, 1)) != j ||
+        json_t *pr = json_object_get(m, "pair"), *pm = json_object_get(m, "pair_matrix");
+        long at = pm ? matrix_find(pm, i, j) : -1;
+        if (!e || e->model != MPILAB_MODEL_P2P_FIT || (!pr && at < 0) ||
+            (pr && ((size_t)json_integer_value(json_array_get(pr, 0)) != i ||
+                    (size_t)json_integer_value(json_array_get(pr, 1)) != j)) ||
             json_integer_value(json_object_get(m, "bytes")) != json_integer_value(json_object_get(m, "bytes_back")))
             continue;
         json_t *sa = json_object_get(m, "samples"), *va = json_object_get(m, "valid");
-        /* without raw samples (a document assembled elsewhere), the median (else the mean)
-         * stands for the size */
+        /* without raw samples (a document assembled elsewhere, a pair matrix's pair above its
+         * samples_cap), the median (else the mean) stands for the size */
         json_t *st = json_object_get(m, "stats"), *one = json_object_get(st, "median");
+        if (at >= 0) {
+            sa = json_array_get(json_object_get(pm, "samples"), (size_t)at);
+            va = NULL;
+            one = json_array_get(json_object_get(pm, "median"), (size_t)at);
+        }
         if (!json_is_number(one))
             one = json_object_get(st, "mean");
         size_t ns = json_array_size(sa);

@@ -72,6 +72,9 @@ bad --isolation barrier,barrier
 bad --isolation barrier,
 bad --isolation ,none
 bad --p2p-schedule random
+bad --pairs random
+bad --pair-groups 0
+bad --pairs-seed -1
 bad --sync ntp
 bad --root 2
 bad --bogus-option
@@ -106,7 +109,7 @@ done
 "$runner" --help | grep -q "K = 1024" || { echo "FAIL: --help states no binary units"; fail=1; }
 for o in --list --ops --sizes -m --timing --cl --eps --min-reps --max-reps --allow-single-rep --warmup \
          --isolation --pipeline-depth --root --sync --p2p-schedule --p2p-back --models --no-fit --loggp-burst \
-         --loggp-or-wait --window --pairs --poll-sweep --comb-msgs --out --quiet --help; do  # every option described
+         --loggp-or-wait --window --pairs --pair-groups --pairs-seed --poll-sweep --comb-msgs --out --quiet --help; do  # every option described
     "$runner" --help | grep -q -- "^  \(-h, \)\?$o " || { echo "FAIL: --help does not describe $o"; fail=1; }
 done
 "$runner" --help | grep -q -- "--version" || { echo "FAIL: --help does not mention --version"; fail=1; }
@@ -171,13 +174,23 @@ assert p["options"]["precision"]["min_time_s"] == 0.01
 assert "options" in p and "inject_clock" not in p["options"]
 m = d["measurements"]
 p2p = [x for x in m if x["op"] == "p2p"]
-assert len(p2p) == 2 and all(x["pair"] == [0, 1] and x["bytes"] == x["bytes_back"] for x in p2p)
+# one compact pair matrix per size; 2 ranks: the full design, the one pair 0-1
+assert len(p2p) == 2 and all(x["pair_matrix"]["i"] == [0] and x["pair_matrix"]["j"] == [1]
+                             and x["pair_matrix"]["design"] == "full" and x["bytes"] == x["bytes_back"]
+                             for x in p2p)
+assert p["options"]["pairs"]["design"] == "full" and p["options"]["pairs"]["pairs"] == 1
 coll = [x for x in m if x["op"] != "p2p"]
 # scatter:linear and gather:binomial: 4 methods; bcast: 3 (opspec skipped and recorded)
 assert len(coll) == 2 * (4 + 4 + 3), len(coll)
 assert {"op": "bcast", "impl": "native", "timing": "opspec"} in p["options"]["timing_skipped"]
+def stats_of(x):
+    pm = x.get("pair_matrix")
+    return {"reps": pm["reps"][0], "converged": pm["converged"][0]} if pm else x["stats"]
 for x in m:
-    s = x["stats"]
+    s = stats_of(x)
+    if "pair_matrix" in x:
+        assert len(x["pair_matrix"]["samples"][0]) == s["reps"] and 1 <= s["reps"] <= 20
+        continue
     assert len(x["samples"]) == s["reps"] == len(x["valid"]) and 1 <= s["reps"] <= 20
     if x["timing"] == "global":
         assert "clock_sync_residual_s" in x
@@ -189,7 +202,7 @@ preds = d["models"]["predictions"]
 assert {(x["op"], x["impl"]) for x in preds} == {("scatter", "linear"), ("gather", "binomial")}
 rows = [l for l in open(sys.argv[2]) if l.strip()]
 # the table, then one line saying how many converged (and a verdict line if too few did)
-conv = sum(1 for x in m if x["stats"]["converged"])
+conv = sum(1 for x in m if stats_of(x)["converged"])
 assert rows[1 + len(m)].startswith(f"{conv} of {len(m)} measurements converged"), rows[1 + len(m):]
 rows = rows[:1 + len(m)]
 assert rows[0].split()[:4] == ["op", "impl", "timing", "bytes"] and len(rows) == 1 + len(m)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import real_runner
 from mpilab import results
+from mpilab.pair_matrix import expand_all
 
 
 def _one_line(stderr: str) -> str:
@@ -296,7 +297,7 @@ def test_runner_predictions_against_the_median(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     raw = json.loads((tmp_path / "pm.json").read_text())
     med = {(m["op"], m["impl"], m["timing"], m["bytes"]): m["stats"]["median"]
-           for m in raw["measurements"]}
+           for m in list(expand_all(raw["measurements"]))}
     preds = raw["models"]["predictions"] + raw["models"]["loggp"]["predictions"]
     assert preds
     for x in preds:
@@ -314,7 +315,7 @@ def test_runner_time_budget_shared_and_recorded(tmp_path: Path) -> None:
                     "--time-budget", "0.2s", "--quiet", "--out", "tb.json")
     assert p.returncode == 0, p.stderr
     raw = json.loads((tmp_path / "tb.json").read_text())
-    ms = raw["measurements"]
+    ms = list(expand_all(raw["measurements"]))
     assert len(ms) == 4
     for m in ms:
         share = m["precision"]["max_time_s"]
@@ -467,7 +468,7 @@ def test_runner_isolation_list_notes_disagreements(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     raw = json.loads((tmp_path / "iso.json").read_text())
     assert raw["provenance"]["options"]["isolations"] == ["barrier", "none"]
-    ms = raw["measurements"]
+    ms = list(expand_all(raw["measurements"]))
     keys = [(m["op"], m["timing"], m["bytes"], m["isolation"]) for m in ms]
     assert len(keys) == len(set(keys))
     for op in ("bcast", "scatter"):

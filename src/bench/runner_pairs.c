@@ -1,0 +1,184 @@
+/* The runner's pair design and its measurement (src/bench/runner_pairs.h). */
+#include "runner_pairs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Group labels of every rank as --pair-groups asks (every rank computes the same). */
+static int make_groups(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pairs_t *rp, char *err, size_t errlen)
+{
+    int n = rp->ranks;
+    const char *how = c->pair_groups ? c->pair_groups : "auto";
+    rp->groups_how = "none";
+    if (strcmp(how, "none") == 0)
+        return 0;
+    rp->groups = calloc((size_t)n, sizeof *rp->groups);
+    char me[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    char *all = calloc((size_t)n, sizeof me);
+    const char **names = calloc((size_t)n, sizeof *names);
+    int len = 0, ok = rp->groups && all && names, allok = 0;
+    MPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_LAND, comm);
+    if (!allok) {
+        free(all);
+        free(names);
+        snprintf(err, errlen, "--pair-groups: out of memory");
+        return -1;
+    }
+    MPI_Get_processor_name(me, &len);
+    MPI_Allgather(me, (int)sizeof me, MPI_CHAR, all, (int)sizeof me, MPI_CHAR, comm);
+    for (int r = 0; r < n; r++) {
+        all[(size_t)r * sizeof me + sizeof me - 1] = '\0';
+        names[r] = all + (size_t)r * sizeof me;
+    }
+    char *end = NULL;
+    long block = strtol(how, &end, 10);
+    if (end != how && *end == '\0') {
+        for (int r = 0; r < n; r++)
+            rp->groups[r] = (int)(r / block);
+        rp->ngroups = (int)((n + block - 1) / block);
+        rp->groups_how = "block";
+    } else if (strcmp(how, "host") == 0 || strcmp(how, "site") == 0) {
+        rp->ngroups = mpilab_pairs_groups_from_names(n, names, how[0] == 's', rp->groups);
+        rp->groups_how = how[0] == 's' ? "site" : "host";
+    } else { /* auto: nodes holding several ranks, else the host names' stems (sites) */
+        rp->ngroups = mpilab_pairs_groups_from_names(n, names, 0, rp->groups);
+        rp->groups_how = "host";
+        if (rp->ngroups <= 1 || rp->ngroups >= n) {
+            rp->ngroups = mpilab_pairs_groups_from_names(n, names, 1, rp->groups);
+            rp->groups_how = "site";
+        }
+    }
+    free(all);
+    free(names);
+    if (rp->ngroups <= 1 || rp->ngroups >= n) { /* one group, or one per rank: no boundary to cross */
+        free(rp->groups);
+        rp->groups = NULL;
+        rp->ngroups = 0;
+        if (strcmp(how, "auto") == 0)
+            rp->groups_how = "none";
+    }
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+
+int runner_pairs_init(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pairs_t *rp, char *err, size_t errlen)
+{
+    memset(rp, 0, sizeof *rp);
+    MPI_Comm_size(comm, &rp->ranks);
+    int n = rp->ranks;
+    rp->asked = c->pairs_design;
+    rp->seed = c->pairs_seed;
+    rp->design = n < 3 ? MPILAB_PAIRS_FULL : mpilab_pairs_resolve(c->pairs_design, n);
+    if (make_groups(c, comm, rp, err, errlen) != 0)
+        return -1;
+    size_t full = n >= 2 ? (size_t)n * (size_t)(n - 1) / 2 : 0;
+    rp->matchings = mpilab_pairs_default_matchings(n);
+    size_t cap = rp->design == MPILAB_PAIRS_FULL ? full : mpilab_pairs_sample_max(n, rp->ngroups, rp->matchings);
+    rp->pairs = calloc(cap + 1, sizeof *rp->pairs);
+    rp->order = calloc(cap + 1, sizeof *rp->order);
+    rp->round_start = calloc(cap + 2, sizeof *rp->round_start);
+    if (!rp->pairs || !rp->order || !rp->round_start) {
+        snprintf(err, errlen, "the pair design of %d ranks: out of memory", n);
+        return -1;
+    }
+    rp->npairs = rp->design == MPILAB_PAIRS_FULL
+                     ? mpilab_pairs_full(n, rp->pairs)
+                     : mpilab_pairs_sample(n, rp->groups, rp->matchings, (uint64_t)c->pairs_seed, rp->pairs);
+    rp->rounds = rp->npairs ? mpilab_pairs_rounds(n, rp->pairs, rp->npairs, rp->order, rp->round_start) : 0;
+    if (n >= 2 && (!rp->npairs || !rp->rounds)) {
+        snprintf(err, errlen, "the %s pair design of %d ranks could not be built (out of memory)",
+                 mpilab_pairs_design_name(rp->design), n);
+        return -1;
+    }
+    return 0;
+}
+
+void runner_pairs_free(runner_pairs_t *rp)
+{
+    free(rp->groups);
+    free(rp->pairs);
+    free(rp->order);
+    free(rp->round_start);
+    memset(rp, 0, sizeof *rp);
+}
+
+/* rank 0: one delivered pair into the matrix */
+static void sink(void *ctx, size_t index, size_t round, const mpilab_p2p_result_t *r)
+{
+    mpilab_pair_matrix_t *mx = ctx;
+    mx->stats[index] = r->stats;
+    mx->round[index] = round;
+    mx->measured[index] = 1;
+    free(mx->samples[index]);
+    mx->samples[index] = NULL;
+    size_t n = r->stats.reps;
+    if (n <= mx->samples_cap && r->samples) {
+        mx->samples[index] = malloc((n ? n : 1) * sizeof(double));
+        if (mx->samples[index])
+            memcpy(mx->samples[index], r->samples, n * sizeof(double));
+    }
+}
+
+int runner_pairs_measure(const runner_pairs_t *rp, const mpilab_runner_config_t *c, MPI_Comm comm, size_t bytes,
+                         size_t back, mpilab_pair_matrix_t *mx)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    memset(mx, 0, sizeof *mx);
+    int ok = 1, allok = 0;
+    if (me == 0) {
+        mx->design = mpilab_pairs_design_name(rp->design);
+        mx->pairs = rp->pairs;
+        mx->npairs = rp->npairs;
+        mx->rounds = c->p2p_mode == MPILAB_P2P_SEQUENTIAL ? rp->npairs : rp->rounds;
+        mx->bytes = bytes;
+        mx->bytes_back = back;
+        mx->samples_cap = MPILAB_PAIR_SAMPLE_BUDGET / (rp->npairs ? rp->npairs : 1);
+        mx->stats = calloc(rp->npairs + 1, sizeof *mx->stats);
+        mx->round = calloc(rp->npairs + 1, sizeof *mx->round);
+        mx->samples = calloc(rp->npairs + 1, sizeof *mx->samples);
+        mx->measured = calloc(rp->npairs + 1, 1);
+        ok = mx->stats && mx->round && mx->samples && mx->measured;
+    }
+    MPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_LAND, comm);
+    if (!allok)
+        return MPI_ERR_NO_MEM;
+    char label[64];
+    snprintf(label, sizeof label, "%s pairs", rp->design == MPILAB_PAIRS_FULL ? "all" : "sampled");
+    mpilab_p2p_plan_t plan = {rp->pairs, rp->npairs, rp->order, rp->round_start, rp->rounds, label};
+    return mpilab_p2p_measure_plan(comm, bytes, back, c->p2p_mode, &c->bo.prec, c->bo.warmup, &plan, c->quiet, sink,
+                                   mx);
+}
+
+void runner_pairs_matrix_free(mpilab_pair_matrix_t *mx)
+{
+    for (size_t k = 0; mx->samples && k < mx->npairs; k++)
+        free(mx->samples[k]);
+    free(mx->samples);
+    free(mx->stats);
+    free(mx->round);
+    free(mx->measured);
+    memset(mx, 0, sizeof *mx);
+}
+
+json_t *runner_pairs_json(const runner_pairs_t *rp)
+{
+    int n = rp->ranks;
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:i}", "design", mpilab_pairs_design_name(rp->design), "asked",
+                          mpilab_pairs_design_name(rp->asked), "pairs", (json_int_t)rp->npairs, "full_pairs",
+                          (json_int_t)(n >= 2 ? (size_t)n * (size_t)(n - 1) / 2 : 0), "rounds",
+                          (json_int_t)rp->rounds, "groups", rp->groups_how, "ngroups", rp->ngroups);
+    json_object_set_new(o, "full_limit", json_integer(MPILAB_PAIRS_FULL_LIMIT));
+    if (rp->design == MPILAB_PAIRS_SAMPLED)
+        json_object_set_new(o, "matchings", json_integer(rp->matchings));
+    if (rp->design == MPILAB_PAIRS_SAMPLED)
+        json_object_set_new(o, "seed", json_integer((json_int_t)rp->seed));
+    if (rp->groups) {
+        json_t *g = json_array();
+        for (int r = 0; r < n; r++)
+            json_array_append_new(g, json_integer(rp->groups[r]));
+        json_object_set_new(o, "rank_groups", g);
+    }
+    return o;
+}
