@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mpilab.pair_matrix import expand_all
 from mpilab.tools import find_tool, mpi_env
 
 SIZES = [4 ** k for k in range(11)]  # 1 B .. 1 MiB
@@ -61,7 +62,7 @@ def run_mpilab(btl: str, work: Path, extra: list[str]) -> tuple[float, dict[int,
                                    *extra])
     doc = json.loads(out.read_text())
     vals, conv = {}, 0
-    for m in doc["measurements"]:
+    for m in expand_all(doc["measurements"]):  # p2p comes as one pair matrix per size
         if m["op"] == "p2p":
             vals[m["bytes"]] = m["stats"]["median"] / 2  # round trip -> one way
             conv += m["stats"].get("converged") is True

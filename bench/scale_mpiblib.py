@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mpilab.pair_matrix import expand_all
+
 REPO = Path(__file__).resolve().parents[1]
 PAPER = {"scatter": {"global": 28.7, "max": 0.8, "root": 0.8},
          "gather": {"global": 44.7, "max": 15.6, "root": 15.7}}
@@ -89,8 +91,8 @@ def main() -> int:
             doc, wall = run(a.platform, Path(tmp) / f"p2p-{sched}.json",
                             ["--ops", "p2p", "--sizes", "4K", "--min-reps", "100",
                              "--max-reps", "100", "--p2p-schedule", sched])
-            ms = doc["measurements"]
-            res[sched] = ms[0]["all_pairs_wall_s"]
+            res[sched] = doc["measurements"][0]["all_pairs_wall_s"]
+            ms = list(expand_all(doc["measurements"]))  # one pair matrix per size
             print(f"{sched:<10} {res[sched]:8.3f} [{3.5 if sched == 'sequential' else 0.5}] "
                   f"({len(ms)} pairs, {wall:.1f} s of wall time to simulate)", flush=True)
         print(f"sequential/parallel {res['sequential'] / res['parallel']:.1f}x [7.0x]")
