@@ -27,6 +27,10 @@ void mpilab_runner_usage(FILE *f)
         "  --sizes SPEC         message sizes in bytes: comma list of sizes (4K), ranges A:B:STEP or\n"
         "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
         "  -m [MIN:]MAX         OSU style: sizes MIN..MAX in bytes doubling (MIN:MAX:x2; MIN default 1)\n"
+        "  -i, --iterations N   OSU style: exactly N timed repetitions per measurement (--min-reps N\n"
+        "                       --max-reps N: a fixed count, not converged unless it happens to be)\n"
+        "  -x N                 OSU style: N untimed warm-up executions (--warmup N)\n"
+        "  -msglog [A:]B        IMB style: sizes 0 and 2^A..2^B doubling (A default 0; A, B <= 30)\n"
         "  --timing LIST        comma list of max, root, global, opspec (default max)\n"
         "  --cl X               confidence level of the stop rule, in (0,1) (default 0.95)\n"
         "  --eps X              wanted relative CI half-width, in (0,1) (default 0.025)\n"
@@ -210,7 +214,8 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
-       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED };
+       O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
+       O_MSGLOG };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -228,7 +233,8 @@ static const struct option longopts[] = {
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
-    {"pairs-seed", required_argument, 0, O_PSEED},
+    {"pairs-seed", required_argument, 0, O_PSEED}, {"iterations", required_argument, 0, 'i'},
+    {"msglog", required_argument, 0, O_MSGLOG},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -320,6 +326,57 @@ static int pair_groups_arg(const char *v, mpilab_runner_config_t *c, char *err, 
     return 0;
 }
 
+/* IMB's -msglog [A:]B: sizes 0, 2^A, ..., 2^B (A default 0) */
+static int msglog_arg(const char *v, raw_t *r, char *err, size_t errlen)
+{
+    long long a = 0, b;
+    const char *colon = strchr(v, ':');
+    char first[32];
+    if (colon) {
+        size_t n = (size_t)(colon - v);
+        if (n == 0 || n >= sizeof first)
+            return fail(err, errlen, "-msglog: '%s' is not [A:]B", v);
+        memcpy(first, v, n);
+        first[n] = '\0';
+        if (mpilab_parse_i64(first, &a) != 0)
+            return fail(err, errlen, "-msglog: '%s' is not [A:]B", v);
+    }
+    if (mpilab_parse_i64(colon ? colon + 1 : v, &b) != 0 || a < 0 || b > 30 || a > b)
+        return fail(err, errlen, "-msglog: '%s' is not [A:]B with 0 <= A <= B <= 30", v);
+    snprintf(r->osu, sizeof r->osu, "0,%lld:%lld:x2", 1LL << a, 1LL << b);
+    r->sizes = r->osu;
+    return 0;
+}
+
+/* OSU's and IMB's habits: -i/--iterations N (a fixed count), -x N (warm-up), -msglog */
+static int peer_habit(int opt, const char *v, raw_t *r, char *err, size_t errlen)
+{
+    switch (opt) {
+    case 'i': {
+        int rc = count_arg("-i/--iterations", v, &r->min_reps, err, errlen);
+        r->max_reps = r->min_reps;
+        return rc;
+    }
+    case 'x': return count_arg("-x", v, &r->warmup, err, errlen);
+    default: return msglog_arg(v, r, err, errlen);
+    }
+}
+
+/* IMB spells its long options with one dash: -msglog becomes --msglog before getopt sees it
+ * (which would read "-m sglog"); -npmin (IMB's sweep over process counts) has no runner
+ * equivalent and is refused by name. */
+static int imb_spellings(int argc, char **argv, char *err, size_t errlen)
+{
+    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++) {
+        if (strcmp(argv[k], "-msglog") == 0)
+            argv[k] = (char *)"--msglog";
+        else if (strcmp(argv[k], "-npmin") == 0)
+            return fail(err, errlen, "-npmin: IMB's sweep over process counts has no runner option; "
+                                     "launch once per rank count (mpilab bench --np N)");
+    }
+    return 0;
+}
+
 /* One option; returns 0, MPILAB_RUNNER_HELP or MPILAB_RUNNER_BAD. */
 static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c, raw_t *r, char *err, size_t errlen)
 {
@@ -345,6 +402,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
         snprintf(r->osu, sizeof r->osu, "%s%s:x2", strchr(v, ':') ? "" : "1:", v);
         r->sizes = r->osu;
         return 0;
+    case 'i': case 'x': case O_MSGLOG: return peer_habit(opt, v, r, err, errlen);
     case O_TIMING: r->timing = v; return 0;
     case O_CL: return real_arg("--cl", v, &c->bo.prec.cl, err, errlen);
     case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
@@ -506,8 +564,10 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     defaults(c, &r);
     opterr = 0;
     optind = 1;
+    if (imb_spellings(argc, argv, err, errlen) != 0)
+        return MPILAB_RUNNER_BAD;
     int opt, li = 0;
-    while ((opt = getopt_long(argc, argv, ":hm:", longopts, &li)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":hm:i:x:", longopts, &li)) != -1) {
         if (opt == '?' || opt == ':') {
             char why[128];
             return fail(err, errlen, "%s (see --help)", mpilab_getopt_problem(opt, argc, argv, why, sizeof why));
@@ -546,7 +606,7 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
         char why[200];
         snprintf(why, sizeof why, "%s", err);
-        rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m" : "--sizes", why);
+        rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m/-msglog" : "--sizes", why);
     }
     return rc == 0 ? check_selection(c, &r, nranks, err, errlen) : rc;
 }

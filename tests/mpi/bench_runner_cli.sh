@@ -109,8 +109,9 @@ done
 "$runner" --help | grep -q "K = 1024" || { echo "FAIL: --help states no binary units"; fail=1; }
 for o in --list --ops --sizes -m --timing --cl --eps --min-reps --max-reps --allow-single-rep --warmup \
          --isolation --pipeline-depth --root --sync --p2p-schedule --p2p-back --models --no-fit --loggp-burst \
-         --loggp-or-wait --window --pairs --pair-groups --pairs-seed --poll-sweep --comb-msgs --out --quiet --help; do  # every option described
-    "$runner" --help | grep -q -- "^  \(-h, \)\?$o " || { echo "FAIL: --help does not describe $o"; fail=1; }
+         --loggp-or-wait --window --pairs --pair-groups --pairs-seed --poll-sweep --comb-msgs --out --quiet --help \
+         --iterations -x -msglog; do  # every option described
+    "$runner" --help | grep -q -- "^  \(-[a-z], \)\?$o " || { echo "FAIL: --help does not describe $o"; fail=1; }
 done
 "$runner" --help | grep -q -- "--version" || { echo "FAIL: --help does not mention --version"; fail=1; }
 grep -q '^mpilab-bench [0-9]' "$tmp/info" || { echo "FAIL: --version prints '$(cat "$tmp/info")'"; fail=1; }
@@ -119,6 +120,21 @@ for a in "--sizes= -4" "--max-reps= 5" "--cl=nan" "-m4K:1K" "--sizes=\xd9\xa4"; 
     a=$(printf "%b" "$a")
     run --ops bcast "$a" >/dev/null 2>"$tmp/stderr" && { echo "FAIL: '$a' accepted"; fail=1; }
     [ "$(grep -c '^mpilab-bench: ' "$tmp/stderr")" -eq 1 ] || { echo "FAIL: '$a': $(cat "$tmp/stderr")"; fail=1; }
+done
+# OSU's -i N / --iterations N (a fixed count) and -x N (warm-up), IMB's -msglog A:B (sizes 0
+# and 2^A..2^B); IMB's -npmin is refused by name
+run --ops bcast -msglog 2:4 -i 3 -x 1 --quiet --out "$tmp/osu.json" >/dev/null 2>&1 || { echo "FAIL: -msglog/-i/-x run"; fail=1; }
+python3 -c "
+import json,sys
+o = json.load(open(sys.argv[1]))['provenance']['options']
+assert o['sizes'] == [0, 4, 8, 16], o['sizes']
+assert o['precision']['min_reps'] == o['precision']['max_reps'] == 3, o['precision']
+assert o['warmup'] == 1, o['warmup']" "$tmp/osu.json" || { echo "FAIL: -msglog 2:4 -i 3 -x 1 options"; fail=1; }
+for a in "-msglog 5:2" "-msglog 31" "-msglog x" "--iterations 0" "-npmin 2" "-x -1"; do
+    # shellcheck disable=SC2086
+    run --ops bcast $a >/dev/null 2>"$tmp/stderr" && { echo "FAIL: '$a' accepted"; fail=1; }
+    [ "$(wc -l <"$tmp/stderr")" -eq 1 ] && [ "$(grep -c '^mpilab-bench: ' "$tmp/stderr")" -eq 1 ] \
+        || { echo "FAIL: '$a': $(cat "$tmp/stderr")"; fail=1; }
 done
 # OSU-style -m MIN:MAX is --sizes MIN:MAX:x2
 run --ops bcast -m 1K:4K --max-reps 2 --min-reps 2 --quiet --out "$tmp/m.json" >/dev/null 2>&1 || { echo "FAIL: -m run"; fail=1; }
