@@ -240,6 +240,7 @@ def test_compare_two_runs(synthetic_results: Callable[..., dict[str, Any]],
         t = m["stats"]["median"]
         m["samples"] = [t * (1 + 0.001 * k) for k in range(12)]
         m["valid"] = [True] * 12
+        m["stats"]["reps"] = 12
     b = _slower(a, 2.0, lambda m: m["op"] == "bcast")
     b = _slower(b, 1.0001, lambda m: m["op"] == "gather")  # same within noise
     pa, pb = write_json(a, "a.json"), write_json(b, "b.json")
