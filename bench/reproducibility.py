@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import find_tool, mpi_env, mpirun
 from mpilab.launches import os_interval
 from mpilab.pair_matrix import expand_all
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
 def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
@@ -39,7 +39,7 @@ def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
 
 def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
             op: str = "p2p", wrap: list[str] | None = None) -> dict[int, Any]:
-    cmd = ((wrap or []) + mpirun_prefix(2, ["--mca", "btl", btl])
+    cmd = ((wrap or []) + mpirun(2, ["--mca", "btl", btl])
            + [bench, "--ops", op, "--sizes", sizes, "--quiet", "--out", str(out)] + extra)
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
