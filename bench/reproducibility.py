@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness import find_tool, mpi_env, mpirun
+from harness import find_tool, mpi_env, mpilab_cmd, mpirun
 from mpilab.launches import os_interval
 from mpilab.pair_matrix import expand_all
 
@@ -68,10 +68,10 @@ def launches_run(btl: str, sizes: str, out: Path, extra: list[str], op: str,
                  launches: int, wrap: list[str]) -> dict[int, Any]:
     """One run of `mpilab bench --launches N` (the Python launcher; the transport through
     the launcher's --mca btl), read back from its merged file."""
-    cmd = wrap + [sys.executable, "-m", "mpilab.cli", "bench", "--np", "2",
-                  "--launches", str(launches), "--quiet-launches",
-                  "--launcher-arg=--mca", "--launcher-arg=btl", f"--launcher-arg={btl}",
-                  "--out", str(out), "--", "--ops", op, "--sizes", sizes, "--quiet"] + extra
+    cmd = wrap + mpilab_cmd("bench", "--np", "2", "--launches", str(launches),
+                            "--quiet-launches", "--launcher-arg=--mca", "--launcher-arg=btl",
+                            f"--launcher-arg={btl}", "--out", str(out), "--", "--ops", op,
+                            "--sizes", sizes, "--quiet", *extra)
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")

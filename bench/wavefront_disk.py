@@ -38,10 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import find_tool
+from harness import REPO, env, find_tool
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
-from mpilab.fsutil import atomic_write_bytes, atomic_write_text
+from mpilab.fsutil import atomic_write_text
 from wf_disklib import Counters, bounds, drop_pages, summary
 
 
@@ -269,11 +269,12 @@ def report(a: argparse.Namespace, sp: specmod.DiskSpec, disk: specmod.Disk,
     for k, v in ratios.items():
         lines.append(f"| {k} | {' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
     if any(n.startswith("7a/") for r in rounds for n in r):
-        # the figure from these rounds (bench/wavefront_fig7a.py draws it from several
-        # runs' rounds.json)
-        from wavefront_fig7a import draw, series
-        atomic_write_bytes(out / "fig7a.png", draw(series(rounds, str(out / "rounds.json")),
-                                                   f"Fig. 7a, {disk.model} disk", "png"))
+        # the figure from these rounds: bench/wavefront_fig7a.py (which also draws it from
+        # several runs' rounds.json), run as the script it is
+        subprocess.run([sys.executable, str(REPO / "bench" / "wavefront_fig7a.py"),
+                        "--out", str(out / "fig7a.png"), "--title",
+                        f"Fig. 7a, {disk.model} disk", str(out / "rounds.json")],
+                       check=True, env=env(), stdout=subprocess.DEVNULL)
         lines += ["", "![Fig. 7a: time per iteration against block size](fig7a.png)"]
     atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
     print("\n".join(lines))

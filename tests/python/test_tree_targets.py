@@ -22,3 +22,24 @@ def test_the_measures_see_what_they_count() -> None:
 
 def test_no_function_static_mutable_state_in_the_library() -> None:
     assert audit.static_locals() == []
+
+
+def test_every_bench_script_uses_the_shared_harness() -> None:
+    scripts = audit.bench_scripts()
+    assert len(scripts) > 30 and all("harness" not in p.name for p in scripts)
+    assert audit.bench_offences() == {}
+
+
+def test_the_bench_rules_catch_what_they_name() -> None:
+    rules = audit.BENCH_RULES
+    assert rules["REPO constant"].search("REPO = Path(__file__).resolve().parents[1]\n")
+    assert rules["sys.path.insert"].search('sys.path.insert(0, str(REPO / "python"))')
+    assert not rules["sys.path.insert"].search(
+        "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))")
+    assert rules["private mpilab() helper"].search("def mpilab(*args: str) -> None:\n")
+    assert rules["private mpilab() helper"].search('M="python3 -m mpilab.cli"\n')
+    assert rules["private mpirun command"].search('    mpirun -q -np "$np" x\n')
+    assert rules["private mpirun command"].search('cmd = ["mpirun", "-np", "2"]')
+    assert not rules["private mpirun command"].search("# mpirun -np 2 in a comment\n")
+    assert rules["sibling script imported"].search("from wavefront_fig7a import draw\n")
+    assert not rules["sibling script imported"].search("from wf_disklib import summary\n")

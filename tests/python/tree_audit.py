@@ -256,10 +256,12 @@ def function_imports() -> list[LazyImport]:
 # ---------------------------------------------------------------- bench/ and the C tests
 
 _SIBLINGS = "|".join(re.escape(p.stem) for p in sorted((REPO / "bench").glob("*.py"))
-                     if "__main__" in p.read_text())
+                     if "__main__" in p.read_text() and p.stem != "harness")
 BENCH_RULES = {
-    "REPO constant": re.compile(r"^\s*(REPO|ROOT|TOP|HERE)\s*=\s*(Path\(|\$\(|\")", re.M),
-    "sys.path.insert": re.compile(r"sys\.path\.(insert|append)\("),
+    "REPO constant": re.compile(r"^\s*(REPO|ROOT)\s*=\s*(Path\(|\$\(|\")", re.M),
+    # a script in a folder below bench/ may put bench/ itself on the path, for the harness
+    "sys.path.insert": re.compile(
+        r"sys\.path\.(insert|append)\((?!0, str\(Path\(__file__\)\.resolve\(\)\.parents\[1\]\)\))"),
     "private mpilab() helper": re.compile(
         r"^\s*def _?mpilab\w*\(|^[^#\n]*-m\s+mpilab\.cli|[\[(]\s*sys\.executable,\s*\"-m\","
         r"\s*\"mpilab\.cli\"", re.M),
@@ -272,7 +274,7 @@ BENCH_RULES = {
         rf"^\s*(from|import)\s+({_SIBLINGS})\b", re.M),
 }
 HARNESS_USE = {".py": re.compile(r"^\s*(import harness|from harness import)", re.M),
-               ".sh": re.compile(r"^\s*(\.|source)\s+\S*harness\.sh", re.M)}
+               ".sh": re.compile(r"^\s*(\.|source)\s+.*harness\.sh", re.M)}
 HARNESS_FILES = {"bench/harness.py", "bench/harness.sh"}
 
 
