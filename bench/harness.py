@@ -11,7 +11,8 @@ the launcher's command line: `python3 bench/harness.py mpirun NP [ARGS...]`).
 
 What moved here (issue 27): the REPO/ROOT constants and `sys.path.insert` lines of the
 scripts, their private `mpilab()` helpers, their mpirun command builders (and
-`mpilab.tools.mpirun_prefix`'s use in bench/), pathmig_pause.testbed (testbed_up_in)."""
+`mpilab.tools.mpirun_prefix`, now mpilab.launch.mpirun_command), pathmig_pause.testbed
+(testbed_up_in)."""
 
 from __future__ import annotations
 
@@ -97,12 +98,12 @@ def start_mpilab(*args: str, environ: dict[str, str] | None = None,
     return subprocess.Popen(mpilab_cmd(*args), env=env(environ), text=True, **popen)
 
 
-def mpirun(np: int, extra: list[str] | tuple[str, ...] = (), exe: str = "mpirun",
-           mpi: str = "openmpi") -> list[str]:
+def mpirun(np: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The command prefix that starts np local ranks with Open MPI's mpirun, as every mpilab
-    command starts them (mpilab.launch.Launcher: -q, --oversubscribe, --bind-to none and
-    mpi_yield_when_idle 1 unless extra sets them), then extra."""
-    return launch.Launcher("mpirun", launch.find_executable(exe), mpi, list(extra)).command(np)
+    command starts them (mpilab.launch.mpirun_command, i.e. Launcher.command: -q,
+    --oversubscribe, --bind-to none and mpi_yield_when_idle 1 unless extra sets them), then
+    extra."""
+    return launch.mpirun_command(np, extra)
 
 
 def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = 1,
