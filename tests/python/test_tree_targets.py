@@ -43,3 +43,7 @@ def test_the_bench_rules_catch_what_they_name() -> None:
     assert not rules["private mpirun command"].search("# mpirun -np 2 in a comment\n")
     assert rules["sibling script imported"].search("from wavefront_fig7a import draw\n")
     assert not rules["sibling script imported"].search("from wf_disklib import summary\n")
+
+
+def test_no_source_file_over_800_lines() -> None:
+    assert audit.long_files() == []
