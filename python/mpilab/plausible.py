@@ -68,6 +68,8 @@ def _provenance(prov: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
     mapping = prov.get("mapping") if isinstance(prov.get("mapping"), list) else None
     hosts = prov.get("hosts") if isinstance(prov.get("hosts"), list) else None
     p: PathT = ("provenance",)
+    if isinstance(prov.get("runs"), list):
+        return  # a merged view (results.merge): the largest run's rank count, the first's map
     if isinstance(ranks, int) and mapping:
         if len(mapping) != ranks:
             yield p + ("ranks",), f"{ranks} ranks, but the mapping lists {len(mapping)}"

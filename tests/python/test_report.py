@@ -131,7 +131,7 @@ def test_odd_values_do_not_crash(synthetic_results: Callable[..., dict[str, Any]
     doc = synthetic_results(ranks=2, sizes=(0, 8))
     for m in doc["measurements"][:4]:
         m["stats"]["ci_half"] = None
-        m["stats"]["mean"] = 0.0
+        m["stats"].update(mean=0.0, min=0.0, median=0.0, med_lo=0.0)
         m["stats"]["converged"] = False
     doc["measurements"][5]["bytes_back"] = 0  # asymmetric round trip
     # a user's entry (--entries FILE.so): known through provenance.options.ops
