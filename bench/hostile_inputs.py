@@ -434,13 +434,204 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
+# ---------------------------------------------------------------------------------------
+# issue 29 (second hardening pass): FIFO outputs of every writer, malformed multilane
+# documents, impossible values, a full disk, arguments before the environment, spec files
+
+
+def _ml_good() -> dict[str, Any]:
+    run = {"op": "scatter", "impl": "single", "lanes": 1, "bytes": 1024, "times": [1e-3]}
+    return {"schema": "mpilab.multilane/1", "root": 0,
+            "grid": {"nranks": 4, "nsites": 2, "site_of_rank": [0, 0, 1, 1], "P_sup": 2},
+            "runs": [run, dict(run, bytes=4096)]}
+
+
+def _fifo(name: str) -> Setup:
+    return lambda d: os.mkfifo(d / name)
+
+
+def _tmpfs(d: Path) -> None:
+    (d / "full").mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d / "full")],
+                   check=True)
+
+
+def _full_post(name: str) -> Post:
+    def post(d: Path) -> str | None:
+        left = sorted(os.listdir(d / "full"))
+        subprocess.run(["umount", "-l", str(d / "full")], capture_output=True)
+        return f"left {left} on the full disk" if name in left else None
+    return post
+
+
+def issue29_cases() -> list[Case]:
+    rep = PY + ["multilane", "report", "m.json", "-o", "out.html"]
+
+    def ml(mut: Callable[[dict[str, Any]], None]) -> str:
+        d = _ml_good()
+        mut(d)
+        return json.dumps(d)
+
+    mls: dict[str, str] = {
+        "garbage wan_samples": ml(lambda d: d.update(wan_samples={"t": "zz",
+                                                                  "tx_bytes": {"a": 5}})),
+        "wan_samples.t shorter than the counters": ml(lambda d: d.update(
+            wan_samples={"t": [1.0], "tx_bytes": {"s1r0": [1, 2, 3]}})),
+        "a string root": ml(lambda d: d.update(root="a")),
+        "a root of 10^30": ml(lambda d: d.update(root=10**30)),
+        "a root beyond the grid": ml(lambda d: d.update(root=9)),
+        "grid nranks -3": ml(lambda d: d["grid"].update(nranks=-3)),
+        "grid a list": ml(lambda d: d.update(grid=[1, 2])),
+        "site map shorter than nranks": ml(lambda d: d["grid"].update(nranks=8)),
+        "10^12 lanes": ml(lambda d: d["runs"][0].update(lanes=10**12)),
+        "lanes beyond P_sup": ml(lambda d: d["runs"][0].update(lanes=3)),
+        "model sizes garbage": ml(lambda d: d.update(model={
+            "L": 0, "l": 0, "alpha": 0, "b_lan": 1, "b": [1], "sizes": [{"bytes": 1, "T": "x"}]})),
+        "alpha_calibration a list": ml(lambda d: d.update(model={
+            "L": 0, "l": 0, "alpha": 0, "b_lan": 1, "b": [1], "alpha_calibration": [5]})),
+        "a time of 1e308": ml(lambda d: d["runs"][0].update(times=[1e308])),
+        "deep nesting": '{"schema": "mpilab.multilane/1", "runs": ' + "[" * 5000 + "]" * 5000
+                        + "}",
+        "a string document": '"mpilab.multilane/1"', "a number document": "1" + "0" * 30,
+    }
+    cases = [Case(f"29 multilane report: {n}", "F", rep, setup=_write("m.json", t),
+                  post=_no_output) for n, t in mls.items()]
+    t = _good_text()
+    good = _good()
+
+    def res(mut: Callable[[dict[str, Any]], None]) -> str:
+        d = json.loads(json.dumps(good))
+        mut(d)
+        return json.dumps(d, indent=1)
+
+    def coll(d: dict[str, Any]) -> dict[str, Any]:
+        return _first(d, p2p=False)
+
+    impossible: dict[str, str] = {
+        "partial 'yes'": res(lambda d: d.update(partial="yes")),
+        "a negative mean": res(lambda d: coll(d)["stats"].update(mean=-1e-6)),
+        "a negative median": res(lambda d: coll(d)["stats"].update(median=-1e-6)),
+        "a mean of 1e308": res(lambda d: coll(d)["stats"].update(mean=1e308)),
+        "a median of 1e308": res(lambda d: coll(d)["stats"].update(median=1e308)),
+        "reps 10^18 beside 5 samples": res(lambda d: coll(d)["stats"].update(reps=10**18)),
+        "a key given twice": '{"partial": false, ' + t.lstrip()[1:].replace(
+            '"schema"', '"partial": true, "schema"', 1),
+        "op teleport": res(lambda d: coll(d).update(op="teleport")),
+        "timing psychic": res(lambda d: coll(d).update(timing="psychic")),
+        "provenance.ranks 10^9": res(lambda d: d["provenance"].update(
+            ranks=10**9, mapping=[{"rank": 0, "host": "a"}, {"rank": 1, "host": "a"}])),
+        "a mapping host not in the hosts": res(lambda d: d["provenance"].update(
+            ranks=2, hosts=["a"], mapping=[{"rank": 0, "host": "a"}, {"rank": 1, "host": "b"}])),
+        "an interval missing its median": res(lambda d: coll(d)["stats"].update(med_lo=1.0)),
+        "min above max": res(lambda d: coll(d)["stats"].update(min=1.0)),
+        "more invalid than repetitions": res(lambda d: coll(d)["stats"].update(invalid=10**9)),
+        "a lone surrogate in the command": t.replace('"command": "', '"command": "\\ud800', 1),
+        "ci_half 1e300": res(lambda d: coll(d)["stats"].update(ci_half=1e300)),
+    }
+    cases += [report_case(f"29 {n}", x) for n, x in impossible.items()]
+
+    def nul_html(d: Path) -> str | None:
+        p = d / "out.html"
+        if p.exists() and b"\x00" in p.read_bytes():
+            return "a NUL copied raw into the HTML"
+        return None
+
+    nul = res(lambda d: d["provenance"].update(command="a\u0000b\u001bc"))
+    cases.append(Case("29 report: NUL and ESC in provenance (escaped, must succeed)", "C",
+                      PY + ["report", "r.json", "-o", "out.html"], setup=_write("r.json", nul),
+                      post=nul_html, expect_ok=True, limit=300))
+    # a FIFO output per writer (no reader): refused at once
+    cases += [
+        Case("29 multilane report -o a FIFO", "F", PY + ["multilane", "report", "m.json", "-o",
+                                                        "f.html"],
+             setup=lambda d: (_write("m.json", json.dumps(_ml_good()))(d), _fifo("f.html")(d)),
+             post=_keep("f.html", "fifo"), limit=60),
+        Case("29 report --format csv -o a FIFO", "C", PY + ["report", "r.json", "--format",
+                                                            "csv", "-o", "f.csv"],
+             setup=lambda d: (_write("r.json", t)(d), _fifo("f.csv")(d)),
+             post=_keep("f.csv", "fifo"), limit=60),
+        Case("29 mpilab-bench --out a FIFO (refused before measuring)", "C",
+             ["mpirun", "--oversubscribe", "-np", "2", str(BIN / "mpilab-bench"), "--ops",
+              "p2p", "--sizes", "1", "--out", "f.json"], setup=_fifo("f.json"),
+             post=_keep("f.json", "fifo"), lenient_stderr=True, limit=120),
+        Case("29 mpilab-bench --inject-clock offset twice", "A",
+             [str(BIN / "mpilab-bench"), "--ops", "barrier", "--sizes", "0", "--inject-clock",
+              "offset=1ms,offset=2ms"]),
+        Case("29 mpilab-bench --format xml", "A", [str(BIN / "mpilab-bench"), "--format", "xml"]),
+        Case("29 report --format csv --static", "C", PY + ["report", "r.json", "--format", "csv",
+                                                           "--static"],
+             setup=_write("r.json", t)),
+    ]
+    if os.geteuid() == 0:  # a full disk: a small tmpfs
+        cases += [
+            Case("29 mpilab-bench on a full disk leaves nothing at --out", "C",
+                 ["mpirun", "--oversubscribe", "-np", "2", str(BIN / "mpilab-bench"), "--ops",
+                  "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet", "--out",
+                  "full/r.json"], setup=_tmpfs, post=_full_post("r.json"),
+                 lenient_stderr=True, limit=300),
+            Case("29 mpilab bench on a full disk leaves nothing at --out", "C",
+                 PY + ["bench", "--np", "2", "--quiet-launches", "--out", "full/b.json", "--",
+                       "--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet"],
+                 setup=_tmpfs, post=_full_post("b.json"), lenient_stderr=True, limit=600),
+        ]
+    # arguments before the environment (no testbed named zz9 is up)
+    for args in (["multilane", "run", "--testbed", "zz9", "--lanes", "many", "-o", "o.json"],
+                 ["multilane", "run", "--testbed", "zz9", "--np", "0", "-o", "o.json"],
+                 ["multilane", "run", "--testbed", "zz9", "--reps", "0", "-o", "o.json"],
+                 ["testbed", "run", "--prefix", "zz9", "--pathmig", "--np", "0", "--", "true"],
+                 ["testbed", "run", "--prefix", "zz9", "--mptcp", "--np", "0", "--", "true"],
+                 ["testbed", "run", "--prefix", "zz9", "--pathmig-events", "e", "--", "true"]):
+        cases.append(Case(f"29 {' '.join(args)}", "C", PY + args))
+    # spec files: testbed and disk
+    tb = (REPO / "examples" / "testbed" / "dual-rail-2x2.toml").read_text()
+    specs = {
+        "two [[link]] for one node and rail": tb + '\n[[link]]\nnode = "s0n1"\nrail = 1\n'
+                                                   'wan_rate = "30Mbit"\n',
+        "node_rate 1bit": tb.replace('node_rate = "50Mbit"', 'node_rate = "1bit"'),
+        "a 5000-digit site count": tb.replace("sites = 2", "sites = " + "9" * 5000),
+        "arrays nested 5000 deep": tb + "\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+        "tables nested 5000 deep": tb + "\ny = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n",
+    }
+    for n, text in specs.items():
+        cases.append(Case(f"29 testbed up SPEC: {n}", "C",
+                          PY + ["testbed", "up", "s.toml", "--prefix", "zz9"],
+                          setup=_write("s.toml", text), limit=120))
+    dk = (REPO / "examples" / "disk" / "hdd.toml").read_text()
+    for n, text in {"a 5000-digit iops": dk.replace("read_iops = 200",
+                                                    "read_iops = " + "9" * 5000),
+                    "arrays nested 5000 deep": dk + "\nx = " + "[" * 5000 + "]" * 5000 + "\n"
+                    }.items():
+        cases.append(Case(f"29 disk up SPEC: {n}", "D",
+                          PY + ["disk", "up", "d.toml", "--prefix", "zz9"],
+                          setup=_write("d.toml", text), limit=120))
+    return cases
+
+
+def issue29_testbed_cases(prefix: str) -> list[Case]:
+    """On the running testbed: hosts and rails checked before agents start; the event log
+    on a FIFO refused before the job."""
+    cases = []
+    for args in (["pathmig", "start", "--prefix", prefix, "--hosts", "s9n9"],
+                 ["pathmig", "start", "--prefix", prefix, "--hosts", "s0n0;id"],
+                 ["testbed", "run", "--prefix", prefix, "--pathmig", "--rails", "5", "--",
+                  "true"],
+                 ["testbed", "run", "--prefix", prefix, "--pathmig", "--np", "100000", "--",
+                  "true"]):
+        cases.append(Case(f"29 {' '.join(args)}", "E", PY + args, testbed=True, limit=120))
+    cases.append(Case("29 testbed run --pathmig --pathmig-events a FIFO", "E",
+                      PY + ["testbed", "run", "--prefix", prefix, "--pathmig",
+                            "--pathmig-events", "ev", "--np", "2", "--", "true"],
+                      setup=_fifo("ev"), post=_keep("ev", "fifo"), testbed=True, limit=120))
+    return cases
+
 
 def all_cases(prefix: str | None) -> list[Case]:
     cases = (results_cases() + cli_cases() + bench_tool_cases() + wavefront_cases()
              + delayline_cases() + selftest_cases() + disk_cases() + multilane_cases()
-             + bench_new_option_cases())
+             + bench_new_option_cases() + issue29_cases())
     if prefix:
-        cases += testbed_cases(prefix) + multilane_testbed_cases(prefix) + pathmig_cases(prefix)
+        cases += (testbed_cases(prefix) + multilane_testbed_cases(prefix)
+                  + pathmig_cases(prefix) + issue29_testbed_cases(prefix))
     names = [c.name for c in cases]
     dup = [n for n, k in Counter(names).items() if k > 1]
     assert not dup, f"duplicate case names: {dup}"
