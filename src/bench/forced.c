@@ -92,17 +92,6 @@ static int write_cvar(int index, int value)
     return rc;
 }
 
-static int read_cvar_int(int index, int *value)
-{
-    MPI_T_cvar_handle h;
-    int count;
-    if (MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS)
-        return -1;
-    int rc = MPI_T_cvar_read(h, value) == MPI_SUCCESS ? 0 : -1;
-    MPI_T_cvar_handle_free(&h);
-    return rc;
-}
-
 static int forced_setup(mpilab_op_run_t *r)
 {
     const forced_t *f = r->op->data;
@@ -217,6 +206,17 @@ static int register_one(const char *coll, const char *prefix, const char *name, 
 }
 
 #if defined(MPILAB_MPI_IS_OPENMPI)
+static int read_cvar_int(int index, int *value)
+{
+    MPI_T_cvar_handle h;
+    int count;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS)
+        return -1;
+    int rc = MPI_T_cvar_read(h, value) == MPI_SUCCESS ? 0 : -1;
+    MPI_T_cvar_handle_free(&h);
+    return rc;
+}
+
 /* Open MPI: coll_tuned_<coll>_algorithm with its enumerator. */
 static int register_var(int index, const char *name, MPI_T_enum et, const char *desc, char *err, size_t errlen)
 {
