@@ -8,10 +8,6 @@
 #include "mpilab/forced.h"
 #include "mpilab/ops.h"
 
-/* the collectives mpilab measures natively (generic operations of coll_entries.c) */
-static const char *const COLLS[] = {"scatter", "gather", "bcast", "reduce", "allreduce",
-                                    "allgather", "alltoall", "barrier"};
-#define NCOLLS (sizeof COLLS / sizeof COLLS[0])
 #define MAX_ALGS 32
 
 static int ident(char ch)
@@ -64,6 +60,11 @@ int mpilab_forced_mpich_names(const char *desc, char names[][64], int max)
 }
 
 #if defined(MPILAB_MPI_IS_OPENMPI) || defined(MPILAB_MPI_IS_MPICH)
+
+/* the collectives mpilab measures natively (generic operations of coll_entries.c) */
+static const char *const COLLS[] = {"scatter", "gather", "bcast", "reduce", "allreduce",
+                                    "allgather", "alltoall", "barrier"};
+#define NCOLLS (sizeof COLLS / sizeof COLLS[0])
 
 /* One forced algorithm: the variable to write and the value. Lives as long as the entry
  * (the registered copy keeps the pointer in `data`). */
