@@ -11,6 +11,7 @@ from typing import Any
 from mpilab.tune import stats
 
 DEFAULT = "native"
+FORCED = ("ompi_", "mpich_")  # impls of mpilab-bench --mpi-algorithms
 
 
 @dataclass
@@ -41,8 +42,8 @@ def choose_cell(op: str, np: int, nbytes: int, groups: dict[str, list[list[float
         return cell
     best: tuple[float, str, stats.Comparison] | None = None
     for impl, g in sorted(groups.items()):
-        if impl == DEFAULT:
-            continue
+        if impl == DEFAULT or not impl.startswith(FORCED):
+            continue  # only the library's own algorithms can go into its files
         c = stats.paired(base, g, cl, alpha)
         cell.candidates[impl] = c.as_json()
         if c.faster and c.ratio is not None and c.ratio <= 1 - min_effect \

@@ -69,6 +69,25 @@ def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
             raise
 
 
+def forced_impls(mpi: str, colls: list[str], timeout: float = 120.0) -> dict[str, list[str]]:
+    """{coll: [impl, ...]} of the library's forced algorithms, as mpilab-bench registers them
+    (`--mpi-algorithms --list --json` on one rank: the entries of origin "mpi:...")."""
+    launcher_args = ["--mca", "coll_tuned_use_dynamic_rules", "1"] if mpi == "openmpi" else []
+    j = runner_job(1, DEFAULT_NP, ["--mpi-algorithms", "--list", "--json"], None, launcher_args)
+    try:
+        p = subprocess.run(j.cmd, env=j.env, capture_output=True, text=True, timeout=timeout,
+                           check=False)
+        entries = json.loads(p.stdout)["entries"]
+    except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+        raise MpilabError("mpilab-bench --mpi-algorithms --list --json gave no entry list "
+                          "(does this MPI offer MPI_T control variables?)") from None
+    out: dict[str, list[str]] = {c: [] for c in colls}
+    for e in entries:
+        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out:
+            out[e["name"]].append(e["impl"])
+    return out
+
+
 def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes: list[int],
                cfg: dict[str, Any]) -> Path:
     """One measurement (ops x sizes on np ranks) in cfg['launches'] launches, merged into
@@ -119,12 +138,17 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
     t_start = time.monotonic()
     files: list[Path] = []
     sized = [c for c in colls if c != "barrier"]
+    impls = forced_impls(mpi, colls)
+
+    def ops_of(cs: list[str]) -> str:
+        # the default (native) and the library's algorithms; not mpilab's own implementations
+        return ",".join(f"{c}:{i}" for c in cs for i in ["native", *impls[c]])
     for np in nps:
         mine: list[Path] = []
         if "barrier" in colls:
-            mine.append(run_series(d, st, f"np{np}-barrier", np, "barrier", [0], cfg))
+            mine.append(run_series(d, st, f"np{np}-barrier", np, ops_of(["barrier"]), [0], cfg))
         if sized:
-            mine.append(run_series(d, st, f"np{np}-r0", np, ",".join(sized), sizes, cfg))
+            mine.append(run_series(d, st, f"np{np}-r0", np, ops_of(sized), sizes, cfg))
         for r in range(1, rounds + 1):
             docs = [json.loads(p.read_text(encoding="utf-8")) for p in mine]
             cells = choose.choose_all(docs, cfg["min_effect"])
