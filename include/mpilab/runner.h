@@ -56,6 +56,12 @@ typedef struct mpilab_runner_config {
     const char *inject_spec;
     double time_budget; /* --time-budget: seconds of samples for the run (0 = none); each
                          * measurement's share is bo.prec.max_time */
+    int mpi_algorithms; /* --mpi-algorithms: the MPI library's forced algorithms as entries
+                         * (mpilab/forced.h) */
+    int probe;          /* --probe: run each selected entry once per size, no timing, and say
+                         * so on stderr (mpilab_runner_probe) */
+    int probe_skew;     /* --probe-skew: ranks give counts one byte apart, so that the MPI
+                         * library reports an error naming the algorithm that ran (MPICH) */
 } mpilab_runner_config_t;
 
 enum {
@@ -84,6 +90,10 @@ json_t *mpilab_runner_list_json(void);
  * progress on stderr unless quiet. Returns 0, 1 if a measurement failed or delivered wrong
  * data (the document still holds what was measured), or 2 with a one-line reason in err
  * if the options are unusable. *doc is NULL on other ranks. */
+/* --probe: each selected entry run once per size on a communicator that returns errors, each
+ * call announced on stderr ("mpilab-probe: rank R begin|end OP:IMPL BYTES [rc N error TEXT]");
+ * no timing, no results document. 0, or 1 with one line in err. */
+int mpilab_runner_probe(const mpilab_runner_config_t *c, char *err, size_t errlen);
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen);
 

@@ -640,6 +640,8 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
 {
     run_t w = {.c = c, .last_save = MPI_Wtime()};
     *doc = NULL;
+    if (c->probe)
+        return mpilab_runner_probe(c, err, errlen);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
     if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)

@@ -11,6 +11,7 @@
 #include "mpilab/parse.h"
 #include "mpilab/runner.h"
 #include "mpilab/suite.h"
+#include "mpilab/forced.h"
 
 #define MAX_SIZES 100000
 
@@ -74,6 +75,13 @@ void mpilab_runner_usage(FILE *f)
         "  --inject-clock SPEC  self-test: offset=DURATION,drift=PPM,seed=N gives every rank a known\n"
         "                       clock error (offset uniform in +-DURATION, drift in +-PPM), recorded\n"
         "                       in the results (provenance.options.inject_clock)\n"
+        "  --mpi-algorithms     add the MPI library's own collective algorithms as entries, forced\n"
+        "                       through its MPI_T variables: op:ompi_NAME (Open MPI coll_tuned; launch\n"
+        "                       with --mca coll_tuned_use_dynamic_rules 1) or op:mpich_NAME (MPICH)\n"
+        "  --probe              no timing: run each selected entry once per size and report on\n"
+        "                       stderr (mpilab-probe: lines; docs/tune.md)\n"
+        "  --probe-skew         --probe with counts one byte apart between ranks, so that the MPI\n"
+        "                       library's error stack names the algorithm that ran (MPICH)\n"
         "  --out FILE           results file (written atomically)\n"
         "  --quiet              no progress on stderr\n"
         "  --format table|csv   the summary on stdout as a table (default) or CSV: one row per\n"
@@ -214,7 +222,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
     return 0;
 }
 
-enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
+enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
        O_MSGLOG };
@@ -236,7 +244,8 @@ static const struct option longopts[] = {
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
     {"pairs-seed", required_argument, 0, O_PSEED}, {"iterations", required_argument, 0, 'i'},
-    {"msglog", required_argument, 0, O_MSGLOG},
+    {"msglog", required_argument, 0, O_MSGLOG}, {"mpi-algorithms", no_argument, 0, O_MPIALG},
+    {"probe", no_argument, 0, O_PROBE}, {"probe-skew", no_argument, 0, O_SKEW},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -394,6 +403,9 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
             return fail(err, errlen, "--pairs-seed: '%s' is not a non-negative integer", v);
         c->pairs_seed = (unsigned long long)r->pairs_seed;
         return 0;
+    case O_MPIALG: c->mpi_algorithms = 1; return 0;
+    case O_PROBE: c->probe = 1; return 0;
+    case O_SKEW: c->probe = c->probe_skew = 1; return 0;
     case O_LIST: c->list |= 1; return 0;
     case O_JSON: c->list |= 2; return 0;
     case O_OPS: r->ops = v; return 0;
@@ -597,6 +609,8 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     for (size_t k = 0; k < r.nentries; k++)
         if (mpilab_ops_load(r.entries[k], why, sizeof why) != 0)
             return fail(err, errlen, "--entries: %s", why);
+    if (c->mpi_algorithms && mpilab_forced_register(why, sizeof why) < 0)
+        return fail(err, errlen, "%s", why);
     if (c->list == 2)
         return fail(err, errlen, "--json goes with --list");
     if (c->list)
