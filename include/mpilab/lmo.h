@@ -148,7 +148,8 @@ double mpilab_lmo_predict(mpilab_op_model_t pattern, const mpilab_lmo_params_t *
 /* ---- measurement (collective over comm) ---- */
 
 /* Result of one point-to-two experiment: root sends `bytes` to x and to y (non-blocking, at
- * once), then receives their empty replies; samples are the root's times for the whole. */
+ * once), then receives their empty replies; samples are the root's times for the whole.
+ * y = -1: a round trip root -> x (the same calls with one receiver). */
 typedef struct mpilab_p2t_result {
     int root, x, y;
     size_t bytes;
@@ -169,6 +170,13 @@ void mpilab_p2t_result_free(mpilab_p2t_result_t *r);
 int mpilab_p2t_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
                        size_t warmup, const mpilab_triplet_t *trip, size_t ntrip, mpilab_p2t_result_t *res);
 
+/* The round trips of every pair i < j of comm, i -> j with `bytes` and an empty reply, made
+ * with the same calls as the point-to-two experiment (so that the two differ only by the
+ * second message): pairs in the circle method's rounds (mpilab_p2p_schedule) or one at a
+ * time; res[pair index] on rank 0 (y = -1). Returns 0 or an MPI error code. */
+int mpilab_lmo_rt_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
+                          size_t warmup, mpilab_p2t_result_t *res);
+
 /* Everything the LMO fit needs (rank 0 holds it): all pairs' round trips with empty messages
  * and with M bytes (empty reply), and every triplet's point-to-two experiments with both. */
 typedef struct mpilab_lmo_measured {
@@ -177,7 +185,7 @@ typedef struct mpilab_lmo_measured {
     mpilab_p2p_mode_t mode;
     mpilab_triplet_t *trip;
     size_t ntrip, rounds;
-    mpilab_p2p_result_t *rt_0, *rt_m;   /* [p(p-1)/2] */
+    mpilab_p2t_result_t *rt_0, *rt_m;   /* [p(p-1)/2] (y = -1) */
     mpilab_p2t_result_t *p2t_0, *p2t_m; /* [3 ntrip] */
     double wall_s;                      /* seconds the four series took */
 } mpilab_lmo_measured_t;

@@ -41,7 +41,8 @@ typedef struct mpilab_runner_config {
     long long p2p_back; /* -1 = the same as bytes */
     const char *out;    /* results file or NULL */
     int no_fit, quiet, single;
-    int hockney, loggp; /* --models */
+    int hockney, loggp, lmo; /* --models */
+    size_t lmo_bytes;        /* --lmo-bytes: M of the LMO experiments (default 64K) */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
     /* --placement: the mode parsed here; the placement itself must happen before MPI_Init

@@ -22,20 +22,22 @@ void mpilab_p2t_result_free(mpilab_p2t_result_t *r)
     r->samples = NULL;
 }
 
-/* One timed (or untimed) point-to-two repetition on the root. */
+/* One timed (or untimed) repetition on the root: point-to-two (root -> x, y) or, with y < 0,
+ * the round trip root -> x, with the same calls (non-blocking sends and receives, one wait),
+ * so that the two experiments differ only in the number of messages. */
 static int p2t_once(MPI_Comm comm, int x, int y, char *out, size_t bytes, int tag)
 {
     MPI_Request rq[4];
-    int n = (int)bytes;
+    int n = (int)bytes, two = y >= 0;
     int rc = MPI_Isend(out, n, MPI_BYTE, x, tag, comm, &rq[0]);
+    if (rc == MPI_SUCCESS && two)
+        rc = MPI_Isend(out, n, MPI_BYTE, y, tag, comm, &rq[2]);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Isend(out, n, MPI_BYTE, y, tag, comm, &rq[1]);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Irecv(NULL, 0, MPI_BYTE, x, TAG_BACK, comm, &rq[2]);
-    if (rc == MPI_SUCCESS)
+        rc = MPI_Irecv(NULL, 0, MPI_BYTE, x, TAG_BACK, comm, &rq[1]);
+    if (rc == MPI_SUCCESS && two)
         rc = MPI_Irecv(NULL, 0, MPI_BYTE, y, TAG_BACK, comm, &rq[3]);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+        rc = MPI_Waitall(two ? 4 : 2, rq, MPI_STATUSES_IGNORE);
     return rc;
 }
 
@@ -82,7 +84,7 @@ static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, si
         }
     }
     int r1 = MPI_Send(NULL, 0, MPI_BYTE, x, TAG_STOP, comm);
-    int r2 = MPI_Send(NULL, 0, MPI_BYTE, y, TAG_STOP, comm);
+    int r2 = y >= 0 ? MPI_Send(NULL, 0, MPI_BYTE, y, TAG_STOP, comm) : MPI_SUCCESS;
     rc = rc != MPI_SUCCESS ? rc : r1 != MPI_SUCCESS ? r1 : r2;
     mpilab_stats_compute(res->samples, valid, n, prec->cl, prec->eps, &res->stats);
     free(valid);
@@ -106,18 +108,31 @@ static int collect(MPI_Comm comm, mpilab_p2t_result_t *res)
     return rc;
 }
 
-/* The experiments of triplet k on rank me (a member), results sent to rank 0. */
-static int run_triplet(MPI_Comm comm, int me, const mpilab_triplet_t *t, size_t k, size_t round, char *buf,
-                       size_t bytes, const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
+/* Roles of experiment e of group g: a triplet (3 experiments, mpilab_triplet_roles) or, with
+ * g->c < 0, a pair (one round trip, g->a -> g->b). */
+static void roles(const mpilab_triplet_t *g, int e, int *root, int *x, int *y)
+{
+    if (g->c < 0) {
+        *root = g->a;
+        *x = g->b;
+        *y = -1;
+    } else {
+        mpilab_triplet_roles(g, e, root, x, y);
+    }
+}
+
+/* The experiments of group k on rank me (a member), results sent to rank 0. */
+static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k, int per, size_t round,
+                     char *buf, size_t bytes, const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
 {
     int rc = MPI_SUCCESS;
-    for (int e = 0; e < 3 && rc == MPI_SUCCESS; e++) {
+    for (int e = 0; e < per && rc == MPI_SUCCESS; e++) {
         int root, x, y;
-        mpilab_triplet_roles(t, e, &root, &x, &y);
+        roles(g, e, &root, &x, &y);
         mpilab_p2t_result_t mine = {.root = root, .x = x, .y = y, .bytes = bytes, .round = round};
         rc = p2t_loop(comm, me, root, x, y, buf, bytes, prec, warmup, &mine);
         if (me == root && me == 0) {
-            res[3 * k + (size_t)e] = mine;
+            res[(size_t)per * k + (size_t)e] = mine;
             continue;
         }
         if (me == root) {
@@ -131,45 +146,33 @@ static int run_triplet(MPI_Comm comm, int me, const mpilab_triplet_t *t, size_t 
     return rc;
 }
 
-int mpilab_p2t_measure(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                       size_t warmup, const mpilab_triplet_t *trip, size_t ntrip, mpilab_p2t_result_t *res)
+static int member(const mpilab_triplet_t *g, int me)
 {
-    int n;
-    MPI_Comm_size(comm_in, &n);
-    if (n < 3 || bytes > INT_MAX || !prec || prec->max_reps < 1 || !trip)
-        return MPI_ERR_ARG;
-    size_t *order = malloc((ntrip + 1) * sizeof *order), *starts = malloc((ntrip + 2) * sizeof *starts);
-    size_t rounds = order && starts ? mpilab_lmo_triplet_rounds(n, trip, ntrip, order, starts) : 0;
-    int ok = rounds > 0 || ntrip == 0, all = 0;
-    char *buf = malloc(bytes ? bytes : 1);
-    ok = ok && buf;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm_in);
-    if (!all) {
-        free(order);
-        free(starts);
-        free(buf);
-        return rounds > 0 || ntrip == 0 ? MPI_ERR_NO_MEM : MPI_ERR_ARG;
-    }
-    memset(buf, 0x5A, bytes ? bytes : 1);
-    MPI_Comm comm;
-    int rc = MPI_Comm_dup(comm_in, &comm), me;
+    return me == g->a || me == g->b || (g->c >= 0 && me == g->c);
+}
+
+/* Every group's experiments in rounds of disjoint groups (order/starts), or one group at a
+ * time (seq); a barrier after each round; rank 0 collects each round's results. */
+static int run_rounds(MPI_Comm comm, const mpilab_triplet_t *g, size_t ng, int per, const size_t *order,
+                      const size_t *starts, size_t rounds, int seq, char *buf, size_t bytes,
+                      const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
+{
+    int me, rc = MPI_SUCCESS;
     MPI_Comm_rank(comm, &me);
-    int seq = mode == MPILAB_P2P_SEQUENTIAL;
-    size_t nr = seq ? ntrip : rounds;
+    size_t nr = seq ? ng : rounds;
     for (size_t r = 0; r < nr && rc == MPI_SUCCESS; r++) {
         size_t a = seq ? r : starts[r], b = seq ? r + 1 : starts[r + 1];
         for (size_t q = a; q < b && rc == MPI_SUCCESS; q++) {
             size_t k = seq ? q : order[q];
-            const mpilab_triplet_t *t = &trip[k];
-            if (me == t->a || me == t->b || me == t->c)
-                rc = run_triplet(comm, me, t, k, r, buf, bytes, prec, warmup, res);
+            if (member(&g[k], me))
+                rc = run_group(comm, me, &g[k], k, per, r, buf, bytes, prec, warmup, res);
         }
         for (size_t q = a; me == 0 && q < b && rc == MPI_SUCCESS; q++) {
             size_t k = seq ? q : order[q];
-            for (int e = 0; e < 3 && rc == MPI_SUCCESS; e++) {
-                mpilab_p2t_result_t *x = &res[3 * k + (size_t)e];
+            for (int e = 0; e < per && rc == MPI_SUCCESS; e++) {
+                mpilab_p2t_result_t *x = &res[(size_t)per * k + (size_t)e];
                 int root, rx, ry;
-                mpilab_triplet_roles(&trip[k], e, &root, &rx, &ry);
+                roles(&g[k], e, &root, &rx, &ry);
                 if (root == 0)
                     continue;
                 *x = (mpilab_p2t_result_t){.root = root, .x = rx, .y = ry, .bytes = bytes, .round = r};
@@ -181,12 +184,73 @@ int mpilab_p2t_measure(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode, c
     }
     int bad = rc != MPI_SUCCESS, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
-    if (anybad && rc == MPI_SUCCESS)
-        rc = MPI_ERR_OTHER;
-    MPI_Comm_free(&comm);
+    return anybad && rc == MPI_SUCCESS ? MPI_ERR_OTHER : rc;
+}
+
+/* Collective: groups g[0..ng) (triplets, or pairs with c = -1) with their rounds. */
+static int measure_groups(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
+                          size_t warmup, const mpilab_triplet_t *g, size_t ng, int per, size_t *order,
+                          size_t *starts, size_t rounds, mpilab_p2t_result_t *res)
+{
+    int ok = rounds > 0 || ng == 0, all = 0;
+    char *buf = malloc(bytes ? bytes : 1);
+    ok = ok && buf;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm_in);
+    if (!all) {
+        free(buf);
+        return buf ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
+    }
+    memset(buf, 0x5A, bytes ? bytes : 1);
+    MPI_Comm comm;
+    int rc = MPI_Comm_dup(comm_in, &comm);
+    if (rc == MPI_SUCCESS) {
+        rc = run_rounds(comm, g, ng, per, order, starts, rounds, mode == MPILAB_P2P_SEQUENTIAL, buf, bytes, prec,
+                        warmup, res);
+        MPI_Comm_free(&comm);
+    }
+    free(buf);
+    return rc;
+}
+
+int mpilab_p2t_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
+                       size_t warmup, const mpilab_triplet_t *trip, size_t ntrip, mpilab_p2t_result_t *res)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (n < 3 || bytes > INT_MAX || !prec || prec->max_reps < 1 || !trip)
+        return MPI_ERR_ARG;
+    size_t *order = malloc((ntrip + 1) * sizeof *order), *starts = malloc((ntrip + 2) * sizeof *starts);
+    size_t rounds = order && starts ? mpilab_lmo_triplet_rounds(n, trip, ntrip, order, starts) : 0;
+    int rc = measure_groups(comm, bytes, mode, prec, warmup, trip, ntrip, 3, order, starts, rounds, res);
     free(order);
     free(starts);
-    free(buf);
+    return rc;
+}
+
+int mpilab_lmo_rt_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
+                          size_t warmup, mpilab_p2t_result_t *res)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (n < 2 || bytes > INT_MAX || !prec || prec->max_reps < 1)
+        return MPI_ERR_ARG;
+    size_t np = (size_t)n * (size_t)(n - 1) / 2;
+    mpilab_triplet_t *g = malloc(np * sizeof *g);
+    mpilab_pair_t *sched = malloc(np * sizeof *sched);
+    size_t *order = malloc(np * sizeof *order), *starts = malloc(((size_t)n + 2) * sizeof *starts), rounds = 0;
+    if (g && sched && order && starts) {
+        for (int i = 0, k = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++, k++)
+                g[k] = (mpilab_triplet_t){i, j, -1};
+        rounds = mpilab_p2p_schedule(n, sched, starts); /* the circle method's rounds */
+        for (size_t k = 0; k < np; k++)
+            order[k] = (size_t)sched[k].i * (size_t)(2 * n - sched[k].i - 1) / 2 + (size_t)(sched[k].j - sched[k].i - 1);
+    }
+    int rc = measure_groups(comm, bytes, mode, prec, warmup, g, np, 1, order, starts, rounds, res);
+    free(g);
+    free(sched);
+    free(order);
+    free(starts);
     return rc;
 }
 
@@ -195,9 +259,9 @@ void mpilab_lmo_measured_free(mpilab_lmo_measured_t *m)
     size_t np = m->p > 1 ? (size_t)m->p * (size_t)(m->p - 1) / 2 : 0;
     for (size_t q = 0; q < np; q++) {
         if (m->rt_0)
-            mpilab_p2p_result_free(&m->rt_0[q]);
+            mpilab_p2t_result_free(&m->rt_0[q]);
         if (m->rt_m)
-            mpilab_p2p_result_free(&m->rt_m[q]);
+            mpilab_p2t_result_free(&m->rt_m[q]);
     }
     for (size_t e = 0; e < 3 * m->ntrip; e++) {
         if (m->p2t_0)
@@ -241,9 +305,9 @@ int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, cons
     free(order);
     free(st);
     double t0 = MPI_Wtime();
-    int rc = mpilab_p2p_measure(comm, 0, 0, mode, prec, m->rt_0);
+    int rc = mpilab_lmo_rt_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, m->rt_0);
     if (rc == MPI_SUCCESS)
-        rc = mpilab_p2p_measure(comm, bytes, 0, mode, prec, m->rt_m);
+        rc = mpilab_lmo_rt_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, m->rt_m);
     if (rc == MPI_SUCCESS)
         rc = mpilab_p2t_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, m->trip, m->ntrip, m->p2t_0);
     if (rc == MPI_SUCCESS)

@@ -394,6 +394,32 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
     return lres;
 }
 
+/* The LMO experiments (collective): round trips and point-to-two, empty and lmo_bytes; NULL
+ * if not asked or failed. */
+static mpilab_lmo_measured_t *measure_lmo(run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    if (!c->lmo || w->exit_code != 0)
+        return NULL;
+    mpilab_lmo_measured_t *m = calloc(1, sizeof *m);
+    int ok = m != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    int rc = all ? mpilab_lmo_measure(MPI_COMM_WORLD, c->lmo_bytes, c->p2p_mode, &c->bo.prec, m) : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: LMO measurement failed (MPI error %d)\n", rc);
+        w->exit_code = 1;
+        if (m)
+            mpilab_lmo_measured_free(m);
+        free(m);
+        return NULL;
+    }
+    if (w->rank == 0 && !c->quiet)
+        fprintf(stderr, "[lmo] %zu triplets in %zu rounds, M = %zu bytes, %.2f s\n", m->ntrip, m->rounds, m->bytes,
+                m->wall_s);
+    return m;
+}
+
 /* The multilane model's inputs (collective) when a grid entry was selected: the grid and P
  * the entries use ($MPILAB_MULTILANE_SITES / _LANES), measured with
  * $MPILAB_MULTILANE_MODEL_BYTES (default 4M) x 3.  On rank 0 the models.multilane object
@@ -501,6 +527,10 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ml, json_string("hockney"));
     if (c->loggp)
         json_array_append_new(ml, json_string("loggp"));
+    if (c->lmo) {
+        json_array_append_new(ml, json_string("lmo"));
+        json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
+    }
     json_object_set_new(opt, "models", ml);
     json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));
     if (c->inject) {
@@ -568,7 +598,7 @@ static mpilab_quality_context_t quality_context(const run_t *w, json_t *prov)
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
 static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,
-                        json_t *multilane)
+                        const mpilab_lmo_measured_t *lmo, json_t *multilane)
 {
     const mpilab_runner_config_t *c = w->c;
     json_object_set_new(prov, "options", options_json(w));
@@ -594,6 +624,11 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
             models = json_object();
         json_object_set_new(models, "loggp",
                             mpilab_models_loggp(lres, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout));
+    }
+    if (lmo) {
+        if (!models)
+            models = json_object();
+        json_object_set_new(models, "lmo", mpilab_models_lmo(lmo, w->meas, stdout));
     }
     if (multilane) {
         if (!models)
@@ -646,9 +681,10 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (w.exit_code == 0)
         measure_all(&w);
     mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
+    mpilab_lmo_measured_t *lmo = measure_lmo(&w);
     json_t *multilane = measure_multilane(&w);
     if (w.rank == 0) {
-        *doc = document(&w, prov, lres, multilane);
+        *doc = document(&w, prov, lres, lmo, multilane);
         if (w.exit_code != 0) { /* stopped early: what was measured, said to be partial */
             json_object_set_new(*doc, "partial", json_true());
             json_object_set_new(*doc, "partial_reason",
@@ -666,6 +702,9 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     for (size_t k = 0; lres && k < npairs; k++)
         mpilab_loggp_pair_result_free(&lres[k]);
     free(lres);
+    if (lmo)
+        mpilab_lmo_measured_free(lmo);
+    free(lmo);
     mpilab_bench_finalize(w.b);
     mpilab_clock_inject_set(NULL);
     return w.exit_code;

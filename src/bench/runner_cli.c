@@ -59,7 +59,9 @@ void mpilab_runner_usage(FILE *f)
         "                       digits, e.g. sites), host, site, none, or K (blocks of K ranks)\n"
         "  --pairs-seed N       seed of the sampled design's random matchings (default 0)\n"
         "  --models LIST        models to fit: hockney (from p2p), loggp (own measurement per pair\n"
-        "                       over --sizes) (default hockney)\n"
+        "                       over --sizes), lmo (heterogeneous: per-node and per-link delays from\n"
+        "                       round trips and point-to-two experiments, >= 3 ranks) (default hockney)\n"
+        "  --lmo-bytes SIZE     M of the lmo experiments (bytes, default 64K)\n"
         "  --no-fit             no models\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
@@ -180,6 +182,8 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
         c->hockney = 1;
     else if (strcmp(t, "loggp") == 0)
         c->loggp = 1;
+    else if (strcmp(t, "lmo") == 0)
+        c->lmo = 1;
     else
         return -1;
     return 0;
@@ -215,7 +219,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG };
+       O_MSGLOG, O_LMOB };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -234,7 +238,7 @@ static const struct option longopts[] = {
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
     {"pairs-seed", required_argument, 0, O_PSEED}, {"iterations", required_argument, 0, 'i'},
-    {"msglog", required_argument, 0, O_MSGLOG},
+    {"msglog", required_argument, 0, O_MSGLOG}, {"lmo-bytes", required_argument, 0, O_LMOB},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -430,6 +434,11 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_SINGLE: c->single = 1; return 0;
     case O_WARMUP: return count_arg("--warmup", v, &r->warmup, err, errlen);
     case O_MODELS: r->models = v; return 0;
+    case O_LMOB:
+        if (mpilab_parse_size(v, &sz) != 0 || sz == 0 || sz > INT_MAX)
+            return fail(err, errlen, "--lmo-bytes: '%s' is not a size in 1..%d bytes", v, INT_MAX);
+        c->lmo_bytes = sz;
+        return 0;
     case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
     case 'h': return MPILAB_RUNNER_HELP;
@@ -531,6 +540,12 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (mpilab_loggp_check(c->sizes, c->nsizes, &c->lg, lerr, sizeof lerr) != 0)
             return fail(err, errlen, "--models loggp: %s", lerr);
     }
+    if (c->lmo) {
+        if (c->no_fit)
+            return fail(err, errlen, "--no-fit contradicts --models lmo");
+        if (nranks < 3)
+            return fail(err, errlen, "--models lmo needs at least 3 ranks (a point-to-two triplet), got %d", nranks);
+    }
     if (c->out) {
         /* the output directory must exist and be writable before measuring */
         char *copy = strdup(c->out);
@@ -552,6 +567,7 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     c->isolation[0] = c->bo.isolation;
     c->nisolation = 1;
     c->hockney = 1;
+    c->lmo_bytes = 65536;
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
                  .min_reps = 5, .max_reps = 1000000, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
@@ -600,8 +616,8 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     if (rc == 0)
         rc = for_items("--timing", r.timing, timing_one, c, "max, root, global, opspec", err, errlen);
     if (rc == 0 && r.models) {
-        c->hockney = c->loggp = 0;
-        rc = for_items("--models", r.models, model_one, c, "hockney, loggp", err, errlen);
+        c->hockney = c->loggp = c->lmo = 0;
+        rc = for_items("--models", r.models, model_one, c, "hockney, loggp, lmo", err, errlen);
     }
     if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
         char why[200];
