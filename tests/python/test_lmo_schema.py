@@ -57,9 +57,9 @@ def test_lmo_section_loads(synthetic_results: Callable[..., dict[str, Any]],
     (lambda s: s["experiments"].pop("p2t_m"), "models.lmo.experiments", ""),
     (lambda s: s["links"]["pairs"].__setitem__(0, [0, -1]), "models.lmo.links.pairs[0][1]", ""),
 ])
-def test_bad_lmo_names_file_line_and_path(synthetic_results: Callable[..., dict[str, Any]], tmp_path: Path,
-                                          mutate: Callable[[dict[str, Any]], Any], where: str,
-                                          problem: str) -> None:
+def test_bad_lmo_names_file_line_and_path(synthetic_results: Callable[..., dict[str, Any]],
+                                          tmp_path: Path, mutate: Callable[[dict[str, Any]], Any],
+                                          where: str, problem: str) -> None:
     doc = synthetic_results(ranks=3, sizes=(1024,))
     sec = lmo_section()
     mutate(sec)
