@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "mpilab/parse.h"
+#include "mpilab/adaptive.h"
 #include "mpilab/runner.h"
 #include "mpilab/suite.h"
 
@@ -26,6 +27,9 @@ void mpilab_runner_usage(FILE *f)
         "  --ops LIST           comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
         "  --sizes SPEC         message sizes in bytes: comma list of sizes (4K), ranges A:B:STEP or\n"
         "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
+        "  --sizes auto:MIN:MAX[:BUDGET]  adaptive: MIN..MAX x8 first, then sizes inserted where an entry's\n"
+        "                       curve departs from the line between neighbours by more than its\n"
+        "                       intervals, at most BUDGET sizes per entry (default: a doubling list's count)\n"
         "  -m [MIN:]MAX         OSU style: sizes MIN..MAX in bytes doubling (MIN:MAX:x2; MIN default 1)\n"
         "  -i, --iterations N   OSU style: exactly N timed repetitions per measurement (--min-reps N\n"
         "                       --max-reps N: a fixed count, not converged unless it happens to be)\n"
@@ -504,7 +508,8 @@ static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
     }
     size_t count = 0;
     for (size_t k = 0; k < c->nsel; k++)
-        count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);
+        count += (c->adaptive ? c->auto_budget : c->nsizes) *
+                 ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);
     double share = count ? r->time_budget / (double)count : r->time_budget;
     if (r->time_budget > 0.0 && share < c->bo.prec.min_time)
         share = c->bo.prec.min_time; /* never below the time the rule waits for */
@@ -556,6 +561,37 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (bad)
             return fail(err, errlen, "--out: cannot write '%s' (%s)", c->out, *c->out ? strerror(e) : "empty path");
     }
+    return 0;
+}
+
+/* --sizes auto:MIN:MAX[:BUDGET]: the coarse start list (x8) and the budget (default: the
+ * count of the doubling list MIN..MAX, so never more sizes than that fixed list). */
+static int auto_sizes(mpilab_runner_config_t *c, const char *spec, char *err, size_t errlen)
+{
+    char buf[128], *f[4] = {0};
+    int nf = 0;
+    snprintf(buf, sizeof buf, "%s", spec + 5);
+    for (char *save = NULL, *t = strtok_r(buf, ":", &save); t && nf < 4; t = strtok_r(NULL, ":", &save))
+        f[nf++] = t;
+    size_t lo, hi, budget = 0;
+    long long b = 0;
+    if (strlen(spec) >= sizeof buf || nf < 2 || nf > 3 || strchr(spec + 5, ',') || mpilab_parse_size(f[0], &lo) != 0 ||
+        mpilab_parse_size(f[1], &hi) != 0 || (nf == 3 && (mpilab_parse_i64(f[2], &b) != 0 || b < 3 || b > 1000)))
+        return fail(err, errlen, "--sizes: '%s' is not auto:MIN:MAX[:BUDGET] (BUDGET 3..1000)", spec);
+    if (lo >= hi || hi > INT_MAX)
+        return fail(err, errlen, "--sizes: %s: an impossible size range (MIN < MAX <= %d bytes needed)", spec, INT_MAX);
+    for (size_t s = lo ? lo : 1; budget += 1, s < hi; s = s > hi / 2 ? hi : s * 2)
+        ;
+    budget += lo == 0;
+    c->auto_budget = nf == 3 ? (size_t)b : budget;
+    c->sizes = malloc(64 * sizeof *c->sizes);
+    c->nsizes = c->sizes ? mpilab_adaptive_start(lo, hi, 8, c->sizes, 64) : 0;
+    if (c->nsizes == 0)
+        return fail(err, errlen, "out of memory");
+    if (c->nsizes > c->auto_budget)
+        return fail(err, errlen, "--sizes: %s: the budget %zu is below the %zu sizes of the start list", spec,
+                    c->auto_budget, c->nsizes);
+    c->adaptive = 1;
     return 0;
 }
 
@@ -619,7 +655,9 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
         c->hockney = c->loggp = c->lmo = 0;
         rc = for_items("--models", r.models, model_one, c, "hockney, loggp, lmo", err, errlen);
     }
-    if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
+    if (rc == 0 && strncmp(r.sizes, "auto:", 5) == 0)
+        rc = auto_sizes(c, r.sizes, err, errlen);
+    else if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
         char why[200];
         snprintf(why, sizeof why, "%s", err);
         rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m/-msglog" : "--sizes", why);
