@@ -23,8 +23,12 @@ extern "C" {
 typedef struct mpilab_runner_config {
     const mpilab_op_t **sel; /* selected entries, in --ops order */
     size_t nsel;
-    size_t *sizes; /* sorted, distinct */
+    size_t *sizes; /* sorted, distinct (--sizes auto:...: the coarse start list) */
     size_t nsizes;
+    /* --sizes auto:MIN:MAX[:BUDGET]: sizes chosen where each entry's curve bends
+     * (mpilab/adaptive.h), starting from MIN..MAX x8, at most `auto_budget` sizes per entry */
+    int adaptive;
+    size_t auto_budget;
     mpilab_timing_t timing[4];
     size_t ntiming;
     mpilab_bench_opts_t bo;
@@ -42,7 +46,8 @@ typedef struct mpilab_runner_config {
     const char *out;    /* results file or NULL */
     int no_fit, quiet, single;
     int csv;            /* --format csv: the table as CSV on stdout */
-    int hockney, loggp; /* --models */
+    int hockney, loggp, lmo; /* --models */
+    size_t lmo_bytes;        /* --lmo-bytes: M of the LMO experiments (default 64K) */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
     /* --placement: the mode parsed here; the placement itself must happen before MPI_Init
