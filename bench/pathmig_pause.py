@@ -62,7 +62,7 @@ def configure(sp: Spec, cfg: str) -> None:
     agents.clear_logs(sp)
     hosts = sp.node_names()
     base, _, algo = cfg.partition("-")
-    congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT)
+    congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT, quickack=base != "tcp")
     congestion.send_buffers(sp, hosts, base != "tcp")  # as testbed run sets them up
     cfg = base
     if cfg == "agent":

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from mpilab.errors import MpilabError, no_action
+from mpilab.fsutil import write_stdout
 from mpilab.pathmig import agents
 from mpilab.testbed import launch, net
 from mpilab.testbed import spec as specmod
@@ -57,7 +58,7 @@ def format_status(st: list[dict[str, Any]]) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     sp = _spec(args)
     st = [agents.request(sp, n, "status") for n in _nodes(sp, args.node)]
-    print(json.dumps(st, indent=1) if args.json else format_status(st))
+    write_stdout(json.dumps(st, indent=1) if args.json else format_status(st))
     return 0
 
 
@@ -78,7 +79,8 @@ def _request(args: argparse.Namespace, verb: str) -> int:
             raise MpilabError(f"pathmig {verb}: {n}: {ans['error']}")
         done += ans.get("done", 0)
         errors += [f"{n}: {e}" for e in ans.get("errors", [])]
-    print(f"{verb}: {done} connection(s)" + (f"; refused: {'; '.join(errors)}" if errors else ""))
+    write_stdout(f"{verb}: {done} connection(s)" +
+                 (f"; refused: {'; '.join(errors)}" if errors else ""))
     return 1 if errors else 0
 
 
@@ -88,14 +90,14 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise MpilabError("--hosts '': no node given (omit --hosts for every node)")
     hosts = args.hosts.split(",") if args.hosts else None
     pids = agents.start(sp, hosts, manual=args.manual, alt=args.alt)
-    print("pathmig agents: " + ", ".join(f"{n} (pid {p})" for n, p in sorted(pids.items())))
+    write_stdout("pathmig agents: " + ", ".join(f"{n} (pid {p})" for n, p in sorted(pids.items())))
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     sp = _spec(args)
     stopped = agents.stop(sp)
-    print("pathmig agents stopped: " + (", ".join(stopped) or "none were running"))
+    write_stdout("pathmig agents stopped: " + (", ".join(stopped) or "none were running"))
     return 0
 
 
@@ -105,15 +107,16 @@ def cmd_auto(args: argparse.Namespace) -> int:
         ans = agents.request(sp, n, f"auto {args.onoff}")
         if "error" in ans:
             raise MpilabError(f"pathmig auto: {n}: {ans['error']}")
-    print(f"automatic migration {args.onoff}")
+    write_stdout(f"automatic migration {args.onoff}")
     return 0
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     sp = _spec(args)
-    for e in agents.events(sp):
-        if args.all or e["event"] in ("state", "path", "link", "action", "command"):
-            print(json.dumps(e))
+    lines = [json.dumps(e) for e in agents.events(sp)
+             if args.all or e["event"] in ("state", "path", "link", "action", "command")]
+    if lines:
+        write_stdout("\n".join(lines))
     return 0
 
 
