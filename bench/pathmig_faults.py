@@ -80,7 +80,8 @@ def main() -> int:
         sys.exit(f"--seeds {a.seeds}: expected comma-separated integers")
     work = Path(a.work)
     sp = testbed(a.prefix, work)
-    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT, quickack=True)  # as --pathmig runs
+    # as --pathmig runs
+    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT, quickack=True)
     congestion.send_buffers(sp, sp.node_names(), True)
     runs = []
     try:

@@ -7,12 +7,14 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
 from mpilab.errors import MpilabError, no_action
 from mpilab.fsutil import write_stdout
-from mpilab.pathmig import agents
+from mpilab.pathmig import agents, rails
+from mpilab.pathmig.watch import ArmWatch, LogTail, run_watch
 from mpilab.testbed import launch, net
 from mpilab.testbed import spec as specmod
 from mpilab.testbed.spec import Spec
@@ -125,12 +127,35 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
     event logs collected (into events_out, default <state>/pathmig/run-<time>.jsonl) and the
     agents stopped, also when the job fails."""
     hosts = launch.choose_hosts(sp, kw.get("hosts"))
+    usable = [r for r in range(sp.rails)
+              if len(hosts) < 2 or rails.reachable(sp, hosts[0], hosts[1:], r)]
+    if not usable:
+        raise MpilabError(f"no rail connects {hosts[0]} to all of {', '.join(hosts[1:])} "
+                          "(every rail is down somewhere)")
+    if kw.get("rails") is None:
+        kw["rails"] = [usable[0]]  # the job starts on a rail that works now
+    unprotected = len(usable) < 2
+    if unprotected:
+        down = [str(r) for r in range(sp.rails) if r not in usable]
+        sys.stderr.write(f"pathmig: rail(s) {', '.join(down)} do not connect "
+                         f"{', '.join(hosts)} now: the job starts on rail {usable[0]} without "
+                         "an alternate path; its connections are armed when another rail "
+                         "works again (said below when it happens)\n")
     agents.stop(sp)
     agents.clear_logs(sp)
     agents.start(sp, hosts)
+    addr_node = {sp.addr(n, r): n for n in sp.node_names() for r in range(sp.rails)}
+    watch = ArmWatch(time.time(), unprotected, addr_node)
+    tail = LogTail([agents.agent_dir(sp) / f"{n}.jsonl" for n in hosts])
+    stop = threading.Event()
+    th = threading.Thread(target=run_watch, daemon=True,
+                          args=(watch, tail, stop, lambda ln: sys.stderr.write(ln + "\n")))
+    th.start()
     try:
         rc = launch.run(sp, program, mptcp=True, pathmig=True, **kw)
     finally:
+        stop.set()
+        th.join(timeout=5)
         agents.stop(sp)
         dest = events_out or str(agents.agent_dir(sp) / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
                                                         ".jsonl")
@@ -143,6 +168,11 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
         also = f" ({moot} moot: connection gone or not ready)" if moot else ""
         sys.stderr.write(f"pathmig: {armed} arm(s), {migr} migration(s), {failed} failed "
                          f"action(s){also}; events in {dest}\n")
+        for e in tail.poll():  # what the watcher had not read yet
+            watch.feed(e)
+        note = watch.summary()
+        if note:
+            sys.stderr.write(note + "\n")
     return rc
 
 
