@@ -42,19 +42,25 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness import REPO
 from hostile_cases import (
     BIN,
     PY,
     Case,
     Outcome,
     Post,
+    Setup,
     _both,
+    _first,
+    _good,
+    _good_text,
     _keep,
     _no_output,
     _write,
     bench_tool_cases,
     cli_cases,
     delayline_cases,
+    report_case,
     results_cases,
     testbed_cases,
     wavefront_cases,

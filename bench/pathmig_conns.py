@@ -66,7 +66,8 @@ def agent_work(evs: list[dict[str, object]], t0: float) -> float | None:
 def one(sp: Spec, n: int, work: Path) -> dict[str, object]:
     agents.stop(sp)
     agents.clear_logs(sp)
-    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
+    # as --pathmig runs
+    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT, quickack=True)
     congestion.send_buffers(sp, sp.node_names(), True)
     agents.start(sp, manual=True)
     a = 2 * n + 300

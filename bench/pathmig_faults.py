@@ -76,7 +76,8 @@ def main() -> int:
         sys.exit(f"--seeds {a.seeds}: expected comma-separated integers")
     work = Path(a.work)
     sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
-    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
+    # as --pathmig runs
+    congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT, quickack=True)
     congestion.send_buffers(sp, sp.node_names(), True)
     runs = []
     try:

@@ -150,6 +150,26 @@ def hold_fifo(path: str | os.PathLike[str]) -> int | None:
         raise MpilabError(f"{name}: cannot open for writing: {e.strerror}") from None
 
 
+def _stdout_closed() -> None:
+    """The reader of stdout went away (`| head`): what it wanted it has. Later writes
+    (and the interpreter's last flush) go to /dev/null, and the command ends quietly with
+    status 0, as `cat` in a pipeline does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    raise SystemExit(0) from None
+
+
+def write_stdout(text: str) -> None:
+    """Print `text` (a newline added when missing) and flush it; a closed pipe ends the
+    command quietly (see _stdout_closed) instead of an internal error."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write data to path following the module's rule (see the module docstring)."""
     name = os.fspath(path)
@@ -158,10 +178,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             sys.stdout.flush()
             _write_fd(sys.stdout.fileno(), data)
         except BrokenPipeError:
-            # the reader stopped (`| head`): what it wanted it has; leave quietly, as cat does
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise SystemExit(0) from None
+            _stdout_closed()
         return
     target, direct = resolve_output(name)
     if direct:

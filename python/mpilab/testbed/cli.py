@@ -112,6 +112,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
+    if args.pathmig_events is not None and not args.pathmig:
+        raise MpilabError("--pathmig-events: only with --pathmig (without it no agent runs "
+                          "and there are no events to write)")
+    if args.pathmig_events is not None:
+        check_output(args.pathmig_events)
     sp = net.current_spec(_prefix(args))
     rails = None
     if args.rails:

@@ -208,7 +208,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     from mpilab.pathmig import congestion as cc
     algo = (cc.MPTCP_DEFAULT if mptcp else None) if congestion == "auto" else (
         None if congestion == "default" else congestion)
-    cc.apply(spec, chosen, algo)
+    cc.apply(spec, chosen, algo, quickack=mptcp)
     cc.send_buffers(spec, chosen, mptcp)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
         setup_mptcp(spec, chosen, rails[0])
