@@ -23,9 +23,13 @@ int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, 
     int file = mpilab_output_is_file(c->out);
     int have_part = file && mpilab_partial_path(c->out, part, sizeof part) == 0;
     int rc = 0;
-    if (failed && have_part) {
+    size_t n = json_array_size(json_object_get(doc, "measurements"));
+    if (failed && have_part && n == 0) {
+        /* a failed run that measured nothing: no file at all, and the failure stays the
+         * one line its cause printed (a checkpoint, if any, held nothing either) */
+        unlink(part);
+    } else if (failed && have_part) {
         /* a failed run: what it measured goes under the partial name, never to OUT */
-        size_t n = json_array_size(json_object_get(doc, "measurements"));
         if (mpilab_results_write(part, doc, err, errlen) != 0) {
             rc = -1;
         } else {
