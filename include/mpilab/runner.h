@@ -41,6 +41,7 @@ typedef struct mpilab_runner_config {
     long long p2p_back; /* -1 = the same as bytes */
     const char *out;    /* results file or NULL */
     int no_fit, quiet, single;
+    int csv;            /* --format csv: the table as CSV on stdout */
     int hockney, loggp; /* --models */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
@@ -95,6 +96,16 @@ json_t *mpilab_runner_list_json(void);
 int mpilab_runner_probe(const mpilab_runner_config_t *c, char *err, size_t errlen);
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen);
+
+/* Rank 0, before measuring: check --out (a FIFO without a reader is refused with a
+ * one-line reason in err, -1; a FIFO with a reader is held open in *hold). 0 otherwise. */
+int mpilab_runner_out_open(const mpilab_runner_config_t *c, int *hold, char *err, size_t errlen);
+/* Rank 0, after mpilab_runner_run: write doc to --out, or, when the run failed, to
+ * OUT.partial.json (saying so on stderr; nothing at --out). On success the checkpoints
+ * (OUT.partial.json, written while running) are removed. Closes hold. 0, or -1 with a
+ * one-line reason in err (naming the last checkpoint if there is one). */
+int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, int hold, int failed,
+                            char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -39,12 +39,13 @@ typedef struct run {
     size_t nrows, done, total;
     json_t *meas, *skipped;
     json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
-    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint */
+    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
     runner_pairs_t rp;  /* the pair design of all-pairs entries */
     double save_cost;   /* rank 0: seconds the last checkpoint took */
+    int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
 } run_t;
 
 static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
@@ -73,21 +74,28 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
  * timed-out run keeps what it measured. The complete document replaces it at the end. */
 static void checkpoint(run_t *w, int force)
 {
-    /* no checkpoint to "-": standard output carries exactly one document, the last */
-    if (w->rank != 0 || !w->c->out || !w->prov || strcmp(w->c->out, "-") == 0)
+    /* no checkpoint to "-", a FIFO or a device: they carry exactly one document, the last;
+     * none after one failed (a full disk: one line, not one per measurement) */
+    if (w->rank != 0 || !w->c->out || !w->prov || w->ckpt_failed || !mpilab_output_is_file(w->c->out))
         return;
     double now = MPI_Wtime();
-    /* at most once a second, and at most a tenth of the time spent writing (a large file) */
+    /* at most once a second, and at most a tenth of the time spent writing (a large file);
+     * the first one a second after the start (last_save starts there): each write with its
+     * fsync cost a sub-second run 5-20 ms, and such a run, killed, loses under a second */
     double gap = 10.0 * w->save_cost > 1.0 ? 10.0 * w->save_cost : 1.0;
-    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < gap)
+    if (!force && now - w->last_save < gap)
+        return;
+    char part[4096], err[256];
+    if (mpilab_partial_path(w->c->out, part, sizeof part) != 0)
         return;
     json_t *doc = mpilab_results_new(json_incref(w->prov), json_incref(w->meas));
     json_object_set_new(doc, "partial", json_true());
     json_object_set_new(doc, "partial_reason", json_string("the run stopped before the end (killed, timed out or "
                                                            "failed): the measurements completed until then"));
-    char err[256];
-    if (mpilab_results_write(w->c->out, doc, err, sizeof err) != 0)
-        fprintf(stderr, "mpilab-bench: checkpoint: %s\n", err);
+    if (mpilab_results_write(part, doc, err, sizeof err) != 0) {
+        fprintf(stderr, "mpilab-bench: checkpoint: %s (no further checkpoints)\n", err);
+        w->ckpt_failed = 1;
+    }
     json_decref(doc);
     w->last_save = MPI_Wtime();
     w->save_cost = w->last_save - now;
@@ -112,6 +120,24 @@ static void progress(const run_t *w, const row_t *r)
     if (tty && w->done == w->total)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* --format csv: one row per table row, times in seconds; p2p rows one-way (as the table),
+ * their round trip in its own column. */
+static void print_csv(const row_t *rows, size_t n)
+{
+    printf("op,impl,timing,isolation,bytes,median_s,med_lo_s,med_hi_s,roundtrip_median_s,reps,converged,flags\n");
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        double s = row_scale(r);
+        printf("%s,%s,%s,%s,%zu,%.10g,%.10g,%.10g,", r->op, r->impl, r->timing, r->iso[0] ? r->iso : "", r->bytes,
+               r->median * s, r->med_lo * s, r->med_hi * s);
+        if (s != 1.0)
+            printf("%.10g", r->median);
+        printf(",%zu,%d,%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+               r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
+               r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+    }
 }
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
@@ -587,8 +613,12 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         models = mpilab_models_hockney(w->meas, w->size);
     mpilab_quality_context_t qc = quality_context(w, prov);
     note_isolation(w);
-    print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
-    print_isolation_notes(w->rows, w->nrows);
+    if (c->csv) {
+        print_csv(w->rows, w->nrows);
+    } else {
+        print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
+        print_isolation_notes(w->rows, w->nrows);
+    }
     if (lres) {
         if (!models)
             models = json_object();
@@ -608,7 +638,7 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen)
 {
-    run_t w = {.c = c};
+    run_t w = {.c = c, .last_save = MPI_Wtime()};
     *doc = NULL;
     if (c->probe)
         return mpilab_runner_probe(c, err, errlen);

@@ -84,6 +84,8 @@ void mpilab_runner_usage(FILE *f)
         "                       library's error stack names the algorithm that ran (MPICH)\n"
         "  --out FILE           results file (written atomically)\n"
         "  --quiet              no progress on stderr\n"
+        "  --format table|csv   the summary on stdout as a table (default) or CSV: one row per\n"
+        "                       measurement, seconds, p2p one-way with the round trip beside\n"
         "Times in the table and the results are seconds (table: microseconds). See docs/bench.md.\n",
         MPILAB_PAIRS_FULL_LIMIT, MPILAB_SUITE_MAX_SWEEP);
 }
@@ -221,7 +223,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 }
 
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
-       O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
+       O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
        O_MSGLOG };
 
@@ -233,7 +235,7 @@ static const struct option longopts[] = {
     {"isolation", required_argument, 0, O_ISO}, {"p2p-schedule", required_argument, 0, O_SCHED},
     {"p2p-back", required_argument, 0, O_BACK}, {"root", required_argument, 0, O_ROOT},
     {"sync", required_argument, 0, O_SYNC}, {"out", required_argument, 0, O_OUT},
-    {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET},
+    {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
     {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
     {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
@@ -438,6 +440,11 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_OUT: c->out = v; return 0;
     case O_NOFIT: c->no_fit = 1; return 0;
     case O_QUIET: c->quiet = 1; return 0;
+    case O_FORMAT:
+        if (strcmp(v, "table") != 0 && strcmp(v, "csv") != 0)
+            return fail(err, errlen, "--format: '%s': expected table or csv", v);
+        c->csv = strcmp(v, "csv") == 0;
+        return 0;
     case O_DEPTH: return count_arg("--pipeline-depth", v, &r->depth, err, errlen);
     case O_SINGLE: c->single = 1; return 0;
     case O_WARMUP: return count_arg("--warmup", v, &r->warmup, err, errlen);
