@@ -404,3 +404,24 @@ def test_exported_rules_are_loaded_and_fire(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "verify: 3 of 3 cells ran the chosen algorithm" in p.stdout
     assert re.search(r"bcast\s+64 B\s+chosen ompi_basic_linear\s+ran basic_linear", p.stdout)
+
+
+@pytest.mark.skipif(not (REPO / "build-mpich" / "bin" / "mpilab-bench").is_file()
+                    or not shutil.which("mpiexec.mpich"), reason="needs build-mpich/")
+def test_mpich_exported_json_is_loaded_and_fires(tmp_path: Path) -> None:
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test",
+              "cells": [{"op": "bcast", "np": 2, "bytes": b, "winner": w}
+                        for b, w in ((4096, "mpich_scatter_ring_allgather"), (1048576, "native"))],
+              "ranges": [{"op": "bcast", "np": 2, "ranges": [
+                  {"winner": "mpich_scatter_ring_allgather", "from": 4096, "to": 4096},
+                  {"winner": "native", "from": 1048576, "to": 1048576}]}]}
+    c = _write(tmp_path, "choice.json", choice)
+    sel = tmp_path / "sel.json"
+    p = _mpilab("--mpi", "mpich", "tune", "export", c, "--mpich", str(sel))
+    assert p.returncode == 0, p.stderr
+    assert "collective=allreduce" in sel.read_text()  # the library's default tree kept
+    p = _mpilab("--mpi", "mpich", "tune", "verify", c, str(sel), "--np", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verify: 2 of 2 cells ran the chosen algorithm" in p.stdout
+    assert re.search(r"bcast\s+4096 B\s+chosen mpich_scatter_ring_allgather\s+ran "
+                     r"intra_scatter_ring_allgather .*differs from the default", p.stdout)
