@@ -34,15 +34,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import find_tool, mpi_env
+from harness import mpirun as launcher
 from mpilab.pair_matrix import expand_all
-from mpilab.tools import find_tool, mpi_env
 
 SIZES = [4 ** k for k in range(11)]  # 1 B .. 1 MiB
 TRANSPORTS = {"shm": "self,vader", "tcp": "self,tcp"}
 
 
 def mpirun(btl: str) -> list[str]:
-    return ["mpirun", "-np", "2", "--bind-to", "core", "--mca", "btl", btl]
+    # pinned, no yielding: as this script measured before the launcher was shared
+    return launcher(2, ["--bind-to", "core", "--mca", "mpi_yield_when_idle", "0",
+                        "--mca", "btl", btl])
 
 
 def timed(cmd: list[str], timeout: float = 900) -> tuple[float, str]:
