@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from conftest import cli_env
-
 from mpilab.pair_matrix import expand_all
 from mpilab.tools import REPO
 
