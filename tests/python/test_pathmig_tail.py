@@ -197,3 +197,39 @@ def test_no_transport_stall_after_migration_64k(fresh: tuple[Spec, dict[str, str
     pauses, others = _windows(rtts, links)
     failed, why = stalled(pauses, others, statistics.median(d for _, d in rtts))
     assert not failed, why
+
+
+def test_stopped_agents_leave_no_zombie(fresh: tuple[Spec, dict[str, str]]) -> None:
+    """Agents started by this process and stopped by it are collected at once: no
+    `<defunct>` mpilab-pathmigd stays behind (it did, beside running jobs, until init
+    collected it)."""
+    sp, _ = fresh
+    pids = list(agents.start(sp).values())
+    assert pids and all(net.pid_alive(p) for p in pids)
+    agents.stop(sp)
+    assert not [p for p in pids if Path(f"/proc/{p}").exists()], \
+        [Path(f"/proc/{p}/stat").read_text() for p in pids if Path(f"/proc/{p}").exists()]
+
+
+def test_job_without_alternate_is_told_and_armed_later(fresh: tuple[Spec, dict[str, str]]
+                                                       ) -> None:
+    """Rail 0 down when the job starts: `testbed run --pathmig` says at once that the job
+    has no alternate path, runs on rail 1, says when a connection is armed after rail 0
+    came back (healed once the job has run 100 round trips), and sums it up at the end."""
+    sp, env = fresh
+    faults.fail(sp, "s0n0:0", "down")
+    pp = find_tool("mpilab-tb-pingpong")
+    proc = _start(env, ["--pathmig", "--timeout", "240", "--", pp, "--count", "600",
+                        "--bytes", "65536", "--progress", "100", "--stall", "60"])
+    assert proc.stdout is not None and proc.stderr is not None
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        if "iteration 100" in line:
+            faults.heal(sp, None)
+    rc = proc.wait(timeout=300)
+    err = proc.stderr.read()
+    assert rc == 0 and "pingpong ok: 600 round trips" in "".join(out), err
+    assert "rail(s) 0 do not connect" in err and "without an alternate path" in err, err
+    assert "armed on rail 0: it has an alternate path now" in err, err
+    assert "ran without an alternate path until armed" in err, err
