@@ -90,7 +90,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     sp = _spec(args)
     if args.hosts is not None and not args.hosts.strip():
         raise MpilabError("--hosts '': no node given (omit --hosts for every node)")
-    hosts = args.hosts.split(",") if args.hosts else None
+    # the names against the testbed's nodes first: never a raw `ip netns` error
+    hosts = launch.choose_hosts(sp, args.hosts) if args.hosts else None
     pids = agents.start(sp, hosts, manual=args.manual, alt=args.alt)
     write_stdout("pathmig agents: " + ", ".join(f"{n} (pid {p})" for n, p in sorted(pids.items())))
     return 0
