@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpilab.tools import find_tool
-from reproducibility import launches_run, one_run
+from harness import find_tool
+from repro_runs import launches_run, one_run
 
 BTLS = {"shm": "self,vader", "tcp": "self,tcp"}
 
