@@ -23,16 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.testbed import launch, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-from mpilab.tools import mpi_env  # noqa: E402
-from pathmig_pause import testbed  # noqa: E402
+from harness import loadavg, testbed_up_in
+from mpilab.fsutil import atomic_write_text
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.testbed import launch, net
+from mpilab.testbed.spec import Spec
+from mpilab.tools import mpi_env
 
 HOSTS = ["s0n0", "s1n0"]
 CONFIGS = ("tcp", "tcp-qa", "raw1", "pathmig")
@@ -84,9 +81,8 @@ def main() -> int:
         sys.exit(f"--configs: unknown {', '.join(bad)} (have {', '.join(CONFIGS)})")
     if not Path(a.osu_bw).is_file():
         sys.exit(f"--osu-bw {a.osu_bw}: no such file")
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    sp = testbed(a.prefix, Path(a.work))
+    load = loadavg()
+    sp = testbed_up_in(Path(a.work), a.prefix, ppm.SPEC_2X1)
     runs: list[dict[str, Any]] = []
     try:
         for rnd in range(a.rounds):

@@ -10,9 +10,11 @@ is a small data-checked ping-pong between two ranks compiled with the MPI's mpic
 logs every round trip (iteration, CLOCK_REALTIME end, duration). The fault (rail 0 of the
 first node) is applied when rank 0 prints the progress line of round trip --fault-at, and
 healed after the run. The pause is the longest round trip that ended within --window
-seconds of the fault; `later` is the longest round trip after that window (the machine's
-own hiccups, not the migration: compare with `control`, the longest round trip of the
-same number of round trips before the fault). Every run has a time limit.
+seconds of the fault; `near` the longest ending within 0.3 s of it (the migration's own
+round trips, also for a silent drop's 50 ms verdict; less exposed to the machine's noise);
+`later` is the longest round trip after the window (the machine's own hiccups, not the
+migration: compare with `control`, the longest round trip of the same number of round
+trips before the fault). Every run has a time limit.
 
     MPILAB_BIN=build/bin python3 bench/pathmig_mpich.py --mpi openmpi --reps 20 \\
         --sizes 1024,65536 --modes pathmig+down,pathmig+drop --out F.json   (root)
@@ -34,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -77,8 +80,8 @@ int main(int argc, char **argv)
             MPI_Send(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
             MPI_Recv(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             double d = MPI_Wtime() - t;
-            if (log) fprintf(log, "%d %.6f %.9f\n", it, now_real(), d);
             for (int k = 0; k < len; k++) bad += b[k] != (unsigned char)(it * 7 + k + 1);
+            if (log) fprintf(log, "%d %.6f %.9f %d\n", it, now_real(), d, bad);
             if ((it + 1) % 10 == 0) { printf("progress %d\n", it + 1); fflush(stdout); }
         } else if (rank == 1) {
             MPI_Recv(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -100,6 +103,7 @@ int main(int argc, char **argv)
 
 MPICC = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
 TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
+NEAR_S = 0.3  # near_ms: the longest round trip ending this soon after the fault
 HOSTS = ["s0n0", "s1n0"]
 
 
@@ -124,6 +128,17 @@ def nstat(sp: Spec, node: str) -> dict[str, int]:
     return {n: int(v) for n, v in k.items() if n.startswith(("Tcp", "MPTcp"))}
 
 
+def ss_samples(sp: Spec, seconds: float, out: list[str]) -> None:
+    """`ss -tinM` of both nodes every ~10 ms for `seconds` (each block stamped)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for n in HOSTS:
+            p = subprocess.run(["ip", "netns", "exec", sp.ns(n), "ss", "-tinHM"],
+                               capture_output=True, text=True, timeout=30)
+            out.append(f"@{time.time():.6f} {n}\n{p.stdout}\n")
+        time.sleep(0.01)
+
+
 def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
                  window: float) -> dict[str, Any]:
     """pause: the longest round trip that ended within `window` s after the fault; later:
@@ -142,6 +157,9 @@ def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
     if inside:
         i, r = max(inside, key=lambda x: x[1])
         out |= {"pause_ms": round(r * 1e3, 3), "pause_at": i}
+    near = [r for _, t, r in rtts if fault_t <= t <= fault_t + NEAR_S]
+    if near:  # the round trips of the migration itself, before the machine's noise
+        out["near_ms"] = round(max(near) * 1e3, 3)
     if later:
         out["later_ms"] = round(max(later) * 1e3, 3)
     if before and inside:
@@ -187,6 +205,8 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
     assert p.stdout is not None
     lines: list[str] = []
     fault_t: float | None = None
+    sampler: threading.Thread | None = None
+    ss_out: list[str] = []
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
     hung = False
@@ -206,9 +226,14 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
         if fmode and ln.strip() == f"progress {fault_at}" and fault_t is None:
             fault_t = time.time()  # taken before the fault is applied
             faults.fail(sp, "s0n0:0", fmode)
+            if capture:  # the subflows' state (ss -tiM) every ~10 ms for 0.3 s
+                sampler = threading.Thread(target=ss_samples, args=(sp, 0.3, ss_out))
+                sampler.start()
     if hung:
         os.killpg(p.pid, signal.SIGKILL)
     p.wait()
+    if sampler:
+        sampler.join()
     err = p.stderr.read() if p.stderr else ""
     faults.heal(sp, None)
     after = {n: nstat(sp, n) for n in HOSTS}
@@ -218,11 +243,13 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
     agents.stop(sp)
     ev = agents.events(sp) if pathmig else []
     rtts = []
+    bad_so_far = -1
     if rtt_log.exists():
         for ln in rtt_log.read_text().splitlines():
             f = ln.split()
-            if len(f) == 3:
+            if len(f) == 4:
                 rtts.append((int(f[0]), float(f[1]), float(f[2])))
+                bad_so_far = int(f[3])
     jl = [e for e in ev if e["event"] == "join_listener"]
     out: dict[str, Any] = {
         "mpi": mpi, "mode": mode, "bytes": nbytes, "rc": p.returncode,
@@ -237,6 +264,9 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
         "stderr": err.strip()[-400:]}
     out |= window_stats(rtts, fault_t, window)
+    # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
+    # a job that hangs in MPI_Finalize still shows whether every byte was right
+    out["bytes_verified"] = len(rtts) == iters and bad_so_far == 0
     out["nstat"] = {n: {k: after[n].get(k, 0) - before[n].get(k, 0) for k in after[n]
                         if after[n].get(k, 0) != before[n].get(k, 0)} for n in HOSTS}
     out["verdict"] = ("ok" if out["pingpong_ok"] and out["finalized"] and p.returncode == 0
@@ -250,6 +280,8 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
             if f.exists():
                 shutil.copy(f, keep / f.name)
         atomic_write_text(keep / "events.jsonl", "".join(json.dumps(e) + "\n" for e in ev))
+        atomic_write_text(keep / "ss.txt", "".join(ss_out))
+        atomic_write_text(keep / "nstat.json", json.dumps(out["nstat"], indent=1) + "\n")
         out["evidence"] = str(keep)
     return out
 
@@ -282,6 +314,12 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             cell["over_target"] = sum(1 for p in ps if p > TARGET[fmode] * 1e3)
             cell["target_ms"] = TARGET[fmode] * 1e3
             cell["all_verified"] = all(r["verdict"] == "ok" for r in rs)
+            cell["bytes_verified"] = sum(1 for r in rs if r.get("bytes_verified"))
+            ns = [r["near_ms"] for r in rs if "near_ms" in r]
+            if ns:
+                cell["near_ms"] = {"p50": pct(ns, 50), "p90": pct(ns, 90), "p95": pct(ns, 95),
+                                   "max": max(ns), "min": min(ns)}
+                cell["near_over_target"] = sum(1 for p in ns if p > TARGET[fmode] * 1e3)
             lt = [r["later_ms"] for r in rs if "later_ms" in r]
             ct = [r["control_ms"] for r in rs if "control_ms" in r]
             if lt:

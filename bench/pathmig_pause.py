@@ -89,6 +89,14 @@ def one(sp: Spec, cfg: str, nbytes: int, mode: str | None, work: Path,
         st = steps[-1]
         rec["pause"] = r.pause(st, 3.0 + idle)  # with --idle: the first round trips after it
         rec["base"] = statistics.median(r.baseline(st.t0))
+        # where the longest round trip fell, and the longest of as long a window before the
+        # fault (the machine's own noise in this run)
+        win = [(t, d) for _, t, d in r.rtts if st.t0 <= t <= st.t0 + 3.0 + idle]
+        if win:
+            rec["pause_at_s"] = round(max(win, key=lambda x: x[1])[0] - st.t0, 3)
+        before = [d for _, t, d in r.rtts if st.t0 - 3.0 <= t < st.t0]
+        if before:
+            rec["control"] = max(before)
         if cfg.startswith("agent") and rec["pause"] > (0.05 if mode == "down" else 0.1):
             # over the target: keep the agents' view of it (and the fault's time)
             keep = work / f"slow-{nbytes}-{mode}-{time.time():.0f}.jsonl"
@@ -195,6 +203,13 @@ def main() -> int:
                         "p90_ms": pms[max(0, -(-9 * len(pms) // 10) - 1)],
                         "p95_ms": pms[max(0, -(-19 * len(pms) // 20) - 1)],
                         "max_ms": round(max(ps) * 1e3, 1),  # type: ignore[type-var]
+                        "pause_at_s": [r.get("pause_at_s") for r in runs
+                                       if r["bytes"] == nbytes and r["fault"] == mode
+                                       and r["config"] == cfg and "pause" in r],
+                        "control_max_ms": round(max(
+                            (float(r["control"]) for r in runs  # type: ignore[arg-type]
+                             if r["bytes"] == nbytes and r["fault"] == mode
+                             and r["config"] == cfg and r.get("control")), default=0) * 1e3, 1),
                         "over_target": sum(1 for p in ps  # type: ignore[misc]
                                            if p > (0.05 if mode == "down" else 0.1)),
                         "all_verified": all(r["verified"] for r in runs if r["bytes"] == nbytes
