@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 
+from harness import loadavg
 from mpilab.testbed import net, spec
 from mpilab.units import parse_duration
 
@@ -109,8 +110,7 @@ def main() -> int:
     a = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces)")
-    with open("/proc/loadavg") as f:
-        print(f"load at start: {f.read().strip()}", flush=True)
+    print(f"load at start: {loadavg()}", flush=True)
     print(f"{'delay':>7} {'run':>3} {'WAN rtt':>10} {'LAN rtt':>9} {'ICMP exc':>9} "
           f"{'UDP exc':>9} {'line p50':>9} {'line p99':>9}")
     worst: dict[str, list[float]] = {}

@@ -1,129 +1,192 @@
 #!/usr/bin/env python3
-"""Does an MPICH job survive a rail fault under the path migration agents, and how long is
-its pause? MPICH (Debian's 4.0.2, ch4:ucx, UCX's TCP transport) is started exactly as
-`testbed run --mpi mpich` starts it (launch.job_prefix: mpiexec.mpich through the
-testbed's rsh agent, UCX over TCP on the job's rail, sockets turned into MPTCP by
-mptcpize). UCX binds its listening socket to one address, so the agents' joins on the
-other rail need the agents' join listeners (docs/pathmig.md, MPICH). The program is a
-small data-checked ping-pong between two ranks compiled with mpicc.mpich; it prints the
-median round trip, and the longest one from the round trip the fault is applied at on,
-before MPI_Finalize, and "finalized" after it, so a hang in MPI_Finalize (a known MPICH
-problem over TCP) is told apart from a failed run. Every run has a time limit.
+"""The pause of an MPI job on a rail fault under the path migration agents, for Open MPI
+and MPICH, as a distribution over many runs (percentiles and the longest), every byte
+checked. MPICH (Debian's 4.0.2, ch4:ucx, UCX's TCP transport) and Open MPI are started
+exactly as `testbed run --mpi mpich|openmpi --pathmig` starts them (launch.job_prefix: the
+testbed's rsh agent, the job's rail, sockets turned into MPTCP by mptcpize, cubic and the
+quickack route metric). UCX binds its listening socket to one address, so the agents' joins
+on the other rail need the agents' join listeners (docs/pathmig.md, MPICH). The program
+is a small data-checked ping-pong between two ranks compiled with the MPI's mpicc; rank 0
+logs every round trip (iteration, CLOCK_REALTIME end, duration). The fault (rail 0 of the
+first node) is applied when rank 0 prints the progress line of round trip --fault-at, and
+healed after the run. The pause is the longest round trip that ended within --window
+seconds of the fault; `later` is the longest round trip after that window (the machine's
+own hiccups, not the migration: compare with `control`, the longest round trip of the
+same number of round trips before the fault). Every run has a time limit.
 
-    MPILAB_BIN=build/bin python3 bench/pathmig_mpich.py --reps 3 --out F.json   (root)
+    MPILAB_BIN=build/bin python3 bench/pathmig_mpich.py --mpi openmpi --reps 20 \\
+        --sizes 1024,65536 --modes pathmig+down,pathmig+drop --out F.json   (root)
+    ... --resume --out F.json   (another bench slot: runs appended, summary over all)
 Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
-fault); pathmig+down, pathmig+drop (rail 0 of the first node fails after --fault-at round
-trips; healed after the run); pathmig-nojl+down, pathmig-nojl+drop (agents without
-join listeners).
+fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
+without join listeners); suffix ~noqa: without the quickack route metric (as before the
+fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
+kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.testbed import faults, launch, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-from mpilab.tools import mpi_env  # noqa: E402
-from pathmig_pause import testbed  # noqa: E402
+from harness import testbed_up_in
+from mpilab.fsutil import atomic_write_text
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.testbed import faults, launch, net
+from mpilab.testbed.spec import Spec
+from mpilab.tools import mpi_env
 
 PROGRAM = r"""
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-static int cmp(const void *a, const void *b)
+#include <time.h>
+static double now_real(void)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, n = argc > 1 ? atoi(argv[1]) : 1000, len = argc > 2 ? atoi(argv[2]) : 65536;
-    int from = argc > 3 ? atoi(argv[3]) : 0;
+    FILE *log = NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0 && argc > 3 && !(log = fopen(argv[3], "w"))) {
+        perror(argv[3]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     unsigned char *b = malloc((size_t)len);
-    double *rtt = malloc((size_t)n * sizeof(double)), worst = 0;
-    int bad = 0, worst_at = -1;
+    int bad = 0;
     for (int it = 0; it < n; it++) {
         if (rank == 0) {
             for (int k = 0; k < len; k++) b[k] = (unsigned char)(it * 7 + k);
             double t = MPI_Wtime();
             MPI_Send(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
             MPI_Recv(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            rtt[it] = MPI_Wtime() - t;
-            if (it >= from && rtt[it] > worst) { worst = rtt[it]; worst_at = it; }
+            double d = MPI_Wtime() - t;
+            if (log) fprintf(log, "%d %.6f %.9f\n", it, now_real(), d);
             for (int k = 0; k < len; k++) bad += b[k] != (unsigned char)(it * 7 + k + 1);
-            if ((it + 1) % 100 == 0) { printf("progress %d\n", it + 1); fflush(stdout); }
+            if ((it + 1) % 10 == 0) { printf("progress %d\n", it + 1); fflush(stdout); }
         } else if (rank == 1) {
             MPI_Recv(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             for (int k = 0; k < len; k++) b[k]++;
             MPI_Send(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
         }
     }
+    if (log) fclose(log);
     if (rank == 0) {
-        qsort(rtt, (size_t)n, sizeof(double), cmp);
-        printf("rtt median_ms %.4f max_ms %.4f at %d\n", 1e3 * rtt[n / 2], 1e3 * worst,
-               worst_at);
         printf(bad ? "pingpong BAD %d\n" : "pingpong ok\n", bad);
         fflush(stdout);
     }
     MPI_Finalize();
     if (rank == 0) { printf("finalized\n"); fflush(stdout); }
     free(b);
-    free(rtt);
     return bad != 0;
 }
 """
 
+MPICC = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
+TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
+HOSTS = ["s0n0", "s1n0"]
 
-def build(work: Path) -> Path:
-    cc = shutil.which("mpicc.mpich")
+
+def build(work: Path, mpi: str) -> Path:
+    cc = shutil.which(MPICC[mpi]) or (shutil.which("mpicc") if mpi == "openmpi" else None)
     if not cc:
-        sys.exit("pathmig_mpich: mpicc.mpich not found (apt package mpich)")
-    src, exe = work / "pp.c", work / "pp-mpich"
+        sys.exit(f"pathmig_mpich: {MPICC[mpi]} not found")
+    src, exe = work / "pp.c", work / f"pp-{mpi}"
     src.write_text(PROGRAM)
     subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
     return exe
 
 
-def run(sp: Spec, exe: Path, mode: str, iters: int, nbytes: int, fault_at: int,
-        limit: float, events: Path) -> dict[str, object]:
-    hosts = ["s0n0", "s1n0"]
+def nstat(sp: Spec, node: str) -> dict[str, int]:
+    p = subprocess.run(["ip", "netns", "exec", sp.ns(node), "nstat", "-asz", "--json"],
+                       capture_output=True, text=True, timeout=30)
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        return {}
+    k = d.get("kernel", d)
+    return {n: int(v) for n, v in k.items() if n.startswith(("Tcp", "MPTcp"))}
+
+
+def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
+                 window: float) -> dict[str, Any]:
+    """pause: the longest round trip that ended within `window` s after the fault; later:
+    the longest after that; control: the longest among as many round trips just before the
+    fault as the pause window held."""
+    if not rtts:
+        return {}
+    med = sorted(r for _, _, r in rtts)[len(rtts) // 2]
+    out: dict[str, Any] = {"median_ms": round(med * 1e3, 4), "round_trips": len(rtts)}
+    if fault_t is None:
+        out["max_ms"] = round(max(r for _, _, r in rtts) * 1e3, 3)
+        return out
+    inside = [(i, r) for i, t, r in rtts if fault_t <= t <= fault_t + window]
+    before = [r for _, t, r in rtts if t < fault_t]
+    later = [r for _, t, r in rtts if t > fault_t + window]
+    if inside:
+        i, r = max(inside, key=lambda x: x[1])
+        out |= {"pause_ms": round(r * 1e3, 3), "pause_at": i}
+    if later:
+        out["later_ms"] = round(max(later) * 1e3, 3)
+    if before and inside:
+        out["control_ms"] = round(max(before[-len(inside):]) * 1e3, 3)
+    return out
+
+
+def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault_at: int,
+        limit: float, window: float, work: Path, capture: Path | None) -> dict[str, Any]:
     agents.stop(sp)
     agents.clear_logs(sp)
-    base, _, fmode = mode.partition("+")
+    mode_, _, variant = mode.partition("~")
+    base, _, fmode = mode_.partition("+")
     mptcp = base != "tcp"
     pathmig = base.startswith("pathmig")
-    for n in hosts:  # no path manager left over from the previous mode
+    for n in HOSTS:  # no path manager left over from the previous mode
         net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
         net.sh(["ip", "-n", sp.ns(n), "mptcp", "endpoint", "flush"])
     if pathmig:
-        agents.start(sp, hosts=hosts,
+        agents.start(sp, hosts=HOSTS,
                      extra=["--no-join-listeners"] if base == "pathmig-nojl" else [])
     # every mode under the congestion control of MPTCP runs (cubic), TCP too
-    cmd = launch.job_prefix(sp, 2, ",".join(hosts), mptcp, None, pathmig,
-                            congestion.MPTCP_DEFAULT, "mpich")
-    cmd += [str(exe), str(iters), str(nbytes), str(fault_at if fmode else 0)]
+    cmd = launch.job_prefix(sp, 2, ",".join(HOSTS), mptcp, None, pathmig,
+                            congestion.MPTCP_DEFAULT, mpi)
+    if variant == "noqa":  # as before the quickack fix
+        congestion.apply(sp, HOSTS, congestion.MPTCP_DEFAULT, quickack=False)
+    rtt_log = work / "rtt.log"
+    rtt_log.unlink(missing_ok=True)
+    cmd += [str(exe), str(iters), str(nbytes), str(rtt_log)]
+    caps: list[subprocess.Popen[bytes]] = []
+    if capture:
+        capture.mkdir(parents=True, exist_ok=True)
+        caps = [subprocess.Popen(["ip", "netns", "exec", sp.ns(n), "tcpdump", "-i", "any",
+                                  "-nn", "-s", "200", "-B", "16384", "-w",
+                                  str(work / f"{n}.pcap"), "tcp"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True) for n in HOSTS]
+        time.sleep(0.3)
+    before = {n: nstat(sp, n) for n in HOSTS}
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True, env=mpi_env())
     assert p.stdout is not None
     lines: list[str] = []
-    fault: dict[str, object] = {}
+    fault_t: float | None = None
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
     hung = False
@@ -140,72 +203,158 @@ def run(sp: Spec, exe: Path, mode: str, iters: int, nbytes: int, fault_at: int,
         if not ln:
             break
         lines.append(ln.strip())
-        if fmode and ln.strip() == f"progress {fault_at}" and not fault:
+        if fmode and ln.strip() == f"progress {fault_at}" and fault_t is None:
+            fault_t = time.time()  # taken before the fault is applied
             faults.fail(sp, "s0n0:0", fmode)
-            fault = {"target": "s0n0:0", "mode": fmode}
     if hung:
-        os.killpg(p.pid, 9)
+        os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     err = p.stderr.read() if p.stderr else ""
     faults.heal(sp, None)
+    after = {n: nstat(sp, n) for n in HOSTS}
+    for c in caps:
+        os.killpg(c.pid, signal.SIGINT)
+        c.wait()
     agents.stop(sp)
     ev = agents.events(sp) if pathmig else []
-    if ev:
-        atomic_write_text(events, "".join(json.dumps(e) + "\n" for e in ev))
-    rtt = next((ln.split() for ln in lines if ln.startswith("rtt ")), None)
+    rtts = []
+    if rtt_log.exists():
+        for ln in rtt_log.read_text().splitlines():
+            f = ln.split()
+            if len(f) == 3:
+                rtts.append((int(f[0]), float(f[1]), float(f[2])))
     jl = [e for e in ev if e["event"] == "join_listener"]
-    out = {"mode": mode, "rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
-           "pingpong_ok": "pingpong ok" in lines, "finalized": "finalized" in lines,
-           "hung": hung, "fault": fault,
-           "median_ms": float(rtt[2]) if rtt else None,
-           "max_ms": float(rtt[4]) if rtt and fmode else None,
-           "max_at": int(rtt[6]) if rtt and fmode else None,
-           "migrations": sum(1 for e in ev if e["event"] == "state" and e["to"] == "MIGRATED"
-                             and e.get("from") == "ARMED"),
-           "armed": sum(1 for e in ev if e["event"] == "state" and e["to"] == "ARMED"),
-           "join_listeners": {r: sum(1 for e in jl if e["result"] == r)
-                              for r in sorted({str(e["result"]) for e in jl})},
-           "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
-           "stderr": err.strip()[-400:]}
+    out: dict[str, Any] = {
+        "mpi": mpi, "mode": mode, "bytes": nbytes, "rc": p.returncode,
+        "seconds": round(time.monotonic() - t0, 2), "time": time.time(),
+        "pingpong_ok": "pingpong ok" in lines, "finalized": "finalized" in lines,
+        "hung": hung, "fault": {"target": "s0n0:0", "mode": fmode} if fault_t else {},
+        "migrations": sum(1 for e in ev if e["event"] == "state" and e["to"] == "MIGRATED"
+                          and e.get("from") == "ARMED"),
+        "armed": sum(1 for e in ev if e["event"] == "state" and e["to"] == "ARMED"),
+        "join_listeners": {r: sum(1 for e in jl if e["result"] == r)
+                           for r in sorted({str(e["result"]) for e in jl})},
+        "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
+        "stderr": err.strip()[-400:]}
+    out |= window_stats(rtts, fault_t, window)
+    out["nstat"] = {n: {k: after[n].get(k, 0) - before[n].get(k, 0) for k in after[n]
+                        if after[n].get(k, 0) != before[n].get(k, 0)} for n in HOSTS}
     out["verdict"] = ("ok" if out["pingpong_ok"] and out["finalized"] and p.returncode == 0
                       else "finalize hang" if out["pingpong_ok"] and hung
                       else "hung" if hung else "failed")
+    over = fmode and out.get("pause_ms", math.inf) > TARGET[fmode] * 1e3
+    if capture and (over or out["verdict"] != "ok"):  # keep the evidence
+        keep = capture / f"{mpi}-{nbytes}-{mode}-{time.time():.0f}"
+        keep.mkdir(parents=True, exist_ok=True)
+        for f in [work / f"{n}.pcap" for n in HOSTS] + [rtt_log]:
+            if f.exists():
+                shutil.copy(f, keep / f.name)
+        atomic_write_text(keep / "events.jsonl", "".join(json.dumps(e) + "\n" for e in ev))
+        out["evidence"] = str(keep)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(q / 100 * len(s)) - 1)]
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (MPI, size, mode): verdicts, and for fault modes the pauses' distribution
+    (nearest-rank percentiles, the longest, how many over the target), the later
+    hiccups and the controls."""
+    out: dict[str, Any] = {}
+    for key in sorted({(r["mpi"], r["bytes"], r["mode"]) for r in runs}):
+        rs = [r for r in runs if (r["mpi"], r["bytes"], r["mode"]) == key]
+        cell: dict[str, Any] = {"runs": len(rs),
+                                "verdicts": {v: sum(1 for r in rs if r["verdict"] == v)
+                                             for v in sorted({r["verdict"] for r in rs})},
+                                "median_rtt_ms": round(sorted(
+                                    r["median_ms"] for r in rs if "median_ms" in r)[
+                                    len(rs) // 2], 4) if all("median_ms" in r for r in rs)
+                                else None}
+        ps = [r["pause_ms"] for r in rs if "pause_ms" in r]
+        fmode = key[2].split("~")[0].partition("+")[2]
+        if ps:
+            cell["pause_ms"] = {"p50": pct(ps, 50), "p90": pct(ps, 90), "p95": pct(ps, 95),
+                                "max": max(ps), "min": min(ps)}
+            cell["over_target"] = sum(1 for p in ps if p > TARGET[fmode] * 1e3)
+            cell["target_ms"] = TARGET[fmode] * 1e3
+            cell["all_verified"] = all(r["verdict"] == "ok" for r in rs)
+            lt = [r["later_ms"] for r in rs if "later_ms" in r]
+            ct = [r["control_ms"] for r in rs if "control_ms" in r]
+            if lt:
+                cell["later_max_ms"] = max(lt)
+            if ct:
+                cell["control_max_ms"] = max(ct)
+        out[" ".join(map(str, key))] = cell
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mpi", choices=sorted(MPICC), default="mpich")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=1000)
-    ap.add_argument("--bytes", type=int, default=65536)
-    ap.add_argument("--fault-at", type=int, default=300, help="round trip of the fault")
+    ap.add_argument("--iters", type=int, default=0,
+                    help="round trips per run (default: 3000 up to 4 KiB, else 1000)")
+    ap.add_argument("--bytes", type=int, default=None, help="one message size (old spelling)")
+    ap.add_argument("--sizes", default="65536", help="message sizes, comma-separated")
+    ap.add_argument("--fault-at", type=int, default=0,
+                    help="round trip of the fault (default: a third of --iters); a multiple "
+                         "of 10")
+    ap.add_argument("--window", type=float, default=1.0,
+                    help="the pause is the longest round trip ending this many s after the "
+                         "fault")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per run")
     ap.add_argument("--modes", default="tcp,pathmig,pathmig+down,pathmig+drop")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="start no new run after this many seconds (0: no limit)")
+    ap.add_argument("--capture", help="keep tcpdump and counters of slow runs here")
+    ap.add_argument("--resume", action="store_true",
+                    help="append to the runs already in --out (another bench slot)")
     ap.add_argument("--prefix", default="pmmpi")
     ap.add_argument("--work", default="/tmp/pathmig-mpich")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    sizes = [a.bytes] if a.bytes else [int(x) for x in a.sizes.split(",")]
+    if a.fault_at % 10:
+        sys.exit("--fault-at: a multiple of 10 (the program reports every 10 round trips)")
+    if a.capture and not shutil.which("tcpdump"):
+        sys.exit("--capture: tcpdump not found (apt-get install tcpdump)")
+    out = Path(a.out)
+    doc: dict[str, Any] = {"runs": [], "slots": []}
+    if a.resume and out.exists():
+        doc = json.loads(out.read_text())
+    with open("/proc/loadavg") as f:
+        doc["slots"].append({"start": time.strftime("%Y-%m-%d %H:%M:%S"),
+                             "loadavg": f.read().split()[:3], "mpi": a.mpi,
+                             "argv": sys.argv[1:]})
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    exe = build(work)
-    sp = testbed(a.prefix, work)
-    runs = []
+    exe = build(work, a.mpi)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
+    t_start = time.monotonic()
     try:
         for rep in range(a.reps):
-            for mode in a.modes.split(","):
-                rec = run(sp, exe, mode, a.iters, a.bytes, a.fault_at, a.limit,
-                          work / f"ev-{rep}-{mode}.jsonl") | {"rep": rep}
-                runs.append(rec)
-                print(json.dumps(rec), flush=True)
+            if a.budget and time.monotonic() - t_start > a.budget:
+                print(f"budget of {a.budget:g} s spent: {rep} repetition(s)", flush=True)
+                break
+            for nbytes in sizes:
+                iters = a.iters or (3000 if nbytes <= 4096 else 1000)
+                fault_at = a.fault_at or (iters // 30) * 10
+                for mode in a.modes.split(","):
+                    rec = run(sp, exe, a.mpi, mode, iters, nbytes, fault_at, a.limit,
+                              a.window, work, Path(a.capture) if a.capture else None)
+                    doc["runs"].append(rec | {"rep": rep})
+                    print(json.dumps({k: v for k, v in rec.items() if k != "nstat"}),
+                          flush=True)
     finally:
         agents.stop(sp)
         net.down(a.prefix)
-    summary = {m: {v: sum(1 for r in runs if r["mode"] == m and r["verdict"] == v)
-                   for v in ("ok", "finalize hang", "hung", "failed")}
-               for m in a.modes.split(",")}
-    doc = {"runs": runs, "summary": summary}
-    atomic_write_text(Path(a.out), json.dumps(doc, indent=1) + "\n")
-    print(json.dumps(summary))
+        doc["summary"] = summarize(doc["runs"])
+        atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+    print(json.dumps(doc["summary"], indent=1))
     return 0
 
 

@@ -17,35 +17,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.pathmig import pingpong as ppm  # noqa: E402
-from mpilab.pathmig.pingpong import Step  # noqa: E402
-from mpilab.testbed import faults, launch, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-
-SPEC = ppm.SPEC_2X1
-
-
-def testbed(prefix: str, work: Path) -> Spec:
-    state = work / "state"
-    state.mkdir(parents=True, exist_ok=True)
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(state)
-    (state / "spec.toml").write_text(SPEC)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "up", "--prefix", prefix,
-                        str(state / "spec.toml")], env=env, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(p.stderr)
-    return net.current_spec(prefix)
-
+from harness import testbed_up_in
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.pathmig.pingpong import Step
+from mpilab.testbed import faults, launch, net
+from mpilab.testbed.spec import Spec
 
 # no-fault configurations: (name, congestion control, ping-pong over TCP, MPTCP set-up)
 OVERHEAD = ("tcp-bbr", "tcp", "raw1-bbr", "raw1", "agent-bbr", "agent")
@@ -62,7 +43,7 @@ def configure(sp: Spec, cfg: str) -> None:
     agents.clear_logs(sp)
     hosts = sp.node_names()
     base, _, algo = cfg.partition("-")
-    congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT)
+    congestion.apply(sp, hosts, algo or congestion.MPTCP_DEFAULT, quickack=base != "tcp")
     congestion.send_buffers(sp, hosts, base != "tcp")  # as testbed run sets them up
     cfg = base
     if cfg == "agent":
@@ -154,17 +135,27 @@ def main() -> int:
     ap.add_argument("--client", default="s0n0", choices=("s0n0", "s1n0"),
                     help="the ping-pong's client, whose rail 0 fails (s0n0 decides for the "
                          "pair, s1n0 follows)")
+    ap.add_argument("--resume", action="store_true",
+                    help="append to the runs already in --out (another bench slot); the "
+                         "summary covers them all")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.idle and a.idle <= 1.0:
         sys.exit("--idle: more than 1 s (the fault comes 1 s into the idle time)")
     AGENT_ARGS[:] = a.agent_args.split()
     work = Path(a.work)
-    sp = testbed(a.prefix, work)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     sizes = [int(x) for x in a.sizes.split(",")]
     osizes = [int(x) for x in a.overhead_sizes.split(",")]
     ocfgs = a.overhead_configs.split(",")
-    runs = []
+    runs: list[dict[str, object]] = []
+    slots: list[dict[str, object]] = []
+    if a.resume and Path(a.out).exists():
+        old = json.loads(Path(a.out).read_text())
+        runs, slots = old["runs"], old.get("slots", [])
+    with open("/proc/loadavg") as f:
+        slots.append({"start": time.strftime("%Y-%m-%d %H:%M:%S"),
+                      "loadavg": f.read().split()[:3], "argv": sys.argv[1:]})
     try:
         t_start = time.monotonic()
         for rep in range(a.reps):
@@ -195,9 +186,14 @@ def main() -> int:
                 ps = [r["pause"] for r in runs if r["bytes"] == nbytes and r["fault"] == mode
                       and r["config"] == cfg and "pause" in r]
                 if ps:
+                    pms = sorted(round(p * 1e3, 1) for p in ps)  # type: ignore[operator]
                     summary[f"{cfg} {nbytes} {mode}"] = {
-                        "pauses_ms": [round(p * 1e3, 1) for p in ps],  # type: ignore[operator]
+                        "runs": len(pms),
+                        "pauses_ms": pms,
                         "median_ms": round(statistics.median(ps) * 1e3, 1),  # type: ignore
+                        # nearest-rank percentiles
+                        "p90_ms": pms[max(0, -(-9 * len(pms) // 10) - 1)],
+                        "p95_ms": pms[max(0, -(-19 * len(pms) // 20) - 1)],
                         "max_ms": round(max(ps) * 1e3, 1),  # type: ignore[type-var]
                         "over_target": sum(1 for p in ps  # type: ignore[misc]
                                            if p > (0.05 if mode == "down" else 0.1)),
@@ -215,7 +211,7 @@ def main() -> int:
                     # both directions carry the message once per round trip
                     "bandwidth_MBps": round(2 * nbytes / med / 1e6, 1)}  # type: ignore
     doc = {"reps": a.reps, "agent_args": a.agent_args, "idle": a.idle, "client": a.client,
-           "runs": runs, "summary": summary}
+           "slots": slots, "runs": runs, "summary": summary}
     Path(a.out + ".tmp").write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(a.out + ".tmp", a.out)
     print(json.dumps(summary, indent=1))

@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import find_tool, mpi_env, mpilab_cmd, mpirun
 from mpilab.launches import os_interval
 from mpilab.pair_matrix import expand_all
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
 def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
@@ -39,7 +39,7 @@ def median_ci(samples: list[float], cl: float) -> tuple[float, float]:
 
 def one_run(bench: str, btl: str, sizes: str, out: Path, extra: list[str],
             op: str = "p2p", wrap: list[str] | None = None) -> dict[int, Any]:
-    cmd = ((wrap or []) + mpirun_prefix(2, ["--mca", "btl", btl])
+    cmd = ((wrap or []) + mpirun(2, ["--mca", "btl", btl])
            + [bench, "--ops", op, "--sizes", sizes, "--quiet", "--out", str(out)] + extra)
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
@@ -68,10 +68,10 @@ def launches_run(btl: str, sizes: str, out: Path, extra: list[str], op: str,
                  launches: int, wrap: list[str]) -> dict[int, Any]:
     """One run of `mpilab bench --launches N` (the Python launcher; the transport through
     the launcher's --mca btl), read back from its merged file."""
-    cmd = wrap + [sys.executable, "-m", "mpilab.cli", "bench", "--np", "2",
-                  "--launches", str(launches), "--quiet-launches",
-                  "--launcher-arg=--mca", "--launcher-arg=btl", f"--launcher-arg={btl}",
-                  "--out", str(out), "--", "--ops", op, "--sizes", sizes, "--quiet"] + extra
+    cmd = wrap + mpilab_cmd("bench", "--np", "2", "--launches", str(launches),
+                            "--quiet-launches", "--launcher-arg=--mca", "--launcher-arg=btl",
+                            f"--launcher-arg={btl}", "--out", str(out), "--", "--ops", op,
+                            "--sizes", sizes, "--quiet", *extra)
     p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")

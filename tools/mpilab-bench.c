@@ -78,6 +78,13 @@ int main(int argc, char **argv)
         break;
     default: {
         json_t *doc = NULL;
+        /* the output is checked before measuring (a FIFO without a reader: one line now) */
+        int hold = -1, bad = rank == 0 && mpilab_runner_out_open(&c, &hold, err, sizeof err) != 0;
+        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (bad) {
+            mpilab_runner_config_free(&c);
+            return bad_input(rank, err);
+        }
         /* --out -: standard output carries the one JSON document and nothing else; the
          * table and any other text printed while running go to standard error */
         int json_fd = -1;
@@ -94,10 +101,12 @@ int main(int argc, char **argv)
             close(json_fd);
         }
         if (rc == 2) {
+            if (hold >= 0)
+                close(hold);
             mpilab_runner_config_free(&c);
             return bad_input(rank, err);
         }
-        if (doc && c.out && mpilab_results_write(c.out, doc, err, sizeof err) != 0) {
+        if (doc && c.out && mpilab_runner_out_write(&c, doc, hold, rc != 0, err, sizeof err) != 0) {
             fprintf(stderr, "mpilab-bench: %s\n", err);
             rc = 1;
         }

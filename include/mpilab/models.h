@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "mpilab/lmo.h"
 #include "mpilab/loggp.h"
 #include "mpilab/model.h"
 #include "mpilab/ops.h"
@@ -42,6 +43,14 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks);
  * pattern. With table != NULL, prints a per-pair table there. */
 json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, size_t npairs, const size_t *sizes, size_t nsizes,
                             int nranks, const mpilab_loggp_opts_t *lg, json_t *meas, FILE *table);
+
+/* The models.lmo object from an LMO measurement (rank 0's mpilab_lmo_measured_t): the fit
+ * (mpilab_lmo_fit, default options) per node and per link with intervals and flags, the
+ * experiments (medians, repetitions, samples, as arrays), the slowest node and link, and
+ * LMO predictions of the measurements in `meas` with a scatter/gather pattern; a fit that
+ * fails leaves {"error": reason} beside the experiments. With table != NULL, prints the
+ * per-node table and the slowest node and link there. */
+json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *m, json_t *meas, FILE *table);
 
 #ifdef __cplusplus
 }

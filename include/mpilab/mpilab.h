@@ -21,5 +21,6 @@
 #include "mpilab/results.h"
 #include "mpilab/models.h"
 #include "mpilab/runner.h"
+#include "mpilab/forced.h"
 
 #endif

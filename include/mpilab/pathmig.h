@@ -48,6 +48,7 @@ typedef struct {
     int nsub;
     mpilab_pm_subflow sub[MPILAB_PM_MAX_SUBFLOWS];
     uint16_t accept_port; /* server side: the port it was accepted on, 0 unknown */
+    int armed_rail;       /* rail of the alternate it was last ARMED with, -1 none */
 } mpilab_pm_conn;
 
 /* What the state machine knows about the network and the policy. */
@@ -99,7 +100,9 @@ typedef struct {
     int nact;
     mpilab_pm_action act[MPILAB_PM_MAX_ACTIONS];
     mpilab_pm_state from, to;
-    const char *cause;
+    const char *cause;    /* names the path (rail) that failed or changed; may point into
+                             cause_buf */
+    char cause_buf[96];
     char err[160];
 } mpilab_pm_result;
 

@@ -23,8 +23,12 @@ extern "C" {
 typedef struct mpilab_runner_config {
     const mpilab_op_t **sel; /* selected entries, in --ops order */
     size_t nsel;
-    size_t *sizes; /* sorted, distinct */
+    size_t *sizes; /* sorted, distinct (--sizes auto:...: the coarse start list) */
     size_t nsizes;
+    /* --sizes auto:MIN:MAX[:BUDGET]: sizes chosen where each entry's curve bends
+     * (mpilab/adaptive.h), starting from MIN..MAX x8, at most `auto_budget` sizes per entry */
+    int adaptive;
+    size_t auto_budget;
     mpilab_timing_t timing[4];
     size_t ntiming;
     mpilab_bench_opts_t bo;
@@ -41,7 +45,9 @@ typedef struct mpilab_runner_config {
     long long p2p_back; /* -1 = the same as bytes */
     const char *out;    /* results file or NULL */
     int no_fit, quiet, single;
-    int hockney, loggp; /* --models */
+    int csv;            /* --format csv: the table as CSV on stdout */
+    int hockney, loggp, lmo; /* --models */
+    size_t lmo_bytes;        /* --lmo-bytes: M of the LMO experiments (default 64K) */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
     /* --placement: the mode parsed here; the placement itself must happen before MPI_Init
@@ -55,6 +61,12 @@ typedef struct mpilab_runner_config {
     const char *inject_spec;
     double time_budget; /* --time-budget: seconds of samples for the run (0 = none); each
                          * measurement's share is bo.prec.max_time */
+    int mpi_algorithms; /* --mpi-algorithms: the MPI library's forced algorithms as entries
+                         * (mpilab/forced.h) */
+    int probe;          /* --probe: run each selected entry once per size, no timing, and say
+                         * so on stderr (mpilab_runner_probe) */
+    int probe_skew;     /* --probe-skew: ranks give counts one byte apart, so that the MPI
+                         * library reports an error naming the algorithm that ran (MPICH) */
 } mpilab_runner_config_t;
 
 enum {
@@ -83,8 +95,22 @@ json_t *mpilab_runner_list_json(void);
  * progress on stderr unless quiet. Returns 0, 1 if a measurement failed or delivered wrong
  * data (the document still holds what was measured), or 2 with a one-line reason in err
  * if the options are unusable. *doc is NULL on other ranks. */
+/* --probe: each selected entry run once per size on a communicator that returns errors, each
+ * call announced on stderr ("mpilab-probe: rank R begin|end OP:IMPL BYTES [rc N error TEXT]");
+ * no timing, no results document. 0, or 1 with one line in err. */
+int mpilab_runner_probe(const mpilab_runner_config_t *c, char *err, size_t errlen);
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen);
+
+/* Rank 0, before measuring: check --out (a FIFO without a reader is refused with a
+ * one-line reason in err, -1; a FIFO with a reader is held open in *hold). 0 otherwise. */
+int mpilab_runner_out_open(const mpilab_runner_config_t *c, int *hold, char *err, size_t errlen);
+/* Rank 0, after mpilab_runner_run: write doc to --out, or, when the run failed, to
+ * OUT.partial.json (saying so on stderr; nothing at --out). On success the checkpoints
+ * (OUT.partial.json, written while running) are removed. Closes hold. 0, or -1 with a
+ * one-line reason in err (naming the last checkpoint if there is one). */
+int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, int hold, int failed,
+                            char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,8 @@ COMMAND_MODULES = [
     "mpilab.multilane.cli",
     "mpilab.sim.cli",
     "mpilab.commands.slurm",
+    "mpilab.tune.cli",
+    "mpilab.commands.diff",
 ]
 
 

@@ -131,6 +131,45 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise MpilabError(f"{name}: cannot create files in {d}")
 
 
+def hold_fifo(path: str | os.PathLike[str]) -> int | None:
+    """For an output named before long work: a FIFO without a reader is refused now (one
+    line) rather than when the work is done; with a reader, the returned descriptor keeps
+    the FIFO open for writing (close it after the final write, so the reader does not see
+    an early end of file). None for anything that is not a FIFO."""
+    name = os.fspath(path)
+    try:
+        if name == "-" or not stat.S_ISFIFO(os.stat(name).st_mode):
+            return None
+    except OSError:
+        return None
+    try:
+        return os.open(name, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise MpilabError(f"{name}: a FIFO with no reader; not waiting for one") from None
+        raise MpilabError(f"{name}: cannot open for writing: {e.strerror}") from None
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (`| head`): what it wanted it has. Later writes
+    (and the interpreter's last flush) go to /dev/null, and the command ends quietly with
+    status 0, as `cat` in a pipeline does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    raise SystemExit(0) from None
+
+
+def write_stdout(text: str) -> None:
+    """Print `text` (a newline added when missing) and flush it; a closed pipe ends the
+    command quietly (see _stdout_closed) instead of an internal error."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write data to path following the module's rule (see the module docstring)."""
     name = os.fspath(path)
@@ -139,10 +178,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             sys.stdout.flush()
             _write_fd(sys.stdout.fileno(), data)
         except BrokenPipeError:
-            # the reader stopped (`| head`): what it wanted it has; leave quietly, as cat does
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise SystemExit(0) from None
+            _stdout_closed()
         return
     target, direct = resolve_output(name)
     if direct:
@@ -161,15 +197,23 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         finally:
             os.close(fd)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MpilabError(f"{name}: cannot create the folder {target.parent}: "
+                          f"{e.strerror}") from None
     remove_stale_temporaries(target)
     tmp = target.parent / f"{target.name}.tmp.{os.getpid()}"
     try:
         os.unlink(tmp)  # our own leftover (a failed earlier write in this process)
     except FileNotFoundError:
         pass
-    # 0o666 & ~umask, like any newly created output
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        # 0o666 & ~umask, like any newly created output
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise MpilabError(f"{name}: cannot create a file in {target.parent}: "
+                          f"{e.strerror}") from None
     try:
         try:
             _write_fd(fd, data)
@@ -177,12 +221,25 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError):  # a full disk, a quota, an I/O error: one line
+            raise MpilabError(f"{name}: write failed: {e.strerror}; nothing written") from None
         raise
+
+
+def partial_name(out: str | os.PathLike[str]) -> str:
+    """Where a run's partial results go instead of OUT (the C library's
+    mpilab_partial_path): r.json -> r.partial.json, r -> r.partial."""
+    name = os.fspath(out)
+    head, tail = os.path.split(name)
+    stem, ext = os.path.splitext(tail)
+    if not stem:
+        stem, ext = tail, ""
+    return os.path.join(head, f"{stem}.partial{ext}")
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -9,7 +9,6 @@ Unknown keys are ignored, as the schema requires; the whole document stays avail
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpilab import pair_matrix
+from mpilab import pair_matrix, plausible, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
 from mpilab.json_locate import PathT
@@ -187,6 +186,7 @@ class Prediction:
     predicted: float
     measured: float | None
     timing: str | None = None  # the timing method of the measured value, if given
+    statistic: str = "median"  # which statistic of the measurement "measured" is
 
     @property
     def rel_error(self) -> float | None:
@@ -264,6 +264,11 @@ class _Where:
                 break
         where = f"{self.name}:{line}" if line is not None else self.name
         return MpilabError(f"{where}: {_fmt_path(path)}: {msg}")
+
+
+def located(name: str, text: str, path: PathT, msg: str) -> MpilabError:
+    """One-line error `NAME:LINE: PATH: MSG` for any JSON document read with read_json."""
+    return _Where(name, text).fail(path, msg)
 
 
 # ---------------------------------------------------------------------------------------
@@ -354,81 +359,10 @@ def _find_bad(v: Any, path: PathT) -> tuple[PathT, _BadNumber] | None:
 # validation against the one schema (python/mpilab/schemas/results-1.schema.json)
 
 SCHEMA_FILE = Path(__file__).with_name("schemas") / "results-1.schema.json"
-_TYPE_WORDS = {"object": "an object", "array": "an array", "number": "a number",
-               "integer": "an integer", "boolean": "true or false", "string": "a string",
-               "null": "null"}
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    """The schema with its local references (#/$defs/X, none recursive) replaced by their
-    targets: the same constraints, validated several times faster (jsonschema resolves
-    every $ref on every use)."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
-            return _inline(defs[ref[len("#/$defs/"):]], defs)
-        return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
-    if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
-    return node
-
-
-@functools.cache
-def _validator() -> Any:
-    import jsonschema
-
-    schema = json.loads(SCHEMA_FILE.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(_inline(schema, schema.get("$defs", {})))
-
-
-def _short(v: Any) -> str:
-    s = json.dumps(v) if not isinstance(v, float) else repr(v)
-    return s if len(s) <= 40 else s[:37] + "..."
-
-
-def _schema_message(e: Any) -> tuple[PathT, str]:
-    """(JSON path, one-line message) of a jsonschema ValidationError."""
-    while e.context:  # anyOf/oneOf/if: report the deepest failure inside
-        e = max(e.context, key=lambda c: len(c.absolute_path))
-    path: PathT = tuple(e.absolute_path)
-    inst, val, kind = e.instance, e.validator_value, e.validator
-    custom = e.schema.get("x-error") if isinstance(e.schema, dict) else None
-    if custom and kind != "required":
-        return path, custom.format(instance=inst if isinstance(inst, str) else _short(inst))
-    if kind == "type":
-        types = [val] if isinstance(val, str) else list(val)
-        return path, "expected " + " or ".join(_TYPE_WORDS.get(t, t) for t in types)
-    if kind == "required":
-        missing = next((k for k in val if k not in inst), val[0])
-        return path + (missing,), "missing"
-    if kind == "minimum":
-        return path, f"{_short(inst)} is below {val}"
-    if kind == "maximum":
-        return path, f"{_short(inst)} is above {val}"
-    if kind == "exclusiveMinimum":
-        return path, f"{_short(inst)} must be above {val}"
-    if kind == "exclusiveMaximum":
-        return path, f"{_short(inst)} must be below {val}"
-    if kind == "minLength":
-        return path, "expected a non-empty string"
-    if kind in ("minItems", "maxItems"):
-        return path, f"expected {val} items, got {len(inst)}"
-    if kind == "enum":
-        return path, f"{_short(inst)} is not one of {', '.join(map(str, val))}"
-    if kind == "const":
-        return path, f"is {_short(inst)}, expected {_short(val)}"
-    return path, e.message.splitlines()[0][:120]
-
-
 def _schema_check(w: _Where, doc: Any) -> None:
-    from jsonschema.exceptions import best_match
-
-    err = best_match(_validator().iter_errors(doc))
+    err = schemacheck.first_error(SCHEMA_FILE.name, doc)
     if err is not None:
-        path, msg = _schema_message(err)
-        raise w.fail(path, msg)
+        raise w.fail(*err)
 
 
 # ---------------------------------------------------------------------------------------
@@ -565,7 +499,8 @@ def _prediction(p: dict[str, Any]) -> Prediction:
     return Prediction(op=p["op"], impl=p["impl"], bytes=int(p["bytes"]),
                       predicted=float(p["predicted"]),
                       measured=None if p.get("measured") is None else float(p["measured"]),
-                      timing=p.get("timing"))
+                      timing=p.get("timing"),
+                      statistic=str(p.get("measured_statistic") or "median"))
 
 
 def _models(w: _Where, models: dict[str, Any] | None,
@@ -669,11 +604,14 @@ def parse(text: str, name: str) -> Results:
     if doc["schema"] != SCHEMA:
         line = _locate(text, ("schema",))
         where = f"{name}:{line}" if line else name
-        raise MpilabError(f"{where}: schema is {_short(doc['schema'])}, expected '{SCHEMA}'")
+        got = schemacheck.short(doc["schema"])
+        raise MpilabError(f"{where}: schema is {got}, expected '{SCHEMA}'")
     try:
         _schema_check(w, doc)
     except RecursionError:
         raise MpilabError(f"{name}: nested too deeply to validate") from None
+    for path, why in plausible.problems(doc):  # values that cannot all be true at once
+        raise w.fail(path, why)
     prov = doc["provenance"]
     nranks = prov.get("ranks")
     meas, mats = _measurements(w, doc["measurements"], name, nranks)

@@ -37,9 +37,10 @@ def loads(text: str, source: str) -> dict[str, Any]:
         limit = sys.get_int_max_str_digits()
         no = _line_of(text, lambda ln: any(len(d.group().replace("_", "")) > limit
                                            for d in _DIGITS.finditer(ln)))
-        where = f"{source}:{no}" if no else source
-        raise MpilabError(f"{where}: a number of more than {limit} digits "
-                          f"({' '.join(str(e).split())[:80]})") from None
+        if no is None:  # another ValueError of the parser: its own words, on one line
+            raise MpilabError(f"{source}: TOML: {' '.join(str(e).split())[:120]}") from None
+        raise MpilabError(f"{source}:{no}: a number of more than {limit} digits (not a "
+                          "count, size or rate any spec needs)") from None
     except RecursionError:
         depth = 0
         deepest = None

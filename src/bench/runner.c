@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "coll/multilane_entry.h"
+#include "mpilab/adaptive.h"
 #include "mpilab/models.h"
 #include "mpilab/multilane.h"
 #include "mpilab/parse.h"
@@ -38,8 +39,9 @@ typedef struct run {
     row_t *rows;
     size_t nrows, done, total;
     json_t *meas, *skipped;
+    json_t *adaptive;   /* rank 0, --sizes auto: per entry the sizes chosen and why */
     json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
-    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint */
+    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
@@ -49,6 +51,7 @@ typedef struct run {
     double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
     runner_pairs_t rp;  /* the pair design of all-pairs entries */
     double save_cost;   /* rank 0: seconds the last checkpoint took */
+    int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
 } run_t;
 
 static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
@@ -77,21 +80,28 @@ static void set_row(row_t *r, const char *op, const char *impl, const char *timi
  * timed-out run keeps what it measured. The complete document replaces it at the end. */
 static void checkpoint(run_t *w, int force)
 {
-    /* no checkpoint to "-": standard output carries exactly one document, the last */
-    if (w->rank != 0 || !w->c->out || !w->prov || strcmp(w->c->out, "-") == 0)
+    /* no checkpoint to "-", a FIFO or a device: they carry exactly one document, the last;
+     * none after one failed (a full disk: one line, not one per measurement) */
+    if (w->rank != 0 || !w->c->out || !w->prov || w->ckpt_failed || !mpilab_output_is_file(w->c->out))
         return;
     double now = MPI_Wtime();
-    /* at most once a second, and at most a tenth of the time spent writing (a large file) */
+    /* at most once a second, and at most a tenth of the time spent writing (a large file);
+     * the first one a second after the start (last_save starts there): each write with its
+     * fsync cost a sub-second run 5-20 ms, and such a run, killed, loses under a second */
     double gap = 10.0 * w->save_cost > 1.0 ? 10.0 * w->save_cost : 1.0;
-    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < gap)
+    if (!force && now - w->last_save < gap)
+        return;
+    char part[4096], err[256];
+    if (mpilab_partial_path(w->c->out, part, sizeof part) != 0)
         return;
     json_t *doc = mpilab_results_new(json_incref(w->prov), json_incref(w->meas));
     json_object_set_new(doc, "partial", json_true());
     json_object_set_new(doc, "partial_reason", json_string("the run stopped before the end (killed, timed out or "
                                                            "failed): the measurements completed until then"));
-    char err[256];
-    if (mpilab_results_write(w->c->out, doc, err, sizeof err) != 0)
-        fprintf(stderr, "mpilab-bench: checkpoint: %s\n", err);
+    if (mpilab_results_write(part, doc, err, sizeof err) != 0) {
+        fprintf(stderr, "mpilab-bench: checkpoint: %s (no further checkpoints)\n", err);
+        w->ckpt_failed = 1;
+    }
     json_decref(doc);
     w->last_save = MPI_Wtime();
     w->save_cost = w->last_save - now;
@@ -116,6 +126,24 @@ static void progress(const run_t *w, const row_t *r)
     if (tty && w->done == w->total)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* --format csv: one row per table row, times in seconds; p2p rows one-way (as the table),
+ * their round trip in its own column. */
+static void print_csv(const row_t *rows, size_t n)
+{
+    printf("op,impl,timing,isolation,bytes,median_s,med_lo_s,med_hi_s,roundtrip_median_s,reps,converged,flags\n");
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        double s = row_scale(r);
+        printf("%s,%s,%s,%s,%zu,%.10g,%.10g,%.10g,", r->op, r->impl, r->timing, r->iso[0] ? r->iso : "", r->bytes,
+               r->median * s, r->med_lo * s, r->med_hi * s);
+        if (s != 1.0)
+            printf("%.10g", r->median);
+        printf(",%zu,%d,%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+               r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
+               r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+    }
 }
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
@@ -260,46 +288,60 @@ static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_mat
     free(idx);
 }
 
-/* An MPILAB_OP_ALLPAIRS entry at every size: the pairs of the run's design, one compact
- * measurement object (pair matrix) per size. */
-static void measure_allpairs(run_t *w, const mpilab_op_t *op)
+/* An MPILAB_OP_ALLPAIRS entry at one size: the design's pairs, one pair matrix; on rank 0 *pt
+ * gets the median over the pairs of their medians and interval ends. 0, or -1 to stop. */
+static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_adaptive_point_t *pt)
 {
     const mpilab_runner_config_t *c = w->c;
-    for (size_t s = 0; s < c->nsizes; s++) {
-        size_t bytes = c->sizes[s], back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
-        MPI_Barrier(MPI_COMM_WORLD);
-        double wall0 = MPI_Wtime();
-        mpilab_pair_matrix_t mx;
-        int prc = runner_pairs_measure(&w->rp, c, MPI_COMM_WORLD, bytes, back, &mx);
-        double wall = MPI_Wtime() - wall0;
-        if (prc != MPI_SUCCESS) {
-            if (w->rank == 0)
-                fprintf(stderr, "mpilab-bench: %s at %zu bytes failed\n", op->name, bytes);
-            w->exit_code = 1;
-        }
-        w->fit_sizes += back == bytes && prc == MPI_SUCCESS;
-        if (w->rank == 0) {
-            json_array_append_new(w->meas, mpilab_results_pair_matrix(op, &mx, c->p2p_mode, w->size, &c->bo.prec, wall));
-            row_t worst = {0};
-            allpairs_rows(w, op, &mx, &worst);
-            snprintf(worst.impl, sizeof worst.impl, "%s", w->rp.design == MPILAB_PAIRS_FULL ? "all-pairs" : "sampled");
-            worst.bytes = bytes;
-            w->done++;
-            progress(w, &worst);
-            checkpoint(w, 0);
-        }
-        runner_pairs_matrix_free(&mx);
-        if (prc != MPI_SUCCESS)
-            break;
+    size_t back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double wall0 = MPI_Wtime();
+    mpilab_pair_matrix_t mx;
+    int prc = runner_pairs_measure(&w->rp, c, MPI_COMM_WORLD, bytes, back, &mx);
+    double wall = MPI_Wtime() - wall0;
+    if (prc != MPI_SUCCESS) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: %s at %zu bytes failed\n", op->name, bytes);
+        w->exit_code = 1;
     }
+    w->fit_sizes += back == bytes && prc == MPI_SUCCESS;
+    if (w->rank == 0) {
+        json_array_append_new(w->meas, mpilab_results_pair_matrix(op, &mx, c->p2p_mode, w->size, &c->bo.prec, wall));
+        row_t worst = {0};
+        allpairs_rows(w, op, &mx, &worst);
+        snprintf(worst.impl, sizeof worst.impl, "%s", w->rp.design == MPILAB_PAIRS_FULL ? "all-pairs" : "sampled");
+        worst.bytes = bytes;
+        w->done++;
+        progress(w, &worst);
+        checkpoint(w, 0);
+        double *v = malloc(3 * (mx.npairs + 1) * sizeof *v);
+        size_t m = 0;
+        for (size_t k = 0; v && k < mx.npairs; k++)
+            if (mx.measured[k]) {
+                v[m] = mx.stats[k].median;
+                v[mx.npairs + 1 + m] = mx.stats[k].med_lo;
+                v[2 * (mx.npairs + 1) + m++] = mx.stats[k].med_hi;
+            }
+        double mid[3] = {NAN, NAN, NAN};
+        for (int q = 0; v && m > 0 && q < 3; q++) {
+            double *a = v + (size_t)q * (mx.npairs + 1);
+            qsort(a, m, sizeof *a, cmp_double);
+            mid[q] = a[m / 2];
+        }
+        *pt = (mpilab_adaptive_point_t){bytes, mid[0], mid[1], mid[2]};
+        free(v);
+    }
+    runner_pairs_matrix_free(&mx);
+    return prc == MPI_SUCCESS ? 0 : -1;
 }
 
-/* One engine measurement of op at size index s with timing tm under isolation iso; 0, or
+/* One engine measurement of op at `bytes` (the entry's first size: `first`) with timing tm
+ * under isolation iso; its median and interval into *pt (rank 0) when pt is not NULL; 0, or
  * -1 to stop. */
-static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_t tm, mpilab_isolation_t iso)
+static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first, mpilab_timing_t tm,
+                       mpilab_isolation_t iso, mpilab_adaptive_point_t *pt)
 {
     const mpilab_runner_config_t *c = w->c;
-    size_t bytes = c->sizes[s];
     mpilab_result_t r;
     char err[256];
     mpilab_bench_opts_t bo = c->bo;
@@ -313,7 +355,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
     }
     w->done++;
     if (!r.applied) {
-        if (w->rank == 0 && s == 0)
+        if (w->rank == 0 && first)
             json_array_append_new(w->skipped, json_pack("{s:s,s:s,s:s}", "op", op->name, "impl", op->impl,
                                                          "timing", mpilab_timing_name(tm)));
         row_t sk;
@@ -350,6 +392,8 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
         snprintf(row->iso, sizeof row->iso, "%s",
                  tm == MPILAB_TIMING_OPSPEC ? "barrier" : mpilab_isolation_name(iso));
         row->negative = r.negative;
+        if (pt)
+            *pt = (mpilab_adaptive_point_t){bytes, r.stats.median, r.stats.med_lo, r.stats.med_hi};
         row->clock_uncertain = tm == MPILAB_TIMING_GLOBAL &&
                                mpilab_quality_clock_uncertain(r.sync_uncertainty, r.stats.median, c->bo.prec.eps);
         progress(w, row);
@@ -359,25 +403,91 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t s, mpilab_timing_
     return w->exit_code == 0 ? 0 : -1;
 }
 
+/* Entry op at one size (every isolation and timing); the first series' point into *pt. */
+static void measure_size(run_t *w, const mpilab_op_t *op, size_t bytes, int first, mpilab_adaptive_point_t *pt)
+{
+    const mpilab_runner_config_t *c = w->c;
+    *pt = (mpilab_adaptive_point_t){bytes, NAN, NAN, NAN};
+    if (op->flags & MPILAB_OP_ALLPAIRS) {
+        measure_allpairs_at(w, op, bytes, pt);
+        return;
+    }
+    for (size_t i = 0; i < c->nisolation && w->exit_code == 0; i++)
+        for (size_t t = 0; t < c->ntiming; t++) {
+            /* opspec timing has its own isolation: measured once */
+            if (i > 0 && c->timing[t] == MPILAB_TIMING_OPSPEC)
+                continue;
+            if (measure_one(w, op, bytes, first, c->timing[t], c->isolation[i], i == 0 && t == 0 ? pt : NULL) != 0)
+                break;
+        }
+}
+
+/* The next sizes of an adaptive sweep, decided on rank 0 (with their reasons in `added`),
+ * received by every rank in batch[]; returns their number. */
+static size_t next_sizes(run_t *w, const mpilab_adaptive_point_t *pts, size_t n, size_t *batch, json_t *added)
+{
+    unsigned long long cnt = 0, b[64];
+    if (w->rank == 0) {
+        mpilab_adaptive_why_t why[64];
+        cnt = mpilab_adaptive_next(pts, n, w->c->auto_budget, batch, why, 64);
+        for (size_t q = 0; q < cnt; q++) {
+            b[q] = batch[q];
+            json_array_append_new(added, json_pack("{s:I,s:I,s:o,s:o}", "bytes", (json_int_t)why[q].bytes, "bent_at",
+                                                   (json_int_t)why[q].bent_at, "departure_s",
+                                                   mpilab_json_real(why[q].departure), "allowed_s",
+                                                   mpilab_json_real(why[q].allowed)));
+        }
+    }
+    MPI_Bcast(&cnt, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    MPI_Bcast(b, (int)cnt, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    for (size_t q = 0; q < cnt; q++)
+        batch[q] = (size_t)b[q];
+    return (size_t)cnt;
+}
+
+/* Entry op over the run's sizes, or adaptively (--sizes auto:...): the start list, then where
+ * its curve bends, until none or the budget; rank 0 keeps the sizes and why in w->adaptive. */
+static void measure_entry(run_t *w, const mpilab_op_t *op)
+{
+    const mpilab_runner_config_t *c = w->c;
+    size_t budget = c->adaptive ? c->auto_budget : c->nsizes, nb = c->nsizes, n = 0;
+    size_t *batch = malloc((budget + 64) * sizeof *batch);
+    mpilab_adaptive_point_t *pts = malloc((budget + 64) * sizeof *pts);
+    json_t *added = json_array();
+    if (!batch || !pts)
+        w->exit_code = 1;
+    for (size_t k = 0; batch && k < nb; k++)
+        batch[k] = c->sizes[k];
+    while (nb > 0 && w->exit_code == 0) {
+        for (size_t k = 0; k < nb && w->exit_code == 0; k++) {
+            mpilab_adaptive_point_t pt;
+            measure_size(w, op, batch[k], n == 0, &pt);
+            size_t at = n++; /* sorted by size */
+            while (at > 0 && pts[at - 1].bytes > pt.bytes) {
+                pts[at] = pts[at - 1];
+                at--;
+            }
+            pts[at] = pt;
+        }
+        nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, n, batch, added) : 0;
+    }
+    if (w->rank == 0 && c->adaptive) {
+        json_t *sz = json_array();
+        for (size_t k = 0; k < n; k++)
+            json_array_append_new(sz, json_integer((json_int_t)pts[k].bytes));
+        json_array_append_new(w->adaptive, json_pack("{s:s,s:s,s:o,s:O}", "op", op->name, "impl", op->impl,
+                                                     "sizes", sz, "added", added));
+    }
+    json_decref(added);
+    free(batch);
+    free(pts);
+}
+
 static void measure_all(run_t *w)
 {
     const mpilab_runner_config_t *c = w->c;
-    for (size_t e = 0; e < c->nsel && w->exit_code == 0; e++) {
-        const mpilab_op_t *op = c->sel[e];
-        if (op->flags & MPILAB_OP_ALLPAIRS) {
-            measure_allpairs(w, op);
-            continue;
-        }
-        for (size_t s = 0; s < c->nsizes && w->exit_code == 0; s++)
-            for (size_t i = 0; i < c->nisolation && w->exit_code == 0; i++)
-                for (size_t t = 0; t < c->ntiming; t++) {
-                    /* opspec timing has its own isolation: measured once */
-                    if (i > 0 && c->timing[t] == MPILAB_TIMING_OPSPEC)
-                        continue;
-                    if (measure_one(w, op, s, c->timing[t], c->isolation[i]) != 0)
-                        break;
-                }
-    }
+    for (size_t e = 0; e < c->nsel && w->exit_code == 0; e++)
+        measure_entry(w, c->sel[e]);
     mpilab_bench_set_isolation(w->b, c->isolation[0]);
 }
 
@@ -410,6 +520,31 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
         fprintf(stderr, "[loggp] %zu pairs (%s design) x %zu sizes measured\n", npairs,
                 mpilab_pairs_design_name(w->rp.design), c->nsizes);
     return lres;
+}
+
+/* The LMO experiments (collective); NULL if not asked or failed. */
+static mpilab_lmo_measured_t *measure_lmo(run_t *w)
+{
+    const mpilab_runner_config_t *c = w->c;
+    if (!c->lmo || w->exit_code != 0)
+        return NULL;
+    mpilab_lmo_measured_t *m = calloc(1, sizeof *m);
+    int ok = m != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    int rc = all ? mpilab_lmo_measure(MPI_COMM_WORLD, c->lmo_bytes, c->p2p_mode, &c->bo.prec, m) : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: LMO measurement failed (MPI error %d)\n", rc);
+        w->exit_code = 1;
+        if (m)
+            mpilab_lmo_measured_free(m);
+        free(m);
+        return NULL;
+    }
+    if (w->rank == 0 && !c->quiet)
+        fprintf(stderr, "[lmo] %zu triplets in %zu rounds, M = %zu bytes, %.2f s\n", m->ntrip, m->rounds, m->bytes,
+                m->wall_s);
+    return m;
 }
 
 /* The multilane model's inputs (collective) when a grid entry was selected: the grid and P
@@ -487,6 +622,10 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ol, json_sprintf("%s:%s", c->sel[e]->name, c->sel[e]->impl));
     json_object_set_new(opt, "ops", ol);
     json_object_set_new(opt, "sizes", sz);
+    if (c->adaptive)
+        json_object_set_new(opt, "sizes_auto",
+                            json_pack("{s:I,s:I,s:O}", "budget", (json_int_t)c->auto_budget, "start_factor", 8,
+                                      "entries", w->adaptive));
     json_object_set_new(opt, "timing", tl);
     json_object_set_new(opt, "timing_skipped", json_incref(w->skipped));
     json_object_set_new(opt, "precision", mpilab_results_precision(&c->bo.prec));
@@ -519,6 +658,10 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ml, json_string("hockney"));
     if (c->loggp)
         json_array_append_new(ml, json_string("loggp"));
+    if (c->lmo) {
+        json_array_append_new(ml, json_string("lmo"));
+        json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
+    }
     json_object_set_new(opt, "models", ml);
     json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));
     if (c->inject) {
@@ -586,7 +729,7 @@ static mpilab_quality_context_t quality_context(const run_t *w, json_t *prov)
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
 static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,
-                        json_t *multilane)
+                        const mpilab_lmo_measured_t *lmo, json_t *multilane)
 {
     const mpilab_runner_config_t *c = w->c;
     json_object_set_new(prov, "options", options_json(w));
@@ -608,8 +751,12 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         models = mpilab_models_hockney(w->meas, w->size);
     mpilab_quality_context_t qc = quality_context(w, prov);
     note_isolation(w);
-    print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
-    print_isolation_notes(w->rows, w->nrows);
+    if (c->csv) {
+        print_csv(w->rows, w->nrows);
+    } else {
+        print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
+        print_isolation_notes(w->rows, w->nrows);
+    }
     if (lres) {
         if (!models)
             models = json_object();
@@ -617,6 +764,11 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         if (lg) /* the measurement's own cost, as wall_s is a measurement's */
             json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
         json_object_set_new(models, "loggp", lg);
+    }
+    if (lmo) {
+        if (!models)
+            models = json_object();
+        json_object_set_new(models, "lmo", mpilab_models_lmo(lmo, w->meas, stdout));
     }
     if (multilane) {
         if (!models)
@@ -631,8 +783,10 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen)
 {
-    run_t w = {.c = c};
+    run_t w = {.c = c, .last_save = MPI_Wtime()};
     *doc = NULL;
+    if (c->probe)
+        return mpilab_runner_probe(c, err, errlen);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
     if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)
@@ -645,10 +799,11 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     /* table rows: per engine measurement one, per all-pairs size at most ROWS_PAIRS */
     size_t pair_rows = w.rp.npairs <= ROWS_PAIRS ? w.rp.npairs : 2;
     for (size_t e = 0; e < c->nsel; e++)
-        w.total += c->nsizes * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
+        w.total += (c->adaptive ? c->auto_budget : c->nsizes) * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
     w.rows = w.rank == 0 ? calloc(w.total * (pair_rows > 1 ? pair_rows : 1) + 1, sizeof *w.rows) : NULL;
     w.meas = json_array();
     w.skipped = json_array();
+    w.adaptive = json_array();
     if (w.rank == 0 && !w.rows)
         w.exit_code = 1;
     MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -668,9 +823,10 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (w.exit_code == 0)
         measure_all(&w);
     mpilab_loggp_pair_result_t *lres = measure_loggp(&w);
+    mpilab_lmo_measured_t *lmo = measure_lmo(&w);
     json_t *multilane = measure_multilane(&w);
     if (w.rank == 0) {
-        *doc = document(&w, prov, lres, multilane);
+        *doc = document(&w, prov, lres, lmo, multilane);
         if (w.exit_code != 0) { /* stopped early: what was measured, said to be partial */
             json_object_set_new(*doc, "partial", json_true());
             json_object_set_new(*doc, "partial_reason",
@@ -683,11 +839,15 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     json_decref(w.meas);
     json_decref(w.skipped);
+    json_decref(w.adaptive);
     free(w.rows);
     for (size_t k = 0; lres && k < w.rp.npairs; k++)
         mpilab_loggp_pair_result_free(&lres[k]);
     free(lres);
     runner_pairs_free(&w.rp);
+    if (lmo)
+        mpilab_lmo_measured_free(lmo);
+    free(lmo);
     mpilab_bench_finalize(w.b);
     mpilab_clock_inject_set(NULL);
     return w.exit_code;

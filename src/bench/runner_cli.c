@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "mpilab/parse.h"
+#include "mpilab/adaptive.h"
 #include "mpilab/runner.h"
 #include "mpilab/suite.h"
+#include "mpilab/forced.h"
 
 #define MAX_SIZES 100000
 
@@ -26,6 +28,9 @@ void mpilab_runner_usage(FILE *f)
         "  --ops LIST           comma list of op or op:impl (default p2p,scatter,gather,bcast,allreduce)\n"
         "  --sizes SPEC         message sizes in bytes: comma list of sizes (4K), ranges A:B:STEP or\n"
         "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
+        "  --sizes auto:MIN:MAX[:BUDGET]  adaptive: MIN..MAX x8 first, then sizes inserted where an entry's\n"
+        "                       curve departs from the line between neighbours by more than its\n"
+        "                       intervals, at most BUDGET sizes per entry (default: a doubling list's count)\n"
         "  -m [MIN:]MAX         OSU style: sizes MIN..MAX in bytes doubling (MIN:MAX:x2; MIN default 1)\n"
         "  -i, --iterations N   OSU style: exactly N timed repetitions per measurement (--min-reps N\n"
         "                       --max-reps N: a fixed count, not converged unless it happens to be)\n"
@@ -59,7 +64,10 @@ void mpilab_runner_usage(FILE *f)
         "                       digits, e.g. sites), host, site, none, or K (blocks of K ranks)\n"
         "  --pairs-seed N       seed of the sampled design's random matchings (default 0)\n"
         "  --models LIST        models to fit: hockney (from p2p), loggp (own measurement of each\n"
-        "                       pair of the --pairs design over --sizes) (default hockney)\n"
+        "                       pair of the --pairs design over --sizes), lmo (heterogeneous: per-node\n"
+        "                       and per-link delays from round trips and point-to-two experiments,\n"
+        "                       >= 3 ranks) (default hockney)\n"
+        "  --lmo-bytes SIZE     M of the lmo experiments (bytes, default 64K)\n"
         "  --no-fit             no models\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
@@ -74,8 +82,17 @@ void mpilab_runner_usage(FILE *f)
         "  --inject-clock SPEC  self-test: offset=DURATION,drift=PPM,seed=N gives every rank a known\n"
         "                       clock error (offset uniform in +-DURATION, drift in +-PPM), recorded\n"
         "                       in the results (provenance.options.inject_clock)\n"
+        "  --mpi-algorithms     add the MPI library's own collective algorithms as entries, forced\n"
+        "                       through its MPI_T variables: op:ompi_NAME (Open MPI coll_tuned; launch\n"
+        "                       with --mca coll_tuned_use_dynamic_rules 1) or op:mpich_NAME (MPICH)\n"
+        "  --probe              no timing: run each selected entry once per size and report on\n"
+        "                       stderr (mpilab-probe: lines; docs/tune.md)\n"
+        "  --probe-skew         --probe with counts one byte apart between ranks, so that the MPI\n"
+        "                       library's error stack names the algorithm that ran (MPICH)\n"
         "  --out FILE           results file (written atomically)\n"
         "  --quiet              no progress on stderr\n"
+        "  --format table|csv   the summary on stdout as a table (default) or CSV: one row per\n"
+        "                       measurement, seconds, p2p one-way with the round trip beside\n"
         "Times in the table and the results are seconds (table: microseconds). See docs/bench.md.\n",
         MPILAB_PAIRS_FULL_LIMIT, MPILAB_SUITE_MAX_SWEEP);
 }
@@ -180,6 +197,8 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
         c->hockney = 1;
     else if (strcmp(t, "loggp") == 0)
         c->loggp = 1;
+    else if (strcmp(t, "lmo") == 0)
+        c->lmo = 1;
     else
         return -1;
     return 0;
@@ -212,10 +231,10 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
     return 0;
 }
 
-enum { O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
-       O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
+enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
+       O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG };
+       O_MSGLOG, O_LMOB };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -225,7 +244,7 @@ static const struct option longopts[] = {
     {"isolation", required_argument, 0, O_ISO}, {"p2p-schedule", required_argument, 0, O_SCHED},
     {"p2p-back", required_argument, 0, O_BACK}, {"root", required_argument, 0, O_ROOT},
     {"sync", required_argument, 0, O_SYNC}, {"out", required_argument, 0, O_OUT},
-    {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET},
+    {"no-fit", no_argument, 0, O_NOFIT}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
     {"pipeline-depth", required_argument, 0, O_DEPTH}, {"allow-single-rep", no_argument, 0, O_SINGLE},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
     {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
@@ -234,7 +253,9 @@ static const struct option longopts[] = {
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
     {"pairs-seed", required_argument, 0, O_PSEED}, {"iterations", required_argument, 0, 'i'},
-    {"msglog", required_argument, 0, O_MSGLOG},
+    {"msglog", required_argument, 0, O_MSGLOG}, {"mpi-algorithms", no_argument, 0, O_MPIALG},
+    {"probe", no_argument, 0, O_PROBE}, {"probe-skew", no_argument, 0, O_SKEW},
+    {"lmo-bytes", required_argument, 0, O_LMOB},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -392,6 +413,9 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
             return fail(err, errlen, "--pairs-seed: '%s' is not a non-negative integer", v);
         c->pairs_seed = (unsigned long long)r->pairs_seed;
         return 0;
+    case O_MPIALG: c->mpi_algorithms = 1; return 0;
+    case O_PROBE: c->probe = 1; return 0;
+    case O_SKEW: c->probe = c->probe_skew = 1; return 0;
     case O_LIST: c->list |= 1; return 0;
     case O_JSON: c->list |= 2; return 0;
     case O_OPS: r->ops = v; return 0;
@@ -426,10 +450,20 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_OUT: c->out = v; return 0;
     case O_NOFIT: c->no_fit = 1; return 0;
     case O_QUIET: c->quiet = 1; return 0;
+    case O_FORMAT:
+        if (strcmp(v, "table") != 0 && strcmp(v, "csv") != 0)
+            return fail(err, errlen, "--format: '%s': expected table or csv", v);
+        c->csv = strcmp(v, "csv") == 0;
+        return 0;
     case O_DEPTH: return count_arg("--pipeline-depth", v, &r->depth, err, errlen);
     case O_SINGLE: c->single = 1; return 0;
     case O_WARMUP: return count_arg("--warmup", v, &r->warmup, err, errlen);
     case O_MODELS: r->models = v; return 0;
+    case O_LMOB:
+        if (mpilab_parse_size(v, &sz) != 0 || sz == 0 || sz > INT_MAX)
+            return fail(err, errlen, "--lmo-bytes: '%s' is not a size in 1..%d bytes", v, INT_MAX);
+        c->lmo_bytes = sz;
+        return 0;
     case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
     case 'h': return MPILAB_RUNNER_HELP;
@@ -495,7 +529,8 @@ static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
     }
     size_t count = 0;
     for (size_t k = 0; k < c->nsel; k++)
-        count += c->nsizes * ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);
+        count += (c->adaptive ? c->auto_budget : c->nsizes) *
+                 ((c->sel[k]->flags & MPILAB_OP_ALLPAIRS) ? rounds : c->ntiming * c->nisolation);
     double share = count ? r->time_budget / (double)count : r->time_budget;
     if (r->time_budget > 0.0 && share < c->bo.prec.min_time)
         share = c->bo.prec.min_time; /* never below the time the rule waits for */
@@ -531,6 +566,12 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (mpilab_loggp_check(c->sizes, c->nsizes, &c->lg, lerr, sizeof lerr) != 0)
             return fail(err, errlen, "--models loggp: %s", lerr);
     }
+    if (c->lmo) {
+        if (c->no_fit)
+            return fail(err, errlen, "--no-fit contradicts --models lmo");
+        if (nranks < 3)
+            return fail(err, errlen, "--models lmo needs at least 3 ranks (a point-to-two triplet), got %d", nranks);
+    }
     if (c->out) {
         /* the output directory must exist and be writable before measuring */
         char *copy = strdup(c->out);
@@ -544,6 +585,37 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
     return 0;
 }
 
+/* --sizes auto:MIN:MAX[:BUDGET]: the coarse start list (x8) and the budget (default: the
+ * count of the doubling list MIN..MAX, so never more sizes than that fixed list). */
+static int auto_sizes(mpilab_runner_config_t *c, const char *spec, char *err, size_t errlen)
+{
+    char buf[128], *f[4] = {0};
+    int nf = 0;
+    snprintf(buf, sizeof buf, "%s", spec + 5);
+    for (char *save = NULL, *t = strtok_r(buf, ":", &save); t && nf < 4; t = strtok_r(NULL, ":", &save))
+        f[nf++] = t;
+    size_t lo, hi, budget = 0;
+    long long b = 0;
+    if (strlen(spec) >= sizeof buf || nf < 2 || nf > 3 || strchr(spec + 5, ',') || mpilab_parse_size(f[0], &lo) != 0 ||
+        mpilab_parse_size(f[1], &hi) != 0 || (nf == 3 && (mpilab_parse_i64(f[2], &b) != 0 || b < 3 || b > 1000)))
+        return fail(err, errlen, "--sizes: '%s' is not auto:MIN:MAX[:BUDGET] (BUDGET 3..1000)", spec);
+    if (lo >= hi || hi > INT_MAX)
+        return fail(err, errlen, "--sizes: %s: an impossible size range (MIN < MAX <= %d bytes needed)", spec, INT_MAX);
+    for (size_t s = lo ? lo : 1; budget += 1, s < hi; s = s > hi / 2 ? hi : s * 2)
+        ;
+    budget += lo == 0;
+    c->auto_budget = nf == 3 ? (size_t)b : budget;
+    c->sizes = malloc(64 * sizeof *c->sizes);
+    c->nsizes = c->sizes ? mpilab_adaptive_start(lo, hi, 8, c->sizes, 64) : 0;
+    if (c->nsizes == 0)
+        return fail(err, errlen, "out of memory");
+    if (c->nsizes > c->auto_budget)
+        return fail(err, errlen, "--sizes: %s: the budget %zu is below the %zu sizes of the start list", spec,
+                    c->auto_budget, c->nsizes);
+    c->adaptive = 1;
+    return 0;
+}
+
 static void defaults(mpilab_runner_config_t *c, raw_t *r)
 {
     memset(c, 0, sizeof *c);
@@ -552,6 +624,7 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     c->isolation[0] = c->bo.isolation;
     c->nisolation = 1;
     c->hockney = 1;
+    c->lmo_bytes = 65536;
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
                  .min_reps = 5, .max_reps = 1000000, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
@@ -590,6 +663,8 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     for (size_t k = 0; k < r.nentries; k++)
         if (mpilab_ops_load(r.entries[k], why, sizeof why) != 0)
             return fail(err, errlen, "--entries: %s", why);
+    if (c->mpi_algorithms && mpilab_forced_register(why, sizeof why) < 0)
+        return fail(err, errlen, "%s", why);
     if (c->list == 2)
         return fail(err, errlen, "--json goes with --list");
     if (c->list)
@@ -600,10 +675,12 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     if (rc == 0)
         rc = for_items("--timing", r.timing, timing_one, c, "max, root, global, opspec", err, errlen);
     if (rc == 0 && r.models) {
-        c->hockney = c->loggp = 0;
-        rc = for_items("--models", r.models, model_one, c, "hockney, loggp", err, errlen);
+        c->hockney = c->loggp = c->lmo = 0;
+        rc = for_items("--models", r.models, model_one, c, "hockney, loggp, lmo", err, errlen);
     }
-    if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
+    if (rc == 0 && strncmp(r.sizes, "auto:", 5) == 0)
+        rc = auto_sizes(c, r.sizes, err, errlen);
+    else if (rc == 0 && mpilab_parse_size_list(r.sizes, MAX_SIZES, &c->sizes, &c->nsizes, err, errlen) != 0) {
         char why[200];
         snprintf(why, sizeof why, "%s", err);
         rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m/-msglog" : "--sizes", why);

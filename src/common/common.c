@@ -225,3 +225,46 @@ void mpilab_iso_date(char *buf, size_t len)
     gmtime_r(&now, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+/* Where a run's partial results go: OUT with ".partial" before its extension
+ * (r.json -> r.partial.json, r -> r.partial). */
+int mpilab_partial_path(const char *out, char *buf, size_t n)
+{
+    const char *slash = strrchr(out, '/');
+    const char *dot = strrchr(out, '.');
+    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : out))
+        dot = out + strlen(out);
+    int k = snprintf(buf, n, "%.*s.partial%s", (int)(dot - out), out, dot);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
+/* An output that is a FIFO is checked before any work: no reader is one line now rather
+ * than after the measurements; with a reader, the write end stays open in *fd (close it
+ * after the final write) so the reader does not see an early end of file. */
+int mpilab_output_hold(const char *path, int *fd, char *err, size_t errlen)
+{
+    struct stat st;
+    *fd = -1;
+    if (!path || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return 0;
+    int f = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) {
+        if (errno == ENXIO)
+            snprintf(err, errlen, "%s: a FIFO with no reader; not waiting for one", path);
+        else
+            snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
+        return -1;
+    }
+    *fd = f;
+    return 0;
+}
+
+/* The output is a regular file or a new name (checkpoints go beside it), not "-", a FIFO
+ * or a device. */
+int mpilab_output_is_file(const char *path)
+{
+    struct stat st;
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}

@@ -26,6 +26,18 @@ int mpilab_errf(char *err, size_t errlen, const char *fmt, ...)
  * reason to `err` and returns -1. */
 int mpilab_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
+/* A run's partial results file: OUT with ".partial" before the extension (r.json ->
+ * r.partial.json). 0, or -1 if it does not fit in n bytes. */
+int mpilab_partial_path(const char *out, char *buf, size_t n);
+
+/* Check an output before any work: a FIFO with no reader is refused (one line in err, -1);
+ * a FIFO with a reader stays open for writing in *fd (close it after the final write),
+ * else *fd = -1. Anything else returns 0 (mpilab_write_atomic checks it when writing). */
+int mpilab_output_hold(const char *path, int *fd, char *err, size_t errlen);
+
+/* 1 if path is a regular file or a new name (not "-", a FIFO or a device). */
+int mpilab_output_is_file(const char *path);
+
 /* Dump `root` as indented JSON to `path` atomically. Same contract as above. */
 int mpilab_json_write_atomic(const char *path, const json_t *root, char *err, size_t errlen);
 

@@ -36,6 +36,7 @@ void mpilab_pm_conn_init(mpilab_pm_conn *c, uint32_t token, int server_side, int
     c->peer = peer;
     c->state = MPILAB_PM_MIGRATED;
     c->loading_rail = -1;
+    c->armed_rail = -1;
 }
 
 static int rail_ok(int r) { return r >= 0 && r < MPILAB_PM_MAX_RAILS; }
@@ -105,6 +106,19 @@ static void go(mpilab_pm_conn *c, mpilab_pm_result *res, mpilab_pm_state to, con
     c->state = to;
     res->to = to;
     res->cause = cause;
+}
+
+/* a transition whose cause names a rail: "<what> (rail R)<rest>" */
+static void go_rail(mpilab_pm_conn *c, mpilab_pm_result *res, mpilab_pm_state to,
+                    const char *what, int rail, const char *rest)
+{
+    if (c->state == to)
+        return;
+    if (rail >= 0)
+        snprintf(res->cause_buf, sizeof(res->cause_buf), "%s (rail %d)%s", what, rail, rest);
+    else
+        snprintf(res->cause_buf, sizeof(res->cause_buf), "%s%s", what, rest);
+    go(c, res, to, res->cause_buf);
 }
 
 /* the primary: an established non-backup subflow, preferring one on a healthy path */
@@ -269,6 +283,7 @@ static void auto_migrate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_
                 live = k;
         if (live >= 0) {
             int primary_dead = *p >= 0 && !path_ok(ctx, c, &c->sub[*p]);
+            int dead_rail = *p >= 0 ? c->sub[*p].rrail : -1;
             mpilab_pm_subflow keep = c->sub[live];
             if (primary_dead && keep.backup) {
                 add_action(res, MPILAB_PM_ACT_SET_BACKUP, &keep, 0);
@@ -283,7 +298,7 @@ static void auto_migrate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_
             if (i >= 0)
                 c->sub[i].backup = keep.backup;
             if (primary_dead)
-                go(c, res, MPILAB_PM_MIGRATED, "fault on the primary path");
+                go_rail(c, res, MPILAB_PM_MIGRATED, "fault on the primary path", dead_rail, "");
             *p = primary_of(ctx, c);
             *a = alternate_of(ctx, c, *p);
         }
@@ -291,9 +306,36 @@ static void auto_migrate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_
     if (*p < 0 && *a >= 0) {
         add_action(res, MPILAB_PM_ACT_SET_BACKUP, &c->sub[*a], 0);
         c->sub[*a].backup = 0;
-        go(c, res, MPILAB_PM_MIGRATED, "primary closed");
+        go_rail(c, res, MPILAB_PM_MIGRATED, "primary closed; alternate promoted", c->sub[*a].rrail,
+                "");
         *p = *a;
         *a = alternate_of(ctx, c, *p);
+    }
+}
+
+/* An ARMED connection without a loaded alternate any more: the cause names what happened
+ * and to which path. The peer promoting the alternate (its MP_PRIO, seen as a kernel
+ * priority event) means the peer left the primary path, usually because that path failed
+ * before our own verdict: the path that failed is the primary's, not the alternate's. */
+static void alternate_gone(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c,
+                           const mpilab_pm_event *ev, mpilab_pm_result *res)
+{
+    if (ev->kind == MPILAB_PM_EV_SUB_PRIORITY && !ev->sub.backup && c->armed_rail >= 0 &&
+        ev->sub.rrail == c->armed_rail) {
+        int prim = -1;
+        for (int i = 0; i < c->nsub; i++)
+            if (c->sub[i].established && !c->sub[i].backup && c->sub[i].rrail != c->armed_rail)
+                prim = c->sub[i].rrail;
+        char rest[48];
+        snprintf(rest, sizeof(rest), " left by the peer for rail %d", c->armed_rail);
+        go_rail(c, res, MPILAB_PM_MIGRATED, "primary path", prim, rest);
+    } else if (ev->kind == MPILAB_PM_EV_SUB_CLOSED && ev->sub.rrail == c->armed_rail) {
+        go_rail(c, res, MPILAB_PM_MIGRATED, "alternate subflow closed", c->armed_rail, "");
+    } else if (c->armed_rail >= 0 && c->peer >= 0 && c->peer < MPILAB_PM_MAX_PEERS &&
+               rail_ok(c->armed_rail) && !ctx->path_up[c->peer][c->armed_rail]) {
+        go_rail(c, res, MPILAB_PM_MIGRATED, "alternate path failed", c->armed_rail, "");
+    } else {
+        go_rail(c, res, MPILAB_PM_MIGRATED, "alternate lost", c->armed_rail, "");
     }
 }
 
@@ -304,11 +346,11 @@ static int rearm(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_ev
     switch (c->state) {
     case MPILAB_PM_ARMED:
         if (a < 0)
-            go(c, res, MPILAB_PM_MIGRATED, "alternate lost");
+            alternate_gone(ctx, c, ev, res);
         break;
     case MPILAB_PM_REARM:
         if (a >= 0)
-            go(c, res, MPILAB_PM_ARMED, "alternate established");
+            go_rail(c, res, MPILAB_PM_ARMED, "alternate established", c->sub[a].rrail, "");
         else if (c->loading_rail < 0)
             go(c, res, MPILAB_PM_MIGRATED, "alternate could not be loaded");
         break;
@@ -318,11 +360,12 @@ static int rearm(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_ev
     if (c->state == MPILAB_PM_MIGRATED && res->from == res->to && c->server_side && a >= 0 &&
         ev->kind == MPILAB_PM_EV_SUB_ESTABLISHED) {
         /* the client's agent loaded the alternate: observed, also in manual mode */
-        go(c, res, MPILAB_PM_ARMED, "alternate loaded by the peer");
+        go_rail(c, res, MPILAB_PM_ARMED, "alternate loaded by the peer", c->sub[a].rrail, "");
     } else if (c->state == MPILAB_PM_MIGRATED && res->from == res->to &&
                (ev->kind == MPILAB_PM_EV_ARM || ctx->auto_rearm)) {
         if (a >= 0)
-            go(c, res, MPILAB_PM_ARMED, "alternate already established");
+            go_rail(c, res, MPILAB_PM_ARMED, "alternate already established", c->sub[a].rrail,
+                    "");
         else if (load_alternate(ctx, c, res, p, ev->now, ev->kind == MPILAB_PM_EV_ARM))
             go(c, res, MPILAB_PM_REARM, "loading alternate");
         else if (ev->kind == MPILAB_PM_EV_ARM) {
@@ -371,7 +414,12 @@ int mpilab_pm_step(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, const mpilab_pm_
     if (ev->kind == MPILAB_PM_EV_MIGRATE)
         return migrate(c, res, p, a);
     auto_migrate(ctx, c, res, &p, &a);
-    return rearm(ctx, c, ev, res, p, a);
+    int rc = rearm(ctx, c, ev, res, p, a);
+    if (c->state == MPILAB_PM_ARMED) {
+        int k = alternate_of(ctx, c, primary_of(ctx, c));
+        c->armed_rail = k >= 0 ? c->sub[k].rrail : c->armed_rail;
+    }
+    return rc;
 }
 
 double mpilab_pm_probe_due(int decider, double last_sent, double last_heard, double last_proof,

@@ -74,7 +74,7 @@ static void test_client_lifecycle(void)
     /* the kernel reports the peer's priority (0) for our backup subflow */
     step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 41000, 0), 1.01);
     CHECK(c.state == MPILAB_PM_ARMED && res.nact == 0);
-    CHECK(strcmp(res.cause, "alternate established") == 0);
+    CHECK(strcmp(res.cause, "alternate established (rail 1)") == 0);
     step(&c, MPILAB_PM_EV_TICK, none, 1.02);
     CHECK(c.state == MPILAB_PM_ARMED && res.nact == 0 && res.from == res.to);
 
@@ -154,9 +154,11 @@ static void test_server(void)
     CHECK(step(&c, MPILAB_PM_EV_ARM, none, 1.05) == -1 && strstr(res.err, "server side"));
     step(&c, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
     CHECK(c.state == MPILAB_PM_ARMED);
-    /* the peer migrated by hand: its MP_PRIO swaps our priorities */
+    /* the peer migrated by hand: its MP_PRIO swaps our priorities. The cause names the
+     * path the peer left (the primary, rail 0), not "alternate lost" */
     step(&c, MPILAB_PM_EV_SUB_PRIORITY, sf(1, 5000, 0), 2.0);
     CHECK(c.state == MPILAB_PM_MIGRATED && res.nact == 0);
+    CHECK(strcmp(res.cause, "primary path (rail 0) left by the peer for rail 1") == 0);
     step(&c, MPILAB_PM_EV_SUB_PRIORITY, sf(0, 5000, 1), 2.001);
     CHECK(c.state == MPILAB_PM_ARMED);
     /* in manual mode too, the server follows the load its peer completed */
@@ -172,6 +174,26 @@ static void test_server(void)
     step(&c, MPILAB_PM_EV_PATH, none, 3.0);
     CHECK(c.state == MPILAB_PM_MIGRATED && has_action(MPILAB_PM_ACT_DESTROY, 1, 0) &&
           has_action(MPILAB_PM_ACT_SET_BACKUP, 0, 0));
+    CHECK(strcmp(res.cause, "fault on the primary path (rail 1)") == 0);
+    /* an ARMED connection whose alternate's path dies: named as such */
+    ctx_init();
+    mpilab_pm_conn k;
+    mpilab_pm_conn_init(&k, 0x57, 1, 1, 0);
+    step(&k, MPILAB_PM_EV_ESTABLISHED, sf(0, 5000, 0), 1.0);
+    step(&k, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
+    CHECK(k.state == MPILAB_PM_ARMED);
+    ctx.path_up[0][1] = 0;
+    step(&k, MPILAB_PM_EV_PATH, none, 2.0);
+    CHECK(k.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "alternate path failed (rail 1)") == 0);
+    /* ... or whose alternate subflow is closed */
+    ctx_init();
+    mpilab_pm_conn j;
+    mpilab_pm_conn_init(&j, 0x58, 1, 1, 0);
+    step(&j, MPILAB_PM_EV_ESTABLISHED, sf(0, 5000, 0), 1.0);
+    step(&j, MPILAB_PM_EV_SUB_ESTABLISHED, sf(1, 5000, 1), 1.1);
+    step(&j, MPILAB_PM_EV_SUB_CLOSED, sf(1, 5000, 1), 2.0);
+    CHECK(j.state == MPILAB_PM_MIGRATED &&
+          strcmp(res.cause, "alternate subflow closed (rail 1)") == 0);
 }
 
 /* a refused or timed-out join: back to MIGRATED, retried later, not at every tick */

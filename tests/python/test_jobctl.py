@@ -104,3 +104,27 @@ def test_down_reaps_the_cgroup_of_a_job_whose_mpilab_is_gone() -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_a_process_still_exiting_is_not_left_behind(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """When the launcher exits, a process of the job that ends by itself within the grace
+    (a daemon still tearing down) is neither killed nor reported; one that stays is killed
+    and named in the one line."""
+    for stay, expect in ((0.2, False), (600, True)):
+        tag = f"jt-left-{os.getpid()}-{int(stay)}"
+        # the launcher starts a child outside its process group and exits at once
+        proc, cg = jobctl.start(["/bin/sh", "-c", f"setsid sleep {stay} & exit 0"], tag,
+                                dict(os.environ))
+        try:
+            rc = jobctl.supervise(proc, tag, 60.0, None, cg=cg)
+            err = capsys.readouterr().err
+            assert rc == 0
+            assert ("left 1 process(es) behind (sleep " in err) is expect, err
+            assert not [p for p in jobctl.job_pids(tag) if pid_alive(p)]
+        finally:
+            for p in jobctl.job_pids(tag):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass

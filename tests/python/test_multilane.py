@@ -15,6 +15,7 @@ import pytest
 from mpilab.cli import main
 from mpilab.errors import MpilabError
 from mpilab.multilane import doc, report
+from mpilab.report import figs
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1 << 20
@@ -143,24 +144,27 @@ def test_report_page(tmp_path: Path) -> None:
     p = write(tmp_path, synthetic(tmp_path))
     assert main(["multilane", "report", str(p), "-o", str(out)]) == 0
     text = out.read_text()
-    assert text.count('<img class="plot"') >= 5  # 2 size plots, 2 P plots, 1 timeline
+    # the reports' one stack: plotly figures (2 size plots, 2 P plots, 1 timeline), the
+    # runtime in one shared file beside the page
+    assert text.count('class="mpilab-fig"') >= 5
+    assert (tmp_path / figs.runtime_file_name()).is_file() and "mpilab-plotlyjs" not in text
     for item in ("Targets", "b(4)", "WAN phase mean Mbit/s", "NOT met"):
         assert item in text, item
 
 
 @pytest.mark.parametrize("mutate,needle", [
     (lambda d: "{nope", ":1: malformed JSON"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "wall_start": "noon"}]}, "'wall_start' must"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": True}]}, "'lanes' must be null"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "wall_start": "noon"}]}, r"runs\[0\]\.wall_start"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": True}]}, r"runs\[0\]\.lanes"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "wall_end": float("nan")}]}, "RFC 8259"),
     (lambda d: {**d, "schema": "mpilab.results/1"}, "not a mpilab.multilane/1 document"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "times": [0.1, -1]}]}, "non-positive time"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": 0}]}, "'lanes' must be null"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "op": "bcast"}]}, "bad op/impl"),
-    (lambda d: {**d, "model": {**d["model"], "b": [1.0, -2.0]}}, "model.b"),
-    (lambda d: {**d, "runs": [{**d["runs"][0], "phases": [0.1, 0.2]}]}, "'phases' must be"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "times": [0.1, -1]}]}, r"runs\[0\]\.times\[1\]"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "lanes": 0}]}, r"runs\[0\]\.lanes"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "op": "bcast"}]}, r"runs\[0\]\.op"),
+    (lambda d: {**d, "model": {**d["model"], "b": [1.0, -2.0]}}, r"model\.b\[1\]"),
+    (lambda d: {**d, "runs": [{**d["runs"][0], "phases": [0.1, 0.2]}]}, r"runs\[0\]\.phases"),
     (lambda d: {**d, "runs": [{**d["runs"][0], "phases_sim": [0, "x", 0, 0]}]},
-     "'phases_sim' must be"),
+     r"runs\[0\]\.phases_sim\[1\]"),
 ])
 def test_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: Any,
                        needle: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import cli_env, real_runner
 from mpilab import results
-from mpilab.tools import mpirun_prefix
+from mpilab.launch import mpirun_command
 
 
 def _partial_measurements(path: Path) -> int:
@@ -53,11 +53,12 @@ def _descendants(pid: int) -> list[int]:
 def test_killed_run_leaves_partial_file_report_shows_banner(
         tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     out = tmp_path / "run.json"
+    part = tmp_path / "run.partial.json"  # checkpoints go under a name that says partial
     # far more work than any machine finishes before the second checkpoint (which comes at
     # least a second after the first): 25 sizes up to 16 MiB x 3 entries x 3 timings, 1000
     # repetitions each. (With sizes to 64 KiB and 200 repetitions a fast CI machine finished
     # the whole run between two polls.)
-    cmd = mpirun_prefix(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
+    cmd = mpirun_command(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
                               "--timing", "max,root,global", "--sizes", "0:16M:x2",
                               "--min-reps", "1000", "--max-reps", "1000", "--out", str(out)]
     p = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL,
@@ -67,7 +68,7 @@ def test_killed_run_leaves_partial_file_report_shows_banner(
         n = 0
         while p.poll() is None and n < 2:
             time.sleep(0.2)
-            n = _partial_measurements(out)
+            n = _partial_measurements(part)
         assert p.poll() is None, "the run finished before it could be interrupted"
     finally:
         if p.poll() is None:
@@ -79,12 +80,13 @@ def test_killed_run_leaves_partial_file_report_shows_banner(
                 except ProcessLookupError:
                     pass
         p.wait()
-    doc = json.loads(out.read_text())
+    assert not out.exists(), "a killed run left a file at --out"
+    doc = json.loads(part.read_text())
     assert doc["partial"] is True and "stopped" in doc["partial_reason"]
-    r = results.load(out)
+    r = results.load(part)
     assert len(r.measurements) >= 2
     html = tmp_path / "run.html"
-    q = run_cli("report", str(out), "-o", str(html), timeout=900)
+    q = run_cli("report", str(part), "-o", str(html), timeout=900)
     assert q.returncode == 0, q.stderr
     text = html.read_text()
     assert "PARTIAL RESULTS" in text and f"the {len(r.measurements)} measurements" in text

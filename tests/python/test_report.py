@@ -131,14 +131,16 @@ def test_odd_values_do_not_crash(synthetic_results: Callable[..., dict[str, Any]
     doc = synthetic_results(ranks=2, sizes=(0, 8))
     for m in doc["measurements"][:4]:
         m["stats"]["ci_half"] = None
-        m["stats"]["mean"] = 0.0
+        m["stats"].update(mean=0.0, min=0.0, median=0.0, med_lo=0.0)
         m["stats"]["converged"] = False
     doc["measurements"][5]["bytes_back"] = 0  # asymmetric round trip
-    doc["measurements"].append({"op": "myop", "impl": "custom", "timing": "mytiming",
+    # a user's entry (--entries FILE.so): known through provenance.options.ops
+    doc["provenance"].setdefault("options", {})["ops"] = ["myop:custom"]
+    doc["measurements"].append({"op": "myop", "impl": "custom", "timing": "opspec",
                                 "bytes": 3, "stats": {"mean": 1e-6, "ci_half": 0, "reps": 1}})
     page = htmlq.parse(_report(doc, write_json, tmp_path))
     mt = page.table("measurements")
-    assert "myop" in mt.col("op") and "mytiming" in mt.col("timing")
+    assert "myop" in mt.col("op") and "opspec" in mt.col("timing")
     flagged = [a for a in mt.row_attrs if a.get("class") == "flagged"]
     assert len(flagged) >= 4 and all("not_converged" in a["title"] for a in flagged[:4])
 

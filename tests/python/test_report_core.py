@@ -13,6 +13,7 @@ from typing import Any
 import htmlq
 import pytest
 from mpilab import results
+from mpilab.errors import MpilabError
 from mpilab.report import html, signif, summary, units
 from mpilab.report.signif import Estimate
 
@@ -176,7 +177,8 @@ def _winner_doc(make: Callable[..., dict[str, Any]]) -> dict[str, Any]:
             t = {0: 10e-6, 1024: 12e-6, 65536: 100e-6, 1 << 20: 1e-3}[m["bytes"]]
             if m["impl"] == "binomial" and m["bytes"] < 65536:
                 t /= 2
-            m["stats"].update(median=t, med_lo=0.97 * t, med_hi=1.03 * t)
+            m["stats"].update(median=t, med_lo=0.97 * t, med_hi=1.03 * t, mean=t,
+                              min=0.9 * t, max=1.1 * t)
             m.pop("samples", None)
             m.pop("valid", None)
             ms.append(m)
@@ -198,22 +200,20 @@ def test_fastest_implementation_per_size_range(synthetic_results: Callable[..., 
     assert rows[1][3] == "no significant difference"
 
 
-def test_negative_and_flagged_values_are_marked(
+def test_negative_times_are_refused_at_load(
         synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]
 ) -> None:
+    """A negative median is impossible (corrected times <= 0 are excluded before the
+    statistics, flag negative_time): refused with its place, never shown (issue 29)."""
     doc = synthetic_results(ranks=2, sizes=(0, 8))
     m = next(m for m in doc["measurements"] if m["op"] == "bcast")
     m["stats"].update(median=-1e-6, mean=-1e-6)
     m["flags"] = ["negative_time"]
-    r = results.load(write_json(doc))
-    page = htmlq.parse(html.render_report(r))
-    mt = page.table("measurements")
-    k = mt.col("#").index(str(doc["measurements"].index(m)))
-    med = mt.head.index("median")
-    assert mt.rows[k][med] == "-1.00 us"
-    assert "flagged" in mt.cell_attrs[k][med]["class"]
-    assert "negative" in mt.cell_attrs[k][med]["title"]
-    assert "negative_time" in mt.row_attrs[k]["title"]
+    p = write_json(doc)
+    with pytest.raises(MpilabError) as e:
+        results.load(p)
+    k = doc["measurements"].index(m)
+    assert f"measurements[{k}].stats.mean: -1e-06: not a possible time" in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,6 +240,7 @@ def test_compare_two_runs(synthetic_results: Callable[..., dict[str, Any]],
         t = m["stats"]["median"]
         m["samples"] = [t * (1 + 0.001 * k) for k in range(12)]
         m["valid"] = [True] * 12
+        m["stats"]["reps"] = 12
     b = _slower(a, 2.0, lambda m: m["op"] == "bcast")
     b = _slower(b, 1.0001, lambda m: m["op"] == "gather")  # same within noise
     pa, pb = write_json(a, "a.json"), write_json(b, "b.json")
@@ -314,3 +315,22 @@ def test_static_report_embeds_svg(synthetic_results: Callable[..., dict[str, Any
     assert page.figures and all("mpilab-static" in f["class"] for f in page.figures)
     assert text.count("<svg") == len(page.figures)
     assert page.scripts == 1  # only the tables' own script, no plotting runtime
+
+
+def test_prediction_table_names_the_measured_statistic(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]
+) -> None:
+    """Predictions are compared with the statistic the results file names (issue 25 item 6):
+    the median by default, labelled; a file that says mean is labelled mean, never median."""
+    for stat, said in ((None, "median"), ("median", "median"), ("mean", "mean")):
+        doc = synthetic_results(sizes=(0, 1024, 65536))
+        p = {"op": "scatter", "impl": "linear", "bytes": 8, "predicted": 3e-6,
+             "measured": 2e-6, "timing": "max"}
+        if stat:
+            p["measured_statistic"] = stat
+        doc["models"]["predictions"] = [p]
+        r = results.load(write_json(doc))
+        assert r.predictions[0].statistic == said
+        t = htmlq.parse(html.render_report(r)).table("predictions")
+        assert f"measured ({said})" in t.head
+        assert ("median" in " ".join(t.head)) == (said == "median")

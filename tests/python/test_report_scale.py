@@ -109,9 +109,14 @@ def test_linked_csv_files_hold_every_row(big: dict[str, Any]) -> None:
     for k in (0, 777, len(rows) - 1):
         m = doc["measurements"][k]
         assert int(rows[k]["index"]) == k and rows[k]["op"] == m["op"]
-        assert float(rows[k]["median_s"]) == pytest.approx(m["stats"]["median"], rel=1e-5)
+        # point-to-point: one-way (half the round trip), the round trip beside it
+        k2 = 0.5 if m["op"] == "p2p" else 1.0
+        assert float(rows[k]["median_s"]) == pytest.approx(k2 * m["stats"]["median"],
+                                                           rel=1e-5)
         if m["op"] == "p2p":
             assert [int(rows[k]["pair_i"]), int(rows[k]["pair_j"])] == m["pair"]
+            assert float(rows[k]["roundtrip_median_s"]) == pytest.approx(
+                m["stats"]["median"], rel=1e-5)
     for name in ("pairs", "hockney", "loggp"):
         with open(d / f"big.{name}.csv", newline="") as f:
             got = list(csv.reader(f))

@@ -106,7 +106,7 @@ FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("mapping entry not an object", lambda d: d["provenance"].update(mapping=[3]),
      "provenance.mapping[0]: expected an object"),
     ("negative stdev", lambda d: d["measurements"][0]["stats"].update(stdev=-1.0),
-     "stats.stdev: -1.0 is below 0"),
+     "stats.stdev: -1.0: not a possible time"),
     ("hosts a string", lambda d: d["provenance"].update(hosts="node0"),
      "provenance.hosts: expected an array"),
     ("models a list", lambda d: d.update(models=[1]), "models: expected an object or null"),

@@ -63,9 +63,11 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"count", required_argument, NULL, 'c'}, {"bytes", required_argument, NULL, 'b'},
         {"progress", required_argument, NULL, 'p'}, {"stall", required_argument, NULL, 's'},
-        {"corrupt-at", required_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
+        {"corrupt-at", required_argument, NULL, 'x'}, {"rtt-log", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     int64_t count = 1000, bytes = 65536, progress = 0, stall = 0, corrupt_at = -1;
+    const char *rtt_log = NULL;
     int c, bad = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -75,15 +77,18 @@ int main(int argc, char **argv)
         case 'p': bad |= parse_i64(optarg, 0, INT64_MAX, &progress); break;
         case 's': bad |= parse_i64(optarg, 0, 3600, &stall); break;
         case 'x': bad |= parse_i64(optarg, 0, INT64_MAX, &corrupt_at); break;
+        case 'r': rtt_log = optarg; break;
         case 'h':
             printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
-                   "[--stall S] [--corrupt-at I]\n"
+                   "[--stall S] [--corrupt-at I] [--rtt-log FILE]\n"
                    "Ping-pong between rank pairs with a byte check (testbed fault tests).\n"
                    "  --count N       round trips (default 1000)\n"
                    "  --bytes B       message size in bytes (default 65536)\n"
                    "  --progress K    print progress every K round trips (0: never)\n"
                    "  --stall S       exit 3 when no round trip completes for S seconds\n"
                    "  --corrupt-at I  corrupt the message of round trip I (tests the check)\n"
+                   "  --rtt-log FILE  rank 0 writes 'ITERATION END DURATION' per round trip\n"
+                   "                  (END: CLOCK_REALTIME s, DURATION: s)\n"
                    "  -h, --help      this text;  --version  print the version\n");
             return 0;
         case 'V': printf("mpilab-tb-pingpong %s\n", MPILAB_VERSION_STRING); return 0;
@@ -114,6 +119,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpilab-tb-pingpong: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    FILE *rl = NULL;
+    if (rank == 0 && rtt_log && !(rl = fopen(rtt_log, "w"))) {
+        fprintf(stderr, "mpilab-tb-pingpong: --rtt-log %s: cannot open\n", rtt_log);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     if (stall > 0) {
         signal(SIGALRM, on_alarm);
         alarm((unsigned)stall);
@@ -124,6 +134,7 @@ int main(int argc, char **argv)
         int peer = 1 - rank;
         for (int64_t i = 0; i < count && errors == 0; i++) {
             g_iter = (sig_atomic_t)i;
+            double t_it = MPI_Wtime();
             for (int dir = 0; dir < 2; dir++) {
                 if (rank == dir) {
                     for (int64_t k = 0; k < bytes; k++)
@@ -146,6 +157,8 @@ int main(int argc, char **argv)
                     }
                 }
             }
+            if (rl)
+                fprintf(rl, "%lld %.6f %.9f\n", (long long)i, now_real(), MPI_Wtime() - t_it);
             if (stall > 0)
                 alarm((unsigned)stall);
             if (rank == 0 && progress > 0 && (i + 1) % progress == 0) {
@@ -156,6 +169,8 @@ int main(int argc, char **argv)
     }
     if (stall > 0)
         alarm(0);
+    if (rl)
+        fclose(rl);
     int64_t all = 0;
     MPI_Allreduce(&errors, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {

@@ -8,6 +8,7 @@ writes the results. The runner's exit status is mpilab's exit status.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -268,7 +269,7 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
     import json
 
     from mpilab import launches
-    from mpilab.fsutil import atomic_write_text
+    from mpilab.fsutil import atomic_write_text, partial_name
 
     if out is None or out == "-":
         raise MpilabError("--launches needs --out FILE (each launch writes FILE.launchK.json, "
@@ -288,25 +289,36 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
         t0 = time.monotonic()
         status = _launch(args, base_args + ["--out", f], quiet_stdout=not table)
         walls.append(time.monotonic() - t0)
-        if Path(f).is_file():
+        # a failed launch leaves its measurements under the partial name (mpilab-bench)
+        got = f if Path(f).is_file() else partial_name(f) if status != 0 else None
+        if got is not None and Path(got).is_file():
             try:
-                doc = json.loads(Path(f).read_text(encoding="utf-8"))
+                doc = json.loads(Path(got).read_text(encoding="utf-8"))
             except (OSError, ValueError) as e:
-                raise MpilabError(f"{f}: launch {k} left an unreadable results file ({e})") \
-                    from None
-            files.append(f)
+                raise MpilabError(f"{got}: launch {k} left an unreadable results file "
+                                  f"({e})") from None
+            files.append(got)
             docs.append(doc)
         if status != 0:
             break
+    # a failed series: the launches completed go under the partial name, nothing at OUT
+    target = out if status == 0 else partial_name(out)
     if docs:
         merged = launches.merge(docs, files, args.launches)
         merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
-        atomic_write_text(out, json.dumps(merged, indent=1) + "\n")
+        if status != 0:
+            merged["partial"] = True
+            merged.setdefault("partial_reason", "a launch failed; the series stopped there")
+        atomic_write_text(target, json.dumps(merged, indent=1) + "\n")
     if status != 0:
         if docs:
             sys.stderr.write(f"mpilab: {len(docs)} of {args.launches} launches merged into "
-                             f"{out} (partial)\n")
+                             f"{target} (partial); nothing written to {out}\n")
         return status
+    try:
+        os.unlink(partial_name(out))  # an earlier failed series' partial file is superseded
+    except OSError:
+        pass
     if not args.quiet_launches and table:
         _print_launch_table(merged)
     if not args.quiet_launches:
@@ -320,19 +332,25 @@ def _print_launch_table(doc: dict) -> None:  # type: ignore[type-arg]
     sys.stdout.write(f"over {n} launches: median of the launch medians (us) and its interval, "
                      "spread (max-min)/median of the launch medians, launches whose own "
                      "interval holds the figure, flags\n")
+    p2p = 0
     for m in ms:
         st, la = m["stats"], m["launches"]
         pair = m.get("pair")
         where = f"{pair[0]}-{pair[1]}" if isinstance(pair, list) else f"root {m.get('root')}"
+        k = 0.5 if m.get("timing") == "p2p" else 1.0  # p2p: one-way, as the runner's table
+        p2p += k != 1.0
         lo, hi = st.get("med_lo"), st.get("med_hi")
-        ci = (f"{lo * 1e6:.3f}..{hi * 1e6:.3f}" if lo is not None and hi is not None
+        ci = (f"{lo * 1e6 * k:.3f}..{hi * 1e6 * k:.3f}" if lo is not None and hi is not None
               else "-")
         spread = la.get("spread")
         sp = f"{spread * 100:.1f}%" if spread is not None else "-"
         sys.stdout.write(f"{m['op']:<10} {m.get('impl', ''):<10} {m['timing']:<6} {where:<7} "
-                         f"{m['bytes']:>9} {st['median'] * 1e6:12.3f} {ci:>22} {sp:>7} "
+                         f"{m['bytes']:>9} {st['median'] * 1e6 * k:12.3f} {ci:>22} {sp:>7} "
                          f"{la['n'] - la['outside']:>3}/{la['n']:<3} "
                          f"{','.join(m.get('flags', [])) or '-'}\n")
+    if p2p:
+        sys.stdout.write("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print "
+                         "it); the results file keeps the round trip\n")
 
 
 def _launches_count(text: str) -> int:

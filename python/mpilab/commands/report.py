@@ -63,7 +63,8 @@ def default_compare_html(first: str | Path) -> Path:
 def make_report(results_path: str | Path | list[str], out: str | Path | None = None,
                 matrix_sizes: list[int] | None = None, labels: list[str] | None = None,
                 label_by: str | None = None, static: bool = False,
-                max_input: int = MAX_INPUT_BYTES) -> Path:
+                max_input: int = MAX_INPUT_BYTES, fmt: str = "html",
+                self_contained: bool = False) -> Path:
     """Load, validate and render one results file (a run report) or several (a comparison);
     nothing is written unless everything succeeded."""
     paths = [str(results_path)] if isinstance(results_path, str | Path) else list(results_path)
@@ -76,6 +77,11 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
         target = Path(out)
     else:
         target = default_html(paths[0]) if len(paths) == 1 else default_compare_html(paths[0])
+        if fmt == "csv":
+            target = target.with_suffix(".csv")
+    if fmt == "csv" and (static or matrix_sizes is not None or self_contained):
+        raise MpilabError("--static, --matrix-sizes and --self-contained shape the HTML "
+                          "page; --format csv writes the measurements only")
     check_output(target)  # before minutes of rendering: a directory, a dangling link, ...
     check_input_sizes(paths, max_input)
     if len(paths) == 1 and _size(paths[0]) >= STREAM_BYTES:
@@ -91,14 +97,22 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
     from mpilab.fsutil import atomic_write_text
     from mpilab.report import build_report
     from mpilab.report.compare import Run, labels_for, render_comparison
+    from mpilab.report.html import write_csv, write_runtime_for
 
+    # plotly.js once per folder, beside the pages (not for a page on stdout)
+    shared = not self_contained and str(target) != "-"
     try:
-        if len(loaded) == 1:
-            build_report(loaded[0], target, matrix_sizes, static)
+        if fmt == "csv":
+            names = (labels_for(paths, loaded, labels, label_by) if len(loaded) > 1
+                     else [paths[0]])
+            write_csv(list(zip(names, loaded, strict=True)), target)
+        elif len(loaded) == 1:
+            build_report(loaded[0], target, matrix_sizes, static, shared)
         else:
             names = labels_for(paths, loaded, labels, label_by)
             text = render_comparison([Run(n, r) for n, r in zip(names, loaded, strict=True)],
-                                     static)
+                                     static, shared)
+            write_runtime_for(text, target)
             atomic_write_text(target, text)
     except OSError as e:
         raise MpilabError(f"{target}: cannot write: {e.strerror}") from None
@@ -120,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         raise MpilabError(f"--max-input: '{args.max_input}' is not a size (e.g. 512M, 2G)"
                           ) from None
     out = make_report(args.results, args.output, sizes, args.label, args.label_by, args.static,
-                      limit)
+                      limit, args.format, args.self_contained)
     if str(out) != "-":  # the report itself went to stdout
         sys.stdout.write(f"report: {out}\n")
     return 0
@@ -128,9 +142,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("report", help="HTML report (summary, plots, tables) of results files",
-                       description="Write a self-contained HTML report of an "
-                                   "mpilab.results/1 file; with several files, a comparison "
-                                   "(runs overlaid, ratios to the first with significance).")
+                       description="Write the HTML report of an mpilab.results/1 file "
+                                   "(its plotting library in one shared file beside it, or "
+                                   "embedded with --self-contained); with several files, a "
+                                   "comparison (runs overlaid, ratios to the first with "
+                                   "significance); --format csv: the measurements as CSV.")
     p.add_argument("results", metavar="RESULTS.json", nargs="+",
                    help="results file(s) to report on; the first is the comparison's baseline")
     p.add_argument("-o", "--output", metavar="OUT.html",
@@ -146,6 +162,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--matrix-sizes", metavar="LIST",
                    help="message sizes of the point-to-point heat maps, e.g. 0,64K "
                         "(default: the smallest and the largest measured)")
+    p.add_argument("--format", choices=("html", "csv"), default="html",
+                   help="html: the report page (default); csv: every measurement, one row "
+                        "each, times in seconds (point-to-point one-way, the round trip in "
+                        "its own column), for spreadsheets (default output RESULTS.csv)")
+    p.add_argument("--self-contained", action="store_true",
+                   help="embed the plotting library in the page (2 MB) instead of one shared "
+                        "file beside the reports of the folder (mpilab-plotly-*.min.js)")
     p.add_argument("--max-input", metavar="SIZE", default=f"{MAX_INPUT_BYTES >> 20}M",
                    help="refuse results files larger than this (default %(default)s: about "
                         "10^5 measurements, reported in about 500 MB of memory)")

@@ -43,7 +43,7 @@ def _report(args: argparse.Namespace) -> int:
     from mpilab.multilane import doc, report
 
     docs = [doc.load(p) for p in args.documents]
-    out = report.write(docs, args.output)
+    out = report.write(docs, args.output, args.self_contained)
     sys.stdout.write(f"report: {out}\n")
     return 0
 
@@ -81,5 +81,8 @@ def register(sub: Any) -> None:
     q = s.add_parser("report", help="HTML page of one or more multilane documents")
     q.add_argument("documents", nargs="+")
     q.add_argument("-o", "--output", required=True)
+    q.add_argument("--self-contained", action="store_true",
+                   help="embed the plotting library in the page instead of one shared file "
+                        "beside the reports of the folder")
     q.set_defaults(func=_report)
     p.set_defaults(func=no_action("multilane"))

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpilab import schemacheck
 from mpilab.errors import MpilabError
-from mpilab.results import read_json
+from mpilab.json_locate import PathT
+from mpilab.results import located, read_json
 
 SCHEMA = "mpilab.multilane/1"
+SCHEMA_FILE = "multilane-1.schema.json"
 MAX_DOC_BYTES = 256 << 20
 
 
@@ -69,10 +73,19 @@ def _num(v: Any) -> bool:
 def load(path: str | Path) -> Doc:
     p = str(path)
     # a regular file only (a FIFO would block), RFC 8259 numbers (no NaN, Infinity, 1e400)
-    data, _ = read_json(p, "multilane document", MAX_DOC_BYTES)
+    data, text = read_json(p, "multilane document", MAX_DOC_BYTES)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else None
         raise MpilabError(f"{p}: not a {SCHEMA} document (schema "
-                          f"{data.get('schema') if isinstance(data, dict) else None!r})")
+                          f"{schemacheck.short(got)})")
+    try:  # every key the report reads, against schemas/multilane-1.schema.json
+        err = schemacheck.first_error(SCHEMA_FILE, data)
+    except RecursionError:
+        raise MpilabError(f"{p}: nested too deeply to validate") from None
+    if err is None:
+        err = next(_relations(data), None)
+    if err is not None:
+        raise located(p, text, *err)
     runs = data.get("runs")
     if not isinstance(runs, list):
         raise MpilabError(f"{p}: 'runs' must be a list")
@@ -117,6 +130,40 @@ def load(path: str | Path) -> Doc:
         if not isinstance(bs, list) or not bs or not all(_num(x) and x > 0 for x in bs):
             raise MpilabError(f"{p}: model.b must be a non-empty list of positive numbers")
     return doc
+
+
+def _relations(d: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
+    """What the schema cannot say: the grid's rank count and site map agree, the root and
+    every run's lanes exist on that grid, each WAN counter has one value per sample time,
+    sample times do not go back."""
+    grid = d.get("grid")
+    if isinstance(grid, dict):
+        n, sites = grid["nranks"], grid["site_of_rank"]
+        if len(sites) != n:
+            yield ("grid", "site_of_rank"), f"{len(sites)} sites for {n} ranks"
+        if isinstance(grid.get("nsites"), int) and max(sites) >= grid["nsites"]:
+            yield ("grid", "site_of_rank"), f"site {max(sites)} of {grid['nsites']} sites"
+        if isinstance(d.get("root"), int) and d["root"] >= n:
+            yield ("root",), f"rank {d['root']} does not exist on a grid of {n} ranks"
+        sup = grid.get("P_sup")
+        for k, r in enumerate(d["runs"]):
+            lanes = r.get("lanes")
+            if isinstance(lanes, int) and isinstance(sup, int) and lanes > sup:
+                yield ("runs", k, "lanes"), f"{lanes} lanes on a grid of at most {sup} (P_sup)"
+    elif isinstance(d.get("root"), int) and d["root"] > 0 and "grid" not in d:
+        yield ("root",), "a root without a grid"
+    ws = d.get("wan_samples")
+    if isinstance(ws, dict):
+        t = ws["t"]
+        if any(b < a for a, b in zip(t, t[1:], strict=False)):
+            yield ("wan_samples", "t"), "sample times go back"
+        for iface, counts in ws["tx_bytes"].items():
+            if len(counts) != len(t):
+                yield ("wan_samples", "tx_bytes", iface), \
+                    f"{len(counts)} counter values for {len(t)} sample times"
+        for iface in ws.get("ifaces_into_site") or {}:
+            if iface not in ws["tx_bytes"]:
+                yield ("wan_samples", "ifaces_into_site", iface), "no counters for it"
 
 
 def _phases(r: dict[str, Any], key: str, where: str) -> list[float | None] | None:

@@ -4,15 +4,14 @@ two models' predictions, and the targets of issue 10 checked against the measure
 from __future__ import annotations
 
 import statistics
-from html import escape
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
-
-from mpilab.fsutil import atomic_write_text
+from mpilab import __version__
+from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.multilane.doc import (
     Doc,
+    Run,
     model_size,
     multilane_curve,
     p_choice,
@@ -20,108 +19,85 @@ from mpilab.multilane.doc import (
     wan_phase_use,
     wan_rates,
 )
-from mpilab.report.html import fmt_bytes, fmt_time
-from mpilab.report.plots import to_img
-
-CSS = """body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr.bad td{background:#fff2f0}
-img.plot{max-width:100%}.note{color:#666;font-size:.9em}"""
-
-
-def _table(head: list[str], rows: list[list[Any]], bad: list[bool] | None = None) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
-    for k, row in enumerate(rows):
-        cls = ' class="bad"' if bad and bad[k] else ""
-        out.append(f"<tr{cls}>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>")
-    return "\n".join(out + ["</table>"])
+from mpilab.report import figs, tables
+from mpilab.report.figs import Curve, Figure, Point
+from mpilab.report.render import FigureSink, Section, page
+from mpilab.report.tables import Cell, Table
+from mpilab.report.units import fmt_bytes, fmt_time
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
-def _spread(ts: list[float]) -> tuple[float, float]:
-    m = statistics.median(ts)
-    return m - min(ts), max(ts) - m
+def _run_point(x: float, r: Run) -> Point:
+    """A run's median with its range (min..max of the repetitions) as the bar."""
+    return Point(x, r.median, min(r.times), max(r.times), len(r.times), [])
 
 
-def sizes_figure(doc: Doc, op: str) -> Figure | None:
+def sizes_figure(doc: Doc, op: str, sink: FigureSink) -> Figure | None:
     """Fig. 4/5: time against message size; measured medians (bars: min..max) and the
     predictions of both models."""
-    fig = Figure(figsize=(7, 4.2))
-    ax = fig.add_subplot()
-    drawn = False
-    for impl, style in (("native", "s-"), ("single", "o-"), ("multilane", "^-")):
-        runs = sorted((r for r in doc.runs if r.op == op and r.impl == impl), key=lambda r: r.bytes)
+    curves: list[Curve] = []
+    for impl in ("native", "single", "multilane"):
+        runs = sorted((r for r in doc.runs if r.op == op and r.impl == impl),
+                      key=lambda r: r.bytes)
         # multilane: the P the run chose per size (one point per size: the first recorded)
-        seen: dict[int, Any] = {}
+        seen: dict[int, Run] = {}
         for r in runs:
-            if impl != "multilane" or r.bytes not in seen:
-                seen.setdefault(r.bytes, r)
+            seen.setdefault(r.bytes, r)
         pts = sorted(seen.values(), key=lambda r: r.bytes)
-        if len({r.bytes for r in pts}) < 2:
+        if len(pts) < 2:
             continue
-        xs = [r.bytes for r in pts]
-        ys = [r.median for r in pts]
-        err = list(zip(*[_spread(r.times) for r in pts], strict=True))
         label = impl if impl != "multilane" else "multilane (P per size: " + ", ".join(
             str(r.lanes) for r in pts) + ")"
-        ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, label=f"{label}, measured")
-        for key, ls, name in (("predicted_paper", ":", "paper model"),
-                              ("predicted_sim", "--", "schedule model")):
-            pv = [(r.bytes, getattr(r, key)) for r in pts if getattr(r, key) is not None]
+        curves.append(Curve(f"{label}, measured", [_run_point(float(r.bytes), r) for r in pts]))
+        for key, name in (("predicted_paper", "paper model"),
+                          ("predicted_sim", "schedule model")):
+            pv = [Point(float(r.bytes), getattr(r, key)) for r in pts
+                  if getattr(r, key) is not None]
             if len(pv) >= 2 and impl != "native":
-                ax.plot(*zip(*pv, strict=True), ls, label=f"{impl}, {name}")
-        drawn = True
-    if not drawn:
+                curves.append(Curve(f"{impl}, {name}", pv, kind="model"))
+    if not curves:
         return None
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size per rank (bytes)")
-    ax.set_ylabel("time (s)")
-    ax.set_title(f"{op}: single-lane vs multilane")
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=.3)
-    return fig
+    return Figure(sink.uid(f"ml-sizes-{op}"), f"{op}: single-lane vs multilane", curves,
+                  "message size per rank", "time", "B", "s", interval="min..max")
 
 
-def lanes_figure(doc: Doc, op: str, size: int) -> Figure | None:
-    """Fig. 9/10: time against P at one message size."""
+def lanes_figure(doc: Doc, op: str, size: int, sink: FigureSink) -> Figure | None:
+    """Fig. 9/10: time against P at one message size (whole lanes on the axis)."""
     curve = multilane_curve(doc, op, size)
     ms = model_size(doc, size)
     if len(curve) < 2:
         return None
-    fig = Figure(figsize=(7, 4.2))
-    ax = fig.add_subplot()
     Ps = sorted(curve)
-    ax.errorbar(Ps, [curve[P].median for P in Ps],
-                yerr=list(zip(*[_spread(curve[P].times) for P in Ps], strict=True)),
-                fmt="o-", capsize=3,
-                label="measured (median, min..max)")
+    curves = [Curve("measured (median, min..max)",
+                    [_run_point(float(P), curve[P]) for P in Ps])]
     if ms:
         T = ms.get("T") or []
         sim = ms.get(f"sim_{op}") or []
-        ax.plot(range(1, len(T) + 1), T, ":", label=f"paper model (P_opt {ms.get('P_opt')})")
-        ax.plot(range(1, len(sim) + 1), sim, "--",
-                label=f"schedule model (P_opt {ms.get(f'P_opt_sim_{op}')})")
-    ax.set_xlabel("lanes P")
-    ax.set_ylabel("time (s)")
-    ax.set_title(f"{op}, {fmt_bytes(size)} per rank: time vs P")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=.3)
-    return fig
+        curves.append(Curve(f"paper model (P_opt {ms.get('P_opt')})",
+                            [Point(float(k + 1), t) for k, t in enumerate(T)], kind="model"))
+        curves.append(Curve(f"schedule model (P_opt {ms.get(f'P_opt_sim_{op}')})",
+                            [Point(float(k + 1), t) for k, t in enumerate(sim)], kind="model"))
+    return Figure(sink.uid(f"ml-lanes-{op}-{size}"),
+                  f"{op}, {fmt_bytes(size)} per rank: time vs P", curves, "lanes P", "time",
+                  "ranks", "s", xlog=False, ylog=False, interval="min..max")
 
 
 def _into_site(doc: Doc, op: str) -> str:
     """The router interface carrying the operation's WAN direction: into the root's
     remote site for scatter, into the root's site for gather (2 sites)."""
-    root_site = doc.data.get("grid", {}).get("site_of_rank", [0])[doc.data.get("root", 0)]
+    grid = doc.data.get("grid") or {}
+    sites = grid.get("site_of_rank") or [0]
+    root = doc.data.get("root", 0)
+    root_site = sites[root] if root < len(sites) else 0
     site = 1 - root_site if op == "scatter" else root_site
     return f"s{site}r0"
 
 
-def timeline_figure(doc: Doc, op: str) -> tuple[Figure | None, list[list[Any]]]:
+def timeline_figure(doc: Doc, op: str, sink: FigureSink
+                    ) -> tuple[Figure | None, list[list[Cell]]]:
     """Fig. 7/8: WAN bandwidth over time during the first timed repetition of each run of
     the operation (single-lane and multilane), 10 ms windows."""
     tb = doc.testbed or {}
@@ -130,29 +106,32 @@ def timeline_figure(doc: Doc, op: str) -> tuple[Figure | None, list[list[Any]]]:
             and r.wall_end > r.wall_start > 0]
     if not runs or "wan_samples" not in doc.data:
         return None, []
-    fig = Figure(figsize=(7, 4.2))
-    ax = fig.add_subplot()
+    curves: list[Curve] = []
     rows = []
     iface = _into_site(doc, op)
+    t_end = 0.0
     for r in runs:
         rates = wan_rates(doc, iface, r.wall_start, r.wall_end)
         if not rates:
             continue
-        ax.plot([t for t, _ in rates], [x / 1e6 for _, x in rates],
-                label=f"{r.impl} P={r.lanes}, {fmt_bytes(r.bytes)}")
+        t_end = max(t_end, rates[-1][0])
+        curves.append(Curve(f"{r.impl} P={r.lanes}, {fmt_bytes(r.bytes)}",
+                            [Point(t, x / 1e6) for t, x in rates]))
         use = wan_phase_use(rates, cap) if cap else None
-        rows.append([op, r.impl, r.lanes, fmt_bytes(r.bytes), fmt_time(r.wall_end - r.wall_start),
-                     f"{use['mean_bps'] / 1e6:.0f}" if use else "-",
-                     f"{100 * use['mean_fraction']:.0f}%" if use else "-",
-                     f"{100 * use['p90_fraction']:.0f}%" if use else "-"])
+        rows.append([Cell(op), Cell(r.impl), tables.text(r.lanes), Cell(fmt_bytes(r.bytes)),
+                     tables.value(r.wall_end - r.wall_start, "s"),
+                     Cell(f"{use['mean_bps'] / 1e6:.0f}" if use else "-", num=True),
+                     Cell(f"{100 * use['mean_fraction']:.0f}%" if use else "-", num=True),
+                     Cell(f"{100 * use['p90_fraction']:.0f}%" if use else "-", num=True)])
+    if not curves:
+        return None, rows
     if cap:
-        ax.axhline(cap / 1e6, color="k", lw=.8, ls=":", label="B_WAN")
-    ax.set_xlabel("time since the collective started (s)")
-    ax.set_ylabel("WAN in use (Mbit/s, wire)")
-    ax.set_title(f"{op}: WAN bandwidth in use (router counter, 10 ms windows)")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=.3)
-    return fig, rows
+        curves.append(Curve("B_WAN", [Point(0.0, cap / 1e6), Point(t_end, cap / 1e6)],
+                            kind="model"))
+    return Figure(sink.uid(f"ml-wan-{op}"),
+                  f"{op}: WAN bandwidth in use (router counter, 10 ms windows)", curves,
+                  "time since the collective started (s)", "WAN in use (Mbit/s, wire)", "", "",
+                  xlog=False, ylog=False), rows
 
 
 def targets(docs: list[Doc]) -> list[list[Any]]:
@@ -205,113 +184,146 @@ def targets(docs: list[Doc]) -> list[list[Any]]:
     return rows
 
 
-def model_table(d: Doc) -> str:
+def model_table(d: Doc) -> Table | None:
     m = d.model
     if not m:
-        return "<p>No model measured.</p>"
-    rows = [["L (one-way WAN latency)", fmt_time(m["L"])],
-            ["l (one-way LAN latency)", fmt_time(m["l"])],
-            ["alpha (overhead)", fmt_time(m["alpha"])],
-            ["b_LAN", f"{m['b_lan'] * 8 / 1e6:.0f} Mbit/s"],
-            ["n0, n1", f"{m.get('n0')}, {m.get('n1')}"]]
-    rows += [[f"b({j + 1})", f"{b * 8 / 1e6:.1f} Mbit/s per pair, {(j + 1) * b * 8 / 1e6:.0f} "
-              "Mbit/s total"] for j, b in enumerate(m["b"])]
+        return None
+    rows = [[Cell("L (one-way WAN latency)"), tables.value(m["L"], "s")],
+            [Cell("l (one-way LAN latency)"), tables.value(m["l"], "s")],
+            [Cell("alpha (overhead)"), tables.value(m["alpha"], "s")],
+            [Cell("b_LAN"), Cell(f"{m['b_lan'] * 8 / 1e6:.0f} Mbit/s", num=True)],
+            [Cell("n0, n1"), Cell(f"{m.get('n0')}, {m.get('n1')}")]]
+    rows += [[Cell(f"b({j + 1})"), Cell(f"{b * 8 / 1e6:.1f} Mbit/s per pair, "
+                                        f"{(j + 1) * b * 8 / 1e6:.0f} Mbit/s total")]
+             for j, b in enumerate(m["b"])]
     cal = m.get("alpha_calibration")
     if isinstance(cal, dict):
         for op in ("scatter", "gather"):
             c = cal.get(op)
             if isinstance(c, dict) and isinstance(c.get("ci95"), list):
-                rows.append([f"alpha ({op}; calibrated at {fmt_bytes(int(cal.get('bytes', 0)))}, "
-                             f"P = {cal.get('lanes')}, {cal.get('reps')} runs)",
-                             f"{fmt_time(c.get('alpha'))} (95% CI {fmt_time(c['ci95'][0])} .. "
-                             f"{fmt_time(c['ci95'][1])}; used {fmt_time(c.get('alpha_used'))})"])
-    return _table(["quantity", "measured"], rows)
+                # a raw estimate below 0 is impossible: shown as its clamp and the flag
+                fl = [f for f in c.get("flags") or [] if isinstance(f, str)]
+                rows.append([Cell(f"alpha ({op}; calibrated at "
+                                  f"{fmt_bytes(int(cal.get('bytes', 0)))}, P = "
+                                  f"{cal.get('lanes')}, {cal.get('reps')} runs)"),
+                             Cell(f"{fmt_time(c.get('alpha_used'))}"
+                                  + (f" ({', '.join(fl)}: the fit gave a value below 0)"
+                                     if "clamped" in fl else
+                                     f" (95% CI {fmt_time(c['ci95'][0])} .. "
+                                     f"{fmt_time(c['ci95'][1])})"), flags=fl)])
+    return Table(["quantity", "measured"], rows, caption="Model inputs", collapse=False)
 
 
-def phase_rows(d: Doc) -> list[list[Any]]:
+def phase_rows(d: Doc) -> list[list[Cell]]:
     """Per multilane run: the three steps measured / predicted by the schedule model."""
     rows = []
     for r in d.runs:
         sp = phase_split(r)
         if not sp:
             continue
-        row: list[Any] = [r.op, r.impl, r.lanes or "-", fmt_bytes(r.bytes)]
+        row: list[Cell] = [Cell(r.op), Cell(r.impl), tables.text(r.lanes or "-"),
+                           Cell(fmt_bytes(r.bytes))]
         for step in ("prepare", "wan", "lan"):
             meas, pred = sp[step]
-            row += [fmt_time(meas), fmt_time(pred),
-                    _pct(pred / meas - 1) if meas and pred and meas > 0 else "-"]
+            row += [tables.value(meas, "s"), tables.value(pred, "s"),
+                    Cell(_pct(pred / meas - 1) if meas and pred and meas > 0 else "-",
+                         num=True)]
         rows.append(row)
     return rows
 
 
-def render(docs: list[Doc]) -> str:
+def _runs_table(d: Doc) -> Table:
+    rows = []
+    for r in d.runs:
+        mean = statistics.fmean(r.times)
+        rows.append([Cell(r.op), Cell(r.impl), tables.text(r.lanes or "-"),
+                     Cell(fmt_bytes(r.bytes), sort=r.bytes, num=True),
+                     tables.value(r.median, "s"), tables.value(mean, "s"),
+                     tables.value(min(r.times), "s"), tables.value(max(r.times), "s"),
+                     tables.value(r.predicted_paper, "s"),
+                     Cell(_pct(r.predicted_paper / r.median - 1) if r.predicted_paper else "-",
+                          num=True),
+                     tables.value(r.predicted_sim, "s"),
+                     Cell(_pct(r.predicted_sim / r.median - 1) if r.predicted_sim else "-",
+                          num=True)])
+    return Table(["op", "impl", "P", "M", "median", "mean", "min", "max", "paper model",
+                  "error", "schedule model", "error"], rows,
+                 caption="Every run: the median of the repetitions is the figure (the "
+                         "mpilab-multilane progress lines print the mean, here beside it); "
+                         "errors against the median", table_id="ml-runs")
+
+
+def render(docs: list[Doc], shared_runtime: bool = False) -> str:
     from mpilab.sim.run import describe
 
+    sink = FigureSink(False, shared_runtime)
     sims = [(d, d.simulated) for d in docs if d.simulated]
     where = ("the simulated grid" if len(sims) == len(docs) else
              "the emulated grid" if not sims else "the emulated and simulated grids")
-    parts = ["<!doctype html><meta charset=utf-8><title>mpilab multilane</title>",
-             f"<style>{CSS}</style><h1>Multilane scatter / gather on {where}</h1>"]
-    for d, sim in sims:
-        name = f" ({escape(Path(d.path).name)})" if len(docs) > 1 else ""
-        parts.append(f'<p class="banner" style="background:#fff3cd;padding:.5em;'
-                     f'font-weight:bold">{escape(describe(sim or {}))}{name}</p>')
-    parts.append("<p class=note>After Chiba, Endo and Matsuoka. Measured: median of the "
-                 "repetitions (bars min..max). Paper model: T(P) = L + X(P) M/b(P) + Y(P) "
-                 "M/b_LAN + alpha. Schedule model: the same measured inputs played out step by "
-                 "step (docs/multilane.md).</p>")
+    banners = [describe(sim or {}) + (f" ({Path(d.path).name})" if len(docs) > 1 else "")
+               for d, sim in sims]
+    top = Section("about", "Multilane scatter / gather")
+    top.note("After Chiba, Endo and Matsuoka. Measured: median of the repetitions (bars "
+             "min..max). Paper model: T(P) = L + X(P) M/b(P) + Y(P) M/b_LAN + alpha. Schedule "
+             "model: the same measured inputs played out step by step (docs/multilane.md).")
     trs = targets(docs)
     if trs:
-        parts.append("<h2>Targets</h2>")
-        parts.append(_table(["document", "target", "measured", ""], trs,
-                            [r[3] != "met" for r in trs]))
-    for d in docs:
-        parts.append(f"<h2>{escape(Path(d.path).name)}</h2>")
+        top.h3("Targets")
+        top.add("table", Table(["document", "target", "measured", ""],
+                               [[Cell(str(x)) for x in row] for row in trs],
+                               [["not met"] if row[3] != "met" else [] for row in trs],
+                               table_id="ml-targets", collapse=False))
+    sections = [top]
+    for k, d in enumerate(docs):
+        sec = Section(f"doc{k}", Path(d.path).name)
         tb = d.testbed
         if tb:
-            parts.append(f"<p>Testbed: {tb.get('sites')} sites x {tb.get('nodes_per_site')} "
-                         f"nodes, LAN {tb.get('lan_rate', 0) / 1e6:.0f} Mbit/s, b_WAN "
-                         f"{tb.get('wan_node_rate', 0) / 1e6:.0f} Mbit/s, B_WAN "
-                         f"{tb.get('wan_total_rate', 0) / 1e6:.0f} Mbit/s, L "
-                         f"{tb.get('wan_delay', 0) * 1e3:g} ms.</p>")
-        parts.append(model_table(d))
+            sec.note(f"Testbed: {tb.get('sites')} sites x {tb.get('nodes_per_site')} "
+                     f"nodes, LAN {tb.get('lan_rate', 0) / 1e6:.0f} Mbit/s, b_WAN "
+                     f"{tb.get('wan_node_rate', 0) / 1e6:.0f} Mbit/s, B_WAN "
+                     f"{tb.get('wan_total_rate', 0) / 1e6:.0f} Mbit/s, L "
+                     f"{tb.get('wan_delay', 0) * 1e3:g} ms.")
+        mt = model_table(d)
+        if mt is None:
+            sec.note("No model measured.")
+        else:
+            sec.add("table", mt)
         for op in ("scatter", "gather"):
-            f = sizes_figure(d, op)
+            f = sizes_figure(d, op, sink)
             if f:
-                parts.append(to_img(f, f"{op} time vs size"))
+                sec.add("fig", sink.html(f))
             for size in sorted({r.bytes for r in d.runs if r.op == op}):
-                f = lanes_figure(d, op, size)
+                f = lanes_figure(d, op, size, sink)
                 if f:
-                    parts.append(to_img(f, f"{op} time vs P"))
-            f, rows = timeline_figure(d, op)
-            if f:
-                parts.append(to_img(f, f"{op} WAN timeline"))
-                parts.append(_table(["op", "impl", "P", "M", "duration", "WAN phase mean Mbit/s",
-                                     "of B_WAN", "90th pct of B_WAN"], rows))
-        rows = [[r.op, r.impl, r.lanes or "-", fmt_bytes(r.bytes), fmt_time(r.median),
-                 fmt_time(min(r.times)), fmt_time(max(r.times)), fmt_time(r.predicted_paper),
-                 _pct(r.predicted_paper / r.median - 1) if r.predicted_paper else "-",
-                 fmt_time(r.predicted_sim),
-                 _pct(r.predicted_sim / r.median - 1) if r.predicted_sim else "-"]
-                for r in d.runs]
-        parts.append(_table(["op", "impl", "P", "M", "median", "min", "max", "paper model",
-                             "error", "schedule model", "error"], rows))
+                    sec.add("fig", sink.html(f))
+            tf, rows = timeline_figure(d, op, sink)
+            if tf:
+                sec.add("fig", sink.html(tf))
+            if rows:
+                sec.add("table", Table(["op", "impl", "P", "M", "duration",
+                                        "WAN phase mean Mbit/s", "of B_WAN",
+                                        "90th pct of B_WAN"], rows, collapse=False))
+        sec.add("table", _runs_table(d))
         prs = phase_rows(d)
         if prs:
-            parts.append("<h3>Phases (s after the root's start; measured mean / schedule "
-                         "model)</h3><p class=note>prepare: until the last lane starts across "
-                         "the WAN; WAN: until the last lane has arrived (gather: lanes 1..P-1); "
-                         "LAN: the rest (measured: means over the repetitions).</p>")
-            parts.append(_table(["op", "impl", "P", "M"] +
-                                [f"{s} {w}" for s in ("prepare", "WAN", "LAN")
-                                 for w in ("measured", "model", "error")], prs))
-    return "\n".join(parts)
+            sec.h3("Phases (s after the root's start; measured mean / schedule model)")
+            sec.note("prepare: until the last lane starts across the WAN; WAN: until the last "
+                     "lane has arrived (gather: lanes 1..P-1); LAN: the rest (measured: means "
+                     "over the repetitions).")
+            sec.add("table", Table(["op", "impl", "P", "M"] +
+                                   [f"{s} {w}" for s in ("prepare", "WAN", "LAN")
+                                    for w in ("measured", "model", "error")], prs))
+        sections.append(sec)
+    return page(f"mpilab multilane: {where}", f"Generated by mpilab {__version__} from "
+                + ", ".join(d.path for d in docs), sections, sink, banners)
 
 
-def write(docs: list[Doc], out: str | Path) -> Path:
+def write(docs: list[Doc], out: str | Path, self_contained: bool = False) -> Path:
     target = Path(out)
-    from mpilab.errors import MpilabError
-    if target.is_dir():
-        raise MpilabError(f"{out}: is a directory, expected an output file name")
-    atomic_write_text(target, render(docs))
+    check_output(target)
+    shared = not self_contained and str(out) != "-"
+    text = render(docs, shared)
+    if shared and f'src="{figs.runtime_file_name()}"' in text:
+        figs.write_runtime_file(target.parent)
+    atomic_write_text(target, text)
     return target

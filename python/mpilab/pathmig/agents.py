@@ -137,7 +137,29 @@ def stop(spec: Spec, grace: float = 3.0) -> list[str]:
         except MpilabError:
             pass
     net.kill_pids(list(pids.values()), grace=grace)
+    reap(list(pids.values()))
     return sorted(pids)
+
+
+def reap(pids: list[int], wait: float = 1.0) -> None:
+    """Collect the exit status of those of `pids` that are children of this process (an
+    agent started by start() here), within `wait` seconds. Otherwise an agent that was
+    stopped stays a zombie (`<defunct>`) as long as this process runs, and then until the
+    machine's init collects it (here: up to a minute, seen beside running jobs)."""
+    left = set(pids)
+    deadline = time.monotonic() + wait
+    while left:
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours, or collected already
+                left.discard(pid)
+                continue
+            if done:
+                left.discard(pid)
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def events(spec: Spec, nodes: list[str] | None = None) -> list[dict[str, Any]]:

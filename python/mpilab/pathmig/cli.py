@@ -7,11 +7,14 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
 from mpilab.errors import MpilabError, no_action
-from mpilab.pathmig import agents
+from mpilab.fsutil import write_stdout
+from mpilab.pathmig import agents, rails
+from mpilab.pathmig.watch import ArmWatch, LogTail, run_watch
 from mpilab.testbed import launch, net
 from mpilab.testbed import spec as specmod
 from mpilab.testbed.spec import Spec
@@ -57,7 +60,7 @@ def format_status(st: list[dict[str, Any]]) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     sp = _spec(args)
     st = [agents.request(sp, n, "status") for n in _nodes(sp, args.node)]
-    print(json.dumps(st, indent=1) if args.json else format_status(st))
+    write_stdout(json.dumps(st, indent=1) if args.json else format_status(st))
     return 0
 
 
@@ -78,7 +81,8 @@ def _request(args: argparse.Namespace, verb: str) -> int:
             raise MpilabError(f"pathmig {verb}: {n}: {ans['error']}")
         done += ans.get("done", 0)
         errors += [f"{n}: {e}" for e in ans.get("errors", [])]
-    print(f"{verb}: {done} connection(s)" + (f"; refused: {'; '.join(errors)}" if errors else ""))
+    write_stdout(f"{verb}: {done} connection(s)" +
+                 (f"; refused: {'; '.join(errors)}" if errors else ""))
     return 1 if errors else 0
 
 
@@ -86,16 +90,17 @@ def cmd_start(args: argparse.Namespace) -> int:
     sp = _spec(args)
     if args.hosts is not None and not args.hosts.strip():
         raise MpilabError("--hosts '': no node given (omit --hosts for every node)")
-    hosts = args.hosts.split(",") if args.hosts else None
+    # the names against the testbed's nodes first: never a raw `ip netns` error
+    hosts = launch.choose_hosts(sp, args.hosts) if args.hosts else None
     pids = agents.start(sp, hosts, manual=args.manual, alt=args.alt)
-    print("pathmig agents: " + ", ".join(f"{n} (pid {p})" for n, p in sorted(pids.items())))
+    write_stdout("pathmig agents: " + ", ".join(f"{n} (pid {p})" for n, p in sorted(pids.items())))
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     sp = _spec(args)
     stopped = agents.stop(sp)
-    print("pathmig agents stopped: " + (", ".join(stopped) or "none were running"))
+    write_stdout("pathmig agents stopped: " + (", ".join(stopped) or "none were running"))
     return 0
 
 
@@ -105,15 +110,16 @@ def cmd_auto(args: argparse.Namespace) -> int:
         ans = agents.request(sp, n, f"auto {args.onoff}")
         if "error" in ans:
             raise MpilabError(f"pathmig auto: {n}: {ans['error']}")
-    print(f"automatic migration {args.onoff}")
+    write_stdout(f"automatic migration {args.onoff}")
     return 0
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     sp = _spec(args)
-    for e in agents.events(sp):
-        if args.all or e["event"] in ("state", "path", "link", "action", "command"):
-            print(json.dumps(e))
+    lines = [json.dumps(e) for e in agents.events(sp)
+             if args.all or e["event"] in ("state", "path", "link", "action", "command")]
+    if lines:
+        write_stdout("\n".join(lines))
     return 0
 
 
@@ -122,12 +128,35 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
     event logs collected (into events_out, default <state>/pathmig/run-<time>.jsonl) and the
     agents stopped, also when the job fails."""
     hosts = launch.choose_hosts(sp, kw.get("hosts"))
+    usable = [r for r in range(sp.rails)
+              if len(hosts) < 2 or rails.reachable(sp, hosts[0], hosts[1:], r)]
+    if not usable:
+        raise MpilabError(f"no rail connects {hosts[0]} to all of {', '.join(hosts[1:])} "
+                          "(every rail is down somewhere)")
+    if kw.get("rails") is None:
+        kw["rails"] = [usable[0]]  # the job starts on a rail that works now
+    unprotected = len(usable) < 2
+    if unprotected:
+        down = [str(r) for r in range(sp.rails) if r not in usable]
+        sys.stderr.write(f"pathmig: rail(s) {', '.join(down)} do not connect "
+                         f"{', '.join(hosts)} now: the job starts on rail {usable[0]} without "
+                         "an alternate path; its connections are armed when another rail "
+                         "works again (said below when it happens)\n")
     agents.stop(sp)
     agents.clear_logs(sp)
     agents.start(sp, hosts)
+    addr_node = {sp.addr(n, r): n for n in sp.node_names() for r in range(sp.rails)}
+    watch = ArmWatch(time.time(), unprotected, addr_node)
+    tail = LogTail([agents.agent_dir(sp) / f"{n}.jsonl" for n in hosts])
+    stop = threading.Event()
+    th = threading.Thread(target=run_watch, daemon=True,
+                          args=(watch, tail, stop, lambda ln: sys.stderr.write(ln + "\n")))
+    th.start()
     try:
         rc = launch.run(sp, program, mptcp=True, pathmig=True, **kw)
     finally:
+        stop.set()
+        th.join(timeout=5)
         agents.stop(sp)
         dest = events_out or str(agents.agent_dir(sp) / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
                                                         ".jsonl")
@@ -140,6 +169,11 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
         also = f" ({moot} moot: connection gone or not ready)" if moot else ""
         sys.stderr.write(f"pathmig: {armed} arm(s), {migr} migration(s), {failed} failed "
                          f"action(s){also}; events in {dest}\n")
+        for e in tail.poll():  # what the watcher had not read yet
+            watch.feed(e)
+        note = watch.summary()
+        if note:
+            sys.stderr.write(note + "\n")
     return rc
 
 

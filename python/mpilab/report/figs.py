@@ -14,7 +14,9 @@ from mpilab.report.iplot import (
     Point,
     figure_html,
     figure_static,
+    runtime_file_name,
     runtime_script,
+    write_runtime_file,
 )
 
 
@@ -29,5 +31,5 @@ def static_html(fig: Figure) -> str:
             f'data-figure="{escape(fig.title)}">{svg}</div>')
 
 
-__all__ = ["Curve", "Figure", "Point", "figure_html", "figure_static", "runtime_script",
-           "static_html"]
+__all__ = ["Curve", "Figure", "Point", "figure_html", "figure_static", "runtime_file_name",
+           "runtime_script", "static_html", "write_runtime_file"]

@@ -14,7 +14,7 @@ from typing import TypeVar
 from mpilab import __version__, quality
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.report import render, scale, summary, tables, units, values
+from mpilab.report import figs, render, scale, summary, tables, units, values
 from mpilab.report import scale_sections as big
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section
@@ -252,15 +252,24 @@ def _models(r: Results, sink: FigureSink, att: scale.Attachments) -> list[Sectio
         sec.h3("Predicted versus measured")
         for op, ps in sorted(group(r.predictions, lambda p: p.op).items()):
             cs = []
+            # one predicted curve per implementation (the model does not depend on the
+            # timing method: the same curve beside each timing's measurement would repeat
+            # one legend entry), labelled by timing only where they differ
+            drawn: dict[str, list[tuple[tuple[int, float], ...]]] = {}
             for (impl, timing), qs in sorted(group(ps, lambda p: (p.impl, p.timing or "-"))
                                              .items()):
                 qs.sort(key=lambda p: p.bytes)
-                cs.append(Curve(f"{impl} measured ({timing})",
+                stat = "/".join(sorted({p.statistic for p in qs}))
+                cs.append(Curve(f"{impl} measured {stat} ({timing})",
                                 [Point(float(p.bytes), p.measured, None, None, None, [])
                                  for p in qs if p.measured is not None]))
-                cs.append(Curve(f"{impl} predicted", [Point(float(p.bytes), p.predicted, None,
-                                                            None, None, []) for p in qs],
-                                kind="model"))
+                key = tuple((p.bytes, p.predicted) for p in qs)
+                if key in drawn.setdefault(impl, []):
+                    continue
+                drawn[impl].append(key)
+                label = f"{impl} predicted" + (f" ({timing})" if len(drawn[impl]) > 1 else "")
+                cs.append(Curve(label, [Point(float(p.bytes), p.predicted, None,
+                                              None, None, []) for p in qs], kind="model"))
             sec.add("fig", sink.html(Figure(sink.uid(f"pred-{op}"), f"{op}: predicted vs "
                                             "measured", cs, "message size", "time", "B", "s")))
         sec.note("Relative error = (predicted - measured) / measured.")
@@ -292,9 +301,10 @@ def _pred_table(ps: list, what: str, tid: str) -> Table:  # type: ignore[type-ar
                      tables.value(p.bytes, "B"), tables.value(p.predicted, "s"),
                      tables.value(p.measured, "s"),
                      Cell("-" if e is None else f"{e * 100:+.1f} %", sort=e, num=True)])
-    cols = ["op", "impl", "timing", "size", what, "measured (median)", "relative error"]
-    return Table(cols, rows,
-                 caption=f"{what} versus measured (the median, the figure every table shows)",
+    stat = "/".join(sorted({p.statistic for p in ps})) or "median"
+    cols = ["op", "impl", "timing", "size", what, f"measured ({stat})", "relative error"]
+    note = ", the figure every table shows" if stat == "median" else ""
+    return Table(cols, rows, caption=f"{what} versus measured (the {stat}{note})",
                  table_id=tid)
 
 
@@ -364,7 +374,11 @@ def measurement_table(r: Results, label: str | None = None,
                       only: list[Measurement] | None = None) -> Table:
     rows, rf = [], []
     for m in (r.measurements if only is None else only):
-        e = values.time_estimate(m)
+        # point-to-point rows one-way (half the round trip, as OSU and IMB print it), the
+        # round trip in its own column
+        k = 0.5 if m.is_p2p else 1.0
+        rt = values.time_estimate(m)
+        e = values.scaled(rt, k)
         st = m.stats
         fl = values.flags(m)
         rows.append(([Cell(label)] if label is not None else []) + [
@@ -372,12 +386,14 @@ def measurement_table(r: Results, label: str | None = None,
             tables.text(m.isolation), Cell(values.where(m)),
             Cell(values.size_label(m), sort=m.bytes, num=True),
             tables.value(e.value, "s", fl), tables.interval(e.lo, e.hi, "s"),
-            tables.value(st.mean if math.isfinite(st.mean) else None, "s"),
-            tables.value(st.ci_half if math.isfinite(st.ci_half) else None, "s"),
+            tables.value(st.mean * k if math.isfinite(st.mean) else None, "s"),
+            tables.value(st.ci_half * k if math.isfinite(st.ci_half) else None, "s"),
+            tables.value(rt.value, "s") if m.is_p2p else Cell("-"),
             tables.count(st.reps), tables.count(st.invalid), tables.flags_cell(fl)])
         rf.append(fl)
-    head = ["#", "op", "impl", "timing", "isolation", "pair/root", "size", "median",
-            "median 95% CI", "mean", "+-CI (mean)", "reps", "invalid", "flags"]
+    head = ["#", "op", "impl", "timing", "isolation", "pair/root", "size",
+            "median (p2p: one-way)", "median 95% CI", "mean", "+-CI (mean)",
+            "p2p round trip (median)", "reps", "invalid", "flags"]
     return Table((["run"] if label is not None else []) + head, rows, rf,
                  caption="All measurements", table_id="measurements")
 
@@ -474,31 +490,57 @@ def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg
 
 
 def render_report(r: Results, matrix_sizes: list[int] | None = None,
-                  static: bool = False, att: scale.Attachments | None = None) -> str:
+                  static: bool = False, att: scale.Attachments | None = None,
+                  shared_runtime: bool = False) -> str:
     """The whole report as an HTML string. matrix_sizes: message sizes of the
     point-to-point matrices (default: the smallest and the largest measured). Tables too long
     for the page go to CSV files collected in att (written by build_report)."""
     att = att if att is not None else scale.Attachments(None)
-    sink = FigureSink(static)
+    sink = FigureSink(static, shared_runtime)
     health: list[str] = []
     slow: set[tuple[int, int]] = set()
     p2p = _p2p(r, sink, matrix_sizes, health, slow)
     sections = [summary.section(r, att, health), *_collectives(r, sink), *p2p,
-                *_models(r, sink, att), *_measurements(r, att, slow)]
+                *_models(r, sink, att), *_measurements(r, att, slow),
+                summary.provenance_section(r)]
     title = f"mpilab report: {os.path.basename(r.path)}"
     sub = (f"Generated by mpilab {__version__} from {r.path}: {len(r.measurements)} "
            "measurements.")
     return render.page(title, sub, sections, sink, banners([(r.path, r.raw)]))
 
 
+def write_csv(rs: list[tuple[str, Results]], out: str | os.PathLike[str]) -> None:
+    """`mpilab report --format csv`: every measurement of every file, one row each, times
+    in seconds (point-to-point one-way, the round trip in roundtrip_median_s)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow((["run"] if len(rs) > 1 else []) + big.MEAS_HEAD)
+    for name, r in rs:
+        for m in r.measurements:
+            w.writerow(([name] if len(rs) > 1 else []) + big.measurement_csv_row(m))
+    atomic_write_text(out, buf.getvalue())
+
+
+def write_runtime_for(text: str, out_html: str | os.PathLike[str]) -> None:
+    """The shared plotting runtime beside a page that refers to it (before the page)."""
+    if f'src="{figs.runtime_file_name()}"' in text:
+        figs.write_runtime_file(Path(os.fspath(out_html)).parent)
+
+
 def build_report(results: Results, out_html: str | os.PathLike[str],
-                 matrix_sizes: list[int] | None = None, static: bool = False) -> str:
+                 matrix_sizes: list[int] | None = None, static: bool = False,
+                 shared_runtime: bool = False) -> str:
     """Write the report of `results` to out_html atomically, and the CSV files of its
     summarised tables beside it (OUT.TAG.csv); returns the path written."""
     out = Path(out_html)
     att = scale.Attachments(out.with_suffix("") if out.suffix else out)
     try:
-        text = render_report(results, matrix_sizes, static, att)  # the CSVs as temporaries
+        text = render_report(results, matrix_sizes, static, att,  # the CSVs as temporaries
+                             shared_runtime and os.fspath(out_html) != "-")
+        write_runtime_for(text, out_html)
         atomic_write_text(out_html, text)
     except BaseException:
         att.discard()

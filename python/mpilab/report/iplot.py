@@ -75,6 +75,7 @@ class Figure:
     y_unit: str = "s"  # "s" | "B/s" | "fraction" | ""
     xlog: bool = True
     ylog: bool = True
+    interval: str = "95% CI"  # what a measured point's lo..hi is (hover text)
 
 
 def _finite(v: float | None) -> bool:
@@ -115,11 +116,18 @@ _LOADER = """
   };
   function flush() { var q = queue; queue = []; q.forEach(function (a) { draw(a[0], a[1]); }); }
   function load() {
+    if (window.Plotly) { flush(); return; }  // the shared runtime file, loaded by <script src>
+    var packed = document.getElementById("mpilab-plotlyjs");
+    if (!packed) {
+      failed = "the plotting library file (mpilab-plotly-*.min.js) is not beside this page " +
+        "(copy it with the page, or write the report with --self-contained)";
+      flush(); return;
+    }
     if (typeof DecompressionStream === "undefined") {
       failed = "this browser cannot unpack the embedded plotting library";
       flush(); return;
     }
-    var b64 = document.getElementById("mpilab-plotlyjs").textContent;
+    var b64 = packed.textContent;
     var bin = atob(b64);
     var bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
@@ -139,11 +147,41 @@ _LOADER = """
 """
 
 
-def runtime_script() -> str:
-    """The plotting runtime: plotly.js (gzip, base64) and its loader. Once per page, before
-    or after the figures (they wait for it)."""
+def runtime_script(shared: bool = False) -> str:
+    """The plotting runtime and its loader, once per page, before or after the figures
+    (they wait for it): embedded (plotly.js gzip-compressed, base64), or shared: a
+    <script src> of RUNTIME_FILE beside the page (write_runtime_file puts it there; one
+    file serves every report in the folder)."""
+    if shared:
+        return (f'<script src="{runtime_file_name()}"></script>\n'
+                f"<script>{_LOADER}</script>\n")
     return (f'<script type="application/octet-stream" id="mpilab-plotlyjs">'
             f"{_plotlyjs_gz_b64()}</script>\n<script>{_LOADER}</script>\n")
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_file_name() -> str:
+    """mpilab-plotly-VERSION.min.js: the version in the name, so reports written by
+    different plotly versions in one folder each find theirs."""
+    import plotly
+
+    return f"mpilab-plotly-{plotly.__version__}.min.js"
+
+
+def write_runtime_file(folder: str | Path) -> Path:
+    """The shared runtime beside the reports in `folder` (written once; kept when it is
+    already there with the right size)."""
+    from plotly.offline import get_plotlyjs
+
+    data = get_plotlyjs().encode("utf-8")
+    p = Path(folder) / runtime_file_name()
+    try:
+        if p.is_file() and p.stat().st_size == len(data):
+            return p
+    except OSError:
+        pass
+    atomic_write_bytes(p, data)
+    return p
 
 
 # ---------------------------------------------------------------- axes and text
@@ -183,9 +221,9 @@ def _hover(c: Curve, p: Point, fig: Figure) -> str:
     lines.append(f"value: {fmt_value(p.y, fig.y_unit)}")
     if c.kind == "measured":
         if _finite(p.lo) and _finite(p.hi):
-            lines.append(f"95% CI: {fmt_ci(p.lo, p.hi, fig.y_unit)}")
+            lines.append(f"{fig.interval}: {fmt_ci(p.lo, p.hi, fig.y_unit)}")
         else:
-            lines.append("95% CI: none")
+            lines.append(f"{fig.interval}: none")
         if p.reps is not None:
             lines.append(f"repetitions: {p.reps}")
     else:

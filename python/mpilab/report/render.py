@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -50,8 +51,9 @@ class FigureSink:
     """Turns Figures into page HTML: interactive (figs.figure_html) or, with static=True,
     embedded SVG for papers. Figure ids are made unique on the page."""
 
-    def __init__(self, static: bool = False) -> None:
+    def __init__(self, static: bool = False, shared_runtime: bool = False) -> None:
         self.static = static
+        self.shared_runtime = shared_runtime  # plotly.js as a file beside the page
         self.count = 0
         self.ids: set[str] = set()
 
@@ -70,7 +72,12 @@ class FigureSink:
         return Markup(figs.static_html(fig) if self.static else figs.figure_html(fig))
 
     def runtime(self) -> Markup:
-        return Markup("" if self.static or not self.count else figs.runtime_script())
+        return Markup("" if self.static or not self.count
+                      else figs.runtime_script(self.shared_runtime))
+
+    @property
+    def uses_runtime_file(self) -> bool:
+        return self.shared_runtime and not self.static and self.count > 0
 
 
 @cache
@@ -80,9 +87,24 @@ def _env() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False)
 
 
+# control characters other than tab, newline and carriage return (C0, DEL, C1)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """The page with every control character (a NUL or an escape sequence copied from a
+    results file) shown as \\xNN text: never raw in the HTML. The page's own markup and
+    the figures' JSON have none, so the whole page is treated at once."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def page(title: str, subtitle: str, sections: list[Section], sink: FigureSink,
          banners: list[str] | None = None) -> str:
     sections = [s for s in sections if s.items]
-    return _env().get_template("page.html").render(
+    for s in sections:
+        for kind, obj in s.items:
+            if kind == "table":
+                obj.unify_units()
+    return visible(_env().get_template("page.html").render(
         title=title, subtitle=subtitle, sections=sections, banners=banners or [],
-        runtime=sink.runtime())
+        runtime=sink.runtime()))

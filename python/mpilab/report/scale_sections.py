@@ -199,19 +199,24 @@ def loggp_large(r: Results, sec: Section, sink: FigureSink | None, att: Attachme
 
 # ---------------------------------------------------------------- measurements
 
+# point-to-point rows: the time columns one-way (half the round trip, as OSU and IMB print
+# it), the round trip in roundtrip_median_s; collectives: roundtrip_median_s empty
 MEAS_HEAD = ["index", "op", "impl", "timing", "isolation", "pair_i", "pair_j", "schedule",
              "root", "bytes", "bytes_back", "median_s", "med_lo_s", "med_hi_s", "mean_s",
-             "ci_half_s", "reps", "invalid", "flags"]
+             "ci_half_s", "roundtrip_median_s", "reps", "invalid", "flags"]
 
 
 def measurement_csv_row(m: Measurement) -> list[object]:
-    e = values.time_estimate(m)
+    rt = values.time_estimate(m)
+    k = 0.5 if m.is_p2p else 1.0
+    e = values.scaled(rt, k)
     st = m.stats
     return [m.index, m.op, m.impl, m.timing, m.isolation or "",
             m.pair[0] if m.pair else "", m.pair[1] if m.pair else "", m.schedule or "",
             "" if m.root is None else m.root, m.bytes,
-            "" if m.bytes_back is None else m.bytes_back, e.value, e.lo, e.hi, st.mean,
-            st.ci_half, st.reps, st.invalid, " ".join(values.flags(m))]
+            "" if m.bytes_back is None else m.bytes_back, e.value, e.lo, e.hi, st.mean * k,
+            st.ci_half * k, rt.value if m.is_p2p else "", st.reps, st.invalid,
+            " ".join(values.flags(m))]
 
 
 def kept_measurements(r: Results, slow: set[tuple[int, int]]) -> list[Measurement]:

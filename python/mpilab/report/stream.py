@@ -34,7 +34,7 @@ import re
 import sys
 from typing import Any
 
-from mpilab import results
+from mpilab import plausible, results, schemacheck
 from mpilab.results import Measurement, Results
 
 CHUNK = 1 << 20
@@ -85,8 +85,8 @@ def _validators() -> tuple[Any, Any]:
 
     schema = json.loads(results.SCHEMA_FILE.read_text())
     defs = schema.get("$defs", {})
-    whole = results._inline(schema, defs)
-    meas = results._inline(defs["measurement"], defs)
+    whole = schemacheck.inline(schema, defs)
+    meas = schemacheck.inline(defs["measurement"], defs)
     out = []
     for s in (whole, meas):
         s = dict(s)
@@ -247,6 +247,9 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
         whole(top)
     except Exception:
         raise _Fallback from None
+    # values that cannot all be true at once: results.load names the first
+    if next(plausible.problems({**top, "measurements": [m.raw for m in ms]}), None):
+        raise _Fallback
     return top, ms
 
 

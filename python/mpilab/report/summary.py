@@ -288,6 +288,53 @@ def _model_distributions(r: Results) -> list[Table]:
                           "its CSV files)", table_id="summary-models", collapse=False)]
 
 
+FLAG_MEANINGS = (
+    (quality.NOT_CONVERGED, "stopped at the repetition limit without the asked precision"),
+    (quality.INVALID_SAMPLES, "some repetitions excluded"),
+    (quality.NEGATIVE_TIME, "corrected times <= 0 excluded"),
+    (quality.NO_VALID, "no valid repetition: no figure"),
+    (quality.CLOCK_UNCERTAIN, "global timing on a clock sync less precise than asked"),
+    (quality.LAUNCHES_DISAGREE, "some launch's own interval missed the figure"),
+    (quality.ISOLATION_DIFFERS, "isolated and back-to-back intervals apart"),
+    (quality.CLAMPED, "a model parameter fitted below 0, shown as its clamp 0"),
+    (quality.NO_CI, "no interval could be computed"),
+    (quality.CI_WIDE, "interval wider than the asked precision"),
+    ("negative", "a value below zero"),
+)
+
+
+def flag_legend(r: Results) -> list[tuple[str, str, int]]:
+    """(flag, meaning, how many measurements carry it) for the legend beside the summary:
+    the flags of this run first, then the others."""
+    s = quality.summary(r.raw)
+    counts = dict(s["flags"])
+    for p in s["params"]:
+        for f in p.rpartition(": ")[2].split(","):
+            counts[f] = counts.get(f, 0) + 1
+    rows = [(f, why, counts.get(f, 0)) for f, why in FLAG_MEANINGS]
+    return sorted(rows, key=lambda x: x[2] == 0)
+
+
+def grouped_params(params: list[str]) -> list[str]:
+    """Flagged model parameters grouped by model, parameter and flags, with a count and a
+    few of the pairs or ranges (one line instead of one per pair and range)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for p in params:  # "MODEL WHERE... NAME: FLAGS" or "MODEL WHERE...: FLAGS"
+        head, _, flags = p.rpartition(": ")
+        words = head.split()
+        model = words[0] if words else head
+        name = words[-1] if len(words) > 2 else ""
+        where = " ".join(words[1:-1] if name else words[1:])
+        groups.setdefault((f"{model} {name}".strip(), flags), []).append(where)
+    out = []
+    for (what, flags), wheres in groups.items():
+        eg = ", ".join(w for w in wheres[:3] if w)
+        more = f", ... ({len(wheres) - 3} more)" if len(wheres) > 3 else ""
+        out.append(f"{len(wheres)} x model parameter {what} flagged {flags}"
+                   + (f" (at {eg}{more})" if eg else ""))
+    return out
+
+
 def health(r: Results) -> tuple[list[Card], list[str]]:
     s = quality.summary(r.raw)
     n, conv = s["measurements"], s["converged"]
@@ -300,8 +347,11 @@ def health(r: Results) -> tuple[list[Card], list[str]]:
     cs = r.clock_sync
     if cs is not None:
         res = cs.max_residual_s
+        # the run's rank count (the per-rank list leaves out the reference rank 0)
+        nr = r.provenance.get("ranks")
+        nr = nr if isinstance(nr, int) else len(cs.ranks) + 1
         cards.append(Card("clock sync max residual", units.fmt_time(res), res, "clock_residual",
-                          f"method {cs.method}, {len(cs.ranks)} ranks"))
+                          f"method {cs.method}, {nr} ranks"))
     else:
         items.append("no clock synchronisation (no measurement used global timing)")
     fl = s["flags"]
@@ -320,8 +370,7 @@ def health(r: Results) -> tuple[list[Card], list[str]]:
     verdict = quality.noisy_verdict(r.raw) or quality.quick_note(r.raw)
     if verdict:
         items.append(verdict)
-    for p in s["params"]:
-        items.append(f"model parameter flagged: {p}")
+    items += grouped_params(s["params"])
     bad = quality.unflagged_problems(r.raw)
     if bad:
         items.append("impossible values without a flag in the file (a bug of its writer): "
@@ -387,6 +436,7 @@ def section(r: Results, att: Attachments | None = None,
     cards = headline_cards(r, hs=hs)
     hc, items = health(r)
     items = (extra_health or []) + items
+    s.add("legend", flag_legend(r))  # floats beside the cards and the first table
     s.add("cards", cards + hc)
     t, note = pair_table(r, att, hs)
     if t:
@@ -408,6 +458,13 @@ def section(r: Results, att: Attachments | None = None,
             s.add("table", mt)
     s.h3("Run health")
     s.add("list", items or ["nothing flagged"])
-    s.h3("Provenance")
-    s.add("table", provenance_table(r))
+    return s
+
+
+def provenance_section(r: Results) -> Section:
+    """The provenance, folded (a details element), after the figures and tables."""
+    s = Section("provenance", "Provenance")
+    t = provenance_table(r)
+    t.collapse = True
+    s.add("table", t)
     return s

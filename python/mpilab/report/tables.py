@@ -25,6 +25,10 @@ class Cell:
     metric: str | None = None         # data-metric hook of the summary's headline cells
     bold: bool = False
     shade: float | None = None        # 0..1: background intensity (latency matrices)
+    unit: str | None = None           # a value or interval in this unit (SI)...
+    value: float | None = None        # ...its value, or
+    lo: float | None = None           # ...its interval's ends
+    hi: float | None = None
 
     @property
     def tip(self) -> str | None:
@@ -49,6 +53,32 @@ class Table:
     def flags_of(self, k: int) -> list[str]:
         return self.row_flags[k] if k < len(self.row_flags) else []
 
+    def unify_units(self) -> None:
+        """One unit per column: every time (or rate) in a column is shown in the unit of
+        the column's median magnitude (us throughout, not ns beside us; MB/s, not MB/s
+        beside GB/s)."""
+        ncol = max((len(r) for r in self.rows), default=0)
+        for j in range(ncol):
+            cells = [r[j] for r in self.rows if j < len(r)]
+            units_here = {c.unit for c in cells if c.unit is not None}
+            if len(units_here) != 1 or next(iter(units_here)) not in ("s", "B/s"):
+                continue
+            unit = next(iter(units_here))
+            vals = [v for c in cells for v in (c.value, c.lo, c.hi) if _ok(v)]
+            scale, name = units.axis_scale(vals, unit)
+            for c in cells:
+                if c.unit is None:
+                    continue
+                if _ok(c.value):
+                    c.text = f"{units.sig3(c.value / scale)} {name}"  # type: ignore[operator]
+                elif _ok(c.lo) and _ok(c.hi):
+                    c.text = (f"{units.sig3(c.lo / scale)} .. "  # type: ignore[operator]
+                              f"{units.sig3(c.hi / scale)} {name}")  # type: ignore[operator]
+
+
+def _ok(v: float | None) -> bool:
+    return v is not None and not isinstance(v, bool) and math.isfinite(v)
+
 
 def text(v: object) -> Cell:
     return Cell("-" if v is None else str(v))
@@ -61,11 +91,12 @@ def value(v: float | None, unit: str, flags: Iterable[str] = ()) -> Cell:
     ok = v is not None and not isinstance(v, bool) and math.isfinite(v)
     if ok and v < 0 and "negative" not in fl:  # type: ignore[operator]
         fl.append("negative")
-    return Cell(units.fmt_value(v, unit), sort=v if ok else None, num=True, flags=fl)
+    return Cell(units.fmt_value(v, unit), sort=v if ok else None, num=True, flags=fl,
+                unit=unit, value=v if ok else None)
 
 
 def interval(lo: float | None, hi: float | None, unit: str) -> Cell:
-    c = Cell(units.fmt_ci(lo, hi, unit), num=True)
+    c = Cell(units.fmt_ci(lo, hi, unit), num=True, unit=unit, lo=lo, hi=hi)
     c.sort = lo if lo is not None and math.isfinite(lo) else None
     return c
 

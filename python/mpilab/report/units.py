@@ -35,6 +35,11 @@ def _sig3(x: float) -> str:
     return s
 
 
+def sig3(x: float) -> str:
+    """Three significant digits (see _sig3): a value in a unit chosen by the caller."""
+    return _sig3(x)
+
+
 def time_unit(seconds: float) -> tuple[float, str]:
     """(scale, name) of the engineering unit for this magnitude: value / scale is shown."""
     a = abs(seconds)

@@ -11,7 +11,7 @@ from typing import Any
 
 from mpilab import argtypes
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, check_output
+from mpilab.fsutil import atomic_write_text, check_output, hold_fifo
 from mpilab.testbed import check as checkmod
 from mpilab.testbed import faults, jobctl, launch, net
 from mpilab.testbed import spec as specmod
@@ -112,6 +112,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
+    if args.pathmig_events is not None and not args.pathmig:
+        raise MpilabError("--pathmig-events: only with --pathmig (without it no agent runs "
+                          "and there are no events to write)")
+    if args.pathmig_events is not None:
+        check_output(args.pathmig_events)
     sp = net.current_spec(_prefix(args))
     rails = None
     if args.rails:
@@ -123,11 +128,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                else None)
     grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
              if args.fault_grace is not None else None)
+    # every argument before anything starts (agents, MPTCP endpoints, the job)
+    launch.check_job_args(sp, args.np, args.hosts, rails)
+    if args.pathmig_events is not None:
+        if not args.pathmig:
+            raise MpilabError("--pathmig-events needs --pathmig")
+        check_output(args.pathmig_events)
     if args.pathmig:  # path migration agents around the job (python/mpilab/pathmig)
         from mpilab.pathmig.cli import run_job
-        return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
-                       timeout=timeout, rails=rails, fault_grace=grace,
-                       congestion=args.congestion, mpi=args.mpi)
+        held = hold_fifo(args.pathmig_events) if args.pathmig_events else None
+        try:
+            return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
+                           timeout=timeout, rails=rails, fault_grace=grace,
+                           congestion=args.congestion, mpi=args.mpi)
+        finally:
+            if held is not None:
+                os.close(held)
     return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
                       timeout=timeout, rails=rails, fault_grace=grace,
                       congestion=args.congestion, mpi=args.mpi)

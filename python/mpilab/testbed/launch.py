@@ -159,6 +159,22 @@ def program_mpi_of(program: list[str]) -> str:
         return "openmpi"
 
 
+def check_job_args(spec: Spec, np: int | None, hosts: str | None,
+                   rails: list[int] | None) -> None:
+    """Everything about a job that can be checked before anything starts (agents, MPTCP,
+    congestion control): the hosts exist, the rank count fits, the rails exist."""
+    chosen = choose_hosts(spec, hosts)
+    n = len(chosen) if np is None else np
+    if n < 1:
+        raise MpilabError(f"--np {n}: need at least 1 rank")
+    most, why = max_ranks(len(chosen))
+    if n > most:
+        raise MpilabError(f"--np {n}: this machine can start at most {most} ranks ({why})")
+    for r in rails or []:
+        if not 0 <= r < spec.rails:
+            raise MpilabError(f"--rails: rail {r} does not exist (testbed has {spec.rails})")
+
+
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
                pathmig: bool = False, congestion: str = "auto",
@@ -192,7 +208,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     from mpilab.pathmig import congestion as cc
     algo = (cc.MPTCP_DEFAULT if mptcp else None) if congestion == "auto" else (
         None if congestion == "default" else congestion)
-    cc.apply(spec, chosen, algo)
+    cc.apply(spec, chosen, algo, quickack=mptcp)
     cc.send_buffers(spec, chosen, mptcp)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
         setup_mptcp(spec, chosen, rails[0])

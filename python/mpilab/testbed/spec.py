@@ -21,6 +21,7 @@ DEFAULT_PREFIX = "mlt"
 PREFIX_RE = re.compile(r"\A[a-z][a-z0-9]{0,5}\Z")  # \Z: "$" would accept a final newline
 NODE_RE = re.compile(r"s([0-9]+)n([0-9]+)", re.ASCII)
 MAX_RATE = 100_000_000_000  # 100 Gbit/s
+MIN_RATE = 10_000  # bit/s
 MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
 RING_OVERHEAD = 1.1  # record headers and alignment in the delay line's ring
@@ -175,6 +176,8 @@ def parse_rate(value: object) -> int:
     v = units.parse_rate(value)  # type: ignore[arg-type]
     if v <= 0:
         raise ValueError("rate must be positive")
+    if v < MIN_RATE:  # "1bit": a job across such a link would not finish in a day
+        raise ValueError(f"rate below {format_rate(MIN_RATE)} (too slow to emulate)")
     if v > MAX_RATE:
         raise ValueError("rate above 100Gbit")
     return int(round(v))
@@ -364,6 +367,9 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
         if node not in names:
             raise ctx.err("link", "node", f"{node!r}: no such node", i)
         rail = _get(ctx, lk, "link", "rail", _int_in(0, sp.rails - 1), 0, i)
+        if any(o.node == node and o.rail == rail for o in sp.links):
+            raise ctx.err("link", "node", f"{node!r} rail {rail}: a second [[link]] for the "
+                          "same node and rail (one would silently win)", i)
         o = LinkOverride(node=node, rail=rail,
                          lan_rate=_get(ctx, lk, "link", "lan_rate", parse_rate, None, i),
                          wan_rate=_get(ctx, lk, "link", "wan_rate", parse_rate, None, i))

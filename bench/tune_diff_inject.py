@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Target of issue 31: `mpilab diff` flags an injected 10% slowdown at every affected size and
+none of the others, in 5 of 5 trials. Per trial: run A (bcast:inj and allreduce:inj, no
+injection) and run B (bcast slowed by --slowdown of its own duration, allreduce untouched),
+each `mpilab bench --launches N`, the launches of A and B alternating; then `mpilab diff A B
+--fail-above 5%`. A trial passes when every bcast size is "SLOWER beyond 5%" and no
+allreduce size is flagged. Prints one line per trial and the count; --out keeps the JSON.
+
+    MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 [--launches 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+from mpilab import launches  # noqa: E402 (this checkout's package)
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--launches", type=int, default=3)
+    ap.add_argument("--slowdown", type=float, default=0.10)
+    ap.add_argument("--sizes", default="8,1K,64K")
+    ap.add_argument("--budget", default="4s")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="tune-inject-"))
+    so = tmp / "inj.so"
+    cc = run(["mpicc", "-shared", "-fPIC", "-O2", f"-I{REPO / 'include'}",
+              f"-I{REPO / 'build' / 'include'}", str(REPO / "bench" / "tune_inject.c"),
+              "-o", str(so)])
+    if cc.returncode != 0:
+        sys.stderr.write(cc.stderr)
+        return 2
+    py = [sys.executable, "-m", "mpilab.cli"]
+    results = []
+    for t in range(1, a.trials + 1):
+        files = {}
+        for k in range(1, a.launches + 1):
+            for label in ("A", "B"):
+                env = dict(os.environ)
+                if label == "B":
+                    env["MPILAB_INJECT_BCAST"] = str(a.slowdown)
+                f = tmp / f"t{t}{label}.launch{k}.json"
+                p = run(py + ["bench", "--np", "2", "--launches", "1", "--quiet-launches",
+                              "--", "--entries", str(so), "--ops", "bcast:inj,allreduce:inj",
+                              "--sizes", a.sizes, "--time-budget", a.budget, "--no-fit",
+                              "--quiet", "--out", str(f)], env)
+                if p.returncode != 0:
+                    sys.stderr.write(p.stderr)
+                    return 2
+                files.setdefault(label, []).append(f)
+        for label in ("A", "B"):
+            docs = [json.loads(f.read_text()) for f in files[label]]
+            merged = launches.merge(docs, [str(f) for f in files[label]])
+            (tmp / f"t{t}{label}.json").write_text(json.dumps(merged))
+        d = run(py + ["diff", str(tmp / f"t{t}A.json"), str(tmp / f"t{t}B.json"),
+                      "--fail-above", "5%"])
+        rows = [ln for ln in d.stdout.splitlines() if ln.startswith(("bcast", "allreduce"))]
+        hit = [ln for ln in rows if ln.startswith("bcast") and "SLOWER" in ln]
+        false = [ln for ln in rows if ln.startswith("allreduce") and "same" not in ln]
+        nb = sum(ln.startswith("bcast") for ln in rows)
+        ok = len(hit) == nb and nb > 0 and not false and d.returncode == 1
+        results.append({"trial": t, "flagged": len(hit), "affected": nb,
+                        "false_flags": len(false), "exit": d.returncode, "pass": ok,
+                        "rows": rows})
+        print(f"trial {t}: {len(hit)} of {nb} slowed sizes flagged, {len(false)} of "
+              f"{len(rows) - nb} untouched flagged, exit {d.returncode}: "
+              f"{'PASS' if ok else 'FAIL'}")
+        for ln in rows:
+            print("   ", ln)
+        sys.stdout.flush()
+    print(f"{sum(r['pass'] for r in results)} of {len(results)} trials passed")
+    if a.out:
+        Path(a.out).write_text(json.dumps(results, indent=1))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

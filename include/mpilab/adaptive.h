@@ -1,0 +1,51 @@
+/* Message sizes chosen where the curve bends (after mpptest, as MPIBlib's section 2 asks):
+ * start from a coarse geometric list, then insert sizes around every measured size whose
+ * value departs from the straight line between its two neighbours by more than the
+ * measurement's own interval allows, until nothing bends or a budget of sizes is spent.
+ * Pure functions: the caller measures. docs/models.md ("Adaptive sizes"). */
+#ifndef MPILAB_ADAPTIVE_H
+#define MPILAB_ADAPTIVE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One measured size: the reported value (e.g. the median time) and its interval. */
+typedef struct mpilab_adaptive_point {
+    size_t bytes;
+    double value, lo, hi;
+} mpilab_adaptive_point_t;
+
+/* Why a size was added (start: the coarse list; the others name the size that bent). */
+typedef struct mpilab_adaptive_why {
+    size_t bytes;
+    size_t bent_at;      /* the measured size whose value departed (0 for the start list) */
+    double departure;    /* |value - straight line between its neighbours| (s) */
+    double allowed;      /* the intervals' half widths it had to exceed (s) */
+    int start;           /* 1: in the coarse start list */
+} mpilab_adaptive_why_t;
+
+/* The coarse start list: min, then min * factor^k below max, then max (min 0: 0, then 1,
+ * factor, ...). Writes at most cap sizes to out; returns their number (0 on bad input:
+ * min > max, factor < 2). */
+size_t mpilab_adaptive_start(size_t min, size_t max, size_t factor, size_t *out, size_t cap);
+
+/* The next sizes to measure, given the measured points pts[0..n) sorted by bytes (distinct):
+ * for every inner point b with neighbours a < b < c, the straight line through a and c at b
+ * (weights wa, wc) is compared with b's value; b bends when
+ *     |value_b - line| > hw_b + wa hw_a + wc hw_c   (hw = half the interval)
+ * The bending points are taken in order of departure / allowed, largest first, and for each
+ * the geometric midpoints of (a, b) and (b, c) are proposed, where the gap leaves room
+ * (an integer strictly between, not measured, not proposed) and while n + proposed < budget.
+ * out[] / why[] (capacity cap) receive the proposals in increasing size; returns their
+ * number (0: nothing bends, or the budget is spent). A point without a finite interval
+ * counts as half width 0. */
+size_t mpilab_adaptive_next(const mpilab_adaptive_point_t *pts, size_t n, size_t budget, size_t *out,
+                            mpilab_adaptive_why_t *why, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

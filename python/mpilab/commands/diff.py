@@ -1,0 +1,124 @@
+"""`mpilab diff A.json B.json [--fail-above 5%] [--html OUT]`: B against A, measurement by
+measurement, on the raw samples (mpilab.tune.stats.unpaired: launch-level intervals when
+the files were merged from launches, a Mann-Whitney test on the samples), a table on the
+terminal, an HTML page built on the report's comparison view, and exit status 1 when some
+measurement is significantly slower by more than the threshold: a CI gate.
+
+Results of different machines, MPI libraries or rank counts are refused (provenance: hosts,
+mpi, ranks); --allow-different turns that into a warning."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+
+
+def _threshold(text: str) -> float:
+    t = text.strip()
+    try:
+        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise MpilabError(f"--fail-above: '{text}' is not a percentage like 5%") from None
+    if not 0 <= v < 10:
+        raise MpilabError(f"--fail-above: '{text}' must be between 0% and 1000%")
+    return v
+
+
+def _key(m: dict[str, Any]) -> tuple[Any, ...]:
+    pair = m.get("pair")
+    return (m.get("op"), m.get("impl"), m.get("timing"), m.get("isolation"),
+            tuple(pair) if isinstance(pair, list) else None, m.get("root"), m.get("bytes"),
+            m.get("bytes_back"), m.get("ranks"))
+
+
+def provenance_problems(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    out = []
+    for f, what in (("mpi", "MPI libraries"), ("ranks", "rank counts"),
+                    ("hosts", "machines")):
+        va, vb = a.get(f), b.get(f)
+        if f == "hosts" and isinstance(va, list) and isinstance(vb, list):
+            va, vb = sorted(set(va)), sorted(set(vb))
+        if va != vb:
+            out.append(f"different {what} ({va} against {vb})")
+    return out
+
+
+def compare_docs(da: dict[str, Any], db: dict[str, Any]) -> list[dict[str, Any]]:
+    from mpilab.pair_matrix import expand_all
+    from mpilab.tune import stats
+
+    am = {_key(m): m for m in expand_all(da.get("measurements") or []) if isinstance(m, dict)}
+    rows = []
+    for m in expand_all(db.get("measurements") or []):
+        if not isinstance(m, dict) or _key(m) not in am:
+            continue
+        c = stats.unpaired(stats.launch_groups(am[_key(m)]), stats.launch_groups(m))
+        rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
+                     "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
+    return rows
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mpilab import results
+    from mpilab.fsutil import atomic_write_text, check_output
+
+    thr = _threshold(args.fail_above) if args.fail_above is not None else None
+    if args.html:
+        check_output(args.html)
+    ra, rb = results.load(args.a), results.load(args.b)  # one line on a bad file
+    da = json.loads(Path(args.a).read_text(encoding="utf-8"))
+    db = json.loads(Path(args.b).read_text(encoding="utf-8"))
+    probs = provenance_problems(ra.provenance, rb.provenance)
+    if probs and not args.allow_different:
+        raise MpilabError(f"{args.b} against {args.a}: {'; '.join(probs)} "
+                          "(--allow-different compares them anyway)")
+    for p in probs:
+        sys.stderr.write(f"mpilab diff: warning: {p}\n")
+    rows = compare_docs(da, db)
+    if not rows:
+        raise MpilabError(f"{args.a} and {args.b} have no measurement in common")
+    fails = []
+    sys.stdout.write(f"{'op':<10} {'impl':<24} {'bytes':>9} {'B/A':>7} {'interval':>17} "
+                     f"{'p':>8}  verdict\n")
+    for r in rows:
+        ratio = r["ratio"]
+        verdict = ("slower" if r["significant"] and ratio and ratio > 1 else
+                   "faster" if r["significant"] and ratio and ratio < 1 else "same")
+        if verdict == "slower" and thr is not None and ratio > 1 + thr:
+            verdict = f"SLOWER beyond {thr * 100:g}%"
+            fails.append(r)
+        iv = f"{r['lo']:.3f}..{r['hi']:.3f}" if r["lo"] is not None else "-"
+        rt = f"{ratio:.3f}" if ratio is not None else "-"
+        p = f"{r['p']:.2g}" if r["p"] is not None else "-"
+        sys.stdout.write(f"{r['op']:<10} {str(r['impl']):<24} {r['bytes']:>9} {rt:>7} {iv:>17} "
+                         f"{p:>8}  {verdict}{'' if r['launch_level'] else ' (one launch)'}\n")
+    if args.html:
+        from mpilab.report import compare
+
+        page = compare.render_comparison([compare.Run("A", ra), compare.Run("B", rb)])
+        atomic_write_text(args.html, page)
+        sys.stdout.write(f"report: {args.html}\n")
+    if fails:
+        sys.stdout.write(f"mpilab diff: {len(fails)} measurement(s) significantly slower by "
+                         f"more than {thr * 100:g}%\n")
+        return 1
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("diff", help="B against A, measurement by measurement: a CI gate")
+    p.add_argument("a", help="baseline results file")
+    p.add_argument("b", help="results file to check")
+    p.add_argument("--fail-above", metavar="PCT",
+                   help="exit 1 when a measurement is significantly slower by more than PCT "
+                        "(e.g. 5%%)")
+    p.add_argument("--html", metavar="OUT", help="also write the comparison page")
+    p.add_argument("--allow-different", action="store_true",
+                   help="compare files of different machines, MPI libraries or rank counts "
+                        "(a warning instead of a refusal)")
+    p.set_defaults(func=_run)

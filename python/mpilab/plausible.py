@@ -1,0 +1,121 @@
+"""Checks across the fields of a results document that passed its schema: values that
+cannot all be true at once (issue 29: an interval that does not hold its median, more
+invalid repetitions than repetitions, a rank count the mapping contradicts, an operation
+that neither the runner nor the run's own provenance knows). Each finding is (JSON path,
+one-line reason); results.parse raises the first with the file and line.
+
+Pure functions of the JSON objects; no import of mpilab.results (which calls them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+PathT = tuple[str | int, ...]
+
+# mpilab-bench's built-in operations (`mpilab-bench --list --json`, tested against it in
+# tests/python/test_hostile29.py) and the testbed check's link measurements; a user's
+# entries (--entries FILE.so) are known through provenance.options.ops.
+BUILTIN_OPS = frozenset({
+    "allgather", "allreduce", "alltoall", "barrier", "bcast", "comb", "exchange", "gather",
+    "overlap_iallreduce", "overlap_isend", "p2p", "pingping", "pingpong", "reduce", "scatter",
+    "sendrecv", "stream", "stream_multi", "link"})
+
+# relative slack for values written with 10 significant digits
+_EPS = 1e-6
+
+
+def _le(a: Any, b: Any) -> bool:
+    """a <= b, both numbers (None: nothing to compare)."""
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return True
+    return a <= b + _EPS * max(abs(a), abs(b))
+
+
+def _order(get: Any, path: PathT) -> Iterator[tuple[PathT, str]]:
+    """The orderings every set of statistics of one measurement obeys. get(key) -> value
+    or None."""
+    med, lo, hi = get("median"), get("med_lo"), get("med_hi")
+    mn, mx, mean = get("min"), get("max"), get("mean")
+    if not _le(lo, med):
+        yield path + ("med_lo",), f"{lo} is above the median {med} (the interval must hold it)"
+    if not _le(med, hi):
+        yield path + ("med_hi",), f"{hi} is below the median {med} (the interval must hold it)"
+    if not _le(mn, mx):
+        yield path + ("min",), f"{mn} is above max {mx}"
+    for key, v in (("median", med), ("mean", mean)):
+        if not _le(mn, v):
+            yield path + (key,), f"{v} is below the minimum {mn}"
+        if not _le(v, mx):
+            yield path + (key,), f"{v} is above the maximum {mx}"
+    reps, inv = get("reps"), get("invalid")
+    if isinstance(reps, int) and isinstance(inv, int) and inv > reps:
+        yield path + ("invalid",), f"{inv} invalid repetitions of {reps}"
+
+
+def _declared_ops(prov: dict[str, Any]) -> set[str]:
+    opts = prov.get("options") if isinstance(prov.get("options"), dict) else {}
+    ops = opts.get("ops") if isinstance(opts, dict) else None
+    out: set[str] = set()
+    for o in ops if isinstance(ops, list) else []:
+        if isinstance(o, str) and o:
+            out.add(o.split(":", 1)[0])
+    return out
+
+
+def _provenance(prov: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
+    ranks = prov.get("ranks")
+    mapping = prov.get("mapping") if isinstance(prov.get("mapping"), list) else None
+    hosts = prov.get("hosts") if isinstance(prov.get("hosts"), list) else None
+    p: PathT = ("provenance",)
+    if isinstance(prov.get("runs"), list):
+        return  # a merged view (results.merge): the largest run's rank count, the first's map
+    if isinstance(ranks, int) and mapping:
+        if len(mapping) != ranks:
+            yield p + ("ranks",), f"{ranks} ranks, but the mapping lists {len(mapping)}"
+        for k, m in enumerate(mapping):
+            r = m.get("rank") if isinstance(m, dict) else None
+            if isinstance(r, int) and r >= ranks:
+                yield p + ("mapping", k, "rank"), f"rank {r} does not exist in a run of " \
+                    f"{ranks} ranks"
+    if isinstance(ranks, int) and hosts and len(set(hosts)) > ranks:
+        yield p + ("hosts",), f"{len(set(hosts))} hosts for {ranks} ranks"
+    if hosts and mapping:
+        known = set(hosts)
+        for k, m in enumerate(mapping):
+            h = m.get("host") if isinstance(m, dict) else None
+            if isinstance(h, str) and h not in known:
+                yield p + ("mapping", k, "host"), f"host {h!r} is not in provenance.hosts"
+
+
+def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
+    """Every impossible combination in a schema-valid results document, in document
+    order (provenance first)."""
+    prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    yield from _provenance(prov)
+    known = BUILTIN_OPS | _declared_ops(prov)
+    for k, m in enumerate(doc.get("measurements") or []):
+        if not isinstance(m, dict):
+            continue
+        path: PathT = ("measurements", k)
+        op = m.get("op")
+        if isinstance(op, str) and op not in known:
+            yield path + ("op",), (f"{op!r}: unknown operation (neither mpilab-bench's nor "
+                                   "one listed in provenance.options.ops)")
+        st = m.get("stats")
+        if isinstance(st, dict):
+            yield from _order(st.get, path + ("stats",))
+        pm = m.get("pair_matrix")
+        if isinstance(pm, dict):
+            n = pm.get("count")
+            for j in range(n if isinstance(n, int) else 0):
+                for pp, why in _order(_column(pm, j), path + ("pair_matrix",)):
+                    yield pp + (j,), why
+
+
+def _column(pm: dict[str, Any], j: int) -> Any:
+    """get(key) -> pair j's value of a pair matrix's array `key` (None if absent)."""
+    def get(key: str) -> Any:
+        a = pm.get(key)
+        return a[j] if isinstance(a, list) and j < len(a) else None
+    return get

@@ -1,0 +1,1 @@
+"""The mpilab Python package: tuning the MPI library (mpilab tune; docs/tune.md)."""

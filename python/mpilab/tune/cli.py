@@ -1,0 +1,230 @@
+"""`mpilab tune sweep|choose|export|verify` (docs/tune.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mpilab import argtypes, units
+from mpilab.errors import MpilabError, no_action
+
+CHOICE_SCHEMA = "mpilab.tune-choice/1"
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        vals = [units.parse_int(x) for x in text.split(",")]
+    except (ValueError, MpilabError):
+        raise MpilabError(f"{what}: '{text}' is not a comma list of counts") from None
+    if not vals or any(v < 1 for v in vals):
+        raise MpilabError(f"{what}: '{text}': every value must be at least 1")
+    return sorted(set(vals))
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        out = sorted({int(units.parse_size(x)) for x in text.split(",")})
+    except (ValueError, MpilabError):
+        raise MpilabError(f"--sizes: '{text}' is not a comma list of sizes (4,1K,64K)") from None
+    if not out or out[0] < 1:
+        raise MpilabError("--sizes: sizes must be at least 1 byte")
+    return out
+
+
+def _colls(text: str) -> list[str]:
+    from mpilab.tune.algorithms import COLLS
+
+    out = [c for c in text.split(",") if c]
+    bad = [c for c in out if c not in COLLS]
+    if bad or not out:
+        raise MpilabError(f"--colls: unknown collective '{(bad or [text])[0]}' (known: "
+                          f"{', '.join(COLLS)})")
+    return out
+
+
+def _interrupt(_sig: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import signal
+
+    from mpilab.tune import sweep
+
+    # a bench slot ends the sweep with SIGTERM: the launch running is stopped (its process
+    # group killed) and the state already saved lets the same command continue later
+    signal.signal(signal.SIGTERM, _interrupt)
+
+    if not 0 <= args.min_effect < 1:
+        raise MpilabError(f"--min-effect {args.min_effect}: need 0 <= x < 1")
+    cfg = {"launches": args.launches, "budget": args.budget, "timeout": args.timeout,
+           "min_effect": args.min_effect, "quiet": args.quiet}
+    files = sweep.sweep(Path(args.dir), _ints(args.np, "--np"), _colls(args.colls),
+                        _sizes(args.sizes), cfg, args.rounds)
+    sys.stdout.write("\n".join(str(f) for f in files) + "\n")
+    return 0
+
+
+def _load_docs(paths: list[str]) -> list[dict[str, Any]]:
+    from mpilab import results
+
+    docs = []
+    for p in paths:
+        results.load(p)  # validated: one line on a bad or truncated file
+        docs.append(json.loads(Path(p).read_text(encoding="utf-8")))
+    return docs
+
+
+def choice_doc(docs: list[dict[str, Any]], paths: list[str], min_effect: float
+               ) -> dict[str, Any]:
+    from mpilab.tune import choose
+
+    # a cell without the default measured cannot be decided against it: left out
+    cells = [c for c in choose.choose_all(docs, min_effect) if c.winner]
+    groups: dict[tuple[str, int], list[choose.Cell]] = {}
+    for c in cells:
+        groups.setdefault((c.op, c.np), []).append(c)
+    mpi = str((docs[0].get("provenance") or {}).get("mpi", "")) if docs else ""
+    return {"schema": CHOICE_SCHEMA, "source": ", ".join(paths), "mpi": mpi,
+            "min_effect": min_effect,
+            "test": ("paired by launch: t interval (95%) of the per-launch log ratios of "
+                     "medians entirely below 1, Mann-Whitney U inside every launch at 0.05 "
+                     "in the same direction, gain at least min_effect; else the default"),
+            "cells": [c.as_json() for c in cells],
+            "ranges": [{"op": op, "np": np, "ranges": choose.ranges(cs)}
+                       for (op, np), cs in sorted(groups.items())]}
+
+
+def _choose(args: argparse.Namespace) -> int:
+    from mpilab.fsutil import atomic_write_text, check_output
+
+    paths = list(args.results)
+    if args.dir:
+        paths += sorted(str(p) for p in Path(args.dir).glob("np*-*.json")
+                        if ".launch" not in p.name)
+    if not paths:
+        raise MpilabError("choose: give results files or --dir of a sweep")
+    check_output(args.out)
+    doc = choice_doc(_load_docs(paths), paths, args.min_effect)
+    atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
+    for r in doc["ranges"]:
+        parts = [f"{x['from']}..{x['to']}: {x['winner']}" for x in r["ranges"]]
+        sys.stdout.write(f"{r['op']:<10} {r['np']:>3} ranks  " + "; ".join(parts) + "\n")
+    wins = [c for c in doc["cells"] if c["winner"] not in ("native", "")]
+    for c in wins:
+        sys.stdout.write(f"  {c['op']} {c['np']} ranks {c['bytes']} B: {c['winner']} "
+                         f"x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] of the default\n")
+    sys.stdout.write(f"choice: {args.out} ({len(wins)} of {len(doc['cells'])} cells beat the "
+                     "default significantly)\n")
+    return 0
+
+
+def load_choice(path: str) -> dict[str, Any]:
+    from mpilab.fsutil import read_regular
+
+    try:
+        doc = json.loads(read_regular(path, "choice file"))
+    except ValueError as e:
+        raise MpilabError(f"{path}: not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != CHOICE_SCHEMA \
+            or not isinstance(doc.get("ranges"), list) or not isinstance(doc.get("cells"), list):
+        raise MpilabError(f"{path}: not a tune choice ({CHOICE_SCHEMA}, from mpilab tune choose)")
+    return doc
+
+
+def _export(args: argparse.Namespace) -> int:
+    from mpilab.fsutil import atomic_write_text, check_output
+    from mpilab.tools import find_tool
+    from mpilab.tune import algorithms, export
+
+    if not args.openmpi and not args.mpich:
+        raise MpilabError("export: give --openmpi FILE and/or --mpich FILE")
+    choice = load_choice(args.choice)
+    for out in (args.openmpi, args.mpich):
+        if out:
+            check_output(out)
+    if args.openmpi:
+        text = export.ompi_rules(choice, algorithms.ompi_algorithms())
+        atomic_write_text(args.openmpi, text)
+        sys.stdout.write(f"Open MPI rules: {args.openmpi} (mpirun --mca "
+                         "coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "
+                         f"{args.openmpi})\n")
+    if args.mpich:
+        lib = args.mpich_library or str(algorithms.mpich_library(
+            find_tool("mpilab-bench")))
+        tree, names = algorithms.mpich_selection(lib)
+        doc = export.mpich_json(choice, tree, names)
+        atomic_write_text(args.mpich, json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(f"MPICH selection: {args.mpich} "
+                         f"(MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={args.mpich})\n")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from mpilab import launch
+    from mpilab.tools import find_tool
+    from mpilab.tune import verify
+
+    choice = load_choice(args.choice)
+    if not Path(args.file).is_file():
+        raise MpilabError(f"{args.file}: no such file")
+    mpi = launch.program_mpi(find_tool("mpilab-bench")) or "openmpi"
+    rows = verify.verify(choice, args.np, mpi, str(Path(args.file).resolve()))
+    proven = sum(r["proven"] for r in rows)
+    changed = sum(r["proven"] and r["changed"] for r in rows)
+    for r in rows:
+        sys.stdout.write(f"{r['op']:<10} {r['bytes']:>8} B  chosen {r['winner']:<28} ran "
+                         f"{r['with_file'] or '?':<28} forced {r['expected'] or '?':<28} "
+                         f"default {r['default'] or '?':<24} "
+                         f"{'PROVEN' if r['proven'] else 'NOT PROVEN'}"
+                         f"{' (differs from the default)' if r['changed'] else ''}\n")
+    sys.stdout.write(f"verify: {proven} of {len(rows)} cells ran the chosen algorithm with "
+                     f"{args.file}; {changed} of them differ from the default's\n")
+    return 0 if proven == len(rows) else 1
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("tune", help="tune the MPI library's collectives (docs/tune.md)")
+    s = p.add_subparsers(dest="tune_command", metavar="ACTION")
+    p.set_defaults(func=no_action("tune"))
+    sw = s.add_parser("sweep", help="measure every algorithm the MPI library offers")
+    sw.add_argument("--dir", required=True, help="sweep directory (state.json: resumable)")
+    sw.add_argument("--np", default="2", help="communicator sizes, comma list (default 2)")
+    sw.add_argument("--colls", default="bcast,allreduce,reduce,allgather,alltoall,gather,"
+                    "scatter,barrier", help="collectives (default: all eight)")
+    sw.add_argument("--sizes", default="4,32,256,2K,16K,128K,1M",
+                    help="first grid of sizes in bytes (default 4,32,256,2K,16K,128K,1M)")
+    sw.add_argument("--launches", type=argtypes.positive, default=3,
+                    help="launches per measurement (default 3)")
+    sw.add_argument("--budget", type=argtypes.real, default=60.0,
+                    help="seconds of samples per launch (default 60)")
+    sw.add_argument("--rounds", type=int, default=2,
+                    help="rounds of extra sizes where the winner changes (default 2)")
+    sw.add_argument("--min-effect", type=argtypes.real, default=0.05,
+                    help="smallest gain that counts, as a fraction (default 0.05)")
+    sw.add_argument("--timeout", type=argtypes.real, default=900.0, help="seconds per launch")
+    sw.add_argument("--quiet", action="store_true")
+    sw.set_defaults(func=_sweep)
+    ch = s.add_parser("choose", help="significance-tested winners per collective and size")
+    ch.add_argument("results", nargs="*", help="results files (mpilab-bench --mpi-algorithms)")
+    ch.add_argument("--dir", help="a sweep directory")
+    ch.add_argument("--out", required=True, help="choice file (JSON)")
+    ch.add_argument("--min-effect", type=argtypes.real, default=0.05)
+    ch.set_defaults(func=_choose)
+    ex = s.add_parser("export", help="write Open MPI rules / MPICH selection JSON")
+    ex.add_argument("choice")
+    ex.add_argument("--openmpi", metavar="FILE")
+    ex.add_argument("--mpich", metavar="FILE")
+    ex.add_argument("--mpich-library", metavar="LIB",
+                    help="the libmpich whose default selection to build on (default: the one "
+                         "mpilab-bench is linked with)")
+    ex.set_defaults(func=_export)
+    ve = s.add_parser("verify", help="prove, without timing, that the library reads the file "
+                                     "and runs the chosen algorithms")
+    ve.add_argument("choice")
+    ve.add_argument("file", help="the exported rules file or selection JSON")
+    ve.add_argument("--np", type=argtypes.positive, default=2)
+    ve.set_defaults(func=_verify)

@@ -1,0 +1,141 @@
+"""Writing the choice for the MPI library to read.
+
+Open MPI 4.1 coll_tuned dynamic rules (ompi/mca/coll/tuned/coll_tuned_dynamic_file.c reads
+them with ompi_coll_base_file_getnext_long: whitespace-separated integers, "#" to the end of
+a line a comment): the number of collectives; per collective its id (COLLTYPE in
+coll_base_functions.h: allgather 0, allreduce 2, alltoall 3, barrier 6, bcast 7, gather 9,
+reduce 11, scatter 15), the number of communicator sizes; per communicator size the size and
+the number of message rules; per message rule "size algorithm fan-in/out segment-size", the
+first from size 0. Open MPI takes the largest communicator size <= the communicator's and
+the largest message size <= the call's, in bytes as its dynamic decision computes them: the
+message for bcast, reduce and allreduce, block x ranks for allgather, alltoall, gather and
+scatter, 0 for barrier. Algorithm 0 means "the fixed decision", the library's default. A
+communicator size one above each measured one (unless measured) gets the default, so
+untested sizes keep Open MPI's own choice.
+
+MPICH 4.0 collective selection JSON (src/mpi/coll/src/csel.c; read from
+MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE, which replaces the library's whole MPIR-level
+tree): the library's own default tree with each tuned collective's intra-communicator
+branch replaced by "comm_size<P" -> default, "comm_size<=P" -> the ranges
+("avg_msg_size<=X" for bcast, reduce, allreduce, alltoall; "total_msg_size<=X" = block x
+ranks for allgather, gather, scatter) ending in the default, and "comm_size=any" -> default.
+A range kept at the default holds the default's own subtree.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.tune import algorithms
+from mpilab.tune.choose import DEFAULT
+
+OMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7,
+            "gather": 9, "reduce": 11, "scatter": 15}
+PER_RANK = ("allgather", "alltoall", "gather", "scatter")
+MPICH_AVG = ("bcast", "reduce", "allreduce", "alltoall")
+
+
+def rule_bytes(op: str, nbytes: int, np: int) -> int:
+    """mpilab's size (block or message) as the library's rule compares it."""
+    if op == "barrier":
+        return 0
+    return nbytes * np if op in PER_RANK else nbytes
+
+
+def thresholds(rng: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(first size of the range, winner) per range: a range starts at the geometric middle
+    between the last size of the range before it and its own first size (0 for the
+    first)."""
+    out = []
+    for k, r in enumerate(rng):
+        if k == 0:
+            out.append((0, r["winner"]))
+        else:
+            a, b = rng[k - 1]["to"], r["from"]
+            out.append((max(a + 1, int(math.sqrt(max(a, 1) * b))), r["winner"]))
+    return out
+
+
+def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]]) -> str:
+    """The rules file text of a choice document (mpilab.tune-choice/1)."""
+    by_op: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in choice["ranges"]:
+        if r["op"] not in OMPI_IDS:
+            raise MpilabError(f"{r['op']}: Open MPI's rules file has no collective of that name")
+        by_op.setdefault(r["op"], {})[int(r["np"])] = r["ranges"]
+    lines = ["# Open MPI coll_tuned dynamic rules written by mpilab tune export",
+             f"# from {choice.get('source', '?')}; algorithm 0 = Open MPI's own fixed decision",
+             f"{len(by_op)} # collectives"]
+    for op in sorted(by_op, key=lambda o: OMPI_IDS[o]):
+        sizes = by_op[op]
+        coms: list[tuple[int, list[tuple[int, int]]]] = []
+        for np in sorted(sizes):
+            msgs = []
+            for start, winner in thresholds(sizes[np]):
+                if winner == DEFAULT:
+                    num = 0
+                else:
+                    num = algs.get(op, {}).get(winner, -1)
+                    if num < 0:
+                        raise MpilabError(f"{op}: algorithm {winner} is not one Open MPI offers "
+                                          "(ompi_info lists no such coll_tuned enumerator)")
+                msgs.append((rule_bytes(op, start, np), num))
+            coms.append((np, msgs))
+            if np + 1 not in sizes:
+                coms.append((np + 1, [(0, 0)]))
+        if coms[0][0] > 1:
+            coms.insert(0, (1, [(0, 0)]))
+        lines.append(f"{OMPI_IDS[op]} # {op}")
+        lines.append(f"{len(coms)} # communicator sizes")
+        for np, msgs in coms:
+            lines.append(f"{np} # communicator size")
+            lines.append(f"{len(msgs)} # message sizes")
+            for ms, num in msgs:
+                lines.append(f"{ms} {num} 0 0 # from {ms} bytes: algorithm {num}")
+    return "\n".join(lines) + "\n"
+
+
+def _default_intra(tree: dict[str, Any], op: str) -> tuple[Any, dict[str, Any]]:
+    key = f"collective={op}"
+    sub = tree.get(key)
+    if not isinstance(sub, dict) or "comm_type=intra" not in sub:
+        raise MpilabError(f"the MPICH library's selection tree has no intra branch for {op}")
+    return sub["comm_type=intra"], sub
+
+
+def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[str]
+               ) -> dict[str, Any]:
+    """The selection document of a choice, built on the library's default tree."""
+    out = copy.deepcopy(tree)
+    by_op: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in choice["ranges"]:
+        by_op.setdefault(r["op"], {})[int(r["np"])] = r["ranges"]
+    for op, sizes in by_op.items():
+        default, sub = _default_intra(out, op)
+        branch: dict[str, Any] = {}
+        for np in sorted(sizes):
+            branch[f"comm_size<{np}"] = copy.deepcopy(default)
+            rules: dict[str, Any] = {}
+            ths = thresholds(sizes[np])
+            for k, (_, winner) in enumerate(ths):
+                if winner == DEFAULT:
+                    leaf: Any = copy.deepcopy(default)
+                else:
+                    cont = algorithms.mpich_container(op, winner)
+                    if cont not in names:
+                        raise MpilabError(f"{op}: {cont} is not an algorithm the MPICH "
+                                          "library's selection reader accepts")
+                    leaf = {f"algorithm={cont}": {}}
+                if op == "barrier" or k == len(ths) - 1:
+                    rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size=any"
+                          if op != "barrier" else "comm_size=any"] = leaf
+                else:
+                    upper = rule_bytes(op, ths[k + 1][0], np) - 1
+                    rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size<={upper}"] = leaf
+            branch[f"comm_size<={np}"] = rules
+        branch["comm_size=any"] = copy.deepcopy(default)
+        sub["comm_type=intra"] = branch
+    return out

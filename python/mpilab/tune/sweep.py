@@ -1,0 +1,175 @@
+"""`mpilab tune sweep`: every algorithm the MPI library offers (mpilab-bench
+--mpi-algorithms: forced through MPI_T, measured in the same launch as the library's default,
+the native entry), per communicator size, over a grid of sizes, in N launches merged as
+`mpilab bench --launches` merges them; then more sizes only where the winner changes.
+
+Resumable: DIR/state.json (written atomically after every launch) records the settings and
+every launch file completed; run the same command again and it continues where it stopped
+(a launch cut short is run again; different settings are refused)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mpilab import launch, launches
+from mpilab.commands.bench import DEFAULT_NP, runner_job
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.tools import find_tool
+from mpilab.tune import choose
+
+STATE = "state.json"
+SCHEMA = "mpilab.tune-state/1"
+
+
+def _load_state(d: Path, config: dict[str, Any]) -> dict[str, Any]:
+    p = d / STATE
+    if not p.exists():
+        return {"schema": SCHEMA, "config": config, "runs": {}}
+    try:
+        st = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{p}: not a readable sweep state ({e})") from None
+    if not isinstance(st, dict) or st.get("schema") != SCHEMA:
+        raise MpilabError(f"{p}: not a sweep state (schema {SCHEMA})")
+    if st.get("config") != config:
+        raise MpilabError(f"{p}: made with other settings; resume with the same options or "
+                          "use another --dir")
+    return st
+
+
+def _save(d: Path, st: dict[str, Any]) -> None:
+    atomic_write_text(d / STATE, json.dumps(st, indent=1) + "\n")
+
+
+def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
+            extra: list[str]) -> int:
+    launcher_args = list(extra)
+    if mpi == "openmpi":
+        launcher_args += ["--mca", "coll_tuned_use_dynamic_rules", "1"]
+    j = runner_job(np, DEFAULT_NP, args, None, launcher_args)
+    with open(log, "ab") as f:
+        proc = subprocess.Popen(j.cmd, env=j.env, stdout=f, stderr=f, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return 124
+        except KeyboardInterrupt:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+
+
+def forced_impls(mpi: str, colls: list[str], timeout: float = 120.0) -> dict[str, list[str]]:
+    """{coll: [impl, ...]} of the library's forced algorithms, as mpilab-bench registers them
+    (`--mpi-algorithms --list --json` on one rank: the entries of origin "mpi:...")."""
+    launcher_args = ["--mca", "coll_tuned_use_dynamic_rules", "1"] if mpi == "openmpi" else []
+    j = runner_job(1, DEFAULT_NP, ["--mpi-algorithms", "--list", "--json"], None, launcher_args)
+    try:
+        p = subprocess.run(j.cmd, env=j.env, capture_output=True, text=True, timeout=timeout,
+                           check=False)
+        entries = json.loads(p.stdout)["entries"]
+    except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+        raise MpilabError("mpilab-bench --mpi-algorithms --list --json gave no entry list "
+                          "(does this MPI offer MPI_T control variables?)") from None
+    out: dict[str, list[str]] = {c: [] for c in colls}
+    for e in entries:
+        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out:
+            out[e["name"]].append(e["impl"])
+    return out
+
+
+def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes: list[int],
+               cfg: dict[str, Any]) -> Path:
+    """One measurement (ops x sizes on np ranks) in cfg['launches'] launches, merged into
+    DIR/NAME.json; launches already done (state) are not repeated."""
+    run = st["runs"].setdefault(name, {"np": np, "ops": ops, "sizes": sizes, "files": []})
+    merged = d / f"{name}.json"
+    n = cfg["launches"]
+    args = ["--mpi-algorithms", "--ops", ops, "--sizes", ",".join(map(str, sizes)),
+            "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet"]
+    while len(run["files"]) < n:
+        k = len(run["files"]) + 1
+        f = d / f"{name}.launch{k}.json"
+        t0 = time.monotonic()
+        if not cfg.get("quiet"):
+            sys.stderr.write(f"mpilab tune: {name}: launch {k} of {n} ({np} ranks, "
+                             f"{len(sizes)} sizes)\n")
+        rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
+                     d / f"{name}.log", cfg.get("launcher_args", []))
+        ok = rc == 0 and f.is_file()
+        doc = json.loads(f.read_text(encoding="utf-8")) if ok else None
+        if not ok or doc.get("partial"):
+            raise MpilabError(f"{name}: launch {k} failed (exit {rc}; see {d / (name + '.log')})"
+                              "; run the same command again to continue")
+        run["files"].append(f.name)
+        run.setdefault("walls", []).append(time.monotonic() - t0)
+        _save(d, st)
+    if not merged.exists() or run.get("merged") != len(run["files"]):
+        docs = [json.loads((d / x).read_text(encoding="utf-8")) for x in run["files"]]
+        m = launches.merge(docs, [str(d / x) for x in run["files"]], n)
+        atomic_write_text(merged, json.dumps(m) + "\n")
+        run["merged"] = len(run["files"])
+        _save(d, st)
+    return merged
+
+
+def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict[str, Any],
+          rounds: int) -> list[Path]:
+    """All series of the sweep; returns the merged files (one or more per comm size)."""
+    d.mkdir(parents=True, exist_ok=True)
+    prog = find_tool("mpilab-bench")
+    mpi = launch.program_mpi(prog) or "openmpi"
+    cfg = dict(cfg, mpi=mpi)
+    config = {"nps": nps, "colls": colls, "sizes": sizes, "launches": cfg["launches"],
+              "budget": cfg["budget"], "rounds": rounds, "mpi": mpi,
+              "min_effect": cfg["min_effect"]}
+    st = _load_state(d, config)
+    _save(d, st)
+    t_start = time.monotonic()
+    files: list[Path] = []
+    sized = [c for c in colls if c != "barrier"]
+    impls = forced_impls(mpi, colls)
+
+    def ops_of(cs: list[str]) -> str:
+        # the default (native) and the library's algorithms; not mpilab's own implementations
+        return ",".join(f"{c}:{i}" for c in cs for i in ["native", *impls[c]])
+    for np in nps:
+        mine: list[Path] = []
+        if "barrier" in colls:
+            mine.append(run_series(d, st, f"np{np}-barrier", np, ops_of(["barrier"]), [0], cfg))
+        if sized:
+            mine.append(run_series(d, st, f"np{np}-r0", np, ops_of(sized), sizes, cfg))
+        for r in range(1, rounds + 1):
+            docs = [json.loads(p.read_text(encoding="utf-8")) for p in mine]
+            cells = choose.choose_all(docs, cfg["min_effect"])
+            new: set[int] = set()
+            ops: set[str] = set()
+            for op in sized:
+                mc = [c for c in cells if c.op == op and c.np == np]
+                more = choose.refine(mc)
+                if more:
+                    new.update(more)
+                    ops.add(f"{op}:native")
+                    ops.update(f"{op}:{c.winner}" for c in mc if c.winner != choose.DEFAULT)
+            if not new:
+                break
+            mine.append(run_series(d, st, f"np{np}-r{r}", np, ",".join(sorted(ops)),
+                                   sorted(new), cfg))
+        files += mine
+        st.setdefault("elapsed_s", {})[str(np)] = st.get("elapsed_s", {}).get(str(np), 0.0) \
+            + (time.monotonic() - t_start)
+        t_start = time.monotonic()
+        _save(d, st)
+    st["done"] = True
+    _save(d, st)
+    return files

@@ -1,0 +1,228 @@
+/* The LMO model's results object (models.lmo, docs/results-schema.md): per-node and per-link
+ * parameters with their quality, the experiments (medians and samples, arrays: nothing per
+ * pair or triplet is an object), the slowest node and link, and predictions of the run's
+ * scatter/gather measurements. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpilab/lmo.h"
+#include "mpilab/models.h"
+#include "mpilab/quality.h"
+#include "mpilab/results.h"
+#include "model/assemble.h"
+
+static json_t *flags_json(unsigned f)
+{
+    json_t *a = json_array();
+    if (f & MPILAB_PARAM_CLAMPED)
+        json_array_append_new(a, json_string("clamped"));
+    if (f & MPILAB_PARAM_NO_CI)
+        json_array_append_new(a, json_string("no_ci"));
+    if (f & MPILAB_PARAM_WIDE)
+        json_array_append_new(a, json_string("ci_wide"));
+    if (f & MPILAB_LMO_DISAGREE)
+        json_array_append_new(a, json_string("triplets_disagree"));
+    return a;
+}
+
+static json_t *param_json(const mpilab_param_t *p)
+{
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "value", mpilab_json_real(p->value), "raw", mpilab_json_real(p->raw),
+                     "lo", mpilab_json_real(p->lo), "hi", mpilab_json_real(p->hi), "flags", flags_json(p->flags));
+}
+
+static json_t *samples_json(const double *s, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(a, mpilab_json_real(s[k]));
+    return a;
+}
+
+/* One series of experiments (round trips: y = -1, written without "y") as arrays. */
+static json_t *p2t_json(const mpilab_p2t_result_t *r, size_t ne)
+{
+    json_t *root = json_array(), *x = json_array(), *y = json_array(), *round = json_array();
+    json_t *med = json_array(), *reps = json_array(), *smp = json_array(), *conv = json_array();
+    for (size_t e = 0; e < ne; e++) {
+        json_array_append_new(root, json_integer(r[e].root));
+        json_array_append_new(x, json_integer(r[e].x));
+        json_array_append_new(y, json_integer(r[e].y));
+        json_array_append_new(round, json_integer((json_int_t)r[e].round));
+        json_array_append_new(med, mpilab_json_real(r[e].stats.median));
+        json_array_append_new(reps, json_integer((json_int_t)r[e].stats.reps));
+        json_array_append_new(conv, json_boolean(r[e].stats.converged));
+        json_array_append_new(smp, samples_json(r[e].samples, r[e].stats.reps));
+    }
+    json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "bytes", (json_int_t)(ne ? r[0].bytes : 0), "root",
+                          root, "x", x, "round", round, "median", med, "reps", reps, "converged", conv, "samples",
+                          smp);
+    if (ne && r[0].y >= 0)
+        json_object_set_new(o, "y", y);
+    else
+        json_decref(y);
+    return o;
+}
+
+static json_t *nodes_json(const mpilab_lmo_fit_t *f, FILE *table)
+{
+    json_t *a = json_array();
+    if (table)
+        fprintf(table, "\nLMO per node (C: fixed delay, t: per-byte delay of the node's CPU; median over the\n"
+                       "triplets it was the root of; flags: clamped, ci_wide, no_ci, triplets_disagree)\n"
+                       "%-5s %12s %12s %8s %s\n", "node", "C(us)", "t(ns/B)", "triplets", "flags");
+    for (int i = 0; i < f->p; i++) {
+        const mpilab_lmo_node_t *n = &f->node[i];
+        json_array_append_new(a, json_pack("{s:i,s:o,s:o,s:o,s:o,s:I}", "rank", i, "C", param_json(&n->C), "t",
+                                           param_json(&n->t), "C_spread", mpilab_json_real(n->C_spread), "t_spread",
+                                           mpilab_json_real(n->t_spread), "triplets", (json_int_t)n->ntrip));
+        if (table) {
+            char a1[64], a2[64];
+            mpilab_param_flags_str(n->C.flags & 7u, a1, sizeof a1);
+            mpilab_param_flags_str(n->t.flags & 7u, a2, sizeof a2);
+            fprintf(table, "%-5d %12.3f %12.4f %8zu %s%s%s%s%s%s\n", i, n->C.value * 1e6, n->t.value * 1e9, n->ntrip,
+                    *a1 ? "C:" : "", a1, (n->C.flags & MPILAB_LMO_DISAGREE) ? " C:triplets_disagree" : "",
+                    *a2 ? " t:" : "", a2, (n->t.flags & MPILAB_LMO_DISAGREE) ? " t:triplets_disagree" : "");
+        }
+    }
+    return a;
+}
+
+static json_t *links_json(const mpilab_lmo_fit_t *f, size_t np)
+{
+    json_t *pairs = json_array(), *L = json_array(), *B = json_array(), *rate = json_array();
+    for (size_t q = 0; q < np; q++) {
+        const mpilab_lmo_link_t *l = &f->link[q];
+        json_array_append_new(pairs, json_pack("[i,i]", l->i, l->j));
+        json_array_append_new(L, param_json(&l->L));
+        json_array_append_new(B, param_json(&l->inv_beta));
+        json_array_append_new(rate, mpilab_json_real(l->inv_beta.value > 0 ? 1.0 / l->inv_beta.value : NAN));
+    }
+    return json_pack("{s:o,s:o,s:o,s:o}", "pairs", pairs, "L", L, "inv_beta", B, "rate_Bps", rate);
+}
+
+/* The slowest node (largest C + M t) and link (largest L + M/beta), each with its ratio to
+ * the median of the others. */
+static double median_of(double *v, size_t n)
+{
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
+            double s = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = s;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
+{
+    size_t P = (size_t)f->p, sn = 0, sl = 0, big = P > np ? P : np;
+    double M = f->bytes, *v = malloc((big + 1) * sizeof *v);
+    if (!v)
+        return json_null();
+    for (size_t i = 0; i < P; i++) {
+        v[i] = f->node[i].C.value + M * f->node[i].t.value;
+        if (v[i] > v[sn])
+            sn = i;
+    }
+    double node_cost = v[sn], node_med = median_of(v, P);
+    node_med = node_med > 0 ? node_med : NAN;
+    for (size_t q = 0; q < np; q++) {
+        v[q] = f->link[q].L.value + M * f->link[q].inv_beta.value;
+        if (v[q] > v[sl])
+            sl = q;
+    }
+    double link_cost = v[sl], link_med = median_of(v, np);
+    link_med = link_med > 0 ? link_med : NAN;
+    free(v);
+    if (table)
+        fprintf(table, "slowest node %zu: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
+                       "L + M/beta = %.3f us (%.2fx the median link), M = %.0f bytes\n",
+                sn, node_cost * 1e6, node_cost / node_med, f->link[sl].i, f->link[sl].j, link_cost * 1e6,
+                link_cost / link_med, M);
+    return json_pack("{s:I,s:o,s:o,s:[i,i],s:o,s:o}", "node", (json_int_t)sn, "node_cost_s", mpilab_json_real(node_cost),
+                     "node_vs_median", mpilab_json_real(node_cost / node_med), "link", f->link[sl].i, f->link[sl].j,
+                     "link_cost_s", mpilab_json_real(link_cost), "link_vs_median",
+                     mpilab_json_real(link_cost / link_med));
+}
+
+static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
+{
+    size_t P = (size_t)f->p;
+    double *C = malloc(P * sizeof *C), *t = malloc(P * sizeof *t);
+    double *L = calloc(P * P, sizeof *L), *B = calloc(P * P, sizeof *B);
+    json_t *pred = json_array();
+    for (size_t i = 0; C && t && L && B && i < P; i++) {
+        C[i] = f->node[i].C.value;
+        t[i] = f->node[i].t.value;
+    }
+    size_t np = P * (P - 1) / 2;
+    for (size_t q = 0; C && t && L && B && q < np; q++) {
+        size_t i = (size_t)f->link[q].i, j = (size_t)f->link[q].j;
+        L[i * P + j] = L[j * P + i] = f->link[q].L.value;
+        B[i * P + j] = B[j * P + i] = f->link[q].inv_beta.value;
+    }
+    mpilab_lmo_params_t prm = {f->p, C, t, L, B};
+    size_t idx;
+    json_t *m;
+    json_array_foreach(meas, idx, m)
+    {
+        models_target_t tg;
+        if (!C || !t || !L || !B || !models_target(m, &tg))
+            continue;
+        mpilab_op_model_t pat = tg.entry->model;
+        if (pat != MPILAB_MODEL_SCATTER_LINEAR && pat != MPILAB_MODEL_SCATTER_BINOMIAL &&
+            pat != MPILAB_MODEL_GATHER_LINEAR && pat != MPILAB_MODEL_GATHER_BINOMIAL)
+            continue;
+        double pv = mpilab_lmo_predict(pat, &prm, (int)tg.root, tg.bytes);
+        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:s}", "op", tg.entry->name, "impl",
+                                              tg.entry->impl, "timing", json_object_get(m, "timing"), "bytes",
+                                              (json_int_t)tg.bytes, "predicted", mpilab_json_real(pv), "measured",
+                                              mpilab_json_real(json_real_value(tg.measured)), "measured_statistic",
+                                              tg.statistic));
+    }
+    free(C);
+    free(t);
+    free(L);
+    free(B);
+    return pred;
+}
+
+json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, FILE *table)
+{
+    size_t np = (size_t)mm->p * (size_t)(mm->p - 1) / 2, ne = 3 * mm->ntrip;
+    json_t *out = json_pack("{s:I,s:s,s:I,s:I,s:o}", "bytes", (json_int_t)mm->bytes, "mode",
+                            mm->mode == MPILAB_P2P_SEQUENTIAL ? "sequential" : "parallel", "triplets",
+                            (json_int_t)mm->ntrip, "rounds", (json_int_t)mm->rounds, "wall_s",
+                            mpilab_json_real(mm->wall_s));
+    json_object_set_new(out, "experiments",
+                        json_pack("{s:o,s:o,s:o,s:o}", "rt_0", p2t_json(mm->rt_0, np), "rt_m", p2t_json(mm->rt_m, np),
+                                  "p2t_0", p2t_json(mm->p2t_0, ne), "p2t_m", p2t_json(mm->p2t_m, ne)));
+    json_object_set_new(out, "fit_on",
+                        json_string("per experiment the median of its samples; per node the median over the "
+                                    "triplets it was the root of of C = (p2t_0 - max rt_0)/2 and t = "
+                                    "((p2t_m - max rt_m) - (p2t_0 - max rt_0))/M; per link L = rt_0/2 - C_i - C_j "
+                                    "and 1/beta = (rt_m - rt_0)/M - t_i - t_j; bootstrap intervals (200 "
+                                    "replicates); flags clamped, no_ci, ci_wide, triplets_disagree"));
+    mpilab_lmo_input_t in;
+    mpilab_lmo_fit_t f;
+    char err[256] = "out of memory";
+    mpilab_lmo_opts_t o;
+    mpilab_lmo_opts_default(&o);
+    if (mpilab_lmo_input_from(mm, &in) != 0 || mpilab_lmo_fit(&in, &o, &f, err, sizeof err) != 0) {
+        json_object_set_new(out, "error", json_string(err));
+        if (table)
+            fprintf(table, "\nLMO fit failed: %s\n", err);
+        mpilab_lmo_input_free(&in);
+        return out;
+    }
+    json_object_set_new(out, "nodes", nodes_json(&f, table));
+    json_object_set_new(out, "links", links_json(&f, np));
+    json_object_set_new(out, "slowest", slowest_json(&f, np, table));
+    json_object_set_new(out, "predictions", predictions_json(&f, meas));
+    mpilab_lmo_fit_free(&f);
+    mpilab_lmo_input_free(&in);
+    return out;
+}

@@ -1,0 +1,137 @@
+/* Adaptive message sizes (include/mpilab/adaptive.h) on synthetic curves: the start list; a
+ * straight line (with noise inside its intervals) gets no size added; a protocol switch (a
+ * jump) and a shaper's knee (a change of slope) are bracketed within one step of a doubling
+ * list, with no more sizes than that list has; every added size says which size bent. */
+#include "kit.h"
+
+#include "mpilab/adaptive.h"
+
+typedef double (*curve_fn)(double m);
+
+static double eager_rndv(double m) /* Open MPI-like jump at 16 KiB */
+{
+    return (m < 16384 ? 5e-6 : 25e-6) + 0.3e-9 * m;
+}
+
+static double knee(double m) /* flat up to a 48 KiB burst, then 80 ns per byte */
+{
+    return 2e-3 + (m > 49152 ? 80e-9 * (m - 49152) : 0);
+}
+
+static double line(double m)
+{
+    return 4e-6 + 1e-9 * m;
+}
+
+static unsigned long long rs = 7;
+static double noise(void) /* uniform in [-1, 1) */
+{
+    unsigned long long z = (rs += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return ((z ^ (z >> 31)) >> 11) * (2.0 / 9007199254740992.0) - 1;
+}
+
+/* Run the adaptive loop on curve f from the start list of [lo, hi] x factor, "measuring"
+ * with relative noise `rel` and an interval of +- `hw` relative; returns the final count. */
+static size_t adapt(curve_fn f, size_t lo, size_t hi, size_t factor, size_t budget, double rel, double hw,
+                    mpilab_adaptive_point_t *pts, size_t *added)
+{
+    size_t s[64], n = mpilab_adaptive_start(lo, hi, factor, s, 64);
+    for (size_t k = 0; k < n; k++) {
+        double v = f((double)s[k]) * (1 + rel * noise());
+        pts[k] = (mpilab_adaptive_point_t){s[k], v, v * (1 - hw), v * (1 + hw)};
+    }
+    *added = 0;
+    for (int round = 0; round < 64; round++) {
+        size_t out[64];
+        mpilab_adaptive_why_t why[64];
+        size_t np = mpilab_adaptive_next(pts, n, budget, out, why, 64);
+        if (np == 0)
+            break;
+        for (size_t q = 0; q < np; q++) {
+            int seen = 0;
+            for (size_t k = 0; k < n; k++)
+                seen |= pts[k].bytes == why[q].bent_at;
+            CHECKF(seen, "size %zu added for %zu, which was not measured", out[q], why[q].bent_at);
+            CHECK(why[q].departure > why[q].allowed && !why[q].start && why[q].bytes == out[q]);
+            double v = f((double)out[q]) * (1 + rel * noise());
+            size_t k = n++;
+            while (k > 0 && pts[k - 1].bytes > out[q]) {
+                pts[k] = pts[k - 1];
+                k--;
+            }
+            CHECK(k == 0 || pts[k - 1].bytes != out[q]);
+            pts[k] = (mpilab_adaptive_point_t){out[q], v, v * (1 - hw), v * (1 + hw)};
+            (*added)++;
+        }
+    }
+    return n;
+}
+
+/* The measured sizes around x: the largest below and the smallest at or above. */
+static double bracket_ratio(const mpilab_adaptive_point_t *pts, size_t n, double x)
+{
+    for (size_t k = 1; k < n; k++)
+        if ((double)pts[k - 1].bytes < x && (double)pts[k].bytes >= x)
+            return (double)pts[k].bytes / (double)pts[k - 1].bytes;
+    return INFINITY;
+}
+
+MPILAB_TEST(start_list)
+{
+    size_t s[32];
+    CHECK(mpilab_adaptive_start(1, 65536, 4, s, 32) == 9);
+    CHECK(s[0] == 1 && s[1] == 4 && s[8] == 65536);
+    CHECK(mpilab_adaptive_start(0, 1000, 8, s, 32) == 6);
+    CHECK(s[0] == 0 && s[1] == 1 && s[2] == 8 && s[4] == 512 && s[5] == 1000);
+    CHECK(mpilab_adaptive_start(64, 64, 2, s, 32) == 1 && s[0] == 64);
+    CHECK(mpilab_adaptive_start(65, 64, 2, s, 32) == 0);
+    CHECK(mpilab_adaptive_start(1, 64, 1, s, 32) == 0);
+}
+
+MPILAB_TEST(straight_line_gets_nothing)
+{
+    mpilab_adaptive_point_t pts[64];
+    for (int trial = 0; trial < 50; trial++) {
+        size_t added;
+        size_t n = adapt(line, 1, 1 << 20, 8, 21, 0.01, 0.03, pts, &added);
+        CHECKF(added == 0, "trial %d: %zu sizes added to a straight line", trial, added);
+        CHECK(n == 8);
+    }
+}
+
+MPILAB_TEST(switch_and_knee_bracketed_within_one_doubling)
+{
+    mpilab_adaptive_point_t pts[64];
+    /* the fixed default it competes with: 1 .. 1 MiB doubling, 21 sizes */
+    for (int trial = 0; trial < 50; trial++) {
+        size_t added;
+        size_t n = adapt(eager_rndv, 1, 1 << 20, 8, 21, 0.005, 0.01, pts, &added);
+        CHECK(n <= 21 && added > 0);
+        double r = bracket_ratio(pts, n, 16384);
+        CHECKF(r <= 2.0, "trial %d: the switch at 16 KiB is bracketed by a factor %.2f", trial, r);
+        n = adapt(knee, 1024, 1 << 20, 4, 21, 0.005, 0.01, pts, &added);
+        CHECK(n <= 21 && added > 0);
+        /* a knee has no jump: the sizes around it carry the bend */
+        r = bracket_ratio(pts, n, 49152);
+        CHECKF(r <= 2.0, "trial %d: the knee at 48 KiB is bracketed by a factor %.2f", trial, r);
+    }
+}
+
+MPILAB_TEST(budget_and_bad_input)
+{
+    mpilab_adaptive_point_t pts[64];
+    size_t added;
+    size_t n = adapt(eager_rndv, 1, 1 << 20, 8, 10, 0, 0.01, pts, &added);
+    CHECK(n == 10); /* stopped by the budget */
+    size_t out[4];
+    mpilab_adaptive_why_t why[4];
+    CHECK(mpilab_adaptive_next(pts, 2, 10, out, why, 4) == 0);  /* fewer than 3 points */
+    CHECK(mpilab_adaptive_next(pts, 10, 10, out, why, 4) == 0); /* budget spent */
+    /* neighbours one byte apart: no integer between, nothing proposed */
+    mpilab_adaptive_point_t tight[3] = {{10, 1, 1, 1}, {11, 5, 5, 5}, {12, 1, 1, 1}};
+    CHECK(mpilab_adaptive_next(tight, 3, 10, out, why, 4) == 0);
+}
+
+MPILAB_TEST_MAIN()

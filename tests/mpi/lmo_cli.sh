@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# mpilab-bench --models lmo: bad input (too few ranks for a triplet, bad --lmo-bytes, --no-fit
+# with lmo) gives one line "mpilab-bench: ..." on stderr, a non-zero exit and no output file;
+# a 3-rank run writes models.lmo with every node, every link, the experiments and predictions.
+# Usage: lmo_cli.sh RUNNER LAUNCH
+set -u
+runner=$1
+launch=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp"
+fail=0
+bad() { # np, args...
+    local np=$1; shift
+    local out="$tmp/bad.json" rc lines ours
+    "$launch" -q "$np" "$runner" "$@" --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"
+    rc=$?
+    lines=$(wc -l <"$tmp/stderr")
+    ours=$(grep -c '^mpilab-bench: ' "$tmp/stderr")
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || [ "$ours" -ne 1 ] || [ -e "$out" ]; then
+        echo "FAIL: -np $np $* -> rc=$rc, $lines stderr line(s)"; sed 's/^/    /' "$tmp/stderr"; fail=1
+    else
+        echo "ok: -np $np $* -> rc=$rc: $(cat "$tmp/stderr")"
+    fi
+}
+bad 2 --ops scatter:linear --sizes 1K --models lmo
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 0
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 12abc
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 4G
+bad 3 --ops scatter:linear --sizes 1K --models lmo --no-fit
+bad 3 --ops scatter:linear --sizes 1K --models lmo,nosuch
+out="$tmp/good.json"
+if ! "$launch" 3 "$runner" --ops scatter:linear,gather:binomial --sizes 1K,8K --models hockney,lmo \
+        --lmo-bytes 8K --max-reps 20 --time-budget 10s --quiet --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"; then
+    echo "FAIL: the good run"; sed 's/^/    /' "$tmp/stderr"; fail=1
+fi
+python3 - "$out" <<'PY' || fail=1
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+l = d["models"]["lmo"]
+assert d["provenance"]["options"]["lmo_bytes"] == 8192
+assert "lmo" in d["provenance"]["options"]["models"]
+assert l["bytes"] == 8192 and l["triplets"] == 1 and l["rounds"] == 1, l
+assert [n["rank"] for n in l["nodes"]] == [0, 1, 2]
+for n in l["nodes"]:
+    for k in ("C", "t"):
+        assert n[k]["value"] is not None and n[k]["value"] >= 0, n
+        assert n[k]["value"] == 0 or n[k]["raw"] == n[k]["value"]
+        assert n[k]["raw"] >= 0 or "clamped" in n[k]["flags"]
+assert l["links"]["pairs"] == [[0, 1], [0, 2], [1, 2]]
+e = l["experiments"]
+assert len(e["rt_0"]["median"]) == 3 and "y" not in e["rt_0"]
+assert e["p2t_m"]["root"] == [0, 1, 2] and e["p2t_m"]["bytes"] == 8192
+for k in e:
+    for s, r in zip(e[k]["samples"], e[k]["reps"]):
+        assert len(s) == r and all(x > 0 for x in s)
+preds = {(p["op"], p["impl"], p["bytes"]) for p in l["predictions"]}
+assert preds == {("scatter", "linear", 1024), ("scatter", "linear", 8192), ("gather", "binomial", 1024),
+                 ("gather", "binomial", 8192)}, preds
+assert all(math.isfinite(p["predicted"]) and p["predicted"] > 0 for p in l["predictions"])
+assert l["slowest"]["node"] in (0, 1, 2)
+print("ok: 3-rank run: models.lmo complete")
+PY
+exit $fail

@@ -1,0 +1,135 @@
+/* The point-to-two experiments and the LMO measurement under MPI (include/mpilab/lmo.h):
+ * every triplet's three experiments with the right roles, no rank in two triplets of a
+ * round, round trips of every pair, repetitions within bounds, samples finite and positive,
+ * both schedules; the fit accepts a real measurement; bad arguments refused. */
+#define MPILAB_KIT_MPI
+#include <limits.h>
+
+#include "../c/kit.h"
+
+#include "mpilab/lmo.h"
+
+static const mpilab_precision_t PREC = {3, 20, 0.95, 0.05, 0.0, 0.5};
+
+static void check_series(const mpilab_p2t_result_t *r, size_t n)
+{
+    for (size_t e = 0; e < n; e++) {
+        CHECKF(r[e].stats.reps >= PREC.min_reps && r[e].stats.reps <= PREC.max_reps, "experiment %zu: %zu reps", e,
+               r[e].stats.reps);
+        for (size_t k = 0; r[e].samples && k < r[e].stats.reps; k++)
+            CHECK(isfinite(r[e].samples[k]) && r[e].samples[k] > 0);
+        CHECK(r[e].samples != NULL);
+    }
+}
+
+/* Point-to-two results of triplets trip[0..nt) on rank 0: roles and disjoint rounds. */
+static void check_p2t(const mpilab_triplet_t *trip, size_t nt, const mpilab_p2t_result_t *res, int seq)
+{
+    check_series(res, 3 * nt);
+    for (size_t k = 0; k < nt; k++)
+        for (int e = 0; e < 3; e++) {
+            int r, x, y;
+            mpilab_triplet_roles(&trip[k], e, &r, &x, &y);
+            const mpilab_p2t_result_t *q = &res[3 * k + (size_t)e];
+            CHECK(q->root == r && q->x == x && q->y == y);
+            CHECK(q->round == res[3 * k].round); /* a triplet's experiments in one round */
+            if (seq)
+                CHECK(q->round == k);
+        }
+    /* no rank in two triplets of one round */
+    for (size_t a = 0; a < nt; a++)
+        for (size_t b = a + 1; b < nt; b++) {
+            if (res[3 * a].round != res[3 * b].round)
+                continue;
+            int ma[3] = {trip[a].a, trip[a].b, trip[a].c}, mb[3] = {trip[b].a, trip[b].b, trip[b].c};
+            for (int u = 0; u < 3; u++)
+                for (int v = 0; v < 3; v++)
+                    CHECKF(ma[u] != mb[v], "triplets %zu and %zu share rank %d in round %zu", a, b, ma[u],
+                           res[3 * a].round);
+        }
+}
+
+MPILAB_TEST(point_to_two_both_schedules)
+{
+    size_t nt = mpilab_lmo_ntriplets(kit_size);
+    mpilab_triplet_t *trip = malloc(nt * sizeof *trip);
+    mpilab_lmo_triplets(kit_size, trip);
+    for (int mode = 0; mode < 2; mode++) {
+        mpilab_p2t_result_t *res = calloc(3 * nt, sizeof *res);
+        int rc = mpilab_p2t_measure(MPI_COMM_WORLD, 4096, (mpilab_p2p_mode_t)mode, &PREC, 1, trip, nt, res);
+        CHECK(rc == MPI_SUCCESS);
+        if (kit_rank == 0 && rc == MPI_SUCCESS)
+            check_p2t(trip, nt, res, mode == MPILAB_P2P_SEQUENTIAL);
+        for (size_t e = 0; e < 3 * nt; e++)
+            mpilab_p2t_result_free(&res[e]);
+        free(res);
+    }
+    free(trip);
+}
+
+MPILAB_TEST(round_trips_every_pair)
+{
+    size_t np = (size_t)kit_size * (size_t)(kit_size - 1) / 2;
+    mpilab_p2t_result_t *res = calloc(np, sizeof *res);
+    CHECK(mpilab_lmo_rt_measure(MPI_COMM_WORLD, 100, MPILAB_P2P_PARALLEL, &PREC, 1, res) == MPI_SUCCESS);
+    if (kit_rank == 0) {
+        check_series(res, np);
+        for (int i = 0, q = 0; i < kit_size; i++)
+            for (int j = i + 1; j < kit_size; j++, q++)
+                CHECK(res[q].root == i && res[q].x == j && res[q].y == -1 && res[q].bytes == 100);
+    }
+    for (size_t q = 0; q < np; q++)
+        mpilab_p2t_result_free(&res[q]);
+    free(res);
+}
+
+MPILAB_TEST(lmo_measure_and_fit)
+{
+    mpilab_lmo_measured_t m;
+    int rc = mpilab_lmo_measure(MPI_COMM_WORLD, 16384, MPILAB_P2P_PARALLEL, &PREC, &m);
+    CHECK(rc == MPI_SUCCESS);
+    if (kit_rank == 0 && rc == MPI_SUCCESS) {
+        CHECK(m.p == kit_size && m.ntrip == mpilab_lmo_ntriplets(kit_size) && m.rounds >= 1);
+        check_series(m.rt_0, (size_t)kit_size * (size_t)(kit_size - 1) / 2);
+        check_series(m.rt_m, (size_t)kit_size * (size_t)(kit_size - 1) / 2);
+        check_p2t(m.trip, m.ntrip, m.p2t_0, 0);
+        check_p2t(m.trip, m.ntrip, m.p2t_m, 0);
+        mpilab_lmo_input_t in;
+        mpilab_lmo_fit_t f;
+        char err[256];
+        CHECK(mpilab_lmo_input_from(&m, &in) == 0);
+        CHECK(mpilab_lmo_fit(&in, NULL, &f, err, sizeof err) == 0);
+        for (int i = 0; f.node && i < kit_size; i++) {
+            /* a busy shared machine may give impossible raw values: reported as 0, flagged */
+            CHECK(f.node[i].C.value >= 0 && f.node[i].t.value >= 0);
+            CHECK(f.node[i].C.raw >= 0 || (f.node[i].C.flags & MPILAB_PARAM_CLAMPED));
+        }
+        mpilab_lmo_fit_free(&f);
+        mpilab_lmo_input_free(&in);
+    }
+    mpilab_lmo_measured_free(&m);
+}
+
+MPILAB_TEST(bad_arguments)
+{
+    mpilab_triplet_t t = {0, 1, 2};
+    mpilab_p2t_result_t res[3];
+    memset(res, 0, sizeof res);
+    /* two ranks cannot hold a triplet */
+    MPI_Comm two;
+    MPI_Comm_split(MPI_COMM_WORLD, kit_rank < 2, kit_rank, &two);
+    if (kit_rank < 2) {
+        CHECK(mpilab_p2t_measure(two, 8, MPILAB_P2P_PARALLEL, &PREC, 0, &t, 1, res) == MPI_ERR_ARG);
+        mpilab_lmo_measured_t m;
+        CHECK(mpilab_lmo_measure(two, 8, MPILAB_P2P_PARALLEL, &PREC, &m) == MPI_ERR_ARG);
+        mpilab_lmo_measured_free(&m);
+    }
+    MPI_Comm_free(&two);
+    /* a triplet outside the communicator: refused on every rank */
+    mpilab_triplet_t out = {0, 1, kit_size};
+    CHECK(mpilab_p2t_measure(MPI_COMM_WORLD, 8, MPILAB_P2P_PARALLEL, &PREC, 0, &out, 1, res) == MPI_ERR_ARG);
+    CHECK(mpilab_p2t_measure(MPI_COMM_WORLD, (size_t)INT_MAX + 1, MPILAB_P2P_PARALLEL, &PREC, 0, &t, 1, res) ==
+          MPI_ERR_ARG);
+}
+
+MPILAB_TEST_MAIN()

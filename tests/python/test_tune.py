@@ -1,0 +1,427 @@
+"""mpilab tune and mpilab diff (docs/tune.md): the choice on synthetic samples, the rules
+file and selection JSON read back by readers written here (not the exporter's code), diff's
+verdicts and exit codes, bad input, and real runs proving forcing and the exported file by
+the library's own naming of the algorithm (no timing anywhere)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mpilab import launches
+from mpilab.tune import choose, export
+from mpilab.tune.algorithms import mpich_container, parse_ompi_info
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "build" / "bin" / "mpilab-bench"
+
+
+def _meas(op: str, impl: str, nbytes: int, samples: list[float]) -> dict[str, Any]:
+    s = sorted(samples)
+    med = s[len(s) // 2]
+    return {"op": op, "impl": impl, "timing": "max", "isolation": "barrier", "bytes": nbytes,
+            "root": 0, "ranks": 2,
+            "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 1000},
+            "stats": {"mean": sum(s) / len(s), "ci_half": 0.01 * med, "reps": len(s),
+                      "invalid": 0, "median": med, "med_lo": med * 0.99, "med_hi": med * 1.01,
+                      "converged": True},
+            "samples": samples, "valid": [True] * len(samples), "flags": [], "wall_s": 0.1}
+
+
+def _doc(ms: list[dict[str, Any]], mpi: str = "Open MPI v4.1.4",
+         hosts: list[str] | None = None, ranks: int = 2) -> dict[str, Any]:
+    return {"schema": "mpilab.results/1",
+            "provenance": {"tool": "mpilab-bench", "ranks": ranks, "mpi": mpi,
+                           "hosts": hosts or ["vm"], "date": "2026-11-25T10:00:00Z"},
+            "measurements": ms}
+
+
+def _launched(levels: list[float], table: dict[tuple[str, str, int], float], n: int = 40,
+              noise: float = 0.03, seed: int = 1) -> dict[str, Any]:
+    """A document merged from len(levels) launches: each launch at its own level (the
+    machine's launch effect), each (op, impl, bytes) at its true time x the level."""
+    rng = random.Random(seed)
+    docs = []
+    for lv in levels:
+        ms = [_meas(op, impl, b, [t * lv * math.exp(rng.gauss(0, noise)) for _ in range(n)])
+              for (op, impl, b), t in table.items()]
+        docs.append(_doc(ms))
+    return launches.merge(docs, [f"l{k}" for k in range(len(levels))])
+
+
+LEVELS = [1.0, 1.6, 0.8]  # launches at levels 60% apart, as this machine gives them
+
+
+# ------------------------------------------------------------------- the choice
+
+
+def _cells(table: dict[tuple[str, str, int], float], **kw: Any) -> dict[int, choose.Cell]:
+    doc = _launched(LEVELS, table, **kw)
+    return {c.bytes: c for c in choose.choose_all([doc])}
+
+
+def test_clear_winner_is_chosen_with_its_interval() -> None:
+    c = _cells({("bcast", "native", 1024): 10e-6, ("bcast", "ompi_chain", 1024): 7e-6,
+                ("bcast", "ompi_linear", 1024): 10.2e-6})[1024]
+    assert c.winner == "ompi_chain"
+    assert c.ratio == pytest.approx(0.7, rel=0.05) and c.lo < 0.7 < c.hi < 0.95
+    assert c.candidates["ompi_linear"]["significant"] is False
+
+
+def test_tie_keeps_the_default() -> None:
+    c = _cells({("bcast", "native", 64): 5e-6, ("bcast", "ompi_chain", 64): 5e-6})[64]
+    assert c.winner == "native"
+
+
+def test_noisy_loser_and_small_gain_keep_the_default() -> None:
+    # 3% faster: significant inside launches maybe, but below the 5% minimum effect
+    c = _cells({("bcast", "native", 64): 5e-6, ("bcast", "ompi_chain", 64): 4.85e-6},
+               noise=0.005)[64]
+    assert c.winner == "native"
+    # slower and very noisy: never a winner
+    c = _cells({("bcast", "native", 64): 5e-6, ("bcast", "ompi_chain", 64): 6e-6},
+               noise=0.4)[64]
+    assert c.winner == "native"
+
+
+def test_a_winner_that_one_launch_contradicts_is_not_chosen() -> None:
+    rng = random.Random(3)
+    docs = []
+    for k, lv in enumerate(LEVELS):
+        cand = 7e-6 if k < 2 else 12e-6  # the third launch says the opposite
+        docs.append(_doc([_meas("bcast", "native", 8, [10e-6 * lv * math.exp(rng.gauss(0, .02))
+                                                       for _ in range(40)]),
+                          _meas("bcast", "ompi_chain", 8, [cand * lv * math.exp(rng.gauss(0, .02))
+                                                           for _ in range(40)])]))
+    doc = launches.merge(docs, ["a", "b", "c"])
+    assert choose.choose_all([doc])[0].winner == "native"
+
+
+def test_winner_at_one_size_only_gives_three_ranges_and_refines_around_it() -> None:
+    t: dict[tuple[str, str, int], float] = {}
+    for b in (4, 64, 1024, 16384, 262144):
+        t[("allreduce", "native", b)] = 1e-6 * (1 + b / 1000)
+        t[("allreduce", "ompi_ring", b)] = t[("allreduce", "native", b)] * (0.6 if b == 1024
+                                                                            else 1.0)
+    cells = list(_cells(t).values())
+    rng = choose.ranges(cells)
+    assert [(r["winner"], r["from"], r["to"]) for r in rng] == [
+        ("native", 4, 64), ("ompi_ring", 1024, 1024), ("native", 16384, 262144)]
+    assert choose.refine(cells) == [256, 4096]  # only where the winner changes
+
+
+# ------------------------------------------------------- Open MPI rules: round trip
+
+
+def read_ompi_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]]:
+    """An independent reader with Open MPI's tokenizer semantics (fscanf %li; anything else
+    skipped a character at a time; '#' skips to the end of the line)."""
+    nums: list[int] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        nums += [int(x, 0) for x in re.findall(r"[-+]?(?:0[xX][0-9a-fA-F]+|\d+)", line)]
+    it = iter(nums)
+    out: dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]] = {}
+    for _ in range(next(it)):
+        cid, ncs = next(it), next(it)
+        coms = []
+        for _ in range(ncs):
+            cs, nms = next(it), next(it)
+            msgs = [(next(it), next(it), next(it), next(it)) for _ in range(nms)]
+            assert msgs[0][0] == 0, "Open MPI refuses a first message rule above 0 bytes"
+            coms.append((cs, msgs))
+        out[cid] = coms
+    assert next(it, None) is None
+    return out
+
+
+def ompi_pick(rules: dict[int, Any], cid: int, comm: int, msg: int) -> int:
+    """Open MPI's look-up: the largest comm size <= comm (else the first), then the largest
+    message size <= msg."""
+    coms = rules[cid]
+    best = coms[0]
+    for c in coms:
+        if c[0] > comm:
+            break
+        best = c
+    alg = best[1][0][1]
+    for ms, a, _, _ in best[1]:
+        if ms > msg:
+            break
+        alg = a
+    return alg
+
+
+CHOICE = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [],
+          "ranges": [{"op": "bcast", "np": 2, "ranges": [
+              {"winner": "native", "from": 4, "to": 64, "sizes": [4, 64]},
+              {"winner": "ompi_chain", "from": 1024, "to": 16384, "sizes": [1024, 16384]},
+              {"winner": "ompi_binomial", "from": 262144, "to": 262144, "sizes": [262144]}]},
+              {"op": "alltoall", "np": 4, "ranges": [
+                  {"winner": "ompi_pairwise", "from": 8, "to": 8, "sizes": [8]},
+                  {"winner": "native", "from": 4096, "to": 4096, "sizes": [4096]}]},
+              {"op": "barrier", "np": 2, "ranges": [
+                  {"winner": "ompi_recursive_doubling", "from": 0, "to": 0, "sizes": [0]}]}]}
+OMPI_INFO = "\n".join(
+    f"mca:coll:tuned:param:coll_tuned_{c}_algorithm:enumerator:value:{n}:{name}"
+    for c, n, name in (("bcast", 0, "ignore"), ("bcast", 2, "chain"), ("bcast", 6, "binomial"),
+                       ("alltoall", 2, "pairwise"), ("barrier", 3, "recursive_doubling"),
+                       ("reduce", 6, "in-order_binary")))
+
+
+def test_ompi_info_parse() -> None:
+    algs = parse_ompi_info(OMPI_INFO + "\nmca:coll:tuned:param:coll_tuned_bcast_algorithm:value:0")
+    assert algs["bcast"] == {"ompi_chain": 2, "ompi_binomial": 6}
+    assert algs["reduce"] == {"ompi_in_order_binary": 6}
+
+
+def test_rules_file_round_trip() -> None:
+    text = export.ompi_rules(CHOICE, parse_ompi_info(OMPI_INFO))
+    rules = read_ompi_rules(text)
+    assert set(rules) == {7, 3, 6}
+    # bcast on 2 ranks: default below the middle of 64 and 1024, chain, binomial above
+    assert [ompi_pick(rules, 7, 2, m) for m in (4, 64, 255, 256, 1024, 16384, 262144, 1 << 30)] \
+        == [0, 0, 0, 2, 2, 2, 6, 6]
+    assert ompi_pick(rules, 7, 3, 1024) == 0 and ompi_pick(rules, 7, 64, 1024) == 0
+    # alltoall: Open MPI compares block x ranks: 8 B blocks on 4 ranks are 32 B
+    assert ompi_pick(rules, 3, 4, 32) == 2 and ompi_pick(rules, 3, 4, 4096 * 4) == 0
+    assert ompi_pick(rules, 3, 2, 32) == 0  # 2 ranks were not measured: default
+    assert ompi_pick(rules, 6, 2, 0) == 3
+
+
+def test_rules_refuse_an_algorithm_open_mpi_lacks() -> None:
+    bad = json.loads(json.dumps(CHOICE))
+    bad["ranges"][0]["ranges"][1]["winner"] = "ompi_bogus"
+    with pytest.raises(Exception, match="ompi_bogus is not one Open MPI offers"):
+        export.ompi_rules(bad, parse_ompi_info(OMPI_INFO))
+
+
+# ------------------------------------------------------------- MPICH selection JSON
+
+
+def csel(tree: dict[str, Any], coll: str, size: int, avg: int, total: int) -> str:
+    """An independent walk of MPICH's selection tree for an intra-communicator on one node
+    (comm_hierarchy any, not threaded): the first key of each object that holds."""
+    node = tree[f"collective={coll}"]["comm_type=intra"]
+    while True:
+        for k, v in node.items():
+            if k.startswith("algorithm="):
+                return k[len("algorithm="):]
+            m = re.match(r"(comm_size|avg_msg_size|total_msg_size)(<=|<|=)(\w+)$", k)
+            if m:
+                x = {"comm_size": size, "avg_msg_size": avg, "total_msg_size": total}[m.group(1)]
+                op, val = m.group(2), m.group(3)
+                ok = (val == "any" or (val == "pow2" and size & (size - 1) == 0)
+                      or (op == "<=" and val.isdigit() and x <= int(val))
+                      or (op == "<" and val.isdigit() and x < int(val)))
+            else:
+                ok = k in ("comm_hierarchy=any", "is_commutative=yes", "is_op_built_in=yes",
+                           "count=any", "is_sendbuf_inplace=no", "is_multi_threaded=no")
+            if ok:
+                node = v
+                break
+        else:
+            raise AssertionError(f"no branch holds in {list(node)}")
+
+
+MPICH_DEFAULT = {"collective=bcast": {"comm_type=intra": {"avg_msg_size<=12288": {
+    "algorithm=MPIR_Bcast_intra_binomial": {}}, "avg_msg_size=any": {
+    "algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}}, "comm_type=inter": {}},
+    "collective=allgather": {"comm_type=intra": {"total_msg_size<81920": {
+        "algorithm=MPIR_Allgather_intra_brucks": {}}, "total_msg_size=any": {
+        "algorithm=MPIR_Allgather_intra_ring": {}}}}}
+
+
+def test_mpich_json_round_trip() -> None:
+    names = frozenset({"MPIR_Bcast_intra_binomial", "MPIR_Bcast_intra_scatter_ring_allgather",
+                       "MPIR_Allgather_intra_ring", "MPIR_Allgather_allcomm_nb",
+                       "MPIR_Allgather_intra_brucks"})
+    choice = {"ranges": [
+        {"op": "bcast", "np": 2, "ranges": [
+            {"winner": "mpich_scatter_ring_allgather", "from": 4, "to": 64},
+            {"winner": "native", "from": 1024, "to": 1 << 20}]},
+        {"op": "allgather", "np": 2, "ranges": [
+            {"winner": "mpich_nb", "from": 4, "to": 4},
+            {"winner": "mpich_ring", "from": 4096, "to": 4096}]}]}
+    doc = json.loads(json.dumps(export.mpich_json(choice, MPICH_DEFAULT, names)))
+    assert csel(doc, "bcast", 2, 64, 128) == "MPIR_Bcast_intra_scatter_ring_allgather"
+    assert csel(doc, "bcast", 2, 1024, 2048) == "MPIR_Bcast_intra_binomial"  # the default's
+    assert csel(doc, "bcast", 2, 1 << 20, 1 << 21) == "MPIR_Bcast_intra_scatter_ring_allgather"
+    assert csel(doc, "bcast", 3, 64, 192) == "MPIR_Bcast_intra_binomial"  # untuned size
+    assert csel(doc, "bcast", 1, 64, 64) == "MPIR_Bcast_intra_binomial"
+    assert csel(doc, "allgather", 2, 0, 8) == "MPIR_Allgather_allcomm_nb"  # total = 4 x 2
+    assert csel(doc, "allgather", 2, 0, 8192) == "MPIR_Allgather_intra_ring"
+    assert doc["collective=bcast"]["comm_type=inter"] == {}  # the rest kept
+    assert mpich_container("bcast", "mpich_binomial") == "MPIR_Bcast_intra_binomial"
+    bad = {"ranges": [{"op": "bcast", "np": 2, "ranges": [{"winner": "mpich_bogus", "from": 4,
+                                                          "to": 4}]}]}
+    with pytest.raises(Exception, match="MPIR_Bcast_intra_bogus is not an algorithm"):
+        export.mpich_json(bad, MPICH_DEFAULT, names)
+
+
+# -------------------------------------------------------------------------- diff
+
+
+def _mpilab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
+                          text=True, timeout=300, cwd=REPO)
+
+
+def _write(tmp: Path, name: str, doc: dict[str, Any]) -> str:
+    p = tmp / name
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def _pair(tmp: Path, factor: float, noise: float, seed: int) -> tuple[str, str]:
+    t = {("bcast", "native", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
+    t.update({("allreduce", "native", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
+    a = _launched([1.0, 1.05, 0.97, 1.02, 0.99], t, noise=noise, seed=seed)
+    tb = {k: v * (factor if k[0] == "bcast" else 1.0) for k, v in t.items()}
+    b = _launched([1.01, 0.98, 1.03, 0.99, 1.0], tb, noise=noise, seed=seed + 1)
+    return _write(tmp, "a.json", a), _write(tmp, "b.json", b)
+
+
+def test_diff_identical_passes(tmp_path: Path) -> None:
+    a, _ = _pair(tmp_path, 1.0, 0.02, 5)
+    p = _mpilab("diff", a, a, "--fail-above", "5%")
+    assert p.returncode == 0, p.stderr
+    assert "SLOWER" not in p.stdout and p.stdout.count("same") == 6
+
+
+def test_diff_flags_the_slower_collective_only(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path, 1.10, 0.02, 7)
+    html = tmp_path / "d.html"
+    p = _mpilab("diff", a, b, "--fail-above", "5%", "--html", str(html))
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
+    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
+    assert all("same" in x for x in lines if x.startswith("allreduce"))
+    assert html.is_file() and "mpilab comparison" in html.read_text()
+    assert _mpilab("diff", a, b, "--fail-above", "20%").returncode == 0  # below the gate
+
+
+def test_diff_noisy_is_not_flagged(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path, 1.0, 0.5, 11)
+    p = _mpilab("diff", a, b, "--fail-above", "5%")
+    assert p.returncode == 0, p.stdout
+
+
+def test_diff_refuses_other_machines_and_bad_files(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path, 1.0, 0.02, 5)
+    other = json.loads(Path(b).read_text())
+    other["provenance"]["mpi"] = "MPICH 4.0.2"
+    o = _write(tmp_path, "o.json", other)
+    p = _mpilab("diff", a, o)
+    assert p.returncode == 2 and "different MPI libraries" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert _mpilab("diff", a, o, "--allow-different").returncode == 0
+    trunc = tmp_path / "t.json"
+    trunc.write_text(Path(a).read_text()[:200])
+    for args in ((a, str(trunc)), (a, str(tmp_path / "missing.json")),
+                 (a, b, "--fail-above", "five")):
+        p = _mpilab("diff", *args)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert "Traceback" not in p.stderr
+
+
+def test_tune_bad_input_is_one_line(tmp_path: Path) -> None:
+    cases = [("tune", "sweep", "--dir", str(tmp_path / "s"), "--colls", "bcast,frobnicate"),
+             ("tune", "sweep", "--dir", str(tmp_path / "s"), "--sizes", "4,huge"),
+             ("tune", "export", str(tmp_path / "none.json"), "--openmpi", str(tmp_path / "r")),
+             ("tune", "choose", str(tmp_path / "none.json"), "--out", str(tmp_path / "c.json"))]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**CHOICE, "ranges": [{"op": "bcast", "np": 2, "ranges": [
+        {"winner": "ompi_bogus", "from": 4, "to": 4}]}]}))
+    if shutil.which("ompi_info"):
+        cases.append(("tune", "export", str(bad), "--openmpi", str(tmp_path / "r")))
+    for c in cases:
+        p = _mpilab(*c)
+        assert p.returncode == 2, (c, p.stdout, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "r").exists() and not (tmp_path / "s" / "state.json").exists()
+
+
+# ------------------------------------------------------------ real runs (no timing)
+
+needs_ompi = pytest.mark.skipif(
+    not BENCH.is_file() or not shutil.which("mpirun.openmpi")
+    or not (REPO / "build" / "lib" / "libmpilab-collaudit.so").is_file(),
+    reason="needs build/ (Open MPI) with libmpilab-collaudit.so")
+
+
+@needs_ompi
+def test_forced_algorithm_runs_it_as_open_mpi_names_it() -> None:
+    from mpilab.tune import verify
+
+    seen = verify.probe(2, ["bcast:ompi_binomial", "bcast:ompi_basic_linear",
+                            "allreduce:ompi_ring", "bcast:native"], [64, 65536], "openmpi",
+                        None)
+    assert seen[("bcast", "ompi_binomial", 64)] == "binomial"
+    assert seen[("bcast", "ompi_basic_linear", 65536)] == "basic_linear"
+    assert seen[("allreduce", "ompi_ring", 65536)] == "ring"
+    assert seen[("bcast", "native", 64)] not in ("basic_linear",)
+
+
+@needs_ompi
+def test_forced_entries_are_what_ompi_info_lists() -> None:
+    from mpilab.tune.algorithms import ompi_algorithms
+
+    p = subprocess.run(["mpirun.openmpi", "--allow-run-as-root", "-q", "-np", "1", "--mca",
+                        "coll_tuned_use_dynamic_rules", "1", str(BENCH), "--mpi-algorithms",
+                        "--list", "--json"], capture_output=True, text=True, timeout=120)
+    entries = json.loads(p.stdout)["entries"]
+    listed = {(e["name"], e["impl"]) for e in entries if e["impl"].startswith("ompi_")}
+    info = {(c, i) for c, algs in ompi_algorithms().items() for i in algs
+            if c in {n for n, _ in listed}}
+    assert listed == info and len(listed) > 30
+
+
+@needs_ompi
+def test_exported_rules_are_loaded_and_fire(tmp_path: Path) -> None:
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test",
+              "cells": [{"op": "bcast", "np": 2, "bytes": b, "winner": w}
+                        for b, w in ((64, "ompi_basic_linear"), (65536, "ompi_binomial"))]
+              + [{"op": "allreduce", "np": 2, "bytes": 1024, "winner": "native"}],
+              "ranges": [{"op": "bcast", "np": 2, "ranges": [
+                  {"winner": "ompi_basic_linear", "from": 64, "to": 64},
+                  {"winner": "ompi_binomial", "from": 65536, "to": 65536}]},
+                  {"op": "allreduce", "np": 2, "ranges": [
+                      {"winner": "native", "from": 1024, "to": 1024}]}]}
+    c = _write(tmp_path, "choice.json", choice)
+    rules = tmp_path / "rules.conf"
+    p = _mpilab("tune", "export", c, "--openmpi", str(rules))
+    assert p.returncode == 0, p.stderr
+    p = _mpilab("tune", "verify", c, str(rules), "--np", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verify: 3 of 3 cells ran the chosen algorithm" in p.stdout
+    assert re.search(r"bcast\s+64 B\s+chosen ompi_basic_linear\s+ran basic_linear", p.stdout)
+
+
+@pytest.mark.skipif(not (REPO / "build-mpich" / "bin" / "mpilab-bench").is_file()
+                    or not shutil.which("mpiexec.mpich"), reason="needs build-mpich/")
+def test_mpich_exported_json_is_loaded_and_fires(tmp_path: Path) -> None:
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test",
+              "cells": [{"op": "bcast", "np": 2, "bytes": b, "winner": w}
+                        for b, w in ((4096, "mpich_scatter_ring_allgather"), (1048576, "native"))],
+              "ranges": [{"op": "bcast", "np": 2, "ranges": [
+                  {"winner": "mpich_scatter_ring_allgather", "from": 4096, "to": 4096},
+                  {"winner": "native", "from": 1048576, "to": 1048576}]}]}
+    c = _write(tmp_path, "choice.json", choice)
+    sel = tmp_path / "sel.json"
+    p = _mpilab("--mpi", "mpich", "tune", "export", c, "--mpich", str(sel))
+    assert p.returncode == 0, p.stderr
+    assert "collective=allreduce" in sel.read_text()  # the library's default tree kept
+    p = _mpilab("--mpi", "mpich", "tune", "verify", c, str(sel), "--np", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verify: 2 of 2 cells ran the chosen algorithm" in p.stdout
+    assert re.search(r"bcast\s+4096 B\s+chosen mpich_scatter_ring_allgather\s+ran "
+                     r"intra_scatter_ring_allgather .*differs from the default", p.stdout)
