@@ -63,6 +63,18 @@ typedef struct mpilab_loggp_pair_result {
  * Returns 0, MPI_ERR_ARG for bad arguments (same on every rank), or an MPI error code. */
 int mpilab_loggp_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes,
                          const mpilab_loggp_opts_t *opts, mpilab_loggp_pair_result_t *results);
+/* Collective over comm (>= 2 ranks): the pairs of a design instead of every pair, for many
+ * ranks. pairs[0..npairs) (i < j), measured as mpilab_loggp_measure measures each, the pairs
+ * of round r (pairs[order[round_start[r] .. round_start[r+1])], no rank twice) at once; with
+ * opts->mode sequential, one pair at a time in the order of pairs[]. After each round the
+ * ranks that timed a series send it to rank 0, so a rank holds one pair's series at a time
+ * and only rank 0 holds results: results[k] for pairs[k] (npairs entries on rank 0, may be
+ * NULL elsewhere), each series exactly its repetitions long. Returns 0, MPI_ERR_ARG for bad
+ * arguments (a bad design: a pair out of range or not i < j, rounds that do not cover
+ * 0..npairs), or an MPI error code; on failure rank 0's results are freed. */
+int mpilab_loggp_measure_pairs(MPI_Comm comm, const mpilab_pair_t *pairs, size_t npairs, const size_t *order,
+                               const size_t *round_start, size_t rounds, const size_t *sizes, size_t nsizes,
+                               const mpilab_loggp_opts_t *opts, mpilab_loggp_pair_result_t *results);
 void mpilab_loggp_pair_result_free(mpilab_loggp_pair_result_t *r);
 
 /* Checks options and sizes without communicating; 0 or -1 with a one-line reason. */

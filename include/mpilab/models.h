@@ -35,12 +35,14 @@ double mpilab_models_hockney_predict_single(mpilab_op_model_t m, const mpilab_ho
  * pattern, once every pair has a fit. */
 json_t *mpilab_models_hockney(json_t *meas, int nranks);
 
-/* The models.loggp object from an all-pairs LogGP measurement (res: nranks*(nranks-1)/2
- * pairs over sizes[nsizes], options lg): per-pair fits on the per-size medians (per
- * protocol range), per-size data, and predictions of the measurements in `meas` whose
- * entries have a pattern. With table != NULL, prints a per-pair table there. */
-json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t *sizes, size_t nsizes, int nranks,
-                            const mpilab_loggp_opts_t *lg, json_t *meas, FILE *table);
+/* The models.loggp object from a LogGP measurement of npairs pairs (res[k].pair; every
+ * pair of nranks ranks, or a design's), over sizes[nsizes], options lg: per-pair fits on the
+ * per-size medians (per protocol range), per-size data (with every sample while the pairs'
+ * samples stay within MPILAB_PAIR_SAMPLE_BUDGET, else their statistics), and, when every
+ * pair was measured, predictions of the measurements in `meas` whose entries have a
+ * pattern. With table != NULL, prints a per-pair table there. */
+json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, size_t npairs, const size_t *sizes, size_t nsizes,
+                            int nranks, const mpilab_loggp_opts_t *lg, json_t *meas, FILE *table);
 
 /* The models.lmo object from an LMO measurement (rank 0's mpilab_lmo_measured_t): the fit
  * (mpilab_lmo_fit, default options) per node and per link with intervals and flags, the

@@ -62,7 +62,7 @@ size_t mpilab_pairs_rounds(int n, const mpilab_pair_t *pairs, size_t npairs, siz
 /* Groups from one name per rank (host names): ranks with equal names share a group,
  * numbered by first appearance. With strip_digits, a name's trailing digits are ignored
  * first ("mlt-s1n3" and "mlt-s1n0" -> "mlt-s1n": the testbed's site). Returns the number of
- * groups. */
+ * groups (-1 when memory runs out); O(n x groups). */
 int mpilab_pairs_groups_from_names(int n, const char *const *names, int strip_digits, int *groups);
 
 #ifdef __cplusplus

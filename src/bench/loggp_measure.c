@@ -27,6 +27,7 @@
 #define TAG_INFO 7304
 #define TAG_ACK 7305
 #define TAG_SINGLE 7306
+#define TAG_RESULT 7307
 
 /* the receiver's wait before the timed receive is at least this long (scheduling noise) */
 #define OR_MIN_WAIT_S 20e-6
@@ -105,15 +106,26 @@ static double median_of(const double *s, size_t n)
     return m;
 }
 
-/* Waits until MPI_Wtime() >= until: sleeps for the bulk of a long wait, spins the rest. */
+/* Waits until MPI_Wtime() >= until: sleeps for the bulk of a long wait (all but the last
+ * SPIN_KEEP_S of a wait longer than SPIN_FROM_S), spins the rest. Simulated (SMPI),
+ * nanosleep advances the simulated clock by exactly what it is asked and every MPI_Wtime is
+ * a simulation step of 10 ns (spinning 40 us would be 4000 steps per sample): the whole
+ * wait is slept. */
+#ifdef MPILAB_MPI_IS_SMPI
+#define SPIN_FROM_S 0.0
+#define SPIN_KEEP_S 0.0
+#else
+#define SPIN_FROM_S 200e-6
+#define SPIN_KEEP_S 100e-6
+#endif
 static void wait_until(double until)
 {
     for (;;) {
         double left = until - MPI_Wtime();
         if (left <= 0)
             return;
-        if (left > 200e-6) {
-            double s = left - 100e-6;
+        if (left > SPIN_FROM_S) {
+            double s = left - SPIN_KEEP_S;
             struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
             nanosleep(&ts, NULL);
         }
@@ -412,6 +424,193 @@ done:
     free(starts);
     MPI_Comm_free(&comm);
     if (rc != MPI_SUCCESS)
+        for (size_t k = 0; k < npairs; k++)
+            mpilab_loggp_pair_result_free(&results[k]);
+    return rc;
+}
+
+/* The series a pair member timed, packed for rank 0: i (part 0) rtt, os, g per size; j
+ * (part 1) orr per size. Layout: one count per series, then the samples; n doubles. */
+static double *pack_part(const mpilab_loggp_pair_result_t *r, int part, size_t *n)
+{
+    size_t per = part == 0 ? 3 : 1, total = per * r->nsizes;
+    for (size_t k = 0; k < r->nsizes; k++) {
+        const mpilab_loggp_point_t *pt = &r->points[k];
+        total += part == 0 ? pt->rtt.stats.reps + pt->os.stats.reps + pt->g.stats.reps : pt->orr.stats.reps;
+    }
+    double *buf = malloc((total ? total : 1) * sizeof *buf);
+    if (!buf)
+        return NULL;
+    size_t at = per * r->nsizes;
+    for (size_t k = 0; k < r->nsizes; k++) {
+        const mpilab_loggp_point_t *pt = &r->points[k];
+        const mpilab_loggp_series_t *ser[3] = {&pt->rtt, &pt->os, &pt->g};
+        if (part == 1)
+            ser[0] = &pt->orr;
+        for (size_t q = 0; q < per; q++) {
+            buf[k * per + q] = (double)ser[q]->stats.reps;
+            memcpy(buf + at, ser[q]->samples, ser[q]->stats.reps * sizeof *buf);
+            at += ser[q]->stats.reps;
+        }
+    }
+    *n = total;
+    return buf;
+}
+
+/* Rank 0: one packed part into r (its points allocated here); -1 if malformed. */
+static int unpack_part(mpilab_loggp_pair_result_t *r, int part, const double *buf, size_t n,
+                       const mpilab_precision_t *prec)
+{
+    size_t per = part == 0 ? 3 : 1, at = per * r->nsizes;
+    if (n < at)
+        return -1;
+    for (size_t k = 0; k < r->nsizes; k++) {
+        mpilab_loggp_point_t *pt = &r->points[k];
+        mpilab_loggp_series_t *ser[3] = {&pt->rtt, &pt->os, &pt->g};
+        if (part == 1)
+            ser[0] = &pt->orr;
+        for (size_t q = 0; q < per; q++) {
+            double c = buf[k * per + q];
+            if (!(c >= 1.0 && c <= (double)prec->max_reps) || at + (size_t)c > n)
+                return -1;
+            size_t reps = (size_t)c;
+            ser[q]->samples = malloc(reps * sizeof(double));
+            if (!ser[q]->samples)
+                return -1;
+            memcpy(ser[q]->samples, buf + at, reps * sizeof(double));
+            at += reps;
+            mpilab_stats_compute(ser[q]->samples, NULL, reps, prec->cl, prec->eps, &ser[q]->stats);
+        }
+    }
+    return at == n ? 0 : -1;
+}
+
+/* One pair member's part to rank 0 (rank 0 itself copies); the receiving side on rank 0
+ * (dst NULL: received and dropped, *bad set). A member whose pair failed sends an empty
+ * part. */
+static int deliver(MPI_Comm comm, int me, int from, int part, const mpilab_loggp_pair_result_t *mine, int mine_ok,
+                   mpilab_loggp_pair_result_t *dst, const mpilab_precision_t *prec, int *bad)
+{
+    int rc = MPI_SUCCESS;
+    if (me == from && me != 0) {
+        size_t n = 0;
+        double *buf = mine_ok ? pack_part(mine, part, &n) : NULL;
+        rc = MPI_Send(buf ? buf : &(double){0}, buf ? (int)n : 0, MPI_DOUBLE, 0, TAG_RESULT, comm);
+        free(buf);
+    } else if (me == 0) {
+        size_t n = 0;
+        double *buf = NULL;
+        if (from == 0) {
+            buf = mine_ok ? pack_part(mine, part, &n) : NULL;
+        } else {
+            MPI_Status st;
+            int cnt = 0;
+            rc = MPI_Probe(from, TAG_RESULT, comm, &st);
+            if (rc == MPI_SUCCESS)
+                MPI_Get_count(&st, MPI_DOUBLE, &cnt);
+            buf = malloc((cnt > 0 ? (size_t)cnt : 1) * sizeof *buf);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(buf ? buf : &(double){0}, buf ? cnt : 0, MPI_DOUBLE, from, TAG_RESULT, comm,
+                              MPI_STATUS_IGNORE);
+            n = buf && cnt > 0 ? (size_t)cnt : 0;
+        }
+        if (!dst || !buf || n == 0 || unpack_part(dst, part, buf, n, prec) != 0)
+            *bad = 1;
+        free(buf);
+    }
+    return rc;
+}
+
+static int design_ok(int n, const mpilab_pair_t *pairs, size_t npairs, const size_t *order,
+                     const size_t *round_start, size_t rounds)
+{
+    if (!pairs || npairs == 0 || !order || !round_start || rounds == 0 || round_start[0] != 0 ||
+        round_start[rounds] != npairs)
+        return 0;
+    for (size_t k = 0; k < npairs; k++)
+        if (pairs[k].i < 0 || pairs[k].j >= n || pairs[k].i >= pairs[k].j || order[k] >= npairs)
+            return 0;
+    for (size_t r = 0; r < rounds; r++)
+        if (round_start[r + 1] < round_start[r])
+            return 0;
+    return 1;
+}
+
+int mpilab_loggp_measure_pairs(MPI_Comm comm_in, const mpilab_pair_t *pairs, size_t npairs, const size_t *order,
+                               const size_t *round_start, size_t rounds, const size_t *sizes, size_t nsizes,
+                               const mpilab_loggp_opts_t *o, mpilab_loggp_pair_result_t *results)
+{
+    char err[256];
+    int n, me;
+    if (comm_in == MPI_COMM_NULL || MPI_Comm_size(comm_in, &n) != MPI_SUCCESS || n < 2 ||
+        mpilab_loggp_check(sizes, nsizes, o, err, sizeof err) != 0 ||
+        !design_ok(n, pairs, npairs, order, round_start, rounds))
+        return MPI_ERR_ARG;
+    MPI_Comm_rank(comm_in, &me);
+    if (me == 0 && !results)
+        return MPI_ERR_ARG;
+    MPI_Comm comm;
+    int rc = MPI_Comm_dup(comm_in, &comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    size_t maxb = sizes[nsizes - 1];
+    ctx_t c = {.comm = comm, .me = me, .o = o};
+    c.buf = calloc(maxb ? maxb : 1, 1);
+    c.buf2 = calloc(maxb ? maxb : 1, 1);
+    mpilab_loggp_pair_result_t mine = {0}; /* the pair this rank is in, one round at a time */
+    int ok = c.buf && c.buf2 && alloc_result(&mine, 0, 1, sizes, nsizes, o->prec.max_reps) == 0, all = 0, bad = 0;
+    for (size_t k = 0; me == 0 && k < npairs; k++)
+        memset(&results[k], 0, sizeof results[k]);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    /* sequential: one pair per round, in the design's order */
+    int seq = o->mode == MPILAB_P2P_SEQUENTIAL;
+    size_t nr = seq ? npairs : rounds;
+    for (size_t r = 0; all && r < nr && rc == MPI_SUCCESS; r++) {
+        size_t from = seq ? r : round_start[r], to = seq ? r + 1 : round_start[r + 1];
+        int mine_ok = 0;
+        for (size_t q = from; q < to; q++) {
+            const mpilab_pair_t pr = pairs[seq ? q : order[q]];
+            if (me != pr.i && me != pr.j)
+                continue;
+            c.i = pr.i;
+            c.j = pr.j;
+            mine.pair = pr;
+            mine.measured = 0;
+            rc = pair_run(&c, sizes, nsizes, &mine);
+            mine_ok = rc == MPI_SUCCESS;
+        }
+        for (size_t q = from; q < to && rc == MPI_SUCCESS; q++) {
+            size_t k = seq ? q : order[q];
+            mpilab_loggp_pair_result_t *dst = NULL;
+            if (me == 0) {
+                dst = &results[k];
+                dst->pair = pairs[k];
+                dst->round = r;
+                dst->nsizes = nsizes;
+                dst->measured = 1;
+                dst->points = calloc(nsizes, sizeof *dst->points);
+                for (size_t s = 0; dst->points && s < nsizes; s++)
+                    dst->points[s].bytes = sizes[s];
+                if (!dst->points || bad)
+                    dst = NULL;
+            }
+            rc = deliver(comm, me, pairs[k].i, 0, &mine, mine_ok, dst, &o->prec, &bad);
+            if (rc == MPI_SUCCESS)
+                rc = deliver(comm, me, pairs[k].j, 1, &mine, mine_ok, bad ? NULL : dst, &o->prec, &bad);
+        }
+        int rc2 = MPI_Barrier(comm);
+        if (rc == MPI_SUCCESS)
+            rc = rc2;
+    }
+    int good = all && rc == MPI_SUCCESS && !bad, allgood = 0;
+    MPI_Allreduce(&good, &allgood, 1, MPI_INT, MPI_LAND, comm);
+    if (rc == MPI_SUCCESS && !allgood)
+        rc = all ? MPI_ERR_OTHER : MPI_ERR_NO_MEM;
+    free(c.buf);
+    free(c.buf2);
+    mpilab_loggp_pair_result_free(&mine);
+    MPI_Comm_free(&comm);
+    if (rc != MPI_SUCCESS && me == 0)
         for (size_t k = 0; k < npairs; k++)
             mpilab_loggp_pair_result_free(&results[k]);
     return rc;

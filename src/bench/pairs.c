@@ -234,21 +234,30 @@ size_t mpilab_pairs_rounds(int n, const mpilab_pair_t *pairs, size_t npairs, siz
 
 int mpilab_pairs_groups_from_names(int n, const char *const *names, int strip_digits, int *groups)
 {
+    /* one representative (its first rank) per group: O(n x groups), not O(n^2) */
+    int *first = malloc((size_t)(n > 0 ? n : 1) * sizeof *first);
+    size_t *len = malloc((size_t)(n > 0 ? n : 1) * sizeof *len);
+    if (!first || !len) {
+        free(first);
+        free(len);
+        return -1;
+    }
     int ng = 0;
     for (int r = 0; r < n; r++) {
         size_t lr = strlen(names[r]);
         while (strip_digits && lr > 0 && names[r][lr - 1] >= '0' && names[r][lr - 1] <= '9')
             lr--;
+        len[r] = lr;
         groups[r] = -1;
-        for (int q = 0; q < r && groups[r] < 0; q++) {
-            size_t lq = strlen(names[q]);
-            while (strip_digits && lq > 0 && names[q][lq - 1] >= '0' && names[q][lq - 1] <= '9')
-                lq--;
-            if (lq == lr && strncmp(names[q], names[r], lr) == 0)
-                groups[r] = groups[q];
-        }
-        if (groups[r] < 0)
+        for (int g = 0; g < ng && groups[r] < 0; g++)
+            if (len[first[g]] == lr && strncmp(names[first[g]], names[r], lr) == 0)
+                groups[r] = g;
+        if (groups[r] < 0) {
+            first[ng] = r;
             groups[r] = ng++;
+        }
     }
+    free(first);
+    free(len);
     return ng;
 }

@@ -45,6 +45,10 @@ typedef struct run {
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
+    double sync_total;  /* seconds of every clock synchronisation performed, and how many */
+    double sync_last_end;
+    size_t sync_count;
+    double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
     runner_pairs_t rp;  /* the pair design of all-pairs entries */
     double save_cost;   /* rank 0: seconds the last checkpoint took */
     int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
@@ -363,6 +367,12 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first,
     int used_sync = r.sync_residual > 0.0 || tm == MPILAB_TIMING_GLOBAL ||
                     (iso == MPILAB_ISO_SYNC && tm != MPILAB_TIMING_OPSPEC);
     if (used_sync && w->size > 1) {
+        const mpilab_clocksync_t *cs = mpilab_bench_clocksync(w->b);
+        if (cs && (w->sync_count == 0 || cs->t_end != w->sync_last_end)) { /* a new synchronisation */
+            w->sync_total += cs->duration;
+            w->sync_last_end = cs->t_end;
+            w->sync_count++;
+        }
         w->sync_used = 1;
         w->nsyncs++;
         if (r.sync_residual > w->worst_residual)
@@ -481,17 +491,23 @@ static void measure_all(run_t *w)
     mpilab_bench_set_isolation(w->b, c->isolation[0]);
 }
 
-/* The all-pairs LogGP measurement (collective); NULL if not asked or failed. */
+/* The LogGP measurement (collective) over the run's pair design (every pair up to
+ * MPILAB_PAIRS_FULL_LIMIT ranks, the sampled design above unless --pairs says otherwise),
+ * results on rank 0 only: w->rp.npairs entries there, NULL elsewhere and if not asked or
+ * failed (w->exit_code set). */
 static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
 {
     const mpilab_runner_config_t *c = w->c;
     if (!c->loggp || w->exit_code != 0)
         return NULL;
-    size_t npairs = (size_t)w->size * (size_t)(w->size - 1) / 2;
-    mpilab_loggp_pair_result_t *lres = calloc(npairs, sizeof *lres);
-    int ok = lres != NULL, all = 0;
+    size_t npairs = w->rp.npairs;
+    mpilab_loggp_pair_result_t *lres = w->rank == 0 ? calloc(npairs + 1, sizeof *lres) : NULL;
+    int ok = w->rank != 0 || lres != NULL, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    int lrc = all ? mpilab_loggp_measure(MPI_COMM_WORLD, c->sizes, c->nsizes, &c->lg, lres) : MPI_ERR_NO_MEM;
+    double t0 = MPI_Wtime();
+    int lrc = all ? mpilab_loggp_measure_pairs(MPI_COMM_WORLD, w->rp.pairs, npairs, w->rp.order, w->rp.round_start,
+                                               w->rp.rounds, c->sizes, c->nsizes, &c->lg, lres)
+                  : MPI_ERR_NO_MEM;
     if (lrc != MPI_SUCCESS) {
         if (w->rank == 0)
             fprintf(stderr, "mpilab-bench: LogGP measurement failed (MPI error %d)\n", lrc);
@@ -499,8 +515,10 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
         free(lres);
         return NULL;
     }
+    w->loggp_wall = MPI_Wtime() - t0;
     if (w->rank == 0 && !c->quiet)
-        fprintf(stderr, "[loggp] %zu pairs x %zu sizes measured\n", npairs, c->nsizes);
+        fprintf(stderr, "[loggp] %zu pairs (%s design) x %zu sizes measured\n", npairs,
+                mpilab_pairs_design_name(w->rp.design), c->nsizes);
     return lres;
 }
 
@@ -716,9 +734,12 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     const mpilab_runner_config_t *c = w->c;
     json_object_set_new(prov, "options", options_json(w));
     const mpilab_clocksync_t *cs = mpilab_bench_clocksync(w->b);
-    json_object_set_new(prov, "clock_sync", w->sync_used && cs
-                                                ? mpilab_results_clock_sync(cs, w->worst_residual, w->nsyncs)
-                                                : json_null());
+    json_t *sync = w->sync_used && cs ? mpilab_results_clock_sync(cs, w->worst_residual, w->nsyncs) : NULL;
+    if (sync) { /* what synchronising cost the run: every synchronisation, their time on rank 0 */
+        json_object_set_new(sync, "performed", json_integer((json_int_t)w->sync_count));
+        json_object_set_new(sync, "total_duration_s", mpilab_json_real(w->sync_total));
+    }
+    json_object_set_new(prov, "clock_sync", sync ? sync : json_null());
     json_t *doc = mpilab_results_new(prov, json_incref(w->meas));
     if (w->suite_used)
         json_object_set_new(doc, "suite", mpilab_suite_config_json());
@@ -739,8 +760,10 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     if (lres) {
         if (!models)
             models = json_object();
-        json_object_set_new(models, "loggp",
-                            mpilab_models_loggp(lres, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout));
+        json_t *lg = mpilab_models_loggp(lres, w->rp.npairs, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout);
+        if (lg) /* the measurement's own cost, as wall_s is a measurement's */
+            json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
+        json_object_set_new(models, "loggp", lg);
     }
     if (lmo) {
         if (!models)
@@ -768,7 +791,6 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
     if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)
         return 2;
-    size_t npairs = w.size > 1 ? (size_t)w.size * (size_t)(w.size - 1) / 2 : 1;
     if (runner_pairs_init(c, MPI_COMM_WORLD, &w.rp, err, errlen) != 0) {
         runner_pairs_free(&w.rp);
         mpilab_bench_finalize(w.b);
@@ -819,10 +841,10 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     json_decref(w.skipped);
     json_decref(w.adaptive);
     free(w.rows);
-    runner_pairs_free(&w.rp);
-    for (size_t k = 0; lres && k < npairs; k++)
+    for (size_t k = 0; lres && k < w.rp.npairs; k++)
         mpilab_loggp_pair_result_free(&lres[k]);
     free(lres);
+    runner_pairs_free(&w.rp);
     if (lmo)
         mpilab_lmo_measured_free(lmo);
     free(lmo);

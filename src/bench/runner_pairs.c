@@ -4,7 +4,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Group labels of every rank as --pair-groups asks (every rank computes the same). */
+/* Group labels of every rank from the host names, computed on rank 0 (the names gathered
+ * there: a simulated cluster of 1024 ranks would otherwise do 1024 times the same O(n x
+ * groups) work) and broadcast; returns the number of groups, how, and -1 if memory ran out. */
+static int groups_of_names(const char *how, MPI_Comm comm, int n, int *groups, const char **how_out)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    char *all = me == 0 ? calloc((size_t)n, sizeof name) : NULL;
+    const char **names = me == 0 ? calloc((size_t)n, sizeof *names) : NULL;
+    int hdr[2] = {-1, 0}; /* ngroups, how: 0 host, 1 site */
+    MPI_Gather(name, (int)sizeof name, MPI_CHAR, all, (int)sizeof name, MPI_CHAR, 0, comm);
+    if (me == 0 && all && names) {
+        for (int r = 0; r < n; r++) {
+            all[(size_t)r * sizeof name + sizeof name - 1] = '\0';
+            names[r] = all + (size_t)r * sizeof name;
+        }
+        int site = strcmp(how, "site") == 0;
+        hdr[0] = mpilab_pairs_groups_from_names(n, names, site, groups);
+        hdr[1] = site;
+        if (strcmp(how, "auto") == 0 && hdr[0] >= 0 && (hdr[0] <= 1 || hdr[0] >= n)) {
+            /* auto: nodes holding several ranks, else the host names' stems (sites) */
+            hdr[0] = mpilab_pairs_groups_from_names(n, names, 1, groups);
+            hdr[1] = 1;
+        }
+    }
+    free(all);
+    free(names);
+    MPI_Bcast(hdr, 2, MPI_INT, 0, comm);
+    if (hdr[0] >= 0)
+        MPI_Bcast(groups, n, MPI_INT, 0, comm);
+    *how_out = hdr[1] ? "site" : "host";
+    return hdr[0];
+}
+
+/* Group labels of every rank as --pair-groups asks (every rank gets the same). */
 static int make_groups(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pairs_t *rp, char *err, size_t errlen)
 {
     int n = rp->ranks;
@@ -13,22 +50,11 @@ static int make_groups(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pa
     if (strcmp(how, "none") == 0)
         return 0;
     rp->groups = calloc((size_t)n, sizeof *rp->groups);
-    char me[MPI_MAX_PROCESSOR_NAME + 1] = "";
-    char *all = calloc((size_t)n, sizeof me);
-    const char **names = calloc((size_t)n, sizeof *names);
-    int len = 0, ok = rp->groups && all && names, allok = 0;
+    int ok = rp->groups != NULL, allok = 0;
     MPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_LAND, comm);
     if (!allok) {
-        free(all);
-        free(names);
         snprintf(err, errlen, "--pair-groups: out of memory");
         return -1;
-    }
-    MPI_Get_processor_name(me, &len);
-    MPI_Allgather(me, (int)sizeof me, MPI_CHAR, all, (int)sizeof me, MPI_CHAR, comm);
-    for (int r = 0; r < n; r++) {
-        all[(size_t)r * sizeof me + sizeof me - 1] = '\0';
-        names[r] = all + (size_t)r * sizeof me;
     }
     char *end = NULL;
     long block = strtol(how, &end, 10);
@@ -37,19 +63,13 @@ static int make_groups(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pa
             rp->groups[r] = (int)(r / block);
         rp->ngroups = (int)((n + block - 1) / block);
         rp->groups_how = "block";
-    } else if (strcmp(how, "host") == 0 || strcmp(how, "site") == 0) {
-        rp->ngroups = mpilab_pairs_groups_from_names(n, names, how[0] == 's', rp->groups);
-        rp->groups_how = how[0] == 's' ? "site" : "host";
-    } else { /* auto: nodes holding several ranks, else the host names' stems (sites) */
-        rp->ngroups = mpilab_pairs_groups_from_names(n, names, 0, rp->groups);
-        rp->groups_how = "host";
-        if (rp->ngroups <= 1 || rp->ngroups >= n) {
-            rp->ngroups = mpilab_pairs_groups_from_names(n, names, 1, rp->groups);
-            rp->groups_how = "site";
+    } else {
+        rp->ngroups = groups_of_names(how, comm, n, rp->groups, &rp->groups_how);
+        if (rp->ngroups < 0) {
+            snprintf(err, errlen, "--pair-groups: out of memory");
+            return -1;
         }
     }
-    free(all);
-    free(names);
     if (rp->ngroups <= 1 || rp->ngroups >= n) { /* one group, or one per rank: no boundary to cross */
         free(rp->groups);
         rp->groups = NULL;
@@ -57,8 +77,6 @@ static int make_groups(const mpilab_runner_config_t *c, MPI_Comm comm, runner_pa
         if (strcmp(how, "auto") == 0)
             rp->groups_how = "none";
     }
-    (void)err;
-    (void)errlen;
     return 0;
 }
 

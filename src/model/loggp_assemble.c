@@ -45,34 +45,38 @@ static json_t *params_json(const mpilab_loggp_t *f, json_t *obj)
 /* Work arrays of the assembly: per-size series of one pair, and per-pair fits. */
 typedef struct lg {
     size_t n, p, npairs;
+    int full;             /* every pair of p ranks measured: predictions are made */
+    int keep_samples;     /* per_size carries every sample (within the sample budget) */
     double *x, *rtt, *os, *orr, *g;
-    mpilab_loggp_t *mat;  /* p*p: the pair models used for one prediction */
+    mpilab_loggp_t *mat;  /* p*p (full only): the pair models used for one prediction */
     mpilab_loggp_t *prg;  /* npairs*MAXR: per-range fits */
     double *pfrom, *pto;  /* npairs*MAXR */
     size_t *pnr;          /* npairs: ranges per pair (0 = the summary fit alone) */
     mpilab_loggp_t *summ; /* npairs: summary fits */
-    mpilab_loggp_pair_model_t *pmod; /* p*p */
+    mpilab_loggp_pair_model_t *pmod; /* p*p (full only) */
+    const mpilab_loggp_pair_result_t *res; /* npairs: which pair k is */
 } lg_t;
 
-static int lg_alloc(lg_t *w, size_t n, size_t p)
+static int lg_alloc(lg_t *w, size_t n, size_t p, size_t npairs, int full)
 {
     memset(w, 0, sizeof *w);
     w->n = n;
     w->p = p;
-    w->npairs = p * (p - 1) / 2;
-    size_t np = w->npairs + 1;
+    w->npairs = npairs;
+    w->full = full;
+    size_t np = w->npairs + 1, pp = full ? p * p : 1;
     w->x = calloc(n, sizeof *w->x);
     w->rtt = calloc(n, sizeof *w->rtt);
     w->os = calloc(n, sizeof *w->os);
     w->orr = calloc(n, sizeof *w->orr);
     w->g = calloc(n, sizeof *w->g);
-    w->mat = calloc(p * p, sizeof *w->mat);
+    w->mat = calloc(pp, sizeof *w->mat);
     w->prg = calloc(np * MAXR, sizeof *w->prg);
     w->pfrom = calloc(np * MAXR, sizeof *w->pfrom);
     w->pto = calloc(np * MAXR, sizeof *w->pto);
     w->pnr = calloc(np, sizeof *w->pnr);
     w->summ = calloc(np, sizeof *w->summ);
-    w->pmod = calloc(p * p, sizeof *w->pmod);
+    w->pmod = calloc(pp, sizeof *w->pmod);
     return w->x && w->rtt && w->os && w->orr && w->g && w->mat && w->prg && w->pfrom && w->pto && w->pnr &&
            w->summ && w->pmod;
 }
@@ -104,14 +108,16 @@ static json_t *per_size(lg_t *w, const mpilab_loggp_pair_result_t *r)
         w->os[s] = pt->os.stats.median;
         w->orr[s] = pt->orr.stats.median;
         w->g[s] = pt->g.stats.median;
-        json_array_append_new(
-            ps, json_pack("{s:I,s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:o,s:o,s:o,s:o}}", "bytes",
-                          (json_int_t)pt->bytes, "rtt", mpilab_json_real(w->rtt[s]), "os", mpilab_json_real(w->os[s]),
-                          "or", mpilab_json_real(w->orr[s]), "g", mpilab_json_real(w->g[s]), "stats", "rtt",
-                          mpilab_results_stats(&pt->rtt.stats), "os", mpilab_results_stats(&pt->os.stats), "or",
-                          mpilab_results_stats(&pt->orr.stats), "g", mpilab_results_stats(&pt->g.stats), "samples",
-                          "rtt", series_json(&pt->rtt), "os", series_json(&pt->os), "or", series_json(&pt->orr),
-                          "g", series_json(&pt->g)));
+        json_t *one = json_pack("{s:I,s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o}}", "bytes", (json_int_t)pt->bytes, "rtt",
+                                mpilab_json_real(w->rtt[s]), "os", mpilab_json_real(w->os[s]), "or",
+                                mpilab_json_real(w->orr[s]), "g", mpilab_json_real(w->g[s]), "stats", "rtt",
+                                mpilab_results_stats(&pt->rtt.stats), "os", mpilab_results_stats(&pt->os.stats), "or",
+                                mpilab_results_stats(&pt->orr.stats), "g", mpilab_results_stats(&pt->g.stats));
+        if (w->keep_samples)
+            json_object_set_new(one, "samples",
+                                json_pack("{s:o,s:o,s:o,s:o}", "rtt", series_json(&pt->rtt), "os", series_json(&pt->os),
+                                          "or", series_json(&pt->orr), "g", series_json(&pt->g)));
+        json_array_append_new(ps, one);
     }
     return ps;
 }
@@ -157,7 +163,8 @@ static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, const mpilab_loggp_pa
     fp.g += ro.envelope * f.G;
     fp.os += ro.envelope * f.os_per_byte;
     fp.orr += ro.envelope * f.or_per_byte;
-    w->mat[i * p + j] = w->mat[j * p + i] = fp;
+    if (w->full)
+        w->mat[i * p + j] = w->mat[j * p + i] = fp;
     w->summ[k] = fp;
     w->pnr[k] = nr;
     json_t *ra = json_array();
@@ -189,24 +196,24 @@ static double predict(lg_t *w, mpilab_op_model_t m, size_t root, double b)
     int sc = m == MPILAB_MODEL_SCATTER_LINEAR || m == MPILAB_MODEL_SCATTER_BINOMIAL;
     if (lin) {
         /* every pair charged with the parameters of the protocol range of b */
-        for (size_t k = 0, i = 0; i < p; i++)
-            for (size_t j = i + 1; j < p; j++, k++)
-                if (w->pnr[k] > 0) {
-                    size_t q = mpilab_loggp_pick_range(&w->pfrom[k * MAXR], &w->pto[k * MAXR], w->pnr[k], b);
-                    w->mat[i * p + j] = w->mat[j * p + i] = w->prg[k * MAXR + q];
-                }
+        for (size_t k = 0; k < w->npairs; k++)
+            if (w->pnr[k] > 0) {
+                size_t i = (size_t)w->res[k].pair.i, j = (size_t)w->res[k].pair.j;
+                size_t q = mpilab_loggp_pick_range(&w->pfrom[k * MAXR], &w->pto[k * MAXR], w->pnr[k], b);
+                w->mat[i * p + j] = w->mat[j * p + i] = w->prg[k * MAXR + q];
+            }
         return sc ? mpilab_loggp_predict_scatter_linear(w->mat, p, root, b)
                   : mpilab_loggp_predict_gather_linear(w->mat, p, root, b);
     }
     /* binomial: messages carry whole subtrees, each charged with the range of its own size
      * (pair models hold the per-range fits) */
-    for (size_t k = 0, i = 0; i < p; i++)
-        for (size_t j = i + 1; j < p; j++, k++) {
-            mpilab_loggp_pair_model_t pmk = {.whole = w->summ[k], .ranges = &w->prg[k * MAXR],
-                                             .from = &w->pfrom[k * MAXR], .to = &w->pto[k * MAXR],
-                                             .nranges = w->pnr[k]};
-            w->pmod[i * p + j] = w->pmod[j * p + i] = pmk;
-        }
+    for (size_t k = 0; k < w->npairs; k++) {
+        size_t i = (size_t)w->res[k].pair.i, j = (size_t)w->res[k].pair.j;
+        mpilab_loggp_pair_model_t pmk = {.whole = w->summ[k], .ranges = &w->prg[k * MAXR],
+                                         .from = &w->pfrom[k * MAXR], .to = &w->pto[k * MAXR],
+                                         .nranges = w->pnr[k]};
+        w->pmod[i * p + j] = w->pmod[j * p + i] = pmk;
+    }
     return sc ? mpilab_loggp_predict_scatter_binomial_ranges(w->pmod, p, root, b)
               : mpilab_loggp_predict_gather_binomial_ranges(w->pmod, p, root, b);
 }
@@ -217,37 +224,63 @@ static int predicts(mpilab_op_model_t m)
            m == MPILAB_MODEL_GATHER_LINEAR || m == MPILAB_MODEL_GATHER_BINOMIAL;
 }
 
-json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, const size_t *sizes, size_t nsizes, int nranks,
-                            const mpilab_loggp_opts_t *lg, json_t *meas, FILE *table)
+/* Whether the pairs are every pair of p ranks, each once (predictions need them all). */
+static int every_pair(const mpilab_loggp_pair_result_t *res, size_t npairs, size_t p)
+{
+    if (p < 2 || npairs != p * (p - 1) / 2)
+        return 0;
+    unsigned char *seen = calloc(npairs, 1);
+    int ok = seen != NULL;
+    for (size_t k = 0; ok && k < npairs; k++) {
+        size_t i = (size_t)res[k].pair.i, j = (size_t)res[k].pair.j;
+        size_t idx = i * (2 * p - i - 1) / 2 + (j - i - 1);
+        ok = res[k].pair.i >= 0 && i < j && j < p && !seen[idx];
+        if (ok)
+            seen[idx] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, size_t npairs, const size_t *sizes, size_t nsizes,
+                            int nranks, const mpilab_loggp_opts_t *lg, json_t *meas, FILE *table)
 {
     (void)sizes;
     lg_t w;
     size_t p = nranks > 1 ? (size_t)nranks : 1;
     json_t *pairs = json_array(), *pred = json_array();
-    int complete = lg_alloc(&w, nsizes ? nsizes : 1, p) && nsizes > 0;
+    int full = every_pair(res, npairs, p);
+    int complete = lg_alloc(&w, nsizes ? nsizes : 1, p, npairs, full) && nsizes > 0 && npairs > 0;
     w.n = nsizes;
+    w.res = res;
+    size_t nsamples = 0;
+    for (size_t k = 0; k < npairs; k++)
+        for (size_t s = 0; res[k].points && s < res[k].nsizes; s++)
+            nsamples += res[k].points[s].rtt.stats.reps + res[k].points[s].os.stats.reps +
+                        res[k].points[s].orr.stats.reps + res[k].points[s].g.stats.reps;
+    w.keep_samples = nsamples <= MPILAB_PAIR_SAMPLE_BUDGET;
     if (complete && table)
         fprintf(table, "\nLogGP per pair (sender i -> receiver j; robust fit on the samples: per-size minimum,\n"
                        "Theil-Sen per protocol range; flags: clamped = impossible value reported as 0,\n"
                        "ci_wide = interval wider than 5%%, no_ci = no interval)\n"
                        "%-7s %10s %10s %10s %10s %12s %s\n", "pair", "L(us)", "os(us)", "or(us)", "g(us)",
                 "G(ns/B)", "flags");
-    for (size_t k = 0, i = 0; complete && i < p; i++)
-        for (size_t j = i + 1; j < p; j++, k++) {
-            json_t *ps = per_size(&w, &res[k]);
-            json_t *pj = json_pack("{s:I,s:I,s:I}", "i", (json_int_t)i, "j", (json_int_t)j, "round",
-                                   (json_int_t)res[k].round);
-            if (fit_pair(&w, k, i, j, &res[k], pj, table) != 0)
-                complete = 0;
-            json_object_set_new(pj, "per_size", ps);
-            json_array_append_new(pairs, pj);
-        }
+    for (size_t k = 0; complete && k < npairs; k++) {
+        size_t i = (size_t)res[k].pair.i, j = (size_t)res[k].pair.j;
+        json_t *ps = per_size(&w, &res[k]);
+        json_t *pj = json_pack("{s:I,s:I,s:I}", "i", (json_int_t)i, "j", (json_int_t)j, "round",
+                               (json_int_t)res[k].round);
+        if (fit_pair(&w, k, i, j, &res[k], pj, table) != 0)
+            complete = 0;
+        json_object_set_new(pj, "per_size", ps);
+        json_array_append_new(pairs, pj);
+    }
     size_t idx;
     json_t *m;
     json_array_foreach(meas, idx, m)
     {
         models_target_t t;
-        if (!complete || !models_target(m, &t) || !predicts(t.entry->model))
+        if (!complete || !full || !models_target(m, &t) || !predicts(t.entry->model))
             continue;
         double pv = predict(&w, t.entry->model, t.root, t.bytes);
         json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:s}", "op", t.entry->name, "impl",

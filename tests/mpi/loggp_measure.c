@@ -1,7 +1,10 @@
 /* LogGP measurement under mpirun (2 or 3 ranks): every pair measured once, in a round of
  * the schedule where no rank appears twice; finite non-negative values with repetitions
  * within [min,max] in both schedules; results identical on every rank; the fit accepts
- * them; bad arguments refused on every rank without communicating. */
+ * them; bad arguments refused on every rank without communicating. The design form
+ * (mpilab_loggp_measure_pairs): a ring of pairs in its rounds, results on rank 0 only (the
+ * other ranks pass NULL), each design pair once in its round with valid series, in both
+ * schedules; bad designs refused. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include "mpilab/mpilab.h"
+#include "mpilab/pairs.h"
 #include "mpi_world.h"
 
 static int failures, g_rank;
@@ -116,6 +120,71 @@ static void run(mpilab_p2p_mode_t mode, int n)
     free(res);
 }
 
+/* A ring design (k, k+1) (n = 2: the one pair), its rounds from the library. */
+static void run_design(mpilab_p2p_mode_t mode, int n)
+{
+    const size_t sizes[] = {0, 4096, 65536};
+    const size_t ns = sizeof sizes / sizeof *sizes;
+    mpilab_loggp_opts_t o;
+    mpilab_loggp_opts_default(&o);
+    o.mode = mode;
+    o.prec.min_reps = 3;
+    o.prec.max_reps = 12;
+    o.burst = 8;
+    mpilab_pair_t pairs[8];
+    size_t npairs = 0, order[8], starts[9];
+    for (int k = 0; k + 1 < n && npairs < 7; k++)
+        pairs[npairs++] = (mpilab_pair_t){k, k + 1};
+    size_t rounds = mpilab_pairs_rounds(n, pairs, npairs, order, starts);
+    mpilab_loggp_pair_result_t *res = g_rank == 0 ? calloc(npairs, sizeof *res) : NULL;
+    int rc = mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, npairs, order, starts, rounds, sizes, ns, &o, res);
+    const char *mname = mode == MPILAB_P2P_PARALLEL ? "design parallel" : "design sequential";
+    if (rc != MPI_SUCCESS || rounds == 0) {
+        FAIL("%s: returned %d (%zu rounds)", mname, rc, rounds);
+        free(res);
+        return;
+    }
+    for (size_t k = 0; g_rank == 0 && k < npairs; k++) {
+        const mpilab_loggp_pair_result_t *r = &res[k];
+        if (r->pair.i != pairs[k].i || r->pair.j != pairs[k].j || r->measured != 1 || r->nsizes != ns) {
+            FAIL("%s: slot %zu holds %d-%d measured %zu, %zu sizes", mname, k, r->pair.i, r->pair.j, r->measured,
+                 r->nsizes);
+            continue;
+        }
+        size_t want = 0; /* the round the design put the pair in (sequential: its index) */
+        for (size_t q = 0; q < rounds; q++)
+            for (size_t x = starts[q]; x < starts[q + 1]; x++)
+                if (order[x] == k)
+                    want = q;
+        if (r->round != (mode == MPILAB_P2P_SEQUENTIAL ? k : want))
+            FAIL("%s: pair %zu in round %zu", mname, k, r->round);
+        for (size_t s = 0; s < ns; s++) {
+            const mpilab_loggp_point_t *pt = &r->points[s];
+            char what[128];
+            if (pt->bytes != sizes[s])
+                FAIL("%s: point %zu has %zu bytes", mname, s, pt->bytes);
+            snprintf(what, sizeof what, "%s %d-%d %zuB", mname, r->pair.i, r->pair.j, sizes[s]);
+            check_series(what, &pt->rtt, &o.prec, 1);
+            check_series(what, &pt->os, &o.prec, 1);
+            check_series(what, &pt->orr, &o.prec, 1);
+            check_series(what, &pt->g, &o.prec, 0);
+        }
+    }
+    for (size_t k = 0; res && k < npairs; k++)
+        mpilab_loggp_pair_result_free(&res[k]);
+    free(res);
+    /* bad designs: refused on every rank before any communication */
+    const mpilab_pair_t out[1] = {{0, n}}, rev[1] = {{1, 0}};
+    const size_t o1[1] = {0}, s1[2] = {0, 1}, s0[2] = {0, 0};
+    mpilab_loggp_pair_result_t one[1];
+    if (mpilab_loggp_measure_pairs(MPI_COMM_WORLD, out, 1, o1, s1, 1, sizes, ns, &o, one) != MPI_ERR_ARG)
+        FAIL("design: a pair beyond the last rank accepted");
+    if (mpilab_loggp_measure_pairs(MPI_COMM_WORLD, rev, 1, o1, s1, 1, sizes, ns, &o, one) != MPI_ERR_ARG)
+        FAIL("design: a pair with i > j accepted");
+    if (mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, 1, o1, s0, 1, sizes, ns, &o, one) != MPI_ERR_ARG)
+        FAIL("design: rounds that do not cover the pairs accepted");
+}
+
 static void bad_args(int n)
 {
     size_t npairs = (size_t)n * (size_t)(n - 1) / 2;
@@ -166,6 +235,8 @@ int main(int argc, char **argv)
     bad_args(n);
     run(MPILAB_P2P_PARALLEL, n);
     run(MPILAB_P2P_SEQUENTIAL, n);
+    run_design(MPILAB_P2P_PARALLEL, n);
+    run_design(MPILAB_P2P_SEQUENTIAL, n);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0)

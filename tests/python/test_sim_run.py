@@ -88,6 +88,35 @@ def test_simulated_loggp_recovers_the_platform(run_cli: Callable[..., Any],
 
 
 @needs_smpi
+def test_simulated_loggp_over_the_sampled_design(run_cli: Callable[..., Any],
+                                                 tmp_path: Path) -> None:
+    """LogGP measures the run's pair design: with --pairs sampled at 10 ranks it fits
+    exactly the pairs the p2p matrix measured (fewer than all 45), each the platform's L and
+    G; no predictions (they need every pair); the results say what the LogGP measurement and
+    the clock synchronisations cost (models.loggp.wall_s, clock_sync.total_duration_s)."""
+    plat = _platform(run_cli, tmp_path, 10, "1Gbit", "25us")
+    p = run_cli("bench", "--sim", str(plat), "--out", "lgs.json", "--", "--ops",
+                "p2p,scatter:linear", "--timing", "global", "--sizes", "0,1K,4K,16K",
+                "--models", "loggp", "--pairs", "sampled", "--quiet")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "lgs.json").read_text())
+    (pm,) = [m["pair_matrix"] for m in doc["measurements"]
+             if "pair_matrix" in m and m["bytes"] == 0]
+    assert pm["design"] == "sampled"
+    design = set(zip(pm["i"], pm["j"], strict=True))
+    lg = doc["models"]["loggp"]
+    fitted = {(q["i"], q["j"]) for q in lg["pairs"]}
+    assert fitted == design and len(design) < 45
+    for q in lg["pairs"]:
+        assert q["L"] == pytest.approx(50e-6 + 8e-9, rel=1e-3), q
+        assert q["G"] == pytest.approx(8e-9, rel=1e-3), q
+    assert lg["predictions"] == []
+    assert lg["wall_s"] > 0
+    cs = doc["provenance"]["clock_sync"]
+    assert cs["performed"] >= 1 and cs["total_duration_s"] > 0
+
+
+@needs_smpi
 def test_simulated_ranks_default_to_the_hosts(run_cli: Callable[..., Any],
                                               tmp_path: Path) -> None:
     plat = _platform(run_cli, tmp_path, 5, "1Gbit", "10us")

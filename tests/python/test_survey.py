@@ -46,6 +46,15 @@ def test_survey_asks_for_everything(fake_bench: Callable[[str], dict[str, str]],
     assert not [x for x in out.iterdir() if x.name.startswith(".")]
 
 
+def test_survey_leaves_opspec_out_at_scale() -> None:
+    """Operation-specific timing costs p - 1 barriers per sample: above OPSPEC_MAX_RANKS
+    ranks the survey asks for the other three methods only."""
+    n = survey.OPSPEC_MAX_RANKS
+    assert "opspec" in survey.FULL.runner_args("r.json", n)[3].split(",")
+    big = survey.FULL.runner_args("r.json", n + 1)
+    assert big[2] == "--timing" and big[3].split(",") == ["max", "root", "global"]
+
+
 def test_survey_defaults(fake_bench: Callable[[str], dict[str, str]],
                          run_cli: Callable[..., Any], tmp_path: Path) -> None:
     from mpilab.cli import build_parser

@@ -49,6 +49,16 @@ OPS = ["p2p",
        "gather:native", "gather:linear", "gather:binomial",
        "bcast:native", "allreduce:native"]
 TIMINGS = ["max", "root", "global", "opspec"]
+# Operation-specific timing times each rank's completion in its own repetition: p - 1
+# barriers and acknowledgements per sample, so a survey of p ranks pays O(p^2) for it (at
+# 256 simulated ranks, most of the survey). Above this many ranks the survey leaves it out
+# and says so; `mpilab bench -- --timing opspec` still measures it.
+OPSPEC_MAX_RANKS = 64
+
+
+def timings_for(np: int) -> list[str]:
+    """The timing methods of a survey of np ranks."""
+    return TIMINGS if np <= OPSPEC_MAX_RANKS else [t for t in TIMINGS if t != "opspec"]
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,8 @@ class Plan:
     launches: int = 1  # separate launches, each with time_budget / launches
     min_time: float | None = None  # the runner's --min-time (None: its default)
 
-    def runner_args(self, out: str) -> list[str]:
-        return ["--ops", ",".join(OPS), "--timing", ",".join(TIMINGS),
+    def runner_args(self, out: str, np: int = 0) -> list[str]:
+        return ["--ops", ",".join(OPS), "--timing", ",".join(timings_for(np)),
                 "--sizes", self.sizes, "--p2p-schedule", "parallel",
                 "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
@@ -182,8 +192,7 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     under those names unless every step succeeded (earlier files are kept as they were)."""
     from rich.console import Console
 
-    from mpilab import results
-    from mpilab.report import render_report
+    from mpilab.report.html import build_report
 
     console = Console(stderr=True, quiet=quiet)
     out = Path(out_dir)
@@ -212,14 +221,16 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
                       + (f", budget {plan.time_budget:g} s" if plan.time_budget > 0 else "")
                       + (f", {n} launches" if n > 1 else ""))
         console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
-                      f"x timing {','.join(TIMINGS)}")
+                      f"x timing {','.join(timings_for(j.np))}"
+                      + (f" (opspec left out above {OPSPEC_MAX_RANKS} ranks: p - 1 barriers "
+                         "per sample)" if j.np > OPSPEC_MAX_RANKS else ""))
         walls: list[float] = []
         for k in range(n):
             target = tmp if n == 1 else launch_tmps[k]
             if n > 1:
                 console.print(f"  launch {k + 1} of {n}")
-            j, sj = _job(j.np, plan.runner_args(str(target)), launcher, launcher_args, testbed,
-                         mptcp, sim)
+            j, sj = _job(j.np, plan.runner_args(str(target), j.np), launcher, launcher_args,
+                         testbed, mptcp, sim)
             log_k = log if k == 0 else log.with_name(f"runner.launch{k + 1}.log")
             tl = time.monotonic()
             try:
@@ -235,18 +246,18 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
         if n > 1:
             _merge_launches(launch_tmps, tmp, out, walls, console)
-        r = results.load(tmp)
+        r = _load(tmp)
         r.path = str(final_json)
         r.sources = [str(final_json)]
         console.print(f"[bold]3/3 report[/]: {len(r.measurements)} measurements, "
                       f"{len(r.hockney)} Hockney pairs, {len(r.loggp)} LogGP pairs, "
                       f"{len(r.predictions) + len(r.loggp_predictions)} predictions")
-        html = render_report(r)
+        # the page, and beside it the CSV files of tables summarised at scale (a large run)
+        build_report(r, final_html)
         if n > 1:
             for k, f in enumerate(launch_tmps, 1):
                 os.replace(f, out / f"results.launch{k}.json")
         os.replace(tmp, final_json)
-        atomic_write_text(final_html, html)
     except BaseException:
         # the runner checkpoints while it measures: keep what it measured, marked partial
         partial = [f for f in [tmp, *launch_tmps] if f.is_file() and _is_partial(f)]
@@ -261,6 +272,19 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         for f in launch_tmps:
             f.unlink(missing_ok=True)
     return final_json, final_html
+
+
+def _load(path: Path) -> Any:
+    """The results file as `mpilab report` reads it: a large one (a survey of hundreds of
+    ranks) as a stream, without the p2p repetitions."""
+    from mpilab import results
+    from mpilab.commands.report import STREAM_BYTES
+
+    if path.stat().st_size >= STREAM_BYTES:
+        from mpilab.report.stream import load_large
+
+        return load_large(path)
+    return results.load(path)
 
 
 def _merge_launches(files: list[Path], merged: Path, out: Path, walls: list[float],
@@ -304,9 +328,9 @@ def _run(args: argparse.Namespace) -> int:
                     args.testbed, args.mptcp, args.sim)
     sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
                      f"results: {rj}\nreport:  {rh}\n")
-    from mpilab import quality, results
+    from mpilab import quality
 
-    raw = results.load(rj).raw
+    raw = _load(rj).raw
     verdict = quality.noisy_verdict(raw) or quality.quick_note(raw)
     if verdict:
         sys.stdout.write(verdict + "\n")
