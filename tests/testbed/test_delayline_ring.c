@@ -41,26 +41,27 @@ static int test_matching(void)
     v6b[7] = 63;
     CHECK(mpilab_dl_same_packet(v6a, 40, v6b, 40));
     CHECK(!mpilab_dl_same_packet(v6a, 40, a, 28)); /* versions differ */
-    static mpilab_dl_snapq q; /* large: not on the stack */
-    memset(&q, 0, sizeof(q));
+    mpilab_dl_snapq *q = calloc(1, sizeof(*q)); /* large: not on the stack */
+    CHECK(q);
     for (int k = 0; k < 3; k++) {
         mpilab_dl_snap e = {.t_ns = 100 + k, .arr_ns = -1, .bucket = 0, .len = 28};
         ipv4(e.snap, 64, (unsigned)k, 0);
-        mpilab_dl_snapq_push(&q, &e);
+        mpilab_dl_snapq_push(q, &e);
     }
     unsigned char want[28];
     ipv4(want, 63, 1, 0xffff);
-    mpilab_dl_snap *got = mpilab_dl_snapq_take(&q, want, 28);
+    mpilab_dl_snap *got = mpilab_dl_snapq_take(q, want, 28);
     CHECK(got && got->t_ns == 101);
-    CHECK(mpilab_dl_snapq_take(&q, want, 28) == NULL); /* taken once */
-    mpilab_dl_snapq_trim(&q, 101); /* drops t=100 (old) and the consumed t=101 */
-    CHECK(q.count == 1 && q.e[q.head].t_ns == 102);
+    CHECK(mpilab_dl_snapq_take(q, want, 28) == NULL); /* taken once */
+    mpilab_dl_snapq_trim(q, 101); /* drops t=100 (old) and the consumed t=101 */
+    CHECK(q->count == 1 && q->e[q->head].t_ns == 102);
     for (int k = 0; k < MPILAB_DL_PEND + 5; k++) { /* full: the oldest go */
         mpilab_dl_snap e = {.t_ns = 1000 + k, .arr_ns = -1, .bucket = 0, .len = 28};
         ipv4(e.snap, 64, (unsigned)(1000 + k), 0);
-        mpilab_dl_snapq_push(&q, &e);
+        mpilab_dl_snapq_push(q, &e);
     }
-    CHECK(q.count == MPILAB_DL_PEND && q.e[q.head].t_ns == 1000 + 5);
+    CHECK(q->count == MPILAB_DL_PEND && q->e[q->head].t_ns == 1000 + 5);
+    free(q);
     return 0;
 }
 
@@ -73,7 +74,7 @@ static int test_calibration(void)
     CHECK(mpilab_dl_gap_bucket(1000) == 1 && mpilab_dl_gap_bucket(2000) == 2);
     CHECK(mpilab_dl_gap_bucket(100000000) == 17); /* 100 ms: 2^16 <= 1e5 us < 2^17 */
     CHECK(mpilab_dl_gap_bucket(INT64_MAX) == MPILAB_DL_GAP_BUCKETS - 1);
-    static mpilab_dl_calib c;
+    mpilab_dl_calib c;
     memset(&c, 0, sizeof(c));
     CHECK(mpilab_dl_calib_advance(&c, 10) == 0); /* nothing known: no advance */
     mpilab_dl_calib_add(&c, 10, 30000);
