@@ -476,13 +476,13 @@ static int read_one(dl_state *s)
      * a leg record that does not is some other packet's */
     if (leg >= 0 && tun >= 0 && (leg > tun || tun - leg > 1000000))
         leg = -1;
-    if (!s->opt->arrival_ingress && tun >= 0)
-        leg = -1; /* dated at the tun device (the router's own forwarding into it kept) */
-    int64_t arr = leg >= 0 ? leg : tun, due;
+    /* dated at the ingress leg, or (--arrival tun) at the tun device, keeping the router's
+     * own forwarding into it; the leg stamp still dates the crossing in the statistics */
+    int64_t arr = leg >= 0 && (s->opt->arrival_ingress || tun < 0) ? leg : tun, due;
     if (arr >= 0) {
         due = arr + s->opt->delay_ns;
         s->st.kstamped++;
-        s->st.ingress_stamped += leg >= 0;
+        s->st.ingress_stamped += arr == leg;
     } else {
         due = now + s->opt->delay_ns - s->comp;
         if (s->comp) {
