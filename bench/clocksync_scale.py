@@ -25,7 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import REPO
+
 PLATFORM = """<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">
@@ -56,10 +57,10 @@ def build(work: Path) -> Path:
     (work / "inc" / "mpilab" / "mpi_check.h").write_text(MPI_CHECK)
     exe = work / "clocksync_scale"
     src = [
-        ROOT / "bench" / "clocksync_scale.c",
-        ROOT / "src" / "bench" / "clocksync.c",
-        ROOT / "src" / "bench" / "wtime.c",
-        ROOT / "src" / "common" / "parse.c",
+        REPO / "bench" / "clocksync_scale.c",
+        REPO / "src" / "bench" / "clocksync.c",
+        REPO / "src" / "bench" / "wtime.c",
+        REPO / "src" / "common" / "parse.c",
     ]
     cmd = [
         "smpicc",
@@ -67,8 +68,8 @@ def build(work: Path) -> Path:
         "-std=c11",
         "-D_GNU_SOURCE",
         f"-I{work / 'inc'}",
-        f"-I{ROOT / 'include'}",
-        f"-I{ROOT / 'src'}",
+        f"-I{REPO / 'include'}",
+        f"-I{REPO / 'src'}",
         "-o",
         str(exe),
         *map(str, src),

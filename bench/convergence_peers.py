@@ -34,15 +34,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import find_tool, mpi_env
+from harness import mpirun as launcher
 from mpilab.pair_matrix import expand_all
-from mpilab.tools import find_tool, mpi_env
 
 SIZES = [4 ** k for k in range(11)]  # 1 B .. 1 MiB
 TRANSPORTS = {"shm": "self,vader", "tcp": "self,tcp"}
 
 
 def mpirun(btl: str) -> list[str]:
-    return ["mpirun", "-np", "2", "--bind-to", "core", "--mca", "btl", btl]
+    # pinned, no yielding: as this script measured before the launcher was shared
+    return launcher(2, ["--bind-to", "core", "--mca", "mpi_yield_when_idle", "0",
+                        "--mca", "btl", btl])
 
 
 def timed(cmd: list[str], timeout: float = 900) -> tuple[float, str]:
@@ -104,7 +107,16 @@ def main() -> int:
     ap.add_argument("--transport", action="append", choices=sorted(TRANSPORTS))
     ap.add_argument("--mpilab-arg", action="append", default=[],
                     help="extra mpilab-bench argument (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="one more mpilab-bench run per round with these extra arguments "
+                         "(space separated), shown as NAME beside the default (repeatable)")
     a = ap.parse_args()
+    variants: dict[str, list[str]] = {}
+    for v in a.variant:
+        name, sep, args = v.partition("=")
+        if not sep or not name or name in ("mpilab", "imb", "osu", "conv", "vals"):
+            ap.error(f"--variant {v!r}: expected NAME=ARGS with a new NAME")
+        variants[name] = a.mpilab_arg + args.split()
     for name, path in (("--imb", a.imb), ("--osu", a.osu)):
         if not path or not os.access(path, os.X_OK):
             ap.error(f"{name}: need the path of the built peer program (see the docstring)")
@@ -113,20 +125,26 @@ def main() -> int:
     transports = a.transport or list(TRANSPORTS)
     with open("/proc/loadavg") as f:
         print(f"load at start: {f.read().strip()}")
-    rec: dict[str, dict[str, list]] = {t: {"mpilab": [], "imb": [], "osu": [], "conv": [],
-                                          "vals": []} for t in transports}
-    tools = ["mpilab", "imb", "osu"]
+    tools = ["mpilab", *variants, "imb", "osu"]
+    rec: dict[str, dict[str, list]] = {t: {k: [] for k in [*tools, "conv", "vals"]}
+                                       for t in transports}
+    for name in variants:
+        for t in transports:
+            rec[t]["conv:" + name] = []
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
         for r in range(a.rounds):
             for t in transports:
                 btl = TRANSPORTS[t]
-                order = tools[r % 3:] + tools[:r % 3]
+                order = tools[r % len(tools):] + tools[:r % len(tools)]
                 vals: dict[str, dict[int, float]] = {}
                 for tool in order:
                     if tool == "mpilab":
                         w, v, c = run_mpilab(btl, work, a.mpilab_arg)
                         rec[t]["conv"].append(c)
+                    elif tool in variants:
+                        w, v, c = run_mpilab(btl, work, variants[tool])
+                        rec[t]["conv:" + tool].append(c)
                     elif tool == "imb":
                         w, v = run_imb(a.imb, btl, work)
                     else:
@@ -136,19 +154,26 @@ def main() -> int:
                 rec[t]["vals"].append(vals)
                 print(f"round {r + 1} {t}: " + ", ".join(
                     f"{k} {rec[t][k][-1]:.2f} s" for k in tools)
-                    + f"; mpilab converged {rec[t]['conv'][-1]}/{len(SIZES)}", flush=True)
+                    + f"; mpilab converged {rec[t]['conv'][-1]}/{len(SIZES)}"
+                    + "".join(f", {n} converged {rec[t]['conv:' + n][-1]}/{len(SIZES)}"
+                              for n in variants), flush=True)
     for t in transports:
         d = rec[t]
-        wm, wi, wo = (statistics.median(d[k]) for k in tools)
+        wm, wi, wo = (statistics.median(d[k]) for k in ("mpilab", "imb", "osu"))
         conv = sum(d["conv"])
         total = len(SIZES) * len(d["conv"])
         print(f"\n== {t} ({TRANSPORTS[t]}), {a.rounds} rounds: wall (median) mpilab {wm:.2f} s, "
               f"IMB {wi:.2f} s, OSU {wo:.2f} s; mpilab/IMB {wm / wi:.2f}x, mpilab/OSU "
               f"{wm / wo:.2f}x; converged {conv}/{total} ({100 * conv / total:.0f}%)")
+        for n in variants:
+            wv, cv = statistics.median(d[n]), sum(d["conv:" + n])
+            print(f"   variant {n} ({' '.join(variants[n])}): wall (median) {wv:.2f} s, "
+                  f"/IMB {wv / wi:.2f}x, /OSU {wv / wo:.2f}x; converged {cv}/{total} "
+                  f"({100 * cv / total:.0f}%)")
         print(f"{'bytes':>8} {'mpilab us':>10} {'IMB us':>9} {'OSU us':>9} {'IMB~OSU':>8} "
               f"{'mpilab-peers':>12}")
         for s in SIZES:
-            m, i, o = (_median_at(d["vals"], tool, s) for tool in tools)
+            m, i, o = (_median_at(d["vals"], tool, s) for tool in ("mpilab", "imb", "osu"))
             peers = (i + o) / 2
             print(f"{s:>8} {m * 1e6:10.3f} {i * 1e6:9.3f} {o * 1e6:9.3f} {abs(i - o) / peers:7.1%} "
                   f"{(m - peers) / peers:+11.1%}")

@@ -41,6 +41,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness import loadavg
 from mpilab.testbed import net, spec
 from mpilab.units import parse_duration
 
@@ -246,8 +247,7 @@ def main() -> int:
         if not eq or not name:
             ap.error(f"--variants: '{v}' is not NAME=ARGS")
         variants.append((name, args))
-    with open("/proc/loadavg") as f:
-        print(f"load at start: {f.read().strip()}", flush=True)
+    print(f"load at start: {loadavg()}", flush=True)
     print(f"{'variant':>8} {'delay':>6} {'run':>3} {'WAN rtt':>10} {'ICMP exc':>9} "
           f"{'UDP raw':>8} {'UDP exc':>8} {'UDP max':>8} {'UDP min':>8} {'ICMP-0':>8} "
           f"{'UDP-0':>8} {'UDPmin-0':>8} {'line x50':>8} "

@@ -9,17 +9,18 @@ base=$1 new=$2 rounds=${3:-6}
 [ -x "$base" ] && [ -x "$new" ] || { echo "entry_api_sidebyside.sh: need two mpilab-bench executables" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-echo "load at start: $(cat /proc/loadavg)"
+. "$(dirname "$0")/harness.sh"
+harness_mpirun launch 2
+echo "load at start: $(harness_loadavg)"
 for r in $(seq 1 "$rounds"); do
     order="base new"; [ $((r % 2)) = 1 ] && order="new base"
     for which in $order; do
         b=$base; [ "$which" = new ] && b=$new
-        timeout 120 mpirun -np 2 "$b" --ops pingpong,scatter:linear --sizes 8,1K,64K --max-reps 200 \
+        timeout 120 "${launch[@]}" "$b" --ops pingpong,scatter:linear --sizes 8,1K,64K --max-reps 200 \
             --min-reps 50 --no-fit --quiet --out "$tmp/${which}_$r.json" >/dev/null
     done
 done
-python3 - "$tmp" "$rounds" <<'PY'
+"$PYTHON" - "$tmp" "$rounds" <<'PY'
 import json, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 res: dict = {}

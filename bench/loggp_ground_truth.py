@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import find_tool, mpi_env, mpilab_cmd, mpirun
 from mpilab import results
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
 def _rate_bps(text: str) -> float:
@@ -84,7 +84,7 @@ def main() -> int:
     rows = []
     for name, btl in (("shm (vader)", "self,vader"), ("TCP loopback", "self,tcp")):
         f = out / f"loggp-{btl.split(',')[1]}.json"
-        run(mpirun_prefix(2, ["--mca", "btl", btl]) + [bench] +
+        run(mpirun(2, ["--mca", "btl", btl]) + [bench] +
             runner_args(a.local_sizes, a.max_reps, a.burst, f), 600)
         rows.append(row(name, f))
     delay, rate = _delay_s(a.delay), _rate_bps(a.rate)
@@ -93,7 +93,7 @@ def main() -> int:
         spec.write_text(f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
                         f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "{a.rate}"\n'
                         f'total_rate = "{a.rate}"\ndelay = "{a.delay}"\nqueue = "1M"\n')
-        cli = [sys.executable, "-m", "mpilab.cli", "testbed"]
+        cli = mpilab_cmd("testbed")
         run(cli + ["up", str(spec)], 300)
         try:
             f = out / "loggp-wan.json"

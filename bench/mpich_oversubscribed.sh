@@ -4,7 +4,8 @@
 # measured side by side in one run. Usage: bench/mpich_oversubscribed.sh [NP]
 # Needs build/ (Open MPI) and build-mpich/ (scripts/build --mpich).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 np=${1:-3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 args=(--ops p2p --sizes 1 --min-reps 20 --max-reps 40 --quiet --no-fit)
@@ -24,10 +25,11 @@ PY
         echo "$label: failed or timed out: $(tail -1 "$tmp/$label.err")"
     fi
 }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+harness_mpirun yield "$np" --mca mpi_yield_when_idle 1
+harness_mpirun noyield "$np" --mca mpi_yield_when_idle 0
 echo "$np ranks on $(nproc) cores"
-run openmpi-yield mpirun.openmpi --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np "$np" build/bin/mpilab-bench
-run openmpi-noyield mpirun.openmpi --oversubscribe --bind-to none --mca mpi_yield_when_idle 0 -np "$np" build/bin/mpilab-bench
+run openmpi-yield "${yield[@]}" build/bin/mpilab-bench
+run openmpi-noyield "${noyield[@]}" build/bin/mpilab-bench
 run mpich-default mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench
 run mpich-POLLS_BEFORE_YIELD=1 env MPIR_CVAR_POLLS_BEFORE_YIELD=1 mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench
 run mpich-CH4_GLOBAL_PROGRESS=0 env MPIR_CVAR_CH4_GLOBAL_PROGRESS=0 mpiexec.mpich -n "$np" build-mpich/bin/mpilab-bench

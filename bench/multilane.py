@@ -17,23 +17,17 @@ and writes OUT/multilane.html with the targets. Needs root (network namespaces).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
+import harness
+from harness import REPO
+from mpilab.multilane import doc, report
 
-from mpilab.multilane import doc, report  # noqa: E402
-
-
-def mpilab(*args: str) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    cmd = [sys.executable, "-m", "mpilab.cli", *args]
-    print("+ mpilab " + " ".join(args), flush=True)
-    subprocess.run(cmd, check=True, env=env)
+mpilab = functools.partial(harness.mpilab, echo=True)
 
 
 def with_delay(spec_text: str, delay: str) -> str:

@@ -21,16 +21,15 @@ Benchmark, not a test: numbers are reported, not asserted.  Needs root.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.multilane import doc, report  # noqa: E402
-from mpilab.report.html import fmt_bytes  # noqa: E402
+import harness
+from harness import REPO
+from mpilab.multilane import doc, report
+from mpilab.report.html import fmt_bytes
 
 STEPS = {
     "accuracy": ("multilane-2x4.toml", "acc-2x4.json", False),
@@ -39,10 +38,7 @@ STEPS = {
 }
 
 
-def mpilab(*args: str) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    print("+ mpilab " + " ".join(args), flush=True)
-    subprocess.run([sys.executable, "-m", "mpilab.cli", *args], check=True, env=env)
+mpilab = functools.partial(harness.mpilab, echo=True)
 
 
 def pct(x: float | None) -> str:

@@ -5,18 +5,17 @@
 # run Open MPI's TCP progress thread.  Needs root; takes about a minute.
 #   MPILAB_BIN=build/bin bench/multilane_queue_diag.sh [SPEC] [PREFIX] [MODE] [OUT.json]
 set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 SPEC=${1:-examples/testbed/multilane-2x4.toml}
 P=${2:-${MPILAB_TESTBED_PREFIX:-mlqd}}
 MODE=${3:-plain}
 OUT=${4:-out/queue-diag-$MODE.json}
-export PYTHONPATH=$PWD/python
-M="python3 -m mpilab.cli"
-trap '$M testbed down --prefix "$P" || true' EXIT
-$M testbed up --prefix "$P" "$SPEC" || exit 1
+trap 'mpilab testbed down --prefix "$P" || true' EXIT
+mpilab testbed up --prefix "$P" "$SPEC" || exit 1
 [ "$MODE" = thread ] && export OMPI_MCA_btl_tcp_progress_thread=1
 mkdir -p "$(dirname "$OUT")"
-$M multilane run --testbed "$P" --ops scatter --sizes 1M --impls single,multilane --lanes 4 \
+mpilab multilane run --testbed "$P" --ops scatter --sizes 1M --impls single,multilane --lanes 4 \
     --reps 3 --model-reps 1 --alpha-bytes 0 -o "$OUT" || exit 1
 for ns in $(ip netns list | awk '{print $1}' | grep "^$P-"); do
     echo "== $ns $(ip netns exec "$ns" nstat -az 2>/dev/null |
@@ -24,7 +23,7 @@ for ns in $(ip netns list | awk '{print $1}' | grep "^$P-"); do
     ip netns exec "$ns" tc -s qdisc 2>/dev/null | grep -E "^qdisc|dropped" | paste - - |
         awk '$0 ~ /dropped [1-9]/'
 done
-python3 - "$OUT" <<'PY'
+"$PYTHON" - "$OUT" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for r in d["runs"]:

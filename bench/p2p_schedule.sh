@@ -6,13 +6,13 @@
 # TESTBED=PREFIX to run inside an emulated cluster (mpilab testbed up), where round trips
 # are bound by the network as on the paper's cluster rather than by 2 shared cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 np=${1:-4}
 rounds=${2:-3}
 bin=${MPILAB_BIN:-build/bin}
 out=${OUTDIR:-bench/out}
 mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 files=()
 for r in $(seq 1 "$rounds"); do
     for mode in sequential parallel; do
@@ -21,8 +21,7 @@ for r in $(seq 1 "$rounds"); do
             launch=(env MPILAB_BIN="$bin" mpilab bench --np "$np" --testbed "$TESTBED" -- )
             runner=()
         else
-            launch=(mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp
-                    --mca mpi_yield_when_idle 1 -np "$np")
+            harness_mpirun launch "$np" --mca btl self,vader,tcp
             runner=("$bin/mpilab-bench")
         fi
         "${launch[@]}" "${runner[@]}" --ops p2p --sizes 4K --min-reps 100 --max-reps 100 --p2p-schedule "$mode" \

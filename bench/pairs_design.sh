@@ -5,7 +5,8 @@
 # the SMPI build flavour in build-smpi/) on a SimGrid platform file, e.g. 256 ranks.
 #   bench/pairs_design.sh [--sim PLATFORM.xml] [NP] [BYTES]    env: MPILAB_BIN, OUTDIR
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 sim=
 if [ "${1:-}" = --sim ]; then
     [ $# -ge 2 ] || { echo "pairs_design.sh: --sim needs a platform file" >&2; exit 2; }
@@ -25,12 +26,10 @@ if [ -n "$sim" ]; then
     launch=(timeout 3600 smpirun -platform "$sim" -np "$np")
 else
     bin=${MPILAB_BIN:-build/bin}
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    launch=(timeout 600 mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp
-            --mca mpi_yield_when_idle 1 -np "$np")
+    harness_mpirun launch "$np" --mca btl self,vader,tcp
+    launch=(timeout 600 "${launch[@]}")
 fi
-cat /proc/loadavg
+harness_loadavg
 "${launch[@]}" "$bin/mpilab-bench" --ops p2p --sizes "$bytes" --min-reps 30 --max-reps 30 \
     --p2p-schedule parallel --no-fit --quiet --out "$f" >/dev/null
-py=${PYTHON:-.venv/bin/python}
-"$py" -m mpilab.pairs "$f" "$bytes"
+"$PYTHON" -m mpilab.pairs "$f" "$bytes"

@@ -27,9 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MPILAB = ROOT / ".venv" / "bin" / "mpilab"
-PY = ROOT / ".venv" / "bin" / "python"
+import harness
+from harness import mpilab
 
 SPEC = """prefix = "pr"
 [cluster]
@@ -50,8 +49,7 @@ def platform(out: Path, ranks: int) -> tuple[Path, int, tuple[int, int]]:
     spec = out / "spec.toml"
     spec.write_text(SPEC.format(per=ranks // 4))
     xml = out / "platform.xml"
-    subprocess.run([str(MPILAB), "sim", "platform", "spec", str(spec), "-o", str(xml),
-                    "--lan-latency", "2us"], check=True)
+    mpilab("sim", "platform", "spec", str(spec), "-o", str(xml), "--lan-latency", "2us")
     text = xml.read_text()
     slow_node = f"pr-s2n{min(17, ranks // 4 - 1)}"
     text, n = re.subn(rf'(<link id="{slow_node}-lan" [^>]*latency=")[^"]*"', r'\g<1>1.2e-05s"',
@@ -74,17 +72,16 @@ def platform(out: Path, ranks: int) -> tuple[Path, int, tuple[int, int]]:
 def run(out: Path, xml: Path, ranks: int, design: str) -> dict[str, object]:
     res = out / f"{design}.json"
     t0 = time.monotonic()
-    p = subprocess.run([str(MPILAB), "bench", "--sim", str(xml), "--np", str(ranks), "--out",
-                        str(res), "--", "--ops", "p2p", "--sizes", "8", "--pairs", design,
-                        "--min-reps", "5", "--max-reps", "20", "--min-time", "0",
-                        "--time-budget", "0", "--no-fit"],
-                       capture_output=True, text=True, timeout=3600)
+    p = mpilab("bench", "--sim", str(xml), "--np", str(ranks), "--out", str(res), "--",
+               "--ops", "p2p", "--sizes", "8", "--pairs", design, "--min-reps", "5",
+               "--max-reps", "20", "--min-time", "0", "--time-budget", "0", "--no-fit",
+               capture=True, check=False, timeout=3600)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-2000:])
         raise SystemExit(f"pairs_sim: the {design} run failed ({p.returncode})")
-    fit = subprocess.run([str(PY), "-m", "mpilab.pairs", str(res)], capture_output=True,
-                         text=True, check=True).stdout
+    fit = subprocess.run([sys.executable, "-m", "mpilab.pairs", str(res)], capture_output=True,
+                         text=True, check=True, env=harness.env()).stdout
     doc = json.loads(res.read_text())
     d = doc["provenance"]["options"]["pairs"]
     nodes = {int(m.group(1)): float(m.group(2))

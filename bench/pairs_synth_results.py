@@ -10,9 +10,10 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import random
 import sys
+
+from harness import write_json
 
 
 def main() -> int:
@@ -44,10 +45,7 @@ def main() -> int:
             ms.append(m)
     doc["measurements"] = ms
     doc.pop("models", None)
-    tmp = sys.argv[3] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f)
-    os.replace(tmp, sys.argv[3])
+    write_json(sys.argv[3], doc, indent=None, newline=False)
     print(f"{len(ms)} measurements of {p} ranks -> {sys.argv[3]}")
     return 0
 

@@ -46,13 +46,10 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.launches import os_interval  # noqa: E402
-from mpilab.pathmig import agents  # noqa: E402
-from mpilab.testbed import faults, net  # noqa: E402
-from mpilab.tools import find_tool  # noqa: E402
+from harness import find_tool, start_mpilab
+from mpilab.launches import os_interval
+from mpilab.pathmig import agents
+from mpilab.testbed import faults, net
 
 SPEC = """\
 [cluster]
@@ -68,12 +65,6 @@ node_rate = "1Gbit"
 total_rate = "2Gbit"
 delay = "1ms"
 """
-
-
-def mpilab(*args: str, env: dict[str, str], **kw: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "mpilab.cli", *args], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **kw)  # type: ignore[call-overload]
 
 
 def digest(files: list[Path]) -> str:
@@ -290,10 +281,9 @@ def main() -> int:
     state = Path(a.work) / "state"
     state.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(state), MPILAB_TESTBED_PREFIX=a.prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
     os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(state)
     (state / "spec.toml").write_text(SPEC)
-    p = mpilab("testbed", "up", str(state / "spec.toml"), env=env)
+    p = start_mpilab("testbed", "up", str(state / "spec.toml"), environ=env)
     out, err = p.communicate()
     if p.returncode:
         sys.exit(err)
@@ -303,7 +293,7 @@ def main() -> int:
         print("interrupted: the last round is incomplete and not kept", flush=True)
         return 1
     finally:
-        p = mpilab("testbed", "down", env=env)
+        p = start_mpilab("testbed", "down", environ=env)
         p.communicate()
 
 
@@ -417,7 +407,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             # every collectives run keeps its results (per-repetition samples) in --work
             prog = [str(Path(a.work) / f"coll-{rep}-{cfg}.json") if x == "COLL_OUT" else x
                     for x in program]
-            proc = mpilab(*args, "--", *prog, env=run_env)
+            proc = start_mpilab(*args, "--", *prog, environ=run_env)
             fault: dict[str, object] = {}
             if cfg.endswith("+fault"):
                 delay = rng.uniform(0.1, 0.6) * ref_s

@@ -23,16 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.pathmig import pingpong as ppm  # noqa: E402
-from mpilab.pathmig.pingpong import Step  # noqa: E402
-from mpilab.testbed import faults, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-from pathmig_pause import testbed  # noqa: E402
+from harness import testbed_up_in
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.pathmig.pingpong import Step
+from mpilab.testbed import faults, net
+from mpilab.testbed.spec import Spec
 
 
 def wait_states(sp: Spec, node: str, state: str, n: int, limit: float = 300) -> None:
@@ -135,7 +131,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     work = Path(a.work)
-    sp = testbed(a.prefix, work)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     runs = []
     try:
         t_start = time.monotonic()

@@ -17,16 +17,12 @@ import sys
 import threading
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.pathmig import agents, congestion, inject  # noqa: E402
-from mpilab.pathmig import pingpong as ppm  # noqa: E402
-from mpilab.pathmig.pingpong import Step  # noqa: E402
-from mpilab.testbed import faults, net  # noqa: E402
-from pathmig_pause import testbed  # noqa: E402
+from harness import testbed_up_in
+from mpilab.fsutil import atomic_write_text
+from mpilab.pathmig import agents, congestion, inject
+from mpilab.pathmig import pingpong as ppm
+from mpilab.pathmig.pingpong import Step
+from mpilab.testbed import faults, net
 
 
 def around_max(max_at: object, applied: list[dict[str, object]],
@@ -79,7 +75,7 @@ def main() -> int:
     except ValueError:
         sys.exit(f"--seeds {a.seeds}: expected comma-separated integers")
     work = Path(a.work)
-    sp = testbed(a.prefix, work)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     congestion.apply(sp, sp.node_names(), congestion.MPTCP_DEFAULT)  # as --pathmig runs
     congestion.send_buffers(sp, sp.node_names(), True)
     runs = []

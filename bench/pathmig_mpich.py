@@ -28,16 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.testbed import faults, launch, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-from mpilab.tools import mpi_env  # noqa: E402
-from pathmig_pause import testbed  # noqa: E402
+from harness import testbed_up_in
+from mpilab.fsutil import atomic_write_text
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.testbed import faults, launch, net
+from mpilab.testbed.spec import Spec
+from mpilab.tools import mpi_env
 
 PROGRAM = r"""
 #include <mpi.h>
@@ -188,7 +185,7 @@ def main() -> int:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     exe = build(work)
-    sp = testbed(a.prefix, work)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     runs = []
     try:
         for rep in range(a.reps):

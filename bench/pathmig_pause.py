@@ -17,35 +17,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.pathmig import agents, congestion  # noqa: E402
-from mpilab.pathmig import pingpong as ppm  # noqa: E402
-from mpilab.pathmig.pingpong import Step  # noqa: E402
-from mpilab.testbed import faults, launch, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-
-SPEC = ppm.SPEC_2X1
-
-
-def testbed(prefix: str, work: Path) -> Spec:
-    state = work / "state"
-    state.mkdir(parents=True, exist_ok=True)
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(state)
-    (state / "spec.toml").write_text(SPEC)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "up", "--prefix", prefix,
-                        str(state / "spec.toml")], env=env, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(p.stderr)
-    return net.current_spec(prefix)
-
+from harness import testbed_up_in
+from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import pingpong as ppm
+from mpilab.pathmig.pingpong import Step
+from mpilab.testbed import faults, launch, net
+from mpilab.testbed.spec import Spec
 
 # no-fault configurations: (name, congestion control, ping-pong over TCP, MPTCP set-up)
 OVERHEAD = ("tcp-bbr", "tcp", "raw1-bbr", "raw1", "agent-bbr", "agent")
@@ -160,7 +141,7 @@ def main() -> int:
         sys.exit("--idle: more than 1 s (the fault comes 1 s into the idle time)")
     AGENT_ARGS[:] = a.agent_args.split()
     work = Path(a.work)
-    sp = testbed(a.prefix, work)
+    sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     sizes = [int(x) for x in a.sizes.split(",")]
     osizes = [int(x) for x in a.overhead_sizes.split(",")]
     ocfgs = a.overhead_configs.split(",")

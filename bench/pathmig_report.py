@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from harness import save_figure
 
 # configurations of pathmig_pause.py, in the order shown
 LABELS = {"tcp-bbr": "TCP (BBR)", "tcp": "TCP (cubic)", "raw1-bbr": "MPTCP 1 subflow (BBR)",
@@ -152,9 +153,7 @@ def apps_table(doc: dict[str, Any]) -> str:
 # ---- figures ----
 
 def _save(fig: Any, path: Path) -> None:
-    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
 def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | None,

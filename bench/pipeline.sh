@@ -5,15 +5,16 @@
 # DEPTH (maximum over ranks). Both in one script run, same sizes, fixed repetition count.
 #   bench/pipeline.sh [NP] [DEPTH]   env: MPILAB_BIN, OUTDIR
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 np=${1:-4}
 depth=${2:-10}
 bin=${MPILAB_BIN:-build/bin}
 out=${OUTDIR:-bench/out}
 mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+harness_mpirun launch "$np" --mca btl self,vader,tcp
 for iso in barrier none; do
-    mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np "$np" \
+    "${launch[@]}" \
         "$bin/mpilab-bench" --ops scatter:native,gather:native,scatter:linear,gather:linear --sizes 1:256K:x4 \
         --timing max --min-reps 20 --max-reps 20 --isolation "$iso" --pipeline-depth "$depth" --quiet \
         --out "$out/pipeline.$iso.results.json" >/dev/null

@@ -21,89 +21,24 @@ Timed: run it in a `quiet` slot.
 from __future__ import annotations
 
 import argparse
-import base64
-import json
-import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-WIDTH, HEIGHT = 1400, 1000
-BOUND_S = 600
+from harness import REPO, mpilab, write_json
+from report_browser import BOUND_S, HEIGHT, WIDTH, baseline_tree, one_run
 
 
 def _report(python_dir: Path, results: Path, out: Path) -> float:
-    env = dict(os.environ, PYTHONPATH=str(python_dir))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "report", str(results), "-o",
-                        str(out)], env=env, capture_output=True, text=True, timeout=BOUND_S)
+    p = mpilab("report", str(results), "-o", str(out), package=python_dir, capture=True,
+               check=False, timeout=BOUND_S)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"report_render: mpilab report failed: {p.stderr.strip()}")
     return dt
-
-
-def _baseline_tree(rev: str, dest: Path) -> Path:
-    """python/ of git revision rev, extracted under dest."""
-    tar = dest / "base.tar"
-    with open(tar, "wb") as f:
-        subprocess.run(["git", "-C", str(REPO), "archive", rev, "python"], stdout=f, check=True)
-    with tarfile.open(tar) as t:
-        t.extractall(dest / "base", filter="data")
-    return dest / "base" / "python"
-
-
-def _driver():  # type: ignore[no-untyped-def]
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--window-size={WIDTH},{HEIGHT}", "--hide-scrollbars", "--no-first-run",
-              "--disable-background-networking"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"),
-                         options=opts)
-    d.set_page_load_timeout(BOUND_S)
-    d.set_script_timeout(BOUND_S)
-    return d
-
-
-DONE_JS = """return document.readyState === 'complete' &&
-  Array.from(document.querySelectorAll('.mpilab-fig:not(.mpilab-static)'))
-    .every(e => e.hasAttribute('data-rendered'))
-  ? performance.now() : null;"""
-
-
-def _one_run(page: Path) -> dict[str, float]:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    d = _driver()
-    try:
-        t0 = time.perf_counter()
-        d.get(page.resolve().as_uri())
-        drawn_ms = WebDriverWait(d, BOUND_S, poll_frequency=0.02).until(
-            lambda d: d.execute_script(DONE_JS))
-        wall = time.perf_counter() - t0
-        bad = d.execute_script("return document.querySelectorAll("
-                               "'.mpilab-fig[data-rendered=\"error\"]').length;")
-        height = d.execute_script("return document.documentElement.scrollHeight;")
-        t1 = time.perf_counter()
-        shot = d.execute_cdp_cmd("Page.captureScreenshot",
-                                 {"format": "png", "captureBeyondViewport": True})
-        full = time.perf_counter() - t1
-        return {"drawn_s": drawn_ms / 1000.0, "wall_s": wall, "full_page_s": full,
-                "height_px": float(height), "failed_figures": float(bad),
-                "shot_bytes": float(len(base64.b64decode(shot["data"])))}
-    finally:
-        d.quit()
 
 
 def _summary(name: str, page: Path, gen_s: float, runs: list[dict[str, float]]) -> dict:
@@ -138,11 +73,11 @@ def main() -> int:
         t = Path(tmp)
         trees = [("this tree", REPO / "python")]
         if a.baseline:
-            trees.append((f"baseline {a.baseline}", _baseline_tree(a.baseline, t)))
+            trees.append((f"baseline {a.baseline}", baseline_tree(a.baseline, t)))
         for k, (name, tree) in enumerate(trees):
             page = t / f"report{k}.html"
             gen = _report(tree, a.results, page)
-            runs = [_one_run(page) for _ in range(a.runs if k == 0 else a.baseline_runs)]
+            runs = [one_run(page) for _ in range(a.runs if k == 0 else a.baseline_runs)]
             r = _summary(name, page, gen, runs)
             rows.append(r)
             d, f, h = r["drawn_s"], r["full_page_s"], r["height_px"]
@@ -151,7 +86,7 @@ def main() -> int:
                   f"loaded+drawn {d[0]:.2f} s ({d[1]:.2f}..{d[2]:.2f}); full-page paint "
                   f"{f[0]:.2f} s ({f[1]:.2f}..{f[2]:.2f}); {h[0]:.0f} px tall", flush=True)
     if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
+        write_json(a.json, rows, newline=False)
     return 0
 
 

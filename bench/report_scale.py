@@ -25,7 +25,6 @@ Timed: run it in a bench slot (/work/shared/tools/mlock bench).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -35,12 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import report_render  # noqa: E402  (bench/: the browser harness)
-import report_scale_synth as synth  # noqa: E402
+import harness
+from harness import REPO, mpilab_cmd
+from report_browser import baseline_tree, one_run
 
 SIZES = [0, 4096, 65536]
 BOUND_S = 900
@@ -51,12 +47,21 @@ def ranks_for(n: int) -> int:
     return math.ceil((1 + math.sqrt(1 + 8 * n / k)) / 2)
 
 
+def synth(res: Path, p: int) -> int:
+    """bench/report_scale_synth.py's all-pairs document of p ranks at SIZES (a slow node
+    and a slow pair); returns its number of measurements."""
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "report_scale_synth.py"),
+                          str(res), "--ranks", str(p), "--sizes", ",".join(map(str, SIZES)),
+                          "--reps", "5", "--slow-node", str(p // 3), "--slow-pair",
+                          f"1-{p - 2}"], check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
 def run_report(python_dir: Path, results: Path, out: Path,
                extra: list[str] | None = None) -> dict[str, object]:
-    env = dict(os.environ, PYTHONPATH=str(python_dir))
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "mpilab.cli", "report", str(results), "-o",
-                          str(out), *(extra or [])], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen(mpilab_cmd("report", str(results), "-o", str(out), *(extra or [])),
+                         env=harness.env(package=python_dir), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     deadline = t0 + BOUND_S
     while True:
@@ -78,7 +83,7 @@ def run_report(python_dir: Path, results: Path, out: Path,
 
 
 def browser(page: Path, runs: int) -> dict[str, float]:
-    rs = [report_render._one_run(page) for _ in range(runs)]
+    rs = [one_run(page) for _ in range(runs)]
     d = [r["drawn_s"] for r in rs]
     return {"drawn_median_s": statistics.median(d), "drawn_min_s": min(d),
             "drawn_max_s": max(d), "failed_figures": max(r["failed_figures"] for r in rs)}
@@ -101,12 +106,12 @@ def main() -> int:
         trees = [("this tree", REPO / "python")]
         if a.baseline:
             trees.append((f"baseline {a.baseline}",
-                          report_render._baseline_tree(a.baseline, Path(tmp))))
+                          baseline_tree(a.baseline, Path(tmp))))
         per_meas = None
         for n in counts:
             p = ranks_for(n)
             res = work / f"r{n}.json"
-            m = synth.write(res, p, SIZES, 5, slow_node=p // 3, slow_pair=(1, p - 2))
+            m = synth(res, p)
             per_meas = res.stat().st_size / m
             print(f"N={n}: {m} measurements, {p} ranks x {len(SIZES)} sizes, "
                   f"{res.stat().st_size / 1e6:.1f} MB of JSON", flush=True)
@@ -136,7 +141,7 @@ def main() -> int:
         rows.append(r)
         big.unlink()
     if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
+        harness.write_json(a.json, rows, newline=False)
     return 0
 
 

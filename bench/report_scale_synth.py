@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import REPO
+
 TEMPLATE = REPO / "tests" / "data" / "survey-quick-np3.json"
 RATE = 5e9          # bytes per second of every link
 NODE_S = 1e-6       # a node's share of the one-way time at 0 bytes

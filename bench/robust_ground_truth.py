@@ -15,12 +15,12 @@ truth in >= 90% of runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
+from harness import write_json
 from mpilab.commands import selftest
 
 
@@ -63,7 +63,7 @@ def main() -> int:
                   + " ".join(f"{t * 1e3:.4f} ms" for t in r["truths"])
                   + "; errors: " + " ".join(f"{e * 100:+.2f}%" for e in r["errors"]))
     if a.json:
-        Path(a.json).write_text(json.dumps({**res, "rows": rows}, indent=1) + "\n")
+        write_json(a.json, {**res, "rows": rows})
     return 0
 
 

@@ -20,12 +20,14 @@ wall time.
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 FLATS = [("10Gbit", 10e9, "5us", 5e-6), ("1Gbit", 1e9, "25us", 25e-6),
          ("100Mbit", 100e6, "1ms", 1e-3)]
@@ -45,12 +47,7 @@ HOCKNEY_SIZES = "0,1K,4K,16K,64K,256K,1M"
 LOGGP_SIZES = "0,1K,2K,4K,8K,16K,32K"
 
 
-def mpilab(*args: str) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                       text=True, timeout=1800, check=False)
-    if p.returncode != 0:
-        raise SystemExit(f"mpilab {' '.join(args[:3])}: {p.stderr.strip()}")
-    return p
+mpilab = functools.partial(harness.mpilab, capture=True, timeout=1800)
 
 
 def fit(plat: Path, out: Path, model: str, sizes: str) -> dict:

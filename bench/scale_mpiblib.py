@@ -24,24 +24,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from harness import REPO, loadavg, mpilab
 from mpilab.pair_matrix import expand_all
 
-REPO = Path(__file__).resolve().parents[1]
 PAPER = {"scatter": {"global": 28.7, "max": 0.8, "root": 0.8},
          "gather": {"global": 44.7, "max": 15.6, "root": 15.7}}
 
 
 def run(platform: str, out: Path, args: list[str]) -> tuple[dict, float]:
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "bench", "--sim", platform,
-                        "--out", str(out), "--", *args, "--quiet", "--no-fit"],
-                       capture_output=True, text=True, timeout=3600, check=False)
+    p = mpilab("bench", "--sim", platform, "--out", str(out), "--", *args, "--quiet",
+               "--no-fit", capture=True, check=False, timeout=3600)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(f"mpilab bench --sim failed ({p.returncode}): "
@@ -54,8 +52,7 @@ def main() -> int:
     ap.add_argument("--platform", default=str(REPO / "examples/platforms/mpiblib16.xml"))
     ap.add_argument("--sizes", default="0:100K:1K")
     a = ap.parse_args()
-    with open("/proc/loadavg") as f:
-        print(f"load at start: {f.read().strip()}")
+    print(f"load at start: {loadavg()}")
     with tempfile.TemporaryDirectory(prefix="mpiblib-") as tmp:
         docs = {}
         for t in ("global", "max", "root"):

@@ -27,12 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import loadavg, mpilab
+
 LATENCIES = ("5ms", "20ms")
 SIZES = "64K,256K,1M,4M,8M"
 LANES_BYTES = 4 << 20
@@ -52,19 +52,13 @@ delay = "{L}"
 """
 
 
-def mpilab(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
-
-
 def platforms(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for L in LATENCIES:
         spec = out / f"ml32-{L}.toml"
         spec.write_text(SPEC.format(L=L))
-        p = mpilab("sim", "platform", "spec", str(spec), "-o", str(out / f"ml32-{L}.xml"))
-        if p.returncode != 0:
-            raise SystemExit(p.stderr.strip())
+        p = mpilab("sim", "platform", "spec", str(spec), "-o", str(out / f"ml32-{L}.xml"),
+                   capture=True, timeout=3600)
         print(p.stderr.strip())
 
 
@@ -72,12 +66,11 @@ def run_part(out: Path, name: str, L: str, args: list[str]) -> None:
     plat = out / f"ml32-{L}.xml"
     if not plat.is_file():
         platforms(out)
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[0]
+    load = loadavg().split()[0]
     doc = out / f"{name}-{L}.json"
     t0 = time.monotonic()
     p = mpilab("multilane", "run", "--sim", str(plat), "--reps", "1", "--model-reps", "1",
-               *args, "-o", str(doc))
+               *args, "-o", str(doc), capture=True, check=False, timeout=3600)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(f"{name} {L}: {p.stderr.strip()}")

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import loadavg, mpilab
 
 SIZES = "8,64,512,4K,32K,256K,1M"
 SIZES_A2A = "8,64,512,4K,32K,64K"
@@ -65,18 +66,13 @@ def main() -> int:
     ap.add_argument("--selectors", default="default",
                     help="SMPI collective selectors, comma-separated (default, mpich, ompi)")
     selectors = tuple(ap.parse_args().selectors.split(","))
-    with open("/proc/loadavg") as f:
-        print(f"load at start: {f.read().strip()}")
+    print(f"load at start: {loadavg()}")
     with tempfile.TemporaryDirectory(prefix="xd1-") as tmp:
         d = Path(tmp)
         plat = d / "xd1.xml"
-        p = subprocess.run([sys.executable, "-m", "mpilab.cli", "sim", "platform", "flat",
-                            "--nodes", "32", "--cores", "2", "--bw", "7.6Gbit", "--lat",
-                            "0.65us", "--loopback-bw", "20Gbit", "--loopback-lat", "0.3us",
-                            "-o", str(plat)], capture_output=True, text=True,
-                           check=False)
-        if p.returncode != 0:
-            raise SystemExit(p.stderr.strip())
+        mpilab("sim", "platform", "flat", "--nodes", "32", "--cores", "2", "--bw", "7.6Gbit",
+               "--lat", "0.65us", "--loopback-bw", "20Gbit", "--loopback-lat", "0.3us",
+               "-o", str(plat), capture=True)
         res: dict[tuple[str, int], dict[tuple[str, int], float]] = {}
         for sel in selectors:
             for ppn in (1, 2):

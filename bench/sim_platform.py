@@ -20,11 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.sim import platform as plat  # noqa: E402
-from mpilab.testbed import spec as tbspec  # noqa: E402
+from harness import REPO, loadavg
+from mpilab.sim import platform as plat
+from mpilab.testbed import spec as tbspec
 
 BIG_SPEC = """\
 [cluster]
@@ -69,8 +67,7 @@ def main() -> int:
         if shutil.which(tool) is None:
             sys.exit(f"sim_platform: {tool} not found (apt install libsimgrid-dev)")
     ranks = [int(x) for x in args.ranks.split(",")]
-    with open("/proc/loadavg") as f:
-        print(f"load average at start: {f.read().split()[:3]}")
+    print(f"load average at start: {loadavg().split()}")
     with tempfile.TemporaryDirectory(prefix="mpilab-sim-bench-") as d:
         tmp = Path(d)
         subprocess.run(["smpicc", "-O1", "-o", str(tmp / "pp"),

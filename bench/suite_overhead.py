@@ -17,9 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mpilab.fsutil import atomic_write_text
+from harness import find_tool, mpi_env, mpirun, write_json
 from mpilab.suite.transports import TRANSPORTS
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix
 
 
 def main() -> int:
@@ -35,7 +34,7 @@ def main() -> int:
     for tn in a.transports.split(","):
         t = TRANSPORTS[tn]
         for size in a.sizes.split(","):
-            cmd = mpirun_prefix(2, t.mca_args()) + [tool, size, str(a.rounds), str(a.iters)]
+            cmd = mpirun(2, t.mca_args()) + [tool, size, str(a.rounds), str(a.iters)]
             p = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, check=False)
             if p.returncode != 0:
                 sys.stderr.write(f"suite_overhead: {tn} {size}: {p.stderr.strip()[-200:]}\n")
@@ -52,7 +51,7 @@ def main() -> int:
                   f"  ratio {ratio:.3f} [{lo:.3f}, {hi:.3f}]  {ok}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps({"bench": "suite_overhead", "rows": rows}, indent=1) + "\n")
+    write_json(out, {"bench": "suite_overhead", "rows": rows})
     return 0
 
 

@@ -6,10 +6,10 @@
 #
 #   /work/bin/busy bench/suite_under_hogs.sh [LOGDIR]     (on the shared machine: busy)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 logdir=${1:-/tmp/suite-under-hogs.$$}
 mkdir -p "$logdir"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 yes >/dev/null & h1=$!
 yes >/dev/null & h2=$!
 trap 'kill $h1 $h2 2>/dev/null' EXIT
@@ -23,11 +23,11 @@ part() {  # part NAME CMD...: run, log, one line
     printf '%-10s rc=%d %5d s  %s\n' "$name" $rc $((SECONDS - t0)) "$(grep -E "passed|failed" "$logdir/$name.log" | tail -1)"
 }
 t0=$SECONDS
-echo "pass start $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg); logs in $logdir"
+echo "pass start $(date -u +%T) load $(harness_loadavg); logs in $logdir"
 part ctest ctest --test-dir build -j2 --output-on-failure
 part ctest-asan env ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j2 --output-on-failure
-part pytest env PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider \
+part pytest "$PYTHON" -m pytest -q -p no:cacheprovider \
     --durations=25 tests/python
 echo "pass end $(date -u +%T): $([ $fail -eq 0 ] && echo PASS || echo FAIL) in $((SECONDS - t0)) s"
 exit $fail

@@ -10,12 +10,11 @@ counts frames) with the configured rate, and as goodput with iperf3. Needs root.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
-from mpilab.fsutil import atomic_write_text
+from harness import write_json
 from mpilab.suite import runner
 from mpilab.suite.transports import TRANSPORTS
 from mpilab.testbed import check
@@ -59,10 +58,9 @@ def main() -> int:
               f"vs iperf3 {r['vs_iperf3']:+.1%}  {'ok' if inside else 'OUTSIDE 5%'}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps({"bench": "suite_validate_bw", "configured_bps": configured,
-                                       "iperf3_goodput_bps": good_iperf,
-                                       "iperf3_wire_bps": wire_iperf, "rows": rows},
-                                      indent=1) + "\n")
+    write_json(out, {"bench": "suite_validate_bw", "configured_bps": configured,
+                     "iperf3_goodput_bps": good_iperf, "iperf3_wire_bps": wire_iperf,
+                     "rows": rows})
     return 0 if ok else 1
 
 

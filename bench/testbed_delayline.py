@@ -13,12 +13,11 @@ Needs root. Writes JSON (--out) and prints a table. Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
-from mpilab.fsutil import atomic_write_text
+from harness import write_json
 from mpilab.testbed import check, net, spec
 
 
@@ -82,8 +81,8 @@ def main() -> int:
               f"{float(r['late_max_s']) * 1e6:11.1f} {int(r['late_over_1ms']):5d} "
               f"{int(r['packets']):8d} {float(r['cpu_core_fraction']) * 100:9.1f} "
               f"{int(r['dropped']):5d}")
-    atomic_write_text(a.out, json.dumps({"bench": "testbed_delayline", "delay_s": 0.005,
-                                         "seconds": a.time, "rows": rows}, indent=1) + "\n")
+    write_json(a.out, {"bench": "testbed_delayline", "delay_s": 0.005, "seconds": a.time,
+                       "rows": rows})
     return 0
 
 

@@ -32,12 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.testbed import faults, jobctl, net  # noqa: E402
-from mpilab.testbed.spec import Spec  # noqa: E402
-from mpilab.tools import find_tool  # noqa: E402
+import harness
+from harness import REPO, find_tool, mpilab_cmd
+from mpilab.testbed import faults, jobctl, net
+from mpilab.testbed.spec import Spec
 
 
 def left_behind(prefix: str, nodes: list[str], ns_of: dict[str, str]) -> list[int]:
@@ -71,11 +69,10 @@ def one_job(k: int, rng: random.Random, a: argparse.Namespace, sp: Spec,
     after = rng.randint(1, 4)
     watch = k % 5 != 4  # every fifth job: no fault watch, the time limit must end it
     timeout = a.timeout if watch else a.timeout_only
-    args = [sys.executable, "-m", "mpilab.cli", "testbed", "run", "--prefix", sp.prefix,
-            "--hosts", f"{a_host},{b_host}", "--timeout", str(timeout),
-            "--fault-grace", str(a.grace) if watch else "none", "--",
-            find_tool("mpilab-tb-pingpong"), "--count", "1000000000", "--bytes", "20000",
-            "--progress", "20"]
+    args = mpilab_cmd("testbed", "run", "--prefix", sp.prefix, "--hosts", f"{a_host},{b_host}",
+                      "--timeout", str(timeout), "--fault-grace",
+                      str(a.grace) if watch else "none", "--", find_tool("mpilab-tb-pingpong"),
+                      "--count", "1000000000", "--bytes", "20000", "--progress", "20")
     tracefile = Path(a.trace_dir) / f"job{k}.trace"
     tracefile.unlink(missing_ok=True)
     t0 = time.monotonic()
@@ -153,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     sp = net.current_spec(a.testbed)
     if sp.sites < 2:
         ap.error("the testbed needs at least 2 sites")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = harness.env()
     rng = random.Random(a.seed)
     good = 0
     t0 = time.monotonic()

@@ -30,9 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from mpilab.fsutil import atomic_write_text
+from harness import loadavg, write_json
 from mpilab.testbed import capture, net, spec
 from mpilab.units import parse_duration
 
@@ -132,7 +131,7 @@ def main() -> int:
     import os
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces)")
-    load = Path("/proc/loadavg").read_text().strip()
+    load = loadavg()
     print(f"load at start: {load}", flush=True)
     print(f"{'delay':>6} {'run':>3} {'total':>7} {'in':>6} {'hold':>7} {'out':>6} "
           f"{'worst':>7} {'ICMP':>7} {'line p50':>8}   (errors and segments in us; total, "
@@ -158,8 +157,7 @@ def main() -> int:
             ok = sum(1 for x in xs if abs(x) <= 10)
             print(f"{delay:>6} {name:>6} {ok:>2}/{len(xs)} {statistics.median(xs):8.1f} "
                   f"{max(xs, key=abs):8.1f}")
-    atomic_write_text(a.out, json.dumps({"bench": "testbed_lone_capture", "load": load,
-                                         "rows": rows}, indent=1) + "\n")
+    write_json(a.out, {"bench": "testbed_lone_capture", "load": load, "rows": rows})
     return 0
 
 

@@ -10,15 +10,11 @@ L 5 ms). Needs root. Example:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
-from mpilab.fsutil import atomic_write_text
+from harness import REPO, write_json
 from mpilab.testbed import check, net, spec
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
@@ -38,9 +34,8 @@ def main() -> int:
     finally:
         net.down(sp.prefix)
     print(check.format_rows(rows))
-    atomic_write_text(a.out, json.dumps({"bench": "testbed_rates", "spec": sp.to_dict(),
-                                         "rows": [dict(asdict(r), rel_err=r.rel_err)
-                                                  for r in rows]}, indent=1) + "\n")
+    write_json(a.out, {"bench": "testbed_rates", "spec": sp.to_dict(),
+                       "rows": [dict(asdict(r), rel_err=r.rel_err) for r in rows]})
     return 0
 
 

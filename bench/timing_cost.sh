@@ -6,13 +6,14 @@
 # synchronisation done before each of its measurements, as in the paper.
 #   bench/timing_cost.sh [NP]      env: MPILAB_BIN, OUTDIR (default bench/out)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/harness.sh"
+cd "$REPO"
 np=${1:-4}
 bin=${MPILAB_BIN:-build/bin}
 out=${OUTDIR:-bench/out}
 mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun -q --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 -np "$np" \
+harness_mpirun launch "$np" --mca btl self,vader,tcp
+"${launch[@]}" \
     "$bin/mpilab-bench" --ops scatter:native,gather:native --sizes 0:100K:1K --timing global,max,root \
     --min-reps 1 --max-reps 1 --allow-single-rep --warmup 0 --quiet --out "$out/timing_cost.results.json" >/dev/null
 python3 - "$out/timing_cost.results.json" "$out/timing_cost.json" "$np" <<'PY'

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from mpilab.errors import MpilabError  # noqa: E402
-from mpilab.fsutil import atomic_write_bytes, read_regular  # noqa: E402
+import harness  # noqa: F401  (python/ on the import path)
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_bytes, read_regular
 
 Series = dict[str, dict[int, list[tuple[float, float]]]]
 

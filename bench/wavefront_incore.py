@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-import subprocess  # noqa: E402
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.tools import find_tool  # noqa: E402
+from harness import find_tool, write_json
 
 
 def bounds(tool: str, threads: int, rows: int, cols: int) -> dict[str, float]:
@@ -87,7 +82,7 @@ def main() -> int:
     res["ratios"] = {"sequential_over_bound": b1["kernel_updates_per_s"] / bound1,
                      **{f"engine_{k}_over_bound": v / (bound1 if k.endswith("_P1") else boundp)
                         for k, v in engine.items()}}
-    atomic_write_text(a.out, json.dumps(res, indent=1) + "\n")
+    write_json(a.out, res)
     print(f"results: {a.out}")
     return 0
 

@@ -45,11 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.tools import find_tool  # noqa: E402
+from harness import find_tool, write_json
 
 CG_ROOT = Path("/sys/fs/cgroup/memory")
 
@@ -445,7 +441,7 @@ def main() -> int:
             if f.is_file() and f.name != "wavefront_ooc.json":
                 f.unlink()
     out = Path(a.out) if a.out else d / "wavefront_ooc.json"
-    atomic_write_text(out, json.dumps(res, indent=1) + "\n")
+    write_json(out, res)
     print(f"results: {out}")
     return 0
 

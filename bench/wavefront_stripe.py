@@ -28,15 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "bench"))
-
-from mpilab.disk import dev  # noqa: E402
-from mpilab.disk import spec as specmod  # noqa: E402
-from mpilab.fsutil import atomic_write_text  # noqa: E402
-from mpilab.tools import find_tool, mpi_env, mpirun_prefix  # noqa: E402
-from wavefront_disk import Counters, bounds, drop_pages, summary  # noqa: E402
+from harness import find_tool, mpi_env, mpirun
+from mpilab.disk import dev
+from mpilab.disk import spec as specmod
+from mpilab.fsutil import atomic_write_text
+from wf_disklib import Counters, bounds, drop_pages, summary
 
 
 class Timeline:
@@ -161,7 +157,7 @@ def main() -> int:
                     files += [real, (out / f"{tag}c.{i}").resolve()]
                 drop_pages(files)
                 jf = out / "run.json"
-                cmd = mpirun_prefix(a.ranks) + [
+                cmd = mpirun(a.ranks) + [
                     tool, "run", "--mpi", "--data", str(out / f"{tag}d"), "--coef",
                     str(out / f"{tag}c"), "--iterations", str(a.iterations), "--waves", str(w),
                     "--io", "direct", "--quiet", "--json", str(jf)]

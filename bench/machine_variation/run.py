@@ -15,14 +15,15 @@ Example, in an exclusive slot:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from mpilab.tools import mpi_env
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the harness
+import harness  # noqa: E402
+from harness import mpi_env, mpilab_cmd, mpirun  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -77,20 +78,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="machvar-") as t:
         tmp = Path(t)
         cl, pp = build(tmp)
-        mpirun = ["mpirun", "-np", "2", "--bind-to", "core"]
+        # pinned, no yielding: as this script measured before the launcher was shared
+        launch = mpirun(2, ["--bind-to", "core", "--mca", "mpi_yield_when_idle", "0"])
         for _ in range(a.launches):  # interleaved, so a slow phase of the machine hits all
             cases.setdefault("core-to-core round trip (ns)", []).append(run([str(cl)], "corelat"))
             for size, label in ((1024, "1 KiB"), (1 << 20, "1 MiB")):
                 cases.setdefault(f"shm {label} (us)", []).append(
-                    run([*mpirun, str(pp), str(size)], "minpp"))
+                    run([*launch, str(pp), str(size)], "minpp"))
                 cases.setdefault(f"TCP loopback {label} (us)", []).append(
-                    run([*mpirun, "--mca", "btl", "tcp,self", str(pp), str(size)], "minpp"))
+                    run([*launch, "--mca", "btl", "tcp,self", str(pp), str(size)], "minpp"))
         if a.testbed:
             from mpilab.commands import selftest
 
             spec = tmp / "wan.toml"
             spec.write_text(selftest._spec(a.prefix, a.delay, a.rate))
-            cli = [sys.executable, "-m", "mpilab.cli"]
+            cli = mpilab_cmd()
             up = subprocess.run([*cli, "testbed", "up", str(spec)], capture_output=True,
                                 text=True)
             if up.returncode != 0:
@@ -111,7 +113,7 @@ def main() -> int:
         print(f"{name:34} {min(med):10.3f}..{max(med):<10.3f} {spread(med):7.1f}% "
               f"{min(mn):10.3f}..{max(mn):<10.3f} {spread(mn):7.1f}%")
     if a.json:
-        Path(a.json).write_text(json.dumps(cases, indent=1))
+        harness.write_json(a.json, cases, newline=False)
     return 0
 
 

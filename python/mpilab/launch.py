@@ -194,6 +194,13 @@ def find_executable(name: str) -> str:
     raise MpilabError(f"--launcher {name}: {hint} not found")
 
 
+def mpirun_command(np: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The command prefix that starts np local ranks with Open MPI's mpirun, as every mpilab
+    command starts them (Launcher.command), then extra: for tests and bench/ scripts that run
+    a C program under mpirun directly."""
+    return Launcher("mpirun", find_executable("mpirun"), "openmpi", list(extra)).command(np)
+
+
 def canonical(name: str) -> str:
     """Canonical launcher name; one-line error for an unknown one."""
     c = ALIASES.get(name)

@@ -187,6 +187,7 @@ class Prediction:
     predicted: float
     measured: float | None
     timing: str | None = None  # the timing method of the measured value, if given
+    statistic: str = "median"  # which statistic of the measurement "measured" is
 
     @property
     def rel_error(self) -> float | None:
@@ -565,7 +566,8 @@ def _prediction(p: dict[str, Any]) -> Prediction:
     return Prediction(op=p["op"], impl=p["impl"], bytes=int(p["bytes"]),
                       predicted=float(p["predicted"]),
                       measured=None if p.get("measured") is None else float(p["measured"]),
-                      timing=p.get("timing"))
+                      timing=p.get("timing"),
+                      statistic=str(p.get("measured_statistic") or "median"))
 
 
 def _models(w: _Where, models: dict[str, Any] | None,

@@ -58,10 +58,3 @@ def mpi_env() -> dict[str, str]:
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     return env
 
-
-def mpirun_prefix(np: int, extra: list[str] | None = None) -> list[str]:
-    """Open MPI's mpirun command prefix for np local ranks (mpilab.launch's flags)."""
-    from mpilab import launch
-
-    return launch.Launcher("mpirun", launch.find_executable("mpirun"), "openmpi",
-                           list(extra or [])).command(np)

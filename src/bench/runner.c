@@ -39,7 +39,7 @@ typedef struct run {
     size_t nrows, done, total;
     json_t *meas, *skipped;
     json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
-    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint */
+    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
     int exit_code, sync_used, suite_used;
     size_t nsyncs, fit_sizes;
     double worst_residual;
@@ -77,9 +77,11 @@ static void checkpoint(run_t *w, int force)
     if (w->rank != 0 || !w->c->out || !w->prov || strcmp(w->c->out, "-") == 0)
         return;
     double now = MPI_Wtime();
-    /* at most once a second, and at most a tenth of the time spent writing (a large file) */
+    /* at most once a second, and at most a tenth of the time spent writing (a large file);
+     * the first one a second after the start (last_save starts there): each write with its
+     * fsync cost a sub-second run 5-20 ms, and such a run, killed, loses under a second */
     double gap = 10.0 * w->save_cost > 1.0 ? 10.0 * w->save_cost : 1.0;
-    if (!force && json_array_size(w->meas) > 1 && now - w->last_save < gap)
+    if (!force && now - w->last_save < gap)
         return;
     json_t *doc = mpilab_results_new(json_incref(w->prov), json_incref(w->meas));
     json_object_set_new(doc, "partial", json_true());
@@ -608,7 +610,7 @@ static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen)
 {
-    run_t w = {.c = c};
+    run_t w = {.c = c, .last_save = MPI_Wtime()};
     *doc = NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);

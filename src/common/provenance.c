@@ -65,7 +65,7 @@ static int allowed_cpus(char *out, size_t len)
 /* MCA parameters that select or tune the transport, as Open MPI passes them to the ranks. */
 static json_t *mca_json(void)
 {
-    static const char *keep[] = {"btl", "pml", "mtl", "osc", "coll", "mpi_yield_when_idle", NULL};
+    static const char *const keep[] = {"btl", "pml", "mtl", "osc", "coll", "mpi_yield_when_idle", NULL};
     json_t *o = json_object();
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "OMPI_MCA_", 9) != 0)

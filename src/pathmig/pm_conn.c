@@ -133,7 +133,7 @@ static void batch_run(agent_t *ag, batch_t *b, double now)
         mpilab_pm_conn *c = &ag->conn[b->conn[i]];
         char tok[16];
         snprintf(tok, sizeof(tok), "%08" PRIx32, c->token);
-        static const char *names[] = {"create", "set_backup", "destroy"};
+        static const char *const names[] = {"create", "set_backup", "destroy"};
         json_t *sub = pma_sub_json(ag, &b->sub[i]);
         json_t *o = json_pack("{s:s,s:s,s:o,s:b}", "token", tok, "action", names[m->kind],
                               "subflow", sub, "ok", m->rc == 0);

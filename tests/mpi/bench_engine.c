@@ -182,6 +182,7 @@ int main(int argc, char **argv)
     o.isolation = MPILAB_ISO_BARRIER;
     o.root = 0;
     o.prec.min_reps = o.prec.max_reps = 3;
+    o.prec.max_time = 0.0; /* exactly 3: no time budget on a loaded machine */
     if (mpilab_bench_init(MPI_COMM_WORLD, &o, &b, err, sizeof err) == 0) {
         mpilab_result_t r;
         if (mpilab_bench_measure(b, slin, 100, MPILAB_TIMING_MAX, &r, err, sizeof err) != 0 || r.stats.reps != 3)

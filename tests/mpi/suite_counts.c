@@ -42,6 +42,7 @@ static mpilab_bench_t *setup(mpilab_bench_opts_t *bo)
     }
     mpilab_bench_opts_default(bo);
     bo->prec.min_reps = bo->prec.max_reps = REPS;
+    bo->prec.max_time = 0.0; /* exactly REPS: no time budget on a loaded machine */
     mpilab_bench_t *b = NULL;
     if (mpilab_bench_init(MPI_COMM_WORLD, bo, &b, err, sizeof err) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);

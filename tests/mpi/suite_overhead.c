@@ -70,6 +70,7 @@ int main(int argc, char **argv)
     const size_t chunks = 20;
     bo.pipeline_depth = (size_t)iters / chunks > 0 ? (size_t)iters / chunks : 1;
     bo.prec.min_reps = bo.prec.max_reps = chunks;
+    bo.prec.max_time = 0.0; /* exactly `chunks`: no time budget on a loaded machine */
     mpilab_bench_t *b = NULL;
     if (mpilab_bench_init(MPI_COMM_WORLD, &bo, &b, err, sizeof err) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -248,7 +248,7 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
     import tempfile
 
     from conftest import cli_env
-    from mpilab.tools import mpirun_prefix
+    from mpilab.launch import mpirun_command
 
     env = cli_env()
     # a session directory of its own, short: Open MPI's unix socket paths under TMPDIR are
@@ -256,7 +256,7 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
     tmp = tempfile.mkdtemp(prefix="lg", dir="/tmp")
     env["TMPDIR"] = tmp
     runner = str(Path(real_runner() or "").resolve())
-    cmd = mpirun_prefix(np, ["--mca", "btl", "self,vader,tcp"]) + [runner, *args]
+    cmd = mpirun_command(np, ["--mca", "btl", "self,vader,tcp"]) + [runner, *args]
     try:
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=timeout)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import cli_env, real_runner
 from mpilab import results
-from mpilab.tools import mpirun_prefix
+from mpilab.launch import mpirun_command
 
 
 def _partial_measurements(path: Path) -> int:
@@ -57,7 +57,7 @@ def test_killed_run_leaves_partial_file_report_shows_banner(
     # least a second after the first): 25 sizes up to 16 MiB x 3 entries x 3 timings, 1000
     # repetitions each. (With sizes to 64 KiB and 200 repetitions a fast CI machine finished
     # the whole run between two polls.)
-    cmd = mpirun_prefix(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
+    cmd = mpirun_command(2) + [str(real_runner()), "--quiet", "--ops", "scatter,gather,bcast",
                               "--timing", "max,root,global", "--sizes", "0:16M:x2",
                               "--min-reps", "1000", "--max-reps", "1000", "--out", str(out)]
     p = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL,

@@ -399,6 +399,9 @@ def test_large_run_report(page: Page, tmp_path: Path) -> None:
     is drawn without console errors."""
     import importlib.util
 
+    bench = str(Path(__file__).resolve().parents[2] / "bench")
+    if bench not in sys.path:  # the script imports the bench harness
+        sys.path.insert(0, bench)
     spec = importlib.util.spec_from_file_location(
         "report_scale_synth", Path(__file__).resolve().parents[2] / "bench"
         / "report_scale_synth.py")

@@ -240,6 +240,7 @@ def test_compare_two_runs(synthetic_results: Callable[..., dict[str, Any]],
         t = m["stats"]["median"]
         m["samples"] = [t * (1 + 0.001 * k) for k in range(12)]
         m["valid"] = [True] * 12
+        m["stats"]["reps"] = 12
     b = _slower(a, 2.0, lambda m: m["op"] == "bcast")
     b = _slower(b, 1.0001, lambda m: m["op"] == "gather")  # same within noise
     pa, pb = write_json(a, "a.json"), write_json(b, "b.json")
@@ -314,3 +315,22 @@ def test_static_report_embeds_svg(synthetic_results: Callable[..., dict[str, Any
     assert page.figures and all("mpilab-static" in f["class"] for f in page.figures)
     assert text.count("<svg") == len(page.figures)
     assert page.scripts == 1  # only the tables' own script, no plotting runtime
+
+
+def test_prediction_table_names_the_measured_statistic(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]
+) -> None:
+    """Predictions are compared with the statistic the results file names (issue 25 item 6):
+    the median by default, labelled; a file that says mean is labelled mean, never median."""
+    for stat, said in ((None, "median"), ("median", "median"), ("mean", "mean")):
+        doc = synthetic_results(sizes=(0, 1024, 65536))
+        p = {"op": "scatter", "impl": "linear", "bytes": 8, "predicted": 3e-6,
+             "measured": 2e-6, "timing": "max"}
+        if stat:
+            p["measured_statistic"] = stat
+        doc["models"]["predictions"] = [p]
+        r = results.load(write_json(doc))
+        assert r.predictions[0].statistic == said
+        t = htmlq.parse(html.render_report(r)).table("predictions")
+        assert f"measured ({said})" in t.head
+        assert ("median" in " ".join(t.head)) == (said == "median")

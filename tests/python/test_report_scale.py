@@ -24,6 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _synth() -> Any:
+    # the script imports bench/harness.py, as every bench script does
+    if str(REPO / "bench") not in sys.path:
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location("report_scale_synth",
                                                   REPO / "bench" / "report_scale_synth.py")
     assert spec is not None and spec.loader is not None

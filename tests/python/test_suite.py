@@ -234,6 +234,9 @@ def test_compare_launch_level(tmp_path: Path) -> None:
     assert "[shm] part 4 of 4: CPU availability (COMB), 2 ranks, launch 3 of 3" in p.stderr
     d = json.loads((tmp_path / "shm.json").read_text())
     assert d["launches"]["n"] == 3 and d["launches"]["cost"]["total_s"] > 0
+    # the price of the launch-level figures is printed (issue 25 item 2): 4 parts x 3
+    assert "[shm] mpilab: 12 launches took " in p.stderr
+    assert "the launch-level interval cost " in p.stderr
     for m in d["measurements"]:
         la = m["launches"]
         assert la["n"] == 3 and len(la["medians"]) == 3

@@ -255,7 +255,8 @@ def _models(r: Results, sink: FigureSink, att: scale.Attachments) -> list[Sectio
             for (impl, timing), qs in sorted(group(ps, lambda p: (p.impl, p.timing or "-"))
                                              .items()):
                 qs.sort(key=lambda p: p.bytes)
-                cs.append(Curve(f"{impl} measured ({timing})",
+                stat = "/".join(sorted({p.statistic for p in qs}))
+                cs.append(Curve(f"{impl} measured {stat} ({timing})",
                                 [Point(float(p.bytes), p.measured, None, None, None, [])
                                  for p in qs if p.measured is not None]))
                 cs.append(Curve(f"{impl} predicted", [Point(float(p.bytes), p.predicted, None,
@@ -292,9 +293,10 @@ def _pred_table(ps: list, what: str, tid: str) -> Table:  # type: ignore[type-ar
                      tables.value(p.bytes, "B"), tables.value(p.predicted, "s"),
                      tables.value(p.measured, "s"),
                      Cell("-" if e is None else f"{e * 100:+.1f} %", sort=e, num=True)])
-    cols = ["op", "impl", "timing", "size", what, "measured (median)", "relative error"]
-    return Table(cols, rows,
-                 caption=f"{what} versus measured (the median, the figure every table shows)",
+    stat = "/".join(sorted({p.statistic for p in ps})) or "median"
+    cols = ["op", "impl", "timing", "size", what, f"measured ({stat})", "relative error"]
+    note = ", the figure every table shows" if stat == "median" else ""
+    return Table(cols, rows, caption=f"{what} versus measured (the {stat}{note})",
                  table_id=tid)
 
 

@@ -4,12 +4,13 @@ comparison report (DIR/<transport>.json + DIR/report.html)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from mpilab import launch, units
+from mpilab import launch, launches, units
 from mpilab.errors import MpilabError
 from mpilab.suite import transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
@@ -81,6 +82,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 used_testbed = True
             path = run_transport(t, plan, outdir, scaling=not args.no_scaling)
             print(f"[{t.name}] {path}", file=sys.stderr, flush=True)
+            cost = (json.loads(path.read_text()).get("launches") or {}).get("cost")
+            if cost:  # the price of the launch-level figures, per transport (issue 25 item 2)
+                print(f"[{t.name}] {launches.cost_line(cost)}", file=sys.stderr, flush=True)
     finally:
         if used_testbed and not args.keep_testbed:
             testbed_down()

@@ -327,10 +327,14 @@ def run_transport(t: Transport, plan: Plan, outdir: Path, scaling: bool = True) 
                 "n": plan.launches, "asked": plan.launches, "method": launches.METHOD,
                 "files": [],  # the launches' own files lived in a temporary directory
                 "models": "none",
-                "cost": {"total_s": sum(c["total_s"] for c in costs),
+                "cost": {"wall_s": [w for c in costs for w in c["wall_s"]],
+                         "total_s": sum(c["total_s"] for c in costs),
                          "single_launch_estimate_s": sum(c["single_launch_estimate_s"]
                                                          for c in costs),
                          "extra_s": sum(c["extra_s"] for c in costs)}}
+            single = doc["launches"]["cost"]["single_launch_estimate_s"]
+            doc["launches"]["cost"]["extra_rel"] = (doc["launches"]["cost"]["extra_s"] / single
+                                                    if single > 0 else None)
         if scaling:
             _progress(t, "application scaling (the wavefront at each rank count)")
             doc["scaling"] = run_scaling(t, plan, w)

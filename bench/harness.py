@@ -1,0 +1,191 @@
+"""The shared harness of the bench/ scripts: where things are, running mpilab, launching MPI
+jobs (through mpilab.launch.Launcher, the launcher every mpilab command uses), testbed up and
+down, writing JSON, the machine's load. A script in bench/ starts with
+
+    import harness  (or: from harness import REPO, mpilab, mpirun, ...)
+
+and needs nothing else to find this checkout's package and tools: importing the harness puts
+python/ on the import path (the one place that does), so the scripts run with any Python 3
+without installing. bench/harness.sh is the same for the shell scripts (it asks this file for
+the launcher's command line: `python3 bench/harness.py mpirun NP [ARGS...]`).
+
+What moved here (issue 27): the REPO/ROOT constants and `sys.path.insert` lines of the
+scripts, their private `mpilab()` helpers, their mpirun command builders (and
+`mpilab.tools.mpirun_prefix`, now mpilab.launch.mpirun_command), pathmig_pause.testbed
+(testbed_up_in)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+from mpilab import launch  # noqa: E402
+from mpilab.fsutil import atomic_write_text  # noqa: E402
+from mpilab.testbed import net  # noqa: E402
+from mpilab.tools import find_tool, mpi_env  # noqa: E402
+
+#: the default build's directory and its tools (MPILAB_BIN chooses another build's bin/)
+BUILD = REPO / "build"
+BIN = Path(os.environ.get("MPILAB_BIN", BUILD / "bin"))
+#: the test helpers' folder (synthetic results documents: conftest.make_results)
+TESTS_PY = REPO / "tests" / "python"
+
+__all__ = ["BIN", "BUILD", "REPO", "TESTS_PY", "env", "find_tool", "loadavg", "mpi_env",
+           "mpilab", "mpilab_cmd", "mpirun", "save_figure", "start_mpilab", "test_helpers",
+           "testbed", "testbed_down", "testbed_up", "testbed_up_in", "tool", "write_json"]
+
+
+def tool(name: str) -> str:
+    """The path of a C tool of this checkout (mpilab.tools.find_tool: $MPILAB_BIN, build/bin,
+    then PATH)."""
+    return find_tool(name)
+
+
+def env(base: dict[str, str] | None = None, package: str | os.PathLike[str] | None = None,
+        **extra: str) -> dict[str, str]:
+    """The environment for mpilab and MPI jobs: this checkout's package (or the package
+    folder given) first on PYTHONPATH, Open MPI allowed to run as root, plus extra."""
+    e = mpi_env() if base is None else dict(base)
+    e.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    e.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    py = str(REPO / "python" if package is None else package)
+    if py not in e.get("PYTHONPATH", "").split(os.pathsep):
+        e["PYTHONPATH"] = os.pathsep.join(p for p in (py, e.get("PYTHONPATH", "")) if p)
+    e.update(extra)
+    return e
+
+
+def mpilab_cmd(*args: str) -> list[str]:
+    """The command line of `mpilab ARGS` from this checkout (the running interpreter)."""
+    return [sys.executable, "-m", "mpilab.cli", *args]
+
+
+def mpilab(*args: str, check: bool = True, capture: bool = False, echo: bool = False,
+           timeout: float | None = None, environ: dict[str, str] | None = None,
+           cwd: str | os.PathLike[str] | None = None,
+           package: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `mpilab ARGS` and wait. check: a failure ends the script with mpilab's own last
+    stderr line (SystemExit naming the command; its exit status when not captured, the
+    lines having passed through), not a traceback. capture: stdout and stderr
+    are kept in the result (else they pass through). echo: print '+ mpilab ARGS' first.
+    package: run another copy of the package (a python/ folder) than this checkout's."""
+    if echo:
+        print("+ mpilab " + " ".join(args), flush=True)
+    p = subprocess.run(mpilab_cmd(*args), env=env(environ, package), cwd=cwd, text=True,
+                       capture_output=capture, timeout=timeout, check=False)
+    if check and p.returncode != 0:
+        last = ((p.stderr or "").strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        raise SystemExit(f"mpilab {' '.join(args[:3])}: {last}")
+    return p
+
+
+def start_mpilab(*args: str, environ: dict[str, str] | None = None,
+                 **popen: Any) -> subprocess.Popen[str]:
+    """Start `mpilab ARGS` without waiting (stdout and stderr piped unless given)."""
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    popen.setdefault("cwd", REPO)
+    return subprocess.Popen(mpilab_cmd(*args), env=env(environ), text=True, **popen)
+
+
+def mpirun(np: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The command prefix that starts np local ranks with Open MPI's mpirun, as every mpilab
+    command starts them (mpilab.launch.mpirun_command, i.e. Launcher.command: -q,
+    --oversubscribe, --bind-to none and mpi_yield_when_idle 1 unless extra sets them), then
+    extra."""
+    return launch.mpirun_command(np, extra)
+
+
+def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = 1,
+               newline: bool = True) -> None:
+    """Write a JSON document whole or not at all (temporary name + rename; '-' is stdout)."""
+    atomic_write_text(path, json.dumps(doc, indent=indent) + ("\n" if newline else ""))
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], **savefig: Any) -> None:
+    """A matplotlib figure into path whole or not at all (temporary name + rename)."""
+    p = Path(path)
+    tmp = p.with_name(p.stem + ".tmp" + p.suffix)
+    fig.savefig(tmp, **savefig)
+    os.replace(tmp, p)
+
+
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages, as a bench slot records them at its start."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def test_helpers() -> None:
+    """Make the test helpers importable (conftest.make_results: synthetic results files)."""
+    if str(TESTS_PY) not in sys.path:
+        sys.path.insert(0, str(TESTS_PY))
+
+
+def testbed_up(prefix: str, spec: str | os.PathLike[str],
+               state_root: str | os.PathLike[str] | None = None) -> Any:
+    """`mpilab testbed up --prefix PREFIX SPEC` (state under state_root when given: it is
+    exported as MPILAB_TESTBED_STATE_ROOT for the rest of the script); returns the running
+    testbed's spec (mpilab.testbed.net.current_spec). A failure ends the script."""
+    if state_root is not None:
+        Path(state_root).mkdir(parents=True, exist_ok=True)
+        os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(state_root)
+    mpilab("testbed", "up", "--prefix", prefix, str(spec), capture=True)
+    return net.current_spec(prefix)
+
+
+def testbed_up_in(work: str | os.PathLike[str], prefix: str, spec_text: str) -> Any:
+    """A testbed whose state and spec live in WORK/state (the spec file written from
+    spec_text): testbed_up with that state root. What bench/pathmig_pause.py's testbed()
+    was, for the pathmig scripts."""
+    state = Path(work) / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "spec.toml").write_text(spec_text)
+    return testbed_up(prefix, state / "spec.toml", state)
+
+
+def testbed_down(prefix: str) -> None:
+    """`mpilab testbed down --prefix PREFIX` (nothing to do is not a failure)."""
+    mpilab("testbed", "down", "--prefix", prefix, check=False, capture=True)
+
+
+@contextlib.contextmanager
+def testbed(prefix: str, spec: str | os.PathLike[str],
+            state_root: str | os.PathLike[str] | None = None) -> Iterator[Any]:
+    """A testbed for the duration of a with block: up, the spec, down (also on error)."""
+    try:
+        yield testbed_up(prefix, spec, state_root)
+    finally:
+        testbed_down(prefix)
+
+
+def _main(argv: list[str]) -> int:
+    """For bench/harness.sh: `harness.py mpirun NP [ARGS...]` prints the launcher's command
+    line, one word a line."""
+    if len(argv) >= 2 and argv[0] == "mpirun":
+        try:
+            np = int(argv[1])
+        except ValueError:
+            print(f"harness.py mpirun: NP must be a whole number, not {argv[1]!r}",
+                  file=sys.stderr)
+            return 2
+        print("\n".join(mpirun(np, argv[2:])))
+        return 0
+    print("usage: harness.py mpirun NP [ARGS...]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

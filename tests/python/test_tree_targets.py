@@ -1,0 +1,49 @@
+"""The countable house rules, measured on the whole tree (tests/python/tree_audit.py; run it
+as a script for the full report): no C or Python file over 800 lines, no function over 120
+lines, no function-static mutable state in src/, every bench/ script on the shared harness,
+every C test program on the test kit."""
+
+from __future__ import annotations
+
+import tree_audit as audit
+
+
+def test_the_measures_see_what_they_count() -> None:
+    fns = audit.c_functions()
+    assert any(f == "src/bench/ops.c" for f, *_ in fns)
+    assert all(n >= 1 for *_, n in fns)
+    assert any(f == "python/mpilab/cli.py" and name == "main" for f, name, *_ in
+               audit.py_functions())
+    assert audit._top_level_const("typename:const int")
+    assert audit._top_level_const("typename:const char * const[][2]")
+    assert not audit._top_level_const("typename:const char * []")
+    assert not audit._top_level_const("typename:int")
+
+
+def test_no_function_static_mutable_state_in_the_library() -> None:
+    assert audit.static_locals() == []
+
+
+def test_every_bench_script_uses_the_shared_harness() -> None:
+    scripts = audit.bench_scripts()
+    assert len(scripts) > 30 and all("harness" not in p.name for p in scripts)
+    assert audit.bench_offences() == {}
+
+
+def test_the_bench_rules_catch_what_they_name() -> None:
+    rules = audit.BENCH_RULES
+    assert rules["REPO constant"].search("REPO = Path(__file__).resolve().parents[1]\n")
+    assert rules["sys.path.insert"].search('sys.path.insert(0, str(REPO / "python"))')
+    assert not rules["sys.path.insert"].search(
+        "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))")
+    assert rules["private mpilab() helper"].search("def mpilab(*args: str) -> None:\n")
+    assert rules["private mpilab() helper"].search('M="python3 -m mpilab.cli"\n')
+    assert rules["private mpirun command"].search('    mpirun -q -np "$np" x\n')
+    assert rules["private mpirun command"].search('cmd = ["mpirun", "-np", "2"]')
+    assert not rules["private mpirun command"].search("# mpirun -np 2 in a comment\n")
+    assert rules["sibling script imported"].search("from wavefront_fig7a import draw\n")
+    assert not rules["sibling script imported"].search("from wf_disklib import summary\n")
+
+
+def test_no_source_file_over_800_lines() -> None:
+    assert audit.long_files() == []
