@@ -29,8 +29,8 @@ static void usage(FILE *f)
         "                  to normal scheduling with a warning if refused\n"
         "  --no-realtime   normal scheduling even as root\n"
         "  --busy-poll M   on: never sleep (a packet is read the moment it arrives; the line\n"
-        "                  owns a CPU); off (default): sleep between packets (wake a margin\n"
-        "                  early and spin to each release); auto: on below a 100 us delay.\n"
+        "                  owns a CPU); off: sleep between packets (wake a margin early and\n"
+        "                  spin to each release); auto (default): on below a 100 us delay.\n"
         "                  A busy line runs at normal scheduling unless --rt-priority is given\n"
         "  --arrival A     date a packet's arrival (the start of its hold) where it enters\n"
         "                  the router (ingress, the default as root) or the tun device (tun)\n"
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
                              .stats = NULL, .pidfile = NULL, .vnet_hdr = 1,
                              .realtime = MPILAB_DL_RT_AUTO,
                              .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY,
-                             .busy_poll = MPILAB_DL_BUSY_OFF, .leg_stamps = 1,
+                             .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
                              .arrival_ingress = 1, .advance = 1};
     int rt_set = 0, nort_set = 0;
     int c;

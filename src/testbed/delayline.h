@@ -111,9 +111,9 @@ typedef struct mpilab_dl_options {
  * it enters the tun device and no wake-up of an idle CPU comes between: the line owns a CPU
  * (two CPU-bound workers on this 2-core machine took 1.71x as long). AUTO: on for delays
  * below MPILAB_DL_BUSY_AUTO_NS, which a line woken by the packet (20-60 us after it here)
- * cannot honour. Off by default: at 10 us it did not bring a lone packet's crossing nearer
- * (p50 39-46 us over, against 43 us sleeping; the routing into and out of the tun device
- * costs about 30 us on this VM), so its cost bought nothing (docs/testbed.md). */
+ * cannot honour; there (10 us) a lone packet's crossing came 28 us over D busy against
+ * 110 us sleeping, in one bench slot (docs/testbed.md). The default (AUTO): delays that
+ * short are chosen on purpose, and only then is the core spent. */
 enum { MPILAB_DL_BUSY_AUTO = -1, MPILAB_DL_BUSY_OFF = 0, MPILAB_DL_BUSY_ON = 1 };
 #define MPILAB_DL_BUSY_AUTO_NS 100000
 /* 1 when opt asks for busy polling (on, or auto below MPILAB_DL_BUSY_AUTO_NS). A busy line

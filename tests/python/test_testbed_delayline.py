@@ -191,10 +191,10 @@ def _lone_crossings(sp: spec.Spec, count: int) -> tuple[list[float], list[dict[s
 
 
 def test_busy_polling_below_100us(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """With --busy-poll auto at a configured delay below 100 us the line busy-polls (never
-    sleeps); lone echoes still cross no earlier than the delay in the median across the
-    router, and ping's round trip holds both crossings. By default (off) the same testbed
-    sleeps between packets."""
+    """At a configured delay below 100 us the line busy-polls (never sleeps) by default;
+    lone echoes still cross no earlier than the delay in the median across the router, and
+    ping's round trip holds both crossings. With --busy-poll off the same testbed sleeps
+    between packets."""
     delay = 50e-6
     prefix = f"b{os.getpid() % 100000}"
     old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
@@ -204,7 +204,7 @@ def test_busy_polling_below_100us(tmp_path_factory: pytest.TempPathFactory) -> N
             f'delay = "50us"\ndelay_backend = "delayline"\n')
     sp = spec.load_text(text, "<test busy delay line>")
     try:
-        for args, busy in (("--busy-poll auto", True), ("", False)):
+        for args, busy in (("", True), ("--busy-poll off", False)):
             os.environ["MPILAB_DELAYLINE_ARGS"] = args
             net.down(prefix)
             net.up(sp)
