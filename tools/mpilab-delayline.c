@@ -14,6 +14,8 @@ static void usage(FILE *f)
         "usage: mpilab-delayline --dev TUN --delay T [--buffer BYTES] [--stats FILE]\n"
         "                        [--pidfile FILE] [--no-vnet-hdr]\n"
         "                        [--rt-priority N | --no-realtime]\n"
+        "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
+        "                        [--no-leg-stamps] [--no-advance]\n"
         "  -h, --help      this text;  --version: the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
         "  --delay T       hold time, 0 to 60 s: seconds, or with unit s, ms, us, ns (e.g. 5ms)\n"
@@ -26,6 +28,17 @@ static void usage(FILE *f)
         "                  refusal is an error. Default as root: priority %d, falling back\n"
         "                  to normal scheduling with a warning if refused\n"
         "  --no-realtime   normal scheduling even as root\n"
+        "  --busy-poll M   on: never sleep (a packet is read the moment it arrives; the line\n"
+        "                  owns a CPU); off: sleep between packets (wake a margin early and\n"
+        "                  spin to each release); auto (default): on below a 100 us delay.\n"
+        "                  A busy line runs at normal scheduling unless --rt-priority is given\n"
+        "  --arrival A     date a packet's arrival (the start of its hold) where it enters\n"
+        "                  the router (ingress, the default as root) or the tun device (tun)\n"
+        "  --no-leg-stamps no tap on the router's legs (arrivals dated at the tun device, no\n"
+        "                  crossing statistics, no advance)\n"
+        "  --no-advance    do not release early by the measured forwarding cost (with the\n"
+        "                  leg tap, a packet is written that much before due so that it\n"
+        "                  leaves the router when due)\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
@@ -40,13 +53,19 @@ int main(int argc, char **argv)
         {"no-vnet-hdr", no_argument, NULL, 'n'},
         {"rt-priority", required_argument, NULL, 'r'},
         {"no-realtime", no_argument, NULL, 'R'},
+        {"busy-poll", required_argument, NULL, 'B'},
+        {"no-leg-stamps", no_argument, NULL, 'L'},
+        {"no-advance", no_argument, NULL, 'A'},
+        {"arrival", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     mpilab_dl_options opt = {.dev = NULL, .delay_ns = -1, .buffer = (size_t)64 << 20,
                              .stats = NULL, .pidfile = NULL, .vnet_hdr = 1,
                              .realtime = MPILAB_DL_RT_AUTO,
-                             .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY};
+                             .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY,
+                             .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
+                             .arrival_ingress = 1, .advance = 1};
     int rt_set = 0, nort_set = 0;
     int c;
     opterr = 0;
@@ -83,6 +102,27 @@ int main(int argc, char **argv)
             break;
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
+        case 'B':
+            if (strcmp(optarg, "auto") == 0)
+                opt.busy_poll = MPILAB_DL_BUSY_AUTO;
+            else if (strcmp(optarg, "on") == 0)
+                opt.busy_poll = MPILAB_DL_BUSY_ON;
+            else if (strcmp(optarg, "off") == 0)
+                opt.busy_poll = MPILAB_DL_BUSY_OFF;
+            else {
+                fprintf(stderr, "mpilab-delayline: --busy-poll %s: expected auto, on or off\n", optarg);
+                return 2;
+            }
+            break;
+        case 'L': opt.leg_stamps = 0; break;
+        case 'A': opt.advance = 0; break;
+        case 'a':
+            if (strcmp(optarg, "ingress") != 0 && strcmp(optarg, "tun") != 0) {
+                fprintf(stderr, "mpilab-delayline: --arrival %s: expected ingress or tun\n", optarg);
+                return 2;
+            }
+            opt.arrival_ingress = strcmp(optarg, "ingress") == 0;
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-delayline %s\n", MPILAB_VERSION_STRING); return 0;
         default:

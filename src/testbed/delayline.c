@@ -6,9 +6,6 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
-#include <linux/filter.h>
-#include <linux/if_packet.h>
-#include <linux/if_ether.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,16 +78,21 @@ unsigned char *mpilab_dl_ring_reserve(mpilab_dl_ring *r, size_t maxlen)
 
 void mpilab_dl_ring_commit(mpilab_dl_ring *r, size_t len, int64_t due_ns)
 {
+    mpilab_dl_ring_commit_at(r, len, due_ns, -1);
+}
+
+void mpilab_dl_ring_commit_at(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns)
+{
     if (r->pend_pad) {
         /* a padding record tells the reader to go back to offset 0; when fewer than a
          * header's bytes are left the reader wraps without one */
         if (r->pend_pad >= DL_HDR) {
-            mpilab_dl_rec w = {.due_ns = 0, .len = 0, .wrap = 1};
+            mpilab_dl_rec w = {.due_ns = 0, .arr_ns = -1, .len = 0, .wrap = 1};
             memcpy(r->buf + r->tail, &w, sizeof(w));
         }
         r->used += r->pend_pad;
     }
-    mpilab_dl_rec h = {.due_ns = due_ns, .len = (uint32_t)len, .wrap = 0};
+    mpilab_dl_rec h = {.due_ns = due_ns, .arr_ns = arr_ns, .len = (uint32_t)len, .wrap = 0};
     memcpy(r->buf + r->pend_off, &h, sizeof(h));
     size_t sz = dl_align(DL_HDR + len);
     r->tail = r->pend_off + sz;
@@ -166,20 +168,25 @@ int mpilab_dl_fine_bucket(int64_t late_ns)
     return b >= MPILAB_DL_FINE_BUCKETS - 1 ? MPILAB_DL_FINE_BUCKETS - 1 : (int)b;
 }
 
-double mpilab_dl_late_quantile(const mpilab_dl_stats *st, double q)
+double mpilab_dl_hist_quantile(const uint64_t *fine, double q, double max_s)
 {
     uint64_t n = 0;
     for (int b = 0; b < MPILAB_DL_FINE_BUCKETS; b++)
-        n += st->late_fine[b];
+        n += fine[b];
     if (n == 0)
         return 0.0;
     double want = q * (double)n, seen = 0.0;
     for (int b = 0; b < MPILAB_DL_FINE_BUCKETS; b++) {
-        seen += (double)st->late_fine[b];
-        if (seen >= want && st->late_fine[b])
+        seen += (double)fine[b];
+        if (seen >= want && fine[b])
             return pow(2.0, (double)(b + 1) / 4.0) * 1e-9;
     }
-    return st->late_max_s;
+    return max_s;
+}
+
+double mpilab_dl_late_quantile(const mpilab_dl_stats *st, double q)
+{
+    return mpilab_dl_hist_quantile(st->late_fine, q, st->late_max_s);
 }
 
 int64_t mpilab_dl_wake_margin(const mpilab_dl_stats *st)
@@ -202,10 +209,17 @@ int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st)
     return (int64_t)c;
 }
 
+int mpilab_dl_busy(const mpilab_dl_options *opt)
+{
+    return opt->busy_poll == MPILAB_DL_BUSY_ON
+           || (opt->busy_poll == MPILAB_DL_BUSY_AUTO && opt->delay_ns < MPILAB_DL_BUSY_AUTO_NS);
+}
+
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 {
     memset(out, 0, sizeof(*out));
-    if (opt->realtime == MPILAB_DL_RT_OFF || (opt->realtime == MPILAB_DL_RT_AUTO && geteuid() != 0))
+    if (opt->realtime == MPILAB_DL_RT_OFF
+        || (opt->realtime == MPILAB_DL_RT_AUTO && (geteuid() != 0 || mpilab_dl_busy(opt))))
         return 0;
     int strict = opt->realtime == MPILAB_DL_RT_ON;
     struct sched_param sp;
@@ -232,6 +246,25 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
     }
     out->mlocked = 1;
     return 0;
+}
+
+/* What the leg tap saw: whole router crossings (ingress leg to egress leg, both kernel
+ * stamps) against the delay, the forwarding out of the tun device, the advance taken. */
+static json_t *router_stats(const mpilab_dl_stats *st)
+{
+    const uint64_t *cf = st->cross_fine, *of = st->out_fine;
+    double cm = st->cross_max_s, om = st->out_max_s;
+    return json_pack("{s:I, s:I, s:f, s:{s:f,s:f,s:f,s:f}, s:I, s:{s:f,s:f,s:f,s:f}, s:I, s:f, s:f}",
+        "crossings", (json_int_t)st->crossings, "crossings_early", (json_int_t)st->cross_early,
+        "early_max_s", st->cross_early_max_s,
+        "late_percentiles_s", "p50", mpilab_dl_hist_quantile(cf, 0.5, cm),
+        "p90", mpilab_dl_hist_quantile(cf, 0.9, cm), "p99", mpilab_dl_hist_quantile(cf, 0.99, cm), "max", cm,
+        "forwarded", (json_int_t)st->out_n,
+        "forward_percentiles_s", "p10", mpilab_dl_hist_quantile(of, 0.1, om),
+        "p50", mpilab_dl_hist_quantile(of, 0.5, om), "p90", mpilab_dl_hist_quantile(of, 0.9, om), "max", om,
+        "advanced", (json_int_t)st->advanced,
+        "advance_mean_s", st->advanced ? st->advance_sum_s / (double)st->advanced : 0.0,
+        "advance_max_s", st->advance_max_s);
 }
 
 static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
@@ -271,6 +304,10 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
         json_object_set_new(o, "arrivals_compensated", json_integer((json_int_t)st->compensated));
         json_object_set_new(o, "arrival_comp_mean_s",
                             json_real(st->compensated ? st->comp_sum_s / (double)st->compensated : 0.0));
+        json_object_set_new(o, "busy_poll", json_boolean(st->busy));
+        json_object_set_new(o, "leg_tap", json_boolean(st->legs));
+        json_object_set_new(o, "arrivals_ingress_stamped", json_integer((json_int_t)st->ingress_stamped));
+        json_object_set_new(o, "router", router_stats(st));
     } else {
         json_decref(hist);
     }
@@ -345,85 +382,160 @@ static int open_tun(const mpilab_dl_options *opt)
     return fd;
 }
 
-/* ---- arrival times from the kernel ----
- * A packet socket on the tun device sees each packet the kernel hands to it (the packet
- * tap in the transmit path, just before the tun queue) with a kernel timestamp: the
- * packet's true arrival, which the line's own read comes after by however long its
- * wake-up took. Records arrive in the tun queue's order; each read packet takes the first
- * record whose first bytes match it (records of packets the tap lost are skipped). */
-#define DL_TAP_SNAP 64
+/* The release loop's state. */
+typedef struct dl_state {
+    const mpilab_dl_options *opt;
+    int fd, tap;
+    size_t vh;                 /* virtio header bytes before each packet */
+    mpilab_dl_ring *ring;
+    unsigned char *scratch;
+    mpilab_dl_legs *legs;      /* NULL: no leg tap (no CAP_NET_RAW, or --no-leg-stamps) */
+    mpilab_dl_stats st;
+    mpilab_dl_rtclock clk;     /* for the tun tap's stamps */
+    int64_t comp;              /* the next read's estimated correction (after an idle wait) */
+    int64_t last_due, last_write;
+} dl_state;
 
-static int open_tap(const char *dev)
+/* How much earlier than due a packet may be written at time t (the forwarding cost). */
+static int64_t advance_at(const dl_state *s, int64_t t)
 {
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    if (strlen(dev) >= sizeof(ifr.ifr_name))
-        return -1;
-    memcpy(ifr.ifr_name, dev, strlen(dev) + 1);
-    int s = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
-    if (s < 0)
-        return -1;
-    if (ioctl(s, SIOCGIFINDEX, &ifr) != 0) {
-        close(s);
-        return -1;
-    }
-    /* keep only outgoing packets (into the tun device), their first DL_TAP_SNAP bytes */
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, DL_TAP_SNAP),
-        BPF_STMT(BPF_RET | BPF_K, 0)};
-    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
-    struct sockaddr_ll sll;
-    memset(&sll, 0, sizeof(sll));
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_ALL);
-    sll.sll_ifindex = ifr.ifr_ifindex;
-    int one = 1, rcvbuf = 1 << 20;
-    if (setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0
-        || setsockopt(s, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0
-        || bind(s, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
-        close(s);
-        return -1;
-    }
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    return s;
+    if (!s->legs || !s->opt->advance)
+        return 0;
+    return mpilab_dl_calib_advance(&s->legs->cal, mpilab_dl_gap_bucket(t - s->last_write));
 }
 
-/* The kernel's arrival time (CLOCK_MONOTONIC ns) of the packet `pkt` just read, or -1. */
-static int64_t tap_arrival(int tap, const unsigned char *pkt, size_t len)
+static void count_release(mpilab_dl_stats *st, size_t len, int64_t late, int64_t adv)
 {
-    if (tap < 0)
-        return -1;
-    size_t cmp = len < DL_TAP_SNAP ? len : DL_TAP_SNAP;
-    for (int tries = 0; tries < 16; tries++) {
-        unsigned char buf[DL_TAP_SNAP];
-        union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
-        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-        struct msghdr mh;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = ctl.b;
-        mh.msg_controllen = sizeof(ctl.b);
-        ssize_t n = recvmsg(tap, &mh, MSG_DONTWAIT);
-        if (n < 0)
-            return -1;
-        if ((size_t)n < cmp || memcmp(buf, pkt, cmp) != 0)
-            continue;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS)
-                continue;
-            struct timespec ts, rt;
-            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-            clock_gettime(CLOCK_REALTIME, &rt);
-            int64_t ago = ((int64_t)rt.tv_sec - ts.tv_sec) * 1000000000 + (rt.tv_nsec - ts.tv_nsec);
-            /* a clock step or a stale record: not trusted */
-            return ago >= 0 && ago < 1000000000 ? mono_ns() - ago : -1;
-        }
+    st->packets++;
+    st->bytes += len;
+    st->late_sum_s += (double)late * 1e-9;
+    st->late_hist[mpilab_dl_late_bucket(late)]++;
+    st->late_fine[mpilab_dl_fine_bucket(late)]++;
+    if ((double)late * 1e-9 > st->late_max_s)
+        st->late_max_s = (double)late * 1e-9;
+    if (adv > 0) {
+        st->advanced++;
+        st->advance_sum_s += (double)adv * 1e-9;
+        if ((double)adv * 1e-9 > st->advance_max_s)
+            st->advance_max_s = (double)adv * 1e-9;
+    }
+}
+
+/* Write every packet whose release time (due less the advance) has come; returns the time
+ * after the last write. */
+static int64_t release_due(dl_state *s, int64_t now)
+{
+    const mpilab_dl_rec *h;
+    while ((h = mpilab_dl_ring_peek(s->ring))) {
+        int64_t adv = advance_at(s, now);
+        int64_t at = h->due_ns - adv;
+        if (at > now)
+            break;
+        const unsigned char *pkt = (const unsigned char *)h + DL_HDR;
+        int64_t tw = mono_ns();
+        if (s->legs && h->len > s->vh) /* before the write: its egress comes during it */
+            mpilab_dl_legs_written(s->legs, pkt + s->vh, h->len - s->vh, tw, h->arr_ns,
+                                   mpilab_dl_gap_bucket(tw - s->last_write));
+        if (write(s->fd, pkt, h->len) < 0)
+            s->st.write_errors++;
+        count_release(&s->st, h->len, tw - at, adv);
+        mpilab_dl_ring_pop(s->ring);
+        now = mono_ns();
+        s->last_write = now;
+    }
+    return now;
+}
+
+/* Take in at most one packet, dated by the kernel where it can be: at the router's ingress
+ * leg, else at the tun device, else the estimated correction. 1: a packet was read (or
+ * dropped), 0: none waits, -1: error. */
+static int read_one(dl_state *s)
+{
+    unsigned char *dst = mpilab_dl_ring_reserve(s->ring, DL_MAX_PACKET);
+    ssize_t n = read(s->fd, dst ? dst : s->scratch, DL_MAX_PACKET);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return 0;
+        fprintf(stderr, "mpilab-delayline: read %s: %s\n", s->opt->dev, strerror(errno));
         return -1;
     }
-    return -1;
+    int64_t now = mono_ns();
+    if (!dst) { /* full: tail drop, like a real queue */
+        s->st.dropped++;
+        s->st.dropped_bytes += (uint64_t)n;
+        return 1;
+    }
+    size_t off = (size_t)n > s->vh ? s->vh : 0;
+    const unsigned char *pkt = dst + off;
+    size_t plen = (size_t)n - off;
+    int64_t tun = mpilab_dl_tap_arrival(s->tap, &s->clk, pkt, plen);
+    int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->opt->delay_ns, pkt, plen, now) : -1;
+    if (tun > now)
+        tun = -1;
+    /* the ingress leg comes before the tun device, by the routing into it (8-10 us here):
+     * a leg record that does not is some other packet's */
+    if (leg >= 0 && tun >= 0 && (leg > tun || tun - leg > 1000000))
+        leg = -1;
+    /* dated at the ingress leg, or (--arrival tun) at the tun device, keeping the router's
+     * own forwarding into it; the leg stamp still dates the crossing in the statistics */
+    int64_t arr = leg >= 0 && (s->opt->arrival_ingress || tun < 0) ? leg : tun, due;
+    if (arr >= 0) {
+        due = arr + s->opt->delay_ns;
+        s->st.kstamped++;
+        s->st.ingress_stamped += arr == leg;
+    } else {
+        due = now + s->opt->delay_ns - s->comp;
+        if (s->comp) {
+            s->st.compensated++;
+            s->st.comp_sum_s += (double)s->comp * 1e-9;
+        }
+    }
+    s->comp = 0;
+    due = due < s->last_due ? s->last_due : due; /* released in arrival order */
+    s->last_due = due;
+    mpilab_dl_ring_commit_at(s->ring, (size_t)n, due, leg);
+    if (s->ring->used > s->st.max_held_bytes)
+        s->st.max_held_bytes = s->ring->used;
+    return 1;
+}
+
+/* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
+ * otherwise wake a margin early and spin the rest (zero timeouts: reads still served).
+ * Returns 0, or -1 after a poll error. */
+static int wait_once(dl_state *s, const sigset_t *orig)
+{
+    struct pollfd pfd = {.fd = s->fd, .events = POLLIN, .revents = 0};
+    const mpilab_dl_rec *h = mpilab_dl_ring_peek(s->ring);
+    struct timespec ts = {0, 0}, *tsp = s->st.busy ? &ts : NULL;
+    int64_t target = 0, at = 0;
+    if (h && !s->st.busy) {
+        at = h->due_ns - advance_at(s, h->due_ns);
+        target = at - mpilab_dl_wake_margin(&s->st);
+        int64_t wait = target - mono_ns();
+        if (wait < 0) {
+            wait = 0;
+            target = 0; /* spinning: not a timer wake-up */
+        }
+        ts.tv_sec = (time_t)(wait / 1000000000);
+        ts.tv_nsec = (long)(wait % 1000000000);
+        tsp = &ts;
+    }
+    int64_t before = mono_ns();
+    int pr = ppoll(&pfd, 1, tsp, orig);
+    if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
+        s->comp = mpilab_dl_arrival_comp(&s->st);
+    if (pr < 0 && errno != EINTR) {
+        fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pr == 0 && target > 0) {
+        /* a timer wake-up: how late it came, for the next margin */
+        int64_t late = mono_ns() - target;
+        s->st.wake_late_ns = s->st.wake_late_ns == 0.0 ? (double)late : 0.9 * s->st.wake_late_ns + 0.1 * (double)late;
+        if (at > mono_ns())
+            s->st.spins++;
+    }
+    return 0;
 }
 
 /* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
@@ -431,110 +543,63 @@ static int64_t tap_arrival(int tap, const unsigned char *pkt, size_t len)
 static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
                    unsigned char *scratch, const sigset_t *orig, const mpilab_dl_sched *sched)
 {
-    mpilab_dl_stats st;
-    memset(&st, 0, sizeof(st));
-    int tap = open_tap(opt->dev); /* -1 (no CAP_NET_RAW): the estimated correction instead */
+    dl_state *s = calloc(1, sizeof(*s));
+    if (!s) {
+        fprintf(stderr, "mpilab-delayline: out of memory\n");
+        return 1;
+    }
+    s->opt = opt;
+    s->fd = fd;
+    s->ring = ring;
+    s->scratch = scratch;
+    s->vh = opt->vnet_hdr ? DL_VNET_HDR_LEN : 0;
+    s->tap = mpilab_dl_tap_open(opt->dev); /* -1 (no CAP_NET_RAW): the estimated correction */
+    if (opt->leg_stamps && (s->legs = calloc(1, sizeof(*s->legs))) && mpilab_dl_legs_open(s->legs, opt->dev) != 0) {
+        free(s->legs);
+        s->legs = NULL;
+    }
+    s->st.legs = s->legs != NULL;
+    s->st.busy = mpilab_dl_busy(opt);
+    s->last_write = mono_ns();
     int rc = 0;
-    int64_t comp = 0, last_due = 0; /* the next read's correction (after an idle wait) */
     while (!g_stop) {
         int64_t now = mono_ns();
         for (;;) {
             /* release everything that is due, then take in at most one packet, so a burst
              * of arrivals never delays a release by more than one read */
-            const mpilab_dl_rec *h;
-            while ((h = mpilab_dl_ring_peek(ring)) && h->due_ns <= now) {
-                ssize_t w = write(fd, (const unsigned char *)h + DL_HDR, h->len);
-                int64_t late = now - h->due_ns;
-                if (w < 0)
-                    st.write_errors++;
-                st.packets++;
-                st.bytes += h->len;
-                st.late_sum_s += (double)late * 1e-9;
-                st.late_hist[mpilab_dl_late_bucket(late)]++;
-                st.late_fine[mpilab_dl_fine_bucket(late)]++;
-                if ((double)late * 1e-9 > st.late_max_s)
-                    st.late_max_s = (double)late * 1e-9;
-                mpilab_dl_ring_pop(ring);
-                now = mono_ns();
-            }
-            unsigned char *dst = mpilab_dl_ring_reserve(ring, DL_MAX_PACKET);
-            ssize_t n = read(fd, dst ? dst : scratch, DL_MAX_PACKET);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                    break;
-                fprintf(stderr, "mpilab-delayline: read %s: %s\n", opt->dev, strerror(errno));
+            if (s->legs)
+                mpilab_dl_legs_drain(s->legs, &s->st, opt->delay_ns);
+            now = release_due(s, now);
+            int r = read_one(s);
+            if (r < 0) {
                 rc = 1;
                 g_stop = 1;
+            }
+            if (r <= 0)
                 break;
-            }
             now = mono_ns();
-            if (!dst) { /* full: tail drop, like a real queue */
-                st.dropped++;
-                st.dropped_bytes += (uint64_t)n;
-                continue;
-            }
-            int64_t arr = tap_arrival(tap, dst + (opt->vnet_hdr ? DL_VNET_HDR_LEN : 0),
-                                      (size_t)n - (opt->vnet_hdr ? DL_VNET_HDR_LEN : 0));
-            int64_t due = arr >= 0 && arr <= now ? arr + opt->delay_ns : now + opt->delay_ns - comp;
-            if (arr >= 0 && arr <= now) {
-                st.kstamped++;
-                comp = 0;
-            } else if (comp) {
-                st.compensated++;
-                st.comp_sum_s += (double)comp * 1e-9;
-                comp = 0;
-            }
-            due = due < last_due ? last_due : due; /* released in arrival order */
-            last_due = due;
-            mpilab_dl_ring_commit(ring, (size_t)n, due);
-            if (ring->used > st.max_held_bytes)
-                st.max_held_bytes = ring->used;
         }
         if (g_dump) {
             g_dump = 0;
-            write_stats(opt, &st, sched, 1);
+            write_stats(opt, &s->st, sched, 1);
         }
         if (g_stop)
             break;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-        const mpilab_dl_rec *h = mpilab_dl_ring_peek(ring);
-        struct timespec ts, *tsp = NULL;
-        int64_t target = 0;
-        if (h) {
-            /* wake a margin early and spin the rest (zero timeouts: reads still served) */
-            target = h->due_ns - mpilab_dl_wake_margin(&st);
-            int64_t wait = target - mono_ns();
-            if (wait < 0) {
-                wait = 0;
-                target = 0; /* spinning: not a timer wake-up */
-            }
-            ts.tv_sec = (time_t)(wait / 1000000000);
-            ts.tv_nsec = (long)(wait % 1000000000);
-            tsp = &ts;
-        }
-        int64_t before = mono_ns();
-        int pr = ppoll(&pfd, 1, tsp, orig);
-        if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
-            comp = mpilab_dl_arrival_comp(&st);
-        if (pr < 0 && errno != EINTR) {
-            fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
+        if (wait_once(s, orig) != 0) {
             rc = 1;
             break;
         }
-        if (pr == 0 && target > 0) {
-            /* a timer wake-up: how late it came, for the next margin */
-            int64_t late = mono_ns() - target;
-            st.wake_late_ns = st.wake_late_ns == 0.0 ? (double)late
-                                                     : 0.9 * st.wake_late_ns + 0.1 * (double)late;
-            if (h && h->due_ns > mono_ns())
-                st.spins++;
-        }
     }
     /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &st, sched, 0) != 0 && rc == 0)
+    if (write_stats(opt, &s->st, sched, 0) != 0 && rc == 0)
         rc = 1;
-    if (tap >= 0)
-        close(tap);
+    if (s->tap >= 0)
+        close(s->tap);
+    if (s->legs) {
+        mpilab_dl_legs_close(s->legs);
+        free(s->legs);
+    }
+    free(s);
     return rc;
 }
 

@@ -21,6 +21,7 @@ typedef struct mpilab_dl_ring {
 
 typedef struct mpilab_dl_rec {
     int64_t due_ns;  /* release time, CLOCK_MONOTONIC nanoseconds */
+    int64_t arr_ns;  /* arrival at the router's ingress leg (kernel stamp), -1 unknown */
     uint32_t len;    /* packet bytes following this header */
     uint32_t wrap;   /* 1: padding record, the next record starts at offset 0 */
 } mpilab_dl_rec;
@@ -31,6 +32,8 @@ void mpilab_dl_ring_free(mpilab_dl_ring *r);
  * room. The caller fills it and then calls mpilab_dl_ring_commit with the real length. */
 unsigned char *mpilab_dl_ring_reserve(mpilab_dl_ring *r, size_t maxlen);
 void mpilab_dl_ring_commit(mpilab_dl_ring *r, size_t len, int64_t due_ns);
+/* The same, recording the packet's ingress stamp (arr_ns; -1: unknown). */
+void mpilab_dl_ring_commit_at(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns);
 /* The oldest record (NULL when empty); its bytes follow the header. */
 const mpilab_dl_rec *mpilab_dl_ring_peek(const mpilab_dl_ring *r);
 void mpilab_dl_ring_pop(mpilab_dl_ring *r);
@@ -53,12 +56,25 @@ typedef struct mpilab_dl_stats {
     uint64_t compensated;  /* arrivals dated back by the wake-up lateness (after idling) */
     double comp_sum_s;     /* their total correction */
     uint64_t kstamped;     /* arrivals dated by the kernel's timestamp (packet tap on the tun) */
+    uint64_t ingress_stamped; /* arrivals dated at the router's ingress leg (leg tap) */
+    /* router crossings seen whole (ingress leg to egress leg, kernel stamps on both) */
+    uint64_t crossings, cross_early;
+    uint64_t cross_fine[MPILAB_DL_FINE_BUCKETS]; /* crossing - delay, when not early */
+    double cross_max_s, cross_early_max_s;
+    /* forwarding out (the line's write to the egress leg) and the advance taken off holds */
+    uint64_t out_fine[MPILAB_DL_FINE_BUCKETS];
+    uint64_t out_n, advanced;
+    double out_max_s, advance_sum_s, advance_max_s;
+    int busy;              /* 1: busy polling (never sleeps) */
+    int legs;              /* 1: the leg tap is open */
 } mpilab_dl_stats;
 
 /* Fine bin of a lateness, and the upper bound (s) of the bin holding quantile q (0..1) of
  * the releases counted (0 when none). */
 int mpilab_dl_fine_bucket(int64_t late_ns);
 double mpilab_dl_late_quantile(const mpilab_dl_stats *st, double q);
+/* The same for any fine histogram (max_s returned when q reaches past the last bin). */
+double mpilab_dl_hist_quantile(const uint64_t *fine, double q, double max_s);
 
 /* The early wake-up before a release: the timer wakes the loop this long before the
  * packet is due and it spins the rest, so a lone packet leaves on time although a
@@ -85,7 +101,112 @@ typedef struct mpilab_dl_options {
     int vnet_hdr;          /* 1: IFF_VNET_HDR with TSO offloads (GSO super-packets) */
     int realtime;          /* MPILAB_DL_RT_AUTO / _OFF / _ON (see below) */
     int rt_priority;       /* SCHED_FIFO priority 1..99 when real-time */
+    int busy_poll;         /* MPILAB_DL_BUSY_AUTO / _OFF / _ON (see below) */
+    int leg_stamps;        /* 1: open the leg tap (router crossings, forwarding cost) */
+    int arrival_ingress;   /* 1: date arrivals at the ingress leg (else at the tun device) */
+    int advance;           /* 1: release early by the measured forwarding cost (needs legs) */
 } mpilab_dl_options;
+
+/* Busy polling: the loop never sleeps (zero poll timeouts), so a packet is read the moment
+ * it enters the tun device and no wake-up of an idle CPU comes between: the line owns a CPU
+ * (two CPU-bound workers on this 2-core machine took 1.71x as long). AUTO: on for delays
+ * below MPILAB_DL_BUSY_AUTO_NS, which a line woken by the packet (20-60 us after it here)
+ * cannot honour; there (10 us) a lone packet's crossing came 28 us over D busy against
+ * 110 us sleeping, in one bench slot (docs/testbed.md). The default (AUTO): delays that
+ * short are chosen on purpose, and only then is the core spent. */
+enum { MPILAB_DL_BUSY_AUTO = -1, MPILAB_DL_BUSY_OFF = 0, MPILAB_DL_BUSY_ON = 1 };
+#define MPILAB_DL_BUSY_AUTO_NS 100000
+/* 1 when opt asks for busy polling (on, or auto below MPILAB_DL_BUSY_AUTO_NS). A busy line
+ * stays at normal scheduling unless --rt-priority demands SCHED_FIFO: a real-time task that
+ * never sleeps is stopped by the kernel's real-time throttling (here: releases up to 28 ms
+ * late, p99 of the router crossings, in a bench slot). */
+int mpilab_dl_busy(const mpilab_dl_options *opt);
+
+/* ---- the router's legs (delayline_tap.c) ----
+ * One packet socket on every interface of the namespace but the tun device sees each IP
+ * packet arrive on a site leg (ingress) and leave on one (egress), with kernel timestamps.
+ * The ingress stamp dates a packet's arrival at the router (before the routing into the tun
+ * device and the line's read); the egress stamp, matched to the line's write, measures the
+ * forwarding out of the tun device to the leg, the cost the release can be advanced by. */
+#define MPILAB_DL_SNAP 64
+#define MPILAB_DL_PEND 256
+typedef struct mpilab_dl_snap {
+    int64_t t_ns;    /* ingress: the kernel's stamp; written: the write's start */
+    int64_t arr_ns;  /* written: the packet's ingress stamp (-1 unknown) */
+    int bucket;      /* written: the idle-gap bucket it was released in */
+    uint32_t len;    /* bytes in snap (0: slot consumed) */
+    unsigned char snap[MPILAB_DL_SNAP];
+} mpilab_dl_snap;
+typedef struct mpilab_dl_snapq {
+    mpilab_dl_snap e[MPILAB_DL_PEND];
+    size_t head, count;
+} mpilab_dl_snapq;
+
+/* Forwarding-cost calibration: the write-to-egress cost grows with the time the path was
+ * idle (caches go cold: 7 us after 10 us, 27 us after 100 ms, docs/testbed.md), so it is
+ * kept per bucket of the idle gap since the previous write (bucket b: gap < 2^b us), the
+ * last MPILAB_DL_CAL_N costs each. */
+#define MPILAB_DL_GAP_BUCKETS 24
+#define MPILAB_DL_CAL_N 32
+#define MPILAB_DL_CAL_MIN 3           /* samples before a bucket's minimum is used */
+#define MPILAB_DL_ADVANCE_MAX_NS 100000
+/* less this much and a quarter: the least of a bucket's last costs is no bound on the next
+ * one (with the least alone, 2 of 19 crossings came out up to 1 us short in a first check;
+ * with 2 us off it, 5 of 14 up to 1.3 us, at load 4.5) */
+#define MPILAB_DL_ADVANCE_SAFETY_NS 2000
+typedef struct mpilab_dl_calib {
+    int64_t cost[MPILAB_DL_GAP_BUCKETS][MPILAB_DL_CAL_N];
+    int n[MPILAB_DL_GAP_BUCKETS], next[MPILAB_DL_GAP_BUCKETS];
+} mpilab_dl_calib;
+
+int mpilab_dl_gap_bucket(int64_t gap_ns);
+void mpilab_dl_calib_add(mpilab_dl_calib *c, int bucket, int64_t cost_ns);
+/* How much earlier than due a packet released after an idle gap in `bucket` may be
+ * written: the least cost among the bucket's last samples (the cost of a packet that went
+ * out fastest under the same conditions), else the nearest shorter-gap bucket's (a warmer
+ * path: cheaper, so never too much), else 0; less a quarter of it and
+ * MPILAB_DL_ADVANCE_SAFETY_NS, at most MPILAB_DL_ADVANCE_MAX_NS. */
+int64_t mpilab_dl_calib_advance(const mpilab_dl_calib *c, int bucket);
+
+/* 1 when a and b are the same IP packet at two points of the router: equal in their first
+ * MPILAB_DL_SNAP bytes except what forwarding changes (IPv4 TTL and header checksum, IPv6
+ * hop limit). */
+int mpilab_dl_same_packet(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen);
+void mpilab_dl_snapq_push(mpilab_dl_snapq *q, const mpilab_dl_snap *s);
+/* Take out (mark consumed) the oldest entry that is the same packet as pkt; returns it or NULL. */
+mpilab_dl_snap *mpilab_dl_snapq_take(mpilab_dl_snapq *q, const unsigned char *pkt, size_t len);
+/* Drop consumed entries and entries older than `before` from the head. */
+void mpilab_dl_snapq_trim(mpilab_dl_snapq *q, int64_t before);
+
+/* The offset of CLOCK_REALTIME (the kernel's packet stamps) from CLOCK_MONOTONIC. */
+typedef struct mpilab_dl_rtclock {
+    int64_t off_ns, at_ns; /* at_ns: when it was read (0: not yet) */
+} mpilab_dl_rtclock;
+
+typedef struct mpilab_dl_legs {
+    int fd;
+    mpilab_dl_rtclock clk;
+    mpilab_dl_snapq in;      /* ingress records not yet matched to a read */
+    mpilab_dl_snapq out;     /* written packets not yet seen leaving */
+    mpilab_dl_calib cal;
+} mpilab_dl_legs;
+
+/* The tun device's own tap (outgoing into `dev`), or -1. */
+int mpilab_dl_tap_open(const char *dev);
+/* The kernel's arrival time (CLOCK_MONOTONIC ns) at the tun device of the packet just read, or -1. */
+int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned char *pkt, size_t len);
+/* Open the leg tap (every interface but `tun_dev`); 0, or -1 (no CAP_NET_RAW: not used). */
+int mpilab_dl_legs_open(mpilab_dl_legs *L, const char *tun_dev);
+void mpilab_dl_legs_close(mpilab_dl_legs *L);
+/* Read every record waiting: ingress ones are queued, egress ones matched to written
+ * packets (calibration and crossing statistics for a delay of delay_ns). */
+void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_ns);
+/* The ingress stamp of the packet just read (CLOCK_MONOTONIC ns), or -1. */
+int64_t mpilab_dl_legs_ingress(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_ns,
+                               const unsigned char *pkt, size_t len, int64_t now);
+/* Note a packet about to be written (its first bytes, the time, its ingress stamp, bucket). */
+void mpilab_dl_legs_written(mpilab_dl_legs *L, const unsigned char *pkt, size_t len, int64_t t_ns,
+                            int64_t arr_ns, int bucket);
 
 /* Histogram bucket (0 .. MPILAB_DL_LATE_BUCKETS-1) of a release `late_ns` after its time. */
 int mpilab_dl_late_bucket(int64_t late_ns);

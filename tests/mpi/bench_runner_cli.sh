@@ -168,7 +168,15 @@ else:          # it does not: the figure must say so
     assert "clock_uncertain" in m["flags"], (med, unc, m["flags"])
 # the flag follows its rule: the bound at the end of the measurement against eps x median
 assert ("clock_uncertain" in m["flags"]) == (unc > m["precision"]["eps"] * med), (med, unc, m["flags"])
-print("ok: --inject-clock recorded, offsets", diff, "s apart, global median", med)
+# drift recovery: rank r's clock runs at (1 + d_r) / (1 + d_0) of rank 0's; the recovered
+# drift lies within the drift uncertainty the sync states for it (resolved or not)
+cs = d["provenance"]["clock_sync"]
+d0 = inj["ranks"][0]["drift"]
+for r in cs["ranks"]:
+    true = (1 + inj["ranks"][r["rank"]]["drift"]) / (1 + d0) - 1
+    assert abs(r["drift"] - true) <= r["drift_uncertainty"], (r, true)
+print("ok: --inject-clock recorded, offsets", diff, "s apart, global median", med, "drift",
+      cs["ranks"][0]["drift"], "+-", cs["ranks"][0]["drift_uncertainty"])
 PY
 
 # a good run: all four timing methods, p2p at two sizes (fit), results complete

@@ -38,7 +38,9 @@ int main(void)
                          "--dev x --delay 5ms --rt-priority 0", "--dev x --delay 5ms --rt-priority 100",
                          "--dev x --delay 5ms --rt-priority x",
                          "--dev x --delay 5ms --rt-priority 5 --no-realtime", "--dev x --delay ' 5ms'",
-                         "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'"};
+                         "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'",
+                         "--dev x --delay 5ms --busy-poll sometimes", "--dev x --delay 5ms --busy-poll",
+                         "--dev x --delay 5ms --arrival egress"};
     int fails = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
@@ -57,7 +59,7 @@ int main(void)
     }
     /* -h/--help (units stated) and --version: stdout, exit 0 */
     const char *bin = getenv("MPILAB_DELAYLINE");
-    const char *info[][2] = {{"-h", "K = 1024"}, {"--help", "--delay T"}, {"--version", "mpilab-delayline "}};
+    const char *info[][2] = {{"-h", "K = 1024"}, {"--help", "--busy-poll M"}, {"--version", "mpilab-delayline "}};
     for (size_t i = 0; i < sizeof(info) / sizeof(info[0]); i++) {
         char cmd[1024];
         snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null", bin, info[i][0]);

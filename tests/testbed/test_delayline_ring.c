@@ -7,6 +7,95 @@
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
 
+/* An IPv4 header + 8 bytes of payload, with the given TTL, id and checksum. */
+static void ipv4(unsigned char *p, unsigned ttl, unsigned id, unsigned csum)
+{
+    memset(p, 0, 28);
+    p[0] = 0x45;
+    p[3] = 28;
+    p[4] = (unsigned char)(id >> 8);
+    p[5] = (unsigned char)id;
+    p[8] = (unsigned char)ttl;
+    p[9] = 1;
+    p[10] = (unsigned char)(csum >> 8);
+    p[11] = (unsigned char)csum;
+    for (int k = 20; k < 28; k++)
+        p[k] = (unsigned char)(k * 7);
+}
+
+/* The same packet at two points of the router (TTL and checksum differ) matches; another
+ * packet does not; the queue hands out the oldest match once and trims what is consumed. */
+static int test_matching(void)
+{
+    unsigned char a[28], b[28], c[28];
+    ipv4(a, 64, 1, 0x1234);
+    ipv4(b, 63, 1, 0x1334);
+    ipv4(c, 64, 2, 0x1234);
+    CHECK(mpilab_dl_same_packet(a, 28, b, 28));
+    CHECK(!mpilab_dl_same_packet(a, 28, c, 28));
+    CHECK(!mpilab_dl_same_packet(a, 19, b, 19)); /* too short to tell */
+    b[24] ^= 1;
+    CHECK(!mpilab_dl_same_packet(a, 28, b, 28)); /* payload differs */
+    unsigned char v6a[40] = {0x60}, v6b[40] = {0x60};
+    v6a[7] = 64;
+    v6b[7] = 63;
+    CHECK(mpilab_dl_same_packet(v6a, 40, v6b, 40));
+    CHECK(!mpilab_dl_same_packet(v6a, 40, a, 28)); /* versions differ */
+    mpilab_dl_snapq *q = calloc(1, sizeof(*q)); /* large: not on the stack */
+    CHECK(q);
+    for (int k = 0; k < 3; k++) {
+        mpilab_dl_snap e = {.t_ns = 100 + k, .arr_ns = -1, .bucket = 0, .len = 28};
+        ipv4(e.snap, 64, (unsigned)k, 0);
+        mpilab_dl_snapq_push(q, &e);
+    }
+    unsigned char want[28];
+    ipv4(want, 63, 1, 0xffff);
+    mpilab_dl_snap *got = mpilab_dl_snapq_take(q, want, 28);
+    CHECK(got && got->t_ns == 101);
+    CHECK(mpilab_dl_snapq_take(q, want, 28) == NULL); /* taken once */
+    mpilab_dl_snapq_trim(q, 101); /* drops t=100 (old) and the consumed t=101 */
+    CHECK(q->count == 1 && q->e[q->head].t_ns == 102);
+    for (int k = 0; k < MPILAB_DL_PEND + 5; k++) { /* full: the oldest go */
+        mpilab_dl_snap e = {.t_ns = 1000 + k, .arr_ns = -1, .bucket = 0, .len = 28};
+        ipv4(e.snap, 64, (unsigned)(1000 + k), 0);
+        mpilab_dl_snapq_push(q, &e);
+    }
+    CHECK(q->count == MPILAB_DL_PEND && q->e[q->head].t_ns == 1000 + 5);
+    free(q);
+    return 0;
+}
+
+/* Idle-gap buckets and the advance: the least recent cost of the bucket, less a quarter and
+ * the safety; a bucket without enough samples borrows from a shorter gap (a warmer, cheaper
+ * path), never from a longer one; capped. */
+static int test_calibration(void)
+{
+    CHECK(mpilab_dl_gap_bucket(0) == 0 && mpilab_dl_gap_bucket(999) == 0);
+    CHECK(mpilab_dl_gap_bucket(1000) == 1 && mpilab_dl_gap_bucket(2000) == 2);
+    CHECK(mpilab_dl_gap_bucket(100000000) == 17); /* 100 ms: 2^16 <= 1e5 us < 2^17 */
+    CHECK(mpilab_dl_gap_bucket(INT64_MAX) == MPILAB_DL_GAP_BUCKETS - 1);
+    mpilab_dl_calib c;
+    memset(&c, 0, sizeof(c));
+    CHECK(mpilab_dl_calib_advance(&c, 10) == 0); /* nothing known: no advance */
+    mpilab_dl_calib_add(&c, 10, 30000);
+    mpilab_dl_calib_add(&c, 10, 26000);
+    CHECK(mpilab_dl_calib_advance(&c, 10) == 0); /* too few samples */
+    mpilab_dl_calib_add(&c, 10, 28000);
+    CHECK(mpilab_dl_calib_advance(&c, 10) == 26000 - 26000 / 4 - MPILAB_DL_ADVANCE_SAFETY_NS);
+    CHECK(mpilab_dl_calib_advance(&c, 15) == mpilab_dl_calib_advance(&c, 10)); /* borrowed */
+    CHECK(mpilab_dl_calib_advance(&c, 9) == 0); /* never from a longer gap */
+    for (int k = 0; k < MPILAB_DL_CAL_N; k++) /* the window forgets the old minimum */
+        mpilab_dl_calib_add(&c, 10, 40000);
+    CHECK(mpilab_dl_calib_advance(&c, 10) == 40000 - 10000 - MPILAB_DL_ADVANCE_SAFETY_NS);
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_calib_add(&c, 3, 10000000);
+    CHECK(mpilab_dl_calib_advance(&c, 3) == MPILAB_DL_ADVANCE_MAX_NS);
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_calib_add(&c, 2, 1000);
+    CHECK(mpilab_dl_calib_advance(&c, 2) == 0); /* never negative */
+    return 0;
+}
+
 int main(void)
 {
     mpilab_dl_ring r;
@@ -72,6 +161,8 @@ int main(void)
                            .vnet_hdr = 1, .realtime = MPILAB_DL_RT_OFF, .rt_priority = 10};
     mpilab_dl_sched sc = {.fifo = 7, .priority = 7, .mlocked = 7};
     CHECK(mpilab_dl_realtime(&o, &sc) == 0 && sc.fifo == 0 && sc.priority == 0 && sc.mlocked == 0);
+    CHECK(test_matching() == 0);
+    CHECK(test_calibration() == 0);
     printf("delayline ring ok (%u records)\n", next_in);
     return 0;
 }
