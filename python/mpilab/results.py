@@ -31,7 +31,7 @@ TIMINGS = ("max", "root", "global", "opspec", "p2p")
 # typed view
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Precision:
     cl: float
     eps: float
@@ -39,7 +39,7 @@ class Precision:
     max_reps: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stats:
     mean: float
     ci_half: float
@@ -53,7 +53,7 @@ class Stats:
     converged: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Measurement:
     index: int
     op: str
@@ -79,7 +79,7 @@ class Measurement:
         return self.op == "p2p"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PairMatrix:
     """One compact all-pairs measurement (docs/results-schema.md, "Pair matrix"): per-pair
     arrays in (i, j) order. `Results.measurements` also holds its pairs one by one."""
@@ -103,7 +103,7 @@ class PairMatrix:
         return dict(zip(zip(self.i, self.j, strict=True), self.median, strict=True))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HockneyRange:
     lo: int
     hi: int
@@ -111,7 +111,7 @@ class HockneyRange:
     beta: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HockneyPair:
     i: int
     j: int
@@ -127,7 +127,7 @@ class HockneyPair:
         return self.alpha + self.beta * nbytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogGPPoint:
     """Per-size LogGP measurement of one pair (medians, seconds)."""
     bytes: int
@@ -137,7 +137,7 @@ class LogGPPoint:
     g: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogGPParams:
     """LogGP parameters (seconds, seconds per byte); o_s(m) = os + os_per_byte * m,
     o_r(m) = orr + or_per_byte * m, g(m) = g + G * m."""
@@ -155,14 +155,14 @@ class LogGPParams:
         return self.os + self.L + max(nbytes - 1.0, 0.0) * self.G + self.orr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogGPRange:
     lo: int
     hi: int
     params: LogGPParams
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogGPPair:
     i: int
     j: int
@@ -178,7 +178,7 @@ class LogGPPair:
         return min(self.ranges, key=lambda r: max(r.lo - nbytes, nbytes - r.hi, 0.0)).params
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Prediction:
     op: str
     impl: str
@@ -195,7 +195,7 @@ class Prediction:
         return (self.predicted - self.measured) / self.measured
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClockSync:
     method: str
     max_residual_s: float
