@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import mpirun
+from harness import env, mpirun
 from harness import tool as find_tool
 
 CONFIGS = ["2:skampi", "2:hierarchical", "4:skampi", "4:hierarchical", "8:hierarchical"]
@@ -39,7 +39,8 @@ def run(tool: str, np: int, method: str, syncs: int, seed: int) -> dict[str, obj
         cmd += [find_tool(tool) if os.sep not in tool else tool, "clock", "--inject",
                 f"offset=10ms,drift=100ppm,seed={seed}", "--syncs", str(syncs), "--sync",
                 method, "--out", str(out)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False,
+                           env=env())
         if p.returncode != 0 or not out.exists():
             raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
         data = json.loads(out.read_text())
