@@ -55,17 +55,6 @@ def test_survey_leaves_opspec_out_at_scale() -> None:
     assert big[2] == "--timing" and big[3].split(",") == ["max", "root", "global"]
 
 
-def test_survey_synchronises_hierarchically_at_scale() -> None:
-    """The default (skampi) synchronisation is O(p) per global measurement: above
-    SYNC_FLAT_MAX_RANKS ranks the survey asks the runner for the hierarchical scheme."""
-    n = survey.SYNC_FLAT_MAX_RANKS
-    assert "--sync" not in survey.FULL.runner_args("r.json", n)
-    big = survey.FULL.runner_args("r.json", n + 1)
-    k = big.index("--sync")
-    assert big[k + 1] == "hierarchical"
-    assert survey.QUICK.runner_args("r.json", 1024)[k + 1] == "hierarchical"
-
-
 def test_survey_defaults(fake_bench: Callable[[str], dict[str, str]],
                          run_cli: Callable[..., Any], tmp_path: Path) -> None:
     from mpilab.cli import build_parser

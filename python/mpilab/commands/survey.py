@@ -54,16 +54,6 @@ TIMINGS = ["max", "root", "global", "opspec"]
 # 256 simulated ranks, most of the survey). Above this many ranks the survey leaves it out
 # and says so; `mpilab bench -- --timing opspec` still measures it.
 OPSPEC_MAX_RANKS = 64
-# The runner's default clock synchronisation (skampi) probes every rank from rank 0 in turn,
-# and a survey synchronises before each globally timed measurement: O(p) each time. Above
-# this many ranks the survey asks for the hierarchical scheme (O(log p) rounds; docs/bench.md:
-# 2.53x the cost of 16 ranks at 1024, every injected offset recovered).
-SYNC_FLAT_MAX_RANKS = 64
-
-
-def sync_for(np: int) -> list[str]:
-    """The runner's --sync option for a survey of np ranks (none: its default)."""
-    return [] if np <= SYNC_FLAT_MAX_RANKS else ["--sync", "hierarchical"]
 
 
 def timings_for(np: int) -> list[str]:
@@ -91,7 +81,6 @@ class Plan:
                 "--eps", repr(self.eps), "--cl", repr(self.cl),
                 "--time-budget", f"{self.time_budget / self.launches:.6g}s",
                 "--isolation", "barrier", "--models", "hockney,loggp", "--out", out,
-                *sync_for(np),
                 *(["--min-time", f"{self.min_time:g}s"] if self.min_time is not None else [])]
 
 
