@@ -310,14 +310,17 @@ FLAG_MEANINGS = (
 )
 
 
-def flag_legend(r: Results) -> list[tuple[str, str, int]]:
-    """(flag, meaning, how many measurements carry it) for the legend beside the summary:
-    the flags of this run first, then the others."""
-    s = quality.summary(r.raw)
-    counts = dict(s["flags"])
-    for p in s["params"]:
-        for f in p.rpartition(": ")[2].split(","):
-            counts[f] = counts.get(f, 0) + 1
+def flag_legend(*runs: Results) -> list[tuple[str, str, int]]:
+    """(flag, meaning, how many measurements or parameters carry it, over the runs) for the
+    legend beside the summary: the flags seen first, then the others."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        s = quality.summary(r.raw)
+        for f, n in s["flags"].items():
+            counts[f] = counts.get(f, 0) + n
+        for p in s["params"]:
+            for f in p.rpartition(": ")[2].split(","):
+                counts[f] = counts.get(f, 0) + 1
     rows = [(f, why, counts.get(f, 0)) for f, why in FLAG_MEANINGS]
     return sorted(rows, key=lambda x: x[2] == 0)
 
