@@ -23,7 +23,9 @@ Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (
 fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
 without join listeners); suffix ~noqa: without the quickack route metric (as before the
 fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
-kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target.
+kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
+hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
+nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`).
 """
 from __future__ import annotations
 
@@ -139,6 +141,35 @@ def ss_samples(sp: Spec, seconds: float, out: list[str]) -> None:
         time.sleep(0.01)
 
 
+def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
+    """Where a hung job waits, before it is killed: every process of the program (state,
+    kernel wait channel), a backtrace of every thread of each (gdb, if installed), and the
+    sockets of both nodes with their processes and TCP/MPTCP state (`ss -tainpM`)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    pids = subprocess.run(["pgrep", "-f", str(exe)], capture_output=True,
+                          text=True).stdout.split()
+    ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:32,etime,args", "-p",
+                         ",".join(pids) or "0"], capture_output=True, text=True).stdout
+    bts = []
+    for pid in pids:
+        if shutil.which("gdb"):
+            try:
+                g = subprocess.run(["gdb", "-batch", "-p", pid, "-ex",
+                                    "thread apply all bt 20"], capture_output=True,
+                                   text=True, timeout=20)
+                bts.append(f"== {pid}\n{g.stdout[-6000:]}")
+            except subprocess.TimeoutExpired:
+                bts.append(f"== {pid}: gdb timed out")
+    socks = []
+    for n in HOSTS:
+        q = subprocess.run(["ip", "netns", "exec", sp.ns(n), "ss", "-tainpM"],
+                           capture_output=True, text=True, timeout=30)
+        socks.append(f"== {n}\n{q.stdout}")
+    atomic_write_text(dest / "ps.txt", ps)
+    atomic_write_text(dest / "backtraces.txt", "\n".join(bts))
+    atomic_write_text(dest / "ss.txt", "\n".join(socks))
+
+
 def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
                  window: float) -> dict[str, Any]:
     """pause: the longest round trip that ended within `window` s after the fault; later:
@@ -229,7 +260,10 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
             if capture:  # the subflows' state (ss -tiM) every ~10 ms for 0.3 s
                 sampler = threading.Thread(target=ss_samples, args=(sp, 0.3, ss_out))
                 sampler.start()
-    if hung:
+    hang_dir = None
+    if hung:  # where it waits, kept before the kill (the rail is still down)
+        hang_dir = work / f"hang-{mpi}-{nbytes}-{mode}-{time.time():.0f}"
+        hang_evidence(sp, exe, hang_dir)
         os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     if sampler:
@@ -263,6 +297,8 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                            for r in sorted({str(e["result"]) for e in jl})},
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
         "stderr": err.strip()[-400:]}
+    if hang_dir:
+        out["hang_evidence"] = str(hang_dir)
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
     # a job that hangs in MPI_Finalize still shows whether every byte was right
