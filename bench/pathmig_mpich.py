@@ -25,7 +25,8 @@ without join listeners); suffix ~noqa: without the quickack route metric (as bef
 fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
 kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
 hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
-nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`).
+nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`); then the faulted
+rail is healed and `ended_after_heal` says whether the job ended within 5 s.
 """
 from __future__ import annotations
 
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
 
 MPICC = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
 TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
+HEAL_WAIT_S = 5.0  # a hung job: how long to wait for its end after healing the rail
 NEAR_S = 0.3  # near_ms: the longest round trip ending this soon after the fault
 HOSTS = ["s0n0", "s1n0"]
 
@@ -261,10 +263,21 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                 sampler = threading.Thread(target=ss_samples, args=(sp, 0.3, ss_out))
                 sampler.start()
     hang_dir = None
+    ended_after_heal = None
     if hung:  # where it waits, kept before the kill (the rail is still down)
         hang_dir = work / f"hang-{mpi}-{nbytes}-{mode}-{time.time():.0f}"
         hang_evidence(sp, exe, hang_dir)
-        os.killpg(p.pid, signal.SIGKILL)
+        if fault_t is not None:  # does the job end once the faulted rail works again?
+            faults.heal(sp, None)
+            try:
+                p.wait(timeout=HEAL_WAIT_S)
+                ended_after_heal = True
+            except subprocess.TimeoutExpired:
+                ended_after_heal = False
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     p.wait()
     if sampler:
         sampler.join()
@@ -299,6 +312,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
         "stderr": err.strip()[-400:]}
     if hang_dir:
         out["hang_evidence"] = str(hang_dir)
+        out["ended_after_heal"] = ended_after_heal
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
     # a job that hangs in MPI_Finalize still shows whether every byte was right
@@ -342,6 +356,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                     r["median_ms"] for r in rs if "median_ms" in r)[
                                     len(rs) // 2], 4) if all("median_ms" in r for r in rs)
                                 else None}
+        heal = [r["ended_after_heal"] for r in rs if r.get("ended_after_heal") is not None]
+        if heal:  # hung runs: how many ended once the faulted rail was healed
+            cell["hung_ended_after_heal"] = f"{sum(heal)} of {len(heal)}"
         ps = [r["pause_ms"] for r in rs if "pause_ms" in r]
         fmode = key[2].split("~")[0].partition("+")[2]
         if ps:
