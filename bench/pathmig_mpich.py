@@ -172,6 +172,27 @@ def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
     atomic_write_text(dest / "ss.txt", "\n".join(socks))
 
 
+def end_hung(sp: Spec, exe: Path, p: subprocess.Popen[str], faulted: bool,
+             dest: Path) -> dict[str, Any]:
+    """A hung job: where it waits is kept (the rail still down), then, after a fault, the
+    rail is healed to see whether the job ends by itself within HEAL_WAIT_S; then it is
+    killed."""
+    hang_evidence(sp, exe, dest)
+    out: dict[str, Any] = {"hang_evidence": str(dest), "ended_after_heal": None}
+    if faulted:
+        faults.heal(sp, None)
+        try:
+            p.wait(timeout=HEAL_WAIT_S)
+            out["ended_after_heal"] = True
+        except subprocess.TimeoutExpired:
+            out["ended_after_heal"] = False
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return out
+
+
 def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
                  window: float) -> dict[str, Any]:
     """pause: the longest round trip that ended within `window` s after the fault; later:
@@ -262,22 +283,10 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
             if capture:  # the subflows' state (ss -tiM) every ~10 ms for 0.3 s
                 sampler = threading.Thread(target=ss_samples, args=(sp, 0.3, ss_out))
                 sampler.start()
-    hang_dir = None
-    ended_after_heal = None
-    if hung:  # where it waits, kept before the kill (the rail is still down)
-        hang_dir = work / f"hang-{mpi}-{nbytes}-{mode}-{time.time():.0f}"
-        hang_evidence(sp, exe, hang_dir)
-        if fault_t is not None:  # does the job end once the faulted rail works again?
-            faults.heal(sp, None)
-            try:
-                p.wait(timeout=HEAL_WAIT_S)
-                ended_after_heal = True
-            except subprocess.TimeoutExpired:
-                ended_after_heal = False
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    hang: dict[str, Any] = {}
+    if hung:
+        hang = end_hung(sp, exe, p, fault_t is not None,
+                        work / f"hang-{mpi}-{nbytes}-{mode}-{time.time():.0f}")
     p.wait()
     if sampler:
         sampler.join()
@@ -310,9 +319,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                            for r in sorted({str(e["result"]) for e in jl})},
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
         "stderr": err.strip()[-400:]}
-    if hang_dir:
-        out["hang_evidence"] = str(hang_dir)
-        out["ended_after_heal"] = ended_after_heal
+    out |= hang
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
     # a job that hangs in MPI_Finalize still shows whether every byte was right
