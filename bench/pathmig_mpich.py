@@ -22,7 +22,8 @@ trips before the fault). Every run has a time limit.
 Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
 fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
 without join listeners); suffix ~noqa: without the quickack route metric (as before the
-fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
+fix, for a side-by-side comparison). UCX_* variables in the environment reach the ranks
+(Hydra passes the environment on). --capture DIR keeps a tcpdump of both nodes and the
 kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
 hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
 nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`); then the faulted
