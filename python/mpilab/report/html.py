@@ -19,7 +19,7 @@ from mpilab.report import scale_sections as big
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 # the names other pages import from here (the multilane page)
 fmt_time = units.fmt_time

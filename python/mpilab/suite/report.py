@@ -20,7 +20,7 @@ from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section, page
 from mpilab.report.signif import Estimate
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 
 @dataclass
