@@ -26,17 +26,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import env, mpirun
+from harness import tool as find_tool
+
 CONFIGS = ["2:skampi", "2:hierarchical", "4:skampi", "4:hierarchical", "8:hierarchical"]
 
 
 def run(tool: str, np: int, method: str, syncs: int, seed: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as td:
         out = Path(td) / "clock.json"
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
-        cmd += ["--bind-to", "core"] if np <= (os.cpu_count() or 1) else ["--bind-to", "none"]
-        cmd += [tool, "clock", "--inject", f"offset=10ms,drift=100ppm,seed={seed}",
-                "--syncs", str(syncs), "--sync", method, "--out", str(out)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        cmd = mpirun(np, ["--bind-to", "core"] if np <= (os.cpu_count() or 1) else [])
+        cmd += [find_tool(tool) if os.sep not in tool else tool, "clock", "--inject",
+                f"offset=10ms,drift=100ppm,seed={seed}", "--syncs", str(syncs), "--sync",
+                method, "--out", str(out)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False,
+                           env=env())
         if p.returncode != 0 or not out.exists():
             raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
         data = json.loads(out.read_text())

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+import harness  # noqa: F401 (this checkout's package on the path)
 from mpilab.testbed import net, spec
 
 WORK = "s = 0\nfor i in range(int(__import__('sys').argv[1])):\n    s += i\n"

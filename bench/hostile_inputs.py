@@ -599,8 +599,8 @@ def issue29_cases() -> list[Case]:
              setup=lambda d: (_write("r.json", t)(d), _fifo("f.csv")(d)),
              post=_keep("f.csv", "fifo"), limit=60),
         Case("29 mpilab-bench --out a FIFO (refused before measuring)", "C",
-             ["mpirun", "--oversubscribe", "-np", "2", str(BIN / "mpilab-bench"), "--ops",
-              "p2p", "--sizes", "1", "--out", "f.json"], setup=_fifo("f.json"),
+             [*harness.mpirun(2), str(BIN / "mpilab-bench"), "--ops", "p2p", "--sizes", "1",
+              "--out", "f.json"], setup=_fifo("f.json"),
              post=_keep("f.json", "fifo"), lenient_stderr=True, limit=120),
         Case("29 mpilab-bench --inject-clock offset twice", "A",
              [str(BIN / "mpilab-bench"), "--ops", "barrier", "--sizes", "0", "--inject-clock",
@@ -613,9 +613,9 @@ def issue29_cases() -> list[Case]:
     if os.geteuid() == 0:  # a full disk: a small tmpfs
         cases += [
             Case("29 mpilab-bench on a full disk leaves nothing at --out", "C",
-                 ["mpirun", "--oversubscribe", "-np", "2", str(BIN / "mpilab-bench"), "--ops",
-                  "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet", "--out",
-                  "full/r.json"], setup=_tmpfs, post=_full_post("r.json"),
+                 [*harness.mpirun(2), str(BIN / "mpilab-bench"), "--ops", "p2p,bcast,scatter",
+                  "--sizes", "1:64K:x4", "--quiet", "--out", "full/r.json"],
+                 setup=_tmpfs, post=_full_post("r.json"),
                  lenient_stderr=True, limit=300),
             Case("29 mpilab bench on a full disk leaves nothing at --out", "C",
                  PY + ["bench", "--np", "2", "--quiet-launches", "--out", "full/b.json", "--",

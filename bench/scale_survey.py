@@ -34,8 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MPILAB = ROOT / ".venv" / "bin" / "mpilab"
+from harness import env, loadavg, mpilab_cmd
 
 
 def fail(msg: str) -> None:
@@ -81,13 +80,14 @@ def one(n: int, out: Path, sizes: str | None) -> dict[str, object]:
     d = out / f"n{n}"
     d.mkdir(parents=True, exist_ok=True)
     plat = d / "platform.xml"
-    subprocess.run([str(MPILAB), "sim", "platform", "flat", "--nodes", str(n), "--bw", "10Gbit",
-                    "--lat", "1us", "-o", str(plat)], check=True, stderr=subprocess.DEVNULL)
-    cmd = [str(MPILAB), "survey", "--sim", str(plat), "--np", str(n), "--out", str(d / "survey"),
+    subprocess.run(mpilab_cmd("sim", "platform", "flat", "--nodes", str(n), "--bw", "10Gbit",
+                              "--lat", "1us", "-o", str(plat)),
+                   check=True, stderr=subprocess.DEVNULL, env=env())
+    cmd = [*mpilab_cmd("survey"), "--sim", str(plat), "--np", str(n), "--out", str(d / "survey"),
            "-q", *(["--sizes", sizes] if sizes else [])]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env())
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -127,11 +127,9 @@ def main() -> int:
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--sizes", help="the survey's --sizes (default: its own plan)")
     a = ap.parse_args()
-    if not MPILAB.is_file():
-        fail(f"{MPILAB} missing (scripts/build)")
     out = Path(a.out)
     runs = []
-    print(f"load at start: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
+    print(f"load at start: {loadavg()}", flush=True)
     for n in a.ranks:
         r = one(n, out, a.sizes)
         runs.append(r)

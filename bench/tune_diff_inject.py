@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-from mpilab import launches  # noqa: E402 (this checkout's package)
+from harness import REPO, mpilab_cmd, write_json
+from harness import env as harness_env
+from mpilab import launches
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,20 +45,20 @@ def main() -> int:
     if cc.returncode != 0:
         sys.stderr.write(cc.stderr)
         return 2
-    py = [sys.executable, "-m", "mpilab.cli"]
     results = []
     for t in range(1, a.trials + 1):
         files = {}
         for k in range(1, a.launches + 1):
             for label in ("A", "B"):
-                env = dict(os.environ)
+                env = harness_env()
                 if label == "B":
                     env["MPILAB_INJECT_BCAST"] = str(a.slowdown)
                 f = tmp / f"t{t}{label}.launch{k}.json"
-                p = run(py + ["bench", "--np", "2", "--launches", "1", "--quiet-launches",
-                              "--", "--entries", str(so), "--ops", "bcast:inj,allreduce:inj",
-                              "--sizes", a.sizes, "--time-budget", a.budget, "--no-fit",
-                              "--quiet", "--out", str(f)], env)
+                p = run(mpilab_cmd("bench", "--np", "2", "--launches", "1", "--quiet-launches",
+                                   "--", "--entries", str(so), "--ops",
+                                   "bcast:inj,allreduce:inj", "--sizes", a.sizes,
+                                   "--time-budget", a.budget, "--no-fit", "--quiet",
+                                   "--out", str(f)), env)
                 if p.returncode != 0:
                     sys.stderr.write(p.stderr)
                     return 2
@@ -68,8 +67,8 @@ def main() -> int:
             docs = [json.loads(f.read_text()) for f in files[label]]
             merged = launches.merge(docs, [str(f) for f in files[label]])
             (tmp / f"t{t}{label}.json").write_text(json.dumps(merged))
-        d = run(py + ["diff", str(tmp / f"t{t}A.json"), str(tmp / f"t{t}B.json"),
-                      "--fail-above", "5%"])
+        d = run(mpilab_cmd("diff", str(tmp / f"t{t}A.json"), str(tmp / f"t{t}B.json"),
+                           "--fail-above", "5%"), harness_env())
         rows = [ln for ln in d.stdout.splitlines() if ln.startswith(("bcast", "allreduce"))]
         hit = [ln for ln in rows if ln.startswith("bcast") and "SLOWER" in ln]
         false = [ln for ln in rows if ln.startswith("allreduce") and "same" not in ln]
@@ -86,7 +85,7 @@ def main() -> int:
         sys.stdout.flush()
     print(f"{sum(r['pass'] for r in results)} of {len(results)} trials passed")
     if a.out:
-        Path(a.out).write_text(json.dumps(results, indent=1))
+        write_json(a.out, results)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -38,6 +38,15 @@ def short(v: Any) -> str:
 def message(e: Any) -> tuple[PathT, str]:
     """(JSON path, one-line message) of a jsonschema ValidationError."""
     while e.context:  # anyOf/oneOf/if: report the deepest failure inside
+        alts = [c for c in e.context if c.absolute_path == e.absolute_path]
+        if alts and len(alts) == len(e.context) and all(c.validator == "type" for c in alts):
+            # every alternative is a type ("a number or null"): name them all, not the last
+            types: list[str] = []
+            for c in alts:
+                v = c.validator_value
+                types += [v] if isinstance(v, str) else list(v)
+            return (tuple(e.absolute_path),
+                    "expected " + " or ".join(_TYPE_WORDS.get(t, t) for t in dict.fromkeys(types)))
         e = max(e.context, key=lambda c: len(c.absolute_path))
     path: PathT = tuple(e.absolute_path)
     inst, val, kind = e.instance, e.validator_value, e.validator
@@ -69,8 +78,6 @@ def message(e: Any) -> tuple[PathT, str]:
     if kind == "const":
         return path, f"is {short(inst)}, expected {short(val)}"
     return path, e.message.splitlines()[0][:120]
-
-
 
 
 @functools.cache

@@ -267,7 +267,7 @@ def _run_runner(tmp_path: Path, np: int, *args: str,
 @pytest.mark.mpi
 @needs_runner
 @pytest.mark.parametrize("args, expected", [
-    (["--models", "hockney,nosuch"], "--models: unknown model 'nosuch' (hockney, loggp)"),
+    (["--models", "hockney,nosuch"], "--models: unknown model 'nosuch' (hockney, loggp, lmo)"),
     (["--models", "loggp,"], "--models: empty item in 'loggp,'"),
     (["--models", "loggp", "--no-fit"], "--no-fit contradicts --models loggp"),
     (["--models", "loggp", "--sizes", "1K"],

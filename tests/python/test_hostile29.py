@@ -203,9 +203,9 @@ def test_report_layout_and_size(tmp_path: Path) -> None:
     assert '<details class="mpilab-long"><summary>Provenance' in text[prov:]
     assert 'class="tscroll"' in text
     assert (tmp_path / figs.runtime_file_name()).is_file()
-    assert len(text) < 500_000 and "mpilab-plotlyjs" not in text
+    assert len(text) < 500_000 and 'id="mpilab-plotlyjs"' not in text  # not embedded
     r = _cli("report", "r.json", "-o", "s.html", "--self-contained", cwd=tmp_path)
-    assert r.returncode == 0 and "mpilab-plotlyjs" in (tmp_path / "s.html").read_text()
+    assert r.returncode == 0 and 'id="mpilab-plotlyjs"' in (tmp_path / "s.html").read_text()
 
 
 def test_report_csv_is_one_way(tmp_path: Path) -> None:
@@ -265,7 +265,8 @@ def test_enospc_leaves_nothing_at_out(small_tmpfs: Path, tmp_path: Path) -> None
     r = _mpirun("--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet", "--out",
                 str(out), cwd=tmp_path)
     assert r.returncode != 0 and "No space left on device" in r.stderr
-    assert r.stderr.count("checkpoint") <= 1
+    # at most one line about checkpoints ("... (no further checkpoints)"), not one per try
+    assert sum("checkpoint" in ln for ln in r.stderr.splitlines()) <= 1
     assert not out.exists()
     q = subprocess.run(MPILAB + ["bench", "--np", "2", "--out", str(small_tmpfs / "b.json"),
                                  "--", "--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,16 +93,16 @@ def test_load_and_analysis(tmp_path: Path) -> None:
 def test_targets_met_and_not_met(tmp_path: Path) -> None:
     rows = report.targets([doc.load(write(tmp_path, synthetic(tmp_path)))])
     by = {r[1]: r for r in rows}
-    sp = by["scatter multilane >= 2x single-lane at 4M"]
+    sp = by["scatter multilane >= 2x single-lane at 4 MiB"]
     assert sp[2].startswith("4.44x (P=3)") and sp[3] == "met"
-    pap = next(r for k, r in by.items() if k.startswith("scatter 4M: time at the paper"))
+    pap = next(r for k, r in by.items() if k.startswith("scatter 4 MiB: time at the paper"))
     assert pap[3] == "NOT met" and pap[2] == "+11.1%"
-    sim = next(r for k, r in by.items() if k.startswith("scatter 4M: time at the sim"))
+    sim = next(r for k, r in by.items() if k.startswith("scatter 4 MiB: time at the sim"))
     assert sim[3] == "met"
-    wan = next(r for k, r in by.items() if k.startswith("gather multilane P=4 4M"))
+    wan = next(r for k, r in by.items() if k.startswith("gather multilane P=4 4 MiB"))
     assert wan[3] == "met"
     slow = report.targets([doc.load(write(tmp_path, synthetic(tmp_path, 200e6), "slow.json"))])
-    wan = next(r for r in slow if r[1].startswith("gather multilane P=4 4M"))
+    wan = next(r for r in slow if r[1].startswith("gather multilane P=4 4 MiB"))
     assert wan[3] == "NOT met" and "mean" in wan[2]
     # predictions: paper T(3) = base/3 against 0.9 base: -63% -> not met
     pred = next(r for r in rows if r[1] == "scatter paper model within 15% for M >= 1 MiB")
@@ -133,9 +134,10 @@ def test_phase_split_and_alpha(tmp_path: Path) -> None:
     assert sp is not None and [sp[k][0] for k in ("prepare", "wan", "lan")] == [None] * 3
     assert [sp[k][1] for k in ("prepare", "wan", "lan")] == pytest.approx([0.2, 0.6, 0.2])
     rows = report.phase_rows(d)
-    assert len(rows) == 1 and rows[0][:4] == ["scatter", "multilane", 4, "4M"]
+    assert len(rows) == 1
+    assert [c.text for c in rows[0][:4]] == ["scatter", "multilane", "4", "4 MiB"]
     page = report.render([d])
-    assert "Phases" in page and "alpha (gather; calibrated at 1K" in page
+    assert "Phases" in page and "alpha (gather; calibrated at 1 KiB" in page
     assert "95% CI" in page
 
 
@@ -147,7 +149,8 @@ def test_report_page(tmp_path: Path) -> None:
     # the reports' one stack: plotly figures (2 size plots, 2 P plots, 1 timeline), the
     # runtime in one shared file beside the page
     assert text.count('class="mpilab-fig"') >= 5
-    assert (tmp_path / figs.runtime_file_name()).is_file() and "mpilab-plotlyjs" not in text
+    assert (tmp_path / figs.runtime_file_name()).is_file()
+    assert 'id="mpilab-plotlyjs"' not in text  # the runtime is not embedded
     for item in ("Targets", "b(4)", "WAN phase mean Mbit/s", "NOT met"):
         assert item in text, item
 
@@ -174,7 +177,7 @@ def test_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutat
     out = tmp_path / "x.html"
     assert main(["multilane", "report", str(p), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and needle.strip(":") in err
+    assert err.count("\n") == 1 and re.search(needle, err), err
     assert not out.exists()
 
 

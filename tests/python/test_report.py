@@ -31,10 +31,11 @@ def test_full_report_has_every_section(synthetic_results: Callable[..., dict[str
     text = _report(doc, write_json, tmp_path)
     page = htmlq.parse(text)
     assert page.sections == ["summary", "collectives", "timing", "p2p", "models",
-                             "measurements"]
-    # provenance: a readable table inside the summary, no JSON blob
+                             "measurements", "provenance"]
+    # provenance: a readable table, folded after the figures and tables (issue 28), no
+    # JSON blob
     prov = page.table("provenance-table")
-    assert prov.section == "summary" and not prov.in_details
+    assert prov.section == "provenance" and prov.in_details
     items = dict(prov.rows)  # type: ignore[arg-type]
     assert items["mpi"] == "Open MPI v4.1.4" and items["date"] == "2026-11-21T10:00:00Z"
     assert items["command"].startswith("mpilab-bench --ops p2p")
@@ -103,7 +104,7 @@ def test_sections_without_data_are_omitted(synthetic_results: Callable[..., dict
     doc["provenance"]["clock_sync"] = None
     text = _report(doc, write_json, tmp_path)
     page = htmlq.parse(text)
-    assert page.sections == ["summary", "collectives", "measurements"]
+    assert page.sections == ["summary", "collectives", "measurements", "provenance"]
     assert "no clock synchronisation (no measurement used global timing)" in text
     assert _fig_titles(page) == ["bcast: time vs size", "bcast: bandwidth vs size"]
 
@@ -114,7 +115,7 @@ def test_empty_and_p2p_only_results(synthetic_results: Callable[..., dict[str, A
     doc["measurements"] = []
     doc["models"] = {}
     page = htmlq.parse(_report(doc, write_json, tmp_path))
-    assert page.sections == ["summary"] and not page.figures
+    assert page.sections == ["summary", "provenance"] and not page.figures
 
     doc = synthetic_results(ranks=3, sizes=(4096,))
     doc["measurements"] = [m for m in doc["measurements"] if m["op"] == "p2p"]

@@ -249,7 +249,9 @@ def _open_report(page: Page, path: Path, name: str, tmp_path: Path) -> dict[str,
                    "return s !== null && s.getBoundingClientRect().top < 1500;")
     figs = {f["id"]: f for f in page.figures()}
     assert figs and all(f["rendered"] == "1" for f in figs.values())
-    assert page.js("return document.querySelectorAll('#mpilab-plotlyjs').length;") == 1
+    # the plotting runtime once: the shared file beside the page, or embedded
+    assert page.js("return document.querySelectorAll("
+                   "'#mpilab-plotlyjs, script[src^=\"mpilab-plotly-\"]').length;") == 1
     for fid, f in figs.items():
         n_open = 0
         for t in f["traces"]:

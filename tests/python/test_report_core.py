@@ -213,7 +213,7 @@ def test_negative_times_are_refused_at_load(
     with pytest.raises(MpilabError) as e:
         results.load(p)
     k = doc["measurements"].index(m)
-    assert f"measurements[{k}].stats.mean: -1e-06: not a possible time" in str(e.value)
+    assert f"measurements[{k}].stats.median: -1e-06: not a possible time" in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------

@@ -115,8 +115,8 @@ def job(program: str, args: list[str], np: int | None, platform_path: str,
         ppn: int = 1, config: list[str] | None = None) -> SimJob:
     """The simulated launch of the SMPI build of `program` with `args` on np ranks (default:
     ppn per host of the platform), ppn consecutive ranks per host (block placement: ranks
-    0..ppn-1 on the first host). Bad input (no smpirun, no SMPI build, a platform that
-    is not one, more ranks than hosts x ppn) raises MpilabError with one line, before
+    0..ppn-1 on the first host). Bad input (a platform that is not one, more ranks than
+    hosts x ppn; then no smpirun, no SMPI build) raises MpilabError with one line, before
     anything is started or written. `config`: more --cfg=... options for smpirun (after
     SMPI_CONFIG, so they override it), recorded in provenance."""
     extra = list(config or [])
@@ -125,8 +125,8 @@ def job(program: str, args: list[str], np: int | None, platform_path: str,
             raise MpilabError(f"SMPI option {c!r}: expected --cfg=NAME:VALUE")
     if ppn < 1:
         raise MpilabError(f"ranks per host {ppn}: need at least 1")
-    runner = smpirun()
-    exe = smpi_tool(program)
+    # the input (the platform and the rank count) before the environment (smpirun, the
+    # SMPI build): a wrong platform is named even where SMPI is not installed
     data = read_regular(platform_path, "--sim platform", MAX_PLATFORM)
     hosts = plat.hosts_of(data, platform_path)
     if not hosts:
@@ -137,6 +137,8 @@ def job(program: str, args: list[str], np: int | None, platform_path: str,
     if n > len(hosts) * ppn:
         raise MpilabError(f"--np {n}: the platform {platform_path} has {len(hosts)} hosts "
                           f"({'one simulated rank' if ppn == 1 else f'{ppn} ranks'} per host)")
+    runner = smpirun()
+    exe = smpi_tool(program)
     fd, hostfile = tempfile.mkstemp(prefix="mpilab-sim-", suffix=".hosts")
     with os.fdopen(fd, "w") as f:
         f.write("".join(h + "\n" for h in hosts[:(n + ppn - 1) // ppn] for _ in range(ppn))
