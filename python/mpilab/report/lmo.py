@@ -202,14 +202,14 @@ def _pred_figs(sec: Section, sink: FigureSink, lp: list[Prediction],
         qs.sort(key=lambda p: p.bytes)
         cs = [Curve(f"{impl} measured", [Point(float(p.bytes), p.measured, None, None, None, [])
                                          for p in qs if p.measured is not None]),
-              Curve(f"{impl} LMO predicted", [Point(float(p.bytes), p.predicted, None, None,
+              Curve(f"LMO predicted ({impl})", [Point(float(p.bytes), p.predicted, None, None,
                                                     None, []) for p in qs], kind="model")]
         hq = sorted(hock.get((op, impl), []), key=lambda p: p.bytes)
         if hq:
             seen: dict[int, Prediction] = {}
             for p in hq:
                 seen.setdefault(p.bytes, p)
-            cs.append(Curve(f"{impl} Hockney predicted",
+            cs.append(Curve(f"Hockney predicted ({impl})",
                             [Point(float(b), p.predicted, None, None, None, [])
                              for b, p in sorted(seen.items())], kind="model"))
         sec.add("fig", sink.html(Figure(sink.uid(f"lmo-pred-{op}-{impl}"),
