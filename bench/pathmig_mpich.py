@@ -23,7 +23,10 @@ Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (
 fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
 without join listeners); suffix ~noqa: without the quickack route metric (as before the
 fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
-kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target.
+kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
+hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
+nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`); then the faulted
+rail is healed and `ended_after_heal` says whether the job ended within 5 s.
 """
 from __future__ import annotations
 
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
 
 MPICC = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
 TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
+HEAL_WAIT_S = 5.0  # a hung job: how long to wait for its end after healing the rail
 NEAR_S = 0.3  # near_ms: the longest round trip ending this soon after the fault
 HOSTS = ["s0n0", "s1n0"]
 
@@ -137,6 +141,56 @@ def ss_samples(sp: Spec, seconds: float, out: list[str]) -> None:
                                capture_output=True, text=True, timeout=30)
             out.append(f"@{time.time():.6f} {n}\n{p.stdout}\n")
         time.sleep(0.01)
+
+
+def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
+    """Where a hung job waits, before it is killed: every process of the program (state,
+    kernel wait channel), a backtrace of every thread of each (gdb, if installed), and the
+    sockets of both nodes with their processes and TCP/MPTCP state (`ss -tainpM`)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    pids = subprocess.run(["pgrep", "-f", str(exe)], capture_output=True,
+                          text=True).stdout.split()
+    ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:32,etime,args", "-p",
+                         ",".join(pids) or "0"], capture_output=True, text=True).stdout
+    bts = []
+    for pid in pids:
+        if shutil.which("gdb"):
+            try:
+                g = subprocess.run(["gdb", "-batch", "-p", pid, "-ex",
+                                    "thread apply all bt 20"], capture_output=True,
+                                   text=True, timeout=20)
+                bts.append(f"== {pid}\n{g.stdout[-6000:]}")
+            except subprocess.TimeoutExpired:
+                bts.append(f"== {pid}: gdb timed out")
+    socks = []
+    for n in HOSTS:
+        q = subprocess.run(["ip", "netns", "exec", sp.ns(n), "ss", "-tainpM"],
+                           capture_output=True, text=True, timeout=30)
+        socks.append(f"== {n}\n{q.stdout}")
+    atomic_write_text(dest / "ps.txt", ps)
+    atomic_write_text(dest / "backtraces.txt", "\n".join(bts))
+    atomic_write_text(dest / "ss.txt", "\n".join(socks))
+
+
+def end_hung(sp: Spec, exe: Path, p: subprocess.Popen[str], faulted: bool,
+             dest: Path) -> dict[str, Any]:
+    """A hung job: where it waits is kept (the rail still down), then, after a fault, the
+    rail is healed to see whether the job ends by itself within HEAL_WAIT_S; then it is
+    killed."""
+    hang_evidence(sp, exe, dest)
+    out: dict[str, Any] = {"hang_evidence": str(dest), "ended_after_heal": None}
+    if faulted:
+        faults.heal(sp, None)
+        try:
+            p.wait(timeout=HEAL_WAIT_S)
+            out["ended_after_heal"] = True
+        except subprocess.TimeoutExpired:
+            out["ended_after_heal"] = False
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return out
 
 
 def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
@@ -229,8 +283,10 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
             if capture:  # the subflows' state (ss -tiM) every ~10 ms for 0.3 s
                 sampler = threading.Thread(target=ss_samples, args=(sp, 0.3, ss_out))
                 sampler.start()
+    hang: dict[str, Any] = {}
     if hung:
-        os.killpg(p.pid, signal.SIGKILL)
+        hang = end_hung(sp, exe, p, fault_t is not None,
+                        work / f"hang-{mpi}-{nbytes}-{mode}-{time.time():.0f}")
     p.wait()
     if sampler:
         sampler.join()
@@ -263,6 +319,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                            for r in sorted({str(e["result"]) for e in jl})},
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
         "stderr": err.strip()[-400:]}
+    out |= hang
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
     # a job that hangs in MPI_Finalize still shows whether every byte was right
@@ -306,6 +363,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                     r["median_ms"] for r in rs if "median_ms" in r)[
                                     len(rs) // 2], 4) if all("median_ms" in r for r in rs)
                                 else None}
+        heal = [r["ended_after_heal"] for r in rs if r.get("ended_after_heal") is not None]
+        if heal:  # hung runs: how many ended once the faulted rail was healed
+            cell["hung_ended_after_heal"] = f"{sum(heal)} of {len(heal)}"
         ps = [r["pause_ms"] for r in rs if "pause_ms" in r]
         fmode = key[2].split("~")[0].partition("+")[2]
         if ps:

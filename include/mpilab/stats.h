@@ -15,8 +15,9 @@ extern "C" {
  * median, with n >= min_reps valid samples and at least min_time seconds of samples (their
  * sum, valid or not), or until max_reps repetitions were taken. min_reps == max_reps gives
  * a fixed count. At cl = 0.95 the order-statistic interval exists from 6 valid samples on.
- * min_time (default 10 ms) spreads a fast measurement over time, so that its blocks see the
- * machine's slow changes, not one quiet or busy millisecond. */
+ * min_time (default 2 ms) spreads a fast measurement over time, so that its blocks see the
+ * machine's changes within those milliseconds, not one quiet or busy instant (docs/bench.md:
+ * 10 ms bought no coverage of repeats and cost 2x IMB's wall time on shared memory). */
 typedef struct mpilab_precision {
     size_t min_reps;
     size_t max_reps;
@@ -29,7 +30,7 @@ typedef struct mpilab_precision {
 
 /* max_reps is a memory cap, not the usual end: the time budget (max_time) ends a measurement
  * that does not converge, so fast operations get the repetitions their interval needs. */
-#define MPILAB_PRECISION_DEFAULT {5, 1000000, 0.95, 0.025, 0.01, 1.0}
+#define MPILAB_PRECISION_DEFAULT {5, 1000000, 0.95, 0.025, 0.002, 1.0}
 /* Blocks of the interval: from MPILAB_BLOCKS_MIN_N valid samples on, they are cut in time
  * order into MPILAB_BLOCKS consecutive blocks of equal size (the remainder in the last). */
 #define MPILAB_BLOCKS 5

@@ -45,7 +45,7 @@ void mpilab_runner_usage(FILE *f)
         "                       default 60s): each measurement gets its share and stops at it,\n"
         "                       converged or flagged not_converged; most stop long before\n"
         "  --min-time T         seconds of samples (sum) before the stop rule may stop, a duration\n"
-        "                       (10ms, 0.5s; 0 = none; default 10ms); --max-reps still ends it\n"
+        "                       (10ms, 0.5s; 0 = none; default 2ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
         "  --warmup N           untimed executions before each measurement (count, default 2)\n"
         "  --isolation MODE     barrier | none (pipelined) | sync (common start time) (default barrier);\n"

@@ -272,17 +272,23 @@ int main(void)
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
     CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
 
-    /* Minimum measuring time: constant 1 ms samples with min_time 10 ms stop at 10 samples
-     * (their sum reaching 10 ms), not at 6; max_reps still wins over min_time. */
+    /* Minimum measuring time (default 2 ms): constant 0.3 ms samples stop at 7 samples (their
+     * sum first reaching 2 ms: 2.1 ms), not at 6 (1.8 ms), where the interval alone would
+     * allow it; max_reps still wins over min_time (6 samples, 1.8 ms). */
     mpilab_precision_t tp = MPILAB_PRECISION_DEFAULT;
-    CHECK_NEAR(tp.min_time, 0.01, 0);
+    CHECK_NEAR(tp.min_time, 0.002, 0);
     for (n = 0; n < 20; n++)
-        s[n] = 1e-3;
+        s[n] = 0.3e-3;
     for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &tp); n++)
         ;
-    CHECKF(n == 10, "min_time: stopped at %zu", n);
-    tp.max_reps = 7;
-    CHECK(mpilab_stats_should_stop(s, NULL, 7, &tp) && !mpilab_stats_should_stop(s, NULL, 6, &tp));
+    CHECKF(n == 7, "min_time: stopped at %zu", n);
+    tp.min_time = 0.0; /* the same samples with no minimum time: the interval's 6 */
+    for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &tp); n++)
+        ;
+    CHECKF(n == 6, "no min_time: stopped at %zu", n);
+    tp.min_time = 0.002;
+    tp.max_reps = 6;
+    CHECK(mpilab_stats_should_stop(s, NULL, 6, &tp) && !mpilab_stats_should_stop(s, NULL, 5, &tp));
 
     /* Blocks: 50 samples, the first half at level 1.0 and the second at 1.2 (a level shift
      * during the run), each with 1% noise. The order-statistic interval alone is narrow

@@ -24,8 +24,9 @@ static double draw(gsl_rng *r, stream_t kind, double t)
     switch (kind) {
     case STABLE:
         break;
-    case DRIFT: /* the level rises by 20% per 10 ms of samples, without end */
-        level *= 1.0 + 20.0 * t;
+    case DRIFT: /* the level rises by 20% per 2 ms (the default minimum time) of samples,
+                 * without end */
+        level *= 1.0 + 100.0 * t;
         break;
     case BIMODAL_EVEN: /* two levels 2.6x apart, half the repetitions each, interleaved */
         level = gsl_rng_uniform(r) < 0.5 ? 0.25e-6 : 0.65e-6;

@@ -194,7 +194,7 @@ assert p["tool"] == "mpilab-bench" and p["ranks"] == 2 and p["options"]["timing"
 assert p["clock_sync"]["method"] == "skampi" and p["clock_sync"]["max_residual_s"] >= 0
 assert 1 <= p["clock_sync"]["last_attempts"] <= 6 and isinstance(p["clock_sync"]["last_precise"], bool)
 assert p["placement"]["mode"] == "auto" and p["placement"]["reason"] and p["options"]["placement"] == "auto"
-assert p["options"]["precision"]["min_time_s"] == 0.01
+assert p["options"]["precision"]["min_time_s"] == 0.002
 assert "options" in p and "inject_clock" not in p["options"]
 m = d["measurements"]
 p2p = [x for x in m if x["op"] == "p2p"]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mpilab.pathmig.rails import start_notice
 from mpilab.pathmig.watch import ArmWatch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,3 +139,23 @@ def test_arm_watch_quiet_when_all_armed() -> None:
                daddr="10.77.1.2"))
     w.feed(_ev(0.12, "s0n0", "aa", "state", peer="s1n0", to="ARMED", cause="x (rail 1)"))
     assert w.lines() == [] and w.summary() is None
+
+
+def test_start_notice_names_the_hosts_without_an_alternate() -> None:
+    """The job-start notice of `testbed run --pathmig`: every host but the first one
+    unreached on the other rails (the 2-node case of the live test), one host of four
+    (only its connections are unprotected: only it is named), and nothing when every host
+    has a second rail (also with a third rail standing in for a down one)."""
+    two = start_notice(["s0n0", "s1n0"], {0: ["s1n0"], 1: []}, 1)
+    assert two == ("pathmig: rail(s) 0 do not connect s0n0, s1n0 now: the job starts on rail "
+                   "1 without an alternate path; its connections are armed when another "
+                   "rail works again (said below when it happens)")
+    hosts = ["s0n0", "s1n0", "s2n0", "s3n0"]
+    one = start_notice(hosts, {0: [], 1: ["s2n0"]}, 0)
+    assert one == ("pathmig: rail(s) 1 do not connect s0n0 to s2n0 now: the job starts on "
+                   "rail 0, and its connections with s2n0 have no alternate path; they are "
+                   "armed when another rail works again (said below when it happens)")
+    assert start_notice(hosts, {0: [], 1: []}, 0) is None
+    assert start_notice(hosts, {0: ["s2n0"], 1: [], 2: []}, 1) is None
+    assert start_notice(hosts, {0: [], 1: ["s2n0"], 2: ["s3n0"]}, 0) is None
+    assert start_notice(["s0n0"], {0: [], 1: []}, 0) is None

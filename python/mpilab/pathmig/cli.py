@@ -128,20 +128,19 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
     event logs collected (into events_out, default <state>/pathmig/run-<time>.jsonl) and the
     agents stopped, also when the job fails."""
     hosts = launch.choose_hosts(sp, kw.get("hosts"))
-    usable = [r for r in range(sp.rails)
-              if len(hosts) < 2 or rails.reachable(sp, hosts[0], hosts[1:], r)]
+    # every rail: the hosts it does not reach from the first one now (ICMP)
+    missing = {r: rails.unreached(sp, hosts[0], hosts[1:], r) if len(hosts) > 1 else []
+               for r in range(sp.rails)}
+    usable = [r for r in range(sp.rails) if not missing[r]]
     if not usable:
         raise MpilabError(f"no rail connects {hosts[0]} to all of {', '.join(hosts[1:])} "
                           "(every rail is down somewhere)")
     if kw.get("rails") is None:
         kw["rails"] = [usable[0]]  # the job starts on a rail that works now
-    unprotected = len(usable) < 2
-    if unprotected:
-        down = [str(r) for r in range(sp.rails) if r not in usable]
-        sys.stderr.write(f"pathmig: rail(s) {', '.join(down)} do not connect "
-                         f"{', '.join(hosts)} now: the job starts on rail {usable[0]} without "
-                         "an alternate path; its connections are armed when another rail "
-                         "works again (said below when it happens)\n")
+    notice = rails.start_notice(hosts, missing, kw["rails"][0])
+    unprotected = notice is not None
+    if notice:
+        sys.stderr.write(notice + "\n")
     agents.stop(sp)
     agents.clear_logs(sp)
     agents.start(sp, hosts)
