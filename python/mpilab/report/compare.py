@@ -117,6 +117,7 @@ def ratio_section(runs: list[Run]) -> Section:
 
 def _summary(runs: list[Run]) -> Section:
     s = Section("summary", "Summary")
+    s.add("legend", summary.flag_legend(*(run.res for run in runs)))  # beside the cards
     cards: list[Card] = []
     for run in runs:
         for c in summary.headline_cards(run.res, prefix=f"run:{run.label}:", label=run.label):
