@@ -24,7 +24,7 @@ from mpilab.report.bigfigs import Heatmap
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Prediction, Results
+from mpilab.results_model import Prediction, Results
 
 SLOW_RATIO = 1.25  # cost above this many times the median (and outside its interval): slow
 
