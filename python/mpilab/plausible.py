@@ -1,7 +1,8 @@
 """Checks across the fields of a results document that passed its schema: values that
 cannot all be true at once (issue 29: an interval that does not hold its median, more
 invalid repetitions than repetitions, a rank count the mapping contradicts, an operation
-that neither the runner nor the run's own provenance knows). Each finding is (JSON path,
+that neither the runner nor the run's own provenance knows, a fitted model parameter outside
+its own interval or an interval below 0). Each finding is (JSON path,
 one-line reason); results.parse raises the first with the file and line.
 
 Pure functions of the JSON objects; no import of mpilab.results (which calls them)."""
@@ -88,6 +89,39 @@ def _provenance(prov: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
                 yield p + ("mapping", k, "host"), f"host {h!r} is not in provenance.hosts"
 
 
+_MODEL_PARAMS = {"hockney": ("alpha", "beta"), "loggp": ("L", "os", "or", "g", "G")}
+
+
+def _models(models: Any) -> Iterator[tuple[PathT, str]]:
+    """A fitted parameter's interval (quality.NAME.lo .. hi) cannot be upside down, cannot
+    reach below 0 (the fitter clamps both ends at 0, as the value) and must hold the value the
+    file reports for the parameter (the fitter stretches it to: a value outside was not
+    written by it)."""
+    if not isinstance(models, dict):
+        return
+    for model, names in _MODEL_PARAMS.items():
+        m = models.get(model)
+        pairs = m.get("pairs") if isinstance(m, dict) else None
+        for k, p in enumerate(pairs if isinstance(pairs, list) else []):
+            q = p.get("quality") if isinstance(p, dict) else None
+            if not isinstance(q, dict):
+                continue
+            for name in names:
+                qn = q.get(name)
+                if not isinstance(qn, dict):
+                    continue
+                path: PathT = ("models", model, "pairs", k, "quality", name)
+                lo, hi, v = qn.get("lo"), qn.get("hi"), p.get(name)
+                for end, x in (("lo", lo), ("hi", hi)):
+                    if isinstance(x, (int, float)) and x < 0:
+                        yield path + (end,), f"{x} is below 0 (a fitted {name} and its " \
+                            "interval are clamped at 0)"
+                if not _le(lo, hi):
+                    yield path + ("lo",), f"{lo} is above hi {hi} (the interval is upside down)"
+                elif not (_le(lo, v) and _le(v, hi)):
+                    yield path, f"{name} {v} lies outside its own interval {lo} .. {hi}"
+
+
 def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
     """Every impossible combination in a schema-valid results document, in document
     order (provenance first)."""
@@ -111,6 +145,7 @@ def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
             for j in range(n if isinstance(n, int) else 0):
                 for pp, why in _order(_column(pm, j), path + ("pair_matrix",)):
                     yield pp + (j,), why
+    yield from _models(doc.get("models"))
 
 
 def _column(pm: dict[str, Any], j: int) -> Any:

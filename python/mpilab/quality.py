@@ -33,6 +33,10 @@ ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation f
 CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0
 NO_CI = "no_ci"       # no interval could be computed
 CI_WIDE = "ci_wide"   # the interval is wider than the precision asked
+# derived when read (the fitter does not write it): the estimate sits at an end of its own
+# interval (lo < hi), which the fitter does when the bootstrap interval missed the estimate
+# and was stretched to hold it: that interval says nothing about where a repeat would land
+CI_EDGE = "ci_edge"
 
 _PARAMS = ("alpha", "beta", "L", "G", "os", "or", "g")
 _NOISY_FRACTION = 0.5
@@ -68,6 +72,29 @@ def param_flags(quality: Any, name: str) -> list[str]:
     return _str_list(f)
 
 
+def at_interval_end(v: Any, lo: Any, hi: Any) -> bool:
+    """The value equals an end of a non-empty interval lo < hi (10 significant digits)."""
+    v, lo, hi = _num(v), _num(lo), _num(hi)
+    if v is None or lo is None or hi is None or not all(map(math.isfinite, (v, lo, hi))):
+        return False
+    tol = 1e-9 * max(abs(v), abs(lo), abs(hi))
+    if hi - lo <= tol:
+        return False
+    return abs(v - lo) <= tol or abs(v - hi) <= tol
+
+
+def value_flags(value: Any, quality: Any, name: str) -> list[str]:
+    """The flags of parameter `name` whose reported value is `value`: the file's, then
+    ci_edge when the value sits at an end of its interval (not for a clamped value, whose
+    interval starts at its clamp 0 by construction)."""
+    fl = param_flags(quality, name)
+    q = quality.get(name) if isinstance(quality, dict) else None
+    if isinstance(q, dict) and CLAMPED not in fl and at_interval_end(value, q.get("lo"),
+                                                                     q.get("hi")):
+        fl.append(CI_EDGE)
+    return fl
+
+
 def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(label, parameter object, quality object) of every model parameter set."""
     out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
@@ -85,11 +112,12 @@ def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[st
                             {k: {"flags": _str_list(r.get("flags"))} for k in _PARAMS}))
     lg = models.get("loggp") if isinstance(models.get("loggp"), dict) else {}
     for p in lg.get("pairs", []) or []:
-        if not isinstance(p, dict) or not isinstance(p.get("params"), dict):
+        if not isinstance(p, dict):
             continue
         label = f"loggp {p.get('i')}->{p.get('j')}"
         q = p.get("quality") if isinstance(p.get("quality"), dict) else {}
-        out.append((label, p["params"], q))
+        # the parameters sit on the pair (older writers: under "params")
+        out.append((label, p["params"] if isinstance(p.get("params"), dict) else p, q))
     return out
 
 
@@ -151,7 +179,7 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
     params = []
     for label, p, q in _model_pairs(doc):
         for name in _PARAMS:
-            fl = param_flags(q, name)
+            fl = value_flags(p.get(name), q, name)
             if fl and name in p:
                 params.append(f"{label} {name}: {','.join(fl)}")
         fl = [f for f in _str_list(p.get("flags")) if f]

@@ -322,3 +322,16 @@ def test_slurm_command_refuses_without_root_or_tools(monkeypatch: pytest.MonkeyP
         slurmlocal.up(tmp_path / "s")
     assert not (tmp_path / "s").exists()  # refused before touching anything
     assert slurmlocal.running(tmp_path / "none") == []
+
+
+@pytest.mark.parametrize("action", ["up", "down", "status"])
+def test_slurm_dir_that_is_a_file_is_one_line(run_cli: Callable[..., Any], tmp_path: Path,
+                                              action: str) -> None:
+    """`mpilab slurm up --dir F` with F a regular file was an internal error (FileExistsError,
+    found by bench/hostile_inputs.py); every action refuses it first, F untouched."""
+    f = tmp_path / "f"
+    f.write_text("x")
+    p = run_cli("slurm", action, "--dir", str(f), timeout=60)
+    assert p.returncode not in (0, 70), p.stderr
+    assert p.stderr.strip().splitlines() == [f"mpilab: --dir {f}: not a directory"], p.stderr
+    assert f.read_text() == "x"

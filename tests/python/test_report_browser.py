@@ -427,3 +427,166 @@ def test_large_run_report(page: Page, tmp_path: Path) -> None:
                           " return t ? t.textContent : null; })()", "heat map hover"))
     assert "rank 1 <-> 30" in label
     assert f"{oneway * 1e6:.4g} us" in label, label
+
+
+# ---------------------------------------------------------------- issue 28 item 8: layout
+
+FIRST_W, FIRST_H = 1400, 900  # the first screen the issue's Target names
+
+
+def _viewport(page: Page, w: int, h: int) -> None:
+    """The page's viewport exactly w x h CSS pixels (not the window with its chrome)."""
+    page.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": False})
+
+
+@pytest.fixture
+def first_screen(page: Page) -> Iterator[Page]:
+    _viewport(page, FIRST_W, FIRST_H)
+    try:
+        yield page
+    finally:
+        page.d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def _rect(page: Page, css: str) -> dict[str, float] | None:
+    return page.js("const e = document.querySelector(arguments[0]); if (!e) return null;"
+                   "const r = e.getBoundingClientRect();"
+                   "return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY,"
+                   " left: r.left, right: r.right, height: r.height};", css)
+
+
+def _no_page_scroll_x(page: Page) -> None:
+    w = page.js("return [document.documentElement.scrollWidth,"
+                " document.documentElement.clientWidth];")
+    assert w[0] <= w[1], f"the page scrolls sideways: {w[0]} px wide in a {w[1]} px window"
+
+
+def _layout(page: Page, path: Path, name: str, tmp_path: Path) -> None:
+    """At 1400 x 900: the summary and the flag legend on the first screen, no provenance
+    before the first figure, the provenance folded, wide tables scrolling inside the page."""
+    log = page.open(path)
+    assert _errors(log) == []
+    page.screenshot(name, tmp_path)
+    assert page.js("return [window.innerWidth, window.innerHeight];") == [FIRST_W, FIRST_H]
+    summ, legend = _rect(page, "#summary"), _rect(page, "#flag-legend")
+    assert summ is not None and summ["top"] < FIRST_H, summ
+    assert legend is not None, "no flag legend (#flag-legend)"
+    # the legend is seen on the first screen: its top inside it, within the window's width
+    assert legend["top"] < FIRST_H and legend["height"] > 0, legend
+    assert 0 <= legend["left"] and legend["right"] <= FIRST_W, legend
+    assert page.js("return document.getElementById('flag-legend').closest('#summary') "
+                   "!== null;"), "the legend is not beside the summary"
+    # provenance: after the first figure, folded
+    fig, prov = _rect(page, ".mpilab-fig"), _rect(page, "#provenance")
+    assert fig is not None and prov is not None
+    assert prov["top"] > fig["top"], (prov, fig)
+    folds = page.js("return Array.from(document.querySelectorAll('#provenance details'))"
+                    ".map(d => d.open);")
+    assert folds and not any(folds), f"provenance not folded: {folds}"
+    assert page.js("return document.querySelectorAll('#provenance table').length;") > 0
+    # folded: inside a closed details element, not rendered (checkVisibility: Chrome's
+    # details hide their content with content-visibility, which a box query would lay out)
+    assert page.js("return Array.from(document.querySelectorAll('#provenance table'))"
+                   ".every(t => t.closest('details') !== null && !t.closest('details').open"
+                   " && !t.checkVisibility());"), "provenance rows visible while folded"
+    _no_page_scroll_x(page)
+    # unfolded, every table (the provenance included) scrolls inside its own box
+    page.js("document.querySelectorAll('details').forEach(d => d.open = true);")
+    page.wait("Array.from(document.querySelectorAll('#provenance table'))"
+              ".every(t => t.checkVisibility() && t.getBoundingClientRect().height > 0)",
+              "provenance unfolded")
+    _no_page_scroll_x(page)
+    wide = page.js("""return Array.from(document.querySelectorAll('table.mpilab-table'))
+        .filter(t => t.scrollWidth > t.parentElement.clientWidth + 1)
+        .map(t => [t.id, getComputedStyle(t.parentElement).overflowX,
+                   t.parentElement.getBoundingClientRect().right]);""")
+    for tid, overflow, right in wide:
+        assert overflow in ("auto", "scroll"), (tid, overflow)
+        assert right <= FIRST_W, (tid, right)
+    page.js("document.querySelectorAll('details').forEach(d => d.open = false);")
+
+
+def _with_wide_tables(doc: dict[str, Any]) -> dict[str, Any]:
+    """The survey with what made the compare page's provenance wider than the window: a
+    long unbroken launcher argument and many options."""
+    doc = json.loads(json.dumps(doc))
+    prov = doc["provenance"]
+    prov["command"] = ("mpirun --mca btl_tcp_if_include=" + "eth0," * 60 + "lo "
+                       + "--bind-to core " * 10 + "mpilab-bench --ops p2p")
+    prov.setdefault("options", {})["long_option_" + "x" * 200] = "y" * 300
+    return doc
+
+
+def test_report_first_screen_and_folded_provenance(first_screen: Page, tmp_path: Path) -> None:
+    doc = _with_wide_tables(_load("survey-a.json"))
+    res = tmp_path / "wide.json"
+    res.write_text(json.dumps(doc))
+    out = tmp_path / "first.html"
+    _cli("report", str(res), "-o", str(out), cwd=tmp_path)
+    _layout(first_screen, out, "first-screen-survey", tmp_path)
+    # the long launcher line is in the page (inside the folded provenance), not cut off
+    assert "eth0,eth0" in first_screen.js("return document.getElementById('provenance')"
+                                          ".textContent;")
+
+
+def test_compare_first_screen_and_folded_provenance(first_screen: Page,
+                                                    tmp_path: Path) -> None:
+    d = tmp_path / "cmp"
+    d.mkdir()
+    for f in sorted((DATA / "compare").glob("*.json")):
+        shutil.copy(f, d / f.name)
+    _cli("compare", "--from", str(d), cwd=tmp_path)
+    _layout(first_screen, d / "report.html", "first-screen-compare", tmp_path)
+
+
+def test_no_negative_model_parameter_on_show(page: Page, tmp_path: Path) -> None:
+    """A results file whose fit fell below 0 the ways a real fit does (LogGP o_r and g per
+    range, a Hockney range's intercept, a Hockney headline clamped by the fitter): every
+    model table cell shows the clamp 0 with its flag in the hover, and no model parameter
+    anywhere on the page reads as a negative number."""
+    doc = _load("survey-a.json")
+    rng = doc["models"]["loggp"]["pairs"][0]["ranges"][0]
+    rng["or"], rng["g"] = -4.71e-7, -7.13e-8      # the issue's -471 ns and -71.3 ns
+    hp = doc["models"]["hockney"]["pairs"][0]
+    hp["ranges"][0].update(alpha=-3.1e-7, flags=["negative_intercept"])
+    hp["alpha"] = 0.0
+    hp["quality"]["alpha"].update(raw=-3.1e-7, lo=0.0, hi=2e-7, flags=["clamped", "ci_wide"])
+    res = tmp_path / "neg.json"
+    res.write_text(json.dumps(doc))
+    out = tmp_path / "neg.html"
+    _cli("report", str(res), "-o", str(out), cwd=tmp_path)
+    _open_report(page, out, "report-negative-params", tmp_path)
+    page.js("document.querySelectorAll('details').forEach(d => d.open = true);")
+    cells = page.js("""return ['summary-hockney', 'summary-loggp', 'hockney', 'loggp-params']
+        .map(id => [id, document.getElementById(id)]).filter(x => x[1] !== null)
+        .map(([id, t]) => [id, Array.from(t.tHead.rows[0].cells).map(c => c.textContent),
+            Array.from(t.tBodies[0].rows).map(r => Array.from(r.cells).map(c =>
+                [c.innerText, c.className, c.title || '']))]);""")
+    tables = {tid: (head, rows) for tid, head, rows in cells}
+    assert set(tables) == {"summary-hockney", "summary-loggp", "hockney", "loggp-params"}
+    for tid, (_head, rows) in tables.items():
+        for row in rows:
+            for text, _cls, _title in row:
+                assert not text.strip().startswith(("-0", "-1", "-2", "-3", "-4", "-5", "-6",
+                                                    "-7", "-8", "-9", "\u2212")), (tid, row)
+
+    def cell(tid: str, row: int, col: str) -> tuple[str, str, str]:
+        head, rows = tables[tid]
+        return tuple(rows[row][head.index(col)])  # type: ignore[return-value]
+
+    for tid, row, col, flag in (("loggp-params", 1, "o_r", "or_clamped"),
+                                ("loggp-params", 1, "g", "g_clamped"),
+                                ("hockney", 1, "alpha", "negative_intercept"),
+                                ("hockney", 0, "alpha", "clamped"),
+                                ("summary-hockney", 0, "Hockney alpha (latency)", "clamped")):
+        text, cls, title = cell(tid, row, col)
+        assert text.strip().startswith("0 ") or text.strip().startswith("0.00"), \
+            (tid, col, text)
+        assert "flagged" in cls and flag in title, (tid, col, cls, title)
+    # nowhere on the page: the fitted negatives as numbers
+    body = page.js("return document.body.innerText;")
+    for shown in ("-471 ns", "-0.471 us", "-71.3 ns", "-0.0713 us", "-310 ns", "-0.31 us",
+                  "-0.310 us"):
+        assert shown not in body, shown
+    page.js("document.querySelectorAll('details').forEach(d => d.open = false);")

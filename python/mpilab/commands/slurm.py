@@ -131,9 +131,12 @@ def up(d: Path, wait_s: float = 300.0) -> dict[str, str]:
         return env_for(d)
     if alive:
         down(d)
-    d.mkdir(parents=True, exist_ok=True)
-    for sub in ("state", "spool"):
-        (d / sub).mkdir(exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        for sub in ("state", "spool"):
+            (d / sub).mkdir(exist_ok=True)
+    except OSError as e:
+        raise MpilabError(f"{d}: cannot make Slurm's folder: {e.strerror}") from None
     key = d / "munge.key"
     if not key.exists():
         fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
@@ -195,6 +198,8 @@ def down(d: Path, remove: bool = True) -> list[str]:
 
 def _cmd(args: argparse.Namespace) -> int:
     d = Path(args.dir) if args.dir else default_dir()
+    if d.exists() and not d.is_dir():  # the argument before anything is started or stopped
+        raise MpilabError(f"--dir {d}: not a directory")
     if args.action == "up":
         up(d)
         print(f"export SLURM_CONF={conf_path(d)}")

@@ -15,7 +15,7 @@ from mpilab.report import html, render, signif, summary, tables, values
 from mpilab.report.figs import Figure
 from mpilab.report.render import Card, FigureSink, Section
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 MAX_PAIR_FIGS = 3
 
@@ -117,6 +117,7 @@ def ratio_section(runs: list[Run]) -> Section:
 
 def _summary(runs: list[Run]) -> Section:
     s = Section("summary", "Summary")
+    s.add("legend", summary.flag_legend(*(run.res for run in runs)))  # beside the cards
     cards: list[Card] = []
     for run in runs:
         for c in summary.headline_cards(run.res, prefix=f"run:{run.label}:", label=run.label):

@@ -14,12 +14,12 @@ from typing import TypeVar
 from mpilab import __version__, quality
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.report import figs, render, scale, summary, tables, units, values
+from mpilab.report import figs, lmo, render, scale, summary, tables, units, values
 from mpilab.report import scale_sections as big
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 # the names other pages import from here (the multilane page)
 fmt_time = units.fmt_time
@@ -221,15 +221,24 @@ def _models(r: Results, sink: FigureSink, att: scale.Attachments) -> list[Sectio
         for k, p in enumerate(r.hockney):
             rp = raw[k] if k < len(raw) and isinstance(raw[k], dict) else {}
             q = rp.get("quality")
-            fl = [f"alpha {x}" for x in quality.param_flags(q, "alpha")] + \
-                 [f"beta {x}" for x in quality.param_flags(q, "beta")]
+            fl = [f"alpha {x}" for x in quality.value_flags(p.alpha, q, "alpha")] + \
+                 [f"beta {x}" for x in quality.value_flags(p.beta, q, "beta")]
             rows.append(_hrow(f"{p.i}-{p.j}", "headline" if q else "all sizes", p.alpha, p.beta,
                               fl))
             rf.append([])
-            for g in p.ranges:
+            rr = rp.get("ranges") if isinstance(rp.get("ranges"), list) else []
+            for n_r, g in enumerate(p.ranges):
+                # the file's range flags (negative_intercept, beta_clamped) by parameter; a
+                # range's value below 0 shows its clamp 0 and the flag
+                ff = rr[n_r].get("flags") if n_r < len(rr) and isinstance(rr[n_r], dict) else []
+                ff = [x for x in ff if isinstance(x, str)] if isinstance(ff, list) else []
+                neg = [f"alpha {x}" for x in ff if not x.startswith("beta")] + \
+                      [f"beta {x.removeprefix('beta_')}" for x in ff if x.startswith("beta")]
+                neg += [f"{n} clamped" for n, v in (("alpha", g.alpha), ("beta", g.beta))
+                        if v < 0 and not any(x.startswith(n) for x in neg)]
                 rows.append(_hrow("", f"{units.fmt_bytes(g.lo)} .. {units.fmt_bytes(g.hi)}",
-                                  g.alpha, g.beta, []))
-                rf.append([])
+                                  g.alpha, g.beta, neg))
+                rf.append(neg)
         sec.add("table", Table(["pair", "range", "alpha", "beta (per byte)", "1/beta",
                                 "flags"], rows, rf, caption="Hockney parameters",
                                table_id="hockney"))
@@ -286,11 +295,25 @@ def _models(r: Results, sink: FigureSink, att: scale.Attachments) -> list[Sectio
 
 
 def _hrow(pair: str, rng: str, alpha: float, beta: float, fl: list[str]) -> list[Cell]:
+    """A Hockney row: a parameter fitted below 0 shows its clamp 0 and the flag."""
     rate = 1 / beta if beta > 0 else None
-    return [Cell(pair), Cell(rng), tables.value(alpha, "s"),
-            Cell(f"{beta * 1e9:.4g} ns/B", sort=beta, num=True,
-                 flags=["negative"] if beta < 0 else []),
-            tables.value(rate, "B/s"), tables.flags_cell(fl)]
+    bfl = [x.partition(" ")[2] for x in fl if x.startswith("beta ")]
+    return [Cell(pair), Cell(rng),
+            tables.param(alpha, "s", [x.partition(" ")[2] for x in fl
+                                      if x.startswith("alpha ")]),
+            _per_byte(beta, bfl), tables.value(rate, "B/s", ["clamped"] if beta <= 0 else []),
+            tables.flags_cell(fl)]
+
+
+def _per_byte(v: float, fl: list[str]) -> Cell:
+    """A time per byte (beta, G) in ns/B; below 0 it shows its clamp 0 with the flag."""
+    fl = list(fl)
+    if v < 0:
+        if not any("clamped" in x for x in fl):
+            fl.append("clamped")
+        return Cell("0 ns/B", sort=0.0, num=True, flags=fl,
+                    title=f"flagged: {', '.join(fl)} (fitted below 0: shown as its clamp 0)")
+    return Cell(f"{v * 1e9:.4g} ns/B", sort=v, num=True, flags=fl)
 
 
 def _pred_table(ps: list, what: str, tid: str) -> Table:  # type: ignore[type-arg]
@@ -319,17 +342,25 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
     raw = ((r.raw.get("models") or {}).get("loggp") or {}).get("pairs") or []
 
     def prow(pair: str, rng: str, q: object, fl: list[str]) -> list[Cell]:
+        """A LogGP row: parameters fitted below 0 show their clamp 0 and the flag."""
         G = q.G  # type: ignore[attr-defined]
-        return [Cell(pair), Cell(rng), tables.value(q.L, "s"),  # type: ignore[attr-defined]
-                tables.value(q.os, "s"), tables.value(q.orr, "s"),  # type: ignore[attr-defined]
-                tables.value(q.g, "s"),  # type: ignore[attr-defined]
-                Cell(f"{G * 1e9:.4g} ns/B", sort=G, num=True),
-                tables.value(1 / G if G > 0 else None, "B/s"), tables.flags_cell(fl)]
+
+        def own(n: str) -> list[str]:
+            return [x for x in fl if x.startswith((n + "_", n + ":"))]
+        return [Cell(pair), Cell(rng), tables.param(q.L, "s", own("L")),  # type: ignore
+                tables.param(q.os, "s", own("os")),  # type: ignore[attr-defined]
+                tables.param(q.orr, "s", own("or")),  # type: ignore[attr-defined]
+                tables.param(q.g, "s", own("g")),  # type: ignore[attr-defined]
+                _per_byte(G, own("G")),
+                tables.value(1 / G if G > 0 else None, "B/s", ["clamped"] if G <= 0 else []),
+                tables.flags_cell(fl)]
 
     for k, lp in enumerate(r.loggp):
         name = f"{lp.i}->{lp.j}"
         q = raw[k].get("quality") if k < len(raw) and isinstance(raw[k], dict) else None
-        qfl = [f"{n}:{x}" for n in ("L", "os", "or", "g", "G") for x in quality.param_flags(q, n)]
+        qfl = [f"{n}:{x}" for n in ("L", "os", "or", "g", "G")
+               for x in quality.value_flags(getattr(lp.params, "orr" if n == "or" else n, None),
+                                            q, n)]
         if lp.params is None:
             rows.append([Cell(name), Cell("all sizes")] + [Cell("-")] * 6
                         + [tables.flags_cell(["fit_failed"] + ([lp.error] if lp.error else []))])
@@ -339,9 +370,14 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
         rows.append(prow(name, "summary", lp.params, fl))
         rf.append(fl if (lp.params.flags or any("clamped" in x for x in qfl)) else [])
         for g in lp.ranges:
+            gp = g.params
+            # a per-range fit below 0 (o_r, g: not clamped by the fitter): clamp 0 and flag
+            neg = [f"{n}_clamped" for n, v in (("L", gp.L), ("os", gp.os), ("or", gp.orr),
+                                               ("g", gp.g), ("G", gp.G))
+                   if v < 0 and f"{n}_clamped" not in gp.flags]
             rows.append(prow("", f"{units.fmt_bytes(g.lo)} .. {units.fmt_bytes(g.hi)}",
-                             g.params, list(g.params.flags)))
-            rf.append(list(g.params.flags))
+                             gp, list(gp.flags) + neg))
+            rf.append(list(gp.flags) + neg)
     if rows:
         sec.add("table", Table(["pair", "range", "L", "o_s", "o_r", "g", "G (per byte)", "1/G",
                                 "flags"], rows, rf, caption="LogGP parameters",
@@ -501,7 +537,7 @@ def render_report(r: Results, matrix_sizes: list[int] | None = None,
     slow: set[tuple[int, int]] = set()
     p2p = _p2p(r, sink, matrix_sizes, health, slow)
     sections = [summary.section(r, att, health), *_collectives(r, sink), *p2p,
-                *_models(r, sink, att), *_measurements(r, att, slow),
+                *_models(r, sink, att), *lmo.section(r, sink), *_measurements(r, att, slow),
                 summary.provenance_section(r)]
     title = f"mpilab report: {os.path.basename(r.path)}"
     sub = (f"Generated by mpilab {__version__} from {r.path}: {len(r.measurements)} "

@@ -16,7 +16,7 @@ from mpilab.report.figs import Curve, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.scale import Attachments
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 
 def _csv_link(sec: Section, att: Attachments, tag: str, head: Sequence[str],
@@ -117,11 +117,15 @@ def aggregate_curves(sms: list[Measurement]) -> list[Curve]:
 def _dist_table(rows: list[tuple[str, str, list[float]]], caption: str, tid: str) -> Table:
     out = []
     for name, unit, v in rows:
-        q = scale.quartiles(v)
+        # a fit below 0 counts as its clamp 0 (flagged): never a negative percentile
+        neg = sum(1 for x in v if x < 0)
+        q = scale.quartiles([max(x, 0.0) if math.isfinite(x) else x for x in v])
         if q is None:
             continue
-        out.append([Cell(name), tables.count(q["n"])]
-                   + [tables.value(q[k], unit) for k in ("min", "p5", "median", "p95", "max")])
+        fl = [f"clamped ({neg} of {int(q['n'])} pairs fitted below 0)"] if neg else []
+        out.append([Cell(name, flags=fl), tables.count(q["n"])]
+                   + [tables.value(q[k], unit, fl if q[k] == 0 and neg else [])
+                      for k in ("min", "p5", "median", "p95", "max")])
     return Table(["parameter", "pairs", "min", "5th pct", "median", "95th pct", "max"], out,
                  caption=caption, table_id=tid, collapse=False)
 
@@ -136,13 +140,14 @@ def hockney_large(r: Results, sec: Section, sink: FigureSink | None, att: Attach
                                  f"Hockney parameters over {len(hs)} pairs", f"{tid}-dist"))
     if sink is not None:
         sec.add("fig", sink.html(Boxes(sink.uid(f"{tid}-alpha"), "Hockney alpha over pairs",
-                                       [("alpha", q)] if (q := scale.quartiles(alpha)) else [],
+                                       [("alpha", q)] if (q := scale.quartiles(
+                                           [max(a, 0.0) for a in alpha])) else [],
                                        "s", "latency")))
         sec.add("fig", sink.html(Boxes(sink.uid(f"{tid}-rate"), "Hockney 1/beta over pairs",
                                        [("1/beta", q)] if (q := scale.quartiles(rate)) else [],
                                        "B/s", "sustained rate")))
     order = sorted(range(len(hs)), key=lambda k: -hs[k].alpha)[:scale.OUTLIER_ROWS]
-    rows = [[Cell(f"{hs[k].i}-{hs[k].j}"), tables.value(hs[k].alpha, "s"),
+    rows = [[Cell(f"{hs[k].i}-{hs[k].j}"), tables.param(hs[k].alpha, "s"),
              tables.value(rate[k] if math.isfinite(rate[k]) else None, "B/s")] for k in order]
     sec.add("table", Table(["pair", "alpha", "1/beta"], rows,
                            caption=f"Hockney: the {len(rows)} pairs of largest alpha",
@@ -174,7 +179,8 @@ def loggp_large(r: Results, sec: Section, sink: FigureSink | None, att: Attachme
                                  + (f" ({failed} fits failed)" if failed else ""),
                                  f"{tid}-dist"))
     if sink is not None:
-        bx = [(n, q) for n, u in LOGGP if u == "s" and (q := scale.quartiles(cols[n]))]
+        bx = [(n, q) for n, u in LOGGP
+              if u == "s" and (q := scale.quartiles([max(x, 0.0) for x in cols[n]]))]
         sec.add("fig", sink.html(Boxes(sink.uid(f"{tid}-times"), "LogGP parameters over pairs",
                                        bx, "s", "time")))
     order = sorted(range(len(ok)), key=lambda k: -ok[k].params.L)[:scale.OUTLIER_ROWS]  # type: ignore[union-attr]
@@ -182,7 +188,7 @@ def loggp_large(r: Results, sec: Section, sink: FigureSink | None, att: Attachme
     for k in order:
         lp = ok[k]
         fl = list(lp.params.flags)  # type: ignore[union-attr]
-        rows.append([Cell(f"{lp.i}->{lp.j}")] + [tables.value(cols[n][k], u) for n, u in LOGGP]
+        rows.append([Cell(f"{lp.i}->{lp.j}")] + [tables.param(cols[n][k], u) for n, u in LOGGP]
                     + [tables.flags_cell(fl)])
         rf.append(fl)
     sec.add("table", Table(["pair"] + [n for n, _ in LOGGP] + ["flags"], rows, rf,

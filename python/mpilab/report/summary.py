@@ -15,7 +15,7 @@ from mpilab.report.render import Card, Section
 from mpilab.report.scale import Attachments
 from mpilab.report.signif import Estimate
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 TIMING_PREFERENCE = ("max", "global", "root", "opspec")
 
@@ -198,8 +198,8 @@ def winners_table(r: Results) -> Table | None:
 
 
 def _pcell(v: float | None, unit: str, q: Any, name: str, flags: list[str] = ()) -> list[Cell]:
-    fl = list(flags) + quality.param_flags(q, name)
-    c = tables.value(v, unit, fl)
+    fl = list(flags) + quality.value_flags(v, q, name)
+    c = tables.param(v, unit, fl)
     lo = hi = None
     if isinstance(q, dict) and isinstance(q.get(name), dict):
         lo, hi = values.num(q[name].get("lo")), values.num(q[name].get("hi"))
@@ -250,12 +250,13 @@ def model_tables(r: Results) -> list[Table]:
             pf = list(pp.flags)
             cells = [Cell(f"{lp.i}->{lp.j}")]
             for name, v in (("L", pp.L), ("os", pp.os), ("or", pp.orr), ("g", pp.g)):
-                c = tables.value(v, "s", [f for f in pf if f.startswith(name + "_")]
-                                 + quality.param_flags(q, name))
+                c = tables.param(v, "s", [f for f in pf if f.startswith(name + "_")]
+                                 + quality.value_flags(v, q, name))
                 cells.append(c)
             g_rate = 1 / pp.G if pp.G > 0 else None
-            cells.append(tables.value(g_rate, "B/s", [f for f in pf if f.startswith("G_")]
-                                      + quality.param_flags(q, "G")))
+            cells.append(tables.param(g_rate, "B/s", [f for f in pf if f.startswith("G_")]
+                                      + quality.value_flags(pp.G, q, "G")
+                                      + (["clamped"] if pp.G <= 0 else [])))
             cells.append(tables.flags_cell(pf))
             rows.append(cells)
             rf.append([])
@@ -279,10 +280,14 @@ def _model_distributions(r: Results) -> list[Table]:
                    ("LogGP o_r", "s", [p.orr for p in ok]), ("LogGP g", "s", [p.g for p in ok]),
                    ("LogGP 1/G", "B/s", [1 / p.G for p in ok if p.G > 0])]
     for name, unit, v in params:
-        q = scale.quartiles(v)
+        # a negative fit counts as its clamp 0 (flagged): never a negative percentile
+        neg = sum(1 for x in v if x < 0)
+        q = scale.quartiles([max(x, 0.0) for x in v])
         if q is not None:
-            rows.append([Cell(name), tables.count(q["n"])] + [
-                tables.value(q[k], unit) for k in ("min", "p5", "median", "p95", "max")])
+            fl = [f"clamped ({neg} of {int(q['n'])} pairs fitted below 0)"] if neg else []
+            rows.append([Cell(name, flags=fl), tables.count(q["n"])] + [
+                tables.value(q[k], unit, fl if q[k] == 0 and neg else [])
+                for k in ("min", "p5", "median", "p95", "max")])
     return [Table(["parameter", "pairs", "min", "5th pct", "median", "95th pct", "max"], rows,
                   caption="Model parameters over the pairs (per pair: the Models section and "
                           "its CSV files)", table_id="summary-models", collapse=False)]
@@ -296,21 +301,26 @@ FLAG_MEANINGS = (
     (quality.CLOCK_UNCERTAIN, "global timing on a clock sync less precise than asked"),
     (quality.LAUNCHES_DISAGREE, "some launch's own interval missed the figure"),
     (quality.ISOLATION_DIFFERS, "isolated and back-to-back intervals apart"),
-    (quality.CLAMPED, "a model parameter fitted below 0, shown as its clamp 0"),
+    (quality.CLAMPED, "a model parameter fitted below 0 (impossible), shown as its clamp 0"),
+    (quality.CI_EDGE, "a model parameter at an end of its own interval (the interval was "
+                      "stretched to hold it: not a range a repeat would land in)"),
     (quality.NO_CI, "no interval could be computed"),
     (quality.CI_WIDE, "interval wider than the asked precision"),
     ("negative", "a value below zero"),
 )
 
 
-def flag_legend(r: Results) -> list[tuple[str, str, int]]:
-    """(flag, meaning, how many measurements carry it) for the legend beside the summary:
-    the flags of this run first, then the others."""
-    s = quality.summary(r.raw)
-    counts = dict(s["flags"])
-    for p in s["params"]:
-        for f in p.rpartition(": ")[2].split(","):
-            counts[f] = counts.get(f, 0) + 1
+def flag_legend(*runs: Results) -> list[tuple[str, str, int]]:
+    """(flag, meaning, how many measurements or parameters carry it, over the runs) for the
+    legend beside the summary: the flags seen first, then the others."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        s = quality.summary(r.raw)
+        for f, n in s["flags"].items():
+            counts[f] = counts.get(f, 0) + n
+        for p in s["params"]:
+            for f in p.rpartition(": ")[2].split(","):
+                counts[f] = counts.get(f, 0) + 1
     rows = [(f, why, counts.get(f, 0)) for f, why in FLAG_MEANINGS]
     return sorted(rows, key=lambda x: x[2] == 0)
 

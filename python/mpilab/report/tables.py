@@ -95,6 +95,23 @@ def value(v: float | None, unit: str, flags: Iterable[str] = ()) -> Cell:
                 unit=unit, value=v if ok else None)
 
 
+def param(v: float | None, unit: str, flags: Iterable[str] = ()) -> Cell:
+    """A fitted model parameter (a time, a time per byte or a rate: none can be below 0).
+    A negative fit is never shown as a value: the cell shows its clamp 0 with the flag
+    clamped (added if the file did not say so) and says in its hover that the fit fell
+    below 0."""
+    fl = list(flags)
+    ok = v is not None and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or v >= 0:  # type: ignore[operator]
+        return value(v, unit, fl)
+    if not any(f == "clamped" or f.endswith("_clamped") or f.endswith(":clamped")
+               for f in fl):
+        fl.append("clamped")
+    return Cell(units.fmt_value(0.0, unit), sort=0.0, num=True, flags=fl, unit=unit, value=0.0,
+                title=f"flagged: {', '.join(fl)} (the fit fell below 0, impossible for this "
+                      "parameter: shown as its clamp 0)")
+
+
 def interval(lo: float | None, hi: float | None, unit: str) -> Cell:
     c = Cell(units.fmt_ci(lo, hi, unit), num=True, unit=unit, lo=lo, hi=hi)
     c.sort = lo if lo is not None and math.isfinite(lo) else None

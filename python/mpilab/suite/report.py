@@ -19,8 +19,9 @@ from mpilab.report import compare, signif, tables, units, values
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section, page
 from mpilab.report.signif import Estimate
+from mpilab.report.summary import flag_legend
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 
 @dataclass
@@ -352,6 +353,7 @@ def _wins_table(runs: list[Run]) -> Table:
 def render(runs: list[Run], static: bool = False) -> str:
     sink = FigureSink(static)
     s = Section("summary", "Summary")
+    s.add("legend", flag_legend(*(r.res for r in runs)))  # floats beside the first table
     s.add("table", _transports(runs))
     s.h3("Who wins where")
     s.note("A transport wins a criterion only when it is significantly better than the "
