@@ -93,44 +93,9 @@ def report_case(name: str, data: str | bytes, owner: str = "C") -> Case:
                 setup=_write("r.json", data), post=_no_output)
 
 
-def results_cases() -> list[Case]:
-    t = _good_text()
-    mean0 = json.dumps(_good()["measurements"][0]["stats"]["mean"])
-    cases = [
-        report_case("empty file", ""),
-        report_case("only blanks", " \n\t\n"),
-        report_case("null", "null"),
-        report_case("an array", "[1, 2]"),
-        report_case("a number", "42"),
-        report_case("a string", '"mpilab.results/1"'),
-        report_case("an empty object", "{}"),
-        report_case("schema 2", t.replace('"mpilab.results/1"', '"mpilab.results/2"')),
-        report_case("schema a number", t.replace('"mpilab.results/1"', "1")),
-        report_case("trailing garbage", t + "xyz"),
-        report_case("two documents", t + t),
-        report_case("a comment", "// results\n" + t),
-        report_case("BOM", "\ufeff" + t),
-        report_case("UTF-16", t.encode("utf-16")),
-        report_case("latin-1 byte", t.encode()[:50] + b"\xe9" + t.encode()[50:]),
-        report_case("NUL byte", t[:100] + "\x00" + t[100:]),
-        report_case("deep nesting", '{"schema": "mpilab.results/1", "x": ' + "[" * 100000
-                    + "]" * 100000 + "}"),
-        report_case("unclosed nesting", "[" * 100000),
-        report_case("NaN mean", t.replace(f'"mean": {mean0}', '"mean": NaN', 1)),
-        report_case("Infinity mean", t.replace(f'"mean": {mean0}', '"mean": Infinity', 1)),
-        report_case("-Infinity mean", t.replace(f'"mean": {mean0}', '"mean": -Infinity', 1)),
-        report_case("1e400 mean", t.replace(f'"mean": {mean0}', '"mean": 1e400', 1)),
-        report_case("-1e400 sample", t.replace('"samples": [', '"samples": [-1e400, ', 1)),
-        report_case("5000-digit integer", t.replace('"reps": ', '"reps": ' + "9" * 5000
-                                                    + ', "x": ', 1)),
-        report_case("bytes 10**400", t.replace('"bytes": 0', '"bytes": 1' + "0" * 400, 1)),
-        report_case("bytes 2**63", t.replace('"bytes": 0', '"bytes": 9223372036854775808', 1)),
-        report_case("NaN in provenance", t.replace('"ranks": 2', '"ranks": NaN', 1)),
-        report_case("NaN in models", t.replace('"alpha": ', '"alpha": NaN, "y": ', 1)),
-    ]
-    for n in (1, 10, 100, len(t) // 3, len(t) // 2, len(t) - 2):
-        cases.append(report_case(f"truncated at {n}", t[:n]))
-    muts: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+def _results_mutations() -> list[tuple[str, Callable[[dict[str, Any]], None]]]:
+    """A good results document changed in one place: each (name, change)."""
+    return [
         ("provenance missing", lambda d: d.pop("provenance")),
         ("measurements missing", lambda d: d.pop("measurements")),
         ("measurements an object", lambda d: d.update(measurements={"a": 1})),
@@ -195,7 +160,11 @@ def results_cases() -> list[Case]:
             "i": 0, "j": 1, "L": 0, "os": 0, "or": 0, "g": 0, "G": 0, "per_size": [],
             "flags": ["bogus"]}]})),
     ]
-    cases += [report_case(n, _mutated(m)) for n, m in muts]
+
+
+def _results_file_cases() -> list[Case]:
+    """The results file is not a regular file (or not there): refused before it is read."""
+    cases: list[Case] = []
 
     def fifo(d: Path) -> None:
         os.mkfifo(d / "r.json")
@@ -219,6 +188,47 @@ def results_cases() -> list[Case]:
                           PY + ["report", target, "-o", "out.html"], setup=s, post=_no_output,
                           limit=60))
     return cases
+
+
+def results_cases() -> list[Case]:
+    t = _good_text()
+    mean0 = json.dumps(_good()["measurements"][0]["stats"]["mean"])
+    cases = [
+        report_case("empty file", ""),
+        report_case("only blanks", " \n\t\n"),
+        report_case("null", "null"),
+        report_case("an array", "[1, 2]"),
+        report_case("a number", "42"),
+        report_case("a string", '"mpilab.results/1"'),
+        report_case("an empty object", "{}"),
+        report_case("schema 2", t.replace('"mpilab.results/1"', '"mpilab.results/2"')),
+        report_case("schema a number", t.replace('"mpilab.results/1"', "1")),
+        report_case("trailing garbage", t + "xyz"),
+        report_case("two documents", t + t),
+        report_case("a comment", "// results\n" + t),
+        report_case("BOM", "\ufeff" + t),
+        report_case("UTF-16", t.encode("utf-16")),
+        report_case("latin-1 byte", t.encode()[:50] + b"\xe9" + t.encode()[50:]),
+        report_case("NUL byte", t[:100] + "\x00" + t[100:]),
+        report_case("deep nesting", '{"schema": "mpilab.results/1", "x": ' + "[" * 100000
+                    + "]" * 100000 + "}"),
+        report_case("unclosed nesting", "[" * 100000),
+        report_case("NaN mean", t.replace(f'"mean": {mean0}', '"mean": NaN', 1)),
+        report_case("Infinity mean", t.replace(f'"mean": {mean0}', '"mean": Infinity', 1)),
+        report_case("-Infinity mean", t.replace(f'"mean": {mean0}', '"mean": -Infinity', 1)),
+        report_case("1e400 mean", t.replace(f'"mean": {mean0}', '"mean": 1e400', 1)),
+        report_case("-1e400 sample", t.replace('"samples": [', '"samples": [-1e400, ', 1)),
+        report_case("5000-digit integer", t.replace('"reps": ', '"reps": ' + "9" * 5000
+                                                    + ', "x": ', 1)),
+        report_case("bytes 10**400", t.replace('"bytes": 0', '"bytes": 1' + "0" * 400, 1)),
+        report_case("bytes 2**63", t.replace('"bytes": 0', '"bytes": 9223372036854775808', 1)),
+        report_case("NaN in provenance", t.replace('"ranks": 2', '"ranks": NaN', 1)),
+        report_case("NaN in models", t.replace('"alpha": ', '"alpha": NaN, "y": ', 1)),
+    ]
+    for n in (1, 10, 100, len(t) // 3, len(t) // 2, len(t) - 2):
+        cases.append(report_case(f"truncated at {n}", t[:n]))
+    cases += [report_case(n, _mutated(m)) for n, m in _results_mutations()]
+    return cases + _results_file_cases()
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from hostile_cases import BIN, PY, Case, Post, _good, _keep, _no_output, _write, report_case
+from harness import BIN
+from hostile_cases import PY, Case, Post, _good, _keep, _no_output, _write, report_case
 
 SUBCOMMANDS = ("bench", "report", "survey", "selftest", "testbed", "pathmig", "wavefront",
                "disk", "compare", "multilane", "sim", "slurm", "tune", "diff")

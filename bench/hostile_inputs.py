@@ -473,7 +473,8 @@ def _full_post(name: str) -> Post:
     return post
 
 
-def issue29_cases() -> list[Case]:
+def _issue29_multilane_cases() -> list[Case]:
+    """multilane report on a hostile document: one line, nothing written."""
     rep = PY + ["multilane", "report", "m.json", "-o", "out.html"]
 
     def ml(mut: Callable[[dict[str, Any]], None]) -> str:
@@ -505,6 +506,47 @@ def issue29_cases() -> list[Case]:
     }
     cases = [Case(f"29 multilane report: {n}", "F", rep, setup=_write("m.json", t),
                   post=_no_output) for n, t in mls.items()]
+    return cases
+
+
+def _issue29_argument_and_spec_cases() -> list[Case]:
+    """Arguments checked before the environment (no testbed named zz9 is up), and hostile
+    testbed and disk spec files."""
+    cases = []
+    for args in (["multilane", "run", "--testbed", "zz9", "--lanes", "many", "-o", "o.json"],
+                 ["multilane", "run", "--testbed", "zz9", "--np", "0", "-o", "o.json"],
+                 ["multilane", "run", "--testbed", "zz9", "--reps", "0", "-o", "o.json"],
+                 ["testbed", "run", "--prefix", "zz9", "--pathmig", "--np", "0", "--", "true"],
+                 ["testbed", "run", "--prefix", "zz9", "--mptcp", "--np", "0", "--", "true"],
+                 ["testbed", "run", "--prefix", "zz9", "--pathmig-events", "e", "--", "true"]):
+        cases.append(Case(f"29 {' '.join(args)}", "C", PY + args))
+    # spec files: testbed and disk
+    tb = (REPO / "examples" / "testbed" / "dual-rail-2x2.toml").read_text()
+    specs = {
+        "two [[link]] for one node and rail": tb + '\n[[link]]\nnode = "s0n1"\nrail = 1\n'
+                                                   'wan_rate = "30Mbit"\n',
+        "node_rate 1bit": tb.replace('node_rate = "50Mbit"', 'node_rate = "1bit"'),
+        "a 5000-digit site count": tb.replace("sites = 2", "sites = " + "9" * 5000),
+        "arrays nested 5000 deep": tb + "\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+        "tables nested 5000 deep": tb + "\ny = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n",
+    }
+    for n, text in specs.items():
+        cases.append(Case(f"29 testbed up SPEC: {n}", "C",
+                          PY + ["testbed", "up", "s.toml", "--prefix", "zz9"],
+                          setup=_write("s.toml", text), limit=120))
+    dk = (REPO / "examples" / "disk" / "hdd.toml").read_text()
+    for n, text in {"a 5000-digit iops": dk.replace("read_iops = 200",
+                                                    "read_iops = " + "9" * 5000),
+                    "arrays nested 5000 deep": dk + "\nx = " + "[" * 5000 + "]" * 5000 + "\n"
+                    }.items():
+        cases.append(Case(f"29 disk up SPEC: {n}", "D",
+                          PY + ["disk", "up", "d.toml", "--prefix", "zz9"],
+                          setup=_write("d.toml", text), limit=120))
+    return cases
+
+
+def issue29_cases() -> list[Case]:
+    cases = _issue29_multilane_cases()
     t = _good_text()
     good = _good()
 
@@ -583,37 +625,7 @@ def issue29_cases() -> list[Case]:
                        "--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet"],
                  setup=_tmpfs, post=_full_post("b.json"), lenient_stderr=True, limit=600),
         ]
-    # arguments before the environment (no testbed named zz9 is up)
-    for args in (["multilane", "run", "--testbed", "zz9", "--lanes", "many", "-o", "o.json"],
-                 ["multilane", "run", "--testbed", "zz9", "--np", "0", "-o", "o.json"],
-                 ["multilane", "run", "--testbed", "zz9", "--reps", "0", "-o", "o.json"],
-                 ["testbed", "run", "--prefix", "zz9", "--pathmig", "--np", "0", "--", "true"],
-                 ["testbed", "run", "--prefix", "zz9", "--mptcp", "--np", "0", "--", "true"],
-                 ["testbed", "run", "--prefix", "zz9", "--pathmig-events", "e", "--", "true"]):
-        cases.append(Case(f"29 {' '.join(args)}", "C", PY + args))
-    # spec files: testbed and disk
-    tb = (REPO / "examples" / "testbed" / "dual-rail-2x2.toml").read_text()
-    specs = {
-        "two [[link]] for one node and rail": tb + '\n[[link]]\nnode = "s0n1"\nrail = 1\n'
-                                                   'wan_rate = "30Mbit"\n',
-        "node_rate 1bit": tb.replace('node_rate = "50Mbit"', 'node_rate = "1bit"'),
-        "a 5000-digit site count": tb.replace("sites = 2", "sites = " + "9" * 5000),
-        "arrays nested 5000 deep": tb + "\nx = " + "[" * 5000 + "]" * 5000 + "\n",
-        "tables nested 5000 deep": tb + "\ny = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n",
-    }
-    for n, text in specs.items():
-        cases.append(Case(f"29 testbed up SPEC: {n}", "C",
-                          PY + ["testbed", "up", "s.toml", "--prefix", "zz9"],
-                          setup=_write("s.toml", text), limit=120))
-    dk = (REPO / "examples" / "disk" / "hdd.toml").read_text()
-    for n, text in {"a 5000-digit iops": dk.replace("read_iops = 200",
-                                                    "read_iops = " + "9" * 5000),
-                    "arrays nested 5000 deep": dk + "\nx = " + "[" * 5000 + "]" * 5000 + "\n"
-                    }.items():
-        cases.append(Case(f"29 disk up SPEC: {n}", "D",
-                          PY + ["disk", "up", "d.toml", "--prefix", "zz9"],
-                          setup=_write("d.toml", text), limit=120))
-    return cases
+    return cases + _issue29_argument_and_spec_cases()
 
 
 def issue29_testbed_cases(prefix: str) -> list[Case]:

@@ -50,6 +50,7 @@ from harness import find_tool, start_mpilab
 from mpilab.launches import os_interval
 from mpilab.pathmig import agents
 from mpilab.testbed import faults, net
+from mpilab.testbed.spec import Spec
 
 SPEC = """\
 [cluster]
@@ -337,6 +338,88 @@ def prepare(a: argparse.Namespace) -> tuple[str, Path, list[Path]]:
     return wf, data, bands
 
 
+def inject_fault(a: argparse.Namespace, sp: Spec, proc: subprocess.Popen[str],
+                 fault: dict[str, object], delay: float, node: str, mode: str) -> None:
+    """Once the run is wired up (the agents armed a connection) and `delay` seconds later,
+    fail rail 0 of `node` with `mode`, heal it a.heal seconds after; what was done goes to
+    `fault` ("missed" when the run ended first)."""
+    while proc.poll() is None:  # wired up: the agents armed a connection
+        if any(e["event"] == "state" and e["to"] == "ARMED"
+               for e in agents.events(sp)):
+            break
+        time.sleep(0.1)
+    end = time.monotonic() + delay
+    while proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        fault["missed"] = True
+        return
+    faults.fail(sp, f"{node}:0", mode)
+    fault.update({"target": f"{node}:0", "mode": mode,
+                  "after_wireup": delay, "time": time.time()})
+    time.sleep(a.heal)
+    faults.heal(sp, None)
+
+
+def agent_cost(cpu_dir: Path, np: int, events_file: Path) -> dict[str, object]:
+    """What the agents of one run cost: CPU, wake-ups and preemptions from their CPU files,
+    and the counters of their logged stop events."""
+    rows = read_cpu(cpu_dir, np)
+    cost: dict[str, object] = {
+        "agents": len(rows), "agent_cpu_s": sum(r[1] + r[2] for r in rows),
+        "agent_wakeups": sum(r[3] for r in rows), "agent_preempted": sum(r[4] for r in rows),
+        "agent_alive_s": max((r[0] for r in rows), default=0.0)}
+    try:
+        stops = [json.loads(line) for line in events_file.read_text().splitlines()
+                 if '"event": "stop"' in line or '"event":"stop"' in line]
+    except OSError:
+        stops = []
+    for k in ("probes_sent", "replies_sent", "messages_received", "wakeups",
+              "passive_proofs", "probes_skipped", "diag_dumps",
+              "replies_received", "replies_deferred", "replies_urgent",
+              "paths_settled"):
+        v = [e[k] for e in stops if k in e]
+        if v:
+            cost["logged_" + k] = sum(v)
+    causes: dict[str, int] = {}
+    for e in stops:
+        for c, n in (e.get("wakeups_by_cause") or {}).items():
+            causes[c] = causes.get(c, 0) + int(n)
+    if causes:
+        cost["logged_wakeups_by_cause"] = causes
+    return cost
+
+
+def app_program(a: argparse.Namespace, wf: str, data: Path) -> list[str]:
+    """The application's command line (COLL_OUT: where a collectives run keeps its results)."""
+    if a.app == "wavefront":
+        return [wf, "run", "--mpi", "--data", str(data / "d"), "--coef", str(data / "c"),
+                "--iterations", str(a.iterations)]
+    return [find_tool("mpilab-bench"), "--ops", "bcast,allreduce,scatter,gather",
+            "--sizes", "1K:256K:x4", "--min-reps", str(a.coll_reps), "--max-reps",
+            str(a.coll_reps), "--no-fit", "--quiet",
+            # 4 node namespaces share 2 CPUs: auto placement would turn off Open
+            # MPI's yield before MPI_Init and leave the ranks spinning
+            "--placement", "keep", "--out", "COLL_OUT"]
+
+
+def launch(a: argparse.Namespace, cfg: str, env: dict[str, str], cpu_dir: Path,
+           bins: dict[str, Path], events_file: Path) -> tuple[list[str], dict[str, str]]:
+    """`mpilab testbed run` arguments and environment of configuration cfg: plain TCP with
+    --tcp-congestion, MPTCP with the kernel's path manager, or an agent (new or old) that logs
+    its events to events_file."""
+    args = ["testbed", "run", "--np", str(a.np), "--timeout", "900"]
+    run_env = dict(env, PMAPP_CPU=str(cpu_dir))
+    if cfg == "tcp":
+        args += ["--congestion", a.tcp_congestion]
+    elif cfg == "mptcp":  # MPTCP with the kernel's path manager, no agent
+        args += ["--mptcp"]
+    else:
+        args += ["--pathmig", "--pathmig-events", str(events_file)]
+        run_env["MPILAB_BIN"] = str(bins["old" if cfg.startswith("old") else "new"])
+    return args, run_env
+
+
 def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
            prev: dict[str, object]) -> int:
     sp = net.current_spec(a.prefix)
@@ -355,16 +438,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
         bins["old"] = agent_wrapper(Path(a.work) / "bin-old", os.path.abspath(a.old_agent))
     dl_pid = (net.load_state(a.prefix) or {}).get("delayline_pid")
     wf, data, bands = prepare(a)
-    if a.app == "wavefront":
-        program = [wf, "run", "--mpi", "--data", str(data / "d"), "--coef", str(data / "c"),
-                   "--iterations", str(a.iterations)]
-    else:
-        program = [find_tool("mpilab-bench"), "--ops", "bcast,allreduce,scatter,gather",
-                   "--sizes", "1K:256K:x4", "--min-reps", str(a.coll_reps), "--max-reps",
-                   str(a.coll_reps), "--no-fit", "--quiet",
-                   # 4 node namespaces share 2 CPUs: auto placement would turn off Open
-                   # MPI's yield before MPI_Init and leave the ranks spinning
-                   "--placement", "keep", "--out", "COLL_OUT"]
+    program = app_program(a, wf, data)
     reference = prev.get("reference")
     ref_s = a.ref_s or float(prev.get("ref_s", 10.0))  # type: ignore[arg-type]
     t_start = time.monotonic()
@@ -388,16 +462,8 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
             if a.app == "wavefront":
                 for b in bands:
                     shutil.copy(data / "orig" / b.name, b)
-            args = ["testbed", "run", "--np", str(a.np), "--timeout", "900"]
-            run_env = dict(env, PMAPP_CPU=str(cpu_dir))
             events_file = Path(a.work) / f"ev-{rep}-{cfg}"
-            if cfg == "tcp":
-                args += ["--congestion", a.tcp_congestion]
-            elif cfg == "mptcp":  # MPTCP with the kernel's path manager, no agent
-                args += ["--mptcp"]
-            else:
-                args += ["--pathmig", "--pathmig-events", str(events_file)]
-                run_env["MPILAB_BIN"] = str(bins["old" if cfg.startswith("old") else "new"])
+            args, run_env = launch(a, cfg, env, cpu_dir, bins, events_file)
             for f in cpu_dir.glob("cpu.*"):
                 f.unlink()
             agents.clear_logs(sp)  # the wire-up watch below must see this run's events only
@@ -414,26 +480,8 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                 node = rng.choice(sp.node_names())
                 mode = rng.choice(faults.kind_names())
 
-                def inject(proc: subprocess.Popen[str] = proc, fault: dict[str, object] = fault,
-                           delay: float = delay, node: str = node, mode: str = mode) -> None:
-                    while proc.poll() is None:  # wired up: the agents armed a connection
-                        if any(e["event"] == "state" and e["to"] == "ARMED"
-                               for e in agents.events(sp)):
-                            break
-                        time.sleep(0.1)
-                    end = time.monotonic() + delay
-                    while proc.poll() is None and time.monotonic() < end:
-                        time.sleep(0.05)
-                    if proc.poll() is not None:
-                        fault["missed"] = True
-                        return
-                    faults.fail(sp, f"{node}:0", mode)
-                    fault.update({"target": f"{node}:0", "mode": mode,
-                                  "after_wireup": delay, "time": time.time()})
-                    time.sleep(a.heal)
-                    faults.heal(sp, None)
-
-                th = threading.Thread(target=inject)
+                th = threading.Thread(target=inject_fault,
+                                      args=(a, sp, proc, fault, delay, node, mode))
                 th.start()
             so, se = proc.communicate()
             wall = time.monotonic() - t0
@@ -442,29 +490,7 @@ def rounds(a: argparse.Namespace, env: dict[str, str], configs: tuple[str, ...],
                 th.join()
             cost: dict[str, object] = {}
             if cfg not in ("tcp", "mptcp"):
-                rows = read_cpu(cpu_dir, a.np)
-                cost = {"agents": len(rows), "agent_cpu_s": sum(r[1] + r[2] for r in rows),
-                        "agent_wakeups": sum(r[3] for r in rows),
-                        "agent_preempted": sum(r[4] for r in rows),
-                        "agent_alive_s": max((r[0] for r in rows), default=0.0)}
-                try:
-                    stops = [json.loads(line) for line in events_file.read_text().splitlines()
-                             if '"event": "stop"' in line or '"event":"stop"' in line]
-                except OSError:
-                    stops = []
-                for k in ("probes_sent", "replies_sent", "messages_received", "wakeups",
-                          "passive_proofs", "probes_skipped", "diag_dumps",
-                          "replies_received", "replies_deferred", "replies_urgent",
-                          "paths_settled"):
-                    v = [e[k] for e in stops if k in e]
-                    if v:
-                        cost["logged_" + k] = sum(v)
-                causes: dict[str, int] = {}
-                for e in stops:
-                    for c, n in (e.get("wakeups_by_cause") or {}).items():
-                        causes[c] = causes.get(c, 0) + int(n)
-                if causes:
-                    cost["logged_wakeups_by_cause"] = causes
+                cost = agent_cost(cpu_dir, a.np, events_file)
             if dl0 is not None and dl1 is not None:
                 cost["delayline_cpu_s"] = dl1 - dl0
             ok = proc.returncode == 0

@@ -22,7 +22,8 @@ trips before the fault). Every run has a time limit.
 Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
 fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
 without join listeners); suffix ~noqa: without the quickack route metric (as before the
-fix, for a side-by-side comparison). --capture DIR keeps a tcpdump of both nodes and the
+fix, for a side-by-side comparison). UCX_* variables in the environment reach the ranks
+(Hydra passes the environment on). --capture DIR keeps a tcpdump of both nodes and the
 kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
 hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
 nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`); then the faulted
@@ -34,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -143,6 +145,30 @@ def ss_samples(sp: Spec, seconds: float, out: list[str]) -> None:
         time.sleep(0.01)
 
 
+def epoll_sets(pid: str) -> str:
+    """The fds of a process (with their socket inodes) and, for each of its epoll fds,
+    the kernel's view of what it watches (/proc/PID/fdinfo: tfd, events, data)."""
+    out = []
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        fds = sorted(fd_dir.iterdir(), key=lambda f: int(f.name))
+    except OSError as e:
+        return f"unreadable: {e}"
+    for f in fds:
+        try:
+            target = os.readlink(f)
+        except OSError:
+            continue
+        out.append(f"fd {f.name} -> {target}")
+        if "eventpoll" in target:
+            try:
+                info = Path(f"/proc/{pid}/fdinfo/{f.name}").read_text()
+            except OSError:
+                continue
+            out += [f"  {ln}" for ln in info.splitlines() if ln.startswith("tfd:")]
+    return "\n".join(out)
+
+
 def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
     """Where a hung job waits, before it is killed: every process of the program (state,
     kernel wait channel), a backtrace of every thread of each (gdb, if installed), and the
@@ -162,6 +188,9 @@ def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
                 bts.append(f"== {pid}\n{g.stdout[-6000:]}")
             except subprocess.TimeoutExpired:
                 bts.append(f"== {pid}: gdb timed out")
+    epolls = []  # each process's epoll sets: which fds, with which events (EPOLLET is
+    for pid in pids:  # 0x80000000), to tell a lost edge-triggered wakeup from no data
+        epolls.append(f"== {pid}\n{epoll_sets(pid)}")
     socks = []
     for n in HOSTS:
         q = subprocess.run(["ip", "netns", "exec", sp.ns(n), "ss", "-tainpM"],
@@ -170,6 +199,27 @@ def hang_evidence(sp: Spec, exe: Path, dest: Path) -> None:
     atomic_write_text(dest / "ps.txt", ps)
     atomic_write_text(dest / "backtraces.txt", "\n".join(bts))
     atomic_write_text(dest / "ss.txt", "\n".join(socks))
+    atomic_write_text(dest / "epoll.txt", "\n".join(epolls))
+    atomic_write_text(dest / "probe.txt", probe_stuck("\n".join(socks)))
+
+
+def probe_stuck(ss_text: str) -> str:
+    """For every MPTCP socket of the program holding unread data (Recv-Q > 0): what the
+    kernel tells a reader (bench/pathmig_probe_fd.py: SIOCINQ, poll's level state), then
+    the same after a MSG_PEEK recv from a duplicate of the fd, which runs the MPTCP receive
+    path without consuming anything."""
+    out = []
+    probe = Path(__file__).with_name("pathmig_probe_fd.py")
+    for ln in ss_text.splitlines():
+        f = ln.split()
+        if len(f) < 6 or f[0] != "mptcp" or not f[2].isdigit() or int(f[2]) == 0:
+            continue
+        for u in re.findall(r'"pp-[a-z]+",pid=(\d+),fd=(\d+)', ln):
+            for extra in ([], ["peek"]):
+                q = subprocess.run([sys.executable, str(probe), *u, *extra],
+                                   capture_output=True, text=True, timeout=20)
+                out.append(f"{ln.strip()[:90]}\n{q.stdout}{q.stderr}")
+    return "\n".join(out)
 
 
 def end_hung(sp: Spec, exe: Path, p: subprocess.Popen[str], faulted: bool,
@@ -179,6 +229,12 @@ def end_hung(sp: Spec, exe: Path, p: subprocess.Popen[str], faulted: bool,
     killed."""
     hang_evidence(sp, exe, dest)
     out: dict[str, Any] = {"hang_evidence": str(dest), "ended_after_heal": None}
+    try:  # the probe's MSG_PEEK may have woken the reader: ended before any heal?
+        p.wait(timeout=HEAL_WAIT_S)
+        out["ended_after_probe"] = True
+        return out
+    except subprocess.TimeoutExpired:
+        out["ended_after_probe"] = False
     if faulted:
         faults.heal(sp, None)
         try:

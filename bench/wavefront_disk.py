@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from mpilab.fsutil import atomic_write_text
 from wf_disklib import Counters, bounds, drop_pages, summary
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", required=True, help="disk spec (TOML); its first disk is used")
     ap.add_argument("--prefix", default="wfd", help="disk prefix (default wfd)")
@@ -72,7 +73,60 @@ def main() -> int:
                     help="bring the disks up and make the files, leave them up and stop (so "
                          "a later timed run, e.g. in a quiet slot, does only the rounds; "
                          "`mpilab disk down --prefix P` afterwards)")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def configs(a: argparse.Namespace, blocks: list[int], backends: dict[str, list[str]]
+            ) -> dict[str, dict[str, Any]]:
+    """The runs by name: Fig. 7a (each layout, block size and back end; row-major at one
+    block size if asked) and Fig. 7b (1 and 2 waves at --wave-block)."""
+    cfgs: dict[str, dict[str, Any]] = {}
+    for lay in ("block", "optimized"):
+        for b in blocks:
+            for io in backends[lay]:
+                if set(io.split("+")[1:]) - {"turns"}:
+                    raise SystemExit(f"{io}: unknown back-end flag (expected BACKEND or "
+                                     "BACKEND+turns)")
+                cfgs[f"7a/{lay}/{b}/{io}"] = {"lay": lay, "mb": b, "nb": b, "io": io,
+                                             "workers": a.workers, "waves": 1,
+                                             "iters": a.iterations}
+    if a.rowmajor_block:
+        b = a.rowmajor_block
+        cfgs[f"7a/rowmajor/{b}/pread"] = {"lay": "rowmajor", "mb": b, "nb": b, "io": "pread",
+                                          "workers": a.workers, "waves": 1, "iters": 1}
+    if a.wave_block:
+        mb, nb = (int(x) for x in a.wave_block.split("x"))
+        for w in (1, 2):
+            cfgs[f"7b/waves{w}"] = {"lay": "optimized", "mb": mb, "nb": nb, "io": "direct",
+                                    "workers": a.wave_workers, "waves": w,
+                                    "iters": a.iterations}
+    return cfgs
+
+
+def fig4(wf: Callable[..., subprocess.CompletedProcess[str]], mnt: Path, d0: Path, b: int
+         ) -> dict[str, float]:
+    """Fig. 4: pre-processing (row-major to each layout at block size b) and
+    post-processing (back to row-major) of the data matrix d0, inside the memory limit."""
+    f4: dict[str, float] = {}
+    for lay in ("block", "optimized"):
+        o1, o2 = mnt / f"f4-{lay}", mnt / f"f4-{lay}-rm"
+        drop_pages([d0])
+        t0 = time.monotonic()
+        wf("convert", "--quiet", "--layout", lay, "--mb", str(b), "--nb", str(b),
+           str(d0), str(o1), inside=True)
+        f4[f"pre_{lay}"] = time.monotonic() - t0
+        drop_pages([o1])
+        t0 = time.monotonic()
+        wf("convert", "--quiet", "--layout", "rowmajor", str(o1), str(o2),
+           inside=True)
+        f4[f"post_{lay}"] = time.monotonic() - t0
+        o1.unlink()
+        o2.unlink()
+    return f4
+
+
+def main() -> int:
+    a = parse_args()
 
     sp = specmod.load(a.spec, a.prefix)
     disk = sp.disks[0]
@@ -112,8 +166,6 @@ def main() -> int:
         blocks = [int(x) for x in a.blocks.split(",") if x]
         backends = {"block": [x for x in a.block_backends.split(",") if x],
                     "optimized": [x for x in a.opt_backends.split(",") if x]}
-        cfgs: dict[str, dict[str, Any]] = {}
-
         def prepared(lay: str, mb: int, nb: int) -> tuple[Path, Path]:
             dp, cp = mnt / f"d-{lay}-{mb}x{nb}", mnt / f"c-{mb}x{nb}"
             if not dp.exists():
@@ -124,25 +176,7 @@ def main() -> int:
                    str(c0), str(cp))
             return dp, cp
 
-        for lay in ("block", "optimized"):
-            for b in blocks:
-                for io in backends[lay]:
-                    if set(io.split("+")[1:]) - {"turns"}:
-                        raise SystemExit(f"{io}: unknown back-end flag (expected BACKEND or "
-                                         "BACKEND+turns)")
-                    cfgs[f"7a/{lay}/{b}/{io}"] = {"lay": lay, "mb": b, "nb": b, "io": io,
-                                                 "workers": a.workers, "waves": 1,
-                                                 "iters": a.iterations}
-        if a.rowmajor_block:
-            b = a.rowmajor_block
-            cfgs[f"7a/rowmajor/{b}/pread"] = {"lay": "rowmajor", "mb": b, "nb": b, "io": "pread",
-                                              "workers": a.workers, "waves": 1, "iters": 1}
-        if a.wave_block:
-            mb, nb = (int(x) for x in a.wave_block.split("x"))
-            for w in (1, 2):
-                cfgs[f"7b/waves{w}"] = {"lay": "optimized", "mb": mb, "nb": nb, "io": "direct",
-                                        "workers": a.wave_workers, "waves": w,
-                                        "iters": a.iterations}
+        cfgs = configs(a, blocks, backends)
         for c in cfgs.values():
             c["data"], c["coef"] = prepared(c["lay"], c["mb"], c["nb"])
         if a.prepare_only:
@@ -188,23 +222,7 @@ def main() -> int:
                       f"model {res[name]['bound_model']:.3f} bw {res[name]['bound_bw']:.3f}",
                       flush=True)
             if a.fig4_block:
-                b = a.fig4_block
-                f4: dict[str, float] = {}
-                for lay in ("block", "optimized"):
-                    o1, o2 = mnt / f"f4-{lay}", mnt / f"f4-{lay}-rm"
-                    drop_pages([d0])
-                    t0 = time.monotonic()
-                    wf("convert", "--quiet", "--layout", lay, "--mb", str(b), "--nb", str(b),
-                       str(d0), str(o1), inside=True)
-                    f4[f"pre_{lay}"] = time.monotonic() - t0
-                    drop_pages([o1])
-                    t0 = time.monotonic()
-                    wf("convert", "--quiet", "--layout", "rowmajor", str(o1), str(o2),
-                       inside=True)
-                    f4[f"post_{lay}"] = time.monotonic() - t0
-                    o1.unlink()
-                    o2.unlink()
-                res["fig4"] = f4
+                res["fig4"] = fig4(wf, mnt, d0, a.fig4_block)
             rounds.append(res)
             atomic_write_text(out / "rounds.json", json.dumps(rounds, indent=1) + "\n")
         report(a, sp, disk, cfgs, rounds, out)

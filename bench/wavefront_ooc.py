@@ -150,7 +150,12 @@ def summary(v: list[float]) -> dict[str, float]:
     return {"median": statistics.median(v), "min": min(v), "max": max(v)}
 
 
-def main() -> int:
+# the configurations: name -> (data, coef, layout, mb, nb, workers, waves, iters, pf, io,
+# queue depth, chain)
+Cfg = tuple[Path, Path, str, int, int, int, int, int, bool, str, int, str]
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--cols", type=int, default=4096)
@@ -182,7 +187,212 @@ def main() -> int:
                     help="iterations of the block-chaining comparison (a multiple of the waves)")
     ap.add_argument("--dir", default="/tmp/mpilab-wf-bench")
     ap.add_argument("--out", default=None, help="JSON summary (default DIR/wavefront_ooc.json)")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def configs(a: argparse.Namespace, tool: str, d: Path, limit: int, blocks: list[int]
+            ) -> tuple[dict[str, Cfg], list[str], list[int]]:
+    """The runs by name (their files converted in d), those whose buffers fit in 60% of the
+    memory limit; the back ends and the block-chained runs' waves that remain."""
+    d0, c0 = d / "d0", d / "c0"
+    cmb, cnb = (int(x) for x in a.chain_block.lower().split("x"))
+    cfgs: dict[str, Cfg] = {}
+    backends = [x for x in a.backends.split(",") if x]
+    fits: dict[str, bool] = {}
+
+    def add(name: str, cfg: Cfg) -> None:
+        nbr = -(-a.rows // cfg[3])
+        need = cfg[5] * resident_bytes(cfg[9], cfg[10], cfg[3], cfg[4], a.cols, cfg[8],
+                                       cfg[11], cfg[6], -(-nbr // cfg[5]),
+                                       -(-a.cols // cfg[4]))
+        if need > 0.6 * limit:
+            print(f"  skipped {name}: {need >> 20} MiB of buffers for a "
+                  f"{limit >> 20} MiB limit", flush=True)
+            fits[name] = False
+            return
+        fits[name] = True
+        cfgs[name] = cfg
+
+    ob = a.overlap_block
+    for b in blocks:
+        tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(b), "--nb",
+                        str(b), str(c0), str(d / f"c.{b}")])
+        for lay in ("block", "optimized"):
+            tool_run(tool, ["convert", "--quiet", "--layout", lay, "--mb", str(b), "--nb",
+                            str(b), str(d0), str(d / f"d.{lay}.{b}")])
+            for io in backends:
+                qd = a.uring_depth if io == "uring" else 0
+                add(f"{lay}/{b}/{io}", (d / f"d.{lay}.{b}", d / f"c.{b}", lay, b, b,
+                                        a.workers, 1, a.iterations, True, io, qd, "band"))
+    odata, ocoef = d / f"d.optimized.{ob}", d / f"c.{ob}"
+    add(f"optimized/{ob}/noprefetch", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
+                                       a.iterations, False, "pread", 0, "band"))
+    add(f"optimized/{ob}/mmap", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
+                                 a.iterations, True, "mmap", 0, "band"))
+    for qd in (int(x) for x in a.depths.split(",") if x):
+        if qd != a.uring_depth or "uring" not in backends:
+            add(f"optimized/{ob}/uring{qd}", (odata, ocoef, "optimized", ob, ob, a.workers,
+                                              1, a.iterations, True, "uring", qd, "band"))
+    fmb = -(-a.rows // 2)
+    for geo, (mb, nb, pw) in {"chain": (cmb, cnb, a.chain_workers),
+                              "flat": (fmb, a.flat_nb, 2)}.items():
+        tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(mb),
+                        "--nb", str(nb), str(d0), str(d / f"d.{geo}")])
+        tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(mb),
+                        "--nb", str(nb), str(c0), str(d / f"c.{geo}")])
+        wio = a.waves_io
+        for w in (1, 2):
+            add(f"{geo}/waves{w}", (d / f"d.{geo}", d / f"c.{geo}", "optimized", mb, nb,
+                                    pw, w, a.wave_iterations, True, wio,
+                                    a.uring_depth if wio == "uring" else 0, "band"))
+    bc_waves = [int(x) for x in a.bc_waves.split(",") if x] if a.bc_block else []
+    if bc_waves:
+        bmb, bnb = (int(x) for x in a.bc_block.lower().split("x"))
+        tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(bmb),
+                        "--nb", str(bnb), str(d0), str(d / "d.bc")])
+        tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(bmb),
+                        "--nb", str(bnb), str(c0), str(d / "c.bc")])
+        for chain, w in [("band", 1), ("band", 2)] + [("block", w) for w in bc_waves]:
+            add(f"bc/{chain}{w}", (d / "d.bc", d / "c.bc", "optimized", bmb, bnb,
+                                   a.bc_workers, w, a.bc_iterations, True, "pread", 0,
+                                   chain))
+        bc_waves = [w for w in bc_waves if f"bc/block{w}" in cfgs]
+    return cfgs, backends, bc_waves
+
+
+def run(tool: str, cg: MemCgroup, d: Path, mat: int, name: str, cfg: Cfg) -> dict[str, Any]:
+    """One run of configuration `name` inside the cgroup, caches dropped: its times,
+    volumes, memory and per-worker accounting (printed on one line)."""
+    data, coef, lay, mb, nb, pw, waves, iters, pf, io, qd, chain = cfg
+    out = d / "run.json"
+    cmd = [tool, "run", "--data", str(data), "--coef", str(coef), "--iterations",
+           str(iters), "--workers", str(pw), "--waves", str(waves), "--io", io,
+           "--chain", chain, "--json", str(out), "--quiet"]
+    if qd:
+        cmd += ["--queue-depth", str(qd)]
+    if lay == "rowmajor":
+        cmd += ["--mb", str(mb), "--nb", str(nb)]
+    if not pf:
+        cmd.append("--no-prefetch")
+    drop_caches()
+    cg.reset_peak()
+    f0 = cg.failcnt()
+    p = cg.run(cmd)
+    if p.returncode != 0:
+        raise SystemExit(f"wavefront_ooc: run {name} failed: {p.stderr.strip()}")
+    wf = json.loads(out.read_text())["wavefront"]
+    pwk = wf["per_worker"]
+    r = {"name": name, "time_per_iteration_s": wf["time_per_iteration_s"],
+         "iteration_s": wf["iteration_s"], "bytes_read": wf["bytes_read"],
+         "bytes_written": wf["bytes_written"], "dev_read_bytes": wf["dev_read_bytes"],
+         "dev_write_bytes": wf["dev_write_bytes"],
+         "peak_rss_bytes": wf["peak_rss_bytes"], "cgroup_peak_bytes": cg.peak(),
+         "buffer_bytes": wf["buffer_bytes"], "iterations": iters,
+         "cgroup_limit_hits": cg.failcnt() - f0, "per_worker": pwk}
+    acc = {k: sum(x[k] for x in pwk) / len(pwk)
+           for k in ("compute_s", "io_wait_s", "dep_wait_s", "io_busy_s")}
+    dev = wf["dev_read_bytes"]
+    print(f"  {name:30s} {r['time_per_iteration_s']:7.3f} s/iter  per worker: compute "
+          f"{acc['compute_s']:.2f} io-wait {acc['io_wait_s']:.2f} dep-wait "
+          f"{acc['dep_wait_s']:.2f} s; dev read "
+          f"{(dev or 0) / iters / mat:.2f} mat/iter (engine "
+          f"{(wf['bytes_read'] + wf['bytes_written']) / iters / mat:.2f}); RSS "
+          f"{r['peak_rss_bytes'] >> 20} MiB (buffers {wf['buffer_bytes'] >> 20}), cg "
+          f"{r['cgroup_peak_bytes'] >> 20} MiB",
+          flush=True)
+    return r
+
+
+def round_ratios(rd: dict[str, Any], runs: dict[str, dict[str, Any]], blocks: list[int],
+                 backends: list[str], bc_waves: list[int], overlap_block: int) -> str:
+    """The round's ratios (same round, side by side) into rd["ratios"], its best and fastest
+    configurations into rd; returns the fastest."""
+    bound = rd["io_bound_s"]
+    bw_r, bw_w = rd["read_Bps"], rd["write_Bps"]
+    t = {n: r["time_per_iteration_s"] for n, r in runs.items()}
+
+    def best_of(prefix: str, suffix: str, t: dict[str, float] = t) -> str:
+        c = [f"{prefix}/{b}/{suffix}" for b in blocks if f"{prefix}/{b}/{suffix}" in t]
+        return min(c, key=t.__getitem__)
+
+    rd["ratios"] = {}
+    best: dict[str, str] = {}
+    for io in backends:
+        best[f"block/{io}"] = best_of("block", io)
+        best[f"optimized/{io}"] = best_of("optimized", io)
+        rd["ratios"][f"block_best_over_optimized_best/{io}"] = (
+            t[best[f"block/{io}"]] / t[best[f"optimized/{io}"]])
+    if "pread" in backends and "uring" in backends:
+        for lay in ("block", "optimized"):
+            rd["ratios"][f"pread_best_over_uring_best/{lay}"] = (
+                t[best[f"{lay}/pread"]] / t[best[f"{lay}/uring"]])
+    # fastest among the configurations that move every matrix every iteration (the
+    # block-chained runs have their own, W-fold lower bound below)
+    fastest = min((n for n in t if n != "rowmajor" and not n.startswith("bc/block")),
+                  key=lambda n: t[n])
+    rd["best"] = best
+    rd["fastest"] = fastest
+    rd["ratios"]["fastest_over_io_bound"] = t[fastest] / bound
+    ob = overlap_block
+    ref_pf = f"optimized/{ob}/pread"
+    if ref_pf in t:
+        for n in (f"optimized/{ob}/noprefetch", f"optimized/{ob}/mmap"):
+            if n in t:
+                rd["ratios"][f"{n.split('/')[-1]}_over_pread"] = t[n] / t[ref_pf]
+    rd["ratios"]["chain_waves1_over_waves2"] = t["chain/waves1"] / t["chain/waves2"]
+    rd["ratios"]["flat_waves1_over_waves2"] = t["flat/waves1"] / t["flat/waves2"]
+    if bc_waves and "bc/band1" in t and "bc/band2" in t:
+        rd["ratios"]["bc_band1_over_band2"] = t["bc/band1"] / t["bc/band2"]
+        rd["bound_w"] = {}
+        for w in bc_waves:
+            n = f"bc/block{w}"
+            r = runs[n]
+            # what must move per iteration for this run: its own engine bytes
+            bw_bound = ((r["bytes_read"] / bw_r + r["bytes_written"] / bw_w)
+                        / r["iterations"])
+            rd["bound_w"][n] = bw_bound
+            rd["ratios"][f"bc_band1_over_block{w}"] = t["bc/band1"] / t[n]
+            rd["ratios"][f"bc_band2_over_block{w}"] = t["bc/band2"] / t[n]
+            rd["ratios"][f"bc_block{w}_over_own_bound"] = t[n] / bw_bound
+            rd["ratios"][f"bc_block{w}_over_1wave_bound"] = t[n] / bound
+            rd["ratios"][f"bc_block{w}_over_best_optimized"] = (
+                t[n] / t[best[f"optimized/{backends[0]}"]])
+    return fastest
+
+
+def summarize(res: dict[str, Any], names: list[str], backends: list[str], bc_waves: list[int],
+              nrounds: int) -> None:
+    """res["summary"] over the rounds (median, min, max of every ratio and time), printed
+    beside the targets."""
+    keys = list(res["rounds"][0]["ratios"])
+    res["summary"] = {k: summary([r["ratios"][k] for r in res["rounds"]]) for k in keys}
+    res["summary"]["io_bound_s"] = summary([r["io_bound_s"] for r in res["rounds"]])
+    res["summary"]["time_per_iteration_s"] = {
+        n: summary([r["runs"][n]["time_per_iteration_s"] for r in res["rounds"]])
+        for n in names}
+    allr = [x for r in res["rounds"] for x in r["runs"].values()]
+    res["summary"]["max_cgroup_peak_bytes"] = max(x["cgroup_peak_bytes"] for x in allr)
+    res["summary"]["max_peak_rss_bytes"] = max(x["peak_rss_bytes"] for x in allr)
+    target = {"fastest_over_io_bound": "<= 1.30", "chain_waves1_over_waves2": "> 1",
+              "flat_waves1_over_waves2": "~1 expected", "bc_band1_over_band2": "> 1"}
+    for w in bc_waves:
+        target[f"bc_band1_over_block{w}"] = "> 1"
+    for io in backends:
+        target[f"block_best_over_optimized_best/{io}"] = ">= 1.20"
+    print(f"summary over {nrounds} rounds (median [min, max]):")
+    for k in keys:
+        s = res["summary"][k]
+        print(f"  {k:40s} {s['median']:.3f} [{s['min']:.3f}, {s['max']:.3f}]  "
+              f"{('target ' + target[k]) if k in target else ''}")
+    for n in names:
+        s = res["summary"]["time_per_iteration_s"][n]
+        print(f"  {n:30s} {s['median']:.3f} s/iter [{s['min']:.3f}, {s['max']:.3f}]")
+    print(f"  peak cgroup memory {res['summary']['max_cgroup_peak_bytes'] >> 20} MiB, "
+          f"peak RSS {res['summary']['max_peak_rss_bytes'] >> 20} MiB")
+
+
+def main() -> int:
+    a = parse_args()
     if os.geteuid() != 0 or not CG_ROOT.is_dir():
         sys.stderr.write("wavefront_ooc: needs root and the cgroup v1 memory controller\n")
         return 2
@@ -191,7 +401,6 @@ def main() -> int:
     d.mkdir(parents=True, exist_ok=True)
     limit = parse_size(a.limit)
     blocks = [int(b) for b in a.blocks.split(",")]
-    cmb, cnb = (int(x) for x in a.chain_block.lower().split("x"))
     mat = a.rows * a.cols * 8
     total = 6 * mat
     if limit * 4 > total:
@@ -233,114 +442,11 @@ def main() -> int:
         for f in ("pre", "post"):
             (d / f).unlink()
 
-        # the configurations: name -> (data, coef, layout, mb, nb, workers, waves, iters, pf,
-        # io, queue depth, chain)
-        Cfg = tuple[Path, Path, str, int, int, int, int, int, bool, str, int, str]
-        cfgs: dict[str, Cfg] = {}
-        backends = [x for x in a.backends.split(",") if x]
-        fits: dict[str, bool] = {}
-
-        def add(name: str, cfg: Cfg) -> None:
-            nbr = -(-a.rows // cfg[3])
-            need = cfg[5] * resident_bytes(cfg[9], cfg[10], cfg[3], cfg[4], a.cols, cfg[8],
-                                           cfg[11], cfg[6], -(-nbr // cfg[5]),
-                                           -(-a.cols // cfg[4]))
-            if need > 0.6 * limit:
-                print(f"  skipped {name}: {need >> 20} MiB of buffers for a "
-                      f"{limit >> 20} MiB limit", flush=True)
-                fits[name] = False
-                return
-            fits[name] = True
-            cfgs[name] = cfg
-
-        ob = a.overlap_block
-        for b in blocks:
-            tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(b), "--nb",
-                            str(b), str(c0), str(d / f"c.{b}")])
-            for lay in ("block", "optimized"):
-                tool_run(tool, ["convert", "--quiet", "--layout", lay, "--mb", str(b), "--nb",
-                                str(b), str(d0), str(d / f"d.{lay}.{b}")])
-                for io in backends:
-                    qd = a.uring_depth if io == "uring" else 0
-                    add(f"{lay}/{b}/{io}", (d / f"d.{lay}.{b}", d / f"c.{b}", lay, b, b,
-                                            a.workers, 1, a.iterations, True, io, qd, "band"))
-        odata, ocoef = d / f"d.optimized.{ob}", d / f"c.{ob}"
-        add(f"optimized/{ob}/noprefetch", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
-                                           a.iterations, False, "pread", 0, "band"))
-        add(f"optimized/{ob}/mmap", (odata, ocoef, "optimized", ob, ob, a.workers, 1,
-                                     a.iterations, True, "mmap", 0, "band"))
-        for qd in (int(x) for x in a.depths.split(",") if x):
-            if qd != a.uring_depth or "uring" not in backends:
-                add(f"optimized/{ob}/uring{qd}", (odata, ocoef, "optimized", ob, ob, a.workers,
-                                                  1, a.iterations, True, "uring", qd, "band"))
-        fmb = -(-a.rows // 2)
-        for geo, (mb, nb, pw) in {"chain": (cmb, cnb, a.chain_workers),
-                                  "flat": (fmb, a.flat_nb, 2)}.items():
-            tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(mb),
-                            "--nb", str(nb), str(d0), str(d / f"d.{geo}")])
-            tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(mb),
-                            "--nb", str(nb), str(c0), str(d / f"c.{geo}")])
-            wio = a.waves_io
-            for w in (1, 2):
-                add(f"{geo}/waves{w}", (d / f"d.{geo}", d / f"c.{geo}", "optimized", mb, nb,
-                                        pw, w, a.wave_iterations, True, wio,
-                                        a.uring_depth if wio == "uring" else 0, "band"))
-        bc_waves = [int(x) for x in a.bc_waves.split(",") if x] if a.bc_block else []
-        if bc_waves:
-            bmb, bnb = (int(x) for x in a.bc_block.lower().split("x"))
-            tool_run(tool, ["convert", "--quiet", "--layout", "optimized", "--mb", str(bmb),
-                            "--nb", str(bnb), str(d0), str(d / "d.bc")])
-            tool_run(tool, ["convert", "--quiet", "--layout", "block", "--mb", str(bmb),
-                            "--nb", str(bnb), str(c0), str(d / "c.bc")])
-            for chain, w in [("band", 1), ("band", 2)] + [("block", w) for w in bc_waves]:
-                add(f"bc/{chain}{w}", (d / "d.bc", d / "c.bc", "optimized", bmb, bnb,
-                                       a.bc_workers, w, a.bc_iterations, True, "pread", 0,
-                                       chain))
-            bc_waves = [w for w in bc_waves if f"bc/block{w}" in cfgs]
+        cfgs, backends, bc_waves = configs(a, tool, d, limit, blocks)
         res["configs"] = {k: {"layout": v[2], "mb": v[3], "nb": v[4], "workers": v[5],
                               "waves": v[6], "iterations": v[7], "prefetch": v[8], "io": v[9],
                               "queue_depth": v[10], "chain": v[11]}
                           for k, v in cfgs.items()}
-
-        def run(name: str) -> dict[str, Any]:
-            data, coef, lay, mb, nb, pw, waves, iters, pf, io, qd, chain = cfgs[name]
-            out = d / "run.json"
-            cmd = [tool, "run", "--data", str(data), "--coef", str(coef), "--iterations",
-                   str(iters), "--workers", str(pw), "--waves", str(waves), "--io", io,
-                   "--chain", chain, "--json", str(out), "--quiet"]
-            if qd:
-                cmd += ["--queue-depth", str(qd)]
-            if lay == "rowmajor":
-                cmd += ["--mb", str(mb), "--nb", str(nb)]
-            if not pf:
-                cmd.append("--no-prefetch")
-            drop_caches()
-            cg.reset_peak()
-            f0 = cg.failcnt()
-            p = cg.run(cmd)
-            if p.returncode != 0:
-                raise SystemExit(f"wavefront_ooc: run {name} failed: {p.stderr.strip()}")
-            wf = json.loads(out.read_text())["wavefront"]
-            pwk = wf["per_worker"]
-            r = {"name": name, "time_per_iteration_s": wf["time_per_iteration_s"],
-                 "iteration_s": wf["iteration_s"], "bytes_read": wf["bytes_read"],
-                 "bytes_written": wf["bytes_written"], "dev_read_bytes": wf["dev_read_bytes"],
-                 "dev_write_bytes": wf["dev_write_bytes"],
-                 "peak_rss_bytes": wf["peak_rss_bytes"], "cgroup_peak_bytes": cg.peak(),
-                 "buffer_bytes": wf["buffer_bytes"], "iterations": iters,
-                 "cgroup_limit_hits": cg.failcnt() - f0, "per_worker": pwk}
-            acc = {k: sum(x[k] for x in pwk) / len(pwk)
-                   for k in ("compute_s", "io_wait_s", "dep_wait_s", "io_busy_s")}
-            dev = wf["dev_read_bytes"]
-            print(f"  {name:30s} {r['time_per_iteration_s']:7.3f} s/iter  per worker: compute "
-                  f"{acc['compute_s']:.2f} io-wait {acc['io_wait_s']:.2f} dep-wait "
-                  f"{acc['dep_wait_s']:.2f} s; dev read "
-                  f"{(dev or 0) / iters / mat:.2f} mat/iter (engine "
-                  f"{(wf['bytes_read'] + wf['bytes_written']) / iters / mat:.2f}); RSS "
-                  f"{r['peak_rss_bytes'] >> 20} MiB (buffers {wf['buffer_bytes'] >> 20}), cg "
-                  f"{r['cgroup_peak_bytes'] >> 20} MiB",
-                  flush=True)
-            return r
 
         names = list(cfgs)
         for rnd in range(a.rounds):
@@ -350,91 +456,21 @@ def main() -> int:
             bound = 6 * mat / bw_r + mat / bw_w
             print(f"  disk (in the cgroup): cold read {bw_r / 1e6:.0f} MB/s, write+fsync "
                   f"{bw_w / 1e6:.0f} MB/s; I/O bound {bound:.3f} s/iter", flush=True)
-            runs = {n: run(n) for n in rot}
+            runs = {n: run(tool, cg, d, mat, n, cfgs[n]) for n in rot}
             if a.rowmajor and rnd == 0:
                 bmax = max(blocks)
                 cfgs["rowmajor"] = (d0, c0, "rowmajor", bmax, bmax, a.workers, 1, 1, True,
                                     backends[0], a.uring_depth if backends[0] == "uring" else 0,
                                     "band")
-                runs["rowmajor"] = run("rowmajor")
+                runs["rowmajor"] = run(tool, cg, d, mat, "rowmajor", cfgs["rowmajor"])
                 del cfgs["rowmajor"]
             rd = {"read_Bps": bw_r, "write_Bps": bw_w, "io_bound_s": bound, "runs": runs}
-            t = {n: r["time_per_iteration_s"] for n, r in runs.items()}
-
-            def best_of(prefix: str, suffix: str, t: dict[str, float] = t) -> str:
-                c = [f"{prefix}/{b}/{suffix}" for b in blocks if f"{prefix}/{b}/{suffix}" in t]
-                return min(c, key=t.__getitem__)
-
-            rd["ratios"] = {}
-            best: dict[str, str] = {}
-            for io in backends:
-                best[f"block/{io}"] = best_of("block", io)
-                best[f"optimized/{io}"] = best_of("optimized", io)
-                rd["ratios"][f"block_best_over_optimized_best/{io}"] = (
-                    t[best[f"block/{io}"]] / t[best[f"optimized/{io}"]])
-            if "pread" in backends and "uring" in backends:
-                for lay in ("block", "optimized"):
-                    rd["ratios"][f"pread_best_over_uring_best/{lay}"] = (
-                        t[best[f"{lay}/pread"]] / t[best[f"{lay}/uring"]])
-            # fastest among the configurations that move every matrix every iteration (the
-            # block-chained runs have their own, W-fold lower bound below)
-            fastest = min((n for n in t if n != "rowmajor" and not n.startswith("bc/block")),
-                          key=lambda n: t[n])
-            rd["best"] = best
-            rd["fastest"] = fastest
-            rd["ratios"]["fastest_over_io_bound"] = t[fastest] / bound
-            ref_pf = f"optimized/{ob}/pread"
-            if ref_pf in t:
-                for n in (f"optimized/{ob}/noprefetch", f"optimized/{ob}/mmap"):
-                    if n in t:
-                        rd["ratios"][f"{n.split('/')[-1]}_over_pread"] = t[n] / t[ref_pf]
-            rd["ratios"]["chain_waves1_over_waves2"] = t["chain/waves1"] / t["chain/waves2"]
-            rd["ratios"]["flat_waves1_over_waves2"] = t["flat/waves1"] / t["flat/waves2"]
-            if bc_waves and "bc/band1" in t and "bc/band2" in t:
-                rd["ratios"]["bc_band1_over_band2"] = t["bc/band1"] / t["bc/band2"]
-                rd["bound_w"] = {}
-                for w in bc_waves:
-                    n = f"bc/block{w}"
-                    r = runs[n]
-                    # what must move per iteration for this run: its own engine bytes
-                    bw_bound = ((r["bytes_read"] / bw_r + r["bytes_written"] / bw_w)
-                                / r["iterations"])
-                    rd["bound_w"][n] = bw_bound
-                    rd["ratios"][f"bc_band1_over_block{w}"] = t["bc/band1"] / t[n]
-                    rd["ratios"][f"bc_band2_over_block{w}"] = t["bc/band2"] / t[n]
-                    rd["ratios"][f"bc_block{w}_over_own_bound"] = t[n] / bw_bound
-                    rd["ratios"][f"bc_block{w}_over_1wave_bound"] = t[n] / bound
-                    rd["ratios"][f"bc_block{w}_over_best_optimized"] = (
-                        t[n] / t[best[f"optimized/{backends[0]}"]])
+            fastest = round_ratios(rd, runs, blocks, backends, bc_waves, a.overlap_block)
             print("  ratios: " + ", ".join(f"{k} {v:.3f}" for k, v in rd["ratios"].items())
                   + f"; fastest {fastest}", flush=True)
             res["rounds"].append(rd)
 
-        keys = list(res["rounds"][0]["ratios"])
-        res["summary"] = {k: summary([r["ratios"][k] for r in res["rounds"]]) for k in keys}
-        res["summary"]["io_bound_s"] = summary([r["io_bound_s"] for r in res["rounds"]])
-        res["summary"]["time_per_iteration_s"] = {
-            n: summary([r["runs"][n]["time_per_iteration_s"] for r in res["rounds"]])
-            for n in names}
-        allr = [x for r in res["rounds"] for x in r["runs"].values()]
-        res["summary"]["max_cgroup_peak_bytes"] = max(x["cgroup_peak_bytes"] for x in allr)
-        res["summary"]["max_peak_rss_bytes"] = max(x["peak_rss_bytes"] for x in allr)
-        target = {"fastest_over_io_bound": "<= 1.30", "chain_waves1_over_waves2": "> 1",
-                  "flat_waves1_over_waves2": "~1 expected", "bc_band1_over_band2": "> 1"}
-        for w in bc_waves:
-            target[f"bc_band1_over_block{w}"] = "> 1"
-        for io in backends:
-            target[f"block_best_over_optimized_best/{io}"] = ">= 1.20"
-        print(f"summary over {a.rounds} rounds (median [min, max]):")
-        for k in keys:
-            s = res["summary"][k]
-            print(f"  {k:40s} {s['median']:.3f} [{s['min']:.3f}, {s['max']:.3f}]  "
-                  f"{('target ' + target[k]) if k in target else ''}")
-        for n in names:
-            s = res["summary"]["time_per_iteration_s"][n]
-            print(f"  {n:30s} {s['median']:.3f} s/iter [{s['min']:.3f}, {s['max']:.3f}]")
-        print(f"  peak cgroup memory {res['summary']['max_cgroup_peak_bytes'] >> 20} MiB, "
-              f"peak RSS {res['summary']['max_peak_rss_bytes'] >> 20} MiB")
+        summarize(res, names, backends, bc_waves, a.rounds)
     finally:
         cg.close()
         for f in d.iterdir():

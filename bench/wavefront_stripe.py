@@ -77,7 +77,7 @@ class Timeline:
                 "none_frac": sum(1 for o in on if not any(o)) / len(fr)}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", required=True, help="disk spec with at least 2 disks")
     ap.add_argument("--prefix", default="wfs")
@@ -93,7 +93,49 @@ def main() -> int:
                     help="bring the disks up and make the files, leave them up and stop (a "
                          "later run with the same --prefix and --out does only the rounds; "
                          "`mpilab disk down --prefix P` afterwards)")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def report(a: argparse.Namespace, sp: specmod.DiskSpec, places: list[str],
+           rounds: list[dict[str, Any]], out: Path) -> None:
+    """OUT/report.md (and the terminal): per configuration the times and the disks' busy
+    time over the rounds, then the ratios of the same round."""
+    K = len(sp.disks)
+    lines = [f"# Wave chaining on striped disks ({sp.source})", "",
+             f"{a.rows}x{a.cols}, blocks {a.mb}x{a.nb}, {a.ranks} ranks, {a.iterations} "
+             f"iterations, O_DIRECT, {a.rounds} rounds, load average at the end "
+             f"{os.getloadavg()[0]:.1f}.", "",
+             "s/iteration: total time / iterations (the pipeline's fill and drain included) "
+             "and steady (median time between successive iterations' completions, the "
+             "first excluded); disks busy: each disk's modelled busy time per iteration; "
+             "busy fraction of the run per disk, and the share of 50 ms windows in which "
+             "both disks were more than half busy.", "",
+             "| configuration | s/iteration (total) | s/iteration (steady) | busy time of "
+             "each disk per iteration (model) | busy fraction of the run | both busy at "
+             "once |", "|---|---|---|---|---|---|"]
+    for key in rounds[0]:
+        lines.append(f"| {key} | {summary([r[key]['s_per_iter'] for r in rounds])} | "
+                     f"{summary([r[key]['steady_s'] for r in rounds])} | "
+                     + ", ".join(summary([r[key]['disk_busy'][i] for r in rounds])
+                                 for i in range(K)) + " | "
+                     + ", ".join(summary([r[key]['overlap']['busy_frac'][i]
+                                          for r in rounds]) for i in range(K)) + " | "
+                     + summary([r[key]['overlap']['both_frac'] for r in rounds]) + " |")
+    lines += ["", "| ratio (same round) | per round | median [min, max] |", "|---|---|---|"]
+    for what, fld in (("total", "s_per_iter"), ("steady", "steady_s")):
+        for pl in places:
+            v = [r[f"{pl}, 1 wave"][fld] / r[f"{pl}, 2 waves"][fld] for r in rounds]
+            lines.append(f"| {pl}: 1 wave / 2 waves ({what}) | "
+                         f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
+        v = [r["one disk, 2 waves"][fld] / r["striped, 2 waves"][fld] for r in rounds]
+        lines.append(f"| 2 waves: one disk / striped ({what}) | "
+                     f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
+    atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    a = parse_args()
     sp = specmod.load(a.spec, a.prefix)
     if len(sp.disks) < 2:
         raise SystemExit(f"{a.spec}: striping needs at least 2 disks")
@@ -190,37 +232,7 @@ def main() -> int:
                       f"{ov['both_frac']:.0%}, none {ov['none_frac']:.0%}", flush=True)
             rounds.append(res)
             atomic_write_text(out / "rounds.json", json.dumps(rounds, indent=1) + "\n")
-        lines = [f"# Wave chaining on striped disks ({sp.source})", "",
-                 f"{a.rows}x{a.cols}, blocks {a.mb}x{a.nb}, {a.ranks} ranks, {a.iterations} "
-                 f"iterations, O_DIRECT, {a.rounds} rounds, load average at the end "
-                 f"{os.getloadavg()[0]:.1f}.", "",
-                 "s/iteration: total time / iterations (the pipeline's fill and drain included) "
-                 "and steady (median time between successive iterations' completions, the "
-                 "first excluded); disks busy: each disk's modelled busy time per iteration; "
-                 "busy fraction of the run per disk, and the share of 50 ms windows in which "
-                 "both disks were more than half busy.", "",
-                 "| configuration | s/iteration (total) | s/iteration (steady) | busy time of "
-                 "each disk per iteration (model) | busy fraction of the run | both busy at "
-                 "once |", "|---|---|---|---|---|---|"]
-        for key in rounds[0]:
-            lines.append(f"| {key} | {summary([r[key]['s_per_iter'] for r in rounds])} | "
-                         f"{summary([r[key]['steady_s'] for r in rounds])} | "
-                         + ", ".join(summary([r[key]['disk_busy'][i] for r in rounds])
-                                     for i in range(K)) + " | "
-                         + ", ".join(summary([r[key]['overlap']['busy_frac'][i]
-                                              for r in rounds]) for i in range(K)) + " | "
-                         + summary([r[key]['overlap']['both_frac'] for r in rounds]) + " |")
-        lines += ["", "| ratio (same round) | per round | median [min, max] |", "|---|---|---|"]
-        for what, fld in (("total", "s_per_iter"), ("steady", "steady_s")):
-            for pl in places:
-                v = [r[f"{pl}, 1 wave"][fld] / r[f"{pl}, 2 waves"][fld] for r in rounds]
-                lines.append(f"| {pl}: 1 wave / 2 waves ({what}) | "
-                             f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
-            v = [r["one disk, 2 waves"][fld] / r["striped, 2 waves"][fld] for r in rounds]
-            lines.append(f"| 2 waves: one disk / striped ({what}) | "
-                         f"{' '.join(f'{x:.2f}' for x in v)} | {summary(v)} |")
-        atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
-        print("\n".join(lines))
+        report(a, sp, list(places), rounds, out)
     finally:
         if made:
             dev.down(a.prefix)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpilab.results import Measurement
+from mpilab.results_model import Measurement
 
 Pair = tuple[int, int]
 
@@ -197,7 +197,7 @@ def default_design(p: int, requested: str | None = None) -> str:
 
 def pair_times(measurements: Sequence[Measurement], nbytes: int | None = None
                ) -> tuple[int, dict[Pair, float]]:
-    """Median pair times of one size from p2p measurements (mpilab.results.Measurement).
+    """Median pair times of one size from p2p measurements (mpilab.results_model.Measurement).
 
     `nbytes` None takes the smallest size present. Returns (ranks, {(i, j): median}).
     """

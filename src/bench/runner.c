@@ -20,39 +20,8 @@
 #include "suite/suite_json.h"
 #include "runner_pairs.h"
 
-/* A row of the human table (rank 0). */
-typedef struct row {
-    char op[48], impl[48], timing[12], iso[12];
-    size_t bytes;
-    double mean, ci, median, med_lo, med_hi;
-    size_t reps, invalid, negative;
-    int converged, clock_uncertain;
-    int differs;         /* index+1 of the row of another isolation it disagrees with */
-    size_t meas;         /* its measurement object (engine rows) */
-} row_t;
+#include "runner_run.h"
 
-/* What one run accumulates. */
-typedef struct run {
-    const mpilab_runner_config_t *c;
-    mpilab_bench_t *b;
-    int rank, size;
-    row_t *rows;
-    size_t nrows, done, total;
-    json_t *meas, *skipped;
-    json_t *adaptive;   /* rank 0, --sizes auto: per entry the sizes chosen and why */
-    json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
-    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
-    int exit_code, sync_used, suite_used;
-    size_t nsyncs, fit_sizes;
-    double worst_residual;
-    double sync_total;  /* seconds of every clock synchronisation performed, and how many */
-    double sync_last_end;
-    size_t sync_count;
-    double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
-    runner_pairs_t rp;  /* the pair design of all-pairs entries */
-    double save_cost;   /* rank 0: seconds the last checkpoint took */
-    int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
-} run_t;
 
 static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
                     const mpilab_stats_t *s)
@@ -107,142 +76,18 @@ static void checkpoint(run_t *w, int force)
     w->save_cost = w->last_save - now;
 }
 
-/* What a row's figures are multiplied by in the table: point-to-point rows (timing "p2p")
- * hold round trips, shown one-way. */
-static double row_scale(const row_t *r)
-{
-    return strcmp(r->timing, "p2p") == 0 ? 0.5 : 1.0;
-}
-
 static void progress(const run_t *w, const row_t *r)
 {
     if (w->c->quiet || w->rank != 0)
         return;
     int tty = isatty(STDERR_FILENO);
     fprintf(stderr, "%s[%zu/%zu] %s:%s %s %zu B: %.3g s%s (%zu reps%s)%s", tty ? "\r\033[K" : "", w->done,
-            w->total, r->op, r->impl, r->timing, r->bytes, r->median * row_scale(r),
-            row_scale(r) != 1.0 ? " one-way" : "", r->reps,
+            w->total, r->op, r->impl, r->timing, r->bytes, r->median * runner_row_scale(r),
+            runner_row_scale(r) != 1.0 ? " one-way" : "", r->reps,
             r->reps && !r->converged ? ", not converged" : "", tty ? "" : "\n");
     if (tty && w->done == w->total)
         fputc('\n', stderr);
     fflush(stderr);
-}
-
-/* --format csv: one row per table row, times in seconds; p2p rows one-way (as the table),
- * their round trip in its own column. */
-static void print_csv(const row_t *rows, size_t n)
-{
-    printf("op,impl,timing,isolation,bytes,median_s,med_lo_s,med_hi_s,roundtrip_median_s,reps,converged,flags\n");
-    for (size_t k = 0; k < n; k++) {
-        const row_t *r = &rows[k];
-        double s = row_scale(r);
-        printf("%s,%s,%s,%s,%zu,%.10g,%.10g,%.10g,", r->op, r->impl, r->timing, r->iso[0] ? r->iso : "", r->bytes,
-               r->median * s, r->med_lo * s, r->med_hi * s);
-        if (s != 1.0)
-            printf("%.10g", r->median);
-        printf(",%zu,%d,%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
-               r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-               r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
-    }
-}
-
-/* The table: the reported figure (median) with its interval (the stopping rule's), the
- * repetitions and the flags; then how many converged, and the verdict when too few did. */
-static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc, int show_iso)
-{
-    printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
-           "bytes", "median(us)", "median CI(us)", "reps", "flags");
-    size_t conv = 0, measured = 0, unclocked = 0, oneway = 0;
-    for (size_t k = 0; k < n; k++) {
-        const row_t *r = &rows[k];
-        unclocked += r->reps && r->clock_uncertain;
-        char ci[48], fl[128] = "";
-        if (isfinite(r->med_lo) && isfinite(r->med_hi))
-            snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6 * row_scale(r), r->med_hi * 1e6 * row_scale(r));
-        else
-            snprintf(ci, sizeof ci, "-");
-        if (r->reps) {
-            measured++;
-            conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s%s%s", r->converged ? "" : "not_converged ",
-                     r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-                     r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
-        }
-        char iso[16] = "";
-        if (show_iso)
-            snprintf(iso, sizeof iso, "%-7s ", r->iso[0] ? r->iso : "-");
-        printf("%-10s %-10s %-7s %s%10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes,
-               r->median * 1e6 * row_scale(r), ci, r->reps, fl[0] ? fl : "-");
-        oneway += row_scale(r) != 1.0;
-    }
-    if (measured) {
-        char verdict[512];
-        printf("%zu of %zu measurements converged to the asked precision (the median's interval)\n", conv, measured);
-        if (mpilab_quality_noisy_verdict(conv, measured, qc, verdict, sizeof verdict))
-            printf("%s\n", verdict);
-        if (unclocked)
-            printf("%zu global-timing measurement%s flagged clock_uncertain: the clock synchronisation stated a "
-                   "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
-                   unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
-    }
-    if (oneway)
-        printf("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print it); the results file "
-               "keeps the round trip\n");
-}
-
-/* Rank 0, after measuring: where the same entry, timing and size was measured under two
- * isolations (--isolation barrier,none) and the two medians' intervals do not overlap, both
- * rows and both measurement objects say so (flag isolation_differs, the other figure in
- * "isolation_other"), and the table prints a note under itself. */
-static void note_isolation(run_t *w)
-{
-    if (w->c->nisolation < 2)
-        return;
-    /* the rows of one entry at one size are contiguous (measure_all: sizes, then isolations,
-     * then timings), so each row is compared within its block only, not with every row (an
-     * all-pairs run has a row per pair) */
-    for (size_t a = 0; a < w->nrows; a++)
-        for (size_t b = a + 1; b < w->nrows; b++) {
-            row_t *x = &w->rows[a], *y = &w->rows[b];
-            if (strcmp(x->op, y->op) || strcmp(x->impl, y->impl) || x->bytes != y->bytes)
-                break;
-            if (strcmp(x->timing, y->timing) || !x->iso[0] || !strcmp(x->iso, y->iso) || !x->reps || !y->reps)
-                continue;
-            if (!(x->med_hi < y->med_lo || y->med_hi < x->med_lo))
-                continue; /* the intervals overlap: no disagreement shown */
-            row_t *pair[2] = {x, y};
-            size_t idx[2] = {a, b};
-            for (int k = 0; k < 2; k++) {
-                const row_t *o = pair[1 - k];
-                pair[k]->differs = (int)idx[1 - k] + 1;
-                json_t *m = json_array_get(w->meas, pair[k]->meas);
-                json_array_append_new(json_object_get(m, "flags"), json_string("isolation_differs"));
-                json_object_set_new(m, "isolation_other",
-                                    json_pack("{s:s,s:f,s:f,s:f}", "isolation", o->iso, "median", o->median,
-                                              "med_lo", o->med_lo, "med_hi", o->med_hi));
-            }
-        }
-}
-
-/* Under the table: each disagreement between isolations, and what it means. */
-static void print_isolation_notes(const row_t *rows, size_t n)
-{
-    size_t shown = 0;
-    for (size_t k = 0; k < n; k++) {
-        const row_t *r = &rows[k];
-        if (!r->differs || (size_t)r->differs - 1 < k)
-            continue; /* each pair once */
-        const row_t *o = &rows[r->differs - 1];
-        printf("note: %s:%s %s %zu B: %s %.3f us against %s %.3f us (x%.2f), their intervals apart\n", r->op,
-               r->impl, r->timing, r->bytes, r->iso, r->median * 1e6, o->iso, o->median * 1e6,
-               r->median > 0 ? o->median / r->median : NAN);
-        shown++;
-    }
-    if (shown)
-        printf("note: isolated repetitions (barrier) each pay the whole operation from a common start; "
-               "back-to-back repetitions (none, as IMB and OSU time them) overlap one operation's tail with "
-               "the next one's start; neither is wrong: they answer different questions (docs/bench.md, "
-               "\"Isolation\")\n");
 }
 
 /* Table rows of one all-pairs size: every pair when there are at most ROWS_PAIRS, else the
@@ -609,91 +454,6 @@ static json_t *measure_multilane(run_t *w)
     return out;
 }
 
-/* provenance.options: the run's configuration. */
-static json_t *options_json(const run_t *w)
-{
-    const mpilab_runner_config_t *c = w->c;
-    json_t *opt = json_object(), *tl = json_array(), *sz = json_array(), *ol = json_array(), *ml = json_array();
-    for (size_t t = 0; t < c->ntiming; t++)
-        json_array_append_new(tl, json_string(mpilab_timing_name(c->timing[t])));
-    for (size_t k = 0; k < c->nsizes; k++)
-        json_array_append_new(sz, json_integer((json_int_t)c->sizes[k]));
-    for (size_t e = 0; e < c->nsel; e++)
-        json_array_append_new(ol, json_sprintf("%s:%s", c->sel[e]->name, c->sel[e]->impl));
-    json_object_set_new(opt, "ops", ol);
-    json_object_set_new(opt, "sizes", sz);
-    if (c->adaptive)
-        json_object_set_new(opt, "sizes_auto",
-                            json_pack("{s:I,s:I,s:O}", "budget", (json_int_t)c->auto_budget, "start_factor", 8,
-                                      "entries", w->adaptive));
-    json_object_set_new(opt, "timing", tl);
-    json_object_set_new(opt, "timing_skipped", json_incref(w->skipped));
-    json_object_set_new(opt, "precision", mpilab_results_precision(&c->bo.prec));
-    json_object_set_new(opt, "isolation", json_string(mpilab_isolation_name(c->bo.isolation)));
-    int any_none = 0;
-    if (c->nisolation > 1) {
-        json_t *il = json_array();
-        for (size_t k = 0; k < c->nisolation; k++)
-            json_array_append_new(il, json_string(mpilab_isolation_name(c->isolation[k])));
-        json_object_set_new(opt, "isolations", il);
-    }
-    for (size_t k = 0; k < c->nisolation; k++)
-        any_none |= c->isolation[k] == MPILAB_ISO_NONE;
-    json_object_set_new(opt, "warmup", json_integer((json_int_t)c->bo.warmup));
-    if (any_none)
-        json_object_set_new(opt, "pipeline_depth", json_integer((json_int_t)c->bo.pipeline_depth));
-    json_object_set_new(opt, "p2p_schedule",
-                        json_string(c->p2p_mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential"));
-    int allpairs = 0;
-    for (size_t e = 0; e < c->nsel; e++)
-        allpairs |= (c->sel[e]->flags & MPILAB_OP_ALLPAIRS) != 0;
-    if (allpairs)
-        json_object_set_new(opt, "pairs", runner_pairs_json(&w->rp));
-    json_object_set_new(opt, "p2p_back", c->p2p_back >= 0 ? json_integer(c->p2p_back) : json_string("same"));
-    json_object_set_new(opt, "root", json_integer(c->bo.root));
-    json_object_set_new(opt, "sync", json_string(mpilab_sync_method_name(c->bo.sync_method)));
-    json_object_set_new(opt, "resync", json_string("before every measurement that uses synchronised clocks"));
-    json_object_set_new(opt, "fit", json_boolean(!c->no_fit));
-    if (c->hockney)
-        json_array_append_new(ml, json_string("hockney"));
-    if (c->loggp)
-        json_array_append_new(ml, json_string("loggp"));
-    if (c->lmo) {
-        json_array_append_new(ml, json_string("lmo"));
-        json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
-    }
-    json_object_set_new(opt, "models", ml);
-    json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));
-    if (c->inject) {
-        /* the plan and every rank's injected error (the plan is the same on every rank) */
-        json_t *ranks = json_array();
-        for (int r = 0; r < w->size; r++) {
-            mpilab_clock_inject_t e;
-            mpilab_inject_plan_rank(&c->inject_plan, r, &e);
-            json_array_append_new(ranks, json_pack("{s:i,s:f,s:f}", "rank", r, "offset_s", e.offset, "drift", e.drift));
-        }
-        json_object_set_new(opt, "inject_clock",
-                            json_pack("{s:s,s:f,s:f,s:I,s:o}", "spec", c->inject_spec, "max_offset_s",
-                                      c->inject_plan.max_offset, "max_drift", c->inject_plan.max_drift, "seed",
-                                      (json_int_t)c->inject_plan.seed, "ranks", ranks));
-    }
-    return opt;
-}
-
-/* provenance.placement: what mpilab_placement_apply did (rank 0's view; every rank decides
- * alike) and, per rank, the CPU it was pinned to (-1: not pinned). */
-static json_t *placement_json(const mpilab_placement_t *p, int pinned_all)
-{
-    if (!p)
-        return json_null();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:b,s:b,s:b,s:s}", "mode", mpilab_placement_name(p->mode),
-                     "local_ranks", p->local_size, "kernel_ranks", p->kernel_ranks, "cpus", p->cpus,
-                     "node_cpus", (int)(online > 0 ? online : 0),
-                     "pinned_cpu_rank0", p->pinned_cpu, "pinned", pinned_all, "yield_when_idle_off", p->yield_off,
-                     "oversubscribed_without_yield", p->yield_oversubscribed, "reason", p->reason);
-}
-
 /* Every rank gets its share of the clock injection (--inject-clock), from a common base. */
 static void inject_clocks(const mpilab_runner_config_t *c, int rank)
 {
@@ -705,79 +465,6 @@ static void inject_clocks(const mpilab_runner_config_t *c, int rank)
     mpilab_inject_plan_rank(&c->inject_plan, rank, &e);
     e.base = base;
     mpilab_clock_inject_set(&e);
-}
-
-/* What the verdict on an unconverged run needs to know (mpilab/quality.h), from the
- * provenance: ranks bound (the launcher's mapping or mpilab's own pinning), ranks and CPUs of
- * the busiest node, and whether the repetitions were fixed. */
-static mpilab_quality_context_t quality_context(const run_t *w, json_t *prov)
-{
-    const mpilab_runner_config_t *c = w->c;
-    mpilab_quality_context_t q = {0, 0, 0, 0, c->time_budget};
-    json_t *map = json_object_get(prov, "mapping"), *pl = json_object_get(prov, "placement");
-    size_t k;
-    json_t *m;
-    int bound = json_array_size(map) > 0;
-    json_array_foreach(map, k, m) bound = bound && json_is_true(json_object_get(m, "bound"));
-    q.pinned = bound || json_is_true(json_object_get(pl, "pinned"));
-    q.local_ranks = (int)json_integer_value(json_object_get(pl, "local_ranks"));
-    q.node_cpus = (int)json_integer_value(json_object_get(pl, "node_cpus"));
-    /* the median's 95% interval needs 6 samples: fewer at most is a fixed-count run */
-    q.fixed_count = c->bo.prec.min_reps >= c->bo.prec.max_reps || c->bo.prec.max_reps < 6;
-    return q;
-}
-
-/* Rank 0: the results document from what the run measured; prints the tables. */
-static json_t *document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,
-                        const mpilab_lmo_measured_t *lmo, json_t *multilane)
-{
-    const mpilab_runner_config_t *c = w->c;
-    json_object_set_new(prov, "options", options_json(w));
-    const mpilab_clocksync_t *cs = mpilab_bench_clocksync(w->b);
-    json_t *sync = w->sync_used && cs ? mpilab_results_clock_sync(cs, w->worst_residual, w->nsyncs) : NULL;
-    if (sync) { /* what synchronising cost the run: every synchronisation, their time on rank 0 */
-        json_object_set_new(sync, "performed", json_integer((json_int_t)w->sync_count));
-        json_object_set_new(sync, "total_duration_s", mpilab_json_real(w->sync_total));
-    }
-    json_object_set_new(prov, "clock_sync", sync ? sync : json_null());
-    json_t *doc = mpilab_results_new(prov, json_incref(w->meas));
-    if (w->suite_used)
-        json_object_set_new(doc, "suite", mpilab_suite_config_json());
-    json_t *models = NULL;
-    int have_fit_entry = 0;
-    for (size_t e = 0; e < c->nsel; e++)
-        have_fit_entry |= c->sel[e]->model == MPILAB_MODEL_P2P_FIT;
-    if (!c->no_fit && c->hockney && have_fit_entry && w->fit_sizes >= 2)
-        models = mpilab_models_hockney(w->meas, w->size);
-    mpilab_quality_context_t qc = quality_context(w, prov);
-    note_isolation(w);
-    if (c->csv) {
-        print_csv(w->rows, w->nrows);
-    } else {
-        print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
-        print_isolation_notes(w->rows, w->nrows);
-    }
-    if (lres) {
-        if (!models)
-            models = json_object();
-        json_t *lg = mpilab_models_loggp(lres, w->rp.npairs, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout);
-        if (lg) /* the measurement's own cost, as wall_s is a measurement's */
-            json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
-        json_object_set_new(models, "loggp", lg);
-    }
-    if (lmo) {
-        if (!models)
-            models = json_object();
-        json_object_set_new(models, "lmo", mpilab_models_lmo(lmo, w->meas, stdout));
-    }
-    if (multilane) {
-        if (!models)
-            models = json_object();
-        json_object_set_new(models, "multilane", multilane);
-    }
-    if (models)
-        json_object_set_new(doc, "models", models);
-    return doc;
 }
 
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
@@ -814,7 +501,7 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     MPI_Allreduce(&pinned, &all_pinned, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (w.rank == 0) {
         w.prov = prov;
-        json_object_set_new(prov, "placement", placement_json(c->placement, all_pinned));
+        json_object_set_new(prov, "placement", runner_placement_json(c->placement, all_pinned));
         if (c->inject && !c->quiet)
             fprintf(stderr, "mpilab-bench: clock injection %s: every rank's clock is off by a known error "
                     "(recorded in provenance.options.inject_clock)\n", c->inject_spec);
@@ -826,7 +513,7 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     mpilab_lmo_measured_t *lmo = measure_lmo(&w);
     json_t *multilane = measure_multilane(&w);
     if (w.rank == 0) {
-        *doc = document(&w, prov, lres, lmo, multilane);
+        *doc = runner_document(&w, prov, lres, lmo, multilane);
         if (w.exit_code != 0) { /* stopped early: what was measured, said to be partial */
             json_object_set_new(*doc, "partial", json_true());
             json_object_set_new(*doc, "partial_reason",

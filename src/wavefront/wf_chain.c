@@ -180,6 +180,58 @@ static int chain_send(worker *w, wf_mlink *l, wf_chan *ch, int64_t k, int64_t c,
     return wf_link_send(w, l, ch, w->ch.segx, (size_t)wd + 2);
 }
 
+/* The read of block idx (block row br, column c) at its first item in sweep s: submitted,
+ * with the blocks before it in read order, if it is not yet, and waited for; then the next
+ * blocks' reads are queued (up to WF_CHAIN_AHEAD) to overlap this computation. ahead counts
+ * the reads submitted whose block's first item has not started; -1 on failure (w->err). */
+static int chain_acquire(worker *w, lcursor *lc, int64_t s, int64_t idx, int64_t br, int64_t c,
+                         int64_t *ahead)
+{
+    while (w->ch.slot_of[idx] < 0) {
+        int r = chain_submit(w, lc, s);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            snprintf(w->err, sizeof w->err, "internal: no buffer slot for block (%lld, %lld)",
+                     (long long)br, (long long)c);
+            return -1;
+        }
+        (*ahead)++;
+    }
+    (*ahead)--;
+    if (wf_io_wait(w, w->ch.xseq[w->ch.slot_of[idx]]))
+        return -1;
+    while (w->prefetch && *ahead < WF_CHAIN_AHEAD) {
+        int r = chain_submit(w, lc, s);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        (*ahead)++;
+    }
+    return 0;
+}
+
+/* The in-memory halos of block idx (column c, h x wd, in H): west, iteration k of the block
+ * to the left; east, iteration k-1 of the block to the right, once the sweep is past its
+ * first iteration (then_east; before, the east halo came from disk with the block). */
+static void chain_west_east(worker *w, double *H, int64_t idx, int64_t c, int then_east,
+                            int64_t h, int64_t wd)
+{
+    const int64_t ld = w->nb + 2;
+    if (c > 0) {
+        const double *Wb = w->ch.xhb[w->ch.slot_of[idx - 1]];
+        const int64_t ww = wf_blk_w(w, c - 1);
+        for (int64_t i = 0; i < h; i++)
+            H[(i + 1) * ld] = Wb[(i + 1) * ld + ww];
+    }
+    if (then_east && c + 1 < w->nbc) {
+        const double *E = w->ch.xhb[w->ch.slot_of[idx + 1]];
+        for (int64_t i = 0; i < h; i++)
+            H[(i + 1) * ld + wd + 1] = E[(i + 1) * ld + 1];
+    }
+}
+
 int wf_chain_steps(worker *w)
 {
     const int64_t ld = w->nb + 2, R = w->b1 - w->b0, nbc = w->nbc, K = w->iters;
@@ -236,31 +288,9 @@ int wf_chain_steps(worker *w)
                     const int64_t jhi = c0 + wd == w->cols ? wd - 1 : wd;
                     if (kk == 0) {
                         /* first item of the block in this sweep: its read */
-                        while (w->ch.slot_of[idx] < 0) {
-                            int r = chain_submit(w, &lc, s);
-                            if (r < 0)
-                                goto out;
-                            if (r == 0) {
-                                snprintf(w->err, sizeof w->err,
-                                         "internal: no buffer slot for block (%lld, %lld)",
-                                         (long long)br, (long long)c);
-                                goto out;
-                            }
-                            ahead++;
-                        }
-                        ahead--;
                         live[ltail++] = idx;
-                        if (wf_io_wait(w, w->ch.xseq[w->ch.slot_of[idx]]))
+                        if (chain_acquire(w, &lc, s, idx, br, c, &ahead))
                             goto out;
-                        /* overlap the next block's read with this computation */
-                        while (w->prefetch && ahead < WF_CHAIN_AHEAD) {
-                            int r = chain_submit(w, &lc, s);
-                            if (r < 0)
-                                goto out;
-                            if (r == 0)
-                                break;
-                            ahead++;
-                        }
                     }
                     const int slot = w->ch.slot_of[idx];
                     double *H = w->ch.xhb[slot];
@@ -285,20 +315,7 @@ int wf_chain_steps(worker *w)
                     }
                     double t1 = wf_now();
                     w->t_depwait += t1 - t0;
-                    /* west halo: iteration k of the block to the left */
-                    if (c > 0) {
-                        const double *Wb = w->ch.xhb[w->ch.slot_of[idx - 1]];
-                        const int64_t ww = wf_blk_w(w, c - 1);
-                        for (int64_t i = 0; i < h; i++)
-                            H[(i + 1) * ld] = Wb[(i + 1) * ld + ww];
-                    }
-                    /* east halo: iteration k-1 of the block to the right (from disk for
-                     * the sweep's first iteration) */
-                    if (kk > 0 && c + 1 < nbc) {
-                        const double *E = w->ch.xhb[w->ch.slot_of[idx + 1]];
-                        for (int64_t i = 0; i < h; i++)
-                            H[(i + 1) * ld + wd + 1] = E[(i + 1) * ld + 1];
-                    }
+                    chain_west_east(w, H, idx, c, kk > 0, h, wd);
                     wf_block_kernel(H, ld, h, wd, ilo, ihi, jlo, jhi, w->ch.xcf[slot]);
                     w->t_compute += wf_now() - t1;
                     if (kk == Wk - 1 && wf_io_submit(w, WF_OP_CWRITE, slot, s, br, c) < 0)

@@ -167,6 +167,23 @@ extern const wf_xport wf_xport_uring;  /* io_uring (only if built with liburing)
 int wf_uring_built(void);
 int wf_uring_probe(char *why, size_t whylen); /* 1 if a ring can be created now */
 
+/* wf_engine.c: what the thread driver shares with the distributed one (wf_engine_mpi.c) */
+long wf_maxrss_kb(void);
+int wf_worker_body(worker *w);
+void wf_worker_free(worker *w);
+void wf_dev_io(int64_t *rd, int64_t *wr); /* /proc/self/io read and write bytes; -1 if none */
+int wf_stats_alloc_times(mpilab_wf_stats *st, int n);
+int wf_resolve_io(int *io, int queue_depth, int chain, char *err, size_t errlen);
+int wf_check_setup(const wf_file *d, const wf_file *c, const mpilab_wf_run_opts *o, int64_t *mb,
+                   int64_t *nb, char *err, size_t errlen);
+int wf_worker_setup(worker *w, int id, int nworkers, wf_file *d, wf_file *c, int64_t b0,
+                    int64_t b1, int64_t mb, int64_t nb, int io, const mpilab_wf_run_opts *o,
+                    char *err, size_t errlen);
+int wf_mark_running(wf_file *d, char *err, size_t errlen);
+int wf_mark_done(wf_file *d, int64_t iters, char *err, size_t errlen);
+void wf_fill_stats(mpilab_wf_stats *st, const wf_file *d, const wf_file *c, int64_t mb,
+                   int64_t nb, int nw, int64_t iters);
+
 /* wf_links.c */
 void wf_shared_fail(wf_shared *sh, const char *msg);
 int wf_link_send(worker *w, wf_mlink *l, wf_chan *c, const double *v, size_t n);

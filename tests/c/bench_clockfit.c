@@ -4,10 +4,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/clocksync.h"
 
-int main(void)
+/* Noisy regression fits over one second recover each offset and drift; the model maps local
+ * time to reference time and back. */
+MPILAB_TEST(fit_recovers_offset_and_drift)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 7);
@@ -30,6 +32,11 @@ int main(void)
         CHECK_NEAR(g, 100.5, 1e-6);
         CHECK_NEAR(mpilab_clock_to_local(&cs, 0, g), 100.0 + offsets[c] + (1.0 + drifts[c]) * 0.5, 1e-9);
     }
+    gsl_rng_free(r);
+}
+
+MPILAB_TEST(two_point_line_is_exact)
+{
     /* Exact two-point line (the SKaMPI case): zero residual. */
     double ref2[2] = {0.0, 0.01}, loc2[2] = {5e-4, 5e-4 + 0.01 * (1 + 3e-5)};
     mpilab_clock_model_t m2;
@@ -37,86 +44,102 @@ int main(void)
     CHECK_NEAR(m2.offset, 5e-4, 1e-12);
     CHECK_NEAR(m2.drift, 3e-5, 1e-9);
     CHECK_NEAR(m2.residual, 0.0, 1e-12);
+}
+
+MPILAB_TEST(keep_better_merges_per_rank)
+{
     /* Per-rank merge of two attempts with different origins: a rank that takes the later
      * attempt's model maps its local times to the same global times as that attempt did. */
-    {
-        mpilab_clock_model_t ma[3] = {{0}, {1e-3, 5e-5, 1e-6, 2e-6, 1e-6}, {-2e-3, -3e-5, 2e-6, 9e-6, 1e-6}};
-        mpilab_clock_model_t mb[3] = {{0}, {1e-3, 5e-5, 1e-6, 4e-6, 1e-6}, {-2.1e-3, -3e-5, 3e-7, 1.5e-6, 1e-6}};
-        mpilab_clocksync_t a = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.0, .ranks = ma, .max_residual = 2e-6};
-        mpilab_clocksync_t b = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.7, .ranks = mb};
-        double local = 25.0;
-        double want = mpilab_clock_to_global(&b, 2, local);
-        double keep1 = mpilab_clock_to_global(&a, 1, local);
-        CHECK(mpilab_clocksync_keep_better(&a, &b) == 1); /* rank 2 only: 1.5 < 9 us; rank 1 stays */
-        CHECK_NEAR(mpilab_clock_to_global(&a, 2, local), want, 1e-12);
-        CHECK_NEAR(mpilab_clock_to_global(&a, 1, local), keep1, 1e-15);
-        CHECK_NEAR(a.ranks[2].uncertainty, 1.5e-6, 1e-15);
-        CHECK_NEAR(a.max_residual, 1e-6, 1e-15); /* recomputed from the kept models */
-        CHECK(a.t0 == 10.0);
-    }
+    mpilab_clock_model_t ma[3] = {{0}, {1e-3, 5e-5, 1e-6, 2e-6, 1e-6}, {-2e-3, -3e-5, 2e-6, 9e-6, 1e-6}};
+    mpilab_clock_model_t mb[3] = {{0}, {1e-3, 5e-5, 1e-6, 4e-6, 1e-6}, {-2.1e-3, -3e-5, 3e-7, 1.5e-6, 1e-6}};
+    mpilab_clocksync_t a = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.0, .ranks = ma, .max_residual = 2e-6};
+    mpilab_clocksync_t b = {.method = MPILAB_SYNC_SKAMPI, .nranks = 3, .t0 = 10.7, .ranks = mb};
+    double local = 25.0;
+    double want = mpilab_clock_to_global(&b, 2, local);
+    double keep1 = mpilab_clock_to_global(&a, 1, local);
+    CHECK(mpilab_clocksync_keep_better(&a, &b) == 1); /* rank 2 only: 1.5 < 9 us; rank 1 stays */
+    CHECK_NEAR(mpilab_clock_to_global(&a, 2, local), want, 1e-12);
+    CHECK_NEAR(mpilab_clock_to_global(&a, 1, local), keep1, 1e-15);
+    CHECK_NEAR(a.ranks[2].uncertainty, 1.5e-6, 1e-15);
+    CHECK_NEAR(a.max_residual, 1e-6, 1e-15); /* recomputed from the kept models */
+    CHECK(a.t0 == 10.0);
+}
+
+MPILAB_TEST(refine_drift_from_two_syncs)
+{
     /* Drift from two synchronisations a second apart: rank 1's offset local - ref is
      * 1 ms + 50 ppm (ref - 10); each sync read it at its end to within its uncertainty
      * (2 us, errors +1 us and -1 us) with the drift unresolved (1000 ppm bound). The line
      * through them gives 48 ppm, stated within 4 ppm; the offset at cur's end is kept. */
-    {
-        double ep = 1e-3 + 50e-6 * 0.1 + 1e-6, ec = 1e-3 + 50e-6 * 1.1 - 1e-6;
-        mpilab_clock_model_t mp[2] = {{0}, {ep, 0.0, 0.0, 2e-6, 1e-3}}, mc[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
-        mpilab_clocksync_t prev = {.nranks = 2, .t0 = 10.0, .t_end = 10.1, .ranks = mp};
-        mpilab_clocksync_t cur = {.nranks = 2, .t0 = 11.0, .t_end = 11.1, .ranks = mc};
-        CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 1);
-        CHECK_NEAR(mc[1].drift, 48e-6, 1e-12);
-        CHECK_NEAR(mc[1].drift_uncertainty, 4e-6, 1e-12);
-        CHECK(fabs(mc[1].drift - 50e-6) <= mc[1].drift_uncertainty);
-        CHECK_NEAR(mc[1].offset + mc[1].drift * 0.1, ec, 1e-15);
-        /* a later sync at the same moment, or a bound no tighter, changes nothing */
-        cur.t_end = 10.1;
-        CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 0);
-        /* a resync 10 ms later (line bound 400 ppm) inherits prev's resolved drift */
-        mpilab_clock_model_t mn[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
-        mpilab_clocksync_t next = {.nranks = 2, .t0 = 11.0, .t_end = 11.11, .ranks = mn};
-        cur.t_end = 11.1;
-        CHECK(mpilab_clocksync_refine_drift(&next, &cur) == 1);
-        CHECK_NEAR(mn[1].drift, 48e-6, 1e-12);
-        CHECK_NEAR(mn[1].drift_uncertainty, 4e-6, 1e-12);
-    }
+    double ep = 1e-3 + 50e-6 * 0.1 + 1e-6, ec = 1e-3 + 50e-6 * 1.1 - 1e-6;
+    mpilab_clock_model_t mp[2] = {{0}, {ep, 0.0, 0.0, 2e-6, 1e-3}}, mc[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
+    mpilab_clocksync_t prev = {.nranks = 2, .t0 = 10.0, .t_end = 10.1, .ranks = mp};
+    mpilab_clocksync_t cur = {.nranks = 2, .t0 = 11.0, .t_end = 11.1, .ranks = mc};
+    CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 1);
+    CHECK_NEAR(mc[1].drift, 48e-6, 1e-12);
+    CHECK_NEAR(mc[1].drift_uncertainty, 4e-6, 1e-12);
+    CHECK(fabs(mc[1].drift - 50e-6) <= mc[1].drift_uncertainty);
+    CHECK_NEAR(mc[1].offset + mc[1].drift * 0.1, ec, 1e-15);
+    /* a later sync at the same moment, or a bound no tighter, changes nothing */
+    cur.t_end = 10.1;
+    CHECK(mpilab_clocksync_refine_drift(&cur, &prev) == 0);
+    /* a resync 10 ms later (line bound 400 ppm) inherits prev's resolved drift */
+    mpilab_clock_model_t mn[2] = {{0}, {ec, 0.0, 0.0, 2e-6, 1e-3}};
+    mpilab_clocksync_t next = {.nranks = 2, .t0 = 11.0, .t_end = 11.11, .ranks = mn};
+    cur.t_end = 11.1;
+    CHECK(mpilab_clocksync_refine_drift(&next, &cur) == 1);
+    CHECK_NEAR(mn[1].drift, 48e-6, 1e-12);
+    CHECK_NEAR(mn[1].drift_uncertainty, 4e-6, 1e-12);
+}
+
+MPILAB_TEST(degenerate_input_refused)
+{
+    double ref2[2] = {0.0, 0.01}, loc2[2] = {5e-4, 5e-4 + 0.01 * (1 + 3e-5)};
+    mpilab_clock_model_t m2;
     /* Degenerate input is refused. */
     double same[3] = {1, 1, 1};
     CHECK(mpilab_clock_fit(same, loc2, 3, &m2) != 0);
     CHECK(mpilab_clock_fit(ref2, loc2, 1, &m2) != 0);
-    mpilab_sync_method_t sm;
+}
+
+MPILAB_TEST(significant_fit_drops_unresolved_drift)
+{
     /* Significance: 24 points over 5 ms, no drift, 8 us noise plus one point delayed by
      * 60 us (a descheduled probe): the plain fit invents a drift, the significant fit keeps
      * an offset-only model within a few us of the truth. */
-    {
-        gsl_rng *r2 = gsl_rng_alloc(gsl_rng_mt19937);
-        gsl_rng_set(r2, 7);
-        double rf[24], lc[24];
-        for (int k = 0; k < 24; k++) {
-            rf[k] = 0.1 + 0.005 * k / 23.0;
-            lc[k] = 8.3e-5 + rf[k] + gsl_ran_gaussian(r2, 8e-6);
-        }
-        lc[23] += 6e-5;
-        mpilab_clock_model_t plain, sig;
-        CHECK(mpilab_clock_fit(rf, lc, 24, &plain) == 0);
-        CHECK(mpilab_clock_fit_significant(rf, lc, 24, 3.0, &sig) == 0);
-        CHECK(sig.drift == 0.0);
-        CHECK_NEAR(sig.offset, 8.3e-5, 6e-6);
-        CHECK(fabs(plain.offset - 8.3e-5) > fabs(sig.offset - 8.3e-5));
-        /* a drift the data do resolve is kept: 1e-4 over 1 s with 0.1 us noise */
-        for (int k = 0; k < 24; k++) {
-            rf[k] = k / 23.0;
-            lc[k] = 2e-3 + (1.0 + 1e-4) * rf[k] + gsl_ran_gaussian(r2, 1e-7);
-        }
-        CHECK(mpilab_clock_fit_significant(rf, lc, 24, 3.0, &sig) == 0);
-        CHECK_NEAR(sig.drift, 1e-4, 1e-6);
-        CHECK_NEAR(sig.offset, 2e-3, 1e-6);
-        gsl_rng_free(r2);
+    gsl_rng *r2 = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r2, 7);
+    double rf[24], lc[24];
+    for (int k = 0; k < 24; k++) {
+        rf[k] = 0.1 + 0.005 * k / 23.0;
+        lc[k] = 8.3e-5 + rf[k] + gsl_ran_gaussian(r2, 8e-6);
     }
+    lc[23] += 6e-5;
+    mpilab_clock_model_t plain, sig;
+    CHECK(mpilab_clock_fit(rf, lc, 24, &plain) == 0);
+    CHECK(mpilab_clock_fit_significant(rf, lc, 24, 3.0, &sig) == 0);
+    CHECK(sig.drift == 0.0);
+    CHECK_NEAR(sig.offset, 8.3e-5, 6e-6);
+    CHECK(fabs(plain.offset - 8.3e-5) > fabs(sig.offset - 8.3e-5));
+    /* a drift the data do resolve is kept: 1e-4 over 1 s with 0.1 us noise */
+    for (int k = 0; k < 24; k++) {
+        rf[k] = k / 23.0;
+        lc[k] = 2e-3 + (1.0 + 1e-4) * rf[k] + gsl_ran_gaussian(r2, 1e-7);
+    }
+    CHECK(mpilab_clock_fit_significant(rf, lc, 24, 3.0, &sig) == 0);
+    CHECK_NEAR(sig.drift, 1e-4, 1e-6);
+    CHECK_NEAR(sig.offset, 2e-3, 1e-6);
+    gsl_rng_free(r2);
+}
+
+MPILAB_TEST(sync_method_names)
+{
+    mpilab_sync_method_t sm;
     CHECK(mpilab_sync_method_parse("skampi", &sm) == 0 && sm == MPILAB_SYNC_SKAMPI);
     CHECK(mpilab_sync_method_parse("regression", &sm) == 0 && sm == MPILAB_SYNC_REGRESSION);
     CHECK(mpilab_sync_method_parse("hierarchical", &sm) == 0 && sm == MPILAB_SYNC_HIERARCHICAL);
     CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_HIERARCHICAL), "hierarchical") == 0);
     CHECK(mpilab_sync_method_parse("ntp", &sm) != 0);
-    gsl_rng_free(r);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

@@ -3,7 +3,7 @@
 #include <gsl/gsl_randist.h>
 #include <stdlib.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/stats.h"
 
 /* trials sets of n lognormal samples (true median 1): how many intervals hold 1, and the
@@ -22,6 +22,28 @@ static int lognormal_cover(gsl_rng *r, size_t n, int trials, double *widen)
     }
     *widen = ratio / trials;
     return cover;
+}
+
+/* The cases' generator: made on the first draw with GSL's default seed (the selection case
+ * draws first, then the wild-data case reseeds it with 42), so a whole run draws the
+ * sequence the tests always drew; a case run alone draws its own, as deterministically. */
+static gsl_rng *shared_rng;
+
+static gsl_rng *rng_get(void)
+{
+    if (!shared_rng)
+        shared_rng = gsl_rng_alloc(gsl_rng_mt19937);
+    return shared_rng;
+}
+
+/* The stopping rule alone (min_time and the time budget off), at most 100 repetitions. */
+static mpilab_precision_t rule_only(void)
+{
+    mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
+    p.min_time = 0.0;
+    p.max_time = 0.0;
+    p.max_reps = 100;
+    return p;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -60,7 +82,7 @@ static int select_matches_sort(gsl_rng *r)
     return bad;
 }
 
-int main(void)
+MPILAB_TEST(known_data)
 {
     /* Known data: 1..5: mean 3, sample sd sqrt(2.5), t(0.975,4) = 2.776445105 */
     double x[] = {5, 1, 4, 2, 3};
@@ -80,7 +102,10 @@ int main(void)
     CHECK_NEAR(st.med_lo, 1.0, 0);
     CHECK_NEAR(st.med_hi, 5.0, 0);
     CHECK_NEAR(st.med_rel_err, 2.0 / 3.0, 1e-12);
+}
 
+MPILAB_TEST(median_order_statistic_interval)
+{
     /* Order-statistic interval of the median: n = 20 at 95% is [x_(6), x_(15)] (coverage
      * 1 - 2 P(B <= 5) = 0.9586; k = 7 would give 0.8846), n = 6 is [x_(1), x_(6)]. */
     double srt[20], lo, hi;
@@ -93,7 +118,11 @@ int main(void)
     CHECK_NEAR(lo, 1.0, 0);
     CHECK_NEAR(hi, 6.0, 0);
     CHECK(mpilab_median_ci(srt, 5, 0.95, &lo, &hi) != 0 && isnan(lo) && isnan(hi));
+}
 
+MPILAB_TEST(invalid_samples_excluded)
+{
+    mpilab_stats_t st;
     /* Invalid samples are excluded; even count median. */
     double y[] = {1, 100, 2, 3, 4};
     unsigned char v[] = {1, 0, 1, 1, 1};
@@ -105,17 +134,23 @@ int main(void)
     /* t(0.995, 3) = 5.840909309 */
     CHECK_NEAR(mpilab_t_quantile(0.99, 3), 5.840909309, 1e-8);
     CHECK_NEAR(mpilab_t_quantile(0.95, 1), 12.70620474, 1e-7);
+}
 
+MPILAB_TEST(one_sample_has_no_interval)
+{
+    double x[] = {5, 1, 4, 2, 3};
+    mpilab_stats_t st;
     /* One sample: no spread, no CI. */
     mpilab_stats_compute(x, NULL, 1, 0.95, 0.025, &st);
     CHECK(isnan(st.ci_half) && isnan(st.stdev) && st.mean == 5.0 && !st.converged);
+}
 
+MPILAB_TEST(constant_data_stops_at_min_reps)
+{
+    mpilab_stats_t st;
     /* Stopping rule: constant data stops exactly at min_reps. */
-    mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
-    p.min_time = 0.0; /* the rule alone; min_time and the budget are checked below */
-    p.max_time = 0.0;
-    p.max_reps = 100;
-    double *s = calloc(1000, sizeof *s);
+    mpilab_precision_t p = rule_only();
+    double s[1000];
     size_t n = 0;
     while (1) {
         s[n++] = 1e-6;
@@ -125,11 +160,21 @@ int main(void)
     CHECK(n == 6); /* min_reps 5, but the median's 95% interval needs 6 samples */
     mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
     CHECK(st.converged && st.med_rel_err == 0.0);
+}
 
-    /* Wild data (exponential with huge spread) runs to max_reps. */
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    int sel_bad = select_matches_sort(r);
+MPILAB_TEST(selection_matches_sorting)
+{
+    int sel_bad = select_matches_sort(rng_get());
     CHECKF(sel_bad == 0, "selection against sorting: %d mismatches", sel_bad);
+}
+
+MPILAB_TEST(wild_data_runs_to_max_reps)
+{
+    mpilab_precision_t p = rule_only();
+    double s[1000];
+    size_t n;
+    gsl_rng *r = rng_get();
+    /* Wild data (exponential with huge spread) runs to max_reps. */
     gsl_rng_set(r, 42);
     n = 0;
     while (1) {
@@ -139,7 +184,15 @@ int main(void)
             break;
     }
     CHECK(n == p.max_reps);
+}
 
+MPILAB_TEST(noisy_data_stops_when_the_rule_holds)
+{
+    mpilab_precision_t p = rule_only();
+    double s[1000];
+    size_t n;
+    mpilab_stats_t st;
+    gsl_rng *r = rng_get();
     /* Moderately noisy data: stops when the rule first holds, and not before. */
     p.max_reps = 1000;
     n = 0;
@@ -158,7 +211,16 @@ int main(void)
         prev--;
     mpilab_stats_compute(s, NULL, prev, p.cl, p.eps, &st);
     CHECK(!st.converged && !(st.med_rel_err <= p.eps));
+}
 
+MPILAB_TEST(outlier_does_not_hold_the_median_off)
+{
+    mpilab_precision_t p = rule_only();
+    p.max_reps = 1000;
+    double s[1000];
+    size_t n;
+    mpilab_stats_t st;
+    gsl_rng *r = rng_get();
     /* A 1000x outlier does not stop the median's rule from converging (it would hold the
      * mean's rule off for ever): the 3rd and every 20th after it 1000x the rest. */
     n = 0;
@@ -171,22 +233,34 @@ int main(void)
     mpilab_stats_compute(s, NULL, n, p.cl, p.eps, &st);
     CHECKF(st.converged && n < 100, "outlier run: n %zu converged %d", n, st.converged);
     CHECK(!(st.ci_half <= p.eps * st.mean)); /* the mean's interval is useless here */
+}
 
+MPILAB_TEST(median_interval_coverage)
+{
+    gsl_rng *r = rng_get();
     /* Coverage: 2000 samples of 25 from a skewed (lognormal) distribution with known
      * median 1: the 95% interval holds the true median in >= 94% of them (the discrete
      * interval's nominal coverage at n = 25 is 95.7%). */
     double widen = 0.0;
     int cover = lognormal_cover(r, 25, 2000, &widen);
     CHECKF(cover >= 1880, "median CI covered the true median %d of 2000 times", cover);
+}
 
+MPILAB_TEST(invalid_samples_do_not_count)
+{
+    mpilab_precision_t p = rule_only();
+    double s[10];
     /* Invalid samples do not count towards min_reps. */
     unsigned char vv[10] = {1, 0, 1, 0, 1, 0, 1, 1, 1, 1};
     for (int k = 0; k < 10; k++)
         s[k] = 2.0;
-    p.max_reps = 100;
     CHECK(!mpilab_stats_should_stop(s, vv, 8, &p)); /* 5 valid: no 95% median interval */
     CHECK(mpilab_stats_should_stop(s, vv, 9, &p));
+}
 
+MPILAB_TEST(time_budget_ends_unconverged)
+{
+    mpilab_stats_t st;
     /* The time budget ends a measurement that does not converge: alternating 1 ms and 1 us
      * samples (bimodal) with a 50 ms budget stop at the first checkpoint past 50 ms of samples,
      * unconverged, long before max_reps; without a budget they run to max_reps. */
@@ -212,6 +286,10 @@ int main(void)
     }
     CHECK(bn == bp.max_reps);
     free(bm);
+}
+
+MPILAB_TEST(checkpoints_thin_out)
+{
     /* Checkpoints: every repetition up to MPILAB_CHECK_EVERY_N, then sparser (a power of two
      * step), at most 2 * MPILAB_CHECK_EVERY_N judgements per doubling of n. */
     size_t judged = 0;
@@ -219,7 +297,11 @@ int main(void)
         judged += (size_t)mpilab_stats_checkpoint(k);
     CHECKF(judged < 4 * MPILAB_CHECK_EVERY_N + 2 * MPILAB_CHECK_EVERY_N * 17 && mpilab_stats_checkpoint(1u << 20),
            "checkpoints: %zu judgements up to 2^20", judged);
+}
 
+MPILAB_TEST(timer_resolution)
+{
+    mpilab_stats_t st;
     /* Timer resolution: 100 samples on a 10 ns grid, 80 of them tied at the median, give an
      * interval at least one tick wide (not a zero-width "converged" one at any eps). */
     double tk[100];
@@ -238,12 +320,20 @@ int main(void)
     mpilab_stats_compute(tk, NULL, 100, 0.95, 1e-3, &st);
     CHECKF(st.med_hi - st.med_lo >= 10e-9 * 0.999 && !st.converged, "tick with rounding twins: [%g, %g] converged %d",
            st.med_lo, st.med_hi, st.converged);
+}
 
+MPILAB_TEST(fixed_count)
+{
+    double y[] = {1, 100, 2, 3, 4};
     /* Fixed count: min == max stops at that count whatever the data. */
     mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
+}
 
+MPILAB_TEST(root_correction)
+{
+    mpilab_stats_t st;
     /* Root correction: the median of the interleaved confirmation samples (one of them
      * preempted to 414 us) is subtracted; a corrected time <= 0 is invalid, not averaged. */
     double raw[] = {20e-6, 25e-6, 9e-6, 30e-6, 12e-6};
@@ -259,7 +349,11 @@ int main(void)
     CHECK(st.invalid == 2 && st.min > 0);
     neg = mpilab_root_correct(raw, 5, conf, 0, corr, ok, &cu);
     CHECK(isnan(cu) && corr[0] == raw[0]);
+}
 
+MPILAB_TEST(precision_checks)
+{
+    mpilab_precision_t p = rule_only();
     /* Precision checks. */
     char err[128];
     mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0, 0.0};
@@ -271,7 +365,12 @@ int main(void)
     bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0, 0.0};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
     CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
+}
 
+MPILAB_TEST(min_time)
+{
+    double s[20];
+    size_t n;
     /* Minimum measuring time (default 2 ms): constant 0.3 ms samples stop at 7 samples (their
      * sum first reaching 2 ms: 2.1 ms), not at 6 (1.8 ms), where the interval alone would
      * allow it; max_reps still wins over min_time (6 samples, 1.8 ms). */
@@ -289,7 +388,14 @@ int main(void)
     tp.min_time = 0.002;
     tp.max_reps = 6;
     CHECK(mpilab_stats_should_stop(s, NULL, 6, &tp) && !mpilab_stats_should_stop(s, NULL, 5, &tp));
+}
 
+MPILAB_TEST(blocks_widen_on_a_level_shift)
+{
+    double s[50], widen = 0.0;
+    size_t n;
+    mpilab_stats_t st;
+    gsl_rng *r = rng_get();
     /* Blocks: 50 samples, the first half at level 1.0 and the second at 1.2 (a level shift
      * during the run), each with 1% noise. The order-statistic interval alone is narrow
      * around the middle; the block medians disagree and widen the interval, which then
@@ -315,7 +421,6 @@ int main(void)
     CHECKF(cover2 >= 940, "widened interval covered the true median %d of 1000 times", cover2);
     /* ... and costs little width there: on average at most 1.5x the order-statistic one */
     CHECKF(widen >= 1.0 && widen <= 1.5, "blocks widened independent samples' interval %.2fx", widen);
-    gsl_rng_free(r);
-    free(s);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/parse.h"
 
 static int same_real(double got, double want)
@@ -58,7 +58,9 @@ static int run_case(const char *kind, const char *text, json_t *want)
     return json_is_number(want) && same_real(v, json_number_value(want));
 }
 
-int main(void)
+/* The case table shared with python/mpilab/units.py (MPILAB_PARSE_CASES): every case parses
+ * to its value or is refused as the table says. */
+MPILAB_TEST(case_table)
 {
     const char *path = getenv("MPILAB_PARSE_CASES");
     json_error_t je;
@@ -77,19 +79,30 @@ int main(void)
                text ? text : "?");
     }
     json_decref(doc);
+}
+
+MPILAB_TEST(null_refused)
+{
     /* NULL is refused by every parser */
     long long i;
     double d;
     size_t s;
     CHECK(mpilab_parse_i64(NULL, &i) != 0 && mpilab_parse_double(NULL, &d) != 0 && mpilab_parse_size(NULL, &s) != 0);
     CHECK(mpilab_parse_duration(NULL, &d) != 0 && mpilab_parse_rate(NULL, &d) != 0);
+}
+
+MPILAB_TEST(size_list_limit)
+{
     /* a list longer than max_count is refused with a reason */
     size_t *v = NULL, n = 0;
     char err[200] = "";
     CHECK(mpilab_parse_size_list("0:1G:1", 1000, &v, &n, err, sizeof err) != 0 && strstr(err, "too many"));
     CHECK(mpilab_parse_size_list("0:100K:1K", 1000, &v, &n, err, sizeof err) == 0 && n == 101 && v[100] == 102400);
     free(v);
+}
 
+MPILAB_TEST(getopt_problems)
+{
     /* getopt_long's rejections as one line, the option named as written */
     static const struct option lo[] = {{"trials", required_argument, 0, 't'}, {"flag", no_argument, 0, 'f'}, {0, 0, 0, 0}};
     struct {
@@ -122,5 +135,6 @@ int main(void)
         CHECKF(got && strcmp(why, gcases[k].want) == 0, "getopt case %zu: got '%s', want '%s'", k, why,
                gcases[k].want);
     }
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

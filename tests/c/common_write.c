@@ -8,13 +8,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "common/common.h"
 
 static char dir[] = "/tmp/mpilab-common-write-XXXXXX";
+static int dir_made;
 
+static void remove_dir(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* NAME in the program's scratch directory (made on the first call, removed at exit). */
 static char *in_dir(const char *name)
 {
+    if (!dir_made) {
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            exit(1);
+        }
+        dir_made = 1;
+        atexit(remove_dir);
+    }
     static char buf[4][512];
     static int k;
     k = (k + 1) % 4;
@@ -51,33 +69,42 @@ static long dead_pid(void)
     return (long)p;
 }
 
-int main(void)
+MPILAB_TEST(new_name_then_replace)
 {
     char err[512], buf[256];
-    struct stat st;
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-
     /* a new name, then replacing a regular file */
     CHECK(mpilab_write_atomic(in_dir("new.json"), "one", 3, err, sizeof err) == 0);
     CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 3 && strcmp(buf, "one") == 0);
     CHECK(mpilab_write_atomic(in_dir("new.json"), "two!", 4, err, sizeof err) == 0);
     CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 4 && strcmp(buf, "two!") == 0);
+}
 
+MPILAB_TEST(link_to_file_replaced_through)
+{
+    char err[512], buf[256];
+    struct stat st;
+    CHECK(mpilab_write_atomic(in_dir("new.json"), "two!", 4, err, sizeof err) == 0);
     /* a symbolic link to a regular file: the file is replaced, the link stays a link */
     CHECK(symlink("new.json", in_dir("link.json")) == 0);
     CHECK(mpilab_write_atomic(in_dir("link.json"), "three", 5, err, sizeof err) == 0);
     CHECK(lstat(in_dir("link.json"), &st) == 0 && S_ISLNK(st.st_mode));
     CHECK(slurp(in_dir("new.json"), buf, sizeof buf) == 5 && strcmp(buf, "three") == 0);
+}
 
+MPILAB_TEST(link_to_device_written_through)
+{
+    char err[512];
+    struct stat st;
     /* a link to a character device (as /dev/stdout is): written through, not replaced */
     CHECK(symlink("/dev/null", in_dir("null")) == 0);
     CHECK(mpilab_write_atomic(in_dir("null"), "x", 1, err, sizeof err) == 0);
     CHECK(lstat(in_dir("null"), &st) == 0 && S_ISLNK(st.st_mode));
     CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+}
 
+MPILAB_TEST(fifo_without_reader_refused)
+{
+    char err[512];
     /* a FIFO with no reader: a one-line error at once, never a hang (the alarm turns a
      * blocked open into a failure) */
     CHECK(mkfifo(in_dir("fifo"), 0600) == 0);
@@ -85,14 +112,20 @@ int main(void)
     CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == -1);
     CHECK(strstr(err, "no reader") != NULL && strchr(err, '\n') == NULL);
     alarm(0);
+}
 
+MPILAB_TEST(fifo_with_reader_gets_the_bytes)
+{
+    char err[512];
+    struct stat st;
+    CHECK(mkfifo(in_dir("fifo2"), 0600) == 0);
     /* a FIFO with a reader: the reader gets the bytes, the FIFO stays */
     int ready[2], gate[2];
     CHECK(pipe(ready) == 0 && pipe(gate) == 0);
     pid_t reader = fork();
     if (reader == 0) {
         char b[64] = "";
-        int fd = open(in_dir("fifo"), O_RDONLY | O_NONBLOCK);
+        int fd = open(in_dir("fifo2"), O_RDONLY | O_NONBLOCK);
         if (fd >= 0)
             (void)fcntl(fd, F_SETFL, 0);
         (void)!write(ready[1], "r", 1);
@@ -105,13 +138,17 @@ int main(void)
     }
     char rc1;
     CHECK(read(ready[0], &rc1, 1) == 1);
-    CHECK(mpilab_write_atomic(in_dir("fifo"), "fifo", 4, err, sizeof err) == 0);
+    CHECK(mpilab_write_atomic(in_dir("fifo2"), "fifo", 4, err, sizeof err) == 0);
     CHECK(write(gate[1], "g", 1) == 1);
     int status = 0;
     waitpid(reader, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK(lstat(in_dir("fifo"), &st) == 0 && S_ISFIFO(st.st_mode));
+    CHECK(lstat(in_dir("fifo2"), &st) == 0 && S_ISFIFO(st.st_mode));
+}
 
+MPILAB_TEST(dash_is_stdout)
+{
+    char err[512], buf[256];
     /* "-" is standard output, not a file named "-" */
     fflush(stdout);
     int saved = dup(1);
@@ -124,7 +161,11 @@ int main(void)
     CHECK(rc == 0);
     CHECK(slurp(in_dir("stdout.txt"), buf, sizeof buf) == 4 && strcmp(buf, "dash") == 0);
     CHECK(access("-", F_OK) != 0);
+}
 
+MPILAB_TEST(directory_and_dangling_link_refused)
+{
+    char err[512];
     /* refused: a directory, a dangling link; nothing created */
     CHECK(mkdir(in_dir("sub"), 0700) == 0);
     err[0] = '\0';
@@ -134,7 +175,11 @@ int main(void)
     CHECK(mpilab_write_atomic(in_dir("dangling"), "x", 1, err, sizeof err) == -1);
     CHECKF(strstr(err, "missing file"), "%s", err);
     CHECK(access(in_dir("missing"), F_OK) != 0);
+}
 
+MPILAB_TEST(stale_temporaries)
+{
+    char err[512], buf[256];
     /* stale temporaries: a dead process's file goes, a live process's file stays */
     char stale[600], live[600];
     snprintf(stale, sizeof stale, "%s.tmp.%ld", in_dir("out.json"), dead_pid());
@@ -145,16 +190,16 @@ int main(void)
     CHECK(access(stale, F_OK) != 0);
     CHECK(access(live, F_OK) == 0);
     CHECK(slurp(in_dir("out.json"), buf, sizeof buf) == 2);
+}
 
+MPILAB_TEST(json_ends_with_newline)
+{
+    char err[512], buf[256];
     /* json variant ends with a newline */
     json_t *o = json_pack("{s:i}", "a", 1);
     CHECK(mpilab_json_write_atomic(in_dir("o.json"), o, err, sizeof err) == 0);
     json_decref(o);
     CHECK(slurp(in_dir("o.json"), buf, sizeof buf) > 0 && buf[strlen(buf) - 1] == '\n');
-
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
-    return CHECK_DONE();
 }
+
+MPILAB_TEST_MAIN()

@@ -2,6 +2,7 @@
  *
  *   #include "kit.h"
  *   MPILAB_TEST(parses_sizes) { CHECK(f(1) == 2); CHECK_NEAR(g(), 0.5, 1e-9); }
+ *   (also CHECKF, CHECK_STR, FAIL, and REQUIRE, which ends the case when it fails)
  *   MPILAB_TEST_MAIN()
  *
  *   ./test                 every case, in definition order
@@ -12,10 +13,11 @@
  * failures print file:line, the case and the condition, count against the case and make the
  * program exit 1; each case prints "NAME: ok" or "NAME: FAILED (n)".
  * MPI test programs define MPILAB_KIT_MPI before the include: MPILAB_TEST_MAIN() then runs
- * MPI_Init/MPI_Finalize around the cases (and checks the world size the test launcher
- * exported, tests/mpi/mpi_world.h), failures are summed over the ranks (every rank
- * runs every selected case; cases may communicate), messages name the rank, and rank 0
- * prints the verdicts. kit_rank and kit_size hold the world rank and size. */
+ * MPI_Init/MPI_Finalize around the cases (MPI_Init_thread at the level MPILAB_KIT_MPI_THREAD,
+ * when the program defines it) and checks the world size the test launcher exported
+ * (tests/mpi/mpi_world.h); failures are summed over the ranks (every rank runs every
+ * selected case; cases may communicate), messages name the rank, and rank 0 prints the
+ * verdicts. kit_rank and kit_size hold the world rank and size. */
 #ifndef MPILAB_TESTS_KIT_H
 #define MPILAB_TESTS_KIT_H
 
@@ -87,6 +89,17 @@ static inline void kit_fail_prefix(const char *file, int line)
             fprintf(stderr, __VA_ARGS__);                                                          \
             fputc('\n', stderr);                                                                   \
             kit_failures++;                                                                        \
+        }                                                                                          \
+    } while (0)
+/* CHECK that ends the case when it fails (what follows needs it: a pointer, a state a
+ * loop would otherwise report a thousand times). In a case's own body only. */
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            kit_fail_prefix(__FILE__, __LINE__);                                                   \
+            fprintf(stderr, "required check failed: %s (the case stops)\n", #cond);               \
+            kit_failures++;                                                                        \
+            return;                                                                                \
         }                                                                                          \
     } while (0)
 /* An unconditional failure with a printf-style message. */
@@ -180,10 +193,21 @@ static inline int kit_run(int argc, char **argv)
 }
 
 #ifdef MPILAB_KIT_MPI
+/* MPI_Init, or MPI_Init_thread at the level a program defines as MPILAB_KIT_MPI_THREAD (before
+ * the include) when threads of its own run beside MPI. */
+static inline void kit_mpi_init(int *argc, char ***argv)
+{
+#ifdef MPILAB_KIT_MPI_THREAD
+    int provided;
+    MPI_Init_thread(argc, argv, MPILAB_KIT_MPI_THREAD, &provided);
+#else
+    MPI_Init(argc, argv);
+#endif
+}
 #define MPILAB_TEST_MAIN()                                                                         \
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
-        MPI_Init(&argc, &argv);                                                                    \
+        kit_mpi_init(&argc, &argv);                                                                \
         mpilab_test_check_world(1);                                                                \
         MPI_Comm_rank(MPI_COMM_WORLD, &kit_rank);                                                  \
         MPI_Comm_size(MPI_COMM_WORLD, &kit_size);                                                  \

@@ -9,13 +9,27 @@
 
 #include "mpilab/model.h"
 
-#include "bench_check.h"
+#include "kit.h"
 
 
 #define NMAX 256
 
-static void test_fit_noisy(gsl_rng *rng)
+/* The cases' random numbers: one generator (seed 12345) made on the first case's first use,
+ * so the whole program draws the sequence it always drew. */
+static gsl_rng *shared_rng;
+
+static gsl_rng *rng_get(void)
 {
+    if (!shared_rng) {
+        shared_rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(shared_rng, 12345);
+    }
+    return shared_rng;
+}
+
+MPILAB_TEST(fit_noisy)
+{
+    gsl_rng *rng = rng_get();
     const double alpha = 7e-6, beta = 2.5e-10, sigma = 2e-6;
     double x[NMAX], y[NMAX];
     size_t n = 0;
@@ -49,7 +63,7 @@ static void test_fit_noisy(gsl_rng *rng)
     CHECKF(fabs(mpilab_hockney_time(&h, 2048) - (3e-6 + 2048e-9)) < 1e-15, "hockney_time");
 }
 
-static void test_degenerate(void)
+MPILAB_TEST(degenerate)
 {
     double x[] = {100, 100, 100}, y[] = {1e-6, 2e-6, 3e-6};
     mpilab_hockney_t h;
@@ -84,8 +98,9 @@ static size_t two_piece(double *x, double *y, double brk, gsl_rng *rng, double r
     return n;
 }
 
-static void test_ranges(gsl_rng *rng)
+MPILAB_TEST(ranges)
 {
+    gsl_rng *rng = rng_get();
     double x[NMAX], y[NMAX];
     mpilab_hockney_range_t r[6];
     const double brk = 65536;
@@ -138,14 +153,4 @@ static void test_ranges(gsl_rng *rng)
     CHECKF(r[0].from == 0 && r[0].to == x[n - 1], "single range covers everything");
 }
 
-int main(void)
-{
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 12345);
-    test_fit_noisy(rng);
-    test_degenerate();
-    test_ranges(rng);
-    gsl_rng_free(rng);
-    printf("model_hockney: %d failure(s)\n", bench_failures);
-    return CHECK_DONE();
-}
+MPILAB_TEST_MAIN()

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/loggp.h"
 
 static int close_rel(double a, double b, double rel, double abs_tol)
@@ -29,7 +29,7 @@ static void synth(const mpilab_loggp_t *t, const double *x, size_t n, double *rt
     }
 }
 
-static void test_exact(void)
+MPILAB_TEST(exact)
 {
     double x[N] = {0, 1, 16, 256, 1024, 4096, 16384, 65536, 262144};
     double rtt[N], os[N], orr[N], g[N];
@@ -64,7 +64,7 @@ static void test_exact(void)
     CHECKF(isnan(mpilab_loggp_time(&f, -1)), "T(-1) not NaN");
 }
 
-static void test_noise(void)
+MPILAB_TEST(noise)
 {
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 12345);
@@ -92,7 +92,7 @@ static void test_noise(void)
     gsl_rng_free(rng);
 }
 
-static void test_clamp(void)
+MPILAB_TEST(clamp)
 {
     double x[3] = {0, 1024, 8192};
     double rtt[3], os[3], orr[3], g[3];
@@ -124,7 +124,7 @@ static void test_clamp(void)
     CHECKF(f.G == 0.0 && (f.flags & MPILAB_LOGGP_G_CLAMPED), "G clamp: %g flags %u", f.G, f.flags);
 }
 
-static void test_bad(void)
+MPILAB_TEST(bad)
 {
     double x[3] = {0, 1024, 8192}, y[3] = {1e-6, 2e-6, 3e-6};
     mpilab_loggp_t f;
@@ -158,7 +158,7 @@ static void test_bad(void)
           "overlapping ranges accepted");
 }
 
-static void test_ranges(void)
+MPILAB_TEST(ranges)
 {
     /* two protocol ranges with different G and overheads; L is common */
     double x[8] = {0, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
@@ -199,7 +199,7 @@ static void test_ranges(void)
 }
 
 /* Event simulation of the linear scatter/gather with per-destination parameters. */
-static void test_predict(void)
+MPILAB_TEST(predict)
 {
     enum { P = 4 };
     mpilab_loggp_t m[P * P];
@@ -333,7 +333,7 @@ static mpilab_loggp_t pair_params(size_t s, size_t d, double scale)
     return q;
 }
 
-static void test_binomial(void)
+MPILAB_TEST(binomial)
 {
     enum { PMAX = 9 };
     mpilab_loggp_t m[PMAX * PMAX], two[PMAX * PMAX * 2];
@@ -435,18 +435,4 @@ static void test_binomial(void)
     CHECKF(isnan(mpilab_loggp_predict_gather_binomial_ranges(pm, 4, 9, 8)), "ranges: bad root accepted");
 }
 
-int main(void)
-{
-    test_exact();
-    test_noise();
-    test_clamp();
-    test_bad();
-    test_ranges();
-    test_predict();
-    test_binomial();
-    if (bench_failures)
-        fprintf(stderr, "%d failure(s)\n", bench_failures);
-    else
-        printf("model_loggp: all passed\n");
-    return bench_failures ? 1 : 0;
-}
+MPILAB_TEST_MAIN()

@@ -6,14 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_check.h"
+#include "kit.h"
 #include "mpilab/quality.h"
 #include "mpilab/robust.h"
 
 #define NS 14
 #define REPS 30
 
-static gsl_rng *rng;
+static gsl_rng *rng; /* the cases' generator (seed 7), made by the first case that draws */
+
+static void rng_init(void)
+{
+    if (!rng) {
+        rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 7);
+    }
+}
 
 /* A timing sample of true time t on a busy machine: half the samples within 0.2% above the
  * truth, the others delayed by an exponential with mean 20% of t. */
@@ -49,8 +57,9 @@ static double shaped(double m, double d, double b, double beta)
     return d + (m > b ? (m - b) * beta : 0.0);
 }
 
-static void test_basics(void)
+MPILAB_TEST(basics)
 {
+    rng_init();
     double x[] = {5, 1, 4, 2, 3};
     unsigned char v[] = {1, 0, 1, 1, 1};
     CHECK_NEAR(mpilab_quantile(x, NULL, 5, 0.0), 1.0, 0);
@@ -94,8 +103,9 @@ static void test_basics(void)
 }
 
 /* Breakpoints on synthetic piecewise data with 1% noise. */
-static void test_segments(void)
+MPILAB_TEST(segments)
 {
+    rng_init();
     double x[24], y[24];
     size_t st[MPILAB_ROBUST_MAX_RANGES];
     for (int k = 0; k < 24; k++)
@@ -171,8 +181,9 @@ static void hockney_fit(double samples[NS][REPS], const double *x, mpilab_hockne
     CHECKF(rc == 0, "hockney fit: %s", err);
 }
 
-static void test_hockney(void)
+MPILAB_TEST(hockney)
 {
+    rng_init();
     double x[NS];
     sizes(x);
     static double s[NS][REPS];
@@ -312,8 +323,9 @@ static int all_inside(const mpilab_loggp_robust_t *a, const mpilab_loggp_robust_
            within_ci(&a->g, b->g.value) && within_ci(&a->G, b->G.value);
 }
 
-static void test_loggp(void)
+MPILAB_TEST(loggp)
 {
+    rng_init();
     double x[NS];
     sizes(x);
     static mpilab_loggp_point_t pts[NS];
@@ -369,7 +381,7 @@ static void test_loggp(void)
 }
 
 /* A global-timing figure converted with a sync less precise than eps * median is flagged. */
-static void test_clock_uncertain(void)
+MPILAB_TEST(clock_uncertain)
 {
     CHECK(mpilab_quality_clock_uncertain(0.0, 3e-6, 0.025) == 0);      /* no sync used */
     CHECK(mpilab_quality_clock_uncertain(1e-8, 3e-6, 0.025) == 0);     /* 10 ns of 3 us: fine */
@@ -382,8 +394,9 @@ static void test_clock_uncertain(void)
  * median-based fit draws each replicate from the order statistics' distribution above a few
  * thousand samples. Its intervals must still cover: 5 sizes of 6000 samples with 5%
  * Gaussian noise around a known line, 40 trials, alpha and beta held in at least 34. */
-static void test_long_series(void)
+MPILAB_TEST(long_series)
 {
+    rng_init();
     enum { LN = 5, LM = 6000, TRIALS = 40 };
     static double s[LN][LM];
     double x[LN] = {0, 1024, 8192, 65536, 262144};
@@ -414,8 +427,9 @@ static void test_long_series(void)
  * one clock read of 10 ns. With both given, identical samples give the link's own alpha and
  * beta, intervals one tick wide each side that contain them, and range lines in payload
  * bytes; envelope and tick out of range are refused. */
-static void test_wire(void)
+MPILAB_TEST(wire)
 {
+    rng_init();
     const double alpha = 10e-6, beta = 8e-10, env = 16, tick = 1e-8;
     const double sizes[] = {0, 1024, 4096, 16384, 65536, 262144, 1048576};
     enum { WN = 7, WR = 6 };
@@ -451,17 +465,4 @@ static void test_wire(void)
     CHECK(mpilab_robust_opts_check(&o, err, sizeof err) != 0 && strstr(err, "envelope"));
 }
 
-int main(void)
-{
-    test_clock_uncertain();
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 7);
-    test_basics();
-    test_segments();
-    test_hockney();
-    test_loggp();
-    test_long_series();
-    test_wire();
-    gsl_rng_free(rng);
-    return CHECK_DONE();
-}
+MPILAB_TEST_MAIN()

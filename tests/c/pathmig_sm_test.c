@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "bench_check.h"
+#include "kit.h"
 
 
 static mpilab_pm_ctx ctx;
@@ -61,7 +61,7 @@ static int has_action(mpilab_pm_action_kind kind, int rail, int backup)
 static mpilab_pm_subflow none;
 
 /* client: load, fault on rail 0, heal, re-arm on the old primary, second fault on rail 1 */
-static void test_client_lifecycle(void)
+MPILAB_TEST(client_lifecycle)
 {
     ctx_init();
     mpilab_pm_conn c;
@@ -113,7 +113,7 @@ static void test_client_lifecycle(void)
 }
 
 /* manual migration swaps the priorities; the old primary is the next alternate */
-static void test_manual(void)
+MPILAB_TEST(manual)
 {
     ctx_init();
     ctx.auto_rearm = 1;
@@ -144,7 +144,7 @@ static void test_manual(void)
 }
 
 /* the server side never creates subflows; it is ARMED when the client's join arrives */
-static void test_server(void)
+MPILAB_TEST(server)
 {
     ctx_init();
     mpilab_pm_conn c;
@@ -197,7 +197,7 @@ static void test_server(void)
 }
 
 /* a refused or timed-out join: back to MIGRATED, retried later, not at every tick */
-static void test_load_failure(void)
+MPILAB_TEST(load_failure)
 {
     ctx_init();
     mpilab_pm_conn c;
@@ -238,7 +238,7 @@ static void test_load_failure(void)
 /* unmanaged connections and policy: the user's map, and automatic choice */
 /* the probe schedule: the decider probes every interval whatever it hears; the follower
  * only while the peer is silent on the path (its probes and replies keep it quiet) */
-static void test_probe_schedule(void)
+MPILAB_TEST(probe_schedule)
 {
     const double iv = 0.010;
     /* decider: due one interval after its last probe, replies do not postpone it */
@@ -270,7 +270,7 @@ static void test_probe_schedule(void)
 /* replies read late (they do not wake the agent): the kernel's receive stamp is their
  * arrival, so a path's last reply, and the verdict that follows from it, are as if each
  * reply had been read at once */
-static void test_deferred_replies(void)
+MPILAB_TEST(deferred_replies)
 {
     const double iv = 0.010, limit = 0.050, rtt = 0.002;
     const double off = -1.7e9; /* CLOCK_MONOTONIC - CLOCK_REALTIME */
@@ -329,7 +329,7 @@ static void test_deferred_replies(void)
 }
 
 /* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
-static void test_tcp_proof(void)
+MPILAB_TEST(tcp_proof)
 {
     mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
     /* a subflow not seen in the previous dump: no baseline, no proof */
@@ -363,7 +363,7 @@ static void test_tcp_proof(void)
 /* settled subflows: nothing of ours unacknowledged, nothing of the peer's arriving. An
  * idle connection's path needs no probe; the moment data goes out unacknowledged the path
  * is unsettled and unproven, and its silence counts from the last settled dump */
-static void test_tcp_settled(void)
+MPILAB_TEST(tcp_settled)
 {
     mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
     CHECK(!mpilab_pm_tcp_settled(NULL, &a, 0)); /* no baseline */
@@ -431,7 +431,7 @@ static void test_tcp_settled(void)
  * new data no probe is due; when the path starts dropping silently the counters stop,
  * the last ACK only ages, and probing resumes within an interval of the last proof, so
  * the verdict (limit 50 ms after the last sign of life) comes no later than with probes */
-static void test_passive_schedule(void)
+MPILAB_TEST(passive_schedule)
 {
     const double iv = 0.010, limit = 0.050;
     double now = 10.0, prev_at = now, last_sent = 0, proof = 0;
@@ -499,7 +499,7 @@ static void test_passive_schedule(void)
     CHECK_NEAR(mpilab_pm_probe_due(1, 5.010, 0, 5.020, iv), 5.030, 1e-12);
 }
 
-static void test_policy(void)
+MPILAB_TEST(policy)
 {
     ctx_init();
     mpilab_pm_conn c;
@@ -540,6 +540,89 @@ static int rail_of(json_t *peers, const char *addr, int *node)
     return -1;
 }
 
+enum { MAXC = 64, MAXT = 256 }; /* connections and transitions a replayed log may hold */
+
+/* The state machine's event for a logged line (ev, and for kernel events their type): 0 when
+ * the line is none. A command names its connection (*token; 0: all); an "established"
+ * connection starts as the active subflow (*backup0). */
+static mpilab_pm_event_kind replay_kind(json_t *e, const char *ev, const char *type, const char *tok,
+                                        const mpilab_pm_conn *c, uint32_t *token, int *backup0)
+{
+    mpilab_pm_event_kind kind = 0;
+    if (!strcmp(type, "established")) {
+        kind = MPILAB_PM_EV_ESTABLISHED;
+        *backup0 = 1;
+    } else if (!strcmp(type, "sub_established")) {
+        kind = MPILAB_PM_EV_SUB_ESTABLISHED;
+    } else if (!strcmp(type, "sub_closed")) {
+        kind = MPILAB_PM_EV_SUB_CLOSED;
+    } else if (!strcmp(type, "sub_priority")) {
+        kind = MPILAB_PM_EV_SUB_PRIORITY;
+    } else if (!strcmp(type, "closed")) {
+        kind = MPILAB_PM_EV_CLOSED;
+    } else if (!strcmp(ev, "path")) {
+        kind = MPILAB_PM_EV_PATH;
+    } else if (!strcmp(ev, "command") && tok == NULL) {
+        const char *cmd = json_string_value(json_object_get(e, "command"));
+        const char *target = json_string_value(json_object_get(e, "target"));
+        if (cmd && target && (!strcmp(cmd, "arm") || !strcmp(cmd, "migrate"))) {
+            kind = cmd[0] == 'a' ? MPILAB_PM_EV_ARM : MPILAB_PM_EV_MIGRATE;
+            *token = strcmp(target, "all") ? (uint32_t)strtoul(target, NULL, 16) : 0;
+        }
+    } else if (!strcmp(ev, "action") && json_is_false(json_object_get(e, "ok")) && c &&
+               !strcmp(json_string_value(json_object_get(e, "action")), "create")) {
+        const char *moot = json_string_value(json_object_get(e, "moot"));
+        kind = moot && !strcmp(moot, "connection not ready") ? MPILAB_PM_EV_LOAD_NOT_READY
+                                                             : MPILAB_PM_EV_LOAD_FAILED;
+    }
+    return kind;
+}
+
+/* Step connection k with the replayed event pe (of connection c, or of every one a command or
+ * path change reaches), between two ticks as the agent does; its transitions go to mine. */
+static void replay_step(mpilab_pm_conn *k, mpilab_pm_event *pe, const mpilab_pm_conn *c, uint32_t token,
+                        char mine[MAXT][64], int *nmine)
+{
+    int target = pe->kind == MPILAB_PM_EV_PATH ||
+                 ((pe->kind == MPILAB_PM_EV_ARM || pe->kind == MPILAB_PM_EV_MIGRATE) &&
+                  (token == 0 || token == k->token)) ||
+                 k == c;
+    if (!target || ((pe->kind == MPILAB_PM_EV_ARM || pe->kind == MPILAB_PM_EV_MIGRATE) &&
+                    token == 0 && (!k->managed ||
+                    k->state != (pe->kind == MPILAB_PM_EV_ARM ? MPILAB_PM_MIGRATED
+                                                              : MPILAB_PM_ARMED))))
+        return;
+    /* the agent also steps every connection at each tick: one before, one after */
+    mpilab_pm_event tick = {.kind = MPILAB_PM_EV_TICK, .now = pe->now};
+    for (int round = 0; round < 3; round++) {
+        mpilab_pm_event *use = round == 1 ? pe : &tick;
+        if (mpilab_pm_step(&ctx, k, use, &res) == 0 && res.from != res.to &&
+            *nmine < MAXT)
+            snprintf(mine[(*nmine)++], 64, "%08x %s>%s", k->token,
+                     mpilab_pm_state_name(res.from), mpilab_pm_state_name(res.to));
+    }
+}
+
+/* One connection's transitions: the log's and the replay's must be the same sequence; 1 and a
+ * line naming both when they differ. */
+static int replay_compare(const char *path, uint32_t token, char logged[MAXT][64], int nlog, char mine[MAXT][64],
+                          int nmine)
+{
+    char tok[16], a[2048] = "", b[2048] = "";
+    snprintf(tok, sizeof(tok), "%08x", token);
+    for (int k = 0; k < nlog; k++)
+        if (!strncmp(logged[k], tok, 8) && strlen(a) + 64 < sizeof(a))
+            strcat(strcat(a, logged[k] + 9), " ");
+    for (int k = 0; k < nmine; k++)
+        if (!strncmp(mine[k], tok, 8) && strlen(b) + 64 < sizeof(b))
+            strcat(strcat(b, mine[k] + 9), " ");
+    if (strcmp(a, b) != 0) {
+        fprintf(stderr, "%s: connection %s: logged [%s], replayed [%s]\n", path, tok, a, b);
+        return 1;
+    }
+    return 0;
+}
+
 static int replay(const char *path)
 {
     json_error_t jerr;
@@ -551,7 +634,6 @@ static int replay(const char *path)
     ctx_init();
     json_t *peers = NULL;
     int self = -1, bad = 0, nlog = 0, nmine = 0;
-    enum { MAXC = 64, MAXT = 256 };
     mpilab_pm_conn conns[MAXC];
     int nconn = 0;
     char logged[MAXT][64], mine[MAXT][64];
@@ -612,74 +694,20 @@ static int replay(const char *path)
                                     node >= 0 && node != self, node);
             }
         }
-        if (!strcmp(type, "established")) {
-            pe.kind = MPILAB_PM_EV_ESTABLISHED;
+        int backup0 = 0;
+        pe.kind = replay_kind(e, ev, type, tok, c, &token, &backup0);
+        if (backup0)
             pe.sub.backup = 0;
-        } else if (!strcmp(type, "sub_established")) {
-            pe.kind = MPILAB_PM_EV_SUB_ESTABLISHED;
-        } else if (!strcmp(type, "sub_closed")) {
-            pe.kind = MPILAB_PM_EV_SUB_CLOSED;
-        } else if (!strcmp(type, "sub_priority")) {
-            pe.kind = MPILAB_PM_EV_SUB_PRIORITY;
-        } else if (!strcmp(type, "closed")) {
-            pe.kind = MPILAB_PM_EV_CLOSED;
-        } else if (!strcmp(ev, "path")) {
-            pe.kind = MPILAB_PM_EV_PATH;
-        } else if (!strcmp(ev, "command") && tok == NULL) {
-            const char *cmd = json_string_value(json_object_get(e, "command"));
-            const char *target = json_string_value(json_object_get(e, "target"));
-            if (cmd && target && (!strcmp(cmd, "arm") || !strcmp(cmd, "migrate"))) {
-                pe.kind = cmd[0] == 'a' ? MPILAB_PM_EV_ARM : MPILAB_PM_EV_MIGRATE;
-                token = strcmp(target, "all") ? (uint32_t)strtoul(target, NULL, 16) : 0;
-            }
-        } else if (!strcmp(ev, "action") && json_is_false(json_object_get(e, "ok")) && c &&
-                   !strcmp(json_string_value(json_object_get(e, "action")), "create")) {
-            const char *moot = json_string_value(json_object_get(e, "moot"));
-            pe.kind = moot && !strcmp(moot, "connection not ready") ? MPILAB_PM_EV_LOAD_NOT_READY
-                                                                    : MPILAB_PM_EV_LOAD_FAILED;
-        }
         json_decref(e);
         if (!pe.kind)
             continue;
-        for (int i = 0; i < nconn; i++) {
-            mpilab_pm_conn *k = &conns[i];
-            int target = pe.kind == MPILAB_PM_EV_PATH ||
-                         ((pe.kind == MPILAB_PM_EV_ARM || pe.kind == MPILAB_PM_EV_MIGRATE) &&
-                          (token == 0 || token == k->token)) ||
-                         k == c;
-            if (!target || ((pe.kind == MPILAB_PM_EV_ARM || pe.kind == MPILAB_PM_EV_MIGRATE) &&
-                            token == 0 && (!k->managed ||
-                            k->state != (pe.kind == MPILAB_PM_EV_ARM ? MPILAB_PM_MIGRATED
-                                                                      : MPILAB_PM_ARMED))))
-                continue;
-            /* the agent also steps every connection at each tick: one before, one after */
-            mpilab_pm_event tick = {.kind = MPILAB_PM_EV_TICK, .now = pe.now};
-            for (int round = 0; round < 3; round++) {
-                mpilab_pm_event *use = round == 1 ? &pe : &tick;
-                if (mpilab_pm_step(&ctx, k, use, &res) == 0 && res.from != res.to &&
-                    nmine < MAXT)
-                    snprintf(mine[nmine++], 64, "%08x %s>%s", k->token,
-                             mpilab_pm_state_name(res.from), mpilab_pm_state_name(res.to));
-            }
-        }
+        for (int i = 0; i < nconn; i++)
+            replay_step(&conns[i], &pe, c, token, mine, &nmine);
     }
     fclose(f);
     json_decref(peers);
-    /* every connection's sequence of transitions must match the log's */
-    for (int i = 0; i < nconn; i++) {
-        char tok[16], a[2048] = "", b[2048] = "";
-        snprintf(tok, sizeof(tok), "%08x", conns[i].token);
-        for (int k = 0; k < nlog; k++)
-            if (!strncmp(logged[k], tok, 8) && strlen(a) + 64 < sizeof(a))
-                strcat(strcat(a, logged[k] + 9), " ");
-        for (int k = 0; k < nmine; k++)
-            if (!strncmp(mine[k], tok, 8) && strlen(b) + 64 < sizeof(b))
-                strcat(strcat(b, mine[k] + 9), " ");
-        if (strcmp(a, b) != 0) {
-            fprintf(stderr, "%s: connection %s: logged [%s], replayed [%s]\n", path, tok, a, b);
-            bad++;
-        }
-    }
+    for (int i = 0; i < nconn; i++)
+        bad += replay_compare(path, conns[i].token, logged, nlog, mine, nmine);
     if (nlog == 0) {
         fprintf(stderr, "%s: no transitions recorded\n", path);
         bad++;
@@ -689,24 +717,14 @@ static int replay(const char *path)
     return bad;
 }
 
-int main(int argc, char **argv)
+/* The event logs the agent recorded on the live testbed (the program's arguments: the ctest
+ * passes the .jsonl files of tests/pathmig/recorded), replayed through the state machine:
+ * every connection's transitions must be the logged ones. */
+MPILAB_TEST(replay_recorded)
 {
-    test_client_lifecycle();
-    test_manual();
-    test_server();
-    test_load_failure();
-    test_policy();
-    test_probe_schedule();
-    test_deferred_replies();
-    test_tcp_proof();
-    test_tcp_settled();
-    test_passive_schedule();
-    for (int i = 1; i < argc; i++)
-        bench_failures += replay(argv[i]);
-    if (bench_failures) {
-        fprintf(stderr, "%d failure(s)\n", bench_failures);
-        return 1;
-    }
-    printf("pathmig state machine: all checks passed\n");
-    return 0;
+    CHECKF(kit_nargs > 0, "no event log given (pass tests/pathmig/recorded/*.jsonl)");
+    for (int i = 0; i < kit_nargs; i++)
+        CHECKF(replay(kit_args[i]) == 0, "%s: the replay differs from the log", kit_args[i]);
 }
+
+MPILAB_TEST_MAIN()

@@ -11,18 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MPILAB_KIT_MPI
+#include "kit.h"
 #include "mpilab/mpilab.h"
 #include "mpilab/pairs.h"
-#include "mpi_world.h"
-
-static int failures, g_rank;
-#define FAIL(...)                                         \
-    do {                                                  \
-        fprintf(stderr, "rank %d: ", g_rank);             \
-        fprintf(stderr, __VA_ARGS__);                     \
-        fputc('\n', stderr);                              \
-        failures++;                                       \
-    } while (0)
 
 static void check_series(const char *what, const mpilab_loggp_series_t *s, const mpilab_precision_t *p,
                          int positive)
@@ -136,7 +128,7 @@ static void run_design(mpilab_p2p_mode_t mode, int n)
     for (int k = 0; k + 1 < n && npairs < 7; k++)
         pairs[npairs++] = (mpilab_pair_t){k, k + 1};
     size_t rounds = mpilab_pairs_rounds(n, pairs, npairs, order, starts);
-    mpilab_loggp_pair_result_t *res = g_rank == 0 ? calloc(npairs, sizeof *res) : NULL;
+    mpilab_loggp_pair_result_t *res = kit_rank == 0 ? calloc(npairs, sizeof *res) : NULL;
     int rc = mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, npairs, order, starts, rounds, sizes, ns, &o, res);
     const char *mname = mode == MPILAB_P2P_PARALLEL ? "design parallel" : "design sequential";
     if (rc != MPI_SUCCESS || rounds == 0) {
@@ -144,7 +136,7 @@ static void run_design(mpilab_p2p_mode_t mode, int n)
         free(res);
         return;
     }
-    for (size_t k = 0; g_rank == 0 && k < npairs; k++) {
+    for (size_t k = 0; kit_rank == 0 && k < npairs; k++) {
         const mpilab_loggp_pair_result_t *r = &res[k];
         if (r->pair.i != pairs[k].i || r->pair.j != pairs[k].j || r->measured != 1 || r->nsizes != ns) {
             FAIL("%s: slot %zu holds %d-%d measured %zu, %zu sizes", mname, k, r->pair.i, r->pair.j, r->measured,
@@ -225,22 +217,29 @@ static void bad_args(int n)
     free(res);
 }
 
-int main(int argc, char **argv)
+MPILAB_TEST(bad_arguments_refused)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    int n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    bad_args(n);
-    run(MPILAB_P2P_PARALLEL, n);
-    run(MPILAB_P2P_SEQUENTIAL, n);
-    run_design(MPILAB_P2P_PARALLEL, n);
-    run_design(MPILAB_P2P_SEQUENTIAL, n);
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (g_rank == 0)
-        printf("loggp_measure: %s (%d failures over all ranks)\n", all ? "FAILED" : "passed", all);
-    MPI_Finalize();
-    return all ? 1 : 0;
+    bad_args(kit_size);
 }
+
+MPILAB_TEST(parallel_schedule)
+{
+    run(MPILAB_P2P_PARALLEL, kit_size);
+}
+
+MPILAB_TEST(sequential_schedule)
+{
+    run(MPILAB_P2P_SEQUENTIAL, kit_size);
+}
+
+MPILAB_TEST(design_parallel)
+{
+    run_design(MPILAB_P2P_PARALLEL, kit_size);
+}
+
+MPILAB_TEST(design_sequential)
+{
+    run_design(MPILAB_P2P_SEQUENTIAL, kit_size);
+}
+
+MPILAB_TEST_MAIN()

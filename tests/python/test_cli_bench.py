@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import real_runner
-from mpilab import results
+from mpilab import results, results_model
 from mpilab.pair_matrix import expand_all
 
 
@@ -368,14 +368,14 @@ def _lowbit(v: int) -> int:
     return v & -v
 
 
-def _loggp_binomial(pairs: list[results.LogGPPair], p: int, root: int, nbytes: float,
+def _loggp_binomial(pairs: list[results_model.LogGPPair], p: int, root: int, nbytes: float,
                     gather: bool) -> float:
     """LogGP binomial scatter/gather written out from docs/models.md: parent(v) = v with
     its lowest bit cleared, each message carries the child's subtree and is charged with
     the pair's range of its own size."""
     by_pair = {(x.i, x.j): x for x in pairs}
 
-    def params(a: int, b: int, m: float) -> results.LogGPParams:
+    def params(a: int, b: int, m: float) -> results_model.LogGPParams:
         x = by_pair[(min(a, b), max(a, b))].params_for(m)
         assert x is not None
         return x

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from mpilab import quality, results
+from mpilab import quality, results, results_check
 from mpilab.errors import MpilabError
 from mpilab.pair_matrix import expand_all
 from mpilab.pairs import main as pairs_main
@@ -62,7 +62,7 @@ def write(tmp_path: Path, doc: dict[str, Any], name: str = "r.json") -> Path:
 
 
 def test_schema_accepts_compact_and_per_pair_forms() -> None:
-    schema = json.loads(results.SCHEMA_FILE.read_text())
+    schema = json.loads(results_check.SCHEMA_FILE.read_text())
     doc = compact_doc()
     jsonschema.validate(doc, schema)
     old = dict(doc, measurements=list(expand_all(doc["measurements"])))

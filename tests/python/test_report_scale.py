@@ -16,7 +16,7 @@ from typing import Any
 
 import htmlq
 import pytest
-from mpilab import results
+from mpilab import results, results_model
 from mpilab.errors import MpilabError
 from mpilab.report import scale, stream
 
@@ -148,7 +148,7 @@ def test_too_large_a_file_is_refused_in_one_line(run_cli: Callable[..., Any],
     assert len(p.stderr.strip().splitlines()) == 1
 
 
-def _typed(r: results.Results) -> list[Any]:
+def _typed(r: results_model.Results) -> list[Any]:
     return [(m.index, m.op, m.impl, m.timing, m.bytes, m.stats, m.pair, m.bytes_back,
              m.root, m.ranks, m.precision, m.schedule, m.isolation,
              (m.samples, m.valid) if not m.is_p2p else ()) for m in r.measurements]
@@ -208,7 +208,7 @@ def test_stream_reader_errors_are_results_load_errors(
     p = tmp_path / "r.json"
     p.write_bytes(text.encode("utf-8", "surrogateescape"))
 
-    def outcome(load: Callable[[Path], results.Results]) -> Any:
+    def outcome(load: Callable[[Path], results_model.Results]) -> Any:
         try:
             r = load(p)
         except MpilabError as e:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mpilab import results
 from mpilab.errors import MpilabError
-from mpilab.results import SCHEMA_FILE
+from mpilab.results_check import SCHEMA_FILE
 
 
 def _doc(synthetic_results: Callable[..., dict[str, Any]]) -> dict[str, Any]:

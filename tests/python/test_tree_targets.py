@@ -1,9 +1,12 @@
 """The countable house rules, measured on the whole tree (tests/python/tree_audit.py; run it
 as a script for the full report): no C or Python file over 800 lines, no function over 120
-lines, no function-static mutable state in src/, every bench/ script on the shared harness,
-every C test program on the test kit."""
+lines (C by ctags, Python by ast, outside generated code), no function-static mutable state
+in src/, every bench/ script on the shared harness, every C test program on the test kit
+(tests/c/kit.h, named cases, no private check macros, none of the older check headers)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import tree_audit as audit
 
@@ -47,3 +50,25 @@ def test_the_bench_rules_catch_what_they_name() -> None:
 
 def test_no_source_file_over_800_lines() -> None:
     assert audit.long_files() == []
+
+
+def test_no_function_over_120_lines() -> None:
+    assert audit.long_functions() == []
+
+
+def test_every_c_test_program_uses_the_kit() -> None:
+    progs = audit.c_test_programs()
+    assert len(progs) > 30 and audit.REPO / "tests" / "c" / "wavefront_test.c" in progs
+    assert audit.c_test_offences() == {}
+
+
+def test_the_kit_rules_catch_what_they_name(tmp_path: Path) -> None:
+    assert audit.PRIVATE_CHECK.search("#define CHECK(c) do { if (!(c)) return 1; } while (0)\n")
+    assert audit.PRIVATE_CHECK.search("#define FAIL(...) fprintf(stderr, __VA_ARGS__)\n")
+    assert not audit.PRIVATE_CHECK.search("#define NMAX 256\n")
+    assert audit.KIT_OTHER.search('#include "bench_check.h"')
+    assert audit.KIT_OTHER.search('#include "mpi_check.h"')
+    with_kit, without = tmp_path / "a.c", tmp_path / "b.c"
+    with_kit.write_text('#include "kit.h"\nMPILAB_TEST(x) {}\nMPILAB_TEST_MAIN()\n')
+    without.write_text("#include <stdio.h>\nint main(void) { return 0; }\n")
+    assert audit._includes_kit(with_kit) and not audit._includes_kit(without)

@@ -58,6 +58,53 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return 0;
 }
 
+static void usage(void)
+{
+    printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
+           "[--stall S] [--corrupt-at I] [--rtt-log FILE]\n"
+           "Ping-pong between rank pairs with a byte check (testbed fault tests).\n"
+           "  --count N       round trips (default 1000)\n"
+           "  --bytes B       message size in bytes (default 65536)\n"
+           "  --progress K    print progress every K round trips (0: never)\n"
+           "  --stall S       exit 3 when no round trip completes for S seconds\n"
+           "  --corrupt-at I  corrupt the message of round trip I (tests the check)\n"
+           "  --rtt-log FILE  rank 0 writes 'ITERATION END DURATION' per round trip\n"
+           "                  (END: CLOCK_REALTIME s, DURATION: s)\n"
+           "  -h, --help      this text;  --version  print the version\n");
+}
+
+/* Round trip i between ranks 0 and 1 (rank is this one's): each direction's message is
+ * filled with its pattern (its middle byte flipped at round trip corrupt_at) and every byte
+ * received is checked; the number of data errors seen here (0 or 1). */
+static int64_t round_trip(unsigned char *buf, int64_t bytes, int64_t i, int rank, int64_t corrupt_at)
+{
+    int64_t errors = 0;
+    int peer = 1 - rank;
+    for (int dir = 0; dir < 2; dir++) {
+        if (rank == dir) {
+            for (int64_t k = 0; k < bytes; k++)
+                buf[k] = pattern(i, dir, k);
+            if (i == corrupt_at)
+                buf[bytes / 2] ^= 0x40;
+            MPI_Send(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
+                     MPI_COMM_WORLD);
+        } else {
+            memset(buf, 0, (size_t)bytes);
+            MPI_Recv(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int64_t k = 0; k < bytes; k++) {
+                if (buf[k] != pattern(i, dir, k)) {
+                    fprintf(stderr, "mpilab-tb-pingpong: rank %d: data error at "
+                            "iteration %lld byte %lld\n", rank, (long long)i, (long long)k);
+                    errors++;
+                    break;
+                }
+            }
+        }
+    }
+    return errors;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -79,17 +126,7 @@ int main(int argc, char **argv)
         case 'x': bad |= parse_i64(optarg, 0, INT64_MAX, &corrupt_at); break;
         case 'r': rtt_log = optarg; break;
         case 'h':
-            printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
-                   "[--stall S] [--corrupt-at I] [--rtt-log FILE]\n"
-                   "Ping-pong between rank pairs with a byte check (testbed fault tests).\n"
-                   "  --count N       round trips (default 1000)\n"
-                   "  --bytes B       message size in bytes (default 65536)\n"
-                   "  --progress K    print progress every K round trips (0: never)\n"
-                   "  --stall S       exit 3 when no round trip completes for S seconds\n"
-                   "  --corrupt-at I  corrupt the message of round trip I (tests the check)\n"
-                   "  --rtt-log FILE  rank 0 writes 'ITERATION END DURATION' per round trip\n"
-                   "                  (END: CLOCK_REALTIME s, DURATION: s)\n"
-                   "  -h, --help      this text;  --version  print the version\n");
+            usage();
             return 0;
         case 'V': printf("mpilab-tb-pingpong %s\n", MPILAB_VERSION_STRING); return 0;
         default: bad = 1; break;
@@ -131,32 +168,10 @@ int main(int argc, char **argv)
     int64_t errors = 0;
     double t0 = now_real();
     if (rank <= 1) {
-        int peer = 1 - rank;
         for (int64_t i = 0; i < count && errors == 0; i++) {
             g_iter = (sig_atomic_t)i;
             double t_it = MPI_Wtime();
-            for (int dir = 0; dir < 2; dir++) {
-                if (rank == dir) {
-                    for (int64_t k = 0; k < bytes; k++)
-                        buf[k] = pattern(i, dir, k);
-                    if (i == corrupt_at)
-                        buf[bytes / 2] ^= 0x40;
-                    MPI_Send(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
-                             MPI_COMM_WORLD);
-                } else {
-                    memset(buf, 0, (size_t)bytes);
-                    MPI_Recv(buf, (int)bytes, MPI_UNSIGNED_CHAR, peer, (int)(i & 0x7fff),
-                             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    for (int64_t k = 0; k < bytes; k++) {
-                        if (buf[k] != pattern(i, dir, k)) {
-                            fprintf(stderr, "mpilab-tb-pingpong: rank %d: data error at "
-                                    "iteration %lld byte %lld\n", rank, (long long)i, (long long)k);
-                            errors++;
-                            break;
-                        }
-                    }
-                }
-            }
+            errors += round_trip(buf, bytes, i, rank, corrupt_at);
             if (rl)
                 fprintf(rl, "%lld %.6f %.9f\n", (long long)i, now_real(), MPI_Wtime() - t_it);
             if (stall > 0)

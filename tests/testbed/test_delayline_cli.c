@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "kit.h"
+
 static int run(const char *args, char *out, size_t outlen)
 {
     const char *bin = getenv("MPILAB_DELAYLINE");
@@ -26,12 +28,9 @@ static int lines(const char *s)
     return n;
 }
 
-int main(void)
+MPILAB_TEST(bad_arguments_refused)
 {
-    if (!getenv("MPILAB_DELAYLINE")) {
-        fprintf(stderr, "MPILAB_DELAYLINE not set\n");
-        return 1;
-    }
+    REQUIRE(getenv("MPILAB_DELAYLINE")); /* the tool under test (the ctest sets it) */
     const char *bad[] = {"--dev x --delay -1ms", "--dev x --delay 5parsecs", "--dev x",
                          "--delay 5ms", "--dev x --delay 5ms --buffer 12Q", "--dev x --delay 5ms extra",
                          "--dev x --delay 5ms --bogus", "--dev x --delay 100s",
@@ -41,24 +40,29 @@ int main(void)
                          "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'",
                          "--dev x --delay 5ms --busy-poll sometimes", "--dev x --delay 5ms --busy-poll",
                          "--dev x --delay 5ms --arrival egress"};
-    int fails = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));
-        if (rc != 2 || lines(out) != 1 || strncmp(out, "mpilab-delayline: ", 18) != 0) {
-            fprintf(stderr, "args '%s': exit %d, stderr '%s'\n", bad[i], rc, out);
-            fails++;
-        }
+        CHECKF(rc == 2 && lines(out) == 1 && strncmp(out, "mpilab-delayline: ", 18) == 0,
+               "args '%s': exit %d, stderr '%s'", bad[i], rc, out);
     }
-    /* a buffer too small for two GSO packets is refused before touching any device */
+}
+
+/* a buffer too small for two GSO packets is refused before touching any device */
+MPILAB_TEST(small_buffer_refused_before_any_device)
+{
+    REQUIRE(getenv("MPILAB_DELAYLINE")); /* the tool under test (the ctest sets it) */
     char out[4096];
     int rc = run("--dev mpilabnosuchtun --delay 1ms --buffer 4K", out, sizeof(out));
-    if (rc != 2 || lines(out) != 1 || !strstr(out, "--buffer")) {
-        fprintf(stderr, "small buffer: exit %d, stderr '%s'\n", rc, out);
-        fails++;
-    }
-    /* -h/--help (units stated) and --version: stdout, exit 0 */
+    CHECKF(rc == 2 && lines(out) == 1 && strstr(out, "--buffer"), "small buffer: exit %d, stderr '%s'", rc, out);
+}
+
+/* -h/--help (units stated) and --version: stdout, exit 0 */
+MPILAB_TEST(help_and_version)
+{
+    REQUIRE(getenv("MPILAB_DELAYLINE")); /* the tool under test (the ctest sets it) */
     const char *bin = getenv("MPILAB_DELAYLINE");
+    char out[4096];
     const char *info[][2] = {{"-h", "K = 1024"}, {"--help", "--busy-poll M"}, {"--version", "mpilab-delayline "}};
     for (size_t i = 0; i < sizeof(info) / sizeof(info[0]); i++) {
         char cmd[1024];
@@ -67,12 +71,9 @@ int main(void)
         size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
         out[n] = '\0';
         int st = p ? pclose(p) : -1;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(out, info[i][1])) {
-            fprintf(stderr, "%s: status %d, stdout '%s'\n", info[i][0], st, out);
-            fails++;
-        }
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, info[i][1]), "%s: status %d, stdout '%s'",
+               info[i][0], st, out);
     }
-    if (fails == 0)
-        printf("delayline rejects bad arguments, documents its options\n");
-    return fails ? 1 : 0;
 }
+
+MPILAB_TEST_MAIN()

@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kit.h"
 #include "testbed/delayline.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
 
 /* An IPv4 header + 8 bytes of payload, with the given TTL, id and checksum. */
 static void ipv4(unsigned char *p, unsigned ttl, unsigned id, unsigned csum)
@@ -25,7 +24,7 @@ static void ipv4(unsigned char *p, unsigned ttl, unsigned id, unsigned csum)
 
 /* The same packet at two points of the router (TTL and checksum differ) matches; another
  * packet does not; the queue hands out the oldest match once and trims what is consumed. */
-static int test_matching(void)
+MPILAB_TEST(matching)
 {
     unsigned char a[28], b[28], c[28];
     ipv4(a, 64, 1, 0x1234);
@@ -42,7 +41,7 @@ static int test_matching(void)
     CHECK(mpilab_dl_same_packet(v6a, 40, v6b, 40));
     CHECK(!mpilab_dl_same_packet(v6a, 40, a, 28)); /* versions differ */
     mpilab_dl_snapq *q = calloc(1, sizeof(*q)); /* large: not on the stack */
-    CHECK(q);
+    REQUIRE(q);
     for (int k = 0; k < 3; k++) {
         mpilab_dl_snap e = {.t_ns = 100 + k, .arr_ns = -1, .bucket = 0, .len = 28};
         ipv4(e.snap, 64, (unsigned)k, 0);
@@ -62,13 +61,12 @@ static int test_matching(void)
     }
     CHECK(q->count == MPILAB_DL_PEND && q->e[q->head].t_ns == 1000 + 5);
     free(q);
-    return 0;
 }
 
 /* Idle-gap buckets and the advance: the least recent cost of the bucket, less a quarter and
  * the safety; a bucket without enough samples borrows from a shorter gap (a warmer, cheaper
  * path), never from a longer one; capped. */
-static int test_calibration(void)
+MPILAB_TEST(calibration)
 {
     CHECK(mpilab_dl_gap_bucket(0) == 0 && mpilab_dl_gap_bucket(999) == 0);
     CHECK(mpilab_dl_gap_bucket(1000) == 1 && mpilab_dl_gap_bucket(2000) == 2);
@@ -93,13 +91,15 @@ static int test_calibration(void)
     for (int k = 0; k < 3; k++)
         mpilab_dl_calib_add(&c, 2, 1000);
     CHECK(mpilab_dl_calib_advance(&c, 2) == 0); /* never negative */
-    return 0;
 }
 
-int main(void)
+/* Variable-size records through a small ring: every record comes out in order with its
+ * bytes intact, across many wrap-arounds; a full ring refuses, a request larger than the
+ * ring is refused. */
+MPILAB_TEST(ring_fifo_order_and_wraparound)
 {
     mpilab_dl_ring r;
-    CHECK(mpilab_dl_ring_init(&r, 4096) == 0);
+    REQUIRE(mpilab_dl_ring_init(&r, 4096) == 0);
     /* push/pop many variable-size records through a small ring: every record comes out
      * in order with its bytes intact, across many wrap-arounds */
     uint32_t next_in = 0, next_out = 0;
@@ -113,56 +113,63 @@ int main(void)
             unsigned char *p = mpilab_dl_ring_reserve(&r, 700);
             if (!p) {
                 refused++;
-                CHECK(r.count > 0);
+                REQUIRE(r.count > 0);
                 push = 0;
             } else {
                 for (size_t k = 0; k < len; k++)
                     p[k] = (unsigned char)(next_in + k);
                 mpilab_dl_ring_commit(&r, len, (int64_t)next_in);
                 next_in++;
-                CHECK(r.used <= r.cap);
+                REQUIRE(r.used <= r.cap);
             }
         }
         if (!push) {
             const mpilab_dl_rec *h = mpilab_dl_ring_peek(&r);
             if (!h) {
-                CHECK(next_in == next_out);
+                REQUIRE(next_in == next_out);
                 continue;
             }
-            CHECK(h->due_ns == (int64_t)next_out);
-            CHECK(h->wrap == 0);
+            REQUIRE(h->due_ns == (int64_t)next_out);
+            REQUIRE(h->wrap == 0);
             const unsigned char *d = (const unsigned char *)h + sizeof(*h);
             for (size_t k = 0; k < h->len; k++)
-                CHECK(d[k] == (unsigned char)(next_out + k));
+                REQUIRE(d[k] == (unsigned char)(next_out + k));
             mpilab_dl_ring_pop(&r);
             next_out++;
         }
     }
-    CHECK(refused > 0);          /* the ring did fill up */
-    CHECK(next_out > 1000);      /* and many records went through */
+    REQUIRE(refused > 0);          /* the ring did fill up */
+    REQUIRE(next_out > 1000);      /* and many records went through */
     while (mpilab_dl_ring_peek(&r)) {
-        CHECK(mpilab_dl_ring_peek(&r)->due_ns == (int64_t)next_out);
+        REQUIRE(mpilab_dl_ring_peek(&r)->due_ns == (int64_t)next_out);
         mpilab_dl_ring_pop(&r);
         next_out++;
     }
-    CHECK(next_out == next_in);
-    CHECK(r.used == 0 && r.count == 0);
+    REQUIRE(next_out == next_in);
+    REQUIRE(r.used == 0 && r.count == 0);
     /* a ring too small for the request refuses it */
-    CHECK(mpilab_dl_ring_reserve(&r, 8192) == NULL);
+    REQUIRE(mpilab_dl_ring_reserve(&r, 8192) == NULL);
     mpilab_dl_ring_free(&r);
+    printf("delayline ring: %u records\n", next_in);
+}
+
+MPILAB_TEST(lateness_buckets)
+{
     /* lateness histogram buckets: < 10 us, < 100 us, < 1 ms, < 10 ms, more */
     CHECK(mpilab_dl_late_bucket(0) == 0 && mpilab_dl_late_bucket(9999) == 0);
     CHECK(mpilab_dl_late_bucket(10000) == 1 && mpilab_dl_late_bucket(99999) == 1);
     CHECK(mpilab_dl_late_bucket(100000) == 2 && mpilab_dl_late_bucket(999999) == 2);
     CHECK(mpilab_dl_late_bucket(1000000) == 3 && mpilab_dl_late_bucket(9999999) == 3);
     CHECK(mpilab_dl_late_bucket(10000000) == 4 && mpilab_dl_late_bucket(INT64_MAX) == 4);
+}
+
+MPILAB_TEST(realtime_off)
+{
     /* real-time off does nothing and reports normal scheduling */
     mpilab_dl_options o = {.dev = "x", .delay_ns = 0, .buffer = 0, .stats = NULL, .pidfile = NULL,
                            .vnet_hdr = 1, .realtime = MPILAB_DL_RT_OFF, .rt_priority = 10};
     mpilab_dl_sched sc = {.fifo = 7, .priority = 7, .mlocked = 7};
     CHECK(mpilab_dl_realtime(&o, &sc) == 0 && sc.fifo == 0 && sc.priority == 0 && sc.mlocked == 0);
-    CHECK(test_matching() == 0);
-    CHECK(test_calibration() == 0);
-    printf("delayline ring ok (%u records)\n", next_in);
-    return 0;
 }
+
+MPILAB_TEST_MAIN()

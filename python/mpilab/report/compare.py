@@ -15,7 +15,7 @@ from mpilab.report import html, render, signif, summary, tables, values
 from mpilab.report.figs import Figure
 from mpilab.report.render import Card, FigureSink, Section
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 MAX_PAIR_FIGS = 3
 

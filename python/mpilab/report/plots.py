@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from matplotlib.figure import Figure
 
-from mpilab.results import HockneyPair, LogGPPair, Measurement, Prediction
+from mpilab.results_model import HockneyPair, LogGPPair, Measurement, Prediction
 
 MAX_CURVES = 12  # per axes; more are dropped with a note in the title
 DPI = 80

@@ -16,7 +16,7 @@ from mpilab.report.figs import Curve, Point
 from mpilab.report.render import FigureSink, Section
 from mpilab.report.scale import Attachments
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 
 def _csv_link(sec: Section, att: Attachments, tag: str, head: Sequence[str],

@@ -11,8 +11,9 @@ report's time and all of its memory). `load_large` reads the same file in one pa
 - validation is the same schema (python/mpilab/schemas/results-1.schema.json, its
   references inlined as results.py does), compiled by fastjsonschema: the document without
   its measurements once, then each measurement on its own (the schema puts no constraint on
-  the measurements array besides its items); then results.py's own checks across fields
-  (its _measurement, _models and _loggp), so the typed view is the one results.load builds;
+  the measurements array besides its items); then the checks across fields that
+  results.load runs (mpilab.results_check: measurement, models, loggp), so the typed view
+  is the one results.load builds;
 - a point-to-point measurement keeps its statistics but not its repetitions (the run
   report draws no p2p samples; collectives keep theirs for the significance rule).
 
@@ -34,8 +35,10 @@ import re
 import sys
 from typing import Any
 
-from mpilab import plausible, results, schemacheck
-from mpilab.results import Measurement, Results
+from mpilab import plausible, results, results_check, schemacheck
+from mpilab.errors import MpilabError
+from mpilab.results_model import SCHEMA, Measurement, Results
+from mpilab.strict_json import Where
 
 CHUNK = 1 << 20
 _WS = " \t\n\r"
@@ -83,7 +86,7 @@ _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 def _validators() -> tuple[Any, Any]:
     import fastjsonschema
 
-    schema = json.loads(results.SCHEMA_FILE.read_text())
+    schema = json.loads(results_check.SCHEMA_FILE.read_text())
     defs = schema.get("$defs", {})
     whole = schemacheck.inline(schema, defs)
     meas = schemacheck.inline(defs["measurement"], defs)
@@ -180,7 +183,7 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
                   keep: list[Measurement]) -> None:
     """Each measurement: decoded, validated (schema, then results' checks across fields),
     typed; a p2p measurement's raw object loses its repetitions."""
-    w = results._Where(name, "")
+    w = Where(name, "")
     shared: dict[Any, Any] = {}
     rd.expect("[")
     if rd.skip_ws() == "]":
@@ -194,7 +197,7 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
             raise _Fallback from None
         m = _slim(m, shared)
         if m.get("op") == "p2p" and "samples" in m:
-            # the check results._measurement makes on them, before they are dropped
+            # the check results_check.measurement makes on them, before they are dropped
             if "valid" in m and len(m["valid"]) != len(m["samples"]):
                 raise _Fallback
             st = m.get("stats")
@@ -202,7 +205,7 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
                 raise _Fallback
             del m["samples"]
             m.pop("valid", None)
-        keep.append(results._measurement(w, m, len(keep), name, nranks))
+        keep.append(results_check.measurement(w, m, len(keep), name, nranks))
         c = rd.skip_ws()
         rd.pos += 1
         if c == "]":
@@ -241,7 +244,7 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
                 raise _Fallback
         if rd.skip_ws() != "":
             raise _Fallback  # text after the document
-    if top.get("schema") != results.SCHEMA or "measurements" not in top:
+    if top.get("schema") != SCHEMA or "measurements" not in top:
         raise _Fallback
     try:
         whole(top)
@@ -254,11 +257,11 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
 
 
 def _build(name: str, top: dict[str, Any], meas: list[Measurement]) -> Results:
-    w = results._Where(name, "")
+    w = Where(name, "")
     prov = top["provenance"]
     nranks = prov.get("ranks")
-    hockney, preds = results._models(w, top.get("models"), nranks)
-    lg_pairs, lg_preds = results._loggp(w, top.get("models"), nranks)
+    hockney, preds = results_check.models(w, top.get("models"), nranks)
+    lg_pairs, lg_preds = results_check.loggp(w, top.get("models"), nranks)
     top["measurements"] = [m.raw for m in meas]
     return Results(path=name, provenance=prov, measurements=meas, hockney=hockney,
                    predictions=preds, raw=top, sources=[name], loggp=lg_pairs,
@@ -276,7 +279,7 @@ def load_large(path: str | os.PathLike[str]) -> Results:
     try:
         top, ms = _scan(name)
         return _build(name, top, ms)
-    except (_Fallback, results.MpilabError, KeyError, TypeError, ValueError, OSError):
+    except (_Fallback, MpilabError, KeyError, TypeError, ValueError, OSError):
         pass
     finally:
         if gc_was:

@@ -15,7 +15,7 @@ from mpilab.report.render import Card, Section
 from mpilab.report.scale import Attachments
 from mpilab.report.signif import Estimate
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 TIMING_PREFERENCE = ("max", "global", "root", "opspec")
 

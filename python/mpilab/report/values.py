@@ -9,7 +9,7 @@ from collections.abc import Callable
 from mpilab import quality
 from mpilab.report.figs import Point
 from mpilab.report.signif import Estimate
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 # Data moved by one call, as a multiple of the per-rank block m, for p ranks. Each entry
 # declares its own volume (mpilab_op_t.volume, "volume" in `mpilab-bench --list --json`) and

@@ -21,7 +21,7 @@ from mpilab.report.render import FigureSink, Section, page
 from mpilab.report.signif import Estimate
 from mpilab.report.summary import flag_legend
 from mpilab.report.tables import Cell, Table
-from mpilab.results import Measurement, Results
+from mpilab.results_model import Measurement, Results
 
 
 @dataclass

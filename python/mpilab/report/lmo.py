@@ -1,0 +1,279 @@
+"""The report's section of the heterogeneous LMO model (models.lmo, docs/models.md
+"Heterogeneous model"): which node and which link are slow. A per-node table (C_i, t_i with
+their intervals and flags, and the node's cost C_i + M t_i at the experiments' size M), a
+per-link heat map of L_ij + M/beta_ij (the link's cost of an M-byte message) with a per-link
+table, and the model's scatter/gather predictions beside the measured values and beside
+Hockney's where the run fitted both.
+
+A node or link is called slow when its cost at M is more than SLOW_RATIO times the median
+over the nodes (links) and its interval's low end is above the median's high end, so a
+difference inside the measurement's own spread is never named."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mpilab.report import tables, units
+from mpilab.report.bigfigs import Heatmap
+from mpilab.report.figs import Curve, Figure, Point
+from mpilab.report.render import FigureSink, Section
+from mpilab.report.tables import Cell, Table
+from mpilab.results_model import Prediction, Results
+
+SLOW_RATIO = 1.25  # cost above this many times the median (and outside its interval): slow
+
+K = TypeVar("K")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Param:
+    value: float | None
+    raw: float | None
+    lo: float | None
+    hi: float | None
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A node's C + M t or a link's L + M/beta, with the interval of its two parts'
+    intervals combined (lo + M lo, hi + M hi: both parts move together in the worst case)."""
+    name: str
+    value: float
+    lo: float | None
+    hi: float | None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) \
+        and math.isfinite(v) else None
+
+
+def _param(d: Any) -> Param:
+    d = d if isinstance(d, dict) else {}
+    return Param(_num(d.get("value")), _num(d.get("raw")), _num(d.get("lo")), _num(d.get("hi")),
+                 tuple(str(f) for f in d.get("flags") or ()))
+
+
+def _cost(name: str, a: Param, b: Param, m: float) -> Cost | None:
+    if a.value is None or b.value is None:
+        return None
+    lo = a.lo + m * b.lo if a.lo is not None and b.lo is not None else None
+    hi = a.hi + m * b.hi if a.hi is not None and b.hi is not None else None
+    return Cost(name, a.value + m * b.value, lo, hi)
+
+
+def slow(costs: list[Cost]) -> list[tuple[Cost, float]]:
+    """The slow ones with their ratio to the median, slowest first (see the module note)."""
+    if len(costs) < 2:
+        return []
+    med = statistics.median(c.value for c in costs)
+    if med <= 0:
+        return []
+    # the median element's interval: that of the cost nearest the median
+    mc = min(costs, key=lambda c: abs(c.value - med))
+    med_hi = mc.hi if mc.hi is not None else med
+    out = [(c, c.value / med) for c in costs
+           if c.value > SLOW_RATIO * med and (c.lo if c.lo is not None else c.value) > med_hi]
+    return sorted(out, key=lambda t: -t[1])
+
+
+def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    out: dict[K, list[T]] = {}
+    for it in items:
+        out.setdefault(key(it), []).append(it)
+    return out
+
+
+def _pcells(p: Param, unit: str, scale: float = 1.0) -> list[Cell]:
+    def s(v: float | None) -> float | None:
+        return None if v is None else v * scale
+    fl = list(p.flags)
+    c = tables.value(s(p.value), unit, fl)
+    if "clamped" in fl and p.raw is not None:
+        c.title = f"clamped: the fit gave {units.fmt_value(s(p.raw), unit)}, shown as 0"
+    return [c, tables.interval(s(p.lo), s(p.hi), unit)]
+
+
+def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, float]) -> Table:
+    rows, rf = [], []
+    for n in nodes:
+        r = int(n.get("rank", -1))
+        C, t = _param(n.get("C")), _param(n.get("t"))
+        cost = _cost(str(r), C, t, m)
+        fl = [f"C {f}" for f in C.flags] + [f"t {f}" for f in t.flags]
+        verdict = (f"slow: {slow_nodes[r]:.2f}x the median node" if r in slow_nodes else "-")
+        rows.append([Cell(str(r), sort=r, num=True, bold=r in slow_nodes), *_pcells(C, "s"),
+                     Cell("-" if t.value is None else f"{t.value * 1e9:.4g} ns/B",
+                          sort=t.value, num=True, flags=list(t.flags),
+                          title=(f"clamped: the fit gave {t.raw * 1e9:.4g} ns/B, shown as 0"
+                                 if "clamped" in t.flags and t.raw is not None else None)),
+                     Cell(units.fmt_ci(None if t.lo is None else t.lo * 1e9,
+                                       None if t.hi is None else t.hi * 1e9, "ns/B")
+                          if t.lo is not None and t.hi is not None else "-", num=True),
+                     tables.value(cost.value if cost else None, "s"),
+                     Cell(verdict, flags=["slow"] if r in slow_nodes else []),
+                     tables.flags_cell(fl)])
+        rf.append(["slow"] if r in slow_nodes else [])
+    return Table(["rank", "C", "C interval", "t", "t interval",
+                  f"C + M t (M = {units.fmt_bytes(m)})", "verdict", "flags"], rows, rf,
+                 caption="LMO per-node parameters (95% bootstrap intervals)", table_id="lmo-nodes")
+
+
+def _link_table(links: dict[str, Any], m: float, slow_links: dict[tuple[int, int], float]
+                ) -> Table:
+    rows, rf = [], []
+    pairs = links.get("pairs") or []
+    Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
+    rates = links.get("rate_Bps") or []
+    for k, pr in enumerate(pairs):
+        i, j = int(pr[0]), int(pr[1])
+        L = _param(Ls[k] if k < len(Ls) else None)
+        B = _param(Bs[k] if k < len(Bs) else None)
+        cost = _cost(f"{i}-{j}", L, B, m)
+        key = (min(i, j), max(i, j))
+        fl = [f"L {f}" for f in L.flags] + [f"1/beta {f}" for f in B.flags]
+        rate = _num(rates[k]) if k < len(rates) else None
+        rows.append([Cell(f"{i}-{j}", bold=key in slow_links), *_pcells(L, "s"),
+                     tables.value(rate, "B/s", B.flags),
+                     tables.value(cost.value if cost else None, "s"),
+                     Cell(f"slow: {slow_links[key]:.2f}x the median link"
+                          if key in slow_links else "-",
+                          flags=["slow"] if key in slow_links else []),
+                     tables.flags_cell(fl)])
+        rf.append(["slow"] if key in slow_links else [])
+    return Table(["link", "L", "L interval", "beta (rate)", f"L + M/beta (M = "
+                  f"{units.fmt_bytes(m)})", "verdict", "flags"], rows, rf,
+                 caption="LMO per-link parameters (95% bootstrap intervals)", table_id="lmo-links")
+
+
+def _costs(lm: dict[str, Any], m: float) -> tuple[list[Cost], list[Cost]]:
+    nodes = [c for n in lm.get("nodes") or []
+             if (c := _cost(str(int(n.get("rank", -1))), _param(n.get("C")),
+                            _param(n.get("t")), m)) is not None]
+    links = lm.get("links") or {}
+    Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
+    lc = [c for k, pr in enumerate(links.get("pairs") or []) if k < len(Ls) and k < len(Bs)
+          if (c := _cost(f"{int(pr[0])}-{int(pr[1])}", _param(Ls[k]), _param(Bs[k]), m))
+          is not None]
+    return nodes, lc
+
+
+def _heatmap(sink: FigureSink, lm: dict[str, Any], m: float, nranks: int) -> Any:
+    mat = np.full((nranks, nranks), np.nan)
+    links = lm.get("links") or {}
+    Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
+    for k, pr in enumerate(links.get("pairs") or []):
+        i, j = int(pr[0]), int(pr[1])
+        if k < len(Ls) and k < len(Bs) and max(i, j) < nranks:
+            c = _cost("", _param(Ls[k]), _param(Bs[k]), m)
+            if c is not None:
+                mat[i, j] = mat[j, i] = c.value
+    return sink.html(Heatmap(sink.uid("lmo-links"),
+                             f"LMO link cost L_ij + M/beta_ij, M = {units.fmt_bytes(m)}",
+                             mat, 1, nranks))
+
+
+def predictions(r: Results) -> list[Prediction]:
+    lm = ((r.raw.get("models") or {}).get("lmo") or {})
+    out = []
+    for p in lm.get("predictions") or []:
+        pv = _num(p.get("predicted")) if isinstance(p, dict) else None
+        if pv is None:
+            continue
+        out.append(Prediction(op=str(p.get("op")), impl=str(p.get("impl")),
+                              bytes=int(p.get("bytes") or 0), predicted=pv,
+                              measured=_num(p.get("measured")), timing=p.get("timing"),
+                              statistic=str(p.get("measured_statistic") or "median")))
+    return out
+
+
+def _pred_figs(sec: Section, sink: FigureSink, lp: list[Prediction],
+               hp: list[Prediction]) -> None:
+    hock = _group(hp, lambda p: (p.op, p.impl))
+    for (op, impl), qs in sorted(_group(lp, lambda p: (p.op, p.impl)).items()):
+        qs.sort(key=lambda p: p.bytes)
+        cs = [Curve(f"{impl} measured", [Point(float(p.bytes), p.measured, None, None, None, [])
+                                         for p in qs if p.measured is not None]),
+              Curve(f"LMO predicted ({impl})", [Point(float(p.bytes), p.predicted, None, None,
+                                                    None, []) for p in qs], kind="model")]
+        hq = sorted(hock.get((op, impl), []), key=lambda p: p.bytes)
+        if hq:
+            seen: dict[int, Prediction] = {}
+            for p in hq:
+                seen.setdefault(p.bytes, p)
+            cs.append(Curve(f"Hockney predicted ({impl})",
+                            [Point(float(b), p.predicted, None, None, None, [])
+                             for b, p in sorted(seen.items())], kind="model"))
+        sec.add("fig", sink.html(Figure(sink.uid(f"lmo-pred-{op}-{impl}"),
+                                        f"{op}/{impl}: LMO predicted vs measured", cs,
+                                        "message size", "time", "B", "s")))
+
+
+def _pred_table(lp: list[Prediction], hp: list[Prediction]) -> Table:
+    hmap = {(p.op, p.impl, p.bytes, p.timing): p for p in hp}
+    rows = []
+    for p in sorted(lp, key=lambda p: (p.op, p.impl, p.bytes, p.timing or "")):
+        h = hmap.get((p.op, p.impl, p.bytes, p.timing))
+        he = h.rel_error if h is not None else None
+        e = p.rel_error
+        rows.append([Cell(p.op), Cell(p.impl), Cell(p.timing or "-"), tables.value(p.bytes, "B"),
+                     tables.value(p.predicted, "s"), tables.value(p.measured, "s"),
+                     Cell("-" if e is None else f"{e * 100:+.1f} %", sort=e, num=True),
+                     tables.value(h.predicted if h else None, "s"),
+                     Cell("-" if he is None else f"{he * 100:+.1f} %", sort=he, num=True)])
+    stat = "/".join(sorted({p.statistic for p in lp})) or "median"
+    return Table(["op", "impl", "timing", "size", "LMO predicted", f"measured ({stat})",
+                  "LMO error", "Hockney predicted", "Hockney error"], rows,
+                 caption="LMO (and Hockney) predictions versus measured; error = "
+                 "(predicted - measured) / measured", table_id="lmo-pred")
+
+
+def section(r: Results, sink: FigureSink) -> list[Section]:
+    lm = (r.raw.get("models") or {}).get("lmo")
+    if not isinstance(lm, dict):
+        return []
+    sec = Section("lmo", "Heterogeneous model (LMO)")
+    m = float(lm.get("bytes") or 0)
+    sec.note(f"Per-node fixed and per-byte delays (C_i, t_i) and per-link latency and rate "
+             f"(L_ij, beta_ij) from round trips and point-to-two experiments with 0 and "
+             f"{units.fmt_bytes(m)} messages ({lm.get('mode', '?')} mode, "
+             f"{lm.get('triplets', '?')} triplets in {lm.get('rounds', '?')} rounds). A node "
+             f"or link is named slow when its cost at M is above {SLOW_RATIO}x the median and "
+             "its interval clears the median's.")
+    if lm.get("error"):
+        sec.warn(f"The LMO fit failed: {lm['error']}")
+        return [sec]
+    ncost, lcost = _costs(lm, m)
+    sn = {int(c.name): q for c, q in slow(ncost)}
+    sl = {(min(a, b), max(a, b)): q for c, q in slow(lcost)
+          for a, b in [tuple(int(x) for x in c.name.split("-"))]}
+    if sn or sl:
+        sec.warn("Slow: " + "; ".join(
+            [f"node {k} ({q:.2f}x the median node's C + M t)" for k, q in sn.items()]
+            + [f"link {a}-{b} ({q:.2f}x the median link's L + M/beta)"
+               for (a, b), q in sl.items()]) + ".")
+    else:
+        sec.note("No node and no link is slow by that rule.")
+    sec.h3("Per node", "lmo-node")
+    sec.add("table", _node_table(lm.get("nodes") or [], m, sn))
+    sec.h3("Per link", "lmo-link")
+    nranks = max([int(n.get("rank", -1)) for n in lm.get("nodes") or []]
+                 + [int(x) for pr in (lm.get("links") or {}).get("pairs") or [] for x in pr]
+                 + [-1]) + 1
+    if nranks > 1:
+        sec.add("fig", _heatmap(sink, lm, m, nranks))
+    sec.add("table", _link_table(lm.get("links") or {}, m, sl))
+    lp = predictions(r)
+    if lp:
+        sec.h3("LMO predictions versus measured", "lmo-pred")
+        _pred_figs(sec, sink, lp, r.predictions)
+        sec.add("table", _pred_table(lp, r.predictions))
+    return [sec]

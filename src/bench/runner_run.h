@@ -1,0 +1,63 @@
+/* What one run of mpilab-bench accumulates (src/bench/runner.c measures it, runner_doc.c
+ * reports it: the tables and the results document). Private to the runner. */
+#ifndef MPILAB_RUNNER_RUN_H
+#define MPILAB_RUNNER_RUN_H
+
+#include <string.h>
+
+#include <jansson.h>
+
+#include "mpilab/models.h"
+#include "mpilab/runner.h"
+#include "runner_pairs.h"
+
+/* A row of the human table (rank 0). */
+typedef struct row {
+    char op[48], impl[48], timing[12], iso[12];
+    size_t bytes;
+    double mean, ci, median, med_lo, med_hi;
+    size_t reps, invalid, negative;
+    int converged, clock_uncertain;
+    int differs;         /* index+1 of the row of another isolation it disagrees with */
+    size_t meas;         /* its measurement object (engine rows) */
+} row_t;
+
+/* What one run accumulates. */
+typedef struct run {
+    const mpilab_runner_config_t *c;
+    mpilab_bench_t *b;
+    int rank, size;
+    row_t *rows;
+    size_t nrows, done, total;
+    json_t *meas, *skipped;
+    json_t *adaptive;   /* rank 0, --sizes auto: per entry the sizes chosen and why */
+    json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
+    double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
+    int exit_code, sync_used, suite_used;
+    size_t nsyncs, fit_sizes;
+    double worst_residual;
+    double sync_total;  /* seconds of every clock synchronisation performed, and how many */
+    double sync_last_end;
+    size_t sync_count;
+    double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
+    runner_pairs_t rp;  /* the pair design of all-pairs entries */
+    double save_cost;   /* rank 0: seconds the last checkpoint took */
+    int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
+} run_t;
+
+/* What a row's figures are multiplied by in the table: point-to-point rows (timing "p2p")
+ * hold round trips, shown one-way. */
+static inline double runner_row_scale(const row_t *r)
+{
+    return strcmp(r->timing, "p2p") == 0 ? 0.5 : 1.0;
+}
+
+/* provenance.placement: what mpilab_placement_apply did (rank 0's view; every rank decides
+ * alike) and, per rank, the CPU it was pinned to (-1: not pinned). */
+json_t *runner_placement_json(const mpilab_placement_t *p, int pinned_all);
+
+/* Rank 0: the results document from what the run measured; prints the tables. */
+json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,
+                        const mpilab_lmo_measured_t *lmo, json_t *multilane);
+
+#endif
