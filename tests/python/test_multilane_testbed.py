@@ -8,23 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from livetb import have_netns
 from mpilab.multilane import doc, report
 from mpilab.testbed import net
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
 
 
 def _bin() -> Path:
@@ -32,7 +26,7 @@ def _bin() -> Path:
 
 
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root and ip netns"),
+              pytest.mark.skipif(not have_netns(), reason="needs root and ip netns"),
               pytest.mark.skipif(not (_bin() / "mpilab-multilane").exists(),
                                  reason="mpilab-multilane not built")]
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from livetb import have_netns
 from mpilab.pair_matrix import expand_all
 from mpilab.testbed import faults, net
 from mpilab.testbed import spec as specmod
@@ -25,14 +26,8 @@ from mpilab.tools import find_tool
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
-
-
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root and ip netns")]
+              pytest.mark.skipif(not have_netns(), reason="needs root and ip netns")]
 
 SPEC = """\
 [cluster]
