@@ -46,29 +46,39 @@ def mpilab(*args: str, env: dict[str, str], timeout: float = 300,
                           text=True, env=env, cwd=REPO, timeout=timeout, **kw)  # type: ignore
 
 
-def pathmig_testbed(root: Path, tag: str, spec_text: str
-                    ) -> Iterator[tuple[Spec, dict[str, str]]]:
-    """A testbed from spec_text with its state under root, prefix LETTER + tag + pid, for a
-    module-scoped fixture to yield from: (spec, environment of its commands); agents stopped
-    and the testbed taken down afterwards, MPILAB_TESTBED_STATE_ROOT restored."""
-    prefix = f"{LETTER}{tag}{os.getpid() % 10000}"
+def live_testbed(root: Path, prefix: str, spec_text: str, timeout: float = 300
+                 ) -> Iterator[dict[str, str]]:
+    """A testbed from spec_text with its state under root and the given prefix, for a
+    module-scoped fixture to yield from: the environment of its commands; the testbed taken
+    down afterwards and MPILAB_TESTBED_STATE_ROOT restored."""
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
     env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
     f = root / "spec.toml"
     f.write_text(spec_text)
     old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
     os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = mpilab("testbed", "up", str(f), env=env)
+    p = mpilab("testbed", "up", str(f), env=env, timeout=timeout)
     assert p.returncode == 0, p.stderr
     try:
-        yield net.current_spec(prefix), env
+        yield env
     finally:
-        agents.stop(net.current_spec(prefix))
-        mpilab("testbed", "down", env=env)
+        mpilab("testbed", "down", env=env, timeout=timeout)
         if old is None:
             os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
         else:
             os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+
+
+def pathmig_testbed(root: Path, tag: str, spec_text: str
+                    ) -> Iterator[tuple[Spec, dict[str, str]]]:
+    """live_testbed with prefix LETTER + tag + pid, yielding (spec, environment); the
+    agents stopped before it goes down."""
+    prefix = f"{LETTER}{tag}{os.getpid() % 10000}"
+    for env in live_testbed(root, prefix, spec_text):
+        try:
+            yield net.current_spec(prefix), env
+        finally:
+            agents.stop(net.current_spec(prefix))
 
 
 def fresh_state(sp: Spec) -> Iterator[None]:

@@ -6,13 +6,14 @@ sites found from the testbed's host names and detected from measured latencies a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import livetb
 import pytest
 from livetb import have_netns
 from mpilab.multilane import doc, report
@@ -47,28 +48,14 @@ socket_buffer = "256K"
 """
 
 
-def mpilab(*args: str, env: dict[str, str], timeout: float = 600
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=timeout)
+mpilab = functools.partial(livetb.mpilab, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"m{os.getpid() % 100000}"
-    root = tmp_path_factory.mktemp("tbstate")
-    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    f = root / "spec.toml"
-    f.write_text(SPEC)
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = mpilab("testbed", "up", str(f), env=env)
-    assert p.returncode == 0, p.stderr
-    try:
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 600):
         yield prefix, env
-    finally:
-        mpilab("testbed", "down", env=env)
-        os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
 
 
 def test_socket_buffer_limit_applied(tb: tuple[str, dict[str, str]]) -> None:
