@@ -5,9 +5,7 @@
 set -u
 runner=$1
 launch=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
+. "$(dirname "$0")/tmpdir.sh"
 run() { "$launch" -q 2 "$runner" "$@"; }
 fail=0
 # Bad-input cases run a few at a time (they mostly wait for mpirun's start-up).

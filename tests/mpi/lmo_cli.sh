@@ -6,9 +6,7 @@
 set -u
 runner=$1
 launch=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 fail=0
 bad() { # np, args...
     local np=$1; shift

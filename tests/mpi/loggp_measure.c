@@ -30,16 +30,23 @@ static void check_series(const char *what, const mpilab_loggp_series_t *s, const
         FAIL("%s: mean %g median %g", what, s->stats.mean, s->stats.median);
 }
 
-static void run(mpilab_p2p_mode_t mode, int n)
+/* The options both designs measure with: few repetitions, bursts of 8. */
+static mpilab_loggp_opts_t test_opts(mpilab_p2p_mode_t mode)
 {
-    const size_t sizes[] = {0, 1024, 16384, 65536};
-    const size_t ns = sizeof sizes / sizeof *sizes;
     mpilab_loggp_opts_t o;
     mpilab_loggp_opts_default(&o);
     o.mode = mode;
     o.prec.min_reps = 3;
     o.prec.max_reps = 12;
     o.burst = 8;
+    return o;
+}
+
+static void run(mpilab_p2p_mode_t mode, int n)
+{
+    const size_t sizes[] = {0, 1024, 16384, 65536};
+    const size_t ns = sizeof sizes / sizeof *sizes;
+    mpilab_loggp_opts_t o = test_opts(mode);
     size_t npairs = (size_t)n * (size_t)(n - 1) / 2;
     mpilab_loggp_pair_result_t *res = calloc(npairs, sizeof *res);
     int rc = mpilab_loggp_measure(MPI_COMM_WORLD, sizes, ns, &o, res);
@@ -117,12 +124,7 @@ static void run_design(mpilab_p2p_mode_t mode, int n)
 {
     const size_t sizes[] = {0, 4096, 65536};
     const size_t ns = sizeof sizes / sizeof *sizes;
-    mpilab_loggp_opts_t o;
-    mpilab_loggp_opts_default(&o);
-    o.mode = mode;
-    o.prec.min_reps = 3;
-    o.prec.max_reps = 12;
-    o.burst = 8;
+    mpilab_loggp_opts_t o = test_opts(mode);
     mpilab_pair_t pairs[8];
     size_t npairs = 0, order[8], starts[9];
     for (int k = 0; k + 1 < n && npairs < 7; k++)

@@ -7,9 +7,7 @@
 set -u
 bench=$1
 launch=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 run() { timeout 200 "$launch" -q 4 "$bench" "$@"; }
 printf '0 a\n1 b\n2 a\n3 b\n' >"$tmp/map"
 fail=0

@@ -7,9 +7,7 @@
 set -u
 tool=$1
 launch=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 run() { timeout 120 "$launch" -q 4 "$tool" "$@"; }
 printf '0 a\n1 a\n2 b\n3 b\n' >"$tmp/map"
 printf '0 a\n1 a\n2 a\n3 a\n' >"$tmp/onesite"

@@ -8,9 +8,7 @@
 # Usage: recipe_builtin.sh SRCDIR LAUNCH MPICC (the copy is built with this build's MPI)
 set -u
 src=$1 launch=$2 mpicc=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 fail=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }

@@ -7,9 +7,7 @@
 # Usage: recipe_plugin.sh MPILAB-BENCH LAUNCH MPICC SRCDIR BUILDDIR
 set -u
 bench=$1 launch=$2 mpicc=$3 src=$4 build=$5
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 fail=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }

@@ -9,9 +9,7 @@ set -u
 runner=$1
 launch=$2
 src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"
+. "$(dirname "$0")/tmpdir.sh"
 run() { "$launch" -q "$@"; }
 fail=0
 run 2 "$runner" --quiet --ops p2p,scatter,gather --timing max,root,opspec --sizes 0,1,1K,64K \

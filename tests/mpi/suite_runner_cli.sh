@@ -5,8 +5,7 @@
 set -u
 bin="$1"; launch="$2"
 run() { "$launch" "$@"; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp"  # own Open MPI session directory: concurrent tests collide in /tmp
+. "$(dirname "$0")/tmpdir.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 run 2 "$bin" --poll-sweep 0,500 --list > "$tmp/list" || fail "--list"

@@ -6,25 +6,20 @@ sites found from the testbed's host names and detected from measured latencies a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import livetb
 import pytest
+from livetb import have_netns
 from mpilab.multilane import doc, report
 from mpilab.testbed import net
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
 
 
 def _bin() -> Path:
@@ -32,7 +27,7 @@ def _bin() -> Path:
 
 
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root and ip netns"),
+              pytest.mark.skipif(not have_netns(), reason="needs root and ip netns"),
               pytest.mark.skipif(not (_bin() / "mpilab-multilane").exists(),
                                  reason="mpilab-multilane not built")]
 
@@ -53,28 +48,14 @@ socket_buffer = "256K"
 """
 
 
-def mpilab(*args: str, env: dict[str, str], timeout: float = 600
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=timeout)
+mpilab = functools.partial(livetb.mpilab, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"m{os.getpid() % 100000}"
-    root = tmp_path_factory.mktemp("tbstate")
-    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    f = root / "spec.toml"
-    f.write_text(SPEC)
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = mpilab("testbed", "up", str(f), env=env)
-    assert p.returncode == 0, p.stderr
-    try:
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 600):
         yield prefix, env
-    finally:
-        mpilab("testbed", "down", env=env)
-        os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
 
 
 def test_socket_buffer_limit_applied(tb: tuple[str, dict[str, str]]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from livetb import LETTER, fresh_state, have_netns, have_tools, mpilab, pathmig_testbed
 from mpilab.pathmig import agents, congestion
 from mpilab.pathmig import pingpong as ppm
 from mpilab.pathmig.pingpong import Step
@@ -23,72 +24,27 @@ from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
 REPO = Path(__file__).resolve().parents[2]
-# testbed prefixes: the first letter of $MPILAB_TESTBED_PREFIX (a developer's own letter on
-# a shared machine), else q; then q or r and the pid
-LETTER = (os.environ.get("MPILAB_TESTBED_PREFIX") or "q")[0]
-
-
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("mptcpize") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
-
-
-def _have_agent() -> bool:
-    try:
-        find_tool("mpilab-pathmigd")
-        return True
-    except Exception:
-        return False
 
 
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root, ip netns, mptcpize"),
-              pytest.mark.skipif(not _have_agent(), reason="mpilab-pathmigd not built")]
+              pytest.mark.skipif(not have_netns("mptcpize"),
+                                 reason="needs root, ip netns, mptcpize"),
+              pytest.mark.skipif(not have_tools("mpilab-pathmigd"),
+                                 reason="mpilab-pathmigd not built")]
 
 SPEC = ppm.SPEC_2X1
 
 
-def mpilab(*args: str, env: dict[str, str], timeout: float = 300,
-           **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=timeout, **kw)  # type: ignore
-
-
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Spec, dict[str, str]]]:
-    prefix = f"{LETTER}q{os.getpid() % 10000}"
-    root = tmp_path_factory.mktemp("pmstate")
-    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    f = root / "spec.toml"
-    f.write_text(SPEC)
-    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = mpilab("testbed", "up", str(f), env=env)
-    assert p.returncode == 0, p.stderr
-    try:
-        yield net.current_spec(prefix), env
-    finally:
-        mpilab("testbed", "down", env=env)
-        if old is None:
-            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
-        else:
-            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+    yield from pathmig_testbed(tmp_path_factory.mktemp("pmstate"), "q", SPEC)
 
 
 @pytest.fixture
 def fresh(tb: tuple[Spec, dict[str, str]]) -> Iterator[tuple[Spec, dict[str, str]]]:
     """No agent, no fault, empty logs before and after each test."""
-    sp, env = tb
-    agents.stop(sp)
-    faults.heal(sp, None)
-    agents.clear_logs(sp)
-    try:
-        yield sp, env
-    finally:
-        agents.stop(sp)
-        faults.heal(sp, None)
+    for _ in fresh_state(tb[0]):
+        yield tb
 
 
 def _states(sp: Spec, node: str | None = None) -> list[dict[str, object]]:

@@ -16,7 +16,6 @@ one of ~30 windows may hold the job's worst hiccup by chance but two hardly can.
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import statistics
@@ -27,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from livetb import fresh_state, have_netns, have_tools, pathmig_testbed
 from mpilab.pathmig import agents
 from mpilab.pathmig import pingpong as ppm
 from mpilab.testbed import faults, net
@@ -34,27 +34,13 @@ from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
 REPO = Path(__file__).resolve().parents[2]
-LETTER = (os.environ.get("MPILAB_TESTBED_PREFIX") or "q")[0]
-
-
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("mptcpize") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
-
-
-def _have_tools() -> bool:
-    try:
-        find_tool("mpilab-pathmigd")
-        find_tool("mpilab-tb-pingpong")
-        return True
-    except Exception:
-        return False
 
 
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root, ip netns, mptcpize"),
-              pytest.mark.skipif(not _have_tools(), reason="mpilab-pathmigd not built")]
+              pytest.mark.skipif(not have_netns("mptcpize"),
+                                 reason="needs root, ip netns, mptcpize"),
+              pytest.mark.skipif(not have_tools("mpilab-pathmigd", "mpilab-tb-pingpong"),
+                                 reason="mpilab-pathmigd not built")]
 
 FAULTS = 30          # a stall in 1 of 7 faults is missed with probability (6/7)^30 = 1%
 SETTLE_RT = 100      # round trips before the fault
@@ -64,40 +50,13 @@ STALL_S = 0.030
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Spec, dict[str, str]]]:
-    prefix = f"{LETTER}t{os.getpid() % 10000}"
-    root = tmp_path_factory.mktemp("pmtail")
-    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    f = root / "spec.toml"
-    f.write_text(ppm.SPEC_2X1)
-    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "up", str(f)],
-                       capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert p.returncode == 0, p.stderr
-    try:
-        yield net.current_spec(prefix), env
-    finally:
-        agents.stop(net.current_spec(prefix))
-        subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "down"],
-                       capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-        if old is None:
-            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
-        else:
-            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+    yield from pathmig_testbed(tmp_path_factory.mktemp("pmtail"), "t", ppm.SPEC_2X1)
 
 
 @pytest.fixture
 def fresh(tb: tuple[Spec, dict[str, str]]) -> Iterator[tuple[Spec, dict[str, str]]]:
-    sp, env = tb
-    agents.stop(sp)
-    faults.heal(sp, None)
-    agents.clear_logs(sp)
-    try:
-        yield sp, env
-    finally:
-        agents.stop(sp)
-        faults.heal(sp, None)
+    for _ in fresh_state(tb[0]):
+        yield tb
 
 
 def _armed(sp: Spec) -> bool:

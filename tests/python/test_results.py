@@ -196,12 +196,10 @@ CASES: list[tuple[str, Mutator, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize("name, mutate, where, problem", CASES, ids=[c[0] for c in CASES])
-def test_bad_measurements_name_file_line_and_path(
-        synthetic_results: Callable[..., dict[str, Any]], tmp_path: Path, name: str,
-        mutate: Mutator, where: str, problem: str) -> None:
-    doc = copy.deepcopy(synthetic_results(ranks=3, sizes=(0, 1024)))
-    mutate(doc)
+def _refused_at_its_line(doc: dict[str, Any], tmp_path: Path, where: str,
+                         problem: str) -> None:
+    """The loader refuses doc in one line: FILE:LINE: WHERE: PROBLEM, LINE the sentinel's
+    line when the document has one, else a line of the file."""
     text = json.dumps(doc, indent=1)
     p = tmp_path / "r.json"
     p.write_text(text)
@@ -216,6 +214,15 @@ def test_bad_measurements_name_file_line_and_path(
     if "SENTINEL" in text:
         assert line == _line_of(text, '"SENTINEL"')
     assert 1 <= line <= text.count("\n") + 1
+
+
+@pytest.mark.parametrize("name, mutate, where, problem", CASES, ids=[c[0] for c in CASES])
+def test_bad_measurements_name_file_line_and_path(
+        synthetic_results: Callable[..., dict[str, Any]], tmp_path: Path, name: str,
+        mutate: Mutator, where: str, problem: str) -> None:
+    doc = copy.deepcopy(synthetic_results(ranks=3, sizes=(0, 1024)))
+    mutate(doc)
+    _refused_at_its_line(doc, tmp_path, where, problem)
 
 
 def test_line_number_points_at_the_bad_value(synthetic_results: Callable[..., dict[str, Any]],
@@ -345,19 +352,7 @@ def test_bad_loggp_names_file_line_and_path(
     doc = copy.deepcopy(synthetic_results(ranks=3, sizes=SIZES))
     doc["models"]["loggp"] = loggp_section(3, (1, 1024, 65536))
     mutate(doc)
-    text = json.dumps(doc, indent=1)
-    p = tmp_path / "r.json"
-    p.write_text(text)
-    with pytest.raises(MpilabError) as e:
-        results.load(p)
-    msg = str(e.value)
-    assert "\n" not in msg
-    assert f": {where}: {problem}" in msg, msg
-    head = msg.split(": ")[0]
-    line = int(head.rsplit(":", 1)[1])
-    if "SENTINEL" in text:
-        assert line == _line_of(text, '"SENTINEL"')
-    assert 1 <= line <= text.count("\n") + 1
+    _refused_at_its_line(doc, tmp_path, where, problem)
 
 
 def test_merge_keeps_loggp(synthetic_results: Callable[..., dict[str, Any]],

@@ -5,6 +5,7 @@ healed. A second, tiny testbed checks that `down` removes exactly its own things
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -16,7 +17,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import livetb
 import pytest
+from livetb import have_netns
 from mpilab.pair_matrix import expand_all
 from mpilab.testbed import faults, net
 from mpilab.testbed import spec as specmod
@@ -25,14 +28,8 @@ from mpilab.tools import find_tool
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _have_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
-
-
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not _have_netns(), reason="needs root and ip netns")]
+              pytest.mark.skipif(not have_netns(), reason="needs root and ip netns")]
 
 SPEC = """\
 [cluster]
@@ -50,28 +47,14 @@ delay = "5ms"
 """
 
 
-def mpilab(*args: str, env: dict[str, str],
-           timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=timeout)
+mpilab = functools.partial(livetb.mpilab, timeout=120)
 
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"t{os.getpid() % 100000}"
-    root = tmp_path_factory.mktemp("tbstate")
-    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(root), MPILAB_TESTBED_PREFIX=prefix)
-    env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    f = root / "spec.toml"
-    f.write_text(SPEC)
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(root)
-    p = mpilab("testbed", "up", str(f), env=env)
-    assert p.returncode == 0, p.stderr
-    try:
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 120):
         yield prefix, env
-    finally:
-        mpilab("testbed", "down", env=env)
-        os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
 
 
 def _spec(prefix: str) -> specmod.Spec:

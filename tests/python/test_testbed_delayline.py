@@ -116,20 +116,8 @@ def test_lone_echoes_cross_no_earlier_than_configured(tb: spec.Spec) -> None:
     ICMP). Single crossings are not checked: where the kernel's arrival stamp is missing
     the delay line falls back to an estimated correction, which overshot now and then
     (before the kernel stamps: 31 of 1400 holds up to 52 us short; docs/testbed.md)."""
-    cap = capture.start(tb, COUNT * 0.2 + 3)
-    try:
-        p = subprocess.run(["ip", "netns", "exec", tb.ns("s0n0"), "ping", "-n", "-c",
-                            str(COUNT), "-i", "0.2", "-W", "5", tb.addr("s1n0", 0)],
-                           capture_output=True, text=True, timeout=120, check=False)
-        out, _ = cap.communicate(timeout=120)
-    finally:
-        if cap.poll() is None:
-            cap.kill()
-            cap.wait()
-    rtts = [float(x) * 1e-3 for x in re.findall(r"time=([\d.]+) ms", p.stdout)]
-    assert len(rtts) == COUNT, p.stdout + p.stderr
-    seg = capture.segments(out.splitlines())
-    assert len(seg) == 2 * COUNT, out  # request and reply of every echo, all four points
+    rtts, seg = _lone_crossings(tb, COUNT)
+    assert len(seg) == 2 * COUNT, seg  # request and reply of every echo, all four points
     for s in seg:
         assert s["in"] >= 0 and s["out"] >= 0 and s["hold"] > 0
     assert statistics.median(s["total"] for s in seg) >= DELAY_S, seg
