@@ -31,20 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
               pytest.mark.skipif(not have_netns(), reason="needs root and ip netns")]
 
-SPEC = """\
-[cluster]
-sites = 2
-nodes_per_site = 2
-rails = 2
-
-[lan]
-rate = "1Gbit"
-
-[wan]
-node_rate = "50Mbit"
-total_rate = "80Mbit"
-delay = "5ms"
-"""
+SPEC = (REPO / "tests" / "data" / "testbed" / "two-sites.toml").read_text()
 
 
 mpilab = functools.partial(livetb.mpilab, timeout=120)

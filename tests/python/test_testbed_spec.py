@@ -14,26 +14,9 @@ from mpilab.testbed import spec as specmod
 
 REPO = Path(__file__).resolve().parents[2]
 
-GOOD = """\
-prefix = "abc"
-[cluster]
-sites = 2
-nodes_per_site = 2
-rails = 2
-
-[lan]
-rate = "1Gbit"
-
-[wan]
-node_rate = "50Mbit"
-total_rate = "80Mbit"
-delay = "5ms"
-
-[[link]]
-node = "s0n1"
-rail = 1
-wan_rate = "20Mbit"
-"""
+# the tests' two-site spec with a prefix and one slower WAN link
+GOOD = ('prefix = "abc"\n' + (REPO / "tests" / "data" / "testbed" / "two-sites.toml").read_text()
+        + '\n[[link]]\nnode = "s0n1"\nrail = 1\nwan_rate = "20Mbit"\n')
 
 
 def test_good_spec_and_address_plan() -> None:
