@@ -123,11 +123,18 @@ static void roles(const mpilab_triplet_t *g, int e, int *root, int *x, int *y)
     }
 }
 
-/* The experiments of group k on rank me (a member), results sent to rank 0. */
+/* The experiments of group k on rank me (a member), results sent to rank 0. The sends are
+ * non-blocking and completed after the group's last experiment: rank 0 receives only after
+ * its own part in the group, in which this rank may still serve (a blocking send of more
+ * samples than the eager limit deadlocked three ranks at 0 bytes). */
 static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k, int per, size_t round,
                      char *buf, size_t bytes, const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
 {
-    int rc = MPI_SUCCESS;
+    enum { MAX_PER = 3 };
+    mpilab_p2t_result_t sent[MAX_PER];
+    MPI_Request rq[2 * MAX_PER];
+    MPI_Status st[2 * MAX_PER];
+    int rc = per <= MAX_PER ? MPI_SUCCESS : MPI_ERR_ARG, nsent = 0, nrq = 0;
     for (int e = 0; e < per && rc == MPI_SUCCESS; e++) {
         int root, x, y;
         roles(g, e, &root, &x, &y);
@@ -137,15 +144,24 @@ static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k,
             res[(size_t)per * k + (size_t)e] = mine;
             continue;
         }
-        if (me == root) {
-            int r1 = MPI_Send(&mine.stats, (int)sizeof mine.stats, MPI_BYTE, 0, TAG_STATS, comm);
-            if (r1 == MPI_SUCCESS && mine.stats.reps > 0)
-                r1 = MPI_Send(mine.samples, (int)mine.stats.reps, MPI_DOUBLE, 0, TAG_SAMPLES, comm);
-            rc = rc == MPI_SUCCESS ? r1 : rc;
+        if (me != root) {
+            mpilab_p2t_result_free(&mine);
+            continue;
         }
-        mpilab_p2t_result_free(&mine);
+        mpilab_p2t_result_t *m = &sent[nsent++];
+        *m = mine;
+        int r1 = MPI_Isend(&m->stats, (int)sizeof m->stats, MPI_BYTE, 0, TAG_STATS, comm, &rq[nrq]);
+        nrq += r1 == MPI_SUCCESS;
+        if (r1 == MPI_SUCCESS && m->stats.reps > 0) {
+            r1 = MPI_Isend(m->samples, (int)m->stats.reps, MPI_DOUBLE, 0, TAG_SAMPLES, comm, &rq[nrq]);
+            nrq += r1 == MPI_SUCCESS;
+        }
+        rc = rc == MPI_SUCCESS ? r1 : rc;
     }
-    return rc;
+    int rw = nrq > 0 ? MPI_Waitall(nrq, rq, st) : MPI_SUCCESS;
+    for (int i = 0; i < nsent; i++)
+        mpilab_p2t_result_free(&sent[i]);
+    return rc == MPI_SUCCESS ? rw : rc;
 }
 
 static int member(const mpilab_triplet_t *g, int me)

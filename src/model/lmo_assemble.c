@@ -107,6 +107,8 @@ static json_t *links_json(const mpilab_lmo_fit_t *f, size_t np)
  * the median of the others. */
 static double median_of(double *v, size_t n)
 {
+    if (n == 0)
+        return NAN;
     for (size_t a = 1; a < n; a++)
         for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
             double s = v[b];
@@ -119,7 +121,7 @@ static double median_of(double *v, size_t n)
 static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
 {
     size_t P = (size_t)f->p, sn = 0, sl = 0, big = P > np ? P : np;
-    double M = f->bytes, *v = malloc((big + 1) * sizeof *v);
+    double M = f->bytes, *v = calloc(big + 1, sizeof *v); /* zeroed: v[0] with no node or link */
     if (!v)
         return json_null();
     for (size_t i = 0; i < P; i++) {

@@ -110,6 +110,22 @@ MPILAB_TEST(lmo_measure_and_fit)
     mpilab_lmo_measured_free(&m);
 }
 
+/* Many samples per experiment (more bytes than any eager limit) at 0 bytes: every root sends
+ * its samples to rank 0 while rank 0 may still need it in the same triplet; a blocking send
+ * of the samples deadlocked (3 ranks, 3 of 6 runs hung before the fix). */
+MPILAB_TEST(many_samples_to_rank_0_do_not_deadlock)
+{
+    const mpilab_precision_t many = {.min_reps = 5000, .max_reps = 5000, .cl = 0.95, .eps = 0.05};
+    mpilab_triplet_t t = {0, 1, 2};
+    mpilab_p2t_result_t res[3] = {{0}};
+    CHECK(mpilab_p2t_measure(MPI_COMM_WORLD, 0, MPILAB_P2P_PARALLEL, &many, 0, &t, 1, res) == MPI_SUCCESS);
+    for (int e = 0; kit_rank == 0 && e < 3; e++)
+        CHECKF(res[e].stats.reps == 5000 && res[e].samples != NULL, "experiment %d: %zu reps", e,
+               res[e].stats.reps);
+    for (int e = 0; e < 3; e++)
+        mpilab_p2t_result_free(&res[e]);
+}
+
 MPILAB_TEST(bad_arguments)
 {
     mpilab_triplet_t t = {0, 1, 2};
