@@ -19,6 +19,8 @@ import struct
 import sys
 import termios
 
+import harness  # noqa: F401 (this checkout's package on the path)
+
 SYS_PIDFD_GETFD = 438  # x86_64 and aarch64
 
 

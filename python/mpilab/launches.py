@@ -233,7 +233,10 @@ def _merge_one(group: list[dict[str, Any]], name: str, q: Any, cl: float) -> int
     r = merge_param(vals, los, his, cl)
     if not math.isfinite(r["lo"]):
         return 0
-    group[0][name] = r["value"]
+    # model parameters are times and rates, never below 0: a fit clamps them and their
+    # intervals at 0 (plausible.py refuses a negative end), and so does the merge
+    r["lo"], r["hi"] = max(r["lo"], 0.0), max(r["hi"], 0.0)
+    group[0][name] = max(r["value"], 0.0)
     flags += [f for f, on in ((CI_WIDE, r["wide"]), (LAUNCHES_DISAGREE, r["disagree"])) if on]
     raws = [_num((g.get("quality") or {}).get(name, {}).get("raw")) for g in group]
     q.update({"raw": statistics.median(x for x in raws if x is not None)

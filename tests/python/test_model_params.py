@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from htmlq import parse as parse_html
-from mpilab import quality, results
+from mpilab import quality, results, results_model
 from mpilab.errors import MpilabError
 from mpilab.report import render_report as render
 
@@ -109,9 +109,9 @@ def test_hockney_beta_below_zero_in_the_distributions(tmp_path: Path) -> None:
     from mpilab.report import summary
 
     r = results.load(DATA)
-    pairs = [results.HockneyPair(i=0, j=k, alpha=-1e-7 if k < 3 else 1e-6 * k, beta=1e-10)
+    pairs = [results_model.HockneyPair(i=0, j=k, alpha=-1e-7 if k < 3 else 1e-6 * k, beta=1e-10)
              for k in range(1, 40)]
-    r2 = results.Results(path=r.path, provenance=r.provenance, measurements=r.measurements,
+    r2 = results_model.Results(path=r.path, provenance=r.provenance, measurements=r.measurements,
                          hockney=pairs, predictions=[], raw=r.raw, sources=r.sources)
     t = summary._model_distributions(r2)[0]
     row = next(x for x in t.rows if x[0].text.startswith("Hockney alpha"))
