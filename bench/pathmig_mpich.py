@@ -6,7 +6,8 @@ exactly as `testbed run --mpi mpich|openmpi --pathmig` starts them (launch.job_p
 testbed's rsh agent, the job's rail, sockets turned into MPTCP by mptcpize, cubic and the
 quickack route metric). UCX binds its listening socket to one address, so the agents' joins
 on the other rail need the agents' join listeners (docs/pathmig.md, MPICH). The program
-is a small data-checked ping-pong between two ranks compiled with the MPI's mpicc; rank 0
+is the data-checked echo ping-pong of mpilab.pathmig.echo (shared with
+tests/python/test_pathmig_tail.py) compiled with the MPI's mpicc; rank 0
 logs every round trip (iteration, CLOCK_REALTIME end, duration). The fault (rail 0 of the
 first node) is applied when rank 0 prints the progress line of round trip --fault-at, and
 healed after the run. The pause is the longest round trip that ended within --window
@@ -22,7 +23,9 @@ trips before the fault). Every run has a time limit.
 Modes: tcp; mptcp (the in-kernel path manager, `testbed run --mptcp`); pathmig (agents, no
 fault); pathmig+down, pathmig+drop (a fault); pathmig-nojl+down, pathmig-nojl+drop (agents
 without join listeners); suffix ~noqa: without the quickack route metric (as before the
-fix, for a side-by-side comparison). UCX_* variables in the environment reach the ranks
+fix, for a side-by-side comparison); suffix ~nokeep: MPICH's ranks without the finalize
+keeper (src/pathmig/ucx_finalize.c; MPILAB_UCX_FINALIZE=0), as before it; suffixes combine
+(pathmig+down~nokeep~noqa). UCX_* variables in the environment reach the ranks
 (Hydra passes the environment on). --capture DIR keeps a tcpdump of both nodes and the
 kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target. A run that
 hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
@@ -48,79 +51,16 @@ from typing import Any
 
 from harness import testbed_up_in
 from mpilab.fsutil import atomic_write_text
-from mpilab.pathmig import agents, congestion
+from mpilab.pathmig import agents, congestion, echo
 from mpilab.pathmig import pingpong as ppm
 from mpilab.testbed import faults, launch, net
 from mpilab.testbed.spec import Spec
 from mpilab.tools import mpi_env
 
-PROGRAM = r"""
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-static double now_real(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    int rank, n = argc > 1 ? atoi(argv[1]) : 1000, len = argc > 2 ? atoi(argv[2]) : 65536;
-    FILE *log = NULL;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0 && argc > 3 && !(log = fopen(argv[3], "w"))) {
-        perror(argv[3]);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    unsigned char *b = malloc((size_t)len);
-    int bad = 0;
-    for (int it = 0; it < n; it++) {
-        if (rank == 0) {
-            for (int k = 0; k < len; k++) b[k] = (unsigned char)(it * 7 + k);
-            double t = MPI_Wtime();
-            MPI_Send(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(b, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            double d = MPI_Wtime() - t;
-            for (int k = 0; k < len; k++) bad += b[k] != (unsigned char)(it * 7 + k + 1);
-            if (log) fprintf(log, "%d %.6f %.9f %d\n", it, now_real(), d, bad);
-            if ((it + 1) % 10 == 0) { printf("progress %d\n", it + 1); fflush(stdout); }
-        } else if (rank == 1) {
-            MPI_Recv(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            for (int k = 0; k < len; k++) b[k]++;
-            MPI_Send(b, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-        }
-    }
-    if (log) fclose(log);
-    if (rank == 0) {
-        printf(bad ? "pingpong BAD %d\n" : "pingpong ok\n", bad);
-        fflush(stdout);
-    }
-    MPI_Finalize();
-    if (rank == 0) { printf("finalized\n"); fflush(stdout); }
-    free(b);
-    return bad != 0;
-}
-"""
-
-MPICC = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
 TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
 HEAL_WAIT_S = 5.0  # a hung job: how long to wait for its end after healing the rail
 NEAR_S = 0.3  # near_ms: the longest round trip ending this soon after the fault
 HOSTS = ["s0n0", "s1n0"]
-
-
-def build(work: Path, mpi: str) -> Path:
-    cc = shutil.which(MPICC[mpi]) or (shutil.which("mpicc") if mpi == "openmpi" else None)
-    if not cc:
-        sys.exit(f"pathmig_mpich: {MPICC[mpi]} not found")
-    src, exe = work / "pp.c", work / f"pp-{mpi}"
-    src.write_text(PROGRAM)
-    subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
-    return exe
 
 
 def nstat(sp: Spec, node: str) -> dict[str, int]:
@@ -278,10 +218,11 @@ def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
 
 
 def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault_at: int,
-        limit: float, window: float, work: Path, capture: Path | None) -> dict[str, Any]:
+        limit: float, window: float, work: Path, capture: Path | None,
+        linger_ms: float = 0.0) -> dict[str, Any]:
     agents.stop(sp)
     agents.clear_logs(sp)
-    mode_, _, variant = mode.partition("~")
+    mode_, *variants = mode.split("~")
     base, _, fmode = mode_.partition("+")
     mptcp = base != "tcp"
     pathmig = base.startswith("pathmig")
@@ -292,13 +233,17 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
         agents.start(sp, hosts=HOSTS,
                      extra=["--no-join-listeners"] if base == "pathmig-nojl" else [])
     # every mode under the congestion control of MPTCP runs (cubic), TCP too
+    env = mpi_env()
+    keeper = "nokeep" not in variants  # MPICH's ranks with the finalize keeper (default)
+    if not keeper:  # the library itself is not preloaded; the variable says so to a reader
+        env["MPILAB_UCX_FINALIZE"] = "0"
     cmd = launch.job_prefix(sp, 2, ",".join(HOSTS), mptcp, None, pathmig,
-                            congestion.MPTCP_DEFAULT, mpi)
-    if variant == "noqa":  # as before the quickack fix
+                            congestion.MPTCP_DEFAULT, mpi, ucx_keeper=keeper)
+    if "noqa" in variants:  # as before the quickack fix
         congestion.apply(sp, HOSTS, congestion.MPTCP_DEFAULT, quickack=False)
     rtt_log = work / "rtt.log"
     rtt_log.unlink(missing_ok=True)
-    cmd += [str(exe), str(iters), str(nbytes), str(rtt_log)]
+    cmd += [str(exe), str(iters), str(nbytes), str(rtt_log), str(linger_ms)]
     caps: list[subprocess.Popen[bytes]] = []
     if capture:
         capture.mkdir(parents=True, exist_ok=True)
@@ -311,7 +256,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
     before = {n: nstat(sp, n) for n in HOSTS}
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env=mpi_env())
+                         start_new_session=True, env=env)
     assert p.stdout is not None
     lines: list[str] = []
     fault_t: float | None = None
@@ -364,9 +309,9 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                 bad_so_far = int(f[3])
     jl = [e for e in ev if e["event"] == "join_listener"]
     out: dict[str, Any] = {
-        "mpi": mpi, "mode": mode, "bytes": nbytes, "rc": p.returncode,
+        "mpi": mpi, "mode": mode, "bytes": nbytes, "rc": p.returncode, "linger_ms": linger_ms,
         "seconds": round(time.monotonic() - t0, 2), "time": time.time(),
-        "pingpong_ok": "pingpong ok" in lines, "finalized": "finalized" in lines,
+        "pingpong_ok": f"pingpong ok: {iters}" in lines, "finalized": "finalized" in lines,
         "hung": hung, "fault": {"target": "s0n0:0", "mode": fmode} if fault_t else {},
         "migrations": sum(1 for e in ev if e["event"] == "state" and e["to"] == "MIGRATED"
                           and e.get("from") == "ARMED"),
@@ -375,6 +320,11 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
                            for r in sorted({str(e["result"]) for e in jl})},
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
         "stderr": err.strip()[-400:]}
+    # MPILAB_UCX_FINALIZE_DEBUG=1: each rank's keeper says how many events it progressed
+    # after the rank's own close requests completed (answers the peer needed)
+    late = [int(m) for m in re.findall(r"mpilab-ucx-finalize: pid \d+: (\d+) event", err)]
+    if late:
+        out["keeper_late_events"] = late
     out |= hang
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
@@ -419,6 +369,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                     r["median_ms"] for r in rs if "median_ms" in r)[
                                     len(rs) // 2], 4) if all("median_ms" in r for r in rs)
                                 else None}
+        kept = [r for r in rs if "keeper_late_events" in r]
+        if kept:  # runs in which a rank's keeper answered its peer after its own close
+            late = sum(1 for r in kept if any(r["keeper_late_events"]))
+            cell["keeper_answered_late"] = f"{late} of {len(kept)}"
         heal = [r["ended_after_heal"] for r in rs if r.get("ended_after_heal") is not None]
         if heal:  # hung runs: how many ended once the faulted rail was healed
             cell["hung_ended_after_heal"] = f"{sum(heal)} of {len(heal)}"
@@ -448,7 +402,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mpi", choices=sorted(MPICC), default="mpich")
+    ap.add_argument("--mpi", choices=sorted(echo.MPICC), default="mpich")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=0,
                     help="round trips per run (default: 3000 up to 4 KiB, else 1000)")
@@ -465,6 +419,9 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=0,
                     help="start no new run after this many seconds (0: no limit)")
     ap.add_argument("--capture", help="keep tcpdump and counters of slow runs here")
+    ap.add_argument("--linger", type=float, default=0.0,
+                    help="ms rank 0 keeps progressing before MPI_Finalize (> 0: MPICH 4.0's "
+                         "finalize race at will, see mpilab.pathmig.echo)")
     ap.add_argument("--resume", action="store_true",
                     help="append to the runs already in --out (another bench slot)")
     ap.add_argument("--prefix", default="pmmpi")
@@ -486,7 +443,7 @@ def main() -> int:
                              "argv": sys.argv[1:]})
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    exe = build(work, a.mpi)
+    exe = echo.build(work, a.mpi)
     sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     t_start = time.monotonic()
     try:
@@ -499,7 +456,8 @@ def main() -> int:
                 fault_at = a.fault_at or (iters // 30) * 10
                 for mode in a.modes.split(","):
                     rec = run(sp, exe, a.mpi, mode, iters, nbytes, fault_at, a.limit,
-                              a.window, work, Path(a.capture) if a.capture else None)
+                              a.window, work, Path(a.capture) if a.capture else None,
+                              a.linger)
                     doc["runs"].append(rec | {"rep": rep})
                     print(json.dumps({k: v for k, v in rec.items() if k != "nstat"}),
                           flush=True)

@@ -68,6 +68,15 @@ def test_pathmig_command_survives_a_closed_pipe(cmd: list[str]) -> None:
     assert p.stderr == "", p.stderr  # no traceback, no internal error
 
 
+def test_every_pathmig_command_is_in_the_closed_pipe_test() -> None:
+    """A pathmig command added later is not left out of the closed-pipe test above."""
+    from mpilab.cli import build_parser
+    pm = next(a for a in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+              if "pathmig" in a.choices).choices["pathmig"]
+    actions = next(a for a in pm._subparsers._group_actions).choices  # type: ignore[union-attr]
+    assert set(actions) == {c[0] for c in COMMANDS}
+
+
 def test_pathmig_command_output_reaches_an_open_pipe() -> None:
     """The same fakes with a reader: the output is all there (the quiet ending above is not
     a command that writes nothing)."""

@@ -239,6 +239,21 @@ def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> No
     if shutil.which("mptcpize"):
         m = launch.mpiexec_mpich_command(sp, ["s0n0"], 1, agent, [0], mptcp=True)
         assert Path(m[0]).name == "mptcpize" and m[1] == "run" and m[2:] != []
+    # the finalize keeper is preloaded into the ranks when built (under MPTCP after
+    # mptcpize's library, which Hydra's LD_PRELOAD would otherwise replace), and not when
+    # the caller says so
+    try:
+        keeper = launch.find_tool(launch.FINALIZE_KEEPER)
+    except Exception:
+        keeper = None
+    pre = [cmd[i + 2] for i, a in enumerate(cmd) if a == "-genv" and cmd[i + 1] == "LD_PRELOAD"]
+    assert pre == ([keeper] if keeper else [])
+    off = launch.mpiexec_mpich_command(sp, ["s0n0"], 1, agent, [0], False, ucx_keeper=False)
+    assert "LD_PRELOAD" not in off
+    if keeper and shutil.which("mptcpize"):
+        m = launch.mpiexec_mpich_command(sp, ["s0n0"], 1, agent, [0], mptcp=True)
+        lib = m[m.index("LD_PRELOAD") + 1].split(":")
+        assert "mptcpwrap" in lib[0] and lib[1:] == [keeper], lib
 
 
 def test_job_mpi_follows_the_program() -> None:

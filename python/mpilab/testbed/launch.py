@@ -3,6 +3,7 @@ node's namespace, Open MPI parameters, and MPTCP set-up for `--mptcp`."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from mpilab.fsutil import atomic_write_text
 from mpilab.hostlimits import RANK_FDS, RANK_MEMORY, max_ranks  # noqa: F401
 from mpilab.testbed import faults, jobctl, net
 from mpilab.testbed.spec import Spec, parse_node
-from mpilab.tools import mpi_env
+from mpilab.tools import find_tool, mpi_env
 
 
 def choose_hosts(spec: Spec, hosts: str | None) -> list[str]:
@@ -125,7 +126,7 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
 
 
 def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
-                          rails: list[int], mptcp: bool) -> list[str]:
+                          rails: list[int], mptcp: bool, ucx_keeper: bool = True) -> list[str]:
     """MPICH's Hydra (mpiexec.mpich) with the testbed's rsh agent: ranks round robin over the
     hosts (as Open MPI's --map-by node), the control connections on the first rail
     (-iface), and UCX's TCP transport on the job's rails (Debian's MPICH is ch4:ucx)."""
@@ -137,9 +138,37 @@ def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
            "-iface", f"r{rails[0]}",
            "-hosts", ",".join(spec.addr(h, rails[0]) for h in hosts), "-np", str(np),
            "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", devs]
+    preload = mpich_rank_preload(mptcp) if ucx_keeper else None
+    if preload:
+        cmd += ["-genv", "LD_PRELOAD", preload]
     if mptcp:
         cmd = [_mptcpize(), "run", *cmd]
     return cmd
+
+
+FINALIZE_KEEPER = "libmpilab_ucx_finalize.so"
+
+
+def mpich_rank_preload(mptcp: bool) -> str | None:
+    """LD_PRELOAD for the ranks of an MPICH job: the finalize keeper
+    (src/pathmig/ucx_finalize.c: MPICH 4.0's MPI_Finalize can hang when a rank has left UCX
+    for its PMI barrier before answering its peer's last flush; docs/pathmig.md, "MPICH")
+    and, under MPTCP, mptcpize's library, which Hydra's own LD_PRELOAD for the ranks would
+    otherwise replace. None when the keeper is not built or MPILAB_UCX_FINALIZE=0 (then
+    mptcpize's variable reaches the ranks as before)."""
+    if os.environ.get("MPILAB_UCX_FINALIZE") == "0":
+        return None
+    try:
+        keeper = find_tool(FINALIZE_KEEPER)
+    except MpilabError:
+        return None
+    if not mptcp:
+        return keeper
+    wrap = subprocess.run([_mptcpize(), "run", "sh", "-c", 'printf %s "$LD_PRELOAD"'],
+                          capture_output=True, text=True, timeout=30).stdout.strip()
+    if not wrap:
+        raise MpilabError("mptcpize run: no LD_PRELOAD library to pass on to the ranks")
+    return f"{wrap}:{keeper}"
 
 
 MPIS = ("auto", "openmpi", "mpich")
@@ -178,14 +207,15 @@ def check_job_args(spec: Spec, np: int | None, hosts: str | None,
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
                pathmig: bool = False, congestion: str = "auto",
-               mpi: str = "openmpi") -> list[str]:
+               mpi: str = "openmpi", ucx_keeper: bool = True) -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun (`mpi`
     "openmpi") or mpiexec.mpich ("mpich") runs in the first host's namespace with the
     testbed's hostfile or host list, rsh agent and interface options.
     Append the program and its arguments. Used by `testbed run` and by other commands'
     `--testbed` option. `congestion`: the TCP congestion control of the job's namespaces
     ("auto": cubic under MPTCP, the namespaces' default otherwise; "default"; a name);
-    see mpilab.pathmig.congestion for why MPTCP must not run under BBR."""
+    see mpilab.pathmig.congestion for why MPTCP must not run under BBR. `ucx_keeper`:
+    preload the MPI_Finalize keeper into MPICH's ranks (mpich_rank_preload)."""
     net.require_root()
     chosen = choose_hosts(spec, hosts)
     if np is None:
@@ -219,7 +249,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     if mpi == "mpich":
         return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
                 "env", f"TMPDIR={tmp}",
-                *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp)]
+                *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp, ucx_keeper)]
     if mpi != "openmpi":
         raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
     return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
