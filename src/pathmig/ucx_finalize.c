@@ -22,7 +22,9 @@
  * off (the calls are passed on unchanged); MPILAB_UCX_FINALIZE_DEBUG=1 prints, when a
  * worker is destroyed, how many events the keeper progressed after the rank's own close
  * requests had been released (the answers the peer would otherwise never have had). */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
