@@ -217,30 +217,39 @@ def window_stats(rtts: list[tuple[int, float, float]], fault_t: float | None,
     return out
 
 
-def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault_at: int,
-        limit: float, window: float, work: Path, capture: Path | None,
-        linger_ms: float = 0.0) -> dict[str, Any]:
+def prepare_mode(sp: Spec, mpi: str, base: str, variants: list[str]
+                 ) -> tuple[list[str], dict[str, str]]:
+    """The nodes set up for one mode (agents for pathmig*, no in-kernel path manager left
+    over, cubic; ~noqa: no quickack metric) and the job's command prefix and environment
+    (~nokeep: MPICH's ranks without the finalize keeper)."""
     agents.stop(sp)
     agents.clear_logs(sp)
-    mode_, *variants = mode.split("~")
-    base, _, fmode = mode_.partition("+")
-    mptcp = base != "tcp"
-    pathmig = base.startswith("pathmig")
     for n in HOSTS:  # no path manager left over from the previous mode
         net.sh(["ip", "netns", "exec", sp.ns(n), "sysctl", "-qw", "net.mptcp.pm_type=0"])
         net.sh(["ip", "-n", sp.ns(n), "mptcp", "endpoint", "flush"])
-    if pathmig:
+    if base.startswith("pathmig"):
         agents.start(sp, hosts=HOSTS,
                      extra=["--no-join-listeners"] if base == "pathmig-nojl" else [])
-    # every mode under the congestion control of MPTCP runs (cubic), TCP too
     env = mpi_env()
     keeper = "nokeep" not in variants  # MPICH's ranks with the finalize keeper (default)
     if not keeper:  # the library itself is not preloaded; the variable says so to a reader
         env["MPILAB_UCX_FINALIZE"] = "0"
-    cmd = launch.job_prefix(sp, 2, ",".join(HOSTS), mptcp, None, pathmig,
-                            congestion.MPTCP_DEFAULT, mpi, ucx_keeper=keeper)
+    # every mode under the congestion control of MPTCP runs (cubic), TCP too
+    cmd = launch.job_prefix(sp, 2, ",".join(HOSTS), base != "tcp", None,
+                            base.startswith("pathmig"), congestion.MPTCP_DEFAULT, mpi,
+                            ucx_keeper=keeper)
     if "noqa" in variants:  # as before the quickack fix
         congestion.apply(sp, HOSTS, congestion.MPTCP_DEFAULT, quickack=False)
+    return cmd, env
+
+
+def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault_at: int,
+        limit: float, window: float, work: Path, capture: Path | None,
+        linger_ms: float = 0.0) -> dict[str, Any]:
+    mode_, *variants = mode.split("~")
+    base, _, fmode = mode_.partition("+")
+    pathmig = base.startswith("pathmig")
+    cmd, env = prepare_mode(sp, mpi, base, variants)
     rtt_log = work / "rtt.log"
     rtt_log.unlink(missing_ok=True)
     cmd += [str(exe), str(iters), str(nbytes), str(rtt_log), str(linger_ms)]
