@@ -425,3 +425,38 @@ def test_mpich_exported_json_is_loaded_and_fires(tmp_path: Path) -> None:
     assert "verify: 2 of 2 cells ran the chosen algorithm" in p.stdout
     assert re.search(r"bcast\s+4096 B\s+chosen mpich_scatter_ring_allgather\s+ran "
                      r"intra_scatter_ring_allgather .*differs from the default", p.stdout)
+
+
+@needs_ompi
+def test_an_interrupted_sweep_continues_where_it_stopped(tmp_path: Path) -> None:
+    d = tmp_path / "sw"
+    args = ("tune", "sweep", "--dir", str(d), "--np", "2", "--colls", "bcast", "--sizes",
+            "64", "--launches", "2", "--budget", "0.5", "--rounds", "0", "--quiet")
+    p = _mpilab(*args)
+    assert p.returncode == 0, p.stderr
+    st = json.loads((d / "state.json").read_text())
+    assert st["runs"]["np2-r0"]["files"] == ["np2-r0.launch1.json", "np2-r0.launch2.json"]
+    assert st["spent_s"]["2"] > 0
+    # as if the sweep had been stopped during launch 2: its file gone, the state without it
+    first = (d / "np2-r0.launch1.json").read_bytes()
+    (d / "np2-r0.launch2.json").unlink()
+    (d / "np2-r0.json").unlink()
+    st["runs"]["np2-r0"]["files"] = ["np2-r0.launch1.json"]
+    st["runs"]["np2-r0"].pop("merged")
+    st.pop("done")
+    (d / "state.json").write_text(json.dumps(st))
+    p = _mpilab(*args)
+    assert p.returncode == 0, p.stderr
+    assert (d / "np2-r0.launch1.json").read_bytes() == first  # launch 1 not measured again
+    assert (d / "np2-r0.launch2.json").is_file() and (d / "np2-r0.json").is_file()
+    log = (d / "np2-r0.log").read_text()
+    merged = json.loads((d / "np2-r0.json").read_text())
+    assert len(merged["measurements"][0]["launches"]["reps"]) == 2, log
+    st2 = json.loads((d / "state.json").read_text())
+    assert st2["done"] and st2["spent_s"]["2"] > st["spent_s"]["2"]
+    # other settings on the same directory are refused in one line
+    other = list(args)
+    other[other.index("--launches") + 1] = "3"
+    p = _mpilab(*other)
+    assert p.returncode == 2 and "other settings" in p.stderr and len(
+        p.stderr.strip().splitlines()) == 1, p.stderr

@@ -104,8 +104,15 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
         if not cfg.get("quiet"):
             sys.stderr.write(f"mpilab tune: {name}: launch {k} of {n} ({np} ranks, "
                              f"{len(sizes)} sizes)\n")
-        rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
-                     d / f"{name}.log", cfg.get("launcher_args", []))
+        try:
+            rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
+                         d / f"{name}.log", cfg.get("launcher_args", []))
+        finally:
+            # wall time spent on this communicator size, launches cut short included (the
+            # sweep's duration over several bench slots)
+            spent = st.setdefault("spent_s", {})
+            spent[str(np)] = spent.get(str(np), 0.0) + time.monotonic() - t0
+            _save(d, st)
         ok = rc == 0 and f.is_file()
         doc = json.loads(f.read_text(encoding="utf-8")) if ok else None
         if not ok or doc.get("partial"):
