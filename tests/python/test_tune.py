@@ -460,3 +460,17 @@ def test_an_interrupted_sweep_continues_where_it_stopped(tmp_path: Path) -> None
     p = _mpilab(*other)
     assert p.returncode == 2 and "other settings" in p.stderr and len(
         p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@needs_ompi
+def test_an_algorithm_the_library_cannot_run_at_this_size_is_left_out(tmp_path: Path) -> None:
+    from mpilab.tune import sweep
+
+    # Open MPI lists two_proc barrier at any size; on 4 ranks it returns
+    # MPI_ERR_UNSUPPORTED_OPERATION, which aborted the whole 4-rank sweep launch
+    cfg = {"mpi": "openmpi", "timeout": 120.0}
+    bad = sweep.unusable(4, "barrier:native,barrier:ompi_two_proc,barrier:ompi_linear", [0],
+                         cfg, tmp_path)
+    assert list(bad) == ["barrier:ompi_two_proc"], bad
+    assert "UNSUPPORTED" in bad["barrier:ompi_two_proc"]
+    assert sweep.unusable(2, "barrier:native,barrier:ompi_two_proc", [0], cfg, tmp_path) == {}
