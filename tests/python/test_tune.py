@@ -237,7 +237,10 @@ MPICH_DEFAULT = {"collective=bcast": {"comm_type=intra": {"avg_msg_size<=12288":
     "algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}}, "comm_type=inter": {}},
     "collective=allgather": {"comm_type=intra": {"total_msg_size<81920": {
         "algorithm=MPIR_Allgather_intra_brucks": {}}, "total_msg_size=any": {
-        "algorithm=MPIR_Allgather_intra_ring": {}}}}}
+        "algorithm=MPIR_Allgather_intra_ring": {}}}},
+    "collective=alltoall": {"comm_type=intra": {"avg_msg_size<=256": {
+        "algorithm=MPIR_Alltoall_intra_brucks": {}}, "avg_msg_size=any": {
+        "algorithm=MPIR_Alltoall_intra_scattered": {}}}}}
 
 
 def test_mpich_json_round_trip() -> None:
@@ -251,7 +254,18 @@ def test_mpich_json_round_trip() -> None:
         {"op": "allgather", "np": 2, "ranges": [
             {"winner": "mpich_nb", "from": 4, "to": 4},
             {"winner": "mpich_ring", "from": 4096, "to": 4096}]}]}
+    names |= {"MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks",
+              "MPIR_Alltoall_intra_scattered"}
+    choice["ranges"].append({"op": "alltoall", "np": 4, "ranges": [
+        {"winner": "mpich_pairwise", "from": 4, "to": 32},
+        {"winner": "native", "from": 64, "to": 64},
+        {"winner": "mpich_pairwise", "from": 128, "to": 1024}]})
     doc = json.loads(json.dumps(export.mpich_json(choice, MPICH_DEFAULT, names)))
+    # alltoall: csel's avg_msg_size is the block (sendcount x type size), not block x ranks
+    # (the export multiplied it by the ranks: a 64 B block ran pairwise, 128 B the default)
+    pw, dflt = "MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks"
+    for block, want in ((32, pw), (64, dflt), (128, pw), (4096, pw)):
+        assert csel(doc, "alltoall", 4, block, block * 4) == want, block
     assert csel(doc, "bcast", 2, 64, 128) == "MPIR_Bcast_intra_scatter_ring_allgather"
     assert csel(doc, "bcast", 2, 1024, 2048) == "MPIR_Bcast_intra_binomial"  # the default's
     assert csel(doc, "bcast", 2, 1 << 20, 1 << 21) == "MPIR_Bcast_intra_scatter_ring_allgather"

@@ -133,7 +133,10 @@ def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[st
                     rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size=any"
                           if op != "barrier" else "comm_size=any"] = leaf
                 else:
-                    upper = rule_bytes(op, ths[k + 1][0], np) - 1
+                    # csel's avg_msg_size is the message or block itself (alltoall's block
+                    # too, sendcount x type size); total_msg_size is block x ranks
+                    start = ths[k + 1][0]
+                    upper = (start if op in MPICH_AVG else start * np) - 1
                     rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size<={upper}"] = leaf
             branch[f"comm_size<={np}"] = rules
         branch["comm_size=any"] = copy.deepcopy(default)
