@@ -169,7 +169,9 @@ CHOICE = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [],
                   {"winner": "ompi_pairwise", "from": 8, "to": 8, "sizes": [8]},
                   {"winner": "native", "from": 4096, "to": 4096, "sizes": [4096]}]},
               {"op": "barrier", "np": 2, "ranges": [
-                  {"winner": "ompi_recursive_doubling", "from": 0, "to": 0, "sizes": [0]}]}]}
+                  {"winner": "ompi_recursive_doubling", "from": 0, "to": 0, "sizes": [0]}]},
+              {"op": "gather", "np": 2, "ranges": [
+                  {"winner": "native", "from": 4, "to": 1024, "sizes": [4, 1024]}]}]}
 OMPI_INFO = "\n".join(
     f"mca:coll:tuned:param:coll_tuned_{c}_algorithm:enumerator:value:{n}:{name}"
     for c, n, name in (("bcast", 0, "ignore"), ("bcast", 2, "chain"), ("bcast", 6, "binomial"),
@@ -186,7 +188,7 @@ def test_ompi_info_parse() -> None:
 def test_rules_file_round_trip() -> None:
     text = export.ompi_rules(CHOICE, parse_ompi_info(OMPI_INFO))
     rules = read_ompi_rules(text)
-    assert set(rules) == {7, 3, 6}
+    assert set(rules) == {7, 3, 6}  # gather, kept at the default everywhere, left out
     # bcast on 2 ranks: default below the middle of 64 and 1024, chain, binomial above
     assert [ompi_pick(rules, 7, 2, m) for m in (4, 64, 255, 256, 1024, 16384, 262144, 1 << 30)] \
         == [0, 0, 0, 2, 2, 2, 6, 6]
@@ -256,6 +258,9 @@ def test_mpich_json_round_trip() -> None:
             {"winner": "mpich_ring", "from": 4096, "to": 4096}]}]}
     names |= {"MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks",
               "MPIR_Alltoall_intra_scattered"}
+    # gather kept at the default everywhere: left out (this tree has no gather to edit)
+    choice["ranges"].append({"op": "gather", "np": 2, "ranges": [
+        {"winner": "native", "from": 4, "to": 64}]})
     choice["ranges"].append({"op": "alltoall", "np": 4, "ranges": [
         {"winner": "mpich_pairwise", "from": 4, "to": 32},
         {"winner": "native", "from": 64, "to": 64},
