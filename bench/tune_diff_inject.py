@@ -36,8 +36,11 @@ def main() -> int:
     ap.add_argument("--sizes", default="8,1K,64K")
     ap.add_argument("--budget", default="4s")
     ap.add_argument("--out")
+    ap.add_argument("--dir", help="keep every trial here; a trial already there is not run "
+                                  "again (a run longer than one bench slot continues)")
     a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="tune-inject-"))
+    tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="tune-inject-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     so = tmp / "inj.so"
     cc = run(["mpicc", "-shared", "-fPIC", "-O2", f"-I{REPO / 'include'}",
               f"-I{REPO / 'build' / 'include'}", str(REPO / "bench" / "tune_inject.c"),
@@ -47,6 +50,14 @@ def main() -> int:
         return 2
     results = []
     for t in range(1, a.trials + 1):
+        done = tmp / f"t{t}.result.json"
+        if done.is_file():
+            results.append(json.loads(done.read_text()))
+            r = results[-1]
+            print(f"trial {t} (kept): {r['flagged']} of {r['affected']} slowed sizes flagged, "
+                  f"{r['false_flags']} untouched flagged, exit {r['exit']}: "
+                  f"{'PASS' if r['pass'] else 'FAIL'}")
+            continue
         files = {}
         for k in range(1, a.launches + 1):
             for label in ("A", "B"):
@@ -77,6 +88,7 @@ def main() -> int:
         results.append({"trial": t, "flagged": len(hit), "affected": nb,
                         "false_flags": len(false), "exit": d.returncode, "pass": ok,
                         "rows": rows})
+        write_json(str(done), results[-1])
         print(f"trial {t}: {len(hit)} of {nb} slowed sizes flagged, {len(false)} of "
               f"{len(rows) - nb} untouched flagged, exit {d.returncode}: "
               f"{'PASS' if ok else 'FAIL'}")
@@ -86,7 +98,8 @@ def main() -> int:
     print(f"{sum(r['pass'] for r in results)} of {len(results)} trials passed")
     if a.out:
         write_json(a.out, results)
-    shutil.rmtree(tmp, ignore_errors=True)
+    if not a.dir:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -169,7 +169,9 @@ CHOICE = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [],
                   {"winner": "ompi_pairwise", "from": 8, "to": 8, "sizes": [8]},
                   {"winner": "native", "from": 4096, "to": 4096, "sizes": [4096]}]},
               {"op": "barrier", "np": 2, "ranges": [
-                  {"winner": "ompi_recursive_doubling", "from": 0, "to": 0, "sizes": [0]}]}]}
+                  {"winner": "ompi_recursive_doubling", "from": 0, "to": 0, "sizes": [0]}]},
+              {"op": "gather", "np": 2, "ranges": [
+                  {"winner": "native", "from": 4, "to": 1024, "sizes": [4, 1024]}]}]}
 OMPI_INFO = "\n".join(
     f"mca:coll:tuned:param:coll_tuned_{c}_algorithm:enumerator:value:{n}:{name}"
     for c, n, name in (("bcast", 0, "ignore"), ("bcast", 2, "chain"), ("bcast", 6, "binomial"),
@@ -186,7 +188,7 @@ def test_ompi_info_parse() -> None:
 def test_rules_file_round_trip() -> None:
     text = export.ompi_rules(CHOICE, parse_ompi_info(OMPI_INFO))
     rules = read_ompi_rules(text)
-    assert set(rules) == {7, 3, 6}
+    assert set(rules) == {7, 3, 6}  # gather, kept at the default everywhere, left out
     # bcast on 2 ranks: default below the middle of 64 and 1024, chain, binomial above
     assert [ompi_pick(rules, 7, 2, m) for m in (4, 64, 255, 256, 1024, 16384, 262144, 1 << 30)] \
         == [0, 0, 0, 2, 2, 2, 6, 6]
@@ -237,7 +239,10 @@ MPICH_DEFAULT = {"collective=bcast": {"comm_type=intra": {"avg_msg_size<=12288":
     "algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}}, "comm_type=inter": {}},
     "collective=allgather": {"comm_type=intra": {"total_msg_size<81920": {
         "algorithm=MPIR_Allgather_intra_brucks": {}}, "total_msg_size=any": {
-        "algorithm=MPIR_Allgather_intra_ring": {}}}}}
+        "algorithm=MPIR_Allgather_intra_ring": {}}}},
+    "collective=alltoall": {"comm_type=intra": {"avg_msg_size<=256": {
+        "algorithm=MPIR_Alltoall_intra_brucks": {}}, "avg_msg_size=any": {
+        "algorithm=MPIR_Alltoall_intra_scattered": {}}}}}
 
 
 def test_mpich_json_round_trip() -> None:
@@ -251,7 +256,21 @@ def test_mpich_json_round_trip() -> None:
         {"op": "allgather", "np": 2, "ranges": [
             {"winner": "mpich_nb", "from": 4, "to": 4},
             {"winner": "mpich_ring", "from": 4096, "to": 4096}]}]}
+    names |= {"MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks",
+              "MPIR_Alltoall_intra_scattered"}
+    # gather kept at the default everywhere: left out (this tree has no gather to edit)
+    choice["ranges"].append({"op": "gather", "np": 2, "ranges": [
+        {"winner": "native", "from": 4, "to": 64}]})
+    choice["ranges"].append({"op": "alltoall", "np": 4, "ranges": [
+        {"winner": "mpich_pairwise", "from": 4, "to": 32},
+        {"winner": "native", "from": 64, "to": 64},
+        {"winner": "mpich_pairwise", "from": 128, "to": 1024}]})
     doc = json.loads(json.dumps(export.mpich_json(choice, MPICH_DEFAULT, names)))
+    # alltoall: csel's avg_msg_size is the block (sendcount x type size), not block x ranks
+    # (the export multiplied it by the ranks: a 64 B block ran pairwise, 128 B the default)
+    pw, dflt = "MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks"
+    for block, want in ((32, pw), (64, dflt), (128, pw), (4096, pw)):
+        assert csel(doc, "alltoall", 4, block, block * 4) == want, block
     assert csel(doc, "bcast", 2, 64, 128) == "MPIR_Bcast_intra_scatter_ring_allgather"
     assert csel(doc, "bcast", 2, 1024, 2048) == "MPIR_Bcast_intra_binomial"  # the default's
     assert csel(doc, "bcast", 2, 1 << 20, 1 << 21) == "MPIR_Bcast_intra_scatter_ring_allgather"
@@ -425,3 +444,52 @@ def test_mpich_exported_json_is_loaded_and_fires(tmp_path: Path) -> None:
     assert "verify: 2 of 2 cells ran the chosen algorithm" in p.stdout
     assert re.search(r"bcast\s+4096 B\s+chosen mpich_scatter_ring_allgather\s+ran "
                      r"intra_scatter_ring_allgather .*differs from the default", p.stdout)
+
+
+@needs_ompi
+def test_an_interrupted_sweep_continues_where_it_stopped(tmp_path: Path) -> None:
+    d = tmp_path / "sw"
+    args = ("tune", "sweep", "--dir", str(d), "--np", "2", "--colls", "bcast", "--sizes",
+            "64", "--launches", "2", "--budget", "0.5", "--rounds", "0", "--quiet")
+    p = _mpilab(*args)
+    assert p.returncode == 0, p.stderr
+    st = json.loads((d / "state.json").read_text())
+    assert st["runs"]["np2-r0"]["files"] == ["np2-r0.launch1.json", "np2-r0.launch2.json"]
+    assert st["spent_s"]["2"] > 0
+    # as if the sweep had been stopped during launch 2: its file gone, the state without it
+    first = (d / "np2-r0.launch1.json").read_bytes()
+    (d / "np2-r0.launch2.json").unlink()
+    (d / "np2-r0.json").unlink()
+    st["runs"]["np2-r0"]["files"] = ["np2-r0.launch1.json"]
+    st["runs"]["np2-r0"].pop("merged")
+    st.pop("done")
+    (d / "state.json").write_text(json.dumps(st))
+    p = _mpilab(*args)
+    assert p.returncode == 0, p.stderr
+    assert (d / "np2-r0.launch1.json").read_bytes() == first  # launch 1 not measured again
+    assert (d / "np2-r0.launch2.json").is_file() and (d / "np2-r0.json").is_file()
+    log = (d / "np2-r0.log").read_text()
+    merged = json.loads((d / "np2-r0.json").read_text())
+    assert len(merged["measurements"][0]["launches"]["reps"]) == 2, log
+    st2 = json.loads((d / "state.json").read_text())
+    assert st2["done"] and st2["spent_s"]["2"] > st["spent_s"]["2"]
+    # other settings on the same directory are refused in one line
+    other = list(args)
+    other[other.index("--launches") + 1] = "3"
+    p = _mpilab(*other)
+    assert p.returncode == 2 and "other settings" in p.stderr and len(
+        p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@needs_ompi
+def test_an_algorithm_the_library_cannot_run_at_this_size_is_left_out(tmp_path: Path) -> None:
+    from mpilab.tune import sweep
+
+    # Open MPI lists two_proc barrier at any size; on 4 ranks it returns
+    # MPI_ERR_UNSUPPORTED_OPERATION, which aborted the whole 4-rank sweep launch
+    cfg = {"mpi": "openmpi", "timeout": 120.0}
+    bad = sweep.unusable(4, "barrier:native,barrier:ompi_two_proc,barrier:ompi_linear", [0],
+                         cfg, tmp_path)
+    assert list(bad) == ["barrier:ompi_two_proc"], bad
+    assert "UNSUPPORTED" in bad["barrier:ompi_two_proc"]
+    assert sweep.unusable(2, "barrier:native,barrier:ompi_two_proc", [0], cfg, tmp_path) == {}

@@ -59,10 +59,22 @@ def thresholds(rng: list[dict[str, Any]]) -> list[tuple[int, str]]:
     return out
 
 
+def tuned_ranges(choice: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choice's ranges of the collectives where some algorithm beat the default. A
+    collective kept at the default everywhere is left out of the files: Open MPI installs its
+    dynamic decision (a rule look-up on every call) only for the collectives its file names,
+    and MPICH keeps the library's own subtree; measured with a file naming every collective
+    on 2 ranks, the calls kept at the default ran the same algorithm, 5 to 12% slower (reduce
+    8 to 128 B on Open MPI; scatter on MPICH), docs/tune.md."""
+    won = {r["op"] for r in choice["ranges"]
+           if any(x["winner"] != DEFAULT for x in r["ranges"])}
+    return [r for r in choice["ranges"] if r["op"] in won]
+
+
 def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]]) -> str:
     """The rules file text of a choice document (mpilab.tune-choice/1)."""
     by_op: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for r in choice["ranges"]:
+    for r in tuned_ranges(choice):
         if r["op"] not in OMPI_IDS:
             raise MpilabError(f"{r['op']}: Open MPI's rules file has no collective of that name")
         by_op.setdefault(r["op"], {})[int(r["np"])] = r["ranges"]
@@ -111,7 +123,7 @@ def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[st
     """The selection document of a choice, built on the library's default tree."""
     out = copy.deepcopy(tree)
     by_op: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for r in choice["ranges"]:
+    for r in tuned_ranges(choice):
         by_op.setdefault(r["op"], {})[int(r["np"])] = r["ranges"]
     for op, sizes in by_op.items():
         default, sub = _default_intra(out, op)
@@ -133,7 +145,10 @@ def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[st
                     rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size=any"
                           if op != "barrier" else "comm_size=any"] = leaf
                 else:
-                    upper = rule_bytes(op, ths[k + 1][0], np) - 1
+                    # csel's avg_msg_size is the message or block itself (alltoall's block
+                    # too, sendcount x type size); total_msg_size is block x ranks
+                    start = ths[k + 1][0]
+                    upper = (start if op in MPICH_AVG else start * np) - 1
                     rules[f"{'avg' if op in MPICH_AVG else 'total'}_msg_size<={upper}"] = leaf
             branch[f"comm_size<={np}"] = rules
         branch["comm_size=any"] = copy.deepcopy(default)

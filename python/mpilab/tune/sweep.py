@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -88,6 +91,58 @@ def forced_impls(mpi: str, colls: list[str], timeout: float = 120.0) -> dict[str
     return out
 
 
+_PROBED = re.compile(r"^mpilab-probe: rank \d+ (begin|end|setup-failed) (\w+):(\w+) (\d+)"
+                     r"(?: rc (-?\d+)(?: error (.*))?)?$")
+
+
+def unusable(np: int, ops: str, sizes: list[int], cfg: dict[str, Any], d: Path
+             ) -> dict[str, str]:
+    """{op:impl: why} of the library's algorithms that fail on np ranks at a size of the
+    grid: one call each (mpilab-bench --probe, on a communicator that returns errors). An
+    algorithm the library lists but cannot run at this communicator size (Open MPI's
+    two_proc barrier or allgather on 4 ranks: MPI_ERR_UNSUPPORTED_OPERATION) would otherwise
+    abort the whole launch; a call that began and never ended (a crash) counts too."""
+    tmp = Path(tempfile.mkdtemp(prefix="mpilab-tune-probe-"))
+    try:
+        if cfg["mpi"] == "openmpi":
+            extra = ["-x", f"MPILAB_PROBE_LOG={tmp}"]
+        else:
+            extra = ["-genv", "MPILAB_PROBE_LOG", str(tmp)]
+        args = ["--mpi-algorithms", "--probe", "--ops", ops, "--sizes",
+                ",".join(map(str, sizes)), "--quiet"]
+        rc = _launch(np, args, cfg["mpi"], cfg["timeout"], d / f"np{np}-probe.log",
+                     extra + cfg.get("launcher_args", []))
+        bad: dict[str, str] = {}
+        seen = False
+        for r in range(np):
+            f = tmp / f"probe.{r}.log"
+            if not f.is_file():
+                continue
+            open_: dict[str, str] = {}
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                m = _PROBED.match(line)
+                if not m:
+                    continue
+                seen = True
+                key = f"{m.group(2)}:{m.group(3)}"
+                if m.group(1) == "begin":
+                    open_[key] = m.group(4)
+                elif m.group(1) == "setup-failed":
+                    bad.setdefault(key, f"setup failed at {m.group(4)} B")
+                else:
+                    open_.pop(key, None)
+                    if m.group(5) not in (None, "0"):
+                        bad.setdefault(key, f"{m.group(4)} B: {m.group(6) or 'rc ' + m.group(5)}")
+            for key, b in open_.items():
+                bad.setdefault(key, f"{b} B: the call never returned (exit {rc})")
+        if not seen:
+            raise MpilabError(f"np{np}: the probe of the algorithms gave no output (exit {rc}; "
+                              f"see {d / f'np{np}-probe.log'})")
+        return bad
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes: list[int],
                cfg: dict[str, Any]) -> Path:
     """One measurement (ops x sizes on np ranks) in cfg['launches'] launches, merged into
@@ -104,8 +159,15 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
         if not cfg.get("quiet"):
             sys.stderr.write(f"mpilab tune: {name}: launch {k} of {n} ({np} ranks, "
                              f"{len(sizes)} sizes)\n")
-        rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
-                     d / f"{name}.log", cfg.get("launcher_args", []))
+        try:
+            rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
+                         d / f"{name}.log", cfg.get("launcher_args", []))
+        finally:
+            # wall time spent on this communicator size, launches cut short included (the
+            # sweep's duration over several bench slots)
+            spent = st.setdefault("spent_s", {})
+            spent[str(np)] = spent.get(str(np), 0.0) + time.monotonic() - t0
+            _save(d, st)
         ok = rc == 0 and f.is_file()
         doc = json.loads(f.read_text(encoding="utf-8")) if ok else None
         if not ok or doc.get("partial"):
@@ -145,10 +207,21 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
         return ",".join(f"{c}:{i}" for c in cs for i in ["native", *impls[c]])
     for np in nps:
         mine: list[Path] = []
+        key = str(np)
+        if key not in st.setdefault("unusable", {}):
+            st["unusable"][key] = unusable(np, ops_of(colls), sizes, cfg, d)
+            _save(d, st)
+        for what, why in st["unusable"][key].items():
+            if not cfg.get("quiet"):
+                sys.stderr.write(f"mpilab tune: {np} ranks: {what} left out ({why})\n")
+        skip = set(st["unusable"][key])
+
+        def ops_np(cs: list[str], skip: set[str] = skip) -> str:
+            return ",".join(x for x in ops_of(cs).split(",") if x not in skip)
         if "barrier" in colls:
-            mine.append(run_series(d, st, f"np{np}-barrier", np, ops_of(["barrier"]), [0], cfg))
+            mine.append(run_series(d, st, f"np{np}-barrier", np, ops_np(["barrier"]), [0], cfg))
         if sized:
-            mine.append(run_series(d, st, f"np{np}-r0", np, ops_of(sized), sizes, cfg))
+            mine.append(run_series(d, st, f"np{np}-r0", np, ops_np(sized), sizes, cfg))
         for r in range(1, rounds + 1):
             docs = [json.loads(p.read_text(encoding="utf-8")) for p in mine]
             cells = choose.choose_all(docs, cfg["min_effect"])

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Target of issue 31: the exported rules against the library's default, side by side in one
+run. Per pair k: one launch of `mpilab-bench --ops <coll>:native` with the exported file
+loaded (Open MPI: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename
+FILE; MPICH: MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE) and one without it (the library
+as a user gets it), the order alternating (ABBA) so a drift of the machine does not favour
+one side. Per (collective, size) of the choice: the ratio rules/default with the paired
+launch-level interval of mpilab.tune.stats.paired (t over the pairs of launches, never
+narrower than the medians' own intervals; Mann-Whitney inside every pair) and a verdict:
+GAIN (significantly faster), LOSS (significantly slower), same.
+
+Resumable: every launch file is kept in --dir and a launch already there is not repeated,
+so a run longer than one bench slot continues in the next with the same command.
+
+    python3 bench/tune_rules_vs_default.py --choice sw/choice.json --file sw/rules.conf \
+        --np 2 --dir sw/rvd [--pairs 4] [--budget 20s] [--out rvd.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import env as harness_env
+from harness import find_tool, write_json
+from mpilab import launch
+from mpilab.commands.bench import DEFAULT_NP, runner_job
+from mpilab.tune import choose, stats
+from scipy.stats import ttest_1samp
+
+
+def _stop(_sig: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
+               out: Path, timeout: float) -> int:
+    extra: list[str] = []
+    if file and mpi == "openmpi":
+        extra = ["--mca", "coll_tuned_use_dynamic_rules", "1",
+                 "--mca", "coll_tuned_dynamic_rules_filename", file]
+    elif file:
+        extra = ["-genv", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", file]
+    args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
+            "--no-fit", "--quiet", "--out", str(out) + ".part"]
+    j = runner_job(np, DEFAULT_NP, args, None, extra)
+    e = harness_env(j.env)
+    with open(out.with_suffix(".log"), "ab") as log:
+        p = subprocess.Popen(j.cmd, env=e, stdout=log, stderr=log, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            import os
+
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
+    part = Path(str(out) + ".part")
+    if rc == 0 and part.is_file():
+        part.rename(out)
+    return rc
+
+
+def compare(choice: dict[str, Any], np: int, rules: list[dict[str, Any]],
+            default: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cell of the choice: rules against default, paired by launch pair."""
+    tr = [choose.table([d]) for d in rules]
+    td = [choose.table([d]) for d in default]
+    rows = []
+    for c in choice["cells"]:
+        if int(c["np"]) != np or not c["winner"]:
+            continue
+        key = (c["op"], np, int(c["bytes"]))
+        a = [t.get(key, {}).get("native", [[]])[0] for t in td]
+        b = [t.get(key, {}).get("native", [[]])[0] for t in tr]
+        cmp = stats.paired(a, b)
+        verdict = "GAIN" if cmp.faster else "LOSS" if cmp.slower else "same"
+        logs = [math.log(x["ratio"]) for x in cmp.per_launch]
+        p_t = float(ttest_1samp(logs, 0.0).pvalue) if len(logs) >= 2 else 1.0
+        rows.append({"op": c["op"], "bytes": int(c["bytes"]), "winner": c["winner"],
+                     "sweep_ratio": c.get("ratio"), "comparison": cmp.as_json(),
+                     "verdict": verdict, "p_t": p_t if math.isfinite(p_t) else 1.0})
+    holm(rows)
+    return rows
+
+
+def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
+    """Family-wise verdicts over all cells (Holm's step-down on the paired t tests of the
+    per-pair log ratios): 'never loses anywhere' is a claim about the whole family of cells,
+    and at 5% per cell about 1 in 20 cells running the same algorithm on both sides is
+    flagged by chance. A cell keeps its GAIN/LOSS family-wise when its own verdict holds and
+    Holm rejects its t test."""
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["p_t"])
+    m = len(rows)
+    stopped = False
+    for rank, i in enumerate(order):
+        ok = not stopped and rows[i]["p_t"] <= alpha / (m - rank)
+        stopped = stopped or not ok
+        rows[i]["holm"] = rows[i]["verdict"] if ok else "same"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--choice", required=True)
+    ap.add_argument("--file", required=True, help="the exported rules file / selection JSON")
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--budget", default="20s")
+    ap.add_argument("--timeout", type=float, default=400.0)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, _stop)
+    choice = json.loads(Path(a.choice).read_text(encoding="utf-8"))
+    cells = [c for c in choice["cells"] if int(c["np"]) == a.np and c["winner"]]
+    if not cells:
+        sys.stderr.write(f"{a.choice}: no cell for {a.np} ranks\n")
+        return 2
+    if not Path(a.file).is_file():
+        sys.stderr.write(f"{a.file}: no such file\n")
+        return 2
+    mpi = launch.program_mpi(find_tool("mpilab-bench")) or "openmpi"
+    d = Path(a.dir)
+    d.mkdir(parents=True, exist_ok=True)
+    ops = sorted({c["op"] for c in cells})
+    sized = [o for o in ops if o != "barrier"]
+    series = []
+    if sized:
+        series.append(("sized", ",".join(f"{o}:native" for o in sized),
+                       sorted({int(c["bytes"]) for c in cells if c["op"] != "barrier"})))
+    if "barrier" in ops:
+        series.append(("barrier", "barrier:native", [0]))
+    fpath = str(Path(a.file).resolve())
+    for k in range(1, a.pairs + 1):
+        order = ("rules", "default") if k % 2 else ("default", "rules")
+        for name, opl, sizes in series:
+            for label in order:
+                f = d / f"{name}.{label}.{k}.json"
+                if f.is_file():
+                    continue
+                t0 = time.monotonic()
+                rc = one_launch(a.np, opl, sizes, a.budget, mpi,
+                                fpath if label == "rules" else None, f, a.timeout)
+                sys.stderr.write(f"pair {k} {name} {label}: exit {rc}, "
+                                 f"{time.monotonic() - t0:.0f} s\n")
+                if rc != 0:
+                    return 1
+    rules = [json.loads((d / f"{n}.rules.{k}.json").read_text())
+             for k in range(1, a.pairs + 1) for n, _, _ in series]
+    dflt = [json.loads((d / f"{n}.default.{k}.json").read_text())
+            for k in range(1, a.pairs + 1) for n, _, _ in series]
+    # one document per pair: the sized and barrier launches of pair k merged as dicts
+    per = len(series)
+    rules_k = [{"measurements": [m for x in rules[i:i + per] for m in x["measurements"]],
+                "provenance": rules[i]["provenance"]} for i in range(0, len(rules), per)]
+    dflt_k = [{"measurements": [m for x in dflt[i:i + per] for m in x["measurements"]],
+               "provenance": dflt[i]["provenance"]} for i in range(0, len(dflt), per)]
+    rows = compare(choice, a.np, rules_k, dflt_k)
+    print(f"{mpi}, {a.np} ranks, {a.pairs} pairs of launches (rules file {a.file} vs none)")
+    print(f"{'op':<10} {'bytes':>8} {'chosen':<30} {'sweep':>6} {'rules/default':>14} "
+          f"{'interval':>17}  verdict  family-wise (Holm)")
+    for r in rows:
+        c = r["comparison"]
+        iv = f"[{c['lo']:.3f}, {c['hi']:.3f}]" if c["lo"] is not None else "-"
+        ra = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
+        sr = f"{r['sweep_ratio']:.3f}" if r["sweep_ratio"] is not None else "-"
+        print(f"{r['op']:<10} {r['bytes']:>8} {r['winner']:<30} {sr:>6} {ra:>14} {iv:>17}  "
+              f"{r['verdict']:<7}  {r['holm']}")
+    gains = [r for r in rows if r["verdict"] == "GAIN"]
+    losses = [r for r in rows if r["verdict"] == "LOSS"]
+    print(f"{len(rows)} cells: {len(gains)} significant gains, {len(losses)} significant "
+          f"losses, {len(rows) - len(gains) - len(losses)} same (each cell at 5%)")
+    hg = [r for r in rows if r["holm"] == "GAIN"]
+    hl = [r for r in rows if r["holm"] == "LOSS"]
+    print(f"family-wise at 5% (Holm over the {len(rows)} cells): {len(hg)} gains, "
+          f"{len(hl)} losses")
+    for r in hg:
+        c = r["comparison"]
+        print(f"  gain: {r['op']} {r['bytes']} B {r['winner']}: x{c['ratio']:.3f} "
+              f"[{c['lo']:.3f}, {c['hi']:.3f}] of the default")
+    if a.out:
+        write_json(a.out, {"mpi": mpi, "np": a.np, "pairs": a.pairs, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
