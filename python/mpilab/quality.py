@@ -179,8 +179,10 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
     params = []
     for label, p, q in _model_pairs(doc):
         for name in _PARAMS:
-            fl = value_flags(p.get(name), q, name)
-            if fl and name in p:
+            if name not in p:  # a Hockney set has 2 of the 7, a LogGP set 5
+                continue
+            fl = value_flags(p[name], q, name)
+            if fl:
                 params.append(f"{label} {name}: {','.join(fl)}")
         fl = [f for f in _str_list(p.get("flags")) if f]
         if fl and "range" not in label:
@@ -213,12 +215,13 @@ def _advice_context(doc: dict[str, Any]) -> dict[str, Any]:
             "fixed": fixed}
 
 
-def noisy_verdict(doc: dict[str, Any]) -> str | None:
+def noisy_verdict(doc: dict[str, Any], s: dict[str, Any] | None = None) -> str | None:
     """One line when most measurements did not converge (the machine was too noisy for the
     precision asked), with what to do, advising only what the provenance says was not done
     (pinning, oversubscription); None otherwise, and None for a fixed-count (quick) run, which
-    could not converge by design (quick_note says so)."""
-    s = summary(doc)
+    could not converge by design (quick_note says so). `s`: summary(doc) when the caller
+    already has it (it walks every measurement and model parameter: seconds at 10^5)."""
+    s = summary(doc) if s is None else s
     n = s["measurements"]
     ctx = _advice_context(doc)
     if n == 0 or s["converged"] >= _NOISY_FRACTION * n or ctx["fixed"]:
@@ -234,10 +237,11 @@ def noisy_verdict(doc: dict[str, Any]) -> str | None:
             f"asked precision{cause}; repeat with {', '.join(advice)}, or on a quieter machine")
 
 
-def quick_note(doc: dict[str, Any]) -> str | None:
+def quick_note(doc: dict[str, Any], s: dict[str, Any] | None = None) -> str | None:
     """For a fixed-count run (a quick survey): one line saying that its measurements were not
-    meant to converge, instead of a verdict on the machine; None otherwise."""
-    s = summary(doc)
+    meant to converge, instead of a verdict on the machine; None otherwise. `s` as in
+    noisy_verdict."""
+    s = summary(doc) if s is None else s
     if s["measurements"] == 0 or not _advice_context(doc)["fixed"]:
         return None
     return (f"quick run: repetitions fixed, not converged by design ({s['converged']} of "

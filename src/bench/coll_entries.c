@@ -20,9 +20,12 @@ static unsigned char reduce_pattern(int rank, size_t index, int size)
     return (unsigned char)(mpilab_ops_pattern(rank, index) % (lim ? lim : 1));
 }
 
-/* Bytes of the send and receive buffers of operation `name` for `bytes` on p ranks: 0, or -1
- * on overflow. */
-static int buffer_sizes(const char *name, size_t bytes, size_t p, size_t *sn, size_t *rn)
+/* Bytes of the send and receive buffers of operation `name` for `bytes` on p ranks, on a rank
+ * that is the root or not: 0, or -1 on overflow. A scatter's p blocks to send and a gather's
+ * p blocks received live on the root only (MPI ignores them elsewhere): on every rank they
+ * made p x bytes per rank, p^2 x bytes in all, 64 GiB for a 1 MiB scatter of 256 simulated
+ * ranks in one smpimain. */
+static int buffer_sizes(const char *name, size_t bytes, size_t p, int at_root, size_t *sn, size_t *rn)
 {
     int per_rank = strcmp(name, "scatter") == 0 || strcmp(name, "gather") == 0 ||
                    strcmp(name, "allgather") == 0 || strcmp(name, "alltoall") == 0;
@@ -31,8 +34,10 @@ static int buffer_sizes(const char *name, size_t bytes, size_t p, size_t *sn, si
     size_t all = bytes * p;
     *sn = *rn = bytes;
     if (strcmp(name, "scatter") == 0)
-        *sn = all;
-    else if (strcmp(name, "gather") == 0 || strcmp(name, "allgather") == 0)
+        *sn = at_root ? all : 0;
+    else if (strcmp(name, "gather") == 0)
+        *rn = at_root ? all : 0;
+    else if (strcmp(name, "allgather") == 0)
         *rn = all;
     else if (strcmp(name, "alltoall") == 0)
         *sn = *rn = all;
@@ -48,8 +53,8 @@ static void fill_send(const mpilab_op_run_t *r, unsigned char *sbuf, size_t sn)
 {
     const char *name = r->op->name;
     size_t p = (size_t)r->size, b = r->bytes;
-    if (strcmp(name, "scatter") == 0) { /* block for rank d carries pattern(d, .) */
-        for (size_t d = 0; d < p; d++)
+    if (strcmp(name, "scatter") == 0) { /* block for rank d carries pattern(d, .); root only */
+        for (size_t d = 0; r->rank == r->root && d < p; d++)
             for (size_t k = 0; k < b; k++)
                 sbuf[d * b + k] = mpilab_ops_pattern((int)d, k);
     } else if (strcmp(name, "alltoall") == 0) { /* block from s to d carries pattern(s * p + d, .) */
@@ -72,7 +77,7 @@ static void fill_send(const mpilab_op_run_t *r, unsigned char *sbuf, size_t sn)
 int mpilab_coll_setup(mpilab_op_run_t *r)
 {
     size_t sn, rn;
-    if (r->bytes > INT_MAX || buffer_sizes(r->op->name, r->bytes, (size_t)r->size, &sn, &rn) != 0)
+    if (r->bytes > INT_MAX || buffer_sizes(r->op->name, r->bytes, (size_t)r->size, r->rank == r->root, &sn, &rn) != 0)
         return -1;
     coll_state_t *c = calloc(1, sizeof *c);
     if (!c)

@@ -1,6 +1,7 @@
 /* All-pairs point-to-point round trips (see include/mpilab/p2p.h). */
 #include "mpilab/p2p.h"
 #include "mpilab/wtime.h"
+#include "payload.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -148,8 +149,8 @@ int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
             if (!r->samples || !r->valid)
                 rc = MPI_ERR_NO_MEM;
         }
-    char *out = calloc(bytes ? bytes : 1, 1);
-    char *back = calloc(bytes_back ? bytes_back : 1, 1);
+    char *out = mpilab_payload_alloc(bytes);
+    char *back = mpilab_payload_alloc(bytes_back);
     if (!out || !back)
         rc = MPI_ERR_NO_MEM;
     int ok = rc == MPI_SUCCESS, all = 0;
@@ -214,8 +215,8 @@ int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
             mpilab_stats_compute(r->samples, r->valid, (size_t)reps, prec->cl, prec->eps, &r->stats);
         }
 done:
-    free(out);
-    free(back);
+    mpilab_payload_free(out);
+    mpilab_payload_free(back);
     MPI_Comm_free(&comm);
     if (rc != MPI_SUCCESS)
         for (size_t k = 0; k < npairs; k++)
@@ -319,8 +320,8 @@ int mpilab_p2p_measure_plan(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
     int me, n;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
-    char *out = calloc(bytes ? bytes : 1, 1);
-    char *back = calloc(bytes_back ? bytes_back : 1, 1);
+    char *out = mpilab_payload_alloc(bytes);
+    char *back = mpilab_payload_alloc(bytes_back);
     int ok = out && back, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
     rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
@@ -355,8 +356,8 @@ int mpilab_p2p_measure_plan(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
     if (anybad && rc == MPI_SUCCESS)
         rc = MPI_ERR_OTHER;
-    free(out);
-    free(back);
+    mpilab_payload_free(out);
+    mpilab_payload_free(back);
     MPI_Comm_free(&comm);
     return rc;
 }

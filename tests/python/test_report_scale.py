@@ -218,3 +218,32 @@ def test_stream_reader_errors_are_results_load_errors(
     expect = outcome(results.load)
     assert outcome(stream.load_large) == expect
     assert (expect[0] == "ok") == (name in ("good file", "measurements before provenance"))
+
+
+def test_run_report_walks_the_quality_summary_once(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """quality.summary walks every measurement and model parameter (2.8 million parameter
+    flags at 10^5 measurements, seconds each time): a run report computes it once (the
+    health lines, the verdict and the flag legend share it; the banners need it only for a
+    partial or merged file), and the page says what the shared summary says."""
+    from mpilab import quality
+    from mpilab.report import build_report
+
+    res = tmp_path / "mid.json"
+    _synth().write(res, 12, [0, 4096], 5, slow_node=3, slow_pair=(1, 10))
+    r = results.load(res)
+    calls: list[int] = []
+    real = quality.summary
+
+    def counted(doc: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        return real(doc)
+
+    monkeypatch.setattr(quality, "summary", counted)
+    out = tmp_path / "mid.html"
+    build_report(r, out)
+    assert len(calls) == 1
+    s = real(r.raw)
+    text = out.read_text()
+    conv = f"{s['converged']} of {s['measurements']}"
+    assert conv in text

@@ -182,3 +182,32 @@ def test_survey_one_launch_on_request(fake_bench: Callable[[str], dict[str, str]
     assert not list((tmp_path / "sv").glob("results.launch*.json"))
     bad = run_cli("survey", "--np", "1", "--out", "sv", "--launches", "0", env=env)
     assert bad.returncode == 2 and "--launches" in bad.stderr
+
+
+def test_runner_log_shows_each_progress_line_while_the_runner_runs(tmp_path: Path) -> None:
+    """The runner's log is how a long (simulated) survey is followed: each line is in it as
+    soon as the runner prints it (block-buffered, the last 8 KB of progress showed up
+    minutes late, which read as a run making no progress)."""
+    import sys
+    import threading
+    import time
+
+    go = tmp_path / "go"
+    child = ("import os, sys, time\n"
+             "print('[1/2] p2p 0 B: 1 s (6 reps)', file=sys.stderr, flush=True)\n"
+             "t = time.monotonic()\n"
+             f"while not os.path.exists({str(go)!r}) and time.monotonic() - t < 120:\n"
+             "    time.sleep(0.05)\n")
+    job = survey.Job([sys.executable, "-c", child], {}, 1)
+    log = tmp_path / "runner.log"
+    t = threading.Thread(target=survey._run_runner, args=(job, log, True))
+    t.start()
+    seen = False
+    end = time.monotonic() + 120
+    while not seen and time.monotonic() < end and t.is_alive():
+        seen = log.exists() and "[1/2] p2p 0 B" in log.read_text()
+        time.sleep(0.05)
+    alive = t.is_alive()
+    go.touch()
+    t.join()
+    assert seen and alive

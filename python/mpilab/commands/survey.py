@@ -108,7 +108,9 @@ def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
 
     console = Console(stderr=True, quiet=quiet)
     tail: deque[str] = deque(maxlen=5)
-    with open(log_path, "w") as log:
+    # line-buffered: the log is how a long run's progress is followed (block-buffered, its
+    # last 8 KB of progress lines showed up minutes late: "no progress" while it had some)
+    with open(log_path, "w", buffering=1) as log:
         log.write("$ " + " ".join(j.cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(j.cmd, env=j.env, stdout=log, stderr=subprocess.PIPE,

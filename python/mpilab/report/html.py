@@ -496,7 +496,9 @@ def _measurements(r: Results, att: scale.Attachments,
 def banners(docs: list[tuple[str, dict]]) -> list[str]:  # type: ignore[type-arg]
     out = []
     for name, doc in docs:
-        s = quality.summary(doc)
+        # the counts walk every measurement and model parameter: only when a banner needs them
+        needs = doc.get("partial") is True or isinstance(doc.get("launches"), dict)
+        s = quality.summary(doc) if needs else {"partial": False}
         if s["partial"]:
             why = s.get("partial_reason") or "the run did not finish"
             out.append(f"PARTIAL RESULTS{(' in ' + name) if len(docs) > 1 else ''} ({why}): "
