@@ -36,6 +36,8 @@ from typing import Any
 from harness import REPO, loadavg, mpilab, write_json
 from mpilab.sim.platform import hosts_of
 
+TIE = 0.005  # |error| differences up to half a percentage point are a tie, not a win
+
 
 def _num_unit(text: str, units: dict[str, float], what: str) -> float:
     for u in sorted(units, key=len, reverse=True):
@@ -176,15 +178,20 @@ def compare(doc: dict[str, Any], platform: str, min_bytes: int) -> dict[str, Any
                       "path_max_err": max(perr) if perr else None,
                       "pred_within_10": sum(abs(r["lmo_err"]) <= 0.10 for r in pe),
                       "pred_beats_hockney": sum(r["hockney_err"] is not None
-                                                and abs(r["lmo_err"]) < abs(r["hockney_err"])
-                                                for r in pe), "pred_n": len(pe)}
+                                                and abs(r["lmo_err"]) < abs(r["hockney_err"]) - TIE
+                                                for r in pe),
+                      "pred_ties_hockney": sum(r["hockney_err"] is not None
+                                               and abs(abs(r["lmo_err"]) - abs(r["hockney_err"]))
+                                               <= TIE for r in pe), "pred_n": len(pe)}
     s = rep["summary"]
     print(f"\nL within 5%: {'yes' if s['L_max_err'] <= 0.05 else 'no'} (max {s['L_max_err']:.2%});"
           f" 1/beta within 5%: {'yes' if s['inv_beta_max_err'] <= 0.05 else 'no'} "
           f"(max {s['inv_beta_max_err']:.2%}); path 1/beta max error "
           f"{'-' if s['path_max_err'] is None else format(s['path_max_err'], '.2%')}; "
           f"predictions within 10%: {s['pred_within_10']}/"
-          f"{s['pred_n']}, better than Hockney: {s['pred_beats_hockney']}/{s['pred_n']}")
+          f"{s['pred_n']}, better than Hockney by more than {TIE:.1%}: "
+          f"{s['pred_beats_hockney']}/{s['pred_n']}, as good (within {TIE:.1%}): "
+          f"{s['pred_ties_hockney']}/{s['pred_n']}")
     return rep
 
 
