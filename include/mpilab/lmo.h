@@ -127,20 +127,36 @@ void mpilab_lmo_fit_free(mpilab_lmo_fit_t *f);
 /* ---- predictions (pure) ---- */
 
 /* Plain parameters of p nodes: C[p], t[p]; L, inv_beta as p*p matrices (symmetric, the
- * diagonal unused). */
+ * diagonal unused). rendezvous_bytes: messages of at least this many bytes are sent
+ * synchronously (the sender's MPI_Send returns once the receiver has matched it: Open MPI's
+ * rendezvous above a BTL's eager limit, SMPI's sends at or above smpi/send-is-detached-thresh),
+ * so the linear patterns' messages follow one another; 0: every message is eager (the
+ * model's original formulas below). Fitted parameters are best passed raw (unclamped): the
+ * experiments determine the sums C_i + C_j + L_ij and t_i + t_j + 1/beta_ij, which clamping
+ * one term changes. */
 typedef struct mpilab_lmo_params {
     int p;
     const double *C, *t, *L, *inv_beta;
+    double rendezvous_bytes;
 } mpilab_lmo_params_t;
+
+/* What mpilab's models use for rendezvous_bytes: 64 KiB, Open MPI's btl_tcp_eager_limit
+ * (the limit counts the header, so a 64 KiB payload goes by rendezvous) and SMPI's default
+ * smpi/send-is-detached-thresh. */
+#define MPILAB_LMO_RENDEZVOUS_DEFAULT 65536.0
 
 /* One message of m bytes i -> j: C_i + m t_i + L_ij + m / beta_ij + C_j + m t_j. */
 double mpilab_lmo_oneway(const mpilab_lmo_params_t *q, int i, int j, double m);
-/* Linear scatter (mpilab_scatter_linear's order root+1, root+2, ...): the root's CPU handles
+/* Linear scatter (mpilab_scatter_linear's order root+1, root+2, ...), eager messages
+ * (m < rendezvous_bytes or rendezvous_bytes = 0): the root's CPU handles
  * one send after another, C_r + m t_r each, and the network carries them in parallel:
  * max over k = 1..p-1 of k (C_r + m t_r) + L_rj + m/beta_rj + C_j + m t_j, j the k-th
  * destination. Linear gather: every sender starts at 0, the message of j is there at
  * C_j + m t_j + L_jr + m/beta_jr, the root's CPU handles them one after another in the same
- * order (c_k = max(arrival_k, c_{k-1}) + C_r + m t_r); the time is the last c. Binomial
+ * order (c_k = max(arrival_k, c_{k-1}) + C_r + m t_r); the time is the last c. Synchronous
+ * messages (m >= rendezvous_bytes > 0): each of the root's blocking sends (receives) ends
+ * when its message is through, so both linear patterns take the sum over j of the one-way
+ * times r -> j (j -> r). Binomial
  * (mpilab's tree, coll.h): the sum over stages of the stage's slowest message, each message
  * carrying its subtree's blocks. NaN for bad input (NULL, p < 1, root outside, m < 0). */
 double mpilab_lmo_predict(mpilab_op_model_t pattern, const mpilab_lmo_params_t *q, int root, double m);

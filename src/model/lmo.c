@@ -417,9 +417,13 @@ static double lmo_linear(const mpilab_lmo_params_t *q, int r, double m, int gath
 {
     int p = q->p;
     double own = q->C[r] + m * q->t[r], T = 0, c = 0;
+    int sync = q->rendezvous_bytes > 0 && m >= q->rendezvous_bytes;
     for (int k = 1; k < p; k++) {
         int j = (r + k) % p;
-        if (!gather) {
+        if (sync) {
+            T += gather ? mpilab_lmo_oneway(q, j, r, m) : mpilab_lmo_oneway(q, r, j, m);
+            c = T;
+        } else if (!gather) {
             double x = (double)k * own + after_sender(q, r, j, m);
             T = x > T ? x : T;
         } else {
@@ -453,7 +457,7 @@ static double lmo_binomial(const mpilab_lmo_params_t *q, int r, double m, int ga
 double mpilab_lmo_predict(mpilab_op_model_t pattern, const mpilab_lmo_params_t *q, int root, double m)
 {
     if (!q || q->p < 1 || !q->C || !q->t || !q->L || !q->inv_beta || root < 0 || root >= q->p || !(m >= 0) ||
-        isinf(m))
+        isinf(m) || !(q->rendezvous_bytes >= 0))
         return NAN;
     switch (pattern) {
     case MPILAB_MODEL_SCATTER_LINEAR:

@@ -90,17 +90,35 @@ static json_t *nodes_json(const mpilab_lmo_fit_t *f, FILE *table)
     return a;
 }
 
+/* The path's time per byte t_i + t_j + 1/beta_ij (raw): what the round trips fix whatever the
+ * split between the nodes and the link. */
+static double path_inv_beta(const mpilab_lmo_fit_t *f, size_t q)
+{
+    const mpilab_lmo_link_t *l = &f->link[q];
+    return f->node[l->i].t.raw + f->node[l->j].t.raw + l->inv_beta.raw;
+}
+
+/* One message of M bytes i -> j with the raw parameters (the round trips' own sums). */
+static double path_cost(const mpilab_lmo_fit_t *f, size_t q)
+{
+    const mpilab_lmo_link_t *l = &f->link[q];
+    return f->node[l->i].C.raw + f->node[l->j].C.raw + l->L.raw + f->bytes * path_inv_beta(f, q);
+}
+
 static json_t *links_json(const mpilab_lmo_fit_t *f, size_t np)
 {
     json_t *pairs = json_array(), *L = json_array(), *B = json_array(), *rate = json_array();
+    json_t *path = json_array();
     for (size_t q = 0; q < np; q++) {
         const mpilab_lmo_link_t *l = &f->link[q];
         json_array_append_new(pairs, json_pack("[i,i]", l->i, l->j));
         json_array_append_new(L, param_json(&l->L));
         json_array_append_new(B, param_json(&l->inv_beta));
         json_array_append_new(rate, mpilab_json_real(l->inv_beta.value > 0 ? 1.0 / l->inv_beta.value : NAN));
+        json_array_append_new(path, mpilab_json_real(path_inv_beta(f, q)));
     }
-    return json_pack("{s:o,s:o,s:o,s:o}", "pairs", pairs, "L", L, "inv_beta", B, "rate_Bps", rate);
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "pairs", pairs, "L", L, "inv_beta", B, "rate_Bps", rate,
+                     "path_inv_beta", path);
 }
 
 /* The slowest node (largest C + M t) and link (largest L + M/beta), each with its ratio to
@@ -138,16 +156,31 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     }
     double link_cost = v[sl], link_med = median_of(v, np);
     link_med = link_med > 0 ? link_med : NAN;
+    size_t sp = 0;
+    for (size_t q = 0; q < np; q++) {
+        v[q] = path_cost(f, q);
+        if (v[q] > v[sp])
+            sp = q;
+    }
+    double path_c = v[sp], path_med = median_of(v, np);
+    path_med = path_med > 0 ? path_med : NAN;
     free(v);
     if (table)
         fprintf(table, "slowest node %zu: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
                        "L + M/beta = %.3f us (%.2fx the median link), M = %.0f bytes\n",
                 sn, node_cost * 1e6, node_cost / node_med, f->link[sl].i, f->link[sl].j, link_cost * 1e6,
                 link_cost / link_med, M);
-    return json_pack("{s:I,s:o,s:o,s:[i,i],s:o,s:o}", "node", (json_int_t)sn, "node_cost_s", mpilab_json_real(node_cost),
-                     "node_vs_median", mpilab_json_real(node_cost / node_med), "link", f->link[sl].i, f->link[sl].j,
-                     "link_cost_s", mpilab_json_real(link_cost), "link_vs_median",
-                     mpilab_json_real(link_cost / link_med));
+    if (table)
+        fprintf(table, "slowest path %d-%d: one message of M bytes (nodes and link, raw) = %.3f us (%.2fx the "
+                       "median path)\n", f->link[sp].i, f->link[sp].j, path_c * 1e6, path_c / path_med);
+    json_t *o = json_pack("{s:I,s:o,s:o,s:[i,i],s:o,s:o}", "node", (json_int_t)sn, "node_cost_s",
+                          mpilab_json_real(node_cost), "node_vs_median", mpilab_json_real(node_cost / node_med), "link",
+                          f->link[sl].i, f->link[sl].j, "link_cost_s", mpilab_json_real(link_cost), "link_vs_median",
+                          mpilab_json_real(link_cost / link_med));
+    json_object_set_new(o, "path", json_pack("[i,i]", f->link[sp].i, f->link[sp].j));
+    json_object_set_new(o, "path_cost_s", mpilab_json_real(path_c));
+    json_object_set_new(o, "path_vs_median", mpilab_json_real(path_c / path_med));
+    return o;
 }
 
 static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
@@ -157,16 +190,16 @@ static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
     double *L = calloc(P * P, sizeof *L), *B = calloc(P * P, sizeof *B);
     json_t *pred = json_array();
     for (size_t i = 0; C && t && L && B && i < P; i++) {
-        C[i] = f->node[i].C.value;
-        t[i] = f->node[i].t.value;
+        C[i] = f->node[i].C.raw; /* raw: the sums the experiments fix (lmo.h) */
+        t[i] = f->node[i].t.raw;
     }
     size_t np = P * (P - 1) / 2;
     for (size_t q = 0; C && t && L && B && q < np; q++) {
         size_t i = (size_t)f->link[q].i, j = (size_t)f->link[q].j;
-        L[i * P + j] = L[j * P + i] = f->link[q].L.value;
-        B[i * P + j] = B[j * P + i] = f->link[q].inv_beta.value;
+        L[i * P + j] = L[j * P + i] = f->link[q].L.raw;
+        B[i * P + j] = B[j * P + i] = f->link[q].inv_beta.raw;
     }
-    mpilab_lmo_params_t prm = {f->p, C, t, L, B};
+    mpilab_lmo_params_t prm = {f->p, C, t, L, B, MPILAB_LMO_RENDEZVOUS_DEFAULT};
     size_t idx;
     json_t *m;
     json_array_foreach(meas, idx, m)
@@ -207,7 +240,9 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, FILE *t
                                     "triplets it was the root of of C = (p2t_0 - max rt_0)/2 and t = "
                                     "((p2t_m - max rt_m) - (p2t_0 - max rt_0))/M; per link L = rt_0/2 - C_i - C_j "
                                     "and 1/beta = (rt_m - rt_0)/M - t_i - t_j; bootstrap intervals (200 "
-                                    "replicates); flags clamped, no_ci, ci_wide, triplets_disagree"));
+                                    "replicates); flags clamped, no_ci, ci_wide, triplets_disagree; predictions from the raw "
+                                    "(unclamped) values, messages of >= 64 KiB synchronous (the linear patterns' "
+                                    "messages one after another); path_inv_beta = t_i + t_j + 1/beta_ij (raw)"));
     mpilab_lmo_input_t in;
     mpilab_lmo_fit_t f;
     char err[256] = "out of memory";

@@ -317,7 +317,7 @@ MPILAB_TEST(predictions_hand_cases)
      * 1/beta = 1 per byte on every link, m = 100 */
     double C[3] = {1, 2, 3}, t[3] = {0, 0, 0};
     double L[9] = {0, 10, 20, 10, 0, 5, 20, 5, 0}, B[9] = {0, 1, 1, 1, 0, 1, 1, 1, 0};
-    mpilab_lmo_params_t q = {3, C, t, L, B};
+    mpilab_lmo_params_t q = {3, C, t, L, B, 0};
     /* one-way 0 -> 1: 1 + 10 + 100 + 2 = 113; 0 -> 2: 1 + 20 + 100 + 3 = 124 */
     CHECK_NEAR(mpilab_lmo_oneway(&q, 0, 1, 100), 113, 1e-12);
     /* linear scatter: sends at 1 (to 1), 2 (to 2): max(1 + 112, 2 + 123) = 125 */
@@ -334,6 +334,17 @@ MPILAB_TEST(predictions_hand_cases)
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, -1)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, NULL, 0, 1)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_P2P_FIT, &q, 0, 1)));
+    /* synchronous messages (m >= rendezvous_bytes): the linear patterns' one-way times add:
+     * scatter 113 + 124; gather 1 -> 0 (2 + 10 + 100 + 1 = 113) + 2 -> 0 (3 + 20 + 100 + 1) */
+    q.rendezvous_bytes = 100;
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 237, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 237, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 237, 1e-12);
+    q.rendezvous_bytes = 101; /* 100 bytes are eager again */
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 125, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 124, 1e-12);
+    q.rendezvous_bytes = -1;
+    CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100)));
 }
 
 MPILAB_TEST(binomial_reduces_to_hockney_without_node_delays)
@@ -349,7 +360,7 @@ MPILAB_TEST(binomial_reduces_to_hockney_without_node_delays)
                 B[i * p + j] = 1e-9 * (1 + (i + j) % 4);
                 h[i * p + j] = (mpilab_hockney_t){L[i * p + j], B[i * p + j]};
             }
-        mpilab_lmo_params_t q = {p, C, t, L, B};
+        mpilab_lmo_params_t q = {p, C, t, L, B, 0};
         for (int r = 0; r < p; r++) {
             CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, r, 1000),
                        mpilab_predict_scatter_binomial(h, (size_t)p, (size_t)r, 1000), 1e-15);
