@@ -401,7 +401,9 @@ static int64_t advance_at(const dl_state *s, int64_t t)
 {
     if (!s->legs || !s->opt->advance)
         return 0;
-    return mpilab_dl_calib_advance(&s->legs->cal, mpilab_dl_gap_bucket(t - s->last_write));
+    int b = mpilab_dl_gap_bucket(t - s->last_write);
+    return s->opt->advance_q > 0.0 ? mpilab_dl_calib_quantile(&s->legs->cal, b, s->opt->advance_q)
+                                   : mpilab_dl_calib_advance(&s->legs->cal, b);
 }
 
 static void count_release(mpilab_dl_stats *st, size_t len, int64_t late, int64_t adv)

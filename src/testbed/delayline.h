@@ -105,6 +105,8 @@ typedef struct mpilab_dl_options {
     int leg_stamps;        /* 1: open the leg tap (router crossings, forwarding cost) */
     int arrival_ingress;   /* 1: date arrivals at the ingress leg (else at the tun device) */
     int advance;           /* 1: release early by the measured forwarding cost (needs legs) */
+    double advance_q;      /* 0: the least recent cost less a margin; in (0,1]: that quantile
+                            * of the recent costs, no margin (mpilab_dl_calib_quantile) */
 } mpilab_dl_options;
 
 /* Busy polling: the loop never sleeps (zero poll timeouts), so a packet is read the moment
@@ -167,6 +169,11 @@ void mpilab_dl_calib_add(mpilab_dl_calib *c, int bucket, int64_t cost_ns);
  * path: cheaper, so never too much), else 0; less a quarter of it and
  * MPILAB_DL_ADVANCE_SAFETY_NS, at most MPILAB_DL_ADVANCE_MAX_NS. */
 int64_t mpilab_dl_calib_advance(const mpilab_dl_calib *c, int bucket);
+/* The same bucket choice, but the q-quantile (0 < q <= 1, nearest rank) of the bucket's
+ * last costs with no margin: an advance that centres the crossing on the delay instead of
+ * keeping it at or above (q = 0.5: half the crossings a little early); at most
+ * MPILAB_DL_ADVANCE_MAX_NS, 0 when nothing is known. */
+int64_t mpilab_dl_calib_quantile(const mpilab_dl_calib *c, int bucket, double q);
 
 /* 1 when a and b are the same IP packet at two points of the router: equal in their first
  * MPILAB_DL_SNAP bytes except what forwarding changes (IPv4 TTL and header checksum, IPv6

@@ -240,6 +240,32 @@ int64_t mpilab_dl_calib_advance(const mpilab_dl_calib *c, int bucket)
     return 0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t mpilab_dl_calib_quantile(const mpilab_dl_calib *c, int bucket, double q)
+{
+    if (bucket >= MPILAB_DL_GAP_BUCKETS)
+        bucket = MPILAB_DL_GAP_BUCKETS - 1;
+    if (!(q > 0.0))
+        return 0;
+    q = q > 1.0 ? 1.0 : q;
+    for (int b = bucket; b >= 0; b--) {
+        if (c->n[b] < MPILAB_DL_CAL_MIN)
+            continue;
+        int64_t v[MPILAB_DL_CAL_N];
+        memcpy(v, c->cost[b], sizeof(int64_t) * (size_t)c->n[b]);
+        qsort(v, (size_t)c->n[b], sizeof(int64_t), cmp_i64);
+        int k = (int)(q * c->n[b] + 0.999999) - 1; /* nearest rank */
+        int64_t m = v[k < 0 ? 0 : k];
+        return m < MPILAB_DL_ADVANCE_MAX_NS ? m : MPILAB_DL_ADVANCE_MAX_NS;
+    }
+    return 0;
+}
+
 /* ---- the router's legs ---- */
 
 int mpilab_dl_legs_open(mpilab_dl_legs *L, const char *tun_dev)

@@ -39,7 +39,10 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --rt-priority 5 --no-realtime", "--dev x --delay ' 5ms'",
                          "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'",
                          "--dev x --delay 5ms --busy-poll sometimes", "--dev x --delay 5ms --busy-poll",
-                         "--dev x --delay 5ms --arrival egress"};
+                         "--dev x --delay 5ms --arrival egress",
+                         "--dev x --delay 5ms --advance-quantile 0",
+                         "--dev x --delay 5ms --advance-quantile 1.5",
+                         "--dev x --delay 5ms --advance-quantile half"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));

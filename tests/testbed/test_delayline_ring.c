@@ -93,6 +93,28 @@ MPILAB_TEST(calibration)
     CHECK(mpilab_dl_calib_advance(&c, 2) == 0); /* never negative */
 }
 
+/* The quantile advance: nearest rank of the bucket's recent costs, no margin; the same
+ * bucket choice as the least-cost advance (too few: borrowed from a shorter gap, else 0). */
+MPILAB_TEST(calib_quantile_nearest_rank)
+{
+    mpilab_dl_calib c;
+    memset(&c, 0, sizeof(c));
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 0.5) == 0); /* nothing known */
+    const int64_t costs[] = {30000, 10000, 20000, 50000, 40000};
+    for (int k = 0; k < 5; k++)
+        mpilab_dl_calib_add(&c, 10, costs[k]);
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 0.5) == 30000); /* rank 3 of 5 */
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 0.2) == 10000); /* rank 1 */
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 0.21) == 20000); /* rank 2 */
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 1.0) == 50000);
+    CHECK(mpilab_dl_calib_quantile(&c, 12, 0.5) == 30000); /* borrowed from a shorter gap */
+    CHECK(mpilab_dl_calib_quantile(&c, 9, 0.5) == 0);      /* never from a longer one */
+    CHECK(mpilab_dl_calib_quantile(&c, 10, 0.0) == 0);     /* no quantile: no advance */
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_calib_add(&c, 3, 10000000);
+    CHECK(mpilab_dl_calib_quantile(&c, 3, 0.5) == MPILAB_DL_ADVANCE_MAX_NS);
+}
+
 /* Variable-size records through a small ring: every record comes out in order with its
  * bytes intact, across many wrap-arounds; a full ring refuses, a request larger than the
  * ring is refused. */

@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -247,13 +248,15 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[s
 
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
                  hogs: int = 0, min_reps: int | None = None,
-                 launches: int = 1, progress: bool = False) -> dict[str, Any]:
+                 launches: int = 1, progress: bool = False,
+                 on_run: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
     with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits.
     `min_reps`: the least round trips per size (the tool's --min-reps, and --max-reps raised
     to it from the tool's default 20; the tool's defaults if None). `launches`: launches of
     the tool per delayed run, merged by merge_link_launches (the base run is one launch: its
-    few microseconds of level shift are small beside the delay)."""
+    few microseconds of level shift are small beside the delay). `on_run`: called with the
+    document so far (truth included, link_truth) after every delayed run."""
     from mpilab import units
 
     delay_s, rate_bps = units.parse_duration(delay), units.parse_rate(rate)
@@ -291,13 +294,21 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
                 # how late the emulated link itself was: its delay line's mean lateness
                 data["delayline_late_mean_s"] = _lateness(s0, _delayline_stats(prefix))
                 (out["runs"] if d == delay else out.setdefault("base", [])).append(data)
+                if on_run is not None and d == delay:
+                    on_run(link_truth(out))
         finally:
             for h in hog_procs:
                 h.kill()
                 h.wait()
             _cli(["testbed", "down", "--prefix", prefix], 300)
+    return link_truth(out)
+
+
+def link_truth(out: dict[str, Any]) -> dict[str, Any]:
+    """Adds the truth (and how it was measured) to testbed_link's document `out`: usable on
+    a partial one (the base run and both ICMP measurements done, any number of runs)."""
     base = out["base"][0]
-    per_byte = 8.0 / rate_bps * PAYLOAD
+    per_byte = 8.0 / out["rate_bps"] * PAYLOAD
     icmp = out["icmp_oneway_s"]
     added = icmp["delayed"] - icmp["base"]  # what the delayed link adds, measured by ping
     out["truth_method"] = ("L, alpha: the base run's fitted value plus the one-way time "
