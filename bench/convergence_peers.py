@@ -13,7 +13,8 @@ deviation from the middle of the two peers.
 IMB and OSU are public suites built OUTSIDE this tree (never copied into it):
   IMB:  https://github.com/intel/mpi-benchmarks, `make IMB-MPI1 CC=mpicc CXX=mpicxx`
   OSU:  osu-micro-benchmarks 7.x, `./configure CC=mpicc CXX=mpicxx && make`
-Give their paths with --imb and --osu (or the IMB_MPI1 / OSU_LATENCY environment).
+Give their paths with --imb and --osu (or the IMB_MPI1 / OSU_LATENCY environment); OSU is
+optional (without it the OSU columns are nan and the deviation is against IMB alone).
 
 Example:
   ../shared/tools/mlock bench python3 bench/convergence_peers.py --rounds 3 \\
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -117,15 +119,16 @@ def main() -> int:
         if not sep or not name or name in ("mpilab", "imb", "osu", "conv", "vals"):
             ap.error(f"--variant {v!r}: expected NAME=ARGS with a new NAME")
         variants[name] = a.mpilab_arg + args.split()
-    for name, path in (("--imb", a.imb), ("--osu", a.osu)):
-        if not path or not os.access(path, os.X_OK):
-            ap.error(f"{name}: need the path of the built peer program (see the docstring)")
+    if not a.imb or not os.access(a.imb, os.X_OK):
+        ap.error("--imb: need the path of the built IMB-MPI1 (see the docstring)")
+    if a.osu is not None and not os.access(a.osu, os.X_OK):
+        ap.error(f"--osu {a.osu}: not an executable (leave it out to run without OSU)")
     if a.rounds < 1:
         ap.error("--rounds: at least 1")
     transports = a.transport or list(TRANSPORTS)
     with open("/proc/loadavg") as f:
         print(f"load at start: {f.read().strip()}")
-    tools = ["mpilab", *variants, "imb", "osu"]
+    tools = ["mpilab", *variants, "imb"] + (["osu"] if a.osu else [])
     rec: dict[str, dict[str, list]] = {t: {k: [] for k in [*tools, "conv", "vals"]}
                                        for t in transports}
     for name in variants:
@@ -159,7 +162,8 @@ def main() -> int:
                               for n in variants), flush=True)
     for t in transports:
         d = rec[t]
-        wm, wi, wo = (statistics.median(d[k]) for k in ("mpilab", "imb", "osu"))
+        wm, wi = (statistics.median(d[k]) for k in ("mpilab", "imb"))
+        wo = statistics.median(d["osu"]) if d.get("osu") else math.nan
         conv = sum(d["conv"])
         total = len(SIZES) * len(d["conv"])
         print(f"\n== {t} ({TRANSPORTS[t]}), {a.rounds} rounds: wall (median) mpilab {wm:.2f} s, "
@@ -174,7 +178,7 @@ def main() -> int:
               f"{'mpilab-peers':>12}")
         for s in SIZES:
             m, i, o = (_median_at(d["vals"], tool, s) for tool in ("mpilab", "imb", "osu"))
-            peers = (i + o) / 2
+            peers = (i + o) / 2 if math.isfinite(o) else i
             print(f"{s:>8} {m * 1e6:10.3f} {i * 1e6:9.3f} {o * 1e6:9.3f} {abs(i - o) / peers:7.1%} "
                   f"{(m - peers) / peers:+11.1%}")
     return 0

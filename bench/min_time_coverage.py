@@ -72,10 +72,14 @@ def main() -> int:
             meds = [r[size]["median"] for r in rs]
             mm = statistics.median(meds)
             cover = sum(r[size]["lo"] <= mm <= r[size]["hi"] for r in rs)
+            # the confidence interval of the level (the merge's interval before it became
+            # the prediction interval for a repeat), from the same runs
+            ci_cover = (f" ci {sum(r[size]['ci_lo'] <= mm <= r[size]['ci_hi'] for r in rs)}"
+                        f"/{len(rs)}" if all("ci_lo" in r[size] for r in rs) else "")
             conv = sum(bool(r[size]["converged"]) for r in rs)
             reps = [r[size]["reps"] for r in rs]
             print(f"{mt:>8} {lc:>8} {t:<4} {size:>8} {cover:>3}/{len(rs):<2} "
-                  f"{(max(meds) - min(meds)) / mm * 100:6.1f}% {conv:>2}/{len(rs):<2} "
+                  f"{(max(meds) - min(meds)) / mm * 100:6.1f}% {conv:>2}/{len(rs):<2}{ci_cover} "
                   f"{min(reps):>6}..{max(reps):<6} {statistics.median(walls[(mt, lc, t)]):7.2f}s  "
                   + " ".join(f"{r[size]['median'] * 1e6:.3f} [{r[size]['lo'] * 1e6:.3f},"
                              f"{r[size]['hi'] * 1e6:.3f}]" for r in rs))

@@ -68,6 +68,11 @@ def launches_run(btl: str, sizes: str, out: Path, extra: list[str], op: str,
                            "reps": st["reps"], "converged": st.get("converged"),
                            "flags": m.get("flags", []), "pinned": None,
                            "launch_medians": la["medians"]}
+        ci = la.get("ci_half_s")  # the confidence interval of the level, beside the
+        if ci is not None and st["median"] > 0:  # prediction interval (launches.py)
+            h = ci / st["median"]
+            res[m["bytes"]].update(ci_lo=st["median"] * math.exp(-h),
+                                   ci_hi=st["median"] * math.exp(h))
     pinned = 0
     for f in doc["launches"]["files"]:
         d = json.loads(Path(f).read_text())

@@ -10,13 +10,17 @@ interval that include the launch-to-launch variation:
 
 * the figure is the median of the launches' medians;
 * its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
-  `h = max(t(cl, N-1) * sqrt(pi/2) * sd(log launch medians) / sqrt(N),
-           sqrt(pi/2) * sqrt(sum of the launches' own relative half widths squared) / N)`:
-  the Student-t interval of the launch effects (sqrt(pi/2): a median of normal values is
-  that much less efficient than their mean) with the launches' sampling error as a floor
-  (launches that agree by chance do not make the figure more precise than its samples);
-  from 6 launches on it also holds the distribution-free order-statistic interval of the
-  launch medians (as mpilab_median_ci);
+  `h = sqrt(2) * max(t(cl, N-1) * sqrt(pi/2) * sd(log launch medians) / sqrt(N),
+                     sqrt(pi/2) * sqrt(sum of the launches' own relative half widths^2) / N)`:
+  the prediction interval for the figure a repeat of the command (N launches again) would
+  report. The Student-t interval of the launch effects (sqrt(pi/2): a median of normal
+  values is that much less efficient than their mean) is the confidence interval of the
+  figure's level; a repeat's figure has its own launch effects too, hence sqrt(2) (the
+  standard error of a difference of two independent figures). The launches' sampling
+  error is the floor (launches that agree by chance do not make the figure more precise
+  than its samples). From 6 launches on it also holds the distribution-free
+  order-statistic interval of the launch medians (as mpilab_median_ci). Fitted model
+  parameters keep the confidence interval (their target is the parameter's truth);
 * `converged` holds when every launch converged and the interval meets the precision's
   eps; the flag `launches_disagree` says that some launch's own interval does not hold the
   figure (that launch alone would have misreported it).
@@ -35,10 +39,10 @@ from mpilab import quality
 from mpilab.pair_matrix import expand_all
 
 LAUNCHES_DISAGREE = quality.LAUNCHES_DISAGREE
-METHOD = ("median of the launch medians m; interval m exp(-+h), h = t(cl, N-1) sqrt(pi/2) "
-          "sd(log launch medians) / sqrt(N), at least sqrt(pi/2) sqrt(sum r_i^2) / N of the "
-          "launches' own relative half widths r_i, holding the order-statistic interval of "
-          "the launch medians from 6 launches on")
+METHOD = ("median of the launch medians m; prediction interval for a repeat's figure "
+          "m exp(-+h), h = sqrt(2) max(t(cl, N-1) sqrt(pi/2) sd(log launch medians) / "
+          "sqrt(N), sqrt(pi/2) sqrt(sum r_i^2) / N of the launches' own relative half widths "
+          "r_i), holding the order-statistic interval of the launch medians from 6 launches on")
 _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
                "ranks")
 _SUM_FIELDS = ("wall_s", "all_pairs_wall_s")
@@ -106,16 +110,26 @@ def os_interval(values: list[float], cl: float) -> tuple[float, float] | None:
     return (s[best - 1], s[n - best]) if best else None
 
 
-def launch_interval(medians: list[float], halves: list[float | None],
-                    cl: float) -> tuple[float, float, float, dict[str, float | None]]:
+def launch_interval(medians: list[float], halves: list[float | None], cl: float,
+                    predict: bool = False) -> tuple[float, float, float, dict[str, Any]]:
     """(figure, lo, hi, parts) over launches with these medians and own half widths.
     Launch levels differ by factors (a launch 20% slower at every size), so the interval is
     computed on the logarithm of the launch medians and is multiplicative: m * exp(-+h),
     never below zero (a symmetric interval on seconds went negative when one launch of five
-    sat 3x above the others). The parts are reported in seconds, relative to the figure."""
+    sat 3x above the others). The parts are reported in seconds, relative to the figure.
+
+    predict=False: the confidence interval of the figure's expected level (a fitted model
+    parameter's truth). predict=True: the prediction interval for the figure a repeat of the
+    same design (as many launches again) would report, which is what a user who runs the
+    command again sees: the difference of two independent figures has sqrt(2) times one
+    figure's standard error, so both parts are sqrt(1/N + 1/N) / sqrt(1/N) = sqrt(2) times
+    the confidence interval's (the t quantile keeps N-1 degrees of freedom: the variance is
+    still estimated from these N launches). `ci_half_s` keeps the confidence interval's half
+    width beside it."""
     n = len(medians)
     m = statistics.median(medians)
     eff = math.sqrt(math.pi / 2)
+    widen = math.sqrt(2.0) if predict else 1.0
     positive = all(x > 0 for x in medians)
     logs = [math.log(x) for x in medians] if positive else []
     sd = statistics.stdev(logs) if n >= 2 and positive else None
@@ -126,12 +140,16 @@ def launch_interval(medians: list[float], halves: list[float | None],
 
     def secs(h: float | None) -> float | None:
         return None if h is None else m * h
-    info = {"sd_s": secs(sd), "between_half_s": secs(between), "within_half_s": secs(within)}
+    info = {"sd_s": secs(sd),
+            "between_half_s": secs(None if between is None else widen * between),
+            "within_half_s": secs(None if within is None else widen * within),
+            "ci_half_s": secs(max(parts) if parts else None),
+            "interval": "prediction" if predict else "confidence"}
     if not parts or m <= 0:
         return m, math.nan, math.nan, info
     # a half width beyond exp's range (a launch median next to zero with a wide interval of
     # its own) means no bound at all: capped so the interval is huge, never an error
-    half = min(max(parts), 700.0)
+    half = min(widen * max(parts), 700.0)
     lo, hi = m * math.exp(-half), m * math.exp(half)
     osi = os_interval(medians, cl) if n >= 6 else None
     if osi is not None:
@@ -310,7 +328,7 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     sts = [m["stats"] for m in ms]
     medians = [float(st["median"]) for st in sts]
     halves = [_half(st) for st in sts]
-    fig, lo, hi, parts = launch_interval(medians, halves, cl)
+    fig, lo, hi, parts = launch_interval(medians, halves, cl, predict=True)
     st = _pooled_stats(samples, valid, cl)
     has_ci = math.isfinite(lo) and math.isfinite(hi)
     rel = (hi - lo) / 2 / abs(fig) if has_ci and fig != 0 else None

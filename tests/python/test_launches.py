@@ -90,6 +90,60 @@ def test_interval_coverage_with_launch_effects() -> None:
     assert single / trials < 0.2
 
 
+def test_prediction_interval_is_sqrt2_the_confidence_interval() -> None:
+    """predict=True: the interval for a repeat's figure; both parts sqrt(2) times the
+    confidence interval's, the confidence half width kept beside."""
+    med, halves = [1.0, 1.2, 1.1], [0.01, 0.012, 0.011]
+    m, lo, hi, ci = launches.launch_interval(med, halves, 0.95)
+    m2, lo2, hi2, pi = launches.launch_interval(med, halves, 0.95, predict=True)
+    assert m == m2 == 1.1 and ci["interval"] == "confidence" and pi["interval"] == "prediction"
+    h = math.log(hi / m)
+    assert math.log(hi2 / m) == pytest.approx(math.sqrt(2) * h)
+    assert math.log(m / lo2) == pytest.approx(math.sqrt(2) * h)
+    assert pi["ci_half_s"] == pytest.approx(m * h)
+    assert pi["between_half_s"] == pytest.approx(math.sqrt(2) * ci["between_half_s"])
+
+
+def _shifted_launch(rng: random.Random) -> float:
+    """One launch's median: level 1, or 15% higher in one launch of five (the whole-launch
+    level shifts of docs/bench.md), with 3% launch-to-launch noise."""
+    return (1.15 if rng.random() < 0.2 else 1.0) * math.exp(rng.gauss(0, 0.03))
+
+
+def test_prediction_interval_holds_a_repeat_with_level_shifts() -> None:
+    """Three launches with whole-launch level shifts: the merged (prediction) interval holds
+    the figure of an independent repeat of the same design (median of 3 new launches) in
+    about cl of the trials and the median of five repeats more often; the confidence
+    interval of the level, which the merge used before, holds a repeat's figure less often
+    (three launches that agree by chance give it no room for the repeat's own effects)."""
+    rng = random.Random(25)
+    trials = 2000
+    pred = conf = five = 0
+    for _ in range(trials):
+        meds = [_shifted_launch(rng) for _ in range(3)]
+        halves = [0.005 * x for x in meds]
+        _, lo, hi, _ = launches.launch_interval(meds, halves, 0.95, predict=True)
+        _, clo, chi, _ = launches.launch_interval(meds, halves, 0.95)
+        repeats = [statistics.median([_shifted_launch(rng) for _ in range(3)])
+                   for _ in range(5)]
+        pred += lo <= repeats[0] <= hi
+        conf += clo <= repeats[0] <= chi
+        five += lo <= statistics.median(repeats) <= hi
+    assert pred / trials >= 0.94
+    assert five / trials >= 0.97
+    assert conf < pred and conf / trials < 0.93
+
+
+def test_merged_measurement_carries_the_prediction_interval() -> None:
+    docs = [_doc([_meas(m, 0.005 * m)]) for m in (0.42, 0.44, 0.43)]
+    m = launches.merge(docs, [f"l{k}.json" for k in range(3)])["measurements"][0]
+    fig, lo, hi, _ = launches.launch_interval([0.42, 0.44, 0.43], [0.0021, 0.0022, 0.00215],
+                                              0.95, predict=True)
+    assert m["launches"]["interval"] == "prediction"
+    assert m["stats"]["med_lo"] == pytest.approx(lo) and m["stats"]["med_hi"] == pytest.approx(hi)
+    assert m["launches"]["ci_half_s"] < m["launches"]["between_half_s"]
+
+
 # ----------------------------------------------------------------------- merging
 
 
