@@ -65,7 +65,7 @@ def test_bench_out_dash_is_one_json_document() -> None:
 def test_mpilab_bench_out_dash_closed_early_is_quiet(launches: str) -> None:
     # one launch used to hand our stdout to mpirun, which died of SIGPIPE (status 139)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               MPILAB_BIN=str(real_runner().parent))
+               MPILAB_BIN=str(Path(str(real_runner())).parent))
     p = subprocess.Popen(MPILAB + ["bench", "--launches", launches, "--out", "-",
                                    "--launcher-arg=--oversubscribe", "--", "--ops", "p2p",
                                    "--sizes", "1", "--quiet", "--time-budget", "2s"],
