@@ -11,7 +11,8 @@ interval that include the launch-to-launch variation:
 * the figure is the median of the launches' medians;
 * its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
   `h = sqrt(2) * max(t(cl, N-1) * sqrt(pi/2) * sd(log launch medians) / sqrt(N),
-                     sqrt(pi/2) * sqrt(sum of the launches' own relative half widths^2) / N)`:
+                     sqrt(pi/2) * sqrt(sum of log(1 + r_i)^2) / N)`
+  (r_i: a launch's own relative half width):
   the prediction interval for the figure a repeat of the command (N launches again) would
   report. The Student-t interval of the launch effects (sqrt(pi/2): a median of normal
   values is that much less efficient than their mean) is the confidence interval of the
@@ -41,8 +42,9 @@ from mpilab.pair_matrix import expand_all
 LAUNCHES_DISAGREE = quality.LAUNCHES_DISAGREE
 METHOD = ("median of the launch medians m; prediction interval for a repeat's figure "
           "m exp(-+h), h = sqrt(2) max(t(cl, N-1) sqrt(pi/2) sd(log launch medians) / "
-          "sqrt(N), sqrt(pi/2) sqrt(sum r_i^2) / N of the launches' own relative half widths "
-          "r_i), holding the order-statistic interval of the launch medians from 6 launches on")
+          "sqrt(N), sqrt(pi/2) sqrt(sum log(1 + r_i)^2) / N of the launches' own relative half "
+          "widths r_i), holding the order-statistic interval of the launch medians from 6 "
+          "launches on")
 _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
                "ranks")
 _SUM_FIELDS = ("wall_s", "all_pairs_wall_s")
@@ -134,7 +136,12 @@ def launch_interval(medians: list[float], halves: list[float | None], cl: float,
     logs = [math.log(x) for x in medians] if positive else []
     sd = statistics.stdev(logs) if n >= 2 and positive else None
     between = t_quantile(cl, n - 1) * eff * sd / math.sqrt(n) if sd is not None else None
-    rel = [h / x for h, x in zip(halves, medians, strict=True) if h is not None and x > 0]
+    # each launch's own half width relative to its median, on the same log scale as the
+    # launch effects: log(1 + r) (= r for the usual few percent; a launch of 16 repetitions
+    # whose interval reached 1200x its median gave r = 603, which as a log half width made
+    # the merged interval 1e-169 .. 2e159 s)
+    rel = [math.log1p(h / x) for h, x in zip(halves, medians, strict=True)
+           if h is not None and x > 0]
     within = eff * math.sqrt(sum(h * h for h in rel)) / n if len(rel) == n else None
     parts = [h for h in (between, within) if h is not None]
 

@@ -20,7 +20,9 @@ PathT = tuple[str | int, ...]
 BUILTIN_OPS = frozenset({
     "allgather", "allreduce", "alltoall", "barrier", "bcast", "comb", "exchange", "gather",
     "overlap_iallreduce", "overlap_isend", "p2p", "pingping", "pingpong", "reduce", "scatter",
-    "sendrecv", "stream", "stream_multi", "link"})
+    "sendrecv", "stream", "stream_multi",
+    "link",  # the testbed check's
+    "wavefront"})  # mpilab-wavefront's (timing "iteration")
 
 # relative slack for values written with 10 significant digits
 _EPS = 1e-6

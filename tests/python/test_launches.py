@@ -52,9 +52,24 @@ def test_interval_floor_is_the_launches_own_error() -> None:
     """Launches that agree exactly do not make the figure more precise than its samples."""
     m, lo, hi, parts = launches.launch_interval([2.0, 2.0, 2.0], [0.2, 0.2, 0.2], 0.95)
     assert m == 2.0 and parts["between_half_s"] == 0.0
-    h = math.sqrt(math.pi / 2) * math.sqrt(3 * 0.01) / 3  # relative half widths 0.1
+    # relative half widths 0.1, as log half widths log(1.1)
+    h = math.sqrt(math.pi / 2) * math.sqrt(3 * math.log1p(0.1) ** 2) / 3
     assert lo == pytest.approx(2.0 * math.exp(-h)) and hi == pytest.approx(2.0 * math.exp(h))
     assert parts["within_half_s"] == pytest.approx(2.0 * h)
+
+
+def test_a_launch_with_a_huge_own_interval_keeps_the_merged_one_finite() -> None:
+    """Seen in the README's tuning tour: launch 2 of a bcast had 16 repetitions and an
+    upper end 1200x its median (an outlier as the order statistic); read as a log half width
+    of 603 the merged interval was 1e-169 .. 2e159 s, which the loader then refused."""
+    med = [1.491e-05, 1.4798e-05]
+    halves = [(1.580554253e-05 - 1.4011e-05) / 2, (0.01786318137 - 1.1507e-05) / 2]
+    m, lo, hi, parts = launches.launch_interval(med, halves, 0.95)
+    assert lo < min(med) / 10 and hi > 10 * max(med)  # still wide: not a precise figure
+    assert 1e-9 < lo and hi < 1e-2  # factors of about 50, not 10^160
+    h = math.sqrt(math.pi / 2) * math.hypot(*(math.log1p(x / y) for x, y in zip(halves, med,
+                                                                               strict=True))) / 2
+    assert hi == pytest.approx(m * math.exp(h)) and parts["within_half_s"] == pytest.approx(m * h)
 
 
 def test_interval_between_launches() -> None:
@@ -354,9 +369,12 @@ def test_bench_launches_real_runner(run_cli: Callable[..., Any], tmp_path: Path)
 
 def test_launch_interval_beyond_exp_range_is_huge_not_an_error() -> None:
     """A launch median next to zero with a wide interval of its own (seen under two CPU
-    hogs: an OverflowError in math.exp) gives an unbounded-looking interval, not a crash."""
+    hogs: an OverflowError in math.exp) gives a wide interval, not a crash, and not an
+    impossible time either (it was above 1e200 s, which the loader refuses)."""
     m, lo, hi, _ = launches.launch_interval([1e-6, 1e-6], [2e-3, 2e-3], 0.95)
-    assert 0 <= lo <= m <= hi and hi > 1e200
+    assert 0 < lo <= m <= hi and hi > 100 * m and lo < m / 100 and hi < 1.0
+    m, lo, hi, _ = launches.launch_interval([1e-300, 1e-300], [1e300, 1e300], 0.95)
+    assert 0 <= lo <= m <= hi and math.isfinite(hi)
 
 
 def test_derived_values_follow_the_launch_level_figure() -> None:

@@ -59,6 +59,27 @@ def test_bench_out_dash_is_one_json_document() -> None:
     assert doc["measurements"] and "op" in r.stderr  # the table went to standard error
 
 
+@pytest.mark.skipif(real_runner() is None or shutil.which("mpirun") is None,
+                    reason="needs the built mpilab-bench and mpirun")
+@pytest.mark.parametrize("launches", ["1", "2"])
+def test_mpilab_bench_out_dash_closed_early_is_quiet(launches: str) -> None:
+    # one launch used to hand our stdout to mpirun, which died of SIGPIPE (status 139)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               MPILAB_BIN=str(Path(str(real_runner())).parent))
+    p = subprocess.Popen(MPILAB + ["bench", "--launches", launches, "--out", "-",
+                                   "--launcher-arg=--oversubscribe", "--", "--ops", "p2p",
+                                   "--sizes", "1", "--quiet", "--time-budget", "2s"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert p.stdout is not None and p.stderr is not None
+    head = p.stdout.read(10)
+    p.stdout.close()  # the reader stops, as `| head -c 10` does
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=300)
+    assert head.startswith(b"{"), err
+    assert rc == 0, err
+    assert "SIGPIPE" not in err and "Traceback" not in err and "Broken pipe" not in err
+
+
 @pytest.mark.skipif(real_runner() is None, reason="needs the built mpilab-bench")
 def test_bench_to_fifo_without_reader(tmp_path: Path) -> None:
     fifo = tmp_path / "out.json"

@@ -52,6 +52,11 @@ def test_create_convert_run_verify(run_cli: Callable[..., Any], tmp_path: Path) 
     assert doc["wavefront"]["workers"] == 2 and doc["wavefront"]["mode"] == "mpi"
     assert doc["measurements"][0]["op"] == "wavefront"
     assert len(doc["measurements"][0]["samples"]) == 3
+    # the results reader takes it (timing "iteration" was refused as unknown, which stopped
+    # `mpilab compare` at its application-scaling part)
+    from mpilab import results
+
+    assert results.load(tmp_path / "r.json").measurements[0].timing == "iteration"
     p = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "3",
                 "d", env=env)
     assert p.returncode == 0 and "bitwise equal" in p.stdout, p.stdout + p.stderr

@@ -121,6 +121,8 @@ def _run(args: argparse.Namespace) -> int:
             status = _run_launches_tmp(args, runner_args, out)
         else:
             status = _run_launches(args, runner_args, out)
+    elif out == "-" and not informational and args.testbed is None:
+        status = _launch_to_stdout(args, runner_args)
     else:
         status = _launch(args, runner_args)
     if status != 0:
@@ -191,6 +193,32 @@ def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool
         if not named:  # bad input (2) and job control's endings were named in one line
             sys.stderr.write(f"mpilab: {RUNNER} exited with status {status}\n")
     return status
+
+
+def _launch_to_stdout(args: argparse.Namespace, runner_args: list[str]) -> int:
+    """One launch with --out -: the runner writes a temporary file, copied to stdout after
+    the launch. The launcher never holds our stdout: a reader that stops early (`| head`)
+    would make Open MPI's mpirun die of SIGPIPE (it crashed, status 139, in
+    PMIx_Finalize) instead of the quiet exit 0 a pipe user expects."""
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="mpilab-bench-")
+    try:
+        f = str(Path(tmp) / "results.json")
+        status = _launch(args, without_out(runner_args) + ["--out", f], quiet_stdout=True)
+        if status == 0:
+            try:
+                sys.stdout.write(Path(f).read_text(encoding="utf-8"))
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # the reader stopped: nothing more to say, and no second error at exit
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+        return status
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def without_out(args: list[str]) -> list[str]:
