@@ -53,7 +53,8 @@ static void usage(void)
            "                    rank (default 1K; 0: no calibration, alpha from the WAN pair)\n"
            "  --no-model        skip the model measurement (needs a number for --lanes)\n"
            "  --json FILE       write the document to FILE (default: standard output)\n"
-           "  -h, --help        this text;  --version  the version\n"
+           "  -h, --help        this text\n"
+           "      --version     the version\n"
            "Times are seconds, bandwidths bytes per second.  Errors: one line, exit 2.\n");
 }
 

@@ -21,7 +21,8 @@ void mpilab_runner_usage(FILE *f)
     fprintf(f,
         "usage: mpilab-bench [options]   (under mpirun/srun; writes mpilab.results/1 JSON)\n"
         "Sizes are bytes with binary suffixes: K = 1024, M = 1024^2, G = 1024^3 (4K = 4096).\n"
-        "  -h, --help           this text;  --version: the version\n"
+        "  -h, --help           this text\n"
+        "      --version        the version\n"
         "  --list [--json]      the operation table: entries, timing methods (JSON: knowledge)\n"
         "  --entries FILE.so    load user entries (MPILAB_PLUGIN_ENTRIES, docs/architecture.md);\n"
         "                       repeatable, at most 16\n"
