@@ -10,6 +10,7 @@ files written by older runners (flags are then derived from the statistics).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from mpilab.pair_matrix import expand_all
@@ -95,9 +96,10 @@ def value_flags(value: Any, quality: Any, name: str) -> list[str]:
     return fl
 
 
-def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(label, parameter object, quality object) of every model parameter set."""
-    out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+def _model_pairs(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(label, parameter object, quality object) of every model parameter set, one at a time:
+    a 10^5-measurement file has 67,000 sets and as many ranges, and a list of them with a
+    quality object per range parameter held about 100 MB at once (the report's peak)."""
     models = doc.get("models") if isinstance(doc.get("models"), dict) else {}
     hock = models.get("hockney") if isinstance(models.get("hockney"), dict) else {}
     for p in hock.get("pairs", []) or []:
@@ -105,11 +107,13 @@ def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[st
             continue
         label = f"hockney {p.get('i')}-{p.get('j')}"
         q = p.get("quality") if isinstance(p.get("quality"), dict) else {}
-        out.append((label, p, q))
+        yield label, p, q
         for r in p.get("ranges", []) or []:
             if isinstance(r, dict):
-                out.append((f"{label} range {r.get('from')}..{r.get('to')}", r,
-                            {k: {"flags": _str_list(r.get("flags"))} for k in _PARAMS}))
+                # a range's flags apply to each of its parameters: one object for all
+                rq = {"flags": _str_list(r.get("flags"))}
+                yield (f"{label} range {r.get('from')}..{r.get('to')}", r,
+                       dict.fromkeys(_PARAMS, rq))
     lg = models.get("loggp") if isinstance(models.get("loggp"), dict) else {}
     for p in lg.get("pairs", []) or []:
         if not isinstance(p, dict):
@@ -117,8 +121,7 @@ def _model_pairs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[st
         label = f"loggp {p.get('i')}->{p.get('j')}"
         q = p.get("quality") if isinstance(p.get("quality"), dict) else {}
         # the parameters sit on the pair (older writers: under "params")
-        out.append((label, p["params"] if isinstance(p.get("params"), dict) else p, q))
-    return out
+        yield label, (p["params"] if isinstance(p.get("params"), dict) else p), q
 
 
 def unflagged_problems(doc: dict[str, Any]) -> list[str]:
