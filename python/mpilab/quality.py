@@ -162,6 +162,11 @@ def unflagged_problems(doc: dict[str, Any]) -> list[str]:
             v = _num(p.get("predicted")) if isinstance(p, dict) else None
             if v is not None and v < 0:
                 probs.append(f"models.{key}[{k}].predicted = {v:g}")
+    lm = models.get("lmo") if isinstance(models.get("lmo"), dict) else {}
+    for k, p in enumerate(lm.get("predictions", []) or []):
+        v = _num(p.get("predicted")) if isinstance(p, dict) else None
+        if v is not None and v <= 0 and "nonpositive" not in _str_list(p.get("flags")):
+            probs.append(f"models.lmo.predictions[{k}].predicted = {v:g} without a flag")
     lg = models.get("loggp") if isinstance(models.get("loggp"), dict) else {}
     for k, p in enumerate(lg.get("predictions", []) or []):
         v = _num(p.get("predicted")) if isinstance(p, dict) else None

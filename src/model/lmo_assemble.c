@@ -212,11 +212,17 @@ static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
             pat != MPILAB_MODEL_GATHER_LINEAR && pat != MPILAB_MODEL_GATHER_BINOMIAL)
             continue;
         double pv = mpilab_lmo_predict(pat, &prm, (int)tg.root, tg.bytes);
-        json_array_append_new(pred, json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:s}", "op", tg.entry->name, "impl",
-                                              tg.entry->impl, "timing", json_object_get(m, "timing"), "bytes",
-                                              (json_int_t)tg.bytes, "predicted", mpilab_json_real(pv), "measured",
-                                              mpilab_json_real(json_real_value(tg.measured)), "measured_statistic",
-                                              tg.statistic));
+        if (!isfinite(pv))
+            continue;
+        json_t *po = json_pack("{s:s,s:s,s:O,s:I,s:o,s:o,s:s}", "op", tg.entry->name, "impl", tg.entry->impl,
+                               "timing", json_object_get(m, "timing"), "bytes", (json_int_t)tg.bytes, "predicted",
+                               mpilab_json_real(pv), "measured", mpilab_json_real(json_real_value(tg.measured)),
+                               "measured_statistic", tg.statistic);
+        /* the raw parameters are unconstrained (their sums are what the experiments fix), so
+         * noisy experiments can sum to a time <= 0: impossible, flagged, never a plain number */
+        if (po && !(pv > 0))
+            json_object_set_new(po, "flags", json_pack("[s]", "nonpositive"));
+        json_array_append_new(pred, po);
     }
     free(C);
     free(t);

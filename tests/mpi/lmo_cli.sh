@@ -55,7 +55,9 @@ for k in e:
 preds = {(p["op"], p["impl"], p["bytes"]) for p in l["predictions"]}
 assert preds == {("scatter", "linear", 1024), ("scatter", "linear", 8192), ("gather", "binomial", 1024),
                  ("gather", "binomial", 8192)}, preds
-assert all(math.isfinite(p["predicted"]) and p["predicted"] > 0 for p in l["predictions"])
+# a time <= 0 (raw parameters from noisy experiments, e.g. under two CPU hogs) is flagged
+assert all(math.isfinite(p["predicted"]) and (p["predicted"] > 0) != ("nonpositive" in p.get("flags", []))
+           for p in l["predictions"]), l["predictions"]
 assert l["slowest"]["node"] in (0, 1, 2)
 print("ok: 3-rank run: models.lmo complete")
 PY

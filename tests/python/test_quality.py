@@ -109,3 +109,16 @@ def test_module_cli_exit_status(synthetic_results: Callable[..., dict[str, Any]]
     assert quality.main([str(q)]) == 1
     (tmp_path / "broken.txt").write_text("{")
     assert quality.main([str(tmp_path / "broken.txt")]) == 2
+
+
+def test_lmo_prediction_at_or_below_zero_needs_its_flag(
+        synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    doc = synthetic_results(ranks=3, sizes=(1024,))
+    pred = {"op": "scatter", "impl": "linear", "bytes": 1024, "predicted": -1e-6}
+    doc["models"]["lmo"] = {"predictions": [pred]}
+    assert any("models.lmo.predictions[0]" in p for p in quality.unflagged_problems(doc))
+    pred["flags"] = ["nonpositive"]
+    assert quality.unflagged_problems(doc) == []
+    pred["predicted"] = 0.0
+    del pred["flags"]
+    assert any("models.lmo.predictions[0]" in p for p in quality.unflagged_problems(doc))

@@ -113,3 +113,16 @@ def test_failed_fit_is_said(synthetic_results: Callable[..., dict[str, Any]],
     lm["error"] = "lmo: rt experiment 3 has no sample"
     sec = _lmo_section(_page(doc, write_json))
     assert "The LMO fit failed: lmo: rt experiment 3 has no sample" in sec
+
+
+def test_nonpositive_prediction_is_flagged_not_drawn(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]) -> None:
+    # noisy point-to-two experiments can give raw parameters that sum to a time <= 0: the
+    # fitter flags it, the page says so and shows the other predictions only
+    doc = lmo_doc(synthetic_results, None, None)
+    p = doc["models"]["lmo"]["predictions"][0]
+    p["predicted"], p["flags"] = -2e-6, ["nonpositive"]
+    sec = _lmo_section(_page(doc, write_json))
+    assert "1 LMO prediction(s) not shown" in sec
+    tab = re.search(r'<table[^>]*id="lmo-pred".*?</table>', sec, re.S)
+    assert tab and tab.group(0).count("-7.3 %") == 3, sec[-3000:]

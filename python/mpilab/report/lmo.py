@@ -186,7 +186,7 @@ def predictions(r: Results) -> list[Prediction]:
     out = []
     for p in lm.get("predictions") or []:
         pv = _num(p.get("predicted")) if isinstance(p, dict) else None
-        if pv is None:
+        if pv is None or pv <= 0:  # flagged nonpositive by the fitter: impossible, not drawn
             continue
         out.append(Prediction(op=str(p.get("op")), impl=str(p.get("impl")),
                               bytes=int(p.get("bytes") or 0), predicted=pv,
@@ -272,6 +272,11 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
         sec.add("fig", _heatmap(sink, lm, m, nranks))
     sec.add("table", _link_table(lm.get("links") or {}, m, sl))
     lp = predictions(r)
+    bad = [p for p in lm.get("predictions") or [] if isinstance(p, dict)
+           and (_num(p.get("predicted")) or 0.0) <= 0]
+    if bad:
+        sec.warn(f"{len(bad)} LMO prediction(s) not shown: the fit's raw parameters sum to a "
+                 "time <= 0 there (noisy point-to-two experiments; flagged nonpositive).")
     if lp:
         sec.h3("LMO predictions versus measured", "lmo-pred")
         _pred_figs(sec, sink, lp, r.predictions)
