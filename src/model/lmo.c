@@ -434,9 +434,71 @@ static double lmo_linear(const mpilab_lmo_params_t *q, int r, double m, int gath
     return gather ? c : T;
 }
 
+static size_t low_bit(size_t v) { return v & (~v + 1); }
+
+/* Blocks of the subtree of relative rank vr > 0 (mpilab's tree, coll.h). */
+static size_t sub_blocks(size_t vr, size_t p)
+{
+    size_t lb = low_bit(vr);
+    return lb < p - vr ? lb : p - vr;
+}
+
+/* Eager messages through mpilab's binomial tree, event by event: a node's CPU handles its
+ * messages one after another (C + k m t each), the links carry them at once. Scatter: a node
+ * is ready when its message is in (the root at 0) and sends to its children from the largest
+ * subtree down; the time is the last node's end. Gather: leaves send at 0; a node takes its
+ * children's messages in order from the smallest subtree up (each when it is there and the
+ * previous one is done), then sends its blocks to its parent; the time is the root's end.
+ * w[p] is scratch. */
+static double lmo_binomial_eager(const mpilab_lmo_params_t *q, int r, double m, int gather, double *w)
+{
+    size_t p = (size_t)q->p, top = 1, R = (size_t)r;
+    while (top < p)
+        top <<= 1;
+    double T = 0;
+    if (!gather) {
+        w[0] = 0;
+        for (size_t vr = 0; vr < p; vr++) {
+            int a = (int)((vr + R) % p);
+            double s = w[vr];
+            for (size_t mk = (vr ? low_bit(vr) : top) >> 1; mk > 0; mk >>= 1) {
+                if (vr + mk >= p)
+                    continue;
+                double km = (double)sub_blocks(vr + mk, p) * m;
+                s += q->C[a] + km * q->t[a];
+                w[vr + mk] = s + after_sender(q, a, (int)((vr + mk + R) % p), km);
+            }
+            T = fmax(T, fmax(s, w[vr]));
+        }
+        return T;
+    }
+    for (size_t vr = p; vr-- > 0;) {
+        int a = (int)((vr + R) % p);
+        double c = 0;
+        for (size_t mk = 1; mk < (vr ? low_bit(vr) : top) && vr + mk < p; mk <<= 1) {
+            double km = (double)sub_blocks(vr + mk, p) * m;
+            c = fmax(c, w[vr + mk]) + q->C[a] + km * q->t[a];
+        }
+        if (vr == 0)
+            return c;
+        double km = (double)sub_blocks(vr, p) * m;
+        int par = (int)((vr - low_bit(vr) + R) % p);
+        /* there at the parent's host: the sender's CPU, then the link (the parent's CPU
+         * follows in its loop) */
+        w[vr] = c + mpilab_lmo_oneway(q, a, par, km) - q->C[par] - km * q->t[par];
+    }
+    return T;
+}
+
 static double lmo_binomial(const mpilab_lmo_params_t *q, int r, double m, int gather)
 {
     size_t p = (size_t)q->p, top = 1;
+    if (!(q->rendezvous_bytes > 0 && m >= q->rendezvous_bytes)) {
+        double *w = malloc(p * sizeof *w);
+        double T = w ? lmo_binomial_eager(q, r, m, gather, w) : NAN;
+        free(w);
+        return T;
+    }
     while (top < p)
         top <<= 1;
     double T = 0;

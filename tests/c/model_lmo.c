@@ -325,11 +325,14 @@ MPILAB_TEST(predictions_hand_cases)
     /* linear gather: arrivals 2 + 10 + 100 = 112 (from 1), 3 + 20 + 100 = 123 (from 2);
      * c1 = 112 + 1 = 113, c2 = max(123, 113) + 1 = 124 */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 124, 1e-12);
-    /* binomial, p = 3 root 0: stage mask 2: 0 -> 2 one block (124); mask 1: 0 -> 1 (113) */
-    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 237, 1e-12);
-    /* root 1: relative 0,1,2 = ranks 1,2,0: mask 2: 1 -> 0 (2+10+100+1 = 113); mask 1: 1 -> 2
-     * (2 + 5 + 100 + 3 = 110) */
-    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 223, 1e-12);
+    /* binomial, eager, event by event. Scatter p = 3 root 0: the root sends to 2 first (its
+     * CPU done at 1, there at 1 + 20 + 100 + 3 = 124), then to 1 (CPU done at 2, there at
+     * 2 + 10 + 100 + 2 = 114): 124 */
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 124, 1e-12);
+    /* gather root 1 (relative 0,1,2 = ranks 1,2,0): 2 -> 1 at 3 + 5 + 100 = 108, 0 -> 1 at
+     * 1 + 10 + 100 = 111; rank 1 takes relative 1 (rank 2) first: 108 + 2 = 110, then rank 0:
+     * max(111, 110) + 2 = 113 */
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 113, 1e-12);
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 3, 100)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, -1)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, NULL, 0, 1)));
@@ -339,10 +342,15 @@ MPILAB_TEST(predictions_hand_cases)
     q.rendezvous_bytes = 100;
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 237, 1e-12);
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 237, 1e-12);
+    /* synchronous binomial: the sum over stages of the slowest message: 0 -> 2 (124) then
+     * 0 -> 1 (113); gather root 1: 2 -> 1 (3 + 5 + 100 + 2 = 110) then 0 -> 1 (1 + 10 + 100
+     * + 2 = 113) */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 237, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 223, 1e-12);
     q.rendezvous_bytes = 101; /* 100 bytes are eager again */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 125, 1e-12);
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 124, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 124, 1e-12);
     q.rendezvous_bytes = -1;
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100)));
 }
@@ -360,12 +368,38 @@ MPILAB_TEST(binomial_reduces_to_hockney_without_node_delays)
                 B[i * p + j] = 1e-9 * (1 + (i + j) % 4);
                 h[i * p + j] = (mpilab_hockney_t){L[i * p + j], B[i * p + j]};
             }
-        mpilab_lmo_params_t q = {p, C, t, L, B, 0};
+        /* synchronous messages (1000 >= 1 byte): the stage sum, as Hockney's */
+        mpilab_lmo_params_t q = {p, C, t, L, B, 1};
         for (int r = 0; r < p; r++) {
             CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, r, 1000),
                        mpilab_predict_scatter_binomial(h, (size_t)p, (size_t)r, 1000), 1e-15);
             CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, r, 1000),
                        mpilab_predict_gather_binomial(h, (size_t)p, (size_t)r, 1000), 1e-15);
+        }
+        /* eager, event by event, without node delays: the critical path of the same tree,
+         * never above the stage sum (an upper bound of it) and never below the slowest
+         * single message of the tree; equal for p <= 2 (one message) */
+        q.rendezvous_bytes = 0;
+        for (int r = 0; r < p; r++) {
+            double ss = mpilab_predict_scatter_binomial(h, (size_t)p, (size_t)r, 1000);
+            double sg = mpilab_predict_gather_binomial(h, (size_t)p, (size_t)r, 1000);
+            double es = mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, r, 1000);
+            double eg = mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, r, 1000);
+            CHECK(es <= ss + 1e-15 && eg <= sg + 1e-15);
+            if (p <= 2) {
+                CHECK_NEAR(es, ss, 1e-15);
+                CHECK_NEAR(eg, sg, 1e-15);
+            }
+            /* the largest one-way message of the tree (the root's first, p - top/2 blocks) */
+            size_t top = 1;
+            while (top < (size_t)p)
+                top <<= 1;
+            if (p > 1) {
+                int b = (int)((top / 2 + (size_t)r) % (size_t)p);
+                double km = (double)((size_t)p - top / 2) * 1000;
+                CHECK(es >= L[r * p + b] + km * B[r * p + b] - 1e-15);
+                CHECK(eg >= L[b * p + r] + km * B[b * p + r] - 1e-15);
+            }
         }
     }
 }
