@@ -37,11 +37,16 @@ static double rt(int i, int j, double m)
     return 2 * Ct[i] + 2 * Ct[j] + 2 * Lt[i * P + j] + m * (tt[i] + tt[j] + Bt[i * P + j]);
 }
 
+/* The root sends to x at s = C_r + m t_r, to y at 2 s; each reply is back a flight b later;
+ * the root, done sending at 2 s, takes the replies in the order they arrive, C_r each. */
 static double p2t(int r, int x, int y, double m)
 {
     double bx = 2 * Ct[x] + m * tt[x] + 2 * Lt[r * P + x] + m * Bt[r * P + x];
     double by = 2 * Ct[y] + m * tt[y] + 2 * Lt[r * P + y] + m * Bt[r * P + y];
-    return 4 * Ct[r] + 2 * m * tt[r] + (bx > by ? bx : by);
+    double s = Ct[r] + m * tt[r], back_x = s + bx, back_y = 2 * s + by;
+    double first = back_x < back_y ? back_x : back_y, second = back_x < back_y ? back_y : back_x;
+    double done = (first > 2 * s ? first : 2 * s) + Ct[r];
+    return (second > done ? second : done) + Ct[r];
 }
 
 /* splitmix64 + Box-Muller: reproducible noise. */
@@ -309,6 +314,19 @@ MPILAB_TEST(fit_refuses_bad_input)
     CHECK(strstr(err, "no sample") != NULL);
     for (size_t k = 0; k < strlen(err); k++)
         CHECK(err[k] != '\n');
+}
+
+MPILAB_TEST(point_to_two_event_by_event)
+{
+    /* c = 1, s = 3 per send. Flights b_x = 13, b_y = 10: replies back at 3 + 13 = 16 and
+     * 6 + 10 = 16, together: 16 + 1 + 1 = 18 = the textbook 4 C + 2 M t + max b = 2 s + 2 c
+     * + 13; round trips s + b + c = 17 and 14 */
+    CHECK_NEAR(mpilab_lmo_p2t_events(17, 14, 1, 3), 18, 1e-12);
+    /* b_x = b_y = 10: back at 13 (taken 13..14) and 16: 17, one C less than the textbook */
+    CHECK_NEAR(mpilab_lmo_p2t_events(14, 14, 1, 3), 17, 1e-12);
+    /* the first reply's flight much longer (b_x = 100): back at 103 and 16, the time is x's
+     * round trip (104): nothing of the root's work shows */
+    CHECK_NEAR(mpilab_lmo_p2t_events(104, 14, 1, 3), 104, 1e-12);
 }
 
 MPILAB_TEST(predictions_hand_cases)
