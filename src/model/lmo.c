@@ -507,14 +507,21 @@ static size_t sub_blocks(size_t vr, size_t p)
     return lb < p - vr ? lb : p - vr;
 }
 
-/* Eager messages through mpilab's binomial tree, event by event: a node's CPU handles its
- * messages one after another (C + k m t each), the links carry them at once. Scatter: a node
- * is ready when its message is in (the root at 0) and sends to its children from the largest
- * subtree down; the time is the last node's end. Gather: leaves send at 0; a node takes its
- * children's messages in order from the smallest subtree up (each when it is there and the
- * previous one is done), then sends its blocks to its parent; the time is the root's end.
- * w[p] is scratch. */
-static double lmo_binomial_eager(const mpilab_lmo_params_t *q, int r, double m, int gather, double *w)
+/* Messages through mpilab's binomial tree event by event. An eager message (fewer than
+ * rendezvous_bytes bytes, or rendezvous_bytes = 0) costs its sender's CPU C + k m t, then
+ * the link and the receiver's CPU follow while the sender goes on; a synchronous one (its
+ * k blocks at or above rendezvous_bytes, e.g. a subtree's message near the root) holds the
+ * sender until it is through (its one-way time, from when both sides are there). Scatter:
+ * a node is ready when its message is in (the root at 0) and sends to its children from the
+ * largest subtree down; the time is the last node's end. Gather: leaves start at 0; a node
+ * takes its children's messages in order from the smallest subtree up, then sends its blocks
+ * to its parent; the time is the root's end. w[p] is scratch. */
+static int msg_sync(const mpilab_lmo_params_t *q, double bytes)
+{
+    return q->rendezvous_bytes > 0 && bytes >= q->rendezvous_bytes;
+}
+
+static double lmo_binomial_events(const mpilab_lmo_params_t *q, int r, double m, int gather, double *w)
 {
     size_t p = (size_t)q->p, top = 1, R = (size_t)r;
     while (top < p)
@@ -529,27 +536,35 @@ static double lmo_binomial_eager(const mpilab_lmo_params_t *q, int r, double m, 
                 if (vr + mk >= p)
                     continue;
                 double km = (double)sub_blocks(vr + mk, p) * m;
-                s += q->C[a] + km * q->t[a];
-                w[vr + mk] = s + after_sender(q, a, (int)((vr + mk + R) % p), km);
+                int b = (int)((vr + mk + R) % p);
+                if (msg_sync(q, km)) {
+                    s += mpilab_lmo_oneway(q, a, b, km);
+                    w[vr + mk] = s;
+                } else {
+                    s += q->C[a] + km * q->t[a];
+                    w[vr + mk] = s + after_sender(q, a, b, km);
+                }
             }
             T = fmax(T, fmax(s, w[vr]));
         }
         return T;
     }
+    /* w[vr]: when node vr is ready to send to its parent (its children's messages taken) */
     for (size_t vr = p; vr-- > 0;) {
         int a = (int)((vr + R) % p);
         double c = 0;
         for (size_t mk = 1; mk < (vr ? low_bit(vr) : top) && vr + mk < p; mk <<= 1) {
             double km = (double)sub_blocks(vr + mk, p) * m;
-            c = fmax(c, w[vr + mk]) + q->C[a] + km * q->t[a];
+            int ch = (int)((vr + mk + R) % p);
+            if (msg_sync(q, km))
+                c = fmax(c, w[vr + mk]) + mpilab_lmo_oneway(q, ch, a, km);
+            else /* there at the child's readiness + its CPU + the link; then this CPU */
+                c = fmax(c, w[vr + mk] + mpilab_lmo_oneway(q, ch, a, km) - q->C[a] - km * q->t[a]) + q->C[a] +
+                    km * q->t[a];
         }
         if (vr == 0)
             return c;
-        double km = (double)sub_blocks(vr, p) * m;
-        int par = (int)((vr - low_bit(vr) + R) % p);
-        /* there at the parent's host: the sender's CPU, then the link (the parent's CPU
-         * follows in its loop) */
-        w[vr] = c + mpilab_lmo_oneway(q, a, par, km) - q->C[par] - km * q->t[par];
+        w[vr] = c;
     }
     return T;
 }
@@ -557,9 +572,9 @@ static double lmo_binomial_eager(const mpilab_lmo_params_t *q, int r, double m, 
 static double lmo_binomial(const mpilab_lmo_params_t *q, int r, double m, int gather)
 {
     size_t p = (size_t)q->p, top = 1;
-    if (!(q->rendezvous_bytes > 0 && m >= q->rendezvous_bytes)) {
+    if (!msg_sync(q, m)) {
         double *w = malloc(p * sizeof *w);
-        double T = w ? lmo_binomial_eager(q, r, m, gather, w) : NAN;
+        double T = w ? lmo_binomial_events(q, r, m, gather, w) : NAN;
         free(w);
         return T;
     }
