@@ -8,10 +8,15 @@
  *
  * Experiments (M > 0 bytes, replies always empty):
  *   round trip i -> j:      rt_ij(M)  = 2 C_i + 2 C_j + 2 L_ij + M (t_i + t_j + 1/beta_ij)
- *   point-to-two i -> j,k:  p2t_i(M)  = 4 C_i + 2 M t_i
- *                                       + max over x in {j,k} of (2 C_x + M t_x + 2 L_ix + M/beta_ix)
- * so that p2t_i(M) - max(rt_ij(M), rt_ik(M)) = 2 C_i + M t_i: the point-to-two experiment
- * separates the processor's own delays from the link's, which round trips alone cannot. */
+ *   point-to-two i -> j,k:  i's CPU sends to j, then to k (s_i = C_i + M t_i each), the replies
+ *                           are back at s_i + b_j and 2 s_i + b_k (b_x = 2 C_x + M t_x + 2 L_ix
+ *                           + M/beta_ix) and i takes them as they come, C_i each, once its
+ *                           sends are done (mpilab_lmo_p2t_events). When the two replies come
+ *                           back together this is the model's textbook
+ *                           4 C_i + 2 M t_i + max(b_j, b_k); when they come apart, taking the
+ *                           first overlaps the wait for the second.
+ * The point-to-two experiment separates the processor's own delays from the link's, which
+ * round trips alone cannot. */
 #ifndef MPILAB_LMO_H
 #define MPILAB_LMO_H
 
@@ -103,9 +108,15 @@ typedef struct mpilab_lmo_fit {
     mpilab_lmo_link_t *link; /* [p(p-1)/2], pair order */
 } mpilab_lmo_fit_t;
 
+/* The point-to-two time event by event from the root's round trips to its first (rx) and
+ * second (ry) receiver, its fixed delay c and its cost per send s = C + M t (see above). */
+double mpilab_lmo_p2t_events(double rx, double ry, double c, double s);
+
 /* Point values from one value per experiment (e.g. medians): per node, the median over its
- * triplets of C = (p2t_0 - max(rt_0 of its two links)) / 2 and of
- * t = ((p2t_m - max rt_m) - (p2t_0 - max rt_0)) / M; per link L = rt_0 / 2 - C_i - C_j and
+ * triplets of the C and t for which mpilab_lmo_p2t_events gives the measured point-to-two
+ * times with 0 and M bytes (bisection; where the measured time is not above the slower
+ * round trip, the experiment does not fix them and the plain (p2t_0 - max rt_0) / 2 and
+ * ((p2t_m - max rt_m) - (p2t_0 - max rt_0)) / M are used, <= 0); per link L = rt_0 / 2 - C_i - C_j and
  * 1/beta = (rt_m - rt_0) / M - t_i - t_j. Arrays as in mpilab_lmo_input_t; C, t [p],
  * L, inv_beta [p(p-1)/2]; C_spread, t_spread may be NULL. Values may be negative (not
  * clamped). Returns 0, or -1 if a node is the root of no triplet or a value is not finite. */

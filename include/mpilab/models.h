@@ -50,7 +50,7 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, size_t npairs
  * LMO predictions of the measurements in `meas` with a scatter/gather pattern; a fit that
  * fails leaves {"error": reason} beside the experiments. With table != NULL, prints the
  * per-node table and the slowest node and link there. */
-json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *m, json_t *meas, FILE *table);
+json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *m, json_t *meas, double rendezvous_bytes, FILE *table);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,8 @@ typedef struct mpilab_runner_config {
     int csv;            /* --format csv: the table as CSV on stdout */
     int hockney, loggp, lmo; /* --models */
     size_t lmo_bytes;        /* --lmo-bytes: M of the LMO experiments (default 64K) */
+    size_t lmo_rendezvous;   /* --lmo-rendezvous: LMO predictions take messages of at least this
+                                many bytes as synchronous (default 64K; 0: every one eager) */
     mpilab_loggp_opts_t lg;
     int list;      /* 1: --list, 2: --list --json */
     /* --placement: the mode parsed here; the placement itself must happen before MPI_Init

@@ -183,6 +183,7 @@ static json_t *options_json(const run_t *w)
     if (c->lmo) {
         json_array_append_new(ml, json_string("lmo"));
         json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
+        json_object_set_new(opt, "lmo_rendezvous", json_integer((json_int_t)c->lmo_rendezvous));
     }
     json_object_set_new(opt, "models", ml);
     json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));
@@ -277,7 +278,7 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     if (lmo) {
         if (!models)
             models = json_object();
-        json_object_set_new(models, "lmo", mpilab_models_lmo(lmo, w->meas, stdout));
+        json_object_set_new(models, "lmo", mpilab_models_lmo(lmo, w->meas, (double)c->lmo_rendezvous, stdout));
     }
     if (multilane) {
         if (!models)

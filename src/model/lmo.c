@@ -91,6 +91,59 @@ static double med_dev(double *v, size_t n, double *dev)
     return med;
 }
 
+/* One point-to-two experiment event by event, given the root's round trips to x and y (rx,
+ * ry, same size): the root's CPU sends to x, then to y (s = C + M t each), the replies are
+ * back at a_x = rx - c and a_y = ry + s - c (a round trip is s, the flight, then c to take
+ * the reply), and the root takes them in the order they come, c = C each, once its sends
+ * are done. */
+double mpilab_lmo_p2t_events(double rx, double ry, double c, double s)
+{
+    double ax = rx - c, ay = ry + s - c;
+    double c1 = fmax(fmin(ax, ay), 2 * s) + c;
+    return fmax(fmax(ax, ay), c1) + c;
+}
+
+/* The value v in [lo, hi] where f(v) = q for f nondecreasing (bisection), NAN when q is not
+ * strictly above f(lo) (then the experiment does not fix v: the replies' order hides it). */
+static double solve_up(double q, double lo, double hi, double rx, double ry, double c_fixed, int vary_c)
+{
+    double flo = vary_c ? mpilab_lmo_p2t_events(rx, ry, lo, lo) : mpilab_lmo_p2t_events(rx, ry, c_fixed, lo);
+    if (!(q > flo))
+        return NAN;
+    for (int k = 0; k < 200 && hi - lo > 1e-13 * fabs(hi); k++) {
+        double mid = (lo + hi) / 2;
+        double f = vary_c ? mpilab_lmo_p2t_events(rx, ry, mid, mid) : mpilab_lmo_p2t_events(rx, ry, c_fixed, mid);
+        if (f < q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+/* C and t of the root of one point-to-two experiment: the values for which the experiment
+ * event by event (mpilab_lmo_p2t_events) takes the measured times q0, qm. Returns 1 when
+ * the experiment fixes them; 0 when it does not (p2t_0 not above the slower round trip:
+ * the first reply's flight hides the root's work), *c and *t then being the plain
+ * difference (p2t_0 - max rt_0) / 2 and its slope (<= 0: clamped if they are used). */
+static int root_share(double r0x, double r0y, double rmx, double rmy, double q0, double qm, double M, double *c,
+                      double *t)
+{
+    double own0 = q0 - fmax(r0x, r0y), ownm = qm - fmax(rmx, rmy);
+    double cv = solve_up(q0, 0, q0, r0x, r0y, 0, 1);
+    if (isnan(cv)) {
+        *c = own0 / 2;
+        *t = (ownm - own0) / M;
+        return 0;
+    }
+    /* no s fits qm: the two sizes contradict each other (a disturbed experiment); kept, with
+     * the plain slope, so that the triplets' disagreement shows */
+    double sv = solve_up(qm, -qm, qm, rmx, rmy, cv, 0);
+    *c = cv;
+    *t = isnan(sv) ? (ownm - own0) / M : (sv - cv) / M;
+    return 1;
+}
+
 int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double bytes, const double *rt_0,
                           const double *rt_m, const double *p2t_0, const double *p2t_m, double *C, double *t,
                           double *L, double *inv_beta, double *C_spread, double *t_spread)
@@ -100,18 +153,28 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
     double *vc = malloc(ntrip * sizeof *vc), *vt = malloc(ntrip * sizeof *vt);
     int rc = vc && vt ? 0 : -1;
     for (int i = 0; rc == 0 && i < p; i++) {
-        size_t n = 0;
+        size_t n = 0, nf = 0;
         for (size_t k = 0; k < ntrip; k++)
             for (int e = 0; e < 3; e++) {
                 int r, x, y;
                 mpilab_triplet_roles(&trip[k], e, &r, &x, &y);
                 if (r != i)
                     continue;
-                double m0 = fmax(rt_0[pidx(p, r, x)], rt_0[pidx(p, r, y)]);
-                double mm = fmax(rt_m[pidx(p, r, x)], rt_m[pidx(p, r, y)]);
-                double own0 = p2t_0[3 * k + (size_t)e] - m0, ownm = p2t_m[3 * k + (size_t)e] - mm;
-                vc[n] = own0 / 2;
-                vt[n] = (ownm - own0) / bytes;
+                double c, tv;
+                int fixed = root_share(rt_0[pidx(p, r, x)], rt_0[pidx(p, r, y)], rt_m[pidx(p, r, x)],
+                                       rt_m[pidx(p, r, y)], p2t_0[3 * k + (size_t)e], p2t_m[3 * k + (size_t)e],
+                                       bytes, &c, &tv);
+                /* the experiments that fix the node's values first (vc[0..nf)), the others
+                 * after them (used only when none does) */
+                if (fixed) {
+                    vc[n] = vc[nf];
+                    vt[n] = vt[nf];
+                    vc[nf] = c;
+                    vt[nf++] = tv;
+                } else {
+                    vc[n] = c;
+                    vt[n] = tv;
+                }
                 if (!isfinite(vc[n]) || !isfinite(vt[n]))
                     rc = -1;
                 n++;
@@ -120,8 +183,9 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
             rc = -1;
             break;
         }
-        C[i] = med_dev(vc, n, C_spread ? &C_spread[i] : NULL);
-        t[i] = med_dev(vt, n, t_spread ? &t_spread[i] : NULL);
+        size_t use = nf > 0 ? nf : n;
+        C[i] = med_dev(vc, use, C_spread ? &C_spread[i] : NULL);
+        t[i] = med_dev(vt, use, t_spread ? &t_spread[i] : NULL);
     }
     for (int i = 0; rc == 0 && i < p; i++)
         for (int j = i + 1; j < p; j++) {
@@ -434,9 +498,86 @@ static double lmo_linear(const mpilab_lmo_params_t *q, int r, double m, int gath
     return gather ? c : T;
 }
 
+static size_t low_bit(size_t v) { return v & (~v + 1); }
+
+/* Blocks of the subtree of relative rank vr > 0 (mpilab's tree, coll.h). */
+static size_t sub_blocks(size_t vr, size_t p)
+{
+    size_t lb = low_bit(vr);
+    return lb < p - vr ? lb : p - vr;
+}
+
+/* Messages through mpilab's binomial tree event by event. An eager message (fewer than
+ * rendezvous_bytes bytes, or rendezvous_bytes = 0) costs its sender's CPU C + k m t, then
+ * the link and the receiver's CPU follow while the sender goes on; a synchronous one (its
+ * k blocks at or above rendezvous_bytes, e.g. a subtree's message near the root) holds the
+ * sender until it is through (its one-way time, from when both sides are there). Scatter:
+ * a node is ready when its message is in (the root at 0) and sends to its children from the
+ * largest subtree down; the time is the last node's end. Gather: leaves start at 0; a node
+ * takes its children's messages in order from the smallest subtree up, then sends its blocks
+ * to its parent; the time is the root's end. w[p] is scratch. */
+static int msg_sync(const mpilab_lmo_params_t *q, double bytes)
+{
+    return q->rendezvous_bytes > 0 && bytes >= q->rendezvous_bytes;
+}
+
+static double lmo_binomial_events(const mpilab_lmo_params_t *q, int r, double m, int gather, double *w)
+{
+    size_t p = (size_t)q->p, top = 1, R = (size_t)r;
+    while (top < p)
+        top <<= 1;
+    double T = 0;
+    if (!gather) {
+        w[0] = 0;
+        for (size_t vr = 0; vr < p; vr++) {
+            int a = (int)((vr + R) % p);
+            double s = w[vr];
+            for (size_t mk = (vr ? low_bit(vr) : top) >> 1; mk > 0; mk >>= 1) {
+                if (vr + mk >= p)
+                    continue;
+                double km = (double)sub_blocks(vr + mk, p) * m;
+                int b = (int)((vr + mk + R) % p);
+                if (msg_sync(q, km)) {
+                    s += mpilab_lmo_oneway(q, a, b, km);
+                    w[vr + mk] = s;
+                } else {
+                    s += q->C[a] + km * q->t[a];
+                    w[vr + mk] = s + after_sender(q, a, b, km);
+                }
+            }
+            T = fmax(T, fmax(s, w[vr]));
+        }
+        return T;
+    }
+    /* w[vr]: when node vr is ready to send to its parent (its children's messages taken) */
+    for (size_t vr = p; vr-- > 0;) {
+        int a = (int)((vr + R) % p);
+        double c = 0;
+        for (size_t mk = 1; mk < (vr ? low_bit(vr) : top) && vr + mk < p; mk <<= 1) {
+            double km = (double)sub_blocks(vr + mk, p) * m;
+            int ch = (int)((vr + mk + R) % p);
+            if (msg_sync(q, km))
+                c = fmax(c, w[vr + mk]) + mpilab_lmo_oneway(q, ch, a, km);
+            else /* there at the child's readiness + its CPU + the link; then this CPU */
+                c = fmax(c, w[vr + mk] + mpilab_lmo_oneway(q, ch, a, km) - q->C[a] - km * q->t[a]) + q->C[a] +
+                    km * q->t[a];
+        }
+        if (vr == 0)
+            return c;
+        w[vr] = c;
+    }
+    return T;
+}
+
 static double lmo_binomial(const mpilab_lmo_params_t *q, int r, double m, int gather)
 {
     size_t p = (size_t)q->p, top = 1;
+    if (!msg_sync(q, m)) {
+        double *w = malloc(p * sizeof *w);
+        double T = w ? lmo_binomial_events(q, r, m, gather, w) : NAN;
+        free(w);
+        return T;
+    }
     while (top < p)
         top <<= 1;
     double T = 0;

@@ -183,7 +183,7 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     return o;
 }
 
-static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
+static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas, double rdv)
 {
     size_t P = (size_t)f->p;
     double *C = malloc(P * sizeof *C), *t = malloc(P * sizeof *t);
@@ -199,7 +199,7 @@ static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
         L[i * P + j] = L[j * P + i] = f->link[q].L.raw;
         B[i * P + j] = B[j * P + i] = f->link[q].inv_beta.raw;
     }
-    mpilab_lmo_params_t prm = {f->p, C, t, L, B, MPILAB_LMO_RENDEZVOUS_DEFAULT};
+    mpilab_lmo_params_t prm = {f->p, C, t, L, B, rdv};
     size_t idx;
     json_t *m;
     json_array_foreach(meas, idx, m)
@@ -231,7 +231,7 @@ static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas)
     return pred;
 }
 
-json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, FILE *table)
+json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, double rendezvous_bytes, FILE *table)
 {
     size_t np = (size_t)mm->p * (size_t)(mm->p - 1) / 2, ne = 3 * mm->ntrip;
     json_t *out = json_pack("{s:I,s:s,s:I,s:I,s:o}", "bytes", (json_int_t)mm->bytes, "mode",
@@ -247,8 +247,11 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, FILE *t
                                     "((p2t_m - max rt_m) - (p2t_0 - max rt_0))/M; per link L = rt_0/2 - C_i - C_j "
                                     "and 1/beta = (rt_m - rt_0)/M - t_i - t_j; bootstrap intervals (200 "
                                     "replicates); flags clamped, no_ci, ci_wide, triplets_disagree; predictions from the raw "
-                                    "(unclamped) values, messages of >= 64 KiB synchronous (the linear patterns' "
-                                    "messages one after another); path_inv_beta = t_i + t_j + 1/beta_ij (raw)"));
+                                    "(unclamped) values, messages of >= rendezvous_bytes synchronous (the linear patterns' "
+                                    "messages one after another, the binomial tree's stage by stage), smaller ones "
+                                    "eager (a node's CPU handles its messages one after another, the links carry "
+                                    "them at once); path_inv_beta = t_i + t_j + 1/beta_ij (raw)"));
+    json_object_set_new(out, "rendezvous_bytes", json_integer((json_int_t)rendezvous_bytes));
     mpilab_lmo_input_t in;
     mpilab_lmo_fit_t f;
     char err[256] = "out of memory";
@@ -264,7 +267,7 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, FILE *t
     json_object_set_new(out, "nodes", nodes_json(&f, table));
     json_object_set_new(out, "links", links_json(&f, np));
     json_object_set_new(out, "slowest", slowest_json(&f, np, table));
-    json_object_set_new(out, "predictions", predictions_json(&f, meas));
+    json_object_set_new(out, "predictions", predictions_json(&f, meas, rendezvous_bytes));
     mpilab_lmo_fit_free(&f);
     mpilab_lmo_input_free(&in);
     return out;

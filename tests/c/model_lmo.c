@@ -37,11 +37,16 @@ static double rt(int i, int j, double m)
     return 2 * Ct[i] + 2 * Ct[j] + 2 * Lt[i * P + j] + m * (tt[i] + tt[j] + Bt[i * P + j]);
 }
 
+/* The root sends to x at s = C_r + m t_r, to y at 2 s; each reply is back a flight b later;
+ * the root, done sending at 2 s, takes the replies in the order they arrive, C_r each. */
 static double p2t(int r, int x, int y, double m)
 {
     double bx = 2 * Ct[x] + m * tt[x] + 2 * Lt[r * P + x] + m * Bt[r * P + x];
     double by = 2 * Ct[y] + m * tt[y] + 2 * Lt[r * P + y] + m * Bt[r * P + y];
-    return 4 * Ct[r] + 2 * m * tt[r] + (bx > by ? bx : by);
+    double s = Ct[r] + m * tt[r], back_x = s + bx, back_y = 2 * s + by;
+    double first = back_x < back_y ? back_x : back_y, second = back_x < back_y ? back_y : back_x;
+    double done = (first > 2 * s ? first : 2 * s) + Ct[r];
+    return (second > done ? second : done) + Ct[r];
 }
 
 /* splitmix64 + Box-Muller: reproducible noise. */
@@ -311,6 +316,19 @@ MPILAB_TEST(fit_refuses_bad_input)
         CHECK(err[k] != '\n');
 }
 
+MPILAB_TEST(point_to_two_event_by_event)
+{
+    /* c = 1, s = 3 per send. Flights b_x = 13, b_y = 10: replies back at 3 + 13 = 16 and
+     * 6 + 10 = 16, together: 16 + 1 + 1 = 18 = the textbook 4 C + 2 M t + max b = 2 s + 2 c
+     * + 13; round trips s + b + c = 17 and 14 */
+    CHECK_NEAR(mpilab_lmo_p2t_events(17, 14, 1, 3), 18, 1e-12);
+    /* b_x = b_y = 10: back at 13 (taken 13..14) and 16: 17, one C less than the textbook */
+    CHECK_NEAR(mpilab_lmo_p2t_events(14, 14, 1, 3), 17, 1e-12);
+    /* the first reply's flight much longer (b_x = 100): back at 103 and 16, the time is x's
+     * round trip (104): nothing of the root's work shows */
+    CHECK_NEAR(mpilab_lmo_p2t_events(104, 14, 1, 3), 104, 1e-12);
+}
+
 MPILAB_TEST(predictions_hand_cases)
 {
     /* p = 3, root 0: node delays C = (1, 2, 3), t = 0; L_01 = 10, L_02 = 20, L_12 = 5;
@@ -325,11 +343,14 @@ MPILAB_TEST(predictions_hand_cases)
     /* linear gather: arrivals 2 + 10 + 100 = 112 (from 1), 3 + 20 + 100 = 123 (from 2);
      * c1 = 112 + 1 = 113, c2 = max(123, 113) + 1 = 124 */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 124, 1e-12);
-    /* binomial, p = 3 root 0: stage mask 2: 0 -> 2 one block (124); mask 1: 0 -> 1 (113) */
-    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 237, 1e-12);
-    /* root 1: relative 0,1,2 = ranks 1,2,0: mask 2: 1 -> 0 (2+10+100+1 = 113); mask 1: 1 -> 2
-     * (2 + 5 + 100 + 3 = 110) */
-    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 223, 1e-12);
+    /* binomial, eager, event by event. Scatter p = 3 root 0: the root sends to 2 first (its
+     * CPU done at 1, there at 1 + 20 + 100 + 3 = 124), then to 1 (CPU done at 2, there at
+     * 2 + 10 + 100 + 2 = 114): 124 */
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 124, 1e-12);
+    /* gather root 1 (relative 0,1,2 = ranks 1,2,0): 2 -> 1 at 3 + 5 + 100 = 108, 0 -> 1 at
+     * 1 + 10 + 100 = 111; rank 1 takes relative 1 (rank 2) first: 108 + 2 = 110, then rank 0:
+     * max(111, 110) + 2 = 113 */
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 113, 1e-12);
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 3, 100)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, -1)));
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, NULL, 0, 1)));
@@ -339,10 +360,15 @@ MPILAB_TEST(predictions_hand_cases)
     q.rendezvous_bytes = 100;
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 237, 1e-12);
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 237, 1e-12);
+    /* synchronous binomial: the sum over stages of the slowest message: 0 -> 2 (124) then
+     * 0 -> 1 (113); gather root 1: 2 -> 1 (3 + 5 + 100 + 2 = 110) then 0 -> 1 (1 + 10 + 100
+     * + 2 = 113) */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 237, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, 1, 100), 223, 1e-12);
     q.rendezvous_bytes = 101; /* 100 bytes are eager again */
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100), 125, 1e-12);
     CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_LINEAR, &q, 0, 100), 124, 1e-12);
+    CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, 0, 100), 124, 1e-12);
     q.rendezvous_bytes = -1;
     CHECK(isnan(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_LINEAR, &q, 0, 100)));
 }
@@ -360,12 +386,38 @@ MPILAB_TEST(binomial_reduces_to_hockney_without_node_delays)
                 B[i * p + j] = 1e-9 * (1 + (i + j) % 4);
                 h[i * p + j] = (mpilab_hockney_t){L[i * p + j], B[i * p + j]};
             }
-        mpilab_lmo_params_t q = {p, C, t, L, B, 0};
+        /* synchronous messages (1000 >= 1 byte): the stage sum, as Hockney's */
+        mpilab_lmo_params_t q = {p, C, t, L, B, 1};
         for (int r = 0; r < p; r++) {
             CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, r, 1000),
                        mpilab_predict_scatter_binomial(h, (size_t)p, (size_t)r, 1000), 1e-15);
             CHECK_NEAR(mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, r, 1000),
                        mpilab_predict_gather_binomial(h, (size_t)p, (size_t)r, 1000), 1e-15);
+        }
+        /* eager, event by event, without node delays: the critical path of the same tree,
+         * never above the stage sum (an upper bound of it) and never below the slowest
+         * single message of the tree; equal for p <= 2 (one message) */
+        q.rendezvous_bytes = 0;
+        for (int r = 0; r < p; r++) {
+            double ss = mpilab_predict_scatter_binomial(h, (size_t)p, (size_t)r, 1000);
+            double sg = mpilab_predict_gather_binomial(h, (size_t)p, (size_t)r, 1000);
+            double es = mpilab_lmo_predict(MPILAB_MODEL_SCATTER_BINOMIAL, &q, r, 1000);
+            double eg = mpilab_lmo_predict(MPILAB_MODEL_GATHER_BINOMIAL, &q, r, 1000);
+            CHECK(es <= ss + 1e-15 && eg <= sg + 1e-15);
+            if (p <= 2) {
+                CHECK_NEAR(es, ss, 1e-15);
+                CHECK_NEAR(eg, sg, 1e-15);
+            }
+            /* the largest one-way message of the tree (the root's first, p - top/2 blocks) */
+            size_t top = 1;
+            while (top < (size_t)p)
+                top <<= 1;
+            if (p > 1) {
+                int b = (int)((top / 2 + (size_t)r) % (size_t)p);
+                double km = (double)((size_t)p - top / 2) * 1000;
+                CHECK(es >= L[r * p + b] + km * B[r * p + b] - 1e-15);
+                CHECK(eg >= L[b * p + r] + km * B[b * p + r] - 1e-15);
+            }
         }
     }
 }

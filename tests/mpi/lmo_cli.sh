@@ -25,6 +25,8 @@ bad 2 --ops scatter:linear --sizes 1K --models lmo
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 0
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 12abc
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-bytes 4G
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-rendezvous 12abc
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-rendezvous 4G
 bad 3 --ops scatter:linear --sizes 1K --models lmo --no-fit
 bad 3 --ops scatter:linear --sizes 1K --models lmo,nosuch
 out="$tmp/good.json"
@@ -37,6 +39,8 @@ import json, math, sys
 d = json.load(open(sys.argv[1]))
 l = d["models"]["lmo"]
 assert d["provenance"]["options"]["lmo_bytes"] == 8192
+assert d["provenance"]["options"]["lmo_rendezvous"] == 65536
+assert d["models"]["lmo"]["rendezvous_bytes"] == 65536
 assert "lmo" in d["provenance"]["options"]["models"]
 assert l["bytes"] == 8192 and l["triplets"] == 1 and l["rounds"] == 1, l
 assert [n["rank"] for n in l["nodes"]] == [0, 1, 2]

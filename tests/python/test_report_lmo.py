@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,42 @@ def test_nonpositive_prediction_is_flagged_not_drawn(
     assert "1 LMO prediction(s) not shown" in sec
     tab = re.search(r'<table[^>]*id="lmo-pred".*?</table>', sec, re.S)
     assert tab and tab.group(0).count("-7.3 %") == 3, sec[-3000:]
+
+
+def test_fit_slowest_node_link_and_path_are_told(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]) -> None:
+    # the fit's own naming (models.lmo.slowest): node 2, link 0-3 and a different path 1-3, so
+    # each of the three is shown from its own field, in words, in the tables and heat maps
+    doc = lmo_doc(synthetic_results, 2, (0, 3))
+    lm = doc["models"]["lmo"]
+    lm["links"]["path_inv_beta"] = [3e-8 if pr == [1, 3] else 1e-8 for pr in lm["links"]["pairs"]]
+    lm["slowest"] = {"node": 2, "node_cost_s": 3.5e-5, "node_vs_median": 4.0, "link": [0, 3],
+                     "link_cost_s": 2.1e-3, "link_vs_median": 3.7, "path": [1, 3],
+                     "path_cost_s": 2.0e-3, "path_vs_median": 2.5}
+    sec = unescape(_lmo_section(_page(doc, write_json)))
+    words = re.search(r"Slowest in the fit: (.*?)</", sec, re.S)
+    assert words, sec[:3000]
+    w = words.group(1)
+    assert "node 2 (" in w and "4.00x the median node" in w, w
+    assert "link 0-3 (" in w and "3.70x the median link" in w, w
+    assert "path 1-3 (" in w and "2.50x the median path" in w, w
+    # each marked once in the tables
+    assert len(re.findall(r"the fit's slowest node", sec)) == 1, sec
+    assert len(re.findall(r"the fit's slowest link", sec)) == 1
+    assert len(re.findall(r"the fit's slowest path", sec)) == 1
+    # the path cost heat map exists and both heat maps point at their cells
+    assert "lmo-paths" in sec
+    assert "slowest link 0-3" in sec and "slowest path 1-3" in sec
+    # the path column: C_1 + C_3 + L_13 + M path = 2 + 2 + 3 us + 65536 * 30 ns = 1973 us
+    assert re.search(r'data-sort="0\.0019730[0-9]*">1973 us<', sec), sec
+
+
+def test_slowest_computed_when_the_file_has_none(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]) -> None:
+    # an older file without models.lmo.slowest: the same rule on its parameters names node 2
+    # and link 0-3; the path (no path_inv_beta: t_i + t_j + 1/beta) is 0-3 as well
+    sec = _lmo_section(_page(lmo_doc(synthetic_results, 2, (0, 3)), write_json))
+    w = re.search(r"Slowest in the fit: (.*?)</", sec, re.S)
+    assert w, sec[:3000]
+    assert "node 2 (" in w.group(1) and "link 0-3 (" in w.group(1) \
+        and "path 0-3 (" in w.group(1), w.group(1)

@@ -129,7 +129,8 @@ def test_simulated_ranks_default_to_the_hosts(run_cli: Callable[..., Any],
 
 
 @pytest.mark.parametrize("case", ["missing", "not-xml", "too-many-ranks", "launches",
-                                  "testbed", "no-smpi-build", "no-smpirun", "stdout"])
+                                  "testbed", "no-smpi-build", "no-smpirun", "stdout",
+                                  "cfg-no-sim", "cfg-bad"])
 def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
                                 case: str) -> None:
     env = cli_env()
@@ -162,6 +163,12 @@ def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
     elif case == "stdout":
         args[4] = "-"
         want = "--out FILE"
+    elif case == "cfg-no-sim":
+        args = ["bench", "--sim-cfg", "smpi/send-is-detached-thresh:1048576", "--out", "o.json"]
+        want = "--sim-cfg applies to simulated runs only"
+    elif case == "cfg-bad":
+        args += ["--sim-cfg", "smpi/send-is-detached-thresh"]
+        want = "expected NAME:VALUE"
     p = run_cli(*args, "--", "--ops", "p2p", "--sizes", "1K", env=env)
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
@@ -340,3 +347,39 @@ def test_simulated_ranks_per_host_and_loopback(run_cli: Callable[..., Any], tmp_
     assert rtt[(0, 1)] < rtt[(0, 2)] / 10
     with pytest.raises(MpilabError, match="2 ranks per host"):
         simrun.job("mpilab-bench", [], 5, str(out), ppn=2)
+
+
+@needs_smpi
+def test_simulated_lmo_recovers_node_overheads(run_cli: Callable[..., Any],
+                                               tmp_path: Path) -> None:
+    """examples/platforms/lmocpu4.xml: per-host SMPI message overheads (C, t) and private pair
+    links, an eager limit above every message through --sim-cfg: the LMO fit recovers every
+    node's C and t and every link's rate (simulated, so exactly up to SMPI's envelope), names
+    node 3 and link 2-3, and its linear scatter prediction is within 5% of measured while
+    Hockney's sum of pair times is far above (the root's CPU serialises, the links overlap)."""
+    plat = REPO / "examples" / "platforms" / "lmocpu4.xml"
+    p = run_cli("bench", "--sim", str(plat), "--sim-cfg", "smpi/send-is-detached-thresh:1048576",
+                "--sim-cfg", "smpi/async-small-thresh:1048576", "--out", "sim.json", "--",
+                "--ops", "p2p,scatter:linear", "--sizes", "1K,64K", "--models", "lmo,hockney",
+                "--lmo-rendezvous", "1M", "--quiet")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "sim.json").read_text())
+    assert "--cfg=smpi/send-is-detached-thresh:1048576" in \
+        doc["provenance"]["simulated"]["smpi_config"]
+    assert doc["provenance"]["options"]["lmo_rendezvous"] == 1048576
+    lm = doc["models"]["lmo"]
+    assert lm["rendezvous_bytes"] == 1048576
+    want_c, want_t = [10e-6, 10e-6, 20e-6, 60e-6], [2e-9, 2e-9, 4e-9, 40e-9]
+    for n in lm["nodes"]:
+        assert n["C"]["value"] == pytest.approx(want_c[n["rank"]], rel=1e-3), n
+        assert n["t"]["value"] == pytest.approx(want_t[n["rank"]], rel=1e-3), n
+    rates = {tuple(pr): 1 / ib["value"]
+             for pr, ib in zip(lm["links"]["pairs"], lm["links"]["inv_beta"], strict=True)}
+    assert rates[(2, 3)] == pytest.approx(25e6 / 8, rel=1e-3)
+    assert rates[(0, 1)] == pytest.approx(100e6 / 8, rel=1e-3)
+    assert lm["slowest"]["node"] == 3 and lm["slowest"]["link"] == [2, 3]
+    (lp,) = [q for q in lm["predictions"] if q["bytes"] == 65536]
+    (hp,) = [q for q in doc["models"]["predictions"]
+             if q["op"] == "scatter" and q["bytes"] == 65536]
+    assert abs(lp["predicted"] / lp["measured"] - 1) < 0.05, lp
+    assert hp["predicted"] / lp["measured"] - 1 > 0.5, hp

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -108,6 +109,12 @@ def _run(args: argparse.Namespace) -> int:
             Path(out).parent.mkdir(parents=True, exist_ok=True)
     if args.np is not None and args.np < 1:
         raise MpilabError(f"--np {args.np}: need at least 1 rank")
+    if args.sim_cfg and args.sim is None:
+        raise MpilabError("--sim-cfg applies to simulated runs only (give --sim PLATFORM)")
+    for c in args.sim_cfg:
+        if not re.fullmatch(r"[A-Za-z0-9_/.-]+:\S+", c):
+            raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
+                              "smpi/send-is-detached-thresh:1048576")
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
     if args.sim is None and args.launches is None:
         args.launches = DEFAULT_LAUNCHES
@@ -142,6 +149,7 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
     from mpilab.sim import run as simrun
 
     simrun.check_options(args.launches, args.testbed, args.launcher)
+    cfg = [f"--cfg={c}" for c in args.sim_cfg]
     if out == "-":
         raise MpilabError("--sim: give --out FILE (the simulated results are annotated in "
                           "place)")
@@ -149,7 +157,7 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
         # a noiseless simulated platform: no minimum of measuring time, the rule stops as
         # soon as the interval allows (6 repetitions of identical samples)
         runner_args = [*runner_args, "--min-time", "0"]
-    j = simrun.job(RUNNER, runner_args, args.np, args.sim)
+    j = simrun.job(RUNNER, runner_args, args.np, args.sim, config=cfg)
     status = simrun.run(j)
     if status == 0:  # after the run: a refused input stays one line
         sys.stderr.write(f"mpilab: simulated on {args.sim} ({j.np} ranks, SimGrid SMPI, "
@@ -426,6 +434,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "one rank per host unless --np; one launch (simulated time is "
                         "deterministic); provenance.simulated records the platform and its "
                         "sha256")
+    p.add_argument("--sim-cfg", action="append", default=[], metavar="NAME:VALUE",
+                   help="with --sim: one more SimGrid option for smpirun (repeatable; after "
+                        "mpilab's own, so it overrides them), e.g. "
+                        "smpi/send-is-detached-thresh:1048576 (MPI's eager limit); recorded in "
+                        "provenance.simulated")
     p.add_argument("--quiet-launches", action="store_true",
                    help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",

@@ -26,6 +26,8 @@ class Heatmap:
     block: int               # each cell covers block x block ranks
     ranks: int
     unit: str = "s"
+    # cells to point at: (row, column, label), e.g. the slowest pair a model names
+    marks: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass
@@ -70,7 +72,11 @@ def heatmap_spec(hm: Heatmap) -> dict:
                         "autorange": "reversed", "scaleanchor": "x"},
               "annotations": [{"text": html.escape(cell), "xref": "paper", "yref": "paper",
                                "x": 0, "y": -0.14, "xanchor": "left", "showarrow": False,
-                               "font": {"size": FONT_PX - 2}}]}
+                               "font": {"size": FONT_PX - 2}}]
+              + [{"text": html.escape(t), "x": labels[c], "y": labels[r], "xref": "x",
+                  "yref": "y", "showarrow": True, "arrowhead": 2, "ax": 30, "ay": -30,
+                  "bgcolor": "white", "bordercolor": "black", "font": {"size": FONT_PX - 2}}
+                 for r, c, t in hm.marks if 0 <= r < len(labels) and 0 <= c < len(labels)]}
     return {"data": data, "layout": layout, "config": _config(hm.fig_id)}
 
 

@@ -7,7 +7,12 @@ Hockney's where the run fitted both.
 
 A node or link is called slow when its cost at M is more than SLOW_RATIO times the median
 over the nodes (links) and its interval's low end is above the median's high end, so a
-difference inside the measurement's own spread is never named."""
+difference inside the measurement's own spread is never named.
+
+Beside that rule, the section says in words which node, link and path the fit itself names
+slowest (models.lmo.slowest: the largest C_i + M t_i, L_ij + M/beta_ij and one M-byte message
+i -> j with the raw values, each with its ratio to the median) and marks them in the per-node
+table, the per-link table and the two heat maps (link cost, path cost)."""
 
 from __future__ import annotations
 
@@ -85,6 +90,116 @@ def slow(costs: list[Cost]) -> list[tuple[Cost, float]]:
     return sorted(out, key=lambda t: -t[1])
 
 
+@dataclass(frozen=True)
+class Named:
+    """One of the fit's slowest: what (a rank or a pair), its cost at M and its ratio to the
+    median of its kind."""
+    key: Any
+    cost: float | None
+    ratio: float | None
+
+
+@dataclass(frozen=True)
+class Slowest:
+    node: Named | None
+    link: Named | None
+    path: Named | None
+
+
+def _pair(v: Any) -> tuple[int, int] | None:
+    if isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int) for x in v):
+        return (min(v), max(v))
+    return None
+
+
+def path_costs(lm: dict[str, Any], m: float) -> dict[tuple[int, int], float]:
+    """Per pair one message of M bytes with the raw values: C_i + C_j + L_ij + M
+    (t_i + t_j + 1/beta_ij), the sum the round trips fix whatever the node/link split."""
+    def raw(p: Param) -> float | None:
+        return p.raw if p.raw is not None else p.value
+
+    C: dict[int, float] = {}
+    t: dict[int, float] = {}
+    for n in lm.get("nodes") or []:
+        r = int(n.get("rank", -1))
+        if (c := raw(_param(n.get("C")))) is not None:
+            C[r] = c
+        if (x := raw(_param(n.get("t")))) is not None:
+            t[r] = x
+    links = lm.get("links") or {}
+    Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
+    given = links.get("path_inv_beta") or []
+    out = {}
+    for k, pr in enumerate(links.get("pairs") or []):
+        i, j = int(pr[0]), int(pr[1])
+        lr = raw(_param(Ls[k] if k < len(Ls) else None))
+        ib = raw(_param(Bs[k] if k < len(Bs) else None))
+        pb = _num(given[k]) if k < len(given) else None
+        if pb is None and ib is not None and i in t and j in t:
+            pb = t[i] + t[j] + ib
+        if lr is None or pb is None or i not in C or j not in C:
+            continue
+        out[(min(i, j), max(i, j))] = C[i] + C[j] + lr + m * pb
+    return out
+
+
+def _named(key: Any, costs: dict[Any, float]) -> Named | None:
+    if key is None or key not in costs:
+        return None
+    med = statistics.median(costs.values())
+    return Named(key, costs[key], costs[key] / med if med > 0 else None)
+
+
+def slowest(lm: dict[str, Any], m: float) -> Slowest:
+    """The fit's slowest node, link and path (models.lmo.slowest); where the file has none
+    (an older file), the same rule applied to its parameters."""
+    ncost, lcost = _costs(lm, m)
+    nodes = {int(c.name): c.value for c in ncost}
+    links = {_pair([int(x) for x in c.name.split("-")]): c.value for c in lcost}
+    paths = path_costs(lm, m)
+    sl = lm.get("slowest") if isinstance(lm.get("slowest"), dict) else {}
+    assert isinstance(sl, dict)
+
+    def pick(kind: str, costs: dict[Any, float], key: Any) -> Named | None:
+        if key is None:
+            key = max(costs, key=lambda k: costs[k]) if costs else None
+        got = _named(key, costs)
+        cost, ratio = _num(sl.get(f"{kind}_cost_s")), _num(sl.get(f"{kind}_vs_median"))
+        if got is not None and cost is not None:  # the fit's own figures where it gave them
+            got = Named(got.key, cost, ratio if ratio is not None else got.ratio)
+        return got
+
+    nk = sl.get("node")
+    return Slowest(pick("node", nodes, nk if isinstance(nk, int) and nk in nodes else None),
+                   pick("link", links, _pair(sl.get("link"))),
+                   pick("path", paths, _pair(sl.get("path"))))
+
+
+def _ratio(n: Named) -> str:
+    return f"{n.ratio:.2f}x the median" if n.ratio is not None else "no median"
+
+
+def slowest_words(s: Slowest) -> str:
+    parts = []
+    if s.node is not None:
+        parts.append(f"node {s.node.key} (C + M t = {units.fmt_value(s.node.cost, 's')}, "
+                     f"{_ratio(s.node)} node)")
+    if s.link is not None:
+        a, b = s.link.key
+        parts.append(f"link {a}-{b} (its own L + M/beta = {units.fmt_value(s.link.cost, 's')}, "
+                     f"{_ratio(s.link)} link)")
+    if s.path is not None:
+        a, b = s.path.key
+        parts.append(f"path {a}-{b} (one M-byte message between the two nodes over their link, "
+                     f"nodes and link with the raw values: "
+                     f"{units.fmt_value(s.path.cost, 's')}, {_ratio(s.path)} path)")
+    if not parts:
+        return "The fit names no slowest node, link or path."
+    return ("Slowest in the fit: " + "; ".join(parts) + ". Where the nodes' and the links' "
+            "per-byte costs overlap instead of adding (a star network, docs/models.md), the "
+            "path is the figure to trust.")
+
+
 def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     out: dict[K, list[T]] = {}
     for it in items:
@@ -102,15 +217,25 @@ def _pcells(p: Param, unit: str, scale: float = 1.0) -> list[Cell]:
     return [c, tables.interval(s(p.lo), s(p.hi), unit)]
 
 
-def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, float]) -> Table:
+def _verdict(rule: str | None, fit: Named | None, what: str) -> str:
+    parts = ([rule] if rule else []) + ([f"the fit's slowest {what} ({_ratio(fit)})"]
+                                        if fit is not None else [])
+    return "; ".join(parts) or "-"
+
+
+def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, float],
+                fit: Named | None = None) -> Table:
     rows, rf = [], []
     for n in nodes:
         r = int(n.get("rank", -1))
         C, t = _param(n.get("C")), _param(n.get("t"))
         cost = _cost(str(r), C, t, m)
         fl = [f"C {f}" for f in C.flags] + [f"t {f}" for f in t.flags]
-        verdict = (f"slow: {slow_nodes[r]:.2f}x the median node" if r in slow_nodes else "-")
-        rows.append([Cell(str(r), sort=r, num=True, bold=r in slow_nodes), *_pcells(C, "s"),
+        mine = fit if fit is not None and fit.key == r else None
+        verdict = _verdict(f"slow: {slow_nodes[r]:.2f}x the median node" if r in slow_nodes
+                           else None, mine, "node")
+        rows.append([Cell(str(r), sort=r, num=True, bold=r in slow_nodes or mine is not None),
+                     *_pcells(C, "s"),
                      Cell("-" if t.value is None else f"{t.value * 1e9:.4g} ns/B",
                           sort=t.value, num=True, flags=list(t.flags),
                           title=(f"clamped: the fit gave {t.raw * 1e9:.4g} ns/B, shown as 0"
@@ -127,9 +252,11 @@ def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, flo
                  caption="LMO per-node parameters (95% bootstrap intervals)", table_id="lmo-nodes")
 
 
-def _link_table(links: dict[str, Any], m: float, slow_links: dict[tuple[int, int], float]
-                ) -> Table:
+def _link_table(links: dict[str, Any], m: float, slow_links: dict[tuple[int, int], float],
+                paths: dict[tuple[int, int], float] | None = None,
+                fit: Slowest | None = None) -> Table:
     rows, rf = [], []
+    paths = paths or {}
     pairs = links.get("pairs") or []
     Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
     rates = links.get("rate_Bps") or []
@@ -141,16 +268,25 @@ def _link_table(links: dict[str, Any], m: float, slow_links: dict[tuple[int, int
         key = (min(i, j), max(i, j))
         fl = [f"L {f}" for f in L.flags] + [f"1/beta {f}" for f in B.flags]
         rate = _num(rates[k]) if k < len(rates) else None
-        rows.append([Cell(f"{i}-{j}", bold=key in slow_links), *_pcells(L, "s"),
+        fl_ = fit.link if fit is not None and fit.link is not None \
+            and fit.link.key == key else None
+        fp = fit.path if fit is not None and fit.path is not None \
+            and fit.path.key == key else None
+        verdict = _verdict(f"slow: {slow_links[key]:.2f}x the median link"
+                           if key in slow_links else None, fl_, "link")
+        if fp is not None:
+            verdict = _verdict(None if verdict == "-" else verdict, fp, "path")
+        rows.append([Cell(f"{i}-{j}", bold=key in slow_links or fl_ is not None
+                          or fp is not None), *_pcells(L, "s"),
                      tables.value(rate, "B/s", B.flags),
                      tables.value(cost.value if cost else None, "s"),
-                     Cell(f"slow: {slow_links[key]:.2f}x the median link"
-                          if key in slow_links else "-",
-                          flags=["slow"] if key in slow_links else []),
+                     tables.value(paths.get(key), "s"),
+                     Cell(verdict, flags=["slow"] if key in slow_links else []),
                      tables.flags_cell(fl)])
         rf.append(["slow"] if key in slow_links else [])
     return Table(["link", "L", "L interval", "beta (rate)", f"L + M/beta (M = "
-                  f"{units.fmt_bytes(m)})", "verdict", "flags"], rows, rf,
+                  f"{units.fmt_bytes(m)})", "path: C_i + C_j + L + M (t_i + t_j + 1/beta), raw",
+                  "verdict", "flags"], rows, rf,
                  caption="LMO per-link parameters (95% bootstrap intervals)", table_id="lmo-links")
 
 
@@ -166,7 +302,8 @@ def _costs(lm: dict[str, Any], m: float) -> tuple[list[Cost], list[Cost]]:
     return nodes, lc
 
 
-def _heatmap(sink: FigureSink, lm: dict[str, Any], m: float, nranks: int) -> Any:
+def _heatmap(sink: FigureSink, lm: dict[str, Any], m: float, nranks: int,
+             mark: Named | None = None) -> Any:
     mat = np.full((nranks, nranks), np.nan)
     links = lm.get("links") or {}
     Ls, Bs = links.get("L") or [], links.get("inv_beta") or []
@@ -178,7 +315,26 @@ def _heatmap(sink: FigureSink, lm: dict[str, Any], m: float, nranks: int) -> Any
                 mat[i, j] = mat[j, i] = c.value
     return sink.html(Heatmap(sink.uid("lmo-links"),
                              f"LMO link cost L_ij + M/beta_ij, M = {units.fmt_bytes(m)}",
-                             mat, 1, nranks))
+                             mat, 1, nranks, marks=_marks(mark, "slowest link")))
+
+
+def _marks(n: Named | None, label: str) -> tuple[tuple[int, int, str], ...]:
+    if n is None:
+        return ()
+    a, b = n.key
+    return ((a, b, f"{label} {a}-{b} ({_ratio(n)})"),)
+
+
+def _path_heatmap(sink: FigureSink, paths: dict[tuple[int, int], float], m: float,
+                  nranks: int, mark: Named | None) -> Any:
+    mat = np.full((nranks, nranks), np.nan)
+    for (i, j), v in paths.items():
+        if max(i, j) < nranks:
+            mat[i, j] = mat[j, i] = v
+    return sink.html(Heatmap(sink.uid("lmo-paths"),
+                             f"LMO path cost: one message of M = {units.fmt_bytes(m)} i -> j, "
+                             "C_i + C_j + L_ij + M (t_i + t_j + 1/beta_ij)", mat, 1, nranks,
+                             marks=_marks(mark, "slowest path")))
 
 
 def predictions(r: Results) -> list[Prediction]:
@@ -262,15 +418,20 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
                for (a, b), q in sl.items()]) + ".")
     else:
         sec.note("No node and no link is slow by that rule.")
+    fit = slowest(lm, m)
+    sec.note(slowest_words(fit))
     sec.h3("Per node", "lmo-node")
-    sec.add("table", _node_table(lm.get("nodes") or [], m, sn))
+    sec.add("table", _node_table(lm.get("nodes") or [], m, sn, fit.node))
     sec.h3("Per link", "lmo-link")
     nranks = max([int(n.get("rank", -1)) for n in lm.get("nodes") or []]
                  + [int(x) for pr in (lm.get("links") or {}).get("pairs") or [] for x in pr]
                  + [-1]) + 1
+    paths = path_costs(lm, m)
     if nranks > 1:
-        sec.add("fig", _heatmap(sink, lm, m, nranks))
-    sec.add("table", _link_table(lm.get("links") or {}, m, sl))
+        sec.add("fig", _heatmap(sink, lm, m, nranks, fit.link))
+        if paths:
+            sec.add("fig", _path_heatmap(sink, paths, m, nranks, fit.path))
+    sec.add("table", _link_table(lm.get("links") or {}, m, sl, paths, fit))
     lp = predictions(r)
     bad = [p for p in lm.get("predictions") or [] if isinstance(p, dict)
            and (_num(p.get("predicted")) or 0.0) <= 0]
