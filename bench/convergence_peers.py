@@ -19,6 +19,8 @@ optional (without it the OSU columns are nan and the deviation is against IMB al
 Example:
   ../shared/tools/mlock bench python3 bench/convergence_peers.py --rounds 3 \\
       --imb /work/peers/imb/IMB-MPI1 --osu /work/peers/osu/c/mpi/pt2pt/osu_latency
+With --baseline PATH another mpilab-bench binary (a copy of the build before a change) runs
+in the same rounds as the variant "baseline".
 Target (issue 25): >= 90% of sizes converged, wall time <= IMB-MPI1's for the same sizes.
 """
 
@@ -60,9 +62,10 @@ def timed(cmd: list[str], timeout: float = 900) -> tuple[float, str]:
     return wall, p.stdout
 
 
-def run_mpilab(btl: str, work: Path, extra: list[str]) -> tuple[float, dict[int, float], int]:
+def run_mpilab(btl: str, work: Path, extra: list[str],
+               bench: str | None = None) -> tuple[float, dict[int, float], int]:
     out = work / "mpilab.json"
-    wall, _ = timed(mpirun(btl) + [find_tool("mpilab-bench"), "--ops", "p2p", "--sizes",
+    wall, _ = timed(mpirun(btl) + [bench or find_tool("mpilab-bench"), "--ops", "p2p", "--sizes",
                                    ",".join(map(str, SIZES)), "--quiet", "--out", str(out),
                                    *extra])
     doc = json.loads(out.read_text())
@@ -112,6 +115,10 @@ def main() -> int:
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="one more mpilab-bench run per round with these extra arguments "
                          "(space separated), shown as NAME beside the default (repeatable)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="another mpilab-bench (e.g. built before a change), run with the "
+                         "default's arguments as the variant 'baseline': before and after "
+                         "side by side in one run")
     a = ap.parse_args()
     variants: dict[str, list[str]] = {}
     for v in a.variant:
@@ -119,6 +126,10 @@ def main() -> int:
         if not sep or not name or name in ("mpilab", "imb", "osu", "conv", "vals"):
             ap.error(f"--variant {v!r}: expected NAME=ARGS with a new NAME")
         variants[name] = a.mpilab_arg + args.split()
+    if a.baseline is not None:
+        if not os.access(a.baseline, os.X_OK) or "baseline" in variants:
+            ap.error(f"--baseline {a.baseline}: not an executable (or a variant named baseline)")
+        variants["baseline"] = list(a.mpilab_arg)
     if not a.imb or not os.access(a.imb, os.X_OK):
         ap.error("--imb: need the path of the built IMB-MPI1 (see the docstring)")
     if a.osu is not None and not os.access(a.osu, os.X_OK):
@@ -146,7 +157,8 @@ def main() -> int:
                         w, v, c = run_mpilab(btl, work, a.mpilab_arg)
                         rec[t]["conv"].append(c)
                     elif tool in variants:
-                        w, v, c = run_mpilab(btl, work, variants[tool])
+                        w, v, c = run_mpilab(btl, work, variants[tool],
+                                             a.baseline if tool == "baseline" else None)
                         rec[t]["conv:" + tool].append(c)
                     elif tool == "imb":
                         w, v = run_imb(a.imb, btl, work)
