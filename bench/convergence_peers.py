@@ -62,9 +62,9 @@ def timed(cmd: list[str], timeout: float = 900) -> tuple[float, str]:
     return wall, p.stdout
 
 
-def run_mpilab(btl: str, work: Path, extra: list[str],
-               bench: str | None = None) -> tuple[float, dict[int, float], int]:
-    out = work / "mpilab.json"
+def run_mpilab(btl: str, work: Path, extra: list[str], bench: str | None = None,
+               name: str = "mpilab.json") -> tuple[float, dict[int, float], int]:
+    out = work / name
     wall, _ = timed(mpirun(btl) + [bench or find_tool("mpilab-bench"), "--ops", "p2p", "--sizes",
                                    ",".join(map(str, SIZES)), "--quiet", "--out", str(out),
                                    *extra])
@@ -119,6 +119,9 @@ def main() -> int:
                     help="another mpilab-bench (e.g. built before a change), run with the "
                          "default's arguments as the variant 'baseline': before and after "
                          "side by side in one run")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep every mpilab results file in DIR (ROUND-TRANSPORT-TOOL.json: "
+                         "per-size repetitions and wall times)")
     a = ap.parse_args()
     variants: dict[str, list[str]] = {}
     for v in a.variant:
@@ -145,8 +148,10 @@ def main() -> int:
     for name in variants:
         for t in transports:
             rec[t]["conv:" + name] = []
+    if a.keep:
+        Path(a.keep).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
-        work = Path(tmp)
+        work = Path(a.keep or tmp)
         for r in range(a.rounds):
             for t in transports:
                 btl = TRANSPORTS[t]
@@ -154,11 +159,13 @@ def main() -> int:
                 vals: dict[str, dict[int, float]] = {}
                 for tool in order:
                     if tool == "mpilab":
-                        w, v, c = run_mpilab(btl, work, a.mpilab_arg)
+                        w, v, c = run_mpilab(btl, work, a.mpilab_arg,
+                                             name=f"{r + 1}-{t}-mpilab.json")
                         rec[t]["conv"].append(c)
                     elif tool in variants:
                         w, v, c = run_mpilab(btl, work, variants[tool],
-                                             a.baseline if tool == "baseline" else None)
+                                             a.baseline if tool == "baseline" else None,
+                                             f"{r + 1}-{t}-{tool}.json")
                         rec[t]["conv:" + tool].append(c)
                     elif tool == "imb":
                         w, v = run_imb(a.imb, btl, work)
