@@ -116,7 +116,8 @@ int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, 
  * writer keeps its own reference to doc and its own copy of the output's name; c may be
  * freed after this call. Standard output, a FIFO or a device, threaded = 0, a failed thread
  * start and SMPI: written before returning. Only with the process initialised for MPI_THREAD_FUNNELED or more: the thread
- * makes no MPI call. NULL only when out of memory (nothing written: write synchronously). */
+ * makes no MPI call. NULL when c->out is NULL or out of memory (nothing written: write
+ * with mpilab_runner_out_write). */
 typedef struct mpilab_runner_writer mpilab_runner_writer_t;
 mpilab_runner_writer_t *mpilab_runner_out_write_begin(const mpilab_runner_config_t *c, json_t *doc, int hold,
                                                       int failed, int threaded);

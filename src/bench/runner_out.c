@@ -71,9 +71,11 @@ static void *writer_main(void *arg)
 mpilab_runner_writer_t *mpilab_runner_out_write_begin(const mpilab_runner_config_t *c, json_t *doc, int hold,
                                                       int failed, int threaded)
 {
+    if (!c->out)
+        return NULL;
     mpilab_runner_writer_t *w = calloc(1, sizeof *w);
-    char *out = c->out ? strdup(c->out) : NULL;
-    if (!w || (c->out && !out)) {
+    char *out = strdup(c->out);
+    if (!w || !out) {
         free(w);
         free(out);
         return NULL;
