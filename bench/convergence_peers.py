@@ -44,6 +44,8 @@ from mpilab.pair_matrix import expand_all
 
 SIZES = [4 ** k for k in range(11)]  # 1 B .. 1 MiB
 TRANSPORTS = {"shm": "self,vader", "tcp": "self,tcp"}
+BASELINE_HELP = ("another mpilab-bench (e.g. built before a change), run with the default's "
+                 "arguments as the variant 'baseline': before and after in the same rounds")
 
 
 def mpirun(btl: str) -> list[str]:
@@ -115,13 +117,8 @@ def main() -> int:
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="one more mpilab-bench run per round with these extra arguments "
                          "(space separated), shown as NAME beside the default (repeatable)")
-    ap.add_argument("--baseline", metavar="PATH",
-                    help="another mpilab-bench (e.g. built before a change), run with the "
-                         "default's arguments as the variant 'baseline': before and after "
-                         "side by side in one run")
-    ap.add_argument("--keep", metavar="DIR",
-                    help="keep every mpilab results file in DIR (ROUND-TRANSPORT-TOOL.json: "
-                         "per-size repetitions and wall times)")
+    ap.add_argument("--baseline", metavar="PATH", help=BASELINE_HELP)
+    ap.add_argument("--keep", metavar="DIR", help="keep every mpilab results file in DIR")
     a = ap.parse_args()
     variants: dict[str, list[str]] = {}
     for v in a.variant:
