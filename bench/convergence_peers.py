@@ -19,6 +19,8 @@ optional (without it the OSU columns are nan and the deviation is against IMB al
 Example:
   ../shared/tools/mlock bench python3 bench/convergence_peers.py --rounds 3 \\
       --imb /work/peers/imb/IMB-MPI1 --osu /work/peers/osu/c/mpi/pt2pt/osu_latency
+With --baseline PATH another mpilab-bench binary (a copy of the build before a change) runs
+in the same rounds as the variant "baseline".
 Target (issue 25): >= 90% of sizes converged, wall time <= IMB-MPI1's for the same sizes.
 """
 
@@ -42,6 +44,8 @@ from mpilab.pair_matrix import expand_all
 
 SIZES = [4 ** k for k in range(11)]  # 1 B .. 1 MiB
 TRANSPORTS = {"shm": "self,vader", "tcp": "self,tcp"}
+BASELINE_HELP = ("another mpilab-bench (e.g. built before a change), run with the default's "
+                 "arguments as the variant 'baseline': before and after in the same rounds")
 
 
 def mpirun(btl: str) -> list[str]:
@@ -60,9 +64,10 @@ def timed(cmd: list[str], timeout: float = 900) -> tuple[float, str]:
     return wall, p.stdout
 
 
-def run_mpilab(btl: str, work: Path, extra: list[str]) -> tuple[float, dict[int, float], int]:
-    out = work / "mpilab.json"
-    wall, _ = timed(mpirun(btl) + [find_tool("mpilab-bench"), "--ops", "p2p", "--sizes",
+def run_mpilab(btl: str, work: Path, extra: list[str], bench: str | None = None,
+               name: str = "mpilab.json") -> tuple[float, dict[int, float], int]:
+    out = work / name
+    wall, _ = timed(mpirun(btl) + [bench or find_tool("mpilab-bench"), "--ops", "p2p", "--sizes",
                                    ",".join(map(str, SIZES)), "--quiet", "--out", str(out),
                                    *extra])
     doc = json.loads(out.read_text())
@@ -112,6 +117,8 @@ def main() -> int:
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="one more mpilab-bench run per round with these extra arguments "
                          "(space separated), shown as NAME beside the default (repeatable)")
+    ap.add_argument("--baseline", metavar="PATH", help=BASELINE_HELP)
+    ap.add_argument("--keep", metavar="DIR", help="keep every mpilab results file in DIR")
     a = ap.parse_args()
     variants: dict[str, list[str]] = {}
     for v in a.variant:
@@ -119,6 +126,10 @@ def main() -> int:
         if not sep or not name or name in ("mpilab", "imb", "osu", "conv", "vals"):
             ap.error(f"--variant {v!r}: expected NAME=ARGS with a new NAME")
         variants[name] = a.mpilab_arg + args.split()
+    if a.baseline is not None:
+        if not os.access(a.baseline, os.X_OK) or "baseline" in variants:
+            ap.error(f"--baseline {a.baseline}: not an executable (or a variant named baseline)")
+        variants["baseline"] = list(a.mpilab_arg)
     if not a.imb or not os.access(a.imb, os.X_OK):
         ap.error("--imb: need the path of the built IMB-MPI1 (see the docstring)")
     if a.osu is not None and not os.access(a.osu, os.X_OK):
@@ -134,8 +145,10 @@ def main() -> int:
     for name in variants:
         for t in transports:
             rec[t]["conv:" + name] = []
+    if a.keep:
+        Path(a.keep).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
-        work = Path(tmp)
+        work = Path(a.keep or tmp)
         for r in range(a.rounds):
             for t in transports:
                 btl = TRANSPORTS[t]
@@ -143,10 +156,13 @@ def main() -> int:
                 vals: dict[str, dict[int, float]] = {}
                 for tool in order:
                     if tool == "mpilab":
-                        w, v, c = run_mpilab(btl, work, a.mpilab_arg)
+                        w, v, c = run_mpilab(btl, work, a.mpilab_arg,
+                                             name=f"{r + 1}-{t}-mpilab.json")
                         rec[t]["conv"].append(c)
                     elif tool in variants:
-                        w, v, c = run_mpilab(btl, work, variants[tool])
+                        w, v, c = run_mpilab(btl, work, variants[tool],
+                                             a.baseline if tool == "baseline" else None,
+                                             f"{r + 1}-{t}-{tool}.json")
                         rec[t]["conv:" + tool].append(c)
                     elif tool == "imb":
                         w, v = run_imb(a.imb, btl, work)

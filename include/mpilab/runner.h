@@ -113,6 +113,19 @@ int mpilab_runner_out_open(const mpilab_runner_config_t *c, int *hold, char *err
  * one-line reason in err (naming the last checkpoint if there is one). */
 int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, int hold, int failed,
                             char *err, size_t errlen);
+/* Rank 0: mpilab_runner_out_write on a thread of its own, so that serialising, writing,
+ * fsync and rename overlap MPI_Finalize (which mostly waits: about 50 ms of a short run). The
+ * writer keeps its own reference to doc and its own copy of the output's name; c may be
+ * freed after this call. Standard output, a FIFO or a device, threaded = 0, a failed thread
+ * start and SMPI: written before returning. Only with the process initialised for MPI_THREAD_FUNNELED or more: the thread
+ * makes no MPI call. NULL when c->out is NULL or out of memory (nothing written: write
+ * with mpilab_runner_out_write). */
+typedef struct mpilab_runner_writer mpilab_runner_writer_t;
+mpilab_runner_writer_t *mpilab_runner_out_write_begin(const mpilab_runner_config_t *c, json_t *doc, int hold,
+                                                      int failed, int threaded);
+/* Waits for the writer and frees it: its mpilab_runner_out_write result (0, or -1 with the
+ * one-line reason in err). The file is complete (renamed into place) when this returns. */
+int mpilab_runner_out_write_end(mpilab_runner_writer_t *w, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

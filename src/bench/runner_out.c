@@ -2,7 +2,9 @@
  * --out only when the run succeeded; a failed run's document and the checkpoints of a
  * running one go to OUT.partial.json (a name that says so), removed once OUT is complete.
  * See docs/hardening.md, "Outputs". */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,5 +49,61 @@ int mpilab_runner_out_write(const mpilab_runner_config_t *c, const json_t *doc, 
     }
     if (hold >= 0)
         close(hold);
+    return rc;
+}
+
+struct mpilab_runner_writer {
+    mpilab_runner_config_t c; /* only out is set */
+    char *out;
+    json_t *doc;
+    int hold, failed, rc, threaded;
+    pthread_t thread;
+    char err[1024];
+};
+
+static void *writer_main(void *arg)
+{
+    mpilab_runner_writer_t *w = arg;
+    w->rc = mpilab_runner_out_write(&w->c, w->doc, w->hold, w->failed, w->err, sizeof w->err);
+    return NULL;
+}
+
+mpilab_runner_writer_t *mpilab_runner_out_write_begin(const mpilab_runner_config_t *c, json_t *doc, int hold,
+                                                      int failed, int threaded)
+{
+    if (!c->out)
+        return NULL;
+    mpilab_runner_writer_t *w = calloc(1, sizeof *w);
+    char *out = strdup(c->out);
+    if (!w || !out) {
+        free(w);
+        free(out);
+        return NULL;
+    }
+    w->c.out = w->out = out;
+    w->doc = json_incref(doc);
+    w->hold = hold;
+    w->failed = failed;
+#ifdef MPILAB_MPI_IS_SMPI
+    threaded = 0; /* simulated ranks are SimGrid actors: no thread of their own */
+#endif
+    /* "-" and FIFOs are written now: their reader sees the document before the exit */
+    threaded = threaded && mpilab_output_is_file(out);
+    w->threaded = threaded && pthread_create(&w->thread, NULL, writer_main, w) == 0;
+    if (!w->threaded)
+        writer_main(w);
+    return w;
+}
+
+int mpilab_runner_out_write_end(mpilab_runner_writer_t *w, char *err, size_t errlen)
+{
+    if (w->threaded)
+        pthread_join(w->thread, NULL);
+    int rc = w->rc;
+    if (rc != 0)
+        snprintf(err, errlen, "%s", w->err);
+    json_decref(w->doc);
+    free(w->out);
+    free(w);
     return rc;
 }

@@ -2,7 +2,6 @@
  * bound, and what it was built from (docs/results-schema.md). */
 #include "common/common.h"
 
-#include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,21 +13,13 @@
 
 extern char **environ;
 
-/* Logical PU this thread last ran on, via hwloc; -1 if unknown. */
+/* The CPU this thread last ran on (sched_getcpu: the kernel's number, the OS index hwloc's
+ * last-CPU location also gives); -1 if unknown. Until session 17 this loaded hwloc's whole
+ * topology for the one number: 5-10 ms of every launch's provenance. */
 static int current_pu(void)
 {
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0)
-        return -1;
-    int pu = -1;
-    if (hwloc_topology_load(topo) == 0) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-        if (set && hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_THREAD) == 0)
-            pu = hwloc_bitmap_first(set);
-        hwloc_bitmap_free(set);
-    }
-    hwloc_topology_destroy(topo);
-    return pu;
+    int cpu = sched_getcpu();
+    return cpu >= 0 ? cpu : -1;
 }
 
 #define CPUS_LEN 256

@@ -10,6 +10,7 @@
 
 #include "kit.h"
 #include "common/common.h"
+#include "mpilab/runner.h"
 
 static char dir[] = "/tmp/mpilab-common-write-XXXXXX";
 static int dir_made;
@@ -200,6 +201,36 @@ MPILAB_TEST(json_ends_with_newline)
     CHECK(mpilab_json_write_atomic(in_dir("o.json"), o, err, sizeof err) == 0);
     json_decref(o);
     CHECK(slurp(in_dir("o.json"), buf, sizeof buf) > 0 && buf[strlen(buf) - 1] == '\n');
+}
+
+/* mpilab-bench's results writer on a thread (it overlaps MPI_Finalize): the file is complete
+ * when _end returns, the writer owns its copies (the caller's name and document are gone
+ * before it ends), and a failed write comes back as one line. */
+MPILAB_TEST(runner_writer_thread)
+{
+    char err[512], buf[256];
+    mpilab_runner_config_t c;
+    memset(&c, 0, sizeof c);
+    char *name = strdup(in_dir("w.json"));
+    c.out = name;
+    json_t *doc = json_pack("{s:s,s:[]}", "schema", "mpilab.results/1", "measurements");
+    mpilab_runner_writer_t *w = mpilab_runner_out_write_begin(&c, doc, -1, 0, 1);
+    json_decref(doc);
+    free(name);
+    CHECK(w != NULL);
+    CHECK(mpilab_runner_out_write_end(w, err, sizeof err) == 0);
+    CHECK(slurp(in_dir("w.json"), buf, sizeof buf) > 0 && strstr(buf, "mpilab.results/1"));
+    CHECK(mkdir(in_dir("wdir"), 0700) == 0);
+    name = strdup(in_dir("wdir"));
+    c.out = name;
+    doc = json_pack("{s:[]}", "measurements");
+    w = mpilab_runner_out_write_begin(&c, doc, -1, 0, 1);
+    json_decref(doc);
+    CHECK(w != NULL);
+    err[0] = '\0';
+    CHECK(mpilab_runner_out_write_end(w, err, sizeof err) == -1);
+    CHECKF(strstr(err, "is a directory") && !strchr(err, '\n'), "%s", err);
+    free(name);
 }
 
 MPILAB_TEST_MAIN()
