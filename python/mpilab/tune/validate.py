@@ -39,9 +39,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,7 +49,7 @@ from scipy.stats import ttest_1samp
 
 from mpilab.commands.bench import DEFAULT_NP, runner_job
 from mpilab.errors import MpilabError
-from mpilab.tune import choose, stats
+from mpilab.tune import choose, stats, sweep
 
 DEFAULT = choose.DEFAULT
 
@@ -67,7 +64,7 @@ def file_args(mpi: str, file: str | None) -> list[str]:
     return ["-genv", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", file]
 
 
-def _one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
+def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
                 out: Path, timeout: float) -> int:
     args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
             "--no-fit", "--quiet", "--out", str(out) + ".part"]
@@ -75,18 +72,7 @@ def _one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file
     env = dict(j.env)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    with open(out.with_suffix(".log"), "ab") as log:
-        p = subprocess.Popen(j.cmd, env=env, stdout=log, stderr=log, start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            return 124
-        except KeyboardInterrupt:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            raise
+    rc = sweep.run_logged(j.cmd, env, timeout, out.with_suffix(".log"))
     part = Path(str(out) + ".part")
     if rc == 0 and part.is_file():
         part.rename(out)
@@ -123,7 +109,7 @@ def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs
                 if f.is_file():
                     continue
                 t0 = time.monotonic()
-                rc = _one_launch(np, opl, sizes, budget, mpi,
+                rc = one_launch(np, opl, sizes, budget, mpi,
                                  file if label == "rules" else None, f, timeout)
                 log(f"pair {k} {name} {label}: exit {rc}, {time.monotonic() - t0:.0f} s")
                 if rc != 0:
