@@ -648,3 +648,25 @@ def test_paired_t_false_flag_rate_is_near_alpha() -> None:
                 g.append([lj * math.exp(rng.gauss(0, 0.03)) for _ in range(12)])
         flagged += stats.paired(a, b, unanimous=False).significant
     assert flagged / trials <= 0.09
+
+
+def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> None:
+    """Measured here: a 1.4% difference on one of 62 default cells, t test p < 0.05 but not
+    every pair agreeing, took allreduce (two real gains) out; only a loss beyond the minimum
+    effect, or one every pair agrees on, does."""
+    from mpilab.tune import validate
+
+    ch = _choice({("allreduce", 8): "ompi_recursive_doubling", ("allreduce", 32): "native"})
+
+    def rows(ratio: float, verdict: str, p_t: float) -> list[dict[str, Any]]:
+        gain = {"op": "allreduce", "bytes": 8, "winner": "ompi_recursive_doubling",
+                "comparison": {"ratio": 0.75}, "verdict": "GAIN", "p_t": 1e-6, "holm": "GAIN"}
+        at32 = {"op": "allreduce", "bytes": 32, "winner": "native",
+                "comparison": {"ratio": ratio}, "verdict": verdict, "p_t": p_t, "holm": "same"}
+        return [gain, at32]
+
+    for ratio, verdict, p_t, out in ((1.014, "same", 0.01, False), (1.08, "same", 0.01, True),
+                                     (1.02, "LOSS", 0.01, True), (1.08, "same", 0.2, False)):
+        pruned, notes = validate.prune(ch, rows(ratio, verdict, p_t), 2)
+        kept = pruned["cells"][0]["winner"] == "ompi_recursive_doubling"
+        assert kept != out and bool(notes) == out, (ratio, verdict, p_t)
