@@ -89,16 +89,23 @@ def main() -> int:
             return 2
         rows = [ln for ln in d.stdout.splitlines() if ln.startswith(("bcast", "allreduce"))]
         hit = [ln for ln in rows if ln.startswith("bcast") and "SLOWER" in ln]
-        false = [ln for ln in rows if ln.startswith("allreduce") and "same" not in ln]
+        # a flag is the gate's ("SLOWER beyond 5%", what fails the CI job); any other
+        # significant difference of an untouched size is counted apart (at 5% per
+        # comparison about 1 in 20 is one by chance: 15 untouched comparisons in 5 trials
+        # would all be "same" in only 46% of runs even with no slowdown anywhere)
+        false = [ln for ln in rows if ln.startswith("allreduce") and "SLOWER" in ln]
+        sig = [ln for ln in rows if ln.startswith("allreduce") and "same" not in ln]
         nb = sum(ln.startswith("bcast") for ln in rows)
         ok = len(hit) == nb and nb > 0 and not false and d.returncode == 1
         results.append({"trial": t, "launches": a.launches, "paired": a.paired,
                         "flagged": len(hit), "affected": nb,
-                        "false_flags": len(false), "exit": d.returncode, "pass": ok,
+                        "false_flags": len(false), "untouched_significant": len(sig),
+                        "exit": d.returncode, "pass": ok,
                         "rows": rows})
         write_json(str(done), results[-1])
         print(f"trial {t}: {len(hit)} of {nb} slowed sizes flagged, {len(false)} of "
-              f"{len(rows) - nb} untouched flagged, exit {d.returncode}: "
+              f"{len(rows) - nb} untouched flagged ({len(sig)} significant below the gate), "
+              f"exit {d.returncode}: "
               f"{'PASS' if ok else 'FAIL'}")
         for ln in rows:
             print("   ", ln)

@@ -31,7 +31,7 @@ for t in "$@"; do
     ompi2) task sweep-ompi2 sweep ompi2 2 build 40; task valid-ompi2 valid ompi2 2 build openmpi ;;
     mpich2) task sweep-mpich2 sweep mpich2 2 build-mpich 40
             task valid-mpich2 valid mpich2 2 build-mpich mpich ;;
-    inject*) task $t inject $t ${t#inject}
+    inject*) n=${t#inject}; task $t inject $t ${n%%[!0-9]*}
              # a fresh Open MPI validation (new launches) after the pruning rule was revised
              task valid2-ompi2 valid2 ompi2 2 build openmpi ;;
   esac
