@@ -9,6 +9,9 @@ launch-level interval of mpilab.tune.stats.paired (t over the pairs of launches,
 narrower than the medians' own intervals; Mann-Whitney inside every pair) and a verdict:
 GAIN (significantly faster), LOSS (significantly slower), same.
 
+The same comparison is `mpilab tune validate`'s measurement (mpilab.tune.validate), which
+also takes out what loses and measures the re-exported file again.
+
 Resumable: every launch file is kept in --dir and a launch already there is not repeated,
 so a run longer than one bench slot continues in the next with the same command.
 
@@ -20,90 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
-from harness import env as harness_env
 from harness import find_tool, write_json
 from mpilab import launch
-from mpilab.commands.bench import DEFAULT_NP, runner_job
-from mpilab.tune import choose, stats
-from scipy.stats import ttest_1samp
+from mpilab.errors import MpilabError
+from mpilab.tune import validate
 
 
 def _stop(_sig: int, _frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
-               out: Path, timeout: float) -> int:
-    extra: list[str] = []
-    if file and mpi == "openmpi":
-        extra = ["--mca", "coll_tuned_use_dynamic_rules", "1",
-                 "--mca", "coll_tuned_dynamic_rules_filename", file]
-    elif file:
-        extra = ["-genv", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", file]
-    args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
-            "--no-fit", "--quiet", "--out", str(out) + ".part"]
-    j = runner_job(np, DEFAULT_NP, args, None, extra)
-    e = harness_env(j.env)
-    with open(out.with_suffix(".log"), "ab") as log:
-        p = subprocess.Popen(j.cmd, env=e, stdout=log, stderr=log, start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            import os
-
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            raise
-    part = Path(str(out) + ".part")
-    if rc == 0 and part.is_file():
-        part.rename(out)
-    return rc
-
-
-def compare(choice: dict[str, Any], np: int, rules: list[dict[str, Any]],
-            default: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per cell of the choice: rules against default, paired by launch pair."""
-    tr = [choose.table([d]) for d in rules]
-    td = [choose.table([d]) for d in default]
-    rows = []
-    for c in choice["cells"]:
-        if int(c["np"]) != np or not c["winner"]:
-            continue
-        key = (c["op"], np, int(c["bytes"]))
-        a = [t.get(key, {}).get("native", [[]])[0] for t in td]
-        b = [t.get(key, {}).get("native", [[]])[0] for t in tr]
-        cmp = stats.paired(a, b)
-        verdict = "GAIN" if cmp.faster else "LOSS" if cmp.slower else "same"
-        logs = [math.log(x["ratio"]) for x in cmp.per_launch]
-        p_t = float(ttest_1samp(logs, 0.0).pvalue) if len(logs) >= 2 else 1.0
-        rows.append({"op": c["op"], "bytes": int(c["bytes"]), "winner": c["winner"],
-                     "sweep_ratio": c.get("ratio"), "comparison": cmp.as_json(),
-                     "verdict": verdict, "p_t": p_t if math.isfinite(p_t) else 1.0})
-    holm(rows)
-    return rows
-
-
-def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
-    """Family-wise verdicts over all cells (Holm's step-down on the paired t tests of the
-    per-pair log ratios): 'never loses anywhere' is a claim about the whole family of cells,
-    and at 5% per cell about 1 in 20 cells running the same algorithm on both sides is
-    flagged by chance. A cell keeps its GAIN/LOSS family-wise when its own verdict holds and
-    Holm rejects its t test."""
-    order = sorted(range(len(rows)), key=lambda i: rows[i]["p_t"])
-    m = len(rows)
-    stopped = False
-    for rank, i in enumerate(order):
-        ok = not stopped and rows[i]["p_t"] <= alpha / (m - rank)
-        stopped = stopped or not ok
-        rows[i]["holm"] = rows[i]["verdict"] if ok else "same"
 
 
 def main() -> int:
@@ -127,42 +58,13 @@ def main() -> int:
         sys.stderr.write(f"{a.file}: no such file\n")
         return 2
     mpi = launch.program_mpi(find_tool("mpilab-bench")) or "openmpi"
-    d = Path(a.dir)
-    d.mkdir(parents=True, exist_ok=True)
-    ops = sorted({c["op"] for c in cells})
-    sized = [o for o in ops if o != "barrier"]
-    series = []
-    if sized:
-        series.append(("sized", ",".join(f"{o}:native" for o in sized),
-                       sorted({int(c["bytes"]) for c in cells if c["op"] != "barrier"})))
-    if "barrier" in ops:
-        series.append(("barrier", "barrier:native", [0]))
-    fpath = str(Path(a.file).resolve())
-    for k in range(1, a.pairs + 1):
-        order = ("rules", "default") if k % 2 else ("default", "rules")
-        for name, opl, sizes in series:
-            for label in order:
-                f = d / f"{name}.{label}.{k}.json"
-                if f.is_file():
-                    continue
-                t0 = time.monotonic()
-                rc = one_launch(a.np, opl, sizes, a.budget, mpi,
-                                fpath if label == "rules" else None, f, a.timeout)
-                sys.stderr.write(f"pair {k} {name} {label}: exit {rc}, "
-                                 f"{time.monotonic() - t0:.0f} s\n")
-                if rc != 0:
-                    return 1
-    rules = [json.loads((d / f"{n}.rules.{k}.json").read_text())
-             for k in range(1, a.pairs + 1) for n, _, _ in series]
-    dflt = [json.loads((d / f"{n}.default.{k}.json").read_text())
-            for k in range(1, a.pairs + 1) for n, _, _ in series]
-    # one document per pair: the sized and barrier launches of pair k merged as dicts
-    per = len(series)
-    rules_k = [{"measurements": [m for x in rules[i:i + per] for m in x["measurements"]],
-                "provenance": rules[i]["provenance"]} for i in range(0, len(rules), per)]
-    dflt_k = [{"measurements": [m for x in dflt[i:i + per] for m in x["measurements"]],
-               "provenance": dflt[i]["provenance"]} for i in range(0, len(dflt), per)]
-    rows = compare(choice, a.np, rules_k, dflt_k)
+    try:
+        rows = validate.measure(choice, a.np, mpi, str(Path(a.file).resolve()), Path(a.dir),
+                                a.pairs, a.budget, a.timeout,
+                                lambda s: sys.stderr.write(s + "\n"))
+    except MpilabError as e:
+        sys.stderr.write(f"{e}\n")
+        return 1
     print(f"{mpi}, {a.np} ranks, {a.pairs} pairs of launches (rules file {a.file} vs none)")
     print(f"{'op':<10} {'bytes':>8} {'chosen':<30} {'sweep':>6} {'rules/default':>14} "
           f"{'interval':>17}  verdict  family-wise (Holm)")

@@ -493,3 +493,180 @@ def test_an_algorithm_the_library_cannot_run_at_this_size_is_left_out(tmp_path: 
     assert list(bad) == ["barrier:ompi_two_proc"], bad
     assert "UNSUPPORTED" in bad["barrier:ompi_two_proc"]
     assert sweep.unusable(2, "barrier:native,barrier:ompi_two_proc", [0], cfg, tmp_path) == {}
+
+
+# ------------------------------------------- validate: the file against the default
+
+
+def _pair_docs(table: dict[tuple[str, int], float], factors: dict[tuple[str, int], float],
+               levels: list[float], seed: int, jitter: float = 0.01
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per pair k, one launch with the file (times x factors) and one without, both at the
+    pair's level (the machine's state then) with a small launch jitter of their own."""
+    rng = random.Random(seed)
+    rules, dflt = [], []
+    for lv in levels:
+        for out, fac in ((rules, factors), (dflt, {})):
+            lj = lv * math.exp(rng.gauss(0, jitter))
+            ms = [_meas(op, "native", b, [t * fac.get((op, b), 1.0) * lj
+                                          * math.exp(rng.gauss(0, 0.03)) for _ in range(40)])
+                  for (op, b), t in table.items()]
+            out.append(_doc(ms))
+    return rules, dflt
+
+
+def _choice(winners: dict[tuple[str, int], str]) -> dict[str, Any]:
+    from mpilab.tune import validate
+
+    doc = {**CHOICE, "cells": [{"op": op, "np": 2, "bytes": b, "winner": w, "ratio": None,
+                                "lo": None, "hi": None, "candidates": {}}
+                               for (op, b), w in winners.items()], "ranges": []}
+    validate.regroup(doc)
+    return doc
+
+
+PAIR_LEVELS = [1.0, 1.6, 0.8, 1.2, 0.9, 1.3, 1.05, 0.85]
+WINNERS = {("allreduce", 8): "ompi_recursive_doubling", ("allreduce", 256): "ompi_ring",
+           ("allreduce", 1024): "ompi_basic_linear", ("allreduce", 65536): "native",
+           ("reduce", 8): "ompi_linear", ("reduce", 32): "native",
+           ("bcast", 8): "native"}
+TIMES = {k: 2e-6 * (1 + k[1] / 500) for k in WINNERS}
+
+
+def test_validate_drops_a_loser_keeps_a_winner_and_a_tie_stays_default() -> None:
+    from mpilab.tune import validate
+
+    # through the file: recursive doubling gains 30%; ring loses 20% (a loser); basic linear
+    # ties (the sweep's gain does not come through the file); reduce 4 B gains 80% but the
+    # file makes reduce 32 B, kept at the default, 10% slower (the look-up)
+    fac = {("allreduce", 8): 0.7, ("allreduce", 256): 1.2, ("reduce", 8): 0.2,
+           ("reduce", 32): 1.10}
+    ch = _choice(WINNERS)
+    rules, dflt = _pair_docs(TIMES, fac, PAIR_LEVELS, seed=3)
+    rows = {(r["op"], r["bytes"]): r for r in validate.compare(ch, 2, rules, dflt)}
+    assert rows[("allreduce", 8)]["verdict"] == rows[("allreduce", 8)]["holm"] == "GAIN"
+    assert rows[("allreduce", 256)]["holm"] == "LOSS"
+    assert rows[("allreduce", 1024)]["verdict"] == "same"
+    assert rows[("reduce", 32)]["holm"] == "LOSS"
+    assert rows[("bcast", 8)]["verdict"] == "same"
+    out, notes = validate.prune(ch, list(rows.values()), 2)
+    won = {(c["op"], c["bytes"]): c["winner"] for c in out["cells"]}
+    assert won == {**WINNERS, ("allreduce", 256): "native", ("allreduce", 1024): "native",
+                   ("reduce", 8): "native"}
+    assert any(n.startswith("reduce: left out of the file") for n in notes)
+    assert [r["op"] for r in export.tuned_ranges(out)] == ["allreduce"]
+    assert ch["cells"][1]["winner"] == "ompi_ring"  # the input choice is not changed
+
+
+def test_validate_rounds_end_with_the_measured_file() -> None:
+    from mpilab.tune import validate
+
+    def lib(choice: dict[str, Any]) -> dict[tuple[str, int], float]:
+        """A simulated library: a chosen algorithm's own factor; reduce in the file costs
+        its default cells 10%."""
+        own = {"ompi_recursive_doubling": 0.7, "ompi_ring": 1.2, "ompi_linear": 0.2}
+        tuned = {r["op"] for r in export.tuned_ranges(choice)}
+        return {(c["op"], c["bytes"]): own.get(c["winner"], 1.0)
+                * (1.10 if c["op"] == "reduce" and c["op"] in tuned and c["winner"] == "native"
+                   else 1.0) for c in choice["cells"]}
+
+    seen: list[dict[str, Any]] = []
+
+    def measure(cur: dict[str, Any], np: int, *_: Any) -> list[dict[str, Any]]:
+        seen.append(cur)
+        rules, dflt = _pair_docs(TIMES, lib(cur), PAIR_LEVELS, seed=len(seen))
+        return validate.compare(cur, np, rules, dflt)
+
+    written: list[str] = []
+    orig = validate.measure
+    validate.measure = measure  # type: ignore[assignment]
+    try:
+        rep = validate.run(_choice(WINNERS), 2, "openmpi", Path("/nonexistent"), 8, "1s",
+                           10.0, 3, lambda ch, p: written.append(str(p)), log=lambda s: None)
+    finally:
+        validate.measure = orig  # type: ignore[assignment]
+    assert len(rep["rounds"]) == 2 and rep["rounds"][0]["notes"] and not rep["rounds"][1]["notes"]
+    assert rep["validated"] and rep["final_file"] == written[-1] == "/nonexistent/round2.conf"
+    final = {(c["op"], c["bytes"]): c["winner"] for c in rep["final_choice"]["cells"]}
+    assert final[("allreduce", 8)] == "ompi_recursive_doubling"
+    assert {w for k, w in final.items() if k != ("allreduce", 8)} == {"native"}
+    assert rep["rounds"][1]["summary"]["losses"] == []
+    assert rep["rounds"][1]["summary"]["gains"][0].startswith("allreduce 8 B")
+
+
+# ------------------------------------------------------------- diff --paired
+
+
+def _paired_files(tmp: Path, factor: float, seed: int, interleave: bool = True
+                  ) -> tuple[str, str]:
+    """A and B from alternating launches at levels far apart (shared by pair k)."""
+    t = {("bcast", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
+    t.update({("allreduce", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
+    fac = {k: factor for k in t if k[0] == "bcast"}
+    b_docs, a_docs = _pair_docs(t, fac, PAIR_LEVELS, seed, jitter=0.02)
+    out = []
+    for name, docs, off in (("a", a_docs, 0), ("b", b_docs, 1)):
+        for k, d in enumerate(docs):
+            s = 2 * k + off if interleave else k + off * len(docs)
+            d["provenance"]["date"] = f"2026-11-25T10:00:{s:02d}Z"
+        merged = launches.merge(docs, [f"{name}{k}" for k in range(len(docs))])
+        out.append(_write(tmp, f"{name}.json", merged))
+    return out[0], out[1]
+
+
+def test_diff_paired_flags_every_slowed_size_through_launch_levels(tmp_path: Path) -> None:
+    a, b = _paired_files(tmp_path, 1.10, 21)
+    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired")
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
+    assert len(lines) == 6
+    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
+    assert all("same" in x for x in lines if x.startswith("allreduce"))
+    same = _paired_files(tmp_path, 1.0, 22)
+    assert _mpilab("diff", *same, "--fail-above", "5%", "--paired").returncode == 0
+
+
+def test_diff_paired_refuses_launches_that_did_not_alternate(tmp_path: Path) -> None:
+    a, b = _paired_files(tmp_path, 1.10, 23, interleave=False)
+    p = _mpilab("diff", a, b, "--paired")
+    assert p.returncode == 2 and "did not alternate" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_paired_t_false_flag_rate_is_near_alpha() -> None:
+    """No difference, launch levels 60% apart: the paired test flags about 5%, not more."""
+    from mpilab.tune import stats
+
+    rng = random.Random(5)
+    flagged = 0
+    trials = 300
+    for _ in range(trials):
+        a, b = [], []
+        for lv in PAIR_LEVELS:
+            for g in (a, b):
+                lj = lv * math.exp(rng.gauss(0, 0.02))
+                g.append([lj * math.exp(rng.gauss(0, 0.03)) for _ in range(12)])
+        flagged += stats.paired(a, b, unanimous=False).significant
+    assert flagged / trials <= 0.09
+
+
+def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> None:
+    """Measured here: a 1.4% difference on one of 62 default cells, t test p < 0.05 but not
+    every pair agreeing, took allreduce (two real gains) out; only a loss beyond the minimum
+    effect, or one every pair agrees on, does."""
+    from mpilab.tune import validate
+
+    ch = _choice({("allreduce", 8): "ompi_recursive_doubling", ("allreduce", 32): "native"})
+
+    def rows(ratio: float, verdict: str, p_t: float) -> list[dict[str, Any]]:
+        gain = {"op": "allreduce", "bytes": 8, "winner": "ompi_recursive_doubling",
+                "comparison": {"ratio": 0.75}, "verdict": "GAIN", "p_t": 1e-6, "holm": "GAIN"}
+        at32 = {"op": "allreduce", "bytes": 32, "winner": "native",
+                "comparison": {"ratio": ratio}, "verdict": verdict, "p_t": p_t, "holm": "same"}
+        return [gain, at32]
+
+    for ratio, verdict, p_t, out in ((1.014, "same", 0.01, False), (1.08, "same", 0.01, True),
+                                     (1.02, "LOSS", 0.01, True), (1.08, "same", 0.2, False)):
+        pruned, notes = validate.prune(ch, rows(ratio, verdict, p_t), 2)
+        kept = pruned["cells"][0]["winner"] == "ompi_recursive_doubling"
+        assert kept != out and bool(notes) == out, (ratio, verdict, p_t)

@@ -3,20 +3,7 @@
 cd /work/wt/tune; . .venv/bin/activate
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 R=results/tune
-T0=$(date +%s)
-left() { echo $(( 585 - ($(date +%s) - T0) )); }
-echo "slot start $(date -u +%T) load $(cat /proc/loadavg)"
-task() {  # task NAME CMD...: skipped when done; stops the driver when out of time or failed
-  local name=$1; shift
-  [ -f $R/done.$name ] && return 0
-  local l=$(left); [ $l -lt 40 ] && { echo "slot: no time left for $name"; exit 0; }
-  echo "== $name from $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) ($l s left)"
-  timeout -s TERM $l bash -c '"$@"' _ "$@"; local rc=$?
-  echo "== $name rc $rc at $(date -u +%T)"
-  [ $rc -eq 0 ] && touch $R/done.$name
-  [ $rc -eq 124 ] && exit 0
-  return 0
-}
+SLOT_S=585; . docs/data/tune/slot-lib.sh
 sweep() {  # sweep NAME NP BUILD BUDGET
   MPILAB_BIN=$PWD/$3/bin python -m mpilab.cli tune sweep --dir $R/$1 --np $2 --launches 3 \
     --budget $4 --timeout 280 && python - "$R/$1/state.json" <<'PY'

@@ -4,6 +4,14 @@ the files were merged from launches, a Mann-Whitney test on the samples), a tabl
 terminal, an HTML page built on the report's comparison view, and exit status 1 when some
 measurement is significantly slower by more than the threshold: a CI gate.
 
+--paired: A and B were measured in alternating launches (mpilab bench --launches 1, A and B
+in turn, each side merged with mpilab's launch merge): launch k of A is paired with launch k
+of B, which shared the machine's state of that moment, and each measurement is tested on
+the per-pair log ratios of the launch medians (mpilab.tune.stats.paired, unanimous=False: a
+paired t test and its interval, never narrower than the medians' own intervals). Refused
+when the two files do not hold the same number of launches or their launch dates do not
+interleave (pair k wholly before pair k+1).
+
 Results of different machines, MPI libraries or rank counts are refused (provenance: hosts,
 mpi, ranks); --allow-different turns that into a warning."""
 
@@ -48,7 +56,38 @@ def provenance_problems(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
-def compare_docs(da: dict[str, Any], db: dict[str, Any]) -> list[dict[str, Any]]:
+def _when(text: Any) -> float | None:
+    from datetime import datetime
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def pairing_problem(da: dict[str, Any], db: dict[str, Any]) -> str | None:
+    """Why launch k of A cannot be paired with launch k of B (None: they can)."""
+    la, lb = da.get("launches"), db.get("launches")
+    if not isinstance(la, dict) or not isinstance(lb, dict):
+        return "--paired needs files merged from launches (mpilab bench --launches)"
+    na, nb = la.get("n"), lb.get("n")
+    if not isinstance(na, int) or na != nb or na < 2:
+        return f"--paired needs the same number of launches (at least 2) in both ({na}, {nb})"
+    ta = [_when(x) for x in la.get("dates") or []]
+    tb = [_when(x) for x in lb.get("dates") or []]
+    if len(ta) != na or len(tb) != na or any(t is None for t in ta + tb):
+        return "--paired needs every launch's date in both files"
+    spans = [(min(x, y), max(x, y)) for x, y in zip(ta, tb, strict=True)]  # type: ignore
+    if any(spans[k][1] > spans[k + 1][0] for k in range(na - 1)):
+        return ("--paired: the launches of A and B did not alternate (pair k must end "
+                "before pair k+1 starts)")
+    return None
+
+
+def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False
+                 ) -> list[dict[str, Any]]:
     from mpilab.pair_matrix import expand_all
     from mpilab.tune import stats
 
@@ -57,7 +96,12 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any]) -> list[dict[str, Any]]
     for m in expand_all(db.get("measurements") or []):
         if not isinstance(m, dict) or _key(m) not in am:
             continue
-        c = stats.unpaired(stats.launch_groups(am[_key(m)]), stats.launch_groups(m))
+        ga, gb = stats.launch_groups(am[_key(m)]), stats.launch_groups(m)
+        n = (db.get("launches") or {}).get("n")
+        if paired and len(ga) == len(gb) == n:
+            c = stats.paired(ga, gb, unanimous=False)
+        else:  # not paired, or some launch lacks this measurement
+            c = stats.unpaired(ga, gb)
         rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
                      "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
     return rows
@@ -79,7 +123,11 @@ def _run(args: argparse.Namespace) -> int:
                           "(--allow-different compares them anyway)")
     for p in probs:
         sys.stderr.write(f"mpilab diff: warning: {p}\n")
-    rows = compare_docs(da, db)
+    if args.paired:
+        why = pairing_problem(da, db)
+        if why:
+            raise MpilabError(f"{args.b} against {args.a}: {why}")
+    rows = compare_docs(da, db, args.paired)
     if not rows:
         raise MpilabError(f"{args.a} and {args.b} have no measurement in common")
     fails = []
@@ -118,6 +166,9 @@ def register(sub: Any) -> None:
                    help="exit 1 when a measurement is significantly slower by more than PCT "
                         "(e.g. 5%%)")
     p.add_argument("--html", metavar="OUT", help="also write the comparison page")
+    p.add_argument("--paired", action="store_true",
+                   help="A and B come from alternating launches: pair launch k of A with "
+                        "launch k of B (a paired test; docs/tune.md)")
     p.add_argument("--allow-different", action="store_true",
                    help="compare files of different machines, MPI libraries or rank counts "
                         "(a warning instead of a refusal)")

@@ -186,6 +186,80 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if proven == len(rows) else 1
 
 
+def _exporter(mpi: str, mpich_library: str | None) -> Any:
+    """export(choice, path): the file of a choice for the library mpilab-bench runs on."""
+    from mpilab.fsutil import atomic_write_text
+    from mpilab.tools import find_tool
+    from mpilab.tune import algorithms, export
+
+    if mpi == "openmpi":
+        algs = algorithms.ompi_algorithms()
+        return lambda ch, path: atomic_write_text(str(path), export.ompi_rules(ch, algs))
+    lib = mpich_library or str(algorithms.mpich_library(find_tool("mpilab-bench")))
+    tree, names = algorithms.mpich_selection(lib)
+    return lambda ch, path: atomic_write_text(
+        str(path), json.dumps(export.mpich_json(ch, tree, names), indent=1) + "\n")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    import shutil
+    import signal
+
+    from mpilab import launch
+    from mpilab.fsutil import atomic_write_text, check_output
+    from mpilab.tools import find_tool
+    from mpilab.tune import validate
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    choice = load_choice(args.choice)
+    if args.rounds < 1 or args.pairs < 2:
+        raise MpilabError("validate: --rounds must be at least 1 and --pairs at least 2")
+    try:
+        units.parse_duration(args.budget)
+    except (ValueError, MpilabError):
+        raise MpilabError(f"--budget: '{args.budget}' is not a duration (15s)") from None
+    check_output(args.out)
+    if args.out_choice:
+        check_output(args.out_choice)
+    mpi = launch.program_mpi(find_tool("mpilab-bench")) or "openmpi"
+    if not validate.tuned(choice, args.np) and not any(
+            int(c["np"]) == args.np for c in choice["cells"]):
+        raise MpilabError(f"{args.choice}: no cell for {args.np} ranks")
+    d = Path(args.dir)
+    d.mkdir(parents=True, exist_ok=True)
+    rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
+                       args.rounds, _exporter(mpi, args.mpich_library))
+    atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
+    for rd in rep["rounds"]:
+        s = rd["summary"]
+        sys.stdout.write(f"round {rd['round']} ({rd['file']}, {args.pairs} pairs of launches, "
+                         f"{s['cells']} cells): family-wise (Holm) {len(s['gains'])} gains, "
+                         f"{len(s['losses'])} losses; per cell {s['per_cell_losses']} "
+                         "losses\n")
+        for g in s["gains"]:
+            sys.stdout.write(f"  gain: {g}\n")
+        for g in s["losses"]:
+            sys.stdout.write(f"  LOSS: {g}\n")
+        for n in rd["notes"]:
+            sys.stdout.write(f"  pruned: {n}\n")
+    if args.out_choice:
+        atomic_write_text(args.out_choice, json.dumps(rep["final_choice"], indent=1) + "\n")
+    if rep["final_file"] is None:
+        sys.stdout.write("validate: nothing beats the default through a file: no file "
+                         f"written to {args.out} (keep the library's default)\n")
+        return 0
+    if not rep["validated"]:
+        sys.stdout.write(f"validate: the last file measured ({rep['final_file']}) still loses "
+                         f"family-wise; nothing written to {args.out}\n")
+        return 1
+    tmp = f"{args.out}.part"
+    shutil.copyfile(rep["final_file"], tmp)
+    Path(tmp).replace(args.out)
+    sys.stdout.write(f"validate: {args.out} = {rep['final_file']}: measured against the "
+                     "default with no family-wise loss\n")
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("tune", help="tune the MPI library's collectives (docs/tune.md)")
     s = p.add_subparsers(dest="tune_command", metavar="ACTION")
@@ -228,3 +302,16 @@ def register(sub: Any) -> None:
     ve.add_argument("file", help="the exported rules file or selection JSON")
     ve.add_argument("--np", type=argtypes.positive, default=2)
     ve.set_defaults(func=_verify)
+    va = s.add_parser("validate", help="measure the exported file against the default, take "
+                                       "out what loses, re-export and measure again")
+    va.add_argument("choice")
+    va.add_argument("--np", type=argtypes.positive, default=2)
+    va.add_argument("--dir", required=True, help="launches and round files (resumable)")
+    va.add_argument("--out", required=True, help="the validated rules file / selection JSON")
+    va.add_argument("--out-choice", help="the pruned choice (JSON)")
+    va.add_argument("--pairs", type=int, default=8, help="pairs of launches per round (8)")
+    va.add_argument("--budget", default="15s", help="time budget per launch (15s)")
+    va.add_argument("--rounds", type=int, default=3, help="at most this many rounds (3)")
+    va.add_argument("--timeout", type=argtypes.real, default=400.0, help="seconds per launch")
+    va.add_argument("--mpich-library", metavar="LIB")
+    va.set_defaults(func=_validate)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import binom, mannwhitneyu
+from scipy.stats import binom, mannwhitneyu, ttest_1samp
 from scipy.stats import t as student_t
 
 ALPHA = 0.05
@@ -119,8 +119,12 @@ def _none(method: str, n: int = 0) -> Comparison:
 
 
 def paired(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
-           alpha: float = ALPHA) -> Comparison:
-    """b against a, measured in the same launches (a[k] and b[k] from launch k)."""
+           alpha: float = ALPHA, unanimous: bool = True) -> Comparison:
+    """b against a, measured in the same launches or in pairs of adjacent launches (a[k] and
+    b[k] from launch or pair k). unanimous (the sweep's choice): significant only when the
+    Mann-Whitney test inside every pair agrees too; otherwise (`mpilab diff --paired`) a
+    paired t test on the log ratios: significant when its p < alpha and the interval (t,
+    never narrower than the medians' own) excludes 1; p is then the t test's."""
     pairs = [(x, y) for x, y in zip(a, b, strict=False)
              if len(x) >= MIN_SAMPLES and len(y) >= MIN_SAMPLES]
     if not pairs:
@@ -145,10 +149,18 @@ def paired(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
     sides = {lr > 0 for lr in logs}
     agree = agree and len(sides) == 1
     lo, hi = math.exp(mean - h), math.exp(mean + h)
-    sig = agree and (hi < 1 or lo > 1)
-    return Comparison(math.exp(mean), lo, hi, max(ps), n, n >= 2, sig,
-                      "paired launches: t interval of the per-launch log ratios of medians, "
-                      "Mann-Whitney inside every launch", per)
+    if unanimous:
+        sig = agree and (hi < 1 or lo > 1)
+        return Comparison(math.exp(mean), lo, hi, max(ps), n, n >= 2, sig,
+                          "paired launches: t interval of the per-launch log ratios of "
+                          "medians, Mann-Whitney inside every launch", per)
+    p_t = float(ttest_1samp(logs, 0.0).pvalue) if n >= 2 and statistics.stdev(logs) > 0 \
+        else 1.0
+    p_t = p_t if math.isfinite(p_t) else 1.0
+    sig = n >= 2 and p_t < alpha and (hi < 1 or lo > 1)
+    return Comparison(math.exp(mean), lo, hi, p_t, n, n >= 2, sig,
+                      "paired launches: t test and interval of the per-pair log ratios of "
+                      "medians (never narrower than the medians' own intervals)", per)
 
 
 def _figure(groups: list[list[float]], cl: float) -> tuple[float, float] | None:

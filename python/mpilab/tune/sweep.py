@@ -58,8 +58,14 @@ def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
     if mpi == "openmpi":
         launcher_args += ["--mca", "coll_tuned_use_dynamic_rules", "1"]
     j = runner_job(np, DEFAULT_NP, args, None, launcher_args)
+    return run_logged(j.cmd, j.env, timeout, log)
+
+
+def run_logged(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int:
+    """Run a job in its own process group, output appended to log; 124 after timeout, and
+    on an interrupt (a bench slot's SIGTERM) the whole group is killed first."""
     with open(log, "ab") as f:
-        proc = subprocess.Popen(j.cmd, env=j.env, stdout=f, stderr=f, start_new_session=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=f, start_new_session=True)
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
