@@ -4,6 +4,7 @@
 ranks per timing method and for clock synchronisation; the 1024-rank report under 10 MB).
 
     python3 bench/scale_survey.py --ranks 16,64 [--out DIR] [--json FILE] [--sizes SPEC]
+                                  [--browser]
 
 For each rank count N: a flat simulated cluster of N nodes (`mpilab sim platform flat`,
 10 Gbit/s and 1 us per node link), then `mpilab survey --sim` on it (one launch; the
@@ -16,7 +17,9 @@ Recorded per N, from the survey's own output:
   the sum of its measurements' wall_s (each includes the clock synchronisation it needed),
   the all-pairs p2p (all_pairs_wall_s), the LogGP measurement (models.loggp.wall_s), and
   the clock synchronisations (provenance.clock_sync.total_duration_s and how many);
-- the results file's and the report page's size, and the CSV files beside the page.
+- the results file's and the report page's size, and the CSV files beside the page;
+- with --browser, the page loaded in headless Chromium (bench/report_browser.py): seconds
+  until every figure is drawn, and figures that failed.
 
 Simulated times are deterministic (`smpi/simulate-computation:no`), so they need no quiet
 machine; wall and CPU seconds are this machine's and depend on its load (run under
@@ -76,7 +79,7 @@ def cost(doc: dict) -> dict[str, object]:
             "measurements": len(doc.get("measurements", []))}
 
 
-def one(n: int, out: Path, sizes: str | None) -> dict[str, object]:
+def one(n: int, out: Path, sizes: str | None, browser: bool) -> dict[str, object]:
     d = out / f"n{n}"
     d.mkdir(parents=True, exist_ok=True)
     plat = d / "platform.xml"
@@ -95,7 +98,11 @@ def one(n: int, out: Path, sizes: str | None) -> dict[str, object]:
     rj, rh = d / "survey" / "results.json", d / "survey" / "report.html"
     doc = json.loads(rj.read_text())
     csvs = sorted(x.name for x in rh.parent.glob("report.*.csv"))
-    return {"ranks": n, "wall_s": wall,
+    drawn = None
+    if browser:
+        from report_browser import one_run
+        drawn = one_run(rh)
+    return {"ranks": n, "wall_s": wall, "browser": drawn,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "max_rss_mb": after.ru_maxrss / 1024.0,
             "results_bytes": rj.stat().st_size, "report_bytes": rh.stat().st_size,
@@ -117,7 +124,9 @@ def line(r: dict[str, object]) -> str:
             f"{lg if lg is None else f'{lg:.2f}'} s ({c['loggp_pairs']} pairs); clock sync "
             f"{c['sync_method']} x {c['syncs_performed']} = {c['sync_total_s']} s; results "
             f"{r['results_bytes'] / 1e6:.1f} MB, page {r['report_bytes'] / 1e6:.2f} MB, "
-            f"{len(r['csv_beside'])} CSV beside")  # type: ignore[arg-type]
+            f"{len(r['csv_beside'])} CSV beside"  # type: ignore[arg-type]
+            + (f"; browser: drawn in {b['drawn_s']:.2f} s, {b['failed_figures']:.0f} figures "
+               "failed" if isinstance(b := r.get("browser"), dict) else ""))
 
 
 def main() -> int:
@@ -126,12 +135,14 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/scale_survey")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--sizes", help="the survey's --sizes (default: its own plan)")
+    ap.add_argument("--browser", action="store_true",
+                    help="load each page in headless Chromium (bench/report_browser.py)")
     a = ap.parse_args()
     out = Path(a.out)
     runs = []
     print(f"load at start: {loadavg()}", flush=True)
     for n in a.ranks:
-        r = one(n, out, a.sizes)
+        r = one(n, out, a.sizes, a.browser)
         runs.append(r)
         print(line(r), flush=True)
         if a.json:  # after each size: a long series stopped later keeps what it measured

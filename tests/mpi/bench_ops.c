@@ -121,6 +121,38 @@ MPILAB_TEST(every_entry_validates_at_every_size_and_root)
         unlink(map);
 }
 
+MPILAB_TEST(allreduce_check_catches_a_wrong_result_off_the_root)
+{
+    /* the root checks every byte of its sum; the others compare a digest with the root's (the
+     * expected sums cost bytes x p: p^2 x bytes in one simulated process when every rank
+     * computed them). The last rank's result is replaced by a fresh buffer: it must say so,
+     * the others must not. */
+    if (kit_size < 2)
+        return;
+    char why[300];
+    REQUIRE(mpilab_ops_init(why, sizeof why) == 0);
+    const mpilab_op_t *op = mpilab_ops_find("allreduce", "native");
+    REQUIRE(op != NULL);
+    const size_t sizes[] = {1000, 65537};
+    int last = kit_rank == kit_size - 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        mpilab_op_run_t r;
+        mpilab_op_run_init(&r, op, sizes[s], 0, MPI_COMM_WORLD);
+        REQUIRE(op->setup(&r) == 0);
+        REQUIRE(op->run(&r) == MPI_SUCCESS);
+        if (last) { /* its received sum gone: the sentinel the setup fills in */
+            op->teardown(&r);
+            REQUIRE(op->setup(&r) == 0);
+        }
+        int bad = op->validate(&r) != 0;
+        if (last && !bad)
+            FAIL("allreduce %zu B: rank %d accepted a result it never received", sizes[s], kit_rank);
+        if (!last && bad)
+            FAIL("allreduce %zu B: rank %d refused a right result", sizes[s], kit_rank);
+        op->teardown(&r);
+    }
+}
+
 #ifdef HEAP_CHECK
 /* Heap bytes in use now (small blocks and mmapped ones; 0 where an interposed allocator,
  * such as ASan's, keeps its own books). */
