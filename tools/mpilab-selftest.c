@@ -297,9 +297,12 @@ static int run_link(int argc, char **argv)
         for (size_t k = 0; k < ns; k++) {
             json_array_append_new(sz, json_integer((json_int_t)sizes[k]));
             if (k < 64)
-                json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f}", "bytes", (json_int_t)sizes[k], "oneway_min_s",
-                                                     f.oneway_min[k], "oneway_median_s", f.oneway_median[k],
-                                                     "residual_s", isfinite(f.oneway_residual[k]) ? f.oneway_residual[k] : 0.0));
+                json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "bytes", (json_int_t)sizes[k],
+                                                     "oneway_min_s", f.oneway_min[k], "oneway_median_s",
+                                                     f.oneway_median[k], "residual_s",
+                                                     isfinite(f.oneway_residual[k]) ? f.oneway_residual[k] : 0.0,
+                                                     "reps", (json_int_t)f.reps[k], "oneway_low_spacing_s",
+                                                     f.oneway_low_spacing[k]));
         }
         const mpilab_loggp_robust_t *l = &f.loggp;
         json_t *root = json_pack(

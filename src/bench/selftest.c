@@ -182,6 +182,29 @@ done:
 
 #define LINK_MAX_RANGES 4
 
+/* The mean of the lowest (up to 8) spacings of the valid samples: how far apart the
+ * samples near the minimum lie (the minimum's bootstrap scale in src/model/robust.c). */
+static double low_spacing(const double *x, const unsigned char *valid, size_t n)
+{
+    double low[9];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((valid && !valid[i]) || !isfinite(x[i]))
+            continue;
+        size_t j = m < 9 ? m++ : 9;
+        if (j == 9 && !(x[i] < low[8]))
+            continue;
+        if (j == 9)
+            j = 8;
+        while (j > 0 && low[j - 1] > x[i]) {
+            low[j] = low[j - 1];
+            j--;
+        }
+        low[j] = x[i];
+    }
+    return m > 1 ? (low[m - 1] - low[0]) / (double)(m - 1) : 0.0;
+}
+
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
                          size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen)
 {
@@ -241,6 +264,8 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         out->oneway_min[k] = 0.5 * mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
         out->oneway_residual[k] = resid ? resid[k] : NAN;
         out->oneway_median[k] = 0.5 * pp[k].stats.median;
+        out->reps[k] = pp[k].stats.reps;
+        out->oneway_low_spacing[k] = 0.5 * low_spacing(pp[k].samples, pp[k].valid, pp[k].stats.reps);
     }
     free(resid);
     out->loggp_ok = mpilab_loggp_fit_samples(lg.points, nsizes, &ro, &out->loggp, NULL, out->loggp_err,

@@ -226,6 +226,10 @@ def test_link_launches_merge_to_a_launch_level_interval() -> None:
     # 2.05-2.11 ms over three launches is more than eps = 2.5% wide at 95%
     assert a["flags"] == "ci_wide,launches_disagree"
     assert a["launch_values"] == [2.05e-3, 2.11e-3, 2.07e-3]
+    # each launch's own interval kept beside (why a merged interval is wide); -1 is none
+    assert a["launch_intervals"][0] == pytest.approx([2.047e-3, 2.053e-3])
+    assert out["loggp"]["G"]["launch_intervals"][1] == [None, 8.1e-8]
+    assert out["launch_per_size"] == [None, None, None]
     g = out["loggp"]["G"]
     # ci_wide taken again on the merged interval: the launches' own verdicts are dropped
     assert "ci_wide" not in g["flags"] and g["lo"] < 8e-8 < g["hi"]  # not zero-wide
