@@ -181,6 +181,10 @@ done:
 }
 
 #define LINK_MAX_RANGES 4
+/* Rounds of measurement at most, and the precision a minimum is measured to (the mean of
+ * its lowest spacings against it): link_measure. */
+#define LINK_MAX_ROUNDS 4
+#define LINK_MIN_PRECISION 0.01
 
 /* The mean of the lowest (up to 8) spacings of the valid samples: how far apart the
  * samples near the minimum lie (the minimum's bootstrap scale in src/model/robust.c). */
@@ -203,6 +207,101 @@ static double low_spacing(const double *x, const unsigned char *valid, size_t n)
         low[j] = x[i];
     }
     return m > 1 ? (low[m - 1] - low[0]) / (double)(m - 1) : 0.0;
+}
+
+/* Appends n samples (valid: NULL = all valid) to a series of *have samples (dst, dvalid:
+ * NULL = not kept) and recomputes its statistics; 0, or -1 when memory ran out. */
+static int append_samples(double **dst, unsigned char **dvalid, mpilab_stats_t *st, const double *src,
+                          const unsigned char *svalid, size_t n, const mpilab_precision_t *prec)
+{
+    size_t have = st->reps;
+    double *d = realloc(*dst, (have + n + 1) * sizeof *d);
+    if (!d)
+        return -1;
+    *dst = d;
+    memcpy(d + have, src, n * sizeof *d);
+    if (dvalid) {
+        unsigned char *v = realloc(*dvalid, have + n + 1);
+        if (!v)
+            return -1;
+        *dvalid = v;
+        for (size_t k = 0; k < n; k++)
+            v[have + k] = svalid ? svalid[k] : 1;
+    }
+    mpilab_stats_compute(d, dvalid ? *dvalid : NULL, have + n, prec->cl, prec->eps, st);
+    return 0;
+}
+
+/* 1 when the minimum of every size is precise: the mean of its lowest spacings at most
+ * LINK_MIN_PRECISION of it (the scale of the minimum's interval in src/model/robust.c). */
+static int link_min_precise(const mpilab_p2p_result_t *pp, const mpilab_loggp_pair_result_t *lg, size_t nsizes)
+{
+    for (size_t k = 0; k < nsizes; k++) {
+        const mpilab_loggp_series_t *rt = &lg->points[k].rtt;
+        double m1 = mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
+        double m2 = mpilab_quantile(rt->samples, NULL, rt->stats.reps, 0.0);
+        if (!(low_spacing(pp[k].samples, pp[k].valid, pp[k].stats.reps) <= LINK_MIN_PRECISION * m1) ||
+            !(low_spacing(rt->samples, NULL, rt->stats.reps) <= LINK_MIN_PRECISION * m2))
+            return 0;
+    }
+    return 1;
+}
+
+/* The link's ping-pongs (per size) and LogGP measurement, in rounds: the fits report
+ * minima, and a round's repetitions (stopped on the median's precision, at most
+ * prec->max_reps) can leave a minimum imprecise where many samples are delayed (busy CPUs:
+ * the lowest samples then lie far apart and the minimum's interval is wide). Another round
+ * is measured and its samples added while some size's minimum is imprecise, at most
+ * LINK_MAX_ROUNDS rounds; every rank holds every sample, so all decide alike. */
+static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                        const mpilab_loggp_opts_t *lo, mpilab_p2p_result_t *pp, mpilab_loggp_pair_result_t *lg,
+                        char *err, size_t errlen)
+{
+    for (int round = 0; round < LINK_MAX_ROUNDS; round++) {
+        int fresh = round == 0;
+        for (size_t k = 0; k < nsizes; k++) {
+            mpilab_p2p_result_t more;
+            mpilab_p2p_result_t *dst = fresh ? &pp[k] : &more;
+            if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, dst) != MPI_SUCCESS) {
+                snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
+                return -1;
+            }
+            int rc = fresh ? 0 : append_samples(&pp[k].samples, &pp[k].valid, &pp[k].stats, more.samples,
+                                                more.valid, more.stats.reps, prec);
+            if (!fresh)
+                mpilab_p2p_result_free(&more);
+            if (rc != 0) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+        }
+        mpilab_loggp_pair_result_t more;
+        memset(&more, 0, sizeof more);
+        if (mpilab_loggp_measure(comm, sizes, nsizes, lo, fresh ? lg : &more) != MPI_SUCCESS) {
+            snprintf(err, errlen, "LogGP measurement failed");
+            return -1;
+        }
+        int rc = 0;
+        for (size_t k = 0; !fresh && k < nsizes && rc == 0; k++) {
+            mpilab_loggp_point_t *d = &lg->points[k], *m = &more.points[k];
+            mpilab_loggp_series_t *ds[4] = {&d->rtt, &d->os, &d->orr, &d->g};
+            const mpilab_loggp_series_t *ms[4] = {&m->rtt, &m->os, &m->orr, &m->g};
+            for (int q = 0; q < 4 && rc == 0; q++)
+                rc = append_samples(&ds[q]->samples, NULL, &ds[q]->stats, ms[q]->samples, NULL, ms[q]->stats.reps,
+                                    &lo->prec);
+        }
+        if (!fresh)
+            mpilab_loggp_pair_result_free(&more);
+        if (rc != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        int mine = link_min_precise(pp, lg, nsizes), all = 0;
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+        if (all)
+            break;
+    }
+    return 0;
 }
 
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
@@ -236,15 +335,8 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    for (size_t k = 0; k < nsizes; k++)
-        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
-            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
-            goto done;
-        }
-    if (mpilab_loggp_measure(comm, sizes, nsizes, &lo, &lg) != MPI_SUCCESS) {
-        snprintf(err, errlen, "LogGP measurement failed");
+    if (link_measure(comm, sizes, nsizes, prec, &lo, pp, &lg, err, errlen) != 0)
         goto done;
-    }
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);
     for (size_t k = 0; k < nsizes; k++) {
