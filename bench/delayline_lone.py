@@ -252,8 +252,8 @@ def main() -> int:
             ap.error(f"--variants: '{v}' is not NAME=ARGS")
         variants.append((name, args))
     print(f"load at start: {loadavg()}; {a.hogs} hogs", flush=True)
-    other = subprocess.run(["pgrep", "-af", "mpilab-delayline .*--dev "], capture_output=True, text=True,
-                           check=False).stdout.strip()
+    other = subprocess.run(["pgrep", "-af", "mpilab-delayline .*--dev "], capture_output=True,
+                           text=True, check=False).stdout.strip()
     print(f"delay lines already running (not this bench's): {other or 'none'}", flush=True)
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(a.hogs)]
     try:
