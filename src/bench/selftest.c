@@ -232,74 +232,108 @@ static int append_samples(double **dst, unsigned char **dvalid, mpilab_stats_t *
     return 0;
 }
 
-/* 1 when the minimum of every size is precise: the mean of its lowest spacings at most
+/* 1 when a series' minimum is precise: the mean of its lowest spacings at most
  * LINK_MIN_PRECISION of it (the scale of the minimum's interval in src/model/robust.c). */
-static int link_min_precise(const mpilab_p2p_result_t *pp, const mpilab_loggp_pair_result_t *lg, size_t nsizes)
+static int min_precise(const double *x, const unsigned char *valid, size_t n)
+{
+    double m = mpilab_quantile(x, valid, n, 0.0);
+    return low_spacing(x, valid, n) <= LINK_MIN_PRECISION * m;
+}
+
+/* One more round of ping-pongs at the sizes whose minimum is imprecise (want[k]), their
+ * samples added to pp[k]. */
+static int link_more_p2p(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                         const int *want, mpilab_p2p_result_t *pp)
 {
     for (size_t k = 0; k < nsizes; k++) {
-        const mpilab_loggp_series_t *rt = &lg->points[k].rtt;
-        double m1 = mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
-        double m2 = mpilab_quantile(rt->samples, NULL, rt->stats.reps, 0.0);
-        if (!(low_spacing(pp[k].samples, pp[k].valid, pp[k].stats.reps) <= LINK_MIN_PRECISION * m1) ||
-            !(low_spacing(rt->samples, NULL, rt->stats.reps) <= LINK_MIN_PRECISION * m2))
-            return 0;
+        if (!want[k])
+            continue;
+        mpilab_p2p_result_t more;
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &more) != MPI_SUCCESS)
+            return -1;
+        int rc = append_samples(&pp[k].samples, &pp[k].valid, &pp[k].stats, more.samples, more.valid,
+                                more.stats.reps, prec);
+        mpilab_p2p_result_free(&more);
+        if (rc != 0)
+            return -1;
     }
-    return 1;
+    return 0;
+}
+
+/* One more LogGP measurement at the sizes whose round trip's minimum is imprecise (want[k]),
+ * every series' samples added to lg's points. */
+static int link_more_loggp(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_loggp_opts_t *lo,
+                           const int *want, mpilab_loggp_pair_result_t *lg)
+{
+    size_t sub[64], at[64], m = 0;
+    for (size_t k = 0; k < nsizes && k < 64; k++)
+        if (want[k]) {
+            sub[m] = sizes[k];
+            at[m++] = k;
+        }
+    if (m == 0)
+        return 0;
+    mpilab_loggp_pair_result_t more;
+    memset(&more, 0, sizeof more);
+    if (mpilab_loggp_measure(comm, sub, m, lo, &more) != MPI_SUCCESS)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < m && rc == 0; i++) {
+        mpilab_loggp_point_t *d = &lg->points[at[i]], *s = &more.points[i];
+        mpilab_loggp_series_t *ds[4] = {&d->rtt, &d->os, &d->orr, &d->g};
+        const mpilab_loggp_series_t *ss[4] = {&s->rtt, &s->os, &s->orr, &s->g};
+        for (int q = 0; q < 4 && rc == 0; q++)
+            rc = append_samples(&ds[q]->samples, NULL, &ds[q]->stats, ss[q]->samples, NULL, ss[q]->stats.reps,
+                                &lo->prec);
+    }
+    mpilab_loggp_pair_result_free(&more);
+    return rc;
 }
 
 /* The link's ping-pongs (per size) and LogGP measurement, in rounds: the fits report
  * minima, and a round's repetitions (stopped on the median's precision, at most
  * prec->max_reps) can leave a minimum imprecise where many samples are delayed (busy CPUs:
- * the lowest samples then lie far apart and the minimum's interval is wide). Another round
- * is measured and its samples added while some size's minimum is imprecise, at most
- * LINK_MAX_ROUNDS rounds; every rank holds every sample, so all decide alike. */
+ * the lowest samples then lie far apart and the minimum's interval is wide). Sizes whose
+ * minimum is imprecise (ping-pong, or LogGP round trip) are measured again and their
+ * samples added, at most LINK_MAX_ROUNDS rounds in all; every rank holds every sample, and
+ * the ranks agree on what is imprecise (MPI_MIN over the flags) before each round. */
 static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
                         const mpilab_loggp_opts_t *lo, mpilab_p2p_result_t *pp, mpilab_loggp_pair_result_t *lg,
                         char *err, size_t errlen)
 {
-    for (int round = 0; round < LINK_MAX_ROUNDS; round++) {
-        int fresh = round == 0;
-        for (size_t k = 0; k < nsizes; k++) {
-            mpilab_p2p_result_t more;
-            mpilab_p2p_result_t *dst = fresh ? &pp[k] : &more;
-            if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, dst) != MPI_SUCCESS) {
-                snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
-                return -1;
-            }
-            int rc = fresh ? 0 : append_samples(&pp[k].samples, &pp[k].valid, &pp[k].stats, more.samples,
-                                                more.valid, more.stats.reps, prec);
-            if (!fresh)
-                mpilab_p2p_result_free(&more);
-            if (rc != 0) {
-                snprintf(err, errlen, "out of memory");
-                return -1;
-            }
-        }
-        mpilab_loggp_pair_result_t more;
-        memset(&more, 0, sizeof more);
-        if (mpilab_loggp_measure(comm, sizes, nsizes, lo, fresh ? lg : &more) != MPI_SUCCESS) {
-            snprintf(err, errlen, "LogGP measurement failed");
+    for (size_t k = 0; k < nsizes; k++)
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
+            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
             return -1;
         }
-        int rc = 0;
-        for (size_t k = 0; !fresh && k < nsizes && rc == 0; k++) {
-            mpilab_loggp_point_t *d = &lg->points[k], *m = &more.points[k];
-            mpilab_loggp_series_t *ds[4] = {&d->rtt, &d->os, &d->orr, &d->g};
-            const mpilab_loggp_series_t *ms[4] = {&m->rtt, &m->os, &m->orr, &m->g};
-            for (int q = 0; q < 4 && rc == 0; q++)
-                rc = append_samples(&ds[q]->samples, NULL, &ds[q]->stats, ms[q]->samples, NULL, ms[q]->stats.reps,
-                                    &lo->prec);
+    if (mpilab_loggp_measure(comm, sizes, nsizes, lo, lg) != MPI_SUCCESS) {
+        snprintf(err, errlen, "LogGP measurement failed");
+        return -1;
+    }
+    size_t n = nsizes < 64 ? nsizes : 64; /* the rounds look at the first 64 sizes */
+    for (int round = 1; round < LINK_MAX_ROUNDS; round++) {
+        int ok[128], all[128], more_p2p = 0, more_lg = 0;
+        for (size_t k = 0; k < n; k++) {
+            const mpilab_loggp_series_t *rt = &lg->points[k].rtt;
+            ok[k] = min_precise(pp[k].samples, pp[k].valid, pp[k].stats.reps);
+            ok[64 + k] = min_precise(rt->samples, NULL, rt->stats.reps);
         }
-        if (!fresh)
-            mpilab_loggp_pair_result_free(&more);
-        if (rc != 0) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
+        for (size_t k = n; k < 64; k++)
+            ok[k] = ok[64 + k] = 1;
+        MPI_Allreduce(ok, all, 128, MPI_INT, MPI_MIN, comm);
+        int want[128];
+        for (size_t k = 0; k < 128; k++) {
+            want[k] = !all[k];
+            more_p2p += k < 64 && want[k];
+            more_lg += k >= 64 && want[k];
         }
-        int mine = link_min_precise(pp, lg, nsizes), all = 0;
-        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
-        if (all)
+        if (!more_p2p && !more_lg)
             break;
+        if (link_more_p2p(comm, sizes, n, prec, want, pp) != 0 ||
+            link_more_loggp(comm, sizes, n, lo, want + 64, lg) != 0) {
+            snprintf(err, errlen, "a further round of measurement failed");
+            return -1;
+        }
     }
     return 0;
 }
