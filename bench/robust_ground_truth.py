@@ -140,7 +140,9 @@ def main() -> int:
         print("\nstopped: the table of the runs done so far", flush=True)
         for h, res in partial.items():
             if h not in done and res.get("runs"):
-                report(res, a, int(h))
+                done[h] = {**res, **report(res, a, int(h)), "partial": True}
+        if a.json:  # the runs done, with every launch's per-size data
+            write_json(a.json, done)
         raise SystemExit(143)
     signal.signal(signal.SIGTERM, stop)
     for h in series:
