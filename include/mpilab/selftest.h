@@ -89,8 +89,11 @@ typedef struct mpilab_link_fit {
     double oneway_low_spacing[64];
 } mpilab_link_fit_t;
 
+/* rounds: at most this many rounds of measurement (1 = one); after the first, the sizes
+ * whose minimum is imprecise (the mean of its lowest spacings above 1% of it, ping-pong or
+ * LogGP round trip) are measured again and their samples added. */
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
-                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen);
+                         size_t burst, size_t rounds, mpilab_link_fit_t *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

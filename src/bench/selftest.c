@@ -181,9 +181,8 @@ done:
 }
 
 #define LINK_MAX_RANGES 4
-/* Rounds of measurement at most, and the precision a minimum is measured to (the mean of
- * its lowest spacings against it): link_measure. */
-#define LINK_MAX_ROUNDS 4
+/* The precision a minimum is measured to in further rounds (the mean of its lowest
+ * spacings against it): link_measure. */
 #define LINK_MIN_PRECISION 0.01
 
 /* The mean of the lowest (up to 8) spacings of the valid samples: how far apart the
@@ -295,11 +294,11 @@ static int link_more_loggp(MPI_Comm comm, const size_t *sizes, size_t nsizes, co
  * prec->max_reps) can leave a minimum imprecise where many samples are delayed (busy CPUs:
  * the lowest samples then lie far apart and the minimum's interval is wide). Sizes whose
  * minimum is imprecise (ping-pong, or LogGP round trip) are measured again and their
- * samples added, at most LINK_MAX_ROUNDS rounds in all; every rank holds every sample, and
+ * samples added, at most `rounds` rounds in all; every rank holds every sample, and
  * the ranks agree on what is imprecise (MPI_MIN over the flags) before each round. */
 static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
-                        const mpilab_loggp_opts_t *lo, mpilab_p2p_result_t *pp, mpilab_loggp_pair_result_t *lg,
-                        char *err, size_t errlen)
+                        const mpilab_loggp_opts_t *lo, size_t rounds, mpilab_p2p_result_t *pp,
+                        mpilab_loggp_pair_result_t *lg, char *err, size_t errlen)
 {
     for (size_t k = 0; k < nsizes; k++)
         if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
@@ -311,7 +310,7 @@ static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const
         return -1;
     }
     size_t n = nsizes < 64 ? nsizes : 64; /* the rounds look at the first 64 sizes */
-    for (int round = 1; round < LINK_MAX_ROUNDS; round++) {
+    for (size_t round = 1; round < rounds; round++) {
         int ok[128], all[128], more_p2p = 0, more_lg = 0;
         for (size_t k = 0; k < n; k++) {
             const mpilab_loggp_series_t *rt = &lg->points[k].rtt;
@@ -339,7 +338,7 @@ static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const
 }
 
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
-                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen)
+                         size_t burst, size_t rounds, mpilab_link_fit_t *out, char *err, size_t errlen)
 {
     int size;
     MPI_Comm_size(comm, &size);
@@ -369,7 +368,7 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    if (link_measure(comm, sizes, nsizes, prec, &lo, pp, &lg, err, errlen) != 0)
+    if (link_measure(comm, sizes, nsizes, prec, &lo, rounds, pp, &lg, err, errlen) != 0)
         goto done;
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);

@@ -241,9 +241,10 @@ def test_link_launches_merge_to_a_launch_level_interval() -> None:
                     reason="mpilab-selftest or mpirun missing")
 def test_link_measures_more_rounds_while_a_minimum_is_imprecise(tmp_path: Path) -> None:
     """`mpilab-selftest link` reports per size its repetitions and the mean of its lowest
-    spacings; a round stops at --max-reps, and a size whose minimum is imprecise (lowest
-    spacings above 1% of it) is measured again, in at most 4 rounds. A size is measured
-    again only while imprecise, so one that is still imprecise was measured in all 4."""
+    spacings; a round stops at --max-reps, and with --rounds 4 a size whose minimum is
+    imprecise (lowest spacings above 1% of it) is measured again, in at most 4 rounds. A
+    size is measured again only while imprecise, so one still imprecise was measured in all
+    4. Without --rounds, one round."""
     import json
     import subprocess
 
@@ -252,8 +253,8 @@ def test_link_measures_more_rounds_while_a_minimum_is_imprecise(tmp_path: Path) 
     out = tmp_path / "link.json"
     p = subprocess.run(["timeout", "300", "mpirun", "-np", "2", "--oversubscribe", str(_tool()),
                         "link", "--sizes", "0,1K,4K", "--min-reps", "5", "--max-reps", "5",
-                        "--out", str(out)], capture_output=True, text=True, env=cli_env(),
-                       timeout=320, check=False)
+                        "--rounds", "4", "--out", str(out)], capture_output=True, text=True,
+                       env=cli_env(), timeout=320, check=False)
     assert p.returncode == 0, p.stderr
     per = json.loads(out.read_text())["per_size"]
     assert [s["bytes"] for s in per] == [0, 1024, 4096]
@@ -263,3 +264,9 @@ def test_link_measures_more_rounds_while_a_minimum_is_imprecise(tmp_path: Path) 
     for s in per:
         if s["oneway_low_spacing_s"] > 0.01 * s["oneway_min_s"] * (1 + 1e-9):
             assert s["reps"] == 20, s
+    p = subprocess.run(["timeout", "300", "mpirun", "-np", "2", "--oversubscribe", str(_tool()),
+                        "link", "--sizes", "0,1K", "--min-reps", "5", "--max-reps", "5",
+                        "--out", str(out)], capture_output=True, text=True, env=cli_env(),
+                       timeout=320, check=False)
+    assert p.returncode == 0, p.stderr
+    assert [s["reps"] for s in json.loads(out.read_text())["per_size"]] == [5, 5]
