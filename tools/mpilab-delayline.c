@@ -55,6 +55,32 @@ static void usage(FILE *f)
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
+static int parse_quantile(const char *arg, double *out)
+{
+    char *end = NULL;
+    double q = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !(q > 0.0 && q <= 1.0)) {
+        fprintf(stderr, "mpilab-delayline: --advance-quantile %s: not a fraction in (0,1]\n", arg);
+        return -1;
+    }
+    *out = q;
+    return 0;
+}
+
+static int parse_cpu(const char *arg, int *out)
+{
+    long long cpu;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu <= 0)
+        ncpu = 1024;
+    if (mpilab_parse_i64(arg, &cpu) != 0 || cpu < 0 || cpu >= ncpu) {
+        fprintf(stderr, "mpilab-delayline: --cpu %s: not a CPU of this machine (0 to %ld)\n", arg, ncpu - 1);
+        return -1;
+    }
+    *out = (int)cpu;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -132,29 +158,15 @@ int main(int argc, char **argv)
             break;
         case 'L': opt.leg_stamps = 0; break;
         case 'I': opt.idle_poll = 1; break;
-        case 'c': {
-            long long cpu;
-            long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-            if (mpilab_parse_i64(optarg, &cpu) != 0 || cpu < 0 || cpu >= (ncpu > 0 ? ncpu : 1024)) {
-                fprintf(stderr, "mpilab-delayline: --cpu %s: not a CPU of this machine (0 to %ld)\n", optarg,
-                        (ncpu > 0 ? ncpu : 1024) - 1);
+        case 'c':
+            if (parse_cpu(optarg, &opt.cpu) != 0)
                 return 2;
-            }
-            opt.cpu = (int)cpu;
             break;
-        }
         case 'A': opt.advance = 0; break;
-        case 'q': {
-            char *end = NULL;
-            double q = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(q > 0.0 && q <= 1.0)) {
-                fprintf(stderr, "mpilab-delayline: --advance-quantile %s: not a fraction in (0,1]\n",
-                        optarg);
+        case 'q':
+            if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;
-            }
-            opt.advance_q = q;
             break;
-        }
         case 'a':
             if (strcmp(optarg, "ingress") != 0 && strcmp(optarg, "tun") != 0) {
                 fprintf(stderr, "mpilab-delayline: --arrival %s: expected ingress or tun\n", optarg);
