@@ -252,6 +252,9 @@ def main() -> int:
             ap.error(f"--variants: '{v}' is not NAME=ARGS")
         variants.append((name, args))
     print(f"load at start: {loadavg()}; {a.hogs} hogs", flush=True)
+    other = subprocess.run(["pgrep", "-af", "mpilab-delayline .*--dev "], capture_output=True,
+                           text=True, check=False).stdout.strip()
+    print(f"delay lines already running (not this bench's): {other or 'none'}", flush=True)
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(a.hogs)]
     try:
         return measure(a, variants)
@@ -261,11 +264,15 @@ def main() -> int:
             h.wait()
 
 
+def _us(v: object) -> str:
+    return f"{float(v) * 1e6:6.1f}" if isinstance(v, int | float) else f"{'-':>6}"
+
+
 def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
     print(f"{'variant':>8} {'delay':>6} {'run':>3} {'WAN rtt':>10} {'ICMP exc':>9} "
           f"{'UDP raw':>8} {'UDP exc':>8} {'UDP max':>8} {'UDP min':>8} {'ICMP-0':>8} "
           f"{'UDP-0':>8} {'UDPmin-0':>8} {'line x50':>8} "
-          f"{'line x99':>8} {'early (max us)':>14}")
+          f"{'line x99':>8} {'early (max us)':>14} {'rel50':>6} {'fwd50':>6} {'adv':>6}")
     res: dict[tuple[str, str], list[dict[str, object]]] = {}
     for delay in a.delays.split(","):
         for name, r, x in runs(delay, a.prefix, a.count, a.runs, variants, a.reuse):
@@ -283,7 +290,11 @@ def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
                   f"{'-' if x50 is None else f'{x50 * 1e6:8.1f}'} "
                   f"{'-' if x99 is None else f'{x99 * 1e6:8.1f}'} "
                   f"{rt.get('crossings_early', '-'):>5} "
-                  f"({float(rt.get('early_max_s', 0.0)) * 1e6:6.2f})", flush=True)
+                  f"({float(rt.get('early_max_s', 0.0)) * 1e6:6.2f}) "
+                  + " ".join(_us(v) for v in (
+                      (dl.get("late_percentiles_s") or {}).get("p50"),
+                      (rt.get("forward_percentiles_s") or {}).get("p50"),
+                      rt.get("advance_mean_s"))), flush=True)
     os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
     print("\nexcess one-way delay beyond the configured (us), median of the runs (worst run); "
           "runs within 10 us")

@@ -34,6 +34,30 @@ def _fmt_late(x: object) -> str:
     return f"{x * 1e6:.1f} us" if isinstance(x, float) else "-"
 
 
+def _launches(p: dict[str, Any], truth: float) -> str:
+    """Each launch's value against the truth and its own interval's half width, in %."""
+    out = []
+    for v, (lo, hi) in zip(p.get("launch_values") or [],
+                           p.get("launch_intervals") or [], strict=False):
+        half = f"{(hi - lo) / 2 / truth * 100:.1f}" if lo is not None and hi is not None else "-"
+        out.append(f"{(v / truth - 1) * 100:+.1f}/{half}")
+    return " ".join(out) or "-"
+
+
+def _spacings(res: dict[str, Any]) -> str:
+    """Per run, the repetitions and the lowest-spacing scale (us) of each launch's
+    smallest size: how many samples the minimum had and how far apart they lay."""
+    cells = []
+    for run in res["runs"]:
+        ls = []
+        for ps in run.get("launch_per_size") or [run.get("per_size")]:
+            s0 = (ps or [{}])[0]
+            if isinstance(s0.get("reps"), int):
+                ls.append(f"{s0['reps']}x{s0.get('oneway_low_spacing_s', 0.0) * 1e6:.0f}")
+        cells.append(" ".join(ls) or "-")
+    return "; ".join(cells)
+
+
 def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, Any]:
     """Prints one series' table (selftest.print_link_rows), each run's L and alpha interval
     against that run's truth, and the issue 25 counts; returns the rows and counts."""
@@ -50,6 +74,8 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
     print(f"delay line mean lateness: base run "
           f"{_fmt_late((res.get('base') or [{}])[0].get('delayline_late_mean_s'))}; per run "
           + " ".join(_fmt_late(x) for x in late))
+    print("smallest size, per run and launch: repetitions x mean lowest spacing of the "
+          "one-way samples (us): " + _spacings(res))
     counts: dict[str, Any] = {}
     for r in rows:
         if r["param"] not in ("L", "alpha"):
@@ -71,6 +97,10 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
                          f"{' ' + p['flags'] if p.get('flags') else ''}")
         n = len(cells)
         print(f"{r['param']:<6} value [interval] against each run's truth: " + "; ".join(cells))
+        print(f"{r['param']:<6} why wide: per run, each launch's value against the truth and "
+              f"its own half width (%): " + "; ".join(
+                  _launches(run[model][r["param"]], t)
+                  for run, t in zip(res["runs"], r["truths"], strict=True)))
         print(f"{r['param']:<6} {hogs} hogs: interval holds the truth {cover}/{n}, value within "
               f"5% {within}/{n}, whole interval within 5% {tight}/{n}; target (>= 9 of 10 "
               f"holding, within 5%): "
@@ -110,7 +140,9 @@ def main() -> int:
         print("\nstopped: the table of the runs done so far", flush=True)
         for h, res in partial.items():
             if h not in done and res.get("runs"):
-                report(res, a, int(h))
+                done[h] = {**res, **report(res, a, int(h)), "partial": True}
+        if a.json:  # the runs done, with every launch's per-size data
+            write_json(a.json, done)
         raise SystemExit(143)
     signal.signal(signal.SIGTERM, stop)
     for h in series:

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "mpilab/version.h"
@@ -17,6 +18,7 @@ static void usage(FILE *f)
         "                        [--rt-priority N | --no-realtime]\n"
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
+        "                        [--idle-poll] [--cpu N]\n"
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
@@ -44,7 +46,39 @@ static void usage(FILE *f)
         "  --advance-quantile Q  advance by the Q-quantile (0 < Q <= 1) of the recent\n"
         "                  forwarding costs instead of the least less a margin (0.5 centres\n"
         "                  the crossings on the delay: about half then leave a little early)\n"
+        "  --idle-poll     hold /dev/cpu_dma_latency at 0 while running: idle CPUs poll\n"
+        "                  instead of halting, so waking the line (a packet, a release\n"
+        "                  timer) does not wait for the host to resume a halted vCPU; costs\n"
+        "                  no guest CPU time, the host a vCPU that never sleeps; refusal is\n"
+        "                  an error\n"
+        "  --cpu N         run on CPU N only\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
+}
+
+static int parse_quantile(const char *arg, double *out)
+{
+    char *end = NULL;
+    double q = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !(q > 0.0 && q <= 1.0)) {
+        fprintf(stderr, "mpilab-delayline: --advance-quantile %s: not a fraction in (0,1]\n", arg);
+        return -1;
+    }
+    *out = q;
+    return 0;
+}
+
+static int parse_cpu(const char *arg, int *out)
+{
+    long long cpu;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu <= 0)
+        ncpu = 1024;
+    if (mpilab_parse_i64(arg, &cpu) != 0 || cpu < 0 || cpu >= ncpu) {
+        fprintf(stderr, "mpilab-delayline: --cpu %s: not a CPU of this machine (0 to %ld)\n", arg, ncpu - 1);
+        return -1;
+    }
+    *out = (int)cpu;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -63,6 +97,8 @@ int main(int argc, char **argv)
         {"no-advance", no_argument, NULL, 'A'},
         {"arrival", required_argument, NULL, 'a'},
         {"advance-quantile", required_argument, NULL, 'q'},
+        {"idle-poll", no_argument, NULL, 'I'},
+        {"cpu", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -71,7 +107,7 @@ int main(int argc, char **argv)
                              .realtime = MPILAB_DL_RT_AUTO,
                              .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY,
                              .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
-                             .arrival_ingress = 1, .advance = 1};
+                             .arrival_ingress = 1, .advance = 1, .cpu = -1};
     int rt_set = 0, nort_set = 0;
     int c;
     opterr = 0;
@@ -121,18 +157,16 @@ int main(int argc, char **argv)
             }
             break;
         case 'L': opt.leg_stamps = 0; break;
-        case 'A': opt.advance = 0; break;
-        case 'q': {
-            char *end = NULL;
-            double q = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(q > 0.0 && q <= 1.0)) {
-                fprintf(stderr, "mpilab-delayline: --advance-quantile %s: not a fraction in (0,1]\n",
-                        optarg);
+        case 'I': opt.idle_poll = 1; break;
+        case 'c':
+            if (parse_cpu(optarg, &opt.cpu) != 0)
                 return 2;
-            }
-            opt.advance_q = q;
             break;
-        }
+        case 'A': opt.advance = 0; break;
+        case 'q':
+            if (parse_quantile(optarg, &opt.advance_q) != 0)
+                return 2;
+            break;
         case 'a':
             if (strcmp(optarg, "ingress") != 0 && strcmp(optarg, "tun") != 0) {
                 fprintf(stderr, "mpilab-delayline: --arrival %s: expected ingress or tun\n", optarg);

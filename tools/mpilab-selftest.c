@@ -42,13 +42,15 @@ static void usage(void)
                "                             [--out FILE]\n"
                "       mpilab-selftest fit [--trials N] [--seed N] [--delayed F] [--out FILE]\n"
                "       mpilab-selftest link [--sizes LIST] [--min-reps N] [--max-reps N] [--eps X]\n"
-               "                            [--burst N] [--out FILE]   (2 ranks: one real link)\n"
+               "                            [--burst N] [--rounds N] [--out FILE]   (2 ranks: one real link)\n"
                "  --inject   offset=DURATION,drift=PPM,seed=N: every rank's clock gets an offset uniform in\n"
                "             [-offset, offset] and a drift in [-drift, drift] (default offset=10ms,drift=100ppm,seed=1)\n"
                "  --syncs    synchronisations, each checked (default 20)\n"
                "  --trials   synthetic data sets per link (default 5)\n"
                "  --delayed  fraction of samples delayed by the busy-machine model, 0..0.95 (default 0.5)\n"
-               "  --sizes    message sizes of the link fits (default 0,1K,4K,16K,64K,128K)\n");
+               "  --sizes    message sizes of the link fits (default 0,1K,4K,16K,64K,128K)\n"
+               "  --rounds   at most N rounds of measurement, 1..10 (default 1): after the first, the sizes\n"
+               "             whose minimum is imprecise (its lowest spacings above 1%% of it) are measured again\n");
 }
 
 static long long parse_count(const char *opt, const char *v, long long lo, long long hi)
@@ -251,10 +253,11 @@ static int run_link(int argc, char **argv)
     int rc = 0;
     const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
     mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0, 0.0};
-    long long burst = 8;
+    long long burst = 8, rounds = 1;
     static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
                                  {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},
                                  {"burst", required_argument, 0, 'g'},    {"out", required_argument, 0, 'o'},
+                                 {"rounds", required_argument, 0, 'r'},
                                  {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -268,6 +271,7 @@ static int run_link(int argc, char **argv)
                 bad_input("--eps: '%s' is not a fraction in (0,1)", optarg);
             break;
         case 'g': burst = parse_count("--burst", optarg, 2, 100000); break;
+        case 'r': rounds = parse_count("--rounds", optarg, 1, 10); break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
         default: {
@@ -289,7 +293,7 @@ static int run_link(int argc, char **argv)
     if (size != 2)
         bad_input("link: needs exactly 2 ranks (run under mpirun -np 2)");
     mpilab_link_fit_t f;
-    if (mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, &f, err, sizeof err) != 0)
+    if (mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, (size_t)rounds, &f, err, sizeof err) != 0)
         bad_input("link: %s", err);
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-selftest", argc, argv);
     if (g_rank == 0) {
@@ -297,9 +301,12 @@ static int run_link(int argc, char **argv)
         for (size_t k = 0; k < ns; k++) {
             json_array_append_new(sz, json_integer((json_int_t)sizes[k]));
             if (k < 64)
-                json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f}", "bytes", (json_int_t)sizes[k], "oneway_min_s",
-                                                     f.oneway_min[k], "oneway_median_s", f.oneway_median[k],
-                                                     "residual_s", isfinite(f.oneway_residual[k]) ? f.oneway_residual[k] : 0.0));
+                json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "bytes", (json_int_t)sizes[k],
+                                                     "oneway_min_s", f.oneway_min[k], "oneway_median_s",
+                                                     f.oneway_median[k], "residual_s",
+                                                     isfinite(f.oneway_residual[k]) ? f.oneway_residual[k] : 0.0,
+                                                     "reps", (json_int_t)f.reps[k], "oneway_low_spacing_s",
+                                                     f.oneway_low_spacing[k]));
         }
         const mpilab_loggp_robust_t *l = &f.loggp;
         json_t *root = json_pack(

@@ -83,10 +83,17 @@ typedef struct mpilab_link_fit {
     /* per size (the first 64): the robust Hockney fit's one-way value (half the minimum round
      * trip) and its residual, and the median half round trip */
     double oneway_min[64], oneway_residual[64], oneway_median[64];
+    /* per size: the ping-pong's repetitions (valid samples) and the mean of the lowest
+     * (up to 8) spacings of its one-way samples, the scale of the minimum's interval */
+    size_t reps[64];
+    double oneway_low_spacing[64];
 } mpilab_link_fit_t;
 
+/* rounds: at most this many rounds of measurement (1 = one); after the first, the sizes
+ * whose minimum is imprecise (the mean of its lowest spacings above 1% of it, ping-pong or
+ * LogGP round trip) are measured again and their samples added. */
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
-                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen);
+                         size_t burst, size_t rounds, mpilab_link_fit_t *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

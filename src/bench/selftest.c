@@ -181,9 +181,164 @@ done:
 }
 
 #define LINK_MAX_RANGES 4
+/* The precision a minimum is measured to in further rounds (the mean of its lowest
+ * spacings against it): link_measure. */
+#define LINK_MIN_PRECISION 0.01
+
+/* The mean of the lowest (up to 8) spacings of the valid samples: how far apart the
+ * samples near the minimum lie (the minimum's bootstrap scale in src/model/robust.c). */
+static double low_spacing(const double *x, const unsigned char *valid, size_t n)
+{
+    double low[9];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((valid && !valid[i]) || !isfinite(x[i]))
+            continue;
+        size_t j = m < 9 ? m++ : 9;
+        if (j == 9 && !(x[i] < low[8]))
+            continue;
+        if (j == 9)
+            j = 8;
+        while (j > 0 && low[j - 1] > x[i]) {
+            low[j] = low[j - 1];
+            j--;
+        }
+        low[j] = x[i];
+    }
+    return m > 1 ? (low[m - 1] - low[0]) / (double)(m - 1) : 0.0;
+}
+
+/* Appends n samples (valid: NULL = all valid) to a series of *have samples (dst, dvalid:
+ * NULL = not kept) and recomputes its statistics; 0, or -1 when memory ran out. */
+static int append_samples(double **dst, unsigned char **dvalid, mpilab_stats_t *st, const double *src,
+                          const unsigned char *svalid, size_t n, const mpilab_precision_t *prec)
+{
+    size_t have = st->reps;
+    double *d = realloc(*dst, (have + n + 1) * sizeof *d);
+    if (!d)
+        return -1;
+    *dst = d;
+    memcpy(d + have, src, n * sizeof *d);
+    if (dvalid) {
+        unsigned char *v = realloc(*dvalid, have + n + 1);
+        if (!v)
+            return -1;
+        *dvalid = v;
+        for (size_t k = 0; k < n; k++)
+            v[have + k] = svalid ? svalid[k] : 1;
+    }
+    mpilab_stats_compute(d, dvalid ? *dvalid : NULL, have + n, prec->cl, prec->eps, st);
+    return 0;
+}
+
+/* 1 when a series' minimum is precise: the mean of its lowest spacings at most
+ * LINK_MIN_PRECISION of it (the scale of the minimum's interval in src/model/robust.c). */
+static int min_precise(const double *x, const unsigned char *valid, size_t n)
+{
+    double m = mpilab_quantile(x, valid, n, 0.0);
+    return low_spacing(x, valid, n) <= LINK_MIN_PRECISION * m;
+}
+
+/* One more round of ping-pongs at the sizes whose minimum is imprecise (want[k]), their
+ * samples added to pp[k]. */
+static int link_more_p2p(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                         const int *want, mpilab_p2p_result_t *pp)
+{
+    for (size_t k = 0; k < nsizes; k++) {
+        if (!want[k])
+            continue;
+        mpilab_p2p_result_t more;
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &more) != MPI_SUCCESS)
+            return -1;
+        int rc = append_samples(&pp[k].samples, &pp[k].valid, &pp[k].stats, more.samples, more.valid,
+                                more.stats.reps, prec);
+        mpilab_p2p_result_free(&more);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One more LogGP measurement at the sizes whose round trip's minimum is imprecise (want[k]),
+ * every series' samples added to lg's points. */
+static int link_more_loggp(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_loggp_opts_t *lo,
+                           const int *want, mpilab_loggp_pair_result_t *lg)
+{
+    size_t sub[64], at[64], m = 0;
+    for (size_t k = 0; k < nsizes && k < 64; k++)
+        if (want[k]) {
+            sub[m] = sizes[k];
+            at[m++] = k;
+        }
+    if (m == 0)
+        return 0;
+    mpilab_loggp_pair_result_t more;
+    memset(&more, 0, sizeof more);
+    if (mpilab_loggp_measure(comm, sub, m, lo, &more) != MPI_SUCCESS)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < m && rc == 0; i++) {
+        mpilab_loggp_point_t *d = &lg->points[at[i]], *s = &more.points[i];
+        mpilab_loggp_series_t *ds[4] = {&d->rtt, &d->os, &d->orr, &d->g};
+        const mpilab_loggp_series_t *ss[4] = {&s->rtt, &s->os, &s->orr, &s->g};
+        for (int q = 0; q < 4 && rc == 0; q++)
+            rc = append_samples(&ds[q]->samples, NULL, &ds[q]->stats, ss[q]->samples, NULL, ss[q]->stats.reps,
+                                &lo->prec);
+    }
+    mpilab_loggp_pair_result_free(&more);
+    return rc;
+}
+
+/* The link's ping-pongs (per size) and LogGP measurement, in rounds: the fits report
+ * minima, and a round's repetitions (stopped on the median's precision, at most
+ * prec->max_reps) can leave a minimum imprecise where many samples are delayed (busy CPUs:
+ * the lowest samples then lie far apart and the minimum's interval is wide). Sizes whose
+ * minimum is imprecise (ping-pong, or LogGP round trip) are measured again and their
+ * samples added, at most `rounds` rounds in all; every rank holds every sample, and
+ * the ranks agree on what is imprecise (MPI_MIN over the flags) before each round. */
+static int link_measure(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
+                        const mpilab_loggp_opts_t *lo, size_t rounds, mpilab_p2p_result_t *pp,
+                        mpilab_loggp_pair_result_t *lg, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < nsizes; k++)
+        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
+            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
+            return -1;
+        }
+    if (mpilab_loggp_measure(comm, sizes, nsizes, lo, lg) != MPI_SUCCESS) {
+        snprintf(err, errlen, "LogGP measurement failed");
+        return -1;
+    }
+    size_t n = nsizes < 64 ? nsizes : 64; /* the rounds look at the first 64 sizes */
+    for (size_t round = 1; round < rounds; round++) {
+        int ok[128], all[128], more_p2p = 0, more_lg = 0;
+        for (size_t k = 0; k < n; k++) {
+            const mpilab_loggp_series_t *rt = &lg->points[k].rtt;
+            ok[k] = min_precise(pp[k].samples, pp[k].valid, pp[k].stats.reps);
+            ok[64 + k] = min_precise(rt->samples, NULL, rt->stats.reps);
+        }
+        for (size_t k = n; k < 64; k++)
+            ok[k] = ok[64 + k] = 1;
+        MPI_Allreduce(ok, all, 128, MPI_INT, MPI_MIN, comm);
+        int want[128];
+        for (size_t k = 0; k < 128; k++) {
+            want[k] = !all[k];
+            more_p2p += k < 64 && want[k];
+            more_lg += k >= 64 && want[k];
+        }
+        if (!more_p2p && !more_lg)
+            break;
+        if (link_more_p2p(comm, sizes, n, prec, want, pp) != 0 ||
+            link_more_loggp(comm, sizes, n, lo, want + 64, lg) != 0) {
+            snprintf(err, errlen, "a further round of measurement failed");
+            return -1;
+        }
+    }
+    return 0;
+}
 
 int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, const mpilab_precision_t *prec,
-                         size_t burst, mpilab_link_fit_t *out, char *err, size_t errlen)
+                         size_t burst, size_t rounds, mpilab_link_fit_t *out, char *err, size_t errlen)
 {
     int size;
     MPI_Comm_size(comm, &size);
@@ -213,15 +368,8 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    for (size_t k = 0; k < nsizes; k++)
-        if (mpilab_p2p_measure(comm, sizes[k], sizes[k], MPILAB_P2P_SEQUENTIAL, prec, &pp[k]) != MPI_SUCCESS) {
-            snprintf(err, errlen, "ping-pong at %zu bytes failed", sizes[k]);
-            goto done;
-        }
-    if (mpilab_loggp_measure(comm, sizes, nsizes, &lo, &lg) != MPI_SUCCESS) {
-        snprintf(err, errlen, "LogGP measurement failed");
+    if (link_measure(comm, sizes, nsizes, prec, &lo, rounds, pp, &lg, err, errlen) != 0)
         goto done;
-    }
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);
     for (size_t k = 0; k < nsizes; k++) {
@@ -241,6 +389,8 @@ int mpilab_selftest_link(MPI_Comm comm, const size_t *sizes, size_t nsizes, cons
         out->oneway_min[k] = 0.5 * mpilab_quantile(pp[k].samples, pp[k].valid, pp[k].stats.reps, 0.0);
         out->oneway_residual[k] = resid ? resid[k] : NAN;
         out->oneway_median[k] = 0.5 * pp[k].stats.median;
+        out->reps[k] = pp[k].stats.reps;
+        out->oneway_low_spacing[k] = 0.5 * low_spacing(pp[k].samples, pp[k].valid, pp[k].stats.reps);
     }
     free(resid);
     out->loggp_ok = mpilab_loggp_fit_samples(lg.points, nsizes, &ro, &out->loggp, NULL, out->loggp_err,

@@ -248,6 +248,36 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
     return 0;
 }
 
+int mpilab_dl_idle_poll(int strict)
+{
+    int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+    int32_t zero = 0;
+    if (fd >= 0 && write(fd, &zero, sizeof zero) == (ssize_t)sizeof zero)
+        return fd;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    fprintf(stderr, "mpilab-delayline: %s: /dev/cpu_dma_latency: %s%s\n", strict ? "error" : "warning",
+            strerror(e), strict ? "" : " (idle CPUs may halt)");
+    return -1;
+}
+
+int mpilab_dl_pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+        fprintf(stderr, "mpilab-delayline: --cpu %d: no such CPU\n", cpu);
+        return -1;
+    }
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        fprintf(stderr, "mpilab-delayline: --cpu %d: %s\n", cpu, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* What the leg tap saw: whole router crossings (ingress leg to egress leg, both kernel
  * stamps) against the delay, the forwarding out of the tun device, the advance taken. */
 static json_t *router_stats(const mpilab_dl_stats *st)
@@ -286,6 +316,10 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
         "cpu_user_s", tv_s(ru.ru_utime), "cpu_sys_s", tv_s(ru.ru_stime),
         "running", running, "sched", sc->fifo ? "fifo" : "other", "rt_priority", sc->priority,
         "mlocked", sc->mlocked);
+    if (o) {
+        json_object_set_new(o, "idle_poll", json_boolean(sc->idle_poll));
+        json_object_set_new(o, "cpu", json_integer(sc->cpu));
+    }
     json_t *hist = json_array();
     for (int b = 0; o && hist && b < MPILAB_DL_LATE_BUCKETS; b++)
         json_array_append_new(hist, json_integer((json_int_t)st->late_hist[b]));
@@ -633,12 +667,16 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     /* wake up when asked, not up to 50 us later (real-time threads have no slack anyway) */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     mpilab_dl_sched sched;
-    if (mpilab_dl_realtime(opt, &sched) != 0) {
+    int qos = -1;
+    if (mpilab_dl_realtime(opt, &sched) != 0 || (opt->cpu >= 0 && mpilab_dl_pin(opt->cpu) != 0)
+        || (opt->idle_poll && (qos = mpilab_dl_idle_poll(1)) < 0)) {
         close(fd);
         free(scratch);
         mpilab_dl_ring_free(&ring);
         return 1;
     }
+    sched.idle_poll = qos >= 0;
+    sched.cpu = opt->cpu;
 
     sigset_t block, orig;
     sigemptyset(&block);
@@ -668,6 +706,8 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     }
 
     int rc = dl_loop(opt, fd, &ring, scratch, &orig, &sched);
+    if (qos >= 0)
+        close(qos); /* the latency request ends with it */
     close(fd);
     free(scratch);
     mpilab_dl_ring_free(&ring);

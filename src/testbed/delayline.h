@@ -107,7 +107,22 @@ typedef struct mpilab_dl_options {
     int advance;           /* 1: release early by the measured forwarding cost (needs legs) */
     double advance_q;      /* 0: the least recent cost less a margin; in (0,1]: that quantile
                             * of the recent costs, no margin (mpilab_dl_calib_quantile) */
+    int idle_poll;         /* 1: hold /dev/cpu_dma_latency at 0 while running (mpilab_dl_idle_poll) */
+    int cpu;               /* >= 0: run on this CPU only (sched_setaffinity); -1: anywhere */
 } mpilab_dl_options;
+
+/* Idle polling: in this virtual machine an idle vCPU halts (the haltpoll cpuidle driver with
+ * guest_halt_poll_ns = 0), and waking it (a packet for a sleeping line, a release timer)
+ * goes through the host: tens of microseconds. Holding the CPU latency request
+ * (/dev/cpu_dma_latency) at 0 makes every idle CPU poll instead of halting, so a wake-up
+ * is a flag the polling CPU sees at once; it costs the guest no CPU time (polling happens
+ * only where nothing else would run), the host a vCPU that never sleeps. The request holds
+ * while the returned descriptor is open: the kernel drops it when the line exits, however
+ * it exits. Returns the descriptor, or -1 with a one-line message (an error when `strict`,
+ * else a warning). */
+int mpilab_dl_idle_poll(int strict);
+/* Pin the calling process to `cpu`; 0, or -1 with a one-line error. */
+int mpilab_dl_pin(int cpu);
 
 /* Busy polling: the loop never sleeps (zero poll timeouts), so a packet is read the moment
  * it enters the tun device and no wake-up of an idle CPU comes between: the line owns a CPU
@@ -229,6 +244,8 @@ typedef struct mpilab_dl_sched {
     int fifo;        /* 1: SCHED_FIFO is in effect */
     int priority;    /* its priority (0 when not real-time) */
     int mlocked;     /* 1: memory is locked (mlockall) */
+    int idle_poll;   /* 1: the CPU latency request is held at 0 (idle CPUs poll) */
+    int cpu;         /* the CPU the line is pinned to, -1: none */
 } mpilab_dl_sched;
 
 /* Apply opt->realtime / rt_priority to the calling process. Returns 0 (warnings, if any,

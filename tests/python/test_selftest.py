@@ -226,8 +226,47 @@ def test_link_launches_merge_to_a_launch_level_interval() -> None:
     # 2.05-2.11 ms over three launches is more than eps = 2.5% wide at 95%
     assert a["flags"] == "ci_wide,launches_disagree"
     assert a["launch_values"] == [2.05e-3, 2.11e-3, 2.07e-3]
+    # each launch's own interval kept beside (why a merged interval is wide); -1 is none
+    assert a["launch_intervals"][0] == pytest.approx([2.047e-3, 2.053e-3])
+    assert out["loggp"]["G"]["launch_intervals"][1] == [None, 8.1e-8]
+    assert out["launch_per_size"] == [None, None, None]
     g = out["loggp"]["G"]
     # ci_wide taken again on the merged interval: the launches' own verdicts are dropped
     assert "ci_wide" not in g["flags"] and g["lo"] < 8e-8 < g["hi"]  # not zero-wide
     assert out["launches"] == 3
     assert merge_link_launches(docs[:1]) == docs[0]
+
+
+@pytest.mark.skipif(_tool() is None or shutil.which("mpirun") is None,
+                    reason="mpilab-selftest or mpirun missing")
+def test_link_measures_more_rounds_while_a_minimum_is_imprecise(tmp_path: Path) -> None:
+    """`mpilab-selftest link` reports per size its repetitions and the mean of its lowest
+    spacings; a round stops at --max-reps, and with --rounds 4 a size whose minimum is
+    imprecise (lowest spacings above 1% of it) is measured again, in at most 4 rounds. A
+    size is measured again only while imprecise, so one still imprecise was measured in all
+    4. Without --rounds, one round."""
+    import json
+    import subprocess
+
+    from conftest import cli_env
+
+    out = tmp_path / "link.json"
+    p = subprocess.run(["timeout", "300", "mpirun", "-np", "2", "--oversubscribe", str(_tool()),
+                        "link", "--sizes", "0,1K,4K", "--min-reps", "5", "--max-reps", "5",
+                        "--rounds", "4", "--out", str(out)], capture_output=True, text=True,
+                       env=cli_env(), timeout=320, check=False)
+    assert p.returncode == 0, p.stderr
+    per = json.loads(out.read_text())["per_size"]
+    assert [s["bytes"] for s in per] == [0, 1024, 4096]
+    for s in per:
+        assert s["reps"] in (5, 10, 15, 20), s  # whole rounds of 5, at most 4
+        assert 0 <= s["oneway_low_spacing_s"] <= s["oneway_median_s"], s
+    for s in per:
+        if s["oneway_low_spacing_s"] > 0.01 * s["oneway_min_s"] * (1 + 1e-9):
+            assert s["reps"] == 20, s
+    p = subprocess.run(["timeout", "300", "mpirun", "-np", "2", "--oversubscribe", str(_tool()),
+                        "link", "--sizes", "0,1K", "--min-reps", "5", "--max-reps", "5",
+                        "--out", str(out)], capture_output=True, text=True, env=cli_env(),
+                       timeout=320, check=False)
+    assert p.returncode == 0, p.stderr
+    assert [s["reps"] for s in json.loads(out.read_text())["per_size"]] == [5, 5]

@@ -35,7 +35,7 @@ STATS_SCHEMA = {
                  "late_hist", "late_hist_bounds_s", "late_percentiles_s", "wake_margin_s",
                  "spun_releases", "arrivals_kernel_stamped", "arrivals_compensated",
                  "sched", "running", "busy_poll", "leg_tap", "arrivals_ingress_stamped",
-                 "router"],
+                 "router", "idle_poll", "cpu"],
     "properties": {
         "delay_s": {"type": "number", "minimum": 0},
         "packets": {"type": "integer", "minimum": 0},
@@ -51,6 +51,8 @@ STATS_SCHEMA = {
         "running": {"type": "boolean"},
         "busy_poll": {"type": "boolean"},
         "leg_tap": {"type": "boolean"},
+        "idle_poll": {"type": "boolean"},
+        "cpu": {"type": "integer", "minimum": -1},
         "router": {
             "type": "object",
             "required": ["crossings", "crossings_early", "early_max_s", "late_percentiles_s",
@@ -216,3 +218,45 @@ def test_busy_polling_below_100us(tmp_path_factory: pytest.TempPathFactory) -> N
             os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
         else:
             os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+
+
+def _cpu_latency_request() -> int:
+    """The machine's CPU latency request now (/dev/cpu_dma_latency reads the aggregate, us)."""
+    import struct
+
+    with open("/dev/cpu_dma_latency", "rb", buffering=0) as f:
+        return int(struct.unpack("i", f.read(4))[0])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/cpu_dma_latency"), reason="no /dev/cpu_dma_latency")
+def test_idle_poll_holds_the_latency_request_while_running(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """--idle-poll holds the CPU latency request at 0 while the line runs (idle CPUs poll),
+    and the kernel drops it when the line stops; --cpu 0 pins it. Its statistics say both,
+    and lone echoes still cross no earlier than the delay (median)."""
+    prefix = f"i{os.getpid() % 100000}"
+    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path_factory.mktemp("dlidle"))
+    text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
+            f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
+            f'delay = "1ms"\ndelay_backend = "delayline"\n')
+    sp = spec.load_text(text, "<test idle-poll delay line>")
+    before = _cpu_latency_request()
+    try:
+        os.environ["MPILAB_DELAYLINE_ARGS"] = "--idle-poll --cpu 0"
+        net.up(sp)
+        assert _cpu_latency_request() == 0
+        rtts, seg = _lone_crossings(sp, COUNT)
+        assert statistics.median(s["total"] for s in seg) >= 1e-3, seg
+        assert min(rtts) >= 2e-3
+        st = _stats(prefix)
+        assert st["idle_poll"] is True and st["cpu"] == 0
+    finally:
+        os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
+        net.down(prefix)
+        if old is None:
+            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
+        else:
+            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+    if before != 0:  # nobody else held it at 0: the line's request is gone with the line
+        assert _cpu_latency_request() == before

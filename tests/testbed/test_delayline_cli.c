@@ -42,7 +42,9 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --arrival egress",
                          "--dev x --delay 5ms --advance-quantile 0",
                          "--dev x --delay 5ms --advance-quantile 1.5",
-                         "--dev x --delay 5ms --advance-quantile half"};
+                         "--dev x --delay 5ms --advance-quantile half",
+                         "--dev x --delay 5ms --cpu -1", "--dev x --delay 5ms --cpu 100000",
+                         "--dev x --delay 5ms --cpu one", "--dev x --delay 5ms --cpu"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));

@@ -241,8 +241,10 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[s
             flags += [f for f, on in ((launches.CI_WIDE, r["wide"]),
                                       (quality.LAUNCHES_DISAGREE, r["disagree"])) if on]
             p.update({"value": r["value"], "lo": r["lo"], "hi": r["hi"], "flags": ",".join(flags),
-                      "launch_values": r["launch_values"]})
+                      "launch_values": r["launch_values"],
+                      "launch_intervals": [[bound(q, "lo"), bound(q, "hi")] for q in ps]})
     out["launches"] = len(datas)
+    out["launch_per_size"] = [d.get("per_size") for d in datas]
     return out
 
 
