@@ -7,6 +7,7 @@ complete and consistent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,17 +77,19 @@ STATS_SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spec.Spec]:
-    prefix = f"d{os.getpid() % 100000}"
+@contextlib.contextmanager
+def _delayed_testbed(factory: pytest.TempPathFactory, prefix: str, delay: str,
+                     what: str) -> Iterator[spec.Spec]:
+    """A 2-site testbed whose 1 Gbit/s WAN is delayed by the delay line, in its own state
+    folder; brought down (and the state folder's variable restored) whatever happens."""
     old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path_factory.mktemp("dlstate"))
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(factory.mktemp(f"{prefix}state"))
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "{DELAY_S * 1e3:g}ms"\ndelay_backend = "delayline"\n')
-    sp = spec.load_text(text, "<test delay line>")
-    net.up(sp)
+            f'delay = "{delay}"\ndelay_backend = "delayline"\n')
+    sp = spec.load_text(text, f"<test {what}>")
     try:
+        net.up(sp)
         yield sp
     finally:
         net.down(prefix)
@@ -94,6 +97,13 @@ def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spec.Spec]:
             os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
         else:
             os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spec.Spec]:
+    with _delayed_testbed(tmp_path_factory, f"d{os.getpid() % 100000}",
+                          f"{DELAY_S * 1e3:g}ms", "delay line") as sp:
+        yield sp
 
 
 def _stats(prefix: str) -> dict[str, object]:
@@ -235,28 +245,17 @@ def test_idle_poll_holds_the_latency_request_while_running(
     and the kernel drops it when the line stops; --cpu 0 pins it. Its statistics say both,
     and lone echoes still cross no earlier than the delay (median)."""
     prefix = f"i{os.getpid() % 100000}"
-    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path_factory.mktemp("dlidle"))
-    text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
-            f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "1ms"\ndelay_backend = "delayline"\n')
-    sp = spec.load_text(text, "<test idle-poll delay line>")
     before = _cpu_latency_request()
+    os.environ["MPILAB_DELAYLINE_ARGS"] = "--idle-poll --cpu 0"
     try:
-        os.environ["MPILAB_DELAYLINE_ARGS"] = "--idle-poll --cpu 0"
-        net.up(sp)
-        assert _cpu_latency_request() == 0
-        rtts, seg = _lone_crossings(sp, COUNT)
-        assert statistics.median(s["total"] for s in seg) >= 1e-3, seg
-        assert min(rtts) >= 2e-3
-        st = _stats(prefix)
-        assert st["idle_poll"] is True and st["cpu"] == 0
+        with _delayed_testbed(tmp_path_factory, prefix, "1ms", "idle-poll delay line") as sp:
+            assert _cpu_latency_request() == 0
+            rtts, seg = _lone_crossings(sp, COUNT)
+            assert statistics.median(s["total"] for s in seg) >= 1e-3, seg
+            assert min(rtts) >= 2e-3
+            st = _stats(prefix)
+            assert st["idle_poll"] is True and st["cpu"] == 0
     finally:
         os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
-        net.down(prefix)
-        if old is None:
-            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
-        else:
-            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
     if before != 0:  # nobody else held it at 0: the line's request is gone with the line
         assert _cpu_latency_request() == before
