@@ -165,6 +165,7 @@ def launch_interval(medians: list[float], halves: list[float | None], cl: float,
 
 
 CI_WIDE = "ci_wide"
+DURATION_MAX_S = 1e6  # the results schema's largest possible time (duration_or_null)
 
 
 def merge_param(values: list[float], los: list[float | None], his: list[float | None],
@@ -337,7 +338,10 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     halves = [_half(st) for st in sts]
     fig, lo, hi, parts = launch_interval(medians, halves, cl, predict=True)
     st = _pooled_stats(samples, valid, cl)
-    has_ci = math.isfinite(lo) and math.isfinite(hi)
+    # an interval reaching beyond any possible time (two launches whose medians differ by a
+    # factor of 10^4 under load: t(0.975, 1) = 12.7 on the log scale gave 3e39 s) bounds
+    # nothing: no interval, not converged, rather than a file its own reader refuses
+    has_ci = math.isfinite(lo) and math.isfinite(hi) and hi <= DURATION_MAX_S
     rel = (hi - lo) / 2 / abs(fig) if has_ci and fig != 0 else None
     all_conv = all(s.get("converged") is True for s in sts)
     conv = all_conv and rel is not None and eps is not None and rel <= eps

@@ -478,3 +478,20 @@ def test_a_pair_missing_from_a_launch_keeps_launch_one_s_fit() -> None:
     out = launches.merge(docs, ["a", "b"])
     q = out["models"]["hockney"]["pairs"][0]["quality"]["alpha"]
     assert out["models"]["hockney"]["pairs"][0]["alpha"] == 2.05e-3 and "launch_values" not in q
+
+
+def test_launches_apart_by_orders_of_magnitude_give_no_interval_not_an_impossible_one(
+        tmp_path: Path) -> None:
+    """Two launches whose medians differ 10^4-fold (a launch stalled under two CPU hogs):
+    the prediction interval on the log scale reached 3e39 s, which the loader refuses as
+    no possible time; the merged measurement has no interval instead, is not converged and
+    flags the disagreement, and the file loads."""
+    docs = [_doc([_meas(m, 0.01 * m)]) for m in (1e-6, 1e-2)]
+    out = launches.merge(docs, ["a", "b"])
+    m = out["measurements"][0]
+    assert m["stats"]["med_lo"] is None and m["stats"]["med_hi"] is None
+    assert m["stats"]["med_rel_err"] is None and m["stats"]["converged"] is False
+    assert m["flags"][0] == quality.NOT_CONVERGED and quality.LAUNCHES_DISAGREE in m["flags"]
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(out))
+    assert results.load(f).measurements[0].stats.median == pytest.approx(m["stats"]["median"])
