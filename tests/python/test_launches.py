@@ -360,7 +360,12 @@ def test_bench_launches_real_runner(run_cli: Callable[..., Any], tmp_path: Path)
         la = m.raw["launches"]
         assert la["n"] == 2 and len(la["medians"]) == 2
         assert m.stats.median == pytest.approx(statistics.median(la["medians"]))
-        assert m.raw["stats"]["med_lo"] <= m.stats.median <= m.raw["stats"]["med_hi"]
+        lo, hi = m.raw["stats"]["med_lo"], m.raw["stats"]["med_hi"]
+        if lo is None or hi is None:  # launches orders of magnitude apart (one stalled under
+            # two CPU hogs): no interval bounds a time, so none is given, and that is flagged
+            assert m.stats.converged is False and "not_converged" in m.raw["flags"]
+        else:
+            assert lo <= m.stats.median <= hi
         assert 12 <= len(m.samples) <= 16
     for k in (1, 2):
         one = results.load(tmp_path / f"l.launch{k}.json")
