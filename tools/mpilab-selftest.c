@@ -6,6 +6,7 @@
  *   fit:   robust Hockney and LogGP fits on synthetic samples of known parameters
  *          (mpilab_selftest_fit).
  * Writes JSON (--out FILE, atomically; stdout without). See docs/bench.md. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <mpi.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/common.h"
 #include "mpilab/mpilab.h"
@@ -42,7 +44,7 @@ static void usage(void)
                "                             [--out FILE]\n"
                "       mpilab-selftest fit [--trials N] [--seed N] [--delayed F] [--out FILE]\n"
                "       mpilab-selftest link [--sizes LIST] [--min-reps N] [--max-reps N] [--eps X]\n"
-               "                            [--burst N] [--rounds N] [--out FILE]   (2 ranks: one real link)\n"
+               "                            [--burst N] [--rounds N] [--nice N|keep] [--out FILE]   (2 ranks: one real link)\n"
                "  --inject   offset=DURATION,drift=PPM,seed=N: every rank's clock gets an offset uniform in\n"
                "             [-offset, offset] and a drift in [-drift, drift] (default offset=10ms,drift=100ppm,seed=1)\n"
                "  --syncs    synchronisations, each checked (default 20)\n"
@@ -50,7 +52,10 @@ static void usage(void)
                "  --delayed  fraction of samples delayed by the busy-machine model, 0..0.95 (default 0.5)\n"
                "  --sizes    message sizes of the link fits (default 0,1K,4K,16K,64K,128K)\n"
                "  --rounds   at most N rounds of measurement, 1..10 (default 1): after the first, the sizes\n"
-               "             whose minimum is imprecise (its lowest spacings above 1%% of it) are measured again\n");
+               "             whose minimum is imprecise (its lowest spacings above 1%% of it) are measured again\n"
+               "  --nice     the polling thread's priority while measuring the link, -20..19 (default -20: a\n"
+               "             rank beside a busy process then gets its CPU when its message arrives; needs root,\n"
+               "             else kept and said so); keep: as launched\n");
 }
 
 static long long parse_count(const char *opt, const char *v, long long lo, long long hi)
@@ -248,16 +253,34 @@ static json_t *hockney_json(const mpilab_hockney_robust_t *h)
     return json_pack("{s:o,s:o,s:o}", "alpha", param_json(&h->alpha), "beta", param_json(&h->beta), "ranges", rg);
 }
 
+/* --nice for the link test on every rank; the highest nice value in force on any rank after it
+ * (the least favoured rank), and in `why` what this rank did. */
+static int link_priority(const char *arg, char *why, size_t len)
+{
+    int mine;
+    if (strcmp(arg, "keep") == 0) {
+        errno = 0;
+        mine = getpriority(PRIO_PROCESS, 0);
+        if (mine == -1 && errno != 0)
+            mine = 0;
+        snprintf(why, len, "priority kept as launched (--nice keep): nice %d", mine);
+    } else
+        mine = mpilab_placement_priority((int)parse_count("--nice", arg, -20, 19), why, len);
+    int worst = mine;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
 static int run_link(int argc, char **argv)
 {
     int rc = 0;
-    const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K";
+    const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K", *nice = "-20";
     mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0, 0.0};
     long long burst = 8, rounds = 1;
     static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
                                  {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},
                                  {"burst", required_argument, 0, 'g'},    {"out", required_argument, 0, 'o'},
-                                 {"rounds", required_argument, 0, 'r'},
+                                 {"rounds", required_argument, 0, 'r'},   {"nice", required_argument, 0, 'n'},
                                  {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -273,6 +296,7 @@ static int run_link(int argc, char **argv)
         case 'g': burst = parse_count("--burst", optarg, 2, 100000); break;
         case 'r': rounds = parse_count("--rounds", optarg, 1, 10); break;
         case 'o': out = optarg; break;
+        case 'n': nice = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
         default: {
             char why[128];
@@ -292,6 +316,10 @@ static int run_link(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2)
         bad_input("link: needs exactly 2 ranks (run under mpirun -np 2)");
+    if (strcmp(nice, "keep") != 0)
+        parse_count("--nice", nice, -20, 19); /* checked on every rank before anything changes */
+    char pwhy[200];
+    int nice_worst = link_priority(nice, pwhy, sizeof pwhy);
     mpilab_link_fit_t f;
     if (mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, (size_t)rounds, &f, err, sizeof err) != 0)
         bad_input("link: %s", err);
@@ -324,6 +352,7 @@ static int run_link(int argc, char **argv)
                               : json_null(),
             "provenance", prov ? prov : json_null());
         json_object_set_new(root, "placement", json_string(g_placement.reason));
+        json_object_set_new(root, "priority", json_pack("{s:s,s:i}", "rank0", pwhy, "nice_worst", nice_worst));
         rc = emit(root, out);
         json_decref(root);
     } else if (prov) {

@@ -209,6 +209,71 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
             "disagree": disagree, "wide": wide}
 
 
+#: a floor estimator's launch set aside (merge_floor_param): its own interval lay wholly
+#: above the lowest launch's and more than FLOOR_GAP above its value
+LAUNCHES_SET_ASIDE = "launches_set_aside"
+#: the parameters estimated from minima (a physical floor of the link: the latency)
+FLOOR_PARAMS = frozenset({"L", "alpha"})
+#: how far above the lowest launch's floor another launch's whole interval must lie to be set
+#: aside. On the testbed (docs/models.md) the floors of quiet launches of the same command
+#: differed by up to 3.3% (0-byte minima 2049-2118 us over 5 runs, session 7; 0.3-1.4% in
+#: sessions 16-17), launches held off their CPUs by two busy loops came out 45-50% high
+#: (sessions 16-17) and doubled ones 95%: 10% lies well between the two.
+FLOOR_GAP = 0.10
+
+
+def floor_outliers(values: list[float], los: list[float | None], his: list[float | None],
+                   gap: float = FLOOR_GAP) -> list[int]:
+    """The launches (0-based) a floor estimator sets aside. L and alpha are estimated from
+    minima: each launch's value is the lowest its samples came, so a launch can be late
+    (scheduler contention held its ranks off their CPUs for whole ticks and its floor never
+    came near the link's) but never early. A launch is set aside when its own interval lies
+    wholly above both the lowest launch's own interval and the lowest value plus `gap`: it
+    did not reach a floor another launch of the same command reached. Launches closer than
+    that, or whose intervals reach down to the lowest one's, are launch-to-launch variation
+    and kept. A launch without an interval is kept, and so is the lowest; nothing is set
+    aside when the lowest launch has no interval or its value is not positive."""
+    n = len(values)
+    if n < 2:
+        return []
+    low = min(range(n), key=lambda k: values[k])
+    low_hi = his[low]
+    if low_hi is None or not math.isfinite(low_hi) or not values[low] > 0:
+        return []
+    bar = max(low_hi, values[low] * (1 + gap))
+    out = []
+    for k in range(n):
+        lk = los[k]
+        if k != low and lk is not None and math.isfinite(lk) and lk > bar:
+            out.append(k)
+    return out
+
+
+def merge_floor_param(values: list[float], los: list[float | None], his: list[float | None],
+                      cl: float = 0.95, eps: float = 0.025,
+                      gap: float = FLOOR_GAP) -> dict[str, Any]:
+    """merge_param for a floor estimator (FLOOR_PARAMS): the launches floor_outliers sets
+    aside are left out of the figure and its interval, which then describe what the kept
+    launches saw (and what a repeat of the command reports as long as one of its launches
+    reaches the floor: the figure is the floor reached, not how often it was reached). The
+    result says which launches were set aside (1-based, `set_aside`) and why
+    (`set_aside_why`); `launch_values` keeps every launch's value. `disagree` and `wide` are
+    taken over the kept launches."""
+    out_k = floor_outliers(values, los, his, gap)
+    keep = [k for k in range(len(values)) if k not in out_k]
+    r = merge_param([values[k] for k in keep], [los[k] for k in keep], [his[k] for k in keep],
+                    cl, eps)
+    r["launch_values"] = list(values)
+    r["set_aside"] = [k + 1 for k in out_k]
+    if out_k:
+        r["set_aside_why"] = (
+            f"launch(es) {', '.join(str(k + 1) for k in out_k)} of {len(values)} set aside: "
+            "own interval wholly above the lowest launch's interval and more than "
+            f"{gap * 100:g}% above its value {min(values):.6g} (a floor estimator: such a "
+            "launch measured scheduler contention, not the floor another launch reached)")
+    return r
+
+
 _MODEL_KINDS = ("hockney", "loggp")
 
 

@@ -1,10 +1,13 @@
 /* Rank placement before MPI_Init (include/mpilab/placement.h). */
 #include "mpilab/placement.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int mpilab_placement_parse(const char *s, mpilab_placement_mode_t *out)
@@ -220,4 +223,35 @@ void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p)
     snprintf(p->reason, sizeof p->reason, "%s: %d ranks on this kernel (%d per launcher node) on %d CPUs%s",
              p->pinned_cpu >= 0 ? "pinned" : "kept as launched: pinning failed", n, p->local_size, p->cpus,
              p->yield_off ? ", no yield when idle" : "");
+}
+
+int mpilab_placement_priority(int nice, char *why, size_t len)
+{
+    /* the calling thread (Linux keeps a nice value per thread): its kernel thread id */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now == -1 && errno != 0) {
+        snprintf(why, len, "priority kept: getpriority failed (%s)", strerror(errno));
+        return 0;
+    }
+    if (nice < -20 || nice > 19) {
+        snprintf(why, len, "priority kept at nice %d: nice %d is outside -20..19", now, nice);
+        return now;
+    }
+    if (now <= nice) {
+        snprintf(why, len, "priority kept at nice %d (asked nice %d: already as high)", now, nice);
+        return now;
+    }
+    if (setpriority(PRIO_PROCESS, tid, nice) != 0) {
+        snprintf(why, len, "priority kept at nice %d: raising to nice %d failed (%s; needs root or CAP_SYS_NICE)",
+                 now, nice, strerror(errno));
+        return now;
+    }
+    errno = 0;
+    int after = getpriority(PRIO_PROCESS, tid);
+    if (after == -1 && errno != 0)
+        after = nice;
+    snprintf(why, len, "polling thread raised from nice %d to nice %d", now, after);
+    return after;
 }

@@ -270,3 +270,39 @@ def test_link_measures_more_rounds_while_a_minimum_is_imprecise(tmp_path: Path) 
                        timeout=320, check=False)
     assert p.returncode == 0, p.stderr
     assert [s["reps"] for s in json.loads(out.read_text())["per_size"]] == [5, 5]
+
+
+@pytest.mark.skipif(_tool() is None or shutil.which("mpirun") is None,
+                    reason="mpilab-selftest or mpirun missing")
+def test_link_raises_the_polling_threads_priority(tmp_path: Path) -> None:
+    """`mpilab-selftest link` raises its polling thread to nice -20 by default (as root; any
+    other user keeps the nice value it has and the document says why), `--nice keep`
+    leaves it as launched, and `--nice 30` is one line and exit status 2 before anything
+    is measured. The document names the least favoured rank's nice value."""
+    import json
+    import subprocess
+
+    from conftest import cli_env
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["timeout", "300", "mpirun", "-np", "2", "--oversubscribe",
+                               str(_tool()), "link", "--sizes", "0,1K", "--min-reps", "5",
+                               "--max-reps", "5", *extra], capture_output=True, text=True,
+                              env=cli_env(), timeout=320, check=False)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    out = tmp_path / "link.json"
+    p = run("--out", str(out))
+    assert p.returncode == 0, p.stderr
+    pr = json.loads(out.read_text())["priority"]
+    if os.geteuid() == 0:
+        assert pr["nice_worst"] == -20 and "to nice -20" in pr["rank0"], pr
+    else:
+        assert pr["nice_worst"] >= base and "kept" in pr["rank0"], pr
+    p = run("--nice", "keep", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    pr = json.loads(out.read_text())["priority"]
+    assert pr["nice_worst"] == base and "kept as launched" in pr["rank0"], pr
+    p = run("--nice", "30")
+    assert p.returncode == 2
+    assert "mpilab-selftest: --nice: '30' is not an integer in -20..19" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -207,12 +207,17 @@ def _lateness(s0: dict[str, Any] | None, s1: dict[str, Any] | None) -> float | N
 _MODELS = ("hockney", "loggp", "former_hockney", "former_loggp")
 
 
-def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[str, Any]:
+def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95,
+                        floor: bool = True) -> dict[str, Any]:
     """One testbed run measured in several launches of `mpilab-selftest link`: launch 1's
     document with every fitted parameter that has an interval replaced by the launch-level
     figure (mpilab.launches.merge_param: the median of the launches' values, an interval
     holding the launch-to-launch variation, each launch's own interval as the floor, the
-    flag launches_disagree), as `mpilab bench` reports its models by default."""
+    flag launches_disagree), as `mpilab bench` reports its models by default. With `floor`
+    (default), L and alpha use launches.merge_floor_param: a launch whose own interval lies
+    wholly above the lowest launch's (and beyond the precision) is set aside, flagged
+    launches_set_aside, listed in `set_aside` with `set_aside_why`; its value stays in
+    `launch_values`."""
     import copy
 
     from mpilab import launches, quality
@@ -230,19 +235,28 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95) -> dict[s
             def bound(q: dict[str, Any], k: str) -> float | None:
                 v = q.get(k)  # the tool writes -1 for an interval it could not give
                 return None if not isinstance(v, int | float) or v == -1.0 else float(v)
-            r = launches.merge_param([float(q["value"]) for q in ps],
-                                     [bound(q, "lo") for q in ps], [bound(q, "hi") for q in ps],
-                                     cl)
+            # L and alpha are floors (minima): a launch that never came near another's floor
+            # is set aside (launches.merge_floor_param), said so in the flags and fields
+            merge = launches.merge_floor_param if floor and name in launches.FLOOR_PARAMS \
+                else launches.merge_param
+            r = merge([float(q["value"]) for q in ps], [bound(q, "lo") for q in ps],
+                      [bound(q, "hi") for q in ps], cl)
             flags: list[str] = []
+            own = (launches.CI_WIDE, quality.LAUNCHES_DISAGREE, launches.LAUNCHES_SET_ASIDE)
             for q in ps:  # ci_wide is taken again on the merged interval
                 flags += [f for f in str(q.get("flags") or "").split(",")
-                          if f and f not in flags and f not in (launches.CI_WIDE,
-                                                                quality.LAUNCHES_DISAGREE)]
+                          if f and f not in flags and f not in own]
             flags += [f for f, on in ((launches.CI_WIDE, r["wide"]),
-                                      (quality.LAUNCHES_DISAGREE, r["disagree"])) if on]
+                                      (quality.LAUNCHES_DISAGREE, r["disagree"]),
+                                      (launches.LAUNCHES_SET_ASIDE, bool(r.get("set_aside"))))
+                      if on]
             p.update({"value": r["value"], "lo": r["lo"], "hi": r["hi"], "flags": ",".join(flags),
                       "launch_values": r["launch_values"],
                       "launch_intervals": [[bound(q, "lo"), bound(q, "hi")] for q in ps]})
+            if "set_aside" in r:
+                p["set_aside"] = r["set_aside"]
+            if r.get("set_aside_why"):
+                p["set_aside_why"] = r["set_aside_why"]
     out["launches"] = len(datas)
     out["launch_per_size"] = [d.get("per_size") for d in datas]
     return out
@@ -361,10 +375,11 @@ def link_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             t = run_truth(res, r, name)
             v = float(p["value"])
-            # launches_disagree says one launch alone would have misreported: not a flaw
-            # of the launch-level figure
+            # launches_disagree says one launch alone would have misreported, and
+            # launches_set_aside that a launch's floor was set aside: not flaws of the
+            # launch-level figure (its interval is the kept launches')
             fl = [f for f in str(p.get("flags") or "").split(",")
-                  if f and f != "launches_disagree"]
+                  if f and f not in ("launches_disagree", "launches_set_aside")]
             inside = p["lo"] <= t <= p["hi"]
             vals.append(v)
             truths.append(t)
