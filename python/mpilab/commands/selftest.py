@@ -259,20 +259,23 @@ def merge_link_launches(datas: list[dict[str, Any]], cl: float = 0.95,
                 p["set_aside_why"] = r["set_aside_why"]
     out["launches"] = len(datas)
     out["launch_per_size"] = [d.get("per_size") for d in datas]
+    out["launch_priority"] = [d.get("priority") for d in datas]
     return out
 
 
 def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp: Path,
                  hogs: int = 0, min_reps: int | None = None,
                  launches: int = 1, progress: bool = False,
-                 on_run: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 on_run: Callable[[dict[str, Any]], None] | None = None,
+                 tool_args: list[str] | None = None) -> dict[str, Any]:
     """Link fits on a 2-site testbed: one run with no delay (the base latency), then `runs`
     with `delay` (optionally with `hogs` busy loops); returns truth and every run's fits.
     `min_reps`: the least round trips per size (the tool's --min-reps, and --max-reps raised
     to it from the tool's default 20; the tool's defaults if None). `launches`: launches of
     the tool per delayed run, merged by merge_link_launches (the base run is one launch: its
     few microseconds of level shift are small beside the delay). `on_run`: called with the
-    document so far (truth included, link_truth) after every delayed run."""
+    document so far (truth included, link_truth) after every delayed run. `tool_args`: more
+    arguments for every launch of the tool (e.g. ["--nice", "keep"])."""
     from mpilab import units
 
     delay_s, rate_bps = units.parse_duration(delay), units.parse_rate(rate)
@@ -297,7 +300,7 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
                     _cli(["testbed", "run", "--prefix", prefix, "--np", "2", "--timeout", "1500",
                           "--", tool, "link", "--sizes", sizes, "--out", str(f),
                           *(["--min-reps", str(min_reps), "--max-reps", str(max(min_reps, 20))]
-                            if min_reps else [])], 1600)
+                            if min_reps else []), *(tool_args or [])], 1600)
                     datas.append(_load(f))
                     datas[-1].pop("provenance", None)
                     if progress:  # a bench slot that ends early keeps what was measured
