@@ -24,7 +24,11 @@ interval that include the launch-to-launch variation:
   parameters keep the confidence interval (their target is the parameter's truth);
 * `converged` holds when every launch converged and the interval meets the precision's
   eps; the flag `launches_disagree` says that some launch's own interval does not hold the
-  figure (that launch alone would have misreported it).
+  figure (that launch alone would have misreported it);
+* fitted parameters estimated from minima (Hockney alpha, LogGP L: floors of the link) set
+  aside a launch whose own interval lies wholly above the lowest launch's and more than
+  FLOOR_GAP above its value (merge_floor_param: scheduler contention kept that launch off
+  the floor another launch reached), flag `launches_set_aside`, and name it.
 
 `merge` is pure (documents in, document out); the command lives in commands/bench.py.
 """
@@ -211,7 +215,7 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
 
 #: a floor estimator's launch set aside (merge_floor_param): its own interval lay wholly
 #: above the lowest launch's and more than FLOOR_GAP above its value
-LAUNCHES_SET_ASIDE = "launches_set_aside"
+LAUNCHES_SET_ASIDE = quality.LAUNCHES_SET_ASIDE
 #: the parameters estimated from minima (a physical floor of the link: the latency)
 FLOOR_PARAMS = frozenset({"L", "alpha"})
 #: how far above the lowest launch's floor another launch's whole interval must lie to be set
@@ -280,10 +284,12 @@ _MODEL_KINDS = ("hockney", "loggp")
 def merge_models(docs: list[dict[str, Any]], cl: float = 0.95) -> int:
     """Launch-level model parameters in place in docs[0]'s models: for every Hockney and
     LogGP pair that every launch fitted, each parameter with a stated interval (its
-    `quality` entry) becomes merge_param over the launches; the quality entry gets the
-    launch-level interval, the launches' values and the flag launches_disagree when it
-    applies, and keeps the union of the launches' own flags. Per-range fits, residuals and
-    predictions stay launch 1's. Returns how many parameters were merged."""
+    `quality` entry) becomes merge_param over the launches (merge_floor_param for alpha and
+    L, with `set_aside` and `set_aside_why` when it sets a launch aside); the quality entry
+    gets the launch-level interval, the launches' values and the flags launches_disagree
+    and launches_set_aside when they apply, and keeps the union of the launches' own flags.
+    Per-range fits, residuals and predictions stay launch 1's. Returns how many parameters
+    were merged."""
     base = docs[0].get("models")
     if not isinstance(base, dict) or len(docs) < 2:
         return 0
@@ -320,20 +326,24 @@ def _merge_one(group: list[dict[str, Any]], name: str, q: Any, cl: float) -> int
         los.append(_num(gq.get("lo")))
         his.append(_num(gq.get("hi")))
         flags += [f for f in gq.get("flags") or [] if isinstance(f, str) and f not in flags
-                  and f not in (CI_WIDE, LAUNCHES_DISAGREE)]
-    r = merge_param(vals, los, his, cl)
+                  and f not in (CI_WIDE, LAUNCHES_DISAGREE, LAUNCHES_SET_ASIDE)]
+    # alpha and L are floors (minima): a launch that never came near another's is set aside
+    r = (merge_floor_param if name in FLOOR_PARAMS else merge_param)(vals, los, his, cl)
     if not math.isfinite(r["lo"]):
         return 0
     # model parameters are times and rates, never below 0: a fit clamps them and their
     # intervals at 0 (plausible.py refuses a negative end), and so does the merge
     r["lo"], r["hi"] = max(r["lo"], 0.0), max(r["hi"], 0.0)
     group[0][name] = max(r["value"], 0.0)
-    flags += [f for f, on in ((CI_WIDE, r["wide"]), (LAUNCHES_DISAGREE, r["disagree"])) if on]
+    flags += [f for f, on in ((CI_WIDE, r["wide"]), (LAUNCHES_DISAGREE, r["disagree"]),
+                              (LAUNCHES_SET_ASIDE, bool(r.get("set_aside")))) if on]
     raws = [_num((g.get("quality") or {}).get(name, {}).get("raw")) for g in group]
     q.update({"raw": statistics.median(x for x in raws if x is not None)
               if any(x is not None for x in raws) else q.get("raw"),
               "lo": r["lo"], "hi": r["hi"], "flags": flags,
               "launch_values": r["launch_values"]})
+    if r.get("set_aside"):
+        q.update({"set_aside": r["set_aside"], "set_aside_why": r["set_aside_why"]})
     return 1
 
 

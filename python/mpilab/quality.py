@@ -34,6 +34,9 @@ ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation f
 CLAMPED = "clamped"   # the fit's value was physically impossible (< 0) and is reported as 0
 NO_CI = "no_ci"       # no interval could be computed
 CI_WIDE = "ci_wide"   # the interval is wider than the precision asked
+# over launches, a floor estimator (alpha, L): some launch's floor was set aside
+# (launches.merge_floor_param: its interval lay wholly above the lowest launch's)
+LAUNCHES_SET_ASIDE = "launches_set_aside"
 # derived when read (the fitter does not write it): the estimate sits at an end of its own
 # interval (lo < hi), which the fitter does when the bootstrap interval missed the estimate
 # and was stretched to hold it: that interval says nothing about where a repeat would land

@@ -148,3 +148,43 @@ def test_link_launches_set_aside_a_late_floor_and_say_so() -> None:
         assert p["hi"] > 1.29 * TRUTH  # the 30% launch is inside the slope's interval
     plain = merge_link_launches(docs, floor=False)  # type: ignore[arg-type]
     assert "set_aside" not in plain["loggp"]["L"] and plain["loggp"]["L"]["hi"] > 1.4 * TRUTH
+
+
+def _bench_doc(alpha: float, beta: float) -> dict[str, object]:
+    """A minimal `mpilab bench` results document with one Hockney pair (alpha +-5 us)."""
+    m = {"op": "p2p", "impl": "roundtrip", "timing": "p2p", "schedule": "parallel",
+         "pair": [0, 1], "bytes": 0, "bytes_back": 0, "ranks": 2,
+         "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 100},
+         "stats": {"mean": 2 * alpha, "ci_half": 1e-5, "reps": 7, "invalid": 0,
+                   "median": 2 * alpha, "med_lo": 2 * alpha - 1e-5, "med_hi": 2 * alpha + 1e-5,
+                   "converged": True},
+         "samples": [2 * alpha] * 7, "valid": [True] * 7, "flags": [], "wall_s": 0.5}
+    pair = {"i": 0, "j": 1, "alpha": alpha, "beta": beta,
+            "quality": {"alpha": {"raw": alpha, "lo": alpha - 5e-6, "hi": alpha + 5e-6,
+                                  "flags": []},
+                        "beta": {"raw": beta, "lo": 0.99 * beta, "hi": 1.01 * beta, "flags": []}}}
+    return {"schema": "mpilab.results/1",
+            "provenance": {"tool": "mpilab-bench", "ranks": 2, "date": "2026-11-26T01:00:00Z"},
+            "measurements": [m], "models": {"hockney": {"pairs": [pair]}}}
+
+
+def test_bench_launch_merge_sets_a_late_alpha_aside_and_the_file_loads() -> None:
+    """`mpilab bench --launches 3`: a launch whose alpha came out 1 ms late (its interval
+    wholly above the others') is left out of the merged alpha, which is flagged
+    launches_set_aside with the launch named; beta (a slope) is merged over all three; the
+    merged file passes the results schema."""
+    import json
+
+    from mpilab import quality, results
+
+    docs = [_bench_doc(2.05e-3, 8.4e-8), _bench_doc(3.05e-3, 8.5e-8), _bench_doc(2.06e-3, 8.4e-8)]
+    out = launches.merge(docs, ["a", "b", "c"])  # type: ignore[arg-type]
+    p = out["models"]["hockney"]["pairs"][0]
+    q = p["quality"]["alpha"]
+    assert p["alpha"] == pytest.approx(2.055e-3)
+    assert quality.LAUNCHES_SET_ASIDE in q["flags"] and q["set_aside"] == [2]
+    assert "launch(es) 2 of 3" in q["set_aside_why"]
+    assert q["launch_values"] == [2.05e-3, 3.05e-3, 2.06e-3]
+    assert q["hi"] < 2.2e-3
+    assert "set_aside" not in p["quality"]["beta"]
+    results.parse(json.dumps(out), "merged.json")

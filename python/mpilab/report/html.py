@@ -337,7 +337,10 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
              "(carried to 0 bytes), G per byte of the largest-size range (1/G as a rate), L "
              "from the smallest size's round trip minus the overheads. Flags: L_clamped (L "
              "came out negative, set to 0), G_clamped, g_clamped, fit_failed; per parameter "
-             "(robust fits): clamped, ci_wide (interval wider than asked), no_ci.")
+             "(robust fits): clamped, ci_wide (interval wider than asked), no_ci; over "
+             "several launches: launches_disagree, launches_set_aside (L: a launch whose "
+             "floor lay wholly above another launch's was left out of the figure, its value "
+             "kept in the file).")
     rows, rf = [], []
     raw = ((r.raw.get("models") or {}).get("loggp") or {}).get("pairs") or []
 
