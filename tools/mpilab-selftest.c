@@ -8,6 +8,7 @@
  * Writes JSON (--out FILE, atomically; stdout without). See docs/bench.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -54,8 +55,9 @@ static void usage(void)
                "  --rounds   at most N rounds of measurement, 1..10 (default 1): after the first, the sizes\n"
                "             whose minimum is imprecise (its lowest spacings above 1%% of it) are measured again\n"
                "  --nice     the polling thread's priority while measuring the link, -20..19 (default -20: a\n"
-               "             rank beside a busy process then gets its CPU when its message arrives; needs root,\n"
-               "             else kept and said so); keep: as launched\n");
+               "             rank beside a busy process then gets its CPU when its message arrives), and its\n"
+               "             session's autogroup's, given back after; needs root, else kept and said so;\n"
+               "             keep: as launched\n");
 }
 
 static long long parse_count(const char *opt, const char *v, long long lo, long long hi)
@@ -255,9 +257,10 @@ static json_t *hockney_json(const mpilab_hockney_robust_t *h)
 
 /* --nice for the link test on every rank; the highest nice value in force on any rank after it
  * (the least favoured rank), and in `why` what this rank did. */
-static int link_priority(const char *arg, char *why, size_t len)
+static int link_priority(const char *arg, int *group_old, char *why, size_t len)
 {
     int mine;
+    *group_old = INT_MIN;
     if (strcmp(arg, "keep") == 0) {
         errno = 0;
         mine = getpriority(PRIO_PROCESS, 0);
@@ -265,7 +268,7 @@ static int link_priority(const char *arg, char *why, size_t len)
             mine = 0;
         snprintf(why, len, "priority kept as launched (--nice keep): nice %d", mine);
     } else
-        mine = mpilab_placement_priority((int)parse_count("--nice", arg, -20, 19), why, len);
+        mine = mpilab_placement_priority((int)parse_count("--nice", arg, -20, 19), group_old, why, len);
     int worst = mine;
     MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return worst;
@@ -318,10 +321,14 @@ static int run_link(int argc, char **argv)
         bad_input("link: needs exactly 2 ranks (run under mpirun -np 2)");
     if (strcmp(nice, "keep") != 0)
         parse_count("--nice", nice, -20, 19); /* checked on every rank before anything changes */
-    char pwhy[200];
-    int nice_worst = link_priority(nice, pwhy, sizeof pwhy);
+    char pwhy[400];
+    int group_old;
+    int nice_worst = link_priority(nice, &group_old, pwhy, sizeof pwhy);
     mpilab_link_fit_t f;
-    if (mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, (size_t)rounds, &f, err, sizeof err) != 0)
+    int frc = mpilab_selftest_link(MPI_COMM_WORLD, sizes, ns, &prec, (size_t)burst, (size_t)rounds, &f, err, sizeof err);
+    MPI_Barrier(MPI_COMM_WORLD); /* both ranks done measuring before the session's group is given back */
+    mpilab_placement_priority_restore(group_old);
+    if (frc != 0)
         bad_input("link: %s", err);
     json_t *prov = mpilab_provenance(MPI_COMM_WORLD, "mpilab-selftest", argc, argv);
     if (g_rank == 0) {

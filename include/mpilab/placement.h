@@ -61,15 +61,24 @@ void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p);
 
 /* Raise the calling thread's scheduling priority to nice value `nice` (-20..19) when it is
  * lower than that now (a smaller nice value is a higher priority; raising needs root or
- * CAP_SYS_NICE). Call it after MPI_Init from the thread that polls for messages: on Linux the
- * nice value is per thread, so MPI's own helper threads keep theirs. Why: a rank that polls
- * beside a busy process of equal priority on its CPU shares the CPU by whole scheduler ticks,
- * and a message that arrives while the other process holds the CPU waits for the tick; with
- * two busy loops whole launches locked into a pattern 1 ms late per message (docs/models.md,
- * "Session 18"). At nice -20 a rank holds 87/88 of its CPU against a nice-0 loop. Returns
- * the nice value in force afterwards (the old one when raising failed or was not needed)
- * and says in `why` what was done. Never fails. */
-int mpilab_placement_priority(int nice, char *why, size_t len);
+ * CAP_SYS_NICE), and, where the kernel shares CPUs between autogroups first
+ * (CONFIG_SCHED_AUTOGROUP on, the process in the root cpu cgroup: one group per session), the
+ * process's autogroup too: a thread's nice value only orders it within its group, and a
+ * testbed job is a session of its own beside the busy loops' session. Call it after MPI_Init
+ * from the thread that polls for messages: on Linux the nice value is per thread, so MPI's
+ * own helper threads keep theirs. Why: a rank that polls beside a busy process of equal
+ * priority on its CPU shares the CPU by whole scheduler ticks, and a message that arrives
+ * while the other process holds the CPU waits for the tick; with two busy loops whole
+ * launches locked into a pattern 1 ms late per message (docs/models.md, "Session 18"). At
+ * nice -20 a rank holds 87/88 of its CPU against a nice-0 loop. Returns the thread's nice
+ * value in force afterwards (the old one when raising failed or was not needed) and says in
+ * `why` what was done; *group_old gets the autogroup's former nice value when it was changed
+ * (INT_MIN otherwise), for mpilab_placement_priority_restore. Never fails. */
+int mpilab_placement_priority(int nice, int *group_old, char *why, size_t len);
+
+/* Give the autogroup back its former nice value (group_old from mpilab_placement_priority;
+ * INT_MIN: nothing to do). The autogroup is the session's and outlives the process. */
+void mpilab_placement_priority_restore(int group_old);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #include "mpilab/placement.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,8 +226,69 @@ void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p)
              p->yield_off ? ", no yield when idle" : "");
 }
 
-int mpilab_placement_priority(int nice, char *why, size_t len)
+/* This process's autogroup nice value (CONFIG_SCHED_AUTOGROUP, /proc/self/autogroup reads
+ * "/autogroup-N nice X"): 0 and *nice, or -1 when there is none or autogroups are off. */
+static int autogroup_nice(int *nice)
 {
+    FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
+    int on = 0;
+    if (!f)
+        return -1;
+    if (fscanf(f, "%d", &on) != 1)
+        on = 0;
+    fclose(f);
+    if (!on)
+        return -1;
+    f = fopen("/proc/self/autogroup", "r");
+    if (!f)
+        return -1;
+    int rc = fscanf(f, "%*s nice %d", nice) == 1 ? 0 : -1;
+    fclose(f);
+    return rc;
+}
+
+static int autogroup_set(int nice)
+{
+    FILE *f = fopen("/proc/self/autogroup", "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%d\n", nice) > 0;
+    /* the kernel takes the value on write: the close reports whether it was accepted */
+    if (fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* Raise this process's autogroup to `nice` when it is lower; appends what was done to why.
+ * Returns the autogroup's former nice value when it was changed, else INT_MIN. */
+static int autogroup_raise(int nice, char *why, size_t len)
+{
+    int now;
+    size_t used = strlen(why);
+    if (autogroup_nice(&now) != 0)
+        return INT_MIN;
+    if (now <= nice) { /* e.g. raised by another rank of the same session */
+        snprintf(why + used, len - used, "; its autogroup (the job's session) already at nice %d", now);
+        return INT_MIN;
+    }
+    if (autogroup_set(nice) != 0) {
+        snprintf(why + used, len - used, "; its autogroup kept at nice %d (raising failed: %s)", now,
+                 strerror(errno));
+        return INT_MIN;
+    }
+    snprintf(why + used, len - used, "; its autogroup (the job's session) raised from nice %d to nice %d", now, nice);
+    return now;
+}
+
+void mpilab_placement_priority_restore(int group_old)
+{
+    if (group_old != INT_MIN)
+        (void)autogroup_set(group_old);
+}
+
+int mpilab_placement_priority(int nice, int *group_old, char *why, size_t len)
+{
+    *group_old = INT_MIN;
     /* the calling thread (Linux keeps a nice value per thread): its kernel thread id */
     id_t tid = (id_t)syscall(SYS_gettid);
     errno = 0;
@@ -253,5 +315,8 @@ int mpilab_placement_priority(int nice, char *why, size_t len)
     if (after == -1 && errno != 0)
         after = nice;
     snprintf(why, len, "polling thread raised from nice %d to nice %d", now, after);
+    /* with autogroups (one per session; a testbed job is its own session) the CPU is shared
+     * between groups first: a thread's nice value only orders it within its group */
+    *group_old = autogroup_raise(nice, why, len);
     return after;
 }

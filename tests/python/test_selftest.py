@@ -289,15 +289,26 @@ def test_link_raises_the_polling_threads_priority(tmp_path: Path) -> None:
                                str(_tool()), "link", "--sizes", "0,1K", "--min-reps", "5",
                                "--max-reps", "5", *extra], capture_output=True, text=True,
                               env=cli_env(), timeout=320, check=False)
+    def group() -> str | None:  # this session's autogroup, which the ranks share
+        try:
+            return Path("/proc/self/autogroup").read_text()
+        except OSError:
+            return None
     base = os.getpriority(os.PRIO_PROCESS, 0)
+    before = group()
     out = tmp_path / "link.json"
     p = run("--out", str(out))
     assert p.returncode == 0, p.stderr
     pr = json.loads(out.read_text())["priority"]
     if os.geteuid() == 0:
         assert pr["nice_worst"] == -20 and "to nice -20" in pr["rank0"], pr
+        if before is not None and Path("/proc/sys/kernel/sched_autogroup_enabled").read_text(
+                ).strip() == "1" and not before.strip().endswith("nice -20"):
+            # raised by rank 0, or already by rank 1 (the ranks share the session's group)
+            assert "autogroup" in pr["rank0"] and "nice -20" in pr["rank0"].split("autogroup")[1]
     else:
         assert pr["nice_worst"] >= base and "kept" in pr["rank0"], pr
+    assert group() == before  # the session's group is given back its nice value
     p = run("--nice", "keep", "--out", str(out))
     assert p.returncode == 0, p.stderr
     pr = json.loads(out.read_text())["priority"]
