@@ -89,7 +89,10 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
           f"{b['loggp']['L']['value'] * 1e6:.1f} us, alpha "
           f"{b['hockney']['alpha']['value'] * 1e6:.1f} us; ping: the delayed WAN adds "
           f"{res['icmp_added_s'] * 1e6:.1f} us one way ({res['icmp_lone_added_s'] * 1e6:.1f} us "
-          f"to a lone packet)\ntruth: {res['truth_method']}")
+          f"to a lone packet); a TCP ping-pong (no MPI): "
+          + (f"{res['tcp_added_s'] * 1e6:.1f} us" if isinstance(res.get("tcp_added_s"), float)
+             else "not measured")
+          + f"\ntruth: {res['truth_method']}")
     selftest.print_link_rows(rows)
     late = [r.get("delayline_late_mean_s") for r in res["runs"]]
     print(f"delay line mean lateness: base run "
@@ -131,13 +134,29 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
               f"holding, within 5%): "
               f"{'met' if n and cover >= 0.9 * n and within == n else 'NOT met'}; "
               f"launches set aside: {aside_launches} in {aside_runs} run(s)")
+        tt = (res.get("truth_tcp") or {}).get(r["param"])
+        if isinstance(tt, float):
+            tc = [_judge(float(run[model][r["param"]]["value"]),
+                         float(run[model][r["param"]]["lo"]),
+                         float(run[model][r["param"]]["hi"]), tt, tol) for run in res["runs"]]
+            print(f"{r['param']:<6} {hogs} hogs, against the TCP ping-pong's truth "
+                  f"({tt * 1e6:.1f} us): holds {sum(c[0] for c in tc)}/{n}, within 5% "
+                  f"{sum(c[1] for c in tc)}/{n}, whole interval within 5% "
+                  f"{sum(c[2] for c in tc)}/{n}; values "
+                  + " ".join(f"{(float(run[model][r['param']]['value']) / tt - 1) * 100:+.2f}%"
+                             for run in res["runs"]))
+            counts_tcp = {"cover": sum(c[0] for c in tc), "within": sum(c[1] for c in tc),
+                          "interval_within": sum(c[2] for c in tc), "truth": tt}
+        else:
+            counts_tcp = None
         print(f"{r['param']:<6} {hogs} hogs, the same launches merged without setting any "
               f"aside: holds {plain[0]}/{n}, within 5% {plain[1]}/{n}, whole interval within "
               f"5% {plain[2]}/{n}")
         counts[r["param"]] = {"n": n, "cover": cover, "within": within, "interval_within": tight,
                               "set_aside_runs": aside_runs, "set_aside_launches": aside_launches,
                               "plain": {"cover": plain[0], "within": plain[1],
-                                        "interval_within": plain[2]}}
+                                        "interval_within": plain[2]},
+                              "tcp": counts_tcp}
     sys.stdout.flush()
     return {"rows": rows, "counts": counts}
 
@@ -167,6 +186,9 @@ def aggregate(files: list[str]) -> int:
                     t[k] = t.get(k, 0) + int(c.get(k, 0))
                 for k, x in (c.get("plain") or {}).items():
                     t["plain_" + k] = t.get("plain_" + k, 0) + int(x)
+                for k, x in (c.get("tcp") or {}).items():
+                    if k != "truth":
+                        t["tcp_" + k] = t.get("tcp_" + k, 0) + int(x)
     for h, params in tot.items():
         for name, t in params.items():
             n = t.get("n", 0)
@@ -176,8 +198,9 @@ def aggregate(files: list[str]) -> int:
                   f"interval within 5% {t.get('interval_within', 0)}/{n}; launches set aside: "
                   f"{t.get('set_aside_launches', 0)} in {t.get('set_aside_runs', 0)} run(s); "
                   f"without setting aside: holds {t.get('plain_cover', 0)}/{n}, within 5% "
-                  f"{t.get('plain_within', 0)}/{n}; target (>= 9 of 10 holding, within 5%): "
-                  f"{'met' if met else 'NOT met'}")
+                  f"{t.get('plain_within', 0)}/{n}; against the TCP ping-pong's truth: holds "
+                  f"{t.get('tcp_cover', '-')}/{n}, within 5% {t.get('tcp_within', '-')}/{n}; "
+                  f"target (>= 9 of 10 holding, within 5%): {'met' if met else 'NOT met'}")
     return 0
 
 

@@ -187,6 +187,40 @@ def icmp_oneway(prefix: str, count: int = TRUTH_PINGS,
     return statistics.median(rtts) / 2
 
 
+TCP_PING_PORT, TCP_PINGS = 47311, 200
+
+
+def tcp_oneway(prefix: str, count: int = TCP_PINGS) -> float:
+    """One-way time s0n0 -> s1n0 from a TCP ping-pong with no MPI on the path
+    (mpilab.testbed.tcpping: 64-byte messages back and forth over one connection, as a
+    ping-pong benchmark sends them): the median round trip / 2."""
+    from mpilab.testbed import net
+
+    sp = net.current_spec(prefix)
+    # each end in a session of its own, raised to nice -20 with its autogroup (--raise), as
+    # mpilab-selftest link raises the MPI ranks: beside busy loops both get their CPU
+    mod = [sys.executable, "-m", "mpilab.testbed.tcpping", "--raise"]
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns("s1n0"), *mod, "serve",
+                            str(TCP_PING_PORT), str(count)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        p = subprocess.run(["ip", "netns", "exec", sp.ns("s0n0"), *mod, "ping",
+                            sp.addr("s1n0", 0), str(TCP_PING_PORT), str(count)],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           start_new_session=True)
+    finally:
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    rtts = [float(x) for x in p.stdout.split()] if p.returncode == 0 else []
+    if len(rtts) != count:
+        raise MpilabError(f"testbed {prefix}: the TCP ping-pong across the WAN failed "
+                          f"({(p.stderr.strip().splitlines() or ['no message'])[-1]})")
+    return statistics.median(rtts) / 2
+
+
 def _delayline_stats(prefix: str) -> dict[str, Any] | None:
     from mpilab.testbed import net
 
@@ -292,6 +326,13 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
             out.setdefault("icmp_oneway_s", {})[key] = icmp_oneway(prefix)
             # for the record: a lone packet (the delay line's wake-up included)
             out.setdefault("icmp_lone_oneway_s", {})[key] = icmp_oneway(prefix, 9, 0.2)
+            # and what a TCP message sees, no MPI on the path (printed beside; None if it
+            # could not be measured: the ICMP truth stays the one counted)
+            try:
+                out.setdefault("tcp_oneway_s", {})[key] = tcp_oneway(prefix)
+            except (MpilabError, OSError, subprocess.SubprocessError) as e:
+                out.setdefault("tcp_oneway_s", {})[key] = None
+                print(f"selftest: {e}", file=sys.stderr, flush=True)
             for k in range(n):
                 s0 = _delayline_stats(prefix)
                 datas = []
@@ -341,6 +382,12 @@ def link_truth(out: dict[str, Any]) -> dict[str, Any]:
     out["truth"] = {"L": added + float(base["loggp"]["L"]["value"]),
                     "alpha": added + float(base["hockney"]["alpha"]["value"]),
                     "G": per_byte, "beta": per_byte}
+    tcp = out.get("tcp_oneway_s") or {}
+    if isinstance(tcp.get("delayed"), float) and isinstance(tcp.get("base"), float):
+        out["tcp_added_s"] = tcp["delayed"] - tcp["base"]
+        out["truth_tcp"] = {"L": out["tcp_added_s"] + float(base["loggp"]["L"]["value"]),
+                            "alpha": out["tcp_added_s"]
+                            + float(base["hockney"]["alpha"]["value"])}
     return out
 
 
