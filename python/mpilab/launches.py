@@ -273,8 +273,9 @@ def merge_floor_param(values: list[float], los: list[float | None], his: list[fl
         r["set_aside_why"] = (
             f"launch(es) {', '.join(str(k + 1) for k in out_k)} of {len(values)} set aside: "
             "own interval wholly above the lowest launch's interval and more than "
-            f"{gap * 100:g}% above its value {min(values):.6g} (a floor estimator: such a "
-            "launch measured scheduler contention, not the floor another launch reached)")
+            f"{gap * 100:g}% above its value {min(values):.6g} (a floor estimator is late, "
+            "never early: such a launch never came down to the floor another launch of the "
+            "same command reached, so it measured something on the way, not the link)")
     return r
 
 
