@@ -106,7 +106,7 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
             continue
         model = "loggp" if r["param"] == "L" else "hockney"
         tol = selftest.FIT_TOL[r["param"]]
-        cells, cover, within, tight, aside_runs, aside_launches = [], 0, 0, 0, 0, 0
+        cells, cover, within, tight, aside_runs, aside_launches, both = [], 0, 0, 0, 0, 0, 0
         plain = [0, 0, 0]
         for run, t in zip(res["runs"], r["truths"], strict=True):
             p = run[model][r["param"]]
@@ -115,6 +115,7 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
             cover += inside
             within += near
             tight += inner
+            both += inside and near
             aside_runs += bool(p.get("set_aside"))
             aside_launches += len(p.get("set_aside") or [])
             pl = _plain(p)
@@ -132,8 +133,9 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
         print(f"{r['param']:<6} {hogs} hogs: interval holds the truth {cover}/{n}, value within "
               f"5% {within}/{n}, whole interval within 5% {tight}/{n}; target (>= 9 of 10 "
               f"holding, within 5%): "
-              f"{'met' if n and cover >= 0.9 * n and within == n else 'NOT met'}; "
-              f"launches set aside: {aside_launches} in {aside_runs} run(s)")
+              f"{'met' if n and cover >= 0.9 * n and within == n else 'NOT met'}; runs "
+              f"whose interval holds the truth and value is within 5%: {both}/"
+              f"{n}; launches set aside: {aside_launches} in {aside_runs} run(s)")
         tt = (res.get("truth_tcp") or {}).get(r["param"])
         if isinstance(tt, float):
             tc = [_judge(float(run[model][r["param"]]["value"]),
@@ -153,6 +155,7 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
               f"aside: holds {plain[0]}/{n}, within 5% {plain[1]}/{n}, whole interval within "
               f"5% {plain[2]}/{n}")
         counts[r["param"]] = {"n": n, "cover": cover, "within": within, "interval_within": tight,
+                              "both": both,
                               "set_aside_runs": aside_runs, "set_aside_launches": aside_launches,
                               "plain": {"cover": plain[0], "within": plain[1],
                                         "interval_within": plain[2]},
@@ -181,7 +184,7 @@ def aggregate(files: list[str]) -> int:
             for name, c in counts.items():
                 t = tot.setdefault(h, {}).setdefault(name, {"files": 0})
                 t["files"] += 1
-                for k in ("n", "cover", "within", "interval_within", "set_aside_runs",
+                for k in ("n", "cover", "within", "interval_within", "both", "set_aside_runs",
                           "set_aside_launches"):
                     t[k] = t.get(k, 0) + int(c.get(k, 0))
                 for k, x in (c.get("plain") or {}).items():
@@ -195,7 +198,8 @@ def aggregate(files: list[str]) -> int:
             met = n and t.get("cover", 0) >= 0.9 * n and t.get("within", 0) == n
             print(f"{name:<6} {h} hogs over {t['files']} file(s): interval holds the truth "
                   f"{t.get('cover', 0)}/{n}, value within 5% {t.get('within', 0)}/{n}, whole "
-                  f"interval within 5% {t.get('interval_within', 0)}/{n}; launches set aside: "
+                  f"interval within 5% {t.get('interval_within', 0)}/{n}, both holding and "
+                  f"within 5% {t.get('both', '-')}/{n}; launches set aside: "
                   f"{t.get('set_aside_launches', 0)} in {t.get('set_aside_runs', 0)} run(s); "
                   f"without setting aside: holds {t.get('plain_cover', 0)}/{n}, within 5% "
                   f"{t.get('plain_within', 0)}/{n}; against the TCP ping-pong's truth: holds "
