@@ -164,6 +164,22 @@ def report(res: dict[str, Any], a: argparse.Namespace, hogs: int) -> dict[str, A
     return {"rows": rows, "counts": counts}
 
 
+def _both(series: dict[str, Any], name: str) -> int:
+    """Runs of a --json series whose `name` interval holds that run's truth and whose value
+    is within the tolerance."""
+    model = "loggp" if name == "L" else "hockney"
+    row = next((r for r in series.get("rows") or [] if r.get("param") == name), None)
+    if row is None:
+        return 0
+    n = 0
+    for run, t in zip(series.get("runs") or [], row.get("truths") or [], strict=False):
+        p = run[model][name]
+        inside, near, _ = _judge(float(p["value"]), float(p["lo"]), float(p["hi"]), float(t),
+                                 selftest.FIT_TOL[name])
+        n += inside and near
+    return n
+
+
 def aggregate(files: list[str]) -> int:
     """The counts of several --json files added up per series (hogs) and parameter."""
     tot: dict[str, dict[str, dict[str, Any]]] = {}
@@ -182,6 +198,8 @@ def aggregate(files: list[str]) -> int:
                 print(f"robust_ground_truth: {f}: series {h} has no counts", file=sys.stderr)
                 return 2
             for name, c in counts.items():
+                if "both" not in c:  # files written before the per-run count: from the runs
+                    c = {**c, "both": _both(series, name)}
                 t = tot.setdefault(h, {}).setdefault(name, {"files": 0})
                 t["files"] += 1
                 for k in ("n", "cover", "within", "interval_within", "both", "set_aside_runs",
