@@ -12,7 +12,11 @@ Targets (issue 9): L, alpha within 5%; G, beta within 3%; 5 of 5 runs; the inter
 truth in >= 90% of runs. Issue 25: L and alpha intervals hold the truth in >= 9 of 10 runs,
 quiet and with two hogs, while within 5% of it: `--hogs 0,2 --runs 10` runs both series in
 turn and prints, per series, each run's interval against the truth and the counts. A slot
-that ends early (SIGTERM) still prints the table of the runs done so far.
+that ends early (SIGTERM) still prints the table of the runs done so far. Beside the counts:
+the same launches merged without the floor rule (launches.merge_floor_param), and the runs
+against a TCP ping-pong's truth (mpilab.testbed.tcpping). A series split over bench slots:
+`--json` per slot, then `--aggregate A.json B.json` adds up the counts. `--tool-nice keep`
+runs mpilab-selftest link at the priority it was launched with (before session 18).
 """
 
 from __future__ import annotations
