@@ -670,3 +670,76 @@ def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> 
         pruned, notes = validate.prune(ch, rows(ratio, verdict, p_t), 2)
         kept = pruned["cells"][0]["winner"] == "ompi_recursive_doubling"
         assert kept != out and bool(notes) == out, (ratio, verdict, p_t)
+
+
+# ------------------------------------------- diff --paired: rank test, sequential looks
+
+
+def _spiked_pairs(rng: random.Random, n: int, factor: float, spikes: int,
+                  spike: float = 0.8) -> tuple[list[list[float]], list[list[float]]]:
+    """n pairs of launches at levels far apart; in `spikes` of them one launch (A or B at
+    random) met a load spike that made it exp(spike) slower (a pair far off)."""
+    a, b = [], []
+    for k in range(n):
+        lv = math.exp(rng.gauss(0, 0.3))
+        la, lb = lv * math.exp(rng.gauss(0, 0.03)), lv * math.exp(rng.gauss(0, 0.03)) * factor
+        if k < spikes:
+            if rng.random() < 0.5:
+                la *= math.exp(spike)
+            else:
+                lb *= math.exp(spike)
+        a.append([la * math.exp(rng.gauss(0, 0.02)) for _ in range(20)])
+        b.append([lb * math.exp(rng.gauss(0, 0.02)) for _ in range(20)])
+    return a, b
+
+
+def test_signed_rank_interval_cut_is_the_tables() -> None:
+    from mpilab.tune import stats
+
+    # two-sided 5% critical values of T+ (any table): n=6 -> 0, n=10 -> 8, n=30 -> 137;
+    # the interval is [W_(T+1), W_(M-T)]; n=5 has none at 5%
+    assert [stats.signed_rank_cut(n, 0.05) for n in (5, 6, 10, 30)] == [0, 1, 9, 138]
+
+
+def test_paired_rank_flags_a_slowdown_that_pairs_far_off_hide_from_the_t_test() -> None:
+    """Session 16's miss: 1 KiB x1.096 [0.957, 1.256] among 30 pairs. Three pairs of 30 with
+    one launch far off: the t test misses a 10% slowdown about half the time, the signed-rank
+    test sees it every time, with its interval around 1.10."""
+    from mpilab.tune import stats
+
+    rng = random.Random(17)
+    t_hits = r_hits = covered = 0
+    for _ in range(40):
+        a, b = _spiked_pairs(rng, 30, 1.10, 3)
+        t, r = stats.paired(a, b, unanimous=False), stats.paired_rank(a, b)
+        t_hits += t.slower and t.ratio is not None and t.ratio > 1.05
+        r_hits += r.slower and r.ratio is not None and r.ratio > 1.05
+        covered += r.lo is not None and r.hi is not None and r.lo < 1.10 < r.hi
+    assert r_hits == 40 and t_hits < 30 and covered >= 34  # a 95% interval: about 38
+
+
+def test_paired_rank_false_flag_rate_is_near_alpha() -> None:
+    """No difference, pairs far off included: about 5% flagged, not more."""
+    from mpilab.tune import stats
+
+    rng = random.Random(19)
+    trials = 300
+    flagged = sum(stats.paired_rank(*_spiked_pairs(rng, 20, 1.0, 2)).significant
+                  for _ in range(trials))
+    assert flagged / trials <= 0.09
+
+
+def test_diff_looks_exit_3_while_undecided_and_check_their_arguments(tmp_path: Path) -> None:
+    a, b = _paired_files(tmp_path, 1.04, 25)   # 4%: within 5%, but 8 pairs cannot tell
+    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "1/2")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "undecided (look 1 of 2, alpha 0.025)" in p.stdout and "(undecided)" in p.stdout
+    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "2/2")
+    assert p.returncode == 0 and "not flagged" in p.stdout, p.stdout
+    a, b = _paired_files(tmp_path, 1.25, 26)   # flagged: exit 1 at any look
+    assert _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "1/2"
+                   ).returncode == 1
+    for bad in (("--look", "1/2"), ("--fail-above", "5%", "--look", "3/2"),
+                ("--fail-above", "5%", "--look", "x")):
+        p = _mpilab("diff", a, b, "--paired", *bad)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p.stderr)
