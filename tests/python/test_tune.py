@@ -743,3 +743,94 @@ def test_diff_looks_exit_3_while_undecided_and_check_their_arguments(tmp_path: P
                 ("--fail-above", "5%", "--look", "x")):
         p = _mpilab("diff", a, b, "--paired", *bad)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p.stderr)
+
+
+# ------------------------------------- Open MPI: the default's own algorithm, explicit
+
+
+def test_explicit_default_rules_round_trip() -> None:
+    """Ranges kept at the default get the fixed decision's steps (given here) instead of 0;
+    allreduce's ring steps stay 0 (not safe for non-commutative operations, which a rules
+    file cannot tell apart); sizes beyond the steps' end fall back to 0."""
+    algs = {"bcast": {"ompi_chain": 2, "ompi_binomial": 6, "ompi_pipeline": 3},
+            "allreduce": {"ompi_recursive_doubling": 3, "ompi_ring": 4,
+                          "ompi_basic_linear": 1}}
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [], "ranges": [
+        {"op": "bcast", "np": 2, "ranges": [
+            {"winner": "native", "from": 4, "to": 64},
+            {"winner": "ompi_chain", "from": 1024, "to": 16384},
+            {"winner": "native", "from": 262144, "to": 262144}]},
+        {"op": "allreduce", "np": 2, "ranges": [
+            {"winner": "ompi_basic_linear", "from": 4, "to": 4},
+            {"winner": "native", "from": 8, "to": 65536}]}]}
+    steps = {("bcast", 2): [(4, 3), (32, 6), (131072, 3), (524288, 6), (2097152, 0)],
+             ("allreduce", 2): [(4, 4), (8, 3), (4096, 4), (8192, 3), (16384, 4),
+                                (131072, 0)]}
+    rules = read_ompi_rules(export.ompi_rules(choice, algs, steps))
+    want = {1: 3, 16: 3, 32: 6, 200: 6, 255: 6, 256: 2, 16384: 2, 65535: 2, 65536: 6,
+            200000: 3, 524288: 6, 2097151: 6, 2097152: 0, 1 << 30: 0}
+    assert {m: ompi_pick(rules, 7, 2, m) for m in want} == want
+    want = {4: 1, 5: 0, 7: 0, 8: 3, 4095: 3, 4096: 0, 8192: 3, 16384: 0, 131072: 0}
+    assert {m: ompi_pick(rules, 2, 2, m) for m in want} == want
+    assert ompi_pick(rules, 7, 3, 64) == 0   # other communicator sizes: the fixed decision
+    # without steps, as before: 0 for the default's ranges
+    assert ompi_pick(read_ompi_rules(export.ompi_rules(choice, algs)), 7, 2, 32) == 0
+
+
+@needs_ompi
+def test_default_steps_read_from_the_library_hold_between_powers_of_two() -> None:
+    """The fixed decision read at powers of two (ompi_default_steps) names, at sizes between
+    them, the algorithm the library's default really runs there (each number checked by its
+    own forced run)."""
+    from mpilab.tune import verify
+    from mpilab.tune.algorithms import ompi_algorithms
+
+    algs = ompi_algorithms()
+    steps = verify.ompi_default_steps(2, ["allreduce", "reduce"], algs, 65536)
+    assert steps[("allreduce", 2)][-1] == (131072, 0)
+    assert sum(n != 0 for _, n in steps[("reduce", 2)]) >= 2
+    odd = [12, 24, 100, 3000, 6000, 12000, 40000]
+    nat = verify.probe(2, ["allreduce:native", "reduce:native"], odd, "openmpi", None)
+    forced = verify.probe(2, [f"{o}:{i}" for o in ("allreduce", "reduce") for i in algs[o]],
+                          odd, "openmpi", None)
+    for op in ("allreduce", "reduce"):
+        for b in odd:
+            num = [n for f, n in steps[(op, 2)] if f <= b][-1]
+            impl = next(i for i, n in algs[op].items() if n == num)
+            assert forced[(op, impl, b)] == nat[(op, "native", b)], (op, b, num)
+
+
+@needs_ompi
+def test_explicit_default_file_is_loaded_and_its_default_rules_fire(tmp_path: Path) -> None:
+    """A file whose default ranges name an algorithm explicitly: the library runs that
+    algorithm there. Shown with steps that claim basic linear as allreduce's default (the
+    library's own default at 256 B is recursive doubling, so the audit tells them apart),
+    then with the steps read from the library (every cell runs what the default runs)."""
+    from mpilab.tune import verify
+    from mpilab.tune.algorithms import ompi_algorithms
+
+    algs = ompi_algorithms()
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test",
+              "cells": [{"op": "allreduce", "np": 2, "bytes": b, "winner": w}
+                        for b, w in ((4, "ompi_recursive_doubling"), (256, "native"),
+                                     (2048, "native"))],
+              "ranges": [{"op": "allreduce", "np": 2, "ranges": [
+                  {"winner": "ompi_recursive_doubling", "from": 4, "to": 4},
+                  {"winner": "native", "from": 256, "to": 2048}]}]}
+    fake = {("allreduce", 2): [(4, algs["allreduce"]["ompi_basic_linear"]), (4096, 0)]}
+    rules = tmp_path / "fake.conf"
+    rules.write_text(export.ompi_rules(choice, algs, fake))
+    ran = verify.probe(2, ["allreduce:native"], [256, 2048, 8192], "openmpi",
+                       str(rules))
+    assert ran[("allreduce", "native", 256)] == "basic_linear"
+    assert ran[("allreduce", "native", 2048)] == "basic_linear"
+    assert ran[("allreduce", "native", 8192)] != "basic_linear"  # 0 beyond: fixed decision
+    c = _write(tmp_path, "choice.json", choice)
+    real = tmp_path / "explicit.conf"
+    p = _mpilab("tune", "export", c, "--openmpi", str(real), "--explicit-default")
+    assert p.returncode == 0, p.stderr
+    picks = read_ompi_rules(real.read_text())
+    assert ompi_pick(picks, 2, 2, 256) == algs["allreduce"]["ompi_recursive_doubling"]
+    p = _mpilab("tune", "verify", c, str(real), "--np", "2")
+    assert p.returncode == 0 and "verify: 3 of 3 cells ran the chosen algorithm" in p.stdout, \
+        p.stdout + p.stderr
