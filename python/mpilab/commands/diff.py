@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         if verdict == "slower" and thr is not None and ratio > 1 + thr:
             verdict = f"SLOWER beyond {thr * 100:g}%"
             fails.append(r)
-        elif thr is not None and r["hi"] is not None and r["hi"] > 1 + thr:
+        elif thr is not None and ratio is not None and (r["hi"] is None or r["hi"] > 1 + thr):
             verdict += " (undecided)"  # neither flagged nor a regression that large ruled out
             undecided.append(r)
         iv = f"{r['lo']:.3f}..{r['hi']:.3f}" if r["lo"] is not None else "-"

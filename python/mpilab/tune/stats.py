@@ -209,7 +209,10 @@ def paired_rank(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
     walsh = sorted((logs[i] + logs[j]) / 2 for i in range(n) for j in range(i, n))
     hl = statistics.median(walsh)
     c = signed_rank_cut(n, 1 - cl)
-    lo_l, hi_l = (walsh[c - 1], walsh[len(walsh) - c]) if c >= 1 else (-700.0, 700.0)
+    if c < 1:  # too few pairs for any interval at this level
+        return Comparison(math.exp(hl), None, None, None, n, True, False,
+                          f"paired signed-rank: {n} pairs give no interval at {cl:g}", per)
+    lo_l, hi_l = walsh[c - 1], walsh[len(walsh) - c]
     floor = math.sqrt(sum(within)) / n
     lo_l, hi_l = max(min(lo_l, hl - floor), -700.0), min(max(hi_l, hl + floor), 700.0)
     p = 1.0
