@@ -1,7 +1,7 @@
-"""mpilab tune and mpilab diff (docs/tune.md): the choice on synthetic samples, the rules
-file and selection JSON read back by readers written here (not the exporter's code), diff's
-verdicts and exit codes, bad input, and real runs proving forcing and the exported file by
-the library's own naming of the algorithm (no timing anywhere)."""
+"""mpilab tune (docs/tune.md): the choice on synthetic samples, the rules file and selection
+JSON read back by readers written here (not the exporter's code), bad input, validation on
+synthetic pairs, and real runs proving forcing and the exported file by the library's own
+naming of the algorithm (no timing anywhere). mpilab diff: test_tune_diff.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,42 +18,9 @@ import pytest
 from mpilab import launches
 from mpilab.tune import choose, export
 from mpilab.tune.algorithms import mpich_container, parse_ompi_info
+from tunekit import PAIR_LEVELS, REPO, _doc, _launched, _meas, _mpilab, _pair_docs, _write
 
-REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "build" / "bin" / "mpilab-bench"
-
-
-def _meas(op: str, impl: str, nbytes: int, samples: list[float]) -> dict[str, Any]:
-    s = sorted(samples)
-    med = s[len(s) // 2]
-    return {"op": op, "impl": impl, "timing": "max", "isolation": "barrier", "bytes": nbytes,
-            "root": 0, "ranks": 2,
-            "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 1000},
-            "stats": {"mean": sum(s) / len(s), "ci_half": 0.01 * med, "reps": len(s),
-                      "invalid": 0, "median": med, "med_lo": med * 0.99, "med_hi": med * 1.01,
-                      "converged": True},
-            "samples": samples, "valid": [True] * len(samples), "flags": [], "wall_s": 0.1}
-
-
-def _doc(ms: list[dict[str, Any]], mpi: str = "Open MPI v4.1.4",
-         hosts: list[str] | None = None, ranks: int = 2) -> dict[str, Any]:
-    return {"schema": "mpilab.results/1",
-            "provenance": {"tool": "mpilab-bench", "ranks": ranks, "mpi": mpi,
-                           "hosts": hosts or ["vm"], "date": "2026-11-25T10:00:00Z"},
-            "measurements": ms}
-
-
-def _launched(levels: list[float], table: dict[tuple[str, str, int], float], n: int = 40,
-              noise: float = 0.03, seed: int = 1) -> dict[str, Any]:
-    """A document merged from len(levels) launches: each launch at its own level (the
-    machine's launch effect), each (op, impl, bytes) at its true time x the level."""
-    rng = random.Random(seed)
-    docs = []
-    for lv in levels:
-        ms = [_meas(op, impl, b, [t * lv * math.exp(rng.gauss(0, noise)) for _ in range(n)])
-              for (op, impl, b), t in table.items()]
-        docs.append(_doc(ms))
-    return launches.merge(docs, [f"l{k}" for k in range(len(levels))])
 
 
 LEVELS = [1.0, 1.6, 0.8]  # launches at levels 60% apart, as this machine gives them
@@ -286,72 +252,6 @@ def test_mpich_json_round_trip() -> None:
         export.mpich_json(bad, MPICH_DEFAULT, names)
 
 
-# -------------------------------------------------------------------------- diff
-
-
-def _mpilab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
-
-
-def _write(tmp: Path, name: str, doc: dict[str, Any]) -> str:
-    p = tmp / name
-    p.write_text(json.dumps(doc))
-    return str(p)
-
-
-def _pair(tmp: Path, factor: float, noise: float, seed: int) -> tuple[str, str]:
-    t = {("bcast", "native", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
-    t.update({("allreduce", "native", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
-    a = _launched([1.0, 1.05, 0.97, 1.02, 0.99], t, noise=noise, seed=seed)
-    tb = {k: v * (factor if k[0] == "bcast" else 1.0) for k, v in t.items()}
-    b = _launched([1.01, 0.98, 1.03, 0.99, 1.0], tb, noise=noise, seed=seed + 1)
-    return _write(tmp, "a.json", a), _write(tmp, "b.json", b)
-
-
-def test_diff_identical_passes(tmp_path: Path) -> None:
-    a, _ = _pair(tmp_path, 1.0, 0.02, 5)
-    p = _mpilab("diff", a, a, "--fail-above", "5%")
-    assert p.returncode == 0, p.stderr
-    assert "SLOWER" not in p.stdout and p.stdout.count("same") == 6
-
-
-def test_diff_flags_the_slower_collective_only(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.10, 0.02, 7)
-    html = tmp_path / "d.html"
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--html", str(html))
-    assert p.returncode == 1, p.stdout + p.stderr
-    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
-    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
-    assert all("same" in x for x in lines if x.startswith("allreduce"))
-    assert html.is_file() and "mpilab comparison" in html.read_text()
-    assert _mpilab("diff", a, b, "--fail-above", "20%").returncode == 0  # below the gate
-
-
-def test_diff_noisy_is_not_flagged(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.0, 0.5, 11)
-    p = _mpilab("diff", a, b, "--fail-above", "5%")
-    assert p.returncode == 0, p.stdout
-
-
-def test_diff_refuses_other_machines_and_bad_files(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.0, 0.02, 5)
-    other = json.loads(Path(b).read_text())
-    other["provenance"]["mpi"] = "MPICH 4.0.2"
-    o = _write(tmp_path, "o.json", other)
-    p = _mpilab("diff", a, o)
-    assert p.returncode == 2 and "different MPI libraries" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
-    assert _mpilab("diff", a, o, "--allow-different").returncode == 0
-    trunc = tmp_path / "t.json"
-    trunc.write_text(Path(a).read_text()[:200])
-    for args in ((a, str(trunc)), (a, str(tmp_path / "missing.json")),
-                 (a, b, "--fail-above", "five")):
-        p = _mpilab("diff", *args)
-        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-        assert "Traceback" not in p.stderr
-
-
 def test_tune_bad_input_is_one_line(tmp_path: Path) -> None:
     cases = [("tune", "sweep", "--dir", str(tmp_path / "s"), "--colls", "bcast,frobnicate"),
              ("tune", "sweep", "--dir", str(tmp_path / "s"), "--sizes", "4,huge"),
@@ -495,26 +395,6 @@ def test_an_algorithm_the_library_cannot_run_at_this_size_is_left_out(tmp_path: 
     assert sweep.unusable(2, "barrier:native,barrier:ompi_two_proc", [0], cfg, tmp_path) == {}
 
 
-# ------------------------------------------- validate: the file against the default
-
-
-def _pair_docs(table: dict[tuple[str, int], float], factors: dict[tuple[str, int], float],
-               levels: list[float], seed: int, jitter: float = 0.01
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per pair k, one launch with the file (times x factors) and one without, both at the
-    pair's level (the machine's state then) with a small launch jitter of their own."""
-    rng = random.Random(seed)
-    rules, dflt = [], []
-    for lv in levels:
-        for out, fac in ((rules, factors), (dflt, {})):
-            lj = lv * math.exp(rng.gauss(0, jitter))
-            ms = [_meas(op, "native", b, [t * fac.get((op, b), 1.0) * lj
-                                          * math.exp(rng.gauss(0, 0.03)) for _ in range(40)])
-                  for (op, b), t in table.items()]
-            out.append(_doc(ms))
-    return rules, dflt
-
-
 def _choice(winners: dict[tuple[str, int], str]) -> dict[str, Any]:
     from mpilab.tune import validate
 
@@ -523,9 +403,6 @@ def _choice(winners: dict[tuple[str, int], str]) -> dict[str, Any]:
                                for (op, b), w in winners.items()], "ranges": []}
     validate.regroup(doc)
     return doc
-
-
-PAIR_LEVELS = [1.0, 1.6, 0.8, 1.2, 0.9, 1.3, 1.05, 0.85]
 WINNERS = {("allreduce", 8): "ompi_recursive_doubling", ("allreduce", 256): "ompi_ring",
            ("allreduce", 1024): "ompi_basic_linear", ("allreduce", 65536): "native",
            ("reduce", 8): "ompi_linear", ("reduce", 32): "native",
@@ -594,62 +471,6 @@ def test_validate_rounds_end_with_the_measured_file() -> None:
     assert rep["rounds"][1]["summary"]["gains"][0].startswith("allreduce 8 B")
 
 
-# ------------------------------------------------------------- diff --paired
-
-
-def _paired_files(tmp: Path, factor: float, seed: int, interleave: bool = True
-                  ) -> tuple[str, str]:
-    """A and B from alternating launches at levels far apart (shared by pair k)."""
-    t = {("bcast", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
-    t.update({("allreduce", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
-    fac = {k: factor for k in t if k[0] == "bcast"}
-    b_docs, a_docs = _pair_docs(t, fac, PAIR_LEVELS, seed, jitter=0.02)
-    out = []
-    for name, docs, off in (("a", a_docs, 0), ("b", b_docs, 1)):
-        for k, d in enumerate(docs):
-            s = 2 * k + off if interleave else k + off * len(docs)
-            d["provenance"]["date"] = f"2026-11-25T10:00:{s:02d}Z"
-        merged = launches.merge(docs, [f"{name}{k}" for k in range(len(docs))])
-        out.append(_write(tmp, f"{name}.json", merged))
-    return out[0], out[1]
-
-
-def test_diff_paired_flags_every_slowed_size_through_launch_levels(tmp_path: Path) -> None:
-    a, b = _paired_files(tmp_path, 1.10, 21)
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired")
-    assert p.returncode == 1, p.stdout + p.stderr
-    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
-    assert len(lines) == 6
-    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
-    assert all("same" in x for x in lines if x.startswith("allreduce"))
-    same = _paired_files(tmp_path, 1.0, 22)
-    assert _mpilab("diff", *same, "--fail-above", "5%", "--paired").returncode == 0
-
-
-def test_diff_paired_refuses_launches_that_did_not_alternate(tmp_path: Path) -> None:
-    a, b = _paired_files(tmp_path, 1.10, 23, interleave=False)
-    p = _mpilab("diff", a, b, "--paired")
-    assert p.returncode == 2 and "did not alternate" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
-
-
-def test_paired_t_false_flag_rate_is_near_alpha() -> None:
-    """No difference, launch levels 60% apart: the paired test flags about 5%, not more."""
-    from mpilab.tune import stats
-
-    rng = random.Random(5)
-    flagged = 0
-    trials = 300
-    for _ in range(trials):
-        a, b = [], []
-        for lv in PAIR_LEVELS:
-            for g in (a, b):
-                lj = lv * math.exp(rng.gauss(0, 0.02))
-                g.append([lj * math.exp(rng.gauss(0, 0.03)) for _ in range(12)])
-        flagged += stats.paired(a, b, unanimous=False).significant
-    assert flagged / trials <= 0.09
-
-
 def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> None:
     """Measured here: a 1.4% difference on one of 62 default cells, t test p < 0.05 but not
     every pair agreeing, took allreduce (two real gains) out; only a loss beyond the minimum
@@ -670,79 +491,6 @@ def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> 
         pruned, notes = validate.prune(ch, rows(ratio, verdict, p_t), 2)
         kept = pruned["cells"][0]["winner"] == "ompi_recursive_doubling"
         assert kept != out and bool(notes) == out, (ratio, verdict, p_t)
-
-
-# ------------------------------------------- diff --paired: rank test, sequential looks
-
-
-def _spiked_pairs(rng: random.Random, n: int, factor: float, spikes: int,
-                  spike: float = 0.8) -> tuple[list[list[float]], list[list[float]]]:
-    """n pairs of launches at levels far apart; in `spikes` of them one launch (A or B at
-    random) met a load spike that made it exp(spike) slower (a pair far off)."""
-    a, b = [], []
-    for k in range(n):
-        lv = math.exp(rng.gauss(0, 0.3))
-        la, lb = lv * math.exp(rng.gauss(0, 0.03)), lv * math.exp(rng.gauss(0, 0.03)) * factor
-        if k < spikes:
-            if rng.random() < 0.5:
-                la *= math.exp(spike)
-            else:
-                lb *= math.exp(spike)
-        a.append([la * math.exp(rng.gauss(0, 0.02)) for _ in range(20)])
-        b.append([lb * math.exp(rng.gauss(0, 0.02)) for _ in range(20)])
-    return a, b
-
-
-def test_signed_rank_interval_cut_is_the_tables() -> None:
-    from mpilab.tune import stats
-
-    # two-sided 5% critical values of T+ (any table): n=6 -> 0, n=10 -> 8, n=30 -> 137;
-    # the interval is [W_(T+1), W_(M-T)]; n=5 has none at 5%
-    assert [stats.signed_rank_cut(n, 0.05) for n in (5, 6, 10, 30)] == [0, 1, 9, 138]
-
-
-def test_paired_rank_flags_a_slowdown_that_pairs_far_off_hide_from_the_t_test() -> None:
-    """Session 16's miss: 1 KiB x1.096 [0.957, 1.256] among 30 pairs. Three pairs of 30 with
-    one launch far off: the t test misses a 10% slowdown about half the time, the signed-rank
-    test sees it every time, with its interval around 1.10."""
-    from mpilab.tune import stats
-
-    rng = random.Random(17)
-    t_hits = r_hits = covered = 0
-    for _ in range(40):
-        a, b = _spiked_pairs(rng, 30, 1.10, 3)
-        t, r = stats.paired(a, b, unanimous=False), stats.paired_rank(a, b)
-        t_hits += t.slower and t.ratio is not None and t.ratio > 1.05
-        r_hits += r.slower and r.ratio is not None and r.ratio > 1.05
-        covered += r.lo is not None and r.hi is not None and r.lo < 1.10 < r.hi
-    assert r_hits == 40 and t_hits < 30 and covered >= 34  # a 95% interval: about 38
-
-
-def test_paired_rank_false_flag_rate_is_near_alpha() -> None:
-    """No difference, pairs far off included: about 5% flagged, not more."""
-    from mpilab.tune import stats
-
-    rng = random.Random(19)
-    trials = 300
-    flagged = sum(stats.paired_rank(*_spiked_pairs(rng, 20, 1.0, 2)).significant
-                  for _ in range(trials))
-    assert flagged / trials <= 0.09
-
-
-def test_diff_looks_exit_3_while_undecided_and_check_their_arguments(tmp_path: Path) -> None:
-    a, b = _paired_files(tmp_path, 1.04, 25)   # 4%: within 5%, but 8 pairs cannot tell
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "1/2")
-    assert p.returncode == 3, p.stdout + p.stderr
-    assert "undecided (look 1 of 2, alpha 0.025)" in p.stdout and "(undecided)" in p.stdout
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "2/2")
-    assert p.returncode == 0 and "not flagged" in p.stdout, p.stdout
-    a, b = _paired_files(tmp_path, 1.25, 26)   # flagged: exit 1 at any look
-    assert _mpilab("diff", a, b, "--fail-above", "5%", "--paired", "--look", "1/2"
-                   ).returncode == 1
-    for bad in (("--look", "1/2"), ("--fail-above", "5%", "--look", "3/2"),
-                ("--fail-above", "5%", "--look", "x")):
-        p = _mpilab("diff", a, b, "--paired", *bad)
-        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (bad, p.stderr)
 
 
 # ------------------------------------- Open MPI: the default's own algorithm, explicit
