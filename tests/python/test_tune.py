@@ -257,6 +257,10 @@ def test_tune_bad_input_is_one_line(tmp_path: Path) -> None:
              ("tune", "sweep", "--dir", str(tmp_path / "s"), "--sizes", "4,huge"),
              ("tune", "export", str(tmp_path / "none.json"), "--openmpi", str(tmp_path / "r")),
              ("tune", "choose", str(tmp_path / "none.json"), "--out", str(tmp_path / "c.json"))]
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(CHOICE))
+    cases.append(("tune", "export", str(good), "--mpich", str(tmp_path / "r"),
+                  "--explicit-default"))   # explicit defaults are Open MPI's
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**CHOICE, "ranges": [{"op": "bcast", "np": 2, "ranges": [
         {"winner": "ompi_bogus", "from": 4, "to": 4}]}]}))
