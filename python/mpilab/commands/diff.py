@@ -7,13 +7,11 @@ measurement is significantly slower by more than the threshold: a CI gate.
 --paired: A and B were measured in alternating launches (mpilab bench --launches 1, A and B
 in turn, each side merged with mpilab's launch merge): launch k of A is paired with launch k
 of B, which shared the machine's state of that moment, and each measurement is tested on
-the per-pair log ratios of the launch medians (mpilab.tune.stats.paired, unanimous=False: a
-paired t test and its interval, never narrower than the medians' own intervals). Refused
-when the two files do not hold the same number of launches or their launch dates do not
-interleave (pair k wholly before pair k+1).
-
-With --paired the test is Wilcoxon's signed-rank test on the per-pair log ratios, with the
-Hodges-Lehmann interval (mpilab.tune.stats.paired_rank): robust to pairs far off.
+the per-pair log ratios of the launch medians (mpilab.tune.stats.paired_rank: Wilcoxon's
+signed-rank test and the Hodges-Lehmann interval, never narrower than the medians' own
+intervals; robust to pairs far off, where a paired t test was not). Refused when the two
+files do not hold the same number of launches or their launch dates do not interleave
+(pair k wholly before pair k+1).
 
 With a threshold every measurement ends in one of three states: flagged (significantly
 slower, by more than the threshold), cleared (its interval ends below 1 + threshold: a
