@@ -1,7 +1,7 @@
-"""mpilab tune and mpilab diff (docs/tune.md): the choice on synthetic samples, the rules
-file and selection JSON read back by readers written here (not the exporter's code), diff's
-verdicts and exit codes, bad input, and real runs proving forcing and the exported file by
-the library's own naming of the algorithm (no timing anywhere)."""
+"""mpilab tune (docs/tune.md): the choice on synthetic samples, the rules file and selection
+JSON read back by readers written here (not the exporter's code), bad input, validation on
+synthetic pairs, and real runs proving forcing and the exported file by the library's own
+naming of the algorithm (no timing anywhere). mpilab diff: test_tune_diff.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,42 +18,9 @@ import pytest
 from mpilab import launches
 from mpilab.tune import choose, export
 from mpilab.tune.algorithms import mpich_container, parse_ompi_info
+from tunekit import PAIR_LEVELS, REPO, _doc, _launched, _meas, _mpilab, _pair_docs, _write
 
-REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "build" / "bin" / "mpilab-bench"
-
-
-def _meas(op: str, impl: str, nbytes: int, samples: list[float]) -> dict[str, Any]:
-    s = sorted(samples)
-    med = s[len(s) // 2]
-    return {"op": op, "impl": impl, "timing": "max", "isolation": "barrier", "bytes": nbytes,
-            "root": 0, "ranks": 2,
-            "precision": {"cl": 0.95, "eps": 0.025, "min_reps": 5, "max_reps": 1000},
-            "stats": {"mean": sum(s) / len(s), "ci_half": 0.01 * med, "reps": len(s),
-                      "invalid": 0, "median": med, "med_lo": med * 0.99, "med_hi": med * 1.01,
-                      "converged": True},
-            "samples": samples, "valid": [True] * len(samples), "flags": [], "wall_s": 0.1}
-
-
-def _doc(ms: list[dict[str, Any]], mpi: str = "Open MPI v4.1.4",
-         hosts: list[str] | None = None, ranks: int = 2) -> dict[str, Any]:
-    return {"schema": "mpilab.results/1",
-            "provenance": {"tool": "mpilab-bench", "ranks": ranks, "mpi": mpi,
-                           "hosts": hosts or ["vm"], "date": "2026-11-25T10:00:00Z"},
-            "measurements": ms}
-
-
-def _launched(levels: list[float], table: dict[tuple[str, str, int], float], n: int = 40,
-              noise: float = 0.03, seed: int = 1) -> dict[str, Any]:
-    """A document merged from len(levels) launches: each launch at its own level (the
-    machine's launch effect), each (op, impl, bytes) at its true time x the level."""
-    rng = random.Random(seed)
-    docs = []
-    for lv in levels:
-        ms = [_meas(op, impl, b, [t * lv * math.exp(rng.gauss(0, noise)) for _ in range(n)])
-              for (op, impl, b), t in table.items()]
-        docs.append(_doc(ms))
-    return launches.merge(docs, [f"l{k}" for k in range(len(levels))])
 
 
 LEVELS = [1.0, 1.6, 0.8]  # launches at levels 60% apart, as this machine gives them
@@ -286,77 +252,15 @@ def test_mpich_json_round_trip() -> None:
         export.mpich_json(bad, MPICH_DEFAULT, names)
 
 
-# -------------------------------------------------------------------------- diff
-
-
-def _mpilab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
-
-
-def _write(tmp: Path, name: str, doc: dict[str, Any]) -> str:
-    p = tmp / name
-    p.write_text(json.dumps(doc))
-    return str(p)
-
-
-def _pair(tmp: Path, factor: float, noise: float, seed: int) -> tuple[str, str]:
-    t = {("bcast", "native", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
-    t.update({("allreduce", "native", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
-    a = _launched([1.0, 1.05, 0.97, 1.02, 0.99], t, noise=noise, seed=seed)
-    tb = {k: v * (factor if k[0] == "bcast" else 1.0) for k, v in t.items()}
-    b = _launched([1.01, 0.98, 1.03, 0.99, 1.0], tb, noise=noise, seed=seed + 1)
-    return _write(tmp, "a.json", a), _write(tmp, "b.json", b)
-
-
-def test_diff_identical_passes(tmp_path: Path) -> None:
-    a, _ = _pair(tmp_path, 1.0, 0.02, 5)
-    p = _mpilab("diff", a, a, "--fail-above", "5%")
-    assert p.returncode == 0, p.stderr
-    assert "SLOWER" not in p.stdout and p.stdout.count("same") == 6
-
-
-def test_diff_flags_the_slower_collective_only(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.10, 0.02, 7)
-    html = tmp_path / "d.html"
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--html", str(html))
-    assert p.returncode == 1, p.stdout + p.stderr
-    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
-    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
-    assert all("same" in x for x in lines if x.startswith("allreduce"))
-    assert html.is_file() and "mpilab comparison" in html.read_text()
-    assert _mpilab("diff", a, b, "--fail-above", "20%").returncode == 0  # below the gate
-
-
-def test_diff_noisy_is_not_flagged(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.0, 0.5, 11)
-    p = _mpilab("diff", a, b, "--fail-above", "5%")
-    assert p.returncode == 0, p.stdout
-
-
-def test_diff_refuses_other_machines_and_bad_files(tmp_path: Path) -> None:
-    a, b = _pair(tmp_path, 1.0, 0.02, 5)
-    other = json.loads(Path(b).read_text())
-    other["provenance"]["mpi"] = "MPICH 4.0.2"
-    o = _write(tmp_path, "o.json", other)
-    p = _mpilab("diff", a, o)
-    assert p.returncode == 2 and "different MPI libraries" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
-    assert _mpilab("diff", a, o, "--allow-different").returncode == 0
-    trunc = tmp_path / "t.json"
-    trunc.write_text(Path(a).read_text()[:200])
-    for args in ((a, str(trunc)), (a, str(tmp_path / "missing.json")),
-                 (a, b, "--fail-above", "five")):
-        p = _mpilab("diff", *args)
-        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-        assert "Traceback" not in p.stderr
-
-
 def test_tune_bad_input_is_one_line(tmp_path: Path) -> None:
     cases = [("tune", "sweep", "--dir", str(tmp_path / "s"), "--colls", "bcast,frobnicate"),
              ("tune", "sweep", "--dir", str(tmp_path / "s"), "--sizes", "4,huge"),
              ("tune", "export", str(tmp_path / "none.json"), "--openmpi", str(tmp_path / "r")),
              ("tune", "choose", str(tmp_path / "none.json"), "--out", str(tmp_path / "c.json"))]
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(CHOICE))
+    cases.append(("tune", "export", str(good), "--mpich", str(tmp_path / "r"),
+                  "--explicit-default"))   # explicit defaults are Open MPI's
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**CHOICE, "ranges": [{"op": "bcast", "np": 2, "ranges": [
         {"winner": "ompi_bogus", "from": 4, "to": 4}]}]}))
@@ -495,26 +399,6 @@ def test_an_algorithm_the_library_cannot_run_at_this_size_is_left_out(tmp_path: 
     assert sweep.unusable(2, "barrier:native,barrier:ompi_two_proc", [0], cfg, tmp_path) == {}
 
 
-# ------------------------------------------- validate: the file against the default
-
-
-def _pair_docs(table: dict[tuple[str, int], float], factors: dict[tuple[str, int], float],
-               levels: list[float], seed: int, jitter: float = 0.01
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per pair k, one launch with the file (times x factors) and one without, both at the
-    pair's level (the machine's state then) with a small launch jitter of their own."""
-    rng = random.Random(seed)
-    rules, dflt = [], []
-    for lv in levels:
-        for out, fac in ((rules, factors), (dflt, {})):
-            lj = lv * math.exp(rng.gauss(0, jitter))
-            ms = [_meas(op, "native", b, [t * fac.get((op, b), 1.0) * lj
-                                          * math.exp(rng.gauss(0, 0.03)) for _ in range(40)])
-                  for (op, b), t in table.items()]
-            out.append(_doc(ms))
-    return rules, dflt
-
-
 def _choice(winners: dict[tuple[str, int], str]) -> dict[str, Any]:
     from mpilab.tune import validate
 
@@ -523,9 +407,6 @@ def _choice(winners: dict[tuple[str, int], str]) -> dict[str, Any]:
                                for (op, b), w in winners.items()], "ranges": []}
     validate.regroup(doc)
     return doc
-
-
-PAIR_LEVELS = [1.0, 1.6, 0.8, 1.2, 0.9, 1.3, 1.05, 0.85]
 WINNERS = {("allreduce", 8): "ompi_recursive_doubling", ("allreduce", 256): "ompi_ring",
            ("allreduce", 1024): "ompi_basic_linear", ("allreduce", 65536): "native",
            ("reduce", 8): "ompi_linear", ("reduce", 32): "native",
@@ -594,62 +475,6 @@ def test_validate_rounds_end_with_the_measured_file() -> None:
     assert rep["rounds"][1]["summary"]["gains"][0].startswith("allreduce 8 B")
 
 
-# ------------------------------------------------------------- diff --paired
-
-
-def _paired_files(tmp: Path, factor: float, seed: int, interleave: bool = True
-                  ) -> tuple[str, str]:
-    """A and B from alternating launches at levels far apart (shared by pair k)."""
-    t = {("bcast", b): 1e-6 * (1 + b / 500) for b in (8, 1024, 65536)}
-    t.update({("allreduce", b): 2e-6 * (1 + b / 500) for b in (8, 1024, 65536)})
-    fac = {k: factor for k in t if k[0] == "bcast"}
-    b_docs, a_docs = _pair_docs(t, fac, PAIR_LEVELS, seed, jitter=0.02)
-    out = []
-    for name, docs, off in (("a", a_docs, 0), ("b", b_docs, 1)):
-        for k, d in enumerate(docs):
-            s = 2 * k + off if interleave else k + off * len(docs)
-            d["provenance"]["date"] = f"2026-11-25T10:00:{s:02d}Z"
-        merged = launches.merge(docs, [f"{name}{k}" for k in range(len(docs))])
-        out.append(_write(tmp, f"{name}.json", merged))
-    return out[0], out[1]
-
-
-def test_diff_paired_flags_every_slowed_size_through_launch_levels(tmp_path: Path) -> None:
-    a, b = _paired_files(tmp_path, 1.10, 21)
-    p = _mpilab("diff", a, b, "--fail-above", "5%", "--paired")
-    assert p.returncode == 1, p.stdout + p.stderr
-    lines = [x for x in p.stdout.splitlines() if x.startswith(("bcast", "allreduce"))]
-    assert len(lines) == 6
-    assert all("SLOWER beyond 5%" in x for x in lines if x.startswith("bcast"))
-    assert all("same" in x for x in lines if x.startswith("allreduce"))
-    same = _paired_files(tmp_path, 1.0, 22)
-    assert _mpilab("diff", *same, "--fail-above", "5%", "--paired").returncode == 0
-
-
-def test_diff_paired_refuses_launches_that_did_not_alternate(tmp_path: Path) -> None:
-    a, b = _paired_files(tmp_path, 1.10, 23, interleave=False)
-    p = _mpilab("diff", a, b, "--paired")
-    assert p.returncode == 2 and "did not alternate" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
-
-
-def test_paired_t_false_flag_rate_is_near_alpha() -> None:
-    """No difference, launch levels 60% apart: the paired test flags about 5%, not more."""
-    from mpilab.tune import stats
-
-    rng = random.Random(5)
-    flagged = 0
-    trials = 300
-    for _ in range(trials):
-        a, b = [], []
-        for lv in PAIR_LEVELS:
-            for g in (a, b):
-                lj = lv * math.exp(rng.gauss(0, 0.02))
-                g.append([lj * math.exp(rng.gauss(0, 0.03)) for _ in range(12)])
-        flagged += stats.paired(a, b, unanimous=False).significant
-    assert flagged / trials <= 0.09
-
-
 def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> None:
     """Measured here: a 1.4% difference on one of 62 default cells, t test p < 0.05 but not
     every pair agreeing, took allreduce (two real gains) out; only a loss beyond the minimum
@@ -670,3 +495,94 @@ def test_validate_a_small_t_test_loss_alone_does_not_take_a_collective_out() -> 
         pruned, notes = validate.prune(ch, rows(ratio, verdict, p_t), 2)
         kept = pruned["cells"][0]["winner"] == "ompi_recursive_doubling"
         assert kept != out and bool(notes) == out, (ratio, verdict, p_t)
+
+
+# ------------------------------------- Open MPI: the default's own algorithm, explicit
+
+
+def test_explicit_default_rules_round_trip() -> None:
+    """Ranges kept at the default get the fixed decision's steps (given here) instead of 0;
+    allreduce's ring steps stay 0 (not safe for non-commutative operations, which a rules
+    file cannot tell apart); sizes beyond the steps' end fall back to 0."""
+    algs = {"bcast": {"ompi_chain": 2, "ompi_binomial": 6, "ompi_pipeline": 3},
+            "allreduce": {"ompi_recursive_doubling": 3, "ompi_ring": 4,
+                          "ompi_basic_linear": 1}}
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [], "ranges": [
+        {"op": "bcast", "np": 2, "ranges": [
+            {"winner": "native", "from": 4, "to": 64},
+            {"winner": "ompi_chain", "from": 1024, "to": 16384},
+            {"winner": "native", "from": 262144, "to": 262144}]},
+        {"op": "allreduce", "np": 2, "ranges": [
+            {"winner": "ompi_basic_linear", "from": 4, "to": 4},
+            {"winner": "native", "from": 8, "to": 65536}]}]}
+    steps = {("bcast", 2): [(4, 3), (32, 6), (131072, 3), (524288, 6), (2097152, 0)],
+             ("allreduce", 2): [(4, 4), (8, 3), (4096, 4), (8192, 3), (16384, 4),
+                                (131072, 0)]}
+    rules = read_ompi_rules(export.ompi_rules(choice, algs, steps))
+    want = {1: 3, 16: 3, 32: 6, 200: 6, 255: 6, 256: 2, 16384: 2, 65535: 2, 65536: 6,
+            200000: 3, 524288: 6, 2097151: 6, 2097152: 0, 1 << 30: 0}
+    assert {m: ompi_pick(rules, 7, 2, m) for m in want} == want
+    want = {4: 1, 5: 0, 7: 0, 8: 3, 4095: 3, 4096: 0, 8192: 3, 16384: 0, 131072: 0}
+    assert {m: ompi_pick(rules, 2, 2, m) for m in want} == want
+    assert ompi_pick(rules, 7, 3, 64) == 0   # other communicator sizes: the fixed decision
+    # without steps, as before: 0 for the default's ranges
+    assert ompi_pick(read_ompi_rules(export.ompi_rules(choice, algs)), 7, 2, 32) == 0
+
+
+@needs_ompi
+def test_default_steps_read_from_the_library_hold_between_powers_of_two() -> None:
+    """The fixed decision read at powers of two (ompi_default_steps) names, at sizes between
+    them, the algorithm the library's default really runs there (each number checked by its
+    own forced run)."""
+    from mpilab.tune import verify
+    from mpilab.tune.algorithms import ompi_algorithms
+
+    algs = ompi_algorithms()
+    steps = verify.ompi_default_steps(2, ["allreduce", "reduce"], algs, 65536)
+    assert steps[("allreduce", 2)][-1] == (131072, 0)
+    assert sum(n != 0 for _, n in steps[("reduce", 2)]) >= 2
+    odd = [12, 24, 100, 3000, 6000, 12000, 40000]
+    nat = verify.probe(2, ["allreduce:native", "reduce:native"], odd, "openmpi", None)
+    forced = verify.probe(2, [f"{o}:{i}" for o in ("allreduce", "reduce") for i in algs[o]],
+                          odd, "openmpi", None)
+    for op in ("allreduce", "reduce"):
+        for b in odd:
+            num = [n for f, n in steps[(op, 2)] if f <= b][-1]
+            impl = next(i for i, n in algs[op].items() if n == num)
+            assert forced[(op, impl, b)] == nat[(op, "native", b)], (op, b, num)
+
+
+@needs_ompi
+def test_explicit_default_file_is_loaded_and_its_default_rules_fire(tmp_path: Path) -> None:
+    """A file whose default ranges name an algorithm explicitly: the library runs that
+    algorithm there. Shown with steps that claim basic linear as allreduce's default (the
+    library's own default at 256 B is recursive doubling, so the audit tells them apart),
+    then with the steps read from the library (every cell runs what the default runs)."""
+    from mpilab.tune import verify
+    from mpilab.tune.algorithms import ompi_algorithms
+
+    algs = ompi_algorithms()
+    choice = {"schema": "mpilab.tune-choice/1", "source": "test",
+              "cells": [{"op": "allreduce", "np": 2, "bytes": b, "winner": w}
+                        for b, w in ((4, "ompi_recursive_doubling"), (256, "native"),
+                                     (2048, "native"))],
+              "ranges": [{"op": "allreduce", "np": 2, "ranges": [
+                  {"winner": "ompi_recursive_doubling", "from": 4, "to": 4},
+                  {"winner": "native", "from": 256, "to": 2048}]}]}
+    fake = {("allreduce", 2): [(4, algs["allreduce"]["ompi_basic_linear"]), (4096, 0)]}
+    rules = tmp_path / "fake.conf"
+    rules.write_text(export.ompi_rules(choice, algs, fake))
+    ran = verify.probe(2, ["allreduce:native"], [256, 2048, 8192], "openmpi",
+                       str(rules))
+    assert ran[("allreduce", "native", 256)] == "basic_linear"
+    assert ran[("allreduce", "native", 2048)] == "basic_linear"
+    assert ran[("allreduce", "native", 8192)] != "basic_linear"  # 0 beyond: fixed decision
+    c = _write(tmp_path, "choice.json", choice)
+    real = tmp_path / "explicit.conf"
+    p = _mpilab("tune", "export", c, "--openmpi", str(real), "--explicit-default")
+    assert p.returncode == 0, p.stderr
+    picks = read_ompi_rules(real.read_text())
+    assert ompi_pick(picks, 2, 2, 256) == algs["allreduce"]["ompi_recursive_doubling"]
+    p = _mpilab("tune", "verify", c, str(real), "--np", "2")
+    assert p.returncode == 0 and "verify: 3 of 3 cells ran the chosen algorithm" in p.stdout, \
+        p.stdout + p.stderr

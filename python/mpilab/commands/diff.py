@@ -7,10 +7,19 @@ measurement is significantly slower by more than the threshold: a CI gate.
 --paired: A and B were measured in alternating launches (mpilab bench --launches 1, A and B
 in turn, each side merged with mpilab's launch merge): launch k of A is paired with launch k
 of B, which shared the machine's state of that moment, and each measurement is tested on
-the per-pair log ratios of the launch medians (mpilab.tune.stats.paired, unanimous=False: a
-paired t test and its interval, never narrower than the medians' own intervals). Refused
-when the two files do not hold the same number of launches or their launch dates do not
-interleave (pair k wholly before pair k+1).
+the per-pair log ratios of the launch medians (mpilab.tune.stats.paired_rank: Wilcoxon's
+signed-rank test and the Hodges-Lehmann interval, never narrower than the medians' own
+intervals; robust to pairs far off, where a paired t test was not). Refused when the two
+files do not hold the same number of launches or their launch dates do not interleave
+(pair k wholly before pair k+1).
+
+With a threshold every measurement ends in one of three states: flagged (significantly
+slower, by more than the threshold), cleared (its interval ends below 1 + threshold: a
+regression that large is ruled out) or undecided (neither). --look I/K makes a sequential
+design of it: each of at most K looks tests at alpha/K (Bonferroni: the chance of a false
+flag over all looks stays below alpha), and a look before the last exits 3 when some
+measurement is undecided and none is flagged: measure more pairs and run look I+1 on all
+of them.
 
 Results of different machines, MPI libraries or rank counts are refused (provenance: hosts,
 mpi, ranks); --allow-different turns that into a warning."""
@@ -35,6 +44,16 @@ def _threshold(text: str) -> float:
     if not 0 <= v < 10:
         raise MpilabError(f"--fail-above: '{text}' must be between 0% and 1000%")
     return v
+
+
+def _look(text: str) -> tuple[int, int]:
+    try:
+        i, k = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise MpilabError(f"--look: '{text}' is not I/K (look I of at most K)") from None
+    if not 1 <= i <= k or k > 20:
+        raise MpilabError(f"--look: '{text}': need 1 <= I <= K <= 20")
+    return i, k
 
 
 def _key(m: dict[str, Any]) -> tuple[Any, ...]:
@@ -86,8 +105,8 @@ def pairing_problem(da: dict[str, Any], db: dict[str, Any]) -> str | None:
     return None
 
 
-def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False
-                 ) -> list[dict[str, Any]]:
+def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
+                 alpha: float = 0.05) -> list[dict[str, Any]]:
     from mpilab.pair_matrix import expand_all
     from mpilab.tune import stats
 
@@ -99,9 +118,9 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False
         ga, gb = stats.launch_groups(am[_key(m)]), stats.launch_groups(m)
         n = (db.get("launches") or {}).get("n")
         if paired and len(ga) == len(gb) == n:
-            c = stats.paired(ga, gb, unanimous=False)
+            c = stats.paired_rank(ga, gb, 1 - alpha, alpha)
         else:  # not paired, or some launch lacks this measurement
-            c = stats.unpaired(ga, gb)
+            c = stats.unpaired(ga, gb, 1 - alpha, alpha)
         rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
                      "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
     return rows
@@ -112,6 +131,9 @@ def _run(args: argparse.Namespace) -> int:
     from mpilab.fsutil import atomic_write_text, check_output
 
     thr = _threshold(args.fail_above) if args.fail_above is not None else None
+    look, looks = _look(args.look) if args.look else (1, 1)
+    if args.look and thr is None:
+        raise MpilabError("--look needs --fail-above (undecided is about the threshold)")
     if args.html:
         check_output(args.html)
     ra, rb = results.load(args.a), results.load(args.b)  # one line on a bad file
@@ -127,10 +149,10 @@ def _run(args: argparse.Namespace) -> int:
         why = pairing_problem(da, db)
         if why:
             raise MpilabError(f"{args.b} against {args.a}: {why}")
-    rows = compare_docs(da, db, args.paired)
+    rows = compare_docs(da, db, args.paired, 0.05 / looks)
     if not rows:
         raise MpilabError(f"{args.a} and {args.b} have no measurement in common")
-    fails = []
+    fails, undecided = [], []
     sys.stdout.write(f"{'op':<10} {'impl':<24} {'bytes':>9} {'B/A':>7} {'interval':>17} "
                      f"{'p':>8}  verdict\n")
     for r in rows:
@@ -140,6 +162,9 @@ def _run(args: argparse.Namespace) -> int:
         if verdict == "slower" and thr is not None and ratio > 1 + thr:
             verdict = f"SLOWER beyond {thr * 100:g}%"
             fails.append(r)
+        elif thr is not None and ratio is not None and (r["hi"] is None or r["hi"] > 1 + thr):
+            verdict += " (undecided)"  # neither flagged nor a regression that large ruled out
+            undecided.append(r)
         iv = f"{r['lo']:.3f}..{r['hi']:.3f}" if r["lo"] is not None else "-"
         rt = f"{ratio:.3f}" if ratio is not None else "-"
         p = f"{r['p']:.2g}" if r["p"] is not None else "-"
@@ -155,6 +180,13 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"mpilab diff: {len(fails)} measurement(s) significantly slower by "
                          f"more than {thr * 100:g}%\n")
         return 1
+    if undecided:
+        more = look < looks
+        sys.stdout.write(f"mpilab diff: {len(undecided)} measurement(s) undecided (look {look} "
+                         f"of {looks}, alpha {0.05 / looks:g}): "
+                         + ("measure more pairs and run the next look on all of them\n" if more
+                            else "not flagged\n"))
+        return 3 if more else 0
     return 0
 
 
@@ -169,6 +201,9 @@ def register(sub: Any) -> None:
     p.add_argument("--paired", action="store_true",
                    help="A and B come from alternating launches: pair launch k of A with "
                         "launch k of B (a paired test; docs/tune.md)")
+    p.add_argument("--look", metavar="I/K",
+                   help="sequential design: look I of at most K, each at alpha 0.05/K; exit 3 "
+                        "when undecided before the last look (docs/tune.md)")
     p.add_argument("--allow-different", action="store_true",
                    help="compare files of different machines, MPI libraries or rank counts "
                         "(a warning instead of a refusal)")

@@ -135,6 +135,24 @@ def load_choice(path: str) -> dict[str, Any]:
     return doc
 
 
+def ompi_defaults(choice: dict[str, Any], nps: list[int] | None = None
+                  ) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """The fixed decision's steps (mpilab.tune.verify.ompi_default_steps) for every collective
+    the exported file names, at each communicator size of the choice (or `nps`), probed up to
+    the choice's largest size."""
+    from mpilab.tune import algorithms, export, verify
+
+    algs = algorithms.ompi_algorithms()
+    out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    ranges = export.tuned_ranges(choice)
+    for np in sorted({int(r["np"]) for r in ranges} if nps is None else set(nps)):
+        ops = sorted({r["op"] for r in ranges if int(r["np"]) == np})
+        top = max([int(c["bytes"]) for c in choice["cells"] if int(c["np"]) == np] + [4])
+        if ops:
+            out.update(verify.ompi_default_steps(np, ops, algs, 1 << (top - 1).bit_length()))
+    return out
+
+
 def _export(args: argparse.Namespace) -> int:
     from mpilab.fsutil import atomic_write_text, check_output
     from mpilab.tools import find_tool
@@ -146,8 +164,11 @@ def _export(args: argparse.Namespace) -> int:
     for out in (args.openmpi, args.mpich):
         if out:
             check_output(out)
+    if args.explicit_default and not args.openmpi:
+        raise MpilabError("export: --explicit-default is for the Open MPI file (--openmpi)")
     if args.openmpi:
-        text = export.ompi_rules(choice, algorithms.ompi_algorithms())
+        dflt = ompi_defaults(choice) if args.explicit_default else None
+        text = export.ompi_rules(choice, algorithms.ompi_algorithms(), dflt)
         atomic_write_text(args.openmpi, text)
         sys.stdout.write(f"Open MPI rules: {args.openmpi} (mpirun --mca "
                          "coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "
@@ -186,7 +207,8 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if proven == len(rows) else 1
 
 
-def _exporter(mpi: str, mpich_library: str | None) -> Any:
+def _exporter(mpi: str, mpich_library: str | None,
+              defaults: dict[tuple[str, int], list[tuple[int, int]]] | None = None) -> Any:
     """export(choice, path): the file of a choice for the library mpilab-bench runs on."""
     from mpilab.fsutil import atomic_write_text
     from mpilab.tools import find_tool
@@ -194,7 +216,8 @@ def _exporter(mpi: str, mpich_library: str | None) -> Any:
 
     if mpi == "openmpi":
         algs = algorithms.ompi_algorithms()
-        return lambda ch, path: atomic_write_text(str(path), export.ompi_rules(ch, algs))
+        return lambda ch, path: atomic_write_text(str(path),
+                                                  export.ompi_rules(ch, algs, defaults))
     lib = mpich_library or str(algorithms.mpich_library(find_tool("mpilab-bench")))
     tree, names = algorithms.mpich_selection(lib)
     return lambda ch, path: atomic_write_text(
@@ -225,10 +248,13 @@ def _validate(args: argparse.Namespace) -> int:
     if not validate.tuned(choice, args.np) and not any(
             int(c["np"]) == args.np for c in choice["cells"]):
         raise MpilabError(f"{args.choice}: no cell for {args.np} ranks")
+    if args.explicit_default and mpi != "openmpi":
+        raise MpilabError("validate: --explicit-default is for Open MPI's rules file")
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
+    dflt = ompi_defaults(choice, [args.np]) if args.explicit_default else None
     rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
-                       args.rounds, _exporter(mpi, args.mpich_library))
+                       args.rounds, _exporter(mpi, args.mpich_library, dflt))
     atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
     for rd in rep["rounds"]:
         s = rd["summary"]
@@ -292,6 +318,9 @@ def register(sub: Any) -> None:
     ex.add_argument("choice")
     ex.add_argument("--openmpi", metavar="FILE")
     ex.add_argument("--mpich", metavar="FILE")
+    ex.add_argument("--explicit-default", action="store_true",
+                    help="Open MPI: sizes kept at the default get the default's own algorithm "
+                         "(probed from the library) instead of 0 (docs/tune.md)")
     ex.add_argument("--mpich-library", metavar="LIB",
                     help="the libmpich whose default selection to build on (default: the one "
                          "mpilab-bench is linked with)")
@@ -314,4 +343,6 @@ def register(sub: Any) -> None:
     va.add_argument("--rounds", type=int, default=3, help="at most this many rounds (3)")
     va.add_argument("--timeout", type=argtypes.real, default=400.0, help="seconds per launch")
     va.add_argument("--mpich-library", metavar="LIB")
+    va.add_argument("--explicit-default", action="store_true",
+                    help="Open MPI: export with the default's own algorithm instead of 0")
     va.set_defaults(func=_validate)

@@ -35,6 +35,15 @@ from mpilab.tune.choose import DEFAULT
 OMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7,
             "gather": 9, "reduce": 11, "scatter": 15}
 PER_RANK = ("allgather", "alltoall", "gather", "scatter")
+#: the algorithms Open MPI 4.1 runs correctly for non-commutative operations (the comments of
+#: coll_tuned_decision_fixed.c: reduce "only linear and in-order binary"; allreduce: not ring,
+#: segmented ring; rabenseifner checks and falls back itself). A rules file cannot tell
+#: operations apart, so an explicit rule written for the default's own choice (which the
+#: fixed decision makes for commutative operations) is written only with these; elsewhere 0
+#: leaves the choice to the fixed decision, which asks the operation.
+NONCOMMUTATIVE_SAFE = {"reduce": ("ompi_linear", "ompi_in_order_binary", "ompi_rabenseifner"),
+                       "allreduce": ("ompi_basic_linear", "ompi_nonoverlapping",
+                                     "ompi_recursive_doubling", "ompi_rabenseifner")}
 MPICH_AVG = ("bcast", "reduce", "allreduce", "alltoall")
 
 
@@ -71,8 +80,32 @@ def tuned_ranges(choice: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in choice["ranges"] if r["op"] in won]
 
 
-def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]]) -> str:
-    """The rules file text of a choice document (mpilab.tune-choice/1)."""
+def _safe(op: str, num: int, algs: dict[str, dict[str, int]]) -> int:
+    if op not in NONCOMMUTATIVE_SAFE:
+        return num
+    ok = {algs.get(op, {}).get(i) for i in NONCOMMUTATIVE_SAFE[op]}
+    return num if num in ok else 0
+
+
+def _explicit(start: int, end: int | None, steps: list[tuple[int, int]], op: str,
+              algs: dict[str, dict[str, int]]) -> list[tuple[int, int]]:
+    """The default's own algorithm over [start, end) as rules (first size, number), from
+    the fixed decision's steps (mpilab.tune.verify.ompi_default_steps)."""
+    at = [n for f, n in steps if f <= start]
+    out = [(start, _safe(op, at[-1] if at else steps[0][1], algs))]
+    out += [(f, _safe(op, n, algs)) for f, n in steps
+            if f > start and (end is None or f < end)]
+    return out
+
+
+def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]],
+               defaults: dict[tuple[str, int], list[tuple[int, int]]] | None = None) -> str:
+    """The rules file text of a choice document (mpilab.tune-choice/1). With `defaults`
+    (the fixed decision's steps per (collective, ranks), read from the library), a range kept
+    at the default gets the default's own algorithm, explicitly, instead of 0: such a call
+    then skips the fixed decision after the rule look-up (coll_tuned_decision_dynamic.c:
+    algorithm 0 runs the look-up and then the whole fixed decision). The fixed decision
+    passes fan-in/out 0 and segment size 0 to the algorithm (4.1), as these rules do."""
     by_op: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for r in tuned_ranges(choice):
         if r["op"] not in OMPI_IDS:
@@ -85,16 +118,22 @@ def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]]) -> str:
         sizes = by_op[op]
         coms: list[tuple[int, list[tuple[int, int]]]] = []
         for np in sorted(sizes):
-            msgs = []
-            for start, winner in thresholds(sizes[np]):
+            msgs: list[tuple[int, int]] = []
+            ths = thresholds(sizes[np])
+            steps = (defaults or {}).get((op, np))
+            for k, (start, winner) in enumerate(ths):
+                end = ths[k + 1][0] if k + 1 < len(ths) else None
                 if winner == DEFAULT:
-                    num = 0
+                    part = _explicit(start, end, steps, op, algs) if steps else [(start, 0)]
                 else:
                     num = algs.get(op, {}).get(winner, -1)
                     if num < 0:
                         raise MpilabError(f"{op}: algorithm {winner} is not one Open MPI offers "
                                           "(ompi_info lists no such coll_tuned enumerator)")
-                msgs.append((rule_bytes(op, start, np), num))
+                    part = [(start, num)]
+                for b, num in part:
+                    if not msgs or msgs[-1][1] != num:
+                        msgs.append((rule_bytes(op, b, np), num))
             coms.append((np, msgs))
             if np + 1 not in sizes:
                 coms.append((np + 1, [(0, 0)]))

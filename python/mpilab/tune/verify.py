@@ -118,3 +118,47 @@ def verify(choice: dict[str, Any], np: int, mpi: str, file: str) -> list[dict[st
                      "default": dflt, "proven": got is not None and got == want,
                      "changed": got is not None and dflt is not None and got != dflt})
     return rows
+
+
+def _pow2(lo: int, hi: int) -> list[int]:
+    out, v = [], 1
+    while v <= hi:
+        if v >= lo:
+            out.append(v)
+        v *= 2
+    return out
+
+
+def ompi_default_steps(np: int, ops: list[str], algs: dict[str, dict[str, int]],
+                       max_bytes: int, min_bytes: int = 4
+                       ) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """Open MPI's fixed decision at np ranks as steps {(op, np): [(first size, algorithm
+    number)]} in mpilab's sizes (the block for per-rank collectives), read from the library:
+    the default is probed once at every power of two from min_bytes to max_bytes (every
+    threshold of coll_tuned_decision_fixed.c in 4.1 is a power of two of the block or
+    message), every forced algorithm at the same sizes, and the default's algorithm at a
+    size is the number whose forced run called the same ompi_coll_base function there; 0
+    (keep the fixed decision) where no number or more than one matches. Sizes beyond
+    max_bytes get 0: the steps end with (2 x the last size probed, 0)."""
+    sizes = _pow2(min_bytes, max_bytes)
+    out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for group, at in (([o for o in ops if o != "barrier"], sizes),
+                      ([o for o in ops if o == "barrier"], [0])):
+        if not group:
+            continue
+        nat = probe(np, [f"{o}:native" for o in group], at, "openmpi", None)
+        forced = probe(np, [f"{o}:{i}" for o in group for i in sorted(algs.get(o, {}))], at,
+                       "openmpi", None)
+        for op in group:
+            steps: list[tuple[int, int]] = []
+            for b in at:
+                name = nat.get((op, "native", b))
+                nums = {n for i, n in algs.get(op, {}).items()
+                        if name is not None and forced.get((op, i, b)) == name}
+                num = nums.pop() if len(nums) == 1 else 0
+                if not steps or steps[-1][1] != num:
+                    steps.append((b, num))
+            if op != "barrier":
+                steps.append((2 * at[-1], 0))
+            out[(op, np)] = steps
+    return out
