@@ -28,6 +28,8 @@ many were shorter than D) is printed beside. --variants runs delay-line configur
 interleaved, run by run; `ARGS|auto` brings the testbed up with wan.delay_trim = "auto" (the
 path's own lone-packet cost measured at up, the same way, and taken off the line's hold;
 printed as `trim at up`). `fwd-0` / `back-0`: UDP-0 of each direction (UDP-0 is the worse).
+`cpu`: the delay line's CPU time (user + system) over its life so far (its cost: the spin
+before each release, busy polling below 100 us).
 
 Needs root. Example:
   /work/shared/tools/mlock bench python3 bench/delayline_lone.py --runs 10 --prefix dly
@@ -43,6 +45,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,6 +113,10 @@ def one(sp: spec.Spec, delay: str, count: int,
     else:  # the LAN is only for the excess over the site's own path (not the -0 figures)
         lan, lfwd, lback = [float("nan")], [float("nan")], [float("nan")]
     dl = delayline_stats(sp.prefix) if d > 0 else {}
+    created = (net.load_state(sp.prefix) or {}).get("created")
+    if dl and isinstance(created, int | float):  # the line's CPU time over its life so far
+        dl["cpu_share"] = (float(dl.get("cpu_user_s", 0.0)) + float(dl.get("cpu_sys_s", 0.0))) \
+            / max(time.time() - created, 1e-3)
     med = statistics.median
     x: dict[str, object] = {
         "delay_s": d, "wan_rtt_s": wan, "lan_rtt_s": lan,
@@ -230,7 +237,8 @@ def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
     print(f"{'variant':>8} {'delay':>6} {'run':>3} {'WAN rtt':>10} {'ICMP exc':>9} "
           f"{'UDP raw':>8} {'UDP exc':>8} {'UDP max':>8} {'UDP min':>8} {'ICMP-0':>8} "
           f"{'UDP-0':>8} {'UDPmin-0':>8} {'fwd-0':>8} {'back-0':>8} {'line x50':>8} "
-          f"{'line x99':>8} {'early (max us)':>14} {'rel50':>6} {'fwd50':>6} {'adv':>6}")
+          f"{'line x99':>8} {'early (max us)':>14} {'rel50':>6} {'fwd50':>6} {'adv':>6} "
+          f"{'cpu':>6}")
     res: dict[tuple[str, str], list[dict[str, object]]] = {}
     for delay in a.delays.split(","):
         for name, r, x in runs(delay, a.prefix, a.count, a.runs, variants, a.reuse,
@@ -254,7 +262,8 @@ def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
                   + " ".join(_us(v) for v in (
                       (dl.get("late_percentiles_s") or {}).get("p50"),
                       (rt.get("forward_percentiles_s") or {}).get("p50"),
-                      rt.get("advance_mean_s"))), flush=True)
+                      rt.get("advance_mean_s")))
+                  + f" {float(dl.get('cpu_share', float('nan'))) * 100:5.1f}%", flush=True)
     os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
     print("\nexcess one-way delay beyond the configured (us), median of the runs (worst run); "
           "runs within 10 us")

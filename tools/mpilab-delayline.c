@@ -86,6 +86,32 @@ static int parse_cpu(const char *arg, int *out)
     return 0;
 }
 
+static int parse_busy(const char *arg, int *out)
+{
+    if (strcmp(arg, "auto") == 0)
+        *out = MPILAB_DL_BUSY_AUTO;
+    else if (strcmp(arg, "on") == 0)
+        *out = MPILAB_DL_BUSY_ON;
+    else if (strcmp(arg, "off") == 0)
+        *out = MPILAB_DL_BUSY_OFF;
+    else {
+        fprintf(stderr, "mpilab-delayline: --busy-poll %s: expected auto, on or off\n", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_trim(const char *arg, int64_t *out)
+{
+    double sec;
+    if (mpilab_parse_duration(arg, &sec) != 0 || sec > 1.0) {
+        fprintf(stderr, "mpilab-delayline: --trim %s: not a duration of 0 to 1 s\n", arg);
+        return -1;
+    }
+    *out = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -152,16 +178,8 @@ int main(int argc, char **argv)
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
         case 'B':
-            if (strcmp(optarg, "auto") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_AUTO;
-            else if (strcmp(optarg, "on") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_ON;
-            else if (strcmp(optarg, "off") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_OFF;
-            else {
-                fprintf(stderr, "mpilab-delayline: --busy-poll %s: expected auto, on or off\n", optarg);
+            if (parse_busy(optarg, &opt.busy_poll) != 0)
                 return 2;
-            }
             break;
         case 'L': opt.leg_stamps = 0; break;
         case 'I': opt.idle_poll = 1; break;
@@ -171,11 +189,8 @@ int main(int argc, char **argv)
             break;
         case 'A': opt.advance = 0; break;
         case 't':
-            if (mpilab_parse_duration(optarg, &sec) != 0 || sec > 1.0) {
-                fprintf(stderr, "mpilab-delayline: --trim %s: not a duration of 0 to 1 s\n", optarg);
+            if (parse_trim(optarg, &opt.trim_ns) != 0)
                 return 2;
-            }
-            opt.trim_ns = (long long)(sec * 1e9 + 0.5);
             break;
         case 'T': opt.trim_file = optarg; break;
         case 'q':
