@@ -349,6 +349,10 @@ def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
     text = (f"; hold = delay - {t:.1f} us (measured at up: lone UDP packets, kernel-stamped, "
             f"saw the path add {float(trim['excess_s']) * 1e6:.1f} us beyond the undelayed "
             f"route and the delay)")
+    if not trim.get("steady", True):
+        return (f"; hold not trimmed: the lone packets measured at up were not steady "
+                f"(spread {float(trim['spread_s']) * 1e6:.1f} us; excess "
+                f"{float(trim['excess_s']) * 1e6:.1f} us)")
     if trim.get("path_exceeds_delay"):
         text += (f"; the path alone is longer than {delay * 1e6:g} us: a lone packet sees "
                  f"{float(trim['excess_s']) * 1e6 - delay * 1e6:.1f} us more than asked")

@@ -162,19 +162,36 @@ def udp_oneway(sp: Spec, client: str, server: str, count: int,
     return fwd, back
 
 
+def _iqr(v: list[float]) -> float:
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) >= 2 else [0.0, 0.0, 0.0]
+    return q[2] - q[0]
+
+
+#: the calibration's samples must be this steady (interquartile range of every direction,
+#: undelayed and delayed) for a trim: a disturbed machine measures its disturbance (a slot
+#: in which undelayed lone datagrams took 200-500 us one way gave a 47 us trim that then
+#: made packets 50 us early)
+STEADY_IQR_S = 20e-6
+
+
 def trim_from(delay: float, base: tuple[list[float], list[float]],
               delayed: tuple[list[float], list[float]], cap: float = 1e-3) -> dict[str, Any]:
     """The trim from lone packets measured across the undelayed and the delayed WAN (both
-    directions): the mean of the two directions' median excess (delayed - undelayed - D),
-    between 0 and min(D, cap). `path_exceeds_delay`: the path alone adds more than D, so no
-    hold can give D (the hold is then 0)."""
+    directions): the smaller of the two directions' median excess (delayed - undelayed -
+    D), so that neither direction is made early, between 0 and min(D, cap); 0 when the
+    samples were not steady (`steady`: every direction's interquartile range within
+    STEADY_IQR_S). `path_exceeds_delay`: the path alone adds more than D, so no hold can
+    give D (the hold is then 0)."""
     med = statistics.median
     exc = [med(delayed[i]) - med(base[i]) - delay for i in (0, 1)]
-    e = (exc[0] + exc[1]) / 2
-    return {"trim_s": min(max(e, 0.0), delay, cap), "excess_s": e,
+    spread = max(_iqr(v) for v in (*base, *delayed))
+    steady = spread <= STEADY_IQR_S
+    e = min(exc)
+    return {"trim_s": min(max(e, 0.0), delay, cap) if steady else 0.0, "excess_s": e,
             "excess_fwd_s": exc[0], "excess_back_s": exc[1],
             "base_fwd_s": med(base[0]), "base_back_s": med(base[1]),
-            "path_exceeds_delay": e > delay}
+            "spread_s": spread, "steady": steady,
+            "path_exceeds_delay": steady and e > delay}
 
 
 def write_trim(path: Path, trim: float, pid: int) -> None:
