@@ -89,7 +89,8 @@ def up(delay: str, prefix: str, trim: str = "0us") -> spec.Spec:
     net.up(sp)
     tr = (net.load_state(prefix) or {}).get("delay_trim") or {}
     if tr.get("measured"):
-        print(f"   trim at up ({delay}): {tr['trim_s'] * 1e6:.1f} us; excess before "
+        print(f"   trim at up ({delay}): {tr['trim_s'] * 1e6:.1f} us (steady "
+              f"{tr['steady']}, spread {tr['spread_s'] * 1e6:.1f} us); excess before "
               f"{tr['excess_s'] * 1e6:.1f} us (fwd {tr['excess_fwd_s'] * 1e6:.1f}, back "
               f"{tr['excess_back_s'] * 1e6:.1f}); undelayed one-way fwd "
               f"{tr['base_fwd_s'] * 1e6:.1f} back {tr['base_back_s'] * 1e6:.1f} us", flush=True)
@@ -162,6 +163,12 @@ def runs(delay: str, prefix: str, count: int, nruns: int, variants: list[tuple[s
     interleaved run by run (side by side in time), a fresh testbed per run, or with `reuse`
     one per variant kept for all its runs (the delay line's statistics then accumulate)."""
     base = undelayed(prefix, count, lan_too)
+    bf, bb, bw = base["oneway_fwd_s"], base["oneway_back_s"], base["wan_rtt_s"]
+    assert isinstance(bf, list) and isinstance(bb, list) and isinstance(bw, list)
+    print(f"   undelayed WAN ({delay}): UDP one-way fwd {statistics.median(bf) * 1e6:.1f} "
+          f"(range {min(bf) * 1e6:.1f}-{max(bf) * 1e6:.1f}), back "
+          f"{statistics.median(bb) * 1e6:.1f} (range {min(bb) * 1e6:.1f}-{max(bb) * 1e6:.1f}) "
+          f"us; ICMP rtt {statistics.median(bw) * 1e6:.1f} us", flush=True)
     if reuse:
         for name, args in variants:
             os.environ["MPILAB_DELAYLINE_ARGS"], trim = _variant(args)
