@@ -8,7 +8,10 @@ For each configured delay D and run a fresh testbed of 2 sites x 2 nodes (WAN de
 up, and lone packets (one every max(0.2 s, 3 D), nothing else on the path) cross it s0n0 ->
 s1n0 (the WAN: through the router and the delay line both ways) and s0n0 -> s0n1 (the same
 site: the path without the router), measured two ways:
-  * ICMP (`ping`): (median WAN round trip - median LAN round trip) / 2 - D;
+  * ICMP: echoes from a raw socket stamped by the kernel where each request leaves the
+    sender's interface and its reply comes back (across the WAN; mpilab.testbed.oneway, ns
+    resolution: ping prints 0.1 ms steps at 10 ms), `ping` across the LAN:
+    (median WAN round trip - median LAN round trip) / 2 - D;
   * a UDP ping-pong whose datagrams are stamped by the kernel where they leave the sender's
     interface and where they reach the receiver's (SO_TIMESTAMPING, software stamps; the
     namespaces share one clock): each direction's one-way time without either end's
@@ -22,10 +25,14 @@ beyond its configuration, the figure the target is about (`UDPmin-0`: the fastes
 datagram; below 0 it was early). None of this uses the delay line's counters; its own
 view of the router crossings (ingress leg to egress leg, kernel stamps: p50, p99, and how
 many were shorter than D) is printed beside. --variants runs delay-line configurations
-interleaved, run by run.
+interleaved, run by run; `ARGS|auto` brings the testbed up with wan.delay_trim = "auto" (the
+path's own lone-packet cost measured at up, the same way, and taken off the line's hold;
+printed as `trim at up`). `fwd-0` / `back-0`: UDP-0 of each direction (UDP-0 is the worse).
+`cpu`: the delay line's CPU time (user + system) over its life so far (its cost: the spin
+before each release, busy polling below 100 us).
 
 Needs root. Example:
-  /work/shared/tools/mlock bench python3 bench/delayline_lone.py --runs 10 --prefix tru
+  /work/shared/tools/mlock bench python3 bench/delayline_lone.py --runs 10 --prefix dly
 """
 
 from __future__ import annotations
@@ -38,11 +45,13 @@ import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from harness import loadavg
-from mpilab.testbed import net, spec
+from mpilab.errors import MpilabError
+from mpilab.testbed import net, oneway, spec
 from mpilab.units import parse_duration
 
 DELAYS = ["10us", "100us", "1ms", "10ms", "100ms"]
@@ -58,112 +67,57 @@ def ping(ns: str, addr: str, count: int, interval: float) -> list[float]:
     return rtts
 
 
-# The one-way ping-pong: UDP datagrams stamped by the kernel where they leave the sender's
-# interface (SO_TIMESTAMPING, TX_SOFTWARE: veth's transmit) and where they arrive at the
-# receiver's (RX_SOFTWARE); both ends are namespaces of one machine, so one clock
-# (CLOCK_REALTIME): each direction's one-way time is receiver's stamp - sender's stamp,
-# without either end's wake-ups or system calls, and nothing from the delay line.
-STAMP = r"""
-import select, socket, struct, sys, time
-SO_TS, TX, RX, SW, TSONLY = 37, 1 << 1, 1 << 3, 1 << 4, 1 << 11
-def sock(bind):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, SO_TS, TX | RX | SW | TSONLY)
-    s.bind(bind)
-    return s
-def stamp(anc):
-    for lv, ty, d in anc:
-        if lv == socket.SOL_SOCKET and ty == SO_TS:
-            sec, ns = struct.unpack('qq', d[:16])
-            return sec * 1000000000 + ns
-    return -1
-def txstamp(s):
-    for _ in range(2000):
-        select.select([], [], [s], 1.0)
-        try:
-            _, anc, _, _ = s.recvmsg(64, 512, socket.MSG_ERRQUEUE)
-        except BlockingIOError:
-            continue
-        return stamp(anc)
-    return -1
-"""
-SERVER = STAMP + r"""
-s = sock((sys.argv[1], int(sys.argv[2])))
-s.settimeout(30)
-print('ready', flush=True)
-for _ in range(int(sys.argv[3])):
-    d, anc, _, a = s.recvmsg(64, 512)
-    rx = stamp(anc)
-    s.sendto(d, a)
-    print(d.decode(), rx, txstamp(s), flush=True)
-"""
-CLIENT = STAMP + r"""
-s = sock(('0.0.0.0', 0))
-s.settimeout(2)
-dst = (sys.argv[1], int(sys.argv[2]))
-for k in range(int(sys.argv[3])):
-    time.sleep(float(sys.argv[4]))
-    s.sendto(str(k).encode(), dst)
-    tx = txstamp(s)
-    d, anc, _, _ = s.recvmsg(64, 512)
-    print(d.decode(), tx, stamp(anc), flush=True)
-"""
-
-
 def udp_oneway(sp: spec.Spec, client: str, server: str, count: int,
                interval: float) -> tuple[list[float], list[float]]:
-    """Lone UDP datagrams client -> server and their echoes back, one every `interval`:
-    the one-way times of both directions from kernel stamps at the two interfaces."""
-    addr = sp.addr(server, 0)
-    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
-                            addr, "7777", str(count)], stdout=subprocess.PIPE, text=True)
     try:
-        assert srv.stdout is not None
-        srv.stdout.readline()
-        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
-                            addr, "7777", str(count), str(interval)], capture_output=True,
-                           text=True, timeout=count * (interval + 2) + 20, check=False)
-        out, _ = srv.communicate(timeout=60)  # it ends after `count` echoes
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
-    cl = {f[0]: (int(f[1]), int(f[2])) for f in (ln.split() for ln in p.stdout.splitlines())
-          if len(f) == 3}
-    sv = {f[0]: (int(f[1]), int(f[2])) for f in (ln.split() for ln in out.splitlines())
-          if len(f) == 3}
-    fwd = [(sv[k][0] - cl[k][0]) * 1e-9 for k in cl if k in sv and min(*cl[k], *sv[k]) > 0]
-    back = [(cl[k][1] - sv[k][1]) * 1e-9 for k in cl if k in sv and min(*cl[k], *sv[k]) > 0]
-    if len(fwd) != count:
-        raise SystemExit(f"udp one-way {client} -> {server}: {len(fwd)} of {count} stamped "
-                         f"({p.stderr.strip()[-300:]})")
-    return fwd, back
+        return oneway.udp_oneway(sp, client, server, count, interval)
+    except MpilabError as e:
+        raise SystemExit(str(e)) from None
 
 
 def delayline_stats(prefix: str) -> dict[str, object]:
     return net.delayline_stats(prefix) or {}
 
 
-def up(delay: str, prefix: str) -> spec.Spec:
+def up(delay: str, prefix: str, trim: str = "0us") -> spec.Spec:
+    """A fresh 2 x 2 testbed with WAN delay `delay` and wan.delay_trim `trim`; prints the
+    trim the delay line got when it was measured ("auto")."""
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
             f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "{delay}"\ndelay_backend = "delayline"\n')
+            f'delay = "{delay}"\ndelay_backend = "delayline"\ndelay_trim = "{trim}"\n')
     sp = spec.load_text(text, f"<lone {delay}>")
     net.up(sp)
+    tr = (net.load_state(prefix) or {}).get("delay_trim") or {}
+    if tr.get("measured"):
+        print(f"   trim at up ({delay}): {tr['trim_s'] * 1e6:.1f} us (steady "
+              f"{tr['steady']}, spread {tr['spread_s'] * 1e6:.1f} us); excess before "
+              f"{tr['excess_s'] * 1e6:.1f} us (fwd {tr['excess_fwd_s'] * 1e6:.1f}, back "
+              f"{tr['excess_back_s'] * 1e6:.1f}); undelayed one-way fwd "
+              f"{tr['base_fwd_s'] * 1e6:.1f} back {tr['base_back_s'] * 1e6:.1f} us", flush=True)
     return sp
 
 
 def one(sp: spec.Spec, delay: str, count: int,
-        base: dict[str, object] | None = None) -> dict[str, object]:
+        base: dict[str, object] | None = None, lan_too: bool = True) -> dict[str, object]:
     """One run on a testbed that is up: ICMP and the one-way ping-pong, WAN and LAN; with
     `base` (the same on an undelayed testbed) also the excess over the undelayed WAN."""
     d = parse_duration(delay)
     interval = max(0.2, 3 * d)
-    wan = ping(sp.ns("s0n0"), sp.addr("s1n0", 0), count, interval)
-    lan = ping(sp.ns("s0n0"), sp.addr("s0n1", 0), count, interval)
+    try:  # kernel-stamped raw-socket echoes: ping's 3 digits are 0.1-1 ms steps at 10-100 ms
+        wan = oneway.icmp_rtt(sp, "s0n0", "s1n0", count, interval)
+    except MpilabError as e:
+        raise SystemExit(str(e)) from None
     fwd, back = udp_oneway(sp, "s0n0", "s1n0", count, interval)
-    lfwd, lback = udp_oneway(sp, "s0n0", "s0n1", count, interval)
+    if lan_too:
+        lan = ping(sp.ns("s0n0"), sp.addr("s0n1", 0), count, interval)
+        lfwd, lback = udp_oneway(sp, "s0n0", "s0n1", count, interval)
+    else:  # the LAN is only for the excess over the site's own path (not the -0 figures)
+        lan, lfwd, lback = [float("nan")], [float("nan")], [float("nan")]
     dl = delayline_stats(sp.prefix) if d > 0 else {}
+    created = (net.load_state(sp.prefix) or {}).get("created")
+    if dl and isinstance(created, int | float):  # the line's CPU time over its life so far
+        dl["cpu_share"] = (float(dl.get("cpu_user_s", 0.0)) + float(dl.get("cpu_sys_s", 0.0))) \
+            / max(time.time() - created, 1e-3)
     med = statistics.median
     x: dict[str, object] = {
         "delay_s": d, "wan_rtt_s": wan, "lan_rtt_s": lan,
@@ -181,42 +135,56 @@ def one(sp: spec.Spec, delay: str, count: int,
         assert isinstance(bw, list)
         x["icmp_vs_undelayed_s"] = (med(wan) - med(bw)) / 2 - d
         x["udp_vs_undelayed_s"] = max(med(fwd) - med(bf), med(back) - med(bb)) - d
+        x["udp_fwd_vs_undelayed_s"] = med(fwd) - med(bf) - d
+        x["udp_back_vs_undelayed_s"] = med(back) - med(bb) - d
         x["udp_least_vs_undelayed_s"] = min(min(fwd) - med(bf), min(back) - med(bb)) - d
     return x
 
 
-def undelayed(prefix: str, count: int) -> dict[str, object]:
+def undelayed(prefix: str, count: int, lan_too: bool = True) -> dict[str, object]:
     """The same measurements on the testbed without a WAN delay (no delay line): the path a
     delay of D should lengthen by exactly D."""
     sp = up("0ms", prefix)
     try:
-        return one(sp, "0ms", count)
+        return one(sp, "0ms", count, lan_too=lan_too)
     finally:
         net.down(prefix)
 
 
+def _variant(args: str) -> tuple[str, str]:
+    """'DELAYLINE ARGS|TRIM' -> (args, wan.delay_trim); no '|': trim 0."""
+    a, bar, trim = args.partition("|")
+    return a, (trim.strip() or "0us") if bar else "0us"
+
+
 def runs(delay: str, prefix: str, count: int, nruns: int, variants: list[tuple[str, str]],
-         reuse: bool) -> Iterator[tuple[str, int, dict[str, object]]]:
+         reuse: bool, lan_too: bool = True) -> Iterator[tuple[str, int, dict[str, object]]]:
     """Every run of one delay, after a measurement of the undelayed testbed: variants
     interleaved run by run (side by side in time), a fresh testbed per run, or with `reuse`
     one per variant kept for all its runs (the delay line's statistics then accumulate)."""
-    base = undelayed(prefix, count)
+    base = undelayed(prefix, count, lan_too)
+    bf, bb, bw = base["oneway_fwd_s"], base["oneway_back_s"], base["wan_rtt_s"]
+    assert isinstance(bf, list) and isinstance(bb, list) and isinstance(bw, list)
+    print(f"   undelayed WAN ({delay}): UDP one-way fwd {statistics.median(bf) * 1e6:.1f} "
+          f"(range {min(bf) * 1e6:.1f}-{max(bf) * 1e6:.1f}), back "
+          f"{statistics.median(bb) * 1e6:.1f} (range {min(bb) * 1e6:.1f}-{max(bb) * 1e6:.1f}) "
+          f"us; ICMP rtt {statistics.median(bw) * 1e6:.1f} us", flush=True)
     if reuse:
         for name, args in variants:
-            os.environ["MPILAB_DELAYLINE_ARGS"] = args
-            sp = up(delay, prefix)
+            os.environ["MPILAB_DELAYLINE_ARGS"], trim = _variant(args)
+            sp = up(delay, prefix, trim)
             try:
                 for r in range(nruns):
-                    yield name, r, one(sp, delay, count, base)
+                    yield name, r, one(sp, delay, count, base, lan_too)
             finally:
                 net.down(prefix)
         return
     for r in range(nruns):
         for name, args in variants:
-            os.environ["MPILAB_DELAYLINE_ARGS"] = args
-            sp = up(delay, prefix)
+            os.environ["MPILAB_DELAYLINE_ARGS"], trim = _variant(args)
+            sp = up(delay, prefix, trim)
             try:
-                res = one(sp, delay, count, base)
+                res = one(sp, delay, count, base, lan_too)
             finally:
                 net.down(prefix)
             yield name, r, res
@@ -231,7 +199,11 @@ def main() -> int:
     ap.add_argument("--variants", default="default=",
                     help="NAME=DELAYLINE ARGS;... run side by side, each with its own delay "
                          "line options ($MPILAB_DELAYLINE_ARGS), e.g. 'new=;old=--no-leg-stamps "
-                         "--no-advance --busy-poll off'")
+                         "--no-advance --busy-poll off'; ARGS|TRIM also sets wan.delay_trim "
+                         "(auto: measured at up), e.g. 'cal=--idle-poll|auto'")
+    ap.add_argument("--no-lan", action="store_true",
+                    help="skip the LAN measurements (only the figures against the undelayed "
+                         "WAN, ICMP-0 and UDP-0, are then printed)")
     ap.add_argument("--reuse", action="store_true",
                     help="one testbed per delay and variant for all its runs (default: a "
                          "fresh one per run)")
@@ -271,11 +243,13 @@ def _us(v: object) -> str:
 def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
     print(f"{'variant':>8} {'delay':>6} {'run':>3} {'WAN rtt':>10} {'ICMP exc':>9} "
           f"{'UDP raw':>8} {'UDP exc':>8} {'UDP max':>8} {'UDP min':>8} {'ICMP-0':>8} "
-          f"{'UDP-0':>8} {'UDPmin-0':>8} {'line x50':>8} "
-          f"{'line x99':>8} {'early (max us)':>14} {'rel50':>6} {'fwd50':>6} {'adv':>6}")
+          f"{'UDP-0':>8} {'UDPmin-0':>8} {'fwd-0':>8} {'back-0':>8} {'line x50':>8} "
+          f"{'line x99':>8} {'early (max us)':>14} {'rel50':>6} {'fwd50':>6} {'adv':>6} "
+          f"{'cpu':>6}")
     res: dict[tuple[str, str], list[dict[str, object]]] = {}
     for delay in a.delays.split(","):
-        for name, r, x in runs(delay, a.prefix, a.count, a.runs, variants, a.reuse):
+        for name, r, x in runs(delay, a.prefix, a.count, a.runs, variants, a.reuse,
+                               not a.no_lan):
             res.setdefault((name, delay), []).append(x)
             dl = x["delayline"] if isinstance(x["delayline"], dict) else {}
             rt = dl.get("router") or {}
@@ -283,7 +257,8 @@ def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
             x50, x99 = pct.get("p50"), pct.get("p99")
             us = [float(x[k]) * 1e6 for k in  # type: ignore[arg-type]
                   ("excess_s", "udp_raw_s", "udp_excess_s", "udp_worst_s", "udp_least_s",
-                   "icmp_vs_undelayed_s", "udp_vs_undelayed_s", "udp_least_vs_undelayed_s")]
+                   "icmp_vs_undelayed_s", "udp_vs_undelayed_s", "udp_least_vs_undelayed_s",
+                   "udp_fwd_vs_undelayed_s", "udp_back_vs_undelayed_s")]
             print(f"{name:>8} {delay:>6} {r + 1:>3} "
                   f"{statistics.median(x['wan_rtt_s']) * 1e3:9.3f}m "  # type: ignore[arg-type]
                   + " ".join(f"{u:8.1f}" for u in us) + " "
@@ -294,14 +269,16 @@ def measure(a: argparse.Namespace, variants: list[tuple[str, str]]) -> int:
                   + " ".join(_us(v) for v in (
                       (dl.get("late_percentiles_s") or {}).get("p50"),
                       (rt.get("forward_percentiles_s") or {}).get("p50"),
-                      rt.get("advance_mean_s"))), flush=True)
+                      rt.get("advance_mean_s")))
+                  + f" {float(dl.get('cpu_share', float('nan'))) * 100:5.1f}%", flush=True)
     os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
     print("\nexcess one-way delay beyond the configured (us), median of the runs (worst run); "
           "runs within 10 us")
     for (name, delay), xs in res.items():
         cells = []
-        for key in ("excess_s", "udp_excess_s", "udp_raw_s", "icmp_vs_undelayed_s",
-                    "udp_vs_undelayed_s"):
+        keys = ("icmp_vs_undelayed_s", "udp_vs_undelayed_s") if a.no_lan else (
+            "excess_s", "udp_excess_s", "udp_raw_s", "icmp_vs_undelayed_s", "udp_vs_undelayed_s")
+        for key in keys:
             v = [float(x[key]) for x in xs]  # type: ignore[arg-type]
             ok = sum(1 for u in v if abs(u) <= 10e-6)
             cells.append(f"{key[:-2]} {statistics.median(v) * 1e6:6.1f} "

@@ -18,7 +18,7 @@ static void usage(FILE *f)
         "                        [--rt-priority N | --no-realtime]\n"
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
-        "                        [--idle-poll] [--cpu N]\n"
+        "                        [--idle-poll] [--cpu N] [--trim T] [--trim-file F]\n"
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
@@ -52,6 +52,11 @@ static void usage(FILE *f)
         "                  no guest CPU time, the host a vCPU that never sleeps; refusal is\n"
         "                  an error\n"
         "  --cpu N         run on CPU N only\n"
+        "  --trim T        hold each packet for the delay less T (not below 0): T is the\n"
+        "                  path's own cost beyond the undelayed route, measured from\n"
+        "                  outside (mpilab testbed up with wan.delay_trim = \"auto\")\n"
+        "  --trim-file F   read the trim from F (one duration) at the start and again on\n"
+        "                  SIGHUP (an unreadable file keeps the trim, with a warning)\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
@@ -81,6 +86,32 @@ static int parse_cpu(const char *arg, int *out)
     return 0;
 }
 
+static int parse_busy(const char *arg, int *out)
+{
+    if (strcmp(arg, "auto") == 0)
+        *out = MPILAB_DL_BUSY_AUTO;
+    else if (strcmp(arg, "on") == 0)
+        *out = MPILAB_DL_BUSY_ON;
+    else if (strcmp(arg, "off") == 0)
+        *out = MPILAB_DL_BUSY_OFF;
+    else {
+        fprintf(stderr, "mpilab-delayline: --busy-poll %s: expected auto, on or off\n", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_trim(const char *arg, int64_t *out)
+{
+    double sec;
+    if (mpilab_parse_duration(arg, &sec) != 0 || sec > 1.0) {
+        fprintf(stderr, "mpilab-delayline: --trim %s: not a duration of 0 to 1 s\n", arg);
+        return -1;
+    }
+    *out = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -99,6 +130,8 @@ int main(int argc, char **argv)
         {"advance-quantile", required_argument, NULL, 'q'},
         {"idle-poll", no_argument, NULL, 'I'},
         {"cpu", required_argument, NULL, 'c'},
+        {"trim", required_argument, NULL, 't'},
+        {"trim-file", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -145,16 +178,8 @@ int main(int argc, char **argv)
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
         case 'B':
-            if (strcmp(optarg, "auto") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_AUTO;
-            else if (strcmp(optarg, "on") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_ON;
-            else if (strcmp(optarg, "off") == 0)
-                opt.busy_poll = MPILAB_DL_BUSY_OFF;
-            else {
-                fprintf(stderr, "mpilab-delayline: --busy-poll %s: expected auto, on or off\n", optarg);
+            if (parse_busy(optarg, &opt.busy_poll) != 0)
                 return 2;
-            }
             break;
         case 'L': opt.leg_stamps = 0; break;
         case 'I': opt.idle_poll = 1; break;
@@ -163,6 +188,11 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case 'A': opt.advance = 0; break;
+        case 't':
+            if (parse_trim(optarg, &opt.trim_ns) != 0)
+                return 2;
+            break;
+        case 'T': opt.trim_file = optarg; break;
         case 'q':
             if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;

@@ -138,9 +138,11 @@ void mpilab_dl_ring_pop(mpilab_dl_ring *r)
 
 static volatile sig_atomic_t g_stop;
 static volatile sig_atomic_t g_dump;
+static volatile sig_atomic_t g_reload;
 
 static void on_stop(int sig) { (void)sig; g_stop = 1; }
 static void on_dump(int sig) { (void)sig; g_dump = 1; }
+static void on_reload(int sig) { (void)sig; g_reload = 1; }
 
 static int64_t mono_ns(void)
 {
@@ -319,6 +321,10 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
     if (o) {
         json_object_set_new(o, "idle_poll", json_boolean(sc->idle_poll));
         json_object_set_new(o, "cpu", json_integer(sc->cpu));
+        /* the trim taken off every hold (measured from outside: the path's own cost) */
+        json_object_set_new(o, "trim_s", json_real((double)st->trim_ns * 1e-9));
+        json_object_set_new(o, "hold_s", json_real((double)st->hold_ns * 1e-9));
+        json_object_set_new(o, "trim_reads", json_integer((json_int_t)st->trim_reads));
     }
     json_t *hist = json_array();
     for (int b = 0; o && hist && b < MPILAB_DL_LATE_BUCKETS; b++)
@@ -505,7 +511,7 @@ static int read_one(dl_state *s)
     const unsigned char *pkt = dst + off;
     size_t plen = (size_t)n - off;
     int64_t tun = mpilab_dl_tap_arrival(s->tap, &s->clk, pkt, plen);
-    int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->opt->delay_ns, pkt, plen, now) : -1;
+    int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->st.hold_ns, pkt, plen, now) : -1;
     if (tun > now)
         tun = -1;
     /* the ingress leg comes before the tun device, by the routing into it (8-10 us here):
@@ -516,11 +522,11 @@ static int read_one(dl_state *s)
      * own forwarding into it; the leg stamp still dates the crossing in the statistics */
     int64_t arr = leg >= 0 && (s->opt->arrival_ingress || tun < 0) ? leg : tun, due;
     if (arr >= 0) {
-        due = arr + s->opt->delay_ns;
+        due = arr + s->st.hold_ns;
         s->st.kstamped++;
         s->st.ingress_stamped += arr == leg;
     } else {
-        due = now + s->opt->delay_ns - s->comp;
+        due = now + s->st.hold_ns - s->comp;
         if (s->comp) {
             s->st.compensated++;
             s->st.comp_sum_s += (double)s->comp * 1e-9;
@@ -574,6 +580,13 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     return 0;
 }
 
+/* The trim in force, and the hold it leaves. Held packets keep their release times. */
+static void set_trim(dl_state *s, int64_t trim_ns)
+{
+    s->st.trim_ns = trim_ns < 0 ? 0 : trim_ns;
+    s->st.hold_ns = mpilab_dl_hold(s->opt->delay_ns, s->st.trim_ns);
+}
+
 /* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
  * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
 static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
@@ -596,6 +609,8 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
     }
     s->st.legs = s->legs != NULL;
     s->st.busy = mpilab_dl_busy(opt);
+    set_trim(s, opt->trim_ns);
+    g_reload = opt->trim_file != NULL; /* read it before the first packet */
     s->last_write = mono_ns();
     int rc = 0;
     while (!g_stop) {
@@ -604,7 +619,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
             /* release everything that is due, then take in at most one packet, so a burst
              * of arrivals never delays a release by more than one read */
             if (s->legs)
-                mpilab_dl_legs_drain(s->legs, &s->st, opt->delay_ns);
+                mpilab_dl_legs_drain(s->legs, &s->st, s->st.hold_ns);
             now = release_due(s, now);
             int r = read_one(s);
             if (r < 0) {
@@ -614,6 +629,14 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
             if (r <= 0)
                 break;
             now = mono_ns();
+        }
+        if (g_reload) {
+            g_reload = 0;
+            int64_t t = s->st.trim_ns;
+            if (opt->trim_file && mpilab_dl_read_trim(opt->trim_file, &t) == 0) {
+                set_trim(s, t);
+                s->st.trim_reads++;
+            }
         }
         if (g_dump) {
             g_dump = 0;
@@ -683,6 +706,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGUSR1);
+    sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &orig);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -691,6 +715,8 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     sigaction(SIGINT, &sa, NULL);
     sa.sa_handler = on_dump;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_reload;
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     if (opt->pidfile) {

@@ -59,7 +59,7 @@ typedef struct mpilab_dl_stats {
     uint64_t ingress_stamped; /* arrivals dated at the router's ingress leg (leg tap) */
     /* router crossings seen whole (ingress leg to egress leg, kernel stamps on both) */
     uint64_t crossings, cross_early;
-    uint64_t cross_fine[MPILAB_DL_FINE_BUCKETS]; /* crossing - delay, when not early */
+    uint64_t cross_fine[MPILAB_DL_FINE_BUCKETS]; /* crossing - hold, when not early */
     double cross_max_s, cross_early_max_s;
     /* forwarding out (the line's write to the egress leg) and the advance taken off holds */
     uint64_t out_fine[MPILAB_DL_FINE_BUCKETS];
@@ -67,6 +67,8 @@ typedef struct mpilab_dl_stats {
     double out_max_s, advance_sum_s, advance_max_s;
     int busy;              /* 1: busy polling (never sleeps) */
     int legs;              /* 1: the leg tap is open */
+    int64_t trim_ns, hold_ns; /* the trim in force and the hold it leaves (delay - trim) */
+    uint64_t trim_reads;   /* trim files read (at the start and on SIGHUP) */
 } mpilab_dl_stats;
 
 /* Fine bin of a lateness, and the upper bound (s) of the bin holding quantile q (0..1) of
@@ -109,7 +111,21 @@ typedef struct mpilab_dl_options {
                             * of the recent costs, no margin (mpilab_dl_calib_quantile) */
     int idle_poll;         /* 1: hold /dev/cpu_dma_latency at 0 while running (mpilab_dl_idle_poll) */
     int cpu;               /* >= 0: run on this CPU only (sched_setaffinity); -1: anywhere */
+    int64_t trim_ns;       /* taken off every hold (mpilab_dl_hold); 0: none */
+    const char *trim_file; /* the trim, read at the start and again on SIGHUP; NULL: none */
 } mpilab_dl_options;
+
+/* The trim: what the path itself adds to a lone packet beyond the undelayed route (the
+ * detour through the tun device and the line, the far side's path that the line's write
+ * runs cold), measured from outside (`mpilab testbed up` with wan.delay_trim = "auto",
+ * python/mpilab/testbed/oneway.py) and taken off the hold, so that the one-way delay a
+ * lone packet sees is the configured delay above the undelayed route. The hold is
+ * delay - trim, never below 0: a trim larger than the delay means the path alone is
+ * longer than asked (the statistics say so: trim_s > delay_s). */
+int64_t mpilab_dl_hold(int64_t delay_ns, int64_t trim_ns);
+/* Read a trim file (one duration, e.g. "12.5us", 0 to 1 s). 0, or -1 with a one-line
+ * warning and *trim_ns unchanged. */
+int mpilab_dl_read_trim(const char *path, int64_t *trim_ns);
 
 /* Idle polling: in this virtual machine an idle vCPU halts (the haltpoll cpuidle driver with
  * guest_halt_poll_ns = 0), and waking it (a packet for a sleeping line, a release timer)

@@ -15,13 +15,14 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from mpilab.testbed import capture, net, spec
+from mpilab.testbed import capture, net, oneway, spec
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
@@ -36,7 +37,7 @@ STATS_SCHEMA = {
                  "late_hist", "late_hist_bounds_s", "late_percentiles_s", "wake_margin_s",
                  "spun_releases", "arrivals_kernel_stamped", "arrivals_compensated",
                  "sched", "running", "busy_poll", "leg_tap", "arrivals_ingress_stamped",
-                 "router", "idle_poll", "cpu"],
+                 "router", "idle_poll", "cpu", "trim_s", "hold_s", "trim_reads"],
     "properties": {
         "delay_s": {"type": "number", "minimum": 0},
         "packets": {"type": "integer", "minimum": 0},
@@ -54,6 +55,9 @@ STATS_SCHEMA = {
         "leg_tap": {"type": "boolean"},
         "idle_poll": {"type": "boolean"},
         "cpu": {"type": "integer", "minimum": -1},
+        "trim_s": {"type": "number", "minimum": 0},
+        "hold_s": {"type": "number", "minimum": 0},
+        "trim_reads": {"type": "integer", "minimum": 0},
         "router": {
             "type": "object",
             "required": ["crossings", "crossings_early", "early_max_s", "late_percentiles_s",
@@ -79,14 +83,14 @@ STATS_SCHEMA = {
 
 @contextlib.contextmanager
 def _delayed_testbed(factory: pytest.TempPathFactory, prefix: str, delay: str,
-                     what: str) -> Iterator[spec.Spec]:
+                     what: str, wan_extra: str = "") -> Iterator[spec.Spec]:
     """A 2-site testbed whose 1 Gbit/s WAN is delayed by the delay line, in its own state
     folder; brought down (and the state folder's variable restored) whatever happens."""
     old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
     os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(factory.mktemp(f"{prefix}state"))
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "{delay}"\ndelay_backend = "delayline"\n')
+            f'delay = "{delay}"\ndelay_backend = "delayline"\n{wan_extra}')
     sp = spec.load_text(text, f"<test {what}>")
     try:
         net.up(sp)
@@ -259,3 +263,52 @@ def test_idle_poll_holds_the_latency_request_while_running(
         os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
     if before != 0:  # nobody else held it at 0: the line's request is gone with the line
         assert _cpu_latency_request() == before
+
+
+def test_trim_measured_at_up_and_applied(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """wan.delay_trim = "auto": `up` measures what the path adds to lone packets beyond the
+    undelayed route and the delay (kernel-stamped UDP, oneway.calibrate_trim), records it
+    in the state, and the line holds delay - trim (its statistics say so); the router's
+    policy rules are back afterwards (echoes still cross the line); a new trim file and
+    SIGHUP change the hold of a running line. Behaviour only: the trim's size is not
+    checked (it is what this machine's path costs), only that it lies in [0, delay]."""
+    with _delayed_testbed(tmp_path_factory, f"t{os.getpid() % 100000}",
+                          f"{DELAY_S * 1e3:g}ms", "trim", 'delay_trim = "auto"\n') as sp:
+        st = net.load_state(sp.prefix)
+        assert st is not None
+        tr = st["delay_trim"]
+        assert tr["measured"] is True and tr["count"] > 0
+        assert 0.0 <= tr["trim_s"] <= DELAY_S
+        assert tr["steady"] or tr["trim_s"] == 0.0
+        assert tr["base_fwd_s"] > 0 and tr["base_back_s"] > 0
+        assert tr["path_exceeds_delay"] == (tr["excess_s"] > DELAY_S)
+        before = _stats(sp.prefix)
+        jsonschema.validate(before, STATS_SCHEMA)
+        assert before["trim_s"] == pytest.approx(tr["trim_s"], abs=1e-9)
+        assert before["hold_s"] == pytest.approx(DELAY_S - tr["trim_s"], abs=1e-9)
+        assert before["trim_reads"] >= 3  # at the start, trim 0 for the calibration, its result
+        subprocess.run(["ip", "netns", "exec", sp.ns("s0n0"), "ping", "-n", "-c", "2", "-i",
+                        "0.2", "-W", "5", sp.addr("s1n0", 0)], capture_output=True,
+                       timeout=60, check=True)
+        after = _stats(sp.prefix)
+        # the echoes went through the delay line: the policy rules were put back
+        assert after["packets"] >= before["packets"] + 4  # type: ignore[operator]
+        oneway.write_trim(net.state_dir(sp.prefix) / "delayline.trim", 300e-6,
+                          int(st["delayline_pid"]))
+        st2 = _stats(sp.prefix)
+        assert st2["trim_s"] == pytest.approx(300e-6, abs=1e-9)
+        assert st2["hold_s"] == pytest.approx(DELAY_S - 300e-6, abs=1e-9)
+        # a bad trim file keeps the trim (one warning in the line's log)
+        (net.state_dir(sp.prefix) / "delayline.trim").write_text("soon\n")
+        os.kill(int(st["delayline_pid"]), signal.SIGHUP)
+        st3 = _stats(sp.prefix)
+        assert st3["trim_s"] == pytest.approx(300e-6, abs=1e-9)
+        assert st3["trim_reads"] == st2["trim_reads"]
+        log = (net.state_dir(sp.prefix) / "delayline.log").read_text()
+        assert "--trim-file" in log and "not a duration" in log
+        out = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "status",
+                              "--prefix", sp.prefix],
+                             capture_output=True, text=True, timeout=60, check=False)
+        # a steady calibration trims; an unsteady one (a busy machine) says it did not
+        said = "hold = delay - " if tr["steady"] else "hold not trimmed"
+        assert said in out.stdout, out.stdout + out.stderr

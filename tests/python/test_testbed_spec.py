@@ -73,11 +73,21 @@ def _bad(text: str) -> str:
     ("[[link]]\nnode = \"s0n0\"\n[[link]]\nnode = \"s0n0\"\nspeed = 3\n", 5, "unknown key"),
     ("[cluster]\nsites = \n", 2, "syntax"),
     ("prefix = \"Bad-Prefix\"\n", 1, "prefix"),
+    ("[wan]\ndelay_trim = \"2ms\"\n", 2, "0 to 1 ms"),
+    ("[wan]\ndelay_trim = \"sometimes\"\n", 2, "delay_trim"),
 ])
 def test_bad_specs_name_file_and_line(text: str, line: int, words: str) -> None:
     msg = _bad(text)
     assert msg.startswith(f"bad.toml:{line}: "), msg
     assert words in msg, msg
+
+
+def test_delay_trim_auto_or_a_duration() -> None:
+    assert specmod.load_text("", "d.toml").delay_trim == 0.0
+    assert specmod.load_text('[wan]\ndelay_trim = "auto"\n', "a.toml").delay_trim is None
+    sp = specmod.load_text('[wan]\ndelay_trim = "12us"\n', "t.toml")
+    assert sp.delay_trim == pytest.approx(12e-6)
+    assert specmod.Spec.from_dict(sp.to_dict()).delay_trim == pytest.approx(12e-6)
 
 
 def test_delay_limit_follows_buffer() -> None:

@@ -44,7 +44,9 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --advance-quantile 1.5",
                          "--dev x --delay 5ms --advance-quantile half",
                          "--dev x --delay 5ms --cpu -1", "--dev x --delay 5ms --cpu 100000",
-                         "--dev x --delay 5ms --cpu one", "--dev x --delay 5ms --cpu"};
+                         "--dev x --delay 5ms --cpu one", "--dev x --delay 5ms --cpu",
+                         "--dev x --delay 5ms --trim 2s", "--dev x --delay 5ms --trim -3us",
+                         "--dev x --delay 5ms --trim", "--dev x --delay 5ms --trim-file"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kit.h"
 #include "testbed/delayline.h"
@@ -192,6 +193,37 @@ MPILAB_TEST(realtime_off)
                            .vnet_hdr = 1, .realtime = MPILAB_DL_RT_OFF, .rt_priority = 10};
     mpilab_dl_sched sc = {.fifo = 7, .priority = 7, .mlocked = 7};
     CHECK(mpilab_dl_realtime(&o, &sc) == 0 && sc.fifo == 0 && sc.priority == 0 && sc.mlocked == 0);
+}
+
+/* the trim comes off the hold, never below 0; a trim file is read or refused with the
+ * trim unchanged */
+MPILAB_TEST(trim_hold_and_file)
+{
+    CHECK(mpilab_dl_hold(1000000, 0) == 1000000);
+    CHECK(mpilab_dl_hold(1000000, 12500) == 987500);
+    CHECK(mpilab_dl_hold(10000, 30000) == 0); /* the path alone is longer than the delay */
+    CHECK(mpilab_dl_hold(10000, -5) == 10000);
+    char path[] = "/tmp/mpilab-trim-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    REQUIRE(f);
+    fputs("12.5us\n", f);
+    fclose(f);
+    int64_t t = 7;
+    CHECK(mpilab_dl_read_trim(path, &t) == 0 && t == 12500);
+    f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("a while\n", f);
+    fclose(f);
+    CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500); /* one warning line, unchanged */
+    f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("2s", f); /* beyond 1 s */
+    fclose(f);
+    CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500);
+    unlink(path);
+    CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500); /* gone */
 }
 
 MPILAB_TEST_MAIN()

@@ -62,6 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "netem_available": st.get("netem_available"),
+                         "trim": st.get("delay_trim"),
                          "pid": pid if backend == "delayline" else None,
                          "alive": info["delayline"]["alive"] if backend == "delayline"
                          else backend == "netem"}
@@ -93,7 +94,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             sched = (f", SCHED_FIFO priority {dl['rt_priority']}" if dl.get("sched") == "fifo"
                      else ", normal scheduling")
         print(f"  delay: delay line (pid {dl['pid']}"
-              f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}")
+              f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}"
+              f"{net.trim_text(info['delay'].get('trim'), sp.wan_delay)}")
     else:
         print(f"  delay: {backend}")
     for node in sp.node_names():

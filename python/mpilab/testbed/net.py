@@ -333,8 +333,30 @@ def up(spec: Spec) -> str:
     how = {"none": "no WAN delay", "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
            "delayline": f"WAN delay {spec.wan_delay * 1e3:g} ms by the delay line"
            + ("" if netem_ok is None else " (no netem in this kernel)")}[backend]
+    if backend == "delayline":
+        how += trim_text((load_state(spec.prefix) or {}).get("delay_trim"), spec.wan_delay)
     return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
             f"{spec.rails} rails, {how}, state in {sd}")
+
+
+def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
+    """How the delay line's hold is trimmed, for `up` and `status` ('' when it is not)."""
+    if not trim or (not trim.get("measured") and not trim.get("trim_s")):
+        return ""
+    t = float(trim["trim_s"]) * 1e6
+    if not trim.get("measured"):
+        return f"; hold = delay - {t:.1f} us (wan.delay_trim)"
+    text = (f"; hold = delay - {t:.1f} us (measured at up: lone UDP packets, kernel-stamped, "
+            f"saw the path add {float(trim['excess_s']) * 1e6:.1f} us beyond the undelayed "
+            f"route and the delay)")
+    if not trim.get("steady", True):
+        return (f"; hold not trimmed: the lone packets measured at up were not steady "
+                f"(spread {float(trim['spread_s']) * 1e6:.1f} us; excess "
+                f"{float(trim['excess_s']) * 1e6:.1f} us)")
+    if trim.get("path_exceeds_delay"):
+        text += (f"; the path alone is longer than {delay * 1e6:g} us: a lone packet sees "
+                 f"{float(trim['excess_s']) * 1e6 - delay * 1e6:.1f} us more than asked")
+    return text
 
 
 def socket_buffer_sysctls(spec: Spec) -> list[str]:
@@ -411,6 +433,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
         if not delayline:
             raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
         state["delayline_pid"] = _start_delayline(spec, sd, delayline)
+        state["delay_trim"] = _delay_trim(spec, sd, state["delayline_pid"])
     atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
 
 
@@ -418,6 +441,7 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
     router = spec.router_ns()
     sh(["ip", "-n", router, "tuntap", "add", DL_DEV, "mode", "tun"])
     pidfile = sd / "delayline.pid"
+    atomic_write_text(sd / "delayline.trim", f"{(spec.delay_trim or 0.0) * 1e9:.0f}ns\n")
     # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
     extra = shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
     log = open(sd / "delayline.log", "ab")
@@ -425,7 +449,8 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", router, delayline, *extra, "--dev", DL_DEV,
              "--delay", f"{spec.wan_delay!r}", "--buffer", str(spec.delayline_buffer),
-             "--stats", str(sd / "delayline.json"), "--pidfile", str(pidfile)],
+             "--stats", str(sd / "delayline.json"), "--pidfile", str(pidfile),
+             "--trim-file", str(sd / "delayline.trim")],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     finally:
         log.close()
@@ -438,11 +463,29 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
     batch("ip", router, [
         f"link set {DL_DEV} txqueuelen 10000 up",
         f"route add default dev {DL_DEV} table {DELAY_TABLE}",
-        *[f"rule add iif s{s}r{r} lookup {DELAY_TABLE} pref 100"
-          for s in range(spec.sites) for r in range(spec.rails)],
+        *[f"rule add {r}" for r in _delay_rules(spec)],
     ])
     sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{DL_DEV}.rp_filter=0"])
     return proc.pid
+
+
+def _delay_rules(spec: Spec) -> list[str]:
+    """The router's policy rules that send inter-site packets into the delay line."""
+    return [f"iif s{s}r{r} lookup {DELAY_TABLE} pref 100"
+            for s in range(spec.sites) for r in range(spec.rails)]
+
+
+def _delay_trim(spec: Spec, sd: Path, pid: int) -> dict[str, Any]:
+    """The trim the delay line takes off its hold: as configured, or (wan.delay_trim =
+    "auto") measured now from lone packets (oneway.calibrate_trim)."""
+    if spec.delay_trim is not None:
+        return {"trim_s": spec.delay_trim, "measured": False}
+    from mpilab.testbed import oneway
+
+    res = oneway.calibrate_trim(spec, _delay_rules(spec), spec.router_ns(),
+                                sd / "delayline.trim", pid)
+    res["measured"] = True
+    return res
 
 
 def scheduler_pids(prefix: str) -> list[int]:

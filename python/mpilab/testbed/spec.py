@@ -49,7 +49,7 @@ _KEYS: dict[str, set[str]] = {
     "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
     "lan": {"rate", "queue"},
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
-            "socket_buffer"},
+            "socket_buffer", "delay_trim"},
     "link": {"node", "rail", "lan_rate", "wan_rate"},
 }
 
@@ -80,6 +80,9 @@ class Spec:
     wan_queue: int = 512 * 1024
     delayline_buffer: int = 64 * 1024**2
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
+    # taken off the delay line's hold: the path's own cost beyond the undelayed route, so a
+    # lone packet sees the configured delay; None = "auto" (measured at up, oneway.py)
+    delay_trim: float | None = 0.0
     # TCP buffer limit of every node (tcp_rmem / tcp_wmem maximum and default), None = the
     # kernel's: with a long RTT a small one limits each connection, as in the multilane paper
     socket_buffer: int | None = None
@@ -144,7 +147,7 @@ class Spec:
             "wan_node_rate": self.wan_node_rate, "wan_total_rate": self.wan_total_rate,
             "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
             "delayline_buffer": self.delayline_buffer, "delay_backend": self.delay_backend,
-            "socket_buffer": self.socket_buffer,
+            "delay_trim": self.delay_trim, "socket_buffer": self.socket_buffer,
             "links": [o.__dict__ for o in self.links], "source": self.source,
         }
 
@@ -263,6 +266,15 @@ def _backend(v: object) -> str:
     return str(v)
 
 
+def _trim(v: object) -> float | None:
+    if v == "auto":
+        return None
+    t = parse_time(v)
+    if not 0.0 <= t <= 1e-3:
+        raise ValueError('expected "auto" or a duration of 0 to 1 ms')
+    return t
+
+
 def _socket_buffer(v: object) -> int:
     n = parse_size(v)
     if not 4096 <= n <= 256 * 1024**2:
@@ -326,6 +338,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
                                sp.delayline_buffer)
     sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _backend, sp.delay_backend)
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
+    sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:

@@ -1,0 +1,227 @@
+"""One-way times across the testbed from kernel stamps, and the delay line's trim.
+
+A UDP ping-pong between two nodes whose datagrams are stamped by the kernel where they
+leave the sender's interface (SO_TIMESTAMPING, TX_SOFTWARE: veth's transmit) and where
+they reach the receiver's (RX_SOFTWARE). The namespaces share one clock, so each
+direction's one-way time is the receiver's stamp minus the sender's, without either end's
+wake-ups or system calls, and nothing from the delay line's own counters. Used by
+bench/delayline_lone.py and by `testbed up` with wan.delay_trim = "auto" (calibrate_trim):
+the lone-packet one-way time across the delayed WAN minus the undelayed WAN minus the
+delay is what the path itself adds (the detour through the tun device and the line, the
+far side's path that the line's write runs cold); the line takes it off its hold.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_text
+from mpilab.testbed.spec import Spec
+
+STAMP = r"""
+import select, socket, struct, sys, time
+SO_TS, TX, RX, SW, TSONLY = 37, 1 << 1, 1 << 3, 1 << 4, 1 << 11
+def sock(bind):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, SO_TS, TX | RX | SW | TSONLY)
+    s.bind(bind)
+    return s
+def stamp(anc):
+    for lv, ty, d in anc:
+        if lv == socket.SOL_SOCKET and ty == SO_TS:
+            sec, ns = struct.unpack('qq', d[:16])
+            return sec * 1000000000 + ns
+    return -1
+def txstamp(s):
+    for _ in range(2000):
+        select.select([], [], [s], 1.0)
+        try:
+            _, anc, _, _ = s.recvmsg(64, 512, socket.MSG_ERRQUEUE)
+        except BlockingIOError:
+            continue
+        return stamp(anc)
+    return -1
+"""
+SERVER = STAMP + r"""
+s = sock((sys.argv[1], int(sys.argv[2])))
+s.settimeout(30)
+print('ready', flush=True)
+for _ in range(int(sys.argv[3])):
+    d, anc, _, a = s.recvmsg(64, 512)
+    rx = stamp(anc)
+    s.sendto(d, a)
+    print(d.decode(), rx, txstamp(s), flush=True)
+"""
+CLIENT = STAMP + r"""
+s = sock(('0.0.0.0', 0))
+s.settimeout(2)
+dst = (sys.argv[1], int(sys.argv[2]))
+for k in range(int(sys.argv[3])):
+    time.sleep(float(sys.argv[4]))
+    s.sendto(str(k).encode(), dst)
+    tx = txstamp(s)
+    d, anc, _, _ = s.recvmsg(64, 512)
+    print(d.decode(), tx, stamp(anc), flush=True)
+"""
+
+# ICMP echoes from a raw socket, stamped by the kernel where each request leaves the
+# sender's interface and where its reply reaches it (the reply is made by the far node's
+# kernel): round trips without the sender's wake-up, at nanosecond resolution (ping prints
+# 3 significant digits: 0.1 ms steps at 10 ms, 1 ms at 100 ms).
+ICMP_CLIENT = STAMP + r"""
+import os
+def csum(b):
+    b += b'\0' * (len(b) & 1)
+    t = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    t = (t >> 16) + (t & 0xffff)
+    t += t >> 16
+    return ~t & 0xffff
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+s.setsockopt(socket.SOL_SOCKET, SO_TS, TX | RX | SW | TSONLY)
+s.settimeout(2)
+ident = os.getpid() & 0xffff
+for k in range(int(sys.argv[2])):
+    time.sleep(float(sys.argv[3]))
+    body = struct.pack('!HH', ident, k) + b'mpilab-oneway-16'
+    s.sendto(struct.pack('!BBH', 8, 0, csum(b'\x08\x00\x00\x00' + body)) + body, (sys.argv[1], 0))
+    tx = txstamp(s)
+    while True:
+        d, anc, _, _ = s.recvmsg(256, 512)
+        hl = (d[0] & 15) * 4
+        if d[hl] == 0 and struct.unpack('!HH', d[hl + 4:hl + 8]) == (ident, k):
+            break
+    print(k, tx, stamp(anc), flush=True)
+"""
+
+PORT = 7777
+
+
+def icmp_rtt(sp: Spec, client: str, server: str, count: int, interval: float) -> list[float]:
+    """Round trips (s) of lone ICMP echoes client -> server, one every `interval`, from the
+    kernel's stamps at the client's interface (raw socket, SO_TIMESTAMPING)."""
+    p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                        ICMP_CLIENT, sp.addr(server, 0), str(count), str(interval)],
+                       capture_output=True, text=True, timeout=count * (interval + 2) + 20,
+                       check=False)
+    rtts = []
+    for f in (ln.split() for ln in p.stdout.splitlines()):
+        if len(f) == 3 and int(f[1]) > 0 and int(f[2]) > 0:
+            rtts.append((int(f[2]) - int(f[1])) * 1e-9)
+    if len(rtts) != count:
+        raise MpilabError(f"icmp echo {client} -> {server}: {len(rtts)} of {count} stamped "
+                          f"({p.stderr.strip()[-300:]})")
+    return rtts
+
+
+def pair_times(client_out: str, server_out: str) -> tuple[list[float], list[float]]:
+    """One-way times (s) of the datagrams both ends stamped: client -> server and back.
+    Lines are 'seq stamp stamp' (client: sent, echo received; server: received, echo
+    sent); anything else, and stamps the kernel did not give (-1), are left out."""
+    def table(text: str) -> dict[str, tuple[int, int]]:
+        out = {}
+        for f in (ln.split() for ln in text.splitlines()):
+            if len(f) == 3 and f[1].lstrip("-").isdigit() and f[2].lstrip("-").isdigit():
+                out[f[0]] = (int(f[1]), int(f[2]))
+        return out
+    cl, sv = table(client_out), table(server_out)
+    keys = [k for k in cl if k in sv and min(*cl[k], *sv[k]) > 0]
+    return ([(sv[k][0] - cl[k][0]) * 1e-9 for k in keys],
+            [(cl[k][1] - sv[k][1]) * 1e-9 for k in keys])
+
+
+def udp_oneway(sp: Spec, client: str, server: str, count: int,
+               interval: float) -> tuple[list[float], list[float]]:
+    """Lone UDP datagrams client -> server and their echoes back, one every `interval`:
+    the one-way times of both directions from kernel stamps at the two interfaces."""
+    addr = sp.addr(server, 0)
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
+                            addr, str(PORT), str(count)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        srv.stdout.readline()
+        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
+                            addr, str(PORT), str(count), str(interval)], capture_output=True,
+                           text=True, timeout=count * (interval + 2) + 20, check=False)
+        out, _ = srv.communicate(timeout=60)  # it ends after `count` echoes
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    fwd, back = pair_times(p.stdout, out)
+    if len(fwd) != count:
+        raise MpilabError(f"udp one-way {client} -> {server}: {len(fwd)} of {count} stamped "
+                          f"({p.stderr.strip()[-300:]})")
+    return fwd, back
+
+
+def _iqr(v: list[float]) -> float:
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) >= 2 else [0.0, 0.0, 0.0]
+    return q[2] - q[0]
+
+
+#: the calibration's samples must be this steady (interquartile range of every direction,
+#: undelayed and delayed) for a trim: a disturbed machine measures its disturbance (a slot
+#: in which undelayed lone datagrams took 200-500 us one way gave a 47 us trim that then
+#: made packets 50 us early)
+STEADY_IQR_S = 20e-6
+
+
+def trim_from(delay: float, base: tuple[list[float], list[float]],
+              delayed: tuple[list[float], list[float]], cap: float = 1e-3) -> dict[str, Any]:
+    """The trim from lone packets measured across the undelayed and the delayed WAN (both
+    directions): the smaller of the two directions' median excess (delayed - undelayed -
+    D), so that neither direction is made early, between 0 and min(D, cap); 0 when the
+    samples were not steady (`steady`: every direction's interquartile range within
+    STEADY_IQR_S). `path_exceeds_delay`: the path alone adds more than D, so no hold can
+    give D (the hold is then 0)."""
+    med = statistics.median
+    exc = [med(delayed[i]) - med(base[i]) - delay for i in (0, 1)]
+    spread = max(_iqr(v) for v in (*base, *delayed))
+    steady = spread <= STEADY_IQR_S
+    e = min(exc)
+    return {"trim_s": min(max(e, 0.0), delay, cap) if steady else 0.0, "excess_s": e,
+            "excess_fwd_s": exc[0], "excess_back_s": exc[1],
+            "base_fwd_s": med(base[0]), "base_back_s": med(base[1]),
+            "spread_s": spread, "steady": steady,
+            "path_exceeds_delay": steady and e > delay}
+
+
+def write_trim(path: Path, trim: float, pid: int) -> None:
+    """Hand the delay line a new trim: the file (temp name + rename), then SIGHUP."""
+    atomic_write_text(path, f"{trim * 1e9:.0f}ns\n")
+    os.kill(pid, signal.SIGHUP)
+    time.sleep(0.05)  # the line reads it at its next loop turn (it wakes for the signal)
+
+
+def calibrate_trim(sp: Spec, rules: list[str], router: str, trim_file: Path, pid: int,
+                   count: int = 7, warm: int = 2) -> dict[str, Any]:
+    """Measure the trim on a testbed that is up with its delay line (trim 0): lone UDP
+    datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)) with the router's policy rules
+    removed (the undelayed route), then with them back through the delay line (after
+    `warm` datagrams that let it learn the forwarding cost of that idle gap); the line
+    then gets the trim. `rules`: the `ip rule` arguments that send packets into it."""
+    if sp.sites < 2:
+        raise MpilabError('wan.delay_trim = "auto" needs at least 2 sites')
+    d = sp.wan_delay
+    interval = max(0.2, 3 * d)
+    write_trim(trim_file, 0.0, pid)
+    for r in rules:
+        subprocess.run(["ip", "-n", router, "rule", "del", *r.split()], check=True)
+    try:
+        base = udp_oneway(sp, "s0n0", "s1n0", count, interval)
+    finally:
+        for r in rules:
+            subprocess.run(["ip", "-n", router, "rule", "add", *r.split()], check=True)
+    delayed = udp_oneway(sp, "s0n0", "s1n0", count + warm, interval)
+    res = trim_from(d, base, (delayed[0][warm:], delayed[1][warm:]))
+    res.update(count=count, interval_s=interval)
+    write_trim(trim_file, res["trim_s"], pid)
+    return res

@@ -1,0 +1,41 @@
+/* The delay line's trim (see delayline.h): the path's own measured cost, taken off every
+ * hold so that what a lone packet sees end to end is the configured delay. */
+#include "testbed/delayline.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mpilab/parse.h"
+
+int64_t mpilab_dl_hold(int64_t delay_ns, int64_t trim_ns)
+{
+    if (trim_ns <= 0)
+        return delay_ns;
+    return trim_ns >= delay_ns ? 0 : delay_ns - trim_ns;
+}
+
+int mpilab_dl_read_trim(const char *path, int64_t *trim_ns)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "mpilab-delayline: warning: --trim-file %s: %s (trim unchanged)\n", path,
+                strerror(errno));
+        return -1;
+    }
+    char line[64];
+    size_t n = fread(line, 1, sizeof(line) - 1, f);
+    int err = ferror(f);
+    fclose(f);
+    line[n] = '\0';
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' ' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    double sec = -1.0;
+    if (err || n == 0 || mpilab_parse_duration(line, &sec) != 0 || sec < 0.0 || sec > 1.0) {
+        fprintf(stderr, "mpilab-delayline: warning: --trim-file %s:1: '%s' is not a duration of "
+                        "0 to 1 s (trim unchanged)\n", path, line);
+        return -1;
+    }
+    *trim_ns = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}

@@ -1,0 +1,43 @@
+"""Kernel-stamped one-way times and the delay line's trim (mpilab.testbed.oneway): the
+pairing of both ends' stamps and the trim computed from them, on synthetic stamps."""
+
+from __future__ import annotations
+
+import pytest
+from mpilab.testbed import oneway
+
+
+def test_pair_times_matches_sequence_numbers_and_drops_missing_stamps() -> None:
+    client = "0 1000 5000\n1 11000 15500\n2 21000 -1\nnoise line\n3 31000 36000\n"
+    server = "1 12000 13000\n0 2000 3000\n2 22000 23000\n"  # 3 never reached it
+    fwd, back = oneway.pair_times(client, server)
+    assert fwd == pytest.approx([1e-6, 1e-6])       # 0 and 1; 2 lost its echo's stamp
+    assert back == pytest.approx([2e-6, 2.5e-6])
+
+
+def test_trim_is_the_smaller_excess_clamped_to_the_delay() -> None:
+    d = 1e-3
+    base = ([30e-6] * 5, [40e-6] * 5)
+    delayed = ([d + 30e-6 + 10e-6] * 5, [d + 40e-6 + 14e-6] * 5)
+    t = oneway.trim_from(d, base, delayed)
+    assert t["trim_s"] == pytest.approx(10e-6) and t["excess_s"] == pytest.approx(10e-6)
+    assert t["steady"] and t["spread_s"] == pytest.approx(0.0)
+    assert t["excess_fwd_s"] == pytest.approx(10e-6)
+    assert t["excess_back_s"] == pytest.approx(14e-6)
+    assert t["base_fwd_s"] == pytest.approx(30e-6) and not t["path_exceeds_delay"]
+    # a path that alone is longer than the delay: hold 0, and said so
+    d = 10e-6
+    t = oneway.trim_from(d, base, ([d + 30e-6 + 35e-6] * 5, [d + 40e-6 + 45e-6] * 5))
+    assert t["trim_s"] == pytest.approx(d) and t["path_exceeds_delay"]
+    assert t["excess_s"] == pytest.approx(35e-6)
+    # a delayed path faster than the undelayed one plus D: no negative trim
+    t = oneway.trim_from(1e-3, base, ([1e-3 + 25e-6] * 5, [1e-3 + 35e-6] * 5))
+    assert t["trim_s"] == 0.0 and t["excess_s"] < 0
+    # the median: one late datagram does not move it
+    t = oneway.trim_from(1e-3, base, ([1e-3 + 40e-6] * 4 + [1.0], [1e-3 + 54e-6] * 5))
+    assert t["trim_s"] == pytest.approx(10e-6) and t["steady"]
+    # an unsteady measurement (the undelayed forward datagrams spread over 300 us): no trim
+    noisy = ([30e-6, 200e-6, 500e-6, 350e-6, 40e-6], [40e-6] * 5)
+    t = oneway.trim_from(1e-3, noisy, delayed)
+    assert not t["steady"] and t["trim_s"] == 0.0 and t["spread_s"] > oneway.STEADY_IQR_S
+    assert not t["path_exceeds_delay"]
