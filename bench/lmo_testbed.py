@@ -47,11 +47,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import harness
 from harness import REPO, loadavg, mpilab, testbed_down, testbed_up, write_json
 from mpilab.testbed import net
 from mpilab.testbed.spec import Spec
 
-TIE = 0.005  # |error| differences within half a percentage point count as a tie
 FRAME, PAYLOAD = 1514, 1448  # bytes on the shaper per full TCP segment, and its payload
 OPS = "p2p,scatter:linear,gather:linear,scatter:binomial,gather:binomial"
 CPU_LOOP = "import time\nt=time.perf_counter()\nx=0\nfor i in range(3000000): x+=i\n" \
@@ -190,24 +190,7 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
                                "T_M": t_m})
         print(f"{'':22} {h['i']:>2}-{h['j']:<2} {h['alpha'] * 1e6:9.1f} {h['beta'] * 1e9:10.2f} "
               f"{t_m * 1e6:9.1f}")
-    hock = {(p["op"], p["impl"], p["bytes"], p.get("timing")): p
-            for p in (doc["models"].get("predictions") or [])}
-    print(f"\n{'op':8} {'impl':9} {'bytes':>8} {'measured us':>12} {'LMO us':>10} {'err':>8} "
-          f"{'Hockney us':>11} {'err':>8}")
-    for p in sorted(lm.get("predictions") or [], key=lambda p: (p["op"], p["impl"], p["bytes"])):
-        if p["bytes"] < min_bytes or p.get("measured") is None:
-            continue
-        h = hock.get((p["op"], p["impl"], p["bytes"], p.get("timing")))
-        m = p["measured"]
-        e_l = (p["predicted"] - m) / m
-        e_h = None if h is None else (h["predicted"] - m) / m
-        rep["predictions"].append({"op": p["op"], "impl": p["impl"], "bytes": p["bytes"],
-                                   "measured": m, "lmo": p["predicted"], "lmo_err": e_l,
-                                   "hockney": h and h["predicted"], "hockney_err": e_h})
-        print(f"{p['op']:8} {p['impl']:9} {p['bytes']:8d} {m * 1e6:12.1f} "
-              f"{p['predicted'] * 1e6:10.1f} {e_l * 100:+7.1f}% "
-              f"{'-' if h is None else format(h['predicted'] * 1e6, '11.1f'):>11} "
-              f"{'-' if e_h is None else format(e_h * 100, '+7.1f') + '%':>8}")
+    rep["predictions"] = harness.predictions(doc, lm, min_bytes)
     rep["summary"] = summary(rep)
     return rep
 
@@ -219,22 +202,14 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
                                 if r["L_ping"]), default=None),
          "path_max_err": max((abs(r["path_inv_beta"] - r["path_conf"]) / r["path_conf"]
                               for r in links if r["path_inv_beta"] is not None), default=None),
-         "pred_n": len(pe),
-         "pred_within_10": sum(abs(r["lmo_err"]) <= 0.10 for r in pe),
-         "pred_beats_hockney": sum(r["hockney_err"] is not None
-                                   and abs(r["lmo_err"]) < abs(r["hockney_err"]) - TIE
-                                   for r in pe),
-         "pred_ties_hockney": sum(r["hockney_err"] is not None
-                                  and abs(abs(r["lmo_err"]) - abs(r["hockney_err"])) <= TIE
-                                  for r in pe)}
-    print(f"\nL within 5% of configured: {s['L_max_err_conf'] <= 0.05} (max "
-          f"{s['L_max_err_conf']:.2%}); of ping/2: max "
-          f"{'-' if s['L_max_err_ping'] is None else format(s['L_max_err_ping'], '.2%')}; "
-          f"path 1/beta max error "
-          f"{'-' if s['path_max_err'] is None else format(s['path_max_err'], '.2%')}; "
-          f"predictions within 10%: {s['pred_within_10']}/{s['pred_n']}, better than Hockney "
-          f"by more than {TIE:.1%}: {s['pred_beats_hockney']}/{s['pred_n']}, ties "
-          f"{s['pred_ties_hockney']}/{s['pred_n']}")
+         **harness.prediction_counts(pe)}
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2%}"
+
+    words = [f"L within 5% of configured: {s['L_max_err_conf'] <= 0.05} "
+             f"(max {pct(s['L_max_err_conf'])})", f"of ping/2: max {pct(s['L_max_err_ping'])}",
+             f"path 1/beta max error {pct(s['path_max_err'])}", harness.prediction_words(s)]
+    print("\n" + "; ".join(words))
     return s
 
 

@@ -21,18 +21,19 @@ from mpilab.testbed import net
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = (REPO / "examples" / "testbed" / "lmo-hetero4.toml").read_text()
+HAVE_CPU = (net.CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists()
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
-              pytest.mark.skipif(not have_netns(), reason="needs root and ip netns"),
-              pytest.mark.skipif(not (net.CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists(),
-                                 reason="needs the cgroup v1 cpu controller")]
+              pytest.mark.skipif(not (have_netns() and HAVE_CPU),
+                                 reason="needs root, ip netns and the cgroup v1 cpu controller")]
 mpilab = functools.partial(livetb.mpilab, timeout=120)
 
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
-    prefix = f"h{os.getpid() % 100000}"
-    for env in livetb.live_testbed(tmp_path_factory.mktemp("hetstate"), prefix, SPEC, 120):
-        yield prefix, env
+    """The example spec up under prefix h<pid> for the module: (prefix, environment)."""
+    prefix = "h" + str(os.getpid() % 100000)
+    state = tmp_path_factory.mktemp("hetstate")
+    yield from ((prefix, env) for env in livetb.live_testbed(state, prefix, SPEC, 120))
 
 
 def _min_rtt(prefix: str, a: str, b: str) -> float:

@@ -450,11 +450,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
 
     names = set(sp.node_names())
     for i, lk in enumerate(links):
-        node = _get(ctx, lk, "link", "node", _str, None, i)
-        if node is None:
-            raise ctx.err("link", "", "missing key 'node'", i)
-        if node not in names:
-            raise ctx.err("link", "node", f"{node!r}: no such node", i)
+        node = _node_name(ctx, lk, "link", "node", names, i)
         rail = _get(ctx, lk, "link", "rail", _int_in(0, sp.rails - 1), 0, i)
         if any(o.node == node and o.rail == rail for o in sp.links):
             raise ctx.err("link", "node", f"{node!r} rail {rail}: a second [[link]] for the "
@@ -469,12 +465,25 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
                               "(wan.delay_backend = \"netem\" delays by destination)", i)
             _check_buffer(ctx, sp, "link", "wan_delay", o.wan_delay, i)
         sp.links.append(o)
+    _parse_nodes(ctx, sp, nodes_t, names)
+    return sp
+
+
+def _node_name(ctx: _Ctx, entry: dict[str, Any], table: str, key: str, names: set[str],
+               index: int) -> str:
+    """The node an array entry names (its `key`): present and one of the testbed's."""
+    node = _get(ctx, entry, table, key, _str, None, index)
+    if node is None:
+        raise ctx.err(table, "", f"missing key '{key}'", index)
+    if node not in names:
+        raise ctx.err(table, key, f"{node!r}: no such node", index)
+    return str(node)
+
+
+def _parse_nodes(ctx: _Ctx, sp: Spec, nodes_t: list[dict[str, Any]], names: set[str]) -> None:
+    """The [[node]] entries (CPU limits) into sp.node_limits."""
     for i, nd in enumerate(nodes_t):
-        name = _get(ctx, nd, "node", "name", _str, None, i)
-        if name is None:
-            raise ctx.err("node", "", "missing key 'name'", i)
-        if name not in names:
-            raise ctx.err("node", "name", f"{name!r}: no such node", i)
+        name = _node_name(ctx, nd, "node", "name", names, i)
         if sp.cpu_limit(name) is not None:
             raise ctx.err("node", "name", f"{name!r}: a second [[node]] for the same node", i)
         if "cpu_quota" not in nd:
@@ -487,7 +496,6 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
                           f"{lim.cpu_period * 1e3:g} ms period is {lim.quota_us()} us, below "
                           "the controller's 1 ms (raise cpu_period)", i)
         sp.node_limits.append(lim)
-    return sp
 
 
 def _check_buffer(ctx: _Ctx, sp: Spec, table: str, key: str, delay: float,
