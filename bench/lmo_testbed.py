@@ -190,6 +190,15 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
                                "T_M": t_m})
         print(f"{'':22} {h['i']:>2}-{h['j']:<2} {h['alpha'] * 1e6:9.1f} {h['beta'] * 1e9:10.2f} "
               f"{t_m * 1e6:9.1f}")
+    per_node = []
+    for r in range(len(lm["nodes"])):
+        mine = [h for h in hp if r in (h["i"], h["j"])]
+        if mine:
+            a = statistics.mean(h["alpha"] for h in mine)
+            b = statistics.mean(h["beta"] for h in mine)
+            per_node.append(f"{r}: alpha {a * 1e6:.0f} us, beta {b * 1e9:.1f} ns/B")
+    if per_node:
+        print("Hockney per node (the mean over the node's pairs): " + ", ".join(per_node))
     rep["predictions"] = harness.predictions(doc, lm, min_bytes)
     rep["summary"] = summary(rep)
     return rep
