@@ -68,12 +68,14 @@ def test_per_node_delays_in_effect(tb: tuple[str, dict[str, str]], a: str, b: st
     assert _min_rtt(tb[0], a, b) >= delay
 
 
-def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]]) -> None:
+@pytest.mark.parametrize("hosts", ["s1n0,s0n0", "s0n0,s1n0"])
+def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]], hosts: str) -> None:
+    # first host s1n0: mpirun starts its rank itself; second: through the rsh agent
     prefix, env = tb
     cg = net.cpu_cgroup(prefix, "s1n0")
     assert (cg / "cpu.cfs_quota_us").read_text().strip() == "1000"
     assert (cg / "cpu.cfs_period_us").read_text().strip() == "4000"
-    p = mpilab("testbed", "run", "--hosts", "s1n0,s0n0", "--np", "2", "--timeout", "120",
+    p = mpilab("testbed", "run", "--hosts", hosts, "--np", "2", "--timeout", "120",
                "--", "sh", "-c", 'echo "$(hostname) $(grep -E ":cpu[,:]" /proc/self/cgroup)"',
                env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr

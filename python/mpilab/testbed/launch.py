@@ -252,13 +252,18 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     hostfile = write_hostfile(spec, chosen, slots, rails[0])
     first = chosen[0]
     tmp = net.state_dir(spec.prefix) / "tmp" / first
+    # the first host's launcher starts its ranks itself (not through the agent): with a CPU
+    # quota it joins the node's cpu group first, as the agent does on the other nodes
+    join = (["sh", "-c", 'echo $$ > "$0" && exec "$@"',
+             str(net.cpu_cgroup(spec.prefix, first) / "cgroup.procs")]
+            if spec.cpu_limit(first) else [])
     if mpi == "mpich":
-        return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
-                "env", f"TMPDIR={tmp}",
+        return [*join, "ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP),
+                spec.ns(first), "env", f"TMPDIR={tmp}",
                 *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp, ucx_keeper)]
     if mpi != "openmpi":
         raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
-    return ["ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
+    return [*join, "ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
             "env", f"TMPDIR={tmp}",
             *mpirun_command(spec, chosen, np, agent, hostfile, rails, [], mptcp)]
 
