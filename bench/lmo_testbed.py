@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -251,6 +252,8 @@ def main() -> int:
     if np < 3:
         print(f"lmo_testbed: {a.spec}: {np} nodes, need >= 3 (a triplet)", file=sys.stderr)
         return 2
+    # the bench slot's timeout sends SIGTERM: end through the finally below (testbed down)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"load at start: {loadavg()}  ({time.strftime('%H:%M:%S', time.gmtime())} UTC)")
     if a.results:
         doc = json.loads(Path(a.results).read_text())
