@@ -70,11 +70,12 @@ def ping_rtts(spec: Spec, a: str, b: str, count: int) -> list[float]:
 def cpu_loop(spec: Spec, node: str, limited: bool) -> float:
     """Wall time of a fixed CPU loop in the node's namespace, inside its cpu group when
     `limited` (as the testbed's agent starts its ranks), else outside."""
+    # join the group before entering the namespace (ip netns exec mounts a fresh /sys, which
+    # hides the cgroup folders), as the testbed's agent does
     join = (f'echo $$ > {net.cpu_cgroup(spec.prefix, node) / "cgroup.procs"} && '
             if limited else "")
-    p = subprocess.run(["ip", "netns", "exec", spec.ns(node), "sh", "-c",
-                        f'{join}exec python3 -c "$0"', CPU_LOOP],
-                       capture_output=True, text=True, timeout=120, check=True)
+    p = subprocess.run(["sh", "-c", f'{join}exec ip netns exec "$1" python3 -c "$0"', CPU_LOOP,
+                        spec.ns(node)], capture_output=True, text=True, timeout=120, check=True)
     return float(p.stdout.strip())
 
 
