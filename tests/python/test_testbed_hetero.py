@@ -160,9 +160,12 @@ def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
     pid = procs.read_text().split()
     assert len(pid) == 1 and pid[0].isdigit()  # the agent's own pid, inherited by the job
     procs.write_text("")
+    root = tmp_path / "cpu" / "cgroup.procs"
+    root.write_text("")
     subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
                    text=True, env=env, timeout=30, check=True)
-    assert procs.read_text() == ""  # an unlimited node joins no group
+    # an unlimited node's agent leaves the group it may have inherited for the root one
+    assert procs.read_text() == "" and root.read_text().strip().isdigit()
 
 
 def test_simulation_refuses_hetero_keys() -> None:

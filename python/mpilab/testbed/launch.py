@@ -43,6 +43,12 @@ def choose_hosts(spec: Spec, hosts: str | None) -> list[str]:
 UTS_WRAP = "unshare --uts sh -c 'hostname \"$1\" && shift && exec \"$@\"' sh"
 
 
+def _via_root(path: Path) -> Path:
+    """`path` as seen from any mount namespace: through /proc/<this process>/root (the
+    process that writes the agent waits for the job, so the link stays valid)."""
+    return Path(f"/proc/{os.getpid()}/root") / path.resolve().relative_to("/")
+
+
 def write_agent(spec: Spec, mptcp: bool) -> Path:
     """The rsh agent Open MPI calls as `AGENT HOST COMMAND...`: it maps the host (the node's
     rail-0 address, as written in the hostfile) to its namespace and TMPDIR."""
@@ -54,11 +60,18 @@ def write_agent(spec: Spec, mptcp: bool) -> Path:
     for node in spec.node_names():
         tmp = shlex.quote(str(sd / "tmp" / node))
         addrs = "|".join(spec.addr(node, r) for r in range(spec.rails))  # any rail's address
-        lim = spec.cpu_limit(node)
         # a node with a CPU quota: the agent joins its cpu group, so that the node's
-        # daemon and ranks (its children) share the quota
-        cg = shlex.quote(str(net.cpu_cgroup(spec.prefix, node) / "cgroup.procs")) if lim \
-            else "''"
+        # daemon and ranks (its children) share the quota; with quotas in the spec, the
+        # other nodes' agents join the root cpu group (unlimited), since the launcher that
+        # calls them may itself run in the first host's group
+        # (paths through this process's root: the launcher runs the agent inside the first
+        # host's `ip netns exec`, whose fresh /sys hides the cgroup folders)
+        if spec.cpu_limit(node):
+            cg = shlex.quote(str(_via_root(net.cpu_cgroup(spec.prefix, node) / "cgroup.procs")))
+        elif spec.node_limits:
+            cg = shlex.quote(str(_via_root(net.CPU_CGROUP_ROOT / "cgroup.procs")))
+        else:
+            cg = "''"
         cases.append(f"  {addrs}|{node}) ns={spec.ns(node)}; t={tmp}; cg={cg} ;;")
     text = "\n".join([
         "#!/bin/sh",
