@@ -40,9 +40,10 @@ BIN = Path(os.environ.get("MPILAB_BIN", BUILD / "bin"))
 #: the test helpers' folder (synthetic results documents: conftest.make_results)
 TESTS_PY = REPO / "tests" / "python"
 
-__all__ = ["BIN", "BUILD", "REPO", "TESTS_PY", "env", "find_tool", "loadavg", "mpi_env",
-           "mpilab", "mpilab_cmd", "mpirun", "save_figure", "start_mpilab", "test_helpers",
-           "testbed", "testbed_down", "testbed_up", "testbed_up_in", "tool", "write_json"]
+__all__ = ["BIN", "BUILD", "REPO", "TESTS_PY", "TIE", "env", "find_tool", "loadavg", "mpi_env",
+           "mpilab", "mpilab_cmd", "mpirun", "prediction_counts", "prediction_words",
+           "predictions", "save_figure", "start_mpilab", "test_helpers", "testbed",
+           "testbed_down", "testbed_up", "testbed_up_in", "tool", "write_json"]
 
 
 def tool(name: str) -> str:
@@ -169,6 +170,57 @@ def testbed(prefix: str, spec: str | os.PathLike[str],
         yield testbed_up(prefix, spec, state_root)
     finally:
         testbed_down(prefix)
+
+
+# ---- the LMO scripts' comparison of predictions (bench/lmo_sim.py, bench/lmo_testbed.py)
+
+#: |error| differences within half a percentage point count as a tie
+TIE = 0.005
+
+
+def predictions(doc: dict[str, Any], lm: dict[str, Any], min_bytes: int) -> list[dict[str, Any]]:
+    """The LMO and Hockney predictions beside measured at >= min_bytes per rank, printed as
+    a table and returned as rows (bench/lmo_sim.py and bench/lmo_testbed.py)."""
+    rows: list[dict[str, Any]] = []
+    hock = {(p["op"], p["impl"], p["bytes"], p.get("timing")): p
+            for p in (doc["models"].get("predictions") or [])}
+    print(f"\n{'op':8} {'impl':9} {'bytes':>8} {'measured us':>12} {'LMO us':>10} {'err':>8} "
+          f"{'Hockney us':>11} {'err':>8}")
+    for p in sorted(lm.get("predictions") or [], key=lambda p: (p["op"], p["impl"], p["bytes"])):
+        if p["bytes"] < min_bytes or p.get("measured") is None:
+            continue
+        h = hock.get((p["op"], p["impl"], p["bytes"], p.get("timing")))
+        m = p["measured"]
+        e_l = (p["predicted"] - m) / m
+        e_h = None if h is None else (h["predicted"] - m) / m
+        rows.append({"op": p["op"], "impl": p["impl"], "bytes": p["bytes"], "measured": m,
+                     "lmo": p["predicted"], "lmo_err": e_l, "hockney": h and h["predicted"],
+                     "hockney_err": e_h})
+        print(f"{p['op']:8} {p['impl']:9} {p['bytes']:8d} {m * 1e6:12.1f} "
+              f"{p['predicted'] * 1e6:10.1f} {e_l * 100:+7.1f}% "
+              f"{'-' if h is None else format(h['predicted'] * 1e6, '11.1f'):>11} "
+              f"{'-' if e_h is None else format(e_h * 100, '+7.1f') + '%':>8}")
+    return rows
+
+
+def prediction_counts(pe: list[dict[str, Any]]) -> dict[str, int]:
+    """Of the prediction rows: how many LMO has within 10% of measured, better than Hockney
+    by more than TIE, and as good (within TIE)."""
+    return {"pred_within_10": sum(abs(r["lmo_err"]) <= 0.10 for r in pe),
+            "pred_beats_hockney": sum(r["hockney_err"] is not None
+                                      and abs(r["lmo_err"]) < abs(r["hockney_err"]) - TIE
+                                      for r in pe),
+            "pred_ties_hockney": sum(r["hockney_err"] is not None
+                                     and abs(abs(r["lmo_err"]) - abs(r["hockney_err"])) <= TIE
+                                     for r in pe), "pred_n": len(pe)}
+
+
+def prediction_words(s: dict[str, Any]) -> str:
+    """prediction_counts in words, for the scripts' last line."""
+    n = s["pred_n"]
+    return (f"predictions within 10%: {s['pred_within_10']}/{n}, better than Hockney by more "
+            f"than {TIE:.1%}: {s['pred_beats_hockney']}/{n}, as good (within {TIE:.1%}): "
+            f"{s['pred_ties_hockney']}/{n}")
 
 
 def _main(argv: list[str]) -> int:

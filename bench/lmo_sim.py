@@ -39,10 +39,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from harness import REPO, loadavg, mpilab, write_json
+from harness import (
+    REPO,
+    loadavg,
+    mpilab,
+    prediction_counts,
+    prediction_words,
+    predictions,
+    write_json,
+)
 from mpilab.sim.platform import hosts_of
-
-TIE = 0.005  # |error| differences up to half a percentage point are a tie, not a win
 
 
 def _num_unit(text: str, units: dict[str, float], what: str) -> float:
@@ -196,24 +202,7 @@ def compare(doc: dict[str, Any], platform: str, min_bytes: int) -> dict[str, Any
           f"slowest link {sl.get('link')} ({sl.get('link_vs_median')}x the median), "
           f"slowest path {sl.get('path')} ({sl.get('path_vs_median')}x the median)")
     rep["slowest"] = sl
-    hock = {(p["op"], p["impl"], p["bytes"], p.get("timing")): p
-            for p in (doc["models"].get("predictions") or [])}
-    print(f"\n{'op':8} {'impl':9} {'bytes':>8} {'measured us':>12} {'LMO us':>10} {'err':>8} "
-          f"{'Hockney us':>11} {'err':>8}")
-    for p in sorted(lm.get("predictions") or [], key=lambda p: (p["op"], p["impl"], p["bytes"])):
-        if p["bytes"] < min_bytes or p.get("measured") is None:
-            continue
-        h = hock.get((p["op"], p["impl"], p["bytes"], p.get("timing")))
-        m = p["measured"]
-        e_l = (p["predicted"] - m) / m
-        e_h = None if h is None else (h["predicted"] - m) / m
-        rep["predictions"].append({"op": p["op"], "impl": p["impl"], "bytes": p["bytes"],
-                                   "measured": m, "lmo": p["predicted"], "lmo_err": e_l,
-                                   "hockney": h and h["predicted"], "hockney_err": e_h})
-        print(f"{p['op']:8} {p['impl']:9} {p['bytes']:8d} {m * 1e6:12.1f} "
-              f"{p['predicted'] * 1e6:10.1f} {e_l * 100:+7.1f}% "
-              f"{'-' if h is None else format(h['predicted'] * 1e6, '11.1f'):>11} "
-              f"{'-' if e_h is None else format(e_h * 100, '+7.1f') + '%':>8}")
+    rep["predictions"] = predictions(doc, lm, min_bytes)
     lerr = [abs(r["L"] - r["L_exact"]) / r["L_exact"] for r in rep["links"]]
     berr = [abs(r["inv_beta"] - r["inv_beta_exact"]) / r["inv_beta_exact"] for r in rep["links"]]
     perr = [abs(r["path_inv_beta"] - r["path_exact"]) / r["path_exact"]
@@ -221,22 +210,13 @@ def compare(doc: dict[str, Any], platform: str, min_bytes: int) -> dict[str, Any
     pe = rep["predictions"]
     rep["summary"] = {"L_max_err": max(lerr), "inv_beta_max_err": max(berr),
                       "path_max_err": max(perr) if perr else None,
-                      "pred_within_10": sum(abs(r["lmo_err"]) <= 0.10 for r in pe),
-                      "pred_beats_hockney": sum(r["hockney_err"] is not None
-                                                and abs(r["lmo_err"]) < abs(r["hockney_err"]) - TIE
-                                                for r in pe),
-                      "pred_ties_hockney": sum(r["hockney_err"] is not None
-                                               and abs(abs(r["lmo_err"]) - abs(r["hockney_err"]))
-                                               <= TIE for r in pe), "pred_n": len(pe)}
+                      **prediction_counts(pe)}
     s = rep["summary"]
     print(f"\nL within 5%: {'yes' if s['L_max_err'] <= 0.05 else 'no'} (max {s['L_max_err']:.2%});"
           f" 1/beta within 5%: {'yes' if s['inv_beta_max_err'] <= 0.05 else 'no'} "
           f"(max {s['inv_beta_max_err']:.2%}); path 1/beta max error "
           f"{'-' if s['path_max_err'] is None else format(s['path_max_err'], '.2%')}; "
-          f"predictions within 10%: {s['pred_within_10']}/"
-          f"{s['pred_n']}, better than Hockney by more than {TIE:.1%}: "
-          f"{s['pred_beats_hockney']}/{s['pred_n']}, as good (within {TIE:.1%}): "
-          f"{s['pred_ties_hockney']}/{s['pred_n']}")
+          + prediction_words(s))
     return rep
 
 

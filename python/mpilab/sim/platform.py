@@ -60,6 +60,13 @@ UNSUPPORTED = {
     "wan.socket_buffer": "SimGrid's TCP window (network/TCP-gamma) is the window itself, "
                          "the kernel's is a part of the buffer (64K gave 31, not 52 Mbit/s "
                          "at 10 ms RTT: docs/multilane.md); choose it with --tcp-gamma",
+    "link.wan_delay": "the generated platform has one WAN latency per site uplink, not one "
+                      "per sending node",
+    "node.cpu_quota": "a CPU quota throttles the node's processes in real time; simulated "
+                      "hosts have speeds (SMPI's per-host overheads: docs/models.md)",
+    "node.cpu_period": "a CPU quota throttles the node's processes in real time; simulated "
+                       "hosts have speeds",
+    "wan.slow_start_after_idle": "SimGrid's flows have no congestion window",
 }
 EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend")
 

@@ -173,7 +173,9 @@ def check(spec: Spec, seconds: float = 3.0, parallel: int = 1, rail: int = 0,
                             parallel * len(pairs), conf, tot, pairs[0][0], pairs[0][1], rail)
             row.nodes = len(pairs)
             rows.append(row)
-        rows.append(_rtt_row("rtt-wan", "s0n0", "s1n0", rail, 2 * spec.wan_delay,
+        # each direction carries its sender's delay (per-node [[link]] wan_delay)
+        rtt = spec.node_delay("s0n0", rail) + spec.node_delay("s1n0", rail)
+        rows.append(_rtt_row("rtt-wan", "s0n0", "s1n0", rail, rtt,
                              ping_samples(spec, "s0n0", "s1n0", rail)))
     return rows
 

@@ -64,6 +64,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                          "netem_available": st.get("netem_available"),
                          "trim": st.get("delay_trim"),
                          "pid": pid if backend == "delayline" else None,
+                         # every delay line: the default one's and each per-node delay's
+                         "pids": st.get("delayline_pids", [pid] if pid else []),
                          "alive": info["delayline"]["alive"] if backend == "delayline"
                          else backend == "netem"}
         info["faults_active"] = [f"{n}:{r} {m}" for n, r, m in faults.active(sp)] \

@@ -30,6 +30,9 @@ from mpilab.tools import find_tool
 
 DELAY_TABLE = 100
 DL_DEV = "dl0"
+#: the cgroup v1 cpu controller: a node with a [[node]] cpu_quota runs its jobs in
+#: CPU_CGROUP_ROOT/<prefix>-<node> (cpu.cfs_quota_us / cpu.cfs_period_us)
+CPU_CGROUP_ROOT = Path("/sys/fs/cgroup/cpu")
 
 
 # ---- small helpers ----
@@ -305,9 +308,12 @@ def is_up(spec: Spec) -> bool:
     if set(spec.namespaces()) - set(list_namespaces(spec.prefix)):
         return False
     if st.get("delay_backend", "delayline" if spec.wan_delay > 0 else "none") == "delayline":
-        pid = st.get("delayline_pid")
-        if not pid or not pid_alive(int(pid)):
+        pids = st.get("delayline_pids") or [st.get("delayline_pid")]
+        if not all(p and pid_alive(int(p)) for p in pids):
             return False
+    if any(not (cpu_cgroup(spec.prefix, lim.name) / "cgroup.procs").exists()
+           for lim in spec.node_limits):
+        return False
     return True
 
 
@@ -319,10 +325,15 @@ def up(spec: Spec) -> str:
         return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
     if list_namespaces(spec.prefix) or state_dir(spec.prefix).exists():
         down(spec.prefix)
+    if spec.node_limits:
+        check_cpu_controller()
     netem_ok = None
-    if spec.wan_delay > 0 and spec.delay_backend != "delayline":
+    if spec.max_delay() > 0 and spec.delay_backend != "delayline":
         netem_ok = netem_available(spec.prefix)
-    backend = choose_delay_backend(spec.delay_backend, spec.wan_delay, netem_ok, spec.source)
+    backend = choose_delay_backend(spec.delay_backend, spec.max_delay(), netem_ok, spec.source)
+    if backend == "netem" and spec.delay_groups():
+        raise MpilabError(f"{spec.source}: per-node wan_delay needs the delay line backend "
+                          "(netem delays by destination)")
     delayline = find_tool("mpilab-delayline") if backend == "delayline" else None
     sd = state_dir(spec.prefix)
     try:
@@ -332,7 +343,12 @@ def up(spec: Spec) -> str:
         raise
     how = {"none": "no WAN delay", "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
            "delayline": f"WAN delay {spec.wan_delay * 1e3:g} ms by the delay line"
+           + "".join(f", {d * 1e3:g} ms from {len(g)} node rail(s) by a delay line of its own"
+                     for d, g in spec.delay_groups())
            + ("" if netem_ok is None else " (no netem in this kernel)")}[backend]
+    if spec.node_limits:
+        how += ", CPU quota " + ", ".join(
+            f"{lim.name} {lim.cpu_quota:g} CPU" for lim in spec.node_limits)
     if backend == "delayline":
         how += trim_text((load_state(spec.prefix) or {}).get("delay_trim"), spec.wan_delay)
     return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
@@ -341,6 +357,9 @@ def up(spec: Spec) -> str:
 
 def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
     """How the delay line's hold is trimmed, for `up` and `status` ('' when it is not)."""
+    if trim and trim.get("not_measured"):
+        return ("; hold not trimmed: wan.delay_trim = auto is not measured with "
+                f"{trim['not_measured']}")
     if not trim or (not trim.get("measured") and not trim.get("trim_s")):
         return ""
     t = float(trim["trim_s"]) * 1e6
@@ -367,6 +386,60 @@ def socket_buffer_sysctls(spec: Spec) -> list[str]:
     return [f"net.ipv4.tcp_rmem=4096 {b} {b}", f"net.ipv4.tcp_wmem=4096 {b} {b}"]
 
 
+def node_sysctls(spec: Spec) -> list[str]:
+    """The per-node-namespace sysctls the spec asks for (socket buffers, slow start after
+    idle); empty when it asks for none."""
+    out = socket_buffer_sysctls(spec)
+    if spec.slow_start_after_idle is not None:
+        out.append(f"net.ipv4.tcp_slow_start_after_idle={int(spec.slow_start_after_idle)}")
+    return out
+
+
+def cpu_cgroup(prefix: str, node: str) -> Path:
+    """The cgroup v1 cpu group of a node with a CPU quota."""
+    return CPU_CGROUP_ROOT / f"{prefix}-{node}"
+
+
+def check_cpu_controller() -> None:
+    """One line unless the cgroup v1 cpu controller with bandwidth control is there."""
+    if not (CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists() \
+            or not os.access(CPU_CGROUP_ROOT, os.W_OK):
+        raise MpilabError(f"[[node]] cpu_quota needs the cgroup v1 cpu controller with "
+                          f"bandwidth control, writable at {CPU_CGROUP_ROOT} (not found)")
+
+
+def make_cpu_cgroups(spec: Spec) -> None:
+    """One cpu group per limited node: period first (the quota must fit the period's
+    bounds), then the quota."""
+    for lim in spec.node_limits:
+        cg = cpu_cgroup(spec.prefix, lim.name)
+        cg.mkdir(exist_ok=True)
+        (cg / "cpu.cfs_period_us").write_text(str(lim.period_us()))
+        (cg / "cpu.cfs_quota_us").write_text(str(lim.quota_us()))
+
+
+def remove_cpu_cgroups(prefix: str) -> int:
+    """Remove the prefix's cpu groups (their processes are ended before); returns how many."""
+    n = 0
+    if not CPU_CGROUP_ROOT.is_dir():
+        return 0
+    for cg in CPU_CGROUP_ROOT.glob(f"{prefix}-*"):
+        if not cg.is_dir():
+            continue
+        try:
+            pids = [int(x) for x in (cg / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        if pids:
+            kill_pids(pids)
+        try:
+            cg.rmdir()
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
 def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
            netem_ok: bool | None = None) -> None:
     (sd / "tmp").mkdir(parents=True, exist_ok=True)
@@ -378,10 +451,10 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
     for ns in spec.namespaces():
         sh(["ip", "-n", ns, "link", "set", "lo", "up"])
         sh(["ip", "netns", "exec", ns, "sysctl", "-qw", *sysctl_common])
-    if spec.socket_buffer:
+    if node_sysctls(spec):
         for node in spec.node_names():
-            sh(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw",
-                *socket_buffer_sysctls(spec)])
+            sh(["ip", "netns", "exec", spec.ns(node), "sysctl", "-qw", *node_sysctls(spec)])
+    make_cpu_cgroups(spec)
     router = spec.router_ns()
     r_ip: list[str] = []
     r_tc = router_tc_lines(spec, backend)
@@ -432,47 +505,73 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
     if backend == "delayline":
         if not delayline:
             raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
-        state["delayline_pid"] = _start_delayline(spec, sd, delayline)
-        state["delay_trim"] = _delay_trim(spec, sd, state["delayline_pid"])
+        pids = []
+        if spec.wan_delay > 0:
+            pids.append(_start_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV,
+                                         DELAY_TABLE, delay_rules(spec, 0)))
+            state["delay_trim"] = _delay_trim(spec, sd, pids[0])
+        for k, (d, _) in enumerate(spec.delay_groups(), 1):
+            pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
+                                         delay_rules(spec, k), f"delayline-{k}"))
+        state["delayline_pid"] = pids[0] if pids else None
+        state["delayline_pids"] = pids
     atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
 
 
-def _start_delayline(spec: Spec, sd: Path, delayline: str) -> int:
+def delay_rules(spec: Spec, group: int) -> list[str]:
+    """The router's policy rules (ip batch lines) sending packets into delay line `group`:
+    0, the default line (wan.delay): every packet that arrives from a site leg; k >= 1
+    (spec.delay_groups()[k-1]): the packets of its nodes' addresses, at a higher priority."""
+    if group == 0:
+        return [f"rule add iif s{s}r{r} lookup {DELAY_TABLE} pref 100"
+                for s in range(spec.sites) for r in range(spec.rails)]
+    _, members = spec.delay_groups()[group - 1]
+    out = []
+    for node, rail in members:
+        s = int(node[1:].split("n")[0])
+        out.append(f"rule add from {spec.addr(node, rail)}/32 iif s{s}r{rail} "
+                   f"lookup {DELAY_TABLE + group} pref 90")
+    return out
+
+
+def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: str,
+                     table: int, rules: list[str], name: str = "delayline") -> int:
     router = spec.router_ns()
-    sh(["ip", "-n", router, "tuntap", "add", DL_DEV, "mode", "tun"])
-    pidfile = sd / "delayline.pid"
-    atomic_write_text(sd / "delayline.trim", f"{(spec.delay_trim or 0.0) * 1e9:.0f}ns\n")
+    sh(["ip", "-n", router, "tuntap", "add", dev, "mode", "tun"])
+    pidfile = sd / f"{name}.pid"
+    # the trim (wan.delay_trim) is the default line's; per-node lines hold their delay whole
+    trim = (spec.delay_trim or 0.0) if name == "delayline" else 0.0
+    atomic_write_text(sd / f"{name}.trim", f"{trim * 1e9:.0f}ns\n")
     # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
     extra = shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
-    log = open(sd / "delayline.log", "ab")
+    log = open(sd / f"{name}.log", "ab")
     try:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", router, delayline, *extra, "--dev", DL_DEV,
-             "--delay", f"{spec.wan_delay!r}", "--buffer", str(spec.delayline_buffer),
-             "--stats", str(sd / "delayline.json"), "--pidfile", str(pidfile),
-             "--trim-file", str(sd / "delayline.trim")],
+            ["ip", "netns", "exec", router, delayline, *extra, "--dev", dev,
+             "--delay", f"{delay!r}", "--buffer", str(spec.delayline_buffer),
+             "--stats", str(sd / f"{name}.json"), "--pidfile", str(pidfile),
+             "--trim-file", str(sd / f"{name}.trim")],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     finally:
         log.close()
     deadline = time.monotonic() + 5
     while not pidfile.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            why = (sd / "delayline.log").read_text().strip().splitlines()
+            why = (sd / f"{name}.log").read_text().strip().splitlines()
             raise MpilabError(f"mpilab-delayline did not start: {why[-1] if why else '?'}")
         time.sleep(0.02)
     batch("ip", router, [
-        f"link set {DL_DEV} txqueuelen 10000 up",
-        f"route add default dev {DL_DEV} table {DELAY_TABLE}",
-        *[f"rule add {r}" for r in _delay_rules(spec)],
+        f"link set {dev} txqueuelen 10000 up",
+        f"route add default dev {dev} table {table}",
+        *rules,
     ])
-    sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{DL_DEV}.rp_filter=0"])
+    sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0"])
     return proc.pid
 
 
 def _delay_rules(spec: Spec) -> list[str]:
-    """The router's policy rules that send inter-site packets into the delay line."""
-    return [f"iif s{s}r{r} lookup {DELAY_TABLE} pref 100"
-            for s in range(spec.sites) for r in range(spec.rails)]
+    """The `ip rule` arguments that send inter-site packets into the default delay line."""
+    return [r.removeprefix("rule add ") for r in delay_rules(spec, 0)]
 
 
 def _delay_trim(spec: Spec, sd: Path, pid: int) -> dict[str, Any]:
@@ -480,6 +579,10 @@ def _delay_trim(spec: Spec, sd: Path, pid: int) -> dict[str, Any]:
     "auto") measured now from lone packets (oneway.calibrate_trim)."""
     if spec.delay_trim is not None:
         return {"trim_s": spec.delay_trim, "measured": False}
+    if spec.delay_groups():
+        # the calibration's lone packets would cross the per-node lines too
+        return {"trim_s": 0.0, "measured": False,
+                "not_measured": "per-node WAN delays ([[link]] wan_delay)"}
     from mpilab.testbed import oneway
 
     res = oneway.calibrate_trim(spec, _delay_rules(spec), spec.router_ns(),
@@ -530,6 +633,9 @@ def down(prefix: str) -> list[str]:
         sh(["ip", "netns", "del", ns], check=False)
     if namespaces:
         removed.append(f"{len(namespaces)} namespace(s)")
+    ncg = remove_cpu_cgroups(prefix)
+    if ncg:
+        removed.append(f"{ncg} cpu cgroup(s)")
     left = list_namespaces(prefix)
     if left:
         raise MpilabError(f"testbed '{prefix}': could not remove namespace {left[0]}")

@@ -45,13 +45,17 @@ delay = "5ms"
 
 
 _KEYS: dict[str, set[str]] = {
-    "": {"prefix", "cluster", "lan", "wan", "link"},
+    "": {"prefix", "cluster", "lan", "wan", "link", "node"},
     "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
     "lan": {"rate", "queue"},
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
-            "socket_buffer", "delay_trim"},
-    "link": {"node", "rail", "lan_rate", "wan_rate"},
+            "socket_buffer", "delay_trim", "slow_start_after_idle"},
+    "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
+    "node": {"name", "cpu_quota", "cpu_period"},
 }
+MIN_CPU_PERIOD, MAX_CPU_PERIOD = 0.001, 1.0  # the cfs bandwidth controller's limits
+MIN_CPU_QUOTA_S = 0.001
+MAX_CPU_QUOTA = 64.0  # CPUs
 
 
 @dataclass
@@ -60,6 +64,25 @@ class LinkOverride:
     rail: int
     lan_rate: int | None = None
     wan_rate: int | None = None
+    # one-way WAN delay of the packets this node sends on this rail (replaces wan.delay
+    # for them; the delay line backend only)
+    wan_delay: float | None = None
+
+
+@dataclass
+class NodeLimit:
+    """A node's CPU limit: the cgroup v1 cpu controller's bandwidth quota, cpu_quota CPUs
+    (0.3: 30% of one CPU) in every period of cpu_period seconds."""
+
+    name: str
+    cpu_quota: float
+    cpu_period: float = 0.1
+
+    def quota_us(self) -> int:
+        return int(round(self.cpu_quota * self.cpu_period * 1e6))
+
+    def period_us(self) -> int:
+        return int(round(self.cpu_period * 1e6))
 
 
 @dataclass
@@ -86,7 +109,11 @@ class Spec:
     # TCP buffer limit of every node (tcp_rmem / tcp_wmem maximum and default), None = the
     # kernel's: with a long RTT a small one limits each connection, as in the multilane paper
     socket_buffer: int | None = None
+    # net.ipv4.tcp_slow_start_after_idle of every node (None: the kernel's, 1): 0 keeps a
+    # connection's window across idle gaps, so every repetition of a benchmark sees the same
+    slow_start_after_idle: bool | None = None
     links: list[LinkOverride] = field(default_factory=list)
+    node_limits: list[NodeLimit] = field(default_factory=list)
     source: str = "<default>"
 
     # ---- derived names and addresses ----
@@ -134,10 +161,38 @@ class Spec:
                 wan = o.wan_rate if o.wan_rate is not None else wan
         return lan, wan
 
+    def node_delay(self, node: str, rail: int) -> float:
+        """The one-way WAN delay of the packets `node` sends on `rail` (override applied)."""
+        for o in self.links:
+            if o.node == node and o.rail == rail and o.wan_delay is not None:
+                return o.wan_delay
+        return self.wan_delay
+
+    def max_delay(self) -> float:
+        """The longest one-way WAN delay of any node (wan.delay or a [[link]] override)."""
+        return max([self.wan_delay] + [o.wan_delay for o in self.links
+                                       if o.wan_delay is not None])
+
+    def delay_groups(self) -> list[tuple[float, list[tuple[str, int]]]]:
+        """(delay, the (node, rail) whose packets get it) for every per-node override's
+        delay, in order of first appearance; wan.delay's nodes are not listed (they take
+        the default delay line). Each group is one delay line of its own."""
+        groups: dict[float, list[tuple[str, int]]] = {}
+        for o in self.links:
+            if o.wan_delay is not None and o.wan_delay != self.wan_delay:
+                groups.setdefault(o.wan_delay, []).append((o.node, o.rail))
+        return list(groups.items())
+
+    def cpu_limit(self, node: str) -> NodeLimit | None:
+        for lim in self.node_limits:
+            if lim.name == node:
+                return lim
+        return None
+
     def delayline_bytes_needed(self) -> int:
-        """Bytes the delay line holds when every site uplink sends at B_WAN for L."""
+        """Bytes a delay line holds when every site uplink sends at B_WAN for the longest L."""
         inflow = self.sites * self.rails * self.wan_total_rate / 8.0
-        return int(inflow * self.wan_delay * RING_OVERHEAD) + 2 * GSO_PACKET
+        return int(inflow * self.max_delay() * RING_OVERHEAD) + 2 * GSO_PACKET
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -148,14 +203,17 @@ class Spec:
             "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
             "delayline_buffer": self.delayline_buffer, "delay_backend": self.delay_backend,
             "delay_trim": self.delay_trim, "socket_buffer": self.socket_buffer,
-            "links": [o.__dict__ for o in self.links], "source": self.source,
+            "slow_start_after_idle": self.slow_start_after_idle,
+            "links": [o.__dict__ for o in self.links],
+            "node_limits": [lim.__dict__ for lim in self.node_limits], "source": self.source,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Spec:
         d = dict(d)
         links = [LinkOverride(**o) for o in d.pop("links", [])]
-        return cls(links=links, **d)
+        limits = [NodeLimit(**o) for o in d.pop("node_limits", [])]
+        return cls(links=links, node_limits=limits, **d)
 
 
 def parse_node(text: str) -> tuple[int, int]:
@@ -282,6 +340,34 @@ def _socket_buffer(v: object) -> int:
     return n
 
 
+def _bool(v: object) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("not a boolean (true or false)")
+    return v
+
+
+def _cpu_quota(v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("not a number (CPUs: 0.25 is a quarter of one CPU)")
+    if not 0 < v <= MAX_CPU_QUOTA:
+        raise ValueError(f"must be above 0 and at most {MAX_CPU_QUOTA:g} CPUs")
+    return float(v)
+
+
+def _cpu_period(v: object) -> float:
+    t = parse_time(v)
+    if not MIN_CPU_PERIOD <= t <= MAX_CPU_PERIOD:
+        raise ValueError("must be between 1ms and 1s (the cfs bandwidth controller's range)")
+    return t
+
+
+def _wan_delay(v: object) -> float:
+    t = parse_time(v)
+    if t > MAX_DELAY:
+        raise ValueError(f"more than {MAX_DELAY:g} s")
+    return t
+
+
 def _str(v: object) -> str:
     if not isinstance(v, str):
         raise ValueError("not a string")
@@ -306,9 +392,18 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     if not isinstance(links, list):
         raise ctx.err("", "link", "must be an array of tables ([[link]])")
     for i, lk in enumerate(links):
+        if not isinstance(lk, dict):
+            raise ctx.err("", "link", "must be an array of tables ([[link]])")
         for key in lk:
             if key not in _KEYS["link"]:
                 raise ctx.err("link", key, "unknown key", i)
+    nodes_t = data.get("node", [])
+    if not isinstance(nodes_t, list) or not all(isinstance(n, dict) for n in nodes_t):
+        raise ctx.err("", "node", "must be an array of tables ([[node]])")
+    for i, nd in enumerate(nodes_t):
+        for key in nd:
+            if key not in _KEYS["node"]:
+                raise ctx.err("node", key, "unknown key", i)
 
     sp = Spec(source=source)
     sp.prefix = _get(ctx, data, "", "prefix", _str, DEFAULT_PREFIX)
@@ -339,6 +434,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _backend, sp.delay_backend)
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
     sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
+    sp.slow_start_after_idle = _get(ctx, wan, "wan", "slow_start_after_idle", _bool, None)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:
@@ -363,31 +459,72 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
         raise ctx.err("wan", "delay", f"{sp.wan_delay:g} s: more than {MAX_DELAY:g} s")
     if sp.delayline_buffer > 4 * 1024**3:
         raise ctx.err("wan", "delayline_buffer", "more than 4G")
-    if (sp.wan_delay > 0 and sp.delay_backend != "netem"
-            and sp.delayline_bytes_needed() > sp.delayline_buffer):
-        need = sp.delayline_bytes_needed()
-        raise ctx.err("wan", "delay", f"{sp.wan_delay * 1e3:g} ms is too large for the delay "
-                      f"line's buffer: {sp.sites * sp.rails} uplinks at "
-                      f"{format_rate(sp.wan_total_rate)} need {need / 2**20:.1f} MiB, the "
-                      f"buffer is {sp.delayline_buffer / 2**20:.1f} MiB "
-                      "(raise wan.delayline_buffer)")
+    _check_buffer(ctx, sp, "wan", "delay", sp.wan_delay)
 
     names = set(sp.node_names())
     for i, lk in enumerate(links):
-        node = _get(ctx, lk, "link", "node", _str, None, i)
-        if node is None:
-            raise ctx.err("link", "", "missing key 'node'", i)
-        if node not in names:
-            raise ctx.err("link", "node", f"{node!r}: no such node", i)
+        node = _node_name(ctx, lk, "link", "node", names, i)
         rail = _get(ctx, lk, "link", "rail", _int_in(0, sp.rails - 1), 0, i)
         if any(o.node == node and o.rail == rail for o in sp.links):
             raise ctx.err("link", "node", f"{node!r} rail {rail}: a second [[link]] for the "
                           "same node and rail (one would silently win)", i)
         o = LinkOverride(node=node, rail=rail,
                          lan_rate=_get(ctx, lk, "link", "lan_rate", parse_rate, None, i),
-                         wan_rate=_get(ctx, lk, "link", "wan_rate", parse_rate, None, i))
+                         wan_rate=_get(ctx, lk, "link", "wan_rate", parse_rate, None, i),
+                         wan_delay=_get(ctx, lk, "link", "wan_delay", _wan_delay, None, i))
+        if o.wan_delay is not None:
+            if sp.delay_backend == "netem":
+                raise ctx.err("link", "wan_delay", "a per-node delay needs the delay line "
+                              "(wan.delay_backend = \"netem\" delays by destination)", i)
+            _check_buffer(ctx, sp, "link", "wan_delay", o.wan_delay, i)
         sp.links.append(o)
+    _parse_nodes(ctx, sp, nodes_t, names)
     return sp
+
+
+def _node_name(ctx: _Ctx, entry: dict[str, Any], table: str, key: str, names: set[str],
+               index: int) -> str:
+    """The node an array entry names (its `key`): present and one of the testbed's."""
+    node = _get(ctx, entry, table, key, _str, None, index)
+    if node is None:
+        raise ctx.err(table, "", f"missing key '{key}'", index)
+    if node not in names:
+        raise ctx.err(table, key, f"{node!r}: no such node", index)
+    return str(node)
+
+
+def _parse_nodes(ctx: _Ctx, sp: Spec, nodes_t: list[dict[str, Any]], names: set[str]) -> None:
+    """The [[node]] entries (CPU limits) into sp.node_limits."""
+    for i, nd in enumerate(nodes_t):
+        name = _node_name(ctx, nd, "node", "name", names, i)
+        if sp.cpu_limit(name) is not None:
+            raise ctx.err("node", "name", f"{name!r}: a second [[node]] for the same node", i)
+        if "cpu_quota" not in nd:
+            raise ctx.err("node", "", "missing key 'cpu_quota'", i)
+        lim = NodeLimit(name=name, cpu_quota=_get(ctx, nd, "node", "cpu_quota", _cpu_quota,
+                                                  None, i),
+                        cpu_period=_get(ctx, nd, "node", "cpu_period", _cpu_period, 0.1, i))
+        if lim.quota_us() < MIN_CPU_QUOTA_S * 1e6:
+            raise ctx.err("node", "cpu_quota", f"{lim.cpu_quota:g} CPUs of a "
+                          f"{lim.cpu_period * 1e3:g} ms period is {lim.quota_us()} us, below "
+                          "the controller's 1 ms (raise cpu_period)", i)
+        sp.node_limits.append(lim)
+
+
+def _check_buffer(ctx: _Ctx, sp: Spec, table: str, key: str, delay: float,
+                  index: int = 0) -> None:
+    """A delay line holds every site uplink's B_WAN for its delay: refuse a delay its
+    buffer cannot hold (not with the netem backend, which has no such buffer)."""
+    if delay <= 0 or sp.delay_backend == "netem":
+        return
+    inflow = sp.sites * sp.rails * sp.wan_total_rate / 8.0
+    need = int(inflow * delay * RING_OVERHEAD) + 2 * GSO_PACKET
+    if need > sp.delayline_buffer:
+        raise ctx.err(table, key, f"{delay * 1e3:g} ms is too large for the delay "
+                      f"line's buffer: {sp.sites * sp.rails} uplinks at "
+                      f"{format_rate(sp.wan_total_rate)} need {need / 2**20:.1f} MiB, the "
+                      f"buffer is {sp.delayline_buffer / 2**20:.1f} MiB "
+                      "(raise wan.delayline_buffer)", index)
 
 
 def load(path: str | None, prefix: str | None = None) -> Spec:

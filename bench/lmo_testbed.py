@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""The LMO model on an emulated heterogeneous testbed, against its configured values.
+
+Brings up examples/testbed/lmo-hetero4.toml (or --spec) under its own prefix (default
+"lmo"), measures independently what the model should find (ping round trips of every
+pair; the CPU-limited node's slowdown on a fixed CPU loop), runs `mpilab bench --testbed
+PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:binomial
+--sizes ... --models lmo,hockney --lmo-bytes M`, brings the testbed down and prints:
+
+* per link i-j: the fitted L_ij against the configured one-way latency (d_i + d_j) / 2
+  (the testbed delays the packets node i sends by d_i, so a round trip carries d_i + d_j)
+  and against half the pair's ping round trip (the same plus what the kernel, the bridges
+  and the delay lines add); the path's time per byte path_inv_beta = t_i + t_j + 1/beta_ij
+  (raw) against the configured rate of the slower access link, as TCP payload:
+  8 / rate x 1514 / 1448 (an MTU-1500 frame of 1514 bytes on the shaper carries 1448 bytes
+  of payload with TCP timestamps), and the link's own 1/beta_ij (on a star it has no
+  configured value: the residual, docs/models.md "What the model identifies on a star");
+* per node: C_i and t_i; t_i against the node's own access link (8 / rate_i, payload),
+  which it equals only where that link is the bottleneck of the node's triplets; the
+  CPU-limited node's C_i against the other nodes' median C times the measured slowdown of
+  a fixed CPU loop inside its cpu group (an estimate, not a configured value: a quota has
+  no per-message delay of its own);
+* the slowest node, link and path as the fit names them, and Hockney's per-pair alpha and
+  beta from the same run (one number per pair: it cannot say whether the node or the link
+  is slow);
+* the LMO and Hockney predictions of the collectives against measured at >= --min-bytes
+  per rank.
+
+--eager B raises Open MPI's TCP eager limit to B (OMPI_MCA_btl_tcp_eager_limit, and
+--lmo-rendezvous B for the predictions); default: Open MPI's own (64 KiB messages go by
+rendezvous, docs/models.md "Predictions"). Needs root, the default build (mpilab-bench,
+mpilab-delayline) and Open MPI. Run it in a bench slot:
+    /work/shared/tools/mlock bench python3 bench/lmo_testbed.py [--eager 4194304]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness import REPO, loadavg, mpilab, testbed_down, testbed_up, write_json
+from mpilab.testbed import net
+from mpilab.testbed.spec import Spec
+
+FRAME, PAYLOAD = 1514, 1448  # bytes on the shaper per full TCP segment, and its payload
+OPS = "p2p,scatter:linear,gather:linear,scatter:binomial,gather:binomial"
+CPU_LOOP = "import time\nt=time.perf_counter()\nx=0\nfor i in range(3000000): x+=i\n" \
+           "print(time.perf_counter()-t)"
+
+
+def ping_rtts(spec: Spec, a: str, b: str, count: int) -> list[float]:
+    """Round trips a -> b (seconds) of `count` pings 20 ms apart, from a's namespace."""
+    p = subprocess.run(["ip", "netns", "exec", spec.ns(a), "ping", "-n", "-c", str(count),
+                        "-i", "0.02", "-W", "2", spec.addr(b, 0)],
+                       capture_output=True, text=True, timeout=60, check=False)
+    return [float(m) / 1e3 for m in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+
+
+def cpu_loop(spec: Spec, node: str, limited: bool) -> float:
+    """Wall time of a fixed CPU loop in the node's namespace, inside its cpu group when
+    `limited` (as the testbed's agent starts its ranks), else outside."""
+    # join the group before entering the namespace (ip netns exec mounts a fresh /sys, which
+    # hides the cgroup folders), as the testbed's agent does
+    join = (f'echo $$ > {net.cpu_cgroup(spec.prefix, node) / "cgroup.procs"} && '
+            if limited else "")
+    p = subprocess.run(["sh", "-c", f'{join}exec ip netns exec "$1" python3 -c "$0"', CPU_LOOP,
+                        spec.ns(node)], capture_output=True, text=True, timeout=120, check=True)
+    return float(p.stdout.strip())
+
+
+def independent(spec: Spec, pings: int) -> dict[str, Any]:
+    nodes = spec.node_names()
+    out: dict[str, Any] = {"ping": {}, "cpu": {}}
+    for i in range(len(nodes)):
+        for j in range(i + 1, len(nodes)):
+            r = ping_rtts(spec, nodes[i], nodes[j], pings)
+            out["ping"][f"{i}-{j}"] = statistics.median(r[1:]) if len(r) > 1 else None
+    for lim in spec.node_limits:
+        other = next(n for n in nodes if spec.cpu_limit(n) is None)
+        inside = [cpu_loop(spec, lim.name, True) for _ in range(3)]
+        outside = [cpu_loop(spec, other, False) for _ in range(3)]
+        out["cpu"][lim.name] = {"inside": inside, "outside": outside,
+                                "slowdown": statistics.median(inside)
+                                / statistics.median(outside)}
+    return out
+
+
+def run_bench(prefix: str, np: int, sizes: str, lmo_bytes: str, out: Path,
+              eager: int | None, budget: str) -> dict[str, Any]:
+    extra: list[str] = []
+    if eager is not None:
+        os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(eager)
+        extra = ["--lmo-rendezvous", str(eager)]
+    p = mpilab("bench", "--testbed", prefix, "--np", str(np), "--out", str(out), "--", "--ops",
+               OPS, "--sizes", sizes, "--models", "lmo,hockney", "--lmo-bytes", lmo_bytes,
+               "--time-budget", budget, *extra, "--quiet", capture=True, timeout=900,
+               check=False)
+    if p.returncode != 0:  # say why (the runner's own lines), then use what was measured
+        print(f"mpilab bench exited with status {p.returncode}:", file=sys.stderr)
+        sys.stderr.write("".join((p.stdout + p.stderr).splitlines(keepends=True)[-40:]))
+        if not out.exists():
+            raise SystemExit("lmo_testbed: no results file")
+    return json.loads(out.read_text())
+
+
+def _rel(a: float | None, b: float | None) -> str:
+    if a is None or not b:
+        return "-"
+    return f"{(a - b) / b * 100:+.2f}%"
+
+
+def configured(spec: Spec) -> dict[str, Any]:
+    nodes = spec.node_names()
+    rate = [min(spec.link_rates(n, 0)) for n in nodes]
+    delay = [spec.node_delay(n, 0) for n in nodes]
+    return {"rate_bps": rate, "delay_s": delay,
+            "own_inv_rate": [8.0 / r * FRAME / PAYLOAD for r in rate],
+            "own_inv_rate_wire": [8.0 / r for r in rate],
+            "cpu": {nodes.index(lim.name): lim.__dict__ for lim in spec.node_limits}}
+
+
+def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
+            min_bytes: int) -> dict[str, Any]:
+    lm = (doc.get("models") or {}).get("lmo")
+    if not isinstance(lm, dict) or lm.get("error"):
+        raise SystemExit(f"lmo_testbed: no LMO fit in the results ({(lm or {}).get('error')})")
+    cf = configured(spec)
+    u, d = cf["own_inv_rate"], cf["delay_s"]
+    rep: dict[str, Any] = {"configured": cf, "independent": ind, "links": [], "nodes": [],
+                           "hockney": [], "predictions": []}
+    paths = lm["links"].get("path_inv_beta") or [None] * len(lm["links"]["pairs"])
+    print(f"{'link':>5} {'L conf us':>10} {'ping/2 us':>10} {'L fit us':>9} {'vs conf':>8} "
+          f"{'vs ping':>8} {'path conf ns/B':>14} {'path fit':>9} {'err':>8} "
+          f"{'1/beta raw ns/B':>15}")
+    for k, (i, j) in enumerate(lm["links"]["pairs"]):
+        L_c = (d[i] + d[j]) / 2
+        pg = ind["ping"].get(f"{min(i, j)}-{max(i, j)}")
+        half = None if pg is None else pg / 2
+        pc = max(u[i], u[j])
+        L, ib = lm["links"]["L"][k], lm["links"]["inv_beta"][k]
+        row = {"pair": [i, j], "L_conf": L_c, "L_ping": half, "L": L["value"],
+               "L_raw": L["raw"], "path_conf": pc, "path_inv_beta": paths[k],
+               "inv_beta_raw": ib["raw"], "flags": L["flags"] + ib["flags"]}
+        rep["links"].append(row)
+        pth = "-" if paths[k] is None else f"{paths[k] * 1e9:9.2f}"
+        hs = "-" if half is None else f"{half * 1e6:10.1f}"
+        print(f"{i:>2}-{j:<2} {L_c * 1e6:10.1f} {hs:>10} "
+              f"{L['value'] * 1e6:9.1f} {_rel(L['value'], L_c):>8} {_rel(L['value'], half):>8} "
+              f"{pc * 1e9:14.2f} {pth:>9} {_rel(paths[k], pc):>8} {ib['raw'] * 1e9:15.2f} "
+              f"{' '.join(row['flags'])}")
+    cs = [n["C"]["raw"] for n in lm["nodes"]]
+    print(f"\n{'node':>4} {'C fit us':>9} {'C raw us':>9} {'t fit ns/B':>10} {'t raw':>8} "
+          f"{'own link ns/B':>13} {'t vs own':>9}  (t = own link only where that link is the "
+          "bottleneck of the node's triplets)")
+    for n in lm["nodes"]:
+        r = n["rank"]
+        rep["nodes"].append({"rank": r, "C": n["C"]["value"], "C_raw": n["C"]["raw"],
+                             "t": n["t"]["value"], "t_raw": n["t"]["raw"], "own_link": u[r],
+                             "flags": n["C"]["flags"] + n["t"]["flags"]})
+        print(f"{r:>4} {n['C']['value'] * 1e6:9.1f} {n['C']['raw'] * 1e6:9.1f} "
+              f"{n['t']['value'] * 1e9:10.2f} {n['t']['raw'] * 1e9:8.2f} {u[r] * 1e9:13.2f} "
+              f"{_rel(n['t']['value'], u[r]):>9}  {' '.join(rep['nodes'][-1]['flags'])}")
+    for r, lim in cf["cpu"].items():
+        sd = ind["cpu"][lim["name"]]["slowdown"]
+        others = statistics.median(c for k, c in enumerate(cs) if k != r)
+        est = others * sd
+        rep["cpu_node"] = {"rank": r, "slowdown": sd, "C_others_median": others,
+                           "C_expected": est, "C": cs[r],
+                           "largest_C": max(range(len(cs)), key=lambda k: cs[k])}
+        print(f"CPU-limited node {r} ({lim['cpu_quota']:g} CPU per {lim['cpu_period'] * 1e3:g}"
+              f" ms): a CPU loop ran {sd:.2f}x slower in its cpu group; C_{r} = "
+              f"{cs[r] * 1e6:.1f} us against the other nodes' median {others * 1e6:.1f} us "
+              f"x {sd:.2f} = {est * 1e6:.1f} us ({_rel(cs[r], est)}); largest C: node "
+              f"{rep['cpu_node']['largest_C']}")
+    sl = lm.get("slowest") or {}
+    rep["slowest"] = sl
+    print(f"\nLMO names: slowest node {sl.get('node')} ({sl.get('node_vs_median')}x the "
+          f"median), slowest link {sl.get('link')} ({sl.get('link_vs_median')}x), slowest path "
+          f"{sl.get('path')} ({sl.get('path_vs_median')}x)")
+    hp = (doc["models"].get("hockney") or {}).get("pairs") or []
+    print(f"\nHockney, the same run: {'pair':>5} {'alpha us':>9} {'beta ns/B':>10} "
+          f"{'T(M) us':>9}  (one line per pair: node and link not separated)")
+    mb = lm.get("bytes") or 65536
+    for h in hp:
+        t_m = h["alpha"] + h["beta"] * mb
+        rep["hockney"].append({"pair": [h["i"], h["j"]], "alpha": h["alpha"], "beta": h["beta"],
+                               "T_M": t_m})
+        print(f"{'':22} {h['i']:>2}-{h['j']:<2} {h['alpha'] * 1e6:9.1f} {h['beta'] * 1e9:10.2f} "
+              f"{t_m * 1e6:9.1f}")
+    per_node = []
+    for r in range(len(lm["nodes"])):
+        mine = [h for h in hp if r in (h["i"], h["j"])]
+        if mine:
+            a = statistics.mean(h["alpha"] for h in mine)
+            b = statistics.mean(h["beta"] for h in mine)
+            per_node.append(f"{r}: alpha {a * 1e6:.0f} us, beta {b * 1e9:.1f} ns/B")
+    if per_node:
+        print("Hockney per node (the mean over the node's pairs): " + ", ".join(per_node))
+    rep["predictions"] = harness.predictions(doc, lm, min_bytes)
+    rep["summary"] = summary(rep)
+    return rep
+
+
+def summary(rep: dict[str, Any]) -> dict[str, Any]:
+    links, pe = rep["links"], rep["predictions"]
+    s = {"L_max_err_conf": max(abs(r["L"] - r["L_conf"]) / r["L_conf"] for r in links),
+         "L_max_err_ping": max((abs(r["L"] - r["L_ping"]) / r["L_ping"] for r in links
+                                if r["L_ping"]), default=None),
+         "path_max_err": max((abs(r["path_inv_beta"] - r["path_conf"]) / r["path_conf"]
+                              for r in links if r["path_inv_beta"] is not None), default=None),
+         **harness.prediction_counts(pe)}
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2%}"
+
+    words = [f"L within 5% of configured: {s['L_max_err_conf'] <= 0.05} "
+             f"(max {pct(s['L_max_err_conf'])})", f"of ping/2: max {pct(s['L_max_err_ping'])}",
+             f"path 1/beta max error {pct(s['path_max_err'])}", harness.prediction_words(s)]
+    print("\n" + "; ".join(words))
+    return s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", default=str(REPO / "examples/testbed/lmo-hetero4.toml"))
+    ap.add_argument("--prefix", default="lmo", help="testbed prefix (your own)")
+    ap.add_argument("--sizes", default="1K,64K,256K")
+    ap.add_argument("--lmo-bytes", default="64K")
+    ap.add_argument("--min-bytes", type=int, default=65536)
+    ap.add_argument("--eager", type=int, help="Open MPI TCP eager limit (bytes)")
+    ap.add_argument("--time-budget", default="90s", help="mpilab-bench --time-budget")
+    ap.add_argument("--pings", type=int, default=30)
+    ap.add_argument("--results", help="compare this results file (with --independent) "
+                    "instead of running")
+    ap.add_argument("--independent", help="the independent measurements' JSON (with "
+                    "--results)")
+    ap.add_argument("--json", help="write the comparison here")
+    a = ap.parse_args()
+    if a.eager is not None and not 1 <= a.eager <= 2**31 - 1:
+        print("lmo_testbed: --eager must be a size in 1..2^31-1 bytes", file=sys.stderr)
+        return 2
+    if a.results and not a.independent:
+        print("lmo_testbed: --results needs --independent", file=sys.stderr)
+        return 2
+    from mpilab.testbed import spec as specmod
+
+    spec = specmod.load(a.spec, a.prefix)
+    np = len(spec.node_names())
+    if np < 3:
+        print(f"lmo_testbed: {a.spec}: {np} nodes, need >= 3 (a triplet)", file=sys.stderr)
+        return 2
+    # the bench slot's timeout sends SIGTERM: end through the finally below (testbed down)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print(f"load at start: {loadavg()}  ({time.strftime('%H:%M:%S', time.gmtime())} UTC)")
+    if a.results:
+        doc = json.loads(Path(a.results).read_text())
+        ind = json.loads(Path(a.independent).read_text())
+    else:
+        with tempfile.TemporaryDirectory(prefix="lmo-tb-") as tmp:
+            try:
+                testbed_up(a.prefix, a.spec)
+                ind = independent(spec, a.pings)
+                t0 = time.monotonic()
+                doc = run_bench(a.prefix, np, a.sizes, a.lmo_bytes, Path(tmp) / "tb.json",
+                                a.eager, a.time_budget)
+                ind["bench_s"] = time.monotonic() - t0
+            finally:
+                testbed_down(a.prefix)
+            if a.json:
+                write_json(Path(a.json).with_suffix(".results.json"), doc)
+                write_json(Path(a.json).with_suffix(".independent.json"), ind)
+    print(f"bench run: {ind.get('bench_s', 0):.0f} s; eager limit "
+          f"{a.eager if a.eager is not None else 'Open MPI default'}")
+    rep = compare(doc, spec, ind, a.min_bytes)
+    if a.json:
+        write_json(a.json, {"spec": a.spec, "eager": a.eager, **rep})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

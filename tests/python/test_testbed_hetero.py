@@ -1,0 +1,175 @@
+"""Per-node WAN delays, CPU quotas and slow start after idle in testbed specs (the LMO
+testbed, examples/testbed/lmo-hetero4.toml): parsing with file:line errors, the router's
+policy rules, the node sysctls, the cpu groups and the rsh agent (no root needed: the cpu
+controller's root is a temporary folder)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.sim import platform as simplat
+from mpilab.testbed import launch, net
+from mpilab.testbed import spec as specmod
+
+REPO = Path(__file__).resolve().parents[2]
+HETERO = REPO / "examples" / "testbed" / "lmo-hetero4.toml"
+
+BASE = """\
+prefix = "htu"
+[cluster]
+sites = 4
+nodes_per_site = 1
+[wan]
+node_rate = "100Mbit"
+total_rate = "100Mbit"
+delay = "1ms"
+"""
+
+
+def _bad(text: str) -> str:
+    """The one-line message a bad spec is refused with."""
+    try:
+        specmod.load_text(text, "bad.toml")
+    except MpilabError as e:
+        assert "\n" not in str(e)
+        return str(e)
+    raise AssertionError("accepted: " + text)
+
+
+def test_example_spec_values() -> None:
+    sp = specmod.load(str(HETERO))
+    nodes = sp.node_names()
+    assert nodes == ["s0n0", "s1n0", "s2n0", "s3n0"]
+    assert [min(sp.link_rates(n, 0)) for n in nodes] == [100e6, 100e6, 50e6, 25e6]
+    assert [sp.node_delay(n, 0) for n in nodes] == [0.001, 0.002, 0.003, 0.004]
+    assert sp.max_delay() == 0.004
+    assert sp.delay_groups() == [(0.002, [("s1n0", 0)]), (0.003, [("s2n0", 0)]),
+                                 (0.004, [("s3n0", 0)])]
+    lim = sp.cpu_limit("s1n0")
+    assert lim is not None and (lim.quota_us(), lim.period_us()) == (1000, 4000)
+    assert sp.cpu_limit("s0n0") is None
+    assert sp.slow_start_after_idle is False
+    # the state's round trip keeps every new field (is_up compares it)
+    assert specmod.Spec.from_dict(sp.to_dict()) == sp
+
+
+def test_override_with_the_default_delay_needs_no_line_of_its_own() -> None:
+    sp = specmod.load_text(BASE + '[[link]]\nnode = "s1n0"\nwan_delay = "1ms"\n', "x.toml")
+    assert sp.delay_groups() == []
+    sp = specmod.load_text(BASE + '[[link]]\nnode = "s1n0"\nwan_delay = "2ms"\n'
+                           '[[link]]\nnode = "s2n0"\nwan_delay = "2ms"\n', "x.toml")
+    assert sp.delay_groups() == [(0.002, [("s1n0", 0), ("s2n0", 0)])]
+
+
+def test_router_rules_route_each_group_by_source() -> None:
+    sp = specmod.load(str(HETERO), "htu")
+    assert net.delay_rules(sp, 0) == [f"rule add iif s{s}r0 lookup 100 pref 100"
+                                      for s in range(4)]
+    # a group's rule matches its node's address on the leg it arrives from, and is looked
+    # at before the default line's (pref 90 < 100)
+    assert net.delay_rules(sp, 3) == [f"rule add from {sp.addr('s3n0', 0)}/32 iif s3r0 "
+                                      "lookup 103 pref 90"]
+
+
+def test_node_sysctls() -> None:
+    assert net.node_sysctls(specmod.load_text(BASE, "x.toml")) == []
+    sp = specmod.load(str(HETERO))
+    assert net.node_sysctls(sp) == ["net.ipv4.tcp_rmem=4096 4194304 4194304",
+                                    "net.ipv4.tcp_wmem=4096 4194304 4194304",
+                                    "net.ipv4.tcp_slow_start_after_idle=0"]
+    sp = specmod.load_text(BASE + 'socket_buffer = "1M"\nslow_start_after_idle = true\n',
+                           "x.toml")
+    assert net.node_sysctls(sp)[-1] == "net.ipv4.tcp_slow_start_after_idle=1"
+    assert len(net.node_sysctls(sp)) == 3
+
+
+@pytest.mark.parametrize("extra,line,words", [
+    ('[[link]]\nnode = "s1n0"\nwan_delay = "-1ms"\n', 11, "negative"),
+    ('[[link]]\nnode = "s1n0"\nwan_delay = "11s"\n', 11, "more than 10 s"),
+    ('[[link]]\nnode = "s1n0"\nwan_delay = "9s"\n', 11, "too large for the delay line"),
+    ('delay_backend = "netem"\n[[link]]\nnode = "s1n0"\nwan_delay = "2ms"\n', 12,
+     "needs the delay line"),
+    ('slow_start_after_idle = 0\n', 9, "not a boolean"),
+    ('[[node]]\nname = "s9n0"\ncpu_quota = 0.5\n', 10, "no such node"),
+    ('[[node]]\ncpu_quota = 0.5\n', 9, "missing key 'name'"),
+    ('[[node]]\nname = "s1n0"\n', 9, "missing key 'cpu_quota'"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0\n', 11, "above 0"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = "half"\n', 11, "not a number"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = true\n', 11, "not a number"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 65\n', 11, "at most 64"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\ncpu_period = "2s"\n', 12, "between 1ms and 1s"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0.1\ncpu_period = "5ms"\n', 11, "below"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\ncpus = 2\n', 12, "unknown key"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\n[[node]]\nname = "s1n0"\ncpu_quota = 0.2\n',
+     13, "second [[node]]"),
+])
+def test_bad_hetero_keys_name_file_and_line(extra: str, line: int, words: str) -> None:
+    msg = _bad(BASE + extra)
+    assert msg.startswith(f"bad.toml:{line}: "), msg
+    assert words in msg, msg
+
+
+def test_node_must_be_an_array_of_tables() -> None:
+    msg = _bad("node = 3\n" + BASE)
+    assert msg.startswith("bad.toml:1: node: must be an array of tables"), msg
+
+
+def test_cpu_groups_made_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(net, "CPU_CGROUP_ROOT", tmp_path)
+    with pytest.raises(MpilabError, match="cgroup v1 cpu controller"):
+        net.check_cpu_controller()
+    (tmp_path / "cpu.cfs_quota_us").write_text("-1\n")
+    net.check_cpu_controller()
+    sp = specmod.load(str(HETERO), "htu")
+    net.make_cpu_cgroups(sp)
+    cg = tmp_path / "htu-s1n0"
+    assert (cg / "cpu.cfs_period_us").read_text() == "4000"
+    assert (cg / "cpu.cfs_quota_us").read_text() == "1000"
+    other = tmp_path / "htx-s1n0"  # another prefix's group is never touched
+    other.mkdir()
+    # a plain folder is not a cgroup: rmdir fails with the files in it, and the count says so
+    assert net.remove_cpu_cgroups("htu") == 0
+    for f in cg.iterdir():
+        f.unlink()
+    assert net.remove_cpu_cgroups("htu") == 1
+    assert not cg.exists() and other.exists()
+
+
+def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
+    monkeypatch.setattr(net, "CPU_CGROUP_ROOT", tmp_path / "cpu")
+    sp = specmod.load(str(HETERO), "htu")
+    net.state_dir("htu").mkdir(parents=True)
+    agent = launch.write_agent(sp, False)
+    procs = tmp_path / "cpu" / "htu-s1n0" / "cgroup.procs"
+    procs.parent.mkdir(parents=True)
+    procs.write_text("")
+    # run the agent's host mapping with `ip` replaced by a stub that prints its argv
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "ip").write_text("#!/bin/sh\necho ip \"$@\"\n")
+    (stub / "ip").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin"}
+    p = subprocess.run([str(agent), sp.addr("s1n0", 0), "true"], capture_output=True,
+                       text=True, env=env, timeout=30, check=True)
+    assert "htu-s1n0" in p.stdout
+    pid = procs.read_text().split()
+    assert len(pid) == 1 and pid[0].isdigit()  # the agent's own pid, inherited by the job
+    procs.write_text("")
+    root = tmp_path / "cpu" / "cgroup.procs"
+    root.write_text("")
+    subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
+                   text=True, env=env, timeout=30, check=True)
+    # an unlimited node's agent leaves the group it may have inherited for the root one
+    assert procs.read_text() == "" and root.read_text().strip().isdigit()
+
+
+def test_simulation_refuses_hetero_keys() -> None:
+    sp, keys = simplat.load_spec(str(HETERO))
+    with pytest.raises(MpilabError) as e:
+        simplat.check_spec(sp, keys, simplat.SpecOptions())
+    assert str(e.value).startswith(f"{HETERO}:") and "cannot be simulated" in str(e.value)
