@@ -330,7 +330,9 @@ static double sync_uncertainty_now(const mpilab_bench_t *b)
 static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need_sync, char *err,
                              size_t errlen)
 {
-    if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
+    /* an exact synchronisation (one global clock) stays exact: nothing to resynchronise */
+    int exact = b->have_sync && b->sync.method == MPILAB_SYNC_EXACT;
+    if (need_sync && timing != MPILAB_TIMING_OPSPEC && ((b->o.resync && !exact) || !b->have_sync)) {
         /* the first synchronisation resolves the drift over its window; a resynchronisation
          * takes it from the line through the previous one and itself (clocksync.h) */
         mpilab_clocksync_t prev = b->sync;
