@@ -240,9 +240,29 @@ def test_simulated_survey(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     assert doc["provenance"]["simulated"]["ranks"] == 4 and "launches" not in doc
     assert doc["provenance"]["options"]["precision"]["min_time_s"] == 0
     assert "SIMULATED" in (tmp_path / "sv" / "report.html").read_text()
+    # the runner's time collection by a binomial reduce, printed and recorded; the one
+    # simulated clock synchronised exactly
+    cfg = doc["provenance"]["simulated"]["smpi_config"]
+    assert "--cfg=smpi/reduce:binomial" in cfg
+    assert doc["provenance"]["clock_sync"]["method"] == "exact"
     bad = run_cli("survey", "--sim", str(plat), "--launches", "3", "--out", "sv2")
     assert bad.returncode == 2 and "deterministic" in bad.stderr
     assert not (tmp_path / "sv2").exists()
+    # --sim-cfg comes after the survey's own options (so it overrides them); both printed
+    p = run_cli("survey", "--sim", str(plat), "--quick", "--out", "sv3", "--sim-cfg",
+                "smpi/reduce:default")
+    assert p.returncode == 0, p.stderr
+    said = " ".join(p.stderr.split())  # the console wraps long lines
+    assert "--cfg=smpi/reduce:binomial --cfg=smpi/reduce:default" in said, said
+    cfg = json.loads((tmp_path / "sv3" / "results.json").read_text())[
+        "provenance"]["simulated"]["smpi_config"]
+    assert cfg.index("--cfg=smpi/reduce:default") > cfg.index("--cfg=smpi/reduce:binomial")
+    for args, why in ((["--sim-cfg", "smpi/reduce:binomial"], "simulated runs only"),
+                      (["--sim", str(plat), "--sim-cfg", "reduce"], "expected NAME:VALUE")):
+        bad = run_cli("survey", "--quick", "--out", "sv4", *args)
+        assert bad.returncode == 2 and why in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert not (tmp_path / "sv4").exists()
 
 
 SMPI_MULTILANE = REPO / "build-smpi" / "bin" / "mpilab-multilane"
