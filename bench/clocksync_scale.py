@@ -2,9 +2,9 @@
 """Clock synchronisation at scale in simulated time (SimGrid SMPI), flat SKaMPI against the
 hierarchical (binomial tree) method.
 
-Compiles bench/clocksync_scale.c with smpicc against libmpilab's clocksync.c, wtime.c and
-parse.c in a temporary directory (outside the build tree), writes a flat cluster platform
-(every node on its own 1 us, 10 Gbit/s link to a 0.5 us backbone), and runs each method at
+Compiles bench/clocksync_scale.c with smpicc against libmpilab's clocksync.c, clockfit.c,
+wtime.c and parse.c in a temporary directory (outside the build tree), writes a flat cluster
+platform (every node on its own 1 us, 10 Gbit/s link to a 0.5 us backbone), and runs each method at
 16, 64, 256 and 1024 ranks, with the drift window (the default, 0.8 s) and without (0).
 Every rank has an injected clock error (offset up to 10 ms, drift up to 100 ppm); the
 simulated ranks share one clock, so each recovered offset is checked exactly against its
@@ -59,6 +59,7 @@ def build(work: Path) -> Path:
     src = [
         REPO / "bench" / "clocksync_scale.c",
         REPO / "src" / "bench" / "clocksync.c",
+        REPO / "src" / "bench" / "clockfit.c",
         REPO / "src" / "bench" / "wtime.c",
         REPO / "src" / "common" / "parse.c",
     ]

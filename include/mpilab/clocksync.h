@@ -22,7 +22,12 @@ typedef enum mpilab_sync_method {
      * pair of the round synchronises SKaMPI-style at once; rank 0 composes each rank's model
      * along its path to the root, adding the pairs' uncertainties. O(log p) time where the
      * flat methods take O(p). */
-    MPILAB_SYNC_HIERARCHICAL = 2
+    MPILAB_SYNC_HIERARCHICAL = 2,
+    /* Exact: every rank reads one global clock (the SMPI build, where MPI_Wtime is SimGrid's
+     * simulated time, and no clock injection on any rank: mpilab_clock_is_global). Nothing is
+     * probed: every rank's model is the identity with zero uncertainty and zero residual,
+     * because it is exactly true. Anywhere else it would be false: refused (MPI_ERR_ARG). */
+    MPILAB_SYNC_EXACT = 3
 } mpilab_sync_method_t;
 
 /* Clock model of one rank:  local = offset + (1 + drift) * ref,
@@ -129,8 +134,15 @@ int mpilab_clocksync_refine_drift(mpilab_clocksync_t *cur, const mpilab_clocksyn
 double mpilab_clock_to_global(const mpilab_clocksync_t *cs, int rank, double local);
 double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double global);
 
+/* 1 when every rank's MPI_Wtime reads one global clock: the SMPI build (SimGrid's simulated
+ * time, the same for every simulated rank) without a clock injected on this rank
+ * (mpilab/wtime.h); else 0. MPILAB_SYNC_EXACT needs it on every rank. */
+int mpilab_clock_is_global(void);
+/* 1 in the SMPI build (whatever is injected), else 0. */
+int mpilab_clock_global_build(void);
+
 const char *mpilab_sync_method_name(mpilab_sync_method_t m);
-/* "skampi", "regression" or "hierarchical" -> method; returns 0, or -1 if unknown. */
+/* "skampi", "regression", "hierarchical" or "exact" -> method; returns 0, or -1 if unknown. */
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out);
 
 #ifdef __cplusplus

@@ -59,6 +59,7 @@ typedef struct mpilab_runner_config {
     /* --inject-clock SPEC: a known clock error per rank through mpilab_wtime (the self-test
      * mode of mpilab/wtime.h), recorded in provenance.options.inject_clock */
     int inject;
+    int sync_given; /* --sync given: no default choice of the method (runner_cli.c) */
     mpilab_inject_plan_t inject_plan;
     const char *inject_spec;
     double time_budget; /* --time-budget: seconds of samples for the run (0 = none); each

@@ -129,6 +129,21 @@ int mpilab_isolation_parse(const char *s, mpilab_isolation_t *out)
     return -1;
 }
 
+/* Whether some rank's flag is set, known on every rank: the measurement's agreements (setup,
+ * warm-up, memory, data check), none inside a timed region. A reduce and a broadcast rather
+ * than MPI_Allreduce: on a real MPI the same answer at a few microseconds more; simulated,
+ * SimGrid's default MPI_Allreduce is exactly this pair, and with the survey's binomial
+ * reduce (smpi/reduce:binomial) it becomes a tree instead of every rank sending to the root
+ * at once (p^2 simulator work per call at 1024 ranks), without changing the MPI_Allreduce
+ * that an allreduce measurement times. */
+static int any_rank(MPI_Comm comm, int flag)
+{
+    int any = 0;
+    MPI_Reduce(&flag, &any, 1, MPI_INT, MPI_LOR, 0, comm);
+    MPI_Bcast(&any, 1, MPI_INT, 0, comm);
+    return any;
+}
+
 /* Zero-byte confirmation of completion: every rank tells the root. */
 static void confirm(mpilab_bench_t *b)
 {
@@ -285,8 +300,7 @@ static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
                          char *err, size_t errlen)
 {
     mpilab_op_run_init(ctx, op, bytes, b->o.root, b->comm);
-    int bad = op->setup(ctx) != 0, anybad = 0;
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, b->comm);
+    int bad = op->setup(ctx) != 0, anybad = any_rank(b->comm, bad);
     if (anybad) {
         if (!bad)
             op->teardown(ctx);
@@ -294,8 +308,7 @@ static int measure_setup(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
         return -1;
     }
     for (size_t w = 0; w < b->o.warmup; w++) {
-        int rc = op->run(ctx), anyfail = 0, fail = rc != MPI_SUCCESS;
-        MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_LOR, b->comm);
+        int rc = op->run(ctx), anyfail = any_rank(b->comm, rc != MPI_SUCCESS);
         if (anyfail) {
             op->teardown(ctx);
             /* grid entries say why (no grid, bad P): the reason is the same on every rank */
@@ -330,7 +343,9 @@ static double sync_uncertainty_now(const mpilab_bench_t *b)
 static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need_sync, char *err,
                              size_t errlen)
 {
-    if (need_sync && timing != MPILAB_TIMING_OPSPEC && (b->o.resync || !b->have_sync)) {
+    /* an exact synchronisation (one global clock) stays exact: nothing to resynchronise */
+    int exact = b->have_sync && b->sync.method == MPILAB_SYNC_EXACT;
+    if (need_sync && timing != MPILAB_TIMING_OPSPEC && ((b->o.resync && !exact) || !b->have_sync)) {
         /* the first synchronisation resolves the drift over its window; a resynchronisation
          * takes it from the line through the previous one and itself (clocksync.h) */
         mpilab_clocksync_t prev = b->sync;
@@ -385,8 +400,8 @@ static int measure_alloc(mpilab_bench_t *b, int rooted, mpilab_result_t *res, ro
     rb->raw = rooted ? calloc(cap, sizeof *rb->raw) : NULL;
     rb->conf = rooted ? calloc(cap, sizeof *rb->conf) : NULL;
     rb->ontime = rooted ? calloc(cap, 1) : NULL;
-    int oom = !res->samples || !res->valid || (rooted && (!rb->raw || !rb->conf || !rb->ontime)), anyoom = 0;
-    MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
+    int oom = !res->samples || !res->valid || (rooted && (!rb->raw || !rb->conf || !rb->ontime));
+    int anyoom = any_rank(b->comm, oom);
     if (anyoom) {
         root_bufs_free(rb);
         mpilab_result_free(res);
@@ -503,10 +518,8 @@ static size_t measure_loop(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_r
 static int measure_check_data(mpilab_bench_t *b, const mpilab_op_t *op, mpilab_op_run_t *ctx, int failed)
 {
     /* validate runs on every rank or on none: it may communicate (ops.h) */
-    int anyfailed = 0;
-    MPI_Allreduce(&failed, &anyfailed, 1, MPI_INT, MPI_LOR, b->comm);
-    int wrong = anyfailed ? 1 : op->validate(ctx) != 0, anywrong = 0;
-    MPI_Allreduce(&wrong, &anywrong, 1, MPI_INT, MPI_LOR, b->comm);
+    int anyfailed = any_rank(b->comm, failed);
+    int wrong = anyfailed ? 1 : op->validate(ctx) != 0, anywrong = any_rank(b->comm, wrong);
     return !anywrong;
 }
 
@@ -543,8 +556,8 @@ static void measure_share(mpilab_bench_t *b, mpilab_timing_t timing, mpilab_resu
         memcpy(res->valid, rb->ontime, n);
         mpilab_root_correct(rb->raw, n, rb->conf, n, res->samples, res->valid, NULL);
     }
-    int oom = b->rank != root && measure_reserve(res, rb, n, n) != 0, anyoom = 0;
-    MPI_Allreduce(&oom, &anyoom, 1, MPI_INT, MPI_LOR, b->comm);
+    int oom = b->rank != root && measure_reserve(res, rb, n, n) != 0;
+    int anyoom = any_rank(b->comm, oom);
     if (anyoom) /* a rank cannot hold the root's samples: they are kept up to its capacity */
         n = nn = 0;
     MPI_Bcast(res->samples, (int)n, MPI_DOUBLE, root, b->comm);

@@ -7,9 +7,7 @@
 #include "mpilab/clocksync.h"
 #include "mpilab/wtime.h"
 
-#include <gsl/gsl_fit.h>
 #include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,72 +38,6 @@
 #define NM 6 /* doubles per rank in the model exchange */
 /* slots: offset, drift, residual, uncertainty, drift uncertainty, anchor (ref time at which
  * the offset is known to within the uncertainty) */
-
-int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_clock_model_t *out)
-{
-    if (n < 2)
-        return -1;
-    int distinct = 0;
-    for (size_t k = 1; k < n; k++)
-        if (ref[k] != ref[0])
-            distinct = 1;
-    if (!distinct)
-        return -1;
-    double c0, c1, cov00, cov01, cov11, sumsq;
-    if (gsl_fit_linear(ref, 1, local, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &sumsq) != 0)
-        return -1;
-    if (!isfinite(c0) || !isfinite(c1))
-        return -1;
-    double res = 0.0;
-    for (size_t k = 0; k < n; k++) {
-        double d = fabs(local[k] - (c0 + c1 * ref[k]));
-        if (d > res)
-            res = d;
-    }
-    out->offset = c0;
-    out->drift = c1 - 1.0;
-    out->residual = res;
-    out->uncertainty = 0.0;
-    out->drift_uncertainty = 0.0;
-    return 0;
-}
-
-int mpilab_clock_fit_significant(const double *ref, const double *local, size_t n, double z,
-                                 mpilab_clock_model_t *out)
-{
-    mpilab_clock_model_t m;
-    if (mpilab_clock_fit(ref, local, n, &m) != 0)
-        return -1;
-    if (n >= 3) {
-        double mean = 0.0, sxx = 0.0, sse = 0.0;
-        for (size_t k = 0; k < n; k++)
-            mean += ref[k] / (double)n;
-        for (size_t k = 0; k < n; k++) {
-            double d = local[k] - (m.offset + (1.0 + m.drift) * ref[k]);
-            sxx += (ref[k] - mean) * (ref[k] - mean);
-            sse += d * d;
-        }
-        double se = sqrt(sse / (double)(n - 2) / sxx);
-        if (!(fabs(m.drift) >= z * se)) {
-            double *d = malloc(n * sizeof *d);
-            if (!d)
-                return -1;
-            for (size_t k = 0; k < n; k++)
-                d[k] = local[k] - ref[k];
-            m.offset = gsl_stats_median(d, 1, n); /* reorders d */
-            m.drift = 0.0;
-            m.residual = 0.0;
-            for (size_t k = 0; k < n; k++) {
-                double r = fabs(local[k] - ref[k] - m.offset);
-                if (r > m.residual)
-                    m.residual = r;
-            }
-            free(d);
-        }
-    }
-    *out = m;
-    return 0;
-}
 
 typedef struct probe {
     double ref, local, rtt;
@@ -581,6 +513,43 @@ static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocks
  * search and regression batch (flat: only rank 0 probes, the others answer until told to
  * stop; hierarchical: tree_side); window > 0: a second probing pass that long after the
  * start, for the drift. */
+int mpilab_clock_global_build(void)
+{
+#ifdef MPILAB_MPI_IS_SMPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int mpilab_clock_is_global(void)
+{
+    mpilab_clock_inject_t e;
+    mpilab_clock_inject_get(&e);
+    return mpilab_clock_global_build() && e.offset == 0.0 && e.drift == 0.0;
+}
+
+/* MPILAB_SYNC_EXACT: no probing. Every rank confirms that it reads the one global clock
+ * (else MPI_ERR_ARG everywhere, nothing kept); the models stay the identity (calloc: offset,
+ * drift, residual and uncertainty 0); the origin is rank 0's reading, the same everywhere. */
+static int exact_once(MPI_Comm comm, mpilab_clocksync_t *out)
+{
+    double start = mpilab_wtime(), t0 = start;
+    int ok = mpilab_clock_is_global(), all_ok = 0;
+    int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm);
+    if (rc == MPI_SUCCESS && !all_ok)
+        rc = MPI_ERR_ARG;
+    if (rc != MPI_SUCCESS) {
+        mpilab_clocksync_free(out);
+        return rc;
+    }
+    out->t0 = t0;
+    out->duration = mpilab_wtime() - start;
+    return MPI_SUCCESS;
+}
+
 static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort, double window,
                      mpilab_clocksync_t *out)
 {
@@ -593,6 +562,8 @@ static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort, dou
     out->ranks = calloc((size_t)size, sizeof *out->ranks);
     if (!out->ranks)
         return MPI_ERR_NO_MEM;
+    if (method == MPILAB_SYNC_EXACT)
+        return exact_once(comm, out);
     int rc = MPI_Barrier(comm);
     double start = mpilab_wtime();
     double t0 = start;
@@ -774,6 +745,8 @@ double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double glob
 
 const char *mpilab_sync_method_name(mpilab_sync_method_t m)
 {
+    if (m == MPILAB_SYNC_EXACT)
+        return "exact";
     if (m == MPILAB_SYNC_HIERARCHICAL)
         return "hierarchical";
     return m == MPILAB_SYNC_REGRESSION ? "regression" : "skampi";
@@ -787,6 +760,8 @@ int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out)
         *out = MPILAB_SYNC_REGRESSION;
     else if (strcmp(s, "hierarchical") == 0)
         *out = MPILAB_SYNC_HIERARCHICAL;
+    else if (strcmp(s, "exact") == 0)
+        *out = MPILAB_SYNC_EXACT;
     else
         return -1;
     return 0;

@@ -54,7 +54,9 @@ void mpilab_runner_usage(FILE *f)
         "                       isolated and back-to-back figures differ beyond their intervals\n"
         "  --pipeline-depth N   isolation none: repetitions per timed chunk (count, default 10)\n"
         "  --root R             root rank of rooted operations (default 0)\n"
-        "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical (default skampi)\n"
+        "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical | exact\n"
+        "                       (default skampi; simulated (SMPI build) without --inject-clock:\n"
+        "                       exact, every rank reads the one simulated clock, nothing probed)\n"
         "  --p2p-schedule S     parallel (non-overlapping pairs at once) | sequential (default parallel)\n"
         "  --p2p-back BYTES     p2p reply size in bytes (default: the same as the message)\n"
         "  --pairs full|sampled the pairs p2p measures: every pair, or a sampled design of O(p log p)\n"
@@ -322,7 +324,8 @@ static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *er
         return 0;
     default:
         if (mpilab_sync_method_parse(v, &c->bo.sync_method) != 0)
-            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression, hierarchical)", v);
+            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression, hierarchical, exact)", v);
+        c->sync_given = 1;
         return 0;
     }
 }
@@ -521,6 +524,25 @@ static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, 
     return 0;
 }
 
+/* The clock synchronisation: simulated (the SMPI build), every rank reads SimGrid's one
+ * clock, so unless --sync names a method or --inject-clock gives the ranks clocks of their
+ * own, the default is exact (no probing); exact anywhere else would be false: refused. */
+static int sync_choice(mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    if (!c->sync_given) {
+        if (mpilab_clock_global_build() && !c->inject)
+            c->bo.sync_method = MPILAB_SYNC_EXACT;
+        return 0;
+    }
+    if (c->bo.sync_method != MPILAB_SYNC_EXACT)
+        return 0;
+    if (!mpilab_clock_global_build())
+        return fail(err, errlen, "--sync exact: only a simulated run (the SMPI build) reads one global clock");
+    if (c->inject)
+        return fail(err, errlen, "--sync exact: --inject-clock gives every rank a clock of its own");
+    return 0;
+}
+
 /* Checks that need the selection and the sizes. */
 /* Each measurement's share of --time-budget: the total over the measurements the run will
  * take (all-pairs entries: one per size and round of pairs measured at once). */
@@ -681,6 +703,8 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
     if (c->list)
         return MPILAB_RUNNER_LIST;
     int rc = check_numbers(c, &r, nranks, err, errlen);
+    if (rc == 0)
+        rc = sync_choice(c, err, errlen);
     if (rc == 0)
         rc = parse_ops(c, r.ops, err, errlen);
     if (rc == 0)

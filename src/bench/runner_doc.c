@@ -174,7 +174,10 @@ static json_t *options_json(const run_t *w)
     json_object_set_new(opt, "p2p_back", c->p2p_back >= 0 ? json_integer(c->p2p_back) : json_string("same"));
     json_object_set_new(opt, "root", json_integer(c->bo.root));
     json_object_set_new(opt, "sync", json_string(mpilab_sync_method_name(c->bo.sync_method)));
-    json_object_set_new(opt, "resync", json_string("before every measurement that uses synchronised clocks"));
+    json_object_set_new(opt, "resync", json_string(c->bo.sync_method == MPILAB_SYNC_EXACT
+                                                       ? "once: every rank reads one global clock (simulated), "
+                                                         "nothing to resynchronise"
+                                                       : "before every measurement that uses synchronised clocks"));
     json_object_set_new(opt, "fit", json_boolean(!c->no_fit));
     if (c->hockney)
         json_array_append_new(ml, json_string("hockney"));

@@ -74,6 +74,9 @@ bad --pairs random
 bad --pair-groups 0
 bad --pairs-seed -1
 bad --sync ntp
+# exact (no probing) only where every rank reads one clock: the SMPI build, no injected clocks
+bad --sync exact --inject-clock offset=1ms,drift=10ppm,seed=1
+[ "${MPILAB_TEST_MPI:-}" = smpi ] || bad --sync exact
 bad --root 2
 bad --bogus-option
 bad --ops bcast extra-argument

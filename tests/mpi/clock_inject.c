@@ -132,6 +132,41 @@ MPILAB_TEST(methods_remove_the_injection)
         check_method(methods[m], &plan);
 }
 
+/* Exact synchronisation: where every rank reads one clock (the SMPI build, nothing injected)
+ * it probes nothing and states the identity with zero uncertainty; anywhere else (a real MPI,
+ * or a clock injected on any one rank) every rank gets MPI_ERR_ARG and no model. */
+MPILAB_TEST(exact_only_on_one_clock)
+{
+    mpilab_sync_method_t m;
+    CHECK(mpilab_sync_method_parse("exact", &m) == 0 && m == MPILAB_SYNC_EXACT);
+    CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_EXACT), "exact") == 0);
+    mpilab_clocksync_t cs;
+    int rc = mpilab_clocksync_run(MPI_COMM_WORLD, MPILAB_SYNC_EXACT, &cs);
+    if (mpilab_clock_global_build()) {
+        CHECKF(rc == MPI_SUCCESS, "exact refused on the simulated clock: %d", rc);
+        if (rc == MPI_SUCCESS) {
+            CHECK(cs.method == MPILAB_SYNC_EXACT && cs.nranks == kit_size && cs.attempts == 1);
+            CHECK(cs.max_uncertainty == 0.0 && cs.precise && cs.max_residual == 0.0);
+            for (int r = 0; r < cs.nranks; r++)
+                CHECKF(cs.ranks[r].offset == 0.0 && cs.ranks[r].drift == 0.0 && cs.ranks[r].uncertainty == 0.0 &&
+                           cs.ranks[r].drift_uncertainty == 0.0 && mpilab_clock_to_global(&cs, r, 12.5) == 12.5,
+                       "rank %d model not the identity", r);
+            mpilab_clocksync_free(&cs);
+        }
+    } else {
+        CHECKF(rc == MPI_ERR_ARG, "exact accepted on a real MPI: %d", rc);
+    }
+    /* one rank with a clock of its own: refused on every rank */
+    mpilab_clock_inject_t e = {0};
+    e.offset = 1e-3;
+    if (kit_rank == kit_size - 1)
+        mpilab_clock_inject_set(&e);
+    CHECK(!mpilab_clock_is_global() || kit_rank != kit_size - 1);
+    rc = mpilab_clocksync_run(MPI_COMM_WORLD, MPILAB_SYNC_EXACT, &cs);
+    mpilab_clock_inject_set(NULL);
+    CHECKF(rc == MPI_ERR_ARG, "exact accepted with an injected clock on rank %d: %d", kit_size - 1, rc);
+}
+
 MPILAB_TEST(injection_restored)
 {
     /* the timer is MPI_Wtime again */

@@ -117,6 +117,57 @@ def test_simulated_loggp_over_the_sampled_design(run_cli: Callable[..., Any],
 
 
 @needs_smpi
+def test_simulated_clocks_are_one_clock_unless_injected(run_cli: Callable[..., Any],
+                                                       tmp_path: Path) -> None:
+    """Simulated, every rank's MPI_Wtime is SimGrid's one clock: global timing needs no
+    probing, so the default synchronisation is exact (identity models, zero uncertainty, one
+    for the run, recorded as such), and it gives the same global times as probing (skampi
+    asked for by name); with --inject-clock the ranks have clocks of their own and the runner
+    synchronises them (skampi, before every global measurement), recovering the same times
+    within its stated uncertainty; exact with injected clocks is refused in one line."""
+    plat = _platform(run_cli, tmp_path, 4, "10Gbit", "2us")
+    args = ["--ops", "scatter:binomial", "--timing", "max,global", "--sizes", "0,1K,64K",
+            "--quiet"]
+
+    def run(name: str, *extra: str) -> dict[str, Any]:
+        p = run_cli("bench", "--sim", str(plat), "--out", f"{name}.json", "--", *args, *extra)
+        assert p.returncode == 0, p.stderr
+        return json.loads((tmp_path / f"{name}.json").read_text())
+
+    def glob(doc: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        return {m["bytes"]: m for m in doc["measurements"] if m["timing"] == "global"}
+
+    exact, probed = run("exact"), run("probed", "--sync", "skampi")
+    inj = run("inj", "--inject-clock", "offset=3ms,drift=40ppm,seed=5")
+    cs = exact["provenance"]["clock_sync"]
+    assert exact["provenance"]["options"]["sync"] == "exact"
+    assert "once" in exact["provenance"]["options"]["resync"]
+    assert cs["method"] == "exact" and cs["performed"] == 1 and cs["max_residual_s"] == 0
+    assert cs["last_max_uncertainty_s"] == 0 and cs["last_precise"] is True
+    assert len(cs["ranks"]) == 3
+    assert all(r["offset_s"] == 0 and r["drift"] == 0 and r["uncertainty_s"] == 0
+               for r in cs["ranks"])
+    assert all(m["clock_sync_uncertainty_s"] == 0 for m in glob(exact).values())
+    for doc in (probed, inj):
+        pcs = doc["provenance"]["clock_sync"]
+        assert pcs["method"] == "skampi" and pcs["performed"] == 3
+        assert pcs["total_duration_s"] > 100 * cs["total_duration_s"]
+    assert any(r["offset_s"] != 0 for r in inj["provenance"]["clock_sync"]["ranks"])
+    for size, m in glob(exact).items():
+        assert glob(probed)[size]["stats"]["median"] == pytest.approx(m["stats"]["median"],
+                                                                      rel=1e-9)
+        im = glob(inj)[size]
+        assert abs(im["stats"]["median"] - m["stats"]["median"]) <= \
+            im["clock_sync_uncertainty_s"] + 1e-9
+        # the global measurement no longer pays for probing: its cost is the repetitions'
+        assert m["wall_s"] < glob(probed)[size]["wall_s"]
+    bad = run_cli("bench", "--sim", str(plat), "--out", "bad.json", "--", *args,
+                  "--sync", "exact", "--inject-clock", "offset=1ms")
+    assert bad.returncode != 0 and "--sync exact" in bad.stderr
+    assert not (tmp_path / "bad.json").exists()
+
+
+@needs_smpi
 def test_simulated_ranks_default_to_the_hosts(run_cli: Callable[..., Any],
                                               tmp_path: Path) -> None:
     plat = _platform(run_cli, tmp_path, 5, "1Gbit", "10us")
@@ -189,9 +240,29 @@ def test_simulated_survey(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     assert doc["provenance"]["simulated"]["ranks"] == 4 and "launches" not in doc
     assert doc["provenance"]["options"]["precision"]["min_time_s"] == 0
     assert "SIMULATED" in (tmp_path / "sv" / "report.html").read_text()
+    # the runner's time collection by a binomial reduce, printed and recorded; the one
+    # simulated clock synchronised exactly
+    cfg = doc["provenance"]["simulated"]["smpi_config"]
+    assert "--cfg=smpi/reduce:binomial" in cfg
+    assert doc["provenance"]["clock_sync"]["method"] == "exact"
     bad = run_cli("survey", "--sim", str(plat), "--launches", "3", "--out", "sv2")
     assert bad.returncode == 2 and "deterministic" in bad.stderr
     assert not (tmp_path / "sv2").exists()
+    # --sim-cfg comes after the survey's own options (so it overrides them); both printed
+    p = run_cli("survey", "--sim", str(plat), "--quick", "--out", "sv3", "--sim-cfg",
+                "smpi/reduce:default")
+    assert p.returncode == 0, p.stderr
+    said = " ".join(p.stderr.split())  # the console wraps long lines
+    assert "--cfg=smpi/reduce:binomial --cfg=smpi/reduce:default" in said, said
+    cfg = json.loads((tmp_path / "sv3" / "results.json").read_text())[
+        "provenance"]["simulated"]["smpi_config"]
+    assert cfg.index("--cfg=smpi/reduce:default") > cfg.index("--cfg=smpi/reduce:binomial")
+    for args, why in ((["--sim-cfg", "smpi/reduce:binomial"], "simulated runs only"),
+                      (["--sim", str(plat), "--sim-cfg", "reduce"], "expected NAME:VALUE")):
+        bad = run_cli("survey", "--quick", "--out", "sv4", *args)
+        assert bad.returncode == 2 and why in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert not (tmp_path / "sv4").exists()
 
 
 SMPI_MULTILANE = REPO / "build-smpi" / "bin" / "mpilab-multilane"

@@ -83,6 +83,16 @@ def smpi_tool(name: str) -> str:
                       "MPILAB_SMPI_BIN)")
 
 
+def cfg_options(items: list[str]) -> list[str]:
+    """NAME:VALUE items (a command's --sim-cfg) as smpirun's --cfg=NAME:VALUE options; one
+    line naming a malformed item."""
+    for c in items:
+        if not re.fullmatch(r"[A-Za-z0-9_/.-]+:\S+", c):
+            raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
+                              "smpi/send-is-detached-thresh:1048576")
+    return [f"--cfg={c}" for c in items]
+
+
 def check_options(launches: int | None, testbed: str | None, launcher: str | None) -> None:
     """What a simulated run refuses, before anything starts: more than one launch (simulated
     time is deterministic) and a testbed or launcher (smpirun starts the ranks)."""
