@@ -227,7 +227,9 @@ void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p)
 }
 
 /* This process's autogroup nice value (CONFIG_SCHED_AUTOGROUP, /proc/self/autogroup reads
- * "/autogroup-N nice X"): 0 and *nice, or -1 when there is none or autogroups are off. */
+ * "/autogroup-N nice X"): 0 and *nice; -1 when autogroups are off or unreadable; -2 when
+ * they are on but this session has no group of its own (the file reads empty: a session
+ * never made by setsid, e.g. init's, shares the root group). */
 static int autogroup_nice(int *nice)
 {
     FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
@@ -242,7 +244,7 @@ static int autogroup_nice(int *nice)
     f = fopen("/proc/self/autogroup", "r");
     if (!f)
         return -1;
-    int rc = fscanf(f, "%*s nice %d", nice) == 1 ? 0 : -1;
+    int rc = fscanf(f, "%*s nice %d", nice) == 1 ? 0 : -2;
     fclose(f);
     return rc;
 }
@@ -265,7 +267,10 @@ static int autogroup_raise(int nice, char *why, size_t len)
 {
     int now;
     size_t used = strlen(why);
-    if (autogroup_nice(&now) != 0)
+    int got = autogroup_nice(&now);
+    if (got == -2)
+        snprintf(why + used, len - used, "; no autogroup of its own (the session shares the root group)");
+    if (got != 0)
         return INT_MIN;
     if (now <= nice) { /* e.g. raised by another rank of the same session */
         snprintf(why + used, len - used, "; its autogroup (the job's session) already at nice %d", now);
