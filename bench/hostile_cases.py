@@ -365,6 +365,28 @@ def testbed_cases(prefix: str) -> list[Case]:
         "link not an array": "[link]\nnode = \"s0n0\"\n",
         "delay backend bogus": "[wan]\ndelay_backend = \"bogus\"\n",
         "binary file": "\x00\x01\x02",
+        # the keys session 18 added ([[node]] cpu limits, per-node WAN delay, the delay trim,
+        # slow start after idle)
+        "cpu_quota negative": "[[node]]\nname = \"s0n0\"\ncpu_quota = -0.5\n",
+        "cpu_quota zero": "[[node]]\nname = \"s0n0\"\ncpu_quota = 0\n",
+        "cpu_quota nan": "[[node]]\nname = \"s0n0\"\ncpu_quota = nan\n",
+        "cpu_quota 1e300": "[[node]]\nname = \"s0n0\"\ncpu_quota = 1e300\n",
+        "cpu_quota 5000 digits": "[[node]]\nname = \"s0n0\"\ncpu_quota = " + "9" * 5000 + "\n",
+        "cpu_quota a string": "[[node]]\nname = \"s0n0\"\ncpu_quota = \"half\"\n",
+        "cpu_period 0": "[[node]]\nname = \"s0n0\"\ncpu_quota = 0.5\ncpu_period = \"0ms\"\n",
+        "cpu_period -1ms": "[[node]]\nname = \"s0n0\"\ncpu_quota = 0.5\ncpu_period = \"-1ms\"\n",
+        "node unknown": "[[node]]\nname = \"s9n9\"\ncpu_quota = 0.5\n",
+        "node twice": "[[node]]\nname = \"s0n0\"\ncpu_quota = 0.5\n"
+                      "[[node]]\nname = \"s0n0\"\ncpu_quota = 0.25\n",
+        "node without a name": "[[node]]\ncpu_quota = 0.5\n",
+        "link wan_delay -1ms": "[[link]]\nnode = \"s0n0\"\nwan_delay = \"-1ms\"\n",
+        "link wan_delay nan": "[[link]]\nnode = \"s0n0\"\nwan_delay = \"nan\"\n",
+        "link wan_delay 1e300s": "[[link]]\nnode = \"s0n0\"\nwan_delay = 1e300\n",
+        "link wan_delay with netem": "[wan]\ndelay_backend = \"netem\"\n"
+                                     "[[link]]\nnode = \"s0n0\"\nwan_delay = \"2ms\"\n",
+        "delay_trim above 1 ms": "[wan]\ndelay = \"5ms\"\ndelay_trim = \"2ms\"\n",
+        "delay_trim bogus": "[wan]\ndelay_trim = \"sometimes\"\n",
+        "slow_start_after_idle a string": "[wan]\nslow_start_after_idle = \"no\"\n",
     }
     for n, text in specs.items():
         cases.append(Case(f"testbed up SPEC: {n}", "C",
