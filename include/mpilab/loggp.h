@@ -26,6 +26,8 @@ typedef struct mpilab_loggp_opts {
     size_t burst;             /* messages per gap stream, >= 2 (default 16) */
     double or_wait_factor;    /* the receiver waits this many round trips before the timed
                                  receive, > 1 (default 2) */
+    int progress;             /* rank 0 prints "[loggp] round r/R" on stderr (about 20 lines
+                                 in all) from MPILAB_P2P_PROGRESS_RANKS ranks on (default 0) */
 } mpilab_loggp_opts_t;
 
 void mpilab_loggp_opts_default(mpilab_loggp_opts_t *o);

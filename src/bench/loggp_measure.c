@@ -601,6 +601,10 @@ int mpilab_loggp_measure_pairs(MPI_Comm comm_in, const mpilab_pair_t *pairs, siz
         int rc2 = MPI_Barrier(comm);
         if (rc == MPI_SUCCESS)
             rc = rc2;
+        size_t every = nr / 20 + 1;
+        if (me == 0 && o->progress && n >= MPILAB_P2P_PROGRESS_RANKS && ((r + 1) % every == 0 || r + 1 == nr))
+            fprintf(stderr, "[loggp] %s %zu/%zu (%zu pairs x %zu sizes)\n", seq ? "pair" : "round", r + 1, nr,
+                    npairs, nsizes);
     }
     int good = all && rc == MPI_SUCCESS && !bad, allgood = 0;
     MPI_Allreduce(&good, &allgood, 1, MPI_INT, MPI_LAND, comm);

@@ -594,6 +594,7 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (c->lg.prec.min_reps > c->lg.prec.max_reps)
             c->lg.prec.min_reps = c->lg.prec.max_reps;
         c->lg.mode = c->p2p_mode;
+        c->lg.progress = !c->quiet;
         char lerr[256];
         if (mpilab_loggp_check(c->sizes, c->nsizes, &c->lg, lerr, sizeof lerr) != 0)
             return fail(err, errlen, "--models loggp: %s", lerr);
