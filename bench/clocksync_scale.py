@@ -147,7 +147,7 @@ def main() -> int:
     if a.platform not in ("flat", "asymmetric"):
         sys.exit(f"clocksync_scale: --platform: flat or asymmetric, not {a.platform!r}")
     if a.platform == "asymmetric" and max(ranks) > 256:
-        sys.exit("clocksync_scale: --platform asymmetric: at most 256 ranks (routes listed per pair)")
+        sys.exit("clocksync_scale: --platform asymmetric: at most 256 ranks (routes per pair)")
     if any(m not in ("skampi", "regression", "hierarchical") for m in methods):
         sys.exit("clocksync_scale: --methods: skampi, regression, hierarchical")
     for tool in ("smpicc", "smpirun"):
