@@ -398,8 +398,9 @@ static int tree_parent(int r)
 }
 
 /* One sweep of the rounds. check 0: every child probed once (minimum round trip, into
- * probe[slot]); check 1: every pair checked (verify_one on pair[NM * slot]) and the model
- * sent to the child. A child answers its parent in its own round (and, check 1, receives
+ * probe[slot]); check 1: every pair checked (verify_one on pair[NM * slot]; the drift of the
+ * line from probe[slot], the first sweep's, to the check when tighter) and the model sent to
+ * the child. A child answers its parent in its own round (and, check 1, receives
  * its pair model into mine), then sits out the later rounds. */
 static int tree_sweep(MPI_Comm comm, int rank, int size, double t0, int effort, int check, probe_t *probe,
                       double *pair, double *mine)
@@ -422,6 +423,9 @@ static int tree_sweep(MPI_Comm comm, int rank, int size, double t0, int effort, 
                 continue;
             }
             rc = verify_one(comm, child, t0, &pair[NM * s], effort);
+            /* the drift over the longer span from the first sweep's probe to the check */
+            double first[NM] = {probe[s].local - probe[s].ref, 0.0, 0.0, 0.5 * probe[s].rtt, 0.0, probe[s].ref};
+            combine_drift(first, &pair[NM * s]);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Send(&pair[NM * s], NM, MPI_DOUBLE, child, TAG_MODEL, comm);
         }
@@ -484,7 +488,7 @@ static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model
         if (a[s].rtt >= 0.0)
             skampi_model(&a[s], &b[s], &pair[NM * s]);
     if (rc == MPI_SUCCESS)
-        rc = tree_sweep(comm, rank, size, t0, effort, 1, NULL, pair, mine);
+        rc = tree_sweep(comm, rank, size, t0, effort, 1, a, pair, mine);
     /* every rank reaches the gather (a failed rank contributes zeros; publish fails them all) */
     int rc2 = MPI_Gather(mine, NM, MPI_DOUBLE, all, NM, MPI_DOUBLE, 0, comm);
     if (rc == MPI_SUCCESS)
