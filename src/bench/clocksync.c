@@ -469,6 +469,7 @@ static void tree_compose(const double *all, int size, double t_end, double *mode
 /* Every rank's side of the hierarchical synchronisation (model: rank 0's result). */
 static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window)
 {
+    double start = mpilab_wtime(); /* own clock: the ranks' clocks may be far apart */
     int slots = tree_slots(size);
     probe_t *a = calloc((size_t)slots, sizeof *a), *b = calloc((size_t)slots, sizeof *b);
     double *pair = calloc((size_t)slots * NM, sizeof *pair);
@@ -479,9 +480,10 @@ static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model
         a[s].rtt = -1.0; /* slots without a child stay unprobed */
     if (rc == MPI_SUCCESS)
         rc = tree_sweep(comm, rank, size, t0, effort, 0, a, pair, mine);
-    /* the shared gap; t0 is on rank 0's clock: the others' wait is off by their offset */
+    /* the shared gap, each rank on its own clock from its own start (t0 is rank 0's clock,
+     * which another rank's may trail by far more than the window) */
     if (rc == MPI_SUCCESS)
-        sleep_until(window > 0.0 ? t0 + window : mpilab_wtime() + SK_GAP_S);
+        sleep_until(window > 0.0 ? start + window : mpilab_wtime() + SK_GAP_S);
     if (rc == MPI_SUCCESS)
         rc = tree_sweep(comm, rank, size, t0, effort, 0, b, pair, mine);
     for (int s = 0; s < slots && rc == MPI_SUCCESS; s++)
