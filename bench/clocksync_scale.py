@@ -181,6 +181,12 @@ def main() -> int:
                 f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
                 f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
             )
+            us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
+                  for n in sorted(sel)]
+            print("  stated uncertainty mean / max (us): "
+                  + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
+                  + "; largest |error| / uncertainty: "
+                  + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
     if a.out:
         tmpname = a.out + ".tmp"
         with open(tmpname, "w") as f:
