@@ -45,21 +45,24 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 3);
     double cost = MPI_Wtime() - start;
     double raw = MPI_Wtime();
-    double e[4] = {0};
+    double e[5] = {0};
     e[0] = mpilab_clock_to_global(&cs, rank, mpilab_clock_inject_apply(&mine, raw)) -
            mpilab_clock_inject_apply(&zero, raw);
     e[1] = cs.ranks[rank].uncertainty;
     e[2] = cs.ranks[rank].drift - ((1.0 + mine.drift) / (1.0 + zero.drift) - 1.0);
     e[3] = cs.ranks[rank].drift_uncertainty;
+    e[4] = mine.offset - zero.offset;
     double *all = rank == 0 ? malloc(sizeof e * (size_t)size) : NULL;
-    MPI_Gather(e, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(e, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double maxcost = 0.0;
     MPI_Reduce(&cost, &maxcost, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         int inside = 0, drift_in = 0;
-        double maxerr = 0.0, maxu = 0.0, maxdu = 0.0, sumu = 0.0;
+        double maxerr = 0.0, maxu = 0.0, maxdu = 0.0, sumu = 0.0, ratio = 0.0, spread = 0.0;
         for (int r = 1; r < size; r++) {
-            const double *q = &all[4 * r];
+            const double *q = &all[5 * r];
+            ratio = fmax(ratio, fabs(q[0]) / q[1]);
+            spread = fmax(spread, fabs(q[4]));
             inside += fabs(q[0]) <= q[1];
             drift_in += fabs(q[2]) <= q[3];
             maxerr = fmax(maxerr, fabs(q[0]));
@@ -69,9 +72,10 @@ int main(int argc, char **argv)
         }
         printf("{\"method\": \"%s\", \"ranks\": %d, \"window_s\": %g, \"cost_s\": %.9g, \"attempts\": %d, "
                "\"first_attempt_s\": %.9g, \"within_uncertainty\": %d, \"checked\": %d, \"max_abs_error_s\": %.6g, \"max_uncertainty_s\": %.6g, "
-               "\"mean_uncertainty_s\": %.6g, \"drift_within_uncertainty\": %d, \"max_drift_uncertainty\": %.6g}\n",
+               "\"mean_uncertainty_s\": %.6g, \"drift_within_uncertainty\": %d, \"max_drift_uncertainty\": %.6g, "
+               "\"max_error_to_uncertainty\": %.4g, \"max_injected_offset_s\": %.6g}\n",
                mpilab_sync_method_name(method), size, window, maxcost, cs.attempts, cs.first_duration, inside, size - 1, maxerr, maxu,
-               sumu / (size - 1), drift_in, maxdu);
+               sumu / (size - 1), drift_in, maxdu, ratio, spread);
         free(all);
     }
     mpilab_clocksync_free(&cs);

@@ -10,8 +10,14 @@ Every rank has an injected clock error (offset up to 10 ms, drift up to 100 ppm)
 simulated ranks share one clock, so each recovered offset is checked exactly against its
 stated uncertainty. Prints one JSON line per run and the cost ratios 1024 : 16.
 
+--platform asymmetric instead: every message from a lower rank to a higher one crosses a
+9 us link, every message back a 1 us one (no bandwidth sharing). A round trip cannot see
+this: every pair's offset is 4 us off, the same way along every path of the tree, so a
+depth-d rank is 4d us off. Stated uncertainties that hold there are not just loose enough
+for a symmetric network (its routes are listed pair by pair: at most 256 ranks).
+
 Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical]
-                                [--windows 0,0.8] [--out FILE]
+                                [--windows 0,0.8] [--platform flat|asymmetric] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,6 +42,25 @@ PLATFORM = """<?xml version='1.0'?>
   </zone>
 </platform>
 """
+ASYM_HEAD = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <link id="up" bandwidth="1.25GBps" latency="9us" sharing_policy="FATPIPE"/>
+    <link id="down" bandwidth="1.25GBps" latency="1us" sharing_policy="FATPIPE"/>
+"""
+ASYM_ROUTE = ('    <route src="node-{a}" dst="node-{b}" symmetrical="NO">'
+              '<link_ctn id="{link}"/></route>\n')
+
+
+def asymmetric_platform(n: int) -> str:
+    """Full routing over n hosts: lower to higher rank over 'up' (9 us), back over 'down'."""
+    hosts = "".join(f'    <host id="node-{i}" speed="1Gf"/>\n' for i in range(n))
+    routes = "".join(ASYM_ROUTE.format(a=a, b=b, link="up" if a < b else "down")
+                     for a in range(n) for b in range(n) if a != b)
+    return ASYM_HEAD + hosts + routes + "  </zone>\n</platform>\n"
+
+
 MPI_CHECK = (
     "#ifndef MPILAB_MPI_CHECK_H\n#define MPILAB_MPI_CHECK_H\n#include <mpi.h>\n"
     '#define MPILAB_MPI_IMPL "smpi"\n#endif\n'
@@ -111,6 +136,7 @@ def main() -> int:
     ap.add_argument("--ranks", default="16,64,256,1024")
     ap.add_argument("--methods", default="skampi,hierarchical")
     ap.add_argument("--windows", default="0,0.8")
+    ap.add_argument("--platform", default="flat")
     ap.add_argument("--out")
     a = ap.parse_args()
     ranks = parse_list(a.ranks, int, "--ranks")
@@ -118,6 +144,10 @@ def main() -> int:
     windows = parse_list(a.windows, float, "--windows")
     if any(n < 2 or n > 4096 for n in ranks):
         sys.exit("clocksync_scale: --ranks: each must be 2..4096")
+    if a.platform not in ("flat", "asymmetric"):
+        sys.exit(f"clocksync_scale: --platform: flat or asymmetric, not {a.platform!r}")
+    if a.platform == "asymmetric" and max(ranks) > 256:
+        sys.exit("clocksync_scale: --platform asymmetric: at most 256 ranks (routes per pair)")
     if any(m not in ("skampi", "regression", "hierarchical") for m in methods):
         sys.exit("clocksync_scale: --methods: skampi, regression, hierarchical")
     for tool in ("smpicc", "smpirun"):
@@ -127,13 +157,15 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="clocksync_scale.") as tmp:
         work = Path(tmp)
-        (work / "plat.xml").write_text(PLATFORM.format(last=max(ranks) - 1))
+        (work / "plat.xml").write_text(asymmetric_platform(max(ranks)) if a.platform == "asymmetric"
+                                       else PLATFORM.format(last=max(ranks) - 1))
         (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(max(ranks))))
         exe = build(work)
         for w in windows:
             for m in methods:
                 for n in ranks:
                     row = run(exe, work, n, m, w)
+                    row["platform"] = a.platform
                     print(json.dumps(row), flush=True)
                     rows.append(row)
     for w in windows:
@@ -149,6 +181,12 @@ def main() -> int:
                 f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
                 f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
             )
+            us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
+                  for n in sorted(sel)]
+            print("  stated uncertainty mean / max (us): "
+                  + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
+                  + "; largest |error| / uncertainty: "
+                  + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
     if a.out:
         tmpname = a.out + ".tmp"
         with open(tmpname, "w") as f:

@@ -18,9 +18,10 @@ typedef enum mpilab_sync_method {
     /* ReproMPI JK/HCA-style: many ping-pongs over a period, the minimum-round-trip
      * exchange of every batch kept, linear regression of local on reference time. */
     MPILAB_SYNC_REGRESSION = 1,
-    /* Hierarchical (after ReproMPI's): a binomial tree, ceil(log2 p) rounds in which every
-     * pair of the round synchronises SKaMPI-style at once; rank 0 composes each rank's model
-     * along its path to the root, adding the pairs' uncertainties. O(log p) time where the
+    /* Hierarchical (after ReproMPI's): a k-nomial tree of radix MPILAB_SYNC_TREE_RADIX,
+     * ceil(log_k p) rounds in which every parent synchronises its k - 1 children of the
+     * round SKaMPI-style, all parents at once; rank 0 composes each rank's model along its
+     * path to the root, adding the pairs' uncertainties. O((k - 1) log_k p) time where the
      * flat methods take O(p). */
     MPILAB_SYNC_HIERARCHICAL = 2,
     /* Exact: every rank reads one global clock (the SMPI build, where MPI_Wtime is SimGrid's
@@ -103,6 +104,14 @@ typedef struct mpilab_clocksync {
 /* Attempts are compared by their uncertainty this long after the synchronisation (a run
  * measures after it); an attempt that improves no rank ends the repetition. */
 #define MPILAB_SYNC_HORIZON_S 1.0
+
+/* Radix of the hierarchical method's tree. A rank's stated uncertainty is the sum of its
+ * path's pair bounds (each about half a round trip, as a flat method's): with message delays
+ * known only to be >= 0, the pairs' errors can all have one sign, so no composition can
+ * state less for a rank that rank 0 never exchanged messages with. The depth (a rank's
+ * number of non-zero base-k digits: at most 2 up to 1024 ranks, 3 up to 32768) is what the
+ * radix buys, at k - 1 pair synchronisations per round. */
+#define MPILAB_SYNC_TREE_RADIX 32
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
  * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */

@@ -365,62 +365,69 @@ static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, doubl
     return rc;
 }
 
-/* Hierarchical (binomial tree, after ReproMPI's hierarchical synchronisation): in round k
- * (k = 0, 1, ... while 2^k < size) every rank that is a multiple of 2^(k+1) synchronises
- * rank + 2^k against its own clock, SKaMPI-style; all pairs of a round at once, so ceil(log2
- * size) rounds in all. Rank r's parent is r with its lowest set bit cleared. The parent sends
- * the pair model to the child; rank 0 gathers them and composes every rank's model along
- * its path (clocksync.h). */
+/* Hierarchical (a k-nomial tree of radix TREE_RADIX, after ReproMPI's hierarchical
+ * synchronisation): in round j (j = 0, 1, ... while TREE_RADIX^j < size) every rank that is a
+ * multiple of TREE_RADIX^(j+1) synchronises its children rank + i TREE_RADIX^j (i = 1 ..
+ * TREE_RADIX - 1) against its own clock, one after the other, all parents at once. A rank's
+ * parent is the rank with its lowest non-zero base-TREE_RADIX digit cleared, so its depth is
+ * its number of such digits. Three sweeps of the rounds: a minimum-round-trip probe of every
+ * pair, one shared gap (the drift window, or SK_GAP_S), a second probe of every pair (the
+ * pair's SKaMPI model from the two), then the check of every pair (verify_one: residual and
+ * re-anchoring), which also hands each child its pair model. Every pair's anchor is thus in
+ * the last sweep, close to the end, and every pair's drift is resolved over at least the gap.
+ * Rank 0 gathers the pair models and composes every rank's model along its path
+ * (clocksync.h). */
+#define TREE_RADIX MPILAB_SYNC_TREE_RADIX
 
-/* One pair pass, the parent's side: two minimum-round-trip probes of child SK_GAP_S apart. */
-static int pair_probe(MPI_Comm comm, int child, double t0, int effort, double *mr)
+/* The rank's slots (round j, child i: j (TREE_RADIX - 1) + i - 1) for size ranks. */
+static int tree_slots(int size)
 {
-    probe_t a, b;
-    int rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &a);
-    if (rc == MPI_SUCCESS)
-        rc = end_phase(comm, child);
-    sleep_until(mpilab_wtime() + SK_GAP_S);
-    if (rc == MPI_SUCCESS)
-        rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &b);
-    if (rc == MPI_SUCCESS)
-        rc = end_phase(comm, child);
-    if (rc == MPI_SUCCESS)
-        skampi_model(&a, &b, mr);
-    return rc;
+    int rounds = 0;
+    for (long step = 1; step < size; step *= TREE_RADIX)
+        rounds++;
+    return rounds > 0 ? rounds * (TREE_RADIX - 1) : 1;
 }
 
-/* One pass of the tree. first: per round the pair model of the first pass (kept on the
- * parent); final: the pass that checks, combines with the first pass (when there was one)
- * and hands every child its pair model (into mine[NM] on the child). */
-static int tree_pass(MPI_Comm comm, int rank, int size, double t0, int effort, int final, int had_first,
-                     double *first, double *mine)
+/* r's parent (r >= 1): r with its lowest non-zero base-TREE_RADIX digit cleared. */
+static int tree_parent(int r)
 {
-    int rc = MPI_SUCCESS;
-    for (int k = 0; (1L << k) < (long)size && rc == MPI_SUCCESS; k++) {
-        int step = 1 << k;
-        if (rank % (2 * step) == 0) {
-            int child = rank + step;
-            if (child >= size)
-                continue;
-            double m[NM] = {0};
-            rc = pair_probe(comm, child, t0, effort, m);
-            if (!final) {
-                memcpy(&first[NM * k], m, sizeof m);
-                continue;
-            }
-            if (had_first)
-                combine_drift(&first[NM * k], m);
-            if (rc == MPI_SUCCESS)
-                rc = verify_one(comm, child, t0, m, effort);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Send(m, NM, MPI_DOUBLE, child, TAG_MODEL, comm);
-        } else { /* rank has bit k set and no lower one: round k is its own, as a child */
-            int parent = rank - step;
-            for (int ph = 0; ph < (final ? 3 : 2) && rc == MPI_SUCCESS; ph++)
-                rc = serve(comm, parent);
-            if (final && rc == MPI_SUCCESS)
+    long step = 1;
+    while ((r / step) % TREE_RADIX == 0)
+        step *= TREE_RADIX;
+    return (int)(r - ((r / step) % TREE_RADIX) * step);
+}
+
+/* One sweep of the rounds. check 0: every child probed once (minimum round trip, into
+ * probe[slot]); check 1: every pair checked (verify_one on pair[NM * slot]; the drift of the
+ * line from probe[slot], the first sweep's, to the check when tighter) and the model sent to
+ * the child. A child answers its parent in its own round (and, check 1, receives
+ * its pair model into mine), then sits out the later rounds. */
+static int tree_sweep(MPI_Comm comm, int rank, int size, double t0, int effort, int check, probe_t *probe,
+                      double *pair, double *mine)
+{
+    int rc = MPI_SUCCESS, j = 0;
+    for (long step = 1; step < size && rc == MPI_SUCCESS; step *= TREE_RADIX, j++) {
+        if (rank % (step * TREE_RADIX) != 0) { /* its lowest non-zero digit: its own round */
+            int parent = (int)(rank - ((rank / step) % TREE_RADIX) * step);
+            rc = serve(comm, parent);
+            if (check && rc == MPI_SUCCESS)
                 rc = MPI_Recv(mine, NM, MPI_DOUBLE, parent, TAG_MODEL, comm, MPI_STATUS_IGNORE);
             break;
+        }
+        for (int i = 1; i < TREE_RADIX && rank + i * step < size && rc == MPI_SUCCESS; i++) {
+            int child = (int)(rank + i * step), s = j * (TREE_RADIX - 1) + i - 1;
+            if (!check) {
+                rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &probe[s]);
+                if (rc == MPI_SUCCESS)
+                    rc = end_phase(comm, child);
+                continue;
+            }
+            rc = verify_one(comm, child, t0, &pair[NM * s], effort);
+            /* the drift over the longer span from the first sweep's probe to the check */
+            double first[NM] = {probe[s].local - probe[s].ref, 0.0, 0.0, 0.5 * probe[s].rtt, 0.0, probe[s].ref};
+            combine_drift(first, &pair[NM * s]);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Send(&pair[NM * s], NM, MPI_DOUBLE, child, TAG_MODEL, comm);
         }
     }
     return rc;
@@ -429,21 +436,23 @@ static int tree_pass(MPI_Comm comm, int rank, int size, double t0, int effort, i
 /* Rank 0: every rank's model from the pair models (all: NM per rank, r's model against its
  * parent), in rank order (a parent is below its children). Composition of
  * local_r = o + (1 + d) local_p and local_p = O + (1 + D) ref: offset o + (1 + d) O, drift
- * (1 + d)(1 + D) - 1; the uncertainties add (the parent's scaled by 1 + d), each pair's first
- * carried from its anchor to t_end (the anchor is on the parent's clock: |O| more). */
+ * (1 + d)(1 + D) - 1. The uncertainties add: the pair's, carried from its anchor to t_end
+ * at its drift uncertainty (both on the parent's clock, which reads O + (1 + D) t_end at
+ * t_end to within the parent's uncertainty U), and the parent's U, scaled by the pair's
+ * slope (1 + d, known to within the pair's drift uncertainty). */
 static void tree_compose(const double *all, int size, double t_end, double *model)
 {
     memset(model, 0, NM * sizeof *model);
     for (int r = 1; r < size; r++) {
         const double *c = &all[NM * r];
-        const double *P = &model[NM * (r & (r - 1))];
+        const double *P = &model[NM * tree_parent(r)];
         double *m = &model[NM * r];
-        double u_pair = c[3] + c[4] * (fabs(t_end - c[5]) + fabs(P[0]));
+        double elapsed = fabs(P[0] + (1.0 + P[1]) * t_end - c[5]) + P[3];
         m[0] = c[0] + (1.0 + c[1]) * P[0];
         m[1] = (1.0 + c[1]) * (1.0 + P[1]) - 1.0;
         m[2] = c[2] + P[2];
-        m[3] = u_pair + (1.0 + c[1]) * P[3];
-        m[4] = c[4] + P[4] + c[4] * P[4];
+        m[3] = c[3] + c[4] * elapsed + (1.0 + fabs(c[1]) + c[4]) * P[3];
+        m[4] = (1.0 + fabs(c[1])) * P[4] + c[4] * (1.0 + fabs(P[1])) + c[4] * P[4];
         m[5] = t_end;
         /* each pair's drift is plausible, but a chain of them may add up past the bound
          * (-1029 ppm seen at depth 2 under ASan on a loaded machine): the composed model is
@@ -460,26 +469,37 @@ static void tree_compose(const double *all, int size, double t_end, double *mode
 /* Every rank's side of the hierarchical synchronisation (model: rank 0's result). */
 static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window)
 {
-    int rounds = 0;
-    while ((1L << rounds) < (long)size)
-        rounds++;
-    double *first = calloc((size_t)(rounds > 0 ? rounds : 1) * NM, sizeof *first);
+    double start = mpilab_wtime(); /* own clock: the ranks' clocks may be far apart */
+    int slots = tree_slots(size);
+    probe_t *a = calloc((size_t)slots, sizeof *a), *b = calloc((size_t)slots, sizeof *b);
+    double *pair = calloc((size_t)slots * NM, sizeof *pair);
     double *all = rank == 0 ? calloc((size_t)size * NM, sizeof *all) : NULL;
     double mine[NM] = {0};
-    int rc = (!first || (rank == 0 && !all)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
-    if (rc == MPI_SUCCESS && window > 0.0) {
-        rc = tree_pass(comm, rank, size, t0, effort, 0, 0, first, mine);
-        sleep_until(t0 + window); /* t0 is on rank 0's clock: the others' wait is off by their offset */
-    }
+    int rc = (!a || !b || !pair || (rank == 0 && !all)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    for (int s = 0; s < slots && rc == MPI_SUCCESS; s++)
+        a[s].rtt = -1.0; /* slots without a child stay unprobed */
     if (rc == MPI_SUCCESS)
-        rc = tree_pass(comm, rank, size, t0, effort, 1, window > 0.0, first, mine);
+        rc = tree_sweep(comm, rank, size, t0, effort, 0, a, pair, mine);
+    /* the shared gap, each rank on its own clock from its own start (t0 is rank 0's clock,
+     * which another rank's may trail by far more than the window) */
+    if (rc == MPI_SUCCESS)
+        sleep_until(window > 0.0 ? start + window : mpilab_wtime() + SK_GAP_S);
+    if (rc == MPI_SUCCESS)
+        rc = tree_sweep(comm, rank, size, t0, effort, 0, b, pair, mine);
+    for (int s = 0; s < slots && rc == MPI_SUCCESS; s++)
+        if (a[s].rtt >= 0.0)
+            skampi_model(&a[s], &b[s], &pair[NM * s]);
+    if (rc == MPI_SUCCESS)
+        rc = tree_sweep(comm, rank, size, t0, effort, 1, a, pair, mine);
     /* every rank reaches the gather (a failed rank contributes zeros; publish fails them all) */
     int rc2 = MPI_Gather(mine, NM, MPI_DOUBLE, all, NM, MPI_DOUBLE, 0, comm);
     if (rc == MPI_SUCCESS)
         rc = rc2;
     if (rank == 0 && rc == MPI_SUCCESS)
         tree_compose(all, size, mpilab_wtime() - t0, model);
-    free(first);
+    free(a);
+    free(b);
+    free(pair);
     free(all);
     return rc;
 }
