@@ -125,17 +125,37 @@ def test_cpu_groups_made_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     net.check_cpu_controller()
     sp = specmod.load(str(HETERO), "htu")
     net.make_cpu_cgroups(sp)
-    cg = tmp_path / "htu-s1n0"
+    # the limited node's group inside the testbed's shared group
+    cg = tmp_path / "htu-nodes" / "htu-s1n0"
     assert (cg / "cpu.cfs_period_us").read_text() == "4000"
     assert (cg / "cpu.cfs_quota_us").read_text() == "1000"
-    other = tmp_path / "htx-s1n0"  # another prefix's group is never touched
-    other.mkdir()
-    # a plain folder is not a cgroup: rmdir fails with the files in it, and the count says so
+    other = tmp_path / "htx-nodes" / "htx-s1n0"  # another prefix's groups are never touched
+    other.mkdir(parents=True)
+    # a plain folder is not a cgroup: rmdir fails with the files in it (and so does its
+    # parent's), and the count says so
     assert net.remove_cpu_cgroups("htu") == 0
     for f in cg.iterdir():
         f.unlink()
-    assert net.remove_cpu_cgroups("htu") == 1
-    assert not cg.exists() and other.exists()
+    assert net.remove_cpu_cgroups("htu") == 2  # innermost first, then the shared group
+    assert not (tmp_path / "htu-nodes").exists() and other.exists()
+
+
+def test_shared_cpu_group_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # default: shared when a node is limited, not otherwise; the key overrides both ways
+    assert specmod.load(str(HETERO), "htu").cpu_group_shared()
+    assert not specmod.load_text(BASE, "<t>").cpu_group_shared()
+    assert specmod.load_text(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group = true"),
+                         "<t>").cpu_group_shared()
+    off = HETERO.read_text().replace("[cluster]", "[cluster]\nshared_cpu_group = false")
+    sp = specmod.load_text(off, "<t>")
+    assert not sp.cpu_group_shared() and sp.node_limits
+    msg = _bad(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group = 1"))
+    assert "shared_cpu_group" in msg and "not a boolean" in msg, msg
+    # an unlimited testbed with the key gets the shared group only
+    monkeypatch.setattr(net, "CPU_CGROUP_ROOT", tmp_path)
+    net.make_cpu_cgroups(specmod.load_text(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group"
+                                                    " = true"), "<t>"))
+    assert [p.name for p in tmp_path.iterdir()] == ["htu-nodes"]
 
 
 def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
@@ -145,7 +165,7 @@ def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
     sp = specmod.load(str(HETERO), "htu")
     net.state_dir("htu").mkdir(parents=True)
     agent = launch.write_agent(sp, False)
-    procs = tmp_path / "cpu" / "htu-s1n0" / "cgroup.procs"
+    procs = tmp_path / "cpu" / "htu-nodes" / "htu-s1n0" / "cgroup.procs"
     procs.parent.mkdir(parents=True)
     procs.write_text("")
     # run the agent's host mapping with `ip` replaced by a stub that prints its argv
@@ -160,12 +180,23 @@ def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
     pid = procs.read_text().split()
     assert len(pid) == 1 and pid[0].isdigit()  # the agent's own pid, inherited by the job
     procs.write_text("")
-    root = tmp_path / "cpu" / "cgroup.procs"
-    root.write_text("")
+    shared = tmp_path / "cpu" / "htu-nodes" / "cgroup.procs"
+    shared.write_text("")
     subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
                    text=True, env=env, timeout=30, check=True)
-    # an unlimited node's agent leaves the group it may have inherited for the root one
-    assert procs.read_text() == "" and root.read_text().strip().isdigit()
+    # an unlimited node's agent leaves the group it may have inherited for the shared one
+    assert procs.read_text() == "" and shared.read_text().strip().isdigit()
+    # without the shared group (cluster.shared_cpu_group = false): the root group
+    off = specmod.load_text(HETERO.read_text().replace("[cluster]",
+                                                       "[cluster]\nshared_cpu_group = false"),
+                            str(HETERO), "htu")
+    agent = launch.write_agent(off, False)
+    root = tmp_path / "cpu" / "cgroup.procs"
+    root.write_text("")
+    shared.write_text("")
+    subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
+                   text=True, env=env, timeout=30, check=True)
+    assert shared.read_text() == "" and root.read_text().strip().isdigit()
 
 
 def test_simulation_refuses_hetero_keys() -> None:

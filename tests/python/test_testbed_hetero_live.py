@@ -80,8 +80,10 @@ def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]], host
                env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     lines = dict(ln.split(" ", 1) for ln in p.stdout.strip().splitlines())
-    assert lines[f"{prefix}-s1n0"].endswith(f":/{prefix}-s1n0"), p.stdout
-    assert f"{prefix}-" not in lines[f"{prefix}-s0n0"].split(":")[-1], p.stdout
+    # the limited node in its group inside the testbed's shared group, the other node in
+    # the shared group itself (net.job_cpu_group)
+    assert lines[f"{prefix}-s1n0"].endswith(f":/{prefix}-nodes/{prefix}-s1n0"), p.stdout
+    assert lines[f"{prefix}-s0n0"].endswith(f":/{prefix}-nodes"), p.stdout
 
 
 def test_down_removes_the_cpu_group(tmp_path: Path) -> None:
@@ -89,4 +91,5 @@ def test_down_removes_the_cpu_group(tmp_path: Path) -> None:
     for _env in livetb.live_testbed(tmp_path, prefix, SPEC, 120):
         assert net.cpu_cgroup(prefix, "s1n0").is_dir()
     assert not net.cpu_cgroup(prefix, "s1n0").exists()
+    assert not net.job_cpu_group(prefix).exists()
     assert not net.list_namespaces(prefix)

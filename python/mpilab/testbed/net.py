@@ -314,6 +314,8 @@ def is_up(spec: Spec) -> bool:
     if any(not (cpu_cgroup(spec.prefix, lim.name) / "cgroup.procs").exists()
            for lim in spec.node_limits):
         return False
+    if spec.cpu_group_shared() and not (job_cpu_group(spec.prefix) / "cgroup.procs").exists():
+        return False
     return True
 
 
@@ -325,7 +327,7 @@ def up(spec: Spec) -> str:
         return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
     if list_namespaces(spec.prefix) or state_dir(spec.prefix).exists():
         down(spec.prefix)
-    if spec.node_limits:
+    if spec.node_limits or spec.cpu_group_shared():
         check_cpu_controller()
     netem_ok = None
     if spec.max_delay() > 0 and spec.delay_backend != "delayline":
@@ -349,6 +351,8 @@ def up(spec: Spec) -> str:
     if spec.node_limits:
         how += ", CPU quota " + ", ".join(
             f"{lim.name} {lim.cpu_quota:g} CPU" for lim in spec.node_limits)
+    if spec.cpu_group_shared():
+        how += f", jobs in cpu group {job_cpu_group(spec.prefix).name}"
     if backend == "delayline":
         how += trim_text((load_state(spec.prefix) or {}).get("delay_trim"), spec.wan_delay)
     return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
@@ -395,22 +399,38 @@ def node_sysctls(spec: Spec) -> list[str]:
     return out
 
 
+def job_cpu_group(prefix: str) -> Path:
+    """The testbed's shared cgroup v1 cpu group: with `cluster.shared_cpu_group` (the default
+    when a node has a CPU quota) every node's jobs run in it, a limited node's in its own
+    group nested in it. Without it each node's MPI daemon (a session of its own) and so its
+    ranks form an autogroup of their own in the root group, and the scheduler switches
+    between autogroups only when a slice ends: a rank that polls and yields (Open MPI's
+    mpi_yield_when_idle) does not hand its CPU to a rank of another node that has a message
+    to take, which then waits milliseconds (docs/models.md, "On an emulated testbed")."""
+    return CPU_CGROUP_ROOT / f"{prefix}-nodes"
+
+
 def cpu_cgroup(prefix: str, node: str) -> Path:
-    """The cgroup v1 cpu group of a node with a CPU quota."""
-    return CPU_CGROUP_ROOT / f"{prefix}-{node}"
+    """The cgroup v1 cpu group of a node with a CPU quota (inside the shared group)."""
+    return job_cpu_group(prefix) / f"{prefix}-{node}"
 
 
 def check_cpu_controller() -> None:
     """One line unless the cgroup v1 cpu controller with bandwidth control is there."""
     if not (CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists() \
             or not os.access(CPU_CGROUP_ROOT, os.W_OK):
-        raise MpilabError(f"[[node]] cpu_quota needs the cgroup v1 cpu controller with "
-                          f"bandwidth control, writable at {CPU_CGROUP_ROOT} (not found)")
+        raise MpilabError(f"[[node]] cpu_quota and cluster.shared_cpu_group need the cgroup "
+                          f"v1 cpu controller with bandwidth control, writable at "
+                          f"{CPU_CGROUP_ROOT} (not found)")
 
 
 def make_cpu_cgroups(spec: Spec) -> None:
-    """One cpu group per limited node: period first (the quota must fit the period's
-    bounds), then the quota."""
+    """The shared group (when a node is limited or cluster.shared_cpu_group), and in it one
+    cpu group per limited node: period first (the quota must fit the period's bounds), then
+    the quota."""
+    if not spec.node_limits and not spec.cpu_group_shared():
+        return
+    job_cpu_group(spec.prefix).mkdir(exist_ok=True)
     for lim in spec.node_limits:
         cg = cpu_cgroup(spec.prefix, lim.name)
         cg.mkdir(exist_ok=True)
@@ -418,26 +438,30 @@ def make_cpu_cgroups(spec: Spec) -> None:
         (cg / "cpu.cfs_quota_us").write_text(str(lim.quota_us()))
 
 
+def _remove_cpu_group(cg: Path) -> int:
+    """Remove cpu group cg and the groups inside it (innermost first, their processes
+    ended); returns how many were removed."""
+    n = sum(_remove_cpu_group(c) for c in sorted(cg.iterdir()) if c.is_dir())
+    try:
+        pids = [int(x) for x in (cg / "cgroup.procs").read_text().split()]
+    except OSError:
+        pids = []
+    if pids:
+        kill_pids(pids)
+    try:
+        cg.rmdir()
+        n += 1
+    except OSError:
+        pass
+    return n
+
+
 def remove_cpu_cgroups(prefix: str) -> int:
     """Remove the prefix's cpu groups (their processes are ended before); returns how many."""
-    n = 0
     if not CPU_CGROUP_ROOT.is_dir():
         return 0
-    for cg in CPU_CGROUP_ROOT.glob(f"{prefix}-*"):
-        if not cg.is_dir():
-            continue
-        try:
-            pids = [int(x) for x in (cg / "cgroup.procs").read_text().split()]
-        except OSError:
-            pids = []
-        if pids:
-            kill_pids(pids)
-        try:
-            cg.rmdir()
-            n += 1
-        except OSError:
-            pass
-    return n
+    return sum(_remove_cpu_group(cg) for cg in sorted(CPU_CGROUP_ROOT.glob(f"{prefix}-*"))
+               if cg.is_dir())
 
 
 def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
