@@ -356,6 +356,26 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
+def spec_copy(path: str, sets: list[str]) -> str:
+    """`path`, or a temporary copy with each TABLE.KEY=VALUE set (the key must not be in
+    the file; the table must be); the copy is parsed like the original."""
+    if not sets:
+        return path
+    text = Path(path).read_text()
+    for item in sets:
+        m = re.fullmatch(r"(cluster|lan|wan)\.(\w+)=(.+)", item)
+        if not m:
+            raise ValueError(f"--set {item!r}: expected TABLE.KEY=VALUE (cluster, lan, wan)")
+        table, key, value = m.groups()
+        if re.search(rf"^\s*{key}\s*=", text, re.M) or f"[{table}]" not in text:
+            raise ValueError(f"--set {item}: needs a [{table}] table without {key}")
+        text = text.replace(f"[{table}]", f"[{table}]\n{key} = {value}", 1)
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="lmo-spec-",
+                                     delete=False) as f:
+        f.write(text)
+    return f.name
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default=str(REPO / "examples/testbed/lmo-hetero4.toml"))
@@ -369,9 +389,9 @@ def main() -> int:
     ap.add_argument("--p2p-schedule", choices=("parallel", "sequential"), default="parallel",
                     help="mpilab-bench --p2p-schedule (the LMO experiments and round trips)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
-    ap.add_argument("--shared-cpu-group", choices=("spec", "on", "off"), default="spec",
-                    help="the spec's cluster.shared_cpu_group (spec: as written; on/off: a "
-                    "copy of the spec with it set)")
+    ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                    help="run on a copy of the spec with this key set (a TOML value, e.g. "
+                    "cluster.shared_cpu_group=false, wan.burst='\"2K\"'); repeatable")
     ap.add_argument("--results", help="compare this results file (with --independent) "
                     "instead of running")
     ap.add_argument("--independent", help="the independent measurements' JSON (with "
@@ -384,23 +404,23 @@ def main() -> int:
     if a.results and not a.independent:
         print("lmo_testbed: --results needs --independent", file=sys.stderr)
         return 2
+    from mpilab.errors import MpilabError
     from mpilab.testbed import spec as specmod
 
-    spec_path = a.spec
-    if a.shared_cpu_group != "spec":  # a copy of the spec with the key set
-        text = Path(a.spec).read_text()
-        if "shared_cpu_group" in text or "[cluster]" not in text:
-            print(f"lmo_testbed: {a.spec}: --shared-cpu-group {a.shared_cpu_group} needs a "
-                  "[cluster] table without shared_cpu_group", file=sys.stderr)
-            return 2
-        tmp_spec = tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="lmo-spec-",
-                                               delete=False)
-        with tmp_spec:
-            tmp_spec.write(text.replace("[cluster]", "[cluster]\nshared_cpu_group = "
-                                        + ("true" if a.shared_cpu_group == "on" else "false"),
-                                        1))
-        spec_path = tmp_spec.name
-    spec = specmod.load(spec_path, a.prefix)
+    try:
+        spec_path = spec_copy(a.spec, a.set)
+    except ValueError as e:
+        print(f"lmo_testbed: {a.spec}: {e}", file=sys.stderr)
+        return 2
+    try:
+        spec = specmod.load(spec_path, a.prefix)
+    except MpilabError as e:
+        print(f"lmo_testbed: {e}", file=sys.stderr)
+        return 2
+    finally:
+        spec_text = Path(spec_path).read_text()
+        if spec_path != a.spec:
+            os.unlink(spec_path)
     np = len(spec.node_names())
     if np < 3:
         print(f"lmo_testbed: {a.spec}: {np} nodes, need >= 3 (a triplet)", file=sys.stderr)
@@ -415,7 +435,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="lmo-tb-") as tmp:
             try:
                 t0 = time.monotonic()
-                testbed_up(a.prefix, spec_path)
+                spec_file = Path(tmp) / "spec.toml"
+                spec_file.write_text(spec_text)
+                testbed_up(a.prefix, spec_file)
                 ind = independent(spec, a.pings)
                 ind["up_s"] = time.monotonic() - t0
                 t0 = time.monotonic()
@@ -425,11 +447,10 @@ def main() -> int:
                 ind["rank_places"] = places
                 ind["options"] = {"p2p_schedule": a.p2p_schedule, "ops": a.ops,
                                   "shared_cpu_group": spec.cpu_group_shared(),
+                                  "set": a.set, "lmo_bytes": a.lmo_bytes,
                                   "time_budget": a.time_budget, "sizes": a.sizes}
             finally:
                 testbed_down(a.prefix)
-                if spec_path != a.spec:
-                    os.unlink(spec_path)
             if a.json:
                 write_json(Path(a.json).with_suffix(".results.json"), doc)
                 write_json(Path(a.json).with_suffix(".independent.json"), ind)
@@ -441,7 +462,7 @@ def main() -> int:
               f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}")
     rep = compare(doc, spec, ind, a.min_bytes)
     if a.json:
-        write_json(a.json, {"spec": a.spec, "eager": a.eager, **rep})
+        write_json(a.json, {"spec": a.spec, "set": a.set, "eager": a.eager, **rep})
     return 0
 
 

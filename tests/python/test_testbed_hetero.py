@@ -204,3 +204,28 @@ def test_simulation_refuses_hetero_keys() -> None:
     with pytest.raises(MpilabError) as e:
         simplat.check_spec(sp, keys, simplat.SpecOptions())
     assert str(e.value).startswith(f"{HETERO}:") and "cannot be simulated" in str(e.value)
+
+
+def test_wan_burst_and_segment_offload() -> None:
+    # defaults: the burst of two GSO super-packets, the kernel's segment offload
+    sp = specmod.load_text(BASE, "<t>")
+    assert sp.wan_burst is None and sp.segment_offload is None
+    assert net.node_link_lines(sp, 0) == []
+    assert any("burst 134072 cburst 134072" in ln for ln in net.router_tc_lines(sp, "delayline"))
+    # wan.burst sets every WAN class's burst and cburst (router legs and site uplinks);
+    # cluster.segment_offload = false: one TCP segment per packet on every rail
+    sp = specmod.load_text(BASE.replace("[wan]", '[wan]\nburst = "2K"').replace(
+        "[cluster]", "[cluster]\nsegment_offload = false"), "<t>")
+    assert sp.wan_burst == 2048 and sp.segment_offload is False
+    lines = [ln for ln in net.router_tc_lines(sp, "delayline") if "htb rate" in ln
+             and "classid 1:2 " not in ln]
+    assert lines and all("burst 2048 cburst 2048" in ln for ln in lines), lines
+    up = net.htb_wan("up0", sp.wan_total_rate, [("10.0.0.1", 10**8)], "src", 4096,
+                     burst=sp.wan_burst)
+    assert sum("burst 2048 cburst 2048" in ln for ln in up) == 2
+    assert net.node_link_lines(sp, 1) == ["link set dev r1 gso_max_segs 1"]
+    for bad, words in (('burst = "1K"', "must be between 1514"), ("burst = true", "")):
+        msg = _bad(BASE.replace("[wan]", "[wan]\n" + bad))
+        assert msg.startswith("bad.toml:") and "wan.burst" in msg and words in msg, msg
+    msg = _bad(BASE.replace("[cluster]", '[cluster]\nsegment_offload = "no"'))
+    assert "segment_offload" in msg and "not a boolean" in msg, msg

@@ -199,13 +199,14 @@ def leaf_qdisc(dev: str, parent: str, handle: str, queue: int,
 
 
 def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
-            queue: int, delay: float | None = None) -> list[str]:
+            queue: int, delay: float | None = None, burst: int | None = None) -> list[str]:
     """WAN uplink: a parent at B_WAN and one class per node, u32 on source or destination.
     Each child's guaranteed rate is min(b_WAN, B_WAN/n) and its ceiling b_WAN: htb honours
     a child's rate even beyond the parent's ceiling, so rates must add up to at most B.
     With `delay` (the netem backend) the per-node leaves are netem qdiscs instead of bfifo:
-    htb dequeues a packet only once netem releases it, so it is delayed, then shaped."""
-    b = _burst(total)
+    htb dequeues a packet only once netem releases it, so it is delayed, then shaped.
+    `burst`: every class's burst and cburst (bytes; default _burst of its rate)."""
+    b = burst or _burst(total)
     out = [
         f"qdisc replace dev {dev} root handle 1: htb default 2",
         f"class add dev {dev} parent 1: classid 1:1 htb rate {total}bit ceil {total}bit "
@@ -220,7 +221,7 @@ def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
         cid = 10 + i
         guaranteed = max(8000, min(rate, (total - 1_000_000) // n))
         ceil = min(rate, total)
-        cb = _burst(ceil)
+        cb = burst or _burst(ceil)
         out += [
             f"class add dev {dev} parent 1:1 classid 1:{cid:x} htb rate {guaranteed}bit "
             f"ceil {ceil}bit burst {cb} cburst {cb} quantum 65536 prio 1",
@@ -273,7 +274,7 @@ def router_tc_lines(spec: Spec, backend: str) -> list[str]:
         nodes = [f"s{s}n{j}" for j in range(spec.nodes_per_site)]
         for r in range(spec.rails):
             out += htb_wan(f"s{s}r{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "dst",
-                           spec.wan_queue, delay)
+                           spec.wan_queue, delay, spec.wan_burst)
     return out
 
 
@@ -390,6 +391,13 @@ def socket_buffer_sysctls(spec: Spec) -> list[str]:
     return [f"net.ipv4.tcp_rmem=4096 {b} {b}", f"net.ipv4.tcp_wmem=4096 {b} {b}"]
 
 
+def node_link_lines(spec: Spec, rail: int) -> list[str]:
+    """ip batch lines for a node's rail device beyond its address (segment offload)."""
+    if spec.segment_offload is False:  # one TCP segment per packet, as on a real link
+        return [f"link set dev r{rail} gso_max_segs 1"]
+    return []
+
+
 def node_sysctls(spec: Spec) -> list[str]:
     """The per-node-namespace sysctls the spec asks for (socket buffers, slow start after
     idle); empty when it asks for none."""
@@ -496,7 +504,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             r_ip += [f"addr add {spec.gateway(s, r)}/{plen} dev s{s}r{r}",
                      f"link set s{s}r{r} up"]
             sw_tc += htb_wan(f"up{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "src",
-                             spec.wan_queue)
+                             spec.wan_queue, burst=spec.wan_burst)
             for j, node in enumerate(nodes):
                 sw_ip += [f"link add n{j}r{r} type veth peer name r{r} netns {spec.ns(node)}",
                           f"link set n{j}r{r} master br{r} up"]
@@ -509,7 +517,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             for r in range(spec.rails):
                 plen = spec.rail_net(s, r).prefixlen
                 n_ip += [f"addr add {spec.addr(node, r)}/{plen} dev r{r}",
-                         f"link set r{r} up"]
+                         *node_link_lines(spec, r), f"link set r{r} up"]
                 for s2 in range(spec.sites):
                     if s2 != s:
                         n_ip.append(f"route add {spec.rail_net(s2, r)} via {spec.gateway(s, r)} "

@@ -47,10 +47,10 @@ delay = "5ms"
 _KEYS: dict[str, set[str]] = {
     "": {"prefix", "cluster", "lan", "wan", "link", "node"},
     "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen",
-                "shared_cpu_group"},
+                "shared_cpu_group", "segment_offload"},
     "lan": {"rate", "queue"},
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
-            "socket_buffer", "delay_trim", "slow_start_after_idle"},
+            "socket_buffer", "delay_trim", "slow_start_after_idle", "burst"},
     "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
     "node": {"name", "cpu_quota", "cpu_period"},
 }
@@ -120,6 +120,13 @@ class Spec:
     # its own and so an autogroup of its own (net.make_cpu_cgroups); None: when a node has
     # a CPU quota
     shared_cpu_group: bool | None = None
+    # False: every node's rails send one TCP segment per packet (gso_max_segs 1), so the
+    # shapers see frames as a real link does, not 64 KiB super-packets; None: the kernel's
+    segment_offload: bool | None = None
+    # htb burst (and cburst) of the WAN classes in bytes; None: net._burst (two GSO
+    # super-packets at least). A bucket that size lets a message through unshaped after an
+    # idle gap; a small one (with segment_offload = false) shapes every message
+    wan_burst: int | None = None
     source: str = "<default>"
 
     # ---- derived names and addresses ----
@@ -216,7 +223,9 @@ class Spec:
             "slow_start_after_idle": self.slow_start_after_idle,
             "links": [o.__dict__ for o in self.links],
             "node_limits": [lim.__dict__ for lim in self.node_limits],
-            "shared_cpu_group": self.shared_cpu_group, "source": self.source,
+            "shared_cpu_group": self.shared_cpu_group,
+            "segment_offload": self.segment_offload, "wan_burst": self.wan_burst,
+            "source": self.source,
         }
 
     @classmethod
@@ -351,6 +360,13 @@ def _socket_buffer(v: object) -> int:
     return n
 
 
+def _burst(v: object) -> int:
+    n = parse_size(v)
+    if not 1514 <= n <= 64 * 1024**2:
+        raise ValueError("must be between 1514 (one frame) and 64M")
+    return n
+
+
 def _bool(v: object) -> bool:
     if not isinstance(v, bool):
         raise ValueError("not a boolean (true or false)")
@@ -435,6 +451,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.site_prefixlen = _get(ctx, cl, "cluster", "site_prefixlen", _int_in(8, 30),
                              sp.site_prefixlen)
     sp.shared_cpu_group = _get(ctx, cl, "cluster", "shared_cpu_group", _bool, None)
+    sp.segment_offload = _get(ctx, cl, "cluster", "segment_offload", _bool, None)
     sp.lan_rate = _get(ctx, lan, "lan", "rate", parse_rate, sp.lan_rate)
     sp.lan_queue = _get(ctx, lan, "lan", "queue", parse_size, sp.lan_queue)
     sp.wan_node_rate = _get(ctx, wan, "wan", "node_rate", parse_rate, sp.wan_node_rate)
@@ -447,6 +464,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
     sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
     sp.slow_start_after_idle = _get(ctx, wan, "wan", "slow_start_after_idle", _bool, None)
+    sp.wan_burst = _get(ctx, wan, "wan", "burst", _burst, None)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:
