@@ -445,6 +445,10 @@ def main() -> int:
                 doc = run_bench(a.prefix, np, a, Path(tmp) / "tb.json", places)
                 ind["bench_s"] = time.monotonic() - t0
                 ind["rank_places"] = places
+                # how often the limited nodes' groups were throttled during the run
+                ind["cpu_stat"] = {lim.name: _read(str(net.cpu_cgroup(a.prefix, lim.name)
+                                                       / "cpu.stat")).split()
+                                   for lim in spec.node_limits}
                 ind["options"] = {"p2p_schedule": a.p2p_schedule, "ops": a.ops,
                                   "shared_cpu_group": spec.cpu_group_shared(),
                                   "set": a.set, "lmo_bytes": a.lmo_bytes,
@@ -457,6 +461,8 @@ def main() -> int:
     print(f"bench run: {ind.get('bench_s', 0):.0f} s; eager limit "
           f"{a.eager if a.eager is not None else 'Open MPI default'}; options "
           f"{ind.get('options')}")
+    for name, st in (ind.get("cpu_stat") or {}).items():
+        print(f"  cpu group of {name}: {' '.join(st)}")
     for pl in ind.get("rank_places") or []:
         print(f"  rank process {pl['pid']}: session {pl['session']}, cpu cgroup "
               f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}")
