@@ -26,6 +26,15 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
 * the LMO and Hockney predictions of the collectives against measured at >= --min-bytes
   per rank.
 
+* where the ranks ran (session, cpu cgroup, autogroup of every mpilab-bench process) and
+  the limited node's throttling (cpu.stat); the LMO round trips against ping and every
+  point-to-two experiment against the larger of its two round trips (medians and minima):
+  scheduling delays inflate both, TCP would inflate only point-to-two.
+
+--p2p-schedule sequential runs the experiments one group at a time; --ops chooses the
+operations (`--ops p2p --sizes 1K,64K` for the experiments alone); --set TABLE.KEY=VALUE
+runs on a copy of the spec with a key added (cluster.shared_cpu_group=false: the ranks in
+the root cpu group, each node's in an autogroup of its own, as before the shared group).
 --eager B raises Open MPI's TCP eager limit to B (OMPI_MCA_btl_tcp_eager_limit, and
 --lmo-rendezvous B for the predictions); default: Open MPI's own (64 KiB messages go by
 rendezvous, docs/models.md "Predictions"). Needs root, the default build (mpilab-bench,
