@@ -112,12 +112,18 @@ def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
+    lines = [int(x) for x in (net.load_state(prefix) or {}).get("delayline_pids") or []]
+    cpu0, t0 = [_cpu_s(pid) for pid in lines], time.monotonic()
     with PlaceSampler() as ps:
         p = mpilab("bench", "--testbed", prefix, "--np", str(np), "--out", str(out), "--",
                    "--ops", a.ops, "--sizes", a.sizes, "--models", "lmo,hockney",
                    "--lmo-bytes", a.lmo_bytes, "--time-budget", a.time_budget, *extra,
                    "--quiet", capture=True, timeout=900, check=False)
+    wall = time.monotonic() - t0
     places[:] = ps.places
+    # the delay lines' share of a CPU during the job (they spin before each release)
+    places.append({"delay_line_cpu_share": [round((_cpu_s(pid) - c) / wall, 3)
+                                            for pid, c in zip(lines, cpu0, strict=True)]})
     if p.returncode != 0:  # say why (the runner's own lines), then use what was measured
         print(f"mpilab bench exited with status {p.returncode}:", file=sys.stderr)
         sys.stderr.write("".join((p.stdout + p.stderr).splitlines(keepends=True)[-40:]))
@@ -134,6 +140,12 @@ def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
 # TCP (two messages leaving one node at once). These tables tell them apart: TCP would make
 # point-to-two slower than its round trips but leave the round trips at the ping; scheduling
 # inflates both, and the floor (minimum) of every experiment stays at the configured delays.
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process pid so far (0 when it is gone)."""
+    f = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK") if len(f) > 12 else 0.0
+
 
 def _read(path: str) -> str:
     try:
@@ -473,6 +485,9 @@ def main() -> int:
     for name, st in (ind.get("cpu_stat") or {}).items():
         print(f"  cpu group of {name}: {' '.join(st)}")
     for pl in ind.get("rank_places") or []:
+        if "pid" not in pl:
+            print(f"  {pl}")
+            continue
         print(f"  rank process {pl['pid']}: session {pl['session']}, cpu cgroup "
               f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}")
     rep = compare(doc, spec, ind, a.min_bytes)
