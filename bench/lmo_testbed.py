@@ -147,6 +147,13 @@ def _cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK") if len(f) > 12 else 0.0
 
 
+def _switches(pid: int) -> list[int]:
+    """[voluntary, involuntary] context switches of process pid so far."""
+    st = dict(ln.split(":", 1) for ln in _read(f"/proc/{pid}/status").splitlines() if ":" in ln)
+    return [int(st.get(k, "0").strip() or 0) for k in ("voluntary_ctxt_switches",
+                                                        "nonvoluntary_ctxt_switches")]
+
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -184,6 +191,16 @@ class PlaceSampler:
         while not self.places and time.monotonic() < t_end and not self._stop.is_set():
             self.places = rank_places()
             self._stop.wait(0.5)
+        # context switches per second over 2 s: sched_yield that hands the CPU over counts
+        # as an involuntary switch; a few hundred per second is the 4 ms tick alone
+        before = {p["pid"]: _switches(p["pid"]) for p in self.places}
+        t0 = time.monotonic()
+        if self._stop.wait(2.0):
+            return
+        dt = time.monotonic() - t0
+        for p in self.places:
+            b, e = before[p["pid"]], _switches(p["pid"])
+            p["switches_per_s"] = [round((y - x) / dt) for x, y in zip(b, e, strict=True)]
 
     def __enter__(self) -> PlaceSampler:
         self._t.start()
@@ -489,7 +506,8 @@ def main() -> int:
             print(f"  {pl}")
             continue
         print(f"  rank process {pl['pid']}: session {pl['session']}, cpu cgroup "
-              f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}")
+              f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}, context "
+              f"switches/s (voluntary, involuntary) {pl.get('switches_per_s')}")
     rep = compare(doc, spec, ind, a.min_bytes)
     if a.json:
         write_json(a.json, {"spec": a.spec, "set": a.set, "eager": a.eager, **rep})
