@@ -26,6 +26,15 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
 * the LMO and Hockney predictions of the collectives against measured at >= --min-bytes
   per rank.
 
+* where the ranks ran (session, cpu cgroup, autogroup of every mpilab-bench process) and
+  the limited node's throttling (cpu.stat); the LMO round trips against ping and every
+  point-to-two experiment against the larger of its two round trips (medians and minima):
+  scheduling delays inflate both, TCP would inflate only point-to-two.
+
+--p2p-schedule sequential runs the experiments one group at a time; --ops chooses the
+operations (`--ops p2p --sizes 1K,64K` for the experiments alone); --set TABLE.KEY=VALUE
+runs on a copy of the spec with a key added (cluster.shared_cpu_group=false: the ranks in
+the root cpu group, each node's in an autogroup of its own, as before the shared group).
 --eager B raises Open MPI's TCP eager limit to B (OMPI_MCA_btl_tcp_eager_limit, and
 --lmo-rendezvous B for the predictions); default: Open MPI's own (64 KiB messages go by
 rendezvous, docs/models.md "Predictions"). Needs root, the default build (mpilab-bench,
@@ -44,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -96,22 +106,175 @@ def independent(spec: Spec, pings: int) -> dict[str, Any]:
     return out
 
 
-def run_bench(prefix: str, np: int, sizes: str, lmo_bytes: str, out: Path,
-              eager: int | None, budget: str) -> dict[str, Any]:
-    extra: list[str] = []
-    if eager is not None:
-        os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(eager)
-        extra = ["--lmo-rendezvous", str(eager)]
-    p = mpilab("bench", "--testbed", prefix, "--np", str(np), "--out", str(out), "--", "--ops",
-               OPS, "--sizes", sizes, "--models", "lmo,hockney", "--lmo-bytes", lmo_bytes,
-               "--time-budget", budget, *extra, "--quiet", capture=True, timeout=900,
-               check=False)
+def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
+              places: list[dict[str, Any]]) -> dict[str, Any]:
+    extra: list[str] = ["--p2p-schedule", a.p2p_schedule]
+    if a.eager is not None:
+        os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
+        extra += ["--lmo-rendezvous", str(a.eager)]
+    lines = [int(x) for x in (net.load_state(prefix) or {}).get("delayline_pids") or []]
+    cpu0, t0 = [_cpu_s(pid) for pid in lines], time.monotonic()
+    with PlaceSampler() as ps:
+        p = mpilab("bench", "--testbed", prefix, "--np", str(np), "--out", str(out), "--",
+                   "--ops", a.ops, "--sizes", a.sizes, "--models", "lmo,hockney",
+                   "--lmo-bytes", a.lmo_bytes, "--time-budget", a.time_budget, *extra,
+                   "--quiet", capture=True, timeout=900, check=False)
+    wall = time.monotonic() - t0
+    places[:] = ps.places
+    # the delay lines' share of a CPU during the job (they spin before each release)
+    places.append({"delay_line_cpu_share": [round((_cpu_s(pid) - c) / wall, 3)
+                                            for pid, c in zip(lines, cpu0, strict=True)]})
     if p.returncode != 0:  # say why (the runner's own lines), then use what was measured
         print(f"mpilab bench exited with status {p.returncode}:", file=sys.stderr)
         sys.stderr.write("".join((p.stdout + p.stderr).splitlines(keepends=True)[-40:]))
         if not out.exists():
             raise SystemExit("lmo_testbed: no results file")
     return json.loads(out.read_text())
+
+
+# ---- diagnosis: where the ranks run, round trips against ping, point-to-two against
+# round trips.
+# Why: the first run on examples/testbed/lmo-hetero4.toml gave every node a fixed delay C of
+# 1.7-4.7 ms; its round trips had medians of 9-12 ms against pings of 3-7 ms (their minima
+# were the pings). Two causes were open: the machine (ranks that poll, waiting for a CPU) or
+# TCP (two messages leaving one node at once). These tables tell them apart: TCP would make
+# point-to-two slower than its round trips but leave the round trips at the ping; scheduling
+# inflates both, and the floor (minimum) of every experiment stays at the configured delays.
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process pid so far (0 when it is gone)."""
+    f = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK") if len(f) > 12 else 0.0
+
+
+def _switches(pid: int) -> list[int]:
+    """[voluntary, involuntary] context switches of process pid so far."""
+    st = dict(ln.split(":", 1) for ln in _read(f"/proc/{pid}/status").splitlines() if ":" in ln)
+    return [int(st.get(k, "0").strip() or 0) for k in ("voluntary_ctxt_switches",
+                                                        "nonvoluntary_ctxt_switches")]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def rank_places() -> list[dict[str, Any]]:
+    """Every running mpilab-bench process: pid, session, cpu cgroup, autogroup."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or _read(f"/proc/{d}/comm").strip() != "mpilab-bench":
+            continue
+        stat = _read(f"/proc/{d}/stat")
+        fields = stat.rsplit(")", 1)[-1].split()
+        cpu = next((ln.split(":", 2)[2] for ln in _read(f"/proc/{d}/cgroup").splitlines()
+                    if ln.split(":")[1:2] and "cpu" in ln.split(":")[1].split(",")), "?")
+        out.append({"pid": int(d), "session": int(fields[3]) if len(fields) > 3 else None,
+                    "cpu_cgroup": cpu, "autogroup": _read(f"/proc/{d}/autogroup").split()[0:1]})
+    return out
+
+
+class PlaceSampler:
+    """Samples rank_places() once, a few seconds into the job (a thread)."""
+
+    def __init__(self, after_s: float = 5.0) -> None:
+        self.places: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, args=(after_s,), daemon=True)
+
+    def _run(self, after_s: float) -> None:
+        t_end = time.monotonic() + 60
+        if self._stop.wait(after_s):
+            return
+        while not self.places and time.monotonic() < t_end and not self._stop.is_set():
+            self.places = rank_places()
+            self._stop.wait(0.5)
+        # context switches per second over 2 s: sched_yield that hands the CPU over counts
+        # as an involuntary switch; a few hundred per second is the 4 ms tick alone
+        before = {p["pid"]: _switches(p["pid"]) for p in self.places}
+        t0 = time.monotonic()
+        if self._stop.wait(2.0):
+            return
+        dt = time.monotonic() - t0
+        for p in self.places:
+            b, e = before[p["pid"]], _switches(p["pid"])
+            p["switches_per_s"] = [round((y - x) / dt) for x, y in zip(b, e, strict=True)]
+
+    def __enter__(self) -> PlaceSampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(timeout=2)
+
+
+def _q(s: list[float], q: float) -> float:
+    s = sorted(s)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _rt_index(ex: dict[str, Any]) -> dict[tuple[int, int], int]:
+    return {(min(i, j), max(i, j)): k for k, (i, j) in enumerate(zip(ex["root"], ex["x"],
+                                                                          strict=True))}
+
+
+def schedule_tables(lm: dict[str, Any], ping: dict[str, float | None]) -> dict[str, Any]:
+    """Round trips against ping, and point-to-two against its two round trips, at 0 bytes
+    and M: medians and minima (us). Prints both tables; returns them with a summary."""
+    ex = lm["experiments"]
+    rows_rt, rows_p2t = [], []
+    print(f"\n{'pair':>5} {'ping':>8} {'rt0 min':>8} {'rt0 p25':>8} {'rt0 med':>8} "
+          f"{'med-ping':>9} {'rtM min':>8} {'rtM med':>8}   (us; rt: the LMO round trips)")
+    for k, (i, j) in enumerate(zip(ex["rt_0"]["root"], ex["rt_0"]["x"], strict=True)):
+        s0, sm = ex["rt_0"]["samples"][k], ex["rt_m"]["samples"][k]
+        pg = ping.get(f"{min(i, j)}-{max(i, j)}")
+        r = {"pair": [i, j], "ping": pg, "rt0_min": min(s0), "rt0_p25": _q(s0, 0.25),
+             "rt0_med": statistics.median(s0), "rtM_min": min(sm),
+             "rtM_med": statistics.median(sm)}
+        rows_rt.append(r)
+        ex_ping = "-" if pg is None else f"{(r['rt0_med'] - pg) * 1e6:9.0f}"
+        print(f"{i:>2}-{j:<2} {(pg or 0) * 1e6:8.0f} {r['rt0_min'] * 1e6:8.0f} "
+              f"{r['rt0_p25'] * 1e6:8.0f} {r['rt0_med'] * 1e6:8.0f} {ex_ping:>9} "
+              f"{r['rtM_min'] * 1e6:8.0f} {r['rtM_med'] * 1e6:8.0f}")
+    idx = _rt_index(ex["rt_0"])
+    print(f"\n{'p2t':>8} {'p2t0 med':>9} {'maxrt0 med':>10} {'diff':>7} {'p2t0 min':>9} "
+          f"{'maxrt0 min':>10} {'diff':>7} {'p2tM med':>9} {'maxrtM med':>10} {'diff':>7}"
+          "   (us; point-to-two root -> x,y against the larger of its two round trips)")
+    p0 = ex["p2t_0"]
+    for e, (i, x, y) in enumerate(zip(p0["root"], p0["x"], p0["y"], strict=True)):
+        kx, ky = idx[(min(i, x), max(i, x))], idx[(min(i, y), max(i, y))]
+        r = {"root": i, "x": x, "y": y}
+        for tag, p2t, rt in (("0", ex["p2t_0"], ex["rt_0"]), ("M", ex["p2t_m"], ex["rt_m"])):
+            s = p2t["samples"][e]
+            r[f"p2t{tag}_med"] = statistics.median(s)
+            r[f"p2t{tag}_min"] = min(s)
+            r[f"maxrt{tag}_med"] = max(statistics.median(rt["samples"][kx]),
+                                      statistics.median(rt["samples"][ky]))
+            r[f"maxrt{tag}_min"] = max(min(rt["samples"][kx]), min(rt["samples"][ky]))
+        rows_p2t.append(r)
+        print(f"{i}->{x},{y:<3} {r['p2t0_med'] * 1e6:9.0f} {r['maxrt0_med'] * 1e6:10.0f} "
+              f"{(r['p2t0_med'] - r['maxrt0_med']) * 1e6:7.0f} {r['p2t0_min'] * 1e6:9.0f} "
+              f"{r['maxrt0_min'] * 1e6:10.0f} {(r['p2t0_min'] - r['maxrt0_min']) * 1e6:7.0f} "
+              f"{r['p2tM_med'] * 1e6:9.0f} {r['maxrtM_med'] * 1e6:10.0f} "
+              f"{(r['p2tM_med'] - r['maxrtM_med']) * 1e6:7.0f}")
+    summ = {
+        "rt0_med_minus_ping_us": statistics.median(
+            (r["rt0_med"] - r["ping"]) * 1e6 for r in rows_rt if r["ping"]),
+        "rt0_min_minus_ping_us": statistics.median(
+            (r["rt0_min"] - r["ping"]) * 1e6 for r in rows_rt if r["ping"]),
+        "p2t0_med_minus_maxrt_us": statistics.median(
+            (r["p2t0_med"] - r["maxrt0_med"]) * 1e6 for r in rows_p2t),
+        "p2t0_min_minus_maxrt_min_us": statistics.median(
+            (r["p2t0_min"] - r["maxrt0_min"]) * 1e6 for r in rows_p2t),
+    }
+    print("medians over pairs/experiments (us): rt0 median - ping "
+          f"{summ['rt0_med_minus_ping_us']:.0f}, rt0 min - ping {summ['rt0_min_minus_ping_us']:.0f}"
+          f"; p2t0 - max rt0: medians {summ['p2t0_med_minus_maxrt_us']:.0f}, minima "
+          f"{summ['p2t0_min_minus_maxrt_min_us']:.0f}")
+    return {"rt": rows_rt, "p2t": rows_p2t, "summary": summ}
 
 
 def _rel(a: float | None, b: float | None) -> str:
@@ -207,6 +370,7 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
             per_node.append(f"{r}: alpha {a * 1e6:.0f} us, beta {b * 1e9:.1f} ns/B")
     if per_node:
         print("Hockney per node (the mean over the node's pairs): " + ", ".join(per_node))
+    rep["schedule"] = schedule_tables(lm, ind["ping"])
     rep["predictions"] = harness.predictions(doc, lm, min_bytes)
     rep["summary"] = summary(rep)
     return rep
@@ -230,6 +394,26 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
+def spec_copy(path: str, sets: list[str]) -> str:
+    """`path`, or a temporary copy with each TABLE.KEY=VALUE set (the key must not be in
+    the file; the table must be); the copy is parsed like the original."""
+    if not sets:
+        return path
+    text = Path(path).read_text()
+    for item in sets:
+        m = re.fullmatch(r"(cluster|lan|wan)\.(\w+)=(.+)", item)
+        if not m:
+            raise ValueError(f"--set {item!r}: expected TABLE.KEY=VALUE (cluster, lan, wan)")
+        table, key, value = m.groups()
+        if re.search(rf"^\s*{key}\s*=", text, re.M) or f"[{table}]" not in text:
+            raise ValueError(f"--set {item}: needs a [{table}] table without {key}")
+        text = text.replace(f"[{table}]", f"[{table}]\n{key} = {value}", 1)
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="lmo-spec-",
+                                     delete=False) as f:
+        f.write(text)
+    return f.name
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default=str(REPO / "examples/testbed/lmo-hetero4.toml"))
@@ -240,6 +424,12 @@ def main() -> int:
     ap.add_argument("--eager", type=int, help="Open MPI TCP eager limit (bytes)")
     ap.add_argument("--time-budget", default="90s", help="mpilab-bench --time-budget")
     ap.add_argument("--pings", type=int, default=30)
+    ap.add_argument("--p2p-schedule", choices=("parallel", "sequential"), default="parallel",
+                    help="mpilab-bench --p2p-schedule (the LMO experiments and round trips)")
+    ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
+    ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                    help="run on a copy of the spec with this key set (a TOML value, e.g. "
+                    "cluster.shared_cpu_group=false, wan.burst='\"2K\"'); repeatable")
     ap.add_argument("--results", help="compare this results file (with --independent) "
                     "instead of running")
     ap.add_argument("--independent", help="the independent measurements' JSON (with "
@@ -252,9 +442,23 @@ def main() -> int:
     if a.results and not a.independent:
         print("lmo_testbed: --results needs --independent", file=sys.stderr)
         return 2
+    from mpilab.errors import MpilabError
     from mpilab.testbed import spec as specmod
 
-    spec = specmod.load(a.spec, a.prefix)
+    try:
+        spec_path = spec_copy(a.spec, a.set)
+    except ValueError as e:
+        print(f"lmo_testbed: {a.spec}: {e}", file=sys.stderr)
+        return 2
+    try:
+        spec = specmod.load(spec_path, a.prefix)
+    except MpilabError as e:
+        print(f"lmo_testbed: {e}", file=sys.stderr)
+        return 2
+    finally:
+        spec_text = Path(spec_path).read_text()
+        if spec_path != a.spec:
+            os.unlink(spec_path)
     np = len(spec.node_names())
     if np < 3:
         print(f"lmo_testbed: {a.spec}: {np} nodes, need >= 3 (a triplet)", file=sys.stderr)
@@ -268,22 +472,45 @@ def main() -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="lmo-tb-") as tmp:
             try:
-                testbed_up(a.prefix, a.spec)
-                ind = independent(spec, a.pings)
                 t0 = time.monotonic()
-                doc = run_bench(a.prefix, np, a.sizes, a.lmo_bytes, Path(tmp) / "tb.json",
-                                a.eager, a.time_budget)
+                spec_file = Path(tmp) / "spec.toml"
+                spec_file.write_text(spec_text)
+                testbed_up(a.prefix, spec_file)
+                ind = independent(spec, a.pings)
+                ind["up_s"] = time.monotonic() - t0
+                t0 = time.monotonic()
+                places: list[dict[str, Any]] = []
+                doc = run_bench(a.prefix, np, a, Path(tmp) / "tb.json", places)
                 ind["bench_s"] = time.monotonic() - t0
+                ind["rank_places"] = places
+                # how often the limited nodes' groups were throttled during the run
+                ind["cpu_stat"] = {lim.name: _read(str(net.cpu_cgroup(a.prefix, lim.name)
+                                                       / "cpu.stat")).split()
+                                   for lim in spec.node_limits}
+                ind["options"] = {"p2p_schedule": a.p2p_schedule, "ops": a.ops,
+                                  "shared_cpu_group": spec.cpu_group_shared(),
+                                  "set": a.set, "lmo_bytes": a.lmo_bytes,
+                                  "time_budget": a.time_budget, "sizes": a.sizes}
             finally:
                 testbed_down(a.prefix)
             if a.json:
                 write_json(Path(a.json).with_suffix(".results.json"), doc)
                 write_json(Path(a.json).with_suffix(".independent.json"), ind)
     print(f"bench run: {ind.get('bench_s', 0):.0f} s; eager limit "
-          f"{a.eager if a.eager is not None else 'Open MPI default'}")
+          f"{a.eager if a.eager is not None else 'Open MPI default'}; options "
+          f"{ind.get('options')}")
+    for name, st in (ind.get("cpu_stat") or {}).items():
+        print(f"  cpu group of {name}: {' '.join(st)}")
+    for pl in ind.get("rank_places") or []:
+        if "pid" not in pl:
+            print(f"  {pl}")
+            continue
+        print(f"  rank process {pl['pid']}: session {pl['session']}, cpu cgroup "
+              f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}, context "
+              f"switches/s (voluntary, involuntary) {pl.get('switches_per_s')}")
     rep = compare(doc, spec, ind, a.min_bytes)
     if a.json:
-        write_json(a.json, {"spec": a.spec, "eager": a.eager, **rep})
+        write_json(a.json, {"spec": a.spec, "set": a.set, "eager": a.eager, **rep})
     return 0
 
 

@@ -125,17 +125,37 @@ def test_cpu_groups_made_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     net.check_cpu_controller()
     sp = specmod.load(str(HETERO), "htu")
     net.make_cpu_cgroups(sp)
-    cg = tmp_path / "htu-s1n0"
+    # the limited node's group inside the testbed's shared group
+    cg = tmp_path / "htu-nodes" / "htu-s1n0"
     assert (cg / "cpu.cfs_period_us").read_text() == "4000"
     assert (cg / "cpu.cfs_quota_us").read_text() == "1000"
-    other = tmp_path / "htx-s1n0"  # another prefix's group is never touched
-    other.mkdir()
-    # a plain folder is not a cgroup: rmdir fails with the files in it, and the count says so
+    other = tmp_path / "htx-nodes" / "htx-s1n0"  # another prefix's groups are never touched
+    other.mkdir(parents=True)
+    # a plain folder is not a cgroup: rmdir fails with the files in it (and so does its
+    # parent's), and the count says so
     assert net.remove_cpu_cgroups("htu") == 0
     for f in cg.iterdir():
         f.unlink()
-    assert net.remove_cpu_cgroups("htu") == 1
-    assert not cg.exists() and other.exists()
+    assert net.remove_cpu_cgroups("htu") == 2  # innermost first, then the shared group
+    assert not (tmp_path / "htu-nodes").exists() and other.exists()
+
+
+def test_shared_cpu_group_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # default: shared when a node is limited, not otherwise; the key overrides both ways
+    assert specmod.load(str(HETERO), "htu").cpu_group_shared()
+    assert not specmod.load_text(BASE, "<t>").cpu_group_shared()
+    assert specmod.load_text(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group = true"),
+                         "<t>").cpu_group_shared()
+    off = HETERO.read_text().replace("[cluster]", "[cluster]\nshared_cpu_group = false")
+    sp = specmod.load_text(off, "<t>")
+    assert not sp.cpu_group_shared() and sp.node_limits
+    msg = _bad(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group = 1"))
+    assert "shared_cpu_group" in msg and "not a boolean" in msg, msg
+    # an unlimited testbed with the key gets the shared group only
+    monkeypatch.setattr(net, "CPU_CGROUP_ROOT", tmp_path)
+    net.make_cpu_cgroups(specmod.load_text(BASE.replace("[cluster]", "[cluster]\nshared_cpu_group"
+                                                    " = true"), "<t>"))
+    assert [p.name for p in tmp_path.iterdir()] == ["htu-nodes"]
 
 
 def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
@@ -145,7 +165,7 @@ def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
     sp = specmod.load(str(HETERO), "htu")
     net.state_dir("htu").mkdir(parents=True)
     agent = launch.write_agent(sp, False)
-    procs = tmp_path / "cpu" / "htu-s1n0" / "cgroup.procs"
+    procs = tmp_path / "cpu" / "htu-nodes" / "htu-s1n0" / "cgroup.procs"
     procs.parent.mkdir(parents=True)
     procs.write_text("")
     # run the agent's host mapping with `ip` replaced by a stub that prints its argv
@@ -160,12 +180,23 @@ def test_agent_joins_the_cpu_group_of_a_limited_node(tmp_path: Path,
     pid = procs.read_text().split()
     assert len(pid) == 1 and pid[0].isdigit()  # the agent's own pid, inherited by the job
     procs.write_text("")
-    root = tmp_path / "cpu" / "cgroup.procs"
-    root.write_text("")
+    shared = tmp_path / "cpu" / "htu-nodes" / "cgroup.procs"
+    shared.write_text("")
     subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
                    text=True, env=env, timeout=30, check=True)
-    # an unlimited node's agent leaves the group it may have inherited for the root one
-    assert procs.read_text() == "" and root.read_text().strip().isdigit()
+    # an unlimited node's agent leaves the group it may have inherited for the shared one
+    assert procs.read_text() == "" and shared.read_text().strip().isdigit()
+    # without the shared group (cluster.shared_cpu_group = false): the root group
+    off = specmod.load_text(HETERO.read_text().replace("[cluster]",
+                                                       "[cluster]\nshared_cpu_group = false"),
+                            str(HETERO), "htu")
+    agent = launch.write_agent(off, False)
+    root = tmp_path / "cpu" / "cgroup.procs"
+    root.write_text("")
+    shared.write_text("")
+    subprocess.run([str(agent), sp.addr("s0n0", 0), "true"], capture_output=True,
+                   text=True, env=env, timeout=30, check=True)
+    assert shared.read_text() == "" and root.read_text().strip().isdigit()
 
 
 def test_simulation_refuses_hetero_keys() -> None:
@@ -173,3 +204,28 @@ def test_simulation_refuses_hetero_keys() -> None:
     with pytest.raises(MpilabError) as e:
         simplat.check_spec(sp, keys, simplat.SpecOptions())
     assert str(e.value).startswith(f"{HETERO}:") and "cannot be simulated" in str(e.value)
+
+
+def test_wan_burst_and_segment_offload() -> None:
+    # defaults: the burst of two GSO super-packets, the kernel's segment offload
+    sp = specmod.load_text(BASE, "<t>")
+    assert sp.wan_burst is None and sp.segment_offload is None
+    assert net.node_link_lines(sp, 0) == []
+    assert any("burst 134072 cburst 134072" in ln for ln in net.router_tc_lines(sp, "delayline"))
+    # wan.burst sets every WAN class's burst and cburst (router legs and site uplinks);
+    # cluster.segment_offload = false: one TCP segment per packet on every rail
+    sp = specmod.load_text(BASE.replace("[wan]", '[wan]\nburst = "2K"').replace(
+        "[cluster]", "[cluster]\nsegment_offload = false"), "<t>")
+    assert sp.wan_burst == 2048 and sp.segment_offload is False
+    lines = [ln for ln in net.router_tc_lines(sp, "delayline") if "htb rate" in ln
+             and "classid 1:2 " not in ln]
+    assert lines and all("burst 2048 cburst 2048" in ln for ln in lines), lines
+    up = net.htb_wan("up0", sp.wan_total_rate, [("10.0.0.1", 10**8)], "src", 4096,
+                     burst=sp.wan_burst)
+    assert sum("burst 2048 cburst 2048" in ln for ln in up) == 2
+    assert net.node_link_lines(sp, 1) == ["link set dev r1 gso_max_segs 1"]
+    for bad, words in (('burst = "1K"', "must be between 1514"), ("burst = true", "")):
+        msg = _bad(BASE.replace("[wan]", "[wan]\n" + bad))
+        assert msg.startswith("bad.toml:") and "wan.burst" in msg and words in msg, msg
+    msg = _bad(BASE.replace("[cluster]", '[cluster]\nsegment_offload = "no"'))
+    assert "segment_offload" in msg and "not a boolean" in msg, msg

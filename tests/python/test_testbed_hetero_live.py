@@ -68,6 +68,17 @@ def test_per_node_delays_in_effect(tb: tuple[str, dict[str, str]], a: str, b: st
     assert _min_rtt(tb[0], a, b) >= delay
 
 
+def test_segments_and_small_buckets(tb: tuple[str, dict[str, str]]) -> None:
+    # cluster.segment_offload = false and wan.burst = "2K" of the spec, in the kernel
+    prefix = tb[0]
+    link = subprocess.run(["ip", "-n", f"{prefix}-s0n0", "-d", "link", "show", "r0"],
+                          capture_output=True, text=True, check=True).stdout
+    assert re.search(r"gso_max_segs 1\b", link), link
+    tc = subprocess.run(["tc", "-n", f"{prefix}-wan", "class", "show", "dev", "s3r0"],
+                        capture_output=True, text=True, check=True).stdout
+    assert re.search(r"rate 25Mbit ceil 25Mbit burst 2Kb? cburst 2Kb?", tc), tc
+
+
 @pytest.mark.parametrize("hosts", ["s1n0,s0n0", "s0n0,s1n0"])
 def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]], hosts: str) -> None:
     # first host s1n0: mpirun starts its rank itself; second: through the rsh agent
@@ -80,8 +91,10 @@ def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]], host
                env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     lines = dict(ln.split(" ", 1) for ln in p.stdout.strip().splitlines())
-    assert lines[f"{prefix}-s1n0"].endswith(f":/{prefix}-s1n0"), p.stdout
-    assert f"{prefix}-" not in lines[f"{prefix}-s0n0"].split(":")[-1], p.stdout
+    # the limited node in its group inside the testbed's shared group, the other node in
+    # the shared group itself (net.job_cpu_group)
+    assert lines[f"{prefix}-s1n0"].endswith(f":/{prefix}-nodes/{prefix}-s1n0"), p.stdout
+    assert lines[f"{prefix}-s0n0"].endswith(f":/{prefix}-nodes"), p.stdout
 
 
 def test_down_removes_the_cpu_group(tmp_path: Path) -> None:
@@ -89,4 +102,5 @@ def test_down_removes_the_cpu_group(tmp_path: Path) -> None:
     for _env in livetb.live_testbed(tmp_path, prefix, SPEC, 120):
         assert net.cpu_cgroup(prefix, "s1n0").is_dir()
     assert not net.cpu_cgroup(prefix, "s1n0").exists()
+    assert not net.job_cpu_group(prefix).exists()
     assert not net.list_namespaces(prefix)

@@ -68,7 +68,8 @@ UNSUPPORTED = {
                        "hosts have speeds",
     "wan.slow_start_after_idle": "SimGrid's flows have no congestion window",
 }
-EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend")
+EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.burst",
+                 "cluster.segment_offload", "cluster.shared_cpu_group")
 
 
 # ---- values ----

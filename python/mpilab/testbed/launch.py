@@ -61,13 +61,17 @@ def write_agent(spec: Spec, mptcp: bool) -> Path:
         tmp = shlex.quote(str(sd / "tmp" / node))
         addrs = "|".join(spec.addr(node, r) for r in range(spec.rails))  # any rail's address
         # a node with a CPU quota: the agent joins its cpu group, so that the node's
-        # daemon and ranks (its children) share the quota; with quotas in the spec, the
-        # other nodes' agents join the root cpu group (unlimited), since the launcher that
-        # calls them may itself run in the first host's group
+        # daemon and ranks (its children) share the quota; the other nodes' agents join the
+        # testbed's shared cpu group (net.job_cpu_group: one group, so a rank that yields
+        # hands its CPU to another node's rank) or, without it, the root cpu group
+        # (unlimited), since the launcher that calls them may itself run in the first
+        # host's group
         # (paths through this process's root: the launcher runs the agent inside the first
         # host's `ip netns exec`, whose fresh /sys hides the cgroup folders)
         if spec.cpu_limit(node):
             cg = shlex.quote(str(_via_root(net.cpu_cgroup(spec.prefix, node) / "cgroup.procs")))
+        elif spec.cpu_group_shared():
+            cg = shlex.quote(str(_via_root(net.job_cpu_group(spec.prefix) / "cgroup.procs")))
         elif spec.node_limits:
             cg = shlex.quote(str(_via_root(net.CPU_CGROUP_ROOT / "cgroup.procs")))
         else:
@@ -265,11 +269,13 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     hostfile = write_hostfile(spec, chosen, slots, rails[0])
     first = chosen[0]
     tmp = net.state_dir(spec.prefix) / "tmp" / first
-    # the first host's launcher starts its ranks itself (not through the agent): with a CPU
-    # quota it joins the node's cpu group first, as the agent does on the other nodes
-    join = (["sh", "-c", 'echo $$ > "$0" && exec "$@"',
-             str(net.cpu_cgroup(spec.prefix, first) / "cgroup.procs")]
-            if spec.cpu_limit(first) else [])
+    # the first host's launcher starts its ranks itself (not through the agent): it joins
+    # the node's cpu group (a CPU quota) or the shared one first, as the agent does on the
+    # other nodes
+    group = (net.cpu_cgroup(spec.prefix, first) if spec.cpu_limit(first)
+             else net.job_cpu_group(spec.prefix) if spec.cpu_group_shared() else None)
+    join = (["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+            if group else [])
     if mpi == "mpich":
         return [*join, "ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP),
                 spec.ns(first), "env", f"TMPDIR={tmp}",

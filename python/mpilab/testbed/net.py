@@ -199,13 +199,14 @@ def leaf_qdisc(dev: str, parent: str, handle: str, queue: int,
 
 
 def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
-            queue: int, delay: float | None = None) -> list[str]:
+            queue: int, delay: float | None = None, burst: int | None = None) -> list[str]:
     """WAN uplink: a parent at B_WAN and one class per node, u32 on source or destination.
     Each child's guaranteed rate is min(b_WAN, B_WAN/n) and its ceiling b_WAN: htb honours
     a child's rate even beyond the parent's ceiling, so rates must add up to at most B.
     With `delay` (the netem backend) the per-node leaves are netem qdiscs instead of bfifo:
-    htb dequeues a packet only once netem releases it, so it is delayed, then shaped."""
-    b = _burst(total)
+    htb dequeues a packet only once netem releases it, so it is delayed, then shaped.
+    `burst`: every class's burst and cburst (bytes; default _burst of its rate)."""
+    b = burst or _burst(total)
     out = [
         f"qdisc replace dev {dev} root handle 1: htb default 2",
         f"class add dev {dev} parent 1: classid 1:1 htb rate {total}bit ceil {total}bit "
@@ -220,7 +221,7 @@ def htb_wan(dev: str, total: int, nodes: list[tuple[str, int]], match: str,
         cid = 10 + i
         guaranteed = max(8000, min(rate, (total - 1_000_000) // n))
         ceil = min(rate, total)
-        cb = _burst(ceil)
+        cb = burst or _burst(ceil)
         out += [
             f"class add dev {dev} parent 1:1 classid 1:{cid:x} htb rate {guaranteed}bit "
             f"ceil {ceil}bit burst {cb} cburst {cb} quantum 65536 prio 1",
@@ -273,7 +274,7 @@ def router_tc_lines(spec: Spec, backend: str) -> list[str]:
         nodes = [f"s{s}n{j}" for j in range(spec.nodes_per_site)]
         for r in range(spec.rails):
             out += htb_wan(f"s{s}r{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "dst",
-                           spec.wan_queue, delay)
+                           spec.wan_queue, delay, spec.wan_burst)
     return out
 
 
@@ -314,6 +315,8 @@ def is_up(spec: Spec) -> bool:
     if any(not (cpu_cgroup(spec.prefix, lim.name) / "cgroup.procs").exists()
            for lim in spec.node_limits):
         return False
+    if spec.cpu_group_shared() and not (job_cpu_group(spec.prefix) / "cgroup.procs").exists():
+        return False
     return True
 
 
@@ -325,7 +328,7 @@ def up(spec: Spec) -> str:
         return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
     if list_namespaces(spec.prefix) or state_dir(spec.prefix).exists():
         down(spec.prefix)
-    if spec.node_limits:
+    if spec.node_limits or spec.cpu_group_shared():
         check_cpu_controller()
     netem_ok = None
     if spec.max_delay() > 0 and spec.delay_backend != "delayline":
@@ -349,6 +352,8 @@ def up(spec: Spec) -> str:
     if spec.node_limits:
         how += ", CPU quota " + ", ".join(
             f"{lim.name} {lim.cpu_quota:g} CPU" for lim in spec.node_limits)
+    if spec.cpu_group_shared():
+        how += f", jobs in cpu group {job_cpu_group(spec.prefix).name}"
     if backend == "delayline":
         how += trim_text((load_state(spec.prefix) or {}).get("delay_trim"), spec.wan_delay)
     return (f"testbed '{spec.prefix}' up: {spec.sites} sites x {spec.nodes_per_site} nodes x "
@@ -386,6 +391,13 @@ def socket_buffer_sysctls(spec: Spec) -> list[str]:
     return [f"net.ipv4.tcp_rmem=4096 {b} {b}", f"net.ipv4.tcp_wmem=4096 {b} {b}"]
 
 
+def node_link_lines(spec: Spec, rail: int) -> list[str]:
+    """ip batch lines for a node's rail device beyond its address (segment offload)."""
+    if spec.segment_offload is False:  # one TCP segment per packet, as on a real link
+        return [f"link set dev r{rail} gso_max_segs 1"]
+    return []
+
+
 def node_sysctls(spec: Spec) -> list[str]:
     """The per-node-namespace sysctls the spec asks for (socket buffers, slow start after
     idle); empty when it asks for none."""
@@ -395,22 +407,38 @@ def node_sysctls(spec: Spec) -> list[str]:
     return out
 
 
+def job_cpu_group(prefix: str) -> Path:
+    """The testbed's shared cgroup v1 cpu group: with `cluster.shared_cpu_group` (the default
+    when a node has a CPU quota) every node's jobs run in it, a limited node's in its own
+    group nested in it. Without it each node's MPI daemon (a session of its own) and so its
+    ranks form an autogroup of their own in the root group, and the scheduler switches
+    between autogroups only when a slice ends: a rank that polls and yields (Open MPI's
+    mpi_yield_when_idle) does not hand its CPU to a rank of another node that has a message
+    to take, which then waits milliseconds (docs/models.md, "On an emulated testbed")."""
+    return CPU_CGROUP_ROOT / f"{prefix}-nodes"
+
+
 def cpu_cgroup(prefix: str, node: str) -> Path:
-    """The cgroup v1 cpu group of a node with a CPU quota."""
-    return CPU_CGROUP_ROOT / f"{prefix}-{node}"
+    """The cgroup v1 cpu group of a node with a CPU quota (inside the shared group)."""
+    return job_cpu_group(prefix) / f"{prefix}-{node}"
 
 
 def check_cpu_controller() -> None:
     """One line unless the cgroup v1 cpu controller with bandwidth control is there."""
     if not (CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists() \
             or not os.access(CPU_CGROUP_ROOT, os.W_OK):
-        raise MpilabError(f"[[node]] cpu_quota needs the cgroup v1 cpu controller with "
-                          f"bandwidth control, writable at {CPU_CGROUP_ROOT} (not found)")
+        raise MpilabError(f"[[node]] cpu_quota and cluster.shared_cpu_group need the cgroup "
+                          f"v1 cpu controller with bandwidth control, writable at "
+                          f"{CPU_CGROUP_ROOT} (not found)")
 
 
 def make_cpu_cgroups(spec: Spec) -> None:
-    """One cpu group per limited node: period first (the quota must fit the period's
-    bounds), then the quota."""
+    """The shared group (when a node is limited or cluster.shared_cpu_group), and in it one
+    cpu group per limited node: period first (the quota must fit the period's bounds), then
+    the quota."""
+    if not spec.node_limits and not spec.cpu_group_shared():
+        return
+    job_cpu_group(spec.prefix).mkdir(exist_ok=True)
     for lim in spec.node_limits:
         cg = cpu_cgroup(spec.prefix, lim.name)
         cg.mkdir(exist_ok=True)
@@ -418,26 +446,30 @@ def make_cpu_cgroups(spec: Spec) -> None:
         (cg / "cpu.cfs_quota_us").write_text(str(lim.quota_us()))
 
 
+def _remove_cpu_group(cg: Path) -> int:
+    """Remove cpu group cg and the groups inside it (innermost first, their processes
+    ended); returns how many were removed."""
+    n = sum(_remove_cpu_group(c) for c in sorted(cg.iterdir()) if c.is_dir())
+    try:
+        pids = [int(x) for x in (cg / "cgroup.procs").read_text().split()]
+    except OSError:
+        pids = []
+    if pids:
+        kill_pids(pids)
+    try:
+        cg.rmdir()
+        n += 1
+    except OSError:
+        pass
+    return n
+
+
 def remove_cpu_cgroups(prefix: str) -> int:
     """Remove the prefix's cpu groups (their processes are ended before); returns how many."""
-    n = 0
     if not CPU_CGROUP_ROOT.is_dir():
         return 0
-    for cg in CPU_CGROUP_ROOT.glob(f"{prefix}-*"):
-        if not cg.is_dir():
-            continue
-        try:
-            pids = [int(x) for x in (cg / "cgroup.procs").read_text().split()]
-        except OSError:
-            pids = []
-        if pids:
-            kill_pids(pids)
-        try:
-            cg.rmdir()
-            n += 1
-        except OSError:
-            pass
-    return n
+    return sum(_remove_cpu_group(cg) for cg in sorted(CPU_CGROUP_ROOT.glob(f"{prefix}-*"))
+               if cg.is_dir())
 
 
 def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
@@ -472,7 +504,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             r_ip += [f"addr add {spec.gateway(s, r)}/{plen} dev s{s}r{r}",
                      f"link set s{s}r{r} up"]
             sw_tc += htb_wan(f"up{r}", spec.wan_total_rate, _wan_nodes(spec, nodes, r), "src",
-                             spec.wan_queue)
+                             spec.wan_queue, burst=spec.wan_burst)
             for j, node in enumerate(nodes):
                 sw_ip += [f"link add n{j}r{r} type veth peer name r{r} netns {spec.ns(node)}",
                           f"link set n{j}r{r} master br{r} up"]
@@ -485,7 +517,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             for r in range(spec.rails):
                 plen = spec.rail_net(s, r).prefixlen
                 n_ip += [f"addr add {spec.addr(node, r)}/{plen} dev r{r}",
-                         f"link set r{r} up"]
+                         *node_link_lines(spec, r), f"link set r{r} up"]
                 for s2 in range(spec.sites):
                     if s2 != s:
                         n_ip.append(f"route add {spec.rail_net(s2, r)} via {spec.gateway(s, r)} "

@@ -46,10 +46,11 @@ delay = "5ms"
 
 _KEYS: dict[str, set[str]] = {
     "": {"prefix", "cluster", "lan", "wan", "link", "node"},
-    "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen"},
+    "cluster": {"sites", "nodes_per_site", "rails", "subnet", "site_prefixlen",
+                "shared_cpu_group", "segment_offload"},
     "lan": {"rate", "queue"},
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
-            "socket_buffer", "delay_trim", "slow_start_after_idle"},
+            "socket_buffer", "delay_trim", "slow_start_after_idle", "burst"},
     "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
     "node": {"name", "cpu_quota", "cpu_period"},
 }
@@ -114,6 +115,18 @@ class Spec:
     slow_start_after_idle: bool | None = None
     links: list[LinkOverride] = field(default_factory=list)
     node_limits: list[NodeLimit] = field(default_factory=list)
+    # every node's jobs in one cgroup v1 cpu group <prefix>-nodes (a limited node's group
+    # nested in it) instead of the root group, where each node's MPI daemon is a session of
+    # its own and so an autogroup of its own (net.make_cpu_cgroups); None: when a node has
+    # a CPU quota
+    shared_cpu_group: bool | None = None
+    # False: every node's rails send one TCP segment per packet (gso_max_segs 1), so the
+    # shapers see frames as a real link does, not 64 KiB super-packets; None: the kernel's
+    segment_offload: bool | None = None
+    # htb burst (and cburst) of the WAN classes in bytes; None: net._burst (two GSO
+    # super-packets at least). A bucket that size lets a message through unshaped after an
+    # idle gap; a small one (with segment_offload = false) shapes every message
+    wan_burst: int | None = None
     source: str = "<default>"
 
     # ---- derived names and addresses ----
@@ -189,6 +202,10 @@ class Spec:
                 return lim
         return None
 
+    def cpu_group_shared(self) -> bool:
+        """Whether the nodes' jobs run in the testbed's shared cpu group (net.job_cpu_group)."""
+        return bool(self.node_limits) if self.shared_cpu_group is None else self.shared_cpu_group
+
     def delayline_bytes_needed(self) -> int:
         """Bytes a delay line holds when every site uplink sends at B_WAN for the longest L."""
         inflow = self.sites * self.rails * self.wan_total_rate / 8.0
@@ -205,7 +222,10 @@ class Spec:
             "delay_trim": self.delay_trim, "socket_buffer": self.socket_buffer,
             "slow_start_after_idle": self.slow_start_after_idle,
             "links": [o.__dict__ for o in self.links],
-            "node_limits": [lim.__dict__ for lim in self.node_limits], "source": self.source,
+            "node_limits": [lim.__dict__ for lim in self.node_limits],
+            "shared_cpu_group": self.shared_cpu_group,
+            "segment_offload": self.segment_offload, "wan_burst": self.wan_burst,
+            "source": self.source,
         }
 
     @classmethod
@@ -340,6 +360,13 @@ def _socket_buffer(v: object) -> int:
     return n
 
 
+def _burst(v: object) -> int:
+    n = parse_size(v)
+    if not 1514 <= n <= 64 * 1024**2:
+        raise ValueError("must be between 1514 (one frame) and 64M")
+    return n
+
+
 def _bool(v: object) -> bool:
     if not isinstance(v, bool):
         raise ValueError("not a boolean (true or false)")
@@ -423,6 +450,8 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.subnet = _get(ctx, cl, "cluster", "subnet", _str, sp.subnet)
     sp.site_prefixlen = _get(ctx, cl, "cluster", "site_prefixlen", _int_in(8, 30),
                              sp.site_prefixlen)
+    sp.shared_cpu_group = _get(ctx, cl, "cluster", "shared_cpu_group", _bool, None)
+    sp.segment_offload = _get(ctx, cl, "cluster", "segment_offload", _bool, None)
     sp.lan_rate = _get(ctx, lan, "lan", "rate", parse_rate, sp.lan_rate)
     sp.lan_queue = _get(ctx, lan, "lan", "queue", parse_size, sp.lan_queue)
     sp.wan_node_rate = _get(ctx, wan, "wan", "node_rate", parse_rate, sp.wan_node_rate)
@@ -435,6 +464,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
     sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
     sp.slow_start_after_idle = _get(ctx, wan, "wan", "slow_start_after_idle", _bool, None)
+    sp.wan_burst = _get(ctx, wan, "wan", "burst", _burst, None)
 
     # address plan: every (site, rail) gets a subnet of site_prefixlen inside `subnet`
     try:
