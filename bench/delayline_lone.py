@@ -43,6 +43,7 @@ import os
 import re
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -209,10 +210,17 @@ def main() -> int:
                          "fresh one per run)")
     ap.add_argument("--hogs", type=int, default=0,
                     help="busy loops (`yes`) running through every measurement (default 0)")
+    ap.add_argument("--cpu-latency", type=int, default=None, metavar="US",
+                    help="hold a PM QoS request of US microseconds on /dev/cpu_dma_latency "
+                         "while measuring (0: idle vCPUs poll instead of halting; this guest's "
+                         "haltpoll driver halts at once, guest_halt_poll_ns 0, and a halted "
+                         "vCPU waits for the host to run it again when a packet arrives)")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
     if not 0 <= a.hogs <= 16:
         ap.error(f"--hogs {a.hogs}: expected 0..16")
+    if a.cpu_latency is not None and not 0 <= a.cpu_latency <= 2_000_000_000:
+        ap.error(f"--cpu-latency {a.cpu_latency}: expected 0..2000000000 us")
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces)")
     # a stopped bench slot (SIGTERM) still takes the testbed down (the finally blocks)
@@ -227,6 +235,12 @@ def main() -> int:
     other = subprocess.run(["pgrep", "-af", "mpilab-delayline .*--dev "], capture_output=True,
                            text=True, check=False).stdout.strip()
     print(f"delay lines already running (not this bench's): {other or 'none'}", flush=True)
+    qos = None
+    if a.cpu_latency is not None:  # held for as long as the descriptor stays open
+        qos = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+        os.write(qos, struct.pack("i", a.cpu_latency))
+        print(f"PM QoS: cpu_dma_latency held at {a.cpu_latency} us (idle states: "
+              f"{idle_states()})", flush=True)
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(a.hogs)]
     try:
         return measure(a, variants)
@@ -234,6 +248,20 @@ def main() -> int:
         for h in hogs:
             h.kill()
             h.wait()
+        if qos is not None:
+            os.close(qos)
+
+
+def idle_states() -> str:
+    """cpu0's idle states with their exit latencies (us) and use counts."""
+    out = []
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cpuidle").glob("state*")):
+        try:
+            name, lat, used = ((d / f).read_text().strip() for f in ("name", "latency", "usage"))
+            out.append(f"{name} {lat} us x{used}")
+        except OSError:
+            continue
+    return ", ".join(out) or "none"
 
 
 def _us(v: object) -> str:
