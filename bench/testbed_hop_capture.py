@@ -25,7 +25,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 from mpilab.errors import MpilabError
 from mpilab.testbed import net, oneway, spec
@@ -101,52 +100,110 @@ def timelines(rows: list[tuple[str, str, str, str, int]],
     return out
 
 
+def segments(tl: dict[str, list[tuple[str, float]]]) -> dict[str, dict[str, list[float]]]:
+    """Per direction, the lone datagrams' times (us) to the router's ingress leg, across
+    the router (ingress leg to egress leg: the routing, the delay line if any, htb), from
+    its egress leg to the receiver, and end to end (sender's interface to receiver's)."""
+    segs: dict[str, dict[str, list[float]]] = {"fwd": {}, "back": {}}
+    for key, v in tl.items():
+        way = "back" if key.startswith("back") else "fwd"
+        src, ing, egr, dst = (("s0n0/r0/out", "wan/s0r0/in", "wan/s1r0/out", "s1n0/r0/in")
+                              if way == "fwd" else
+                              ("s1n0/r0/out", "wan/s1r0/in", "wan/s0r0/out", "s0n0/r0/in"))
+        t = dict(v)
+        if all(h in t for h in (src, ing, egr, dst)):
+            for name, x, y in (("to router", src, ing), ("router", ing, egr),
+                               ("from router", egr, dst), ("end to end", src, dst)):
+                segs[way].setdefault(name, []).append(t[y] - t[x])
+    return segs
+
+
+def one_run(sp: spec.Spec, count: int, interval: float, verbose: bool,
+            reply_after: float = 0.0) -> dict[str, dict[str, list[float]]]:
+    caps = start_captures(sp)
+    try:
+        oneway.udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after)
+    finally:
+        rows = collect(caps)
+    tl = timelines(rows, sp.prefix)
+    if verbose:
+        for key, v in sorted(tl.items()):
+            print(f"   {key}: " + "  ".join(f"{h} {t:.1f}" for h, t in v))
+    return segments(tl)
+
+
+def set_rules(sp: spec.Spec, on: bool) -> None:
+    """Send inter-site packets through the delay line (on) or route them past it (off)."""
+    for r in net.delay_rules(sp, 0):
+        subprocess.run(["ip", "-n", sp.router_ns(), "rule", "add" if on else "del",
+                        *r.removeprefix("rule add ").split()], check=True)
+
+
+def summary(sg: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    return {w: {k: statistics.median(v) for k, v in x.items()} for w, x in sg.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--count", type=int, default=9, help="lone datagrams (default 9)")
-    ap.add_argument("--interval", default="200ms", help="gap between datagrams")
-    ap.add_argument("--delay", default="0ms", help="WAN delay of the testbed (default 0)")
+    ap.add_argument("--count", type=int, default=5, help="lone datagrams per run (default 5)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per delay (default 3)")
+    ap.add_argument("--delays", default="10us,100us,1ms,10ms,100ms",
+                    help="WAN delays, one testbed each (default 10us,100us,1ms,10ms,100ms)")
     ap.add_argument("--prefix", default="hop", help="testbed prefix (default hop)")
-    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
+    ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
-    if a.count < 1 or a.count > 1000:
-        ap.error("--count must be 1..1000")
+    if not 1 <= a.count <= 1000 or not 1 <= a.runs <= 100:
+        ap.error("--count must be 1..1000 and --runs 1..100")
     try:
-        interval = parse_duration(a.interval)
-        parse_duration(a.delay)
+        delays = [(d, parse_duration(d)) for d in a.delays.split(",")]
     except (MpilabError, ValueError) as e:
         ap.error(str(e))
+    if any(d <= 0 for _, d in delays):
+        ap.error("every delay must be > 0 (each run measures the undelayed route too)")
     with open("/proc/loadavg") as f:
         print(f"load at start: {' '.join(f.read().split()[:3])}", flush=True)
-    text = (f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
-            f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "{a.delay}"\ndelay_backend = "delayline"\n')
-    sp = spec.load_text(text, "<hop>")
-    net.up(sp)
-    try:
-        oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # resolve neighbours first
-        caps = start_captures(sp)
-        t0 = time.time()
-        fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", a.count, interval)
-        print(f"ping-pong took {time.time() - t0:.1f} s; kernel-stamped one-way (us): fwd "
-              + " ".join(f"{x * 1e6:.0f}" for x in fwd) + "; back "
-              + " ".join(f"{x * 1e6:.0f}" for x in back), flush=True)
-        rows = collect(caps)
-    finally:
-        net.down(a.prefix)
-    tl = timelines(rows, a.prefix)
-    hops: dict[str, dict[str, list[float]]] = {"fwd": {}, "back": {}}
-    for key, v in sorted(tl.items()):
-        print(f"{key}: " + "  ".join(f"{h} {t:.1f}" for h, t in v))
-        for h, t in v:
-            hops[key[:4] if key.startswith("back") else "fwd"].setdefault(h, []).append(t)
-    for way, hs in hops.items():
-        print(f"median per hop, {way} (us since the first stamp):")
-        for h, ts in sorted(hs.items(), key=lambda kv: statistics.median(kv[1])):
-            print(f"   {h:28s} {statistics.median(ts):9.1f}  (n {len(ts)}, max {max(ts):.1f})")
+    print("each run: the undelayed route (policy rules off, echo sent D after the request "
+          "arrives), then the delayed one; excess = delayed - undelayed - D, medians of the "
+          "run's lone datagrams, us", flush=True)
+    out: dict[str, list[dict[str, object]]] = {}
+    for name, d in delays:
+        text = (f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
+                f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\n'
+                f'total_rate = "1Gbit"\ndelay = "{name}"\ndelay_backend = "delayline"\n')
+        sp = spec.load_text(text, f"<hop {name}>")
+        interval = max(0.2, 3 * d)
+        net.up(sp)
+        try:
+            oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # neighbours resolved, line warm
+            for r in range(a.runs):
+                set_rules(sp, False)
+                try:
+                    base = one_run(sp, a.count, interval, a.verbose, reply_after=d)
+                finally:
+                    set_rules(sp, True)
+                dly = one_run(sp, a.count, interval, a.verbose)
+                mb, md = summary(base), summary(dly)
+                exc = {w: {k: md[w][k] - mb[w][k] - (d * 1e6 if k in ("router", "end to end")
+                                                    else 0.0) for k in md[w]}
+                       for w in md if md[w] and mb[w]}
+                out.setdefault(name, []).append({"base": base, "delayed": dly, "excess": exc})
+                print(f"{name:>6} run {r + 1}: " + "; ".join(
+                    f"{w}: end-to-end {e['end to end']:+.1f} (router {e['router']:+.1f}, "
+                    f"to {e['to router']:+.1f}, from {e['from router']:+.1f}; undelayed "
+                    f"e2e {mb[w]['end to end']:.1f})" for w, e in exc.items()), flush=True)
+        finally:
+            net.down(a.prefix)
+    for name, runs in out.items():
+        for w in ("fwd", "back"):
+            v = [float(x["excess"][w]["end to end"]) for x in runs  # type: ignore[index]
+                 if w in x["excess"]]  # type: ignore[operator]
+            if v:
+                print(f"{name:>6} {w:4s}: end-to-end excess median {statistics.median(v):+.1f} "
+                      f"us, within 10 us in {sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
     if a.json:
         with open(a.json + ".tmp", "w") as f:
-            json.dump({"rows": rows, "fwd_s": fwd, "back_s": back}, f)
+            json.dump({"delays": a.delays, "count": a.count, "runs": out}, f)
         os.replace(a.json + ".tmp", a.json)
     return 0
 

@@ -53,10 +53,13 @@ def txstamp(s):
 SERVER = STAMP + r"""
 s = sock((sys.argv[1], int(sys.argv[2])))
 s.settimeout(30)
+hold = float(sys.argv[4])
 print('ready', flush=True)
 for _ in range(int(sys.argv[3])):
     d, anc, _, a = s.recvmsg(64, 512)
     rx = stamp(anc)
+    if hold > 0:
+        time.sleep(hold)
     s.sendto(d, a)
     print(d.decode(), rx, txstamp(s), flush=True)
 """
@@ -137,13 +140,17 @@ def pair_times(client_out: str, server_out: str) -> tuple[list[float], list[floa
             [(cl[k][1] - sv[k][1]) * 1e-9 for k in keys])
 
 
-def udp_oneway(sp: Spec, client: str, server: str, count: int,
-               interval: float) -> tuple[list[float], list[float]]:
+def udp_oneway(sp: Spec, client: str, server: str, count: int, interval: float,
+               reply_after: float = 0.0) -> tuple[list[float], list[float]]:
     """Lone UDP datagrams client -> server and their echoes back, one every `interval`:
-    the one-way times of both directions from kernel stamps at the two interfaces."""
+    the one-way times of both directions from kernel stamps at the two interfaces.
+    `reply_after`: the server sleeps this long before it echoes, so that the way back has
+    been idle about as long as it is behind a WAN delay of that length (an echo sent at
+    once crosses a path the request has just warmed; behind a delay line it does not)."""
     addr = sp.addr(server, 0)
     srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
-                            addr, str(PORT), str(count)], stdout=subprocess.PIPE, text=True)
+                            addr, str(PORT), str(count), f"{reply_after:.9f}"],
+                           stdout=subprocess.PIPE, text=True)
     try:
         assert srv.stdout is not None
         srv.stdout.readline()
@@ -205,7 +212,9 @@ def calibrate_trim(sp: Spec, rules: list[str], router: str, trim_file: Path, pid
                    count: int = 7, warm: int = 2) -> dict[str, Any]:
     """Measure the trim on a testbed that is up with its delay line (trim 0): lone UDP
     datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)) with the router's policy rules
-    removed (the undelayed route), then with them back through the delay line (after
+    removed (the undelayed route, its echoes sent D after each request arrives, so that
+    the way back is as cold as behind the line), then with them back through the delay
+    line (after
     `warm` datagrams that let it learn the forwarding cost of that idle gap); the line
     then gets the trim. `rules`: the `ip rule` arguments that send packets into it."""
     if sp.sites < 2:
@@ -216,7 +225,7 @@ def calibrate_trim(sp: Spec, rules: list[str], router: str, trim_file: Path, pid
     for r in rules:
         subprocess.run(["ip", "-n", router, "rule", "del", *r.split()], check=True)
     try:
-        base = udp_oneway(sp, "s0n0", "s1n0", count, interval)
+        base = udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after=d)
     finally:
         for r in rules:
             subprocess.run(["ip", "-n", router, "rule", "add", *r.split()], check=True)
