@@ -41,3 +41,34 @@ def test_trim_is_the_smaller_excess_clamped_to_the_delay() -> None:
     t = oneway.trim_from(1e-3, noisy, delayed)
     assert not t["steady"] and t["trim_s"] == 0.0 and t["spread_s"] > oneway.STEADY_IQR_S
     assert not t["path_exceeds_delay"]
+
+
+def test_the_echo_waits_reply_after_and_its_one_way_time_leaves_the_wait_out() -> None:
+    """The server and client scripts themselves, on loopback (no namespaces): with
+    reply_after, every round trip includes the wait, and neither one-way time does."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, "-c", oneway.SERVER, "127.0.0.1", str(port), "3",
+                            "0.05"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        assert srv.stdout.readline().strip() == "ready"
+        cl = subprocess.run([sys.executable, "-c", oneway.CLIENT, "127.0.0.1", str(port), "3",
+                             "0.01"], capture_output=True, text=True, timeout=60, check=True)
+        out, _ = srv.communicate(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    fwd, back = oneway.pair_times(cl.stdout, out)
+    assert len(fwd) == 3 and len(back) == 3
+    rtts = [(int(f[2]) - int(f[1])) * 1e-9 for f in (ln.split() for ln in cl.stdout.splitlines())]
+    for r, f, b in zip(rtts, fwd, back, strict=True):
+        assert r >= 0.05                      # the echo waited
+        assert f >= 0 and b >= 0
+        assert f + b <= r - 0.05 + 1e-6        # and neither direction counts the wait
