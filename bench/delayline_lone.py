@@ -69,9 +69,9 @@ def ping(ns: str, addr: str, count: int, interval: float) -> list[float]:
 
 
 def udp_oneway(sp: spec.Spec, client: str, server: str, count: int,
-               interval: float) -> tuple[list[float], list[float]]:
+               interval: float, reply_after: float = 0.0) -> tuple[list[float], list[float]]:
     try:
-        return oneway.udp_oneway(sp, client, server, count, interval)
+        return oneway.udp_oneway(sp, client, server, count, interval, reply_after)
     except MpilabError as e:
         raise SystemExit(str(e)) from None
 
@@ -99,16 +99,18 @@ def up(delay: str, prefix: str, trim: str = "0us") -> spec.Spec:
 
 
 def one(sp: spec.Spec, delay: str, count: int,
-        base: dict[str, object] | None = None, lan_too: bool = True) -> dict[str, object]:
+        base: dict[str, object] | None = None, lan_too: bool = True,
+        reply_after: float = 0.0) -> dict[str, object]:
     """One run on a testbed that is up: ICMP and the one-way ping-pong, WAN and LAN; with
-    `base` (the same on an undelayed testbed) also the excess over the undelayed WAN."""
+    `base` (the same on an undelayed testbed) also the excess over the undelayed WAN.
+    `reply_after`: the UDP echo waits this long (an undelayed reference for a delay D)."""
     d = parse_duration(delay)
-    interval = max(0.2, 3 * d)
+    interval = max(0.2, 3 * d, 3 * reply_after)
     try:  # kernel-stamped raw-socket echoes: ping's 3 digits are 0.1-1 ms steps at 10-100 ms
         wan = oneway.icmp_rtt(sp, "s0n0", "s1n0", count, interval)
     except MpilabError as e:
         raise SystemExit(str(e)) from None
-    fwd, back = udp_oneway(sp, "s0n0", "s1n0", count, interval)
+    fwd, back = udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after)
     if lan_too:
         lan = ping(sp.ns("s0n0"), sp.addr("s0n1", 0), count, interval)
         lfwd, lback = udp_oneway(sp, "s0n0", "s0n1", count, interval)
@@ -142,12 +144,15 @@ def one(sp: spec.Spec, delay: str, count: int,
     return x
 
 
-def undelayed(prefix: str, count: int, lan_too: bool = True) -> dict[str, object]:
+def undelayed(prefix: str, count: int, lan_too: bool = True,
+              hold: float = 0.0) -> dict[str, object]:
     """The same measurements on the testbed without a WAN delay (no delay line): the path a
-    delay of D should lengthen by exactly D."""
+    delay of D should lengthen by exactly D. `hold` (D): the UDP echo waits that long, so
+    the way back has been idle as long as behind the line (an echo sent at once crosses a
+    path its request has just warmed: 20-40 us against 175-900 us forward in session 20)."""
     sp = up("0ms", prefix)
     try:
-        return one(sp, "0ms", count, lan_too=lan_too)
+        return one(sp, "0ms", count, lan_too=lan_too, reply_after=hold)
     finally:
         net.down(prefix)
 
@@ -163,7 +168,7 @@ def runs(delay: str, prefix: str, count: int, nruns: int, variants: list[tuple[s
     """Every run of one delay, after a measurement of the undelayed testbed: variants
     interleaved run by run (side by side in time), a fresh testbed per run, or with `reuse`
     one per variant kept for all its runs (the delay line's statistics then accumulate)."""
-    base = undelayed(prefix, count, lan_too)
+    base = undelayed(prefix, count, lan_too, parse_duration(delay))
     bf, bb, bw = base["oneway_fwd_s"], base["oneway_back_s"], base["wan_rtt_s"]
     assert isinstance(bf, list) and isinstance(bb, list) and isinstance(bw, list)
     print(f"   undelayed WAN ({delay}): UDP one-way fwd {statistics.median(bf) * 1e6:.1f} "
