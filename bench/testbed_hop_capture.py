@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -161,6 +162,9 @@ def main() -> int:
         ap.error(str(e))
     if any(d <= 0 for _, d in delays):
         ap.error("every delay must be > 0 (each run measures the undelayed route too)")
+    def _term(signum: int, _frame: object) -> None:  # mlock's slot end: still bring it down
+        raise SystemExit(f"stopped by signal {signum}")
+    signal.signal(signal.SIGTERM, _term)
     with open("/proc/loadavg") as f:
         print(f"load at start: {' '.join(f.read().split()[:3])}", flush=True)
     print("each run: the undelayed route (policy rules off, echo sent D after the request "
