@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""Where a lone datagram's time goes, hop by hop, across the testbed's WAN.
+"""Where a lone datagram's time goes across the testbed's WAN, and what the delay line adds.
 
-Issue 25's delay-line target compares the delayed WAN against the undelayed one; in
-session 20 the undelayed route's lone *forward* datagram (s0n0 -> s1n0, after the client
-slept) took 175-912 us while its echo back took 20-40 us, so the comparison measured
-that, not the line. This script brings up a 2 x 2 testbed (WAN delay given, default 0:
-no delay line), starts a kernel-stamped packet capture (AF_PACKET, ETH_P_ALL,
-SO_TIMESTAMPNS) in every namespace on the path (both nodes, both switches, the router),
-sends lone UDP datagrams with the same kernel-stamped ping-pong as bench/delayline_lone.py
-(mpilab.testbed.oneway), and prints, per datagram and direction, the time of every hop
-relative to the sender's interface: each interface's "in" (the kernel's receive stamp,
-taken where the previous device handed the packet over) and "out" (the stamp where the
-device starts transmitting it, after its qdisc).
+Issue 25's delay-line target compares the delayed WAN against the undelayed one. In
+session 20 the undelayed route's lone forward datagram (s0n0 -> s1n0, after the client
+slept) took 175-912 us one way while its echo took 20-40 us, and separate testbeds (or runs
+seconds apart) differed by hundreds of us: the comparison measured the machine, not the
+line. Here, per delay, one 2 x 2 testbed; per run, lone UDP datagrams (kernel-stamped at
+both ends, mpilab.testbed.oneway) alternate between the undelayed route (the router's
+policy rules off; the echo waits D, so both ways have been idle as long as behind the
+line) and the delayed one, a gap apart, so each pair sees the same machine. A kernel-stamped
+packet capture (AF_PACKET, ETH_P_ALL, SO_TIMESTAMPNS) in every namespace on the path splits
+each datagram's one-way time into: to the router's ingress leg, across the router, and from
+its egress leg to the receiver; "in" is the receive stamp where the previous device handed
+the packet over, "out" where a device starts transmitting it (after its qdisc).
 
 Usage (root; a bench slot for numbers):
-  /work/shared/tools/mlock bench python3 bench/testbed_hop_capture.py --count 9
+  /work/shared/tools/mlock bench python3 bench/testbed_hop_capture.py --runs 10 --pairs 5
 """
 
 from __future__ import annotations
@@ -101,29 +102,37 @@ def timelines(rows: list[tuple[str, str, str, str, int]],
     return out
 
 
-def segments(tl: dict[str, list[tuple[str, float]]]) -> dict[str, dict[str, list[float]]]:
-    """Per direction, the lone datagrams' times (us) to the router's ingress leg, across
-    the router (ingress leg to egress leg: the routing, the delay line if any, htb), from
-    its egress leg to the receiver, and end to end (sender's interface to receiver's)."""
-    segs: dict[str, dict[str, list[float]]] = {"fwd": {}, "back": {}}
+SEGS = ("to router", "router", "from router", "end to end")
+
+
+def segments(tl: dict[str, list[tuple[str, float]]]) -> dict[int, dict[str, dict[str, float]]]:
+    """Per datagram (sequence number) and direction, its times (us) to the router's ingress
+    leg, across the router (ingress leg to egress leg: the routing, the delay line if any,
+    htb), from the egress leg to the receiver, and end to end (sender's interface to
+    receiver's)."""
+    out: dict[int, dict[str, dict[str, float]]] = {}
     for key, v in tl.items():
         way = "back" if key.startswith("back") else "fwd"
+        seq = key.removeprefix(way)
+        if not seq.isdigit():
+            continue
         src, ing, egr, dst = (("s0n0/r0/out", "wan/s0r0/in", "wan/s1r0/out", "s1n0/r0/in")
                               if way == "fwd" else
                               ("s1n0/r0/out", "wan/s1r0/in", "wan/s0r0/out", "s0n0/r0/in"))
         t = dict(v)
         if all(h in t for h in (src, ing, egr, dst)):
-            for name, x, y in (("to router", src, ing), ("router", ing, egr),
-                               ("from router", egr, dst), ("end to end", src, dst)):
-                segs[way].setdefault(name, []).append(t[y] - t[x])
-    return segs
+            out.setdefault(int(seq), {})[way] = {
+                name: t[y] - t[x] for name, x, y in zip(
+                    SEGS, (src, ing, egr, src), (ing, egr, dst, dst), strict=True)}
+    return out
 
 
-def one_run(sp: spec.Spec, count: int, interval: float, verbose: bool,
-            reply_after: float = 0.0) -> dict[str, dict[str, list[float]]]:
+def one_run(sp: spec.Spec, pairs: int, interval: float, delay: float,
+            verbose: bool) -> dict[int, dict[str, dict[str, float]]]:
     caps = start_captures(sp)
     try:
-        oneway.udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after)
+        oneway.udp_oneway_paired(sp, "s0n0", "s1n0", pairs, interval, delay,
+                                 [r.removeprefix("rule add ") for r in net.delay_rules(sp, 0)])
     finally:
         rows = collect(caps)
     tl = timelines(rows, sp.prefix)
@@ -133,20 +142,25 @@ def one_run(sp: spec.Spec, count: int, interval: float, verbose: bool,
     return segments(tl)
 
 
-def set_rules(sp: spec.Spec, on: bool) -> None:
-    """Send inter-site packets through the delay line (on) or route them past it (off)."""
-    for r in net.delay_rules(sp, 0):
-        subprocess.run(["ip", "-n", sp.router_ns(), "rule", "add" if on else "del",
-                        *r.removeprefix("rule add ").split()], check=True)
-
-
-def summary(sg: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
-    return {w: {k: statistics.median(v) for k, v in x.items()} for w, x in sg.items()}
+def pair_excess(seg: dict[int, dict[str, dict[str, float]]], pairs: int,
+                d_us: float) -> dict[str, dict[str, list[float]]]:
+    """Per direction and segment, delayed (odd) - undelayed (even) - D of every pair whose
+    two datagrams were both seen whole (D only on the router and end to end)."""
+    out: dict[str, dict[str, list[float]]] = {"fwd": {}, "back": {}}
+    for i in range(pairs):
+        b, x = seg.get(2 * i, {}), seg.get(2 * i + 1, {})
+        for way in ("fwd", "back"):
+            if way in b and way in x:
+                for name in SEGS:
+                    out[way].setdefault(name, []).append(
+                        x[way][name] - b[way][name] - (d_us if name in SEGS[1::2] else 0.0))
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--count", type=int, default=5, help="lone datagrams per run (default 5)")
+    ap.add_argument("--pairs", type=int, default=5,
+                    help="pairs of lone datagrams (undelayed, delayed) per run (default 5)")
     ap.add_argument("--runs", type=int, default=3, help="runs per delay (default 3)")
     ap.add_argument("--delays", default="10us,100us,1ms,10ms,100ms",
                     help="WAN delays, one testbed each (default 10us,100us,1ms,10ms,100ms)")
@@ -154,8 +168,8 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
     ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
-    if not 1 <= a.count <= 1000 or not 1 <= a.runs <= 100:
-        ap.error("--count must be 1..1000 and --runs 1..100")
+    if not 1 <= a.pairs <= 500 or not 1 <= a.runs <= 100:
+        ap.error("--pairs must be 1..500 and --runs 1..100")
     try:
         delays = [(d, parse_duration(d)) for d in a.delays.split(",")]
     except (MpilabError, ValueError) as e:
@@ -167,9 +181,11 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _term)
     with open("/proc/loadavg") as f:
         print(f"load at start: {' '.join(f.read().split()[:3])}", flush=True)
-    print("each run: the undelayed route (policy rules off, echo sent D after the request "
-          "arrives), then the delayed one; excess = delayed - undelayed - D, medians of the "
-          "run's lone datagrams, us", flush=True)
+    print("each run: lone datagrams alternate between the undelayed route (policy rules "
+          "off, echo sent D after the request arrives) and the delayed one, a gap apart; "
+          "excess = delayed - undelayed - D per pair, the run's median over its pairs, us",
+          flush=True)
+    med = statistics.median
     out: dict[str, list[dict[str, object]]] = {}
     for name, d in delays:
         text = (f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
@@ -181,33 +197,29 @@ def main() -> int:
         try:
             oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # neighbours resolved, line warm
             for r in range(a.runs):
-                set_rules(sp, False)
-                try:
-                    base = one_run(sp, a.count, interval, a.verbose, reply_after=d)
-                finally:
-                    set_rules(sp, True)
-                dly = one_run(sp, a.count, interval, a.verbose)
-                mb, md = summary(base), summary(dly)
-                exc = {w: {k: md[w][k] - mb[w][k] - (d * 1e6 if k in ("router", "end to end")
-                                                    else 0.0) for k in md[w]}
-                       for w in md if md[w] and mb[w]}
-                out.setdefault(name, []).append({"base": base, "delayed": dly, "excess": exc})
+                seg = one_run(sp, a.pairs, interval, d, a.verbose)
+                exc = pair_excess(seg, a.pairs, d * 1e6)
+                out.setdefault(name, []).append({"segments": {str(k): v for k, v in seg.items()},
+                                                 "excess": exc})
                 print(f"{name:>6} run {r + 1}: " + "; ".join(
-                    f"{w}: end-to-end {e['end to end']:+.1f} (router {e['router']:+.1f}, "
-                    f"to {e['to router']:+.1f}, from {e['from router']:+.1f}; undelayed "
-                    f"e2e {mb[w]['end to end']:.1f})" for w, e in exc.items()), flush=True)
+                    f"{w}: end-to-end {med(e['end to end']):+.1f} (router "
+                    f"{med(e['router']):+.1f}, to {med(e['to router']):+.1f}, from "
+                    f"{med(e['from router']):+.1f}; {len(e['end to end'])} pairs)"
+                    for w, e in exc.items() if e), flush=True)
         finally:
             net.down(a.prefix)
     for name, runs in out.items():
         for w in ("fwd", "back"):
-            v = [float(x["excess"][w]["end to end"]) for x in runs  # type: ignore[index]
-                 if w in x["excess"]]  # type: ignore[operator]
-            if v:
-                print(f"{name:>6} {w:4s}: end-to-end excess median {statistics.median(v):+.1f} "
-                      f"us, within 10 us in {sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
+            for segname in ("end to end", "router"):
+                v = [med(x["excess"][w][segname]) for x in runs  # type: ignore[index]
+                     if x["excess"][w]]  # type: ignore[index]
+                if v:
+                    print(f"{name:>6} {w:4s} {segname:10s}: run medians {med(v):+.1f} us "
+                          f"(range {min(v):+.1f} .. {max(v):+.1f}), within 10 us in "
+                          f"{sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
     if a.json:
         with open(a.json + ".tmp", "w") as f:
-            json.dump({"delays": a.delays, "count": a.count, "runs": out}, f)
+            json.dump({"delays": a.delays, "pairs": a.pairs, "runs": out}, f)
         os.replace(a.json + ".tmp", a.json)
     return 0
 

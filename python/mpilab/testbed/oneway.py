@@ -13,6 +13,7 @@ far side's path that the line's write runs cold); the line takes it off its hold
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import statistics
@@ -54,20 +55,26 @@ SERVER = STAMP + r"""
 s = sock((sys.argv[1], int(sys.argv[2])))
 s.settimeout(30)
 hold = float(sys.argv[4])
+even_only = len(sys.argv) > 5 and sys.argv[5] == 'even'
 print('ready', flush=True)
 for _ in range(int(sys.argv[3])):
     d, anc, _, a = s.recvmsg(64, 512)
     rx = stamp(anc)
-    if hold > 0:
+    if hold > 0 and not (even_only and int(d.decode()) % 2):
         time.sleep(hold)
     s.sendto(d, a)
     print(d.decode(), rx, txstamp(s), flush=True)
 """
 CLIENT = STAMP + r"""
+import json, subprocess
 s = sock(('0.0.0.0', 0))
 s.settimeout(2)
 dst = (sys.argv[1], int(sys.argv[2]))
+toggles = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
 for k in range(int(sys.argv[3])):
+    if toggles:  # the route of datagram k: the commands of its parity, then the idle gap
+        for cmd in toggles[k % 2]:
+            subprocess.run(cmd, check=True, capture_output=True)
     time.sleep(float(sys.argv[4]))
     s.sendto(str(k).encode(), dst)
     tx = txstamp(s)
@@ -167,6 +174,62 @@ def udp_oneway(sp: Spec, client: str, server: str, count: int, interval: float,
         raise MpilabError(f"udp one-way {client} -> {server}: {len(fwd)} of {count} stamped "
                           f"({p.stderr.strip()[-300:]})")
     return fwd, back
+
+
+def _stamped(text: str) -> dict[int, tuple[int, int]]:
+    out = {}
+    for f in (ln.split() for ln in text.splitlines()):
+        if len(f) == 3 and f[0].isdigit() and all(x.lstrip("-").isdigit() for x in f[1:]):
+            if min(int(f[1]), int(f[2])) > 0:
+                out[int(f[0])] = (int(f[1]), int(f[2]))
+    return out
+
+
+def paired_times(client_out: str, server_out: str) -> list[tuple[int, float, float]]:
+    """(seq, forward, back) one-way times (s) of every datagram both ends stamped."""
+    cl, sv = _stamped(client_out), _stamped(server_out)
+    return [(k, (sv[k][0] - cl[k][0]) * 1e-9, (cl[k][1] - sv[k][1]) * 1e-9)
+            for k in sorted(cl) if k in sv]
+
+
+def udp_oneway_paired(sp: Spec, client: str, server: str, pairs: int, interval: float,
+                      delay: float, rules: list[str]) -> list[tuple[int, float, float]]:
+    """Lone datagrams client -> server that alternate between the undelayed route (even
+    sequence numbers: the router's policy `rules` removed, the echo sent `delay` after the
+    request arrives, so both ways have been idle as long as behind the line) and the
+    delayed one (odd: the rules back), the client switching the route before each idle
+    gap. Datagrams 2i and 2i+1 are a pair a gap apart, so a level shift of the machine
+    (seconds long here) moves both. Returns (seq, forward, back) per stamped datagram;
+    the rules are back in place however it ends."""
+    router = sp.router_ns()
+    off = [["ip", "-n", router, "rule", "del", *r.split()] for r in rules]
+    on = [["ip", "-n", router, "rule", "add", *r.split()] for r in rules]
+    addr, count = sp.addr(server, 0), 2 * pairs
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
+                            addr, str(PORT), str(count), f"{delay:.9f}", "even"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        srv.stdout.readline()
+        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
+                            addr, str(PORT), str(count), str(interval), json.dumps([off, on])],
+                           capture_output=True, text=True,
+                           timeout=count * (interval + 2) + 20, check=False)
+        out, _ = srv.communicate(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+        have = subprocess.run(["ip", "-n", router, "rule", "show"], capture_output=True,
+                              text=True, check=False).stdout
+        for r, cmd in zip(rules, on, strict=True):
+            if f"iif {r.split('iif ')[1].split()[0]}" not in have:
+                subprocess.run(cmd, check=False, capture_output=True)
+    got = paired_times(p.stdout, out)
+    if len(got) != count:
+        raise MpilabError(f"udp one-way {client} -> {server}: {len(got)} of {count} stamped "
+                          f"({p.stderr.strip()[-300:]})")
+    return got
 
 
 def _iqr(v: list[float]) -> float:
