@@ -165,6 +165,9 @@ def main() -> int:
     ap.add_argument("--delays", default="10us,100us,1ms,10ms,100ms",
                     help="WAN delays, one testbed each (default 10us,100us,1ms,10ms,100ms)")
     ap.add_argument("--prefix", default="hop", help="testbed prefix (default hop)")
+    ap.add_argument("--line-args", default=None,
+                    help="options for mpilab-delayline (MPILAB_DELAYLINE_ARGS), e.g. "
+                         "'--arrival tun'")
     ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
     ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
@@ -179,6 +182,9 @@ def main() -> int:
     def _term(signum: int, _frame: object) -> None:  # mlock's slot end: still bring it down
         raise SystemExit(f"stopped by signal {signum}")
     signal.signal(signal.SIGTERM, _term)
+    if a.line_args is not None:
+        os.environ["MPILAB_DELAYLINE_ARGS"] = a.line_args
+    print(f"delay line options: {os.environ.get('MPILAB_DELAYLINE_ARGS', '') or '(defaults)'}")
     with open("/proc/loadavg") as f:
         print(f"load at start: {' '.join(f.read().split()[:3])}", flush=True)
     print("each run: lone datagrams alternate between the undelayed route (policy rules "
