@@ -166,8 +166,8 @@ def main() -> int:
                     help="WAN delays, one testbed each (default 10us,100us,1ms,10ms,100ms)")
     ap.add_argument("--prefix", default="hop", help="testbed prefix (default hop)")
     ap.add_argument("--line-args", default=None,
-                    help="options for mpilab-delayline (MPILAB_DELAYLINE_ARGS), e.g. "
-                         "'--arrival tun'")
+                    help="options for mpilab-delayline (MPILAB_DELAYLINE_ARGS), with '=', e.g. "
+                         "--line-args='--arrival tun'")
     ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
     ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
