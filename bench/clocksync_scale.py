@@ -16,7 +16,7 @@ this: every pair's offset is 4 us off, the same way along every path of the tree
 depth-d rank is 4d us off. Stated uncertainties that hold there are not just loose enough
 for a symmetric network (its routes are listed pair by pair: at most 256 hosts).
 
---ppn N puts N consecutive ranks on every host (block placement, as a cluster of N-core
+--ppn N[,N...] puts N consecutive ranks on every host (block placement, as a cluster of N-core
 nodes runs MPI); ranks of one host talk over its loopback (0.3 us, 20 Gbit/s, as shared
 memory). The hierarchical method's tree then keeps every hop below a node's leader inside the
 node (src/bench/clocktree.c).
@@ -65,7 +65,9 @@ def asymmetric_platform(n: int) -> str:
     """Full routing over n hosts: lower to higher host over 'up' (9 us), back over 'down';
     the ranks of one host over 'loop' (0.3 us, both ways)."""
     hosts = "".join(f'    <host id="node-{i}" speed="1Gf"/>\n' for i in range(n))
-    routes = "".join(ASYM_ROUTE.format(a=a, b=b, link="loop" if a == b else "up" if a < b else "down")
+    def link(a: int, b: int) -> str:
+        return "loop" if a == b else "up" if a < b else "down"
+    routes = "".join(ASYM_ROUTE.format(a=a, b=b, link=link(a, b))
                      for a in range(n) for b in range(n))
     return ASYM_HEAD + hosts + routes + "  </zone>\n</platform>\n"
 
@@ -153,10 +155,10 @@ def main() -> int:
     ranks = parse_list(a.ranks, int, "--ranks")
     methods = parse_list(a.methods, str, "--methods")
     windows = parse_list(a.windows, float, "--windows")
-    ppn = parse_list(a.ppn, int, "--ppn")[0]
-    if ppn < 1 or ppn > 1024:
-        sys.exit("clocksync_scale: --ppn: 1..1024")
-    hosts = (max(ranks) + ppn - 1) // ppn
+    ppns = parse_list(a.ppn, int, "--ppn")
+    if any(v < 1 or v > 1024 for v in ppns):
+        sys.exit("clocksync_scale: --ppn: each must be 1..1024")
+    hosts = (max(ranks) + min(ppns) - 1) // min(ppns)
     if any(n < 2 or n > 4096 for n in ranks):
         sys.exit("clocksync_scale: --ranks: each must be 2..4096")
     if a.platform not in ("flat", "asymmetric"):
@@ -174,35 +176,38 @@ def main() -> int:
         work = Path(tmp)
         (work / "plat.xml").write_text(asymmetric_platform(hosts) if a.platform == "asymmetric"
                                        else PLATFORM.format(last=hosts - 1))
-        (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(hosts) for _ in range(ppn)))
         exe = build(work)
-        for w in windows:
-            for m in methods:
-                for n in ranks:
-                    row = run(exe, work, n, m, w)
-                    row["platform"] = a.platform
-                    row["ppn"] = ppn
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
-    for w in windows:
-        for m in methods:
-            sel = {r["ranks"]: r for r in rows if r["method"] == m and r["window_s"] == w}
-            lo, hi = min(sel), max(sel)
-            ok = sum(r["within_uncertainty"] for r in sel.values())
-            tot = sum(r["checked"] for r in sel.values())
-            f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
-            c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
-            print(
-                f"window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, {c_hi:.4f} s at {hi} "
-                f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
-                f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
-            )
-            us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
-                  for n in sorted(sel)]
-            print("  stated uncertainty mean / max (us): "
-                  + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
-                  + "; largest |error| / uncertainty: "
-                  + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
+        for ppn in ppns:
+            (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(hosts)
+                                                for _ in range(ppn)))
+            for w in windows:
+                for m in methods:
+                    for n in ranks:
+                        row = run(exe, work, n, m, w)
+                        row["platform"] = a.platform
+                        row["ppn"] = ppn
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
+    for ppn, w, m in ((ppn, w, m) for ppn in ppns for w in windows for m in methods):
+        sel = {r["ranks"]: r for r in rows
+               if r["method"] == m and r["window_s"] == w and r["ppn"] == ppn}
+        lo, hi = min(sel), max(sel)
+        ok = sum(r["within_uncertainty"] for r in sel.values())
+        tot = sum(r["checked"] for r in sel.values())
+        f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
+        c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
+        print(
+            f"ppn {ppn}, window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, "
+            f"{c_hi:.4f} s at {hi} "
+            f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
+            f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
+        )
+        us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
+              for n in sorted(sel)]
+        print("  stated uncertainty mean / max (us): "
+              + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
+              + "; largest |error| / uncertainty: "
+              + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
     if a.out:
         tmpname = a.out + ".tmp"
         with open(tmpname, "w") as f:
