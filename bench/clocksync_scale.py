@@ -37,6 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness
 from harness import REPO
 
 PLATFORM = """<?xml version='1.0'?>
@@ -209,10 +210,7 @@ def main() -> int:
               + "; largest |error| / uncertainty: "
               + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
     if a.out:
-        tmpname = a.out + ".tmp"
-        with open(tmpname, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmpname, a.out)
+        harness.write_json(a.out, rows)
     return 0
 
 

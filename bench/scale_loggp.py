@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -114,10 +113,7 @@ def main() -> int:
               f"{r['L_contained']} / {r['G_contained']} of "
               f"{r['pairs']} | {'met' if r['met'] else 'NOT met'} |")
     if a.json:
-        tmpname = a.json + ".tmp"
-        with open(tmpname, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmpname, a.json)
+        harness.write_json(a.json, rows)
     return 0
 
 
