@@ -58,7 +58,7 @@ int main(int argc, char **argv)
     MPI_Reduce(&cost, &maxcost, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         int inside = 0, drift_in = 0;
-        double maxerr = 0.0, maxu = 0.0, maxdu = 0.0, sumu = 0.0, ratio = 0.0, spread = 0.0;
+        double maxerr = 0.0, maxu = 0.0, maxdu = 0.0, sumu = 0.0, sume = 0.0, ratio = 0.0, spread = 0.0;
         for (int r = 1; r < size; r++) {
             const double *q = &all[5 * r];
             ratio = fmax(ratio, fabs(q[0]) / q[1]);
@@ -66,6 +66,7 @@ int main(int argc, char **argv)
             inside += fabs(q[0]) <= q[1];
             drift_in += fabs(q[2]) <= q[3];
             maxerr = fmax(maxerr, fabs(q[0]));
+            sume += fabs(q[0]);
             maxu = fmax(maxu, q[1]);
             maxdu = fmax(maxdu, q[3]);
             sumu += q[1];
@@ -73,9 +74,9 @@ int main(int argc, char **argv)
         printf("{\"method\": \"%s\", \"ranks\": %d, \"window_s\": %g, \"cost_s\": %.9g, \"attempts\": %d, "
                "\"first_attempt_s\": %.9g, \"within_uncertainty\": %d, \"checked\": %d, \"max_abs_error_s\": %.6g, \"max_uncertainty_s\": %.6g, "
                "\"mean_uncertainty_s\": %.6g, \"drift_within_uncertainty\": %d, \"max_drift_uncertainty\": %.6g, "
-               "\"max_error_to_uncertainty\": %.4g, \"max_injected_offset_s\": %.6g}\n",
+               "\"max_error_to_uncertainty\": %.4g, \"max_injected_offset_s\": %.6g, \"mean_abs_error_s\": %.6g}\n",
                mpilab_sync_method_name(method), size, window, maxcost, cs.attempts, cs.first_duration, inside, size - 1, maxerr, maxu,
-               sumu / (size - 1), drift_in, maxdu, ratio, spread);
+               sumu / (size - 1), drift_in, maxdu, ratio, spread, sume / (size - 1));
         free(all);
     }
     mpilab_clocksync_free(&cs);

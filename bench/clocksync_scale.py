@@ -14,10 +14,16 @@ stated uncertainty. Prints one JSON line per run and the cost ratios 1024 : 16.
 9 us link, every message back a 1 us one (no bandwidth sharing). A round trip cannot see
 this: every pair's offset is 4 us off, the same way along every path of the tree, so a
 depth-d rank is 4d us off. Stated uncertainties that hold there are not just loose enough
-for a symmetric network (its routes are listed pair by pair: at most 256 ranks).
+for a symmetric network (its routes are listed pair by pair: at most 256 hosts).
+
+--ppn N[,N...] puts N consecutive ranks on every host (block placement, as a cluster of N-core
+nodes runs MPI); ranks of one host talk over its loopback (0.3 us, 20 Gbit/s, as shared
+memory). The hierarchical method's tree then keeps every hop below a node's leader inside the
+node (src/bench/clocktree.c).
 
 Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical]
-                                [--windows 0,0.8] [--platform flat|asymmetric] [--out FILE]
+                                [--windows 0,0.8] [--platform flat|asymmetric] [--ppn N]
+                                [--out FILE]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness
 from harness import REPO
 
 PLATFORM = """<?xml version='1.0'?>
@@ -38,7 +45,8 @@ PLATFORM = """<?xml version='1.0'?>
 <platform version="4.1">
   <zone id="world" routing="Full">
     <cluster id="c" prefix="node-" suffix="" radical="0-{last}" speed="1Gf"
-             bw="1.25GBps" lat="1us" bb_bw="100GBps" bb_lat="0.5us"/>
+             bw="1.25GBps" lat="1us" bb_bw="100GBps" bb_lat="0.5us"
+             loopback_bw="2.5GBps" loopback_lat="0.3us"/>
   </zone>
 </platform>
 """
@@ -48,16 +56,20 @@ ASYM_HEAD = """<?xml version='1.0'?>
   <zone id="world" routing="Full">
     <link id="up" bandwidth="1.25GBps" latency="9us" sharing_policy="FATPIPE"/>
     <link id="down" bandwidth="1.25GBps" latency="1us" sharing_policy="FATPIPE"/>
+    <link id="loop" bandwidth="2.5GBps" latency="0.3us" sharing_policy="FATPIPE"/>
 """
 ASYM_ROUTE = ('    <route src="node-{a}" dst="node-{b}" symmetrical="NO">'
               '<link_ctn id="{link}"/></route>\n')
 
 
 def asymmetric_platform(n: int) -> str:
-    """Full routing over n hosts: lower to higher rank over 'up' (9 us), back over 'down'."""
+    """Full routing over n hosts: lower to higher host over 'up' (9 us), back over 'down';
+    the ranks of one host over 'loop' (0.3 us, both ways)."""
     hosts = "".join(f'    <host id="node-{i}" speed="1Gf"/>\n' for i in range(n))
-    routes = "".join(ASYM_ROUTE.format(a=a, b=b, link="up" if a < b else "down")
-                     for a in range(n) for b in range(n) if a != b)
+    def link(a: int, b: int) -> str:
+        return "loop" if a == b else "up" if a < b else "down"
+    routes = "".join(ASYM_ROUTE.format(a=a, b=b, link=link(a, b))
+                     for a in range(n) for b in range(n))
     return ASYM_HEAD + hosts + routes + "  </zone>\n</platform>\n"
 
 
@@ -84,6 +96,7 @@ def build(work: Path) -> Path:
     src = [
         REPO / "bench" / "clocksync_scale.c",
         REPO / "src" / "bench" / "clocksync.c",
+        REPO / "src" / "bench" / "clocktree.c",
         REPO / "src" / "bench" / "clockfit.c",
         REPO / "src" / "bench" / "wtime.c",
         REPO / "src" / "common" / "parse.c",
@@ -137,17 +150,22 @@ def main() -> int:
     ap.add_argument("--methods", default="skampi,hierarchical")
     ap.add_argument("--windows", default="0,0.8")
     ap.add_argument("--platform", default="flat")
+    ap.add_argument("--ppn", default="1")
     ap.add_argument("--out")
     a = ap.parse_args()
     ranks = parse_list(a.ranks, int, "--ranks")
     methods = parse_list(a.methods, str, "--methods")
     windows = parse_list(a.windows, float, "--windows")
+    ppns = parse_list(a.ppn, int, "--ppn")
+    if any(v < 1 or v > 1024 for v in ppns):
+        sys.exit("clocksync_scale: --ppn: each must be 1..1024")
+    hosts = (max(ranks) + min(ppns) - 1) // min(ppns)
     if any(n < 2 or n > 4096 for n in ranks):
         sys.exit("clocksync_scale: --ranks: each must be 2..4096")
     if a.platform not in ("flat", "asymmetric"):
         sys.exit(f"clocksync_scale: --platform: flat or asymmetric, not {a.platform!r}")
-    if a.platform == "asymmetric" and max(ranks) > 256:
-        sys.exit("clocksync_scale: --platform asymmetric: at most 256 ranks (routes per pair)")
+    if a.platform == "asymmetric" and hosts > 256:
+        sys.exit("clocksync_scale: --platform asymmetric: at most 256 hosts (routes per pair)")
     if any(m not in ("skampi", "regression", "hierarchical") for m in methods):
         sys.exit("clocksync_scale: --methods: skampi, regression, hierarchical")
     for tool in ("smpicc", "smpirun"):
@@ -157,41 +175,42 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="clocksync_scale.") as tmp:
         work = Path(tmp)
-        (work / "plat.xml").write_text(asymmetric_platform(max(ranks)) if a.platform == "asymmetric"
-                                       else PLATFORM.format(last=max(ranks) - 1))
-        (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(max(ranks))))
+        (work / "plat.xml").write_text(asymmetric_platform(hosts) if a.platform == "asymmetric"
+                                       else PLATFORM.format(last=hosts - 1))
         exe = build(work)
-        for w in windows:
-            for m in methods:
-                for n in ranks:
-                    row = run(exe, work, n, m, w)
-                    row["platform"] = a.platform
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
-    for w in windows:
-        for m in methods:
-            sel = {r["ranks"]: r for r in rows if r["method"] == m and r["window_s"] == w}
-            lo, hi = min(sel), max(sel)
-            ok = sum(r["within_uncertainty"] for r in sel.values())
-            tot = sum(r["checked"] for r in sel.values())
-            f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
-            c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
-            print(
-                f"window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, {c_hi:.4f} s at {hi} "
-                f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
-                f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
-            )
-            us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
-                  for n in sorted(sel)]
-            print("  stated uncertainty mean / max (us): "
-                  + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
-                  + "; largest |error| / uncertainty: "
-                  + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
+        for ppn in ppns:
+            (work / "hosts").write_text("".join(f"node-{i}\n" for i in range(hosts)
+                                                for _ in range(ppn)))
+            for w in windows:
+                for m in methods:
+                    for n in ranks:
+                        row = run(exe, work, n, m, w)
+                        row["platform"] = a.platform
+                        row["ppn"] = ppn
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
+    for ppn, w, m in ((ppn, w, m) for ppn in ppns for w in windows for m in methods):
+        sel = {r["ranks"]: r for r in rows
+               if r["method"] == m and r["window_s"] == w and r["ppn"] == ppn}
+        lo, hi = min(sel), max(sel)
+        ok = sum(r["within_uncertainty"] for r in sel.values())
+        tot = sum(r["checked"] for r in sel.values())
+        f_lo, f_hi = sel[lo]["first_attempt_s"], sel[hi]["first_attempt_s"]
+        c_lo, c_hi = sel[lo]["cost_s"], sel[hi]["cost_s"]
+        print(
+            f"ppn {ppn}, window {w:g} s, {m}: cost {c_lo:.4f} s at {lo} ranks, "
+            f"{c_hi:.4f} s at {hi} "
+            f"(ratio {c_hi / c_lo:.2f}; first attempt {f_lo:.4f} s and {f_hi:.4f} s, "
+            f"ratio {f_hi / f_lo:.2f}); offsets within the stated uncertainty: {ok} of {tot}"
+        )
+        us = [(n, sel[n]["mean_uncertainty_s"] * 1e6, sel[n]["max_uncertainty_s"] * 1e6)
+              for n in sorted(sel)]
+        print("  stated uncertainty mean / max (us): "
+              + ", ".join(f"{n}: {mean:.2f} / {top:.2f}" for n, mean, top in us)
+              + "; largest |error| / uncertainty: "
+              + ", ".join(f"{sel[n]['max_error_to_uncertainty']:.2f}" for n in sorted(sel)))
     if a.out:
-        tmpname = a.out + ".tmp"
-        with open(tmpname, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmpname, a.out)
+        harness.write_json(a.out, rows)
     return 0
 
 

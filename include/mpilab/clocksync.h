@@ -18,11 +18,13 @@ typedef enum mpilab_sync_method {
     /* ReproMPI JK/HCA-style: many ping-pongs over a period, the minimum-round-trip
      * exchange of every batch kept, linear regression of local on reference time. */
     MPILAB_SYNC_REGRESSION = 1,
-    /* Hierarchical (after ReproMPI's): a k-nomial tree of radix MPILAB_SYNC_TREE_RADIX,
-     * ceil(log_k p) rounds in which every parent synchronises its k - 1 children of the
-     * round SKaMPI-style, all parents at once; rank 0 composes each rank's model along its
-     * path to the root, adding the pairs' uncertainties. O((k - 1) log_k p) time where the
-     * flat methods take O(p). */
+    /* Hierarchical (after ReproMPI's): node-aware k-nomial trees of radix
+     * MPILAB_SYNC_TREE_RADIX (the ranks of a node, by processor name, under the node's lowest
+     * rank; the nodes' leaders under rank 0), every parent synchronising its children
+     * SKaMPI-style one after the other, all parents at once; rank 0 composes each rank's
+     * model along its path to the root, adding the pairs' uncertainties. O((k - 1) log_k p)
+     * time where the flat methods take O(p); a rank's path crosses the network only between
+     * leaders. */
     MPILAB_SYNC_HIERARCHICAL = 2,
     /* Exact: every rank reads one global clock (the SMPI build, where MPI_Wtime is SimGrid's
      * simulated time, and no clock injection on any rank: mpilab_clock_is_global). Nothing is
@@ -105,12 +107,13 @@ typedef struct mpilab_clocksync {
  * measures after it); an attempt that improves no rank ends the repetition. */
 #define MPILAB_SYNC_HORIZON_S 1.0
 
-/* Radix of the hierarchical method's tree. A rank's stated uncertainty is the sum of its
+/* Radix of the hierarchical method's trees. A rank's stated uncertainty is the sum of its
  * path's pair bounds (each about half a round trip, as a flat method's): with message delays
  * known only to be >= 0, the pairs' errors can all have one sign, so no composition can
  * state less for a rank that rank 0 never exchanged messages with. The depth (a rank's
- * number of non-zero base-k digits: at most 2 up to 1024 ranks, 3 up to 32768) is what the
- * radix buys, at k - 1 pair synchronisations per round. */
+ * number of non-zero base-k digits in its tree: at most 2 up to 1024 members, 3 up to 32768)
+ * is what the radix buys, at k - 1 pair synchronisations per round; the node-aware trees
+ * make every hop but the leaders' a node-local one, whose bound is small. */
 #define MPILAB_SYNC_TREE_RADIX 32
 
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when

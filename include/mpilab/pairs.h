@@ -48,6 +48,12 @@ size_t mpilab_pairs_sample_max(int n, int ngroups, int matchings);
  *   and the next in label order (a ring of groups), so the design stays O(n log n). */
 size_t mpilab_pairs_sample(int n, const int *groups, int matchings, uint64_t seed, mpilab_pair_t *out);
 
+/* One random perfect matching of n >= 2 ranks (n odd: one rank left out), sorted by (i, j):
+ * floor(n / 2) disjoint pairs, one round; the first random matching of the sampled design
+ * with the same seed, so a subset of it. Returns the number of pairs (0 if n < 2 or memory
+ * ran out). LogGP's pairs in a sampled run (mpilab-bench --loggp-pairs). */
+size_t mpilab_pairs_matching(int n, uint64_t seed, mpilab_pair_t *out);
+
 /* Every pair i < j of n ranks, sorted; returns n(n-1)/2. */
 size_t mpilab_pairs_full(int n, mpilab_pair_t *out);
 

@@ -51,6 +51,11 @@ typedef struct mpilab_runner_config {
     size_t lmo_rendezvous;   /* --lmo-rendezvous: LMO predictions take messages of at least this
                                 many bytes as synchronous (default 64K; 0: every one eager) */
     mpilab_loggp_opts_t lg;
+    /* --loggp-pairs: the pairs LogGP measures. 0 auto: one random perfect matching of the
+     * ranks (mpilab_pairs_matching, a subset of the design, one round) when the pair design is
+     * sampled, else the design's pairs; 1 design: always the design's; 2 matching: always one
+     * matching */
+    int loggp_pairs;
     int list;      /* 1: --list, 2: --list --json */
     /* --placement: the mode parsed here; the placement itself must happen before MPI_Init
      * (mpilab_placement_apply), its outcome is given to the run in `placement` (may be NULL) */

@@ -4,7 +4,7 @@
  * clock l on receipt and returns l, rank 0 stamps s2. The probe pairs the reference time
  * (s1 + s2) / 2 with the local time l; the shorter the round trip s2 - s1, the tighter
  * the pairing, so both methods keep minimum-round-trip probes only. */
-#include "mpilab/clocksync.h"
+#include "clocksync_int.h"
 #include "mpilab/wtime.h"
 
 #include <gsl/gsl_sort.h>
@@ -12,36 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define TAG_CMD 7101
-#define TAG_REPLY 7102
-#define TAG_MODEL 7103
-
-/* SKaMPI-style: probes until no new minimum for SK_PATIENCE probes (bounded). */
-#define SK_MIN_PROBES 10
-#define SK_MAX_PROBES 200
-#define SK_PATIENCE 8
-#define SK_GAP_S 0.005 /* least time between the two offset estimates */
-/* Regression: batches of probes, the minimum-round-trip probe of each batch kept. */
-#define RG_BATCHES 24
-#define RG_BATCH 6
-#define RG_SPAN_S 0.02 /* batches spread over at least this long */
-#define RG_DRIFT_Z 3.0 /* drift kept only if at least 3 standard errors from zero */
-#define RG_RTT_KEEP 1.25    /* batches kept: best RTT <= 1.25 x the least one ... */
-#define RG_RTT_SLACK_S 2e-7 /* ... + 0.2 us */
-#define RG_MIN_KEPT 6
-#define VERIFY_PROBES 10
-/* Quartz oscillators drift by tens of ppm; a fitted drift beyond 1000 ppm is not a clock
- * but a run of delayed probes on a loaded machine (a spurious 1e-2 was seen with 4 ranks on
- * 2 busy cores): such a model is treated as unresolved (offset-only). */
-#define MAX_PLAUSIBLE_DRIFT 1e-3
-#define NM 6 /* doubles per rank in the model exchange */
-/* slots: offset, drift, residual, uncertainty, drift uncertainty, anchor (ref time at which
- * the offset is known to within the uncertainty) */
-
-typedef struct probe {
-    double ref, local, rtt;
-} probe_t;
 
 static int do_probe(MPI_Comm comm, int r, double t0, probe_t *p)
 {
@@ -57,14 +27,14 @@ static int do_probe(MPI_Comm comm, int r, double t0, probe_t *p)
     return rc;
 }
 
-static int end_phase(MPI_Comm comm, int r)
+int mpilab_cs_end_phase(MPI_Comm comm, int r)
 {
     double cmd = 0.0;
     return MPI_Send(&cmd, 1, MPI_DOUBLE, r, TAG_CMD, comm);
 }
 
 /* Probed side of one phase: answer the prober's probes until told to stop. */
-static int serve(MPI_Comm comm, int prober)
+int mpilab_cs_serve(MPI_Comm comm, int prober)
 {
     for (;;) {
         double cmd = 0.0;
@@ -81,7 +51,7 @@ static int serve(MPI_Comm comm, int prober)
 }
 
 /* SKaMPI-style minimum-round-trip probe: repeat until no new minimum for a while. */
-static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, int effort,
+int mpilab_cs_min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, int effort,
                          probe_t *best)
 {
     best->rtt = INFINITY;
@@ -103,7 +73,7 @@ static int min_rtt_probe(MPI_Comm comm, int r, double t0, int min_probes, int ef
     return MPI_SUCCESS;
 }
 
-static void sleep_until(double t)
+void mpilab_cs_sleep_until(double t)
 {
     double now;
     while ((now = mpilab_wtime()) < t) {
@@ -115,7 +85,7 @@ static void sleep_until(double t)
 
 /* SKaMPI, one rank's model from its two minimum-round-trip probes a (first) and b (after
  * the gap): mr = the rank's NM model slots. */
-static void skampi_model(const probe_t *a, const probe_t *b, double *mr)
+void mpilab_cs_skampi_model(const probe_t *a, const probe_t *b, double *mr)
 {
     double ref[2] = {a->ref, b->ref}, loc[2] = {a->local, b->local};
     mpilab_clock_model_t m;
@@ -148,17 +118,17 @@ static int skampi_phases(MPI_Comm comm, int size, double t0, probe_t *a, double 
                          int effort, int rc)
 {
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
-        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &a[r]);
+        rc = mpilab_cs_min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &a[r]);
         if (rc == MPI_SUCCESS)
-            rc = end_phase(comm, r);
+            rc = mpilab_cs_end_phase(comm, r);
     }
-    sleep_until(mpilab_wtime() + SK_GAP_S);
+    mpilab_cs_sleep_until(mpilab_wtime() + SK_GAP_S);
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++) {
         probe_t b;
-        rc = min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &b);
+        rc = mpilab_cs_min_rtt_probe(comm, r, t0, SK_MIN_PROBES, effort, &b);
         if (rc == MPI_SUCCESS)
-            rc = end_phase(comm, r);
-        skampi_model(&a[r], &b, &model[NM * r]);
+            rc = mpilab_cs_end_phase(comm, r);
+        mpilab_cs_skampi_model(&a[r], &b, &model[NM * r]);
     }
     return rc;
 }
@@ -170,7 +140,7 @@ static int regression_batches(MPI_Comm comm, int r, double t0, int effort, probe
     int rc = MPI_SUCCESS;
     double begin = mpilab_wtime();
     for (int bt = 0; bt < RG_BATCHES && rc == MPI_SUCCESS; bt++) {
-        sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
+        mpilab_cs_sleep_until(begin + RG_SPAN_S * bt / (RG_BATCHES - 1));
         pts[bt].rtt = INFINITY;
         for (int k = 0; k < RG_BATCH * effort && rc == MPI_SUCCESS; k++) {
             probe_t p;
@@ -180,7 +150,7 @@ static int regression_batches(MPI_Comm comm, int r, double t0, int effort, probe
         }
     }
     if (rc == MPI_SUCCESS)
-        rc = end_phase(comm, r);
+        rc = mpilab_cs_end_phase(comm, r);
     return rc;
 }
 
@@ -277,12 +247,12 @@ static int regression_phase(MPI_Comm comm, int size, double t0, probe_t *pts, do
 /* The check of one probed rank r: an independent minimum-round-trip probe after the fit
  * gives r's residual (mr[2]) and re-anchors the model when the probe is tighter than the
  * model extrapolated to it (drift kept). */
-static int verify_one(MPI_Comm comm, int r, double t0, double *mr, int effort)
+int mpilab_cs_verify_one(MPI_Comm comm, int r, double t0, double *mr, int effort)
 {
     probe_t v;
-    int rc = min_rtt_probe(comm, r, t0, VERIFY_PROBES, effort, &v);
+    int rc = mpilab_cs_min_rtt_probe(comm, r, t0, VERIFY_PROBES, effort, &v);
     if (rc == MPI_SUCCESS)
-        rc = end_phase(comm, r);
+        rc = mpilab_cs_end_phase(comm, r);
     double predicted = mr[0] + (1.0 + mr[1]) * v.ref;
     mr[2] = fabs(v.local - predicted);
     double extrapolated = mr[3] + mr[4] * fabs(v.ref - mr[5]);
@@ -299,7 +269,7 @@ static int verify_one(MPI_Comm comm, int r, double t0, double *mr, int effort)
 static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int effort, int rc)
 {
     for (int r = 1; r < size && rc == MPI_SUCCESS; r++)
-        rc = verify_one(comm, r, t0, &model[NM * r], effort);
+        rc = mpilab_cs_verify_one(comm, r, t0, &model[NM * r], effort);
     /* Every uncertainty is stated for the end of the synchronisation: an unresolved
      * (or imprecise) drift adds its bound times the time since the anchor. */
     double t_end = mpilab_wtime() - t0;
@@ -315,7 +285,7 @@ static int verify_phase(MPI_Comm comm, int size, double t0, double *model, int e
  * anchor to within their uncertainty there, so the line through the two readings has a
  * drift known to within (u_a + u_b) / (anchor_b - anchor_a). b becomes that model (anchored
  * at b's reading) when this bound is tighter than b's own. */
-static void combine_drift(const double *a, double *b)
+void mpilab_cs_combine_drift(const double *a, double *b)
 {
     double span = b[5] - a[5];
     if (!(span > 0.0))
@@ -351,10 +321,10 @@ static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, doubl
         rc = MPI_ERR_NO_MEM;
     rc = flat_pass(comm, method, size, t0, a, pts, model, effort, rc);
     if (window > 0.0 && rc == MPI_SUCCESS) {
-        sleep_until(t0 + window);
+        mpilab_cs_sleep_until(t0 + window);
         rc = flat_pass(comm, method, size, t0, a, pts, second, effort, rc);
         for (int r = 1; r < size; r++) {
-            combine_drift(&model[NM * r], &second[NM * r]);
+            mpilab_cs_combine_drift(&model[NM * r], &second[NM * r]);
             memcpy(&model[NM * r], &second[NM * r], NM * sizeof *model);
         }
     }
@@ -362,145 +332,6 @@ static int root_side(MPI_Comm comm, mpilab_sync_method_t method, int size, doubl
     free(a);
     free(pts);
     free(second);
-    return rc;
-}
-
-/* Hierarchical (a k-nomial tree of radix TREE_RADIX, after ReproMPI's hierarchical
- * synchronisation): in round j (j = 0, 1, ... while TREE_RADIX^j < size) every rank that is a
- * multiple of TREE_RADIX^(j+1) synchronises its children rank + i TREE_RADIX^j (i = 1 ..
- * TREE_RADIX - 1) against its own clock, one after the other, all parents at once. A rank's
- * parent is the rank with its lowest non-zero base-TREE_RADIX digit cleared, so its depth is
- * its number of such digits. Three sweeps of the rounds: a minimum-round-trip probe of every
- * pair, one shared gap (the drift window, or SK_GAP_S), a second probe of every pair (the
- * pair's SKaMPI model from the two), then the check of every pair (verify_one: residual and
- * re-anchoring), which also hands each child its pair model. Every pair's anchor is thus in
- * the last sweep, close to the end, and every pair's drift is resolved over at least the gap.
- * Rank 0 gathers the pair models and composes every rank's model along its path
- * (clocksync.h). */
-#define TREE_RADIX MPILAB_SYNC_TREE_RADIX
-
-/* The rank's slots (round j, child i: j (TREE_RADIX - 1) + i - 1) for size ranks. */
-static int tree_slots(int size)
-{
-    int rounds = 0;
-    for (long step = 1; step < size; step *= TREE_RADIX)
-        rounds++;
-    return rounds > 0 ? rounds * (TREE_RADIX - 1) : 1;
-}
-
-/* r's parent (r >= 1): r with its lowest non-zero base-TREE_RADIX digit cleared. */
-static int tree_parent(int r)
-{
-    long step = 1;
-    while ((r / step) % TREE_RADIX == 0)
-        step *= TREE_RADIX;
-    return (int)(r - ((r / step) % TREE_RADIX) * step);
-}
-
-/* One sweep of the rounds. check 0: every child probed once (minimum round trip, into
- * probe[slot]); check 1: every pair checked (verify_one on pair[NM * slot]; the drift of the
- * line from probe[slot], the first sweep's, to the check when tighter) and the model sent to
- * the child. A child answers its parent in its own round (and, check 1, receives
- * its pair model into mine), then sits out the later rounds. */
-static int tree_sweep(MPI_Comm comm, int rank, int size, double t0, int effort, int check, probe_t *probe,
-                      double *pair, double *mine)
-{
-    int rc = MPI_SUCCESS, j = 0;
-    for (long step = 1; step < size && rc == MPI_SUCCESS; step *= TREE_RADIX, j++) {
-        if (rank % (step * TREE_RADIX) != 0) { /* its lowest non-zero digit: its own round */
-            int parent = (int)(rank - ((rank / step) % TREE_RADIX) * step);
-            rc = serve(comm, parent);
-            if (check && rc == MPI_SUCCESS)
-                rc = MPI_Recv(mine, NM, MPI_DOUBLE, parent, TAG_MODEL, comm, MPI_STATUS_IGNORE);
-            break;
-        }
-        for (int i = 1; i < TREE_RADIX && rank + i * step < size && rc == MPI_SUCCESS; i++) {
-            int child = (int)(rank + i * step), s = j * (TREE_RADIX - 1) + i - 1;
-            if (!check) {
-                rc = min_rtt_probe(comm, child, t0, SK_MIN_PROBES, effort, &probe[s]);
-                if (rc == MPI_SUCCESS)
-                    rc = end_phase(comm, child);
-                continue;
-            }
-            rc = verify_one(comm, child, t0, &pair[NM * s], effort);
-            /* the drift over the longer span from the first sweep's probe to the check */
-            double first[NM] = {probe[s].local - probe[s].ref, 0.0, 0.0, 0.5 * probe[s].rtt, 0.0, probe[s].ref};
-            combine_drift(first, &pair[NM * s]);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Send(&pair[NM * s], NM, MPI_DOUBLE, child, TAG_MODEL, comm);
-        }
-    }
-    return rc;
-}
-
-/* Rank 0: every rank's model from the pair models (all: NM per rank, r's model against its
- * parent), in rank order (a parent is below its children). Composition of
- * local_r = o + (1 + d) local_p and local_p = O + (1 + D) ref: offset o + (1 + d) O, drift
- * (1 + d)(1 + D) - 1. The uncertainties add: the pair's, carried from its anchor to t_end
- * at its drift uncertainty (both on the parent's clock, which reads O + (1 + D) t_end at
- * t_end to within the parent's uncertainty U), and the parent's U, scaled by the pair's
- * slope (1 + d, known to within the pair's drift uncertainty). */
-static void tree_compose(const double *all, int size, double t_end, double *model)
-{
-    memset(model, 0, NM * sizeof *model);
-    for (int r = 1; r < size; r++) {
-        const double *c = &all[NM * r];
-        const double *P = &model[NM * tree_parent(r)];
-        double *m = &model[NM * r];
-        double elapsed = fabs(P[0] + (1.0 + P[1]) * t_end - c[5]) + P[3];
-        m[0] = c[0] + (1.0 + c[1]) * P[0];
-        m[1] = (1.0 + c[1]) * (1.0 + P[1]) - 1.0;
-        m[2] = c[2] + P[2];
-        m[3] = c[3] + c[4] * elapsed + (1.0 + fabs(c[1]) + c[4]) * P[3];
-        m[4] = (1.0 + fabs(c[1])) * P[4] + c[4] * (1.0 + fabs(P[1])) + c[4] * P[4];
-        m[5] = t_end;
-        /* each pair's drift is plausible, but a chain of them may add up past the bound
-         * (-1029 ppm seen at depth 2 under ASan on a loaded machine): the composed model is
-         * then offset-only at t_end, its drift unresolved (as a pair's is, see
-         * MAX_PLAUSIBLE_DRIFT) */
-        if (fabs(m[1]) > MAX_PLAUSIBLE_DRIFT) {
-            m[0] += m[1] * t_end;
-            m[4] += fmin(fabs(m[1]), MAX_PLAUSIBLE_DRIFT);
-            m[1] = 0.0;
-        }
-    }
-}
-
-/* Every rank's side of the hierarchical synchronisation (model: rank 0's result). */
-static int tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window)
-{
-    double start = mpilab_wtime(); /* own clock: the ranks' clocks may be far apart */
-    int slots = tree_slots(size);
-    probe_t *a = calloc((size_t)slots, sizeof *a), *b = calloc((size_t)slots, sizeof *b);
-    double *pair = calloc((size_t)slots * NM, sizeof *pair);
-    double *all = rank == 0 ? calloc((size_t)size * NM, sizeof *all) : NULL;
-    double mine[NM] = {0};
-    int rc = (!a || !b || !pair || (rank == 0 && !all)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
-    for (int s = 0; s < slots && rc == MPI_SUCCESS; s++)
-        a[s].rtt = -1.0; /* slots without a child stay unprobed */
-    if (rc == MPI_SUCCESS)
-        rc = tree_sweep(comm, rank, size, t0, effort, 0, a, pair, mine);
-    /* the shared gap, each rank on its own clock from its own start (t0 is rank 0's clock,
-     * which another rank's may trail by far more than the window) */
-    if (rc == MPI_SUCCESS)
-        sleep_until(window > 0.0 ? start + window : mpilab_wtime() + SK_GAP_S);
-    if (rc == MPI_SUCCESS)
-        rc = tree_sweep(comm, rank, size, t0, effort, 0, b, pair, mine);
-    for (int s = 0; s < slots && rc == MPI_SUCCESS; s++)
-        if (a[s].rtt >= 0.0)
-            skampi_model(&a[s], &b[s], &pair[NM * s]);
-    if (rc == MPI_SUCCESS)
-        rc = tree_sweep(comm, rank, size, t0, effort, 1, a, pair, mine);
-    /* every rank reaches the gather (a failed rank contributes zeros; publish fails them all) */
-    int rc2 = MPI_Gather(mine, NM, MPI_DOUBLE, all, NM, MPI_DOUBLE, 0, comm);
-    if (rc == MPI_SUCCESS)
-        rc = rc2;
-    if (rank == 0 && rc == MPI_SUCCESS)
-        tree_compose(all, size, mpilab_wtime() - t0, model);
-    free(a);
-    free(b);
-    free(pair);
-    free(all);
     return rc;
 }
 
@@ -531,7 +362,7 @@ static int publish(MPI_Comm comm, int size, double *model, int rc, mpilab_clocks
 
 /* One synchronisation; effort (>= 1) multiplies the probes of every minimum-round-trip
  * search and regression batch (flat: only rank 0 probes, the others answer until told to
- * stop; hierarchical: tree_side); window > 0: a second probing pass that long after the
+ * stop; hierarchical: src/bench/clocktree.c); window > 0: a second probing pass that long after the
  * start, for the drift. */
 int mpilab_clock_global_build(void)
 {
@@ -599,10 +430,10 @@ static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort, dou
         rc = MPI_ERR_NO_MEM;
     if (method == MPILAB_SYNC_HIERARCHICAL) {
         if (rc == MPI_SUCCESS)
-            rc = tree_side(comm, rank, size, t0, model, effort, window);
+            rc = mpilab_cs_tree_side(comm, rank, size, t0, model, effort, window);
     } else if (rank != 0) {
         for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
-            rc = serve(comm, 0);
+            rc = mpilab_cs_serve(comm, 0);
     } else if (rc == MPI_SUCCESS) {
         rc = root_side(comm, method, size, t0, model, effort, window);
     }

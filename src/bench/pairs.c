@@ -110,6 +110,21 @@ static int cross_groups(int n, const int *groups, uint64_t *s, mpilab_pair_t *ou
     return rc;
 }
 
+/* One random perfect matching (a Fisher-Yates shuffle of the ranks, paired in order) into
+ * out[*k ..]; perm: n ints of scratch. */
+static void random_matching(int n, uint64_t *s, int *perm, mpilab_pair_t *out, size_t *k)
+{
+    for (int r = 0; r < n; r++)
+        perm[r] = r;
+    for (int a = n - 1; a > 0; a--) {
+        int b = (int)below(s, (size_t)a + 1), t = perm[a];
+        perm[a] = perm[b];
+        perm[b] = t;
+    }
+    for (int a = 0; a + 1 < n; a += 2)
+        put(out, k, perm[a], perm[a + 1]);
+}
+
 size_t mpilab_pairs_sample(int n, const int *groups, int matchings, uint64_t seed, mpilab_pair_t *out)
 {
     if (n < 3 || matchings < 0)
@@ -125,17 +140,8 @@ size_t mpilab_pairs_sample(int n, const int *groups, int matchings, uint64_t see
     int *perm = malloc((size_t)n * sizeof *perm);
     if (!perm)
         return 0;
-    for (int m = 0; m < matchings; m++) {
-        for (int r = 0; r < n; r++)
-            perm[r] = r;
-        for (int a = n - 1; a > 0; a--) {
-            int b = (int)below(&s, (size_t)a + 1), t = perm[a];
-            perm[a] = perm[b];
-            perm[b] = t;
-        }
-        for (int a = 0; a + 1 < n; a += 2)
-            put(out, &k, perm[a], perm[a + 1]);
-    }
+    for (int m = 0; m < matchings; m++)
+        random_matching(n, &s, perm, out, &k);
     free(perm);
     if (groups && cross_groups(n, groups, &s, out, &k) != 0)
         return 0;
@@ -146,6 +152,21 @@ size_t mpilab_pairs_sample(int n, const int *groups, int matchings, uint64_t see
         if (out[r].i != out[r].j && (w == 0 || cmp_pair(&out[w - 1], &out[r]) != 0))
             out[w++] = out[r];
     return w;
+}
+
+size_t mpilab_pairs_matching(int n, uint64_t seed, mpilab_pair_t *out)
+{
+    if (n < 2)
+        return 0;
+    int *perm = malloc((size_t)n * sizeof *perm);
+    if (!perm)
+        return 0;
+    uint64_t s = seed;
+    size_t k = 0;
+    random_matching(n, &s, perm, out, &k);
+    free(perm);
+    qsort(out, k, sizeof *out, cmp_pair);
+    return k;
 }
 
 size_t mpilab_pairs_full(int n, mpilab_pair_t *out)

@@ -77,6 +77,9 @@ void mpilab_runner_usage(FILE *f)
         "  --no-fit             no models\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
+        "  --loggp-pairs P      the pairs LogGP measures: design (those of --pairs), matching (one\n"
+        "                       random perfect matching of the ranks, a subset of a sampled design,\n"
+        "                       one round) or auto (matching when the design is sampled; default)\n"
         "  --window N           suite: streaming window, sends per reply (count, default 160)\n"
         "  --pairs K            suite: stream_multi pairs (count, 0 = ranks/2, default 0)\n"
         "  --poll-sweep LIST    suite: COMB work-loop iterations between polls (counts, at most %d;\n"
@@ -240,7 +243,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -255,6 +258,7 @@ static const struct option longopts[] = {
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
     {"warmup", required_argument, 0, O_WARMUP}, {"models", required_argument, 0, O_MODELS},
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
+    {"loggp-pairs", required_argument, 0, O_LGPAIRS},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
@@ -406,6 +410,17 @@ static int imb_spellings(int argc, char **argv, char *err, size_t errlen)
     return 0;
 }
 
+static int loggp_pairs_arg(const char *v, mpilab_runner_config_t *c, char *err, size_t errlen)
+{
+    static const char *const names[] = {"auto", "design", "matching"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(v, names[k]) == 0) {
+            c->loggp_pairs = k;
+            return 0;
+        }
+    return fail(err, errlen, "--loggp-pairs: '%s' is not auto, design or matching", v);
+}
+
 /* One option; returns 0, MPILAB_RUNNER_HELP or MPILAB_RUNNER_BAD. */
 static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c, raw_t *r, char *err, size_t errlen)
 {
@@ -478,6 +493,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
         c->lmo_rendezvous = sz;
         return 0;
     case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
+    case O_LGPAIRS: return loggp_pairs_arg(v, c, err, errlen);
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
     case 'h': return MPILAB_RUNNER_HELP;
     case O_VERSION: r->version = 1; return 0;

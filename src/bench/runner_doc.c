@@ -273,9 +273,11 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     if (lres) {
         if (!models)
             models = json_object();
-        json_t *lg = mpilab_models_loggp(lres, w->rp.npairs, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout);
-        if (lg) /* the measurement's own cost, as wall_s is a measurement's */
+        json_t *lg = mpilab_models_loggp(lres, w->loggp_npairs, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout);
+        if (lg) { /* the measurement's own cost, as wall_s is a measurement's; which pairs */
             json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
+            json_object_set_new(lg, "pairs_design", json_string(w->loggp_design));
+        }
         json_object_set_new(models, "loggp", lg);
     }
     if (lmo) {

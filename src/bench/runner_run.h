@@ -40,6 +40,8 @@ typedef struct run {
     double sync_last_end;
     size_t sync_count;
     double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
+    size_t loggp_npairs;     /* the pairs LogGP measured (rank 0's results) ... */
+    const char *loggp_design; /* ... and which: the design's name, or "matching" */
     runner_pairs_t rp;  /* the pair design of all-pairs entries */
     double save_cost;   /* rank 0: seconds the last checkpoint took */
     int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */

@@ -151,6 +151,52 @@ MPILAB_TEST(full_design_gets_the_circle_rounds)
     }
 }
 
+/* One random perfect matching (LogGP's pairs at scale): floor(n/2) pairs, sorted, no rank
+ * twice, one round; the first matching of the sampled design with the same seed, so a subset
+ * of it; another seed, another matching; n < 2 refused. */
+MPILAB_TEST(matching_is_one_round_inside_the_design)
+{
+    for (int n = 2; n <= 257; n += (n < 12 ? 1 : 61)) {
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            int m = mpilab_pairs_default_matchings(n);
+            mpilab_pair_t *mp = calloc((size_t)n, sizeof *mp);
+            mpilab_pair_t *d = calloc(mpilab_pairs_sample_max(n, 0, m) + 1, sizeof *d);
+            size_t *order = calloc((size_t)n, sizeof *order), *start = calloc((size_t)n + 1, sizeof *start);
+            int *seen = calloc((size_t)n, sizeof *seen);
+            CHECK(mp && d && order && start && seen);
+            size_t k = mpilab_pairs_matching(n, seed, mp);
+            CHECK(k == (size_t)n / 2);
+            for (size_t a = 0; a < k; a++) {
+                CHECK(0 <= mp[a].i && mp[a].i < mp[a].j && mp[a].j < n);
+                CHECK(a == 0 || mp[a - 1].i < mp[a].i || (mp[a - 1].i == mp[a].i && mp[a - 1].j < mp[a].j));
+                seen[mp[a].i]++;
+                seen[mp[a].j]++;
+            }
+            int twice = 0;
+            for (int r = 0; r < n; r++)
+                twice += seen[r] > 1;
+            CHECK(twice == 0);
+            CHECK(mpilab_pairs_rounds(n, mp, k, order, start) == 1 && start[1] == k);
+            size_t nd = n >= 3 ? mpilab_pairs_sample(n, NULL, m, seed, d) : 0;
+            for (size_t a = 0; n >= 3 && a < k; a++) {
+                int found = 0;
+                for (size_t b = 0; b < nd && !found; b++)
+                    found = d[b].i == mp[a].i && d[b].j == mp[a].j;
+                CHECK(found);
+            }
+            free(mp);
+            free(d);
+            free(order);
+            free(start);
+            free(seen);
+        }
+    }
+    mpilab_pair_t a[64], b[64];
+    CHECK(mpilab_pairs_matching(64, 1, a) == 32 && mpilab_pairs_matching(64, 2, b) == 32);
+    CHECK(memcmp(a, b, sizeof a / 2) != 0);
+    CHECK(mpilab_pairs_matching(1, 0, a) == 0 && mpilab_pairs_matching(0, 0, a) == 0);
+}
+
 MPILAB_TEST(bad_input_is_refused)
 {
     mpilab_pair_t p[8];

@@ -7,6 +7,11 @@ runner=$1
 launch=$2
 . "$(dirname "$0")/tmpdir.sh"
 run() { "$launch" -q 2 "$runner" "$@"; }
+# the runner without MPI ranks to talk to (--list, --help, --version): directly, or, in the
+# SMPI flavour (whose programs only smpirun starts), as one simulated rank
+direct() {
+    if [ "${MPILAB_TEST_MPI:-}" = smpi ]; then "$launch" -q 1 "$runner" "$@"; else "$runner" "$@"; fi
+}
 fail=0
 # Bad-input cases run a few at a time (they mostly wait for mpirun's start-up).
 cases=()
@@ -61,6 +66,7 @@ bad --cl 1
 bad --min-reps 10 --max-reps 5
 bad --models foo
 bad --models loggp --loggp-burst 1
+bad --models loggp --loggp-pairs some
 bad --min-reps 1
 bad --min-reps x
 bad --timing fastest
@@ -96,26 +102,32 @@ rc=$?
 if [ "$rc" -eq 0 ] || [ "$(wc -l <"$tmp/stderr")" -ne 1 ]; then echo "FAIL: unwritable --out rc=$rc"; fail=1; else echo "ok: unwritable --out: $(cat "$tmp/stderr")"; fi
 
 # --list names every operation and implementation with its timing methods
-"$runner" --list >"$tmp/list" 2>/dev/null || { echo "FAIL: --list exit"; fail=1; }
+direct --list >"$tmp/list" 2>/dev/null || { echo "FAIL: --list exit"; fail=1; }
 for want in "p2p roundtrip p2p" "scatter linear max,root,global,opspec" "gather binomial max,root,global,opspec" \
             "bcast native max,root,global" "alltoall native max,root,global" "barrier native max,root,global"; do
     grep -qx "$want" "$tmp/list" || { echo "FAIL: --list lacks '$want'"; fail=1; }
 done
 
-# -h/--help (every option, units stated) and --version: stdout, exit 0, nothing on stderr
-for a in -h --help --version; do
-    "$runner" $a >"$tmp/info" 2>"$tmp/stderr" || { echo "FAIL: $a exit"; fail=1; }
+# -h/--help (every option, units stated) and --version: stdout, exit 0, nothing on stderr.
+# SimGrid's engine takes --help and --version out of a simulated program's arguments for its
+# own (its options and its version), so the SMPI flavour checks -h only.
+infos="-h --help --version"
+[ "${MPILAB_TEST_MPI:-}" = smpi ] && infos="-h"
+for a in $infos; do
+    direct $a >"$tmp/info" 2>"$tmp/stderr" || { echo "FAIL: $a exit"; fail=1; }
     [ -s "$tmp/info" ] && [ ! -s "$tmp/stderr" ] || { echo "FAIL: $a output"; fail=1; }
 done
-"$runner" --help | grep -q "K = 1024" || { echo "FAIL: --help states no binary units"; fail=1; }
+direct -h >"$tmp/help" 2>/dev/null
+grep -q "K = 1024" "$tmp/help" || { echo "FAIL: --help states no binary units"; fail=1; }
 for o in --list --ops --sizes -m --timing --cl --eps --min-reps --max-reps --allow-single-rep --warmup \
          --isolation --pipeline-depth --root --sync --p2p-schedule --p2p-back --models --no-fit --loggp-burst \
-         --loggp-or-wait --window --pairs --pair-groups --pairs-seed --poll-sweep --comb-msgs --out --quiet --help \
-         --iterations -x -msglog; do  # every option described
-    "$runner" --help | grep -q -- "^  \(-[a-z], \)\?$o " || { echo "FAIL: --help does not describe $o"; fail=1; }
+         --loggp-or-wait --loggp-pairs --window --pairs --pair-groups --pairs-seed --poll-sweep --comb-msgs --out \
+         --quiet --help --iterations -x -msglog; do  # every option described
+    grep -q -- "^  \(-[a-z], \)\?$o " "$tmp/help" || { echo "FAIL: --help does not describe $o"; fail=1; }
 done
-"$runner" --help | grep -q -- "--version" || { echo "FAIL: --help does not mention --version"; fail=1; }
-grep -q '^mpilab-bench [0-9]' "$tmp/info" || { echo "FAIL: --version prints '$(cat "$tmp/info")'"; fail=1; }
+grep -q -- "--version" "$tmp/help" || { echo "FAIL: --help does not mention --version"; fail=1; }
+[ "${MPILAB_TEST_MPI:-}" = smpi ] || grep -q '^mpilab-bench [0-9]' "$tmp/info" \
+    || { echo "FAIL: --version prints '$(cat "$tmp/info")'"; fail=1; }
 # strict values: blank-then-minus and nan refused with one line, exit 2 (quoted, so not via bad())
 for a in "--sizes= -4" "--max-reps= 5" "--cl=nan" "-m4K:1K" "--sizes=\xd9\xa4"; do
     a=$(printf "%b" "$a")
@@ -187,12 +199,14 @@ run --ops p2p,scatter:linear,gather:binomial,bcast --sizes 16,1K --timing max,ro
 rc=$?
 if [ "$rc" -ne 0 ] || [ -s "$tmp/stderr" ]; then echo "FAIL: good run rc=$rc"; cat "$tmp/stderr"; fail=1; fi
 python3 - "$out" "$tmp/table" <<'PY' || fail=1
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 assert d["schema"] == "mpilab.results/1"
 p = d["provenance"]
 assert p["tool"] == "mpilab-bench" and p["ranks"] == 2 and p["options"]["timing"] == ["max", "root", "global", "opspec"]
-assert p["clock_sync"]["method"] == "skampi" and p["clock_sync"]["max_residual_s"] >= 0
+# the runner's default: skampi, or exact in the SMPI flavour (one simulated clock, nothing probed)
+want_sync = "exact" if os.environ.get("MPILAB_TEST_MPI") == "smpi" else "skampi"
+assert p["clock_sync"]["method"] == want_sync and p["clock_sync"]["max_residual_s"] >= 0, p["clock_sync"]
 assert 1 <= p["clock_sync"]["last_attempts"] <= 6 and isinstance(p["clock_sync"]["last_precise"], bool)
 assert p["placement"]["mode"] == "auto" and p["placement"]["reason"] and p["options"]["placement"] == "auto"
 assert p["options"]["precision"]["min_time_s"] == 0.002

@@ -88,16 +88,21 @@ def test_simulated_loggp_recovers_the_platform(run_cli: Callable[..., Any],
 
 
 @needs_smpi
+@pytest.mark.parametrize("loggp_pairs", ["design", "auto"])
 def test_simulated_loggp_over_the_sampled_design(run_cli: Callable[..., Any],
-                                                 tmp_path: Path) -> None:
-    """LogGP measures the run's pair design: with --pairs sampled at 10 ranks it fits
-    exactly the pairs the p2p matrix measured (fewer than all 45), each the platform's L and
-    G; no predictions (they need every pair); the results say what the LogGP measurement and
-    the clock synchronisations cost (models.loggp.wall_s, clock_sync.total_duration_s)."""
+                                                 tmp_path: Path, loggp_pairs: str) -> None:
+    """LogGP measures the run's pair design (--loggp-pairs design): with --pairs sampled at 10
+    ranks it fits exactly the pairs the p2p matrix measured (fewer than all 45); by default
+    (auto) a sampled design's LogGP is one random perfect matching of the ranks instead: 5
+    disjoint pairs, every rank in one, all of them pairs of the design. Each pair the
+    platform's L and G; no predictions (they need every pair); the results say which pairs
+    and what the LogGP measurement and the clock synchronisations cost (models.loggp.wall_s,
+    pairs_design, clock_sync.total_duration_s)."""
     plat = _platform(run_cli, tmp_path, 10, "1Gbit", "25us")
     p = run_cli("bench", "--sim", str(plat), "--out", "lgs.json", "--", "--ops",
                 "p2p,scatter:linear", "--timing", "global", "--sizes", "0,1K,4K,16K",
-                "--models", "loggp", "--pairs", "sampled", "--quiet")
+                "--models", "loggp", "--pairs", "sampled", "--loggp-pairs", loggp_pairs,
+                "--quiet")
     assert p.returncode == 0, p.stderr
     doc = json.loads((tmp_path / "lgs.json").read_text())
     (pm,) = [m["pair_matrix"] for m in doc["measurements"]
@@ -106,7 +111,13 @@ def test_simulated_loggp_over_the_sampled_design(run_cli: Callable[..., Any],
     design = set(zip(pm["i"], pm["j"], strict=True))
     lg = doc["models"]["loggp"]
     fitted = {(q["i"], q["j"]) for q in lg["pairs"]}
-    assert fitted == design and len(design) < 45
+    assert len(design) < 45
+    if loggp_pairs == "design":
+        assert fitted == design and lg["pairs_design"] == "sampled"
+    else:
+        ranks = sorted(r for pair in fitted for r in pair)
+        assert lg["pairs_design"] == "matching" and len(fitted) == 5
+        assert ranks == list(range(10)) and fitted < design
     for q in lg["pairs"]:
         assert q["L"] == pytest.approx(50e-6 + 8e-9, rel=1e-3), q
         assert q["G"] == pytest.approx(8e-9, rel=1e-3), q
