@@ -31,7 +31,10 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
   point-to-two experiment against the larger of its two round trips (medians and minima):
   scheduling delays inflate both, TCP would inflate only point-to-two.
 
---p2p-schedule sequential runs the experiments one group at a time; --ops chooses the
+--p2p-schedule sequential runs the experiments one group at a time; --lmo-wait sleep[:D]
+makes the ranks sleep between tests of their requests instead of spinning (4 ranks on 2
+CPUs: a spinning rank holds a CPU about 1 ms per turn while the rank a message is for
+waits); --ops chooses the
 operations (`--ops p2p --sizes 1K,64K` for the experiments alone); --set TABLE.KEY=VALUE
 runs on a copy of the spec with a key added (cluster.shared_cpu_group=false: the ranks in
 the root cpu group, each node's in an autogroup of its own, as before the shared group).
@@ -108,7 +111,7 @@ def independent(spec: Spec, pings: int) -> dict[str, Any]:
 
 def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
               places: list[dict[str, Any]]) -> dict[str, Any]:
-    extra: list[str] = ["--p2p-schedule", a.p2p_schedule]
+    extra: list[str] = ["--p2p-schedule", a.p2p_schedule, "--lmo-wait", a.lmo_wait]
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
@@ -426,6 +429,10 @@ def main() -> int:
     ap.add_argument("--pings", type=int, default=30)
     ap.add_argument("--p2p-schedule", choices=("parallel", "sequential"), default="parallel",
                     help="mpilab-bench --p2p-schedule (the LMO experiments and round trips)")
+    ap.add_argument("--lmo-wait", default="spin", metavar="spin|sleep[:DURATION]",
+                    help="mpilab-bench --lmo-wait: how the ranks wait in the LMO experiments "
+                    "(sleep: test, sleep, test again; frees the 2 CPUs for the ranks a message "
+                    "is for)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "
@@ -487,7 +494,8 @@ def main() -> int:
                 ind["cpu_stat"] = {lim.name: _read(str(net.cpu_cgroup(a.prefix, lim.name)
                                                        / "cpu.stat")).split()
                                    for lim in spec.node_limits}
-                ind["options"] = {"p2p_schedule": a.p2p_schedule, "ops": a.ops,
+                ind["options"] = {"p2p_schedule": a.p2p_schedule, "lmo_wait": a.lmo_wait,
+                                  "ops": a.ops,
                                   "shared_cpu_group": spec.cpu_group_shared(),
                                   "set": a.set, "lmo_bytes": a.lmo_bytes,
                                   "time_budget": a.time_budget, "sizes": a.sizes}

@@ -238,6 +238,7 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, double 
                             mm->mode == MPILAB_P2P_SEQUENTIAL ? "sequential" : "parallel", "triplets",
                             (json_int_t)mm->ntrip, "rounds", (json_int_t)mm->rounds, "wall_s",
                             mpilab_json_real(mm->wall_s));
+    json_object_set_new(out, "wait", json_string(mpilab_wait_name(&mm->wait)));
     json_object_set_new(out, "experiments",
                         json_pack("{s:o,s:o,s:o,s:o}", "rt_0", p2t_json(mm->rt_0, np), "rt_m", p2t_json(mm->rt_m, np),
                                   "p2t_0", p2t_json(mm->p2t_0, ne), "p2t_m", p2t_json(mm->p2t_m, ne)));
