@@ -136,6 +136,31 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
                    size_t errlen);
 void mpilab_lmo_fit_free(mpilab_lmo_fit_t *f);
 
+/* ---- the star view (pure) ----
+ * On a star (every node on its own access link to a non-blocking switch, a message crossing
+ * the sender's and the receiver's links, pipelined; docs/models.md "What the model identifies
+ * on a star") a node's per-byte cost and its access link's are the same serial resource and
+ * the pair's own 1/beta_ij is a residual with no meaning; what the round trips do fix is per
+ * pair the fixed time y_ij = C_i + C_j + L_ij (= rt_0 / 2) and the time per byte
+ * path_ij = t_i + t_j + 1/beta_ij (raw), which on a star are a_i + a_j and max(u_i, u_j).
+ * From a fit: a_i, the least-squares solution of y_ij = a_i + a_j over the pairs (unique for
+ * p >= 3), and u_i = min over j of path_ij (exact when another node's link is at least as
+ * fast, i.e. unless node i is the one fastest node), each with the largest relative misfit
+ * over the pairs of a_i + a_j against y_ij and of max(u_i, u_j) against path_ij: near 0 on a
+ * star; large where pairs have links of their own, and then the star view does not hold.
+ * slowest: the node whose access link costs most for an M-byte message, a_i + M u_i, and
+ * that cost's ratio to the median node's. */
+typedef struct mpilab_lmo_star {
+    int p;
+    double *a, *u;              /* [p]: seconds, seconds per byte */
+    double misfit_a, misfit_u;  /* largest |model - measured| / measured over the pairs */
+    int slowest;                /* node whose access link is slowest at M */
+    double slowest_cost, slowest_vs_median;
+} mpilab_lmo_star_t;
+/* 0, or -1 (p < 3, no memory); free with mpilab_lmo_star_free. */
+int mpilab_lmo_star(const mpilab_lmo_fit_t *f, mpilab_lmo_star_t *out);
+void mpilab_lmo_star_free(mpilab_lmo_star_t *s);
+
 /* ---- predictions (pure) ---- */
 
 /* Plain parameters of p nodes: C[p], t[p]; L, inv_beta as p*p matrices (symmetric, the
