@@ -31,7 +31,10 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
   point-to-two experiment against the larger of its two round trips (medians and minima):
   scheduling delays inflate both, TCP would inflate only point-to-two.
 
---p2p-schedule sequential runs the experiments one group at a time; --ops chooses the
+--p2p-schedule sequential runs the experiments one group at a time; --lmo-wait sleep[:D]
+makes the ranks sleep between tests of their requests instead of spinning (4 ranks on 2
+CPUs: a spinning rank holds a CPU about 1 ms per turn while the rank a message is for
+waits); --ops chooses the
 operations (`--ops p2p --sizes 1K,64K` for the experiments alone); --set TABLE.KEY=VALUE
 runs on a copy of the spec with a key added (cluster.shared_cpu_group=false: the ranks in
 the root cpu group, each node's in an autogroup of its own, as before the shared group).
@@ -108,7 +111,7 @@ def independent(spec: Spec, pings: int) -> dict[str, Any]:
 
 def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
               places: list[dict[str, Any]]) -> dict[str, Any]:
-    extra: list[str] = ["--p2p-schedule", a.p2p_schedule]
+    extra: list[str] = ["--p2p-schedule", a.p2p_schedule, "--lmo-wait", a.lmo_wait]
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
@@ -370,10 +373,58 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
             per_node.append(f"{r}: alpha {a * 1e6:.0f} us, beta {b * 1e9:.1f} ns/B")
     if per_node:
         print("Hockney per node (the mean over the node's pairs): " + ", ".join(per_node))
+    rep["star"] = star_table(lm, cf, ind)
     rep["schedule"] = schedule_tables(lm, ind["ping"])
     rep["predictions"] = harness.predictions(doc, lm, min_bytes)
     rep["summary"] = summary(rep)
     return rep
+
+
+def _pair_shares(n: int, y: dict[tuple[int, int], float]) -> list[float]:
+    """Least squares of y_ij = a_i + a_j over the pairs (n >= 3; the closed form of
+    mpilab_lmo_star): a_i = (R_i - S) / (n - 2), R_i node i's sum, S = sum y / (n - 1)."""
+    s = sum(y.values()) / (n - 1)
+    return [(sum(v for k, v in y.items() if i in k) - s) / (n - 2) for i in range(n)]
+
+
+def star_table(lm: dict[str, Any], cf: dict[str, Any], ind: dict[str, Any]) -> dict[str, Any]:
+    """The fit's star view (models.lmo.star) against the testbed's access links: a_i against
+    d_i / 2 (a round trip i <-> j carries d_i + d_j) and against the same decomposition of the
+    pings; u_i against 8 / rate_i as payload; the slowest access link named against the one
+    configured (largest d_i / 2 + M u_i)."""
+    st = lm.get("star")
+    if not isinstance(st, dict):
+        print("\nno star view in the results (models.lmo.star: an older mpilab-bench)")
+        return {}
+    n, M = len(st["latency_s"]), float(lm.get("bytes") or 65536)
+    d, u = cf["delay_s"], cf["own_inv_rate"]
+    pings = {(i, j): ind["ping"].get(f"{i}-{j}") for i in range(n) for j in range(i + 1, n)}
+    ping_a = (_pair_shares(n, {k: v / 2 for k, v in pings.items()})
+              if all(v for v in pings.values()) else [None] * n)
+    rows = []
+    print(f"\nAs a star (models.lmo.star: misfit of a_i + a_j {st['misfit_latency']:.2%}, of "
+          f"max(u_i, u_j) {st['misfit_inv_rate']:.2%}; near 0 on a star)")
+    print(f"{'node':>4} {'d/2 us':>8} {'ping a us':>9} {'a fit us':>9} {'vs d/2':>8} "
+          f"{'vs ping':>8} {'own link ns/B':>13} {'u fit ns/B':>10} {'err':>8}")
+    for i in range(n):
+        a, ui = st["latency_s"][i], st["inv_rate"][i]
+        r = {"rank": i, "a_conf": d[i] / 2, "a_ping": ping_a[i], "a": a, "u_conf": u[i], "u": ui}
+        rows.append(r)
+        pa = "-" if ping_a[i] is None else f"{ping_a[i] * 1e6:9.1f}"
+        print(f"{i:>4} {d[i] / 2 * 1e6:8.1f} {pa:>9} {a * 1e6:9.1f} {_rel(a, d[i] / 2):>8} "
+              f"{_rel(a, ping_a[i]):>8} {u[i] * 1e9:13.2f} {ui * 1e9:10.2f} {_rel(ui, u[i]):>8}")
+    conf_cost = [d[i] / 2 + M * u[i] for i in range(n)]
+    conf_slow = max(range(n), key=lambda i: conf_cost[i])
+    named = st["slowest_link_of"]
+    print(f"slowest access link: the fit names node {named}'s ({st['slowest_vs_median']:.2f}x the "
+          f"median), configured: node {conf_slow}'s "
+          f"({'correct' if named == conf_slow else 'WRONG'})")
+    return {"rows": rows, "named": named, "configured": conf_slow,
+            "misfit_latency": st["misfit_latency"], "misfit_inv_rate": st["misfit_inv_rate"],
+            "a_max_err_conf": max(abs(r["a"] - r["a_conf"]) / r["a_conf"] for r in rows),
+            "a_max_err_ping": max((abs(r["a"] - r["a_ping"]) / r["a_ping"] for r in rows
+                                   if r["a_ping"]), default=None),
+            "u_max_err": max(abs(r["u"] - r["u_conf"]) / r["u_conf"] for r in rows)}
 
 
 def summary(rep: dict[str, Any]) -> dict[str, Any]:
@@ -390,6 +441,14 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
     words = [f"L within 5% of configured: {s['L_max_err_conf'] <= 0.05} "
              f"(max {pct(s['L_max_err_conf'])})", f"of ping/2: max {pct(s['L_max_err_ping'])}",
              f"path 1/beta max error {pct(s['path_max_err'])}", harness.prediction_words(s)]
+    st = rep.get("star") or {}
+    if st:
+        s["star"] = {k: st[k] for k in ("a_max_err_conf", "a_max_err_ping", "u_max_err",
+                                        "named", "configured")}
+        words.append(f"star: a_i max error {pct(st['a_max_err_conf'])} of d_i/2, "
+                     f"{pct(st['a_max_err_ping'])} of the pings' a_i; u_i max error "
+                     f"{pct(st['u_max_err'])}; slowest access link node {st['named']}'s "
+                     f"(configured node {st['configured']}'s)")
     print("\n" + "; ".join(words))
     return s
 
@@ -426,6 +485,10 @@ def main() -> int:
     ap.add_argument("--pings", type=int, default=30)
     ap.add_argument("--p2p-schedule", choices=("parallel", "sequential"), default="parallel",
                     help="mpilab-bench --p2p-schedule (the LMO experiments and round trips)")
+    ap.add_argument("--lmo-wait", default="spin", metavar="spin|sleep[:DURATION]",
+                    help="mpilab-bench --lmo-wait: how the ranks wait in the LMO experiments "
+                    "(sleep: test, sleep, test again; frees the 2 CPUs for the ranks a message "
+                    "is for)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "
@@ -480,6 +543,9 @@ def main() -> int:
                 ind["up_s"] = time.monotonic() - t0
                 t0 = time.monotonic()
                 places: list[dict[str, Any]] = []
+                ind["cpu_stat_before"] = {lim.name: _read(str(net.cpu_cgroup(a.prefix, lim.name)
+                                                              / "cpu.stat")).split()
+                                          for lim in spec.node_limits}
                 doc = run_bench(a.prefix, np, a, Path(tmp) / "tb.json", places)
                 ind["bench_s"] = time.monotonic() - t0
                 ind["rank_places"] = places
@@ -487,7 +553,8 @@ def main() -> int:
                 ind["cpu_stat"] = {lim.name: _read(str(net.cpu_cgroup(a.prefix, lim.name)
                                                        / "cpu.stat")).split()
                                    for lim in spec.node_limits}
-                ind["options"] = {"p2p_schedule": a.p2p_schedule, "ops": a.ops,
+                ind["options"] = {"p2p_schedule": a.p2p_schedule, "lmo_wait": a.lmo_wait,
+                                  "ops": a.ops,
                                   "shared_cpu_group": spec.cpu_group_shared(),
                                   "set": a.set, "lmo_bytes": a.lmo_bytes,
                                   "time_budget": a.time_budget, "sizes": a.sizes}

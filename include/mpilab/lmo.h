@@ -28,6 +28,7 @@
 #include "mpilab/p2p.h"
 #include "mpilab/robust.h"
 #include "mpilab/stats.h"
+#include "mpilab/wait.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,6 +136,31 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
                    size_t errlen);
 void mpilab_lmo_fit_free(mpilab_lmo_fit_t *f);
 
+/* ---- the star view (pure) ----
+ * On a star (every node on its own access link to a non-blocking switch, a message crossing
+ * the sender's and the receiver's links, pipelined; docs/models.md "What the model identifies
+ * on a star") a node's per-byte cost and its access link's are the same serial resource and
+ * the pair's own 1/beta_ij is a residual with no meaning; what the round trips do fix is per
+ * pair the fixed time y_ij = C_i + C_j + L_ij (= rt_0 / 2) and the time per byte
+ * path_ij = t_i + t_j + 1/beta_ij (raw), which on a star are a_i + a_j and max(u_i, u_j).
+ * From a fit: a_i, the least-squares solution of y_ij = a_i + a_j over the pairs (unique for
+ * p >= 3), and u_i = min over j of path_ij (exact when another node's link is at least as
+ * fast, i.e. unless node i is the one fastest node), each with the largest relative misfit
+ * over the pairs of a_i + a_j against y_ij and of max(u_i, u_j) against path_ij: near 0 on a
+ * star; large where pairs have links of their own, and then the star view does not hold.
+ * slowest: the node whose access link costs most for an M-byte message, a_i + M u_i, and
+ * that cost's ratio to the median node's. */
+typedef struct mpilab_lmo_star {
+    int p;
+    double *a, *u;              /* [p]: seconds, seconds per byte */
+    double misfit_a, misfit_u;  /* largest |model - measured| / measured over the pairs */
+    int slowest;                /* node whose access link is slowest at M */
+    double slowest_cost, slowest_vs_median;
+} mpilab_lmo_star_t;
+/* 0, or -1 (p < 3, no memory); free with mpilab_lmo_star_free. */
+int mpilab_lmo_star(const mpilab_lmo_fit_t *f, mpilab_lmo_star_t *out);
+void mpilab_lmo_star_free(mpilab_lmo_star_t *s);
+
 /* ---- predictions (pure) ---- */
 
 /* Plain parameters of p nodes: C[p], t[p]; L, inv_beta as p*p matrices (symmetric, the
@@ -190,19 +216,22 @@ void mpilab_p2t_result_free(mpilab_p2t_result_t *r);
  * each with its own repetition control under prec after `warmup` untimed repetitions;
  * repetitions are isolated (the next starts when both replies are in). Parallel mode: the
  * rounds of mpilab_lmo_triplet_rounds, the triplets of a round at once, a barrier after each
- * round; sequential: one triplet at a time, the others wait in a barrier. res[3 t + e] is
+ * round; sequential: one triplet at a time, the others wait in a barrier; every wait (the
+ * repetitions' requests, the receivers' messages, the barriers) as `wait` says (NULL: spin,
+ * mpilab/wait.h). res[3 t + e] is
  * filled on rank 0 only (samples allocated there). Built on the public API only (an example
  * of a user entry: mpilab_stats_should_stop, mpilab_wtime). Returns 0 or an MPI error code
  * (MPI_ERR_ARG: fewer than 3 ranks, a triplet outside the communicator, bytes > INT_MAX). */
 int mpilab_p2t_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                       size_t warmup, const mpilab_triplet_t *trip, size_t ntrip, mpilab_p2t_result_t *res);
+                       size_t warmup, const mpilab_wait_t *wait, const mpilab_triplet_t *trip, size_t ntrip,
+                       mpilab_p2t_result_t *res);
 
 /* The round trips of every pair i < j of comm, i -> j with `bytes` and an empty reply, made
  * with the same calls as the point-to-two experiment (so that the two differ only by the
  * second message): pairs in the circle method's rounds (mpilab_p2p_schedule) or one at a
  * time; res[pair index] on rank 0 (y = -1). Returns 0 or an MPI error code. */
 int mpilab_lmo_rt_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                          size_t warmup, mpilab_p2t_result_t *res);
+                          size_t warmup, const mpilab_wait_t *wait, mpilab_p2t_result_t *res);
 
 /* Everything the LMO fit needs (rank 0 holds it): all pairs' round trips with empty messages
  * and with M bytes (empty reply), and every triplet's point-to-two experiments with both. */
@@ -210,6 +239,7 @@ typedef struct mpilab_lmo_measured {
     int p;
     size_t bytes;
     mpilab_p2p_mode_t mode;
+    mpilab_wait_t wait; /* how the ranks waited (spin unless asked) */
     mpilab_triplet_t *trip;
     size_t ntrip, rounds;
     mpilab_p2t_result_t *rt_0, *rt_m;   /* [p(p-1)/2] (y = -1) */
@@ -220,7 +250,7 @@ typedef struct mpilab_lmo_measured {
 /* Collective: measure all of it (every triplet of comm's ranks). Returns 0 or an MPI error
  * code; *m is valid on rank 0 (free with mpilab_lmo_measured_free on every rank). */
 int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                       mpilab_lmo_measured_t *m);
+                       const mpilab_wait_t *wait, mpilab_lmo_measured_t *m);
 void mpilab_lmo_measured_free(mpilab_lmo_measured_t *m);
 /* The fit's input pointing into m's samples (series arrays allocated in *in; free them with
  * mpilab_lmo_input_free). 0 or -1 (no memory). */

@@ -22,5 +22,6 @@
 #include "mpilab/models.h"
 #include "mpilab/runner.h"
 #include "mpilab/forced.h"
+#include "mpilab/wait.h"
 
 #endif

@@ -14,6 +14,7 @@
 #include "mpilab/p2p.h"
 #include "mpilab/pairs.h"
 #include "mpilab/placement.h"
+#include "mpilab/wait.h"
 #include "mpilab/wtime.h"
 
 #ifdef __cplusplus
@@ -50,6 +51,7 @@ typedef struct mpilab_runner_config {
     size_t lmo_bytes;        /* --lmo-bytes: M of the LMO experiments (default 64K) */
     size_t lmo_rendezvous;   /* --lmo-rendezvous: LMO predictions take messages of at least this
                                 many bytes as synchronous (default 64K; 0: every one eager) */
+    mpilab_wait_t lmo_wait;  /* --lmo-wait: how the ranks wait in the LMO experiments (spin) */
     mpilab_loggp_opts_t lg;
     /* --loggp-pairs: the pairs LogGP measures. 0 auto: one random perfect matching of the
      * ranks (mpilab_pairs_matching, a subset of the design, one round) when the pair design is

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mpilab/lmo.h"
+#include "mpilab/wait.h"
 #include "mpilab/wtime.h"
 
 #define TAG_GO 7311
@@ -25,7 +26,7 @@ void mpilab_p2t_result_free(mpilab_p2t_result_t *r)
 /* One timed (or untimed) repetition on the root: point-to-two (root -> x, y) or, with y < 0,
  * the round trip root -> x, with the same calls (non-blocking sends and receives, one wait),
  * so that the two experiments differ only in the number of messages. */
-static int p2t_once(MPI_Comm comm, int x, int y, char *out, size_t bytes, int tag)
+static int p2t_once(MPI_Comm comm, int x, int y, char *out, size_t bytes, int tag, const mpilab_wait_t *w)
 {
     MPI_Request rq[4];
     MPI_Status st[4]; /* not MPI_STATUSES_IGNORE: MPICH's (MPI_Status *)1 trips gcc's
@@ -39,28 +40,28 @@ static int p2t_once(MPI_Comm comm, int x, int y, char *out, size_t bytes, int ta
     if (rc == MPI_SUCCESS && two)
         rc = MPI_Irecv(NULL, 0, MPI_BYTE, y, TAG_BACK, comm, &rq[3]);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Waitall(two ? 4 : 2, rq, st);
+        rc = mpilab_wait_all(two ? 4 : 2, rq, st, w, 0);
     return rc;
 }
 
 /* Experiment (root, x, y) on the member `me`; the root keeps the samples in res. */
 static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, size_t bytes,
-                    const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
+                    const mpilab_precision_t *prec, size_t warmup, const mpilab_wait_t *w, mpilab_p2t_result_t *res)
 {
     int rc = MPI_SUCCESS;
     if (me != root) { /* a receiver: answer every message with an empty one until told to stop */
         for (;;) {
             MPI_Status st;
-            rc = MPI_Recv(buf, (int)bytes, MPI_BYTE, root, MPI_ANY_TAG, comm, &st);
+            rc = mpilab_wait_recv(buf, (int)bytes, MPI_BYTE, root, MPI_ANY_TAG, comm, &st, w, 0);
             if (rc != MPI_SUCCESS || st.MPI_TAG == TAG_STOP)
                 return rc;
-            rc = MPI_Send(NULL, 0, MPI_BYTE, root, TAG_BACK, comm);
+            rc = mpilab_wait_send(NULL, 0, MPI_BYTE, root, TAG_BACK, comm, w, 0);
             if (rc != MPI_SUCCESS)
                 return rc;
         }
     }
-    for (size_t w = 0; w < warmup && rc == MPI_SUCCESS; w++)
-        rc = p2t_once(comm, x, y, buf, bytes, TAG_GO);
+    for (size_t u = 0; u < warmup && rc == MPI_SUCCESS; u++)
+        rc = p2t_once(comm, x, y, buf, bytes, TAG_GO, w);
     size_t n = 0, cap = prec->max_reps < CAP0 ? prec->max_reps : CAP0;
     unsigned char *valid = malloc(cap);
     res->samples = malloc(cap * sizeof *res->samples);
@@ -69,7 +70,7 @@ static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, si
         rc = MPI_ERR_NO_MEM;
     while (!stop) {
         double t0 = mpilab_wtime();
-        rc = p2t_once(comm, x, y, buf, bytes, TAG_GO);
+        rc = p2t_once(comm, x, y, buf, bytes, TAG_GO, w);
         res->samples[n] = mpilab_wtime() - t0;
         valid[n++] = 1;
         stop = rc != MPI_SUCCESS || mpilab_stats_should_stop(res->samples, valid, n, prec);
@@ -85,8 +86,8 @@ static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, si
             cap = stop ? cap : c2;
         }
     }
-    int r1 = MPI_Send(NULL, 0, MPI_BYTE, x, TAG_STOP, comm);
-    int r2 = y >= 0 ? MPI_Send(NULL, 0, MPI_BYTE, y, TAG_STOP, comm) : MPI_SUCCESS;
+    int r1 = mpilab_wait_send(NULL, 0, MPI_BYTE, x, TAG_STOP, comm, w, 0);
+    int r2 = y >= 0 ? mpilab_wait_send(NULL, 0, MPI_BYTE, y, TAG_STOP, comm, w, 0) : MPI_SUCCESS;
     rc = rc != MPI_SUCCESS ? rc : r1 != MPI_SUCCESS ? r1 : r2;
     mpilab_stats_compute(res->samples, valid, n, prec->cl, prec->eps, &res->stats);
     free(valid);
@@ -94,16 +95,17 @@ static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, si
 }
 
 /* Rank 0 receives the result of experiment res (root != 0) and keeps its samples. */
-static int collect(MPI_Comm comm, mpilab_p2t_result_t *res)
+static int collect(MPI_Comm comm, mpilab_p2t_result_t *res, const mpilab_wait_t *w)
 {
-    int rc = MPI_Recv(&res->stats, (int)sizeof res->stats, MPI_BYTE, res->root, TAG_STATS, comm, MPI_STATUS_IGNORE);
+    MPI_Status st;
+    int rc = mpilab_wait_recv(&res->stats, (int)sizeof res->stats, MPI_BYTE, res->root, TAG_STATS, comm, &st, w, 1);
     size_t n = rc == MPI_SUCCESS ? res->stats.reps : 0;
     if (n > 0) {
         res->samples = n <= INT_MAX ? malloc(n * sizeof *res->samples) : NULL;
         /* receive even without room (into a scratch slot per sample) so the root is released */
         double scratch;
-        rc = MPI_Recv(res->samples ? res->samples : &scratch, res->samples ? (int)n : 1, MPI_DOUBLE, res->root,
-                      TAG_SAMPLES, comm, MPI_STATUS_IGNORE);
+        rc = mpilab_wait_recv(res->samples ? res->samples : &scratch, res->samples ? (int)n : 1, MPI_DOUBLE,
+                              res->root, TAG_SAMPLES, comm, &st, w, 1);
         if (!res->samples && rc == MPI_SUCCESS)
             rc = MPI_ERR_NO_MEM;
     }
@@ -128,7 +130,8 @@ static void roles(const mpilab_triplet_t *g, int e, int *root, int *x, int *y)
  * its own part in the group, in which this rank may still serve (a blocking send of more
  * samples than the eager limit deadlocked three ranks at 0 bytes). */
 static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k, int per, size_t round,
-                     char *buf, size_t bytes, const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
+                     char *buf, size_t bytes, const mpilab_precision_t *prec, size_t warmup, const mpilab_wait_t *w,
+                     mpilab_p2t_result_t *res)
 {
     enum { MAX_PER = 3 };
     mpilab_p2t_result_t sent[MAX_PER];
@@ -139,7 +142,7 @@ static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k,
         int root, x, y;
         roles(g, e, &root, &x, &y);
         mpilab_p2t_result_t mine = {.root = root, .x = x, .y = y, .bytes = bytes, .round = round};
-        rc = p2t_loop(comm, me, root, x, y, buf, bytes, prec, warmup, &mine);
+        rc = p2t_loop(comm, me, root, x, y, buf, bytes, prec, warmup, w, &mine);
         if (me == root && me == 0) {
             res[(size_t)per * k + (size_t)e] = mine;
             continue;
@@ -158,7 +161,7 @@ static int run_group(MPI_Comm comm, int me, const mpilab_triplet_t *g, size_t k,
         }
         rc = rc == MPI_SUCCESS ? r1 : rc;
     }
-    int rw = nrq > 0 ? MPI_Waitall(nrq, rq, st) : MPI_SUCCESS;
+    int rw = nrq > 0 ? mpilab_wait_all(nrq, rq, st, w, 1) : MPI_SUCCESS;
     for (int i = 0; i < nsent; i++)
         mpilab_p2t_result_free(&sent[i]);
     return rc == MPI_SUCCESS ? rw : rc;
@@ -173,7 +176,7 @@ static int member(const mpilab_triplet_t *g, int me)
  * time (seq); a barrier after each round; rank 0 collects each round's results. */
 static int run_rounds(MPI_Comm comm, const mpilab_triplet_t *g, size_t ng, int per, const size_t *order,
                       const size_t *starts, size_t rounds, int seq, char *buf, size_t bytes,
-                      const mpilab_precision_t *prec, size_t warmup, mpilab_p2t_result_t *res)
+                      const mpilab_precision_t *prec, size_t warmup, const mpilab_wait_t *w, mpilab_p2t_result_t *res)
 {
     int me, rc = MPI_SUCCESS;
     MPI_Comm_rank(comm, &me);
@@ -183,7 +186,7 @@ static int run_rounds(MPI_Comm comm, const mpilab_triplet_t *g, size_t ng, int p
         for (size_t q = a; q < b && rc == MPI_SUCCESS; q++) {
             size_t k = seq ? q : order[q];
             if (member(&g[k], me))
-                rc = run_group(comm, me, &g[k], k, per, r, buf, bytes, prec, warmup, res);
+                rc = run_group(comm, me, &g[k], k, per, r, buf, bytes, prec, warmup, w, res);
         }
         for (size_t q = a; me == 0 && q < b && rc == MPI_SUCCESS; q++) {
             size_t k = seq ? q : order[q];
@@ -194,10 +197,10 @@ static int run_rounds(MPI_Comm comm, const mpilab_triplet_t *g, size_t ng, int p
                 if (root == 0)
                     continue;
                 *x = (mpilab_p2t_result_t){.root = root, .x = rx, .y = ry, .bytes = bytes, .round = r};
-                rc = collect(comm, x);
+                rc = collect(comm, x, w);
             }
         }
-        int r2 = MPI_Barrier(comm);
+        int r2 = mpilab_wait_barrier(comm, w);
         rc = rc == MPI_SUCCESS ? r2 : rc;
     }
     int bad = rc != MPI_SUCCESS, anybad = 0;
@@ -207,8 +210,8 @@ static int run_rounds(MPI_Comm comm, const mpilab_triplet_t *g, size_t ng, int p
 
 /* Collective: groups g[0..ng) (triplets, or pairs with c = -1) with their rounds. */
 static int measure_groups(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                          size_t warmup, const mpilab_triplet_t *g, size_t ng, int per, size_t *order,
-                          size_t *starts, size_t rounds, mpilab_p2t_result_t *res)
+                          size_t warmup, const mpilab_wait_t *w, const mpilab_triplet_t *g, size_t ng, int per,
+                          size_t *order, size_t *starts, size_t rounds, mpilab_p2t_result_t *res)
 {
     int ok = rounds > 0 || ng == 0, all = 0;
     char *buf = malloc(bytes ? bytes : 1);
@@ -219,11 +222,12 @@ static int measure_groups(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode
         return buf ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
     }
     memset(buf, 0x5A, bytes ? bytes : 1);
+    mpilab_wait_prepare(w);
     MPI_Comm comm;
     int rc = MPI_Comm_dup(comm_in, &comm);
     if (rc == MPI_SUCCESS) {
         rc = run_rounds(comm, g, ng, per, order, starts, rounds, mode == MPILAB_P2P_SEQUENTIAL, buf, bytes, prec,
-                        warmup, res);
+                        warmup, w, res);
         MPI_Comm_free(&comm);
     }
     free(buf);
@@ -231,7 +235,8 @@ static int measure_groups(MPI_Comm comm_in, size_t bytes, mpilab_p2p_mode_t mode
 }
 
 int mpilab_p2t_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                       size_t warmup, const mpilab_triplet_t *trip, size_t ntrip, mpilab_p2t_result_t *res)
+                       size_t warmup, const mpilab_wait_t *wait, const mpilab_triplet_t *trip, size_t ntrip,
+                       mpilab_p2t_result_t *res)
 {
     int n;
     MPI_Comm_size(comm, &n);
@@ -239,14 +244,14 @@ int mpilab_p2t_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, cons
         return MPI_ERR_ARG;
     size_t *order = malloc((ntrip + 1) * sizeof *order), *starts = malloc((ntrip + 2) * sizeof *starts);
     size_t rounds = order && starts ? mpilab_lmo_triplet_rounds(n, trip, ntrip, order, starts) : 0;
-    int rc = measure_groups(comm, bytes, mode, prec, warmup, trip, ntrip, 3, order, starts, rounds, res);
+    int rc = measure_groups(comm, bytes, mode, prec, warmup, wait, trip, ntrip, 3, order, starts, rounds, res);
     free(order);
     free(starts);
     return rc;
 }
 
 int mpilab_lmo_rt_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                          size_t warmup, mpilab_p2t_result_t *res)
+                          size_t warmup, const mpilab_wait_t *wait, mpilab_p2t_result_t *res)
 {
     int n;
     MPI_Comm_size(comm, &n);
@@ -264,7 +269,7 @@ int mpilab_lmo_rt_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, c
         for (size_t k = 0; k < np; k++)
             order[k] = (size_t)sched[k].i * (size_t)(2 * n - sched[k].i - 1) / 2 + (size_t)(sched[k].j - sched[k].i - 1);
     }
-    int rc = measure_groups(comm, bytes, mode, prec, warmup, g, np, 1, order, starts, rounds, res);
+    int rc = measure_groups(comm, bytes, mode, prec, warmup, wait, g, np, 1, order, starts, rounds, res);
     free(g);
     free(sched);
     free(order);
@@ -296,7 +301,7 @@ void mpilab_lmo_measured_free(mpilab_lmo_measured_t *m)
 }
 
 int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, const mpilab_precision_t *prec,
-                       mpilab_lmo_measured_t *m)
+                       const mpilab_wait_t *wait, mpilab_lmo_measured_t *m)
 {
     memset(m, 0, sizeof *m);
     int n;
@@ -306,6 +311,10 @@ int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, cons
     m->p = n;
     m->bytes = bytes;
     m->mode = mode;
+    if (wait)
+        m->wait = *wait;
+    else
+        mpilab_wait_default(&m->wait);
     size_t np = (size_t)n * (size_t)(n - 1) / 2;
     m->ntrip = mpilab_lmo_ntriplets(n);
     m->trip = malloc(m->ntrip * sizeof *m->trip);
@@ -323,13 +332,13 @@ int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, cons
     free(order);
     free(st);
     double t0 = MPI_Wtime();
-    int rc = mpilab_lmo_rt_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, m->rt_0);
+    int rc = mpilab_lmo_rt_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, wait, m->rt_0);
     if (rc == MPI_SUCCESS)
-        rc = mpilab_lmo_rt_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, m->rt_m);
+        rc = mpilab_lmo_rt_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, wait, m->rt_m);
     if (rc == MPI_SUCCESS)
-        rc = mpilab_p2t_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, m->trip, m->ntrip, m->p2t_0);
+        rc = mpilab_p2t_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, wait, m->trip, m->ntrip, m->p2t_0);
     if (rc == MPI_SUCCESS)
-        rc = mpilab_p2t_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, m->trip, m->ntrip, m->p2t_m);
+        rc = mpilab_p2t_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, wait, m->trip, m->ntrip, m->p2t_m);
     m->wall_s = MPI_Wtime() - t0;
     return rc;
 }

@@ -74,6 +74,10 @@ void mpilab_runner_usage(FILE *f)
         "  --lmo-rendezvous SIZE  lmo predictions: messages of at least SIZE bytes are\n"
         "                       synchronous (the MPI's eager limit; default 64K, 0: every\n"
         "                       message eager)\n"
+        "  --lmo-wait W         how the ranks wait in the lmo experiments: spin (in the MPI's blocking\n"
+        "                       calls) | sleep[:DURATION] (test, sleep DURATION (default 20us), test\n"
+        "                       again: frees the CPU for the ranks a message is for when there are\n"
+        "                       more ranks than cores) (default spin)\n"
         "  --no-fit             no models\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
@@ -243,7 +247,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -266,7 +270,7 @@ static const struct option longopts[] = {
     {"msglog", required_argument, 0, O_MSGLOG}, {"mpi-algorithms", no_argument, 0, O_MPIALG},
     {"probe", no_argument, 0, O_PROBE}, {"probe-skew", no_argument, 0, O_SKEW},
     {"lmo-bytes", required_argument, 0, O_LMOB},
-    {"lmo-rendezvous", required_argument, 0, O_LMOR},
+    {"lmo-rendezvous", required_argument, 0, O_LMOR}, {"lmo-wait", required_argument, 0, O_LMOW},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -492,6 +496,11 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
             return fail(err, errlen, "--lmo-rendezvous: '%s' is not a size in 0..%d bytes", v, INT_MAX);
         c->lmo_rendezvous = sz;
         return 0;
+    case O_LMOW:
+        if (mpilab_wait_parse(v, &c->lmo_wait) != 0)
+            return fail(err, errlen, "--lmo-wait: '%s' is not spin, sleep or sleep:DURATION (0 < DURATION <= 100ms)",
+                        v);
+        return 0;
     case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
     case O_LGPAIRS: return loggp_pairs_arg(v, c, err, errlen);
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
@@ -675,6 +684,7 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     c->hockney = 1;
     c->lmo_bytes = 65536;
     c->lmo_rendezvous = 65536;
+    mpilab_wait_default(&c->lmo_wait);
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
                  .min_reps = 5, .max_reps = 1000000, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,

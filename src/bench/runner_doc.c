@@ -187,6 +187,13 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ml, json_string("lmo"));
         json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
         json_object_set_new(opt, "lmo_rendezvous", json_integer((json_int_t)c->lmo_rendezvous));
+        json_t *lw = json_object();
+        json_object_set_new(lw, "mode", json_string(mpilab_wait_name(&c->lmo_wait)));
+        if (c->lmo_wait.mode == MPILAB_WAIT_SLEEP) {
+            json_object_set_new(lw, "interval_s", json_real(c->lmo_wait.interval_s));
+            json_object_set_new(lw, "idle_s", json_real(c->lmo_wait.idle_s));
+        }
+        json_object_set_new(opt, "lmo_wait", lw);
     }
     json_object_set_new(opt, "models", ml);
     json_object_set_new(opt, "placement", json_string(mpilab_placement_name(c->placement_mode)));

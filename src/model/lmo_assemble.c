@@ -183,6 +183,31 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     return o;
 }
 
+/* The star view (mpilab_lmo_star): per node a_i and u_i, the misfits and the node whose
+ * access link is slowest at M. */
+static json_t *star_json(const mpilab_lmo_fit_t *f, FILE *table)
+{
+    mpilab_lmo_star_t st;
+    if (mpilab_lmo_star(f, &st) != 0)
+        return json_null();
+    json_t *a = json_array(), *u = json_array();
+    for (int i = 0; i < st.p; i++) {
+        json_array_append_new(a, mpilab_json_real(st.a[i]));
+        json_array_append_new(u, mpilab_json_real(st.u[i]));
+    }
+    json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:i,s:o,s:o}", "latency_s", a, "inv_rate", u, "misfit_latency",
+                          mpilab_json_real(st.misfit_a), "misfit_inv_rate", mpilab_json_real(st.misfit_u),
+                          "slowest_link_of", st.slowest, "slowest_cost_s", mpilab_json_real(st.slowest_cost),
+                          "slowest_vs_median", mpilab_json_real(st.slowest_vs_median));
+    if (table)
+        fprintf(table, "as a star (one access link per node): slowest access link that of node %d: a + M u = %.3f us "
+                       "(%.2fx the median node's); misfit of a_i + a_j %.1f%%, of max(u_i, u_j) %.1f%% (near 0 on a "
+                       "star)\n",
+                st.slowest, st.slowest_cost * 1e6, st.slowest_vs_median, 100 * st.misfit_a, 100 * st.misfit_u);
+    mpilab_lmo_star_free(&st);
+    return o;
+}
+
 static json_t *predictions_json(const mpilab_lmo_fit_t *f, json_t *meas, double rdv)
 {
     size_t P = (size_t)f->p;
@@ -238,6 +263,7 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, double 
                             mm->mode == MPILAB_P2P_SEQUENTIAL ? "sequential" : "parallel", "triplets",
                             (json_int_t)mm->ntrip, "rounds", (json_int_t)mm->rounds, "wall_s",
                             mpilab_json_real(mm->wall_s));
+    json_object_set_new(out, "wait", json_string(mpilab_wait_name(&mm->wait)));
     json_object_set_new(out, "experiments",
                         json_pack("{s:o,s:o,s:o,s:o}", "rt_0", p2t_json(mm->rt_0, np), "rt_m", p2t_json(mm->rt_m, np),
                                   "p2t_0", p2t_json(mm->p2t_0, ne), "p2t_m", p2t_json(mm->p2t_m, ne)));
@@ -267,6 +293,7 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, double 
     json_object_set_new(out, "nodes", nodes_json(&f, table));
     json_object_set_new(out, "links", links_json(&f, np));
     json_object_set_new(out, "slowest", slowest_json(&f, np, table));
+    json_object_set_new(out, "star", star_json(&f, table));
     json_object_set_new(out, "predictions", predictions_json(&f, meas, rendezvous_bytes));
     mpilab_lmo_fit_free(&f);
     mpilab_lmo_input_free(&in);

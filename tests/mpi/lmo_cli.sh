@@ -29,9 +29,12 @@ bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-rendezvous 12abc
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-rendezvous 4G
 bad 3 --ops scatter:linear --sizes 1K --models lmo --no-fit
 bad 3 --ops scatter:linear --sizes 1K --models lmo,nosuch
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait nap
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait sleep:0
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait sleep:1s
 out="$tmp/good.json"
 if ! "$launch" 3 "$runner" --ops scatter:linear,gather:binomial --sizes 1K,8K --models hockney,lmo \
-        --lmo-bytes 8K --max-reps 20 --time-budget 10s --quiet --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"; then
+        --lmo-bytes 8K --lmo-wait sleep:50us --max-reps 20 --time-budget 10s --quiet --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"; then
     echo "FAIL: the good run"; sed 's/^/    /' "$tmp/stderr"; fail=1
 fi
 python3 - "$out" <<'PY' || fail=1
@@ -63,6 +66,16 @@ assert preds == {("scatter", "linear", 1024), ("scatter", "linear", 8192), ("gat
 assert all(math.isfinite(p["predicted"]) and (p["predicted"] > 0) != ("nonpositive" in p.get("flags", []))
            for p in l["predictions"]), l["predictions"]
 assert l["slowest"]["node"] in (0, 1, 2)
+w = d["provenance"]["options"]["lmo_wait"]
+assert l["wait"] == "sleep" and w["mode"] == "sleep" and abs(w["interval_s"] - 50e-6) < 1e-12, w
+st = l["star"]
+assert len(st["latency_s"]) == 3 and len(st["inv_rate"]) == 3 and st["slowest_link_of"] in (0, 1, 2), st
+# with 3 nodes the star's latencies solve the three pair sums exactly
+ys = [l["nodes"][i]["C"]["raw"] + l["nodes"][j]["C"]["raw"] + L["raw"]
+      for (i, j), L in zip(l["links"]["pairs"], l["links"]["L"])]
+a = st["latency_s"]
+assert all(abs(a[i] + a[j] - y) <= 1e-9 * max(1.0, abs(y))
+           for (i, j), y in zip(l["links"]["pairs"], ys)), (a, ys)
 print("ok: 3-rank run: models.lmo complete")
 PY
 exit $fail

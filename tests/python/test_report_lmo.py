@@ -166,3 +166,27 @@ def test_slowest_computed_when_the_file_has_none(
     assert w, sec[:3000]
     assert "node 2 (" in w.group(1) and "link 0-3 (" in w.group(1) \
         and "path 0-3 (" in w.group(1), w.group(1)
+
+
+def test_star_view_names_the_slow_access_link(
+        synthetic_results: Callable[..., dict[str, Any]], write_json: Callable[..., Path]) -> None:
+    doc = lmo_doc(synthetic_results, None, None)
+    lm = doc["models"]["lmo"]
+    lm["wait"] = "sleep"
+    lm["star"] = {"latency_s": [5e-4, 1e-3, 1.5e-3, 2e-3],
+                  "inv_rate": [8.4e-8, 8.4e-8, 1.67e-7, 3.33e-7], "misfit_latency": 0.007,
+                  "misfit_inv_rate": 0.002, "slowest_link_of": 3, "slowest_cost_s": 0.0893,
+                  "slowest_vs_median": 2.6}
+    sec = unescape(_lmo_section(_page(doc, write_json)))
+    assert "the slowest access link is node 3's (2.60x the median node's)" in sec, sec[:3000]
+    assert "0.7% of the pairs' fixed times, 0.2% of their times per byte" in sec
+    assert "this, not the per-pair slowest link, is the slow link" in sec
+    assert "ranks waiting by sleeping" in sec
+    # links of their own (pairlinks4's misfit): the star view is said not to hold
+    lm["star"]["misfit_inv_rate"] = 0.5
+    sec = unescape(_lmo_section(_page(doc, write_json)))
+    assert "too much for a star" in sec and "the slow link." not in sec
+    # an older file without the star view: nothing said about it
+    del lm["star"], lm["wait"]
+    sec = unescape(_lmo_section(_page(doc, write_json)))
+    assert "As a star" not in sec and "ranks waiting by spinning" in sec

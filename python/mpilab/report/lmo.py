@@ -32,6 +32,7 @@ from mpilab.report.tables import Cell, Table
 from mpilab.results_model import Prediction, Results
 
 SLOW_RATIO = 1.25  # cost above this many times the median (and outside its interval): slow
+STAR_FITS = 0.05  # a star explains the pairs when one access link per node misses by at most this
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -198,6 +199,27 @@ def slowest_words(s: Slowest) -> str:
     return ("Slowest in the fit: " + "; ".join(parts) + ". Where the nodes' and the links' "
             "per-byte costs overlap instead of adding (a star network, docs/models.md), the "
             "path is the figure to trust.")
+
+
+def star_words(lm: dict[str, Any]) -> str | None:
+    """The star view (models.lmo.star) in words: which node's access link is slowest and how
+    well one access link per node explains the pairs; None for a file without it."""
+    st = lm.get("star")
+    if not isinstance(st, dict) or not isinstance(st.get("slowest_link_of"), int):
+        return None
+    ma, mu = _num(st.get("misfit_latency")), _num(st.get("misfit_inv_rate"))
+    q = _num(st.get("slowest_vs_median"))
+    fits = ma is not None and mu is not None and max(ma, mu) <= STAR_FITS
+    mis = ("?" if ma is None or mu is None
+           else f"{ma:.1%} of the pairs' fixed times, {mu:.1%} of their times per byte")
+    head = (f"As a star (one access link per node, a message crossing the sender's and the "
+            f"receiver's): the slowest access link is node {st['slowest_link_of']}'s"
+            + (f" ({q:.2f}x the median node's)" if q is not None else "")
+            + f"; one link per node misses by at most {mis}")
+    return head + (", so the pairs are explained by the nodes' links: on a star this, not the "
+                   "per-pair slowest link, is the slow link." if fits else
+                   ", too much for a star: the pairs have links of their own, and the per-pair "
+                   "figures above are the ones to read.")
 
 
 def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
@@ -401,7 +423,8 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
     sec.note(f"Per-node fixed and per-byte delays (C_i, t_i) and per-link latency and rate "
              f"(L_ij, beta_ij) from round trips and point-to-two experiments with 0 and "
              f"{units.fmt_bytes(m)} messages ({lm.get('mode', '?')} mode, "
-             f"{lm.get('triplets', '?')} triplets in {lm.get('rounds', '?')} rounds). A node "
+             f"{lm.get('triplets', '?')} triplets in {lm.get('rounds', '?')} rounds, ranks "
+             f"waiting by {'sleeping' if lm.get('wait') == 'sleep' else 'spinning'}). A node "
              f"or link is named slow when its cost at M is above {SLOW_RATIO}x the median and "
              "its interval clears the median's.")
     if lm.get("error"):
@@ -420,6 +443,9 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
         sec.note("No node and no link is slow by that rule.")
     fit = slowest(lm, m)
     sec.note(slowest_words(fit))
+    star = star_words(lm)
+    if star:
+        sec.note(star)
     sec.h3("Per node", "lmo-node")
     sec.add("table", _node_table(lm.get("nodes") or [], m, sn, fit.node))
     sec.h3("Per link", "lmo-link")

@@ -1,0 +1,101 @@
+/* The star view of an LMO fit: per node its share of a route's fixed time and its access
+ * link's time per byte (include/mpilab/lmo.h, docs/models.md "What the model identifies on a
+ * star"). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpilab/lmo.h"
+
+static size_t pair_index(int p, int i, int j)
+{
+    return (size_t)i * (size_t)(2 * p - i - 1) / 2 + (size_t)(j - i - 1);
+}
+
+static double median_copy(const double *x, size_t n, double *tmp)
+{
+    memcpy(tmp, x, n * sizeof *tmp);
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && tmp[b - 1] > tmp[b]; b--) {
+            double s = tmp[b];
+            tmp[b] = tmp[b - 1];
+            tmp[b - 1] = s;
+        }
+    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* The pair's fixed time and time per byte with the raw values (what the round trips fix). */
+static void pair_sums(const mpilab_lmo_fit_t *f, size_t q, double *y, double *path)
+{
+    const mpilab_lmo_link_t *l = &f->link[q];
+    *y = f->node[l->i].C.raw + f->node[l->j].C.raw + l->L.raw;
+    *path = f->node[l->i].t.raw + f->node[l->j].t.raw + l->inv_beta.raw;
+}
+
+static double rel(double model, double meas)
+{
+    return meas != 0 ? fabs(model - meas) / fabs(meas) : (model == 0 ? 0 : INFINITY);
+}
+
+int mpilab_lmo_star(const mpilab_lmo_fit_t *f, mpilab_lmo_star_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int p = f ? f->p : 0;
+    if (p < 3 || !f->node || !f->link)
+        return -1;
+    double *a = calloc((size_t)p, sizeof *a), *u = malloc((size_t)p * sizeof *u);
+    double *row = calloc((size_t)p, sizeof *row), *tmp = malloc((size_t)p * sizeof *tmp);
+    if (!a || !u || !row || !tmp) {
+        free(a);
+        free(u);
+        free(row);
+        free(tmp);
+        return -1;
+    }
+    /* normal equations of min sum (y_ij - a_i - a_j)^2: (p - 2) a_i + S = R_i with R_i the sum
+     * of node i's y and S = sum a = (sum of all y) / (p - 1) */
+    double total = 0;
+    for (int i = 0; i < p; i++)
+        u[i] = INFINITY;
+    for (int i = 0; i < p; i++)
+        for (int j = i + 1; j < p; j++) {
+            double y, path;
+            pair_sums(f, pair_index(p, i, j), &y, &path);
+            row[i] += y;
+            row[j] += y;
+            total += y;
+            u[i] = fmin(u[i], path);
+            u[j] = fmin(u[j], path);
+        }
+    double S = total / (p - 1);
+    for (int i = 0; i < p; i++)
+        a[i] = (row[i] - S) / (p - 2);
+    for (int i = 0; i < p; i++)
+        for (int j = i + 1; j < p; j++) {
+            double y, path;
+            pair_sums(f, pair_index(p, i, j), &y, &path);
+            out->misfit_a = fmax(out->misfit_a, rel(a[i] + a[j], y));
+            out->misfit_u = fmax(out->misfit_u, rel(fmax(u[i], u[j]), path));
+        }
+    for (int i = 0; i < p; i++) {
+        row[i] = a[i] + f->bytes * u[i];
+        if (row[i] > row[out->slowest])
+            out->slowest = i;
+    }
+    out->slowest_cost = row[out->slowest];
+    double med = median_copy(row, (size_t)p, tmp);
+    out->slowest_vs_median = med > 0 ? out->slowest_cost / med : NAN;
+    free(row);
+    free(tmp);
+    out->p = p;
+    out->a = a;
+    out->u = u;
+    return 0;
+}
+
+void mpilab_lmo_star_free(mpilab_lmo_star_t *s)
+{
+    free(s->a);
+    free(s->u);
+    memset(s, 0, sizeof *s);
+}

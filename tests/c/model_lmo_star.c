@@ -1,0 +1,125 @@
+/* The star view of an LMO fit (mpilab_lmo_star, include/mpilab/lmo.h): per node the share of
+ * a route's fixed time and the access link's time per byte recovered exactly from a fit whose
+ * sums are a star's, whatever the split between nodes and links; the one fastest node gets
+ * the second fastest link; a platform with a link per pair shows a large misfit. */
+#include "kit.h"
+
+#include "mpilab/lmo.h"
+
+#define NMAX 6
+
+typedef struct star_case {
+    mpilab_lmo_node_t node[NMAX];
+    mpilab_lmo_link_t link[NMAX * (NMAX - 1) / 2];
+    mpilab_lmo_fit_t f;
+} star_case_t;
+
+/* A fit of p nodes whose pair sums are y_ij = a_i + a_j and path_ij = path(i, j), split
+ * arbitrarily: C_i and t_i as given, L and 1/beta the rest. */
+static void make_fit(star_case_t *c, int p, double M, const double *a, const double *C, const double *t,
+                     double (*path)(int, int))
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < p; i++) {
+        c->node[i].C.raw = c->node[i].C.value = C[i];
+        c->node[i].t.raw = c->node[i].t.value = t[i];
+    }
+    size_t q = 0;
+    for (int i = 0; i < p; i++)
+        for (int j = i + 1; j < p; j++, q++) {
+            mpilab_lmo_link_t *l = &c->link[q];
+            l->i = i;
+            l->j = j;
+            l->L.raw = a[i] + a[j] - C[i] - C[j];
+            l->inv_beta.raw = path(i, j) - t[i] - t[j];
+            l->L.value = l->L.raw > 0 ? l->L.raw : 0;
+            l->inv_beta.value = l->inv_beta.raw > 0 ? l->inv_beta.raw : 0;
+        }
+    c->f = (mpilab_lmo_fit_t){.p = p, .bytes = M, .node = c->node, .link = c->link};
+}
+
+/* hetero4's access links: 100, 100, 50, 25 Mbit/s */
+static const double U4[4] = {80e-9, 80e-9, 160e-9, 320e-9};
+static double star4(int i, int j) { return fmax(U4[i], U4[j]); }
+
+MPILAB_TEST(star_recovered_whatever_the_split)
+{
+    static star_case_t c;
+    const double a[4] = {50e-6, 100e-6, 200e-6, 400e-6};
+    /* the node/link splits of a fit on a star: the root's link in t_3 only, or in no t */
+    const double C1[4] = {0, 0, 0, 0}, t1[4] = {0, 0, 79e-9, 318.6e-9};
+    const double C2[4] = {5e-6, 40e-6, 1e-6, 0}, t2[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 2; k++) {
+        make_fit(&c, 4, 65536, a, k ? C2 : C1, k ? t2 : t1, star4);
+        mpilab_lmo_star_t s;
+        CHECK(mpilab_lmo_star(&c.f, &s) == 0);
+        for (int i = 0; i < 4 && s.a; i++) {
+            CHECK_NEAR(s.a[i], a[i], 1e-15);
+            CHECK_NEAR(s.u[i], U4[i], 1e-20);
+        }
+        CHECK(s.misfit_a < 1e-9 && s.misfit_u < 1e-9);
+        CHECK(s.slowest == 3);
+        /* a + M u: 400 + 20.97 ms against the median of 5.34 and 10.69 ms */
+        double cost[4];
+        for (int i = 0; i < 4; i++)
+            cost[i] = a[i] + 65536 * U4[i];
+        CHECK_NEAR(s.slowest_cost, cost[3], 1e-12);
+        CHECK_NEAR(s.slowest_vs_median, cost[3] / ((cost[1] + cost[2]) / 2), 1e-9);
+        mpilab_lmo_star_free(&s);
+        CHECK(s.a == NULL && s.u == NULL);
+    }
+}
+
+/* one fastest node: its own link is never a path's bottleneck; it gets the second fastest */
+static const double U5[5] = {40e-9, 80e-9, 80e-9, 160e-9, 320e-9};
+static double star5(int i, int j) { return fmax(U5[i], U5[j]); }
+
+MPILAB_TEST(one_fastest_node_gets_the_second_fastest_link)
+{
+    static star_case_t c;
+    const double a[5] = {10e-6, 20e-6, 30e-6, 40e-6, 50e-6}, z[5] = {0};
+    make_fit(&c, 5, 1e6, a, z, z, star5);
+    mpilab_lmo_star_t s;
+    CHECK(mpilab_lmo_star(&c.f, &s) == 0);
+    CHECK_NEAR(s.u[0], 80e-9, 1e-20);
+    for (int i = 1; i < 5; i++)
+        CHECK_NEAR(s.u[i], U5[i], 1e-20);
+    for (int i = 0; i < 5; i++)
+        CHECK_NEAR(s.a[i], a[i], 1e-15);
+    CHECK(s.misfit_u < 1e-9 && s.slowest == 4);
+    mpilab_lmo_star_free(&s);
+}
+
+/* pairlinks4: every pair its own link (0-1, 0-2, 1-2 100 Mbit/s, 0-3, 1-3 50, 2-3 25) */
+static double pairlinks(int i, int j)
+{
+    return j < 3 ? 80e-9 : i < 2 ? 160e-9 : 320e-9;
+}
+
+MPILAB_TEST(links_of_their_own_are_not_a_star)
+{
+    static star_case_t c;
+    const double a[4] = {50e-6, 50e-6, 50e-6, 50e-6}, z[4] = {0};
+    make_fit(&c, 4, 65536, a, z, z, pairlinks);
+    c.link[5].L.raw = 400e-6; /* 2-3's latency of its own, not a_2 + a_3 */
+    mpilab_lmo_star_t s;
+    CHECK(mpilab_lmo_star(&c.f, &s) == 0);
+    /* u = 80, 80, 80, 160: max(u_2, u_3) = 160 against 2-3's 320 ns/B */
+    CHECK_NEAR(s.u[3], 160e-9, 1e-20);
+    CHECK_NEAR(s.misfit_u, 0.5, 1e-9);
+    CHECK(s.misfit_a > 0.3);
+    mpilab_lmo_star_free(&s);
+}
+
+MPILAB_TEST(too_few_nodes)
+{
+    static star_case_t c;
+    const double a[2] = {1e-6, 1e-6}, z[2] = {0};
+    make_fit(&c, 2, 1, a, z, z, star4);
+    mpilab_lmo_star_t s;
+    CHECK(mpilab_lmo_star(&c.f, &s) == -1);
+    CHECK(s.a == NULL);
+    CHECK(mpilab_lmo_star(NULL, &s) == -1);
+}
+
+MPILAB_TEST_MAIN()
