@@ -53,12 +53,44 @@ def _save(d: Path, st: dict[str, Any]) -> None:
 
 
 def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
-            extra: list[str]) -> int:
+            extra: list[str], testbed: str | None = None) -> int:
     launcher_args = list(extra)
     if mpi == "openmpi":
         launcher_args += ["--mca", "coll_tuned_use_dynamic_rules", "1"]
-    j = runner_job(np, DEFAULT_NP, args, None, launcher_args)
-    return run_logged(j.cmd, j.env, timeout, log)
+    j = runner_job(np, DEFAULT_NP, args, None, launcher_args, testbed)
+    return run_job(j.cmd, j.env, timeout, log, testbed)
+
+
+YIELD_LIB = "libmpilab_ucx_yield.so"
+
+
+def mpich_yield_args(testbed: str | None) -> list[str]:
+    """Launcher arguments that preload libmpilab_ucx_yield.so (src/tune/ucx_yield.c) into
+    MPICH's ranks: a rank whose UCX progress found nothing yields its CPU. On a testbed the
+    finalize keeper the testbed preloads stays in the list (Hydra's last -genv wins)."""
+    lib = find_tool(YIELD_LIB)
+    if testbed is not None:
+        from mpilab.testbed.launch import mpich_rank_preload
+
+        keeper = mpich_rank_preload(False)
+        if keeper:
+            lib = f"{lib}:{keeper}"
+    return ["-genv", "LD_PRELOAD", lib]
+
+
+def run_job(cmd: list[str], env: dict[str, str], timeout: float, log: Path,
+            testbed: str | None) -> int:
+    """run_logged, or inside testbed `testbed` (a prefix) under the testbed's job control
+    (mpilab.testbed.jobctl: the job's processes in the node namespaces are found by their tag
+    and ended at the time limit or on a signal; 124 after the limit, 128+N after signal N)."""
+    if testbed is None:
+        return run_logged(cmd, env, timeout, log)
+    from mpilab.testbed import jobctl
+
+    with open(log, "ab") as f:
+        tag = jobctl.new_tag(testbed)
+        proc, cg = jobctl.start(cmd, tag, env, stdin=subprocess.DEVNULL, stdout=f, stderr=f)
+        return jobctl.supervise(proc, tag, timeout, None, cg=cg)
 
 
 def run_logged(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int:
@@ -117,7 +149,7 @@ def unusable(np: int, ops: str, sizes: list[int], cfg: dict[str, Any], d: Path
         args = ["--mpi-algorithms", "--probe", "--ops", ops, "--sizes",
                 ",".join(map(str, sizes)), "--quiet"]
         rc = _launch(np, args, cfg["mpi"], cfg["timeout"], d / f"np{np}-probe.log",
-                     extra + cfg.get("launcher_args", []))
+                     extra + cfg.get("launcher_args", []), cfg.get("testbed"))
         bad: dict[str, str] = {}
         seen = False
         for r in range(np):
@@ -167,7 +199,7 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
                              f"{len(sizes)} sizes)\n")
         try:
             rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
-                         d / f"{name}.log", cfg.get("launcher_args", []))
+                         d / f"{name}.log", cfg.get("launcher_args", []), cfg.get("testbed"))
         finally:
             # wall time spent on this communicator size, launches cut short included (the
             # sweep's duration over several bench slots)
@@ -195,12 +227,24 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
           rounds: int) -> list[Path]:
     """All series of the sweep; returns the merged files (one or more per comm size)."""
     d.mkdir(parents=True, exist_ok=True)
+    # absolute: on a testbed the ranks write their files from the node namespaces
+    d = d.resolve()
     prog = find_tool("mpilab-bench")
     mpi = launch.program_mpi(prog) or "openmpi"
     cfg = dict(cfg, mpi=mpi)
     config = {"nps": nps, "colls": colls, "sizes": sizes, "launches": cfg["launches"],
               "budget": cfg["budget"], "rounds": rounds, "mpi": mpi,
               "min_effect": cfg["min_effect"]}
+    if cfg.get("testbed"):
+        # a sweep on a testbed is another machine: resuming it elsewhere is refused
+        config["testbed"] = cfg["testbed"]
+    if cfg.get("mpich_yield"):
+        if mpi != "mpich":
+            raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
+                              "(mpilab --mpi mpich tune ...)")
+        config["mpich_yield"] = True
+        cfg["launcher_args"] = cfg.get("launcher_args", []) + mpich_yield_args(
+            cfg.get("testbed"))
     st = _load_state(d, config)
     _save(d, st)
     t_start = time.monotonic()
