@@ -262,18 +262,18 @@ def _validate(args: argparse.Namespace) -> int:
         raise MpilabError(f"{args.choice}: no cell for {args.np} ranks")
     if args.explicit_default and mpi != "openmpi":
         raise MpilabError("validate: --explicit-default is for Open MPI's rules file")
-    d = Path(args.dir)
-    d.mkdir(parents=True, exist_ok=True)
     testbed = _testbed(args.testbed) if args.testbed is not None else None
     if args.explicit_default and testbed is not None:
         raise MpilabError("validate: --explicit-default probes the default on shared memory; "
                           "not with --testbed")
+    if args.mpich_yield and mpi != "mpich":
+        raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
+                          "(mpilab --mpi mpich tune ...)")
+    d = Path(args.dir)
+    d.mkdir(parents=True, exist_ok=True)
     dflt = ompi_defaults(choice, [args.np]) if args.explicit_default else None
     extra = None
     if args.mpich_yield:
-        if mpi != "mpich":
-            raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
-                              "(mpilab --mpi mpich tune ...)")
         from mpilab.tune.sweep import mpich_yield_args
 
         extra = mpich_yield_args(testbed)

@@ -57,8 +57,19 @@ def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
     launcher_args = list(extra)
     if mpi == "openmpi":
         launcher_args += ["--mca", "coll_tuned_use_dynamic_rules", "1"]
-    j = runner_job(np, DEFAULT_NP, args, None, launcher_args, testbed)
+    j = runner_job(np, DEFAULT_NP, args + placement_args(testbed), None, launcher_args,
+                   testbed)
     return run_job(j.cmd, j.env, timeout, log, testbed)
+
+
+def placement_args(testbed: str | None) -> list[str]:
+    """Runner arguments for a launch on a testbed: `--placement keep`. Every rank is alone
+    in its node's namespace, so the runner's automatic placement turns Open MPI's yield when
+    idle off before MPI starts, and only then counts 8 ranks on this kernel's 2 CPUs: 8 ranks
+    polling without yield (provenance.placement said so in session 21's first trial; a
+    64 B bcast took 24 to 104 ms). Kept as launched, the testbed's mpirun
+    (mpi_yield_when_idle 1) decides."""
+    return ["--placement", "keep"] if testbed is not None else []
 
 
 YIELD_LIB = "libmpilab_ucx_yield.so"
@@ -226,11 +237,14 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
 def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict[str, Any],
           rounds: int) -> list[Path]:
     """All series of the sweep; returns the merged files (one or more per comm size)."""
+    prog = find_tool("mpilab-bench")
+    mpi = launch.program_mpi(prog) or "openmpi"
+    if cfg.get("mpich_yield") and mpi != "mpich":
+        raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
+                          "(mpilab --mpi mpich tune ...)")
     d.mkdir(parents=True, exist_ok=True)
     # absolute: on a testbed the ranks write their files from the node namespaces
     d = d.resolve()
-    prog = find_tool("mpilab-bench")
-    mpi = launch.program_mpi(prog) or "openmpi"
     cfg = dict(cfg, mpi=mpi)
     config = {"nps": nps, "colls": colls, "sizes": sizes, "launches": cfg["launches"],
               "budget": cfg["budget"], "rounds": rounds, "mpi": mpi,
@@ -239,9 +253,6 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
         # a sweep on a testbed is another machine: resuming it elsewhere is refused
         config["testbed"] = cfg["testbed"]
     if cfg.get("mpich_yield"):
-        if mpi != "mpich":
-            raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
-                              "(mpilab --mpi mpich tune ...)")
         config["mpich_yield"] = True
         cfg["launcher_args"] = cfg.get("launcher_args", []) + mpich_yield_args(
             cfg.get("testbed"))

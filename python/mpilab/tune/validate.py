@@ -69,7 +69,7 @@ def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file:
                 out: Path, timeout: float, testbed: str | None = None,
                 extra: list[str] | None = None) -> int:
     args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
-            "--no-fit", "--quiet", "--out", str(out) + ".part"]
+            "--no-fit", "--quiet", "--out", str(out) + ".part", *sweep.placement_args(testbed)]
     j = runner_job(np, DEFAULT_NP, args, None, file_args(mpi, file) + (extra or []), testbed)
     env = dict(j.env)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
