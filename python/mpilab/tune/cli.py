@@ -311,6 +311,15 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _where(p: argparse.ArgumentParser) -> None:
+    """Where and how the launches run: sweep's and validate's options alike."""
+    p.add_argument("--testbed", metavar="PREFIX",
+                   help="run the launches inside this emulated testbed (mpilab testbed up)")
+    p.add_argument("--mpich-yield", action="store_true",
+                   help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their CPU "
+                        "(more ranks than cores; not MPICH as shipped: docs/tune.md)")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("tune", help="tune the MPI library's collectives (docs/tune.md)")
     s = p.add_subparsers(dest="tune_command", metavar="ACTION")
@@ -332,11 +341,7 @@ def register(sub: Any) -> None:
                     help="smallest gain that counts, as a fraction (default 0.05)")
     sw.add_argument("--timeout", type=argtypes.real, default=900.0, help="seconds per launch")
     sw.add_argument("--quiet", action="store_true")
-    sw.add_argument("--testbed", metavar="PREFIX",
-                    help="run the launches inside this emulated testbed (mpilab testbed up)")
-    sw.add_argument("--mpich-yield", action="store_true",
-                    help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their "
-                         "CPU (more ranks than cores; not MPICH as shipped: docs/tune.md)")
+    _where(sw)
     sw.set_defaults(func=_sweep)
     ch = s.add_parser("choose", help="significance-tested winners per collective and size")
     ch.add_argument("results", nargs="*", help="results files (mpilab-bench --mpi-algorithms)")
@@ -373,11 +378,7 @@ def register(sub: Any) -> None:
     va.add_argument("--rounds", type=int, default=3, help="at most this many rounds (3)")
     va.add_argument("--timeout", type=argtypes.real, default=400.0, help="seconds per launch")
     va.add_argument("--mpich-library", metavar="LIB")
-    va.add_argument("--testbed", metavar="PREFIX",
-                    help="run the launches inside this emulated testbed (mpilab testbed up)")
-    va.add_argument("--mpich-yield", action="store_true",
-                    help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their "
-                         "CPU (more ranks than cores; not MPICH as shipped: docs/tune.md)")
+    _where(va)
     va.add_argument("--explicit-default", action="store_true",
                     help="Open MPI: export with the default's own algorithm instead of 0")
     va.set_defaults(func=_validate)
