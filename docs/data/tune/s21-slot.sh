@@ -24,10 +24,13 @@ mpich8_choose() { task mpich8-choose sh -c "$M --mpi mpich tune choose --dir $R/
 mpich8_validate() { task mpich8-validate sh -c "$M --mpi mpich tune validate $R/mpich8/choice.json $TB --mpich-yield --np 8 --dir $R/mpich8-val \
   --out $R/mpich8-validated.json --pairs 6 --budget 10s --rounds 2 --timeout 200 > $O/s21-mpich8-validate.txt 2> $O/s21-mpich8-validate.log"; }
 # 3. MPICH, 4 ranks on shared memory (2 cores)
-mpich4_sweep() { task mpich4-sweep sh -c "$M --mpi mpich tune sweep --mpich-yield --dir $R/mpich4 --np 4 --launches 3 \
+mpich4_sweep() { task mpich4-sweep sh -c "$M --mpi mpich tune sweep --mpich-yield --max-reps 1000 --dir $R/mpich4 --np 4 --launches 3 \
   --budget 40 --timeout 200 > $O/s21-mpich4-sweep.txt 2> $O/s21-mpich4-sweep.log"; }
 mpich4_choose() { task mpich4-choose sh -c "$M --mpi mpich tune choose --dir $R/mpich4 --out $R/mpich4/choice.json > $O/s21-mpich4-choice.txt && cp $R/mpich4/choice.json $O/s21-mpich4-choice.json && cp $R/mpich4/state.json $O/s21-mpich4-state.json"; }
-mpich4_validate() { task mpich4-validate sh -c "$M --mpi mpich tune validate $R/mpich4/choice.json --mpich-yield --np 4 --dir $R/mpich4-val \
+mpich4_validate() { task mpich4-validate sh -c "$M --mpi mpich tune validate $R/mpich4/choice.json --mpich-yield --max-reps 1000 --np 4 --dir $R/mpich4-val \
   --out $R/mpich4-validated.json --pairs 8 --budget 15s --rounds 3 --timeout 200 > $O/s21-mpich4-validate.txt 2> $O/s21-mpich4-validate.log"; }
+# MPICH with and without the yield library, side by side (4 ranks on shared memory, 8 on the grid)
+yield4() { task yield4 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 4 --pairs 2 --limit 60 --budget 2s --out $O/s21-yield4.json > $O/s21-yield4.txt 2>&1"; }
+yield8() { task yield8 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 8 $TB --pairs 2 --limit 60 --budget 2s --out $O/s21-yield8.json > $O/s21-yield8.txt 2>&1"; }
 for s in "$@"; do $s; done
 echo "slot end $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"

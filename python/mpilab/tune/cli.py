@@ -74,6 +74,8 @@ def _sweep(args: argparse.Namespace) -> int:
         cfg["testbed"] = _testbed(args.testbed)
     if args.mpich_yield:
         cfg["mpich_yield"] = True
+    if args.max_reps is not None:
+        cfg["max_reps"] = args.max_reps
     files = sweep.sweep(Path(args.dir), _ints(args.np, "--np"), _colls(args.colls),
                         _sizes(args.sizes), cfg, args.rounds)
     sys.stdout.write("\n".join(str(f) for f in files) + "\n")
@@ -279,7 +281,7 @@ def _validate(args: argparse.Namespace) -> int:
         extra = mpich_yield_args(testbed)
     rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
                        args.rounds, _exporter(mpi, args.mpich_library, dflt),
-                       testbed=testbed, extra=extra)
+                       testbed=testbed, extra=extra, max_reps=args.max_reps)
     atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
     for rd in rep["rounds"]:
         s = rd["summary"]
@@ -318,6 +320,9 @@ def _where(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpich-yield", action="store_true",
                    help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their CPU "
                         "(more ranks than cores; not MPICH as shipped: docs/tune.md)")
+    p.add_argument("--max-reps", type=argtypes.positive, metavar="N",
+                   help="at most N repetitions per measurement (the runner's --max-reps; "
+                        "where ranks share CPUs, docs/tune.md)")
 
 
 def register(sub: Any) -> None:

@@ -62,6 +62,15 @@ def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
     return run_job(j.cmd, j.env, timeout, log, testbed)
 
 
+def max_reps_args(max_reps: int | None) -> list[str]:
+    """`--max-reps N` for the runner: a cap on the repetitions of one measurement. The
+    runner's budget counts the samples' own time, so a 2 us collective on ranks that share
+    CPUs repeats until 10^6 repetitions or its share of the budget in samples, each
+    repetition paying its isolation barrier and stop broadcast in wall time (MPICH at 4
+    ranks here: minutes per measurement, docs/tune.md)."""
+    return ["--max-reps", str(max_reps)] if max_reps else []
+
+
 def placement_args(testbed: str | None) -> list[str]:
     """Runner arguments for a launch on a testbed: `--placement keep`. Every rank is alone
     in its node's namespace, so the runner's automatic placement turns Open MPI's yield when
@@ -200,7 +209,8 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
     merged = d / f"{name}.json"
     n = cfg["launches"]
     args = ["--mpi-algorithms", "--ops", ops, "--sizes", ",".join(map(str, sizes)),
-            "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet"]
+            "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet",
+            *max_reps_args(cfg.get("max_reps"))]
     while len(run["files"]) < n:
         k = len(run["files"]) + 1
         f = d / f"{name}.launch{k}.json"
@@ -252,6 +262,8 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
     if cfg.get("testbed"):
         # a sweep on a testbed is another machine: resuming it elsewhere is refused
         config["testbed"] = cfg["testbed"]
+    if cfg.get("max_reps"):
+        config["max_reps"] = cfg["max_reps"]
     if cfg.get("mpich_yield"):
         config["mpich_yield"] = True
         cfg["launcher_args"] = cfg.get("launcher_args", []) + mpich_yield_args(
