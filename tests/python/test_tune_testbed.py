@@ -85,13 +85,17 @@ def test_mpich_yield_library_sits_in_the_progress_path(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "mpilab.cli", "--mpi", "mpich", "tune", "sweep", "--dir",
             str(d), "--np", "2", "--colls", "bcast", "--sizes", "64", "--launches", "1",
             "--budget", "0.5", "--rounds", "0", "--quiet", "--timeout", "120"]
-    p = subprocess.run([*args, "--mpich-yield"], capture_output=True, text=True, cwd=REPO,
-                       env=_mpich_env(), timeout=300)
+    p = subprocess.run([*args, "--mpich-yield", "--max-reps", "30"], capture_output=True,
+                       text=True, cwd=REPO, env=_mpich_env(), timeout=300)
     assert p.returncode == 0, p.stderr
     counts = _yield_counts(d / "np2-r0.log")
     # every rank reported: its progress calls went through the library, idle ones yielded
     assert len(counts) == 2 and all(c > 0 and 0 < y <= c for c, y in counts), counts
-    assert json.loads((d / "state.json").read_text())["config"]["mpich_yield"] is True
+    config = json.loads((d / "state.json").read_text())["config"]
+    assert config["mpich_yield"] is True and config["max_reps"] == 30
+    # the cap reached the runner: no measurement has more repetitions
+    ms = _launch_doc(d / "np2-r0.launch1.json")["measurements"]
+    assert ms and all(m["precision"]["max_reps"] == 30 and m["stats"]["reps"] <= 30 for m in ms)
     # without the option the library is not there: no rank reports
     d2 = tmp_path / "sw2"
     args[args.index(str(d))] = str(d2)
