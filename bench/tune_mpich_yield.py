@@ -8,6 +8,7 @@ medians on each side and their ratio, and every launch's wall time (or its time-
 
     MPILAB_BIN=build-mpich/bin python3 bench/tune_mpich_yield.py --np 4 [--testbed PREFIX] \
         [--pairs 2] [--ops allreduce:native,bcast:native] [--sizes 64,16K] [--limit 90]
+        [--max-reps 1000]
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def main() -> int:
     ap.add_argument("--sizes", default="64,16K")
     ap.add_argument("--budget", default="4s")
     ap.add_argument("--limit", type=float, default=90.0, help="seconds per launch")
+    ap.add_argument("--max-reps", type=int, default=1000,
+                    help="the runner's cap on repetitions (docs/tune.md, --max-reps)")
     ap.add_argument("--out", help="JSON of every launch")
     a = ap.parse_args()
     args = ["--ops", a.ops, "--sizes", a.sizes, "--time-budget", a.budget, "--no-fit",
-            "--quiet"]
+            "--quiet", *sweep.max_reps_args(a.max_reps)]
     where = f"testbed {a.testbed}" if a.testbed else "shared memory"
     print(f"MPICH, {a.np} ranks, {where}; load {loadavg()}")
     runs: list[dict[str, object]] = []

@@ -32,7 +32,7 @@ mpich4_choose() { after mpich4-sweep; task mpich4-choose sh -c "$M --mpi mpich t
 mpich4_validate() { after mpich4-choose; task mpich4-validate sh -c "$M --mpi mpich tune validate $R/mpich4/choice.json --mpich-yield --max-reps 1000 --np 4 --dir $R/mpich4-val \
   --out $R/mpich4-validated.json --pairs 8 --budget 15s --rounds 3 --timeout 200 > $O/s21-mpich4-validate.txt 2> $O/s21-mpich4-validate.log"; }
 # MPICH with and without the yield library, side by side (4 ranks on shared memory, 8 on the grid)
-yield4() { task yield4 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 4 --pairs 2 --limit 60 --budget 2s --out $O/s21-yield4.json > $O/s21-yield4.txt 2>&1"; }
-yield8() { task yield8 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 8 $TB --pairs 2 --limit 60 --budget 2s --out $O/s21-yield8.json > $O/s21-yield8.txt 2>&1"; }
+yield4() { task yield4 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 4 --pairs 1 --limit 45 --budget 2s --out $O/s21-yield4.json > $O/s21-yield4.txt 2>&1"; }
+yield8() { task yield8 sh -c "MPILAB_BIN=$PWD/build-mpich/bin python3 bench/tune_mpich_yield.py --np 8 $TB --pairs 1 --limit 45 --budget 2s --out $O/s21-yield8.json > $O/s21-yield8.txt 2>&1"; }
 for s in "$@"; do $s; done
 echo "slot end $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
