@@ -16,7 +16,7 @@ Resumable: every launch file is kept in --dir and a launch already there is not 
 so a run longer than one bench slot continues in the next with the same command.
 
     python3 bench/tune_rules_vs_default.py --choice sw/choice.json --file sw/rules.conf \
-        --np 2 --dir sw/rvd [--pairs 4] [--budget 20s] [--out rvd.json]
+        --np 2 --dir sw/rvd [--pairs 4] [--budget 20s] [--out rvd.json] [--testbed PREFIX]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def main() -> int:
     ap.add_argument("--budget", default="20s")
     ap.add_argument("--timeout", type=float, default=400.0)
     ap.add_argument("--out")
+    ap.add_argument("--testbed", metavar="PREFIX", help="launch inside this running testbed")
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop)
     choice = json.loads(Path(a.choice).read_text(encoding="utf-8"))
@@ -61,7 +62,7 @@ def main() -> int:
     try:
         rows = validate.measure(choice, a.np, mpi, str(Path(a.file).resolve()), Path(a.dir),
                                 a.pairs, a.budget, a.timeout,
-                                lambda s: sys.stderr.write(s + "\n"))
+                                lambda s: sys.stderr.write(s + "\n"), a.testbed)
     except MpilabError as e:
         sys.stderr.write(f"{e}\n")
         return 1

@@ -44,8 +44,9 @@ def job(program: str, runner_args: list[str], np: int | None, default_np: int,
         testbed: str | None = None, mptcp: bool = False) -> Job:
     """Start `program runner_args` on np ranks (default_np when None, or the allocation's
     under srun) with the launcher chosen by mpilab.launch. With `testbed` (a testbed's
-    name prefix), Open MPI's mpirun starts inside that emulated cluster (see
-    mpilab.testbed.launch.job_prefix); `mptcp` runs the ranks under Multipath TCP."""
+    name prefix), Open MPI's mpirun (or MPICH's mpiexec, for a program linked with MPICH)
+    starts inside that emulated cluster (see mpilab.testbed.launch.job_prefix);
+    `mptcp` runs the ranks under Multipath TCP."""
     if mptcp and testbed is None:
         raise MpilabError("--mptcp needs --testbed PREFIX (MPTCP runs over the testbed's rails)")
     if testbed is not None:
@@ -58,7 +59,9 @@ def job(program: str, runner_args: list[str], np: int | None, default_np: int,
         from mpilab.testbed import net
 
         spec = net.current_spec(testbed)
-        prefix = tb_launch.job_prefix(spec, n, mptcp=mptcp) + (launcher_args or [])
+        # mpirun or MPICH's mpiexec, as the program is linked (its ELF NEEDED entries)
+        mpi = tb_launch.program_mpi_of([program])
+        prefix = tb_launch.job_prefix(spec, n, mptcp=mptcp, mpi=mpi) + (launcher_args or [])
         return Job(prefix + [program] + runner_args, mpi_env(), n)
     lr = launch.choose(program, launcher, launcher_args)
     n = launch.resolve_np(lr, np, default_np)

@@ -45,6 +45,14 @@ def _colls(text: str) -> list[str]:
     return out
 
 
+def _testbed(prefix: str) -> str:
+    """A running testbed's prefix (checked before anything is measured), or one line."""
+    from mpilab.testbed import net
+
+    net.current_spec(prefix)  # one line when no such testbed is up
+    return prefix
+
+
 def _interrupt(_sig: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -62,6 +70,12 @@ def _sweep(args: argparse.Namespace) -> int:
         raise MpilabError(f"--min-effect {args.min_effect}: need 0 <= x < 1")
     cfg = {"launches": args.launches, "budget": args.budget, "timeout": args.timeout,
            "min_effect": args.min_effect, "quiet": args.quiet}
+    if args.testbed is not None:
+        cfg["testbed"] = _testbed(args.testbed)
+    if args.mpich_yield:
+        cfg["mpich_yield"] = True
+    if args.max_reps is not None:
+        cfg["max_reps"] = args.max_reps
     files = sweep.sweep(Path(args.dir), _ints(args.np, "--np"), _colls(args.colls),
                         _sizes(args.sizes), cfg, args.rounds)
     sys.stdout.write("\n".join(str(f) for f in files) + "\n")
@@ -250,11 +264,24 @@ def _validate(args: argparse.Namespace) -> int:
         raise MpilabError(f"{args.choice}: no cell for {args.np} ranks")
     if args.explicit_default and mpi != "openmpi":
         raise MpilabError("validate: --explicit-default is for Open MPI's rules file")
+    testbed = _testbed(args.testbed) if args.testbed is not None else None
+    if args.explicit_default and testbed is not None:
+        raise MpilabError("validate: --explicit-default probes the default on shared memory; "
+                          "not with --testbed")
+    if args.mpich_yield and mpi != "mpich":
+        raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
+                          "(mpilab --mpi mpich tune ...)")
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     dflt = ompi_defaults(choice, [args.np]) if args.explicit_default else None
+    extra = None
+    if args.mpich_yield:
+        from mpilab.tune.sweep import mpich_yield_args
+
+        extra = mpich_yield_args(testbed)
     rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
-                       args.rounds, _exporter(mpi, args.mpich_library, dflt))
+                       args.rounds, _exporter(mpi, args.mpich_library, dflt),
+                       testbed=testbed, extra=extra, max_reps=args.max_reps)
     atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
     for rd in rep["rounds"]:
         s = rd["summary"]
@@ -286,6 +313,18 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _where(p: argparse.ArgumentParser) -> None:
+    """Where and how the launches run: sweep's and validate's options alike."""
+    p.add_argument("--testbed", metavar="PREFIX",
+                   help="run the launches inside this emulated testbed (mpilab testbed up)")
+    p.add_argument("--mpich-yield", action="store_true",
+                   help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their CPU "
+                        "(more ranks than cores; not MPICH as shipped: docs/tune.md)")
+    p.add_argument("--max-reps", type=argtypes.positive, metavar="N",
+                   help="at most N repetitions per measurement (the runner's --max-reps; "
+                        "where ranks share CPUs, docs/tune.md)")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("tune", help="tune the MPI library's collectives (docs/tune.md)")
     s = p.add_subparsers(dest="tune_command", metavar="ACTION")
@@ -307,6 +346,7 @@ def register(sub: Any) -> None:
                     help="smallest gain that counts, as a fraction (default 0.05)")
     sw.add_argument("--timeout", type=argtypes.real, default=900.0, help="seconds per launch")
     sw.add_argument("--quiet", action="store_true")
+    _where(sw)
     sw.set_defaults(func=_sweep)
     ch = s.add_parser("choose", help="significance-tested winners per collective and size")
     ch.add_argument("results", nargs="*", help="results files (mpilab-bench --mpi-algorithms)")
@@ -343,6 +383,7 @@ def register(sub: Any) -> None:
     va.add_argument("--rounds", type=int, default=3, help="at most this many rounds (3)")
     va.add_argument("--timeout", type=argtypes.real, default=400.0, help="seconds per launch")
     va.add_argument("--mpich-library", metavar="LIB")
+    _where(va)
     va.add_argument("--explicit-default", action="store_true",
                     help="Open MPI: export with the default's own algorithm instead of 0")
     va.set_defaults(func=_validate)

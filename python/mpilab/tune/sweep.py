@@ -53,12 +53,64 @@ def _save(d: Path, st: dict[str, Any]) -> None:
 
 
 def _launch(np: int, args: list[str], mpi: str, timeout: float, log: Path,
-            extra: list[str]) -> int:
+            extra: list[str], testbed: str | None = None) -> int:
     launcher_args = list(extra)
     if mpi == "openmpi":
         launcher_args += ["--mca", "coll_tuned_use_dynamic_rules", "1"]
-    j = runner_job(np, DEFAULT_NP, args, None, launcher_args)
-    return run_logged(j.cmd, j.env, timeout, log)
+    j = runner_job(np, DEFAULT_NP, args + placement_args(testbed), None, launcher_args,
+                   testbed)
+    return run_job(j.cmd, j.env, timeout, log, testbed)
+
+
+def max_reps_args(max_reps: int | None) -> list[str]:
+    """`--max-reps N` for the runner: a cap on the repetitions of one measurement. The
+    runner's budget counts the samples' own time, so a 2 us collective on ranks that share
+    CPUs repeats until 10^6 repetitions or its share of the budget in samples, each
+    repetition paying its isolation barrier and stop broadcast in wall time (MPICH at 4
+    ranks here: minutes per measurement, docs/tune.md)."""
+    return ["--max-reps", str(max_reps)] if max_reps else []
+
+
+def placement_args(testbed: str | None) -> list[str]:
+    """Runner arguments for a launch on a testbed: `--placement keep`. Every rank is alone
+    in its node's namespace, so the runner's automatic placement turns Open MPI's yield when
+    idle off before MPI starts, and only then counts 8 ranks on this kernel's 2 CPUs: 8 ranks
+    polling without yield (provenance.placement said so in session 21's first trial; a
+    64 B bcast took 24 to 104 ms). Kept as launched, the testbed's mpirun
+    (mpi_yield_when_idle 1) decides."""
+    return ["--placement", "keep"] if testbed is not None else []
+
+
+YIELD_LIB = "libmpilab_ucx_yield.so"
+
+
+def mpich_yield_args(testbed: str | None) -> list[str]:
+    """Launcher arguments that preload libmpilab_ucx_yield.so (src/tune/ucx_yield.c) into
+    MPICH's ranks: a rank whose UCX progress found nothing yields its CPU. On a testbed the
+    finalize keeper the testbed preloads stays in the list (Hydra's last -genv wins)."""
+    lib = find_tool(YIELD_LIB)
+    if testbed is not None:
+        from mpilab.testbed.launch import mpich_rank_preload
+
+        keeper = mpich_rank_preload(False)
+        if keeper:
+            lib = f"{lib}:{keeper}"
+    return ["-genv", "LD_PRELOAD", lib]
+
+
+def run_job(cmd: list[str], env: dict[str, str], timeout: float, log: Path,
+            testbed: str | None) -> int:
+    """run_logged, or inside testbed `testbed` (a prefix) under the testbed's job control
+    (mpilab.testbed.jobctl: the job's processes in the node namespaces are found by their tag
+    and ended at the time limit or on a signal; 124 after the limit, 128+N after signal N)."""
+    if testbed is None:
+        return run_logged(cmd, env, timeout, log)
+    from mpilab.testbed import jobctl
+
+    with open(log, "ab") as f:
+        tag = jobctl.new_tag(testbed)
+        proc, cg = jobctl.start(cmd, tag, env, stdin=subprocess.DEVNULL, stdout=f, stderr=f)
+        return jobctl.supervise(proc, tag, timeout, None, cg=cg)
 
 
 def run_logged(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int:
@@ -117,7 +169,7 @@ def unusable(np: int, ops: str, sizes: list[int], cfg: dict[str, Any], d: Path
         args = ["--mpi-algorithms", "--probe", "--ops", ops, "--sizes",
                 ",".join(map(str, sizes)), "--quiet"]
         rc = _launch(np, args, cfg["mpi"], cfg["timeout"], d / f"np{np}-probe.log",
-                     extra + cfg.get("launcher_args", []))
+                     extra + cfg.get("launcher_args", []), cfg.get("testbed"))
         bad: dict[str, str] = {}
         seen = False
         for r in range(np):
@@ -157,7 +209,8 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
     merged = d / f"{name}.json"
     n = cfg["launches"]
     args = ["--mpi-algorithms", "--ops", ops, "--sizes", ",".join(map(str, sizes)),
-            "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet"]
+            "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet",
+            *max_reps_args(cfg.get("max_reps"))]
     while len(run["files"]) < n:
         k = len(run["files"]) + 1
         f = d / f"{name}.launch{k}.json"
@@ -167,7 +220,7 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
                              f"{len(sizes)} sizes)\n")
         try:
             rc = _launch(np, args + ["--out", str(f)], cfg["mpi"], cfg["timeout"],
-                         d / f"{name}.log", cfg.get("launcher_args", []))
+                         d / f"{name}.log", cfg.get("launcher_args", []), cfg.get("testbed"))
         finally:
             # wall time spent on this communicator size, launches cut short included (the
             # sweep's duration over several bench slots)
@@ -194,13 +247,27 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
 def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict[str, Any],
           rounds: int) -> list[Path]:
     """All series of the sweep; returns the merged files (one or more per comm size)."""
-    d.mkdir(parents=True, exist_ok=True)
     prog = find_tool("mpilab-bench")
     mpi = launch.program_mpi(prog) or "openmpi"
+    if cfg.get("mpich_yield") and mpi != "mpich":
+        raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
+                          "(mpilab --mpi mpich tune ...)")
+    d.mkdir(parents=True, exist_ok=True)
+    # absolute: on a testbed the ranks write their files from the node namespaces
+    d = d.resolve()
     cfg = dict(cfg, mpi=mpi)
     config = {"nps": nps, "colls": colls, "sizes": sizes, "launches": cfg["launches"],
               "budget": cfg["budget"], "rounds": rounds, "mpi": mpi,
               "min_effect": cfg["min_effect"]}
+    if cfg.get("testbed"):
+        # a sweep on a testbed is another machine: resuming it elsewhere is refused
+        config["testbed"] = cfg["testbed"]
+    if cfg.get("max_reps"):
+        config["max_reps"] = cfg["max_reps"]
+    if cfg.get("mpich_yield"):
+        config["mpich_yield"] = True
+        cfg["launcher_args"] = cfg.get("launcher_args", []) + mpich_yield_args(
+            cfg.get("testbed"))
     st = _load_state(d, config)
     _save(d, st)
     t_start = time.monotonic()

@@ -66,14 +66,16 @@ def file_args(mpi: str, file: str | None) -> list[str]:
 
 
 def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
-                out: Path, timeout: float) -> int:
+                out: Path, timeout: float, testbed: str | None = None,
+                extra: list[str] | None = None, max_reps: int | None = None) -> int:
     args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
-            "--no-fit", "--quiet", "--out", str(out) + ".part"]
-    j = runner_job(np, DEFAULT_NP, args, None, file_args(mpi, file))
+            "--no-fit", "--quiet", "--out", str(out) + ".part", *sweep.placement_args(testbed),
+            *sweep.max_reps_args(max_reps)]
+    j = runner_job(np, DEFAULT_NP, args, None, file_args(mpi, file) + (extra or []), testbed)
     env = dict(j.env)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    rc = sweep.run_logged(j.cmd, env, timeout, out.with_suffix(".log"))
+    rc = sweep.run_job(j.cmd, env, timeout, out.with_suffix(".log"), testbed)
     part = Path(str(out) + ".part")
     if rc == 0 and part.is_file():
         part.rename(out)
@@ -94,13 +96,17 @@ def _series(cells: list[dict[str, Any]]) -> list[tuple[str, str, list[int]]]:
 
 def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs: int,
             budget: str, timeout: float,
-            log: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
+            log: Callable[[str], None] = lambda s: None,
+            testbed: str | None = None, extra: list[str] | None = None,
+            max_reps: int | None = None) -> list[dict[str, Any]]:
     """Pairs of launches with and without `file` (resumable: a launch file already in d is
-    kept), then `compare`."""
+    kept), then `compare`. `testbed`: a testbed's prefix, the launches run inside it;
+    `extra`: launcher arguments of every launch (both sides); `max_reps`: the runner's cap."""
     cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
     if not cells:
         raise MpilabError(f"the choice has no cell for {np} ranks")
     d.mkdir(parents=True, exist_ok=True)
+    d = d.resolve()  # the ranks write the launch files (from the node namespaces on a testbed)
     series = _series(cells)
     for k in range(1, pairs + 1):
         order = ("rules", "default") if k % 2 else ("default", "rules")
@@ -111,7 +117,8 @@ def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs
                     continue
                 t0 = time.monotonic()
                 rc = one_launch(np, opl, sizes, budget, mpi,
-                                 file if label == "rules" else None, f, timeout)
+                                file if label == "rules" else None, f, timeout, testbed,
+                                extra, max_reps)
                 log(f"pair {k} {name} {label}: exit {rc}, {time.monotonic() - t0:.0f} s")
                 if rc != 0:
                     raise MpilabError(f"validate: a launch failed (exit {rc}; log "
@@ -248,8 +255,9 @@ def tuned(choice: dict[str, Any], np: int) -> bool:
 
 def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: str,
         timeout: float, rounds: int, export: Callable[[dict[str, Any], Path], None],
-        log: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n")
-        ) -> dict[str, Any]:
+        log: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n"),
+        testbed: str | None = None, extra: list[str] | None = None,
+        max_reps: int | None = None) -> dict[str, Any]:
     """Rounds of measure and prune; `export(choice, path)` writes a choice's file. Returns
     the report: rounds (each with its file, notes, summary, rows), the last measured file
     and choice (`final_file`, `final_choice`), and `validated`: that file's own measurement
@@ -268,7 +276,7 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
             export(cur, f)
         log(f"validate round {r}: {f}")
         rows = measure(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, budget,
-                       timeout, log)
+                       timeout, log, testbed, extra, max_reps)
         nxt, notes = prune(cur, rows, np, float(choice.get("min_effect") or stats.MIN_EFFECT))
         report["rounds"].append({"round": r, "file": str(f), "notes": notes,
                                  "summary": summary(rows), "rows": rows})
