@@ -21,13 +21,13 @@ Usage (root; a bench slot for numbers):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import statistics
 import subprocess
 import sys
 
+from harness import loadavg, write_json
 from mpilab.errors import MpilabError
 from mpilab.testbed import net, oneway, spec
 from mpilab.units import parse_duration
@@ -185,8 +185,7 @@ def main() -> int:
     if a.line_args is not None:
         os.environ["MPILAB_DELAYLINE_ARGS"] = a.line_args
     print(f"delay line options: {os.environ.get('MPILAB_DELAYLINE_ARGS', '') or '(defaults)'}")
-    with open("/proc/loadavg") as f:
-        print(f"load at start: {' '.join(f.read().split()[:3])}", flush=True)
+    print(f"load at start: {loadavg()}", flush=True)
     print("each run: lone datagrams alternate between the undelayed route (policy rules "
           "off, echo sent D after the request arrives) and the delayed one, a gap apart; "
           "excess = delayed - undelayed - D per pair, the run's median over its pairs, us",
@@ -224,9 +223,7 @@ def main() -> int:
                           f"(range {min(v):+.1f} .. {max(v):+.1f}), within 10 us in "
                           f"{sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
     if a.json:
-        with open(a.json + ".tmp", "w") as f:
-            json.dump({"delays": a.delays, "pairs": a.pairs, "runs": out}, f)
-        os.replace(a.json + ".tmp", a.json)
+        write_json(a.json, {"delays": a.delays, "pairs": a.pairs, "runs": out})
     return 0
 
 
