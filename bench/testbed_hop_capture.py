@@ -157,6 +157,21 @@ def pair_excess(seg: dict[int, dict[str, dict[str, float]]], pairs: int,
     return out
 
 
+def summarize(out: dict[str, list[dict[str, object]]]) -> None:
+    """Per delay, direction and segment: the median of the runs' medians, their range, and
+    the runs within 10 us (the target's measure)."""
+    med = statistics.median
+    for name, runs in out.items():
+        for w in ("fwd", "back"):
+            for segname in ("end to end", "router"):
+                v = [med(x["excess"][w][segname]) for x in runs  # type: ignore[index]
+                     if x["excess"][w]]  # type: ignore[index]
+                if v:
+                    print(f"{name:>6} {w:4s} {segname:10s}: run medians {med(v):+.1f} us "
+                          f"(range {min(v):+.1f} .. {max(v):+.1f}), within 10 us in "
+                          f"{sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=5,
@@ -213,15 +228,7 @@ def main() -> int:
                     for w, e in exc.items() if e), flush=True)
         finally:
             net.down(a.prefix)
-    for name, runs in out.items():
-        for w in ("fwd", "back"):
-            for segname in ("end to end", "router"):
-                v = [med(x["excess"][w][segname]) for x in runs  # type: ignore[index]
-                     if x["excess"][w]]  # type: ignore[index]
-                if v:
-                    print(f"{name:>6} {w:4s} {segname:10s}: run medians {med(v):+.1f} us "
-                          f"(range {min(v):+.1f} .. {max(v):+.1f}), within 10 us in "
-                          f"{sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
+    summarize(out)
     if a.json:
         write_json(a.json, {"delays": a.delays, "pairs": a.pairs, "runs": out})
     return 0

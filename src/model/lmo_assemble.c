@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "mpilab/lmo.h"
 #include "mpilab/models.h"
 #include "mpilab/quality.h"
@@ -127,13 +130,8 @@ static double median_of(double *v, size_t n)
 {
     if (n == 0)
         return NAN;
-    for (size_t a = 1; a < n; a++)
-        for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
-            double s = v[b];
-            v[b] = v[b - 1];
-            v[b - 1] = s;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
 }
 
 static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "mpilab/lmo.h"
 
 static size_t pair_index(int p, int i, int j)
@@ -15,13 +18,8 @@ static size_t pair_index(int p, int i, int j)
 static double median_copy(const double *x, size_t n, double *tmp)
 {
     memcpy(tmp, x, n * sizeof *tmp);
-    for (size_t a = 1; a < n; a++)
-        for (size_t b = a; b > 0 && tmp[b - 1] > tmp[b]; b--) {
-            double s = tmp[b];
-            tmp[b] = tmp[b - 1];
-            tmp[b - 1] = s;
-        }
-    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+    gsl_sort(tmp, 1, n);
+    return gsl_stats_median_from_sorted_data(tmp, 1, n);
 }
 
 /* The pair's fixed time and time per byte with the raw values (what the round trips fix). */
