@@ -135,16 +135,8 @@ def pair_times(client_out: str, server_out: str) -> tuple[list[float], list[floa
     """One-way times (s) of the datagrams both ends stamped: client -> server and back.
     Lines are 'seq stamp stamp' (client: sent, echo received; server: received, echo
     sent); anything else, and stamps the kernel did not give (-1), are left out."""
-    def table(text: str) -> dict[str, tuple[int, int]]:
-        out = {}
-        for f in (ln.split() for ln in text.splitlines()):
-            if len(f) == 3 and f[1].lstrip("-").isdigit() and f[2].lstrip("-").isdigit():
-                out[f[0]] = (int(f[1]), int(f[2]))
-        return out
-    cl, sv = table(client_out), table(server_out)
-    keys = [k for k in cl if k in sv and min(*cl[k], *sv[k]) > 0]
-    return ([(sv[k][0] - cl[k][0]) * 1e-9 for k in keys],
-            [(cl[k][1] - sv[k][1]) * 1e-9 for k in keys])
+    got = paired_times(client_out, server_out)
+    return [f for _, f, _ in got], [b for _, _, b in got]
 
 
 def udp_oneway(sp: Spec, client: str, server: str, count: int, interval: float,
