@@ -43,13 +43,15 @@ typedef struct mpilab_clock_model {
     /* Bound on the offset error at the end of the synchronisation (seconds; 0 for rank 0
      * and for the pure fits): half the round trip of the exchanges the offset was taken
      * from (a message takes at least zero time each way, so an exchange cannot place the
-     * remote reading more precisely), plus drift_uncertainty times the time from those
-     * exchanges to the end of the synchronisation. */
+     * remote reading more precisely; for the regression's line through many exchanges,
+     * that times its worst-case factor, mpilab_clock_fit_bounds), plus drift_uncertainty
+     * times the time from those exchanges to the end of the synchronisation. */
     double uncertainty;
     /* Bound on the drift error (s/s): the model's error grows by this much per second
      * after the synchronisation. For an offset-only model (drift not resolved), the drift
-     * estimate's size plus its resolution; else the resolution (largest round trip over
-     * the sampled span). */
+     * estimate's size plus its resolution; else the resolution (the largest round trip
+     * over the sampled span for two exchanges; the least-squares line's worst-case slope
+     * error, mpilab_clock_fit_bounds, for the regression). */
     double drift_uncertainty;
 } mpilab_clock_model_t;
 
@@ -65,6 +67,15 @@ int mpilab_clock_fit(const double *ref, const double *local, size_t n, mpilab_cl
  * drift, extrapolated, becomes a large offset error. Returns 0 or -1 as mpilab_clock_fit. */
 int mpilab_clock_fit_significant(const double *ref, const double *local, size_t n, double z,
                                  mpilab_clock_model_t *out);
+
+/* Worst-case error of the least-squares line through points whose local readings are each
+ * off by at most e (any sign, not independent): its value at ref = at is off by at most
+ * e * *value_factor, its slope (the drift) by at most e * *slope_factor. For two points
+ * value_factor is 1 at either point and slope_factor 2 / span; for many evenly spaced
+ * points about 1.67 at an end and 3 / span (2.88 / span for 24): the bound a delayed run of probes can reach.
+ * Returns 0, or -1 without two distinct ref values. */
+int mpilab_clock_fit_bounds(const double *ref, size_t n, double at, double *value_factor,
+                            double *slope_factor);
 
 typedef struct mpilab_clocksync {
     mpilab_sync_method_t method;

@@ -73,3 +73,26 @@ int mpilab_clock_fit_significant(const double *ref, const double *local, size_t 
     *out = m;
     return 0;
 }
+
+int mpilab_clock_fit_bounds(const double *ref, size_t n, double at, double *value_factor,
+                            double *slope_factor)
+{
+    if (n < 2)
+        return -1;
+    double mean = gsl_stats_mean(ref, 1, n), sxx = 0.0;
+    for (size_t k = 0; k < n; k++)
+        sxx += (ref[k] - mean) * (ref[k] - mean);
+    if (!(sxx > 0.0))
+        return -1;
+    /* the fit is linear in the readings: value(at) = sum w_k local_k with w_k = 1/n +
+     * (ref_k - mean)(at - mean)/sxx, slope = sum v_k local_k with v_k = (ref_k - mean)/sxx;
+     * errors of at most e each move them by at most e sum |w_k|, e sum |v_k| */
+    double sw = 0.0, sv = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        sw += fabs(1.0 / (double)n + (ref[k] - mean) * (at - mean) / sxx);
+        sv += fabs(ref[k] - mean) / sxx;
+    }
+    *value_factor = sw;
+    *slope_factor = sv;
+    return 0;
+}

@@ -205,27 +205,31 @@ static void regression_model(const probe_t *pts, double *mr)
 {
     double ref[RG_BATCHES], loc[RG_BATCHES], maxrtt = 0.0;
     size_t kept = regression_select(pts, ref, loc, &maxrtt);
-    mr[3] = 0.5 * maxrtt;
     mpilab_clock_model_t m = {pts[0].local - pts[0].ref, 0.0, 0.0, 0.0, 0.0};
     mpilab_clock_model_t plain = m;
     (void)mpilab_clock_fit(ref, loc, kept, &plain);
     (void)mpilab_clock_fit_significant(ref, loc, kept, RG_DRIFT_Z, &m);
-    /* As for SKaMPI: every point may be off by half its round trip, so across
-     * the sampled span a drift smaller than maxrtt / span is not resolved, however
-     * significant the fit says it is (the points' errors are not independent when
-     * a loaded machine delays a run of probes: a spurious 2.5e-3 was seen). */
     double lo = ref[0], hi = ref[0];
     for (size_t k = 1; k < kept; k++) {
         lo = fmin(lo, ref[k]);
         hi = fmax(hi, ref[k]);
     }
-    if (m.drift != 0.0 && (!(fabs(m.drift) * (hi - lo) > maxrtt) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
+    /* As for SKaMPI: every point may be off by half its round trip, in runs (a loaded
+     * machine delays a run of probes: a spurious 2.5e-3 was seen), so the line's worst case
+     * is what bounds it (mpilab_clock_fit_bounds): a drift below its slope bound is not
+     * resolved, however significant the fit says it is. */
+    double vf = 1.0, sf = 0.0;
+    if (mpilab_clock_fit_bounds(ref, kept, hi, &vf, &sf) != 0)
+        vf = 1.0, sf = 0.0;
+    double resolution = 0.5 * maxrtt * sf;
+    if (m.drift != 0.0 && (!(fabs(m.drift) > resolution) || fabs(m.drift) > MAX_PLAUSIBLE_DRIFT))
         (void)mpilab_clock_fit_significant(ref, loc, kept, INFINITY, &m);
-    double resolution = hi > lo ? maxrtt / (hi - lo) : 0.0;
     if (m.drift != 0.0) {
+        mr[3] = 0.5 * maxrtt * vf; /* the line's value at its anchor, the last batch */
         mr[4] = resolution;
         mr[5] = hi;
     } else { /* offset-only: the median over the span, drift unresolved */
+        mr[3] = 0.5 * maxrtt;
         mr[4] = fmin(fabs(plain.drift), MAX_PLAUSIBLE_DRIFT) + resolution;
         mr[5] = 0.5 * (lo + hi);
     }

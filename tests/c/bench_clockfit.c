@@ -132,6 +132,37 @@ MPILAB_TEST(significant_fit_drops_unresolved_drift)
     gsl_rng_free(r2);
 }
 
+/* The least-squares line's worst case: two points are exact at either end; 24 evenly spaced
+ * points reach about 1.65 at an end and 2.88 / span for the slope, and an adversarial run of
+ * errors (+e on the later half, -e on the earlier) reaches the slope bound. */
+MPILAB_TEST(fit_bounds_are_the_worst_case)
+{
+    double vf, sf;
+    const double two[2] = {0.0, 0.005};
+    CHECK(mpilab_clock_fit_bounds(two, 2, 0.005, &vf, &sf) == 0);
+    CHECK_NEAR(vf, 1.0, 1e-12);
+    CHECK_NEAR(sf, 2.0 / 0.005, 1e-9);
+    double rf[24], lc[24];
+    for (int k = 0; k < 24; k++)
+        rf[k] = 0.02 * k / 23.0;
+    CHECK(mpilab_clock_fit_bounds(rf, 24, 0.02, &vf, &sf) == 0);
+    CHECK(vf > 1.6 && vf < 1.7);
+    CHECK(sf > 2.8 / 0.02 && sf < 3.0 / 0.02); /* 2.88 / span for 24 points */
+    CHECK(mpilab_clock_fit_bounds(rf, 24, 0.01, &vf, &sf) == 0 && vf < 1.0 + 1e-12);
+    /* errors of +-1 us in the worst arrangement: the fitted drift is the bound exactly */
+    const double e = 1e-6;
+    for (int k = 0; k < 24; k++)
+        lc[k] = rf[k] + (rf[k] > 0.01 ? e : -e);
+    mpilab_clock_model_t m;
+    CHECK(mpilab_clock_fit(rf, lc, 24, &m) == 0);
+    CHECK(mpilab_clock_fit_bounds(rf, 24, 0.02, &vf, &sf) == 0);
+    CHECK_NEAR(fabs(m.drift), e * sf, 1e-9);
+    CHECK(e * sf > 2.0 * e / 0.02); /* beyond the 2-point bound the method used before */
+    const double same[3] = {1.0, 1.0, 1.0};
+    CHECK(mpilab_clock_fit_bounds(same, 3, 1.0, &vf, &sf) == -1);
+    CHECK(mpilab_clock_fit_bounds(two, 1, 0.0, &vf, &sf) == -1);
+}
+
 MPILAB_TEST(sync_method_names)
 {
     mpilab_sync_method_t sm;

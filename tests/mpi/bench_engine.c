@@ -120,16 +120,23 @@ MPILAB_TEST(clocksync_on_one_host)
             FAIL("clocksync: bad shape");
         for (int r = 1; r < kit_size; r++) {
             double truth = dall[0] - dall[r]; /* Wtime_r - Wtime_0 at the same instant */
+            /* The uncertainty is stated for the end of the synchronisation (clocksync.h), so
+             * the model is read there: offset + drift * (t_end - t0). At t0 itself an
+             * imprecise drift (a preempted first probe: seen under ASan with two hogs, 279
+             * ppm) moves the intercept by the drift times the second the window lasts. */
+            const mpilab_clock_model_t *mr = &cs.ranks[r];
+            double at_end = mr->offset + mr->drift * (cs.t_end - cs.t0);
             /* 30 us, or, when the scheduler delayed every probe, the reported uncertainty
              * (half the probes' round trip) with a margin: the bound must hold. */
-            double u = cs.ranks[r].uncertainty;
+            double u = mr->uncertainty;
             double tol = fmax(3e-5, 2.0 * u + 1e-5);
-            if (!(fabs(cs.ranks[r].offset - truth) < tol) || !(fabs(cs.ranks[r].drift) < 2e-3) ||
-                !(cs.ranks[r].residual >= 0.0) || cs.ranks[r].residual > cs.max_residual || !(u > 0.0) ||
-                !(u < 0.1))
-                FAIL("clocksync %s rank %d: offset %g (true %g) drift %g residual %g uncertainty %g",
-                     mpilab_sync_method_name(cs.method), r, cs.ranks[r].offset, truth, cs.ranks[r].drift,
-                     cs.ranks[r].residual, u);
+            /* the true drift is 0 (one CLOCK_MONOTONIC): the stated drift bound must hold */
+            if (!(fabs(at_end - truth) < tol) || !(fabs(mr->drift) <= mr->drift_uncertainty + 1e-6) ||
+                !(mr->residual >= 0.0) || mr->residual > cs.max_residual || !(u > 0.0) || !(u < 0.1))
+                FAIL("clocksync %s rank %d: offset at the end %g (true %g; at t0 %g) drift %g (bound %g) "
+                     "residual %g uncertainty %g",
+                     mpilab_sync_method_name(cs.method), r, at_end, truth, mr->offset, mr->drift,
+                     mr->drift_uncertainty, mr->residual, u);
         }
         double now = MPI_Wtime();
         double back = mpilab_clock_to_local(&cs, kit_rank, mpilab_clock_to_global(&cs, kit_rank, now));
