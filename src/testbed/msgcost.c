@@ -147,55 +147,31 @@ int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
-/* ---- sends: the cost before the message is handed to the MPI */
+/* ---- sends: the cost before the message is handed to the MPI (the standard, synchronous,
+ * buffered and ready forms differ only in the name they pass the call on to) */
 
-int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Send(buf, count, type, dest, tag, comm);
-}
+#define MPILAB_MSGCOST_SEND(name)                                                                  \
+    int MPI_##name(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)   \
+    {                                                                                              \
+        mpilab_msgcost_send(dest);                                                                 \
+        return PMPI_##name(buf, count, type, dest, tag, comm);                                     \
+    }
+#define MPILAB_MSGCOST_ISEND(name)                                                                 \
+    int MPI_##name(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,   \
+                   MPI_Request *req)                                                               \
+    {                                                                                              \
+        mpilab_msgcost_send(dest);                                                                 \
+        return PMPI_##name(buf, count, type, dest, tag, comm, req);                                \
+    }
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Ssend(buf, count, type, dest, tag, comm);
-}
-
-int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Bsend(buf, count, type, dest, tag, comm);
-}
-
-int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Rsend(buf, count, type, dest, tag, comm);
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Isend(buf, count, type, dest, tag, comm, req);
-}
-
-int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Issend(buf, count, type, dest, tag, comm, req);
-}
-
-int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Ibsend(buf, count, type, dest, tag, comm, req);
-}
-
-int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-    mpilab_msgcost_send(dest);
-    return PMPI_Irsend(buf, count, type, dest, tag, comm, req);
-}
+MPILAB_MSGCOST_SEND(Send)
+MPILAB_MSGCOST_SEND(Ssend)
+MPILAB_MSGCOST_SEND(Bsend)
+MPILAB_MSGCOST_SEND(Rsend)
+MPILAB_MSGCOST_ISEND(Isend)
+MPILAB_MSGCOST_ISEND(Issend)
+MPILAB_MSGCOST_ISEND(Ibsend)
+MPILAB_MSGCOST_ISEND(Irsend)
 
 /* ---- receives: the cost once the message is in */
 
@@ -320,22 +296,17 @@ static void mpilab_msgcost_some(int n, const MPI_Request *c, int out, const int 
         mpilab_msgcost_one(n, c, idx[k]);
 }
 
-int MPI_Waitsome(int n, MPI_Request reqs[], int *out, int idx[], MPI_Status sts[])
-{
-    MPI_Request stack[MPILAB_MSGCOST_STACK], *c = mpilab_msgcost_copy(n, reqs, stack);
-    int rc = PMPI_Waitsome(n, reqs, out, idx, sts);
-    if (rc == MPI_SUCCESS)
-        mpilab_msgcost_some(n, c, *out, idx);
-    mpilab_msgcost_done(c, stack);
-    return rc;
-}
+/* MPI_Waitsome and MPI_Testsome: the same arguments, the completed ones in idx[0..*out) */
+#define MPILAB_MSGCOST_SOME(name)                                                                  \
+    int MPI_##name(int n, MPI_Request reqs[], int *out, int idx[], MPI_Status sts[])               \
+    {                                                                                              \
+        MPI_Request stack[MPILAB_MSGCOST_STACK], *c = mpilab_msgcost_copy(n, reqs, stack);         \
+        int rc = PMPI_##name(n, reqs, out, idx, sts);                                              \
+        if (rc == MPI_SUCCESS)                                                                     \
+            mpilab_msgcost_some(n, c, *out, idx);                                                  \
+        mpilab_msgcost_done(c, stack);                                                             \
+        return rc;                                                                                 \
+    }
 
-int MPI_Testsome(int n, MPI_Request reqs[], int *out, int idx[], MPI_Status sts[])
-{
-    MPI_Request stack[MPILAB_MSGCOST_STACK], *c = mpilab_msgcost_copy(n, reqs, stack);
-    int rc = PMPI_Testsome(n, reqs, out, idx, sts);
-    if (rc == MPI_SUCCESS)
-        mpilab_msgcost_some(n, c, *out, idx);
-    mpilab_msgcost_done(c, stack);
-    return rc;
-}
+MPILAB_MSGCOST_SOME(Waitsome)
+MPILAB_MSGCOST_SOME(Testsome)

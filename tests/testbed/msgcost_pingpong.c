@@ -5,13 +5,17 @@
  * Rank 0 sends with MPI_Isend and receives with MPI_Irecv, waiting with MPI_Testall; rank 1
  * receives with MPI_Irecv and MPI_Testany, answers with MPI_Isend and MPI_Test, so the
  * library's three kinds of completion are all on the path. One line per rank:
- *   msgcost_pingpong rank R: COUNT sends COUNT receives cpu_us X */
+ *   msgcost_pingpong rank R: COUNT sends COUNT receives cpu_us X
+ * (a kit case, `pingpong`; COUNT, default 50, is the program's argument) */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include <mpi.h>
-#include "../mpi/mpi_world.h"
+#define MPILAB_KIT_MPI
+#include "../c/kit.h"
 
 static double thread_cpu_us(void)
 {
@@ -47,38 +51,30 @@ static void wait_one(MPI_Request *r)
         nap();
 }
 
-int main(int argc, char **argv)
+MPILAB_TEST(pingpong)
 {
-    MPI_Init(&argc, &argv);
-    mpilab_test_check_world(1);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    long count = argc > 1 ? strtol(argv[1], NULL, 10) : 50;
-    if (size != 2 || count < 1 || count > 100000) {
-        if (rank == 0)
-            fprintf(stderr, "usage: msgcost_pingpong [COUNT 1..100000] (on 2 ranks)\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    long count = kit_nargs > 0 ? strtol(kit_args[0], NULL, 10) : 50;
+    REQUIRE(kit_size == 2);
+    REQUIRE(count >= 1 && count <= 100000);
     char s = 0, r = 0;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = thread_cpu_us();
     for (long i = 0; i < count; i++) {
         MPI_Request q[2];
-        if (rank == 0) {
-            MPI_Irecv(&r, 0, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &q[1]);
-            MPI_Isend(&s, 0, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &q[0]);
+        if (kit_rank == 0) {
+            CHECK(MPI_Irecv(&r, 0, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
+            CHECK(MPI_Isend(&s, 0, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
             wait_all(2, q);
         } else {
-            MPI_Irecv(&r, 0, MPI_CHAR, 0, 7, MPI_COMM_WORLD, &q[0]);
+            CHECK(MPI_Irecv(&r, 0, MPI_CHAR, 0, 7, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
             wait_any(&q[0]);
-            MPI_Isend(&s, 0, MPI_CHAR, 0, 7, MPI_COMM_WORLD, &q[1]);
+            CHECK(MPI_Isend(&s, 0, MPI_CHAR, 0, 7, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
             wait_one(&q[1]);
         }
     }
     double cpu = thread_cpu_us() - t0;
-    printf("msgcost_pingpong rank %d: %ld sends %ld receives cpu_us %.1f\n", rank, count, count, cpu);
+    printf("msgcost_pingpong rank %d: %ld sends %ld receives cpu_us %.1f\n", kit_rank, count, count, cpu);
     fflush(stdout);
-    MPI_Finalize();
-    return 0;
 }
+
+MPILAB_TEST_MAIN()
