@@ -99,3 +99,18 @@ def test_cost_table_against_configured(capsys: pytest.CaptureFixture[str]) -> No
     lm["slowest"]["cpu"] = 2
     assert lmo_testbed.cost_table(lm, cf)["named_cpu"] == 2
     assert "NOT named" in capsys.readouterr().out
+
+
+def test_star_table_with_message_costs(capsys: pytest.CaptureFixture[str]) -> None:
+    # node 2's share holds its 1.5 ms per message; node 1's (quota and cost) is not compared
+    cf = {**_cf(), "msg_cost": {1: 1.5e-3, 2: 1.5e-3},
+          "cpu": {1: {"name": "s1n0", "cpu_quota": 0.25, "cpu_period": 4e-3}}}
+    a = [D[0] / 2, D[1] / 2 + 5e-3, D[2] / 2 + 1.5e-3 * 1.02, D[3] / 2]
+    lm = {"bytes": 262144, "star": {"latency_s": a, "inv_rate": U, "misfit_latency": 0.0,
+                                    "misfit_inv_rate": 0.0, "slowest_link_of": 3,
+                                    "slowest_vs_median": 2.7}}
+    st = lmo_testbed.star_table(lm, cf, _ind(0.0))
+    assert st["rows"][2]["a_conf"] == pytest.approx(D[2] / 2 + 1.5e-3)
+    assert st["a_max_err_conf"] == pytest.approx(0.03e-3 / 3e-3)
+    assert st["a_max_err_ping"] == pytest.approx(0, abs=1e-12)  # nodes 0 and 3 only
+    assert "not compared" in capsys.readouterr().out
