@@ -20,6 +20,13 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
   CPU-limited node's C_i against the other nodes' median C times the measured slowdown of
   a fixed CPU loop inside its cpu group (an estimate, not a configured value: a quota has
   no per-message delay of its own);
+* with a spec whose nodes have message costs (`[[node]] msg_cost`,
+  examples/testbed/lmo-hetero4-cost.toml: libmpilab_msgcost.so spends that CPU time per
+  message in those nodes' ranks): C_i against the configured cost plus the MPI's own C (the
+  median C of the nodes with neither a cost nor a quota), for a node with a CPU quota as
+  well against the range that CPU time takes under the quota (quota_stretch), and whether
+  the node the fit names slowest at messaging (models.lmo.slowest.cpu) is the CPU-limited
+  one;
 * the slowest node, link and path as the fit names them, and Hockney's per-pair alpha and
   beta from the same run (one number per pair: it cannot say whether the node or the link
   is slow);
@@ -49,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import signal
@@ -293,7 +301,69 @@ def configured(spec: Spec) -> dict[str, Any]:
     return {"rate_bps": rate, "delay_s": delay,
             "own_inv_rate": [8.0 / r * FRAME / PAYLOAD for r in rate],
             "own_inv_rate_wire": [8.0 / r for r in rate],
-            "cpu": {nodes.index(lim.name): lim.__dict__ for lim in spec.node_limits}}
+            "cpu": {nodes.index(lim.name): lim.__dict__ for lim in spec.node_limits},
+            "msg_cost": {nodes.index(n): c for n, c in spec.msg_costs.items()}}
+
+
+def quota_stretch(cost: float, quota: float, period: float) -> tuple[float, float]:
+    """Wall time to spend `cost` s of CPU in a cpu group of `quota` CPUs per `period` s, as
+    (least, most): starting with the period's whole runtime left, every further runtime's
+    worth waits out the rest of a period; starting with none left, one whole wait more
+    (a rank alone in its group, running whenever it is not throttled)."""
+    run = quota * period
+    waits = max(0, math.ceil(cost / run - 1e-9) - 1)
+    least = cost + waits * (period - run)
+    return least, least + (period - run)
+
+
+def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
+    """The fitted C_i against the configured message costs: a node's configured C is its
+    msg_cost (CPU time per message, libmpilab_msgcost.so) plus the MPI's own fixed cost,
+    taken as the median C of the nodes with neither a cost nor a CPU quota; a node with a
+    quota as well spends that CPU time over the quota's periods (quota_stretch). And the
+    node the fit names slowest at messaging (models.lmo.slowest.cpu) against the
+    CPU-limited one."""
+    costs, lims = cf.get("msg_cost") or {}, cf["cpu"]
+    n = len(lm["nodes"])
+    cs = [nd["C"]["value"] for nd in lm["nodes"]]
+    plain = [cs[r] for r in range(n) if r not in costs and r not in lims]
+    base = statistics.median(plain) if plain else 0.0
+    out: dict[str, Any] = {"baseline_C": base, "rows": []}
+    if costs:
+        print(f"\nConfigured C (msg_cost + the MPI's own C, the median C of nodes "
+              f"{[r for r in range(n) if r not in costs and r not in lims]}: "
+              f"{base * 1e6:.1f} us)")
+        print(f"{'node':>4} {'msg_cost us':>11} {'quota':>6} {'C conf us':>16} "
+              f"{'C fit us':>9} {'err':>8}  flags")
+    for r in sorted(costs):
+        c, lim = costs[r], lims.get(r)
+        nd = lm["nodes"][r]
+        if lim is None:
+            lo = hi = c + base
+            conf = f"{lo * 1e6:16.1f}"
+            err = _rel(cs[r], lo)
+        else:
+            a, b = quota_stretch(c, lim["cpu_quota"], lim["cpu_period"])
+            lo, hi = a + base, b + base
+            conf = f"{lo * 1e6:7.0f}..{hi * 1e6:<7.0f}"
+            err = "in" if lo <= cs[r] <= hi else _rel(cs[r], lo if cs[r] < lo else hi)
+        out["rows"].append({"rank": r, "msg_cost": c, "quota": lim is not None,
+                            "C_conf_lo": lo, "C_conf_hi": hi, "C": cs[r],
+                            "err": (None if lim else (cs[r] - lo) / lo),
+                            "flags": nd["C"]["flags"]})
+        q = f"{lim['cpu_quota']:g}" if lim else "-"
+        print(f"{r:>4} {c * 1e6:11.1f} {q:>6} {conf} {cs[r] * 1e6:9.1f} {err:>8}  "
+              f"{' '.join(nd['C']['flags'])}")
+    sl = lm.get("slowest") or {}
+    named, limited = sl.get("cpu"), sorted(lims)
+    out.update({"named_cpu": named, "cpu_vs_median": sl.get("cpu_vs_median"),
+                "limited": limited, "largest_C": max(range(n), key=lambda k: cs[k])})
+    if limited:
+        ok = named in limited
+        print(f"slowest at messaging (models.lmo.slowest.cpu): node {named} "
+              f"({sl.get('cpu_vs_median')}x the median C); CPU-limited node(s) {limited}: "
+              f"{'named' if ok else 'NOT named'}")
+    return out
 
 
 def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
@@ -349,6 +419,7 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
               f"{cs[r] * 1e6:.1f} us against the other nodes' median {others * 1e6:.1f} us "
               f"x {sd:.2f} = {est * 1e6:.1f} us ({_rel(cs[r], est)}); largest C: node "
               f"{rep['cpu_node']['largest_C']}")
+    rep["cost"] = cost_table(lm, cf)
     sl = lm.get("slowest") or {}
     rep["slowest"] = sl
     print(f"\nLMO names: slowest node {sl.get('node')} ({sl.get('node_vs_median')}x the "
@@ -398,20 +469,30 @@ def star_table(lm: dict[str, Any], cf: dict[str, Any], ind: dict[str, Any]) -> d
         return {}
     n, M = len(st["latency_s"]), float(lm.get("bytes") or 65536)
     d, u = cf["delay_s"], cf["own_inv_rate"]
+    # a node's share of a round trip's fixed time holds its C: with a configured message
+    # cost, d_i / 2 + the cost (a CPU-limited node's stretched cost has no single value:
+    # left out of the largest error)
+    cost, lims = cf.get("msg_cost") or {}, cf.get("cpu") or {}
+    a_conf = [d[i] / 2 + cost.get(i, 0.0) for i in range(n)]
+    loose = {i for i in cost if i in lims}
     pings = {(i, j): ind["ping"].get(f"{i}-{j}") for i in range(n) for j in range(i + 1, n)}
     ping_a = (_pair_shares(n, {k: v / 2 for k, v in pings.items()})
               if all(v for v in pings.values()) else [None] * n)
     rows = []
     print(f"\nAs a star (models.lmo.star: misfit of a_i + a_j {st['misfit_latency']:.2%}, of "
           f"max(u_i, u_j) {st['misfit_inv_rate']:.2%}; near 0 on a star)")
+    if cost:
+        print(f"(d/2: d_i / 2 + the node's msg_cost {sorted(cost)}; nodes {sorted(loose)} "
+              "also CPU-limited: their cost is stretched, not compared)")
     print(f"{'node':>4} {'d/2 us':>8} {'ping a us':>9} {'a fit us':>9} {'vs d/2':>8} "
           f"{'vs ping':>8} {'own link ns/B':>13} {'u fit ns/B':>10} {'err':>8}")
     for i in range(n):
         a, ui = st["latency_s"][i], st["inv_rate"][i]
-        r = {"rank": i, "a_conf": d[i] / 2, "a_ping": ping_a[i], "a": a, "u_conf": u[i], "u": ui}
+        r = {"rank": i, "a_conf": a_conf[i], "a_ping": ping_a[i], "a": a, "u_conf": u[i],
+             "u": ui}
         rows.append(r)
         pa = "-" if ping_a[i] is None else f"{ping_a[i] * 1e6:9.1f}"
-        print(f"{i:>4} {d[i] / 2 * 1e6:8.1f} {pa:>9} {a * 1e6:9.1f} {_rel(a, d[i] / 2):>8} "
+        print(f"{i:>4} {a_conf[i] * 1e6:8.1f} {pa:>9} {a * 1e6:9.1f} {_rel(a, a_conf[i]):>8} "
               f"{_rel(a, ping_a[i]):>8} {u[i] * 1e9:13.2f} {ui * 1e9:10.2f} {_rel(ui, u[i]):>8}")
     conf_cost = [d[i] / 2 + M * u[i] for i in range(n)]
     conf_slow = max(range(n), key=lambda i: conf_cost[i])
@@ -421,9 +502,10 @@ def star_table(lm: dict[str, Any], cf: dict[str, Any], ind: dict[str, Any]) -> d
           f"({'correct' if named == conf_slow else 'WRONG'})")
     return {"rows": rows, "named": named, "configured": conf_slow,
             "misfit_latency": st["misfit_latency"], "misfit_inv_rate": st["misfit_inv_rate"],
-            "a_max_err_conf": max(abs(r["a"] - r["a_conf"]) / r["a_conf"] for r in rows),
+            "a_max_err_conf": max(abs(r["a"] - r["a_conf"]) / r["a_conf"] for r in rows
+                                  if r["rank"] not in loose),
             "a_max_err_ping": max((abs(r["a"] - r["a_ping"]) / r["a_ping"] for r in rows
-                                   if r["a_ping"]), default=None),
+                                   if r["a_ping"] and r["rank"] not in cost), default=None),
             "u_max_err": max(abs(r["u"] - r["u_conf"]) / r["u_conf"] for r in rows)}
 
 
@@ -441,6 +523,16 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
     words = [f"L within 5% of configured: {s['L_max_err_conf'] <= 0.05} "
              f"(max {pct(s['L_max_err_conf'])})", f"of ping/2: max {pct(s['L_max_err_ping'])}",
              f"path 1/beta max error {pct(s['path_max_err'])}", harness.prediction_words(s)]
+    ct = rep.get("cost") or {}
+    plain = [r for r in ct.get("rows", []) if r["err"] is not None]
+    if plain:
+        s["C_max_err_conf"] = max(abs(r["err"]) for r in plain)
+        words.append(f"C of the nodes with a msg_cost and no quota within "
+                     f"{pct(s['C_max_err_conf'])} of configured")
+    if ct.get("limited"):
+        s["cpu_named"], s["named_cpu"] = ct["named_cpu"] in ct["limited"], ct["named_cpu"]
+        words.append(f"slowest at messaging node {ct['named_cpu']} (CPU-limited "
+                     f"{ct['limited']}: {'named' if s['cpu_named'] else 'not named'})")
     st = rep.get("star") or {}
     if st:
         s["star"] = {k: st[k] for k in ("a_max_err_conf", "a_max_err_ping", "u_max_err",

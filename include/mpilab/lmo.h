@@ -161,6 +161,13 @@ typedef struct mpilab_lmo_star {
 int mpilab_lmo_star(const mpilab_lmo_fit_t *f, mpilab_lmo_star_t *out);
 void mpilab_lmo_star_free(mpilab_lmo_star_t *s);
 
+/* The node slowest at messaging: the largest fixed delay per message C_i (its processor's
+ * work per message sent or received, whatever its links; on a star the per-byte t_i of a
+ * node is its access link's, so the slowest node by C_i + M t_i names the slow link's node,
+ * docs/models.md), and in *vs_median that C_i over the median node's (NaN when the median is
+ * 0). Returns the node, or -1 (no node, no memory). */
+int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median);
+
 /* ---- predictions (pure) ---- */
 
 /* Plain parameters of p nodes: C[p], t[p]; L, inv_beta as p*p matrices (symmetric, the

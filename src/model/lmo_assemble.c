@@ -178,6 +178,16 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     json_object_set_new(o, "path", json_pack("[i,i]", f->link[sp].i, f->link[sp].j));
     json_object_set_new(o, "path_cost_s", mpilab_json_real(path_c));
     json_object_set_new(o, "path_vs_median", mpilab_json_real(path_c / path_med));
+    double cpu_ratio;
+    int cpu = mpilab_lmo_slowest_cpu(f, &cpu_ratio);
+    if (cpu >= 0) {
+        json_object_set_new(o, "cpu", json_integer(cpu));
+        json_object_set_new(o, "cpu_C_s", mpilab_json_real(f->node[cpu].C.value));
+        json_object_set_new(o, "cpu_vs_median", mpilab_json_real(cpu_ratio));
+        if (table)
+            fprintf(table, "slowest at messaging: node %d: C = %.3f us (%.2fx the median node's C)\n", cpu,
+                    f->node[cpu].C.value * 1e6, cpu_ratio);
+    }
     return o;
 }
 

@@ -91,6 +91,26 @@ int mpilab_lmo_star(const mpilab_lmo_fit_t *f, mpilab_lmo_star_t *out)
     return 0;
 }
 
+int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median)
+{
+    *vs_median = NAN;
+    size_t p = f->p > 0 ? (size_t)f->p : 0;
+    double *c = malloc((p + 1) * sizeof *c), *tmp = malloc((p + 1) * sizeof *tmp);
+    int slow = -1;
+    for (size_t i = 0; c && tmp && i < p; i++) {
+        c[i] = f->node[i].C.value;
+        if (slow < 0 || c[i] > c[slow])
+            slow = (int)i;
+    }
+    if (slow >= 0) {
+        double med = median_copy(c, p, tmp);
+        *vs_median = med > 0 ? c[slow] / med : NAN;
+    }
+    free(c);
+    free(tmp);
+    return slow;
+}
+
 void mpilab_lmo_star_free(mpilab_lmo_star_t *s)
 {
     free(s->a);

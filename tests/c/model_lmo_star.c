@@ -122,4 +122,28 @@ MPILAB_TEST(too_few_nodes)
     CHECK(mpilab_lmo_star(NULL, &s) == -1);
 }
 
+/* The lmo-hetero4-cost testbed's shape: node 1's processor slow at messaging (large C),
+ * node 3's access link slow (large t on a star): the slowest node by C + M t is node 3, the
+ * slowest at messaging node 1, with its C over the median C. */
+MPILAB_TEST(slowest_cpu_is_the_largest_fixed_delay)
+{
+    static star_case_t c;
+    const double a[4] = {600e-6, 5000e-6, 2600e-6, 2100e-6};
+    const double C[4] = {60e-6, 4500e-6, 1560e-6, 40e-6}, t[4] = {0, 0, 0, 335e-9};
+    make_fit(&c, 4, 262144, a, C, t, star4);
+    double r = 0;
+    CHECK(mpilab_lmo_slowest_cpu(&c.f, &r) == 1);
+    CHECK_NEAR(r, 4500e-6 / ((60e-6 + 1560e-6) / 2), 1e-9);
+    mpilab_lmo_star_t s;
+    CHECK(mpilab_lmo_star(&c.f, &s) == 0);
+    CHECK(s.slowest == 3); /* the access link: a different node */
+    mpilab_lmo_star_free(&s);
+    /* a node whose C is clamped at 0 counts as 0; all zero: no ratio */
+    const double z[4] = {0};
+    make_fit(&c, 4, 262144, a, z, t, star4);
+    CHECK(mpilab_lmo_slowest_cpu(&c.f, &r) == 0 && isnan(r));
+    c.f.p = 0;
+    CHECK(mpilab_lmo_slowest_cpu(&c.f, &r) == -1 && isnan(r));
+}
+
 MPILAB_TEST_MAIN()

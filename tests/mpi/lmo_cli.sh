@@ -66,6 +66,10 @@ assert preds == {("scatter", "linear", 1024), ("scatter", "linear", 8192), ("gat
 assert all(math.isfinite(p["predicted"]) and (p["predicted"] > 0) != ("nonpositive" in p.get("flags", []))
            for p in l["predictions"]), l["predictions"]
 assert l["slowest"]["node"] in (0, 1, 2)
+# the node slowest at messaging: the largest C (clamped value), with that C in the file
+sc = l["slowest"]["cpu"]
+assert sc == max(range(3), key=lambda i: l["nodes"][i]["C"]["value"]), l["slowest"]
+assert l["slowest"]["cpu_C_s"] == l["nodes"][sc]["C"]["value"], l["slowest"]
 w = d["provenance"]["options"]["lmo_wait"]
 assert l["wait"] == "sleep" and w["mode"] == "sleep" and abs(w["interval_s"] - 50e-6) < 1e-12, w
 st = l["star"]

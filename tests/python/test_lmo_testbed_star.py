@@ -62,3 +62,55 @@ def test_star_table_says_a_wrong_name(capsys: pytest.CaptureFixture[str]) -> Non
 def test_star_table_without_a_star_view(capsys: pytest.CaptureFixture[str]) -> None:
     assert lmo_testbed.star_table({"bytes": 1}, _cf(), _ind(0.0)) == {}
     assert "no star view" in capsys.readouterr().out
+
+
+def _nodes(cs: list[float]) -> list[dict[str, Any]]:
+    return [{"rank": r, "C": {"value": c, "raw": c, "flags": []}} for r, c in enumerate(cs)]
+
+
+def test_quota_stretch() -> None:
+    # 1 ms of runtime every 4 ms: 1.5 ms of CPU waits out 3 ms once (or twice, starting
+    # throttled); 0.5 ms fits in one period's runtime
+    assert lmo_testbed.quota_stretch(1.5e-3, 0.25, 4e-3) == pytest.approx((4.5e-3, 7.5e-3))
+    assert lmo_testbed.quota_stretch(0.5e-3, 0.25, 4e-3) == pytest.approx((0.5e-3, 3.5e-3))
+    assert lmo_testbed.quota_stretch(1e-3, 0.25, 4e-3) == pytest.approx((1e-3, 4e-3))
+
+
+def test_cost_table_against_configured(capsys: pytest.CaptureFixture[str]) -> None:
+    # lmo-hetero4-cost: nodes 1 (quota) and 2 spend 1.5 ms per message, 0 and 3 nothing
+    cf = {"msg_cost": {1: 1.5e-3, 2: 1.5e-3},
+          "cpu": {1: {"name": "s1n0", "cpu_quota": 0.25, "cpu_period": 4e-3}}}
+    lm = {"nodes": _nodes([40e-6, 5.0e-3, 1.62e-3, 60e-6]),
+          "slowest": {"cpu": 1, "cpu_vs_median": 4.5}}
+    ct = lmo_testbed.cost_table(lm, cf)
+    assert ct["baseline_C"] == pytest.approx(50e-6)
+    r1, r2 = ct["rows"]
+    assert r2["C_conf_lo"] == pytest.approx(1.55e-3) and r2["err"] == pytest.approx(0.07 / 1.55)
+    assert (r1["C_conf_lo"], r1["C_conf_hi"]) == pytest.approx((4.55e-3, 7.55e-3))
+    assert r1["err"] is None  # a range, not a value
+    assert ct["named_cpu"] == 1 and ct["limited"] == [1]
+    out = capsys.readouterr().out
+    assert "CPU-limited node(s) [1]: named" in out
+    s = lmo_testbed.summary({"links": [{"L": 1.0, "L_conf": 1.0, "L_ping": None,
+                                        "path_inv_beta": None, "path_conf": 1.0}],
+                             "predictions": [], "cost": ct})
+    assert s["C_max_err_conf"] == pytest.approx(0.07 / 1.55) and s["cpu_named"] is True
+    # another node named: said
+    lm["slowest"]["cpu"] = 2
+    assert lmo_testbed.cost_table(lm, cf)["named_cpu"] == 2
+    assert "NOT named" in capsys.readouterr().out
+
+
+def test_star_table_with_message_costs(capsys: pytest.CaptureFixture[str]) -> None:
+    # node 2's share holds its 1.5 ms per message; node 1's (quota and cost) is not compared
+    cf = {**_cf(), "msg_cost": {1: 1.5e-3, 2: 1.5e-3},
+          "cpu": {1: {"name": "s1n0", "cpu_quota": 0.25, "cpu_period": 4e-3}}}
+    a = [D[0] / 2, D[1] / 2 + 5e-3, D[2] / 2 + 1.5e-3 * 1.02, D[3] / 2]
+    lm = {"bytes": 262144, "star": {"latency_s": a, "inv_rate": U, "misfit_latency": 0.0,
+                                    "misfit_inv_rate": 0.0, "slowest_link_of": 3,
+                                    "slowest_vs_median": 2.7}}
+    st = lmo_testbed.star_table(lm, cf, _ind(0.0))
+    assert st["rows"][2]["a_conf"] == pytest.approx(D[2] / 2 + 1.5e-3)
+    assert st["a_max_err_conf"] == pytest.approx(0.03e-3 / 3e-3)
+    assert st["a_max_err_ping"] == pytest.approx(0, abs=1e-12)  # nodes 0 and 3 only
+    assert "not compared" in capsys.readouterr().out

@@ -177,8 +177,12 @@ def test_star_view_names_the_slow_access_link(
                   "inv_rate": [8.4e-8, 8.4e-8, 1.67e-7, 3.33e-7], "misfit_latency": 0.007,
                   "misfit_inv_rate": 0.002, "slowest_link_of": 3, "slowest_cost_s": 0.0893,
                   "slowest_vs_median": 2.6}
+    lm["slowest"] = {**(lm.get("slowest") or {}), "cpu": 1, "cpu_C_s": 4.5e-3,
+                     "cpu_vs_median": 5.56}
     sec = unescape(_lmo_section(_page(doc, write_json)))
     assert "the slowest access link is node 3's (2.60x the median node's)" in sec, sec[:3000]
+    assert "Slowest at messaging: node 1 (its fixed delay per message C = 4.5" in sec
+    assert "5.56x the median node's)" in sec
     assert "0.7% of the pairs' fixed times, 0.2% of their times per byte" in sec
     assert "this, not the per-pair slowest link, is the slow link" in sec
     assert "ranks waiting by sleeping" in sec
@@ -187,6 +191,7 @@ def test_star_view_names_the_slow_access_link(
     sec = unescape(_lmo_section(_page(doc, write_json)))
     assert "too much for a star" in sec and "the slow link." not in sec
     # an older file without the star view: nothing said about it
-    del lm["star"], lm["wait"]
+    del lm["star"], lm["wait"], lm["slowest"]["cpu"]
     sec = unescape(_lmo_section(_page(doc, write_json)))
     assert "As a star" not in sec and "ranks waiting by spinning" in sec
+    assert "Slowest at messaging" not in sec

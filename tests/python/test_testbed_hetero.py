@@ -16,6 +16,7 @@ from mpilab.testbed import spec as specmod
 
 REPO = Path(__file__).resolve().parents[2]
 HETERO = REPO / "examples" / "testbed" / "lmo-hetero4.toml"
+COST = REPO / "examples" / "testbed" / "lmo-hetero4-cost.toml"
 
 BASE = """\
 prefix = "htu"
@@ -105,11 +106,21 @@ def test_node_sysctls() -> None:
     ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\ncpus = 2\n', 12, "unknown key"),
     ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\n[[node]]\nname = "s1n0"\ncpu_quota = 0.2\n',
      13, "second [[node]]"),
+    ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\ncpu_period = "4ms"\n', 12, "needs cpu_quota"),
+    ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n',
+     13, "second [[node]]"),
 ])
 def test_bad_hetero_keys_name_file_and_line(extra: str, line: int, words: str) -> None:
     msg = _bad(BASE + extra)
     assert msg.startswith(f"bad.toml:{line}: "), msg
     assert words in msg, msg
+
+
+@pytest.mark.parametrize("value,words", [('"0s"', "above 0"), ('"2s"', "at most 1 s"),
+                                         ('"slow"', ""), ("true", "")])
+def test_bad_msg_cost(value: str, words: str) -> None:
+    msg = _bad(BASE + f'[[node]]\nname = "s1n0"\nmsg_cost = {value}\n')
+    assert msg.startswith("bad.toml:11: node.msg_cost: ") and words in msg, msg
 
 
 def test_node_must_be_an_array_of_tables() -> None:
@@ -229,3 +240,42 @@ def test_wan_burst_and_segment_offload() -> None:
         assert msg.startswith("bad.toml:") and "wan.burst" in msg and words in msg, msg
     msg = _bad(BASE.replace("[cluster]", '[cluster]\nsegment_offload = "no"'))
     assert "segment_offload" in msg and "not a boolean" in msg, msg
+
+
+def test_msg_cost_per_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sp = specmod.load(str(COST), "htu")
+    assert sp.msg_costs == {"s1n0": 0.0015, "s2n0": 0.0015}
+    # a node with a message cost and no quota is not CPU-limited
+    assert [lim.name for lim in sp.node_limits] == ["s1n0"] and sp.cpu_limit("s2n0") is None
+    assert specmod.Spec.from_dict(sp.to_dict()) == sp
+    assert specmod.load(str(HETERO)).msg_costs == {}
+    # no cost anywhere: no wrapper between the launcher and the program
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
+    net.state_dir("htu").mkdir(parents=True)
+    assert launch.rank_prefix(specmod.load(str(HETERO), "htu")) == []
+    monkeypatch.setattr(launch, "find_tool", lambda name: f"/opt/x/{name}")
+    (wrap,) = launch.rank_prefix(sp)
+    # the wrapper, run on each node (uname -n is the node's namespace name): the library
+    # and the cost in microseconds on s1n0 and s2n0 only, an LD_PRELOAD already set kept
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    show = ["sh", "-c", 'echo "[$LD_PRELOAD] [${MPILAB_MSG_COST_US-unset}] $*"', "x", "a b"]
+    seen = {}
+    for node in sp.node_names():
+        (stub / "uname").write_text(f"#!/bin/sh\necho {sp.ns(node)}\n")
+        (stub / "uname").chmod(0o755)
+        env = {"PATH": f"{stub}:/usr/bin:/bin", "LD_PRELOAD": "/k.so"}
+        seen[node] = subprocess.run([wrap, *show], capture_output=True, text=True, env=env,
+                                    timeout=30, check=True).stdout.strip()
+    lib = "/opt/x/libmpilab_msgcost.so"
+    assert seen == {"s0n0": "[/k.so] [unset] a b", "s1n0": f"[{lib}:/k.so] [1500.000] a b",
+                    "s2n0": f"[{lib}:/k.so] [1500.000] a b", "s3n0": "[/k.so] [unset] a b"}
+
+
+def test_simulation_refuses_msg_cost(tmp_path: Path) -> None:
+    path = tmp_path / "cost.toml"
+    path.write_text(BASE + '[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n')
+    sp, keys = simplat.load_spec(str(path))
+    with pytest.raises(MpilabError) as e:
+        simplat.check_spec(sp, keys, simplat.SpecOptions())
+    assert str(e.value).startswith(f"{path}:11: node.msg_cost: cannot be simulated"), e.value

@@ -1,8 +1,11 @@
 """The heterogeneous testbed live (root, network namespaces, the cgroup v1 cpu controller,
-Open MPI): examples/testbed/lmo-hetero4.toml under a prefix of its own. Per-node delays are
+Open MPI): examples/testbed/lmo-hetero4-cost.toml (lmo-hetero4.toml with message costs on
+s1n0 and s2n0) under a prefix of its own. Per-node delays are
 in effect (a delay line never releases a packet early: the round trips are at least the
 configured d_i + d_j, which the default 1 ms alone would not give), the CPU-limited node's
-processes run in its cpu group with the configured quota, and `down` removes the group."""
+processes run in its cpu group with the configured quota, the ranks of the nodes with a
+message cost (only those) run with libmpilab_msgcost.so, which charges their messages, and
+`down` removes the group."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from livetb import have_netns
 from mpilab.testbed import net
 
 REPO = Path(__file__).resolve().parents[2]
-SPEC = (REPO / "examples" / "testbed" / "lmo-hetero4.toml").read_text()
+SPEC = (REPO / "examples" / "testbed" / "lmo-hetero4-cost.toml").read_text()
 HAVE_CPU = (net.CPU_CGROUP_ROOT / "cpu.cfs_quota_us").exists()
 pytestmark = [pytest.mark.root, pytest.mark.mpi,
               pytest.mark.skipif(not (have_netns() and HAVE_CPU),
@@ -95,6 +98,31 @@ def test_limited_node_runs_in_its_cpu_group(tb: tuple[str, dict[str, str]], host
     # the shared group itself (net.job_cpu_group)
     assert lines[f"{prefix}-s1n0"].endswith(f":/{prefix}-nodes/{prefix}-s1n0"), p.stdout
     assert lines[f"{prefix}-s0n0"].endswith(f":/{prefix}-nodes"), p.stdout
+
+
+def test_msg_cost_only_on_its_nodes(tb: tuple[str, dict[str, str]]) -> None:
+    prefix, env = tb
+    p = mpilab("testbed", "run", "--np", "4", "--timeout", "120", "--", "sh", "-c",
+               'echo "$(hostname) [${MPILAB_MSG_COST_US-}] [${LD_PRELOAD-}]"', env=env,
+               timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in p.stdout.strip().splitlines()}
+    assert set(got) == {f"{prefix}-s{k}n0" for k in range(4)}, p.stdout
+    for k in range(4):
+        cost, pre = got[f"{prefix}-s{k}n0"].split("] [")
+        assert cost == ("[1500.000" if k in (1, 2) else "["), p.stdout
+        assert pre.endswith("libmpilab_msgcost.so]") == (k in (1, 2)), p.stdout
+    # an MPI job across s2n0 (cost) and s0n0 (none): the library charges s2n0's messages
+    prog = REPO / "build" / "bin" / "msgcost_pingpong"
+    if not prog.exists():
+        pytest.skip("msgcost_pingpong not built")
+    p = mpilab("testbed", "run", "--hosts", "s2n0,s0n0", "--np", "2", "--timeout", "120", "--",
+               "env", "MPILAB_TEST_NP=2", "MPILAB_MSG_COST_DEBUG=1", str(prog), "20", env=env,
+               timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    charged = re.findall(r"mpilab-msgcost: rank (\d): 20 sends and 20 receives charged "
+                         r"\(0 untracked\), 1500\.000 us each", p.stderr)
+    assert charged == ["0"], p.stderr  # rank 0 is on s2n0, the first host
 
 
 def test_down_removes_the_cpu_group(tmp_path: Path) -> None:

@@ -201,6 +201,19 @@ def slowest_words(s: Slowest) -> str:
             "path is the figure to trust.")
 
 
+def cpu_words(lm: dict[str, Any]) -> str | None:
+    """The node slowest at messaging (models.lmo.slowest.cpu: the largest C_i) in words;
+    None for an older file without it."""
+    sl = lm.get("slowest")
+    if not isinstance(sl, dict) or not isinstance(sl.get("cpu"), int):
+        return None
+    c, q = _num(sl.get("cpu_C_s")), _num(sl.get("cpu_vs_median"))
+    cost = units.fmt_value(c, "s") if c is not None else "?"
+    ratio = f"{q:.2f}x the median node's" if q is not None else "no median"
+    return (f"Slowest at messaging: node {sl['cpu']} (its fixed delay per message C = {cost}, "
+            f"{ratio}): its processor's work per message, whatever its links.")
+
+
 def star_words(lm: dict[str, Any]) -> str | None:
     """The star view (models.lmo.star) in words: which node's access link is slowest and how
     well one access link per node explains the pairs; None for a file without it."""
@@ -443,6 +456,9 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
         sec.note("No node and no link is slow by that rule.")
     fit = slowest(lm, m)
     sec.note(slowest_words(fit))
+    cpu = cpu_words(lm)
+    if cpu:
+        sec.note(cpu)
     star = star_words(lm)
     if star:
         sec.note(star)

@@ -67,6 +67,9 @@ UNSUPPORTED = {
     "node.cpu_period": "a CPU quota throttles the node's processes in real time; simulated "
                        "hosts have speeds",
     "wan.slow_start_after_idle": "SimGrid's flows have no congestion window",
+    "node.msg_cost": "a CPU time per message is spent by a library preloaded into real "
+                     "ranks; simulated hosts take it as SMPI's per-host overheads (smpi/os, "
+                     "smpi/or: docs/models.md)",
 }
 EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.burst",
                  "cluster.segment_offload", "cluster.shared_cpu_group")

@@ -52,11 +52,12 @@ _KEYS: dict[str, set[str]] = {
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
             "socket_buffer", "delay_trim", "slow_start_after_idle", "burst"},
     "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
-    "node": {"name", "cpu_quota", "cpu_period"},
+    "node": {"name", "cpu_quota", "cpu_period", "msg_cost"},
 }
 MIN_CPU_PERIOD, MAX_CPU_PERIOD = 0.001, 1.0  # the cfs bandwidth controller's limits
 MIN_CPU_QUOTA_S = 0.001
 MAX_CPU_QUOTA = 64.0  # CPUs
+MAX_MSG_COST = 1.0  # s of CPU time per message (libmpilab_msgcost.so takes up to 1e6 us)
 
 
 @dataclass
@@ -115,6 +116,10 @@ class Spec:
     slow_start_after_idle: bool | None = None
     links: list[LinkOverride] = field(default_factory=list)
     node_limits: list[NodeLimit] = field(default_factory=list)
+    # CPU time (s) the ranks of a node spend per message they send or receive
+    # (`[[node]] msg_cost`: libmpilab_msgcost.so preloaded into that node's ranks,
+    # launch.write_rank_env), by node name; nodes not listed spend nothing
+    msg_costs: dict[str, float] = field(default_factory=dict)
     # every node's jobs in one cgroup v1 cpu group <prefix>-nodes (a limited node's group
     # nested in it) instead of the root group, where each node's MPI daemon is a session of
     # its own and so an autogroup of its own (net.make_cpu_cgroups); None: when a node has
@@ -223,6 +228,7 @@ class Spec:
             "slow_start_after_idle": self.slow_start_after_idle,
             "links": [o.__dict__ for o in self.links],
             "node_limits": [lim.__dict__ for lim in self.node_limits],
+            "msg_costs": dict(self.msg_costs),
             "shared_cpu_group": self.shared_cpu_group,
             "segment_offload": self.segment_offload, "wan_burst": self.wan_burst,
             "source": self.source,
@@ -388,6 +394,13 @@ def _cpu_period(v: object) -> float:
     return t
 
 
+def _msg_cost(v: object) -> float:
+    t = parse_time(v)
+    if not 0 < t <= MAX_MSG_COST:
+        raise ValueError(f"must be above 0 and at most {MAX_MSG_COST:g} s of CPU time per message")
+    return t
+
+
 def _wan_delay(v: object) -> float:
     t = parse_time(v)
     if t > MAX_DELAY:
@@ -524,13 +537,22 @@ def _node_name(ctx: _Ctx, entry: dict[str, Any], table: str, key: str, names: se
 
 
 def _parse_nodes(ctx: _Ctx, sp: Spec, nodes_t: list[dict[str, Any]], names: set[str]) -> None:
-    """The [[node]] entries (CPU limits) into sp.node_limits."""
+    """The [[node]] entries (CPU limits into sp.node_limits, message costs into
+    sp.msg_costs); each has cpu_quota, msg_cost or both."""
+    seen: set[str] = set()
     for i, nd in enumerate(nodes_t):
         name = _node_name(ctx, nd, "node", "name", names, i)
-        if sp.cpu_limit(name) is not None:
+        if name in seen:
             raise ctx.err("node", "name", f"{name!r}: a second [[node]] for the same node", i)
+        seen.add(name)
+        if "cpu_quota" not in nd and "msg_cost" not in nd:
+            raise ctx.err("node", "", "missing key 'cpu_quota' (or 'msg_cost')", i)
+        if "msg_cost" in nd:
+            sp.msg_costs[name] = _get(ctx, nd, "node", "msg_cost", _msg_cost, None, i)
         if "cpu_quota" not in nd:
-            raise ctx.err("node", "", "missing key 'cpu_quota'", i)
+            if "cpu_period" in nd:
+                raise ctx.err("node", "cpu_period", "needs cpu_quota", i)
+            continue
         lim = NodeLimit(name=name, cpu_quota=_get(ctx, nd, "node", "cpu_quota", _cpu_quota,
                                                   None, i),
                         cpu_period=_get(ctx, nd, "node", "cpu_period", _cpu_period, 0.1, i))

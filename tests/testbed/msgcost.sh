@@ -1,0 +1,46 @@
+#!/bin/sh
+# libmpilab_msgcost.so (src/testbed/msgcost.c) in a real 2-rank run: every send and every
+# receive is charged once (the library's own count at MPI_Finalize), and the CPU time the
+# ranks' main threads used grows by the configured cost per message (the program's own
+# thread CPU clock, run without and with a cost; CPU time, not wall time, so a busy machine
+# stretches both runs alike). Bad values of MPILAB_MSG_COST_US: one line, exit status 2.
+#   msgcost.sh LIB PINGPONG LAUNCH
+set -u
+lib=$1 prog=$2 launch=$3
+count=50 cost=1000
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for bad in abc -5 1e9 nan "12us" ""; do
+    [ -z "$bad" ] && continue
+    env LD_PRELOAD="$lib" MPILAB_MSG_COST_US="$bad" /bin/true 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "MPILAB_MSG_COST_US=$bad: exit status $rc, expected 2"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "MPILAB_MSG_COST_US=$bad: not one line: $(cat "$tmp/err")"
+    grep -q "MPILAB_MSG_COST_US=$bad: not a number of microseconds" "$tmp/err" ||
+        fail "MPILAB_MSG_COST_US=$bad: $(cat "$tmp/err")"
+done
+
+run() { # COST OUT
+    "$launch" -q 2 env LD_PRELOAD="$lib" MPILAB_MSG_COST_US="$1" MPILAB_MSG_COST_DEBUG=1 \
+        "$prog" "$count" >"$2.out" 2>"$2.err" || fail "cost $1: status $?: $(cat "$2.err")"
+    for r in 0 1; do
+        grep -q "^mpilab-msgcost: rank $r: $count sends and $count receives charged (0 untracked)" "$2.err" ||
+            fail "cost $1, rank $r: not every message charged once: $(cat "$2.err")"
+    done
+}
+run 0 "$tmp/zero"
+run "$cost" "$tmp/cost"
+for r in 0 1; do
+    a=$(sed -n "s/^msgcost_pingpong rank $r: .* cpu_us \([0-9.]*\)$/\1/p" "$tmp/zero.out")
+    b=$(sed -n "s/^msgcost_pingpong rank $r: .* cpu_us \([0-9.]*\)$/\1/p" "$tmp/cost.out")
+    [ -n "$a" ] && [ -n "$b" ] || fail "rank $r: no cpu_us line"
+    # CPU time per message added by the library: at least the cost (it spins until its
+    # thread has used that much), and not twice it (a message charged twice)
+    awk -v a="$a" -v b="$b" -v n=$((2 * count)) -v c="$cost" -v r="$r" 'BEGIN {
+        per = (b - a) / n
+        printf "rank %d: cpu %.0f us without, %.0f us with %d us per message: +%.1f us per message\n", r, a, b, c, per
+        exit !(per >= 0.95 * c && per <= 1.5 * c) }' || fail "rank $r: CPU time per message not the configured cost"
+done
+echo "msgcost: ok"
