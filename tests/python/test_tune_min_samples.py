@@ -93,3 +93,26 @@ def test_floor_above_the_cap_is_refused_before_anything_runs(tmp_path: Path) -> 
     assert not (tmp_path / "r.conf").exists() and not (tmp_path / "v").exists()
     _one_line(_mpilab("tune", "sweep", "--dir", str(d), "--colls", "bcast", "--sizes", "64",
                       "--min-samples", "0"))
+
+
+@pytest.mark.mpi
+@needs_build
+def test_validate_passes_the_floor_to_every_launch(tmp_path: Path) -> None:
+    choice = _write(tmp_path, "choice.json", {
+        "schema": "mpilab.tune-choice/1", "source": "test", "min_effect": 0.05,
+        "cells": [{"op": "allreduce", "np": 2, "bytes": 16 << 20,
+                   "winner": "ompi_basic_linear"}],
+        "ranges": [{"op": "allreduce", "np": 2, "ranges": [
+            {"winner": "ompi_basic_linear", "from": 16 << 20, "to": 16 << 20}]}]})
+    v = tmp_path / "val"
+    p = _mpilab("tune", "validate", choice, "--np", "2", "--dir", str(v), "--out",
+                str(tmp_path / "rules.conf"), "--pairs", "2", "--budget", "1ms", "--rounds",
+                "1", "--timeout", "200", "--min-samples", "6")
+    assert p.returncode in (0, 1), p.stderr  # the verdict is a measurement's, not asserted
+    assert json.loads((v / "validate.json").read_text())["min_samples"] == 6
+    for label in ("rules", "default"):
+        for k in (1, 2):
+            m = json.loads((v / "round1" / f"sized.{label}.{k}.json").read_text()
+                           )["measurements"][0]
+            assert m["precision"]["budget_floor"] == 6
+            assert m["stats"]["reps"] - m["stats"]["invalid"] >= 6, (label, k, m["stats"])
