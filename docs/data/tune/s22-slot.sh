@@ -21,7 +21,7 @@ mpich4_validate() { task mpich4-validate sh -c "$M --mpi mpich tune validate $O/
   --out $R/mpich4-validated.json --out-choice $R/mpich4-validated-choice.json --pairs 8 --budget 10s --rounds 3 --timeout 100 > $O/s22-mpich4-validate.txt 2> $O/s22-mpich4-validate.log"; }
 # 2. MPICH, the testbed's 2 x 4 grid: session 21's choice (s21-mpich8-choice.json), with the
 #    sample floor (--min-samples 6: the large sizes get the 6 samples a side the test needs)
-mpich8_validate() { ip netns list | grep -q '^tu4-' || up; task mpich8-validate sh -c "$M --mpi mpich tune validate $O/s21-mpich8-choice.json $TB --mpich-yield --np 8 --dir $R/mpich8-val \
+mpich8_validate() { ip netns list | grep -q '^tu4-' || up; task mpich8-validate sh -c "$M --mpi mpich tune validate $O/s22-mpich8-choice.json $TB --mpich-yield --np 8 --dir $R/mpich8-val \
   --out $R/mpich8-validated.json --out-choice $R/mpich8-validated-choice.json --max-reps 60 --min-samples 6 --pairs 6 --budget 6s --rounds 2 --timeout 150 > $O/s22-mpich8-validate.txt 2> $O/s22-mpich8-validate.log"; }
 for s in "$@"; do $s; done
 echo "slot end $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
