@@ -116,3 +116,33 @@ def test_validate_passes_the_floor_to_every_launch(tmp_path: Path) -> None:
                            )["measurements"][0]
             assert m["precision"]["budget_floor"] == 6
             assert m["stats"]["reps"] - m["stats"]["invalid"] >= 6, (label, k, m["stats"])
+
+
+MPICH_BIN = REPO / "build-mpich" / "bin"
+
+
+def test_in_place_only_algorithm_is_not_exported() -> None:
+    from mpilab.tune import export
+
+    names = frozenset({"MPIR_Alltoall_intra_pairwise_sendrecv_replace",
+                       "MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks"})
+    tree = {"collective=alltoall": {"comm_type=intra": {"avg_msg_size=any": {
+        "algorithm=MPIR_Alltoall_intra_brucks": {}}}}}
+    bad = {"ranges": [{"op": "alltoall", "np": 8, "ranges": [
+        {"winner": "mpich_pairwise_sendrecv_replace", "from": 16384, "to": 16384}]}]}
+    with pytest.raises(Exception, match="MPI_IN_PLACE calls only"):
+        export.mpich_json(bad, tree, names)
+    good = {"ranges": [{"op": "alltoall", "np": 8, "ranges": [
+        {"winner": "mpich_pairwise", "from": 16384, "to": 16384}]}]}
+    assert "collective=alltoall" in export.mpich_json(good, tree, names)
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not (MPICH_BIN / "mpilab-bench").is_file(), reason="needs build-mpich/")
+def test_sweep_leaves_in_place_only_algorithms_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpilab.tune import sweep
+
+    monkeypatch.setenv("MPILAB_BIN", str(MPICH_BIN))
+    impls = sweep.forced_impls("mpich", ["alltoall"])["alltoall"]
+    # MPICH lists it (the CVAR's choices), the sweep does not force it
+    assert "mpich_pairwise" in impls and "mpich_pairwise_sendrecv_replace" not in impls

@@ -152,8 +152,11 @@ def forced_impls(mpi: str, colls: list[str], timeout: float = 120.0) -> dict[str
         raise MpilabError("mpilab-bench --mpi-algorithms --list --json gave no entry list "
                           "(does this MPI offer MPI_T control variables?)") from None
     out: dict[str, list[str]] = {c: [] for c in colls}
+    from mpilab.tune.algorithms import MPICH_IN_PLACE_ONLY
+
     for e in entries:
-        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out:
+        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out \
+                and (e["name"], e.get("impl")) not in MPICH_IN_PLACE_ONLY:
             out[e["name"]].append(e["impl"])
     return out
 
