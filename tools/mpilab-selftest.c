@@ -278,7 +278,7 @@ static int run_link(int argc, char **argv)
 {
     int rc = 0;
     const char *out = NULL, *spec = "0,1K,4K,16K,64K,128K", *nice = "-20";
-    mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0, 0.0};
+    mpilab_precision_t prec = {5, 20, 0.95, 0.05, 0.0, 0.0, 1};
     long long burst = 8, rounds = 1;
     static struct option lo[] = {{"sizes", required_argument, 0, 's'},   {"min-reps", required_argument, 0, 'a'},
                                  {"max-reps", required_argument, 0, 'b'}, {"eps", required_argument, 0, 'e'},

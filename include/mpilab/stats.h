@@ -26,11 +26,14 @@ typedef struct mpilab_precision {
     double min_time; /* seconds of samples before the rule may stop (0 = none; max_reps wins) */
     double max_time; /* the measurement's time budget: seconds of samples after which it stops
                       * converged or not (0 = none: only max_reps ends it) */
+    size_t budget_floor; /* max_time ends no measurement before this many valid repetitions
+                          * (0 or 1: at the first; max_reps still does): a comparison that
+                          * needs k samples a side gets them at slow sizes too */
 } mpilab_precision_t;
 
 /* max_reps is a memory cap, not the usual end: the time budget (max_time) ends a measurement
  * that does not converge, so fast operations get the repetitions their interval needs. */
-#define MPILAB_PRECISION_DEFAULT {5, 1000000, 0.95, 0.025, 0.002, 1.0}
+#define MPILAB_PRECISION_DEFAULT {5, 1000000, 0.95, 0.025, 0.002, 1.0, 1}
 /* Blocks of the interval: from MPILAB_BLOCKS_MIN_N valid samples on, they are cut in time
  * order into MPILAB_BLOCKS consecutive blocks of equal size (the remainder in the last). */
 #define MPILAB_BLOCKS 5

@@ -44,9 +44,12 @@ json_t *mpilab_results_sample_stats(const double *samples, const unsigned char *
 
 json_t *mpilab_results_precision(const mpilab_precision_t *p)
 {
-    return json_pack("{s:f,s:f,s:I,s:I,s:f,s:f}", "cl", p->cl, "eps", p->eps, "min_reps",
-                     (json_int_t)p->min_reps, "max_reps", (json_int_t)p->max_reps, "min_time_s", p->min_time,
-                     "max_time_s", p->max_time);
+    json_t *o = json_pack("{s:f,s:f,s:I,s:I,s:f,s:f}", "cl", p->cl, "eps", p->eps, "min_reps",
+                          (json_int_t)p->min_reps, "max_reps", (json_int_t)p->max_reps, "min_time_s",
+                          p->min_time, "max_time_s", p->max_time);
+    if (o && p->budget_floor > 1) /* --budget-floor: only when it changes the rule */
+        json_object_set_new(o, "budget_floor", json_integer((json_int_t)p->budget_floor));
+    return o;
 }
 
 json_t *mpilab_results_samples(const double *s, const unsigned char *v, size_t n, json_t **valid)

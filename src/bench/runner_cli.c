@@ -45,6 +45,8 @@ void mpilab_runner_usage(FILE *f)
         "  --time-budget T      seconds of samples for the whole run, a duration (60s, 2m; 0 = none;\n"
         "                       default 60s): each measurement gets its share and stops at it,\n"
         "                       converged or flagged not_converged; most stop long before\n"
+        "  --budget-floor N     the time budget ends no measurement before N valid repetitions\n"
+        "                       (count, 1..--max-reps, default 1): slow sizes get N samples too\n"
         "  --min-time T         seconds of samples (sum) before the stop rule may stop, a duration\n"
         "                       (10ms, 0.5s; 0 = none; default 2ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
@@ -222,7 +224,7 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
 /* Raw option values, checked after all are read. */
 typedef struct raw {
     const char *ops, *sizes, *timing, *models;
-    long long min_reps, max_reps, root, depth, burst, warmup, pairs_seed;
+    long long min_reps, max_reps, budget_floor, root, depth, burst, warmup, pairs_seed;
     double time_budget; /* --time-budget: seconds of samples for the whole run (0 = none) */
     char osu[160];
     int version;
@@ -247,7 +249,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -265,6 +267,7 @@ static const struct option longopts[] = {
     {"loggp-pairs", required_argument, 0, O_LGPAIRS},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
+    {"budget-floor", required_argument, 0, O_BFLOOR},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
     {"pairs-seed", required_argument, 0, O_PSEED}, {"iterations", required_argument, 0, 'i'},
     {"msglog", required_argument, 0, O_MSGLOG}, {"mpi-algorithms", no_argument, 0, O_MPIALG},
@@ -459,6 +462,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
     case O_MINR: return count_arg("--min-reps", v, &r->min_reps, err, errlen);
     case O_MAXR: return count_arg("--max-reps", v, &r->max_reps, err, errlen);
+    case O_BFLOOR: return count_arg("--budget-floor", v, &r->budget_floor, err, errlen);
     case O_BUDGET:
         if (mpilab_parse_duration(v, &r->time_budget) != 0 || r->time_budget > 86400.0)
             return fail(err, errlen, "--time-budget: '%s' is not a duration like 60s (0..86400s)", v);
@@ -534,6 +538,8 @@ static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, 
         return fail(err, errlen, "--max-reps: %lld outside 1..1000000", r->max_reps);
     if (r->min_reps > r->max_reps)
         return fail(err, errlen, "--min-reps %lld is greater than --max-reps %lld", r->min_reps, r->max_reps);
+    if (r->budget_floor < 1 || r->budget_floor > r->max_reps)
+        return fail(err, errlen, "--budget-floor: %lld outside 1..%lld (--max-reps)", r->budget_floor, r->max_reps);
     if (r->root < 0 || r->root >= nranks)
         return fail(err, errlen, "--root: %lld outside 0..%d", r->root, nranks - 1);
     if (r->depth < 1 || r->depth > 100000)
@@ -543,6 +549,7 @@ static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, 
     c->bo.warmup = (size_t)r->warmup;
     c->bo.prec.min_reps = (size_t)r->min_reps;
     c->bo.prec.max_reps = (size_t)r->max_reps;
+    c->bo.prec.budget_floor = (size_t)r->budget_floor;
     c->bo.root = (int)r->root;
     c->bo.pipeline_depth = (size_t)r->depth;
     c->lg.burst = (size_t)r->burst;
@@ -687,7 +694,7 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     mpilab_wait_default(&c->lmo_wait);
     c->p2p_back = -1;
     *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
-                 .min_reps = 5, .max_reps = 1000000, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
+                 .min_reps = 5, .max_reps = 1000000, .budget_floor = 1, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
                  .warmup = (long long)c->bo.warmup};
 }
 

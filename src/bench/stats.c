@@ -296,7 +296,7 @@ int mpilab_stats_should_stop(const double *samples, const unsigned char *valid, 
         nvalid += (!valid || valid[k]) ? 1 : 0;
         spent += samples[k] > 0.0 ? samples[k] : 0.0;
     }
-    if (p->max_time > 0.0 && spent >= p->max_time && nvalid >= 1)
+    if (p->max_time > 0.0 && spent >= p->max_time && nvalid >= 1 && nvalid >= p->budget_floor)
         return 1;
     if (nvalid < p->min_reps || nvalid < 2 || spent < p->min_time)
         return 0;

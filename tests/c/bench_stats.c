@@ -326,7 +326,7 @@ MPILAB_TEST(fixed_count)
 {
     double y[] = {1, 100, 2, 3, 4};
     /* Fixed count: min == max stops at that count whatever the data. */
-    mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0};
+    mpilab_precision_t f = {3, 3, 0.95, 0.025, 0.0, 0.0, 1};
     CHECK(!mpilab_stats_should_stop(y, NULL, 2, &f));
     CHECK(mpilab_stats_should_stop(y, NULL, 3, &f));
 }
@@ -356,13 +356,13 @@ MPILAB_TEST(precision_checks)
     mpilab_precision_t p = rule_only();
     /* Precision checks. */
     char err[128];
-    mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0, 0.0};
+    mpilab_precision_t bad = {5, 4, 0.95, 0.025, 0.0, 0.0, 1};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 1.0, 0.025, 0.0, 0.0};
+    bad = (mpilab_precision_t){5, 10, 1.0, 0.025, 0.0, 0.0, 1};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 0.9, 0.0, 0.0, 0.0};
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.0, 0.0, 0.0, 1};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
-    bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0, 0.0};
+    bad = (mpilab_precision_t){5, 10, 0.9, 0.025, -1.0, 0.0, 1};
     CHECK(mpilab_precision_check(&bad, err, sizeof err) != 0);
     CHECK(mpilab_precision_check(&p, err, sizeof err) == 0);
 }
@@ -388,6 +388,39 @@ MPILAB_TEST(min_time)
     tp.min_time = 0.002;
     tp.max_reps = 6;
     CHECK(mpilab_stats_should_stop(s, NULL, 6, &tp) && !mpilab_stats_should_stop(s, NULL, 5, &tp));
+}
+
+MPILAB_TEST(budget_floor)
+{
+    double s[20];
+    size_t n;
+    /* The time budget (max_time) ends a measurement of constant 50 ms samples at its second
+     * sample (0.1 s spent of a 0.08 s share); with budget_floor 6 not before the sixth valid
+     * one, where it ends at once (the interval alone would too: min_reps 5); invalid samples
+     * do not count towards the floor; max_reps still ends it first. */
+    mpilab_precision_t p = MPILAB_PRECISION_DEFAULT;
+    p.max_time = 0.08;
+    p.min_reps = 50;
+    p.max_reps = 20;
+    for (n = 0; n < 20; n++)
+        s[n] = 0.05;
+    for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &p); n++)
+        ;
+    CHECKF(n == 2, "no floor: stopped at %zu", n);
+    p.budget_floor = 6;
+    for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &p); n++)
+        ;
+    CHECKF(n == 6, "floor 6: stopped at %zu", n);
+    unsigned char v[20];
+    for (n = 0; n < 20; n++)
+        v[n] = n != 1 && n != 3;
+    for (n = 1; !mpilab_stats_should_stop(s, v, n, &p); n++)
+        ;
+    CHECKF(n == 8, "floor 6, two invalid: stopped at %zu", n);
+    p.max_reps = 4;
+    for (n = 1; !mpilab_stats_should_stop(s, NULL, n, &p); n++)
+        ;
+    CHECKF(n == 4, "floor 6, max_reps 4: stopped at %zu", n);
 }
 
 MPILAB_TEST(blocks_widen_on_a_level_shift)

@@ -12,7 +12,7 @@
 
 #include "mpilab/lmo.h"
 
-static const mpilab_precision_t PREC = {3, 20, 0.95, 0.05, 0.0, 0.5};
+static const mpilab_precision_t PREC = {3, 20, 0.95, 0.05, 0.0, 0.5, 1};
 
 static void check_series(const mpilab_p2t_result_t *r, size_t n)
 {

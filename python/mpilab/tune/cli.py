@@ -53,6 +53,14 @@ def _testbed(prefix: str) -> str:
     return prefix
 
 
+def _min_samples(args: argparse.Namespace) -> int | None:
+    """--min-samples, checked against --max-reps (the cap still ends a measurement)."""
+    n = args.min_samples
+    if n is not None and args.max_reps is not None and n > args.max_reps:
+        raise MpilabError(f"--min-samples {n} is greater than --max-reps {args.max_reps}")
+    return n
+
+
 def _interrupt(_sig: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -76,6 +84,8 @@ def _sweep(args: argparse.Namespace) -> int:
         cfg["mpich_yield"] = True
     if args.max_reps is not None:
         cfg["max_reps"] = args.max_reps
+    if args.min_samples is not None:
+        cfg["min_samples"] = _min_samples(args)
     files = sweep.sweep(Path(args.dir), _ints(args.np, "--np"), _colls(args.colls),
                         _sizes(args.sizes), cfg, args.rounds)
     sys.stdout.write("\n".join(str(f) for f in files) + "\n")
@@ -255,6 +265,7 @@ def _validate(args: argparse.Namespace) -> int:
         units.parse_duration(args.budget)
     except (ValueError, MpilabError):
         raise MpilabError(f"--budget: '{args.budget}' is not a duration (15s)") from None
+    min_samples = _min_samples(args)
     check_output(args.out)
     if args.out_choice:
         check_output(args.out_choice)
@@ -281,7 +292,8 @@ def _validate(args: argparse.Namespace) -> int:
         extra = mpich_yield_args(testbed)
     rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
                        args.rounds, _exporter(mpi, args.mpich_library, dflt),
-                       testbed=testbed, extra=extra, max_reps=args.max_reps)
+                       testbed=testbed, extra=extra, max_reps=args.max_reps,
+                       min_samples=min_samples)
     atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
     for rd in rep["rounds"]:
         s = rd["summary"]
@@ -323,6 +335,9 @@ def _where(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-reps", type=argtypes.positive, metavar="N",
                    help="at most N repetitions per measurement (the runner's --max-reps; "
                         "where ranks share CPUs, docs/tune.md)")
+    p.add_argument("--min-samples", type=argtypes.positive, metavar="N",
+                   help="the time budget ends no measurement before N samples (the runner's "
+                        "--budget-floor; the choice's test needs 6 a side per launch)")
 
 
 def register(sub: Any) -> None:

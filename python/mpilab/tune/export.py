@@ -175,6 +175,10 @@ def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[st
                 if winner == DEFAULT:
                     leaf: Any = copy.deepcopy(default)
                 else:
+                    if (op, winner) in algorithms.MPICH_IN_PLACE_ONLY:
+                        raise MpilabError(f"{op}: {winner} is MPICH's algorithm for "
+                                          "MPI_IN_PLACE calls only (wrong data otherwise); "
+                                          "not exported")
                     cont = algorithms.mpich_container(op, winner)
                     if cont not in names:
                         raise MpilabError(f"{op}: {cont} is not an algorithm the MPICH "

@@ -71,6 +71,15 @@ def max_reps_args(max_reps: int | None) -> list[str]:
     return ["--max-reps", str(max_reps)] if max_reps else []
 
 
+def min_samples_args(min_samples: int | None) -> list[str]:
+    """`--budget-floor N` for the runner: the time budget ends no measurement before N valid
+    samples. The budget's equal share is sample time, so a slow size gets share / call time
+    samples: on the testbed's grid 3-4 of a 128 KiB bcast (35-60 ms), under the 6 a side the
+    comparison needs (mpilab.tune.stats.MIN_SAMPLES), and those cells stayed undecided
+    (docs/tune.md, session 21)."""
+    return ["--budget-floor", str(min_samples)] if min_samples else []
+
+
 def placement_args(testbed: str | None) -> list[str]:
     """Runner arguments for a launch on a testbed: `--placement keep`. Every rank is alone
     in its node's namespace, so the runner's automatic placement turns Open MPI's yield when
@@ -143,8 +152,11 @@ def forced_impls(mpi: str, colls: list[str], timeout: float = 120.0) -> dict[str
         raise MpilabError("mpilab-bench --mpi-algorithms --list --json gave no entry list "
                           "(does this MPI offer MPI_T control variables?)") from None
     out: dict[str, list[str]] = {c: [] for c in colls}
+    from mpilab.tune.algorithms import MPICH_IN_PLACE_ONLY
+
     for e in entries:
-        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out:
+        if str(e.get("origin", "")).startswith("mpi:") and e.get("name") in out \
+                and (e["name"], e.get("impl")) not in MPICH_IN_PLACE_ONLY:
             out[e["name"]].append(e["impl"])
     return out
 
@@ -210,7 +222,7 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
     n = cfg["launches"]
     args = ["--mpi-algorithms", "--ops", ops, "--sizes", ",".join(map(str, sizes)),
             "--time-budget", f"{cfg['budget']}s", "--no-fit", "--quiet",
-            *max_reps_args(cfg.get("max_reps"))]
+            *max_reps_args(cfg.get("max_reps")), *min_samples_args(cfg.get("min_samples"))]
     while len(run["files"]) < n:
         k = len(run["files"]) + 1
         f = d / f"{name}.launch{k}.json"
@@ -264,6 +276,8 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
         config["testbed"] = cfg["testbed"]
     if cfg.get("max_reps"):
         config["max_reps"] = cfg["max_reps"]
+    if cfg.get("min_samples"):
+        config["min_samples"] = cfg["min_samples"]
     if cfg.get("mpich_yield"):
         config["mpich_yield"] = True
         cfg["launcher_args"] = cfg.get("launcher_args", []) + mpich_yield_args(

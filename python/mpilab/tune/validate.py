@@ -67,10 +67,11 @@ def file_args(mpi: str, file: str | None) -> list[str]:
 
 def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,
                 out: Path, timeout: float, testbed: str | None = None,
-                extra: list[str] | None = None, max_reps: int | None = None) -> int:
+                extra: list[str] | None = None, max_reps: int | None = None,
+                min_samples: int | None = None) -> int:
     args = ["--ops", ops, "--sizes", ",".join(map(str, sizes)), "--time-budget", budget,
             "--no-fit", "--quiet", "--out", str(out) + ".part", *sweep.placement_args(testbed),
-            *sweep.max_reps_args(max_reps)]
+            *sweep.max_reps_args(max_reps), *sweep.min_samples_args(min_samples)]
     j = runner_job(np, DEFAULT_NP, args, None, file_args(mpi, file) + (extra or []), testbed)
     env = dict(j.env)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -98,10 +99,12 @@ def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs
             budget: str, timeout: float,
             log: Callable[[str], None] = lambda s: None,
             testbed: str | None = None, extra: list[str] | None = None,
-            max_reps: int | None = None) -> list[dict[str, Any]]:
+            max_reps: int | None = None, min_samples: int | None = None
+            ) -> list[dict[str, Any]]:
     """Pairs of launches with and without `file` (resumable: a launch file already in d is
     kept), then `compare`. `testbed`: a testbed's prefix, the launches run inside it;
-    `extra`: launcher arguments of every launch (both sides); `max_reps`: the runner's cap."""
+    `extra`: launcher arguments of every launch (both sides); `max_reps`: the runner's cap;
+    `min_samples`: the budget ends no measurement before this many samples."""
     cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
     if not cells:
         raise MpilabError(f"the choice has no cell for {np} ranks")
@@ -118,7 +121,7 @@ def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs
                 t0 = time.monotonic()
                 rc = one_launch(np, opl, sizes, budget, mpi,
                                 file if label == "rules" else None, f, timeout, testbed,
-                                extra, max_reps)
+                                extra, max_reps, min_samples)
                 log(f"pair {k} {name} {label}: exit {rc}, {time.monotonic() - t0:.0f} s")
                 if rc != 0:
                     raise MpilabError(f"validate: a launch failed (exit {rc}; log "
@@ -257,13 +260,14 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
         timeout: float, rounds: int, export: Callable[[dict[str, Any], Path], None],
         log: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n"),
         testbed: str | None = None, extra: list[str] | None = None,
-        max_reps: int | None = None) -> dict[str, Any]:
+        max_reps: int | None = None, min_samples: int | None = None) -> dict[str, Any]:
     """Rounds of measure and prune; `export(choice, path)` writes a choice's file. Returns
     the report: rounds (each with its file, notes, summary, rows), the last measured file
     and choice (`final_file`, `final_choice`), and `validated`: that file's own measurement
     found no family-wise loss. With nothing left to tune, `final_file` is None: the library's
     default is the result."""
     report: dict[str, Any] = {"np": np, "mpi": mpi, "pairs": pairs, "budget": budget,
+                              "min_samples": min_samples,
                               "rounds": [], "final_file": None, "final_choice": choice}
     cur = choice
     for r in range(1, rounds + 1):
@@ -276,7 +280,7 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
             export(cur, f)
         log(f"validate round {r}: {f}")
         rows = measure(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, budget,
-                       timeout, log, testbed, extra, max_reps)
+                       timeout, log, testbed, extra, max_reps, min_samples)
         nxt, notes = prune(cur, rows, np, float(choice.get("min_effect") or stats.MIN_EFFECT))
         report["rounds"].append({"round": r, "file": str(f), "notes": notes,
                                  "summary": summary(rows), "rows": rows})
