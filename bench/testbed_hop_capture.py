@@ -34,6 +34,7 @@ import signal
 import statistics
 import subprocess
 import sys
+from typing import Any
 
 from harness import loadavg, write_json
 from mpilab.errors import MpilabError
@@ -211,14 +212,34 @@ def line_summary(stats: dict[str, object] | None) -> dict[str, object] | None:
     return {k: stats[k] for k in keep if k in stats}
 
 
+def report_run(key: str, r: int, res: dict[str, object]) -> None:
+    """One line per run: each direction's medians per segment, and what the line said."""
+    med = statistics.median
+    exc: dict[str, dict[str, list[float]]] = res["excess"]  # type: ignore[assignment]
+    line: dict[str, Any] = res["line"] or {}  # type: ignore[assignment]
+    cold, lag = line.get("cold_crossing", {}), line.get("read_lag", {})
+    spin = line.get("spin_last", {})
+    print(f"{key:>14} run {r + 1}: " + "; ".join(
+        f"{w}: end-to-end {med(e['end to end']):+.1f} (router {med(e['router']):+.1f}, "
+        f"to {med(e['to router']):+.1f}, from {med(e['from router']):+.1f}; "
+        f"{len(e['end to end'])} pairs)" for w, e in exc.items() if e)
+        + (f"; line: read lag p50 {lag.get('p50_s', 0) * 1e6:.1f} us, release late p50 "
+           f"{line.get('late_percentiles_s', {}).get('p50', 0) * 1e6:.1f} us" if line else "")
+        + (f", cold used {cold.get('used')}/learned {cold.get('learned')}, added mean "
+           f"{cold.get('added_mean_s', 0) * 1e6:.1f} us" if cold.get("enabled") else "")
+        + (f", spin margin {spin.get('margin_s', 0) * 1e6:.0f} us, gaps {spin.get('spin_gaps')}"
+           if spin.get("mode", "off") != "off" else ""), flush=True)
+
+
 def run_variant(sp: spec.Spec, a: argparse.Namespace, name: str, argv: list[str],
                 current: list[str] | None, d: float, interval: float) -> dict[str, object]:
-    if argv != current:
-        net.restart_delayline(a.prefix, argv)
+    if argv != current or current is None:
+        if current is not None:
+            net.restart_delayline(a.prefix, argv)
         oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # the new line's path warm
-    rules = [r.removeprefix("rule add ") for r in net.delay_rules(sp, 0)]
-    if a.warm:
-        oneway.udp_oneway_paired(sp, "s0n0", "s1n0", a.warm, interval, d, rules)
+        rules = [r.removeprefix("rule add ") for r in net.delay_rules(sp, 0)]
+        if a.warm:  # what a learning line starts from
+            oneway.udp_oneway_paired(sp, "s0n0", "s1n0", a.warm, interval, d, rules)
     seg = one_run(sp, a.pairs, interval, d, a.verbose)
     return {"variant": name, "args": argv, "segments": {str(k): v for k, v in seg.items()},
             "excess": pair_excess(seg, a.pairs, d * 1e6),
@@ -240,12 +261,16 @@ def main() -> int:
                     help="'NAME=ARGS;...': delay-line options compared side by side, run by "
                          "run on one testbed per delay (e.g. 'default=;cold=--cold-crossing')")
     ap.add_argument("--warm", type=int, default=3,
-                    help="unrecorded pairs before each run of a variant (default 3)")
+                    help="unrecorded pairs after each restart of the line (default 3)")
+    ap.add_argument("--block", type=int, default=1,
+                    help="runs of a variant before the next variant's (default 1: they "
+                         "alternate run by run; more: fewer restarts)")
     ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
     ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
-    if not 1 <= a.pairs <= 500 or not 1 <= a.runs <= 100 or not 0 <= a.warm <= 100:
-        ap.error("--pairs must be 1..500, --runs 1..100 and --warm 0..100")
+    if not 1 <= a.pairs <= 500 or not 1 <= a.runs <= 100 or not 0 <= a.warm <= 100 \
+            or not 1 <= a.block <= 100:
+        ap.error("--pairs must be 1..500, --runs 1..100, --warm 0..100 and --block 1..100")
     try:
         delays = [(d, parse_duration(d)) for d in a.delays.split(",")]
         if a.line_args is not None:
@@ -267,7 +292,6 @@ def main() -> int:
           "off, echo sent D after the request arrives) and the delayed one, a gap apart; "
           "excess = delayed - undelayed - D per pair, the run's median over its pairs, us",
           flush=True)
-    med = statistics.median
     out: dict[str, list[dict[str, object]]] = {}
     try:
         for name, d in delays:
@@ -278,26 +302,17 @@ def main() -> int:
             interval = max(0.2, 3 * d)
             os.environ["MPILAB_DELAYLINE_ARGS"] = shlex.join(variants[0][1])
             net.up(sp)
-            current: list[str] | None = variants[0][1]
+            current: list[str] | None = None  # the line just started: warm it up first
             try:
-                oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # neighbours resolved, line warm
-                for r in range(a.runs):
-                    for vname, argv in variants:
-                        res = run_variant(sp, a, vname, argv, current, d, interval)
-                        current = argv
-                        key = f"{name} {vname}".strip()
-                        out.setdefault(key, []).append(res)
-                        exc: dict[str, dict[str, list[float]]] = res["excess"]  # type: ignore[assignment]
-                        line = res["line"] or {}
-                        cold = line.get("cold_crossing", {}) if isinstance(line, dict) else {}
-                        print(f"{key:>14} run {r + 1}: " + "; ".join(
-                            f"{w}: end-to-end {med(e['end to end']):+.1f} (router "
-                            f"{med(e['router']):+.1f}, to {med(e['to router']):+.1f}, from "
-                            f"{med(e['from router']):+.1f}; {len(e['end to end'])} pairs)"
-                            for w, e in exc.items() if e)
-                            + (f"; cold used {cold.get('used')}/learned {cold.get('learned')}, "
-                               f"added mean {cold.get('added_mean_s', 0) * 1e6:.1f} us"
-                               if cold.get("enabled") else ""), flush=True)
+                order = [(r0 + j, vname, argv) for r0 in range(0, a.runs, a.block)
+                         for vname, argv in variants
+                         for j in range(min(a.block, a.runs - r0))]
+                for r, vname, argv in order:
+                    res = run_variant(sp, a, vname, argv, current, d, interval)
+                    current = argv
+                    key = f"{name} {vname}".strip()
+                    out.setdefault(key, []).append(res)
+                    report_run(key, r, res)
             finally:
                 net.down(a.prefix)
     finally:
