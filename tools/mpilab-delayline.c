@@ -220,10 +220,7 @@ int main(int argc, char **argv)
             break;
         case 'T': opt.trim_file = optarg; break;
         case 'C': opt.cold = 1; break;
-        case 'S':
-            if (parse_spin(optarg, &opt.spin_last_ns) != 0)
-                return 2;
-            break;
+        case 'S': if (parse_spin(optarg, &opt.spin_last_ns) != 0) return 2; break;
         case 'q':
             if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;
