@@ -14,18 +14,27 @@ each datagram's one-way time into: to the router's ingress leg, across the route
 its egress leg to the receiver; "in" is the receive stamp where the previous device handed
 the packet over, "out" where a device starts transmitting it (after its qdisc).
 
+`--variants 'NAME=ARGS;...'` compares delay-line modes side by side on one testbed per
+delay: each run goes through the variants in turn, restarting the line with the variant's
+options (net.restart_delayline) and sending `--warm` unrecorded pairs first (a line that
+learns, such as --cold-crossing, starts each run from what those teach it); the line's own
+statistics after each run are kept in the JSON.
+
 Usage (root; a bench slot for numbers):
   /work/shared/tools/mlock bench python3 bench/testbed_hop_capture.py --runs 10 --pairs 5
+  ... --variants 'default=;cold=--cold-crossing;spin=--spin-last auto'
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import statistics
 import subprocess
 import sys
+from typing import Any
 
 from harness import loadavg, write_json
 from mpilab.errors import MpilabError
@@ -61,9 +70,14 @@ while True:
 """
 
 
+#: the namespaces on the measured path (s0n0 <-> s1n0 across the router)
+PATH_NODES = ("s0n0", "s1n0")
+
+
 def start_captures(sp: spec.Spec) -> dict[str, subprocess.Popen[str]]:
     caps = {}
-    for ns in sp.namespaces():
+    path = [sp.ns(n) for n in PATH_NODES] + [sp.sw_ns(0), sp.sw_ns(1), sp.router_ns()]
+    for ns in path:
         p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", CAPTURE,
                               str(oneway.PORT)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
@@ -158,8 +172,8 @@ def pair_excess(seg: dict[int, dict[str, dict[str, float]]], pairs: int,
 
 
 def summarize(out: dict[str, list[dict[str, object]]]) -> None:
-    """Per delay, direction and segment: the median of the runs' medians, their range, and
-    the runs within 10 us (the target's measure)."""
+    """Per delay (and variant), direction and segment: the median of the runs' medians,
+    their range, and the runs within 10 us (the target's measure)."""
     med = statistics.median
     for name, runs in out.items():
         for w in ("fwd", "back"):
@@ -167,9 +181,69 @@ def summarize(out: dict[str, list[dict[str, object]]]) -> None:
                 v = [med(x["excess"][w][segname]) for x in runs  # type: ignore[index]
                      if x["excess"][w]]  # type: ignore[index]
                 if v:
-                    print(f"{name:>6} {w:4s} {segname:10s}: run medians {med(v):+.1f} us "
+                    print(f"{name:>14} {w:4s} {segname:10s}: run medians {med(v):+.1f} us "
                           f"(range {min(v):+.1f} .. {max(v):+.1f}), within 10 us in "
                           f"{sum(abs(x) <= 10 for x in v)}/{len(v)} runs")
+
+
+def parse_variants(text: str | None) -> list[tuple[str, list[str]]]:
+    """'NAME=ARGS;NAME=ARGS' -> [(name, argv)]; None: one variant, the line's defaults
+    (or $MPILAB_DELAYLINE_ARGS)."""
+    if text is None:
+        return [("", shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", "")))]
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(";"))):
+        name, eq, args = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise ValueError(f"--variants: '{item}' is not NAME=ARGS")
+        out.append((name.strip(), shlex.split(args)))
+    if not out or len({n for n, _ in out}) != len(out):
+        raise ValueError("--variants: give at least one variant, each name once")
+    return out
+
+
+def line_summary(stats: dict[str, object] | None) -> dict[str, object] | None:
+    """What the run's line said about itself: its options' effect (cold crossing learned and
+    used, spin margin and gaps, read lag, release lateness, crossing p50)."""
+    if not stats:
+        return None
+    keep = ("cold_crossing", "spin_last", "read_lag", "late_percentiles_s", "wake_margin_s",
+            "router", "sched", "busy_poll", "packets")
+    return {k: stats[k] for k in keep if k in stats}
+
+
+def report_run(key: str, r: int, res: dict[str, object]) -> None:
+    """One line per run: each direction's medians per segment, and what the line said."""
+    med = statistics.median
+    exc: dict[str, dict[str, list[float]]] = res["excess"]  # type: ignore[assignment]
+    line: dict[str, Any] = res["line"] or {}  # type: ignore[assignment]
+    cold, lag = line.get("cold_crossing", {}), line.get("read_lag", {})
+    spin = line.get("spin_last", {})
+    print(f"{key:>14} run {r + 1}: " + "; ".join(
+        f"{w}: end-to-end {med(e['end to end']):+.1f} (router {med(e['router']):+.1f}, "
+        f"to {med(e['to router']):+.1f}, from {med(e['from router']):+.1f}; "
+        f"{len(e['end to end'])} pairs)" for w, e in exc.items() if e)
+        + (f"; line: read lag p50 {lag.get('p50_s', 0) * 1e6:.1f} us, release late p50 "
+           f"{line.get('late_percentiles_s', {}).get('p50', 0) * 1e6:.1f} us" if line else "")
+        + (f", cold used {cold.get('used')}/learned {cold.get('learned')}, added mean "
+           f"{cold.get('added_mean_s', 0) * 1e6:.1f} us" if cold.get("enabled") else "")
+        + (f", spin margin {spin.get('margin_s', 0) * 1e6:.0f} us, gaps {spin.get('spin_gaps')}"
+           if spin.get("mode", "off") != "off" else ""), flush=True)
+
+
+def run_variant(sp: spec.Spec, a: argparse.Namespace, name: str, argv: list[str],
+                current: list[str] | None, d: float, interval: float) -> dict[str, object]:
+    if argv != current or current is None:
+        if current is not None:
+            net.restart_delayline(a.prefix, argv)
+        oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # the new line's path warm
+        rules = [r.removeprefix("rule add ") for r in net.delay_rules(sp, 0)]
+        if a.warm:  # what a learning line starts from
+            oneway.udp_oneway_paired(sp, "s0n0", "s1n0", a.warm, interval, d, rules)
+    seg = one_run(sp, a.pairs, interval, d, a.verbose)
+    return {"variant": name, "args": argv, "segments": {str(k): v for k, v in seg.items()},
+            "excess": pair_excess(seg, a.pairs, d * 1e6),
+            "line": line_summary(net.delayline_stats(a.prefix))}
 
 
 def main() -> int:
@@ -183,54 +257,70 @@ def main() -> int:
     ap.add_argument("--line-args", default=None,
                     help="options for mpilab-delayline (MPILAB_DELAYLINE_ARGS), with '=', e.g. "
                          "--line-args='--arrival tun'")
+    ap.add_argument("--variants", default=None,
+                    help="'NAME=ARGS;...': delay-line options compared side by side, run by "
+                         "run on one testbed per delay (e.g. 'default=;cold=--cold-crossing')")
+    ap.add_argument("--warm", type=int, default=3,
+                    help="unrecorded pairs after each restart of the line (default 3)")
+    ap.add_argument("--block", type=int, default=1,
+                    help="runs of a variant before the next variant's (default 1: they "
+                         "alternate run by run; more: fewer restarts)")
     ap.add_argument("--verbose", action="store_true", help="print every datagram's hops")
     ap.add_argument("--json", help="write the segments here")
     a = ap.parse_args()
-    if not 1 <= a.pairs <= 500 or not 1 <= a.runs <= 100:
-        ap.error("--pairs must be 1..500 and --runs 1..100")
+    if not 1 <= a.pairs <= 500 or not 1 <= a.runs <= 100 or not 0 <= a.warm <= 100 \
+            or not 1 <= a.block <= 100:
+        ap.error("--pairs must be 1..500, --runs 1..100, --warm 0..100 and --block 1..100")
     try:
         delays = [(d, parse_duration(d)) for d in a.delays.split(",")]
+        if a.line_args is not None:
+            os.environ["MPILAB_DELAYLINE_ARGS"] = a.line_args
+        variants = parse_variants(a.variants)
     except (MpilabError, ValueError) as e:
         ap.error(str(e))
     if any(d <= 0 for _, d in delays):
         ap.error("every delay must be > 0 (each run measures the undelayed route too)")
+
     def _term(signum: int, _frame: object) -> None:  # mlock's slot end: still bring it down
         raise SystemExit(f"stopped by signal {signum}")
     signal.signal(signal.SIGTERM, _term)
-    if a.line_args is not None:
-        os.environ["MPILAB_DELAYLINE_ARGS"] = a.line_args
-    print(f"delay line options: {os.environ.get('MPILAB_DELAYLINE_ARGS', '') or '(defaults)'}")
-    print(f"load at start: {loadavg()}", flush=True)
+    print("delay line variants: " + "; ".join(
+        f"{n or 'line'}: {' '.join(v) or '(defaults)'}" for n, v in variants))
+    load = loadavg()
+    print(f"load at start: {load}", flush=True)
     print("each run: lone datagrams alternate between the undelayed route (policy rules "
           "off, echo sent D after the request arrives) and the delayed one, a gap apart; "
           "excess = delayed - undelayed - D per pair, the run's median over its pairs, us",
           flush=True)
-    med = statistics.median
     out: dict[str, list[dict[str, object]]] = {}
-    for name, d in delays:
-        text = (f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
-                f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\n'
-                f'total_rate = "1Gbit"\ndelay = "{name}"\ndelay_backend = "delayline"\n')
-        sp = spec.load_text(text, f"<hop {name}>")
-        interval = max(0.2, 3 * d)
-        net.up(sp)
-        try:
-            oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)  # neighbours resolved, line warm
-            for r in range(a.runs):
-                seg = one_run(sp, a.pairs, interval, d, a.verbose)
-                exc = pair_excess(seg, a.pairs, d * 1e6)
-                out.setdefault(name, []).append({"segments": {str(k): v for k, v in seg.items()},
-                                                 "excess": exc})
-                print(f"{name:>6} run {r + 1}: " + "; ".join(
-                    f"{w}: end-to-end {med(e['end to end']):+.1f} (router "
-                    f"{med(e['router']):+.1f}, to {med(e['to router']):+.1f}, from "
-                    f"{med(e['from router']):+.1f}; {len(e['end to end'])} pairs)"
-                    for w, e in exc.items() if e), flush=True)
-        finally:
-            net.down(a.prefix)
-    summarize(out)
-    if a.json:
-        write_json(a.json, {"delays": a.delays, "pairs": a.pairs, "runs": out})
+    try:
+        for name, d in delays:
+            text = (f'prefix = "{a.prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
+                    f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\n'
+                    f'total_rate = "1Gbit"\ndelay = "{name}"\ndelay_backend = "delayline"\n')
+            sp = spec.load_text(text, f"<hop {name}>")
+            interval = max(0.2, 3 * d)
+            os.environ["MPILAB_DELAYLINE_ARGS"] = shlex.join(variants[0][1])
+            net.up(sp)
+            current: list[str] | None = None  # the line just started: warm it up first
+            try:
+                order = [(r0 + j, vname, argv) for r0 in range(0, a.runs, a.block)
+                         for vname, argv in variants
+                         for j in range(min(a.block, a.runs - r0))]
+                for r, vname, argv in order:
+                    res = run_variant(sp, a, vname, argv, current, d, interval)
+                    current = argv
+                    key = f"{name} {vname}".strip()
+                    out.setdefault(key, []).append(res)
+                    report_run(key, r, res)
+            finally:
+                net.down(a.prefix)
+    finally:
+        summarize(out)
+        if a.json:
+            write_json(a.json, {"delays": a.delays, "pairs": a.pairs, "warm": a.warm,
+                                "variants": [{"name": n, "args": v} for n, v in variants],
+                                "load_at_start": load, "runs": out})
     return 0
 
 

@@ -19,6 +19,7 @@ static void usage(FILE *f)
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
         "                        [--idle-poll] [--cpu N] [--trim T] [--trim-file F]\n"
+        "                        [--cold-crossing] [--spin-last auto|T]\n"
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
@@ -57,6 +58,14 @@ static void usage(FILE *f)
         "                  outside (mpilab testbed up with wan.delay_trim = \"auto\")\n"
         "  --trim-file F   read the trim from F (one duration) at the start and again on\n"
         "                  SIGHUP (an unreadable file keeps the trim, with a warning)\n"
+        "  --cold-crossing release each packet so that it leaves the router at its\n"
+        "                  arrival + the delay + what the router takes to forward an\n"
+        "                  undelayed packet in its direction after the same idle gap\n"
+        "                  (learned from the undelayed crossings the leg tap sees, at most\n"
+        "                  200 us; until some are seen, the default advance)\n"
+        "  --spin-last M   a sleeping line wakes this long before each release and spins\n"
+        "                  the rest: a duration (20us to 1s), or auto: the largest lateness\n"
+        "                  of its last 16 timer wake-ups + 10 us (20 us to 1 ms)\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
@@ -101,6 +110,21 @@ static int parse_busy(const char *arg, int *out)
     return 0;
 }
 
+static int parse_spin(const char *arg, int64_t *out)
+{
+    double sec;
+    if (strcmp(arg, "auto") == 0) {
+        *out = -1;
+        return 0;
+    }
+    if (mpilab_parse_duration(arg, &sec) != 0 || sec < 20e-6 || sec > 1.0) {
+        fprintf(stderr, "mpilab-delayline: --spin-last %s: expected auto or a duration of 20us to 1s\n", arg);
+        return -1;
+    }
+    *out = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
 static int parse_trim(const char *arg, int64_t *out)
 {
     double sec;
@@ -132,6 +156,8 @@ int main(int argc, char **argv)
         {"cpu", required_argument, NULL, 'c'},
         {"trim", required_argument, NULL, 't'},
         {"trim-file", required_argument, NULL, 'T'},
+        {"cold-crossing", no_argument, NULL, 'C'},
+        {"spin-last", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -193,6 +219,8 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case 'T': opt.trim_file = optarg; break;
+        case 'C': opt.cold = 1; break;
+        case 'S': if (parse_spin(optarg, &opt.spin_last_ns) != 0) return 2; break;
         case 'q':
             if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;

@@ -83,16 +83,22 @@ void mpilab_dl_ring_commit(mpilab_dl_ring *r, size_t len, int64_t due_ns)
 
 void mpilab_dl_ring_commit_at(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns)
 {
+    mpilab_dl_ring_commit_dir(r, len, due_ns, arr_ns, 0);
+}
+
+void mpilab_dl_ring_commit_dir(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns, int dir)
+{
     if (r->pend_pad) {
         /* a padding record tells the reader to go back to offset 0; when fewer than a
          * header's bytes are left the reader wraps without one */
         if (r->pend_pad >= DL_HDR) {
-            mpilab_dl_rec w = {.due_ns = 0, .arr_ns = -1, .len = 0, .wrap = 1};
+            mpilab_dl_rec w = {.due_ns = 0, .arr_ns = -1, .len = 0, .wrap = 1, .dir = 0, .spare = 0};
             memcpy(r->buf + r->tail, &w, sizeof(w));
         }
         r->used += r->pend_pad;
     }
-    mpilab_dl_rec h = {.due_ns = due_ns, .arr_ns = arr_ns, .len = (uint32_t)len, .wrap = 0};
+    mpilab_dl_rec h = {.due_ns = due_ns, .arr_ns = arr_ns, .len = (uint32_t)len, .wrap = 0,
+                       .dir = dir, .spare = 0};
     memcpy(r->buf + r->pend_off, &h, sizeof(h));
     size_t sz = dl_align(DL_HDR + len);
     r->tail = r->pend_off + sz;
@@ -280,27 +286,8 @@ int mpilab_dl_pin(int cpu)
     return 0;
 }
 
-/* What the leg tap saw: whole router crossings (ingress leg to egress leg, both kernel
- * stamps) against the delay, the forwarding out of the tun device, the advance taken. */
-static json_t *router_stats(const mpilab_dl_stats *st)
-{
-    const uint64_t *cf = st->cross_fine, *of = st->out_fine;
-    double cm = st->cross_max_s, om = st->out_max_s;
-    return json_pack("{s:I, s:I, s:f, s:{s:f,s:f,s:f,s:f}, s:I, s:{s:f,s:f,s:f,s:f}, s:I, s:f, s:f}",
-        "crossings", (json_int_t)st->crossings, "crossings_early", (json_int_t)st->cross_early,
-        "early_max_s", st->cross_early_max_s,
-        "late_percentiles_s", "p50", mpilab_dl_hist_quantile(cf, 0.5, cm),
-        "p90", mpilab_dl_hist_quantile(cf, 0.9, cm), "p99", mpilab_dl_hist_quantile(cf, 0.99, cm), "max", cm,
-        "forwarded", (json_int_t)st->out_n,
-        "forward_percentiles_s", "p10", mpilab_dl_hist_quantile(of, 0.1, om),
-        "p50", mpilab_dl_hist_quantile(of, 0.5, om), "p90", mpilab_dl_hist_quantile(of, 0.9, om), "max", om,
-        "advanced", (json_int_t)st->advanced,
-        "advance_mean_s", st->advanced ? st->advance_sum_s / (double)st->advanced : 0.0,
-        "advance_max_s", st->advance_max_s);
-}
-
 static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
-                       const mpilab_dl_sched *sc, int running)
+                       const mpilab_dl_sched *sc, int running, const mpilab_dl_legs *legs)
 {
     if (!opt->stats)
         return 0;
@@ -325,6 +312,11 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
         json_object_set_new(o, "trim_s", json_real((double)st->trim_ns * 1e-9));
         json_object_set_new(o, "hold_s", json_real((double)st->hold_ns * 1e-9));
         json_object_set_new(o, "trim_reads", json_integer((json_int_t)st->trim_reads));
+        json_object_set_new(o, "cold_crossing", mpilab_dl_cold_json(st, legs, opt->cold));
+        json_t *w = mpilab_dl_wait_json(st, opt->spin_last_ns);
+        if (w)
+            json_object_update(o, w);
+        json_decref(w);
     }
     json_t *hist = json_array();
     for (int b = 0; o && hist && b < MPILAB_DL_LATE_BUCKETS; b++)
@@ -347,7 +339,7 @@ static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
         json_object_set_new(o, "busy_poll", json_boolean(st->busy));
         json_object_set_new(o, "leg_tap", json_boolean(st->legs));
         json_object_set_new(o, "arrivals_ingress_stamped", json_integer((json_int_t)st->ingress_stamped));
-        json_object_set_new(o, "router", router_stats(st));
+        json_object_set_new(o, "router", mpilab_dl_router_json(st));
     } else {
         json_decref(hist);
     }
@@ -436,18 +428,38 @@ typedef struct dl_state {
     int64_t last_due, last_write;
 } dl_state;
 
-/* How much earlier than due a packet may be written at time t (the forwarding cost). */
-static int64_t advance_at(const dl_state *s, int64_t t)
+/* How much earlier than due packet h may be written at time t: the forwarding cost out of
+ * the tun device; with --cold-crossing, that cost's median less the undelayed crossing the
+ * router would have had in h's direction after the same idle gap (negative: held longer),
+ * *cold set to that crossing (-1 when none is known: the default advance). */
+static int64_t advance_at(const dl_state *s, const mpilab_dl_rec *h, int64_t t, int64_t *cold)
 {
+    *cold = -1;
     if (!s->legs || !s->opt->advance)
         return 0;
     int b = mpilab_dl_gap_bucket(t - s->last_write);
+    if (s->opt->cold) {
+        int64_t last = s->legs->cold.last_egress_ns > s->last_write ? s->legs->cold.last_egress_ns
+                                                                     : s->last_write;
+        *cold = mpilab_dl_cold_cost(&s->legs->cold, h->dir, mpilab_dl_gap_bucket(t - last));
+        if (*cold >= 0)
+            return mpilab_dl_calib_quantile(&s->legs->cal, b, 0.5) - *cold;
+    }
     return s->opt->advance_q > 0.0 ? mpilab_dl_calib_quantile(&s->legs->cal, b, s->opt->advance_q)
                                    : mpilab_dl_calib_advance(&s->legs->cal, b);
 }
 
-static void count_release(mpilab_dl_stats *st, size_t len, int64_t late, int64_t adv)
+static void count_release(mpilab_dl_stats *st, size_t len, int64_t late, int64_t adv, int64_t cold,
+                          int cold_on)
 {
+    if (cold >= 0) {
+        st->cold_used++;
+        st->cold_sum_s += (double)cold * 1e-9;
+        if ((double)cold * 1e-9 > st->cold_max_s)
+            st->cold_max_s = (double)cold * 1e-9;
+    } else if (cold_on) {
+        st->cold_fallback++;
+    }
     st->packets++;
     st->bytes += len;
     st->late_sum_s += (double)late * 1e-9;
@@ -469,7 +481,8 @@ static int64_t release_due(dl_state *s, int64_t now)
 {
     const mpilab_dl_rec *h;
     while ((h = mpilab_dl_ring_peek(s->ring))) {
-        int64_t adv = advance_at(s, now);
+        int64_t cold;
+        int64_t adv = advance_at(s, h, now, &cold);
         int64_t at = h->due_ns - adv;
         if (at > now)
             break;
@@ -480,7 +493,7 @@ static int64_t release_due(dl_state *s, int64_t now)
                                    mpilab_dl_gap_bucket(tw - s->last_write));
         if (write(s->fd, pkt, h->len) < 0)
             s->st.write_errors++;
-        count_release(&s->st, h->len, tw - at, adv);
+        count_release(&s->st, h->len, tw - at, adv, cold, s->opt->cold && s->legs);
         mpilab_dl_ring_pop(s->ring);
         now = mono_ns();
         s->last_write = now;
@@ -511,9 +524,16 @@ static int read_one(dl_state *s)
     const unsigned char *pkt = dst + off;
     size_t plen = (size_t)n - off;
     int64_t tun = mpilab_dl_tap_arrival(s->tap, &s->clk, pkt, plen);
-    int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->st.hold_ns, pkt, plen, now) : -1;
+    int dir = 0;
+    int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->st.hold_ns, pkt, plen, now, &dir) : -1;
     if (tun > now)
         tun = -1;
+    if (tun >= 0) { /* how long after the tun device had it the line read it */
+        s->st.read_n++;
+        s->st.read_fine[mpilab_dl_fine_bucket(now - tun)]++;
+        if ((double)(now - tun) * 1e-9 > s->st.read_max_s)
+            s->st.read_max_s = (double)(now - tun) * 1e-9;
+    }
     /* the ingress leg comes before the tun device, by the routing into it (8-10 us here):
      * a leg record that does not is some other packet's */
     if (leg >= 0 && tun >= 0 && (leg > tun || tun - leg > 1000000))
@@ -535,24 +555,25 @@ static int read_one(dl_state *s)
     s->comp = 0;
     due = due < s->last_due ? s->last_due : due; /* released in arrival order */
     s->last_due = due;
-    mpilab_dl_ring_commit_at(s->ring, (size_t)n, due, leg);
+    mpilab_dl_ring_commit_dir(s->ring, (size_t)n, due, leg, leg >= 0 ? dir : 0);
     if (s->ring->used > s->st.max_held_bytes)
         s->st.max_held_bytes = s->ring->used;
     return 1;
 }
 
 /* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
- * otherwise wake a margin early and spin the rest (zero timeouts: reads still served).
- * Returns 0, or -1 after a poll error. */
+ * otherwise wake a margin early (--spin-last: its own margin) and spin the rest (zero
+ * timeouts: reads still served). Returns 0, or -1 after a poll error. */
 static int wait_once(dl_state *s, const sigset_t *orig)
 {
     struct pollfd pfd = {.fd = s->fd, .events = POLLIN, .revents = 0};
     const mpilab_dl_rec *h = mpilab_dl_ring_peek(s->ring);
     struct timespec ts = {0, 0}, *tsp = s->st.busy ? &ts : NULL;
-    int64_t target = 0, at = 0;
+    int64_t target = 0, at = 0, cold;
     if (h && !s->st.busy) {
-        at = h->due_ns - advance_at(s, h->due_ns);
-        target = at - mpilab_dl_wake_margin(&s->st);
+        at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
+        target = at - (s->opt->spin_last_ns ? mpilab_dl_spin_margin(&s->st, s->opt->spin_last_ns)
+                                            : mpilab_dl_wake_margin(&s->st));
         int64_t wait = target - mono_ns();
         if (wait < 0) {
             wait = 0;
@@ -564,16 +585,23 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     }
     int64_t before = mono_ns();
     int pr = ppoll(&pfd, 1, tsp, orig);
-    if (pr > 0 && (pfd.revents & POLLIN) && mono_ns() - before >= MPILAB_DL_IDLE_NS)
+    int64_t after = mono_ns();
+    if (pr > 0 && (pfd.revents & POLLIN) && after - before >= MPILAB_DL_IDLE_NS)
         s->comp = mpilab_dl_arrival_comp(&s->st);
     if (pr < 0 && errno != EINTR) {
         fprintf(stderr, "mpilab-delayline: poll: %s\n", strerror(errno));
         return -1;
     }
+    if (h && tsp && ts.tv_sec == 0 && ts.tv_nsec == 0 && after - before > MPILAB_DL_SPIN_GAP_NS) {
+        /* a turn of the spin took this long: the line was descheduled; the loop re-checks
+         * what is due at once */
+        s->st.spin_gaps++;
+        if ((double)(after - before) * 1e-9 > s->st.spin_gap_max_s)
+            s->st.spin_gap_max_s = (double)(after - before) * 1e-9;
+    }
     if (pr == 0 && target > 0) {
         /* a timer wake-up: how late it came, for the next margin */
-        int64_t late = mono_ns() - target;
-        s->st.wake_late_ns = s->st.wake_late_ns == 0.0 ? (double)late : 0.9 * s->st.wake_late_ns + 0.1 * (double)late;
+        mpilab_dl_note_wake(&s->st, after - target);
         if (at > mono_ns())
             s->st.spins++;
     }
@@ -640,7 +668,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
         }
         if (g_dump) {
             g_dump = 0;
-            write_stats(opt, &s->st, sched, 1);
+            write_stats(opt, &s->st, sched, 1, s->legs);
         }
         if (g_stop)
             break;
@@ -650,7 +678,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
         }
     }
     /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &s->st, sched, 0) != 0 && rc == 0)
+    if (write_stats(opt, &s->st, sched, 0, s->legs) != 0 && rc == 0)
         rc = 1;
     if (s->tap >= 0)
         close(s->tap);

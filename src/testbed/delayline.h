@@ -24,6 +24,8 @@ typedef struct mpilab_dl_rec {
     int64_t arr_ns;  /* arrival at the router's ingress leg (kernel stamp), -1 unknown */
     uint32_t len;    /* packet bytes following this header */
     uint32_t wrap;   /* 1: padding record, the next record starts at offset 0 */
+    int32_t dir;     /* the ingress leg's interface index (its direction), 0 unknown */
+    uint32_t spare;
 } mpilab_dl_rec;
 
 int mpilab_dl_ring_init(mpilab_dl_ring *r, size_t cap);
@@ -34,6 +36,8 @@ unsigned char *mpilab_dl_ring_reserve(mpilab_dl_ring *r, size_t maxlen);
 void mpilab_dl_ring_commit(mpilab_dl_ring *r, size_t len, int64_t due_ns);
 /* The same, recording the packet's ingress stamp (arr_ns; -1: unknown). */
 void mpilab_dl_ring_commit_at(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns);
+/* The same, with the ingress leg's interface index (dir; 0: unknown). */
+void mpilab_dl_ring_commit_dir(mpilab_dl_ring *r, size_t len, int64_t due_ns, int64_t arr_ns, int dir);
 /* The oldest record (NULL when empty); its bytes follow the header. */
 const mpilab_dl_rec *mpilab_dl_ring_peek(const mpilab_dl_ring *r);
 void mpilab_dl_ring_pop(mpilab_dl_ring *r);
@@ -44,6 +48,9 @@ void mpilab_dl_ring_pop(mpilab_dl_ring *r);
 /* Fine lateness histogram for percentiles: bins of a quarter power of two of nanoseconds
  * (bin b holds lateness < 2^((b+1)/4) ns; 19% resolution), 1 ns .. about 4 s. */
 #define MPILAB_DL_FINE_BUCKETS 128
+
+#define MPILAB_DL_WAKE_N 16
+#define MPILAB_DL_SPIN_GAP_NS 20000
 
 typedef struct mpilab_dl_stats {
     uint64_t packets, bytes, dropped, dropped_bytes, write_errors;
@@ -69,6 +76,22 @@ typedef struct mpilab_dl_stats {
     int legs;              /* 1: the leg tap is open */
     int64_t trim_ns, hold_ns; /* the trim in force and the hold it leaves (delay - trim) */
     uint64_t trim_reads;   /* trim files read (at the start and on SIGHUP) */
+    /* the cold crossing (--cold-crossing): undelayed router crossings learned, releases
+     * that added one (and its size), releases that had none to add (default advance) */
+    uint64_t cold_learned, cold_used, cold_fallback;
+    double cold_sum_s, cold_max_s;
+    /* the read lag: the line's read of a packet after the kernel handed it to the tun
+     * device (for a sleeping line: its wake-up on the packet's arrival) */
+    uint64_t read_fine[MPILAB_DL_FINE_BUCKETS];
+    uint64_t read_n;
+    double read_max_s;
+    /* the last MPILAB_DL_WAKE_N timer wake-ups' lateness (ns), for --spin-last auto */
+    int64_t wake_recent[MPILAB_DL_WAKE_N];
+    int wake_n, wake_next;
+    /* spinning before a release: turns of the loop that took longer than
+     * MPILAB_DL_SPIN_GAP_NS (the line descheduled while it spun), and the longest */
+    uint64_t spin_gaps;
+    double spin_gap_max_s;
 } mpilab_dl_stats;
 
 /* Fine bin of a lateness, and the upper bound (s) of the bin holding quantile q (0..1) of
@@ -113,7 +136,25 @@ typedef struct mpilab_dl_options {
     int cpu;               /* >= 0: run on this CPU only (sched_setaffinity); -1: anywhere */
     int64_t trim_ns;       /* taken off every hold (mpilab_dl_hold); 0: none */
     const char *trim_file; /* the trim, read at the start and again on SIGHUP; NULL: none */
+    int cold;              /* 1: --cold-crossing (mpilab_dl_cold_cost) */
+    int64_t spin_last_ns;  /* 0: the default wake margin; -1: auto (mpilab_dl_spin_margin);
+                            * > 0: wake this long before each release and spin the rest */
 } mpilab_dl_options;
+
+/* --spin-last: a sleeping line wakes this long before a release and spins the rest, so
+ * that a timer wake-up that comes late (tens to hundreds of microseconds in this VM) does
+ * not delay the packet. auto: the largest lateness of the last MPILAB_DL_WAKE_N timer
+ * wake-ups plus MPILAB_DL_SPIN_SLACK_NS, within [MPILAB_DL_SPIN_MIN_NS,
+ * MPILAB_DL_SPIN_MAX_NS] (the default margin is twice their moving average, which one
+ * late wake-up among quick ones does not move). A line that spins is at SCHED_FIFO when
+ * root (the sleeping line's default), so no ordinary process preempts the spin; turns of
+ * the loop longer than MPILAB_DL_SPIN_GAP_NS (the vCPU taken away) are counted. */
+#define MPILAB_DL_SPIN_SLACK_NS 10000
+#define MPILAB_DL_SPIN_MIN_NS 20000
+#define MPILAB_DL_SPIN_MAX_NS 1000000
+int64_t mpilab_dl_spin_margin(const mpilab_dl_stats *st, int64_t spin_last_ns);
+/* Note one timer wake-up's lateness (for the moving average and the recent maximum). */
+void mpilab_dl_note_wake(mpilab_dl_stats *st, int64_t late_ns);
 
 /* The trim: what the path itself adds to a lone packet beyond the undelayed route (the
  * detour through the tun device and the line, the far side's path that the line's write
@@ -167,6 +208,7 @@ typedef struct mpilab_dl_snap {
     int64_t t_ns;    /* ingress: the kernel's stamp; written: the write's start */
     int64_t arr_ns;  /* written: the packet's ingress stamp (-1 unknown) */
     int bucket;      /* written: the idle-gap bucket it was released in */
+    int ifindex;     /* the interface it was seen on (ingress: its direction) */
     uint32_t len;    /* bytes in snap (0: slot consumed) */
     unsigned char snap[MPILAB_DL_SNAP];
 } mpilab_dl_snap;
@@ -221,12 +263,39 @@ typedef struct mpilab_dl_rtclock {
     int64_t off_ns, at_ns; /* at_ns: when it was read (0: not yet) */
 } mpilab_dl_rtclock;
 
+/* The cold crossing (--cold-crossing, delayline_cold.c): what the router itself takes to
+ * forward a packet that does not go through the line (ingress leg to egress leg), per
+ * direction (ingress interface) and per bucket of the idle gap since the router last sent
+ * a packet out on a leg: a lone packet after a long idle gap crosses a cold path (15-45 us
+ * here), an echo right behind its request a warm one. Learned from every such undelayed
+ * crossing the leg tap sees (`testbed up` with wan.delay_trim = "auto" sends some; so does
+ * bench/testbed_hop_capture.py), so that a delayed packet can leave the router at its
+ * ingress + delay + the crossing an undelayed packet would have had, i.e. the delay comes
+ * on top of the router, as on a real link. */
+#define MPILAB_DL_COLD_DIRS 8
+#define MPILAB_DL_COLD_MAX_NS 200000
+typedef struct mpilab_dl_cold {
+    int ifindex[MPILAB_DL_COLD_DIRS];
+    int ndirs;
+    mpilab_dl_calib cal[MPILAB_DL_COLD_DIRS];
+    int64_t last_egress_ns; /* the latest packet seen leaving on a leg (kernel stamp) */
+} mpilab_dl_cold;
+/* Learn one undelayed crossing of `cost_ns` in direction `ifindex` after an idle gap in
+ * `bucket` (directions beyond MPILAB_DL_COLD_DIRS are not kept). */
+void mpilab_dl_cold_learn(mpilab_dl_cold *c, int ifindex, int bucket, int64_t cost_ns);
+/* The undelayed crossing expected in direction `ifindex` after an idle gap in `bucket`:
+ * the median (upper middle) of the last costs of the buckets within r of `bucket`, for the
+ * least r that gives at least MPILAB_DL_CAL_MIN of them, within [0, MPILAB_DL_COLD_MAX_NS];
+ * -1 when the direction has fewer. */
+int64_t mpilab_dl_cold_cost(const mpilab_dl_cold *c, int ifindex, int bucket);
+
 typedef struct mpilab_dl_legs {
     int fd;
     mpilab_dl_rtclock clk;
     mpilab_dl_snapq in;      /* ingress records not yet matched to a read */
     mpilab_dl_snapq out;     /* written packets not yet seen leaving */
     mpilab_dl_calib cal;
+    mpilab_dl_cold cold;     /* undelayed crossings (ingress record matched by an egress) */
 } mpilab_dl_legs;
 
 /* The tun device's own tap (outgoing into `dev`), or -1. */
@@ -239,12 +308,23 @@ void mpilab_dl_legs_close(mpilab_dl_legs *L);
 /* Read every record waiting: ingress ones are queued, egress ones matched to written
  * packets (calibration and crossing statistics for a delay of delay_ns). */
 void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_ns);
-/* The ingress stamp of the packet just read (CLOCK_MONOTONIC ns), or -1. */
+/* The ingress stamp of the packet just read (CLOCK_MONOTONIC ns), or -1; *dir: the
+ * ingress interface's index (0 unknown). */
 int64_t mpilab_dl_legs_ingress(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_ns,
-                               const unsigned char *pkt, size_t len, int64_t now);
+                               const unsigned char *pkt, size_t len, int64_t now, int *dir);
 /* Note a packet about to be written (its first bytes, the time, its ingress stamp, bucket). */
 void mpilab_dl_legs_written(mpilab_dl_legs *L, const unsigned char *pkt, size_t len, int64_t t_ns,
                             int64_t arr_ns, int bucket);
+
+/* The statistics' "router" object (crossings, forwarding, advance) and "cold_crossing"
+ * object (the learned undelayed crossings, per direction and bucket); NULL when out of
+ * memory. */
+struct json_t;
+struct json_t *mpilab_dl_router_json(const mpilab_dl_stats *st);
+struct json_t *mpilab_dl_cold_json(const mpilab_dl_stats *st, const mpilab_dl_legs *legs, int enabled);
+/* {"read_lag": {reads, p50_s, p90_s, p99_s, max_s}, "spin_last": {mode, margin_s,
+ * wake_late_recent_max_s, spin_gaps, spin_gap_max_s}} to merge into the statistics. */
+struct json_t *mpilab_dl_wait_json(const mpilab_dl_stats *st, int64_t spin_last_ns);
 
 /* Histogram bucket (0 .. MPILAB_DL_LATE_BUCKETS-1) of a release `late_ns` after its time. */
 int mpilab_dl_late_bucket(int64_t late_ns);

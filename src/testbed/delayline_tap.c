@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MPILAB_DL_LEG_MAX_AGE_NS 30000000000LL
+
 static int64_t ts_ns(clockid_t c)
 {
     struct timespec ts;
@@ -60,9 +62,10 @@ static int open_packet_socket(int ifindex, struct sock_filter *code, unsigned sh
     return s;
 }
 
-/* One record: its first bytes into buf, the kernel stamp (CLOCK_REALTIME ns) and the packet
- * type. Returns the bytes read, or -1 (nothing waiting). */
-static ssize_t read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns, int *pkttype)
+/* One record: its first bytes into buf, the kernel stamp (CLOCK_REALTIME ns), the packet
+ * type and the interface's index. Returns the bytes read, or -1 (nothing waiting). */
+static ssize_t read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns, int *pkttype,
+                           int *ifindex)
 {
     union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
     struct sockaddr_ll from;
@@ -81,6 +84,7 @@ static ssize_t read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns
         return -1;
     *rt_ns = -1;
     *pkttype = from.sll_pkttype;
+    *ifindex = from.sll_ifindex;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
             struct timespec ts;
@@ -91,11 +95,11 @@ static ssize_t read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns
     return (size_t)n > cap ? (ssize_t)cap : n;
 }
 
-/* A realtime stamp as CLOCK_MONOTONIC, or -1 for a stale record. The offset between the two
+/* A realtime stamp as CLOCK_MONOTONIC, or -1 for a record older than max_age_ns. The offset between the two
  * clocks is read with both clocks within a microsecond (a vCPU descheduled between two
  * readings would shift every stamp by the time it lost: stamps then looked up to 1.3 us
  * later than they were) and kept for 100 ms (it only moves with clock adjustments). */
-static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns)
+static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
 {
     if (rt_ns < 0)
         return -1;
@@ -111,7 +115,7 @@ static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns)
     if (c->at_ns == 0)
         return -1;
     int64_t t = rt_ns - c->off_ns;
-    return t <= mono + 1000 && mono - t < 1000000000 ? t : -1;
+    return t <= mono + 1000 && mono - t < max_age_ns ? t : -1;
 }
 
 /* ---- the tun device's tap ----
@@ -141,13 +145,13 @@ int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned ch
     for (int tries = 0; tries < 16; tries++) {
         unsigned char buf[MPILAB_DL_SNAP];
         int64_t rt;
-        int type;
-        ssize_t n = read_record(tap, buf, sizeof(buf), &rt, &type);
+        int type, ifx;
+        ssize_t n = read_record(tap, buf, sizeof(buf), &rt, &type, &ifx);
         if (n < 0)
             return -1;
         if ((size_t)n < cmp || memcmp(buf, pkt, cmp) != 0)
             continue;
-        return to_mono(clk, rt);
+        return to_mono(clk, rt, 1000000000);
     }
     return -1;
 }
@@ -333,10 +337,13 @@ void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_
         mpilab_dl_snap s;
         int64_t rt;
         int type;
-        ssize_t n = read_record(L->fd, s.snap, sizeof(s.snap), &rt, &type);
+        ssize_t n = read_record(L->fd, s.snap, sizeof(s.snap), &rt, &type, &s.ifindex);
         if (n < 0)
             break;
-        s.t_ns = to_mono(&L->clk, rt);
+        /* a sleeping line drains the leg tap only when a packet for it wakes it: records
+         * of packets the router forwarded without it (the undelayed crossings the cold
+         * crossing learns from) may wait seconds */
+        s.t_ns = to_mono(&L->clk, rt, MPILAB_DL_LEG_MAX_AGE_NS);
         s.len = (uint32_t)n;
         s.arr_ns = -1;
         s.bucket = 0;
@@ -347,8 +354,18 @@ void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_
             continue;
         }
         mpilab_dl_snap *w = mpilab_dl_snapq_take(&L->out, s.snap, s.len);
-        if (w)
+        if (w) {
             egress_seen(L, st, w, s.t_ns, delay_ns);
+        } else if ((w = mpilab_dl_snapq_take(&L->in, s.snap, s.len)) && s.t_ns - w->t_ns <= MPILAB_DL_COLD_MAX_NS) {
+            /* a packet the router forwarded without the line (its policy rules off): the
+             * router's own crossing, after the idle gap since the last packet out (longer
+             * ones are not kept: rather a packet whose read the tap missed) */
+            mpilab_dl_cold_learn(&L->cold, w->ifindex,
+                                 mpilab_dl_gap_bucket(s.t_ns - L->cold.last_egress_ns), s.t_ns - w->t_ns);
+            st->cold_learned++;
+        }
+        if (s.t_ns > L->cold.last_egress_ns)
+            L->cold.last_egress_ns = s.t_ns;
     }
     int64_t old = ts_ns(CLOCK_MONOTONIC) - 1000000000; /* unmatched after 1 s: lost */
     mpilab_dl_snapq_trim(&L->in, old);
@@ -356,8 +373,9 @@ void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_
 }
 
 int64_t mpilab_dl_legs_ingress(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_ns,
-                               const unsigned char *pkt, size_t len, int64_t now)
+                               const unsigned char *pkt, size_t len, int64_t now, int *dir)
 {
+    *dir = 0;
     if (L->fd < 0)
         return -1;
     mpilab_dl_snap *e = mpilab_dl_snapq_take(&L->in, pkt, len);
@@ -366,7 +384,10 @@ int64_t mpilab_dl_legs_ingress(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t d
         e = mpilab_dl_snapq_take(&L->in, pkt, len);
     }
     /* none, a stamp from the future, or one long before (a stale duplicate): not trusted */
-    return e && e->t_ns <= now && now - e->t_ns < 1000000000 ? e->t_ns : -1;
+    if (!(e && e->t_ns <= now && now - e->t_ns < 1000000000))
+        return -1;
+    *dir = e->ifindex;
+    return e->t_ns;
 }
 
 void mpilab_dl_legs_written(mpilab_dl_legs *L, const unsigned char *pkt, size_t len, int64_t t_ns,
@@ -378,6 +399,7 @@ void mpilab_dl_legs_written(mpilab_dl_legs *L, const unsigned char *pkt, size_t 
     s.t_ns = t_ns;
     s.arr_ns = arr_ns;
     s.bucket = bucket;
+    s.ifindex = 0;
     s.len = (uint32_t)(len < MPILAB_DL_SNAP ? len : MPILAB_DL_SNAP);
     if (s.len < 20)
         return;

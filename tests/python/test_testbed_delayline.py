@@ -37,7 +37,8 @@ STATS_SCHEMA = {
                  "late_hist", "late_hist_bounds_s", "late_percentiles_s", "wake_margin_s",
                  "spun_releases", "arrivals_kernel_stamped", "arrivals_compensated",
                  "sched", "running", "busy_poll", "leg_tap", "arrivals_ingress_stamped",
-                 "router", "idle_poll", "cpu", "trim_s", "hold_s", "trim_reads"],
+                 "router", "idle_poll", "cpu", "trim_s", "hold_s", "trim_reads",
+                 "cold_crossing", "read_lag", "spin_last"],
     "properties": {
         "delay_s": {"type": "number", "minimum": 0},
         "packets": {"type": "integer", "minimum": 0},
@@ -58,6 +59,33 @@ STATS_SCHEMA = {
         "trim_s": {"type": "number", "minimum": 0},
         "hold_s": {"type": "number", "minimum": 0},
         "trim_reads": {"type": "integer", "minimum": 0},
+        "cold_crossing": {
+            "type": "object",
+            "required": ["enabled", "learned", "used", "fallback", "added_mean_s",
+                         "added_max_s", "bound_s", "directions"],
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "learned": {"type": "integer", "minimum": 0},
+                "used": {"type": "integer", "minimum": 0},
+                "fallback": {"type": "integer", "minimum": 0},
+                "added_max_s": {"type": "number", "minimum": 0, "maximum": 200e-6},
+                "bound_s": {"const": 200e-6},
+                "directions": {"type": "array", "items": {
+                    "type": "object", "required": ["ifindex", "buckets"],
+                    "properties": {"buckets": {"type": "object", "additionalProperties": {
+                        "type": "object", "required": ["n", "median_s"],
+                        "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 32},
+                                       "median_s": {"type": "number", "minimum": 0,
+                                                    "maximum": 200e-6}}}}}}},
+            },
+        },
+        "read_lag": {"type": "object", "required": ["reads", "p50_s", "p90_s", "p99_s", "max_s"]},
+        "spin_last": {
+            "type": "object",
+            "required": ["mode", "margin_s", "wake_late_recent_max_s", "spin_gaps",
+                         "spin_gap_max_s"],
+            "properties": {"mode": {"enum": ["off", "auto", "fixed"]},
+                           "margin_s": {"type": "number", "minimum": 0}}},
         "router": {
             "type": "object",
             "required": ["crossings", "crossings_early", "early_max_s", "late_percentiles_s",
@@ -312,3 +340,52 @@ def test_trim_measured_at_up_and_applied(tmp_path_factory: pytest.TempPathFactor
         # a steady calibration trims; an unsteady one (a busy machine) says it did not
         said = "hold = delay - " if tr["steady"] else "hold not trimmed"
         assert said in out.stdout, out.stdout + out.stderr
+
+
+def test_cold_crossing_and_spin_last_reach_the_line(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """--cold-crossing and --spin-last auto, given through $MPILAB_DELAYLINE_ARGS, reach the
+    line and the testbed's state (`delayline_args`, `testbed status --json`); lone datagrams
+    that alternate between the undelayed route and the line (oneway.udp_oneway_paired) teach
+    the line the router's own crossings, per direction, each learned median and the added
+    crossing within the bound; the spin margin lies within its bounds. Restarting the line
+    with no options (net.restart_delayline) records that, turns both off, and the WAN is
+    still delayed. Behaviour only: no timing bound."""
+    prefix = f"c{os.getpid() % 100000}"
+    args = ["--cold-crossing", "--spin-last", "auto"]
+    os.environ["MPILAB_DELAYLINE_ARGS"] = " ".join(args)
+    try:
+        with _delayed_testbed(tmp_path_factory, prefix, "1ms", "cold crossing") as sp:
+            st = net.load_state(prefix)
+            assert st is not None and st["delayline_args"] == args
+            rules = [r.removeprefix("rule add ") for r in net.delay_rules(sp, 0)]
+            got = oneway.udp_oneway_paired(sp, "s0n0", "s1n0", 4, 0.2, 1e-3, rules)
+            assert len(got) == 8
+            stats = _stats(prefix)
+            jsonschema.validate(stats, STATS_SCHEMA)
+            cold = stats["cold_crossing"]
+            assert isinstance(cold, dict) and cold["enabled"] is True
+            # 8 undelayed crossings each way went past the leg tap (some may be missed)
+            assert 0 < cold["learned"] <= 8
+            assert cold["used"] + cold["fallback"] <= stats["packets"]  # type: ignore[operator]
+            assert cold["added_mean_s"] <= cold["added_max_s"] <= cold["bound_s"]
+            assert 1 <= len(cold["directions"]) <= 2
+            spin = stats["spin_last"]
+            assert isinstance(spin, dict) and spin["mode"] == "auto"
+            assert 20e-6 <= spin["margin_s"] <= 1e-3
+            out = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "status",
+                                  "--prefix", prefix, "--json"],
+                                 capture_output=True, text=True, timeout=60, check=True)
+            assert json.loads(out.stdout)["delay"]["args"] == args
+            old_pid = int(st["delayline_pid"])
+            pid = net.restart_delayline(prefix, [])
+            st = net.load_state(prefix)
+            assert st is not None and st["delayline_args"] == [] and pid != old_pid
+            assert st["delayline_pid"] == pid and not net.pid_alive(old_pid)
+            fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", 2, 0.05)
+            assert min(fwd) >= 1e-3 and min(back) >= 1e-3  # still delayed, both ways
+            stats = _stats(prefix)
+            assert stats["cold_crossing"]["enabled"] is False  # type: ignore[index]
+            assert stats["spin_last"]["mode"] == "off"  # type: ignore[index]
+    finally:
+        os.environ.pop("MPILAB_DELAYLINE_ARGS", None)

@@ -46,7 +46,10 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --cpu -1", "--dev x --delay 5ms --cpu 100000",
                          "--dev x --delay 5ms --cpu one", "--dev x --delay 5ms --cpu",
                          "--dev x --delay 5ms --trim 2s", "--dev x --delay 5ms --trim -3us",
-                         "--dev x --delay 5ms --trim", "--dev x --delay 5ms --trim-file"};
+                         "--dev x --delay 5ms --trim", "--dev x --delay 5ms --trim-file",
+                         "--dev x --delay 5ms --spin-last 5us", "--dev x --delay 5ms --spin-last 2s",
+                         "--dev x --delay 5ms --spin-last soon", "--dev x --delay 5ms --spin-last",
+                         "--dev x --delay 5ms --cold-crossing=yes"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));

@@ -226,4 +226,91 @@ MPILAB_TEST(trim_hold_and_file)
     CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500); /* gone */
 }
 
+/* The cold crossing: learned per direction and idle-gap bucket, the median of the nearest
+ * buckets (either side) that hold enough samples, bounded; unknown directions and too few
+ * samples give -1 (the default advance). */
+MPILAB_TEST(cold_crossing_learned_bounded)
+{
+    mpilab_dl_cold *c = calloc(1, sizeof(*c)); /* large: not on the stack */
+    REQUIRE(c);
+    CHECK(mpilab_dl_cold_cost(c, 5, 17) == -1); /* nothing known */
+    mpilab_dl_cold_learn(c, 5, 17, 30000);
+    mpilab_dl_cold_learn(c, 5, 17, 10000);
+    CHECK(mpilab_dl_cold_cost(c, 5, 17) == -1); /* too few */
+    mpilab_dl_cold_learn(c, 5, 17, 20000);
+    CHECK(mpilab_dl_cold_cost(c, 5, 17) == 20000); /* the median */
+    CHECK(mpilab_dl_cold_cost(c, 6, 17) == -1);    /* another direction knows nothing */
+    CHECK(mpilab_dl_cold_cost(c, 0, 17) == -1);    /* an unknown direction */
+    CHECK(mpilab_dl_cold_cost(c, 5, 20) == 20000); /* borrowed from a shorter gap */
+    CHECK(mpilab_dl_cold_cost(c, 5, 12) == 20000); /* and from a longer one */
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_cold_learn(c, 5, 10, 5000 + k);
+    CHECK(mpilab_dl_cold_cost(c, 5, 12) == 5001);  /* the nearer bucket wins */
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_cold_learn(c, 5, 16, 7000);
+    CHECK(mpilab_dl_cold_cost(c, 5, 13) == 7000);  /* at equal distance, pooled: 5000..5002, 7000 x3 */
+    CHECK(mpilab_dl_cold_cost(c, 5, 15) == 7000);
+    mpilab_dl_cold_learn(c, 7, 11, 9000); /* two buckets of too few each are pooled */
+    mpilab_dl_cold_learn(c, 7, 12, 8000);
+    CHECK(mpilab_dl_cold_cost(c, 7, 12) == -1);
+    mpilab_dl_cold_learn(c, 7, 12, 1000);
+    CHECK(mpilab_dl_cold_cost(c, 7, 12) == 8000);
+    CHECK(mpilab_dl_cold_cost(c, 7, 11) == 8000);
+    for (int k = 0; k < 3; k++)
+        mpilab_dl_cold_learn(c, 6, 8, 10000000);
+    CHECK(mpilab_dl_cold_cost(c, 6, 8) == MPILAB_DL_COLD_MAX_NS); /* bounded */
+    CHECK(mpilab_dl_cold_cost(c, 5, 17) == 20000); /* directions apart */
+    mpilab_dl_cold_learn(c, 5, 17, -4);            /* nonsense is not learned */
+    mpilab_dl_cold_learn(c, -1, 17, 4000);
+    CHECK(c->cal[0].n[17] == 3 && c->ndirs == 3);
+    for (int d = 0; d < MPILAB_DL_COLD_DIRS + 3; d++) /* only so many directions kept */
+        mpilab_dl_cold_learn(c, 100 + d, 3, 1000);
+    CHECK(c->ndirs == MPILAB_DL_COLD_DIRS);
+    for (int k = 0; k < 2 * MPILAB_DL_CAL_N; k++) /* the last MPILAB_DL_CAL_N only */
+        mpilab_dl_cold_learn(c, 5, 17, k < MPILAB_DL_CAL_N ? 90000 : 40000);
+    CHECK(mpilab_dl_cold_cost(c, 5, 17) == 40000);
+    free(c);
+}
+
+/* --spin-last: a fixed margin as given; auto from the recent wake-ups' largest lateness
+ * plus the slack, within bounds; one late wake-up among quick ones sets it (the default
+ * margin, twice a moving average, hardly moves) */
+MPILAB_TEST(spin_margin)
+{
+    mpilab_dl_stats *st = calloc(1, sizeof(*st));
+    REQUIRE(st);
+    CHECK(mpilab_dl_spin_margin(st, 150000) == 150000);
+    CHECK(mpilab_dl_spin_margin(st, -1) == MPILAB_DL_SPIN_MIN_NS); /* nothing seen yet */
+    for (int k = 0; k < 10; k++)
+        mpilab_dl_note_wake(st, 3000);
+    mpilab_dl_note_wake(st, 180000);
+    CHECK(mpilab_dl_spin_margin(st, -1) == 180000 + MPILAB_DL_SPIN_SLACK_NS);
+    CHECK(mpilab_dl_wake_margin(st) < 180000);
+    for (int k = 0; k < MPILAB_DL_WAKE_N; k++) /* it ages out */
+        mpilab_dl_note_wake(st, 2000);
+    CHECK(mpilab_dl_spin_margin(st, -1) == MPILAB_DL_SPIN_MIN_NS);
+    mpilab_dl_note_wake(st, 50000000);
+    CHECK(mpilab_dl_spin_margin(st, -1) == MPILAB_DL_SPIN_MAX_NS);
+    free(st);
+}
+
+/* a record keeps its direction */
+MPILAB_TEST(ring_keeps_direction)
+{
+    mpilab_dl_ring r;
+    REQUIRE(mpilab_dl_ring_init(&r, 4096) == 0);
+    unsigned char *p = mpilab_dl_ring_reserve(&r, 100);
+    REQUIRE(p);
+    mpilab_dl_ring_commit_dir(&r, 100, 7, 3, 42);
+    p = mpilab_dl_ring_reserve(&r, 100);
+    REQUIRE(p);
+    mpilab_dl_ring_commit_at(&r, 100, 8, 4);
+    const mpilab_dl_rec *h = mpilab_dl_ring_peek(&r);
+    CHECK(h && h->dir == 42 && h->due_ns == 7 && h->arr_ns == 3);
+    mpilab_dl_ring_pop(&r);
+    h = mpilab_dl_ring_peek(&r);
+    CHECK(h && h->dir == 0 && h->due_ns == 8);
+    mpilab_dl_ring_free(&r);
+}
+
 MPILAB_TEST_MAIN()

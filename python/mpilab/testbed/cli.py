@@ -63,6 +63,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "netem_available": st.get("netem_available"),
                          "trim": st.get("delay_trim"),
+                         # the options the line was started with ($MPILAB_DELAYLINE_ARGS)
+                         "args": st.get("delayline_args", []),
                          "pid": pid if backend == "delayline" else None,
                          # every delay line: the default one's and each per-node delay's
                          "pids": st.get("delayline_pids", [pid] if pid else []),
@@ -98,6 +100,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  delay: delay line (pid {dl['pid']}"
               f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}"
               f"{net.trim_text(info['delay'].get('trim'), sp.wan_delay)}")
+        if info["delay"]["args"]:
+            print(f"  delay line options: {' '.join(info['delay']['args'])}")
     else:
         print(f"  delay: {backend}")
     for node in sp.node_names():

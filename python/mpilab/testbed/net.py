@@ -547,6 +547,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
                                          delay_rules(spec, k), f"delayline-{k}"))
         state["delayline_pid"] = pids[0] if pids else None
         state["delayline_pids"] = pids
+        state["delayline_args"] = delayline_args()
     atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
 
 
@@ -566,16 +567,19 @@ def delay_rules(spec: Spec, group: int) -> list[str]:
     return out
 
 
-def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: str,
-                     table: int, rules: list[str], name: str = "delayline") -> int:
+def delayline_args() -> list[str]:
+    """The extra options every delay line of `up` gets ($MPILAB_DELAYLINE_ARGS, e.g.
+    --no-realtime or --cold-crossing); recorded in the state (`delayline_args`)."""
+    return shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
+
+
+def _spawn_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: str,
+                     name: str, extra: list[str]) -> int:
+    """Start one mpilab-delayline on the router's tun device `dev`; its pid once it has
+    attached (pidfile written), or a one-line error with the last line of its log."""
     router = spec.router_ns()
-    sh(["ip", "-n", router, "tuntap", "add", dev, "mode", "tun"])
     pidfile = sd / f"{name}.pid"
-    # the trim (wan.delay_trim) is the default line's; per-node lines hold their delay whole
-    trim = (spec.delay_trim or 0.0) if name == "delayline" else 0.0
-    atomic_write_text(sd / f"{name}.trim", f"{trim * 1e9:.0f}ns\n")
-    # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
-    extra = shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
+    pidfile.unlink(missing_ok=True)
     log = open(sd / f"{name}.log", "ab")
     try:
         proc = subprocess.Popen(
@@ -592,13 +596,48 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: st
             why = (sd / f"{name}.log").read_text().strip().splitlines()
             raise MpilabError(f"mpilab-delayline did not start: {why[-1] if why else '?'}")
         time.sleep(0.02)
+    return proc.pid
+
+
+def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: str,
+                     table: int, rules: list[str], name: str = "delayline") -> int:
+    router = spec.router_ns()
+    sh(["ip", "-n", router, "tuntap", "add", dev, "mode", "tun"])
+    # the trim (wan.delay_trim) is the default line's; per-node lines hold their delay whole
+    trim = (spec.delay_trim or 0.0) if name == "delayline" else 0.0
+    atomic_write_text(sd / f"{name}.trim", f"{trim * 1e9:.0f}ns\n")
+    # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
+    pid = _spawn_delayline(spec, sd, delayline, delay, dev, name, delayline_args())
     batch("ip", router, [
         f"link set {dev} txqueuelen 10000 up",
         f"route add default dev {dev} table {table}",
         *rules,
     ])
     sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0"])
-    return proc.pid
+    return pid
+
+
+def restart_delayline(prefix: str, extra: list[str]) -> int:
+    """Replace the running default delay line (wan.delay) of testbed `prefix` by one with
+    the options `extra`, on the same tun device, routes and trim file (benchmarks compare
+    the line's modes side by side on one testbed). The state records the new pid and
+    options. Returns the new pid; a one-line error when the testbed has no delay line."""
+    require_root()
+    st = load_state(prefix)
+    if not st or not st.get("delayline_pid"):
+        raise MpilabError(f"testbed '{prefix}' has no running delay line")
+    delayline = find_tool("mpilab-delayline")
+    if not delayline:
+        raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
+    spec = Spec.from_dict(st["spec"])
+    kill_pids([int(st["delayline_pid"])])
+    sd = state_dir(prefix)
+    pid = _spawn_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV, "delayline", extra)
+    st["delayline_pid"] = pid
+    st["delayline_pids"] = [pid, *st.get("delayline_pids", [])[1:]]
+    st["delayline_args"] = list(extra)
+    atomic_write_text(sd / "state.json", json.dumps(st, indent=1) + "\n")
+    return pid
 
 
 def _delay_rules(spec: Spec) -> list[str]:
