@@ -17,11 +17,13 @@ and refuses files beyond a size limit.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from mpilab.errors import MpilabError
 
@@ -252,6 +254,18 @@ DEFAULT_READ_LIMIT = 256 << 20
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def load_state_json(path: Path, what: str) -> Any:
+    """The document of a state file this project wrote (a testbed's, an emulated disk's), or
+    None when there is none; one that cannot be read or parsed is a one-line MpilabError
+    naming `what` (e.g. "testbed state")."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{path}: unreadable {what} ({e})") from None
 
 
 def read_regular(path: str | os.PathLike[str], what: str = "file",

@@ -116,6 +116,21 @@ static int pair_loop(MPI_Comm comm, int me, int i, int j, char *out, char *back,
     return rc;
 }
 
+/* Both measurements' start: the sizes and repetitions checked, then a private duplicate of
+ * comm_in (the measurement's messages never match a caller's) with this rank and the size. */
+static int p2p_open(MPI_Comm comm_in, size_t bytes, size_t bytes_back, const mpilab_precision_t *prec,
+                    MPI_Comm *comm, int *me, int *n)
+{
+    if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
+        return MPI_ERR_COUNT;
+    int rc = MPI_Comm_dup(comm_in, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    MPI_Comm_rank(*comm, me);
+    MPI_Comm_size(*comm, n);
+    return MPI_SUCCESS;
+}
+
 int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
                        const mpilab_precision_t *prec, mpilab_p2p_result_t *results)
 {
@@ -125,15 +140,11 @@ int mpilab_p2p_measure(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab
 int mpilab_p2p_measure_warm(MPI_Comm comm_in, size_t bytes, size_t bytes_back, mpilab_p2p_mode_t mode,
                             const mpilab_precision_t *prec, size_t warmup, mpilab_p2p_result_t *results)
 {
-    if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
-        return MPI_ERR_COUNT;
     MPI_Comm comm;
-    int rc = MPI_Comm_dup(comm_in, &comm);
+    int me, n;
+    int rc = p2p_open(comm_in, bytes, bytes_back, prec, &comm, &me, &n);
     if (rc != MPI_SUCCESS)
         return rc;
-    int me, n;
-    MPI_Comm_rank(comm, &me);
-    MPI_Comm_size(comm, &n);
     size_t npairs = (size_t)n * (size_t)(n - 1) / 2;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
@@ -311,15 +322,11 @@ int mpilab_p2p_measure_plan(MPI_Comm comm_in, size_t bytes, size_t bytes_back, m
                             const mpilab_precision_t *prec, size_t warmup, const mpilab_p2p_plan_t *plan,
                             int quiet, mpilab_p2p_sink_t sink, void *ctx)
 {
-    if (bytes > INT_MAX || bytes_back > INT_MAX || prec->max_reps < 1)
-        return MPI_ERR_COUNT;
     MPI_Comm comm;
-    int rc = MPI_Comm_dup(comm_in, &comm);
+    int me, n;
+    int rc = p2p_open(comm_in, bytes, bytes_back, prec, &comm, &me, &n);
     if (rc != MPI_SUCCESS)
         return rc;
-    int me, n;
-    MPI_Comm_rank(comm, &me);
-    MPI_Comm_size(comm, &n);
     char *out = mpilab_payload_alloc(bytes);
     char *back = mpilab_payload_alloc(bytes_back);
     int ok = out && back, all = 0;

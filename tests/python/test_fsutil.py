@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, read_regular
+from mpilab.fsutil import atomic_write_text, load_state_json, read_regular
 
 
 def _dead_pid() -> int:
@@ -120,3 +120,25 @@ def test_read_regular_refuses_what_could_hang_or_never_end(tmp_path: Path) -> No
     with pytest.raises(MpilabError, match="larger than"):
         read_regular(big, limit=1000)
     assert read_regular(big) == b"x" * 2000
+
+
+
+def test_a_state_file_missing_is_none_and_a_broken_one_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpilab.disk import dev
+    from mpilab.testbed import net
+
+    assert load_state_json(tmp_path / "state.json", "testbed state") is None
+    (tmp_path / "state.json").write_text('{"prefix": "x"')
+    with pytest.raises(MpilabError, match=r"state\.json: unreadable testbed state \("):
+        load_state_json(tmp_path / "state.json", "testbed state")
+    (tmp_path / "state.json").write_text('{"prefix": "x"}')
+    assert load_state_json(tmp_path / "state.json", "disk state") == {"prefix": "x"}
+    # both state readers go through it, each naming its own kind of state
+    for mod, what in ((net, "testbed state"), (dev, "disk state")):
+        sd = tmp_path / what.replace(" ", "-")
+        sd.mkdir()
+        (sd / "state.json").write_bytes(b"\xff{")
+        monkeypatch.setattr(mod, "state_dir", lambda prefix, sd=sd: sd)
+        with pytest.raises(MpilabError, match=f"unreadable {what}"):
+            mod.load_state("zz")

@@ -26,7 +26,7 @@ from typing import Any
 
 from mpilab.disk.spec import Disk, DiskSpec
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, load_state_json
 from mpilab.tools import find_tool
 
 CGROUP_ROOT = Path(os.environ.get("MPILAB_CGROUP_ROOT", "/sys/fs/cgroup"))
@@ -73,13 +73,8 @@ def mounted(path: Path) -> bool:
 
 
 def load_state(prefix: str) -> dict[str, Any] | None:
-    path = state_dir(prefix) / "state.json"
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise MpilabError(f"{path}: unreadable disk state ({e})") from None
+    doc: dict[str, Any] | None = load_state_json(state_dir(prefix) / "state.json", "disk state")
+    return doc
 
 
 class _Log:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, pid_alive
+from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
 from mpilab.testbed.spec import Spec
 from mpilab.tools import find_tool
 
@@ -121,13 +121,8 @@ def kill_pids(pids: list[int], grace: float = 2.0) -> None:
 
 
 def load_state(prefix: str) -> dict[str, Any] | None:
-    path = state_dir(prefix) / "state.json"
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise MpilabError(f"{path}: unreadable testbed state ({e})") from None
+    doc: dict[str, Any] | None = load_state_json(state_dir(prefix) / "state.json", "testbed state")
+    return doc
 
 
 def delayline_stats(prefix: str, wait_s: float = 2.0) -> dict[str, Any] | None:
