@@ -90,6 +90,15 @@ static void mpilab_msgcost_track(int rc, int source, const MPI_Request *req)
     g_mc.pending[g_mc.npending++] = *req;
 }
 
+/* Whether `r` is a tracked receive request. */
+static int mpilab_msgcost_pending(MPI_Request r)
+{
+    for (size_t k = 0; k < g_mc.npending; k++)
+        if (memcmp(&g_mc.pending[k], &r, sizeof r) == 0)
+            return 1;
+    return 0;
+}
+
 /* Whether `r` was a tracked receive request (then it is forgotten). */
 static int mpilab_msgcost_take(MPI_Request r)
 {
@@ -254,12 +263,24 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     return rc;
 }
 
+/* MPI_Testall reports nothing until every request is complete, but a receive that is in
+ * has been taken by the MPI's progress: it is charged at the first MPI_Testall that finds
+ * it complete (MPI_Request_get_status, which leaves the request as it is), so that a rank
+ * waiting for two replies spends the first one's cost while the second is in flight, as
+ * the LMO model's root does (docs/models.md). MPI_Waitall blocks until all are complete and
+ * charges them then. */
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
     MPI_Request stack[MPILAB_MSGCOST_STACK], *c = mpilab_msgcost_copy(n, reqs, stack);
     int rc = PMPI_Testall(n, reqs, flag, sts);
     if (rc == MPI_SUCCESS && *flag)
         mpilab_msgcost_all(n, c);
+    for (int k = 0; rc == MPI_SUCCESS && !*flag && c && k < n; k++) {
+        int in = 0;
+        if (mpilab_msgcost_pending(c[k]) && PMPI_Request_get_status(c[k], &in, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            in && mpilab_msgcost_take(c[k]))
+            mpilab_msgcost_recv();
+    }
     mpilab_msgcost_done(c, stack);
     return rc;
 }
