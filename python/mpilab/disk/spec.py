@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,7 @@ _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _KEYS = {"name", "size", "model", "read_iops", "write_iops", "read_bw", "write_bw",
          "seek_min", "seek_max", "rpm", "rate", "elevator", "read_ahead_kb"}
 MIN_SIZE = 64 * 1024**2
+MAX_RATE = 1e12  # bytes/s
 
 
 def parse_size(v: object) -> int:
@@ -65,6 +67,8 @@ def parse_rate(v: object) -> int:
     r = float(m.group(1)) * _RATE[(m.group(2) or "b").lower()]
     if r < 1:
         raise ValueError("must be at least 1 byte/s")
+    if not r <= MAX_RATE:  # also inf: float() of a thousand digits does not fail
+        raise ValueError("more than 1 TB/s: not a disk's rate")
     return int(r)
 
 
@@ -73,7 +77,10 @@ def parse_time(v: object) -> float:
          if not isinstance(v, bool) else None)
     if not m:
         raise ValueError("expected a time such as 8ms")
-    return float(m.group(1)) * _TIME[m.group(2)]
+    t = float(m.group(1)) * _TIME[m.group(2)]
+    if not math.isfinite(t):
+        raise ValueError("expected a time such as 8ms (out of range)")
+    return t
 
 
 @dataclass
