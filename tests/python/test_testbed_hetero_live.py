@@ -117,8 +117,8 @@ def test_msg_cost_only_on_its_nodes(tb: tuple[str, dict[str, str]]) -> None:
     if not prog.exists():
         pytest.skip("msgcost_pingpong not built")
     p = mpilab("testbed", "run", "--hosts", "s2n0,s0n0", "--np", "2", "--timeout", "120", "--",
-               "env", "MPILAB_TEST_NP=2", "MPILAB_MSG_COST_DEBUG=1", str(prog), "--case", "pingpong", "20", env=env,
-               timeout=300)
+               "env", "MPILAB_TEST_NP=2", "MPILAB_MSG_COST_DEBUG=1", str(prog),
+               "--case", "pingpong", "20", env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     charged = re.findall(r"mpilab-msgcost: rank (\d): 20 sends and 20 receives charged "
                          r"\(0 untracked\), 1500\.000 us each", p.stderr)
