@@ -75,6 +75,8 @@ typedef struct mpilab_runner_config {
                          * (mpilab/forced.h) */
     int probe;          /* --probe: run each selected entry once per size, no timing, and say
                          * so on stderr (mpilab_runner_probe) */
+    int idle_poll;      /* --idle-poll: every rank holds the CPU latency limit at 0 while the
+                         * run measures (mpilab/cpuidle.h); provenance.cpu_idle.held_by_run */
     int probe_skew;     /* --probe-skew: ranks give counts one byte apart, so that the MPI
                          * library reports an error naming the algorithm that ran (MPICH) */
 } mpilab_runner_config_t;

@@ -1,7 +1,9 @@
 /* One run of mpilab-bench as a library call (include/mpilab/runner.h): every selected entry
  * at every size (engine entries with every timing method, all-pairs entries per pair), the
  * LogGP measurement, the models and the results document. */
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "common/common.h"
 #include "coll/multilane_entry.h"
 #include "mpilab/adaptive.h"
+#include "mpilab/cpuidle.h"
 #include "mpilab/models.h"
 #include "mpilab/multilane.h"
 #include "mpilab/parse.h"
@@ -490,6 +493,27 @@ static void inject_clocks(const mpilab_runner_config_t *c, int rank)
     mpilab_clock_inject_set(&e);
 }
 
+/* --idle-poll: every rank holds the CPU latency limit at 0 (*fd, close it when done);
+ * refused on any rank, the run does not start: 0, or -1 with one line in err. */
+static int idle_poll_hold(const mpilab_runner_config_t *c, int rank, int *fd, char *err, size_t errlen)
+{
+    *fd = -1;
+    if (!c->idle_poll)
+        return 0;
+    *fd = mpilab_cpuidle_hold(0);
+    int e = *fd < 0 ? errno : 0, first = *fd < 0 ? rank : INT32_MAX, bad = INT32_MAX;
+    MPI_Allreduce(&first, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (bad == INT32_MAX)
+        return 0;
+    MPI_Bcast(&e, 1, MPI_INT, bad, MPI_COMM_WORLD);
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+    snprintf(err, errlen, "--idle-poll: /dev/cpu_dma_latency on rank %d: %s%s", bad, strerror(e),
+             e == EACCES || e == EPERM ? " (holding the CPU latency limit needs root)" : "");
+    return -1;
+}
+
 int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, json_t **doc, char *err,
                       size_t errlen)
 {
@@ -499,11 +523,19 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
         return mpilab_runner_probe(c, err, errlen);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-    if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0)
+    int qos = -1;
+    if (idle_poll_hold(c, w.rank, &qos, err, errlen) != 0)
         return 2;
+    if (mpilab_bench_init(MPI_COMM_WORLD, &c->bo, &w.b, err, errlen) != 0) {
+        if (qos >= 0)
+            close(qos);
+        return 2;
+    }
     if (runner_pairs_init(c, MPI_COMM_WORLD, &w.rp, err, errlen) != 0) {
         runner_pairs_free(&w.rp);
         mpilab_bench_finalize(w.b);
+        if (qos >= 0)
+            close(qos);
         return 2;
     }
     /* table rows: per engine measurement one, per all-pairs size at most ROWS_PAIRS */
@@ -525,6 +557,9 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     if (w.rank == 0) {
         w.prov = prov;
         json_object_set_new(prov, "placement", runner_placement_json(c->placement, all_pinned));
+        json_t *ci = json_object_get(prov, "cpu_idle");
+        if (ci)
+            json_object_set_new(ci, "held_by_run", json_boolean(qos >= 0));
         if (c->inject && !c->quiet)
             fprintf(stderr, "mpilab-bench: clock injection %s: every rank's clock is off by a known error "
                     "(recorded in provenance.options.inject_clock)\n", c->inject_spec);
@@ -560,5 +595,7 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     free(lmo);
     mpilab_bench_finalize(w.b);
     mpilab_clock_inject_set(NULL);
+    if (qos >= 0)
+        close(qos);
     return w.exit_code;
 }

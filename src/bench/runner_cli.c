@@ -94,6 +94,10 @@ void mpilab_runner_usage(FILE *f)
         "  --placement MODE     auto: pin each local rank to its own CPU and poll without yielding when\n"
         "                       the node has a CPU per local rank | keep: as launched (default auto;\n"
         "                       give it in full, it is read before MPI starts)\n"
+        "  --idle-poll          hold the CPU latency limit at 0 (/dev/cpu_dma_latency, root) while\n"
+        "                       measuring: idle CPUs poll instead of halting, so a rank that sleeps\n"
+        "                       or yields is not woken late (provenance.cpu_idle says what the\n"
+        "                       machine's idle states cost; refusal is an error)\n"
         "  --inject-clock SPEC  self-test: offset=DURATION,drift=PPM,seed=N gives every rank a known\n"
         "                       clock error (offset uniform in +-DURATION, drift in +-PPM), recorded\n"
         "                       in the results (provenance.options.inject_clock)\n"
@@ -249,7 +253,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -266,6 +270,7 @@ static const struct option longopts[] = {
     {"loggp-burst", required_argument, 0, O_BURST}, {"loggp-or-wait", required_argument, 0, O_ORWAIT},
     {"loggp-pairs", required_argument, 0, O_LGPAIRS},
     {"placement", required_argument, 0, O_PLACE}, {"inject-clock", required_argument, 0, O_INJECT},
+    {"idle-poll", no_argument, 0, O_IDLEPOLL},
     {"min-time", required_argument, 0, O_MINTIME}, {"time-budget", required_argument, 0, O_BUDGET},
     {"budget-floor", required_argument, 0, O_BFLOOR},
     {"entries", required_argument, 0, O_ENTRIES}, {"pair-groups", required_argument, 0, O_PGROUPS},
@@ -481,6 +486,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_OUT: c->out = v; return 0;
     case O_NOFIT: c->no_fit = 1; return 0;
     case O_QUIET: c->quiet = 1; return 0;
+    case O_IDLEPOLL: c->idle_poll = 1; return 0;
     case O_FORMAT:
         if (strcmp(v, "table") != 0 && strcmp(v, "csv") != 0)
             return fail(err, errlen, "--format: '%s': expected table or csv", v);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpilab/cpuidle.h"
 #include "mpilab/version.h"
 #include "mpilab_build_info.h" /* generated at build time: compiler, flags, git commit */
 
@@ -151,6 +152,26 @@ static json_t *build_json(void)
                      "version", MPILAB_BUILD_MPI_VERSION, "compiler", MPILAB_BUILD_MPI_CC);
 }
 
+/* The calling process's machine: what waking an idle CPU costs there (mpilab/cpuidle.h);
+ * unknown values are null. */
+static json_t *cpu_idle_json(void)
+{
+    mpilab_cpuidle_t ci;
+    mpilab_cpuidle_read(NULL, &ci);
+    int halt = mpilab_cpuidle_may_halt(&ci);
+    json_t *o = json_object();
+    json_object_set_new(o, "driver", ci.driver[0] ? json_string(ci.driver) : json_null());
+    json_object_set_new(o, "governor", ci.governor[0] ? json_string(ci.governor) : json_null());
+    json_object_set_new(o, "deepest_state", ci.deepest[0] ? json_string(ci.deepest) : json_null());
+    json_object_set_new(o, "deepest_exit_latency_us",
+                        ci.deepest_exit_us >= 0 ? json_integer((json_int_t)ci.deepest_exit_us) : json_null());
+    json_object_set_new(o, "halt_poll_ns", ci.halt_poll_ns >= 0 ? json_integer((json_int_t)ci.halt_poll_ns) : json_null());
+    json_object_set_new(o, "latency_limit_us",
+                        ci.latency_limit_us >= 0 ? json_integer((json_int_t)ci.latency_limit_us) : json_null());
+    json_object_set_new(o, "may_halt", halt < 0 ? json_null() : json_boolean(halt));
+    return o;
+}
+
 /* One rank's facts, gathered to rank 0 as fixed-size records. */
 struct rank_info {
     char host[MPI_MAX_PROCESSOR_NAME];
@@ -260,6 +281,7 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
     json_object_set_new(p, "hosts", hosts);
     json_object_set_new(p, "mapping", mapping);
     json_object_set_new(p, "mca", mca_json());
+    json_object_set_new(p, "cpu_idle", cpu_idle_json());
     const char *transport = getenv("MPILAB_TRANSPORT");
     if (transport && *transport)
         json_object_set_new(p, "transport", json_string(transport));

@@ -1,5 +1,6 @@
 /* Delay line engine: see delayline.h. One thread: read what the kernel routed into the
  * tun device, stamp it with its release time, write it back when that time comes. */
+#include "mpilab/cpuidle.h"
 #include "testbed/delayline.h"
 
 #include <errno.h>
@@ -258,13 +259,10 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 
 int mpilab_dl_idle_poll(int strict)
 {
-    int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
-    int32_t zero = 0;
-    if (fd >= 0 && write(fd, &zero, sizeof zero) == (ssize_t)sizeof zero)
+    int fd = mpilab_cpuidle_hold(0);
+    if (fd >= 0)
         return fd;
     int e = errno;
-    if (fd >= 0)
-        close(fd);
     fprintf(stderr, "mpilab-delayline: %s: /dev/cpu_dma_latency: %s%s\n", strict ? "error" : "warning",
             strerror(e), strict ? "" : " (idle CPUs may halt)");
     return -1;

@@ -347,6 +347,29 @@ def grouped_params(params: list[str]) -> list[str]:
     return out
 
 
+def idle_note(prov: dict[str, Any]) -> str | None:
+    """A line when ranks slept or yielded on a machine whose idle CPUs may halt: each wake-up
+    then waits for the CPU (a vCPU: the host) to resume it, a cost spinning ranks never pay
+    (provenance.cpu_idle, written by mpilab-bench; mpilab/cpuidle.h)."""
+    ci = prov.get("cpu_idle")
+    if not isinstance(ci, dict) or ci.get("may_halt") is not True:
+        return None
+    mca = prov.get("mca") if isinstance(prov.get("mca"), dict) else {}
+    opts = prov.get("options") if isinstance(prov.get("options"), dict) else {}
+    lw = opts.get("lmo_wait") if isinstance(opts.get("lmo_wait"), dict) else {}
+    why = [w for w, on in (("Open MPI's ranks yield when idle (mpi_yield_when_idle 1)",
+                            str(mca.get("mpi_yield_when_idle")) == "1"),
+                           ("the lmo experiments' ranks sleep between tests (--lmo-wait sleep)",
+                            lw.get("mode") == "sleep")) if on]
+    if not why:
+        return None
+    state, driver = ci.get("deepest_state") or "?", ci.get("driver") or "none"
+    return (f"{' and '.join(why)}, and idle CPUs may halt here (cpuidle {driver}, "
+            f"deepest state '{state}', no CPU latency limit held): a rank woken from a halted "
+            "CPU waits for it to resume, which can be hundreds of us in a virtual machine; "
+            "mpilab-bench --idle-poll keeps idle CPUs polling [cpu_idle]")
+
+
 def health(r: Results, s: dict[str, Any] | None = None) -> tuple[list[Card], list[str]]:
     """The run-health cards and lines; `s`: quality.summary(r.raw) if the caller has it."""
     s = quality.summary(r.raw) if s is None else s
@@ -380,6 +403,9 @@ def health(r: Results, s: dict[str, Any] | None = None) -> tuple[list[Card], lis
                        "it)")):
         if fl.get(key):
             items.append(f"{fl[key]} measurement(s) {what} [{key}]")
+    note = idle_note(r.provenance)
+    if note:
+        items.append(note)
     verdict = quality.noisy_verdict(r.raw, s) or quality.quick_note(r.raw, s)
     if verdict:
         items.append(verdict)
