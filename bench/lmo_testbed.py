@@ -120,6 +120,8 @@ def independent(spec: Spec, pings: int) -> dict[str, Any]:
 def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
               places: list[dict[str, Any]]) -> dict[str, Any]:
     extra: list[str] = ["--p2p-schedule", a.p2p_schedule, "--lmo-wait", a.lmo_wait]
+    if a.idle_poll:
+        extra.append("--idle-poll")
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
@@ -581,6 +583,10 @@ def main() -> int:
                     help="mpilab-bench --lmo-wait: how the ranks wait in the LMO experiments "
                     "(sleep: test, sleep, test again; frees the 2 CPUs for the ranks a message "
                     "is for)")
+    ap.add_argument("--idle-poll", action="store_true",
+                    help="mpilab-bench --idle-poll: idle CPUs poll instead of halting while "
+                    "it measures, so a sleeping rank is woken without the vCPU's resume "
+                    "(provenance.cpu_idle)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "
