@@ -9,32 +9,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 
-from mpilab import launch
+from mpilab import argtypes, launch
 from mpilab.errors import MpilabError
 from mpilab.tools import find_tool
 
 TOOL = "mpilab-wavefront"
 LAYOUTS = ("rowmajor", "block", "optimized")
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}': expected an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': expected an integer >= 1")
-    return v
-
-
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}': expected an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"'{text}': expected an integer >= 0")
-    return v
 
 
 def build_command(args: argparse.Namespace) -> list[str]:
@@ -126,43 +106,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="wf_command", metavar="OP", required=True)
 
     c = sub.add_parser("create", help="deterministic problem from a seed (row-major files)")
-    c.add_argument("--rows", type=_positive, required=True, help="M, number of rows")
-    c.add_argument("--cols", type=_positive, required=True, help="N, number of columns")
-    c.add_argument("--seed", type=_nonneg, default=1)
+    c.add_argument("--rows", type=argtypes.positive, required=True, help="M, number of rows")
+    c.add_argument("--cols", type=argtypes.positive, required=True, help="N, number of columns")
+    c.add_argument("--seed", type=argtypes.count, default=1)
     c.add_argument("data")
     c.add_argument("coef")
 
     v = sub.add_parser("convert", help="pre/post-processing between layouts, band splitting")
     v.add_argument("--layout", choices=LAYOUTS, required=True)
-    v.add_argument("--mb", type=_positive, default=0, help="block rows")
-    v.add_argument("--nb", type=_positive, default=0, help="block columns")
-    v.add_argument("--t", type=_positive, default=1, help="frontier thickness")
-    v.add_argument("--bands", type=_positive, default=1, help="write N band files OUT.0..")
+    v.add_argument("--mb", type=argtypes.positive, default=0, help="block rows")
+    v.add_argument("--nb", type=argtypes.positive, default=0, help="block columns")
+    v.add_argument("--t", type=argtypes.positive, default=1, help="frontier thickness")
+    v.add_argument("--bands", type=argtypes.positive, default=1, help="write N band files OUT.0..")
     v.add_argument("inputs", nargs="+", help="input file(s) (or band base name)")
     v.add_argument("output")
 
     r = sub.add_parser("run", help="run k iterations in place")
     r.add_argument("--data", required=True)
     r.add_argument("--coef", required=True)
-    r.add_argument("--iterations", "-k", type=_nonneg, required=True)
-    r.add_argument("--workers", type=_positive, default=1)
-    r.add_argument("--waves", type=_positive, default=1)
+    r.add_argument("--iterations", "-k", type=argtypes.count, required=True)
+    r.add_argument("--workers", type=argtypes.positive, default=1)
+    r.add_argument("--waves", type=argtypes.positive, default=1)
     r.add_argument("--chain", choices=("band", "block"), default="band",
                    help="wave chaining: band (whole band per iteration) or block (sweeps of "
                         "--waves iterations per resident block: I/O per iteration / W)")
     r.add_argument("--io", choices=("pread", "mmap", "uring", "direct", "auto"), default="pread",
                    help="I/O back end (direct: O_DIRECT, no page cache; auto: io_uring where "
                         "it works, else pread)")
-    r.add_argument("--queue-depth", type=_positive, default=0,
+    r.add_argument("--queue-depth", type=argtypes.positive, default=0,
                    help="io_uring: blocks in flight per worker (default 4)")
-    r.add_argument("--mb", type=_positive, default=0)
-    r.add_argument("--nb", type=_positive, default=0)
+    r.add_argument("--mb", type=argtypes.positive, default=0)
+    r.add_argument("--nb", type=argtypes.positive, default=0)
     r.add_argument("--no-drop-behind", action="store_true")
     r.add_argument("--io-turns", action="store_true",
                    help="the workers take turns at the storage (threads only; for one disk "
                         "with one head)")
     r.add_argument("--json", help="write results (mpilab.results/1) here")
-    r.add_argument("--np", type=_positive, default=0,
+    r.add_argument("--np", type=argtypes.positive, default=0,
                    help="distributed mode: N MPI ranks, band files DATA.<rank>")
     r.add_argument("--sim", metavar="PLATFORM",
                    help="with --np: run simulated, the SMPI build of the tool (scripts/build "
@@ -173,7 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f = sub.add_parser("verify", help="compare with the in-core sequential reference")
     f.add_argument("--initial", required=True)
     f.add_argument("--coef", required=True)
-    f.add_argument("--iterations", "-k", type=_nonneg, required=True)
+    f.add_argument("--iterations", "-k", type=argtypes.count, required=True)
     f.add_argument("result")
 
     for sp in (c, v, r, f):

@@ -7,11 +7,11 @@ import json
 import os
 from typing import Any
 
-from mpilab import argtypes
+from mpilab import actions, argtypes
 from mpilab.disk import check as checkmod
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
-from mpilab.errors import MpilabError, no_action
+from mpilab.errors import MpilabError
 
 
 def _prefix(args: argparse.Namespace) -> str:
@@ -87,15 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    dk = subparsers.add_parser("disk", help="emulated disks: request/bandwidth caps, seek model")
-    sub = dk.add_subparsers(dest="disk_command", metavar="ACTION", parser_class=type(dk))
-    dk.set_defaults(func=no_action("disk"))
-
-    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        p.add_argument("--prefix", help="name prefix (default $MPILAB_DISK_PREFIX or mdk)")
-        p.set_defaults(func=func)
-        return p
+    add = actions.group(subparsers, "disk", "emulated disks: request/bandwidth caps, seek model",
+                        "name prefix (default $MPILAB_DISK_PREFIX or mdk)")
 
     p = add("up", cmd_up, "make the disks of SPEC (TOML; see docs/wavefront.md)")
     p.add_argument("spec", help="disk spec file")

@@ -11,7 +11,8 @@ import threading
 import time
 from typing import Any
 
-from mpilab.errors import MpilabError, no_action
+from mpilab import actions
+from mpilab.errors import MpilabError
 from mpilab.fsutil import write_stdout
 from mpilab.pathmig import agents, rails
 from mpilab.pathmig.watch import ArmWatch, LogTail, run_watch
@@ -177,15 +178,8 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
 
 
 def register(subparsers: Any) -> None:
-    pm = subparsers.add_parser("pathmig", help="path migration over MPTCP on a testbed")
-    sub = pm.add_subparsers(dest="pathmig_command", metavar="ACTION", parser_class=type(pm))
-    pm.set_defaults(func=no_action("pathmig"))
-
-    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        p.add_argument("--prefix", help="testbed prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
-        p.set_defaults(func=func)
-        return p
+    add = actions.group(subparsers, "pathmig", "path migration over MPTCP on a testbed",
+                        "testbed prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
 
     p = add("start", cmd_start, "start an agent in every node (or --hosts)")
     p.add_argument("--hosts", help="comma-separated nodes (default: all)")

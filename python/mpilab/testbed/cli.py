@@ -9,7 +9,7 @@ import shlex
 import sys
 from typing import Any
 
-from mpilab import argtypes
+from mpilab import actions, argtypes
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, check_output, hold_fifo
 from mpilab.testbed import check as checkmod
@@ -203,21 +203,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _no_action(args: argparse.Namespace) -> int:
-    raise MpilabError("testbed: no action given (mpilab testbed --help lists them)")
-
-
 def register(subparsers: Any) -> None:
-    tb = subparsers.add_parser("testbed", help="emulated cluster: namespaces, rails, WAN, faults")
-    sub = tb.add_subparsers(dest="testbed_command", metavar="ACTION",
-                            parser_class=type(tb))
-    tb.set_defaults(func=_no_action)
-
-    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        p.add_argument("--prefix", help="name prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
-        p.set_defaults(func=func)
-        return p
+    add = actions.group(subparsers, "testbed", "emulated cluster: namespaces, rails, WAN, faults",
+                        "name prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
 
     p = add("up", cmd_up, "build the testbed from SPEC (default: 2 sites x 4 nodes)")
     p.add_argument("spec", nargs="?", help="TOML spec file (see examples/testbed/)")
