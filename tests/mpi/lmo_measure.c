@@ -202,10 +202,12 @@ static double cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Rank 0 arrives 300 ms late at a sleeping barrier (and at a sleeping receive): the others
- * wait in it asleep (voluntary context switches: about 300 at the barrier's 1 ms, up to 3000
- * at 100 us; a spinning wait makes none, measured: 0 on 4 ranks under load 9) and use a
- * small part of a CPU (CPU time only falls on a busy machine; no wall-time bound). */
+/* Rank 0 arrives 1 s late at a sleeping barrier (and at a sleeping receive): the others
+ * wait in it asleep (voluntary context switches: about 1000 at the barrier's 1 ms, up to
+ * 10000 at 100 us; a spinning wait makes none, measured: 0 on 4 ranks under load 9) and use
+ * a small part of a CPU (CPU time only falls on a busy machine; no wall-time bound). At least
+ * 20 are asked: a loaded machine wakes a sleeper late (with four hogs beside the suite, 80 in
+ * 300 ms at the barrier), so the wait is a second long, which leaves 50 ms per nap. */
 MPILAB_TEST(sleeping_wait_leaves_the_cpu)
 {
 #ifdef SMPI_H /* simulated ranks are threads of one process: no CPU time or switches of their own */
@@ -220,7 +222,7 @@ MPILAB_TEST(sleeping_wait_leaves_the_cpu)
         long v0 = vcsw();
         int rc;
         if (kit_rank == 0) {
-            struct timespec late = {0, 300000000L};
+            struct timespec late = {1, 0};
             nanosleep(&late, NULL);
         }
         if (k == 0) {
