@@ -17,8 +17,14 @@ static const mpilab_precision_t PREC = {3, 20, 0.95, 0.05, 0.0, 0.5, 1};
 static void check_series(const mpilab_p2t_result_t *r, size_t n)
 {
     for (size_t e = 0; e < n; e++) {
-        CHECKF(r[e].stats.reps >= PREC.min_reps && r[e].stats.reps <= PREC.max_reps, "experiment %zu: %zu reps", e,
-               r[e].stats.reps);
+        /* fewer than min_reps only when the 0.5 s budget ended it (the samples' positive sum,
+         * as the stopping rule counts it: a loaded machine's slow repetitions can spend it) */
+        double spent = 0.0;
+        for (size_t k = 0; r[e].samples && k < r[e].stats.reps; k++)
+            spent += r[e].samples[k] > 0.0 ? r[e].samples[k] : 0.0;
+        int budget_spent = spent >= PREC.max_time && r[e].stats.reps >= 1;
+        CHECKF((r[e].stats.reps >= PREC.min_reps || budget_spent) && r[e].stats.reps <= PREC.max_reps,
+               "experiment %zu: %zu reps (%.3g s of a %.3g s budget)", e, r[e].stats.reps, spent, PREC.max_time);
         for (size_t k = 0; r[e].samples && k < r[e].stats.reps; k++)
             CHECK(isfinite(r[e].samples[k]) && r[e].samples[k] > 0);
         CHECK(r[e].samples != NULL);
@@ -196,10 +202,12 @@ static double cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Rank 0 arrives 300 ms late at a sleeping barrier (and at a sleeping receive): the others
- * wait in it asleep (voluntary context switches: about 300 at the barrier's 1 ms, up to 3000
- * at 100 us; a spinning wait makes none, measured: 0 on 4 ranks under load 9) and use a
- * small part of a CPU (CPU time only falls on a busy machine; no wall-time bound). */
+/* Rank 0 arrives 1 s late at a sleeping barrier (and at a sleeping receive): the others
+ * wait in it asleep (voluntary context switches: about 1000 at the barrier's 1 ms, up to
+ * 10000 at 100 us; a spinning wait makes none, measured: 0 on 4 ranks under load 9) and use
+ * a small part of a CPU (CPU time only falls on a busy machine; no wall-time bound). At least
+ * 20 are asked: a loaded machine wakes a sleeper late (with four hogs beside the suite, 80 in
+ * 300 ms at the barrier), so the wait is a second long, which leaves 50 ms per nap. */
 MPILAB_TEST(sleeping_wait_leaves_the_cpu)
 {
 #ifdef SMPI_H /* simulated ranks are threads of one process: no CPU time or switches of their own */
@@ -214,7 +222,7 @@ MPILAB_TEST(sleeping_wait_leaves_the_cpu)
         long v0 = vcsw();
         int rc;
         if (kit_rank == 0) {
-            struct timespec late = {0, 300000000L};
+            struct timespec late = {1, 0};
             nanosleep(&late, NULL);
         }
         if (k == 0) {

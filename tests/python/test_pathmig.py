@@ -256,6 +256,10 @@ def test_idle_connections_are_not_probed_and_a_fault_while_idle_is_survived(
     seen: dict[str, dict[str, object]] = {}
     fault: dict[str, float] = {}
 
+    def rail(node: str, key: str, k: int) -> int:
+        return (seen[node + "1"][key][k]  # type: ignore[index]
+                - seen[node + "0"][key][k])  # type: ignore[index]
+
     def armed() -> None:
         _wait_all(sp, "s0n0", "ARMED", 2)
         _wait_all(sp, "s1n0", "ARMED", 2)
@@ -264,9 +268,19 @@ def test_idle_connections_are_not_probed_and_a_fault_while_idle_is_survived(
         import time
         for n in ("s0n0", "s1n0"):
             seen[n + "0"] = agents.request(sp, n, "status")["stats"]
+        # a second, and then on until the decider has counted 20 settled periods (about
+        # 100 in a second at the 10 ms period on an idle machine; a loaded machine's late
+        # wake-ups count fewer per second), at most 2 s: still inside the client's 3 s
+        # wait, so the fault comes while the connections are idle
+        t0 = time.monotonic()
         time.sleep(1.0)
-        for n in ("s0n0", "s1n0"):
-            seen[n + "1"] = agents.request(sp, n, "status")["stats"]
+        while True:
+            for n in ("s0n0", "s1n0"):
+                seen[n + "1"] = agents.request(sp, n, "status")["stats"]
+            if (rail("s0n0", "paths_settled_per_rail", 0) >= 20
+                    or time.monotonic() - t0 > 2.0):
+                break
+            time.sleep(0.05)
         fault["t"] = time.time()
         faults.fail(sp, f"{client}:0", "drop")
 
@@ -275,11 +289,6 @@ def test_idle_connections_are_not_probed_and_a_fault_while_idle_is_survived(
                 idle=(300, 3.0), steps=[Step(200, "call", fn=armed),
                                         Step(300, "call", fn=idle_window)])
     assert r.rc == 0 and r.summary.get("verified") is True, r.stderr
-
-    def rail(node: str, key: str, k: int) -> int:
-        return (seen[node + "1"][key][k]  # type: ignore[index]
-                - seen[node + "0"][key][k])  # type: ignore[index]
-
     settled = rail("s0n0", "paths_settled_per_rail", 0)
     assert settled >= 20, seen  # the decider dumped and found rail 0 settled, period after period
     for node in ("s0n0", "s1n0"):  # and nobody probed it (a probe costs every hop a packet)

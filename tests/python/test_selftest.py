@@ -191,7 +191,7 @@ def test_real_run_prints_recovered_against_true(run_cli: Callable[..., Any],
                                                 tmp_path: Path) -> None:
     out = tmp_path / "st.json"
     p = run_cli("selftest", "--np", "2", "--syncs", "2", "--trials", "1", "--json", str(out),
-                timeout=600)
+                "--inject", "offset=100ms,drift=100ppm,seed=1", timeout=600)
     # the targets may be missed on a busy machine (exit 1), but the run must complete
     assert p.returncode in (0, 1), p.stderr
     assert "skampi" in p.stdout and "regression" in p.stdout and "wan-2ms-100Mbit" in p.stdout
@@ -200,10 +200,20 @@ def test_real_run_prints_recovered_against_true(run_cli: Callable[..., Any],
 
     rep = json.loads(out.read_text())
     assert len(rep["clock"]) == 4 and all(r["n"] == 2 for r in rep["clock"])
-    # the injected offsets (up to 10 ms) were removed: every error is far below them
-    inj = [r for r in rep["clock"] if r["inject"] != "none"]
-    assert all(abs(c["true_offset_s"]) > 0 for r in inj for c in r["checks"])
-    assert all(r["max_err_s"] < 1e-3 for r in rep["clock"])
+    # the injected offsets were removed: every error is far below the offset it removed.
+    # Relative to that offset, not an absolute bound: a loaded machine's syncs err by
+    # milliseconds (2.18 ms median seen at load 10.6 in clock_inject), so the injection is
+    # 100 ms (seed 1 puts rank 1 73 ms from rank 0; asserted, so a change of the plan's
+    # generator cannot make the check empty)
+    inj = [c for r in rep["clock"] if r["inject"] != "none" for c in r["checks"]]
+    assert len(inj) == 4 and all(abs(c["true_offset_s"]) > 10e-3 for c in inj), inj
+    assert all(abs(c["error_s"]) < 0.5 * abs(c["true_offset_s"]) for c in inj), inj
+    # without injection, on the same scale: no error as large as half the injected offset
+    # (garbage models break it; errors are tens of ns on an idle machine, ms when loaded)
+    scale = 0.5 * min(abs(c["true_offset_s"]) for c in inj)
+    plain = [c for r in rep["clock"] if r["inject"] == "none" for c in r["checks"]]
+    assert len(plain) == 4 and all(abs(c["error_s"]) < scale and c["uncertainty_s"] > 0
+                                   for c in plain), plain
 
 
 def test_link_launches_merge_to_a_launch_level_interval() -> None:

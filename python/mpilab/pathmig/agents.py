@@ -141,11 +141,14 @@ def stop(spec: Spec, grace: float = 3.0) -> list[str]:
     return sorted(pids)
 
 
-def reap(pids: list[int], wait: float = 1.0) -> None:
+def reap(pids: list[int], wait: float = 60.0) -> None:
     """Collect the exit status of those of `pids` that are children of this process (an
-    agent started by start() here), within `wait` seconds. Otherwise an agent that was
-    stopped stays a zombie (`<defunct>`) as long as this process runs, and then until the
-    machine's init collects it (here: up to a minute, seen beside running jobs)."""
+    agent started by start() here). Otherwise an agent that was stopped stays a zombie
+    (`<defunct>`) as long as this process runs, and then until the machine's init collects
+    it (here: up to a minute, seen beside running jobs). Called once every agent has been
+    sent SIGKILL if it outlived SIGTERM, so each exits as soon as it is scheduled: this
+    returns then; `wait` only bounds a process that cannot die (uninterruptible sleep). A
+    one-second bound was a timing assumption that a loaded machine can break."""
     left = set(pids)
     deadline = time.monotonic() + wait
     while left:
