@@ -3,8 +3,11 @@
 #include "testbed/delayline.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mpilab/parse.h"
 
@@ -17,10 +20,22 @@ int64_t mpilab_dl_hold(int64_t delay_ns, int64_t trim_ns)
 
 int mpilab_dl_read_trim(const char *path, int64_t *trim_ns)
 {
-    FILE *f = fopen(path, "r");
+    /* opened without blocking and read only if it is a regular file: a FIFO with no writer
+     * would hold open() (and the line, which then ignores SIGTERM) for ever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        fprintf(stderr, "mpilab-delayline: warning: --trim-file %s: not a regular file (trim unchanged)\n",
+                path);
+        return -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
         fprintf(stderr, "mpilab-delayline: warning: --trim-file %s: %s (trim unchanged)\n", path,
                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     char line[64];

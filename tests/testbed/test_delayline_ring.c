@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kit.h"
@@ -224,6 +225,13 @@ MPILAB_TEST(trim_hold_and_file)
     CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500);
     unlink(path);
     CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500); /* gone */
+    /* a FIFO with no writer: refused at once (it used to block in open for ever), a
+     * directory and a device likewise */
+    REQUIRE(mkfifo(path, 0600) == 0);
+    CHECK(mpilab_dl_read_trim(path, &t) == -1 && t == 12500);
+    unlink(path);
+    CHECK(mpilab_dl_read_trim("/tmp", &t) == -1 && t == 12500);
+    CHECK(mpilab_dl_read_trim("/dev/zero", &t) == -1 && t == 12500);
 }
 
 /* The cold crossing: learned per direction and idle-gap bucket, the median of the nearest
