@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,8 +249,41 @@ static int client_loop(const mpilab_pm_pingpong_opts *o, const int *fds, unsigne
     return MPILAB_PMPP_OK;
 }
 
+/* --rtt-log, opened before any connection: a FIFO with no reader is refused at once (one
+ * line) instead of holding open() for ever; one with a reader is streamed to (blocking
+ * writes); anything else as fopen "w" takes it. 0, or -1 with one line in err. */
+static int rtt_log_open(const char *path, FILE **rl, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = -1;
+    *rl = NULL;
+    if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+            ERR("--rtt-log %s: %s", path, errno == ENXIO ? "a FIFO with no reader; not waiting for one"
+                                                          : strerror(errno));
+            return -1;
+        }
+    }
+    if (fd >= 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        *rl = fdopen(fd, "w");
+        if (!*rl)
+            close(fd);
+    } else {
+        *rl = fopen(path, "w");
+    }
+    if (!*rl) {
+        ERR("--rtt-log %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int client(const mpilab_pm_pingpong_opts *o, const struct sockaddr_in *sa, int *fds,
-                  unsigned char *buf, FILE *out, char *err, size_t errlen)
+                  unsigned char *buf, FILE *rl, FILE *out, char *err, size_t errlen)
 {
     int one = 1;
     for (long k = 0; k < o->nconn; k++) {
@@ -258,11 +293,6 @@ static int client(const mpilab_pm_pingpong_opts *o, const struct sockaddr_in *sa
             return MPILAB_PMPP_FAILED;
         }
         setsockopt(fds[k], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    FILE *rl = o->rtt_log ? fopen(o->rtt_log, "w") : NULL;
-    if (o->rtt_log && !rl) {
-        ERR("--rtt-log %s: %s", o->rtt_log, strerror(errno));
-        return MPILAB_PMPP_USAGE;
     }
     if (o->stall) {
         struct sigaction act;
@@ -285,8 +315,6 @@ static int client(const mpilab_pm_pingpong_opts *o, const struct sockaddr_in *sa
     double elapsed = now_mono() - t_start;
     for (long k = 0; k < o->nconn; k++)
         close(fds[k]);
-    if (rl)
-        fclose(rl);
     qsort(r.rtt, r.n, sizeof(double), cmp_double);
     fprintf(out, "{\"iterations\": %lld, \"bytes\": %ld, \"connections\": %ld, \"elapsed\": "
             "%.6f, \"median_rtt\": %.9f, \"p99_rtt\": %.9f, \"max_rtt\": %.9f, "
@@ -308,15 +336,20 @@ int mpilab_pm_pingpong_run(const mpilab_pm_pingpong_opts *o, FILE *out, char *er
     }
     int *fds = calloc((size_t)o->nconn, sizeof(int));
     unsigned char *buf = malloc((size_t)o->bytes);
+    FILE *rl = NULL;
     int rc;
     if (!fds || !buf) {
         ERR("out of memory");
         rc = MPILAB_PMPP_FAILED;
     } else if (o->listen_at) {
         rc = serve(o, &sa, fds, buf, out, err, errlen);
+    } else if (o->rtt_log && rtt_log_open(o->rtt_log, &rl, err, errlen) != 0) {
+        rc = MPILAB_PMPP_USAGE;
     } else {
-        rc = client(o, &sa, fds, buf, out, err, errlen);
+        rc = client(o, &sa, fds, buf, rl, out, err, errlen);
     }
+    if (rl)
+        fclose(rl);
     free(buf);
     free(fds);
     return rc;

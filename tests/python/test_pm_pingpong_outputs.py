@@ -1,0 +1,76 @@
+"""mpilab-pm-pingpong --rtt-log: a FIFO with no reader is refused in one line before any
+connection (it used to block in open() for ever); a FIFO with a reader receives the round
+trips as a stream; a directory is one line. Loopback TCP, no testbed, no root."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from mpilab.errors import MpilabError
+from mpilab.tools import find_tool
+
+
+def _tool() -> str:
+    try:
+        return find_tool("mpilab-pm-pingpong")
+    except MpilabError:
+        pytest.skip("mpilab-pm-pingpong not built")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_fifo_without_reader_is_refused_before_connecting(tmp_path: Path) -> None:
+    fifo = tmp_path / "rtt.fifo"
+    os.mkfifo(fifo)
+    # nothing listens on the port: the log is checked first, so its error is the one shown
+    p = subprocess.run([_tool(), "--connect", f"127.0.0.1:{_free_port()}", "--tcp", "--iters",
+                        "3", "--rtt-log", str(fifo)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"mpilab-pm-pingpong: --rtt-log {fifo}: a FIFO with no reader; not waiting for one"]
+    p = subprocess.run([_tool(), "--connect", f"127.0.0.1:{_free_port()}", "--tcp",
+                        "--rtt-log", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "Is a directory" in p.stderr
+
+
+def test_fifo_with_reader_gets_every_round_trip(tmp_path: Path) -> None:
+    fifo = tmp_path / "rtt.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+
+    def read() -> None:
+        with open(fifo, encoding="ascii") as f:  # blocks until the writer opens it
+            got.extend(f.read().splitlines())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    port = _free_port()
+    server = subprocess.Popen([_tool(), "--listen", f"127.0.0.1:{port}", "--tcp", "--iters",
+                               "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("listening")
+        # the reader thread may not have opened its end yet: the client is refused then
+        for _ in range(100):
+            c = subprocess.run([_tool(), "--connect", f"127.0.0.1:{port}", "--tcp", "--iters",
+                                "5", "--rtt-log", str(fifo)], capture_output=True, text=True,
+                               timeout=60)
+            if "no reader" not in c.stderr:
+                break
+        assert c.returncode == 0, c.stderr
+        reader.join(timeout=60)
+        assert [line.split()[0] for line in got] == ["0", "1", "2", "3", "4"]
+    finally:
+        server.kill()
+        server.wait()
