@@ -4,10 +4,10 @@
  * optionally logs every round trip, and ends with a one-line JSON summary. The option
  * parsing is the tool's (tools/mpilab-pm-pingpong.c). */
 #include "mpilab/pm_pingpong.h"
+#include "pathmig/pm_stream.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -249,39 +248,6 @@ static int client_loop(const mpilab_pm_pingpong_opts *o, const int *fds, unsigne
     return MPILAB_PMPP_OK;
 }
 
-/* --rtt-log, opened before any connection: a FIFO with no reader is refused at once (one
- * line) instead of holding open() for ever; one with a reader is streamed to (blocking
- * writes); anything else as fopen "w" takes it. 0, or -1 with one line in err. */
-static int rtt_log_open(const char *path, FILE **rl, char *err, size_t errlen)
-{
-    struct stat st;
-    int fd = -1;
-    *rl = NULL;
-    if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
-        fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) {
-            ERR("--rtt-log %s: %s", path, errno == ENXIO ? "a FIFO with no reader; not waiting for one"
-                                                          : strerror(errno));
-            return -1;
-        }
-    }
-    if (fd >= 0) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        *rl = fdopen(fd, "w");
-        if (!*rl)
-            close(fd);
-    } else {
-        *rl = fopen(path, "w");
-    }
-    if (!*rl) {
-        ERR("--rtt-log %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 static int client(const mpilab_pm_pingpong_opts *o, const struct sockaddr_in *sa, int *fds,
                   unsigned char *buf, FILE *rl, FILE *out, char *err, size_t errlen)
 {
@@ -343,7 +309,9 @@ int mpilab_pm_pingpong_run(const mpilab_pm_pingpong_opts *o, FILE *out, char *er
         rc = MPILAB_PMPP_FAILED;
     } else if (o->listen_at) {
         rc = serve(o, &sa, fds, buf, out, err, errlen);
-    } else if (o->rtt_log && rtt_log_open(o->rtt_log, &rl, err, errlen) != 0) {
+    } else if (o->rtt_log && !(rl = mpilab_pm_stream_open(o->rtt_log, "w"))) {
+        /* before any connection: a FIFO with no reader is one line, not a wait for ever */
+        ERR("--rtt-log %s: %s", o->rtt_log, mpilab_pm_stream_error(errno));
         rc = MPILAB_PMPP_USAGE;
     } else {
         rc = client(o, &sa, fds, buf, rl, out, err, errlen);

@@ -1,6 +1,7 @@
-"""mpilab-pm-pingpong --rtt-log: a FIFO with no reader is refused in one line before any
-connection (it used to block in open() for ever); a FIFO with a reader receives the round
-trips as a stream; a directory is one line. Loopback TCP, no testbed, no root."""
+"""Logs the path-migration tools stream (mpilab-pm-pingpong --rtt-log, mpilab-pathmigd
+--log): a FIFO with no reader is refused in one line (both used to block in open() for
+ever; the ping-pong now checks before any connection); a FIFO with a reader receives the
+round trips as a stream; a directory is one line. Loopback, no testbed, no root."""
 
 from __future__ import annotations
 
@@ -74,3 +75,35 @@ def test_fifo_with_reader_gets_every_round_trip(tmp_path: Path) -> None:
     finally:
         server.kill()
         server.wait()
+
+
+def _second_address() -> str | None:
+    """An IPv4 address of this machine other than loopback's (the agent wants one per rail
+    on its own interfaces)."""
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
+                         timeout=30).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 3 and f[1] != "lo":
+            return f[3].split("/")[0]
+    return None
+
+
+def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
+    try:
+        agent = find_tool("mpilab-pathmigd")
+    except MpilabError:
+        pytest.skip("mpilab-pathmigd not built")
+    addr = _second_address()
+    if addr is None:
+        pytest.skip("no second IPv4 address here for the agent's second rail")
+    peers = tmp_path / "peers"
+    peers.write_text(f"n0 127.0.0.1 {addr}\n")
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    p = subprocess.run([agent, "--node", "n0", "--peers", str(peers), "--log", str(fifo),
+                        "--no-realtime", "--port", str(_free_port())],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines() == [
+        f"mpilab-pathmigd: --log {fifo}: a FIFO with no reader; not waiting for one"]
