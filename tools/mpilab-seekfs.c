@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/common.h"
 #include "mpilab/diskmodel.h"
 #include "mpilab/parse.h"
 #include "mpilab/version.h"
@@ -461,9 +462,20 @@ int main(int argc, char **argv)
             stats_path[lc] = '/';
         }
     }
-    if (trace_path && !(trace = fopen(trace_path, "a"))) {
-        fprintf(stderr, "%s: --trace %s: %s\n", prog, trace_path, strerror(errno));
-        return 2;
+    if (trace_path) { /* a FIFO is traced to only when something reads it (no wait for ever) */
+        char why[512];
+        int tfd = -1;
+        if (mpilab_output_hold(trace_path, &tfd, why, sizeof why) != 0) {
+            fprintf(stderr, "%s: --trace %s\n", prog, why);
+            return 2;
+        }
+        if (tfd >= 0)
+            fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) & ~O_NONBLOCK);
+        trace = tfd >= 0 ? fdopen(tfd, "a") : fopen(trace_path, "a");
+        if (!trace) {
+            fprintf(stderr, "%s: --trace %s: %s\n", prog, trace_path, strerror(errno));
+            return 2;
+        }
     }
     bfd = open(backing, O_RDONLY | O_DIRECTORY);
     if (bfd < 0) {

@@ -1,7 +1,7 @@
-"""Logs the path-migration tools stream (mpilab-pm-pingpong --rtt-log, mpilab-pathmigd
---log): a FIFO with no reader is refused in one line (both used to block in open() for
-ever; the ping-pong now checks before any connection); a FIFO with a reader receives the
-round trips as a stream; a directory is one line. Loopback, no testbed, no root."""
+"""Logs the C daemons and tools stream (mpilab-pm-pingpong --rtt-log, mpilab-pathmigd --log,
+mpilab-seekfs --trace): a FIFO with no reader is refused in one line (each used to block in
+open() for ever; the ping-pong now checks before any connection, seekfs before mounting); a
+FIFO with a reader receives the stream; a directory is one line. Loopback, no testbed."""
 
 from __future__ import annotations
 
@@ -107,3 +107,21 @@ def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
     assert p.returncode != 0
     assert p.stderr.strip().splitlines() == [
         f"mpilab-pathmigd: --log {fifo}: a FIFO with no reader; not waiting for one"]
+
+
+def test_seekfs_trace_fifo_without_reader_is_refused_before_mounting(tmp_path: Path) -> None:
+    try:
+        seekfs = find_tool("mpilab-seekfs")
+    except MpilabError:
+        pytest.skip("mpilab-seekfs not built (no libfuse3)")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "m").mkdir()
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    p = subprocess.run([seekfs, "--backing", str(tmp_path / "b"), "--size", "1048576",
+                        "--trace", str(fifo), "--foreground", str(tmp_path / "m")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"mpilab-seekfs: --trace {fifo}: a FIFO with no reader; not waiting for one"]
+    assert not os.path.ismount(tmp_path / "m")
