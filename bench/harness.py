@@ -241,3 +241,15 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
+
+
+def second_address() -> str | None:
+    """An IPv4 address of this machine other than loopback's (for a program that wants one
+    address per rail on its own interfaces, as mpilab-pathmigd), or None."""
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
+                         timeout=30).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 3 and f[1] != "lo":
+            return f[3].split("/")[0]
+    return None

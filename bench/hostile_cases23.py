@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
-from harness import BIN, REPO
+from harness import BIN, REPO, second_address
 from hostile_cases import PY, Case, Setup, _good, _keep, _write, report_case
 
 
 def _fifo(name: str) -> Setup:
     return lambda d: os.mkfifo(d / name)
-
-
-def _second_address() -> str | None:
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
-                         timeout=30).stdout
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) > 3 and f[1] != "lo":
-            return f[3].split("/")[0]
-    return None
 
 
 def _bench_option_cases() -> list[Case]:
@@ -103,7 +92,7 @@ def _stream_cases() -> list[Case]:
                           setup=lambda d: (os.mkfifo(d / "f"), (d / "b").mkdir(),
                                            (d / "m").mkdir()),
                           post=_keep("f", "fifo"), limit=30))
-    addr = _second_address()
+    addr = second_address()
     if addr:
         cases.append(Case("23 mpilab-pathmigd --log a FIFO with no reader", "E",
                           [str(BIN / "mpilab-pathmigd"), "--node", "n0", "--peers", "p",

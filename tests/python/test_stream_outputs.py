@@ -8,12 +8,16 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from mpilab.errors import MpilabError
-from mpilab.tools import find_tool
+from mpilab.tools import REPO, find_tool
+
+sys.path.insert(0, str(REPO / "bench"))
+import harness  # noqa: E402
 
 
 def _tool() -> str:
@@ -77,24 +81,12 @@ def test_fifo_with_reader_gets_every_round_trip(tmp_path: Path) -> None:
         server.wait()
 
 
-def _second_address() -> str | None:
-    """An IPv4 address of this machine other than loopback's (the agent wants one per rail
-    on its own interfaces)."""
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
-                         timeout=30).stdout
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) > 3 and f[1] != "lo":
-            return f[3].split("/")[0]
-    return None
-
-
 def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
     try:
         agent = find_tool("mpilab-pathmigd")
     except MpilabError:
         pytest.skip("mpilab-pathmigd not built")
-    addr = _second_address()
+    addr = harness.second_address()
     if addr is None:
         pytest.skip("no second IPv4 address here for the agent's second rail")
     peers = tmp_path / "peers"
