@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/stream.h"
 #include "mpilab/diskmodel.h"
 #include "mpilab/parse.h"
 #include "mpilab/version.h"
@@ -463,17 +464,9 @@ int main(int argc, char **argv)
         }
     }
     if (trace_path) { /* a FIFO is traced to only when something reads it (no wait for ever) */
-        char why[512];
-        int tfd = -1;
-        if (mpilab_output_hold(trace_path, &tfd, why, sizeof why) != 0) {
-            fprintf(stderr, "%s: --trace %s\n", prog, why);
-            return 2;
-        }
-        if (tfd >= 0)
-            fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) & ~O_NONBLOCK);
-        trace = tfd >= 0 ? fdopen(tfd, "a") : fopen(trace_path, "a");
+        trace = mpilab_stream_open(trace_path, "a");
         if (!trace) {
-            fprintf(stderr, "%s: --trace %s: %s\n", prog, trace_path, strerror(errno));
+            fprintf(stderr, "%s: --trace %s: %s\n", prog, trace_path, mpilab_stream_error(errno));
             return 2;
         }
     }

@@ -1,4 +1,5 @@
 #include "common/common.h"
+#include "common/stream.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -243,14 +244,15 @@ int mpilab_partial_path(const char *out, char *buf, size_t n)
  * after the final write) so the reader does not see an early end of file. */
 int mpilab_output_hold(const char *path, int *fd, char *err, size_t errlen)
 {
-    struct stat st;
     *fd = -1;
-    if (!path || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISFIFO(st.st_mode))
+    if (!path || strcmp(path, "-") == 0)
         return 0;
-    int f = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    int f = mpilab_fifo_writer(path, 0);
+    if (f == -2)
+        return 0;
     if (f < 0) {
         if (errno == ENXIO)
-            snprintf(err, errlen, "%s: a FIFO with no reader; not waiting for one", path);
+            snprintf(err, errlen, "%s: %s", path, mpilab_stream_error(errno));
         else
             snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
         return -1;

@@ -41,7 +41,8 @@ int mpilab_output_is_file(const char *path);
 /* Dump `root` as indented JSON to `path` atomically. Same contract as above. */
 int mpilab_json_write_atomic(const char *path, const json_t *root, char *err, size_t errlen);
 
-/* Build the "provenance" object of the results schema. Collective over `comm` when MPI is
+/* Build the "provenance" object of the results schema ("cpu_idle" is read on rank 0
+ * only, the rank that keeps it). Collective over `comm` when MPI is
  * initialised (gathers host names and the rank->host/core mapping); with
  * comm == MPI_COMM_NULL or MPI not initialised it describes the calling process only.
  * `tool` is the program name, argv is recorded as "command". Returns a new reference. */

@@ -244,7 +244,7 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
     memset(&me, 0, sizeof me);
     me.pu = current_pu();
     me.ncpus = allowed_cpus(me.cpus, sizeof me.cpus);
-    int inited = 0;
+    int inited = 0, root = 1;
     MPI_Initialized(&inited);
     json_t *hosts = json_array();
     json_t *mapping = json_array();
@@ -252,6 +252,7 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
         int rank = 0, size = 1, hlen = 0;
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &size);
+        root = rank == 0;
         MPI_Get_processor_name(me.host, &hlen);
         struct rank_info *all = NULL;
         if (rank == 0)
@@ -281,7 +282,8 @@ json_t *mpilab_provenance(MPI_Comm comm, const char *tool, int argc, char **argv
     json_object_set_new(p, "hosts", hosts);
     json_object_set_new(p, "mapping", mapping);
     json_object_set_new(p, "mca", mca_json());
-    json_object_set_new(p, "cpu_idle", cpu_idle_json());
+    if (root) /* only rank 0's object is kept: the other ranks skip the sysfs reads */
+        json_object_set_new(p, "cpu_idle", cpu_idle_json());
     const char *transport = getenv("MPILAB_TRANSPORT");
     if (transport && *transport)
         json_object_set_new(p, "transport", json_string(transport));

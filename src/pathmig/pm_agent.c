@@ -5,7 +5,7 @@
  * and the kernel's MPTCP and link events; the other concerns are in the files listed in
  * pm_agent.h. See docs/pathmig.md. */
 #include "pathmig/pm_agent.h"
-#include "pathmig/pm_stream.h"
+#include "common/stream.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -181,9 +181,9 @@ static int open_log(agent_t *ag, char *err, size_t errlen)
         ag->log = stderr;
         return 0;
     }
-    ag->log = mpilab_pm_stream_open(ag->log_path, "a");
+    ag->log = mpilab_stream_open(ag->log_path, "a");
     if (!ag->log) {
-        snprintf(err, errlen, "--log %s: %s", ag->log_path, mpilab_pm_stream_error(errno));
+        snprintf(err, errlen, "--log %s: %s", ag->log_path, mpilab_stream_error(errno));
         return -1;
     }
     /* a fault on hundreds of connections logs thousands of lines: one write per turn of

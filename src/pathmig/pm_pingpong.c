@@ -4,7 +4,7 @@
  * optionally logs every round trip, and ends with a one-line JSON summary. The option
  * parsing is the tool's (tools/mpilab-pm-pingpong.c). */
 #include "mpilab/pm_pingpong.h"
-#include "pathmig/pm_stream.h"
+#include "common/stream.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -309,9 +309,9 @@ int mpilab_pm_pingpong_run(const mpilab_pm_pingpong_opts *o, FILE *out, char *er
         rc = MPILAB_PMPP_FAILED;
     } else if (o->listen_at) {
         rc = serve(o, &sa, fds, buf, out, err, errlen);
-    } else if (o->rtt_log && !(rl = mpilab_pm_stream_open(o->rtt_log, "w"))) {
+    } else if (o->rtt_log && !(rl = mpilab_stream_open(o->rtt_log, "w"))) {
         /* before any connection: a FIFO with no reader is one line, not a wait for ever */
-        ERR("--rtt-log %s: %s", o->rtt_log, mpilab_pm_stream_error(errno));
+        ERR("--rtt-log %s: %s", o->rtt_log, mpilab_stream_error(errno));
         rc = MPILAB_PMPP_USAGE;
     } else {
         rc = client(o, &sa, fds, buf, rl, out, err, errlen);

@@ -1,5 +1,5 @@
-/* Logs streamed to a file or a FIFO with a reader (pm_stream.h). */
-#include "pathmig/pm_stream.h"
+/* Outputs that may be FIFOs, opened without waiting for a reader (stream.h). */
+#include "common/stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,21 +7,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-FILE *mpilab_pm_stream_open(const char *path, const char *mode)
+int mpilab_fifo_writer(const char *path, int blocking)
 {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISFIFO(st.st_mode))
-        return fopen(path, mode);
+        return -2;
     int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
+    if (fd < 0 || !blocking)
+        return fd;
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
         int e = errno;
         close(fd);
         errno = e;
-        return NULL;
+        return -1;
     }
+    return fd;
+}
+
+FILE *mpilab_stream_open(const char *path, const char *mode)
+{
+    int fd = mpilab_fifo_writer(path, 1);
+    if (fd == -2)
+        return fopen(path, mode);
+    if (fd < 0)
+        return NULL;
     FILE *f = fdopen(fd, mode);
     if (!f) {
         int e = errno;
@@ -31,7 +41,7 @@ FILE *mpilab_pm_stream_open(const char *path, const char *mode)
     return f;
 }
 
-const char *mpilab_pm_stream_error(int err)
+const char *mpilab_stream_error(int err)
 {
     return err == ENXIO ? "a FIFO with no reader; not waiting for one" : strerror(err);
 }
