@@ -95,6 +95,9 @@ typedef struct mpilab_lmo_node {
     mpilab_param_t C, t;       /* seconds, seconds per byte */
     double C_spread, t_spread; /* largest distance of a triplet's estimate from the value */
     size_t ntrip;              /* triplets in which it was the root */
+    size_t C_solved;           /* of its experiments as the root, those that fixed C (their
+                                  p2t_0 above the slower round trip by more than the medians'
+                                  noise); 0: C is the plain median of (p2t_0 - max rt_0) / 2 */
 } mpilab_lmo_node_t;
 
 typedef struct mpilab_lmo_link {
@@ -125,7 +128,10 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
                           const double *rt_m, const double *p2t_0, const double *p2t_m, double *C, double *t,
                           double *L, double *inv_beta, double *C_spread, double *t_spread);
 
-/* The fit on the samples: each experiment's median, then mpilab_lmo_fit_values; intervals
+/* The fit on the samples: each experiment's median, then mpilab_lmo_fit_values, except
+ * that an experiment fixes its root's C only when its p2t_0 is above the slower round trip
+ * by more than the two medians' noise (the half widths of their distribution-free
+ * intervals at o->cl, in quadrature; C_solved counts them); intervals
  * by bootstrap (every experiment's samples resampled, the replicate's medians fitted again;
  * percentile interval at o->cl); impossible values (negative) reported as 0 with
  * MPILAB_PARAM_CLAMPED (raw keeps the fit's value), MPILAB_PARAM_WIDE beyond eps,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
@@ -124,13 +125,14 @@ static double solve_up(double q, double lo, double hi, double rx, double ry, dou
 /* C and t of the root of one point-to-two experiment: the values for which the experiment
  * event by event (mpilab_lmo_p2t_events) takes the measured times q0, qm. Returns 1 when
  * the experiment fixes them; 0 when it does not (p2t_0 not above the slower round trip:
- * the first reply's flight hides the root's work), *c and *t then being the plain
- * difference (p2t_0 - max rt_0) / 2 and its slope (<= 0: clamped if they are used). */
-static int root_share(double r0x, double r0y, double rmx, double rmy, double q0, double qm, double M, double *c,
-                      double *t)
+ * the first reply's flight hides the root's work; or, !may_fix, not above it by more than
+ * the medians' noise), *c and *t then being the plain difference (p2t_0 - max rt_0) / 2
+ * and its slope (<= 0: clamped if they are used). */
+static int root_share(double r0x, double r0y, double rmx, double rmy, double q0, double qm, double M, int may_fix,
+                      double *c, double *t)
 {
     double own0 = q0 - fmax(r0x, r0y), ownm = qm - fmax(rmx, rmy);
-    double cv = solve_up(q0, 0, q0, r0x, r0y, 0, 1);
+    double cv = may_fix ? solve_up(q0, 0, q0, r0x, r0y, 0, 1) : NAN;
     if (isnan(cv)) {
         *c = own0 / 2;
         *t = (ownm - own0) / M;
@@ -144,9 +146,12 @@ static int root_share(double r0x, double r0y, double rmx, double rmy, double q0,
     return 1;
 }
 
-int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double bytes, const double *rt_0,
-                          const double *rt_m, const double *p2t_0, const double *p2t_m, double *C, double *t,
-                          double *L, double *inv_beta, double *C_spread, double *t_spread)
+/* mpilab_lmo_fit_values, where mask (if not NULL) says which experiments may fix their
+ * root's values (fixing_mask) and nsolved (if not NULL) gets per node how many did. */
+static int fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double bytes, const double *rt_0,
+                      const double *rt_m, const double *p2t_0, const double *p2t_m, const unsigned char *mask,
+                      double *C, double *t, double *L, double *inv_beta, double *C_spread, double *t_spread,
+                      size_t *nsolved)
 {
     if (p < 3 || !(bytes > 0) || ntrip == 0)
         return -1;
@@ -161,9 +166,9 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
                 if (r != i)
                     continue;
                 double c, tv;
+                size_t ex = 3 * k + (size_t)e;
                 int fixed = root_share(rt_0[pidx(p, r, x)], rt_0[pidx(p, r, y)], rt_m[pidx(p, r, x)],
-                                       rt_m[pidx(p, r, y)], p2t_0[3 * k + (size_t)e], p2t_m[3 * k + (size_t)e],
-                                       bytes, &c, &tv);
+                                       rt_m[pidx(p, r, y)], p2t_0[ex], p2t_m[ex], bytes, !mask || mask[ex], &c, &tv);
                 /* the experiments that fix the node's values first (vc[0..nf)), the others
                  * after them (used only when none does) */
                 if (fixed) {
@@ -184,6 +189,8 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
             break;
         }
         size_t use = nf > 0 ? nf : n;
+        if (nsolved)
+            nsolved[i] = nf;
         C[i] = med_dev(vc, use, C_spread ? &C_spread[i] : NULL);
         t[i] = med_dev(vt, use, t_spread ? &t_spread[i] : NULL);
     }
@@ -198,6 +205,14 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
     free(vc);
     free(vt);
     return rc;
+}
+
+int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double bytes, const double *rt_0,
+                          const double *rt_m, const double *p2t_0, const double *p2t_m, double *C, double *t,
+                          double *L, double *inv_beta, double *C_spread, double *t_spread)
+{
+    return fit_values(p, trip, ntrip, bytes, rt_0, rt_m, p2t_0, p2t_m, NULL, C, t, L, inv_beta, C_spread, t_spread,
+                      NULL);
 }
 
 void mpilab_lmo_opts_default(mpilab_lmo_opts_t *o)
@@ -290,6 +305,39 @@ static void values(fitw_t *w, const mpilab_lmo_input_t *in, unsigned long long *
         w->q0[e] = series_median(&in->p2t_0[e], w->work, rng);
         w->qm[e] = series_median(&in->p2t_m[e], w->work, rng);
     }
+}
+
+/* Half the width of the distribution-free interval of a series' median at level cl: the
+ * order statistics x_(l) .. x_(n+1-l), l the largest with P(Bin(n, 1/2) < l) <= (1 - cl) / 2;
+ * the whole range when the series is too short for one. work holds s->n values. */
+static double median_halfwidth(const mpilab_lmo_series_t *s, double *work, double cl)
+{
+    size_t n = s->n, l = 0; /* l: the lower end's index from 0 */
+    memcpy(work, s->x, n * sizeof *work);
+    gsl_sort(work, 1, n);
+    while (l + 1 < n / 2 && gsl_cdf_binomial_P((unsigned)(l + 1), 0.5, (unsigned)n) <= (1 - cl) / 2)
+        l++;
+    return (work[n - 1 - l] - work[l]) / 2;
+}
+
+/* Which point-to-two experiments may fix their root's C (mask[3 t + e]): those whose excess
+ * over the slower round trip (the medians' p2t_0 - max rt_0) is above the two medians' noise
+ * (their intervals' half widths at cl, in quadrature). A noise-size excess does not tell C:
+ * the event curve is flat in C up to about (rt_x - rt_y) / 2 (the first reply's flight hides
+ * the root's work), and solving it returns where the flat part ends. The bootstrap's
+ * replicates keep the same experiments. */
+static void fixing_mask(const mpilab_lmo_input_t *in, const fitw_t *w, double cl, unsigned char *mask)
+{
+    for (size_t k = 0; k < in->ntrip; k++)
+        for (int e = 0; e < 3; e++) {
+            int r, x, y;
+            mpilab_triplet_roles(&in->trip[k], e, &r, &x, &y);
+            size_t qx = pidx(in->p, r, x), qy = pidx(in->p, r, y), ex = 3 * k + (size_t)e;
+            size_t q = w->rt0[qx] >= w->rt0[qy] ? qx : qy;
+            double noise = hypot(median_halfwidth(&in->p2t_0[ex], w->work, cl),
+                                 median_halfwidth(&in->rt_0[q], w->work, cl));
+            mask[ex] = w->q0[ex] - w->rt0[q] > noise;
+        }
 }
 
 static int check_series(const mpilab_lmo_series_t *s, size_t n, const char *what, size_t *maxn, char *err,
@@ -389,17 +437,21 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
         return -1;
     }
     double *Cs = calloc(P, sizeof *Cs), *ts = calloc(P, sizeof *ts);
+    size_t *solved = calloc(P, sizeof *solved);
+    unsigned char *mask = malloc(ne);
     values(&w, in, NULL);
-    int rc = Cs && ts ? mpilab_lmo_fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm, w.C,
-                                              w.t, w.L, w.ib, Cs, ts)
-                      : -1;
+    if (mask)
+        fixing_mask(in, &w, o->cl, mask);
+    int rc = Cs && ts && solved && mask ? fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm,
+                                                     mask, w.C, w.t, w.L, w.ib, Cs, ts, solved)
+                                        : -1;
     if (rc != 0)
         snprintf(err, errlen, "lmo: a rank is the root of no measured triplet, or a value is not finite");
     unsigned long long rng = o->seed;
     for (size_t b = 0; rc == 0 && b < o->boot; b++) {
         values(&w, in, &rng);
-        if (mpilab_lmo_fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm, &w.bC[b * P],
-                                  &w.bt[b * P], &w.bL[b * np], &w.bib[b * np], NULL, NULL) != 0) {
+        if (fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm, mask, &w.bC[b * P],
+                       &w.bt[b * P], &w.bL[b * np], &w.bib[b * np], NULL, NULL, NULL) != 0) {
             for (size_t i = 0; i < P; i++)
                 w.bC[b * P + i] = w.bt[b * P + i] = NAN;
             for (size_t q = 0; q < np; q++)
@@ -427,6 +479,7 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
         make_param(&nd->t, w.t[i], rep, o->boot, o);
         nd->C_spread = Cs[i];
         nd->t_spread = ts[i];
+        nd->C_solved = solved[i];
         if (Cs[i] > fmax(2 * (nd->C.hi - nd->C.lo), o->eps * fabs(nd->C.value)))
             nd->C.flags |= MPILAB_LMO_DISAGREE;
         if (ts[i] > fmax(2 * (nd->t.hi - nd->t.lo), o->eps * fabs(nd->t.value)))
@@ -451,6 +504,8 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
     free(rep);
     free(Cs);
     free(ts);
+    free(solved);
+    free(mask);
     fitw_free(&w);
     if (rc != 0)
         mpilab_lmo_fit_free(out);

@@ -78,9 +78,10 @@ static json_t *nodes_json(const mpilab_lmo_fit_t *f, FILE *table)
                        "%-5s %12s %12s %8s %s\n", "node", "C(us)", "t(ns/B)", "triplets", "flags");
     for (int i = 0; i < f->p; i++) {
         const mpilab_lmo_node_t *n = &f->node[i];
-        json_array_append_new(a, json_pack("{s:i,s:o,s:o,s:o,s:o,s:I}", "rank", i, "C", param_json(&n->C), "t",
+        json_array_append_new(a, json_pack("{s:i,s:o,s:o,s:o,s:o,s:I,s:I}", "rank", i, "C", param_json(&n->C), "t",
                                            param_json(&n->t), "C_spread", mpilab_json_real(n->C_spread), "t_spread",
-                                           mpilab_json_real(n->t_spread), "triplets", (json_int_t)n->ntrip));
+                                           mpilab_json_real(n->t_spread), "triplets", (json_int_t)n->ntrip,
+                                           "C_solved", (json_int_t)n->C_solved));
         if (table) {
             char a1[64], a2[64];
             mpilab_param_flags_str(n->C.flags & 7u, a1, sizeof a1);
