@@ -239,10 +239,6 @@ def _main(argv: list[str]) -> int:
     return 2
 
 
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
-
-
 def second_address() -> str | None:
     """An IPv4 address of this machine other than loopback's (for a program that wants one
     address per rail on its own interfaces, as mpilab-pathmigd), or None."""
@@ -253,3 +249,8 @@ def second_address() -> str | None:
         if len(f) > 3 and f[1] != "lo":
             return f[3].split("/")[0]
     return None
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
+

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
 #include "mpilab/lmo.h"
+#include "mpilab/stats.h"
 
 void mpilab_triplet_roles(const mpilab_triplet_t *t, int e, int *root, int *x, int *y)
 {
@@ -307,17 +307,19 @@ static void values(fitw_t *w, const mpilab_lmo_input_t *in, unsigned long long *
     }
 }
 
-/* Half the width of the distribution-free interval of a series' median at level cl: the
- * order statistics x_(l) .. x_(n+1-l), l the largest with P(Bin(n, 1/2) < l) <= (1 - cl) / 2;
- * the whole range when the series is too short for one. work holds s->n values. */
+/* Half the width of the distribution-free interval of a series' median at level cl
+ * (mpilab_median_ci); the whole range when the series is too short for one. work holds
+ * s->n values. */
 static double median_halfwidth(const mpilab_lmo_series_t *s, double *work, double cl)
 {
-    size_t n = s->n, l = 0; /* l: the lower end's index from 0 */
-    memcpy(work, s->x, n * sizeof *work);
-    gsl_sort(work, 1, n);
-    while (l + 1 < n / 2 && gsl_cdf_binomial_P((unsigned)(l + 1), 0.5, (unsigned)n) <= (1 - cl) / 2)
-        l++;
-    return (work[n - 1 - l] - work[l]) / 2;
+    double lo, hi;
+    memcpy(work, s->x, s->n * sizeof *work);
+    gsl_sort(work, 1, s->n);
+    if (mpilab_median_ci(work, s->n, cl, &lo, &hi) != 0) {
+        lo = work[0];
+        hi = work[s->n - 1];
+    }
+    return (hi - lo) / 2;
 }
 
 /* Which point-to-two experiments may fix their root's C (mask[3 t + e]): those whose excess

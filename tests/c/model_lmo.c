@@ -276,7 +276,7 @@ MPILAB_TEST(noise_size_excess_does_not_fix_C)
      * is 0, so the first reply is the late one and the point-to-two time is the slower
      * round trip whatever the root's C (up to about 2 ms): excess 0, noise-size once the
      * samples are noisy. Solving those experiments returned where the flat part ends (ms),
-     * and with 3 of a node's 6 experiments flat, its median C was off by hundreds of times.
+     * and with 3 of a node's 6 experiments flat, its median C was off by tens of times.
      * Only the experiments whose excess is above the medians' noise fix C. */
     char err[256];
     mpilab_lmo_opts_t o;
