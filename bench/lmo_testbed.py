@@ -304,7 +304,8 @@ def configured(spec: Spec) -> dict[str, Any]:
             "own_inv_rate": [8.0 / r * FRAME / PAYLOAD for r in rate],
             "own_inv_rate_wire": [8.0 / r for r in rate],
             "cpu": {nodes.index(lim.name): lim.__dict__ for lim in spec.node_limits},
-            "msg_cost": {nodes.index(n): c for n, c in spec.msg_costs.items()}}
+            "msg_cost": {nodes.index(n): c for n, c in spec.msg_costs.items()},
+            "msg_cost_wall": sorted(nodes.index(n) for n in spec.msg_cost_wall)}
 
 
 def quota_stretch(cost: float, quota: float, period: float) -> tuple[float, float]:
@@ -330,12 +331,17 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
     cs = [nd["C"]["value"] for nd in lm["nodes"]]
     plain = [cs[r] for r in range(n) if r not in costs and r not in lims]
     base = statistics.median(plain) if plain else 0.0
-    out: dict[str, Any] = {"baseline_C": base, "rows": []}
-    if costs:
+    wall = set(cf.get("msg_cost_wall") or [])
+    out: dict[str, Any] = {"baseline_C": base if plain else None, "rows": []}
+    if costs and plain:
         print(f"\nConfigured C (msg_cost + the MPI's own C, the median C of nodes "
               f"{[r for r in range(n) if r not in costs and r not in lims]}: "
               f"{base * 1e6:.1f} us)")
-        print(f"{'node':>4} {'msg_cost us':>11} {'quota':>6} {'C conf us':>16} "
+    elif costs:
+        print("\nConfigured C (msg_cost alone: every node has a cost, so the MPI's own C, "
+              "tens of us, is not added; a fit above by that much is right)")
+    if costs:
+        print(f"{'node':>4} {'msg_cost us':>11} {'clock':>5} {'quota':>6} {'C conf us':>16} "
               f"{'C fit us':>9} {'err':>8}  flags")
     for r in sorted(costs):
         c, lim = costs[r], lims.get(r)
@@ -350,11 +356,13 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
             conf = f"{lo * 1e6:7.0f}..{hi * 1e6:<7.0f}"
             err = "in" if lo <= cs[r] <= hi else _rel(cs[r], lo if cs[r] < lo else hi)
         out["rows"].append({"rank": r, "msg_cost": c, "quota": lim is not None,
+                            "clock": "wall" if r in wall else "cpu",
                             "C_conf_lo": lo, "C_conf_hi": hi, "C": cs[r],
                             "err": (None if lim else (cs[r] - lo) / lo),
                             "flags": nd["C"]["flags"]})
         q = f"{lim['cpu_quota']:g}" if lim else "-"
-        print(f"{r:>4} {c * 1e6:11.1f} {q:>6} {conf} {cs[r] * 1e6:9.1f} {err:>8}  "
+        clock = "wall" if r in wall else "cpu"
+        print(f"{r:>4} {c * 1e6:11.1f} {clock:>5} {q:>6} {conf} {cs[r] * 1e6:9.1f} {err:>8}  "
               f"{' '.join(nd['C']['flags'])}")
     sl = lm.get("slowest") or {}
     named, limited = sl.get("cpu"), sorted(lims)
@@ -365,6 +373,12 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
         print(f"slowest at messaging (models.lmo.slowest.cpu): node {named} "
               f"({sl.get('cpu_vs_median')}x the median C); CPU-limited node(s) {limited}: "
               f"{'named' if ok else 'NOT named'}")
+    elif costs:
+        top = max(costs, key=lambda r: costs[r])
+        out["largest_cost"] = top
+        print(f"slowest at messaging (models.lmo.slowest.cpu): node {named} "
+              f"({sl.get('cpu_vs_median')}x the median C); largest configured cost: node "
+              f"{top}: {'named' if named == top else 'NOT named'}")
     return out
 
 
@@ -535,6 +549,12 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
         s["cpu_named"], s["named_cpu"] = ct["named_cpu"] in ct["limited"], ct["named_cpu"]
         words.append(f"slowest at messaging node {ct['named_cpu']} (CPU-limited "
                      f"{ct['limited']}: {'named' if s['cpu_named'] else 'not named'})")
+    elif ct.get("largest_cost") is not None:
+        s["cost_named"] = ct["named_cpu"] == ct["largest_cost"]
+        s["named_cpu"] = ct["named_cpu"]
+        words.append(f"slowest at messaging node {ct['named_cpu']} (largest configured cost "
+                     f"node {ct['largest_cost']}: "
+                     f"{'named' if s['cost_named'] else 'not named'})")
     st = rep.get("star") or {}
     if st:
         s["star"] = {k: st[k] for k in ("a_max_err_conf", "a_max_err_ping", "u_max_err",

@@ -9,19 +9,28 @@
  * their synchronous, buffered and ready forms, the send half of MPI_Sendrecv) and after a
  * receive has completed (MPI_Recv, the receive half of MPI_Sendrecv, and a request of
  * MPI_Irecv when MPI_Wait/Test and their -all, -any and -some forms report it complete).
- * The cost is CPU time, not wall time: a rank that is preempted or throttled (a cgroup CPU
- * quota) takes longer to spend it, as a slow processor would. Not charged: messages to or
- * from MPI_PROC_NULL, the MPI's own collectives (they do not pass through the MPI_ entry
- * points), persistent and matched-probe receives.
+ * By default the cost is CPU time, not wall time: a rank that is preempted or throttled (a
+ * cgroup CPU quota) takes longer to spend it, as a slow processor would.
+ * MPILAB_MSG_COST_CLOCK=wall makes it wall time instead: the call returns a fixed time after
+ * it began, whatever else runs, as on a node whose processor is its own (several emulated
+ * nodes share this machine's CPUs, and a CPU-time cost there also grows with the other
+ * nodes' work). It sleeps until MPILAB_MSGCOST_SPIN_NS before the end (an idle CPU may halt,
+ * and its wake-up takes hundreds of microseconds) and spins on CLOCK_MONOTONIC for the rest,
+ * so it uses at most that much CPU per message. Not charged: messages to or from
+ * MPI_PROC_NULL, the MPI's own collectives (they do not pass through the MPI_ entry points),
+ * persistent and matched-probe receives.
  *
  * MPILAB_MSG_COST_US: unset or 0: nothing is spent (the calls are passed on, and counted);
- * a decimal number of microseconds from 0 to 1000000 otherwise; anything else is refused
- * with one line and exit status 2 when the library is loaded. MPILAB_MSG_COST_DEBUG=1
- * prints, at MPI_Finalize, how many sends and receives were charged and the CPU time spent
- * (the evidence that the library sat in the rank's path). */
+ * a decimal number of microseconds from 0 to 1000000 otherwise. MPILAB_MSG_COST_CLOCK: unset
+ * or "cpu", or "wall". Anything else is refused with one line and exit status 2 when the
+ * library is loaded. MPILAB_MSG_COST_DEBUG=1 prints, at MPI_Finalize, how many sends and
+ * receives were charged, the clock, the time spent, the CPU time the calling thread used in
+ * it and, with the wall clock, how late the largest one ended (the evidence that the library
+ * sat in the rank's path, and how exact its cost was). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,33 +43,59 @@
 
 #define MPILAB_MSGCOST_PENDING 4096 /* receive requests tracked at once */
 #define MPILAB_MSGCOST_STACK 64     /* requests copied on the stack by the -all/-any/-some calls */
+#define MPILAB_MSGCOST_SPIN_NS 500000 /* wall clock: the part of a cost spent spinning */
 
 struct mpilab_msgcost {
-    int64_t cost_ns; /* CPU time spent per message */
+    int64_t cost_ns; /* time spent per message */
+    int wall;        /* the cost is wall time (MPILAB_MSG_COST_CLOCK=wall), else CPU time */
     int debug;
     unsigned long long sends, recvs, untracked;
-    int64_t spent_ns;
+    int64_t spent_ns, cpu_ns, late_max_ns; /* time spent; CPU time used in it; wall: latest end */
     size_t npending;
     MPI_Request pending[MPILAB_MSGCOST_PENDING]; /* MPI_Irecv requests not yet completed */
 };
 
 static struct mpilab_msgcost g_mc;
 
-static int64_t mpilab_msgcost_cpu_ns(void)
+static int64_t mpilab_msgcost_ns(clockid_t clk)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(clk, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Wall clock: sleep to MPILAB_MSGCOST_SPIN_NS before the end, then spin to it. */
+static void mpilab_msgcost_spend_wall(void)
+{
+    int64_t t0 = mpilab_msgcost_ns(CLOCK_MONOTONIC), end = t0 + g_mc.cost_ns;
+    int64_t wake = end - MPILAB_MSGCOST_SPIN_NS;
+    if (wake > t0) {
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000), .tv_nsec = (long)(wake % 1000000000)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    int64_t now = mpilab_msgcost_ns(CLOCK_MONOTONIC);
+    while (now < end)
+        now = mpilab_msgcost_ns(CLOCK_MONOTONIC);
+    g_mc.spent_ns += now - t0;
+    if (now - end > g_mc.late_max_ns)
+        g_mc.late_max_ns = now - end;
 }
 
 static void mpilab_msgcost_spend(void)
 {
     if (g_mc.cost_ns <= 0)
         return;
-    int64_t t0 = mpilab_msgcost_cpu_ns(), spent = 0;
-    while (spent < g_mc.cost_ns)
-        spent = mpilab_msgcost_cpu_ns() - t0;
-    g_mc.spent_ns += spent;
+    int64_t c0 = mpilab_msgcost_ns(CLOCK_THREAD_CPUTIME_ID), used = 0;
+    if (g_mc.wall) {
+        mpilab_msgcost_spend_wall();
+        used = mpilab_msgcost_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    } else {
+        while (used < g_mc.cost_ns)
+            used = mpilab_msgcost_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+        g_mc.spent_ns += used;
+    }
+    g_mc.cpu_ns += used;
 }
 
 static void mpilab_msgcost_send(int dest)
@@ -132,7 +167,13 @@ static void mpilab_msgcost_done(MPI_Request *c, MPI_Request *stack)
 __attribute__((constructor)) static void mpilab_msgcost_init(void)
 {
     const char *v = getenv("MPILAB_MSG_COST_US"), *dbg = getenv("MPILAB_MSG_COST_DEBUG");
+    const char *clk = getenv("MPILAB_MSG_COST_CLOCK");
     g_mc.debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    if (clk && strcmp(clk, "cpu") != 0 && strcmp(clk, "wall") != 0) {
+        fprintf(stderr, "mpilab-msgcost: MPILAB_MSG_COST_CLOCK=%s: not 'cpu' or 'wall'\n", clk);
+        _exit(2);
+    }
+    g_mc.wall = clk && strcmp(clk, "wall") == 0;
     if (!v || !*v)
         return;
     char *end = NULL;
@@ -149,8 +190,9 @@ int MPI_Finalize(void)
     if (g_mc.debug) {
         int rank = -1;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fprintf(stderr, "mpilab-msgcost: rank %d: %llu sends and %llu receives charged (%llu untracked), %.3f us each, %.3f us of CPU time spent\n",
-                rank, g_mc.sends, g_mc.recvs, g_mc.untracked, (double)g_mc.cost_ns / 1e3, (double)g_mc.spent_ns / 1e3);
+        fprintf(stderr, "mpilab-msgcost: rank %d: %llu sends and %llu receives charged (%llu untracked), %.3f us each, %.3f us of %s time spent, %.3f us of CPU time used in it, latest end %.3f us late\n",
+                rank, g_mc.sends, g_mc.recvs, g_mc.untracked, (double)g_mc.cost_ns / 1e3, (double)g_mc.spent_ns / 1e3,
+                g_mc.wall ? "wall" : "CPU", (double)g_mc.cpu_ns / 1e3, (double)g_mc.late_max_ns / 1e3);
         fflush(stderr);
     }
     return PMPI_Finalize();

@@ -101,6 +101,31 @@ def test_cost_table_against_configured(capsys: pytest.CaptureFixture[str]) -> No
     assert "NOT named" in capsys.readouterr().out
 
 
+def test_cost_table_every_node_with_a_wall_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    # lmo-hetero4-wall: every node has a wall-clock cost (2, 4, 2.5, 3 ms), none a quota:
+    # no node gives the MPI's own C, so each is compared with its msg_cost alone, and the
+    # node named slowest at messaging with the largest cost
+    cf = {"msg_cost": {0: 2e-3, 1: 4e-3, 2: 2.5e-3, 3: 3e-3}, "msg_cost_wall": [0, 1, 2, 3],
+          "cpu": {}}
+    lm = {"nodes": _nodes([2.05e-3, 4.3e-3, 2.5e-3, 2.9e-3]),
+          "slowest": {"cpu": 1, "cpu_vs_median": 1.6}}
+    ct = lmo_testbed.cost_table(lm, cf)
+    assert ct["baseline_C"] is None and ct["largest_cost"] == 1
+    assert [r["clock"] for r in ct["rows"]] == ["wall"] * 4
+    assert [r["err"] for r in ct["rows"]] == pytest.approx([0.025, 0.075, 0.0, -0.1 / 3])
+    out = capsys.readouterr().out
+    assert "largest configured cost: node 1: named" in out and "is not added" in out
+    s = lmo_testbed.summary({"links": [{"L": 1.0, "L_conf": 1.0, "L_ping": None,
+                                        "path_inv_beta": None, "path_conf": 1.0}],
+                             "predictions": [], "cost": ct})
+    assert s["C_max_err_conf"] == pytest.approx(0.075) and s["cost_named"] is True
+    lm["slowest"]["cpu"] = 3
+    assert lmo_testbed.summary({"links": [{"L": 1.0, "L_conf": 1.0, "L_ping": None,
+                                           "path_inv_beta": None, "path_conf": 1.0}],
+                                "predictions": [],
+                                "cost": lmo_testbed.cost_table(lm, cf)})["cost_named"] is False
+
+
 def test_star_table_with_message_costs(capsys: pytest.CaptureFixture[str]) -> None:
     # node 2's share holds its 1.5 ms per message; node 1's (quota and cost) is not compared
     cf = {**_cf(), "msg_cost": {1: 1.5e-3, 2: 1.5e-3},

@@ -17,6 +17,7 @@ from mpilab.testbed import spec as specmod
 REPO = Path(__file__).resolve().parents[2]
 HETERO = REPO / "examples" / "testbed" / "lmo-hetero4.toml"
 COST = REPO / "examples" / "testbed" / "lmo-hetero4-cost.toml"
+WALL = REPO / "examples" / "testbed" / "lmo-hetero4-wall.toml"
 
 BASE = """\
 prefix = "htu"
@@ -109,6 +110,12 @@ def test_node_sysctls() -> None:
     ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\ncpu_period = "4ms"\n', 12, "needs cpu_quota"),
     ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n',
      13, "second [[node]]"),
+    ('[[node]]\nname = "s1n0"\ncpu_quota = 0.5\nmsg_cost_clock = "wall"\n', 12,
+     "needs msg_cost"),
+    ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\nmsg_cost_clock = "WALL"\n', 12,
+     "expected one of cpu, wall"),
+    ('[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\nmsg_cost_clock = 1\n', 12,
+     "expected one of cpu, wall"),
 ])
 def test_bad_hetero_keys_name_file_and_line(extra: str, line: int, words: str) -> None:
     msg = _bad(BASE + extra)
@@ -270,6 +277,38 @@ def test_msg_cost_per_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     lib = "/opt/x/libmpilab_msgcost.so"
     assert seen == {"s0n0": "[/k.so] [unset] a b", "s1n0": f"[{lib}:/k.so] [1500.000] a b",
                     "s2n0": f"[{lib}:/k.so] [1500.000] a b", "s3n0": "[/k.so] [unset] a b"}
+
+
+def test_msg_cost_clock_wall_reaches_the_wrapper(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`msg_cost_clock = "wall"`: that node's ranks get MPILAB_MSG_COST_CLOCK=wall, the
+    others with a cost "cpu" (the library's default, said explicitly), nodes without a
+    cost nothing; the example spec's four nodes all have wall-clock costs."""
+    sp = specmod.load(str(WALL), "htw")
+    assert sp.msg_costs == {"s0n0": 0.002, "s1n0": 0.004, "s2n0": 0.0025, "s3n0": 0.003}
+    assert sorted(sp.msg_cost_wall) == ["s0n0", "s1n0", "s2n0", "s3n0"]
+    assert sp.node_limits == [] and specmod.Spec.from_dict(sp.to_dict()) == sp
+    assert specmod.load(str(COST)).msg_cost_wall == []
+    mixed = specmod.load_text(BASE + '[[node]]\nname = "s1n0"\nmsg_cost = "1ms"\n'
+                              'msg_cost_clock = "wall"\n[[node]]\nname = "s0n0"\n'
+                              'msg_cost = "2ms"\nmsg_cost_clock = "cpu"\n', "<t>")
+    assert mixed.msg_cost_wall == ["s1n0"]
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
+    net.state_dir("htu").mkdir(parents=True)
+    monkeypatch.setattr(launch, "find_tool", lambda name: f"/opt/x/{name}")
+    (wrap,) = launch.rank_prefix(mixed)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    show = ["sh", "-c", 'echo "${MPILAB_MSG_COST_US-unset} ${MPILAB_MSG_COST_CLOCK-unset}"']
+    seen = {}
+    for node in mixed.node_names():
+        (stub / "uname").write_text(f"#!/bin/sh\necho {mixed.ns(node)}\n")
+        (stub / "uname").chmod(0o755)
+        env = {"PATH": f"{stub}:/usr/bin:/bin"}
+        seen[node] = subprocess.run([wrap, *show], capture_output=True, text=True, env=env,
+                                    timeout=30, check=True).stdout.strip()
+    assert seen == {"s0n0": "2000.000 cpu", "s1n0": "1000.000 wall", "s2n0": "unset unset",
+                    "s3n0": "unset unset"}, seen
 
 
 def test_simulation_refuses_msg_cost(tmp_path: Path) -> None:

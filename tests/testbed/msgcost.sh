@@ -4,7 +4,11 @@
 # ranks' main threads used grows by the configured cost per message (the program's own
 # thread CPU clock, run without and with a cost; CPU time, not wall time, so a busy machine
 # stretches both runs alike); a receive waited for with MPI_Testall is charged at the test
-# that finds it in (case early_receive). Bad values of MPILAB_MSG_COST_US: one line, exit 2.
+# that finds it in (case early_receive). With MPILAB_MSG_COST_CLOCK=wall every message is
+# charged once too, the wall time spent is at least the cost per message and the CPU time
+# the library used in it is below the cost (it sleeps most of it; the spinning part is at
+# most MPILAB_MSGCOST_SPIN_NS). Bad values of MPILAB_MSG_COST_US and
+# MPILAB_MSG_COST_CLOCK: one line, exit 2.
 #   msgcost.sh LIB PINGPONG LAUNCH
 set -u
 lib=$1 prog=$2 launch=$3
@@ -23,8 +27,18 @@ for bad in abc -5 1e9 nan "12us" ""; do
         fail "MPILAB_MSG_COST_US=$bad: $(cat "$tmp/err")"
 done
 
-run() { # COST OUT
+for bad in CPU monotonic "wall " 1; do
+    env LD_PRELOAD="$lib" MPILAB_MSG_COST_US=5 MPILAB_MSG_COST_CLOCK="$bad" /bin/true 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "MPILAB_MSG_COST_CLOCK=$bad: exit status $rc, expected 2"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "MPILAB_MSG_COST_CLOCK=$bad: not one line: $(cat "$tmp/err")"
+    grep -q "MPILAB_MSG_COST_CLOCK=$bad: not 'cpu' or 'wall'" "$tmp/err" ||
+        fail "MPILAB_MSG_COST_CLOCK=$bad: $(cat "$tmp/err")"
+done
+
+run() { # COST OUT [CLOCK]
     "$launch" -q 2 env LD_PRELOAD="$lib" MPILAB_MSG_COST_US="$1" MPILAB_MSG_COST_DEBUG=1 \
+        MPILAB_MSG_COST_CLOCK="${3:-cpu}" \
         "$prog" --case pingpong "$count" >"$2.out" 2>"$2.err" || fail "cost $1: status $?: $(cat "$2.err")"
     for r in 0 1; do
         grep -q "^mpilab-msgcost: rank $r: $count sends and $count receives charged (0 untracked)" "$2.err" ||
@@ -43,6 +57,20 @@ for r in 0 1; do
         per = (b - a) / n
         printf "rank %d: cpu %.0f us without, %.0f us with %d us per message: +%.1f us per message\n", r, a, b, c, per
         exit !(per >= 0.95 * c && per <= 1.5 * c) }' || fail "rank $r: CPU time per message not the configured cost"
+done
+# the wall clock: the time spent per message is the cost or a little more (never less), and
+# the library's own CPU time in it is at most its spinning part (500 us of the 1000)
+run "$cost" "$tmp/wall" wall
+for r in 0 1; do
+    line=$(grep "^mpilab-msgcost: rank $r: " "$tmp/wall.err")
+    echo "$line" | grep -q " us of wall time spent, " || fail "wall, rank $r: $line"
+    echo "$line" | awk -v n=$((2 * count)) -v c="$cost" -v r="$r" '{
+        for (i = 1; i <= NF; i++) {
+            if ($i == "of" && $(i + 1) == "wall") spent = $(i - 2)
+            if ($i == "used") cpu = $(i - 5)
+        }
+        printf "rank %d: wall clock, %.1f us spent and %.1f us of CPU used per message of %d us\n", r, spent / n, cpu / n, c
+        exit !(spent / n >= c && cpu / n < 0.75 * c) }' || fail "wall, rank $r: $line"
 done
 # a receive is charged when a test finds it in, not when the last of its MPI_Testall is
 "$launch" -q 2 env LD_PRELOAD="$lib" MPILAB_MSG_COST_US="$cost" "$prog" --case early_receive \

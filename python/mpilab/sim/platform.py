@@ -70,6 +70,9 @@ UNSUPPORTED = {
     "node.msg_cost": "a CPU time per message is spent by a library preloaded into real "
                      "ranks; simulated hosts take it as SMPI's per-host overheads (smpi/os, "
                      "smpi/or: docs/models.md)",
+    "node.msg_cost_clock": "a message cost is spent by a library preloaded into real ranks; "
+                           "simulated hosts take it as SMPI's per-host overheads (smpi/os, "
+                           "smpi/or: docs/models.md)",
 }
 EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.burst",
                  "cluster.segment_offload", "cluster.shared_cpu_group")

@@ -103,7 +103,8 @@ MSGCOST_LIB = "libmpilab_msgcost.so"
 def write_rank_env(spec: Spec) -> Path | None:
     """The wrapper every rank of a job starts through when a node has a message cost
     (`[[node]] msg_cost`): on that node (its hostname is its namespace's name, UTS_WRAP) it
-    preloads libmpilab_msgcost.so with MPILAB_MSG_COST_US (src/testbed/msgcost.c), on the
+    preloads libmpilab_msgcost.so with MPILAB_MSG_COST_US and MPILAB_MSG_COST_CLOCK
+    (`msg_cost_clock`; src/testbed/msgcost.c), on the
     others it runs the rank as it is. mpirun's -x would set the variables on every node,
     hence a wrapper that looks at where it runs. None when no node has a cost."""
     if not spec.msg_costs:
@@ -111,7 +112,9 @@ def write_rank_env(spec: Spec) -> Path | None:
     lib = shlex.quote(find_tool(MSGCOST_LIB))
     cases = [f"  {shlex.quote(spec.ns(node))}) exec env LD_PRELOAD={lib}"
              '"${LD_PRELOAD:+:$LD_PRELOAD}" '
-             f"MPILAB_MSG_COST_US={cost * 1e6:.3f} \"$@\" ;;"
+             f"MPILAB_MSG_COST_US={cost * 1e6:.3f} "
+             f"MPILAB_MSG_COST_CLOCK={'wall' if node in spec.msg_cost_wall else 'cpu'} "
+             '"$@" ;;'
              for node, cost in sorted(spec.msg_costs.items())]
     text = "\n".join([
         "#!/bin/sh",

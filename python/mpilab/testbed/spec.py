@@ -52,7 +52,7 @@ _KEYS: dict[str, set[str]] = {
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
             "socket_buffer", "delay_trim", "slow_start_after_idle", "burst"},
     "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
-    "node": {"name", "cpu_quota", "cpu_period", "msg_cost"},
+    "node": {"name", "cpu_quota", "cpu_period", "msg_cost", "msg_cost_clock"},
 }
 MIN_CPU_PERIOD, MAX_CPU_PERIOD = 0.001, 1.0  # the cfs bandwidth controller's limits
 MIN_CPU_QUOTA_S = 0.001
@@ -120,6 +120,10 @@ class Spec:
     # (`[[node]] msg_cost`: libmpilab_msgcost.so preloaded into that node's ranks,
     # launch.write_rank_env), by node name; nodes not listed spend nothing
     msg_costs: dict[str, float] = field(default_factory=dict)
+    # the nodes whose msg_cost is wall time (`msg_cost_clock = "wall"`: the call returns that
+    # long after it began whatever else runs, as on a node with a processor of its own);
+    # the others' is CPU time (the default, "cpu": stretched by preemption and quotas)
+    msg_cost_wall: list[str] = field(default_factory=list)
     # every node's jobs in one cgroup v1 cpu group <prefix>-nodes (a limited node's group
     # nested in it) instead of the root group, where each node's MPI daemon is a session of
     # its own and so an autogroup of its own (net.make_cpu_cgroups); None: when a node has
@@ -228,7 +232,7 @@ class Spec:
             "slow_start_after_idle": self.slow_start_after_idle,
             "links": [o.__dict__ for o in self.links],
             "node_limits": [lim.__dict__ for lim in self.node_limits],
-            "msg_costs": dict(self.msg_costs),
+            "msg_costs": dict(self.msg_costs), "msg_cost_wall": list(self.msg_cost_wall),
             "shared_cpu_group": self.shared_cpu_group,
             "segment_offload": self.segment_offload, "wan_burst": self.wan_burst,
             "source": self.source,
@@ -401,6 +405,15 @@ def _msg_cost(v: object) -> float:
     return t
 
 
+MSG_COST_CLOCKS = ("cpu", "wall")
+
+
+def _msg_cost_clock(v: object) -> str:
+    if v not in MSG_COST_CLOCKS:
+        raise ValueError(f"expected one of {', '.join(MSG_COST_CLOCKS)}")
+    return str(v)
+
+
 def _wan_delay(v: object) -> float:
     t = parse_time(v)
     if t > MAX_DELAY:
@@ -549,6 +562,10 @@ def _parse_nodes(ctx: _Ctx, sp: Spec, nodes_t: list[dict[str, Any]], names: set[
             raise ctx.err("node", "", "missing key 'cpu_quota' (or 'msg_cost')", i)
         if "msg_cost" in nd:
             sp.msg_costs[name] = _get(ctx, nd, "node", "msg_cost", _msg_cost, None, i)
+        elif "msg_cost_clock" in nd:
+            raise ctx.err("node", "msg_cost_clock", "needs msg_cost", i)
+        if _get(ctx, nd, "node", "msg_cost_clock", _msg_cost_clock, "cpu", i) == "wall":
+            sp.msg_cost_wall.append(name)
         if "cpu_quota" not in nd:
             if "cpu_period" in nd:
                 raise ctx.err("node", "cpu_period", "needs cpu_quota", i)
