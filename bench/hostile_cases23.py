@@ -60,6 +60,14 @@ def _spec_cases() -> list[Case]:
                       PY + ["testbed", "up", "s.toml", "--prefix", "zz9"],
                       setup=_write("s.toml", tb + '\n[[node]]\nname = "s9n9"\n'
                                    'msg_cost = "1ms"\n'), limit=120))
+    for n, v in {"WALL": '"WALL"', "a number": "1", "empty": '""', "a list": '["wall"]',
+                 "without msg_cost": None}.items():
+        body = (f'msg_cost = "1ms"\nmsg_cost_clock = {v}\n' if v is not None
+                else 'cpu_quota = 0.5\nmsg_cost_clock = "wall"\n')
+        cases.append(Case(f"25 testbed up SPEC: msg_cost_clock {n}", "C",
+                          PY + ["testbed", "up", "s.toml", "--prefix", "zz9"],
+                          setup=_write("s.toml", tb + f'\n[[node]]\nname = "s0n0"\n{body}'),
+                          limit=120))
     cases.append(Case("23 sim platform spec with msg_cost", "C",
                       PY + ["sim", "platform", "spec", "s.toml", "-o", "p.xml"],
                       setup=_write("s.toml", tb + '\n[[node]]\nname = "s0n0"\n'

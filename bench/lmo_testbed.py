@@ -122,6 +122,8 @@ def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
     extra: list[str] = ["--p2p-schedule", a.p2p_schedule, "--lmo-wait", a.lmo_wait]
     if a.idle_poll:
         extra.append("--idle-poll")
+    if a.lmo_eps is not None:
+        extra += ["--lmo-eps", repr(a.lmo_eps)]
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
@@ -607,6 +609,8 @@ def main() -> int:
                     help="mpilab-bench --idle-poll: idle CPUs poll instead of halting while "
                     "it measures, so a sleeping rank is woken without the vCPU's resume "
                     "(provenance.cpu_idle)")
+    ap.add_argument("--lmo-eps", type=float, help="mpilab-bench --lmo-eps: the relative "
+                    "precision of the LMO experiments' medians (default: mpilab-bench's --eps)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "

@@ -52,6 +52,8 @@ typedef struct mpilab_runner_config {
     size_t lmo_rendezvous;   /* --lmo-rendezvous: LMO predictions take messages of at least this
                                 many bytes as synchronous (default 64K; 0: every one eager) */
     mpilab_wait_t lmo_wait;  /* --lmo-wait: how the ranks wait in the LMO experiments (spin) */
+    double lmo_eps;          /* --lmo-eps: relative precision of the LMO experiments' medians
+                                (0: --eps); C_i is the difference of two of them */
     mpilab_loggp_opts_t lg;
     /* --loggp-pairs: the pairs LogGP measures. 0 auto: one random perfect matching of the
      * ranks (mpilab_pairs_matching, a subset of the design, one round) when the pair design is

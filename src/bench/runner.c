@@ -402,7 +402,10 @@ static mpilab_lmo_measured_t *measure_lmo(run_t *w)
     mpilab_lmo_measured_t *m = calloc(1, sizeof *m);
     int ok = m != NULL, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    int rc = all ? mpilab_lmo_measure(MPI_COMM_WORLD, c->lmo_bytes, c->p2p_mode, &c->bo.prec, &c->lmo_wait, m) : MPI_ERR_NO_MEM;
+    mpilab_precision_t prec = c->bo.prec;
+    if (c->lmo_eps > 0.0)
+        prec.eps = c->lmo_eps;
+    int rc = all ? mpilab_lmo_measure(MPI_COMM_WORLD, c->lmo_bytes, c->p2p_mode, &prec, &c->lmo_wait, m) : MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS) {
         if (w->rank == 0)
             fprintf(stderr, "mpilab-bench: LMO measurement failed (MPI error %d)\n", rc);

@@ -80,6 +80,8 @@ void mpilab_runner_usage(FILE *f)
         "                       calls) | sleep[:DURATION] (test, sleep DURATION (default 20us), test\n"
         "                       again: frees the CPU for the ranks a message is for when there are\n"
         "                       more ranks than cores) (default spin)\n"
+        "  --lmo-eps X          --eps of the lmo experiments, in (0,1) (default: --eps): C_i is the\n"
+        "                       difference of two of their medians, so it needs a finer one\n"
         "  --no-fit             no models\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
@@ -253,7 +255,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL, O_LMOE };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -279,6 +281,7 @@ static const struct option longopts[] = {
     {"probe", no_argument, 0, O_PROBE}, {"probe-skew", no_argument, 0, O_SKEW},
     {"lmo-bytes", required_argument, 0, O_LMOB},
     {"lmo-rendezvous", required_argument, 0, O_LMOR}, {"lmo-wait", required_argument, 0, O_LMOW},
+    {"lmo-eps", required_argument, 0, O_LMOE},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -511,6 +514,12 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
             return fail(err, errlen, "--lmo-wait: '%s' is not spin, sleep or sleep:DURATION (0 < DURATION <= 100ms)",
                         v);
         return 0;
+    case O_LMOE:
+        if (real_arg("--lmo-eps", v, &c->lmo_eps, err, errlen) != 0)
+            return MPILAB_RUNNER_BAD;
+        if (!(c->lmo_eps > 0.0 && c->lmo_eps < 1.0))
+            return fail(err, errlen, "--lmo-eps: %g outside (0,1)", c->lmo_eps);
+        return 0;
     case O_BURST: return count_arg("--loggp-burst", v, &r->burst, err, errlen);
     case O_LGPAIRS: return loggp_pairs_arg(v, c, err, errlen);
     case O_ORWAIT: return real_arg("--loggp-or-wait", v, &c->lg.or_wait_factor, err, errlen);
@@ -643,6 +652,7 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (nranks < 3)
             return fail(err, errlen, "--models lmo needs at least 3 ranks (a point-to-two triplet), got %d", nranks);
     }
+
     if (c->out) {
         /* the output directory must exist and be writable before measuring */
         char *copy = strdup(c->out);

@@ -187,6 +187,7 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ml, json_string("lmo"));
         json_object_set_new(opt, "lmo_bytes", json_integer((json_int_t)c->lmo_bytes));
         json_object_set_new(opt, "lmo_rendezvous", json_integer((json_int_t)c->lmo_rendezvous));
+        json_object_set_new(opt, "lmo_eps", json_real(c->lmo_eps > 0.0 ? c->lmo_eps : c->bo.prec.eps));
         json_t *lw = json_object();
         json_object_set_new(lw, "mode", json_string(mpilab_wait_name(&c->lmo_wait)));
         if (c->lmo_wait.mode == MPILAB_WAIT_SLEEP) {

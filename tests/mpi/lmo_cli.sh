@@ -32,9 +32,13 @@ bad 3 --ops scatter:linear --sizes 1K --models lmo,nosuch
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait nap
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait sleep:0
 bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-wait sleep:1s
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-eps 0
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-eps 1
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-eps nan
+bad 3 --ops scatter:linear --sizes 1K --models lmo --lmo-eps 0.01x
 out="$tmp/good.json"
 if ! "$launch" 3 "$runner" --ops scatter:linear,gather:binomial --sizes 1K,8K --models hockney,lmo \
-        --lmo-bytes 8K --lmo-wait sleep:50us --max-reps 20 --time-budget 10s --quiet --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"; then
+        --lmo-bytes 8K --lmo-wait sleep:50us --lmo-eps 0.01 --max-reps 20 --time-budget 10s --quiet --out "$out" >"$tmp/stdout" 2>"$tmp/stderr"; then
     echo "FAIL: the good run"; sed 's/^/    /' "$tmp/stderr"; fail=1
 fi
 python3 - "$out" <<'PY' || fail=1
@@ -43,6 +47,7 @@ d = json.load(open(sys.argv[1]))
 l = d["models"]["lmo"]
 assert d["provenance"]["options"]["lmo_bytes"] == 8192
 assert d["provenance"]["options"]["lmo_rendezvous"] == 65536
+assert d["provenance"]["options"]["lmo_eps"] == 0.01
 assert d["models"]["lmo"]["rendezvous_bytes"] == 65536
 assert "lmo" in d["provenance"]["options"]["models"]
 assert l["bytes"] == 8192 and l["triplets"] == 1 and l["rounds"] == 1, l
