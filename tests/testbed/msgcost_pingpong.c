@@ -126,4 +126,28 @@ MPILAB_TEST(early_receive)
     CHECK(most < 1.5 * cost);
 }
 
+/* Case `early_waitall`: rank 0 waits with MPI_Waitall for two messages, the second sent 1 s
+ * after the first; the library charges the first while the second is in flight (its debug
+ * line's "while others were in flight" count, which msgcost.sh reads), as a linear gather's
+ * root takes the blocks as they come. Works with any cost (0 included). */
+MPILAB_TEST(early_waitall)
+{
+    REQUIRE(kit_size == 2);
+    char a = 0, b = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (kit_rank == 1) {
+        CHECK(MPI_Send(&a, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD) == MPI_SUCCESS);
+        struct timespec d = {1, 0};
+        nanosleep(&d, NULL);
+        CHECK(MPI_Send(&b, 1, MPI_CHAR, 0, 2, MPI_COMM_WORLD) == MPI_SUCCESS);
+        return;
+    }
+    MPI_Request q[2];
+    MPI_Status st[2];
+    CHECK(MPI_Irecv(&a, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
+    CHECK(MPI_Irecv(&b, 1, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
+    CHECK(MPI_Waitall(2, q, st) == MPI_SUCCESS);
+    printf("early_waitall: both in\n");
+}
+
 MPILAB_TEST_MAIN()
