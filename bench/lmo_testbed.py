@@ -321,10 +321,12 @@ def quota_stretch(cost: float, quota: float, period: float) -> tuple[float, floa
     return least, least + (period - run)
 
 
-def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
+def cost_table(lm: dict[str, Any], cf: dict[str, Any],
+               baseline: float | None = None) -> dict[str, Any]:
     """The fitted C_i against the configured message costs: a node's configured C is its
-    msg_cost (CPU time per message, libmpilab_msgcost.so) plus the MPI's own fixed cost,
-    taken as the median C of the nodes with neither a cost nor a CPU quota; a node with a
+    msg_cost (CPU time per message, libmpilab_msgcost.so) plus the MPI's own fixed cost:
+    `baseline` (s; from a run of the same spec without costs) when given, else the median C
+    of the nodes with neither a cost nor a CPU quota; a node with a
     quota as well spends that CPU time over the quota's periods (quota_stretch). And the
     node the fit names slowest at messaging (models.lmo.slowest.cpu) against the
     CPU-limited one."""
@@ -333,9 +335,15 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
     cs = [nd["C"]["value"] for nd in lm["nodes"]]
     plain = [cs[r] for r in range(n) if r not in costs and r not in lims]
     base = statistics.median(plain) if plain else 0.0
+    if baseline is not None:
+        base = baseline
     wall = set(cf.get("msg_cost_wall") or [])
-    out: dict[str, Any] = {"baseline_C": base if plain else None, "rows": []}
-    if costs and plain:
+    out: dict[str, Any] = {"baseline_C": base if plain or baseline is not None else None,
+                           "rows": []}
+    if costs and baseline is not None:
+        print(f"\nConfigured C (msg_cost + the MPI's own C, {base * 1e6:.1f} us: --baseline-c, "
+              "a run of this spec without its costs)")
+    elif costs and plain:
         print(f"\nConfigured C (msg_cost + the MPI's own C, the median C of nodes "
               f"{[r for r in range(n) if r not in costs and r not in lims]}: "
               f"{base * 1e6:.1f} us)")
@@ -385,7 +393,7 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
-            min_bytes: int) -> dict[str, Any]:
+            min_bytes: int, baseline: float | None = None) -> dict[str, Any]:
     lm = (doc.get("models") or {}).get("lmo")
     if not isinstance(lm, dict) or lm.get("error"):
         raise SystemExit(f"lmo_testbed: no LMO fit in the results ({(lm or {}).get('error')})")
@@ -437,7 +445,7 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
               f"{cs[r] * 1e6:.1f} us against the other nodes' median {others * 1e6:.1f} us "
               f"x {sd:.2f} = {est * 1e6:.1f} us ({_rel(cs[r], est)}); largest C: node "
               f"{rep['cpu_node']['largest_C']}")
-    rep["cost"] = cost_table(lm, cf)
+    rep["cost"] = cost_table(lm, cf, baseline)
     sl = lm.get("slowest") or {}
     rep["slowest"] = sl
     print(f"\nLMO names: slowest node {sl.get('node')} ({sl.get('node_vs_median')}x the "
@@ -569,12 +577,28 @@ def summary(rep: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
-def spec_copy(path: str, sets: list[str]) -> str:
+def strip_msg_costs(text: str) -> str:
+    """The spec's text without its message costs: every `msg_cost` and `msg_cost_clock`
+    line dropped, and a [[node]] table left without a `cpu_quota` with it (a run of the
+    same testbed whose fitted C_i are the MPI's own, the baseline of the configured C)."""
+    head, *blocks = re.split(r"(?m)^(?=\[\[node\]\])", text)
+    keep = [head]
+    for b in blocks:
+        b = re.sub(r"(?m)^\s*msg_cost(_clock)?\s*=.*\n?", "", b)
+        if re.search(r"(?m)^\s*cpu_quota\s*=", b):
+            keep.append(b)
+    return "".join(keep)
+
+
+def spec_copy(path: str, sets: list[str], no_costs: bool = False) -> str:
     """`path`, or a temporary copy with each TABLE.KEY=VALUE set (the key must not be in
-    the file; the table must be); the copy is parsed like the original."""
-    if not sets:
+    the file; the table must be) and, with no_costs, without its message costs; the copy
+    is parsed like the original."""
+    if not sets and not no_costs:
         return path
     text = Path(path).read_text()
+    if no_costs:
+        text = strip_msg_costs(text)
     for item in sets:
         m = re.fullmatch(r"(cluster|lan|wan)\.(\w+)=(.+)", item)
         if not m:
@@ -611,6 +635,13 @@ def main() -> int:
                     "(provenance.cpu_idle)")
     ap.add_argument("--lmo-eps", type=float, help="mpilab-bench --lmo-eps: the relative "
                     "precision of the LMO experiments' medians (default: mpilab-bench's --eps)")
+    ap.add_argument("--no-msg-cost", action="store_true",
+                    help="run on a copy of the spec without its message costs: the fitted C_i "
+                    "are then the MPI's own, the baseline a run with costs adds them to")
+    ap.add_argument("--baseline-c", type=float, metavar="US",
+                    help="the MPI's own C in microseconds (from a --no-msg-cost run of the same "
+                    "spec, the median of its C_i): a node's configured C is its msg_cost plus "
+                    "this (default: the median C of the nodes without a cost or quota)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "
@@ -624,6 +655,13 @@ def main() -> int:
     if a.eager is not None and not 1 <= a.eager <= 2**31 - 1:
         print("lmo_testbed: --eager must be a size in 1..2^31-1 bytes", file=sys.stderr)
         return 2
+    if a.baseline_c is not None and not 0 <= a.baseline_c <= 1e6:
+        print("lmo_testbed: --baseline-c must be a number of microseconds in 0..1e6",
+              file=sys.stderr)
+        return 2
+    if a.lmo_eps is not None and not 0 < a.lmo_eps < 1:
+        print("lmo_testbed: --lmo-eps must be in (0,1)", file=sys.stderr)
+        return 2
     if a.results and not a.independent:
         print("lmo_testbed: --results needs --independent", file=sys.stderr)
         return 2
@@ -631,7 +669,7 @@ def main() -> int:
     from mpilab.testbed import spec as specmod
 
     try:
-        spec_path = spec_copy(a.spec, a.set)
+        spec_path = spec_copy(a.spec, a.set, a.no_msg_cost)
     except ValueError as e:
         print(f"lmo_testbed: {a.spec}: {e}", file=sys.stderr)
         return 2
@@ -697,7 +735,8 @@ def main() -> int:
         print(f"  rank process {pl['pid']}: session {pl['session']}, cpu cgroup "
               f"{pl['cpu_cgroup']}, autogroup {' '.join(pl['autogroup'])}, context "
               f"switches/s (voluntary, involuntary) {pl.get('switches_per_s')}")
-    rep = compare(doc, spec, ind, a.min_bytes)
+    rep = compare(doc, spec, ind, a.min_bytes,
+                  None if a.baseline_c is None else a.baseline_c * 1e-6)
     if a.json:
         write_json(a.json, {"spec": a.spec, "set": a.set, "eager": a.eager, **rep})
     return 0

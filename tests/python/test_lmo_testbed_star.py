@@ -126,6 +126,28 @@ def test_cost_table_every_node_with_a_wall_cost(capsys: pytest.CaptureFixture[st
                                 "cost": lmo_testbed.cost_table(lm, cf)})["cost_named"] is False
 
 
+def test_strip_msg_costs_keeps_quotas() -> None:
+    from mpilab.testbed import spec as specmod
+    for name, quota in (("lmo-hetero4-wall.toml", []), ("lmo-hetero4-cost.toml", ["s1n0"])):
+        text = (REPO / "examples" / "testbed" / name).read_text()
+        sp = specmod.load_text(lmo_testbed.strip_msg_costs(text), name)
+        assert sp.msg_costs == {} and sp.msg_cost_wall == []
+        assert [lim.name for lim in sp.node_limits] == quota
+        full = specmod.load_text(text, name)
+        assert sp.link_rates("s3n0", 0) == full.link_rates("s3n0", 0)
+        assert [sp.node_delay(n, 0) for n in sp.node_names()] == \
+            [full.node_delay(n, 0) for n in full.node_names()]
+
+
+def test_cost_table_with_a_measured_baseline(capsys: pytest.CaptureFixture[str]) -> None:
+    cf = {"msg_cost": {0: 2e-3, 1: 4e-3}, "msg_cost_wall": [0, 1], "cpu": {}}
+    lm = {"nodes": _nodes([2.1e-3, 4.05e-3]), "slowest": {"cpu": 1, "cpu_vs_median": 1.3}}
+    ct = lmo_testbed.cost_table(lm, cf, baseline=50e-6)
+    assert ct["baseline_C"] == 50e-6
+    assert [r["err"] for r in ct["rows"]] == pytest.approx([0.05 / 2.05, 0.0])
+    assert "--baseline-c" in capsys.readouterr().out
+
+
 def test_star_table_with_message_costs(capsys: pytest.CaptureFixture[str]) -> None:
     # node 2's share holds its 1.5 ms per message; node 1's (quota and cost) is not compared
     cf = {**_cf(), "msg_cost": {1: 1.5e-3, 2: 1.5e-3},
