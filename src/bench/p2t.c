@@ -331,12 +331,16 @@ int mpilab_lmo_measure(MPI_Comm comm, size_t bytes, mpilab_p2p_mode_t mode, cons
     m->rounds = order && st ? mpilab_lmo_triplet_rounds(n, m->trip, m->ntrip, order, st) : 0;
     free(order);
     free(st);
+    /* Each size's round trips right before its point-to-two experiments: C_i is the
+     * difference of a p2t_0 and an rt_0 median, so a level that moves during the run (the
+     * testbed's delay lines, the machine) is less of it when the two are measured together;
+     * the M-byte round trips, the longest part, no longer come between them. */
     double t0 = MPI_Wtime();
     int rc = mpilab_lmo_rt_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, wait, m->rt_0);
     if (rc == MPI_SUCCESS)
-        rc = mpilab_lmo_rt_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, wait, m->rt_m);
-    if (rc == MPI_SUCCESS)
         rc = mpilab_p2t_measure(comm, 0, mode, prec, MPILAB_P2P_WARMUP, wait, m->trip, m->ntrip, m->p2t_0);
+    if (rc == MPI_SUCCESS)
+        rc = mpilab_lmo_rt_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, wait, m->rt_m);
     if (rc == MPI_SUCCESS)
         rc = mpilab_p2t_measure(comm, bytes, mode, prec, MPILAB_P2P_WARMUP, wait, m->trip, m->ntrip, m->p2t_m);
     m->wall_s = MPI_Wtime() - t0;
