@@ -75,6 +75,11 @@ typedef struct mpilab_lmo_input {
     double bytes; /* M > 0 */
     const mpilab_lmo_series_t *rt_0, *rt_m;   /* [p(p-1)/2] */
     const mpilab_lmo_series_t *p2t_0, *p2t_m; /* [3 ntrip] */
+    /* optional ([3 ntrip] each, or NULL): the round trips root -> x and root -> y of each
+     * empty point-to-two experiment, timed beside its repetitions; C_i is then solved from
+     * them instead of from rt_0 (measured at another time, so a level that moved between
+     * the two is not taken for C) */
+    const mpilab_lmo_series_t *p2t_rtx_0, *p2t_rty_0;
 } mpilab_lmo_input_t;
 
 typedef struct mpilab_lmo_opts {
@@ -222,6 +227,10 @@ typedef struct mpilab_p2t_result {
     size_t round;         /* the round of disjoint triplets it ran in (sequential: its index) */
     mpilab_stats_t stats;
     double *samples;      /* [stats.reps] */
+    /* paired (mpilab_lmo_measure's empty point-to-two experiments): per repetition, the
+     * round trips root -> x and root -> y timed right beside it ([stats.reps]; NULL when
+     * not paired) */
+    double *rt_x, *rt_y;
 } mpilab_p2t_result_t;
 void mpilab_p2t_result_free(mpilab_p2t_result_t *r);
 

@@ -147,11 +147,13 @@ static int root_share(double r0x, double r0y, double rmx, double rmy, double q0,
 }
 
 /* mpilab_lmo_fit_values, where mask (if not NULL) says which experiments may fix their
- * root's values (fixing_mask) and nsolved (if not NULL) gets per node how many did. */
+ * root's values (fixing_mask), nsolved (if not NULL) gets per node how many did, and lx0, ly0
+ * (if not NULL, [3 ntrip]) are the empty round trips to x and y timed beside each experiment,
+ * used for its root's values instead of rt_0. */
 static int fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double bytes, const double *rt_0,
-                      const double *rt_m, const double *p2t_0, const double *p2t_m, const unsigned char *mask,
-                      double *C, double *t, double *L, double *inv_beta, double *C_spread, double *t_spread,
-                      size_t *nsolved)
+                      const double *rt_m, const double *p2t_0, const double *p2t_m, const double *lx0,
+                      const double *ly0, const unsigned char *mask, double *C, double *t, double *L,
+                      double *inv_beta, double *C_spread, double *t_spread, size_t *nsolved)
 {
     if (p < 3 || !(bytes > 0) || ntrip == 0)
         return -1;
@@ -167,8 +169,9 @@ static int fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, double 
                     continue;
                 double c, tv;
                 size_t ex = 3 * k + (size_t)e;
-                int fixed = root_share(rt_0[pidx(p, r, x)], rt_0[pidx(p, r, y)], rt_m[pidx(p, r, x)],
-                                       rt_m[pidx(p, r, y)], p2t_0[ex], p2t_m[ex], bytes, !mask || mask[ex], &c, &tv);
+                double r0x = lx0 ? lx0[ex] : rt_0[pidx(p, r, x)], r0y = ly0 ? ly0[ex] : rt_0[pidx(p, r, y)];
+                int fixed = root_share(r0x, r0y, rt_m[pidx(p, r, x)], rt_m[pidx(p, r, y)], p2t_0[ex], p2t_m[ex],
+                                       bytes, !mask || mask[ex], &c, &tv);
                 /* the experiments that fix the node's values first (vc[0..nf)), the others
                  * after them (used only when none does) */
                 if (fixed) {
@@ -211,8 +214,8 @@ int mpilab_lmo_fit_values(int p, const mpilab_triplet_t *trip, size_t ntrip, dou
                           const double *rt_m, const double *p2t_0, const double *p2t_m, double *C, double *t,
                           double *L, double *inv_beta, double *C_spread, double *t_spread)
 {
-    return fit_values(p, trip, ntrip, bytes, rt_0, rt_m, p2t_0, p2t_m, NULL, C, t, L, inv_beta, C_spread, t_spread,
-                      NULL);
+    return fit_values(p, trip, ntrip, bytes, rt_0, rt_m, p2t_0, p2t_m, NULL, NULL, NULL, C, t, L, inv_beta, C_spread,
+                      t_spread, NULL);
 }
 
 void mpilab_lmo_opts_default(mpilab_lmo_opts_t *o)
@@ -245,6 +248,7 @@ typedef struct fitw {
     int p;
     size_t np, ne, nb;
     double *rt0, *rtm, *q0, *qm;  /* experiment values */
+    double *lx0, *ly0;            /* [ne] the round trips beside the empty experiments, or NULL */
     double *C, *t, *L, *ib;       /* one fit */
     double *bC, *bt, *bL, *bib;   /* replicates: [nb][p] / [nb][np] */
     double *work;
@@ -254,6 +258,8 @@ static void fitw_free(fitw_t *w)
 {
     free(w->rt0);
     free(w->rtm);
+    free(w->lx0);
+    free(w->ly0);
     free(w->q0);
     free(w->qm);
     free(w->C);
@@ -277,6 +283,9 @@ static int fitw_alloc(fitw_t *w, const mpilab_lmo_input_t *in, size_t nb, size_t
     size_t P = (size_t)in->p;
     w->rt0 = malloc(w->np * sizeof(double));
     w->rtm = malloc(w->np * sizeof(double));
+    int local = in->p2t_rtx_0 && in->p2t_rty_0;
+    w->lx0 = local ? malloc(w->ne * sizeof(double)) : NULL;
+    w->ly0 = local ? malloc(w->ne * sizeof(double)) : NULL;
     w->q0 = malloc(w->ne * sizeof(double));
     w->qm = malloc(w->ne * sizeof(double));
     w->C = malloc(P * sizeof(double));
@@ -289,7 +298,7 @@ static int fitw_alloc(fitw_t *w, const mpilab_lmo_input_t *in, size_t nb, size_t
     w->bib = malloc(nb * w->np * sizeof(double));
     w->work = malloc((maxn ? maxn : 1) * sizeof(double));
     return w->rt0 && w->rtm && w->q0 && w->qm && w->C && w->t && w->L && w->ib && w->bC && w->bt && w->bL &&
-                   w->bib && w->work
+                   w->bib && w->work && (!local || (w->lx0 && w->ly0))
                ? 0
                : -1;
 }
@@ -304,6 +313,10 @@ static void values(fitw_t *w, const mpilab_lmo_input_t *in, unsigned long long *
     for (size_t e = 0; e < w->ne; e++) {
         w->q0[e] = series_median(&in->p2t_0[e], w->work, rng);
         w->qm[e] = series_median(&in->p2t_m[e], w->work, rng);
+        if (w->lx0) {
+            w->lx0[e] = series_median(&in->p2t_rtx_0[e], w->work, rng);
+            w->ly0[e] = series_median(&in->p2t_rty_0[e], w->work, rng);
+        }
     }
 }
 
@@ -335,10 +348,19 @@ static void fixing_mask(const mpilab_lmo_input_t *in, const fitw_t *w, double cl
             int r, x, y;
             mpilab_triplet_roles(&in->trip[k], e, &r, &x, &y);
             size_t qx = pidx(in->p, r, x), qy = pidx(in->p, r, y), ex = 3 * k + (size_t)e;
-            size_t q = w->rt0[qx] >= w->rt0[qy] ? qx : qy;
-            double noise = hypot(median_halfwidth(&in->p2t_0[ex], w->work, cl),
-                                 median_halfwidth(&in->rt_0[q], w->work, cl));
-            mask[ex] = w->q0[ex] - w->rt0[q] > noise;
+            const mpilab_lmo_series_t *slow;
+            double rt;
+            if (w->lx0) { /* the round trips beside the experiment */
+                int xs = w->lx0[ex] >= w->ly0[ex];
+                slow = xs ? &in->p2t_rtx_0[ex] : &in->p2t_rty_0[ex];
+                rt = xs ? w->lx0[ex] : w->ly0[ex];
+            } else {
+                size_t q = w->rt0[qx] >= w->rt0[qy] ? qx : qy;
+                slow = &in->rt_0[q];
+                rt = w->rt0[q];
+            }
+            double noise = hypot(median_halfwidth(&in->p2t_0[ex], w->work, cl), median_halfwidth(slow, w->work, cl));
+            mask[ex] = w->q0[ex] - rt > noise;
         }
 }
 
@@ -429,7 +451,11 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
     if (check_series(in->rt_0, np, "empty round trip", &maxn, err, errlen) ||
         check_series(in->rt_m, np, "M-byte round trip", &maxn, err, errlen) ||
         check_series(in->p2t_0, ne, "empty point-to-two", &maxn, err, errlen) ||
-        check_series(in->p2t_m, ne, "M-byte point-to-two", &maxn, err, errlen))
+        check_series(in->p2t_m, ne, "M-byte point-to-two", &maxn, err, errlen) ||
+        (in->p2t_rtx_0 && check_series(in->p2t_rtx_0, ne, "round trip beside an empty point-to-two", &maxn, err,
+                                       errlen)) ||
+        (in->p2t_rty_0 && check_series(in->p2t_rty_0, ne, "round trip beside an empty point-to-two", &maxn, err,
+                                       errlen)))
         return -1;
     fitw_t w;
     size_t P = (size_t)in->p;
@@ -445,15 +471,15 @@ int mpilab_lmo_fit(const mpilab_lmo_input_t *in, const mpilab_lmo_opts_t *o, mpi
     if (mask)
         fixing_mask(in, &w, o->cl, mask);
     int rc = Cs && ts && solved && mask ? fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm,
-                                                     mask, w.C, w.t, w.L, w.ib, Cs, ts, solved)
+                                                     w.lx0, w.ly0, mask, w.C, w.t, w.L, w.ib, Cs, ts, solved)
                                         : -1;
     if (rc != 0)
         snprintf(err, errlen, "lmo: a rank is the root of no measured triplet, or a value is not finite");
     unsigned long long rng = o->seed;
     for (size_t b = 0; rc == 0 && b < o->boot; b++) {
         values(&w, in, &rng);
-        if (fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm, mask, &w.bC[b * P],
-                       &w.bt[b * P], &w.bL[b * np], &w.bib[b * np], NULL, NULL, NULL) != 0) {
+        if (fit_values(in->p, in->trip, in->ntrip, in->bytes, w.rt0, w.rtm, w.q0, w.qm, w.lx0, w.ly0, mask,
+                       &w.bC[b * P], &w.bt[b * P], &w.bL[b * np], &w.bib[b * np], NULL, NULL, NULL) != 0) {
             for (size_t i = 0; i < P; i++)
                 w.bC[b * P + i] = w.bt[b * P + i] = NAN;
             for (size_t q = 0; q < np; q++)

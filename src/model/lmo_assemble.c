@@ -44,6 +44,38 @@ static json_t *samples_json(const double *s, size_t n)
     return a;
 }
 
+static double median_of(double *v, size_t n);
+
+/* The median of n samples (NaN for none), through a sorted copy. */
+static double median_copy(const double *s, size_t n)
+{
+    double *c = n ? malloc(n * sizeof *c) : NULL;
+    if (!c)
+        return NAN;
+    memcpy(c, s, n * sizeof *c);
+    double m = median_of(c, n);
+    free(c);
+    return m;
+}
+
+/* Paired experiments: the round trips to x and to y timed beside each repetition, their
+ * medians and samples ("rt_x_median", "rt_y_median", "rt_x", "rt_y"). */
+static void paired_json(json_t *o, const mpilab_p2t_result_t *r, size_t ne)
+{
+    json_t *mx = json_array(), *my = json_array(), *sx = json_array(), *sy = json_array();
+    for (size_t e = 0; e < ne; e++) {
+        size_t n = r[e].rt_x && r[e].rt_y ? r[e].stats.reps : 0;
+        json_array_append_new(mx, mpilab_json_real(median_copy(r[e].rt_x, n)));
+        json_array_append_new(my, mpilab_json_real(median_copy(r[e].rt_y, n)));
+        json_array_append_new(sx, samples_json(r[e].rt_x, n));
+        json_array_append_new(sy, samples_json(r[e].rt_y, n));
+    }
+    json_object_set_new(o, "rt_x_median", mx);
+    json_object_set_new(o, "rt_y_median", my);
+    json_object_set_new(o, "rt_x", sx);
+    json_object_set_new(o, "rt_y", sy);
+}
+
 /* One series of experiments (round trips: y = -1, written without "y") as arrays. */
 static json_t *p2t_json(const mpilab_p2t_result_t *r, size_t ne)
 {
@@ -66,6 +98,8 @@ static json_t *p2t_json(const mpilab_p2t_result_t *r, size_t ne)
         json_object_set_new(o, "y", y);
     else
         json_decref(y);
+    if (ne && r[0].rt_x)
+        paired_json(o, r, ne);
     return o;
 }
 
@@ -278,8 +312,11 @@ json_t *mpilab_models_lmo(const mpilab_lmo_measured_t *mm, json_t *meas, double 
                                   "p2t_0", p2t_json(mm->p2t_0, ne), "p2t_m", p2t_json(mm->p2t_m, ne)));
     json_object_set_new(out, "fit_on",
                         json_string("per experiment the median of its samples; per node the median over the "
-                                    "triplets it was the root of of C = (p2t_0 - max rt_0)/2 and t = "
-                                    "((p2t_m - max rt_m) - (p2t_0 - max rt_0))/M; per link L = rt_0/2 - C_i - C_j "
+                                    "experiments it was the root of (those whose p2t_0 is above the slower round "
+                                    "trip by more than the medians' noise, else all) of the C and t for which the "
+                                    "point-to-two time event by event is p2t_0 and p2t_m, from the round trips "
+                                    "timed beside each empty experiment (p2t_0.rt_x, rt_y) when there are, else "
+                                    "rt_0, and rt_m; per link L = rt_0/2 - C_i - C_j "
                                     "and 1/beta = (rt_m - rt_0)/M - t_i - t_j; bootstrap intervals (200 "
                                     "replicates); flags clamped, no_ci, ci_wide, triplets_disagree; predictions from the raw "
                                     "(unclamped) values, messages of >= rendezvous_bytes synchronous (the linear patterns' "

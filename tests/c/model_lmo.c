@@ -72,6 +72,8 @@ typedef struct data {
     size_t nt;
     double buf[4][3 * 64 > NP ? 3 * 64 : NP][64];
     mpilab_lmo_series_t s[4][3 * 64];
+    double lbuf[2][3 * 64][1];          /* the round trips beside the empty experiments */
+    mpilab_lmo_series_t ls[2][3 * 64];
     mpilab_lmo_input_t in;
 } data_t;
 
@@ -322,6 +324,51 @@ MPILAB_TEST(noise_size_excess_does_not_fix_C)
     }
     CHECKF(leaked * 10 <= flat, "%zu of %zu flat experiments solved", leaked, flat);
     slow01 = 0;
+}
+
+/* A level that moved between the round-trip pass and the point-to-two pass (every time of
+ * the latter delta longer): solved against rt_0, each root's C takes the shift for its own;
+ * against the round trips timed beside each experiment (p2t_rtx_0, p2t_rty_0: they moved
+ * with it) the shift cancels, C exact, and so L (from rt_0, which did not move). */
+MPILAB_TEST(round_trips_beside_the_experiments_cancel_a_level_shift)
+{
+    const double delta = 30e-6;
+    make(&D, 1, 0);
+    for (size_t e = 0; e < 3 * D.nt; e++) {
+        int r, x, y;
+        mpilab_triplet_roles(&D.trip[e / 3], (int)(e % 3), &r, &x, &y);
+        D.buf[2][e][0] += delta;
+        D.lbuf[0][e][0] = rt(r, x, 0) + delta;
+        D.lbuf[1][e][0] = rt(r, y, 0) + delta;
+        D.ls[0][e] = (mpilab_lmo_series_t){D.lbuf[0][e], 1};
+        D.ls[1][e] = (mpilab_lmo_series_t){D.lbuf[1][e], 1};
+    }
+    mpilab_lmo_opts_t o;
+    mpilab_lmo_opts_default(&o);
+    char err[256];
+    mpilab_lmo_fit_t f;
+    CHECK(mpilab_lmo_fit(&D.in, &o, &f, err, sizeof err) == 0); /* without them: shifted */
+    double worst = 0;
+    for (int i = 0; i < P && f.node; i++)
+        worst = fmax(worst, fabs(f.node[i].C.value - Ct[i]));
+    CHECK(worst > delta / 3);
+    mpilab_lmo_fit_free(&f);
+    D.in.p2t_rtx_0 = D.ls[0];
+    D.in.p2t_rty_0 = D.ls[1];
+    CHECK(mpilab_lmo_fit(&D.in, &o, &f, err, sizeof err) == 0);
+    for (int i = 0; i < P && f.node; i++) {
+        CHECK_NEAR(f.node[i].C.value, Ct[i], 1e-12);
+        CHECK_NEAR(f.node[i].t.value, tt[i], 1e-12);
+    }
+    for (int i = 0; i < P && f.link; i++)
+        for (int j = i + 1; j < P; j++)
+            CHECK_NEAR(f.link[pq(i, j)].L.value, Lt[i * P + j], 1e-12);
+    mpilab_lmo_fit_free(&f);
+    /* one without a sample is refused in one line, as the other series are */
+    D.ls[1][4].n = 0;
+    CHECK(mpilab_lmo_fit(&D.in, &o, &f, err, sizeof err) == -1);
+    CHECK(strstr(err, "round trip beside an empty point-to-two experiment 4 has no sample") != NULL);
+    D.in.p2t_rtx_0 = D.in.p2t_rty_0 = NULL;
 }
 
 MPILAB_TEST(fit_flags_impossible_values)

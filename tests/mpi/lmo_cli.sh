@@ -64,6 +64,14 @@ assert e["p2t_m"]["root"] == [0, 1, 2] and e["p2t_m"]["bytes"] == 8192
 for k in e:
     for s, r in zip(e[k]["samples"], e[k]["reps"]):
         assert len(s) == r and all(x > 0 for x in s)
+# the empty point-to-two experiments are paired: the round trips to x and to y beside each
+# repetition, as many as its samples, their medians with them; the other series are not
+p0 = e["p2t_0"]
+for a, b in (("rt_x", "rt_x_median"), ("rt_y", "rt_y_median")):
+    assert len(p0[a]) == len(p0[b]) == 3, p0.keys()
+    for s, r, med in zip(p0[a], p0["reps"], p0[b]):
+        assert len(s) == r and all(x > 0 for x in s) and min(s) <= med <= max(s)
+assert all("rt_x" not in e[k] for k in ("rt_0", "rt_m", "p2t_m"))
 preds = {(p["op"], p["impl"], p["bytes"]) for p in l["predictions"]}
 assert preds == {("scatter", "linear", 1024), ("scatter", "linear", 8192), ("gather", "binomial", 1024),
                  ("gather", "binomial", 8192)}, preds
