@@ -48,7 +48,13 @@ the root cpu group, each node's in an autogroup of its own, as before the shared
 --eager B raises Open MPI's TCP eager limit to B (OMPI_MCA_btl_tcp_eager_limit, and
 --lmo-rendezvous B for the predictions); default: Open MPI's own (64 KiB messages go by
 rendezvous, docs/models.md "Predictions"). Needs root, the default build (mpilab-bench,
-mpilab-delayline) and Open MPI. Run it in a bench slot:
+mpilab-delayline) and Open MPI. --lmo-eps passes mpilab-bench's precision of the LMO
+experiments on (C_i is a difference of two medians); --isolation sync starts every rank of
+a collective at one instant of the synchronised clocks, as the predictions assume;
+--no-msg-cost runs a copy of the spec without its message costs (its C_i are the MPI's
+own) and --baseline-c US adds such a value to every msg_cost for the configured C
+(examples/testbed/lmo-hetero4-wall.toml, docs/models.md "Wall-clock costs"). Run it in a
+bench slot:
     /work/shared/tools/mlock bench python3 bench/lmo_testbed.py [--eager 4194304]
 """
 
@@ -124,6 +130,8 @@ def run_bench(prefix: str, np: int, a: argparse.Namespace, out: Path,
         extra.append("--idle-poll")
     if a.lmo_eps is not None:
         extra += ["--lmo-eps", repr(a.lmo_eps)]
+    if a.isolation:
+        extra += ["--isolation", a.isolation]
     if a.eager is not None:
         os.environ["OMPI_MCA_btl_tcp_eager_limit"] = str(a.eager)
         extra += ["--lmo-rendezvous", str(a.eager)]
@@ -642,6 +650,11 @@ def main() -> int:
                     help="the MPI's own C in microseconds (from a --no-msg-cost run of the same "
                     "spec, the median of its C_i): a node's configured C is its msg_cost plus "
                     "this (default: the median C of the nodes without a cost or quota)")
+    ap.add_argument("--isolation", choices=("barrier", "sync"),
+                    help="mpilab-bench --isolation of the collectives (sync: every rank starts "
+                    "at one instant of the synchronised clocks, as the predictions assume; "
+                    "barrier, mpilab-bench's default: ranks leave the barrier up to a one-way "
+                    "delay apart, which a gather's root waits out)")
     ap.add_argument("--ops", default=OPS, help="mpilab-bench --ops (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="run on a copy of the spec with this key set (a TOML value, e.g. "
@@ -717,7 +730,8 @@ def main() -> int:
                                   "ops": a.ops,
                                   "shared_cpu_group": spec.cpu_group_shared(),
                                   "set": a.set, "lmo_bytes": a.lmo_bytes,
-                                  "time_budget": a.time_budget, "sizes": a.sizes}
+                                  "time_budget": a.time_budget, "sizes": a.sizes,
+                                  "lmo_eps": a.lmo_eps, "isolation": a.isolation}
             finally:
                 testbed_down(a.prefix)
             if a.json:
