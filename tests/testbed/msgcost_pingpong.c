@@ -36,6 +36,13 @@ static void nap(void)
     nanosleep(&d, NULL);
 }
 
+/* Rank 0's two receives from rank 1, tags 1 and 2, into *a and *b. */
+static void post_two(MPI_Request q[2], char *a, char *b)
+{
+    CHECK(MPI_Irecv(a, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
+    CHECK(MPI_Irecv(b, 1, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
+}
+
 static void wait_all(MPI_Request r[2])
 {
     int done = 0;
@@ -102,8 +109,7 @@ MPILAB_TEST(early_receive)
     }
     MPI_Request q[2];
     MPI_Status st[2];
-    CHECK(MPI_Irecv(&a, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
-    CHECK(MPI_Irecv(&b, 1, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
+    post_two(q, &a, &b);
     int done = 0, charged = 0, told = 0;
     double most = 0;
     while (!done) {
@@ -135,17 +141,16 @@ MPILAB_TEST(early_waitall)
     REQUIRE(kit_size == 2);
     char a = 0, b = 0;
     MPI_Barrier(MPI_COMM_WORLD);
-    if (kit_rank == 1) {
-        CHECK(MPI_Send(&a, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD) == MPI_SUCCESS);
+    if (kit_rank == 1) { /* the second 1 s after the first */
         struct timespec d = {1, 0};
+        CHECK(MPI_Send(&a, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD) == MPI_SUCCESS);
         nanosleep(&d, NULL);
         CHECK(MPI_Send(&b, 1, MPI_CHAR, 0, 2, MPI_COMM_WORLD) == MPI_SUCCESS);
         return;
     }
     MPI_Request q[2];
     MPI_Status st[2];
-    CHECK(MPI_Irecv(&a, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &q[0]) == MPI_SUCCESS);
-    CHECK(MPI_Irecv(&b, 1, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &q[1]) == MPI_SUCCESS);
+    post_two(q, &a, &b);
     CHECK(MPI_Waitall(2, q, st) == MPI_SUCCESS);
     printf("early_waitall: both in\n");
 }
