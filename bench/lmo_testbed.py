@@ -621,7 +621,7 @@ def spec_copy(path: str, sets: list[str], no_costs: bool = False) -> str:
     return f.name
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default=str(REPO / "examples/testbed/lmo-hetero4.toml"))
     ap.add_argument("--prefix", default="lmo", help="testbed prefix (your own)")
@@ -664,6 +664,11 @@ def main() -> int:
     ap.add_argument("--independent", help="the independent measurements' JSON (with "
                     "--results)")
     ap.add_argument("--json", help="write the comparison here")
+    return ap
+
+
+def main() -> int:
+    ap = parser()
     a = ap.parse_args()
     if a.eager is not None and not 1 <= a.eager <= 2**31 - 1:
         print("lmo_testbed: --eager must be a size in 1..2^31-1 bytes", file=sys.stderr)
