@@ -373,13 +373,12 @@ def cost_table(lm: dict[str, Any], cf: dict[str, Any],
             lo, hi = a + base, b + base
             conf = f"{lo * 1e6:7.0f}..{hi * 1e6:<7.0f}"
             err = "in" if lo <= cs[r] <= hi else _rel(cs[r], lo if cs[r] < lo else hi)
-        out["rows"].append({"rank": r, "msg_cost": c, "quota": lim is not None,
-                            "clock": "wall" if r in wall else "cpu",
+        clock = "wall" if r in wall else "cpu"
+        out["rows"].append({"rank": r, "msg_cost": c, "quota": lim is not None, "clock": clock,
                             "C_conf_lo": lo, "C_conf_hi": hi, "C": cs[r],
                             "err": (None if lim else (cs[r] - lo) / lo),
                             "flags": nd["C"]["flags"]})
         q = f"{lim['cpu_quota']:g}" if lim else "-"
-        clock = "wall" if r in wall else "cpu"
         print(f"{r:>4} {c * 1e6:11.1f} {clock:>5} {q:>6} {conf} {cs[r] * 1e6:9.1f} {err:>8}  "
               f"{' '.join(nd['C']['flags'])}")
     sl = lm.get("slowest") or {}

@@ -69,8 +69,9 @@ static int grow(mpilab_p2t_result_t *res, unsigned char **valid, size_t *cap, si
 }
 
 /* One repetition of experiment (x, y) on the root, timed into *q; paired (y >= 0): the round
- * trips to x and to y too, into *a and *b, the three in an order that turns with k (so that
- * none is always first after the idle gap between repetitions). */
+ * trips to x and to y too, into *a and *b (unused, may be NULL, when not paired), the three in
+ * an order that turns with k (so that none is always first after the idle gap between
+ * repetitions). */
 static int p2t_rep(MPI_Comm comm, int x, int y, char *buf, size_t bytes, const mpilab_wait_t *w, int paired,
                    size_t k, double *q, double *a, double *b)
 {
@@ -117,9 +118,8 @@ static int p2t_loop(MPI_Comm comm, int me, int root, int x, int y, char *buf, si
     if (stop && rc == MPI_SUCCESS)
         rc = MPI_ERR_NO_MEM;
     while (!stop) {
-        double ax = 0, ay = 0;
-        rc = p2t_rep(comm, x, y, buf, bytes, w, paired, n, &res->samples[n], paired ? &res->rt_x[n] : &ax,
-                     paired ? &res->rt_y[n] : &ay);
+        rc = p2t_rep(comm, x, y, buf, bytes, w, paired, n, &res->samples[n], paired ? &res->rt_x[n] : NULL,
+                     paired ? &res->rt_y[n] : NULL);
         valid[n++] = 1;
         /* paired: until the round trips beside it have their precision too */
         stop = rc != MPI_SUCCESS || (mpilab_stats_should_stop(res->samples, valid, n, prec) &&

@@ -652,7 +652,6 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
         if (nranks < 3)
             return fail(err, errlen, "--models lmo needs at least 3 ranks (a point-to-two triplet), got %d", nranks);
     }
-
     if (c->out) {
         /* the output directory must exist and be writable before measuring */
         char *copy = strdup(c->out);

@@ -44,7 +44,14 @@ static json_t *samples_json(const double *s, size_t n)
     return a;
 }
 
-static double median_of(double *v, size_t n);
+/* The median of v[0..n) (sorted in place; NaN for none). */
+static double median_of(double *v, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
+}
 
 /* The median of n samples (NaN for none), through a sorted copy. */
 static double median_copy(const double *s, size_t n)
@@ -161,14 +168,6 @@ static json_t *links_json(const mpilab_lmo_fit_t *f, size_t np)
 
 /* The slowest node (largest C + M t) and link (largest L + M/beta), each with its ratio to
  * the median of the others. */
-static double median_of(double *v, size_t n)
-{
-    if (n == 0)
-        return NAN;
-    gsl_sort(v, 1, n);
-    return gsl_stats_median_from_sorted_data(v, 1, n);
-}
-
 static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
 {
     size_t P = (size_t)f->p, sn = 0, sl = 0, big = P > np ? P : np;

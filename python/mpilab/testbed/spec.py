@@ -348,10 +348,12 @@ def _int_in(lo: int, hi: int) -> Any:
     return conv
 
 
-def _backend(v: object) -> str:
-    if v not in DELAY_BACKENDS:
-        raise ValueError(f"expected one of {', '.join(DELAY_BACKENDS)}")
-    return str(v)
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def conv(v: object) -> str:
+        if v not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return str(v)
+    return conv
 
 
 def _trim(v: object) -> float | None:
@@ -406,12 +408,6 @@ def _msg_cost(v: object) -> float:
 
 
 MSG_COST_CLOCKS = ("cpu", "wall")
-
-
-def _msg_cost_clock(v: object) -> str:
-    if v not in MSG_COST_CLOCKS:
-        raise ValueError(f"expected one of {', '.join(MSG_COST_CLOCKS)}")
-    return str(v)
 
 
 def _wan_delay(v: object) -> float:
@@ -486,7 +482,8 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     sp.wan_queue = _get(ctx, wan, "wan", "queue", parse_size, sp.wan_queue)
     sp.delayline_buffer = _get(ctx, wan, "wan", "delayline_buffer", parse_size,
                                sp.delayline_buffer)
-    sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _backend, sp.delay_backend)
+    sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _one_of(DELAY_BACKENDS),
+                            sp.delay_backend)
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
     sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
     sp.slow_start_after_idle = _get(ctx, wan, "wan", "slow_start_after_idle", _bool, None)
@@ -564,7 +561,7 @@ def _parse_nodes(ctx: _Ctx, sp: Spec, nodes_t: list[dict[str, Any]], names: set[
             sp.msg_costs[name] = _get(ctx, nd, "node", "msg_cost", _msg_cost, None, i)
         elif "msg_cost_clock" in nd:
             raise ctx.err("node", "msg_cost_clock", "needs msg_cost", i)
-        if _get(ctx, nd, "node", "msg_cost_clock", _msg_cost_clock, "cpu", i) == "wall":
+        if _get(ctx, nd, "node", "msg_cost_clock", _one_of(MSG_COST_CLOCKS), "cpu", i) == "wall":
             sp.msg_cost_wall.append(name)
         if "cpu_quota" not in nd:
             if "cpu_period" in nd:
