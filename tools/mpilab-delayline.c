@@ -9,11 +9,13 @@
 #include "common/common.h"
 #include "mpilab/version.h"
 #include "testbed/delayline.h"
+#include "testbed/delayline_packet.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: mpilab-delayline --dev TUN --delay T [--buffer BYTES] [--stats FILE]\n"
+        "       mpilab-delayline --io packet --peer IP,LEG,MAC [--peer ...] --delay T [...]\n"
         "                        [--pidfile FILE] [--no-vnet-hdr]\n"
         "                        [--rt-priority N | --no-realtime]\n"
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
@@ -23,6 +25,14 @@ static void usage(FILE *f)
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
+        "  --io M          tun (default): packets routed into the tun device --dev;\n"
+        "                  packet: every IPv4 packet arriving on the namespace's interfaces\n"
+        "                  for a --peer is held and sent out of that peer's leg by the line\n"
+        "                  itself (turn the kernel's forwarding off: it would forward a copy)\n"
+        "  --peer IP,LEG,MAC  with --io packet: a node the line delivers to, the interface\n"
+        "                  of this namespace it sits behind and its MAC (repeat, at most %d)\n"
+        "                  A line on packet sockets runs at normal scheduling unless\n"
+        "                  --rt-priority is given\n"
         "  --delay T       hold time, 0 to 60 s: seconds, or with unit s, ms, us, ns (e.g. 5ms)\n"
         "  --buffer BYTES  packet buffer in bytes, binary suffixes K = 1024, M = 1024^2,\n"
         "                  G = 1024^3 (default 64M, at most 16G); full = tail drop\n"
@@ -66,7 +76,7 @@ static void usage(FILE *f)
         "  --spin-last M   a sleeping line wakes this long before each release and spins\n"
         "                  the rest: a duration (20us to 1s), or auto: the largest lateness\n"
         "                  of its last 16 timer wake-ups + 10 us (20 us to 1 ms)\n"
-        "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_DEFAULT_RT_PRIORITY);
+        "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
 static int parse_quantile(const char *arg, double *out)
@@ -136,7 +146,8 @@ static int parse_trim(const char *arg, int64_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The options into opt (peers: room for MPILAB_DL_PEERS_MAX), then the line. */
+static int run(int argc, char **argv, mpilab_dl_peer *peers)
 {
     static const struct option longopts[] = {
         {"dev", required_argument, NULL, 'd'},
@@ -158,6 +169,8 @@ int main(int argc, char **argv)
         {"trim-file", required_argument, NULL, 'T'},
         {"cold-crossing", no_argument, NULL, 'C'},
         {"spin-last", required_argument, NULL, 'S'},
+        {"io", required_argument, NULL, 'i'},
+        {"peer", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -168,6 +181,7 @@ int main(int argc, char **argv)
                              .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
                              .arrival_ingress = 1, .advance = 1, .cpu = -1};
     int rt_set = 0, nort_set = 0;
+    opt.peers = peers;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -232,6 +246,26 @@ int main(int argc, char **argv)
             }
             opt.arrival_ingress = strcmp(optarg, "ingress") == 0;
             break;
+        case 'i':
+            if (strcmp(optarg, "tun") != 0 && strcmp(optarg, "packet") != 0) {
+                fprintf(stderr, "mpilab-delayline: --io %s: expected tun or packet\n", optarg);
+                return 2;
+            }
+            opt.io_packet = strcmp(optarg, "packet") == 0;
+            break;
+        case 'P': {
+            char err[256];
+            if (opt.npeers == MPILAB_DL_PEERS_MAX) {
+                fprintf(stderr, "mpilab-delayline: more than %d --peer\n", MPILAB_DL_PEERS_MAX);
+                return 2;
+            }
+            if (mpilab_dl_peer_parse(optarg, &peers[opt.npeers], err, sizeof(err)) != 0) {
+                fprintf(stderr, "mpilab-delayline: %s\n", err);
+                return 2;
+            }
+            opt.npeers++;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-delayline %s\n", MPILAB_VERSION_STRING); return 0;
         default:
@@ -248,9 +282,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpilab-delayline: --rt-priority and --no-realtime exclude each other\n");
         return 2;
     }
-    if (!opt.dev || opt.delay_ns < 0) {
-        fprintf(stderr, "mpilab-delayline: --dev and --delay are required (see --help)\n");
+    if (opt.io_packet ? opt.npeers == 0 || opt.dev : opt.npeers > 0) {
+        fprintf(stderr, "mpilab-delayline: %s\n", opt.io_packet
+                ? (opt.dev ? "--io packet takes no --dev" : "--io packet needs at least one --peer")
+                : "--peer needs --io packet");
+        return 2;
+    }
+    if ((!opt.dev && !opt.io_packet) || opt.delay_ns < 0) {
+        fprintf(stderr, "mpilab-delayline: --dev (or --io packet) and --delay are required (see --help)\n");
         return 2;
     }
     return mpilab_dl_run(&opt);
+}
+
+int main(int argc, char **argv)
+{
+    mpilab_dl_peer *peers = calloc(MPILAB_DL_PEERS_MAX, sizeof(*peers));
+    if (!peers) {
+        fprintf(stderr, "mpilab-delayline: out of memory\n");
+        return 1;
+    }
+    int rc = run(argc, argv, peers);
+    free(peers);
+    return rc;
 }

@@ -2,6 +2,7 @@
  * tun device, stamp it with its release time, write it back when that time comes. */
 #include "mpilab/cpuidle.h"
 #include "testbed/delayline.h"
+#include "testbed/delayline_packet.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,7 +159,6 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6; }
 
 int mpilab_dl_late_bucket(int64_t late_ns)
 {
@@ -227,8 +227,13 @@ int mpilab_dl_busy(const mpilab_dl_options *opt)
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 {
     memset(out, 0, sizeof(*out));
+    /* auto: SCHED_FIFO for a sleeping line on the tun device as root; not for a busy line,
+     * nor on packet sockets: there a real-time line made lone packets 45-250 us late at a
+     * 100 us delay where normal scheduling kept them within 0.4 us (docs/testbed.md,
+     * session 26) */
     if (opt->realtime == MPILAB_DL_RT_OFF
-        || (opt->realtime == MPILAB_DL_RT_AUTO && (geteuid() != 0 || mpilab_dl_busy(opt))))
+        || (opt->realtime == MPILAB_DL_RT_AUTO
+            && (geteuid() != 0 || mpilab_dl_busy(opt) || opt->io_packet)))
         return 0;
     int strict = opt->realtime == MPILAB_DL_RT_ON;
     struct sched_param sp;
@@ -282,75 +287,6 @@ int mpilab_dl_pin(int cpu)
         return -1;
     }
     return 0;
-}
-
-static int write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
-                       const mpilab_dl_sched *sc, int running, const mpilab_dl_legs *legs)
-{
-    if (!opt->stats)
-        return 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    json_t *o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:b, "
-                          "s:s, s:i, s:b}",
-        "dev", opt->dev, "delay_s", (double)opt->delay_ns * 1e-9,
-        "buffer_bytes", (json_int_t)opt->buffer,
-        "packets", (json_int_t)st->packets, "bytes", (json_int_t)st->bytes,
-        "dropped", (json_int_t)st->dropped, "dropped_bytes", (json_int_t)st->dropped_bytes,
-        "write_errors", (json_int_t)st->write_errors,
-        "late_mean_s", st->packets ? st->late_sum_s / (double)st->packets : 0.0,
-        "late_max_s", st->late_max_s, "max_held_bytes", (json_int_t)st->max_held_bytes,
-        "cpu_user_s", tv_s(ru.ru_utime), "cpu_sys_s", tv_s(ru.ru_stime),
-        "running", running, "sched", sc->fifo ? "fifo" : "other", "rt_priority", sc->priority,
-        "mlocked", sc->mlocked);
-    if (o) {
-        json_object_set_new(o, "idle_poll", json_boolean(sc->idle_poll));
-        json_object_set_new(o, "cpu", json_integer(sc->cpu));
-        /* the trim taken off every hold (measured from outside: the path's own cost) */
-        json_object_set_new(o, "trim_s", json_real((double)st->trim_ns * 1e-9));
-        json_object_set_new(o, "hold_s", json_real((double)st->hold_ns * 1e-9));
-        json_object_set_new(o, "trim_reads", json_integer((json_int_t)st->trim_reads));
-        json_object_set_new(o, "cold_crossing", mpilab_dl_cold_json(st, legs, opt->cold));
-        json_t *w = mpilab_dl_wait_json(st, opt->spin_last_ns);
-        if (w)
-            json_object_update(o, w);
-        json_decref(w);
-    }
-    json_t *hist = json_array();
-    for (int b = 0; o && hist && b < MPILAB_DL_LATE_BUCKETS; b++)
-        json_array_append_new(hist, json_integer((json_int_t)st->late_hist[b]));
-    if (o && hist) {
-        json_object_set_new(o, "late_hist", hist);
-        json_object_set_new(o, "late_hist_bounds_s", json_pack("[f,f,f,f]", 1e-5, 1e-4, 1e-3, 1e-2));
-        /* per-packet lateness percentiles (upper bounds of 19%-wide bins): what a lone
-         * packet sees is the low end, what a busy line does the high end */
-        json_object_set_new(o, "late_percentiles_s",
-                            json_pack("{s:f,s:f,s:f,s:f}", "p50", mpilab_dl_late_quantile(st, 0.5), "p90",
-                                      mpilab_dl_late_quantile(st, 0.9), "p99", mpilab_dl_late_quantile(st, 0.99),
-                                      "max", st->late_max_s));
-        json_object_set_new(o, "wake_margin_s", json_real((double)mpilab_dl_wake_margin(st) * 1e-9));
-        json_object_set_new(o, "spun_releases", json_integer((json_int_t)st->spins));
-        json_object_set_new(o, "arrivals_kernel_stamped", json_integer((json_int_t)st->kstamped));
-        json_object_set_new(o, "arrivals_compensated", json_integer((json_int_t)st->compensated));
-        json_object_set_new(o, "arrival_comp_mean_s",
-                            json_real(st->compensated ? st->comp_sum_s / (double)st->compensated : 0.0));
-        json_object_set_new(o, "busy_poll", json_boolean(st->busy));
-        json_object_set_new(o, "leg_tap", json_boolean(st->legs));
-        json_object_set_new(o, "arrivals_ingress_stamped", json_integer((json_int_t)st->ingress_stamped));
-        json_object_set_new(o, "router", mpilab_dl_router_json(st));
-    } else {
-        json_decref(hist);
-    }
-    if (!o) {
-        fprintf(stderr, "mpilab-delayline: out of memory\n");
-        return -1;
-    }
-    char err[512];
-    int rc = mpilab_json_write_atomic(opt->stats, o, err, sizeof(err));
-    json_decref(o);
-    if (rc != 0)
-        fprintf(stderr, "mpilab-delayline: %s\n", err);
-    return rc;
 }
 
 static int open_tun(const mpilab_dl_options *opt)
@@ -416,6 +352,7 @@ static int open_tun(const mpilab_dl_options *opt)
 typedef struct dl_state {
     const mpilab_dl_options *opt;
     int fd, tap;
+    mpilab_dl_pkt *pk;         /* --io packet: the packet socket (fd is its); NULL: tun */
     size_t vh;                 /* virtio header bytes before each packet */
     mpilab_dl_ring *ring;
     unsigned char *scratch;
@@ -489,7 +426,7 @@ static int64_t release_due(dl_state *s, int64_t now)
         if (s->legs && h->len > s->vh) /* before the write: its egress comes during it */
             mpilab_dl_legs_written(s->legs, pkt + s->vh, h->len - s->vh, tw, h->arr_ns,
                                    mpilab_dl_gap_bucket(tw - s->last_write));
-        if (write(s->fd, pkt, h->len) < 0)
+        if (s->pk ? mpilab_dl_pkt_send(s->pk, pkt, h->len) != 0 : write(s->fd, pkt, h->len) < 0)
             s->st.write_errors++;
         count_release(&s->st, h->len, tw - at, adv, cold, s->opt->cold && s->legs);
         mpilab_dl_ring_pop(s->ring);
@@ -499,13 +436,44 @@ static int64_t release_due(dl_state *s, int64_t now)
     return now;
 }
 
+/* --io packet: one frame off the legs into buf; its length, 0 (none waiting), -1 (error)
+ * or -2 (a frame that is not the line's); *own: its kernel stamp (CLOCK_MONOTONIC, -1). */
+static ssize_t take_packet(dl_state *s, unsigned char *buf, int64_t *own)
+{
+    size_t len = 0;
+    int64_t rt = -1;
+    int r = mpilab_dl_pkt_take(s->pk, buf, DL_MAX_PACKET, &len, &rt);
+    if (r != 1)
+        return r == 2 ? -2 : r;
+    *own = mpilab_dl_rt_to_mono(&s->clk, rt, 1000000000);
+    return (ssize_t)len;
+}
+
+/* The statistics' "io" object: the I/O mode and, for packet sockets, their counters. */
+static json_t *io_json(dl_state *s)
+{
+    if (!s->pk)
+        return json_pack("{s:s}", "mode", "tun");
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "mode", "packet",
+                     "peers", (json_int_t)s->pk->npeers, "ignored", (json_int_t)s->pk->ignored,
+                     "ttl_expired", (json_int_t)s->pk->ttl_expired,
+                     "send_errors", (json_int_t)s->pk->send_errors,
+                     "queue_drops", (json_int_t)s->pk->queue_drops,
+                     "last_send_error", s->pk->last_errno ? strerror(s->pk->last_errno) : "",
+                     "socket_drops", (json_int_t)mpilab_dl_pkt_drops(s->pk));
+}
+
 /* Take in at most one packet, dated by the kernel where it can be: at the router's ingress
  * leg, else at the tun device, else the estimated correction. 1: a packet was read (or
  * dropped), 0: none waits, -1: error. */
 static int read_one(dl_state *s)
 {
     unsigned char *dst = mpilab_dl_ring_reserve(s->ring, DL_MAX_PACKET);
-    ssize_t n = read(s->fd, dst ? dst : s->scratch, DL_MAX_PACKET);
+    int64_t own = -1; /* --io packet: the packet socket's own kernel stamp */
+    ssize_t n = s->pk ? take_packet(s, dst ? dst : s->scratch, &own)
+                      : read(s->fd, dst ? dst : s->scratch, DL_MAX_PACKET);
+    if (s->pk && n <= 0)
+        return (int)n == -2 ? 1 : (int)n;
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return 0;
@@ -521,7 +489,7 @@ static int read_one(dl_state *s)
     size_t off = (size_t)n > s->vh ? s->vh : 0;
     const unsigned char *pkt = dst + off;
     size_t plen = (size_t)n - off;
-    int64_t tun = mpilab_dl_tap_arrival(s->tap, &s->clk, pkt, plen);
+    int64_t tun = s->pk ? own : mpilab_dl_tap_arrival(s->tap, &s->clk, pkt, plen);
     int dir = 0;
     int64_t leg = s->legs ? mpilab_dl_legs_ingress(s->legs, &s->st, s->st.hold_ns, pkt, plen, now, &dir) : -1;
     if (tun > now)
@@ -615,7 +583,7 @@ static void set_trim(dl_state *s, int64_t trim_ns)
 
 /* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
  * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
-static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
+static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpilab_dl_ring *ring,
                    unsigned char *scratch, const sigset_t *orig, const mpilab_dl_sched *sched)
 {
     dl_state *s = calloc(1, sizeof(*s));
@@ -624,12 +592,15 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
         return 1;
     }
     s->opt = opt;
-    s->fd = fd;
+    s->fd = pk ? pk->fd : fd;
+    s->pk = pk;
     s->ring = ring;
     s->scratch = scratch;
-    s->vh = opt->vnet_hdr ? DL_VNET_HDR_LEN : 0;
-    s->tap = mpilab_dl_tap_open(opt->dev); /* -1 (no CAP_NET_RAW): the estimated correction */
-    if (opt->leg_stamps && (s->legs = calloc(1, sizeof(*s->legs))) && mpilab_dl_legs_open(s->legs, opt->dev) != 0) {
+    s->vh = pk ? MPILAB_DL_PKT_IP_OFF : opt->vnet_hdr ? DL_VNET_HDR_LEN : 0;
+    /* -1 (no CAP_NET_RAW, or packet sockets): the estimated correction */
+    s->tap = pk ? -1 : mpilab_dl_tap_open(opt->dev);
+    if (opt->leg_stamps && (s->legs = calloc(1, sizeof(*s->legs)))
+        && mpilab_dl_legs_open(s->legs, pk ? NULL : opt->dev) != 0) {
         free(s->legs);
         s->legs = NULL;
     }
@@ -666,7 +637,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
         }
         if (g_dump) {
             g_dump = 0;
-            write_stats(opt, &s->st, sched, 1, s->legs);
+            mpilab_dl_write_stats(opt, &s->st, sched, 1, s->legs, io_json(s));
         }
         if (g_stop)
             break;
@@ -676,7 +647,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_ring *ring,
         }
     }
     /* packets still held are dropped, as on a link that goes away */
-    if (write_stats(opt, &s->st, sched, 0, s->legs) != 0 && rc == 0)
+    if (mpilab_dl_write_stats(opt, &s->st, sched, 0, s->legs, io_json(s)) != 0 && rc == 0)
         rc = 1;
     if (s->tap >= 0)
         close(s->tap);
@@ -707,7 +678,8 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         fprintf(stderr, "mpilab-delayline: out of memory\n");
         return 1;
     }
-    int fd = open_tun(opt);
+    mpilab_dl_pkt pks, *pk = opt->io_packet ? &pks : NULL;
+    int fd = pk ? (mpilab_dl_pkt_open(pk, opt->peers, opt->npeers) == 0 ? pk->fd : -1) : open_tun(opt);
     if (fd < 0) {
         free(scratch);
         mpilab_dl_ring_free(&ring);
@@ -757,7 +729,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         }
     }
 
-    int rc = dl_loop(opt, fd, &ring, scratch, &orig, &sched);
+    int rc = dl_loop(opt, fd, pk, &ring, scratch, &orig, &sched);
     if (qos >= 0)
         close(qos); /* the latency request ends with it */
     close(fd);

@@ -139,6 +139,10 @@ typedef struct mpilab_dl_options {
     int cold;              /* 1: --cold-crossing (mpilab_dl_cold_cost) */
     int64_t spin_last_ns;  /* 0: the default wake margin; -1: auto (mpilab_dl_spin_margin);
                             * > 0: wake this long before each release and spin the rest */
+    int io_packet;         /* 1: --io packet (delayline_packet.h): packet sockets on the
+                            * router's legs instead of a tun device (dev unused) */
+    struct mpilab_dl_peer *peers; /* --io packet: the nodes delivered to */
+    size_t npeers;
 } mpilab_dl_options;
 
 /* --spin-last: a sleeping line wakes this long before a release and spins the rest, so
@@ -302,7 +306,10 @@ typedef struct mpilab_dl_legs {
 int mpilab_dl_tap_open(const char *dev);
 /* The kernel's arrival time (CLOCK_MONOTONIC ns) at the tun device of the packet just read, or -1. */
 int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned char *pkt, size_t len);
-/* Open the leg tap (every interface but `tun_dev`); 0, or -1 (no CAP_NET_RAW: not used). */
+/* A kernel stamp (CLOCK_REALTIME ns) as CLOCK_MONOTONIC, or -1 (unknown, or older than max_age_ns). */
+int64_t mpilab_dl_rt_to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns);
+/* Open the leg tap (every interface but `tun_dev`; NULL: every interface); 0, or -1 (no
+ * CAP_NET_RAW: not used). */
 int mpilab_dl_legs_open(mpilab_dl_legs *L, const char *tun_dev);
 void mpilab_dl_legs_close(mpilab_dl_legs *L);
 /* Read every record waiting: ingress ones are queued, egress ones matched to written
@@ -347,6 +354,11 @@ typedef struct mpilab_dl_sched {
 /* Apply opt->realtime / rt_priority to the calling process. Returns 0 (warnings, if any,
  * printed as one line), or -1 with a one-line error when MPILAB_DL_RT_ON was refused. */
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out);
+/* Write the statistics file (opt->stats; nothing when NULL): 0, or -1 with a one-line
+ * message. `io` (taken over, may be NULL): the I/O mode's object ("io"). */
+int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
+                          const mpilab_dl_sched *sc, int running, const struct mpilab_dl_legs *legs,
+                          struct json_t *io);
 
 /* Attach to the tun device and run until SIGTERM/SIGINT. Returns a process exit code;
  * errors are printed as one line on stderr. */

@@ -118,6 +118,11 @@ static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
     return t <= mono + 1000 && mono - t < max_age_ns ? t : -1;
 }
 
+int64_t mpilab_dl_rt_to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
+{
+    return to_mono(c, rt_ns, max_age_ns);
+}
+
 /* ---- the tun device's tap ----
  * It sees each packet the kernel hands to the tun device (the packet tap in the transmit
  * path, just before the tun queue) with a kernel timestamp. Records arrive in the tun
@@ -276,7 +281,7 @@ int mpilab_dl_legs_open(mpilab_dl_legs *L, const char *tun_dev)
 {
     memset(L, 0, sizeof(*L));
     L->fd = -1;
-    int tun = ifindex_of(tun_dev);
+    int tun = tun_dev ? ifindex_of(tun_dev) : 0; /* 0: no tun device to leave out */
     if (tun < 0)
         return -1;
     /* every interface but the tun device, IPv4 and IPv6 only, first MPILAB_DL_SNAP bytes */

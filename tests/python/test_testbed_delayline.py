@@ -22,6 +22,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from mpilab.errors import MpilabError
 from mpilab.testbed import capture, net, oneway, spec
 
 pytestmark = [pytest.mark.root,
@@ -389,3 +390,95 @@ def test_cold_crossing_and_spin_last_reach_the_line(
             assert stats["spin_last"]["mode"] == "off"  # type: ignore[index]
     finally:
         os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
+
+
+TCP_SINK = r"""
+import hashlib, socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); s.settimeout(30)
+print('ready', flush=True)
+c, _ = s.accept(); c.settimeout(30); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    h.update(b); n += len(b)
+print(n, h.hexdigest(), flush=True)
+"""
+TCP_SOURCE = r"""
+import hashlib, socket, sys
+data = bytes((k * 131 + k // 7) & 255 for k in range(1 << 22))
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+c.sendall(data); c.close()
+print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
+"""
+
+
+def _tcp_transfer(sp: spec.Spec, client: str, server: str) -> tuple[str, str]:
+    """4 MiB over TCP client -> server (GSO super-packets, checksums left to the device):
+    what the server received and what the client sent, as 'bytes sha256' lines."""
+    addr = sp.addr(server, 0)
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
+                            TCP_SINK, addr, "7788"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        assert srv.stdout.readline().strip() == "ready"
+        sent = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                               TCP_SOURCE, addr, "7788"], capture_output=True, text=True,
+                              timeout=60, check=True).stdout.strip()
+        got, _ = srv.communicate(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    return got.strip(), sent
+
+
+def test_packet_io_forwards_in_place_of_the_router(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """wan.delay_io = "packet": the router does not forward (ip_forward 0), the line takes
+    the packets off the legs and sends them on itself. Lone UDP datagrams (checksums left to
+    the device) cross both ways no earlier than the delay, one way by the kernel's stamps at
+    the two nodes; ping's round trip holds both crossings; 4 MiB over TCP (GSO
+    super-packets) arrive whole; the statistics say packet I/O at normal scheduling and
+    count what crossed."""
+    with _delayed_testbed(tmp_path_factory, f"p{os.getpid() % 100000}",
+                          f"{DELAY_S * 1e3:g}ms", "packet delay line",
+                          'delay_io = "packet"\n') as sp:
+        fwd = subprocess.run(["ip", "netns", "exec", sp.router_ns(), "sysctl", "-n",
+                              "net.ipv4.ip_forward"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert fwd == "0"
+        there, back = oneway.udp_oneway(sp, "s0n0", "s1n0", COUNT, 0.2)
+        assert len(there) == len(back) == COUNT
+        # nothing before its delay (with the kernel forwarding too, a copy would come at once);
+        # no upper bound: a line at normal scheduling waits for busy CPUs (the suite's hogs)
+        assert min(there) >= DELAY_S and min(back) >= DELAY_S, (there, back)
+        rtts = oneway.icmp_rtt(sp, "s0n0", "s1n0", COUNT, 0.2)
+        assert min(rtts) >= 2 * DELAY_S
+        got, sent = _tcp_transfer(sp, "s0n0", "s1n0")
+        assert got == sent and sent.startswith(f"{1 << 22} "), (got, sent)
+        st = _stats(sp.prefix)
+        jsonschema.validate(st, STATS_SCHEMA)
+        assert st["sched"] == "other" and st["leg_tap"] is True
+        io = st["io"]
+        assert isinstance(io, dict) and io["mode"] == "packet" and io["peers"] == 2
+        assert io["send_errors"] == 0 and io["ttl_expired"] == 0
+        assert st["packets"] >= 4 * COUNT  # type: ignore[operator]
+        assert net.load_state(sp.prefix)["delayline_io"][:2] == ["--io", "packet"]  # type: ignore[index]
+
+
+def test_packet_io_refuses_what_it_cannot_do() -> None:
+    """One line naming the key, before any testbed is touched."""
+    base = ('prefix = "pq"\n[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\n'
+            'delay = "2ms"\ndelay_io = "packet"\n')
+    for extra, words in (('delay_backend = "netem"\n', "netem"),
+                         ('delay_trim = "auto"\n', "auto"),
+                         ('[[link]]\nnode = "s0n0"\nwan_delay = "1ms"\n', "[[link]] wan_delay")):
+        with pytest.raises(MpilabError) as e:
+            spec.load_text(base + extra, "p.toml")
+        assert str(e.value).startswith("p.toml:") and "wan.delay_io" in str(e.value), e.value
+        assert words in str(e.value)
+    with pytest.raises(MpilabError) as e:
+        spec.load_text(base.replace('"packet"', '"socket"'), "p.toml")
+    assert str(e.value).startswith("p.toml:7: wan.delay_io"), e.value

@@ -49,7 +49,19 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --trim", "--dev x --delay 5ms --trim-file",
                          "--dev x --delay 5ms --spin-last 5us", "--dev x --delay 5ms --spin-last 2s",
                          "--dev x --delay 5ms --spin-last soon", "--dev x --delay 5ms --spin-last",
-                         "--dev x --delay 5ms --cold-crossing=yes"};
+                         "--dev x --delay 5ms --cold-crossing=yes",
+                         "--io packet --delay 5ms", "--io socket --delay 5ms",
+                         "--dev x --io packet --peer 10.0.0.1,s0r0,02:00:00:00:00:01 --delay 5ms",
+                         "--dev x --peer 10.0.0.1,s0r0,02:00:00:00:00:01 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0 --delay 5ms",
+                         "--io packet --peer 10.0.0.300,s0r0,02:00:00:00:00:01 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,,02:00:00:00:00:01 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,averyveryverylongname,02:00:00:00:00:01 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0,02:00:00:00:00 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0,02:00:00:00:00:01:03 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0,zz:00:00:00:00:01 --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0,02:00:00:00:00:01,x --delay 5ms",
+                         "--io packet --peer 10.0.0.1,s0r0,02:00:00:00:00:01"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char out[4096];
         int rc = run(bad[i], out, sizeof(out));
@@ -72,7 +84,7 @@ MPILAB_TEST(help_and_version)
 {
     REQUIRE(getenv("MPILAB_DELAYLINE")); /* the tool under test (the ctest sets it) */
     const char *bin = getenv("MPILAB_DELAYLINE");
-    char out[4096];
+    char out[16384]; /* the whole help text */
     const char *info[][2] = {{"-h", "K = 1024"}, {"--help", "--busy-poll M"}, {"--version", "mpilab-delayline "}};
     for (size_t i = 0; i < sizeof(info) / sizeof(info[0]); i++) {
         char cmd[1024];

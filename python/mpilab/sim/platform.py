@@ -74,7 +74,7 @@ UNSUPPORTED = {
                            "simulated hosts take it as SMPI's per-host overheads (smpi/os, "
                            "smpi/or: docs/models.md)",
 }
-EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.burst",
+EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.delay_io", "wan.burst",
                  "cluster.segment_offload", "cluster.shared_cpu_group")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
-from mpilab.testbed.spec import Spec
+from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
 
 DELAY_TABLE = 100
@@ -326,9 +326,13 @@ def up(spec: Spec) -> str:
     if spec.node_limits or spec.cpu_group_shared():
         check_cpu_controller()
     netem_ok = None
-    if spec.max_delay() > 0 and spec.delay_backend != "delayline":
+    if spec.delay_io == "packet" and spec.delay_backend == "netem":
+        raise MpilabError(f"{spec.source}: wan.delay_io = \"packet\" is the delay line's; "
+                          "the delay backend is netem")
+    requested = "delayline" if spec.delay_io == "packet" else spec.delay_backend
+    if spec.max_delay() > 0 and requested != "delayline":
         netem_ok = netem_available(spec.prefix)
-    backend = choose_delay_backend(spec.delay_backend, spec.max_delay(), netem_ok, spec.source)
+    backend = choose_delay_backend(requested, spec.max_delay(), netem_ok, spec.source)
     if backend == "netem" and spec.delay_groups():
         raise MpilabError(f"{spec.source}: per-node wan_delay needs the delay line backend "
                           "(netem delays by destination)")
@@ -523,7 +527,10 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
         batch("tc", sw, sw_tc)
     batch("ip", router, r_ip)
     batch("tc", router, r_tc)
-    sh(["ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1",
+    # with the delay line on packet sockets the line forwards between sites, not the kernel
+    packet_line = backend == "delayline" and spec.delay_io == "packet" and spec.wan_delay > 0
+    sh(["ip", "netns", "exec", router, "sysctl", "-qw",
+        f"net.ipv4.ip_forward={0 if packet_line else 1}",
         "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
 
     state: dict[str, Any] = {"spec": spec.to_dict(), "key": _spec_key(spec),
@@ -533,9 +540,14 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
         if not delayline:
             raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
         pids = []
-        if spec.wan_delay > 0:
+        io = ["--dev", DL_DEV]
+        if packet_line:
+            pid, io = _start_packet_line(spec, sd, delayline)
+            pids.append(pid)
+        elif spec.wan_delay > 0:
             pids.append(_start_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV,
                                          DELAY_TABLE, delay_rules(spec, 0)))
+        if spec.wan_delay > 0:
             state["delay_trim"] = _delay_trim(spec, sd, pids[0])
         for k, (d, _) in enumerate(spec.delay_groups(), 1):
             pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
@@ -543,6 +555,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
         state["delayline_pid"] = pids[0] if pids else None
         state["delayline_pids"] = pids
         state["delayline_args"] = delayline_args()
+        state["delayline_io"] = io
     atomic_write_text(sd / "state.json", json.dumps(state, indent=1) + "\n")
 
 
@@ -568,17 +581,18 @@ def delayline_args() -> list[str]:
     return shlex.split(os.environ.get("MPILAB_DELAYLINE_ARGS", ""))
 
 
-def _spawn_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: str,
+def _spawn_delayline(spec: Spec, sd: Path, delayline: str, delay: float, io: list[str],
                      name: str, extra: list[str]) -> int:
-    """Start one mpilab-delayline on the router's tun device `dev`; its pid once it has
-    attached (pidfile written), or a one-line error with the last line of its log."""
+    """Start one mpilab-delayline in the router with I/O options `io` (["--dev", TUN] or
+    ["--io", "packet", "--peer", ...]); its pid once it has attached (pidfile written), or
+    a one-line error with the last line of its log."""
     router = spec.router_ns()
     pidfile = sd / f"{name}.pid"
     pidfile.unlink(missing_ok=True)
     log = open(sd / f"{name}.log", "ab")
     try:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", router, delayline, *extra, "--dev", dev,
+            ["ip", "netns", "exec", router, delayline, *extra, *io,
              "--delay", f"{delay!r}", "--buffer", str(spec.delayline_buffer),
              "--stats", str(sd / f"{name}.json"), "--pidfile", str(pidfile),
              "--trim-file", str(sd / f"{name}.trim")],
@@ -602,7 +616,7 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: st
     trim = (spec.delay_trim or 0.0) if name == "delayline" else 0.0
     atomic_write_text(sd / f"{name}.trim", f"{trim * 1e9:.0f}ns\n")
     # extra options for the delay line, e.g. --no-realtime (benchmarks compare both)
-    pid = _spawn_delayline(spec, sd, delayline, delay, dev, name, delayline_args())
+    pid = _spawn_delayline(spec, sd, delayline, delay, ["--dev", dev], name, delayline_args())
     batch("ip", router, [
         f"link set {dev} txqueuelen 10000 up",
         f"route add default dev {dev} table {table}",
@@ -610,6 +624,31 @@ def _start_delayline(spec: Spec, sd: Path, delayline: str, delay: float, dev: st
     ])
     sh(["ip", "netns", "exec", router, "sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0"])
     return pid
+
+
+def _start_packet_line(spec: Spec, sd: Path, delayline: str) -> tuple[int, list[str]]:
+    """The default delay line on packet sockets (wan.delay_io = "packet"): every node's
+    address on every rail is a peer behind its site's leg; the router does not forward.
+    Returns its pid and I/O options."""
+    atomic_write_text(sd / "delayline.trim", f"{(spec.delay_trim or 0.0) * 1e9:.0f}ns\n")
+    io = ["--io", "packet"]
+    for node in spec.node_names():
+        site = parse_node(node)[0]
+        for r in range(spec.rails):
+            mac = _link_mac(spec.ns(node), f"r{r}")
+            io += ["--peer", f"{spec.addr(node, r)},s{site}r{r},{mac}"]
+    return _spawn_delayline(spec, sd, delayline, spec.wan_delay, io, "delayline",
+                            delayline_args()), io
+
+
+def _link_mac(ns: str, dev: str) -> str:
+    """The MAC address of interface `dev` in namespace `ns`."""
+    out = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "dev", dev], capture_output=True,
+                         text=True, check=False)
+    try:
+        return str(json.loads(out.stdout)[0]["address"])
+    except (ValueError, LookupError, TypeError):
+        raise MpilabError(f"{ns}: no MAC address for {dev} ({out.stderr.strip()})") from None
 
 
 def restart_delayline(prefix: str, extra: list[str]) -> int:
@@ -627,7 +666,8 @@ def restart_delayline(prefix: str, extra: list[str]) -> int:
     spec = Spec.from_dict(st["spec"])
     kill_pids([int(st["delayline_pid"])])
     sd = state_dir(prefix)
-    pid = _spawn_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV, "delayline", extra)
+    pid = _spawn_delayline(spec, sd, delayline, spec.wan_delay,
+                           list(st.get("delayline_io") or ["--dev", DL_DEV]), "delayline", extra)
     st["delayline_pid"] = pid
     st["delayline_pids"] = [pid, *st.get("delayline_pids", [])[1:]]
     st["delayline_args"] = list(extra)

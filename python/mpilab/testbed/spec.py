@@ -26,6 +26,7 @@ MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
 RING_OVERHEAD = 1.1  # record headers and alignment in the delay line's ring
 DELAY_BACKENDS = ("auto", "delayline", "netem")
+DELAY_IOS = ("tun", "packet")
 
 DEFAULT_SPEC = """\
 # built-in default: two sites of four nodes, one rail each
@@ -50,6 +51,7 @@ _KEYS: dict[str, set[str]] = {
                 "shared_cpu_group", "segment_offload"},
     "lan": {"rate", "queue"},
     "wan": {"node_rate", "total_rate", "delay", "queue", "delayline_buffer", "delay_backend",
+            "delay_io",
             "socket_buffer", "delay_trim", "slow_start_after_idle", "burst"},
     "link": {"node", "rail", "lan_rate", "wan_rate", "wan_delay"},
     "node": {"name", "cpu_quota", "cpu_period", "msg_cost", "msg_cost_clock"},
@@ -105,6 +107,9 @@ class Spec:
     wan_queue: int = 512 * 1024
     delayline_buffer: int = 64 * 1024**2
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
+    # how the delay line takes packets in and out: "tun" (routed into a tun device) or
+    # "packet" (packet sockets on the router's legs, kernel forwarding off; docs/testbed.md)
+    delay_io: str = "tun"
     # taken off the delay line's hold: the path's own cost beyond the undelayed route, so a
     # lone packet sees the configured delay; None = "auto" (measured at up, oneway.py)
     delay_trim: float | None = 0.0
@@ -228,6 +233,7 @@ class Spec:
             "wan_node_rate": self.wan_node_rate, "wan_total_rate": self.wan_total_rate,
             "wan_delay": self.wan_delay, "wan_queue": self.wan_queue,
             "delayline_buffer": self.delayline_buffer, "delay_backend": self.delay_backend,
+            "delay_io": self.delay_io,
             "delay_trim": self.delay_trim, "socket_buffer": self.socket_buffer,
             "slow_start_after_idle": self.slow_start_after_idle,
             "links": [o.__dict__ for o in self.links],
@@ -484,6 +490,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
                                sp.delayline_buffer)
     sp.delay_backend = _get(ctx, wan, "wan", "delay_backend", _one_of(DELAY_BACKENDS),
                             sp.delay_backend)
+    sp.delay_io = _get(ctx, wan, "wan", "delay_io", _one_of(DELAY_IOS), sp.delay_io)
     sp.socket_buffer = _get(ctx, wan, "wan", "socket_buffer", _socket_buffer, None)
     sp.delay_trim = _get(ctx, wan, "wan", "delay_trim", _trim, sp.delay_trim)
     sp.slow_start_after_idle = _get(ctx, wan, "wan", "slow_start_after_idle", _bool, None)
@@ -532,7 +539,24 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
             _check_buffer(ctx, sp, "link", "wan_delay", o.wan_delay, i)
         sp.links.append(o)
     _parse_nodes(ctx, sp, nodes_t, names)
+    _check_delay_io(ctx, sp)
     return sp
+
+
+def _check_delay_io(ctx: _Ctx, sp: Spec) -> None:
+    """wan.delay_io = "packet" runs one delay line on the router's legs: no netem, no
+    per-node lines, no trim measured by switching the policy routes (there are none)."""
+    if sp.delay_io != "packet":
+        return
+    if sp.delay_backend == "netem":
+        raise ctx.err("wan", "delay_io", "\"packet\" is the delay line's; wan.delay_backend "
+                      "is \"netem\"")
+    if sp.delay_trim is None:
+        raise ctx.err("wan", "delay_io", "\"packet\" cannot measure wan.delay_trim = \"auto\" "
+                      "(set a duration, or use \"tun\")")
+    if any(o.wan_delay is not None for o in sp.links):
+        raise ctx.err("wan", "delay_io", "\"packet\" runs one delay line; a [[link]] "
+                      "wan_delay needs \"tun\"")
 
 
 def _node_name(ctx: _Ctx, entry: dict[str, Any], table: str, key: str, names: set[str],

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The delay line's I/O and scheduling side by side: a lone packet's one-way delay across a
+2 x 2 testbed's WAN beyond the configured delay, for several delay-line variants brought up
+at once (one testbed each) and measured in turns, run by run, against the same testbed
+without a WAN delay (the router forwarding directly) measured in the same turn.
+
+A variant is NAME=IO|ARGS: IO is wan.delay_io (tun or packet), ARGS the delay line's extra
+options ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;packet=packet|".
+Per run and variant: UDP-0, the worse direction's median one-way time of lone kernel-stamped
+UDP datagrams (mpilab.testbed.oneway: stamped where they leave the sender's interface and
+reach the receiver's; the echo of the undelayed reference waits D, so both ways have been
+idle as long as behind the line) minus the undelayed median minus D; ICMP-0 the same from
+kernel-stamped ICMP echoes, half the round trip. Nothing here reads the delay line's own
+counters, except its CPU time and I/O counters printed at the end of each delay.
+
+Needs root. Example (one bench slot per delay or two):
+  /work/shared/tools/mlock bench python3 bench/delayline_io.py --delays 100us,1ms --runs 4 \\
+      --variants "tun=tun|;norr=tun|--no-realtime;packet=packet|"
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import sys
+
+from harness import loadavg
+from mpilab.errors import MpilabError
+from mpilab.testbed import net, oneway, spec
+from mpilab.units import parse_duration
+
+
+def up(delay: str, prefix: str, io: str, args: str) -> spec.Spec:
+    os.environ["MPILAB_DELAYLINE_ARGS"] = args
+    try:
+        text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
+                f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
+                f'delay = "{delay}"\ndelay_backend = "delayline"\ndelay_io = "{io}"\n')
+        sp = spec.load_text(text, f"<{prefix}>")
+        net.up(sp)
+        return sp
+    finally:
+        os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
+
+
+def measure(sp: spec.Spec, d: float, count: int,
+            reply_after: float = 0.0) -> tuple[list[float], list[float], list[float]]:
+    gap = max(0.2, 3 * d)
+    fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", count, gap, reply_after)
+    return fwd, back, oneway.icmp_rtt(sp, "s0n0", "s1n0", count, gap)
+
+
+def one_delay(delay: str, a: argparse.Namespace,
+              variants: list[tuple[str, str, str]]) -> dict[str, list[tuple[float, float]]]:
+    d, med = parse_duration(delay), statistics.median
+    out: dict[str, list[tuple[float, float]]] = {}
+    prefixes = [f"{a.prefix}{k}" for k in range(len(variants) + 1)]
+    try:
+        base_sp = up("0ms", prefixes[-1], "tun", "")
+        sps = [(name, up(delay, prefixes[k], io, args))
+               for k, (name, io, args) in enumerate(variants)]
+        for r in range(a.runs):
+            bf, bb, bw = measure(base_sp, d, a.count, d)
+            line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
+                   f"{med(bb) * 1e6:.1f} us"
+            for name, sp in sps:
+                f, b, w = measure(sp, d, a.count)
+                udp = max(med(f) - med(bf), med(b) - med(bb)) - d
+                icmp = (med(w) - med(bw)) / 2 - d
+                out.setdefault(name, []).append((udp, icmp))
+                line += f" | {name}: UDP-0 {udp * 1e6:6.1f} ICMP-0 {icmp * 1e6:6.1f}"
+            print(line, flush=True)
+        for name, sp in sps:
+            st = net.delayline_stats(sp.prefix) or {}
+            cpu = float(st.get("cpu_user_s", 0.0)) + float(st.get("cpu_sys_s", 0.0))
+            print(f"   {delay} {name}: line sched {st.get('sched')}, cpu {cpu:.2f} s, "
+                  f"io {st.get('io')}", flush=True)
+    finally:
+        for p in prefixes:
+            net.down(p)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--delays", default="100us,1ms")
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--count", type=int, default=7, help="lone packets per run, path, probe")
+    ap.add_argument("--prefix", default="dio")
+    ap.add_argument("--variants", default="tun=tun|;packet=packet|")
+    a = ap.parse_args()
+    variants = []
+    for v in a.variants.split(";"):
+        name, eq, rest = v.partition("=")
+        io, bar, args = rest.partition("|")
+        if not eq or not name or not bar or io not in ("tun", "packet"):
+            ap.error(f"--variants: '{v}' is not NAME=tun|ARGS or NAME=packet|ARGS")
+        variants.append((name, io, args))
+    if not 1 <= a.runs <= 100 or not 1 <= a.count <= 1000:
+        ap.error("--runs 1..100, --count 1..1000")
+    try:
+        delays = [(x, parse_duration(x)) for x in a.delays.split(",")]
+    except MpilabError as e:
+        ap.error(f"--delays: {e}")
+    if os.geteuid() != 0:
+        ap.error("needs root (network namespaces)")
+    # a stopped bench slot (SIGTERM) still takes the testbeds down (the finally blocks)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print(f"load at start: {loadavg()}", flush=True)
+    res = {delay: one_delay(delay, a, variants) for delay, _ in delays}
+    print("\nbeyond the configured delay (us): median (range); runs within 10 us")
+    for delay, per in res.items():
+        for name, xs in per.items():
+            udp, icmp = [u for u, _ in xs], [i for _, i in xs]
+            print(f"{delay:>6} {name:>10}: UDP-0 {statistics.median(udp) * 1e6:6.1f} "
+                  f"({min(udp) * 1e6:.1f}..{max(udp) * 1e6:.1f}) "
+                  f"{sum(abs(u) <= 10e-6 for u in udp)}/{len(udp)}; ICMP-0 "
+                  f"{statistics.median(icmp) * 1e6:6.1f} {sum(abs(i) <= 10e-6 for i in icmp)}"
+                  f"/{len(icmp)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+/* The delay line's packet-socket I/O (delayline_packet.h). */
+#include "testbed/delayline_packet.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int parse_mac(const char *s, unsigned char mac[6])
+{
+    unsigned v[6];
+    char tail;
+    if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+        return -1;
+    for (int k = 0; k < 6; k++)
+        mac[k] = (unsigned char)v[k];
+    return strlen(s) == 17 ? 0 : -1;
+}
+
+int mpilab_dl_peer_parse(const char *arg, mpilab_dl_peer *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    const char *c1 = strchr(arg, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+    if (!c1 || !c2 || strchr(c2 + 1, ',')) {
+        snprintf(err, errlen, "--peer %s: expected IP,IFNAME,MAC", arg);
+        return -1;
+    }
+    char ip[INET_ADDRSTRLEN];
+    size_t iplen = (size_t)(c1 - arg), iflen = (size_t)(c2 - c1 - 1);
+    if (iplen == 0 || iplen >= sizeof(ip)) {
+        snprintf(err, errlen, "--peer %s: not an IPv4 address before the first comma", arg);
+        return -1;
+    }
+    memcpy(ip, arg, iplen);
+    ip[iplen] = '\0';
+    struct in_addr a;
+    if (inet_pton(AF_INET, ip, &a) != 1) {
+        snprintf(err, errlen, "--peer %s: '%s' is not an IPv4 address", arg, ip);
+        return -1;
+    }
+    if (iflen == 0 || iflen >= MPILAB_DL_IFNAME) {
+        snprintf(err, errlen, "--peer %s: the interface name must be 1 to %d characters", arg,
+                 MPILAB_DL_IFNAME - 1);
+        return -1;
+    }
+    if (parse_mac(c2 + 1, out->mac) != 0) {
+        snprintf(err, errlen, "--peer %s: '%s' is not a MAC address (xx:xx:xx:xx:xx:xx)", arg, c2 + 1);
+        return -1;
+    }
+    out->ip = a.s_addr;
+    memcpy(out->ifname, c1 + 1, iflen);
+    out->ifname[iflen] = '\0';
+    out->ifindex = -1;
+    return 0;
+}
+
+int mpilab_dl_frame_route(unsigned char *buf, size_t len, const mpilab_dl_peer *peers, size_t npeers)
+{
+    const size_t eth = 4 + MPILAB_DL_PKT_VNET, ip = MPILAB_DL_PKT_IP_OFF;
+    if (len < ip + 20 || buf[eth + 12] != 0x08 || buf[eth + 13] != 0x00)
+        return -1;
+    unsigned char *h = buf + ip;
+    if ((h[0] >> 4) != 4 || (h[0] & 15) < 5)
+        return -1;
+    uint32_t dst;
+    memcpy(&dst, h + 16, 4);
+    size_t k = 0;
+    while (k < npeers && peers[k].ip != dst)
+        k++;
+    if (k == npeers)
+        return -1;
+    if (h[8] <= 1)
+        return -2;
+    /* TTL - 1: the header checksum goes up by 0x0100 (RFC 1624, one's complement) */
+    h[8]--;
+    uint32_t sum = ((uint32_t)h[10] << 8 | h[11]) + 0x0100;
+    sum = (sum & 0xffff) + (sum >> 16);
+    h[10] = (unsigned char)(sum >> 8);
+    h[11] = (unsigned char)sum;
+    memcpy(buf + eth, peers[k].mac, 6);
+    memcpy(buf + eth + 6, peers[k].src, 6);
+    int32_t out = peers[k].ifindex;
+    memcpy(buf, &out, 4);
+    return (int)k;
+}
+
+static int resolve_legs(mpilab_dl_peer *peers, size_t npeers, int fd)
+{
+    for (size_t k = 0; k < npeers; k++) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        memcpy(ifr.ifr_name, peers[k].ifname, strlen(peers[k].ifname) + 1);
+        if (ioctl(fd, SIOCGIFINDEX, &ifr) != 0) {
+            fprintf(stderr, "mpilab-delayline: --peer ...,%s,...: no such interface here\n", peers[k].ifname);
+            return -1;
+        }
+        peers[k].ifindex = ifr.ifr_ifindex;
+        if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0) {
+            fprintf(stderr, "mpilab-delayline: %s: no hardware address: %s\n", peers[k].ifname,
+                    strerror(errno));
+            return -1;
+        }
+        memcpy(peers[k].src, ifr.ifr_hwaddr.sa_data, 6);
+    }
+    return 0;
+}
+
+int mpilab_dl_pkt_open(mpilab_dl_pkt *p, mpilab_dl_peer *peers, size_t npeers)
+{
+    memset(p, 0, sizeof(*p));
+    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_IP));
+    if (p->fd < 0) {
+        fprintf(stderr, "mpilab-delayline: packet socket: %s (needs CAP_NET_RAW)\n", strerror(errno));
+        return -1;
+    }
+    int one = 1, buf = 16 << 20;
+    if (resolve_legs(peers, npeers, p->fd) != 0) {
+        mpilab_dl_pkt_close(p);
+        return -1;
+    }
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) != 0
+        || setsockopt(p->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) != 0
+        || setsockopt(p->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0) {
+        fprintf(stderr, "mpilab-delayline: packet socket options: %s\n", strerror(errno));
+        mpilab_dl_pkt_close(p);
+        return -1;
+    }
+    if (setsockopt(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0)
+        setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    p->peers = peers;
+    p->npeers = npeers;
+    return 0;
+}
+
+void mpilab_dl_pkt_close(mpilab_dl_pkt *p)
+{
+    if (p->fd >= 0)
+        close(p->fd);
+    p->fd = -1;
+}
+
+int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t *len, int64_t *rt_ns)
+{
+    union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
+    struct sockaddr_ll from;
+    struct iovec iov = {.iov_base = buf + 4, .iov_len = cap - 4};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&from, 0, sizeof(from));
+    mh.msg_name = &from;
+    mh.msg_namelen = sizeof(from);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof(ctl.b);
+    ssize_t n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return 0;
+        fprintf(stderr, "mpilab-delayline: packet socket: %s\n", strerror(errno));
+        return -1;
+    }
+    if (from.sll_pkttype != PACKET_HOST || (size_t)n > cap - 4) { /* truncated: not forwarded */
+        p->ignored++;
+        return 2;
+    }
+    *len = (size_t)n + 4;
+    int r = mpilab_dl_frame_route(buf, *len, p->peers, p->npeers);
+    if (r < 0) {
+        if (r == -2)
+            p->ttl_expired++;
+        else
+            p->ignored++;
+        return 2;
+    }
+    *rt_ns = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            *rt_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        }
+    }
+    return 1;
+}
+
+int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len)
+{
+    int32_t ifindex;
+    memcpy(&ifindex, buf, 4);
+    struct sockaddr_ll to;
+    memset(&to, 0, sizeof(to));
+    to.sll_family = AF_PACKET;
+    to.sll_protocol = htons(ETH_P_IP);
+    to.sll_ifindex = ifindex;
+    to.sll_halen = 6;
+    memcpy(to.sll_addr, buf + 4 + MPILAB_DL_PKT_VNET, 6);
+    if (sendto(p->fd, buf + 4, len - 4, 0, (const struct sockaddr *)&to, sizeof(to)) < 0) {
+        /* ENOBUFS: the leg's queue (its htb/bfifo qdisc) dropped it, as it would have a
+         * packet the kernel forwarded: a queue drop, not a failure of the line */
+        if (errno == ENOBUFS)
+            p->queue_drops++;
+        else
+            p->send_errors++;
+        p->last_errno = errno;
+        return errno == ENOBUFS ? 0 : -1;
+    }
+    return 0;
+}
+
+uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p)
+{
+    struct tpacket_stats s;
+    socklen_t sl = sizeof(s);
+    /* reading resets the kernel's counters: they are added up here */
+    if (p->fd >= 0 && getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &s, &sl) == 0)
+        p->drops += s.tp_drops;
+    return p->drops;
+}

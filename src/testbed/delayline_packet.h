@@ -1,0 +1,70 @@
+/* The delay line's packet-socket I/O (--io packet): the line takes each IPv4 packet off the
+ * router's site legs with one packet socket (kernel forwarding off in the router), holds it
+ * and sends it out of the leg of its destination with a packet socket, as a router would
+ * (next hop's MAC, the leg's own MAC, TTL less one). No routing into and out of a tun
+ * device: on this VM that detour took a lone packet 20-70 us beyond the delay at 100 us
+ * (docs/testbed.md, session 26). Internal to mpilab-delayline. */
+#ifndef MPILAB_SRC_TESTBED_DELAYLINE_PACKET_H
+#define MPILAB_SRC_TESTBED_DELAYLINE_PACKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPILAB_DL_PEERS_MAX 4096
+#define MPILAB_DL_IFNAME 16
+
+/* A node the line delivers to: its address, the router's leg it sits behind and its MAC. */
+typedef struct mpilab_dl_peer {
+    uint32_t ip;                    /* network byte order */
+    char ifname[MPILAB_DL_IFNAME];  /* the router's leg towards it */
+    unsigned char mac[6];           /* the node's own */
+    int ifindex;                    /* the leg's, resolved when the socket opens */
+    unsigned char src[6];           /* the leg's own MAC, resolved when the socket opens */
+} mpilab_dl_peer;
+
+/* "IP,IFNAME,MAC" (e.g. 10.77.1.2,s1r0,0a:e3:29:ab:17:b8), syntax only: 0, or -1 with a
+ * one-line reason in err. */
+int mpilab_dl_peer_parse(const char *arg, mpilab_dl_peer *out, char *err, size_t errlen);
+
+/* A held frame: [egress ifindex, 4 bytes][struct virtio_net_hdr, 10][Ethernet, 14][IPv4 ...].
+ * The virtio header carries a GSO super-packet's segmentation and a checksum left to the
+ * device (veth offloads), so a frame goes out as it came in. */
+#define MPILAB_DL_PKT_VNET 10
+#define MPILAB_DL_PKT_IP_OFF (4 + MPILAB_DL_PKT_VNET + 14)
+
+/* Route a frame of len bytes laid out as above (the first 4 bytes free): the peer of its
+ * IPv4 destination is looked up, the Ethernet addresses rewritten (peer's MAC, the leg's
+ * own), the TTL decremented (header checksum updated), the egress ifindex stored in the
+ * first 4 bytes. Returns the peer's index; -1: not an IPv4 packet to a peer (not the
+ * line's: the kernel handles it, or drops it with forwarding off); -2: TTL expired. */
+int mpilab_dl_frame_route(unsigned char *buf, size_t len, const mpilab_dl_peer *peers,
+                          size_t npeers);
+
+typedef struct mpilab_dl_pkt {
+    int fd;
+    const mpilab_dl_peer *peers;
+    size_t npeers;
+    uint64_t ignored;      /* frames for no peer (the router's own traffic) */
+    uint64_t ttl_expired;  /* frames dropped for their TTL */
+    uint64_t send_errors;  /* sends that failed (not queue drops) */
+    uint64_t queue_drops;  /* frames the egress leg's queue refused (ENOBUFS) */
+    uint64_t drops;        /* frames the socket dropped (buffer full), so far */
+    int last_errno;        /* the last failed send's (0: none) */
+} mpilab_dl_pkt;
+
+/* Resolve each peer's leg (ifindex, MAC) in this namespace and open the socket (IPv4 on
+ * every interface, incoming frames to this host only, kernel stamps, virtio headers,
+ * non-blocking). 0, or -1 with a one-line message on stderr. */
+int mpilab_dl_pkt_open(mpilab_dl_pkt *p, mpilab_dl_peer *peers, size_t npeers);
+void mpilab_dl_pkt_close(mpilab_dl_pkt *p);
+/* Take one frame into buf (cap bytes): 1, a frame to hold (*len bytes, routed; *rt_ns its
+ * kernel stamp, CLOCK_REALTIME, -1 unknown); 2, a frame that is not the line's (counted);
+ * 0, none waiting; -1, a socket error (message on stderr). */
+int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t *len, int64_t *rt_ns);
+/* Send a held frame out of its leg: 0 (sent, or dropped by the leg's queue: counted in
+ * queue_drops), or -1 (counted in send_errors). */
+int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
+/* Frames the socket dropped for want of buffer space since it opened (PACKET_STATISTICS). */
+uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p);
+
+#endif

@@ -1,0 +1,115 @@
+/* The delay line's packet-socket I/O without sockets: --peer parsing and the routing of a
+ * held frame (MACs, TTL, header checksum, egress interface). */
+#include <stdint.h>
+#include <string.h>
+
+#include "kit.h"
+#include "testbed/delayline_packet.h"
+
+/* One's complement sum of an IPv4 header: 0xffff when its checksum is right. */
+static unsigned header_sum(const unsigned char *h)
+{
+    uint32_t sum = 0;
+    for (int k = 0; k < 20; k += 2)
+        sum += (uint32_t)h[k] << 8 | h[k + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return sum;
+}
+
+/* A held frame: 4 free bytes, a zero virtio header, Ethernet (type `etype`), an IPv4 header
+ * to 10.77.1.2 with `ttl` and a correct checksum, 8 bytes of payload. */
+static size_t frame(unsigned char *b, unsigned ttl, unsigned etype)
+{
+    memset(b, 0, 64);
+    unsigned char *e = b + 4 + MPILAB_DL_PKT_VNET, *h = b + MPILAB_DL_PKT_IP_OFF;
+    memset(e, 0xaa, 12);
+    e[12] = (unsigned char)(etype >> 8);
+    e[13] = (unsigned char)etype;
+    const unsigned char ip[20] = {0x45, 0, 0, 28, 0x12, 0x34, 0, 0, (unsigned char)ttl, 17, 0, 0,
+                                  10, 77, 0, 2, 10, 77, 1, 2};
+    memcpy(h, ip, 20);
+    unsigned s = header_sum(h);
+    h[10] = (unsigned char)(~s >> 8);
+    h[11] = (unsigned char)~s;
+    for (int k = 0; k < 8; k++)
+        h[20 + k] = (unsigned char)k;
+    return MPILAB_DL_PKT_IP_OFF + 28;
+}
+
+MPILAB_TEST(peer_parsed)
+{
+    mpilab_dl_peer p;
+    char err[256];
+    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,0a:e3:29:AB:17:b8", &p, err, sizeof(err)) == 0);
+    CHECK(p.ip == (uint32_t)(10 | 77 << 8 | 1 << 16 | 2u << 24)); /* network order in memory */
+    CHECK(strcmp(p.ifname, "s1r0") == 0);
+    const unsigned char mac[6] = {0x0a, 0xe3, 0x29, 0xab, 0x17, 0xb8};
+    CHECK(memcmp(p.mac, mac, 6) == 0);
+    const char *bad[] = {"10.77.1.2", "10.77.1.2,s1r0", ",s1r0,0a:e3:29:ab:17:b8",
+                         "10.77.1.256,s1r0,0a:e3:29:ab:17:b8", "10.77.1.2,,0a:e3:29:ab:17:b8",
+                         "10.77.1.2,s1r0,0a:e3:29:ab:17", "10.77.1.2,s1r0,0a:e3:29:ab:17:b8:",
+                         "10.77.1.2,s1r0,0a-e3-29-ab-17-b8", "10.77.1.2,s1r0,0a:e3:29:ab:17:b8,x",
+                         "10.77.1.2,0123456789abcdef,0a:e3:29:ab:17:b8"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        CHECKF(mpilab_dl_peer_parse(bad[i], &p, err, sizeof(err)) != 0 && strstr(err, "--peer"),
+               "'%s' accepted (err '%s')", bad[i], err);
+    }
+}
+
+MPILAB_TEST(frame_routed_as_a_router_would)
+{
+    mpilab_dl_peer peers[2];
+    char err[256];
+    REQUIRE(mpilab_dl_peer_parse("10.77.0.2,s0r0,02:00:00:00:00:01", &peers[0], err, sizeof(err)) == 0);
+    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[1], err, sizeof(err)) == 0);
+    peers[1].ifindex = 7;
+    memcpy(peers[1].src, "\x02\x00\x00\x00\x00\x99", 6);
+    unsigned char b[64];
+    size_t n = frame(b, 64, 0x0800);
+    CHECK(header_sum(b + MPILAB_DL_PKT_IP_OFF) == 0xffff);
+    CHECK(mpilab_dl_frame_route(b, n, peers, 2) == 1);
+    const unsigned char *e = b + 4 + MPILAB_DL_PKT_VNET, *h = b + MPILAB_DL_PKT_IP_OFF;
+    CHECK(memcmp(e, peers[1].mac, 6) == 0);     /* to the node */
+    CHECK(memcmp(e + 6, peers[1].src, 6) == 0); /* from the leg */
+    CHECK(h[8] == 63);
+    CHECKF(header_sum(h) == 0xffff, "checksum after the TTL: sum %#x", header_sum(h));
+    int32_t out;
+    memcpy(&out, b, 4);
+    CHECK(out == 7);
+    for (int k = 0; k < 8; k++)
+        CHECK(h[20 + k] == k); /* the payload untouched */
+    /* a checksum that carries: 0xff.. in the high byte */
+    n = frame(b, 200, 0x0800);
+    h = b + MPILAB_DL_PKT_IP_OFF;
+    for (int ttl = 200; ttl > 2; ttl--) {
+        REQUIRE(mpilab_dl_frame_route(b, n, peers, 2) == 1);
+        CHECKF(header_sum(h) == 0xffff, "TTL %d: sum %#x", ttl - 1, header_sum(h));
+    }
+}
+
+MPILAB_TEST(frames_not_the_lines_are_left_alone)
+{
+    mpilab_dl_peer peers[1];
+    char err[256];
+    REQUIRE(mpilab_dl_peer_parse("10.77.0.2,s0r0,02:00:00:00:00:01", &peers[0], err, sizeof(err)) == 0);
+    unsigned char b[64], before[64];
+    size_t n = frame(b, 64, 0x0800);
+    memcpy(before, b, sizeof(b));
+    CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -1); /* 10.77.1.2 is no peer */
+    CHECK(memcmp(b, before, sizeof(b)) == 0);
+    n = frame(b, 64, 0x86dd);
+    CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -1); /* not IPv4 */
+    n = frame(b, 64, 0x0800);
+    CHECK(mpilab_dl_frame_route(b, MPILAB_DL_PKT_IP_OFF + 19, peers, 1) == -1); /* too short */
+    b[MPILAB_DL_PKT_IP_OFF] = 0x44; /* header length 16: not a header */
+    CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -1);
+    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[0], err, sizeof(err)) == 0);
+    n = frame(b, 1, 0x0800);
+    CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -2); /* TTL expired: dropped */
+    n = frame(b, 0, 0x0800);
+    CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -2);
+}
+
+MPILAB_TEST_MAIN()
