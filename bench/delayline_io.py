@@ -83,6 +83,18 @@ def one_delay(delay: str, a: argparse.Namespace,
     return out
 
 
+def parse_variants(text: str) -> list[tuple[str, str, str]]:
+    """'NAME=IO|ARGS;...' -> [(name, io, args)]; ValueError naming a malformed one."""
+    out = []
+    for v in text.split(";"):
+        name, eq, rest = v.partition("=")
+        io, bar, args = rest.partition("|")
+        if not (eq and name and bar) or io not in ("tun", "packet"):
+            raise ValueError(f"'{v}' is not NAME=tun|ARGS or NAME=packet|ARGS")
+        out.append((name, io, args))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--delays", default="100us,1ms")
@@ -91,13 +103,10 @@ def main() -> int:
     ap.add_argument("--prefix", default="dio")
     ap.add_argument("--variants", default="tun=tun|;packet=packet|")
     a = ap.parse_args()
-    variants = []
-    for v in a.variants.split(";"):
-        name, eq, rest = v.partition("=")
-        io, bar, args = rest.partition("|")
-        if not eq or not name or not bar or io not in ("tun", "packet"):
-            ap.error(f"--variants: '{v}' is not NAME=tun|ARGS or NAME=packet|ARGS")
-        variants.append((name, io, args))
+    try:
+        variants = parse_variants(a.variants)
+    except ValueError as e:
+        ap.error(f"--variants: {e}")
     if not 1 <= a.runs <= 100 or not 1 <= a.count <= 1000:
         ap.error("--runs 1..100, --count 1..1000")
     try:

@@ -146,34 +146,81 @@ static int parse_trim(const char *arg, int64_t *out)
     return 0;
 }
 
+/* `arg` is one of two words: *is_first 1 for `first`, 0 for `second`; -1 (one line) else. */
+static int parse_choice(const char *name, const char *arg, const char *first, const char *second,
+                        int *is_first)
+{
+    if (strcmp(arg, first) != 0 && strcmp(arg, second) != 0) {
+        fprintf(stderr, "mpilab-delayline: %s %s: expected %s or %s\n", name, arg, first, second);
+        return -1;
+    }
+    *is_first = strcmp(arg, first) == 0;
+    return 0;
+}
+
+/* One --peer into peers[opt->npeers]; -1 with one line when malformed or one too many. */
+static int add_peer(const char *arg, mpilab_dl_options *opt, mpilab_dl_peer *peers)
+{
+    char err[256];
+    if (opt->npeers == MPILAB_DL_PEERS_MAX) {
+        fprintf(stderr, "mpilab-delayline: more than %d --peer\n", MPILAB_DL_PEERS_MAX);
+        return -1;
+    }
+    if (mpilab_dl_peer_parse(arg, &peers[opt->npeers], err, sizeof(err)) != 0) {
+        fprintf(stderr, "mpilab-delayline: %s\n", err);
+        return -1;
+    }
+    opt->npeers++;
+    return 0;
+}
+
+/* The I/O options agree and the required ones are there; -1 with one line otherwise. */
+static int check_io(const mpilab_dl_options *opt)
+{
+    const char *why = NULL;
+    if (opt->io_packet && opt->dev)
+        why = "--io packet takes no --dev";
+    else if (opt->io_packet && opt->npeers == 0)
+        why = "--io packet needs at least one --peer";
+    else if (!opt->io_packet && opt->npeers > 0)
+        why = "--peer needs --io packet";
+    else if ((!opt->dev && !opt->io_packet) || opt->delay_ns < 0)
+        why = "--dev (or --io packet) and --delay are required (see --help)";
+    if (why)
+        fprintf(stderr, "mpilab-delayline: %s\n", why);
+    return why ? -1 : 0;
+}
+
+/* The options (a constant table). */
+static const struct option longopts[] = {
+    {"dev", required_argument, NULL, 'd'},
+    {"delay", required_argument, NULL, 'l'},
+    {"buffer", required_argument, NULL, 'b'},
+    {"stats", required_argument, NULL, 's'},
+    {"pidfile", required_argument, NULL, 'p'},
+    {"no-vnet-hdr", no_argument, NULL, 'n'},
+    {"rt-priority", required_argument, NULL, 'r'},
+    {"no-realtime", no_argument, NULL, 'R'},
+    {"busy-poll", required_argument, NULL, 'B'},
+    {"no-leg-stamps", no_argument, NULL, 'L'},
+    {"no-advance", no_argument, NULL, 'A'},
+    {"arrival", required_argument, NULL, 'a'},
+    {"advance-quantile", required_argument, NULL, 'q'},
+    {"idle-poll", no_argument, NULL, 'I'},
+    {"cpu", required_argument, NULL, 'c'},
+    {"trim", required_argument, NULL, 't'},
+    {"trim-file", required_argument, NULL, 'T'},
+    {"cold-crossing", no_argument, NULL, 'C'},
+    {"spin-last", required_argument, NULL, 'S'},
+    {"io", required_argument, NULL, 'i'},
+    {"peer", required_argument, NULL, 'P'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
 /* The options into opt (peers: room for MPILAB_DL_PEERS_MAX), then the line. */
 static int run(int argc, char **argv, mpilab_dl_peer *peers)
 {
-    static const struct option longopts[] = {
-        {"dev", required_argument, NULL, 'd'},
-        {"delay", required_argument, NULL, 'l'},
-        {"buffer", required_argument, NULL, 'b'},
-        {"stats", required_argument, NULL, 's'},
-        {"pidfile", required_argument, NULL, 'p'},
-        {"no-vnet-hdr", no_argument, NULL, 'n'},
-        {"rt-priority", required_argument, NULL, 'r'},
-        {"no-realtime", no_argument, NULL, 'R'},
-        {"busy-poll", required_argument, NULL, 'B'},
-        {"no-leg-stamps", no_argument, NULL, 'L'},
-        {"no-advance", no_argument, NULL, 'A'},
-        {"arrival", required_argument, NULL, 'a'},
-        {"advance-quantile", required_argument, NULL, 'q'},
-        {"idle-poll", no_argument, NULL, 'I'},
-        {"cpu", required_argument, NULL, 'c'},
-        {"trim", required_argument, NULL, 't'},
-        {"trim-file", required_argument, NULL, 'T'},
-        {"cold-crossing", no_argument, NULL, 'C'},
-        {"spin-last", required_argument, NULL, 'S'},
-        {"io", required_argument, NULL, 'i'},
-        {"peer", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
     mpilab_dl_options opt = {.dev = NULL, .delay_ns = -1, .buffer = (size_t)64 << 20,
                              .stats = NULL, .pidfile = NULL, .vnet_hdr = 1,
                              .realtime = MPILAB_DL_RT_AUTO,
@@ -240,32 +287,17 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
                 return 2;
             break;
         case 'a':
-            if (strcmp(optarg, "ingress") != 0 && strcmp(optarg, "tun") != 0) {
-                fprintf(stderr, "mpilab-delayline: --arrival %s: expected ingress or tun\n", optarg);
+            if (parse_choice("--arrival", optarg, "ingress", "tun", &opt.arrival_ingress) != 0)
                 return 2;
-            }
-            opt.arrival_ingress = strcmp(optarg, "ingress") == 0;
             break;
         case 'i':
-            if (strcmp(optarg, "tun") != 0 && strcmp(optarg, "packet") != 0) {
-                fprintf(stderr, "mpilab-delayline: --io %s: expected tun or packet\n", optarg);
+            if (parse_choice("--io", optarg, "packet", "tun", &opt.io_packet) != 0)
                 return 2;
-            }
-            opt.io_packet = strcmp(optarg, "packet") == 0;
             break;
-        case 'P': {
-            char err[256];
-            if (opt.npeers == MPILAB_DL_PEERS_MAX) {
-                fprintf(stderr, "mpilab-delayline: more than %d --peer\n", MPILAB_DL_PEERS_MAX);
+        case 'P':
+            if (add_peer(optarg, &opt, peers) != 0)
                 return 2;
-            }
-            if (mpilab_dl_peer_parse(optarg, &peers[opt.npeers], err, sizeof(err)) != 0) {
-                fprintf(stderr, "mpilab-delayline: %s\n", err);
-                return 2;
-            }
-            opt.npeers++;
             break;
-        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("mpilab-delayline %s\n", MPILAB_VERSION_STRING); return 0;
         default:
@@ -282,17 +314,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         fprintf(stderr, "mpilab-delayline: --rt-priority and --no-realtime exclude each other\n");
         return 2;
     }
-    if (opt.io_packet ? opt.npeers == 0 || opt.dev : opt.npeers > 0) {
-        fprintf(stderr, "mpilab-delayline: %s\n", opt.io_packet
-                ? (opt.dev ? "--io packet takes no --dev" : "--io packet needs at least one --peer")
-                : "--peer needs --io packet");
-        return 2;
-    }
-    if ((!opt.dev && !opt.io_packet) || opt.delay_ns < 0) {
-        fprintf(stderr, "mpilab-delayline: --dev (or --io packet) and --delay are required (see --help)\n");
-        return 2;
-    }
-    return mpilab_dl_run(&opt);
+    return check_io(&opt) != 0 ? 2 : mpilab_dl_run(&opt);
 }
 
 int main(int argc, char **argv)

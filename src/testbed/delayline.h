@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Byte ring holding packets in arrival order. Each record: header + packet bytes. */
 typedef struct mpilab_dl_ring {
@@ -306,6 +307,11 @@ typedef struct mpilab_dl_legs {
 int mpilab_dl_tap_open(const char *dev);
 /* The kernel's arrival time (CLOCK_MONOTONIC ns) at the tun device of the packet just read, or -1. */
 int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned char *pkt, size_t len);
+/* One record off packet socket s (non-blocking): its first cap bytes into buf, the kernel
+ * stamp (CLOCK_REALTIME ns, -1 none), the packet type and the interface's index. Returns
+ * the bytes read (at most cap), or -1 (nothing waiting, or an error: errno). */
+ssize_t mpilab_dl_read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns, int *pkttype,
+                              int *ifindex);
 /* A kernel stamp (CLOCK_REALTIME ns) as CLOCK_MONOTONIC, or -1 (unknown, or older than max_age_ns). */
 int64_t mpilab_dl_rt_to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns);
 /* Open the leg tap (every interface but `tun_dev`; NULL: every interface); 0, or -1 (no

@@ -1,5 +1,6 @@
 /* The delay line's packet-socket I/O (delayline_packet.h). */
 #include "testbed/delayline_packet.h"
+#include "testbed/delayline.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -148,26 +149,15 @@ void mpilab_dl_pkt_close(mpilab_dl_pkt *p)
 
 int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t *len, int64_t *rt_ns)
 {
-    union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
-    struct sockaddr_ll from;
-    struct iovec iov = {.iov_base = buf + 4, .iov_len = cap - 4};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&from, 0, sizeof(from));
-    mh.msg_name = &from;
-    mh.msg_namelen = sizeof(from);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl.b;
-    mh.msg_controllen = sizeof(ctl.b);
-    ssize_t n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
+    int pkttype = 0, ifindex = 0;
+    ssize_t n = mpilab_dl_read_record(p->fd, buf + 4, cap - 4, rt_ns, &pkttype, &ifindex);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return 0;
         fprintf(stderr, "mpilab-delayline: packet socket: %s\n", strerror(errno));
         return -1;
     }
-    if (from.sll_pkttype != PACKET_HOST || (size_t)n > cap - 4) { /* truncated: not forwarded */
+    if (pkttype != PACKET_HOST) {
         p->ignored++;
         return 2;
     }
@@ -179,14 +169,6 @@ int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t 
         else
             p->ignored++;
         return 2;
-    }
-    *rt_ns = -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
-            struct timespec ts;
-            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-            *rt_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-        }
     }
     return 1;
 }

@@ -64,8 +64,8 @@ static int open_packet_socket(int ifindex, struct sock_filter *code, unsigned sh
 
 /* One record: its first bytes into buf, the kernel stamp (CLOCK_REALTIME ns), the packet
  * type and the interface's index. Returns the bytes read, or -1 (nothing waiting). */
-static ssize_t read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns, int *pkttype,
-                           int *ifindex)
+ssize_t mpilab_dl_read_record(int s, unsigned char *buf, size_t cap, int64_t *rt_ns, int *pkttype,
+                              int *ifindex)
 {
     union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
     struct sockaddr_ll from;
@@ -151,7 +151,7 @@ int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned ch
         unsigned char buf[MPILAB_DL_SNAP];
         int64_t rt;
         int type, ifx;
-        ssize_t n = read_record(tap, buf, sizeof(buf), &rt, &type, &ifx);
+        ssize_t n = mpilab_dl_read_record(tap, buf, sizeof(buf), &rt, &type, &ifx);
         if (n < 0)
             return -1;
         if ((size_t)n < cmp || memcmp(buf, pkt, cmp) != 0)
@@ -342,7 +342,7 @@ void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_
         mpilab_dl_snap s;
         int64_t rt;
         int type;
-        ssize_t n = read_record(L->fd, s.snap, sizeof(s.snap), &rt, &type, &s.ifindex);
+        ssize_t n = mpilab_dl_read_record(L->fd, s.snap, sizeof(s.snap), &rt, &type, &s.ifindex);
         if (n < 0)
             break;
         /* a sleeping line drains the leg tap only when a packet for it wakes it: records
