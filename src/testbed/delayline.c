@@ -159,7 +159,6 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-
 int mpilab_dl_late_bucket(int64_t late_ns)
 {
     int64_t bound = 10000; /* 10 us, then x10 per bucket */

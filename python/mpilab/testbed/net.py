@@ -6,7 +6,9 @@ Layout (prefix P, site s, node j, rail r):
   P-swS    site switch: bridge brR, node ports nJrR, uplink upR (WAN egress, by source)
   P-wan    router: sSrR (gateway .1 of each (s, r) subnet; WAN egress, by destination),
            tun device dl0 with mpilab-delayline; packets arriving from any uplink are
-           policy-routed (table 100) through dl0 and come back out of it after L.
+           policy-routed (table 100) through dl0 and come back out of it after L; with
+           wan.delay_io = "packet" the router does not forward and the line takes the
+           frames off the sSrR legs and sends them on itself (no dl0, no table 100).
 Nothing is created in the root namespace: deleting the namespaces removes every link,
 qdisc and iptables rule. The state dir holds the spec, logs and per-node TMPDIRs.
 """
