@@ -99,7 +99,7 @@ ssize_t mpilab_dl_read_record(int s, unsigned char *buf, size_t cap, int64_t *rt
  * clocks is read with both clocks within a microsecond (a vCPU descheduled between two
  * readings would shift every stamp by the time it lost: stamps then looked up to 1.3 us
  * later than they were) and kept for 100 ms (it only moves with clock adjustments). */
-static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
+int64_t mpilab_dl_rt_to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
 {
     if (rt_ns < 0)
         return -1;
@@ -116,11 +116,6 @@ static int64_t to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
         return -1;
     int64_t t = rt_ns - c->off_ns;
     return t <= mono + 1000 && mono - t < max_age_ns ? t : -1;
-}
-
-int64_t mpilab_dl_rt_to_mono(mpilab_dl_rtclock *c, int64_t rt_ns, int64_t max_age_ns)
-{
-    return to_mono(c, rt_ns, max_age_ns);
 }
 
 /* ---- the tun device's tap ----
@@ -156,7 +151,7 @@ int64_t mpilab_dl_tap_arrival(int tap, mpilab_dl_rtclock *clk, const unsigned ch
             return -1;
         if ((size_t)n < cmp || memcmp(buf, pkt, cmp) != 0)
             continue;
-        return to_mono(clk, rt, 1000000000);
+        return mpilab_dl_rt_to_mono(clk, rt, 1000000000);
     }
     return -1;
 }
@@ -348,7 +343,7 @@ void mpilab_dl_legs_drain(mpilab_dl_legs *L, mpilab_dl_stats *st, int64_t delay_
         /* a sleeping line drains the leg tap only when a packet for it wakes it: records
          * of packets the router forwarded without it (the undelayed crossings the cold
          * crossing learns from) may wait seconds */
-        s.t_ns = to_mono(&L->clk, rt, MPILAB_DL_LEG_MAX_AGE_NS);
+        s.t_ns = mpilab_dl_rt_to_mono(&L->clk, rt, MPILAB_DL_LEG_MAX_AGE_NS);
         s.len = (uint32_t)n;
         s.arr_ns = -1;
         s.bucket = 0;
