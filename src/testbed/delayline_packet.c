@@ -7,6 +7,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -135,6 +136,11 @@ int mpilab_dl_pkt_open(mpilab_dl_pkt *p, mpilab_dl_peer *peers, size_t npeers)
     }
     if (setsockopt(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0)
         setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    /* a sent frame is charged to the socket until the leg's peer takes it: with the
+     * default 208 KiB, three GSO super-packets fill it while a busy CPU holds the veth
+     * backlog back, and sends fail with EAGAIN (a drop no router would make) */
+    if (setsockopt(p->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0)
+        setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
     p->peers = peers;
     p->npeers = npeers;
     return 0;
@@ -184,7 +190,17 @@ int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len)
     to.sll_ifindex = ifindex;
     to.sll_halen = 6;
     memcpy(to.sll_addr, buf + 4 + MPILAB_DL_PKT_VNET, 6);
-    if (sendto(p->fd, buf + 4, len - 4, 0, (const struct sockaddr *)&to, sizeof(to)) < 0) {
+    ssize_t r = sendto(p->fd, buf + 4, len - 4, 0, (const struct sockaddr *)&to, sizeof(to));
+    if (r < 0 && errno == EAGAIN) {
+        /* the send buffer is full of frames the legs have not yet taken: wait for room
+         * (at most a millisecond), once */
+        struct pollfd pfd = {.fd = p->fd, .events = POLLOUT};
+        if (poll(&pfd, 1, 1) > 0)
+            r = sendto(p->fd, buf + 4, len - 4, 0, (const struct sockaddr *)&to, sizeof(to));
+        else
+            errno = EAGAIN;
+    }
+    if (r < 0) {
         /* ENOBUFS: the leg's queue (its htb/bfifo qdisc) dropped it, as it would have a
          * packet the kernel forwarded: a queue drop, not a failure of the line */
         if (errno == ENOBUFS)

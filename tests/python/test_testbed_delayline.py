@@ -463,7 +463,7 @@ def test_packet_io_forwards_in_place_of_the_router(
         assert st["sched"] == "other" and st["leg_tap"] is True
         io = st["io"]
         assert isinstance(io, dict) and io["mode"] == "packet" and io["peers"] == 2
-        assert io["send_errors"] == 0 and io["ttl_expired"] == 0
+        assert io["send_errors"] == 0 and io["ttl_expired"] == 0, str(io)
         assert st["packets"] >= 4 * COUNT  # type: ignore[operator]
         assert net.load_state(sp.prefix)["delayline_io"][:2] == ["--io", "packet"]  # type: ignore[index]
 
