@@ -4,8 +4,9 @@
 at once (one testbed each) and measured in turns, run by run, against the same testbed
 without a WAN delay (the router forwarding directly) measured in the same turn.
 
-A variant is NAME=IO|ARGS: IO is wan.delay_io (tun or packet), ARGS the delay line's extra
-options ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;packet=packet|".
+A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.delay_trim
+("auto": measured at up, printed), ARGS the delay line's extra options
+($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;cal=packet:auto|".
 Per run and variant: UDP-0, the worse direction's median one-way time of lone kernel-stamped
 UDP datagrams (mpilab.testbed.oneway: stamped where they leave the sender's interface and
 reach the receiver's; the echo of the undelayed reference waits D, so both ways have been
@@ -33,11 +34,13 @@ from mpilab.units import parse_duration
 
 
 def up(delay: str, prefix: str, io: str, args: str) -> spec.Spec:
+    io, _, trim = io.partition(":")
     os.environ["MPILAB_DELAYLINE_ARGS"] = args
     try:
         text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 2\n'
                 f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-                f'delay = "{delay}"\ndelay_backend = "delayline"\ndelay_io = "{io}"\n')
+                f'delay = "{delay}"\ndelay_backend = "delayline"\ndelay_io = "{io}"\n'
+                + (f'delay_trim = "{trim}"\n' if trim else ""))
         sp = spec.load_text(text, f"<{prefix}>")
         net.up(sp)
         return sp
@@ -61,6 +64,13 @@ def one_delay(delay: str, a: argparse.Namespace,
         base_sp = up("0ms", prefixes[-1], "tun", "")
         sps = [(name, up(delay, prefixes[k], io, args))
                for k, (name, io, args) in enumerate(variants)]
+        for name, sp in sps:
+            tr = (net.load_state(sp.prefix) or {}).get("delay_trim") or {}
+            if tr.get("measured"):
+                print(f"   {delay} {name}: trim measured at up {tr['trim_s'] * 1e6:.1f} us "
+                      f"(excess fwd {tr['excess_fwd_s'] * 1e6:.1f}, back "
+                      f"{tr['excess_back_s'] * 1e6:.1f}; spread {tr['spread_s'] * 1e6:.1f} us, "
+                      f"steady {tr['steady']})", flush=True)
         for r in range(a.runs):
             bf, bb, bw = measure(base_sp, d, a.count, d)
             line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
@@ -83,14 +93,26 @@ def one_delay(delay: str, a: argparse.Namespace,
     return out
 
 
+def _is_duration(text: str) -> bool:
+    try:
+        parse_duration(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_variants(text: str) -> list[tuple[str, str, str]]:
-    """'NAME=IO|ARGS;...' -> [(name, io, args)]; ValueError naming a malformed one."""
+    """'NAME=IO[:TRIM]|ARGS;...' -> [(name, io[:trim], args)]; ValueError naming a
+    malformed one (TRIM: wan.delay_trim, "auto" or a duration)."""
     out = []
     for v in text.split(";"):
         name, eq, rest = v.partition("=")
         io, bar, args = rest.partition("|")
-        if not (eq and name and bar) or io not in ("tun", "packet"):
-            raise ValueError(f"'{v}' is not NAME=tun|ARGS or NAME=packet|ARGS")
+        kind, colon, trim = io.partition(":")
+        bad_trim = bool(colon) and trim != "auto" and not _is_duration(trim)
+        if not (eq and name and bar) or kind not in ("tun", "packet") or bad_trim:
+            raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO tun or packet, TRIM auto "
+                             "or a duration)")
         out.append((name, io, args))
     return out
 
@@ -111,14 +133,18 @@ def main() -> int:
         ap.error("--runs 1..100, --count 1..1000")
     try:
         delays = [(x, parse_duration(x)) for x in a.delays.split(",")]
-    except MpilabError as e:
+    except ValueError as e:
         ap.error(f"--delays: {e}")
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces)")
     # a stopped bench slot (SIGTERM) still takes the testbeds down (the finally blocks)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"load at start: {loadavg()}", flush=True)
-    res = {delay: one_delay(delay, a, variants) for delay, _ in delays}
+    try:
+        res = {delay: one_delay(delay, a, variants) for delay, _ in delays}
+    except MpilabError as e:
+        print(f"delayline_io: {e}", file=sys.stderr)
+        return 1
     print("\nbeyond the configured delay (us): median (range); runs within 10 us")
     for delay, per in res.items():
         for name, xs in per.items():

@@ -468,12 +468,42 @@ def test_packet_io_forwards_in_place_of_the_router(
         assert net.load_state(sp.prefix)["delayline_io"][:2] == ["--io", "packet"]  # type: ignore[index]
 
 
+def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """wan.delay_trim = "auto" with packet I/O: `up` measures the undelayed route with the
+    line stopped and the kernel forwarding, then restarts the line and measures through it;
+    afterwards forwarding is off again, the state names the running line, which holds
+    delay - trim, and lone echoes cross it (no copy forwarded by the kernel: no earlier
+    than twice the hold)."""
+    with _delayed_testbed(tmp_path_factory, f"q{os.getpid() % 100000}",
+                          f"{DELAY_S * 1e3:g}ms", "packet trim",
+                          'delay_io = "packet"\ndelay_trim = "auto"\n') as sp:
+        st = net.load_state(sp.prefix)
+        assert st is not None
+        tr = st["delay_trim"]
+        assert tr["measured"] is True and tr["count"] > 0
+        assert 0.0 <= tr["trim_s"] <= DELAY_S and (tr["steady"] or tr["trim_s"] == 0.0)
+        assert tr["base_fwd_s"] > 0 and tr["base_back_s"] > 0
+        fwd = subprocess.run(["ip", "netns", "exec", sp.router_ns(), "sysctl", "-n",
+                              "net.ipv4.ip_forward"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert fwd == "0"
+        pid = int(st["delayline_pid"])
+        assert st["delayline_pids"][0] == pid and os.path.exists(f"/proc/{pid}")
+        rtts = oneway.icmp_rtt(sp, "s0n0", "s1n0", COUNT, 0.2)
+        hold = DELAY_S - tr["trim_s"]
+        assert min(rtts) >= 2 * hold, (rtts, hold)
+        got = _stats(sp.prefix)
+        assert got["trim_s"] == pytest.approx(tr["trim_s"], abs=1e-9)
+        assert got["hold_s"] == pytest.approx(hold, abs=1e-9)
+        assert got["io"]["mode"] == "packet"  # type: ignore[index]
+        assert got["packets"] >= 2 * COUNT  # type: ignore[operator]
+
+
 def test_packet_io_refuses_what_it_cannot_do() -> None:
     """One line naming the key, before any testbed is touched."""
     base = ('prefix = "pq"\n[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\n'
             'delay = "2ms"\ndelay_io = "packet"\n')
     for extra, words in (('delay_backend = "netem"\n', "netem"),
-                         ('delay_trim = "auto"\n', "auto"),
                          ('[[link]]\nnode = "s0n0"\nwan_delay = "1ms"\n', "[[link]] wan_delay")):
         with pytest.raises(MpilabError) as e:
             spec.load_text(base + extra, "p.toml")

@@ -20,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -263,29 +265,38 @@ def write_trim(path: Path, trim: float, pid: int) -> None:
     time.sleep(0.05)  # the line reads it at its next loop turn (it wakes for the signal)
 
 
-def calibrate_trim(sp: Spec, rules: list[str], router: str, trim_file: Path, pid: int,
-                   count: int = 7, warm: int = 2) -> dict[str, Any]:
+def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[object]],
+                   trim_file: Path, pid: Callable[[], int], count: int = 7,
+                   warm: int = 2) -> dict[str, Any]:
     """Measure the trim on a testbed that is up with its delay line (trim 0): lone UDP
-    datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)) with the router's policy rules
-    removed (the undelayed route, its echoes sent D after each request arrives, so that
-    the way back is as cold as behind the line), then with them back through the delay
-    line (after
-    `warm` datagrams that let it learn the forwarding cost of that idle gap); the line
-    then gets the trim. `rules`: the `ip rule` arguments that send packets into it."""
+    datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)) on the undelayed route (inside
+    `undelayed()`, which takes the line out of the path and puts it back; the echoes are
+    sent D after each request arrives, so that the way back is as cold as behind the line),
+    then through the delay line (after `warm` datagrams that let it learn the forwarding
+    cost of that idle gap); the line (`pid()`, asked after the undelayed route: putting the
+    line back may start a new one) then gets the trim."""
     if sp.sites < 2:
         raise MpilabError('wan.delay_trim = "auto" needs at least 2 sites')
     d = sp.wan_delay
     interval = max(0.2, 3 * d)
-    write_trim(trim_file, 0.0, pid)
-    for r in rules:
-        subprocess.run(["ip", "-n", router, "rule", "del", *r.split()], check=True)
-    try:
+    write_trim(trim_file, 0.0, pid())
+    with undelayed():
         base = udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after=d)
-    finally:
-        for r in rules:
-            subprocess.run(["ip", "-n", router, "rule", "add", *r.split()], check=True)
     delayed = udp_oneway(sp, "s0n0", "s1n0", count + warm, interval)
     res = trim_from(d, base, (delayed[0][warm:], delayed[1][warm:]))
     res.update(count=count, interval_s=interval)
-    write_trim(trim_file, res["trim_s"], pid)
+    write_trim(trim_file, res["trim_s"], pid())
     return res
+
+
+@contextmanager
+def rules_removed(router: str, rules: list[str]) -> Iterator[None]:
+    """The undelayed route of a tun delay line: the router's policy rules that send
+    packets into it (`ip rule` arguments) removed, and put back on the way out."""
+    for r in rules:
+        subprocess.run(["ip", "-n", router, "rule", "del", *r.split()], check=True)
+    try:
+        yield
+    finally:
+        for r in rules:
+            subprocess.run(["ip", "-n", router, "rule", "add", *r.split()], check=True)

@@ -545,15 +545,12 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
 
 def _check_delay_io(ctx: _Ctx, sp: Spec) -> None:
     """wan.delay_io = "packet" runs one delay line on the router's legs: no netem, no
-    per-node lines, no trim measured by switching the policy routes (there are none)."""
+    per-node lines."""
     if sp.delay_io != "packet":
         return
     if sp.delay_backend == "netem":
         raise ctx.err("wan", "delay_io", "\"packet\" is the delay line's; wan.delay_backend "
                       "is \"netem\"")
-    if sp.delay_trim is None:
-        raise ctx.err("wan", "delay_io", "\"packet\" cannot measure wan.delay_trim = \"auto\" "
-                      "(set a duration, or use \"tun\")")
     if any(o.wan_delay is not None for o in sp.links):
         raise ctx.err("wan", "delay_io", "\"packet\" runs one delay line; a [[link]] "
                       "wan_delay needs \"tun\"")
