@@ -180,13 +180,18 @@ def unflagged_problems(doc: dict[str, Any]) -> list[str]:
 
 def summary(doc: dict[str, Any]) -> dict[str, Any]:
     """Counts for the report and the runner's last line: measurements, converged, flagged,
-    model parameters flagged (label: flags), whether the file is partial."""
+    not converged although each of their launches converged (launch_only), model parameters
+    flagged (label: flags), whether the file is partial."""
     ms = [m for m in expand_all(doc.get("measurements", []) or []) if isinstance(m, dict)]
     flagged = {f: 0 for f in MEASUREMENT_FLAGS}
+    launch_only = 0
     for m in ms:
-        for f in measurement_flags(m):
+        fl = measurement_flags(m)
+        for f in fl:
             if f in flagged:
                 flagged[f] += 1
+        if NOT_CONVERGED in fl and _each_launch_converged(m):
+            launch_only += 1
     params = []
     for label, p, q in _model_pairs(doc):
         for name in _PARAMS:
@@ -199,8 +204,17 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
         if fl and "range" not in label:
             params.append(f"{label}: {','.join(fl)}")
     return {"measurements": len(ms), "converged": len(ms) - flagged[NOT_CONVERGED],
+            "launch_only": launch_only,
             "flags": flagged, "params": params, "partial": doc.get("partial") is True,
             "partial_reason": doc.get("partial_reason")}
+
+
+def _each_launch_converged(m: dict[str, Any]) -> bool:
+    """A measurement over several launches each of which converged on its own (so what
+    kept it from converging is the launches' disagreement, not any one launch's noise)."""
+    la = m.get("launches")
+    conv = la.get("converged") if isinstance(la, dict) else None
+    return isinstance(conv, list) and len(conv) >= 2 and all(c is True for c in conv)
 
 
 def _advice_context(doc: dict[str, Any]) -> dict[str, Any]:
@@ -244,8 +258,15 @@ def noisy_verdict(doc: dict[str, Any], s: dict[str, Any] | None = None) -> str |
     if not ctx["pinned"]:
         advice.append("pinned ranks (--bind-to core)")
     advice.append("fewer ranks per node" if over else "fewer ranks")
+    launches = ""
+    if s.get("launch_only"):
+        # each launch converged: the level moved between launches (what one launch cannot
+        # see), so a longer budget per launch does not help; eps or the machine do
+        launches = (f"; {s['launch_only']} of the {n - s['converged']} others converged in "
+                    "each launch alone, but their launches' levels differed by more than it")
     return (f"too noisy to converge: only {s['converged']} of {n} measurements reached the "
-            f"asked precision{cause}; repeat with {', '.join(advice)}, or on a quieter machine")
+            f"asked precision{cause}{launches}; repeat with {', '.join(advice)}, or on a "
+            "quieter machine")
 
 
 def quick_note(doc: dict[str, Any], s: dict[str, Any] | None = None) -> str | None:

@@ -86,6 +86,26 @@ def test_noisy_verdict_reads_provenance(synthetic_results: Callable[..., dict[st
     assert over is not None and "4 ranks share 2 CPUs" in over and "oversubscription" in over
 
 
+def test_noisy_verdict_names_launches_that_disagree(
+        synthetic_results: Callable[..., dict[str, Any]]) -> None:
+    """Measurements over launches that each converged but whose levels differ: the verdict
+    says so (a longer budget per launch would not help); launches of which one did not
+    converge, or a single launch, are not counted."""
+    doc = _noisy(synthetic_results, True, 2, 2)
+    ms = doc["measurements"]
+    assert len(ms) >= 3
+    ms[0]["launches"] = {"n": 3, "converged": [True, True, True]}
+    ms[1]["launches"] = {"n": 3, "converged": [True, False, True]}
+    ms[2]["launches"] = {"n": 1, "converged": [True]}
+    s = quality.summary(doc)
+    assert s["launch_only"] == 1
+    v = quality.noisy_verdict(doc, s)
+    assert v is not None and f"1 of the {len(ms)} others converged in each launch alone" in v
+    ms[0]["launches"]["converged"][2] = False
+    v = quality.noisy_verdict(doc)
+    assert v is not None and "each launch alone" not in v
+
+
 def test_quick_run_is_not_called_noisy(synthetic_results: Callable[..., dict[str, Any]]) -> None:
     doc = _noisy(synthetic_results, True, 2, 2)
     for m in doc["measurements"]:
