@@ -93,14 +93,6 @@ def one_delay(delay: str, a: argparse.Namespace,
     return out
 
 
-def _is_duration(text: str) -> bool:
-    try:
-        parse_duration(text)
-    except ValueError:
-        return False
-    return True
-
-
 def parse_variants(text: str) -> list[tuple[str, str, str]]:
     """'NAME=IO[:TRIM]|ARGS;...' -> [(name, io[:trim], args)]; ValueError naming a
     malformed one (TRIM: wan.delay_trim, "auto" or a duration)."""
@@ -109,8 +101,13 @@ def parse_variants(text: str) -> list[tuple[str, str, str]]:
         name, eq, rest = v.partition("=")
         io, bar, args = rest.partition("|")
         kind, colon, trim = io.partition(":")
-        bad_trim = bool(colon) and trim != "auto" and not _is_duration(trim)
-        if not (eq and name and bar) or kind not in ("tun", "packet") or bad_trim:
+        ok = bool(eq and name and bar) and kind in ("tun", "packet")
+        if ok and colon and trim != "auto":
+            try:
+                parse_duration(trim)
+            except ValueError:
+                ok = False
+        if not ok:
             raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO tun or packet, TRIM auto "
                              "or a duration)")
         out.append((name, io, args))
