@@ -5,7 +5,8 @@ For each WAN rate a fresh 2-site x 1-node testbed (L = 5 ms) carries one iperf3 
 for --time seconds; the delay line's own statistics give lateness and CPU time. The last
 run leaves the WAN unshaped (10 Gbit/s) with 2 flows: the highest throughput carried.
 By default the delay line runs real-time (SCHED_FIFO, as `testbed up` starts it as root);
---compare-realtime runs every rate twice, real-time and normal, side by side.
+--compare-realtime runs every rate twice, real-time and normal, side by side; --io packet
+measures the line on packet sockets (wan.delay_io), which runs normal unless asked.
 Needs root. Writes JSON (--out) and prints a table. Example:
   MPILAB_BIN=build/bin python3 bench/testbed_delayline.py --time 3 --compare-realtime
 """
@@ -26,12 +27,15 @@ def delayline_stats(prefix: str) -> dict[str, object]:
 
 
 def one(rate: str, flows: int, seconds: float, prefix: str,
-        realtime: bool = True) -> dict[str, float | str]:
+        realtime: bool = True, io: str = "tun") -> dict[str, float | str]:
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "20Gbit"\n[wan]\nnode_rate = "{rate}"\ntotal_rate = "{rate}"\n'
-            f'delay = "5ms"\nqueue = "4M"\ndelayline_buffer = "256M"\n')
+            f'delay = "5ms"\nqueue = "4M"\ndelayline_buffer = "256M"\ndelay_io = "{io}"\n')
     sp = spec.load_text(text, f"<bench {rate}>")
-    os.environ["MPILAB_DELAYLINE_ARGS"] = "" if realtime else "--no-realtime"
+    # the tun line runs real-time by default as root, the packet line only when asked
+    args = {("tun", True): "", ("tun", False): "--no-realtime",
+            ("packet", True): "--rt-priority 10", ("packet", False): ""}
+    os.environ["MPILAB_DELAYLINE_ARGS"] = args[io, realtime]
     try:
         net.up(sp)
     finally:
@@ -65,12 +69,14 @@ def main() -> int:
     ap.add_argument("--out", default="results/testbed_delayline.json")
     ap.add_argument("--no-realtime", action="store_true",
                     help="run the delay line with normal scheduling")
+    ap.add_argument("--io", choices=("tun", "packet"), default="tun",
+                    help="wan.delay_io: the line on a tun device or on packet sockets")
     ap.add_argument("--compare-realtime", action="store_true",
                     help="each rate twice, real-time (SCHED_FIFO) then normal scheduling")
     a = ap.parse_args()
     runs = [(r, 1) for r in a.rates.split(",")] + [("10Gbit", 2)]
     modes = [True, False] if a.compare_realtime else [not a.no_realtime]
-    rows = [one(r, f, a.time, a.prefix, rt) for r, f in runs for rt in modes]
+    rows = [one(r, f, a.time, a.prefix, rt, a.io) for r, f in runs for rt in modes]
     print(f"{'WAN rate':>9} {'sched':>5} {'flows':>5} {'wire Mbit/s':>11} {'RTT ms':>7} "
           f"{'late mean us':>12} {'late max us':>11} {'>1ms':>5} {'packets':>8} {'CPU %core':>9} "
           f"{'drops':>5}")
@@ -82,7 +88,7 @@ def main() -> int:
               f"{int(r['packets']):8d} {float(r['cpu_core_fraction']) * 100:9.1f} "
               f"{int(r['dropped']):5d}")
     write_json(a.out, {"bench": "testbed_delayline", "delay_s": 0.005, "seconds": a.time,
-                       "rows": rows})
+                       "io": a.io, "rows": rows})
     return 0
 
 
