@@ -5,7 +5,8 @@ For each WAN rate a fresh 2-site x 1-node testbed (L = 5 ms) carries one iperf3 
 for --time seconds; the delay line's own statistics give lateness and CPU time. The last
 run leaves the WAN unshaped (10 Gbit/s) with 2 flows: the highest throughput carried.
 By default the delay line runs real-time (SCHED_FIFO, as `testbed up` starts it as root);
---compare-realtime runs every rate twice, real-time and normal, side by side; --io packet
+--compare-realtime runs every rate twice, real-time and normal, side by side (--modes adds
+--rt-adaptive: real-time only while a stream is held); --io packet
 measures the line on packet sockets (wan.delay_io), which runs normal unless asked.
 Needs root. Writes JSON (--out) and prints a table. Example:
   MPILAB_BIN=build/bin python3 bench/testbed_delayline.py --time 3 --compare-realtime
@@ -26,16 +27,21 @@ def delayline_stats(prefix: str) -> dict[str, object]:
     return net.delayline_stats(prefix) or {}
 
 
+#: the line's scheduling per mode and I/O: the tun line runs real-time by default as root,
+#: the packet line only when asked; adaptive is real-time only while it holds a stream
+MODE_ARGS = {("tun", "fifo"): "", ("tun", "normal"): "--no-realtime",
+             ("tun", "adaptive"): "--rt-adaptive",
+             ("packet", "fifo"): "--rt-priority 10", ("packet", "normal"): "",
+             ("packet", "adaptive"): "--rt-adaptive"}
+
+
 def one(rate: str, flows: int, seconds: float, prefix: str,
-        realtime: bool = True, io: str = "tun") -> dict[str, float | str]:
+        mode: str = "fifo", io: str = "tun") -> dict[str, float | str]:
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "20Gbit"\n[wan]\nnode_rate = "{rate}"\ntotal_rate = "{rate}"\n'
             f'delay = "5ms"\nqueue = "4M"\ndelayline_buffer = "256M"\ndelay_io = "{io}"\n')
     sp = spec.load_text(text, f"<bench {rate}>")
-    # the tun line runs real-time by default as root, the packet line only when asked
-    args = {("tun", True): "", ("tun", False): "--no-realtime",
-            ("packet", True): "--rt-priority 10", ("packet", False): ""}
-    os.environ["MPILAB_DELAYLINE_ARGS"] = args[io, realtime]
+    os.environ["MPILAB_DELAYLINE_ARGS"] = MODE_ARGS[io, mode]
     try:
         net.up(sp)
     finally:
@@ -50,7 +56,10 @@ def one(rate: str, flows: int, seconds: float, prefix: str,
         pk = s1["packets"] - s0["packets"]
         late_sum = s1["late_mean_s"] * s1["packets"] - s0["late_mean_s"] * s0["packets"]
         cpu = (s1["cpu_user_s"] + s1["cpu_sys_s"]) - (s0["cpu_user_s"] + s0["cpu_sys_s"])
-        return {"wan_rate": rate, "flows": flows, "sched": str(s1.get("sched", "other")),
+        ad = s1.get("adaptive") if isinstance(s1.get("adaptive"), dict) else {}
+        return {"wan_rate": rate, "flows": flows, "mode": mode,
+                "sched": str(s1.get("sched", "other")),
+                "fifo_s": float(ad.get("fifo_s", 0.0)),
                 "goodput_bps": good, "wire_bps": wire,
                 "idle_rtt_s": rtt, "idle_rtt_max_s": rtt_max, "packets": pk,
                 "late_mean_s": late_sum / pk if pk else 0.0, "late_max_s": s1["late_max_s"],
@@ -73,15 +82,24 @@ def main() -> int:
                     help="wan.delay_io: the line on a tun device or on packet sockets")
     ap.add_argument("--compare-realtime", action="store_true",
                     help="each rate twice, real-time (SCHED_FIFO) then normal scheduling")
+    ap.add_argument("--modes", default=None,
+                    help="scheduling modes side by side, of fifo, normal, adaptive "
+                         "(--rt-adaptive), e.g. fifo,normal,adaptive")
     a = ap.parse_args()
     runs = [(r, 1) for r in a.rates.split(",")] + [("10Gbit", 2)]
-    modes = [True, False] if a.compare_realtime else [not a.no_realtime]
-    rows = [one(r, f, a.time, a.prefix, rt, a.io) for r, f in runs for rt in modes]
-    print(f"{'WAN rate':>9} {'sched':>5} {'flows':>5} {'wire Mbit/s':>11} {'RTT ms':>7} "
-          f"{'late mean us':>12} {'late max us':>11} {'>1ms':>5} {'packets':>8} {'CPU %core':>9} "
-          f"{'drops':>5}")
+    if a.modes:
+        modes = a.modes.split(",")
+        if not modes or any(m not in ("fifo", "normal", "adaptive") for m in modes):
+            ap.error(f"--modes {a.modes}: a list of fifo, normal, adaptive")
+    else:
+        modes = ["fifo", "normal"] if a.compare_realtime else \
+            ["normal" if a.no_realtime else "fifo"]
+    rows = [one(r, f, a.time, a.prefix, m, a.io) for r, f in runs for m in modes]
+    print(f"{'WAN rate':>9} {'mode':>8} {'sched':>5} {'flows':>5} {'wire Mbit/s':>11} "
+          f"{'RTT ms':>7} {'late mean us':>12} {'late max us':>11} {'>1ms':>5} {'packets':>8} "
+          f"{'CPU %core':>9} {'drops':>5}")
     for r in rows:
-        print(f"{r['wan_rate']:>9} {r['sched']:>5} {r['flows']:5d} "
+        print(f"{r['wan_rate']:>9} {r['mode']:>8} {r['sched']:>5} {r['flows']:5d} "
               f"{float(r['wire_bps']) / 1e6:11.1f} "
               f"{float(r['idle_rtt_s']) * 1e3:7.3f} {float(r['late_mean_s']) * 1e6:12.1f} "
               f"{float(r['late_max_s']) * 1e6:11.1f} {int(r['late_over_1ms']):5d} "

@@ -17,7 +17,7 @@ static void usage(FILE *f)
         "usage: mpilab-delayline --dev TUN --delay T [--buffer BYTES] [--stats FILE]\n"
         "       mpilab-delayline --io packet --peer IP,LEG,MAC [--peer ...] --delay T [...]\n"
         "                        [--pidfile FILE] [--no-vnet-hdr]\n"
-        "                        [--rt-priority N | --no-realtime]\n"
+        "                        [--rt-priority N | --no-realtime] [--rt-adaptive]\n"
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
         "                        [--idle-poll] [--cpu N] [--trim T] [--trim-file F]\n"
@@ -43,6 +43,9 @@ static void usage(FILE *f)
         "                  refusal is an error. Default as root: priority %d, falling back\n"
         "                  to normal scheduling with a warning if refused\n"
         "  --no-realtime   normal scheduling even as root\n"
+        "  --rt-adaptive   normal scheduling while lone packets are held, SCHED_FIFO\n"
+        "                  (--rt-priority N, default %d) while a stream is (8 packets or\n"
+        "                  more, until 50 ms after); refusal is an error\n"
         "  --busy-poll M   on: never sleep (a packet is read the moment it arrives; the line\n"
         "                  owns a CPU); off: sleep between packets (wake a margin early and\n"
         "                  spin to each release); auto (default): on below a 100 us delay.\n"
@@ -76,7 +79,8 @@ static void usage(FILE *f)
         "  --spin-last M   a sleeping line wakes this long before each release and spins\n"
         "                  the rest: a duration (20us to 1s), or auto: the largest lateness\n"
         "                  of its last 16 timer wake-ups + 10 us (20 us to 1 ms)\n"
-        "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY);
+        "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY,
+        MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
 
 static int parse_quantile(const char *arg, double *out)
@@ -201,6 +205,7 @@ static const struct option longopts[] = {
     {"no-vnet-hdr", no_argument, NULL, 'n'},
     {"rt-priority", required_argument, NULL, 'r'},
     {"no-realtime", no_argument, NULL, 'R'},
+    {"rt-adaptive", no_argument, NULL, 'F'},
     {"busy-poll", required_argument, NULL, 'B'},
     {"no-leg-stamps", no_argument, NULL, 'L'},
     {"no-advance", no_argument, NULL, 'A'},
@@ -264,6 +269,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
             break;
         }
         case 'R': opt.realtime = MPILAB_DL_RT_OFF; nort_set = 1; break;
+        case 'F': opt.rt_adaptive = 1; break;
         case 'B':
             if (parse_busy(optarg, &opt.busy_poll) != 0)
                 return 2;
@@ -310,8 +316,8 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         fprintf(stderr, "mpilab-delayline: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (rt_set && nort_set) {
-        fprintf(stderr, "mpilab-delayline: --rt-priority and --no-realtime exclude each other\n");
+    if (nort_set && (rt_set || opt.rt_adaptive)) {
+        fprintf(stderr, "mpilab-delayline: --no-realtime excludes --rt-priority and --rt-adaptive\n");
         return 2;
     }
     return check_io(&opt) != 0 ? 2 : mpilab_dl_run(&opt);

@@ -230,14 +230,19 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
      * nor on packet sockets: there a real-time line made lone packets 45-250 us late at a
      * 100 us delay where normal scheduling kept them within 0.4 us (docs/testbed.md,
      * session 26) */
-    if (opt->realtime == MPILAB_DL_RT_OFF
+    if (opt->rt_adaptive) {
+        /* normal scheduling until a stream is held (mpilab_dl_adapt_step) */
+        out->adapt.on = 1;
+        out->adapt.priority = opt->rt_priority;
+    } else if (opt->realtime == MPILAB_DL_RT_OFF
         || (opt->realtime == MPILAB_DL_RT_AUTO
             && (geteuid() != 0 || mpilab_dl_busy(opt) || opt->io_packet)))
         return 0;
-    int strict = opt->realtime == MPILAB_DL_RT_ON;
+    int strict = opt->realtime == MPILAB_DL_RT_ON || opt->rt_adaptive;
     struct sched_param sp;
     memset(&sp, 0, sizeof(sp));
     sp.sched_priority = opt->rt_priority;
+    /* adaptive: tried once now (and left again), so that a refusal is an error at start */
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
         int e = errno;
         fprintf(stderr, "mpilab-delayline: %s: SCHED_FIFO priority %d refused: %s%s\n",
@@ -245,8 +250,13 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
                 strict ? "" : " (running with normal scheduling)");
         return strict ? -1 : 0;
     }
-    out->fifo = 1;
-    out->priority = opt->rt_priority;
+    if (opt->rt_adaptive) {
+        sp.sched_priority = 0;
+        sched_setscheduler(0, SCHED_OTHER, &sp);
+    } else {
+        out->fifo = 1;
+        out->priority = opt->rt_priority;
+    }
     /* lock pages as they are touched (not the whole ring up front), so neither the code
      * nor held packets are ever paged out under a real-time thread */
     int rc = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
@@ -583,7 +593,7 @@ static void set_trim(dl_state *s, int64_t trim_ns)
 /* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
  * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
 static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpilab_dl_ring *ring,
-                   unsigned char *scratch, const sigset_t *orig, const mpilab_dl_sched *sched)
+                   unsigned char *scratch, const sigset_t *orig, mpilab_dl_sched *sched)
 {
     dl_state *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -626,6 +636,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
                 break;
             now = mono_ns();
         }
+        mpilab_dl_adapt_step(&sched->adapt, ring->count, now);
         if (g_reload) {
             g_reload = 0;
             int64_t t = s->st.trim_ns;

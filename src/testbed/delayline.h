@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "testbed/delayline_sched.h"
+
 /* Byte ring holding packets in arrival order. Each record: header + packet bytes. */
 typedef struct mpilab_dl_ring {
     unsigned char *buf;
@@ -126,6 +128,7 @@ typedef struct mpilab_dl_options {
     const char *pidfile;   /* written once the device is attached */
     int vnet_hdr;          /* 1: IFF_VNET_HDR with TSO offloads (GSO super-packets) */
     int realtime;          /* MPILAB_DL_RT_AUTO / _OFF / _ON (see below) */
+    int rt_adaptive;       /* 1: SCHED_FIFO only while a stream is held (delayline_sched.h) */
     int rt_priority;       /* SCHED_FIFO priority 1..99 when real-time */
     int busy_poll;         /* MPILAB_DL_BUSY_AUTO / _OFF / _ON (see below) */
     int leg_stamps;        /* 1: open the leg tap (router crossings, forwarding cost) */
@@ -355,6 +358,7 @@ typedef struct mpilab_dl_sched {
     int mlocked;     /* 1: memory is locked (mlockall) */
     int idle_poll;   /* 1: the CPU latency request is held at 0 (idle CPUs poll) */
     int cpu;         /* the CPU the line is pinned to, -1: none */
+    mpilab_dl_adapt adapt; /* --rt-adaptive: the class follows the held packets */
 } mpilab_dl_sched;
 
 /* Apply opt->realtime / rt_priority to the calling process. Returns 0 (warnings, if any,

@@ -5,12 +5,27 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "common/common.h"
 
 static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6; }
+
+/* --rt-adaptive: switches into SCHED_FIFO, time spent there, refusals */
+static json_t *adapt_json(const mpilab_dl_adapt *a)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return json_pack("{s:b, s:I, s:f, s:I, s:I, s:f}", "active", a->on,
+                     "to_fifo", (json_int_t)a->to_fifo,
+                     "fifo_s", (double)mpilab_dl_adapt_fifo_ns(a, now) * 1e-9,
+                     "refused", (json_int_t)a->refused, "stream_packets",
+                     (json_int_t)MPILAB_DL_ADAPT_HELD, "cool_s",
+                     (double)MPILAB_DL_ADAPT_COOL_NS * 1e-9);
+}
 
 int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,
                           const mpilab_dl_sched *sc, int running, const mpilab_dl_legs *legs,
@@ -30,11 +45,14 @@ int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *s
         "late_mean_s", st->packets ? st->late_sum_s / (double)st->packets : 0.0,
         "late_max_s", st->late_max_s, "max_held_bytes", (json_int_t)st->max_held_bytes,
         "cpu_user_s", tv_s(ru.ru_utime), "cpu_sys_s", tv_s(ru.ru_stime),
-        "running", running, "sched", sc->fifo ? "fifo" : "other", "rt_priority", sc->priority,
+        "running", running, "sched", sc->fifo || sc->adapt.fifo ? "fifo" : "other",
+        "rt_priority", sc->adapt.on ? sc->adapt.priority : sc->priority,
         "mlocked", sc->mlocked);
     if (o) {
         json_object_set_new(o, "idle_poll", json_boolean(sc->idle_poll));
         json_object_set_new(o, "cpu", json_integer(sc->cpu));
+        if (opt->rt_adaptive)
+            json_object_set_new(o, "adaptive", adapt_json(&sc->adapt));
         /* the trim taken off every hold (measured from outside: the path's own cost) */
         json_object_set_new(o, "trim_s", json_real((double)st->trim_ns * 1e-9));
         json_object_set_new(o, "hold_s", json_real((double)st->hold_ns * 1e-9));

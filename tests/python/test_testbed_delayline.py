@@ -81,6 +81,15 @@ STATS_SCHEMA = {
             },
         },
         "read_lag": {"type": "object", "required": ["reads", "p50_s", "p90_s", "p99_s", "max_s"]},
+        "adaptive": {
+            "type": "object",
+            "required": ["active", "to_fifo", "fifo_s", "refused", "stream_packets", "cool_s"],
+            "properties": {"active": {"type": "boolean"},
+                           "to_fifo": {"type": "integer", "minimum": 0},
+                           "fifo_s": {"type": "number", "minimum": 0},
+                           "refused": {"type": "integer", "minimum": 0},
+                           "stream_packets": {"type": "integer", "minimum": 1},
+                           "cool_s": {"type": "number", "exclusiveMinimum": 0}}},
         "spin_last": {
             "type": "object",
             "required": ["mode", "margin_s", "wake_late_recent_max_s", "spin_gaps",
@@ -497,6 +506,36 @@ def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory)
         assert got["hold_s"] == pytest.approx(hold, abs=1e-9)
         assert got["io"]["mode"] == "packet"  # type: ignore[index]
         assert got["packets"] >= 2 * COUNT  # type: ignore[operator]
+
+
+def test_adaptive_line_is_real_time_only_for_a_stream(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """--rt-adaptive (through $MPILAB_DELAYLINE_ARGS): lone echoes leave the line at normal
+    scheduling; 4 MiB over TCP (many packets held at once) switch it to SCHED_FIFO; some
+    time after the stream it is back at normal scheduling, the time under SCHED_FIFO
+    counted; the echoes still take twice the delay. Behaviour only: no timing bound."""
+    prefix = f"a{os.getpid() % 100000}"
+    os.environ["MPILAB_DELAYLINE_ARGS"] = "--rt-adaptive"
+    try:
+        with _delayed_testbed(tmp_path_factory, prefix, f"{DELAY_S * 1e3:g}ms",
+                              "adaptive") as sp:
+            rtts = oneway.icmp_rtt(sp, "s0n0", "s1n0", COUNT, 0.2)
+            assert min(rtts) >= 2 * DELAY_S
+            st = _stats(prefix)
+            jsonschema.validate(st, STATS_SCHEMA)
+            ad = st["adaptive"]
+            assert isinstance(ad, dict) and ad["active"] is True and ad["refused"] == 0
+            assert ad["to_fifo"] == 0 and st["sched"] == "other"
+            got, sent = _tcp_transfer(sp, "s0n0", "s1n0")
+            assert got == sent, (got, sent)
+            # the stream's end plus the cooling time, then a wake-up (the dump) to notice it
+            time.sleep(float(ad["cool_s"]) + 0.2)
+            st = _stats(prefix)
+            ad = st["adaptive"]
+            assert isinstance(ad, dict) and ad["to_fifo"] >= 1 and ad["fifo_s"] > 0
+            assert st["sched"] == "other" and st["rt_priority"] == 10
+    finally:
+        os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
 
 
 def test_packet_io_refuses_what_it_cannot_do() -> None:

@@ -37,6 +37,8 @@ MPILAB_TEST(bad_arguments_refused)
                          "--dev x --delay 5ms --rt-priority 0", "--dev x --delay 5ms --rt-priority 100",
                          "--dev x --delay 5ms --rt-priority x",
                          "--dev x --delay 5ms --rt-priority 5 --no-realtime", "--dev x --delay ' 5ms'",
+                         "--dev x --delay 5ms --rt-adaptive --no-realtime",
+                         "--dev x --delay 5ms --rt-adaptive=yes",
                          "--dev x --delay nan", "--dev x --delay 5ms --buffer ' -1'",
                          "--dev x --delay 5ms --busy-poll sometimes", "--dev x --delay 5ms --busy-poll",
                          "--dev x --delay 5ms --arrival egress",
