@@ -62,8 +62,8 @@ void mpilab_dl_pkt_close(mpilab_dl_pkt *p);
  * 0, none waiting; -1, a socket error (message on stderr). */
 int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t *len, int64_t *rt_ns);
 /* Send a held frame out of its leg (a full send buffer is waited on for up to 1 ms, once):
- * 0 (sent, or dropped by the leg's queue: counted in
- * queue_drops), or -1 (counted in send_errors). */
+ * 0 (sent, or dropped by the leg's queue: counted in queue_drops), or -1 (counted in
+ * send_errors). */
 int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
 /* Frames the socket dropped for want of buffer space since it opened (PACKET_STATISTICS). */
 uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p);
