@@ -21,7 +21,7 @@ static void usage(FILE *f)
         "                        [--busy-poll auto|on|off] [--arrival ingress|tun]\n"
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
         "                        [--idle-poll] [--cpu N] [--trim T] [--trim-file F]\n"
-        "                        [--cold-crossing] [--spin-last auto|T]\n"
+        "                        [--cold-crossing] [--spin-last auto|T] [--warm-path T]\n"
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
@@ -79,6 +79,12 @@ static void usage(FILE *f)
         "  --spin-last M   a sleeping line wakes this long before each release and spins\n"
         "                  the rest: a duration (20us to 1s), or auto: the largest lateness\n"
         "                  of its last 16 timer wake-ups + 10 us (20 us to 1 ms)\n"
+        "  --warm-path T   with --io packet: T (20us to 10ms) before a packet held longer\n"
+        "                  leaves an idle line (nothing released for 1 ms), send a warm-up\n"
+        "                  frame down its path: its Ethernet and IPv4 headers alone, with a\n"
+        "                  wrong header checksum, which the node's IP input drops (counted\n"
+        "                  there as a header error); the packet then crosses a path that is\n"
+        "                  not cold from the hold. Sent frames: warm_frames in io\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY,
         MPILAB_DL_DEFAULT_RT_PRIORITY);
 }
@@ -139,6 +145,17 @@ static int parse_spin(const char *arg, int64_t *out)
     return 0;
 }
 
+static int parse_warm(const char *arg, int64_t *out)
+{
+    double sec;
+    if (mpilab_parse_duration(arg, &sec) != 0 || sec < 20e-6 || sec > 10e-3) {
+        fprintf(stderr, "mpilab-delayline: --warm-path %s: not a duration of 20us to 10ms\n", arg);
+        return -1;
+    }
+    *out = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
 static int parse_trim(const char *arg, int64_t *out)
 {
     double sec;
@@ -188,6 +205,8 @@ static int check_io(const mpilab_dl_options *opt)
         why = "--io packet needs at least one --peer";
     else if (!opt->io_packet && opt->npeers > 0)
         why = "--peer needs --io packet";
+    else if (!opt->io_packet && opt->warm_ns > 0)
+        why = "--warm-path needs --io packet";
     else if ((!opt->dev && !opt->io_packet) || opt->delay_ns < 0)
         why = "--dev (or --io packet) and --delay are required (see --help)";
     if (why)
@@ -217,6 +236,7 @@ static const struct option longopts[] = {
     {"trim-file", required_argument, NULL, 'T'},
     {"cold-crossing", no_argument, NULL, 'C'},
     {"spin-last", required_argument, NULL, 'S'},
+    {"warm-path", required_argument, NULL, 'W'},
     {"io", required_argument, NULL, 'i'},
     {"peer", required_argument, NULL, 'P'},
     {"help", no_argument, NULL, 'h'},
@@ -288,6 +308,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         case 'T': opt.trim_file = optarg; break;
         case 'C': opt.cold = 1; break;
         case 'S': if (parse_spin(optarg, &opt.spin_last_ns) != 0) return 2; break;
+        case 'W': if (parse_warm(optarg, &opt.warm_ns) != 0) return 2; break;
         case 'q':
             if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;

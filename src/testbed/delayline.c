@@ -370,6 +370,7 @@ typedef struct dl_state {
     mpilab_dl_rtclock clk;     /* for the tun tap's stamps */
     int64_t comp;              /* the next read's estimated correction (after an idle wait) */
     int64_t last_due, last_write;
+    int64_t warmed_due;        /* --warm-path: the due time of the last packet warmed for */
 } dl_state;
 
 /* How much earlier than due packet h may be written at time t: the forwarding cost out of
@@ -463,13 +464,15 @@ static json_t *io_json(dl_state *s)
 {
     if (!s->pk)
         return json_pack("{s:s}", "mode", "tun");
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "mode", "packet",
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I}", "mode", "packet",
                      "peers", (json_int_t)s->pk->npeers, "ignored", (json_int_t)s->pk->ignored,
                      "ttl_expired", (json_int_t)s->pk->ttl_expired,
                      "send_errors", (json_int_t)s->pk->send_errors,
                      "queue_drops", (json_int_t)s->pk->queue_drops,
                      "last_send_error", s->pk->last_errno ? strerror(s->pk->last_errno) : "",
-                     "socket_drops", (json_int_t)mpilab_dl_pkt_drops(s->pk));
+                     "socket_drops", (json_int_t)mpilab_dl_pkt_drops(s->pk),
+                     "warm_frames", (json_int_t)s->pk->warm_frames,
+                     "warm_errors", (json_int_t)s->pk->warm_errors);
 }
 
 /* Take in at most one packet, dated by the kernel where it can be: at the router's ingress
@@ -536,6 +539,24 @@ static int read_one(dl_state *s)
     return 1;
 }
 
+/* --warm-path: when the head packet's release (at) is due within opt->warm_ns, it has been
+ * held longer than that and the line has released nothing for MPILAB_DL_WARM_IDLE_NS, its
+ * warm-up frame goes out now, once. Returns when the next warm-up is due (0: none). */
+static int64_t warm_head(dl_state *s, int64_t now)
+{
+    const mpilab_dl_rec *h = mpilab_dl_ring_peek(s->ring);
+    if (!h || !s->pk || s->opt->warm_ns <= 0 || h->due_ns == s->warmed_due
+        || s->st.hold_ns <= s->opt->warm_ns || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
+        return 0;
+    int64_t cold, at = h->due_ns - advance_at(s, h, now, &cold);
+    if (now < at - s->opt->warm_ns)
+        return at - s->opt->warm_ns;
+    s->warmed_due = h->due_ns;
+    if (now < at)
+        mpilab_dl_pkt_warm(s->pk, (const unsigned char *)h + DL_HDR, h->len);
+    return 0;
+}
+
 /* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
  * otherwise wake a margin early (--spin-last: its own margin) and spin the rest (zero
  * timeouts: reads still served). Returns 0, or -1 after a poll error. */
@@ -545,10 +566,14 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     const mpilab_dl_rec *h = mpilab_dl_ring_peek(s->ring);
     struct timespec ts = {0, 0}, *tsp = s->st.busy ? &ts : NULL;
     int64_t target = 0, at = 0, cold;
+    int warm_wake = 0;
     if (h && !s->st.busy) {
         at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
         target = at - (s->opt->spin_last_ns ? mpilab_dl_spin_margin(&s->st, s->opt->spin_last_ns)
                                             : mpilab_dl_wake_margin(&s->st));
+        int64_t warm = warm_head(s, mono_ns());
+        warm_wake = warm > 0 && warm < target;
+        target = warm_wake ? warm : target;
         int64_t wait = target - mono_ns();
         if (wait < 0) {
             wait = 0;
@@ -577,7 +602,7 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     if (pr == 0 && target > 0) {
         /* a timer wake-up: how late it came, for the next margin */
         mpilab_dl_note_wake(&s->st, after - target);
-        if (at > mono_ns())
+        if (at > mono_ns() && !warm_wake)
             s->st.spins++;
     }
     return 0;

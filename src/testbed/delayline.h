@@ -120,6 +120,10 @@ int64_t mpilab_dl_wake_margin(const mpilab_dl_stats *st);
 #define MPILAB_DL_IDLE_NS 20000
 int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st);
 
+/* --warm-path: the line sends a warm-up frame (mpilab_dl_warm_frame) only when it has
+ * released nothing for this long: a stream keeps the path warm by itself. */
+#define MPILAB_DL_WARM_IDLE_NS 1000000
+
 typedef struct mpilab_dl_options {
     const char *dev;       /* tun device name */
     int64_t delay_ns;      /* hold time */
@@ -143,6 +147,8 @@ typedef struct mpilab_dl_options {
     int cold;              /* 1: --cold-crossing (mpilab_dl_cold_cost) */
     int64_t spin_last_ns;  /* 0: the default wake margin; -1: auto (mpilab_dl_spin_margin);
                             * > 0: wake this long before each release and spin the rest */
+    int64_t warm_ns;       /* > 0 (--warm-path, packet I/O): a warm-up frame this long before
+                            * the release of a packet held longer, after an idle leg */
     int io_packet;         /* 1: --io packet (delayline_packet.h): packet sockets on the
                             * router's legs instead of a tun device (dev unused) */
     struct mpilab_dl_peer *peers; /* --io packet: the nodes delivered to */

@@ -50,6 +50,8 @@ typedef struct mpilab_dl_pkt {
     uint64_t queue_drops;  /* frames the egress leg's queue refused (ENOBUFS) */
     uint64_t drops;        /* frames the socket dropped (buffer full), so far */
     int last_errno;        /* the last failed send's (0: none) */
+    uint64_t warm_frames;  /* --warm-path: warm-up frames sent */
+    uint64_t warm_errors;  /* --warm-path: warm-up frames the socket refused */
 } mpilab_dl_pkt;
 
 /* Resolve each peer's leg (ifindex, MAC) in this namespace and open the socket (IPv4 on
@@ -65,6 +67,17 @@ int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t 
  * 0 (sent, or dropped by the leg's queue: counted in queue_drops), or -1 (counted in
  * send_errors). */
 int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
+/* --warm-path: a warm-up frame for the held frame of len bytes (laid out as above, routed)
+ * into out (cap bytes, at least MPILAB_DL_WARM_MAX): the same egress, virtio header zero,
+ * the same Ethernet header, the IPv4 header alone with its total length the header's and a
+ * checksum made wrong (one added, one's complement). It crosses the leg, the far bridge and
+ * the node's interface as the frame will, and the node's IP input drops it at the checksum
+ * (counted there as a header error): nothing is delivered, nothing answers. Returns its
+ * length, 0 when len holds no IPv4 header. */
+#define MPILAB_DL_WARM_MAX (MPILAB_DL_PKT_IP_OFF + 60)
+size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned char *out, size_t cap);
+/* Send the warm-up frame of a held frame (counted in warm_frames or warm_errors). */
+void mpilab_dl_pkt_warm(mpilab_dl_pkt *p, const unsigned char *frame, size_t len);
 /* Frames the socket dropped for want of buffer space since it opened (PACKET_STATISTICS). */
 uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p);
 

@@ -112,4 +112,61 @@ MPILAB_TEST(frames_not_the_lines_are_left_alone)
     CHECK(mpilab_dl_frame_route(b, n, peers, 1) == -2);
 }
 
+/* One's complement sum of an IPv4 header of hl bytes. */
+static unsigned header_sum_n(const unsigned char *h, size_t hl)
+{
+    uint32_t sum = 0;
+    for (size_t k = 0; k < hl; k += 2)
+        sum += (uint32_t)h[k] << 8 | h[k + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return sum;
+}
+
+MPILAB_TEST(warm_frame_is_the_header_with_a_checksum_one_off)
+{
+    mpilab_dl_peer peers[1];
+    char err[256];
+    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[0], err, sizeof(err)) == 0);
+    peers[0].ifindex = 9;
+    memcpy(peers[0].src, "\x02\x00\x00\x00\x00\x99", 6);
+    unsigned char b[64], w[MPILAB_DL_WARM_MAX], before[64];
+    for (unsigned ttl = 3; ttl < 256; ttl += 7) { /* checksums of every shape */
+        size_t n = frame(b, ttl, 0x0800);
+        REQUIRE(mpilab_dl_frame_route(b, n, peers, 1) == 0);
+        b[4] = 1; /* a virtio header that asks for offloads: not copied */
+        memcpy(before, b, sizeof(b));
+        size_t m = mpilab_dl_warm_frame(b, n, w, sizeof(w));
+        REQUIRE(m == MPILAB_DL_PKT_IP_OFF + 20);
+        CHECK(memcmp(b, before, sizeof(b)) == 0); /* the held frame untouched */
+        CHECK(memcmp(w, b, 4) == 0);              /* the same egress */
+        for (int k = 4; k < 4 + MPILAB_DL_PKT_VNET; k++)
+            CHECK(w[k] == 0);
+        CHECK(memcmp(w + 4 + MPILAB_DL_PKT_VNET, b + 4 + MPILAB_DL_PKT_VNET, 14) == 0);
+        const unsigned char *h = w + MPILAB_DL_PKT_IP_OFF;
+        CHECK(h[2] == 0 && h[3] == 20); /* the header alone */
+        CHECK(memcmp(h + 4, b + MPILAB_DL_PKT_IP_OFF + 4, 6) == 0);
+        CHECK(memcmp(h + 12, b + MPILAB_DL_PKT_IP_OFF + 12, 8) == 0);
+        /* wrong, and by exactly one: right but for the one added */
+        CHECKF(header_sum(h) == 1, "TTL %u: sum %#x", ttl, header_sum(h));
+    }
+    /* a header with options: copied whole, still one off */
+    size_t n = frame(b, 64, 0x0800);
+    unsigned char *h = b + MPILAB_DL_PKT_IP_OFF;
+    h[0] = 0x46; /* 24 bytes: the first 4 of the payload are its option bytes */
+    h[10] = h[11] = 0;
+    unsigned s = header_sum_n(h, 24);
+    h[10] = (unsigned char)(~s >> 8);
+    h[11] = (unsigned char)~s;
+    REQUIRE(mpilab_dl_warm_frame(b, n, w, sizeof(w)) == MPILAB_DL_PKT_IP_OFF + 24);
+    CHECK(w[MPILAB_DL_PKT_IP_OFF + 3] == 24);
+    CHECK(header_sum_n(w + MPILAB_DL_PKT_IP_OFF, 24) == 1);
+    /* nothing to warm with */
+    CHECK(mpilab_dl_warm_frame(b, MPILAB_DL_PKT_IP_OFF + 19, w, sizeof(w)) == 0);
+    CHECK(mpilab_dl_warm_frame(b, MPILAB_DL_PKT_IP_OFF + 23, w, sizeof(w)) == 0);
+    CHECK(mpilab_dl_warm_frame(b, n, w, MPILAB_DL_WARM_MAX - 1) == 0);
+    h[0] = 0x65;
+    CHECK(mpilab_dl_warm_frame(b, n, w, sizeof(w)) == 0);
+}
+
 MPILAB_TEST_MAIN()
