@@ -79,14 +79,15 @@ static void usage(FILE *f)
         "  --spin-last M   a sleeping line wakes this long before each release and spins\n"
         "                  the rest: a duration (20us to 1s), or auto: the largest lateness\n"
         "                  of its last 16 timer wake-ups + 10 us (20 us to 1 ms)\n"
-        "  --warm-path T   with --io packet: T (20us to 10ms) before a packet held longer\n"
-        "                  leaves an idle line (nothing released for 1 ms), send a warm-up\n"
-        "                  frame down its path: its Ethernet and IPv4 headers alone, with a\n"
-        "                  wrong header checksum, which the node's IP input drops (counted\n"
-        "                  there as a header error); the packet then crosses a path that is\n"
-        "                  not cold from the hold. Sent frames: warm_frames in io\n"
+        "  --warm-path T   with --io packet: T (20us to 10ms; default %d us; off) before a\n"
+        "                  packet held longer leaves an idle line (nothing released for\n"
+        "                  1 ms), send a warm-up frame down its path: its Ethernet and IPv4\n"
+        "                  headers alone, with a wrong header checksum, dropped as a header\n"
+        "                  error (by the far bridge's netfilter, or by the node's IP input);\n"
+        "                  the packet then crosses a path that is not cold from the hold\n"
+        "                  (warm_frames in io)\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY,
-        MPILAB_DL_DEFAULT_RT_PRIORITY);
+        MPILAB_DL_DEFAULT_RT_PRIORITY, (int)(MPILAB_DL_WARM_DEFAULT_NS / 1000));
 }
 
 static int parse_quantile(const char *arg, double *out)
@@ -148,8 +149,12 @@ static int parse_spin(const char *arg, int64_t *out)
 static int parse_warm(const char *arg, int64_t *out)
 {
     double sec;
+    if (strcmp(arg, "off") == 0) {
+        *out = 0;
+        return 0;
+    }
     if (mpilab_parse_duration(arg, &sec) != 0 || sec < 20e-6 || sec > 10e-3) {
-        fprintf(stderr, "mpilab-delayline: --warm-path %s: not a duration of 20us to 10ms\n", arg);
+        fprintf(stderr, "mpilab-delayline: --warm-path %s: expected off or a duration of 20us to 10ms\n", arg);
         return -1;
     }
     *out = (int64_t)(sec * 1e9 + 0.5);
@@ -251,7 +256,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
                              .realtime = MPILAB_DL_RT_AUTO,
                              .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY,
                              .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
-                             .arrival_ingress = 1, .advance = 1, .cpu = -1};
+                             .arrival_ingress = 1, .advance = 1, .cpu = -1, .warm_ns = -1};
     int rt_set = 0, nort_set = 0;
     opt.peers = peers;
     int c;
@@ -341,7 +346,11 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         fprintf(stderr, "mpilab-delayline: --no-realtime excludes --rt-priority and --rt-adaptive\n");
         return 2;
     }
-    return check_io(&opt) != 0 ? 2 : mpilab_dl_run(&opt);
+    if (check_io(&opt) != 0)
+        return 2;
+    if (opt.warm_ns < 0) /* the default: packet I/O warms, a tun line cannot */
+        opt.warm_ns = opt.io_packet ? MPILAB_DL_WARM_DEFAULT_NS : 0;
+    return mpilab_dl_run(&opt);
 }
 
 int main(int argc, char **argv)

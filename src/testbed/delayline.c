@@ -464,13 +464,14 @@ static json_t *io_json(dl_state *s)
 {
     if (!s->pk)
         return json_pack("{s:s}", "mode", "tun");
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I}", "mode", "packet",
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I}", "mode", "packet",
                      "peers", (json_int_t)s->pk->npeers, "ignored", (json_int_t)s->pk->ignored,
                      "ttl_expired", (json_int_t)s->pk->ttl_expired,
                      "send_errors", (json_int_t)s->pk->send_errors,
                      "queue_drops", (json_int_t)s->pk->queue_drops,
                      "last_send_error", s->pk->last_errno ? strerror(s->pk->last_errno) : "",
                      "socket_drops", (json_int_t)mpilab_dl_pkt_drops(s->pk),
+                     "warm_path_s", (double)s->opt->warm_ns * 1e-9,
                      "warm_frames", (json_int_t)s->pk->warm_frames,
                      "warm_errors", (json_int_t)s->pk->warm_errors);
 }

@@ -123,6 +123,9 @@ int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st);
 /* --warm-path: the line sends a warm-up frame (mpilab_dl_warm_frame) only when it has
  * released nothing for this long: a stream keeps the path warm by itself. */
 #define MPILAB_DL_WARM_IDLE_NS 1000000
+/* --warm-path's default with packet I/O: 200 us, longer than a cold warm-up frame's own
+ * crossing (20-50 us here), so that it is out of the way before the packet follows. */
+#define MPILAB_DL_WARM_DEFAULT_NS 200000
 
 typedef struct mpilab_dl_options {
     const char *dev;       /* tun device name */
@@ -147,7 +150,7 @@ typedef struct mpilab_dl_options {
     int cold;              /* 1: --cold-crossing (mpilab_dl_cold_cost) */
     int64_t spin_last_ns;  /* 0: the default wake margin; -1: auto (mpilab_dl_spin_margin);
                             * > 0: wake this long before each release and spin the rest */
-    int64_t warm_ns;       /* > 0 (--warm-path, packet I/O): a warm-up frame this long before
+    int64_t warm_ns;       /* > 0 (--warm-path, packet I/O; 0 off): a warm-up frame this long before
                             * the release of a packet held longer, after an idle leg */
     int io_packet;         /* 1: --io packet (delayline_packet.h): packet sockets on the
                             * router's legs instead of a tun device (dev unused) */

@@ -70,9 +70,11 @@ int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
 /* --warm-path: a warm-up frame for the held frame of len bytes (laid out as above, routed)
  * into out (cap bytes, at least MPILAB_DL_WARM_MAX): the same egress, virtio header zero,
  * the same Ethernet header, the IPv4 header alone with its total length the header's and a
- * checksum made wrong (one added, one's complement). It crosses the leg, the far bridge and
- * the node's interface as the frame will, and the node's IP input drops it at the checksum
- * (counted there as a header error): nothing is delivered, nothing answers. Returns its
+ * checksum made wrong (one added, one's complement). It crosses the leg and enters the far
+ * site's bridge as the frame will, and is dropped at the checksum, counted as a header
+ * error: by the bridge, whose netfilter checks IPv4 headers (br_netfilter, on in the
+ * testbed's switches), or else by the node's IP input. Nothing is delivered, nothing
+ * answers. Returns its
  * length, 0 when len holds no IPv4 header. */
 #define MPILAB_DL_WARM_MAX (MPILAB_DL_PKT_IP_OFF + 60)
 size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned char *out, size_t cap);
