@@ -492,7 +492,14 @@ def test_packet_io_forwards_in_place_of_the_router(
         # lone datagrams 0.2 s apart: warmed for unless the line woke too late to (hogs)
         assert io["warm_path_s"] == pytest.approx(200e-6) and io["warm_errors"] == 0, str(io)
         assert io["warm_frames"] >= 1, str(io)
-        assert _in_hdr_errors(sp) - errs0 == io["warm_frames"], str(io)
+        # each is dropped once; a busy machine may leave the drop to ksoftirqd for a while,
+        # and a trailing TCP packet may still be warmed for: between the two readings
+        deadline = time.monotonic() + 60  # a hang guard, not a timing check
+        while (dropped := _in_hdr_errors(sp) - errs0) < io["warm_frames"]:
+            assert time.monotonic() < deadline, (dropped, str(io))
+            time.sleep(0.05)
+        later = _stats(sp.prefix)["io"]["warm_frames"]  # type: ignore[index]
+        assert io["warm_frames"] <= dropped <= later, (dropped, later, str(io))
         assert net.load_state(sp.prefix)["delayline_io"][:2] == ["--io", "packet"]  # type: ignore[index]
 
 
