@@ -254,8 +254,17 @@ def noisy_verdict(doc: dict[str, Any], s: dict[str, Any] | None = None) -> str |
     over = ctx["local"] is not None and ctx["cpus"] is not None and ctx["local"] > ctx["cpus"] > 0
     cause = (f" ({ctx['local']:.0f} ranks share {ctx['cpus']:.0f} CPUs on a node: "
              "oversubscription is the likely cause)") if over else ""
-    advice = ["a larger --time-budget", "a looser --eps"]
-    if not ctx["pinned"]:
+    # most of the others converged in each launch: the level moved between launches, which
+    # a longer budget per launch does not change; more launches narrow the interval over
+    # their medians. Pinning cannot help ranks that outnumber the CPUs.
+    others = n - s["converged"]
+    by_launch = 2 * int(s.get("launch_only") or 0) >= others
+    nl = max([int(m["launches"]["n"]) for m in expand_all(doc.get("measurements") or [])
+              if isinstance(m, dict) and isinstance(m.get("launches"), dict)
+              and isinstance(m["launches"].get("n"), int)] or [1])
+    advice = [f"more launches (--launches, more than {nl})" if by_launch
+              else "a larger --time-budget", "a looser --eps"]
+    if not ctx["pinned"] and not over:
         advice.append("pinned ranks (--bind-to core)")
     advice.append("fewer ranks per node" if over else "fewer ranks")
     launches = ""

@@ -61,7 +61,9 @@ int mpilab_quality_noisy_verdict(size_t converged, size_t total, const mpilab_qu
     snprintf(buf, len,
              "too noisy to converge: only %zu of %zu measurements reached the asked precision%s; repeat with a "
              "larger --time-budget%s, a looser --eps, %s%son a quieter machine",
-             converged, total, cause, budget, ctx->pinned ? "" : "pinned ranks (--bind-to core), ",
+             converged, total, cause, budget,
+             /* pinning cannot help ranks that outnumber the CPUs */
+             ctx->pinned || over ? "" : "pinned ranks (--bind-to core), ",
              over ? "fewer ranks per node, " : "fewer ranks, ");
     return 1;
 }

@@ -84,6 +84,9 @@ def test_noisy_verdict_reads_provenance(synthetic_results: Callable[..., dict[st
     assert loose is not None and "--bind-to core" in loose
     over = quality.noisy_verdict(_noisy(synthetic_results, True, 4, 2))
     assert over is not None and "4 ranks share 2 CPUs" in over and "oversubscription" in over
+    # unbound but oversubscribed: no pinning advice (4 ranks cannot each have a core of 2)
+    over = quality.noisy_verdict(_noisy(synthetic_results, False, 4, 2))
+    assert over is not None and "--bind-to core" not in over and "fewer ranks per node" in over
 
 
 def test_noisy_verdict_names_launches_that_disagree(
@@ -101,6 +104,14 @@ def test_noisy_verdict_names_launches_that_disagree(
     assert s["launch_only"] == 1
     v = quality.noisy_verdict(doc, s)
     assert v is not None and f"1 of the {len(ms)} others converged in each launch alone" in v
+    # a minority of the others: a larger budget is still the first advice
+    assert "--time-budget" in v and "more launches" not in v
+    many = copy.deepcopy(doc)  # now every measurement converged in each of its 3 launches
+    for m in many["measurements"]:
+        m["launches"] = {"n": 3, "converged": [True, True, True]}
+    v = quality.noisy_verdict(many)
+    assert v is not None and "more launches (--launches, more than 3)" in v
+    assert "--time-budget" not in v
     ms[0]["launches"]["converged"][2] = False
     v = quality.noisy_verdict(doc)
     assert v is not None and "each launch alone" not in v
