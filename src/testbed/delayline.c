@@ -540,16 +540,15 @@ static int read_one(dl_state *s)
     return 1;
 }
 
-/* --warm-path: when the head packet's release (at) is due within opt->warm_ns, it has been
- * held longer than that and the line has released nothing for MPILAB_DL_WARM_IDLE_NS, its
- * warm-up frame goes out now, once. Returns when the next warm-up is due (0: none). */
-static int64_t warm_head(dl_state *s, int64_t now)
+/* --warm-path: when the head packet h's release (at, as wait_once aims at it) is due within
+ * opt->warm_ns, it has been held longer than that and the line has released nothing for
+ * MPILAB_DL_WARM_IDLE_NS, its warm-up frame goes out now, once. Returns when the next
+ * warm-up is due (0: none). */
+static int64_t warm_head(dl_state *s, const mpilab_dl_rec *h, int64_t at, int64_t now)
 {
-    const mpilab_dl_rec *h = mpilab_dl_ring_peek(s->ring);
-    if (!h || !s->pk || s->opt->warm_ns <= 0 || h->due_ns == s->warmed_due
+    if (!s->pk || s->opt->warm_ns <= 0 || h->due_ns == s->warmed_due
         || s->st.hold_ns <= s->opt->warm_ns || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
         return 0;
-    int64_t cold, at = h->due_ns - advance_at(s, h, now, &cold);
     if (now < at - s->opt->warm_ns)
         return at - s->opt->warm_ns;
     s->warmed_due = h->due_ns;
@@ -572,7 +571,7 @@ static int wait_once(dl_state *s, const sigset_t *orig)
         at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
         target = at - (s->opt->spin_last_ns ? mpilab_dl_spin_margin(&s->st, s->opt->spin_last_ns)
                                             : mpilab_dl_wake_margin(&s->st));
-        int64_t warm = warm_head(s, mono_ns());
+        int64_t warm = warm_head(s, h, at, mono_ns());
         warm_wake = warm > 0 && warm < target;
         target = warm_wake ? warm : target;
         int64_t wait = target - mono_ns();

@@ -231,15 +231,16 @@ size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned cha
     memset(out + 4, 0, MPILAB_DL_PKT_VNET);         /* no offloads */
     memcpy(out + 4 + MPILAB_DL_PKT_VNET, frame + 4 + MPILAB_DL_PKT_VNET, 14 + hl);
     unsigned char *h = out + ip;
-    uint32_t sum = ((uint32_t)h[2] << 8 | h[3]) ^ 0xffff; /* RFC 1624: ~old + new */
-    sum += (uint32_t)hl;
     h[2] = (unsigned char)(hl >> 8);
     h[3] = (unsigned char)hl;
-    sum += (uint32_t)(h[10] << 8 | h[11]) ^ 0xffff;
+    h[10] = h[11] = 0;
+    uint32_t sum = 0;
+    for (size_t k = 0; k < hl; k += 2)
+        sum += (uint32_t)h[k] << 8 | h[k + 1];
     while (sum >> 16)
         sum = (sum & 0xffff) + (sum >> 16);
-    /* the checksum the shortened header would have (~(~c + ~old + new)), then one more:
-     * a sum that no longer checks, whatever the header */
+    /* the right checksum (~sum), then one more (one's complement): a sum that no longer
+     * checks, whatever the header */
     uint32_t c = (~sum & 0xffff) + 1;
     c = (c & 0xffff) + (c >> 16);
     h[10] = (unsigned char)(c >> 8);
@@ -251,9 +252,11 @@ void mpilab_dl_pkt_warm(mpilab_dl_pkt *p, const unsigned char *frame, size_t len
 {
     unsigned char w[MPILAB_DL_WARM_MAX];
     size_t n = mpilab_dl_warm_frame(frame, len, w, sizeof(w));
-    if (n > 0 && frame_send(p->fd, w, n) < 0)
+    if (n == 0)
+        return;
+    if (frame_send(p->fd, w, n) < 0)
         p->warm_errors++;
-    else if (n > 0)
+    else
         p->warm_frames++;
 }
 

@@ -74,8 +74,7 @@ int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
  * site's bridge as the frame will, and is dropped at the checksum, counted as a header
  * error: by the bridge, whose netfilter checks IPv4 headers (br_netfilter, on in the
  * testbed's switches), or else by the node's IP input. Nothing is delivered, nothing
- * answers. Returns its
- * length, 0 when len holds no IPv4 header. */
+ * answers. Returns its length, 0 when len holds no IPv4 header. */
 #define MPILAB_DL_WARM_MAX (MPILAB_DL_PKT_IP_OFF + 60)
 size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned char *out, size_t cap);
 /* Send the warm-up frame of a held frame (counted in warm_frames or warm_errors). */
