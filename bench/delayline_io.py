@@ -10,9 +10,13 @@ A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.d
 Per run and variant: UDP-0, the worse direction's median one-way time of lone kernel-stamped
 UDP datagrams (mpilab.testbed.oneway: stamped where they leave the sender's interface and
 reach the receiver's; the echo of the undelayed reference waits D, so both ways have been
-idle as long as behind the line) minus the undelayed median minus D; ICMP-0 the same from
-kernel-stamped ICMP echoes, half the round trip. Nothing here reads the delay line's own
-counters, except its CPU time and I/O counters printed at the end of each delay.
+idle as long as behind the line) minus the undelayed median minus D; ICMP-0 the same for
+lone kernel-stamped ICMP echo requests, one way (stamped where they leave the sender's
+interface and where they reach the far node's, whose kernel makes the reply); ICMP-rt half
+the echo's round trip, likewise (the undelayed reply leaves at once over the path its request
+has just warmed, which a reply behind the line finds idle: what remains is that, not the
+line). Nothing here reads the delay line's own counters, except its CPU time and I/O
+counters printed at the end of each delay.
 
 Needs root. Example (one bench slot per delay or two):
   /work/shared/tools/mlock bench python3 bench/delayline_io.py --delays 100us,1ms --runs 4 \\
@@ -49,16 +53,22 @@ def up(delay: str, prefix: str, io: str, args: str) -> spec.Spec:
 
 
 def measure(sp: spec.Spec, d: float, count: int,
-            reply_after: float = 0.0) -> tuple[list[float], list[float], list[float]]:
+            reply_after: float = 0.0) -> tuple[list[float], list[float], list[float],
+                                               list[float]]:
+    """UDP one way both ways, ICMP echo requests one way, ICMP round trips (s)."""
     gap = max(0.2, 3 * d)
     fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", count, gap, reply_after)
-    return fwd, back, oneway.icmp_rtt(sp, "s0n0", "s1n0", count, gap)
+    req, rep = oneway.icmp_oneway(sp, "s0n0", "s1n0", count, gap)
+    return fwd, back, req, [a + b for a, b in zip(req, rep, strict=True)]
+
+
+Row = tuple[float, float, float]  # UDP-0, ICMP-0 (the request), ICMP-rt (half the echo)
 
 
 def one_delay(delay: str, a: argparse.Namespace,
-              variants: list[tuple[str, str, str]]) -> dict[str, list[tuple[float, float]]]:
+              variants: list[tuple[str, str, str]]) -> dict[str, list[Row]]:
     d, med = parse_duration(delay), statistics.median
-    out: dict[str, list[tuple[float, float]]] = {}
+    out: dict[str, list[Row]] = {}
     prefixes = [f"{a.prefix}{k}" for k in range(len(variants) + 1)]
     try:
         base_sp = up("0ms", prefixes[-1], "tun", "")
@@ -72,15 +82,17 @@ def one_delay(delay: str, a: argparse.Namespace,
                       f"{tr['excess_back_s'] * 1e6:.1f}; spread {tr['spread_s'] * 1e6:.1f} us, "
                       f"steady {tr['steady']})", flush=True)
         for r in range(a.runs):
-            bf, bb, bw = measure(base_sp, d, a.count, d)
+            bf, bb, bq, bw = measure(base_sp, d, a.count, d)
             line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
                    f"{med(bb) * 1e6:.1f} us"
             for name, sp in sps:
-                f, b, w = measure(sp, d, a.count)
+                f, b, q, w = measure(sp, d, a.count)
                 udp = max(med(f) - med(bf), med(b) - med(bb)) - d
-                icmp = (med(w) - med(bw)) / 2 - d
-                out.setdefault(name, []).append((udp, icmp))
-                line += f" | {name}: UDP-0 {udp * 1e6:6.1f} ICMP-0 {icmp * 1e6:6.1f}"
+                icmp = med(q) - med(bq) - d
+                rt = (med(w) - med(bw)) / 2 - d
+                out.setdefault(name, []).append((udp, icmp, rt))
+                line += (f" | {name}: UDP-0 {udp * 1e6:6.1f} ICMP-0 {icmp * 1e6:6.1f} "
+                         f"ICMP-rt {rt * 1e6:6.1f}")
             print(line, flush=True)
         for name, sp in sps:
             st = net.delayline_stats(sp.prefix) or {}
@@ -145,12 +157,13 @@ def main() -> int:
     print("\nbeyond the configured delay (us): median (range); runs within 10 us")
     for delay, per in res.items():
         for name, xs in per.items():
-            udp, icmp = [u for u, _ in xs], [i for _, i in xs]
-            print(f"{delay:>6} {name:>10}: UDP-0 {statistics.median(udp) * 1e6:6.1f} "
-                  f"({min(udp) * 1e6:.1f}..{max(udp) * 1e6:.1f}) "
-                  f"{sum(abs(u) <= 10e-6 for u in udp)}/{len(udp)}; ICMP-0 "
-                  f"{statistics.median(icmp) * 1e6:6.1f} {sum(abs(i) <= 10e-6 for i in icmp)}"
-                  f"/{len(icmp)}")
+            cols = []
+            for label, k in (("UDP-0", 0), ("ICMP-0", 1), ("ICMP-rt", 2)):
+                v = [x[k] for x in xs]
+                cols.append(f"{label} {statistics.median(v) * 1e6:6.1f} "
+                            f"({min(v) * 1e6:.1f}..{max(v) * 1e6:.1f}) "
+                            f"{sum(abs(u) <= 10e-6 for u in v)}/{len(v)}")
+            print(f"{delay:>6} {name:>10}: " + "; ".join(cols))
     return 0
 
 

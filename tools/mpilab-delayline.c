@@ -85,7 +85,9 @@ static void usage(FILE *f)
         "                  headers alone, with a wrong header checksum, dropped as a header\n"
         "                  error (by the far bridge's netfilter, or by the node's IP input);\n"
         "                  the packet then crosses a path that is not cold from the hold\n"
-        "                  (warm_frames in io)\n"
+        "                  (warm_frames in io); a busy line (--busy-poll) instead sends\n"
+        "                  its peers' warm-up frames in turn while it holds nothing and has\n"
+        "                  released nothing for 1 ms, each peer's once per ms\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY,
         MPILAB_DL_DEFAULT_RT_PRIORITY, (int)(MPILAB_DL_WARM_DEFAULT_NS / 1000));
 }

@@ -371,6 +371,8 @@ typedef struct dl_state {
     int64_t comp;              /* the next read's estimated correction (after an idle wait) */
     int64_t last_due, last_write;
     int64_t warmed_due;        /* --warm-path: the due time of the last packet warmed for */
+    int64_t kept_warm;         /* a busy line's last keep-warm frame (mono ns) */
+    size_t keep_next;          /* the peer it warms next */
 } dl_state;
 
 /* How much earlier than due packet h may be written at time t: the forwarding cost out of
@@ -557,6 +559,26 @@ static int64_t warm_head(dl_state *s, const mpilab_dl_rec *h, int64_t at, int64_
     return 0;
 }
 
+/* --warm-path on a busy line (whose holds are too short to warm ahead of a packet): while
+ * it holds nothing and has released nothing for MPILAB_DL_WARM_IDLE_NS, it sends the peers'
+ * warm-up frames in turn, each peer's path once per MPILAB_DL_WARM_IDLE_NS (one frame per
+ * MPILAB_DL_KEEP_WARM_MIN_NS at most), so that the next lone packet's send path and the far
+ * bridge are no colder than a stream's. */
+static void keep_warm(dl_state *s, int64_t now)
+{
+    if (!s->pk || !s->st.busy || s->opt->warm_ns <= 0 || s->ring->count > 0
+        || s->pk->npeers == 0 || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
+        return;
+    int64_t every = MPILAB_DL_WARM_IDLE_NS / (int64_t)s->pk->npeers;
+    if (every < MPILAB_DL_KEEP_WARM_MIN_NS)
+        every = MPILAB_DL_KEEP_WARM_MIN_NS;
+    if (now - s->kept_warm < every)
+        return;
+    s->kept_warm = now;
+    mpilab_dl_pkt_warm_peer(s->pk, s->keep_next);
+    s->keep_next = (s->keep_next + 1) % s->pk->npeers;
+}
+
 /* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
  * otherwise wake a margin early (--spin-last: its own margin) and spin the rest (zero
  * timeouts: reads still served). Returns 0, or -1 after a poll error. */
@@ -676,6 +698,7 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
         }
         if (g_stop)
             break;
+        keep_warm(s, now);
         if (wait_once(s, orig) != 0) {
             rc = 1;
             break;

@@ -260,6 +260,33 @@ void mpilab_dl_pkt_warm(mpilab_dl_pkt *p, const unsigned char *frame, size_t len
         p->warm_frames++;
 }
 
+size_t mpilab_dl_peer_frame(const mpilab_dl_peer *peer, unsigned char *out, size_t cap)
+{
+    if (cap < MPILAB_DL_PKT_IP_OFF + 20)
+        return 0;
+    memset(out, 0, MPILAB_DL_PKT_IP_OFF + 20);
+    int32_t ifindex = peer->ifindex;
+    memcpy(out, &ifindex, 4);
+    unsigned char *eth = out + 4 + MPILAB_DL_PKT_VNET;
+    memcpy(eth, peer->mac, 6);
+    memcpy(eth + 6, peer->src, 6);
+    eth[12] = 0x08; /* IPv4 */
+    unsigned char *h = out + MPILAB_DL_PKT_IP_OFF;
+    h[0] = 0x45;
+    h[3] = 20;
+    h[8] = 64;      /* TTL */
+    h[9] = 17;      /* UDP, for what it is worth: it never gets past the header */
+    memcpy(h + 16, &peer->ip, 4);
+    return MPILAB_DL_PKT_IP_OFF + 20;
+}
+
+void mpilab_dl_pkt_warm_peer(mpilab_dl_pkt *p, size_t k)
+{
+    unsigned char f[MPILAB_DL_PKT_IP_OFF + 20];
+    if (k < p->npeers && mpilab_dl_peer_frame(&p->peers[k], f, sizeof(f)) > 0)
+        mpilab_dl_pkt_warm(p, f, sizeof(f));
+}
+
 uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p)
 {
     struct tpacket_stats s;

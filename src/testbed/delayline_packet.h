@@ -77,6 +77,13 @@ int mpilab_dl_pkt_send(mpilab_dl_pkt *p, const unsigned char *buf, size_t len);
  * answers. Returns its length, 0 when len holds no IPv4 header. */
 #define MPILAB_DL_WARM_MAX (MPILAB_DL_PKT_IP_OFF + 60)
 size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned char *out, size_t cap);
+/* A routed frame for a peer with nothing held: laid out as above, its egress, the leg's and
+ * the peer's MACs, a bare IPv4 header to the peer (no source, TTL 64, valid checksum), for
+ * mpilab_dl_warm_frame. Returns its length, 0 when cap is too small. */
+size_t mpilab_dl_peer_frame(const mpilab_dl_peer *peer, unsigned char *out, size_t cap);
+/* A busy line's keep-warm: the warm-up frame of peer k's path (nothing sent for k out of
+ * range). */
+void mpilab_dl_pkt_warm_peer(mpilab_dl_pkt *p, size_t k);
 /* Send the warm-up frame of a held frame (counted in warm_frames or warm_errors). */
 void mpilab_dl_pkt_warm(mpilab_dl_pkt *p, const unsigned char *frame, size_t len);
 /* Frames the socket dropped for want of buffer space since it opened (PACKET_STATISTICS). */

@@ -503,6 +503,46 @@ def test_packet_io_forwards_in_place_of_the_router(
         assert net.load_state(sp.prefix)["delayline_io"][:2] == ["--io", "packet"]  # type: ignore[index]
 
 
+def test_busy_packet_line_keeps_the_paths_warm_while_idle(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Packet I/O below 100 us: the line busy-polls, and with nothing held and nothing sent
+    for 1 ms it sends its peers' warm-up frames in turn (a bare IPv4 header with a checksum
+    one off, to each node's MAC), so the next lone packet's send path and the far bridge are
+    warm. Idle, the count grows without a packet crossing, and every frame is dropped as an
+    IPv4 header error (between two readings); lone datagrams still cross, no earlier than the
+    delay. With --warm-path off the idle line sends none."""
+    delay = 10e-6
+    for args, warms in (("", True), ("--warm-path off", False)):
+        os.environ["MPILAB_DELAYLINE_ARGS"] = args
+        try:
+            with _delayed_testbed(tmp_path_factory, f"k{os.getpid() % 100000}", "10us",
+                                  "busy packet delay line", 'delay_io = "packet"\n') as sp:
+                errs0 = _in_hdr_errors(sp)
+                st0 = _stats(sp.prefix)
+                assert st0["busy_poll"] is True, str(st0)
+                time.sleep(0.2)
+                st1 = _stats(sp.prefix)
+                io0, io1 = st0["io"], st1["io"]
+                assert isinstance(io0, dict) and isinstance(io1, dict)
+                assert st1["packets"] == st0["packets"], (st0["packets"], st1["packets"])
+                assert io1["warm_errors"] == 0, str(io1)
+                if not warms:
+                    assert io1["warm_frames"] == 0 and _in_hdr_errors(sp) == errs0, str(io1)
+                else:
+                    assert io1["warm_frames"] > io0["warm_frames"], (str(io0), str(io1))
+                    deadline = time.monotonic() + 60  # a hang guard, not a timing check
+                    while (dropped := _in_hdr_errors(sp) - errs0) < io1["warm_frames"]:
+                        assert time.monotonic() < deadline, (dropped, str(io1))
+                        time.sleep(0.05)
+                    later = _stats(sp.prefix)["io"]["warm_frames"]  # type: ignore[index]
+                    assert io1["warm_frames"] <= dropped <= later, (dropped, later, str(io1))
+                there, back = oneway.udp_oneway(sp, "s0n0", "s1n0", COUNT, 0.05)
+                assert len(there) == len(back) == COUNT
+                assert min(there) >= delay and min(back) >= delay, (there, back)
+        finally:
+            os.environ.pop("MPILAB_DELAYLINE_ARGS", None)
+
+
 def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory) -> None:
     """wan.delay_trim = "auto" with packet I/O: `up` measures the undelayed route with the
     line stopped and the kernel forwarding, then restarts the line and measures through it;

@@ -169,4 +169,30 @@ MPILAB_TEST(warm_frame_is_the_header_with_a_checksum_one_off)
     CHECK(mpilab_dl_warm_frame(b, n, w, sizeof(w)) == 0);
 }
 
+MPILAB_TEST(peer_frame_warms_a_peer_with_nothing_held)
+{
+    mpilab_dl_peer peers[1];
+    char err[256];
+    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[0], err, sizeof(err)) == 0);
+    peers[0].ifindex = 9;
+    memcpy(peers[0].src, "\x02\x00\x00\x00\x00\x99", 6);
+    unsigned char f[MPILAB_DL_PKT_IP_OFF + 20], w[MPILAB_DL_WARM_MAX];
+    CHECK(mpilab_dl_peer_frame(&peers[0], f, sizeof(f) - 1) == 0);
+    REQUIRE(mpilab_dl_peer_frame(&peers[0], f, sizeof(f)) == sizeof(f));
+    int32_t ifindex;
+    memcpy(&ifindex, f, 4);
+    CHECK(ifindex == 9);
+    const unsigned char *eth = f + 4 + MPILAB_DL_PKT_VNET;
+    CHECK(memcmp(eth, "\x02\x00\x00\x00\x00\x02", 6) == 0);  /* to the peer */
+    CHECK(memcmp(eth + 6, "\x02\x00\x00\x00\x00\x99", 6) == 0); /* from the leg */
+    CHECK(eth[12] == 0x08 && eth[13] == 0x00);
+    const unsigned char *h = f + MPILAB_DL_PKT_IP_OFF;
+    CHECK(h[0] == 0x45 && h[2] == 0 && h[3] == 20 && h[8] > 1);
+    CHECK(h[16] == 10 && h[17] == 77 && h[18] == 1 && h[19] == 2);
+    /* a frame mpilab_dl_frame_route would pass as routed: its warm-up is one off */
+    REQUIRE(mpilab_dl_warm_frame(f, sizeof(f), w, sizeof(w)) == MPILAB_DL_PKT_IP_OFF + 20);
+    CHECK(memcmp(w, f, MPILAB_DL_PKT_IP_OFF + 10) == 0);
+    CHECK(header_sum(w + MPILAB_DL_PKT_IP_OFF) == 1);
+}
+
 MPILAB_TEST_MAIN()

@@ -110,7 +110,24 @@ for k in range(int(sys.argv[2])):
         hl = (d[0] & 15) * 4
         if d[hl] == 0 and struct.unpack('!HH', d[hl + 4:hl + 8]) == (ident, k):
             break
-    print(k, tx, stamp(anc), flush=True)
+    print(k, tx, stamp(anc), ident, flush=True)
+"""
+
+# The far end of icmp_oneway: a raw ICMP socket that sees every echo request the node's
+# kernel is about to answer, with the kernel's stamp where it reached the interface.
+ICMP_SERVER = STAMP + r"""
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+s.setsockopt(socket.SOL_SOCKET, SO_TS, RX | SW)
+s.settimeout(30)
+print('ready', flush=True)
+seen = 0
+while seen < int(sys.argv[1]):
+    d, anc, _, _ = s.recvmsg(256, 512)
+    hl = (d[0] & 15) * 4
+    if d[hl] == 8 and d[hl + 8:hl + 24] == b'mpilab-oneway-16':
+        ident, k = struct.unpack('!HH', d[hl + 4:hl + 8])
+        print(ident, k, stamp(anc), flush=True)
+        seen += 1
 """
 
 PORT = 7777
@@ -125,12 +142,52 @@ def icmp_rtt(sp: Spec, client: str, server: str, count: int, interval: float) ->
                        check=False)
     rtts = []
     for f in (ln.split() for ln in p.stdout.splitlines()):
-        if len(f) == 3 and int(f[1]) > 0 and int(f[2]) > 0:
+        if len(f) == 4 and int(f[1]) > 0 and int(f[2]) > 0:
             rtts.append((int(f[2]) - int(f[1])) * 1e-9)
     if len(rtts) != count:
         raise MpilabError(f"icmp echo {client} -> {server}: {len(rtts)} of {count} stamped "
                           f"({p.stderr.strip()[-300:]})")
     return rtts
+
+
+def icmp_oneway(sp: Spec, client: str, server: str, count: int,
+                interval: float) -> tuple[list[float], list[float]]:
+    """Lone ICMP echoes client -> server, one every `interval`, timed one way each: the
+    request from the client's transmit stamp to the server's receive stamp (a raw socket
+    beside the server's kernel, which makes the reply), the reply from there to the client's
+    receive stamp (so it includes the kernel's turnaround, the same with and without a WAN
+    delay). The echo request is the lone packet; its reply leaves at once, over a path the
+    request has just crossed."""
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
+                            ICMP_SERVER, str(count)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        srv.stdout.readline()
+        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                            ICMP_CLIENT, sp.addr(server, 0), str(count), str(interval)],
+                           capture_output=True, text=True,
+                           timeout=count * (interval + 2) + 20, check=False)
+        out, _ = srv.communicate(timeout=60)  # it ends after `count` requests
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    seen = {}
+    for f in (ln.split() for ln in out.splitlines()):
+        if len(f) == 3 and all(x.lstrip("-").isdigit() for x in f) and int(f[2]) > 0:
+            seen[(int(f[0]), int(f[1]))] = int(f[2])
+    fwd, back = [], []
+    for f in (ln.split() for ln in p.stdout.splitlines()):
+        if len(f) != 4 or not all(x.isdigit() for x in f):
+            continue
+        at = seen.get((int(f[3]), int(f[0])))
+        if at is not None and int(f[1]) > 0 and int(f[2]) > 0:
+            fwd.append((at - int(f[1])) * 1e-9)
+            back.append((int(f[2]) - at) * 1e-9)
+    if len(fwd) != count:
+        raise MpilabError(f"icmp one-way {client} -> {server}: {len(fwd)} of {count} stamped "
+                          f"at both ends ({p.stderr.strip()[-300:]})")
+    return fwd, back
 
 
 def pair_times(client_out: str, server_out: str) -> tuple[list[float], list[float]]:
