@@ -22,6 +22,7 @@ static void usage(FILE *f)
         "                        [--no-leg-stamps] [--no-advance] [--advance-quantile Q]\n"
         "                        [--idle-poll] [--cpu N] [--trim T] [--trim-file F]\n"
         "                        [--cold-crossing] [--spin-last auto|T] [--warm-path T]\n"
+        "                        [--keep-warm auto|off|T]\n"
         "  -h, --help      this text\n"
         "      --version   the version\n"
         "  --dev TUN       existing tun device (ip tuntap add TUN mode tun)\n"
@@ -85,9 +86,11 @@ static void usage(FILE *f)
         "                  headers alone, with a wrong header checksum, dropped as a header\n"
         "                  error (by the far bridge's netfilter, or by the node's IP input);\n"
         "                  the packet then crosses a path that is not cold from the hold\n"
-        "                  (warm_frames in io); a busy line (--busy-poll) instead sends\n"
-        "                  its peers' warm-up frames in turn while it holds nothing and has\n"
-        "                  released nothing for 1 ms, each peer's once per ms\n"
+        "                  (warm_frames in io)\n"
+        "  --keep-warm T   with --io packet: while the line has released nothing for 1 ms,\n"
+        "                  send each peer's warm-up frame (a bare IPv4 header to it, the\n"
+        "                  checksum wrong) once per T (100us to 100ms; off); auto (default):\n"
+        "                  1 ms for a busy line (--busy-poll) with --warm-path on, else off\n"
         "Stops cleanly on SIGTERM or SIGINT.\n", MPILAB_DL_PEERS_MAX, MPILAB_DL_DEFAULT_RT_PRIORITY,
         MPILAB_DL_DEFAULT_RT_PRIORITY, (int)(MPILAB_DL_WARM_DEFAULT_NS / 1000));
 }
@@ -163,6 +166,21 @@ static int parse_warm(const char *arg, int64_t *out)
     return 0;
 }
 
+static int parse_keep(const char *arg, int64_t *out)
+{
+    double sec;
+    if (strcmp(arg, "off") == 0 || strcmp(arg, "auto") == 0) {
+        *out = arg[0] == 'o' ? 0 : -1;
+        return 0;
+    }
+    if (mpilab_parse_duration(arg, &sec) != 0 || sec < 100e-6 || sec > 0.1) {
+        fprintf(stderr, "mpilab-delayline: --keep-warm %s: expected auto, off or a duration of 100us to 100ms\n", arg);
+        return -1;
+    }
+    *out = (int64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
 static int parse_trim(const char *arg, int64_t *out)
 {
     double sec;
@@ -214,6 +232,8 @@ static int check_io(const mpilab_dl_options *opt)
         why = "--peer needs --io packet";
     else if (!opt->io_packet && opt->warm_ns > 0)
         why = "--warm-path needs --io packet";
+    else if (!opt->io_packet && opt->keep_ns > 0)
+        why = "--keep-warm needs --io packet";
     else if ((!opt->dev && !opt->io_packet) || opt->delay_ns < 0)
         why = "--dev (or --io packet) and --delay are required (see --help)";
     if (why)
@@ -244,6 +264,7 @@ static const struct option longopts[] = {
     {"cold-crossing", no_argument, NULL, 'C'},
     {"spin-last", required_argument, NULL, 'S'},
     {"warm-path", required_argument, NULL, 'W'},
+    {"keep-warm", required_argument, NULL, 'K'},
     {"io", required_argument, NULL, 'i'},
     {"peer", required_argument, NULL, 'P'},
     {"help", no_argument, NULL, 'h'},
@@ -258,7 +279,8 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
                              .realtime = MPILAB_DL_RT_AUTO,
                              .rt_priority = MPILAB_DL_DEFAULT_RT_PRIORITY,
                              .busy_poll = MPILAB_DL_BUSY_AUTO, .leg_stamps = 1,
-                             .arrival_ingress = 1, .advance = 1, .cpu = -1, .warm_ns = -1};
+                             .arrival_ingress = 1, .advance = 1, .cpu = -1, .warm_ns = -1,
+                             .keep_ns = -1};
     int rt_set = 0, nort_set = 0;
     opt.peers = peers;
     int c;
@@ -316,6 +338,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         case 'C': opt.cold = 1; break;
         case 'S': if (parse_spin(optarg, &opt.spin_last_ns) != 0) return 2; break;
         case 'W': if (parse_warm(optarg, &opt.warm_ns) != 0) return 2; break;
+        case 'K': if (parse_keep(optarg, &opt.keep_ns) != 0) return 2; break;
         case 'q':
             if (parse_quantile(optarg, &opt.advance_q) != 0)
                 return 2;
@@ -352,6 +375,9 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         return 2;
     if (opt.warm_ns < 0) /* the default: packet I/O warms, a tun line cannot */
         opt.warm_ns = opt.io_packet ? MPILAB_DL_WARM_DEFAULT_NS : 0;
+    if (opt.keep_ns < 0) /* auto: a busy packet line that warms keeps the paths warm */
+        opt.keep_ns = opt.io_packet && opt.warm_ns > 0 && mpilab_dl_busy(&opt)
+                          ? MPILAB_DL_WARM_IDLE_NS : 0;
     return mpilab_dl_run(&opt);
 }
 

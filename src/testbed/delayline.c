@@ -559,24 +559,26 @@ static int64_t warm_head(dl_state *s, const mpilab_dl_rec *h, int64_t at, int64_
     return 0;
 }
 
-/* --warm-path on a busy line (whose holds are too short to warm ahead of a packet): while
- * it holds nothing and has released nothing for MPILAB_DL_WARM_IDLE_NS, it sends the peers'
- * warm-up frames in turn, each peer's path once per MPILAB_DL_WARM_IDLE_NS (one frame per
- * MPILAB_DL_KEEP_WARM_MIN_NS at most), so that the next lone packet's send path and the far
- * bridge are no colder than a stream's. */
-static void keep_warm(dl_state *s, int64_t now)
+/* --keep-warm: while the line has released nothing for MPILAB_DL_WARM_IDLE_NS (held
+ * packets or not), it sends the peers' warm-up frames in turn, each peer's path once per
+ * opt->keep_ns (one frame per MPILAB_DL_KEEP_WARM_MIN_NS at most), so that the next lone
+ * packet's send path and the far bridge are no colder than a stream's. Sends the frame when
+ * one is due at now; returns when the next is due (0: none while the line releases). */
+static int64_t keep_warm(dl_state *s, int64_t now)
 {
-    if (!s->pk || !s->st.busy || s->opt->warm_ns <= 0 || s->ring->count > 0
-        || s->pk->npeers == 0 || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
-        return;
-    int64_t every = MPILAB_DL_WARM_IDLE_NS / (int64_t)s->pk->npeers;
+    if (!s->pk || s->opt->keep_ns <= 0 || s->pk->npeers == 0)
+        return 0;
+    if (now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
+        return s->last_write + MPILAB_DL_WARM_IDLE_NS;
+    int64_t every = s->opt->keep_ns / (int64_t)s->pk->npeers;
     if (every < MPILAB_DL_KEEP_WARM_MIN_NS)
         every = MPILAB_DL_KEEP_WARM_MIN_NS;
     if (now - s->kept_warm < every)
-        return;
+        return s->kept_warm + every;
     s->kept_warm = now;
     mpilab_dl_pkt_warm_peer(s->pk, s->keep_next);
     s->keep_next = (s->keep_next + 1) % s->pk->npeers;
+    return now + every;
 }
 
 /* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
@@ -589,13 +591,20 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     struct timespec ts = {0, 0}, *tsp = s->st.busy ? &ts : NULL;
     int64_t target = 0, at = 0, cold;
     int warm_wake = 0;
-    if (h && !s->st.busy) {
-        at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
-        target = at - (s->opt->spin_last_ns ? mpilab_dl_spin_margin(&s->st, s->opt->spin_last_ns)
-                                            : mpilab_dl_wake_margin(&s->st));
-        int64_t warm = warm_head(s, h, at, mono_ns());
-        warm_wake = warm > 0 && warm < target;
-        target = warm_wake ? warm : target;
+    int64_t keep = s->st.busy ? 0 : keep_warm(s, mono_ns());
+    if (!s->st.busy && (h || keep > 0)) {
+        if (h) {
+            at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
+            target = at - (s->opt->spin_last_ns ? mpilab_dl_spin_margin(&s->st, s->opt->spin_last_ns)
+                                                : mpilab_dl_wake_margin(&s->st));
+            int64_t warm = warm_head(s, h, at, mono_ns());
+            warm_wake = warm > 0 && warm < target;
+            target = warm_wake ? warm : target;
+        }
+        if (keep > 0 && (!h || keep < target)) {
+            target = keep;
+            warm_wake = 1;
+        }
         int64_t wait = target - mono_ns();
         if (wait < 0) {
             wait = 0;
@@ -698,7 +707,8 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
         }
         if (g_stop)
             break;
-        keep_warm(s, now);
+        if (s->st.busy)
+            keep_warm(s, now);
         if (wait_once(s, orig) != 0) {
             rc = 1;
             break;

@@ -155,6 +155,8 @@ typedef struct mpilab_dl_options {
                             * > 0: wake this long before each release and spin the rest */
     int64_t warm_ns;       /* > 0 (--warm-path, packet I/O; 0 off): a warm-up frame this long before
                             * the release of a packet held longer, after an idle leg */
+    int64_t keep_ns;       /* > 0 (--keep-warm, packet I/O; 0 off): each peer's warm-up frame once per
+                            * this long while nothing has been released for MPILAB_DL_WARM_IDLE_NS */
     int io_packet;         /* 1: --io packet (delayline_packet.h): packet sockets on the
                             * router's legs instead of a tun device (dev unused) */
     struct mpilab_dl_peer *peers; /* --io packet: the nodes delivered to */
