@@ -371,8 +371,6 @@ typedef struct dl_state {
     int64_t comp;              /* the next read's estimated correction (after an idle wait) */
     int64_t last_due, last_write;
     int64_t warmed_due;        /* --warm-path: the due time of the last packet warmed for */
-    int64_t kept_warm;         /* a busy line's last keep-warm frame (mono ns) */
-    size_t keep_next;          /* the peer it warms next */
 } dl_state;
 
 /* How much earlier than due packet h may be written at time t: the forwarding cost out of
@@ -560,28 +558,6 @@ static int64_t warm_head(dl_state *s, const mpilab_dl_rec *h, int64_t at, int64_
     return 0;
 }
 
-/* --keep-warm: while the line has released nothing for MPILAB_DL_WARM_IDLE_NS (held
- * packets or not), it sends the peers' warm-up frames in turn, each peer's path once per
- * opt->keep_ns (one frame per MPILAB_DL_KEEP_WARM_MIN_NS at most), so that the next lone
- * packet's send path and the far bridge are no colder than a stream's. Sends the frame when
- * one is due at now; returns when the next is due (0: none while the line releases). */
-static int64_t keep_warm(dl_state *s, int64_t now)
-{
-    if (!s->pk || s->opt->keep_ns <= 0 || s->pk->npeers == 0)
-        return 0;
-    if (now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
-        return s->last_write + MPILAB_DL_WARM_IDLE_NS;
-    int64_t every = s->opt->keep_ns / (int64_t)s->pk->npeers;
-    if (every < MPILAB_DL_KEEP_WARM_MIN_NS)
-        every = MPILAB_DL_KEEP_WARM_MIN_NS;
-    if (now - s->kept_warm < every)
-        return s->kept_warm + every;
-    s->kept_warm = now;
-    mpilab_dl_pkt_warm_peer(s->pk, s->keep_next);
-    s->keep_next = (s->keep_next + 1) % s->pk->npeers;
-    return now + every;
-}
-
 /* Wait for a packet or the next release: busy polling never sleeps (zero timeouts);
  * otherwise wake a margin early (--spin-last: its own margin) and spin the rest (zero
  * timeouts: reads still served). Returns 0, or -1 after a poll error. */
@@ -592,7 +568,8 @@ static int wait_once(dl_state *s, const sigset_t *orig)
     struct timespec ts = {0, 0}, *tsp = s->st.busy ? &ts : NULL;
     int64_t target = 0, at = 0, cold;
     int warm_wake = 0;
-    int64_t keep = s->st.busy ? 0 : keep_warm(s, mono_ns());
+    int64_t keep = s->st.busy || !s->pk ? 0
+                   : mpilab_dl_pkt_keep_warm(s->pk, s->opt->keep_ns, s->last_write, mono_ns());
     if (!s->st.busy && (h || keep > 0)) {
         if (h) {
             at = h->due_ns - advance_at(s, h, h->due_ns, &cold);
@@ -708,8 +685,8 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
         }
         if (g_stop)
             break;
-        if (s->st.busy)
-            keep_warm(s, now);
+        if (s->st.busy && pk)
+            mpilab_dl_pkt_keep_warm(pk, opt->keep_ns, s->last_write, now);
         if (wait_once(s, orig) != 0) {
             rc = 1;
             break;

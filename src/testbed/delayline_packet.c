@@ -287,6 +287,23 @@ void mpilab_dl_pkt_warm_peer(mpilab_dl_pkt *p, size_t k)
         mpilab_dl_pkt_warm(p, f, sizeof(f));
 }
 
+int64_t mpilab_dl_pkt_keep_warm(mpilab_dl_pkt *p, int64_t keep_ns, int64_t last_write, int64_t now)
+{
+    if (keep_ns <= 0 || p->npeers == 0)
+        return 0;
+    if (now - last_write < MPILAB_DL_WARM_IDLE_NS)
+        return last_write + MPILAB_DL_WARM_IDLE_NS;
+    int64_t every = keep_ns / (int64_t)p->npeers;
+    if (every < MPILAB_DL_KEEP_WARM_MIN_NS)
+        every = MPILAB_DL_KEEP_WARM_MIN_NS;
+    if (now - p->kept_warm < every)
+        return p->kept_warm + every;
+    p->kept_warm = now;
+    mpilab_dl_pkt_warm_peer(p, p->keep_next);
+    p->keep_next = (p->keep_next + 1) % p->npeers;
+    return now + every;
+}
+
 uint64_t mpilab_dl_pkt_drops(mpilab_dl_pkt *p)
 {
     struct tpacket_stats s;

@@ -52,6 +52,8 @@ typedef struct mpilab_dl_pkt {
     int last_errno;        /* the last failed send's (0: none) */
     uint64_t warm_frames;  /* --warm-path: warm-up frames sent */
     uint64_t warm_errors;  /* --warm-path: warm-up frames the socket refused */
+    int64_t kept_warm;     /* --keep-warm: when the last keep-warm frame went (mono ns) */
+    size_t keep_next;      /* --keep-warm: the peer warmed next */
 } mpilab_dl_pkt;
 
 /* Resolve each peer's leg (ifindex, MAC) in this namespace and open the socket (IPv4 on
@@ -81,9 +83,14 @@ size_t mpilab_dl_warm_frame(const unsigned char *frame, size_t len, unsigned cha
  * the peer's MACs, a bare IPv4 header to the peer (no source, TTL 64, valid checksum), for
  * mpilab_dl_warm_frame. Returns its length, 0 when cap is too small. */
 size_t mpilab_dl_peer_frame(const mpilab_dl_peer *peer, unsigned char *out, size_t cap);
-/* A busy line's keep-warm: the warm-up frame of peer k's path (nothing sent for k out of
- * range). */
+/* The warm-up frame of peer k's path (nothing sent for k out of range). */
 void mpilab_dl_pkt_warm_peer(mpilab_dl_pkt *p, size_t k);
+/* --keep-warm: once the line has released nothing for MPILAB_DL_WARM_IDLE_NS (its last
+ * release at last_write, held packets or not), the peers' warm-up frames in turn, each
+ * peer's once per keep_ns (one frame per MPILAB_DL_KEEP_WARM_MIN_NS at most), so that the
+ * next lone packet's send path and the far bridge are no colder than a stream's. Sends the
+ * frame due at now (mono ns), if any; returns when the next is due (0: keep_ns off). */
+int64_t mpilab_dl_pkt_keep_warm(mpilab_dl_pkt *p, int64_t keep_ns, int64_t last_write, int64_t now);
 /* Send the warm-up frame of a held frame (counted in warm_frames or warm_errors). */
 void mpilab_dl_pkt_warm(mpilab_dl_pkt *p, const unsigned char *frame, size_t len);
 /* Frames the socket dropped for want of buffer space since it opened (PACKET_STATISTICS). */
