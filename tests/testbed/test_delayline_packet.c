@@ -123,13 +123,22 @@ static unsigned header_sum_n(const unsigned char *h, size_t hl)
     return sum;
 }
 
+/* 10.77.1.2 behind leg 9 (MAC ..:99), MAC ..:02, as mpilab_dl_pkt_open would resolve it:
+ * 0, or -1 when the spec does not parse. */
+static int resolved_peer(mpilab_dl_peer *peer)
+{
+    char err[256];
+    if (mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", peer, err, sizeof(err)) != 0)
+        return -1;
+    peer->ifindex = 9;
+    memcpy(peer->src, "\x02\x00\x00\x00\x00\x99", 6);
+    return 0;
+}
+
 MPILAB_TEST(warm_frame_is_the_header_with_a_checksum_one_off)
 {
     mpilab_dl_peer peers[1];
-    char err[256];
-    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[0], err, sizeof(err)) == 0);
-    peers[0].ifindex = 9;
-    memcpy(peers[0].src, "\x02\x00\x00\x00\x00\x99", 6);
+    REQUIRE(resolved_peer(&peers[0]) == 0);
     unsigned char b[64], w[MPILAB_DL_WARM_MAX], before[64];
     for (unsigned ttl = 3; ttl < 256; ttl += 7) { /* checksums of every shape */
         size_t n = frame(b, ttl, 0x0800);
@@ -172,10 +181,7 @@ MPILAB_TEST(warm_frame_is_the_header_with_a_checksum_one_off)
 MPILAB_TEST(peer_frame_warms_a_peer_with_nothing_held)
 {
     mpilab_dl_peer peers[1];
-    char err[256];
-    REQUIRE(mpilab_dl_peer_parse("10.77.1.2,s1r0,02:00:00:00:00:02", &peers[0], err, sizeof(err)) == 0);
-    peers[0].ifindex = 9;
-    memcpy(peers[0].src, "\x02\x00\x00\x00\x00\x99", 6);
+    REQUIRE(resolved_peer(&peers[0]) == 0);
     unsigned char f[MPILAB_DL_PKT_IP_OFF + 20], w[MPILAB_DL_WARM_MAX];
     CHECK(mpilab_dl_peer_frame(&peers[0], f, sizeof(f) - 1) == 0);
     REQUIRE(mpilab_dl_peer_frame(&peers[0], f, sizeof(f)) == sizeof(f));
