@@ -91,8 +91,9 @@ def one_delay(delay: str, a: argparse.Namespace,
                 icmp = med(q) - med(bq) - d
                 rt = (med(w) - med(bw)) / 2 - d
                 out.setdefault(name, []).append((udp, icmp, rt))
-                line += (f" | {name}: UDP-0 {udp * 1e6:6.1f} ICMP-0 {icmp * 1e6:6.1f} "
-                         f"ICMP-rt {rt * 1e6:6.1f}")
+                ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
+                line += (f" | {name}: UDP-0 {udp * 1e6:6.1f} (fwd {ways[0] * 1e6:.1f}, back "
+                         f"{ways[1] * 1e6:.1f}) ICMP-0 {icmp * 1e6:6.1f} ICMP-rt {rt * 1e6:6.1f}")
             print(line, flush=True)
         for name, sp in sps:
             st = net.delayline_stats(sp.prefix) or {}
