@@ -7,8 +7,9 @@ without a WAN delay (the router forwarding directly) measured in the same turn.
 A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.delay_trim
 ("auto": measured at up, printed), ARGS the delay line's extra options
 ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;cal=packet:auto|".
-Per run and variant: UDP-0, the worse direction's median one-way time of lone kernel-stamped
-UDP datagrams (mpilab.testbed.oneway: stamped where they leave the sender's interface and
+Per run and variant: UDP-0, the worse direction's (further from D, early or late) median
+one-way time of lone kernel-stamped UDP datagrams (mpilab.testbed.oneway: stamped where they
+leave the sender's interface and
 reach the receiver's; the echo of the undelayed reference waits D, so both ways have been
 idle as long as behind the line) minus the undelayed median minus D; ICMP-0 the same for
 lone kernel-stamped ICMP echo requests, one way (stamped where they leave the sender's
@@ -87,11 +88,11 @@ def one_delay(delay: str, a: argparse.Namespace,
                    f"{med(bb) * 1e6:.1f} us"
             for name, sp in sps:
                 f, b, q, w = measure(sp, d, a.count)
-                udp = max(med(f) - med(bf), med(b) - med(bb)) - d
+                ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
+                udp = max(ways, key=abs)  # the direction further from D, early or late
                 icmp = med(q) - med(bq) - d
                 rt = (med(w) - med(bw)) / 2 - d
                 out.setdefault(name, []).append((udp, icmp, rt))
-                ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
                 line += (f" | {name}: UDP-0 {udp * 1e6:6.1f} (fwd {ways[0] * 1e6:.1f}, back "
                          f"{ways[1] * 1e6:.1f}) ICMP-0 {icmp * 1e6:6.1f} ICMP-rt {rt * 1e6:6.1f}")
             print(line, flush=True)
