@@ -9,9 +9,11 @@ A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.d
 ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;cal=packet:auto|".
 Per run and variant: UDP-0, the worse direction's (further from D, early or late) median
 one-way time of lone kernel-stamped UDP datagrams (mpilab.testbed.oneway: stamped where they
-leave the sender's interface and
-reach the receiver's; the echo of the undelayed reference waits D, so both ways have been
-idle as long as behind the line) minus the undelayed median minus D; ICMP-0 the same for
+leave the sender's interface and reach the receiver's) minus the undelayed median minus D.
+The echo is a lone packet too: on both routes it waits half the gap between datagrams, so
+each way starts on an idle node and crosses an idle path (--echo-after delay: the undelayed
+echo waits D and the delayed one none, as before session 29, which starts the delayed echo
+on a node its request has just warmed). ICMP-0 the same for
 lone kernel-stamped ICMP echo requests, one way (stamped where they leave the sender's
 interface and where they reach the far node's, whose kernel makes the reply); ICMP-rt half
 the echo's round trip, likewise (the undelayed reply leaves at once over the path its request
@@ -54,11 +56,13 @@ def up(delay: str, prefix: str, io: str, args: str) -> spec.Spec:
 
 
 def measure(sp: spec.Spec, d: float, count: int,
-            reply_after: float = 0.0) -> tuple[list[float], list[float], list[float],
-                                               list[float]]:
-    """UDP one way both ways, ICMP echo requests one way, ICMP round trips (s)."""
+            reply_after: float | None = None) -> tuple[list[float], list[float], list[float],
+                                                      list[float]]:
+    """UDP one way both ways, ICMP echo requests one way, ICMP round trips (s). The UDP
+    echo waits reply_after (None: half the gap, a lone packet)."""
     gap = max(0.2, 3 * d)
-    fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", count, gap, reply_after)
+    wait = gap / 2 if reply_after is None else reply_after
+    fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", count, gap, wait)
     req, rep = oneway.icmp_oneway(sp, "s0n0", "s1n0", count, gap)
     return fwd, back, req, [a + b for a, b in zip(req, rep, strict=True)]
 
@@ -83,11 +87,12 @@ def one_delay(delay: str, a: argparse.Namespace,
                       f"{tr['excess_back_s'] * 1e6:.1f}; spread {tr['spread_s'] * 1e6:.1f} us, "
                       f"steady {tr['steady']})", flush=True)
         for r in range(a.runs):
-            bf, bb, bq, bw = measure(base_sp, d, a.count, d)
+            old = a.echo_after == "delay"
+            bf, bb, bq, bw = measure(base_sp, d, a.count, d if old else None)
             line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
                    f"{med(bb) * 1e6:.1f} us"
             for name, sp in sps:
-                f, b, q, w = measure(sp, d, a.count)
+                f, b, q, w = measure(sp, d, a.count, 0.0 if old else None)
                 ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
                 udp = max(ways, key=abs)  # the direction further from D, early or late
                 icmp = med(q) - med(bq) - d
@@ -134,6 +139,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--count", type=int, default=7, help="lone packets per run, path, probe")
     ap.add_argument("--prefix", default="dio")
+    ap.add_argument("--echo-after", choices=("lone", "delay"), default="lone",
+                    help="the UDP echo: a lone packet on both routes (half the gap), or "
+                         "the undelayed one after D and the delayed one at once")
     ap.add_argument("--variants", default="tun=tun|;packet=packet|")
     a = ap.parse_args()
     try:
