@@ -541,14 +541,13 @@ static int read_one(dl_state *s)
 }
 
 /* --warm-path: when the head packet h's release (at, as wait_once aims at it) is due within
- * opt->warm_ns, the hold is at least MPILAB_DL_WARM_MIN_HOLD_NS and the line has released
- * nothing for MPILAB_DL_WARM_IDLE_NS, its warm-up frame goes out now, once (a hold shorter
- * than the lead: as soon as the packet is read). Returns when the next warm-up is due (0:
- * none). */
+ * opt->warm_ns, it has been held longer than that and the line has released nothing for
+ * MPILAB_DL_WARM_IDLE_NS, its warm-up frame goes out now, once. Returns when the next
+ * warm-up is due (0: none). */
 static int64_t warm_head(dl_state *s, const mpilab_dl_rec *h, int64_t at, int64_t now)
 {
     if (!s->pk || s->opt->warm_ns <= 0 || h->due_ns == s->warmed_due
-        || s->st.hold_ns < MPILAB_DL_WARM_MIN_HOLD_NS || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
+        || s->st.hold_ns <= s->opt->warm_ns || now - s->last_write < MPILAB_DL_WARM_IDLE_NS)
         return 0;
     if (now < at - s->opt->warm_ns)
         return at - s->opt->warm_ns;

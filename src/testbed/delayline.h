@@ -126,9 +126,6 @@ int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st);
 /* --warm-path's default with packet I/O: 200 us, longer than a cold warm-up frame's own
  * crossing (20-50 us here), so that it is out of the way before the packet follows. */
 #define MPILAB_DL_WARM_DEFAULT_NS 200000
-/* --warm-path: no warm-up for a hold shorter than this, the time a warm-up frame takes to
- * cross a cold path here (20-50 us): it would still be on its way when the packet follows. */
-#define MPILAB_DL_WARM_MIN_HOLD_NS 50000
 /* --warm-path on a busy line: the shortest gap between two keep-warm frames (keep_warm in
  * delayline.c). */
 #define MPILAB_DL_KEEP_WARM_MIN_NS 50000
