@@ -126,8 +126,7 @@ int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st);
 /* --warm-path's default with packet I/O: 200 us, longer than a cold warm-up frame's own
  * crossing (20-50 us here), so that it is out of the way before the packet follows. */
 #define MPILAB_DL_WARM_DEFAULT_NS 200000
-/* --warm-path on a busy line: the shortest gap between two keep-warm frames (keep_warm in
- * delayline.c). */
+/* --keep-warm: the shortest gap between two keep-warm frames (mpilab_dl_pkt_keep_warm). */
 #define MPILAB_DL_KEEP_WARM_MIN_NS 50000
 
 typedef struct mpilab_dl_options {

@@ -149,6 +149,28 @@ def icmp_rtt(sp: Spec, client: str, server: str, count: int, interval: float) ->
     return rtts
 
 
+def _client_and_server(sp: Spec, client: str, client_args: list[str], server: str,
+                       server_args: list[str], count: int,
+                       interval: float) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run a probe's server script in `server`'s namespace (it prints 'ready', then ends
+    after `count` packets) and its client script in `client`'s; the client's run and the
+    server's output. The server is killed if it is still there at the end."""
+    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
+                            *server_args], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        srv.stdout.readline()
+        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                            *client_args], capture_output=True, text=True,
+                           timeout=count * (interval + 2) + 20, check=False)
+        out, _ = srv.communicate(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    return p, out
+
+
 def icmp_oneway(sp: Spec, client: str, server: str, count: int,
                 interval: float) -> tuple[list[float], list[float]]:
     """Lone ICMP echoes client -> server, one every `interval`, timed one way each: the
@@ -157,20 +179,9 @@ def icmp_oneway(sp: Spec, client: str, server: str, count: int,
     receive stamp (so it includes the kernel's turnaround, the same with and without a WAN
     delay). The echo request is the lone packet; its reply leaves at once, over a path the
     request has just crossed."""
-    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
-                            ICMP_SERVER, str(count)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert srv.stdout is not None
-        srv.stdout.readline()
-        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
-                            ICMP_CLIENT, sp.addr(server, 0), str(count), str(interval)],
-                           capture_output=True, text=True,
-                           timeout=count * (interval + 2) + 20, check=False)
-        out, _ = srv.communicate(timeout=60)  # it ends after `count` requests
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+    p, out = _client_and_server(sp, client, [ICMP_CLIENT, sp.addr(server, 0), str(count),
+                                             str(interval)], server, [ICMP_SERVER, str(count)],
+                                count, interval)
     seen = {}
     for f in (ln.split() for ln in out.splitlines()):
         if len(f) == 3 and all(x.lstrip("-").isdigit() for x in f) and int(f[2]) > 0:
@@ -205,20 +216,9 @@ def udp_oneway(sp: Spec, client: str, server: str, count: int, interval: float,
     been idle about as long as it is behind a WAN delay of that length (an echo sent at
     once crosses a path the request has just warmed; behind a delay line it does not)."""
     addr = sp.addr(server, 0)
-    srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
-                            addr, str(PORT), str(count), f"{reply_after:.9f}"],
-                           stdout=subprocess.PIPE, text=True)
-    try:
-        assert srv.stdout is not None
-        srv.stdout.readline()
-        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
-                            addr, str(PORT), str(count), str(interval)], capture_output=True,
-                           text=True, timeout=count * (interval + 2) + 20, check=False)
-        out, _ = srv.communicate(timeout=60)  # it ends after `count` echoes
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+    p, out = _client_and_server(sp, client, [CLIENT, addr, str(PORT), str(count), str(interval)],
+                                server, [SERVER, addr, str(PORT), str(count),
+                                         f"{reply_after:.9f}"], count, interval)
     fwd, back = pair_times(p.stdout, out)
     if len(fwd) != count:
         raise MpilabError(f"udp one-way {client} -> {server}: {len(fwd)} of {count} stamped "
