@@ -69,7 +69,8 @@ static void usage(FILE *f)
         "  --cpu N         run on CPU N only\n"
         "  --trim T        hold each packet for the delay less T (not below 0): T is the\n"
         "                  path's own cost beyond the undelayed route, measured from\n"
-        "                  outside (mpilab testbed up with wan.delay_trim = \"auto\")\n"
+        "                  outside (mpilab testbed up with wan.delay_trim = \"auto\");\n"
+        "                  a negative T (-1 s to 1 s) lengthens the hold\n"
         "  --trim-file F   read the trim from F (one duration) at the start and again on\n"
         "                  SIGHUP (an unreadable file keeps the trim, with a warning)\n"
         "  --cold-crossing release each packet so that it leaves the router at its\n"
@@ -183,12 +184,10 @@ static int parse_keep(const char *arg, int64_t *out)
 
 static int parse_trim(const char *arg, int64_t *out)
 {
-    double sec;
-    if (mpilab_parse_duration(arg, &sec) != 0 || sec > 1.0) {
-        fprintf(stderr, "mpilab-delayline: --trim %s: not a duration of 0 to 1 s\n", arg);
+    if (mpilab_dl_parse_trim(arg, out) != 0) {
+        fprintf(stderr, "mpilab-delayline: --trim %s: not a duration of -1 s to 1 s\n", arg);
         return -1;
     }
-    *out = (int64_t)(sec * 1e9 + 0.5);
     return 0;
 }
 

@@ -220,7 +220,9 @@ int64_t mpilab_dl_arrival_comp(const mpilab_dl_stats *st)
 int mpilab_dl_busy(const mpilab_dl_options *opt)
 {
     return opt->busy_poll == MPILAB_DL_BUSY_ON
-           || (opt->busy_poll == MPILAB_DL_BUSY_AUTO && opt->delay_ns < MPILAB_DL_BUSY_AUTO_NS);
+           || (opt->busy_poll == MPILAB_DL_BUSY_AUTO
+               && (opt->delay_ns < MPILAB_DL_BUSY_AUTO_NS
+                   || (opt->io_packet && opt->delay_ns < opt->warm_ns)));
 }
 
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
@@ -619,7 +621,7 @@ static int wait_once(dl_state *s, const sigset_t *orig)
 /* The trim in force, and the hold it leaves. Held packets keep their release times. */
 static void set_trim(dl_state *s, int64_t trim_ns)
 {
-    s->st.trim_ns = trim_ns < 0 ? 0 : trim_ns;
+    s->st.trim_ns = trim_ns;
     s->st.hold_ns = mpilab_dl_hold(s->opt->delay_ns, s->st.trim_ns);
 }
 

@@ -183,9 +183,13 @@ void mpilab_dl_note_wake(mpilab_dl_stats *st, int64_t late_ns);
  * python/mpilab/testbed/oneway.py) and taken off the hold, so that the one-way delay a
  * lone packet sees is the configured delay above the undelayed route. The hold is
  * delay - trim, never below 0: a trim larger than the delay means the path alone is
- * longer than asked (the statistics say so: trim_s > delay_s). */
+ * longer than asked (the statistics say so: trim_s > delay_s). A negative trim lengthens
+ * the hold: the line's warmed path crossed faster than the undelayed route's cold one. */
 int64_t mpilab_dl_hold(int64_t delay_ns, int64_t trim_ns);
-/* Read a trim file (one duration, e.g. "12.5us", 0 to 1 s). 0, or -1 with a one-line
+/* Parse a trim: a duration of 0 to 1 s, with an optional leading '-' ("-6.5us"). 0, or -1
+ * (nothing printed) with *trim_ns unchanged. */
+int mpilab_dl_parse_trim(const char *text, int64_t *trim_ns);
+/* Read a trim file (one trim, as mpilab_dl_parse_trim). 0, or -1 with a one-line
  * warning and *trim_ns unchanged. */
 int mpilab_dl_read_trim(const char *path, int64_t *trim_ns);
 
@@ -211,7 +215,11 @@ int mpilab_dl_pin(int cpu);
  * short are chosen on purpose, and only then is the core spent. */
 enum { MPILAB_DL_BUSY_AUTO = -1, MPILAB_DL_BUSY_OFF = 0, MPILAB_DL_BUSY_ON = 1 };
 #define MPILAB_DL_BUSY_AUTO_NS 100000
-/* 1 when opt asks for busy polling (on, or auto below MPILAB_DL_BUSY_AUTO_NS). A busy line
+/* 1 when opt asks for busy polling: on; or auto below MPILAB_DL_BUSY_AUTO_NS, or, with
+ * packet I/O and --warm-path, below the warm-up lead (a sleeping line whose hold is
+ * shorter than the lead never warms the path: at 100 us lone echoes crossed 20-70 us
+ * late in 8 of 10 runs, a busy line that keeps the paths warm none; docs/testbed.md,
+ * session 30). A busy line
  * stays at normal scheduling unless --rt-priority demands SCHED_FIFO: a real-time task that
  * never sleeps is stopped by the kernel's real-time throttling (here: releases up to 28 ms
  * late, p99 of the router crossings, in a bench slot). */

@@ -13,9 +13,17 @@
 
 int64_t mpilab_dl_hold(int64_t delay_ns, int64_t trim_ns)
 {
-    if (trim_ns <= 0)
-        return delay_ns;
     return trim_ns >= delay_ns ? 0 : delay_ns - trim_ns;
+}
+
+int mpilab_dl_parse_trim(const char *text, int64_t *trim_ns)
+{
+    int neg = text[0] == '-';
+    double sec = -1.0;
+    if (mpilab_parse_duration(text + neg, &sec) != 0 || sec < 0.0 || sec > 1.0)
+        return -1;
+    *trim_ns = (int64_t)(sec * 1e9 + 0.5) * (neg ? -1 : 1);
+    return 0;
 }
 
 int mpilab_dl_read_trim(const char *path, int64_t *trim_ns)
@@ -45,12 +53,10 @@ int mpilab_dl_read_trim(const char *path, int64_t *trim_ns)
     line[n] = '\0';
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' ' || line[n - 1] == '\r'))
         line[--n] = '\0';
-    double sec = -1.0;
-    if (err || n == 0 || mpilab_parse_duration(line, &sec) != 0 || sec < 0.0 || sec > 1.0) {
+    if (err || n == 0 || mpilab_dl_parse_trim(line, trim_ns) != 0) {
         fprintf(stderr, "mpilab-delayline: warning: --trim-file %s:1: '%s' is not a duration of "
-                        "0 to 1 s (trim unchanged)\n", path, line);
+                        "-1 s to 1 s (trim unchanged)\n", path, line);
         return -1;
     }
-    *trim_ns = (int64_t)(sec * 1e9 + 0.5);
     return 0;
 }

@@ -30,9 +30,14 @@ def test_trim_is_the_smaller_excess_clamped_to_the_delay() -> None:
     t = oneway.trim_from(d, base, ([d + 30e-6 + 35e-6] * 5, [d + 40e-6 + 45e-6] * 5))
     assert t["trim_s"] == pytest.approx(d) and t["path_exceeds_delay"]
     assert t["excess_s"] == pytest.approx(35e-6)
-    # a delayed path faster than the undelayed one plus D: no negative trim
+    # a delayed path faster than the undelayed one plus D (its warmed crossing beats the
+    # undelayed route's cold one): a negative trim, the earlier direction's, lengthens the
+    # hold; bounded by the cap
     t = oneway.trim_from(1e-3, base, ([1e-3 + 25e-6] * 5, [1e-3 + 35e-6] * 5))
-    assert t["trim_s"] == 0.0 and t["excess_s"] < 0
+    assert t["trim_s"] == pytest.approx(-5e-6) and t["excess_s"] == pytest.approx(-5e-6)
+    assert t["excess_back_s"] == pytest.approx(-5e-6) and t["steady"]
+    t = oneway.trim_from(1e-3, base, ([1e-3 + 25e-6] * 5, [1e-3 + 35e-6] * 5), cap=2e-6)
+    assert t["trim_s"] == pytest.approx(-2e-6)
     # the median: one late datagram does not move it
     t = oneway.trim_from(1e-3, base, ([1e-3 + 40e-6] * 4 + [1.0], [1e-3 + 54e-6] * 5))
     assert t["trim_s"] == pytest.approx(10e-6) and t["steady"]
@@ -72,3 +77,21 @@ def test_the_echo_waits_reply_after_and_its_one_way_time_leaves_the_wait_out() -
         assert r >= 0.05                      # the echo waited
         assert f >= 0 and b >= 0
         assert f + b <= r - 0.05 + 1e-6        # and neither direction counts the wait
+
+
+def test_trim_text_says_which_way_the_hold_moves() -> None:
+    """`up` and `status` name the hold: shortened by a positive trim, lengthened by a
+    negative one (measured: the path crossed faster than the undelayed route)."""
+    from mpilab.testbed import net
+
+    d = 1e-3
+    base = ([30e-6] * 5, [40e-6] * 5)
+    fast = oneway.trim_from(d, base, ([d + 24e-6] * 5, [d + 33e-6] * 5))
+    fast["measured"] = True
+    text = net.trim_text(fast, d)
+    assert "hold = delay + 7.0 us" in text and "cross 7.0 us faster than" in text
+    slow = oneway.trim_from(d, base, ([d + 42e-6] * 5, [d + 55e-6] * 5))
+    slow["measured"] = True
+    assert "hold = delay - 12.0 us" in net.trim_text(slow, d)
+    assert net.trim_text({"trim_s": 5e-6, "measured": False}, d) == \
+        "; hold = delay - 5.0 us (wan.delay_trim)"

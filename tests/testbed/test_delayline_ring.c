@@ -196,22 +196,54 @@ MPILAB_TEST(realtime_off)
     CHECK(mpilab_dl_realtime(&o, &sc) == 0 && sc.fifo == 0 && sc.priority == 0 && sc.mlocked == 0);
 }
 
-/* the trim comes off the hold, never below 0; a trim file is read or refused with the
- * trim unchanged */
+/* busy polling's auto: below 100 us, and with packet I/O below the warm-up lead (a sleeping
+ * line would never warm the path); on and off as asked */
+MPILAB_TEST(busy_auto_follows_the_warm_lead)
+{
+    mpilab_dl_options o = {.dev = "x", .delay_ns = 50000, .busy_poll = MPILAB_DL_BUSY_AUTO};
+    CHECK(mpilab_dl_busy(&o) == 1);
+    o.delay_ns = 150000;
+    CHECK(mpilab_dl_busy(&o) == 0); /* tun: a 150 us line sleeps */
+    o.io_packet = 1;
+    CHECK(mpilab_dl_busy(&o) == 0); /* packet I/O without a warm-up */
+    o.warm_ns = 200000;
+    CHECK(mpilab_dl_busy(&o) == 1);
+    o.delay_ns = 200000;
+    CHECK(mpilab_dl_busy(&o) == 0); /* the hold reaches the lead: warmed while sleeping */
+    o.busy_poll = MPILAB_DL_BUSY_ON;
+    CHECK(mpilab_dl_busy(&o) == 1);
+    o.busy_poll = MPILAB_DL_BUSY_OFF;
+    o.delay_ns = 10000;
+    CHECK(mpilab_dl_busy(&o) == 0);
+}
+
+/* the trim comes off the hold, never below 0, and a negative one lengthens it; a trim file
+ * is read or refused with the trim unchanged */
 MPILAB_TEST(trim_hold_and_file)
 {
     CHECK(mpilab_dl_hold(1000000, 0) == 1000000);
     CHECK(mpilab_dl_hold(1000000, 12500) == 987500);
     CHECK(mpilab_dl_hold(10000, 30000) == 0); /* the path alone is longer than the delay */
-    CHECK(mpilab_dl_hold(10000, -5) == 10000);
+    CHECK(mpilab_dl_hold(10000, -6500) == 16500);
+    int64_t t = 7;
+    CHECK(mpilab_dl_parse_trim("-6.5us", &t) == 0 && t == -6500);
+    CHECK(mpilab_dl_parse_trim("1s", &t) == 0 && t == 1000000000);
+    CHECK(mpilab_dl_parse_trim("-1s", &t) == 0 && t == -1000000000);
+    CHECK(mpilab_dl_parse_trim("-1.5s", &t) == -1 && t == -1000000000);
+    CHECK(mpilab_dl_parse_trim("--5us", &t) == -1 && t == -1000000000);
+    CHECK(mpilab_dl_parse_trim("-", &t) == -1 && t == -1000000000);
     char path[] = "/tmp/mpilab-trim-XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0);
     FILE *f = fdopen(fd, "w");
     REQUIRE(f);
+    fputs("-3us\n", f);
+    fclose(f);
+    CHECK(mpilab_dl_read_trim(path, &t) == 0 && t == -3000);
+    f = fopen(path, "w");
+    REQUIRE(f);
     fputs("12.5us\n", f);
     fclose(f);
-    int64_t t = 7;
     CHECK(mpilab_dl_read_trim(path, &t) == 0 && t == 12500);
     f = fopen(path, "w");
     REQUIRE(f);

@@ -372,11 +372,13 @@ def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
     if not trim or (not trim.get("measured") and not trim.get("trim_s")):
         return ""
     t = float(trim["trim_s"]) * 1e6
+    hold = f"hold = delay {'-' if t >= 0 else '+'} {abs(t):.1f} us"
     if not trim.get("measured"):
-        return f"; hold = delay - {t:.1f} us (wan.delay_trim)"
-    text = (f"; hold = delay - {t:.1f} us (measured at up: lone UDP packets, kernel-stamped, "
-            f"saw the path add {float(trim['excess_s']) * 1e6:.1f} us beyond the undelayed "
-            f"route and the delay)")
+        return f"; {hold} (wan.delay_trim)"
+    e = float(trim["excess_s"]) * 1e6
+    saw = f"add {e:.1f} us beyond" if e >= 0 else f"cross {-e:.1f} us faster than"
+    text = (f"; {hold} (measured at up: lone UDP packets, kernel-stamped, saw the path {saw} "
+            f"the undelayed route and the delay)")
     if not trim.get("steady", True):
         return (f"; hold not trimmed: the lone packets measured at up were not steady "
                 f"(spread {float(trim['spread_s']) * 1e6:.1f} us; excess "

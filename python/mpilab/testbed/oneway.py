@@ -298,16 +298,18 @@ def trim_from(delay: float, base: tuple[list[float], list[float]],
               delayed: tuple[list[float], list[float]], cap: float = 1e-3) -> dict[str, Any]:
     """The trim from lone packets measured across the undelayed and the delayed WAN (both
     directions): the smaller of the two directions' median excess (delayed - undelayed -
-    D), so that neither direction is made early, between 0 and min(D, cap); 0 when the
-    samples were not steady (`steady`: every direction's interquartile range within
-    STEADY_IQR_S). `path_exceeds_delay`: the path alone adds more than D, so no hold can
-    give D (the hold is then 0)."""
+    D), so that neither direction is made early, between -cap and min(D, cap) (negative:
+    the line's path, warmed before each release, crosses faster than the undelayed route's
+    cold one, and the hold is lengthened by as much); 0 when the samples were not steady
+    (`steady`: every direction's interquartile range within STEADY_IQR_S).
+    `path_exceeds_delay`: the path alone adds more than D, so no hold can give D (the hold
+    is then 0)."""
     med = statistics.median
     exc = [med(delayed[i]) - med(base[i]) - delay for i in (0, 1)]
     spread = max(_iqr(v) for v in (*base, *delayed))
     steady = spread <= STEADY_IQR_S
     e = min(exc)
-    return {"trim_s": min(max(e, 0.0), delay, cap) if steady else 0.0, "excess_s": e,
+    return {"trim_s": min(max(e, -cap), delay, cap) if steady else 0.0, "excess_s": e,
             "excess_fwd_s": exc[0], "excess_back_s": exc[1],
             "base_fwd_s": med(base[0]), "base_back_s": med(base[1]),
             "spread_s": spread, "steady": steady,
