@@ -15,12 +15,13 @@ def test_pair_times_matches_sequence_numbers_and_drops_missing_stamps() -> None:
     assert back == pytest.approx([2e-6, 2.5e-6])
 
 
-def test_trim_is_the_smaller_excess_clamped_to_the_delay() -> None:
+def test_trim_is_the_mean_excess_clamped_to_the_delay() -> None:
     d = 1e-3
     base = ([30e-6] * 5, [40e-6] * 5)
     delayed = ([d + 30e-6 + 10e-6] * 5, [d + 40e-6 + 14e-6] * 5)
     t = oneway.trim_from(d, base, delayed)
-    assert t["trim_s"] == pytest.approx(10e-6) and t["excess_s"] == pytest.approx(10e-6)
+    # D midway between the directions: each 2 us from it once trimmed
+    assert t["trim_s"] == pytest.approx(12e-6) and t["excess_s"] == pytest.approx(12e-6)
     assert t["steady"] and t["spread_s"] == pytest.approx(0.0)
     assert t["excess_fwd_s"] == pytest.approx(10e-6)
     assert t["excess_back_s"] == pytest.approx(14e-6)
@@ -29,18 +30,18 @@ def test_trim_is_the_smaller_excess_clamped_to_the_delay() -> None:
     d = 10e-6
     t = oneway.trim_from(d, base, ([d + 30e-6 + 35e-6] * 5, [d + 40e-6 + 45e-6] * 5))
     assert t["trim_s"] == pytest.approx(d) and t["path_exceeds_delay"]
-    assert t["excess_s"] == pytest.approx(35e-6)
+    assert t["excess_s"] == pytest.approx(40e-6)
     # a delayed path faster than the undelayed one plus D (its warmed crossing beats the
-    # undelayed route's cold one): a negative trim, the earlier direction's, lengthens the
-    # hold; bounded by the cap
-    t = oneway.trim_from(1e-3, base, ([1e-3 + 25e-6] * 5, [1e-3 + 35e-6] * 5))
-    assert t["trim_s"] == pytest.approx(-5e-6) and t["excess_s"] == pytest.approx(-5e-6)
-    assert t["excess_back_s"] == pytest.approx(-5e-6) and t["steady"]
-    t = oneway.trim_from(1e-3, base, ([1e-3 + 25e-6] * 5, [1e-3 + 35e-6] * 5), cap=2e-6)
+    # undelayed route's cold one): a negative trim lengthens the hold; bounded by the cap
+    t = oneway.trim_from(1e-3, base, ([1e-3 + 22e-6] * 5, [1e-3 + 36e-6] * 5))
+    assert t["trim_s"] == pytest.approx(-6e-6) and t["excess_s"] == pytest.approx(-6e-6)
+    assert t["excess_fwd_s"] == pytest.approx(-8e-6)
+    assert t["excess_back_s"] == pytest.approx(-4e-6) and t["steady"]
+    t = oneway.trim_from(1e-3, base, ([1e-3 + 22e-6] * 5, [1e-3 + 36e-6] * 5), cap=2e-6)
     assert t["trim_s"] == pytest.approx(-2e-6)
     # the median: one late datagram does not move it
     t = oneway.trim_from(1e-3, base, ([1e-3 + 40e-6] * 4 + [1.0], [1e-3 + 54e-6] * 5))
-    assert t["trim_s"] == pytest.approx(10e-6) and t["steady"]
+    assert t["trim_s"] == pytest.approx(12e-6) and t["steady"]
     # an unsteady measurement (the undelayed forward datagrams spread over 300 us): no trim
     noisy = ([30e-6, 200e-6, 500e-6, 350e-6, 40e-6], [40e-6] * 5)
     t = oneway.trim_from(1e-3, noisy, delayed)
@@ -86,12 +87,12 @@ def test_trim_text_says_which_way_the_hold_moves() -> None:
 
     d = 1e-3
     base = ([30e-6] * 5, [40e-6] * 5)
-    fast = oneway.trim_from(d, base, ([d + 24e-6] * 5, [d + 33e-6] * 5))
+    fast = oneway.trim_from(d, base, ([d + 24e-6] * 5, [d + 32e-6] * 5))
     fast["measured"] = True
     text = net.trim_text(fast, d)
     assert "hold = delay + 7.0 us" in text and "cross 7.0 us faster than" in text
-    slow = oneway.trim_from(d, base, ([d + 42e-6] * 5, [d + 55e-6] * 5))
+    slow = oneway.trim_from(d, base, ([d + 42e-6] * 5, [d + 54e-6] * 5))
     slow["measured"] = True
-    assert "hold = delay - 12.0 us" in net.trim_text(slow, d)
+    assert "hold = delay - 13.0 us" in net.trim_text(slow, d)
     assert net.trim_text({"trim_s": 5e-6, "measured": False}, d) == \
         "; hold = delay - 5.0 us (wan.delay_trim)"
