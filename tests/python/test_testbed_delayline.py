@@ -315,7 +315,7 @@ def test_trim_measured_at_up_and_applied(tmp_path_factory: pytest.TempPathFactor
         st = net.load_state(sp.prefix)
         assert st is not None
         tr = st["delay_trim"]
-        assert tr["measured"] is True and tr["count"] > 0
+        assert tr["measured"] is True and tr["count"] > 0 and 1 <= tr["attempts"] <= 3
         assert -1e-3 <= tr["trim_s"] <= DELAY_S
         assert tr["steady"] or tr["trim_s"] == 0.0
         assert tr["base_fwd_s"] > 0 and tr["base_back_s"] > 0
@@ -483,7 +483,7 @@ def test_packet_io_forwards_in_place_of_the_router(
     whose netfilter checks IPv4 headers, or else by the node's IP input)."""
     with _delayed_testbed(tmp_path_factory, f"p{os.getpid() % 100000}",
                           f"{DELAY_S * 1e3:g}ms", "packet delay line",
-                          'delay_io = "packet"\n') as sp:
+                          'delay_io = "packet"\ndelay_trim = "0us"\n') as sp:
         fwd = subprocess.run(["ip", "netns", "exec", sp.router_ns(), "sysctl", "-n",
                               "net.ipv4.ip_forward"], capture_output=True, text=True,
                              check=True).stdout.strip()
@@ -526,7 +526,8 @@ def test_busy_packet_line_keeps_the_paths_warm_while_idle(
         os.environ["MPILAB_DELAYLINE_ARGS"] = args
         try:
             with _delayed_testbed(tmp_path_factory, f"k{os.getpid() % 100000}", "10us",
-                                  "busy packet delay line", 'delay_io = "packet"\n') as sp:
+                                  "busy packet delay line",
+                                  'delay_io = "packet"\ndelay_trim = "0us"\n') as sp:
                 pre = _stats(sp.prefix)["io"]["warm_frames"]  # type: ignore[index]
                 errs0 = _in_hdr_errors(sp)
                 st0 = _stats(sp.prefix)
@@ -550,18 +551,19 @@ def test_busy_packet_line_keeps_the_paths_warm_while_idle(
 
 
 def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """wan.delay_trim = "auto" with packet I/O: `up` measures the undelayed route with the
+    """Packet I/O measures its trim by default (wan.delay_trim = "auto" unless set): `up`
+    measures the undelayed route with the
     line stopped and the kernel forwarding, then restarts the line and measures through it;
     afterwards forwarding is off again, the state names the running line, which holds
     delay - trim, and lone echoes cross it (no copy forwarded by the kernel: no earlier
     than twice the hold)."""
     with _delayed_testbed(tmp_path_factory, f"q{os.getpid() % 100000}",
                           f"{DELAY_S * 1e3:g}ms", "packet trim",
-                          'delay_io = "packet"\ndelay_trim = "auto"\n') as sp:
+                          'delay_io = "packet"\n') as sp:
         st = net.load_state(sp.prefix)
         assert st is not None
         tr = st["delay_trim"]
-        assert tr["measured"] is True and tr["count"] > 0
+        assert tr["measured"] is True and tr["count"] > 0 and 1 <= tr["attempts"] <= 3
         assert -1e-3 <= tr["trim_s"] <= DELAY_S and (tr["steady"] or tr["trim_s"] == 0.0)
         assert tr["base_fwd_s"] > 0 and tr["base_back_s"] > 0
         fwd = subprocess.run(["ip", "netns", "exec", sp.router_ns(), "sysctl", "-n",

@@ -3,6 +3,9 @@ pairing of both ends' stamps and the trim computed from them, on synthetic stamp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from mpilab.testbed import oneway
 
@@ -96,3 +99,43 @@ def test_trim_text_says_which_way_the_hold_moves() -> None:
     assert "hold = delay - 13.0 us" in net.trim_text(slow, d)
     assert net.trim_text({"trim_s": 5e-6, "measured": False}, d) == \
         "; hold = delay - 5.0 us (wan.delay_trim)"
+
+
+def test_calibration_measures_again_until_steady(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """An unsteady calibration is measured again (each time with the line out, then in),
+    up to `attempts` in all; the trim handed to the line is the steady attempt's, and the
+    echoes wait half the gap on both routes (lone packets)."""
+    from contextlib import contextmanager
+
+    from mpilab.testbed import spec as specmod
+
+    sp = specmod.load_text('[wan]\ndelay = "1ms"\n', "c.toml")
+    d, steady, noisy = 1e-3, [30e-6] * 7, [30e-6, 300e-6, 30e-6, 500e-6, 30e-6, 400e-6, 30e-6]
+    runs = iter([(noisy, steady), ([d + 20e-6] * 9, [d + 20e-6] * 9),
+                 (steady, steady), ([d + 24e-6] * 9, [d + 20e-6] * 9)])
+    calls: list[tuple[str, float]] = []
+    written: list[float] = []
+    outs = [0]
+
+    def fake_udp(_sp: object, _c: str, _s: str, count: int, interval: float,
+                 reply_after: float = 0.0) -> tuple[list[float], list[float]]:
+        calls.append(("udp", reply_after / interval))
+        return next(runs)
+
+    @contextmanager
+    def out() -> Iterator[None]:
+        outs[0] += 1
+        yield
+
+    monkeypatch.setattr(oneway, "udp_oneway", fake_udp)
+    monkeypatch.setattr(oneway, "write_trim", lambda _p, t, _pid: written.append(t))
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    assert res["attempts"] == 2 and res["steady"] and outs[0] == 2
+    assert res["trim_s"] == pytest.approx(-8e-6)  # (-6 + -10) / 2
+    assert written == [0.0, pytest.approx(-8e-6)]
+    assert [r for _, r in calls] == [0.5] * 4
+    # never steady: three attempts, no trim
+    runs = iter([(noisy, steady), (steady, steady)] * 3)
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    assert res["attempts"] == 3 and not res["steady"] and res["trim_s"] == 0.0

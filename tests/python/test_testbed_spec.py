@@ -88,6 +88,14 @@ def test_delay_trim_auto_or_a_duration() -> None:
     sp = specmod.load_text('[wan]\ndelay_trim = "12us"\n', "t.toml")
     assert sp.delay_trim == pytest.approx(12e-6)
     assert specmod.Spec.from_dict(sp.to_dict()).delay_trim == pytest.approx(12e-6)
+    # packet I/O measures its trim unless told otherwise (its warmed path crosses faster
+    # than the undelayed route); not with one site (no route between sites to measure)
+    pk = specmod.load_text('[wan]\ndelay_io = "packet"\n', "p.toml")
+    assert pk.delay_trim is None and specmod.Spec.from_dict(pk.to_dict()).delay_trim is None
+    assert specmod.load_text('[wan]\ndelay_io = "packet"\ndelay_trim = "0us"\n',
+                             "p0.toml").delay_trim == 0.0
+    one = specmod.load_text('[cluster]\nsites = 1\n[wan]\ndelay_io = "packet"\n', "p1.toml")
+    assert one.sites == 1 and one.delay_trim == 0.0
 
 
 def test_delay_limit_follows_buffer() -> None:

@@ -380,8 +380,9 @@ def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
     text = (f"; {hold} (measured at up: lone UDP packets, kernel-stamped, saw the path {saw} "
             f"the undelayed route and the delay)")
     if not trim.get("steady", True):
-        return (f"; hold not trimmed: the lone packets measured at up were not steady "
-                f"(spread {float(trim['spread_s']) * 1e6:.1f} us; excess "
+        return (f"; hold not trimmed: the lone packets measured at up were not steady in "
+                f"{int(trim.get('attempts', 1))} attempt(s) (spread "
+                f"{float(trim['spread_s']) * 1e6:.1f} us; excess "
                 f"{float(trim['excess_s']) * 1e6:.1f} us)")
     if trim.get("path_exceeds_delay"):
         text += (f"; the path alone is longer than {delay * 1e6:g} us: a lone packet sees "
