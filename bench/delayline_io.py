@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The delay line's I/O and scheduling side by side: a lone packet's one-way delay across a
 2 x 2 testbed's WAN beyond the configured delay, for several delay-line variants brought up
-at once (one testbed each) and measured in turns, run by run, against the same testbed
-without a WAN delay (the router forwarding directly) measured in the same turn.
+at once (one testbed each) and measured run by run against the same testbed without a WAN
+delay (the router forwarding directly), all probed at once with their lone packets
+interleaved in time (--sequential: one after the other).
 
 A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.delay_trim
 ("auto": measured at up, printed), ARGS the delay line's extra options
@@ -33,6 +34,8 @@ import os
 import signal
 import statistics
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from harness import loadavg
 from mpilab.errors import MpilabError
@@ -68,6 +71,26 @@ def measure(sp: spec.Spec, d: float, count: int,
 
 
 Row = tuple[float, float, float]  # UDP-0, ICMP-0 (the request), ICMP-rt (half the echo)
+Probes = tuple[list[float], list[float], list[float], list[float]]
+
+
+def turn(base: spec.Spec, delayed: list[spec.Spec], d: float, count: int, old: bool,
+         together: bool) -> list[Probes]:
+    """One run's probes: the undelayed testbed's, then each variant's. Together (the
+    default): all at once, started gap / (2 (n + 1)) apart, so that their lone packets
+    interleave in time and never meet, and a level shift of the machine (seconds long here)
+    moves the reference and the delayed figures alike; else one after the other."""
+    sps = [(base, d if old else None)] + [(sp, 0.0 if old else None) for sp in delayed]
+    if not together:
+        return [measure(sp, d, count, ra) for sp, ra in sps]
+    step = max(0.2, 3 * d) / (2 * len(sps))
+
+    def staggered(k: int) -> Probes:
+        time.sleep(k * step)
+        return measure(sps[k][0], d, count, sps[k][1])
+
+    with ThreadPoolExecutor(len(sps)) as ex:
+        return list(ex.map(staggered, range(len(sps))))
 
 
 def one_delay(delay: str, a: argparse.Namespace,
@@ -88,11 +111,11 @@ def one_delay(delay: str, a: argparse.Namespace,
                       f"steady {tr['steady']})", flush=True)
         for r in range(a.runs):
             old = a.echo_after == "delay"
-            bf, bb, bq, bw = measure(base_sp, d, a.count, d if old else None)
+            got = turn(base_sp, [sp for _, sp in sps], d, a.count, old, a.together)
+            bf, bb, bq, bw = got[0]
             line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
                    f"{med(bb) * 1e6:.1f} us"
-            for name, sp in sps:
-                f, b, q, w = measure(sp, d, a.count, 0.0 if old else None)
+            for (name, _), (f, b, q, w) in zip(sps, got[1:], strict=True):
                 ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
                 udp = max(ways, key=abs)  # the direction further from D, early or late
                 icmp = med(q) - med(bq) - d
@@ -143,6 +166,9 @@ def main() -> int:
                     help="the UDP echo: a lone packet on both routes (half the gap), or "
                          "the undelayed one after D and the delayed one at once")
     ap.add_argument("--variants", default="tun=tun|;packet=packet|")
+    ap.add_argument("--sequential", dest="together", action="store_false",
+                    help="probe the undelayed testbed and each variant one after the other "
+                         "(before session 30), not all at once with interleaved packets")
     a = ap.parse_args()
     try:
         variants = parse_variants(a.variants)
