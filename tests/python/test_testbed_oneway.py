@@ -130,12 +130,21 @@ def test_calibration_measures_again_until_steady(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(oneway, "udp_oneway", fake_udp)
     monkeypatch.setattr(oneway, "write_trim", lambda _p, t, _pid: written.append(t))
-    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1, blocks=1)
     assert res["attempts"] == 2 and res["steady"] and outs[0] == 2
     assert res["trim_s"] == pytest.approx(-8e-6)  # (-6 + -10) / 2
     assert written == [0.0, pytest.approx(-8e-6)]
     assert [r for _, r in calls] == [0.5] * 4
     # never steady: three attempts, no trim
     runs = iter([(noisy, steady), (steady, steady)] * 3)
-    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1, blocks=1)
     assert res["attempts"] == 3 and not res["steady"] and res["trim_s"] == 0.0
+    # the routes take turns (line out, line in, out, in) and their samples are pooled:
+    # a level shift of 10 us between the blocks moves both routes alike
+    outs[0] = 0
+    calls.clear()
+    runs = iter([(steady, steady), ([d + 22e-6] * 9, [d + 22e-6] * 9),
+                 ([40e-6] * 7, [40e-6] * 7), ([d + 32e-6] * 9, [d + 32e-6] * 9)])
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    assert res["attempts"] == 1 and outs[0] == 2 and len(calls) == 4 and res["count"] == 14
+    assert res["trim_s"] == pytest.approx(-8e-6)
