@@ -147,10 +147,12 @@ void mpilab_dl_ring_pop(mpilab_dl_ring *r)
 static volatile sig_atomic_t g_stop;
 static volatile sig_atomic_t g_dump;
 static volatile sig_atomic_t g_reload;
+static volatile sig_atomic_t g_standby; /* --io packet: SIGUSR2 toggles standby */
 
 static void on_stop(int sig) { (void)sig; g_stop = 1; }
 static void on_dump(int sig) { (void)sig; g_dump = 1; }
 static void on_reload(int sig) { (void)sig; g_reload = 1; }
+static void on_standby(int sig) { (void)sig; g_standby = !g_standby; }
 
 static int64_t mono_ns(void)
 {
@@ -466,7 +468,7 @@ static json_t *io_json(dl_state *s)
 {
     if (!s->pk)
         return json_pack("{s:s}", "mode", "tun");
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I}", "mode", "packet",
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:b, s:I}", "mode", "packet",
                      "peers", (json_int_t)s->pk->npeers, "ignored", (json_int_t)s->pk->ignored,
                      "ttl_expired", (json_int_t)s->pk->ttl_expired,
                      "send_errors", (json_int_t)s->pk->send_errors,
@@ -475,7 +477,8 @@ static json_t *io_json(dl_state *s)
                      "socket_drops", (json_int_t)mpilab_dl_pkt_drops(s->pk),
                      "warm_path_s", (double)s->opt->warm_ns * 1e-9,
                      "warm_frames", (json_int_t)s->pk->warm_frames,
-                     "warm_errors", (json_int_t)s->pk->warm_errors);
+                     "warm_errors", (json_int_t)s->pk->warm_errors, "standby", s->pk->standby,
+                     "standby_passed", (json_int_t)s->pk->standby_passed);
 }
 
 /* Take in at most one packet, dated by the kernel where it can be: at the router's ingress
@@ -625,7 +628,8 @@ static void set_trim(dl_state *s, int64_t trim_ns)
     s->st.hold_ns = mpilab_dl_hold(s->opt->delay_ns, s->st.trim_ns);
 }
 
-/* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end.
+/* The release loop: until SIGTERM/SIGINT; statistics written on SIGUSR1 and at the end;
+ * SIGUSR2 puts a packet-socket line in standby and back (it keeps polling and warming).
  * Returns 0, or 1 after a read/poll error or a failed final statistics write. */
 static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpilab_dl_ring *ring,
                    unsigned char *scratch, const sigset_t *orig, mpilab_dl_sched *sched)
@@ -672,6 +676,8 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
             now = mono_ns();
         }
         mpilab_dl_adapt_step(&sched->adapt, ring->count, now);
+        if (pk)
+            pk->standby = g_standby;
         if (g_reload) {
             g_reload = 0;
             int64_t t = s->st.trim_ns;
@@ -752,6 +758,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGUSR1);
     sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGUSR2);
     sigprocmask(SIG_BLOCK, &block, &orig);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -762,6 +769,8 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
     sigaction(SIGUSR1, &sa, NULL);
     sa.sa_handler = on_reload;
     sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_standby;
+    sigaction(SIGUSR2, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     if (opt->pidfile) {

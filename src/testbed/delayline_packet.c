@@ -167,6 +167,10 @@ int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t 
         p->ignored++;
         return 2;
     }
+    if (p->standby) {
+        p->standby_passed++;
+        return 2;
+    }
     *len = (size_t)n + 4;
     int r = mpilab_dl_frame_route(buf, *len, p->peers, p->npeers);
     if (r < 0) {

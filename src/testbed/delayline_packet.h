@@ -54,6 +54,8 @@ typedef struct mpilab_dl_pkt {
     uint64_t warm_errors;  /* --warm-path: warm-up frames the socket refused */
     int64_t kept_warm;     /* --keep-warm: when the last keep-warm frame went (mono ns) */
     size_t keep_next;      /* --keep-warm: the peer warmed next */
+    int standby;           /* 1: take nothing in (SIGUSR2; the router's kernel forwards) */
+    uint64_t standby_passed; /* frames for a peer left to the kernel in standby */
 } mpilab_dl_pkt;
 
 /* Resolve each peer's leg (ifindex, MAC) in this namespace and open the socket (IPv4 on
@@ -62,7 +64,8 @@ typedef struct mpilab_dl_pkt {
 int mpilab_dl_pkt_open(mpilab_dl_pkt *p, mpilab_dl_peer *peers, size_t npeers);
 void mpilab_dl_pkt_close(mpilab_dl_pkt *p);
 /* Take one frame into buf (cap bytes): 1, a frame to hold (*len bytes, routed; *rt_ns its
- * kernel stamp, CLOCK_REALTIME, -1 unknown); 2, a frame that is not the line's (counted);
+ * kernel stamp, CLOCK_REALTIME, -1 unknown); 2, a frame that is not the line's, or any
+ * frame in standby (counted);
  * 0, none waiting; -1, a socket error (message on stderr). */
 int mpilab_dl_pkt_take(mpilab_dl_pkt *p, unsigned char *buf, size_t cap, size_t *len, int64_t *rt_ns);
 /* Send a held frame out of its leg (a full send buffer is waited on for up to 1 ms, once):

@@ -348,7 +348,8 @@ def test_trim_measured_at_up_and_applied(tmp_path_factory: pytest.TempPathFactor
                               "--prefix", sp.prefix],
                              capture_output=True, text=True, timeout=60, check=False)
         # a steady calibration trims; an unsteady one (a busy machine) says it did not
-        said = "hold = delay - " if tr["steady"] else "hold not trimmed"
+        sign = "-" if tr["trim_s"] >= 0 else "+"  # a negative trim lengthens the hold
+        said = f"hold = delay {sign} " if tr["steady"] else "hold not trimmed"
         assert said in out.stdout, out.stdout + out.stderr
 
 
@@ -553,10 +554,11 @@ def test_busy_packet_line_keeps_the_paths_warm_while_idle(
 def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Packet I/O measures its trim by default (wan.delay_trim = "auto" unless set): `up`
     measures the undelayed route with the
-    line stopped and the kernel forwarding, then restarts the line and measures through it;
-    afterwards forwarding is off again, the state names the running line, which holds
-    delay - trim, and lone echoes cross it (no copy forwarded by the kernel: no earlier
-    than twice the hold)."""
+    line in standby (SIGUSR2: it takes nothing in, counting what it leaves to the kernel)
+    and the kernel forwarding, then the line back in service, through it; afterwards
+    forwarding is off again, the line the state names (the same process all along) is in
+    service, holds delay - trim, and lone echoes cross it (no copy forwarded by the kernel:
+    no earlier than twice the hold)."""
     with _delayed_testbed(tmp_path_factory, f"q{os.getpid() % 100000}",
                           f"{DELAY_S * 1e3:g}ms", "packet trim",
                           'delay_io = "packet"\n') as sp:
@@ -578,7 +580,10 @@ def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory)
         got = _stats(sp.prefix)
         assert got["trim_s"] == pytest.approx(tr["trim_s"], abs=1e-9)
         assert got["hold_s"] == pytest.approx(hold, abs=1e-9)
-        assert got["io"]["mode"] == "packet"  # type: ignore[index]
+        io = got["io"]
+        assert isinstance(io, dict) and io["mode"] == "packet" and io["standby"] is False
+        # each undelayed datagram and echo reached the line's socket and was left alone
+        assert io["standby_passed"] >= 2 * tr["count"] * tr["attempts"], (str(io), tr)
         assert got["packets"] >= 2 * COUNT  # type: ignore[operator]
 
 

@@ -556,7 +556,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             pids.append(_start_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV,
                                          DELAY_TABLE, delay_rules(spec, 0)))
         if spec.wan_delay > 0:
-            state["delay_trim"], pids[0] = _delay_trim(spec, sd, pids[0], delayline, io)
+            state["delay_trim"] = _delay_trim(spec, sd, pids[0])
         for k, (d, _) in enumerate(spec.delay_groups(), 1):
             pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
                                          delay_rules(spec, k), f"delayline-{k}"))
@@ -688,44 +688,44 @@ def _delay_rules(spec: Spec) -> list[str]:
     return [r.removeprefix("rule add ") for r in delay_rules(spec, 0)]
 
 
-def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str,
-                io: list[str]) -> tuple[dict[str, Any], int]:
-    """The trim the delay line takes off its hold: as configured, or (wan.delay_trim =
-    "auto") measured now from lone packets (oneway.calibrate_trim). Returns it and the
-    line's pid (a packet-socket line is restarted by the measurement)."""
+def _delay_trim(spec: Spec, sd: Path, pid: int) -> dict[str, Any]:
+    """The trim the delay line (pid) takes off its hold: as configured, or (wan.delay_trim =
+    "auto") measured now from lone packets (oneway.calibrate_trim)."""
     if spec.delay_trim is not None:
-        return {"trim_s": spec.delay_trim, "measured": False}, pid
+        return {"trim_s": spec.delay_trim, "measured": False}
     if spec.delay_groups():
         # the calibration's lone packets would cross the per-node lines too
         return {"trim_s": 0.0, "measured": False,
-                "not_measured": "per-node WAN delays ([[link]] wan_delay)"}, pid
+                "not_measured": "per-node WAN delays ([[link]] wan_delay)"}
     from mpilab.testbed import oneway
 
-    cur = [pid]
     undelayed: Callable[[], AbstractContextManager[object]]
     if spec.delay_io == "packet":
-        undelayed = partial(_packet_line_out, spec, sd, delayline, io, cur)
+        undelayed = partial(_packet_line_standby, spec.router_ns(), pid)
     else:
         undelayed = partial(oneway.rules_removed, spec.router_ns(), _delay_rules(spec))
-    res = oneway.calibrate_trim(spec, undelayed, sd / "delayline.trim", partial(cur.__getitem__, 0))
+    res = oneway.calibrate_trim(spec, undelayed, sd / "delayline.trim", lambda: pid)
     res["measured"] = True
-    return res, cur[0]
+    return res
 
 
 @contextmanager
-def _packet_line_out(spec: Spec, sd: Path, delayline: str, io: list[str],
-                     cur: list[int]) -> Iterator[None]:
-    """The undelayed route of a delay line on packet sockets: the line (pid cur[0]) stopped
-    and the router's kernel forwarding on; on the way out forwarding off again and a new
-    line on the same peers and trim file (its pid into cur[0])."""
-    kill_pids([cur[0]])
-    _ip_forward(spec.router_ns(), True)
+def _packet_line_standby(router: str, pid: int) -> Iterator[None]:
+    """The undelayed route of a delay line on packet sockets: the line (pid) in standby
+    (SIGUSR2: it takes nothing in, and goes on polling and warming its paths as in service,
+    so the machine is in the state the delayed packets will find; until session 30 the line
+    was stopped, which at 10 and 100 us, where it busy-polls, left a core idle and the
+    undelayed crossings up to 8 us slower) and the router's kernel forwarding on; on the
+    way out forwarding off and the line back in service."""
+    os.kill(pid, signal.SIGUSR2)
+    time.sleep(0.05)  # the line takes the signal at its next loop turn (it wakes for it)
+    _ip_forward(router, True)
     try:
         yield
     finally:
-        _ip_forward(spec.router_ns(), False)
-        cur[0] = _spawn_delayline(spec, sd, delayline, spec.wan_delay, io, "delayline",
-                                  delayline_args())
+        _ip_forward(router, False)
+        os.kill(pid, signal.SIGUSR2)
+        time.sleep(0.05)
 
 
 def _ip_forward(router: str, on: bool) -> None:
