@@ -86,18 +86,18 @@ def test_the_echo_waits_reply_after_and_its_one_way_time_leaves_the_wait_out() -
 def test_trim_text_says_which_way_the_hold_moves() -> None:
     """`up` and `status` name the hold: shortened by a positive trim, lengthened by a
     negative one (measured: the path crossed faster than the undelayed route)."""
-    from mpilab.testbed import net
+    from mpilab.testbed.lineinfo import trim_text
 
     d = 1e-3
     base = ([30e-6] * 5, [40e-6] * 5)
     fast = oneway.trim_from(d, base, ([d + 24e-6] * 5, [d + 32e-6] * 5))
     fast["measured"] = True
-    text = net.trim_text(fast, d)
+    text = trim_text(fast, d)
     assert "hold = delay + 7.0 us" in text and "cross 7.0 us faster than" in text
     slow = oneway.trim_from(d, base, ([d + 42e-6] * 5, [d + 54e-6] * 5))
     slow["measured"] = True
-    assert "hold = delay - 13.0 us" in net.trim_text(slow, d)
-    assert net.trim_text({"trim_s": 5e-6, "measured": False}, d) == \
+    assert "hold = delay - 13.0 us" in trim_text(slow, d)
+    assert trim_text({"trim_s": 5e-6, "measured": False}, d) == \
         "; hold = delay - 5.0 us (wan.delay_trim)"
 
 

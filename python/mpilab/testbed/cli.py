@@ -15,6 +15,7 @@ from mpilab.fsutil import atomic_write_text, check_output, hold_fifo
 from mpilab.testbed import check as checkmod
 from mpilab.testbed import faults, jobctl, launch, net
 from mpilab.testbed import spec as specmod
+from mpilab.testbed.lineinfo import trim_text
 from mpilab.testbed.spec import format_rate
 
 
@@ -99,7 +100,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                      else ", normal scheduling")
         print(f"  delay: delay line (pid {dl['pid']}"
               f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}"
-              f"{net.trim_text(info['delay'].get('trim'), sp.wan_delay)}")
+              f"{trim_text(info['delay'].get('trim'), sp.wan_delay)}")
         if info["delay"]["args"]:
             print(f"  delay line options: {' '.join(info['delay']['args'])}")
     else:

@@ -30,6 +30,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
+from mpilab.testbed.lineinfo import fresh_stats, trim_text
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
 
@@ -134,23 +135,11 @@ def delayline_stats(prefix: str, wait_s: float = 2.0) -> dict[str, Any] | None:
     """The running delay line's own statistics, fresh: SIGUSR1 makes it rewrite its JSON
     file, read once it changed (or after wait_s). None without a delay line or readable
     statistics."""
-    import signal
-    import time
-
     try:
-        st = load_state(prefix)
-        path = state_dir(prefix) / "delayline.json"
-        before = path.stat().st_mtime_ns if path.exists() else 0
-        os.kill(int((st or {})["delayline_pid"]), signal.SIGUSR1)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if path.exists() and path.stat().st_mtime_ns != before:
-                break
-            time.sleep(0.01)
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else None
-    except (OSError, KeyError, ValueError, TypeError, MpilabError):
+        pid = int((load_state(prefix) or {})["delayline_pid"])
+    except (KeyError, ValueError, TypeError, MpilabError):
         return None
+    return fresh_stats(state_dir(prefix) / "delayline.json", pid, wait_s)
 
 
 def current_spec(prefix: str) -> Spec:
@@ -364,32 +353,6 @@ def up(spec: Spec) -> str:
             f"{spec.rails} rails, {how}, state in {sd}")
 
 
-def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
-    """How the delay line's hold is trimmed, for `up` and `status` ('' when it is not)."""
-    if trim and trim.get("not_measured"):
-        return ("; hold not trimmed: wan.delay_trim = auto is not measured with "
-                f"{trim['not_measured']}")
-    if not trim or (not trim.get("measured") and not trim.get("trim_s")):
-        return ""
-    t = float(trim["trim_s"]) * 1e6
-    hold = f"hold = delay {'-' if t >= 0 else '+'} {abs(t):.1f} us"
-    if not trim.get("measured"):
-        return f"; {hold} (wan.delay_trim)"
-    e = float(trim["excess_s"]) * 1e6
-    saw = f"add {e:.1f} us beyond" if e >= 0 else f"cross {-e:.1f} us faster than"
-    text = (f"; {hold} (measured at up: lone UDP packets, kernel-stamped, saw the path {saw} "
-            f"the undelayed route and the delay)")
-    if not trim.get("steady", True):
-        return (f"; hold not trimmed: the lone packets measured at up were not steady in "
-                f"{int(trim.get('attempts', 1))} attempt(s) (spread "
-                f"{float(trim['spread_s']) * 1e6:.1f} us; excess "
-                f"{float(trim['excess_s']) * 1e6:.1f} us)")
-    if trim.get("path_exceeds_delay"):
-        text += (f"; the path alone is longer than {delay * 1e6:g} us: a lone packet sees "
-                 f"{float(trim['excess_s']) * 1e6 - delay * 1e6:.1f} us more than asked")
-    return text
-
-
 def socket_buffer_sysctls(spec: Spec) -> list[str]:
     """The per-namespace TCP buffer limits of `wan.socket_buffer` (empty if unset)."""
     b = spec.socket_buffer
@@ -556,7 +519,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             pids.append(_start_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV,
                                          DELAY_TABLE, delay_rules(spec, 0)))
         if spec.wan_delay > 0:
-            state["delay_trim"] = _delay_trim(spec, sd, pids[0])
+            state["delay_trim"], pids[0] = _delay_trim(spec, sd, pids[0], delayline, io)
         for k, (d, _) in enumerate(spec.delay_groups(), 1):
             pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
                                          delay_rules(spec, k), f"delayline-{k}"))
@@ -688,37 +651,60 @@ def _delay_rules(spec: Spec) -> list[str]:
     return [r.removeprefix("rule add ") for r in delay_rules(spec, 0)]
 
 
-def _delay_trim(spec: Spec, sd: Path, pid: int) -> dict[str, Any]:
-    """The trim the delay line (pid) takes off its hold: as configured, or (wan.delay_trim =
-    "auto") measured now from lone packets (oneway.calibrate_trim)."""
+def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str,
+                io: list[str]) -> tuple[dict[str, Any], int]:
+    """The trim the delay line takes off its hold: as configured, or (wan.delay_trim =
+    "auto") measured now from lone packets (oneway.calibrate_trim). Returns it and the
+    line's pid (a sleeping packet-socket line is restarted by the measurement)."""
     if spec.delay_trim is not None:
-        return {"trim_s": spec.delay_trim, "measured": False}
+        return {"trim_s": spec.delay_trim, "measured": False}, pid
     if spec.delay_groups():
         # the calibration's lone packets would cross the per-node lines too
         return {"trim_s": 0.0, "measured": False,
-                "not_measured": "per-node WAN delays ([[link]] wan_delay)"}
+                "not_measured": "per-node WAN delays ([[link]] wan_delay)"}, pid
     from mpilab.testbed import oneway
 
+    cur = [pid]
     undelayed: Callable[[], AbstractContextManager[object]]
-    if spec.delay_io == "packet":
+    if spec.delay_io != "packet":
+        undelayed = partial(oneway.rules_removed, spec.router_ns(), _delay_rules(spec))
+    elif (fresh_stats(sd / "delayline.json", pid) or {}).get("busy_poll") is True:
         undelayed = partial(_packet_line_standby, spec.router_ns(), pid)
     else:
-        undelayed = partial(oneway.rules_removed, spec.router_ns(), _delay_rules(spec))
-    res = oneway.calibrate_trim(spec, undelayed, sd / "delayline.trim", lambda: pid)
+        undelayed = partial(_packet_line_out, spec, sd, delayline, io, cur)
+    res = oneway.calibrate_trim(spec, undelayed, sd / "delayline.trim", partial(cur.__getitem__, 0))
     res["measured"] = True
-    return res
+    return res, cur[0]
+
+
+@contextmanager
+def _packet_line_out(spec: Spec, sd: Path, delayline: str, io: list[str],
+                     cur: list[int]) -> Iterator[None]:
+    """The undelayed route of a sleeping delay line on packet sockets: the line (pid
+    cur[0]) stopped and the router's kernel forwarding on; on the way out forwarding off
+    again and a new line on the same peers and trim file (its pid into cur[0]). (A line
+    in standby would be woken by every frame its socket still sees: undelayed crossings
+    then came 10-20 us slower and the trims at 1-100 ms -17 to -25 us, session 30.)"""
+    kill_pids([cur[0]])
+    _ip_forward(spec.router_ns(), True)
+    try:
+        yield
+    finally:
+        _ip_forward(spec.router_ns(), False)
+        cur[0] = _spawn_delayline(spec, sd, delayline, spec.wan_delay, io, "delayline",
+                                  delayline_args())
 
 
 @contextmanager
 def _packet_line_standby(router: str, pid: int) -> Iterator[None]:
-    """The undelayed route of a delay line on packet sockets: the line (pid) in standby
-    (SIGUSR2: it takes nothing in, and goes on polling and warming its paths as in service,
-    so the machine is in the state the delayed packets will find; until session 30 the line
-    was stopped, which at 10 and 100 us, where it busy-polls, left a core idle and the
-    undelayed crossings up to 8 us slower) and the router's kernel forwarding on; on the
-    way out forwarding off and the line back in service."""
+    """The undelayed route of a busy-polling delay line on packet sockets: the line (pid)
+    in standby (SIGUSR2: it takes nothing in, and goes on polling and warming its paths as
+    in service, so a core spins as it will for the delayed packets; a stopped line left it
+    idle, and undelayed crossings up to 8 us slower: trims at 100 us of -14 to -16 us
+    against about -8 in the runs, session 30) and the router's kernel forwarding on; on
+    the way out forwarding off and the line back in service."""
     os.kill(pid, signal.SIGUSR2)
-    time.sleep(0.05)  # the line takes the signal at its next loop turn (it wakes for it)
+    time.sleep(0.05)  # the line takes the signal at its next loop turn
     _ip_forward(router, True)
     try:
         yield
