@@ -468,7 +468,8 @@ static json_t *io_json(dl_state *s)
 {
     if (!s->pk)
         return json_pack("{s:s}", "mode", "tun");
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:b, s:I}", "mode", "packet",
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:b, s:I}",
+                     "mode", "packet",
                      "peers", (json_int_t)s->pk->npeers, "ignored", (json_int_t)s->pk->ignored,
                      "ttl_expired", (json_int_t)s->pk->ttl_expired,
                      "send_errors", (json_int_t)s->pk->send_errors,

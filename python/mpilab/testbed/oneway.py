@@ -334,16 +334,16 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     `undelayed()`, which takes the line out of the path and puts it back), then through
     the delay line (after `warm` datagrams that let it learn the forwarding cost of that
     idle gap); the line (`pid()`, asked after the undelayed route: putting the line back
-    may start a new one) then gets the trim. The two routes take turns, `blocks` times
-    each, and their samples are pooled: a level shift of the machine (seconds long here,
-    5-8 us on a lone packet's crossing) between one route's block and the other's then
-    moves both (with one block each, two calibrations at 1 ms read -6.2 and -12.9 us).
-    Samples that are not steady are measured
-    again, up to `attempts` times in all (a disturbance seconds long passes; `attempts`
-    in the result). (Until session 30 the echo left D after the
-    request on the undelayed route and at once behind the line, from a node the request
-    had just warmed: at 10 and 100 ms the echo's direction then read 10 us earlier than
-    it was, and the trim overshot by as much.)"""
+    may start a new one) then gets the trim.
+
+    The two routes take turns, `blocks` times each, and their samples are pooled: a level
+    shift of the machine (seconds long here, 5-8 us on a lone packet's crossing) between
+    one route's block and the other's then moves both (with one block each, two
+    calibrations at 1 ms read -6.2 and -12.9 us). Samples that are not steady are measured
+    again, up to `attempts` times in all (`attempts` in the result). Until session 30 the
+    echo left D after the request on the undelayed route and at once behind the line, from
+    a node the request had just warmed: at 10 and 100 ms the echo's direction then read
+    about 10 us early, and the trim overshot by as much."""
     if sp.sites < 2:
         raise MpilabError('wan.delay_trim = "auto" needs at least 2 sites')
     d = sp.wan_delay
