@@ -63,7 +63,7 @@ def measure(sp: spec.Spec, d: float, count: int,
                                                       list[float]]:
     """UDP one way both ways, ICMP echo requests one way, ICMP round trips (s). The UDP
     echo waits reply_after (None: half the gap, a lone packet)."""
-    gap = max(0.2, 3 * d)
+    gap = oneway.lone_gap(d)
     wait = gap / 2 if reply_after is None else reply_after
     fwd, back = oneway.udp_oneway(sp, "s0n0", "s1n0", count, gap, wait)
     req, rep = oneway.icmp_oneway(sp, "s0n0", "s1n0", count, gap)
@@ -83,7 +83,7 @@ def turn(base: spec.Spec, delayed: list[spec.Spec], d: float, count: int, old: b
     sps = [(base, d if old else None)] + [(sp, 0.0 if old else None) for sp in delayed]
     if not together:
         return [measure(sp, d, count, ra) for sp, ra in sps]
-    step = max(0.2, 3 * d) / (2 * len(sps))
+    step = oneway.lone_gap(d) / (2 * len(sps))
 
     def staggered(k: int) -> Probes:
         time.sleep(k * step)

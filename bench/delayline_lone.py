@@ -105,7 +105,7 @@ def one(sp: spec.Spec, delay: str, count: int,
     `base` (the same on an undelayed testbed) also the excess over the undelayed WAN.
     `reply_after`: the UDP echo waits this long (an undelayed reference for a delay D)."""
     d = parse_duration(delay)
-    interval = max(0.2, 3 * d, 3 * reply_after)
+    interval = max(oneway.lone_gap(d), 3 * reply_after)
     try:  # kernel-stamped raw-socket echoes: ping's 3 digits are 0.1-1 ms steps at 10-100 ms
         wan = oneway.icmp_rtt(sp, "s0n0", "s1n0", count, interval)
     except MpilabError as e:

@@ -299,7 +299,7 @@ def main() -> int:
                     f'[lan]\nrate = "10Gbit"\n[wan]\nnode_rate = "1Gbit"\n'
                     f'total_rate = "1Gbit"\ndelay = "{name}"\ndelay_backend = "delayline"\n')
             sp = spec.load_text(text, f"<hop {name}>")
-            interval = max(0.2, 3 * d)
+            interval = oneway.lone_gap(d)
             os.environ["MPILAB_DELAYLINE_ARGS"] = shlex.join(variants[0][1])
             net.up(sp)
             current: list[str] | None = None  # the line just started: warm it up first

@@ -32,7 +32,7 @@ import sys
 import time
 
 from harness import loadavg, write_json
-from mpilab.testbed import capture, net, spec
+from mpilab.testbed import capture, net, oneway, spec
 from mpilab.units import parse_duration
 
 DELAYS = ["10us", "100us", "1ms", "10ms", "100ms"]
@@ -69,7 +69,7 @@ def delayline_p50(prefix: str) -> float | None:
 def one_run(sp: spec.Spec, d: float, count: int) -> dict[str, object]:
     """One run on a testbed that is up: `count` lone echoes s0n0 -> s1n0 captured in the
     router, then as many s0n0 -> s0n1 (same site: the path without the router)."""
-    interval = max(0.2, 3 * d)
+    interval = oneway.lone_gap(d)
     cap = capture.start(sp, count * interval + 2)
     try:
         wan = ping(sp.ns("s0n0"), sp.addr("s1n0", 0), count, interval)

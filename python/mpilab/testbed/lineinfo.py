@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 
+def signal_line(pid: int, sig: int) -> None:
+    """Send the delay line `pid` a signal and give it time to act on it: it wakes for the
+    signal and acts at its next loop turn."""
+    os.kill(pid, sig)
+    time.sleep(0.05)
+
+
 def fresh_stats(path: Path, pid: int, wait_s: float = 2.0) -> dict[str, Any] | None:
     """The statistics of the delay line `pid` (its JSON file `path`), rewritten on SIGUSR1
     and read once changed (or after wait_s); None when unreadable."""

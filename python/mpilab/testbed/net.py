@@ -30,7 +30,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
-from mpilab.testbed.lineinfo import fresh_stats, trim_text
+from mpilab.testbed.lineinfo import fresh_stats, signal_line, trim_text
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
 
@@ -703,15 +703,13 @@ def _packet_line_standby(router: str, pid: int) -> Iterator[None]:
     idle, and undelayed crossings up to 8 us slower: trims at 100 us of -14 to -16 us
     against about -8 in the runs, session 30) and the router's kernel forwarding on; on
     the way out forwarding off and the line back in service."""
-    os.kill(pid, signal.SIGUSR2)
-    time.sleep(0.05)  # the line takes the signal at its next loop turn
+    signal_line(pid, signal.SIGUSR2)
     _ip_forward(router, True)
     try:
         yield
     finally:
         _ip_forward(router, False)
-        os.kill(pid, signal.SIGUSR2)
-        time.sleep(0.05)
+        signal_line(pid, signal.SIGUSR2)
 
 
 def _ip_forward(router: str, on: bool) -> None:

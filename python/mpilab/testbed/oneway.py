@@ -14,12 +14,10 @@ far side's path that the line's write runs cold); the line takes it off its hold
 from __future__ import annotations
 
 import json
-import os
 import signal
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
+from mpilab.testbed.lineinfo import signal_line
 from mpilab.testbed.spec import Spec
 
 STAMP = r"""
@@ -282,6 +281,12 @@ def udp_oneway_paired(sp: Spec, client: str, server: str, pairs: int, interval: 
     return got
 
 
+def lone_gap(delay: float) -> float:
+    """The gap between lone probe packets across a WAN delay of `delay`: 0.2 s, or 3 times
+    the delay when that is longer, so that each packet finds the path idle."""
+    return max(0.2, 3 * delay)
+
+
 def _iqr(v: list[float]) -> float:
     q = statistics.quantiles(v, n=4, method="inclusive") if len(v) >= 2 else [0.0, 0.0, 0.0]
     return q[2] - q[0]
@@ -321,8 +326,7 @@ def trim_from(delay: float, base: tuple[list[float], list[float]],
 def write_trim(path: Path, trim: float, pid: int) -> None:
     """Hand the delay line a new trim: the file (temp name + rename), then SIGHUP."""
     atomic_write_text(path, f"{trim * 1e9:.0f}ns\n")
-    os.kill(pid, signal.SIGHUP)
-    time.sleep(0.05)  # the line reads it at its next loop turn (it wakes for the signal)
+    signal_line(pid, signal.SIGHUP)
 
 
 def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[object]],
@@ -347,7 +351,7 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     if sp.sites < 2:
         raise MpilabError('wan.delay_trim = "auto" needs at least 2 sites')
     d = sp.wan_delay
-    interval = max(0.2, 3 * d)
+    interval = lone_gap(d)
     write_trim(trim_file, 0.0, pid())
     for k in range(1, attempts + 1):
         base: tuple[list[float], list[float]] = ([], [])
