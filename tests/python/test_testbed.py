@@ -466,17 +466,24 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
     assert st["delay_backend"] == ("netem" if have_netem else "delayline")
     p = mpilab("testbed", "status", env=env)
     if have_netem:
-        assert "  delay: netem" in p.stdout
+        assert "  delay: netem" in p.stdout and st["delay_io"] is None
     else:
-        assert f"  delay: delay line (pid {st['delayline_pid']})" in p.stdout, p.stdout
-        # as root the delay line runs real-time (SCHED_FIFO) with its memory locked
+        # the default spec (2 sites, wan.delay_io = "auto"): one line on packet sockets,
+        # at normal scheduling (a lone packet's truth, docs/testbed.md), its trim measured
+        assert st["delay_io"] == "packet" and st["delay_trim"]["measured"] is True
+        assert (f"  delay: delay line on packet sockets (pid {st['delayline_pid']})"
+                in p.stdout), p.stdout
         pid = int(st["delayline_pid"])
-        assert os.sched_getscheduler(pid) == os.SCHED_FIFO
-        assert "SCHED_FIFO priority 10" in p.stdout
+        assert os.sched_getscheduler(pid) == os.SCHED_OTHER
+        assert "normal scheduling" in p.stdout and "hold = delay" in p.stdout, p.stdout
         _delayline_packets(prefix)  # refreshes the statistics file
         stats = json.loads((net.state_dir(prefix) / "delayline.json").read_text())
-        assert (stats["sched"], stats["rt_priority"], stats["mlocked"]) == ("fifo", 10, True)
+        assert stats["sched"] == "other" and stats["io"]["mode"] == "packet", stats
         assert sum(stats["late_hist"]) == stats["packets"]
+        # the router does not forward: the line carries the sites' packets
+        fwd = subprocess.run(["ip", "netns", "exec", _spec(prefix).router_ns(), "sysctl",
+                              "-n", "net.ipv4.ip_forward"], capture_output=True, text=True)
+        assert fwd.stdout.strip() == "0"
     assert prefix + "-probe" not in net.list_namespaces(prefix)
 
 

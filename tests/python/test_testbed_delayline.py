@@ -123,12 +123,15 @@ STATS_SCHEMA = {
 def _delayed_testbed(factory: pytest.TempPathFactory, prefix: str, delay: str,
                      what: str, wan_extra: str = "") -> Iterator[spec.Spec]:
     """A 2-site testbed whose 1 Gbit/s WAN is delayed by the delay line, in its own state
-    folder; brought down (and the state folder's variable restored) whatever happens."""
+    folder; brought down (and the state folder's variable restored) whatever happens. The
+    line is on a tun device unless wan_extra names wan.delay_io (the default spec's
+    packet line is test_testbed.py's)."""
     old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
     os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(factory.mktemp(f"{prefix}state"))
+    io = "" if "delay_io" in wan_extra else 'delay_io = "tun"\n'
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "{delay}"\ndelay_backend = "delayline"\n{wan_extra}')
+            f'delay = "{delay}"\ndelay_backend = "delayline"\n{io}{wan_extra}')
     sp = spec.load_text(text, f"<test {what}>")
     try:
         net.up(sp)
@@ -206,6 +209,9 @@ def test_statistics_schema_and_consistency(tb: spec.Spec) -> None:
     # as root the delay line dates arrivals by the kernel's packet tap on its tun device
     assert 0 < st["arrivals_kernel_stamped"] <= st["packets"]  # type: ignore[operator]
     assert st["running"] is True and st["delay_s"] == pytest.approx(DELAY_S)
+    # the tun line as root runs real-time with its memory locked (a stream beside busy
+    # ranks, docs/testbed.md session 27)
+    assert (st["sched"], st["rt_priority"], st["mlocked"]) == ("fifo", 10, True), st
     # as root it also taps the router's legs: arrivals dated at the ingress leg, the
     # forwarding out measured, whole crossings counted; a 2 ms delay sleeps between packets
     assert st["leg_tap"] is True and st["busy_poll"] is False
@@ -249,7 +255,7 @@ def test_busy_polling_below_100us(tmp_path_factory: pytest.TempPathFactory) -> N
     os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path_factory.mktemp("dlbusy"))
     text = (f'prefix = "{prefix}"\n[cluster]\nsites = 2\nnodes_per_site = 1\n'
             f'[lan]\nrate = "1Gbit"\n[wan]\nnode_rate = "1Gbit"\ntotal_rate = "1Gbit"\n'
-            f'delay = "50us"\ndelay_backend = "delayline"\n')
+            f'delay = "50us"\ndelay_backend = "delayline"\ndelay_io = "tun"\n')
     sp = spec.load_text(text, "<test busy delay line>")
     try:
         for args, busy in (("", True), ("--busy-poll off", False)):

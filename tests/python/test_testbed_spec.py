@@ -83,7 +83,9 @@ def test_bad_specs_name_file_and_line(text: str, line: int, words: str) -> None:
 
 
 def test_delay_trim_auto_or_a_duration() -> None:
-    assert specmod.load_text("", "d.toml").delay_trim == 0.0
+    # the default spec (2 sites, wan.delay_io = "auto") gets the packet line: trim measured
+    assert specmod.load_text("", "d.toml").delay_trim is None
+    assert specmod.load_text('[wan]\ndelay_io = "tun"\n', "t0.toml").delay_trim == 0.0
     assert specmod.load_text('[wan]\ndelay_trim = "auto"\n', "a.toml").delay_trim is None
     sp = specmod.load_text('[wan]\ndelay_trim = "12us"\n', "t.toml")
     assert sp.delay_trim == pytest.approx(12e-6)
@@ -96,6 +98,25 @@ def test_delay_trim_auto_or_a_duration() -> None:
                              "p0.toml").delay_trim == 0.0
     one = specmod.load_text('[cluster]\nsites = 1\n[wan]\ndelay_io = "packet"\n', "p1.toml")
     assert one.sites == 1 and one.delay_trim == 0.0
+
+
+@pytest.mark.parametrize("text, packet", [
+    ("", True),  # the default: 2 sites, one line for every site
+    ('[wan]\ndelay_io = "tun"\n', False),
+    ('[wan]\ndelay_io = "packet"\n', True),
+    ('[cluster]\nsites = 1\n', False),  # no route between sites
+    ('[wan]\ndelay_backend = "netem"\n', False),
+    ('[wan]\ndelay_backend = "delayline"\n', True),
+    ('[[link]]\nnode = "s1n0"\nwan_delay = "2ms"\n', False),  # a line of its own
+])
+def test_delay_io_auto_takes_packet_sockets_where_one_line_serves(text: str,
+                                                                   packet: bool) -> None:
+    sp = specmod.load_text(text, "io.toml")
+    assert sp.delay_io == ("auto" if "delay_io" not in text else sp.delay_io)
+    assert sp.packet_line_wanted() is packet
+    # the trim is measured exactly where the packet line runs
+    assert (sp.delay_trim is None) is (packet and sp.sites >= 2)
+    assert specmod.Spec.from_dict(sp.to_dict()).packet_line_wanted() is packet
 
 
 def test_delay_limit_follows_buffer() -> None:

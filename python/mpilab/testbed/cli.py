@@ -62,6 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             info["delayline"].update(net.sched_of(int(pid)))
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
+                         "io": st.get("delay_io"),
                          "netem_available": st.get("netem_available"),
                          "trim": st.get("delay_trim"),
                          # the options the line was started with ($MPILAB_DELAYLINE_ARGS)
@@ -98,7 +99,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         if dl["alive"]:
             sched = (f", SCHED_FIFO priority {dl['rt_priority']}" if dl.get("sched") == "fifo"
                      else ", normal scheduling")
-        print(f"  delay: delay line (pid {dl['pid']}"
+        on = {"packet": " on packet sockets", "tun": " on a tun device"}.get(
+            info["delay"]["io"] or "", "")
+        print(f"  delay: delay line{on} (pid {dl['pid']}"
               f"{'' if dl['alive'] else ', NOT RUNNING'}){sched}"
               f"{trim_text(info['delay'].get('trim'), sp.wan_delay)}")
         if info["delay"]["args"]:

@@ -5,10 +5,11 @@ Layout (prefix P, site s, node j, rail r):
   P-sSnJ   node namespace; interface rR (address in the (s, r) subnet)
   P-swS    site switch: bridge brR, node ports nJrR, uplink upR (WAN egress, by source)
   P-wan    router: sSrR (gateway .1 of each (s, r) subnet; WAN egress, by destination),
-           tun device dl0 with mpilab-delayline; packets arriving from any uplink are
-           policy-routed (table 100) through dl0 and come back out of it after L; with
-           wan.delay_io = "packet" the router does not forward and the line takes the
-           frames off the sSrR legs and sends them on itself (no dl0, no table 100).
+           mpilab-delayline. On packet sockets (wan.delay_io = "packet", and "auto" where
+           one line delays every site) the router does not forward: the line takes the
+           frames off the sSrR legs and sends them on itself. On a tun device (dl0), the
+           packets arriving from any uplink are policy-routed (table 100) through dl0 and
+           come back out of it after L.
 Nothing is created in the root namespace: deleting the namespaces removes every link,
 qdisc and iptables rule. The state dir holds the spec, logs and per-node TMPDIRs.
 """
@@ -331,14 +332,16 @@ def up(spec: Spec) -> str:
         raise MpilabError(f"{spec.source}: per-node wan_delay needs the delay line backend "
                           "(netem delays by destination)")
     delayline = find_tool("mpilab-delayline") if backend == "delayline" else None
+    io = "packet" if backend == "delayline" and spec.packet_line_wanted() else "tun"
     sd = state_dir(spec.prefix)
     try:
-        _build(spec, sd, delayline, backend, netem_ok)
+        _build(spec, sd, delayline, backend, netem_ok, io)
     except BaseException:
         down(spec.prefix)
         raise
     how = {"none": "no WAN delay", "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
            "delayline": f"WAN delay {spec.wan_delay * 1e3:g} ms by the delay line"
+           + (" on packet sockets" if io == "packet" else "")
            + "".join(f", {d * 1e3:g} ms from {len(g)} node rail(s) by a delay line of its own"
                      for d, g in spec.delay_groups())
            + ("" if netem_ok is None else " (no netem in this kernel)")}[backend]
@@ -443,7 +446,7 @@ def remove_cpu_cgroups(prefix: str) -> int:
 
 
 def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delayline",
-           netem_ok: bool | None = None) -> None:
+           netem_ok: bool | None = None, delay_io: str = "tun") -> None:
     (sd / "tmp").mkdir(parents=True, exist_ok=True)
     for node in spec.node_names():
         (sd / "tmp" / node).mkdir(exist_ok=True)
@@ -499,14 +502,15 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
     batch("ip", router, r_ip)
     batch("tc", router, r_tc)
     # with the delay line on packet sockets the line forwards between sites, not the kernel
-    packet_line = backend == "delayline" and spec.delay_io == "packet" and spec.wan_delay > 0
+    packet_line = backend == "delayline" and delay_io == "packet" and spec.wan_delay > 0
     sh(["ip", "netns", "exec", router, "sysctl", "-qw",
         f"net.ipv4.ip_forward={0 if packet_line else 1}",
         "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
 
     state: dict[str, Any] = {"spec": spec.to_dict(), "key": _spec_key(spec),
                              "created": time.time(), "delayline_pid": None,
-                             "delay_backend": backend, "netem_available": netem_ok}
+                             "delay_backend": backend, "netem_available": netem_ok,
+                             "delay_io": delay_io if backend == "delayline" else None}
     if backend == "delayline":
         if not delayline:
             raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
@@ -666,7 +670,7 @@ def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str,
 
     cur = [pid]
     undelayed: Callable[[], AbstractContextManager[object]]
-    if spec.delay_io != "packet":
+    if io[:2] != ["--io", "packet"]:
         undelayed = partial(oneway.rules_removed, spec.router_ns(), _delay_rules(spec))
     elif (fresh_stats(sd / "delayline.json", pid) or {}).get("busy_poll") is True:
         undelayed = partial(_packet_line_standby, spec.router_ns(), pid)

@@ -26,7 +26,7 @@ MAX_DELAY = 10.0  # seconds
 GSO_PACKET = 65536 + 256
 RING_OVERHEAD = 1.1  # record headers and alignment in the delay line's ring
 DELAY_BACKENDS = ("auto", "delayline", "netem")
-DELAY_IOS = ("tun", "packet")
+DELAY_IOS = ("auto", "tun", "packet")
 
 DEFAULT_SPEC = """\
 # built-in default: two sites of four nodes, one rail each
@@ -107,9 +107,10 @@ class Spec:
     wan_queue: int = 512 * 1024
     delayline_buffer: int = 64 * 1024**2
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
-    # how the delay line takes packets in and out: "tun" (routed into a tun device) or
+    # how the delay line takes packets in and out: "tun" (routed into a tun device),
     # "packet" (packet sockets on the router's legs, kernel forwarding off; docs/testbed.md)
-    delay_io: str = "tun"
+    # or "auto" (packet where one line delays every site, else tun: net.delay_io_for)
+    delay_io: str = "auto"
     # taken off the delay line's hold: the path's own cost beyond the undelayed route, so a
     # lone packet sees the configured delay; None = "auto" (measured at up, oneway.py)
     delay_trim: float | None = 0.0
@@ -199,6 +200,16 @@ class Spec:
         """The longest one-way WAN delay of any node (wan.delay or a [[link]] override)."""
         return max([self.wan_delay] + [o.wan_delay for o in self.links
                                        if o.wan_delay is not None])
+
+    def packet_line_wanted(self) -> bool:
+        """Whether the delay line should run on packet sockets (wan.delay_io): "packet",
+        or "auto" where one line delays every site (2 sites or more, no [[link]]
+        wan_delay, no netem asked for). With wan.delay_backend = "auto" the kernel's netem
+        still takes the delay where it exists (net.up)."""
+        if self.delay_io != "auto":
+            return self.delay_io == "packet"
+        return (self.sites >= 2 and self.delay_backend != "netem"
+                and all(o.wan_delay is None for o in self.links))
 
     def delay_groups(self) -> list[tuple[float, list[tuple[str, int]]]]:
         """(delay, the (node, rail) whose packets get it) for every per-node override's
@@ -540,7 +551,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
         sp.links.append(o)
     _parse_nodes(ctx, sp, nodes_t, names)
     _check_delay_io(ctx, sp)
-    if sp.delay_io == "packet" and "delay_trim" not in wan and sp.sites >= 2:
+    if "delay_trim" not in wan and sp.sites >= 2 and sp.packet_line_wanted():
         # the packet line warms its path before each release, so a lone packet crosses it
         # faster than the undelayed route's cold one (3-10 us): measured and put back by
         # default (docs/testbed.md, session 30)
