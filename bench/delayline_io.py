@@ -5,7 +5,8 @@ at once (one testbed each) and measured run by run against the same testbed with
 delay (the router forwarding directly), all probed at once with their lone packets
 interleaved in time (--sequential: one after the other).
 
-A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (tun or packet), TRIM wan.delay_trim
+A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (auto, tun or packet; auto is the
+spec's default, which is packet here), TRIM wan.delay_trim
 ("auto": measured at up, printed), ARGS the delay line's extra options
 ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;cal=packet:auto|".
 Per run and variant: UDP-0, the worse direction's (further from D, early or late) median
@@ -143,14 +144,14 @@ def parse_variants(text: str) -> list[tuple[str, str, str]]:
         name, eq, rest = v.partition("=")
         io, bar, args = rest.partition("|")
         kind, colon, trim = io.partition(":")
-        ok = bool(eq and name and bar) and kind in ("tun", "packet")
+        ok = bool(eq and name and bar) and kind in spec.DELAY_IOS
         if ok and colon and trim != "auto":
             try:
                 parse_duration(trim)
             except ValueError:
                 ok = False
         if not ok:
-            raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO tun or packet, TRIM auto "
+            raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO auto, tun or packet, TRIM auto "
                              "or a duration)")
         out.append((name, io, args))
     return out
