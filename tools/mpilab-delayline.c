@@ -44,6 +44,7 @@ static void usage(FILE *f)
         "  --rt-priority N run under SCHED_FIFO priority N (1-99) with memory locked;\n"
         "                  refusal is an error. Default as root: priority %d, falling back\n"
         "                  to normal scheduling with a warning if refused\n"
+        "                  (on packet sockets: --rt-adaptive unless busy-polling)\n"
         "  --no-realtime   normal scheduling even as root\n"
         "  --rt-adaptive   normal scheduling while lone packets are held, SCHED_FIFO\n"
         "                  (--rt-priority N, default %d) while a stream is (8 packets or\n"

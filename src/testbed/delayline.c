@@ -230,18 +230,14 @@ int mpilab_dl_busy(const mpilab_dl_options *opt)
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 {
     memset(out, 0, sizeof(*out));
-    /* auto: SCHED_FIFO for a sleeping line on the tun device as root; not for a busy line,
-     * nor on packet sockets: there a real-time line made lone packets 45-250 us late at a
-     * 100 us delay where normal scheduling kept them within 0.4 us (docs/testbed.md,
-     * session 26) */
-    if (opt->rt_adaptive) {
-        /* normal scheduling until a stream is held (mpilab_dl_adapt_step) */
+    int adaptive = mpilab_dl_start_class(opt, geteuid() == 0);
+    if (adaptive == MPILAB_DL_CLASS_NORMAL)
+        return 0;
+    adaptive = adaptive == MPILAB_DL_CLASS_ADAPTIVE;
+    if (adaptive) { /* normal scheduling until a stream is held (mpilab_dl_adapt_step) */
         out->adapt.on = 1;
         out->adapt.priority = opt->rt_priority;
-    } else if (opt->realtime == MPILAB_DL_RT_OFF
-        || (opt->realtime == MPILAB_DL_RT_AUTO
-            && (geteuid() != 0 || mpilab_dl_busy(opt) || opt->io_packet)))
-        return 0;
+    }
     int strict = opt->realtime == MPILAB_DL_RT_ON || opt->rt_adaptive;
     struct sched_param sp;
     memset(&sp, 0, sizeof(sp));
@@ -252,9 +248,10 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
         fprintf(stderr, "mpilab-delayline: %s: SCHED_FIFO priority %d refused: %s%s\n",
                 strict ? "error" : "warning", opt->rt_priority, strerror(e),
                 strict ? "" : " (running with normal scheduling)");
+        out->adapt.on = 0;
         return strict ? -1 : 0;
     }
-    if (opt->rt_adaptive) {
+    if (adaptive) {
         sp.sched_priority = 0;
         sched_setscheduler(0, SCHED_OTHER, &sp);
     } else {

@@ -385,6 +385,14 @@ typedef struct mpilab_dl_sched {
 /* Apply opt->realtime / rt_priority to the calling process. Returns 0 (warnings, if any,
  * printed as one line), or -1 with a one-line error when MPILAB_DL_RT_ON was refused. */
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out);
+/* The class mpilab_dl_realtime starts a line in (`root`: 1 when running as root). Asked
+ * for: --rt-adaptive, then --rt-priority (FIFO), --no-realtime (normal). AUTO: normal
+ * unless root and sleeping (a busy-polling line stays normal); then SCHED_FIFO on the tun
+ * device and adaptive on packet sockets, where a real-time sleeper made lone packets 45-250
+ * us late at 100 us (session 26) and normal scheduling released a stream beside two busy
+ * CPUs 57 us late on average where adaptive did 4.4 (session 31, docs/testbed.md). */
+enum { MPILAB_DL_CLASS_NORMAL = 0, MPILAB_DL_CLASS_FIFO = 1, MPILAB_DL_CLASS_ADAPTIVE = 2 };
+int mpilab_dl_start_class(const mpilab_dl_options *opt, int root);
 /* Write the statistics file (opt->stats; nothing when NULL): 0, or -1 with a one-line
  * message. `io` (taken over, may be NULL): the I/O mode's object ("io"). */
 int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *st,

@@ -1,6 +1,8 @@
 /* The delay line's adaptive scheduling class (delayline_sched.h). */
 #include "testbed/delayline_sched.h"
 
+#include "testbed/delayline.h"
+
 #include <sched.h>
 #include <string.h>
 
@@ -40,4 +42,15 @@ int mpilab_dl_adapt_step(mpilab_dl_adapt *a, size_t held, int64_t now)
 int64_t mpilab_dl_adapt_fifo_ns(const mpilab_dl_adapt *a, int64_t now)
 {
     return a->fifo_ns + (a->fifo ? now - a->since_ns : 0);
+}
+
+int mpilab_dl_start_class(const mpilab_dl_options *opt, int root)
+{
+    if (opt->rt_adaptive)
+        return MPILAB_DL_CLASS_ADAPTIVE;
+    if (opt->realtime == MPILAB_DL_RT_ON)
+        return MPILAB_DL_CLASS_FIFO;
+    if (opt->realtime == MPILAB_DL_RT_OFF || !root || mpilab_dl_busy(opt))
+        return MPILAB_DL_CLASS_NORMAL;
+    return opt->io_packet ? MPILAB_DL_CLASS_ADAPTIVE : MPILAB_DL_CLASS_FIFO;
 }

@@ -51,7 +51,7 @@ int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *s
     if (o) {
         json_object_set_new(o, "idle_poll", json_boolean(sc->idle_poll));
         json_object_set_new(o, "cpu", json_integer(sc->cpu));
-        if (opt->rt_adaptive)
+        if (opt->rt_adaptive || sc->adapt.on) /* asked for, or auto on packet sockets */
             json_object_set_new(o, "adaptive", adapt_json(&sc->adapt));
         /* the trim taken off every hold (measured from outside: the path's own cost) */
         json_object_set_new(o, "trim_s", json_real((double)st->trim_ns * 1e-9));

@@ -70,6 +70,7 @@ def test_up_is_idempotent_and_builds_the_grid(tb: tuple[str, dict[str, str]]) ->
     f = net.state_root() / "spec.toml"
     p = mpilab("testbed", "up", str(f), env=env)
     assert p.returncode == 0 and "already up" in p.stdout, p.stdout + p.stderr
+    assert p.stderr == ""  # nothing measured again (no trim note)
     p = mpilab("testbed", "status", "--json", env=env)
     info = json.loads(p.stdout)
     assert info["up"] and info["delayline"]["alive"] and not info["missing_namespaces"]
@@ -469,16 +470,16 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
         assert "  delay: netem" in p.stdout and st["delay_io"] is None
     else:
         # the default spec (2 sites, wan.delay_io = "auto"): one line on packet sockets,
-        # at normal scheduling (a lone packet's truth, docs/testbed.md), its trim measured
+        # its trim measured; as root its scheduling is adaptive (normal for lone packets,
+        # a lone packet's truth; SCHED_FIFO while it holds a stream; docs/testbed.md)
         assert st["delay_io"] == "packet" and st["delay_trim"]["measured"] is True
-        assert (f"  delay: delay line on packet sockets (pid {st['delayline_pid']})"
-                in p.stdout), p.stdout
-        pid = int(st["delayline_pid"])
-        assert os.sched_getscheduler(pid) == os.SCHED_OTHER
-        assert "normal scheduling" in p.stdout and "hold = delay" in p.stdout, p.stdout
+        assert (f"  delay: delay line on packet sockets (pid {st['delayline_pid']}), "
+                "adaptive scheduling (SCHED_FIFO while a stream is held; now ") in p.stdout
+        assert "hold = delay" in p.stdout, p.stdout
         _delayline_packets(prefix)  # refreshes the statistics file
         stats = json.loads((net.state_dir(prefix) / "delayline.json").read_text())
-        assert stats["sched"] == "other" and stats["io"]["mode"] == "packet", stats
+        assert stats["io"]["mode"] == "packet" and stats["adaptive"]["active"] is True
+        assert (stats["rt_priority"], stats["mlocked"]) == (10, True), stats
         assert sum(stats["late_hist"]) == stats["packets"]
         # the router does not forward: the line carries the sites' packets
         fwd = subprocess.run(["ip", "netns", "exec", _spec(prefix).router_ns(), "sysctl",

@@ -121,7 +121,8 @@ STATS_SCHEMA = {
 
 @contextlib.contextmanager
 def _delayed_testbed(factory: pytest.TempPathFactory, prefix: str, delay: str,
-                     what: str, wan_extra: str = "") -> Iterator[spec.Spec]:
+                     what: str, wan_extra: str = "",
+                     notes: list[str] | None = None) -> Iterator[spec.Spec]:
     """A 2-site testbed whose 1 Gbit/s WAN is delayed by the delay line, in its own state
     folder; brought down (and the state folder's variable restored) whatever happens. The
     line is on a tun device unless wan_extra names wan.delay_io (the default spec's
@@ -134,7 +135,7 @@ def _delayed_testbed(factory: pytest.TempPathFactory, prefix: str, delay: str,
             f'delay = "{delay}"\ndelay_backend = "delayline"\n{io}{wan_extra}')
     sp = spec.load_text(text, f"<test {what}>")
     try:
-        net.up(sp)
+        net.up(sp, None if notes is None else notes.append)
         yield sp
     finally:
         net.down(prefix)
@@ -569,9 +570,12 @@ def test_packet_io_trim_measured_at_up(tmp_path_factory: pytest.TempPathFactory,
     service, holds delay - trim, and lone echoes cross it (no copy forwarded by the kernel:
     no earlier than twice the hold)."""
     busy = delay < 200e-6
+    notes: list[str] = []
     with _delayed_testbed(tmp_path_factory, f"q{os.getpid() % 100000}",
                           f"{delay * 1e6:g}us", "packet trim",
-                          'delay_io = "packet"\n') as sp:
+                          'delay_io = "packet"\n', notes) as sp:
+        # up said what it was doing before the seconds it spends on it
+        assert len(notes) == 1 and "trim" in notes[0] and " s, " in notes[0], notes
         st = net.load_state(sp.prefix)
         assert st is not None
         tr = st["delay_trim"]

@@ -217,6 +217,30 @@ MPILAB_TEST(busy_auto_follows_the_warm_lead)
     CHECK(mpilab_dl_busy(&o) == 0);
 }
 
+/* the class a line starts in: what is asked for wins; auto is real-time only as root for a
+ * sleeping line, SCHED_FIFO on the tun device and adaptive on packet sockets */
+MPILAB_TEST(start_class_by_io_and_polling)
+{
+    mpilab_dl_options o = {.dev = "x", .delay_ns = 5000000, .busy_poll = MPILAB_DL_BUSY_AUTO,
+                           .realtime = MPILAB_DL_RT_AUTO};
+    CHECK(mpilab_dl_start_class(&o, 1) == MPILAB_DL_CLASS_FIFO);
+    CHECK(mpilab_dl_start_class(&o, 0) == MPILAB_DL_CLASS_NORMAL);
+    o.io_packet = 1;
+    o.warm_ns = 200000;
+    CHECK(mpilab_dl_start_class(&o, 1) == MPILAB_DL_CLASS_ADAPTIVE);
+    CHECK(mpilab_dl_start_class(&o, 0) == MPILAB_DL_CLASS_NORMAL);
+    o.delay_ns = 100000; /* below the warm-up lead: busy-polls, never real-time */
+    CHECK(mpilab_dl_start_class(&o, 1) == MPILAB_DL_CLASS_NORMAL);
+    o.realtime = MPILAB_DL_RT_ON;
+    CHECK(mpilab_dl_start_class(&o, 1) == MPILAB_DL_CLASS_FIFO);
+    o.rt_adaptive = 1;
+    CHECK(mpilab_dl_start_class(&o, 0) == MPILAB_DL_CLASS_ADAPTIVE);
+    o.rt_adaptive = 0;
+    o.realtime = MPILAB_DL_RT_OFF;
+    o.delay_ns = 5000000;
+    CHECK(mpilab_dl_start_class(&o, 1) == MPILAB_DL_CLASS_NORMAL);
+}
+
 /* the trim comes off the hold, never below 0, and a negative one lengthens it; a trim file
  * is read or refused with the trim unchanged */
 MPILAB_TEST(trim_hold_and_file)

@@ -33,7 +33,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     sp = specmod.load(args.spec, args.prefix)
     if args.delay_backend is not None:
         sp.delay_backend = args.delay_backend
-    print(net.up(sp))
+    print(net.up(sp, lambda line: print(f"mpilab: testbed up: {line}", file=sys.stderr,
+                                        flush=True)))
     return 0
 
 
@@ -60,6 +61,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         info["delayline"] = {"pid": pid, "alive": bool(pid and net.pid_alive(int(pid)))}
         if info["delayline"]["alive"]:
             info["delayline"].update(net.sched_of(int(pid)))
+            # adaptive: --rt-adaptive, or the packet line's default as root (its statistics)
+            ad = (net.delayline_stats(prefix, 1.0) or {}).get("adaptive")
+            info["delayline"]["adaptive"] = isinstance(ad, dict) and bool(ad.get("active"))
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "io": st.get("delay_io"),
@@ -99,6 +103,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if dl["alive"]:
             sched = (f", SCHED_FIFO priority {dl['rt_priority']}" if dl.get("sched") == "fifo"
                      else ", normal scheduling")
+            if dl.get("adaptive"):
+                sched = f", adaptive scheduling (SCHED_FIFO while a stream is held; now{sched[1:]})"
         on = {"packet": " on packet sockets", "tun": " on a tun device"}.get(
             info["delay"]["io"] or "", "")
         print(f"  delay: delay line{on} (pid {dl['pid']}"

@@ -310,9 +310,10 @@ def is_up(spec: Spec) -> bool:
     return True
 
 
-def up(spec: Spec) -> str:
+def up(spec: Spec, note: Callable[[str], None] | None = None) -> str:
     """Build the testbed; idempotent (an identical running testbed is left alone, anything
-    else with the prefix is removed first). Returns a one-line summary."""
+    else with the prefix is removed first). Returns a one-line summary; `note` gets a line
+    before a step that takes seconds (the trim's measurement)."""
     require_root()
     if is_up(spec):
         return f"testbed '{spec.prefix}' already up ({len(spec.node_names())} nodes)"
@@ -333,6 +334,11 @@ def up(spec: Spec) -> str:
                           "(netem delays by destination)")
     delayline = find_tool("mpilab-delayline") if backend == "delayline" else None
     io = "packet" if backend == "delayline" and spec.packet_line_wanted() else "tun"
+    if note and io == "packet" and spec.delay_trim is None and spec.wan_delay > 0:
+        from mpilab.testbed.oneway import calibration_s
+
+        note(f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
+             f"about {calibration_s(spec.wan_delay):.0f} s, up to 3 times that if unsteady")
     sd = state_dir(spec.prefix)
     try:
         _build(spec, sd, delayline, backend, netem_ok, io)

@@ -287,6 +287,13 @@ def lone_gap(delay: float) -> float:
     return max(0.2, 3 * delay)
 
 
+def calibration_s(delay: float, count: int = 7, warm: int = 2, blocks: int = 2) -> float:
+    """The probing time of one attempt of calibrate_trim with these arguments (its
+    defaults): each block sends `count` lone datagrams undelayed and `count + warm`
+    through the line, one every lone_gap(delay)."""
+    return blocks * (2 * count + warm) * lone_gap(delay)
+
+
 def _iqr(v: list[float]) -> float:
     q = statistics.quantiles(v, n=4, method="inclusive") if len(v) >= 2 else [0.0, 0.0, 0.0]
     return q[2] - q[0]
