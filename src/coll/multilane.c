@@ -43,6 +43,7 @@ double mpilab_ml_mark_get(int which, int last) { return marks[which][last ? 1 : 
 typedef struct {
     const mpilab_grid_t *g;
     int rank, p, root, rsite, lanes;
+    size_t block; /* at the root: bytes from one rank's block to the next in its buffer */
 } call_t;
 
 static int check_call(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Comm comm)
@@ -69,10 +70,12 @@ static int check_call(call_t *c, const mpilab_grid_t *g, int lanes, int root, MP
     return MPI_SUCCESS;
 }
 
-/* Argument checks shared by scatter and gather: `top` / `topcount` are the root's buffer
- * and count (send for scatter, receive for gather), `own` / `owncount` every rank's. */
+/* Argument checks shared by scatter and gather, and at the root the block size of its
+ * buffer: `top` / `topcount` / `toptype` are the root's buffer, count and type (send for
+ * scatter, receive for gather), `own` / `owncount` every rank's. */
 static int begin(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Comm comm,
-                 const void *top, int topcount, const void *own, int owncount)
+                 const void *top, int topcount, MPI_Datatype toptype, const void *own,
+                 int owncount)
 {
     int rc = check_call(c, g, lanes, root, comm);
     if (rc != MPI_SUCCESS)
@@ -81,7 +84,8 @@ static int begin(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Com
         return mpilab_ml_fail(MPI_ERR_BUFFER, "multilane: MPI_IN_PLACE is not supported");
     if (owncount < 0 || (c->rank == root && topcount < 0))
         return mpilab_ml_fail(MPI_ERR_COUNT, "multilane: negative count");
-    return MPI_SUCCESS;
+    c->block = 0;
+    return c->rank == root ? mpilab_coll_block_size(topcount, toptype, &c->block) : MPI_SUCCESS;
 }
 
 /* Sender k of the root's site. */
@@ -178,13 +182,10 @@ static int wait_all(int n, MPI_Request *req, int rc)
 static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    size_t ext;
-    int rc = mpilab_coll_type_extent(sendtype, &ext);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)sendcount * ext;
+    const size_t block = c->block;
     const char *base = sendbuf;
     const int S = c->g->nsites;
+    int rc = MPI_SUCCESS;
     /* (1) prepare: each other sender's lanes, sender by sender */
     for (int k = 1; k < c->lanes && rc == MPI_SUCCESS; k++)
         for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
@@ -333,7 +334,7 @@ int mpilab_scatter_multilane(const void *sendbuf, int sendcount, MPI_Datatype se
                              MPI_Comm comm, const mpilab_grid_t *g, int lanes)
 {
     call_t c;
-    int rc = begin(&c, g, lanes, root, comm, sendbuf, sendcount, recvbuf, recvcount);
+    int rc = begin(&c, g, lanes, root, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount);
     if (rc != MPI_SUCCESS)
         return rc;
     if (c.rank == root)
@@ -348,12 +349,9 @@ int mpilab_scatter_multilane(const void *sendbuf, int sendcount, MPI_Datatype se
 static int gather_root(const call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    size_t ext;
-    int rc = mpilab_coll_type_extent(recvtype, &ext);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)recvcount * ext;
+    const size_t block = c->block;
     char *base = recvbuf;
+    int rc = MPI_SUCCESS;
     const int S = c->g->nsites, P = c->lanes;
     const int n0 = mpilab_grid_site_size(c->g, c->rsite);
     /* requests: one per home rank, one per (lane, remote site); packed buffers per lane */
@@ -527,7 +525,7 @@ int mpilab_gather_multilane(const void *sendbuf, int sendcount, MPI_Datatype sen
                             MPI_Comm comm, const mpilab_grid_t *g, int lanes)
 {
     call_t c;
-    int rc = begin(&c, g, lanes, root, comm, recvbuf, recvcount, sendbuf, sendcount);
+    int rc = begin(&c, g, lanes, root, comm, recvbuf, recvcount, recvtype, sendbuf, sendcount);
     if (rc != MPI_SUCCESS)
         return rc;
     if (c.rank == root)
