@@ -6,8 +6,9 @@
 #include <mpi.h>
 #include <stddef.h>
 
-/* Extent of `type` in bytes (MPI_ERR_TYPE if negative). */
-int mpilab_coll_type_extent(MPI_Datatype type, size_t *ext);
+/* Bytes from one rank's block to the next in a root's buffer: count times the extent of
+ * `type` (MPI_ERR_TYPE if the extent is negative). */
+int mpilab_coll_block_size(int count, MPI_Datatype type, size_t *block);
 /* Upper bound of the packed size of `count` elements of `type`. */
 int mpilab_coll_pack_bound(int count, MPI_Datatype type, MPI_Comm comm, size_t *out);
 /* count * nblocks as an int count, or MPI_ERR_COUNT. */

@@ -43,6 +43,7 @@ double mpilab_ml_mark_get(int which, int last) { return marks[which][last ? 1 : 
 typedef struct {
     const mpilab_grid_t *g;
     int rank, p, root, rsite, lanes;
+    size_t block; /* at the root: bytes from one rank's block to the next in its buffer */
 } call_t;
 
 static int check_call(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Comm comm)
@@ -69,10 +70,12 @@ static int check_call(call_t *c, const mpilab_grid_t *g, int lanes, int root, MP
     return MPI_SUCCESS;
 }
 
-/* Argument checks shared by scatter and gather: `top` / `topcount` are the root's buffer
- * and count (send for scatter, receive for gather), `own` / `owncount` every rank's. */
+/* Argument checks shared by scatter and gather, and at the root the block size of its
+ * buffer: `top` / `topcount` / `toptype` are the root's buffer, count and type (send for
+ * scatter, receive for gather), `own` / `owncount` every rank's. */
 static int begin(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Comm comm,
-                 const void *top, int topcount, const void *own, int owncount)
+                 const void *top, int topcount, MPI_Datatype toptype, const void *own,
+                 int owncount)
 {
     int rc = check_call(c, g, lanes, root, comm);
     if (rc != MPI_SUCCESS)
@@ -81,7 +84,8 @@ static int begin(call_t *c, const mpilab_grid_t *g, int lanes, int root, MPI_Com
         return mpilab_ml_fail(MPI_ERR_BUFFER, "multilane: MPI_IN_PLACE is not supported");
     if (owncount < 0 || (c->rank == root && topcount < 0))
         return mpilab_ml_fail(MPI_ERR_COUNT, "multilane: negative count");
-    return MPI_SUCCESS;
+    c->block = 0;
+    return c->rank == root ? mpilab_coll_block_size(topcount, toptype, &c->block) : MPI_SUCCESS;
 }
 
 /* Sender k of the root's site. */
@@ -136,6 +140,18 @@ static int index_in_site(const call_t *c, int s, int rank)
     return -1;
 }
 
+/* The calling rank's lane at its (remote) site: the site *s, the lane *k, the lane's first
+ * index *f and number of ranks *n.  Returns whether the rank is the lane's receiver (its
+ * first rank). */
+static int own_lane(const call_t *c, int *s, int *k, int *f, int *n)
+{
+    *s = c->g->site[c->rank];
+    const int i = index_in_site(c, *s, c->rank);
+    *k = lane_of(c, *s, i);
+    lane_range(c, *s, *k, f, n);
+    return i == *f;
+}
+
 /* Pack the blocks of lane (k, s) from the root's send buffer: *buf (free it), *len bytes. */
 static int pack_lane(const call_t *c, int s, int k, const char *base, size_t block, int count,
                      MPI_Datatype type, MPI_Comm comm, char **buf, int *len)
@@ -173,18 +189,52 @@ static int wait_all(int n, MPI_Request *req, int rc)
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
+/* A sender's lanes: a packed buffer per site (NULL where none) and the requests posted on
+ * them. */
+typedef struct {
+    int S, nreq;
+    char **bufs;
+    MPI_Request *req;
+} lanes_t;
+
+/* Room for S sites' buffers and nmax requests; MPI_ERR_NO_MEM (nothing to free) if not. */
+static int lanes_alloc(lanes_t *l, int S, size_t nmax)
+{
+    l->S = S;
+    l->nreq = 0;
+    l->bufs = calloc((size_t)S, sizeof *l->bufs);
+    l->req = malloc(nmax * sizeof *l->req);
+    if (!l->bufs || !l->req) {
+        free(l->bufs);
+        free(l->req);
+        return MPI_ERR_NO_MEM;
+    }
+    return MPI_SUCCESS;
+}
+
+static void lanes_free(lanes_t *l)
+{
+    free(l->req);
+    free_all(l->bufs, l->S);
+}
+
+/* Wait for every posted request (after an error too), then free: rc, else the wait's. */
+static int lanes_finish(lanes_t *l, int rc)
+{
+    rc = wait_all(l->nreq, l->req, rc);
+    lanes_free(l);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ scatter */
 
 static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    size_t ext;
-    int rc = mpilab_coll_type_extent(sendtype, &ext);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)sendcount * ext;
+    const size_t block = c->block;
     const char *base = sendbuf;
     const int S = c->g->nsites;
+    int rc = MPI_SUCCESS;
     /* (1) prepare: each other sender's lanes, sender by sender */
     for (int k = 1; k < c->lanes && rc == MPI_SUCCESS; k++)
         for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
@@ -201,23 +251,18 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
         return rc;
     mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
     /* (2) the root's own lanes, one per remote site, in flight while (3) runs */
-    char **bufs = calloc((size_t)S, sizeof *bufs);
-    MPI_Request *req = malloc((size_t)S * sizeof *req);
-    int nreq = 0;
-    if (!bufs || !req) {
-        free(bufs);
-        free(req);
-        return MPI_ERR_NO_MEM;
-    }
+    lanes_t l;
+    if ((rc = lanes_alloc(&l, S, (size_t)S)) != MPI_SUCCESS)
+        return rc;
     for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
         if (s == c->rsite)
             continue;
         int len = 0, f, n;
         lane_range(c, s, 0, &f, &n);
-        rc = pack_lane(c, s, 0, base, block, sendcount, sendtype, comm, &bufs[s], &len);
+        rc = pack_lane(c, s, 0, base, block, sendcount, sendtype, comm, &l.bufs[s], &len);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(bufs[s], len, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
-                           &req[nreq++]);
+            rc = MPI_Isend(l.bufs[s], len, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
+                           comm, &l.req[l.nreq++]);
     }
     /* (3) the root's own site, all blocks in flight at once (as the forwarding above) */
     const int n0 = mpilab_grid_site_size(c->g, c->rsite);
@@ -236,10 +281,7 @@ static int scatter_root(const call_t *c, const void *sendbuf, int sendcount, MPI
     if (rc == MPI_SUCCESS)
         rc = mpilab_coll_local_copy(base + (size_t)c->root * block, sendcount, sendtype, recvbuf,
                                     recvcount, recvtype, comm);
-    rc = wait_all(nreq, req, rc);
-    free(req);
-    free_all(bufs, S);
-    return rc;
+    return lanes_finish(&l, rc);
 }
 
 /* A non-root rank of the root's site: forward its lanes if it is a sender, take its block. */
@@ -247,53 +289,40 @@ static int scatter_home(const call_t *c, void *recvbuf, int recvcount, MPI_Datat
                         MPI_Comm comm)
 {
     const int k = sender_index(c, c->rank);
-    int rc = MPI_SUCCESS;
-    if (k > 0) {
-        const int S = c->g->nsites;
-        char **bufs = calloc((size_t)S, sizeof *bufs);
-        MPI_Request *req = malloc((size_t)S * sizeof *req);
-        int nreq = 0;
-        if (!bufs || !req) {
-            free(bufs);
-            free(req);
-            return MPI_ERR_NO_MEM;
-        }
-        for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
-            if (s == c->rsite)
-                continue;
-            int f, n, ibound, got = 0;
-            lane_range(c, s, k, &f, &n);
-            rc = mpilab_coll_alloc_packed(recvcount, recvtype, (size_t)n, comm, &bufs[s], &ibound);
-            MPI_Status st;
-            if (rc == MPI_SUCCESS)
-                rc = mpilab_ml_recv(bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Get_count(&st, MPI_PACKED, &got);
-            mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
-            if (rc == MPI_SUCCESS) /* (2) start this lane as soon as its data is here */
-                rc = MPI_Isend(bufs[s], got, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
-                               comm, &req[nreq++]);
-        }
-        if (rc == MPI_SUCCESS)
-            rc = mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
-        rc = wait_all(nreq, req, rc);
-        free(req);
-        free_all(bufs, S);
+    if (k <= 0)
+        return mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
+    const int S = c->g->nsites;
+    lanes_t l;
+    int rc = lanes_alloc(&l, S, (size_t)S);
+    if (rc != MPI_SUCCESS)
         return rc;
+    for (int s = 0; s < S && rc == MPI_SUCCESS; s++) {
+        if (s == c->rsite)
+            continue;
+        int f, n, ibound, got = 0;
+        lane_range(c, s, k, &f, &n);
+        rc = mpilab_coll_alloc_packed(recvcount, recvtype, (size_t)n, comm, &l.bufs[s], &ibound);
+        MPI_Status st;
+        if (rc == MPI_SUCCESS)
+            rc = mpilab_ml_recv(l.bufs[s], ibound, MPI_PACKED, c->root, TAG, comm, &st);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Get_count(&st, MPI_PACKED, &got);
+        mpilab_ml_mark(MPILAB_ML_MARK_WAN_START);
+        if (rc == MPI_SUCCESS) /* (2) start this lane as soon as its data is here */
+            rc = MPI_Isend(l.bufs[s], got, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
+                           comm, &l.req[l.nreq++]);
     }
-    return mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS)
+        rc = mpilab_ml_recv(recvbuf, recvcount, recvtype, c->root, TAG, comm, MPI_STATUS_IGNORE);
+    return lanes_finish(&l, rc);
 }
 
 /* A rank of a remote site: the lane's receiver forwards its run; the others take a block. */
 static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                           MPI_Comm comm)
 {
-    const int s = c->g->site[c->rank];
-    const int i = index_in_site(c, s, c->rank);
-    const int k = lane_of(c, s, i);
-    int f, n;
-    lane_range(c, s, k, &f, &n);
-    if (i != f)
+    int s, k, f, n;
+    if (!own_lane(c, &s, &k, &f, &n))
         return mpilab_ml_recv(recvbuf, recvcount, recvtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm,
                         MPI_STATUS_IGNORE);
     char *buf = NULL;
@@ -328,32 +357,14 @@ static int scatter_remote(const call_t *c, void *recvbuf, int recvcount, MPI_Dat
     return rc;
 }
 
-int mpilab_scatter_multilane(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm, const mpilab_grid_t *g, int lanes)
-{
-    call_t c;
-    int rc = begin(&c, g, lanes, root, comm, sendbuf, sendcount, recvbuf, recvcount);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (c.rank == root)
-        return scatter_root(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (g->site[c.rank] == c.rsite)
-        return scatter_home(&c, recvbuf, recvcount, recvtype, comm);
-    return scatter_remote(&c, recvbuf, recvcount, recvtype, comm);
-}
-
 /* ------------------------------------------------------------------ gather */
 
 static int gather_root(const call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    size_t ext;
-    int rc = mpilab_coll_type_extent(recvtype, &ext);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)recvcount * ext;
+    const size_t block = c->block;
     char *base = recvbuf;
+    int rc = MPI_SUCCESS;
     const int S = c->g->nsites, P = c->lanes;
     const int n0 = mpilab_grid_site_size(c->g, c->rsite);
     /* requests: one per home rank, one per (lane, remote site); packed buffers per lane */
@@ -428,14 +439,13 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
     if (k <= 0)
         return mpilab_ml_send(sendbuf, sendcount, sendtype, c->root, TAG, comm);
     const int S = c->g->nsites;
-    char **bufs = calloc((size_t)S, sizeof *bufs);
-    MPI_Request *req = malloc(((size_t)S + 1) * sizeof *req);
+    lanes_t l;
+    int rc = lanes_alloc(&l, S, (size_t)S + 1);
+    if (rc != MPI_SUCCESS)
+        return rc;
     int *site_of_req = malloc((size_t)S * sizeof *site_of_req);
-    int nreq = 0, rc = MPI_SUCCESS;
-    if (!bufs || !req || !site_of_req) {
-        free(bufs);
-        free(req);
-        free(site_of_req);
+    if (!site_of_req) {
+        lanes_free(&l);
         return MPI_ERR_NO_MEM;
     }
     /* (2) every lane of this sender at once, posted before our own block goes to the root
@@ -445,11 +455,11 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
             continue;
         int f, n, ibound;
         lane_range(c, s, k, &f, &n);
-        rc = mpilab_coll_alloc_packed(sendcount, sendtype, (size_t)n, comm, &bufs[s], &ibound);
+        rc = mpilab_coll_alloc_packed(sendcount, sendtype, (size_t)n, comm, &l.bufs[s], &ibound);
         if (rc == MPI_SUCCESS) {
-            site_of_req[nreq] = s;
-            rc = MPI_Irecv(bufs[s], ibound, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
-                           comm, &req[nreq++]);
+            site_of_req[l.nreq] = s;
+            rc = MPI_Irecv(l.bufs[s], ibound, MPI_PACKED, mpilab_grid_site_rank(c->g, s, f), TAG,
+                           comm, &l.req[l.nreq++]);
         }
     }
     /* our own block first on the way to the root, then (1 reversed) the lanes in site
@@ -457,36 +467,31 @@ static int gather_home(const call_t *c, const void *sendbuf, int sendcount, MPI_
     MPI_Request own = MPI_REQUEST_NULL;
     if (rc == MPI_SUCCESS)
         rc = MPI_Isend(sendbuf, sendcount, sendtype, c->root, TAG, comm, &own);
-    for (int q = 0; q < nreq; q++) {
+    for (int q = 0; q < l.nreq; q++) {
         MPI_Status st;
         int got = 0;
-        int rcw = mpilab_ml_wait(1, &req[q], &st);
+        int rcw = mpilab_ml_wait(1, &l.req[q], &st);
         mpilab_ml_mark(MPILAB_ML_MARK_WAN_END);
         if (rc == MPI_SUCCESS)
             rc = rcw;
         if (rc == MPI_SUCCESS)
             rc = MPI_Get_count(&st, MPI_PACKED, &got);
         if (rc == MPI_SUCCESS)
-            rc = mpilab_ml_send(bufs[site_of_req[q]], got, MPI_PACKED, c->root, TAG, comm);
+            rc = mpilab_ml_send(l.bufs[site_of_req[q]], got, MPI_PACKED, c->root, TAG, comm);
     }
     int rcw = mpilab_ml_wait(1, &own, NULL);
     if (rc == MPI_SUCCESS)
         rc = rcw;
-    free(req);
     free(site_of_req);
-    free_all(bufs, S);
+    lanes_free(&l);
     return rc;
 }
 
 static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
                          MPI_Datatype sendtype, MPI_Comm comm)
 {
-    const int s = c->g->site[c->rank];
-    const int i = index_in_site(c, s, c->rank);
-    const int k = lane_of(c, s, i);
-    int f, n;
-    lane_range(c, s, k, &f, &n);
-    if (i != f)
+    int s, k, f, n;
+    if (!own_lane(c, &s, &k, &f, &n))
         return mpilab_ml_send(sendbuf, sendcount, sendtype, mpilab_grid_site_rank(c->g, s, f), TAG, comm);
     char *buf = NULL;
     int ibound, pos = 0;
@@ -522,19 +527,45 @@ static int gather_remote(const call_t *c, const void *sendbuf, int sendcount,
     return rc;
 }
 
+/* ------------------------------------------------------------------ entry points */
+
+/* Scatter (op 0) or gather (op 1) over grid g with `lanes` lanes: the argument checks, then
+ * the calling rank's part as the root, another rank of the root's site, or a remote rank. */
+static int run_multilane(int op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                         MPI_Comm comm, const mpilab_grid_t *g, int lanes)
+{
+    call_t c;
+    int rc = op == 0 ? begin(&c, g, lanes, root, comm, sendbuf, sendcount, sendtype, recvbuf,
+                             recvcount)
+                     : begin(&c, g, lanes, root, comm, recvbuf, recvcount, recvtype, sendbuf,
+                             sendcount);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (c.rank == root)
+        return (op == 0 ? scatter_root : gather_root)(&c, sendbuf, sendcount, sendtype, recvbuf,
+                                                      recvcount, recvtype, comm);
+    if (g->site[c.rank] == c.rsite)
+        return op == 0 ? scatter_home(&c, recvbuf, recvcount, recvtype, comm)
+                       : gather_home(&c, sendbuf, sendcount, sendtype, comm);
+    return op == 0 ? scatter_remote(&c, recvbuf, recvcount, recvtype, comm)
+                   : gather_remote(&c, sendbuf, sendcount, sendtype, comm);
+}
+
+int mpilab_scatter_multilane(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                             MPI_Comm comm, const mpilab_grid_t *g, int lanes)
+{
+    return run_multilane(0, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm, g, lanes);
+}
+
 int mpilab_gather_multilane(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                             MPI_Comm comm, const mpilab_grid_t *g, int lanes)
 {
-    call_t c;
-    int rc = begin(&c, g, lanes, root, comm, recvbuf, recvcount, sendbuf, sendcount);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (c.rank == root)
-        return gather_root(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (g->site[c.rank] == c.rsite)
-        return gather_home(&c, sendbuf, sendcount, sendtype, comm);
-    return gather_remote(&c, sendbuf, sendcount, sendtype, comm);
+    return run_multilane(1, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm, g, lanes);
 }
 
 int mpilab_scatter_single_lane(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -640,10 +671,8 @@ static int run_attached(int op, int single, const void *sendbuf, int sendcount,
     if (!a)
         return MPI_ERR_ARG;
     const int lanes = single ? 1 : a->lanes > 0 ? a->lanes : mpilab_grid_lanes_max(a->g, root);
-    return op == 0 ? mpilab_scatter_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                              recvtype, root, comm, a->g, lanes)
-                   : mpilab_gather_multilane(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                             recvtype, root, comm, a->g, lanes);
+    return run_multilane(op, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm, a->g, lanes);
 }
 
 #define ATTACHED(name, op, single)                                                           \

@@ -19,28 +19,9 @@
 #include "mpilab/coll.h"
 #include "coll/coll_internal.h"
 
-/* Everything we validate up front, per call. */
-typedef struct {
-    int rank, p;
-} comm_info_t;
-
-static int check_common(int root, MPI_Comm comm, comm_info_t *ci)
-{
-    if (comm == MPI_COMM_NULL)
-        return MPI_ERR_COMM;
-    int rc = MPI_Comm_size(comm, &ci->p);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = MPI_Comm_rank(comm, &ci->rank);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (root < 0 || root >= ci->p)
-        return MPI_ERR_ROOT;
-    return MPI_SUCCESS;
-}
-
-/* Extent of `type` in bytes as size_t; MPI_ERR_TYPE for a negative extent. */
-int mpilab_coll_type_extent(MPI_Datatype type, size_t *ext)
+/* Bytes from one rank's block to the next in a root's buffer: count times the extent of
+ * `type` (MPI_ERR_TYPE for a negative extent). */
+int mpilab_coll_block_size(int count, MPI_Datatype type, size_t *block)
 {
     MPI_Aint lb, extent;
     int rc = MPI_Type_get_extent(type, &lb, &extent);
@@ -48,7 +29,7 @@ int mpilab_coll_type_extent(MPI_Datatype type, size_t *ext)
         return rc;
     if (extent < 0)
         return MPI_ERR_TYPE;
-    *ext = (size_t)extent;
+    *block = (size_t)count * (size_t)extent;
     return MPI_SUCCESS;
 }
 
@@ -137,100 +118,154 @@ static size_t subtree_blocks(size_t vr, size_t p)
 
 static size_t to_actual(size_t vr, size_t root, size_t p) { return (vr + root) % p; }
 
+/* A call's checked arguments and the calling rank's place in it. */
+typedef struct {
+    int rank;
+    size_t p, root;
+    size_t vr;    /* the rank relative to the root, (rank - root) mod p */
+    size_t block; /* at the root: bytes from one rank's block to the next in its buffer */
+} call_t;
+
+/* Argument checks shared by scatter and gather: the communicator and the root, then the
+ * buffers and counts, and at the root the block size of its buffer.  `top` / `topcount` /
+ * `toptype` are the root's buffer, count and type (send for scatter, receive for gather),
+ * `own` / `owncount` every rank's. */
+static int begin(call_t *c, int root, MPI_Comm comm, const void *top, int topcount,
+                 MPI_Datatype toptype, const void *own, int owncount)
+{
+    if (comm == MPI_COMM_NULL)
+        return MPI_ERR_COMM;
+    int p, rank;
+    int rc = MPI_Comm_size(comm, &p);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_Comm_rank(comm, &rank);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (root < 0 || root >= p)
+        return MPI_ERR_ROOT;
+    if (own == MPI_IN_PLACE || (rank == root && top == MPI_IN_PLACE))
+        return MPI_ERR_BUFFER;
+    if (owncount < 0 || (rank == root && topcount < 0))
+        return MPI_ERR_COUNT;
+    c->rank = rank;
+    c->p = (size_t)p;
+    c->root = (size_t)root;
+    c->vr = ((size_t)rank + c->p - c->root) % c->p;
+    c->block = 0;
+    return rank == root ? mpilab_coll_block_size(topcount, toptype, &c->block) : MPI_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- linear */
 
 int mpilab_scatter_linear(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                           void *recvbuf, int recvcount, MPI_Datatype recvtype,
                           int root, MPI_Comm comm)
 {
-    comm_info_t ci;
-    int rc = check_common(root, comm, &ci);
+    call_t c;
+    int rc = begin(&c, root, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (recvbuf == MPI_IN_PLACE || (ci.rank == root && sendbuf == MPI_IN_PLACE))
-        return MPI_ERR_BUFFER;
-    if (recvcount < 0 || (ci.rank == root && sendcount < 0))
-        return MPI_ERR_COUNT;
-    if (ci.rank != root)
+    if (c.rank != root)
         return MPI_Recv(recvbuf, recvcount, recvtype, root, MPILAB_COLL_TAG, comm,
                         MPI_STATUS_IGNORE);
 
-    size_t ext;
-    if ((rc = mpilab_coll_type_extent(sendtype, &ext)) != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)sendcount * ext;
     const char *base = sendbuf;
-    const size_t p = (size_t)ci.p, r = (size_t)root;
-    for (size_t vr = 1; vr < p; vr++) {
-        size_t dst = to_actual(vr, r, p);
-        rc = MPI_Send(base + dst * block, sendcount, sendtype, (int)dst, MPILAB_COLL_TAG, comm);
+    for (size_t vr = 1; vr < c.p; vr++) {
+        size_t dst = to_actual(vr, c.root, c.p);
+        rc = MPI_Send(base + dst * c.block, sendcount, sendtype, (int)dst, MPILAB_COLL_TAG, comm);
         if (rc != MPI_SUCCESS)
             return rc;
     }
-    return mpilab_coll_local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return mpilab_coll_local_copy(base + c.root * c.block, sendcount, sendtype, recvbuf, recvcount,
+                                  recvtype, comm);
 }
 
 int mpilab_gather_linear(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                          void *recvbuf, int recvcount, MPI_Datatype recvtype,
                          int root, MPI_Comm comm)
 {
-    comm_info_t ci;
-    int rc = check_common(root, comm, &ci);
+    call_t c;
+    int rc = begin(&c, root, comm, recvbuf, recvcount, recvtype, sendbuf, sendcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (sendbuf == MPI_IN_PLACE || (ci.rank == root && recvbuf == MPI_IN_PLACE))
-        return MPI_ERR_BUFFER;
-    if (sendcount < 0 || (ci.rank == root && recvcount < 0))
-        return MPI_ERR_COUNT;
-    if (ci.rank != root)
+    if (c.rank != root)
         return MPI_Send(sendbuf, sendcount, sendtype, root, MPILAB_COLL_TAG, comm);
 
-    size_t ext;
-    if ((rc = mpilab_coll_type_extent(recvtype, &ext)) != MPI_SUCCESS)
-        return rc;
-    const size_t block = (size_t)recvcount * ext;
     char *base = recvbuf;
-    const size_t p = (size_t)ci.p, r = (size_t)root;
-    for (size_t vr = 1; vr < p; vr++) {
-        size_t src = to_actual(vr, r, p);
-        rc = MPI_Recv(base + src * block, recvcount, recvtype, (int)src, MPILAB_COLL_TAG, comm,
+    for (size_t vr = 1; vr < c.p; vr++) {
+        size_t src = to_actual(vr, c.root, c.p);
+        rc = MPI_Recv(base + src * c.block, recvcount, recvtype, (int)src, MPILAB_COLL_TAG, comm,
                       MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return rc;
     }
-    return mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
+    return mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + c.root * c.block, recvcount,
+                                  recvtype, comm);
 }
 
 /* ---------------------------------------------------------------- binomial */
 
-/* Root of a scatter: send relative blocks [c, c+n) to child c straight from sendbuf when
- * they are contiguous there, otherwise (the range wraps past rank p-1) pack both pieces. */
-static int scatter_root_send(const char *base, size_t block, int sendcount, MPI_Datatype sendtype,
-                             size_t c, size_t n, size_t root, size_t p, MPI_Comm comm)
+/* A non-root node of the tree (vr > 0): lowbit(vr), the blocks of its subtree and its
+ * parent's actual rank. */
+typedef struct {
+    size_t lb, n;
+    int parent;
+} node_t;
+
+static node_t node_of(const call_t *c)
 {
-    const size_t first = to_actual(c, root, p);
-    const int dst = (int)first;
-    int cnt, rc;
-    if (first + n <= p) {
-        if ((rc = mpilab_coll_mul_count(sendcount, n, &cnt)) != MPI_SUCCESS)
-            return rc;
-        return MPI_Send(base + first * block, cnt, sendtype, dst, MPILAB_COLL_TAG, comm);
-    }
-    /* Wrapped: actual ranks [first, p) then [0, first + n - p). */
-    const size_t n1 = p - first, n2 = n - n1;
-    int ibound, c1, c2;
-    char *tmp = NULL;
-    if ((rc = mpilab_coll_mul_count(sendcount, n1, &c1)) != MPI_SUCCESS ||
-        (rc = mpilab_coll_mul_count(sendcount, n2, &c2)) != MPI_SUCCESS ||
-        (rc = mpilab_coll_alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    const size_t lb = lowbit(c->vr);
+    return (node_t){.lb = lb, .n = subtree_blocks(c->vr, c->p),
+                    .parent = (int)to_actual(c->vr - lb, c->root, c->p)};
+}
+
+/* Where the root keeps child `child`'s blocks [child, child + n) (relative ranks): actual
+ * ranks [first, first + n) when they are contiguous in its buffer, otherwise (the range
+ * wraps past rank p-1) [first, p) then [0, first + n - p), which travel packed. */
+typedef struct {
+    size_t first; /* the child's actual rank, where its blocks start */
+    int c1, c2;   /* element counts of the two pieces (all n blocks in c1 when contiguous) */
+    char *tmp;    /* wrapped: a buffer for the n blocks packed (free it); NULL when contiguous */
+    int ibound;   /* the size of tmp */
+} span_t;
+
+static int root_span(const call_t *c, size_t child, size_t n, int count, MPI_Datatype type,
+                     MPI_Comm comm, span_t *s)
+{
+    s->first = to_actual(child, c->root, c->p);
+    s->c2 = 0;
+    s->tmp = NULL;
+    s->ibound = 0;
+    if (s->first + n <= c->p)
+        return mpilab_coll_mul_count(count, n, &s->c1);
+    const size_t n1 = c->p - s->first, n2 = n - n1;
+    int rc;
+    if ((rc = mpilab_coll_mul_count(count, n1, &s->c1)) != MPI_SUCCESS ||
+        (rc = mpilab_coll_mul_count(count, n2, &s->c2)) != MPI_SUCCESS)
         return rc;
+    return mpilab_coll_alloc_packed(count, type, n, comm, &s->tmp, &s->ibound);
+}
+
+/* Root of a scatter: send child `child` its n blocks straight from sendbuf when they are
+ * contiguous there, otherwise pack both pieces. */
+static int scatter_root_send(const call_t *c, const char *base, int sendcount,
+                             MPI_Datatype sendtype, size_t child, size_t n, MPI_Comm comm)
+{
+    span_t s;
+    int rc = root_span(c, child, n, sendcount, sendtype, comm, &s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    const int dst = (int)s.first;
+    if (!s.tmp)
+        return MPI_Send(base + s.first * c->block, s.c1, sendtype, dst, MPILAB_COLL_TAG, comm);
     int pos = 0;
-    rc = MPI_Pack(base + first * block, c1, sendtype, tmp, ibound, &pos, comm);
+    rc = MPI_Pack(base + s.first * c->block, s.c1, sendtype, s.tmp, s.ibound, &pos, comm);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Pack(base, c2, sendtype, tmp, ibound, &pos, comm);
+        rc = MPI_Pack(base, s.c2, sendtype, s.tmp, s.ibound, &pos, comm);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Send(tmp, pos, MPI_PACKED, dst, MPILAB_COLL_TAG, comm);
-    free(tmp);
+        rc = MPI_Send(s.tmp, pos, MPI_PACKED, dst, MPILAB_COLL_TAG, comm);
+    free(s.tmp);
     return rc;
 }
 
@@ -238,66 +273,53 @@ int mpilab_scatter_binomial(const void *sendbuf, int sendcount, MPI_Datatype sen
                             void *recvbuf, int recvcount, MPI_Datatype recvtype,
                             int root, MPI_Comm comm)
 {
-    comm_info_t ci;
-    int rc = check_common(root, comm, &ci);
+    call_t c;
+    int rc = begin(&c, root, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (recvbuf == MPI_IN_PLACE || (ci.rank == root && sendbuf == MPI_IN_PLACE))
-        return MPI_ERR_BUFFER;
-    if (recvcount < 0 || (ci.rank == root && sendcount < 0))
-        return MPI_ERR_COUNT;
 
-    const size_t p = (size_t)ci.p, r = (size_t)root;
-    const size_t vr = ((size_t)ci.rank + p - r) % p;
-
-    if (vr == 0) {
-        size_t ext;
-        if ((rc = mpilab_coll_type_extent(sendtype, &ext)) != MPI_SUCCESS)
-            return rc;
-        const size_t block = (size_t)sendcount * ext;
+    if (c.vr == 0) {
         const char *base = sendbuf;
         size_t mask = 1;
-        while (mask < p)
+        while (mask < c.p)
             mask <<= 1;
         for (mask >>= 1; mask > 0; mask >>= 1) {
-            if (mask >= p)
+            if (mask >= c.p)
                 continue;
-            size_t n = subtree_blocks(mask, p);
-            rc = scatter_root_send(base, block, sendcount, sendtype, mask, n, r, p, comm);
+            rc = scatter_root_send(&c, base, sendcount, sendtype, mask, subtree_blocks(mask, c.p),
+                                   comm);
             if (rc != MPI_SUCCESS)
                 return rc;
         }
-        return mpilab_coll_local_copy(base + r * block, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                          comm);
+        return mpilab_coll_local_copy(base + c.root * c.block, sendcount, sendtype, recvbuf,
+                                      recvcount, recvtype, comm);
     }
 
-    const size_t lb = lowbit(vr);
-    const size_t n = subtree_blocks(vr, p);
-    const int parent = (int)to_actual(vr - lb, r, p);
-    if (n == 1) /* leaf */
-        return MPI_Recv(recvbuf, recvcount, recvtype, parent, MPILAB_COLL_TAG, comm,
+    const node_t nd = node_of(&c);
+    if (nd.n == 1) /* leaf */
+        return MPI_Recv(recvbuf, recvcount, recvtype, nd.parent, MPILAB_COLL_TAG, comm,
                         MPI_STATUS_IGNORE);
 
     /* Internal node: receive the subtree's blocks packed, keep the first, forward the rest. */
     int ibound;
     char *tmp = NULL;
-    if ((rc = mpilab_coll_alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_alloc_packed(recvcount, recvtype, nd.n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     MPI_Status st;
     int got = 0;
-    rc = MPI_Recv(tmp, ibound, MPI_PACKED, parent, MPILAB_COLL_TAG, comm, &st);
+    rc = MPI_Recv(tmp, ibound, MPI_PACKED, nd.parent, MPILAB_COLL_TAG, comm, &st);
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_PACKED, &got);
-    if (rc == MPI_SUCCESS && (got < 0 || (size_t)got % n != 0))
+    if (rc == MPI_SUCCESS && (got < 0 || (size_t)got % nd.n != 0))
         rc = MPI_ERR_TRUNCATE;
     if (rc == MPI_SUCCESS) {
-        const size_t blk = (size_t)got / n;
-        for (size_t mask = lb >> 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-            if (mask >= n)
+        const size_t blk = (size_t)got / nd.n;
+        for (size_t mask = nd.lb >> 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+            if (mask >= nd.n)
                 continue;
-            size_t cn = subtree_blocks(vr + mask, p);
+            size_t cn = subtree_blocks(c.vr + mask, c.p);
             rc = MPI_Send(tmp + mask * blk, (int)(cn * blk), MPI_PACKED,
-                          (int)to_actual(vr + mask, r, p), MPILAB_COLL_TAG, comm);
+                          (int)to_actual(c.vr + mask, c.root, c.p), MPILAB_COLL_TAG, comm);
         }
         int pos = 0;
         if (rc == MPI_SUCCESS)
@@ -307,37 +329,29 @@ int mpilab_scatter_binomial(const void *sendbuf, int sendcount, MPI_Datatype sen
     return rc;
 }
 
-/* Root of a gather: receive child c's blocks [c, c+n) straight into recvbuf when they are
+/* Root of a gather: receive child `child`'s n blocks straight into recvbuf when they are
  * contiguous there, otherwise receive packed and unpack both pieces. */
-static int gather_root_recv(char *base, size_t block, int recvcount, MPI_Datatype recvtype,
-                            size_t c, size_t n, size_t root, size_t p, MPI_Comm comm)
+static int gather_root_recv(const call_t *c, char *base, int recvcount, MPI_Datatype recvtype,
+                            size_t child, size_t n, MPI_Comm comm)
 {
-    const size_t first = to_actual(c, root, p);
-    const int src = (int)first;
-    int cnt, rc;
-    if (first + n <= p) {
-        if ((rc = mpilab_coll_mul_count(recvcount, n, &cnt)) != MPI_SUCCESS)
-            return rc;
-        return MPI_Recv(base + first * block, cnt, recvtype, src, MPILAB_COLL_TAG, comm,
-                        MPI_STATUS_IGNORE);
-    }
-    const size_t n1 = p - first, n2 = n - n1;
-    int ibound, c1, c2;
-    char *tmp = NULL;
-    if ((rc = mpilab_coll_mul_count(recvcount, n1, &c1)) != MPI_SUCCESS ||
-        (rc = mpilab_coll_mul_count(recvcount, n2, &c2)) != MPI_SUCCESS ||
-        (rc = mpilab_coll_alloc_packed(recvcount, recvtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    span_t s;
+    int rc = root_span(c, child, n, recvcount, recvtype, comm, &s);
+    if (rc != MPI_SUCCESS)
         return rc;
+    const int src = (int)s.first;
+    if (!s.tmp)
+        return MPI_Recv(base + s.first * c->block, s.c1, recvtype, src, MPILAB_COLL_TAG, comm,
+                        MPI_STATUS_IGNORE);
     MPI_Status st;
     int got = 0, pos = 0;
-    rc = MPI_Recv(tmp, ibound, MPI_PACKED, src, MPILAB_COLL_TAG, comm, &st);
+    rc = MPI_Recv(s.tmp, s.ibound, MPI_PACKED, src, MPILAB_COLL_TAG, comm, &st);
     if (rc == MPI_SUCCESS)
         rc = MPI_Get_count(&st, MPI_PACKED, &got);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Unpack(tmp, got, &pos, base + first * block, c1, recvtype, comm);
+        rc = MPI_Unpack(s.tmp, got, &pos, base + s.first * c->block, s.c1, recvtype, comm);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Unpack(tmp, got, &pos, base, c2, recvtype, comm);
-    free(tmp);
+        rc = MPI_Unpack(s.tmp, got, &pos, base, s.c2, recvtype, comm);
+    free(s.tmp);
     return rc;
 }
 
@@ -345,55 +359,43 @@ int mpilab_gather_binomial(const void *sendbuf, int sendcount, MPI_Datatype send
                            void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            int root, MPI_Comm comm)
 {
-    comm_info_t ci;
-    int rc = check_common(root, comm, &ci);
+    call_t c;
+    int rc = begin(&c, root, comm, recvbuf, recvcount, recvtype, sendbuf, sendcount);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (sendbuf == MPI_IN_PLACE || (ci.rank == root && recvbuf == MPI_IN_PLACE))
-        return MPI_ERR_BUFFER;
-    if (sendcount < 0 || (ci.rank == root && recvcount < 0))
-        return MPI_ERR_COUNT;
 
-    const size_t p = (size_t)ci.p, r = (size_t)root;
-    const size_t vr = ((size_t)ci.rank + p - r) % p;
-
-    if (vr == 0) {
-        size_t ext;
-        if ((rc = mpilab_coll_type_extent(recvtype, &ext)) != MPI_SUCCESS)
-            return rc;
-        const size_t block = (size_t)recvcount * ext;
+    if (c.vr == 0) {
         char *base = recvbuf;
-        rc = mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + r * block, recvcount, recvtype, comm);
-        for (size_t mask = 1; mask < p && rc == MPI_SUCCESS; mask <<= 1)
-            rc = gather_root_recv(base, block, recvcount, recvtype, mask,
-                                  subtree_blocks(mask, p), r, p, comm);
+        rc = mpilab_coll_local_copy(sendbuf, sendcount, sendtype, base + c.root * c.block,
+                                    recvcount, recvtype, comm);
+        for (size_t mask = 1; mask < c.p && rc == MPI_SUCCESS; mask <<= 1)
+            rc = gather_root_recv(&c, base, recvcount, recvtype, mask, subtree_blocks(mask, c.p),
+                                  comm);
         return rc;
     }
 
-    const size_t lb = lowbit(vr);
-    const size_t n = subtree_blocks(vr, p);
-    const int parent = (int)to_actual(vr - lb, r, p);
-    if (n == 1) /* leaf */
-        return MPI_Send(sendbuf, sendcount, sendtype, parent, MPILAB_COLL_TAG, comm);
+    const node_t nd = node_of(&c);
+    if (nd.n == 1) /* leaf */
+        return MPI_Send(sendbuf, sendcount, sendtype, nd.parent, MPILAB_COLL_TAG, comm);
 
     /* Internal node: pack own block first, receive the children's packed blocks after it
      * in relative order, send the whole subtree up in one message. */
     int ibound;
     char *tmp = NULL;
-    if ((rc = mpilab_coll_alloc_packed(sendcount, sendtype, n, comm, &tmp, &ibound)) != MPI_SUCCESS)
+    if ((rc = mpilab_coll_alloc_packed(sendcount, sendtype, nd.n, comm, &tmp, &ibound)) != MPI_SUCCESS)
         return rc;
     int pos = 0;
     rc = MPI_Pack(sendbuf, sendcount, sendtype, tmp, ibound, &pos, comm);
     const size_t blk = (size_t)pos;
     size_t filled = 1; /* blocks present at the start of tmp */
-    for (size_t mask = 1; mask < lb && rc == MPI_SUCCESS; mask <<= 1) {
-        if (mask >= n)
+    for (size_t mask = 1; mask < nd.lb && rc == MPI_SUCCESS; mask <<= 1) {
+        if (mask >= nd.n)
             break;
-        size_t cn = subtree_blocks(vr + mask, p);
+        size_t cn = subtree_blocks(c.vr + mask, c.p);
         MPI_Status st;
         int got = 0;
         rc = MPI_Recv(tmp + mask * blk, (int)(cn * blk), MPI_PACKED,
-                      (int)to_actual(vr + mask, r, p), MPILAB_COLL_TAG, comm, &st);
+                      (int)to_actual(c.vr + mask, c.root, c.p), MPILAB_COLL_TAG, comm, &st);
         if (rc == MPI_SUCCESS)
             rc = MPI_Get_count(&st, MPI_PACKED, &got);
         if (rc == MPI_SUCCESS && (size_t)got != cn * blk)
@@ -401,7 +403,7 @@ int mpilab_gather_binomial(const void *sendbuf, int sendcount, MPI_Datatype send
         filled = mask + cn;
     }
     if (rc == MPI_SUCCESS)
-        rc = MPI_Send(tmp, (int)(filled * blk), MPI_PACKED, parent, MPILAB_COLL_TAG, comm);
+        rc = MPI_Send(tmp, (int)(filled * blk), MPI_PACKED, nd.parent, MPILAB_COLL_TAG, comm);
     free(tmp);
     return rc;
 }

@@ -120,13 +120,13 @@ static void ctx_free(sctx_t *c)
     free(c);
 }
 
-/* Common setup: roles, buffers. Collective (agrees on success). */
 /* The kind of a fixed entry (its param; COMB entries carry their poll interval instead). */
 static enum suite_kind kind_of(const mpilab_op_run_t *r)
 {
     return (enum suite_kind)r->op->param;
 }
 
+/* Common setup: roles, buffers. Collective (agrees on success). */
 static int setup_common(const mpilab_op_run_t *run, enum suite_kind kind, size_t sfactor, size_t nslots,
                         sctx_t **out)
 {
@@ -183,24 +183,39 @@ static int setup_common(const mpilab_op_run_t *run, enum suite_kind kind, size_t
     return 0;
 }
 
-/* ---- point to point (ranks 0 and 1) ---- */
-
-static int pp_setup(mpilab_op_run_t *r)
+/* setup_common (collective) with one send buffer, which every rank with a role fills with
+ * its own pattern, and nslots receive slots; the measurement's state (NULL if it failed). */
+static sctx_t *setup_filled(mpilab_op_run_t *r, enum suite_kind kind, size_t nslots)
 {
     sctx_t *c;
-    if (setup_common(r, kind_of(r), 1, 1, &c) != 0)
-        return -1;
+    if (setup_common(r, kind, 1, nslots, &c) != 0)
+        return NULL;
     if (c->role >= 0)
         fill(c->sbuf, r->bytes, c->rank);
     r->state = c;
-    return 0;
+    return c;
 }
 
-static int run_pingpong(mpilab_op_run_t *r)
+/* The start of every run: counted (suite-wide and for the measurement); its state. */
+static sctx_t *count_run(mpilab_op_run_t *r)
 {
     sctx_t *c = r->state;
     suite_counters.runs++;
     c->runs++;
+    return c;
+}
+
+/* ---- point to point (ranks 0 and 1) ---- */
+
+/* Setup of pingpong, pingping and sendrecv: one message buffer each way. */
+static int su_message(mpilab_op_run_t *r)
+{
+    return setup_filled(r, kind_of(r), 1) ? 0 : -1;
+}
+
+static int run_pingpong(mpilab_op_run_t *r)
+{
+    sctx_t *c = count_run(r);
     if (c->role < 0)
         return MPI_SUCCESS;
     int n = (int)c->bytes, rc;
@@ -219,9 +234,7 @@ static int run_pingpong(mpilab_op_run_t *r)
 
 static int run_pingping(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     if (c->role < 0)
         return MPI_SUCCESS;
     int n = (int)c->bytes;
@@ -251,21 +264,9 @@ static int validate_p2p(mpilab_op_run_t *r)
 
 /* ---- sendrecv (periodic chain) and exchange (both ring neighbours), all ranks ---- */
 
-static int su_sendrecv(mpilab_op_run_t *r)
-{
-    sctx_t *c;
-    if (setup_common(r, kind_of(r), 1, 1, &c) != 0)
-        return -1;
-    fill(c->sbuf, r->bytes, c->rank);
-    r->state = c;
-    return 0;
-}
-
 static int run_sendrecv(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     int n = (int)c->bytes;
     int rc = MPI_Sendrecv(c->sbuf, n, MPI_BYTE, c->right, TAG_DATA, c->rbuf, n, MPI_BYTE, c->left, TAG_DATA,
                           c->comm, MPI_STATUS_IGNORE);
@@ -295,9 +296,7 @@ static int su_exchange(mpilab_op_run_t *r)
 
 static int run_exchange(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     int n = (int)c->bytes;
     MPI_Request rq[4];
     /* from the left neighbour comes what it sent to its right, and vice versa */
@@ -326,20 +325,12 @@ static int su_stream(mpilab_op_run_t *r)
 {
     const mpilab_suite_config_t *cfg = mpilab_suite_config();
     size_t slots = cfg->window < MAX_SLOTS ? cfg->window : MAX_SLOTS;
-    sctx_t *c;
-    if (setup_common(r, kind_of(r), 1, slots, &c) != 0)
-        return -1;
-    if (c->role >= 0)
-        fill(c->sbuf, r->bytes, c->rank);
-    r->state = c;
-    return 0;
+    return setup_filled(r, kind_of(r), slots) ? 0 : -1;
 }
 
 static int run_stream(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     if (c->role < 0)
         return MPI_SUCCESS;
     int n = (int)c->bytes;
@@ -387,14 +378,11 @@ static int validate_stream(mpilab_op_run_t *r)
 /* The entry's param is its poll interval (work-loop iterations between polls). */
 static int su_comb(mpilab_op_run_t *r)
 {
-    sctx_t *c;
-    if (setup_common(r, SK_COMB, 1, 1, &c) != 0)
+    sctx_t *c = setup_filled(r, SK_COMB, 1);
+    if (!c)
         return -1;
     c->poll_iters = r->op->param;
-    if (c->role >= 0)
-        fill(c->sbuf, r->bytes, c->rank);
     c->work_rate = suite_work_rate();
-    r->state = c;
     return 0;
 }
 
@@ -418,9 +406,7 @@ static int validate_comb(mpilab_op_run_t *r)
 
 static int run_comb(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     if (c->role < 0)
         return MPI_SUCCESS;
     int n = (int)c->bytes;
@@ -548,9 +534,7 @@ static int su_overlap(mpilab_op_run_t *r)
 
 static int run_overlap(mpilab_op_run_t *r)
 {
-    sctx_t *c = r->state;
-    suite_counters.runs++;
-    c->runs++;
+    sctx_t *c = count_run(r);
     int rc = overlap_comm(c, c->comp_iters);
     c->received = 1;
     return rc;
@@ -606,11 +590,11 @@ const suite_measured_t *suite_measured(const mpilab_op_run_t *r, suite_measured_
 #define OVERLAP "overlap_pct,t_comm,t_comp,t_total"
 static const mpilab_op_t fixed[] = {
     SUITE_ENTRY("pingpong", SK_PINGPONG, "message (round trip between ranks 0 and 1)", MPILAB_OP_PAIR, "latency",
-                LAT, pp_setup, run_pingpong, validate_p2p, suite_derive_pingpong),
+                LAT, su_message, run_pingpong, validate_p2p, suite_derive_pingpong),
     SUITE_ENTRY("pingping", SK_PINGPING, "message (both of ranks 0 and 1 send at once)", MPILAB_OP_PAIR, "latency",
-                LAT, pp_setup, run_pingping, validate_p2p, suite_derive_pingping),
+                LAT, su_message, run_pingping, validate_p2p, suite_derive_pingping),
     SUITE_ENTRY("sendrecv", SK_SENDRECV, "message (to right, from left, periodic chain)", 0, "latency",
-                "bandwidth_Bps", su_sendrecv, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
+                "bandwidth_Bps", su_message, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
     SUITE_ENTRY("exchange", SK_EXCHANGE, "message (to and from both ring neighbours)", 0, "latency",
                 "bandwidth_Bps", su_exchange, run_exchange, validate_exchange, suite_derive_exchange),
     SUITE_ENTRY("stream", SK_STREAM, "message (window of sends 0 -> 1, one reply)", MPILAB_OP_PAIR, "streaming",

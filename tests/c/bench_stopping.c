@@ -74,42 +74,52 @@ static mpilab_precision_t budget(double seconds)
     return p;
 }
 
-MPILAB_TEST(stable_stream_converges_and_covers)
+/* Where one run of a stream stopped: the summary, the count and the samples' total time. */
+typedef struct {
+    mpilab_stats_t st;
+    size_t n;
+    double time;
+} stop_t;
+
+/* ntrials runs of stream `kind`, one after the other from one generator seeded with `seed`,
+ * each with a time budget of `seconds`: where each stopped, in out[0..ntrials). */
+static void trials(stream_t kind, unsigned long seed, double seconds, int ntrials, stop_t *out)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 11);
+    gsl_rng_set(r, seed);
     double *s = malloc(CAP * sizeof *s);
-    mpilab_precision_t p = budget(0.2);
+    mpilab_precision_t p = budget(seconds);
+    for (int k = 0; k < ntrials; k++) {
+        out[k].n = run(r, kind, &p, s, &out[k].st);
+        out[k].time = sum(s, out[k].n);
+    }
+    free(s);
+    gsl_rng_free(r);
+}
+
+MPILAB_TEST(stable_stream_converges_and_covers)
+{
+    stop_t t[40];
+    trials(STABLE, 11, 0.2, 40, t);
     int conv = 0, cover = 0, early = 0;
-    for (int trial = 0; trial < 40; trial++) {
-        mpilab_stats_t st;
-        size_t n = run(r, STABLE, &p, s, &st);
-        conv += st.converged;
-        cover += st.med_lo <= 1e-6 && 1e-6 <= st.med_hi; /* the true median is 1 us */
-        early += sum(s, n) < 0.2 * p.max_time;         /* long before the budget */
+    for (int k = 0; k < 40; k++) {
+        conv += t[k].st.converged;
+        cover += t[k].st.med_lo <= 1e-6 && 1e-6 <= t[k].st.med_hi; /* the true median is 1 us */
+        early += t[k].time < 0.2 * 0.2;                           /* long before the budget */
     }
     CHECKF(conv == 40 && early == 40, "stable: %d of 40 converged, %d early", conv, early);
     CHECKF(cover >= 36, "stable: the interval held the true median in %d of 40", cover);
-    free(s);
-    gsl_rng_free(r);
 }
 
 /* A stream that keeps changing is refused: at the budget, not converged, however many
  * repetitions that takes (the blocks keep disagreeing). */
 MPILAB_TEST(drifting_stream_is_refused)
 {
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 12);
-    double *s = malloc(CAP * sizeof *s);
-    mpilab_precision_t p = budget(0.05);
-    for (int trial = 0; trial < 10; trial++) {
-        mpilab_stats_t st;
-        size_t n = run(r, DRIFT, &p, s, &st);
-        CHECKF(!st.converged && sum(s, n) >= p.max_time && n < CAP,
-               "drift: stopped at %zu (%.4f s) converged %d", n, sum(s, n), st.converged);
-    }
-    free(s);
-    gsl_rng_free(r);
+    stop_t t[10];
+    trials(DRIFT, 12, 0.05, 10, t);
+    for (int k = 0; k < 10; k++)
+        CHECKF(!t[k].st.converged && t[k].time >= 0.05 && t[k].n < CAP,
+               "drift: stopped at %zu (%.4f s) converged %d", t[k].n, t[k].time, t[k].st.converged);
 }
 
 /* Two interleaved levels with half the repetitions at each: the median lies between them,
@@ -119,36 +129,24 @@ MPILAB_TEST(drifting_stream_is_refused)
  * there (1 of 10 trials here, at 81920 repetitions); a repeat would land on either mode. */
 MPILAB_TEST(bimodal_even_stream_is_refused)
 {
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 13);
-    double *s = malloc(CAP * sizeof *s);
-    mpilab_precision_t p = budget(0.05);
+    stop_t t[10];
+    trials(BIMODAL_EVEN, 13, 0.05, 10, t);
     int refused = 0;
-    for (int trial = 0; trial < 10; trial++) {
-        mpilab_stats_t st;
-        size_t n = run(r, BIMODAL_EVEN, &p, s, &st);
-        refused += !st.converged && sum(s, n) >= p.max_time;
-    }
+    for (int k = 0; k < 10; k++)
+        refused += !t[k].st.converged && t[k].time >= 0.05;
     CHECKF(refused >= 8, "bimodal: refused in %d of 10 trials", refused);
-    free(s);
-    gsl_rng_free(r);
 }
 
 /* With a clear majority the median is the majority level, and the rule converges there. */
 MPILAB_TEST(bimodal_majority_stream_converges_on_the_mode)
 {
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 14);
-    double *s = malloc(CAP * sizeof *s);
-    mpilab_precision_t p = budget(0.2);
-    for (int trial = 0; trial < 10; trial++) {
-        mpilab_stats_t st;
-        run(r, BIMODAL_MAJORITY, &p, s, &st);
-        CHECKF(st.converged && st.med_lo <= 0.25e-6 * 1.1 && st.med_hi >= 0.25e-6 * 0.9,
-               "majority: converged %d [%g, %g]", st.converged, st.med_lo, st.med_hi);
-    }
-    free(s);
-    gsl_rng_free(r);
+    stop_t t[10];
+    trials(BIMODAL_MAJORITY, 14, 0.2, 10, t);
+    for (int k = 0; k < 10; k++)
+        CHECKF(t[k].st.converged && t[k].st.med_lo <= 0.25e-6 * 1.1 &&
+                   t[k].st.med_hi >= 0.25e-6 * 0.9,
+               "majority: converged %d [%g, %g]", t[k].st.converged, t[k].st.med_lo,
+               t[k].st.med_hi);
 }
 
 /* A level shift during the measurement: whatever the rule says at its stop, it never claims
@@ -156,20 +154,15 @@ MPILAB_TEST(bimodal_majority_stream_converges_on_the_mode)
  * (it either waits until the new level dominates every block, or runs to the budget). */
 MPILAB_TEST(step_stream_never_converges_on_a_mixture)
 {
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 15);
-    double *s = malloc(CAP * sizeof *s);
-    mpilab_precision_t p = budget(0.2);
-    for (int trial = 0; trial < 10; trial++) {
-        mpilab_stats_t st;
-        size_t n = run(r, STEP, &p, s, &st);
-        int before = sum(s, n) < 5e-3; /* stopped before the shift: the first level */
+    stop_t t[10];
+    trials(STEP, 15, 0.2, 10, t);
+    for (int k = 0; k < 10; k++) {
+        int before = t[k].time < 5e-3; /* stopped before the shift: the first level */
         double truth = before ? 1e-6 : 1.3e-6;
-        CHECKF(!st.converged || (st.med_lo <= truth && truth <= st.med_hi),
-               "step: stopped at %zu, converged on [%g, %g], level %g", n, st.med_lo, st.med_hi, truth);
+        CHECKF(!t[k].st.converged || (t[k].st.med_lo <= truth && truth <= t[k].st.med_hi),
+               "step: stopped at %zu, converged on [%g, %g], level %g", t[k].n, t[k].st.med_lo,
+               t[k].st.med_hi, truth);
     }
-    free(s);
-    gsl_rng_free(r);
 }
 
 MPILAB_TEST_MAIN()

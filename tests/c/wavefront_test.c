@@ -5,6 +5,30 @@
  * cases (tests/c/kit.h): ./wavefront_test --list, --case NAME. */
 #include "wf_fixture.h"
 
+/* One engine run of layout lay on a fresh copy of its data (d0, or dl for a blocked layout)
+ * in "work", with its coefficients (c0 or cl), checked to succeed (`what` names the run in
+ * the failure); the run's status. */
+static int run_fresh(int lay, const mpilab_wf_run_opts *o, mpilab_wf_stats *st, const char *what)
+{
+    char err[1024] = "";
+    copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
+    int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), o, st, err,
+                           sizeof err);
+    CHECKF(rc == 0, "%s: %s", what, err);
+    return rc;
+}
+
+/* Whether "work" holds `want` (the fixture's M x N values) bit for bit. */
+static int work_is(const double *want)
+{
+    const wf_fixture *fx = wf_fix();
+    int64_t r, c, pl;
+    double *got = load1(P("work"), &r, &c, &pl);
+    const int same = got && memcmp(got, want, (size_t)(fx->M * fx->N) * 8) == 0;
+    free(got);
+    return same;
+}
+
 /* The reference: the interior changes, the boundary does not; coefficient geometry. */
 MPILAB_TEST(reference_changes_the_interior)
 {
@@ -29,41 +53,28 @@ MPILAB_TEST(bitwise_every_layout_block_worker_wave_io)
     for (int lay = 0; lay < 3; lay++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
             int64_t mb = blocks[b][0], nb = blocks[b][1];
-            mpilab_wf_convert_opts co = {lay, mb, nb, 1, 1};
-            const char *in0[1] = {P("d0")}, *inc[1] = {P("c0")};
-            if (lay != MPILAB_WF_ROWMAJOR) {
-                CHECKF(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0,
-                      "convert %d: %s", lay, err);
-                CHECKF(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0,
-                      "convert coef %d: %s", lay, err);
-            }
+            blocked_inputs(lay, mb, nb);
             int64_t nbr = (M + mb - 1) / mb;
             for (int workers = 1; workers <= 3; workers++)
                 for (int waves = 1; waves <= 3; waves += 1)
                     for (int io = 0; io < 3; io++) {
                         if (workers > nbr || (io == MPILAB_WF_IO_URING && !have_uring))
                             continue;
-                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         /* uring: queue depths 1 (no prefetch) and 2..5 in turn */
                         mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2,
                                                 2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND, 0};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
-                        int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"),
-                                               &o, &st, err, sizeof err);
-                        CHECKF(rc == 0, "run: %s", err);
-                        if (rc)
+                        if (run_fresh(lay, &o, &st, "run"))
                             continue;
                         runs++;
                         CHECKF(st.bytes_read > 0 && st.bytes_written > 0 && st.iterations == K,
                               "stats");
-                        double *got = load1(P("work"), &r, &c, &pl);
-                        CHECKF(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                        CHECKF(work_is(ref),
                               "not bitwise equal: layout %s block %lldx%lld workers %d waves %d io %s",
                               mpilab_wf_layout_name(lay), (long long)mb, (long long)nb, workers,
                               waves, mpilab_wf_io_name(io));
-                        free(got);
                         mpilab_wf_stats_free(&st);
                     }
         }
@@ -86,9 +97,7 @@ MPILAB_TEST(io_auto_picks_uring_else_pread)
         CHECKF(st.io == (have_uring ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
                   st.queue_depth == (have_uring ? 4 : 2),
               "auto chose %s depth %d", mpilab_wf_io_name(st.io), st.queue_depth);
-        double *got = load1(P("work"), &r, &c, &pl);
-        CHECKF(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0, "auto: not bitwise equal");
-        free(got);
+        CHECKF(work_is(ref), "auto: not bitwise equal");
         mpilab_wf_stats_free(&st);
 }
 
@@ -103,14 +112,10 @@ MPILAB_TEST(io_volume_and_time_accounting)
             const int64_t mb = 8, nb = 5, KK = 2;
             const int PW = 3;
             blocked_inputs(lay, mb, nb);
-            copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
                                     lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND, 0};
             mpilab_wf_stats st;
-            int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
-                                   &st, err, sizeof err);
-            CHECKF(rc == 0, "run: %s", err);
-            if (rc)
+            if (run_fresh(lay, &o, &st, "run"))
                 continue;
             int64_t erd, ewr;
             expected_bytes(lay, M, N, mb, nb, PW, KK, &erd, &ewr);
@@ -170,7 +175,6 @@ MPILAB_TEST(chain_block_bitwise)
                 for (int waves = 1; waves <= 4; waves++)
                     for (int ki = 0; ki < 3; ki++)
                         for (int io = 0; io < 3; io++) { /* pread helper, pread sync, mmap */
-                            copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                             mpilab_wf_run_opts o = {Ks[ki], workers, waves,
                                                     io == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                                     0, 0, runs % 2, io == 1 || (io == 2 && runs % 3 == 0),
@@ -178,22 +182,17 @@ MPILAB_TEST(chain_block_bitwise)
                             if (lay == MPILAB_WF_ROWMAJOR)
                                 o.mb = mb, o.nb = nb;
                             mpilab_wf_stats st;
-                            int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"),
-                                                   &o, &st, err, sizeof err);
-                            CHECKF(rc == 0, "chain run: %s", err);
-                            if (rc)
+                            if (run_fresh(lay, &o, &st, "chain run"))
                                 continue;
                             runs++;
                             CHECKF(st.chain == MPILAB_WF_CHAIN_BLOCK && st.iterations == Ks[ki] &&
                                       st.bytes_written > 0,
                                   "chain stats");
-                            double *got = load1(P("work"), &r, &c, &pl);
-                            CHECKF(got && memcmp(got, refs[ki], (size_t)(M * N) * 8) == 0,
+                            CHECKF(work_is(refs[ki]),
                                   "block chaining not bitwise equal: layout %s block %lldx%lld "
                                   "workers %d waves %d K %lld io %d",
                                   mpilab_wf_layout_name(lay), (long long)mb, (long long)nb,
                                   workers, waves, (long long)Ks[ki], io);
-                            free(got);
                             mpilab_wf_stats_free(&st);
                         }
         }
@@ -218,15 +217,11 @@ MPILAB_TEST(chain_block_io_volume_and_pool)
             int64_t rd_w1 = 0;
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
                 const int64_t KK = cases[ci][0], W = cases[ci][1];
-                copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                 mpilab_wf_run_opts o = {KK, PW, (int)W, pf == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                         lay ? 0 : mb, lay ? 0 : nb, 1, pf == 0, 0,
                                         MPILAB_WF_CHAIN_BLOCK, 0};
                 mpilab_wf_stats st;
-                int rc = mpilab_wf_run(P("work"), lay == MPILAB_WF_ROWMAJOR ? P("c0") : P("cl"), &o,
-                                       &st, err, sizeof err);
-                CHECKF(rc == 0, "run: %s", err);
-                if (rc)
+                if (run_fresh(lay, &o, &st, "run"))
                     continue;
                 int64_t erd, ewr;
                 expected_bytes(lay, M, N, mb, nb, PW, (KK + W - 1) / W, &erd, &ewr);
@@ -314,27 +309,21 @@ MPILAB_TEST(direct_bitwise_and_same_volume)
                 for (int v = 0; v < 4; v++) { /* helper on/off x chain band/block */
                     int64_t rd[2] = {0, 0}, wr[2] = {0, 0};
                     for (int io = 0; io < 2; io++) {
-                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         mpilab_wf_run_opts o = {K, workers, 2,
                                                 io ? MPILAB_WF_IO_DIRECT : MPILAB_WF_IO_PREAD,
                                                 lay ? 0 : mb, lay ? 0 : nb, 1, v & 1, 0,
                                                 v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND, 0};
                         mpilab_wf_stats st;
-                        int rc = mpilab_wf_run(P("work"), lay ? P("cl") : P("c0"), &o, &st, err,
-                                               sizeof err);
-                        CHECKF(rc == 0, "direct run: %s", err);
-                        if (rc)
+                        if (run_fresh(lay, &o, &st, "direct run"))
                             continue;
                         CHECKF(st.io == o.io, "back end used %s", mpilab_wf_io_name(st.io));
                         rd[io] = st.bytes_read;
                         wr[io] = st.bytes_written;
                         mpilab_wf_stats_free(&st);
-                        double *got = load1(P("work"), &r, &c, &pl);
-                        CHECKF(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                        CHECKF(work_is(ref),
                               "%s: not bitwise equal: layout %s block %lldx%lld workers %d "
                               "variant %d", mpilab_wf_io_name(o.io), mpilab_wf_layout_name(lay),
                               (long long)mb, (long long)nb, workers, v);
-                        free(got);
                         runs += io;
                         /* the whole file (headers, records, padding) as pread leaves it */
                         if (io == 0)
@@ -382,27 +371,22 @@ MPILAB_TEST(io_turns_bitwise_same_volume_uring_refused)
                 for (int v = 0; v < 8; v++) { /* back end x chaining */
                     int64_t rd[2] = {0, 0}, wr[2] = {0, 0};
                     for (int turns = 0; turns < 2; turns++) {
-                        copy_file(lay == MPILAB_WF_ROWMAJOR ? P("d0") : P("dl"), P("work"));
                         mpilab_wf_run_opts o = {K, workers, 2, ios[v % 4], lay ? 0 : mb,
                                                 lay ? 0 : nb, 1, v % 4 == 1, 0,
                                                 v / 4 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND,
                                                 turns};
                         mpilab_wf_stats st;
-                        int rc = mpilab_wf_run(P("work"), lay ? P("cl") : P("c0"), &o, &st, err,
-                                               sizeof err);
-                        CHECKF(rc == 0, "run with io_turns %d: %s", turns, err);
-                        if (rc)
+                        if (run_fresh(lay, &o, &st,
+                                      turns ? "run with io_turns 1" : "run with io_turns 0"))
                             continue;
                         rd[turns] = st.bytes_read;
                         wr[turns] = st.bytes_written;
                         mpilab_wf_stats_free(&st);
-                        double *got = load1(P("work"), &r, &c, &pl);
-                        CHECKF(got && memcmp(got, ref, (size_t)(M * N) * 8) == 0,
+                        CHECKF(work_is(ref),
                               "io_turns %d: not bitwise equal: layout %s block %lldx%lld "
                               "workers %d %s%s %s", turns, mpilab_wf_layout_name(lay),
                               (long long)mb, (long long)nb, workers, mpilab_wf_io_name(o.io),
                               v % 4 == 1 ? " (no helper)" : "", mpilab_wf_chain_name(o.chain));
-                        free(got);
                         runs += turns;
                     }
                     CHECKF(rd[0] == rd[1] && wr[0] == wr[1],
