@@ -1,5 +1,6 @@
-/* The delay line's adaptive scheduling class (--rt-adaptive): normal scheduling while it
- * holds lone packets, SCHED_FIFO while it holds a stream.
+/* The delay line's adaptive scheduling class (--rt-adaptive, and the default of a sleeping
+ * line on packet sockets as root): normal scheduling while it holds lone packets,
+ * SCHED_FIFO while it holds a stream.
  *
  * Measured (docs/testbed.md, sessions 26-27): a sleeping line under SCHED_FIFO made lone
  * packets on a quiet machine 45-252 us late at a 100 us delay, where normal scheduling
