@@ -6,7 +6,9 @@ delay (the router forwarding directly), all probed at once with their lone packe
 interleaved in time (--sequential: one after the other).
 
 A variant is NAME=IO[:TRIM]|ARGS: IO is wan.delay_io (auto, tun or packet; auto is the
-spec's default, which is packet here), TRIM wan.delay_trim
+spec's default, which is packet here) or none, a control: a second testbed without a WAN
+delay, probed like a variant and read against the same reference with nothing subtracted
+(the probe's own floor: how far two undelayed testbeds read apart), TRIM wan.delay_trim
 ("auto": measured at up, printed), ARGS the delay line's extra options
 ($MPILAB_DELAYLINE_ARGS), e.g. "tun=tun|;norr=tun|--no-realtime;cal=packet:auto|".
 Per run and variant: UDP-0, the worse direction's (further from D, early or late) median
@@ -75,13 +77,14 @@ Row = tuple[float, float, float]  # UDP-0, ICMP-0 (the request), ICMP-rt (half t
 Probes = tuple[list[float], list[float], list[float], list[float]]
 
 
-def turn(base: spec.Spec, delayed: list[spec.Spec], d: float, count: int, old: bool,
-         together: bool) -> list[Probes]:
+def turn(base: spec.Spec, delayed: list[tuple[spec.Spec, float]], d: float, count: int,
+         old: bool, together: bool) -> list[Probes]:
     """One run's probes: the undelayed testbed's, then each variant's. Together (the
     default): all at once, started gap / (2 (n + 1)) apart, so that their lone packets
     interleave in time and never meet, and a level shift of the machine (seconds long here)
-    moves the reference and the delayed figures alike; else one after the other."""
-    sps = [(base, d if old else None)] + [(sp, 0.0 if old else None) for sp in delayed]
+    moves the reference and the delayed figures alike; else one after the other. Each
+    variant comes with its own delay (0 for a control)."""
+    sps = [(base, d if old else None)] + [(sp, d - dv if old else None) for sp, dv in delayed]
     if not together:
         return [measure(sp, d, count, ra) for sp, ra in sps]
     step = oneway.lone_gap(d) / (2 * len(sps))
@@ -101,9 +104,10 @@ def one_delay(delay: str, a: argparse.Namespace,
     prefixes = [f"{a.prefix}{k}" for k in range(len(variants) + 1)]
     try:
         base_sp = up("0ms", prefixes[-1], "tun", "")
-        sps = [(name, up(delay, prefixes[k], io, args))
+        sps = [(name, up("0ms" if io == "none" else delay, prefixes[k],
+                         "tun" if io == "none" else io, args), 0.0 if io == "none" else d)
                for k, (name, io, args) in enumerate(variants)]
-        for name, sp in sps:
+        for name, sp, _ in sps:
             tr = (net.load_state(sp.prefix) or {}).get("delay_trim") or {}
             if tr.get("measured"):
                 print(f"   {delay} {name}: trim measured at up {tr['trim_s'] * 1e6:.1f} us "
@@ -112,20 +116,22 @@ def one_delay(delay: str, a: argparse.Namespace,
                       f"steady {tr['steady']})", flush=True)
         for r in range(a.runs):
             old = a.echo_after == "delay"
-            got = turn(base_sp, [sp for _, sp in sps], d, a.count, old, a.together)
+            got = turn(base_sp, [(sp, dv) for _, sp, dv in sps], d, a.count, old, a.together)
             bf, bb, bq, bw = got[0]
             line = f"{delay} run {r + 1}: undelayed fwd {med(bf) * 1e6:.1f} back " \
                    f"{med(bb) * 1e6:.1f} us"
-            for (name, _), (f, b, q, w) in zip(sps, got[1:], strict=True):
-                ways = (med(f) - med(bf) - d, med(b) - med(bb) - d)
+            for (name, _, dv), (f, b, q, w) in zip(sps, got[1:], strict=True):
+                ways = (med(f) - med(bf) - dv, med(b) - med(bb) - dv)
                 udp = max(ways, key=abs)  # the direction further from D, early or late
-                icmp = med(q) - med(bq) - d
-                rt = (med(w) - med(bw)) / 2 - d
+                icmp = med(q) - med(bq) - dv
+                rt = (med(w) - med(bw)) / 2 - dv
                 out.setdefault(name, []).append((udp, icmp, rt))
                 line += (f" | {name}: UDP-0 {udp * 1e6:6.1f} (fwd {ways[0] * 1e6:.1f}, back "
                          f"{ways[1] * 1e6:.1f}) ICMP-0 {icmp * 1e6:6.1f} ICMP-rt {rt * 1e6:6.1f}")
             print(line, flush=True)
-        for name, sp in sps:
+        for name, sp, dv in sps:
+            if not dv:
+                continue  # a control has no delay line
             st = net.delayline_stats(sp.prefix) or {}
             cpu = float(st.get("cpu_user_s", 0.0)) + float(st.get("cpu_sys_s", 0.0))
             print(f"   {delay} {name}: line sched {st.get('sched')}, cpu {cpu:.2f} s, "
@@ -144,15 +150,16 @@ def parse_variants(text: str) -> list[tuple[str, str, str]]:
         name, eq, rest = v.partition("=")
         io, bar, args = rest.partition("|")
         kind, colon, trim = io.partition(":")
-        ok = bool(eq and name and bar) and kind in spec.DELAY_IOS
+        ok = bool(eq and name and bar) and kind in (*spec.DELAY_IOS, "none")
+        ok = ok and not (kind == "none" and (colon or args))
         if ok and colon and trim != "auto":
             try:
                 parse_duration(trim)
             except ValueError:
                 ok = False
         if not ok:
-            raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO auto, tun or packet, TRIM auto "
-                             "or a duration)")
+            raise ValueError(f"'{v}' is not NAME=IO[:TRIM]|ARGS (IO auto, tun, packet or none, "
+                             "which takes no TRIM or ARGS; TRIM auto or a duration)")
         out.append((name, io, args))
     return out
 
@@ -191,7 +198,8 @@ def main() -> int:
     except MpilabError as e:
         print(f"delayline_io: {e}", file=sys.stderr)
         return 1
-    print("\nbeyond the configured delay (us): median (range); runs within 10 us")
+    print("\nbeyond the configured delay (us; a control, IO none: against the undelayed "
+          "reference): median (range); runs within 10 us")
     for delay, per in res.items():
         for name, xs in per.items():
             cols = []
