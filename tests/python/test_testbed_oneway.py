@@ -145,6 +145,54 @@ def test_calibration_measures_again_until_steady(monkeypatch: pytest.MonkeyPatch
     calls.clear()
     runs = iter([(steady, steady), ([d + 22e-6] * 9, [d + 22e-6] * 9),
                  ([40e-6] * 7, [40e-6] * 7), ([d + 32e-6] * 9, [d + 32e-6] * 9)])
-    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1, max_blocks=2)
     assert res["attempts"] == 1 and outs[0] == 2 and len(calls) == 4 and res["count"] == 14
-    assert res["trim_s"] == pytest.approx(-8e-6)
+    assert res["trim_s"] == pytest.approx(-8e-6) and res["blocks"] == 2
+
+
+def test_calibration_takes_more_turns_until_the_trim_is_precise(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Steady but noisy samples (a standard error of the trim above the precision) make
+    the two routes take another turn, pooled, until the error is small enough or
+    max_blocks is reached; quiet samples stop at `blocks`."""
+    from contextlib import contextmanager
+
+    from mpilab.testbed import spec as specmod
+
+    sp = specmod.load_text('[wan]\ndelay = "1ms"\n', "c.toml")
+    d = 1e-3
+    # a 9 us spread in every direction: about 1.9 us of error after 2 turns of 7 each
+    wide = [30e-6, 39e-6, 33e-6, 36e-6, 30e-6, 39e-6, 34e-6]
+
+    def pair(extra: float) -> tuple[list[float], list[float]]:
+        return [x + extra for x in wide], [x + extra for x in wide]
+
+    @contextmanager
+    def out() -> Iterator[None]:
+        yield
+
+    turns: list[int] = []
+
+    def fake_udp(_sp: object, _c: str, _s: str, count: int, interval: float,
+                 reply_after: float = 0.0) -> tuple[list[float], list[float]]:
+        turns.append(count)
+        if count == 7:  # undelayed
+            return pair(0.0)
+        f, b = pair(d - 5e-6)
+        return [0.0, 0.0, *f], [0.0, 0.0, *b]  # two warm-up datagrams first
+
+    monkeypatch.setattr(oneway, "udp_oneway", fake_udp)
+    monkeypatch.setattr(oneway, "write_trim", lambda _p, t, _pid: None)
+    base = ([x for _ in range(2) for x in wide],) * 2
+    assert oneway.trim_se(base, base) > 1.5e-6  # two turns are not enough here
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1)
+    assert res["steady"] and 2 < res["blocks"] <= 6 and res["se_s"] <= 1.5e-6, res
+    assert res["count"] == 7 * res["blocks"] and len(turns) == 2 * res["blocks"]
+    assert res["trim_s"] == pytest.approx(-5e-6)
+    # capped: a precision no sample count reaches stops at max_blocks
+    turns.clear()
+    res = oneway.calibrate_trim(sp, out, tmp_path / "t", lambda: 1, max_blocks=4,
+                                precision=1e-9)
+    assert res["blocks"] == 4 and len(turns) == 8 and res["se_s"] > 1e-9
+    # quiet samples: the two turns asked for, no more
+    assert oneway.trim_se(([30e-6] * 14,) * 2, ([d] * 14,) * 2) == 0.0

@@ -337,8 +337,9 @@ def up(spec: Spec, note: Callable[[str], None] | None = None) -> str:
     if note and io == "packet" and spec.delay_trim is None and spec.wan_delay > 0:
         from mpilab.testbed.oneway import calibration_s
 
+        c = calibration_s(spec.wan_delay)
         note(f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
-             f"about {calibration_s(spec.wan_delay):.0f} s, up to 3 times that if unsteady")
+             f"about {c:.0f} s, up to {9 * c:.0f} s if the samples are noisy")
     sd = state_dir(spec.prefix)
     try:
         _build(spec, sd, delayline, backend, netem_ok, io)

@@ -14,6 +14,7 @@ far side's path that the line's write runs cold); the line takes it off its hold
 from __future__ import annotations
 
 import json
+import math
 import signal
 import statistics
 import subprocess
@@ -288,9 +289,10 @@ def lone_gap(delay: float) -> float:
 
 
 def calibration_s(delay: float, count: int = 7, warm: int = 2, blocks: int = 2) -> float:
-    """The probing time of one attempt of calibrate_trim with these arguments (its
-    defaults): each block sends `count` lone datagrams undelayed and `count + warm`
-    through the line, one every lone_gap(delay)."""
+    """The probing time of calibrate_trim with these arguments (its defaults) when its first
+    attempt is steady and precise: each block sends `count` lone datagrams undelayed and
+    `count + warm` through the line, one every lone_gap(delay). A noisy machine takes up to
+    3 attempts of max_blocks (6) each: 9 times that."""
     return blocks * (2 * count + warm) * lone_gap(delay)
 
 
@@ -304,6 +306,9 @@ def _iqr(v: list[float]) -> float:
 #: in which undelayed lone datagrams took 200-500 us one way gave a 47 us trim that then
 #: made packets 50 us early)
 STEADY_IQR_S = 20e-6
+# the standard error calibrate_trim measures the trim to (more turns of the two routes
+# while above it)
+TRIM_PRECISION_S = 1.5e-6
 
 
 def trim_from(delay: float, base: tuple[list[float], list[float]],
@@ -336,9 +341,21 @@ def write_trim(path: Path, trim: float, pid: int) -> None:
     signal_line(pid, signal.SIGHUP)
 
 
+def trim_se(base: tuple[list[float], list[float]],
+            delayed: tuple[list[float], list[float]]) -> float:
+    """The standard error of trim_from's estimate: the mean over the two directions of a
+    difference of medians, each median's error taken as 1.253 sigma / sqrt(n) with sigma
+    estimated robustly as IQR / 1.349."""
+    def se2(v: list[float]) -> float:
+        return (1.253 * _iqr(v) / 1.349) ** 2 / max(len(v), 1)
+
+    return 0.5 * math.sqrt(sum(se2(v) for v in (*base, *delayed)))
+
+
 def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[object]],
                    trim_file: Path, pid: Callable[[], int], count: int = 7,
-                   warm: int = 2, attempts: int = 3, blocks: int = 2) -> dict[str, Any]:
+                   warm: int = 2, attempts: int = 3, blocks: int = 2, max_blocks: int = 6,
+                   precision: float = TRIM_PRECISION_S) -> dict[str, Any]:
     """Measure the trim on a testbed that is up with its delay line (trim 0): lone UDP
     datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)), each echoed half that gap after
     it arrives so that the echo is a lone packet too, on the undelayed route (inside
@@ -350,7 +367,10 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     The two routes take turns, `blocks` times each, and their samples are pooled: a level
     shift of the machine (seconds long here, 5-8 us on a lone packet's crossing) between
     one route's block and the other's then moves both (with one block each, two
-    calibrations at 1 ms read -6.2 and -12.9 us). Samples that are not steady are measured
+    calibrations at 1 ms read -6.2 and -12.9 us). While the trim's standard error
+    (trim_se) is above `precision`, the routes take another turn, up to `max_blocks`
+    (`blocks` and `se_s` in the result; session 31: a calibration at 100 ms with a spread of
+    7.1 us was 5 us off what the runs then needed). Samples that are not steady are measured
     again, up to `attempts` times in all (`attempts` in the result). Until session 30 the
     echo left D after the request on the undelayed route and at once behind the line, from
     a node the request had just warmed: at 10 and 100 ms the echo's direction then read
@@ -363,7 +383,8 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     for k in range(1, attempts + 1):
         base: tuple[list[float], list[float]] = ([], [])
         delayed: tuple[list[float], list[float]] = ([], [])
-        for _ in range(blocks):
+        nb = 0
+        while True:
             with undelayed():
                 got = udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after=interval / 2)
             for i in (0, 1):
@@ -372,8 +393,14 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
                              reply_after=interval / 2)
             for i in (0, 1):
                 delayed[i].extend(got[i][warm:])
-        res = trim_from(d, base, delayed)
-        res.update(count=count * blocks, interval_s=interval, attempts=k)
+            nb += 1
+            if nb < blocks:
+                continue
+            res = trim_from(d, base, delayed)
+            se = trim_se(base, delayed)
+            if not res["steady"] or se <= precision or nb >= max_blocks:
+                break
+        res.update(count=count * nb, blocks=nb, se_s=se, interval_s=interval, attempts=k)
         if res["steady"]:
             break
     write_trim(trim_file, res["trim_s"], pid())
