@@ -113,7 +113,9 @@ def one_delay(delay: str, a: argparse.Namespace,
                 print(f"   {delay} {name}: trim measured at up {tr['trim_s'] * 1e6:.1f} us "
                       f"(excess fwd {tr['excess_fwd_s'] * 1e6:.1f}, back "
                       f"{tr['excess_back_s'] * 1e6:.1f}; spread {tr['spread_s'] * 1e6:.1f} us, "
-                      f"steady {tr['steady']})", flush=True)
+                      f"steady {tr['steady']}; standard error "
+                      f"{float(tr.get('se_s', 0.0)) * 1e6:.1f} us, {tr.get('blocks', 2)} turns)",
+                      flush=True)
         for r in range(a.runs):
             old = a.echo_after == "delay"
             got = turn(base_sp, [(sp, dv) for _, sp, dv in sps], d, a.count, old, a.together)

@@ -99,6 +99,12 @@ def test_trim_text_says_which_way_the_hold_moves() -> None:
     assert "hold = delay - 13.0 us" in trim_text(slow, d)
     assert trim_text({"trim_s": 5e-6, "measured": False}, d) == \
         "; hold = delay - 5.0 us (wan.delay_trim)"
+    # the trim's standard error is given, and one above the precision is flagged
+    fast.update(se_s=0.7e-6, blocks=2)
+    assert "standard error 0.7 us after 2 turns)" in trim_text(fast, d)
+    assert "imprecise" not in trim_text(fast, d)
+    fast.update(se_s=2.4e-6, blocks=6)
+    assert "standard error 2.4 us after 6 turns); imprecise trim" in trim_text(fast, d)
 
 
 def test_calibration_measures_again_until_steady(monkeypatch: pytest.MonkeyPatch,

@@ -36,6 +36,11 @@ def fresh_stats(path: Path, pid: int, wait_s: float = 2.0) -> dict[str, Any] | N
         return None
 
 
+# the standard error oneway.calibrate_trim measures the trim to (more turns of the two
+# routes while above it); `up` and `status` flag a trim left above it
+TRIM_PRECISION_S = 1.5e-6
+
+
 def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
     """How the delay line's hold is trimmed, for `up` and `status` ('' when it is not)."""
     if trim and trim.get("not_measured"):
@@ -49,8 +54,14 @@ def trim_text(trim: dict[str, Any] | None, delay: float) -> str:
         return f"; {hold} (wan.delay_trim)"
     e = float(trim["excess_s"]) * 1e6
     saw = f"add {e:.1f} us beyond" if e >= 0 else f"cross {-e:.1f} us faster than"
+    se = trim.get("se_s")
+    how = "" if se is None else (f"; standard error {float(se) * 1e6:.1f} us after "
+                                 f"{int(trim.get('blocks', 2))} turns")
     text = (f"; {hold} (measured at up: lone UDP packets, kernel-stamped, saw the path {saw} "
-            f"the undelayed route and the delay)")
+            f"the undelayed route and the delay{how})")
+    if se is not None and float(se) > TRIM_PRECISION_S:
+        text += (f"; imprecise trim: its standard error is above {TRIM_PRECISION_S * 1e6:g} us "
+                 "(a noisy machine at up; `testbed down` and `up` when it is quiet)")
     if not trim.get("steady", True):
         return (f"; hold not trimmed: the lone packets measured at up were not steady in "
                 f"{int(trim.get('attempts', 1))} attempt(s) (spread "

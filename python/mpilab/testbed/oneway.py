@@ -26,7 +26,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.testbed.lineinfo import signal_line
+from mpilab.testbed.lineinfo import TRIM_PRECISION_S, signal_line
 from mpilab.testbed.spec import Spec
 
 STAMP = r"""
@@ -306,9 +306,6 @@ def _iqr(v: list[float]) -> float:
 #: in which undelayed lone datagrams took 200-500 us one way gave a 47 us trim that then
 #: made packets 50 us early)
 STEADY_IQR_S = 20e-6
-# the standard error calibrate_trim measures the trim to (more turns of the two routes
-# while above it)
-TRIM_PRECISION_S = 1.5e-6
 
 
 def trim_from(delay: float, base: tuple[list[float], list[float]],
