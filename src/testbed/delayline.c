@@ -230,10 +230,10 @@ int mpilab_dl_busy(const mpilab_dl_options *opt)
 int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out)
 {
     memset(out, 0, sizeof(*out));
-    int adaptive = mpilab_dl_start_class(opt, geteuid() == 0);
-    if (adaptive == MPILAB_DL_CLASS_NORMAL)
+    int cls = mpilab_dl_start_class(opt, geteuid() == 0);
+    if (cls == MPILAB_DL_CLASS_NORMAL)
         return 0;
-    adaptive = adaptive == MPILAB_DL_CLASS_ADAPTIVE;
+    int adaptive = cls == MPILAB_DL_CLASS_ADAPTIVE;
     if (adaptive) { /* normal scheduling until a stream is held (mpilab_dl_adapt_step) */
         out->adapt.on = 1;
         out->adapt.priority = opt->rt_priority;

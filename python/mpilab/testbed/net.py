@@ -337,9 +337,9 @@ def up(spec: Spec, note: Callable[[str], None] | None = None) -> str:
     if note and io == "packet" and spec.delay_trim is None and spec.wan_delay > 0:
         from mpilab.testbed.oneway import calibration_s
 
-        c = calibration_s(spec.wan_delay)
+        usual, most = calibration_s(spec.wan_delay)
         note(f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
-             f"about {c:.0f} s, up to {9 * c:.0f} s if the samples are noisy")
+             f"about {usual:.0f} s, up to {most:.0f} s if the samples are noisy")
     sd = state_dir(spec.prefix)
     try:
         _build(spec, sd, delayline, backend, netem_ok, io)
@@ -530,7 +530,8 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
             pids.append(_start_delayline(spec, sd, delayline, spec.wan_delay, DL_DEV,
                                          DELAY_TABLE, delay_rules(spec, 0)))
         if spec.wan_delay > 0:
-            state["delay_trim"], pids[0] = _delay_trim(spec, sd, pids[0], delayline, io)
+            state["delay_trim"], pids[0] = _delay_trim(spec, sd, pids[0], delayline, io,
+                                                       packet_line)
         for k, (d, _) in enumerate(spec.delay_groups(), 1):
             pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
                                          delay_rules(spec, k), f"delayline-{k}"))
@@ -662,8 +663,8 @@ def _delay_rules(spec: Spec) -> list[str]:
     return [r.removeprefix("rule add ") for r in delay_rules(spec, 0)]
 
 
-def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str,
-                io: list[str]) -> tuple[dict[str, Any], int]:
+def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str, io: list[str],
+                packet_line: bool) -> tuple[dict[str, Any], int]:
     """The trim the delay line takes off its hold: as configured, or (wan.delay_trim =
     "auto") measured now from lone packets (oneway.calibrate_trim). Returns it and the
     line's pid (a sleeping packet-socket line is restarted by the measurement)."""
@@ -677,7 +678,7 @@ def _delay_trim(spec: Spec, sd: Path, pid: int, delayline: str,
 
     cur = [pid]
     undelayed: Callable[[], AbstractContextManager[object]]
-    if io[:2] != ["--io", "packet"]:
+    if not packet_line:
         undelayed = partial(oneway.rules_removed, spec.router_ns(), _delay_rules(spec))
     elif (fresh_stats(sd / "delayline.json", pid) or {}).get("busy_poll") is True:
         undelayed = partial(_packet_line_standby, spec.router_ns(), pid)

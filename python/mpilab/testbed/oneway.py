@@ -288,12 +288,18 @@ def lone_gap(delay: float) -> float:
     return max(0.2, 3 * delay)
 
 
-def calibration_s(delay: float, count: int = 7, warm: int = 2, blocks: int = 2) -> float:
-    """The probing time of calibrate_trim with these arguments (its defaults) when its first
-    attempt is steady and precise: each block sends `count` lone datagrams undelayed and
-    `count + warm` through the line, one every lone_gap(delay). A noisy machine takes up to
-    3 attempts of max_blocks (6) each: 9 times that."""
-    return blocks * (2 * count + warm) * lone_gap(delay)
+# calibrate_trim's defaults: lone datagrams per turn of a route, warm-up datagrams before
+# the delayed ones, turns of the two routes at least and at most, attempts while unsteady
+CAL_COUNT, CAL_WARM, CAL_BLOCKS, CAL_MAX_BLOCKS, CAL_ATTEMPTS = 7, 2, 2, 6, 3
+
+
+def calibration_s(delay: float) -> tuple[float, float]:
+    """The probing time of calibrate_trim with its defaults: when its first attempt is
+    steady and precise, and at most (every attempt takes all its turns). Each turn sends
+    CAL_COUNT lone datagrams undelayed and CAL_COUNT + CAL_WARM through the line, one every
+    lone_gap(delay)."""
+    turn = (2 * CAL_COUNT + CAL_WARM) * lone_gap(delay)
+    return CAL_BLOCKS * turn, CAL_ATTEMPTS * CAL_MAX_BLOCKS * turn
 
 
 def _iqr(v: list[float]) -> float:
@@ -350,8 +356,9 @@ def trim_se(base: tuple[list[float], list[float]],
 
 
 def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[object]],
-                   trim_file: Path, pid: Callable[[], int], count: int = 7,
-                   warm: int = 2, attempts: int = 3, blocks: int = 2, max_blocks: int = 6,
+                   trim_file: Path, pid: Callable[[], int], count: int = CAL_COUNT,
+                   warm: int = CAL_WARM, attempts: int = CAL_ATTEMPTS,
+                   blocks: int = CAL_BLOCKS, max_blocks: int = CAL_MAX_BLOCKS,
                    precision: float = TRIM_PRECISION_S) -> dict[str, Any]:
     """Measure the trim on a testbed that is up with its delay line (trim 0): lone UDP
     datagrams s0n0 <-> s1n0 (one every max(0.2 s, 3 D)), each echoed half that gap after

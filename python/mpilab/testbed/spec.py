@@ -109,7 +109,7 @@ class Spec:
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
     # how the delay line takes packets in and out: "tun" (routed into a tun device),
     # "packet" (packet sockets on the router's legs, kernel forwarding off; docs/testbed.md)
-    # or "auto" (packet where one line delays every site, else tun: net.delay_io_for)
+    # or "auto" (packet where one line delays every site, else tun: packet_line_wanted)
     delay_io: str = "auto"
     # taken off the delay line's hold: the path's own cost beyond the undelayed route, so a
     # lone packet sees the configured delay; None = "auto" (measured at up, oneway.py)
