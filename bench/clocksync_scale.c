@@ -74,9 +74,11 @@ int main(int argc, char **argv)
         printf("{\"method\": \"%s\", \"ranks\": %d, \"window_s\": %g, \"cost_s\": %.9g, \"attempts\": %d, "
                "\"first_attempt_s\": %.9g, \"within_uncertainty\": %d, \"checked\": %d, \"max_abs_error_s\": %.6g, \"max_uncertainty_s\": %.6g, "
                "\"mean_uncertainty_s\": %.6g, \"drift_within_uncertainty\": %d, \"max_drift_uncertainty\": %.6g, "
-               "\"max_error_to_uncertainty\": %.4g, \"max_injected_offset_s\": %.6g, \"mean_abs_error_s\": %.6g}\n",
+               "\"max_error_to_uncertainty\": %.4g, \"max_injected_offset_s\": %.6g, \"mean_abs_error_s\": %.6g, "
+               "\"ran\": \"%s\", \"nodes\": %d}\n",
                mpilab_sync_method_name(method), size, window, maxcost, cs.attempts, cs.first_duration, inside, size - 1, maxerr, maxu,
-               sumu / (size - 1), drift_in, maxdu, ratio, spread, sume / (size - 1));
+               sumu / (size - 1), drift_in, maxdu, ratio, spread, sume / (size - 1), mpilab_sync_method_name(cs.method),
+               cs.nodes);
         free(all);
     }
     mpilab_clocksync_free(&cs);

@@ -166,8 +166,9 @@ def main() -> int:
         sys.exit(f"clocksync_scale: --platform: flat or asymmetric, not {a.platform!r}")
     if a.platform == "asymmetric" and hosts > 256:
         sys.exit("clocksync_scale: --platform asymmetric: at most 256 hosts (routes per pair)")
-    if any(m not in ("skampi", "regression", "hierarchical") for m in methods):
-        sys.exit("clocksync_scale: --methods: skampi, regression, hierarchical")
+    known = ("skampi", "regression", "hierarchical", "leaders", "auto")
+    if any(m not in known for m in methods):
+        sys.exit(f"clocksync_scale: --methods: {', '.join(known)}")
     for tool in ("smpicc", "smpirun"):
         if shutil.which(tool) is None:
             sys.exit(f"clocksync_scale: {tool} not found (apt-get install libsimgrid-dev)")

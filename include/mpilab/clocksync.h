@@ -30,7 +30,16 @@ typedef enum mpilab_sync_method {
      * simulated time, and no clock injection on any rank: mpilab_clock_is_global). Nothing is
      * probed: every rank's model is the identity with zero uncertainty and zero residual,
      * because it is exactly true. Anywhere else it would be false: refused (MPI_ERR_ARG). */
-    MPILAB_SYNC_EXACT = 3
+    MPILAB_SYNC_EXACT = 3,
+    /* Leaders: the node-aware tree of MPILAB_SYNC_HIERARCHICAL inside every node, but rank 0
+     * synchronises every node's leader itself (the leaders' tree is flat). Every rank's path
+     * crosses the network once, from rank 0, as a flat method's probe does, so its bound is a
+     * flat method's plus node-local hops; rank 0's work is O(nodes) instead of O(p). With one
+     * rank per node it probes every rank from rank 0, as the flat methods do. */
+    MPILAB_SYNC_LEADERS = 4,
+    /* Auto: resolved once, collectively, by mpilab_sync_resolve (mpilab_sync_auto_choice):
+     * the cheapest method measured to keep the flat method's precision. */
+    MPILAB_SYNC_AUTO = 5
 } mpilab_sync_method_t;
 
 /* Clock model of one rank:  local = offset + (1 + drift) * ref,
@@ -97,6 +106,10 @@ typedef struct mpilab_clocksync {
     double first_duration; /* seconds the first attempt took (duration: all attempts) */
     /* rank 0's clock at the moment every rank's uncertainty is stated for (the end) */
     double t_end;
+    /* the method asked for (MPILAB_SYNC_AUTO, or method itself) and the nodes auto counted
+     * (0 when it did not count) */
+    mpilab_sync_method_t requested;
+    int nodes;
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
@@ -127,8 +140,27 @@ typedef struct mpilab_clocksync {
  * make every hop but the leaders' a node-local one, whose bound is small. */
 #define MPILAB_SYNC_TREE_RADIX 32
 
+/* Auto's rule (pure): MPILAB_SYNC_SKAMPI below MPILAB_SYNC_AUTO_MIN_RANKS ranks, else
+ * MPILAB_SYNC_LEADERS, whatever the number of nodes. Why (docs/scale.md, "Clock
+ * synchronisation: leaders and auto"): in simulation, at 128 and 256 ranks with 1 to 32 ranks
+ * per node, symmetric and asymmetric networks, leaders' stated bounds (mean and largest) were
+ * at or below skampi's in every case, its real errors equal and its cost lower; at 64 ranks
+ * they were 0.99-1.05x skampi's. A rank's bound can only be as tight as a flat method's if
+ * rank 0 exchanged messages with its node (the shift argument, MPILAB_SYNC_TREE_RADIX), so
+ * with one rank per node no O(log p) scheme keeps the flat precision: there leaders probes
+ * every rank from rank 0, O(p), and MPILAB_SYNC_HIERARCHICAL is the O(log p) choice with
+ * about twice the bound. */
+#define MPILAB_SYNC_AUTO_MIN_RANKS 128
+mpilab_sync_method_t mpilab_sync_auto_choice(int size);
+/* Collective over comm: *resolved = method, or for MPILAB_SYNC_AUTO the rule's choice; from
+ * MPILAB_SYNC_AUTO_MIN_RANKS ranks on *nodes = the number of nodes (distinct processor names,
+ * counted on rank 0 and broadcast; for the record), else 0. Returns 0 or an MPI error code. */
+int mpilab_sync_resolve(MPI_Comm comm, mpilab_sync_method_t method, mpilab_sync_method_t *resolved,
+                        int *nodes);
+
 /* Collective over comm: synchronise every rank's clock with rank 0's (repeated when
- * preempted, see MPILAB_SYNC_ATTEMPTS). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
+ * preempted, see MPILAB_SYNC_ATTEMPTS; MPILAB_SYNC_AUTO resolved first, every call: a caller
+ * that synchronises often resolves once). Returns 0 or an MPI error code. Free with mpilab_clocksync_free. */
 int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_clocksync_t *out);
 /* The same with the drift window in seconds (0: one probing pass, drift resolved only as far
  * as that pass's span allows). mpilab_clocksync_run uses MPILAB_SYNC_DRIFT_WINDOW_S. */
@@ -165,7 +197,8 @@ int mpilab_clock_is_global(void);
 int mpilab_clock_global_build(void);
 
 const char *mpilab_sync_method_name(mpilab_sync_method_t m);
-/* "skampi", "regression", "hierarchical" or "exact" -> method; returns 0, or -1 if unknown. */
+/* "skampi", "regression", "hierarchical", "exact", "leaders" or "auto" -> method; returns 0, or
+ * -1 if unknown. */
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out);
 
 #ifdef __cplusplus

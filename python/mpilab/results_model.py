@@ -183,6 +183,13 @@ class ClockSync:
     method: str
     max_residual_s: float
     ranks: tuple[dict[str, Any], ...] = ()
+    # why --sync auto chose the method ("" when the method was named)
+    chosen_because: str = ""
+
+    @property
+    def label(self) -> str:
+        """The method, and auto's reason when auto chose it."""
+        return f"{self.method} (auto: {self.chosen_because})" if self.chosen_because else self.method
 
 
 @dataclass
@@ -204,8 +211,9 @@ class Results:
         if not isinstance(cs, dict):
             return None
         res = cs.get("max_residual_s")
+        why = cs.get("chosen_because")
         return ClockSync(str(cs.get("method", "")), math.nan if res is None else float(res),
-                         tuple(cs.get("ranks") or ()))
+                         tuple(cs.get("ranks") or ()), why if isinstance(why, str) else "")
 
     def p2p(self) -> list[Measurement]:
         return [m for m in self.measurements if m.is_p2p]

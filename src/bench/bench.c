@@ -26,6 +26,10 @@ struct mpilab_bench {
     double sync_end; /* this rank's mpilab_wtime() when the sync in use ended */
     double *ack; /* [size] one-way zero-byte time rank -> root */
     int have_ack;
+    /* MPILAB_SYNC_AUTO is resolved once, at the first synchronisation (o.sync_method then
+     * holds the choice): what was asked for and the nodes counted, for the results */
+    mpilab_sync_method_t sync_requested;
+    int sync_nodes;
 };
 
 void mpilab_bench_opts_default(mpilab_bench_opts_t *o)
@@ -66,6 +70,7 @@ int mpilab_bench_init(MPI_Comm comm, const mpilab_bench_opts_t *opts, mpilab_ben
     MPI_Comm_rank(b->comm, &b->rank);
     b->size = size;
     b->o = *opts;
+    b->sync_requested = opts->sync_method;
     *out = b;
     return 0;
 }
@@ -351,6 +356,10 @@ static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need
         mpilab_clocksync_t prev = b->sync;
         int had = b->have_sync;
         b->have_sync = 0;
+        if (!had && mpilab_sync_resolve(b->comm, b->o.sync_method, &b->o.sync_method, &b->sync_nodes) != MPI_SUCCESS) {
+            snprintf(err, errlen, "clock synchronisation failed: choosing the method");
+            return -1;
+        }
         if (mpilab_clocksync_run_window(b->comm, b->o.sync_method, had ? 0.0 : MPILAB_SYNC_DRIFT_WINDOW_S,
                                         &b->sync) != MPI_SUCCESS) {
             if (had)
@@ -364,6 +373,8 @@ static int measure_calibrate(mpilab_bench_t *b, mpilab_timing_t timing, int need
         }
         b->have_sync = 1;
         b->sync_end = mpilab_wtime();
+        b->sync.requested = b->sync_requested;
+        b->sync.nodes = b->sync_nodes;
     }
     if (timing == MPILAB_TIMING_OPSPEC && !b->have_ack)
         measure_ack(b);

@@ -432,9 +432,9 @@ static int sync_once(MPI_Comm comm, mpilab_sync_method_t method, int effort, dou
     double *model = calloc((size_t)size * NM, sizeof *model);
     if (!model)
         rc = MPI_ERR_NO_MEM;
-    if (method == MPILAB_SYNC_HIERARCHICAL) {
+    if (method == MPILAB_SYNC_HIERARCHICAL || method == MPILAB_SYNC_LEADERS) {
         if (rc == MPI_SUCCESS)
-            rc = mpilab_cs_tree_side(comm, rank, size, t0, model, effort, window);
+            rc = mpilab_cs_tree_side(comm, rank, size, t0, model, effort, window, method == MPILAB_SYNC_LEADERS);
     } else if (rank != 0) {
         for (int ph = 0; ph < phases && rc == MPI_SUCCESS; ph++)
             rc = mpilab_cs_serve(comm, 0);
@@ -506,6 +506,11 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
 int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
                                 mpilab_clocksync_t *out)
 {
+    mpilab_sync_method_t requested = method;
+    int nodes = 0;
+    int rc0 = mpilab_sync_resolve(comm, requested, &method, &nodes);
+    if (rc0 != MPI_SUCCESS)
+        return rc0;
     double spent = 0.0, prev_end = 0.0;
     for (int a = 1; a <= MPILAB_SYNC_ATTEMPTS; a++) {
         mpilab_clocksync_t cur;
@@ -541,6 +546,8 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
     }
     out->duration = spent;
     out->t_end = prev_end;
+    out->requested = requested;
+    out->nodes = nodes;
     out->max_uncertainty = max_uncertainty(out);
     out->precise = out->max_uncertainty <= MPILAB_SYNC_TARGET_S;
     return MPI_SUCCESS;
@@ -598,26 +605,43 @@ double mpilab_clock_to_local(const mpilab_clocksync_t *cs, int rank, double glob
     return cs->t0 + m->offset + (1.0 + m->drift) * (global - cs->t0);
 }
 
+static const char *const METHOD_NAMES[] = {"skampi", "regression", "hierarchical", "exact", "leaders", "auto"};
+#define NMETHODS (sizeof METHOD_NAMES / sizeof METHOD_NAMES[0])
+
 const char *mpilab_sync_method_name(mpilab_sync_method_t m)
 {
-    if (m == MPILAB_SYNC_EXACT)
-        return "exact";
-    if (m == MPILAB_SYNC_HIERARCHICAL)
-        return "hierarchical";
-    return m == MPILAB_SYNC_REGRESSION ? "regression" : "skampi";
+    return (size_t)m < NMETHODS ? METHOD_NAMES[m] : "skampi";
+}
+
+mpilab_sync_method_t mpilab_sync_auto_choice(int size)
+{
+    return size < MPILAB_SYNC_AUTO_MIN_RANKS ? MPILAB_SYNC_SKAMPI : MPILAB_SYNC_LEADERS;
+}
+
+int mpilab_sync_resolve(MPI_Comm comm, mpilab_sync_method_t method, mpilab_sync_method_t *resolved,
+                        int *nodes)
+{
+    *resolved = method;
+    *nodes = 0;
+    if (method != MPILAB_SYNC_AUTO)
+        return MPI_SUCCESS;
+    int size;
+    MPI_Comm_size(comm, &size);
+    *resolved = MPILAB_SYNC_SKAMPI;
+    if (size < MPILAB_SYNC_AUTO_MIN_RANKS) /* every rank knows: nothing to count */
+        return MPI_SUCCESS;
+    int rc = mpilab_cs_count_nodes(comm, nodes);
+    if (rc == MPI_SUCCESS)
+        *resolved = mpilab_sync_auto_choice(size);
+    return rc;
 }
 
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out)
 {
-    if (strcmp(s, "skampi") == 0)
-        *out = MPILAB_SYNC_SKAMPI;
-    else if (strcmp(s, "regression") == 0)
-        *out = MPILAB_SYNC_REGRESSION;
-    else if (strcmp(s, "hierarchical") == 0)
-        *out = MPILAB_SYNC_HIERARCHICAL;
-    else if (strcmp(s, "exact") == 0)
-        *out = MPILAB_SYNC_EXACT;
-    else
-        return -1;
-    return 0;
+    for (size_t k = 0; k < NMETHODS; k++)
+        if (strcmp(s, METHOD_NAMES[k]) == 0) {
+            *out = (mpilab_sync_method_t)k;
+            return 0;
+        }
+    return -1;
 }

@@ -52,7 +52,11 @@ int mpilab_cs_verify_one(MPI_Comm comm, int r, double t0, double *mr, int effort
 void mpilab_cs_combine_drift(const double *a, double *b);
 
 /* Every rank's side of the hierarchical synchronisation (src/bench/clocktree.c); on rank 0
- * model receives every rank's composed model (NM doubles per rank). */
-int mpilab_cs_tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window);
+ * model receives every rank's composed model (NM doubles per rank). flat_leaders: rank 0
+ * synchronises every node's leader itself (MPILAB_SYNC_LEADERS). */
+int mpilab_cs_tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window,
+                        int flat_leaders);
+/* Collective: the number of distinct processor names in comm (counted on rank 0, broadcast). */
+int mpilab_cs_count_nodes(MPI_Comm comm, int *nodes);
 
 #endif

@@ -54,6 +54,11 @@ static int by_name(const void *a, const void *b)
     return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static int by_key(const void *a, const void *b)
 {
     const keyed_t *x = a, *y = b;
@@ -62,23 +67,24 @@ static int by_key(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* x >= 1's parent in a k-nomial tree of radix TREE_RADIX (x with its lowest non-zero base-k
+/* x >= 1's parent in a k-nomial tree of the given radix (x with its lowest non-zero base-k
  * digit cleared); *round: that digit's position. */
-static int knomial_parent(int x, int *round)
+static int knomial_parent(int x, long radix, int *round)
 {
     long step = 1;
     int j = 0;
-    while ((x / step) % TREE_RADIX == 0) {
-        step *= TREE_RADIX;
+    while ((x / step) % radix == 0) {
+        step *= radix;
         j++;
     }
     *round = j;
-    return (int)(x - ((x / step) % TREE_RADIX) * step);
+    return (int)(x - ((x / step) % radix) * step);
 }
 
 /* Rank 0: every rank's parent and order key (pk: [2 size]) from the ranks' processor names
- * (size entries of len bytes each). Returns the number of nodes, or -1 if memory ran out. */
-static int tree_plan(const char *names, size_t len, int size, int *pk)
+ * (size entries of len bytes each); flat_leaders: every leader's parent is rank 0 (the
+ * leaders' tree of radix > size). Returns the number of nodes, or -1 if memory ran out. */
+static int tree_plan(const char *names, size_t len, int size, int flat_leaders, int *pk)
 {
     named_t *s = malloc((size_t)size * sizeof *s);
     int *local = malloc((size_t)size * 3 * sizeof *local);
@@ -114,10 +120,10 @@ static int tree_plan(const char *names, size_t len, int size, int *pk)
     for (int r = 1; r < size; r++) {
         int j;
         if (local[r] > 0) {
-            pk[r] = s[start[r] + knomial_parent(local[r], &j)].rank;
+            pk[r] = s[start[r] + knomial_parent(local[r], TREE_RADIX, &j)].rank;
             pk[size + r] = j;
         } else {
-            pk[r] = lead[knomial_parent(index_of[r], &j)];
+            pk[r] = lead[knomial_parent(index_of[r], flat_leaders ? (long)size + 1 : TREE_RADIX, &j)];
             pk[size + r] = KEY_LEADER + j;
         }
     }
@@ -127,29 +133,72 @@ static int tree_plan(const char *names, size_t len, int size, int *pk)
     return nodes;
 }
 
-/* Collective: the tree (every rank: all parents and keys, its own children in order). */
-static int tree_build(MPI_Comm comm, int rank, int size, tree_t *t)
+#define NAME_LEN (MPI_MAX_PROCESSOR_NAME + 1)
+
+/* Collective: every rank's processor name on rank 0 (*names: size entries of NAME_LEN bytes,
+ * each terminated; NULL elsewhere). ok: this rank's own allocations succeeded (any rank's
+ * failure fails all). Returns 0 or an MPI error code. */
+static int gather_names(MPI_Comm comm, int rank, int size, int ok, char **names)
 {
-    memset(t, 0, sizeof *t);
-    char name[MPI_MAX_PROCESSOR_NAME + 1];
+    char name[NAME_LEN];
     memset(name, 0, sizeof name);
     int len = 0;
     MPI_Get_processor_name(name, &len);
-    char *names = rank == 0 ? calloc((size_t)size, sizeof name) : NULL;
-    t->parent = calloc((size_t)size * 2 + 1, sizeof *t->parent);
-    t->children = malloc((size_t)size * sizeof *t->children);
-    keyed_t *kc = malloc((size_t)size * sizeof *kc);
-    int ok = t->parent && t->children && kc && (rank != 0 || names), all_ok = 0;
+    *names = rank == 0 ? calloc((size_t)size, NAME_LEN) : NULL;
+    ok = ok && (rank != 0 || *names);
+    int all_ok = 0;
     int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
     if (rc == MPI_SUCCESS && !all_ok)
         rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
-        rc = MPI_Gather(name, (int)sizeof name, MPI_CHAR, names, (int)sizeof name, MPI_CHAR, 0, comm);
-    if (rc == MPI_SUCCESS && rank == 0) {
+        rc = MPI_Gather(name, NAME_LEN, MPI_CHAR, *names, NAME_LEN, MPI_CHAR, 0, comm);
+    if (rc == MPI_SUCCESS && rank == 0)
         for (int r = 0; r < size; r++)
-            names[(size_t)r * sizeof name + sizeof name - 1] = '\0';
-        t->parent[2 * size] = tree_plan(names, sizeof name, size, t->parent);
+            (*names)[(size_t)r * NAME_LEN + NAME_LEN - 1] = '\0';
+    return rc;
+}
+
+int mpilab_cs_count_nodes(MPI_Comm comm, int *nodes)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    char *names = NULL;
+    int count = 0;
+    int rc = gather_names(comm, rank, size, 1, &names);
+    if (rc == MPI_SUCCESS && rank == 0) {
+        const char **sorted = malloc((size_t)size * sizeof *sorted);
+        if (sorted) {
+            for (int r = 0; r < size; r++)
+                sorted[r] = names + (size_t)r * NAME_LEN;
+            qsort(sorted, (size_t)size, sizeof *sorted, by_str);
+            for (int r = 0; r < size; r++)
+                count += r == 0 || strcmp(sorted[r], sorted[r - 1]) != 0;
+        } else {
+            count = -1;
+        }
+        free(sorted);
     }
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(&count, 1, MPI_INT, 0, comm);
+    free(names);
+    if (rc == MPI_SUCCESS && count < 0)
+        rc = MPI_ERR_NO_MEM;
+    *nodes = count;
+    return rc;
+}
+
+/* Collective: the tree (every rank: all parents and keys, its own children in order). */
+static int tree_build(MPI_Comm comm, int rank, int size, int flat_leaders, tree_t *t)
+{
+    memset(t, 0, sizeof *t);
+    char *names = NULL;
+    t->parent = calloc((size_t)size * 2 + 1, sizeof *t->parent);
+    t->children = malloc((size_t)size * sizeof *t->children);
+    keyed_t *kc = malloc((size_t)size * sizeof *kc);
+    int rc = gather_names(comm, rank, size, t->parent && t->children && kc, &names);
+    if (rc == MPI_SUCCESS && rank == 0)
+        t->parent[2 * size] = tree_plan(names, NAME_LEN, size, flat_leaders, t->parent);
     if (rc == MPI_SUCCESS)
         rc = MPI_Bcast(t->parent, 2 * size + 1, MPI_INT, 0, comm);
     if (rc == MPI_SUCCESS && t->parent[2 * size] < 0)
@@ -239,11 +288,12 @@ static void tree_compose(const tree_t *t, const double *all, int size, double t_
     }
 }
 
-int mpilab_cs_tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window)
+int mpilab_cs_tree_side(MPI_Comm comm, int rank, int size, double t0, double *model, int effort, double window,
+                        int flat_leaders)
 {
     double start = mpilab_wtime(); /* own clock: the ranks' clocks may be far apart */
     tree_t t;
-    int rc = tree_build(comm, rank, size, &t);
+    int rc = tree_build(comm, rank, size, flat_leaders, &t);
     int slots = t.nchildren > 0 ? t.nchildren : 1;
     probe_t *a = calloc((size_t)slots, sizeof *a), *b = calloc((size_t)slots, sizeof *b);
     double *pair = calloc((size_t)slots * NM, sizeof *pair);

@@ -200,11 +200,28 @@ json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_resid
     for (int r = 1; r < cs->nranks; r++)
         json_object_set_new(json_array_get(rk, (size_t)r - 1), "drift_uncertainty",
                             mpilab_json_real(cs->ranks[r].drift_uncertainty));
-    return json_pack("{s:s,s:o,s:I,s:o,s:i,s:o,s:b,s:o}", "method", mpilab_sync_method_name(cs->method),
-                     "max_residual_s", mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs,
-                     "last_duration_s", mpilab_json_real(cs->duration), "last_attempts", cs->attempts,
-                     "last_max_uncertainty_s", mpilab_json_real(cs->max_uncertainty), "last_precise",
-                     cs->precise, "ranks", rk);
+    json_t *o = json_pack("{s:s,s:o,s:I,s:o,s:i,s:o,s:b,s:o}", "method", mpilab_sync_method_name(cs->method),
+                          "max_residual_s", mpilab_json_real(max_residual), "syncs", (json_int_t)nsyncs,
+                          "last_duration_s", mpilab_json_real(cs->duration), "last_attempts", cs->attempts,
+                          "last_max_uncertainty_s", mpilab_json_real(cs->max_uncertainty), "last_precise",
+                          cs->precise, "ranks", rk);
+    if (o && cs->requested == MPILAB_SYNC_AUTO) {
+        /* why auto chose the method (mpilab_sync_auto_choice) */
+        char why[160];
+        if (cs->method == MPILAB_SYNC_LEADERS && cs->nodes < cs->nranks)
+            snprintf(why, sizeof why, "%d ranks on %d nodes: rank 0 synchronises every node's leader, "
+                     "node-local trees below", cs->nranks, cs->nodes);
+        else if (cs->method == MPILAB_SYNC_LEADERS)
+            snprintf(why, sizeof why, "%d ranks, one per node: rank 0 synchronises every rank (the "
+                     "flat precision needs it)", cs->nranks);
+        else
+            snprintf(why, sizeof why, "fewer than %d ranks: every rank probed from rank 0",
+                     MPILAB_SYNC_AUTO_MIN_RANKS);
+        json_object_set_new(o, "requested", json_string("auto"));
+        json_object_set_new(o, "nodes", cs->nodes > 0 ? json_integer(cs->nodes) : json_null());
+        json_object_set_new(o, "chosen_because", json_string(why));
+    }
+    return o;
 }
 
 json_t *mpilab_results_new(json_t *provenance, json_t *measurements)

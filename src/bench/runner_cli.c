@@ -56,9 +56,11 @@ void mpilab_runner_usage(FILE *f)
         "                       isolated and back-to-back figures differ beyond their intervals\n"
         "  --pipeline-depth N   isolation none: repetitions per timed chunk (count, default 10)\n"
         "  --root R             root rank of rooted operations (default 0)\n"
-        "  --sync METHOD        clock synchronisation: skampi | regression | hierarchical | exact\n"
-        "                       (default skampi; simulated (SMPI build) without --inject-clock:\n"
-        "                       exact, every rank reads the one simulated clock, nothing probed)\n"
+        "  --sync METHOD        clock synchronisation: auto | skampi | regression | hierarchical |\n"
+        "                       leaders | exact (default auto: skampi below 128 ranks, else\n"
+        "                       leaders: rank 0 probes each node's leader, node-local trees below;\n"
+        "                       simulated (SMPI build) without --inject-clock: exact, every rank\n"
+        "                       reads the one simulated clock, nothing probed)\n"
         "  --p2p-schedule S     parallel (non-overlapping pairs at once) | sequential (default parallel)\n"
         "  --p2p-back BYTES     p2p reply size in bytes (default: the same as the message)\n"
         "  --pairs full|sampled the pairs p2p measures: every pair, or a sampled design of O(p log p)\n"
@@ -343,7 +345,8 @@ static int named_arg(int opt, const char *v, mpilab_runner_config_t *c, char *er
         return 0;
     default:
         if (mpilab_sync_method_parse(v, &c->bo.sync_method) != 0)
-            return fail(err, errlen, "--sync: unknown method '%s' (skampi, regression, hierarchical, exact)", v);
+            return fail(err, errlen, "--sync: unknown method '%s' (auto, skampi, regression, hierarchical, leaders, exact)",
+                        v);
         c->sync_given = 1;
         return 0;
     }
@@ -573,12 +576,12 @@ static int check_numbers(mpilab_runner_config_t *c, const raw_t *r, int nranks, 
 
 /* The clock synchronisation: simulated (the SMPI build), every rank reads SimGrid's one
  * clock, so unless --sync names a method or --inject-clock gives the ranks clocks of their
- * own, the default is exact (no probing); exact anywhere else would be false: refused. */
+ * own, the default is exact (no probing); exact anywhere else would be false: refused. The
+ * default elsewhere is auto (mpilab_sync_auto_choice). */
 static int sync_choice(mpilab_runner_config_t *c, char *err, size_t errlen)
 {
     if (!c->sync_given) {
-        if (mpilab_clock_global_build() && !c->inject)
-            c->bo.sync_method = MPILAB_SYNC_EXACT;
+        c->bo.sync_method = mpilab_clock_global_build() && !c->inject ? MPILAB_SYNC_EXACT : MPILAB_SYNC_AUTO;
         return 0;
     }
     if (c->bo.sync_method != MPILAB_SYNC_EXACT)

@@ -171,6 +171,20 @@ MPILAB_TEST(sync_method_names)
     CHECK(mpilab_sync_method_parse("hierarchical", &sm) == 0 && sm == MPILAB_SYNC_HIERARCHICAL);
     CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_HIERARCHICAL), "hierarchical") == 0);
     CHECK(mpilab_sync_method_parse("ntp", &sm) != 0);
+    CHECK(mpilab_sync_method_parse("leaders", &sm) == 0 && sm == MPILAB_SYNC_LEADERS);
+    CHECK(mpilab_sync_method_parse("auto", &sm) == 0 && sm == MPILAB_SYNC_AUTO);
+    CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_LEADERS), "leaders") == 0);
+    CHECK(strcmp(mpilab_sync_method_name(MPILAB_SYNC_EXACT), "exact") == 0);
+    CHECK(mpilab_sync_method_parse("Auto", &sm) != 0 && mpilab_sync_method_parse("", &sm) != 0);
+}
+
+/* Auto's rule: the flat method below MPILAB_SYNC_AUTO_MIN_RANKS ranks, leaders from there. */
+MPILAB_TEST(sync_auto_rule)
+{
+    CHECK(mpilab_sync_auto_choice(2) == MPILAB_SYNC_SKAMPI);
+    CHECK(mpilab_sync_auto_choice(MPILAB_SYNC_AUTO_MIN_RANKS - 1) == MPILAB_SYNC_SKAMPI);
+    CHECK(mpilab_sync_auto_choice(MPILAB_SYNC_AUTO_MIN_RANKS) == MPILAB_SYNC_LEADERS);
+    CHECK(mpilab_sync_auto_choice(1024) == MPILAB_SYNC_LEADERS);
 }
 
 MPILAB_TEST_MAIN()

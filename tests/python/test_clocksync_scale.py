@@ -84,6 +84,37 @@ def test_node_aware_tree_keeps_the_flat_precision(tmp_path: Path) -> None:
     assert tree[0.8]["max_uncertainty_s"] < 1.25 * flat[0.8]["max_uncertainty_s"]
 
 
+@needs_smpi
+def test_auto_takes_leaders_and_keeps_the_flat_precision_beyond_the_tree(tmp_path: Path) -> None:
+    """128 ranks, 2 per node: 64 nodes, more than the radix-32 leaders' tree holds at depth 1,
+    on the asymmetric network. The hierarchical tree puts most leaders two network hops from
+    rank 0 and is 16.1 us off where the flat method is 8.06 us off; leaders (rank 0 probes
+    every node's leader) crosses the network once, as the flat method does. Auto (128 ranks:
+    at the threshold) must choose leaders, count the 64 nodes, and keep every offset and drift
+    within its bound with real errors and bounds no worse than the flat method's."""
+    out = tmp_path / "cs.json"
+    p = run("--ranks", "128", "--ppn", "2", "--methods", "auto,leaders,hierarchical,skampi",
+            "--windows", "0.8", "--platform", "asymmetric", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    rows = {r["method"]: r for r in json.loads(out.read_text())}
+    assert sorted(rows) == ["auto", "hierarchical", "leaders", "skampi"]
+    for m, r in rows.items():
+        assert r["within_uncertainty"] == 127 and r["drift_within_uncertainty"] == 127, m
+        assert r["max_error_to_uncertainty"] <= 1.0, m
+    auto, lead, tree, flat = (rows[m] for m in ("auto", "leaders", "hierarchical", "skampi"))
+    assert auto["ran"] == "leaders" and auto["nodes"] == 64
+    assert lead["nodes"] == 0 and flat["ran"] == "skampi"  # counted only when auto chose
+    # the asymmetry is there; the tree crosses it twice on most paths, leaders once
+    assert flat["max_abs_error_s"] > 5e-6
+    assert tree["max_abs_error_s"] > 1.5 * flat["max_abs_error_s"]
+    for r in (auto, lead):
+        assert r["max_abs_error_s"] < flat["max_abs_error_s"] + 0.5e-6
+        assert r["mean_uncertainty_s"] <= 1.02 * flat["mean_uncertainty_s"]
+        assert r["max_uncertainty_s"] <= 1.02 * flat["max_uncertainty_s"]
+    # rank 0 probes 63 leaders and its own node's rank, not 127 ranks
+    assert lead["first_attempt_s"] < flat["first_attempt_s"]
+
+
 def test_bad_input_one_line() -> None:
     for args, what in ((["--ranks", "1"], "--ranks"), (["--ranks", "x"], "--ranks"),
                        (["--methods", "ntp"], "--methods"), (["--platform", "torus"], "--platform"),

@@ -128,6 +128,39 @@ def test_simulated_loggp_over_the_sampled_design(run_cli: Callable[..., Any],
 
 
 @needs_smpi
+def test_auto_sync_at_128_ranks_probes_from_rank_0(run_cli: Callable[..., Any],
+                                                   tmp_path: Path) -> None:
+    """128 simulated ranks, one per host, injected clocks, no --sync: auto chooses leaders
+    (from 128 ranks on), counts the 128 nodes, says why in the results, and states the flat
+    method's bounds (every rank probed from rank 0: one rank per node leaves no cheaper way to
+    them), where the O(log p) tree states more (two hops for most ranks)."""
+    plat = _platform(run_cli, tmp_path, 128, "10Gbit", "1us")
+    args = ["--ops", "bcast", "--timing", "global", "--sizes", "0", "--quiet",
+            "--inject-clock", "offset=3ms,drift=40ppm,seed=5"]
+    docs = {}
+    for name, extra in (("auto", []), ("skampi", ["--sync", "skampi"]),
+                        ("hierarchical", ["--sync", "hierarchical"])):
+        p = run_cli("bench", "--sim", str(plat), "--out", f"{name}.json", "--", *args, *extra)
+        assert p.returncode == 0, p.stderr
+        docs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+
+    def mean_bound(doc: dict[str, Any]) -> float:
+        u = [r["uncertainty_s"] for r in doc["provenance"]["clock_sync"]["ranks"]]
+        assert len(u) == 127
+        return sum(u) / len(u)
+
+    cs = docs["auto"]["provenance"]["clock_sync"]
+    assert docs["auto"]["provenance"]["options"]["sync"] == "auto"
+    assert cs["method"] == "leaders" and cs["requested"] == "auto" and cs["nodes"] == 128
+    assert "one per node" in cs["chosen_because"]
+    assert mean_bound(docs["auto"]) <= 1.02 * mean_bound(docs["skampi"])
+    assert mean_bound(docs["hierarchical"]) > 1.3 * mean_bound(docs["auto"])
+    rep = run_cli("report", "auto.json")
+    assert rep.returncode == 0, rep.stderr
+    assert "leaders (auto: 128 ranks, one per node" in (tmp_path / "auto.html").read_text()
+
+
+@needs_smpi
 def test_simulated_clocks_are_one_clock_unless_injected(run_cli: Callable[..., Any],
                                                        tmp_path: Path) -> None:
     """Simulated, every rank's MPI_Wtime is SimGrid's one clock: global timing needs no
@@ -164,6 +197,12 @@ def test_simulated_clocks_are_one_clock_unless_injected(run_cli: Callable[..., A
         assert pcs["method"] == "skampi" and pcs["performed"] == 3
         assert pcs["total_duration_s"] > 100 * cs["total_duration_s"]
     assert any(r["offset_s"] != 0 for r in inj["provenance"]["clock_sync"]["ranks"])
+    # injected clocks and no --sync: auto, which below 128 ranks is the flat method, and says so
+    ics = inj["provenance"]["clock_sync"]
+    assert inj["provenance"]["options"]["sync"] == "auto"
+    assert ics["requested"] == "auto" and ics["nodes"] is None
+    assert "fewer than 128 ranks" in ics["chosen_because"]
+    assert "requested" not in probed["provenance"]["clock_sync"]
     for size, m in glob(exact).items():
         assert glob(probed)[size]["stats"]["median"] == pytest.approx(m["stats"]["median"],
                                                                       rel=1e-9)

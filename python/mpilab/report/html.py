@@ -73,7 +73,7 @@ def _collectives(r: Results, sink: FigureSink) -> list[Section]:
               "synchronised clocks; opspec: operation-specific).")
     cs = r.clock_sync
     if cs is not None and any(m.timing == "global" for m in coll):
-        tsec.note(f"Global timing used clock synchronisation '{cs.method}' with maximum "
+        tsec.note(f"Global timing used clock synchronisation '{cs.label}' with maximum "
                   f"residual {units.fmt_time(cs.max_residual_s)}.")
     for op in r.ops():
         ms = [m for m in coll if m.op == op]

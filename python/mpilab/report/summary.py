@@ -387,7 +387,7 @@ def health(r: Results, s: dict[str, Any] | None = None) -> tuple[list[Card], lis
         nr = r.provenance.get("ranks")
         nr = nr if isinstance(nr, int) else len(cs.ranks) + 1
         cards.append(Card("clock sync max residual", units.fmt_time(res), res, "clock_residual",
-                          f"method {cs.method}, {nr} ranks"))
+                          f"method {cs.label}, {nr} ranks"))
     else:
         items.append("no clock synchronisation (no measurement used global timing)")
     fl = s["flags"]
@@ -461,7 +461,7 @@ def provenance_table(r: Results) -> Table:
     cs = r.clock_sync
     if cs is not None:
         rows.append(("clock sync",
-                     f"{cs.method}, max residual {units.fmt_time(cs.max_residual_s)}"))
+                     f"{cs.label}, max residual {units.fmt_time(cs.max_residual_s)}"))
     if len(r.sources) > 1:
         rows.append(("merged from", ", ".join(r.sources)))
     return Table(["item", "value"], [[Cell(k), Cell(v)] for k, v in rows],
