@@ -189,7 +189,9 @@ class ClockSync:
     @property
     def label(self) -> str:
         """The method, and auto's reason when auto chose it."""
-        return f"{self.method} (auto: {self.chosen_because})" if self.chosen_because else self.method
+        if not self.chosen_because:
+            return self.method
+        return f"{self.method} (auto: {self.chosen_because})"
 
 
 @dataclass
