@@ -145,11 +145,11 @@ typedef struct mpilab_clocksync {
  * synchronisation: leaders and auto"): in simulation, at 128 and 256 ranks with 1 to 32 ranks
  * per node, symmetric and asymmetric networks, leaders' stated bounds (mean and largest) were
  * 0.62-1.003x skampi's (39 of 40 at or below), its real errors equal to 1 ns and its cost
- * lower; at 64 ranks the trees' were up to 1.05x skampi's. A rank's bound can only be as tight as a flat method's if
- * rank 0 exchanged messages with its node (the shift argument, MPILAB_SYNC_TREE_RADIX), so
- * with one rank per node no O(log p) scheme keeps the flat precision: there leaders probes
- * every rank from rank 0, O(p), and MPILAB_SYNC_HIERARCHICAL is the O(log p) choice with
- * about twice the bound. */
+ * lower; at 64 ranks the trees' were up to 1.05x skampi's. A rank's bound can only be as
+ * tight as a flat method's if rank 0 exchanged messages with its node (the shift argument,
+ * MPILAB_SYNC_TREE_RADIX), so with one rank per node no O(log p) scheme keeps the flat
+ * precision: there leaders probes every rank from rank 0, O(p), and
+ * MPILAB_SYNC_HIERARCHICAL is the O(log p) choice with about twice the bound. */
 #define MPILAB_SYNC_AUTO_MIN_RANKS 128
 mpilab_sync_method_t mpilab_sync_auto_choice(int size);
 /* Collective over comm: *resolved = method, or for MPILAB_SYNC_AUTO the rule's choice; from
