@@ -41,8 +41,8 @@ static void bad_input(const char *fmt, ...)
 static void usage(void)
 {
     if (g_rank == 0)
-        printf("usage: mpilab-selftest clock [--inject SPEC|none] [--syncs N] [--sync skampi|regression|hierarchical|exact]\n"
-               "                             [--out FILE]\n"
+        printf("usage: mpilab-selftest clock [--inject SPEC|none] [--syncs N] [--out FILE]\n"
+               "                             [--sync skampi|regression|hierarchical|leaders|auto|exact]\n"
                "       mpilab-selftest fit [--trials N] [--seed N] [--delayed F] [--out FILE]\n"
                "       mpilab-selftest link [--sizes LIST] [--min-reps N] [--max-reps N] [--eps X]\n"
                "                            [--burst N] [--rounds N] [--nice N|keep] [--out FILE]   (2 ranks: one real link)\n"
@@ -173,7 +173,8 @@ static int run_clock(int argc, char **argv)
         case 'n': syncs = parse_count("--syncs", optarg, 1, 10000); break;
         case 'm':
             if (mpilab_sync_method_parse(optarg, &method) != 0)
-                bad_input("--sync: unknown method '%s' (skampi, regression, hierarchical, exact)", optarg);
+                bad_input("--sync: unknown method '%s' (skampi, regression, hierarchical, leaders, auto, exact)",
+                          optarg);
             break;
         case 'o': out = optarg; break;
         case 'h': usage(); MPI_Finalize(); exit(0);
