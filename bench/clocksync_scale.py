@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Clock synchronisation at scale in simulated time (SimGrid SMPI), flat SKaMPI against the
-hierarchical (binomial tree) method.
+trees (hierarchical, leaders) and auto, the runner's default.
 
 Compiles bench/clocksync_scale.c with smpicc against libmpilab's clocksync.c, clockfit.c,
 wtime.c and parse.c in a temporary directory (outside the build tree), writes a flat cluster
@@ -19,9 +19,11 @@ for a symmetric network (its routes are listed pair by pair: at most 256 hosts).
 --ppn N[,N...] puts N consecutive ranks on every host (block placement, as a cluster of N-core
 nodes runs MPI); ranks of one host talk over its loopback (0.3 us, 20 Gbit/s, as shared
 memory). The hierarchical method's tree then keeps every hop below a node's leader inside the
-node (src/bench/clocktree.c).
+node (src/bench/clocktree.c); leaders also has rank 0 probe every node's leader itself, and
+auto picks skampi below 128 ranks and leaders from there (each row records the method that
+ran, "ran", and the nodes auto counted, "nodes").
 
-Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical]
+Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical,leaders,auto]
                                 [--windows 0,0.8] [--platform flat|asymmetric] [--ppn N]
                                 [--out FILE]
 """
