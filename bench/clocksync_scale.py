@@ -23,8 +23,8 @@ node (src/bench/clocktree.c); leaders also has rank 0 probe every node's leader 
 auto picks skampi below 128 ranks and leaders from there (each row records the method that
 ran, "ran", and the nodes auto counted, "nodes").
 
-Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024] [--methods skampi,hierarchical,leaders,auto]
-                                [--windows 0,0.8] [--platform flat|asymmetric] [--ppn N]
+Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024]
+                                [--methods skampi,hierarchical,leaders,auto] [--windows 0,0.8] [--platform flat|asymmetric] [--ppn N]
                                 [--out FILE]
 """
 
