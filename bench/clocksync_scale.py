@@ -24,8 +24,8 @@ auto picks skampi below 128 ranks and leaders from there (each row records the m
 ran, "ran", and the nodes auto counted, "nodes").
 
 Usage: bench/clocksync_scale.py [--ranks 16,64,256,1024]
-                                [--methods skampi,hierarchical,leaders,auto] [--windows 0,0.8] [--platform flat|asymmetric] [--ppn N]
-                                [--out FILE]
+                                [--methods skampi,hierarchical,leaders,auto] [--windows 0,0.8]
+                                [--platform flat|asymmetric] [--ppn N] [--out FILE]
 """
 
 from __future__ import annotations
