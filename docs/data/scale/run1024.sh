@@ -1,11 +1,16 @@
 #!/bin/bash
 # The 1024-rank simulated survey in its window (issue 26): a 12 GB cgroup v1 memory group,
-# stopped by timeout at END (UTC, default 02:50); progress sampled every 30 s.
-# Run as: /work/shared/tools/mlock build nice -n -10 /tmp/s20/run1024.sh
+# stopped by timeout at END (UTC); progress sampled every 30 s. TAG names the cgroup and the
+# folder /tmp/TAG; BROWSER=--browser also loads the page in headless Chromium.
+# Run as: /work/shared/tools/mlock build nice -n -10 docs/data/scale/run1024.sh
+# (session 20: TAG=s20 END=05:10 from /work/wt/lead; session 32: TAG=s32 END=19:58
+# BROWSER=--browser from /work/wt/s28)
 END=${END:-05:10}
-CG=/sys/fs/cgroup/memory/s20
-OUT=/tmp/s20/sv1024
-cd /work/wt/lead && . .venv/bin/activate
+TAG=${TAG:-s20}
+CG=/sys/fs/cgroup/memory/$TAG
+OUT=/tmp/$TAG/sv1024
+cd "$(dirname "$0")/../../.." && . .venv/bin/activate
+mkdir -p /tmp/$TAG
 mkdir -p $CG && echo 12G > $CG/memory.limit_in_bytes
 echo $$ > $CG/cgroup.procs
 echo 0 > $CG/memory.max_usage_in_bytes 2>/dev/null
@@ -15,9 +20,9 @@ rm -rf $OUT
 ( while sleep 30; do
     log=$OUT/n1024/survey/runner.log
     echo "$(date -u +%T) mem $(( $(cat $CG/memory.usage_in_bytes) / 1048576 )) MB max $(( $(cat $CG/memory.max_usage_in_bytes) / 1048576 )) MB load $(cut -d' ' -f1 /proc/loadavg) | $( [ -f $log ] && grep -v '^\$' $log | tail -1 | cut -c1-150)"
-  done ) > /tmp/s20/progress1024.log 2>&1 &
+  done ) > /tmp/$TAG/progress1024.log 2>&1 &
 mon=$!
-python3 bench/scale_survey.py --ranks 1024 --out $OUT --json /tmp/s20/sv1024.json &
+python3 bench/scale_survey.py --ranks 1024 --out $OUT --json /tmp/$TAG/sv1024.json $BROWSER &
 top=$!
 while kill -0 $top 2>/dev/null && [ $(date -u +%s) -lt $end ]; do sleep 5; done
 if kill -0 $top 2>/dev/null; then
