@@ -627,13 +627,10 @@ int mpilab_sync_resolve(MPI_Comm comm, mpilab_sync_method_t method, mpilab_sync_
         return MPI_SUCCESS;
     int size;
     MPI_Comm_size(comm, &size);
-    *resolved = MPILAB_SYNC_SKAMPI;
-    if (size < MPILAB_SYNC_AUTO_MIN_RANKS) /* every rank knows: nothing to count */
+    *resolved = mpilab_sync_auto_choice(size);
+    if (size < MPILAB_SYNC_AUTO_MIN_RANKS) /* every rank knows the size: nothing to count */
         return MPI_SUCCESS;
-    int rc = mpilab_cs_count_nodes(comm, nodes);
-    if (rc == MPI_SUCCESS)
-        *resolved = mpilab_sync_auto_choice(size);
-    return rc;
+    return mpilab_cs_count_nodes(comm, nodes);
 }
 
 int mpilab_sync_method_parse(const char *s, mpilab_sync_method_t *out)

@@ -54,11 +54,6 @@ static int by_name(const void *a, const void *b)
     return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int by_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int by_key(const void *a, const void *b)
 {
     const keyed_t *x = a, *y = b;
@@ -81,12 +76,25 @@ static int knomial_parent(int x, long radix, int *round)
     return (int)(x - ((x / step) % radix) * step);
 }
 
+/* The ranks by processor name (size entries of len bytes each), then by rank; NULL if
+ * memory ran out. */
+static named_t *sort_names(const char *names, size_t len, int size)
+{
+    named_t *s = malloc((size_t)size * sizeof *s);
+    if (!s)
+        return NULL;
+    for (int r = 0; r < size; r++)
+        s[r] = (named_t){names + (size_t)r * len, r};
+    qsort(s, (size_t)size, sizeof *s, by_name);
+    return s;
+}
+
 /* Rank 0: every rank's parent and order key (pk: [2 size]) from the ranks' processor names
  * (size entries of len bytes each); flat_leaders: every leader's parent is rank 0 (the
  * leaders' tree of radix > size). Returns the number of nodes, or -1 if memory ran out. */
 static int tree_plan(const char *names, size_t len, int size, int flat_leaders, int *pk)
 {
-    named_t *s = malloc((size_t)size * sizeof *s);
+    named_t *s = sort_names(names, len, size);
     int *local = malloc((size_t)size * 3 * sizeof *local);
     if (!s || !local) {
         free(s);
@@ -94,9 +102,6 @@ static int tree_plan(const char *names, size_t len, int size, int flat_leaders, 
         return -1;
     }
     int *start = local + size, *lead = local + 2 * (size_t)size; /* lead: leader index <-> rank */
-    for (int r = 0; r < size; r++)
-        s[r] = (named_t){names + (size_t)r * len, r};
-    qsort(s, (size_t)size, sizeof *s, by_name);
     for (int k = 0, g = 0; k < size; k++) {
         if (k > 0 && strcmp(s[k].name, s[k - 1].name) != 0)
             g = k;
@@ -167,17 +172,11 @@ int mpilab_cs_count_nodes(MPI_Comm comm, int *nodes)
     int count = 0;
     int rc = gather_names(comm, rank, size, 1, &names);
     if (rc == MPI_SUCCESS && rank == 0) {
-        const char **sorted = malloc((size_t)size * sizeof *sorted);
-        if (sorted) {
-            for (int r = 0; r < size; r++)
-                sorted[r] = names + (size_t)r * NAME_LEN;
-            qsort(sorted, (size_t)size, sizeof *sorted, by_str);
-            for (int r = 0; r < size; r++)
-                count += r == 0 || strcmp(sorted[r], sorted[r - 1]) != 0;
-        } else {
-            count = -1;
-        }
-        free(sorted);
+        named_t *s = sort_names(names, NAME_LEN, size);
+        for (int k = 0; s && k < size; k++)
+            count += k == 0 || strcmp(s[k].name, s[k - 1].name) != 0;
+        count = s ? count : -1;
+        free(s);
     }
     if (rc == MPI_SUCCESS)
         rc = MPI_Bcast(&count, 1, MPI_INT, 0, comm);
