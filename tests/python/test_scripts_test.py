@@ -1,0 +1,89 @@
+"""scripts/test (what `make test` runs) runs every part even when one fails, prints one
+line per part at the end and exits non-zero if any failed: the real script, run in a
+scratch tree whose install, build, ctest and python are stubs that log their calls."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PARTS = ["install and build", "C and MPI tests (Open MPI)",
+         "C and MPI tests under AddressSanitizer+UBSan", "C and MPI tests (MPICH)",
+         "MPI tests simulated (SimGrid SMPI)", "ruff", "pytest"]
+
+
+def _stub(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
+def _run(tmp_path: Path, fail_dir: str | None = None,
+         build_fails: str | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
+    """scripts/test in a scratch tree; ctest fails in fail_dir (naming one failed test),
+    scripts/build fails for the flag build_fails."""
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
+    log = tmp_path / "calls.log"
+    _stub(tree / "scripts" / "install-deps", f'echo "install-deps $*" >> {log}')
+    bfail = f'; [ "${{1:-}}" != {build_fails} ] || exit 1' if build_fails else ""
+    _stub(tree / "scripts" / "build", f'echo "build $*" >> {log}{bfail}')
+    bin_dir = tmp_path / "bin"
+    fail = ""
+    if fail_dir:
+        fail = (f'if [ "$2" = {fail_dir} ]; then mkdir -p {fail_dir}/Testing/Temporary; '
+                f'echo 7:wavefront_test > {fail_dir}/Testing/Temporary/LastTestsFailed.log; '
+                "echo 'ctest: 1 test failed'; exit 8; fi")
+    _stub(bin_dir / "ctest", f'echo "ctest $*" >> {log}\n{fail}')
+    _stub(bin_dir / "python", f'echo "python $*" >> {log}')
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env.pop("VIRTUAL_ENV", None)
+    r = subprocess.run(["bash", str(tree / "scripts" / "test")], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=tree)
+    return r, log.read_text()
+
+
+def _summary(out: str) -> list[str]:
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("== summary"))
+    return lines[at + 1:]
+
+
+def test_a_failing_part_does_not_stop_the_others(tmp_path: Path) -> None:
+    r, calls = _run(tmp_path, "build-asan")
+    assert r.returncode == 1, r.stdout + r.stderr
+    # every part ran: the ones after the failing ASan ctest too
+    for want in ["install-deps", "build --asan", "ctest --test-dir build-asan",
+                 "build --mpich", "ctest --test-dir build-mpich", "build --smpi",
+                 "ctest --test-dir build-smpi", "python -m ruff check", "python -m pytest"]:
+        assert want in calls, f"{want!r} not run:\n{calls}"
+    summary = _summary(r.stdout)
+    assert len(summary) == len(PARTS) + 1, summary
+    for line, name in zip(summary, PARTS, strict=False):
+        assert name in line, (line, name)
+        if "AddressSanitizer" in name:
+            assert line.startswith("FAIL") and line.endswith(": wavefront_test"), line
+        else:
+            assert line.startswith("pass"), line
+    assert summary[-1] == "scripts/test: 1 of 7 parts failed"
+
+
+def test_all_parts_passing_exit_zero(tmp_path: Path) -> None:
+    r, _ = _run(tmp_path, None)
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = _summary(r.stdout)
+    assert all(line.startswith("pass") for line in summary[:-1]) and len(summary) == 8
+    assert summary[-1] == "scripts/test: all 7 parts passed"
+
+
+def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> None:
+    # the MPICH build fails: its ctest does not run, the part fails, the rest still runs
+    r, calls = _run(tmp_path, build_fails="--mpich")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "ctest --test-dir build-mpich" not in calls and "ctest --test-dir build-smpi" in calls
+    summary = _summary(r.stdout)
+    assert summary[3].startswith("FAIL") and "MPICH" in summary[3], summary
+    assert summary[-1] == "scripts/test: 1 of 7 parts failed"
