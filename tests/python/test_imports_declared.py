@@ -1,5 +1,6 @@
 """Every third-party package that python/mpilab imports is declared in pyproject.toml's
-[project] dependencies (issue 28 item 9: plotly was imported and not declared)."""
+[project] dependencies, and every one the tests and bench/ scripts import in those or in the
+test extra ([project.optional-dependencies] test)."""
 from __future__ import annotations
 
 import ast
@@ -29,9 +30,11 @@ def imported_top_levels(root: Path) -> dict[str, str]:
     return found
 
 
-def declared() -> set[str]:
+def declared(test_extra: bool = False) -> set[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    deps = meta["project"]["dependencies"]
+    deps = list(meta["project"]["dependencies"])
+    if test_extra:
+        deps += meta["project"]["optional-dependencies"]["test"]
     # "name>=1.0" / "name[extra]" -> name, normalised as pip does
     out = set()
     for d in deps:
@@ -42,18 +45,35 @@ def declared() -> set[str]:
     return out
 
 
-def test_every_third_party_import_is_declared() -> None:
+def undeclared(root: Path, have: set[str], local_dirs: tuple[Path, ...] = ()) -> list[str]:
+    """Third-party modules imported under root whose distribution is not in have (the
+    standard library, mpilab and modules that are files under root or local_dirs are not
+    third-party)."""
     dists = packages_distributions()  # top-level module -> distributions providing it
-    stdlib = sys.stdlib_module_names
-    have = declared()
+    local = {f.stem for d in (root, *local_dirs) for f in d.rglob("*.py")}
+    local |= {"mpilab", "__future__"}
     missing = []
-    for mod, where in sorted(imported_top_levels(PACKAGE).items()):
-        if mod in stdlib or mod == "mpilab" or mod == "__future__":
+    for mod, where in sorted(imported_top_levels(root).items()):
+        if mod in sys.stdlib_module_names or mod in local:
             continue
         names = {d.lower().replace("_", "-") for d in dists.get(mod, [mod])}
         if not names & have:
             missing.append(f"{mod} ({where}; distribution {', '.join(sorted(names))})")
+    return missing
+
+
+def test_every_third_party_import_is_declared() -> None:
+    missing = undeclared(PACKAGE, declared())
     assert not missing, "imported but not in pyproject.toml dependencies: " + "; ".join(missing)
+
+
+def test_every_test_and_bench_import_is_declared() -> None:
+    have = declared(test_extra=True)
+    # tests import bench/ modules and bench/ scripts import tests' helpers
+    mine = (ROOT / "tests", ROOT / "bench")
+    missing = undeclared(ROOT / "tests", have, mine) + undeclared(ROOT / "bench", have, mine)
+    assert not missing, ("imported by tests/ or bench/ but not in pyproject.toml dependencies "
+                         "or the test extra: " + "; ".join(missing))
 
 
 def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
@@ -61,3 +81,11 @@ def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("import os\nfrom yaml import safe_load\n", encoding="utf-8")
     got = imported_top_levels(tmp_path)
     assert set(got) == {"os", "yaml"} and got["yaml"].endswith("m.py:2")
+
+
+def test_the_check_sees_an_undeclared_test_import(tmp_path: Path) -> None:
+    # a local module is not third-party; pytest counts only when declared
+    (tmp_path / "helper.py").write_text("X = 1\n", encoding="utf-8")
+    (tmp_path / "test_a.py").write_text("import helper\nimport pytest\n", encoding="utf-8")
+    assert undeclared(tmp_path, {"pytest"}) == []
+    assert [m.split()[0] for m in undeclared(tmp_path, set())] == ["pytest"]
