@@ -66,8 +66,8 @@ from hostile_cases import (
     testbed_cases,
     wavefront_cases,
 )
-from hostile_cases23 import session23_cases
-from hostile_cases28 import SHOWN, issue28_cases
+from hostile_cases_cli_models import SHOWN, cli_and_model_cases
+from hostile_cases_options import option_cases
 
 # ---------------------------------------------------------------------------------------
 # entry points added in session 3: mpilab selftest, disk, multilane, pathmig; the C tools
@@ -650,8 +650,8 @@ def issue29_testbed_cases(prefix: str) -> list[Case]:
 def all_cases(prefix: str | None) -> list[Case]:
     cases = (results_cases() + cli_cases() + bench_tool_cases() + wavefront_cases()
              + delayline_cases() + selftest_cases() + disk_cases() + multilane_cases()
-             + bench_new_option_cases() + issue29_cases() + issue28_cases()
-             + session23_cases())
+             + bench_new_option_cases() + issue29_cases() + cli_and_model_cases()
+             + option_cases())
     if prefix:
         cases += (testbed_cases(prefix) + multilane_testbed_cases(prefix)
                   + pathmig_cases(prefix) + issue29_testbed_cases(prefix))

@@ -1,9 +1,8 @@
-"""The cases of bench/hostile_inputs.py, part three: what issue 28 added or changed (the
-OSU/IMB aliases and --format csv of mpilab-bench, `mpilab --mpi`, --version on every
-subcommand, `mpilab slurm`, `mpilab diff`, CSV reports) and the model parameters the reports
-must never show as plain values (issue 28 item 8, issue 29 item 3): fitted intervals that no
-fit writes are refused; a fit below 0 is shown as its clamp with the flag; an estimate at an
-end of its own interval is flagged.
+"""The cases of bench/hostile_inputs.py, part three: commands and options (the OSU/IMB
+aliases and --format csv of mpilab-bench, `mpilab --mpi`, --version on every subcommand,
+`mpilab slurm`, `mpilab diff`, CSV reports) and the model parameters the reports must never
+show as plain values: fitted intervals that no fit writes are refused; a fit below 0 is
+shown as its clamp with the flag; an estimate at an end of its own interval is flagged.
 
 A library of bench/ (hostile_inputs.py imports it), not a script."""
 
@@ -183,7 +182,7 @@ def _no_csv(d: Path) -> str | None:
     return "out.csv written although the command failed" if (d / "out.csv").exists() else None
 
 
-def cli28_cases() -> list[Case]:
+def command_cases() -> list[Case]:
     b = str(BIN / "mpilab-bench")
     t = json.dumps(_good(), indent=1)
     cases = [Case(f"28 mpilab {s} --version", "A", PY + [s, "--version"], expect_ok=True,
@@ -237,5 +236,5 @@ def cli28_cases() -> list[Case]:
     return cases
 
 
-def issue28_cases() -> list[Case]:
-    return model_cases() + cli28_cases()
+def cli_and_model_cases() -> list[Case]:
+    return model_cases() + command_cases()

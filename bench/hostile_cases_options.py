@@ -1,7 +1,7 @@
-"""The cases of bench/hostile_inputs.py, part four: what sessions 21-23 added (mpilab-bench
+"""The cases of bench/hostile_inputs.py, part four: tool options (mpilab-bench
 --budget-floor, --lmo-wait, --lmo-bytes, --lmo-rendezvous, --loggp-pairs; `mpilab tune
---min-samples`; the testbed spec's per-node `msg_cost`; mpilab-delayline --spin-last; the
-results' provenance.cpu_idle) and the logs the C daemons and tools stream to (a FIFO with
+--min-samples`; mpilab-delayline --spin-last), the testbed spec's per-node `msg_cost`, the
+results' provenance.cpu_idle, and the logs the C daemons and tools stream to (a FIFO with
 no reader: one line, never a wait for ever).
 
 A library of bench/ (hostile_inputs.py imports it), not a script."""
@@ -139,9 +139,9 @@ def _no_raw_nul(d: Path) -> str | None:
     return "a raw NUL in out.html" if b"\x00" in page.read_bytes() else None
 
 
-def session23_cases() -> list[Case]:
+def option_cases() -> list[Case]:
     return (_bench_option_cases() + _tune_cases() + _spec_cases() + _delayline_cases()
             + _stream_cases() + _cpu_idle_cases())
 
 
-__all__ = ["session23_cases"]
+__all__ = ["option_cases"]
