@@ -53,6 +53,10 @@ int mpilab_derived_set_count(mpilab_derived_t *d, const char *key, int64_t n);
 double mpilab_derived_get(const mpilab_derived_t *d, const char *key);
 
 typedef struct mpilab_op mpilab_op_t;
+/* 0 if every key d holds is one op declares (op->derived); else -1 with one line naming the
+ * entry and the first undeclared key in err (the engine refuses such a measurement rather
+ * than let the results drop the value). */
+int mpilab_derived_check(const mpilab_op_t *op, const mpilab_derived_t *d, char *err, size_t errlen);
 
 /* One measurement of one entry: what setup, run, validate, teardown and derive receive.
  * The engine fills it; setup puts its buffers in `state`, teardown frees them. */

@@ -628,6 +628,16 @@ int mpilab_bench_measure(mpilab_bench_t *b, const mpilab_op_t *op, size_t bytes,
     /* the entry's derived values from the median, while its state still holds the run's */
     mpilab_derived_clear(&res->derived);
     res->derived_ok = op->derive && op->derive(ctx, res->stats.median, &res->derived) == 0;
+    /* a key the entry does not declare would be dropped from the results without a word:
+     * refused on every rank (the reason names the key where it was set) */
+    int undeclared = res->derived_ok && mpilab_derived_check(op, &res->derived, err, errlen) != 0;
+    if (any_rank(b->comm, undeclared)) {
+        op->teardown(ctx);
+        if (!undeclared)
+            snprintf(err, errlen, "entry %s:%s: derive set a key its derived keys (%s) do not declare "
+                     "(on another rank)", op->name, op->impl, op->derived);
+        return -1;
+    }
     op->teardown(ctx);
     res->sync_residual = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? b->sync.max_residual : 0.0;
     res->sync_uncertainty = need_sync && b->have_sync && timing != MPILAB_TIMING_OPSPEC ? sync_uncertainty_now(b) : 0.0;

@@ -360,6 +360,31 @@ double mpilab_derived_get(const mpilab_derived_t *d, const char *key)
     return NAN;
 }
 
+/* Whether key is one of the comma list's keys. */
+static int key_listed(const char *list, const char *key)
+{
+    size_t len = strlen(key);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == len && strncmp(p, key, n) == 0)
+            return 1;
+        p += n + (comma != NULL);
+    }
+    return 0;
+}
+
+int mpilab_derived_check(const mpilab_op_t *op, const mpilab_derived_t *d, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (!key_listed(op->derived, d->v[k].key)) {
+            snprintf(err, errlen, "entry %s:%s: derive set '%s', which its derived keys (%s) do not declare",
+                     op->name, op->impl, d->v[k].key, op->derived ? op->derived : "none");
+            return -1;
+        }
+    return 0;
+}
+
 int mpilab_ops_check(const mpilab_op_t *op, size_t bytes, int root, MPI_Comm comm)
 {
     mpilab_op_run_t r;

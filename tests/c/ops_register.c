@@ -138,4 +138,26 @@ MPILAB_TEST(derived_set_get)
     CHECK(mpilab_derived_set_count(&d, "n", 7) == 0 && d.v[1].count == 1);
 }
 
+/* A derive that sets a key its entry does not declare: refused in one line naming the entry
+ * and the key (the results would otherwise drop the value without a word). */
+MPILAB_TEST(derived_undeclared_key_refused)
+{
+    mpilab_op_t a = good("kit_undecl", "one");
+    a.derived = "latency_s,bandwidth_Bps";
+    a.derive = nop_derive;
+    mpilab_derived_t d;
+    mpilab_derived_clear(&d);
+    char err[256] = "";
+    CHECK(mpilab_derived_check(&a, &d, err, sizeof err) == 0); /* nothing set */
+    mpilab_derived_set(&d, "bandwidth_Bps", 1.0);
+    mpilab_derived_set(&d, "latency_s", 2.0);
+    CHECKF(mpilab_derived_check(&a, &d, err, sizeof err) == 0, "declared keys refused: %s", err);
+    mpilab_derived_set(&d, "latency", 3.0); /* a prefix of a declared key is another key */
+    CHECK(mpilab_derived_check(&a, &d, err, sizeof err) != 0);
+    CHECKF(strstr(err, "kit_undecl:one") && strstr(err, "'latency'") && !strchr(err, '\n'),
+           "reason '%s' should name the entry and the key", err);
+    a.derived = "latency_s,bandwidth_Bps,latency";
+    CHECK(mpilab_derived_check(&a, &d, err, sizeof err) == 0);
+}
+
 MPILAB_TEST_MAIN()

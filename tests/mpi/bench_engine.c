@@ -230,6 +230,61 @@ MPILAB_TEST(fixed_count)
     }
 }
 
+static int kit_nop_setup(mpilab_op_run_t *r)
+{
+    r->state = NULL;
+    return 0;
+}
+static int kit_nop_run(mpilab_op_run_t *r)
+{
+    (void)r;
+    return MPI_SUCCESS;
+}
+static void kit_nop_teardown(mpilab_op_run_t *r)
+{
+    (void)r;
+}
+/* sets its declared latency_s and, on the last rank only, a key it does not declare */
+static int kit_stray_derive(const mpilab_op_run_t *r, double t, mpilab_derived_t *d)
+{
+    mpilab_derived_set(d, "latency_s", t);
+    if (r->rank == r->size - 1)
+        mpilab_derived_set(d, "latency_us", t * 1e6);
+    return 0;
+}
+
+/* A measurement whose derive sets an undeclared key fails on every rank with one line naming
+ * the entry (and, where it was set, the key); declared keys alone measure. */
+MPILAB_TEST(undeclared_derived_key_refused)
+{
+    char err[256] = "";
+    mpilab_bench_opts_t o = engine_opts();
+    o.prec.min_reps = o.prec.max_reps = 3;
+    o.prec.max_time = 0.0;
+    mpilab_op_t e = {.name = "kit_stray", .impl = "one", .setup = kit_nop_setup, .run = kit_nop_run,
+                     .validate = kit_nop_run, .teardown = kit_nop_teardown, .derived = "latency_s",
+                     .derive = kit_stray_derive};
+    mpilab_op_t ok = e;
+    ok.impl = "declared";
+    ok.derived = "latency_s,latency_us";
+    REQUIRE(mpilab_ops_register(&e) == 0 && mpilab_ops_register(&ok) == 0);
+    mpilab_bench_t *b = NULL;
+    REQUIRE(mpilab_bench_init(MPI_COMM_WORLD, &o, &b, err, sizeof err) == 0);
+    mpilab_result_t r;
+    int rc = mpilab_bench_measure(b, mpilab_ops_find("kit_stray", "one"), 8, MPILAB_TIMING_MAX, &r, err,
+                                  sizeof err);
+    CHECKF(rc != 0 && strstr(err, "kit_stray:one") && !strchr(err, '\n'), "rc %d, '%s'", rc, err);
+    if (kit_rank == kit_size - 1)
+        CHECKF(strstr(err, "'latency_us'") != NULL, "the key is not named: '%s'", err);
+    mpilab_result_free(&r);
+    rc = mpilab_bench_measure(b, mpilab_ops_find("kit_stray", "declared"), 8, MPILAB_TIMING_MAX, &r, err,
+                              sizeof err);
+    CHECKF(rc == 0 && r.derived_ok, "declared keys: rc %d, '%s'", rc, err);
+    mpilab_result_free(&r);
+    mpilab_bench_finalize(b);
+    mpilab_ops_clear_registered();
+}
+
 MPILAB_TEST(all_pairs_both_schedules)
 {
     /* all pairs, both schedules */
