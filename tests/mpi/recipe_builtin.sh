@@ -3,7 +3,8 @@
 # file (the pingpong recipe with MPILAB_ENTRIES(swap, ...) instead of MPILAB_PLUGIN_ENTRIES)
 # and one line, mpilab_entries(swap swap_entry.c), in src/suite/CMakeLists.txt. Nothing else
 # edited: the copy's mpilab-bench lists the entry as built-in and measures it. Then the tag of
-# the line is misspelt: the build fails, naming the missing mpilab_entries_<tag>.
+# the line is misspelt: the build fails, naming the tag no file defines; then the line is
+# left out: the build fails with one line naming the file and its tag.
 # Slow (it builds the library): ctest label "slow".
 # Usage: recipe_builtin.sh SRCDIR LAUNCH MPICC (the copy is built with this build's MPI)
 set -u
@@ -35,13 +36,22 @@ import json, sys
 m = json.load(open(sys.argv[1]))["measurements"]
 assert len(m) == 1 and m[0]["data_ok"] and set(m[0]["derived"]) == {"latency_s", "bandwidth_Bps"}, m
 ' "$tmp/r.json" && ok "measured, data checked, derived values" || bad "measurement"
-# the line names a tag the file does not define: the link says which
+# the line names a tag the file does not define: the build check says which, in one line
 sed -i 's/^mpilab_entries(swap swap_entry.c)$/mpilab_entries(swapp swap_entry.c)/' "$tree/src/suite/CMakeLists.txt"
 if cmake --build "$tree/build" --target mpilab-bench >"$tmp/build2.log" 2>&1; then
     bad "a misspelt tag built"
-elif grep -q "mpilab_entries_swapp" "$tmp/build2.log"; then
-    ok "misspelt tag: $(grep -o "undefined reference to .mpilab_entries_swapp." "$tmp/build2.log" | head -1)"
+elif grep -q "^mpilab_entries(swapp ...): no file" "$tmp/build2.log"; then
+    ok "misspelt tag: $(grep "^mpilab_entries(swapp" "$tmp/build2.log")"
 else
-    bad "misspelt tag: the build failed without naming mpilab_entries_swapp"; tail -5 "$tmp/build2.log"
+    bad "misspelt tag: the build failed without naming swapp"; tail -5 "$tmp/build2.log"
+fi
+# the line is left out: the build check names the file (file:line) and the tag
+sed -i '/^mpilab_entries(swapp swap_entry.c)$/d' "$tree/src/suite/CMakeLists.txt"
+if cmake --build "$tree/build" --target mpilab-bench >"$tmp/build3.log" 2>&1; then
+    bad "an entry file without its mpilab_entries() line built"
+elif grep -q "^src/suite/swap_entry.c:[0-9]*: defines built-in entries 'swap'" "$tmp/build3.log"; then
+    ok "line left out: $(grep "^src/suite/swap_entry.c:" "$tmp/build3.log")"
+else
+    bad "line left out: the build failed without naming src/suite/swap_entry.c"; tail -5 "$tmp/build3.log"
 fi
 exit $fail
