@@ -22,6 +22,21 @@
 #include "kit.h"
 #include "mpilab/wavefront.h"
 
+/* Under AddressSanitizer+UBSan (every access checked: 2-10x slower, and much more on a loaded
+ * machine at low priority) the cases that walk a cross product of options run every
+ * WF_STRIDE-th combination: 7, prime to the size of every option list (2, 3, 4, 6, 8), so
+ * every value of every option still runs; the plain build runs them all. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WF_STRIDE 7
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WF_STRIDE 7
+#endif
+#endif
+#ifndef WF_STRIDE
+#define WF_STRIDE 1
+#endif
+
 typedef struct wf_fixture {
     int64_t M, N, K;
     double *init, *coef, *ref; /* d0, c0 and d0 after K reference iterations */
