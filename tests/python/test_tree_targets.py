@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import tree_audit as audit
 
 
@@ -72,3 +73,25 @@ def test_the_kit_rules_catch_what_they_name(tmp_path: Path) -> None:
     with_kit.write_text('#include "kit.h"\nMPILAB_TEST(x) {}\nMPILAB_TEST_MAIN()\n')
     without.write_text("#include <stdio.h>\nint main(void) { return 0; }\n")
     assert audit._includes_kit(with_kit) and not audit._includes_kit(without)
+
+
+def test_architecture_figures_are_current() -> None:
+    table = audit.docs_table(audit.ARCH_DOC.read_text())
+    assert table is not None, "docs/architecture.md lost its generated table's markers"
+    assert table == audit.figures_markdown(), (
+        "docs/architecture.md's tree figures differ from the tree: run "
+        "python tests/python/tree_audit.py --update-docs")
+
+
+def test_update_docs_rewrites_only_the_table(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"# T\n\nbefore\n{audit.FIGURES_BEGIN}\n| stale | 1 |\n{audit.FIGURES_END}\n"
+                    "after\n")
+    audit.update_docs(page)
+    text = page.read_text()
+    assert audit.docs_table(text) == audit.figures_markdown()
+    assert text.startswith("# T\n\nbefore\n") and text.endswith(f"{audit.FIGURES_END}\nafter\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["page.md"]
+    page.write_text("# no markers\n")
+    with pytest.raises(SystemExit, match="markers"):
+        audit.update_docs(page)

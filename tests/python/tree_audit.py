@@ -3,9 +3,12 @@ long functions, function-static mutable state, import cycles and function-level 
 bench/ scripts outside the shared harness, C tests outside the test kit, and the
 `duplicates` pair count. Read from the sources (ctags for C, ast for Python); nothing is run.
 
-    python tests/python/tree_audit.py          one report, each target with its offenders
+    python tests/python/tree_audit.py              one report, each target with its offenders
+    python tests/python/tree_audit.py --markdown   the figures table of docs/architecture.md
+    python tests/python/tree_audit.py --update-docs  rewrite that table in docs/architecture.md
 
-tests/python/test_tree_targets.py turns the countable targets into tests."""
+tests/python/test_tree_targets.py turns the countable targets into tests, and fails when the
+table in docs/architecture.md is not what --markdown prints."""
 
 from __future__ import annotations
 
@@ -420,5 +423,87 @@ def report(dup_seconds: int = 300) -> int:
     return missed
 
 
+# ---------------------------------------------------------------- docs/architecture.md
+
+ARCH_DOC = REPO / "docs" / "architecture.md"
+FIGURES_BEGIN = "<!-- tree_audit.py --markdown: begin -->"
+FIGURES_END = "<!-- tree_audit.py --markdown: end -->"
+
+
+def figures() -> list[tuple[str, str]]:
+    """The tree's figures that docs/architecture.md quotes, as (figure, value) rows: sizes of
+    the thin tools and the recipes' worked examples, the longest functions, the kit and the
+    house targets (everything but the `duplicates` count, which takes minutes)."""
+    fns = c_functions()
+
+    def longest(prefixes: tuple[str, ...]) -> str:
+        f = max((f for f in fns if f[0].startswith(prefixes)), key=lambda f: f[3])
+        return f"`{f[1]}` ({f[0]}), {f[3]} lines"
+
+    def size(path: str) -> str:
+        return f"{line_count(REPO / path)} lines"
+
+    def main_of(path: str) -> str:
+        n = next(f[3] for f in fns if f[0] == path and f[1] == "main")
+        return f"{line_count(REPO / path)} lines, `main` {n}"
+
+    cases = json.loads((REPO / "tests" / "data" / "parse_cases.json").read_text())["cases"]
+    progs, scripts = c_test_programs(), bench_scripts()
+    fi = function_imports()
+    return [
+        ("`tools/mpilab-bench.c`", main_of("tools/mpilab-bench.c")),
+        ("`tools/mpilab-wavefront.c`", size("tools/mpilab-wavefront.c") + ", longest function "
+         + longest(("tools/mpilab-wavefront.c",)).split(" (")[0]
+         + ", " + longest(("tools/mpilab-wavefront.c",)).rsplit(", ", 1)[1]),
+        ("longest function in tools/ and src/", longest(("tools/", "src/"))),
+        ("worked example of an operation: `tests/mpi/recipe_pingpong.c` (entry and test)",
+         size("tests/mpi/recipe_pingpong.c")),
+        ("worked example of a collective: `tests/mpi/recipe_scatter.c` (entry, test, "
+         "prediction)", size("tests/mpi/recipe_scatter.c")),
+        ("C test programs in named cases (tests/c/kit.h)",
+         f"{len(progs) - len(c_test_offences())} of {len(progs)}"),
+        ("parser cases shared by C and Python (`tests/data/parse_cases.json`)", str(len(cases))),
+        (f"files over {MAX_FILE_LINES} lines (C, headers, Python)", str(len(long_files()))),
+        (f"functions over {MAX_FUNCTION_LINES} lines", str(len(long_functions()))),
+        ("function-static mutable locals in src/", str(len(static_locals()))),
+        ("import cycles in python/mpilab / function-level imports",
+         f"{len(cycles(edges(modules())))} / {len(fi)}"),
+        ("bench/ scripts outside the shared harness",
+         f"{len(bench_offences())} of {len(scripts)}"),
+    ]
+
+
+def figures_markdown() -> str:
+    rows = ["| figure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in figures()]
+    return "\n".join(rows) + "\n"
+
+
+def docs_table(text: str) -> str | None:
+    """The generated table in a docs page's text (between the markers), None without them."""
+    if FIGURES_BEGIN not in text or FIGURES_END not in text:
+        return None
+    return text.split(FIGURES_BEGIN, 1)[1].split(FIGURES_END, 1)[0].strip("\n") + "\n"
+
+
+def update_docs(path: Path = ARCH_DOC) -> None:
+    """Rewrite the table between the markers of path (temporary name and rename)."""
+    text = path.read_text()
+    if docs_table(text) is None:
+        raise SystemExit(f"tree_audit: {path}: no {FIGURES_BEGIN} ... {FIGURES_END} markers")
+    head, rest = text.split(FIGURES_BEGIN, 1)
+    tail = rest.split(FIGURES_END, 1)[1]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{head}{FIGURES_BEGIN}\n{figures_markdown()}{FIGURES_END}{tail}")
+    tmp.replace(path)
+
+
 if __name__ == "__main__":
-    sys.exit(1 if report() else 0)
+    if sys.argv[1:] == ["--markdown"]:
+        print(figures_markdown(), end="")
+    elif sys.argv[1:] == ["--update-docs"]:
+        update_docs()
+    elif sys.argv[1:]:
+        print("usage: tree_audit.py [--markdown | --update-docs]", file=sys.stderr)
+        sys.exit(2)
+    else:
+        sys.exit(1 if report() else 0)
