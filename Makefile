@@ -11,4 +11,4 @@ build:
 deps:
 	scripts/install-deps
 clean:
-	rm -rf build build-asan build-mpich
+	rm -rf build build-asan build-mpich build-smpi
