@@ -60,7 +60,7 @@ def test_survey_defaults(fake_bench: Callable[[str], dict[str, str]],
     from mpilab.cli import build_parser
 
     a = build_parser().parse_args(["survey"])
-    assert a.np is None and survey.DEFAULT_NP == 4  # under srun: the allocation's
+    assert a.np is None and not a.oversubscribe  # one rank per CPU (under srun the allocation's)
     assert a.out == "results/survey" and not a.quick
     env = fake_bench("ok")
     p = run_cli("survey", "--np", "1", "--quick", "-q", env=env)

@@ -35,7 +35,7 @@ import re
 import sys
 from typing import Any
 
-from mpilab import plausible, results, results_check, schemacheck
+from mpilab import plausible, results, results_check, samples_file, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.results_model import SCHEMA, Measurement, Results
 from mpilab.strict_json import Where
@@ -180,8 +180,9 @@ def _slim(m: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
 
 
 def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
-                  keep: list[Measurement]) -> None:
-    """Each measurement: decoded, validated (schema, then results' checks across fields),
+                  keep: list[Measurement], side: samples_file.Samples | None = None) -> None:
+    """Each measurement: decoded (its repetitions back from the samples archive `side` of a
+    file in the compact form), validated (schema, then results' checks across fields),
     typed; a p2p measurement's raw object loses its repetitions."""
     w = Where(name, "")
     shared: dict[Any, Any] = {}
@@ -191,6 +192,8 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
         return
     while True:
         m = rd.value()
+        if side is not None and isinstance(m, dict) and m.get("op") != "p2p":
+            side.measurement(len(keep), m)
         try:
             check(m)
         except Exception:
@@ -227,12 +230,15 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
             key = rd.value()
             if key in top or (key == "measurements" and "measurements" in top):
                 raise _Fallback  # a repeated key: json keeps the last; results.load decides
+            if key == samples_file.KEY and "measurements" in top:
+                raise _Fallback  # the archive named after the measurements: results.load reads it
             rd.expect(":")
             if key == "measurements":
                 prov = top.get("provenance")
                 if not isinstance(prov, dict):
                     raise _Fallback  # the provenance (rank count) comes first in mpilab's files
-                _measurements(rd, path, meas, prov.get("ranks"), ms)
+                side = samples_file.open_for(top, path) if samples_file.KEY in top else None
+                _measurements(rd, path, meas, prov.get("ranks"), ms, side)
                 top[key] = []
             else:
                 top[key] = rd.value()
