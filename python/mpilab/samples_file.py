@@ -57,24 +57,29 @@ def _f32(values: list[Any]) -> Any:
 def split(doc: dict[str, Any]) -> dict[str, Any]:
     """Move every measurement's repetitions out of doc (in place) into arrays, returned by
     name (see the module docstring); doc's measurements keep their summaries."""
-    import numpy as np
-
     arrays: dict[str, Any] = {}
     for k, m in enumerate(doc.get("measurements") or []):
-        if not isinstance(m, dict):
-            continue
-        s = m.pop("samples", None)
-        if isinstance(s, list):
-            arrays[f"s{k}"] = _f32(s)
-        v = m.pop("valid", None)
-        if isinstance(v, list):
-            arrays[f"v{k}"] = np.array([bool(x) for x in v], dtype=np.bool_)
-        pm = m.get("pair_matrix")
-        if isinstance(pm, dict) and isinstance(pm.get("samples"), list):
-            for p, ps in enumerate(pm.pop("samples")):
-                if isinstance(ps, list):
-                    arrays[f"p{k}_{p}"] = _f32(ps)
+        split_one(k, m, arrays)
     return arrays
+
+
+def split_one(k: int, m: Any, arrays: dict[str, Any]) -> None:
+    """Move measurement k's repetitions out of m (in place) into arrays."""
+    import numpy as np
+
+    if not isinstance(m, dict):
+        return
+    s = m.pop("samples", None)
+    if isinstance(s, list):
+        arrays[f"s{k}"] = _f32(s)
+    v = m.pop("valid", None)
+    if isinstance(v, list):
+        arrays[f"v{k}"] = np.array([bool(x) for x in v], dtype=np.bool_)
+    pm = m.get("pair_matrix")
+    if isinstance(pm, dict) and isinstance(pm.get("samples"), list):
+        for p, ps in enumerate(pm.pop("samples")):
+            if isinstance(ps, list):
+                arrays[f"p{k}_{p}"] = _f32(ps)
 
 
 def archive_bytes(arrays: dict[str, Any]) -> bytes:
@@ -91,9 +96,14 @@ def write_compact(doc: dict[str, Any], json_path: Path, npz_path: Path,
     (named final_npz_name, the name it will have beside the results file; default
     npz_path's) and write doc to json_path. Both written by temporary name and rename.
     Returns the number of samples moved."""
+    return write_split(doc, split(doc), json_path, npz_path, final_npz_name)
+
+
+def write_split(doc: dict[str, Any], arrays: dict[str, Any], json_path: Path, npz_path: Path,
+                final_npz_name: str | None = None) -> int:
+    """write_compact for a document whose samples were already split into arrays."""
     import json
 
-    arrays = split(doc)
     data = archive_bytes(arrays)
     total = int(sum(a.size for name, a in arrays.items() if not name.startswith("v")))
     ref = {"path": final_npz_name or npz_path.name, "format": "npz", "dtype": "float32",

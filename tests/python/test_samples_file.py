@@ -137,3 +137,27 @@ def test_foreign_archive_is_refused_in_one_line(tmp_path: Path) -> None:
     out.write_text(json.dumps(doc))
     with pytest.raises(MpilabError, match="samples_file.path"):
         results.load(out)
+
+
+@pytest.mark.parametrize("make", [lambda: make_results(ranks=3, sizes=(0, 4096)),
+                                  _pair_matrix_doc])
+def test_stream_compaction_is_the_whole_documents(make: Callable[[], dict[str, Any]],
+                                                  tmp_path: Path) -> None:
+    """The survey rewrites the runner's file one measurement at a time (mpilab.compact):
+    the same JSON and archive as the whole document's compaction."""
+    from mpilab import compact
+
+    doc = make()
+    src = tmp_path / "runner.json"
+    src.write_text(json.dumps(doc, indent=1))
+    n = compact.compact_file(src, src, tmp_path / "runner.samples.npz", "runner.samples.npz",
+                             {"survey": {"ranks": 3}})
+    whole = copy.deepcopy(doc)
+    whole["survey"] = {"ranks": 3}
+    _compact(whole, tmp_path, "whole.json")
+    a, b = json.loads(src.read_text()), json.loads((tmp_path / "whole.json").read_text())
+    assert n == a["samples_file"]["samples"] > 0
+    for ref in (a, b):
+        ref["samples_file"].pop("path")
+    assert a == b
+    _same_samples(doc, samples_file.attach(json.loads(src.read_text()), src))

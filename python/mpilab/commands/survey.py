@@ -434,15 +434,18 @@ def _measure(j: Job, plan: Plan, tmp: Path, launch_tmps: list[Path], log: Path,
     return walls
 
 
-def _read_doc(path: Path) -> dict[str, Any]:
-    doc = _doc_of(path)
-    if doc is None:
-        # results.load words the problem (malformed JSON with its line, not an object, ...)
-        from mpilab import results
+def _compact(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
+             extra: dict[str, Any] | None = None) -> int:
+    """The runner's file in the compact form, read as a stream (mpilab.compact); a file
+    that is not a results document is refused in results.load's words (malformed JSON with
+    its line, ...)."""
+    from mpilab import compact, results
 
-        results.load(path)
-        raise MpilabError(f"{path}: not a results document")
-    return doc
+    try:
+        return compact.compact_file(src, json_out, npz_out, final_npz_name, extra)
+    except (ValueError, UnicodeDecodeError):
+        results.load(src)
+        raise MpilabError(f"{src}: not a results document") from None
 
 
 def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
@@ -463,18 +466,18 @@ def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
         if n > 1:
             st.note(f"merging {n} launches")
             doc = _merge_launches(launch_tmps, out, walls, console)
+            doc["survey"] = rec
+            st.note(f"the compact form: samples into {side(final_json.name)}")
+            count = samples_file.write_compact(doc, tmp, side_tmp, side(final_json.name))
+            del doc
             for k, f in enumerate(launch_tmps, 1):
                 st.note(f"launch {k}'s file in the compact form")
-                samples_file.write_compact(_read_doc(f), f, f.with_name(side(f.name)),
-                                           side(f"results.launch{k}.json"))
+                _compact(f, f, f.with_name(side(f.name)), side(f"results.launch{k}.json"))
         else:
-            st.note(f"reading {RUNNER}'s results")
-            doc = _read_doc(tmp)
-        doc["survey"] = rec
-        st.note(f"the compact form: samples into {side(final_json.name)}")
-        count = samples_file.write_compact(doc, tmp, side_tmp, side(final_json.name))
-        del doc
-        st.note(f"validating {count} samples' summaries")
+            st.note(f"reading {RUNNER}'s results into the compact form: samples into "
+                    f"{side(final_json.name)}")
+            count = _compact(tmp, tmp, side_tmp, side(final_json.name), {"survey": rec})
+        st.note(f"validating the summaries of {count} samples")
         r = results.load(tmp, samples=side_tmp)
     r.path = str(final_json)
     r.sources = [str(final_json)]

@@ -33,6 +33,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from mpilab import plausible, results, results_check, samples_file, schemacheck
@@ -291,3 +292,67 @@ def load_large(path: str | os.PathLike[str]) -> Results:
         if gc_was:
             gc.enable()
     return results.load(name)  # names the problem (or, if it finds none, reads the file)
+
+
+class NotPlain(Exception):
+    """walk_measurements met something it does not read as a stream (the caller reads the
+    file whole instead, where the problem, if any, is named)."""
+
+
+def walk_measurements(path: str | os.PathLike[str],
+                      each: Callable[[int, dict[str, Any]], Any]) -> dict[str, Any]:
+    """The top-level object of a results file, read in one pass: each measurement is decoded
+    on its own and replaced by each(k, m)'s value, so a file of millions of samples never
+    holds them all. No validation (the caller validates what it writes). Raises NotPlain
+    for anything but a plain object with one measurements array."""
+    gc_was = gc.isenabled()
+    gc.disable()
+    top: dict[str, Any] = {}
+    try:
+        with open(path, "rb") as f:
+            rd = _Reader(f)
+            rd.expect("{")
+            while True:
+                if rd.skip_ws() != '"':
+                    raise _Fallback
+                key = rd.value()
+                if not isinstance(key, str) or key in top:
+                    raise _Fallback
+                rd.expect(":")
+                if key == "measurements":
+                    top[key] = _walk(rd, each)
+                else:
+                    top[key] = rd.value()
+                c = rd.skip_ws()
+                rd.pos += 1
+                if c == "}":
+                    break
+                if c != ",":
+                    raise _Fallback
+            if rd.skip_ws() != "":
+                raise _Fallback
+    except (_Fallback, OSError, ValueError) as e:
+        raise NotPlain(str(e)) from None
+    finally:
+        if gc_was:
+            gc.enable()
+    if not isinstance(top.get("measurements"), list):
+        raise NotPlain("no measurements array")
+    return top
+
+
+def _walk(rd: _Reader, each: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
+    out: list[Any] = []
+    rd.expect("[")
+    if rd.skip_ws() == "]":
+        rd.pos += 1
+        return out
+    while True:
+        m = rd.value()
+        out.append(each(len(out), m) if isinstance(m, dict) else m)
+        c = rd.skip_ws()
+        rd.pos += 1
+        if c == "]":
+            return out
+        if c != ",":
+            raise _Fallback
