@@ -305,13 +305,16 @@ def _keep_stopped(out: Path, launch_tmps: list[Path], console: Any) -> None:
     if kept is None:
         return
     path, doc = kept
+    from mpilab import samples_file
+
+    if samples_file.KEY in doc:  # stopped after its compaction: the samples are beside it
+        samples_file.attach(doc, path, path.with_name(samples_file.sidecar_name(path.name)))
+        del doc[samples_file.KEY]
     if doc.get("partial") is not True:
         doc["partial"] = True
         doc["partial_reason"] = (f"the survey was stopped: launch {launch_tmps.index(path) + 1}"
                                  f" of {len(launch_tmps)} completed, the others not merged")
     final = out / PARTIAL
-    from mpilab import samples_file
-
     samples_file.write_compact(doc, final, out / samples_file.sidecar_name(PARTIAL))
     console.print(f"[bold]survey stopped[/]: the measurements made so far are in {final} "
                   f"(marked partial; 'mpilab report {final}' renders them)")
@@ -369,6 +372,7 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     t0 = time.monotonic()
     n = plan.launches
     launch_tmps = [tmp.with_name(f"{stem}.launch{k}.json") for k in range(1, n + 1)]
+    measuring = True
     try:
         console.print(f"[bold]survey[/]: {ranks_line(rec)} ({Path(j.cmd[0]).name}), "
                       f"sizes {plan.sizes}, reps {plan.min_reps}..{plan.max_reps}, "
@@ -378,11 +382,18 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         walls = _measure(j, plan, tmp, launch_tmps, log, console, quiet,
                          (launcher, launcher_args, testbed, mptcp, sim, sim_cfg),
                          sj0 is not None)
+        measuring = False
         done = _finish(plan, tmp, launch_tmps, out, rec, console, time.monotonic() - t0,
                        walls)
-    except BaseException:
+    except BaseException as e:
         # the runner checkpoints while it measures: keep what it measured, marked partial
-        _keep_stopped(out, [tmp] if n == 1 else launch_tmps, console)
+        # (a failure after measuring is about the data: nothing kept, the error says why)
+        if measuring or isinstance(e, KeyboardInterrupt):
+            try:
+                _keep_stopped(out, [tmp] if n == 1 else launch_tmps, console)
+            except (MpilabError, OSError, ValueError) as k:
+                console.print(f"survey: the partial results could not be kept: {k}",
+                              markup=False)
         raise
     finally:
         for f in _run_files(out, stem):
