@@ -128,19 +128,20 @@ class Samples:
 
     def __init__(self, arrays: Any) -> None:
         self.arrays = arrays
+        self.names = frozenset(arrays.files)
 
     def measurement(self, k: int, m: dict[str, Any]) -> None:
         """Put measurement k's repetitions back into its object m."""
-        a = self.arrays
-        if f"s{k}" in a.files:
+        a, names = self.arrays, self.names
+        if f"s{k}" in names:
             m["samples"] = [None if math.isnan(x) else x for x in a[f"s{k}"].tolist()]
-        if f"v{k}" in a.files:
+        if f"v{k}" in names:
             m["valid"] = [bool(x) for x in a[f"v{k}"].tolist()]
         pm = m.get("pair_matrix")
         if isinstance(pm, dict):
             count = pm.get("count")
             n = count if isinstance(count, int) else len(pm.get("i") or [])
-            got = [a[f"p{k}_{p}"].tolist() if f"p{k}_{p}" in a.files else None
+            got = [a[f"p{k}_{p}"].tolist() if f"p{k}_{p}" in names else None
                    for p in range(n)]
             if any(x is not None for x in got):
                 pm["samples"] = [None if x is None else
