@@ -10,8 +10,9 @@ it, named by the top-level object `samples_file` (docs/results-schema.md, "Compa
 
 `path` is relative to the results file's folder. In the archive, measurement k's samples
 are the array `s<k>` (float32 seconds, NaN for a null sample), its validity flags `v<k>`
-(bool; absent when the measurement had none) and pair p of a pair matrix `p<k>_<p>` (absent
-for a pair whose samples were null). float32 keeps 24 bits of a sample: a relative error
+(bool; absent when the measurement had none) and a pair matrix's samples as `p<k>` (every
+pair's, concatenated in pair order) with `pn<k>` (int64: each pair's count, -1 for a pair
+whose samples were null). float32 keeps 24 bits of a sample: a relative error
 below 6e-8, far below any timer's resolution; the statistics in the JSON were computed by
 the runner from the full values.
 
@@ -77,9 +78,10 @@ def split_one(k: int, m: Any, arrays: dict[str, Any]) -> None:
         arrays[f"v{k}"] = np.array([bool(x) for x in v], dtype=np.bool_)
     pm = m.get("pair_matrix")
     if isinstance(pm, dict) and isinstance(pm.get("samples"), list):
-        for p, ps in enumerate(pm.pop("samples")):
-            if isinstance(ps, list):
-                arrays[f"p{k}_{p}"] = _f32(ps)
+        per_pair = pm.pop("samples")
+        arrays[f"pn{k}"] = np.array([len(ps) if isinstance(ps, list) else -1
+                                     for ps in per_pair], dtype=np.int64)
+        arrays[f"p{k}"] = _f32([x for ps in per_pair if isinstance(ps, list) for x in ps])
 
 
 def archive_bytes(arrays: dict[str, Any]) -> bytes:
@@ -105,7 +107,7 @@ def write_split(doc: dict[str, Any], arrays: dict[str, Any], json_path: Path, np
     import json
 
     data = archive_bytes(arrays)
-    total = int(sum(a.size for name, a in arrays.items() if not name.startswith("v")))
+    total = int(sum(a.size for name, a in arrays.items() if name[0] in "sp" and name[1] != "n"))
     ref = {"path": final_npz_name or npz_path.name, "format": "npz", "dtype": "float32",
            "measurements": len(doc.get("measurements") or []), "samples": total,
            "sha256": hashlib.sha256(data).hexdigest()}
@@ -138,14 +140,14 @@ class Samples:
         if f"v{k}" in names:
             m["valid"] = [bool(x) for x in a[f"v{k}"].tolist()]
         pm = m.get("pair_matrix")
-        if isinstance(pm, dict):
-            count = pm.get("count")
-            n = count if isinstance(count, int) else len(pm.get("i") or [])
-            got = [a[f"p{k}_{p}"].tolist() if f"p{k}_{p}" in names else None
-                   for p in range(n)]
-            if any(x is not None for x in got):
-                pm["samples"] = [None if x is None else
-                                 [None if math.isnan(v) else v for v in x] for x in got]
+        if isinstance(pm, dict) and f"pn{k}" in names and f"p{k}" in names:
+            flat = [None if math.isnan(x) else x for x in a[f"p{k}"].tolist()]
+            per_pair: list[list[float | None] | None] = []
+            at = 0
+            for n in a[f"pn{k}"].tolist():
+                per_pair.append(None if n < 0 else flat[at:at + n])
+                at += max(n, 0)
+            pm["samples"] = per_pair
 
 
 def open_for(doc: dict[str, Any], results_path: str | os.PathLike[str],
