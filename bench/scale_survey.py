@@ -105,7 +105,10 @@ def one(n: int, out: Path, sizes: str | None, browser: bool) -> dict[str, object
     return {"ranks": n, "wall_s": wall, "browser": drawn,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "max_rss_mb": after.ru_maxrss / 1024.0,
-            "results_bytes": rj.stat().st_size, "report_bytes": rh.stat().st_size,
+            # the compact form: the summaries' JSON and the samples' archive beside it
+            "results_bytes": rj.stat().st_size + sum(
+                x.stat().st_size for x in rj.parent.glob("results.samples.npz")),
+            "report_bytes": rh.stat().st_size,
             "csv_beside": csvs, "cost": cost(doc), "command": cmd,
             "loadavg_after": Path("/proc/loadavg").read_text().split()[:3]}
 

@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from mpilab import samples_file
+from mpilab.errors import MpilabError
 from mpilab.pair_matrix import expand_all
 
 # measurement flags (docs/results-schema.md)
@@ -314,6 +316,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not isinstance(doc, dict):
             sys.stderr.write(f"{f}: not a results document\n")
+            return 2
+        try:
+            samples_file.attach(doc, f)  # a compact file's samples, checked like inline ones
+        except MpilabError as e:
+            sys.stderr.write(f"{e}\n")
             return 2
         for p in unflagged_problems(doc):
             print(f"{f}: {p}")

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mpilab import plausible, schemacheck
+from mpilab import plausible, samples_file, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
 from mpilab.json_locate import locate as _locate
@@ -26,8 +26,10 @@ from mpilab.results_model import SCHEMA, Measurement, Results, reindex
 from mpilab.strict_json import Where, strict_json
 
 
-def parse(text: str, name: str) -> Results:
-    """Validate the text of a results file; `name` is used in error messages."""
+def parse(text: str, name: str, samples: str | os.PathLike[str] | None = None) -> Results:
+    """Validate the text of a results file; `name` is used in error messages. A file in
+    the compact form gets its samples back from the archive it names, beside `name` (or
+    from `samples`: the archive under another name; mpilab.samples_file)."""
     doc = strict_json(text, name)
     w = Where(name, text)
     if not isinstance(doc, dict):
@@ -45,6 +47,9 @@ def parse(text: str, name: str) -> Results:
         raise MpilabError(f"{name}: nested too deeply to validate") from None
     for path, why in plausible.problems(doc):  # values that cannot all be true at once
         raise w.fail(path, why)
+    # a compact file's samples: numbers or null by construction (float32 arrays), checked
+    # against their measurements' counts below
+    samples_file.attach(doc, name, samples)
     prov = doc["provenance"]
     nranks = prov.get("ranks")
     meas, mats = measurements(w, doc["measurements"], name, nranks)
@@ -60,9 +65,10 @@ def parse(text: str, name: str) -> Results:
 MAX_RESULTS_BYTES = 512 << 20
 
 
-def load(path: str | os.PathLike[str]) -> Results:
-    """Load and validate one results file. Raises MpilabError (one line) on any problem.
-    Only regular files are read (a FIFO or a device is refused, never opened)."""
+def load(path: str | os.PathLike[str], samples: str | os.PathLike[str] | None = None) -> Results:
+    """Load and validate one results file (with its samples archive, if it names one;
+    `samples`: read the archive from that file instead). Raises MpilabError (one line) on
+    any problem. Only regular files are read (a FIFO or a device is refused, never opened)."""
     name = str(path)
     data = read_regular(path, "results file", MAX_RESULTS_BYTES)
     try:
@@ -73,7 +79,7 @@ def load(path: str | os.PathLike[str]) -> Results:
     if not text.strip():
         raise MpilabError(f"{name}: empty file, expected a results file")
     try:
-        return parse(text, name)
+        return parse(text, name, samples)
     except MemoryError:
         raise MpilabError(f"{name}: out of memory while reading it") from None
 

@@ -60,7 +60,7 @@ def test_survey_defaults(fake_bench: Callable[[str], dict[str, str]],
     from mpilab.cli import build_parser
 
     a = build_parser().parse_args(["survey"])
-    assert a.np is None and survey.DEFAULT_NP == 4  # under srun: the allocation's
+    assert a.np is None and not a.oversubscribe  # one rank per CPU (under srun the allocation's)
     assert a.out == "results/survey" and not a.quick
     env = fake_bench("ok")
     p = run_cli("survey", "--np", "1", "--quick", "-q", env=env)
@@ -147,16 +147,15 @@ def test_survey_quick_end_to_end(run_cli: Callable[..., Any], tmp_path: Path) ->
     assert 'id="provenance-table"' in text
 
 
-def test_survey_full_runs_three_launches(fake_bench: Callable[[str], dict[str, str]],
+def test_survey_runs_launches_on_request(fake_bench: Callable[[str], dict[str, str]],
                                          run_cli: Callable[..., Any], tmp_path: Path) -> None:
-    """The full survey's answer includes launch-to-launch variation: the runner runs
-    FULL.launches times, each with its share of the budget, the merged document is the
-    results, each launch's own file is kept, and the cost is printed."""
+    """--launches N: the runner runs N times, each with its share of the budget, the merged
+    document is the results, each launch's own file is kept (compact, like the results),
+    and the cost is printed."""
     env = fake_bench("ok")
-    p = run_cli("survey", "--np", "1", "--out", "sv", env=env)
+    n = 3
+    p = run_cli("survey", "--np", "1", "--out", "sv", "--launches", str(n), env=env)
     assert p.returncode == 0, p.stderr
-    n = survey.FULL.launches
-    assert n >= 2
     args = _args(env)
     assert _opt(args, "--time-budget") == f"{survey.FULL.time_budget / n:g}s"
     out = tmp_path / "sv"
@@ -165,21 +164,32 @@ def test_survey_full_runs_three_launches(fake_bench: Callable[[str], dict[str, s
     assert doc["launches"]["files"] == [str(Path("sv") / f"results.launch{k}.json")
                                         for k in range(1, n + 1)]
     for k in range(1, n + 1):
-        assert results.load(out / f"results.launch{k}.json").measurements
+        r = results.load(out / f"results.launch{k}.json")
+        assert r.measurements and any(m.samples for m in r.measurements)
+        assert (out / f"results.launch{k}.samples.npz").is_file()
     assert all(m["launches"]["n"] == n for m in doc["measurements"])
     assert "launches took" in p.stderr
     assert not [x for x in out.iterdir() if x.name.startswith(".")]
 
 
-def test_survey_one_launch_on_request(fake_bench: Callable[[str], dict[str, str]],
-                                      run_cli: Callable[..., Any], tmp_path: Path) -> None:
+def test_survey_one_launch_by_default(fake_bench: Callable[[str], dict[str, str]],
+                                     run_cli: Callable[..., Any], tmp_path: Path) -> None:
     env = fake_bench("ok")
-    p = run_cli("survey", "--np", "1", "--out", "sv", "--launches", "1", env=env)
+    assert survey.FULL.launches == 1
+    p = run_cli("survey", "--np", "1", "--out", "sv", env=env)
     assert p.returncode == 0, p.stderr
     assert _opt(_args(env), "--time-budget") == f"{survey.FULL.time_budget:g}s"
-    doc = json.loads((tmp_path / "sv" / "results.json").read_text())
+    out = tmp_path / "sv"
+    doc = json.loads((out / "results.json").read_text())
     assert "launches" not in doc
-    assert not list((tmp_path / "sv").glob("results.launch*.json"))
+    assert not list(out.glob("results.launch*.json"))
+    # the compact form: summaries in the JSON, the samples beside it, read back by the loader
+    assert doc["samples_file"]["path"] == "results.samples.npz" and doc["samples_file"]["samples"]
+    assert not any("samples" in m for m in doc["measurements"])
+    r = results.load(out / "results.json")
+    assert sum(len(m.samples) for m in r.measurements) == doc["samples_file"]["samples"]
+    assert doc["survey"] == {"ranks": 1, "cores": survey.node_cpus(), "ranks_from": "np",
+                             "oversubscribed": False}
     bad = run_cli("survey", "--np", "1", "--out", "sv", "--launches", "0", env=env)
     assert bad.returncode == 2 and "--launches" in bad.stderr
 

@@ -127,7 +127,7 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mpilab import results
+    from mpilab import results, samples_file
     from mpilab.fsutil import atomic_write_text, check_output
 
     thr = _threshold(args.fail_above) if args.fail_above is not None else None
@@ -137,8 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.html:
         check_output(args.html)
     ra, rb = results.load(args.a), results.load(args.b)  # one line on a bad file
-    da = json.loads(Path(args.a).read_text(encoding="utf-8"))
-    db = json.loads(Path(args.b).read_text(encoding="utf-8"))
+    # the raw documents (compact files with their samples back: the tests need them)
+    da = samples_file.attach(json.loads(Path(args.a).read_text(encoding="utf-8")), args.a)
+    db = samples_file.attach(json.loads(Path(args.b).read_text(encoding="utf-8")), args.b)
     probs = provenance_problems(ra.provenance, rb.provenance)
     if probs and not args.allow_different:
         raise MpilabError(f"{args.b} against {args.a}: {'; '.join(probs)} "

@@ -8,8 +8,17 @@ measurement of the overheads and gaps, with linear scatter/gather predictions). 
 results are validated, the report is rendered, and both land in DIR as results.json and
 report.html, only if every step succeeded.
 
-The full survey runs the runner in several launches (mpirun invocations; default 3, each
-with its share of the time budget) and reports the median of the launch medians with an
+Ranks: by default one per CPU this process may run on (its affinity mask; under srun the
+allocation's), at least 2; more only when asked (--np N, or --oversubscribe: two per CPU).
+The choice is printed and recorded in the results (`survey`). Results: in the compact form
+(mpilab.samples_file): the summaries in results.json, the raw samples in
+results.samples.npz beside it. Every stage prints its progress on any output (mpilab.stage).
+A stopped survey (SIGINT, SIGTERM, SIGHUP) stops its launcher, keeps what was measured as
+results.partial.json and removes every temporary file it made; the hidden files of a run
+that could not clean up (killed) are named and removed by the next survey in that folder.
+
+The full survey runs the runner in one launch (mpirun invocation); with --launches N in N,
+each with its share of the time budget, and reports the median of the launch medians with an
 interval that includes launch-to-launch variation (mpilab.launches); each launch's own file
 is kept beside the results (results.launchK.json) and the extra cost is printed.
 """
@@ -39,10 +48,12 @@ from mpilab.commands.bench import (
     runner_job,
 )
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
 
 DEFAULT_DIR = "results/survey"
-DEFAULT_NP = 4  # under srun: the allocation's, never more than the node has
+MIN_NP = 2  # point-to-point needs a pair
+OVERSUBSCRIBE_PER_CPU = 2  # --oversubscribe without --np: ranks per CPU
+TMP_PREFIX = ".survey-"  # every temporary file of a survey starts with this
+PARTIAL = "results.partial.json"
 
 OPS = ["p2p",
        "scatter:native", "scatter:linear", "scatter:binomial",
@@ -67,6 +78,67 @@ OPSPEC_MAX_RANKS = 64
 # the survey measures (MPI_Allreduce's default does not use it); --sim-cfg
 # smpi/reduce:default restores SimGrid's own.
 SIM_CFG = ["smpi/reduce:binomial"]
+
+
+def node_cpus() -> int:
+    """The CPUs this process (and the ranks it starts) may run on: its affinity mask, which
+    a cgroup cpuset, taskset or a batch system narrows; all online CPUs elsewhere."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """How many ranks the survey asks for when --np is not given, and why."""
+
+    np: int  # the default rank count (srun replaces it by the allocation's)
+    cpus: int
+    source: str  # "cores" or "oversubscribe"
+
+
+def default_ranks(oversubscribe: bool = False, cpus: int | None = None) -> Ranks:
+    """One rank per CPU (at least MIN_NP); with oversubscribe OVERSUBSCRIBE_PER_CPU."""
+    c = node_cpus() if cpus is None else cpus
+    if oversubscribe:
+        return Ranks(max(MIN_NP, OVERSUBSCRIBE_PER_CPU * c), c, "oversubscribe")
+    return Ranks(max(MIN_NP, c), c, "cores")
+
+
+def ranks_record(np: int, asked: int | None, d: Ranks, launcher: str,
+                 simulated: bool) -> dict[str, Any]:
+    """The results' `survey` object: the ranks, the CPUs, where the count came from."""
+    if simulated:
+        src = "platform"
+    elif asked is not None:
+        src = "np"
+    elif launcher == "srun":
+        src = "allocation"
+    else:
+        src = d.source
+    return {"ranks": np, "cores": d.cpus, "ranks_from": src,
+            "oversubscribed": (not simulated) and launcher != "srun" and np > d.cpus}
+
+
+def ranks_line(rec: dict[str, Any]) -> str:
+    """The rank choice in words, for the survey's first line."""
+    n, c, src = rec["ranks"], rec["cores"], rec["ranks_from"]
+    if src == "platform":
+        return f"{n} simulated ranks"
+    if src == "allocation":
+        return f"{n} ranks (the Slurm allocation's)"
+    if rec["oversubscribed"] and src == "cores":
+        return (f"{n} ranks on {c} CPU(s): oversubscribed (point-to-point needs {MIN_NP}); "
+                "ranks share the CPU, so the times include waiting for it")
+    if rec["oversubscribed"]:
+        how = f"--np {n}" if src == "np" else "--oversubscribe"
+        return (f"{n} ranks on {c} CPU(s): oversubscribed, as asked ({how}); ranks share "
+                "CPUs, so the times include waiting for one")
+    if src == "np":
+        return f"{n} rank{'s' if n != 1 else ''} (--np {n}; {c} CPU(s) here)"
+    why = f"one per CPU: {c} here" if n == c else f"{c} CPU(s) here, {MIN_NP} at least"
+    return f"{n} ranks ({why}; --np N or --oversubscribe for more)"
 
 
 def timings_for(np: int) -> list[str]:
@@ -100,9 +172,17 @@ class Plan:
 # Sizes: powers of 4 from 1 byte to 1 MiB, plus 0 and points around the eager/rendezvous
 # switches of Open MPI's shared-memory (4 KiB) and TCP (64 KiB) transports.
 # The full survey's repetitions are ended by the stopping rule or by each measurement's share
-# of a 120 s budget (seconds of samples), not by a repetition count: max_reps is a memory cap.
-FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=1000000, eps=0.025,
-            time_budget=120.0, launches=3)
+# of a 60 s budget (seconds of samples), not by a repetition count: max_reps is a memory cap.
+# 100,000 repetitions: a measurement of a few tens of nanoseconds (an opspec or root gather
+# of a few bytes) that has not converged by then is flagged not converged; at 10^6 such
+# measurements held 9 of the 11 million samples of a 2-rank survey, and the memory of the
+# runner and of the report with them.
+# On a quiet node most measurements converge long before their share (the whole survey took
+# 26 s on 2 cores, docs/report.md); the budget bounds a busy node's survey to about a minute
+# of samples. One launch: --launches N adds the launch-to-launch variation to the intervals
+# at N launches' cost (mpilab.launches).
+FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=100000, eps=0.025,
+            time_budget=60.0, launches=1)
 QUICK = Plan(sizes="0,4K,64K", min_reps=2, max_reps=3, eps=0.5)
 
 _PROGRESS_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
@@ -114,10 +194,13 @@ class RunnerFailed(MpilabError):
 
 
 def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
-    """Run the runner with a rich progress display fed by its stderr lines. The runner's
-    stdout (its table) and stderr go to log_path. Raises RunnerFailed on failure."""
+    """Run the runner with a progress display fed by its stderr lines (a rich bar on a
+    terminal, a line every few seconds elsewhere: mpilab.stage). The runner's stdout (its
+    table) and stderr go to log_path. Raises RunnerFailed on failure."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from mpilab.stage import Stage
 
     console = Console(stderr=True, quiet=quiet)
     tail: deque[str] = deque(maxlen=5)
@@ -130,10 +213,12 @@ def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
                                 text=True, errors="replace", start_new_session=True)
         assert proc.stderr is not None
         try:
-            with Progress(SpinnerColumn(), TextColumn("[bold]measure[/]"), BarColumn(),
-                          TextColumn("{task.description}"), TimeElapsedColumn(),
-                          console=console, transient=True) as progress:
+            with Stage(console, "measure", spinner=False) as stage, \
+                    Progress(SpinnerColumn(), TextColumn("[bold]measure[/]"), BarColumn(),
+                             TextColumn("{task.description}"), TimeElapsedColumn(),
+                             console=console, transient=True) as progress:
                 task = progress.add_task("starting ranks", total=None)
+                stage.note("starting ranks")
                 in_block = False  # inside one of mpirun's ----- framed messages
                 for line in proc.stderr:
                     log.write(line)
@@ -149,6 +234,7 @@ def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
                         progress.update(task, completed=int(m.group(1)),
                                         total=int(m.group(2)))
                     progress.update(task, description=line[-70:])
+                    stage.note(line[-100:])
                 rc = proc.wait()
         except BaseException:
             _stop(proc)
@@ -174,25 +260,79 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def _is_partial(path: Path) -> bool:
-    """A results checkpoint the runner left (valid JSON marked partial)."""
+def _doc_of(path: Path) -> dict[str, Any] | None:
+    """A results document the runner left (None: unreadable, e.g. cut off by a kill)."""
     import json
 
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("partial") is True
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _run_files(out: Path, stem: str) -> list[Path]:
+    """The temporary files of the run whose names start with stem (results, checkpoints,
+    archives and the writers' own temporaries)."""
+    return sorted(f for f in out.iterdir() if f.name.startswith(stem))
+
+
+def clear_leftovers(out: Path, console: Any) -> list[str]:
+    """Remove, and name, the hidden files an earlier survey in out left (one killed before
+    it could clean up). Returns their names."""
+    gone = []
+    for f in sorted(out.iterdir()):
+        if f.name.startswith(TMP_PREFIX) and f.is_file():
+            size = f.stat().st_size
+            f.unlink(missing_ok=True)
+            gone.append(f"{f.name} ({size / 1e6:.1f} MB)")
+    if gone:
+        console.print(f"removed {len(gone)} hidden file(s) an earlier survey in {out} left "
+                      f"when it was killed: {', '.join(gone)}", markup=False, highlight=False)
+    return gone
+
+
+def _keep_stopped(out: Path, launch_tmps: list[Path], console: Any) -> None:
+    """A stopped run: keep what it measured as DIR/results.partial.json (the checkpoint of
+    the launch in progress, else the last launch completed, marked partial) and say so."""
+    from mpilab.fsutil import partial_name
+
+    kept: tuple[Path, dict[str, Any]] | None = None
+    for k in range(len(launch_tmps) - 1, -1, -1):
+        for cand in (Path(partial_name(launch_tmps[k])), launch_tmps[k]):
+            doc = _doc_of(cand) if cand.is_file() else None
+            if doc is not None and doc.get("measurements"):
+                kept = (cand, doc)
+                break
+        if kept:
+            break
+    if kept is None:
+        return
+    path, doc = kept
+    from mpilab import samples_file
+
+    if samples_file.KEY in doc:  # stopped after its compaction: the samples are beside it
+        samples_file.attach(doc, path, path.with_name(samples_file.sidecar_name(path.name)))
+        del doc[samples_file.KEY]
+    if doc.get("partial") is not True:
+        doc["partial"] = True
+        doc["partial_reason"] = (f"the survey was stopped: launch {launch_tmps.index(path) + 1}"
+                                 f" of {len(launch_tmps)} completed, the others not merged")
+    final = out / PARTIAL
+    samples_file.write_compact(doc, final, out / samples_file.sidecar_name(PARTIAL))
+    console.print(f"[bold]survey stopped[/]: the measurements made so far are in {final} "
+                  f"(marked partial; 'mpilab report {final}' renders them)")
 
 
 def _job(np: int | None, args: list[str], launcher: str | None,
          launcher_args: list[str] | None, testbed: str | None, mptcp: bool,
-         sim: str | None, sim_cfg: list[str] | None = None) -> tuple[Job, Any]:
+         sim: str | None, sim_cfg: list[str] | None = None,
+         default_np: int = MIN_NP) -> tuple[Job, Any]:
     """The runner's launch (and, simulated, the SimJob whose provenance and hostfile go
     with it): mpirun/mpiexec/srun, the testbed's, or smpirun on a platform (--sim) with
     SIM_CFG and then sim_cfg (NAME:VALUE items, which override it)."""
     if sim is None:
-        return runner_job(np, DEFAULT_NP, args, launcher, launcher_args, testbed, mptcp), None
+        return runner_job(np, default_np, args, launcher, launcher_args, testbed, mptcp), None
     from mpilab.sim import run as simrun
     from mpilab.tools import mpi_env
 
@@ -204,12 +344,11 @@ def _job(np: int | None, args: list[str], launcher: str | None,
 def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None = None,
            launcher_args: list[str] | None = None, quiet: bool = False,
            testbed: str | None = None, mptcp: bool = False,
-           sim: str | None = None, sim_cfg: list[str] | None = None) -> tuple[Path, Path]:
+           sim: str | None = None, sim_cfg: list[str] | None = None,
+           oversubscribe: bool = False) -> tuple[Path, Path]:
     """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
     under those names unless every step succeeded (earlier files are kept as they were)."""
     from rich.console import Console
-
-    from mpilab.report.html import build_report
 
     console = Console(stderr=True, quiet=quiet)
     out = Path(out_dir)
@@ -221,101 +360,162 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
         simrun.check_options(None, testbed, launcher)
     elif sim_cfg:
         raise MpilabError("--sim-cfg applies to simulated runs only (give --sim PLATFORM)")
-    j, sj0 = _job(np, [], launcher, launcher_args, testbed, mptcp, sim, sim_cfg)
+    d = default_ranks(oversubscribe)
+    j, sj0 = _job(np, [], launcher, launcher_args, testbed, mptcp, sim, sim_cfg, d.np)
     if sj0 is not None:
         sj0.cleanup()
+    rec = ranks_record(j.np, np, d, Path(j.cmd[0]).name, sim is not None)
     out.mkdir(parents=True, exist_ok=True)
-    final_json, final_html = out / "results.json", out / "report.html"
-    fd, tmp_name = tempfile.mkstemp(prefix=".survey-", suffix=".json", dir=out)
+    clear_leftovers(out, console)
+    fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=out)
     os.close(fd)
     os.unlink(tmp_name)  # the runner creates it (atomically) when it succeeds
     tmp = Path(tmp_name)
+    stem = tmp.stem  # every file of this run starts with it
     log = out / "runner.log"
     t0 = time.monotonic()
     n = plan.launches
-    launch_tmps = [tmp.with_name(f"{tmp.stem}.launch{k}.json") for k in range(1, n + 1)]
+    launch_tmps = [tmp.with_name(f"{stem}.launch{k}.json") for k in range(1, n + 1)]
+    measuring = True
     try:
-        console.print(f"[bold]survey[/]: {j.np} ranks ({Path(j.cmd[0]).name}), sizes {plan.sizes}, "
-                      f"reps {plan.min_reps}..{plan.max_reps}, eps {plan.eps}"
+        console.print(f"[bold]survey[/]: {ranks_line(rec)} ({Path(j.cmd[0]).name}), "
+                      f"sizes {plan.sizes}, reps {plan.min_reps}..{plan.max_reps}, "
+                      f"eps {plan.eps}"
                       + (f", budget {plan.time_budget:g} s" if plan.time_budget > 0 else "")
                       + (f", {n} launches" if n > 1 else ""))
-        console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
-                      f"x timing {','.join(timings_for(j.np))}"
-                      + (f" (opspec left out above {OPSPEC_MAX_RANKS} ranks: p - 1 barriers "
-                         "per sample)" if j.np > OPSPEC_MAX_RANKS else ""))
-        if sj0 is not None:
-            from mpilab.sim import run as simrun
-            console.print("  simulated, with the SimGrid options "
-                          + " ".join(simrun.cfg_options([*SIM_CFG, *(sim_cfg or [])]))
-                          + "; every rank reads the one simulated clock: global timing "
-                          "synchronises exactly, without probing (clock_sync method exact)")
-        walls: list[float] = []
-        for k in range(n):
-            target = tmp if n == 1 else launch_tmps[k]
-            if n > 1:
-                console.print(f"  launch {k + 1} of {n}")
-            j, sj = _job(j.np, plan.runner_args(str(target), j.np), launcher, launcher_args,
-                         testbed, mptcp, sim, sim_cfg)
-            log_k = log if k == 0 else log.with_name(f"runner.launch{k + 1}.log")
-            tl = time.monotonic()
-            try:
-                _run_runner(j, log_k, quiet)
-            finally:
-                if sj is not None:
-                    sj.cleanup()
-            walls.append(time.monotonic() - tl)
-            if not target.is_file():
-                raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log_k})")
-            if sj is not None:
-                sj.annotate(str(target))
-        console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {time.monotonic() - t0:.0f} s")
-        if n > 1:
-            _merge_launches(launch_tmps, tmp, out, walls, console)
-        r = _load(tmp)
-        r.path = str(final_json)
-        r.sources = [str(final_json)]
-        console.print(f"[bold]3/3 report[/]: {len(r.measurements)} measurements, "
-                      f"{len(r.hockney)} Hockney pairs, {len(r.loggp)} LogGP pairs, "
-                      f"{len(r.predictions) + len(r.loggp_predictions)} predictions")
-        # the page, and beside it the CSV files of tables summarised at scale (a large run)
-        build_report(r, final_html)
-        if n > 1:
-            for k, f in enumerate(launch_tmps, 1):
-                os.replace(f, out / f"results.launch{k}.json")
-        os.replace(tmp, final_json)
-    except BaseException:
+        walls = _measure(j, plan, tmp, launch_tmps, log, console, quiet,
+                         (launcher, launcher_args, testbed, mptcp, sim, sim_cfg),
+                         sj0 is not None)
+        measuring = False
+        done = _finish(plan, tmp, launch_tmps, out, rec, console, time.monotonic() - t0,
+                       walls)
+    except BaseException as e:
         # the runner checkpoints while it measures: keep what it measured, marked partial
-        partial = [f for f in [tmp, *launch_tmps] if f.is_file() and _is_partial(f)]
-        if partial:
-            kept = out / "results.partial.json"
-            os.replace(partial[0], kept)
-            console.print(f"[bold]survey stopped[/]: the measurements made so far are in {kept} "
-                          f"(marked partial; 'mpilab report {kept}' renders them)")
+        # (a failure after measuring is about the data: nothing kept, the error says why)
+        if measuring or isinstance(e, KeyboardInterrupt):
+            try:
+                _keep_stopped(out, [tmp] if n == 1 else launch_tmps, console)
+            except (MpilabError, OSError, ValueError) as k:
+                console.print(f"survey: the partial results could not be kept: {k}",
+                              markup=False)
         raise
     finally:
-        tmp.unlink(missing_ok=True)
-        for f in launch_tmps:
+        for f in _run_files(out, stem):
             f.unlink(missing_ok=True)
+    stale = out / PARTIAL
+    if stale.exists():
+        from mpilab import samples_file
+
+        stale.unlink()
+        (out / samples_file.sidecar_name(PARTIAL)).unlink(missing_ok=True)
+        console.print(f"removed {stale}, the partial results of an earlier stopped survey")
+    return done
+
+
+def _measure(j: Job, plan: Plan, tmp: Path, launch_tmps: list[Path], log: Path,
+             console: Any, quiet: bool, how: tuple[Any, ...], simulated: bool) -> list[float]:
+    """Stage 1: the runner's launches, each writing its own file; their wall times."""
+    launcher, launcher_args, testbed, mptcp, sim, sim_cfg = how
+    n = plan.launches
+    console.print(f"[bold]1/3 measure[/]: p2p all pairs + {len(OPS) - 1} collectives "
+                  f"x timing {','.join(timings_for(j.np))}"
+                  + (f" (opspec left out above {OPSPEC_MAX_RANKS} ranks: p - 1 barriers "
+                     "per sample)" if j.np > OPSPEC_MAX_RANKS else ""))
+    if simulated:
+        from mpilab.sim import run as simrun
+        console.print("  simulated, with the SimGrid options "
+                      + " ".join(simrun.cfg_options([*SIM_CFG, *(sim_cfg or [])]))
+                      + "; every rank reads the one simulated clock: global timing "
+                      "synchronises exactly, without probing (clock_sync method exact)")
+    walls: list[float] = []
+    for k in range(n):
+        target = tmp if n == 1 else launch_tmps[k]
+        if n > 1:
+            console.print(f"  launch {k + 1} of {n}")
+        jk, sj = _job(j.np, plan.runner_args(str(target), j.np), launcher, launcher_args,
+                      testbed, mptcp, sim, sim_cfg)
+        log_k = log if k == 0 else log.with_name(f"runner.launch{k + 1}.log")
+        tl = time.monotonic()
+        try:
+            _run_runner(jk, log_k, quiet)
+        finally:
+            if sj is not None:
+                sj.cleanup()
+        walls.append(time.monotonic() - tl)
+        if not target.is_file():
+            raise MpilabError(f"{RUNNER} exited 0 but wrote no results (log: {log_k})")
+        if sj is not None:
+            sj.annotate(str(target))
+    return walls
+
+
+def _compact(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
+             extra: dict[str, Any] | None = None) -> int:
+    """The runner's file in the compact form, read as a stream (mpilab.compact); a file
+    that is not a results document is refused in results.load's words (malformed JSON with
+    its line, ...)."""
+    from mpilab import compact, results
+
+    try:
+        return compact.compact_file(src, json_out, npz_out, final_npz_name, extra)
+    except (ValueError, UnicodeDecodeError):
+        results.load(src)
+        raise MpilabError(f"{src}: not a results document") from None
+
+
+def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
+            rec: dict[str, Any], console: Any, measured_s: float,
+            walls: list[float]) -> tuple[Path, Path]:
+    """Stages 2 and 3: merge the launches, write the compact form (summaries in JSON, samples
+    in an archive beside it), validate, render the report, then rename everything."""
+    from mpilab import results, samples_file
+    from mpilab.report.html import build_report
+    from mpilab.stage import Stage
+
+    n = plan.launches
+    final_json, final_html = out / "results.json", out / "report.html"
+    side = samples_file.sidecar_name
+    side_tmp = tmp.with_name(side(tmp.name))
+    console.print(f"[bold]2/3 validate[/]: {RUNNER} done in {measured_s:.0f} s")
+    with Stage(console, "validate") as st:
+        if n > 1:
+            st.note(f"merging {n} launches")
+            doc = _merge_launches(launch_tmps, out, walls, console)
+            doc["survey"] = rec
+            st.note(f"the compact form: samples into {side(final_json.name)}")
+            count = samples_file.write_compact(doc, tmp, side_tmp, side(final_json.name))
+            del doc
+            for k, f in enumerate(launch_tmps, 1):
+                st.note(f"launch {k}'s file in the compact form")
+                _compact(f, f, f.with_name(side(f.name)), side(f"results.launch{k}.json"))
+        else:
+            st.note(f"reading {RUNNER}'s results into the compact form: samples into "
+                    f"{side(final_json.name)}")
+            count = _compact(tmp, tmp, side_tmp, side(final_json.name), {"survey": rec})
+        st.note(f"validating the summaries of {count} samples")
+        r = results.load(tmp, samples=side_tmp)
+    r.path = str(final_json)
+    r.sources = [str(final_json)]
+    console.print(f"[bold]3/3 report[/]: {len(r.measurements)} measurements, "
+                  f"{len(r.hockney)} Hockney pairs, {len(r.loggp)} LogGP pairs, "
+                  f"{len(r.predictions) + len(r.loggp_predictions)} predictions")
+    with Stage(console, "report") as st:
+        st.note(f"writing {final_html}")
+        # the page, and beside it the CSV files of tables summarised at scale (a large run)
+        build_report(r, final_html)
+    if n > 1:
+        for k, f in enumerate(launch_tmps, 1):
+            os.replace(f.with_name(side(f.name)), out / side(f"results.launch{k}.json"))
+            os.replace(f, out / f"results.launch{k}.json")
+    os.replace(side_tmp, out / side(final_json.name))
+    os.replace(tmp, final_json)
     return final_json, final_html
 
 
-def _load(path: Path) -> Any:
-    """The results file as `mpilab report` reads it: a large one (a survey of hundreds of
-    ranks) as a stream, without the p2p repetitions."""
-    from mpilab import results
-    from mpilab.commands.report import STREAM_BYTES
-
-    if path.stat().st_size >= STREAM_BYTES:
-        from mpilab.report.stream import load_large
-
-        return load_large(path)
-    return results.load(path)
-
-
-def _merge_launches(files: list[Path], merged: Path, out: Path, walls: list[float],
-                    console: Any) -> None:
-    """The launches' documents merged (mpilab.launches) into `merged`; the file names
-    recorded are those the launch files get in OUT; the cost line printed."""
+def _merge_launches(files: list[Path], out: Path, walls: list[float],
+                    console: Any) -> dict[str, Any]:
+    """The launches' documents merged (mpilab.launches); the file names recorded are those
+    the launch files get in OUT; the cost line printed."""
     import json
 
     from mpilab import launches
@@ -329,8 +529,8 @@ def _merge_launches(files: list[Path], merged: Path, out: Path, walls: list[floa
     names = [str(out / f"results.launch{k}.json") for k in range(1, len(files) + 1)]
     doc = launches.merge(docs, names, len(files))
     doc["launches"]["cost"] = launches.cost(docs, walls)
-    atomic_write_text(merged, json.dumps(doc, indent=1) + "\n")
     console.print(launches.cost_line(doc["launches"]["cost"]))
+    return doc
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -349,17 +549,45 @@ def _run(args: argparse.Namespace) -> int:
         simrun.check_options(args.launches, None, None)
         plan = replace(plan, launches=1, min_time=0.0)
     t0 = time.monotonic()
-    rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg, args.quiet,
-                    args.testbed, args.mptcp, args.sim, args.sim_cfg)
+    prev = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg,
+                        args.quiet, args.testbed, args.mptcp, args.sim, args.sim_cfg,
+                        args.oversubscribe)
+    except Stopped as e:
+        sys.stderr.write(f"mpilab: survey stopped by {signal.Signals(e.signum).name}\n")
+        return 128 + e.signum
+    finally:
+        for sig, h in prev.items():
+            signal.signal(sig, h)
     sys.stdout.write(f"survey done in {time.monotonic() - t0:.0f} s\n"
                      f"results: {rj}\nreport:  {rh}\n")
+    import json
+
     from mpilab import quality
 
-    raw = _load(rj).raw
-    verdict = quality.noisy_verdict(raw) or quality.quick_note(raw)
+    raw = json.loads(rj.read_text(encoding="utf-8"))  # the summaries are what it reads
+    s = quality.summary(raw)
+    verdict = quality.noisy_verdict(raw, s) or quality.quick_note(raw, s)
     if verdict:
         sys.stdout.write(verdict + "\n")
+    else:
+        sys.stdout.write(f"converged: {s['converged']} of {s['measurements']} measurements "
+                         f"reached the asked precision (eps {plan.eps:g})\n")
     return 0
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while the survey runs: unwinds like Ctrl-C, so the launcher is
+    stopped, what was measured is kept and the temporary files are removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped(signum: int, _frame: Any) -> None:
+    raise Stopped(signum)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -368,7 +596,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Measure all-pairs point-to-point, scatter/gather (native, linear, "
                     "binomial) and bcast/allreduce with every timing method, fit the models "
                     "and write DIR/results.json and DIR/report.html.")
-    add_launch_options(p, DEFAULT_NP)
+    add_launch_options(p, MIN_NP)
+    p.set_defaults(np=None)
+    for a in p._actions:
+        if a.dest == "np":
+            a.help = ("number of ranks (default: one per CPU this process may run on, at "
+                      f"least {MIN_NP}; under srun the allocation's); more ranks than CPUs "
+                      "run oversubscribed, and the survey says so")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help=f"without --np: {OVERSUBSCRIBE_PER_CPU} ranks per CPU (ranks share "
+                        "CPUs; the times then include waiting for one)")
     p.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
                    help=f"output folder (default {DEFAULT_DIR})")
     p.add_argument("--quick", action="store_true",

@@ -33,9 +33,10 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from mpilab import plausible, results, results_check, schemacheck
+from mpilab import plausible, results, results_check, samples_file, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.results_model import SCHEMA, Measurement, Results
 from mpilab.strict_json import Where
@@ -180,8 +181,9 @@ def _slim(m: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
 
 
 def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
-                  keep: list[Measurement]) -> None:
-    """Each measurement: decoded, validated (schema, then results' checks across fields),
+                  keep: list[Measurement], side: samples_file.Samples | None = None) -> None:
+    """Each measurement: decoded (its repetitions back from the samples archive `side` of a
+    file in the compact form), validated (schema, then results' checks across fields),
     typed; a p2p measurement's raw object loses its repetitions."""
     w = Where(name, "")
     shared: dict[Any, Any] = {}
@@ -191,6 +193,8 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
         return
     while True:
         m = rd.value()
+        if side is not None and isinstance(m, dict) and m.get("op") != "p2p":
+            side.measurement(len(keep), m)
         try:
             check(m)
         except Exception:
@@ -227,12 +231,15 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
             key = rd.value()
             if key in top or (key == "measurements" and "measurements" in top):
                 raise _Fallback  # a repeated key: json keeps the last; results.load decides
+            if key == samples_file.KEY and "measurements" in top:
+                raise _Fallback  # the archive named after the measurements: results.load reads it
             rd.expect(":")
             if key == "measurements":
                 prov = top.get("provenance")
                 if not isinstance(prov, dict):
                     raise _Fallback  # the provenance (rank count) comes first in mpilab's files
-                _measurements(rd, path, meas, prov.get("ranks"), ms)
+                side = samples_file.open_for(top, path) if samples_file.KEY in top else None
+                _measurements(rd, path, meas, prov.get("ranks"), ms, side)
                 top[key] = []
             else:
                 top[key] = rd.value()
@@ -285,3 +292,67 @@ def load_large(path: str | os.PathLike[str]) -> Results:
         if gc_was:
             gc.enable()
     return results.load(name)  # names the problem (or, if it finds none, reads the file)
+
+
+class NotPlain(Exception):
+    """walk_measurements met something it does not read as a stream (the caller reads the
+    file whole instead, where the problem, if any, is named)."""
+
+
+def walk_measurements(path: str | os.PathLike[str],
+                      each: Callable[[int, dict[str, Any]], Any]) -> dict[str, Any]:
+    """The top-level object of a results file, read in one pass: each measurement is decoded
+    on its own and replaced by each(k, m)'s value, so a file of millions of samples never
+    holds them all. No validation (the caller validates what it writes). Raises NotPlain
+    for anything but a plain object with one measurements array."""
+    gc_was = gc.isenabled()
+    gc.disable()
+    top: dict[str, Any] = {}
+    try:
+        with open(path, "rb") as f:
+            rd = _Reader(f)
+            rd.expect("{")
+            while True:
+                if rd.skip_ws() != '"':
+                    raise _Fallback
+                key = rd.value()
+                if not isinstance(key, str) or key in top:
+                    raise _Fallback
+                rd.expect(":")
+                if key == "measurements":
+                    top[key] = _walk(rd, each)
+                else:
+                    top[key] = rd.value()
+                c = rd.skip_ws()
+                rd.pos += 1
+                if c == "}":
+                    break
+                if c != ",":
+                    raise _Fallback
+            if rd.skip_ws() != "":
+                raise _Fallback
+    except (_Fallback, OSError, ValueError) as e:
+        raise NotPlain(str(e)) from None
+    finally:
+        if gc_was:
+            gc.enable()
+    if not isinstance(top.get("measurements"), list):
+        raise NotPlain("no measurements array")
+    return top
+
+
+def _walk(rd: _Reader, each: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
+    out: list[Any] = []
+    rd.expect("[")
+    if rd.skip_ws() == "]":
+        rd.pos += 1
+        return out
+    while True:
+        m = rd.value()
+        out.append(each(len(out), m) if isinstance(m, dict) else m)
+        c = rd.skip_ws()
+        rd.pos += 1
+        if c == "]":
+            return out
+        if c != ",":
+            raise _Fallback

@@ -93,12 +93,13 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _load_docs(paths: list[str]) -> list[dict[str, Any]]:
-    from mpilab import results
+    from mpilab import results, samples_file
 
     docs = []
     for p in paths:
         results.load(p)  # validated: one line on a bad or truncated file
-        docs.append(json.loads(Path(p).read_text(encoding="utf-8")))
+        # a compact file's samples back from its archive: the choice tests them
+        docs.append(samples_file.attach(json.loads(Path(p).read_text(encoding="utf-8")), p))
     return docs
 
 

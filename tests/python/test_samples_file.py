@@ -1,0 +1,163 @@
+"""The compact form of a results file (mpilab.samples_file): summaries in the JSON, samples
+in an npz archive beside it. Every reader gets the samples back (report, diff, tune, the
+quality check); a missing archive leaves the summaries, a foreign one is refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, make_results
+from mpilab import results, samples_file
+from mpilab.errors import MpilabError
+from mpilab.tune import cli as tune_cli
+from mpilab.tune import stats
+
+
+def _pair_matrix_doc() -> dict[str, Any]:
+    """A document whose p2p entry is a pair matrix (one pair's samples null: summarised)."""
+    doc = make_results(ranks=3, sizes=(0, 4096))
+    doc["measurements"] = [m for m in doc["measurements"] if m["op"] != "p2p"]
+    pm = {"design": "full", "count": 3, "pairs_planned": 3, "rounds": 3,
+          "i": [0, 0, 1], "j": [1, 2, 2], "round": [0, 1, 2],
+          "median": [2e-6, 2.2e-6, 2.4e-6], "mean": [2e-6, 2.2e-6, 2.4e-6],
+          "ci_half": [1e-8] * 3, "reps": [3, 3, 4], "invalid": [0] * 3,
+          "converged": [True] * 3, "flags": [[], [], []],
+          "samples": [[2e-6, 2.1e-6, 1.9e-6], None, [2.4e-6, 2.5e-6, 2.3e-6, 2.4e-6]]}
+    doc["measurements"].insert(0, {"op": "p2p", "impl": "roundtrip", "timing": "p2p",
+                                   "schedule": "parallel", "bytes": 0, "bytes_back": 0,
+                                   "ranks": 3, "pair_matrix": pm})
+    return doc
+
+
+def _compact(doc: dict[str, Any], d: Path, name: str = "r.json") -> Path:
+    out = d / name
+    samples_file.write_compact(copy.deepcopy(doc), out,
+                               d / samples_file.sidecar_name(name))
+    return out
+
+
+def _same_samples(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """b's samples are a's, to float32 precision (relative 6e-8), flags exactly."""
+    assert len(a["measurements"]) == len(b["measurements"])
+    for ma, mb in zip(a["measurements"], b["measurements"], strict=True):
+        assert ma.get("valid") == mb.get("valid")
+        assert ("samples" in ma) == ("samples" in mb)
+        for x, y in zip(ma.get("samples") or [], mb.get("samples") or [], strict=True):
+            assert y == pytest.approx(x, rel=1e-7)
+        pa, pb = ma.get("pair_matrix"), mb.get("pair_matrix")
+        if pa:
+            for sa, sb in zip(pa["samples"], pb["samples"], strict=True):
+                assert (sa is None) == (sb is None)
+                assert sb is None or sb == pytest.approx(sa, rel=1e-7)
+
+
+@pytest.mark.parametrize("make", [lambda: make_results(ranks=3, sizes=(0, 4096)),
+                                  _pair_matrix_doc,
+                                  lambda: json.loads((REPO / "tests/data/"
+                                                      "survey-quick-np3.json").read_text())])
+def test_compact_form_round_trips(make: Callable[[], dict[str, Any]], tmp_path: Path) -> None:
+    doc = make()
+    out = _compact(doc, tmp_path)
+    text = out.read_text()
+    assert '"samples": [' not in text and '"valid": [' not in text  # summaries only
+    ref = json.loads(text)["samples_file"]
+    assert ref["path"] == "r.samples.npz" and ref["dtype"] == "float32"
+    assert ref["measurements"] == len(doc["measurements"])
+    back = samples_file.attach(json.loads(text), out)
+    _same_samples(doc, back)
+    # the typed view: every measurement's samples and statistics as the full form's
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps(doc))
+    rf, rc = results.load(full), results.load(out)
+    assert [m.samples for m in rc.measurements] == [
+        pytest.approx(m.samples, rel=1e-7) for m in rf.measurements]
+    assert [m.stats for m in rc.measurements] == [m.stats for m in rf.measurements]
+
+
+def test_report_reads_both_forms_alike(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The same run in the full and in the compact form gives the same report: the summary's
+    winners come from the samples (a Mann-Whitney test from MIN_SAMPLES on), and a reader
+    that lost them falls back to the intervals, which changes the page."""
+    doc = make_results(ranks=3, sizes=(0, 4096, 65536))
+    (tmp_path / "full.json").write_text(json.dumps(doc))
+    _compact(doc, tmp_path, "compact.json")
+
+    def page(name: str) -> str:
+        p = run_cli("report", f"{name}.json", "-o", "page.html")
+        assert p.returncode == 0, p.stderr
+        # the page names its source file; otherwise the two pages must be the same
+        return re.sub(r"(full|compact)\.json", "X.json", (tmp_path / "page.html").read_text())
+
+    full = page("full")
+    assert page("compact") == full
+    (tmp_path / "compact.samples.npz").unlink()  # the check can fail: no samples, other page
+    assert page("compact") != full
+
+
+def test_diff_and_tune_read_the_samples_back(run_cli: Callable[..., Any],
+                                             tmp_path: Path) -> None:
+    doc = make_results(ranks=3, sizes=(0, 4096))
+    (tmp_path / "full.json").write_text(json.dumps(doc))
+    out = _compact(doc, tmp_path, "compact.json")
+    raw = tune_cli._load_docs([str(out)])[0]  # what tune choose reads
+    m0 = next(m for m in raw["measurements"] if m["op"] == "bcast")
+    assert len(stats.launch_groups(m0)[0]) == len(m0["samples"]) > 0
+    p = run_cli("diff", "full.json", "compact.json")
+    assert p.returncode == 0, p.stderr
+    rows = p.stdout.splitlines()[1:]
+    assert rows and all(r.split()[3] == "1.000" for r in rows)  # B/A from the samples
+
+
+
+
+def test_missing_archive_leaves_the_summaries(tmp_path: Path,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    out = _compact(make_results(ranks=2, sizes=(0,)), tmp_path)
+    (tmp_path / "r.samples.npz").unlink()
+    r = results.load(out)
+    assert r.measurements and all(m.samples == () for m in r.measurements)
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "r.samples.npz is missing" in err
+
+
+def test_foreign_archive_is_refused_in_one_line(tmp_path: Path) -> None:
+    out = _compact(make_results(ranks=2, sizes=(0,)), tmp_path)
+    _compact(make_results(ranks=2, sizes=(0,), seed=2), tmp_path, "other.json")
+    (tmp_path / "other.samples.npz").replace(tmp_path / "r.samples.npz")
+    with pytest.raises(MpilabError, match=r"r\.samples\.npz: does not match .*r\.json"):
+        results.load(out)
+    doc = json.loads(out.read_text())
+    doc["samples_file"]["path"] = "../elsewhere.npz"
+    out.write_text(json.dumps(doc))
+    with pytest.raises(MpilabError, match="samples_file.path"):
+        results.load(out)
+
+
+@pytest.mark.parametrize("make", [lambda: make_results(ranks=3, sizes=(0, 4096)),
+                                  _pair_matrix_doc])
+def test_stream_compaction_is_the_whole_documents(make: Callable[[], dict[str, Any]],
+                                                  tmp_path: Path) -> None:
+    """The survey rewrites the runner's file one measurement at a time (mpilab.compact):
+    the same JSON and archive as the whole document's compaction."""
+    from mpilab import compact
+
+    doc = make()
+    src = tmp_path / "runner.json"
+    src.write_text(json.dumps(doc, indent=1))
+    n = compact.compact_file(src, src, tmp_path / "runner.samples.npz", "runner.samples.npz",
+                             {"survey": {"ranks": 3}})
+    whole = copy.deepcopy(doc)
+    whole["survey"] = {"ranks": 3}
+    _compact(whole, tmp_path, "whole.json")
+    a, b = json.loads(src.read_text()), json.loads((tmp_path / "whole.json").read_text())
+    assert n == a["samples_file"]["samples"] > 0
+    for ref in (a, b):
+        ref["samples_file"].pop("path")
+    assert a == b
+    _same_samples(doc, samples_file.attach(json.loads(src.read_text()), src))
