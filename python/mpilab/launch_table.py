@@ -89,8 +89,9 @@ def interval_note(doc: dict[str, Any]) -> str:
             var = mla["variation"]
             break
     if var is None:
-        return (f"interval: where a repeat of this command ({n} launch{"es" if n != 1 else ""}) would report the "
-                "figure, from these launches alone")
+        what = "1 launch" if n == 1 else f"{n} launches"
+        return (f"interval: where a repeat of this command ({what}) would report the figure, "
+                "from these launches alone")
     return (f"interval: where a repeat of this command would report the figure "
             f"({var['cl'] * 100:g}%), from this machine's launch-to-launch variation "
             f"({var['launches_stored']} stored launches since {var['since']}) and this run's "
