@@ -62,8 +62,9 @@ ENV_PREFIXES = ("OMPI_MCA_", "MPIR_CVAR_", "UCX_", "FI_", "I_MPI_", "PSM2_", "MP
 #: runner options that do not change what a measurement is (sizes and operations are in the
 #: measurement's own key; budget and precision change how long it runs, not its level)
 _RUNNER_FREE = frozenset({"--out", "--sizes", "--ops", "--time-budget", "--eps", "--cl",
-                          "--min-reps", "--max-reps", "--min-time", "--max-time", "--models",
-                          "--csv", "--quiet", "--progress"})
+                          "--min-reps", "--max-reps", "--min-time", "--budget-floor",
+                          "--models", "--format"})
+_RUNNER_FREE_FLAGS = frozenset({"--quiet", "--no-fit"})
 _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
                "ranks")
 _GROUP_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "root", "ranks")
@@ -110,6 +111,8 @@ def runner_settings(runner_args: list[str]) -> list[str]:
             skip = False
             continue
         name = a.partition("=")[0]
+        if a in _RUNNER_FREE_FLAGS:
+            continue
         if name in _RUNNER_FREE:
             skip = "=" not in a
             continue

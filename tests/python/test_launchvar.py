@@ -191,7 +191,9 @@ def test_context_ignores_what_does_not_change_a_level() -> None:
     b = launchvar.context(["mpirun"], {"OMPI_MCA_btl": "tcp", "PATH": "/y"},
                           ["--sizes=4K", "--eps", "0.01", "--timing", "max"], 2, mach)
     c = launchvar.context(["mpirun"], {"OMPI_MCA_btl": "vader"}, ["--timing", "max"], 2, mach)
-    assert a.key() == b.key() != c.key()
+    d = launchvar.context(["mpirun"], {"OMPI_MCA_btl": "tcp"}, ["--timing", "max", "--quiet",
+                                                               "--out", "y"], 2, mach)
+    assert a.key() == b.key() == d.key() != c.key()
 
 
 @pytest.mark.parametrize("content, expected", [
