@@ -503,3 +503,11 @@ def test_launches_apart_by_orders_of_magnitude_give_no_interval_not_an_impossibl
     f = tmp_path / "m.json"
     f.write_text(json.dumps(out))
     assert results.load(f).measurements[0].stats.median == pytest.approx(m["stats"]["median"])
+
+
+@pytest.mark.parametrize("df", [120, 500, 5000])
+def test_t_quantile_expansion_for_many_degrees_of_freedom(df: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = launches.t_quantile(0.95, df)
+    monkeypatch.setattr(launches, "T_EXPANSION_DF", 10 ** 9)
+    assert fast == pytest.approx(launches.t_quantile(0.95, df), abs=1e-6)

@@ -471,7 +471,7 @@ def _launch_series(args: argparse.Namespace, base_args: list[str], out: str, tab
         if status != 0:
             merged["partial"] = True
             merged.setdefault("partial_reason", "a launch failed; the series stopped there")
-        atomic_write_text(target, json.dumps(merged, indent=1) + "\n")
+        atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
     if isinstance(session, launchvar.Session) and docs and status == 0:
         prov = docs[0].get("provenance") or {}
         session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
