@@ -38,7 +38,7 @@ def verdict(doc: dict[str, Any]) -> dict[str, Any]:
     """The counts under the table: measurements, converged at eps, converged at the machine's
     limit (and the largest such limit), not converged."""
     ms = [m for m in doc.get("measurements") or [] if isinstance(m, dict)]
-    at_eps = at_limit = levels = 0
+    at_eps = at_limit = levels = off = 0
     worst = 0.0
     eps: float | None = None
     for m in ms:
@@ -47,8 +47,11 @@ def verdict(doc: dict[str, Any]) -> dict[str, Any]:
         if st.get("converged") is not True:
             la = m.get("launches") if isinstance(m.get("launches"), dict) else {}
             each = la.get("converged")
-            levels += ("variation" not in la and isinstance(each, list) and bool(each)
-                       and all(x is True for x in each))
+            if quality.OFF_USUAL_LEVEL in (m.get("flags") or []):
+                off += 1
+            else:
+                levels += ("variation" not in la and isinstance(each, list) and bool(each)
+                           and all(x is True for x in each))
             continue
         if quality.AT_MACHINE_LIMIT in (m.get("flags") or []):
             at_limit += 1
@@ -57,6 +60,7 @@ def verdict(doc: dict[str, Any]) -> dict[str, Any]:
             at_eps += 1
     return {"n": len(ms), "at_eps": at_eps, "at_limit": at_limit, "limit_max": worst,
             "not_converged": len(ms) - at_eps - at_limit, "levels_apart": levels,
+            "off_level": off,
             "eps": eps}
 
 
@@ -69,7 +73,11 @@ def verdict_line(doc: dict[str, Any]) -> str:
         parts.append(f"{v['at_limit']} at this machine's launch-to-launch limit (up to "
                      f"+-{v['limit_max'] * 100:.1f}%)")
     line = f"{conv} of {v['n']} measurements converged: " + ", ".join(parts)
-    own, levels = v["not_converged"] - v["levels_apart"], v["levels_apart"]
+    own = v["not_converged"] - v["levels_apart"] - v["off_level"]
+    levels = v["levels_apart"]
+    if v["off_level"]:
+        line += (f"; {v['off_level']} not converged: this launch sat off the machine's usual "
+                 "level for them (off_usual_level; the interval reaches back to it: run again)")
     if own:
         line += (f"; {own} not converged (a launch ran out of repetitions or time before its "
                  "own interval met the precision: see the flags)")

@@ -422,6 +422,8 @@ AT_MACHINE_LIMIT = quality.AT_MACHINE_LIMIT
 #: one launch and no knowledge of the machine's launch-to-launch variation: the interval holds
 #: this launch's sampling error only
 VARIATION_UNKNOWN = quality.VARIATION_UNKNOWN
+#: this run's figure lies outside the interval around the machine's usual level for it
+OFF_USUAL_LEVEL = quality.OFF_USUAL_LEVEL
 
 
 def _variation_interval(medians: list[float], halves: list[float | None], fig: float,
@@ -469,10 +471,18 @@ def merge_measurement(ms: list[dict[str, Any]],
     halves = [_half(st) for st in sts]
     var = variation(first, medians) if variation is not None else None
     limit = None
+    off_level = False
     if var is not None:
         fig = statistics.median(medians)
         lo, hi, _floor = _variation_interval(medians, halves, fig, var[0])
         limit = math.expm1(var[0])
+        usual = _num(var[1].get("usual"))
+        if usual is not None and usual > 0 and not usual * math.exp(-var[0]) <= fig \
+                <= usual * math.exp(var[0]):
+            # this run sits off the machine's usual level: a repeat most likely reports the
+            # usual level, so the interval reaches back to it
+            off_level = True
+            lo, hi = min(lo, usual * math.exp(-var[0])), max(hi, usual * math.exp(var[0]))
         parts: dict[str, Any] = {"interval": "prediction", "variation": {**var[1],
                                                                          "limit_rel": limit}}
     elif len(ms) == 1 and halves[0] is not None:
@@ -490,7 +500,7 @@ def merge_measurement(ms: list[dict[str, Any]],
     # at the machine's limit a launch that converged cannot do better: the interval is the
     # launch levels' (sinh(h) <= expm1(h) = limit), or its own, within eps
     reach = eps if limit is None or eps is None else max(eps, limit) * (1 + 1e-12)
-    conv = all_conv and rel is not None and reach is not None and rel <= reach
+    conv = all_conv and rel is not None and reach is not None and rel <= reach and not off_level
     at_limit = conv and eps is not None and rel is not None and rel > eps
     st.update(median=fig, med_lo=lo if has_ci else None, med_hi=hi if has_ci else None,
               med_rel_err=rel, converged=conv)
@@ -506,6 +516,8 @@ def merge_measurement(ms: list[dict[str, Any]],
         flags.append(AT_MACHINE_LIMIT)
     if var is None and len(ms) == 1:
         flags.append(VARIATION_UNKNOWN)
+    if off_level:
+        flags.append(OFF_USUAL_LEVEL)
     own = [(_num(s.get("med_lo")), _num(s.get("med_hi"))) for s in sts]
     outside = sum(1 for a, b in own if a is None or b is None or not a <= fig <= b)
     if outside:

@@ -11,11 +11,16 @@ is re-checked on every run at no extra cost; a context seen for the first time, 
 measurement group (an operation at any size) without history, is measured over
 BOOTSTRAP_LAUNCHES launches once.
 
-The standard deviation of the log launch medians of one measurement is estimated as a
-moderated variance (Smyth's limma): its own sample variance (df_m = n - 1) shrunk towards the
-variance pooled over its group (the same operation at every size, df_g), with D0 prior degrees
-of freedom: s2 = (d0 s2_g + df_m s2_m) / (d0 + df_m), df = d0 + df_m. The interval a user reads
-is the prediction interval for the figure a repeat of the command reports, on the log scale:
+The standard deviation of the log launch medians of one measurement is robust (launches
+further than 3.5 robust standard deviations from the median are set aside: a launch now and
+then sits far off the usual level) and moderated as in Smyth's limma: its own (df_m = n - 1)
+shrunk towards the one pooled over its group (the same operation at every size), with D0
+prior degrees of freedom: s2 = (d0 s2_g + df_m s2_m) / (d0 + df_m); df = d0 + df_m, at most
+the launches' own (the sizes share each launch's level). A launch whose figure lies
+outside the interval around the measurement's usual level (the median of its stored launches)
+is an outlier launch: its interval reaches back to the usual level and it is not converged.
+The interval a user reads is the prediction interval for the figure a repeat of the command
+reports, on the log scale:
 figure x exp(-+h), h = t(cl, df) s sqrt(c_N / N + c_R / R) with N launches in this run, R in
 the repeat and c the efficiency of a median of that many launches (1 for one or two, pi/2
 from three); the launch's own sampling interval is its floor.
@@ -55,6 +60,7 @@ FORMAT = "mpilab.launch-variation/1"
 KEEP = 20               # launch medians kept per measurement (the oldest go first)
 D0 = 4.0                # prior degrees of freedom of the group's pooled variance
 BOOTSTRAP_LAUNCHES = 3  # launches of a first run in a context or of an operation never seen
+USUAL_MIN_LAUNCHES = 3  # earlier launches of a measurement that give its usual level
 MAX_CONTEXTS = 200      # contexts kept in one store (least recently used go first)
 _MAX_BYTES = 64 << 20   # a store is far smaller (KEEP numbers per measurement and context)
 #: environment variables that change how MPI moves data: part of a context
@@ -167,8 +173,29 @@ def _logs(values: Iterable[Any]) -> list[float]:
     return out
 
 
-def _var(xs: list[float]) -> tuple[float, int] | None:
-    return (statistics.variance(xs), len(xs) - 1) if len(xs) >= 2 else None
+#: a normal distribution's standard deviation over its median absolute deviation
+MAD_SCALE = 1.4826
+#: launch medians further than this many robust standard deviations from their median are
+#: set aside before the variance is taken
+TRIM_SDS = 3.5
+
+
+def _var(xs: list[float]) -> tuple[float, float] | None:
+    """A robust variance of log launch medians and its degrees of freedom: the sample
+    variance of the values within TRIM_SDS robust standard deviations (MAD_SCALE x the median
+    absolute deviation) of their median. Robust because launch levels on a shared machine are
+    not normal: a launch now and then sits 2x off the usual level, and one such launch among
+    ten made a sample variance ten times the usual launches' (every interval +-100%), while
+    the usual level is what a repeat of the command reports (such a launch is flagged when it
+    is the one being reported). Without such launches it is the sample variance."""
+    if len(xs) < 2:
+        return None
+    m = statistics.median(xs)
+    rsd = MAD_SCALE * statistics.median(abs(x - m) for x in xs)
+    kept = [x for x in xs if abs(x - m) <= TRIM_SDS * rsd] if rsd > 0 else list(xs)
+    if len(kept) < 2:
+        kept = list(xs)
+    return statistics.variance(kept), float(len(kept) - 1)
 
 
 @dataclass(frozen=True)
@@ -185,25 +212,28 @@ def moderated(own: list[float], group: list[list[float]], d0: float = D0) -> Sig
     """Sigma from the measurement's own log launch medians and its group's (each a list of
     log medians of one measurement, the measurement itself among them). None when neither
     has two launches."""
-    pooled_ss, pooled_df, n_group = 0.0, 0, 0
+    pooled_ss, pooled_df, n_group, most = 0.0, 0.0, 0, 0.0
     for g in group:
         v = _var(g)
         if v is not None:
             pooled_ss += v[0] * v[1]
             pooled_df += v[1]
             n_group += 1
+            most = max(most, v[1])
     mine = _var(own)
     if pooled_df == 0 and mine is None:
         return None
     if pooled_df == 0:
         assert mine is not None
-        return Sigma(math.sqrt(mine[0]), float(mine[1]), len(own), 0)
+        return Sigma(math.sqrt(mine[0]), mine[1], len(own), 0)
     s2g = pooled_ss / pooled_df
-    prior = min(d0, float(pooled_df))
+    prior = min(d0, pooled_df)
+    # the sizes of one operation share each launch's level: pooled over them, the variance
+    # has no more degrees of freedom than the launches that gave it
     if mine is None:
-        return Sigma(math.sqrt(s2g), prior, len(own), n_group)
+        return Sigma(math.sqrt(s2g), min(prior, most), len(own), n_group)
     s2 = (prior * s2g + mine[1] * mine[0]) / (prior + mine[1])
-    return Sigma(math.sqrt(s2), prior + mine[1], len(own), n_group)
+    return Sigma(math.sqrt(s2), min(prior + mine[1], max(most, mine[1])), len(own), n_group)
 
 
 def median_efficiency(n: int) -> float:
@@ -452,17 +482,23 @@ class Session:
         n_run = len(docs)
         stored, since = self.stored()
 
+        before = series_of(self.entry)
+
         def var(m: dict[str, Any], medians: list[float]) -> tuple[float, dict[str, Any]] | None:
-            sig = sigma_for(series, measurement_key(m), group_key(m))
+            key = measurement_key(m)
+            sig = sigma_for(series, key, group_key(m))
             if sig is None:
                 return None
+            # the machine's usual level for this measurement, from its earlier launches
+            earlier = before.get(key, [])
+            usual = statistics.median(earlier) if len(earlier) >= USUAL_MIN_LAUNCHES else None
             p = m.get("precision") if isinstance(m.get("precision"), dict) else {}
             cl = p.get("cl") if isinstance(p.get("cl"), float) else 0.95
             n = len(medians) or n_run
             return half_log(sig, cl, n, repeat), {
                 "sd_log": sig.sd, "df": sig.df, "own_launches": sig.n_own,
                 "pooled_measurements": sig.n_group, "repeat_launches": repeat, "cl": cl,
-                "launches_stored": stored, "since": since}
+                "launches_stored": stored, "since": since, "usual": usual}
         return var
 
     def record(self, docs: list[dict[str, Any]], mpi: str | None, date: str) -> None:

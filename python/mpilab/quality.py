@@ -27,8 +27,11 @@ ISOLATION_DIFFERS = "isolation_differs"  # isolated and back-to-back figures: in
 AT_MACHINE_LIMIT = "at_machine_limit"
 # one launch, the machine's launch-to-launch variation unknown: its own interval only
 VARIATION_UNKNOWN = "launch_variation_unknown"
+# this run's figure lies off the machine's usual level for the measurement (its stored launches)
+OFF_USUAL_LEVEL = "off_usual_level"
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
-                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS, AT_MACHINE_LIMIT, VARIATION_UNKNOWN)
+                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS, AT_MACHINE_LIMIT, VARIATION_UNKNOWN,
+                     OFF_USUAL_LEVEL)
 ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
                   "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
                   "operation's tail with the next one's start: neither is wrong, they answer "
