@@ -149,6 +149,7 @@ def summarize_p2p(t: str, r: dict[str, Any]) -> dict[str, Any]:
         held = sum(1 for f in figs if b in f and f[b][1] <= med5 <= f[b][2])
         within5 = sum(1 for f in figs if b in f and f[b][3] <= 0.05)
         cover[b] = {"held": held, "of": len(meds), "within_5pct": within5, "median": med5,
+                    "runs": [f[b][:3] for f in figs if b in f],
                     "half_widths_pct": [round(f[b][3] * 100, 1) for f in figs if b in f]}
     print(f"\n== {t}: wall (median of {len(r['docs'])} rounds) mpilab {w['mpilab']:.2f} s, "
           f"IMB {w['imb']:.2f} s, OSU {w['osu']:.2f} s: mpilab/IMB {w['mpilab'] / w['imb']:.2f}x, "
