@@ -337,10 +337,9 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
     base_args = without_out(runner_args)
     if not default:
         base_args = split_budget(base_args, planned)
-    session = _variation_session(args, runner_args)
     tmp = tempfile.mkdtemp(prefix="mpilab-launches-") if default else None
     try:
-        return _launch_series(args, base_args, out, table, planned, session,
+        return _launch_series(args, runner_args, base_args, out, table, planned,
                               (lambda k: str(Path(tmp) / f"launch{k}.json")) if tmp else
                               (lambda k: launch_file(out, k)))
     finally:
@@ -403,8 +402,8 @@ def _eps_asked(runner_args: list[str]) -> float:
         return 0.025
 
 
-def _launch_series(args: argparse.Namespace, base_args: list[str], out: str, table: bool,
-                   planned: int, session: object | None, name_of: object) -> int:
+def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: list[str],
+                   out: str, table: bool, planned: int, name_of: object) -> int:
     import json
     import time
 
@@ -412,6 +411,7 @@ def _launch_series(args: argparse.Namespace, base_args: list[str], out: str, tab
     from mpilab.fsutil import atomic_write_text, partial_name
 
     t_start = getattr(args, "t_start", None) or time.monotonic()
+    session = _variation_session(args, runner_args)  # checked before any launch starts
     files: list[str] = []
     docs: list[dict] = []  # type: ignore[type-arg]
     walls: list[float] = []
