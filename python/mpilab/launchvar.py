@@ -42,6 +42,7 @@ import json
 import math
 import os
 import platform
+import re
 import socket
 import stat
 import statistics
@@ -61,6 +62,8 @@ KEEP = 20               # launch medians kept per measurement (the oldest go fir
 D0 = 4.0                # prior degrees of freedom of the group's pooled variance
 BOOTSTRAP_LAUNCHES = 3  # launches of a first run in a context or of an operation never seen
 USUAL_MIN_LAUNCHES = 3  # earlier launches of a measurement that give its usual level
+EPS_RELAXED_MAX = 0.5   # the most a launch's own precision is relaxed to (--eps-for)
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,47}")
 MAX_CONTEXTS = 200      # contexts kept in one store (least recently used go first)
 _MAX_BYTES = 64 << 20   # a store is far smaller (KEEP numbers per measurement and context)
 #: environment variables that change how MPI moves data: part of a context
@@ -469,7 +472,33 @@ class Session:
                     out.append(limit_rel(sig, cl, 1, 1))
         return out
 
-    def variation(self, docs: list[dict[str, Any]], repeat: int) -> Any:
+    def eps_rules(self, eps: float, cl: float = 0.95) -> str | None:
+        """The runner's --eps-for for one launch: each stored measurement whose machine limit
+        exceeds eps is measured only to a third of that limit (at most EPS_RELAXED_MAX):
+        inside a launch more precision adds nothing a repeat would see (the interval is
+        max(limit, own) and own <= limit / 3). None when nothing is relaxed."""
+        series = series_of(self.entry)
+        rules: dict[str, float] = {}
+        for g, keys in groups(series).items():
+            f = json.loads(g)
+            op, impl = f[0], f[1]
+            if not isinstance(op, str) or not _NAME_RE.fullmatch(op) or \
+                    not (impl is None or (isinstance(impl, str) and _NAME_RE.fullmatch(impl))):
+                continue
+            for k in keys:
+                b = json.loads(k)[_KEY_FIELDS.index("bytes")]
+                sig = sigma_for(series, k, g)
+                if sig is None or not isinstance(b, int) or isinstance(b, bool) or b < 0:
+                    continue
+                lim = limit_rel(sig, cl, 1, 1)
+                if lim > eps:
+                    item = f"{op}{':' + impl if impl else ''}@{b}"
+                    rules[item] = min(rules.get(item, 1.0), min(EPS_RELAXED_MAX,
+                                                               max(eps, lim / 3)))
+        return ",".join(f"{k}={v:.4g}" for k, v in sorted(rules.items())) or None
+
+    def variation(self, docs: list[dict[str, Any]], repeat: int,
+                  eps_asked: float | None = None) -> Any:
         """The merge's interval function (mpilab.launches.Variation) over the stored series
         with these launches' medians added."""
         series = series_of(self.entry)
@@ -498,7 +527,8 @@ class Session:
             return half_log(sig, cl, n, repeat), {
                 "sd_log": sig.sd, "df": sig.df, "own_launches": sig.n_own,
                 "pooled_measurements": sig.n_group, "repeat_launches": repeat, "cl": cl,
-                "launches_stored": stored, "since": since, "usual": usual}
+                "launches_stored": stored, "since": since, "usual": usual,
+                "eps_asked": eps_asked}
         return var
 
     def record(self, docs: list[dict[str, Any]], mpi: str | None, date: str) -> None:

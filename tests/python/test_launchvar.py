@@ -313,7 +313,7 @@ def test_bench_measures_the_variation_once_then_makes_one_launch(
     assert first.returncode == 0, first.stderr
     assert "2 more launches now, once" in first.stderr
     assert json.loads((tmp_path / "a.json").read_text())["launches"]["n"] == 3
-    assert "--time-budget" not in _fake_args(env)  # each launch keeps the whole budget
+    assert _fake_args(env)[-4:-2] == ["--time-budget", "20s"]  # the 3 share one budget
     assert (tmp_path / "data" / launchvar.STORE_FILE).is_file()
     second = run_cli("bench", "--np", "1", "--out", "b.json", "--", "--ops", "bcast", env=env)
     assert second.returncode == 0, second.stderr
@@ -321,6 +321,7 @@ def test_bench_measures_the_variation_once_then_makes_one_launch(
     doc = json.loads((tmp_path / "b.json").read_text())
     assert doc["launches"]["n"] == 1 and doc["launches"]["variation"]["launches_stored"] == 3
     assert "mpilab: one launch," in second.stderr
+    assert "--time-budget" not in _fake_args(env)  # one launch: the whole budget
     assert "measurements converged" in second.stdout
     assert not list(tmp_path.glob("b.launch*"))  # the launch file lived in a temporary folder
 
@@ -348,3 +349,34 @@ def test_a_launch_off_the_usual_level_is_flagged_and_reaches_back(tmp_path: Path
         assert st["med_lo"] <= BASE[b] * 1.02 and st["med_hi"] >= st["median"]
     assert "4 not converged: this launch sat off the machine's usual level" in \
         launch_table.verdict_line(merged)
+
+
+def test_a_noisy_machine_relaxes_a_launchs_own_precision_and_keeps_the_asked_verdict(
+        tmp_path: Path) -> None:
+    """Where the machine's limit exceeds eps, one launch measures each such size only to a
+    third of that limit (--eps-for); the merged verdict is still against the asked eps."""
+    rng = random.Random(17)
+    s = _session(tmp_path, [_launch(rng, 0.05) for _ in range(10)])
+    rules = s.eps_rules(0.025)
+    assert rules is not None
+    items = dict(r.split("=") for r in rules.split(","))
+    assert sorted(items) == sorted(f"p2p:roundtrip@{b}" for b in SIZES)
+    for k, v in items.items():
+        b = int(k.split("@")[1])
+        sig = launchvar.sigma_for(launchvar.series_of(s.entry),
+                                  launchvar.measurement_key(_launch(rng, 0)["measurements"]
+                                                            [SIZES.index(b)]),
+                                  launchvar.group_key(_launch(rng, 0)["measurements"][0]))
+        assert sig is not None
+        assert float(v) == pytest.approx(max(0.025, launchvar.limit_rel(sig, 0.95, 1, 1) / 3),
+                                         rel=1e-3)
+    doc = _launch(rng, 0.05, own=0.04)
+    for m in doc["measurements"]:
+        m["precision"]["eps"] = float(items[f"p2p:roundtrip@{m['bytes']}"])
+    merged = launches.merge([doc], [], 1, s.variation([doc], 1, 0.025))
+    for m in merged["measurements"]:
+        assert m["precision"]["eps"] == 0.025 and m["precision"]["eps_launch"] > 0.025
+        if m["stats"]["converged"]:
+            assert quality.AT_MACHINE_LIMIT in m["flags"]
+    quiet = _session(tmp_path / "q", [_launch(rng, 0.001, noise=0.0005) for _ in range(8)])
+    assert quiet.eps_rules(0.025) is None

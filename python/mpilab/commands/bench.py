@@ -418,6 +418,13 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
     status = 0
     bootstrap = None
     k = 0
+    eps_asked = _eps_asked(runner_args)
+    if isinstance(session, launchvar.Session) and args.launches is None:
+        rules = session.eps_rules(eps_asked)
+        if rules is not None and _runner_value(base_args, "--eps-for") is None:
+            base_args = [*base_args, "--eps-for", rules]
+        if session.entry is None:  # nothing known here: the first run's launches share
+            base_args = split_budget(base_args, launchvar.BOOTSTRAP_LAUNCHES)  # the budget
     while k < planned:
         k += 1
         f = name_of(k)  # type: ignore[operator]
@@ -445,6 +452,8 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
             unknown = session.unknown_ops(docs[:1])
             if unknown:
                 planned = launchvar.BOOTSTRAP_LAUNCHES
+                if session.entry is not None:  # the extra launches share a launch's budget
+                    base_args = split_budget(base_args, planned - 1)
                 bootstrap = ("measuring this machine's launch-to-launch variation for "
                              + ", ".join(unknown))
                 if not args.quiet_launches:
@@ -457,7 +466,7 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
     merged = None
     if docs:
         repeat = 1 if args.launches is None else planned
-        variation = session.variation(docs, repeat) \
+        variation = session.variation(docs, repeat, eps_asked) \
             if isinstance(session, launchvar.Session) else None
         merged = launches.merge(docs, files if args.launches is not None else [],
                                 planned, variation)
