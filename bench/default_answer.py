@@ -173,12 +173,13 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     sizes = ",".join(str(s) for s in COLL_SIZES)
     msglen = work / "msglen"
     msglen.write_text("\n".join(str(s) for s in COLL_SIZES) + "\n")
-    first_wall, first = mpilab_run(env, work / "coll-first.json", 4, ",".join(COLLS), sizes)
+    ops = ",".join(f"{c}:native" if c in ("scatter", "gather") else c for c in COLLS)
+    first_wall, first = mpilab_run(env, work / "coll-first.json", 4, ops, sizes)
     print(f"[coll] first run: {first_wall:.2f} s, {first['launches']['n']} launches", flush=True)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     conv = []
     for r in range(a.rounds):
-        w, d = mpilab_run(env, work / f"coll-{r}.json", 4, ",".join(COLLS), sizes)
+        w, d = mpilab_run(env, work / f"coll-{r}.json", 4, ops, sizes)
         walls["mpilab"].append(w)
         conv.append(verdict(d))
         w, _ = timed(peer_mpirun(4) + [a.imb, *[v[0] for v in COLLS.values()], "-msglen",

@@ -11,6 +11,10 @@ from typing import Any
 from mpilab import quality
 
 
+#: an interval whose ends are further apart than this factor is printed as "undetermined"
+UNDETERMINED_RATIO = 10.0
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
@@ -120,9 +124,10 @@ def table(doc: dict[str, Any]) -> str:
         where = f"{pair[0]}-{pair[1]}" if isinstance(pair, list) else f"root {m.get('root')}"
         med, lo, hi = (_num(st.get(x)) for x in ("median", "med_lo", "med_hi"))
         rel = _num(st.get("med_rel_err"))
-        ci = f"{lo * 1e6 * k:.4g}..{hi * 1e6 * k:.4g}" if lo is not None and hi is not None \
-            else "undetermined"
-        pm = f"{rel * 100:.1f}" if rel is not None else "-"
+        # an interval over more than a decade bounds nothing a reader can use
+        wide = lo is None or hi is None or not lo > 0 or hi / lo > UNDETERMINED_RATIO
+        ci = "undetermined" if wide else f"{lo * 1e6 * k:.4g}..{hi * 1e6 * k:.4g}"
+        pm = f"{rel * 100:.1f}" if rel is not None and not wide else "-"
         flags = [f for f in m.get("flags") or [] if f != quality.NOT_CONVERGED]
         if st.get("converged") is not True:
             conv = "no"
