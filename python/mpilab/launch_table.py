@@ -10,7 +10,6 @@ from typing import Any
 
 from mpilab import quality
 
-
 #: an interval whose ends are further apart than this factor is printed as "undetermined"
 UNDETERMINED_RATIO = 10.0
 
