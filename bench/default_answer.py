@@ -3,7 +3,8 @@
 
 Per transport (shared memory: btl self,vader; TCP loopback: btl self,tcp; 2 ranks), with a
 launch-variation store of this run's own (a fresh folder: the first run measures the
-variation, its wall time is printed apart):
+variation, its wall time is printed apart; then --warm untimed runs, the store a user has
+after using mpilab for a while):
   * rounds in rotating order of `mpilab bench -- --ops p2p --sizes 1:1M:x4` (the default: one
     launch), `IMB-MPI1 PingPong -msglog 0:20` and `osu_latency -m 1:1048576`, each timed from
     start to exit (what a user waits for; mpilab's Python included);
@@ -20,7 +21,7 @@ IMB and OSU are public suites built outside this tree (never copied into it):
   OSU: osu-micro-benchmarks 7.x, `./configure CC=mpicc CXX=mpicxx && make`.
 
   ../shared/tools/mlock bench python3 bench/default_answer.py --imb IMB --osu OSU_DIR \\
-      [--rounds 5] [--transports shm,tcp] [--coll] [--json OUT]
+      [--rounds 5] [--warm 10] [--transports shm,tcp] [--coll] [--json OUT]
 (OSU_DIR: the build's c/mpi folder, holding pt2pt/standard/osu_latency and
 collective/blocking/osu_bcast ...). Beside two CPU hogs: wrap it in ../shared/tools/hogs.
 """
@@ -105,6 +106,8 @@ def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
     first_wall, first = mpilab_run(env, work / f"{t}-first.json", 2, "p2p", sizes)
     print(f"[{t}] first run (measures the launch variation): {first_wall:.2f} s, "
           f"{first['launches']['n']} launches, converged {verdict(first)[0]}/11", flush=True)
+    for k in range(a.warm):  # a user's store after some runs: the steady state
+        mpilab_run(env, work / f"{t}-warm.json", 2, "p2p", sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     docs: list[dict[str, Any]] = []
     vals: dict[str, list[dict[int, float]]] = {"imb": [], "osu": []}
@@ -176,6 +179,8 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     ops = ",".join(f"{c}:native" if c in ("scatter", "gather") else c for c in COLLS)
     first_wall, first = mpilab_run(env, work / "coll-first.json", 4, ops, sizes)
     print(f"[coll] first run: {first_wall:.2f} s, {first['launches']['n']} launches", flush=True)
+    for k in range(a.warm):
+        mpilab_run(env, work / "coll-warm.json", 4, ops, sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     conv = []
     for r in range(a.rounds):
@@ -205,6 +210,9 @@ def main() -> int:
     ap.add_argument("--imb", required=True, help="IMB-MPI1 built outside this tree")
     ap.add_argument("--osu", required=True, help="OSU 7.x build's c/mpi folder")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warm", type=int, default=10,
+                    help="default runs after the first and before the rounds, untimed (the "
+                         "store a user has after some runs; default 10)")
     ap.add_argument("--transports", default="shm,tcp")
     ap.add_argument("--coll", action="store_true", help="also the collectives at 4 ranks")
     ap.add_argument("--json", help="write the numbers here")
