@@ -106,7 +106,7 @@ def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
     first_wall, first = mpilab_run(env, work / f"{t}-first.json", 2, "p2p", sizes)
     print(f"[{t}] first run (measures the launch variation): {first_wall:.2f} s, "
           f"{first['launches']['n']} launches, converged {verdict(first)[0]}/11", flush=True)
-    for k in range(a.warm):  # a user's store after some runs: the steady state
+    for _k in range(a.warm):  # a user's store after some runs: the steady state
         mpilab_run(env, work / f"{t}-warm.json", 2, "p2p", sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     docs: list[dict[str, Any]] = []
@@ -179,7 +179,7 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     ops = ",".join(f"{c}:native" if c in ("scatter", "gather") else c for c in COLLS)
     first_wall, first = mpilab_run(env, work / "coll-first.json", 4, ops, sizes)
     print(f"[coll] first run: {first_wall:.2f} s, {first['launches']['n']} launches", flush=True)
-    for k in range(a.warm):
+    for _k in range(a.warm):
         mpilab_run(env, work / "coll-warm.json", 4, ops, sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     conv = []
