@@ -148,7 +148,7 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def limits_note(limits: list[float], eps: float, stored: int, since: str,
-                mpi: str | None) -> str | None:
+                mpi: str | None, far_off: tuple[int, int] = (0, 0)) -> str | None:
     """The line before a run: what the machine's stored launch-to-launch variation allows
     at the measurements about to run (relative half widths), against the asked eps."""
     if not limits:
@@ -158,6 +158,9 @@ def limits_note(limits: list[float], eps: float, stored: int, since: str,
     head = (f"mpilab: this machine's launch-to-launch variation ({stored} stored launches "
             f"since {since}{', ' + mpi if mpi else ''}): a repeat lands within "
             f"+-{lo * 100:.1f}..{hi * 100:.1f}%")
+    if far_off[0]:
+        head += (f" ({far_off[0]} of {far_off[1]} stored launch medians sat far off their "
+                 "usual level: a repeat can land there too)")
     if over == 0:
         return head + f"; the asked {eps * 100:g}% is within reach"
     return (head + f"; the asked {eps * 100:g}% cannot be reached at {over} of {len(limits)} "

@@ -183,6 +183,15 @@ MAD_SCALE = 1.4826
 TRIM_SDS = 3.5
 
 
+def _trimmed(xs: list[float]) -> list[float]:
+    """The values within TRIM_SDS robust standard deviations of their median (all of them
+    when fewer than two would remain)."""
+    m = statistics.median(xs)
+    rsd = MAD_SCALE * statistics.median(abs(x - m) for x in xs)
+    kept = [x for x in xs if abs(x - m) <= TRIM_SDS * rsd] if rsd > 0 else list(xs)
+    return kept if len(kept) >= 2 else list(xs)
+
+
 def _var(xs: list[float]) -> tuple[float, float] | None:
     """A robust variance of log launch medians and its degrees of freedom: the sample
     variance of the values within TRIM_SDS robust standard deviations (MAD_SCALE x the median
@@ -193,11 +202,7 @@ def _var(xs: list[float]) -> tuple[float, float] | None:
     is the one being reported). Without such launches it is the sample variance."""
     if len(xs) < 2:
         return None
-    m = statistics.median(xs)
-    rsd = MAD_SCALE * statistics.median(abs(x - m) for x in xs)
-    kept = [x for x in xs if abs(x - m) <= TRIM_SDS * rsd] if rsd > 0 else list(xs)
-    if len(kept) < 2:
-        kept = list(xs)
+    kept = _trimmed(xs)
     return statistics.variance(kept), float(len(kept) - 1)
 
 
@@ -452,6 +457,17 @@ class Session:
                 if group_key(m) not in known and _op_name(m) not in out:
                     out.append(_op_name(m))
         return out
+
+    def far_off(self) -> tuple[int, int]:
+        """(stored launch medians set aside as far off their measurement's usual level, all
+        stored launch medians of measurements with three or more)."""
+        off = total = 0
+        for v in series_of(self.entry).values():
+            logs = _logs(v)
+            if len(logs) >= 3:
+                total += len(logs)
+                off += len(logs) - len(_trimmed(logs))
+        return off, total
 
     def limits(self, ops: list[str] | None, sizes: list[int] | None,
                cl: float = 0.95) -> list[float]:

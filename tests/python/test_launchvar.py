@@ -189,6 +189,7 @@ def test_store_round_trip_keeps_the_last_launches(tmp_path: Path) -> None:
 def test_another_mpi_library_starts_the_context_afresh(tmp_path: Path) -> None:
     rng = random.Random(4)
     s = _session(tmp_path, [_launch(rng, 0.03) for _ in range(4)])
+    assert s.far_off() == (0, 16)
     assert s.drop_if_other_mpi("MPICH 4.0.2") is True and s.entry is None
     launchvar.record(tmp_path / "lv.json", CTX, "MPICH 4.0.2",
                      [_launch(rng, 0.03)["measurements"]], "2026-01-02")
@@ -296,6 +297,8 @@ def test_limits_note_says_what_cannot_be_reached() -> None:
     assert "+-1.0..6.0%" in note and "cannot be reached at 2 of 3 measurements" in note
     assert "within reach" in (launch_table.limits_note([0.01], 0.025, 3, "d", None) or "")
     assert launch_table.limits_note([], 0.025, 0, "-", None) is None
+    assert "(2 of 40 stored launch medians sat far off" in (
+        launch_table.limits_note([0.01], 0.025, 3, "d", None, (2, 40)) or "")
 
 
 # ----------------------------------------------------------------------- the command

@@ -364,7 +364,7 @@ def _variation_session(args: argparse.Namespace, runner_args: list[str]) -> obje
         stored, since = session.stored()
         limits = session.limits(_ops_named(runner_args), _sizes_named(runner_args))
         note = launch_table.limits_note(limits, _eps_asked(runner_args), stored, since,
-                                        (session.entry or {}).get("mpi"))
+                                        (session.entry or {}).get("mpi"), session.far_off())
         if note:
             sys.stderr.write(note + "\n")
     return session
