@@ -16,11 +16,11 @@ further than 3.5 robust standard deviations from the median are set aside: a lau
 then sits far off the usual level) and moderated as in Smyth's limma: its own (df_m = n - 1)
 shrunk towards the one pooled over its group (the same operation at every size), with D0
 prior degrees of freedom: s2 = (d0 s2_g + df_m s2_m) / (d0 + df_m); df = d0 + df_m, at most
-the launches' own (the sizes share each launch's level). A launch whose figure lies
-outside the interval around the measurement's usual level (the median of its stored launches)
-is an outlier launch: its interval reaches back to the usual level and it is not converged.
-The interval a user reads is the prediction interval for the figure a repeat of the command
-reports, on the log scale:
+the launches' own (the sizes share each launch's level). A launch whose figure lies outside
+the interval around the measurement's usual level (the median of its 5 most recent stored
+launches) is an outlier launch: its interval reaches back to the usual level and it is not
+converged. The interval a user reads is the prediction interval for the figure a repeat of
+the command reports, on the log scale:
 figure x exp(-+h), h = t(cl, df) s sqrt(c_N / N + c_R / R) with N launches in this run, R in
 the repeat and c the efficiency of a median of that many launches (1 for one or two, pi/2
 from three); the launch's own sampling interval is its floor.
@@ -62,6 +62,8 @@ KEEP = 20               # launch medians kept per measurement (the oldest go fir
 D0 = 4.0                # prior degrees of freedom of the group's pooled variance
 BOOTSTRAP_LAUNCHES = 3  # launches of a first run in a context or of an operation never seen
 USUAL_MIN_LAUNCHES = 3  # earlier launches of a measurement that give its usual level
+USUAL_RECENT = 5        # the usual level is the median of this many most recent launches (a
+                        # machine whose level moved for good has a new usual level 3 runs on)
 EPS_RELAXED_MAX = 0.15  # the most a launch's own precision is relaxed to (--eps-for)
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,47}")
 MAX_CONTEXTS = 200      # contexts kept in one store (least recently used go first)
@@ -535,7 +537,7 @@ class Session:
             if sig is None:
                 return None
             # the machine's usual level for this measurement, from its earlier launches
-            earlier = before.get(key, [])
+            earlier = before.get(key, [])[-USUAL_RECENT:]
             usual = statistics.median(earlier) if len(earlier) >= USUAL_MIN_LAUNCHES else None
             p = m.get("precision") if isinstance(m.get("precision"), dict) else {}
             cl = p.get("cl") if isinstance(p.get("cl"), float) else 0.95

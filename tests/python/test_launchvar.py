@@ -383,3 +383,19 @@ def test_a_noisy_machine_relaxes_a_launchs_own_precision_and_keeps_the_asked_ver
             assert quality.AT_MACHINE_LIMIT in m["flags"]
     quiet = _session(tmp_path / "q", [_launch(rng, 0.001, noise=0.0005) for _ in range(8)])
     assert quiet.eps_rules(0.025) is None
+
+
+def test_a_level_that_moved_for_good_is_the_usual_one_three_runs_on(tmp_path: Path) -> None:
+    rng = random.Random(19)
+    store = tmp_path / "lv.json"
+    for _ in range(12):
+        launchvar.record(store, CTX, "m", [_launch(rng, 0.005)["measurements"]], "d")
+    flagged = []
+    for _ in range(5):  # the machine now runs 30% faster, for good
+        doc = _launch(rng, 0.005, shift=math.log(0.7))
+        s = launchvar.Session(store, CTX)
+        merged = launches.merge([doc], [], 1, s.variation([doc], 1, 0.025))
+        flagged.append(all(quality.OFF_USUAL_LEVEL in m["flags"]
+                           for m in merged["measurements"]))
+        launchvar.record(store, CTX, "m", [doc["measurements"]], "d")
+    assert flagged[:3] == [True, True, True] and flagged[3:] == [False, False]
