@@ -98,6 +98,8 @@ int mpilab_timing_parse(const char *s, mpilab_timing_t *out);
 const char *mpilab_isolation_name(mpilab_isolation_t i);
 /* The isolation of the measurements that follow (a run measuring several). */
 void mpilab_bench_set_isolation(mpilab_bench_t *b, mpilab_isolation_t iso);
+/* The relative precision of the next measurements (in (0,1); mpilab/epsrule.h). */
+void mpilab_bench_set_eps(mpilab_bench_t *b, double eps);
 int mpilab_isolation_parse(const char *s, mpilab_isolation_t *out);
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "mpilab/bench.h"
+#include "mpilab/epsrule.h"
 #include "mpilab/loggp.h"
 #include "mpilab/p2p.h"
 #include "mpilab/pairs.h"
@@ -81,6 +82,7 @@ typedef struct mpilab_runner_config {
                          * run measures (mpilab/cpuidle.h); provenance.cpu_idle.held_by_run */
     int probe_skew;     /* --probe-skew: ranks give counts one byte apart, so that the MPI
                          * library reports an error naming the algorithm that ran (MPICH) */
+    mpilab_eps_rules_t eps_for; /* --eps-for: measurements measured to another eps than --eps */
 } mpilab_runner_config_t;
 
 enum {

@@ -10,24 +10,27 @@ import sys
 from mpilab import __version__
 from mpilab.errors import AlreadyReported, MpilabError
 
-# Modules exposing `register(subparsers)`; each adds its subcommand(s) with
-# set_defaults(func=handler), where handler(args) -> int is the exit status.
-COMMAND_MODULES = [
-    "mpilab.commands.bench",
-    "mpilab.commands.report",
-    "mpilab.commands.survey",
-    "mpilab.commands.selftest",
-    "mpilab.testbed.cli",
-    "mpilab.pathmig.cli",
-    "mpilab.wavefront",
-    "mpilab.disk.cli",
-    "mpilab.suite.cli",
-    "mpilab.multilane.cli",
-    "mpilab.sim.cli",
-    "mpilab.commands.slurm",
-    "mpilab.tune.cli",
-    "mpilab.commands.diff",
-]
+# The subcommand each module registers with `register(subparsers)` (set_defaults(func=handler),
+# where handler(args) -> int is the exit status). A command line naming one of them imports
+# that module alone (a short command such as `mpilab bench` does not pay for every
+# capability's imports); help and unknown names import them all.
+COMMANDS = {
+    "bench": "mpilab.commands.bench",
+    "report": "mpilab.commands.report",
+    "survey": "mpilab.commands.survey",
+    "selftest": "mpilab.commands.selftest",
+    "testbed": "mpilab.testbed.cli",
+    "pathmig": "mpilab.pathmig.cli",
+    "wavefront": "mpilab.wavefront",
+    "disk": "mpilab.disk.cli",
+    "compare": "mpilab.suite.cli",
+    "multilane": "mpilab.multilane.cli",
+    "sim": "mpilab.sim.cli",
+    "slurm": "mpilab.commands.slurm",
+    "tune": "mpilab.tune.cli",
+    "diff": "mpilab.commands.diff",
+}
+COMMAND_MODULES = list(COMMANDS.values())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,7 +40,26 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand a command line names (its first word that is not an option of
+    `mpilab` itself), when it is one of COMMANDS."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--mpi":
+            skip = True
+        elif a.startswith("-"):
+            if a in ("-h", "--help", "--version"):
+                return None
+        else:
+            return a if a in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with argv naming a known subcommand, only that subcommand's module is
+    imported and registered."""
     parser = _Parser(prog="mpilab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mpilab {__version__}")
     parser.add_argument("--mpi", metavar="NAME", dest="mpi_build",
@@ -45,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(build/) or mpich (build-mpich/); sets MPILAB_BIN (default: "
                              "$MPILAB_BIN, else build/; simulated runs: --sim)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    only = _command_named(argv) if argv is not None else None
+    for name in [COMMANDS[only]] if only is not None else COMMAND_MODULES:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:
@@ -74,7 +97,8 @@ def one_line(msg: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         sys.stderr.write("mpilab: error: no command given (mpilab --help lists them)\n")

@@ -21,6 +21,7 @@ them in their results' provenance.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -130,10 +131,26 @@ def _has_option(extra: list[str], opt: list[str]) -> bool:
     return False
 
 
+def _identity(path: str) -> tuple[str, int, int, int]:
+    """A file's identity for the caches below (a rebuilt or replaced file is another one)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, -1, -1, -1)
+    return (path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def program_mpi(path: str) -> str | None:
     """The MPI a program is linked with, from its ELF NEEDED entries: "openmpi" (libmpi.so.40
     and other Open MPI sonames) or "mpich" (libmpich.so, MPICH-ABI libmpi.so.12); None for
-    a program that is not an ELF file (a script standing in for a tool)."""
+    a program that is not an ELF file (a script standing in for a tool). Read once per
+    process and file."""
+    return _program_mpi(_identity(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _program_mpi(ident: tuple[str, int, int, int]) -> str | None:
+    path = ident[0]
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
@@ -159,7 +176,14 @@ def program_mpi(path: str) -> str | None:
 
 
 def _launcher_mpi(exe: str) -> str | None:
-    """Which MPI a launcher executable belongs to, from its --version."""
+    """Which MPI a launcher executable belongs to, from its --version (asked once per
+    process and file)."""
+    return _launcher_mpi_of(_identity(exe))
+
+
+@functools.lru_cache(maxsize=64)
+def _launcher_mpi_of(ident: tuple[str, int, int, int]) -> str | None:
+    exe = ident[0]
     try:
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
                            check=False, stdin=subprocess.DEVNULL)

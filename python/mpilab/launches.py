@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from mpilab import quality
@@ -49,6 +50,13 @@ METHOD = ("median of the launch medians m; prediction interval for a repeat's fi
           "sqrt(N), sqrt(pi/2) sqrt(sum log(1 + r_i)^2) / N of the launches' own relative half "
           "widths r_i), holding the order-statistic interval of the launch medians from 6 "
           "launches on")
+VARIATION_METHOD = (
+    "median of the launch medians m (one launch: its median); prediction interval for a "
+    "repeat's figure m exp(-+h), h = t(cl, df) s sqrt(c_N/N + c_R/R): s the moderated standard "
+    "deviation of log launch medians from the machine's stored launch-to-launch variation "
+    "(this measurement's own launches shrunk towards its operation's pooled over sizes), N "
+    "launches here, R in the repeat, c = 1 for one or two launches and pi/2 from three; never "
+    "narrower than the launches' own sampling error")
 _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_back", "root",
                "ranks")
 _SUM_FIELDS = ("wall_s", "all_pairs_wall_s")
@@ -85,10 +93,20 @@ def t_abs_cdf(t: float, df: int) -> float:
     return s * acc
 
 
+#: from this many degrees of freedom on, t_quantile uses the Cornish-Fisher expansion around
+#: the normal quantile (error below 1e-6 there; the series of t_abs_cdf costs O(df))
+T_EXPANSION_DF = 120
+
+
 def t_quantile(cl: float, df: int) -> float:
-    """The t with P(|T| < t) = cl (two-sided), by bisection."""
+    """The t with P(|T| < t) = cl (two-sided), by bisection (large df: Cornish-Fisher)."""
     if not 0 < cl < 1:
         raise ValueError("cl must be in (0, 1)")
+    if df >= T_EXPANSION_DF:
+        z = statistics.NormalDist().inv_cdf((1 + cl) / 2)
+        z3, z5 = z ** 3, z ** 5
+        return (z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df ** 2)
+                + (3 * z ** 7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df ** 3))
     lo, hi = 0.0, 1.0
     while t_abs_cdf(hi, df) < cl:
         hi *= 2
@@ -393,34 +411,102 @@ def _merged_derived(ms: list[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
-def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
+#: the machine's launch-to-launch variation for one measurement: given the measurement (its
+#: first launch's dict) and the launch medians of this run, the half width on the log scale
+#: that the machine's launch levels alone give a repeat's figure, and what it was made of
+#: (mpilab.launchvar); None when the machine's variation is not known
+Variation = Callable[[dict[str, Any], list[float]], "tuple[float, dict[str, Any]] | None"]
+#: the precision reached is at the machine's limit (launch-to-launch variation above the asked
+#: eps): the measurement converged there, not at eps
+AT_MACHINE_LIMIT = quality.AT_MACHINE_LIMIT
+#: one launch and no knowledge of the machine's launch-to-launch variation: the interval holds
+#: this launch's sampling error only
+VARIATION_UNKNOWN = quality.VARIATION_UNKNOWN
+#: this run's figure lies outside the interval around the machine's usual level for it
+OFF_USUAL_LEVEL = quality.OFF_USUAL_LEVEL
+
+
+def _variation_interval(medians: list[float], halves: list[float | None], fig: float,
+                        machine_h: float) -> tuple[float, float, float]:
+    """(lo, hi, floor) around fig: the machine's half width on the log scale, never narrower
+    than the launches' own sampling error (one launch: its own interval; several: the
+    median's share of their intervals)."""
+    rel = [math.log1p(h / x) for h, x in zip(halves, medians, strict=True)
+           if h is not None and x > 0]
+    n = len(medians)
+    if len(rel) < n:
+        floor = math.inf
+    elif n == 1:
+        floor = rel[0]
+    else:
+        floor = math.sqrt(math.pi / 2) * math.sqrt(sum(h * h for h in rel)) / n
+    half = min(max(machine_h, floor), 700.0)
+    return fig * math.exp(-half), fig * math.exp(half), floor
+
+
+def merge_measurement(ms: list[dict[str, Any]],
+                      variation: Variation | None = None) -> dict[str, Any]:
     """One measurement over its launches (ms: the same measurement from each launch that
-    has a median, in launch order)."""
+    has a median, in launch order). With `variation` the interval is the machine's (stored
+    launch-to-launch variation, floored by the launches' own sampling error) and a
+    measurement whose launches converged is converged, at eps or at the machine's limit;
+    without it, the interval comes from these launches alone (launch_interval)."""
     first = ms[0]
     prec = first.get("precision") if isinstance(first.get("precision"), dict) else {}
     cl = _num(prec.get("cl")) or 0.95
     eps = _num(prec.get("eps"))
-    out = copy.deepcopy(first)
-    samples: list[Any] = []
-    valid: list[bool] = []
-    for m in ms:
-        s = m.get("samples") if isinstance(m.get("samples"), list) else []
-        v = m.get("valid") if isinstance(m.get("valid"), list) else [True] * len(s)
-        samples += s
-        valid += [x is not False for x in v[:len(s)]] + [True] * (len(s) - len(v))
-    out["samples"], out["valid"] = samples, valid
+    # one launch: its samples and sample statistics stand as they are (no copy of them)
+    out = dict(first) if len(ms) == 1 else copy.deepcopy(first)
+    if len(ms) > 1:
+        samples: list[Any] = []
+        valid: list[bool] = []
+        for m in ms:
+            s = m.get("samples") if isinstance(m.get("samples"), list) else []
+            v = m.get("valid") if isinstance(m.get("valid"), list) else [True] * len(s)
+            samples += s
+            valid += [x is not False for x in v[:len(s)]] + [True] * (len(s) - len(v))
+        out["samples"], out["valid"] = samples, valid
     sts = [m["stats"] for m in ms]
     medians = [float(st["median"]) for st in sts]
     halves = [_half(st) for st in sts]
-    fig, lo, hi, parts = launch_interval(medians, halves, cl, predict=True)
-    st = _pooled_stats(samples, valid, cl)
+    var = variation(first, medians) if variation is not None else None
+    limit = None
+    asked = _num(var[1].get("eps_asked")) if var is not None else None
+    if asked is not None and asked != eps:
+        # the launch measured to a relaxed eps (--eps-for); the verdict is against the asked
+        out["precision"] = {**prec, "eps": asked, "eps_launch": eps}
+        eps = asked
+    off_level = False
+    if var is not None:
+        fig = statistics.median(medians)
+        lo, hi, _floor = _variation_interval(medians, halves, fig, var[0])
+        limit = math.expm1(var[0])
+        usual = _num(var[1].get("usual"))
+        if usual is not None and usual > 0 and not usual * math.exp(-var[0]) <= fig \
+                <= usual * math.exp(var[0]):
+            # this run sits off the machine's usual level: a repeat most likely reports the
+            # usual level, so the interval reaches back to it
+            off_level = True
+            lo, hi = min(lo, usual * math.exp(-var[0])), max(hi, usual * math.exp(var[0]))
+        parts: dict[str, Any] = {"interval": "prediction", "variation": {**var[1],
+                                                                         "limit_rel": limit}}
+    elif len(ms) == 1 and halves[0] is not None:
+        fig, lo, hi = medians[0], medians[0] - halves[0], medians[0] + halves[0]
+        parts = {"interval": "launch"}
+    else:
+        fig, lo, hi, parts = launch_interval(medians, halves, cl, predict=True)
+    st = dict(sts[0]) if len(ms) == 1 else _pooled_stats(out["samples"], out["valid"], cl)
     # an interval reaching beyond any possible time (two launches whose medians differ by a
     # factor of 10^4 under load: t(0.975, 1) = 12.7 on the log scale gave 3e39 s) bounds
     # nothing: no interval, not converged, rather than a file its own reader refuses
     has_ci = math.isfinite(lo) and math.isfinite(hi) and hi <= DURATION_MAX_S
     rel = (hi - lo) / 2 / abs(fig) if has_ci and fig != 0 else None
     all_conv = all(s.get("converged") is True for s in sts)
-    conv = all_conv and rel is not None and eps is not None and rel <= eps
+    # at the machine's limit a launch that converged cannot do better: the interval is the
+    # launch levels' (sinh(h) <= expm1(h) = limit), or its own, within eps
+    reach = eps if limit is None or eps is None else max(eps, limit) * (1 + 1e-12)
+    conv = all_conv and rel is not None and reach is not None and rel <= reach and not off_level
+    at_limit = conv and eps is not None and rel is not None and rel > eps
     st.update(median=fig, med_lo=lo if has_ci else None, med_hi=hi if has_ci else None,
               med_rel_err=rel, converged=conv)
     out["stats"] = st
@@ -431,6 +517,12 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
                 flags.append(f)
     if not conv:
         flags.insert(0, quality.NOT_CONVERGED)
+    if at_limit:
+        flags.append(AT_MACHINE_LIMIT)
+    if var is None and len(ms) == 1:
+        flags.append(VARIATION_UNKNOWN)
+    if off_level:
+        flags.append(OFF_USUAL_LEVEL)
     own = [(_num(s.get("med_lo")), _num(s.get("med_hi"))) for s in sts]
     outside = sum(1 for a, b in own if a is None or b is None or not a <= fig <= b)
     if outside:
@@ -456,15 +548,16 @@ def merge_measurement(ms: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def merge(docs: list[dict[str, Any]], files: list[str],
-          asked: int | None = None) -> dict[str, Any]:
+def merge(docs: list[dict[str, Any]], files: list[str], asked: int | None = None,
+          variation: Variation | None = None) -> dict[str, Any]:
     """The results document of N launches of the same command: provenance of the first
     launch, every measurement merged over the launches that measured it (docs/bench.md,
     "Launches"); the per-launch files keep their models. `asked`: launches asked for (the
     file is partial when fewer completed, or when a launch's file is partial)."""
     if not docs:
         raise ValueError("no launch to merge")
-    base = copy.deepcopy(docs[0])
+    # one launch: its measurements are rebuilt below; the rest is shared with docs[0]
+    base = dict(docs[0]) if len(docs) == 1 else copy.deepcopy(docs[0])
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     order: list[tuple[Any, ...]] = []
     for d in docs:
@@ -481,7 +574,7 @@ def merge(docs: list[dict[str, Any]], files: list[str],
                 groups[k] = []
                 order.append(k)
             groups[k].append(m)
-    base["measurements"] = [merge_measurement(groups[k]) for k in order]
+    base["measurements"] = [merge_measurement(groups[k], variation) for k in order]
     quality.mark_isolation(base["measurements"])  # on the merged figures, not launch 1's
     # each fitted parameter with an interval: the launch-level figure (merge_models); per
     # range fits, residuals and predictions stay launch 1's, said so in launches.models
@@ -491,7 +584,7 @@ def merge(docs: list[dict[str, Any]], files: list[str],
     partial_launches = [i + 1 for i, d in enumerate(docs) if d.get("partial") is True]
     base["launches"] = {"n": n, "asked": asked if asked is not None else n, "files": files,
                         "dates": [(d.get("provenance") or {}).get("date") for d in docs],
-                        "method": METHOD,
+                        "method": METHOD if variation is None else VARIATION_METHOD,
                         "models": (f"{merged_params} parameter(s) with an interval are the "
                                    "median over the launches' fits with a launch-level "
                                    "interval; ranges, residuals and predictions are launch "
@@ -511,15 +604,22 @@ def merge(docs: list[dict[str, Any]], files: list[str],
     return base
 
 
+def measuring_s(doc: dict[str, Any]) -> float:
+    """The time a launch spent measuring: each measurement's own wall time (an all-pairs
+    point-to-point object's `all_pairs_wall_s`, once for all its pairs)."""
+    total = 0.0
+    for m in doc.get("measurements") or []:
+        if isinstance(m, dict):
+            total += _num(m.get("wall_s")) or _num(m.get("all_pairs_wall_s")) or 0.0
+    return total
+
+
 def cost(docs: list[dict[str, Any]], walls: list[float]) -> dict[str, Any]:
     """What the launches cost: each launch's wall time, the part of it spent measuring (the
     measurements' own wall_s) and the rest (start-up, clock sync, set-up: paid once per
     launch); the estimate of one launch with the whole budget (the measuring time plus one
     launch's overhead) and the extra cost of N launches against it."""
-    measuring = []
-    for d in docs:
-        ms = [m for m in d.get("measurements") or [] if isinstance(m, dict)]
-        measuring.append(sum(_num(m.get("wall_s")) or 0.0 for m in ms))
+    measuring = [measuring_s(d) for d in docs]
     over = [max(0.0, w - m) for w, m in zip(walls, measuring, strict=True)]
     total = sum(walls)
     single = sum(measuring) + (statistics.fmean(over) if over else 0.0)

@@ -25,8 +25,15 @@ NO_VALID = "no_valid_samples"        # nothing left to report
 CLOCK_UNCERTAIN = "clock_uncertain"  # global timing: the clock sync's uncertainty > eps * median
 LAUNCHES_DISAGREE = "launches_disagree"  # over launches: some launch's interval missed the figure
 ISOLATION_DIFFERS = "isolation_differs"  # isolated and back-to-back figures: intervals apart
+# the interval is the machine's launch-to-launch limit, above the asked eps: converged there
+AT_MACHINE_LIMIT = "at_machine_limit"
+# one launch, the machine's launch-to-launch variation unknown: its own interval only
+VARIATION_UNKNOWN = "launch_variation_unknown"
+# this run's figure lies off the machine's usual level for the measurement (its stored launches)
+OFF_USUAL_LEVEL = "off_usual_level"
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
-                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS)
+                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS, AT_MACHINE_LIMIT, VARIATION_UNKNOWN,
+                     OFF_USUAL_LEVEL)
 ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
                   "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
                   "operation's tail with the next one's start: neither is wrong, they answer "

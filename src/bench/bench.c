@@ -119,6 +119,11 @@ void mpilab_bench_set_isolation(mpilab_bench_t *b, mpilab_isolation_t iso)
     b->o.isolation = iso;
 }
 
+void mpilab_bench_set_eps(mpilab_bench_t *b, double eps)
+{
+    b->o.prec.eps = eps;
+}
+
 const char *mpilab_isolation_name(mpilab_isolation_t i)
 {
     return (unsigned)i < 3 ? iso_names[i] : "?";

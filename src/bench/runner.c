@@ -140,7 +140,9 @@ static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_mat
  * gets the median over the pairs of their medians and interval ends. 0, or -1 to stop. */
 static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_adaptive_point_t *pt)
 {
-    const mpilab_runner_config_t *c = w->c;
+    mpilab_runner_config_t cc = *w->c; /* this size's precision (--eps-for) */
+    const mpilab_runner_config_t *c = &cc;
+    cc.bo.prec.eps = mpilab_eps_rules_lookup(&cc.eps_for, op->name, op->impl, bytes, cc.bo.prec.eps);
     size_t back = c->p2p_back >= 0 ? (size_t)c->p2p_back : bytes;
     MPI_Barrier(MPI_COMM_WORLD);
     double wall0 = MPI_Wtime();
@@ -194,8 +196,12 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first,
     char err[256];
     mpilab_bench_opts_t bo = c->bo;
     bo.isolation = iso;
+    bo.prec.eps = mpilab_eps_rules_lookup(&c->eps_for, op->name, op->impl, bytes, c->bo.prec.eps);
     mpilab_bench_set_isolation(w->b, iso);
-    if (mpilab_bench_measure(w->b, op, bytes, tm, &r, err, sizeof err) != 0) {
+    mpilab_bench_set_eps(w->b, bo.prec.eps);
+    int mrc = mpilab_bench_measure(w->b, op, bytes, tm, &r, err, sizeof err);
+    mpilab_bench_set_eps(w->b, c->bo.prec.eps); /* the run's eps for whatever measures next */
+    if (mrc != 0) {
         if (w->rank == 0)
             fprintf(stderr, "mpilab-bench: %s\n", err);
         w->exit_code = 1;
@@ -243,7 +249,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first,
         if (pt)
             *pt = (mpilab_adaptive_point_t){bytes, r.stats.median, r.stats.med_lo, r.stats.med_hi};
         row->clock_uncertain = tm == MPILAB_TIMING_GLOBAL &&
-                               mpilab_quality_clock_uncertain(r.sync_uncertainty, r.stats.median, c->bo.prec.eps);
+                               mpilab_quality_clock_uncertain(r.sync_uncertainty, r.stats.median, bo.prec.eps);
         progress(w, row);
         checkpoint(w, 0);
     }

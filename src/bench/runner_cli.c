@@ -40,6 +40,7 @@ void mpilab_runner_usage(FILE *f)
         "  --timing LIST        comma list of max, root, global, opspec (default max)\n"
         "  --cl X               confidence level of the stop rule, in (0,1) (default 0.95)\n"
         "  --eps X              wanted relative CI half-width, in (0,1) (default 0.025)\n"
+        "  --eps-for LIST       OP[:IMPL]@BYTES=EPS,...: those measurements to EPS instead\n"
         "  --min-reps N         repetitions at least (count, default 5; >= 2 unless --allow-single-rep)\n"
         "  --max-reps N         repetitions at most, a memory cap (count, 1..1000000, default 1000000)\n"
         "  --time-budget T      seconds of samples for the whole run, a duration (60s, 2m; 0 = none;\n"
@@ -254,7 +255,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
     return 0;
 }
 
-enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
+enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_EPSFOR, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
        O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL, O_LMOE };
@@ -263,6 +264,7 @@ static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
     {"sizes", required_argument, 0, O_SIZES}, {"timing", required_argument, 0, O_TIMING},
     {"cl", required_argument, 0, O_CL}, {"eps", required_argument, 0, O_EPS},
+    {"eps-for", required_argument, 0, O_EPSFOR},
     {"min-reps", required_argument, 0, O_MINR}, {"max-reps", required_argument, 0, O_MAXR},
     {"isolation", required_argument, 0, O_ISO}, {"p2p-schedule", required_argument, 0, O_SCHED},
     {"p2p-back", required_argument, 0, O_BACK}, {"root", required_argument, 0, O_ROOT},
@@ -471,6 +473,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
     case O_TIMING: r->timing = v; return 0;
     case O_CL: return real_arg("--cl", v, &c->bo.prec.cl, err, errlen);
     case O_EPS: return real_arg("--eps", v, &c->bo.prec.eps, err, errlen);
+    case O_EPSFOR: return mpilab_eps_rules_parse(v, &c->eps_for, err, errlen);
     case O_MINR: return count_arg("--min-reps", v, &r->min_reps, err, errlen);
     case O_MAXR: return count_arg("--max-reps", v, &r->max_reps, err, errlen);
     case O_BFLOOR: return count_arg("--budget-floor", v, &r->budget_floor, err, errlen);
@@ -781,4 +784,5 @@ void mpilab_runner_config_free(mpilab_runner_config_t *c)
     free(c->sizes);
     c->sel = NULL;
     c->sizes = NULL;
+    mpilab_eps_rules_free(&c->eps_for);
 }

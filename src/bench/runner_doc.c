@@ -151,6 +151,15 @@ static json_t *options_json(const run_t *w)
     json_object_set_new(opt, "timing", tl);
     json_object_set_new(opt, "timing_skipped", json_incref(w->skipped));
     json_object_set_new(opt, "precision", mpilab_results_precision(&c->bo.prec));
+    if (c->eps_for.n) {
+        json_t *ef = json_array();
+        for (size_t k = 0; k < c->eps_for.n; k++) {
+            const mpilab_eps_rule_t *x = &c->eps_for.rule[k];
+            json_array_append_new(ef, json_pack("{s:s,s:s,s:I,s:f}", "op", x->op, "impl", x->impl, "bytes",
+                                                (json_int_t)x->bytes, "eps", x->eps));
+        }
+        json_object_set_new(opt, "eps_for", ef);
+    }
     json_object_set_new(opt, "isolation", json_string(mpilab_isolation_name(c->bo.isolation)));
     int any_none = 0;
     if (c->nisolation > 1) {

@@ -194,6 +194,19 @@ def real_runner() -> str | None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """What mpilab learns about the machine (the launch-variation store) goes to a folder of
+    the test session's, never to the user's data directory."""
+    old = os.environ.get("MPILAB_DATA_DIR")
+    os.environ["MPILAB_DATA_DIR"] = str(tmp_path_factory.mktemp("mpilab-data"))
+    yield
+    if old is None:
+        os.environ.pop("MPILAB_DATA_DIR", None)
+    else:
+        os.environ["MPILAB_DATA_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """After the whole session: every results file the tests wrote (that the loader accepts;
     deliberately broken files are refused by it) has no negative time or impossible model
@@ -207,7 +220,7 @@ def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) ->
         try:
             # only regular files: tests also leave FIFOs named *.json (opening one blocks)
             doc = json.loads(fsutil.read_regular(f))
-        except (MpilabError, OSError, ValueError, UnicodeDecodeError):
+        except (MpilabError, OSError, ValueError, UnicodeDecodeError, RecursionError):
             continue
         if not isinstance(doc, dict) or doc.get("schema") != "mpilab.results/1":
             continue

@@ -539,3 +539,25 @@ def test_global_mpi_option_does_not_take_a_subcommands_own() -> None:
     assert a.mpi == "auto" and a.mpi_build is None
     a = cli.build_parser().parse_args(["--mpi", "mpich", "report", "r.json"])
     assert a.mpi_build == "mpich"
+
+
+def test_each_command_module_registers_the_name_it_is_listed_under() -> None:
+    """mpilab.cli.COMMANDS is what lets a command line import one module: every module
+    registers exactly its listed name, and a named command parses with that module alone."""
+    import argparse
+    import importlib
+
+    from mpilab import cli
+
+    for name, module in cli.COMMANDS.items():
+        p = argparse.ArgumentParser()
+        sub = p.add_subparsers()
+        importlib.import_module(module).register(sub)
+        assert list(sub.choices) == [name]
+    one = cli.build_parser(["--mpi", "mpich", "report", "r.json"])
+    subs = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subs.choices) == ["report"]
+    assert one.parse_args(["--mpi", "mpich", "report", "r.json"]).mpi_build == "mpich"
+    every = cli.build_parser(["--help"])
+    subs = next(a for a in every._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(subs.choices) == sorted(cli.COMMANDS)

@@ -275,7 +275,7 @@ def test_bench_launches_with_fake_runner(
     assert r.raw["launches"]["n"] == 3
     assert all(m.raw["launches"]["n"] == 3 for m in r.measurements)
     assert (tmp_path / "res" / "run.html").is_file()
-    assert "over 3 launches" in p.stdout
+    assert "this run's 3 launch(es)" in p.stdout and "measurements converged" in p.stdout
 
 
 def test_bench_launches_failed_launch_leaves_partial(
@@ -311,20 +311,23 @@ def test_split_budget_divides_the_runners_budget() -> None:
     assert bench.split_budget(["--time-budget=60s"], 4) == ["--time-budget", "15s"]
 
 
-def test_bench_launches_by_default_without_out(
+def test_bench_default_without_out_and_store(
         fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
         tmp_path: Path) -> None:
-    """Without --out the default launches run in a temporary directory: the merged table and
-    the cost line are printed, no file is left; --out - gives the merged document alone."""
+    """Without a launch-variation store (--variation-store none) the default is 3 launches in
+    a temporary directory, each with a third of the budget: the merged table and the cost
+    line are printed, no file is left; --out - gives the merged document alone."""
     env = fake_bench("ok")
-    p = run_cli("bench", "--np", "1", "--", "--ops", "scatter:linear", "--quiet", env=env)
+    p = run_cli("bench", "--np", "1", "--variation-store", "none", "--", "--ops",
+                "scatter:linear", "--quiet", env=env)
     assert p.returncode == 0, p.stderr
-    assert "over 3 launches" in p.stdout
-    assert "3 launches took" in p.stderr and "one launch with the whole budget" in p.stderr
+    assert "this command (3 launches)" in p.stdout
+    assert "mpilab: 3 launches," in p.stderr
     assert json.loads(Path(env["FAKE_BENCH_ARGS"]).read_text())[-4:-2] == \
         ["--time-budget", "20s"]
     assert not [x for x in tmp_path.iterdir() if x.suffix == ".json" and "fake" not in x.name]
-    q = run_cli("bench", "--np", "1", "--out", "-", "--", "--ops", "scatter:linear", env=env)
+    q = run_cli("bench", "--np", "1", "--variation-store", "none", "--out", "-", "--", "--ops",
+                "scatter:linear", env=env)
     assert q.returncode == 0, q.stderr
     doc = json.loads(q.stdout)
     assert doc["launches"]["n"] == 3 and doc["launches"]["cost"]["total_s"] > 0
@@ -500,3 +503,11 @@ def test_launches_apart_by_orders_of_magnitude_give_no_interval_not_an_impossibl
     f = tmp_path / "m.json"
     f.write_text(json.dumps(out))
     assert results.load(f).measurements[0].stats.median == pytest.approx(m["stats"]["median"])
+
+
+@pytest.mark.parametrize("df", [120, 500, 5000])
+def test_t_quantile_expansion_for_many_degrees_of_freedom(df: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = launches.t_quantile(0.95, df)
+    monkeypatch.setattr(launches, "T_EXPANSION_DF", 10 ** 9)
+    assert fast == pytest.approx(launches.t_quantile(0.95, df), abs=1e-6)

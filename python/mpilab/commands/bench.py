@@ -23,10 +23,10 @@ from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
 DEFAULT_NP = 2
-# The answer a user reads includes launch-to-launch variation: by default the measurement is
-# split into DEFAULT_LAUNCHES separate launches, each with 1/N of the time budget
-# (docs/bench.md, "Launches": one launch's interval held the median of five repeats in 0 of
-# 5 cases; launch levels differ by up to 17% on this VM).
+# The answer a user reads includes launch-to-launch variation: by default one launch, its
+# interval from the machine's stored launch-to-launch variation (mpilab.launchvar), measured
+# over BOOTSTRAP_LAUNCHES launches the first time an operation runs in a setting; without a
+# store (--variation-store none) DEFAULT_LAUNCHES launches, each with 1/N of the time budget.
 DEFAULT_LAUNCHES = 3
 DEFAULT_BUDGET_S = 60.0  # mpilab-bench's own default --time-budget
 
@@ -98,6 +98,9 @@ def _strip_dashdash(args: list[str]) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import time
+
+    args.t_start = time.monotonic()
     runner_args = _strip_dashdash(list(args.runner_args))
     in_args = out_in_args(runner_args)
     if args.out is not None and in_args is not None:
@@ -120,11 +123,12 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
                               "smpi/send-is-detached-thresh:1048576")
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
-    if args.sim is None and args.launches is None:
+    store = _store(args)
+    if args.sim is None and args.launches is None and store is None:
         args.launches = DEFAULT_LAUNCHES
     if args.sim is not None:
         status = _run_sim(args, runner_args, out)
-    elif args.launches > 1 and not informational:
+    elif (args.launches is None or args.launches > 1) and not informational:
         # the launcher and rank count are checked once, before any launch starts
         runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
@@ -173,7 +177,8 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
     return status
 
 
-def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False) -> int:
+def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False,
+            discard_stdout: bool = False) -> int:
     """One launch of the runner; its shell-style exit status (failures named on stderr).
     quiet_stdout: the runner's stdout (its table) goes to stderr, keeping stdout for a
     document (--out -)."""
@@ -188,7 +193,8 @@ def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool
         proc, cg = jobctl.start(j.cmd, tag, j.env, stdin=subprocess.DEVNULL)
         status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None, cg=cg)
     else:
-        proc = subprocess.Popen(j.cmd, env=j.env, stdout=sys.stderr if quiet_stdout else None)
+        sink = subprocess.DEVNULL if discard_stdout else sys.stderr if quiet_stdout else None
+        proc = subprocess.Popen(j.cmd, env=j.env, stdout=sink)
         try:
             status = exit_status(proc.wait())
         except KeyboardInterrupt:
@@ -280,6 +286,16 @@ def split_budget(runner_args: list[str], n: int) -> list[str]:
     return rest + ["--time-budget", f"{total / n:.6g}s"]
 
 
+def _store(args: argparse.Namespace) -> Path | None:
+    """The launch-variation store this run uses (None: --variation-store none)."""
+    from mpilab import launchvar
+
+    v = args.variation_store
+    if v is None:
+        return launchvar.default_store()
+    return None if v == "none" else Path(v)
+
+
 def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
     """Launches without a results file (no --out, or --out - for the merged document on
     stdout): the launch files live in a temporary directory, removed afterwards."""
@@ -303,31 +319,121 @@ def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str
 
 def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | None,
                   table: bool = True) -> int:
-    """--launches N: the runner N times (separate launches), each into its own file, then
-    the merged file (mpilab.launches) at OUT; a failed launch stops the series and leaves a
-    partial merged file of the launches completed."""
-    import json
-
-    from mpilab import launches
-    from mpilab.fsutil import atomic_write_text, partial_name
+    """The runner over launches, each into its own file, merged at OUT (mpilab.launches).
+    By default (no --launches) one launch whose interval comes from the machine's stored
+    launch-to-launch variation (mpilab.launchvar), and BOOTSTRAP_LAUNCHES launches when an
+    operation has no stored variation yet (the launch files then live in a temporary
+    directory); --launches N: N launches with 1/N of the budget each, their files beside
+    OUT. A failed launch stops the series and leaves a partial merged file of the launches
+    completed."""
+    import shutil
+    import tempfile
 
     if out is None or out == "-":
         raise MpilabError("--launches needs --out FILE (each launch writes FILE.launchK.json, "
                           "the merged results go to FILE)")
+    default = args.launches is None
+    planned = 1 if default else args.launches
+    base_args = without_out(runner_args)
+    if not default:
+        base_args = split_budget(base_args, planned)
+    tmp = tempfile.mkdtemp(prefix="mpilab-launches-") if default else None
+    try:
+        return _launch_series(args, runner_args, base_args, out, table, planned,
+                              (lambda k: str(Path(tmp) / f"launch{k}.json")) if tmp else
+                              (lambda k: launch_file(out, k)))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _variation_session(args: argparse.Namespace, runner_args: list[str]) -> object | None:
+    """The store's view of this run's context, after the note on what the machine allows
+    (None without a store)."""
+    from mpilab import launch_table, launchvar
+
+    path = _store(args)
+    if path is None:
+        return None
+    j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
+                   args.testbed, args.mptcp)
+    prog = find_tool(RUNNER)
+    cut = j.cmd.index(prog) if prog in j.cmd else len(j.cmd)
+    session = launchvar.Session(path, launchvar.context(j.cmd[:cut], j.env, runner_args, j.np))
+    if not args.quiet_launches:
+        stored, since = session.stored()
+        limits = session.limits(_ops_named(runner_args), _sizes_named(runner_args))
+        note = launch_table.limits_note(limits, _eps_asked(runner_args), stored, since,
+                                        (session.entry or {}).get("mpi"), session.far_off())
+        if note:
+            sys.stderr.write(note + "\n")
+    return session
+
+
+def _runner_value(runner_args: list[str], name: str) -> str | None:
+    """The value of a runner option (--name V or --name=V), the last one given."""
+    got = None
+    for k, a in enumerate(runner_args):
+        if a == name and k + 1 < len(runner_args):
+            got = runner_args[k + 1]
+        elif a.startswith(name + "="):
+            got = a.partition("=")[2]
+    return got
+
+
+def _ops_named(runner_args: list[str]) -> list[str] | None:
+    v = _runner_value(runner_args, "--ops")
+    return None if v is None else [o.partition(":")[0] for o in v.split(",") if o]
+
+
+def _sizes_named(runner_args: list[str]) -> list[int] | None:
+    v = _runner_value(runner_args, "--sizes")
+    try:
+        return None if v is None else units.parse_size_list(v)
+    except (ValueError, MpilabError):
+        return None  # adaptive or invalid: the runner says which
+
+
+def _eps_asked(runner_args: list[str]) -> float:
+    v = _runner_value(runner_args, "--eps")
+    try:
+        return 0.025 if v is None else units.parse_real(v)
+    except (ValueError, MpilabError):
+        return 0.025
+
+
+def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: list[str],
+                   out: str, table: bool, planned: int, name_of: object) -> int:
+    import json
     import time
 
-    base_args = split_budget(without_out(runner_args), args.launches)
+    from mpilab import launch_table, launches, launchvar
+    from mpilab.fsutil import atomic_write_text, partial_name
+
+    t_start = getattr(args, "t_start", None) or time.monotonic()
+    session = _variation_session(args, runner_args)  # checked before any launch starts
     files: list[str] = []
     docs: list[dict] = []  # type: ignore[type-arg]
     walls: list[float] = []
     status = 0
-    for k in range(1, args.launches + 1):
-        f = launch_file(out, k)
+    bootstrap = None
+    k = 0
+    eps_asked = _eps_asked(runner_args)
+    if isinstance(session, launchvar.Session) and args.launches is None:
+        rules = session.eps_rules(eps_asked)
+        if rules is not None and _runner_value(base_args, "--eps-for") is None:
+            base_args = [*base_args, "--eps-for", rules]
+        if session.entry is None:  # nothing known here: the first run's launches share
+            base_args = split_budget(base_args, launchvar.BOOTSTRAP_LAUNCHES)  # the budget
+    while k < planned:
+        k += 1
+        f = name_of(k)  # type: ignore[operator]
         check_output(f)
-        if not args.quiet_launches:
-            sys.stderr.write(f"mpilab: launch {k} of {args.launches} -> {f}\n")
+        if not args.quiet_launches and planned > 1:
+            sys.stderr.write(f"mpilab: launch {k} of {planned} -> {f}\n")
         t0 = time.monotonic()
-        status = _launch(args, base_args + ["--out", f], quiet_stdout=not table)
+        status = _launch(args, base_args + ["--out", f], quiet_stdout=not table,
+                         discard_stdout=True)
         walls.append(time.monotonic() - t0)
         # a failed launch leaves its measurements under the partial name (mpilab-bench)
         got = f if Path(f).is_file() else partial_name(f) if status != 0 else None
@@ -341,56 +447,61 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
             docs.append(doc)
         if status != 0:
             break
+        if k == 1 and isinstance(session, launchvar.Session) and args.launches is None:
+            session.drop_if_other_mpi((docs[0].get("provenance") or {}).get("mpi"))
+            unknown = session.unknown_ops(docs[:1])
+            if unknown:
+                planned = launchvar.BOOTSTRAP_LAUNCHES
+                if session.entry is not None:  # the extra launches share a launch's budget
+                    base_args = split_budget(base_args, planned - 1)
+                bootstrap = ("measuring this machine's launch-to-launch variation for "
+                             + ", ".join(unknown))
+                if not args.quiet_launches:
+                    sys.stderr.write(f"mpilab: launch-to-launch variation of "
+                                     f"{', '.join(unknown)} is not yet known in this setting: "
+                                     f"{planned - 1} more launches now, once (later runs make "
+                                     "one launch)\n")
     # a failed series: the launches completed go under the partial name, nothing at OUT
     target = out if status == 0 else partial_name(out)
+    merged = None
     if docs:
-        merged = launches.merge(docs, files, args.launches)
+        repeat = 1 if args.launches is None else planned
+        variation = session.variation(docs, repeat, eps_asked) \
+            if isinstance(session, launchvar.Session) else None
+        merged = launches.merge(docs, files if args.launches is not None else [],
+                                planned, variation)
         merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
+        if variation is not None:
+            stored, since = session.stored()  # type: ignore[union-attr]
+            merged["launches"]["variation"] = {
+                "store": str(session.path), "context": session.ctx.key(),  # type: ignore
+                "launches_stored": stored, "since": since, "cl": 0.95,
+                "repeat_launches": repeat, "bootstrap": bootstrap is not None}
         if status != 0:
             merged["partial"] = True
             merged.setdefault("partial_reason", "a launch failed; the series stopped there")
-        atomic_write_text(target, json.dumps(merged, indent=1) + "\n")
+        atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
+    if isinstance(session, launchvar.Session) and docs and status == 0:
+        prov = docs[0].get("provenance") or {}
+        session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
     if status != 0:
         if docs:
-            sys.stderr.write(f"mpilab: {len(docs)} of {args.launches} launches merged into "
+            sys.stderr.write(f"mpilab: {len(docs)} of {planned} launches merged into "
                              f"{target} (partial); nothing written to {out}\n")
         return status
     try:
         os.unlink(partial_name(out))  # an earlier failed series' partial file is superseded
     except OSError:
         pass
+    assert merged is not None
     if not args.quiet_launches and table:
-        _print_launch_table(merged)
+        sys.stdout.write(launch_table.table(merged))
+        sys.stdout.flush()
     if not args.quiet_launches:
-        sys.stderr.write(launches.cost_line(merged["launches"]["cost"]) + "\n")
+        measuring = [launches.measuring_s(d) for d in docs]
+        sys.stderr.write(launch_table.cost_line(time.monotonic() - t_start, walls, measuring,
+                                                bootstrap) + "\n")
     return 0
-
-
-def _print_launch_table(doc: dict) -> None:  # type: ignore[type-arg]
-    ms = doc.get("measurements", [])
-    n = (doc.get("launches") or {}).get("n")
-    sys.stdout.write(f"over {n} launches: median of the launch medians (us) and its interval, "
-                     "spread (max-min)/median of the launch medians, launches whose own "
-                     "interval holds the figure, flags\n")
-    p2p = 0
-    for m in ms:
-        st, la = m["stats"], m["launches"]
-        pair = m.get("pair")
-        where = f"{pair[0]}-{pair[1]}" if isinstance(pair, list) else f"root {m.get('root')}"
-        k = 0.5 if m.get("timing") == "p2p" else 1.0  # p2p: one-way, as the runner's table
-        p2p += k != 1.0
-        lo, hi = st.get("med_lo"), st.get("med_hi")
-        ci = (f"{lo * 1e6 * k:.3f}..{hi * 1e6 * k:.3f}" if lo is not None and hi is not None
-              else "-")
-        spread = la.get("spread")
-        sp = f"{spread * 100:.1f}%" if spread is not None else "-"
-        sys.stdout.write(f"{m['op']:<10} {m.get('impl', ''):<10} {m['timing']:<6} {where:<7} "
-                         f"{m['bytes']:>9} {st['median'] * 1e6 * k:12.3f} {ci:>22} {sp:>7} "
-                         f"{la['n'] - la['outside']:>3}/{la['n']:<3} "
-                         f"{','.join(m.get('flags', [])) or '-'}\n")
-    if p2p:
-        sys.stdout.write("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print "
-                         "it); the results file keeps the round trip\n")
 
 
 def _launches_count(text: str) -> int:
@@ -426,12 +537,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_launch_options(p, DEFAULT_NP)
     p.add_argument("--out", metavar="FILE", help="results file (forwarded as --out FILE)")
     p.add_argument("--launches", type=launches_count, default=None, metavar="N",
-                   help="run the measurement in N separate launches (mpirun invocations; "
-                        f"default {DEFAULT_LAUNCHES}), each with 1/N of the runner's "
-                        "--time-budget, and report the median of the launch medians with an "
-                        "interval that includes launch-to-launch variation; the extra cost "
-                        "against one launch is printed; --launches 1: one launch, its own "
-                        "interval only")
+                   help="run the measurement in N separate launches (mpirun invocations), "
+                        "each with 1/N of the runner's --time-budget, and report the median of "
+                        "the launch medians; --launches 1: one launch, the runner's own table "
+                        "and interval only. Default: one launch whose interval includes this "
+                        "machine's stored launch-to-launch variation (measured over "
+                        "3 launches the first time an operation runs here)")
     p.add_argument("--sim", metavar="PLATFORM",
                    help="run simulated: the SMPI build of the runner (scripts/build --smpi) "
                         "under smpirun on this SimGrid platform file (mpilab sim platform), "
@@ -443,6 +554,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "mpilab's own, so it overrides them), e.g. "
                         "smpi/send-is-detached-thresh:1048576 (MPI's eager limit); recorded in "
                         "provenance.simulated")
+    p.add_argument("--variation-store", metavar="PATH|none",
+                   help="where this machine's launch-to-launch variation is kept (default "
+                        "$MPILAB_DATA_DIR, $XDG_DATA_HOME/mpilab or ~/.local/share/mpilab, file "
+                        "launch-variation.json); none: no store, the interval comes from this "
+                        f"run's launches alone ({DEFAULT_LAUNCHES} by default)")
     p.add_argument("--quiet-launches", action="store_true",
                    help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",
