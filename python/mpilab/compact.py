@@ -6,6 +6,7 @@ summaries and the compact samples, not the file's millions of JSON numbers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,18 @@ from mpilab.report.stream import NotPlain, walk_measurements
 
 
 def compact_file(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
-                 extra: dict[str, Any] | None = None) -> int:
+                 extra: dict[str, Any] | None = None,
+                 transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
     """Write src (a results file in the full form) as json_out plus its archive npz_out
-    (named final_npz_name in json_out), with the top-level keys of `extra` added. Returns
-    the number of samples moved. A file the stream walker does not read plainly is read
-    whole (json), with the same result."""
+    (named final_npz_name in json_out), with the top-level keys of `extra` added and each
+    measurement passed through `transform` first. Returns the number of samples moved. A
+    file the stream walker does not read plainly is read whole (json), with the same
+    result."""
     arrays: dict[str, Any] = {}
 
     def each(k: int, m: dict[str, Any]) -> dict[str, Any]:
+        if transform is not None:
+            m = transform(m)
         samples_file.split_one(k, m, arrays)
         return m
 
@@ -32,6 +37,9 @@ def compact_file(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
         doc = json.loads(Path(src).read_text(encoding="utf-8"))
         if not isinstance(doc, dict):
             raise ValueError(f"{src}: not a JSON object") from None
+        if transform is not None and isinstance(doc.get("measurements"), list):
+            doc["measurements"] = [transform(m) if isinstance(m, dict) else m
+                                   for m in doc["measurements"]]
         arrays = samples_file.split(doc)
     doc.update(extra or {})
     return samples_file.write_split(doc, arrays, json_out, npz_out, final_npz_name)

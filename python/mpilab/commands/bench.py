@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
                               "smpi/send-is-detached-thresh:1048576")
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
-    store = _store(args)
+    store = variation_store(args)
     if args.sim is None and args.launches is None and store is None:
         args.launches = DEFAULT_LAUNCHES
     if args.sim is not None:
@@ -286,7 +286,7 @@ def split_budget(runner_args: list[str], n: int) -> list[str]:
     return rest + ["--time-budget", f"{total / n:.6g}s"]
 
 
-def _store(args: argparse.Namespace) -> Path | None:
+def variation_store(args: argparse.Namespace) -> Path | None:
     """The launch-variation store this run uses (None: --variation-store none)."""
     from mpilab import launchvar
 
@@ -352,7 +352,7 @@ def _variation_session(args: argparse.Namespace, runner_args: list[str]) -> obje
     (None without a store)."""
     from mpilab import launch_table, launchvar
 
-    path = _store(args)
+    path = variation_store(args)
     if path is None:
         return None
     j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,

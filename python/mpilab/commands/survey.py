@@ -46,6 +46,7 @@ from mpilab.commands.bench import (
     exit_status,
     launches_count,
     runner_job,
+    variation_store,
 )
 from mpilab.errors import MpilabError
 
@@ -345,7 +346,7 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
            launcher_args: list[str] | None = None, quiet: bool = False,
            testbed: str | None = None, mptcp: bool = False,
            sim: str | None = None, sim_cfg: list[str] | None = None,
-           oversubscribe: bool = False) -> tuple[Path, Path]:
+           oversubscribe: bool = False, store: Path | None = None) -> tuple[Path, Path]:
     """Run the survey; returns (results.json, report.html). Nothing is left in out_dir
     under those names unless every step succeeded (earlier files are kept as they were)."""
     from rich.console import Console
@@ -365,6 +366,12 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
     if sj0 is not None:
         sj0.cleanup()
     rec = ranks_record(j.np, np, d, Path(j.cmd[0]).name, sim is not None)
+    variation = None
+    if sim is None and plan.launches == 1 and store is not None:
+        from mpilab import launchvar
+
+        variation = _Variation(launchvar.Session(store, launchvar.context(
+            j.cmd, j.env, plan.runner_args("-", j.np), j.np)))
     out.mkdir(parents=True, exist_ok=True)
     clear_leftovers(out, console)
     fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=out)
@@ -388,7 +395,7 @@ def survey(out_dir: str | Path, np: int | None, plan: Plan, launcher: str | None
                          sj0 is not None)
         measuring = False
         done = _finish(plan, tmp, launch_tmps, out, rec, console, time.monotonic() - t0,
-                       walls)
+                       walls, variation)
     except BaseException as e:
         # the runner checkpoints while it measures: keep what it measured, marked partial
         # (a failure after measuring is about the data: nothing kept, the error says why)
@@ -449,15 +456,63 @@ def _measure(j: Job, plan: Plan, tmp: Path, launch_tmps: list[Path], log: Path,
     return walls
 
 
+class _Variation:
+    """The machine's stored launch-to-launch variation applied to a one-launch survey
+    (mpilab.launchvar, as `mpilab bench` applies it): each measurement the store knows gets
+    the interval a repeat of the survey would land in; every measurement's launch median is
+    added to the store after the survey."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.stubs: list[dict[str, Any]] = []
+        self.applied = self.total = 0
+        self.var = session.variation([], 1, None)
+
+    def __call__(self, m: dict[str, Any]) -> dict[str, Any]:
+        from mpilab import launches
+        from mpilab.pair_matrix import expand_all
+
+        st = m.get("stats") if isinstance(m.get("stats"), dict) else None
+        if st is None:  # an all-pairs object: recorded, its pairs keep their own intervals
+            self.stubs += [{k: v for k, v in x.items() if k not in ("samples", "valid")}
+                           for x in expand_all([m]) if isinstance(x, dict)]
+            return m
+        self.total += 1
+        self.stubs.append({k: v for k, v in m.items() if k not in ("samples", "valid")})
+        med = st.get("median")
+        if not isinstance(med, int | float) or isinstance(med, bool) or not med > 0 or \
+                self.var(m, [float(med)]) is None:
+            return m
+        self.applied += 1
+        return launches.merge_measurement([m], self.var)
+
+    def record(self, tmp: Path) -> None:
+        import json
+
+        prov = json.loads(tmp.read_text(encoding="utf-8")).get("provenance") or {}
+        self.session.record([{"measurements": self.stubs}], prov.get("mpi"),
+                            str(prov.get("date") or ""))
+
+    def line(self) -> str:
+        stored, since = self.session.stored()
+        if self.applied:
+            return (f"intervals: {self.applied} of {self.total} measurements include this "
+                    f"machine's launch-to-launch variation ({stored} stored launches since "
+                    f"{since}); the others their launch's own (each survey adds its launch)")
+        return ("intervals: this launch's own (the machine's launch-to-launch variation for "
+                "the survey is not stored yet: each survey adds its launch, and from the "
+                "third on the intervals include it)")
+
+
 def _compact(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
-             extra: dict[str, Any] | None = None) -> int:
+             extra: dict[str, Any] | None = None, transform: Any = None) -> int:
     """The runner's file in the compact form, read as a stream (mpilab.compact); a file
     that is not a results document is refused in results.load's words (malformed JSON with
     its line, ...)."""
     from mpilab import compact, results
 
     try:
-        return compact.compact_file(src, json_out, npz_out, final_npz_name, extra)
+        return compact.compact_file(src, json_out, npz_out, final_npz_name, extra, transform)
     except (ValueError, UnicodeDecodeError):
         results.load(src)
         raise MpilabError(f"{src}: not a results document") from None
@@ -465,7 +520,7 @@ def _compact(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
 
 def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
             rec: dict[str, Any], console: Any, measured_s: float,
-            walls: list[float]) -> tuple[Path, Path]:
+            walls: list[float], variation: _Variation | None = None) -> tuple[Path, Path]:
     """Stages 2 and 3: merge the launches, write the compact form (summaries in JSON, samples
     in an archive beside it), validate, render the report, then rename everything."""
     from mpilab import results, samples_file
@@ -491,7 +546,11 @@ def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
         else:
             st.note(f"reading {RUNNER}'s results into the compact form: samples into "
                     f"{side(final_json.name)}")
-            count = _compact(tmp, tmp, side_tmp, side(final_json.name), {"survey": rec})
+            count = _compact(tmp, tmp, side_tmp, side(final_json.name), {"survey": rec},
+                             variation)
+            if variation is not None:
+                variation.record(tmp)
+                console.print(variation.line(), markup=False, highlight=False)
         st.note(f"validating the summaries of {count} samples")
         r = results.load(tmp, samples=side_tmp)
     r.path = str(final_json)
@@ -553,7 +612,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         rj, rh = survey(args.out, args.np, plan, args.launcher, args.launcher_arg,
                         args.quiet, args.testbed, args.mptcp, args.sim, args.sim_cfg,
-                        args.oversubscribe)
+                        args.oversubscribe, variation_store(args))
     except Stopped as e:
         sys.stderr.write(f"mpilab: survey stopped by {signal.Signals(e.signum).name}\n")
         return 128 + e.signum
@@ -628,5 +687,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="with --sim: one more SimGrid option for smpirun (repeatable; after "
                         f"the survey's own, {' '.join(SIM_CFG)}, so it overrides them); "
                         "recorded in provenance.simulated")
+    p.add_argument("--variation-store", metavar="PATH|none",
+                   help="where this machine's launch-to-launch variation is kept (as for "
+                        "mpilab bench; none: one launch's own intervals only)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_run)
