@@ -194,6 +194,31 @@ MPILAB_TEST(server)
     step(&j, MPILAB_PM_EV_SUB_CLOSED, sf(1, 5000, 1), 2.0);
     CHECK(j.state == MPILAB_PM_MIGRATED &&
           strcmp(res.cause, "alternate subflow closed (rail 1)") == 0);
+    /* no rule above names the loss (the alternate last armed on rail 0, a subflow on rail
+     * 1 closed): the label names rail 1, the rail that went, never the armed rail 0 */
+    ctx_init();
+    mpilab_pm_conn q;
+    mpilab_pm_conn_init(&q, 0x59, 1, 1, 0);
+    q.established = 1;
+    q.state = MPILAB_PM_ARMED;
+    q.armed_rail = 0;
+    q.nsub = 2;
+    q.sub[0] = sf(0, 5000, 0);
+    q.sub[1] = sf(1, 5001, 1);
+    step(&q, MPILAB_PM_EV_SUB_CLOSED, sf(1, 5001, 1), 2.0);
+    CHECKF(q.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "alternate lost (rail 1)") == 0,
+           "cause: %s", res.cause ? res.cause : "(none)");
+    /* ...and a rail judged dead is named before the armed rail that still works */
+    mpilab_pm_conn_init(&q, 0x5a, 1, 1, 0);
+    q.established = 1;
+    q.state = MPILAB_PM_ARMED;
+    q.armed_rail = 0;
+    q.nsub = 1;
+    q.sub[0] = sf(0, 5000, 0);
+    ctx.path_up[0][1] = 0;
+    step(&q, MPILAB_PM_EV_PATH, none, 2.0);
+    CHECKF(q.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "alternate lost (rail 1)") == 0,
+           "cause: %s", res.cause ? res.cause : "(none)");
 }
 
 /* a refused or timed-out join: back to MIGRATED, retried later, not at every tick */
