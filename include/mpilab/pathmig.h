@@ -192,8 +192,10 @@ int mpilab_pm_path_silent(double now, double since, double limit, double freshes
  *   evidence, the timer is re-armed from the moment the agent ran again;
  * - the silence (no probe reply, no passive proof since `since`) outlasts a timeout adapted
  *   to the measured round trips, as TCP's RTO is: max(limit, srtt + 4 rttvar) over the
- *   probe round trips and the kernel's round trips of the path's subflows, capped at
- *   MPILAB_PM_TIMEOUT_CAP times `limit`;
+ *   probe round trips and the kernel's round trips of the path's subflows, and
+ *   MPILAB_PM_RECOVERED_FACTOR times the longest silence towards the peer that recently
+ *   ended with a sign of life (`recovered`: the machine or the network stalled that long
+ *   and the path was not dead), capped at MPILAB_PM_TIMEOUT_CAP times `limit`;
  * - another rail to the same peer answered since (`freshest`): if every rail went quiet
  *   together this machine or the peer stalled;
  * - where the path carries TCP subflows (the last dump listed some), the kernel's own view:
@@ -202,6 +204,7 @@ int mpilab_pm_path_silent(double now, double since, double limit, double freshes
  *   kernel when the ACK arrived, whatever the agent was doing). An ACK within the timeout
  *   (a slow path) or nothing at stake (an idle connection) is no fault. */
 #define MPILAB_PM_TIMEOUT_CAP 20.0
+#define MPILAB_PM_RECOVERED_FACTOR 1.5
 
 /* the kernel's view of the TCP subflows on one path at one dump, summed up */
 typedef struct {
@@ -232,6 +235,8 @@ typedef struct {
     double limit;        /* the smallest timeout (--probe-timeout, or its slow multiple) */
     double interval;     /* the probe period */
     double freshest;     /* the latest sign of life on another live rail to the peer */
+    double recovered;    /* the longest recent silence towards the peer that ended with a
+                            sign of life, s (0: none) */
     const mpilab_pm_rtt *probe_rtt;       /* the path's probe round trips, or NULL */
     const mpilab_pm_path_kernel *kernel;  /* the path's subflows at the last dump, or NULL
                                              (no dump, passive liveness off) */

@@ -306,10 +306,10 @@ static void set_realtime(agent_t *ag)
         return;
     struct sched_param sp = {.sched_priority = ag->realtime_prio};
     int ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
-    if (ok)
-        mlockall(MCL_CURRENT | MCL_FUTURE);
-    pma_log_obj(ag, "sched", json_pack("{s:s,s:i}", "policy", ok ? "fifo" : "other",
-                                       "priority", ok ? ag->realtime_prio : 0));
+    int locked = ok && mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+    pma_log_obj(ag, "sched", json_pack("{s:s,s:i,s:b}", "policy", ok ? "fifo" : "other",
+                                       "priority", ok ? ag->realtime_prio : 0,
+                                       "memory_locked", locked));
 }
 
 /* ---- the event loop ---- */

@@ -55,6 +55,7 @@ typedef struct {
     uint32_t probe_seq;  /* the last probe sent... */
     double probe_at;     /* ...and when (0: its reply came) */
     double rearmed_for;  /* the silence (its start) whose verdict the agent's lateness put off */
+    double seen_since;   /* the path's last sign of life as the previous probe round saw it */
 } probe_t;
 
 /* what the agent costs: counted for the `stats` in status and the `stop` record */
@@ -144,6 +145,9 @@ struct mpilab_pm_agent {
     int rep[MPILAB_PM_MAX_RAILS];  /* replies (port + 1): read at every wake-up */
     double drained_at;             /* when the last drain of the reply sockets began */
     double view_at[MPILAB_PM_MAX_PEERS]; /* arrival of the last decider's view adopted */
+    /* silences towards a peer that ended with a sign of life (pma_note_recovery): the
+     * longest in the current and the previous RECOVERY_WINDOW, and when the current began */
+    double recovered[MPILAB_PM_MAX_PEERS][2], recovered_at[MPILAB_PM_MAX_PEERS];
     probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
     int conns_to[MPILAB_PM_MAX_PEERS];
     unsigned used[MPILAB_PM_MAX_PEERS]; /* pma_paths_in_use, valid unless used_dirty */

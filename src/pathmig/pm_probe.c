@@ -306,6 +306,8 @@ static void evidence_of(const agent_t *ag, int p, int r, const sched_t *d, doubl
     ev->interval = ag->interval;
     ev->freshest = freshest;
     ev->probe_rtt = &pr->rtt;
+    ev->recovered = ag->recovered[p][0] > ag->recovered[p][1] ? ag->recovered[p][0]
+                                                               : ag->recovered[p][1];
     if (ag->passive && pr->settle_dump == ag->st.diag_dumps && pr->kernel.nsub > 0) {
         ev->kernel = &pr->kernel;
         ev->kernel_at = pr->kernel_at;
@@ -345,6 +347,33 @@ void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
                      ? d->since + (dec ? CONFIRM_AFTER : MPILAB_PM_FOLLOW_FACTOR + 0.5) *
                                       ag->interval
                      : NEVER;
+}
+
+/* A silence on a live path in use that ended with a sign of life (a reply, a proof): the
+ * path was slow, not dead, for that long (a stalled machine, a congested network); the
+ * longest of them in the last one or two RECOVERY_WINDOWs stretches the peer's timeouts
+ * (mpilab_pm_judge's `recovered`). Gaps shorter than two probe periods are normal. */
+#define RECOVERY_WINDOW 15.0
+
+static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double now)
+{
+    probe_t *pr = &ag->probe[p][r];
+    double seen = pr->seen_since;
+    pr->seen_since = d->since;
+    if (now - ag->recovered_at[p] > RECOVERY_WINDOW) {
+        ag->recovered[p][1] = ag->recovered[p][0];
+        ag->recovered[p][0] = 0;
+        ag->recovered_at[p] = now;
+    }
+    if (!pr->alive || !d->used || seen <= 0 || d->since <= seen)
+        return;
+    double gap = d->since - seen;
+    if (gap > 2 * ag->interval && gap > ag->recovered[p][0]) {
+        ag->recovered[p][0] = gap;
+        if (gap > d->timeout / MPILAB_PM_RECOVERED_FACTOR)
+            pma_log_obj(ag, "recovered", json_pack("{s:s,s:i,s:f}", "peer", ag->nodes[p].name,
+                                                   "rail", r, "silent_ms", gap * 1e3));
+    }
 }
 
 /* The verdict on a live path whose silence outlasted its timeout (mpilab_pm_judge): dead
@@ -425,6 +454,7 @@ double pma_probe_tick(agent_t *ag, double now)
                 pr->last_skip = now;
             }
             pma_path_schedule(ag, p, r, &d);
+            note_recovery(ag, p, r, &d, now);
             if (d.due < next)
                 next = d.due;
             if (d.confirm > now && d.confirm + 1e-4 < next)

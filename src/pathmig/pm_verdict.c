@@ -55,6 +55,8 @@ double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev)
     }
     if (ev->kernel && ev->kernel->nsub > 0 && ev->kernel->rtt_bound > t)
         t = ev->kernel->rtt_bound;
+    if (MPILAB_PM_RECOVERED_FACTOR * ev->recovered > t)
+        t = MPILAB_PM_RECOVERED_FACTOR * ev->recovered;
     double cap = ev->limit * MPILAB_PM_TIMEOUT_CAP;
     return t > cap ? cap : t;
 }

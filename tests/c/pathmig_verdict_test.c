@@ -209,6 +209,20 @@ MPILAB_TEST(rules)
     mpilab_pm_rtt slow = {.srtt = 0.060, .rttvar = 0.020, .n = 5};
     ev.probe_rtt = &slow;
     CHECK(mpilab_pm_path_timeout(&ev) > 0.139 && mpilab_pm_path_timeout(&ev) < 0.141);
+    /* a silence of 100 ms that ended with a sign of life: later silences are judged
+     * against 1.5 times it */
+    mpilab_pm_evidence rec = ev;
+    rec.probe_rtt = NULL;
+    rec.recovered = 0.100;
+    CHECK(mpilab_pm_path_timeout(&rec) > 0.1499 && mpilab_pm_path_timeout(&rec) < 0.1501);
+    rec.freshest = rec.now;
+    rec.since = rec.now - 0.120; /* as long again as the 50 ms limit, shorter than that */
+    mpilab_pm_verdict rv;
+    mpilab_pm_judge(&rec, &rv);
+    CHECK(rv.kind == MPILAB_PM_V_ALIVE);
+    rec.recovered = 0;
+    mpilab_pm_judge(&rec, &rv);
+    CHECK(rv.kind == MPILAB_PM_V_DEAD);
     slow.srtt = 100; /* capped */
     CHECK(mpilab_pm_path_timeout(&ev) == LIMIT * MPILAB_PM_TIMEOUT_CAP);
     /* probes alone (no subflow listed): dead after the timeout, another rail answering */
