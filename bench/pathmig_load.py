@@ -7,9 +7,14 @@ every byte checked) on a running testbed of 2 sites x 1 node x 2 rails
 follows the job's progress line at round trip --fault-at, never the clock, and is healed
 after the job.
 
-    mpilab testbed up examples/testbed/pathmig-2x1.toml
-    python3 bench/pathmig_load.py --prefix pmg --runs 5 --count 23000 --out nofault.json
-    python3 bench/pathmig_load.py --prefix pmg --runs 2 --fault down --out down.json
+    python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
+        --runs 6 --count 8000 --out nofault.json
+    python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
+        --runs 3 --fault drop --out drop.json
+
+(--spec brings the testbed up inside the measurement, so that its WAN delay line competes
+with the busy loops as the job does, and down at the end; without it the testbed of
+--prefix must be up.)
 
 Per run: the agents' path-dead verdicts (path events with up false, verdict records) and
 migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
@@ -29,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import loadavg, mpilab_cmd, tool, write_json
+from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
 from mpilab.testbed import faults, net
 
 
@@ -108,7 +113,20 @@ def main() -> int:
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--spec", help="bring this testbed up first (with the prefix --prefix) and "
+                    "down at the end: its delay line then runs beside the busy loops as the job "
+                    "does")
     a = ap.parse_args()
+    if a.spec:
+        testbed_up(a.prefix, a.spec)
+    try:
+        return measure(a)
+    finally:
+        if a.spec:
+            testbed_down(a.prefix)
+
+
+def measure(a: argparse.Namespace) -> int:
     work = Path(a.work or Path(a.out).with_suffix(".d"))
     work.mkdir(parents=True, exist_ok=True)
     hogs = 0 if a.quiet else os.cpu_count() or 2
