@@ -197,7 +197,9 @@ int mpilab_pm_path_silent(double now, double since, double limit, double freshes
  *   ended with a sign of life (`recovered`: the machine or the network stalled that long
  *   and the path was not dead), capped at MPILAB_PM_TIMEOUT_CAP times `limit`;
  * - another rail to the same peer answered since (`freshest`): if every rail went quiet
- *   together this machine or the peer stalled;
+ *   together this machine or the peer stalled; and when a rail came back from a silence of
+ *   its own (`back_at`: the whole peer or network stalled), the silence counts only from
+ *   then, as the other rails of the stall come back a moment later;
  * - where the path carries TCP subflows (the last dump listed some), the kernel's own view:
  *   data of ours outstanding (unacknowledged or queued) on some subflow and no ACK of any
  *   kind on any of them for longer than the timeout (tcpi_last_ack_recv, stamped by the
@@ -237,6 +239,7 @@ typedef struct {
     double freshest;     /* the latest sign of life on another live rail to the peer */
     double recovered;    /* the longest recent silence towards the peer that ended with a
                             sign of life, s (0: none) */
+    double back_at;      /* when a rail to the peer last came back from a silence (0: none) */
     const mpilab_pm_rtt *probe_rtt;       /* the path's probe round trips, or NULL */
     const mpilab_pm_path_kernel *kernel;  /* the path's subflows at the last dump, or NULL
                                              (no dump, passive liveness off) */

@@ -56,6 +56,7 @@ typedef struct {
     double probe_at;     /* ...and when (0: its reply came) */
     double rearmed_for;  /* the silence (its start) whose verdict the agent's lateness put off */
     double seen_since;   /* the path's last sign of life as the previous probe round saw it */
+    double back_at;      /* when the path last came back from a silence (note_recovery) */
 } probe_t;
 
 /* what the agent costs: counted for the `stats` in status and the `stop` record */

@@ -308,6 +308,9 @@ static void evidence_of(const agent_t *ag, int p, int r, const sched_t *d, doubl
     ev->probe_rtt = &pr->rtt;
     ev->recovered = ag->recovered[p][0] > ag->recovered[p][1] ? ag->recovered[p][0]
                                                                : ag->recovered[p][1];
+    for (int k = 0; k < ag->nrails; k++)
+        if (k != r && ag->probe[p][k].alive && ag->probe[p][k].back_at > ev->back_at)
+            ev->back_at = ag->probe[p][k].back_at;
     if (ag->passive && pr->settle_dump == ag->st.diag_dumps && pr->kernel.nsub > 0) {
         ev->kernel = &pr->kernel;
         ev->kernel_at = pr->kernel_at;
@@ -349,10 +352,12 @@ void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
                      : NEVER;
 }
 
-/* A silence on a live path in use that ended with a sign of life (a reply, a proof): the
- * path was slow, not dead, for that long (a stalled machine, a congested network); the
- * longest of them in the last one or two RECOVERY_WINDOWs stretches the peer's timeouts
- * (mpilab_pm_judge's `recovered`). Gaps shorter than two probe periods are normal. */
+/* A silence on a live path that ended with a sign of life (a reply, a proof): the path was
+ * slow, not dead, for that long (a stalled machine, a congested network). Any path silent
+ * for two of its own periods and back marks when it came back (back_at: the verdicts on the
+ * peer's other paths count their silence from then at the earliest); on a path in use, the
+ * longest such silence in the last one or two RECOVERY_WINDOWs stretches the peer's
+ * timeouts (mpilab_pm_judge's `recovered`). */
 #define RECOVERY_WINDOW 15.0
 
 static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double now)
@@ -365,9 +370,13 @@ static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double no
         ag->recovered[p][0] = 0;
         ag->recovered_at[p] = now;
     }
-    if (!pr->alive || !d->used || seen <= 0 || d->since <= seen)
+    if (!pr->alive || seen <= 0 || d->since <= seen)
         return;
     double gap = d->since - seen;
+    if (gap > 2 * d->iv) /* silent for two of its own periods, and back */
+        pr->back_at = d->since;
+    if (!d->used)
+        return;
     if (gap > 2 * ag->interval && gap > ag->recovered[p][0]) {
         ag->recovered[p][0] = gap;
         if (gap > d->timeout / MPILAB_PM_RECOVERED_FACTOR)
@@ -433,6 +442,7 @@ double pma_probe_tick(agent_t *ag, double now)
         double freshest = 0; /* the latest sign of life on any rail that is alive */
         for (int r = 0; r < ag->nrails; r++) {
             pma_path_schedule(ag, p, r, &d);
+            note_recovery(ag, p, r, &d, now); /* before any verdict of this round */
             if (d.confirm <= now)
                 confirm = 1;
             if (ag->probe[p][r].alive && heard(&ag->probe[p][r]) > freshest)
@@ -454,7 +464,6 @@ double pma_probe_tick(agent_t *ag, double now)
                 pr->last_skip = now;
             }
             pma_path_schedule(ag, p, r, &d);
-            note_recovery(ag, p, r, &d, now);
             if (d.due < next)
                 next = d.due;
             if (d.confirm > now && d.confirm + 1e-4 < next)

@@ -86,6 +86,14 @@ void mpilab_pm_judge(const mpilab_pm_evidence *ev, mpilab_pm_verdict *out)
                  (from - ev->since) * 1e3);
         return;
     }
+    /* another rail just came back from a silence of its own: the peer or the network
+       stalled as a whole, and this path may come back a moment later */
+    if (ev->back_at > from && now - ev->back_at <= t) {
+        verdict(out, MPILAB_PM_V_WAIT, ev->back_at + t);
+        snprintf(out->why, sizeof(out->why), "another rail came back from a silence %.0f ms "
+                 "ago", (now - ev->back_at) * 1e3);
+        return;
+    }
     if (!mpilab_pm_path_silent(now, from, t, ev->freshest, ev->interval)) {
         verdict(out, MPILAB_PM_V_WAIT, now + ev->interval / 2);
         snprintf(out->why, sizeof(out->why), "no other rail answered since");

@@ -223,6 +223,16 @@ MPILAB_TEST(rules)
     rec.recovered = 0;
     mpilab_pm_judge(&rec, &rv);
     CHECK(rv.kind == MPILAB_PM_V_DEAD);
+    /* the whole peer stalled: another rail came back 20 ms ago from a silence of its own;
+     * this path's silence counts from then (it comes back a moment later, as a rule) */
+    rec.recovered = 0;
+    rec.back_at = rec.now - 0.020;
+    mpilab_pm_judge(&rec, &rv);
+    CHECK(rv.kind == MPILAB_PM_V_WAIT && rv.recheck > rec.back_at + 0.0499 &&
+          rv.recheck < rec.back_at + 0.0501);
+    rec.back_at = rec.now - 0.060; /* back long enough ago: this path is judged */
+    mpilab_pm_judge(&rec, &rv);
+    CHECK(rv.kind == MPILAB_PM_V_DEAD);
     slow.srtt = 100; /* capped */
     CHECK(mpilab_pm_path_timeout(&ev) == LIMIT * MPILAB_PM_TIMEOUT_CAP);
     /* probes alone (no subflow listed): dead after the timeout, another rail answering */
