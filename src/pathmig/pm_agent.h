@@ -1,9 +1,10 @@
 /* Internals of the path migration agent (mpilab-pathmigd), shared by its files, one idea
  * each: pm_agent.c (set-up, the event loop, kernel and link events), pm_agent_config.c
  * (peers file, --alt map, kernel settings, interfaces), pm_probe.c (probes between agents
- * and verdicts), pm_passive.c (passive liveness), pm_conn.c (connections and their state
- * machines), pm_joinl.c (join listeners), pm_ctl.c (the control socket), pm_agent_log.c
- * (the event log and statistics). The option parsing is the tool's
+ * and verdicts; the verdict's rule is pm_verdict.c, pure), pm_passive.c (passive
+ * liveness), pm_conn.c (connections and their state machines), pm_joinl.c (join
+ * listeners), pm_ctl.c (the control socket), pm_agent_log.c (the event log and
+ * statistics). The option parsing is the tool's
  * (tools/mpilab-pathmigd.c); all state is in the agent object. */
 #ifndef MPILAB_PM_AGENT_H
 #define MPILAB_PM_AGENT_H
