@@ -27,7 +27,10 @@ static void usage(FILE *f)
             "                       healthy one (auto), or MAP lines 'PEER RAIL ALT_RAIL'\n"
             "  --manual             no automatic migration or re-arming (commands only)\n"
             "  --probe-interval MS  probe period per peer and rail, milliseconds (default 10)\n"
-            "  --probe-timeout MS   path dead after this long without a reply, ms (default 50)\n"
+            "  --probe-timeout MS   smallest silence that can make a path dead, ms (default\n"
+            "                       50); the timeout adapts to the measured round trips\n"
+            "  --hold-down MS       a path judged dead is used again no sooner, ms (default\n"
+            "                       1000; a link that went down: as soon as it is up)\n"
             "  --port N             UDP port of the probes (default 47990)\n"
             "  --no-realtime        stay at normal scheduling (default: SCHED_FIFO priority 5\n"
             "                       where permitted, so a busy machine does not delay probes)\n"
@@ -79,6 +82,12 @@ static int option(int c, const char *arg, mpilab_pm_agent_config *cfg)
             return 2;
         }
         break;
+    case 'H':
+        if (parse_ms(arg, 0, 600000, &cfg->hold_down)) {
+            fprintf(stderr, "mpilab-pathmigd: --hold-down %s: expected 0..600000 ms\n", arg);
+            return 2;
+        }
+        break;
     case 'o':
         v = strtol(arg, &end, 10);
         if (!*arg || *end || v < 1 || v > 65534) { /* replies go to port + 1 */
@@ -103,6 +112,7 @@ static int parse_args(int argc, char **argv, mpilab_pm_agent_config *cfg)
         {"probe-timeout", required_argument, NULL, 't'}, {"port", required_argument, NULL, 'o'},
         {"no-realtime", no_argument, NULL, 'R'}, {"no-passive", no_argument, NULL, 'N'},
         {"no-join-listeners", no_argument, NULL, 'J'},
+        {"hold-down", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int c;

@@ -140,6 +140,10 @@ typedef struct {
     uint32_t unacked;           /* tcpi_unacked: our segments sent and not yet acknowledged */
     uint32_t notsent;           /* tcpi_notsent_bytes: queued, not yet sent (UINT32_MAX:
                                    unknown) */
+    uint32_t rtt_us, rttvar_us; /* tcpi_rtt, tcpi_rttvar: the kernel's smoothed round trip */
+    uint32_t rto_us;            /* tcpi_rto: the kernel's retransmission timeout */
+    uint8_t retransmits;        /* tcpi_retransmits: retransmission timeouts in a row */
+    uint8_t backoff;            /* tcpi_backoff: exponential backoff of the RTO timer */
 } mpilab_pm_tcp_sample;
 
 /* Passive liveness of a path from one subflow on it, sampled at `prev_at` (`prev`, NULL if
@@ -181,6 +185,85 @@ int mpilab_pm_tcp_settled(const mpilab_pm_tcp_sample *prev, const mpilab_pm_tcp_
 int mpilab_pm_path_silent(double now, double since, double limit, double freshest,
                           double interval);
 
+/* ---- The dead-path verdict (pure; src/pathmig/pm_verdict.c) ----
+ * A path is judged dead only on evidence that a starved agent cannot fake:
+ * - the agent's own loop ran on time (`awake_since`: since then every wake-up came within
+ *   its slack of when it was due): silence while the agent itself was asleep is no
+ *   evidence, the timer is re-armed from the moment the agent ran again;
+ * - the silence (no probe reply, no passive proof since `since`) outlasts a timeout adapted
+ *   to the measured round trips, as TCP's RTO is: max(limit, srtt + 4 rttvar) over the
+ *   probe round trips and the kernel's round trips of the path's subflows, and
+ *   MPILAB_PM_RECOVERED_FACTOR times the longest silence towards the peer that recently
+ *   ended with a sign of life (`recovered`: the machine or the network stalled that long
+ *   and the path was not dead), capped at MPILAB_PM_TIMEOUT_CAP times `limit`;
+ * - another rail to the same peer answered since (`freshest`): if every rail went quiet
+ *   together this machine or the peer stalled; and when a rail came back from a silence of
+ *   its own (`back_at`: the whole peer or network stalled), the silence counts only from
+ *   then, as the other rails of the stall come back a moment later;
+ * - where the path carries TCP subflows (the last dump listed some), the kernel's own view:
+ *   data of ours outstanding (unacknowledged or queued) on some subflow and no ACK of any
+ *   kind on any of them for longer than the timeout (tcpi_last_ack_recv, stamped by the
+ *   kernel when the ACK arrived, whatever the agent was doing). An ACK within the timeout
+ *   (a slow path) or nothing at stake (an idle connection) is no fault. */
+#define MPILAB_PM_TIMEOUT_CAP 20.0
+#define MPILAB_PM_RECOVERED_FACTOR 1.5
+
+/* the kernel's view of the TCP subflows on one path at one dump, summed up */
+typedef struct {
+    int nsub;             /* subflows listed */
+    int at_stake;         /* of which with data of ours unacknowledged or queued */
+    double ack_age;       /* youngest tcpi_last_ack_recv among them, s (at the dump) */
+    double rtt_bound;     /* largest srtt + 4 rttvar among them, s */
+    unsigned retransmits; /* largest tcpi_retransmits among those at stake */
+    unsigned backoff;     /* largest tcpi_backoff among those at stake */
+    uint64_t unacked;     /* segments unacknowledged, summed over those at stake */
+} mpilab_pm_path_kernel;
+
+void mpilab_pm_path_kernel_reset(mpilab_pm_path_kernel *k);
+/* add one subflow's sample (from the dump just made) */
+void mpilab_pm_path_kernel_add(mpilab_pm_path_kernel *k, const mpilab_pm_tcp_sample *s);
+
+/* A round-trip estimator (RFC 6298's srtt and rttvar; times in seconds). */
+typedef struct {
+    double srtt, rttvar;
+    int n;
+} mpilab_pm_rtt;
+void mpilab_pm_rtt_add(mpilab_pm_rtt *e, double sample);
+
+typedef struct {
+    double now;          /* monotonic s */
+    double since;        /* the path's last sign of life (reply, passive proof, settled dump) */
+    double awake_since;  /* the agent's loop has run on time since then */
+    double limit;        /* the smallest timeout (--probe-timeout, or its slow multiple) */
+    double interval;     /* the probe period */
+    double freshest;     /* the latest sign of life on another live rail to the peer */
+    double recovered;    /* the longest recent silence towards the peer that ended with a
+                            sign of life, s (0: none) */
+    double back_at;      /* when a rail to the peer last came back from a silence (0: none) */
+    const mpilab_pm_rtt *probe_rtt;       /* the path's probe round trips, or NULL */
+    const mpilab_pm_path_kernel *kernel;  /* the path's subflows at the last dump, or NULL
+                                             (no dump, passive liveness off) */
+    double kernel_at;    /* when that dump was made */
+} mpilab_pm_evidence;
+
+typedef enum {
+    MPILAB_PM_V_ALIVE = 0, /* not silent past its timeout */
+    MPILAB_PM_V_ASLEEP,    /* silent past it, but the agent itself was late: re-armed */
+    MPILAB_PM_V_WAIT,      /* silent past it, the evidence is not there (yet) */
+    MPILAB_PM_V_DEAD       /* dead */
+} mpilab_pm_verdict_kind;
+
+typedef struct {
+    mpilab_pm_verdict_kind kind;
+    double timeout;  /* the timeout used, s */
+    double recheck;  /* judge again then (ALIVE, ASLEEP; WAIT: the caller's next look) */
+    char why[128];   /* DEAD, WAIT: the evidence, one line */
+} mpilab_pm_verdict;
+
+/* the timeout of a path (see above) */
+double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev);
+void mpilab_pm_judge(const mpilab_pm_evidence *ev, mpilab_pm_verdict *out);
+
 /* When a probe reply arrived, on the agent's monotonic clock. Replies are read from a
  * socket that does not wake the agent (see docs/pathmig.md, "Detecting faults"), so the
  * moment of reading is not the moment of arrival: the kernel's receive stamp is.
@@ -209,7 +292,10 @@ typedef struct {
     const char *pid_path;   /* the pid, written once ready, or NULL */
     const char *alt_spec;   /* "default", "auto" or a map file; NULL: default */
     double interval;        /* probe period per peer and rail, seconds */
-    double timeout;         /* a path is dead after this long without a reply, seconds */
+    double timeout;         /* a path is dead after this long without a reply, seconds (the
+                               smallest timeout; see mpilab_pm_judge) */
+    double hold_down;       /* a path judged dead on evidence is used again no sooner than
+                               this, seconds (a link that went down: at once when it is up) */
     int port;               /* UDP port of the probes (replies: port + 1) */
     int manual;             /* no automatic migration or re-arming (commands only) */
     int realtime_prio;      /* SCHED_FIFO priority where permitted; 0: normal scheduling */

@@ -101,9 +101,11 @@ static void on_link(void *arg, const pm_nl_link *l)
                                           l->up));
         if (!l->up) {
             for (int p = 0; p < ag->nnodes; p++)
-                if (p != ag->self)
+                if (p != ag->self) {
                     pma_set_alive(ag, p, r, 0, "local link down");
-            pma_notify_down(ag, r, -1);
+                    ag->probe[p][r].dead_at = 0; /* usable again once the link is up */
+                }
+            pma_notify_down(ag, r, -1, 0);
         } else {
             /* back: resolve its neighbours now (not at the next ARP retry, up to 1 s
                away), and probe every peer on it at once, follower or decider, so that both
@@ -134,6 +136,7 @@ void mpilab_pm_agent_config_defaults(mpilab_pm_agent_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->interval = 0.010;
     cfg->timeout = 0.050;
+    cfg->hold_down = 1.0;
     cfg->port = 47990;
     cfg->realtime_prio = 5;
     cfg->passive = 1;
@@ -150,6 +153,7 @@ static int configure(agent_t *ag, const mpilab_pm_agent_config *cfg, char *err, 
     ag->alt_spec = cfg->alt_spec;
     ag->interval = cfg->interval;
     ag->timeout = cfg->timeout;
+    ag->hold_down = cfg->hold_down;
     ag->port = cfg->port;
     ag->ctx.auto_migrate = ag->ctx.auto_rearm = !cfg->manual;
     ag->passive = cfg->passive;
@@ -204,7 +208,7 @@ mpilab_pm_agent *mpilab_pm_agent_create(const mpilab_pm_agent_config *cfg, char 
     for (int r = 0; r < MPILAB_PM_MAX_RAILS; r++)
         ag->udp[r] = ag->rep[r] = -1;
     ag->used_dirty = 1;
-    ag->started = pma_mono();
+    ag->started = ag->awake_since = pma_mono();
     if (configure(ag, cfg, err, errlen) || open_log(ag, err, errlen) ||
         pm_nl_open(&ag->nl, err, errlen) || pma_open_udp(ag, err, errlen) ||
         (ag->ctl_path && pma_open_ctl(ag, err, errlen))) {
@@ -265,10 +269,11 @@ static void log_start(agent_t *ag)
         json_array_append_new(nodes, json_pack("{s:s,s:o}", "name", ag->nodes[p].name,
                                                "addrs", addrs));
     }
-    pma_log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:b,s:b,s:s,s:o}", "pid",
+    pma_log_obj(ag, "start", json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b,s:b,s:s,s:o}", "pid",
                                        (int)getpid(), "rails", ag->nrails, "nodes",
                                        ag->nnodes, "probe_interval", ag->interval,
-                                       "probe_timeout", ag->timeout, "auto",
+                                       "probe_timeout", ag->timeout, "hold_down",
+                                       ag->hold_down, "auto",
                                        ag->ctx.auto_migrate, "passive", ag->passive, "alt",
                                        ag->alt_spec ? ag->alt_spec : "default", "peers",
                                        nodes));
@@ -301,10 +306,10 @@ static void set_realtime(agent_t *ag)
         return;
     struct sched_param sp = {.sched_priority = ag->realtime_prio};
     int ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
-    if (ok)
-        mlockall(MCL_CURRENT | MCL_FUTURE);
-    pma_log_obj(ag, "sched", json_pack("{s:s,s:i}", "policy", ok ? "fifo" : "other",
-                                       "priority", ok ? ag->realtime_prio : 0));
+    int locked = ok && mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+    pma_log_obj(ag, "sched", json_pack("{s:s,s:i,s:b}", "policy", ok ? "fifo" : "other",
+                                       "priority", ok ? ag->realtime_prio : 0,
+                                       "memory_locked", locked));
 }
 
 /* ---- the event loop ---- */
@@ -399,6 +404,23 @@ static void timers(agent_t *ag, double now, int k, size_t replies, double *next_
     }
 }
 
+/* Whether the agent itself was asleep: a wake-up that comes later than LATE_SLACK after
+ * it was due means this process was not running (a busy machine, a stop); the silence of
+ * its paths in that time is no evidence against them, so the verdicts count silence only
+ * from now (awake_since; mpilab_pm_judge re-arms their timers). */
+#define LATE_SLACK(ag) ((ag)->interval / 2)
+
+static void note_lateness(agent_t *ag, double due, double now)
+{
+    double late = now - due;
+    if (late <= LATE_SLACK(ag))
+        return;
+    ag->st.late_wakeups++;
+    if (late > ag->st.late_max)
+        ag->st.late_max = late;
+    ag->awake_since = now;
+}
+
 static void loop(agent_t *ag, volatile sig_atomic_t *stop)
 {
     double next_sm = pma_mono();
@@ -419,6 +441,7 @@ static void loop(agent_t *ag, volatile sig_atomic_t *stop)
         if (k < 0 && errno != EINTR)
             break;
         ag->st.wakeups++;
+        note_lateness(ag, wake > now ? wake : now, pma_mono());
         /* first the replies that came since the last wake-up, at their arrival: before any
          * message, command, verdict or probe schedule is looked at */
         size_t replies = pma_drain_replies(ag, urgent);

@@ -1,9 +1,10 @@
 /* Internals of the path migration agent (mpilab-pathmigd), shared by its files, one idea
  * each: pm_agent.c (set-up, the event loop, kernel and link events), pm_agent_config.c
  * (peers file, --alt map, kernel settings, interfaces), pm_probe.c (probes between agents
- * and verdicts), pm_passive.c (passive liveness), pm_conn.c (connections and their state
- * machines), pm_joinl.c (join listeners), pm_ctl.c (the control socket), pm_agent_log.c
- * (the event log and statistics). The option parsing is the tool's
+ * and verdicts; the verdict's rule is pm_verdict.c, pure), pm_passive.c (passive
+ * liveness), pm_conn.c (connections and their state machines), pm_joinl.c (join
+ * listeners), pm_ctl.c (the control socket), pm_agent_log.c (the event log and
+ * statistics). The option parsing is the tool's
  * (tools/mpilab-pathmigd.c); all state is in the agent object. */
 #ifndef MPILAB_PM_AGENT_H
 #define MPILAB_PM_AGENT_H
@@ -24,6 +25,7 @@ enum { MSG_PROBE = 1, MSG_REPLY = 2, MSG_DOWN = 3 };
 #define GOOD_REPLIES 3   /* consecutive replies that bring a dead path back */
 #define SLOW_FACTOR 10   /* probe interval multiplier for peers without connections */
 #define SM_TICK 0.050    /* the state machines' timers (load timeout, retry): checked this often */
+#define MSG_EVIDENCE 12  /* byte of a DOWN notice: 1 = a verdict on evidence, 0 = link down */
 
 typedef struct {
     char name[64];
@@ -44,6 +46,18 @@ typedef struct {
     int unsettled;        /* ...and how many of them had something at stake then */
     uint32_t seq;
     int suspect;         /* silent past its limit, a verdict waiting for another rail */
+    /* the verdict's evidence (mpilab_pm_judge): the probes' round trips, and the kernel's
+     * view of the path's subflows at the last dump that listed some (settle_dump) */
+    mpilab_pm_rtt rtt;
+    mpilab_pm_path_kernel kernel;
+    double kernel_at;
+    double dead_at;      /* judged dead on evidence then (0: alive, or its link went down) */
+    int told_dead;       /* the follower told the decider its verdict (until alive again) */
+    uint32_t probe_seq;  /* the last probe sent... */
+    double probe_at;     /* ...and when (0: its reply came) */
+    double rearmed_for;  /* the silence (its start) whose verdict the agent's lateness put off */
+    double seen_since;   /* the path's last sign of life as the previous probe round saw it */
+    double back_at;      /* when the path last came back from a silence (note_recovery) */
 } probe_t;
 
 /* what the agent costs: counted for the `stats` in status and the `stop` record */
@@ -66,6 +80,10 @@ typedef struct {
     uint64_t neigh_renewed; /* unresolved neighbours forgotten when a link came back */
     uint64_t proofs_rail[MPILAB_PM_MAX_RAILS], skipped_rail[MPILAB_PM_MAX_RAILS];
     uint64_t settled_rail[MPILAB_PM_MAX_RAILS]; /* dumps that found a path settled */
+    /* the agent's own punctuality: wake-ups later than LATE_SLACK after they were due, the
+     * latest of them, and verdicts put off because of one */
+    uint64_t late_wakeups, verdicts_rearmed, verdicts_waited;
+    double late_max;
 } stats_t;
 
 /* one TCP socket on one of our paths, as the last sock_diag dump showed it */
@@ -113,6 +131,8 @@ struct mpilab_pm_agent {
     /* configuration (mpilab_pm_agent_config; the strings are the caller's) */
     const char *node_name, *peers_path, *ctl_path, *log_path, *pid_path, *alt_spec;
     double interval, timeout;
+    double hold_down;   /* a path judged dead on evidence is not used again before this */
+    double awake_since; /* the event loop has woken on time since then (monotonic) */
     int port;
     int join_listeners; /* --no-join-listeners: 0 */
     int realtime_prio;  /* SCHED_FIFO priority asked for (0: normal scheduling) */
@@ -127,6 +147,9 @@ struct mpilab_pm_agent {
     int rep[MPILAB_PM_MAX_RAILS];  /* replies (port + 1): read at every wake-up */
     double drained_at;             /* when the last drain of the reply sockets began */
     double view_at[MPILAB_PM_MAX_PEERS]; /* arrival of the last decider's view adopted */
+    /* silences towards a peer that ended with a sign of life (pma_note_recovery): the
+     * longest in the current and the previous RECOVERY_WINDOW, and when the current began */
+    double recovered[MPILAB_PM_MAX_PEERS][2], recovered_at[MPILAB_PM_MAX_PEERS];
     probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
     int conns_to[MPILAB_PM_MAX_PEERS];
     unsigned used[MPILAB_PM_MAX_PEERS]; /* pma_paths_in_use, valid unless used_dirty */
@@ -179,6 +202,7 @@ typedef struct {
     int active;      /* the path exists (both addresses, a socket) */
     int used;        /* carries a primary subflow */
     double iv, limit;
+    double timeout;  /* the verdict's: limit adapted to the round trips (mpilab_pm_judge) */
     double due;      /* next probe */
     double due_blind; /* next probe if passive proofs did not count (probes_skipped) */
     double since;    /* silent since (last sign of life, or fast probing began) */
@@ -207,7 +231,7 @@ int pma_find_ifaces(agent_t *ag, char *err, size_t errlen);
 void pma_refresh_paths(agent_t *ag);
 int pma_decides(const agent_t *ag, int peer);
 void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq);
-void pma_notify_down(agent_t *ag, int rail, int only_peer);
+void pma_notify_down(agent_t *ag, int rail, int only_peer, int evidence);
 void pma_set_alive(agent_t *ag, int p, int r, int alive, const char *cause);
 unsigned pma_on_udp(agent_t *ag, int rail);
 size_t pma_drain_replies(agent_t *ag, int urgent);

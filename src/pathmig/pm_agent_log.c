@@ -109,6 +109,10 @@ json_t *pma_stats_json(const agent_t *ag)
         (json_int_t)ag->st.diag_dumps, "diag_sockets", (json_int_t)ag->st.diag_sockets,
         "diag_errors", (json_int_t)ag->st.diag_errors));
     json_object_set_new(o, "neighbours_renewed", json_integer((json_int_t)ag->st.neigh_renewed));
+    json_object_set_new(o, "late_wakeups", json_integer((json_int_t)ag->st.late_wakeups));
+    json_object_set_new(o, "late_max_ms", json_real(ag->st.late_max * 1e3));
+    json_object_set_new(o, "verdicts_rearmed", json_integer((json_int_t)ag->st.verdicts_rearmed));
+    json_object_set_new(o, "verdicts_waited", json_integer((json_int_t)ag->st.verdicts_waited));
     json_t *settled = json_array();
     uint64_t nsettled = 0;
     for (int r = 0; r < ag->nrails; r++) {

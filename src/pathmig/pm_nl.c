@@ -593,6 +593,11 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
                                sizeof(ti.tcpi_notsent_bytes)
                         ? ti.tcpi_notsent_bytes
                         : UINT32_MAX;
+        t.rtt_us = ti.tcpi_rtt;
+        t.rttvar_us = ti.tcpi_rttvar;
+        t.rto_us = ti.tcpi_rto;
+        t.retransmits = ti.tcpi_retransmits;
+        t.backoff = ti.tcpi_backoff;
         have = 1;
     }
     if (have) {

@@ -93,6 +93,8 @@ typedef struct {
     uint32_t unacked; /* segments sent and not yet acknowledged */
     uint32_t notsent; /* bytes queued and not yet sent; UINT32_MAX if the kernel's
                          tcp_info is too short to say (Linux < 4.6) */
+    uint32_t rtt_us, rttvar_us, rto_us;
+    uint8_t retransmits, backoff;
 } pm_nl_tcp;
 
 typedef struct {

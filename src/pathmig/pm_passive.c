@@ -71,6 +71,8 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
     if (pr->settle_dump != ag->st.diag_dumps) {
         pr->settle_dump = ag->st.diag_dumps;
         pr->unsettled = 0;
+        mpilab_pm_path_kernel_reset(&pr->kernel);
+        pr->kernel_at = dc->now;
     }
     pr->unsettled++; /* until this subflow is found settled below (not if out of memory) */
     if (ag->nseen_next == ag->capseen) {
@@ -88,7 +90,9 @@ static void on_tcp(void *arg, const pm_nl_tcp *t)
     tcp_seen_t *cur = &ag->seen_next[ag->nseen_next++];
     cur->cookie = t->cookie;
     cur->s = (mpilab_pm_tcp_sample){t->bytes_acked, t->bytes_received, t->last_ack_recv_ms,
-                                    t->last_data_recv_ms, t->unacked, t->notsent};
+                                    t->last_data_recv_ms, t->unacked, t->notsent, t->rtt_us,
+                                    t->rttvar_us, t->rto_us, t->retransmits, t->backoff};
+    mpilab_pm_path_kernel_add(&pr->kernel, &cur->s); /* the verdict's kernel evidence */
     const tcp_seen_t *prev = ag->nseen ? bsearch(cur, ag->seen, ag->nseen, sizeof(*cur),
                                                  seen_cmp)
                                        : NULL;

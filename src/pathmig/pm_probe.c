@@ -49,7 +49,8 @@ static unsigned view_bits(const agent_t *ag, int peer)
     return bits;
 }
 
-void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq)
+static void send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq,
+                     int evidence)
 {
     if (ag->udp[rail] < 0 || !ag->nodes[peer].addr[rail])
         return;
@@ -60,6 +61,11 @@ void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uin
     m[6] = (unsigned char)ag->self;
     m[7] = (unsigned char)view_bits(ag, peer);
     put32(m + 8, seq);
+    m[MSG_EVIDENCE] = (unsigned char)(evidence != 0);
+    if (type == MSG_PROBE) { /* the reply that echoes seq times the path's round trip */
+        ag->probe[peer][rail].probe_seq = seq;
+        ag->probe[peer][rail].probe_at = pma_mono();
+    }
     int port = type == MSG_REPLY ? ag->port + 1 : ag->port; /* replies: the quiet socket */
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr = {ag->nodes[peer].addr[rail]}};
@@ -76,14 +82,20 @@ void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uin
     }
 }
 
+void pma_send_msg(agent_t *ag, int rail, int peer, int type, int about_rail, uint32_t seq)
+{
+    send_msg(ag, rail, peer, type, about_rail, seq, 0);
+}
+
 static void path_event(agent_t *ag, int peer, int rail, int up, const char *cause)
 {
     pma_log_obj(ag, "path", json_pack("{s:s,s:i,s:b,s:s}", "peer", ag->nodes[peer].name, "rail",
                                       rail, "up", up, "cause", cause));
 }
 
-/* tell a peer (or every peer), over every other rail, that our path on `rail` is dead */
-void pma_notify_down(agent_t *ag, int rail, int only_peer)
+/* tell a peer (or every peer), over every other rail, that our path on `rail` is dead
+ * (`evidence`: judged so by mpilab_pm_judge; 0: its link went down here) */
+void pma_notify_down(agent_t *ag, int rail, int only_peer, int evidence)
 {
     for (int p = 0; p < ag->nnodes; p++) {
         if (p == ag->self || (only_peer >= 0 && p != only_peer))
@@ -91,7 +103,7 @@ void pma_notify_down(agent_t *ag, int rail, int only_peer)
         for (int r = 0; r < ag->nrails; r++)
             if (r != rail && ag->link_ok[r])
                 for (int k = 0; k < 2; k++)
-                    pma_send_msg(ag, r, p, MSG_DOWN, rail, 0);
+                    send_msg(ag, r, p, MSG_DOWN, rail, 0, evidence);
     }
 }
 
@@ -102,6 +114,8 @@ void pma_set_alive(agent_t *ag, int p, int r, int alive, const char *cause)
     if (pr->alive == alive)
         return;
     pr->alive = alive;
+    if (alive)
+        pr->told_dead = 0;
     path_event(ag, p, r, alive, cause);
 }
 
@@ -116,8 +130,13 @@ static int on_msg(agent_t *ag, int rail, const unsigned char *m, ssize_t n, doub
     ag->st.msgs_received++;
     int p = m[6], type = m[4], about = m[5], changed = 0;
     probe_t *pr = &ag->probe[p][rail];
-    if (type == MSG_REPLY)
+    if (type == MSG_REPLY) {
         ag->st.replies_received++;
+        if (get32(m + 8) == pr->probe_seq && arrived >= pr->probe_at && pr->probe_at > 0) {
+            mpilab_pm_rtt_add(&pr->rtt, arrived - pr->probe_at);
+            pr->probe_at = 0; /* one sample per probe */
+        }
+    }
     if ((type == MSG_PROBE || type == MSG_REPLY) && now > pr->last_reply)
         pr->last_reply = now; /* any message proves the path works both ways... */
     if (type == MSG_PROBE)
@@ -140,12 +159,16 @@ static int on_msg(agent_t *ag, int rail, const unsigned char *m, ssize_t n, doub
             }
         }
     } else if (type == MSG_REPLY && now >= pr->hold_until && !pr->alive &&
+               (pr->dead_at <= 0 || now >= pr->dead_at + ag->hold_down) &&
                ++pr->good >= GOOD_REPLIES) {
         pma_set_alive(ag, p, rail, 1, "probe replies resumed");
         changed = 1;
     } else if (type == MSG_DOWN && about < ag->nrails) {
         ag->probe[p][about].hold_until = now + ag->timeout;
         if (ag->probe[p][about].alive) {
+            /* the peer's verdict on evidence is held down as ours is; its link going down
+               is not (the path is used again as soon as it answers) */
+            ag->probe[p][about].dead_at = m[MSG_EVIDENCE] ? now : 0;
             pma_set_alive(ag, p, about, 0, pma_decides(ag, p) ? "peer reported the path dead"
                                                       : "peer judged the path dead");
             changed = 1;
@@ -268,6 +291,32 @@ static double path_since(const probe_t *pr)
     return h > pr->fast_since ? h : pr->fast_since;
 }
 
+/* what the verdict on path (p, r) rests on at `now` (freshest: the latest sign of life on
+ * another live rail to p); the kernel's view only if the last dump listed the path's
+ * subflows (it is made before any verdict is due: pma_dump_needed) */
+static void evidence_of(const agent_t *ag, int p, int r, const sched_t *d, double now,
+                        double freshest, mpilab_pm_evidence *ev)
+{
+    const probe_t *pr = &ag->probe[p][r];
+    memset(ev, 0, sizeof(*ev));
+    ev->now = now;
+    ev->since = d->since;
+    ev->awake_since = ag->awake_since;
+    ev->limit = d->limit;
+    ev->interval = ag->interval;
+    ev->freshest = freshest;
+    ev->probe_rtt = &pr->rtt;
+    ev->recovered = ag->recovered[p][0] > ag->recovered[p][1] ? ag->recovered[p][0]
+                                                               : ag->recovered[p][1];
+    for (int k = 0; k < ag->nrails; k++)
+        if (k != r && ag->probe[p][k].alive && ag->probe[p][k].back_at > ev->back_at)
+            ev->back_at = ag->probe[p][k].back_at;
+    if (ag->passive && pr->settle_dump == ag->st.diag_dumps && pr->kernel.nsub > 0) {
+        ev->kernel = &pr->kernel;
+        ev->kernel_at = pr->kernel_at;
+    }
+}
+
 void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
 {
     const probe_t *pr = &ag->probe[p][r];
@@ -285,7 +334,14 @@ void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
                                                                           : pr->last_skip,
                                        pr->last_reply, 0, d->iv);
     d->since = path_since(pr);
-    d->verdict = pr->alive ? d->since + d->limit : NEVER;
+    /* the timeout adapts to the measured round trips (mpilab_pm_path_timeout), and the
+       silence counts only while the agent's own loop ran on time */
+    mpilab_pm_evidence ev;
+    evidence_of(ag, p, r, d, 0, 0, &ev);
+    d->timeout = mpilab_pm_path_timeout(&ev);
+    d->verdict = pr->alive ? (d->since > ag->awake_since ? d->since : ag->awake_since) +
+                                 d->timeout
+                           : NEVER;
     /* the follower confirms too: a settled path (pma_settle_paths) is not probed by the
      * decider, so when the follower's own data stalls on it the follower alone notices,
      * and its verdict needs a fresh answer on another rail. It waits half a period past
@@ -294,6 +350,79 @@ void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
                      ? d->since + (dec ? CONFIRM_AFTER : MPILAB_PM_FOLLOW_FACTOR + 0.5) *
                                       ag->interval
                      : NEVER;
+}
+
+/* A silence on a live path that ended with a sign of life (a reply, a proof): the path was
+ * slow, not dead, for that long (a stalled machine, a congested network). Any path silent
+ * for two of its own periods and back marks when it came back (back_at: the verdicts on the
+ * peer's other paths count their silence from then at the earliest); on a path in use, the
+ * longest such silence in the last one or two RECOVERY_WINDOWs stretches the peer's
+ * timeouts (mpilab_pm_judge's `recovered`). */
+#define RECOVERY_WINDOW 15.0
+
+static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double now)
+{
+    probe_t *pr = &ag->probe[p][r];
+    double seen = pr->seen_since;
+    pr->seen_since = d->since;
+    if (now - ag->recovered_at[p] > RECOVERY_WINDOW) {
+        ag->recovered[p][1] = ag->recovered[p][0];
+        ag->recovered[p][0] = 0;
+        ag->recovered_at[p] = now;
+    }
+    if (!pr->alive || seen <= 0 || d->since <= seen)
+        return;
+    double gap = d->since - seen;
+    if (gap > 2 * d->iv) /* silent for two of its own periods, and back */
+        pr->back_at = d->since;
+    if (!d->used)
+        return;
+    if (gap > 2 * ag->interval && gap > ag->recovered[p][0]) {
+        ag->recovered[p][0] = gap;
+        if (gap > d->timeout / MPILAB_PM_RECOVERED_FACTOR)
+            pma_log_obj(ag, "recovered", json_pack("{s:s,s:i,s:f}", "peer", ag->nodes[p].name,
+                                                   "rail", r, "silent_ms", gap * 1e3));
+    }
+}
+
+/* The verdict on a live path whose silence outlasted its timeout (mpilab_pm_judge): dead
+ * only on evidence a starved agent cannot fake; otherwise it waits (replies wake the agent
+ * while it does: another rail's answer may complete the evidence). The decider acts on
+ * its verdict and tells the peer; the follower tells the decider, which acts on it.
+ * Returns 1 when the path was judged dead here. */
+static int judge(agent_t *ag, int p, int r, const sched_t *d, double now, double freshest,
+                 double *next)
+{
+    probe_t *pr = &ag->probe[p][r];
+    mpilab_pm_evidence ev;
+    mpilab_pm_verdict v;
+    evidence_of(ag, p, r, d, now, freshest, &ev);
+    mpilab_pm_judge(&ev, &v);
+    if (v.kind != MPILAB_PM_V_DEAD) {
+        if (v.kind == MPILAB_PM_V_WAIT) {
+            pr->suspect = 1;
+            ag->st.verdicts_waited++;
+        }
+        if (v.recheck < *next)
+            *next = v.recheck > now ? v.recheck : now + ag->interval / 2;
+        return 0;
+    }
+    int dec = pma_decides(ag, p);
+    if (!dec && pr->told_dead && now - pr->hold_until <= d->limit)
+        return 0; /* told the decider already; again after a while if it stays alive */
+    pma_log_obj(ag, "verdict", json_pack("{s:s,s:i,s:s,s:f,s:f,s:s}", "peer", ag->nodes[p].name,
+                                         "rail", r, "verdict", "dead", "silent_ms",
+                                         (now - d->since) * 1e3, "timeout_ms", v.timeout * 1e3,
+                                         "evidence", v.why));
+    pma_notify_down(ag, r, p, 1);
+    if (!dec) {
+        pr->told_dead = 1;
+        pr->hold_until = now;
+        return 0;
+    }
+    pma_set_alive(ag, p, r, 0, "probe timeout");
+    pr->dead_at = now;
+    return 1;
 }
 
 /* Send the probes that are due (and those due within a quarter period, so that one
@@ -313,6 +442,7 @@ double pma_probe_tick(agent_t *ag, double now)
         double freshest = 0; /* the latest sign of life on any rail that is alive */
         for (int r = 0; r < ag->nrails; r++) {
             pma_path_schedule(ag, p, r, &d);
+            note_recovery(ag, p, r, &d, now); /* before any verdict of this round */
             if (d.confirm <= now)
                 confirm = 1;
             if (ag->probe[p][r].alive && heard(&ag->probe[p][r]) > freshest)
@@ -344,25 +474,15 @@ double pma_probe_tick(agent_t *ag, double now)
             if (now <= d.verdict) { /* the verdict is due then, unless a reply comes */
                 if (d.verdict + 1e-4 < next)
                     next = d.verdict + 1e-4;
+                if (now > d.since + d.timeout && pr->rearmed_for != d.since) {
+                    /* silent long enough, but the agent itself was late meanwhile */
+                    pr->rearmed_for = d.since;
+                    ag->st.verdicts_rearmed++;
+                }
                 continue;
             }
-            /* dead: silent for the timeout while another rail to the same peer answered
-             * since (if every rail went quiet together, this machine or the peer stalled:
-             * nothing to migrate to anyway) */
-            if (!mpilab_pm_path_silent(now, d.since, d.limit, freshest, ag->interval)) {
-                pr->suspect = 1; /* replies wake the agent until it is judged */
-                if (now + ag->interval / 2 < next) /* judged again once another answers */
-                    next = now + ag->interval / 2;
-                continue;
-            }
-            if (pma_decides(ag, p)) {
-                pma_set_alive(ag, p, r, 0, "probe timeout");
-                pma_notify_down(ag, r, p);
+            if (judge(ag, p, r, &d, now, freshest, &next))
                 changed = 1;
-            } else if (now - pr->hold_until > d.limit) {
-                pma_notify_down(ag, r, p); /* suspect: the decider judges */
-                pr->hold_until = now;
-            }
         }
     }
     if (changed) {

@@ -313,6 +313,24 @@ static void auto_migrate(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c, mpilab_pm_
     }
 }
 
+/* The rail whose loss left an ARMED connection without an alternate, when no rule above
+ * named it: the rail of the subflow the kernel just closed, else a rail of the peer that is
+ * judged dead (the armed one first), else the armed rail. Never a rail that is known to
+ * work while another one died. */
+static int lost_rail(const mpilab_pm_ctx *ctx, const mpilab_pm_conn *c, const mpilab_pm_event *ev)
+{
+    if (ev->kind == MPILAB_PM_EV_SUB_CLOSED && rail_ok(ev->sub.rrail))
+        return ev->sub.rrail;
+    if (c->peer < 0 || c->peer >= MPILAB_PM_MAX_PEERS)
+        return c->armed_rail;
+    if (rail_ok(c->armed_rail) && !ctx->path_up[c->peer][c->armed_rail])
+        return c->armed_rail;
+    for (int r = 0; r < ctx->nrails && r < MPILAB_PM_MAX_RAILS; r++)
+        if (!ctx->path_up[c->peer][r])
+            return r;
+    return c->armed_rail;
+}
+
 /* An ARMED connection without a loaded alternate any more: the cause names what happened
  * and to which path. The peer promoting the alternate (its MP_PRIO, seen as a kernel
  * priority event) means the peer left the primary path, usually because that path failed
@@ -335,7 +353,7 @@ static void alternate_gone(const mpilab_pm_ctx *ctx, mpilab_pm_conn *c,
                rail_ok(c->armed_rail) && !ctx->path_up[c->peer][c->armed_rail]) {
         go_rail(c, res, MPILAB_PM_MIGRATED, "alternate path failed", c->armed_rail, "");
     } else {
-        go_rail(c, res, MPILAB_PM_MIGRATED, "alternate lost", c->armed_rail, "");
+        go_rail(c, res, MPILAB_PM_MIGRATED, "alternate lost", lost_rail(ctx, c, ev), "");
     }
 }
 

@@ -194,6 +194,31 @@ MPILAB_TEST(server)
     step(&j, MPILAB_PM_EV_SUB_CLOSED, sf(1, 5000, 1), 2.0);
     CHECK(j.state == MPILAB_PM_MIGRATED &&
           strcmp(res.cause, "alternate subflow closed (rail 1)") == 0);
+    /* no rule above names the loss (the alternate last armed on rail 0, a subflow on rail
+     * 1 closed): the label names rail 1, the rail that went, never the armed rail 0 */
+    ctx_init();
+    mpilab_pm_conn q;
+    mpilab_pm_conn_init(&q, 0x59, 1, 1, 0);
+    q.established = 1;
+    q.state = MPILAB_PM_ARMED;
+    q.armed_rail = 0;
+    q.nsub = 2;
+    q.sub[0] = sf(0, 5000, 0);
+    q.sub[1] = sf(1, 5001, 1);
+    step(&q, MPILAB_PM_EV_SUB_CLOSED, sf(1, 5001, 1), 2.0);
+    CHECKF(q.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "alternate lost (rail 1)") == 0,
+           "cause: %s", res.cause ? res.cause : "(none)");
+    /* ...and a rail judged dead is named before the armed rail that still works */
+    mpilab_pm_conn_init(&q, 0x5a, 1, 1, 0);
+    q.established = 1;
+    q.state = MPILAB_PM_ARMED;
+    q.armed_rail = 0;
+    q.nsub = 1;
+    q.sub[0] = sf(0, 5000, 0);
+    ctx.path_up[0][1] = 0;
+    step(&q, MPILAB_PM_EV_PATH, none, 2.0);
+    CHECKF(q.state == MPILAB_PM_MIGRATED && strcmp(res.cause, "alternate lost (rail 1)") == 0,
+           "cause: %s", res.cause ? res.cause : "(none)");
 }
 
 /* a refused or timed-out join: back to MIGRATED, retried later, not at every tick */
@@ -331,7 +356,8 @@ MPILAB_TEST(deferred_replies)
 /* passive liveness: what one subflow's tcp_info in two consecutive dumps proves */
 MPILAB_TEST(tcp_proof)
 {
-    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
+    mpilab_pm_tcp_sample a = {.bytes_acked = 1000, .bytes_received = 500, .last_ack_recv_ms = 3,
+                            .last_data_recv_ms = 2}, b = a;
     /* a subflow not seen in the previous dump: no baseline, no proof */
     CHECK(mpilab_pm_tcp_proof(NULL, &a, 1.000, 1.010, 0) == 0);
     /* nothing new acknowledged: no proof, however recent the last ACK (a duplicate ACK,
@@ -365,7 +391,8 @@ MPILAB_TEST(tcp_proof)
  * is unsettled and unproven, and its silence counts from the last settled dump */
 MPILAB_TEST(tcp_settled)
 {
-    mpilab_pm_tcp_sample a = {1000, 500, 3, 2, 0, 0}, b = a;
+    mpilab_pm_tcp_sample a = {.bytes_acked = 1000, .bytes_received = 500, .last_ack_recv_ms = 3,
+                            .last_data_recv_ms = 2}, b = a;
     CHECK(!mpilab_pm_tcp_settled(NULL, &a, 0)); /* no baseline */
     CHECK(mpilab_pm_tcp_settled(&a, &b, 0) && mpilab_pm_tcp_settled(&a, &b, 1));
     b.unacked = 2; /* our data in flight: at stake */
@@ -392,7 +419,7 @@ MPILAB_TEST(tcp_settled)
        send as on a path probed all along (the silence counts from the last settled dump) */
     const double iv = 0.010, limit = 0.050;
     double now = 20.0, last_sent = 0, proof = 0;
-    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
+    mpilab_pm_tcp_sample prev = {.bytes_acked = 5000}, cur = prev;
     int probes = 0;
     for (int k = 0; k < 100; k++) {
         now += iv;
@@ -435,7 +462,7 @@ MPILAB_TEST(passive_schedule)
 {
     const double iv = 0.010, limit = 0.050;
     double now = 10.0, prev_at = now, last_sent = 0, proof = 0;
-    mpilab_pm_tcp_sample prev = {5000, 0, 0, 0, 0, 0}, cur = prev;
+    mpilab_pm_tcp_sample prev = {.bytes_acked = 5000}, cur = prev;
     int probes = 0, dumps = 0;
     /* 2 s of steady traffic: an ACK of new data about every 3 ms */
     for (int k = 0; k < 200; k++) {

@@ -20,6 +20,8 @@ expect "probe-interval" --node a --peers x --probe-interval 0
 expect "probe-timeout" --node a --peers x --probe-timeout abc
 expect "at least twice" --node a --peers x --probe-interval 40 --probe-timeout 50
 expect "port" --node a --peers x --port 70000
+expect "hold-down" --node a --peers x --hold-down -1
+expect "hold-down" --node a --peers x --hold-down 1s
 expect "nofile: No such file" --node a --peers "$T/nofile"
 printf 'a 10.0.0.1 10.0.1.1\nb 10.0.0.2 banana\n' >"$T/p1"
 expect "p1:2: 'banana'" --node a --peers "$T/p1"

@@ -193,8 +193,34 @@ def collect(spec: Spec, dest: str | os.PathLike[str]) -> int:
 
 
 def clear_logs(spec: Spec) -> None:
+    """Remove the agents' own logs (<node>.jsonl, appended by a running agent) before a
+    run; the merged logs of earlier runs (run-*.jsonl) are kept (see rotate_runs)."""
+    names = set(spec.node_names())
     for p in agent_dir(spec).glob("*.jsonl"):
-        p.unlink()
+        if p.stem in names:
+            p.unlink()
+
+
+RUNS_KEPT = 20  # merged event logs of `testbed run --pathmig` kept per testbed
+
+
+def run_log_path(spec: Spec, now: float | None = None) -> Path:
+    """A new name for a run's merged event log: <state>/pathmig/run-<UTC time to the
+    microsecond>.jsonl (two runs never share one, and names sort by time)."""
+    t = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+    return agent_dir(spec) / f"run-{stamp}.jsonl"
+
+
+def rotate_runs(spec: Spec, keep: int = RUNS_KEPT) -> list[Path]:
+    """Remove the oldest run-*.jsonl of the testbed's agent directory beyond the `keep`
+    newest (by name, which is the start time); returns what was removed. Files given
+    elsewhere (--pathmig-events) are never touched."""
+    runs = sorted(agent_dir(spec).glob("run-*.jsonl"))
+    old = runs[:-keep] if keep > 0 else runs
+    for p in old:
+        p.unlink(missing_ok=True)
+    return old
 
 
 def failed_actions(evs: list[dict[str, Any]]) -> tuple[int, int]:

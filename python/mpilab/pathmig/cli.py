@@ -84,7 +84,7 @@ def _request(args: argparse.Namespace, verb: str) -> int:
         errors += [f"{n}: {e}" for e in ans.get("errors", [])]
     write_stdout(f"{verb}: {done} connection(s)" +
                  (f"; refused: {'; '.join(errors)}" if errors else ""))
-    return 1 if errors else 0
+    return 2 if errors else 0  # a refusal, as for a single connection
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -158,10 +158,11 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
         stop.set()
         th.join(timeout=5)
         agents.stop(sp)
-        dest = events_out or str(agents.agent_dir(sp) / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
-                                                        ".jsonl")
+        dest = events_out or str(agents.run_log_path(sp))
         evs = agents.events(sp)
         agents.collect(sp, dest)
+        if not events_out:
+            agents.rotate_runs(sp)
         states = [e for e in evs if e["event"] == "state"]
         migr = sum(1 for e in states if e["from"] == "ARMED" and e["to"] == "MIGRATED")
         armed = sum(1 for e in states if e["to"] == "ARMED")

@@ -135,7 +135,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                           "and there are no events to write)")
     if args.pathmig_events is not None:
         check_output(args.pathmig_events)
+    if args.mptcp_subflows is not None and args.pathmig:
+        raise MpilabError("--mptcp-subflows: not with --pathmig (the agents add the "
+                          "subflows there)")
     sp = net.current_spec(_prefix(args))
+    if args.mptcp_subflows is not None and args.mptcp_subflows > sp.rails:
+        raise MpilabError(f"--mptcp-subflows {args.mptcp_subflows}: testbed '{sp.prefix}' has "
+                          f"{sp.rails} rail(s), at most one subflow each")
     rails = None
     if args.rails:
         try:
@@ -162,9 +168,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             if held is not None:
                 os.close(held)
-    return launch.run(sp, program, np=args.np, hosts=args.hosts, mptcp=args.mptcp,
+    return launch.run(sp, program, np=args.np, hosts=args.hosts,
+                      mptcp=args.mptcp or args.mptcp_subflows is not None,
                       timeout=timeout, rails=rails, fault_grace=grace,
-                      congestion=args.congestion, mpi=args.mpi)
+                      congestion=args.congestion, mpi=args.mpi, subflows=args.mptcp_subflows)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -227,6 +234,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run an MPI program inside the testbed")
     p.add_argument("--mptcp", action="store_true", help="ranks over MPTCP on all rails")
+    p.add_argument("--mptcp-subflows", metavar="N", type=argtypes.positive,
+                   help="MPTCP (implies --mptcp) with at most N subflows per connection, on "
+                        "the job's rail and the next N-1; 1: plain MPTCP with one subflow "
+                        "(the cost of MPTCP itself, no second path)")
     p.add_argument("--pathmig", action="store_true",
                    help="MPTCP with a path migration agent per node (docs/pathmig.md)")
     p.add_argument("--pathmig-events", metavar="FILE",

@@ -152,17 +152,24 @@ def _mptcpize() -> str:
     return found
 
 
-def setup_mptcp(spec: Spec, hosts: list[str], primary: int = 0) -> None:
+def setup_mptcp(spec: Spec, hosts: list[str], primary: int = 0,
+                subflows: int | None = None) -> None:
     """Let MPTCP use every rail: each node announces its other rails' addresses
-    (signal endpoints) and accepts its peers' announcements."""
+    (signal endpoints) and accepts its peers' announcements. `subflows` N: the first N-1
+    rails after the primary only (1: plain MPTCP with one subflow, no endpoint: the
+    floor that MPTCP itself costs); None: every rail."""
     if spec.rails < 2:
         raise MpilabError(f"--mptcp: testbed '{spec.prefix}' has one rail; MPTCP needs two")
+    others = [r for r in range(spec.rails) if r != primary]
+    if subflows is not None:
+        others = others[:subflows - 1]
+    extra = min(8, 2 * len(others))
     for node in hosts:
         ns = spec.ns(node)
+        net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.pm_type=0"])
         lines = ["mptcp endpoint flush",
-                 f"mptcp limits set subflow {min(8, 2 * spec.rails)} "
-                 f"add_addr_accepted {min(8, 2 * spec.rails)}"]
-        for r in (r for r in range(spec.rails) if r != primary):
+                 f"mptcp limits set subflow {extra} add_addr_accepted {extra}"]
+        for r in others:
             lines.append(f"mptcp endpoint add {spec.addr(node, r)} dev r{r} signal")
         net.batch("ip", ns, lines)
         net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1"])
@@ -272,7 +279,8 @@ def check_job_args(spec: Spec, np: int | None, hosts: str | None,
 def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
                pathmig: bool = False, congestion: str = "auto",
-               mpi: str = "openmpi", ucx_keeper: bool = True) -> list[str]:
+               mpi: str = "openmpi", ucx_keeper: bool = True,
+               subflows: int | None = None) -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun (`mpi`
     "openmpi") or mpiexec.mpich ("mpich") runs in the first host's namespace with the
     testbed's hostfile or host list, rsh agent and interface options.
@@ -306,7 +314,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     cc.apply(spec, chosen, algo, quickack=mptcp)
     cc.send_buffers(spec, chosen, mptcp)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
-        setup_mptcp(spec, chosen, rails[0])
+        setup_mptcp(spec, chosen, rails[0], subflows)
     agent = write_agent(spec, mptcp)
     hostfile = write_hostfile(spec, chosen, slots, rails[0])
 
@@ -333,7 +341,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
 def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
         stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False,
-        congestion: str = "auto", mpi: str = "auto") -> int:
+        congestion: str = "auto", mpi: str = "auto", subflows: int | None = None) -> int:
     """Run PROGRAM under mpirun (or MPICH's mpiexec: `mpi` "mpich", or "auto" and the
     program is linked with MPICH) started inside the first host's namespace, supervised by
     mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
@@ -348,7 +356,8 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
     if mpi == "auto":
         mpi = program_mpi_of(program)
-    cmd = (job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi)
+    cmd = (job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi,
+                      subflows=subflows)
            + rank_prefix(spec) + list(program))
     tag = jobctl.new_tag(spec.prefix)
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],

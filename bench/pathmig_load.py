@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Path migration with every core busy (one busy loop per core beside the job): false
+verdicts and migrations in runs without a fault, and the longest round trip when a rail
+fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI, 1 KiB,
+every byte checked) on a running testbed of 2 sites x 1 node x 2 rails
+(examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link down or silent drop)
+follows the job's progress line at round trip --fault-at, never the clock, and is healed
+after the job.
+
+    python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
+        --runs 6 --count 8000 --out nofault.json
+    python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
+        --runs 3 --fault drop --out drop.json
+
+(--spec brings the testbed up inside the measurement, so that its WAN delay line competes
+with the busy loops as the job does, and down at the end; without it the testbed of
+--prefix must be up.)
+
+Per run: the agents' path-dead verdicts (path events with up false, verdict records) and
+migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
+exit status, its duration, median and longest round trip; with a fault, the longest round
+trip that ended between the fault's request and 3 s after it was in place. --quiet runs
+without the busy loops."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from mpilab.testbed import faults, net
+
+
+def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
+        hogs: int) -> dict[str, Any]:
+    sp = net.current_spec(prefix)
+    ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
+    cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, "--pathmig", "--pathmig-events",
+                     str(ev), "--timeout", "300", "--", tool("mpilab-tb-pingpong"), "--count",
+                     str(count), "--bytes", "1024", "--progress", "100", "--rtt-log", str(rtt))
+    running = _hogs(hogs)
+    fault_t = None
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+        assert proc.stdout is not None and proc.stderr is not None
+        out = []
+        for line in proc.stdout:
+            out.append(line)
+            if fault and fault_t is None and f"iteration {fault_at}" in line:
+                fault_t = time.time()
+                faults.fail(sp, "s0n0:0", fault)
+        rc = proc.wait()
+        err = proc.stderr.read()
+    finally:
+        for h in running:
+            h.kill()
+            h.wait()
+        if fault:
+            faults.heal(sp, None)
+    evs = [json.loads(x) for x in ev.read_text().splitlines()] if ev.exists() else []
+    rows = [ln.split() for ln in rtt.read_text().splitlines()] if rtt.exists() else []
+    ends = [float(r[1]) for r in rows]
+    rtts = [float(r[2]) for r in rows]
+    before = [e for e in evs if fault_t is None or e.get("time", 0) < fault_t]
+    dead = [e for e in before if (e["event"] == "path" and not e["up"]) or e["event"] == "verdict"]
+    migr = [e for e in before if e["event"] == "state" and e["from"] == "ARMED"
+            and e["to"] == "MIGRATED"]
+    stops = [e for e in evs if e["event"] == "stop"]
+    rec: dict[str, Any] = {
+        "run": k, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),
+        "round_trips": len(rtts), "duration_s": (ends[-1] - ends[0]) if ends else None,
+        "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
+        "max_ms": max(rtts) * 1e3 if rtts else None,
+        "false_dead": len(dead), "false_migrations": len(migr),
+        "late_wakeups": sum(e.get("late_wakeups", 0) for e in stops),
+        "late_max_ms": max((e.get("late_max_ms", 0.0) for e in stops), default=0.0),
+        "verdicts_rearmed": sum(e.get("verdicts_rearmed", 0) for e in stops),
+        "summary": err.strip().splitlines()[-1:]}
+    if fault_t is not None:
+        # from the moment the fault was asked for to 3 s after it was in place (on a busy
+        # machine applying it takes a while)
+        done = max((e.get("done", e["time"]) for e in faults.read_log(sp)
+                    if e["event"] == "fail" and e["time"] >= fault_t - 1), default=fault_t)
+        rec["fault_apply_s"] = done - fault_t
+        win = [r for t, r in zip(ends, rtts, strict=True) if fault_t <= t <= done + 3.0]
+        rec["pause_ms"] = max(win) * 1e3 if win else None
+        rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
+                                            e["from"] == "ARMED" and e["to"] == "MIGRATED" and
+                                            e["time"] >= fault_t)
+    return rec
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prefix", default="pmg")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--count", type=int, default=23000, help="round trips per run")
+    ap.add_argument("--fault", choices=("down", "drop"))
+    ap.add_argument("--fault-at", type=int, default=2000)
+    ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--spec", help="bring this testbed up first (with the prefix --prefix) and "
+                    "down at the end: its delay line then runs beside the busy loops as the job "
+                    "does")
+    a = ap.parse_args()
+    if a.spec:
+        testbed_up(a.prefix, a.spec)
+    try:
+        return measure(a)
+    finally:
+        if a.spec:
+            testbed_down(a.prefix)
+
+
+def measure(a: argparse.Namespace) -> int:
+    work = Path(a.work or Path(a.out).with_suffix(".d"))
+    work.mkdir(parents=True, exist_ok=True)
+    hogs = 0 if a.quiet else os.cpu_count() or 2
+    doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
+                           "fault": a.fault, "runs": []}
+    for k in range(a.runs):
+        rec = one(a.prefix, work, k, a.count, a.fault, a.fault_at, hogs)
+        doc["runs"].append(rec)
+        print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
+    write_json(a.out, doc)
+    runs = doc["runs"]
+    print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
+          f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
+          f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
+          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]}"
+             if a.fault else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
