@@ -549,5 +549,13 @@ class Session:
                 "eps_asked": eps_asked}
         return var
 
-    def record(self, docs: list[dict[str, Any]], mpi: str | None, date: str) -> None:
-        record(self.path, self.ctx, mpi, [_ms(d) for d in docs], date)
+    def record(self, docs: list[dict[str, Any]], mpi: str | None, date: str) -> str | None:
+        """Add the launches to the store; the one line to print when it could not be
+        written (the results are complete either way), else None."""
+        try:
+            record(self.path, self.ctx, mpi, [_ms(d) for d in docs], date)
+        except (OSError, MpilabError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            return (f"mpilab: the launch-variation store {self.path} was not updated ({why}); "
+                    "the results are complete")
+        return None

@@ -399,3 +399,20 @@ def test_a_level_that_moved_for_good_is_the_usual_one_three_runs_on(tmp_path: Pa
                            for m in merged["measurements"]))
         launchvar.record(store, CTX, "m", [doc["measurements"]], "d")
     assert flagged[:3] == [True, True, True] and flagged[3:] == [False, False]
+
+
+def test_a_store_that_cannot_be_written_leaves_the_results_complete(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "sub").write_text("a file where the store's folder would be")
+    p = run_cli("bench", "--np", "1", "--variation-store", "ro/sub/lv.json", "--", env=env)
+    assert p.returncode == 2 and "Not a directory" in p.stderr  # refused before it runs
+    assert not Path(env["FAKE_BENCH_ARGS"]).exists()
+    # /proc takes no new file: the store cannot be written once the run is done
+    q = run_cli("bench", "--np", "1", "--variation-store", "/proc/mpilab-lv.json", "--out",
+                "r.json", "--", env=env)
+    assert q.returncode == 0, q.stderr
+    assert "was not updated" in q.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["launches"]["n"] == 3

@@ -483,7 +483,9 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
         atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
     if isinstance(session, launchvar.Session) and docs and status == 0:
         prov = docs[0].get("provenance") or {}
-        session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
+        warn = session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
+        if warn:
+            sys.stderr.write(warn + "\n")
     if status != 0:
         if docs:
             sys.stderr.write(f"mpilab: {len(docs)} of {planned} launches merged into "

@@ -486,12 +486,12 @@ class _Variation:
         self.applied += 1
         return launches.merge_measurement([m], self.var)
 
-    def record(self, tmp: Path) -> None:
+    def record(self, tmp: Path) -> str | None:
         import json
 
         prov = json.loads(tmp.read_text(encoding="utf-8")).get("provenance") or {}
-        self.session.record([{"measurements": self.stubs}], prov.get("mpi"),
-                            str(prov.get("date") or ""))
+        return self.session.record([{"measurements": self.stubs}], prov.get("mpi"),
+                                   str(prov.get("date") or ""))
 
     def line(self) -> str:
         stored, since = self.session.stored()
@@ -549,8 +549,10 @@ def _finish(plan: Plan, tmp: Path, launch_tmps: list[Path], out: Path,
             count = _compact(tmp, tmp, side_tmp, side(final_json.name), {"survey": rec},
                              variation)
             if variation is not None:
-                variation.record(tmp)
+                warn = variation.record(tmp)
                 console.print(variation.line(), markup=False, highlight=False)
+                if warn:
+                    console.print(warn, markup=False, highlight=False)
         st.note(f"validating the summaries of {count} samples")
         r = results.load(tmp, samples=side_tmp)
     r.path = str(final_json)
