@@ -26,14 +26,19 @@ static void print_csv(const row_t *rows, size_t n)
                r->median * s, r->med_lo * s, r->med_hi * s);
         if (s != 1.0)
             printf("%.10g", r->median);
-        printf(",%zu,%d,%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+        printf(",%zu,%d,%s%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
                r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-               r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+               r->clock_uncertain ? "clock_uncertain " : "",
+               r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi) ? "ci_undetermined " : "",
+               r->differs ? "isolation_differs" : "");
     }
 }
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
- * repetitions and the flags; then how many converged, and the verdict when too few did. */
+ * repetitions and the flags; then how many converged, and the verdict when too few did. An
+ * interval that determines nothing (mpilab_quality_undetermined: reaching 0, or wider than a
+ * decade) reads "undetermined" with the flag ci_undetermined; a median below 0 is never
+ * shown as a time. */
 static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc, int show_iso)
 {
     printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
@@ -42,23 +47,31 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         unclocked += r->reps && r->clock_uncertain;
-        char ci[48], fl[128] = "";
-        if (isfinite(r->med_lo) && isfinite(r->med_hi))
+        char ci[48], fl[160] = "", med[32];
+        int undetermined = r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi);
+        if (undetermined)
+            snprintf(ci, sizeof ci, "undetermined");
+        else if (isfinite(r->med_lo) && isfinite(r->med_hi))
             snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6 * runner_row_scale(r), r->med_hi * 1e6 * runner_row_scale(r));
         else
             snprintf(ci, sizeof ci, "-");
         if (r->reps) {
             measured++;
             conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s%s%s", r->converged ? "" : "not_converged ",
+            snprintf(fl, sizeof fl, "%s%s%s%s%s%s%s", r->converged ? "" : "not_converged ",
                      r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-                     r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+                     r->median < 0 ? "negative " : "", r->clock_uncertain ? "clock_uncertain " : "",
+                     undetermined ? "ci_undetermined " : "", r->differs ? "isolation_differs" : "");
         }
         char iso[16] = "";
         if (show_iso)
             snprintf(iso, sizeof iso, "%-7s ", r->iso[0] ? r->iso : "-");
-        printf("%-10s %-10s %-7s %s%10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes,
-               r->median * 1e6 * runner_row_scale(r), ci, r->reps, fl[0] ? fl : "-");
+        if (r->median < 0)
+            snprintf(med, sizeof med, "impossible");
+        else
+            snprintf(med, sizeof med, "%.3f", r->median * 1e6 * runner_row_scale(r));
+        printf("%-10s %-10s %-7s %s%10zu %12s %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes, med, ci,
+               r->reps, fl[0] ? fl : "-");
         oneway += runner_row_scale(r) != 1.0;
     }
     if (measured) {

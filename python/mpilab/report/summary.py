@@ -306,7 +306,11 @@ FLAG_MEANINGS = (
                       "stretched to hold it: not a range a repeat would land in)"),
     (quality.NO_CI, "no interval could be computed"),
     (quality.CI_WIDE, "interval wider than the asked precision"),
-    ("negative", "a value below zero"),
+    ("negative", "a time, rate or size below zero (impossible): shown as "
+                 f"\"{units.IMPOSSIBLE}\", never as a value"),
+    (units.FLAG_UNDETERMINED, f"interval wider than a decade (hi/lo > {units.DECADE:g}) or "
+                              f"reaching 0 for a time or a rate: shown as "
+                              f"\"{units.UNDETERMINED}\""),
 )
 
 
