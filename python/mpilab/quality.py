@@ -23,8 +23,11 @@ NO_VALID = "no_valid_samples"        # nothing left to report
 CLOCK_UNCERTAIN = "clock_uncertain"  # global timing: the clock sync's uncertainty > eps * median
 LAUNCHES_DISAGREE = "launches_disagree"  # over launches: some launch's interval missed the figure
 ISOLATION_DIFFERS = "isolation_differs"  # isolated and back-to-back figures: intervals apart
+# max or root timing whose interval misses the global-timing interval of the same entry,
+# size and isolation (mpilab-bench sets it, with "global_other"): they missed a latency
+GLOBAL_DIFFERS = "global_differs"
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
-                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS)
+                     LAUNCHES_DISAGREE, ISOLATION_DIFFERS, GLOBAL_DIFFERS)
 ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
                   "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
                   "operation's tail with the next one's start: neither is wrong, they answer "
