@@ -22,12 +22,12 @@ static int slowed(mpilab_op_run_t *r, int (*run)(mpilab_op_run_t *), const char 
 
 static int inj_bcast(mpilab_op_run_t *r)
 {
-    return slowed(r, mpilab_coll_run_bcast, "MPILAB_INJECT_BCAST");
+    return slowed(r, mpilab_coll_run, "MPILAB_INJECT_BCAST");
 }
 
 static int inj_allreduce(mpilab_op_run_t *r)
 {
-    return slowed(r, mpilab_coll_run_allreduce, "MPILAB_INJECT_ALLREDUCE");
+    return slowed(r, mpilab_coll_run, "MPILAB_INJECT_ALLREDUCE");
 }
 
 MPILAB_PLUGIN_ENTRIES({.name = "bcast", .impl = "inj", .bytes_desc = "message", .flags = MPILAB_OP_ROOTED,

@@ -99,12 +99,12 @@ static void check_list(const char *opt, const char *list, const char *const *all
 }
 
 static void progress(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
-                     double mean)
+                     double median)
 {
     (void)arg;
     if (g_rank == 0)
-        fprintf(stderr, "mpilab-multilane: %s %-9s P=%-2d %9zu B  mean %.4f s\n", op, impl,
-                lanes, bytes, mean);
+        fprintf(stderr, "mpilab-multilane: %s %-9s P=%-2d %9zu B  median %.4f s\n", op, impl,
+                lanes, bytes, median);
 }
 
 /* Write the document (rank 0) to path or standard output; the exit code, agreed. */

@@ -113,11 +113,13 @@ typedef struct mpilab_clocksync {
 } mpilab_clocksync_t;
 
 /* A synchronisation stating more than MPILAB_SYNC_TARGET_S of uncertainty for some rank is
- * repeated, at most MPILAB_SYNC_ATTEMPTS times in all and while the attempts so far took
- * less than MPILAB_SYNC_BUDGET_S, each attempt probing longer than the one before (up to
- * MPILAB_SYNC_MAX_EFFORT times the first's probes); per rank the model with the least
- * uncertainty (carried to the end of the last attempt) is kept, and `precise` says whether
- * every rank reached the target. */
+ * repeated, at most MPILAB_SYNC_ATTEMPTS times in all and while the repeats so far took less
+ * than MPILAB_SYNC_BUDGET_S (the budget of the repeats: the first attempt, whose drift
+ * window alone takes MPILAB_SYNC_DRIFT_WINDOW_S, is not counted against it, so an imprecise
+ * first attempt is always repeated at least once), each attempt probing longer than the one
+ * before (up to MPILAB_SYNC_MAX_EFFORT times the first's probes); per rank the model with
+ * the least uncertainty (carried to the end of the last attempt) is kept, and `precise` says
+ * whether every rank reached the target. */
 #define MPILAB_SYNC_TARGET_S 5e-6
 #define MPILAB_SYNC_ATTEMPTS 6
 #define MPILAB_SYNC_BUDGET_S 1.0
@@ -166,6 +168,17 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
  * as that pass's span allows). mpilab_clocksync_run uses MPILAB_SYNC_DRIFT_WINDOW_S. */
 int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
                                 mpilab_clocksync_t *out);
+/* The same with every knob: the first attempt's drift window, the uncertainty target below
+ * which no repeat is made, and the budget of the repeats (seconds after the first attempt's
+ * end; a repeat started within it runs to its end). mpilab_clocksync_run_window uses
+ * MPILAB_SYNC_TARGET_S and MPILAB_SYNC_BUDGET_S. */
+typedef struct mpilab_sync_opts {
+    double window;
+    double target;
+    double budget;
+} mpilab_sync_opts_t;
+int mpilab_clocksync_run_opts(MPI_Comm comm, mpilab_sync_method_t method, const mpilab_sync_opts_t *o,
+                              mpilab_clocksync_t *out);
 void mpilab_clocksync_free(mpilab_clocksync_t *cs);
 
 /* Keep, per rank r >= 1, the better of out's and cur's model (the lesser uncertainty

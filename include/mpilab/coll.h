@@ -25,6 +25,19 @@ typedef int (*mpilab_gather_fn)(const void *sendbuf, int sendcount, MPI_Datatype
                                 void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                 int root, MPI_Comm comm);
 
+/* The signature an implementation of each collective operation has (the MPI call's own): what
+ * MPILAB_COLL_ENTRY (mpilab/ops.h) takes as its function, checked at compile time. */
+typedef int (*mpilab_bcast_fn)(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+typedef int (*mpilab_reduce_fn)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                MPI_Op op, int root, MPI_Comm comm);
+typedef int (*mpilab_allreduce_fn)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                   MPI_Op op, MPI_Comm comm);
+typedef int (*mpilab_allgather_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+typedef int (*mpilab_alltoall_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+typedef int (*mpilab_barrier_fn)(MPI_Comm comm);
+
 /* All four follow MPI_Scatter / MPI_Gather semantics for any root, any communicator size
  * and any datatypes with matching signatures (send/recv types may differ).  MPI_IN_PLACE
  * is NOT supported (MPI_ERR_BUFFER).  They return MPI_SUCCESS or an MPI error class

@@ -223,8 +223,10 @@ typedef struct mpilab_multilane_experiment {
     int model_reps;
     size_t alpha_bytes;          /* with model: calibrate alpha per operation at this size
                                     (0: do not; alpha then stays the measure's value) */
+    /* after each run: its median over the repetitions (the figure mpilab multilane report
+     * shows) */
     void (*progress)(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
-                     double mean);
+                     double median);
     void *progress_arg;
 } mpilab_multilane_experiment_t;
 

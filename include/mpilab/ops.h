@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include "mpilab/mpi_check.h"
+#include "mpilab/coll.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -130,29 +131,28 @@ typedef struct mpilab_entry_list {
         mpilab_entries_##tag##_v, sizeof mpilab_entries_##tag##_v / sizeof mpilab_entries_##tag##_v[0], __FILE__}
 #define MPILAB_PLUGIN_ENTRIES(...) MPILAB_ENTRIES(plugin, __VA_ARGS__)
 
-/* Generic collective operations: each fills, runs and checks one MPI collective with the
- * implementation function the entry carries (fn, with MPI_Scatter's signature for scatter
- * and gather, e.g. mpilab_scatter_fn; NULL: the native MPI call). */
+/* Generic collective operations, one descriptor per collective (src/bench/coll_entries.c):
+ * each sizes, fills, runs and checks one MPI collective, calling the implementation function
+ * the entry carries (fn, with the MPI call's own signature: mpilab_scatter_fn,
+ * mpilab_bcast_fn, ... in mpilab/coll.h; NULL: the native MPI call). The entry's name
+ * chooses the collective (scatter, gather, bcast, reduce, allreduce, allgather, alltoall,
+ * barrier); setup fails for another name. */
 int mpilab_coll_setup(mpilab_op_run_t *r);
+int mpilab_coll_run(mpilab_op_run_t *r);
 int mpilab_coll_validate(mpilab_op_run_t *r);
 void mpilab_coll_teardown(mpilab_op_run_t *r);
-int mpilab_coll_run_scatter(mpilab_op_run_t *r);
-int mpilab_coll_run_gather(mpilab_op_run_t *r);
-int mpilab_coll_run_bcast(mpilab_op_run_t *r);
-int mpilab_coll_run_reduce(mpilab_op_run_t *r);
-int mpilab_coll_run_allreduce(mpilab_op_run_t *r);
-int mpilab_coll_run_allgather(mpilab_op_run_t *r);
-int mpilab_coll_run_alltoall(mpilab_op_run_t *r);
-int mpilab_coll_run_barrier(mpilab_op_run_t *r);
-/* One descriptor per collective operation: an entry for implementation `impl_` (a string)
- * calling `fn_` (NULL: native), with extra flags and a model pattern. The operation brings
+/* Name of generic collective k (0, 1, ...), NULL past the last. */
+const char *mpilab_coll_op_name(size_t k);
+/* An entry for implementation `impl_` (a string) of collective `op_` calling `fn_` (NULL:
+ * native; a function of another signature than the collective's is a compile error under
+ * -Werror, a warning otherwise), with extra flags and a model pattern. The operation brings
  * its buffers, data check, bytes meaning, family and data volume. */
 #define MPILAB_COLL_ENTRY(op_, impl_, fn_, flags_, model_) MPILAB_COLL_##op_(impl_, fn_, flags_, model_)
 #define MPILAB_COLL_DESC_(n_, bd_, fl_, v0_, v1_, v2_, impl_, fn_, flags_, model_)                  \
     {.name = #n_, .impl = impl_, .bytes_desc = bd_, .flags = (fl_) | (flags_),                       \
-     .setup = mpilab_coll_setup, .run = mpilab_coll_run_##n_, .validate = mpilab_coll_validate,      \
+     .setup = mpilab_coll_setup, .run = mpilab_coll_run, .validate = mpilab_coll_validate,           \
      .teardown = mpilab_coll_teardown, .family = "collective", .model = model_,                      \
-     .volume = {v0_, v1_, v2_}, .fn = (mpilab_op_fn)(fn_)}
+     .volume = {v0_, v1_, v2_}, .fn = (mpilab_op_fn)(1 ? (fn_) : (mpilab_##n_##_fn)0)}
 #define MPILAB_COLL_scatter(i, f, fl, m) \
     MPILAB_COLL_DESC_(scatter, "per-rank block", MPILAB_OP_ROOTED, -1, 1, 0, i, f, fl, m)
 #define MPILAB_COLL_gather(i, f, fl, m) \

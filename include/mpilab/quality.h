@@ -27,6 +27,14 @@ json_t *mpilab_quality_measurement_flags(const mpilab_stats_t *s, size_t negativ
  * (flag "clock_uncertain": a busy machine can leave a sync milliseconds off). */
 int mpilab_quality_clock_uncertain(double sync_uncertainty, double median, double eps);
 
+/* The rule for every value a person reads (python/mpilab/report/units.py holds the same):
+ * an interval [lo, hi] of a positive quantity (a time, a rate) that reaches 0 or below, or
+ * is wider than a decade (hi / lo > MPILAB_QUALITY_DECADE), determines nothing: tables show
+ * it as "undetermined" with the flag "ci_undetermined". 1 for such an interval, 0 otherwise
+ * (also for a missing end, NaN). */
+#define MPILAB_QUALITY_DECADE 10.0
+int mpilab_quality_undetermined(double lo, double hi);
+
 /* What the verdict on an unconverged run reads from the run's provenance and options, so that
  * it advises only what was not done: pinning when the ranks were not all bound to CPUs,
  * oversubscription named when a node's ranks outnumber its CPUs, no verdict at all on a

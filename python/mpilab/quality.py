@@ -31,9 +31,12 @@ AT_MACHINE_LIMIT = "at_machine_limit"
 VARIATION_UNKNOWN = "launch_variation_unknown"
 # this run's figure lies off the machine's usual level for the measurement (its stored launches)
 OFF_USUAL_LEVEL = "off_usual_level"
+# max or root timing whose interval misses the global-timing interval of the same entry,
+# size and isolation (mpilab-bench sets it, with "global_other"): they missed a latency
+GLOBAL_DIFFERS = "global_differs"
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
                      LAUNCHES_DISAGREE, ISOLATION_DIFFERS, AT_MACHINE_LIMIT, VARIATION_UNKNOWN,
-                     OFF_USUAL_LEVEL)
+                     OFF_USUAL_LEVEL, GLOBAL_DIFFERS)
 ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
                   "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
                   "operation's tail with the next one's start: neither is wrong, they answer "

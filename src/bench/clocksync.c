@@ -489,7 +489,9 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
 
 /* A synchronisation whose stated uncertainty exceeds MPILAB_SYNC_TARGET_S for some rank
  * was preempted somewhere (a quiet node gives 1-2 us): it is run again, up to
- * MPILAB_SYNC_ATTEMPTS in all while the attempts took less than MPILAB_SYNC_BUDGET_S, each
+ * MPILAB_SYNC_ATTEMPTS in all while the repeats took less than MPILAB_SYNC_BUDGET_S (counted
+ * from the end of the first attempt: its drift window alone is 0.8 s, and a first attempt
+ * of more than the whole budget on a busy machine left no repeat ever made), each
  * probing longer (attempt a: min(a, MPILAB_SYNC_MAX_EFFORT) times the probes), and per rank
  * the model with the least uncertainty *now* is kept: the models kept so far are first
  * aged to the end of the latest attempt (their drift uncertainty times the time since;
@@ -506,12 +508,20 @@ int mpilab_clocksync_run(MPI_Comm comm, mpilab_sync_method_t method, mpilab_cloc
 int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, double window,
                                 mpilab_clocksync_t *out)
 {
+    const mpilab_sync_opts_t o = {window, MPILAB_SYNC_TARGET_S, MPILAB_SYNC_BUDGET_S};
+    return mpilab_clocksync_run_opts(comm, method, &o, out);
+}
+
+int mpilab_clocksync_run_opts(MPI_Comm comm, mpilab_sync_method_t method, const mpilab_sync_opts_t *o,
+                              mpilab_clocksync_t *out)
+{
+    const double window = o->window;
     mpilab_sync_method_t requested = method;
     int nodes = 0;
     int rc0 = mpilab_sync_resolve(comm, requested, &method, &nodes);
     if (rc0 != MPI_SUCCESS)
         return rc0;
-    double spent = 0.0, prev_end = 0.0;
+    double spent = 0.0, prev_end = 0.0, first_end = 0.0;
     for (int a = 1; a <= MPILAB_SYNC_ATTEMPTS; a++) {
         mpilab_clocksync_t cur;
         int effort = a < MPILAB_SYNC_MAX_EFFORT ? a : MPILAB_SYNC_MAX_EFFORT;
@@ -537,11 +547,13 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
             mpilab_clocksync_free(&cur);
         }
         prev_end = now;
+        if (a == 1)
+            first_end = now;
         out->attempts = a;
         /* rank 0's times only (t0 and now are broadcast): the same on every rank */
         /* an attempt that improved no rank says the uncertainty is the link's round trip,
          * not a preemption: repeating it would not help */
-        if (max_uncertainty(out) <= MPILAB_SYNC_TARGET_S || now - out->t0 >= MPILAB_SYNC_BUDGET_S || taken == 0)
+        if (max_uncertainty(out) <= o->target || now - first_end >= o->budget || taken == 0)
             break;
     }
     out->duration = spent;
@@ -549,7 +561,7 @@ int mpilab_clocksync_run_window(MPI_Comm comm, mpilab_sync_method_t method, doub
     out->requested = requested;
     out->nodes = nodes;
     out->max_uncertainty = max_uncertainty(out);
-    out->precise = out->max_uncertainty <= MPILAB_SYNC_TARGET_S;
+    out->precise = out->max_uncertainty <= o->target;
     return MPI_SUCCESS;
 }
 

@@ -61,11 +61,6 @@ int mpilab_forced_mpich_names(const char *desc, char names[][64], int max)
 
 #if defined(MPILAB_MPI_IS_OPENMPI) || defined(MPILAB_MPI_IS_MPICH)
 
-/* the collectives mpilab measures natively (generic operations of coll_entries.c) */
-static const char *const COLLS[] = {"scatter", "gather", "bcast", "reduce", "allreduce",
-                                    "allgather", "alltoall", "barrier"};
-#define NCOLLS (sizeof COLLS / sizeof COLLS[0])
-
 /* One forced algorithm: the variable to write and the value. Lives as long as the entry
  * (the registered copy keeps the pointer in `data`). */
 typedef struct forced {
@@ -222,9 +217,9 @@ static int read_cvar_int(int index, int *value)
 static int register_var(int index, const char *name, MPI_T_enum et, const char *desc, char *err, size_t errlen)
 {
     (void)desc;
-    for (size_t c = 0; c < NCOLLS; c++) {
+    for (size_t c = 0; mpilab_coll_op_name(c); c++) { /* coll_entries.c's collectives */
         char want[96];
-        snprintf(want, sizeof want, "coll_tuned_%s_algorithm", COLLS[c]);
+        snprintf(want, sizeof want, "coll_tuned_%s_algorithm", mpilab_coll_op_name(c));
         if (strcmp(name, want) != 0)
             continue;
         int nitems = 0, nl = 0;
@@ -241,7 +236,7 @@ static int register_var(int index, const char *name, MPI_T_enum et, const char *
             int il = (int)sizeof item;
             if (MPI_T_enum_get_item(et, k, &v, item, &il) != MPI_SUCCESS || v == 0)
                 continue; /* 0: "ignore", the default decision (the native entry) */
-            if (register_one(COLLS[c], "ompi", item, index, v, 1, name, err, errlen) != 0)
+            if (register_one(mpilab_coll_op_name(c), "ompi", item, index, v, 1, name, err, errlen) != 0)
                 return -1;
             n++;
         }
@@ -276,9 +271,9 @@ static int check_dynamic(char *err, size_t errlen)
 static int register_var(int index, const char *name, MPI_T_enum et, const char *desc, char *err, size_t errlen)
 {
     (void)et;
-    for (size_t c = 0; c < NCOLLS; c++) {
+    for (size_t c = 0; mpilab_coll_op_name(c); c++) { /* coll_entries.c's collectives */
         char want[96];
-        snprintf(want, sizeof want, "MPIR_CVAR_%s_INTRA_ALGORITHM", COLLS[c]);
+        snprintf(want, sizeof want, "MPIR_CVAR_%s_INTRA_ALGORITHM", mpilab_coll_op_name(c));
         for (char *p = want; *p; p++)
             *p = (char)toupper((unsigned char)*p);
         if (strcmp(name, want) != 0)
@@ -290,7 +285,7 @@ static int register_var(int index, const char *name, MPI_T_enum et, const char *
             return -1;
         }
         for (int k = 1; k < n; k++)
-            if (register_one(COLLS[c], "mpich", names[k], index, k, 0, name, err, errlen) != 0)
+            if (register_one(mpilab_coll_op_name(c), "mpich", names[k], index, k, 0, name, err, errlen) != 0)
                 return -1;
         return n - 1;
     }

@@ -26,14 +26,19 @@ static void print_csv(const row_t *rows, size_t n)
                r->median * s, r->med_lo * s, r->med_hi * s);
         if (s != 1.0)
             printf("%.10g", r->median);
-        printf(",%zu,%d,%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+        printf(",%zu,%d,%s%s%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
                r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-               r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+               r->clock_uncertain ? "clock_uncertain " : "",
+               r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi) ? "ci_undetermined " : "",
+               r->global_differs ? "global_differs " : "", r->differs ? "isolation_differs" : "");
     }
 }
 
 /* The table: the reported figure (median) with its interval (the stopping rule's), the
- * repetitions and the flags; then how many converged, and the verdict when too few did. */
+ * repetitions and the flags; then how many converged, and the verdict when too few did. An
+ * interval that determines nothing (mpilab_quality_undetermined: reaching 0, or wider than a
+ * decade) reads "undetermined" with the flag ci_undetermined; a median below 0 is never
+ * shown as a time. */
 static void print_table(const row_t *rows, size_t n, const mpilab_quality_context_t *qc, int show_iso)
 {
     printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
@@ -42,23 +47,32 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         unclocked += r->reps && r->clock_uncertain;
-        char ci[48], fl[128] = "";
-        if (isfinite(r->med_lo) && isfinite(r->med_hi))
+        char ci[48], fl[160] = "", med[32];
+        int undetermined = r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi);
+        if (undetermined)
+            snprintf(ci, sizeof ci, "undetermined");
+        else if (isfinite(r->med_lo) && isfinite(r->med_hi))
             snprintf(ci, sizeof ci, "%.3f..%.3f", r->med_lo * 1e6 * runner_row_scale(r), r->med_hi * 1e6 * runner_row_scale(r));
         else
             snprintf(ci, sizeof ci, "-");
         if (r->reps) {
             measured++;
             conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s%s%s", r->converged ? "" : "not_converged ",
+            snprintf(fl, sizeof fl, "%s%s%s%s%s%s%s%s", r->converged ? "" : "not_converged ",
                      r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
-                     r->clock_uncertain ? "clock_uncertain " : "", r->differs ? "isolation_differs" : "");
+                     r->median < 0 ? "negative " : "", r->clock_uncertain ? "clock_uncertain " : "",
+                     undetermined ? "ci_undetermined " : "", r->global_differs ? "global_differs " : "",
+                     r->differs ? "isolation_differs" : "");
         }
         char iso[16] = "";
         if (show_iso)
             snprintf(iso, sizeof iso, "%-7s ", r->iso[0] ? r->iso : "-");
-        printf("%-10s %-10s %-7s %s%10zu %12.3f %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes,
-               r->median * 1e6 * runner_row_scale(r), ci, r->reps, fl[0] ? fl : "-");
+        if (r->median < 0)
+            snprintf(med, sizeof med, "impossible");
+        else
+            snprintf(med, sizeof med, "%.3f", r->median * 1e6 * runner_row_scale(r));
+        printf("%-10s %-10s %-7s %s%10zu %12s %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes, med, ci,
+               r->reps, fl[0] ? fl : "-");
         oneway += runner_row_scale(r) != 1.0;
     }
     if (measured) {
@@ -108,6 +122,63 @@ static void note_isolation(run_t *w)
                                               "med_lo", o->med_lo, "med_hi", o->med_hi));
             }
         }
+}
+
+/* Rank 0, after measuring: a max- or root-timing row whose median's interval misses the
+ * interval of the global-timing row of the same entry, size and isolation, by more than the
+ * asked precision (eps x the global median: a simulated run's intervals are points, and a
+ * 0.04% difference is no undercount), gets the flag
+ * global_differs, in the table and in its measurement object (with the global figure in
+ * "global_other"). Max timing is each rank's own elapsed time, root timing the root's: both
+ * miss what the operation costs between ranks whenever the last rank finishes later than
+ * its own start plus its own part (a latency MPIBlib's max and root timing do not see:
+ * docs/bench.md, "Which timing to trust"). */
+static void note_timing(run_t *w)
+{
+    for (size_t a = 0; a < w->nrows; a++) {
+        const row_t *g = &w->rows[a];
+        if (strcmp(g->timing, "global") != 0 || !g->reps || !isfinite(g->med_lo) || !isfinite(g->med_hi))
+            continue;
+        /* the rows of one entry at one size are contiguous (measure_all) */
+        size_t lo = a, hi = a;
+        while (lo > 0 && !strcmp(w->rows[lo - 1].op, g->op) && !strcmp(w->rows[lo - 1].impl, g->impl) &&
+               w->rows[lo - 1].bytes == g->bytes)
+            lo--;
+        while (hi + 1 < w->nrows && !strcmp(w->rows[hi + 1].op, g->op) && !strcmp(w->rows[hi + 1].impl, g->impl) &&
+               w->rows[hi + 1].bytes == g->bytes)
+            hi++;
+        const double slack = w->c->bo.prec.eps * fabs(g->median);
+        for (size_t k = lo; k <= hi; k++) {
+            row_t *x = &w->rows[k];
+            if ((strcmp(x->timing, "max") && strcmp(x->timing, "root")) || strcmp(x->iso, g->iso) || !x->reps ||
+                !(x->med_hi + slack < g->med_lo || g->med_hi + slack < x->med_lo))
+                continue;
+            x->global_differs = (int)a + 1;
+            json_t *m = json_array_get(w->meas, x->meas);
+            json_array_append_new(json_object_get(m, "flags"), json_string("global_differs"));
+            json_object_set_new(m, "global_other", json_pack("{s:f,s:f,s:f}", "median", g->median, "med_lo",
+                                                             g->med_lo, "med_hi", g->med_hi));
+        }
+    }
+}
+
+/* Under the table: each max/root figure that global timing contradicts. */
+static void print_timing_notes(const row_t *rows, size_t n)
+{
+    size_t shown = 0;
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k], *g = r->global_differs ? &rows[r->global_differs - 1] : NULL;
+        if (!g)
+            continue;
+        printf("note: %s:%s %zu B: %s timing %.3f us against global %.3f us (x%.2f), their intervals apart\n", r->op,
+               r->impl, r->bytes, r->timing, r->median * 1e6, g->median * 1e6,
+               r->median > 0 ? g->median / r->median : NAN);
+        shown++;
+    }
+    if (shown)
+        printf("note: max and root timing see each rank's (the root's) own elapsed time; global timing sees the "
+               "operation from its common start to the last rank's end: where they disagree, max and root miss "
+               "a latency (docs/bench.md, \"Which timing to trust\")\n");
 }
 
 /* Under the table: each disagreement between isolations, and what it means. */
@@ -281,11 +352,13 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         models = mpilab_models_hockney(w->meas, w->size);
     mpilab_quality_context_t qc = quality_context(w, prov);
     note_isolation(w);
+    note_timing(w);
     if (c->csv) {
         print_csv(w->rows, w->nrows);
     } else {
         print_table(w->rows, w->nrows, &qc, c->nisolation > 1);
         print_isolation_notes(w->rows, w->nrows);
+        print_timing_notes(w->rows, w->nrows);
     }
     if (lres) {
         if (!models)

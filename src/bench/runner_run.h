@@ -19,6 +19,8 @@ typedef struct row {
     size_t reps, invalid, negative;
     int converged, clock_uncertain;
     int differs;         /* index+1 of the row of another isolation it disagrees with */
+    int global_differs;  /* max or root timing: index+1 of the global row whose interval its
+                          * own interval misses (flag global_differs) */
     size_t meas;         /* its measurement object (engine rows) */
 } row_t;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mpilab/multilane.h"
+#include "mpilab/robust.h"
 #include "mpilab/version.h"
 
 #define MAX_IMPLS 1024
@@ -109,10 +110,10 @@ static int impl_list(const mpilab_grid_t *g, const mpilab_multilane_experiment_t
 }
 
 /* One run's record: the times, their mean and minimum, the wall clock and, with the model
- * on two sites, the predictions.  *mean gets the mean. */
+ * on two sites, the predictions.  *median gets the median (the report's figure). */
 static json_t *run_json(const mpilab_multilane_experiment_t *x, const model_t *md, int op,
                         int code, size_t bytes, const double *times, const double wall[2],
-                        const double phases[MPILAB_ML_NPHASES], double *mean)
+                        const double phases[MPILAB_ML_NPHASES], double *median)
 {
     const mpilab_multilane_measured_t *mm = md->mm;
     const int two_sites = md->nrem == 1;
@@ -125,13 +126,14 @@ static json_t *run_json(const mpilab_multilane_experiment_t *x, const model_t *m
         lo_t = fmin(lo_t, times[r]);
         sum += times[r];
     }
-    *mean = sum / (double)x->reps;
+    const double mean = sum / (double)x->reps;
+    *median = mpilab_quantile(times, NULL, (size_t)x->reps, 0.5);
     json_object_set_new(run, "op", json_string(op_names[op]));
     json_object_set_new(run, "impl", json_string(mpilab_multilane_impl_name(code)));
     json_object_set_new(run, "lanes", lanes ? json_integer(lanes) : json_null());
     json_object_set_new(run, "bytes", json_integer((json_int_t)bytes));
     json_object_set_new(run, "times", ts);
-    json_object_set_new(run, "mean", json_real(*mean));
+    json_object_set_new(run, "mean", json_real(mean));
     json_object_set_new(run, "min", json_real(lo_t));
     json_object_set_new(run, "wall_start", json_real(wall[0]));
     json_object_set_new(run, "wall_end", json_real(wall[1]));
@@ -178,11 +180,11 @@ static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
                  lanes, bytes);
         if (rc)
             return -1;
-        double mean = 0;
+        double median = 0;
         json_array_append_new(runs, run_json(x, md, op, list[i], bytes, times, wall, ph,
-                                             &mean));
+                                             &median));
         if (x->progress)
-            x->progress(x->progress_arg, op_names[op], impl, lanes, bytes, mean);
+            x->progress(x->progress_arg, op_names[op], impl, lanes, bytes, median);
     }
     return 0;
 }

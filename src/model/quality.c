@@ -67,3 +67,10 @@ int mpilab_quality_noisy_verdict(size_t converged, size_t total, const mpilab_qu
              over ? "fewer ranks per node, " : "fewer ranks, ");
     return 1;
 }
+
+int mpilab_quality_undetermined(double lo, double hi)
+{
+    if (!isfinite(lo) || !isfinite(hi))
+        return 0;
+    return lo <= 0.0 || hi > MPILAB_QUALITY_DECADE * lo * (1 + 1e-9); /* a decade exactly still holds */
+}

@@ -390,6 +390,19 @@ MPILAB_TEST(clock_uncertain)
     CHECK(mpilab_quality_clock_uncertain(1e-6, NAN, 0.025) == 1);      /* no figure to trust */
 }
 
+/* The tables' rule: an interval of a time or a rate reaching 0, or wider than a decade,
+ * determines nothing (the intervals an independent check found printed as numbers). */
+MPILAB_TEST(interval_undetermined)
+{
+    CHECK(mpilab_quality_undetermined(3.41e-6, 3.62e-6) == 0);
+    CHECK(mpilab_quality_undetermined(1e-6, 10e-6) == 0);           /* a decade exactly holds */
+    CHECK(mpilab_quality_undetermined(1.71e-9, 311707e-9) == 1);    /* "CI 1.71 .. 311707 ns" */
+    CHECK(mpilab_quality_undetermined(0.385e9, 404e9) == 1);        /* "0.385 .. 404 GB/s" */
+    CHECK(mpilab_quality_undetermined(0.0, 7398.9) == 1);           /* "0.000..7398936698.991 us" */
+    CHECK(mpilab_quality_undetermined(-1.31e-3, 8.13e-3) == 1);     /* below 0 */
+    CHECK(mpilab_quality_undetermined(NAN, 1.0) == 0);              /* no interval: "-" */
+}
+
 /* Long series (a million samples is what the stopping rule may collect): the bootstrap of a
  * median-based fit draws each replicate from the order statistics' distribution above a few
  * thousand samples. Its intervals must still cover: 5 sizes of 6000 samples with 5%

@@ -72,6 +72,119 @@ static void ring_teardown(mpilab_op_run_t *run)
     free(c);
 }
 
+/* Implementations of every collective that count their calls and call the native one; and
+ * ones that move nothing. The generic operations must call the entry's function: counted
+ * calls, and data the "idle" ones never moved refused. */
+enum { C_SCATTER, C_GATHER, C_BCAST, C_REDUCE, C_ALLREDUCE, C_ALLGATHER, C_ALLTOALL, C_BARRIER, C_N };
+static long counted_calls[C_N];
+static int count_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
+                         MPI_Comm comm)
+{
+    counted_calls[C_SCATTER]++;
+    return MPI_Scatter(s, sc, st, r, rc, rt, root, comm);
+}
+static int count_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
+                        MPI_Comm comm)
+{
+    counted_calls[C_GATHER]++;
+    return MPI_Gather(s, sc, st, r, rc, rt, root, comm);
+}
+static int count_bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    counted_calls[C_BCAST]++;
+    return MPI_Bcast(b, n, t, root, comm);
+}
+static int count_reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm)
+{
+    counted_calls[C_REDUCE]++;
+    return MPI_Reduce(s, r, n, t, op, root, comm);
+}
+static int count_allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    counted_calls[C_ALLREDUCE]++;
+    return MPI_Allreduce(s, r, n, t, op, comm);
+}
+static int count_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                           MPI_Comm comm)
+{
+    counted_calls[C_ALLGATHER]++;
+    return MPI_Allgather(s, sc, st, r, rc, rt, comm);
+}
+static int count_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                          MPI_Comm comm)
+{
+    counted_calls[C_ALLTOALL]++;
+    return MPI_Alltoall(s, sc, st, r, rc, rt, comm);
+}
+static int count_barrier(MPI_Comm comm)
+{
+    counted_calls[C_BARRIER]++;
+    return MPI_Barrier(comm);
+}
+static int idle_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
+                        MPI_Comm comm)
+{
+    (void)s, (void)sc, (void)st, (void)r, (void)rc, (void)rt, (void)root, (void)comm;
+    return MPI_SUCCESS;
+}
+static int idle_bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    (void)b, (void)n, (void)t, (void)root, (void)comm;
+    return MPI_SUCCESS;
+}
+static int idle_reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm)
+{
+    (void)s, (void)r, (void)n, (void)t, (void)op, (void)root, (void)comm;
+    return MPI_SUCCESS;
+}
+static int idle_allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    (void)s, (void)r, (void)n, (void)t, (void)op, (void)comm;
+    return MPI_SUCCESS;
+}
+static int idle_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    (void)s, (void)sc, (void)st, (void)r, (void)rc, (void)rt, (void)comm;
+    return MPI_SUCCESS;
+}
+
+MPILAB_TEST(every_collective_calls_the_entrys_implementation)
+{
+    const mpilab_op_t counted[] = {
+        MPILAB_COLL_ENTRY(scatter, "counted", count_scatter, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(gather, "counted", count_gather, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(bcast, "counted", count_bcast, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(reduce, "counted", count_reduce, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(allreduce, "counted", count_allreduce, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(allgather, "counted", count_allgather, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(alltoall, "counted", count_alltoall, 0, MPILAB_MODEL_NONE),
+        MPILAB_COLL_ENTRY(barrier, "counted", count_barrier, 0, MPILAB_MODEL_NONE)};
+    const mpilab_op_t idle[] = {MPILAB_COLL_ENTRY(scatter, "idle", idle_scatter, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(gather, "idle", idle_scatter, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(bcast, "idle", idle_bcast, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(reduce, "idle", idle_reduce, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(allreduce, "idle", idle_allreduce, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(allgather, "idle", idle_allgather, 0, MPILAB_MODEL_NONE),
+                                MPILAB_COLL_ENTRY(alltoall, "idle", idle_allgather, 0, MPILAB_MODEL_NONE)};
+    size_t ncoll = 0;
+    while (mpilab_coll_op_name(ncoll))
+        ncoll++;
+    REQUIRE(ncoll == C_N); /* a new collective needs its counting implementation here */
+    for (size_t k = 0; k < C_N; k++) {
+        REQUIRE(strcmp(counted[k].name, mpilab_coll_op_name(k)) == 0);
+        long before = counted_calls[k];
+        int rc = mpilab_ops_check(&counted[k], 1000, kit_size - 1, MPI_COMM_WORLD);
+        if (rc != 0)
+            FAIL("%s:counted: %s", counted[k].name, rc > 0 ? "wrong data" : "failed");
+        if (counted_calls[k] == before)
+            FAIL("%s: the entry's implementation was never called on rank %d", counted[k].name, kit_rank);
+    }
+    /* every rank holds a part of the result only with two ranks or more */
+    for (size_t k = 0; kit_size > 1 && k < sizeof idle / sizeof idle[0]; k++)
+        if (mpilab_ops_check(&idle[k], 1000, 0, MPI_COMM_WORLD) != 1)
+            FAIL("%s:idle moved nothing, yet its data was not refused", idle[k].name);
+}
+
 MPILAB_TEST(table_passes_the_checks_and_holds_collectives)
 {
     /* properties of the table, not names */

@@ -170,6 +170,40 @@ MPILAB_TEST(exact_only_on_one_clock)
     CHECKF(rc == MPI_ERR_ARG, "exact accepted with an injected clock on rank %d: %d", kit_size - 1, rc);
 }
 
+/* An imprecise synchronisation is repeated within the budget of the repeats, however long
+ * its first attempt took: injected clocks on every rank, a first attempt whose drift window
+ * alone (1.2 s) outlasts the 1 s budget (the default 0.8 s window plus a loaded machine's
+ * probing did; every sync then stopped after 1 attempt, imprecise ones too), and a target no
+ * synchronisation reaches (1 fs), so the first attempt is never precise. It must be repeated
+ * (the next attempts improve some rank or end the repetition: at least 2 attempts), stay
+ * within MPILAB_SYNC_ATTEMPTS, say it is not precise, and every rank take the same decision
+ * (methods_remove_the_injection checks the models against the injection). */
+MPILAB_TEST(imprecise_sync_repeats_within_the_budget)
+{
+    mpilab_inject_plan_t plan;
+    test_plan(&plan);
+    mpilab_clock_inject_t inj;
+    mpilab_inject_plan_rank(&plan, kit_rank, &inj);
+    if (kit_rank == 0)
+        inj.offset = inj.drift = 0.0; /* the reference clock */
+    mpilab_clock_inject_set(&inj);
+    const mpilab_sync_opts_t o = {1.2, 1e-15, 1.0};
+    mpilab_clocksync_t cs;
+    int rc = mpilab_clocksync_run_opts(MPI_COMM_WORLD, MPILAB_SYNC_SKAMPI, &o, &cs);
+    REQUIRE(rc == MPI_SUCCESS);
+    CHECKF(cs.attempts >= 2 && cs.attempts <= MPILAB_SYNC_ATTEMPTS,
+           "%d attempts (first %.3f s, all %.3f s): an imprecise sync was not repeated", cs.attempts,
+           cs.first_duration, cs.duration);
+    CHECK(!cs.precise && cs.first_duration >= 1.2 && cs.duration > cs.first_duration);
+    /* every rank holds the same decision: the same count of attempts */
+    int lo = cs.attempts, hi = cs.attempts;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECKF(lo == hi, "ranks disagree on the attempts: %d .. %d", lo, hi);
+    mpilab_clocksync_free(&cs);
+    mpilab_clock_inject_set(NULL);
+}
+
 MPILAB_TEST(injection_restored)
 {
     /* the timer is MPI_Wtime again */

@@ -16,7 +16,7 @@ plugin() { # NAME SOURCE: build $tmp/NAME.so from SOURCE as the recipe says
 }
 
 # ---- the two recipes: listed, measured, data checked ----
-for recipe in pingpong:sendrecv_replace:2 scatter:flat_isend:3; do
+for recipe in pingpong:sendrecv_replace:2 scatter:flat_isend:3 bcast:ring:4; do
     IFS=: read -r name impl np <<<"$recipe"
     cp "$src/tests/mpi/recipe_$name.c" "$tmp/mine.c"
     if ! plugin "$name" "$tmp/mine.c"; then bad "$name: the recipe's file does not compile"; continue; fi
@@ -26,7 +26,7 @@ _, path, name, impl, so = sys.argv
 e = [x for x in json.load(open(path))["entries"] if (x["name"], x["impl"]) == (name, impl)]
 assert len(e) == 1 and e[0]["origin"] == so, e
 PY
-    timeout 200 "$launch" -q "$np" "$bench" --entries "$tmp/$name.so" --ops "$name:$impl" --sizes 1,4K \
+    MPILAB_RECIPE_CALLS="$tmp/$name.calls" timeout 200 "$launch" -q "$np" "$bench" --entries "$tmp/$name.so" --ops "$name:$impl" --sizes 1,4K \
         --max-reps 5 --no-fit --quiet --out "$tmp/$name.json" >/dev/null 2>"$tmp/$name.err" &&
     python3 - "$tmp/$name.json" "$impl" <<'PY' && ok "$name:$impl measured, data checked" || { bad "$name:$impl measured"; cat "$tmp/$name.err"; }
 import json, sys
@@ -34,6 +34,18 @@ ms = [m for m in json.load(open(sys.argv[1]))["measurements"] if m["impl"] == sy
 assert len(ms) == 2 and all(m["data_ok"] and m["stats"]["reps"] >= 2 for m in ms), ms
 PY
 done
+# the ring bcast's own count of its calls (recipe_bcast.c): every process ran it at least once
+# per repetition of every measurement labelled with it
+python3 - "$tmp/bcast.json" ring 4 "$tmp"/bcast.calls.* <<'PY' && ok "bcast:ring: the measured function is the plugin's" || bad "bcast:ring: the plugin's function did not run for its measurements"
+import json, sys
+path, impl, np, files = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+ms = [m for m in json.load(open(path))["measurements"] if m["op"] == "bcast"]
+assert ms and all(m["impl"] == impl for m in ms), [(m["op"], m["impl"]) for m in ms]
+reps = sum(m["stats"]["reps"] for m in ms)
+calls = [int(open(f).read()) for f in files if not f.endswith("*")]
+assert len(calls) == np and min(calls) >= reps, (calls, reps)
+print(f"calls per process {calls}, repetitions measured {reps}")
+PY
 
 # ---- mistakes on purpose: one line naming the entry, exit non-zero, at --list already ----
 refused() { # NAME WHAT-THE-LINE-SAYS SED-EXPRESSION (applied to the pingpong recipe)

@@ -19,7 +19,7 @@ from mpilab.multilane.doc import (
     wan_phase_use,
     wan_rates,
 )
-from mpilab.report import figs, tables
+from mpilab.report import figs, tables, units, values
 from mpilab.report.figs import Curve, Figure, Point
 from mpilab.report.render import FigureSink, Section, page
 from mpilab.report.tables import Cell, Table
@@ -201,16 +201,21 @@ def model_table(d: Doc) -> Table | None:
         for op in ("scatter", "gather"):
             c = cal.get(op)
             if isinstance(c, dict) and isinstance(c.get("ci95"), list):
-                # a raw estimate below 0 is impossible: shown as its clamp and the flag
+                # a raw estimate below 0 is impossible: shown as its clamp and the flag; the
+                # interval by the reports' one rule (units.fmt_ci: "undetermined" when it
+                # reaches 0 or spans more than a decade, with its flag)
                 fl = [f for f in c.get("flags") or [] if isinstance(f, str)]
+                ci = c["ci95"] + [None, None]
+                lo, hi = (values.num(ci[0]), values.num(ci[1]))
+                fl += [f for f in units.flags_for(values.num(c.get("alpha_used")), lo, hi, "s")
+                       if f not in fl]
                 rows.append([Cell(f"alpha ({op}; calibrated at "
                                   f"{fmt_bytes(int(cal.get('bytes', 0)))}, P = "
                                   f"{cal.get('lanes')}, {cal.get('reps')} runs)"),
                              Cell(f"{fmt_time(c.get('alpha_used'))}"
                                   + (f" ({', '.join(fl)}: the fit gave a value below 0)"
                                      if "clamped" in fl else
-                                     f" (95% CI {fmt_time(c['ci95'][0])} .. "
-                                     f"{fmt_time(c['ci95'][1])})"), flags=fl)])
+                                     f" (95% CI {units.fmt_ci(lo, hi, 's')})"), flags=fl)])
     return Table(["quantity", "measured"], rows, caption="Model inputs", collapse=False)
 
 
@@ -249,7 +254,7 @@ def _runs_table(d: Doc) -> Table:
     return Table(["op", "impl", "P", "M", "median", "mean", "min", "max", "paper model",
                   "error", "schedule model", "error"], rows,
                  caption="Every run: the median of the repetitions is the figure (the "
-                         "mpilab-multilane progress lines print the mean, here beside it); "
+                         "mpilab-multilane progress lines print it too; the mean beside it); "
                          "errors against the median", table_id="ml-runs")
 
 

@@ -248,7 +248,7 @@ def _pcells(p: Param, unit: str, scale: float = 1.0) -> list[Cell]:
     fl = list(p.flags)
     c = tables.value(s(p.value), unit, fl)
     if "clamped" in fl and p.raw is not None:
-        c.title = f"clamped: the fit gave {units.fmt_value(s(p.raw), unit)}, shown as 0"
+        c.title = "clamped: the fit fell below 0 (impossible), shown as 0"
     return [c, tables.interval(s(p.lo), s(p.hi), unit)]
 
 
@@ -273,7 +273,7 @@ def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, flo
                      *_pcells(C, "s"),
                      Cell("-" if t.value is None else f"{t.value * 1e9:.4g} ns/B",
                           sort=t.value, num=True, flags=list(t.flags),
-                          title=(f"clamped: the fit gave {t.raw * 1e9:.4g} ns/B, shown as 0"
+                          title=("clamped: the fit fell below 0 (impossible), shown as 0"
                                  if "clamped" in t.flags and t.raw is not None else None)),
                      Cell(units.fmt_ci(None if t.lo is None else t.lo * 1e9,
                                        None if t.hi is None else t.hi * 1e9, "ns/B")

@@ -301,12 +301,19 @@ FLAG_MEANINGS = (
     (quality.CLOCK_UNCERTAIN, "global timing on a clock sync less precise than asked"),
     (quality.LAUNCHES_DISAGREE, "some launch's own interval missed the figure"),
     (quality.ISOLATION_DIFFERS, "isolated and back-to-back intervals apart"),
+    (quality.GLOBAL_DIFFERS, "max or root timing outside global timing's interval: it missed "
+                             "a latency between ranks (docs/bench.md, \"Which timing to "
+                             "trust\")"),
     (quality.CLAMPED, "a model parameter fitted below 0 (impossible), shown as its clamp 0"),
     (quality.CI_EDGE, "a model parameter at an end of its own interval (the interval was "
                       "stretched to hold it: not a range a repeat would land in)"),
     (quality.NO_CI, "no interval could be computed"),
     (quality.CI_WIDE, "interval wider than the asked precision"),
-    ("negative", "a value below zero"),
+    ("negative", "a time, rate or size below zero (impossible): shown as "
+                 f"\"{units.IMPOSSIBLE}\", never as a value"),
+    (units.FLAG_UNDETERMINED, f"interval wider than a decade (hi/lo > {units.DECADE:g}) or "
+                              f"reaching 0 for a time or a rate: shown as "
+                              f"\"{units.UNDETERMINED}\""),
 )
 
 

@@ -69,6 +69,8 @@ class Table:
             for c in cells:
                 if c.unit is None:
                     continue
+                if units.impossible(c.value, unit) or units.undetermined(c.lo, c.hi, unit):
+                    continue  # the rule's text stays (units.IMPOSSIBLE, units.UNDETERMINED)
                 if _ok(c.value):
                     c.text = f"{units.sig3(c.value / scale)} {name}"  # type: ignore[operator]
                 elif _ok(c.lo) and _ok(c.hi):
@@ -90,7 +92,7 @@ def value(v: float | None, unit: str, flags: Iterable[str] = ()) -> Cell:
     fl = list(flags)
     ok = v is not None and not isinstance(v, bool) and math.isfinite(v)
     if ok and v < 0 and "negative" not in fl:  # type: ignore[operator]
-        fl.append("negative")
+        fl.append("negative")  # shown as units.IMPOSSIBLE for a time, rate or size
     return Cell(units.fmt_value(v, unit), sort=v if ok else None, num=True, flags=fl,
                 unit=unit, value=v if ok else None)
 
@@ -113,7 +115,10 @@ def param(v: float | None, unit: str, flags: Iterable[str] = ()) -> Cell:
 
 
 def interval(lo: float | None, hi: float | None, unit: str) -> Cell:
-    c = Cell(units.fmt_ci(lo, hi, unit), num=True, unit=unit, lo=lo, hi=hi)
+    """An interval; one wider than a decade (or reaching 0 for a time or a rate) reads
+    "undetermined" with the flag ci_undetermined (units.undetermined)."""
+    c = Cell(units.fmt_ci(lo, hi, unit), num=True, unit=unit, lo=lo, hi=hi,
+             flags=[units.FLAG_UNDETERMINED] if units.undetermined(lo, hi, unit) else [])
     c.sort = lo if lo is not None and math.isfinite(lo) else None
     return c
 

@@ -12,6 +12,19 @@ import math
 
 DASH = "-"
 
+# The rule for every value a person reads (docs/report.md, "Values that cannot be right"):
+# a quantity that cannot be below 0 (a time, a rate, a size) is never shown as a negative
+# value, and an interval that says nothing about where a repeat would land, wider than a
+# decade (hi / lo > 10) or, for a quantity that must be positive (a time, a rate), reaching
+# 0 or below, is shown as UNDETERMINED. Callers put the flag beside it (flags_for).
+NONNEG_UNITS = frozenset({"s", "B/s", "B", "ns/B"})
+POSITIVE_UNITS = frozenset({"s", "B/s", "ns/B"})
+DECADE = 10.0
+UNDETERMINED = "undetermined"
+IMPOSSIBLE = "impossible (< 0)"
+FLAG_NEGATIVE = "negative"
+FLAG_UNDETERMINED = "ci_undetermined"
+
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
 
 
@@ -35,6 +48,33 @@ def _sig3(x: float) -> str:
     return s
 
 
+def impossible(v: float | None, unit: str) -> bool:
+    """A value below 0 of a quantity that cannot be negative."""
+    return _finite(v) and unit in NONNEG_UNITS and v < 0  # type: ignore[operator]
+
+
+def undetermined(lo: float | None, hi: float | None, unit: str) -> bool:
+    """An interval wider than a decade (hi / lo > DECADE), or reaching 0 or below for a
+    quantity that must be positive: it does not determine the value."""
+    if not (_finite(lo) and _finite(hi)):
+        return False
+    assert lo is not None and hi is not None
+    if lo <= 0:
+        return unit in POSITIVE_UNITS
+    return hi > DECADE * lo * (1 + 1e-9)  # a decade exactly (up to rounding) still holds
+
+
+def flags_for(v: float | None, lo: float | None, hi: float | None, unit: str) -> list[str]:
+    """The flags the rule puts beside a value and its interval: FLAG_NEGATIVE for an
+    impossible value, FLAG_UNDETERMINED for an interval that determines nothing."""
+    out = []
+    if impossible(v, unit):
+        out.append(FLAG_NEGATIVE)
+    if undetermined(lo, hi, unit):
+        out.append(FLAG_UNDETERMINED)
+    return out
+
+
 def sig3(x: float) -> str:
     """Three significant digits (see _sig3): a value in a unit chosen by the caller."""
     return _sig3(x)
@@ -50,11 +90,13 @@ def time_unit(seconds: float) -> tuple[float, str]:
 
 
 def fmt_time(seconds: float | None) -> str:
-    """3.52e-6 -> "3.52 us"; 0 -> "0 s"; None/nan -> "-". Negative values keep their sign
-    (the caller flags them)."""
+    """3.52e-6 -> "3.52 us"; 0 -> "0 s"; None/nan -> "-"; below 0 IMPOSSIBLE (a duration
+    cannot be negative: the caller flags it)."""
     if not _finite(seconds):
         return DASH
     assert seconds is not None
+    if seconds < 0:
+        return IMPOSSIBLE
     if seconds == 0:
         return "0 s"
     scale, name = time_unit(seconds)
@@ -62,10 +104,13 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_rate(bytes_per_s: float | None) -> str:
-    """Bytes per second in decimal MB/s (GB/s from 10 GB/s, kB/s below 1 MB/s)."""
+    """Bytes per second in decimal MB/s (GB/s from 10 GB/s, kB/s below 1 MB/s); below 0
+    IMPOSSIBLE."""
     if not _finite(bytes_per_s):
         return DASH
     assert bytes_per_s is not None
+    if bytes_per_s < 0:
+        return IMPOSSIBLE
     a = abs(bytes_per_s)
     if a >= 1e10:
         return f"{_sig3(bytes_per_s / 1e9)} GB/s"
@@ -131,7 +176,10 @@ _BY_UNIT = {"s": fmt_time, "B/s": fmt_rate, "B": fmt_bytes, "fraction": fmt_perc
 
 def fmt_value(v: float | None, unit: str) -> str:
     """Dispatch on the unit name ("s", "B/s", "B", "fraction", "ranks", ""); an unknown unit
-    is appended to the plain number."""
+    is appended to the plain number. A negative time, rate or size is IMPOSSIBLE, never a
+    value."""
+    if impossible(v, unit):
+        return IMPOSSIBLE
     f = _BY_UNIT.get(unit)
     if f is not None:
         return f(v)
@@ -141,9 +189,12 @@ def fmt_value(v: float | None, unit: str) -> str:
 
 def fmt_ci(lo: float | None, hi: float | None, unit: str) -> str:
     """An interval in the unit of its value: "3.41 .. 3.62 us" shares the unit when both
-    ends have the same one."""
+    ends have the same one; UNDETERMINED when it is wider than a decade or reaches 0 for a
+    positive quantity (undetermined())."""
     if not (_finite(lo) and _finite(hi)):
         return DASH
+    if undetermined(lo, hi, unit):
+        return UNDETERMINED
     a, b = fmt_value(lo, unit), fmt_value(hi, unit)
     ua, ub = a.rpartition(" ")[2], b.rpartition(" ")[2]
     if " " in a and ua == ub:

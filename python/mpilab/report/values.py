@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 from mpilab import quality
+from mpilab.report import units
 from mpilab.report.figs import Point
 from mpilab.report.signif import Estimate
 from mpilab.results_model import Measurement, Results
@@ -34,13 +35,17 @@ def num(v: object) -> float | None:
 
 def flags(m: Measurement) -> list[str]:
     """The measurement's flags (the file's, completed from its statistics) plus "negative"
-    when the reported time is below zero and "no_ci" when it carries no interval."""
+    when the reported time is below zero, "no_ci" when it carries no interval and
+    "ci_undetermined" when its interval determines nothing (units.undetermined: a rate
+    computed from the time has the same ratio of ends)."""
     fl = quality.measurement_flags(m.raw)
     e = time_estimate(m)
     if e.value is not None and e.value < 0 and "negative" not in fl:
         fl.append("negative")
     if e.value is not None and not e.has_ci:
         fl.append("no_ci")
+    if e.value is not None and units.undetermined(e.lo, e.hi, "s"):
+        fl.append(units.FLAG_UNDETERMINED)
     return fl
 
 

@@ -666,6 +666,23 @@ def hosts_of(data: bytes, where: str = "platform") -> list[str]:
     return hosts
 
 
+def configs_of(data: bytes, where: str = "platform") -> dict[str, str]:
+    """The <config> properties of a platform document (<prop id="KEY" value="V"/> inside
+    every <config>), later ones overriding earlier ones. MpilabError (one line) for XML that
+    is not a platform."""
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise MpilabError(f"{where}: not XML: {e}") from None
+    out: dict[str, str] = {}
+    for cfg in root.iter("config"):
+        for prop in cfg.iter("prop"):
+            key, value = prop.get("id"), prop.get("value")
+            if key and value is not None:
+                out[key] = value
+    return out
+
+
 def file_sha256(path: str) -> str:
     """sha256 of a platform file as written (what provenance records)."""
     return hashlib.sha256(read_regular(path, "platform file", 1 << 30)).hexdigest()

@@ -48,6 +48,76 @@ SMPI_CONFIG = ["--cfg=smpi/simulate-computation:no", "--cfg=smpi/async-small-thr
                "--cfg=smpi/allgather:bruck",
                "--log=root.thres:warning", "--log=smpi_kernel.thres:error"]
 MAX_PLATFORM = 1 << 30
+
+# What decides a simulated message's time besides the platform's links, with SimGrid 3.32's
+# values when neither the platform's <config> nor a --cfg option sets them: smpirun sets the
+# SMPI network model, whose piecewise factors (by message size, "size:factor;...") were
+# calibrated on a real TCP cluster (a 0-byte latency x2.01, a 64 KiB+ rate x0.94), and
+# flows in the other direction share a link (cross traffic) unless it is turned off.
+SIMGRID_NETWORK_DEFAULTS = {
+    "network/model": "SMPI",
+    "smpi/bw-factor": "65472:0.940694;15424:0.697866;9376:0.58729;5776:1.08739;3484:0.77493;"
+                      "1426:0.608902;732:0.341987;257:0.338112;0:0.812084",
+    "smpi/lat-factor": "65472:11.6436;15424:3.48845;9376:2.59299;5776:2.18796;3484:1.88101;"
+                       "1426:1.61075;732:1.9503;257:1.95341;0:2.01467",
+    "network/crosstraffic": "1",
+}
+FACTOR_KEYS = ("smpi/bw-factor", "smpi/lat-factor")
+FLAG_CALIBRATED = "calibrated_factors"  # the SMPI model ran with factors other than 1
+FLAG_CROSSTRAFFIC = "crosstraffic"      # reverse flows share links: fits are not exact
+
+
+def _factor_identity(value: str) -> bool:
+    """A piecewise factor "size:factor;..." that is 1 at every size."""
+    try:
+        return all(float(part.split(":", 1)[1]) == 1.0 for part in value.split(";") if part)
+    except (IndexError, ValueError):
+        return False
+
+
+def network_in_effect(platform_cfg: dict[str, str], options: list[str]) -> dict[str, Any]:
+    """The network model and factors a simulated run has: SimGrid's defaults, then the
+    platform's <config>, then the --cfg options (which SimGrid lets override the platform),
+    each with where its value came from, and the flags: FLAG_CALIBRATED when the SMPI model
+    runs with correction factors other than 1 (fits then describe SimGrid's calibration, not
+    the platform's links), FLAG_CROSSTRAFFIC when cross traffic is on."""
+    cmdline: dict[str, str] = {}
+    for o in options:
+        if o.startswith("--cfg=") and ":" in o[6:]:
+            key, value = o[6:].split(":", 1)
+            cmdline[key] = value
+    values: dict[str, str] = {}
+    source: dict[str, str] = {}
+    for key, default in SIMGRID_NETWORK_DEFAULTS.items():
+        values[key], source[key] = default, ("smpirun" if key == "network/model"
+                                             else "SimGrid default")
+        if key in platform_cfg:
+            values[key], source[key] = platform_cfg[key], "platform <config>"
+        if key in cmdline:
+            values[key], source[key] = cmdline[key], "--cfg"
+    flags = []
+    if values["network/model"] == "SMPI" and not all(_factor_identity(values[k])
+                                                      for k in FACTOR_KEYS):
+        flags.append(FLAG_CALIBRATED)
+    if values["network/crosstraffic"].lower() not in ("0", "no", "false", "off"):
+        flags.append(FLAG_CROSSTRAFFIC)
+    return {"model": values["network/model"],
+            "factors": {k: values[k] for k in (*FACTOR_KEYS, "network/crosstraffic")},
+            "source": source, "flags": flags}
+
+
+def calibrated_warning(info: dict[str, Any]) -> str | None:
+    """One line for stderr when a simulated run fitted its models on SimGrid's calibrated
+    factors (provenance.simulated.network.flags), else None."""
+    net = info.get("network") if isinstance(info.get("network"), dict) else {}
+    if FLAG_CALIBRATED not in (net.get("flags") or []):
+        return None
+    return (f"mpilab: warning: --sim {info.get('platform')}: the fit ran on SimGrid's "
+            "calibrated SMPI factors (smpi/bw-factor, smpi/lat-factor not 1: a 0-byte latency "
+            "about x2, a large message's rate x0.94), so its parameters are SimGrid's TCP "
+            "calibration, not the platform's links; write the platform with `mpilab sim "
+            "platform ... --factors exact` or add its <config> (docs/sim.md, \"Your own "
+            "platform\") [calibrated_factors]")
 # what smpirun -quiet still prints on standard output when the program fails
 _SMPIRUN_FAILED = re.compile(r"^Execution failed with code \d+\.\n?$")
 
@@ -160,6 +230,8 @@ def job(program: str, args: list[str], np: int | None, platform_path: str,
             "platform_sha256": hashlib.sha256(data).hexdigest(),
             "hosts": len(hosts), "ranks": n, "ranks_per_host": ppn,
             "smpi_config": [*SMPI_CONFIG, *extra],
+            "network": network_in_effect(plat.configs_of(data, platform_path),
+                                         [*SMPI_CONFIG, *extra]),
             "program": exe}
     return SimJob(cmd, hostfile, n, info)
 
@@ -176,15 +248,27 @@ def annotate(results_file: str, info: dict[str, Any]) -> None:
         raise MpilabError(f"{results_file}: not a results document")
     doc["provenance"]["simulated"] = info
     atomic_write_text(results_file, json.dumps(doc, indent=1) + "\n")
+    # a fit on calibrated factors: the file says so (network.flags) and so does stderr
+    if doc.get("models"):
+        line = calibrated_warning(info)
+        if line:
+            sys.stderr.write(line + "\n")
 
 
 def describe(info: dict[str, Any]) -> str:
     """One sentence for the top of a report: what simulated the times, on which platform."""
     sha = str(info.get("platform_sha256") or "")[:12]
+    net = info.get("network") if isinstance(info.get("network"), dict) else {}
+    flags = [f for f in net.get("flags") or [] if isinstance(f, str)]
+    says = {FLAG_CALIBRATED: "SimGrid's calibrated SMPI correction factors in effect (times "
+                             "are not the platform's links' own)",
+            FLAG_CROSSTRAFFIC: "cross traffic on (flows in the other direction share a link)"}
+    extra = "".join(f" {says.get(f, f)} [{f}]." for f in flags)
+    model = f" Network model {net.get('model')}." if net.get("model") else ""
     return (f"SIMULATED: every time here is {info.get('engine', 'SimGrid SMPI')}'s "
             f"({info.get('version', '')}), {info.get('ranks')} ranks on the platform "
             f"{info.get('platform')} (sha256 {sha}..., {info.get('hosts')} hosts), not a "
-            "measurement on hardware.")
+            f"measurement on hardware.{model}{extra}")
 
 
 def check_sim(sim: str | None, **refused: Any) -> None:

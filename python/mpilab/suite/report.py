@@ -250,14 +250,43 @@ class Criterion:
     verdict: str
 
 
-def _best(runs: list[Run], value: Callable[[Run], tuple[Estimate, str] | None], lowest: bool,
+# what a criterion shows for one run: its estimate, and "VALUE at WHERE" as (number, unit)
+# pairs; _best writes each position of every run in one unit (axis_scale over the runs), so
+# one column never mixes MB/s with GB/s or us with ms
+Shown = tuple[Estimate, list[tuple[float | None, str]]]
+
+
+def _texts(shown: dict[str, list[tuple[float | None, str]]]) -> dict[str, str]:
+    """"VALUE at WHERE" per run, each position in one unit over all the runs."""
+    names = list(shown)
+    width = max((len(p) for p in shown.values()), default=0)
+    cols: list[dict[str, str]] = []
+    for k in range(width):
+        cells = {n: shown[n][k] for n in names if k < len(shown[n])}
+        unit_set = {u for _, u in cells.values()}
+        unit = next(iter(unit_set)) if len(unit_set) == 1 else None
+        out = {}
+        if unit in ("s", "B/s"):
+            scale, label = units.axis_scale([v for v, _ in cells.values() if v is not None],
+                                            unit)
+        for n, (v, u) in cells.items():
+            if unit in ("s", "B/s") and v is not None and not units.impossible(v, u):
+                out[n] = f"{units.sig3(v / scale)} {label}"
+            else:
+                out[n] = units.fmt_value(v, u)
+        cols.append(out)
+    return {n: " at ".join(c[n] for c in cols if n in c) for n in names}
+
+
+def _best(runs: list[Run], value: Callable[[Run], Shown | None], lowest: bool,
           title: str) -> Criterion:
-    cands, texts = [], {}
+    cands, shown = [], {}
     for r in runs:
         v = value(r)
         if v is not None:
             cands.append((r.name, v[0]))
-            texts[r.name] = v[1]
+            shown[r.name] = v[1]
+    texts = _texts(shown)
     best, second, verdict = signif.winner(cands, lowest)
     order = sorted(cands, key=lambda ne: (ne[1].value if lowest else -ne[1].value))  # type: ignore
     alls = [f"{n}: {texts[n]}" for n, _ in order]
@@ -273,34 +302,34 @@ def _best(runs: list[Run], value: Callable[[Run], tuple[Estimate, str] | None], 
     return Criterion(title, None, best, texts[best], alls, why)
 
 
-def small_latency(r: Run) -> tuple[Estimate, str] | None:
+def small_latency(r: Run) -> Shown | None:
     ms = [m for m in r.ms("pingpong", 2) if derived(m, "latency_s") is not None]
     if not ms:
         return None
     e = values.derived_estimate(ms[0], "latency_s")
-    return e, f"{units.fmt_time(e.value)} at {units.fmt_bytes(ms[0].bytes)}"
+    return e, [(e.value, "s"), (float(ms[0].bytes), "B")]
 
 
-def large_bandwidth(r: Run) -> tuple[Estimate, str] | None:
+def large_bandwidth(r: Run) -> Shown | None:
     """Ping-pong bandwidth at the largest message size measured (small messages can beat
     a shaper's rate inside its burst allowance, so the maximum over sizes would mislead)."""
     ms = [m for m in r.ms("pingpong", 2) if derived(m, "bandwidth_Bps") is not None]
     if not ms:
         return None
     e = values.derived_estimate(ms[-1], "bandwidth_Bps")
-    return e, f"{units.fmt_rate(e.value)} at {units.fmt_bytes(ms[-1].bytes)}"
+    return e, [(e.value, "B/s"), (float(ms[-1].bytes), "B")]
 
 
-def msg_rate(r: Run) -> tuple[Estimate, str] | None:
-    best: tuple[Estimate, str] | None = None
+def msg_rate(r: Run) -> Shown | None:
+    best: Shown | None = None
     for m in r.ms("stream"):
         e = values.derived_estimate(m, "msg_rate")
         if e.value is not None and (best is None or e.value > best[0].value):  # type: ignore
-            best = (e, f"{units.fmt_plain(e.value)} msg/s at {units.fmt_bytes(m.bytes)}")
+            best = (e, [(e.value, "msg/s"), (float(m.bytes), "B")])
     return best
 
 
-def cpu_left(r: Run) -> tuple[float, str] | None:
+def cpu_left(r: Run) -> tuple[float, list[tuple[float | None, str]]] | None:
     """Most CPU left while still moving data: the highest availability (the lower of the
     pair's two ranks) among the COMB points that reach at least half of this transport's
     best COMB bandwidth."""
@@ -310,10 +339,10 @@ def cpu_left(r: Run) -> tuple[float, str] | None:
         return None
     top = max(b for _, b in pts2)
     a, b = max((a, b) for a, b in pts2 if b >= 0.5 * top)
-    return a, f"{units.fmt_percent(a)} at {units.fmt_rate(b)}"
+    return a, [(a, "fraction"), (b, "B/s")]
 
 
-def _cpu_est(r: Run) -> tuple[Estimate, str] | None:
+def _cpu_est(r: Run) -> Shown | None:
     v = cpu_left(r)
     return None if v is None else (Estimate(v[0]), v[1])
 
