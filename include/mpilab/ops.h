@@ -32,6 +32,19 @@ typedef enum mpilab_op_model {
     MPILAB_MODEL_GATHER_BINOMIAL
 } mpilab_op_model_t;
 
+/* What the time of one run of an entry is: the quantity its table row names, and how the table
+ * shows it. Every entry declares it (mpilab_op_t.figure); the results carry its name. */
+typedef enum mpilab_op_figure {
+    MPILAB_FIGURE_CALL = 0,   /* one call of a collective operation (the default) */
+    MPILAB_FIGURE_ROUND_TRIP, /* a message there and the reply back: shown one-way, the round
+                               * trip / 2, as IMB and OSU print a ping-pong */
+    MPILAB_FIGURE_EXCHANGE,   /* every rank taking part sends and receives at once: one exchange */
+    MPILAB_FIGURE_BATCH,      /* a batch of messages (a streaming window, a COMB run): the
+                               * results derive the message rate and bandwidth from it */
+    MPILAB_FIGURE_OVERLAP     /* a non-blocking operation and computation around it, together */
+} mpilab_op_figure_t;
+#define MPILAB_FIGURE_LAST MPILAB_FIGURE_OVERLAP
+
 /* Derived quantities of one measurement, by key: what an entry's derive sets, for the keys
  * it declares (mpilab_op_t.derived); the results carry them in declaration order. */
 #define MPILAB_DERIVED_MAX 16
@@ -113,6 +126,9 @@ struct mpilab_op {
     mpilab_op_fn fn;
     size_t param;
     const void *data;
+    /* What one run's time is (MPILAB_FIGURE_*): the table names it under itself and shows
+     * round trips one-way; the results carry it as "figure". */
+    mpilab_op_figure_t figure;
 };
 
 /* A list of entries a file defines: MPILAB_ENTRIES(tag, {...}, {...}) defines
@@ -202,6 +218,14 @@ void mpilab_ops_clear_registered(void);
 
 /* The model pattern's name in the entry list ("scatter_linear", "fit", ...; NULL for none). */
 const char *mpilab_op_model_name(mpilab_op_model_t m);
+
+/* The figure's name in the results and the entry list ("call", "round_trip", "exchange",
+ * "batch", "overlap"; NULL for a value out of range). */
+const char *mpilab_op_figure_name(mpilab_op_figure_t f);
+/* What the table says the figure is, one line without a newline (NULL out of range). */
+const char *mpilab_op_figure_text(mpilab_op_figure_t f);
+/* What the table multiplies the figure by: 0.5 for a round trip (shown one-way), else 1. */
+double mpilab_op_figure_scale(mpilab_op_figure_t f);
 
 /* The comma list of timing methods an entry accepts ("max,root,global[,opspec]" or "p2p"). */
 const char *mpilab_op_timings(const mpilab_op_t *op);

@@ -10,6 +10,7 @@
  * The side that times a phase decides when it stops (Student-t rule of mpilab_stats):
  * i ends its phases with an empty TAG_STOP message, j with a zero flag in its ack. */
 #include "mpilab/loggp.h"
+#include "payload.h"
 
 #include <limits.h>
 #include <math.h>
@@ -354,8 +355,8 @@ int mpilab_loggp_measure(MPI_Comm comm_in, const size_t *sizes, size_t nsizes,
     size_t npairs = (size_t)n * (size_t)(n - 1) / 2;
     size_t maxb = sizes[nsizes - 1];
     ctx_t c = {.comm = comm, .me = me, .o = o};
-    c.buf = calloc(maxb ? maxb : 1, 1);
-    c.buf2 = calloc(maxb ? maxb : 1, 1);
+    c.buf = mpilab_payload_alloc(maxb);
+    c.buf2 = mpilab_payload_alloc(maxb);
     mpilab_pair_t *pairs = calloc(npairs, sizeof *pairs);
     size_t *starts = calloc((size_t)n + 2, sizeof *starts);
     int ok = c.buf && c.buf2 && pairs && starts;
@@ -418,8 +419,8 @@ int mpilab_loggp_measure(MPI_Comm comm_in, const size_t *sizes, size_t nsizes,
             }
         }
 done:
-    free(c.buf);
-    free(c.buf2);
+    mpilab_payload_free(c.buf);
+    mpilab_payload_free(c.buf2);
     free(pairs);
     free(starts);
     MPI_Comm_free(&comm);
@@ -555,8 +556,8 @@ int mpilab_loggp_measure_pairs(MPI_Comm comm_in, const mpilab_pair_t *pairs, siz
         return rc;
     size_t maxb = sizes[nsizes - 1];
     ctx_t c = {.comm = comm, .me = me, .o = o};
-    c.buf = calloc(maxb ? maxb : 1, 1);
-    c.buf2 = calloc(maxb ? maxb : 1, 1);
+    c.buf = mpilab_payload_alloc(maxb);
+    c.buf2 = mpilab_payload_alloc(maxb);
     mpilab_loggp_pair_result_t mine = {0}; /* the pair this rank is in, one round at a time */
     int ok = c.buf && c.buf2 && alloc_result(&mine, 0, 1, sizes, nsizes, o->prec.max_reps) == 0, all = 0, bad = 0;
     for (size_t k = 0; me == 0 && k < npairs; k++)
@@ -610,8 +611,8 @@ int mpilab_loggp_measure_pairs(MPI_Comm comm_in, const mpilab_pair_t *pairs, siz
     MPI_Allreduce(&good, &allgood, 1, MPI_INT, MPI_LAND, comm);
     if (rc == MPI_SUCCESS && !allgood)
         rc = all ? MPI_ERR_OTHER : MPI_ERR_NO_MEM;
-    free(c.buf);
-    free(c.buf2);
+    mpilab_payload_free(c.buf);
+    mpilab_payload_free(c.buf2);
     mpilab_loggp_pair_result_free(&mine);
     MPI_Comm_free(&comm);
     if (rc != MPI_SUCCESS && me == 0)

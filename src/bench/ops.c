@@ -43,6 +43,37 @@ const char *mpilab_op_model_name(mpilab_op_model_t m)
     }
 }
 
+const char *mpilab_op_figure_name(mpilab_op_figure_t f)
+{
+    switch (f) {
+    case MPILAB_FIGURE_CALL: return "call";
+    case MPILAB_FIGURE_ROUND_TRIP: return "round_trip";
+    case MPILAB_FIGURE_EXCHANGE: return "exchange";
+    case MPILAB_FIGURE_BATCH: return "batch";
+    case MPILAB_FIGURE_OVERLAP: return "overlap";
+    default: return NULL;
+    }
+}
+
+const char *mpilab_op_figure_text(mpilab_op_figure_t f)
+{
+    switch (f) {
+    case MPILAB_FIGURE_CALL: return "time of one call";
+    case MPILAB_FIGURE_ROUND_TRIP:
+        return "one-way time: the round trip / 2, as IMB and OSU print a ping-pong (the results keep the round trip)";
+    case MPILAB_FIGURE_EXCHANGE: return "time of one exchange: every rank taking part sends and receives at once";
+    case MPILAB_FIGURE_BATCH:
+        return "time of one batch of messages (not per message): the results derive the rate and bandwidth";
+    case MPILAB_FIGURE_OVERLAP: return "time of one non-blocking operation and the computation around it, together";
+    default: return NULL;
+    }
+}
+
+double mpilab_op_figure_scale(mpilab_op_figure_t f)
+{
+    return f == MPILAB_FIGURE_ROUND_TRIP ? 0.5 : 1.0;
+}
+
 /* The operation a model pattern predicts (NULL: none needed, "" for the all-pairs fit). */
 static const char *model_operation(mpilab_op_model_t m)
 {
@@ -98,6 +129,11 @@ static int check_entry(const mpilab_op_t *op, char *err, size_t errlen)
                         : !op->teardown ? "teardown" : NULL;
     if (missing) {
         snprintf(err, errlen, "entry %s:%s: no %s function", op->name, op->impl, missing);
+        return -1;
+    }
+    if (!mpilab_op_figure_name(op->figure)) {
+        snprintf(err, errlen, "entry %s:%s: figure %d is not one of MPILAB_FIGURE_CALL..MPILAB_FIGURE_LAST", op->name,
+                 op->impl, (int)op->figure);
         return -1;
     }
     long nkeys = count_keys(op->derived);

@@ -109,4 +109,5 @@ MPILAB_ENTRIES(p2p, {
     .teardown = rt_teardown,
     .family = "p2p",
     .model = MPILAB_MODEL_P2P_FIT,
+    .figure = MPILAB_FIGURE_ROUND_TRIP,
 });

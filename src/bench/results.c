@@ -100,6 +100,7 @@ json_t *mpilab_results_measurement(const mpilab_op_t *op, size_t bytes, mpilab_t
         mpilab_quality_clock_uncertain(r->sync_uncertainty, r->stats.median, bo->prec.eps))
         json_array_append_new(flags, json_string("clock_uncertain"));
     json_object_set_new(m, "flags", flags);
+    json_object_set_new(m, "figure", json_string(mpilab_op_figure_name(op->figure)));
     if (tm == MPILAB_TIMING_ROOT) {
         json_object_set_new(m, "confirm_s", mpilab_json_real(r->confirm_time));
         json_object_set_new(m, "confirm", mpilab_results_stats(&r->confirm_stats));
@@ -136,6 +137,7 @@ json_t *mpilab_results_p2p_measurement(const mpilab_op_t *op, const mpilab_p2p_r
                           "samples", samples, "valid", valid);
     json_object_set_new(m, "all_pairs_wall_s", json_real(all_pairs_wall));
     json_object_set_new(m, "flags", mpilab_quality_measurement_flags(&q->stats, 0));
+    json_object_set_new(m, "figure", json_string(mpilab_op_figure_name(op->figure)));
     return m;
 }
 
@@ -185,6 +187,7 @@ json_t *mpilab_results_pair_matrix(const mpilab_op_t *op, const mpilab_pair_matr
                           (json_int_t)m->bytes, "bytes_back", (json_int_t)m->bytes_back, "ranks", ranks,
                           "precision", mpilab_results_precision(prec), "all_pairs_wall_s",
                           mpilab_json_real(all_pairs_wall), "pair_matrix", pm);
+    json_object_set_new(o, "figure", json_string(mpilab_op_figure_name(op->figure)));
     return o;
 }
 

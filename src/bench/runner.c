@@ -26,10 +26,11 @@
 #include "runner_run.h"
 
 
-static void set_row(row_t *r, const char *op, const char *impl, const char *timing, size_t bytes,
+static void set_row(row_t *r, const mpilab_op_t *op, const char *impl, const char *timing, size_t bytes,
                     const mpilab_stats_t *s)
 {
-    snprintf(r->op, sizeof r->op, "%s", op);
+    r->entry = op;
+    snprintf(r->op, sizeof r->op, "%s", op->name);
     snprintf(r->impl, sizeof r->impl, "%s", impl);
     snprintf(r->timing, sizeof r->timing, "%s", timing);
     r->bytes = bytes;
@@ -126,7 +127,7 @@ static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_mat
     for (size_t q = 0; q < rows; q++) {
         size_t k = idx[nm <= ROWS_PAIRS ? q : show[q]];
         row_t *r = &w->rows[w->nrows++];
-        set_row(r, op->name, "", "p2p", mx->bytes, &mx->stats[k]);
+        set_row(r, op, "", "p2p", mx->bytes, &mx->stats[k]);
         snprintf(r->impl, sizeof r->impl, "%s%d<->%d", nm <= ROWS_PAIRS ? "" : q ? "max " : "mid ", mx->pairs[k].i,
                  mx->pairs[k].j);
         if (q == 0 || r->median > worst->median)
@@ -213,7 +214,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first,
             json_array_append_new(w->skipped, json_pack("{s:s,s:s,s:s}", "op", op->name, "impl", op->impl,
                                                          "timing", mpilab_timing_name(tm)));
         row_t sk;
-        set_row(&sk, op->name, op->impl, mpilab_timing_name(tm), bytes, NULL);
+        set_row(&sk, op, op->impl, mpilab_timing_name(tm), bytes, NULL);
         progress(w, &sk);
         mpilab_result_free(&r);
         return 0;
@@ -241,7 +242,7 @@ static int measure_one(run_t *w, const mpilab_op_t *op, size_t bytes, int first,
         json_array_append_new(w->meas, mpilab_results_measurement(op, bytes, tm, &bo, w->size, &r, used_sync));
         w->suite_used |= mpilab_suite_is_entry(op);
         row_t *row = &w->rows[w->nrows++];
-        set_row(row, op->name, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
+        set_row(row, op, op->impl, mpilab_timing_name(tm), bytes, &r.stats);
         row->meas = json_array_size(w->meas) - 1;
         snprintf(row->iso, sizeof row->iso, "%s",
                  tm == MPILAB_TIMING_OPSPEC ? "barrier" : mpilab_isolation_name(iso));

@@ -14,11 +14,12 @@
 #include "mpilab/suite.h"
 #include "suite/suite_json.h"
 #include "runner_run.h"
-/* --format csv: one row per table row, times in seconds; p2p rows one-way (as the table),
- * their round trip in its own column. */
+/* --format csv: one row per table row, times in seconds, shown as the table shows them (round
+ * trips one-way, the round trip in its own column); "figure" names what each row's time is. */
 static void print_csv(const row_t *rows, size_t n)
 {
-    printf("op,impl,timing,isolation,bytes,median_s,med_lo_s,med_hi_s,roundtrip_median_s,reps,converged,flags\n");
+    printf("op,impl,timing,isolation,bytes,median_s,med_lo_s,med_hi_s,roundtrip_median_s,reps,converged,flags,"
+           "figure\n");
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         double s = runner_row_scale(r);
@@ -26,11 +27,33 @@ static void print_csv(const row_t *rows, size_t n)
                r->median * s, r->med_lo * s, r->med_hi * s);
         if (s != 1.0)
             printf("%.10g", r->median);
-        printf(",%zu,%d,%s%s%s%s%s%s%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+        printf(",%zu,%d,%s%s%s%s%s%s%s,%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
                r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
                r->clock_uncertain ? "clock_uncertain " : "",
                r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi) ? "ci_undetermined " : "",
-               r->global_differs ? "global_differs " : "", r->differs ? "isolation_differs" : "");
+               r->global_differs ? "global_differs " : "", r->differs ? "isolation_differs" : "",
+               r->entry ? mpilab_op_figure_name(r->entry->figure) : "");
+    }
+}
+
+/* Under the table: what each entry's figure is, one line per entry (name and declared figure)
+ * in the order the table first shows it, from the entry's own declaration (mpilab_op_t.figure)
+ * and what its bytes mean. */
+static void print_figures(const row_t *rows, size_t n)
+{
+    int any = 0;
+    for (size_t k = 0; k < n; k++) {
+        const mpilab_op_t *e = rows[k].entry;
+        int seen = !e;
+        for (size_t q = 0; q < k && !seen; q++)
+            seen = rows[q].entry && strcmp(rows[q].entry->name, e->name) == 0 && rows[q].entry->figure == e->figure;
+        if (seen)
+            continue;
+        if (!any)
+            printf("what median(us) is, per entry (bytes: what the size means):\n");
+        any = 1;
+        printf("  %s: %s [bytes: %s]\n", e->name, mpilab_op_figure_text(e->figure),
+               e->bytes_desc ? e->bytes_desc : "-");
     }
 }
 
@@ -43,7 +66,7 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
 {
     printf("%-10s %-10s %-7s %s%10s %12s %23s %5s %s\n", "op", "impl", "timing", show_iso ? "iso     " : "",
            "bytes", "median(us)", "median CI(us)", "reps", "flags");
-    size_t conv = 0, measured = 0, unclocked = 0, oneway = 0;
+    size_t conv = 0, measured = 0, unclocked = 0;
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         unclocked += r->reps && r->clock_uncertain;
@@ -73,7 +96,6 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
             snprintf(med, sizeof med, "%.3f", r->median * 1e6 * runner_row_scale(r));
         printf("%-10s %-10s %-7s %s%10zu %12s %23s %5zu %s\n", r->op, r->impl, r->timing, iso, r->bytes, med, ci,
                r->reps, fl[0] ? fl : "-");
-        oneway += runner_row_scale(r) != 1.0;
     }
     if (measured) {
         char verdict[512];
@@ -85,9 +107,7 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
                    "larger uncertainty than the asked precision (a busy machine); do not trust %s\n",
                    unclocked, unclocked == 1 ? "" : "s", unclocked == 1 ? "it" : "them");
     }
-    if (oneway)
-        printf("p2p rows: one-way time, the round trip / 2 (as OSU and IMB print it); the results file "
-               "keeps the round trip\n");
+    print_figures(rows, n);
 }
 
 /* Rank 0, after measuring: where the same entry, timing and size was measured under two

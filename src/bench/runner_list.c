@@ -52,6 +52,9 @@ json_t *mpilab_runner_list_json(void)
         json_t *e = json_array_get(entries, json_array_size(entries) - 1);
         /* builtin, suite, registered or the plugin file it was loaded from */
         json_object_set_new(e, "origin", json_string(mpilab_ops_origin(op)));
+        /* what one run's time is: its name and the table's line for it */
+        json_object_set_new(e, "figure", json_string(mpilab_op_figure_name(op->figure)));
+        json_object_set_new(e, "figure_text", json_string(mpilab_op_figure_text(op->figure)));
         /* bytes moved per call = bytes * (c0 + c1 p + c2 p^2) for p ranks, or null */
         json_object_set_new(e, "volume", op->volume[0] != 0.0 || op->volume[1] != 0.0 || op->volume[2] != 0.0
                                              ? json_pack("[f,f,f]", op->volume[0], op->volume[1], op->volume[2])

@@ -13,6 +13,7 @@
 
 /* A row of the human table (rank 0). */
 typedef struct row {
+    const mpilab_op_t *entry; /* what it measured: its declared figure names the quantity */
     char op[48], impl[48], timing[12], iso[12];
     size_t bytes;
     double mean, ci, median, med_lo, med_hi;
@@ -49,11 +50,11 @@ typedef struct run {
     int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
 } run_t;
 
-/* What a row's figures are multiplied by in the table: point-to-point rows (timing "p2p")
- * hold round trips, shown one-way. */
+/* What a row's figures are multiplied by in the table: its entry's declared figure says
+ * (round trips are shown one-way). */
 static inline double runner_row_scale(const row_t *r)
 {
-    return strcmp(r->timing, "p2p") == 0 ? 0.5 : 1.0;
+    return r->entry ? mpilab_op_figure_scale(r->entry->figure) : 1.0;
 }
 
 /* provenance.placement: what mpilab_placement_apply did (rank 0's view; every rank decides

@@ -582,29 +582,37 @@ const suite_measured_t *suite_measured(const mpilab_op_run_t *r, suite_measured_
 
 /* ---- the table: every entry with its knowledge (designated initializers) ---- */
 
-#define SUITE_ENTRY(n, k, d, fl, fam, dv, s, r, v, der)                                                      \
+#define SUITE_ENTRY(n, k, d, fl, fam, dv, s, r, v, der, fig)                                                 \
     {.name = n, .impl = "mpi", .bytes_desc = d, .flags = fl, .setup = s, .run = r, .validate = v,          \
-     .teardown = teardown, .family = fam, .derived = dv, .derive = der, .param = k}
+     .teardown = teardown, .family = fam, .derived = dv, .derive = der, .param = k, .figure = fig}
 #define LAT "bandwidth_Bps,latency_s"
 #define STREAM "bandwidth_Bps,msg_rate,window,pairs"
 #define OVERLAP "overlap_pct,t_comm,t_comp,t_total"
 static const mpilab_op_t fixed[] = {
     SUITE_ENTRY("pingpong", SK_PINGPONG, "message (round trip between ranks 0 and 1)", MPILAB_OP_PAIR, "latency",
-                LAT, su_message, run_pingpong, validate_p2p, suite_derive_pingpong),
+                LAT, su_message, run_pingpong, validate_p2p, suite_derive_pingpong,
+                MPILAB_FIGURE_ROUND_TRIP),
     SUITE_ENTRY("pingping", SK_PINGPING, "message (both of ranks 0 and 1 send at once)", MPILAB_OP_PAIR, "latency",
-                LAT, su_message, run_pingping, validate_p2p, suite_derive_pingping),
+                LAT, su_message, run_pingping, validate_p2p, suite_derive_pingping,
+                MPILAB_FIGURE_EXCHANGE),
     SUITE_ENTRY("sendrecv", SK_SENDRECV, "message (to right, from left, periodic chain)", 0, "latency",
-                "bandwidth_Bps", su_message, run_sendrecv, validate_sendrecv, suite_derive_sendrecv),
+                "bandwidth_Bps", su_message, run_sendrecv, validate_sendrecv, suite_derive_sendrecv,
+                MPILAB_FIGURE_EXCHANGE),
     SUITE_ENTRY("exchange", SK_EXCHANGE, "message (to and from both ring neighbours)", 0, "latency",
-                "bandwidth_Bps", su_exchange, run_exchange, validate_exchange, suite_derive_exchange),
+                "bandwidth_Bps", su_exchange, run_exchange, validate_exchange, suite_derive_exchange,
+                MPILAB_FIGURE_EXCHANGE),
     SUITE_ENTRY("stream", SK_STREAM, "message (window of sends 0 -> 1, one reply)", MPILAB_OP_PAIR, "streaming",
-                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream),
+                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream,
+                MPILAB_FIGURE_BATCH),
     SUITE_ENTRY("stream_multi", SK_STREAM_MULTI, "message (window per pair, k pairs at once)", 0, "streaming",
-                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream),
+                STREAM, su_stream, run_stream, validate_stream, suite_derive_stream,
+                MPILAB_FIGURE_BATCH),
     SUITE_ENTRY("overlap_isend", SK_OVERLAP_ISEND, "message (Isend/Irecv 0 <-> 1 around computation)",
-                MPILAB_OP_PAIR, "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap),
+                MPILAB_OP_PAIR, "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap,
+                MPILAB_FIGURE_OVERLAP),
     SUITE_ENTRY("overlap_iallreduce", SK_OVERLAP_IALLREDUCE, "message (Iallreduce around computation)", 0,
-                "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap),
+                "overlap", OVERLAP, su_overlap, run_overlap, validate_overlap, suite_derive_overlap,
+                MPILAB_FIGURE_OVERLAP),
 };
 
 int suite_owns(const mpilab_op_t *op)
@@ -626,7 +634,8 @@ int suite_register_entries(const mpilab_suite_config_t *cfg)
                          .family = "availability",
                          .derived = "bandwidth_Bps,msg_rate,cpu_avail,cpu_avail_peer,poll_interval,"
                                     "poll_interval_s,work_rate,msgs",
-                         .derive = suite_derive_comb, .param = cfg->poll_sweep[k]};
+                         .derive = suite_derive_comb, .param = cfg->poll_sweep[k],
+                         .figure = MPILAB_FIGURE_BATCH};
         if (mpilab_ops_register_as(&e, "suite") != 0)
             return -1;
     }

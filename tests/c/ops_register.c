@@ -93,6 +93,40 @@ MPILAB_TEST(model_pattern_must_fit)
     mpilab_ops_clear_registered();
 }
 
+MPILAB_TEST(figure_must_be_known)
+{
+    mpilab_op_t a = good("kit_fig", "bad");
+    a.figure = (mpilab_op_figure_t)(MPILAB_FIGURE_LAST + 1);
+    refused(&a, "kit_fig:bad", "figure");
+    a.figure = (mpilab_op_figure_t)-1;
+    refused(&a, "kit_fig:bad", "figure");
+    mpilab_op_t b = good("kit_fig", "rt");
+    b.figure = MPILAB_FIGURE_ROUND_TRIP;
+    CHECK(mpilab_ops_register(&b) == 0);
+    const mpilab_op_t *got = mpilab_ops_find("kit_fig", "rt");
+    CHECK(got && got->figure == MPILAB_FIGURE_ROUND_TRIP);
+    mpilab_ops_clear_registered();
+}
+
+/* Every figure has a name, a line of text and a scale; only a round trip is shown halved. */
+MPILAB_TEST(every_figure_is_named)
+{
+    for (int f = MPILAB_FIGURE_CALL; f <= MPILAB_FIGURE_LAST; f++) {
+        const char *n = mpilab_op_figure_name((mpilab_op_figure_t)f);
+        const char *t = mpilab_op_figure_text((mpilab_op_figure_t)f);
+        CHECKF(n && *n && t && *t && !strchr(t, '\n'), "figure %d: name '%s' text '%s'", f, n ? n : "(null)",
+               t ? t : "(null)");
+        double s = mpilab_op_figure_scale((mpilab_op_figure_t)f);
+        CHECKF(s == (f == MPILAB_FIGURE_ROUND_TRIP ? 0.5 : 1.0), "figure %s: scale %g", n, s);
+    }
+    CHECK(mpilab_op_figure_name((mpilab_op_figure_t)(MPILAB_FIGURE_LAST + 1)) == NULL);
+    CHECK(mpilab_op_figure_text((mpilab_op_figure_t)(MPILAB_FIGURE_LAST + 1)) == NULL);
+    /* the built-in all-pairs entry declares a round trip, the collectives a call */
+    const mpilab_op_t *p = mpilab_ops_find("p2p", "roundtrip"), *b = mpilab_ops_find("bcast", "native");
+    CHECK(p && p->figure == MPILAB_FIGURE_ROUND_TRIP);
+    CHECK(b && b->figure == MPILAB_FIGURE_CALL);
+}
+
 MPILAB_TEST(missing_function_and_bad_names)
 {
     mpilab_op_t a = good("kit_fn", "norun");

@@ -87,4 +87,4 @@ MPILAB_PLUGIN_ENTRIES({.name = "pingpong", .impl = "sendrecv_replace",
                        .bytes_desc = "message (ranks 0 and 1 swap buffers with MPI_Sendrecv_replace)",
                        .flags = MPILAB_OP_PAIR, .setup = swap_setup, .run = swap_run, .validate = swap_validate,
                        .teardown = swap_teardown, .family = "latency", .derived = "latency_s,bandwidth_Bps",
-                       .derive = swap_derive});
+                       .figure = MPILAB_FIGURE_EXCHANGE, .derive = swap_derive});

@@ -61,6 +61,7 @@ refused() { # NAME WHAT-THE-LINE-SAYS SED-EXPRESSION (applied to the pingpong re
     fi
 }
 refused derived_without_derive "no derive function" 's/\.derive = swap_derive//; s/^static int swap_derive/__attribute__((unused)) static int swap_derive/'
+refused unknown_figure "figure 99 is not one of" 's/\.figure = MPILAB_FIGURE_EXCHANGE/.figure = (mpilab_op_figure_t)99/'
 refused wrong_model_pattern "does not fit" 's/\.derive = swap_derive/.derive = swap_derive, .model = MPILAB_MODEL_GATHER_LINEAR/'
 refused duplicate_name "defined twice" 's/MPILAB_PLUGIN_ENTRIES({/MPILAB_PLUGIN_ENTRIES({.name = "pingpong", .impl = "sendrecv_replace", .setup = swap_setup, .run = swap_run, .validate = swap_validate, .teardown = swap_teardown}, {/'
 # a plugin that is not one, and a missing file
