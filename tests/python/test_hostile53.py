@@ -1,0 +1,233 @@
+"""Issue 53's classes, one test each: signals only to processes mpilab started (pid files
+with start time and program, checked against /proc), a FIFO agent log, malformed event
+logs, results, state and choice files, closed or full standard output, fault-kind
+registration, dubious accepts, and argument errors named before the environment is looked
+at."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import cli_env
+from mpilab import pidfile
+from mpilab.errors import MpilabError
+
+MPILAB = [sys.executable, "-m", "mpilab.cli"]
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 120,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(MPILAB + list(args), cwd=cwd, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _one_line(r: subprocess.CompletedProcess[str]) -> None:
+    assert r.returncode not in (0, 70), (r.returncode, r.stderr)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ signals (item 1)
+
+@pytest.fixture
+def stranger() -> Iterator[subprocess.Popen[bytes]]:
+    """A process mpilab did not start (a `sleep`), ended by the test itself."""
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        yield p
+    finally:
+        p.kill()
+        p.wait()
+
+
+def _slurm_dir(tmp_path: Path, text: str, daemon: str = "slurmd") -> Path:
+    d = tmp_path / "slurm"
+    d.mkdir(exist_ok=True)
+    (d / "slurm.conf").write_text("# not used\n")
+    (d / "munge.key").write_text("k")
+    (d / f"mpilab-{daemon}.pid").write_text(text)
+    (d / f"{daemon}.pid").write_text(text.split()[0] + "\n" if text.split() else "")
+    return d
+
+
+def _start_of(pid: int) -> int:
+    ident = pidfile.proc_ident(pid)
+    assert ident is not None
+    return ident.start
+
+
+@pytest.mark.parametrize("form", ["bare pid", "recorded as sleep", "real start, other program",
+                                  "later start"])
+def test_slurm_down_refuses_a_pid_file_naming_a_stranger(
+        tmp_path: Path, stranger: subprocess.Popen[bytes], form: str) -> None:
+    pid = stranger.pid
+    text = {"bare pid": f"{pid}\n",
+            "recorded as sleep": f"{pid} {_start_of(pid)} sleep\n",
+            "real start, other program": f"{pid} {_start_of(pid)} slurmd\n",
+            "later start": f"{pid} {_start_of(pid) - 1} slurmd\n"}[form]
+    d = _slurm_dir(tmp_path, text)
+    r = _cli("slurm", "down", "--dir", str(d), cwd=tmp_path)
+    _one_line(r)
+    assert f"mpilab-slurmd.pid: pid {pid}" in r.stderr and "not signalling it" in r.stderr
+    time.sleep(0.2)
+    assert stranger.poll() is None, "the stranger's process was signalled"
+    assert (d / "slurm.conf").exists(), "the folder was removed after a refusal"
+
+
+@pytest.mark.parametrize("pid", ["0", "1", "-1"])
+def test_slurm_down_refuses_pids_below_two(tmp_path: Path, pid: str) -> None:
+    for text in (f"{pid}\n", f"{pid} 1 slurmd\n"):
+        d = _slurm_dir(tmp_path, text)
+        r = _cli("slurm", "down", "--dir", str(d), cwd=tmp_path)
+        _one_line(r)
+        assert f"pid {pid} refused (below 2" in r.stderr, r.stderr
+
+
+def test_pidfile_stops_only_the_process_recorded(tmp_path: Path) -> None:
+    """The positive side: a process recorded at its start is stopped through its pid
+    file; once its record no longer matches (pid file of an exited one) nothing is sent."""
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        path = tmp_path / "sleep.pid"
+        ident = pidfile.record(path, p.pid, "sleep")
+        assert path.read_text() == f"{p.pid} {ident.start} sleep\n"
+        assert pidfile.verified(path, "sleep") == p.pid
+        with pytest.raises(MpilabError, match="recorded as sleep, not slurmd"):
+            pidfile.verified(path, "slurmd")
+        assert pidfile.stop([(path, "sleep")], grace=30.0) == [p.pid]
+        assert p.wait(timeout=60) == -signal.SIGTERM
+        assert pidfile.verified(path, "sleep") is None  # exited: nothing to signal
+        assert pidfile.send(path, "sleep", signal.SIGTERM) is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_pidfile_record_refuses_another_program(tmp_path: Path,
+                                                stranger: subprocess.Popen[bytes]) -> None:
+    with pytest.raises(MpilabError, match="runs sleep, not mpilab-delayline"):
+        pidfile.record(tmp_path / "dl.pid", stranger.pid, "mpilab-delayline")
+    assert not (tmp_path / "dl.pid").exists()
+
+
+@pytest.mark.parametrize("where", ["pathmig agent", "delay line"])
+def test_agent_and_delay_line_pid_files_are_verified(
+        tmp_path: Path, stranger: subprocess.Popen[bytes], where: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reader of a pid file goes through pidfile.verified: a testbed's agent or
+    delay line pid file naming a stranger is refused, not signalled."""
+    from mpilab.pathmig import agents
+    from mpilab.testbed import net
+
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
+    pid = stranger.pid
+    sd = net.state_dir("zq")
+    if where == "pathmig agent":
+        from mpilab.testbed.spec import Spec
+
+        spec = Spec(prefix="zq")
+        (sd / "pathmig").mkdir(parents=True)
+        node = spec.node_names()[0]
+        (sd / "pathmig" / f"{node}.pid").write_text(f"{pid} {_start_of(pid)} sleep\n")
+        with pytest.raises(MpilabError, match="recorded as sleep, not mpilab-pathmigd"):
+            agents.stop(spec)
+    else:
+        sd.mkdir(parents=True)
+        (sd / "delayline.pid").write_text(f"{pid}\n")
+        with pytest.raises(MpilabError, match="without its start time"):
+            net.delayline_stats("zq", 0.1)
+    time.sleep(0.2)
+    assert stranger.poll() is None
+
+
+# ------------------------------------------------------------------ event logs (items 2, 3)
+
+# `mpilab pathmig events` on a testbed whose state is faked (no root, no namespaces): the
+# agents' logs are read from $MPILAB_TESTBED_STATE_ROOT/fk-testbed/pathmig/NODE.jsonl.
+EVENTS_RUNNER = r"""
+import sys
+from mpilab.testbed import net
+from mpilab.testbed.spec import Spec
+net.current_spec = lambda prefix: Spec(prefix="fk")
+from mpilab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+GOOD_EVENT = '{"time": 1700000000.5, "event": "state", "node": "s0n0", "from": "ARMED", ' \
+             '"to": "MIGRATED"}\n'
+
+
+def _events(tmp_path: Path, log: bytes | None, fifo: bool = False,
+            directory: bool = False) -> subprocess.CompletedProcess[str]:
+    from mpilab.testbed.spec import Spec
+
+    d = tmp_path / "fk-testbed" / "pathmig"
+    d.mkdir(parents=True, exist_ok=True)
+    node = Spec(prefix="fk").node_names()[0]
+    path = d / f"{node}.jsonl"
+    if fifo:
+        os.mkfifo(path)
+    elif directory:
+        path.mkdir()
+    else:
+        assert log is not None
+        path.write_bytes(log)
+    env = dict(cli_env(), MPILAB_TESTBED_STATE_ROOT=str(tmp_path))
+    return subprocess.run([sys.executable, "-c", EVENTS_RUNNER, "pathmig", "events"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_pathmig_events_refuses_a_fifo_log(tmp_path: Path) -> None:
+    """A FIFO agent log used to block forever (no writer): refused in one line."""
+    r = _events(tmp_path, None, fifo=True)
+    _one_line(r)
+    assert "s0n0.jsonl: is a FIFO" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name, log, why", [
+    ("JSON array line", b"[1, 2]\n", ":1: (top level): expected an object"),
+    ("JSON number line", GOOD_EVENT.encode() + b"42\n", ":2: (top level): expected an object"),
+    ("string time", b'{"time": "soon", "event": "link"}\n', ":1: time: expected a number"),
+    ("NaN time", b'{"time": NaN, "event": "link"}\n', ":1: time: NaN is not a JSON number"),
+    ("negative time", b'{"time": -5, "event": "link"}\n', ":1: time: -5 is not a time"),
+    ("deep nesting", b'{"time": 1, "event": "x", "a": ' + b"[" * 100000 + b"]" * 100000
+     + b"}\n", ":1: malformed JSON: nested too deeply"),
+    ("Latin-1", b'{"time": 1, "event": "caf\xe9"}\n', ":1: not UTF-8 text"),
+    ("no event", b'{"time": 1}\n', ":1: event: missing"),
+    ("state without from", b'{"time": 1, "event": "state", "to": "ARMED"}\n', ":1: from: missing"),
+])
+def test_pathmig_events_refuses_malformed_records(tmp_path: Path, name: str, log: bytes,
+                                                  why: str) -> None:
+    r = _events(tmp_path, log)
+    _one_line(r)
+    assert "s0n0.jsonl" + why in r.stderr, r.stderr
+
+
+def test_pathmig_events_refuses_a_directory_log(tmp_path: Path) -> None:
+    r = _events(tmp_path, None, directory=True)
+    _one_line(r)
+    assert "s0n0.jsonl: is a directory" in r.stderr, r.stderr
+
+
+def test_pathmig_events_reads_a_good_log(tmp_path: Path) -> None:
+    r = _events(tmp_path, GOOD_EVENT.encode() + b"\n" + GOOD_EVENT.encode())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count('"MIGRATED"') == 2
+
+
+def test_fault_log_is_checked_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpilab.testbed import faults
+    from mpilab.testbed.spec import Spec
+
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
+    spec = Spec(prefix="fk")
+    faults.log_path(spec).parent.mkdir(parents=True)
+    faults.log_path(spec).write_text('{"time": 1, "event": "fail", "mode": "down"}\n')
+    with pytest.raises(MpilabError, match=r"faults.jsonl:1: target: missing"):
+        faults.read_log(spec)
