@@ -136,6 +136,10 @@ def verified(path: str | os.PathLike[str], command: str) -> int | None:
         text = read_regular(where, "pid file", limit=4096).decode("utf-8")
     except UnicodeDecodeError:
         raise MpilabError(f"{where}: not a pid file (not UTF-8 text)") from None
+    except MpilabError:
+        if not os.path.lexists(where):  # removed meanwhile by its process, on exit
+            return None
+        raise
     rec = parse(where, text)
     if rec.command != command:
         raise MpilabError(f"{where}: pid {rec.pid} is recorded as {rec.command}, not "

@@ -231,3 +231,14 @@ def test_fault_log_is_checked_at_load(tmp_path: Path, monkeypatch: pytest.Monkey
     faults.log_path(spec).write_text('{"time": 1, "event": "fail", "mode": "down"}\n')
     with pytest.raises(MpilabError, match=r"faults.jsonl:1: target: missing"):
         faults.read_log(spec)
+
+
+def test_live_log_tail_skips_a_fifo(tmp_path: Path) -> None:
+    """The watcher of `testbed run --pathmig` reads the same logs while the job runs: a FIFO
+    in a log's place is skipped, not waited on; a regular log beside it is read."""
+    from mpilab.pathmig.watch import LogTail
+
+    os.mkfifo(tmp_path / "a.jsonl")
+    (tmp_path / "b.jsonl").write_text(GOOD_EVENT)
+    tail = LogTail([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert [e["to"] for e in tail.poll()] == ["MIGRATED"]
