@@ -7,6 +7,7 @@ at."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -242,3 +243,29 @@ def test_live_log_tail_skips_a_fifo(tmp_path: Path) -> None:
     (tmp_path / "b.jsonl").write_text(GOOD_EVENT)
     tail = LogTail([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
     assert [e["to"] for e in tail.poll()] == ["MIGRATED"]
+
+
+# ------------------------------------------------------------------ results (item 3)
+
+@pytest.mark.parametrize("key", ["mean", "ci_half"])
+@pytest.mark.parametrize("cmd", ["report", "report csv", "diff", "tune choose"])
+def test_pair_matrix_without_a_statistic_is_refused_at_load(tmp_path: Path, key: str,
+                                                            cmd: str) -> None:
+    import json
+
+    from test_pair_matrix import compact_doc
+
+    (tmp_path / "good.json").write_text(json.dumps(compact_doc()))
+    doc = compact_doc()
+    for m in doc["measurements"]:
+        del m["pair_matrix"][key]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    args = {"report": ["report", "bad.json", "-o", "r.html"],
+            "report csv": ["report", "bad.json", "--format", "csv", "-o", "r.csv"],
+            "diff": ["diff", "good.json", "bad.json"],
+            "tune choose": ["tune", "choose", "bad.json", "--out", "c.json"]}[cmd]
+    r = _cli(*args, cwd=tmp_path)
+    _one_line(r)
+    assert re.search(rf"bad\.json:\d+: measurements\[\d+\]\.pair_matrix\.{key}: missing",
+                     r.stderr), r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "good.json"]
