@@ -207,7 +207,7 @@ def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) ->
         try:
             # only regular files: tests also leave FIFOs named *.json (opening one blocks)
             doc = json.loads(fsutil.read_regular(f))
-        except (MpilabError, OSError, ValueError, UnicodeDecodeError):
+        except (MpilabError, OSError, ValueError, UnicodeDecodeError, RecursionError):
             continue
         if not isinstance(doc, dict) or doc.get("schema") != "mpilab.results/1":
             continue

@@ -269,3 +269,59 @@ def test_pair_matrix_without_a_statistic_is_refused_at_load(tmp_path: Path, key:
     assert re.search(rf"bad\.json:\d+: measurements\[\d+\]\.pair_matrix\.{key}: missing",
                      r.stderr), r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "good.json"]
+
+
+# ------------------------------------------------------------------ testbed state (items 3, 4)
+
+_SPEC_MIN = {"sites": 2, "nodes_per_site": 4, "rails": 1, "subnet": "10.77.0.0/16",
+             "site_prefixlen": 24}
+
+
+@pytest.mark.parametrize("name, state, why", [
+    ("empty spec", {"spec": {}}, ":1: spec.prefix: missing"),
+    ("spec a number", {"spec": 5}, ":1: spec: expected an object"),
+    ("another testbed's spec", {"spec": dict(_SPEC_MIN, prefix="mlt")},
+     ": spec.prefix is 'mlt', not this testbed's 'zz'; not acting on another testbed"),
+    ("sites a string", {"spec": dict(_SPEC_MIN, prefix="zz", sites="2")},
+     ":1: spec.sites: expected an integer"),
+    ("a key Spec does not have", {"spec": dict(_SPEC_MIN, prefix="zz", color=1)},
+     ":1: spec: "),
+    ("a delay line pid of 0", {"spec": dict(_SPEC_MIN, prefix="zz"), "delayline_pid": 0},
+     ":1: delayline_pid: "),
+    ("deep nesting", None, ": malformed JSON: nested too deeply"),
+])
+@pytest.mark.parametrize("cmd", [["testbed", "status"], ["testbed", "run", "--", "true"],
+                                 ["multilane", "run", "-o", "m.json"],
+                                 ["pathmig", "status"]])
+def test_corrupt_testbed_state_is_refused_before_acting(
+        tmp_path: Path, name: str, state: object, why: str, cmd: list[str]) -> None:
+    import json
+
+    d = tmp_path / "zz-testbed"
+    d.mkdir()
+    text = json.dumps(state) if state is not None else \
+        '{"spec": ' + "[" * 100000 + "]" * 100000 + "}"
+    (d / "state.json").write_text(text)
+    env = dict(cli_env(), MPILAB_TESTBED_STATE_ROOT=str(tmp_path), MPILAB_TESTBED_PREFIX="zz")
+    r = _cli(*cmd, cwd=tmp_path, env=env)
+    _one_line(r)
+    assert f"{d / 'state.json'}{why}" in r.stderr, r.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_every_example_spec_makes_a_state_the_schema_accepts() -> None:
+    """The state schema is not stricter than what `up` writes: Spec.to_dict() of every
+    example spec (and the defaults) validates."""
+    from mpilab import schemacheck
+    from mpilab.testbed import net
+    from mpilab.testbed import spec as tbspec
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "testbed"
+    specs = [tbspec.Spec()] + [tbspec.load(str(p)) for p in sorted(root.glob("*.toml"))]
+    assert len(specs) > 3
+    for sp in specs:
+        state = {"spec": sp.to_dict(), "key": "k", "created": time.time(),
+                 "delayline_pid": os.getpid(), "delayline_pids": [os.getpid()],
+                 "delay_backend": "delayline", "netem_available": False, "delay_io": "tun",
+                 "delay_trim": {"trim_s": 0.0, "measured": False}}
+        assert schemacheck.first_error(net.STATE_SCHEMA, state) is None, sp.source

@@ -29,9 +29,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mpilab import pidfile
+from mpilab import documents, pidfile
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
+from mpilab.fsutil import atomic_write_text, pid_alive
 from mpilab.testbed.lineinfo import fresh_stats, signal_line, trim_text
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
@@ -129,8 +129,21 @@ def kill_pids(pids: list[int], grace: float = 2.0) -> None:
                 pass
 
 
+STATE_SCHEMA = "testbed-state-1.schema.json"
+
+
 def load_state(prefix: str) -> dict[str, Any] | None:
-    doc: dict[str, Any] | None = load_state_json(state_dir(prefix) / "state.json", "testbed state")
+    """The state `up` wrote for testbed `prefix`, None when it has none. It is checked
+    against schemas/testbed-state-1.schema.json and its spec must name this prefix (a state
+    file must never make a command act on another testbed's namespaces); any problem is one
+    line naming the file."""
+    path = state_dir(prefix) / "state.json"
+    if not os.path.lexists(path):
+        return None
+    doc: dict[str, Any] = documents.load(path, "testbed state", STATE_SCHEMA, limit=16 << 20)
+    if doc["spec"]["prefix"] != prefix:
+        raise MpilabError(f"{path}: spec.prefix is '{doc['spec']['prefix']}', not this "
+                          f"testbed's '{prefix}'; not acting on another testbed")
     return doc
 
 
