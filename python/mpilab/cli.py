@@ -74,6 +74,37 @@ def one_line(msg: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command with standard output behind fsutil.GuardedStdout (a closed pipe ends
+    it quietly with 0, a full disk or an I/O error is one line and a non-zero status), and
+    flushed before the status is returned."""
+    from mpilab import fsutil
+
+    real = sys.stdout
+    sys.stdout = fsutil.GuardedStdout(real)  # type: ignore[assignment]
+    try:
+        try:
+            status = _main(argv)
+        except MpilabError as e:  # standard output failed while argparse wrote to it
+            sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
+            return 2
+        except SystemExit as e:  # --help, --version, usage errors, a closed pipe
+            try:
+                sys.stdout.flush()
+            except MpilabError as err:
+                sys.stderr.write(f"mpilab: {one_line(str(err))}\n")
+                raise SystemExit(e.code or 1) from None
+            raise
+        try:
+            sys.stdout.flush()
+        except MpilabError as e:
+            sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
+            return status or 1
+        return status
+    finally:
+        sys.stdout = real
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

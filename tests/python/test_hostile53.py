@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import cli_env
@@ -325,3 +326,174 @@ def test_every_example_spec_makes_a_state_the_schema_accepts() -> None:
                  "delay_backend": "delayline", "netem_available": False, "delay_io": "tun",
                  "delay_trim": {"trim_s": 0.0, "measured": False}}
         assert schemacheck.first_error(net.STATE_SCHEMA, state) is None, sp.source
+
+
+# ------------------------------------------------------------------ tune export (items 3, 5)
+
+CHOICE = {"schema": "mpilab.tune-choice/1", "source": "x", "mpi": "Open MPI 4.1.4",
+          "min_effect": 0.05, "test": "t",
+          "cells": [{"op": "bcast", "np": 2, "bytes": 1024, "winner": "ompi_binomial",
+                     "ratio": 0.5, "lo": 0.4, "hi": 0.6, "candidates": {}}],
+          "ranges": [{"op": "bcast", "np": 2, "ranges": [
+              {"winner": "ompi_binomial", "from": 1024, "to": 1024, "sizes": [1024]}]}]}
+
+
+def _rng(d: dict[str, Any]) -> dict[str, Any]:
+    r: dict[str, Any] = d["ranges"][0]["ranges"][0]
+    return r
+
+
+@pytest.mark.parametrize("name, mutate, why", [
+    ("negative from", lambda d: _rng(d).update({"from": -5}),
+     ":26: ranges[0].ranges[0].from: -5 is not a message size"),
+    ("non-numeric from", lambda d: _rng(d).update({"from": "x"}),
+     ":26: ranges[0].ranges[0].from: expected an integer"),
+    ("communicator size 0", lambda d: d["ranges"][0].update(np=0),
+     ":22: ranges[0].np: 0 is not a communicator size"),
+    ("communicator size -8", lambda d: d["ranges"][0].update(np=-8),
+     ":22: ranges[0].np: -8 is not a communicator size"),
+    ("communicator size 10^9", lambda d: d["ranges"][0].update(np=10**9),
+     ":22: ranges[0].np: 1000000000 is not a communicator size"),
+    ("reversed range", lambda d: _rng(d).update(to=10),
+     ":24: ranges[0].ranges[0]: from 1024 is above to 10"),
+    ("1e30 end", lambda d: _rng(d).update(to=1e30),
+     ":27: ranges[0].ranges[0].to: 1e+30 is not a message size"),
+    ("overlapping ranges", lambda d: d["ranges"][0]["ranges"].append(
+        dict(_rng(d), winner="native")),
+     ":34: ranges[0].ranges[1].from: 1024 is not above the range before it"),
+    ("duplicate collective", lambda d: d["ranges"].append(d["ranges"][0]),
+     ":34: ranges[1]: bcast at 2 ranks again"),
+    ("nested lists", lambda d: d["ranges"][0].update(ranges=[[[[[]]]]]),
+     ":24: ranges[0].ranges[0]: expected an object"),
+    ("MPICH choice as Open MPI rules", lambda d: _rng(d).update(winner="mpich_binomial"),
+     ": bcast at 2 ranks chose mpich_binomial, an algorithm of MPICH"),
+    ("deep nesting", None, ": malformed JSON: nested too deeply"),
+])
+def test_tune_export_refuses_a_bad_choice(tmp_path: Path, name: str, mutate: Any,
+                                          why: str) -> None:
+    import copy
+    import json
+
+    if mutate is None:
+        text = '{"schema": "mpilab.tune-choice/1", "cells": [], "ranges": ' + \
+            "[" * 100000 + "]" * 100000 + "}"
+    else:
+        doc = copy.deepcopy(CHOICE)
+        mutate(doc)
+        text = json.dumps(doc, indent=1)
+    (tmp_path / "c.json").write_text(text)
+    r = _cli("tune", "export", "c.json", "--openmpi", "rules.conf", cwd=tmp_path)
+    _one_line(r)
+    assert "c.json" + why in r.stderr, r.stderr
+    assert not (tmp_path / "rules.conf").exists()
+
+
+def test_tune_export_writes_a_good_choice(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    if shutil.which("ompi_info") is None:
+        pytest.skip("needs Open MPI's ompi_info")
+    (tmp_path / "c.json").write_text(json.dumps(CHOICE, indent=1))
+    r = _cli("tune", "export", "c.json", "--openmpi", "rules.conf", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "7 # bcast" in (tmp_path / "rules.conf").read_text()
+
+
+@pytest.mark.parametrize("args, why", [
+    (["sweep", "--dir", "sw", "--timeout", "-1"], "argument --timeout: '-1': must be above 0"),
+    (["sweep", "--dir", "sw", "--rounds", "-1"], "argument --rounds: '-1': must not be negative"),
+    (["sweep", "--dir", "sw", "--min-effect", "-1"], "argument --min-effect: '-1': need 0 <="),
+    (["choose", "--dir", "sw", "--out", "c.json", "--min-effect", "-1"],
+     "argument --min-effect: '-1': need 0 <="),
+    (["validate", "c.json", "--dir", "sw", "--out", "r.conf", "--timeout", "-1"],
+     "argument --timeout: '-1': must be above 0"),
+    (["validate", "c.json", "--dir", "sw", "--out", "r.conf", "--rounds", "0"],
+     "argument --rounds: '0': must be at least 1"),
+])
+def test_tune_refuses_negative_limits(tmp_path: Path, args: list[str], why: str) -> None:
+    r = _cli("tune", *args, cwd=tmp_path)
+    _one_line(r)
+    assert r.returncode == 2 and why in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_tune_sweep_dir_that_is_not_a_directory(tmp_path: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "sw")
+    else:
+        (tmp_path / "sw").write_text("x")
+    r = _cli("tune", "sweep", "--dir", "sw", "--np", "2", "--colls", "bcast", cwd=tmp_path,
+             timeout=60)
+    _one_line(r)
+    assert "--dir sw: not a directory" in r.stderr, r.stderr
+
+
+def test_tune_sweep_too_many_ranks_leaves_no_state(tmp_path: Path) -> None:
+    r = _cli("tune", "sweep", "--dir", "sw", "--np", "100000", "--colls", "bcast",
+             "--sizes", "1K", cwd=tmp_path, timeout=120)
+    _one_line(r)
+    assert "--np 100000: this machine can start at most" in r.stderr, r.stderr
+    assert not (tmp_path / "sw").exists()
+
+
+# ------------------------------------------------------------------ standard output (item 3)
+
+def _to(cmd: list[str], cwd: Path, stdout: Any,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(MPILAB + cmd, cwd=cwd, env=env or cli_env(), stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def _good_results(tmp_path: Path) -> None:
+    import json
+
+    from test_pair_matrix import compact_doc
+
+    (tmp_path / "a.json").write_text(json.dumps(compact_doc()))
+    (tmp_path / "b.json").write_text(json.dumps(compact_doc()))
+
+
+STDOUT_COMMANDS = {
+    "diff": ["diff", "a.json", "b.json"],
+    "report csv to -": ["report", "a.json", "--format", "csv", "-o", "-"],
+    "testbed status": ["testbed", "status"],
+    "--version": ["--version"],
+    "--help": ["--help"],
+}
+
+
+@pytest.mark.parametrize("name", list(STDOUT_COMMANDS))
+def test_closed_stdout_ends_quietly(tmp_path: Path, name: str) -> None:
+    """`| head -c0`: the reader is gone before anything is written; exit 0, nothing said."""
+    _good_results(tmp_path)
+    env = dict(cli_env(), MPILAB_TESTBED_STATE_ROOT=str(tmp_path / "none"))
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = _to(STDOUT_COMMANDS[name], tmp_path, w, env)
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr)
+
+
+@pytest.mark.parametrize("name", list(STDOUT_COMMANDS))
+def test_full_stdout_is_one_line_and_non_zero(tmp_path: Path, name: str) -> None:
+    """`> /dev/full`: the output is lost, so the command fails in one line (was: exit 0 or
+    Python's 'Exception ignored' lines)."""
+    _good_results(tmp_path)
+    env = dict(cli_env(), MPILAB_TESTBED_STATE_ROOT=str(tmp_path / "none"))
+    with open("/dev/full", "w") as full:
+        p = _to(STDOUT_COMMANDS[name], tmp_path, full, env)
+    _one_line(p)
+    assert "standard output: write failed: No space left on device" in p.stderr, p.stderr
+
+
+def test_first_line_of_testbed_status(tmp_path: Path) -> None:
+    """`testbed status | head -1`: the first line arrives and the command ends with 0."""
+    env = dict(cli_env(), MPILAB_TESTBED_STATE_ROOT=str(tmp_path / "none"))
+    p = subprocess.run(" ".join(MPILAB) + " testbed status | head -1; "
+                       "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == "" and p.stdout.count("\n") == 1, p
