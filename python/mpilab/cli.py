@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(build/) or mpich (build-mpich/); sets MPILAB_BIN (default: "
                              "$MPILAB_BIN, else build/; simulated runs: --sim)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    refused: set[str] = set()
     for name in COMMAND_MODULES:
         try:
             mod = importlib.import_module(name)
@@ -52,6 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
             if e.name and (name == e.name or name.startswith(e.name + ".")):  # not built yet
                 continue
             raise
+        except MpilabError as e:
+            # a registration refused while the module loads (a fault kind registered twice
+            # or without detect): one line naming it; every other command still works
+            msg = one_line(str(e))
+            if msg not in refused:
+                refused.add(msg)
+                sys.stderr.write(f"mpilab: {msg}; refused ({name} not loaded)\n")
+            continue
         mod.register(sub)
     _add_version(parser)
     return parser

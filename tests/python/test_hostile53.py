@@ -497,3 +497,35 @@ def test_first_line_of_testbed_status(tmp_path: Path) -> None:
                        "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stderr == "" and p.stdout.count("\n") == 1, p
+
+
+# ------------------------------------------------------------------ fault kinds (item 3)
+
+# A fault kind added to the table the way docs/architecture.md says (registered while
+# mpilab.testbed.faults loads), here from a module the command list loads first.
+BAD_KIND = {
+    "twice": "from mpilab.testbed import faults\nfaults.register(faults.kinds()[0])\n",
+    "without detect": "from mpilab.testbed import faults\n"
+                      "f = lambda spec, node, rail: None\n"
+                      "faults.register(faults.FaultKind('cut', 'a cut', f, f, None))\n",
+}
+KIND_RUNNER = r"""
+import sys
+from mpilab import cli
+cli.COMMAND_MODULES.insert(0, "badkind")
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("how", list(BAD_KIND))
+def test_a_bad_fault_kind_is_one_line_and_the_cli_still_works(tmp_path: Path, how: str) -> None:
+    (tmp_path / "badkind.py").write_text(BAD_KIND[how])
+    env = dict(cli_env())
+    env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
+    for args, out in ((["--version"], "mpilab "), (["tune", "--help"], "usage: mpilab tune")):
+        p = subprocess.run([sys.executable, "-c", KIND_RUNNER, *args], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.startswith(out), (p.returncode, p.stderr)
+        assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+        why = "already registered" if how == "twice" else "detect is not a function"
+        assert f"fault kind '{'down' if how == 'twice' else 'cut'}': {why}" in p.stderr
