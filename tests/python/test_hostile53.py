@@ -84,9 +84,20 @@ def test_slurm_down_refuses_a_pid_file_naming_a_stranger(
 
 @pytest.mark.parametrize("pid", ["0", "1", "-1"])
 def test_slurm_down_refuses_pids_below_two(tmp_path: Path, pid: str) -> None:
+    """Run in a PID namespace of its own (root): code that still signalled such a pid would
+    reach only the processes of that namespace, not every process of the machine."""
+    import shutil
+
+    for text in (f"{pid}\n", f"{pid} 1 slurmd\n"):
+        with pytest.raises(MpilabError, match=f"pid {pid} refused"):
+            pidfile.parse("x.pid", text)
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("the command itself runs only inside a PID namespace (root, unshare)")
     for text in (f"{pid}\n", f"{pid} 1 slurmd\n"):
         d = _slurm_dir(tmp_path, text)
-        r = _cli("slurm", "down", "--dir", str(d), cwd=tmp_path)
+        r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *MPILAB, "slurm",
+                            "down", "--dir", str(d)], cwd=tmp_path, env=cli_env(),
+                           capture_output=True, text=True, timeout=120)
         _one_line(r)
         assert f"pid {pid} refused (below 2" in r.stderr, r.stderr
 
