@@ -647,11 +647,70 @@ def issue29_testbed_cases(prefix: str) -> list[Case]:
     return cases
 
 
+_CHOICE: dict[str, Any] = {
+    "schema": "mpilab.tune-choice/1", "source": "x", "mpi": "Open MPI 4.1.4",
+    "min_effect": 0.05, "test": "t",
+    "cells": [{"op": "bcast", "np": 2, "bytes": 1024, "winner": "ompi_binomial", "ratio": 0.5,
+               "lo": 0.4, "hi": 0.6, "candidates": {}}],
+    "ranges": [{"op": "bcast", "np": 2, "ranges": [
+        {"winner": "ompi_binomial", "from": 1024, "to": 1024, "sizes": [1024]}]}]}
+
+
+def _numbers(v: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every number in a document."""
+    if isinstance(v, dict):
+        return [q for k, x in v.items() for q in _numbers(x, path + (k,))]
+    if isinstance(v, list):
+        return [q for k, x in enumerate(v) for q in _numbers(x, path + (k,))]
+    return [path] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
+
+
+def _mutated(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> str:
+    d = json.loads(json.dumps(doc))
+    at = d
+    for k in path[:-1]:
+        at = at[k]
+    at[path[-1]] = value
+    return json.dumps(d, indent=1)
+
+
+def issue53_cases() -> list[Case]:
+    """Generated from the choice document (every number of a good choice file: negative,
+    not a number, 1e30, nested lists) for `tune export`; the sweep's --dir and limits."""
+    cases = []
+    export = PY + ["tune", "export", "c.json", "--openmpi", "out.conf"]
+    gone: Post = lambda d: ("out.conf written although the command failed"  # noqa: E731
+                            if (d / "out.conf").exists() else None)
+    for path in _numbers(_CHOICE):
+        where = ".".join(map(str, path))
+        for label, value in (("-1", -1), ("'x'", "x"), ("1e30", 1e30), ("[[[]]]", [[[]]])):
+            cases.append(Case(f"53 tune export: {where} = {label}", "C", export,
+                              setup=_write("c.json", _mutated(_CHOICE, path, value)),
+                              post=gone))
+    dup = json.loads(json.dumps(_CHOICE))
+    dup["ranges"].append(dup["ranges"][0])
+    mpich = json.loads(json.dumps(_CHOICE))
+    mpich["ranges"][0]["ranges"][0]["winner"] = "mpich_binomial"
+    cases += [Case("53 tune export: a collective twice", "C", export,
+                   setup=_write("c.json", json.dumps(dup)), post=gone),
+              Case("53 tune export: an MPICH choice as Open MPI rules", "C", export,
+                   setup=_write("c.json", json.dumps(mpich)), post=gone),
+              Case("53 tune export: nested 10^5 deep", "C", export,
+                   setup=_write("c.json", '{"schema": "mpilab.tune-choice/1", "cells": [], '
+                                '"ranges": ' + "[" * 100000 + "]" * 100000 + "}"), post=gone)]
+    sweep = PY + ["tune", "sweep", "--dir", "sw", "--np", "2", "--colls", "bcast"]
+    cases += [Case("53 tune sweep --dir a file", "C", sweep, setup=_write("sw", "x")),
+              Case("53 tune sweep --dir a FIFO", "C", sweep, setup=_fifo("sw"))]
+    for opt in ("--timeout", "--rounds", "--min-effect"):
+        cases.append(Case(f"53 tune sweep {opt} -1", "C", sweep + [opt, "-1"]))
+    return cases
+
+
 def all_cases(prefix: str | None) -> list[Case]:
     cases = (results_cases() + cli_cases() + bench_tool_cases() + wavefront_cases()
              + delayline_cases() + selftest_cases() + disk_cases() + multilane_cases()
              + bench_new_option_cases() + issue29_cases() + cli_and_model_cases()
-             + option_cases())
+             + option_cases() + issue53_cases())
     if prefix:
         cases += (testbed_cases(prefix) + multilane_testbed_cases(prefix)
                   + pathmig_cases(prefix) + issue29_testbed_cases(prefix))

@@ -38,6 +38,22 @@ lanes = _wrap(lambda t: t if t in ("opt", "all") else str(_lanes(t)), "lanes")
 integer = _wrap(units.parse_int, "integer")
 real = _wrap(units.parse_real, "number")
 duration = _wrap(units.parse_duration, "duration")
+seconds = _wrap(lambda t: _above_zero(units.parse_real(t)), "seconds")
+"""A time limit in seconds, above 0: '900', '0.5'; not '-1', '0', 'nan'."""
+fraction = _wrap(lambda t: _fraction(units.parse_real(t)), "fraction")
+"""A share 0 <= x < 1 (a minimum effect size): '0.05'; not '-1', '1'."""
+
+
+def _above_zero(v: float) -> float:
+    if not v > 0:
+        raise ValueError("must be above 0")
+    return v
+
+
+def _fraction(v: float) -> float:
+    if not 0 <= v < 1:
+        raise ValueError("need 0 <= x < 1")
+    return v
 
 
 def _nonneg(v: int) -> int:

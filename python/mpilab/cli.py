@@ -67,6 +67,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                              "(build/) or mpich (build-mpich/); sets MPILAB_BIN (default: "
                              "$MPILAB_BIN, else build/; simulated runs: --sim)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    refused: set[str] = set()
     only = _command_named(argv) if argv is not None else None
     for name in [COMMANDS[only]] if only is not None else COMMAND_MODULES:
         try:
@@ -75,6 +76,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             if e.name and (name == e.name or name.startswith(e.name + ".")):  # not built yet
                 continue
             raise
+        except MpilabError as e:
+            # a registration refused while the module loads (a fault kind registered twice
+            # or without detect): one line naming it; every other command still works
+            msg = one_line(str(e))
+            if msg not in refused:
+                refused.add(msg)
+                sys.stderr.write(f"mpilab: {msg}; refused ({name} not loaded)\n")
+            continue
         mod.register(sub)
     _add_version(parser)
     return parser
@@ -97,6 +106,37 @@ def one_line(msg: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command with standard output behind fsutil.GuardedStdout (a closed pipe ends
+    it quietly with 0, a full disk or an I/O error is one line and a non-zero status), and
+    flushed before the status is returned."""
+    from mpilab import fsutil
+
+    real = sys.stdout
+    sys.stdout = fsutil.GuardedStdout(real)  # type: ignore[assignment]
+    try:
+        try:
+            status = _main(argv)
+        except MpilabError as e:  # standard output failed while argparse wrote to it
+            sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
+            return 2
+        except SystemExit as e:  # --help, --version, usage errors, a closed pipe
+            try:
+                sys.stdout.flush()
+            except MpilabError as err:
+                sys.stderr.write(f"mpilab: {one_line(str(err))}\n")
+                raise SystemExit(e.code or 1) from None
+            raise
+        try:
+            sys.stdout.flush()
+        except MpilabError as e:
+            sys.stderr.write(f"mpilab: {one_line(str(e))}\n")
+            return status or 1
+        return status
+    finally:
+        sys.stdout = real
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)

@@ -162,6 +162,51 @@ def _stdout_closed() -> None:
     raise SystemExit(0) from None
 
 
+def _stdout_failed(e: OSError) -> MpilabError:
+    """Standard output cannot take what was written (a full disk, /dev/full, an I/O error):
+    the output is lost, so the command fails with one line. Later writes (and the
+    interpreter's last flush) go to /dev/null, so nothing else is printed."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return MpilabError(f"standard output: write failed: {e.strerror or e}; the output is lost")
+
+
+class GuardedStdout:
+    """Standard output of every mpilab command (installed by mpilab.cli.main): writes go to
+    the stream it wraps; a closed pipe (EPIPE: `| head`) ends the command quietly with
+    status 0 (_stdout_closed), any other write error (ENOSPC: `> /dev/full`, EIO) is a
+    one-line MpilabError (_stdout_failed)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            n: int = self._stream.write(text)
+            return n
+        except BrokenPipeError:
+            _stdout_closed()
+            raise
+        except OSError as e:
+            raise _stdout_failed(e) from None
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _stdout_closed()
+        except OSError as e:
+            raise _stdout_failed(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def write_stdout(text: str) -> None:
     """Print `text` (a newline added when missing) and flush it; a closed pipe ends the
     command quietly (see _stdout_closed) instead of an internal error."""
@@ -181,6 +226,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             _write_fd(sys.stdout.fileno(), data)
         except BrokenPipeError:
             _stdout_closed()
+        except OSError as e:
+            raise _stdout_failed(e) from None
         return
     target, direct = resolve_output(name)
     if direct:

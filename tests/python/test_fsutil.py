@@ -134,11 +134,13 @@ def test_a_state_file_missing_is_none_and_a_broken_one_is_one_line(
         load_state_json(tmp_path / "state.json", "testbed state")
     (tmp_path / "state.json").write_text('{"prefix": "x"}')
     assert load_state_json(tmp_path / "state.json", "disk state") == {"prefix": "x"}
-    # both state readers go through it, each naming its own kind of state
-    for mod, what in ((net, "testbed state"), (dev, "disk state")):
+    # both state readers refuse it in one line naming the file (the testbed's through
+    # mpilab.documents, checked against its schema)
+    for mod, what, why in ((net, "testbed state", r"state\.json:1: not UTF-8 text"),
+                           (dev, "disk state", "unreadable disk state")):
         sd = tmp_path / what.replace(" ", "-")
         sd.mkdir()
         (sd / "state.json").write_bytes(b"\xff{")
         monkeypatch.setattr(mod, "state_dir", lambda prefix, sd=sd: sd)
-        with pytest.raises(MpilabError, match=f"unreadable {what}"):
+        with pytest.raises(MpilabError, match=why):
             mod.load_state("zz")

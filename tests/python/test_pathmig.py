@@ -444,7 +444,7 @@ def test_cli_status_and_down_removes_agents(fresh: tuple[Spec, dict[str, str]],
         assert mpilab("pathmig", "start", env=env2).returncode == 0
         sp2 = Spec.from_dict(json.loads((root / f"{prefix}-testbed" / "state.json")
                                         .read_text())["spec"])
-        pids = [int((root / f"{prefix}-testbed" / "pathmig" / f"{n}.pid").read_text())
+        pids = [int((root / f"{prefix}-testbed" / "pathmig" / f"{n}.pid").read_text().split()[0])
                 for n in sp2.node_names()]
         assert all(net.pid_alive(pid) for pid in pids)
     finally:

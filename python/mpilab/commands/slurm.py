@@ -4,8 +4,10 @@ Slurm's daemons (munged, slurmctld, slurmd) run from one folder (default
 $MPILAB_SLURM_DIR or /tmp/mpilab-slurm) with their own configuration, munge key, state,
 logs and pid files, on a free port pair; nothing outside the folder is changed. `up` waits
 until the node is idle and prints the one line that points Slurm's commands at it
-(`export SLURM_CONF=DIR/slurm.conf`); `down` stops only the daemons whose pid files are in
-the folder and removes it. The tests' Slurm fixture uses the same functions. Needs root
+(`export SLURM_CONF=DIR/slurm.conf`); `down` stops only the daemons `up` recorded in the
+folder's pid files (PID, start time and program, checked against /proc before any signal;
+a PID below 2 or a process that is not the one recorded is refused in one line) and removes
+the folder. The tests' Slurm fixture uses the same functions. Needs root
 (slurmd) and Debian's slurmctld, slurmd and munge (scripts/install-deps).
 """
 
@@ -14,12 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
+from mpilab import pidfile
 from mpilab.errors import MpilabError
 
 TOOLS = ("munged", "slurmctld", "slurmd", "srun", "sinfo")
@@ -67,18 +69,31 @@ def env_for(d: Path) -> dict[str, str]:
     return dict(os.environ, SLURM_CONF=str(conf_path(d)))
 
 
+def pid_path(d: Path, daemon: str) -> Path:
+    """mpilab's pid file of `daemon` (PID, start time, command: mpilab.pidfile); the
+    daemon's own pid file (DAEMON.pid) is read once, when it has just been started."""
+    return d / f"mpilab-{daemon}.pid"
+
+
 def _pid(d: Path, daemon: str) -> int | None:
-    try:
-        pid = int((d / f"{daemon}.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return pid
+    return pidfile.verified(pid_path(d, daemon), daemon)
+
+
+def _record(d: Path, daemon: str, wait_s: float = 60.0) -> None:
+    """Record the daemon just started (its own pid file names it) in mpilab's pid file."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            first = (d / f"{daemon}.pid").read_text().split()
+        except OSError:
+            first = []
+        if first and first[0].isdigit():
+            pidfile.record(pid_path(d, daemon), int(first[0]), daemon)
+            return
+        if time.monotonic() > deadline:
+            raise MpilabError(f"slurm: {daemon} wrote no pid file within {wait_s:g} s "
+                              f"(logs in {d})")
+        time.sleep(0.05)
 
 
 def running(d: Path) -> list[str]:
@@ -150,12 +165,17 @@ def up(d: Path, wait_s: float = 300.0) -> dict[str, str]:
                                 port=port, port1=port + 1, d=d, cpus=os.cpu_count()))
     tmp.replace(conf_path(d))
     env = env_for(d)
+    for name in DAEMONS:  # a stale pid of an earlier run is not taken for the new daemon
+        (d / f"{name}.pid").unlink(missing_ok=True)
     try:
         _run(["munged", "-f", f"--socket={d}/munge.sock", f"--key-file={key}",
               f"--log-file={d}/munged.log", f"--pid-file={d}/munged.pid",
               f"--seed-file={d}/munged.seed"], env, d, "munged.log")
+        _record(d, "munged")
         _run(["slurmctld", "-i"], env, d, "slurmctld.log")
+        _record(d, "slurmctld")
         _run(["slurmd"], env, d, "slurmd.log")
+        _record(d, "slurmd")
         deadline = time.monotonic() + wait_s  # against a hang only: waits on progress
         while True:
             p = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True,
@@ -172,25 +192,14 @@ def up(d: Path, wait_s: float = 300.0) -> dict[str, str]:
 
 
 def down(d: Path, remove: bool = True) -> list[str]:
-    """Stop the daemons whose pid files are in `d` (and only those), waiting until each has
-    exited; then remove `d` if it holds the single-node Slurm's configuration. Returns the
-    daemons stopped."""
+    """Stop the daemons mpilab started in `d` (and only those: each pid file's process is
+    checked against /proc, start time and program, before any signal; mpilab.pidfile),
+    waiting until each has exited; then remove `d` if it holds the single-node Slurm's
+    configuration. Returns the daemons stopped."""
     stopped = []
     for name in DAEMONS:
-        pid = _pid(d, name)
-        if pid is None:
-            continue
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            continue
-        for _ in range(600):  # until it has exited (it may still write into d)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        stopped.append(name)
+        if pidfile.stop([(pid_path(d, name), name)], grace=60.0):
+            stopped.append(name)
     if remove and conf_path(d).exists() and (d / "munge.key").exists():
         shutil.rmtree(d, ignore_errors=True)
     return stopped

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpilab import documents, pidfile
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.testbed import net
@@ -41,12 +42,12 @@ def setup_kernel(spec: Spec, hosts: list[str]) -> None:
         net.sh(["ip", "-n", ns, "mptcp", "endpoint", "flush"])
 
 
+AGENT = "mpilab-pathmigd"
+
+
 def pid_of(spec: Spec, node: str) -> int | None:
-    try:
-        pid = int((agent_dir(spec) / f"{node}.pid").read_text())
-    except (OSError, ValueError):
-        return None
-    return pid if net.pid_alive(pid) else None
+    """The pid of the node's agent, checked against /proc (mpilab.pidfile.verified)."""
+    return pidfile.verified(agent_dir(spec) / f"{node}.pid", AGENT)
 
 
 def start(spec: Spec, hosts: list[str] | None = None, manual: bool = False,
@@ -87,14 +88,14 @@ def start(spec: Spec, hosts: list[str] | None = None, manual: bool = False,
                                              start_new_session=True)
     deadline = time.monotonic() + timeout
     for node, proc in started.items():
-        while (pid := pid_of(spec, node)) is None:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                why = (d / f"{node}.err").read_text().strip().splitlines()
-                stop(spec)
-                raise MpilabError(f"pathmig agent on {node} did not start: "
-                                  f"{why[-1] if why else 'no answer'}")
-            time.sleep(0.02)
-        out[node] = pid
+        ident = pidfile.wait_recorded(d / f"{node}.pid", proc, AGENT,
+                                      deadline - time.monotonic(), "pathmig agent")
+        if ident is None:
+            why = (d / f"{node}.err").read_text().strip().splitlines()
+            stop(spec)
+            raise MpilabError(f"pathmig agent on {node} did not start: "
+                              f"{why[-1] if why else 'no answer'}")
+        out[node] = ident.pid
     return out
 
 
@@ -136,7 +137,8 @@ def stop(spec: Spec, grace: float = 3.0) -> list[str]:
             request(spec, node, "stop", timeout=2.0)
         except MpilabError:
             pass
-    net.kill_pids(list(pids.values()), grace=grace)
+    pidfile.stop([(agent_dir(spec) / f"{n}.pid", AGENT) for n in pids], grace=grace,
+                 wait=0.0)
     reap(list(pids.values()))
     return sorted(pids)
 
@@ -170,17 +172,9 @@ def events(spec: Spec, nodes: list[str] | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for node in nodes or spec.node_names():
         path = agent_dir(spec) / f"{node}.jsonl"
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             continue
-        for no, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                raise MpilabError(f"{path}:{no}: not a JSON record") from None
+        out += documents.load_lines(path, "pathmig agent log")
     out.sort(key=lambda e: e.get("time", 0.0))
     return out
 

@@ -8,7 +8,9 @@ the events fed to it (unit-tested)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -102,11 +104,22 @@ class LogTail:
         out = []
         for p, off in self.offsets.items():
             try:
-                with open(p, "rb") as f:
-                    f.seek(off)
-                    data = f.read()
+                # O_NONBLOCK and a regular file only: a FIFO in a log's place never blocks
+                fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
             except OSError:
                 continue
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                os.lseek(fd, off, os.SEEK_SET)
+                chunks = []
+                while b := os.read(fd, 1 << 20):
+                    chunks.append(b)
+                data = b"".join(chunks)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
             end = data.rfind(b"\n") + 1
             self.offsets[p] = off + end
             for ln in data[:end].splitlines():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpilab import argtypes, units
+from mpilab import argtypes, documents, units
 from mpilab.errors import MpilabError
 from mpilab.testbed import net
 from mpilab.testbed.spec import Spec, parse_node
@@ -278,18 +278,9 @@ def log_event(spec: Spec, event: str, node: str, rail: int, mode: str,
 
 
 def read_log(spec: Spec) -> list[dict[str, Any]]:
-    try:
-        text = log_path(spec).read_text()
-    except FileNotFoundError:
+    if not os.path.lexists(log_path(spec)):
         return []
-    out = []
-    for no, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                raise MpilabError(f"{log_path(spec)}:{no}: not a JSON record") from None
-    return out
+    return documents.load_lines(log_path(spec), "testbed fault log")
 
 
 def fail(spec: Spec, target: str, mode: str = "down", at: float | None = None,

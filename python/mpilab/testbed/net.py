@@ -29,14 +29,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mpilab import documents, pidfile
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, load_state_json, pid_alive
+from mpilab.fsutil import atomic_write_text, pid_alive
 from mpilab.testbed.lineinfo import fresh_stats, signal_line, trim_text
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
 
 DELAY_TABLE = 100
 DL_DEV = "dl0"
+DELAYLINE = "mpilab-delayline"  # its program name, checked in its pid files
 #: the cgroup v1 cpu controller: a node with a [[node]] cpu_quota runs its jobs in
 #: CPU_CGROUP_ROOT/<prefix>-<node> (cpu.cfs_quota_us / cpu.cfs_period_us)
 CPU_CGROUP_ROOT = Path("/sys/fs/cgroup/cpu")
@@ -127,8 +129,21 @@ def kill_pids(pids: list[int], grace: float = 2.0) -> None:
                 pass
 
 
+STATE_SCHEMA = "testbed-state-1.schema.json"
+
+
 def load_state(prefix: str) -> dict[str, Any] | None:
-    doc: dict[str, Any] | None = load_state_json(state_dir(prefix) / "state.json", "testbed state")
+    """The state `up` wrote for testbed `prefix`, None when it has none. It is checked
+    against schemas/testbed-state-1.schema.json and its spec must name this prefix (a state
+    file must never make a command act on another testbed's namespaces); any problem is one
+    line naming the file."""
+    path = state_dir(prefix) / "state.json"
+    if not os.path.lexists(path):
+        return None
+    doc: dict[str, Any] = documents.load(path, "testbed state", STATE_SCHEMA, limit=16 << 20)
+    if doc["spec"]["prefix"] != prefix:
+        raise MpilabError(f"{path}: spec.prefix is '{doc['spec']['prefix']}', not this "
+                          f"testbed's '{prefix}'; not acting on another testbed")
     return doc
 
 
@@ -136,9 +151,8 @@ def delayline_stats(prefix: str, wait_s: float = 2.0) -> dict[str, Any] | None:
     """The running delay line's own statistics, fresh: SIGUSR1 makes it rewrite its JSON
     file, read once it changed (or after wait_s). None without a delay line or readable
     statistics."""
-    try:
-        pid = int((load_state(prefix) or {})["delayline_pid"])
-    except (KeyError, ValueError, TypeError, MpilabError):
+    pid = pidfile.verified(state_dir(prefix) / "delayline.pid", DELAYLINE)
+    if pid is None:
         return None
     return fresh_stats(state_dir(prefix) / "delayline.json", pid, wait_s)
 
@@ -570,24 +584,21 @@ def _spawn_delayline(spec: Spec, sd: Path, delayline: str, delay: float, io: lis
     ["--io", "packet", "--peer", ...]); its pid once it has attached (pidfile written), or
     a one-line error with the last line of its log."""
     router = spec.router_ns()
-    pidfile = sd / f"{name}.pid"
-    pidfile.unlink(missing_ok=True)
+    pid_path = sd / f"{name}.pid"
+    pid_path.unlink(missing_ok=True)
     log = open(sd / f"{name}.log", "ab")
     try:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", router, delayline, *extra, *io,
              "--delay", f"{delay!r}", "--buffer", str(spec.delayline_buffer),
-             "--stats", str(sd / f"{name}.json"), "--pidfile", str(pidfile),
+             "--stats", str(sd / f"{name}.json"), "--pidfile", str(pid_path),
              "--trim-file", str(sd / f"{name}.trim")],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     finally:
         log.close()
-    deadline = time.monotonic() + 5
-    while not pidfile.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            why = (sd / f"{name}.log").read_text().strip().splitlines()
-            raise MpilabError(f"mpilab-delayline did not start: {why[-1] if why else '?'}")
-        time.sleep(0.02)
+    if pidfile.wait_recorded(pid_path, proc, DELAYLINE, 5.0, "delay line") is None:
+        why = (sd / f"{name}.log").read_text().strip().splitlines()
+        raise MpilabError(f"mpilab-delayline did not start: {why[-1] if why else '?'}")
     return proc.pid
 
 
@@ -647,8 +658,8 @@ def restart_delayline(prefix: str, extra: list[str]) -> int:
     if not delayline:
         raise MpilabError("mpilab-delayline not found (build it; see $MPILAB_BIN)")
     spec = Spec.from_dict(st["spec"])
-    kill_pids([int(st["delayline_pid"])])
     sd = state_dir(prefix)
+    pidfile.stop([(sd / "delayline.pid", DELAYLINE)])
     pid = _spawn_delayline(spec, sd, delayline, spec.wan_delay,
                            list(st.get("delayline_io") or ["--dev", DL_DEV]), "delayline", extra)
     st["delayline_pid"] = pid

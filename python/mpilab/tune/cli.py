@@ -12,6 +12,7 @@ from mpilab import argtypes, units
 from mpilab.errors import MpilabError, no_action
 
 CHOICE_SCHEMA = "mpilab.tune-choice/1"
+CHOICE_SCHEMA_FILE = "tune-choice-1.schema.json"
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -76,6 +77,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if not 0 <= args.min_effect < 1:
         raise MpilabError(f"--min-effect {args.min_effect}: need 0 <= x < 1")
+    d = Path(args.dir)
+    if (d.exists() or d.is_symlink()) and not d.is_dir():
+        raise MpilabError(f"--dir {args.dir}: not a directory (a sweep directory holds "
+                          "state.json and the launches' files)")
+    nps, colls, sizes = _ints(args.np, "--np"), _colls(args.colls), _sizes(args.sizes)
     cfg = {"launches": args.launches, "budget": args.budget, "timeout": args.timeout,
            "min_effect": args.min_effect, "quiet": args.quiet}
     if args.testbed is not None:
@@ -86,8 +92,7 @@ def _sweep(args: argparse.Namespace) -> int:
         cfg["max_reps"] = args.max_reps
     if args.min_samples is not None:
         cfg["min_samples"] = _min_samples(args)
-    files = sweep.sweep(Path(args.dir), _ints(args.np, "--np"), _colls(args.colls),
-                        _sizes(args.sizes), cfg, args.rounds)
+    files = sweep.sweep(d, nps, colls, sizes, cfg, args.rounds)
     sys.stdout.write("\n".join(str(f) for f in files) + "\n")
     return 0
 
@@ -148,16 +153,48 @@ def _choose(args: argparse.Namespace) -> int:
 
 
 def load_choice(path: str) -> dict[str, Any]:
-    from mpilab.fsutil import read_regular
+    """A choice file, checked against schemas/tune-choice-1.schema.json (types and ranges
+    of every number) and then for what a schema cannot say: per collective and
+    communicator size, ranges in increasing order, each from <= to, none overlapping the
+    one before; no collective and communicator size twice. One line naming the file."""
+    from mpilab import documents
+    from mpilab.strict_json import located
 
-    try:
-        doc = json.loads(read_regular(path, "choice file"))
-    except ValueError as e:
-        raise MpilabError(f"{path}: not JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != CHOICE_SCHEMA \
-            or not isinstance(doc.get("ranges"), list) or not isinstance(doc.get("cells"), list):
-        raise MpilabError(f"{path}: not a tune choice ({CHOICE_SCHEMA}, from mpilab tune choose)")
+    name = str(path)
+    doc: dict[str, Any] = documents.load(path, "choice file", CHOICE_SCHEMA_FILE)
+    text = Path(path).read_text(encoding="utf-8")
+    seen: dict[tuple[str, int], int] = {}
+    for k, r in enumerate(doc["ranges"]):
+        key = (r["op"], r["np"])
+        if key in seen:
+            raise located(name, text, ("ranges", k), f"{r['op']} at {r['np']} ranks again "
+                          f"(already ranges[{seen[key]}]); one entry per collective and "
+                          "communicator size")
+        seen[key] = k
+        for j, x in enumerate(r["ranges"]):
+            if x["from"] > x["to"]:
+                raise located(name, text, ("ranges", k, "ranges", j),
+                              f"from {x['from']} is above to {x['to']}")
+            if j and x["from"] <= r["ranges"][j - 1]["to"]:
+                raise located(name, text, ("ranges", k, "ranges", j, "from"),
+                              f"{x['from']} is not above the range before it (to "
+                              f"{r['ranges'][j - 1]['to']}); ranges must increase")
     return doc
+
+
+def check_library(choice: dict[str, Any], path: str, lib: str) -> None:
+    """Refuse writing a choice made on one MPI library (its winners ompi_* or mpich_*) as
+    the other library's file: its algorithms do not exist there."""
+    other = "mpich_" if lib == "openmpi" else "ompi_"
+    made = "MPICH" if lib == "openmpi" else "Open MPI"
+    for r in choice["ranges"]:
+        for x in r["ranges"]:
+            if x["winner"].startswith(other):
+                want = "Open MPI rules (--openmpi)" if lib == "openmpi" else \
+                    "an MPICH selection file (--mpich)"
+                raise MpilabError(f"{path}: {r['op']} at {r['np']} ranks chose {x['winner']}, "
+                                  f"an algorithm of {made}: a choice made on {made} cannot "
+                                  f"be exported as {want}")
 
 
 def ompi_defaults(choice: dict[str, Any], nps: list[int] | None = None
@@ -191,6 +228,10 @@ def _export(args: argparse.Namespace) -> int:
             check_output(out)
     if args.explicit_default and not args.openmpi:
         raise MpilabError("export: --explicit-default is for the Open MPI file (--openmpi)")
+    if args.openmpi:
+        check_library(choice, args.choice, "openmpi")
+    if args.mpich:
+        check_library(choice, args.choice, "mpich")
     if args.openmpi:
         dflt = ompi_defaults(choice) if args.explicit_default else None
         text = export.ompi_rules(choice, algorithms.ompi_algorithms(), dflt)
@@ -356,11 +397,12 @@ def register(sub: Any) -> None:
                     help="launches per measurement (default 3)")
     sw.add_argument("--budget", type=argtypes.real, default=60.0,
                     help="seconds of samples per launch (default 60)")
-    sw.add_argument("--rounds", type=int, default=2,
+    sw.add_argument("--rounds", type=argtypes.count, default=2,
                     help="rounds of extra sizes where the winner changes (default 2)")
-    sw.add_argument("--min-effect", type=argtypes.real, default=0.05,
+    sw.add_argument("--min-effect", type=argtypes.fraction, default=0.05,
                     help="smallest gain that counts, as a fraction (default 0.05)")
-    sw.add_argument("--timeout", type=argtypes.real, default=900.0, help="seconds per launch")
+    sw.add_argument("--timeout", type=argtypes.seconds, default=900.0,
+                    help="seconds per launch")
     sw.add_argument("--quiet", action="store_true")
     _where(sw)
     sw.set_defaults(func=_sweep)
@@ -368,7 +410,7 @@ def register(sub: Any) -> None:
     ch.add_argument("results", nargs="*", help="results files (mpilab-bench --mpi-algorithms)")
     ch.add_argument("--dir", help="a sweep directory")
     ch.add_argument("--out", required=True, help="choice file (JSON)")
-    ch.add_argument("--min-effect", type=argtypes.real, default=0.05)
+    ch.add_argument("--min-effect", type=argtypes.fraction, default=0.05)
     ch.set_defaults(func=_choose)
     ex = s.add_parser("export", help="write Open MPI rules / MPICH selection JSON")
     ex.add_argument("choice")
@@ -394,10 +436,13 @@ def register(sub: Any) -> None:
     va.add_argument("--dir", required=True, help="launches and round files (resumable)")
     va.add_argument("--out", required=True, help="the validated rules file / selection JSON")
     va.add_argument("--out-choice", help="the pruned choice (JSON)")
-    va.add_argument("--pairs", type=int, default=8, help="pairs of launches per round (8)")
+    va.add_argument("--pairs", type=argtypes.positive, default=8,
+                    help="pairs of launches per round (8)")
     va.add_argument("--budget", default="15s", help="time budget per launch (15s)")
-    va.add_argument("--rounds", type=int, default=3, help="at most this many rounds (3)")
-    va.add_argument("--timeout", type=argtypes.real, default=400.0, help="seconds per launch")
+    va.add_argument("--rounds", type=argtypes.positive, default=3,
+                    help="at most this many rounds (3)")
+    va.add_argument("--timeout", type=argtypes.seconds, default=400.0,
+                    help="seconds per launch")
     va.add_argument("--mpich-library", metavar="LIB")
     _where(va)
     va.add_argument("--explicit-default", action="store_true",

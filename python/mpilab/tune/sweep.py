@@ -256,6 +256,23 @@ def run_series(d: Path, st: dict[str, Any], name: str, np: int, ops: str, sizes:
     return merged
 
 
+def check_nps(prog: str | None, nps: list[int], launcher_args: list[str],
+              testbed: str | None) -> None:
+    """Every communicator size the launcher (or the testbed) can start: refused in one line
+    before the sweep directory or its state exist."""
+    if testbed is not None:
+        from mpilab.testbed import launch as tb_launch
+        from mpilab.testbed import net
+
+        spec = net.current_spec(testbed)
+        for np in nps:
+            tb_launch.check_job_args(spec, np, None, None)
+        return
+    lr = launch.choose(prog or "mpilab-bench", None, launcher_args)
+    for np in nps:
+        lr.check_np(np)
+
+
 def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict[str, Any],
           rounds: int) -> list[Path]:
     """All series of the sweep; returns the merged files (one or more per comm size)."""
@@ -264,7 +281,11 @@ def sweep(d: Path, nps: list[int], colls: list[str], sizes: list[int], cfg: dict
     if cfg.get("mpich_yield") and mpi != "mpich":
         raise MpilabError("--mpich-yield: mpilab-bench is not linked with MPICH "
                           "(mpilab --mpi mpich tune ...)")
-    d.mkdir(parents=True, exist_ok=True)
+    check_nps(prog, nps, cfg.get("launcher_args", []), cfg.get("testbed"))
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MpilabError(f"--dir {d}: cannot make the sweep directory: {e.strerror}") from None
     # absolute: on a testbed the ranks write their files from the node namespaces
     d = d.resolve()
     cfg = dict(cfg, mpi=mpi)
