@@ -42,6 +42,7 @@ from typing import Any
 
 from harness import env as harness_env
 from harness import loadavg, mpilab_cmd, write_json
+from harness import mpirun as launcher
 
 SIZES = [4 ** k for k in range(11)]
 TRANSPORTS = {"shm": "self,vader", "tcp": "self,tcp"}
@@ -61,11 +62,13 @@ def timed(cmd: list[str], env: dict[str, str], timeout: float = 600) -> tuple[fl
 
 
 def peer_mpirun(np: int) -> list[str]:
-    return ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to",
-            "core" if np <= (os.cpu_count() or 1) else "none"]
+    """IMB and OSU as their users start them: pinned to a core each while the ranks fit."""
+    fits = np <= (os.cpu_count() or 1)
+    return launcher(np, ["--bind-to", "core" if fits else "none", "--mca",
+                         "mpi_yield_when_idle", "0" if fits else "1"])
 
 
-def mpilab_run(env: dict[str, str], out: Path, np: int, ops: str,
+def default_run(env: dict[str, str], out: Path, np: int, ops: str,
                sizes: str) -> tuple[float, dict[str, Any]]:
     wall, _ = timed(mpilab_cmd("bench", "--np", str(np), "--out", str(out), "--", "--ops", ops,
                                "--sizes", sizes, "--quiet"), env)
@@ -103,11 +106,11 @@ def osu_values(text: str) -> dict[int, float]:
 def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
     env = harness_env(OMPI_MCA_btl=TRANSPORTS[t], MPILAB_DATA_DIR=str(work / f"data-{t}"))
     sizes = "1:1M:x4"
-    first_wall, first = mpilab_run(env, work / f"{t}-first.json", 2, "p2p", sizes)
+    first_wall, first = default_run(env, work / f"{t}-first.json", 2, "p2p", sizes)
     print(f"[{t}] first run (measures the launch variation): {first_wall:.2f} s, "
           f"{first['launches']['n']} launches, converged {verdict(first)[0]}/11", flush=True)
     for _k in range(a.warm):  # a user's store after some runs: the steady state
-        mpilab_run(env, work / f"{t}-warm.json", 2, "p2p", sizes)
+        default_run(env, work / f"{t}-warm.json", 2, "p2p", sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     docs: list[dict[str, Any]] = []
     vals: dict[str, list[dict[int, float]]] = {"imb": [], "osu": []}
@@ -115,7 +118,7 @@ def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
     for r in range(a.rounds):
         for tool in tools[r % 3:] + tools[:r % 3]:
             if tool == "mpilab":
-                w, d = mpilab_run(env, work / f"{t}-{r}.json", 2, "p2p", sizes)
+                w, d = default_run(env, work / f"{t}-{r}.json", 2, "p2p", sizes)
                 docs.append(d)
             elif tool == "imb":
                 w, text = timed(peer_mpirun(2) + [a.imb, "PingPong", "-msglog", "0:20"], env)
@@ -177,14 +180,14 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     msglen = work / "msglen"
     msglen.write_text("\n".join(str(s) for s in COLL_SIZES) + "\n")
     ops = ",".join(f"{c}:native" if c in ("scatter", "gather") else c for c in COLLS)
-    first_wall, first = mpilab_run(env, work / "coll-first.json", 4, ops, sizes)
+    first_wall, first = default_run(env, work / "coll-first.json", 4, ops, sizes)
     print(f"[coll] first run: {first_wall:.2f} s, {first['launches']['n']} launches", flush=True)
     for _k in range(a.warm):
-        mpilab_run(env, work / "coll-warm.json", 4, ops, sizes)
+        default_run(env, work / "coll-warm.json", 4, ops, sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     conv = []
     for r in range(a.rounds):
-        w, d = mpilab_run(env, work / f"coll-{r}.json", 4, ops, sizes)
+        w, d = default_run(env, work / f"coll-{r}.json", 4, ops, sizes)
         walls["mpilab"].append(w)
         conv.append(verdict(d))
         w, _ = timed(peer_mpirun(4) + [a.imb, *[v[0] for v in COLLS.values()], "-msglen",

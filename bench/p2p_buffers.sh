@@ -14,7 +14,7 @@ set -euo pipefail
 . "$(dirname "$0")/harness.sh"
 rounds=${1:-3}
 echo "load at start: $(harness_loadavg)"
-mr=(mpirun -q -np 2 --bind-to core --mca btl self,vader)
+harness_mpirun mr 2 --bind-to core --mca btl self,vader --mca mpi_yield_when_idle 0
 sizes="256K,1M"
 mpilab_rows() { # NAME BINARY
     "${mr[@]}" "$2" --ops p2p,pingpong --sizes "$sizes" --no-fit --quiet --time-budget 10s --format csv |
