@@ -3,8 +3,8 @@
 
 Per transport (shared memory: btl self,vader; TCP loopback: btl self,tcp; 2 ranks), with a
 launch-variation store of this run's own (a fresh folder: the first run measures the
-variation, its wall time is printed apart; then --warm untimed runs, the store a user has
-after using mpilab for a while):
+variation, its wall time is printed apart; then --warm untimed rounds, the store a user has
+after using mpilab among other programs for a while):
   * rounds in rotating order of `mpilab bench -- --ops p2p --sizes 1:1M:x4` (the default: one
     launch), `IMB-MPI1 PingPong -msglog 0:20` and `osu_latency -m 1:1048576`, each timed from
     start to exit (what a user waits for; mpilab's Python included);
@@ -109,13 +109,18 @@ def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
     first_wall, first = default_run(env, work / f"{t}-first.json", 2, "p2p", sizes)
     print(f"[{t}] first run (measures the launch variation): {first_wall:.2f} s, "
           f"{first['launches']['n']} launches, converged {verdict(first)[0]}/11", flush=True)
-    for _k in range(a.warm):  # a user's store after some runs: the steady state
-        default_run(env, work / f"{t}-warm.json", 2, "p2p", sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     docs: list[dict[str, Any]] = []
     vals: dict[str, list[dict[int, float]]] = {"imb": [], "osu": []}
     tools = ["mpilab", "imb", "osu"]
-    for r in range(a.rounds):
+    # the warm rounds (untimed) run like the timed ones, the peers between mpilab's runs: the
+    # store a user has after using mpilab among other programs for a while
+    for r in range(-a.warm, a.rounds):
+        if r == 0:
+            for v in (walls, vals):
+                for x in v.values():
+                    x.clear()
+            docs.clear()
         for tool in tools[r % 3:] + tools[:r % 3]:
             if tool == "mpilab":
                 w, d = default_run(env, work / f"{t}-{r}.json", 2, "p2p", sizes)
@@ -128,6 +133,8 @@ def p2p_rounds(a: argparse.Namespace, t: str, work: Path) -> dict[str, Any]:
                                                       "osu_latency"), "-m", "1:1048576"], env)
                 vals["osu"].append(osu_values(text))
             walls[tool].append(w)
+        if r < 0:
+            continue
         c, n = verdict(docs[-1])
         print(f"[{t}] round {r + 1}: mpilab {walls['mpilab'][-1]:.2f} s ({c}/{n} converged), "
               f"IMB {walls['imb'][-1]:.2f} s, OSU {walls['osu'][-1]:.2f} s", flush=True)
@@ -182,11 +189,13 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     ops = ",".join(f"{c}:native" if c in ("scatter", "gather") else c for c in COLLS)
     first_wall, first = default_run(env, work / "coll-first.json", 4, ops, sizes)
     print(f"[coll] first run: {first_wall:.2f} s, {first['launches']['n']} launches", flush=True)
-    for _k in range(a.warm):
-        default_run(env, work / "coll-warm.json", 4, ops, sizes)
     walls: dict[str, list[float]] = {"mpilab": [], "imb": [], "osu": []}
     conv = []
-    for r in range(a.rounds):
+    for r in range(-a.warm, a.rounds):
+        if r == 0:
+            for x in walls.values():
+                x.clear()
+            conv.clear()
         w, d = default_run(env, work / f"coll-{r}.json", 4, ops, sizes)
         walls["mpilab"].append(w)
         conv.append(verdict(d))
@@ -199,6 +208,8 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
                                            "-m", "1024:1048576"], env)
             total += w
         walls["osu"].append(total)
+        if r < 0:
+            continue
         print(f"[coll] round {r + 1}: mpilab {walls['mpilab'][-1]:.2f} s ({conv[-1][0]}/"
               f"{conv[-1][1]}), IMB {walls['imb'][-1]:.2f} s, OSU {total:.2f} s", flush=True)
     w = {k: statistics.median(v) for k, v in walls.items()}
@@ -214,7 +225,7 @@ def main() -> int:
     ap.add_argument("--osu", required=True, help="OSU 7.x build's c/mpi folder")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warm", type=int, default=10,
-                    help="default runs after the first and before the rounds, untimed (the "
+                    help="untimed rounds after the first run and before the timed ones (the "
                          "store a user has after some runs; default 10)")
     ap.add_argument("--transports", default="shm,tcp")
     ap.add_argument("--coll", action="store_true", help="also the collectives at 4 ranks")
