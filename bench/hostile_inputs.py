@@ -359,8 +359,38 @@ def bench_new_option_cases() -> list[Case]:
                  ["--window", "x"], ["--pairs", "0"], ["--pairs", "1e3"],
                  ["--poll-sweep", "bogus"], ["--poll-sweep", ""], ["--comb-msgs", "0"],
                  ["--comb-msgs", " 4"], ["--sync", "nan"], ["--ops", "p2p", "--models", ""],
-                 ["--json", "--list", "extra"], ["--timing", ""]):
+                 ["--json", "--list", "extra"], ["--timing", ""],
+                 ["--eps-for", ""], ["--eps-for", "p2p"], ["--eps-for", "p2p@1K=0.1"],
+                 ["--eps-for", "p2p@1024=2"], ["--eps-for", "p2p@1024=0.1,"],
+                 ["--eps-for", "p$@1=0.1"]):
         cases.append(Case(f"mpilab-bench {' '.join(args)!r}", "A", [b, *args], limit=120))
+    return cases + variation_store_cases()
+
+
+def variation_store_cases() -> list[Case]:
+    """`mpilab bench` and `mpilab survey` --variation-store: a store that is not one is
+    refused in one line before anything runs."""
+    def fifo(d: Path) -> None:
+        os.mkfifo(d / "lv.json")
+
+    def a_dir(d: Path) -> None:
+        (d / "lv.json").mkdir()
+
+    def deep(d: Path) -> None:
+        (d / "lv.json").write_text("[" * 100000)
+
+    def other(d: Path) -> None:
+        (d / "lv.json").write_text('{"format": "mpilab.launch-variation/1", "contexts": '
+                                   '{"k": {"series": {"x": [["d", "fast"]]}}}}')
+
+    cases = []
+    for what, setup in (("a FIFO", fifo), ("a directory", a_dir), ("nested 10^5 deep", deep),
+                        ("a malformed series", other)):
+        for cmd in (["bench", "--np", "2", "--variation-store", "lv.json", "--", "--ops",
+                     "p2p", "--sizes", "1K"],
+                    ["survey", "--quick", "--out", "sv", "--variation-store", "lv.json"]):
+            cases.append(Case(f"{cmd[0]} --variation-store is {what}", "A", PY + cmd,
+                              setup=setup, post=_no_output, limit=120))
     return cases
 
 
