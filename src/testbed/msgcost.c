@@ -2,7 +2,7 @@
  * processor is slow at messaging (the LMO model's C_i, docs/models.md "A configured C_i").
  *
  * Preloaded into an MPI rank (LD_PRELOAD; the testbed does it per node from the spec's
- * `[[node]] msg_cost`, docs/testbed.md), it intercepts the MPI calls through the profiling
+ * `[[node]] msg_cost`, docs/testbed-hetero.md), it intercepts the MPI calls through the profiling
  * interface (PMPI) and, for every message the rank sends or receives, spends
  * MPILAB_MSG_COST_US microseconds of the calling thread's CPU time in a busy loop
  * (CLOCK_THREAD_CPUTIME_ID): before a send is handed to the MPI (MPI_Send, MPI_Isend and
