@@ -75,7 +75,7 @@ OPSPEC_MAX_RANKS = 64
 # simulator's cost of one such call grows with the requests outstanding at the root, p^2 per
 # call. A binomial reduce (what real MPIs use for small reductions) does neither: measured at
 # 1024 simulated ranks, a third less CPU per measurement, root-timed and linear-gather small
-# sizes 10-15 us (about 30%) lower, the others unchanged (docs/scale.md). It is no operation
+# sizes 10-15 us (about 30%) lower, the others unchanged (docs/scale-survey.md). It is no operation
 # the survey measures (MPI_Allreduce's default does not use it); --sim-cfg
 # smpi/reduce:default restores SimGrid's own.
 SIM_CFG = ["smpi/reduce:binomial"]
