@@ -4,9 +4,9 @@ One launch of mpilab-bench reports a median with an interval that holds the samp
 of that launch only. On a shared machine (and in a virtual machine) a whole launch can sit
 at another level: pinned to the same CPUs, the same command gave shared-memory 1 KiB round
 trips of 0.41-0.53 us in five launches, each with an interval of a few percent that held
-none of the others (docs/bench.md, "Run-to-run reproducibility"). As ReproMPI does, the
-remedy is to measure over several launches (mpirun invocations) and report a figure and an
-interval that include the launch-to-launch variation:
+none of the others (docs/bench-launches.md, "Run-to-run reproducibility without mpilab").
+As ReproMPI does, the remedy is to measure over several launches (mpirun invocations) and
+report a figure and an interval that include the launch-to-launch variation:
 
 * the figure is the median of the launches' medians;
 * its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
@@ -551,9 +551,10 @@ def merge_measurement(ms: list[dict[str, Any]],
 def merge(docs: list[dict[str, Any]], files: list[str], asked: int | None = None,
           variation: Variation | None = None) -> dict[str, Any]:
     """The results document of N launches of the same command: provenance of the first
-    launch, every measurement merged over the launches that measured it (docs/bench.md,
-    "Launches"); the per-launch files keep their models. `asked`: launches asked for (the
-    file is partial when fewer completed, or when a launch's file is partial)."""
+    launch, every measurement merged over the launches that measured it
+    (docs/bench-launches.md); the per-launch files keep their models. `asked`: launches
+    asked for (the file is partial when fewer completed, or when a launch's file is
+    partial)."""
     if not docs:
         raise ValueError("no launch to merge")
     # one launch: its measurements are rebuilt below; the rest is shared with docs[0]
