@@ -22,6 +22,7 @@ typedef struct mpilab_extend_opts {
     size_t max_added;  /* at most this many sizes added (6) */
     double max_stream_s; /* LogGP measures an added size only while a gap stream of it (burst x
                           * its one-way time) takes at most this (2 s) */
+    double span;       /* the top size is at least span x n_half (16) */
 } mpilab_extend_opts_t;
 
 typedef enum mpilab_extend_state {
@@ -38,6 +39,7 @@ typedef struct mpilab_extend_step {
     size_t next;                 /* MORE: the size to measure */
     double slope_prev, slope_top; /* s/byte over the last two segments */
     double slope_half;           /* the top slope's half width from the intervals (s/byte) */
+    double n_half;               /* the smallest size's value / the top slope (bytes) */
 } mpilab_extend_step_t;
 
 void mpilab_extend_opts_default(mpilab_extend_opts_t *o);
@@ -47,8 +49,11 @@ void mpilab_extend_opts_default(mpilab_extend_opts_t *o);
  *     s1 = (v_b - v_a) / (b - a),  s2 = (v_c - v_b) / (c - b),
  *     h1 = (hw_a + hw_b) / (b - a),  h2 = (hw_b + hw_c) / (c - b)
  * (hw = half an interval); the regime is reached when s2 > 0, |s2 - s1| <= tol s2 + h1 + h2
- * (no bend beyond the noise) and h2 <= tol s2 (the top slope is known to tol). Otherwise the
- * next size is c x factor unless a limit stops it. */
+ * (no bend beyond the noise), h2 <= tol s2 (the top slope is known to tol) and c >= span x
+ * n_half, n_half = v_0 / s2 (the size whose transfer takes as long as the smallest size's
+ * whole time: a shaper's burst allowance and a TCP window's ramp are of that order, so two
+ * slopes below a few n_half can agree by chance and still be short of the rate). Otherwise
+ * the next size is c x factor unless a limit stops it. */
 mpilab_extend_state_t mpilab_extend_next(const mpilab_adaptive_point_t *pts, size_t n, size_t added,
                                          const mpilab_extend_opts_t *o, mpilab_extend_step_t *out);
 

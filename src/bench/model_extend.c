@@ -6,7 +6,7 @@
 void mpilab_extend_opts_default(mpilab_extend_opts_t *o)
 {
     *o = (mpilab_extend_opts_t){.tol = 0.05, .factor = 4, .max_bytes = (size_t)64 << 20, .max_time_s = 1.0,
-                                .max_added = 6, .max_stream_s = 2.0};
+                                .max_added = 6, .max_stream_s = 2.0, .span = 16};
 }
 
 static double half_width(const mpilab_adaptive_point_t *p)
@@ -18,7 +18,7 @@ static double half_width(const mpilab_adaptive_point_t *p)
 mpilab_extend_state_t mpilab_extend_next(const mpilab_adaptive_point_t *pts, size_t n, size_t added,
                                          const mpilab_extend_opts_t *o, mpilab_extend_step_t *out)
 {
-    *out = (mpilab_extend_step_t){MPILAB_EXTEND_NO_DATA, 0, NAN, NAN, NAN};
+    *out = (mpilab_extend_step_t){MPILAB_EXTEND_NO_DATA, 0, NAN, NAN, NAN, NAN};
     if (n < 3)
         return out->state;
     const mpilab_adaptive_point_t *a = &pts[n - 3], *b = &pts[n - 2], *c = &pts[n - 1];
@@ -32,7 +32,11 @@ mpilab_extend_state_t mpilab_extend_next(const mpilab_adaptive_point_t *pts, siz
     out->slope_prev = s1;
     out->slope_top = s2;
     out->slope_half = h2;
-    if (s2 > 0 && fabs(s2 - s1) <= o->tol * s2 + h1 + h2 && h2 <= o->tol * s2)
+    /* n_half: the size whose transfer time equals the smallest size's time (the latency);
+     * below a few of it a shaper's burst or a window's ramp still bends the curve */
+    double n_half = s2 > 0 && isfinite(pts[0].value) && pts[0].value > 0 ? pts[0].value / s2 : INFINITY;
+    out->n_half = n_half;
+    if (s2 > 0 && fabs(s2 - s1) <= o->tol * s2 + h1 + h2 && h2 <= o->tol * s2 && (double)c->bytes >= o->span * n_half)
         return out->state = MPILAB_EXTEND_LINEAR;
     if (added >= o->max_added)
         return out->state = MPILAB_EXTEND_MAX_ADDED;

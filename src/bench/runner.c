@@ -318,12 +318,13 @@ static int extend_size(run_t *w, const mpilab_op_t *op, const mpilab_adaptive_po
             w->top_state = mpilab_extend_state_name(st.state);
         }
         if (!b)
-            json_array_append_new(w->extended, json_pack("{s:s,s:s,s:s,s:I,s:o,s:o,s:o}", "op", op->name, "impl",
+            json_array_append_new(w->extended, json_pack("{s:s,s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "op", op->name, "impl",
                                                          op->impl, "state", mpilab_extend_state_name(st.state),
                                                          "added", (json_int_t)added, "slope_prev_s_per_byte",
                                                          mpilab_json_real(st.slope_prev), "slope_top_s_per_byte",
                                                          mpilab_json_real(st.slope_top), "slope_half_s_per_byte",
-                                                         mpilab_json_real(st.slope_half)));
+                                                         mpilab_json_real(st.slope_half), "n_half_bytes",
+                                                         mpilab_json_real(st.n_half)));
     }
     MPI_Bcast(&b, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
     *next = (size_t)b;

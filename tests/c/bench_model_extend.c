@@ -1,7 +1,8 @@
 /* Model sizes past the regime changes (include/mpilab/model_extend.h) on synthetic curves:
  * a shaped link whose burst allowance covers the default sizes is extended until the top
  * slope is the shaped rate; an eager-to-rendezvous jump at the default list's end is passed;
- * a straight line gets nothing added; a curve that never straightens stops at a limit; a
+ * a straight line gets sizes up to 16 times its n_half; a window ramp whose slopes agree
+ * below that is extended; a curve that never straightens stops at a limit; a
  * spike of noise at one size does not stop the extension early. */
 #include <math.h>
 #include <string.h>
@@ -89,13 +90,43 @@ MPILAB_TEST(eager_switch_at_the_end_is_passed)
     CHECK(pts[n - 3].bytes >= 65536); /* all three top points past the switch */
 }
 
-MPILAB_TEST(straight_line_gets_nothing)
+static double fast_line(double m) /* n_half = 50 bytes: the default list spans it */
+{
+    return 50e-9 + 1e-9 * m;
+}
+
+MPILAB_TEST(straight_lines_get_what_their_latency_asks)
 {
     mpilab_adaptive_point_t pts[80];
     mpilab_extend_step_t st;
     size_t n;
+    CHECK(extend(fast_line, 0.01, 0, pts, &n, &st) == MPILAB_EXTEND_LINEAR);
+    CHECK(n == NDEF); /* 64 KiB >= 16 x 50 bytes: nothing added */
+    /* n_half = 16.7 KB: the top size must reach 16 x that, 267 KB: two sizes added */
     CHECK(extend(straight, 0.01, 0, pts, &n, &st) == MPILAB_EXTEND_LINEAR);
-    CHECK(n == NDEF);
+    CHECKF(n == NDEF + 2 && pts[n - 1].bytes == 1 << 20, "%zu sizes up to %zu", n, pts[n - 1].bytes);
+    CHECKF(fabs(st.slope_top / 0.3e-9 - 1) < 0.01 && fabs(st.n_half / 16667 - 1) < 0.01, "%g %g", st.slope_top,
+           st.n_half);
+}
+
+/* A ping-pong of a 2 ms WAN measured once (round trips at 4 KiB to 64 KiB): the two top
+ * slopes of the default list agree within 6%, yet both are 12% short of the shaped rate (a
+ * TCP window's ramp). 64 KiB is below 16 n_half (n_half = 4 ms / 147 ns = 27.5 KB), so the
+ * rule asks for more. */
+MPILAB_TEST(window_ramp_that_looks_straight_is_extended)
+{
+    mpilab_adaptive_point_t pts[NDEF];
+    const double rt[NDEF] = {4.046552e-3, 4.04503e-3, 4.046482e-3, 4.0446645e-3, 4.045871e-3,
+                             4.050058e-3, 4.082206e-3, 6.001501e-3, 13.231139e-3};
+    for (size_t k = 0; k < NDEF; k++)
+        pts[k] = (mpilab_adaptive_point_t){default_list[k], rt[k], rt[k] * 0.99, rt[k] * 1.01};
+    mpilab_extend_opts_t o;
+    mpilab_extend_opts_default(&o);
+    mpilab_extend_step_t st;
+    CHECK(mpilab_extend_next(pts, NDEF, 0, &o, &st) == MPILAB_EXTEND_MORE && st.next == 262144);
+    CHECK(fabs(st.slope_top - st.slope_prev) < 0.07 * st.slope_top); /* they do agree */
+    o.span = 1; /* without the span rule this curve would end here */
+    CHECK(mpilab_extend_next(pts, NDEF, 0, &o, &st) == MPILAB_EXTEND_LINEAR);
 }
 
 MPILAB_TEST(a_curve_that_never_straightens_stops_at_a_limit)
