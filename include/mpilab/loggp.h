@@ -28,6 +28,9 @@ typedef struct mpilab_loggp_opts {
                                  receive, > 1 (default 2) */
     int progress;             /* rank 0 prints "[loggp] round r/R" on stderr (about 20 lines
                                  in all) from MPILAB_P2P_PROGRESS_RANKS ranks on (default 0) */
+    double top_from;          /* the fit's last range starts at the first size >= top_from
+                                 bytes (a known top regime, mpilab/model_extend.h; 0: every
+                                 range from the data, default) */
 } mpilab_loggp_opts_t;
 
 void mpilab_loggp_opts_default(mpilab_loggp_opts_t *o);

@@ -34,6 +34,11 @@ double mpilab_models_hockney_predict_single(mpilab_op_model_t m, const mpilab_ho
  * bytes == bytes_back; predictions cover every measurement with a mean whose entry has a
  * pattern, once every pair has a fit. */
 json_t *mpilab_models_hockney(json_t *meas, int nranks);
+/* The same with every pair's last range (its beta) starting at the first size >= top_from
+ * bytes (0: from the data): where the model-size extension (mpilab/model_extend.h) found the
+ * curve's top regime; `top_state` (its state name, or NULL) goes into hockney.top_regime, and
+ * a state other than "linear" flags every beta regime_not_reached. */
+json_t *mpilab_models_hockney_top(json_t *meas, int nranks, double top_from, const char *top_state);
 
 /* The models.loggp object from a LogGP measurement of npairs pairs (res[k].pair; every
  * pair of nranks ranks, or a design's), over sizes[nsizes], options lg: per-pair fits on the

@@ -43,6 +43,12 @@ size_t mpilab_robust_segments(const double *x, const double *y, size_t n, size_t
  * lowest spacings of each size's samples (for the minimum), never below 1% of the value. */
 size_t mpilab_robust_segments_sigma(const double *x, const double *y, const double *sigma, size_t n,
                                     size_t max_ranges, size_t *starts);
+/* The same with the last range fixed where a regime is known to start: with top_x > 0, at
+ * least 2 points below it and at least 2 at x >= top_x, the last range starts at the first of them and the points
+ * below it are split from the data into at most max_ranges - 1 ranges; otherwise
+ * mpilab_robust_segments_sigma. */
+size_t mpilab_robust_segments_top(const double *x, const double *y, const double *sigma, size_t n,
+                                  size_t max_ranges, double top_x, size_t *starts);
 
 /* A fitted parameter with its quality. */
 typedef struct mpilab_param {
@@ -77,6 +83,10 @@ typedef struct mpilab_robust_opts {
                         * g, a difference of two such times), and no interval of a headline
                         * value is narrower than it each side (scaled as the values are;
                         * slopes: over the range's span) */
+    double top_from;   /* > 0: the last range starts at the first size >= top_from bytes (a
+                        * regime the caller established, e.g. the model-size extension,
+                        * mpilab/model_extend.h), the ranges below it from the data; 0: every
+                        * range from the data (default) */
 } mpilab_robust_opts_t;
 
 void mpilab_robust_opts_default(mpilab_robust_opts_t *o);

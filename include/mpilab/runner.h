@@ -12,6 +12,7 @@
 #include "mpilab/bench.h"
 #include "mpilab/epsrule.h"
 #include "mpilab/loggp.h"
+#include "mpilab/model_extend.h"
 #include "mpilab/p2p.h"
 #include "mpilab/pairs.h"
 #include "mpilab/placement.h"
@@ -83,6 +84,11 @@ typedef struct mpilab_runner_config {
     int probe_skew;     /* --probe-skew: ranks give counts one byte apart, so that the MPI
                          * library reports an error naming the algorithm that ran (MPICH) */
     mpilab_eps_rules_t eps_for; /* --eps-for: measurements measured to another eps than --eps */
+    /* --model-sizes extend|fixed: the entries a model is fitted from (p2p) get larger sizes
+     * until the curve's top regime is reached (mpilab/model_extend.h), LogGP measures them too;
+     * default extend when --sizes (-m, -msglog) is not given and a model is fitted */
+    int model_extend;
+    mpilab_extend_opts_t ext;
 } mpilab_runner_config_t;
 
 enum {

@@ -49,6 +49,9 @@ CI_WIDE = "ci_wide"   # the interval is wider than the precision asked
 # over launches, a floor estimator (alpha, L): some launch's floor was set aside
 # (launches.merge_floor_param: its interval lay wholly above the lowest launch's)
 LAUNCHES_SET_ASIDE = "launches_set_aside"
+# a Hockney beta whose sizes never reached the curve's top regime (mpilab-bench's model-size
+# extension stopped at a limit first): the slope of the largest sizes, still bending
+REGIME_NOT_REACHED = "regime_not_reached"
 # derived when read (the fitter does not write it): the estimate sits at an end of its own
 # interval (lo < hi), which the fitter does when the bootstrap interval missed the estimate
 # and was stretched to hold it: that interval says nothing about where a repeat would land

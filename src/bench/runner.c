@@ -12,6 +12,7 @@
 #include "common/common.h"
 #include "coll/multilane_entry.h"
 #include "mpilab/adaptive.h"
+#include "mpilab/model_extend.h"
 #include "mpilab/cpuidle.h"
 #include "mpilab/models.h"
 #include "mpilab/multilane.h"
@@ -300,12 +301,48 @@ static size_t next_sizes(run_t *w, const mpilab_adaptive_point_t *pts, size_t n,
     return (size_t)cnt;
 }
 
+/* Model sizes (--model-sizes extend): the next larger size of an entry a model is fitted
+ * from, decided on rank 0 (the step into w->extended), received by every rank in *next;
+ * returns 1 when there is one to measure. */
+static int extend_size(run_t *w, const mpilab_op_t *op, const mpilab_adaptive_point_t *pts, size_t n,
+                       size_t added, size_t *next)
+{
+    unsigned long long b = 0;
+    if (w->rank == 0) {
+        mpilab_extend_step_t st;
+        if (mpilab_extend_next(pts, n, added, &w->c->ext, &st) == MPILAB_EXTEND_MORE)
+            b = st.next;
+        else if (st.state != MPILAB_EXTEND_NO_DATA && !w->top_state) {
+            /* the top regime: the three sizes that agree, else the last segment */
+            w->top_from = pts[n - (st.state == MPILAB_EXTEND_LINEAR ? 3 : 2)].bytes;
+            w->top_state = mpilab_extend_state_name(st.state);
+        }
+        if (!b)
+            json_array_append_new(w->extended, json_pack("{s:s,s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "op", op->name, "impl",
+                                                         op->impl, "state", mpilab_extend_state_name(st.state),
+                                                         "added", (json_int_t)added, "slope_prev_s_per_byte",
+                                                         mpilab_json_real(st.slope_prev), "slope_top_s_per_byte",
+                                                         mpilab_json_real(st.slope_top), "slope_half_s_per_byte",
+                                                         mpilab_json_real(st.slope_half), "n_half_bytes",
+                                                         mpilab_json_real(st.n_half)));
+    }
+    MPI_Bcast(&b, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    *next = (size_t)b;
+    if (b && w->rank == 0 && !w->c->quiet)
+        fprintf(stderr, "[model sizes] %s %s: the curve still bends at its largest size; adding %llu bytes\n",
+                op->name, op->impl, b);
+    return b != 0;
+}
+
 /* Entry op over the run's sizes, or adaptively (--sizes auto:...): the start list, then where
- * its curve bends, until none or the budget; rank 0 keeps the sizes and why in w->adaptive. */
+ * its curve bends, until none or the budget; rank 0 keeps the sizes and why in w->adaptive.
+ * An entry a model is fitted from then gets larger sizes while its top regime is not reached
+ * (--model-sizes extend); they are kept in w->ext_sizes for LogGP. */
 static void measure_entry(run_t *w, const mpilab_op_t *op)
 {
     const mpilab_runner_config_t *c = w->c;
-    size_t budget = c->adaptive ? c->auto_budget : c->nsizes, nb = c->nsizes, n = 0;
+    int extend = c->model_extend && op->model == MPILAB_MODEL_P2P_FIT;
+    size_t budget = (c->adaptive ? c->auto_budget : c->nsizes) + c->ext.max_added, nb = c->nsizes, n = 0, nadd = 0;
     size_t *batch = malloc((budget + 64) * sizeof *batch);
     mpilab_adaptive_point_t *pts = malloc((budget + 64) * sizeof *pts);
     json_t *added = json_array();
@@ -325,6 +362,25 @@ static void measure_entry(run_t *w, const mpilab_op_t *op)
             pts[at] = pt;
         }
         nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, n, batch, added) : 0;
+        if (nb == 0 && extend && w->exit_code == 0 && extend_size(w, op, pts, n, nadd, batch)) {
+            if (nadd < sizeof w->ext_sizes / sizeof w->ext_sizes[0] && !w->ext_done)
+                w->ext_sizes[w->n_ext++] = batch[0];
+            nadd++;
+            nb = 1;
+        }
+    }
+    if (extend && !w->ext_done) {
+        /* LogGP takes the first such entry's added sizes while a gap stream of one stays
+         * within max_stream_s (the entry's value is a round trip) */
+        unsigned long long keep = 0;
+        for (size_t q = 0, k = 0; w->rank == 0 && q < w->n_ext && keep == q; q++) {
+            while (k < n && pts[k].bytes != w->ext_sizes[q])
+                k++;
+            keep += k < n && (double)c->lg.burst * pts[k].value / 2 <= c->ext.max_stream_s;
+        }
+        MPI_Bcast(&keep, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+        w->n_ext_lg = (size_t)keep;
+        w->ext_done = 1;
     }
     if (w->rank == 0 && c->adaptive) {
         json_t *sz = json_array();
@@ -376,11 +432,19 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
         round_start = mstart;
     }
     mpilab_loggp_pair_result_t *lres = w->rank == 0 ? calloc(npairs + 1, sizeof *lres) : NULL;
-    int ok = (w->rank != 0 || lres != NULL) && rounds > 0, all = 0;
+    /* the run's sizes and those the model-size extension added past them */
+    w->lg_sizes = malloc((c->nsizes + w->n_ext + 1) * sizeof *w->lg_sizes);
+    w->lg_nsizes = 0;
+    for (size_t k = 0; w->lg_sizes && k < c->nsizes; k++)
+        w->lg_sizes[w->lg_nsizes++] = c->sizes[k];
+    for (size_t k = 0; w->lg_sizes && k < w->n_ext_lg; k++)
+        if (w->ext_sizes[k] > c->sizes[c->nsizes - 1])
+            w->lg_sizes[w->lg_nsizes++] = w->ext_sizes[k];
+    int ok = (w->rank != 0 || lres != NULL) && rounds > 0 && w->lg_sizes, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    int lrc = all ? mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, npairs, order, round_start, rounds, c->sizes,
-                                               c->nsizes, &c->lg, lres)
+    int lrc = all ? mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, npairs, order, round_start, rounds, w->lg_sizes,
+                                               w->lg_nsizes, &c->lg, lres)
                   : MPI_ERR_NO_MEM;
     free(mp);
     free(morder);
@@ -396,7 +460,7 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
     w->loggp_npairs = npairs;
     w->loggp_design = matching ? "matching" : mpilab_pairs_design_name(w->rp.design);
     if (w->rank == 0 && !c->quiet)
-        fprintf(stderr, "[loggp] %zu pairs (%s) x %zu sizes measured\n", npairs, w->loggp_design, c->nsizes);
+        fprintf(stderr, "[loggp] %zu pairs (%s) x %zu sizes measured\n", npairs, w->loggp_design, w->lg_nsizes);
     return lres;
 }
 
@@ -551,11 +615,13 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     /* table rows: per engine measurement one, per all-pairs size at most ROWS_PAIRS */
     size_t pair_rows = w.rp.npairs <= ROWS_PAIRS ? w.rp.npairs : 2;
     for (size_t e = 0; e < c->nsel; e++)
-        w.total += (c->adaptive ? c->auto_budget : c->nsizes) * ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
+        w.total += ((c->adaptive ? c->auto_budget : c->nsizes) + (c->model_extend ? c->ext.max_added : 0)) *
+                   ((c->sel[e]->flags & MPILAB_OP_ALLPAIRS) ? 1 : c->ntiming * c->nisolation);
     w.rows = w.rank == 0 ? calloc(w.total * (pair_rows > 1 ? pair_rows : 1) + 1, sizeof *w.rows) : NULL;
     w.meas = json_array();
     w.skipped = json_array();
     w.adaptive = json_array();
+    w.extended = json_array();
     if (w.rank == 0 && !w.rows)
         w.exit_code = 1;
     MPI_Bcast(&w.exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -595,6 +661,8 @@ int mpilab_runner_run(const mpilab_runner_config_t *c, int argc, char **argv, js
     json_decref(w.meas);
     json_decref(w.skipped);
     json_decref(w.adaptive);
+    json_decref(w.extended);
+    free(w.lg_sizes);
     free(w.rows);
     for (size_t k = 0; lres && k < w.loggp_npairs; k++)
         mpilab_loggp_pair_result_free(&lres[k]);

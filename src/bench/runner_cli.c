@@ -86,6 +86,8 @@ void mpilab_runner_usage(FILE *f)
         "  --lmo-eps X          --eps of the lmo experiments, in (0,1) (default: --eps): C_i is the\n"
         "                       difference of two of their medians, so it needs a finer one\n"
         "  --no-fit             no models\n"
+        "  --model-sizes M      extend (p2p and LogGP get sizes x4 past --sizes until the top slope\n"
+        "                       settles) | fixed (default extend without --sizes, -m, -msglog)\n"
         "  --loggp-burst N      messages per LogGP gap stream (count, default 16)\n"
         "  --loggp-or-wait F    the receiver waits F round trips before timing o_r (default 2)\n"
         "  --loggp-pairs P      the pairs LogGP measures: design (those of --pairs), matching (one\n"
@@ -232,7 +234,7 @@ static int model_one(mpilab_runner_config_t *c, const char *t)
 
 /* Raw option values, checked after all are read. */
 typedef struct raw {
-    const char *ops, *sizes, *timing, *models;
+    const char *ops, *sizes, *timing, *models, *model_sizes;
     long long min_reps, max_reps, budget_floor, root, depth, burst, warmup, pairs_seed;
     double time_budget; /* --time-budget: seconds of samples for the whole run (0 = none) */
     char osu[160];
@@ -258,7 +260,7 @@ static int real_arg(const char *opt, const char *s, double *out, char *err, size
 enum { O_MPIALG = 200, O_PROBE, O_SKEW, O_EPSFOR, O_LIST = 256, O_JSON, O_OPS, O_SIZES, O_TIMING, O_CL, O_EPS, O_MINR, O_MAXR, O_ISO, O_SCHED, O_BACK,
        O_ROOT, O_SYNC, O_OUT, O_NOFIT, O_QUIET, O_FORMAT, O_DEPTH, O_SINGLE, O_SUITE, O_WARMUP, O_MODELS, O_BURST,
        O_ORWAIT, O_VERSION, O_PLACE, O_INJECT, O_MINTIME, O_BUDGET, O_ENTRIES, O_PGROUPS, O_PSEED,
-       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL, O_LMOE };
+       O_MSGLOG, O_LMOB, O_LMOR, O_LGPAIRS, O_LMOW, O_BFLOOR, O_IDLEPOLL, O_LMOE, O_MSIZES };
 
 static const struct option longopts[] = {
     {"list", no_argument, 0, O_LIST}, {"json", no_argument, 0, O_JSON}, {"ops", required_argument, 0, O_OPS},
@@ -285,7 +287,7 @@ static const struct option longopts[] = {
     {"probe", no_argument, 0, O_PROBE}, {"probe-skew", no_argument, 0, O_SKEW},
     {"lmo-bytes", required_argument, 0, O_LMOB},
     {"lmo-rendezvous", required_argument, 0, O_LMOR}, {"lmo-wait", required_argument, 0, O_LMOW},
-    {"lmo-eps", required_argument, 0, O_LMOE},
+    {"lmo-eps", required_argument, 0, O_LMOE}, {"model-sizes", required_argument, 0, O_MSIZES},
     /* the interconnect suite's parameters (mpilab_suite_option_names) */
     {"window", required_argument, 0, O_SUITE}, {"pairs", required_argument, 0, O_SUITE},
     {"poll-sweep", required_argument, 0, O_SUITE}, {"comb-msgs", required_argument, 0, O_SUITE},
@@ -458,6 +460,7 @@ static int one_option(int opt, int li, const char *v, mpilab_runner_config_t *c,
         return 0;
     case O_MPIALG: c->mpi_algorithms = 1; return 0;
     case O_PROBE: c->probe = 1; return 0;
+    case O_MSIZES: r->model_sizes = v; return 0;
     case O_SKEW: c->probe = c->probe_skew = 1; return 0;
     case O_LIST: c->list |= 1; return 0;
     case O_JSON: c->list |= 2; return 0;
@@ -702,6 +705,8 @@ static int auto_sizes(mpilab_runner_config_t *c, const char *spec, char *err, si
     return 0;
 }
 
+static const char default_sizes[] = "1:64K:x4";
+
 static void defaults(mpilab_runner_config_t *c, raw_t *r)
 {
     memset(c, 0, sizeof *c);
@@ -714,7 +719,8 @@ static void defaults(mpilab_runner_config_t *c, raw_t *r)
     c->lmo_rendezvous = 65536;
     mpilab_wait_default(&c->lmo_wait);
     c->p2p_back = -1;
-    *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = "1:64K:x4", .timing = "max",
+    mpilab_extend_opts_default(&c->ext);
+    *r = (raw_t){.ops = "p2p,scatter,gather,bcast,allreduce", .sizes = default_sizes, .timing = "max",
                  .min_reps = 5, .max_reps = 1000000, .budget_floor = 1, .time_budget = 60.0, .root = 0, .depth = 10, .burst = (long long)c->lg.burst,
                  .warmup = (long long)c->bo.warmup};
 }
@@ -775,6 +781,10 @@ int mpilab_runner_parse(int argc, char **argv, int nranks, mpilab_runner_config_
         snprintf(why, sizeof why, "%s", err);
         rc = fail(err, errlen, "%s: %s", r.sizes == r.osu ? "-m/-msglog" : "--sizes", why);
     }
+    if (rc == 0 && r.model_sizes && strcmp(r.model_sizes, "extend") != 0 && strcmp(r.model_sizes, "fixed") != 0)
+        rc = fail(err, errlen, "--model-sizes: '%s' is not extend or fixed", r.model_sizes);
+    c->model_extend = !c->no_fit && (c->hockney || c->loggp) &&
+                      (r.model_sizes ? strcmp(r.model_sizes, "extend") == 0 : r.sizes == default_sizes);
     return rc == 0 ? check_selection(c, &r, nranks, err, errlen) : rc;
 }
 

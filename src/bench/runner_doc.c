@@ -235,6 +235,13 @@ static json_t *options_json(const run_t *w)
         json_array_append_new(ol, json_sprintf("%s:%s", c->sel[e]->name, c->sel[e]->impl));
     json_object_set_new(opt, "ops", ol);
     json_object_set_new(opt, "sizes", sz);
+    if (c->model_extend) {
+        const mpilab_extend_opts_t *x = &c->ext;
+        json_object_set_new(opt, "model_sizes",
+                            json_pack("{s:s,s:f,s:I,s:I,s:f,s:I,s:O}", "mode", "extend", "tol", x->tol, "factor",
+                                      (json_int_t)x->factor, "max_bytes", (json_int_t)x->max_bytes, "max_time_s",
+                                      x->max_time_s, "max_added", (json_int_t)x->max_added, "entries", w->extended));
+    }
     if (c->adaptive)
         json_object_set_new(opt, "sizes_auto",
                             json_pack("{s:I,s:I,s:O}", "budget", (json_int_t)c->auto_budget, "start_factor", 8,
@@ -369,7 +376,7 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     for (size_t e = 0; e < c->nsel; e++)
         have_fit_entry |= c->sel[e]->model == MPILAB_MODEL_P2P_FIT;
     if (!c->no_fit && c->hockney && have_fit_entry && w->fit_sizes >= 2)
-        models = mpilab_models_hockney(w->meas, w->size);
+        models = mpilab_models_hockney_top(w->meas, w->size, (double)w->top_from, w->top_state);
     mpilab_quality_context_t qc = quality_context(w, prov);
     note_isolation(w);
     note_timing(w);
@@ -383,7 +390,9 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
     if (lres) {
         if (!models)
             models = json_object();
-        json_t *lg = mpilab_models_loggp(lres, w->loggp_npairs, c->sizes, c->nsizes, w->size, &c->lg, w->meas, stdout);
+        mpilab_loggp_opts_t lo = c->lg;
+        lo.top_from = w->top_state ? (double)w->top_from : 0; /* the regime the extension found */
+        json_t *lg = mpilab_models_loggp(lres, w->loggp_npairs, w->lg_sizes, w->lg_nsizes, w->size, &lo, w->meas, stdout);
         if (lg) { /* the measurement's own cost, as wall_s is a measurement's; which pairs */
             json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
             json_object_set_new(lg, "pairs_design", json_string(w->loggp_design));

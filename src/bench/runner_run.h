@@ -34,6 +34,12 @@ typedef struct run {
     size_t nrows, done, total;
     json_t *meas, *skipped;
     json_t *adaptive;   /* rank 0, --sizes auto: per entry the sizes chosen and why */
+    json_t *extended;   /* rank 0, --model-sizes extend: per entry where the extension ended */
+    size_t ext_sizes[16], n_ext, n_ext_lg; /* ... and how many of them LogGP measures */ /* the sizes the first extended entry added (every rank) */
+    int ext_done;
+    size_t top_from;        /* rank 0: where the first extended entry's top regime starts ... */
+    const char *top_state;  /* ... and how the extension ended (NULL: no extension) */
+    size_t *lg_sizes, lg_nsizes; /* the sizes LogGP measured (the run's and the extension's) */
     json_t *prov;       /* rank 0: provenance, taken before measuring (checkpoints use it) */
     double last_save;   /* rank 0: MPI_Wtime of the last checkpoint (at first: the start) */
     int exit_code, sync_used, suite_used;

@@ -156,6 +156,8 @@ typedef struct hfit {
     mpilab_hockney_range_t *rg; /* npairs * MAX_RANGES */
     int complete;
     json_t *wire; /* what the simulated transport and clock add (wire.c), or NULL */
+    double top_from;       /* > 0: the last range starts there (mpilab_robust_segments_top) */
+    int top_not_reached;   /* the extension ended before the top regime: beta flagged */
 } hfit_t;
 
 /* Robust per pair (mpilab_hockney_fit_samples on half the round trip: per-size minimum,
@@ -174,6 +176,7 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
     mpilab_robust_opts_default(&ro);
     ro.max_ranges = MPILAB_MODELS_MAX_RANGES;
     models_wire_opts(&ro);
+    ro.top_from = f->top_from;
     f->wire = models_wire_json(&ro);
     for (size_t pk = 0, i = 0; ok && i < p; i++)
         for (size_t j = i + 1; j < p; j++, pk++) {
@@ -207,6 +210,9 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
                                                         mpilab_json_real(rg[r].h.alpha), "beta",
                                                         mpilab_json_real(rg[r].h.beta), "flags", rf));
             }
+            json_t *bq = mpilab_quality_param(&hr.beta);
+            if (f->top_not_reached)
+                json_array_append_new(json_object_get(bq, "flags"), json_string("regime_not_reached"));
             for (size_t k = 0; k < n; k++)
                 json_array_append_new(rs, json_pack("{s:I,s:o}", "bytes", (json_int_t)t.sets[k].bytes, "oneway_s",
                                                     mpilab_json_real(resid[k])));
@@ -215,8 +221,8 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
             json_array_append_new(pairs, json_pack("{s:I,s:I,s:o,s:o,s:I,s:o,s:{s:o,s:o},s:o}", "i", (json_int_t)i,
                                                    "j", (json_int_t)j, "alpha", mpilab_json_real(h.alpha), "beta",
                                                    mpilab_json_real(h.beta), "points", (json_int_t)n, "ranges", ranges,
-                                                   "quality", "alpha", mpilab_quality_param(&hr.alpha), "beta",
-                                                   mpilab_quality_param(&hr.beta), "residuals", rs));
+                                                   "quality", "alpha", mpilab_quality_param(&hr.alpha), "beta", bq,
+                                                   "residuals", rs));
         }
     pts_clear(&t);
     free(t.sets);
@@ -228,9 +234,15 @@ static json_t *fit_pairs(json_t *meas, hfit_t *f)
 
 json_t *mpilab_models_hockney(json_t *meas, int nranks)
 {
+    return mpilab_models_hockney_top(meas, nranks, 0, NULL);
+}
+
+json_t *mpilab_models_hockney_top(json_t *meas, int nranks, double top_from, const char *top_state)
+{
     size_t p = nranks > 0 ? (size_t)nranks : 0, npairs = p * (p ? p - 1 : 0) / 2;
     hfit_t f = {p, calloc(p * p + 1, sizeof *f.mat), calloc(p * p + 1, sizeof *f.pm),
-                calloc(npairs * MPILAB_MODELS_MAX_RANGES + 1, sizeof *f.rg), 0, NULL};
+                calloc(npairs * MPILAB_MODELS_MAX_RANGES + 1, sizeof *f.rg), 0, NULL, top_from,
+                top_state && strcmp(top_state, "linear") != 0};
     json_t *pairs = f.mat && f.pm && f.rg ? fit_pairs(meas, &f) : json_array();
     json_t *models = json_object();
     json_object_set_new(models, "hockney",
@@ -241,6 +253,9 @@ json_t *mpilab_models_hockney(json_t *meas, int nranks)
                                   "intervals and flags"));
     if (f.wire)
         json_object_set_new(json_object_get(models, "hockney"), "simulated_wire", f.wire);
+    if (top_state)
+        json_object_set_new(json_object_get(models, "hockney"), "top_regime",
+                            json_pack("{s:s,s:I}", "state", top_state, "from_bytes", (json_int_t)top_from));
     json_t *pred = json_array();
     size_t idx;
     json_t *m;

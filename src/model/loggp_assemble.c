@@ -55,6 +55,7 @@ typedef struct lg {
     mpilab_loggp_t *summ; /* npairs: summary fits */
     mpilab_loggp_pair_model_t *pmod; /* p*p (full only) */
     const mpilab_loggp_pair_result_t *res; /* npairs: which pair k is */
+    double top_from;      /* mpilab_loggp_opts_t.top_from */
 } lg_t;
 
 static int lg_alloc(lg_t *w, size_t n, size_t p, size_t npairs, int full)
@@ -133,6 +134,7 @@ static int fit_pair(lg_t *w, size_t k, size_t i, size_t j, const mpilab_loggp_pa
     mpilab_robust_opts_t ro;
     mpilab_robust_opts_default(&ro);
     ro.max_ranges = MAXR;
+    ro.top_from = w->top_from;
     models_wire_opts(&ro);
     mpilab_loggp_robust_t rb;
     double *resid = calloc(n ? n : 1, sizeof *resid);
@@ -253,6 +255,7 @@ json_t *mpilab_models_loggp(const mpilab_loggp_pair_result_t *res, size_t npairs
     int complete = lg_alloc(&w, nsizes ? nsizes : 1, p, npairs, full) && nsizes > 0 && npairs > 0;
     w.n = nsizes;
     w.res = res;
+    w.top_from = lg ? lg->top_from : 0;
     size_t nsamples = 0;
     for (size_t k = 0; k < npairs; k++)
         for (size_t s = 0; res[k].points && s < res[k].nsizes; s++)

@@ -208,6 +208,7 @@ void mpilab_robust_opts_default(mpilab_robust_opts_t *o)
     o->max_ranges = 4;
     o->envelope = 0.0;
     o->tick = 0.0;
+    o->top_from = 0.0;
 }
 
 int mpilab_robust_opts_check(const mpilab_robust_opts_t *o, char *err, size_t errlen)
@@ -482,7 +483,8 @@ int mpilab_hockney_fit_samples(const mpilab_sample_set_t *sets, size_t n, double
         yb[k] = scale * series_sigma(&ser[k], o->q, y[k] / scale);
     }
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
-    size_t K = mpilab_robust_segments_sigma(x, y, yb, n, o->max_ranges, starts);
+    size_t K = mpilab_robust_segments_top(x, y, yb, n, o->max_ranges, o->top_from > 0 ? o->top_from + o->envelope : 0,
+                                         starts);
     if (K == 0) {
         mpilab_errf(err, errlen, "breakpoint search failed");
         goto done;
@@ -766,7 +768,8 @@ int mpilab_loggp_fit_samples(const mpilab_loggp_point_t *pts, size_t n,
     if (lg_take_series(&w, pts, o, err, errlen) != 0 || lg_point_values(&w, o, err, errlen) != 0)
         goto done;
     size_t starts[MPILAB_ROBUST_MAX_RANGES];
-    size_t K = mpilab_robust_segments_sigma(w.x, w.half, w.vb[Q_RTT], n, o->max_ranges, starts);
+    size_t K = mpilab_robust_segments_top(w.x, w.half, w.vb[Q_RTT], n, o->max_ranges,
+                                         o->top_from > 0 ? o->top_from + o->envelope : 0, starts);
     if (K == 0) {
         mpilab_errf(err, errlen, "breakpoint search failed");
         goto done;

@@ -1,5 +1,8 @@
-/* Segment dynamic programming (src/model/segdp.h). */
+/* Segment dynamic programming (src/model/segdp.h) and the ranges with a known top regime
+ * (mpilab_robust_segments_top, include/mpilab/robust.h). */
 #include "model/segdp.h"
+
+#include "mpilab/robust.h"
 
 #include <math.h>
 
@@ -34,4 +37,19 @@ void mpilab_segdp_starts(const size_t *arg, size_t n, size_t k, size_t *starts)
         starts[r - 1] = i;
         j = i;
     }
+}
+
+size_t mpilab_robust_segments_top(const double *x, const double *y, const double *sigma, size_t n,
+                                  size_t max_ranges, double top_x, size_t *starts)
+{
+    size_t kt = 0;
+    while (top_x > 0 && kt < n && x[kt] < top_x)
+        kt++;
+    if (!(top_x > 0) || kt < 2 || kt + 2 > n || max_ranges < 2)
+        return mpilab_robust_segments_sigma(x, y, sigma, n, max_ranges, starts);
+    size_t K = mpilab_robust_segments_sigma(x, y, sigma, kt, max_ranges - 1, starts);
+    if (K == 0)
+        return 0;
+    starts[K++] = kt;
+    return K;
 }

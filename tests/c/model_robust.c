@@ -1,6 +1,6 @@
 /* Robust estimators on synthetic samples with known truth: quantiles, Theil-Sen, breakpoints
  * from piecewise data, Hockney and LogGP fits on raw samples with bootstrap intervals, clamp
- * flags, and 1000x outliers that move no parameter outside its interval. */
+ * flags, 1000x outliers that move no parameter outside its interval, and a known top regime. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
@@ -381,6 +381,54 @@ MPILAB_TEST(loggp)
 }
 
 /* A global-timing figure converted with a sync less precise than eps * median is flagged. */
+/* A known top regime (the model-size extension's): sizes to 4 MiB over a 2 ms WAN whose
+ * shaper lets a 50 kB burst through at line rate and whose 64 KiB size pays a window ramp;
+ * with top_from at 256 KiB the last range is exactly {256K, 1M, 4M} and beta the shaped
+ * rate; the ranges helper falls back to the data with too few points either side. */
+static double wan_oneway(double m)
+{
+    const double burst = 50000, line = 8.4e-9, rate = 83.65e-9;
+    double t = 2e-3 + (m <= burst ? line * m : line * burst + rate * (m - burst));
+    return m == 65536 ? t + 5e-3 : t;
+}
+
+MPILAB_TEST(top_regime)
+{
+    rng_init();
+    enum { N = 12, R = 20 };
+    double x[N], smp[N][R];
+    mpilab_sample_set_t sets[N];
+    for (int k = 0; k < N; k++) {
+        x[k] = pow(4.0, k); /* 1 .. 4 MiB */
+        for (int r = 0; r < R; r++)
+            smp[k][r] = noisy(2.0 * wan_oneway(x[k]));
+        sets[k] = (mpilab_sample_set_t){x[k], smp[k], NULL, R};
+    }
+    mpilab_robust_opts_t o;
+    mpilab_robust_opts_default(&o);
+    o.top_from = 262144;
+    mpilab_hockney_robust_t h;
+    char err[128] = "";
+    CHECKF(mpilab_hockney_fit_samples(sets, N, 0.5, &o, &h, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(h.nranges >= 2 && h.ranges[h.nranges - 1].from == 262144 && h.ranges[h.nranges - 1].to == 4194304);
+    CHECKF(fabs(h.beta.value / 83.65e-9 - 1) < 0.05, "beta %g against 83.65e-9", h.beta.value);
+    CHECK(inside(&h.beta, 83.65e-9));
+    double y[N];
+    size_t st[MPILAB_ROBUST_MAX_RANGES];
+    for (int k = 0; k < N; k++)
+        y[k] = wan_oneway(x[k]);
+    size_t K = mpilab_robust_segments_top(x, y, NULL, N, 4, 262144, st);
+    CHECK(K >= 2 && K <= 4 && st[K - 1] == 9);
+    /* one point at or above: from the data, as without */
+    size_t st2[MPILAB_ROBUST_MAX_RANGES];
+    size_t K1 = mpilab_robust_segments_top(x, y, NULL, N, 4, 4194304, st);
+    size_t K2 = mpilab_robust_segments_sigma(x, y, NULL, N, 4, st2);
+    CHECK(K1 == K2 && memcmp(st, st2, K1 * sizeof *st) == 0);
+    /* one point below: likewise */
+    K1 = mpilab_robust_segments_top(x, y, NULL, N, 4, 2, st);
+    CHECK(K1 == K2 && memcmp(st, st2, K1 * sizeof *st) == 0);
+}
+
 MPILAB_TEST(clock_uncertain)
 {
     CHECK(mpilab_quality_clock_uncertain(0.0, 3e-6, 0.025) == 0);      /* no sync used */

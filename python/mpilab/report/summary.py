@@ -308,6 +308,8 @@ FLAG_MEANINGS = (
     (quality.CI_EDGE, "a model parameter at an end of its own interval (the interval was "
                       "stretched to hold it: not a range a repeat would land in)"),
     (quality.NO_CI, "no interval could be computed"),
+    (quality.REGIME_NOT_REACHED, "Hockney beta from sizes still below the curve's top regime "
+                                 "(the model-size extension stopped at a limit first)"),
     (quality.CI_WIDE, "interval wider than the asked precision"),
     ("negative", "a time, rate or size below zero (impossible): shown as "
                  f"\"{units.IMPOSSIBLE}\", never as a value"),
