@@ -66,6 +66,11 @@ typedef struct mpilab_stats {
  * interval exists (n too small for cl, e.g. n <= 5 at cl = 0.95). */
 int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi);
 
+/* The fewest samples whose median has that interval at level cl (6 at cl = 0.95): on a
+ * noiseless (simulated) platform, identical samples converge at this count. 0 when cl is
+ * outside (0,1). */
+size_t mpilab_median_ci_min_n(double cl);
+
 /* Checks a precision; returns 0 if usable, else -1 and a one-line reason in err.
  * min_reps >= 1 is accepted here (the runner asks for >= 2). */
 int mpilab_precision_check(const mpilab_precision_t *p, char *err, size_t errlen);

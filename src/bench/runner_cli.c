@@ -47,7 +47,8 @@ void mpilab_runner_usage(FILE *f)
         "                       default 60s): each measurement gets its share and stops at it,\n"
         "                       converged or flagged not_converged; most stop long before\n"
         "  --budget-floor N     the time budget ends no measurement before N valid repetitions\n"
-        "                       (count, 1..--max-reps, default 1): slow sizes get N samples too\n"
+        "                       (count, 1..--max-reps, default 1; simulated: at least --min-reps and\n"
+        "                       what a median's interval needs, 6 at --cl 0.95): slow sizes get N too\n"
         "  --min-time T         seconds of samples (sum) before the stop rule may stop, a duration\n"
         "                       (10ms, 0.5s; 0 = none; default 2ms); --max-reps still ends it\n"
         "  --allow-single-rep   permit --min-reps 1\n"
@@ -623,6 +624,12 @@ static void budget_share(mpilab_runner_config_t *c, const raw_t *r, int nranks)
     if (r->time_budget > 0.0 && share < c->bo.prec.min_time)
         share = c->bo.prec.min_time; /* never below the time the rule waits for */
     c->bo.prec.max_time = r->time_budget > 0.0 ? share : 0.0;
+    /* simulated time is noiseless: identical samples converge once their median has an
+     * interval, and the budget (simulated seconds) ends no measurement before that */
+    size_t need = mpilab_median_ci_min_n(c->bo.prec.cl), top = c->bo.prec.max_reps;
+    need = need > c->bo.prec.min_reps ? need : c->bo.prec.min_reps;
+    if (mpilab_clock_global_build() && need > c->bo.prec.budget_floor)
+        c->bo.prec.budget_floor = need < top ? need : top;
 }
 
 static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks, char *err, size_t errlen)

@@ -72,6 +72,16 @@ static size_t median_ci_rank(size_t n, double cl)
     return lo_k;
 }
 
+size_t mpilab_median_ci_min_n(double cl)
+{
+    if (!(cl > 0.0 && cl < 1.0))
+        return 0;
+    for (size_t n = 1; n <= 1000000; n++)
+        if (median_ci_rank(n, cl) > 0)
+            return n;
+    return 0;
+}
+
 int mpilab_median_ci(const double *sorted, size_t n, double cl, double *lo, double *hi)
 {
     *lo = *hi = NAN;

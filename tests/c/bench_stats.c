@@ -118,6 +118,9 @@ MPILAB_TEST(median_order_statistic_interval)
     CHECK_NEAR(lo, 1.0, 0);
     CHECK_NEAR(hi, 6.0, 0);
     CHECK(mpilab_median_ci(srt, 5, 0.95, &lo, &hi) != 0 && isnan(lo) && isnan(hi));
+    /* the fewest samples with that interval: the simulated runs' budget floor */
+    CHECK(mpilab_median_ci_min_n(0.95) == 6);
+    CHECK(mpilab_median_ci_min_n(0.99) == 8 && mpilab_median_ci_min_n(1.0) == 0);
 }
 
 MPILAB_TEST(invalid_samples_excluded)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mpilab import argtypes, launch, units
 from mpilab.errors import MpilabError
-from mpilab.fsutil import check_output
+from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
@@ -142,6 +142,8 @@ def _run(args: argparse.Namespace) -> int:
         status = _launch(args, runner_args)
     if status != 0:
         return status
+    if args.testbed is not None and out is not None and out != "-" and not informational:
+        annotate_testbed(out, args.testbed)
     if args.report and out is not None:
         from mpilab.commands.report import make_report
 
@@ -294,6 +296,37 @@ def variation_store(args: argparse.Namespace) -> Path | None:
     if v is None:
         return launchvar.default_store()
     return None if v == "none" else Path(v)
+
+
+def annotate_testbed(results_file: str, prefix: str) -> None:
+    """Record the emulated setting in a results file's provenance (rewritten atomically):
+    provenance.testbed with the testbed's prefix, configured WAN delay, delay backend and
+    whether `up` found that its delay line holds that delay (delay_truth; flags
+    ["delay_off"] when it does not)."""
+    import json
+
+    from mpilab.testbed import net
+
+    st = net.load_state(prefix) or {}
+    p = Path(results_file)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"{results_file}: the run left no readable results ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
+        raise MpilabError(f"{results_file}: not a results document")
+    truth = st.get("delay_truth")
+    sp = st.get("spec") or {}
+    doc["provenance"]["testbed"] = {
+        "prefix": prefix, "wan_delay_s": sp.get("wan_delay"),
+        "delay_backend": st.get("delay_backend"), "delay_truth": truth,
+        "flags": ["delay_off"] if isinstance(truth, dict) and truth.get("held") is False
+        else []}
+    atomic_write_text(results_file, json.dumps(doc, indent=1) + "\n")
+    if doc["provenance"]["testbed"]["flags"]:
+        sys.stderr.write(f"mpilab: testbed '{prefix}': its delay line does not hold the "
+                         f"configured delay ({truth.get('reason')}); the results carry the "
+                         "flag delay_off\n")
 
 
 def _run_launches_tmp(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:

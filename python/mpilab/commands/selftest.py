@@ -16,7 +16,11 @@ mpilab checks itself against known truth and prints recovered against true:
   line's own claims: for L and alpha, the base latency fitted on the same testbed with no
   delay plus what the delayed link adds to a lone packet's one-way time as ICMP echoes
   (ping, from outside the delay line) measure it against the undelayed link; for G and
-  beta, the TCP payload rate of the configured shaping.
+  beta, the TCP payload rate of the configured shaping. The link is also compared with the
+  configured delay: lone UDP datagrams, kernel-stamped at both interfaces
+  (mpilab.testbed.oneway), across the delayed WAN minus across the undelayed one, each
+  direction within 10 us or 1% of the delay (mpilab.testbed.lineinfo.delay_tolerance), or
+  the self-test fails.
 
 Exit status 0 when every target is met, 1 when one is missed (the table says which), 2 on
 bad input.
@@ -222,6 +226,50 @@ def tcp_oneway(prefix: str, count: int = TCP_PINGS) -> float:
     return statistics.median(rtts) / 2
 
 
+#: lone datagrams each way for the comparison with the configured delay (lone_oneway)
+LONE_PACKETS = 15
+
+
+def lone_oneway(prefix: str, delay: float,
+                count: int = LONE_PACKETS) -> tuple[list[float], list[float]]:
+    """One-way times (s) s0n0 -> s1n0 and back of lone UDP datagrams, one every
+    oneway.lone_gap(delay), each echoed half a gap after it arrives (so the echo is a lone
+    packet too), from kernel stamps at both interfaces (mpilab.testbed.oneway)."""
+    from mpilab.testbed import net, oneway
+
+    gap, warm = oneway.lone_gap(delay), oneway.CAL_WARM
+    fwd, back = oneway.udp_oneway(net.current_spec(prefix), "s0n0", "s1n0", count + warm, gap,
+                                  reply_after=gap / 2)
+    return fwd[warm:], back[warm:]  # after the warm-up up's calibration also sets aside
+
+
+def _delay_truth(prefix: str) -> dict[str, Any] | None:
+    from mpilab.testbed import net
+
+    return (net.load_state(prefix) or {}).get("delay_truth")
+
+
+def lone_delay_row(res: dict[str, Any]) -> dict[str, Any] | None:
+    """The link against its configured delay (lineinfo.lone_check) from testbed_link's
+    lone datagrams across the undelayed and the delayed testbed; None without both."""
+    from mpilab.testbed.lineinfo import lone_check
+
+    lone = res.get("lone_oneway_s") or {}
+    if "base" not in lone or "delayed" not in lone:
+        return None
+    return lone_check(float(res["delay_s"]), lone["base"], lone["delayed"])
+
+
+def print_lone_row(row: dict[str, Any], at_up: dict[str, Any] | None) -> None:
+    print(f"lone packets ({row['count']} each way, kernel-stamped): the link adds the "
+          f"configured {row['delay_s'] * 1e6:g} us "
+          f"{row['off_fwd_s'] * 1e6:+.1f} us forward, {row['off_back_s'] * 1e6:+.1f} us back "
+          f"(tolerance {row['tolerance_s'] * 1e6:g} us)  "
+          + ("met" if row["held"] else "MISSED (the link does not hold the configured delay)"))
+    if at_up and at_up.get("held") is False:
+        print(f"  testbed up flagged its delay line: {at_up.get('reason')} (delay_off)")
+
+
 def _delayline_stats(prefix: str) -> dict[str, Any] | None:
     from mpilab.testbed import net
 
@@ -327,6 +375,11 @@ def testbed_link(prefix: str, delay: str, rate: str, runs: int, sizes: str, tmp:
             out.setdefault("icmp_oneway_s", {})[key] = icmp_oneway(prefix)
             # for the record: a lone packet (the delay line's wake-up included)
             out.setdefault("icmp_lone_oneway_s", {})[key] = icmp_oneway(prefix, 9, 0.2)
+            # the link against the configured delay: lone UDP datagrams, kernel-stamped at
+            # both interfaces (lone_check), and what `up` judged of its delay line
+            out.setdefault("lone_oneway_s", {})[key] = lone_oneway(prefix, delay_s)
+            if key == "delayed":
+                out["delay_truth_at_up"] = _delay_truth(prefix)
             # and what a TCP message sees, no MPI on the path (printed beside; None if it
             # could not be measured: the ICMP truth stays the one counted)
             try:
@@ -558,6 +611,11 @@ def _run(args: argparse.Namespace) -> int:
               f"{res['delay_s'] * 1e6:.1f} us)")
         print_link_rows(lrows)
         ok &= all(r["met"] for r in lrows)
+        lone = lone_delay_row(res)
+        report["testbed"]["lone_delay"] = lone
+        if lone is not None:
+            print_lone_row(lone, res.get("delay_truth_at_up"))
+            ok &= bool(lone["held"])
         if args.json:
             atomic_write_text(args.json, json.dumps(report, indent=1) + "\n")
     print("self-test: all targets met" if ok else "self-test: some targets MISSED (see above)")

@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from typing import Any
 
 from mpilab import actions, argtypes
@@ -15,7 +16,7 @@ from mpilab.fsutil import atomic_write_text, check_output, hold_fifo
 from mpilab.testbed import check as checkmod
 from mpilab.testbed import faults, jobctl, launch, net
 from mpilab.testbed import spec as specmod
-from mpilab.testbed.lineinfo import trim_text
+from mpilab.testbed.lineinfo import trim_text, verdict_text, verdict_warning
 from mpilab.testbed.spec import format_rate
 
 
@@ -33,8 +34,27 @@ def cmd_up(args: argparse.Namespace) -> int:
     sp = specmod.load(args.spec, args.prefix)
     if args.delay_backend is not None:
         sp.delay_backend = args.delay_backend
-    print(net.up(sp, lambda line: print(f"mpilab: testbed up: {line}", file=sys.stderr,
-                                        flush=True)))
+    started = time.monotonic()
+    line = net.up(sp, lambda line: print(f"mpilab: testbed up: {line}", file=sys.stderr,
+                                         flush=True))
+    st = net.load_state(sp.prefix) or {}
+    warning = verdict_warning(st.get("delay_truth"))
+    if warning and args.require_delay:
+        net.down(sp.prefix)
+        print(f"mpilab: testbed up: refused: {warning}; testbed '{sp.prefix}' taken down",
+              file=sys.stderr)
+        return 1
+    took = time.monotonic() - started
+    trim = st.get("delay_trim") or {}
+    if " already up " not in line:
+        line += f"; took {took:.1f} s"
+        if trim.get("elapsed_s") is not None:
+            line += (f" (measuring the trim {float(trim['elapsed_s']):.1f} s, "
+                     f"{int(trim.get('attempts', 1))} attempt(s))")
+    print(line)
+    if warning:
+        print(f"mpilab: testbed up: WARNING: {warning}; `testbed status` and results of "
+              "`mpilab bench --testbed` carry the flag", file=sys.stderr, flush=True)
     return 0
 
 
@@ -62,13 +82,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         if info["delayline"]["alive"]:
             info["delayline"].update(net.sched_of(int(pid)))
             # adaptive: --rt-adaptive, or the packet line's default as root (its statistics)
-            ad = (net.delayline_stats(prefix, 1.0) or {}).get("adaptive")
+            stats = net.delayline_stats(prefix, 1.0) or {}
+            ad = stats.get("adaptive")
             info["delayline"]["adaptive"] = isinstance(ad, dict) and bool(ad.get("active"))
+            info["delayline"]["busy_poll"] = stats.get("busy_poll") is True
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "io": st.get("delay_io"),
                          "netem_available": st.get("netem_available"),
                          "trim": st.get("delay_trim"),
+                         # does the line hold the configured delay (lineinfo.delay_verdict)
+                         "truth": st.get("delay_truth"),
                          # the options the line was started with ($MPILAB_DELAYLINE_ARGS)
                          "args": st.get("delayline_args", []),
                          "pid": pid if backend == "delayline" else None,
@@ -94,7 +118,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"testbed '{prefix}' ({sp.source}): {sp.sites} sites x {sp.nodes_per_site} nodes x "
           f"{sp.rails} rails; LAN {format_rate(sp.lan_rate)}, b_WAN "
           f"{format_rate(sp.wan_node_rate)}, B_WAN {format_rate(sp.wan_total_rate)}, "
-          f"L {sp.wan_delay * 1e3:g} ms")
+          + (f"L {sp.wan_delay * 1e3:g} ms" if sp.sites > 1 else "no WAN"))
     if info["missing_namespaces"]:
         print(f"  MISSING namespaces: {', '.join(info['missing_namespaces'])}")
     dl, backend = info["delayline"], info["delay"]["backend"]
@@ -103,6 +127,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if dl["alive"]:
             sched = (f", SCHED_FIFO priority {dl['rt_priority']}" if dl.get("sched") == "fifo"
                      else ", normal scheduling")
+            if dl.get("busy_poll"):  # it spins a CPU whatever its policy
+                sched = f", busy-polling (spins a CPU{sched.replace(', normal scheduling', '')})"
             if dl.get("adaptive"):
                 sched = f", adaptive scheduling (SCHED_FIFO while a stream is held; now{sched[1:]})"
         on = {"packet": " on packet sockets", "tun": " on a tun device"}.get(
@@ -112,6 +138,10 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"{trim_text(info['delay'].get('trim'), sp.wan_delay)}")
         if info["delay"]["args"]:
             print(f"  delay line options: {' '.join(info['delay']['args'])}")
+        if sp.wan_delay > 0:
+            print(f"  delay {sp.wan_delay * 1e6:g} us: {verdict_text(info['delay']['truth'])}")
+    elif sp.sites < 2:
+        print("  delay: none (one site: no WAN)")
     else:
         print(f"  delay: {backend}")
     for node in sp.node_names():
@@ -229,6 +259,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--delay-backend", choices=specmod.DELAY_BACKENDS,
                    help="WAN delay by netem or the delay line (default: the spec's "
                         "wan.delay_backend, else auto = netem where the kernel has it)")
+    p.add_argument("--require-delay", action="store_true",
+                   help="refuse (exit 1, testbed taken down) when the delay line does not "
+                        "hold the configured delay within its tolerance for lone packets "
+                        "(default: a warning, and the flag delay_off in the state)")
     add("down", cmd_down, "remove everything carrying the prefix")
     p = add("status", cmd_status, "show the testbed, active faults and the fault log")
     p.add_argument("--json", action="store_true", help="machine-readable")

@@ -32,7 +32,7 @@ from typing import Any
 from mpilab import documents, pidfile
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, pid_alive
-from mpilab.testbed.lineinfo import fresh_stats, signal_line, trim_text
+from mpilab.testbed.lineinfo import delay_verdict, fresh_stats, signal_line, trim_text
 from mpilab.testbed.spec import Spec, parse_node
 from mpilab.tools import find_tool
 
@@ -340,27 +340,28 @@ def up(spec: Spec, note: Callable[[str], None] | None = None) -> str:
         raise MpilabError(f"{spec.source}: wan.delay_io = \"packet\" is the delay line's; "
                           "the delay backend is netem")
     requested = "delayline" if spec.delay_io == "packet" else spec.delay_backend
-    if spec.max_delay() > 0 and requested != "delayline":
+    wan = spec.max_delay() if spec.sites > 1 else 0.0  # one site: no WAN to delay
+    if wan > 0 and requested != "delayline":
         netem_ok = netem_available(spec.prefix)
-    backend = choose_delay_backend(requested, spec.max_delay(), netem_ok, spec.source)
+    backend = choose_delay_backend(requested, wan, netem_ok, spec.source)
     if backend == "netem" and spec.delay_groups():
         raise MpilabError(f"{spec.source}: per-node wan_delay needs the delay line backend "
                           "(netem delays by destination)")
     delayline = find_tool("mpilab-delayline") if backend == "delayline" else None
     io = "packet" if backend == "delayline" and spec.packet_line_wanted() else "tun"
-    if note and io == "packet" and spec.delay_trim is None and spec.wan_delay > 0:
-        from mpilab.testbed.oneway import calibration_s
+    if note and backend == "delayline" and spec.delay_trim is None and spec.wan_delay > 0 \
+            and not spec.delay_groups():
+        from mpilab.testbed.oneway import calibration_note
 
-        usual, most = calibration_s(spec.wan_delay)
-        note(f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
-             f"about {usual:.0f} s, up to {most:.0f} s if the samples are noisy")
+        note(calibration_note(spec.wan_delay))
     sd = state_dir(spec.prefix)
     try:
         _build(spec, sd, delayline, backend, netem_ok, io)
     except BaseException:
         down(spec.prefix)
         raise
-    how = {"none": "no WAN delay", "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
+    how = {"none": "no WAN delay" if spec.sites > 1 else "one site: no WAN, no delay line",
+           "netem": f"WAN delay {spec.wan_delay * 1e3:g} ms by netem",
            "delayline": f"WAN delay {spec.wan_delay * 1e3:g} ms by the delay line"
            + (" on packet sockets" if io == "packet" else "")
            + "".join(f", {d * 1e3:g} ms from {len(g)} node rail(s) by a delay line of its own"
@@ -546,6 +547,7 @@ def _build(spec: Spec, sd: Path, delayline: str | None, backend: str = "delaylin
         if spec.wan_delay > 0:
             state["delay_trim"], pids[0] = _delay_trim(spec, sd, pids[0], delayline, io,
                                                        packet_line)
+            state["delay_truth"] = delay_verdict(state["delay_trim"], spec.wan_delay)
         for k, (d, _) in enumerate(spec.delay_groups(), 1):
             pids.append(_start_delayline(spec, sd, delayline, d, f"dl{k}", DELAY_TABLE + k,
                                          delay_rules(spec, k), f"delayline-{k}"))

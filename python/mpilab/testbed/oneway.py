@@ -19,6 +19,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -295,11 +296,25 @@ CAL_COUNT, CAL_WARM, CAL_BLOCKS, CAL_MAX_BLOCKS, CAL_ATTEMPTS = 7, 2, 2, 6, 3
 
 def calibration_s(delay: float) -> tuple[float, float]:
     """The probing time of calibrate_trim with its defaults: when its first attempt is
-    steady and precise, and at most (every attempt takes all its turns). Each turn sends
-    CAL_COUNT lone datagrams undelayed and CAL_COUNT + CAL_WARM through the line, one every
-    lone_gap(delay)."""
-    turn = (2 * CAL_COUNT + CAL_WARM) * lone_gap(delay)
-    return CAL_BLOCKS * turn, CAL_ATTEMPTS * CAL_MAX_BLOCKS * turn
+    steady and precise, and at most (attempts that are not steady take CAL_BLOCKS turns,
+    the last one up to CAL_MAX_BLOCKS). Each turn sends CAL_COUNT lone datagrams
+    undelayed and CAL_COUNT + CAL_WARM through the line, one every lone_gap(delay), each
+    echoed half a gap after it arrives (plus the delay on the way: the client waits for
+    the echo before its next gap). Starting the probe processes (four per turn) comes on
+    top: `up` prints the time the measurement took."""
+    gap = lone_gap(delay)
+    turn = (2 * CAL_COUNT + CAL_WARM) * (gap + gap / 2) + (CAL_COUNT + CAL_WARM) * 2 * delay
+    return CAL_BLOCKS * turn, ((CAL_ATTEMPTS - 1) * CAL_BLOCKS + CAL_MAX_BLOCKS) * turn
+
+
+def calibration_note(delay: float) -> str:
+    """What `up` says before it measures the trim: the probing time, at least and at
+    most, and what comes on top."""
+    usual, most = calibration_s(delay)
+    return (f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
+            f"{usual:.0f} s of probing when the first samples are steady and precise, up to "
+            f"{most:.0f} s when they are not, plus starting the probe processes (four a "
+            f"turn); the time it took is printed at the end")
 
 
 def _iqr(v: list[float]) -> float:
@@ -383,6 +398,7 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
         raise MpilabError('wan.delay_trim = "auto" needs at least 2 sites')
     d = sp.wan_delay
     interval = lone_gap(d)
+    started = time.monotonic()
     write_trim(trim_file, 0.0, pid())
     for k in range(1, attempts + 1):
         base: tuple[list[float], list[float]] = ([], [])
@@ -408,6 +424,7 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
         if res["steady"]:
             break
     write_trim(trim_file, res["trim_s"], pid())
+    res["elapsed_s"] = time.monotonic() - started
     return res
 
 
