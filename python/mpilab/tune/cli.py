@@ -120,9 +120,10 @@ def choice_doc(docs: list[dict[str, Any]], paths: list[str], min_effect: float
     mpi = str((docs[0].get("provenance") or {}).get("mpi", "")) if docs else ""
     return {"schema": CHOICE_SCHEMA, "source": ", ".join(paths), "mpi": mpi,
             "min_effect": min_effect,
-            "test": ("paired by launch: t interval (95%) of the per-launch log ratios of "
-                     "medians entirely below 1, Mann-Whitney U inside every launch at 0.05 "
-                     "in the same direction, gain at least min_effect; else the default"),
+            "test": ("paired by launch: moderated t test (0.05) on the per-launch log ratios "
+                     "of the launch medians (variance shrunk towards the candidate's at the "
+                     "collective's other sizes), 95% interval entirely below 1, gain at least "
+                     "min_effect; else the default"),
             "cells": [c.as_json() for c in cells],
             "ranges": [{"op": op, "np": np, "ranges": choose.ranges(cs)}
                        for (op, np), cs in sorted(groups.items())]}

@@ -13,14 +13,14 @@ reproduce through it.
 
 One round (`measure`): per pair k one launch with the file and one without (the library as a
 user gets it), in ABBA order; per cell of the choice the paired comparison of
-mpilab.tune.stats.paired (t interval over the pairs of the log ratio of medians, never
-narrower than the medians' own intervals; Mann-Whitney inside every pair) and the paired t
+mpilab.tune.stats.paired (moderated t test and interval over the pairs of the log ratio of
+launch medians, never narrower than the medians' own intervals) and the plain paired t
 test's p, and family-wise verdicts over all cells by Holm's step-down (`holm`).
 
 Pruning (`prune`), conservative on purpose (a cell taken out only falls back to the
 library's own choice):
 * a cell given an algorithm stays only when it gains through the file (the per-cell GAIN of
-  stats.paired: interval below 1 and every pair agreeing); a tie or a loss goes back to the
+  stats.paired: significant, interval below 1); a tie or a loss goes back to the
   default;
 * a cell kept at the default that is slower with the file (`slower`: per-cell LOSS, or the
   paired t test at 5% with a slowdown beyond the minimum effect size) is what the file
@@ -181,8 +181,8 @@ def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
 
 def slower(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT,
            alpha: float = stats.ALPHA) -> bool:
-    """The file made this cell slower: the per-cell LOSS of stats.paired (interval above 1,
-    every pair agreeing), or a slowdown beyond the minimum effect size that the paired t
+    """The file made this cell slower: the per-cell LOSS of stats.paired (significant,
+    interval above 1), or a slowdown beyond the minimum effect size that the paired t
     test alone finds at alpha. A t test alone at any size took out a collective for a 1.4%
     difference on one of 62 cells (about 3 of 62 cells pass at 5% by chance): measured,
     docs/tune.md."""
