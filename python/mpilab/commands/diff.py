@@ -275,9 +275,10 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--keep {args.keep}: not a directory")
         keep.mkdir(parents=True, exist_ok=True)
     d = keep or Path(tempfile.mkdtemp(prefix="mpilab-diff-"))
+    log = None if args.quiet else sys.stderr.write
+    # a launch that fails leaves its output (named in the one line) for the user to read
+    a, b = run_pairs(cmd_a, cmd_b, args.pairs, d, args.timeout, log)
     try:
-        log = None if args.quiet else sys.stderr.write
-        a, b = run_pairs(cmd_a, cmd_b, args.pairs, d, args.timeout, log)
         return _files(args, str(a), str(b), True, checked=True)
     finally:
         if keep is None:
