@@ -14,7 +14,7 @@ trial passes when nothing is flagged and the exit is 0. Prints one line per tria
 time) and the counts; --out keeps the JSON.
 
     MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 --identical 10 \
-        --pairs 10 --dir D
+        --pairs 20 --dir D
 
 --dir keeps every trial; a trial already there is not run again (a run longer than one
 bench slot continues in the next).
@@ -76,7 +76,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=5, help="trials with the slowdown")
     ap.add_argument("--identical", type=int, default=10, help="trials with A = B")
-    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--slowdown", type=float, default=0.10)
     ap.add_argument("--min-bytes", default="16K")

@@ -24,7 +24,7 @@ def main() -> int:
     k = len(log.read_text().split()) if log.is_file() else 0
     with open(log, "a") as f:
         f.write(side + "\n")
-    rng = random.Random()
+    rng = random.Random(7919 * k + 1)  # the same draws on every run
     level = math.exp(0.4 * math.sin(1.7 * (k // 2))) * math.exp(rng.gauss(0, 0.02))
     ms = []
     for op, t0 in (("bcast", 1e-6), ("allreduce", 2e-6)):

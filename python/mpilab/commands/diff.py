@@ -1,17 +1,24 @@
 """`mpilab diff A.json B.json [--fail-above 5%] [--html OUT]`: B against A, measurement by
-measurement, on the raw samples (mpilab.tune.stats.unpaired: launch-level intervals when
-the files were merged from launches, a Mann-Whitney test on the samples), a table on the
-terminal, an HTML page built on the report's comparison view, and exit status 1 when some
-measurement is significantly slower by more than the threshold: a CI gate.
+measurement, on launch medians (mpilab.tune.stats: never on pooled raw samples), a table on
+the terminal, an HTML page built on the report's comparison view, and exit status 1 when
+some measurement is significantly slower by more than the threshold: a CI gate.
 
---paired: A and B were measured in alternating launches (mpilab bench --launches 1, A and B
-in turn, each side merged with mpilab's launch merge): launch k of A is paired with launch k
-of B, which shared the machine's state of that moment, and each measurement is tested on
-the per-pair log ratios of the launch medians (mpilab.tune.stats.paired_rank: Wilcoxon's
-signed-rank test and the Hodges-Lehmann interval, never narrower than the medians' own
-intervals; robust to pairs far off, where a paired t test was not). Refused when the two
-files do not hold the same number of launches or their launch dates do not interleave
-(pair k wholly before pair k+1).
+Two files (unpaired): the moderated t test on the log launch medians of both files, the
+variance shrunk towards the same operation's at the other sizes and towards the machine's
+stored launch-to-launch variation (mpilab.launchvar, the store mpilab bench keeps;
+--variation-store). One launch a side with nothing stored: launch variation cannot be told
+from the difference, which the row and a closing line say (never significant).
+
+--paired: A and B were measured in alternating launches (each side merged with mpilab's
+launch merge): launch k of A is paired with launch k of B and each measurement is tested on
+the per-pair log ratios of the launch medians (mpilab.tune.stats.paired below RANK_MIN
+pairs, Wilcoxon's signed-rank test (paired_rank) from there on). Refused when the two files
+do not hold the same number of launches or their launch dates do not interleave (pair k
+wholly before pair k+1).
+
+--run A_CMD B_CMD: the one-line gate. A and B are commands that each write one results file
+to {out}; they are run in alternating launches (A B, B A, A B, ...: --pairs pairs, a fixed
+budget), each side merged, and compared paired. The flagged measurements are named.
 
 With a threshold every measurement ends in one of three states: flagged (significantly
 slower, by more than the threshold), cleared (its interval ends below 1 + threshold: a
@@ -238,6 +245,10 @@ def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: 
                 pr.wait()
                 raise MpilabError(f"--run: launch {k} of {side} ran over {timeout:g} s "
                                   f"(output: {errf})") from None
+            except KeyboardInterrupt:  # ^C, or SIGTERM (a job's time limit): the launch too
+                os.killpg(pr.pid, signal.SIGKILL)
+                pr.wait()
+                raise
         if rc != 0:
             raise MpilabError(f"--run: launch {k} of {side} failed (exit {rc}; output: {errf})")
         if not out.is_file():
@@ -256,8 +267,13 @@ def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: 
     return merged[0], merged[1]
 
 
+def _interrupt(_sig: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace) -> int:
     import shutil
+    import signal
     import tempfile
 
     if not args.run:
@@ -276,6 +292,7 @@ def _run(args: argparse.Namespace) -> int:
         keep.mkdir(parents=True, exist_ok=True)
     d = keep or Path(tempfile.mkdtemp(prefix="mpilab-diff-"))
     log = None if args.quiet else sys.stderr.write
+    signal.signal(signal.SIGTERM, _interrupt)
     # a launch that fails leaves its output (named in the one line) for the user to read
     a, b = run_pairs(cmd_a, cmd_b, args.pairs, d, args.timeout, log)
     try:
@@ -324,7 +341,9 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         if not r["separable"] and ratio is not None:
             verdict = "cannot separate launch variation from the difference"
             mixed.append(r)
-        if verdict == "slower" and thr is not None and ratio > 1 + thr:
+        # flagged: significantly beyond the threshold (the interval's lower end above it)
+        if verdict == "slower" and thr is not None and r["lo"] is not None \
+                and r["lo"] > 1 + thr:
             verdict = f"SLOWER beyond {thr * 100:g}%"
             fails.append(r)
         elif thr is not None and ratio is not None and (r["hi"] is None or r["hi"] > 1 + thr):
@@ -375,8 +394,8 @@ def register(sub: Any) -> None:
     p.add_argument("--run", action="store_true",
                    help="A and B are commands, each writing one results file to {out}: run "
                         "them in alternating launches (A B B A ...) and compare the pairs")
-    p.add_argument("--pairs", type=argtypes.positive, default=8,
-                   help="with --run: pairs of launches (default 8)")
+    p.add_argument("--pairs", type=argtypes.positive, default=20,
+                   help="with --run: pairs of launches (default 20)")
     p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
                    help="with --run: the most one launch may take (default 300s)")
     p.add_argument("--keep", metavar="DIR",

@@ -146,14 +146,16 @@ def _ss(xs: Sequence[float]) -> float:
     return sum((x - m) ** 2 for x in xs)
 
 
-def pair_logs(a: list[list[float]], b: list[list[float]], cl: float = 0.95
+def pair_logs(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
+              min_samples: int = MIN_SAMPLES
               ) -> tuple[list[float], list[float], list[dict[str, float]]]:
     """Per pair with enough samples on both sides: the log ratio of the launch medians, the
     squared relative half widths of the two medians' own intervals, and what the report
-    shows."""
+    shows. min_samples 1: each launch gives one figure (an unmodified benchmark's), whose
+    own sampling error is not known (taken as nil: the launches' spread is the test)."""
     logs, within, per = [], [], []
     for x, y in zip(a, b, strict=False):
-        if len(x) < MIN_SAMPLES or len(y) < MIN_SAMPLES:
+        if len(x) < min_samples or len(y) < min_samples or min(x + y) <= 0:
             continue
         mx, my = statistics.median(x), statistics.median(y)
         logs.append(math.log(my / mx))
@@ -186,12 +188,12 @@ def _t_test(mean: float, s2df: Prior | None, n_eff: float, floor: float, cl: flo
 
 def paired(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
            alpha: float = ALPHA, group: Sequence[Prior] = (),
-           prior: Prior | None = None) -> Comparison:
+           prior: Prior | None = None, min_samples: int = MIN_SAMPLES) -> Comparison:
     """b against a, measured in the same launches or in pairs of adjacent launches (a[k] and
     b[k] from launch or pair k): the moderated t test on the per-pair log ratios of the
     launch medians (see the module's text). group: variance_of(...) of the same test at the
     operation's other sizes; prior: the stored launch variation of such a log ratio."""
-    logs, within, per = pair_logs(a, b, cl)
+    logs, within, per = pair_logs(a, b, cl, min_samples)
     n = len(logs)
     if n == 0:
         return _none("paired: too few samples", 0)
