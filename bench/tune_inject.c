@@ -2,7 +2,7 @@
  * collective and then, when MPILAB_INJECT_<OP> (e.g. MPILAB_INJECT_BCAST=0.10) is set and the
  * message is at least MPILAB_INJECT_MIN_BYTES (default 0), spin for that fraction of the
  * call's own duration on every rank: an injected slowdown of known size at known sizes for
- * `mpilab diff` to find (docs/tune.md). Loaded by the runner (--entries), not preloaded:
+ * `mpilab diff` to find (docs/tune-perf.md). Loaded by the runner (--entries), not preloaded:
  * the command that measures is otherwise unchanged, only the environment differs.
  *   mpicc -shared -fPIC -I include -I build/include bench/tune_inject.c -o inj.so */
 #include <stdlib.h>
