@@ -1,7 +1,9 @@
 /* A plugin for bench/tune_diff_inject.py: bcast:inj and allreduce:inj run the native
- * collective and then, when MPILAB_INJECT_<OP> (e.g. MPILAB_INJECT_BCAST=0.10) is set, spin
- * for that fraction of the call's own duration on every rank: an injected slowdown of known
- * size for `mpilab diff` to find (docs/tune-perf.md).
+ * collective and then, when MPILAB_INJECT_<OP> (e.g. MPILAB_INJECT_BCAST=0.10) is set and the
+ * message is at least MPILAB_INJECT_MIN_BYTES (default 0), spin for that fraction of the
+ * call's own duration on every rank: an injected slowdown of known size at known sizes for
+ * `mpilab diff` to find (docs/tune-perf.md). Loaded by the runner (--entries), not preloaded:
+ * the command that measures is otherwise unchanged, only the environment differs.
  *   mpicc -shared -fPIC -I include -I build/include bench/tune_inject.c -o inj.so */
 #include <stdlib.h>
 
@@ -10,9 +12,10 @@
 static int slowed(mpilab_op_run_t *r, int (*run)(mpilab_op_run_t *), const char *var)
 {
     const char *f = getenv(var);
+    const char *min = getenv("MPILAB_INJECT_MIN_BYTES");
     double t0 = MPI_Wtime();
     int rc = run(r);
-    if (f) {
+    if (f && (!min || r->bytes >= (size_t)strtoull(min, NULL, 10))) {
         double until = t0 + (MPI_Wtime() - t0) * (1.0 + atof(f));
         while (MPI_Wtime() < until) {
         }

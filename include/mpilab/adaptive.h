@@ -45,6 +45,19 @@ size_t mpilab_adaptive_start(size_t min, size_t max, size_t factor, size_t *out,
 size_t mpilab_adaptive_next(const mpilab_adaptive_point_t *pts, size_t n, size_t budget, size_t *out,
                             mpilab_adaptive_why_t *why, size_t cap);
 
+/* b = abc[1] between a = abc[0] and c = abc[2]: its departure from the straight line
+ * through a and c over what the intervals allow (as mpilab_adaptive_next tests it), signed
+ * (+: above the line), when it exceeds 1; 0 when b does not bend (or a value is not finite). */
+double mpilab_adaptive_bend(const mpilab_adaptive_point_t *abc);
+
+/* As mpilab_adaptive_next, with a bend required to persist across a repeat: rep[k] is a
+ * second measurement of pts[k] (value NAN: not repeated). An inner point b proposes sizes
+ * only when it bends in pts and again, in the same direction, in rep[k-1..k+1] (a noise
+ * spike in one measurement does not repeat; a protocol switch or a knee does). rep NULL:
+ * mpilab_adaptive_next. */
+size_t mpilab_adaptive_next_repeated(const mpilab_adaptive_point_t *pts, const mpilab_adaptive_point_t *rep,
+                                     size_t n, size_t budget, size_t *out, mpilab_adaptive_why_t *why, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,8 +62,28 @@ static size_t midpoint(size_t a, size_t b)
     return m;
 }
 
+double mpilab_adaptive_bend(const mpilab_adaptive_point_t *abc)
+{
+    const mpilab_adaptive_point_t *pa = &abc[0], *pb = &abc[1], *pc = &abc[2];
+    double span = (double)pc->bytes - (double)pa->bytes;
+    if (!(span > 0))
+        return 0.0;
+    double wc = ((double)pb->bytes - (double)pa->bytes) / span, wa = 1 - wc;
+    double line = wa * pa->value + wc * pc->value, dep = pb->value - line;
+    double allowed = half(pb) + wa * half(pa) + wc * half(pc);
+    if (!isfinite(dep) || fabs(dep) <= allowed)
+        return 0.0;
+    return allowed > 0 ? dep / allowed : copysign(INFINITY, dep);
+}
+
 size_t mpilab_adaptive_next(const mpilab_adaptive_point_t *pts, size_t n, size_t budget, size_t *out,
                             mpilab_adaptive_why_t *why, size_t cap)
+{
+    return mpilab_adaptive_next_repeated(pts, NULL, n, budget, out, why, cap);
+}
+
+size_t mpilab_adaptive_next_repeated(const mpilab_adaptive_point_t *pts, const mpilab_adaptive_point_t *rep,
+                                     size_t n, size_t budget, size_t *out, mpilab_adaptive_why_t *why, size_t cap)
 {
     if (n < 3 || n >= budget || cap == 0)
         return 0;
@@ -72,13 +92,13 @@ size_t mpilab_adaptive_next(const mpilab_adaptive_point_t *pts, size_t n, size_t
         return 0;
     size_t nb = 0;
     for (size_t k = 1; k + 1 < n; k++) {
+        double s = mpilab_adaptive_bend(&pts[k - 1]);
+        if (s == 0.0 || (rep && !(mpilab_adaptive_bend(&rep[k - 1]) * s > 0)))
+            continue;
         const mpilab_adaptive_point_t *pa = &pts[k - 1], *pb = &pts[k], *pc = &pts[k + 1];
-        double span = (double)pc->bytes - (double)pa->bytes;
-        double wc = ((double)pb->bytes - (double)pa->bytes) / span, wa = 1 - wc;
-        double line = wa * pa->value + wc * pc->value, dep = fabs(pb->value - line);
-        double allowed = half(pb) + wa * half(pa) + wc * half(pc);
-        if (isfinite(dep) && dep > allowed)
-            b[nb++] = (bend_t){k, allowed > 0 ? dep / allowed : INFINITY, dep, allowed};
+        double wc = ((double)pb->bytes - (double)pa->bytes) / ((double)pc->bytes - (double)pa->bytes);
+        double dep = fabs(pb->value - ((1 - wc) * pa->value + wc * pc->value));
+        b[nb++] = (bend_t){k, fabs(s), dep, half(pb) + (1 - wc) * half(pa) + wc * half(pc)};
     }
     qsort(b, nb, sizeof *b, by_score);
     size_t np = 0;

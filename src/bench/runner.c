@@ -278,14 +278,69 @@ static void measure_size(run_t *w, const mpilab_op_t *op, size_t bytes, int firs
         }
 }
 
+/* A second measurement of entry op at one size for the adaptive sweep's repeat (the first
+ * timing and isolation), not recorded in the results; *pt's value NAN when it did not apply. */
+static void repeat_point(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_adaptive_point_t *pt)
+{
+    const mpilab_runner_config_t *c = w->c;
+    mpilab_result_t r;
+    char err[256];
+    *pt = (mpilab_adaptive_point_t){bytes, NAN, NAN, NAN};
+    mpilab_bench_set_isolation(w->b, c->isolation[0]);
+    mpilab_bench_set_eps(w->b, mpilab_eps_rules_lookup(&c->eps_for, op->name, op->impl, bytes, c->bo.prec.eps));
+    int mrc = mpilab_bench_measure(w->b, op, bytes, c->timing[0], &r, err, sizeof err);
+    mpilab_bench_set_eps(w->b, c->bo.prec.eps);
+    if (mrc != 0) {
+        if (w->rank == 0)
+            fprintf(stderr, "mpilab-bench: %s\n", err);
+        w->exit_code = 1;
+        return;
+    }
+    if (r.applied && r.data_ok)
+        *pt = (mpilab_adaptive_point_t){bytes, r.stats.median, r.stats.med_lo, r.stats.med_hi};
+    mpilab_result_free(&r);
+}
+
+/* Before a bend earns sizes it must persist across a repeat: every bending point and its
+ * two neighbours not yet repeated are measured again (decided on rank 0, measured by all),
+ * into rep[] (parallel to pts[]). Returns the number of sizes repeated. */
+static size_t repeat_bends(run_t *w, const mpilab_op_t *op, const mpilab_adaptive_point_t *pts,
+                           mpilab_adaptive_point_t *rep, size_t n)
+{
+    unsigned long long cnt = 0, b[64];
+    if (w->rank == 0)
+        for (size_t k = 1; k + 1 < n; k++) {
+            if (mpilab_adaptive_bend(&pts[k - 1]) == 0.0)
+                continue;
+            for (size_t j = k - 1; j <= k + 1 && cnt < 64; j++) {
+                int listed = 0;
+                for (size_t q = 0; q < cnt; q++)
+                    listed |= b[q] == pts[j].bytes;
+                if (!listed && isnan(rep[j].value))
+                    b[cnt++] = pts[j].bytes;
+            }
+        }
+    MPI_Bcast(&cnt, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    MPI_Bcast(b, (int)cnt, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    for (size_t q = 0; q < cnt && w->exit_code == 0; q++) {
+        mpilab_adaptive_point_t pt;
+        repeat_point(w, op, (size_t)b[q], &pt);
+        for (size_t j = 0; w->rank == 0 && j < n; j++)
+            if (pts[j].bytes == pt.bytes)
+                rep[j] = pt;
+    }
+    return (size_t)cnt;
+}
+
 /* The next sizes of an adaptive sweep, decided on rank 0 (with their reasons in `added`),
  * received by every rank in batch[]; returns their number. */
-static size_t next_sizes(run_t *w, const mpilab_adaptive_point_t *pts, size_t n, size_t *batch, json_t *added)
+static size_t next_sizes(run_t *w, const mpilab_adaptive_point_t *pts, const mpilab_adaptive_point_t *rep, size_t n,
+                         size_t *batch, json_t *added)
 {
     unsigned long long cnt = 0, b[64];
     if (w->rank == 0) {
         mpilab_adaptive_why_t why[64];
-        cnt = mpilab_adaptive_next(pts, n, w->c->auto_budget, batch, why, 64);
+        cnt = mpilab_adaptive_next_repeated(pts, rep, n, w->c->auto_budget, batch, why, 64);
         for (size_t q = 0; q < cnt; q++) {
             b[q] = batch[q];
             json_array_append_new(added, json_pack("{s:I,s:I,s:o,s:o}", "bytes", (json_int_t)why[q].bytes, "bent_at",
@@ -343,10 +398,11 @@ static void measure_entry(run_t *w, const mpilab_op_t *op)
     const mpilab_runner_config_t *c = w->c;
     int extend = c->model_extend && op->model == MPILAB_MODEL_P2P_FIT;
     size_t budget = (c->adaptive ? c->auto_budget : c->nsizes) + c->ext.max_added, nb = c->nsizes, n = 0, nadd = 0;
-    size_t *batch = malloc((budget + 64) * sizeof *batch);
+    size_t *batch = malloc((budget + 64) * sizeof *batch), repeated = 0;
     mpilab_adaptive_point_t *pts = malloc((budget + 64) * sizeof *pts);
+    mpilab_adaptive_point_t *rep = malloc((budget + 64) * sizeof *rep);
     json_t *added = json_array();
-    if (!batch || !pts)
+    if (!batch || !pts || !rep)
         w->exit_code = 1;
     for (size_t k = 0; batch && k < nb; k++)
         batch[k] = c->sizes[k];
@@ -357,11 +413,17 @@ static void measure_entry(run_t *w, const mpilab_op_t *op)
             size_t at = n++; /* sorted by size */
             while (at > 0 && pts[at - 1].bytes > pt.bytes) {
                 pts[at] = pts[at - 1];
+                rep[at] = rep[at - 1];
                 at--;
             }
             pts[at] = pt;
+            rep[at] = (mpilab_adaptive_point_t){pt.bytes, NAN, NAN, NAN};
         }
-        nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, n, batch, added) : 0;
+        /* all-pairs entries: one point is a whole matrix; their bends are not repeated */
+        int allpairs = (op->flags & MPILAB_OP_ALLPAIRS) != 0;
+        if (c->adaptive && !allpairs && w->exit_code == 0)
+            repeated += repeat_bends(w, op, pts, rep, n);
+        nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, allpairs ? NULL : rep, n, batch, added) : 0;
         if (nb == 0 && extend && w->exit_code == 0 && extend_size(w, op, pts, n, nadd, batch)) {
             if (nadd < sizeof w->ext_sizes / sizeof w->ext_sizes[0] && !w->ext_done)
                 w->ext_sizes[w->n_ext++] = batch[0];
@@ -386,12 +448,14 @@ static void measure_entry(run_t *w, const mpilab_op_t *op)
         json_t *sz = json_array();
         for (size_t k = 0; k < n; k++)
             json_array_append_new(sz, json_integer((json_int_t)pts[k].bytes));
-        json_array_append_new(w->adaptive, json_pack("{s:s,s:s,s:o,s:O}", "op", op->name, "impl", op->impl,
-                                                     "sizes", sz, "added", added));
+        json_array_append_new(w->adaptive, json_pack("{s:s,s:s,s:o,s:O,s:I}", "op", op->name, "impl", op->impl,
+                                                     "sizes", sz, "added", added, "repeated",
+                                                     (json_int_t)repeated));
     }
     json_decref(added);
     free(batch);
     free(pts);
+    free(rep);
 }
 
 static void measure_all(run_t *w)

@@ -31,7 +31,8 @@ void mpilab_runner_usage(FILE *f)
         "                       A:B:xF (geometric, factor F) (default 1:64K:x4)\n"
         "  --sizes auto:MIN:MAX[:BUDGET]  adaptive: MIN..MAX x8 first, then sizes inserted where an entry's\n"
         "                       curve departs from the line between neighbours by more than its\n"
-        "                       intervals, at most BUDGET sizes per entry (default: a doubling list's count)\n"
+        "                       intervals in a measurement and in its repeat, at most BUDGET sizes per\n"
+        "                       entry (default: the count of MIN..MAX x4, the default list's spacing)\n"
         "  -m [MIN:]MAX         OSU style: sizes MIN..MAX in bytes doubling (MIN:MAX:x2; MIN default 1)\n"
         "  -i, --iterations N   OSU style: exactly N timed repetitions per measurement (--min-reps N\n"
         "                       --max-reps N: a fixed count, not converged unless it happens to be)\n"
@@ -682,7 +683,7 @@ static int check_selection(mpilab_runner_config_t *c, const raw_t *r, int nranks
 }
 
 /* --sizes auto:MIN:MAX[:BUDGET]: the coarse start list (x8) and the budget (default: the
- * count of the doubling list MIN..MAX, so never more sizes than that fixed list). */
+ * count of the list MIN..MAX x4, the default list's spacing). */
 static int auto_sizes(mpilab_runner_config_t *c, const char *spec, char *err, size_t errlen)
 {
     char buf[128], *f[4] = {0};
@@ -697,11 +698,11 @@ static int auto_sizes(mpilab_runner_config_t *c, const char *spec, char *err, si
         return fail(err, errlen, "--sizes: '%s' is not auto:MIN:MAX[:BUDGET] (BUDGET 3..1000)", spec);
     if (lo >= hi || hi > INT_MAX)
         return fail(err, errlen, "--sizes: %s: an impossible size range (MIN < MAX <= %d bytes needed)", spec, INT_MAX);
-    for (size_t s = lo ? lo : 1; budget += 1, s < hi; s = s > hi / 2 ? hi : s * 2)
-        ;
-    budget += lo == 0;
-    c->auto_budget = nf == 3 ? (size_t)b : budget;
     c->sizes = malloc(64 * sizeof *c->sizes);
+    /* the default budget: the count of the default list's spacing (x4, as 1:64K:x4) over
+     * MIN..MAX, so never more sizes than that fixed list */
+    budget = c->sizes ? mpilab_adaptive_start(lo, hi, 4, c->sizes, 64) : 0;
+    c->auto_budget = nf == 3 ? (size_t)b : budget;
     c->nsizes = c->sizes ? mpilab_adaptive_start(lo, hi, 8, c->sizes, 64) : 0;
     if (c->nsizes == 0)
         return fail(err, errlen, "out of memory");

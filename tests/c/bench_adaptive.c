@@ -134,4 +134,76 @@ MPILAB_TEST(budget_and_bad_input)
     CHECK(mpilab_adaptive_next(tight, 3, 10, out, why, 4) == 0);
 }
 
+/* The runner's adaptive loop with repeats (src/bench/runner.c): the first measurement of size
+ * `spike_at` meets a noise spike (x2), its repeat does not; every bending point and its
+ * neighbours are measured again before mpilab_adaptive_next_repeated decides. repeat 0: the
+ * plain rule (mpilab_adaptive_next). Returns the final count; *spike_added: sizes added for
+ * the spike or its neighbours' bends. */
+static size_t adapt_spiked(int repeat, size_t spike_at, size_t budget, mpilab_adaptive_point_t *pts,
+                           size_t *spike_added)
+{
+    mpilab_adaptive_point_t rep[64];
+    size_t s[64], n = mpilab_adaptive_start(1, 65536, 8, s, 64);
+    for (size_t k = 0; k < n; k++) {
+        double v = eager_rndv((double)s[k]) * (s[k] == spike_at ? 2.0 : 1 + 0.002 * noise());
+        pts[k] = (mpilab_adaptive_point_t){s[k], v, v * 0.99, v * 1.01};
+        rep[k] = (mpilab_adaptive_point_t){s[k], NAN, NAN, NAN};
+    }
+    *spike_added = 0;
+    for (int round = 0; round < 64; round++) {
+        for (size_t k = 1; repeat && k + 1 < n; k++)
+            for (size_t j = k - 1; mpilab_adaptive_bend(&pts[k - 1]) != 0.0 && j <= k + 1; j++)
+                if (isnan(rep[j].value)) {
+                    double v = eager_rndv((double)pts[j].bytes) * (1 + 0.002 * noise());
+                    rep[j] = (mpilab_adaptive_point_t){pts[j].bytes, v, v * 0.99, v * 1.01};
+                }
+        size_t out[64];
+        mpilab_adaptive_why_t why[64];
+        size_t np = mpilab_adaptive_next_repeated(pts, repeat ? rep : NULL, n, budget, out, why, 64);
+        if (np == 0)
+            break;
+        for (size_t q = 0; q < np; q++) {
+            *spike_added += why[q].bent_at <= 512;
+            double v = eager_rndv((double)out[q]) * (1 + 0.002 * noise());
+            size_t k = n++;
+            while (k > 0 && pts[k - 1].bytes > out[q]) {
+                pts[k] = pts[k - 1];
+                rep[k] = rep[k - 1];
+                k--;
+            }
+            pts[k] = (mpilab_adaptive_point_t){out[q], v, v * 0.99, v * 1.01};
+            rep[k] = (mpilab_adaptive_point_t){out[q], NAN, NAN, NAN};
+        }
+    }
+    return n;
+}
+
+MPILAB_TEST(a_noise_spike_earns_no_size_a_real_bend_does)
+{
+    mpilab_adaptive_point_t pts[64];
+    size_t s[64];
+    /* the default budget: the count of 1..64K x4, the default list (9 sizes) */
+    size_t budget = mpilab_adaptive_start(1, 65536, 4, s, 64);
+    CHECK(budget == 9);
+    for (int trial = 0; trial < 20; trial++) {
+        size_t spiked;
+        size_t n = adapt_spiked(1, 64, budget, pts, &spiked);
+        CHECKF(spiked == 0, "trial %d: %zu sizes added for the spike at 64 B", trial, spiked);
+        CHECK(n <= budget);
+        double r = bracket_ratio(pts, n, 16384);
+        CHECKF(r <= 4.0, "trial %d: the switch at 16 KiB is bracketed by a factor %.2f", trial, r);
+    }
+    /* without the repeat the spike takes the budget and the switch stays a factor 8 wide */
+    size_t spiked;
+    size_t n = adapt_spiked(0, 64, budget, pts, &spiked);
+    CHECK(spiked > 0 && bracket_ratio(pts, n, 16384) > 4.0);
+    /* the bend test itself: a jump bends (signed), a straight line and a spike inside the
+     * intervals do not */
+    mpilab_adaptive_point_t up[3] = {{1, 1, 0.99, 1.01}, {2, 3, 2.97, 3.03}, {3, 1, 0.99, 1.01}};
+    mpilab_adaptive_point_t flat[3] = {{1, 1, 0.9, 1.1}, {2, 1.05, 0.95, 1.15}, {3, 1, 0.9, 1.1}};
+    CHECK(mpilab_adaptive_bend(up) > 1.0 && mpilab_adaptive_bend(flat) == 0.0);
+    up[1].value = -1;
+    CHECK(mpilab_adaptive_bend(up) < -1.0);
+}
+
 MPILAB_TEST_MAIN()

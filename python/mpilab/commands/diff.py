@@ -1,17 +1,24 @@
 """`mpilab diff A.json B.json [--fail-above 5%] [--html OUT]`: B against A, measurement by
-measurement, on the raw samples (mpilab.tune.stats.unpaired: launch-level intervals when
-the files were merged from launches, a Mann-Whitney test on the samples), a table on the
-terminal, an HTML page built on the report's comparison view, and exit status 1 when some
-measurement is significantly slower by more than the threshold: a CI gate.
+measurement, on launch medians (mpilab.tune.stats: never on pooled raw samples), a table on
+the terminal, an HTML page built on the report's comparison view, and exit status 1 when
+some measurement is significantly slower by more than the threshold: a CI gate.
 
---paired: A and B were measured in alternating launches (mpilab bench --launches 1, A and B
-in turn, each side merged with mpilab's launch merge): launch k of A is paired with launch k
-of B, which shared the machine's state of that moment, and each measurement is tested on
-the per-pair log ratios of the launch medians (mpilab.tune.stats.paired_rank: Wilcoxon's
-signed-rank test and the Hodges-Lehmann interval, never narrower than the medians' own
-intervals; robust to pairs far off, where a paired t test was not). Refused when the two
-files do not hold the same number of launches or their launch dates do not interleave
-(pair k wholly before pair k+1).
+Two files (unpaired): the moderated t test on the log launch medians of both files, the
+variance shrunk towards the same operation's at the other sizes and towards the machine's
+stored launch-to-launch variation (mpilab.launchvar, the store mpilab bench keeps;
+--variation-store). One launch a side with nothing stored: launch variation cannot be told
+from the difference, which the row and a closing line say (never significant).
+
+--paired: A and B were measured in alternating launches (each side merged with mpilab's
+launch merge): launch k of A is paired with launch k of B and each measurement is tested on
+the per-pair log ratios of the launch medians (mpilab.tune.stats.paired below RANK_MIN
+pairs, Wilcoxon's signed-rank test (paired_rank) from there on). Refused when the two files
+do not hold the same number of launches or their launch dates do not interleave (pair k
+wholly before pair k+1).
+
+--run A_CMD B_CMD: the one-line gate. A and B are commands that each write one results file
+to {out}; they are run in alternating launches (A B, B A, A B, ...: --pairs pairs, a fixed
+budget), each side merged, and compared paired. The flagged measurements are named.
 
 With a threshold every measurement ends in one of three states: flagged (significantly
 slower, by more than the threshold), cleared (its interval ends below 1 + threshold: a
@@ -32,6 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 
 
@@ -105,28 +113,197 @@ def pairing_problem(da: dict[str, Any], db: dict[str, Any]) -> str | None:
     return None
 
 
+def _gkey(m: dict[str, Any]) -> tuple[Any, ...]:
+    """The measurement's group: the same operation at every size (and pair)."""
+    return (m.get("op"), m.get("impl"), m.get("timing"), m.get("isolation"), m.get("root"),
+            m.get("ranks"))
+
+
+def stored_prior(store: dict[str, Any] | None, prov: dict[str, Any], m: dict[str, Any],
+                 paired: bool) -> tuple[float, float] | None:
+    """The machine's stored launch-to-launch variation of this measurement (mpilab.launchvar,
+    recorded by mpilab bench): the (variance, degrees of freedom) of one log launch median,
+    doubled for the log ratio of a pair of launches; from the context of the results' host
+    and rank count with the longest history of the measurement. None when nothing is
+    stored."""
+    from mpilab import launchvar
+
+    if not store:
+        return None
+    hosts = prov.get("hosts") if isinstance(prov.get("hosts"), list) else []
+    key, gkey = launchvar.measurement_key(m), launchvar.group_key(m)
+    best: tuple[int, launchvar.Sigma] | None = None
+    for entry in store.get("contexts", {}).values():
+        desc = entry.get("describe") if isinstance(entry.get("describe"), dict) else {}
+        mach = desc.get("machine") if isinstance(desc.get("machine"), dict) else {}
+        if mach.get("host") not in hosts or desc.get("np") != prov.get("ranks"):
+            continue
+        series = launchvar.series_of(entry)
+        sig = launchvar.sigma_for(series, key, gkey)
+        n = len(series.get(key, []))
+        if sig is not None and (best is None or n > best[0]):
+            best = (n, sig)
+    if best is None:
+        return None
+    return (best[1].sd ** 2 * (2 if paired else 1), best[1].df)
+
+
 def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
-                 alpha: float = 0.05) -> list[dict[str, Any]]:
+                 alpha: float = 0.05, store: dict[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
+    """Per measurement both files hold: B against A on launch medians (mpilab.tune.stats:
+    paired by launch k when `paired`, else unpaired), each measurement's variance shrunk
+    towards its operation's at the other sizes and the stored launch variation."""
     from mpilab.pair_matrix import expand_all
     from mpilab.tune import stats
 
     am = {_key(m): m for m in expand_all(da.get("measurements") or []) if isinstance(m, dict)}
-    rows = []
+    n = (db.get("launches") or {}).get("n")
+    both = []
     for m in expand_all(db.get("measurements") or []):
         if not isinstance(m, dict) or _key(m) not in am:
             continue
         ga, gb = stats.launch_groups(am[_key(m)]), stats.launch_groups(m)
-        n = (db.get("launches") or {}).get("n")
-        if paired and len(ga) == len(gb) == n:
+        pair = paired and len(ga) == len(gb) == n  # else some launch lacks this measurement
+        var = (stats.variance_of(stats.pair_logs(ga, gb)[0]) if pair
+               else stats.unpaired_variance(ga, gb))
+        both.append((m, ga, gb, pair, var))
+    rows = []
+    for i, (m, ga, gb, pair, _) in enumerate(both):
+        group = [v for j, (o, _a, _b, pp, v) in enumerate(both)
+                 if j != i and pp == pair and _gkey(o) == _gkey(m)]
+        prior = stored_prior(store, db.get("provenance") or {}, m, pair)
+        if pair and len(stats.pair_logs(ga, gb)[0]) >= stats.RANK_MIN:
             c = stats.paired_rank(ga, gb, 1 - alpha, alpha)
-        else:  # not paired, or some launch lacks this measurement
-            c = stats.unpaired(ga, gb, 1 - alpha, alpha)
+        elif pair:
+            c = stats.paired(ga, gb, 1 - alpha, alpha, group, prior)
+        else:
+            c = stats.unpaired(ga, gb, 1 - alpha, alpha, group, prior)
         rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
                      "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
     return rows
 
 
+def _store(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The launch-variation store (--variation-store; 'none': not used)."""
+    from mpilab import launchvar
+
+    v = args.variation_store
+    if v == "none":
+        return None
+    return launchvar.load(Path(v) if v else launchvar.default_store())
+
+
+def _command(text: str, which: str) -> list[str]:
+    import shlex
+
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise MpilabError(f"--run: command {which} '{text}': {e}") from None
+    if not argv or not any("{out}" in x for x in argv):
+        raise MpilabError(f"--run: command {which} '{text}' must write its results file to "
+                          "{out} (e.g. mpilab bench --launches 1 --out {out} -- ...)")
+    return argv
+
+
+def run_order(pairs: int) -> list[tuple[int, str]]:
+    """(pair, side) in launch order: A B, B A, A B, ... (a drift of the machine favours
+    neither side)."""
+    return [(k, s) for k in range(1, pairs + 1) for s in (("A", "B") if k % 2 else ("B", "A"))]
+
+
+def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: float,
+              log: Any = None) -> tuple[Path, Path]:
+    """Alternating launches of the two commands (run_order), each writing one results file
+    ({out} replaced by d/a.K.json or d/b.K.json); each side merged from its launches
+    (mpilab.launches.merge) into d/a.json and d/b.json. A launch that fails, times out or
+    writes no valid results file stops the run in one line naming it."""
+    import os
+    import signal
+    import subprocess
+
+    from mpilab import launches, results
+    from mpilab.fsutil import atomic_write_text
+
+    files: dict[str, list[Path]] = {"A": [], "B": []}
+    for k, side in run_order(pairs):
+        out = d / f"{side.lower()}.{k}.json"
+        argv = [x.replace("{out}", str(out)) for x in (cmd_a if side == "A" else cmd_b)]
+        errf = d / f"{side.lower()}.{k}.log"
+        with open(errf, "wb") as err:
+            try:
+                pr = subprocess.Popen(argv, stdout=err, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as e:
+                raise MpilabError(f"--run: cannot start command {side} ({argv[0]}: "
+                                  f"{e.strerror})") from None
+            try:
+                rc = pr.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(pr.pid, signal.SIGKILL)
+                pr.wait()
+                raise MpilabError(f"--run: launch {k} of {side} ran over {timeout:g} s "
+                                  f"(output: {errf})") from None
+            except KeyboardInterrupt:  # ^C, or SIGTERM (a job's time limit): the launch too
+                os.killpg(pr.pid, signal.SIGKILL)
+                pr.wait()
+                raise
+        if rc != 0:
+            raise MpilabError(f"--run: launch {k} of {side} failed (exit {rc}; output: {errf})")
+        if not out.is_file():
+            raise MpilabError(f"--run: launch {k} of {side} wrote no results file {out}")
+        results.load(str(out))  # one line on a bad file
+        files[side].append(out)
+        if log is not None:
+            log(f"pair {k} {side}: {out.name}\n")
+    merged = []
+    for side in ("A", "B"):
+        docs = [json.loads(f.read_text(encoding="utf-8")) for f in files[side]]
+        doc = launches.merge(docs, [str(f) for f in files[side]])
+        path = d / f"{side.lower()}.json"
+        atomic_write_text(path, json.dumps(doc) + "\n")
+        merged.append(path)
+    return merged[0], merged[1]
+
+
+def _interrupt(_sig: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace) -> int:
+    import shutil
+    import signal
+    import tempfile
+
+    if not args.run:
+        return _files(args, args.a, args.b, args.paired)
+    if args.paired:
+        raise MpilabError("--run pairs its own launches: --paired is for two files")
+    cmd_a, cmd_b = _command(args.a, "A"), _command(args.b, "B")
+    _threshold(args.fail_above) if args.fail_above is not None else None  # checked first
+    if args.look:
+        raise MpilabError("--look is for files measured in looks: --run has a fixed budget "
+                          "(--pairs)")
+    keep = Path(args.keep) if args.keep else None
+    if keep is not None:
+        if keep.exists() and not keep.is_dir():
+            raise MpilabError(f"--keep {args.keep}: not a directory")
+        keep.mkdir(parents=True, exist_ok=True)
+    d = keep or Path(tempfile.mkdtemp(prefix="mpilab-diff-"))
+    log = None if args.quiet else sys.stderr.write
+    signal.signal(signal.SIGTERM, _interrupt)
+    # a launch that fails leaves its output (named in the one line) for the user to read
+    a, b = run_pairs(cmd_a, cmd_b, args.pairs, d, args.timeout, log)
+    try:
+        return _files(args, str(a), str(b), True, checked=True)
+    finally:
+        if keep is None:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
+           checked: bool = False) -> int:
     from mpilab import results, samples_file
     from mpilab.fsutil import atomic_write_text, check_output
 
@@ -136,31 +313,37 @@ def _run(args: argparse.Namespace) -> int:
         raise MpilabError("--look needs --fail-above (undecided is about the threshold)")
     if args.html:
         check_output(args.html)
-    ra, rb = results.load(args.a), results.load(args.b)  # one line on a bad file
+    store = _store(args)
+    ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
     # the raw documents (compact files with their samples back: the tests need them)
-    da = samples_file.attach(json.loads(Path(args.a).read_text(encoding="utf-8")), args.a)
-    db = samples_file.attach(json.loads(Path(args.b).read_text(encoding="utf-8")), args.b)
+    da = samples_file.attach(json.loads(Path(path_a).read_text(encoding="utf-8")), path_a)
+    db = samples_file.attach(json.loads(Path(path_b).read_text(encoding="utf-8")), path_b)
     probs = provenance_problems(ra.provenance, rb.provenance)
     if probs and not args.allow_different:
-        raise MpilabError(f"{args.b} against {args.a}: {'; '.join(probs)} "
+        raise MpilabError(f"{path_b} against {path_a}: {'; '.join(probs)} "
                           "(--allow-different compares them anyway)")
     for p in probs:
         sys.stderr.write(f"mpilab diff: warning: {p}\n")
-    if args.paired:
+    if paired and not checked:
         why = pairing_problem(da, db)
         if why:
-            raise MpilabError(f"{args.b} against {args.a}: {why}")
-    rows = compare_docs(da, db, args.paired, 0.05 / looks)
+            raise MpilabError(f"{path_b} against {path_a}: {why}")
+    rows = compare_docs(da, db, paired, 0.05 / looks, store)
     if not rows:
-        raise MpilabError(f"{args.a} and {args.b} have no measurement in common")
-    fails, undecided = [], []
+        raise MpilabError(f"{path_a} and {path_b} have no measurement in common")
+    fails, undecided, mixed = [], [], []
     sys.stdout.write(f"{'op':<10} {'impl':<24} {'bytes':>9} {'B/A':>7} {'interval':>17} "
                      f"{'p':>8}  verdict\n")
     for r in rows:
         ratio = r["ratio"]
         verdict = ("slower" if r["significant"] and ratio and ratio > 1 else
                    "faster" if r["significant"] and ratio and ratio < 1 else "same")
-        if verdict == "slower" and thr is not None and ratio > 1 + thr:
+        if not r["separable"] and ratio is not None:
+            verdict = "cannot separate launch variation from the difference"
+            mixed.append(r)
+        # flagged: significantly beyond the threshold (the interval's lower end above it)
+        if verdict == "slower" and thr is not None and r["lo"] is not None \
+                and r["lo"] > 1 + thr:
             verdict = f"SLOWER beyond {thr * 100:g}%"
             fails.append(r)
         elif thr is not None and ratio is not None and (r["hi"] is None or r["hi"] > 1 + thr):
@@ -177,9 +360,15 @@ def _run(args: argparse.Namespace) -> int:
         page = compare.render_comparison([compare.Run("A", ra), compare.Run("B", rb)])
         atomic_write_text(args.html, page)
         sys.stdout.write(f"report: {args.html}\n")
+    if mixed:
+        sys.stdout.write(f"mpilab diff: {len(mixed)} measurement(s) with one launch a side and "
+                         "no stored launch variation: launch variation cannot be told from "
+                         "the difference (measure several launches, or use --run)\n")
     if fails:
+        names = ", ".join(f"{r['op']}{':' + str(r['impl']) if r['impl'] else ''} "
+                          f"{r['bytes']} B" for r in fails)
         sys.stdout.write(f"mpilab diff: {len(fails)} measurement(s) significantly slower by "
-                         f"more than {thr * 100:g}%\n")
+                         f"more than {thr * 100:g}%: {names}\n")
         return 1
     if undecided:
         more = look < looks
@@ -193,8 +382,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("diff", help="B against A, measurement by measurement: a CI gate")
-    p.add_argument("a", help="baseline results file")
-    p.add_argument("b", help="results file to check")
+    p.add_argument("a", help="baseline results file (with --run: command A)")
+    p.add_argument("b", help="results file to check (with --run: command B)")
     p.add_argument("--fail-above", metavar="PCT",
                    help="exit 1 when a measurement is significantly slower by more than PCT "
                         "(e.g. 5%%)")
@@ -202,6 +391,19 @@ def register(sub: Any) -> None:
     p.add_argument("--paired", action="store_true",
                    help="A and B come from alternating launches: pair launch k of A with "
                         "launch k of B (a paired test; docs/tune.md)")
+    p.add_argument("--run", action="store_true",
+                   help="A and B are commands, each writing one results file to {out}: run "
+                        "them in alternating launches (A B B A ...) and compare the pairs")
+    p.add_argument("--pairs", type=argtypes.positive, default=20,
+                   help="with --run: pairs of launches (default 20)")
+    p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
+                   help="with --run: the most one launch may take (default 300s)")
+    p.add_argument("--keep", metavar="DIR",
+                   help="with --run: keep the launches' files and the merged a.json, b.json")
+    p.add_argument("--quiet", action="store_true", help="with --run: no line per launch")
+    p.add_argument("--variation-store", metavar="PATH",
+                   help="the stored launch-to-launch variation that moderates the tests "
+                        "(default: mpilab bench's; 'none': not used)")
     p.add_argument("--look", metavar="I/K",
                    help="sequential design: look I of at most K, each at alpha 0.05/K; exit 3 "
                         "when undecided before the last look (docs/tune.md)")

@@ -1,7 +1,9 @@
 """The choice per (collective, communicator size, message size): a forced algorithm replaces
-the library's default only when it beats it significantly (mpilab.tune.stats.paired: every
-launch agrees and the launch-level interval of the ratio lies below 1) by at least the
-minimum effect size; adjacent sizes with the same winner merge into ranges."""
+the library's default only when it beats it significantly (mpilab.tune.stats.paired: the
+moderated t test on the per-launch log ratios of the launch medians, candidate and default
+measured in the same launches, the variance shrunk towards the same algorithm's at the
+collective's other sizes; its interval below 1) by at least the minimum effect size;
+adjacent sizes with the same winner merge into ranges."""
 
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ class Cell:
 
 def choose_cell(op: str, np: int, nbytes: int, groups: dict[str, list[list[float]]],
                 min_effect: float = stats.MIN_EFFECT, cl: float = 0.95,
-                alpha: float = stats.ALPHA) -> Cell:
-    """groups: impl -> per-launch raw samples, all from the same launches."""
+                alpha: float = stats.ALPHA,
+                pooled: dict[str, list[stats.Prior]] | None = None) -> Cell:
+    """groups: impl -> per-launch raw samples, all from the same launches; pooled: impl ->
+    the variances of its log ratios to the default at the collective's other sizes."""
     base = groups.get(DEFAULT)
     cell = Cell(op, np, nbytes, DEFAULT, 1.0, 1.0, 1.0)
     if not base:
@@ -44,7 +48,7 @@ def choose_cell(op: str, np: int, nbytes: int, groups: dict[str, list[list[float
     for impl, g in sorted(groups.items()):
         if impl == DEFAULT or not impl.startswith(FORCED):
             continue  # only the library's own algorithms can go into its files
-        c = stats.paired(base, g, cl, alpha)
+        c = stats.paired(base, g, cl, alpha, (pooled or {}).get(impl, []))
         cell.candidates[impl] = c.as_json()
         if c.faster and c.ratio is not None and c.ratio <= 1 - min_effect \
                 and (best is None or c.ratio < best[0]):
@@ -96,7 +100,28 @@ def table(docs: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str, li
     return out
 
 
+def pooled_variances(tab: dict[tuple[str, int, int], dict[str, list[list[float]]]]
+                     ) -> dict[tuple[str, int, int], dict[str, list[stats.Prior]]]:
+    """Per cell and candidate: the variances (stats.variance_of) of the same candidate's
+    per-launch log ratios to the default at the other sizes of its collective and
+    communicator size, the group its own variance is shrunk towards."""
+    own: dict[tuple[str, int], dict[str, dict[int, stats.Prior]]] = {}
+    for (op, np, b), g in tab.items():
+        base = g.get(DEFAULT)
+        if not base:
+            continue
+        for impl, s in g.items():
+            if impl != DEFAULT:
+                logs = stats.pair_logs(base, s)[0]
+                own.setdefault((op, np), {}).setdefault(impl, {})[b] = stats.variance_of(logs)
+    return {(op, np, b): {impl: [v for bb, v in by.items() if bb != b]
+                          for impl, by in own.get((op, np), {}).items()}
+            for (op, np, b) in tab}
+
+
 def choose_all(docs: list[dict[str, Any]], min_effect: float = stats.MIN_EFFECT
                ) -> list[Cell]:
-    return [choose_cell(op, np, b, g, min_effect)
-            for (op, np, b), g in sorted(table(docs).items())]
+    tab = table(docs)
+    pooled = pooled_variances(tab)
+    return [choose_cell(op, np, b, g, min_effect, pooled=pooled[(op, np, b)])
+            for (op, np, b), g in sorted(tab.items())]

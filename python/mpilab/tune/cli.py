@@ -120,9 +120,10 @@ def choice_doc(docs: list[dict[str, Any]], paths: list[str], min_effect: float
     mpi = str((docs[0].get("provenance") or {}).get("mpi", "")) if docs else ""
     return {"schema": CHOICE_SCHEMA, "source": ", ".join(paths), "mpi": mpi,
             "min_effect": min_effect,
-            "test": ("paired by launch: t interval (95%) of the per-launch log ratios of "
-                     "medians entirely below 1, Mann-Whitney U inside every launch at 0.05 "
-                     "in the same direction, gain at least min_effect; else the default"),
+            "test": ("paired by launch: moderated t test (0.05) on the per-launch log ratios "
+                     "of the launch medians (variance shrunk towards the candidate's at the "
+                     "collective's other sizes), 95% interval entirely below 1, gain at least "
+                     "min_effect; else the default"),
             "cells": [c.as_json() for c in cells],
             "ranges": [{"op": op, "np": np, "ranges": choose.ranges(cs)}
                        for (op, np), cs in sorted(groups.items())]}
@@ -332,10 +333,18 @@ def _validate(args: argparse.Namespace) -> int:
         from mpilab.tune.sweep import mpich_yield_args
 
         extra = mpich_yield_args(testbed)
+    from mpilab.tune import peer
+
+    bench = peer.find(args.with_)
+    if bench is not None and (testbed is not None or args.mpich_yield):
+        raise MpilabError("validate: --with an unmodified benchmark runs on this machine "
+                          "only (not with --testbed or --mpich-yield)")
+    if bench is not None:
+        sys.stdout.write(f"validate: measured with {bench.describe()}\n")
     rep = validate.run(choice, args.np, mpi, d, args.pairs, args.budget, args.timeout,
                        args.rounds, _exporter(mpi, args.mpich_library, dflt),
                        testbed=testbed, extra=extra, max_reps=args.max_reps,
-                       min_samples=min_samples)
+                       min_samples=min_samples, bench=bench)
     atomic_write_text(str(d / "validate.json"), json.dumps(rep, indent=1) + "\n")
     for rd in rep["rounds"]:
         s = rd["summary"]
@@ -443,6 +452,10 @@ def register(sub: Any) -> None:
                     help="at most this many rounds (3)")
     va.add_argument("--timeout", type=argtypes.seconds, default=400.0,
                     help="seconds per launch")
+    va.add_argument("--with", dest="with_", default="auto", metavar="BENCH",
+                    help="the benchmark that confirms the file: imb, osu, mpilab, a path to "
+                         "IMB-MPI1 or to OSU's folder, or auto (default: IMB-MPI1 on PATH, "
+                         "else osu_bcast on PATH, else mpilab's own loop)")
     va.add_argument("--mpich-library", metavar="LIB")
     _where(va)
     va.add_argument("--explicit-default", action="store_true",

@@ -13,14 +13,14 @@ reproduce through it.
 
 One round (`measure`): per pair k one launch with the file and one without (the library as a
 user gets it), in ABBA order; per cell of the choice the paired comparison of
-mpilab.tune.stats.paired (t interval over the pairs of the log ratio of medians, never
-narrower than the medians' own intervals; Mann-Whitney inside every pair) and the paired t
+mpilab.tune.stats.paired (moderated t test and interval over the pairs of the log ratio of
+launch medians, never narrower than the medians' own intervals) and the plain paired t
 test's p, and family-wise verdicts over all cells by Holm's step-down (`holm`).
 
 Pruning (`prune`), conservative on purpose (a cell taken out only falls back to the
 library's own choice):
 * a cell given an algorithm stays only when it gains through the file (the per-cell GAIN of
-  stats.paired: interval below 1 and every pair agreeing); a tie or a loss goes back to the
+  stats.paired: significant, interval below 1); a tie or a loss goes back to the
   default;
 * a cell kept at the default that is slower with the file (`slower`: per-cell LOSS, or the
   paired t test at 5% with a slowdown beyond the minimum effect size) is what the file
@@ -48,9 +48,10 @@ from typing import Any
 
 from scipy.stats import ttest_1samp
 
+from mpilab import units
 from mpilab.commands.bench import DEFAULT_NP, runner_job
 from mpilab.errors import MpilabError
-from mpilab.tune import choose, stats, sweep
+from mpilab.tune import choose, peer, stats, sweep
 
 DEFAULT = choose.DEFAULT
 
@@ -136,6 +137,88 @@ def measure(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs
     return compare(choice, np, docs["rules"], docs["default"])
 
 
+def _peer_launch(mpi: str) -> Any:
+    """The real launcher for an unmodified benchmark: the launcher of the MPI it is linked
+    with, the file's arguments, the program."""
+    from mpilab import launch
+
+    def cmd(np: int, fargs: list[str], prog: list[str]) -> list[str]:
+        lr = launch.choose(prog[0])
+        if lr.mpi != mpi:
+            raise MpilabError(f"--with: {prog[0]} is linked with {lr.mpi}, the file is for "
+                              f"{mpi}")
+        return lr.command(np) + fargs + prog
+    return cmd
+
+
+def measure_peer(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs: int,
+                 bench: peer.Peer, timeout: float, budget_s: float = 15.0,
+                 log: Callable[[str], None] = lambda s: None,
+                 launch: peer.Launch | None = None) -> list[dict[str, Any]]:
+    """Pairs of launches of an unmodified benchmark with and without `file` (ABBA order,
+    resumable: a launch's figures already in d are kept); per cell the paired comparison of
+    the launches' figures (stats.paired, one figure per launch, the variance shrunk towards
+    the collective's other sizes), Holm over the cells."""
+    import os
+
+    from mpilab import launch as launch_mod
+    from mpilab.fsutil import atomic_write_text
+
+    cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
+    if not cells:
+        raise MpilabError(f"the choice has no cell for {np} ranks")
+    ops = sorted({c["op"] for c in cells})
+    sizes = sorted({int(c["bytes"]) for c in cells})
+    peer.check_ops(bench, ops)
+    lf = launch or _peer_launch(mpi)
+    seconds = max(0.05, min(10.0, budget_s / len(cells)))  # IMB's -time: per size
+    d.mkdir(parents=True, exist_ok=True)
+    figs: dict[str, list[peer.Figures]] = {"rules": [], "default": []}
+    for k in range(1, pairs + 1):
+        for label in (("rules", "default") if k % 2 else ("default", "rules")):
+            f = d / f"peer.{label}.{k}.json"
+            if not f.is_file():
+                got: peer.Figures = {}
+                fargs = file_args(mpi, file if label == "rules" else None)
+                for cmd in peer.commands(bench, np, ops, sizes, fargs, lf, d / "msglen.txt",
+                                         seconds):
+                    out = f.with_suffix(".log")
+                    out.unlink(missing_ok=True)
+                    env = dict(os.environ)
+                    if launch is None:
+                        env = launch_mod.choose(cmd[-1] if bench.kind == "osu" else
+                                                bench.path).env(np)
+                    rc = sweep.run_logged(cmd, env, timeout, out)
+                    if rc != 0:
+                        raise MpilabError(f"validate: {bench.describe()} failed (exit {rc}; "
+                                          f"log {out})")
+                    text = out.read_text(encoding="utf-8", errors="replace")
+                    if bench.kind == "imb":
+                        got.update(peer.parse_imb(text, np))
+                    else:
+                        op = next(o for o in ops if peer.OSU_NAMES[o] in " ".join(cmd))
+                        got.update(peer.parse_osu(text, op))
+                atomic_write_text(f, json.dumps([[o, b, t] for (o, b), t in got.items()]))
+                log(f"pair {k} {label} ({bench.describe()}): {len(got)} figures")
+            figs[label].append({(o, int(b)): float(t) for o, b, t in
+                                json.loads(f.read_text(encoding="utf-8"))})
+    per = {}
+    for c in cells:
+        key = (c["op"], int(c["bytes"]))
+        both = [(dd[key], rr[key]) for dd, rr in zip(figs["default"], figs["rules"], strict=True)
+                if key in dd and key in rr]
+        per[key] = ([[x] for x, _ in both], [[y] for _, y in both])
+    var = {k: stats.variance_of(stats.pair_logs(a, b, min_samples=1)[0])
+           for k, (a, b) in per.items()}
+    rows = []
+    for c in cells:
+        key = (c["op"], int(c["bytes"]))
+        group = [v for kk, v in var.items() if kk[0] == key[0] and kk != key]
+        rows.append(row(c, stats.paired(*per[key], group=group, min_samples=1)))
+    holm(rows)
+    return rows
+
+
 def compare(choice: dict[str, Any], np: int, rules: list[dict[str, Any]],
             default: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per cell of the choice: with the file against without, paired by launch pair
@@ -181,8 +264,8 @@ def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
 
 def slower(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT,
            alpha: float = stats.ALPHA) -> bool:
-    """The file made this cell slower: the per-cell LOSS of stats.paired (interval above 1,
-    every pair agreeing), or a slowdown beyond the minimum effect size that the paired t
+    """The file made this cell slower: the per-cell LOSS of stats.paired (significant,
+    interval above 1), or a slowdown beyond the minimum effect size that the paired t
     test alone finds at alpha. A t test alone at any size took out a collective for a 1.4%
     difference on one of 62 cells (about 3 of 62 cells pass at 5% by chance): measured,
     docs/tune.md."""
@@ -260,13 +343,16 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
         timeout: float, rounds: int, export: Callable[[dict[str, Any], Path], None],
         log: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n"),
         testbed: str | None = None, extra: list[str] | None = None,
-        max_reps: int | None = None, min_samples: int | None = None) -> dict[str, Any]:
-    """Rounds of measure and prune; `export(choice, path)` writes a choice's file. Returns
+        max_reps: int | None = None, min_samples: int | None = None,
+        bench: peer.Peer | None = None) -> dict[str, Any]:
+    """Rounds of measure and prune (measured by mpilab-bench, or by the unmodified
+    benchmark `bench`: measure_peer); `export(choice, path)` writes a choice's file. Returns
     the report: rounds (each with its file, notes, summary, rows), the last measured file
     and choice (`final_file`, `final_choice`), and `validated`: that file's own measurement
     found no family-wise loss. With nothing left to tune, `final_file` is None: the library's
     default is the result."""
     report: dict[str, Any] = {"np": np, "mpi": mpi, "pairs": pairs, "budget": budget,
+                              "benchmark": bench.describe() if bench else "mpilab-bench",
                               "min_samples": min_samples,
                               "rounds": [], "final_file": None, "final_choice": choice}
     cur = choice
@@ -279,8 +365,12 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
         if not f.is_file():
             export(cur, f)
         log(f"validate round {r}: {f}")
-        rows = measure(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, budget,
-                       timeout, log, testbed, extra, max_reps, min_samples)
+        if bench is not None:
+            rows = measure_peer(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, bench,
+                                timeout, units.parse_duration(budget), log)
+        else:
+            rows = measure(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, budget,
+                           timeout, log, testbed, extra, max_reps, min_samples)
         nxt, notes = prune(cur, rows, np, float(choice.get("min_effect") or stats.MIN_EFFECT))
         report["rounds"].append({"round": r, "file": str(f), "notes": notes,
                                  "summary": summary(rows), "rows": rows})

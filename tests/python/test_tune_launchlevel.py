@@ -1,0 +1,142 @@
+"""Decisions on launches (mpilab.tune.stats, mpilab diff): synthetic launches whose levels
+shift from launch to launch give no more false alarms than alpha and a 10% slowdown is
+found; one launch a side with nothing to moderate with is said to be inseparable from launch
+variation; `mpilab diff --run` alternates its two commands (fake commands, no timing)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+from mpilab.tune import stats
+from tunekit import REPO, _doc, _meas, _mpilab, _write
+
+FAKE = REPO / "tests" / "python" / "fake_bench.py"
+
+
+def _shifted(rng: random.Random, n: int, factor: float, shift: float = 0.3,
+             jitter: float = 0.02) -> tuple[list[list[float]], list[list[float]]]:
+    """n pairs of launches: each pair at a level of its own (log-normal, sd `shift`: levels
+    tens of percent apart), each launch with a small jitter of its own; B x factor."""
+    a, b = [], []
+    for _ in range(n):
+        lv = math.exp(rng.gauss(0, shift))
+        for g, f in ((a, 1.0), (b, factor)):
+            lj = lv * f * math.exp(rng.gauss(0, jitter))
+            g.append([lj * math.exp(rng.gauss(0, 0.03)) for _ in range(20)])
+    return a, b
+
+
+def _group(rng: random.Random, n: int, factor: float, sizes: int = 3
+           ) -> list[tuple[list[list[float]], list[list[float]]]]:
+    """The same launches seen at `sizes` sizes (each with its own pair jitter)."""
+    return [_shifted(rng, n, factor) for _ in range(sizes)]
+
+
+def _decide(cells: list[tuple[list[list[float]], list[list[float]]]]) -> list[stats.Comparison]:
+    var = [stats.variance_of(stats.pair_logs(a, b)[0]) for a, b in cells]
+    return [stats.paired(a, b, group=[v for j, v in enumerate(var) if j != i])
+            for i, (a, b) in enumerate(cells)]
+
+
+def test_paired_launch_levels_no_false_alarm_beyond_alpha() -> None:
+    rng = random.Random(31)
+    trials = 200
+    flagged = sum(c.significant for _ in range(trials) for c in _decide(_group(rng, 6, 1.0)))
+    assert flagged / (3 * trials) <= 0.08
+
+
+def test_paired_launch_levels_find_ten_percent() -> None:
+    rng = random.Random(32)
+    found = covered = 0
+    for _ in range(50):
+        for c in _decide(_group(rng, 6, 1.10)):
+            found += c.slower
+            covered += c.lo is not None and c.hi is not None and c.lo < 1.10 < c.hi
+    assert found >= 145 and covered >= 135   # of 150; a 95% interval covers about 142
+
+
+def test_pooled_samples_would_alarm_where_launch_medians_do_not() -> None:
+    """Two runs of one configuration, launches at levels 30% apart: a rank test on the
+    pooled raw samples is 'significant' most of the time; the launch-level test about 5%."""
+    from scipy.stats import mannwhitneyu
+
+    rng = random.Random(33)
+    pooled = launch = 0
+    for _ in range(100):
+        a, b = _shifted(rng, 4, 1.0, jitter=0.3)
+        p = mannwhitneyu([s for g in a for s in g], [s for g in b for s in g]).pvalue
+        pooled += p < 0.05
+        launch += stats.unpaired(a, b).significant
+    assert pooled >= 50 and launch <= 10
+
+
+def test_unpaired_one_launch_a_side_cannot_be_separated_without_a_stored_variation() -> None:
+    rng = random.Random(34)
+    a, b = _shifted(rng, 1, 1.3)
+    c = stats.unpaired(a, b)
+    assert not c.separable and not c.significant and c.lo is None
+    assert "cannot be told" in c.method
+    # the machine's stored launch variation (sd 1% of a log launch median, 10 df) separates
+    c = stats.unpaired(a, b, prior=(0.01 ** 2, 10.0))
+    assert c.separable and c.slower
+    # and a launch variation of 30% does not let a 30% difference through
+    c = stats.unpaired(a, b, prior=(0.3 ** 2, 10.0))
+    assert c.separable and not c.significant
+
+
+def test_diff_of_two_single_launch_files_says_it_cannot_separate(tmp_path: Path) -> None:
+    rng = random.Random(35)
+    docs = []
+    for f in (1.0, 1.2):
+        docs.append(_doc([_meas("bcast", "native", b, [1e-6 * f * (1 + b / 500)
+                                                       * math.exp(rng.gauss(0, 0.02))
+                                                       for _ in range(30)])
+                          for b in (8, 1024)]))
+    a, b = _write(tmp_path, "a.json", docs[0]), _write(tmp_path, "b.json", docs[1])
+    p = _mpilab("diff", a, b, "--fail-above", "5%", "--variation-store", "none")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("cannot separate launch variation from the difference") == 2
+    assert "launch variation cannot be told from the difference" in p.stdout
+
+
+def _run(tmp: Path, factor: float, pairs: int, *extra: str) -> tuple[int, str, list[str]]:
+    log = tmp / f"order-{factor}.log"
+    cmd = f"{sys.executable} {FAKE} {{side}} {{{{out}}}} {log} {{f}}"
+    p = _mpilab("diff", "--run", cmd.format(side="A", f=1.0), cmd.format(side="B", f=factor),
+                "--pairs", str(pairs), "--fail-above", "5%", "--variation-store", "none",
+                "--keep", str(tmp / f"k{factor}"), *extra)
+    return p.returncode, p.stdout + p.stderr, log.read_text().split()
+
+
+def test_diff_run_alternates_and_flags_the_slowed_sizes_only(tmp_path: Path) -> None:
+    rc, out, order = _run(tmp_path, 1.10, 6)
+    assert order == ["A", "B", "B", "A"] * 3
+    assert rc == 1, out
+    rows = [x for x in out.splitlines() if x.startswith(("bcast", "allreduce"))]
+    flagged = sorted(x.split()[2] for x in rows if "SLOWER beyond 5%" in x)
+    assert flagged == ["16384", "65536"] and all(x.startswith("bcast") for x in rows
+                                                  if "SLOWER" in x)
+    assert "bcast:native 16384 B, bcast:native 65536 B" in out
+    merged = json.loads((tmp_path / "k1.1" / "b.json").read_text())
+    assert merged["launches"]["n"] == 6
+    rc, out, order = _run(tmp_path, 1.0, 4)
+    assert rc == 0 and "SLOWER" not in out and order == ["A", "B", "B", "A"] * 2, out
+
+
+def test_diff_run_bad_commands_are_one_line(tmp_path: Path) -> None:
+    ok = f"{sys.executable} {FAKE} A {{out}} {tmp_path / 'l'} 1.0"
+    for a, b, why in ((ok, "true", "must write its results file to {out}"),
+                      (ok, ok + " fail", "launch 1 of B failed (exit 4"),
+                      (ok, f"{tmp_path / 'missing'} {{out}}", "cannot start command B"),
+                      (ok, "sh -c 'exit 0' {out}", "wrote no results file"),
+                      (ok, "'unclosed {out}", "command B")):
+        p = _mpilab("diff", "--run", a, b, "--pairs", "2", "--variation-store", "none",
+                    "--quiet", "--keep", str(tmp_path / "k"))
+        assert p.returncode == 2 and why in p.stderr, (b, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    p = _mpilab("diff", "--run", ok, ok, "--paired")
+    assert p.returncode == 2 and "--paired is for two files" in p.stderr
