@@ -44,8 +44,9 @@ static const char help_text[] =
     "      --io-turns           workers take turns at the storage (one worker's step reads\n"
     "                           or write-back at a time, no read-ahead hints; threads only)\n"
     "      --mpi                distributed mode (run under mpirun, one band file per rank)\n"
-    "      --sim-cell-time S    SMPI build with --mpi: each cell's update takes S simulated\n"
-    "                           seconds (default 0: the computation takes no simulated time)\n"
+    "      --sim-cell-flops F   SMPI build with --mpi: each cell's update executes F flops on\n"
+    "                           the simulated host (the kernel has 11; default 0: the\n"
+    "                           computation takes no simulated time)\n"
     "      --json FILE          write an mpilab.results/1 file (times in seconds, sizes in bytes)\n"
     "      --quiet              no per-iteration output\n"
     "\n"
@@ -84,21 +85,21 @@ static int int_opt(const char *opt, const char *s, int64_t min, int64_t *out, ch
     return 0;
 }
 
-/* --sim-cell-time S: a number of seconds 0..1, only in the SMPI build (elsewhere nothing
+/* --sim-cell-flops F: a number of operations 0..1e6, only in the SMPI build (elsewhere nothing
  * would take simulated time). */
 static int sim_cell_opt(const char *s, double *out, char *err, size_t errlen)
 {
 #ifndef SMPI_H
     (void)s;
     (void)out;
-    return mpilab_errf(err, errlen, "--sim-cell-time: only in the SMPI build (scripts/build "
+    return mpilab_errf(err, errlen, "--sim-cell-flops: only in the SMPI build (scripts/build "
                        "--smpi; run with mpilab wavefront run --sim)");
 #else
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v >= 0 && v <= 1))
-        return mpilab_errf(err, errlen, "--sim-cell-time '%s': expected seconds 0..1", s);
+    if (end == s || *end || errno || !(v >= 0 && v <= 1e6))
+        return mpilab_errf(err, errlen, "--sim-cell-flops '%s': expected a number 0..1e6", s);
     *out = v;
     return 0;
 #endif
@@ -243,7 +244,7 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
                                        {"queue-depth", required_argument, 0, 'Q'},
                                        {"chain", required_argument, 0, 'C'},
                                        {"mpi", no_argument, 0, 'x'},
-                                       {"sim-cell-time", required_argument, 0, 'S'},
+                                       {"sim-cell-flops", required_argument, 0, 'S'},
                                        {"json", required_argument, 0, 'j'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
@@ -266,7 +267,7 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         case 'T': ro->io_turns = 1; break;
         case 'x': c->mpi = 1; break;
         case 'S':
-            if (sim_cell_opt(optarg, &ro->sim_cell_s, err, errlen))
+            if (sim_cell_opt(optarg, &ro->sim_cell_flops, err, errlen))
                 return MPILAB_WF_CLI_BAD;
             break;
         case 'j': c->json = optarg; break;
@@ -279,8 +280,8 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         return mpilab_errf(err, errlen, "run: unexpected argument (use --data and --coef)");
     if (!c->data || !c->coef)
         return mpilab_errf(err, errlen, "run: --data and --coef are required");
-    if (ro->sim_cell_s > 0 && !c->mpi)
-        return mpilab_errf(err, errlen, "--sim-cell-time: needs --mpi (simulated ranks)");
+    if (ro->sim_cell_flops > 0 && !c->mpi)
+        return mpilab_errf(err, errlen, "--sim-cell-flops: needs --mpi (simulated ranks)");
     return MPILAB_WF_CLI_RUN;
 }
 
