@@ -50,6 +50,11 @@ def test_keep_partial_writes_the_checkpoint(tmp_path: Path,
     d = doc.load(out)
     assert d.data["partial"] is True and d.data["partial_reason"] == "time limit of 5 s reached"
     assert len(d.runs) == 3 and d.data["testbed"] == {"sites": 2}
+    from mpilab.multilane import report
+
+    page = report.write([d], tmp_path / "ml.html").read_text()
+    assert "PARTIAL: the run stopped before its plan was complete (time limit of 5 s " \
+           "reached); 3 completed" in page
 
 
 def test_keep_partial_without_a_checkpoint(tmp_path: Path,
