@@ -53,6 +53,9 @@ static void usage(void)
            "                    rank (default 1K; 0: no calibration, alpha from the WAN pair)\n"
            "  --no-model        skip the model measurement (needs a number for --lanes)\n"
            "  --json FILE       write the document to FILE (default: standard output)\n"
+           "  --partial FILE    after each completed run, rewrite FILE (atomically) with the\n"
+           "                    document so far, marked \"partial\": true; removed once the\n"
+           "                    whole document is written (a stopped run leaves it behind)\n"
            "  -h, --help        this text\n"
            "      --version     the version\n"
            "Times are seconds, bandwidths bytes per second.  Errors: one line, exit 2.\n");
@@ -107,6 +110,28 @@ static void progress(void *arg, const char *op, const char *impl, int lanes, siz
                 lanes, bytes, median);
 }
 
+/* Checkpoint (rank 0): the document so far, marked partial, to the --partial file. */
+static void checkpoint(void *arg, json_t *doc)
+{
+    const char *path = arg;
+    if (g_rank != 0)
+        return;
+    json_t *copy = json_copy(doc); /* shallow: the runs are shared, not copied */
+    char *text = NULL;
+    if (copy) {
+        json_object_set_new(copy, "partial", json_true());
+        json_object_set_new(copy, "partial_reason", json_string("the run stopped before its "
+                                                                "plan was complete"));
+        text = json_dumps(copy, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    }
+    char err[256];
+    if (!text || mpilab_write_atomic(path, text, strlen(text), err, sizeof err))
+        fprintf(stderr, "mpilab-multilane: --partial %s: %s\n", path,
+                text ? err : "out of memory");
+    free(text);
+    json_decref(copy);
+}
+
 /* Write the document (rank 0) to path or standard output; the exit code, agreed. */
 static int emit(MPI_Comm comm, json_t *doc, const char *json_path)
 {
@@ -134,7 +159,7 @@ static int emit(MPI_Comm comm, json_t *doc, const char *json_path)
 
 /* Options not parsed by getopt: lists, sizes and lanes, checked against the job and grid. */
 typedef struct opts {
-    const char *ops, *impls, *sizes_spec, *lanes_arg, *json_path;
+    const char *ops, *impls, *sizes_spec, *lanes_arg, *json_path, *partial_path;
     long root, reps, model_reps;
 } opts_t;
 
@@ -142,7 +167,7 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
                           mpilab_multilane_experiment_t *x)
 {
     enum { O_SITES = 256, O_ROOT, O_OPS, O_IMPLS, O_SIZES, O_LANES, O_REPS, O_MBYTES, O_MREPS,
-           O_ABYTES, O_NOMODEL, O_JSON, O_VERSION };
+           O_ABYTES, O_NOMODEL, O_JSON, O_PARTIAL, O_VERSION };
     static const struct option lo[] = {
         {"sites", required_argument, 0, O_SITES}, {"root", required_argument, 0, O_ROOT},
         {"ops", required_argument, 0, O_OPS}, {"impls", required_argument, 0, O_IMPLS},
@@ -150,7 +175,8 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
         {"reps", required_argument, 0, O_REPS}, {"model-bytes", required_argument, 0, O_MBYTES},
         {"model-reps", required_argument, 0, O_MREPS}, {"no-model", no_argument, 0, O_NOMODEL},
         {"alpha-bytes", required_argument, 0, O_ABYTES},
-        {"json", required_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'},
+        {"json", required_argument, 0, O_JSON}, {"partial", required_argument, 0, O_PARTIAL},
+        {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0}};
     opterr = 0;
     int c, li;
@@ -197,6 +223,7 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
         }
         case O_NOMODEL: x->model = 0; break;
         case O_JSON: o->json_path = optarg; break;
+        case O_PARTIAL: o->partial_path = optarg; break;
         case 'h':
             if (g_rank == 0)
                 usage();
@@ -267,11 +294,17 @@ int main(int argc, char **argv)
     x.single = in_list(o.impls, "single");
     x.multilane = in_list(o.impls, "multilane");
     x.lanes = all_lanes ? MPILAB_ML_LANES_ALL : opt_lanes ? MPILAB_ML_LANES_OPT : (int)fixed_lanes;
+    if (o.partial_path) {
+        x.checkpoint = checkpoint;
+        x.checkpoint_arg = (void *)o.partial_path;
+    }
     char why[600];
     json_t *doc = mpilab_multilane_experiment_run(comm, g, &x, why, sizeof why);
     if (!doc)
         die(1, "%s", why);
     int code = emit(comm, doc, o.json_path);
+    if (code == 0 && o.partial_path && g_rank == 0)
+        remove(o.partial_path); /* the whole document is written: nothing partial is left */
     json_decref(doc);
     free(sizes);
     mpilab_grid_free(g);

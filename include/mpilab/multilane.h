@@ -206,7 +206,9 @@ int mpilab_multilane_run_timed(MPI_Comm comm, const mpilab_grid_t *g, int op, in
  * number 1..P_sup, MPILAB_ML_LANES_OPT (the schedule model's P_opt per operation and size;
  * needs the model) or MPILAB_ML_LANES_ALL (1..P_sup).  The caller checks the arguments
  * (lanes range, sizes * ranks within int).  `progress`, if set, is called after each run
- * on every rank.  Returns the mpilab.multilane/1 document (jansson; the caller decrefs),
+ * on every rank; `checkpoint`, if set, is called on every rank before it with the document
+ * so far (every completed run in "runs"; borrowed, not to be kept), so that a caller can
+ * keep the completed measurements of a run that is stopped.  Returns the mpilab.multilane/1 document (jansson; the caller decrefs),
  * or NULL with a one-line reason in err (the same on every rank). */
 enum { MPILAB_ML_LANES_OPT = 0, MPILAB_ML_LANES_ALL = -1 };
 typedef struct mpilab_multilane_experiment {
@@ -228,6 +230,8 @@ typedef struct mpilab_multilane_experiment {
     void (*progress)(void *arg, const char *op, const char *impl, int lanes, size_t bytes,
                      double median);
     void *progress_arg;
+    void (*checkpoint)(void *arg, struct json_t *doc_so_far);
+    void *checkpoint_arg;
 } mpilab_multilane_experiment_t;
 
 struct json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,

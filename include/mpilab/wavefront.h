@@ -88,6 +88,12 @@ typedef struct {
                       * one disk with one head (a seek disk): the workers' streams no
                       * longer interleave request by request. Thread driver only; pread,
                       * mmap and direct. */
+    double sim_cell_flops; /* SMPI build, MPI mode: floating-point operations per cell
+                            * updated, executed on the simulated host after each block's
+                            * kernel (smpi_execute_flops; the platform's host speed gives
+                            * their time), so that a simulated run's time holds a
+                            * deterministic computation beside the frontier messages; 0
+                            * (the default): the computation takes no simulated time */
 } mpilab_wf_run_opts;
 
 /* Wave chaining granularity. BAND: a worker runs its whole band for iteration n, then

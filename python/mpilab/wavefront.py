@@ -50,6 +50,8 @@ def build_command(args: argparse.Namespace) -> list[str]:
             cmd += ["--json", args.json]
         if args.np:
             cmd.append("--mpi")
+        if getattr(args, "sim_cell_flops", None):
+            cmd += ["--sim-cell-flops", repr(args.sim_cell_flops)]
         return cmd
     if op == "verify":
         return [tool, "verify", "--initial", args.initial, "--coef", args.coef,
@@ -70,6 +72,8 @@ def _run_sim(args: argparse.Namespace) -> int:
     if not args.np:
         raise MpilabError("--sim: give --np N (the distributed mode: one rank per band file "
                           "DATA.<rank>)")
+    if args.sim_cell_flops is not None and not 0 <= args.sim_cell_flops <= 1e6:
+        raise MpilabError(f"--sim-cell-flops {args.sim_cell_flops:g}: need 0..1e6 flops")
     tool_args = build_command(args)[1:]
     j = simrun.job(TOOL, tool_args, args.np, args.sim)
     status = simrun.run(j)
@@ -86,6 +90,8 @@ def _run_sim(args: argparse.Namespace) -> int:
 def _handler(args: argparse.Namespace) -> int:
     if getattr(args, "sim", None) is not None:
         return _run_sim(args)
+    if getattr(args, "sim_cell_flops", None) is not None:
+        raise MpilabError("--sim-cell-flops: only with --sim (simulated time)")
     cmd = build_command(args)
     env = None
     if getattr(args, "np", 0):
@@ -148,6 +154,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --np: run simulated, the SMPI build of the tool (scripts/build "
                         "--smpi) under smpirun on this SimGrid platform (mpilab sim platform); "
                         "--json results record provenance.simulated")
+    r.add_argument("--sim-cell-flops", type=float, metavar="F",
+                   help="with --sim: each cell's update executes F flops on the simulated "
+                        "host (the kernel has 11; the platform's CPU speed gives their time; "
+                        "default none: only the frontier messages take simulated time)")
     launch.add_options(r)
 
     f = sub.add_parser("verify", help="compare with the in-core sequential reference")

@@ -162,8 +162,9 @@ static json_t *run_json(const mpilab_multilane_experiment_t *x, const model_t *m
 static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
                     const mpilab_multilane_experiment_t *x, const model_t *md,
                     const mpilab_clocksync_t *cs, int op, size_t bytes, double *times,
-                    json_t *runs, char *err, size_t errlen)
+                    json_t *doc, char *err, size_t errlen)
 {
+    json_t *runs = json_object_get(doc, "runs");
     int list[MAX_IMPLS];
     const int nl = impl_list(g, x, md->mm, op, (double)bytes, list);
     for (int i = 0; i < nl; i++) {
@@ -183,6 +184,8 @@ static int run_size(MPI_Comm comm, const mpilab_grid_t *g,
         double median = 0;
         json_array_append_new(runs, run_json(x, md, op, list[i], bytes, times, wall, ph,
                                              &median));
+        if (x->checkpoint)
+            x->checkpoint(x->checkpoint_arg, doc);
         if (x->progress)
             x->progress(x->progress_arg, op_names[op], impl, lanes, bytes, median);
     }
@@ -220,7 +223,8 @@ json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,
     mpilab_clocksync_t cs;
     memset(&cs, 0, sizeof cs);
     int ok = 0;
-    json_t *doc = doc_head(g, x), *runs = json_array();
+    json_t *doc = doc_head(g, x);
+    json_object_set_new(doc, "runs", json_array()); /* filled in place: checkpoints see it */
     double *times = malloc((size_t)x->reps * sizeof *times);
     if (!times) {
         fail(err, errlen, "out of memory");
@@ -255,12 +259,11 @@ json_t *mpilab_multilane_experiment_run(MPI_Comm comm, const mpilab_grid_t *g,
         if (!(x->ops & (1u << op)))
             continue;
         for (size_t k = 0; k < x->nsizes; k++)
-            if (run_size(comm, g, x, &md, &cs, op, x->sizes[k], times, runs, err, errlen))
+            if (run_size(comm, g, x, &md, &cs, op, x->sizes[k], times, doc, err, errlen))
                 goto out;
     }
     ok = 1;
 out:
-    json_object_set_new(doc, "runs", runs);
     free(times);
     mpilab_multilane_measured_free(&mm);
     mpilab_clocksync_free(&cs);

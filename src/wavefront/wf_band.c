@@ -163,6 +163,7 @@ int wf_band_steps(worker *w)
                     for (int64_t i = 0; i < h; i++)
                         H[(i + 1) * ld] = w->west[i];
                 wf_block_kernel(H, ld, h, wd, ilo, ihi, jlo, jhi, w->cfb[slot]);
+                wf_sim_compute(w, (ihi - ilo) * (jhi - jlo));
                 for (int64_t i = 0; i < h; i++)
                     w->west[i] = H[(i + 1) * ld + wd];
                 memcpy(w->north + c0, H + h * ld + 1, (size_t)wd * 8);

@@ -317,6 +317,7 @@ int wf_chain_steps(worker *w)
                     w->t_depwait += t1 - t0;
                     chain_west_east(w, H, idx, c, kk > 0, h, wd);
                     wf_block_kernel(H, ld, h, wd, ilo, ihi, jlo, jhi, w->ch.xcf[slot]);
+                    wf_sim_compute(w, (ihi - ilo) * (jhi - jlo));
                     w->t_compute += wf_now() - t1;
                     if (kk == Wk - 1 && wf_io_submit(w, WF_OP_CWRITE, slot, s, br, c) < 0)
                         goto out;

@@ -1,6 +1,9 @@
 /* mpilab-wavefront's options and help text (include/mpilab/wavefront_cli.h). */
+#include <errno.h>
 #include <getopt.h>
+#include <mpi.h> /* SMPI_H in the SMPI build */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpilab/parse.h"
@@ -41,6 +44,9 @@ static const char help_text[] =
     "      --io-turns           workers take turns at the storage (one worker's step reads\n"
     "                           or write-back at a time, no read-ahead hints; threads only)\n"
     "      --mpi                distributed mode (run under mpirun, one band file per rank)\n"
+    "      --sim-cell-flops F   SMPI build with --mpi: each cell's update executes F flops on\n"
+    "                           the simulated host (the kernel has 11; default 0: the\n"
+    "                           computation takes no simulated time)\n"
     "      --json FILE          write an mpilab.results/1 file (times in seconds, sizes in bytes)\n"
     "      --quiet              no per-iteration output\n"
     "\n"
@@ -77,6 +83,26 @@ static int int_opt(const char *opt, const char *s, int64_t min, int64_t *out, ch
                            (long long)min);
     *out = v;
     return 0;
+}
+
+/* --sim-cell-flops F: a number of operations 0..1e6, only in the SMPI build (elsewhere nothing
+ * would take simulated time). */
+static int sim_cell_opt(const char *s, double *out, char *err, size_t errlen)
+{
+#ifndef SMPI_H
+    (void)s;
+    (void)out;
+    return mpilab_errf(err, errlen, "--sim-cell-flops: only in the SMPI build (scripts/build "
+                       "--smpi; run with mpilab wavefront run --sim)");
+#else
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= 0 && v <= 1e6))
+        return mpilab_errf(err, errlen, "--sim-cell-flops '%s': expected a number 0..1e6", s);
+    *out = v;
+    return 0;
+#endif
 }
 
 /* The getopt cases every command shares: 'h' (help) and anything getopt refused (usage). */
@@ -218,13 +244,14 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
                                        {"queue-depth", required_argument, 0, 'Q'},
                                        {"chain", required_argument, 0, 'C'},
                                        {"mpi", no_argument, 0, 'x'},
+                                       {"sim-cell-flops", required_argument, 0, 'S'},
                                        {"json", required_argument, 0, 'j'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     mpilab_wf_run_opts *ro = &c->run;
     int o;
-    while ((o = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFTQ:C:xj:qh", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "d:c:k:P:W:i:M:N:DFTQ:C:xS:j:qh", lo, NULL)) != -1) {
         switch (o) {
         case 'd': c->data = optarg; break;
         case 'c': c->coef = optarg; break;
@@ -239,6 +266,10 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         case 'F': ro->no_prefetch = 1; break;
         case 'T': ro->io_turns = 1; break;
         case 'x': c->mpi = 1; break;
+        case 'S':
+            if (sim_cell_opt(optarg, &ro->sim_cell_flops, err, errlen))
+                return MPILAB_WF_CLI_BAD;
+            break;
         case 'j': c->json = optarg; break;
         case 'q': c->quiet = 1; break;
         OTHER_CASES;
@@ -249,6 +280,8 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         return mpilab_errf(err, errlen, "run: unexpected argument (use --data and --coef)");
     if (!c->data || !c->coef)
         return mpilab_errf(err, errlen, "run: --data and --coef are required");
+    if (ro->sim_cell_flops > 0 && !c->mpi)
+        return mpilab_errf(err, errlen, "--sim-cell-flops: needs --mpi (simulated ranks)");
     return MPILAB_WF_CLI_RUN;
 }
 

@@ -360,6 +360,7 @@ int wf_worker_setup(worker *w, int id, int nworkers, wf_file *d, wf_file *c, int
     w->iters = o->iterations;
     w->waves = o->waves;
     w->drop = o->drop_behind;
+    w->sim_cell_flops = o->sim_cell_flops;
     w->hints = 1;
     w->chain = o->chain;
     w->has_up = id > 0;

@@ -106,6 +106,7 @@ json_t *mpilab_wf_results(const mpilab_wf_stats *st, const mpilab_wf_run_opts *o
                              "queue_depth", o->queue_depth, "drop_behind", o->drop_behind,
                              "prefetch", !o->no_prefetch);
     json_object_set_new(opts, "io_turns", json_boolean(o->io_turns));
+    json_object_set_new(opts, "sim_cell_flops", json_real(o->sim_cell_flops));
     json_object_set_new(provenance, "options", opts);
     json_object_set_new(provenance, "clock_sync", json_null());
     size_t n = st->iterations > 0 ? (size_t)st->iterations : 0;

@@ -109,6 +109,7 @@ typedef struct worker {
     int64_t b0, b1, nbc, mb, nb, cols, row0, total;
     int64_t iters;
     int waves, chain, drop, hints;
+    double sim_cell_flops; /* mpilab_wf_run_opts.sim_cell_flops */
     pthread_mutex_t *turn; /* io_turns: the storage turn shared by the workers; else NULL */
     /* transport */
     const wf_xport *xp;
@@ -223,6 +224,19 @@ static inline int64_t wf_blk_w(const worker *w, int64_t bc)
 {
     int64_t c = w->cols - bc * w->nb;
     return c < w->nb ? c : w->nb;
+}
+
+/* The simulated time of a block's computation (SMPI build, MPI mode, sim_cell_flops > 0):
+ * cells x sim_cell_flops operations executed on the simulated host; elsewhere nothing. */
+static inline void wf_sim_compute(const worker *w, int64_t cells)
+{
+#ifdef SMPI_H
+    if (w->mpi && w->sim_cell_flops > 0 && cells > 0)
+        smpi_execute_flops(w->sim_cell_flops * (double)cells);
+#else
+    (void)w;
+    (void)cells;
+#endif
 }
 
 /* The kernel over one halo'd block H (row stride ld): rows [ilo, ihi), columns [jlo, jhi)

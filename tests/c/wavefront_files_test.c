@@ -78,7 +78,7 @@ MPILAB_TEST(optimized_space_and_format_1)
             mpilab_wf_convert_opts rm = {MPILAB_WF_ROWMAJOR, 0, 0, 0, 1};
             CHECKF(mpilab_wf_convert(in1, 1, P("er1"), &rm, err, sizeof err) == 0, "format 1: %s", err);
             CHECKF(same_file(P("e0"), P("er1")), "format-1 optimized file read differently");
-            mpilab_wf_run_opts o1 = {1, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
+            mpilab_wf_run_opts o1 = {1, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0, 0};
             mpilab_wf_stats st1;
             const char *inc[1] = {P("ec")};
             CHECKF(mpilab_wf_convert(inc, 1, P("ecb"), &oo, err, sizeof err) == 0, "coef: %s", err);
@@ -112,14 +112,14 @@ MPILAB_TEST(bad_input_one_line_no_output)
         CHECKF(access(P("bad1"), F_OK) != 0 && tmp_files_left() == 0, "partial output left");
         mpilab_wf_convert_opts thin = {MPILAB_WF_OPTIMIZED, 8, 4, 1, 1}; /* 53 % 4 = 1 */
         CHECKF(mpilab_wf_convert(in0, 1, P("bad2"), &thin, err, sizeof err) != 0, "1-wide edge block accepted");
-        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0, 0, 0};
+        mpilab_wf_run_opts o0 = {1, 0, 1, 0, 8, 5, 1, 0, 0, 0, 0, 0};
         mpilab_wf_stats st;
         CHECKF(mpilab_wf_run(P("d0"), P("c0"), &o0, &st, err, sizeof err) != 0 && strstr(err, "workers"),
               "zero workers: %s", err);
-        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0, 0, 0};
+        mpilab_wf_run_opts o1 = {1, 1, 1, 0, 38, 5, 1, 0, 0, 0, 0, 0};
         CHECKF(mpilab_wf_run(P("d0"), P("c0"), &o1, &st, err, sizeof err) != 0 && strstr(err, "larger"),
               "big block run: %s", err);
-        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33, 0, 0};
+        mpilab_wf_run_opts oq = {1, 1, 1, MPILAB_WF_IO_URING, 8, 5, 1, 0, 33, 0, 0, 0};
         CHECKF(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "queue depth") && !strchr(err, '\n'),
               "queue depth 33: %s", err);
@@ -128,7 +128,7 @@ MPILAB_TEST(bad_input_one_line_no_output)
         CHECKF(mpilab_wf_run(P("d0"), P("c0"), &oq, &st, err, sizeof err) != 0 &&
                   strstr(err, "back end"),
               "unknown back end: %s", err);
-        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0, 0, 0}; /* 5 block rows: fine; 6 workers is not */
+        mpilab_wf_run_opts o5 = {1, 5, 1, 0, 8, 5, 1, 0, 0, 0, 0, 0}; /* 5 block rows: fine; 6 workers is not */
         o5.workers = 6;
         CHECKF(mpilab_wf_run(P("d0"), P("c0"), &o5, &st, err, sizeof err) != 0, "too many workers");
         /* truncated */
@@ -138,7 +138,7 @@ MPILAB_TEST(bad_input_one_line_no_output)
         CHECKF(mpilab_wf_convert(tin, 1, P("bad3"), &big, err, sizeof err) != 0 && strstr(err, "truncated") &&
                   strstr(err, P("tr")),
               "truncated: %s", err);
-        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0, 0, 0};
+        mpilab_wf_run_opts ok = {1, 1, 1, 0, 8, 5, 1, 0, 0, 0, 0, 0};
         CHECKF(mpilab_wf_run(P("tr"), P("c0"), &ok, &st, err, sizeof err) != 0 && strstr(err, "truncated"),
               "truncated run: %s", err);
         /* wrong size */
@@ -183,7 +183,7 @@ MPILAB_TEST(run_state_marks_a_killed_run)
     CHECKF(mpilab_wf_convert(inc, 1, P("sc"), &co, err, sizeof err) == 0, "%s", err);
     CHECKF(mpilab_wf_file_state(P("sd"), &done, &intr, err, sizeof err) == 0 && done == 0 &&
               intr == 0, "fresh file: %lld done, interrupted %d", (long long)done, intr);
-    mpilab_wf_run_opts o = {2, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
+    mpilab_wf_run_opts o = {2, 2, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0, 0};
     mpilab_wf_stats st;
     CHECKF(mpilab_wf_run(P("sd"), P("sc"), &o, &st, err, sizeof err) == 0, "%s", err);
     mpilab_wf_stats_free(&st);
@@ -206,7 +206,7 @@ MPILAB_TEST(run_state_marks_a_killed_run)
               "%s", err);
         pid_t pid = fork();
         if (pid == 0) {
-            mpilab_wf_run_opts ol = {iters, 2, 2, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0};
+            mpilab_wf_run_opts ol = {iters, 2, 2, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 0, 0};
             mpilab_wf_stats s2;
             _exit(mpilab_wf_run(P("kd"), P("sc"), &ol, &s2, err, sizeof err) == 0 ? 0 : 1);
         }

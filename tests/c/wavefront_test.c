@@ -63,7 +63,7 @@ MPILAB_TEST(bitwise_every_layout_block_worker_wave_io)
                             continue;
                         /* uring: queue depths 1 (no prefetch) and 2..5 in turn */
                         mpilab_wf_run_opts o = {K, workers, waves, io, 0, 0, (runs % 2), (runs / 2) % 2,
-                                                2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND, 0};
+                                                2 + (runs / 4) % 4, MPILAB_WF_CHAIN_BAND, 0, 0};
                         if (lay == MPILAB_WF_ROWMAJOR)
                             o.mb = mb, o.nb = nb;
                         mpilab_wf_stats st;
@@ -92,7 +92,7 @@ MPILAB_TEST(io_auto_picks_uring_else_pread)
         CHECKF(mpilab_wf_convert(in0, 1, P("dl"), &co, err, sizeof err) == 0, "%s", err);
         CHECKF(mpilab_wf_convert(inc, 1, P("cl"), &co, err, sizeof err) == 0, "%s", err);
         copy_file(P("dl"), P("work"));
-        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0, 0, 0};
+        mpilab_wf_run_opts o = {K, 2, 2, MPILAB_WF_IO_AUTO, 0, 0, 1, 0, 0, 0, 0, 0};
         mpilab_wf_stats st;
         CHECKF(mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err) == 0, "auto: %s", err);
         CHECKF(st.io == (have_uring ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD) &&
@@ -114,7 +114,7 @@ MPILAB_TEST(io_volume_and_time_accounting)
             const int PW = 3;
             blocked_inputs(lay, mb, nb);
             mpilab_wf_run_opts o = {KK, PW, 2, pf == 2 ? MPILAB_WF_IO_URING : MPILAB_WF_IO_PREAD,
-                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND, 0};
+                                    lay ? 0 : mb, lay ? 0 : nb, 1, !pf, 3, MPILAB_WF_CHAIN_BAND, 0, 0};
             mpilab_wf_stats st;
             if (run_fresh(lay, &o, &st, "run"))
                 continue;
@@ -181,7 +181,7 @@ MPILAB_TEST(chain_block_bitwise)
                             mpilab_wf_run_opts o = {Ks[ki], workers, waves,
                                                     io == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                                     0, 0, runs % 2, io == 1 || (io == 2 && runs % 3 == 0),
-                                                    0, MPILAB_WF_CHAIN_BLOCK, 0};
+                                                    0, MPILAB_WF_CHAIN_BLOCK, 0, 0};
                             if (lay == MPILAB_WF_ROWMAJOR)
                                 o.mb = mb, o.nb = nb;
                             mpilab_wf_stats st;
@@ -222,7 +222,7 @@ MPILAB_TEST(chain_block_io_volume_and_pool)
                 const int64_t KK = cases[ci][0], W = cases[ci][1];
                 mpilab_wf_run_opts o = {KK, PW, (int)W, pf == 2 ? MPILAB_WF_IO_MMAP : MPILAB_WF_IO_PREAD,
                                         lay ? 0 : mb, lay ? 0 : nb, 1, pf == 0, 0,
-                                        MPILAB_WF_CHAIN_BLOCK, 0};
+                                        MPILAB_WF_CHAIN_BLOCK, 0, 0};
                 mpilab_wf_stats st;
                 if (run_fresh(lay, &o, &st, "run"))
                     continue;
@@ -263,7 +263,7 @@ MPILAB_TEST(chain_block_io_volume_and_pool)
 MPILAB_TEST(chain_refusals_and_zero_iterations)
 {
     WF_VARS;
-        mpilab_wf_run_opts o = {2, 1, 2, MPILAB_WF_IO_URING, 8, 5, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0};
+        mpilab_wf_run_opts o = {2, 1, 2, MPILAB_WF_IO_URING, 8, 5, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0, 0};
         mpilab_wf_stats st;
         copy_file(P("d0"), P("work"));
         CHECKF(mpilab_wf_run(P("work"), P("c0"), &o, &st, err, sizeof err) != 0 &&
@@ -317,7 +317,7 @@ MPILAB_TEST(direct_bitwise_and_same_volume)
                         mpilab_wf_run_opts o = {K, workers, 2,
                                                 io ? MPILAB_WF_IO_DIRECT : MPILAB_WF_IO_PREAD,
                                                 lay ? 0 : mb, lay ? 0 : nb, 1, v & 1, 0,
-                                                v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND, 0};
+                                                v & 2 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND, 0, 0};
                         mpilab_wf_stats st;
                         if (run_fresh(lay, &o, &st, "direct run"))
                             continue;
@@ -381,7 +381,7 @@ MPILAB_TEST(io_turns_bitwise_same_volume_uring_refused)
                         mpilab_wf_run_opts o = {K, workers, 2, ios[v % 4], lay ? 0 : mb,
                                                 lay ? 0 : nb, 1, v % 4 == 1, 0,
                                                 v / 4 ? MPILAB_WF_CHAIN_BLOCK : MPILAB_WF_CHAIN_BAND,
-                                                turns};
+                                                turns, 0};
                         mpilab_wf_stats st;
                         if (run_fresh(lay, &o, &st,
                                       turns ? "run with io_turns 1" : "run with io_turns 0"))
@@ -406,7 +406,7 @@ MPILAB_TEST(io_turns_bitwise_same_volume_uring_refused)
     printf("io_turns bitwise runs: %d\n", runs);
     /* io_uring has no helper to take the turn in: refused with one line, data untouched */
     copy_file(P("dl"), P("work"));
-    mpilab_wf_run_opts o = {1, 2, 1, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, 0, 1};
+    mpilab_wf_run_opts o = {1, 2, 1, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, 0, 1, 0};
     mpilab_wf_stats st;
     int rc = mpilab_wf_run(P("work"), P("cl"), &o, &st, err, sizeof err);
     CHECKF(rc != 0 && !strchr(err, '\n') &&

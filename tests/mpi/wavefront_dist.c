@@ -94,7 +94,7 @@ static void grid_point(int lay, int b, int waves, int iox, int have_uring)
     snprintf(cbase, sizeof cbase, "%s/c", fx.dir);
     /* io_uring with queue depths 2, 3, 4 */
     mpilab_wf_run_opts o = {K, 1, waves, io, lay == 0 ? mb : 0, lay == 0 ? nb : 0,
-                            io != 0, io < 2 && waves == 2, waves + 1, chain, 0};
+                            io != 0, io < 2 && waves == 2, waves + 1, chain, 0, 0};
     if (chain == MPILAB_WF_CHAIN_BLOCK)
         o.no_prefetch = iox == 3 && waves % 2 == 0;
     mpilab_wf_stats st;
@@ -157,7 +157,7 @@ static void refused(const mpilab_wf_run_opts *o, const char *band, const char *w
 MPILAB_TEST(uring_with_block_chaining_refused)
 {
     fixture();
-    mpilab_wf_run_opts o = {1, 1, 2, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0};
+    mpilab_wf_run_opts o = {1, 1, 2, MPILAB_WF_IO_URING, 0, 0, 1, 0, 0, MPILAB_WF_CHAIN_BLOCK, 0, 0};
     refused(&o, "d", "io_uring");
 }
 
@@ -165,7 +165,7 @@ MPILAB_TEST(uring_with_block_chaining_refused)
 MPILAB_TEST(io_turns_refused)
 {
     fixture();
-    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 1};
+    mpilab_wf_run_opts o = {1, 1, 1, MPILAB_WF_IO_PREAD, 0, 0, 1, 0, 0, 0, 1, 0};
     refused(&o, "d", "io-turns");
 }
 
@@ -173,7 +173,7 @@ MPILAB_TEST(io_turns_refused)
 MPILAB_TEST(missing_band_reported)
 {
     fixture();
-    mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+    mpilab_wf_run_opts o = {1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0};
     refused(&o, "missing", "missing");
 }
 

@@ -121,3 +121,40 @@ def test_run_with_wan_samples_and_report(tb: tuple[str, dict[str, str]],
     assert rates and max(x for _, x in rates) > 0
     page = report.write([d], tmp_path / "ml.html")
     assert "time vs P" in page.read_text()
+
+
+def test_run_stopped_at_half_keeps_every_completed_run(tb: tuple[str, dict[str, str]],
+                                                       tmp_path: Path) -> None:
+    """2 sizes x 2 operations x (single + P = 1..3) = 16 runs, SIGINT after the 8th
+    progress line: the output holds exactly the runs whose progress lines were printed,
+    marked partial, the testbed spec beside them; one line names the file."""
+    import re
+    import signal
+    import sys
+
+    prefix, env = tb
+    out = tmp_path / "ml.json"
+    prog = re.compile(r"^mpilab-multilane: (scatter|gather) (\w+)\s+P=(\d+)\s+(\d+) B")
+    p = subprocess.Popen([sys.executable, "-m", "mpilab.cli", "multilane", "run", "--testbed",
+                          prefix, "--sizes", "64K,128K", "--lanes", "all", "--reps", "2",
+                          "--model-bytes", "256K", "-o", str(out)], env=env, cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert p.stderr is not None
+    seen: list[tuple[str, str, int]] = []
+    other: list[str] = []
+    for line in p.stderr:
+        m = prog.match(line)
+        if not m:
+            other.append(line)
+            continue
+        seen.append((m[1], m[2], int(m[4])))
+        if len(seen) == 8:
+            p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=300) == 130, "".join(other)
+    assert 8 <= len(seen) < 16
+    msg = [ln for ln in other if "completed measurements kept in" in ln]
+    assert len(msg) == 1 and str(out) in msg[0] and "SIGINT received" in msg[0], other
+    d = doc.load(out)
+    assert d.data["partial"] is True and d.data["partial_reason"] == "SIGINT received"
+    assert [(r.op, r.impl, r.bytes) for r in d.runs] == seen
+    assert d.data["testbed"]["sites"] == 2

@@ -387,6 +387,63 @@ def test_simulated_wavefront(run_cli: Callable[..., Any], tmp_path: Path) -> Non
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+@needs_smpi_tools
+def test_simulated_wavefront_computation(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """--sim-cell-flops F: each updated cell executes F flops on the simulated 1 Gflop/s
+    host. One rank: the simulated time is its computation (58 x 68 interior cells x
+    3 iterations x 11 flop) within 1%; three ranks: at least the busiest rank's (20 x 68 x 3 x 11),
+    and the result still equals the sequential reference."""
+    for args in (("wavefront", "create", "--rows", "60", "--cols", "70", "d0", "c0"),
+                 ("wavefront", "convert", "--layout", "rowmajor", "--mb", "10", "--nb", "14",
+                  "--bands", "3", "d0", "d"),
+                 ("wavefront", "convert", "--layout", "rowmajor", "--mb", "10", "--nb", "14",
+                  "--bands", "3", "c0", "c"),
+                 ("wavefront", "convert", "--layout", "rowmajor", "--mb", "10", "--nb", "14",
+                  "d0", "one.0"),
+                 ("wavefront", "convert", "--layout", "rowmajor", "--mb", "10", "--nb", "14",
+                  "c0", "onec.0"),
+                 ("sim", "platform", "flat", "--nodes", "4", "-o", "flat4.xml")):
+        p = run_cli(*args)
+        assert p.returncode == 0, p.stderr
+    common = ("--mb", "10", "--nb", "14", "--iterations", "3", "--sim-cell-flops", "11")
+    p = run_cli("wavefront", "run", "--np", "1", "--sim", "flat4.xml", "--data", "one",
+                "--coef", "onec", *common, "--json", "one.json")
+    assert p.returncode == 0, p.stderr
+    one = json.loads((tmp_path / "one.json").read_text())
+    assert one["provenance"]["options"]["sim_cell_flops"] == 11
+    compute = 58 * 68 * 3 * 11 / 1e9  # and a few simulated ns of MPI calls (no peer)
+    assert compute <= one["wavefront"]["total_s"] <= compute * 1.01
+    p = run_cli("wavefront", "run", "--np", "3", "--sim", "flat4.xml", "--data", "d", "--coef",
+                "c", *common, "--json", "three.json")
+    assert p.returncode == 0, p.stderr
+    three = json.loads((tmp_path / "three.json").read_text())
+    assert three["wavefront"]["total_s"] >= 20 * 68 * 3 * 11 / 1e9
+    p = run_cli("wavefront", "convert", "--layout", "rowmajor", "d", "result")
+    assert p.returncode == 0, p.stderr
+    v = run_cli("wavefront", "verify", "--initial", "d0", "--coef", "c0", "--iterations", "3",
+                "result")
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_sim_cell_flops_needs_the_simulation(run_cli: Callable[..., Any],
+                                            tmp_path: Path) -> None:
+    """--sim-cell-flops without --sim (mpilab) or in a build that is not SMPI's (the tool):
+    one line, exit 2."""
+    p = run_cli("wavefront", "run", "--data", "d", "--coef", "c", "--iterations", "1",
+                "--sim-cell-flops", "11")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "only with --sim" in p.stderr
+    tool = REPO / "build" / "bin" / "mpilab-wavefront"
+    if not tool.is_file():
+        pytest.skip("mpilab-wavefront not built")
+    import subprocess
+
+    q = subprocess.run([str(tool), "run", "--data", "d", "--coef", "c", "--iterations", "1",
+                        "--mpi", "--sim-cell-flops", "11"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=60)
+    assert q.returncode == 2 and q.stderr.count("\n") == 1, q.stderr
+    assert "only in the SMPI build" in q.stderr
+
+
 @pytest.mark.parametrize("case", ["ml-testbed", "ml-sample-wan", "ml-too-many", "ml-tool",
                                   "wf-no-np", "wf-launcher", "wf-missing", "ml-rejected",
                                   "bench-rejected", "bench-tool"])

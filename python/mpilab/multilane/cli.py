@@ -11,8 +11,18 @@ from mpilab import argtypes
 from mpilab.errors import MpilabError, no_action
 
 
+def _interrupt(_sig: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace) -> int:
+    import signal
+
     from mpilab.multilane import run
+
+    # SIGTERM (a bench slot's end, a batch system) stops the run like SIGINT: the completed
+    # measurements are kept, marked partial (the testbed's supervisor handles both itself)
+    signal.signal(signal.SIGTERM, _interrupt)
 
     tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
                  "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
@@ -75,7 +85,10 @@ def register(sub: Any) -> None:
                    help="sample the router's WAN byte counters during the job")
     r.add_argument("--interval", type=argtypes.duration, default=0.005,
                    help="sampling interval (s)")
-    r.add_argument("--timeout", type=argtypes.duration, default=1800.0)
+    r.add_argument("--timeout", type=argtypes.duration, default=1800.0,
+                   help="stop the job after this long (s); stopped by it, by SIGINT/SIGTERM or "
+                        "by a failure, the run still writes every completed measurement to "
+                        "the output, marked \"partial\": true with \"partial_reason\"")
     r.add_argument("-o", "--output", required=True, help="the document (JSON) to write")
     r.set_defaults(func=_run)
     q = s.add_parser("report", help="HTML page of one or more multilane documents")

@@ -281,6 +281,10 @@ def render(docs: list[Doc], shared_runtime: bool = False) -> str:
     sections = [top]
     for k, d in enumerate(docs):
         sec = Section(f"doc{k}", Path(d.path).name)
+        if d.data.get("partial") is True:
+            sec.note(f"PARTIAL: the run stopped before its plan was complete "
+                     f"({d.data.get('partial_reason', 'no reason given')}); {len(d.runs)} "
+                     f"completed measurements are shown.")
         tb = d.testbed
         if tb:
             sec.note(f"Testbed: {tb.get('sites')} sites x {tb.get('nodes_per_site')} "

@@ -41,9 +41,49 @@ def _start_sampler(prefix: str, ifaces: list[str], interval: float, out: Path
     return proc
 
 
+def _stop_reason(status: int, timeout: float) -> str:
+    """Why a testbed job ended, from launch.run's exit status."""
+    if status == 124:
+        return f"time limit of {timeout:g} s reached"
+    if status == 125:
+        return "a link the job used stayed failed"
+    if status > 128:
+        try:
+            return f"{signal.Signals(status - 128).name} received"
+        except ValueError:
+            pass
+    return f"mpilab-multilane failed (exit {status})"
+
+
+def _keep_partial(partial: Path, target: Path, reason: str, status: int,
+                  extra: dict[str, Any]) -> AlreadyReported:
+    """The run stopped before its plan was complete: write the completed measurements that
+    mpilab-multilane checkpointed (--partial) to target, marked partial with reason, and say
+    so in one line. Returns the error to raise (exit status `status`, at least 1)."""
+    try:
+        data = json.loads(partial.read_text())
+        runs = data["runs"]
+        assert isinstance(runs, list)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        sys.stderr.write(f"mpilab: multilane run stopped ({reason}) before any measurement "
+                         f"completed: nothing written to {target}\n")
+        return AlreadyReported(max(status, 1))
+    for k, v in extra.items():  # objects merged (provenance), anything else set
+        old = data.get(k)
+        data[k] = {**old, **v} if isinstance(old, dict) and isinstance(v, dict) else v
+    data["partial"] = True
+    data["partial_reason"] = reason
+    atomic_write_text(target, json.dumps(data, indent=1))
+    sys.stderr.write(f"mpilab: multilane run stopped ({reason}): {len(runs)} completed "
+                     f"measurements kept in {target} (marked partial)\n")
+    return AlreadyReported(max(status, 1))
+
+
 def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
         sample: bool = False, interval: float = 0.005, timeout: float = 1800) -> Path:
-    """Run mpilab-multilane with tool_args on testbed `prefix`; write the document to out."""
+    """Run mpilab-multilane with tool_args on testbed `prefix`; write the document to out.
+    A job stopped on time-out, signal or failure leaves, in out, every measurement it
+    completed, marked "partial" with the reason."""
     spec = net.current_spec(prefix)
     target = Path(out)
     if target.is_dir():
@@ -52,13 +92,14 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
     with tempfile.TemporaryDirectory(prefix="mpilab-multilane.") as tmp:
         doc_path = Path(tmp) / "doc.json"
         samples_path = Path(tmp) / "samples.json"
+        partial = Path(tmp) / "partial.json"
         # every rank and the sampler can reach tmp (same filesystem, other namespaces)
         os.chmod(tmp, 0o755)
         ifaces = [f"s{s}r0" for s in range(spec.sites)]
         sampler = _start_sampler(prefix, ifaces, interval, samples_path) if sample else None
         try:
-            status = launch.run(spec, [tool, *tool_args, "--json", str(doc_path)], np=np,
-                                timeout=timeout)
+            status = launch.run(spec, [tool, *tool_args, "--json", str(doc_path),
+                                       "--partial", str(partial)], np=np, timeout=timeout)
         finally:
             if sampler is not None:
                 sampler.send_signal(signal.SIGTERM)
@@ -70,7 +111,8 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
         if status == 2:  # the tool refused its input, in its own one line
             raise AlreadyReported(2)
         if status != 0:
-            raise MpilabError(f"mpilab-multilane failed on testbed '{prefix}' (exit {status})")
+            raise _keep_partial(partial, target, _stop_reason(status, timeout), status,
+                                {"testbed": spec.to_dict()})
         try:
             data = json.loads(doc_path.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -92,7 +134,9 @@ def run_sim(platform: str, tool_args: list[str], out: str, np: int | None = None
             timeout: float = 1800) -> tuple[Path, dict[str, Any]]:
     """Run the SMPI build of mpilab-multilane with tool_args on a SimGrid platform (one
     launch: simulated time is deterministic); write the document, with
-    provenance.simulated, to out. Returns the path and the provenance object."""
+    provenance.simulated, to out. Returns the path and the provenance object. A simulation
+    stopped on time-out, interrupt or failure leaves, in out, every measurement it completed,
+    marked "partial" with the reason."""
     from mpilab.sim import run as simrun
 
     target = Path(out)
@@ -100,13 +144,23 @@ def run_sim(platform: str, tool_args: list[str], out: str, np: int | None = None
         raise MpilabError(f"{out}: is a directory, expected an output file name")
     with tempfile.TemporaryDirectory(prefix="mpilab-multilane.") as tmp:
         doc_path = Path(tmp) / "doc.json"
-        j = simrun.job("mpilab-multilane", [*tool_args, "--json", str(doc_path)], np, platform)
-        status = simrun.run(j, timeout=timeout)
+        partial = Path(tmp) / "partial.json"
+        j = simrun.job("mpilab-multilane", [*tool_args, "--json", str(doc_path),
+                                            "--partial", str(partial)], np, platform)
+        sim = {"simulated": j.info}
+        try:
+            status = simrun.run(j, timeout=timeout)
+        except simrun.SimTimeout:
+            raise _keep_partial(partial, target, f"time limit of {timeout:g} s reached", 124,
+                                {"provenance": sim}) from None
+        except KeyboardInterrupt:
+            raise _keep_partial(partial, target, "interrupted", 130,
+                                {"provenance": sim}) from None
         if status == 2:  # the tool refused its input, in its own one line
             raise AlreadyReported(2)
         if status != 0:
-            raise MpilabError(f"simulated mpilab-multilane failed on {platform} "
-                              f"(exit {status})")
+            raise _keep_partial(partial, target, f"simulated mpilab-multilane failed on "
+                                f"{platform} (exit {status})", status, {"provenance": sim})
         try:
             data = json.loads(doc_path.read_text())
         except (OSError, json.JSONDecodeError) as e:

@@ -122,6 +122,10 @@ def calibrated_warning(info: dict[str, Any]) -> str | None:
 _SMPIRUN_FAILED = re.compile(r"^Execution failed with code \d+\.\n?$")
 
 
+class SimTimeout(MpilabError):
+    """The simulation did not finish within its time limit and was stopped."""
+
+
 @dataclass
 class SimJob:
     """A simulated launch: the command, the hostfile it names (to remove afterwards), and
@@ -308,6 +312,16 @@ def _forward_err(src: Any, rejected: list[str]) -> None:
             sys.stderr.flush()
 
 
+def _stop(p: subprocess.Popen[str]) -> None:
+    """End the simulation's process group: SIGTERM, then SIGKILL after 10 s."""
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
 def run(j: SimJob, timeout: float | None = None) -> int:
     """Run the simulated job in the foreground; its exit status (shell style). smpirun's own
     "Execution failed with code N." line is left out (the caller names a failure itself;
@@ -325,14 +339,12 @@ def run(j: SimJob, timeout: float | None = None) -> int:
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            raise MpilabError(f"--sim: the simulation did not finish in {timeout:g} s "
-                              "(stopped)") from None
+            _stop(p)
+            raise SimTimeout(f"--sim: the simulation did not finish in {timeout:g} s "
+                             "(stopped)") from None
+        except KeyboardInterrupt:  # smpirun runs in a session of its own: end it too
+            _stop(p)
+            raise
         finally:
             fwd.join(timeout=10)
             fwe.join(timeout=10)
