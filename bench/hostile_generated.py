@@ -166,7 +166,7 @@ def cli_generated_cases() -> list[Case]:
             rest = [x for x in prefix if opt != "--prefix"]
             for label, (value, setup) in muts.items():
                 pair = [value] if a.nargs == 0 else [opt, value]
-                argv = PY + path + rest + pair + pos + base
+                argv = PY + path + rest + pair + pos + _without(base, opt)
                 cases.append(_case(f"G mpilab {cmd} {opt} {label}", argv, setup))
     return cases
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,3 +82,62 @@ def test_every_document_kind_and_field_is_mutated(cases: list[gen.Case]) -> None
             where = ".".join(map(str, path))
             for label in ("missing", "wrong type", "nested 10^5 deep"):
                 assert f"G {kind.split('-1')[0]} {where} {label}" in names
+
+
+# ------------------------------------------------------------------ what the campaign found
+
+def _tools() -> list[Path]:
+    tools = sorted(gen.BIN.glob("mpilab-*"))
+    if not tools:
+        pytest.skip("the C tools are not built")
+    return tools
+
+
+def _run(argv: list[str], stdout: object, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                          env=gen.harness.env(), timeout=120)
+
+
+def test_c_tools_check_their_standard_output(tmp_path: Path) -> None:
+    """Every C tool: --help to /dev/full is one line and exit 1 (not 0 with the text lost);
+    to a pipe whose reader has gone it ends quietly with 0 (not killed by SIGPIPE)."""
+    for tool in _tools():
+        with open("/dev/full", "w") as full:
+            r = _run([str(tool), "--help"], full, tmp_path)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, (tool.name, r.stderr)
+        assert "standard output" in r.stderr, r.stderr
+        rd, wr = os.pipe()
+        os.close(rd)
+        with os.fdopen(wr, "w") as closed:
+            r = _run([str(tool), "--help"], closed, tmp_path)
+        assert r.returncode == 0 and r.stderr == "", (tool.name, r.returncode, r.stderr)
+
+
+def test_bench_table_to_a_full_disk_is_an_error(tmp_path: Path) -> None:
+    bench = [str(gen.BIN / "mpilab-bench"), "--ops", "barrier", "--sizes", "0",
+             "--max-reps", "5", "--quiet"]
+    _tools()
+    for fmt in ([], ["--format", "csv"]):
+        with open("/dev/full", "w") as full:
+            r = _run(bench + fmt, full, tmp_path)
+        assert r.returncode == 1 and "standard output" in r.stderr, r.stderr
+
+
+def test_bench_entries_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    _tools()
+    os.mkfifo(tmp_path / "e.so")
+    r = _run([str(gen.BIN / "mpilab-bench"), "--entries", "e.so", "--ops", "barrier"],
+             subprocess.PIPE, tmp_path)
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+
+
+def test_wavefront_flag_given_a_value_is_one_line(tmp_path: Path) -> None:
+    _tools()
+    r = _run([str(gen.BIN / "mpilab-wavefront"), "run", "--quiet=x"], subprocess.PIPE, tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--quiet=x" in r.stderr
+
+
+def test_report_of_an_empty_name_is_one_line(tmp_path: Path) -> None:
+    r = _run(gen.PY + ["report", ""], subprocess.PIPE, tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "empty results file name" in r.stderr
