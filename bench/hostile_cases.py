@@ -39,6 +39,8 @@ class Case:
     stdin: bytes | None = None
     env: dict[str, str] = field(default_factory=dict)
     lenient_stderr: bool = False  # output passed through from MPI: only exit status counts
+    stdout: str = "pipe"  # pipe, full (/dev/full) or closed (a pipe nobody reads)
+    leftovers: bool = False  # a failed command must leave no new file in its folder
 
 
 @dataclass

@@ -5,12 +5,14 @@ run as a user would run it, classified by outcome:
 
   clean       non-zero exit, exactly one line on stderr, no traceback
   messy       non-zero exit, but stderr is not one line (or empty)
-  traceback   a Python traceback on stderr
+  traceback   a Python traceback, an internal error (exit 70) or an abort (exit 134)
+  signal      ended by a signal
   hang        did not end within the case's limit (killed)
   accepted    exit 0 on bad input (a silent misreading), or an impossible value on show
               in what it wrote (a model parameter below 0 as a plain number)
   clobbered   a file, link, FIFO or device that must survive did not (or an output file
-              was written although the command failed)
+              was written although the command failed, or a failed generated case left
+              any new file in its folder)
   orphan      processes of a testbed job left running afterwards
   ok          an output case that must succeed did (writing '-', a FIFO, through a link)
 
@@ -18,6 +20,11 @@ Each case names the helper area that owns the entry point (C: hardening, A: arch
 and parsers, D: wavefront, E: path migration), so results can be read per owner.
 
     python3 bench/hostile_inputs.py [--testbed PREFIX] [--jobs 3] [--only REGEX] [--list]
+                                    [--slice]
+
+The cases named 'G ...' are generated from the interfaces (bench/hostile_generated.py):
+every option of every mpilab subcommand and C tool, every field of every document kind.
+--slice: only the fixed subset the pytest suite runs (tests/python/test_hostile_generated.py).
 
 --testbed: a running testbed (mpilab testbed up) for the testbed cases (root); without it
 those cases are skipped. Prints one line per case that is not clean/ok, then the counts.
@@ -68,6 +75,7 @@ from hostile_cases import (
 )
 from hostile_cases_cli_models import SHOWN, cli_and_model_cases
 from hostile_cases_options import option_cases
+from hostile_generated import ci_slice, generated_cases
 
 # ---------------------------------------------------------------------------------------
 # entry points added in session 3: mpilab selftest, disk, multilane, pathmig; the C tools
@@ -419,6 +427,24 @@ def _ns_procs(prefix: str | None) -> set[int]:
             for pid in net.ns_pids(ns)}
 
 
+def _stdout_for(c: Case) -> tuple[Any, Any]:
+    """What the case's standard output is: a pipe read here, /dev/full, or the write end
+    of a pipe whose read end is already closed. (file to pass, file to close after)."""
+    if c.stdout == "full":
+        f = open("/dev/full", "wb")
+        return f, f
+    if c.stdout == "closed":
+        r, w = os.pipe()
+        os.close(r)
+        f = os.fdopen(w, "wb")
+        return f, f
+    return subprocess.PIPE, None
+
+
+def _listing(d: Path) -> set[str]:
+    return {str(p.relative_to(d)) for p in d.rglob("*")}
+
+
 def run_case(c: Case, prefix: str | None) -> Outcome:
     d = Path(tempfile.mkdtemp(prefix="mpilab-hostile-"))
     env = harness.env(**c.env)
@@ -428,17 +454,24 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
     try:
         if c.setup:
             c.setup(d)
+        before = _listing(d) if c.leftovers else set()
         ns_before = _namespaces() if c.testbed else set()
         procs_before = _ns_procs(prefix) if c.testbed else set()
-        proc = subprocess.Popen(c.argv, cwd=d, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        out_to, close = _stdout_for(c)
+        try:
+            proc = subprocess.Popen(c.argv, cwd=d, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=out_to, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        finally:
+            if close is not None:
+                close.close()
         try:
             out, err = proc.communicate(timeout=c.limit)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return Outcome(c, "hang", f"killed after {c.limit:g} s", time.monotonic() - t0)
+        out = out or b""
         secs = time.monotonic() - t0
         text = err.decode("utf-8", "replace")
         if c.testbed:
@@ -457,12 +490,24 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
         if clob:  # a post that found an impossible value on show: a dubious accept
             kind = "accepted" if clob.startswith(SHOWN) else "clobbered"
             return Outcome(c, kind, clob, secs)
-        if "Traceback (most recent call last)" in text or "internal error (" in text:
-            return Outcome(c, "traceback", text.strip().splitlines()[-1][:160], secs)
+        if c.leftovers and proc.returncode != 0:
+            new = sorted(_listing(d) - before)
+            if new:
+                return Outcome(c, "clobbered", f"exit {proc.returncode} but left {new[:3]}",
+                               secs)
+        if proc.returncode < 0:
+            return Outcome(c, "signal", f"killed by signal {-proc.returncode}: "
+                           + text.strip()[-120:], secs)
+        if ("Traceback (most recent call last)" in text or "internal error (" in text
+                or proc.returncode in (70, 134)):
+            last = text.strip().splitlines()[-1][:160] if text.strip() else ""
+            return Outcome(c, "traceback", f"exit {proc.returncode}: {last}", secs)
         if c.expect_ok:
             if proc.returncode == 0:
                 return Outcome(c, "ok", "", secs)
             return Outcome(c, "messy", f"exit {proc.returncode}: {text.strip()[:160]}", secs)
+        if c.stdout == "closed" and proc.returncode == 0 and not text.strip():
+            return Outcome(c, "ok", "a closed pipe ends it quietly", secs)
         if proc.returncode == 0:
             return Outcome(c, "accepted", (text.strip() or out.decode()[:100]).replace(
                 "\n", " | ")[:160], secs)
@@ -740,7 +785,7 @@ def all_cases(prefix: str | None) -> list[Case]:
     cases = (results_cases() + cli_cases() + bench_tool_cases() + wavefront_cases()
              + delayline_cases() + selftest_cases() + disk_cases() + multilane_cases()
              + bench_new_option_cases() + issue29_cases() + cli_and_model_cases()
-             + option_cases() + issue53_cases())
+             + option_cases() + issue53_cases() + generated_cases())
     if prefix:
         cases += (testbed_cases(prefix) + multilane_testbed_cases(prefix)
                   + pathmig_cases(prefix) + issue29_testbed_cases(prefix))
@@ -756,9 +801,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=3)
     ap.add_argument("--only", help="regex on case names")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--slice", action="store_true", help="only the CI slice")
     ap.add_argument("--json", metavar="FILE", help="every outcome as JSON")
     a = ap.parse_args(argv)
     cases = all_cases(a.testbed)
+    if a.slice:
+        cases = ci_slice(cases)
     if a.only:
         cases = [c for c in cases if re.search(a.only, c.name)]
     if a.list:
@@ -781,8 +829,8 @@ def main(argv: list[str] | None = None) -> int:
     total = Counter(o.kind for o in outcomes)
     print(f"\n{len(outcomes)} cases in {time.monotonic() - t0:.0f} s: "
           + ", ".join(f"{k} {total[k]}" for k in ("clean", "ok", "messy", "accepted",
-                                                     "traceback", "hang", "orphan",
-                                                     "clobbered")))
+                                                     "traceback", "signal", "hang",
+                                                     "orphan", "clobbered")))
     for owner in sorted({o.case.owner for o in outcomes}):
         own = Counter(o.kind for o in outcomes if o.case.owner == owner)
         print(f"  owner {owner}: " + ", ".join(f"{k} {v}" for k, v in sorted(own.items())))

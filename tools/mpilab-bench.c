@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/stream.h"
 #include "mpilab/mpilab.h"
 #include "mpilab/results.h"
 #include "mpilab/runner.h"
@@ -38,6 +39,7 @@ static int list(int json)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     /* placement first: pinning and the polling mode must be set before MPI starts; an
      * unknown mode keeps the launch as it is and the parser below reports it */
     mpilab_placement_mode_t pm = MPILAB_PLACEMENT_AUTO;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/stream.h"
 #include "common/common.h"
 #include "mpilab/version.h"
 #include "testbed/delayline.h"
@@ -384,6 +385,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     mpilab_dl_peer *peers = calloc(MPILAB_DL_PEERS_MAX, sizeof(*peers));
     if (!peers) {
         fprintf(stderr, "mpilab-delayline: out of memory\n");

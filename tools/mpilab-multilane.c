@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stream.h"
 #include "common/common.h"
 #include "mpilab/multilane.h"
 #include "mpilab/parse.h"
@@ -244,6 +245,7 @@ static void parse_options(int argc, char **argv, int p, opts_t *o,
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     MPI_Init(&argc, &argv);
     MPI_Comm comm = MPI_COMM_WORLD;
     int p;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stream.h"
 #include "mpilab/pathmig.h"
 #include "mpilab/version.h"
 
@@ -143,6 +144,7 @@ static int parse_args(int argc, char **argv, mpilab_pm_agent_config *cfg)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     mpilab_pm_agent_config cfg;
     mpilab_pm_agent_config_defaults(&cfg);
     int rc = parse_args(argc, argv, &cfg);

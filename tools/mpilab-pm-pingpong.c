@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/stream.h"
 #include "mpilab/parse.h"
 #include "mpilab/pm_pingpong.h"
 #include "mpilab/version.h"
@@ -89,6 +90,7 @@ static int parse_args(int argc, char **argv, mpilab_pm_pingpong_opts *o)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     mpilab_pm_pingpong_opts o;
     mpilab_pm_pingpong_defaults(&o);
     int rc = parse_args(argc, argv, &o);

@@ -399,6 +399,7 @@ static void help(FILE *f)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     static const struct option lo[] = {{"backing", required_argument, 0, 'b'},
                                        {"size", required_argument, 0, 's'},
                                        {"seek-min", required_argument, 0, 'm'},

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common/stream.h"
 #include "common/common.h"
 #include "mpilab/mpilab.h"
 
@@ -372,6 +373,7 @@ static int run_link(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     /* the link test measures like mpilab-bench: one CPU per rank when the kernel has them */
     mpilab_placement_apply(MPILAB_PLACEMENT_AUTO, &g_placement);
     MPI_Init(&argc, &argv);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "common/common.h" /* mpilab_provenance */
+#include "common/stream.h"
 #include "mpilab/results.h"
 #include "mpilab/version.h"
 #include "mpilab/wavefront.h"
@@ -114,6 +115,7 @@ static int cmd_bounds(const mpilab_wf_cli *c)
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     mpilab_wf_cli c;
     char err[1024];
     switch (mpilab_wf_cli_parse(argc, argv, &c, err, sizeof err)) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/entries_builtin.h"
 
@@ -286,6 +287,12 @@ int mpilab_ops_register_as(const mpilab_op_t *op, const char *origin)
 int mpilab_ops_load(const char *path, char *err, size_t errlen)
 {
     mpilab_ops_init(NULL, 0);
+    struct stat st; /* a FIFO or device would block or be read for ever inside dlopen */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (a shared library built with "
+                 "MPILAB_PLUGIN_ENTRIES)", path);
+        return -1;
+    }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();

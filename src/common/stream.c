@@ -1,8 +1,15 @@
-/* Outputs that may be FIFOs, opened without waiting for a reader (stream.h). */
+/* Outputs that may be FIFOs, opened without waiting for a reader; standard output checked
+ * at exit (stream.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* program_invocation_short_name */
+#endif
 #include "common/stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,4 +51,37 @@ FILE *mpilab_stream_open(const char *path, const char *mode)
 const char *mpilab_stream_error(int err)
 {
     return err == ENXIO ? "a FIFO with no reader; not waiting for one" : strerror(err);
+}
+
+/* Standard output is a pipe or socket whose reader has gone (an earlier write's EPIPE is
+ * no longer in errno once stdio reports the stream's error at exit). */
+static int reader_gone(void)
+{
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return 0;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+static void stdout_at_exit(void)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    if (bad && (err == EPIPE || reader_gone()))
+        return; /* a reader that stopped reading: not an error */
+    if (!bad && fclose(stdout) == 0)
+        return;
+    if (!bad)
+        err = errno;
+    fprintf(stderr, "%s: standard output: %s\n", program_invocation_short_name,
+            err ? strerror(err) : "write error (a full disk or an I/O error)");
+    _exit(1);
+}
+
+void mpilab_stdout_guard(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    atexit(stdout_at_exit);
 }

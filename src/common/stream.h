@@ -19,4 +19,11 @@ FILE *mpilab_stream_open(const char *path, const char *mode);
 /* The reason for a failed mpilab_fifo_writer or mpilab_stream_open, from its errno. */
 const char *mpilab_stream_error(int err);
 
+/* Standard output checked at exit, for every tool: SIGPIPE ignored, and at exit the
+ * stream flushed and closed; a closed pipe (EPIPE) ends the tool quietly with its own
+ * status, a failed write (a full disk, /dev/full, an I/O error) prints one line
+ * "PROGRAM: standard output: REASON" and exits 1 (never 0 with the output lost). Call once,
+ * first thing in main(). */
+void mpilab_stdout_guard(void);
+
 #endif

@@ -105,10 +105,14 @@ static int sim_cell_opt(const char *s, double *out, char *err, size_t errlen)
 #endif
 }
 
-/* The getopt cases every command shares: 'h' (help) and anything getopt refused (usage). */
+/* The getopt cases every command shares: 'h' (help) and anything getopt refused (one line
+ * naming the option; getopt itself prints nothing, opterr being 0). */
 #define OTHER_CASES                                                                                \
     case 'h': return MPILAB_WF_CLI_HELP;                                                           \
-    default: return MPILAB_WF_CLI_USAGE
+    default:                                                                                       \
+        mpilab_errf(err, errlen, "%s: unknown option, or one given a value it does not take or "   \
+                    "missing its value (--help lists them)", argv[optind - 1]);                    \
+        return MPILAB_WF_CLI_BAD
 #define INT_OPT(name, min, dst)                                                                    \
     if (int_opt(name, optarg, min, dst, err, errlen))                                              \
         return MPILAB_WF_CLI_BAD;                                                                  \
@@ -368,6 +372,7 @@ int mpilab_wf_cli_parse(int argc, char **argv, mpilab_wf_cli *c, char *err, size
         if (!strcmp(cmd, cmds[k].name)) {
             c->cmd = k;
             optind = 1; /* the command's own argv: argv[1] is its argv[0] */
+            opterr = 0;
             return cmds[k].parse(c, argc - 1, argv + 1, err, errlen);
         }
     return mpilab_errf(err, errlen,

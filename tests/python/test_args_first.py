@@ -20,3 +20,74 @@ def test_bad_argument_before_environment(argv: list[str], opt: str,
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {opt}" in err and "not up" not in err
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["multilane", "run", "--sizes", "x"], "argument --sizes"),
+    (["multilane", "run", "--sizes", "auto:1:0"], "argument --sizes"),
+    (["multilane", "run", "--ops", "scatter,bogus"], "argument --ops"),
+    (["multilane", "run", "--impls", "single,"], "argument --impls"),
+    (["multilane", "run", "--model-bytes", "-1"], "argument --model-bytes"),
+    (["multilane", "run", "--model-bytes", "1"], "argument --model-bytes"),
+    (["multilane", "run", "--alpha-bytes", "99M"], "argument --alpha-bytes"),
+    (["multilane", "run", "--sites", "map:"], "argument --sites"),
+    (["testbed", "run", "--fault-grace", "-1", "--", "true"], "--fault-grace"),
+    (["testbed", "run", "--timeout", "0", "--", "true"], "--timeout"),
+    (["testbed", "run", "--congestion", "cu bic", "--", "true"], "argument --congestion"),
+    (["testbed", "run", "--mptcp", "--pathmig", "--", "true"], "--mptcp: not with --pathmig"),
+    (["testbed", "run", "--rails", "x", "--", "true"], "--rails"),
+    (["testbed", "fail", "--random", "1", "--count", "0"], "--count"),
+    (["testbed", "fail", "--random", "1", "--within", "x"], "--within"),
+    (["testbed", "fail", "--random", "1", "--modes", "bogus"], "--modes"),
+    (["testbed", "fail", "--random", "1", "--fault-duration", "-1"], "--fault-duration"),
+    (["testbed", "fail", "--random", "1", "--fault-rails", "x"], "--fault-rails"),
+    (["testbed", "fail", "--random", "1", "--nodes", ","], "--nodes"),
+    (["testbed", "fail", "--random", "1", "--count", "100", "--within", "1"], "do not fit"),
+])
+def test_argument_named_although_the_testbed_is_not_up(
+        argv: list[str], names: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pure argument errors name the argument; the testbed (zz, never up) is not looked at."""
+    from mpilab.testbed import net
+
+    def looked(prefix: str) -> None:
+        raise AssertionError(f"the testbed {prefix} was looked at")
+
+    monkeypatch.setattr(net, "current_spec", looked)
+    monkeypatch.setenv("MPILAB_TESTBED_PREFIX", "zz")
+    if argv[:2] == ["multilane", "run"]:
+        argv = argv + ["-o", "m.json"]
+    try:
+        status = main(argv)
+    except SystemExit as e:
+        status = e.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert names in err and "not up" not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("extra, why", [
+    (["--lanes", "99"], "--lanes 99: more lanes than the 4 nodes"),
+    (["--root", "99"], "--root 99: not a rank of the job (0..7)"),
+    (["--np", "2", "--root", "2"], "--root 2: not a rank of the job (0..1)"),
+])
+def test_multilane_job_refused_before_it_starts(
+        extra: list[str], why: str, tmp_path: object, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a testbed that is up (2 sites x 4 nodes, its spec read as from its state), a lane
+    count or root the job cannot have is refused before the tool is looked up or launched."""
+    from mpilab.multilane import run
+    from mpilab.testbed import launch, net
+    from mpilab.testbed.spec import Spec
+
+    def started(*_a: object, **_k: object) -> None:
+        raise AssertionError("the job was started")
+
+    monkeypatch.setattr(net, "current_spec", lambda prefix: Spec(prefix=prefix))
+    monkeypatch.setattr(run, "find_tool", started)
+    monkeypatch.setattr(launch, "run", started)
+    monkeypatch.chdir(str(tmp_path))
+    status = main(["multilane", "run", "--testbed", "zz", "-o", "m.json", *extra])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1, err

@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 #include "../mpi/mpi_world.h"
+#include "common/stream.h"
 #include "mpilab/version.h"
 
 static volatile sig_atomic_t g_iter;
@@ -107,6 +108,7 @@ static int64_t round_trip(unsigned char *buf, int64_t bytes, int64_t i, int rank
 
 int main(int argc, char **argv)
 {
+    mpilab_stdout_guard();
     static const struct option opts[] = {
         {"count", required_argument, NULL, 'c'}, {"bytes", required_argument, NULL, 'b'},
         {"progress", required_argument, NULL, 'p'}, {"stall", required_argument, NULL, 's'},

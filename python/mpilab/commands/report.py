@@ -68,6 +68,8 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
     """Load, validate and render one results file (a run report) or several (a comparison);
     nothing is written unless everything succeeded."""
     paths = [str(results_path)] if isinstance(results_path, str | Path) else list(results_path)
+    if any(not p for p in paths):
+        raise MpilabError("an empty results file name (give RESULTS.json)")
     if len(paths) > 1 and matrix_sizes is not None:
         raise MpilabError("--matrix-sizes applies to the report of one results file")
     if len(paths) == 1 and (labels or label_by):

@@ -5,10 +5,50 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from mpilab import argtypes
+from mpilab import argtypes, units
 from mpilab.errors import MpilabError, no_action
+
+# what mpilab-multilane accepts, checked here before a testbed or a job is looked at
+OPS = ("scatter", "gather")
+IMPLS = ("native", "single", "multilane")
+MAX_SIZES = 1000
+
+
+def _names(allowed: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        items = text.split(",")
+        bad = [x for x in items if x not in allowed]
+        if bad:
+            raise ValueError(f"{bad[0] or 'an empty item'} is not one of {', '.join(allowed)}")
+        return text
+    return argtypes.wrap(parse, "list")
+
+
+def _sizes(text: str) -> str:
+    units.parse_size_list(text, MAX_SIZES)
+    return text
+
+
+def _model_bytes(text: str) -> str:
+    if units.parse_size(text) < 2:
+        raise ValueError("need one size of at least 2 bytes")
+    return text
+
+
+def _alpha_bytes(text: str) -> str:
+    if text != "0" and units.parse_size(text) > 1 << 24:
+        raise ValueError("need one size 0..16M")
+    return text
+
+
+def _sites(text: str) -> str:
+    kind, _, path = text.partition(":")
+    if text in ("testbed", "detect") or (kind in ("hostfile", "map") and path):
+        return text
+    raise ValueError("need testbed, detect, hostfile:PATH or map:PATH")
 
 
 def _interrupt(_sig: int, _frame: object) -> None:
@@ -44,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.interval <= 0 or args.interval > 0.01:
         raise MpilabError(f"--interval {args.interval}: need 0 < interval <= 0.01 s")
     out = run.run(prefix, tool_args, args.output, np=args.np, sample=args.sample_wan,
-                  interval=args.interval, timeout=args.timeout)
+                  interval=args.interval, timeout=args.timeout, root=args.root,
+                  lanes=args.lanes)
     sys.stdout.write(f"multilane: {out}\n")
     return 0
 
@@ -70,16 +111,18 @@ def register(sub: Any) -> None:
                         "as a platform from a testbed spec has them), one rank per host unless "
                         "--np; the document's provenance.simulated records the platform")
     r.add_argument("--np", type=argtypes.positive, help="ranks (default: one per node)")
-    r.add_argument("--sites", default="testbed")
+    r.add_argument("--sites", default="testbed", type=argtypes.wrap(_sites, "sites"),
+                   help="testbed (default), detect, hostfile:PATH or map:PATH")
     r.add_argument("--root", type=argtypes.count, default=0)
-    r.add_argument("--ops", default="scatter,gather")
-    r.add_argument("--impls", default="single,multilane")
-    r.add_argument("--sizes", default="64K:4M:x4", help="bytes per rank (K/M suffixes)")
+    r.add_argument("--ops", default="scatter,gather", type=_names(OPS))
+    r.add_argument("--impls", default="single,multilane", type=_names(IMPLS))
+    r.add_argument("--sizes", default="64K:4M:x4", type=argtypes.wrap(_sizes, "sizes"),
+                   help="bytes per rank (K/M suffixes)")
     r.add_argument("--lanes", type=argtypes.lanes, default="opt", help="P: a number, opt or all")
     r.add_argument("--reps", type=argtypes.positive, default=3)
-    r.add_argument("--model-bytes", default="4M")
+    r.add_argument("--model-bytes", default="4M", type=argtypes.wrap(_model_bytes, "size"))
     r.add_argument("--model-reps", type=argtypes.count, default=3)
-    r.add_argument("--alpha-bytes", default="1K",
+    r.add_argument("--alpha-bytes", default="1K", type=argtypes.wrap(_alpha_bytes, "size"),
                    help="calibrate alpha per operation at this size (0: do not)")
     r.add_argument("--sample-wan", action="store_true",
                    help="sample the router's WAN byte counters during the job")

@@ -79,12 +79,25 @@ def _keep_partial(partial: Path, target: Path, reason: str, status: int,
     return AlreadyReported(max(status, 1))
 
 
+def check_job(spec: Any, np: int | None, root: int, lanes: str) -> None:
+    """The root and a lane count checked against the testbed before the job starts: the
+    root a rank of the job, P at most the nodes of a site (P_sup is at most that)."""
+    ranks = len(spec.node_names()) if np is None else np
+    if root >= ranks:
+        raise MpilabError(f"--root {root}: not a rank of the job (0..{ranks - 1})")
+    if lanes not in ("opt", "all") and int(lanes) > spec.nodes_per_site:
+        raise MpilabError(f"--lanes {lanes}: more lanes than the {spec.nodes_per_site} nodes "
+                          f"of a site of testbed '{spec.prefix}'")
+
+
 def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
-        sample: bool = False, interval: float = 0.005, timeout: float = 1800) -> Path:
+        sample: bool = False, interval: float = 0.005, timeout: float = 1800,
+        root: int = 0, lanes: str = "opt") -> Path:
     """Run mpilab-multilane with tool_args on testbed `prefix`; write the document to out.
     A job stopped on time-out, signal or failure leaves, in out, every measurement it
     completed, marked "partial" with the reason."""
     spec = net.current_spec(prefix)
+    check_job(spec, np, root, lanes)
     target = Path(out)
     if target.is_dir():
         raise MpilabError(f"{out}: is a directory, expected an output file name")

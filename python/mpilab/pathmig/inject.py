@@ -104,6 +104,30 @@ def run_plan(spec: Spec, plan: list[Fault], start: float | None = None,
     return out
 
 
+def random_args(args: Any) -> tuple[list[int] | None, float, float, float, tuple[str, ...]]:
+    """The options of `testbed fail --random` that need no testbed, checked before it is
+    looked at: (rails or None for all, shortest and longest fault, window, kinds)."""
+    if args.target:
+        raise MpilabError("--random: give no NODE:RAIL (targets are drawn from --nodes/--rails)")
+    if args.nodes is not None and any(not n for n in args.nodes.split(",")):
+        raise MpilabError(f"--nodes {args.nodes!r}: expected node names, e.g. s0n0,s1n0")
+    try:
+        rails = [units.parse_int(r) for r in args.fault_rails.split(",")] if args.fault_rails \
+            else None
+        lo, hi = (units.parse_duration(x) for x in args.fault_duration.split(":"))
+        within = units.parse_duration(args.within)
+        if not (0 <= lo <= hi and within > 0) or any(r < 0 for r in rails or []):
+            raise ValueError
+    except ValueError:
+        raise MpilabError("--random: --fault-rails takes e.g. 0,1, --fault-duration MIN:MAX "
+                          "seconds, --within seconds") from None
+    modes = tuple(args.modes.split(",")) if args.modes else faults.kind_names()
+    for m in modes:
+        faults.get_kind(m, "--modes")
+    make_plan(args.random, ["n"], [0], args.count, within, modes, (lo, hi))  # counts, fit
+    return rails, lo, hi, within, modes
+
+
 def cli_random(spec: Spec, args: Any) -> str:
     """`testbed fail --random SEED`: write the plan to the state dir, print it, and run it
     in a detached scheduler."""
@@ -114,27 +138,14 @@ def cli_random(spec: Spec, args: Any) -> str:
     from mpilab.fsutil import atomic_write_text
     from mpilab.testbed import net
 
-    if args.target:
-        raise MpilabError("--random: give no NODE:RAIL (targets are drawn from --nodes/--rails)")
+    rails_given, lo, hi, within, modes = random_args(args)
     nodes = args.nodes.split(",") if args.nodes else spec.node_names()
     for n in nodes:
         if n not in spec.node_names():
             raise MpilabError(f"--nodes: {n}: no such node in testbed '{spec.prefix}'")
-    try:
-        rails = [units.parse_int(r) for r in args.fault_rails.split(",")] if args.fault_rails \
-            else list(range(spec.rails))
-        lo, hi = (units.parse_duration(x) for x in args.fault_duration.split(":"))
-        within = units.parse_duration(args.within)
-        if not (0 <= lo <= hi and within > 0):
-            raise ValueError
-    except ValueError:
-        raise MpilabError("--random: --fault-rails takes e.g. 0,1, --fault-duration MIN:MAX "
-                          "seconds, --within seconds") from None
+    rails = rails_given if rails_given is not None else list(range(spec.rails))
     if any(not 0 <= r < spec.rails for r in rails):
         raise MpilabError(f"--fault-rails: testbed '{spec.prefix}' has rails 0..{spec.rails - 1}")
-    modes = tuple(args.modes.split(",")) if args.modes else faults.kind_names()
-    for m in modes:
-        faults.get_kind(m, "--modes")
     plan = make_plan(args.random, nodes, rails, args.count, within, modes, (lo, hi))
     path = net.state_dir(spec.prefix) / f"plan-{args.random}.json"
     atomic_write_text(path, plan_json(plan, args.random))

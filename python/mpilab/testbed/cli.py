@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -156,6 +157,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _congestion(text: str) -> str:
+    """auto, default, or a kernel congestion control's name (at most 15 characters of
+    a-z, 0-9, _, -); whether the kernel has it is checked on the nodes."""
+    if text in ("auto", "default") or re.fullmatch(r"[a-z0-9_-]{1,15}", text):
+        return text
+    raise ValueError("expected auto, default or a name such as cubic or bbr")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
@@ -165,23 +174,26 @@ def cmd_run(args: argparse.Namespace) -> int:
                           "and there are no events to write)")
     if args.pathmig_events is not None:
         check_output(args.pathmig_events)
+    if args.mptcp and args.pathmig:
+        raise MpilabError("--mptcp: not with --pathmig (a --pathmig job runs over MPTCP, the "
+                          "agents being its path manager; give one of them)")
     if args.mptcp_subflows is not None and args.pathmig:
         raise MpilabError("--mptcp-subflows: not with --pathmig (the agents add the "
                           "subflows there)")
-    sp = net.current_spec(_prefix(args))
-    if args.mptcp_subflows is not None and args.mptcp_subflows > sp.rails:
-        raise MpilabError(f"--mptcp-subflows {args.mptcp_subflows}: testbed '{sp.prefix}' has "
-                          f"{sp.rails} rail(s), at most one subflow each")
+    timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
+               else None)
+    grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
+             if args.fault_grace is not None else None)
     rails = None
     if args.rails:
         try:
             rails = [int(x) for x in args.rails.split(",")]
         except ValueError:
             raise MpilabError(f"--rails {args.rails}: expected e.g. 0 or 0,1") from None
-    timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
-               else None)
-    grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
-             if args.fault_grace is not None else None)
+    sp = net.current_spec(_prefix(args))
+    if args.mptcp_subflows is not None and args.mptcp_subflows > sp.rails:
+        raise MpilabError(f"--mptcp-subflows {args.mptcp_subflows}: testbed '{sp.prefix}' has "
+                          f"{sp.rails} rail(s), at most one subflow each")
     # every argument before anything starts (agents, MPTCP endpoints, the job)
     launch.check_job_args(sp, args.np, args.hosts, rails)
     if args.pathmig_events is not None:
@@ -206,7 +218,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_fail(args: argparse.Namespace) -> int:
     if args.random is not None:  # seeded random faults (python/mpilab/pathmig/inject.py)
-        from mpilab.pathmig.inject import cli_random
+        from mpilab.pathmig.inject import cli_random, random_args
+        random_args(args)  # before the testbed is looked at
         print(cli_random(net.current_spec(_prefix(args)), args))
         return 0
     if not args.target:
@@ -277,6 +290,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--pathmig-events", metavar="FILE",
                    help="with --pathmig: write the agents' merged event log here")
     p.add_argument("--congestion", metavar="ALGO", default="auto",
+                   type=argtypes.wrap(_congestion, "congestion control"),
                    help="TCP congestion control of the job's nodes: auto (cubic under "
                         "--mptcp/--pathmig, BBR paces MPTCP subflows too slowly; else the "
                         "namespaces' default), default, or a name such as cubic or bbr")
