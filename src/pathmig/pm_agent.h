@@ -56,7 +56,7 @@ typedef struct {
     uint32_t probe_seq;  /* the last probe sent... */
     double probe_at;     /* ...and when (0: its reply came) */
     double rearmed_for;  /* the silence (its start) whose verdict the agent's lateness put off */
-    double seen_since;   /* the path's last sign of life as the previous probe round saw it */
+    mpilab_pm_seen seen; /* the path's last sign of life as the previous probe round saw it */
     double back_at;      /* when the path last came back from a silence (note_recovery) */
 } probe_t;
 

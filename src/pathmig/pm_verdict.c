@@ -61,6 +61,19 @@ double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev)
     return t > cap ? cap : t;
 }
 
+double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
+                          double interval, int *back)
+{
+    *back = 0;
+    if (prev->since <= 0 || cur->since <= prev->since || !cur->heard)
+        return 0;
+    double gap = cur->since - prev->since;
+    double period = prev->period > cur->period ? prev->period : cur->period;
+    if (gap > 2 * period)
+        *back = 1;
+    return prev->used && cur->used && gap > 2 * interval ? gap : 0;
+}
+
 static void verdict(mpilab_pm_verdict *out, mpilab_pm_verdict_kind kind, double recheck)
 {
     out->kind = kind;
