@@ -364,8 +364,9 @@ static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double no
 {
     probe_t *pr = &ag->probe[p][r];
     mpilab_pm_seen prev = pr->seen;
+    double watch = pma_decides(ag, p) ? d->iv : MPILAB_PM_FOLLOW_FACTOR * d->iv;
     pr->seen = (mpilab_pm_seen){.since = d->since, .heard = heard(pr) >= d->since,
-                                .period = d->iv, .used = d->used};
+                                .period = d->iv, .watch = watch, .used = d->used};
     if (now - ag->recovered_at[p] > RECOVERY_WINDOW) {
         ag->recovered[p][1] = ag->recovered[p][0];
         ag->recovered[p][0] = 0;
@@ -380,8 +381,12 @@ static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double no
     if (gap > ag->recovered[p][0]) {
         ag->recovered[p][0] = gap;
         if (gap > d->timeout / MPILAB_PM_RECOVERED_FACTOR)
-            pma_log_obj(ag, "recovered", json_pack("{s:s,s:i,s:f}", "peer", ag->nodes[p].name,
-                                                   "rail", r, "silent_ms", gap * 1e3));
+            pma_log_obj(ag, "recovered",
+                        json_pack("{s:s,s:i,s:f,s:s,s:i,s:f}", "peer", ag->nodes[p].name,
+                                  "rail", r, "silent_ms", gap * 1e3, "ended_by",
+                                  pr->last_reply >= pr->last_proof ? "message" : "proof",
+                                  "at_stake", pr->kernel.at_stake,
+                                  "ack_age_ms", pr->kernel.nsub ? pr->kernel.ack_age * 1e3 : -1.0));
     }
 }
 

@@ -71,7 +71,8 @@ double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
     double period = prev->period > cur->period ? prev->period : cur->period;
     if (gap > 2 * period)
         *back = 1;
-    return prev->used && cur->used && gap > 2 * interval ? gap : 0;
+    double silence = gap - prev->watch;
+    return prev->used && cur->used && silence > 2 * interval ? silence : 0;
 }
 
 static void verdict(mpilab_pm_verdict *out, mpilab_pm_verdict_kind kind, double recheck)
