@@ -2,10 +2,10 @@
 """Path migration with every core busy (one busy loop per core beside the job): false
 verdicts and migrations in runs without a fault, and the longest round trip when a rail
 fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI,
---bytes per message, 1 KiB by default, every byte checked) on a running testbed of 2 sites x 1 node x 2 rails
-(examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link down or silent drop)
-follows the job's progress line at round trip --fault-at, never the clock, and is healed
-after the job.
+--bytes per message, 1 KiB by default, every byte checked) on a running testbed of 2
+sites x 1 node x 2 rails (examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link
+down or silent drop) follows the job's progress line at round trip --fault-at, never the
+clock, and is healed after the job.
 
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 6 --count 8000 --out nofault.json
@@ -40,7 +40,6 @@ from typing import Any
 
 from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
 from mpilab.testbed import faults, net
-
 
 #: the delay line's SCHED_FIFO priority under --network rt (above the agents' 5)
 RT_NETWORK = 10
@@ -108,7 +107,9 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
                     if e["event"] == "fail" and e["time"] >= fault_t - 1), default=fault_t)
         rec["fault_apply_s"] = done - fault_t
         win = [r for t, r in zip(ends, rtts, strict=True) if fault_t <= t <= done + 3.0]
-        rec["pause_ms"] = max(win) * 1e3 if win else None
+        # a fault in place only after the job's last round trip paused nothing: no pause
+        rec["fault_in_job"] = bool(ends) and done < ends[-1]
+        rec["pause_ms"] = max(win) * 1e3 if win and rec["fault_in_job"] else None
         rec["verdict_timeout_ms"] = [e.get("timeout_ms") for e in evs
                                      if e["event"] == "verdict" and e["time"] >= fault_t]
         rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
@@ -165,7 +166,8 @@ def measure(a: argparse.Namespace) -> int:
     print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
           f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
-          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]}"
+          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]} (-1: the "
+             "fault came after the job)"
              if a.fault else ""))
     return 0
 
