@@ -283,9 +283,13 @@ typedef struct {
  * silent that long by design). Only a sign of life ends a silence: the start of fast
  * probing (a connection to the peer appeared) re-arms the path's timer, it is not an
  * answer, and the gap before it is the slow rate's, not a stall. `interval` is the fast
- * probe period. */
+ * probe period. `kernel_stall` (s; negative: no dump listed the path's subflows during the
+ * silence) is the longest the kernel went without an ACK while data of ours was at stake
+ * at the dumps made during the silence: where it is known the silence counts no longer
+ * than that (an application that sent nothing is not a stalled path; a stall the verdict
+ * would see is seen there). */
 double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
-                          double interval, int *back);
+                          double interval, double kernel_stall, int *back);
 
 /* the timeout of a path (see above) */
 double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev);

@@ -372,10 +372,15 @@ static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double no
         ag->recovered[p][0] = 0;
         ag->recovered_at[p] = now;
     }
+    double kstall = pr->stall_dumps ? pr->stall : -1;
+    if (pr->seen.since > prev.since) { /* a new silence begins: the kernel's view of it */
+        pr->stall = 0;
+        pr->stall_dumps = 0;
+    }
     if (!pr->alive)
         return;
     int back;
-    double gap = mpilab_pm_recovery(&prev, &pr->seen, ag->interval, &back);
+    double gap = mpilab_pm_recovery(&prev, &pr->seen, ag->interval, kstall, &back);
     if (back)
         pr->back_at = d->since;
     if (gap > ag->recovered[p][0]) {
@@ -386,7 +391,7 @@ static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double no
                                   "rail", r, "silent_ms", gap * 1e3, "ended_by",
                                   pr->last_reply >= pr->last_proof ? "message" : "proof",
                                   "at_stake", pr->kernel.at_stake,
-                                  "ack_age_ms", pr->kernel.nsub ? pr->kernel.ack_age * 1e3 : -1.0));
+                                  "kernel_stall_ms", kstall * 1e3));
     }
 }
 

@@ -62,7 +62,7 @@ double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev)
 }
 
 double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
-                          double interval, int *back)
+                          double interval, double kernel_stall, int *back)
 {
     *back = 0;
     if (prev->since <= 0 || cur->since <= prev->since || !cur->heard)
@@ -72,6 +72,8 @@ double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
     if (gap > 2 * period)
         *back = 1;
     double silence = gap - prev->watch;
+    if (kernel_stall >= 0 && kernel_stall < silence)
+        silence = kernel_stall;
     return prev->used && cur->used && silence > 2 * interval ? silence : 0;
 }
 
