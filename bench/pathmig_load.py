@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """Path migration with every core busy (one busy loop per core beside the job): false
 verdicts and migrations in runs without a fault, and the longest round trip when a rail
-fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI, 1 KiB,
-every byte checked) on a running testbed of 2 sites x 1 node x 2 rails
-(examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link down or silent drop)
-follows the job's progress line at round trip --fault-at, never the clock, and is healed
-after the job.
+fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI,
+--bytes per message, 1 KiB by default, every byte checked) on a running testbed of 2
+sites x 1 node x 2 rails (examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link
+down or silent drop) follows the job's progress line at round trip --fault-at, never the
+clock, and is healed after the job.
 
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 6 --count 8000 --out nofault.json
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 3 --fault drop --out drop.json
 
-(--spec brings the testbed up inside the measurement, so that its WAN delay line competes
-with the busy loops as the job does, and down at the end; without it the testbed of
---prefix must be up.)
+(--spec brings the testbed up inside the measurement and down at the end; without it the
+testbed of --prefix must be up. --network says how the emulated WAN's delay line is
+scheduled when --spec brings it up: `rt` (the default) runs it at SCHED_FIFO priority 10
+with its memory locked, so that the emulated network, like a real one, keeps forwarding
+whatever the nodes' CPUs do; `shared` leaves the delay line's own default (normal
+scheduling while it holds lone packets), so that the busy loops starve the network too:
+healthy paths then go silent for 50-400 ms at a time.)
 
 Per run: the agents' path-dead verdicts (path events with up false, verdict records) and
 migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
@@ -37,18 +41,21 @@ from typing import Any
 from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
 from mpilab.testbed import faults, net
 
+#: the delay line's SCHED_FIFO priority under --network rt (above the agents' 5)
+RT_NETWORK = 10
+
 
 def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
-        hogs: int) -> dict[str, Any]:
+        hogs: int, size: int = 1024) -> dict[str, Any]:
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
     cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, "--pathmig", "--pathmig-events",
                      str(ev), "--timeout", "300", "--", tool("mpilab-tb-pingpong"), "--count",
-                     str(count), "--bytes", "1024", "--progress", "100", "--rtt-log", str(rtt))
+                     str(count), "--bytes", str(size), "--progress", "100", "--rtt-log", str(rtt))
     running = _hogs(hogs)
     fault_t = None
     try:
@@ -80,7 +87,7 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
             and e["to"] == "MIGRATED"]
     stops = [e for e in evs if e["event"] == "stop"]
     rec: dict[str, Any] = {
-        "run": k, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),
+        "run": k, "bytes": size, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),
         "round_trips": len(rtts), "duration_s": (ends[-1] - ends[0]) if ends else None,
         "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
         "max_ms": max(rtts) * 1e3 if rtts else None,
@@ -88,6 +95,10 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         "late_wakeups": sum(e.get("late_wakeups", 0) for e in stops),
         "late_max_ms": max((e.get("late_max_ms", 0.0) for e in stops), default=0.0),
         "verdicts_rearmed": sum(e.get("verdicts_rearmed", 0) for e in stops),
+        # silences of a healthy path that ended with a sign of life (they stretch timeouts)
+        "recovered": sum(1 for e in before if e["event"] == "recovered"),
+        "recovered_max_ms": max((e.get("silent_ms", 0.0) for e in before
+                                 if e["event"] == "recovered"), default=0.0),
         "summary": err.strip().splitlines()[-1:]}
     if fault_t is not None:
         # from the moment the fault was asked for to 3 s after it was in place (on a busy
@@ -96,7 +107,11 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
                     if e["event"] == "fail" and e["time"] >= fault_t - 1), default=fault_t)
         rec["fault_apply_s"] = done - fault_t
         win = [r for t, r in zip(ends, rtts, strict=True) if fault_t <= t <= done + 3.0]
-        rec["pause_ms"] = max(win) * 1e3 if win else None
+        # a fault in place only after the job's last round trip paused nothing: no pause
+        rec["fault_in_job"] = bool(ends) and done < ends[-1]
+        rec["pause_ms"] = max(win) * 1e3 if win and rec["fault_in_job"] else None
+        rec["verdict_timeout_ms"] = [e.get("timeout_ms") for e in evs
+                                     if e["event"] == "verdict" and e["time"] >= fault_t]
         rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
                                             e["from"] == "ARMED" and e["to"] == "MIGRATED" and
                                             e["time"] >= fault_t)
@@ -108,6 +123,7 @@ def main() -> int:
     ap.add_argument("--prefix", default="pmg")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--count", type=int, default=23000, help="round trips per run")
+    ap.add_argument("--bytes", type=int, default=1024, help="message size of the ping-pong")
     ap.add_argument("--fault", choices=("down", "drop"))
     ap.add_argument("--fault-at", type=int, default=2000)
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
@@ -116,8 +132,16 @@ def main() -> int:
     ap.add_argument("--spec", help="bring this testbed up first (with the prefix --prefix) and "
                     "down at the end: its delay line then runs beside the busy loops as the job "
                     "does")
+    ap.add_argument("--network", choices=("rt", "shared"), default="rt",
+                    help="with --spec: the WAN delay line at SCHED_FIFO (rt) or at its default "
+                    "scheduling, competing with the busy loops (shared)")
     a = ap.parse_args()
+    if a.bytes < 1:
+        ap.error(f"--bytes {a.bytes}: at least 1")
     if a.spec:
+        if a.network == "rt":
+            os.environ["MPILAB_DELAYLINE_ARGS"] = (
+                os.environ.get("MPILAB_DELAYLINE_ARGS", "") + f" --rt-priority {RT_NETWORK}")
         testbed_up(a.prefix, a.spec)
     try:
         return measure(a)
@@ -131,9 +155,10 @@ def measure(a: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     hogs = 0 if a.quiet else os.cpu_count() or 2
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
+                           "bytes": a.bytes, "network": a.network if a.spec else None,
                            "fault": a.fault, "runs": []}
     for k in range(a.runs):
-        rec = one(a.prefix, work, k, a.count, a.fault, a.fault_at, hogs)
+        rec = one(a.prefix, work, k, a.count, a.fault, a.fault_at, hogs, a.bytes)
         doc["runs"].append(rec)
         print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
     write_json(a.out, doc)
@@ -141,7 +166,8 @@ def measure(a: argparse.Namespace) -> int:
     print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
           f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
-          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]}"
+          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]} (-1: the "
+             "fault came after the job)"
              if a.fault else ""))
     return 0
 

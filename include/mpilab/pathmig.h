@@ -260,6 +260,37 @@ typedef struct {
     char why[128];   /* DEAD, WAIT: the evidence, one line */
 } mpilab_pm_verdict;
 
+/* A path's silence as one probe round saw it: its last sign of life (`since`: a reply, a
+ * passive proof, a settled dump, or the moment its fast probing began), whether that was
+ * a sign of life (`heard`: not only the start of fast probing), the path's probe period
+ * then, how long the agent may leave it unlooked at (`watch`: the period for the decider,
+ * MPILAB_PM_FOLLOW_FACTOR periods for the follower, which probes and dumps only then), and
+ * whether it was in use. */
+typedef struct {
+    double since;
+    int heard;
+    double period;
+    double watch;
+    int used;
+} mpilab_pm_seen;
+
+/* What a probe round learns from a path's silence that ended (pure): returns the silence,
+ * in s, that recovered on a path in use at both rounds (`recovered` of the evidence), 0 if
+ * none. The silence is the gap between the two signs of life less the previous round's
+ * `watch` (a sign of life can come that much before the agent looks), counted when longer
+ * than two fast periods. *back is set to 1 when the path came back from a gap longer than
+ * two of its periods (the longer of the two rounds': a path probed at the slow rate is
+ * silent that long by design). Only a sign of life ends a silence: the start of fast
+ * probing (a connection to the peer appeared) re-arms the path's timer, it is not an
+ * answer, and the gap before it is the slow rate's, not a stall. `interval` is the fast
+ * probe period. `kernel_stall` (s; negative: no dump listed the path's subflows during the
+ * silence) is the longest the kernel went without an ACK while data of ours was at stake
+ * at the dumps made during the silence: where it is known the silence counts no longer
+ * than that (an application that sent nothing is not a stalled path; a stall the verdict
+ * would see is seen there). */
+double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
+                          double interval, double kernel_stall, int *back);
+
 /* the timeout of a path (see above) */
 double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev);
 void mpilab_pm_judge(const mpilab_pm_evidence *ev, mpilab_pm_verdict *out);

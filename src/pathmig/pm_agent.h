@@ -56,7 +56,9 @@ typedef struct {
     uint32_t probe_seq;  /* the last probe sent... */
     double probe_at;     /* ...and when (0: its reply came) */
     double rearmed_for;  /* the silence (its start) whose verdict the agent's lateness put off */
-    double seen_since;   /* the path's last sign of life as the previous probe round saw it */
+    mpilab_pm_seen seen; /* the path's last sign of life as the previous probe round saw it */
+    double stall;        /* since then: the longest ACK age with data at stake at a dump... */
+    int stall_dumps;     /* ...and how many dumps listed the path's subflows */
     double back_at;      /* when the path last came back from a silence (note_recovery) */
 } probe_t;
 

@@ -118,6 +118,11 @@ static void pma_settle_paths(agent_t *ag, double now)
     for (int p = 0; p < ag->nnodes; p++)
         for (int r = 0; p != ag->self && r < ag->nrails; r++) {
             probe_t *pr = &ag->probe[p][r];
+            if (pr->settle_dump == ag->st.diag_dumps) { /* what a recovery may learn */
+                pr->stall_dumps++;
+                if (pr->kernel.at_stake && pr->kernel.ack_age > pr->stall)
+                    pr->stall = pr->kernel.ack_age;
+            }
             if (!(used[p] >> r & 1u) || !pr->alive || pr->settle_dump != ag->st.diag_dumps ||
                 pr->unsettled)
                 continue;

@@ -363,25 +363,35 @@ void pma_path_schedule(agent_t *ag, int p, int r, sched_t *d)
 static void note_recovery(agent_t *ag, int p, int r, const sched_t *d, double now)
 {
     probe_t *pr = &ag->probe[p][r];
-    double seen = pr->seen_since;
-    pr->seen_since = d->since;
+    mpilab_pm_seen prev = pr->seen;
+    double watch = pma_decides(ag, p) ? d->iv : MPILAB_PM_FOLLOW_FACTOR * d->iv;
+    pr->seen = (mpilab_pm_seen){.since = d->since, .heard = heard(pr) >= d->since,
+                                .period = d->iv, .watch = watch, .used = d->used};
     if (now - ag->recovered_at[p] > RECOVERY_WINDOW) {
         ag->recovered[p][1] = ag->recovered[p][0];
         ag->recovered[p][0] = 0;
         ag->recovered_at[p] = now;
     }
-    if (!pr->alive || seen <= 0 || d->since <= seen)
+    double kstall = pr->stall_dumps ? pr->stall : -1;
+    if (pr->seen.since > prev.since) { /* a new silence begins: the kernel's view of it */
+        pr->stall = 0;
+        pr->stall_dumps = 0;
+    }
+    if (!pr->alive)
         return;
-    double gap = d->since - seen;
-    if (gap > 2 * d->iv) /* silent for two of its own periods, and back */
+    int back;
+    double gap = mpilab_pm_recovery(&prev, &pr->seen, ag->interval, kstall, &back);
+    if (back)
         pr->back_at = d->since;
-    if (!d->used)
-        return;
-    if (gap > 2 * ag->interval && gap > ag->recovered[p][0]) {
+    if (gap > ag->recovered[p][0]) {
         ag->recovered[p][0] = gap;
         if (gap > d->timeout / MPILAB_PM_RECOVERED_FACTOR)
-            pma_log_obj(ag, "recovered", json_pack("{s:s,s:i,s:f}", "peer", ag->nodes[p].name,
-                                                   "rail", r, "silent_ms", gap * 1e3));
+            pma_log_obj(ag, "recovered",
+                        json_pack("{s:s,s:i,s:f,s:s,s:i,s:f}", "peer", ag->nodes[p].name,
+                                  "rail", r, "silent_ms", gap * 1e3, "ended_by",
+                                  pr->last_reply >= pr->last_proof ? "message" : "proof",
+                                  "at_stake", pr->kernel.at_stake,
+                                  "kernel_stall_ms", kstall * 1e3));
     }
 }
 

@@ -61,6 +61,22 @@ double mpilab_pm_path_timeout(const mpilab_pm_evidence *ev)
     return t > cap ? cap : t;
 }
 
+double mpilab_pm_recovery(const mpilab_pm_seen *prev, const mpilab_pm_seen *cur,
+                          double interval, double kernel_stall, int *back)
+{
+    *back = 0;
+    if (prev->since <= 0 || cur->since <= prev->since || !cur->heard)
+        return 0;
+    double gap = cur->since - prev->since;
+    double period = prev->period > cur->period ? prev->period : cur->period;
+    if (gap > 2 * period)
+        *back = 1;
+    double silence = gap - prev->watch;
+    if (kernel_stall >= 0 && kernel_stall < silence)
+        silence = kernel_stall;
+    return prev->used && cur->used && silence > 2 * interval ? silence : 0;
+}
+
 static void verdict(mpilab_pm_verdict *out, mpilab_pm_verdict_kind kind, double recheck)
 {
     out->kind = kind;

@@ -277,4 +277,61 @@ MPILAB_TEST(rules)
     CHECK(v.kind == MPILAB_PM_V_DEAD);
 }
 
+/* What a probe round learns from a silence that ended (mpilab_pm_recovery): a path in use
+ * that stalled and answered again stretches later timeouts; a path that was idle (probed
+ * at the slow rate) and comes into use when a connection appears has not stalled, and the
+ * start of its fast probing is no answer. Recorded from an agent's log: the connection
+ * appeared 90 ms after the idle path's last slow reply, and the old rule learnt a 90 ms
+ * "stall" that stretched every timeout of the next 15-30 s to 135 ms. */
+MPILAB_TEST(recovery)
+{
+    int back = -1;
+    /* idle path, last slow reply at 10.100; a connection appears at 10.190 (fast probing
+     * starts: the path's `since` moves there without an answer) */
+    mpilab_pm_seen idle = {.since = 10.100, .heard = 1, .period = 10 * IV, .watch = 10 * IV,
+                           .used = 0};
+    mpilab_pm_seen armed = {.since = 10.190, .heard = 0, .period = IV, .watch = IV, .used = 1};
+    CHECK(mpilab_pm_recovery(&idle, &armed, IV, -1, &back) == 0 && back == 0);
+    /* the first fast reply 2 ms later: a round trip, no silence */
+    mpilab_pm_seen first = {.since = 10.192, .heard = 1, .period = IV, .watch = IV, .used = 1};
+    CHECK(mpilab_pm_recovery(&armed, &first, IV, -1, &back) == 0 && back == 0);
+    /* the same path came into use, answered at once by a reply to a slow probe sent
+     * earlier: the gap is the slow rate's, not a stall */
+    mpilab_pm_seen used_now = {.since = 10.190, .heard = 1, .period = IV, .watch = IV,
+                               .used = 1};
+    CHECK(mpilab_pm_recovery(&idle, &used_now, IV, -1, &back) == 0 && back == 0);
+    /* a path in use silent for 120 ms, then answering: a stall of at least 110 ms (its
+     * last sign of life may have come up to a period after the agent looked) */
+    mpilab_pm_seen stalled = {.since = 10.312, .heard = 1, .period = IV, .watch = IV, .used = 1};
+    double gap = mpilab_pm_recovery(&first, &stalled, IV, -1, &back);
+    CHECK(gap > 0.1099 && gap < 0.1101 && back == 1);
+    /* the follower looks at a path every 3 periods: a 45 ms gap there is at least 15 ms
+     * of silence, under two periods: no stall; 90 ms is at least 60 */
+    mpilab_pm_seen f0 = {.since = 30.0, .heard = 1, .period = IV, .watch = 3 * IV, .used = 1};
+    mpilab_pm_seen f1 = {.since = 30.045, .heard = 1, .period = IV, .watch = 3 * IV, .used = 1};
+    CHECK(mpilab_pm_recovery(&f0, &f1, IV, -1, &back) == 0 && back == 1);
+    f1.since = 30.090;
+    gap = mpilab_pm_recovery(&f0, &f1, IV, -1, &back);
+    CHECK(gap > 0.0599 && gap < 0.0601);
+    /* the kernel's view during that silence: nothing at stake at its dumps (the
+     * application sent nothing), no stall; data at stake and no ACK for 80 ms, 80 ms */
+    CHECK(mpilab_pm_recovery(&first, &stalled, IV, 0, &back) == 0 && back == 1);
+    gap = mpilab_pm_recovery(&first, &stalled, IV, 0.080, &back);
+    CHECK(gap > 0.0799 && gap < 0.0801);
+    /* one probe period late is no stall; nor is a silence that has not ended */
+    mpilab_pm_seen soon = {.since = 10.207, .heard = 1, .period = IV, .watch = IV, .used = 1};
+    CHECK(mpilab_pm_recovery(&first, &soon, IV, -1, &back) == 0 && back == 0);
+    CHECK(mpilab_pm_recovery(&first, &first, IV, -1, &back) == 0 && back == 0);
+    /* an idle alternate silent for 3 slow periods and back: back (the verdicts on the
+     * peer's other paths wait), but no timeout is stretched by it */
+    mpilab_pm_seen alt0 = {.since = 20.0, .heard = 1, .period = 10 * IV, .watch = 10 * IV,
+                           .used = 0};
+    mpilab_pm_seen alt1 = {.since = 20.3, .heard = 1, .period = 10 * IV, .watch = 10 * IV,
+                           .used = 0};
+    CHECK(mpilab_pm_recovery(&alt0, &alt1, IV, -1, &back) == 0 && back == 1);
+    /* a first look (nothing seen before) learns nothing */
+    mpilab_pm_seen none = {0};
+    CHECK(mpilab_pm_recovery(&none, &first, IV, -1, &back) == 0 && back == 0);
+}
+
 MPILAB_TEST_MAIN()
