@@ -2,7 +2,7 @@
 """Writes examples/platforms/mpiblib16lmo.xml: MPIBlib's 16-node heterogeneous cluster
 (examples/platforms/mpiblib16.xml, its CPUs and clock rates) in the shape where the LMO model's
 nodes and links are separable, so that every configured value can be checked against the fit
-(bench/lmo_sim.py; docs/models.md "Simulated platforms").
+(bench/lmo_sim.py; docs/models-lmo.md "Simulated platforms").
 
 ASSUMED (the MPIBlib paper gives neither):
 - every pair of nodes on its own path (SimGrid Full routing, one private split-duplex link per

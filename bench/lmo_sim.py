@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The LMO model (docs/models.md "Heterogeneous model") against a simulated platform's exact
+"""The LMO model (docs/models-lmo.md) against a simulated platform's exact
 values: runs `mpilab bench --sim PLATFORM -- --ops p2p,scatter:...,gather:... --models
 lmo,hockney` (SimGrid SMPI; simulated time is deterministic) and prints, side by side,
 

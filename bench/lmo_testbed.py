@@ -14,7 +14,7 @@ PREFIX --np N -- --ops p2p,scatter:linear,gather:linear,scatter:binomial,gather:
   (raw) against the configured rate of the slower access link, as TCP payload:
   8 / rate x 1514 / 1448 (an MTU-1500 frame of 1514 bytes on the shaper carries 1448 bytes
   of payload with TCP timestamps), and the link's own 1/beta_ij (on a star it has no
-  configured value: the residual, docs/models.md "What the model identifies on a star");
+  configured value: the residual, docs/models-lmo.md "What the model identifies on a star");
 * per node: C_i and t_i; t_i against the node's own access link (8 / rate_i, payload),
   which it equals only where that link is the bottleneck of the node's triplets; the
   CPU-limited node's C_i against the other nodes' median C times the measured slowdown of
@@ -47,13 +47,13 @@ runs on a copy of the spec with a key added (cluster.shared_cpu_group=false: the
 the root cpu group, each node's in an autogroup of its own, as before the shared group).
 --eager B raises Open MPI's TCP eager limit to B (OMPI_MCA_btl_tcp_eager_limit, and
 --lmo-rendezvous B for the predictions); default: Open MPI's own (64 KiB messages go by
-rendezvous, docs/models.md "Predictions"). Needs root, the default build (mpilab-bench,
+rendezvous, docs/models-lmo.md "Predictions"). Needs root, the default build (mpilab-bench,
 mpilab-delayline) and Open MPI. --lmo-eps passes mpilab-bench's precision of the LMO
 experiments on (C_i is a difference of two medians); --isolation sync starts every rank of
 a collective at one instant of the synchronised clocks, as the predictions assume;
 --no-msg-cost runs a copy of the spec without its message costs (its C_i are the MPI's
 own) and --baseline-c US adds such a value to every msg_cost for the configured C
-(examples/testbed/lmo-hetero4-wall.toml, docs/models.md "Wall-clock costs"). Run it in a
+(examples/testbed/lmo-hetero4-wall.toml, docs/models-lmo.md "On an emulated testbed"). Run it in a
 bench slot:
     /work/shared/tools/mlock bench python3 bench/lmo_testbed.py [--eager 4194304]
 """

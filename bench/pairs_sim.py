@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The sampled pair design against the full matrix on a simulated 256-rank cluster with one
-slow node and one slow link (issue 26's target; docs/pairs.md, docs/scale.md).
+slow node and one slow link (docs/pairs.md, docs/scale-results.md).
 
     /work/shared/tools/mlock bench python3 bench/pairs_sim.py [--ranks 256] [--out DIR]
                                                               [--designs sampled,full]

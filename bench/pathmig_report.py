@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The report page of the path migration benches: markdown tables from the JSON files of
 pathmig_pause.py, pathmig_conns.py, pathmig_faults.py and pathmig_apps.py (any subset),
-and with --plots DIR the figures (PNG, matplotlib) for docs/pathmig.md.
+and with --plots DIR the figures (PNG, matplotlib) for docs/pathmig-measured.md.
 
     python3 bench/pathmig_report.py --pause P.json --conns C.json --faults F.json \
         --apps A.json [--apps B.json] [--plots docs/img] > report.md

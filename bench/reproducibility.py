@@ -8,7 +8,7 @@ hogs (`--hogs 2`: `yes > /dev/null` processes started before and killed after).
 Example: MPILAB_BIN=build/bin python3 bench/reproducibility.py --runs 5 --hogs 2
 `--launches L`: every run is `mpilab bench --launches L` (L separate launches merged: the
 median of the launch medians with an interval that includes launch-to-launch variation,
-docs/bench.md "Launches"); the table then also gives the spread of all launch medians.
+docs/bench-launches.md); the table then also gives the spread of all launch medians.
 `--wrap CMD`: prefix every launch with CMD (e.g. `--wrap 'setarch -R'` to start the ranks
 without address-space randomisation, to see whether the levels follow the addresses).
 Targets (issue 9): spread within 10% quiet / 25% with two hogs; CI covers the median of the

@@ -1,7 +1,7 @@
 /* A plugin for bench/tune_diff_inject.py: bcast:inj and allreduce:inj run the native
  * collective and then, when MPILAB_INJECT_<OP> (e.g. MPILAB_INJECT_BCAST=0.10) is set, spin
  * for that fraction of the call's own duration on every rank: an injected slowdown of known
- * size for `mpilab diff` to find (docs/tune.md, "Measured").
+ * size for `mpilab diff` to find (docs/tune-perf.md).
  *   mpicc -shared -fPIC -I include -I build/include bench/tune_inject.c -o inj.so */
 #include <stdlib.h>
 

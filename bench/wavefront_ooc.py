@@ -130,7 +130,7 @@ def disk_bandwidth(cg: MemCgroup, d: Path, src: Path, wbytes: int) -> tuple[floa
 def resident_bytes(io: str, depth: int, mb: int, nb: int, rows: int, pf: bool = True,
                    chain: str = "band", waves: int = 1, band_rows: int = 1,
                    nbc: int = 1) -> int:
-    """Engine buffers of one worker (docs/wavefront.md): per slot the halo'd block, five
+    """Engine buffers of one worker (docs/wavefront-engine.md): per slot the halo'd block, five
     coefficient blocks and an east-halo column; io_uring adds a block of scratch per slot,
     the others share one. Block chaining: a pool of band_rows * min(2W, nbc) slots (+2
     for the I/O helper's reads ahead, at most all blocks of the band) and a row of stored

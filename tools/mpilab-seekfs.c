@@ -9,7 +9,7 @@
  * max(its arrival, the previous completion) + its cost, so a late wake-up of this daemon
  * on a busy machine is caught up by the next request instead of accumulating.
  * Statistics (requests, bytes, seeks, modelled busy time) are written as JSON to --stats
- * every 20 ms. Started by `mpilab disk up` (model "seek"); see docs/wavefront.md. */
+ * every 20 ms. Started by `mpilab disk up` (model "seek"); see docs/disk.md. */
 #define FUSE_USE_VERSION 31
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  *          one node.
  *   fit:   robust Hockney and LogGP fits on synthetic samples of known parameters
  *          (mpilab_selftest_fit).
- * Writes JSON (--out FILE, atomically; stdout without). See docs/bench.md. */
+ * Writes JSON (--out FILE, atomically; stdout without). See docs/bench.md, docs/clocksync.md. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

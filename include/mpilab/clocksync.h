@@ -143,8 +143,8 @@ typedef struct mpilab_clocksync {
 #define MPILAB_SYNC_TREE_RADIX 32
 
 /* Auto's rule (pure): MPILAB_SYNC_SKAMPI below MPILAB_SYNC_AUTO_MIN_RANKS ranks, else
- * MPILAB_SYNC_LEADERS, whatever the number of nodes. Why (docs/scale.md, "Clock
- * synchronisation: leaders and auto"): in simulation, at 128 and 256 ranks with 1 to 32 ranks
+ * MPILAB_SYNC_LEADERS, whatever the number of nodes. Why (docs/scale-clocksync.md, "Leaders
+ * and auto"): in simulation, at 128 and 256 ranks with 1 to 32 ranks
  * per node, symmetric and asymmetric networks, leaders' stated bounds (mean and largest) were
  * 0.62-1.003x skampi's (39 of 40 at or below), its real errors equal to 1 ns and its cost
  * lower; at 64 ranks the trees' were up to 1.05x skampi's. A rank's bound can only be as

@@ -2,7 +2,7 @@
  * estimated by Lastovetsky and Rychkov (Cluster 2007), "LMO" below: every processor i has a
  * fixed delay C_i and a per-byte delay t_i (work its CPU does for each message, one message
  * after another), every link i-j a latency L_ij and a transmission rate beta_ij (work the
- * network does, in parallel over different links). docs/models.md ("Heterogeneous model")
+ * network does, in parallel over different links). docs/models-lmo.md
  * gives the equations; this header has the experiments' schedule, the fit and the
  * predictions (pure functions) and the measurement (collective, MPI).
  *
@@ -149,7 +149,7 @@ void mpilab_lmo_fit_free(mpilab_lmo_fit_t *f);
 
 /* ---- the star view (pure) ----
  * On a star (every node on its own access link to a non-blocking switch, a message crossing
- * the sender's and the receiver's links, pipelined; docs/models.md "What the model identifies
+ * the sender's and the receiver's links, pipelined; docs/models-lmo.md "What the model identifies
  * on a star") a node's per-byte cost and its access link's are the same serial resource and
  * the pair's own 1/beta_ij is a residual with no meaning; what the round trips do fix is per
  * pair the fixed time y_ij = C_i + C_j + L_ij (= rt_0 / 2) and the time per byte
@@ -175,7 +175,7 @@ void mpilab_lmo_star_free(mpilab_lmo_star_t *s);
 /* The node slowest at messaging: the largest fixed delay per message C_i (its processor's
  * work per message sent or received, whatever its links; on a star the per-byte t_i of a
  * node is its access link's, so the slowest node by C_i + M t_i names the slow link's node,
- * docs/models.md), and in *vs_median that C_i over the median node's (NaN when the median is
+ * docs/models-lmo.md), and in *vs_median that C_i over the median node's (NaN when the median is
  * 0). Returns the node, or -1 (no node, no memory). */
 int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median);
 

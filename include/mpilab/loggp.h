@@ -1,6 +1,6 @@
 /* LogGP per pair: measurement of the overheads, gap and round trip over a list of message
  * sizes, the least-squares fit of L, o_s, o_r, g, G, and the predictions they give.
- * Formulas and measurement method: docs/models.md, section "LogGP". */
+ * Formulas and measurement method: docs/models-loggp.md. */
 #ifndef MPILAB_LOGGP_H
 #define MPILAB_LOGGP_H
 

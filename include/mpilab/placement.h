@@ -69,7 +69,7 @@ void mpilab_placement_settle(MPI_Comm comm, mpilab_placement_t *p);
  * own helper threads keep theirs. Why: a rank that polls beside a busy process of equal
  * priority on its CPU shares the CPU by whole scheduler ticks, and a message that arrives
  * while the other process holds the CPU waits for the tick; with two busy loops whole
- * launches locked into a pattern 1 ms late per message (docs/models.md, "Session 18"). At
+ * launches locked into a pattern 1 ms late per message (docs/models-robust.md). At
  * nice -20 a rank holds 87/88 of its CPU against a nice-0 loop. Returns the thread's nice
  * value in force afterwards (the old one when raising failed or was not needed) and says in
  * `why` what was done; *group_old gets the autogroup's former nice value when it was changed

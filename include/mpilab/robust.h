@@ -1,7 +1,7 @@
 /* Robust estimators for model parameters measured on a noisy machine: low quantiles of the
  * raw samples for latency-type terms, Theil-Sen slopes, protocol breakpoints found from the
  * data, bootstrap confidence intervals, and parameters that are never physically impossible
- * without saying so. Pure functions (GSL); see docs/models.md, "Robust fits". */
+ * without saying so. Pure functions (GSL); see docs/models-robust.md. */
 #ifndef MPILAB_ROBUST_H
 #define MPILAB_ROBUST_H
 

@@ -16,7 +16,7 @@ extern "C" {
  * sum, valid or not), or until max_reps repetitions were taken. min_reps == max_reps gives
  * a fixed count. At cl = 0.95 the order-statistic interval exists from 6 valid samples on.
  * min_time (default 2 ms) spreads a fast measurement over time, so that its blocks see the
- * machine's changes within those milliseconds, not one quiet or busy instant (docs/bench.md:
+ * machine's changes within those milliseconds, not one quiet or busy instant (docs/bench-perf.md:
  * 10 ms bought no coverage of repeats and cost 2x IMB's wall time on shared memory). */
 typedef struct mpilab_precision {
     size_t min_reps;

@@ -4,7 +4,7 @@
  * timer slack set to 1 us so the sleep ends when asked). Sleeping costs up to one interval
  * of latency per wait and frees the CPU for ranks that have work: with more ranks than
  * CPUs (4 ranks on 2 cores) a spinning rank holds a CPU for the scheduler's slice (about
- * 1 ms) while the rank a message is for waits its turn. docs/models.md, "Waiting". */
+ * 1 ms) while the rank a message is for waits its turn. docs/models-lmo.md, "Waiting". */
 #ifndef MPILAB_WAIT_H
 #define MPILAB_WAIT_H
 

@@ -1,6 +1,6 @@
 /* mpilab wavefront: out-of-core Livermore loop 23 (frontier-optimized on-disk layouts,
  * pipelined workers with wave chaining, mmap/pread I/O back ends, distributed mode).
- * File format and algorithm: docs/wavefront.md. */
+ * File format: docs/wavefront.md; algorithm: docs/wavefront-engine.md. */
 #ifndef MPILAB_WAVEFRONT_H
 #define MPILAB_WAVEFRONT_H
 
@@ -124,7 +124,7 @@ typedef struct {
     int64_t dev_read_bytes, dev_write_bytes;
     int io;                 /* back end actually used (AUTO resolved) */
     int queue_depth;        /* buffer slots per worker (1 no prefetch, 2 helper, D uring;
-                             * block chaining: the block pool, see docs/wavefront.md) */
+                             * block chaining: the block pool, see docs/wavefront-engine.md) */
     int chain;              /* mpilab_wf_chain used */
     int64_t buffer_bytes;   /* engine buffers allocated (all workers/ranks summed) */
     /* Requests the engine issued (raw transfers: one pread/pwrite or io_uring request

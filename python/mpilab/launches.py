@@ -4,9 +4,9 @@ One launch of mpilab-bench reports a median with an interval that holds the samp
 of that launch only. On a shared machine (and in a virtual machine) a whole launch can sit
 at another level: pinned to the same CPUs, the same command gave shared-memory 1 KiB round
 trips of 0.41-0.53 us in five launches, each with an interval of a few percent that held
-none of the others (docs/bench.md, "Run-to-run reproducibility"). As ReproMPI does, the
-remedy is to measure over several launches (mpirun invocations) and report a figure and an
-interval that include the launch-to-launch variation:
+none of the others (docs/bench-launches.md, "Run-to-run reproducibility without mpilab").
+As ReproMPI does, the remedy is to measure over several launches (mpirun invocations) and
+report a figure and an interval that include the launch-to-launch variation:
 
 * the figure is the median of the launches' medians;
 * its interval is multiplicative, `median * exp(-+h)` (launch levels differ by factors), with
@@ -198,7 +198,7 @@ def merge_param(values: list[float], los: list[float | None], his: list[float | 
     zero or negative, e.g. a clamped L), each launch's own interval half width (hi - lo) / 2
     as the floor. A one-launch fit holds only that launch's sampling error: on this machine
     the level of a whole launch moves by a few percent, so a single launch's alpha interval
-    held the testbed's truth in 1 of 5 quiet runs (docs/models.md). Returns value, lo, hi,
+    held the testbed's truth in 1 of 5 quiet runs (docs/models-robust.md). Returns value, lo, hi,
     launch values, `disagree` when some launch's own interval does not hold the value, and
     `wide` when the merged interval's half width exceeds eps * |value| (the fits' ci_wide,
     taken again on the merged interval: the launches' own verdicts no longer apply)."""
@@ -237,7 +237,7 @@ LAUNCHES_SET_ASIDE = quality.LAUNCHES_SET_ASIDE
 #: the parameters estimated from minima (a physical floor of the link: the latency)
 FLOOR_PARAMS = frozenset({"L", "alpha"})
 #: how far above the lowest launch's floor another launch's whole interval must lie to be set
-#: aside. On the testbed (docs/models.md) the floors of quiet launches of the same command
+#: aside. On the testbed (docs/models-robust.md) the floors of quiet launches of the same command
 #: differed by up to 3.3% (0-byte minima 2049-2118 us over 5 runs, session 7; 0.3-1.4% in
 #: sessions 16-17), launches held off their CPUs by two busy loops came out 45-50% high
 #: (sessions 16-17) and doubled ones 95%: 10% lies well between the two.
@@ -551,9 +551,10 @@ def merge_measurement(ms: list[dict[str, Any]],
 def merge(docs: list[dict[str, Any]], files: list[str], asked: int | None = None,
           variation: Variation | None = None) -> dict[str, Any]:
     """The results document of N launches of the same command: provenance of the first
-    launch, every measurement merged over the launches that measured it (docs/bench.md,
-    "Launches"); the per-launch files keep their models. `asked`: launches asked for (the
-    file is partial when fewer completed, or when a launch's file is partial)."""
+    launch, every measurement merged over the launches that measured it
+    (docs/bench-launches.md); the per-launch files keep their models. `asked`: launches
+    asked for (the file is partial when fewer completed, or when a launch's file is
+    partial)."""
     if not docs:
         raise ValueError("no launch to merge")
     # one launch: its measurements are rebuilt below; the rest is shared with docs[0]

@@ -1,4 +1,4 @@
-/* LogGP measurement per pair (see include/mpilab/loggp.h; method in docs/models.md).
+/* LogGP measurement per pair (see include/mpilab/loggp.h; method in docs/models-loggp.md).
  * Sender i, receiver j. Per size, four repetition-controlled phases, each repetition
  * closed by a message back to the side that times it (isolation between repetitions):
  *   rtt: i sends m, j replies m;                          timed on i

@@ -17,7 +17,7 @@
  * non-zero pattern), as IMB and OSU write theirs. A block never written (calloc's fresh
  * mapping) reads from the kernel's one shared zero page: a 1 MiB send then copies one 4 KiB
  * page, resident in the cache, 256 times, and its time is that of the writes alone (p2p read
- * 56 us one-way at 1 MiB on shared memory against IMB's 70 us; docs/bench.md). */
+ * 56 us one-way at 1 MiB on shared memory against IMB's 70 us; docs/bench.md, "Buffers"). */
 static inline void *mpilab_payload_alloc(size_t n)
 {
 #ifdef MPILAB_MPI_IS_SMPI

@@ -1,5 +1,5 @@
 /* The LMO heterogeneous model: the triplet schedule, the fit from round trips and point-to-two
- * experiments, and its predictions (include/mpilab/lmo.h; equations in docs/models.md). */
+ * experiments, and its predictions (include/mpilab/lmo.h; equations in docs/models-lmo.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The star view of an LMO fit: per node its share of a route's fixed time and its access
- * link's time per byte (include/mpilab/lmo.h, docs/models.md "What the model identifies on a
+ * link's time per byte (include/mpilab/lmo.h, docs/models-lmo.md "What the model identifies on a
  * star"). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* LogGP fit and predictions (see include/mpilab/loggp.h and docs/models.md). */
+/* LogGP fit and predictions (see include/mpilab/loggp.h and docs/models-loggp.md). */
 #include "mpilab/loggp.h"
 
 #include <gsl/gsl_fit.h>

@@ -2,7 +2,7 @@
  * `mpilab testbed run` starts. It keeps a rank answering its UCX peers while MPICH 4.0.x
  * waits in the PMI barrier at the end of MPI_Finalize.
  *
- * Why (docs/pathmig.md, "MPICH: the hang in MPI_Finalize"): MPICH 4.0.2's
+ * Why (docs/pathmig.md, "MPICH"): MPICH 4.0.2's
  * MPIDI_UCX_mpi_finalize_hook closes every endpoint in flush mode (ucp_disconnect_nb),
  * progresses the worker until its own close requests complete, and only then enters
  * MPIR_pmi_barrier, where nothing progresses UCX any more. UCX 1.13's TCP transport

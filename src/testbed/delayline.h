@@ -211,14 +211,14 @@ int mpilab_dl_pin(int cpu);
  * (two CPU-bound workers on this 2-core machine took 1.71x as long). AUTO: on for delays
  * below MPILAB_DL_BUSY_AUTO_NS, which a line woken by the packet (20-60 us after it here)
  * cannot honour; there (10 us) a lone packet's crossing came 28 us over D busy against
- * 110 us sleeping, in one bench slot (docs/testbed.md). The default (AUTO): delays that
+ * 110 us sleeping, in one bench slot (docs/testbed-delayline.md). The default (AUTO): delays that
  * short are chosen on purpose, and only then is the core spent. */
 enum { MPILAB_DL_BUSY_AUTO = -1, MPILAB_DL_BUSY_OFF = 0, MPILAB_DL_BUSY_ON = 1 };
 #define MPILAB_DL_BUSY_AUTO_NS 100000
 /* 1 when opt asks for busy polling: on; or auto below MPILAB_DL_BUSY_AUTO_NS, or, with
  * packet I/O and --warm-path, below the warm-up lead (a sleeping line whose hold is
  * shorter than the lead never warms the path: at 100 us lone echoes crossed 20-70 us
- * late in 8 of 10 runs, a busy line that keeps the paths warm none; docs/testbed.md,
+ * late in 8 of 10 runs, a busy line that keeps the paths warm none; docs/testbed-delayline.md,
  * session 30). A busy line
  * stays at normal scheduling unless --rt-priority demands SCHED_FIFO: a real-time task that
  * never sleeps is stopped by the kernel's real-time throttling (here: releases up to 28 ms
@@ -247,7 +247,7 @@ typedef struct mpilab_dl_snapq {
 } mpilab_dl_snapq;
 
 /* Forwarding-cost calibration: the write-to-egress cost grows with the time the path was
- * idle (caches go cold: 7 us after 10 us, 27 us after 100 ms, docs/testbed.md), so it is
+ * idle (caches go cold: 7 us after 10 us, 27 us after 100 ms, docs/testbed-delayline.md), so it is
  * kept per bucket of the idle gap since the previous write (bucket b: gap < 2^b us), the
  * last MPILAB_DL_CAL_N costs each. */
 #define MPILAB_DL_GAP_BUCKETS 24
@@ -390,7 +390,7 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out);
  * unless root and sleeping (a busy-polling line stays normal); then SCHED_FIFO on the tun
  * device and adaptive on packet sockets, where a real-time sleeper made lone packets 45-250
  * us late at 100 us (session 26) and normal scheduling released a stream beside two busy
- * CPUs 57 us late on average where adaptive did 4.4 (session 31, docs/testbed.md). */
+ * CPUs 57 us late on average where adaptive did 4.4 (docs/testbed-delayline.md). */
 enum { MPILAB_DL_CLASS_NORMAL = 0, MPILAB_DL_CLASS_FIFO = 1, MPILAB_DL_CLASS_ADAPTIVE = 2 };
 int mpilab_dl_start_class(const mpilab_dl_options *opt, int root);
 /* Write the statistics file (opt->stats; nothing when NULL): 0, or -1 with a one-line

@@ -3,7 +3,7 @@
  * and sends it out of the leg of its destination with a packet socket, as a router would
  * (next hop's MAC, the leg's own MAC, TTL less one). No routing into and out of a tun
  * device: on this VM that detour took a lone packet 20-70 us beyond the delay at 100 us
- * (docs/testbed.md, session 26). Internal to mpilab-delayline. */
+ * (docs/testbed-delayline.md). Internal to mpilab-delayline. */
 #ifndef MPILAB_SRC_TESTBED_DELAYLINE_PACKET_H
 #define MPILAB_SRC_TESTBED_DELAYLINE_PACKET_H
 

@@ -2,7 +2,7 @@
  * line on packet sockets as root): normal scheduling while it holds lone packets,
  * SCHED_FIFO while it holds a stream.
  *
- * Measured (docs/testbed.md, sessions 26-27): a sleeping line under SCHED_FIFO made lone
+ * Measured (docs/testbed-delayline.md): a sleeping line under SCHED_FIFO made lone
  * packets on a quiet machine 45-252 us late at a 100 us delay, where normal scheduling
  * kept them within 0.4 us; with a TCP stream next to two busy CPUs, normal scheduling made
  * the releases 2-25 times later on average than SCHED_FIFO (up to 14193 of 56000 over

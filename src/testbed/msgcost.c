@@ -1,8 +1,8 @@
 /* libmpilab_msgcost.so: a configured CPU cost per message, for emulating a node whose
- * processor is slow at messaging (the LMO model's C_i, docs/models.md "A configured C_i").
+ * processor is slow at messaging (the LMO model's C_i, docs/models-lmo.md).
  *
  * Preloaded into an MPI rank (LD_PRELOAD; the testbed does it per node from the spec's
- * `[[node]] msg_cost`, docs/testbed.md), it intercepts the MPI calls through the profiling
+ * `[[node]] msg_cost`, docs/testbed-hetero.md), it intercepts the MPI calls through the profiling
  * interface (PMPI) and, for every message the rank sends or receives, spends
  * MPILAB_MSG_COST_US microseconds of the calling thread's CPU time in a busy loop
  * (CLOCK_THREAD_CPUTIME_ID): before a send is handed to the MPI (MPI_Send, MPI_Isend and
@@ -300,7 +300,7 @@ static void mpilab_msgcost_all(int n, MPI_Request *c)
  * has been taken by the MPI's progress: it is charged at the first MPI_Testall that finds
  * it complete (MPI_Request_get_status, which leaves the request as it is), so that a rank
  * waiting for two replies spends the first one's cost while the second is in flight, as
- * the LMO model's root does (docs/models.md). */
+ * the LMO model's root does (docs/models-lmo.md). */
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
     MPI_Request stack[MPILAB_MSGCOST_STACK], *c = mpilab_msgcost_copy(n, reqs, stack);

@@ -40,7 +40,7 @@ long wf_maxrss_kb(void)
  * switched off for those file descriptions. Block and row-major data keep it: their east
  * frontier is a strided gather of MB elements, which readahead turns into sequential reads
  * of pages the next step needs anyway (without it each element costs a synchronous page
- * read: 2.6x slower measured, docs/wavefront.md). */
+ * read: 2.6x slower measured, docs/wavefront-engine.md). */
 static void no_readahead(worker *w)
 {
     if (!w->prefetch)

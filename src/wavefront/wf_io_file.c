@@ -106,7 +106,7 @@ static int al(uintptr_t v) { return (v & (WF_DIRECT_ALIGN - 1)) == 0; }
  * buffer's physically contiguous runs, so a buffer of scattered 4 KiB pages caps a request
  * at max_segments pages (128 x 4 KiB = 512 KiB on a loop device), while huge pages let it
  * grow to the device's max_sectors_kb (1280 KiB there): fewer, larger device requests
- * (docs/wavefront.md, "Request sizes"). Allocating it once also saves the page faults and
+ * (docs/wavefront-engine.md, "Request sizes"). Allocating it once also saves the page faults and
  * zeroing of a fresh buffer per transfer. */
 typedef struct {
     void *p[2]; /* [0] reads, [1] writes (a write's edge-sector reads use [0]) */

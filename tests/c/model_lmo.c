@@ -34,7 +34,7 @@ static size_t pq(int i, int j)
     return (size_t)i * (size_t)(2 * P - i - 1) / 2 + (size_t)(j - i - 1);
 }
 
-/* The model's experiment times (docs/models.md). */
+/* The model's experiment times (docs/models-lmo.md). */
 static double rt(int i, int j, double m)
 {
     return 2 * Ct[i] + 2 * Ct[j] + 2 * Lt[i * P + j] + m * (tt[i] + tt[j] + Bt[i * P + j]);

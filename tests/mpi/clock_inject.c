@@ -2,7 +2,7 @@
  * (up to 100 ms) and drift (up to 100 ppm) through the library's timer; every synchronisation
  * method (skampi, regression, hierarchical) must remove it, and the error must lie within the
  * uncertainty they report (in at least 90% of the checks: the benchmark target is 95%,
- * measured in docs/bench.md). The drift likewise: the recovered drift within the stated drift
+ * measured in docs/clocksync.md). The drift likewise: the recovered drift within the stated drift
  * uncertainty of the injected one in at least 90% of the checks, and that uncertainty below
  * the injected 100 ppm in at least one check (one probing pass alone states about 1650 ppm:
  * the drift window must have resolved it). Also: the injection plan's parser, and the timer
@@ -50,7 +50,7 @@ static void check_method(mpilab_sync_method_t method, const mpilab_inject_plan_t
          * leaves each error equal to its true offset, so the median ratio of the two is 1;
          * one that works leaves a small fraction of it, even on a loaded machine, where a
          * preempted probe costs a few ms (2.18 ms seen at load 10.6). No absolute time here:
-         * how small the error gets is a benchmark (docs/bench.md, 5 us targets). */
+         * how small the error gets is a benchmark (docs/clocksync.md). */
         for (size_t k = 0; k < n; k++)
             ratio[k] = fabs(c[k].true_offset) > 0 ? abserr[k] / fabs(c[k].true_offset) : INFINITY;
         gsl_sort(ratio, 1, n);

@@ -375,7 +375,7 @@ def _lowbit(v: int) -> int:
 
 def _loggp_binomial(pairs: list[results_model.LogGPPair], p: int, root: int, nbytes: float,
                     gather: bool) -> float:
-    """LogGP binomial scatter/gather written out from docs/models.md: parent(v) = v with
+    """LogGP binomial scatter/gather written out from docs/models-loggp.md: parent(v) = v with
     its lowest bit cleared, each message carries the child's subtree and is charged with
     the pair's range of its own size."""
     by_pair = {(x.i, x.j): x for x in pairs}

@@ -79,7 +79,7 @@ def test_node_aware_tree_keeps_the_flat_precision(tmp_path: Path) -> None:
         assert flat[w]["max_abs_error_s"] > 5e-6
         assert tree[w]["max_abs_error_s"] < flat[w]["max_abs_error_s"] + 0.5e-6, w
     # with the drift window (the default); without it the tree's pairs resolve their drift
-    # over its short sweeps only, and its bounds carry that (docs/bench.md)
+    # over its short sweeps only, and its bounds carry that (docs/clocksync.md)
     assert tree[0.8]["mean_uncertainty_s"] < 1.25 * flat[0.8]["mean_uncertainty_s"]
     assert tree[0.8]["max_uncertainty_s"] < 1.25 * flat[0.8]["max_uncertainty_s"]
 

@@ -121,7 +121,7 @@ def test_prediction_interval_is_sqrt2_the_confidence_interval() -> None:
 
 def _shifted_launch(rng: random.Random) -> float:
     """One launch's median: level 1, or 15% higher in one launch of five (the whole-launch
-    level shifts of docs/bench.md), with 3% launch-to-launch noise."""
+    level shifts of docs/bench-launches.md), with 3% launch-to-launch noise."""
     return (1.15 if rng.random() < 0.2 else 1.0) * math.exp(rng.gauss(0, 0.03))
 
 

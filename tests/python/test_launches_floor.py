@@ -1,6 +1,6 @@
 """Floor estimators over launches (launches.floor_outliers, merge_floor_param, and
 selftest.merge_link_launches): synthetic launches with a known floor, some of them late by
-scheduler contention, as the testbed's two-hog runs showed (docs/models.md, sessions 17-18)."""
+scheduler contention, as the testbed's two-hog runs showed (docs/models-robust.md)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ alternate path, its connections armed later, no agent left behind as a zombie).
 The stall test is the one timing check here, and it is the behaviour under test: after a
 link-down fault the first round trips of a 64 KiB MPI ping-pong may not stall. Before the
 quickack route metric, the peer's subflow acked re-sent duplicate data only when its
-delayed-ACK timer fired, and the round trip waited ~40 ms longer (docs/pathmig.md, "The
-tail after a migration"). A fault's window is the round trips in flight at the link event
-or begun within 50 ms of it; a window stalls when its longest round trip exceeds the job's
+delayed-ACK timer fired, and the round trip waited ~40 ms longer (docs/pathmig.md, "Job
+set-up"). A fault's window is the round trips in flight at the link event or begun within
+50 ms of it; a window stalls when its longest round trip exceeds the job's
 median by more than 30 ms and is longer than every round trip outside the windows (the
 machine's own noise in this job: with two CPU hogs the ranks wait for a core too). One
 stalled window fails the test in a quiet run: no round trip outside the windows came within

@@ -471,7 +471,7 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
     else:
         # the default spec (2 sites, wan.delay_io = "auto"): one line on packet sockets,
         # its trim measured; as root its scheduling is adaptive (normal for lone packets,
-        # a lone packet's truth; SCHED_FIFO while it holds a stream; docs/testbed.md)
+        # a lone packet's truth; SCHED_FIFO while it holds a stream; docs/testbed-delayline.md)
         assert st["delay_io"] == "packet" and st["delay_trim"]["measured"] is True
         assert (f"  delay: delay line on packet sockets (pid {st['delayline_pid']}), "
                 "adaptive scheduling (SCHED_FIFO while a stream is held; now ") in p.stdout

@@ -174,7 +174,7 @@ def test_lone_echoes_cross_no_earlier_than_configured(tb: spec.Spec) -> None:
     points; ping's round trip holds both crossings (causality: the capture agrees with
     ICMP). Single crossings are not checked: where the kernel's arrival stamp is missing
     the delay line falls back to an estimated correction, which overshot now and then
-    (before the kernel stamps: 31 of 1400 holds up to 52 us short; docs/testbed.md)."""
+    (before the kernel stamps: 31 of 1400 holds up to 52 us short; docs/testbed-delayline.md)."""
     rtts, seg = _lone_crossings(tb, COUNT)
     assert len(seg) == 2 * COUNT, seg  # request and reply of every echo, all four points
     for s in seg:
@@ -182,7 +182,7 @@ def test_lone_echoes_cross_no_earlier_than_configured(tb: spec.Spec) -> None:
     assert statistics.median(s["total"] for s in seg) >= DELAY_S, seg
     # no bound on the hold inside the tun device alone: the line counts L from the ingress
     # leg and writes a packet early by the forwarding out it measured, so its share (tun in
-    # to tun out) is L less those two (docs/testbed.md)
+    # to tun out) is L less those two (docs/testbed-delayline.md)
     # the round trip contains both router crossings of the same echo
     assert min(rtts) >= 2 * DELAY_S
     assert min(rtts) >= 2 * min(x["total"] for x in seg)
@@ -211,7 +211,7 @@ def test_statistics_schema_and_consistency(tb: spec.Spec) -> None:
     assert 0 < st["arrivals_kernel_stamped"] <= st["packets"]  # type: ignore[operator]
     assert st["running"] is True and st["delay_s"] == pytest.approx(DELAY_S)
     # the tun line as root runs real-time with its memory locked (a stream beside busy
-    # ranks, docs/testbed.md session 27)
+    # ranks, docs/testbed-delayline.md)
     assert (st["sched"], st["rt_priority"], st["mlocked"]) == ("fifo", 10, True), st
     # as root it also taps the router's legs: arrivals dated at the ingress leg, the
     # forwarding out measured, whole crossings counted; a 2 ms delay sleeps between packets

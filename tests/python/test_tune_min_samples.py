@@ -1,7 +1,7 @@
 """The sweep's and validation's sample floor (`--min-samples N`, the runner's `--budget-floor
 N`): the time budget's share ends no measurement before N valid samples, so slow sizes get
 the samples a side the choice's test needs (mpilab.tune.stats.MIN_SAMPLES); recorded in the
-sweep's state (docs/tune.md, session 22)."""
+sweep's state (docs/tune.md)."""
 
 from __future__ import annotations
 

@@ -162,7 +162,8 @@ def _cli(args: list[str], timeout: float) -> None:
 
 #: ICMP echoes for the link's truth: one every 2 ms, the pace of a ping-pong's packets over
 #: a 2 ms link, so the delay line works in the regime the measurement sees (a lone packet,
-#: one every 0.2 s, came out 25-50 us later on this VM: the line's wake-up, docs/testbed.md)
+#: one every 0.2 s, came out 25-50 us later on this VM: the line's wake-up,
+#: docs/testbed-delayline.md)
 TRUTH_PINGS, TRUTH_PING_INTERVAL_S = 200, 0.002
 
 

@@ -75,7 +75,7 @@ OPSPEC_MAX_RANKS = 64
 # simulator's cost of one such call grows with the requests outstanding at the root, p^2 per
 # call. A binomial reduce (what real MPIs use for small reductions) does neither: measured at
 # 1024 simulated ranks, a third less CPU per measurement, root-timed and linear-gather small
-# sizes 10-15 us (about 30%) lower, the others unchanged (docs/scale.md). It is no operation
+# sizes 10-15 us (about 30%) lower, the others unchanged (docs/scale-survey.md). It is no operation
 # the survey measures (MPI_Allreduce's default does not use it); --sim-cfg
 # smpi/reduce:default restores SimGrid's own.
 SIM_CFG = ["smpi/reduce:binomial"]
@@ -178,8 +178,8 @@ class Plan:
 # of a few bytes) that has not converged by then is flagged not converged; at 10^6 such
 # measurements held 9 of the 11 million samples of a 2-rank survey, and the memory of the
 # runner and of the report with them.
-# On a quiet node most measurements converge long before their share (the whole survey took
-# 26 s on 2 cores, docs/report.md); the budget bounds a busy node's survey to about a minute
+# On a quiet node most measurements converge long before their share (the survey takes
+# about 15 s on 2 cores, docs/report.md); the budget bounds a busy node's survey to about a minute
 # of samples. One launch: --launches N adds the launch-to-launch variation to the intervals
 # at N launches' cost (mpilab.launches).
 FULL = Plan(sizes="0,1:1M:x4,2K,8K,12K,32K,128K", min_reps=5, max_reps=100000, eps=0.025,

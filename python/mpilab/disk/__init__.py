@@ -11,5 +11,5 @@ Two models, several disks at once (for striping):
   delay and its transfer time (optionally served in elevator order).
 
 Everything made carries the prefix; `down` removes exactly what `up` recorded (also
-after a crash) and never touches what it did not make. See docs/wavefront.md.
+after a crash) and never touches what it did not make. See docs/disk.md.
 """

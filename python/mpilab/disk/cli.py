@@ -90,7 +90,7 @@ def register(subparsers: Any) -> None:
     add = actions.group(subparsers, "disk", "emulated disks: request/bandwidth caps, seek model",
                         "name prefix (default $MPILAB_DISK_PREFIX or mdk)")
 
-    p = add("up", cmd_up, "make the disks of SPEC (TOML; see docs/wavefront.md)")
+    p = add("up", cmd_up, "make the disks of SPEC (TOML; see docs/disk.md)")
     p.add_argument("spec", help="disk spec file")
     add("down", cmd_down, "remove exactly what `up` made (also after a crash)")
     p = add("status", cmd_status, "show the disks, their limits and mounts")

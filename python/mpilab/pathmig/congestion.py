@@ -1,7 +1,7 @@
 """The TCP congestion control of a job's node namespaces, set per route (`ip route ...
 congctl ALGO`), so nothing outside the testbed changes.
 
-Why (docs/pathmig.md, "Cost without faults"): this machine's default is BBR, and BBR
+Why (docs/pathmig.md, "Job set-up"): this machine's default is BBR, and BBR
 paces MPTCP subflows at its bandwidth estimate. A ping-pong is application-limited, and
 plain TCP marks its samples so (tcp_sendmsg checks for it), which keeps BBR in STARTUP
 with a pacing gain of 2.89; MPTCP pushes data to its subflows without that check, so BBR
@@ -164,7 +164,7 @@ def apply(spec: Spec, hosts: list[str], algo: str | None, quickack: bool = False
     routes' quickack metric on (every TCP socket on them, MPTCP subflows included, acks
     every segment at once) or off (the kernel's delayed ACKs). Routes already as asked are
     left alone.
-    Why quickack under MPTCP (docs/pathmig.md, "The tail after a migration"): when a
+    Why quickack under MPTCP (docs/pathmig.md, "Job set-up"): when a
     subflow is closed the kernel re-sends the connection's whole unacknowledged data on
     another subflow, also what the peer already has (its data-level ack was lost on the
     dead path). The peer's subflow drops those duplicates without acking them at once: the
@@ -177,7 +177,7 @@ def apply(spec: Spec, hosts: list[str], algo: str | None, quickack: bool = False
     connection inherits from its listener, created with the namespace's default. With BBR
     as the default, the server's side of every migrated connection was paced as the
     docstring above says (a 64 KiB ping-pong 55% slower after a migration, measured on
-    the testbed: docs/pathmig.md, 'A lasting cost after migration')."""
+    the testbed: docs/pathmig.md, "Job set-up")."""
     for node in hosts:
         ns = spec.ns(node)
         if algo and algo not in available(spec, node):
@@ -222,7 +222,7 @@ def send_buffers(spec: Spec, hosts: list[str], mptcp: bool) -> None:
     grown, the connection's buffer collapses to the backup's, and every message larger than
     it waits an extra round trip for acknowledgements to free space, for the rest of the
     connection's life (a 64 KiB ping-pong 2.44 -> 6.87 ms per round trip after a fault,
-    -1% with a 1 MiB default; docs/pathmig.md, 'A lasting cost after migration')."""
+    -1% with a 1 MiB default; docs/pathmig.md, "Job set-up")."""
     if spec.socket_buffer:
         return
     for node in hosts:

@@ -1,4 +1,4 @@
-"""The report's section of the heterogeneous LMO model (models.lmo, docs/models.md
+"""The report's section of the heterogeneous LMO model (models.lmo, docs/models-lmo.md
 "Heterogeneous model"): which node and which link are slow. A per-node table (C_i, t_i with
 their intervals and flags, and the node's cost C_i + M t_i at the experiments' size M), a
 per-link heat map of L_ij + M/beta_ij (the link's cost of an M-byte message) with a per-link
@@ -230,7 +230,7 @@ def slowest_words(s: Slowest) -> str:
     if not parts:
         return "The fit names no slowest node, link or path."
     return ("Slowest in the fit: " + "; ".join(parts) + ". Where the nodes' and the links' "
-            "per-byte costs overlap instead of adding (a star network, docs/models.md), the "
+            "per-byte costs overlap instead of adding (a star network, docs/models-lmo.md), the "
             "path is the figure to trust.")
 
 

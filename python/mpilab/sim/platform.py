@@ -63,16 +63,16 @@ UNSUPPORTED = {
     "link.wan_delay": "the generated platform has one WAN latency per site uplink, not one "
                       "per sending node",
     "node.cpu_quota": "a CPU quota throttles the node's processes in real time; simulated "
-                      "hosts have speeds (SMPI's per-host overheads: docs/models.md)",
+                      "hosts have speeds (SMPI's per-host overheads: docs/models-lmo.md)",
     "node.cpu_period": "a CPU quota throttles the node's processes in real time; simulated "
                        "hosts have speeds",
     "wan.slow_start_after_idle": "SimGrid's flows have no congestion window",
     "node.msg_cost": "a CPU time per message is spent by a library preloaded into real "
                      "ranks; simulated hosts take it as SMPI's per-host overheads (smpi/os, "
-                     "smpi/or: docs/models.md)",
+                     "smpi/or: docs/models-lmo.md)",
     "node.msg_cost_clock": "a message cost is spent by a library preloaded into real ranks; "
                            "simulated hosts take it as SMPI's per-host overheads (smpi/os, "
-                           "smpi/or: docs/models.md)",
+                           "smpi/or: docs/models-lmo.md)",
 }
 EMULATOR_ONLY = ("wan.delayline_buffer", "wan.delay_backend", "wan.delay_io", "wan.burst",
                  "cluster.segment_offload", "cluster.shared_cpu_group")

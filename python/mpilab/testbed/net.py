@@ -408,7 +408,7 @@ def job_cpu_group(prefix: str) -> Path:
     ranks form an autogroup of their own in the root group, and the scheduler switches
     between autogroups only when a slice ends: a rank that polls and yields (Open MPI's
     mpi_yield_when_idle) does not hand its CPU to a rank of another node that has a message
-    to take, which then waits milliseconds (docs/models.md, "On an emulated testbed")."""
+    to take, which then waits milliseconds (docs/testbed-hetero.md, "CPU quotas")."""
     return CPU_CGROUP_ROOT / f"{prefix}-nodes"
 
 

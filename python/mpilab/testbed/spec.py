@@ -108,7 +108,8 @@ class Spec:
     delayline_buffer: int = 64 * 1024**2
     delay_backend: str = "auto"  # auto | delayline | netem (see net.choose_delay_backend)
     # how the delay line takes packets in and out: "tun" (routed into a tun device),
-    # "packet" (packet sockets on the router's legs, kernel forwarding off; docs/testbed.md)
+    # "packet" (packet sockets on the router's legs, kernel forwarding off;
+    # docs/testbed-delayline.md)
     # or "auto" (packet where one line delays every site, else tun: packet_line_wanted)
     delay_io: str = "auto"
     # taken off the delay line's hold: the path's own cost beyond the undelayed route, so a
@@ -554,7 +555,7 @@ def load_text(text: str, source: str, prefix: str | None = None) -> Spec:
     if "delay_trim" not in wan and sp.sites >= 2 and sp.packet_line_wanted():
         # the packet line warms its path before each release, so a lone packet crosses it
         # faster than the undelayed route's cold one (3-10 us): measured and put back by
-        # default (docs/testbed.md, session 30)
+        # default (docs/testbed-delayline.md)
         sp.delay_trim = None
     return sp
 

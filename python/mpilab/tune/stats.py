@@ -3,7 +3,7 @@ another, by how much, and how sure is that?
 
 On this kind of machine a whole launch (one mpirun) sits at its own level: the same command
 gave shared-memory medians 0.4 to 2.6 us apart between launches, each with a tight interval
-of its own (docs/bench.md, "Launches"). So the unit of replication is the launch, and the
+of its own (docs/bench-launches.md). So the unit of replication is the launch, and the
 raw samples inside one launch are only evidence about that launch:
 
 * Paired (`paired`, for the sweep's choice): candidate and default were measured in the

@@ -76,7 +76,7 @@ def min_samples_args(min_samples: int | None) -> list[str]:
     samples. The budget's equal share is sample time, so a slow size gets share / call time
     samples: on the testbed's grid 3-4 of a 128 KiB bcast (35-60 ms), under the 6 a side the
     comparison needs (mpilab.tune.stats.MIN_SAMPLES), and those cells stayed undecided
-    (docs/tune.md, session 21)."""
+    (docs/tune.md)."""
     return ["--budget-floor", str(min_samples)] if min_samples else []
 
 
