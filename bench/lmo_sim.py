@@ -51,6 +51,12 @@ from harness import (
 from mpilab.sim.platform import hosts_of
 
 
+def _link_name(sl: dict[str, object]) -> str:
+    """models.lmo.slowest's link: a pair, or on a star node k's access link (link_of)."""
+    if sl.get("link_by") == "star":
+        return f"node {sl.get('link_of')}'s access link"
+    return str(sl.get("link"))
+
 def _num_unit(text: str, units: dict[str, float], what: str) -> float:
     for u in sorted(units, key=len, reverse=True):
         if text.endswith(u):
@@ -199,7 +205,7 @@ def compare(doc: dict[str, Any], platform: str, min_bytes: int) -> dict[str, Any
               f"{u * 1e9:14.3f}  {' '.join(n['C']['flags'] + n['t']['flags'])}")
     sl = lm.get("slowest") or {}
     print(f"\nslowest node {sl.get('node')} ({sl.get('node_vs_median')}x the median), "
-          f"slowest link {sl.get('link')} ({sl.get('link_vs_median')}x the median), "
+          f"slowest link {_link_name(sl)} ({sl.get('link_vs_median')}x the median), "
           f"slowest path {sl.get('path')} ({sl.get('path_vs_median')}x the median)")
     rep["slowest"] = sl
     rep["predictions"] = predictions(doc, lm, min_bytes)

@@ -86,6 +86,13 @@ CPU_LOOP = "import time\nt=time.perf_counter()\nx=0\nfor i in range(3000000): x+
            "print(time.perf_counter()-t)"
 
 
+
+def _link_name(sl: dict[str, object]) -> str:
+    """models.lmo.slowest's link: a pair, or on a star node k's access link (link_of)."""
+    if sl.get("link_by") == "star":
+        return f"node {sl.get('link_of')}'s access link"
+    return str(sl.get("link"))
+
 def ping_rtts(spec: Spec, a: str, b: str, count: int) -> list[float]:
     """Round trips a -> b (seconds) of `count` pings 20 ms apart, from a's namespace."""
     p = subprocess.run(["ip", "netns", "exec", spec.ns(a), "ping", "-n", "-c", str(count),
@@ -456,7 +463,7 @@ def compare(doc: dict[str, Any], spec: Spec, ind: dict[str, Any],
     sl = lm.get("slowest") or {}
     rep["slowest"] = sl
     print(f"\nLMO names: slowest node {sl.get('node')} ({sl.get('node_vs_median')}x the "
-          f"median), slowest link {sl.get('link')} ({sl.get('link_vs_median')}x), slowest path "
+          f"median), slowest link {_link_name(sl)} ({sl.get('link_vs_median')}x), slowest path "
           f"{sl.get('path')} ({sl.get('path_vs_median')}x)")
     hp = (doc["models"].get("hockney") or {}).get("pairs") or []
     print(f"\nHockney, the same run: {'pair':>5} {'alpha us':>9} {'beta ns/B':>10} "

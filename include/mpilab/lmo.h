@@ -179,6 +179,28 @@ void mpilab_lmo_star_free(mpilab_lmo_star_t *s);
  * 0). Returns the node, or -1 (no node, no memory). */
 int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median);
 
+/* A fit whose star view misses its pairs by at most this (misfit_a and misfit_u) is taken
+ * for a star: one access link per node explains every pair. */
+#define MPILAB_LMO_STAR_FITS 0.05
+
+/* The fit's headlines (models.lmo.slowest), each from the parameters that identify it.
+ * On a star (mpilab_lmo_star's misfits both at most MPILAB_LMO_STAR_FITS) a node's t_i is
+ * its access link's time per byte and 1/beta_ij a residual: the slowest node is the one
+ * with the largest C_i (mpilab_lmo_slowest_cpu) and the slowest link the access link of the
+ * star's slowest node (link_of; link_i = link_j = -1). Otherwise t_i and 1/beta_ij are the
+ * node's and the pair link's own: the node with the largest C_i + M t_i and the pair with the
+ * largest L_ij + M/beta_ij (link_of = -1). Costs in seconds at M with their ratio to the
+ * median of their kind (NaN when that median is not above 0). */
+typedef struct mpilab_lmo_headlines {
+    int star;                   /* 1: the star view explains the pairs */
+    int node;
+    double node_cost, node_vs_median;
+    int link_of, link_i, link_j;
+    double link_cost, link_vs_median;
+} mpilab_lmo_headlines_t;
+/* 0, or -1 (p < 3, no memory). */
+int mpilab_lmo_headlines(const mpilab_lmo_fit_t *f, mpilab_lmo_headlines_t *out);
+
 /* ---- predictions (pure) ---- */
 
 /* Plain parameters of p nodes: C[p], t[p]; L, inv_beta as p*p matrices (symmetric, the

@@ -65,6 +65,13 @@ typedef struct mpilab_pair_matrix {
     double **samples;            /* [npairs]: NULL when the pair's reps exceed samples_cap */
     unsigned char *measured;     /* [npairs]: 0 = not delivered (the run failed first) */
     size_t samples_cap;
+    /* the parallel schedule's check (mpilab-bench): pairs measured again one at a time, how
+     * many of them disagreed with their parallel figure beyond both intervals, the largest
+     * ratio parallel / sequential median among them, and whether the matrix was measured
+     * again one pair at a time (it then holds the sequential figures) */
+    size_t check_pairs, check_disagree;
+    double check_worst_ratio;
+    int fell_back;
 } mpilab_pair_matrix_t;
 
 /* Samples kept per all-pairs measurement object: a pair keeps its samples when its

@@ -16,7 +16,7 @@ STAT_KEYS = ("mean", "ci_half", "rel_err", "median", "med_lo", "med_hi", "min", 
              "stdev")
 #: measurement keys every expanded pair object inherits from the compact one
 _SHARED = ("op", "impl", "timing", "schedule", "bytes", "bytes_back", "ranks", "precision",
-           "all_pairs_wall_s", "isolation")
+           "all_pairs_wall_s", "isolation", "schedule_check")
 
 
 def is_pair_matrix(m: Any) -> bool:
@@ -44,6 +44,10 @@ def expand_one(m: dict[str, Any], k: int) -> dict[str, Any]:
         out["samples"] = samples
         out["valid"] = [True] * len(samples)
     out["flags"] = list(at("flags", []) or [])
+    shared = m.get("flags")  # the measurement's own (parallel_contention): every pair's
+    for f in shared if isinstance(shared, list) else []:
+        if isinstance(f, str) and f not in out["flags"]:
+            out["flags"].append(f)
     if at("round") is not None:
         out["round"] = at("round")
     out["design"] = pm.get("design")

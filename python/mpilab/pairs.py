@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse import linalg as splinalg
 
 from mpilab.results_model import Measurement
 
@@ -115,6 +117,18 @@ class PairFit:
     slow_nodes: list[int] = field(default_factory=list)
     slow_links: list[Pair] = field(default_factory=list)
     slow_pairs: list[Pair] = field(default_factory=list)
+    #: the robust z-scores the verdicts come from (node, link, pair: value over the typical
+    #: one in units of the robust spread); slow means above the fit's z
+    node_z: list[float] = field(default_factory=list)
+    link_z: dict[Pair, float] = field(default_factory=dict)
+    pair_z: dict[Pair, float] = field(default_factory=dict)
+
+    def expected(self, i: int, j: int, groups: Sequence[int] | None = None) -> float:
+        """node[i] + node[j] + the link term of their groups (0 inside a group)."""
+        t = self.nodes[i] + self.nodes[j]
+        if groups is not None and groups[i] != groups[j]:
+            t += self.links.get(_norm(groups[i], groups[j]), 0.0)
+        return t
 
 
 def _robust_z(x: np.ndarray, floor: float) -> np.ndarray:
@@ -141,22 +155,27 @@ def fit_pairs(times: dict[Pair, float], p: int, groups: Sequence[int] | None = N
     if groups is not None:
         links = sorted({_norm(groups[i], groups[j]) for i, j in pairs if groups[i] != groups[j]})
     lidx = {lk: p + n for n, lk in enumerate(links)}
-    a = np.zeros((len(pairs), p + len(links)))
     y = np.array([times[pq] if pq in times else times[(pq[1], pq[0])] for pq in pairs])
+    # the design matrix is sparse (two or three ones a row): the weighted normal equations
+    # are solved, (p + links) unknowns, so that a full matrix of 256 ranks fits in a second
+    rows: list[int] = []
+    cols: list[int] = []
     for r, (i, j) in enumerate(pairs):
-        a[r, i] += 1.0
-        a[r, j] += 1.0
+        rows += [r, r]
+        cols += [i, j]
         if groups is not None and groups[i] != groups[j]:
-            a[r, lidx[_norm(groups[i], groups[j])]] = 1.0
-    if np.linalg.matrix_rank(a) < a.shape[1]:
+            rows.append(r)
+            cols.append(lidx[_norm(groups[i], groups[j])])
+    a = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(pairs), p + len(links)))
+    if np.linalg.matrix_rank((a.T @ a).toarray()) < a.shape[1]:
         raise ValueError("the pair design does not determine every node and link "
                          "(a node in no pair, or a disconnected or bipartite design)")
     w = np.ones(len(pairs))
     floor = 0.01 * float(np.median(y))
     x = np.zeros(a.shape[1])
     for _ in range(iters):
-        sw = np.sqrt(w)
-        x, *_ = np.linalg.lstsq(a * sw[:, None], y * sw, rcond=None)
+        aw = a.T @ sparse.diags(w)
+        x = np.asarray(splinalg.spsolve((aw @ a).tocsc(), aw @ y), dtype=float)
         res = y - a @ x
         scale = max(1.4826 * float(np.median(np.abs(res))), floor * 0.1, 1e-300)
         k = 1.345 * scale
@@ -167,9 +186,11 @@ def fit_pairs(times: dict[Pair, float], p: int, groups: Sequence[int] | None = N
     res = y - a @ x
     nodes = x[:p]
     node_floor = 0.01 * float(np.median(np.abs(nodes))) if p else 0.0
-    slow_nodes = [int(i) for i in np.nonzero(_robust_z(nodes, node_floor) > z)[0]]
+    node_z = _robust_z(nodes, node_floor)
+    slow_nodes = [int(i) for i in np.nonzero(node_z > z)[0]]
     link_vals = {lk: float(x[lidx[lk]]) for lk in links}
     slow_links: list[Pair] = []
+    link_z: dict[Pair, float] = {}
     if links:
         # a link stands out against the typical pair time, not against other links (with
         # two groups there is one link and nothing to compare it with)
@@ -178,12 +199,19 @@ def fit_pairs(times: dict[Pair, float], p: int, groups: Sequence[int] | None = N
         lmed = float(np.median(lv)) if len(links) > 2 else 0.0
         lscale = max(1.4826 * float(np.median(np.abs(lv - lmed))) if len(links) > 2 else 0.0,
                      0.05 * base)
-        slow_links = [lk for lk in links if (link_vals[lk] - lmed) / lscale > z]
-    pair_scale = max(1.4826 * float(np.median(np.abs(res))), floor)
-    slow_pairs = [pairs[r] for r in np.nonzero(res / pair_scale > z)[0]]
+        link_z = {lk: (link_vals[lk] - lmed) / lscale for lk in links}
+        slow_links = [lk for lk in links if link_z[lk] > z]
+    # timing noise is multiplicative (a slow node's pairs vary more in seconds, not in
+    # ratio): a pair stands out by its residual relative to its expected time
+    fitted = a @ x
+    rel = np.where(fitted > 0, res / np.where(fitted > 0, fitted, 1.0), 0.0)
+    pair_scale = max(1.4826 * float(np.median(np.abs(rel))), 0.01)
+    slow_pairs = [pairs[r] for r in np.nonzero(rel / pair_scale > z)[0]]
     return PairFit(nodes=[float(v) for v in nodes], links=link_vals,
                    residuals={pq: float(v) for pq, v in zip(pairs, res, strict=True)},
-                   slow_nodes=slow_nodes, slow_links=slow_links, slow_pairs=slow_pairs)
+                   slow_nodes=slow_nodes, slow_links=slow_links, slow_pairs=slow_pairs,
+                   node_z=[float(v) for v in node_z], link_z=link_z,
+                   pair_z={pq: float(v) / pair_scale for pq, v in zip(pairs, rel, strict=True)})
 
 
 def default_design(p: int, requested: str | None = None) -> str:

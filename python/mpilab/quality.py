@@ -34,9 +34,13 @@ OFF_USUAL_LEVEL = "off_usual_level"
 # max or root timing whose interval misses the global-timing interval of the same entry,
 # size and isolation (mpilab-bench sets it, with "global_other"): they missed a latency
 GLOBAL_DIFFERS = "global_differs"
+# all pairs asked in parallel: pairs measured again one at a time were slower in parallel
+# beyond both intervals (mpilab-bench sets it, with "schedule_check"); the figures are then
+# the sequential ones (docs/pairs.md, "Contention check")
+PARALLEL_CONTENTION = "parallel_contention"
 MEASUREMENT_FLAGS = (NOT_CONVERGED, INVALID_SAMPLES, NEGATIVE_TIME, NO_VALID, CLOCK_UNCERTAIN,
                      LAUNCHES_DISAGREE, ISOLATION_DIFFERS, AT_MACHINE_LIMIT, VARIATION_UNKNOWN,
-                     OFF_USUAL_LEVEL, GLOBAL_DIFFERS)
+                     OFF_USUAL_LEVEL, GLOBAL_DIFFERS, PARALLEL_CONTENTION)
 ISOLATION_NOTE = ("isolated repetitions (barrier) each pay the whole operation from a common "
                   "start; back-to-back repetitions (none, as IMB and OSU time them) overlap one "
                   "operation's tail with the next one's start: neither is wrong, they answer "

@@ -183,11 +183,22 @@ json_t *mpilab_results_pair_matrix(const mpilab_op_t *op, const mpilab_pair_matr
     }
     json_object_set_new(pm, "count", json_integer((json_int_t)count));
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:o,s:o,s:o}", "op", op->name, "impl", op->impl, "timing",
-                          "p2p", "schedule", mode == MPILAB_P2P_PARALLEL ? "parallel" : "sequential", "bytes",
+                          "p2p", "schedule",
+                          mode == MPILAB_P2P_PARALLEL && !m->fell_back ? "parallel" : "sequential", "bytes",
                           (json_int_t)m->bytes, "bytes_back", (json_int_t)m->bytes_back, "ranks", ranks,
                           "precision", mpilab_results_precision(prec), "all_pairs_wall_s",
                           mpilab_json_real(all_pairs_wall), "pair_matrix", pm);
     json_object_set_new(o, "figure", json_string(mpilab_op_figure_name(op->figure)));
+    if (mode == MPILAB_P2P_PARALLEL && m->check_pairs > 0) {
+        /* the parallel schedule's check (docs/pairs.md, "Contention check") */
+        json_object_set_new(o, "schedule_check",
+                            json_pack("{s:s,s:I,s:I,s:o,s:b}", "asked", "parallel", "pairs_checked",
+                                      (json_int_t)m->check_pairs, "disagreed", (json_int_t)m->check_disagree,
+                                      "worst_ratio", mpilab_json_real(m->check_disagree ? m->check_worst_ratio : 1.0),
+                                      "fell_back", m->fell_back));
+        if (m->check_disagree)
+            json_object_set_new(o, "flags", json_pack("[s]", "parallel_contention"));
+    }
     return o;
 }
 

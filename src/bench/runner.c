@@ -131,6 +131,7 @@ static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_mat
         set_row(r, op, "", "p2p", mx->bytes, &mx->stats[k]);
         snprintf(r->impl, sizeof r->impl, "%s%d<->%d", nm <= ROWS_PAIRS ? "" : q ? "max " : "mid ", mx->pairs[k].i,
                  mx->pairs[k].j);
+        r->contention = mx->check_disagree > 0;
         if (q == 0 || r->median > worst->median)
             *worst = *r;
     }

@@ -27,12 +27,12 @@ static void print_csv(const row_t *rows, size_t n)
                r->median * s, r->med_lo * s, r->med_hi * s);
         if (s != 1.0)
             printf("%.10g", r->median);
-        printf(",%zu,%d,%s%s%s%s%s%s%s,%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
+        printf(",%zu,%d,%s%s%s%s%s%s%s%s,%s\n", r->reps, r->converged != 0, r->converged ? "" : "not_converged ",
                r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
                r->clock_uncertain ? "clock_uncertain " : "",
                r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi) ? "ci_undetermined " : "",
-               r->global_differs ? "global_differs " : "", r->differs ? "isolation_differs" : "",
-               r->entry ? mpilab_op_figure_name(r->entry->figure) : "");
+               r->global_differs ? "global_differs " : "", r->contention ? "parallel_contention " : "",
+               r->differs ? "isolation_differs" : "", r->entry ? mpilab_op_figure_name(r->entry->figure) : "");
     }
 }
 
@@ -70,7 +70,7 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         unclocked += r->reps && r->clock_uncertain;
-        char ci[48], fl[160] = "", med[32];
+        char ci[48], fl[192] = "", med[32];
         int undetermined = r->reps && mpilab_quality_undetermined(r->med_lo, r->med_hi);
         if (undetermined)
             snprintf(ci, sizeof ci, "undetermined");
@@ -81,11 +81,11 @@ static void print_table(const row_t *rows, size_t n, const mpilab_quality_contex
         if (r->reps) {
             measured++;
             conv += r->converged != 0;
-            snprintf(fl, sizeof fl, "%s%s%s%s%s%s%s%s", r->converged ? "" : "not_converged ",
+            snprintf(fl, sizeof fl, "%s%s%s%s%s%s%s%s%s", r->converged ? "" : "not_converged ",
                      r->invalid ? "invalid_samples " : "", r->negative ? "negative_time " : "",
                      r->median < 0 ? "negative " : "", r->clock_uncertain ? "clock_uncertain " : "",
                      undetermined ? "ci_undetermined " : "", r->global_differs ? "global_differs " : "",
-                     r->differs ? "isolation_differs" : "");
+                     r->contention ? "parallel_contention " : "", r->differs ? "isolation_differs" : "");
         }
         char iso[16] = "";
         if (show_iso)

@@ -122,7 +122,7 @@ void runner_pairs_free(runner_pairs_t *rp)
 }
 
 /* rank 0: one delivered pair into the matrix */
-static void sink(void *ctx, size_t index, size_t round, const mpilab_p2p_result_t *r)
+static void runner_pairs_sink(void *ctx, size_t index, size_t round, const mpilab_p2p_result_t *r)
 {
     mpilab_pair_matrix_t *mx = ctx;
     mx->stats[index] = r->stats;
@@ -136,6 +136,116 @@ static void sink(void *ctx, size_t index, size_t round, const mpilab_p2p_result_
         if (mx->samples[index])
             memcpy(mx->samples[index], r->samples, n * sizeof(double));
     }
+}
+
+/* The parallel schedule's check: up to RUNNER_PAIRS_CHECK pairs of the design, taken from
+ * rounds of several pairs spread over the schedule (half of them across a group boundary
+ * where the groups, host or site names, give one), measured again one at a time. */
+#define RUNNER_PAIRS_CHECK 4
+
+/* rank 0: the check's sequential figures */
+typedef struct check_ctx {
+    mpilab_stats_t stats[RUNNER_PAIRS_CHECK];
+} check_ctx_t;
+
+static void check_sink(void *ctx, size_t index, size_t round, const mpilab_p2p_result_t *r)
+{
+    (void)round;
+    check_ctx_t *cc = ctx;
+    if (index < RUNNER_PAIRS_CHECK)
+        cc->stats[index] = r->stats;
+}
+
+/* Indices into rp->pairs of the check's pairs (every rank computes the same); their count. */
+static size_t check_pick(const runner_pairs_t *rp, size_t *pick)
+{
+    size_t many = 0; /* rounds of two pairs or more: where pairs can contend */
+    for (size_t r = 0; r < rp->rounds; r++)
+        many += rp->round_start[r + 1] - rp->round_start[r] >= 2;
+    size_t want = many < RUNNER_PAIRS_CHECK ? many : RUNNER_PAIRS_CHECK, got = 0, seen = 0;
+    for (size_t r = 0; r < rp->rounds && got < want; r++) {
+        size_t a = rp->round_start[r], len = rp->round_start[r + 1] - a;
+        if (len < 2)
+            continue;
+        if (seen++ * want / many != got) /* evenly spaced over the contending rounds */
+            continue;
+        size_t idx = rp->order[a + got % len];
+        for (size_t k = 0; rp->groups && got % 2 == 0 && k < len; k++) {
+            const mpilab_pair_t *q = &rp->pairs[rp->order[a + k]];
+            if (rp->groups[q->i] != rp->groups[q->j]) {
+                idx = rp->order[a + k]; /* a pair across a boundary, where links are shared */
+                break;
+            }
+        }
+        pick[got++] = idx;
+    }
+    return got;
+}
+
+/* The parallel figures of the picked pairs against their sequential ones: the count of
+ * pairs whose intervals lie apart by more than the asked precision (eps x the sequential
+ * median), on rank 0 (the same rule as max/root against global timing). */
+static size_t check_compare(const mpilab_pair_matrix_t *mx, const size_t *pick, size_t k, const check_ctx_t *cc,
+                            double eps, double *worst)
+{
+    size_t bad = 0;
+    *worst = 1.0;
+    for (size_t q = 0; q < k; q++) {
+        const mpilab_stats_t *p = &mx->stats[pick[q]], *s = &cc->stats[q];
+        if (!mx->measured[pick[q]] || p->reps == 0 || s->reps == 0 || !(s->median > 0))
+            continue;
+        double slack = eps * s->median;
+        if (p->med_lo > s->med_hi + slack || s->med_lo > p->med_hi + slack) {
+            bad++;
+            if (p->median / s->median > *worst)
+                *worst = p->median / s->median;
+        }
+    }
+    return bad;
+}
+
+/* Collective, after a parallel measurement into mx: the check; when pairs disagree, every
+ * pair is measured again one at a time into mx (the contention stays out of the figures). */
+static int check_parallel(const runner_pairs_t *rp, const mpilab_runner_config_t *c, MPI_Comm comm, size_t bytes,
+                          size_t back, mpilab_pair_matrix_t *mx)
+{
+    int me;
+    MPI_Comm_rank(comm, &me);
+    size_t pick[RUNNER_PAIRS_CHECK];
+    size_t k = check_pick(rp, pick);
+    if (k == 0)
+        return MPI_SUCCESS;
+    mpilab_pair_t sub[RUNNER_PAIRS_CHECK];
+    for (size_t q = 0; q < k; q++)
+        sub[q] = rp->pairs[pick[q]];
+    check_ctx_t cc;
+    memset(&cc, 0, sizeof cc);
+    mpilab_p2p_plan_t plan = {sub, k, NULL, NULL, k, "checked pairs"};
+    int rc = mpilab_p2p_measure_plan(comm, bytes, back, MPILAB_P2P_SEQUENTIAL, &c->bo.prec, c->bo.warmup, &plan,
+                                     1, check_sink, &cc);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    unsigned long long bad = 0;
+    if (me == 0) {
+        mx->check_pairs = k;
+        mx->check_disagree = check_compare(mx, pick, k, &cc, c->bo.prec.eps, &mx->check_worst_ratio);
+        bad = mx->check_disagree;
+    }
+    MPI_Bcast(&bad, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+    if (bad == 0)
+        return MPI_SUCCESS;
+    if (me == 0 && !c->quiet)
+        fprintf(stderr, "mpilab-bench: p2p %zu B: %llu of %zu checked pairs slower in parallel than alone "
+                "(contention); every pair measured again one at a time\n", bytes, bad, k);
+    if (me == 0) {
+        mx->fell_back = 1;
+        mx->rounds = rp->npairs;
+    }
+    char label[64];
+    snprintf(label, sizeof label, "%s pairs", rp->design == MPILAB_PAIRS_FULL ? "all" : "sampled");
+    mpilab_p2p_plan_t all = {rp->pairs, rp->npairs, rp->order, rp->round_start, rp->rounds, label};
+    return mpilab_p2p_measure_plan(comm, bytes, back, MPILAB_P2P_SEQUENTIAL, &c->bo.prec, c->bo.warmup, &all,
+                                   c->quiet, runner_pairs_sink, mx);
 }
 
 int runner_pairs_measure(const runner_pairs_t *rp, const mpilab_runner_config_t *c, MPI_Comm comm, size_t bytes,
@@ -165,8 +275,11 @@ int runner_pairs_measure(const runner_pairs_t *rp, const mpilab_runner_config_t 
     char label[64];
     snprintf(label, sizeof label, "%s pairs", rp->design == MPILAB_PAIRS_FULL ? "all" : "sampled");
     mpilab_p2p_plan_t plan = {rp->pairs, rp->npairs, rp->order, rp->round_start, rp->rounds, label};
-    return mpilab_p2p_measure_plan(comm, bytes, back, c->p2p_mode, &c->bo.prec, c->bo.warmup, &plan, c->quiet, sink,
-                                   mx);
+    int rc = mpilab_p2p_measure_plan(comm, bytes, back, c->p2p_mode, &c->bo.prec, c->bo.warmup, &plan, c->quiet,
+                                     runner_pairs_sink, mx);
+    if (rc == MPI_SUCCESS && c->p2p_mode == MPILAB_P2P_PARALLEL && rp->rounds < rp->npairs)
+        rc = check_parallel(rp, c, comm, bytes, back, mx);
+    return rc;
 }
 
 void runner_pairs_matrix_free(mpilab_pair_matrix_t *mx)

@@ -22,6 +22,8 @@ typedef struct row {
     int differs;         /* index+1 of the row of another isolation it disagrees with */
     int global_differs;  /* max or root timing: index+1 of the global row whose interval its
                           * own interval misses (flag global_differs) */
+    int contention;      /* all-pairs: the parallel schedule's check found contention (flag
+                          * parallel_contention; the figures are the sequential ones) */
     size_t meas;         /* its measurement object (engine rows) */
 } row_t;
 

@@ -166,28 +166,18 @@ static json_t *links_json(const mpilab_lmo_fit_t *f, size_t np)
                      "path_inv_beta", path);
 }
 
-/* The slowest node (largest C + M t) and link (largest L + M/beta), each with its ratio to
- * the median of the others. */
+/* The fit's headlines (mpilab_lmo_headlines: node and link, each from the parameters that
+ * identify it, the star's access link on a star) and the slowest path (one M-byte message
+ * with the raw values), each with its ratio to the median. */
 static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
 {
-    size_t P = (size_t)f->p, sn = 0, sl = 0, big = P > np ? P : np;
-    double M = f->bytes, *v = calloc(big + 1, sizeof *v); /* zeroed: v[0] with no node or link */
-    if (!v)
+    mpilab_lmo_headlines_t h;
+    double *v = calloc(np + 1, sizeof *v);
+    if (!v || mpilab_lmo_headlines(f, &h) != 0) {
+        free(v);
         return json_null();
-    for (size_t i = 0; i < P; i++) {
-        v[i] = f->node[i].C.value + M * f->node[i].t.value;
-        if (v[i] > v[sn])
-            sn = i;
     }
-    double node_cost = v[sn], node_med = median_of(v, P);
-    node_med = node_med > 0 ? node_med : NAN;
-    for (size_t q = 0; q < np; q++) {
-        v[q] = f->link[q].L.value + M * f->link[q].inv_beta.value;
-        if (v[q] > v[sl])
-            sl = q;
-    }
-    double link_cost = v[sl], link_med = median_of(v, np);
-    link_med = link_med > 0 ? link_med : NAN;
+    double M = f->bytes;
     size_t sp = 0;
     for (size_t q = 0; q < np; q++) {
         v[q] = path_cost(f, q);
@@ -197,18 +187,26 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     double path_c = v[sp], path_med = median_of(v, np);
     path_med = path_med > 0 ? path_med : NAN;
     free(v);
-    if (table)
-        fprintf(table, "slowest node %zu: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
+    if (table && h.star)
+        fprintf(table, "slowest node %d: C = %.3f us (%.2fx the median node; a star: t is the access link's); "
+                       "slowest link: node %d's access link, a + M u = %.3f us (%.2fx the median), M = %.0f bytes\n",
+                h.node, h.node_cost * 1e6, h.node_vs_median, h.link_of, h.link_cost * 1e6, h.link_vs_median, M);
+    else if (table)
+        fprintf(table, "slowest node %d: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
                        "L + M/beta = %.3f us (%.2fx the median link), M = %.0f bytes\n",
-                sn, node_cost * 1e6, node_cost / node_med, f->link[sl].i, f->link[sl].j, link_cost * 1e6,
-                link_cost / link_med, M);
+                h.node, h.node_cost * 1e6, h.node_vs_median, h.link_i, h.link_j, h.link_cost * 1e6,
+                h.link_vs_median, M);
     if (table)
         fprintf(table, "slowest path %d-%d: one message of M bytes (nodes and link, raw) = %.3f us (%.2fx the "
                        "median path)\n", f->link[sp].i, f->link[sp].j, path_c * 1e6, path_c / path_med);
-    json_t *o = json_pack("{s:I,s:o,s:o,s:[i,i],s:o,s:o}", "node", (json_int_t)sn, "node_cost_s",
-                          mpilab_json_real(node_cost), "node_vs_median", mpilab_json_real(node_cost / node_med), "link",
-                          f->link[sl].i, f->link[sl].j, "link_cost_s", mpilab_json_real(link_cost), "link_vs_median",
-                          mpilab_json_real(link_cost / link_med));
+    json_t *o = json_pack("{s:i,s:o,s:o,s:s,s:o,s:o,s:s}", "node", h.node, "node_cost_s",
+                          mpilab_json_real(h.node_cost), "node_vs_median", mpilab_json_real(h.node_vs_median),
+                          "node_by", h.star ? "C" : "C+Mt", "link_cost_s", mpilab_json_real(h.link_cost),
+                          "link_vs_median", mpilab_json_real(h.link_vs_median), "link_by",
+                          h.star ? "star" : "pair");
+    json_object_set_new(o, "link", h.star ? json_null() : json_pack("[i,i]", h.link_i, h.link_j));
+    if (h.star)
+        json_object_set_new(o, "link_of", json_integer(h.link_of));
     json_object_set_new(o, "path", json_pack("[i,i]", f->link[sp].i, f->link[sp].j));
     json_object_set_new(o, "path_cost_s", mpilab_json_real(path_c));
     json_object_set_new(o, "path_vs_median", mpilab_json_real(path_c / path_med));

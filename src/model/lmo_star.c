@@ -117,3 +117,53 @@ void mpilab_lmo_star_free(mpilab_lmo_star_t *s)
     free(s->u);
     memset(s, 0, sizeof *s);
 }
+
+/* index of the largest of v[0..n), its value and its ratio to the median (tmp: n scratch) */
+static size_t largest(const double *v, size_t n, double *tmp, double *cost, double *vs_median)
+{
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] > v[k])
+            k = i;
+    double med = median_copy(v, n, tmp);
+    *cost = v[k];
+    *vs_median = med > 0 ? v[k] / med : NAN;
+    return k;
+}
+
+int mpilab_lmo_headlines(const mpilab_lmo_fit_t *f, mpilab_lmo_headlines_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->link_of = out->link_i = out->link_j = -1;
+    mpilab_lmo_star_t st;
+    if (f->p < 3 || mpilab_lmo_star(f, &st) != 0)
+        return -1;
+    size_t p = (size_t)f->p, np = p * (p - 1) / 2, big = np > p ? np : p;
+    double *v = malloc(big * sizeof *v), *tmp = malloc(big * sizeof *tmp);
+    if (!v || !tmp) {
+        free(v);
+        free(tmp);
+        mpilab_lmo_star_free(&st);
+        return -1;
+    }
+    double M = f->bytes;
+    out->star = st.misfit_a <= MPILAB_LMO_STAR_FITS && st.misfit_u <= MPILAB_LMO_STAR_FITS;
+    for (size_t i = 0; i < p; i++) /* on a star t_i is the access link's: C_i alone */
+        v[i] = f->node[i].C.value + (out->star ? 0.0 : M * f->node[i].t.value);
+    out->node = (int)largest(v, p, tmp, &out->node_cost, &out->node_vs_median);
+    if (out->star) {
+        out->link_of = st.slowest;
+        out->link_cost = st.slowest_cost;
+        out->link_vs_median = st.slowest_vs_median;
+    } else {
+        for (size_t q = 0; q < np; q++)
+            v[q] = f->link[q].L.value + M * f->link[q].inv_beta.value;
+        size_t q = largest(v, np, tmp, &out->link_cost, &out->link_vs_median);
+        out->link_i = f->link[q].i;
+        out->link_j = f->link[q].j;
+    }
+    free(v);
+    free(tmp);
+    mpilab_lmo_star_free(&st);
+    return 0;
+}

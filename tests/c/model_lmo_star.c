@@ -111,6 +111,44 @@ MPILAB_TEST(links_of_their_own_are_not_a_star)
     mpilab_lmo_star_free(&s);
 }
 
+/* The headlines of a 4-node star with one slow access link (node 3's, 25 Mbit/s) and one
+ * slow CPU (node 1: 400 us per message against 20 us), the link's time per byte held by t_3
+ * as the fit holds it: the slowest node is the CPU's (not the slow link's node, whose
+ * C + M t is the largest), the slowest link node 3's access link. */
+MPILAB_TEST(headlines_on_a_star_name_the_cpu_and_the_access_link)
+{
+    static star_case_t c;
+    const double a[4] = {50e-6, 420e-6, 50e-6, 50e-6};
+    const double C[4] = {20e-6, 400e-6, 20e-6, 20e-6}, t[4] = {0, 0, 0, 318.6e-9};
+    make_fit(&c, 4, 65536, a, C, t, star4);
+    mpilab_lmo_headlines_t h;
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 1);
+    CHECK(h.node == 1);
+    CHECK_NEAR(h.node_cost, 400e-6, 1e-15);
+    CHECK(h.link_of == 3 && h.link_i == -1 && h.link_j == -1);
+    CHECK(h.link_vs_median > 1.5);
+    /* the cost rule of C + M t would have named node 3 (20 us + 20.9 ms) */
+    CHECK(C[3] + 65536 * t[3] > C[1] + 65536 * t[1]);
+}
+
+/* Off a star (pairlinks4: every pair its own link, 2-3 the slowest at 25 Mbit/s) with node 0
+ * slow at messaging: t and 1/beta are the nodes' and the links' own, the headlines are the
+ * largest C + M t (node 0) and the largest L + M/beta (2-3). */
+MPILAB_TEST(headlines_off_a_star_name_the_node_and_the_pair_link)
+{
+    static star_case_t c;
+    const double a[4] = {450e-6, 50e-6, 50e-6, 50e-6};
+    const double C[4] = {400e-6, 0, 0, 0}, t[4] = {0, 0, 0, 0};
+    make_fit(&c, 4, 65536, a, C, t, pairlinks);
+    c.link[5].L.raw = c.link[5].L.value = 400e-6; /* 2-3's latency of its own */
+    mpilab_lmo_headlines_t h;
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 0);
+    CHECK(h.node == 0);
+    CHECK(h.link_of == -1 && h.link_i == 2 && h.link_j == 3);
+}
+
 MPILAB_TEST(too_few_nodes)
 {
     static star_case_t c;

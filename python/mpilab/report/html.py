@@ -171,7 +171,7 @@ def _p2p(r: Results, sink: FigureSink, matrix_sizes: list[int] | None,
                 cells = {m.pair: (values.oneway(m), values.flags(m))
                          for m in by_size[size] if m.pair}
                 sec.add("table", _matrix(nranks, cells, f"one-way time, {lab}{title_s}"))
-            po = big.outliers(by_size[size], size[0]) if size[0] == size[1] else None
+            po = big.outliers(by_size[size], size[0], r) if size[0] == size[1] else None
             if po is not None:
                 big.outlier_tables(sec, po, f"{lab}{title_s}", f"{sched}-{size[0]}")
                 slow += [(i, j) for i, j, *_ in po.slow_pairs]

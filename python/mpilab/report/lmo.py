@@ -10,9 +10,10 @@ over the nodes (links) and its interval's low end is above the median's high end
 difference inside the measurement's own spread is never named.
 
 Beside that rule, the section says in words which node, link and path the fit itself names
-slowest (models.lmo.slowest: the largest C_i + M t_i, L_ij + M/beta_ij and one M-byte message
-i -> j with the raw values, each with its ratio to the median) and marks them in the per-node
-table, the per-link table and the two heat maps (link cost, path cost)."""
+slowest (models.lmo.slowest, mpilab_lmo_headlines: on a star the largest C_i and the star
+view's slowest access link; otherwise the largest C_i + M t_i and L_ij + M/beta_ij; and one
+M-byte message i -> j with the raw values, each with its ratio to the median) and marks them
+in the per-node table, the per-link table and the two heat maps (link cost, path cost)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,10 @@ class Slowest:
     node: Named | None
     link: Named | None
     path: Named | None
+    # on a star (models.lmo.slowest.link_by "star"): the node whose access link is the
+    # slowest link (link is then None), and the node named by its C alone
+    link_of: Named | None = None
+    node_by_c: bool = False
 
 
 def _pair(v: Any) -> tuple[int, int] | None:
@@ -171,9 +176,30 @@ def slowest(lm: dict[str, Any], m: float) -> Slowest:
         return got
 
     nk = sl.get("node")
+    lo = sl.get("link_of")
+    if sl.get("link_by") == "star" and isinstance(lo, int) and not isinstance(lo, bool):
+        # a star: the headlines from the parameters that identify them (mpilab_lmo_headlines)
+        node = _named(nk, _node_c(lm)) if isinstance(nk, int) else None
+        if node is not None and _num(sl.get("node_cost_s")) is not None:
+            node = Named(node.key, _num(sl.get("node_cost_s")),
+                         _num(sl.get("node_vs_median")) or node.ratio)
+        return Slowest(node, None, pick("path", paths, _pair(sl.get("path"))),
+                       Named(lo, _num(sl.get("link_cost_s")), _num(sl.get("link_vs_median"))),
+                       True)
     return Slowest(pick("node", nodes, nk if isinstance(nk, int) and nk in nodes else None),
                    pick("link", links, _pair(sl.get("link"))),
                    pick("path", paths, _pair(sl.get("path"))))
+
+
+def _node_c(lm: dict[str, Any]) -> dict[int, float]:
+    """Each node's C (its value)."""
+    out = {}
+    for n in lm.get("nodes") or []:
+        if isinstance(n, dict) and isinstance(n.get("rank"), int):
+            c = _param(n.get("C")).value
+            if c is not None:
+                out[int(n["rank"])] = c
+    return out
 
 
 def _ratio(n: Named) -> str:
@@ -182,9 +208,16 @@ def _ratio(n: Named) -> str:
 
 def slowest_words(s: Slowest) -> str:
     parts = []
-    if s.node is not None:
+    if s.node is not None and s.node_by_c:
+        parts.append(f"node {s.node.key} (its fixed delay per message C = "
+                     f"{units.fmt_value(s.node.cost, 's')}, {_ratio(s.node)} node; on a star "
+                     "a node's time per byte is its access link's, so C alone names the node)")
+    elif s.node is not None:
         parts.append(f"node {s.node.key} (C + M t = {units.fmt_value(s.node.cost, 's')}, "
                      f"{_ratio(s.node)} node)")
+    if s.link_of is not None:
+        parts.append(f"link: node {s.link_of.key}'s access link (star view: a + M u = "
+                     f"{units.fmt_value(s.link_of.cost, 's')}, {_ratio(s.link_of)} node's)")
     if s.link is not None:
         a, b = s.link.key
         parts.append(f"link {a}-{b} (its own L + M/beta = {units.fmt_value(s.link.cost, 's')}, "

@@ -4,11 +4,11 @@ row or one curve per pair of a large run.
 - A table longer than its threshold is summarised: the rows an administrator needs (the
   slowest, the flagged, the outliers) stay in the page, the full table goes to a CSV file
   written beside the page (`Attachments`) and linked.
-- Pair times are analysed for outliers in O(pairs): an additive model t(i, j) = a_i + a_j
-  fitted by median polish on the ranks x ranks matrix (robust: one slow pair does not move
-  a node's term, one slow node does not make its pairs outliers); a node stands out by the
-  robust z-score of its term, a pair by the robust z-score of log(t / (a_i + a_j)) (timing
-  noise is multiplicative; the MAD is floored at 1%).
+- Pair times are analysed for outliers by the group-aware fit of mpilab.pairs (one
+  implementation for `python -m mpilab.pairs` and the report): t(i, j) = a_i + a_j +
+  link(g(i), g(j)) by robust (Huber) regression, the groups (sites, hosts) recorded by the
+  runner; a node, a link between groups or a pair stands out by the robust z-score of its
+  term (pairs: of the residual).
 - Pair matrices are heat maps (report.bigfigs), block-reduced above HEATMAP_MAX ranks.
 
 Thresholds are module constants so tests and the docs name them."""
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from mpilab import pairs as pairfit  # the one implementation of the pair fit
 
 #: a table of more rows than this is summarised (the full table goes to a CSV file)
 TABLE_ROWS = 200
@@ -88,70 +90,44 @@ def link_note(href: str | None, rows: int, what: str, kept: str) -> str:
             f'<a href="{escape(href)}" download>{escape(href)}</a> (CSV, SI units).')
 
 
-def robust_z(x: np.ndarray, floor: float) -> np.ndarray:
-    med = float(np.nanmedian(x))
-    mad = 1.4826 * float(np.nanmedian(np.abs(x - med)))
-    return (x - med) / max(mad, floor, 1e-300)
-
-
 @dataclass
 class PairOutliers:
-    """Median polish of a ranks x ranks matrix of pair times."""
+    """What the pair fit (mpilab.pairs.fit_pairs) finds in the round trips of one size."""
     ranks: int
     pairs: int
-    node: np.ndarray              # a_i, seconds (NaN: rank in no pair)
+    node: np.ndarray              # a_i, seconds (the node's share of a round trip)
     node_z: np.ndarray
-    slow_nodes: list[int]
+    slow_nodes: list[int]         # slowest first
     slow_pairs: list[tuple[int, int, float, float, float]]  # i, j, time, expected, z
     typical: float                # median pair time
+    # (group a, group b, the link's term in seconds, z), slowest first
+    slow_links: list[tuple[int, int, float, float]] = field(default_factory=list)
+    group_word: str = "group"     # what a group is: "site", "host", "group"
+    typical_link: float = math.nan  # the median link term, seconds (NaN: no links)
 
 
 def pair_outliers(times: dict[tuple[int, int], float], ranks: int,
-                  z: float = OUTLIER_Z, iters: int = 10) -> PairOutliers:
-    """Outlier nodes and pairs of pair times {(i, j): t}, by median polish of
-    t(i, j) = a_i + a_j (symmetric: both orders are the same pair)."""
-    mat = np.full((ranks, ranks), np.nan)
-    for (i, j), t in times.items():
-        if math.isfinite(t):
-            mat[i, j] = mat[j, i] = t
-    typical = float(np.nanmedian(mat)) if times else math.nan
-    a = np.full(ranks, typical / 2.0)
-    have = ~np.all(np.isnan(mat), axis=1)
-    for _ in range(iters):
-        prev = a.copy()
-        # a_i = median over j of (t_ij - a_j)
-        a = _rowmed(mat - a[None, :], have)
-        if np.allclose(a, prev, rtol=1e-9, atol=0.0, equal_nan=True):
-            break
-    floor = 0.01 * abs(typical) if math.isfinite(typical) else 0.0
-    nz = robust_z(a, floor / 2.0)
-    slow_nodes = [int(i) for i in np.argsort(-np.nan_to_num(nz, nan=-np.inf))
-                  if have[i] and nz[i] > z]
-    exp = a[:, None] + a[None, :]
-    # timing noise is multiplicative (a slow node's pairs vary more in seconds, not in
-    # ratio): the residual is log(t / expected)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        res = np.log(mat / exp)
-    iu = np.triu_indices(ranks, 1)
-    rv = res[iu]
-    ok = np.isfinite(rv)
-    rz = np.full(rv.shape, np.nan)
-    if ok.any():
-        rz[ok] = robust_z(rv[ok], 0.01)
-    order = np.argsort(-np.nan_to_num(rz, nan=-np.inf))
+                  groups: Sequence[int] | None = None, group_word: str = "group",
+                  z: float = OUTLIER_Z) -> PairOutliers | None:
+    """Slow nodes, links and pairs of pair times {(i, j): t} by mpilab.pairs.fit_pairs with
+    the ranks' groups; None when the pairs do not determine every node and link."""
+    try:
+        fit = pairfit.fit_pairs(times, ranks, groups, z=z)
+    except ValueError:
+        return None
+    node = np.asarray(fit.nodes, dtype=float)
+    nz = np.asarray(fit.node_z, dtype=float)
+    slow_nodes = sorted(fit.slow_nodes, key=lambda i: -nz[i])
     slow_pairs = []
-    for k in order:
-        if not ok[k] or rz[k] <= z:
-            break
-        i, j = int(iu[0][k]), int(iu[1][k])
-        slow_pairs.append((i, j, float(mat[i, j]), float(exp[i, j]), float(rz[k])))
-    return PairOutliers(ranks, int(ok.sum()), a, nz, slow_nodes, slow_pairs, typical)
-
-
-def _rowmed(x: np.ndarray, have: np.ndarray) -> np.ndarray:
-    out = np.full(x.shape[0], np.nan)
-    out[have] = np.nanmedian(x[have], axis=1)
-    return out
+    for i, j in sorted(fit.slow_pairs, key=lambda pq: -fit.pair_z[pq]):
+        t = times[(i, j)] if (i, j) in times else times[(j, i)]
+        slow_pairs.append((i, j, float(t), fit.expected(i, j, groups), fit.pair_z[(i, j)]))
+    links = [(a, b, fit.links[(a, b)], fit.link_z[(a, b)])
+             for a, b in sorted(fit.slow_links, key=lambda lk: -fit.link_z[lk])]
+    typical = float(np.median(list(times.values()))) if times else math.nan
+    tl = float(np.median(list(fit.links.values()))) if fit.links else math.nan
+    return PairOutliers(ranks, len(fit.residuals), node, nz, slow_nodes, slow_pairs, typical,
+                        links, group_word, tl)
 
 
 def block_max(mat: np.ndarray, cap: int = HEATMAP_MAX) -> tuple[np.ndarray, int]:

@@ -27,24 +27,44 @@ def _csv_link(sec: Section, att: Attachments, tag: str, head: Sequence[str],
 
 # ---------------------------------------------------------------- pair outliers
 
-def outliers(sms: list[Measurement], nbytes: int) -> scale.PairOutliers | None:
-    """Median polish of the round trips of one size (mpilab.pairs.pair_times)."""
+def run_groups(r: Results, ranks: int) -> tuple[list[int] | None, str]:
+    """The ranks' groups the runner recorded (provenance.options.pairs.rank_groups) and what
+    a group is ("site", "host", "group"); (None, "group") when none were recorded."""
+    d = pairs.run_design(r.provenance)
+    rg = d.get("rank_groups")
+    if not isinstance(rg, list) or len(rg) != ranks or not all(
+            isinstance(g, int) and not isinstance(g, bool) for g in rg):
+        return None, "group"
+    how = d.get("groups")
+    return [int(g) for g in rg], how if how in ("site", "host") else "group"
+
+
+def outliers(sms: list[Measurement], nbytes: int,
+             r: Results | None = None) -> scale.PairOutliers | None:
+    """The group-aware pair fit (mpilab.pairs.fit_pairs) of the round trips of one size, with
+    the groups r's runner recorded."""
     try:
         ranks, times = pairs.pair_times(sms, nbytes)
     except ValueError:
         return None
     if ranks < scale.OUTLIER_MIN_RANKS or len(times) < ranks:
         return None
-    return scale.pair_outliers(times, ranks)
+    groups, word = run_groups(r, ranks) if r is not None else (None, "group")
+    return scale.pair_outliers(times, ranks, groups, word)
+
+
+def _link_name(po: scale.PairOutliers, a: int, b: int) -> str:
+    return f"{po.group_word}s {a}-{b}"
 
 
 def outlier_tables(sec: Section, po: scale.PairOutliers, lab: str, tid: str) -> None:
-    sec.h3(f"Slow nodes and pairs, {lab}", f"outliers-{tid}")
+    sec.h3(f"Slow nodes, links and pairs, {lab}", f"outliers-{tid}")
     sec.note(f"{po.pairs} pairs of {po.ranks} ranks; typical round trip "
              f"{units.fmt_time(po.typical)}. Each pair's round trip is modelled as "
-             "a_i + a_j (median polish: robust to slow pairs and nodes); a node is slow when "
-             "its a_i, a pair when its ratio to a_i + a_j (in log), has a robust z-score "
-             f"above {scale.OUTLIER_Z} (median and MAD over the nodes, the pairs).")
+             f"a_i + a_j + link(g_i, g_j) (robust Huber fit, mpilab.pairs; the link term "
+             f"between the runner's {po.group_word}s, 0 inside one); a node, a link or a pair "
+             "(its residual) is slow when its robust z-score is above "
+             f"{scale.OUTLIER_Z} (median and MAD over the nodes, the links, the pairs).")
     rows = [[Cell(str(i), sort=i, num=True, bold=True), tables.value(float(po.node[i]), "s"),
              Cell(f"{po.node_z[i]:.1f}", sort=float(po.node_z[i]), num=True)]
             for i in po.slow_nodes[:scale.OUTLIER_ROWS]]
@@ -56,19 +76,28 @@ def outlier_tables(sec: Section, po: scale.PairOutliers, lab: str, tid: str) -> 
                                table_id=f"slow-nodes-{tid}", collapse=False))
     else:
         sec.note("No node stands out.")
+    lrow = [[Cell(_link_name(po, a, b), bold=True), tables.value(v, "s"),
+             Cell(f"{lz:.1f}", sort=lz, num=True)]
+            for a, b, v, lz in po.slow_links[:scale.OUTLIER_ROWS]]
+    if lrow:
+        sec.add("table", Table(["link", "link term (added to a round trip)", "robust z"], lrow,
+                               caption=f"slow links, {lab}", table_id=f"slow-links-{tid}",
+                               collapse=False))
+    elif po.group_word != "group" or po.slow_links:
+        sec.note("No link between groups stands out.")
     prow = [[Cell(f"{i}-{j}", bold=True), tables.value(t / 2, "s"), tables.value(e / 2, "s"),
              Cell(f"x{t / e:.2f}" if e > 0 else "-", sort=t / e if e > 0 else None, num=True),
              Cell(f"{z:.1f}", sort=z, num=True)]
             for i, j, t, e, z in po.slow_pairs[:scale.OUTLIER_ROWS]]
     if prow:
         more = len(po.slow_pairs) - len(prow)
-        sec.add("table", Table(["pair", "one-way time", "expected (a_i + a_j) / 2", "ratio",
-                                "robust z"], prow,
+        sec.add("table", Table(["pair", "one-way time", "expected (a_i + a_j + link) / 2",
+                                "ratio", "robust z"], prow,
                                caption=f"slow pairs, {lab}" + (f" ({more} more)" if more > 0
                                                                 else ""),
                                table_id=f"slow-pairs-{tid}", collapse=False))
     else:
-        sec.note("No pair stands out beyond its nodes.")
+        sec.note("No pair stands out beyond its nodes and link.")
 
 
 def health_items(po: scale.PairOutliers, lab: str) -> list[str]:
@@ -76,7 +105,14 @@ def health_items(po: scale.PairOutliers, lab: str) -> list[str]:
     if po.slow_nodes:
         out.append(f"slow node(s) at {lab}: rank " + ", ".join(
             str(i) for i in po.slow_nodes[:10]) + (" ..." if len(po.slow_nodes) > 10 else "")
-            + " (Point-to-point: slow nodes and pairs)")
+            + " (Point-to-point: slow nodes, links and pairs)")
+    if po.slow_links:
+        out.append(f"slow link(s) at {lab}: " + ", ".join(
+            f"{_link_name(po, a, b)} ({units.fmt_time(v)} per round trip"
+            + (f", the median link {units.fmt_time(po.typical_link)})"
+               if math.isfinite(po.typical_link) else ")")
+            for a, b, v, _ in po.slow_links[:10]) + (" ..." if len(po.slow_links) > 10 else "")
+            + " (Point-to-point: slow nodes, links and pairs)")
     if po.slow_pairs:
         out.append(f"slow pair(s) at {lab}: " + ", ".join(
             f"{i}-{j}" for i, j, *_ in po.slow_pairs[:10])

@@ -304,6 +304,9 @@ FLAG_MEANINGS = (
     (quality.GLOBAL_DIFFERS, "max or root timing outside global timing's interval: it missed "
                              "a latency between ranks (docs/bench.md, \"Which timing to "
                              "trust\")"),
+    (quality.PARALLEL_CONTENTION, "all pairs asked in parallel: checked pairs were slower "
+                                  "in parallel than alone (contention), every pair measured "
+                                  "again one at a time (docs/pairs.md, \"Contention check\")"),
     (quality.CLAMPED, "a model parameter fitted below 0 (impossible), shown as its clamp 0"),
     (quality.CI_EDGE, "a model parameter at an end of its own interval (the interval was "
                       "stretched to hold it: not a range a repeat would land in)"),
