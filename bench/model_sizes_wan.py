@@ -68,7 +68,8 @@ def show(rows: list[dict[str, Any]], truth: float) -> None:
     print(f"{'run':>3} {'sizes':<10} {'largest':>8} {'stop':<9} {'beta err':>9} {'holds':>5} "
           f"{'G err':>8} {'holds':>5} {'wall s':>7}")
     counts: dict[str, list[int]] = {}
-    for k, r in enumerate(rows):
+    for r in rows:
+        k = r["run"]
         if "error" in r:
             print(f"{k:>3} {r['mode']:<10} failed: {r['error']}")
             continue
@@ -129,7 +130,8 @@ def main() -> int:
             testbed_up(a.prefix, spec)
         for k in range(a.runs):
             for mode in ("extend", "fixed") if a.fixed else ("extend",):
-                rows.append(one_run(a.prefix, mode, work / f"run{k}-{mode}.json", 1200))
+                r = one_run(a.prefix, mode, work / f"run{k}-{mode}.json", 1200)
+                rows.append(r | {"run": k})
                 print(f"run {k} {mode}: {rows[-1].get('wall_s', 0):.0f} s", flush=True)
     except KeyboardInterrupt:
         print("stopped: the runs done so far", flush=True)
