@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "mpilab/runner.h"
+#include "mpilab/suite.h"
 
 void mpilab_runner_usage(FILE *f)
 {
