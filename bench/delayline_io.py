@@ -16,7 +16,7 @@ one-way time of lone kernel-stamped UDP datagrams (mpilab.testbed.oneway: stampe
 leave the sender's interface and reach the receiver's) minus the undelayed median minus D.
 The echo is a lone packet too: on both routes it waits half the gap between datagrams, so
 each way starts on an idle node and crosses an idle path (--echo-after delay: the undelayed
-echo waits D and the delayed one none, as before session 29, which starts the delayed echo
+echo waits D and the delayed one none, an earlier probe, which starts the delayed echo
 on a node its request has just warmed). ICMP-0 the same for
 lone kernel-stamped ICMP echo requests, one way (stamped where they leave the sender's
 interface and where they reach the far node's, whose kernel makes the reply); ICMP-rt half
@@ -178,7 +178,7 @@ def main() -> int:
     ap.add_argument("--variants", default="tun=tun|;packet=packet|")
     ap.add_argument("--sequential", dest="together", action="store_false",
                     help="probe the undelayed testbed and each variant one after the other "
-                         "(before session 30), not all at once with interleaved packets")
+                         "(an earlier probe), not all at once with interleaved packets")
     a = ap.parse_args()
     try:
         variants = parse_variants(a.variants)

@@ -149,7 +149,7 @@ def undelayed(prefix: str, count: int, lan_too: bool = True,
     """The same measurements on the testbed without a WAN delay (no delay line): the path a
     delay of D should lengthen by exactly D. `hold` (D): the UDP echo waits that long, so
     the way back has been idle as long as behind the line (an echo sent at once crosses a
-    path its request has just warmed: 20-40 us against 175-900 us forward in session 20)."""
+    path its request has just warmed: 20-40 us against 175-900 us forward in a recorded run)."""
     sp = up("0ms", prefix)
     try:
         return one(sp, "0ms", count, lan_too=lan_too, reply_after=hold)

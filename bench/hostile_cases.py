@@ -367,7 +367,7 @@ def testbed_cases(prefix: str) -> list[Case]:
         "link not an array": "[link]\nnode = \"s0n0\"\n",
         "delay backend bogus": "[wan]\ndelay_backend = \"bogus\"\n",
         "binary file": "\x00\x01\x02",
-        # the keys session 18 added ([[node]] cpu limits, per-node WAN delay, the delay trim,
+        # the keys added later ([[node]] cpu limits, per-node WAN delay, the delay trim,
         # slow start after idle)
         "cpu_quota negative": "[[node]]\nname = \"s0n0\"\ncpu_quota = -0.5\n",
         "cpu_quota zero": "[[node]]\nname = \"s0n0\"\ncpu_quota = 0\n",

@@ -73,7 +73,7 @@ from hostile_cases_options import option_cases
 from hostile_generated import ci_slice, generated_cases
 
 # ---------------------------------------------------------------------------------------
-# entry points added in session 3: mpilab selftest, disk, multilane, pathmig; the C tools
+# entry points: mpilab selftest, disk, multilane, pathmig; the C tools
 # mpilab-multilane, mpilab-pathmigd, mpilab-seekfs, mpilab-selftest; mpilab-bench's
 # newer options
 

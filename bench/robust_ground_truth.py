@@ -16,7 +16,7 @@ that ends early (SIGTERM) still prints the table of the runs done so far. Beside
 the same launches merged without the floor rule (launches.merge_floor_param), and the runs
 against a TCP ping-pong's truth (mpilab.testbed.tcpping). A series split over bench slots:
 `--json` per slot, then `--aggregate A.json B.json` adds up the counts. `--tool-nice keep`
-runs mpilab-selftest link at the priority it was launched with (before session 18).
+runs mpilab-selftest link at the priority it was launched with (an earlier behaviour).
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def main() -> int:
     ap.add_argument("--json", help="write everything to this file")
     ap.add_argument("--tool-nice", default=None,
                     help="mpilab-selftest link --nice for every launch (default: the tool's, "
-                         "-20; keep: as launched, the behaviour before session 18)")
+                         "-20; keep: as launched, an earlier behaviour)")
     ap.add_argument("--aggregate", nargs="+", metavar="JSON",
                     help="measure nothing: add up the counts of these --json files (series of "
                          "the same hogs from several bench slots) and print the target's verdict")

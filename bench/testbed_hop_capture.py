@@ -2,7 +2,7 @@
 """Where a lone datagram's time goes across the testbed's WAN, and what the delay line adds.
 
 Issue 25's delay-line target compares the delayed WAN against the undelayed one. In
-session 20 the undelayed route's lone forward datagram (s0n0 -> s1n0, after the client
+an earlier run the undelayed route's lone forward datagram (s0n0 -> s1n0, after the client
 slept) took 175-912 us one way while its echo took 20-40 us, and separate testbeds (or runs
 seconds apart) differed by hundreds of us: the comparison measured the machine, not the
 line. Here, per delay, one 2 x 2 testbed; per run, lone UDP datagrams (kernel-stamped at

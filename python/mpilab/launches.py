@@ -238,9 +238,9 @@ LAUNCHES_SET_ASIDE = quality.LAUNCHES_SET_ASIDE
 FLOOR_PARAMS = frozenset({"L", "alpha"})
 #: how far above the lowest launch's floor another launch's whole interval must lie to be set
 #: aside. On the testbed (docs/models-robust.md) the floors of quiet launches of the same command
-#: differed by up to 3.3% (0-byte minima 2049-2118 us over 5 runs, session 7; 0.3-1.4% in
-#: sessions 16-17), launches held off their CPUs by two busy loops came out 45-50% high
-#: (sessions 16-17) and doubled ones 95%: 10% lies well between the two.
+#: differed by up to 3.3% (0-byte minima 2049-2118 us over 5 runs; 0.3-1.4% in
+#: later runs), launches held off their CPUs by two busy loops came out 45-50% high
+#: and doubled ones 95%: 10% lies well between the two.
 FLOOR_GAP = 0.10
 
 

@@ -15,7 +15,7 @@ from typing import Any
 PathT = tuple[str | int, ...]
 
 # mpilab-bench's built-in operations (`mpilab-bench --list --json`, tested against it in
-# tests/python/test_hostile29.py) and the testbed check's link measurements; a user's
+# tests/python/test_hostile_outputs_specs.py) and the testbed check's link measurements; a user's
 # entries (--entries FILE.so) are known through provenance.options.ops.
 BUILTIN_OPS = frozenset({
     "allgather", "allreduce", "alltoall", "barrier", "bcast", "comb", "exchange", "gather",

@@ -15,8 +15,8 @@
 extern char **environ;
 
 /* The CPU this thread last ran on (sched_getcpu: the kernel's number, the OS index hwloc's
- * last-CPU location also gives); -1 if unknown. Until session 17 this loaded hwloc's whole
- * topology for the one number: 5-10 ms of every launch's provenance. */
+ * last-CPU location also gives); -1 if unknown. Loading hwloc's whole
+ * topology for the one number would cost 5-10 ms of every launch's provenance. */
 static int current_pu(void)
 {
     int cpu = sched_getcpu();

@@ -323,8 +323,8 @@ static double series_boot_quantile_fast(const series_t *s, double q, gsl_rng *rn
  * ENDPOINT_CENTRE s: the basic
  * interval [2 min - hi, 2 min - lo] then reaches below min (where the endpoint lies) AND
  * above it (where a repeat's minimum may fall), with min inside, never at an end by
- * construction (until session 11 the draw was not centred and every interval of L and
- * alpha ended at its own point estimate). */
+ * construction (with an uncentred draw every interval of L and alpha ended at its own
+ * point estimate). */
 #define ENDPOINT_SPACINGS 8
 /* How far the draw is centred (0: the replicate is never below the minimum, so the basic
  * interval ends at it; 1: centred on it). 0.25 keeps the reach below the minimum that covers

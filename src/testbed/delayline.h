@@ -219,7 +219,7 @@ enum { MPILAB_DL_BUSY_AUTO = -1, MPILAB_DL_BUSY_OFF = 0, MPILAB_DL_BUSY_ON = 1 }
  * packet I/O and --warm-path, below the warm-up lead (a sleeping line whose hold is
  * shorter than the lead never warms the path: at 100 us lone echoes crossed 20-70 us
  * late in 8 of 10 runs, a busy line that keeps the paths warm none; docs/testbed-delayline.md,
- * session 30). A busy line
+ * measured). A busy line
  * stays at normal scheduling unless --rt-priority demands SCHED_FIFO: a real-time task that
  * never sleeps is stopped by the kernel's real-time throttling (here: releases up to 28 ms
  * late, p99 of the router crossings, in a bench slot). */
@@ -389,7 +389,7 @@ int mpilab_dl_realtime(const mpilab_dl_options *opt, mpilab_dl_sched *out);
  * for: --rt-adaptive, then --rt-priority (FIFO), --no-realtime (normal). AUTO: normal
  * unless root and sleeping (a busy-polling line stays normal); then SCHED_FIFO on the tun
  * device and adaptive on packet sockets, where a real-time sleeper made lone packets 45-250
- * us late at 100 us (session 26) and normal scheduling released a stream beside two busy
+ * us late at 100 us and normal scheduling released a stream beside two busy
  * CPUs 57 us late on average where adaptive did 4.4 (docs/testbed-delayline.md). */
 enum { MPILAB_DL_CLASS_NORMAL = 0, MPILAB_DL_CLASS_FIFO = 1, MPILAB_DL_CLASS_ADAPTIVE = 2 };
 int mpilab_dl_start_class(const mpilab_dl_options *opt, int root);

@@ -10,7 +10,7 @@ import pytest
 from mpilab import launches
 from mpilab.commands.selftest import merge_link_launches
 
-TRUTH = 2004.7e-6  # the ICMP truth of L in session 17's two-hog slot
+TRUTH = 2004.7e-6  # the ICMP truth of L in a two-hog slot
 
 
 def _launch(rel: float, half: float) -> tuple[float, float, float]:
@@ -26,7 +26,7 @@ def _split(ls: list[tuple[float, float, float]]) -> tuple[list[float], list[floa
 
 
 def test_a_launch_late_by_a_tick_is_set_aside() -> None:
-    """Session 17, two hogs, run 1, L: launches +0.7%, +49.4%, +1.1% with own half widths
+    """Two hogs, a recorded run, L: launches +0.7%, +49.4%, +1.1% with own half widths
     0.5%. The plain launch-level interval holds the truth only by being -50 .. +105% wide;
     the floor merge sets launch 2 aside (its interval lies wholly above launch 1's), and its
     interval, from launches 1 and 3, holds the truth within 5%."""
@@ -43,8 +43,8 @@ def test_a_launch_late_by_a_tick_is_set_aside() -> None:
 
 
 def test_launch_to_launch_variation_is_not_set_aside() -> None:
-    """Launches up to 3.3% apart with disjoint narrow intervals (session 13's quiet L: 2008
-    and 2022 us; session 7's quiet 0-byte minima 2049 .. 2118 us) are the machine's
+    """Launches up to 3.3% apart with disjoint narrow intervals (a quiet L: 2008
+    and 2022 us; quiet 0-byte minima 2049 .. 2118 us) are the machine's
     launch-level variation, below FLOOR_GAP: kept, and the merged interval holds them all
     (what a repeat would see)."""
     v, lo, hi = _split([_launch(0.0, 0.002), _launch(0.033, 0.002), _launch(0.007, 0.002)])
@@ -57,7 +57,7 @@ def test_launch_to_launch_variation_is_not_set_aside() -> None:
 
 
 def test_a_late_launch_whose_own_interval_reaches_the_floor_is_kept() -> None:
-    """Session 17's Hockney alpha: a shifted launch (+46%) whose own interval (+-62%)
+    """A recorded Hockney alpha: a shifted launch (+46%) whose own interval (+-62%)
     reaches down to the others' is not excluded by its own interval: kept, and the merged
     interval stays wide and says so."""
     v, lo, hi = _split([_launch(0.010, 0.281), _launch(0.461, 0.625), _launch(-0.022, 0.08)])
@@ -67,7 +67,7 @@ def test_a_late_launch_whose_own_interval_reaches_the_floor_is_kept() -> None:
 
 
 def test_every_launch_late_sets_none_aside() -> None:
-    """Session 17, run 5: all three launches about 49% high. No launch reached a lower floor,
+    """A recorded two-hog run: all three launches about 49% high. No launch reached a lower floor,
     so none is set aside: the figure is as late as the launches were (the rule cannot invent
     a floor nobody measured)."""
     v, lo, hi = _split([_launch(0.470, 0.115), _launch(0.498, 0.121), _launch(0.496, 0.125)])
@@ -97,7 +97,7 @@ def test_no_interval_on_the_lowest_launch_sets_none_aside() -> None:
 def test_floor_merge_coverage_on_synthetic_launches() -> None:
     """1000 synthetic runs of 3 launches: the floor at TRUTH, each launch's level moved by
     N(0, 0.3%) with an own half width of 0.5%, and each launch late by 45-50% with
-    probability 1/3 (the two-hog rate of sessions 16-17). Among runs with at least one launch
+    probability 1/3 (the recorded two-hog rate). Among runs with at least one launch
     at the floor, the floor merge's interval holds the truth and lies within 5% of it in
     >= 90%; the plain merge does so in far fewer (a late launch makes it -50 .. +100% wide,
     two move its median)."""

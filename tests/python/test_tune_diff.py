@@ -152,7 +152,7 @@ def test_signed_rank_interval_cut_is_the_tables() -> None:
 
 
 def test_paired_rank_flags_a_slowdown_that_pairs_far_off_hide_from_the_t_test() -> None:
-    """Session 16's miss: 1 KiB x1.096 [0.957, 1.256] among 30 pairs. Three pairs of 30 with
+    """A recorded miss: 1 KiB x1.096 [0.957, 1.256] among 30 pairs. Three pairs of 30 with
     one launch far off: the t test misses a 10% slowdown about half the time, the signed-rank
     test sees it every time, with its interval around 1.10."""
     from mpilab.tune import stats

@@ -448,7 +448,7 @@ def link_truth(out: dict[str, Any]) -> dict[str, Any]:
 def run_truth(res: dict[str, Any], run: dict[str, Any], name: str) -> float:
     """The truth of parameter `name` for one run. Measured by ICMP (res["icmp_added_s"]):
     res["truth"] as it is (the ping already saw whatever the delay line added). Results of
-    the earlier method (before session 12): the configured delay plus the base latency,
+    the earlier method: the configured delay plus the base latency,
     plus the delay line's own mean lateness during the run beyond the base run's."""
     t = float(res["truth"][name])
     if name not in ("L", "alpha") or "icmp_added_s" in res:

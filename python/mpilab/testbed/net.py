@@ -709,7 +709,7 @@ def _packet_line_out(spec: Spec, sd: Path, delayline: str, io: list[str],
     cur[0]) stopped and the router's kernel forwarding on; on the way out forwarding off
     again and a new line on the same peers and trim file (its pid into cur[0]). (A line
     in standby would be woken by every frame its socket still sees: undelayed crossings
-    then came 10-20 us slower and the trims at 1-100 ms -17 to -25 us, session 30.)"""
+    then came 10-20 us slower and the trims at 1-100 ms -17 to -25 us.)"""
     kill_pids([cur[0]])
     _ip_forward(spec.router_ns(), True)
     try:
@@ -726,7 +726,7 @@ def _packet_line_standby(router: str, pid: int) -> Iterator[None]:
     in standby (SIGUSR2: it takes nothing in, and goes on polling and warming its paths as
     in service, so a core spins as it will for the delayed packets; a stopped line left it
     idle, and undelayed crossings up to 8 us slower: trims at 100 us of -14 to -16 us
-    against about -8 in the runs, session 30) and the router's kernel forwarding on; on
+    against about -8 in the runs) and the router's kernel forwarding on; on
     the way out forwarding off and the line back in service."""
     signal_line(pid, signal.SIGUSR2)
     _ip_forward(router, True)

@@ -335,7 +335,7 @@ def trim_from(delay: float, base: tuple[list[float], list[float]],
     directions): the mean of the two directions' median excess (delayed - undelayed - D),
     which puts D midway between them (the least either is off, the target being each
     direction within 10 us of D; their difference at up is mostly sampling noise, and the
-    smaller of the two, the rule until session 30, picked that noise: runs then leaned
+    smaller of the two, an earlier rule, picked that noise: runs then leaned
     late by 4.5 us at 10 us), between -cap and min(D, cap) (negative: the line's path,
     warmed before each release, crosses faster than the undelayed route's cold one, and
     the hold is lengthened by as much); 0 when the samples were not steady (`steady`:
@@ -388,9 +388,9 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     one route's block and the other's then moves both (with one block each, two
     calibrations at 1 ms read -6.2 and -12.9 us). While the trim's standard error
     (trim_se) is above `precision`, the routes take another turn, up to `max_blocks`
-    (`blocks` and `se_s` in the result; session 31: a calibration at 100 ms with a spread of
+    (`blocks` and `se_s` in the result; a calibration at 100 ms with a spread of
     7.1 us was 5 us off what the runs then needed). Samples that are not steady are measured
-    again, up to `attempts` times in all (`attempts` in the result). Until session 30 the
+    again, up to `attempts` times in all (`attempts` in the result). Before this the
     echo left D after the request on the undelayed route and at once behind the line, from
     a node the request had just warmed: at 10 and 100 ms the echo's direction then read
     about 10 us early, and the trim overshot by as much."""

@@ -30,7 +30,7 @@ def _recv_exact(s: socket.socket, n: int, deadline_s: float = 60.0) -> bytes:
     """n bytes, polling without blocking (MSG_DONTWAIT) as MPI's ranks poll: a process that
     sleeps in recv for the 4 ms of a delayed round trip pays a wake-up the undelayed link's
     short waits do not (a blocking version of this ping-pong read 38 us more than ICMP on the
-    delayed WAN, session 18)."""
+    delayed WAN)."""
     buf = b""
     end = time.monotonic() + deadline_s
     while len(buf) < n:

@@ -118,7 +118,7 @@ def mpich_selection(lib: str) -> tuple[dict, frozenset[str]]:  # type: ignore[ty
 # MPI_IN_PLACE" in MPICH's own source). Forced through MPIR_CVAR_<COLL>_INTRA_ALGORITHM on a
 # call that is not in place, MPICH's fallback check runs its own choice instead, so the
 # sweep measured something else under this name; named in a selection file, the algorithm
-# runs and delivers wrong data (alltoall 16 KiB on the 2 x 4 grid, session 22). Neither
+# runs and delivers wrong data (alltoall 16 KiB on the 2 x 4 grid). Neither
 # swept nor exported.
 MPICH_IN_PLACE_ONLY = frozenset({("alltoall", "mpich_pairwise_sendrecv_replace")})
 

@@ -84,7 +84,7 @@ def placement_args(testbed: str | None) -> list[str]:
     """Runner arguments for a launch on a testbed: `--placement keep`. Every rank is alone
     in its node's namespace, so the runner's automatic placement turns Open MPI's yield when
     idle off before MPI starts, and only then counts 8 ranks on this kernel's 2 CPUs: 8 ranks
-    polling without yield (provenance.placement said so in session 21's first trial; a
+    polling without yield (provenance.placement said so in a first trial; a
     64 B bcast took 24 to 104 ms). Kept as launched, the testbed's mpirun
     (mpi_yield_when_idle 1) decides."""
     return ["--placement", "keep"] if testbed is not None else []
