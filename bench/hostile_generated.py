@@ -92,7 +92,6 @@ def _walk(p: argparse.ArgumentParser, path: list[str]
 
 
 def _parser() -> argparse.ArgumentParser:
-    sys.path.insert(0, str(REPO / "python"))
     from mpilab import cli
 
     return cli.build_parser()
@@ -307,7 +306,6 @@ CHOICE: dict[str, Any] = {
 
 
 def _state_good() -> dict[str, Any]:
-    sys.path.insert(0, str(REPO / "python"))
     from mpilab.testbed.spec import Spec
 
     return {"spec": Spec(prefix="zz").to_dict(), "key": "k", "created": 1.7e9,
@@ -322,7 +320,6 @@ _EVENT = {"time": 1.7e9, "event": "state", "node": "s0n0", "from": "ARMED", "to"
 
 def _events_file(text: str) -> Setup:
     def f(d: Path) -> None:
-        sys.path.insert(0, str(REPO / "python"))
         from mpilab.testbed.spec import Spec
 
         (d / "fk-testbed" / "pathmig").mkdir(parents=True)
