@@ -20,10 +20,10 @@ from typing import Any
 from mpilab import plausible, samples_file, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
-from mpilab.json_locate import locate as _locate
 from mpilab.results_check import loggp, measurements, models, schema_check
 from mpilab.results_model import SCHEMA, Measurement, Results, reindex
 from mpilab.strict_json import Where, strict_json
+from mpilab.strict_json import locate as _locate
 
 
 def parse(text: str, name: str, samples: str | os.PathLike[str] | None = None) -> Results:

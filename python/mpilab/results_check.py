@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from mpilab import pair_matrix, schemacheck
-from mpilab.json_locate import PathT
 from mpilab.results_model import (
     HockneyPair,
     HockneyRange,
@@ -26,7 +25,7 @@ from mpilab.results_model import (
     Stats,
     reindex,
 )
-from mpilab.strict_json import Where
+from mpilab.strict_json import PathT, Where
 
 # ---------------------------------------------------------------------------------------
 # validation against the one schema (python/mpilab/schemas/results-1.schema.json)

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-PathT = tuple[str | int, ...]
+from mpilab.strict_json import PathT
+
 SCHEMAS = Path(__file__).with_name("schemas")
 
 _TYPE_WORDS = {"object": "an object", "array": "an array", "number": "a number",
@@ -81,14 +82,16 @@ def message(e: Any) -> tuple[PathT, str]:
 
 
 @functools.cache
-def validator(name: str) -> Any:
-    """The validator of schemas/NAME (checked once, local references inlined)."""
+def validator(name: str, part: str | None = None) -> Any:
+    """The validator of schemas/NAME, or of its $defs entry `part` (checked once, local
+    references inlined)."""
     import jsonschema
 
     schema = json.loads((SCHEMAS / name).read_text())
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(inline(schema, schema.get("$defs", {})))
+    defs = schema.get("$defs", {})
+    return cls(inline(schema if part is None else defs[part], defs))
 
 
 def first_error(name: str, doc: Any) -> tuple[PathT, str] | None:

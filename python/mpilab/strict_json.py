@@ -8,15 +8,130 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+from json.decoder import scanstring
 from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import read_regular
-from mpilab.json_locate import PathT
-from mpilab.json_locate import locate as _locate
+
+PathT = tuple[str | int, ...]
 
 # ---------------------------------------------------------------------------------------
-# locating a JSON path in the text: mpilab.json_locate (only used to put a line number on an error)
+# locating a JSON path in the text (only used to put a line number on an error)
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def locate(text: str, target: PathT) -> int | None:
+    """Line (1-based) where the value at `target` starts, or None if not found."""
+    pos = 0
+
+    def ws() -> None:
+        nonlocal pos
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+
+    def skip_value() -> None:
+        nonlocal pos
+        ws()
+        c = text[pos]
+        if c == "{":
+            pos += 1
+            ws()
+            if text[pos] == "}":
+                pos += 1
+                return
+            while True:
+                ws()
+                _, pos = scanstring(text, pos + 1)
+                ws()
+                pos += 1  # ':'
+                skip_value()
+                ws()
+                if text[pos] == ",":
+                    pos += 1
+                    continue
+                pos += 1  # '}'
+                return
+        if c == "[":
+            pos += 1
+            ws()
+            if text[pos] == "]":
+                pos += 1
+                return
+            while True:
+                skip_value()
+                ws()
+                if text[pos] == ",":
+                    pos += 1
+                    continue
+                pos += 1
+                return
+        if c == '"':
+            _, pos = scanstring(text, pos + 1)
+            return
+        for lit in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
+            if text.startswith(lit, pos):
+                pos += len(lit)
+                return
+        m = _NUM.match(text, pos)
+        if not m:
+            raise ValueError("bad token")
+        pos = m.end()
+
+    def find(depth: int) -> int | None:
+        nonlocal pos
+        ws()
+        if depth == len(target):
+            return pos
+        key = target[depth]
+        c = text[pos]
+        if c == "{" and isinstance(key, str):
+            pos += 1
+            ws()
+            if text[pos] == "}":
+                return None
+            while True:
+                ws()
+                k, pos = scanstring(text, pos + 1)
+                ws()
+                pos += 1
+                if k == key:
+                    return find(depth + 1)
+                skip_value()
+                ws()
+                if text[pos] == ",":
+                    pos += 1
+                    continue
+                return None
+        if c == "[" and isinstance(key, int):
+            pos += 1
+            ws()
+            if text[pos] == "]":
+                return None
+            idx = 0
+            while True:
+                if idx == key:
+                    return find(depth + 1)
+                skip_value()
+                ws()
+                if text[pos] == ",":
+                    pos += 1
+                    idx += 1
+                    continue
+                return None
+        return None
+
+    try:
+        at = find(0)
+    except (ValueError, IndexError, RecursionError):
+        return None
+    if at is None:
+        return None
+    return text.count("\n", 0, at) + 1
+
+
 
 def _fmt_path(p: PathT) -> str:
     out = ""
@@ -36,7 +151,7 @@ class Where:
         # point at the innermost existing value on the path
         line = None
         for n in range(len(path), -1, -1):
-            line = _locate(self.text, path[:n])
+            line = locate(self.text, path[:n])
             if line is not None:
                 break
         where = f"{self.name}:{line}" if line is not None else self.name
@@ -62,19 +177,22 @@ class _BadNumber:
         self.why = why
 
 
+_RANGE = "is outside the range of a double"
+
+
 def _parse_float(s: str) -> float | _BadNumber:
     v = float(s)
     if not math.isfinite(v):
-        return _BadNumber(s, "is outside the range of a double")
+        return _BadNumber(s, _RANGE)
     return v
 
 
 def _parse_int(s: str) -> int | _BadNumber:
     if len(s) > 310:  # also keeps int() below Python's digit limit
-        return _BadNumber(s, "is outside the range of a double")
+        return _BadNumber(s, _RANGE)
     v = int(s)
     if abs(v) > _DBL_MAX:
-        return _BadNumber(s, "is outside the range of a double")
+        return _BadNumber(s, _RANGE)
     return v
 
 
@@ -151,6 +269,35 @@ def strict_json(text: str, name: str) -> Any:
         tok = tok if len(tok) <= 40 else f"{tok[:20]}...({len(tok)} characters)"
         raise Where(name, text).fail(bad[0], f"{tok} {bad[1].why}")
     return doc
+
+
+class NotStrict(ValueError):
+    """Raised by strict_decoder() at the first value strict_json refuses; the caller re-reads
+    the document with strict_json for the located one-line message."""
+
+
+def _must(v: Any) -> Any:
+    if isinstance(v, _BadNumber):
+        raise NotStrict(v.why)
+    return v
+
+
+def _object_or_raise(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    o = dict(pairs)
+    if len(o) != len(pairs):
+        raise NotStrict("a key appears twice in one object")
+    return o
+
+
+def strict_decoder() -> json.JSONDecoder:
+    """A json decoder under strict_json's number and key rules that raises NotStrict at the
+    first violation instead of locating it: for readers that decode a document piece by
+    piece (report.stream) and hand anything refused to strict_json. Lone surrogates are the
+    caller's to screen (they are refused by strict_json, not by this decoder)."""
+    return json.JSONDecoder(parse_float=lambda s: _must(_parse_float(s)),
+                            parse_int=lambda s: _must(_parse_int(s)),
+                            parse_constant=lambda s: _must(_parse_constant(s)),
+                            object_pairs_hook=_object_or_raise)
 
 
 def read_json(path: str | os.PathLike[str], what: str, limit: int) -> tuple[Any, str]:

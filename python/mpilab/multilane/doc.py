@@ -13,8 +13,7 @@ from typing import Any
 
 from mpilab import schemacheck
 from mpilab.errors import MpilabError
-from mpilab.json_locate import PathT
-from mpilab.strict_json import located, read_json
+from mpilab.strict_json import PathT, located, read_json
 
 SCHEMA = "mpilab.multilane/1"
 SCHEMA_FILE = "multilane-1.schema.json"

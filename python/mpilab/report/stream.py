@@ -9,7 +9,8 @@ report's time and all of its memory). `load_large` reads the same file in one pa
   (json's C decoder, results' strict number rules: NaN, Infinity and out-of-range numbers
   are refused) while the file streams past, everything else is decoded whole;
 - validation is the same schema (python/mpilab/schemas/results-1.schema.json, its
-  references inlined as results.py does), compiled by fastjsonschema: the document without
+  references inlined as results.py does), checked by jsonschema (mpilab.schemacheck): the
+  document without
   its measurements once, then each measurement on its own (the schema puts no constraint on
   the measurements array besides its items); then the checks across fields that
   results.load runs (mpilab.results_check: measurement, models, loggp), so the typed view
@@ -26,10 +27,8 @@ results.load refuses, and never words an error differently.
 from __future__ import annotations
 
 import codecs
-import functools
 import gc
 import json
-import math
 import os
 import re
 import sys
@@ -39,7 +38,7 @@ from typing import Any
 from mpilab import plausible, results, results_check, samples_file, schemacheck
 from mpilab.errors import MpilabError
 from mpilab.results_model import SCHEMA, Measurement, Results
-from mpilab.strict_json import Where
+from mpilab.strict_json import NotStrict, Where, strict_decoder
 
 CHUNK = 1 << 20
 _WS = " \t\n\r"
@@ -49,56 +48,17 @@ class _Fallback(Exception):
     """Not plainly valid: results.load decides and words the error."""
 
 
-def _bad(_s: str) -> Any:
-    raise _Fallback
-
-
-# results' strict number rules (NaN, Infinity and numbers beyond a double are refused)
-def _float(t: str) -> float:
-    v = float(t)
-    if not math.isfinite(v):
-        raise _Fallback
-    return v
-
-
-def _int(t: str) -> int:
-    if len(t) > 310:
-        raise _Fallback
-    v = int(t)
-    if abs(v) > 1.7976931348623157e308:
-        raise _Fallback
-    return v
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    o = dict(pairs)
-    if len(o) != len(pairs):
-        raise _Fallback  # a key given twice: results.load names it
-    return o
-
-
-_DEC = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_bad,
-                        object_pairs_hook=_object)
+# strict_json's number and key rules (NaN, Infinity, numbers beyond a double, a key twice)
+_DEC = strict_decoder()
 # a \uD800-\uDFFF escape: maybe a lone surrogate, which results.load refuses with its place
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
-@functools.cache
 def _validators() -> tuple[Any, Any]:
-    import fastjsonschema
-
-    schema = json.loads(results_check.SCHEMA_FILE.read_text())
-    defs = schema.get("$defs", {})
-    whole = schemacheck.inline(schema, defs)
-    meas = schemacheck.inline(defs["measurement"], defs)
-    out = []
-    for s in (whole, meas):
-        s = dict(s)
-        s.pop("$id", None)
-        # the schema's keywords are all draft 7's (no prefixItems, no unevaluated*)
-        s["$schema"] = "http://json-schema.org/draft-07/schema#"
-        out.append(fastjsonschema.compile(s))
-    return out[0], out[1]
+    """The results schema's validators (schemacheck, jsonschema): the document without its
+    measurements, and one measurement."""
+    name = results_check.SCHEMA_FILE.name
+    return schemacheck.validator(name), schemacheck.validator(name, "measurement")
 
 
 class _Reader:
@@ -148,6 +108,8 @@ class _Reader:
         while True:
             try:
                 v, end = _DEC.raw_decode(self.buf, self.pos)
+            except NotStrict:
+                raise _Fallback from None
             except json.JSONDecodeError:
                 if self.more(size):
                     size *= 2
@@ -196,9 +158,11 @@ def _measurements(rd: _Reader, name: str, check: Any, nranks: Any,
         if side is not None and isinstance(m, dict) and m.get("op") != "p2p":
             side.measurement(len(keep), m)
         try:
-            check(m)
-        except Exception:
+            ok = check.is_valid(m)
+        except RecursionError:
             raise _Fallback from None
+        if not ok:
+            raise _Fallback
         m = _slim(m, shared)
         if m.get("op") == "p2p" and "samples" in m:
             # the check results_check.measurement makes on them, before they are dropped
@@ -254,9 +218,11 @@ def _scan(path: str) -> tuple[dict[str, Any], list[Measurement]]:
     if top.get("schema") != SCHEMA or "measurements" not in top:
         raise _Fallback
     try:
-        whole(top)
-    except Exception:
+        ok = whole.is_valid(top)
+    except RecursionError:
         raise _Fallback from None
+    if not ok:
+        raise _Fallback
     # values that cannot all be true at once: results.load names the first
     if next(plausible.problems({**top, "measurements": [m.raw for m in ms]}), None):
         raise _Fallback
