@@ -5,13 +5,13 @@ summaries and the compact samples, not the file's millions of JSON numbers."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mpilab import samples_file
 from mpilab.report.stream import NotPlain, walk_measurements
+from mpilab.results import read_raw
 
 
 def compact_file(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
@@ -20,7 +20,8 @@ def compact_file(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
     """Write src (a results file in the full form) as json_out plus its archive npz_out
     (named final_npz_name in json_out), with the top-level keys of `extra` added and each
     measurement passed through `transform` first. Returns the number of samples moved. A
-    file the stream walker does not read plainly is read whole (json), with the same
+    file the stream walker does not read plainly is read whole (the strict reader,
+    results.read_raw), with the same
     result."""
     arrays: dict[str, Any] = {}
 
@@ -34,9 +35,7 @@ def compact_file(src: Path, json_out: Path, npz_out: Path, final_npz_name: str,
         doc = walk_measurements(src, each)
     except NotPlain:
         arrays.clear()
-        doc = json.loads(Path(src).read_text(encoding="utf-8"))
-        if not isinstance(doc, dict):
-            raise ValueError(f"{src}: not a JSON object") from None
+        doc = read_raw(src)
         if transform is not None and isinstance(doc.get("measurements"), list):
             doc["measurements"] = [transform(m) if isinstance(m, dict) else m
                                    for m in doc["measurements"]]

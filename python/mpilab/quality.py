@@ -319,22 +319,15 @@ def fmt_ci(lo: Any, hi: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     """`python -m mpilab.quality FILE...`: list impossible values shown without a flag;
     exit 1 if there are any, 2 if a file cannot be read."""
-    import json
     import sys
+
+    from mpilab.results import read_raw
 
     files = sys.argv[1:] if argv is None else argv
     bad = 0
     for f in files:
         try:
-            with open(f, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError) as e:
-            sys.stderr.write(f"{f}: unreadable results file ({e})\n")
-            return 2
-        if not isinstance(doc, dict):
-            sys.stderr.write(f"{f}: not a results document\n")
-            return 2
-        try:
+            doc = read_raw(f)  # the strict reader: one line naming file and line
             samples_file.attach(doc, f)  # a compact file's samples, checked like inline ones
         except MpilabError as e:
             sys.stderr.write(f"{e}\n")

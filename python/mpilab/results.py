@@ -19,10 +19,9 @@ from typing import Any
 
 from mpilab import plausible, samples_file, schemacheck
 from mpilab.errors import MpilabError
-from mpilab.fsutil import read_regular
 from mpilab.results_check import loggp, measurements, models, schema_check
 from mpilab.results_model import SCHEMA, Measurement, Results, reindex
-from mpilab.strict_json import Where, strict_json
+from mpilab.strict_json import Where, read_json, read_text, strict_json
 from mpilab.strict_json import locate as _locate
 
 
@@ -70,18 +69,22 @@ def load(path: str | os.PathLike[str], samples: str | os.PathLike[str] | None = 
     `samples`: read the archive from that file instead). Raises MpilabError (one line) on
     any problem. Only regular files are read (a FIFO or a device is refused, never opened)."""
     name = str(path)
-    data = read_regular(path, "results file", MAX_RESULTS_BYTES)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise MpilabError(f"{name}:{line}: not UTF-8 text") from None
+    text = read_text(path, "results file", MAX_RESULTS_BYTES)
     if not text.strip():
         raise MpilabError(f"{name}: empty file, expected a results file")
     try:
         return parse(text, name, samples)
     except MemoryError:
         raise MpilabError(f"{name}: out of memory while reading it") from None
+
+
+def read_raw(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The document of a results file as it is (no typed view, no schema): the strict
+    reader's rules and one-line errors. For callers that have validated it with load()."""
+    doc, _ = read_json(path, "results file", MAX_RESULTS_BYTES)
+    if not isinstance(doc, dict):
+        raise MpilabError(f"{path}: not a JSON object, expected a results file")
+    return doc
 
 
 def merge(results: Sequence[Results] | Iterable[Results]) -> Results:

@@ -300,14 +300,19 @@ def strict_decoder() -> json.JSONDecoder:
                             object_pairs_hook=_object_or_raise)
 
 
-def read_json(path: str | os.PathLike[str], what: str, limit: int) -> tuple[Any, str]:
-    """(document, text) of a JSON file: a regular file of at most `limit` bytes, UTF-8,
-    strict_json's number rules; one-line MpilabError otherwise."""
-    name = str(path)
+def read_text(path: str | os.PathLike[str], what: str, limit: int) -> str:
+    """The text of a JSON file: a regular file of at most `limit` bytes, UTF-8; one-line
+    MpilabError (file:line for bad UTF-8) otherwise."""
     data = read_regular(path, what, limit)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise MpilabError(f"{name}:{line}: not UTF-8 text") from None
-    return strict_json(text, name), text
+        raise MpilabError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def read_json(path: str | os.PathLike[str], what: str, limit: int) -> tuple[Any, str]:
+    """(document, text) of a JSON file: read_text, then strict_json's rules; one-line
+    MpilabError otherwise."""
+    text = read_text(path, what, limit)
+    return strict_json(text, str(path)), text

@@ -316,8 +316,8 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     store = _store(args)
     ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
     # the raw documents (compact files with their samples back: the tests need them)
-    da = samples_file.attach(json.loads(Path(path_a).read_text(encoding="utf-8")), path_a)
-    db = samples_file.attach(json.loads(Path(path_b).read_text(encoding="utf-8")), path_b)
+    da = samples_file.attach(results.read_raw(path_a), path_a)
+    db = samples_file.attach(results.read_raw(path_b), path_b)
     probs = provenance_problems(ra.provenance, rb.provenance)
     if probs and not args.allow_different:
         raise MpilabError(f"{path_b} against {path_a}: {'; '.join(probs)} "

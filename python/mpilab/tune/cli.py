@@ -104,7 +104,7 @@ def _load_docs(paths: list[str]) -> list[dict[str, Any]]:
     for p in paths:
         results.load(p)  # validated: one line on a bad or truncated file
         # a compact file's samples back from its archive: the choice tests them
-        docs.append(samples_file.attach(json.loads(Path(p).read_text(encoding="utf-8")), p))
+        docs.append(samples_file.attach(results.read_raw(p), p))
     return docs
 
 
