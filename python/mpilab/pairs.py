@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.stats
 from scipy import sparse
 from scipy.sparse import linalg as splinalg
 
@@ -133,7 +134,7 @@ class PairFit:
 
 def _robust_z(x: np.ndarray, floor: float) -> np.ndarray:
     med = float(np.median(x))
-    mad = 1.4826 * float(np.median(np.abs(x - med)))
+    mad = float(scipy.stats.median_abs_deviation(x, scale="normal"))
     return (x - med) / max(mad, floor)
 
 
