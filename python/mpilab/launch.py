@@ -149,6 +149,19 @@ def program_mpi(path: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
+def program_mpi_of(program: list[str]) -> str:
+    """The MPI a job's program is linked with ("openmpi" or "mpich"), from its ELF file
+    (the command's first word, looked up on PATH); Open MPI for a program that is not
+    linked with an MPI (a script, `hostname`)."""
+    exe = shutil.which(program[0]) if program else None
+    if not exe:
+        return "openmpi"
+    try:
+        return program_mpi(exe) or "openmpi"
+    except MpilabError:
+        return "openmpi"
+
+
 def _program_mpi(ident: tuple[str, int, int, int]) -> str | None:
     path = ident[0]
     try:

@@ -233,7 +233,7 @@ def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> No
     assert cmd[i - 1] == "rsh" and cmd[i + 1] == str(agent)
     assert cmd[cmd.index("-iface") + 1] == "r1"
     assert cmd[cmd.index("-hosts") + 1] == f"{sp.addr('s0n0', 1)},{sp.addr('s1n1', 1)}"
-    assert cmd[cmd.index("-np") + 1] == "4"
+    assert cmd[cmd.index("-n") + 1] == "4"
     genv = [cmd[k + 1:k + 3] for k, a in enumerate(cmd) if a == "-genv"]
     assert ["UCX_NET_DEVICES", "r1,r0"] in genv and ["UCX_TLS", "tcp,self"] in genv
     if shutil.which("mptcpize"):
@@ -258,7 +258,7 @@ def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> No
 
 def test_job_mpi_follows_the_program() -> None:
     """--mpi auto: the MPI the program is linked with; Open MPI for anything else."""
-    from mpilab.testbed import launch
+    from mpilab import launch
     assert launch.program_mpi_of(["sh", "-c", "true"]) == "openmpi"
     assert launch.program_mpi_of(["/no/such/program"]) == "openmpi"
     built = {"openmpi": REPO / "build" / "bin" / "mpilab-tb-pingpong",

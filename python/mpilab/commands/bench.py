@@ -60,7 +60,7 @@ def job(program: str, runner_args: list[str], np: int | None, default_np: int,
 
         spec = net.current_spec(testbed)
         # mpirun or MPICH's mpiexec, as the program is linked (its ELF NEEDED entries)
-        mpi = tb_launch.program_mpi_of([program])
+        mpi = launch.program_mpi_of([program])
         prefix = (tb_launch.job_prefix(spec, n, mptcp=mptcp, mpi=mpi) + (launcher_args or [])
                   + tb_launch.rank_prefix(spec))
         return Job(prefix + [program] + runner_args, mpi_env(), n)

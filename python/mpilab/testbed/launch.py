@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from mpilab import launch
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 
@@ -177,21 +178,19 @@ def setup_mptcp(spec: Spec, hosts: list[str], primary: int = 0,
 
 def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile: Path,
                    rails: list[int], program: list[str], mptcp: bool) -> list[str]:
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        raise MpilabError("mpirun not found (run scripts/install-deps)")
+    """Open MPI's mpirun as mpilab.launch starts it (Launcher.command), with the testbed's
+    hostfile, rsh agent and interfaces as launcher arguments."""
     # every node names its rails r0, r1, ... so interface names select them everywhere
     nets = ",".join(f"r{r}" for r in rails)
     oob = f"r{rails[0]}"
-    cmd = [mpirun, "-q", "-np", str(np), "--hostfile", str(hostfile), "--oversubscribe",
-           "--bind-to", "none", "--map-by", "node",
-           "--mca", "plm_rsh_agent", str(agent),
-           "--mca", "plm_rsh_no_tree_spawn", "1",
-           "--mca", "btl", "self,tcp",
-           "--mca", "btl_tcp_if_include", nets,
-           "--mca", "oob_tcp_if_include", oob,
-           "--mca", "mpi_yield_when_idle", "1",
-           *program]
+    extra = ["--hostfile", str(hostfile), "--map-by", "node",
+             "--mca", "plm_rsh_agent", str(agent),
+             "--mca", "plm_rsh_no_tree_spawn", "1",
+             "--mca", "btl", "self,tcp",
+             "--mca", "btl_tcp_if_include", nets,
+             "--mca", "oob_tcp_if_include", oob]
+    cmd = launch.Launcher("mpirun", launch.find_executable("mpirun"), "openmpi",
+                          extra).command(np) + list(program)
     if mptcp:
         cmd = [_mptcpize(), "run", *cmd]
     return cmd
@@ -202,17 +201,15 @@ def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
     """MPICH's Hydra (mpiexec.mpich) with the testbed's rsh agent: ranks round robin over the
     hosts (as Open MPI's --map-by node), the control connections on the first rail
     (-iface), and UCX's TCP transport on the job's rails (Debian's MPICH is ch4:ucx)."""
-    mpiexec = shutil.which("mpiexec.mpich")
-    if not mpiexec:
-        raise MpilabError("mpiexec.mpich not found (apt package mpich; run scripts/install-deps)")
     devs = ",".join(f"r{r}" for r in rails)
-    cmd = [mpiexec, "-launcher", "rsh", "-launcher-exec", str(agent),
-           "-iface", f"r{rails[0]}",
-           "-hosts", ",".join(spec.addr(h, rails[0]) for h in hosts), "-np", str(np),
-           "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", devs]
+    extra = ["-launcher", "rsh", "-launcher-exec", str(agent), "-iface", f"r{rails[0]}",
+             "-hosts", ",".join(spec.addr(h, rails[0]) for h in hosts),
+             "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", devs]
     preload = mpich_rank_preload(mptcp) if ucx_keeper else None
     if preload:
-        cmd += ["-genv", "LD_PRELOAD", preload]
+        extra += ["-genv", "LD_PRELOAD", preload]
+    cmd = launch.Launcher("mpiexec.hydra", launch.find_executable("mpiexec.hydra"), "mpich",
+                          extra).command(np)
     if mptcp:
         cmd = [_mptcpize(), "run", *cmd]
     return cmd
@@ -244,20 +241,6 @@ def mpich_rank_preload(mptcp: bool) -> str | None:
 
 
 MPIS = ("auto", "openmpi", "mpich")
-
-
-def program_mpi_of(program: list[str]) -> str:
-    """The MPI a job's program is linked with ("openmpi" or "mpich"), from its ELF file;
-    Open MPI for a program that is not linked with an MPI (a script, `hostname`)."""
-    from mpilab.launch import program_mpi
-
-    exe = shutil.which(program[0]) if program else None
-    if not exe:
-        return "openmpi"
-    try:
-        return program_mpi(exe) or "openmpi"
-    except MpilabError:
-        return "openmpi"
 
 
 def check_job_args(spec: Spec, np: int | None, hosts: str | None,
@@ -355,7 +338,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
         raise MpilabError(f"run: timeout {limit}: must be a positive number of seconds")
     grace = jobctl.DEFAULT_FAULT_GRACE if fault_grace is None else fault_grace
     if mpi == "auto":
-        mpi = program_mpi_of(program)
+        mpi = launch.program_mpi_of(program)
     cmd = (job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi,
                       subflows=subflows)
            + rank_prefix(spec) + list(program))
