@@ -148,7 +148,6 @@ def program_mpi(path: str) -> str | None:
     return _program_mpi(_identity(path))
 
 
-@functools.lru_cache(maxsize=64)
 def program_mpi_of(program: list[str]) -> str:
     """The MPI a job's program is linked with ("openmpi" or "mpich"), from its ELF file
     (the command's first word, looked up on PATH); Open MPI for a program that is not
@@ -162,6 +161,7 @@ def program_mpi_of(program: list[str]) -> str:
         return "openmpi"
 
 
+@functools.lru_cache(maxsize=64)
 def _program_mpi(ident: tuple[str, int, int, int]) -> str | None:
     path = ident[0]
     try:
