@@ -119,6 +119,25 @@ def test_bench_propagates_runner_exit_status(
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "x.html").exists()
 
 
+def test_bench_failed_run_leaves_no_folder_of_its_own(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    """The results file's missing folders are made only after the arguments were checked,
+    and a run that wrote nothing removes them again; a folder that was there stays."""
+    env = fake_bench("exit3")
+    p = run_cli("bench", "--np", "0", "--out", "new/sub/x.json", "--", "--ops", "p2p", env=env)
+    assert p.returncode == 2 and not (tmp_path / "new").exists()
+    p = run_cli("bench", "--np", "1", "--out", "new/sub/x.json", "--", "--ops", "p2p", env=env)
+    assert p.returncode == 3 and not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()
+    p = run_cli("bench", "--np", "1", "--out", "kept/sub/x.json", "--", "--ops", "p2p", env=env)
+    assert p.returncode == 3 and (tmp_path / "kept").is_dir()
+    assert not (tmp_path / "kept" / "sub").exists()
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--out", "made/x.json", "--",
+                "--ops", "p2p", env=fake_bench("ok"))
+    assert p.returncode == 0 and (tmp_path / "made" / "x.json").is_file()
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["--report", "--", "--ops", "p2p"], "--report needs --out FILE"),
     (["--out", "a.json", "--", "--out", "b.json"], "--out given twice"),

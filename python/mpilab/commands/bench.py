@@ -112,8 +112,6 @@ def _run(args: argparse.Namespace) -> int:
         runner_args = runner_args + ["--out", args.out]
     if out is not None:
         check_output(out)  # a directory or dangling link is refused before measuring
-        if out != "-":
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
     if args.np is not None and args.np < 1:
         raise MpilabError(f"--np {args.np}: need at least 1 rank")
     if args.sim_cfg and args.sim is None:
@@ -122,6 +120,45 @@ def _run(args: argparse.Namespace) -> int:
         if not re.fullmatch(r"[A-Za-z0-9_/.-]+:\S+", c):
             raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
                               "smpi/send-is-detached-thresh:1048576")
+    made = _make_parent(out)
+    try:
+        status = _measure(args, runner_args, out)
+    finally:
+        if made is not None and not Path(out).exists():
+            _remove_empty(made, Path(out).parent)
+    return status
+
+
+def _make_parent(out: str | None) -> Path | None:
+    """The results file's folder, made if missing (after every argument was checked); the
+    first folder made, or None."""
+    if out is None or out == "-":
+        return None
+    parent = Path(out).parent.absolute()
+    first = None
+    for p in reversed([parent, *parent.parents]):
+        if not p.exists():
+            first = p
+            break
+    parent.mkdir(parents=True, exist_ok=True)
+    return first
+
+
+def _remove_empty(first: Path, parent: Path) -> None:
+    """A run that wrote no results leaves no folder of its own behind: the folders made for
+    it, from the deepest up to `first`, removed while empty."""
+    p = parent.absolute()
+    while True:
+        try:
+            p.rmdir()
+        except OSError:
+            return
+        if p == first:
+            return
+        p = p.parent
+
+
+def _measure(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
     store = variation_store(args)
     if args.sim is None and args.launches is None and store is None:
