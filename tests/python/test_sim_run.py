@@ -461,7 +461,7 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
         "ml-testbed": ([*ml, "--testbed", "mlt"], "--testbed does not apply"),
         "ml-sample-wan": ([*ml, "--sample-wan"], "--sample-wan does not apply"),
         "ml-too-many": ([*ml, "--np", "3"], "2 hosts"),
-        "ml-tool": ([*ml, "--ops", "nosuch"], "unknown item 'nosuch'"),
+        "ml-tool": ([*ml, "--ops", "nosuch"], "'nosuch': nosuch is not one of"),
         "wf-no-np": (wf, "give --np N"),
         "wf-launcher": ([*wf, "--np", "2", "--launcher", "mpirun"], "--launcher does not apply"),
         "wf-missing": (["wavefront", "run", "--sim", str(tmp_path / "no.xml"), "--np", "2",
@@ -480,12 +480,6 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
     if case == "bench-tool":
         plat = _platform(run_cli, tmp_path, 2, "1Gbit", "1us")
         args[2] = str(plat)
-    if case == "ml-tool":
-        if shutil.which("smpirun") is None or not SMPI_MULTILANE.is_file():
-            pytest.skip("no SMPI build of mpilab-multilane")
-        # a platform SimGrid runs (the stub above is enough for the checks before the run)
-        plat = _platform(run_cli, tmp_path, 2, "1Gbit", "1us")
-        args[3] = str(plat)
     p = run_cli(*args)
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
@@ -494,6 +488,52 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
     assert not (tmp_path / "o.json").exists()
     assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
                 and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
+
+
+_HEAD = ('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+         '<platform version="4.1"><zone id="z" routing="Full">')
+_ABORTS = {
+    "duplicate host": (_HEAD + '<host id="a" speed="1Gf"/><host id="a" speed="1Gf"/>'
+                       '</zone></platform>', "second host named 'a'"),
+    "undefined link": (_HEAD + '<host id="a" speed="1Gf"/><host id="b" speed="1Gf"/>'
+                       '<link id="l" bandwidth="1GBps" latency="1us"/><route src="a" dst="b">'
+                       '<link_ctn id="nosuch"/></route></zone></platform>',
+                       "Link not found: nosuch"),
+    "missing route": (_HEAD + '<host id="a" speed="1Gf"/><host id="b" speed="1Gf"/>'
+                      '<link id="l" bandwidth="1GBps" latency="1us"/></zone></platform>',
+                      "no connecting path"),
+}
+
+
+@needs_smpi
+@pytest.mark.parametrize("case", [*_ABORTS, "unknown --sim-cfg"])
+def test_simgrid_aborts_are_one_line(run_cli: Callable[..., Any], tmp_path: Path,
+                                     case: str) -> None:
+    """Where SimGrid itself aborts (a platform it cannot build or route, an option it does
+    not know), the user reads one line naming the platform and SimGrid's reason, not its
+    backtrace or its option list; exit 2, no results file."""
+    if case in _ABORTS:
+        text, want = _ABORTS[case]
+        plat = tmp_path / "p.xml"
+        plat.write_text(text)
+        extra: list[str] = []
+    else:
+        plat, want = _platform(run_cli, tmp_path, 2, "1Gbit", "1us"), "Bad config key: bogus/x"
+        extra = ["--sim-cfg", "bogus/x:1"]
+    p = run_cli("bench", "--sim", str(plat), *extra, "--np", "2", "--out", "o.json", "--",
+                "--ops", "p2p", "--sizes", "1K", "--max-reps", "10")
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(plat) in lines[0] and want in lines[0], p.stderr
+    assert "SimGrid stopped" in lines[0] and "backtrace" not in p.stdout.lower()
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_survey_needs_two_ranks(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A survey of one rank has no pair to measure: refused before anything starts."""
+    p = run_cli("survey", "--np", "1", "--out", "sv", "--quick")
+    assert p.returncode == 2 and "at least 2 ranks" in p.stderr
+    assert p.stderr.count("\n") == 1 and not (tmp_path / "sv").exists()
 
 
 @needs_smpi

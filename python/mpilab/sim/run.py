@@ -291,6 +291,9 @@ def check_sim(sim: str | None, **refused: Any) -> None:
 # "Aborted"
 _SG_PARSE = re.compile(r"\[xbt_exception/ERROR\] (Parse error at .*?)\s*$")
 _SG_EXITING = re.compile(r"\[xbt_exception/ERROR\] Exiting now\.\s*$")
+# "[0.000000] FILE:LINE: [CATEGORY/CRITICAL] Uncaught exception TYPE by ACTOR: MESSAGE" or
+# "... [root/CRITICAL] MESSAGE": SimGrid aborts (exit 134) after its backtrace
+_SG_CRITICAL = re.compile(r"\[[\w.]+/CRITICAL\] (?:Uncaught exception \S+(?: by \S+)?: )?(.*)$")
 
 
 def _forward(src: Any) -> None:
@@ -300,13 +303,21 @@ def _forward(src: Any) -> None:
             sys.stdout.flush()
 
 
-def _forward_err(src: Any, rejected: list[str]) -> None:
+def _forward_err(src: Any, rejected: list[str], stopped: list[str]) -> None:
     """The run's standard error, live, except SimGrid's lines refusing the platform (kept in
-    `rejected`, for one line of our own)."""
+    `rejected`) and, from SimGrid's first critical error on (an undefined link, a duplicate
+    host, no route between two hosts, an unknown --cfg key), everything it prints while it
+    aborts: its option list and backtrace (the error kept in `stopped`); each for one line
+    of our own."""
     for line in src:
+        if stopped:
+            continue
         m = _SG_PARSE.search(line)
+        c = _SG_CRITICAL.search(line)
         if m:
             rejected.append(m.group(1))
+        elif c and c.group(1).strip() not in ("Backtrace:", "Current backtrace:"):
+            stopped.append(c.group(1).strip())
         elif not (rejected and (_SG_EXITING.search(line) or line.strip() == "Aborted")):
             sys.stderr.write(line)
             sys.stderr.flush()
@@ -332,8 +343,10 @@ def run(j: SimJob, timeout: float | None = None) -> int:
                              start_new_session=True)
         assert p.stdout is not None and p.stderr is not None
         rejected: list[str] = []
+        stopped: list[str] = []
         fwd = threading.Thread(target=_forward, args=(p.stdout,), daemon=True)
-        fwe = threading.Thread(target=_forward_err, args=(p.stderr, rejected), daemon=True)
+        fwe = threading.Thread(target=_forward_err, args=(p.stderr, rejected, stopped),
+                               daemon=True)
         fwd.start()
         fwe.start()
         try:
@@ -353,4 +366,6 @@ def run(j: SimJob, timeout: float | None = None) -> int:
     if rc != 0 and rejected:
         raise MpilabError(f"--sim {j.info.get('platform')}: SimGrid rejects the platform: "
                           f"{rejected[0]}")
+    if rc != 0 and stopped:
+        raise MpilabError(f"--sim {j.info.get('platform')}: SimGrid stopped: {stopped[0]}")
     return 128 - rc if rc < 0 else rc
