@@ -55,6 +55,15 @@ class Outcome:
 # results files
 
 
+def _unmount_under(d: Path) -> str | None:
+    """Post for FUSE cases: a case must not leave a mount (unmounted here if it did)."""
+    with open("/proc/self/mounts") as f:
+        mounted = [ln.split()[1] for ln in f if ln.split()[1].startswith(str(d))]
+    for m in mounted:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+    return f"left a mount at {mounted[0]}" if mounted else None
+
+
 def _good() -> dict[str, Any]:
     return make_results(ranks=2, sizes=(0, 1024))
 

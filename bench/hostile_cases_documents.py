@@ -28,6 +28,7 @@ from hostile_cases import (
     _write,
     report_case,
 )
+from hostile_generated import CHOICE
 
 
 def _ml_good() -> dict[str, Any]:
@@ -228,15 +229,6 @@ def document_testbed_cases(prefix: str) -> list[Case]:
     return cases
 
 
-_CHOICE: dict[str, Any] = {
-    "schema": "mpilab.tune-choice/1", "source": "x", "mpi": "Open MPI 4.1.4",
-    "min_effect": 0.05, "test": "t",
-    "cells": [{"op": "bcast", "np": 2, "bytes": 1024, "winner": "ompi_binomial", "ratio": 0.5,
-               "lo": 0.4, "hi": 0.6, "candidates": {}}],
-    "ranges": [{"op": "bcast", "np": 2, "ranges": [
-        {"winner": "ompi_binomial", "from": 1024, "to": 1024, "sizes": [1024]}]}]}
-
-
 def _numbers(v: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """The path of every number in a document."""
     if isinstance(v, dict):
@@ -262,15 +254,15 @@ def choice_cases() -> list[Case]:
     export = PY + ["tune", "export", "c.json", "--openmpi", "out.conf"]
     gone: Post = lambda d: ("out.conf written although the command failed"  # noqa: E731
                             if (d / "out.conf").exists() else None)
-    for path in _numbers(_CHOICE):
+    for path in _numbers(CHOICE):
         where = ".".join(map(str, path))
         for label, value in (("-1", -1), ("'x'", "x"), ("1e30", 1e30), ("[[[]]]", [[[]]])):
             cases.append(Case(f"53 tune export: {where} = {label}", "C", export,
-                              setup=_write("c.json", _mutated(_CHOICE, path, value)),
+                              setup=_write("c.json", _mutated(CHOICE, path, value)),
                               post=gone))
-    dup = json.loads(json.dumps(_CHOICE))
+    dup = json.loads(json.dumps(CHOICE))
     dup["ranges"].append(dup["ranges"][0])
-    mpich = json.loads(json.dumps(_CHOICE))
+    mpich = json.loads(json.dumps(CHOICE))
     mpich["ranges"][0]["ranges"][0]["winner"] = "mpich_binomial"
     cases += [Case("53 tune export: a collective twice", "C", export,
                    setup=_write("c.json", json.dumps(dup)), post=gone),

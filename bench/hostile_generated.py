@@ -35,7 +35,7 @@ from typing import Any
 
 import harness
 from harness import BIN, REPO
-from hostile_cases import PY, Case, Post, Setup, _good, _write
+from hostile_cases import PY, Case, Post, Setup, _good, _unmount_under, _write
 
 SCHEMAS = REPO / "python" / "mpilab" / "schemas"
 NOBIN = "/nonexistent/mpilab-hostile-bin"  # MPILAB_BIN: no MPI job can start
@@ -239,14 +239,6 @@ def c_commands() -> list[tuple[list[str], str]]:
                     part.append(ln)
             out.append(([str(tool), sub], "\n".join(part)))
     return out
-
-
-def _unmount_under(d: Path) -> str | None:
-    with open("/proc/self/mounts") as f:
-        mounted = [ln.split()[1] for ln in f if ln.split()[1].startswith(str(d))]
-    for m in mounted:
-        subprocess.run(["umount", "-l", m], capture_output=True)
-    return f"left a mount at {mounted[0]}" if mounted else None
 
 
 def c_generated_cases() -> list[Case]:

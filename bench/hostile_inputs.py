@@ -59,6 +59,7 @@ from hostile_cases import (
     _both,
     _keep,
     _no_output,
+    _unmount_under,
     _write,
     bench_tool_cases,
     cli_cases,
@@ -76,15 +77,6 @@ from hostile_generated import ci_slice, generated_cases
 # entry points: mpilab selftest, disk, multilane, pathmig; the C tools
 # mpilab-multilane, mpilab-pathmigd, mpilab-seekfs, mpilab-selftest; mpilab-bench's
 # newer options
-
-
-def _unmount_under(d: Path) -> str | None:
-    """Post for FUSE cases: a case must not leave a mount (unmounted here if it did)."""
-    with open("/proc/self/mounts") as f:
-        mounted = [ln.split()[1] for ln in f if ln.split()[1].startswith(str(d))]
-    for m in mounted:
-        subprocess.run(["umount", "-l", m], capture_output=True)
-    return f"left a mount at {mounted[0]}" if mounted else None
 
 
 def selftest_cases() -> list[Case]:
