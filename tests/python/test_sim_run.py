@@ -529,13 +529,6 @@ def test_simgrid_aborts_are_one_line(run_cli: Callable[..., Any], tmp_path: Path
     assert not (tmp_path / "o.json").exists()
 
 
-def test_survey_needs_two_ranks(run_cli: Callable[..., Any], tmp_path: Path) -> None:
-    """A survey of one rank has no pair to measure: refused before anything starts."""
-    p = run_cli("survey", "--np", "1", "--out", "sv", "--quick")
-    assert p.returncode == 2 and "at least 2 ranks" in p.stderr
-    assert p.stderr.count("\n") == 1 and not (tmp_path / "sv").exists()
-
-
 @needs_smpi
 def test_simulated_ranks_per_host_and_loopback(run_cli: Callable[..., Any], tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:

@@ -595,9 +595,6 @@ def _merge_launches(files: list[Path], out: Path, walls: list[float],
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.np is not None and args.np < 2:
-        # the survey measures point-to-point pairs and collectives: a rank alone has neither
-        raise MpilabError(f"--np {args.np}: the survey needs at least 2 ranks")
     plan = QUICK if args.quick else FULL
     if args.max_reps is not None:
         if args.max_reps < 1:
