@@ -193,10 +193,11 @@ def real_runner() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """What mpilab learns about the machine (the launch-variation store) goes to a folder of
-    the test session's, never to the user's data directory."""
+    the test's own, never to the user's data directory nor to a later test (a store filled
+    by real launches on a busy machine would widen a later test's synthetic intervals)."""
     old = os.environ.get("MPILAB_DATA_DIR")
     os.environ["MPILAB_DATA_DIR"] = str(tmp_path_factory.mktemp("mpilab-data"))
     yield
