@@ -155,9 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.iterations <= 0 and a.seconds <= 0:
         ap.error("give --iterations or --seconds")
-    import matplotlib
-
-    matplotlib.use("Agg")
     rng = random.Random(a.seed)
     pool = seeds()
     for s in pool:

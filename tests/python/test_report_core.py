@@ -4,6 +4,7 @@ from a stored results file, the comparison of runs, bad and partial input."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import statistics
 from collections.abc import Callable
@@ -302,6 +303,8 @@ def test_partial_file_gets_a_banner(synthetic_results: Callable[..., dict[str, A
     assert htmlq.parse(html.render_report(results.load(write_json(doc)))).banners == []
 
 
+@pytest.mark.skipif(importlib.util.find_spec("kaleido") is None,
+                    reason="kaleido (the static extra) not installed")
 def test_static_report_embeds_svg(synthetic_results: Callable[..., dict[str, Any]],
                                   write_json: Callable[..., Path], run_cli: Callable[..., Any],
                                   tmp_path: Path) -> None:

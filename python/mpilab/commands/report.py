@@ -95,7 +95,7 @@ def make_report(results_path: str | Path | list[str], out: str | Path | None = N
     # what was read lives until the end: keep the cyclic collector's full passes off it
     # (hundreds of thousands of objects for a large file; every pass would walk them all)
     gc.freeze()
-    # the report modules (matplotlib, plotting): only once the input is good
+    # the report modules (jinja2, numpy, plotly): only once the input is good
     from mpilab.fsutil import atomic_write_text
     from mpilab.report import build_report
     from mpilab.report.compare import Run, labels_for, render_comparison

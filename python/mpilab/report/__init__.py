@@ -1,4 +1,5 @@
-"""The HTML report of a results file: plots (matplotlib, Agg, embedded as PNG) and tables.
+"""The HTML report of a results file: interactive plotly figures (SVG
+exported by plotly with --static) and tables.
 
 `build_report(results, out_html)` writes one self-contained HTML file atomically.
 """

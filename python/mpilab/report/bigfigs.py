@@ -1,7 +1,7 @@
 """Figures of aggregated data for large runs: a pair matrix as a heat map and parameter
 distributions as box plots. Same page contract as report.iplot (a div of class mpilab-fig
 drawn by mpilabDraw once the embedded plotly.js is loaded, data-rendered when drawn); with
---static, matplotlib SVG. Every number travels rounded to 4 significant digits in the unit
+--static, SVG exported by plotly (kaleido). Every number travels rounded to 4 significant digits in the unit
 shown, so a 128 x 128 heat map is about 100 KB of page."""
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mpilab.report.iplot import FONT_PX, HEIGHT_PX, PALETTE, _script_json
+from mpilab.report.iplot import (
+    FONT_PX,
+    HEIGHT_PX,
+    PALETTE,
+    STATIC_SIZE_PX,
+    _script_json,
+    spec_image,
+)
 from mpilab.report.units import axis_scale, fmt_value
 
 
@@ -148,31 +155,11 @@ def figure_html(fig: Heatmap | Boxes) -> str:
 
 
 def static_html(fig: Heatmap | Boxes) -> str:
-    """The figure as inline SVG (matplotlib), for --static pages."""
-    from matplotlib.figure import Figure as MplFigure
-
-    mfig = MplFigure(figsize=(9.0, 7.0) if isinstance(fig, Heatmap) else (10.0, 6.0))
-    ax = mfig.subplots()
+    """The figure as inline SVG (plotly's export of the same spec), for --static pages."""
     if isinstance(fig, Heatmap):
-        fin = fig.mat[np.isfinite(fig.mat)]
-        scale, name = axis_scale([float(np.median(fin))] if fin.size else [1.0], fig.unit)
-        im = ax.imshow(fig.mat / scale, cmap="viridis", interpolation="nearest")
-        mfig.colorbar(im, ax=ax, label=name)
-        ax.set_xlabel("rank j" if fig.block == 1 else f"ranks j (blocks of {fig.block})")
-        ax.set_ylabel("rank i" if fig.block == 1 else f"ranks i (blocks of {fig.block})")
+        svg = spec_image(heatmap_spec(fig), "svg", 900, 700).decode("utf-8")
     else:
-        vals = [q["median"] for _, q in fig.boxes if q["median"] > 0]
-        scale, name = axis_scale(vals or [1.0], fig.unit)
-        stats = [{"label": lab, "med": q["median"] / scale, "q1": q["q1"] / scale,
-                  "q3": q["q3"] / scale, "whislo": q["p5"] / scale, "whishi": q["p95"] / scale,
-                  "fliers": [q["min"] / scale, q["max"] / scale]} for lab, q in fig.boxes]
-        ax.bxp(stats, showfliers=True, flierprops={"marker": "D", "markersize": 5})
-        ax.set_yscale("log")
-        ax.set_ylabel(f"{fig.ylabel} ({name})" if name else fig.ylabel)
-    ax.set_title(fig.title, loc="left")
-    buf = io.StringIO()
-    mfig.savefig(buf, format="svg", bbox_inches="tight")
-    svg = buf.getvalue()
+        svg = spec_image(boxes_spec(fig), "svg", *STATIC_SIZE_PX).decode("utf-8")
     svg = svg[svg.index("<svg"):] if "<svg" in svg else svg
     return (f'<div class="mpilab-fig mpilab-static" id="{html.escape(fig.fig_id)}" '
             f'data-figure="{html.escape(fig.title)}">{svg}</div>')

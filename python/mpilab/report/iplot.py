@@ -3,7 +3,7 @@
 The contract with the report core is /work/notes/iplot-contract.md: the report builds
 `Figure`s of `Curve`s of `Point`s (values in SI base units, their confidence interval,
 repetitions and quality flags) and places `runtime_script()` once and `figure_html(fig)` per
-figure in the page. `figure_static` draws the same figure with matplotlib for `--static`.
+figure in the page. `figure_static` exports the same figure through plotly (kaleido) for `--static`.
 
 Page size: plotly.js is 4.8 MB minified, close to the 5 MB a survey report may weigh, so
 the runtime travels gzip-compressed (1.5 MB, 2.0 MB in base64) and the browser unpacks it
@@ -25,12 +25,12 @@ import base64
 import functools
 import gzip
 import html
-import io
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_bytes
 from mpilab.report.units import axis_scale, fmt_ci, fmt_value
 
@@ -39,11 +39,10 @@ from mpilab.report.units import axis_scale, fmt_ci, fmt_value
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 DASHES = ("solid", "dash", "dot", "dashdot")
-MPL_DASHES = {"solid": "-", "dash": "--", "dot": ":", "dashdot": "-."}
 HEIGHT_PX = 520
 FONT_PX = 14
-STATIC_SIZE_IN = (10.0, 6.0)
-STATIC_DPI = 150
+STATIC_SIZE_PX = (1000, 600)
+STATIC_SCALE = 1.5  # png: 1500 x 900 pixels
 
 
 @dataclass
@@ -418,80 +417,38 @@ def figure_html(fig: Figure) -> str:
             f"<script>mpilabDraw({json.dumps(fig.fig_id)}, {_script_json(spec)});</script>\n")
 
 
-# ---------------------------------------------------------------- static (matplotlib)
+# ---------------------------------------------------------------- static (plotly export)
 
-def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
-    """Draw the figure with matplotlib into path (svg or png; 10x6 in, 150 dpi), written
-    atomically (temporary name, then rename)."""
-    from matplotlib.figure import Figure as MplFigure
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+STATIC_INSTALL = "pip install 'mpilab[static]'"
 
+
+def spec_image(spec: dict, fmt: str, width: int, height: int) -> bytes:
+    """The figure spec (the one the page draws) as an svg or png image, through plotly's
+    own export (kaleido, which drives a headless Chromium). Without kaleido, or when the
+    export fails, one-line MpilabError: the interactive page needs neither."""
     if fmt not in ("svg", "png"):
         raise ValueError(f"static figure format must be svg or png, not {fmt!r}")
-    mfig = MplFigure(figsize=STATIC_SIZE_IN)
-    ax = mfig.subplots()
-    ys_all = [p.y for c in fig.curves for p in c.points if _finite(p.y)]
-    scale, name = axis_scale([y for y in ys_all if y is not None], fig.y_unit)
-    floor = _y_floor(fig) if fig.ylog else None
-    drawn = 0
-    for c, (colour, dash) in zip(fig.curves, _styles(fig), strict=True):
-        ls = MPL_DASHES[dash]
-        pts = [p for p in sorted(c.points, key=lambda q: q.x)
-               if _finite(p.x) and _finite(p.y) and not (fig.xlog and p.x <= 0)]
-        if c.kind == "model":
-            pts = [p for p in pts if not (fig.ylog and p.y is not None and p.y <= 0)]
-            if pts:
-                ax.plot([p.x for p in pts], [p.y / scale for p in pts],  # type: ignore[operator]
-                        color=colour, ls=ls, lw=1.5, label=c.label)
-                drawn += 1
-            continue
-        good = [p for p in pts if not p.flags and not (fig.ylog and p.y is not None and p.y <= 0)]
-        line = [p for p in pts if not (fig.ylog and p.y is not None and p.y <= 0)]
-        if line:
-            ax.plot([p.x for p in line], [p.y / scale for p in line],  # type: ignore[operator]
-                    color=colour, ls=ls, lw=1.5, label=c.label)
-            drawn += 1
-        for p in line:
-            if _finite(p.lo) and _finite(p.hi):
-                lo = min(p.lo, p.y) if not fig.ylog else max(min(p.lo, p.y), p.y / 1e6)  # type: ignore
-                ax.plot([p.x, p.x], [lo / scale, max(p.hi, p.y) / scale],  # type: ignore
-                        color=colour, lw=1)
-        ax.plot([p.x for p in good], [p.y / scale for p in good],  # type: ignore[operator]
-                ls="none", marker="o", ms=5, color=colour)
-        bad = [p for p in line if p.flags]
-        ax.plot([p.x for p in bad], [p.y / scale for p in bad],  # type: ignore[operator]
-                ls="none", marker="o", ms=8, mfc="white", mec=colour, mew=1.8)
-        low = [p for p in pts if fig.ylog and p.y is not None and p.y <= 0]
-        if low and floor is not None:
-            ax.plot([p.x for p in low], [floor / scale] * len(low), ls="none", marker="v",
-                    ms=8, mfc="white", mec=colour, mew=1.8)
-    if fig.xlog:
-        ax.set_xscale("log")
-    if fig.ylog:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    xs = _plotted_x(fig)
-    if fig.x_unit == "B" and fig.xlog:
-        vals, text = _pow2_ticks(xs, "B")
-    elif fig.x_unit == "ranks":
-        vals, text = _int_ticks(xs)
-    else:
-        vals, text = [], []
-    if vals:
-        ax.xaxis.set_major_locator(FixedLocator(vals))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xticks(vals, text, rotation=45 if len(vals) > 8 else 0, fontsize=10)
-    ax.set_xlabel(fig.xlabel, fontsize=12)
-    ax.set_ylabel(f"{fig.ylabel} ({name})" if name and name not in fig.ylabel else fig.ylabel,
-                  fontsize=12)
-    ax.set_title(fig.title, fontsize=13, loc="left")
-    ax.grid(True, which="major", alpha=0.35)
-    if drawn:
-        ax.legend(fontsize=10, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    if any(p.flags for c in fig.curves for p in c.points):
-        mfig.text(0.01, 0.01, "hollow markers: flagged values", fontsize=9)
-    mfig.tight_layout()
-    buf = io.BytesIO()
-    mfig.savefig(buf, format=fmt, dpi=STATIC_DPI, bbox_inches="tight")
-    atomic_write_bytes(path, buf.getvalue())
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        raise MpilabError("static figures need kaleido (" + STATIC_INSTALL + "); without "
+                          "--static the report's figures are interactive") from None
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    layout = dict(spec["layout"])
+    layout["height"] = height
+    layout["width"] = width
+    try:
+        return pio.to_image(go.Figure(data=spec["data"], layout=layout), format=fmt,
+                            width=width, height=height, scale=STATIC_SCALE)
+    except Exception as e:  # kaleido reports a missing or failing browser its own way
+        line = " ".join(str(e).split()) or type(e).__name__
+        raise MpilabError(f"static figure export (plotly/kaleido) failed: {line}") from None
+
+
+def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
+    """Draw the figure (the same spec as the interactive page) into path, svg or png,
+    STATIC_SIZE_PX at STATIC_SCALE, written atomically (temporary name, then rename)."""
+    spec = figure_spec(fig)
+    atomic_write_bytes(path, spec_image(spec, fmt, *STATIC_SIZE_PX))

@@ -54,7 +54,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    # imported here: it loads matplotlib (about 1 s, far more on a loaded machine), which
+    # imported here: it loads the report modules (jinja2, numpy, plotly), which
     # every other mpilab command would otherwise pay at start-up
     from mpilab.suite import report
 
