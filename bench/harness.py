@@ -42,7 +42,7 @@ TESTS_PY = REPO / "tests" / "python"
 
 __all__ = ["BIN", "BUILD", "REPO", "TESTS_PY", "TIE", "env", "find_tool", "loadavg", "mpi_env",
            "mpilab", "mpilab_cmd", "mpirun", "prediction_counts", "prediction_words",
-           "predictions", "save_figure", "start_mpilab", "test_helpers", "testbed",
+           "predictions", "start_mpilab", "test_helpers", "testbed",
            "testbed_down", "testbed_up", "testbed_up_in", "tool", "write_json"]
 
 
@@ -111,14 +111,6 @@ def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = 1,
                newline: bool = True) -> None:
     """Write a JSON document whole or not at all (temporary name + rename; '-' is stdout)."""
     atomic_write_text(path, json.dumps(doc, indent=indent) + ("\n" if newline else ""))
-
-
-def save_figure(fig: Any, path: str | os.PathLike[str], **savefig: Any) -> None:
-    """A matplotlib figure into path whole or not at all (temporary name + rename)."""
-    p = Path(path)
-    tmp = p.with_name(p.stem + ".tmp" + p.suffix)
-    fig.savefig(tmp, **savefig)
-    os.replace(tmp, p)
 
 
 def loadavg() -> str:

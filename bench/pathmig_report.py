@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The report page of the path migration benches: markdown tables from the JSON files of
 pathmig_pause.py, pathmig_conns.py, pathmig_faults.py and pathmig_apps.py (any subset),
-and with --plots DIR the figures (PNG, matplotlib) for docs/pathmig-measured.md.
+and with --plots DIR the figures (PNG, exported by plotly: kaleido) for docs/pathmig-measured.md.
 
     python3 bench/pathmig_report.py --pause P.json --conns C.json --faults F.json \
         --apps A.json [--apps B.json] [--plots docs/img] > report.md
@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import save_figure
+import harness  # noqa: F401  (python/ on the import path)
+from mpilab.errors import MpilabError
+from mpilab.fsutil import atomic_write_bytes
+from mpilab.report.iplot import spec_image
 
 # configurations of pathmig_pause.py, in the order shown
 LABELS = {"tcp-bbr": "TCP (BBR)", "tcp": "TCP (cubic)", "raw1-bbr": "MPTCP 1 subflow (BBR)",
@@ -152,15 +155,20 @@ def apps_table(doc: dict[str, Any]) -> str:
 
 # ---- figures ----
 
-def _save(fig: Any, path: Path) -> None:
-    save_figure(fig, path, dpi=110, bbox_inches="tight")
+def _save(fig: Any, path: Path, width: int) -> None:
+    """A plotly figure as a png (plotly's export, kaleido), written whole or not at all."""
+    atomic_write_bytes(path, spec_image(fig.to_plotly_json(), "png", width, 380))
+
+
+def _med_ms(xs: list[float | None]) -> float:
+    vals = [x for x in xs if x is not None]
+    return statistics.median(vals) * 1e3 if vals else float("nan")
 
 
 def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | None,
           apps: list[dict[str, Any]]) -> list[Path]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
     outdir.mkdir(parents=True, exist_ok=True)
     made = []
@@ -169,62 +177,57 @@ def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | No
         sizes = sorted({k[0] for k in med})
         if sizes:
             cfgs = [c for c in LABELS if any(k[1] == c for k in med)]
-            fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 3.6))
-            for ax, nbytes in zip(axes if len(sizes) > 1 else [axes], sizes, strict=True):
-                vals = [med.get((nbytes, c), float("nan")) * 1e3 for c in cfgs]
-                ax.bar(range(len(cfgs)), vals,
-                       color=["#888" if c.startswith("tcp") else "#c44" if c.endswith("bbr")
-                              else "#48c" for c in cfgs])
-                ax.set_xticks(range(len(cfgs)), [LABELS[c] for c in cfgs], rotation=60,
-                              ha="right", fontsize=7)
-                ax.set_title(f"{size(nbytes)} ping-pong, no fault")
-                ax.set_ylabel("median round trip (ms)")
+            fig = make_subplots(rows=1, cols=len(sizes), subplot_titles=[
+                f"{size(nbytes)} ping-pong, no fault" for nbytes in sizes])
+            for i, nbytes in enumerate(sizes, start=1):
+                fig.add_trace(go.Bar(
+                    x=[LABELS[c] for c in cfgs],
+                    y=[med.get((nbytes, c), float("nan")) * 1e3 for c in cfgs],
+                    marker_color=["#888" if c.startswith("tcp") else "#c44" if c.endswith("bbr")
+                                  else "#48c" for c in cfgs], showlegend=False), 1, i)
+                fig.update_yaxes(title_text="median round trip (ms)", row=1, col=i)
+                fig.update_xaxes(tickangle=-60, tickfont_size=9, row=1, col=i)
             p = outdir / "pathmig-overhead.png"
-            _save(fig, p)
-            plt.close(fig)
+            _save(fig, p, 400 * len(sizes))
             made.append(p)
     if conns and conns.get("runs"):
-        runs = conns["runs"]
         byn: dict[int, list[dict[str, Any]]] = {}
-        for r in runs:
+        for r in conns["runs"]:
             byn.setdefault(r["connections"], []).append(r)
         ns = sorted(byn)
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
+        fig = make_subplots(rows=1, cols=2, subplot_titles=["transition time (Fig. 5-6)",
+                                                            "pause (Fig. 7-8)"])
         for key, label in (("migrated_to_armed_s", "MIGRATED->ARMED (arm all)"),
                            ("armed_to_migrated_local_s", "ARMED->MIGRATED (migrate all)"),
                            ("armed_to_migrated_peer_s", "ARMED->MIGRATED at the peer")):
-            a1.plot(ns, [statistics.median([x[key] for x in byn[n] if x[key] is not None]
-                                           or [float("nan")]) * 1e3 for n in ns],
-                    marker="o", label=label)
+            fig.add_trace(go.Scatter(x=ns, y=[_med_ms([x[key] for x in byn[n]]) for n in ns],
+                                     mode="lines+markers", name=label), 1, 1)
         for key, label in (("pause_arm", "during arm"), ("pause_migrate", "during migrate"),
                            ("pause_fault", "link-down fault")):
-            a2.plot(ns, [statistics.median([x[key] for x in byn[n]]) * 1e3 for n in ns],
-                    marker="o", label=label)
-        a2.axhline(50, color="k", lw=0.8, ls="--", label="target (fault)")
-        for ax, t in ((a1, "transition time (Fig. 5-6)"), (a2, "pause (Fig. 7-8)")):
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("connections")
-            ax.set_ylabel("ms")
-            ax.set_title(t)
-            ax.legend(fontsize=7)
+            fig.add_trace(go.Scatter(x=ns, y=[_med_ms([x[key] for x in byn[n]]) for n in ns],
+                                     mode="lines+markers", name=label), 1, 2)
+        fig.add_trace(go.Scatter(x=[ns[0], ns[-1]], y=[50, 50], mode="lines",
+                                 line={"color": "black", "dash": "dash", "width": 1},
+                                 name="target (fault)"), 1, 2)
+        fig.update_xaxes(type="log", title_text="connections")
+        fig.update_yaxes(title_text="ms")
         p = outdir / "pathmig-conns.png"
-        _save(fig, p)
-        plt.close(fig)
+        _save(fig, p, 900)
         made.append(p)
-        fig, ax = plt.subplots(figsize=(7, 3.6))
+        fig = go.Figure()
         for n in ns:
             ser = byn[n][0].get("series", {}).get("fault") or []
             if ser:
-                ax.plot([t * 1e3 for _, t, _ in ser], [rtt * 1e3 for _, _, rtt in ser],
-                        lw=0.8, drawstyle="steps-pre", label=f"{n} connections")
-        ax.set_xlim(-100, 600)
-        ax.set_xlabel("time since the fault was injected (ms)")
-        ax.set_ylabel("round trip ending then (ms)")
-        ax.set_title("ping-pong round trips around a link-down fault")
-        ax.legend(fontsize=7)
+                fig.add_trace(go.Scatter(x=[t * 1e3 for _, t, _ in ser],
+                                         y=[rtt * 1e3 for _, _, rtt in ser], mode="lines",
+                                         line={"shape": "vh", "width": 1},
+                                         name=f"{n} connections"))
+        fig.update_layout(title_text="ping-pong round trips around a link-down fault",
+                          xaxis={"range": [-100, 600],
+                                 "title_text": "time since the fault was injected (ms)"},
+                          yaxis_title_text="round trip ending then (ms)")
         p = outdir / "pathmig-fault-series.png"
-        _save(fig, p)
-        plt.close(fig)
+        _save(fig, p, 700)
         made.append(p)
     for doc in apps:
         key = "app_s" if any(r.get("app_s") for r in doc["runs"]) else "wall_s"
@@ -232,34 +235,36 @@ def plots(outdir: Path, pause: dict[str, Any] | None, conns: dict[str, Any] | No
                 if any(r["config"] == c for r in doc["runs"])]
         data = [[r[key] for r in doc["runs"] if r["config"] == c and r["correct"] and r[key]]
                 for c in cfgs]
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6))
-        ax.boxplot(data)
-        ax.set_xticks(range(1, len(cfgs) + 1),
-                      [f"{c}\n({len(d)} runs)" for c, d in zip(cfgs, data, strict=True)])
-        ax.set_ylabel(("application" if key == "app_s" else "whole run") + " time (s)")
-        ax.set_title(f"{doc['app']}, {doc['np']} ranks")
+        fig = make_subplots(rows=1, cols=2, subplot_titles=[
+            f"{doc['app']}, {doc['np']} ranks", "paired by round (dashed: medians)"])
+        for c, d in zip(cfgs, data, strict=True):
+            fig.add_trace(go.Box(y=d, name=f"{c} ({len(d)} runs)", showlegend=False), 1, 1)
+        fig.update_yaxes(title_text=("application" if key == "app_s" else "whole run")
+                         + " time (s)", row=1, col=1)
         # paired by round: the machine drifts, so what counts is the ratio within a round
         by: dict[int, dict[str, float]] = {}
         for r in doc["runs"]:
             if r["correct"] and r.get(key):
                 by.setdefault(int(r["rep"]), {})[r["config"]] = float(r[key])
-        for cfg, base, mark in (("agent", "tcp", "o"), ("agent+fault", "agent", "x")):
+        for (cfg, base, mark), colour in zip((("agent", "tcp", "circle"),
+                                              ("agent+fault", "agent", "x")),
+                                             ("#1f77b4", "#ff7f0e"), strict=True):
             pts = sorted((rep, (v[cfg] / v[base] - 1) * 100) for rep, v in by.items()
                          if cfg in v and base in v)
             if pts:
-                bx.plot([x for x, _ in pts], [y for _, y in pts], mark, label=f"{cfg} / {base}")
-                med = statistics.median(y for _, y in pts)
-                bx.axhline(med, ls="--", lw=0.8,
-                           color=bx.get_lines()[-1].get_color())
-        bx.axhline(2.0, color="#c44", lw=0.8, label="fault target +2%")
-        bx.axhline(0.0, color="#888", lw=0.5)
-        bx.set_xlabel("round")
-        bx.set_ylabel("paired difference (%)")
-        bx.set_title("paired by round (dashed: medians)")
-        bx.legend(fontsize=7)
+                fig.add_trace(go.Scatter(x=[x for x, _ in pts], y=[y for _, y in pts],
+                                         mode="markers", marker={"symbol": mark,
+                                                                 "color": colour},
+                                         name=f"{cfg} / {base}"), 1, 2)
+                fig.add_hline(statistics.median(y for _, y in pts), row=1, col=2,
+                              line={"dash": "dash", "width": 1, "color": colour})
+        fig.add_hline(2.0, row=1, col=2, line={"color": "#c44", "width": 1},
+                      annotation_text="fault target +2%")
+        fig.add_hline(0.0, row=1, col=2, line={"color": "#888", "width": 0.5})
+        fig.update_xaxes(title_text="round", row=1, col=2)
+        fig.update_yaxes(title_text="paired difference (%)", row=1, col=2)
         p = outdir / f"pathmig-apps-{doc['app']}.png"
-        _save(fig, p)
-        plt.close(fig)
+        _save(fig, p, 1000)
         made.append(p)
     return made
 
@@ -303,6 +308,8 @@ def main() -> int:
             if a.plots else []
     except (KeyError, TypeError, ValueError) as e:
         fail(f"a results file lacks what its bench writes ({e!r})")
+    except (MpilabError, OSError) as e:
+        fail(str(e))
     sys.stdout.write("\n\n".join(parts) + "\n")
     for p in made:
         print(f"figure: {p}", file=sys.stderr)

@@ -11,7 +11,6 @@ results files (DESIGN.md's one-way flow); bad input gives one line and exit stat
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import statistics
 import sys
@@ -21,6 +20,7 @@ from typing import NoReturn
 import harness  # noqa: F401  (python/ on the import path)
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_bytes, read_regular
+from mpilab.report.iplot import PALETTE, spec_image
 
 Series = dict[str, dict[int, list[tuple[float, float]]]]
 
@@ -76,37 +76,31 @@ def load(paths: list[str]) -> Series:
 
 
 def draw(series: Series, title: str, fmt: str) -> bytes:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
-    fig, ax = plt.subplots(figsize=(8, 5))
+    """The figure as png or svg bytes, through plotly's export (kaleido)."""
+    data: list[dict] = []
     for n, (label, pts) in enumerate(sorted(series.items())):
+        colour = PALETTE[n % len(PALETTE)]
         sizes = sorted(pts)
         med = [statistics.median(t for t, _ in pts[b]) for b in sizes]
         lo = [m - min(t for t, _ in pts[b]) for m, b in zip(med, sizes, strict=True)]
         hi = [max(t for t, _ in pts[b]) - m for m, b in zip(med, sizes, strict=True)]
-        style = "-" if label.startswith("optimized") else "--"
-        line = ax.errorbar(sizes, med, yerr=[lo, hi], fmt="o" + style, capsize=3,
-                           label=label, color=f"C{n}")
+        dash = "solid" if label.startswith("optimized") else "dash"
+        data.append({"type": "scatter", "mode": "lines+markers", "name": label, "x": sizes,
+                     "y": med, "line": {"color": colour, "dash": dash},
+                     "error_y": {"type": "data", "symmetric": False, "array": hi,
+                                 "arrayminus": lo, "color": colour}})
         bounds = [statistics.median(bd for _, bd in pts[b]) for b in sizes]
         if all(x == x for x in bounds):
-            ax.plot(sizes, bounds, ":", color=line[0].get_color(), linewidth=1)
-    ax.set_xscale("log", base=2)
+            data.append({"type": "scatter", "mode": "lines", "x": sizes, "y": bounds,
+                         "showlegend": False, "hoverinfo": "skip",
+                         "line": {"color": colour, "dash": "dot", "width": 1}})
     ticks = sorted({b for pts in series.values() for b in pts})
-    ax.set_xticks(ticks, [str(b) for b in ticks])
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_yscale("log")
-    ax.set_xlabel("block size (square blocks, elements per side)")
-    ax.set_ylabel("time per iteration (s)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(title="layout, I/O back end (dotted: model bound)", fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    layout = {"title": {"text": title}, "font": {"size": 13},
+              "xaxis": {"type": "log", "tickvals": ticks, "ticktext": [str(b) for b in ticks],
+                        "title": {"text": "block size (square blocks, elements per side)"}},
+              "yaxis": {"type": "log", "title": {"text": "time per iteration (s)"}},
+              "legend": {"title": {"text": "layout, I/O back end (dotted: model bound)"}}}
+    return spec_image({"data": data, "layout": layout}, fmt, 800, 500)
 
 
 def main() -> int:
