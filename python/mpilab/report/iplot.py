@@ -433,15 +433,15 @@ def spec_image(spec: dict, fmt: str, width: int, height: int) -> bytes:
     except ImportError:
         raise MpilabError("static figures need kaleido (" + STATIC_INSTALL + "); without "
                           "--static the report's figures are interactive") from None
-    import plotly.graph_objects as go
     import plotly.io as pio
 
     layout = dict(spec["layout"])
     layout["height"] = height
     layout["width"] = width
     try:
-        return pio.to_image(go.Figure(data=spec["data"], layout=layout), format=fmt,
-                            width=width, height=height, scale=STATIC_SCALE)
+        # the spec is the one plotly.js draws on the page, as it is (validate=False)
+        return pio.to_image({"data": spec["data"], "layout": layout}, format=fmt,
+                            width=width, height=height, scale=STATIC_SCALE, validate=False)
     except Exception as e:  # kaleido reports a missing or failing browser its own way
         line = " ".join(str(e).split()) or type(e).__name__
         raise MpilabError(f"static figure export (plotly/kaleido) failed: {line}") from None
