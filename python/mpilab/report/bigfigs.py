@@ -7,7 +7,6 @@ shown, so a 128 x 128 heat map is about 100 KB of page."""
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
 from dataclasses import dataclass
