@@ -1,8 +1,8 @@
 """Figures of aggregated data for large runs: a pair matrix as a heat map and parameter
 distributions as box plots. Same page contract as report.iplot (a div of class mpilab-fig
 drawn by mpilabDraw once the embedded plotly.js is loaded, data-rendered when drawn); with
---static, SVG exported by plotly (kaleido). Every number travels rounded to 4 significant digits in the unit
-shown, so a 128 x 128 heat map is about 100 KB of page."""
+--static, SVG exported by plotly (kaleido). Every number travels rounded to 4 significant
+digits in the unit shown, so a 128 x 128 heat map is about 100 KB of page."""
 
 from __future__ import annotations
 
