@@ -34,7 +34,9 @@ mpi, ranks); --allow-different turns that into a warning."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from mpilab import argtypes
