@@ -3,7 +3,9 @@
 hockney,loggp` on a 2-site testbed whose WAN is delayed and shaped (default 2 ms one-way,
 100 Mbit/s), N runs; per run the sizes the model-size extension added and why it stopped,
 Hockney beta and LogGP G against the TCP payload rate of the shaped link (8/rate x
-1514/1448 s per byte), whether each interval holds it, and the wall time. `--fixed` adds, per
+1514/1448 s per byte), whether each interval holds it, the wall time, and the share of TCP
+segments the testbed's nodes sent again (a retransmitted byte crosses the link twice: a
+stream that loses at the shaper's queue runs below its rate). `--fixed` adds, per
 run, the same command with `--model-sizes fixed` (the default list alone, up to 64 KiB)
 beside it. Needs root; brings the testbed up and down itself (`--keep` leaves it up,
 `--prefix` of a running one with the same delay and rate is reused).
@@ -43,13 +45,32 @@ def judge(q: dict[str, Any], value: float, truth: float) -> dict[str, Any]:
     return {"err": value / truth - 1.0, "holds": bool(holds), "flags": list(q.get("flags") or [])}
 
 
+def tcp_counters(prefix: str) -> dict[str, int]:
+    """TcpOutSegs and TcpRetransSegs summed over the testbed's node namespaces (nstat -az:
+    absolute values, the history file untouched)."""
+    tot = {"TcpOutSegs": 0, "TcpRetransSegs": 0}
+    for ns in net.current_spec(prefix).namespaces():
+        p = subprocess.run(["ip", "netns", "exec", ns, "nstat", "-az", "--json", *tot],
+                           capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            continue
+        for k, v in (json.loads(p.stdout).get("kernel") or {}).items():
+            if k in tot:
+                tot[k] += int(v)
+    return tot
+
+
 def one_run(prefix: str, mode: str, out: Path, timeout: float) -> dict[str, Any]:
     cmd = mpilab_cmd("bench", "--testbed", prefix, "--launches", "1", "--variation-store", "none",
                      "--out", str(out), "--", "--ops", "p2p", "--models", "hockney,loggp",
                      "--model-sizes", mode)
+    c0 = tcp_counters(prefix)
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=timeout, check=False)
     wall = time.monotonic() - t0
+    c1 = tcp_counters(prefix)
+    segs = c1["TcpOutSegs"] - c0["TcpOutSegs"]
+    retrans = (c1["TcpRetransSegs"] - c0["TcpRetransSegs"]) / segs if segs > 0 else None
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
         return {"mode": mode, "wall_s": wall, "error": last}
@@ -61,12 +82,12 @@ def one_run(prefix: str, mode: str, out: Path, timeout: float) -> dict[str, Any]
     return {"mode": mode, "wall_s": wall, "sizes": [m["bytes"] for m in doc["measurements"]],
             "state": ext[0].get("state", "-"), "beta": h["beta"], "beta_q": h["quality"]["beta"],
             "G": g["G"], "G_q": g["quality"]["G"],
-            "loggp_wall_s": doc["models"]["loggp"].get("wall_s")}
+            "loggp_wall_s": doc["models"]["loggp"].get("wall_s"), "retrans": retrans}
 
 
 def show(rows: list[dict[str, Any]], truth: float) -> None:
     print(f"{'run':>3} {'sizes':<10} {'largest':>8} {'stop':<9} {'beta err':>9} {'holds':>5} "
-          f"{'G err':>8} {'holds':>5} {'wall s':>7}")
+          f"{'G err':>8} {'holds':>5} {'wall s':>7} {'retrans':>8}")
     counts: dict[str, list[int]] = {}
     for r in rows:
         k = r["run"]
@@ -83,7 +104,8 @@ def show(rows: list[dict[str, Any]], truth: float) -> None:
         print(f"{k:>3} {r['mode']:<10} {max(r['sizes']):>8} {r['state']:<9} "
               f"{b['err'] * 100:+8.2f}% "
               f"{'yes' if b['holds'] else 'no':>5} {g['err'] * 100:+7.2f}% "
-              f"{'yes' if g['holds'] else 'no':>5} {r['wall_s']:7.1f}")
+              f"{'yes' if g['holds'] else 'no':>5} {r['wall_s']:7.1f} "
+              + (f"{r['retrans'] * 100:7.3f}%" if r.get("retrans") is not None else "       -"))
     for mode, c in counts.items():
         print(f"{mode}: {c[0]} runs; beta within 5% in {c[3]}, and its interval holding the "
               f"truth as well in {c[1]}; G within 5% in {c[4]}, with the interval in {c[2]}")
