@@ -525,3 +525,16 @@ def test_os_interval_coverage_matches_the_binomial_sum() -> None:
                 best = k
         got = launches.os_interval(v, 0.95)
         assert got == ((v[best - 1], v[n - best]) if best else None), n
+
+
+def test_shipped_t_table_is_scipys(tmp_path: Path) -> None:
+    """The shipped quantile table is what scipy.stats.t gives now (regenerated and compared),
+    and a (cl, df) outside it is scipy's too."""
+    import scipy.stats
+
+    fresh = tmp_path / "t.json"
+    launches.write_t_table(fresh)
+    assert json.loads(fresh.read_text()) == json.loads(launches.T_TABLE.read_text())
+    for cl, df in ((0.95, 1), (0.95, 500), (0.99, 37), (0.95, 501), (0.97, 12)):
+        assert launches.t_quantile(cl, df) == pytest.approx(
+            float(scipy.stats.t.isf((1 - cl) / 2, df)), rel=1e-12)
