@@ -154,3 +154,40 @@ def test_static_export_refuses_other_formats(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="svg or png"):
         iplot.figure_static(_fig(), tmp_path / "f.pdf", "pdf")
     assert list(tmp_path.iterdir()) == []
+
+
+def _gone(pid: int) -> bool:
+    """pid has exited (no such process, or a zombie waiting for its reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_static_export_that_hangs_is_stopped_in_one_line(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An export whose browser never answers is killed with its whole process group (the
+    worker's own child included) and reported in one line; no image file is left."""
+    import importlib.util
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    hang = ("import subprocess, sys, time; "
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+            f"open({str(pidfile)!r}, 'w').write(str(c.pid)); time.sleep(600)")
+    monkeypatch.setattr(iplot, "STATIC_WORKER", ("-c", hang))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "kaleido" else real(name, *a))
+    monkeypatch.setattr(iplot, "STATIC_TIMEOUT_S", 3.0)
+    out = tmp_path / "f.svg"
+    with pytest.raises(MpilabError, match="did not finish within 3 s") as e:
+        iplot.figure_static(_fig(), out, "svg")
+    assert "\n" not in str(e.value) and not out.exists()
+    if pidfile.exists():  # the worker had started its child: it went with the group
+        pid = int(pidfile.read_text())
+        for _ in range(200):  # SIGKILL is delivered at once; the exit may take a moment
+            if _gone(pid):
+                break
+            time.sleep(0.05)
+        assert _gone(pid)

@@ -25,8 +25,13 @@ import base64
 import functools
 import gzip
 import html
+import importlib.util
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -422,29 +427,47 @@ def figure_html(fig: Figure) -> str:
 STATIC_INSTALL = "pip install 'mpilab[static]'"
 
 
-def spec_image(spec: dict, fmt: str, width: int, height: int) -> bytes:
+STATIC_TIMEOUT_S = 120.0  # one figure's export, Chromium's start included
+STATIC_WORKER = ("-m", "mpilab.report.static_worker")
+
+
+def spec_image(spec: dict, fmt: str, width: int, height: int,
+               timeout: float | None = None) -> bytes:
     """The figure spec (the one the page draws) as an svg or png image, through plotly's
-    own export (kaleido, which drives a headless Chromium). Without kaleido, or when the
-    export fails, one-line MpilabError: the interactive page needs neither."""
+    own export (kaleido, which drives a headless Chromium). The export runs in a process
+    group of its own (report/static_worker.py), killed whole when it does not finish
+    within timeout seconds. Without kaleido, when the export fails or overruns: one-line
+    MpilabError (the interactive page needs neither)."""
     if fmt not in ("svg", "png"):
         raise ValueError(f"static figure format must be svg or png, not {fmt!r}")
-    try:
-        import kaleido  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("kaleido") is None:
         raise MpilabError("static figures need kaleido (" + STATIC_INSTALL + "); without "
-                          "--static the report's figures are interactive") from None
-    import plotly.io as pio
-
+                          "--static the report's figures are interactive")
     layout = dict(spec["layout"])
     layout["height"] = height
     layout["width"] = width
+    job = json.dumps({"data": spec["data"], "layout": layout, "format": fmt, "width": width,
+                      "height": height, "scale": STATIC_SCALE})
+    timeout = STATIC_TIMEOUT_S if timeout is None else timeout
+    proc = subprocess.Popen([sys.executable, *STATIC_WORKER],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
     try:
-        # the spec is the one plotly.js draws on the page, as it is (validate=False)
-        return pio.to_image({"data": spec["data"], "layout": layout}, format=fmt,
-                            width=width, height=height, scale=STATIC_SCALE, validate=False)
-    except Exception as e:  # kaleido reports a missing or failing browser its own way
-        line = " ".join(str(e).split()) or type(e).__name__
-        raise MpilabError(f"static figure export (plotly/kaleido) failed: {line}") from None
+        out, err = proc.communicate(job.encode("utf-8"), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker and the browser it started
+        proc.communicate()
+        raise MpilabError(f"static figure export (plotly/kaleido) did not finish within "
+                          f"{timeout:g} s (its headless Chromium stopped)") from None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.returncode != 0 or not out:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        line = " ".join(lines[-1].split()) if lines else f"exit {proc.returncode}"
+        raise MpilabError(f"static figure export (plotly/kaleido) failed: {line}")
+    return out
 
 
 def figure_static(fig: Figure, path: Path, fmt: str = "svg") -> None:
