@@ -5,7 +5,9 @@ hockney,loggp` on a 2-site testbed whose WAN is delayed and shaped (default 2 ms
 Hockney beta and LogGP G against the TCP payload rate of the shaped link (8/rate x
 1514/1448 s per byte), whether each interval holds it, the wall time, and the share of TCP
 segments the testbed's nodes sent again (a retransmitted byte crosses the link twice: a
-stream that loses at the shaper's queue runs below its rate). `--fixed` adds, per
+stream that loses at the shaper's queue runs below its rate). `--stream S` adds per run an
+iperf3 stream of S seconds between the two nodes, and judges G against the time per byte
+that stream was delivered at as well. `--fixed` adds, per
 run, the same command with `--model-sizes fixed` (the default list alone, up to 64 KiB)
 beside it. Needs root; brings the testbed up and down itself (`--keep` leaves it up,
 `--prefix` of a running one with the same delay and rate is reused).
@@ -60,6 +62,34 @@ def tcp_counters(prefix: str) -> dict[str, int]:
     return tot
 
 
+def stream_s_per_byte(prefix: str, seconds: float) -> dict[str, Any]:
+    """iperf3 (the standard TCP stream test) from s0n0 to s1n0 for `seconds`: the time per
+    byte the shaped path delivers to a stream (received bytes over the receiver's time) and
+    the stream's retransmitted segments (its first second, slow start, left out)."""
+    spec = net.current_spec(prefix)
+    port = "5299"
+    srv = subprocess.Popen(["ip", "netns", "exec", spec.ns("s1n0"), "iperf3", "-s", "-1", "-p",
+                            port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        p = subprocess.run(["ip", "netns", "exec", spec.ns("s0n0"), "iperf3", "-c",
+                            spec.addr("s1n0", 0), "-p", port, "-t", f"{seconds:g}", "-O", "1",
+                            "-J"],
+                           capture_output=True, text=True, timeout=seconds + 31, check=False)
+    finally:
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]}
+    end = json.loads(p.stdout)["end"]
+    recv = end["sum_received"]
+    return {"s_per_byte": recv["seconds"] / recv["bytes"],
+            "retransmits": end["sum_sent"].get("retransmits")}
+
+
 def one_run(prefix: str, mode: str, out: Path, timeout: float) -> dict[str, Any]:
     cmd = mpilab_cmd("bench", "--testbed", prefix, "--launches", "1", "--variation-store", "none",
                      "--out", str(out), "--", "--ops", "p2p", "--models", "hockney,loggp",
@@ -109,6 +139,19 @@ def show(rows: list[dict[str, Any]], truth: float) -> None:
     for mode, c in counts.items():
         print(f"{mode}: {c[0]} runs; beta within 5% in {c[3]}, and its interval holding the "
               f"truth as well in {c[1]}; G within 5% in {c[4]}, with the interval in {c[2]}")
+    streams = [r for r in rows if "error" not in r and "s_per_byte" in (r.get("stream") or {})]
+    if streams:
+        print("G beside the rate the path delivers to an iperf3 stream (same run):")
+        held = 0
+        for r in streams:
+            st = r["stream"]
+            g = judge(r["G_q"], r["G"], st["s_per_byte"])
+            held += g["holds"]
+            print(f"  run {r['run']}: stream {st['s_per_byte'] * 1e9:.2f} ns/B "
+                  f"({(st['s_per_byte'] / truth - 1) * 100:+.2f}% of the rate's, "
+                  f"{st.get('retransmits')} retransmits); G {g['err'] * 100:+.2f}% of it, "
+                  f"interval {'holds' if g['holds'] else 'misses'} it")
+        print(f"  G's interval holds the stream's rate in {held} of {len(streams)}")
 
 
 def main() -> int:
@@ -121,6 +164,9 @@ def main() -> int:
                     help="also the default list alone (--model-sizes fixed) in every run")
     ap.add_argument("--keep", action="store_true", help="leave the testbed up")
     ap.add_argument("--json", default=None, help="write the runs here")
+    ap.add_argument("--stream", type=float, default=0.0, metavar="S",
+                    help="also an iperf3 stream of S seconds per run: G beside the rate the "
+                    "path delivers to a stream (default 0: none)")
     a = ap.parse_args()
     if a.runs < 1:
         ap.error("--runs must be at least 1")
@@ -153,6 +199,8 @@ def main() -> int:
         for k in range(a.runs):
             for mode in ("extend", "fixed") if a.fixed else ("extend",):
                 r = one_run(a.prefix, mode, work / f"run{k}-{mode}.json", 1200)
+                if a.stream > 0 and "error" not in r:
+                    r["stream"] = stream_s_per_byte(a.prefix, a.stream)
                 rows.append(r | {"run": k})
                 print(f"run {k} {mode}: {rows[-1].get('wall_s', 0):.0f} s", flush=True)
     except KeyboardInterrupt:
