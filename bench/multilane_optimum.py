@@ -15,14 +15,18 @@ uplink B_WAN, one-way WAN latency 5 ms; `mpilab sim platform spec`):
                 64 KiB: 64 KiB / 10 ms = 52 Mbit/s per lane)
   separate-win  the second NIC and the window limit together
 
-  python3 bench/multilane_optimum.py --nodes 8 --platforms shared-250,separate-250
-  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win --ops scatter,gather
+  python3 bench/multilane_optimum.py --nodes 8 --platforms shared-250,separate-250 \
+      --ops scatter,gather
+  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win,shared-win \
+      --ops scatter,gather
+  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win --window 96K \
+      --ops scatter,gather --out out/multilane_optimum/w96
 
-Each (platform, nodes) writes OUT/<platform>-<N>.json (the multilane document; an existing
-complete one is reused, --force runs it again) and the script prints, per platform and
-operation, the curve (simulated s against P), the best P, the P within 1% of the best, and
-the two models' P_opt from the same document. Simulated times are deterministic (one
-repetition per point); the wall time of each run is printed beside it.
+Each (platform, nodes) writes OUT/<platform>-<N>.json (the multilane document; one written
+with the same options, OUT/<platform>-<N>.args.json, is reused; --force runs it again) and
+the script prints, per platform and operation, the curve (simulated s against P), the best
+P, the P within 1% of the best, and the two models' P_opt from the same document. Simulated
+times are deterministic (one repetition per point); the wall time of each run is printed.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import loadavg, mpilab
+from harness import loadavg, mpilab, write_json
 
 PLATFORMS = {
     # name: (wan NIC, per-node WAN rate, window limited)
@@ -79,10 +83,13 @@ def platform(out: Path, name: str, n: int, L: str, window: str) -> Path:
 
 def run(out: Path, name: str, n: int, a: argparse.Namespace) -> dict[str, Any]:
     doc_path = out / f"{name}-{n}.json"
-    if doc_path.is_file() and not a.force:
+    used = out / f"{name}-{n}.args.json"
+    args = {"ops": a.ops, "size": a.size, "L": a.L,
+            "window": a.window if PLATFORMS[name][2] else None}
+    if doc_path.is_file() and used.is_file() and not a.force:
         doc = json.loads(doc_path.read_text())
-        if not doc.get("partial"):
-            print(f"{name} {n}+{n}: {doc_path} (reused)")
+        if not doc.get("partial") and json.loads(used.read_text()) == args:
+            print(f"{name} {n}+{n}: {doc_path} (reused: same options)")
             return doc
     plat = platform(out, name, n, a.L, a.window)
     load = loadavg().split()[0]
@@ -94,6 +101,7 @@ def run(out: Path, name: str, n: int, a: argparse.Namespace) -> dict[str, Any]:
     wall = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(f"{name} {n}+{n}: {p.stderr.strip().splitlines()[-1:]}")
+    write_json(used, args)
     print(f"{name} {n}+{n}: {doc_path} in {wall:.0f} s wall (load {load} at the start)")
     return json.loads(doc_path.read_text())
 
