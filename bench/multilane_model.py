@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Model accuracy of multilane scatter/gather on the emulated grid (docs/multilane.md,
-"Predictions"): each step brings up its own testbed, runs `mpilab multilane run` (model
-inputs measured in the same job, alpha calibrated per operation on runs at --alpha-bytes,
-then the timed points with per-rank phase marks), takes the testbed down, and prints, per
-point, measured against both models' predictions and the three phases (prepare, WAN, LAN)
-measured against the schedule model's.
+"""Model accuracy of multilane scatter/gather on the emulated grid
+(docs/multilane-predictions.md): each step brings up its own testbed, runs `mpilab multilane
+run` (model inputs measured in the same job, alpha calibrated per operation on runs at
+--alpha-bytes, then the timed points with per-rank phase marks), takes the testbed down,
+and prints, per point, measured against both models' predictions and the three phases
+(prepare, WAN, LAN) measured against the schedule model's.
 
 Steps (--steps, comma list):
   accuracy  examples/testbed/multilane-2x4.toml (8 ranks, b_WAN 50, B_WAN 200 Mbit/s,

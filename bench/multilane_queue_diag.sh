@@ -1,5 +1,5 @@
 #!/bin/bash
-# The LAN-queue diagnosis of docs/multilane.md ("Predictions"): one 1 MiB scatter job
+# The LAN-queue diagnosis of docs/multilane-predictions.md: one 1 MiB scatter job
 # (single-lane and P = 4, 3 repetitions) on a multilane testbed, then each namespace's TCP
 # retransmission counters and every qdisc that dropped packets; with MODE=thread the ranks
 # run Open MPI's TCP progress thread.  Needs root; takes about a minute.

@@ -71,7 +71,8 @@ def _spec(args: argparse.Namespace) -> int:
     sp, keys = plat.load_spec(args.spec, args.prefix)
     opt = plat.SpecOptions(rail=args.rail, speed=args.speed, cores=args.cores,
                            lan_latency=args.lan_latency, ignore=set(args.ignore or []),
-                           factors=args.factors, tcp_gamma=args.tcp_gamma)
+                           factors=args.factors, tcp_gamma=args.tcp_gamma,
+                           wan_nic=args.wan_nic)
     return _write(plat.from_spec(sp, keys, opt), args.output, args.hostfile)
 
 
@@ -135,6 +136,11 @@ def register(sub: Any) -> None:
     sp.add_argument("--ignore", action="append", metavar="KEY",
                     help="simulate without a key SimGrid cannot express (lan.queue, "
                          "wan.queue, wan.socket_buffer, cluster.rails); repeatable")
+    sp.add_argument("--wan-nic", choices=plat.WAN_NICS, default="shared",
+                    help="shared (default, as the testbed): a node's traffic to another site "
+                         "crosses its LAN link, then its WAN share; separate: it leaves by a "
+                         "second NIC (the WAN share only), so LAN and WAN traffic of one node "
+                         "do not share a link")
     _node_options(sp)
     _common(sp)
     sp.set_defaults(func=_spec)

@@ -491,6 +491,15 @@ class SpecOptions:
     ignore: set[str] = field(default_factory=set)
     factors: str = FACTORS_EXACT
     tcp_gamma: int | None = None
+    wan_nic: str = "shared"
+
+
+WAN_NICS = ("shared", "separate")
+# A separate WAN NIC's path to the gateway: the node's -wan link, then this per-site link
+# (no limit, no latency). It makes the gateway two links away from a node, so a path
+# between two nodes of one site through the gateway (4 links) never ties with the path
+# through the switch (2 links) in DijkstraCache's count.
+NIC_LINK_BPS = 1e15
 
 
 def spec_keys(text: str) -> dict[str, int]:
@@ -557,8 +566,13 @@ def from_spec(sp: tbspec.Spec, keys: dict[str, int], opt: SpecOptions) -> Genera
     (each direction its own rate, as the testbed shapes each direction). Routes: node ->
     switch [lan]; node -> gateway [lan, wan]; gateway -> P-wan [up]. DijkstraCache takes the
     path with the fewest links: inside a site node-switch-node (2), across sites
-    node-gw-wan-gw-node (6)."""
+    node-gw-wan-gw-node (6). wan_nic "separate": a node's WAN traffic leaves by a NIC of its
+    own, node -> gateway [wan, P-nicS] (P-nicS: 1e15 bit/s, latency 0), so it does not
+    cross the LAN link (the multilane paper's nodes: one NIC for the LAN, one for the WAN)."""
     rail = check_spec(sp, keys, opt)
+    if opt.wan_nic not in WAN_NICS:
+        raise MpilabError(f"wan-nic {opt.wan_nic!r}: expected {' or '.join(WAN_NICS)}")
+    separate = opt.wan_nic == "separate"
     nodes = sp.node_names()
     hosts = [sp.ns(n) for n in nodes]
     p = sp.prefix
@@ -567,12 +581,15 @@ def from_spec(sp: tbspec.Spec, keys: dict[str, int], opt: SpecOptions) -> Genera
     desc = (f"testbed spec {sp.source}: {sp.sites} site(s) x {sp.nodes_per_site} node(s), "
             f"rail {rail} of {sp.rails}, LAN {tbspec.format_rate(sp.lan_rate)}, b_WAN "
             f"{tbspec.format_rate(sp.wan_node_rate)}, B_WAN "
-            f"{tbspec.format_rate(sp.wan_total_rate)}, L {sp.wan_delay * 1e3:g} ms")
+            f"{tbspec.format_rate(sp.wan_total_rate)}, L {sp.wan_delay * 1e3:g} ms"
+            + (", WAN NIC separate" if separate else ""))
 
     def build(root: ET.Element) -> None:
         zone = ET.SubElement(root, "zone", id=p, routing="DijkstraCache")
         props = {"mpilab.generator": "mpilab sim platform", "mpilab.source": sp.source,
                  "mpilab.rail": str(rail)}
+        if separate:
+            props["mpilab.wan_nic"] = "separate"
         if ignored:
             props["mpilab.ignored"] = ",".join(ignored)
         emulator = [k for k in EMULATOR_ONLY if k in keys]
@@ -593,10 +610,13 @@ def from_spec(sp: tbspec.Spec, keys: dict[str, int], opt: SpecOptions) -> Genera
             _link(zone, f"{host}-wan", wan, 0.0)
         for s in range(sp.sites):
             _link(zone, f"{p}-up{s}", sp.wan_total_rate, half)
+            if separate:
+                _link(zone, f"{p}-nic{s}", NIC_LINK_BPS, 0.0)
         for host, node in zip(hosts, nodes, strict=True):
             s, _ = tbspec.parse_node(node)
             _route(zone, host, f"{p}-sw{s}", [f"{host}-lan"])
-            _route(zone, host, f"{p}-gw{s}", [f"{host}-lan", f"{host}-wan"])
+            _route(zone, host, f"{p}-gw{s}", [f"{host}-wan", f"{p}-nic{s}"] if separate
+                   else [f"{host}-lan", f"{host}-wan"])
         for s in range(sp.sites):
             _route(zone, f"{p}-gw{s}", f"{p}-wan", [f"{p}-up{s}"])
 
