@@ -152,7 +152,7 @@ def main() -> int:
     if min(a.sizes) < 1:
         ap.error(f"--bytes {a.bytes}: at least 1")
     a.faults = a.fault.split(",") if a.fault else [None]
-    if any(f not in ("down", "drop") for f in a.faults):
+    if a.fault and any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
     # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
