@@ -55,6 +55,24 @@ def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
 
 
+def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
+                  done: float) -> dict[str, float | None]:
+    """The round trips around a fault (pure; times CLOCK_REALTIME s, durations s, results
+    ms): `pause_ms` the longest one ending from the fault's request to 3 s after it was in
+    place (`done`); `pause_first_ms` the longest ending by 0.5 s after it was in place (the
+    round trips the fault itself held: its verdict and migration take well under that);
+    `noise_before_ms` the longest ending in the 3 s before the request, the job's first 50
+    round trips left out (its wire-up): what the machine did to round trips without a
+    fault."""
+    def longest(lo: float, hi: float, skip: int = 0) -> float | None:
+        w = [r for k, (t, r) in enumerate(zip(ends, rtts, strict=True))
+             if k >= skip and lo <= t <= hi]
+        return max(w) * 1e3 if w else None
+    return {"pause_ms": longest(fault_t, done + 3.0),
+            "pause_first_ms": longest(fault_t, done + 0.5),
+            "noise_before_ms": longest(fault_t - 3.0, fault_t, skip=50)}
+
+
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024) -> dict[str, Any]:
     sp = net.current_spec(prefix)
@@ -112,10 +130,10 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         done = max((e.get("done", e["time"]) for e in faults.read_log(sp)
                     if e["event"] == "fail" and e["time"] >= fault_t - 1), default=fault_t)
         rec["fault_apply_s"] = done - fault_t
-        win = [r for t, r in zip(ends, rtts, strict=True) if fault_t <= t <= done + 3.0]
         # a fault in place only after the job's last round trip paused nothing: no pause
         rec["fault_in_job"] = bool(ends) and done < ends[-1]
-        rec["pause_ms"] = max(win) * 1e3 if win and rec["fault_in_job"] else None
+        rec |= pause_windows(ends, rtts, fault_t, done) if rec["fault_in_job"] else {
+            "pause_ms": None, "pause_first_ms": None, "noise_before_ms": None}
         rec["verdict_timeout_ms"] = [e.get("timeout_ms") for e in evs
                                      if e["event"] == "verdict" and e["time"] >= fault_t]
         rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
@@ -206,11 +224,12 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
              if a.fault else ""))
     for size in sizes:
         for fault in fault_kinds:
-            ps = [r["pause_ms"] for r in runs if r["bytes"] == size and r["fault"] == fault
-                  and r.get("pause_ms") is not None]
-            if ps:
-                print(f"{size} B, {fault}: {len(ps)} pause(s), {min(ps):.1f}-{max(ps):.1f} ms, "
-                      f"median {statistics.median(ps):.1f} ms")
+            for key in ("pause_ms", "pause_first_ms", "noise_before_ms"):
+                ps = [r[key] for r in runs if r["bytes"] == size and r["fault"] == fault
+                      and r.get(key) is not None]
+                if ps:
+                    print(f"{size} B, {fault}, {key}: {len(ps)} run(s), "
+                          f"{min(ps):.1f}-{max(ps):.1f} ms, median {statistics.median(ps):.1f}")
     return 0
 
 
