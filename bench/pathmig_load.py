@@ -11,6 +11,11 @@ clock, and is healed after the job.
         --runs 6 --count 8000 --out nofault.json
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 3 --fault drop --out drop.json
+    python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
+        --runs 20 --count 1500 --fault-at 500 --fault down,drop --bytes 1024,65536 --out f.json
+
+(several --fault kinds and --bytes sizes: the cases interleaved run by run; the results file
+is rewritten after every run, so a series stopped part-way keeps the runs it finished.)
 
 (--spec brings the testbed up inside the measurement and down at the end; without it the
 testbed of --prefix must be up. --network says how the emulated WAN's delay line is
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -47,6 +53,24 @@ RT_NETWORK = 10
 
 def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
+                  done: float) -> dict[str, float | None]:
+    """The round trips around a fault (pure; times CLOCK_REALTIME s, durations s, results
+    ms): `pause_ms` the longest one ending from the fault's request to 3 s after it was in
+    place (`done`); `pause_first_ms` the longest ending by 0.5 s after it was in place (the
+    round trips the fault itself held: its verdict and migration take well under that);
+    `noise_before_ms` the longest ending in the 3 s before the request, the job's first 50
+    round trips left out (its wire-up): what the machine did to round trips without a
+    fault."""
+    def longest(lo: float, hi: float, skip: int = 0) -> float | None:
+        w = [r for k, (t, r) in enumerate(zip(ends, rtts, strict=True))
+             if k >= skip and lo <= t <= hi]
+        return max(w) * 1e3 if w else None
+    return {"pause_ms": longest(fault_t, done + 3.0),
+            "pause_first_ms": longest(fault_t, done + 0.5),
+            "noise_before_ms": longest(fault_t - 3.0, fault_t, skip=50)}
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
@@ -106,10 +130,10 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         done = max((e.get("done", e["time"]) for e in faults.read_log(sp)
                     if e["event"] == "fail" and e["time"] >= fault_t - 1), default=fault_t)
         rec["fault_apply_s"] = done - fault_t
-        win = [r for t, r in zip(ends, rtts, strict=True) if fault_t <= t <= done + 3.0]
         # a fault in place only after the job's last round trip paused nothing: no pause
         rec["fault_in_job"] = bool(ends) and done < ends[-1]
-        rec["pause_ms"] = max(win) * 1e3 if win and rec["fault_in_job"] else None
+        rec |= pause_windows(ends, rtts, fault_t, done) if rec["fault_in_job"] else {
+            "pause_ms": None, "pause_first_ms": None, "noise_before_ms": None}
         rec["verdict_timeout_ms"] = [e.get("timeout_ms") for e in evs
                                      if e["event"] == "verdict" and e["time"] >= fault_t]
         rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
@@ -123,12 +147,15 @@ def main() -> int:
     ap.add_argument("--prefix", default="pmg")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--count", type=int, default=23000, help="round trips per run")
-    ap.add_argument("--bytes", type=int, default=1024, help="message size of the ping-pong")
-    ap.add_argument("--fault", choices=("down", "drop"))
+    ap.add_argument("--bytes", default="1024",
+                    help="message size(s) of the ping-pong, comma-separated (interleaved)")
+    ap.add_argument("--fault", help="down, drop or both (down,drop: interleaved run by run)")
     ap.add_argument("--fault-at", type=int, default=2000)
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="start no new run after this many seconds (0: no limit)")
     ap.add_argument("--spec", help="bring this testbed up first (with the prefix --prefix) and "
                     "down at the end: its delay line then runs beside the busy loops as the job "
                     "does")
@@ -136,8 +163,17 @@ def main() -> int:
                     help="with --spec: the WAN delay line at SCHED_FIFO (rt) or at its default "
                     "scheduling, competing with the busy loops (shared)")
     a = ap.parse_args()
-    if a.bytes < 1:
+    try:
+        a.sizes = [int(x) for x in a.bytes.split(",")]
+    except ValueError:
+        ap.error(f"--bytes {a.bytes}: comma-separated whole numbers of bytes")
+    if min(a.sizes) < 1:
         ap.error(f"--bytes {a.bytes}: at least 1")
+    a.faults = a.fault.split(",") if a.fault else [None]
+    if a.fault and any(f not in ("down", "drop") for f in a.faults):
+        ap.error(f"--fault {a.fault}: down, drop or down,drop")
+    # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if a.spec:
         if a.network == "rt":
             os.environ["MPILAB_DELAYLINE_ARGS"] = (
@@ -154,21 +190,46 @@ def measure(a: argparse.Namespace) -> int:
     work = Path(a.work or Path(a.out).with_suffix(".d"))
     work.mkdir(parents=True, exist_ok=True)
     hogs = 0 if a.quiet else os.cpu_count() or 2
+    sizes: list[int] = a.sizes
+    fault_kinds: list[str | None] = a.faults
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
-                           "bytes": a.bytes, "network": a.network if a.spec else None,
+                           "bytes": sizes, "network": a.network if a.spec else None,
                            "fault": a.fault, "runs": []}
-    for k in range(a.runs):
-        rec = one(a.prefix, work, k, a.count, a.fault, a.fault_at, hogs, a.bytes)
-        doc["runs"].append(rec)
-        print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
+    k, t_start = 0, time.monotonic()
+    for _ in range(a.runs):
+        # the cases interleaved run by run
+        for size in sizes:
+            for fault in fault_kinds:
+                if a.budget and time.monotonic() - t_start > a.budget:
+                    print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
+                    return summary(a, doc, sizes, fault_kinds)
+                rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size)
+                k += 1
+                doc["runs"].append(rec)
+                print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
+                # after every run: a series stopped part-way keeps the runs it finished
+                write_json(a.out, doc)
+    return summary(a, doc, sizes, fault_kinds)
+
+
+def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
+            fault_kinds: list[str | None]) -> int:
     write_json(a.out, doc)
-    runs = doc["runs"]
+    runs, hogs = doc["runs"], doc["hogs"]
     print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
           f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
           + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]} (-1: the "
              "fault came after the job)"
              if a.fault else ""))
+    for size in sizes:
+        for fault in fault_kinds:
+            for key in ("pause_ms", "pause_first_ms", "noise_before_ms"):
+                ps = [r[key] for r in runs if r["bytes"] == size and r["fault"] == fault
+                      and r.get(key) is not None]
+                if ps:
+                    print(f"{size} B, {fault}, {key}: {len(ps)} run(s), "
+                          f"{min(ps):.1f}-{max(ps):.1f} ms, median {statistics.median(ps):.1f}")
     return 0
 
 

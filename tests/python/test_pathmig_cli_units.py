@@ -4,6 +4,7 @@ of --pathmig-events without --pathmig, and what the arm watcher tells a job's us
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from mpilab.pathmig.rails import start_notice
-from mpilab.pathmig.watch import ArmWatch
+from mpilab.pathmig.watch import ArmWatch, LogTail, finish
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -121,6 +122,25 @@ def test_arm_watch_tells_when_an_unprotected_job_is_armed() -> None:
     assert w.lines() == []
     assert w.summary() == ("pathmig: 1 connection(s) ran without an alternate path until "
                            "armed, the last at +5.2 s")
+
+
+def test_arming_read_only_after_the_agents_stopped_is_still_told(tmp_path: Path) -> None:
+    """An arming that reaches the log after the watcher's last look (the job's last
+    moments, an agent slowed by busy CPUs) is still announced, before the summary."""
+    log = tmp_path / "s0n0.jsonl"
+    log.write_text(json.dumps(_ev(100.5, "s0n0", "aa", "kernel", type="established",
+                                  server_side=0, daddr="10.77.3.2")) + "\n")
+    w, tail = ArmWatch(100.0, True, ADDR), LogTail([log])
+    for e in tail.poll():  # the watcher thread's last look
+        w.feed(e)
+    assert w.lines() == []
+    with log.open("a") as f:  # written afterwards
+        f.write(json.dumps(_ev(106.0, "s0n0", "aa", "state", peer="s1n0", to="ARMED",
+                               cause="alternate established (rail 0)")) + "\n")
+    assert finish(w, tail) == [
+        "pathmig: +6.0 s: connection aa (s0n0 -> s1n0) armed on rail 0: it has an alternate "
+        "path now",
+        "pathmig: 1 connection(s) ran without an alternate path until armed, the last at +6.0 s"]
 
 
 def test_arm_watch_names_connections_never_armed() -> None:

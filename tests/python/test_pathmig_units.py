@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from mpilab.errors import MpilabError
 from mpilab.pathmig import congestion
@@ -72,3 +75,21 @@ def test_failed_actions_leave_out_moot_ones() -> None:
            {"event": "state", "ok": False}]
     assert failed_actions(evs) == (1, 2)
     assert failed_actions([]) == (0, 0)
+
+
+def test_pause_windows_split_the_fault_from_the_noise() -> None:
+    """bench/pathmig_load.py's windows: the fault's own round trips (by 0.5 s after it was
+    in place), the 3 s after it, and the 3 s before its request without the job's first 50
+    round trips."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from pathmig_load import pause_windows
+    ends = [100.0 + 0.01 * k for k in range(1000)]  # round trips ending every 10 ms
+    rtts = [0.002] * 1000
+    rtts[10] = 0.5  # the job's wire-up: left out
+    rtts[500] = 0.030  # before the fault
+    rtts[705] = 0.040  # held by the fault
+    rtts[900] = 0.060  # 2 s later: the machine
+    w = pause_windows(ends, rtts, fault_t=107.0, done=107.02)
+    assert w == {"pause_ms": 60.0, "pause_first_ms": 40.0, "noise_before_ms": 30.0}
+    assert pause_windows(ends, rtts, 200.0, 200.0) == {
+        "pause_ms": None, "pause_first_ms": None, "noise_before_ms": None}

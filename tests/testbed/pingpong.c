@@ -2,7 +2,8 @@
  * with a pattern that depends on the iteration and the direction; every byte received is
  * checked. Progress lines carry CLOCK_REALTIME stamps so they can be lined up with the
  * testbed's fault log. Exit codes: 0 all bytes verified, 1 data error, 2 usage,
- * 3 stalled (no progress for --stall seconds: the watchdog reports a hung link). */
+ * 3 stalled (no progress for --stall seconds: the watchdog reports a hung link).
+ * --until FILE ends the run early, after the progress line at which rank 0 sees FILE. */
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -62,7 +63,7 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 static void usage(void)
 {
     printf("usage: mpilab-tb-pingpong [--count N] [--bytes B] [--progress K] "
-           "[--stall S] [--corrupt-at I] [--rtt-log FILE]\n"
+           "[--stall S] [--corrupt-at I] [--rtt-log FILE] [--until FILE]\n"
            "Ping-pong between rank pairs with a byte check (testbed fault tests).\n"
            "  --count N       round trips (default 1000)\n"
            "  --bytes B       message size in bytes (default 65536)\n"
@@ -71,6 +72,8 @@ static void usage(void)
            "  --corrupt-at I  corrupt the message of round trip I (tests the check)\n"
            "  --rtt-log FILE  rank 0 writes 'ITERATION END DURATION' per round trip\n"
            "                  (END: CLOCK_REALTIME s, DURATION: s)\n"
+           "  --until FILE    end after the progress line at which FILE exists (seen by\n"
+           "                  rank 0; needs --progress; at most --count round trips)\n"
            "  -h, --help      this text;  --version  print the version\n");
 }
 
@@ -113,10 +116,11 @@ int main(int argc, char **argv)
         {"count", required_argument, NULL, 'c'}, {"bytes", required_argument, NULL, 'b'},
         {"progress", required_argument, NULL, 'p'}, {"stall", required_argument, NULL, 's'},
         {"corrupt-at", required_argument, NULL, 'x'}, {"rtt-log", required_argument, NULL, 'r'},
+        {"until", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     int64_t count = 1000, bytes = 65536, progress = 0, stall = 0, corrupt_at = -1;
-    const char *rtt_log = NULL;
+    const char *rtt_log = NULL, *until = NULL;
     int c, bad = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -127,6 +131,7 @@ int main(int argc, char **argv)
         case 's': bad |= parse_i64(optarg, 0, 3600, &stall); break;
         case 'x': bad |= parse_i64(optarg, 0, INT64_MAX, &corrupt_at); break;
         case 'r': rtt_log = optarg; break;
+        case 'u': until = optarg; break;
         case 'h':
             usage();
             return 0;
@@ -137,6 +142,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "mpilab-tb-pingpong: bad option or value '%s'\n", argv[optind - 1]);
             return 2;
         }
+    }
+    if (until && progress <= 0) {
+        fprintf(stderr, "mpilab-tb-pingpong: --until needs --progress K (checked every K)\n");
+        return 2;
     }
     if (optind < argc) {
         fprintf(stderr, "mpilab-tb-pingpong: unexpected argument '%s'\n", argv[optind]);
@@ -167,7 +176,12 @@ int main(int argc, char **argv)
         signal(SIGALRM, on_alarm);
         alarm((unsigned)stall);
     }
-    int64_t errors = 0;
+    int64_t errors = 0, done = 0;
+    /* --until: rank 0 tells rank 1 at every progress line whether to go on, on a
+     * communicator of its own (never mixed with the round trips' messages) */
+    MPI_Comm ctl = MPI_COMM_NULL;
+    if (until)
+        MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     double t0 = now_real();
     if (rank <= 1) {
         for (int64_t i = 0; i < count && errors == 0; i++) {
@@ -178,12 +192,24 @@ int main(int argc, char **argv)
                 fprintf(rl, "%lld %.6f %.9f\n", (long long)i, now_real(), MPI_Wtime() - t_it);
             if (stall > 0)
                 alarm((unsigned)stall);
+            done = i + 1;
             if (rank == 0 && progress > 0 && (i + 1) % progress == 0) {
                 printf("pingpong %.6f iteration %lld\n", now_real(), (long long)(i + 1));
                 fflush(stdout);
             }
+            if (until && (i + 1) % progress == 0) {
+                int stop = rank == 0 && access(until, F_OK) == 0;
+                if (rank == 0)
+                    MPI_Send(&stop, 1, MPI_INT, 1, 0, ctl);
+                else
+                    MPI_Recv(&stop, 1, MPI_INT, 0, 0, ctl, MPI_STATUS_IGNORE);
+                if (stop)
+                    break;
+            }
         }
     }
+    if (until)
+        MPI_Comm_free(&ctl);
     if (stall > 0)
         alarm(0);
     if (rl)
@@ -193,7 +219,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         if (all == 0)
             printf("pingpong ok: %lld round trips of %lld bytes verified in %.3f s\n",
-                   (long long)count, (long long)bytes, now_real() - t0);
+                   (long long)done, (long long)bytes, now_real() - t0);
         else
             printf("pingpong FAILED: %lld data errors\n", (long long)all);
         fflush(stdout);

@@ -15,7 +15,7 @@ from mpilab import actions
 from mpilab.errors import MpilabError
 from mpilab.fsutil import write_stdout
 from mpilab.pathmig import agents, rails
-from mpilab.pathmig.watch import ArmWatch, LogTail, run_watch
+from mpilab.pathmig.watch import ArmWatch, LogTail, finish, run_watch
 from mpilab.testbed import launch, net
 from mpilab.testbed import spec as specmod
 from mpilab.testbed.spec import Spec
@@ -170,11 +170,8 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
         also = f" ({moot} moot: connection gone or not ready)" if moot else ""
         sys.stderr.write(f"pathmig: {armed} arm(s), {migr} migration(s), {failed} failed "
                          f"action(s){also}; events in {dest}\n")
-        for e in tail.poll():  # what the watcher had not read yet
-            watch.feed(e)
-        note = watch.summary()
-        if note:
-            sys.stderr.write(note + "\n")
+        for ln in finish(watch, tail):  # with what the watcher had not read yet
+            sys.stderr.write(ln + "\n")
     return rc
 
 

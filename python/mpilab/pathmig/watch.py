@@ -131,6 +131,16 @@ class LogTail:
         return out
 
 
+def finish(watch: ArmWatch, tail: LogTail) -> list[str]:
+    """The job's last lines once its agents have stopped: the notices of the events the
+    watcher thread had not read yet (an arming logged in the job's last moments, or by an
+    agent that a busy CPU kept from its log until it stopped), then the summary."""
+    for e in tail.poll():
+        watch.feed(e)
+    note = watch.summary()
+    return watch.lines() + ([note] if note else [])
+
+
 def run_watch(watch: ArmWatch, tail: LogTail, stop: threading.Event,
               say: Callable[[str], None], period: float = 0.25) -> None:
     """The watcher thread's loop: poll the logs, say each notice, until `stop` is set
