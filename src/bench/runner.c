@@ -511,6 +511,8 @@ static mpilab_loggp_pair_result_t *measure_loggp(run_t *w)
     int lrc = all ? mpilab_loggp_measure_pairs(MPI_COMM_WORLD, pairs, npairs, order, round_start, rounds, w->lg_sizes,
                                                w->lg_nsizes, &c->lg, lres)
                   : MPI_ERR_NO_MEM;
+    if (lrc == MPI_SUCCESS) /* contention in the parallel rounds: flagged, measured again alone */
+        lrc = runner_loggp_check(w, pairs, npairs, order, round_start, rounds, w->rp.groups, lres);
     free(mp);
     free(morder);
     free(mstart);

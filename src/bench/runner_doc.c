@@ -396,6 +396,19 @@ json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t
         if (lg) { /* the measurement's own cost, as wall_s is a measurement's; which pairs */
             json_object_set_new(lg, "wall_s", mpilab_json_real(w->loggp_wall));
             json_object_set_new(lg, "pairs_design", json_string(w->loggp_design));
+            json_t *chk = runner_loggp_check_json(w);
+            json_object_set_new(lg, "schedule",
+                                json_string(c->lg.mode == MPILAB_P2P_PARALLEL && !w->lg_fell_back ? "parallel"
+                                                                                                 : "sequential"));
+            if (chk)
+                json_object_set_new(lg, "schedule_check", chk);
+            if (w->lg_check_disagree) {
+                json_object_set_new(lg, "flags", json_pack("[s]", "parallel_contention"));
+                if (!c->csv)
+                    printf("LogGP flag parallel_contention: %zu of %zu pairs measured again alone were slower in "
+                           "parallel (up to %.2fx); the figures above are every pair's measured one at a time\n",
+                           w->lg_check_disagree, w->lg_check_pairs, w->lg_check_worst);
+            }
         }
         json_object_set_new(models, "loggp", lg);
     }

@@ -138,11 +138,6 @@ static void runner_pairs_sink(void *ctx, size_t index, size_t round, const mpila
     }
 }
 
-/* The parallel schedule's check: up to RUNNER_PAIRS_CHECK pairs of the design, taken from
- * rounds of several pairs spread over the schedule (half of them across a group boundary
- * where the groups, host or site names, give one), measured again one at a time. */
-#define RUNNER_PAIRS_CHECK 4
-
 /* rank 0: the check's sequential figures */
 typedef struct check_ctx {
     mpilab_stats_t stats[RUNNER_PAIRS_CHECK];
@@ -156,35 +151,63 @@ static void check_sink(void *ctx, size_t index, size_t round, const mpilab_p2p_r
         cc->stats[index] = r->stats;
 }
 
-/* Indices into rp->pairs of the check's pairs (every rank computes the same); their count. */
-static size_t check_pick(const runner_pairs_t *rp, size_t *pick)
+size_t runner_pairs_check_pick(const mpilab_pair_t *pairs, const size_t *order, const size_t *round_start,
+                               size_t rounds, const int *groups, size_t *pick)
 {
     size_t many = 0; /* rounds of two pairs or more: where pairs can contend */
-    for (size_t r = 0; r < rp->rounds; r++)
-        many += rp->round_start[r + 1] - rp->round_start[r] >= 2;
+    for (size_t r = 0; r < rounds; r++)
+        many += round_start[r + 1] - round_start[r] >= 2;
     size_t want = many < RUNNER_PAIRS_CHECK ? many : RUNNER_PAIRS_CHECK, got = 0, seen = 0;
-    for (size_t r = 0; r < rp->rounds && got < want; r++) {
-        size_t a = rp->round_start[r], len = rp->round_start[r + 1] - a;
+    if (many == 1) /* one round of many pairs (a matching): several of its pairs */
+        for (size_t r = 0; r < rounds; r++)
+            if (round_start[r + 1] - round_start[r] >= 2)
+                want = round_start[r + 1] - round_start[r] < RUNNER_PAIRS_CHECK ? round_start[r + 1] - round_start[r]
+                                                                                 : RUNNER_PAIRS_CHECK;
+    for (size_t r = 0; r < rounds && got < want; r++) {
+        size_t a = round_start[r], len = round_start[r + 1] - a;
         if (len < 2)
             continue;
-        if (seen++ * want / many != got) /* evenly spaced over the contending rounds */
-            continue;
-        size_t idx = rp->order[a + got % len];
-        for (size_t k = 0; rp->groups && got % 2 == 0 && k < len; k++) {
-            const mpilab_pair_t *q = &rp->pairs[rp->order[a + k]];
-            if (rp->groups[q->i] != rp->groups[q->j]) {
-                idx = rp->order[a + k]; /* a pair across a boundary, where links are shared */
-                break;
+        for (size_t take = many == 1 ? want : 1; take > 0 && got < want; take--) {
+            if (many > 1 && seen++ * want / many != got) /* evenly spaced over the contending rounds */
+                continue;
+            size_t idx = order[a + got % len];
+            for (size_t k = 0; groups && got % 2 == 0 && k < len; k++) {
+                const mpilab_pair_t *q = &pairs[order[a + k]];
+                int taken = 0;
+                for (size_t t = 0; t < got; t++)
+                    taken |= pick[t] == order[a + k];
+                if (!taken && groups[q->i] != groups[q->j]) {
+                    idx = order[a + k]; /* a pair across a boundary, where links are shared */
+                    break;
+                }
             }
+            for (size_t t = 0; t < got; t++) /* distinct pairs (a matching's round) */
+                if (pick[t] == idx)
+                    for (size_t k = 0; k < len; k++) {
+                        int taken = 0;
+                        for (size_t u = 0; u < got; u++)
+                            taken |= pick[u] == order[a + k];
+                        if (!taken) {
+                            idx = order[a + k];
+                            break;
+                        }
+                    }
+            pick[got++] = idx;
         }
-        pick[got++] = idx;
     }
     return got;
 }
 
+int runner_pairs_disagree(const mpilab_stats_t *par, const mpilab_stats_t *seq, double eps)
+{
+    if (par->reps == 0 || seq->reps == 0 || !(seq->median > 0))
+        return 0;
+    double slack = eps * seq->median;
+    return par->med_lo > seq->med_hi + slack || seq->med_lo > par->med_hi + slack;
+}
+
 /* The parallel figures of the picked pairs against their sequential ones: the count of
- * pairs whose intervals lie apart by more than the asked precision (eps x the sequential
- * median), on rank 0 (the same rule as max/root against global timing). */
+ * pairs that disagree (runner_pairs_disagree), on rank 0. */
 static size_t check_compare(const mpilab_pair_matrix_t *mx, const size_t *pick, size_t k, const check_ctx_t *cc,
                             double eps, double *worst)
 {
@@ -192,14 +215,11 @@ static size_t check_compare(const mpilab_pair_matrix_t *mx, const size_t *pick, 
     *worst = 1.0;
     for (size_t q = 0; q < k; q++) {
         const mpilab_stats_t *p = &mx->stats[pick[q]], *s = &cc->stats[q];
-        if (!mx->measured[pick[q]] || p->reps == 0 || s->reps == 0 || !(s->median > 0))
+        if (!mx->measured[pick[q]] || !runner_pairs_disagree(p, s, eps))
             continue;
-        double slack = eps * s->median;
-        if (p->med_lo > s->med_hi + slack || s->med_lo > p->med_hi + slack) {
-            bad++;
-            if (p->median / s->median > *worst)
-                *worst = p->median / s->median;
-        }
+        bad++;
+        if (p->median / s->median > *worst)
+            *worst = p->median / s->median;
     }
     return bad;
 }
@@ -212,7 +232,7 @@ static int check_parallel(const runner_pairs_t *rp, const mpilab_runner_config_t
     int me;
     MPI_Comm_rank(comm, &me);
     size_t pick[RUNNER_PAIRS_CHECK];
-    size_t k = check_pick(rp, pick);
+    size_t k = runner_pairs_check_pick(rp->pairs, rp->order, rp->round_start, rp->rounds, rp->groups, pick);
     if (k == 0)
         return MPI_SUCCESS;
     mpilab_pair_t sub[RUNNER_PAIRS_CHECK];

@@ -53,6 +53,9 @@ typedef struct run {
     double loggp_wall;  /* rank 0: seconds the LogGP measurement took */
     size_t loggp_npairs;     /* the pairs LogGP measured (rank 0's results) ... */
     const char *loggp_design; /* ... and which: the design's name, or "matching" */
+    size_t lg_check_pairs, lg_check_disagree; /* rank 0: LogGP's parallel schedule check ... */
+    double lg_check_worst;   /* ... (runner_loggp_check) ... */
+    int lg_fell_back;        /* ... and whether every pair was measured again alone */
     runner_pairs_t rp;  /* the pair design of all-pairs entries */
     double save_cost;   /* rank 0: seconds the last checkpoint took */
     int ckpt_failed;    /* rank 0: a checkpoint write failed; no more are tried */
@@ -68,6 +71,16 @@ static inline double runner_row_scale(const row_t *r)
 /* provenance.placement: what mpilab_placement_apply did (rank 0's view; every rank decides
  * alike) and, per rank, the CPU it was pinned to (-1: not pinned). */
 json_t *runner_placement_json(const mpilab_placement_t *p, int pinned_all);
+
+/* Collective, after LogGP measured pairs in parallel into lres (rank 0's): the schedule
+ * check (pairs measured again one at a time) and, when they disagree, every pair measured
+ * again sequentially into lres. The check's outcome in w->lg_check_*; 0 or an MPI error. */
+int runner_loggp_check(run_t *w, const mpilab_pair_t *pairs, size_t npairs, const size_t *order,
+                       const size_t *round_start, size_t rounds, const int *groups,
+                       mpilab_loggp_pair_result_t *lres);
+
+/* Rank 0: models.loggp.schedule_check of the run (NULL: not checked). */
+json_t *runner_loggp_check_json(const run_t *w);
 
 /* Rank 0: the results document from what the run measured; prints the tables. */
 json_t *runner_document(run_t *w, json_t *prov, const mpilab_loggp_pair_result_t *lres,

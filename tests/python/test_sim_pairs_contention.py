@@ -84,3 +84,44 @@ def test_nothing_shared_stays_parallel(run_cli: Callable[..., Any], tmp_path: Pa
         assert m["schedule_check"]["disagreed"] == 0 and not m["schedule_check"]["fell_back"]
         assert "parallel_contention" not in m.get("flags", [])
     assert all(_beta_holds(x, GBIT_BETA) for x in doc["models"]["hockney"]["pairs"])
+
+
+def _loggp(run_cli: Callable[..., Any], tmp_path: Path, platform: str) -> dict[str, Any]:
+    p = run_cli("bench", "--sim", platform, "--out", "lg.json", "--", "--ops", "p2p",
+                "--sizes", "1K,1M", "--models", "loggp")
+    assert p.returncode == 0, p.stderr
+    doc: dict[str, Any] = json.loads((tmp_path / "lg.json").read_text())
+    lg: dict[str, Any] = doc["models"]["loggp"]
+    return lg
+
+
+def _g_off(lg: dict[str, Any]) -> list[tuple[int, int, float]]:
+    """Pairs whose G is more than 5% off the links' 8 ns/B."""
+    return [(x["i"], x["j"], x["G"]) for x in lg["pairs"] if abs(x["G"] / GBIT_BETA - 1) > 0.05]
+
+
+@needs_smpi
+def test_loggp_oversubscribed_backbone_flagged_and_measured_alone(
+        run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    p = run_cli("sim", "platform", "flat", "--nodes", "8", "--bw", "1Gbit", "--lat", "10us",
+                "--backbone-bw", "2Gbit", "-o", "flat8.xml")
+    assert p.returncode == 0, p.stderr
+    lg = _loggp(run_cli, tmp_path, "flat8.xml")
+    assert lg["flags"] == ["parallel_contention"]
+    assert lg["schedule"] == "sequential"
+    chk = lg["schedule_check"]
+    assert chk["asked"] == "parallel" and chk["fell_back"] is True
+    assert 0 < chk["disagreed"] <= chk["pairs_checked"] and chk["worst_ratio"] > 1
+    assert len(lg["pairs"]) == 28
+    assert not _g_off(lg), _g_off(lg)
+
+
+@needs_smpi
+def test_loggp_nothing_shared_stays_parallel(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    p = run_cli("sim", "platform", "flat", "--nodes", "8", "--bw", "1Gbit", "--lat", "10us",
+                "-o", "flat8.xml")
+    assert p.returncode == 0, p.stderr
+    lg = _loggp(run_cli, tmp_path, "flat8.xml")
+    assert lg["schedule"] == "parallel" and "flags" not in lg
+    assert lg["schedule_check"]["disagreed"] == 0 and not lg["schedule_check"]["fell_back"]
+    assert not _g_off(lg), _g_off(lg)

@@ -342,7 +342,13 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
              "floor lay wholly above another launch's was left out of the figure, its value "
              "kept in the file).")
     rows, rf = [], []
-    raw = ((r.raw.get("models") or {}).get("loggp") or {}).get("pairs") or []
+    lgm = (r.raw.get("models") or {}).get("loggp") or {}
+    raw = lgm.get("pairs") or []
+    shared = [str(x) for x in lgm.get("flags") or []]  # parallel_contention: every pair's
+    if shared:
+        sec.note("Flag parallel_contention: pairs measured again one at a time were slower in "
+                 "the parallel rounds; every pair's figures here are from the sequential "
+                 "measurement (docs/pairs.md, \"Contention check\").")
 
     def prow(pair: str, rng: str, q: object, fl: list[str]) -> list[Cell]:
         """A LogGP row: parameters fitted below 0 show their clamp 0 and the flag."""
@@ -369,7 +375,7 @@ def _loggp(r: Results, sec: Section, sink: FigureSink) -> None:
                         + [tables.flags_cell(["fit_failed"] + ([lp.error] if lp.error else []))])
             rf.append(["fit_failed"])
             continue
-        fl = list(lp.params.flags) + qfl
+        fl = list(lp.params.flags) + qfl + shared
         rows.append(prow(name, "summary", lp.params, fl))
         rf.append(fl if (lp.params.flags or any("clamped" in x for x in qfl)) else [])
         for g in lp.ranges:

@@ -235,7 +235,9 @@ def model_tables(r: Results) -> list[Table]:
         out.append(Table(["pair", "Hockney alpha (latency)", "95% CI",
                           "1/beta (sustained rate)", "95% CI"], rows,
                          caption="Hockney model per pair", table_id="summary-hockney"))
-    lraw = ((raw.get("loggp") or {}).get("pairs") or []) if isinstance(raw, dict) else []
+    lgm = (raw.get("loggp") or {}) if isinstance(raw, dict) else {}
+    lraw = lgm.get("pairs") or []
+    shared = [str(x) for x in lgm.get("flags") or []]  # parallel_contention: every pair's
     if r.loggp:
         rows, rf = [], []
         for k, lp in enumerate(r.loggp):
@@ -247,7 +249,7 @@ def model_tables(r: Results) -> list[Table]:
                 rf.append(["fit_failed"])
                 continue
             pp = lp.params
-            pf = list(pp.flags)
+            pf = list(pp.flags) + shared
             cells = [Cell(f"{lp.i}->{lp.j}")]
             for name, v in (("L", pp.L), ("os", pp.os), ("or", pp.orr), ("g", pp.g)):
                 c = tables.param(v, "s", [f for f in pf if f.startswith(name + "_")]
