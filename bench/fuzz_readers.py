@@ -324,6 +324,36 @@ def check_one(r: Reader, raw: bytes, work: Path) -> str | None:
     return None
 
 
+def _round(name: str, r: Reader, seeds: list[bytes], work: Path, findings: Path,
+           examples: int, rnd: int, out: Outcome) -> None:
+    """One hypothesis run of `examples` inputs from seed `rnd`."""
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck), derandomize=False)
+    @hseed(rnd)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        raw = mutate(data, r, seeds)
+        why = check_one(r, raw, work)
+        out.inputs += 1
+        if why is None:
+            out.accepted += 1
+        elif why == "":
+            out.refused += 1
+        else:
+            out.findings += 1
+            findings.mkdir(parents=True, exist_ok=True)
+            f = findings / f"{name}-{rnd}-{out.inputs}{Path(r.name).suffix}"
+            f.write_bytes(raw)
+            sys.stderr.write(f"fuzz_readers: {name}: finding saved as {f}:\n{why}\n")
+        for q in list(work.iterdir()):
+            if q.is_dir():
+                for x in q.iterdir():
+                    x.unlink()
+            else:
+                q.unlink()
+    run()
+
+
 def fuzz(name: str, seconds: float, examples: int, seed: int, findings: Path,
          out: Outcome) -> None:
     r = READERS[name]
@@ -333,31 +363,7 @@ def fuzz(name: str, seconds: float, examples: int, seed: int, findings: Path,
         deadline = time.monotonic() + seconds
         rnd = seed
         while True:
-            @settings(max_examples=examples, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck), derandomize=False)
-            @hseed(rnd)
-            @given(st.data())
-            def run(data: st.DataObject) -> None:
-                raw = mutate(data, r, seeds)
-                why = check_one(r, raw, work)
-                out.inputs += 1
-                if why is None:
-                    out.accepted += 1
-                elif why == "":
-                    out.refused += 1
-                else:
-                    out.findings += 1
-                    findings.mkdir(parents=True, exist_ok=True)
-                    f = findings / f"{name}-{rnd}-{out.inputs}{Path(r.name).suffix}"
-                    f.write_bytes(raw)
-                    sys.stderr.write(f"fuzz_readers: {name}: finding saved as {f}:\n{why}\n")
-                for q in list(work.iterdir()):
-                    if q.is_dir():
-                        for x in q.iterdir():
-                            x.unlink()
-                    else:
-                        q.unlink()
-            run()
+            _round(name, r, seeds, work, findings, examples, rnd, out)
             rnd += 1
             if seconds <= 0 or time.monotonic() >= deadline:
                 break
