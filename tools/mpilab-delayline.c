@@ -1,6 +1,7 @@
 /* mpilab-delayline: hold every packet routed into a tun device for a fixed time and
  * release it in order. Used by the testbed's WAN router (mpilab testbed up). */
 #include <getopt.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,41 @@ static int check_io(const mpilab_dl_options *opt)
     return why ? -1 : 0;
 }
 
+/* --stats FILE is rewritten at exit and on SIGUSR1 through a temporary name beside it:
+ * checked at start, so a directory, a FIFO, a device or a folder that is not there is one
+ * line now rather than a lost statistics file at exit ("-": standard output). */
+static int check_stats(const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    struct stat st;
+    const char *why = NULL;
+    char dir[4096];
+    if (path[0] == '\0')
+        why = "an empty name";
+    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
+    else if (strlen(path) >= sizeof dir)
+        why = "name too long";
+    if (!why) {
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            why = "its folder does not exist";
+        else if (access(dir, W_OK | X_OK) != 0)
+            why = "its folder is not writable";
+    }
+    if (why)
+        fprintf(stderr, "mpilab-delayline: --stats %s: %s\n", path, why);
+    return why ? -1 : 0;
+}
+
 /* The options (a constant table). */
 static const struct option longopts[] = {
     {"dev", required_argument, NULL, 'd'},
@@ -373,7 +409,7 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         fprintf(stderr, "mpilab-delayline: --no-realtime excludes --rt-priority and --rt-adaptive\n");
         return 2;
     }
-    if (check_io(&opt) != 0)
+    if (check_io(&opt) != 0 || check_stats(opt.stats) != 0)
         return 2;
     if (opt.warm_ns < 0) /* the default: packet I/O warms, a tun line cannot */
         opt.warm_ns = opt.io_packet ? MPILAB_DL_WARM_DEFAULT_NS : 0;

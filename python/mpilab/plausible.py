@@ -24,6 +24,26 @@ BUILTIN_OPS = frozenset({
     "link",  # the testbed check's
     "wavefront"})  # mpilab-wavefront's (timing "iteration")
 
+# the implementations of mpilab-bench's built-in operations (`mpilab-bench --list --json`,
+# tested against it beside BUILTIN_OPS) and the testbed check's; `--mpi-algorithms` adds
+# entries named after the library (FORCED_PREFIXES), a user's entries are known through
+# provenance.options.ops ("op:impl"). Operations not listed (wavefront: layout/io) are not
+# checked here.
+BUILTIN_IMPLS: dict[str, frozenset[str]] = {
+    "allgather": frozenset({"native"}), "allreduce": frozenset({"native"}),
+    "alltoall": frozenset({"native"}), "barrier": frozenset({"native"}),
+    "bcast": frozenset({"native"}), "reduce": frozenset({"native"}),
+    "comb": frozenset({f"poll{n}" for n in (0, 100, 1000, 10000, 100000, 1000000)}),
+    "exchange": frozenset({"mpi"}), "overlap_iallreduce": frozenset({"mpi"}),
+    "overlap_isend": frozenset({"mpi"}), "pingping": frozenset({"mpi"}),
+    "pingpong": frozenset({"mpi"}), "sendrecv": frozenset({"mpi"}),
+    "stream": frozenset({"mpi"}), "stream_multi": frozenset({"mpi"}),
+    "p2p": frozenset({"roundtrip"}),
+    "scatter": frozenset({"native", "linear", "binomial", "multilane", "single-lane"}),
+    "gather": frozenset({"native", "linear", "binomial", "multilane", "single-lane"}),
+    "link": frozenset({"ping", "iperf3"})}
+FORCED_PREFIXES = ("ompi_", "mpich_")
+
 # relative slack for values written with 10 significant digits
 _EPS = 1e-6
 
@@ -64,6 +84,44 @@ def _declared_ops(prov: dict[str, Any]) -> set[str]:
         if isinstance(o, str) and o:
             out.add(o.split(":", 1)[0])
     return out
+
+
+def _declared_entries(prov: dict[str, Any]) -> set[str]:
+    """The "op:impl" entries provenance.options.ops lists."""
+    opts = prov.get("options") if isinstance(prov.get("options"), dict) else {}
+    ops = opts.get("ops") if isinstance(opts, dict) else None
+    return {o for o in (ops if isinstance(ops, list) else []) if isinstance(o, str)}
+
+
+def _impl_known(op: str, impl: Any, declared: set[str]) -> bool:
+    builtin = BUILTIN_IMPLS.get(op)
+    if builtin is None or not isinstance(impl, str):
+        return True  # an operation whose implementations are not listed here
+    return (impl in builtin or impl.startswith(FORCED_PREFIXES)
+            or f"{op}:{impl}" in declared)
+
+
+def _measurement(m: dict[str, Any], path: PathT, prov: dict[str, Any],
+                 declared: set[str]) -> Iterator[tuple[PathT, str]]:
+    """One measurement against the run it belongs to: its implementation is one the run
+    could have measured, its rank count is not above the run's."""
+    op, impl = m.get("op"), m.get("impl")
+    if isinstance(op, str) and not _impl_known(op, impl, declared):
+        yield path + ("impl",), (f"{impl!r}: unknown implementation of {op} (neither "
+                                 "mpilab-bench's nor one listed in provenance.options.ops)")
+    ranks, run = m.get("ranks"), prov.get("ranks")
+    if (isinstance(ranks, int) and isinstance(run, int) and ranks > run
+            and not isinstance(prov.get("runs"), list) and op != "wavefront"):
+        yield path + ("ranks",), f"{ranks} ranks in a run of {run} ranks"
+
+
+def _predictions(preds: Any, path: PathT) -> Iterator[tuple[PathT, str]]:
+    """A Hockney prediction is a sum of parameters clamped at 0: never below 0 (the LMO
+    model's own predictions, models.lmo, are flagged nonpositive instead)."""
+    for k, p in enumerate(preds if isinstance(preds, list) else []):
+        v = p.get("predicted") if isinstance(p, dict) else None
+        if isinstance(v, (int, float)) and v < 0:
+            yield path + (k, "predicted"), f"{v} is below 0 (a sum of parameters clamped at 0)"
 
 
 def _provenance(prov: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
@@ -130,6 +188,7 @@ def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
     prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
     yield from _provenance(prov)
     known = BUILTIN_OPS | _declared_ops(prov)
+    declared = _declared_entries(prov)
     for k, m in enumerate(doc.get("measurements") or []):
         if not isinstance(m, dict):
             continue
@@ -138,6 +197,7 @@ def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
         if isinstance(op, str) and op not in known:
             yield path + ("op",), (f"{op!r}: unknown operation (neither mpilab-bench's nor "
                                    "one listed in provenance.options.ops)")
+        yield from _measurement(m, path, prov, declared)
         st = m.get("stats")
         if isinstance(st, dict):
             yield from _order(st.get, path + ("stats",))
@@ -148,6 +208,8 @@ def problems(doc: dict[str, Any]) -> Iterator[tuple[PathT, str]]:
                 for pp, why in _order(_column(pm, j), path + ("pair_matrix",)):
                     yield pp + (j,), why
     yield from _models(doc.get("models"))
+    models = doc.get("models") if isinstance(doc.get("models"), dict) else {}
+    yield from _predictions(models.get("predictions"), ("models", "predictions"))
 
 
 def _column(pm: dict[str, Any], j: int) -> Any:

@@ -61,7 +61,8 @@ def message(e: Any) -> tuple[PathT, str]:
         return path, "expected " + " or ".join(_TYPE_WORDS.get(t, t) for t in types)
     if kind == "required":
         missing = next((k for k in val if k not in inst), val[0])
-        return path + (missing,), "missing"
+        why = e.schema.get("x-required-error") if isinstance(e.schema, dict) else None
+        return path + (missing,), why or "missing"
     if kind == "minimum":
         return path, f"{short(inst)} is below {val}"
     if kind == "maximum":

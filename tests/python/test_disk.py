@@ -254,3 +254,42 @@ def test_cgroup_v2_controllers_idempotent_and_missing(tmp_path: Path,
     monkeypatch.setattr(dev, "CGROUP_ROOT", v1)
     assert not dev.cgroup_v2()
     assert dev.cgroup_dir("zz") == v1 / "blkio" / "zz-disk"
+
+
+def test_rpm_zero_is_a_disk_without_rotational_delay(tmp_path: Path) -> None:
+    """`rpm = 0` (docs/disk.md): a seek disk whose seeks cost the seek curve alone, as
+    mpilab-seekfs --rpm 0 serves them; `check` expects no rotation and `status` says so.
+    Outside 0 .. 100000 the spec is refused at its line."""
+    from mpilab.disk import check as checkmod
+    from mpilab.disk import cli as diskcli
+
+    base = '[[disk]]\nname = "a"\nmodel = "seek"\nseek_min = "1ms"\nseek_max = "5ms"\n'
+    still = specmod.load_text(base + "rpm = 0\n", "d.toml").disks[0]
+    spun = specmod.load_text(base + "rpm = 6000\n", "d.toml").disks[0]
+    assert still.rpm == 0 and spun.rpm == 6000
+    span = float(still.size)
+    curve = 1e-3 + 4e-3 * 8.0 / 15.0
+    assert checkmod.expected_random_seek(still, span) == pytest.approx(curve)
+    assert checkmod.expected_random_seek(spun, span) == pytest.approx(curve + 30.0 / 6000)
+    assert "no rotational delay" in diskcli._rotation(0)
+    assert diskcli._rotation(7200) == "7200 rpm"
+    for bad in ("-1", "100001", '"fast"', "1.5"):
+        with pytest.raises(MpilabError) as ei:
+            specmod.load_text(base + f"rpm = {bad}\n", "d.toml")
+        msg = str(ei.value)
+        assert msg.startswith("d.toml:6:") and "rpm" in msg and "\n" not in msg, msg
+
+
+def test_seekfs_refuses_a_negative_rpm() -> None:
+    """The daemon itself: a negative spindle speed is a usage error, not a disk without
+    rotation."""
+    from mpilab.tools import find_tool
+
+    try:
+        tool = find_tool("mpilab-seekfs")
+    except MpilabError:
+        pytest.skip("mpilab-seekfs not built (needs libfuse3)")
+    p = subprocess.run([tool, "--backing", "/tmp", "--size", str(1 << 30), "--rpm", "-1",
+                        "/mnt"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--rpm" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -529,6 +529,18 @@ def test_simgrid_aborts_are_one_line(run_cli: Callable[..., Any], tmp_path: Path
     assert not (tmp_path / "o.json").exists()
 
 
+def test_simulated_survey_needs_two_ranks(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A simulated survey of one rank has no pair to measure: refused in one line before
+    the platform is read or anything starts (a survey with a real runner is not)."""
+    plat = tmp_path / "p.xml"
+    plat.write_text("<platform/>")
+    p = run_cli("survey", "--sim", str(plat), "--np", "1", "--out", "sv", "--quick")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "mpilab: --np 1: a simulated survey (--sim) needs at least 2 ranks"]
+    assert not (tmp_path / "sv").exists()
+
+
 @needs_smpi
 def test_simulated_ranks_per_host_and_loopback(run_cli: Callable[..., Any], tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:

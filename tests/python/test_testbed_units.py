@@ -217,6 +217,28 @@ def test_delayline_refuses_a_missing_device() -> None:
         "nosuch0 mode tun)"]
 
 
+@pytest.mark.parametrize("where", ["dir", "fifo", "device", "no folder"])
+def test_delayline_refuses_a_stats_file_it_cannot_write_at_start(tmp_path: Path,
+                                                                 where: str) -> None:
+    """--stats is written at exit and on SIGUSR1 (through a temporary name beside it): a
+    directory, a FIFO, a device or a missing folder is one line at start, before the
+    device is opened (here no device is given either: the option is refused first)."""
+    from mpilab.tools import find_tool
+
+    target = {"dir": tmp_path, "fifo": tmp_path / "f", "device": Path("/dev/null"),
+              "no folder": tmp_path / "nosuch" / "s.json"}[where]
+    if where == "fifo":
+        os.mkfifo(target)
+    p = subprocess.run([find_tool("mpilab-delayline"), "--dev", "nosuch0", "--delay", "1ms",
+                        "--no-realtime", "--stats", str(target)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mpilab-delayline: --stats {target}: "), \
+        p.stderr
+    assert "no such device" not in p.stderr
+
+
 def test_mpich_jobs_start_with_hydra_through_the_rsh_agent(tmp_path: Path) -> None:
     """`testbed run --mpi mpich`: mpiexec.mpich with the testbed's rsh agent, ranks round
     robin over the hosts' addresses on the job's first rail, Hydra's control connections

@@ -595,6 +595,10 @@ def _merge_launches(files: list[Path], out: Path, walls: list[float],
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.sim is not None and args.np is not None and args.np < 2:
+        # a simulated survey measures pairs and collectives on the platform's hosts: one
+        # rank has neither (a real runner's one-rank survey is left to the runner)
+        raise MpilabError(f"--np {args.np}: a simulated survey (--sim) needs at least 2 ranks")
     plan = QUICK if args.quick else FULL
     if args.max_reps is not None:
         if args.max_reps < 1:

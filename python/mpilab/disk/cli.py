@@ -45,6 +45,12 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rotation(rpm: Any) -> str:
+    """A seek disk's spindle as status prints it: rpm = 0 is a disk without rotational
+    delay (mpilab-seekfs --rpm 0), not a spindle at 0 rpm."""
+    return "no rotational delay (rpm 0)" if rpm == 0 else f"{rpm} rpm"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     info = dev.status(_prefix(args))
     if args.json:
@@ -65,7 +71,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f"{lim.get('write_bps_device', '?')} B/s, mounted {d['mounted']}")
         else:
             print(f"  {d['name']}: seek {s['size']} bytes at {d['mount']}: seek "
-                  f"{s['seek_min'] * 1e3:.2f}-{s['seek_max'] * 1e3:.2f} ms, {s['rpm']} rpm, "
+                  f"{s['seek_min'] * 1e3:.2f}-{s['seek_max'] * 1e3:.2f} ms, {_rotation(s['rpm'])}, "
                   f"{s['rate'] / 1e6:.0f} MB/s, elevator {s['elevator']}, mounted {d['mounted']}")
     return 0
 
