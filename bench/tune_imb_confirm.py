@@ -60,6 +60,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="8,1K,16K,64K")
     ap.add_argument("--launches", default="3")
     ap.add_argument("--sweep-budget", default="20")
+    ap.add_argument("--sweep-rounds", default="1", help="sweep --rounds (extra sizes)")
     ap.add_argument("--pairs", default="8", help="validate's pairs of launches per round")
     ap.add_argument("--rounds", default="3")
     ap.add_argument("--imb-budget", default="8s", help="validate --budget (IMB -time total)")
@@ -80,7 +81,8 @@ def main() -> int:
     if not choice.is_file():
         step("sweep", mpilab_cmd(*g, "tune", "sweep", "--dir", str(d / "sweep"), "--np", np,
                                  "--colls", a.colls, "--sizes", a.sizes, "--launches",
-                                 a.launches, "--budget", a.sweep_budget, "--quiet",
+                                 a.launches, "--budget", a.sweep_budget, "--rounds",
+                                 a.sweep_rounds, "--quiet",
                                  "--timeout", str(a.timeout), *extra), 3600)
         step("choose", mpilab_cmd(*g, "tune", "choose", "--dir", str(d / "sweep"), "--out",
                                   str(choice)), 300)
