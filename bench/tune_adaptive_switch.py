@@ -4,7 +4,8 @@ eager switch of shared memory and of TCP within one size step of the default lis
 4: `1:64K:x4`) in every run, with no more sizes than the default list's spacing gives for
 MIN..MAX.
 
-Per run and transport: one `mpirun -np 2 --mca btl vader,self` (or `tcp,self`) of
+Per run and transport: one 2-rank launch (the harness's launcher, `--mca btl vader,self`
+or `tcp,self`) of
 `mpilab-bench --ops p2p --sizes auto:MIN:MAX --max-reps R --time-budget T --no-fit`; the
 switch is Open MPI's eager limit for that transport (`ompi_info --param btl vader|tcp
 --level 9`: btl_vader_eager_limit, btl_tcp_eager_limit; the header is counted, so a message
