@@ -155,7 +155,7 @@ def _run_on_disk(args: argparse.Namespace) -> int:
         rc = wr.RunCounters(rc.iterations, rc.total_s, rc.bytes_read, rc.bytes_written,
                             rc.requests_read, rc.requests_written, d.get("bytes_read", 0.0),
                             d.get("bytes_write", 0.0), d.get("req_read", 0.0),
-                            d.get("req_write", 0.0))
+                            d.get("req_write", 0.0), rc.io_wait_s)
         print(wr.classify(rc, limits).line(), flush=True)
         return 0
     finally:
@@ -202,7 +202,7 @@ def _regime(args: argparse.Namespace) -> int:
                         else dev["dev_bytes_read"],
                         rc.dev_bytes_written if dev["dev_bytes_written"] is None
                         else dev["dev_bytes_written"],
-                        dev["dev_requests_read"], dev["dev_requests_written"])
+                        dev["dev_requests_read"], dev["dev_requests_written"], rc.io_wait_s)
     print(wr.classify(rc, limits).line())
     return 0
 

@@ -5,15 +5,17 @@ The regime is derived from what the run measured, per iteration, against the dis
 
 - the request time  t_req = max(device read requests / read_iops, writes / write_iops),
 - the byte time     t_bw  = max(device bytes read / read_bw, written / write_bw),
-- the I/O bound     t_io  = max(t_req, t_bw), and its share of the measured time per
-  iteration,
+- the I/O bound     t_io  = max(t_req, t_bw), and the I/O share of the measured time per
+  iteration: the larger of t_io and the workers' mean wait for reads, over that time (a
+  stream of dependent synchronous requests waits for each one's turn at the disk, which
+  can take longer than their count at the disk's rate),
 - the re-read factor: device bytes read / engine bytes read (above 1: the page cache dropped
   pages between their fetch, by readahead or prefetch, and their use, so they were read
   again).
 
 Regimes, tested in this order:
 
-- ``not-io-bound``: t_io under half the measured time (compute or dependencies decide);
+- ``not-io-bound``: the I/O share under one half (compute or dependencies decide);
 - ``memory-limited``: re-read factor above 1.10 (the page cache is smaller than what is in
   flight between a fetch and its use);
 - ``requests-bound``: t_req > t_bw (the paper's regime: one disk whose request cost
@@ -81,6 +83,7 @@ class RunCounters:
     dev_bytes_written: float | None = None
     dev_requests_read: float | None = None
     dev_requests_written: float | None = None
+    io_wait_s: float | None = None  # the workers' mean time waiting for reads, whole run
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class Regime:
         src = "" if self.requests_from == "device" else " (engine requests: an upper bound)"
         return (f"regime: {self.name} (per iteration {self.t_iter:.3g} s; requests at the "
                 f"disk's rate {self.t_req:.3g} s{src}, bytes at its bandwidth "
-                f"{self.t_bw:.3g} s, I/O bound {self.io_share:.0%} of the time, device/engine "
+                f"{self.t_bw:.3g} s, I/O {self.io_share:.0%} of the time, device/engine "
                 f"bytes read {self.reread:.2f}); expect: {self.expected_gain()}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,7 +153,8 @@ def classify(c: RunCounters, d: DiskLimits) -> Regime:
     t_iter = total / it
     t_req = max(rr / d.read_iops, wr / d.write_iops) / it
     t_bw = max(rb / d.read_bw, wb / d.write_bw) / it
-    share = max(t_req, t_bw) / t_iter
+    wait = 0.0 if c.io_wait_s is None else _num(c.io_wait_s, "io_wait_s") / it
+    share = max(t_req, t_bw, wait) / t_iter
     reread = rb / eng_r if eng_r > 0 else 1.0
     if share < IO_BOUND_SHARE:
         name = "not-io-bound"
@@ -170,6 +174,9 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
     wf = doc.get("wavefront") if isinstance(doc, dict) else None
     if not isinstance(wf, dict):
         raise MpilabError(f"{source}: not a wavefront results file (no 'wavefront' object)")
+    waits = [w.get("io_wait_s") for w in wf.get("per_worker") or [] if isinstance(w, dict)]
+    ok = bool(waits) and all(not isinstance(x, bool) and isinstance(x, (int, float))
+                             for x in waits)
     vals: dict[str, Any] = {}
     for k in ("iterations", "total_s", "bytes_read", "bytes_written", "requests_read",
               "requests_written"):
@@ -182,7 +189,8 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
             raise MpilabError(f"{source}: wavefront.{k} = {v!r}: need a number or null")
     return RunCounters(vals["iterations"], vals["total_s"], vals["bytes_read"],
                        vals["bytes_written"], vals["requests_read"], vals["requests_written"],
-                       wf.get("dev_read_bytes"), wf.get("dev_write_bytes"))
+                       wf.get("dev_read_bytes"), wf.get("dev_write_bytes"),
+                       io_wait_s=sum(waits) / len(waits) if ok else None)
 
 
 def load_results(path: str) -> RunCounters:

@@ -226,3 +226,23 @@ def test_throttle_counters_from_a_fake_cgroup_v2_tree(tmp_path: Path,
     monkeypatch.setattr(dev, "CGROUP_ROOT", tmp_path)
     assert dev.throttle_counters("wfr", "7:3") == {
         "req_read": 1.0, "req_write": 2.0, "bytes_read": 4096.0, "bytes_write": 8192.0}
+
+
+def test_waiting_for_reads_makes_a_run_io_bound_beyond_its_count_bound() -> None:
+    # dependent synchronous reads: 133 requests/iteration bound 0.67 s of 1.7 s, but the
+    # workers waited 1.4 s per iteration for their reads
+    c = RunCounters(2, 3.4, 95e6, 95e6, 30000, 84, 88e6, 0.0, 266, 0.0, io_wait_s=2.8)
+    r = classify(c, HDD)
+    assert r.name == "requests-bound"
+    assert r.io_share == pytest.approx(1.4 / 1.7)
+    without = RunCounters(2, 3.4, 95e6, 95e6, 30000, 84, 88e6, 0.0, 266, 0.0)
+    assert classify(without, HDD).name == "not-io-bound"
+
+
+def test_io_wait_comes_from_the_workers_of_a_results_document() -> None:
+    doc = {"wavefront": {"iterations": 1, "total_s": 2.0, "bytes_read": 1, "bytes_written": 1,
+                         "requests_read": 1, "requests_written": 1,
+                         "per_worker": [{"io_wait_s": 1.0}, {"io_wait_s": 2.0}]}}
+    assert counters_from_results(doc, "r.json").io_wait_s == pytest.approx(1.5)
+    doc["wavefront"]["per_worker"] = [{"io_wait_s": None}]
+    assert counters_from_results(doc, "r.json").io_wait_s is None
