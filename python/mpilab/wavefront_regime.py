@@ -16,7 +16,7 @@ The regime is derived from what the run measured, per iteration, against the dis
 Regimes, tested in this order:
 
 - ``not-io-bound``: the I/O share under one half (compute or dependencies decide);
-- ``memory-limited``: re-read factor above 1.10 (the page cache is smaller than what is in
+- ``memory-limited``: re-read factor above 1.05 (the page cache is smaller than what is in
   flight between a fetch and its use);
 - ``requests-bound``: t_req > t_bw (the paper's regime: one disk whose request cost
   dominates);
@@ -38,15 +38,15 @@ from mpilab.errors import MpilabError
 #: the I/O bound must be at least this share of the measured time for an I/O regime
 IO_BOUND_SHARE = 0.5
 #: device bytes read / engine bytes read above this: pages were read again (memory-limited)
-REREAD_LIMIT = 1.10
+REREAD_LIMIT = 1.05
 
 #: block / optimized time per iteration, same round, measured in each regime on the
 #: emulated disks: (low, high, the disk it was measured on). docs/wavefront-perf.md,
 #: "Layout gain by disk regime", gives the commands.
 MEASURED_GAIN: dict[str, tuple[float, float, str]] = {
-    "requests-bound": (1.75, 2.13, "200 requests/s, 150 MB/s"),
-    "bandwidth-bound": (0.99, 1.01, "250 requests/s, 50 MB/s"),
-    "memory-limited": (0.99, 1.01, "250 requests/s, 50 MB/s, 24 MiB memory limit"),
+    "requests-bound": (1.70, 1.75, "200 requests/s, 150 MB/s"),
+    "bandwidth-bound": (0.98, 1.02, "250 requests/s, 50 MB/s"),
+    "memory-limited": (1.09, 1.10, "250 requests/s, 50 MB/s, 24 MiB memory limit"),
 }
 
 REGIMES = ("not-io-bound", "memory-limited", "requests-bound", "bandwidth-bound")

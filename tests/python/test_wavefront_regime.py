@@ -60,7 +60,7 @@ def test_pages_read_again_make_it_memory_limited() -> None:
     assert r.name == "memory-limited"
     assert r.reread == pytest.approx(1.3)
     # at the limit it is not yet
-    assert classify(run(2 * 10.0, 1.10 * 422e6, 1700, eng_rb=422e6), SLOW).name != \
+    assert classify(run(2 * 10.0, 1.05 * 422e6, 1700, eng_rb=422e6), SLOW).name != \
         "memory-limited"
 
 
