@@ -1,17 +1,27 @@
-"""`mpilab wavefront create|convert|run|verify`: wraps the C tool mpilab-wavefront.
+"""`mpilab wavefront create|convert|run|verify|regime`: wraps the C tool mpilab-wavefront.
 
 Nothing is computed here: arguments are checked, passed through to the tool (launched
 under the MPI launcher for `run --np N`, see mpilab.launch), and its exit status is returned.
+`run --disk PREFIX` runs the tool inside an emulated disk's cgroups and, after it, prints
+the disk regime the run was in (mpilab.wavefront_regime, from the cgroup's accounting of the
+run); `regime RESULTS` classifies a finished run against a disk's limits.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mpilab import argtypes, launch
 from mpilab.errors import MpilabError
 from mpilab.tools import find_tool
+
+if TYPE_CHECKING:
+    from mpilab.disk.spec import Disk
 
 TOOL = "mpilab-wavefront"
 LAYOUTS = ("rowmajor", "block", "optimized")
@@ -87,11 +97,133 @@ def _run_sim(args: argparse.Namespace) -> int:
     return status
 
 
+def _disk_of(prefix: str, data: str) -> tuple[Disk, str]:
+    """The throttle disk of disks PREFIX (up) that holds the file (or band files) data:
+    (its Disk, its device number)."""
+    from mpilab.disk import dev
+    from mpilab.disk.spec import DiskSpec
+
+    st = dev.load_state(prefix)
+    if st is None:
+        raise MpilabError(f"--disk {prefix}: disks '{prefix}' are not up (mpilab disk up SPEC "
+                          f"--prefix {prefix})")
+    sp = DiskSpec.from_dict(st["spec"])
+    where = Path(data if os.path.exists(data) else os.path.dirname(data) or ".").resolve()
+    for d in sp.disks:
+        info = st.get("disks", {}).get(d.name, {})
+        mnt = info.get("mount")
+        if mnt and (where == Path(mnt).resolve() or Path(mnt).resolve() in where.parents):
+            if d.model != "throttle" or not info.get("devnum"):
+                raise MpilabError(f"--disk {prefix}: disk {d.name} is a {d.model} disk; the "
+                                  "regime needs a throttle disk's requests/s and bytes/s")
+            return d, str(info["devnum"])
+    raise MpilabError(f"--disk {prefix}: {data} is not on any of its disks")
+
+
+def _run_on_disk(args: argparse.Namespace) -> int:
+    """run --disk PREFIX: the run inside the disks' cgroups, the cgroup's accounting before
+    and after it, then the regime line."""
+    from mpilab import wavefront_regime as wr
+    from mpilab.disk import dev
+
+    disk, devnum = _disk_of(args.disk, args.data)
+    limits = wr.DiskLimits(disk.read_iops, disk.write_iops, disk.read_bw, disk.write_bw)
+    tmp = None
+    if not args.json:
+        tmp = tempfile.mkdtemp(prefix="mpilab-wf-")
+        args.json = os.path.join(tmp, "run.json")
+    try:
+        cmd = build_command(args)
+        env = None
+        if args.np:
+            lr = launch.from_args(cmd[0], args)
+            lr.check_np(args.np)
+            env = lr.env(args.np)
+            cmd = lr.command(args.np) + cmd
+        c0 = dev.throttle_counters(args.disk, devnum)
+        try:
+            status = subprocess.run(cmd, env=env, check=False,
+                                    preexec_fn=lambda: dev.join_cgroup(args.disk)  # noqa: PLW1509
+                                    ).returncode
+        except (OSError, subprocess.SubprocessError) as e:
+            raise MpilabError(f"{cmd[0]}: cannot run: {e}") from None
+        if status != 0:
+            return status
+        c1 = dev.throttle_counters(args.disk, devnum)
+        d = {k: c1.get(k, 0.0) - c0.get(k, 0.0) for k in set(c0) | set(c1)}
+        rc = wr.load_results(args.json)
+        rc = wr.RunCounters(rc.iterations, rc.total_s, rc.bytes_read, rc.bytes_written,
+                            rc.requests_read, rc.requests_written, d.get("bytes_read", 0.0),
+                            d.get("bytes_write", 0.0), d.get("req_read", 0.0),
+                            d.get("req_write", 0.0), rc.io_wait_s)
+        print(wr.classify(rc, limits).line(), flush=True)
+        return 0
+    finally:
+        if tmp:
+            for f in Path(tmp).iterdir():
+                f.unlink()
+            os.rmdir(tmp)
+
+
+def _regime(args: argparse.Namespace) -> int:
+    """regime RESULTS: the run's regime against the disk's limits (a spec, or the options)."""
+    from mpilab import wavefront_regime as wr
+
+    given = [o for o in ("read_iops", "write_iops", "read_bw", "write_bw")
+             if getattr(args, o) is not None]
+    if args.spec and given:
+        raise MpilabError(f"regime: --spec or --{given[0].replace('_', '-')}, not both")
+    if args.disk_name and not args.spec:
+        raise MpilabError("regime: --disk-name only with --spec")
+    rc = wr.load_results(args.results)
+    if args.spec:
+        from mpilab.disk import spec as specmod
+
+        sp = specmod.load(args.spec)
+        disks = [d for d in sp.disks if args.disk_name in (None, d.name)]
+        if not disks:
+            raise MpilabError(f"{args.spec}: no disk named {args.disk_name!r}")
+        d = disks[0]
+        if d.model != "throttle":
+            raise MpilabError(f"{args.spec}: disk {d.name} is a {d.model} disk; the regime "
+                              "needs a throttle disk's requests/s and bytes/s")
+        limits = wr.DiskLimits(d.read_iops, d.write_iops, d.read_bw, d.write_bw)
+    else:
+        if args.read_iops is None or args.read_bw is None:
+            raise MpilabError("regime: give the disk's limits: --spec SPEC, or --read-iops N "
+                              "and --read-bw RATE")
+        limits = wr.DiskLimits(args.read_iops, args.write_iops or args.read_iops,
+                               args.read_bw, args.write_bw or args.read_bw)
+    dev = {k: getattr(args, k) for k in ("dev_requests_read", "dev_requests_written",
+                                          "dev_bytes_read", "dev_bytes_written")}
+    rc = wr.RunCounters(rc.iterations, rc.total_s, rc.bytes_read, rc.bytes_written,
+                        rc.requests_read, rc.requests_written,
+                        rc.dev_bytes_read if dev["dev_bytes_read"] is None
+                        else dev["dev_bytes_read"],
+                        rc.dev_bytes_written if dev["dev_bytes_written"] is None
+                        else dev["dev_bytes_written"],
+                        dev["dev_requests_read"], dev["dev_requests_written"], rc.io_wait_s)
+    print(wr.classify(rc, limits).line())
+    return 0
+
+
+def _rate(t: str) -> int:
+    from mpilab.disk.spec import parse_rate
+
+    return parse_rate(t)
+
+
 def _handler(args: argparse.Namespace) -> int:
+    if args.wf_command == "regime":
+        return _regime(args)
     if getattr(args, "sim", None) is not None:
+        if getattr(args, "disk", None):
+            raise MpilabError("--disk: not with --sim (simulated runs do no disk I/O)")
         return _run_sim(args)
     if getattr(args, "sim_cell_flops", None) is not None:
         raise MpilabError("--sim-cell-flops: only with --sim (simulated time)")
+    if getattr(args, "disk", None):
+        return _run_on_disk(args)
     cmd = build_command(args)
     env = None
     if getattr(args, "np", 0):
@@ -158,6 +290,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --sim: each cell's update executes F flops on the simulated "
                         "host (the kernel has 11; the platform's CPU speed gives their time; "
                         "default none: only the frontier messages take simulated time)")
+    r.add_argument("--disk", metavar="PREFIX",
+                   help="run inside the cgroups of emulated disks PREFIX (mpilab disk up; "
+                        "--data on one of its throttle disks) and print the disk regime the "
+                        "run was in and the layout gain to expect there")
     launch.add_options(r)
 
     f = sub.add_parser("verify", help="compare with the in-core sequential reference")
@@ -166,5 +302,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument("--iterations", "-k", type=argtypes.count, required=True)
     f.add_argument("result")
 
-    for sp in (c, v, r, f):
+    g = sub.add_parser("regime", help="the disk regime a run was in, the layout gain to "
+                       "expect there",
+                       description="Classify a finished run (its --json results) against a "
+                       "disk's limits: requests-bound, bandwidth-bound, memory-limited or not "
+                       "I/O-bound, from its requests and bytes per iteration and its time "
+                       "(docs/wavefront-perf.md).")
+    g.add_argument("results", help="results of `mpilab-wavefront run --json`")
+    g.add_argument("--spec", help="disk spec (TOML) with the disk's limits")
+    g.add_argument("--disk-name", help="the spec's disk (default the first)")
+    g.add_argument("--read-iops", type=argtypes.positive, help="the disk's read requests/s")
+    g.add_argument("--write-iops", type=argtypes.positive, help="write requests/s (default: read)")
+    g.add_argument("--read-bw", type=argtypes.wrap(_rate, "rate"),
+                   help="read bytes/s, e.g. 150MB")
+    g.add_argument("--write-bw", type=argtypes.wrap(_rate, "rate"),
+                   help="write bytes/s (default: read)")
+    for k in ("requests-read", "requests-written", "bytes-read", "bytes-written"):
+        g.add_argument(f"--dev-{k}", type=argtypes.count,
+                       help=f"device {k.replace('-', ' ')} during the run, in all (default: "
+                            "the results' device bytes; the engine's requests, an upper bound "
+                            "for buffered I/O)")
+
+    for sp in (c, v, r, f, g):
         sp.set_defaults(func=_handler)

@@ -322,6 +322,34 @@ def status(prefix: str) -> dict[str, Any]:
             "pids": _cgroup_pids(cg)}
 
 
+def throttle_counters(prefix: str, devnum: str) -> dict[str, float]:
+    """The requests and bytes the disks' cgroup charged to device devnum so far (cgroup v1
+    blkio.throttle.io_serviced / io_service_bytes; v2 io.stat): keys req_read, req_write,
+    bytes_read, bytes_write (absent when the cgroup has not charged the device yet)."""
+    out: dict[str, float] = {}
+    cg = cgroup_dir(prefix)
+    try:
+        if cgroup_v2():
+            for ln in (cg / "io.stat").read_text().splitlines():
+                x = ln.split()
+                if x and x[0] == devnum:
+                    kv = dict(f.split("=", 1) for f in x[1:] if "=" in f)
+                    for k, key in (("rios", "req_read"), ("wios", "req_write"),
+                                   ("rbytes", "bytes_read"), ("wbytes", "bytes_write")):
+                        if k in kv:
+                            out[key] = float(kv[k])
+            return out
+        for f, key in (("io_serviced", "req"), ("io_service_bytes", "bytes")):
+            for ln in (cg / f"blkio.throttle.{f}").read_text().splitlines():
+                x = ln.split()
+                if len(x) == 3 and x[0] == devnum and x[1] in ("Read", "Write"):
+                    out[f"{key}_{x[1].lower()}"] = float(x[2])
+    except (OSError, ValueError) as e:
+        raise MpilabError(f"disks '{prefix}': cannot read the cgroup's I/O accounting: {e}"
+                          ) from None
+    return out
+
+
 def join_cgroup(prefix: str) -> None:
     """Move the calling process into the disks' cgroup(s) (for preexec_fn)."""
     (cgroup_dir(prefix) / "cgroup.procs").write_text(f"{os.getpid()}\n")
