@@ -35,10 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "tests" / "python"))
+import harness
+from harness import loadavg, mpilab_cmd, write_json
 
+harness.test_helpers()
 from conftest import make_results  # noqa: E402
 from mpilab.history import db, detect  # noqa: E402
 
@@ -82,7 +82,7 @@ def timed(cmd: list[str], repeat: int) -> dict[str, Any]:
     walls, status = [], None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=harness.env())
         walls.append(time.perf_counter() - t0)
         status = r.returncode
         if r.returncode not in (0, 1):
@@ -95,10 +95,10 @@ def scale(tmp: Path, runs: int, repeat: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     points = fill(path, runs, 1)
     fill_s = time.perf_counter() - t0
-    mp = [sys.executable, "-m", "mpilab.cli", "history", "--db", str(path)]
+    mp = mpilab_cmd("history", "--db", str(path))
     trend = timed(mp + ["trend", "p2p:roundtrip/max/1024 *"], repeat)
     check = timed(mp + ["check"], repeat)
-    noop = timed([sys.executable, "-c", "import mpilab.cli"], repeat)
+    noop = timed(mpilab_cmd("--version"), repeat)
     return {"runs": runs, "points": points, "fill_s": fill_s, "trend": trend, "check": check,
             "python_start_and_import_s": noop, "db_bytes": path.stat().st_size}
 
@@ -113,10 +113,9 @@ def concurrent(tmp: Path, writes: int) -> dict[str, Any]:
         f.write_text(json.dumps(doc))
         files.append(str(f))
     path = tmp / "conc.sqlite"
-    mp = [sys.executable, "-m", "mpilab.cli", "history", "--db", str(path), "add"]
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(mp + files[w::2], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for w in range(2)]
+    procs = [harness.start_mpilab("history", "--db", str(path), "add", *files[w::2],
+                                  stdout=subprocess.DEVNULL) for w in range(2)]
     errs = [p.communicate(timeout=600)[1] for p in procs]
     wall = time.perf_counter() - t0
     c = sqlite3.connect(path)
@@ -177,7 +176,8 @@ def main() -> int:
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--out", help="write the figures as JSON")
     a = ap.parse_args()
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"load_at_start": loadavg()}
+    print(f"load at start: {out['load_at_start']}")
     with tempfile.TemporaryDirectory(prefix="history-scale-") as d:
         tmp = Path(d)
         if not a.skip_scale:
@@ -187,8 +187,7 @@ def main() -> int:
                   f"(filled in {s['fill_s']:.1f} s); trend {s['trend']['best_s']:.2f} s best, "
                   f"{s['trend']['median_s']:.2f} s median; check {s['check']['best_s']:.2f} s "
                   f"best, {s['check']['median_s']:.2f} s median (exit {s['check']['exit']}); "
-                  f"python start + import mpilab.cli "
-                  f"{s['python_start_and_import_s']['median_s']:.2f} s")
+                  f"mpilab --version {s['python_start_and_import_s']['median_s']:.2f} s")
             cw = concurrent(tmp, a.writes)
             out["concurrent"] = cw
             print(f"concurrent: 2 processes, {cw['writes']} adds in {cw['wall_s']:.1f} s, exit "
@@ -201,7 +200,7 @@ def main() -> int:
           f"run {det['wrong_run']}, missed {det['missed']}; alarms without change "
           f"{det['alarms_without_change']} of {a.trials}")
     if a.out:
-        Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+        write_json(a.out, out)
     return 0
 
 
