@@ -3,7 +3,8 @@
 Two systems:
 * `local`: this machine, the checks' ranks started by Open MPI's mpirun (scheduler local);
 * `slurm`: the single-node Slurm that `mpilab slurm up` starts (docs/mpi-stacks.md), jobs
-  submitted with sbatch and ranks started with `srun --mpi=pmix` (the checks add the
+  submitted with sbatch and followed with squeue (ReFrame's `squeue` scheduler: that Slurm
+  keeps no accounting database for sacct), ranks started with `srun --mpi=pmix` (the checks add the
   option: ReFrame's configuration has no launcher options). Select it with
   `--system slurm` and SLURM_CONF pointing at that Slurm's configuration.
 
@@ -27,7 +28,7 @@ site_configuration = {
             "descr": "mpilab's single-node Slurm (mpilab slurm up), srun --mpi=pmix",
             "hostnames": [".*"],
             "partitions": [
-                {"name": "node", "scheduler": "slurm", "launcher": "srun",
+                {"name": "node", "scheduler": "squeue", "launcher": "srun",
                  "environs": ["mpilab"], "max_jobs": 1, "time_limit": "10m"},
             ],
         },

@@ -199,3 +199,21 @@ def test_bad_input_is_one_line(tmp_path: Path, case: str) -> None:
         assert c.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
         c.close()
 
+
+
+def test_bench_adds_to_the_history_when_asked(fake_bench: Any, run_cli: Any,
+                                              tmp_path: Path) -> None:
+    env = fake_bench("ok")
+    dbp = tmp_path / "h.sqlite"
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--history", str(dbp), "--out",
+                "a.json", env=env)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--out", "b.json",
+                env=dict(env, MPILAB_HISTORY=str(dbp)))
+    assert p.returncode == 0, p.stderr
+    p = run_cli("bench", "--np", "1", "--launches", "1", "--out", "c.json", env=env)
+    assert p.returncode == 0, p.stderr  # neither: not added
+    c = sqlite3.connect(dbp)
+    assert [r[0] for r in c.execute("SELECT source FROM runs ORDER BY id")] == \
+        [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    c.close()
