@@ -70,8 +70,11 @@ class MpilabBenchCheck(rfm.RunOnlyRegressionTest):
         for name in self.perf_names:
             if name not in refs:
                 continue
+            # worse by a factor of up to 1 + tolerance: a time up to (1 + tol) x the
+            # reference, a bandwidth down to the reference / (1 + tol)
             tol = self.tolerance
-            bounds = (-tol, None) if mpilab_perf.higher_is_better(name) else (None, tol)
+            bounds = ((1 / (1 + tol) - 1, None) if mpilab_perf.higher_is_better(name)
+                      else (None, tol))
             table[name] = (float(refs[name]), *bounds, mpilab_perf.unit(name))
         self.reference = {"*": table}
 
