@@ -38,7 +38,7 @@ def _write(tmp_path: Path, name: str, doc: dict[str, Any]) -> str:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mpilab.cli", *args], cwd=cwd, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_add_list_show_trend_check_report(tmp_path: Path) -> None:

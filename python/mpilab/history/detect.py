@@ -27,9 +27,11 @@ import math
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from mpilab.launchvar import D0
 from mpilab.tune.stats import moderate
 
 ALPHA = 0.05
@@ -79,23 +81,43 @@ def best_split(y: list[float], prior: float | None, lo: int, hi: int, min_left: 
     cands = list(range(lo + min_left, hi - min_right + 1))
     if not cands:
         return None
-    best: tuple[float, int, float, float] | None = None
-    for k in cands:
-        a, b = y[lo:k], y[k:hi]
-        d = statistics.fmean(b) - statistics.fmean(a)
-        if worse_only and d <= 0:
-            continue
-        if abs(math.expm1(abs(d))) < min_effect:
-            continue
-        s2df = moderate(_ss(a) + _ss(b), float(len(a) + len(b) - 2), (),
-                        (prior, 4.0) if prior is not None and prior > 0 else None)
-        if s2df is None or s2df[0] <= 0:
-            continue
-        se = math.sqrt(s2df[0] * (1 / len(a) + 1 / len(b)))
-        t = abs(d) / se
-        p = float(2 * student_t.sf(t, s2df[1]))
-        if best is None or t > best[0]:
-            best = (t, k, d, p)
+    # every split at once from prefix sums (a series of 10,000 runs: one pass, not one per
+    # split); the chosen one is tested again through tune.stats.moderate below
+    seg = np.asarray(y[lo:hi], dtype=float)
+    m = len(seg)
+    cs, cs2 = np.cumsum(seg), np.cumsum(seg * seg)
+    j = np.asarray(cands, dtype=float) - lo
+    ji = j.astype(int)
+    na, nb = j, m - j
+    sa, sa2 = cs[ji - 1], cs2[ji - 1]
+    sb, sb2 = cs[-1] - sa, cs2[-1] - sa2
+    d = sb / nb - sa / na
+    ss = np.maximum(sa2 - sa * sa / na + sb2 - sb * sb / nb, 0.0)
+    df = m - 2.0
+    use_prior = prior is not None and prior > 0
+    if use_prior:
+        s2 = (D0 * prior + ss) / (D0 + df)
+    elif df > 0:
+        s2 = ss / df
+    else:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(d) / np.sqrt(s2 * (1 / na + 1 / nb))
+    ok = (np.abs(np.expm1(np.abs(d))) >= min_effect) & (s2 > 0) & np.isfinite(t)
+    if worse_only:
+        ok &= d > 0
+    if not ok.any():
+        return None
+    i = int(np.argmax(np.where(ok, t, -np.inf)))
+    k = cands[i]
+    a, b = y[lo:k], y[k:hi]
+    dk = statistics.fmean(b) - statistics.fmean(a)
+    s2df = moderate(_ss(a) + _ss(b), float(len(a) + len(b) - 2), (),
+                    (prior, D0) if use_prior else None)
+    if s2df is None or s2df[0] <= 0:
+        return None
+    tk = abs(dk) / math.sqrt(s2df[0] * (1 / len(a) + 1 / len(b)))
+    best = (tk, k, dk, float(2 * student_t.sf(tk, s2df[1])))
     if best is None:
         return None
     t, k, d, p = best
