@@ -156,6 +156,8 @@ def _upgrade(c: sqlite3.Connection, path: Path) -> None:
     if v > VERSION:
         raise _refuse(path, f"history schema version {v} is newer than this mpilab's "
                             f"({VERSION}); use a newer mpilab")
+    if v > 0:  # the copy is taken outside the write transaction (a backup from inside it
+        _backup(c, path, v)  # waits for the lock that transaction holds)
     with write(c):
         v = c.execute("PRAGMA user_version").fetchone()[0]  # another process may have
         if v == VERSION:                                     # migrated it meanwhile
@@ -169,8 +171,6 @@ def _upgrade(c: sqlite3.Connection, path: Path) -> None:
                 if stmt.strip():
                     c.execute(stmt)
         else:
-            if tables and path.stat().st_size > 0:
-                _backup(c, path, v)
             while v < VERSION:
                 MIGRATIONS[v](c)
                 v += 1
@@ -182,7 +182,7 @@ def _backup(c: sqlite3.Connection, path: Path, v: int) -> None:
     dest = path.with_name(f"{path.name}.v{v}.bak")
     if dest.exists():
         return
-    tmp = dest.with_name(dest.name + ".tmp")
+    tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
     b = sqlite3.connect(tmp)
     try:
         c.backup(b)
