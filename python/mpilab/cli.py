@@ -29,6 +29,7 @@ COMMANDS = {
     "slurm": "mpilab.commands.slurm",
     "tune": "mpilab.tune.cli",
     "diff": "mpilab.commands.diff",
+    "history": "mpilab.commands.history",
 }
 COMMAND_MODULES = list(COMMANDS.values())
 

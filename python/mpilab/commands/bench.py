@@ -126,7 +126,17 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if made is not None and not Path(out).exists():
             _remove_empty(made, Path(out).parent)
+    to_history(args, out if status == 0 else None)
     return status
+
+
+def to_history(args: argparse.Namespace, out: str | None) -> None:
+    """--history / $MPILAB_HISTORY: add the results file to the history (docs/history.md)."""
+    from mpilab.commands.history import add_after, history_target
+
+    where = history_target(getattr(args, "history", None))
+    if where is not None and out is not None and Path(out).is_file():
+        add_after(out, where)
 
 
 def _make_parent(out: str | None) -> Path | None:
@@ -600,6 +610,13 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
                    help="with --testbed: run the ranks under Multipath TCP over both rails")
 
 
+def add_history_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--history", nargs="?", const="1", metavar="DB",
+                   help="add the results to the history (mpilab history; default database "
+                        "$MPILAB_DATA_DIR/history.sqlite, or DB); also when $MPILAB_HISTORY is "
+                        "set (1: the default database, else its path)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "bench", help="run the mpilab-bench runner under mpirun, mpiexec or srun",
@@ -635,6 +652,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="with --launches: no progress lines and no summary table")
     p.add_argument("--report", action="store_true",
                    help="also write the HTML report beside the results (FILE with .html)")
+    add_history_option(p)
     p.add_argument("runner_args", nargs=argparse.REMAINDER, metavar="-- RUNNER_ARGS",
                    help="arguments for mpilab-bench")
     p.set_defaults(func=_run)

@@ -42,10 +42,12 @@ from mpilab import argtypes
 from mpilab.commands.bench import (
     RUNNER,
     Job,
+    add_history_option,
     add_launch_options,
     exit_status,
     launches_count,
     runner_job,
+    to_history,
     variation_store,
 )
 from mpilab.errors import MpilabError
@@ -639,6 +641,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(f"converged: {s['converged']} of {s['measurements']} measurements "
                          f"reached the asked precision (eps {plan.eps:g})\n")
+    to_history(args, str(rj))
     return 0
 
 
@@ -697,4 +700,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="where this machine's launch-to-launch variation is kept (as for "
                         "mpilab bench; none: one launch's own intervals only)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    add_history_option(p)
     p.set_defaults(func=_run)
