@@ -211,6 +211,8 @@ BAD_BYTES = [b"\xff", b"\xe9", b"\x80", b"\xc3", b"\xed\xa0\x80", b"\x00"]
 
 def _nodes(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     yield path
+    if len(path) >= 20:  # a nest a mutation made: its inside is not worth more mutations
+        return
     if isinstance(doc, dict):
         for k, v in doc.items():
             yield from _nodes(v, path + (k,))
@@ -222,13 +224,16 @@ def _nodes(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 def _set(doc: Any, path: tuple[Any, ...], value: Any, delete: bool = False) -> Any:
     if not path:
         return value
-    parent = doc
-    for k in path[:-1]:
-        parent = parent[k]
-    if delete:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
+    try:
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        if delete:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass  # an earlier mutation of this input replaced the node: nothing to change
     return doc
 
 
@@ -239,11 +244,11 @@ def _mutate_json(data: st.DataObject, doc: Any) -> bytes:
         op = data.draw(st.sampled_from(["replace", "replace", "delete", "nest"]), "op")
         if op == "delete" and path:
             doc = _set(doc, path, None, delete=True)
-            nodes = list(_nodes(doc))
         elif op == "nest":
             doc = _set(doc, path, _deep(data.draw(st.integers(10, 3000), "depth")))
         else:
             doc = _set(doc, path, data.draw(HOSTILE, "value"))
+        nodes = list(_nodes(doc))
         if not nodes:
             break
     try:

@@ -4,6 +4,7 @@ a fixed seed and a fixed number of inputs; longer runs: `--minutes` (docs/harden
 from __future__ import annotations
 
 import importlib.util
+import sys
 import re
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,7 @@ def _fuzzer() -> ModuleType:
                                                   REPO / "bench" / "fuzz_readers.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
