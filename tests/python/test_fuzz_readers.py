@@ -4,8 +4,8 @@ a fixed seed and a fixed number of inputs; longer runs: `--minutes` (docs/harden
 from __future__ import annotations
 
 import importlib.util
-import sys
 import re
+import sys
 from pathlib import Path
 from types import ModuleType
 
