@@ -43,7 +43,7 @@ from harness import REPO, env, find_tool
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
 from mpilab.fsutil import atomic_write_text
-from wf_disklib import Counters, bounds, drop_pages, summary
+from wf_disklib import Counters, bounds, drop_pages, run_wf, summary
 
 
 def parse_args() -> argparse.Namespace:
@@ -145,16 +145,7 @@ def main() -> int:
         ctr = Counters(a.prefix, info)
 
         def wf(*args: str, inside: bool = False) -> subprocess.CompletedProcess[str]:
-            cmd = [tool, *args]
-            pre = (lambda: dev.join_cgroup(a.prefix)) if inside else None
-            p = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                               preexec_fn=pre)  # noqa: PLW1509
-            if p.returncode != 0:
-                why = p.stderr.strip() or (f"killed by signal {-p.returncode} (the memory "
-                                           "limit?)" if p.returncode < 0 else
-                                           f"exit status {p.returncode}")
-                raise SystemExit(f"{' '.join(cmd)}: {why}")
-            return p
+            return run_wf(tool, a.prefix, *args, inside=inside)
 
         M, N = a.rows, a.cols
         # files per geometry: disks left up (--prepare-only) may hold another size's files

@@ -41,7 +41,7 @@ from mpilab.disk import dev
 from mpilab.disk import spec as specmod
 from mpilab.fsutil import atomic_write_text
 from mpilab.wavefront_regime import DiskLimits, RunCounters, classify
-from wf_disklib import Counters, drop_pages, summary
+from wf_disklib import Counters, drop_pages, run_wf, summary
 
 REGIMES = {"requests": "regime-requests.toml", "bandwidth": "regime-bandwidth.toml",
            "memory": "regime-memory.toml"}
@@ -111,15 +111,7 @@ def main() -> int:
         ctr = Counters(a.prefix, info)
 
         def wf(*args: str, inside: bool = False) -> None:
-            cmd = [tool, *args]
-            pre = (lambda: dev.join_cgroup(a.prefix)) if inside else None
-            p = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                               preexec_fn=pre)  # noqa: PLW1509
-            if p.returncode != 0:
-                why = p.stderr.strip() or (f"killed by signal {-p.returncode} (the memory "
-                                           "limit?)" if p.returncode < 0 else
-                                           f"exit status {p.returncode}")
-                raise SystemExit(f"{' '.join(cmd)}: {why}")
+            run_wf(tool, a.prefix, *args, inside=inside)
 
         M, N, B = a.rows, a.cols, a.block
         mnt = Path(info["mount"]) / f"{M}x{N}"

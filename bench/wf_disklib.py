@@ -9,12 +9,28 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import harness  # noqa: F401  (python/ on the import path)
 from mpilab.disk import dev
 from mpilab.disk import spec as specmod
+
+
+def run_wf(tool: str, prefix: str, *args: str,
+           inside: bool = False) -> subprocess.CompletedProcess[str]:
+    """`mpilab-wavefront ARGS` (tool), inside the emulated disk's cgroups when `inside`; a
+    failure ends the script with the command and its reason (a signal: the memory limit?)."""
+    cmd = [tool, *args]
+    pre = (lambda: dev.join_cgroup(prefix)) if inside else None
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                       preexec_fn=pre)  # noqa: PLW1509
+    if p.returncode != 0:
+        why = p.stderr.strip() or (f"killed by signal {-p.returncode} (the memory limit?)"
+                                   if p.returncode < 0 else f"exit status {p.returncode}")
+        raise SystemExit(f"{' '.join(cmd)}: {why}")
+    return p
 
 
 def drop_pages(paths: list[Path]) -> None:

@@ -7,7 +7,7 @@ import math
 import os
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +231,26 @@ def _no_unflagged_impossible_values(tmp_path_factory: pytest.TempPathFactory) ->
             continue
         problems += [f"{f}: {p}" for p in quality.unflagged_problems(doc)]
     assert not problems, "\n".join(problems[:20])
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[dict[str, str]]:
+    """A single-node Slurm (munged, slurmctld, slurmd: `mpilab slurm up`) in a temporary
+    folder, for a test module; yields the environment that points Slurm's commands at it.
+    Stops only the daemons it started; skipped without root or without Slurm."""
+    import tempfile
+
+    from mpilab.commands import slurm as slurmlocal
+    from mpilab.errors import MpilabError
+
+    if os.geteuid() != 0:
+        pytest.skip("Slurm's slurmd needs root")
+    try:
+        slurmlocal.check_can_run()
+    except MpilabError as e:
+        pytest.skip(str(e))
+    d = Path(tempfile.mkdtemp(prefix="mpilab-slurm-", dir="/tmp"))
+    try:
+        yield slurmlocal.up(d)
+    finally:
+        slurmlocal.down(d)

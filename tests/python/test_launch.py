@@ -9,8 +9,7 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,21 +228,6 @@ def test_survey_mpich(run_cli: Callable[..., Any], tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------- a one-node Slurm
-
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[dict[str, str]]:
-    """A single-node Slurm (munged, slurmctld, slurmd: `mpilab slurm up`) in a temporary
-    folder; yields the environment that points Slurm's commands at it. Stops only the
-    daemons it started."""
-    try:
-        slurmlocal.check_can_run()
-    except MpilabError as e:
-        pytest.skip(str(e))
-    d = Path(tempfile.mkdtemp(prefix="mpilab-slurm-", dir="/tmp"))
-    try:
-        yield slurmlocal.up(d)
-    finally:
-        slurmlocal.down(d)
 
 
 @pytest.mark.mpi

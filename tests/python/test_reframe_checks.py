@@ -5,17 +5,13 @@ Slurm (srun --mpi=pmix; root, skipped otherwise)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO, cli_env
-from mpilab.errors import MpilabError
 
 BENCH = REPO / "build" / "bin" / "mpilab-bench"
 REFRAME = Path(sys.executable).parent / "reframe"
@@ -83,22 +79,6 @@ def _first_then_slowed(tmp_path: Path, system: str, env: dict[str, str]) -> None
 def test_pingpong_check_local(tmp_path: Path) -> None:
     _first_then_slowed(tmp_path, "local", {})
 
-
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[dict[str, str]]:
-    from mpilab.commands import slurm as slurmlocal
-
-    if os.geteuid() != 0:
-        pytest.skip("Slurm's slurmd needs root")
-    try:
-        slurmlocal.check_can_run()
-    except MpilabError as e:
-        pytest.skip(str(e))
-    d = Path(tempfile.mkdtemp(prefix="mpilab-slurm-", dir="/tmp"))
-    try:
-        yield slurmlocal.up(d)
-    finally:
-        slurmlocal.down(d)
 
 
 @pytest.mark.mpi
