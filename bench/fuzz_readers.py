@@ -35,14 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "tests" / "python"))
+from harness import REPO, test_helpers
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hseed
+from hypothesis import strategies as st
+from mpilab.errors import MpilabError
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import seed as hseed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from mpilab.errors import MpilabError  # noqa: E402
+test_helpers()  # conftest.make_results: the results seeds
 
 PREFIX = "fzq"  # the testbed prefix of the state reader's files
 

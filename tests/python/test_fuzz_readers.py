@@ -16,6 +16,8 @@ pytest.importorskip("hypothesis")
 
 
 def _fuzzer() -> ModuleType:
+    if str(REPO / "bench") not in sys.path:  # the script imports the bench harness
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location("fuzz_readers",
                                                   REPO / "bench" / "fuzz_readers.py")
     assert spec and spec.loader
