@@ -155,7 +155,11 @@ class Where:
             if line is not None:
                 break
         where = f"{self.name}:{line}" if line is not None else self.name
-        return MpilabError(f"{where}: {_fmt_path(path)}: {msg}")
+        # a key or value quoted in the message may hold a line break: escaped, one line
+        return MpilabError(f"{where}: {_fmt_path(path)}: {msg}".translate(_CONTROL_ESCAPES))
+
+
+_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in range(32)} | {10: "\\n", 13: "\\r", 9: "\\t"}
 
 
 def located(name: str, text: str, path: PathT, msg: str) -> MpilabError:

@@ -664,14 +664,22 @@ def _radicals(text: str, where: str) -> list[int]:
     return out
 
 
+def _xml_root(data: bytes, where: str) -> ET.Element:
+    """The document's root element; MpilabError (one line) for what is not XML, including
+    a declaration naming an encoding Python does not know."""
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as e:
+        raise MpilabError(f"{where}: not XML: {e}") from None
+    except LookupError as e:  # <?xml ... encoding="UTF-0"?>
+        raise MpilabError(f"{where}: not XML: {e}") from None
+
+
 def hosts_of(data: bytes, where: str = "platform") -> list[str]:
     """The host names of a platform document, in document order: every <host> and the
     hosts of every <cluster> (prefix + radical + suffix). For a hostfile: SMPI places rank
     i on line i (mod the lines). MpilabError (one line) for XML that is not a platform."""
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as e:
-        raise MpilabError(f"{where}: not XML: {e}") from None
+    root = _xml_root(data, where)
     if root.tag != "platform":
         raise MpilabError(f"{where}: not a SimGrid platform (root element <{root.tag}>)")
     hosts: list[str] = []
@@ -690,10 +698,7 @@ def configs_of(data: bytes, where: str = "platform") -> dict[str, str]:
     """The <config> properties of a platform document (<prop id="KEY" value="V"/> inside
     every <config>), later ones overriding earlier ones. MpilabError (one line) for XML that
     is not a platform."""
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as e:
-        raise MpilabError(f"{where}: not XML: {e}") from None
+    root = _xml_root(data, where)
     out: dict[str, str] = {}
     for cfg in root.iter("config"):
         for prop in cfg.iter("prop"):
