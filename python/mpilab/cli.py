@@ -70,7 +70,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     refused: set[str] = set()
     only = _command_named(argv) if argv is not None else None
-    for name in [COMMANDS[only]] if only is not None else COMMAND_MODULES:
+    # `mpilab --version` alone needs no command module (some import scipy: 0.6 s here)
+    version = (argv is not None and only is None and "--version" in argv
+               and not {"-h", "--help"} & set(argv))
+    for name in [COMMANDS[only]] if only is not None else [] if version else COMMAND_MODULES:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:

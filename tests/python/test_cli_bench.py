@@ -580,3 +580,9 @@ def test_each_command_module_registers_the_name_it_is_listed_under() -> None:
     every = cli.build_parser(["--help"])
     subs = next(a for a in every._actions if isinstance(a, argparse._SubParsersAction))
     assert sorted(subs.choices) == sorted(cli.COMMANDS)
+    version = cli.build_parser(["--version"])  # needs no command module
+    subs = next(a for a in version._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subs.choices) == []
+    assert sorted(next(a for a in cli.build_parser(["--version", "--help"])._actions
+                       if isinstance(a, argparse._SubParsersAction)).choices) \
+        == sorted(cli.COMMANDS)
