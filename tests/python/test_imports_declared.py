@@ -33,8 +33,9 @@ def imported_top_levels(root: Path) -> dict[str, str]:
 def declared(test_extra: bool = False) -> set[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     deps = list(meta["project"]["dependencies"])
-    if test_extra:
-        deps += meta["project"]["optional-dependencies"]["test"]
+    if test_extra:  # the test extra and the others install-deps installs (static, reframe)
+        for extra in meta["project"]["optional-dependencies"].values():
+            deps += extra
     # "name>=1.0" / "name[extra]" -> name, normalised as pip does
     out = set()
     for d in deps:
