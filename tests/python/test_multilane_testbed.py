@@ -88,9 +88,10 @@ def test_sites_from_names_and_from_latencies_agree(tb: tuple[str, dict[str, str]
         p = mpilab("testbed", "run", "--np", "6", "--timeout", "300", "--",
                    str(_bin() / "mpilab-multilane"), "--sites", how, "--no-model", "--lanes",
                    "3", "--sizes", "1K", "--reps", "1", "--json", str(out), env=env)
-        if how == "detect" and p.returncode == 2 and "no consistent sites" in p.stderr:
+        if how == "detect" and p.returncode == 2 and "--sites: detect:" in p.stderr:
             # beside busy CPUs a rank held off its CPU makes a same-site latency look like
-            # the WAN's: the detection refuses in one line rather than guess; a grid it
+            # the WAN's ("no consistent sites"), or the WAN's like a same-site one ("no site
+            # structure"): the detection refuses in one line rather than guess; a grid it
             # does give must be the right one
             assert p.stderr.count("\n") == 1 and not out.exists(), p.stderr
             continue
