@@ -93,7 +93,10 @@ def test_sites_from_names_and_from_latencies_agree(tb: tuple[str, dict[str, str]
             # the WAN's ("no consistent sites"), or the WAN's like a same-site one ("no site
             # structure"): the detection refuses in one line rather than guess; a grid it
             # does give must be the right one
-            assert p.stderr.count("\n") == 1 and not out.exists(), p.stderr
+            # (the testbed may add its own warnings, e.g. a delay line it judged late)
+            lines = [x for x in p.stderr.splitlines() if "--sites: detect:" in x]
+            assert len(lines) == 1 and "Traceback" not in p.stderr and not out.exists(), \
+                p.stderr
             continue
         assert p.returncode == 0, p.stderr
         grids[how] = json.loads(out.read_text())["grid"]["site_of_rank"]
