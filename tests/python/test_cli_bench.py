@@ -213,6 +213,32 @@ def test_bench_end_to_end_real_runner(run_cli: Callable[..., Any], tmp_path: Pat
 
 @pytest.mark.mpi
 @needs_runner
+def test_default_bench_imports_neither_numpy_nor_scipy(tmp_path: Path) -> None:
+    """The default run (one launch, merged through the launch-variation store, table and
+    verdict; after the first run, which measures the variation) needs no numpy or scipy: their imports would cost a default run more than the
+    peers' whole start-up. -X importtime lists every module the command imported."""
+    import sys
+
+    from conftest import cli_env
+
+    env = cli_env()
+    env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
+    for run in range(2):  # the first run measures the variation (3 launches, once); the
+        # second is the default every later run makes: one launch merged through the store
+        p = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpilab.cli", "bench",
+                            "--np", "2", "--out", "d.json", "--", "--ops", "p2p", "--sizes",
+                            "1:1K:x4", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+        mods = {ln.rsplit("|", 1)[-1].strip() for ln in p.stderr.splitlines()
+                if ln.startswith("import time:")}
+        assert {"mpilab.launches", "mpilab.launchvar"} <= mods  # the merge path ran
+    assert "one launch" in p.stderr
+    assert not {m for m in mods if m.split(".")[0] in ("numpy", "scipy")}
+
+
+@pytest.mark.mpi
+@needs_runner
 def test_bench_real_runner_bad_op(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     from conftest import cli_env
 
