@@ -181,6 +181,37 @@ def test_the_announced_calibration_time_covers_its_probing(monkeypatch: pytest.M
     assert usual * 0.95 <= waited[0] <= most
 
 
+
+@pytest.mark.parametrize("stats,policy,want,never", [
+    ({"busy_poll": True}, "other", "busy-polling (spins a CPU)", "normal scheduling"),
+    ({"busy_poll": False}, "other", ", normal scheduling", "busy-polling"),
+    (None, "other", "busy-polling or not unknown", "normal scheduling"),
+    (None, "fifo", "SCHED_FIFO; busy-polling or not unknown", "normal scheduling")])
+def test_status_names_the_scheduling_the_line_reports(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        stats: dict[str, Any] | None, policy: str, want: str, never: str) -> None:
+    """`status` on a made-up running line: busy-polling from its statistics; a line whose
+    statistics do not answer is never called "normal scheduling" (it may spin a CPU)."""
+    trim = _trim(-8 * US, -6 * US)
+    _fake_up(monkeypatch, trim)
+    st = net.load_state("tru")
+    assert st is not None
+    st.update(delayline_pid=4242, delay_backend="delayline", delay_io="packet")
+    monkeypatch.setattr(net, "require_root", lambda: None)
+    monkeypatch.setattr(net, "list_namespaces", lambda prefix: ["tru-s0n0", "tru-s1n0"])
+    monkeypatch.setattr(net, "pid_alive", lambda pid: True)
+    monkeypatch.setattr(net, "sched_of", lambda pid: {"sched": policy, "rt_priority": 0})
+    monkeypatch.setattr(net, "delayline_stats", lambda prefix, wait_s=2.0: stats)
+    monkeypatch.setattr(net, "scheduler_pids", lambda prefix: [])
+    monkeypatch.setattr(cli.faults, "active", lambda sp: [])
+    monkeypatch.setattr(cli.faults, "read_log", lambda sp: [])
+    args = argparse.Namespace(prefix="tru", json=False)
+    assert cli.cmd_status(args) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("delay: delay line"))
+    assert want in line and never not in line, line
+    assert "held at up" in out
+
 # ---- live (root): the one-site text, the busy-polling status, the verdict in the state ----
 
 @pytest.mark.root
