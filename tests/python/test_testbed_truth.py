@@ -15,6 +15,7 @@ from typing import Any
 import livetb
 import pytest
 from mpilab.commands import bench, selftest
+from mpilab.errors import MpilabError
 from mpilab.testbed import cli, lineinfo, net, oneway
 from mpilab.testbed import spec as specmod
 
@@ -181,6 +182,58 @@ def test_the_announced_calibration_time_covers_its_probing(monkeypatch: pytest.M
     assert usual * 0.95 <= waited[0] <= most
 
 
+
+
+def _fake_probes(monkeypatch: pytest.MonkeyPatch, fail: int) -> None:
+    """udp_oneway that fails its first `fail` calls (a stalled probe), then steady."""
+    calls = [0]
+
+    def fake_udp(sp: object, client: str, server: str, count: int, interval: float,
+                 reply_after: float = 0.0) -> tuple[list[float], list[float]]:
+        calls[0] += 1
+        if calls[0] <= fail:
+            raise MpilabError(f"probe {client} -> {server}: {count} lone packets did not come "
+                              "back within 60 s (a stalled delay line or an overloaded "
+                              "machine)")
+        return ([50 * US + (k % 3) * 1e-7 for k in range(count)],
+                [50 * US + (k % 3) * 1e-7 for k in range(count)])
+
+    monkeypatch.setattr(oneway, "udp_oneway", fake_udp)
+    monkeypatch.setattr(oneway, "write_trim", lambda path, trim, pid: None)
+
+
+def test_a_stalled_probe_is_measured_again(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    _fake_probes(monkeypatch, fail=1)
+    sp = specmod.Spec(prefix="tru", sites=2, nodes_per_site=1, wan_delay=10 * US)
+    res = oneway.calibrate_trim(sp, contextlib.nullcontext, tmp_path / "t", lambda: 1)
+    assert res["steady"] is True and res["attempts"] == 2 and res["failed_attempts"] == 1
+
+
+def test_probes_that_never_end_fail_up_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """Every attempt's probe stalls: one line naming the configured delay and the probe's
+    reason (up then takes the testbed down and exits non-zero), never a traceback."""
+    _fake_probes(monkeypatch, fail=10 ** 6)
+    sp = specmod.Spec(prefix="tru", sites=2, nodes_per_site=1, wan_delay=10 * US)
+    with pytest.raises(MpilabError) as e:
+        oneway.calibrate_trim(sp, contextlib.nullcontext, tmp_path / "t", lambda: 1)
+    msg = str(e.value)
+    assert "\n" not in msg and "configured 10 us" in msg and "3 attempt(s)" in msg
+    assert "did not come back" in msg
+
+
+def test_a_probe_past_its_limit_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe client that does not end within its limit is killed and named in one line
+    (it was an internal error with a traceback's worth of command line)."""
+    monkeypatch.setattr(oneway, "probe_limit", lambda count, interval: 1.0)
+    with pytest.raises(MpilabError) as e:
+        oneway._run_probe(["sleep", "30"], "s0n0", "s1n0", 9, 0.2)
+    assert str(e.value) == ("probe s0n0 -> s1n0: 9 lone packets did not come back within "
+                            "1 s (a stalled delay line or an overloaded machine)")
+    # the limit covers the client's own waits: a stamp and an echo, PROBE_WAIT_S each
+    monkeypatch.undo()
+    assert oneway.probe_limit(9, 0.2) >= 9 * (0.2 + 2 * oneway.PROBE_WAIT_S)
 
 @pytest.mark.parametrize("stats,policy,want,never", [
     ({"busy_poll": True}, "other", "busy-polling (spins a CPU)", "normal scheduling"),
