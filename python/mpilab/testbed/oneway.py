@@ -180,9 +180,11 @@ def _client_and_server(sp: Spec, client: str, client_args: list[str], server: st
                        interval: float) -> tuple[subprocess.CompletedProcess[str], str]:
     """Run a probe's server script in `server`'s namespace (it prints 'ready', then ends
     after `count` packets) and its client script in `client`'s; the client's run and the
-    server's output. The server is killed if it is still there at the end."""
+    server's output (its own errors are not shown: what it missed is missing from its
+    stamps). The server is killed if it is still there at the end."""
     srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
-                            *server_args], stdout=subprocess.PIPE, text=True)
+                            *server_args], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
     try:
         assert srv.stdout is not None
         srv.stdout.readline()
@@ -285,7 +287,7 @@ def udp_oneway_paired(sp: Spec, client: str, server: str, pairs: int, interval: 
     addr, count = sp.addr(server, 0), 2 * pairs
     srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
                             addr, str(PORT), str(count), f"{delay:.9f}", "even"],
-                           stdout=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert srv.stdout is not None
         srv.stdout.readline()
