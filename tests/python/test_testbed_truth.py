@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -329,6 +330,52 @@ def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
         # five lone datagrams each way after the warm-up, each about the delay late or more
         assert len(got[0]) == len(got[1]) == 5 and min(got[0] + got[1]) >= 50e-6 - 10e-6
     finally:
+        livetb.mpilab("testbed", "down", env=env, timeout=300)
+        if old is None:
+            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
+        else:
+            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+        assert net.list_namespaces(prefix) == []
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not livetb.have_netns(), reason="needs root and ip netns")
+def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path) -> None:
+    """`up --require-delay` of a 10 us WAN beside two busy loops: either the line holds the
+    delay (exit 0, the verdict held in the state, no warning) or `up` refuses in one line
+    naming the configured delay (exit 1, the testbed taken down), whichever the load
+    allows (exit 2 when no calibration attempt's probes came back); never exit 0 with a line
+    that does not hold it, never a traceback."""
+    prefix = f"{livetb.LETTER}h{os.getpid() % 10000}"
+    f = tmp_path / "spec.toml"
+    f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"10us\"\n"
+                 "delay_backend = \"delayline\"\n")
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(tmp_path), MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(livetb.REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path)
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    try:
+        up = livetb.mpilab("testbed", "up", "--require-delay", str(f), env=env, timeout=240)
+        for h in hogs:
+            h.kill()
+            h.wait()
+        said = [ln for ln in up.stderr.splitlines()
+                if not ln.startswith("mpilab: testbed up: measuring the delay line's trim")]
+        assert "Traceback" not in up.stderr and "internal error" not in up.stderr, up.stderr
+        if up.returncode == 0:
+            st = net.load_state(prefix)
+            assert st is not None and st["delay_truth"]["held"] is True, st
+            assert said == [], up.stderr
+        else:
+            assert up.returncode in (1, 2) and len(said) == 1, up.stderr
+            assert "10 us" in said[0], said
+            assert net.list_namespaces(prefix) == []
+    finally:
+        for h in hogs:
+            if h.poll() is None:
+                h.kill()
+                h.wait()
         livetb.mpilab("testbed", "down", env=env, timeout=300)
         if old is None:
             os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
