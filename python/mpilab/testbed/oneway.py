@@ -339,10 +339,12 @@ def calibration_note(delay: float) -> str:
     """What `up` says before it measures the trim: the probing time, at least and at
     most, and what comes on top."""
     usual, most = calibration_s(delay)
+    stall = probe_limit(CAL_COUNT + CAL_WARM, lone_gap(delay))
     return (f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
             f"{usual:.0f} s of probing when the first samples are steady and precise, up to "
             f"{most:.0f} s when they are not, plus starting the probe processes (four a "
-            f"turn); the time it took is printed at the end")
+            f"turn; a probe that stalls is given up after at most {stall:.0f} s and its "
+            f"attempt made again); the time it took is printed at the end")
 
 
 def _iqr(v: list[float]) -> float:
