@@ -9,12 +9,14 @@ import argparse
 import contextlib
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import livetb
 import pytest
 from mpilab.commands import bench, selftest
+from mpilab.errors import MpilabError
 from mpilab.testbed import cli, lineinfo, net, oneway
 from mpilab.testbed import spec as specmod
 
@@ -181,6 +183,89 @@ def test_the_announced_calibration_time_covers_its_probing(monkeypatch: pytest.M
     assert usual * 0.95 <= waited[0] <= most
 
 
+
+
+def _fake_probes(monkeypatch: pytest.MonkeyPatch, fail: int) -> None:
+    """udp_oneway that fails its first `fail` calls (a stalled probe), then steady."""
+    calls = [0]
+
+    def fake_udp(sp: object, client: str, server: str, count: int, interval: float,
+                 reply_after: float = 0.0) -> tuple[list[float], list[float]]:
+        calls[0] += 1
+        if calls[0] <= fail:
+            raise MpilabError(f"probe {client} -> {server}: {count} lone packets did not come "
+                              "back within 60 s (a stalled delay line or an overloaded "
+                              "machine)")
+        return ([50 * US + (k % 3) * 1e-7 for k in range(count)],
+                [50 * US + (k % 3) * 1e-7 for k in range(count)])
+
+    monkeypatch.setattr(oneway, "udp_oneway", fake_udp)
+    monkeypatch.setattr(oneway, "write_trim", lambda path, trim, pid: None)
+
+
+def test_a_stalled_probe_is_measured_again(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    _fake_probes(monkeypatch, fail=1)
+    sp = specmod.Spec(prefix="tru", sites=2, nodes_per_site=1, wan_delay=10 * US)
+    res = oneway.calibrate_trim(sp, contextlib.nullcontext, tmp_path / "t", lambda: 1)
+    assert res["steady"] is True and res["attempts"] == 2 and res["failed_attempts"] == 1
+
+
+def test_probes_that_never_end_fail_up_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """Every attempt's probe stalls: one line naming the configured delay and the probe's
+    reason (up then takes the testbed down and exits non-zero), never a traceback."""
+    _fake_probes(monkeypatch, fail=10 ** 6)
+    sp = specmod.Spec(prefix="tru", sites=2, nodes_per_site=1, wan_delay=10 * US)
+    with pytest.raises(MpilabError) as e:
+        oneway.calibrate_trim(sp, contextlib.nullcontext, tmp_path / "t", lambda: 1)
+    msg = str(e.value)
+    assert "\n" not in msg and "configured 10 us" in msg and "3 attempt(s)" in msg
+    assert "did not come back" in msg
+
+
+def test_a_probe_past_its_limit_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe client that does not end within its limit is killed and named in one line
+    (it was an internal error with a traceback's worth of command line)."""
+    monkeypatch.setattr(oneway, "probe_limit", lambda count, interval: 1.0)
+    with pytest.raises(MpilabError) as e:
+        oneway._run_probe(["sleep", "30"], "s0n0", "s1n0", 9, 0.2)
+    assert str(e.value) == ("probe s0n0 -> s1n0: 9 lone packets did not come back within "
+                            "1 s (a stalled delay line or an overloaded machine)")
+    # the limit covers the client's own waits: a stamp and an echo, PROBE_WAIT_S each
+    monkeypatch.undo()
+    assert oneway.probe_limit(9, 0.2) >= 9 * (0.2 + 2 * oneway.PROBE_WAIT_S)
+
+@pytest.mark.parametrize("stats,policy,want,never", [
+    ({"busy_poll": True}, "other", "busy-polling (spins a CPU)", "normal scheduling"),
+    ({"busy_poll": False}, "other", ", normal scheduling", "busy-polling"),
+    (None, "other", "busy-polling or not unknown", "normal scheduling"),
+    (None, "fifo", "SCHED_FIFO; busy-polling or not unknown", "normal scheduling")])
+def test_status_names_the_scheduling_the_line_reports(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        stats: dict[str, Any] | None, policy: str, want: str, never: str) -> None:
+    """`status` on a made-up running line: busy-polling from its statistics; a line whose
+    statistics do not answer is never called "normal scheduling" (it may spin a CPU)."""
+    trim = _trim(-8 * US, -6 * US)
+    _fake_up(monkeypatch, trim)
+    st = net.load_state("tru")
+    assert st is not None
+    st.update(delayline_pid=4242, delay_backend="delayline", delay_io="packet")
+    monkeypatch.setattr(net, "require_root", lambda: None)
+    monkeypatch.setattr(net, "list_namespaces", lambda prefix: ["tru-s0n0", "tru-s1n0"])
+    monkeypatch.setattr(net, "pid_alive", lambda pid: True)
+    monkeypatch.setattr(net, "sched_of", lambda pid: {"sched": policy, "rt_priority": 0})
+    monkeypatch.setattr(net, "delayline_stats", lambda prefix, wait_s=2.0: stats)
+    monkeypatch.setattr(net, "scheduler_pids", lambda prefix: [])
+    monkeypatch.setattr(cli.faults, "active", lambda sp: [])
+    monkeypatch.setattr(cli.faults, "read_log", lambda sp: [])
+    args = argparse.Namespace(prefix="tru", json=False)
+    assert cli.cmd_status(args) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("delay: delay line"))
+    assert want in line and never not in line, line
+    assert "held at up" in out
+
 # ---- live (root): the one-site text, the busy-polling status, the verdict in the state ----
 
 @pytest.mark.root
@@ -245,6 +330,52 @@ def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
         # five lone datagrams each way after the warm-up, each about the delay late or more
         assert len(got[0]) == len(got[1]) == 5 and min(got[0] + got[1]) >= 50e-6 - 10e-6
     finally:
+        livetb.mpilab("testbed", "down", env=env, timeout=300)
+        if old is None:
+            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
+        else:
+            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
+        assert net.list_namespaces(prefix) == []
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not livetb.have_netns(), reason="needs root and ip netns")
+def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path) -> None:
+    """`up --require-delay` of a 10 us WAN beside two busy loops: either the line holds the
+    delay (exit 0, the verdict held in the state, no warning) or `up` refuses in one line
+    naming the configured delay (exit 1, the testbed taken down), whichever the load
+    allows (exit 2 when no calibration attempt's probes came back); never exit 0 with a line
+    that does not hold it, never a traceback."""
+    prefix = f"{livetb.LETTER}h{os.getpid() % 10000}"
+    f = tmp_path / "spec.toml"
+    f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"10us\"\n"
+                 "delay_backend = \"delayline\"\n")
+    env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(tmp_path), MPILAB_TESTBED_PREFIX=prefix)
+    env["PYTHONPATH"] = str(livetb.REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
+    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path)
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    try:
+        up = livetb.mpilab("testbed", "up", "--require-delay", str(f), env=env, timeout=240)
+        for h in hogs:
+            h.kill()
+            h.wait()
+        said = [ln for ln in up.stderr.splitlines()
+                if not ln.startswith("mpilab: testbed up: measuring the delay line's trim")]
+        assert "Traceback" not in up.stderr and "internal error" not in up.stderr, up.stderr
+        if up.returncode == 0:
+            st = net.load_state(prefix)
+            assert st is not None and st["delay_truth"]["held"] is True, st
+            assert said == [], up.stderr
+        else:
+            assert up.returncode in (1, 2) and len(said) == 1, up.stderr
+            assert "10 us" in said[0], said
+            assert net.list_namespaces(prefix) == []
+    finally:
+        for h in hogs:
+            if h.poll() is None:
+                h.kill()
+                h.wait()
         livetb.mpilab("testbed", "down", env=env, timeout=300)
         if old is None:
             os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)

@@ -83,10 +83,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         if info["delayline"]["alive"]:
             info["delayline"].update(net.sched_of(int(pid)))
             # adaptive: --rt-adaptive, or the packet line's default as root (its statistics)
-            stats = net.delayline_stats(prefix, 1.0) or {}
-            ad = stats.get("adaptive")
+            stats = net.delayline_stats(prefix, 1.0)
+            ad = (stats or {}).get("adaptive")
             info["delayline"]["adaptive"] = isinstance(ad, dict) and bool(ad.get("active"))
-            info["delayline"]["busy_poll"] = stats.get("busy_poll") is True
+            # None: its statistics did not answer, so whether it spins a CPU is not known
+            info["delayline"]["busy_poll"] = (None if stats is None
+                                              else stats.get("busy_poll") is True)
         backend = st.get("delay_backend", "delayline" if sp.wan_delay > 0 else "none")
         info["delay"] = {"backend": backend, "requested": sp.delay_backend,
                          "io": st.get("delay_io"),
@@ -130,6 +132,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                      else ", normal scheduling")
             if dl.get("busy_poll"):  # it spins a CPU whatever its policy
                 sched = f", busy-polling (spins a CPU{sched.replace(', normal scheduling', '')})"
+            elif dl.get("busy_poll") is None:  # never "normal scheduling" for a spinning line
+                sched = (f", {'SCHED_FIFO' if dl.get('sched') == 'fifo' else 'SCHED_OTHER'}; "
+                         "busy-polling or not unknown (its statistics did not answer)")
             if dl.get("adaptive"):
                 sched = f", adaptive scheduling (SCHED_FIFO while a stream is held; now{sched[1:]})"
         on = {"packet": " on packet sockets", "tun": " on a tun device"}.get(

@@ -136,10 +136,9 @@ PORT = 7777
 def icmp_rtt(sp: Spec, client: str, server: str, count: int, interval: float) -> list[float]:
     """Round trips (s) of lone ICMP echoes client -> server, one every `interval`, from the
     kernel's stamps at the client's interface (raw socket, SO_TIMESTAMPING)."""
-    p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
-                        ICMP_CLIENT, sp.addr(server, 0), str(count), str(interval)],
-                       capture_output=True, text=True, timeout=count * (interval + 2) + 20,
-                       check=False)
+    p = _run_probe(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                    ICMP_CLIENT, sp.addr(server, 0), str(count), str(interval)],
+                   client, server, count, interval)
     rtts = []
     for f in (ln.split() for ln in p.stdout.splitlines()):
         if len(f) == 4 and int(f[1]) > 0 and int(f[2]) > 0:
@@ -150,21 +149,51 @@ def icmp_rtt(sp: Spec, client: str, server: str, count: int, interval: float) ->
     return rtts
 
 
+#: how long a probe client may wait for one datagram's transmit stamp and for its echo
+#: (the scripts' socket timeouts)
+PROBE_WAIT_S = 2.0
+
+
+def probe_limit(count: int, interval: float) -> float:
+    """The time limit of a probe of `count` datagrams `interval` apart: each may wait
+    PROBE_WAIT_S for its transmit stamp and as long for its echo, plus 20 s for starting
+    the two processes (a busy machine)."""
+    return count * (interval + 2 * PROBE_WAIT_S) + 20
+
+
+def _run_probe(argv: list[str], client: str, server: str, count: int,
+               interval: float) -> subprocess.CompletedProcess[str]:
+    """Run a probe's client (argv) within probe_limit; one MpilabError line when it does
+    not end in time (the process is killed)."""
+    limit = probe_limit(count, interval)
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=limit,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise MpilabError(f"probe {client} -> {server}: {count} lone packets did not come "
+                          f"back within {limit:.0f} s (a stalled delay line or an "
+                          "overloaded machine)") from None
+
+
 def _client_and_server(sp: Spec, client: str, client_args: list[str], server: str,
                        server_args: list[str], count: int,
                        interval: float) -> tuple[subprocess.CompletedProcess[str], str]:
     """Run a probe's server script in `server`'s namespace (it prints 'ready', then ends
     after `count` packets) and its client script in `client`'s; the client's run and the
-    server's output. The server is killed if it is still there at the end."""
+    server's output (its own errors are not shown: what it missed is missing from its
+    stamps). The server is killed if it is still there at the end."""
     srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c",
-                            *server_args], stdout=subprocess.PIPE, text=True)
+                            *server_args], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
     try:
         assert srv.stdout is not None
         srv.stdout.readline()
-        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
-                            *client_args], capture_output=True, text=True,
-                           timeout=count * (interval + 2) + 20, check=False)
+        p = _run_probe(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c",
+                        *client_args], client, server, count, interval)
         out, _ = srv.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise MpilabError(f"probe {client} -> {server}: the echo server did not end within "
+                          "60 s of its client (an overloaded machine)") from None
     finally:
         if srv.poll() is None:
             srv.kill()
@@ -258,14 +287,13 @@ def udp_oneway_paired(sp: Spec, client: str, server: str, pairs: int, interval: 
     addr, count = sp.addr(server, 0), 2 * pairs
     srv = subprocess.Popen(["ip", "netns", "exec", sp.ns(server), sys.executable, "-c", SERVER,
                             addr, str(PORT), str(count), f"{delay:.9f}", "even"],
-                           stdout=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert srv.stdout is not None
         srv.stdout.readline()
-        p = subprocess.run(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
-                            addr, str(PORT), str(count), str(interval), json.dumps([off, on])],
-                           capture_output=True, text=True,
-                           timeout=count * (interval + 2) + 20, check=False)
+        p = _run_probe(["ip", "netns", "exec", sp.ns(client), sys.executable, "-c", CLIENT,
+                        addr, str(PORT), str(count), str(interval), json.dumps([off, on])],
+                       client, server, count, interval)
         out, _ = srv.communicate(timeout=60)
     finally:
         if srv.poll() is None:
@@ -311,10 +339,12 @@ def calibration_note(delay: float) -> str:
     """What `up` says before it measures the trim: the probing time, at least and at
     most, and what comes on top."""
     usual, most = calibration_s(delay)
+    stall = probe_limit(CAL_COUNT + CAL_WARM, lone_gap(delay))
     return (f"measuring the delay line's trim with lone packets (wan.delay_trim = auto): "
             f"{usual:.0f} s of probing when the first samples are steady and precise, up to "
             f"{most:.0f} s when they are not, plus starting the probe processes (four a "
-            f"turn); the time it took is printed at the end")
+            f"turn; a probe that stalls is given up after at most {stall:.0f} s and its "
+            f"attempt made again); the time it took is printed at the end")
 
 
 def _iqr(v: list[float]) -> float:
@@ -400,29 +430,46 @@ def calibrate_trim(sp: Spec, undelayed: Callable[[], AbstractContextManager[obje
     interval = lone_gap(d)
     started = time.monotonic()
     write_trim(trim_file, 0.0, pid())
+    done: dict[str, Any] | None = None  # the last attempt that ended
+    failed = 0
     for k in range(1, attempts + 1):
         base: tuple[list[float], list[float]] = ([], [])
         delayed: tuple[list[float], list[float]] = ([], [])
         nb = 0
-        while True:
-            with undelayed():
-                got = udp_oneway(sp, "s0n0", "s1n0", count, interval, reply_after=interval / 2)
-            for i in (0, 1):
-                base[i].extend(got[i])
-            got = udp_oneway(sp, "s0n0", "s1n0", count + warm, interval,
-                             reply_after=interval / 2)
-            for i in (0, 1):
-                delayed[i].extend(got[i][warm:])
-            nb += 1
-            if nb < blocks:
-                continue
-            res = trim_from(d, base, delayed)
-            se = trim_se(base, delayed)
-            if not res["steady"] or se <= precision or nb >= max_blocks:
-                break
+        try:
+            while True:
+                with undelayed():
+                    got = udp_oneway(sp, "s0n0", "s1n0", count, interval,
+                                     reply_after=interval / 2)
+                for i in (0, 1):
+                    base[i].extend(got[i])
+                got = udp_oneway(sp, "s0n0", "s1n0", count + warm, interval,
+                                 reply_after=interval / 2)
+                for i in (0, 1):
+                    delayed[i].extend(got[i][warm:])
+                nb += 1
+                if nb < blocks:
+                    continue
+                res = trim_from(d, base, delayed)
+                se = trim_se(base, delayed)
+                if not res["steady"] or se <= precision or nb >= max_blocks:
+                    break
+        except MpilabError as e:
+            # a probe that lost a packet or stalled (a busy machine): another attempt; when
+            # none ended, the calibration fails in one line
+            failed += 1
+            if k == attempts and done is None:
+                raise MpilabError(f"the delay line's hold at the configured "
+                                  f"{d * 1e6:g} us could not be measured in {attempts} "
+                                  f"attempt(s): {e}") from None
+            continue
         res.update(count=count * nb, blocks=nb, se_s=se, interval_s=interval, attempts=k)
+        done = res
         if res["steady"]:
             break
+    assert done is not None
+    res = done
+    res.update(attempts=k, failed_attempts=failed)  # attempts made, those that failed
     write_trim(trim_file, res["trim_s"], pid())
     res["elapsed_s"] = time.monotonic() - started
     return res
