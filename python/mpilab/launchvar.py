@@ -37,6 +37,7 @@ commands/bench.py.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import math
@@ -202,9 +203,17 @@ def _var(xs: list[float]) -> tuple[float, float] | None:
     ten made a sample variance ten times the usual launches' (every interval +-100%), while
     the usual level is what a repeat of the command reports (such a launch is flagged when it
     is the one being reported). Without such launches it is the sample variance."""
+    return _var_of(tuple(xs))
+
+
+@functools.lru_cache(maxsize=1024)
+def _var_of(xs: tuple[float, ...]) -> tuple[float, float] | None:
+    """_var of one series, computed once: every measurement of a group pools the variances
+    of all the others (n^2 exact-arithmetic variances otherwise, most of a default run's own
+    time)."""
     if len(xs) < 2:
         return None
-    kept = _trimmed(xs)
+    kept = _trimmed(list(xs))
     return statistics.variance(kept), float(len(kept) - 1)
 
 
