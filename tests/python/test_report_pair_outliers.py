@@ -161,9 +161,8 @@ def _racks(racks: int, per: int, slow_host: str, slow_link: tuple[int, int]) -> 
 def test_report_on_racks_names_exactly_the_slow_node_and_link_at_every_size(
         run_cli: Callable[..., Any], tmp_path: Path) -> None:
     """32 hosts in 4 racks of a platform written here (not the spec generator's sites), the
-    runner's defaults but the sampled design: at 8 B and at 64 KiB (where pairs of one round
-    share a rack-pair link and the runner falls back to one pair at a time) the report names
-    rank 21 (rk2n5) and racks 1-3, nothing else."""
+    runner's defaults but the sampled design: at 8 B and at 64 KiB (pairs of one round may
+    share a rack-pair link) the report names rank 21 (rk2n5) and racks 1-3, nothing else."""
     import pytest
     if not _needs_smpi():
         pytest.skip("no SMPI build (scripts/build --smpi) or no smpirun")
