@@ -183,18 +183,27 @@ int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median);
  * for a star: one access link per node explains every pair. */
 #define MPILAB_LMO_STAR_FITS 0.05
 
+/* A star's node headline needs its processing part above the median node's by more than this
+ * fraction of the median pair's fixed time C_i + C_j + L_ij. */
+#define MPILAB_LMO_NODE_STANDS_OUT 0.01
+
 /* The fit's headlines (models.lmo.slowest), each from the parameters that identify it.
  * On a star (mpilab_lmo_star's misfits both at most MPILAB_LMO_STAR_FITS) a node's t_i is
- * its access link's time per byte and 1/beta_ij a residual: the slowest node is the one
- * with the largest C_i (mpilab_lmo_slowest_cpu) and the slowest link the access link of the
- * star's slowest node (link_of; link_i = link_j = -1). Otherwise t_i and 1/beta_ij are the
- * node's and the pair link's own: the node with the largest C_i + M t_i and the pair with the
- * largest L_ij + M/beta_ij (link_of = -1). Costs in seconds at M with their ratio to the
- * median of their kind (NaN when that median is not above 0). */
+ * its access link's time per byte and 1/beta_ij a residual, and the MPI's header bytes h of
+ * every message cross the sender's access link, so C_i = c_i + h u_i: the slowest node is the
+ * one with the largest processing part c_i = C_i - h u_i (h: the median slope of C_i against
+ * u_i over pairs of nodes whose links differ by at least 25%, within [0, min C_i / u_i];
+ * header_bytes), none (node = -1) when that is not above the median node's by more than
+ * MPILAB_LMO_NODE_STANDS_OUT of the median pair's fixed time; the slowest link is the access
+ * link of the star's slowest node (link_of; link_i = link_j = -1). Otherwise t_i and
+ * 1/beta_ij are the node's and the pair link's own: the node with the largest C_i + M t_i
+ * and the pair with the largest L_ij + M/beta_ij (link_of = -1). Costs in seconds at M with
+ * their ratio to the median of their kind (NaN when that median is not above 0). */
 typedef struct mpilab_lmo_headlines {
     int star;                   /* 1: the star view explains the pairs */
-    int node;
+    int node;                   /* -1: on a star, no node's processing stands out */
     double node_cost, node_vs_median;
+    double header_bytes;        /* on a star: h (bytes), else 0 */
     int link_of, link_i, link_j;
     double link_cost, link_vs_median;
 } mpilab_lmo_headlines_t;

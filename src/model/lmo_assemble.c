@@ -187,10 +187,17 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     double path_c = v[sp], path_med = median_of(v, np);
     path_med = path_med > 0 ? path_med : NAN;
     free(v);
+    if (table && h.star && h.node >= 0)
+        fprintf(table, "slowest node %d: C - h u = %.3f us (%.2fx the median node; a star: t is the access link's, "
+                       "and so is C's part for h = %.1f header bytes)\n",
+                h.node, h.node_cost * 1e6, h.node_vs_median, h.header_bytes);
+    else if (table && h.star)
+        fprintf(table, "slowest node: none stands out (C - h u, h = %.1f header bytes on the access link: none "
+                       "above the median node's by more than %.0f%% of the median pair's fixed time)\n",
+                h.header_bytes, 100 * MPILAB_LMO_NODE_STANDS_OUT);
     if (table && h.star)
-        fprintf(table, "slowest node %d: C = %.3f us (%.2fx the median node; a star: t is the access link's); "
-                       "slowest link: node %d's access link, a + M u = %.3f us (%.2fx the median), M = %.0f bytes\n",
-                h.node, h.node_cost * 1e6, h.node_vs_median, h.link_of, h.link_cost * 1e6, h.link_vs_median, M);
+        fprintf(table, "slowest link: node %d's access link, a + M u = %.3f us (%.2fx the median), M = %.0f bytes\n",
+                h.link_of, h.link_cost * 1e6, h.link_vs_median, M);
     else if (table)
         fprintf(table, "slowest node %d: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
                        "L + M/beta = %.3f us (%.2fx the median link), M = %.0f bytes\n",
@@ -199,26 +206,33 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     if (table)
         fprintf(table, "slowest path %d-%d: one message of M bytes (nodes and link, raw) = %.3f us (%.2fx the "
                        "median path)\n", f->link[sp].i, f->link[sp].j, path_c * 1e6, path_c / path_med);
-    json_t *o = json_pack("{s:i,s:o,s:o,s:s,s:o,s:o,s:s}", "node", h.node, "node_cost_s",
-                          mpilab_json_real(h.node_cost), "node_vs_median", mpilab_json_real(h.node_vs_median),
-                          "node_by", h.star ? "C" : "C+Mt", "link_cost_s", mpilab_json_real(h.link_cost),
-                          "link_vs_median", mpilab_json_real(h.link_vs_median), "link_by",
-                          h.star ? "star" : "pair");
+    json_t *o = json_pack("{s:o,s:o,s:s,s:o,s:o,s:s}", "node_cost_s", mpilab_json_real(h.node_cost),
+                          "node_vs_median", mpilab_json_real(h.node_vs_median), "node_by", h.star ? "C" : "C+Mt",
+                          "link_cost_s", mpilab_json_real(h.link_cost), "link_vs_median",
+                          mpilab_json_real(h.link_vs_median), "link_by", h.star ? "star" : "pair");
+    if (h.node >= 0)
+        json_object_set_new(o, "node", json_integer(h.node));
+    if (h.star)
+        json_object_set_new(o, "header_bytes", mpilab_json_real(h.header_bytes));
     json_object_set_new(o, "link", h.star ? json_null() : json_pack("[i,i]", h.link_i, h.link_j));
     if (h.star)
         json_object_set_new(o, "link_of", json_integer(h.link_of));
     json_object_set_new(o, "path", json_pack("[i,i]", f->link[sp].i, f->link[sp].j));
     json_object_set_new(o, "path_cost_s", mpilab_json_real(path_c));
     json_object_set_new(o, "path_vs_median", mpilab_json_real(path_c / path_med));
-    double cpu_ratio;
-    int cpu = mpilab_lmo_slowest_cpu(f, &cpu_ratio);
+    /* on a star the processing part of C (the headline's node) is the CPU's: C's header part
+     * is the access link's */
+    double cpu_ratio = h.node_vs_median, cpu_c = h.node_cost;
+    int cpu = h.star ? h.node : mpilab_lmo_slowest_cpu(f, &cpu_ratio);
+    if (!h.star && cpu >= 0)
+        cpu_c = f->node[cpu].C.value;
     if (cpu >= 0) {
         json_object_set_new(o, "cpu", json_integer(cpu));
-        json_object_set_new(o, "cpu_C_s", mpilab_json_real(f->node[cpu].C.value));
+        json_object_set_new(o, "cpu_C_s", mpilab_json_real(cpu_c));
         json_object_set_new(o, "cpu_vs_median", mpilab_json_real(cpu_ratio));
         if (table)
-            fprintf(table, "slowest at messaging: node %d: C = %.3f us (%.2fx the median node's C)\n", cpu,
-                    f->node[cpu].C.value * 1e6, cpu_ratio);
+            fprintf(table, "slowest at messaging: node %d: C%s = %.3f us (%.2fx the median node's)\n", cpu,
+                    h.star ? " - h u" : "", cpu_c * 1e6, cpu_ratio);
     }
     return o;
 }

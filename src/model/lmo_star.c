@@ -131,6 +131,51 @@ static size_t largest(const double *v, size_t n, double *tmp, double *cost, doub
     return k;
 }
 
+/* The MPI's header bytes h in every node's C on a star: a message's header crosses the
+ * sender's access link before anything else, so C_i = c_i + h u_i (c_i: the processor's work).
+ * h is the median slope (C_i - C_j) / (u_i - u_j) over the pairs whose links differ by at least
+ * 25% (0 when none does), held in [0, min over i of C_i / u_i] (no processing part below 0). */
+static double header_bytes(const mpilab_lmo_fit_t *f, const double *u, double *tmp)
+{
+    size_t p = (size_t)f->p, n = 0;
+    double cap = INFINITY;
+    for (size_t i = 0; i < p; i++) {
+        if (u[i] > 0)
+            cap = fmin(cap, f->node[i].C.value / u[i]);
+        for (size_t j = i + 1; j < p; j++) {
+            double lo = fmin(u[i], u[j]), hi = fmax(u[i], u[j]);
+            if (lo > 0 && hi >= 1.25 * lo)
+                tmp[n++] = (f->node[i].C.value - f->node[j].C.value) / (u[i] - u[j]);
+        }
+    }
+    if (n == 0 || !isfinite(cap))
+        return 0;
+    gsl_sort(tmp, 1, n);
+    double h = gsl_stats_median_from_sorted_data(tmp, 1, n);
+    return h > 0 ? fmin(h, cap) : 0;
+}
+
+/* On a star: per node its processing part c_i = C_i - h u_i in v, h in out->header_bytes, the
+ * node with the largest, or -1 when it is not above the median node's by more than
+ * MPILAB_LMO_NODE_STANDS_OUT of the median pair's fixed time (every C_i its link's). */
+static void star_node(const mpilab_lmo_fit_t *f, const mpilab_lmo_star_t *st, double *v, double *tmp,
+                      mpilab_lmo_headlines_t *out)
+{
+    size_t p = (size_t)f->p, np = p * (p - 1) / 2;
+    out->header_bytes = header_bytes(f, st->u, tmp);
+    for (size_t i = 0; i < p; i++)
+        v[i] = fmax(f->node[i].C.value - out->header_bytes * st->u[i], 0.0);
+    out->node = (int)largest(v, p, tmp, &out->node_cost, &out->node_vs_median);
+    double med_c = median_copy(v, p, tmp);
+    for (size_t q = 0; q < np; q++) {
+        double path;
+        pair_sums(f, q, &v[q], &path);
+    }
+    double med_y = median_copy(v, np, tmp);
+    if (!(out->node_cost - med_c > MPILAB_LMO_NODE_STANDS_OUT * med_y))
+        out->node = -1;
+}
+
 int mpilab_lmo_headlines(const mpilab_lmo_fit_t *f, mpilab_lmo_headlines_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -148,14 +193,15 @@ int mpilab_lmo_headlines(const mpilab_lmo_fit_t *f, mpilab_lmo_headlines_t *out)
     }
     double M = f->bytes;
     out->star = st.misfit_a <= MPILAB_LMO_STAR_FITS && st.misfit_u <= MPILAB_LMO_STAR_FITS;
-    for (size_t i = 0; i < p; i++) /* on a star t_i is the access link's: C_i alone */
-        v[i] = f->node[i].C.value + (out->star ? 0.0 : M * f->node[i].t.value);
-    out->node = (int)largest(v, p, tmp, &out->node_cost, &out->node_vs_median);
-    if (out->star) {
+    if (out->star) { /* t_i is the access link's, and so is C_i's header part */
+        star_node(f, &st, v, tmp, out);
         out->link_of = st.slowest;
         out->link_cost = st.slowest_cost;
         out->link_vs_median = st.slowest_vs_median;
     } else {
+        for (size_t i = 0; i < p; i++)
+            v[i] = f->node[i].C.value + M * f->node[i].t.value;
+        out->node = (int)largest(v, p, tmp, &out->node_cost, &out->node_vs_median);
         for (size_t q = 0; q < np; q++)
             v[q] = f->link[q].L.value + M * f->link[q].inv_beta.value;
         size_t q = largest(v, np, tmp, &out->link_cost, &out->link_vs_median);

@@ -149,6 +149,48 @@ MPILAB_TEST(headlines_off_a_star_name_the_node_and_the_pair_link)
     CHECK(h.link_of == -1 && h.link_i == 2 && h.link_j == 3);
 }
 
+/* A star whose only slow part is node 2's access link (10x the others' time per byte), the
+ * MPI's 32 header bytes crossing each sender's access link in every C_i (C_i = 32 u_i, as SMPI
+ * gives with no processing cost): node 2's C is 10x the median, yet no node's processor is
+ * slow; the headlines name node 2's access link and no node. */
+static const double UH[4] = {8e-9, 8e-9, 80e-9, 8e-9};
+static double starh(int i, int j) { return fmax(UH[i], UH[j]); }
+
+MPILAB_TEST(headlines_on_a_star_take_the_header_off_c)
+{
+    static star_case_t c;
+    double a[4], C[4], t[4];
+    for (int i = 0; i < 4; i++) {
+        C[i] = 32 * UH[i];
+        a[i] = 20e-6 + C[i];
+        t[i] = i == 2 ? UH[i] : 0;
+    }
+    make_fit(&c, 4, 65536, a, C, t, starh);
+    mpilab_lmo_headlines_t h;
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 1);
+    CHECK_NEAR(h.header_bytes, 32, 1e-6);
+    CHECK(h.node == -1);
+    CHECK(h.link_of == 2);
+    /* the same star with node 1's processor 300 us per message: node 1, by 300 us */
+    C[1] += 300e-6;
+    a[1] += 300e-6;
+    make_fit(&c, 4, 65536, a, C, t, starh);
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 1 && h.node == 1 && h.link_of == 2);
+    CHECK_NEAR(h.header_bytes, 32, 1e-6);
+    CHECK_NEAR(h.node_cost, 300e-6, 1e-12);
+    /* and with the slow processor on the slow link's node: node 2, by 300 us */
+    C[1] -= 300e-6;
+    a[1] -= 300e-6;
+    C[2] += 300e-6;
+    a[2] += 300e-6;
+    make_fit(&c, 4, 65536, a, C, t, starh);
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 1 && h.node == 2 && h.link_of == 2);
+    CHECK_NEAR(h.node_cost, 300e-6, 1e-9);
+}
+
 MPILAB_TEST(too_few_nodes)
 {
     static star_case_t c;

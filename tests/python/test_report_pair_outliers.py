@@ -122,3 +122,58 @@ def test_report_on_a_simulated_cluster_names_exactly_the_slow_node_and_link(
     links = re.findall(r"slow link\(s\) at [^:]*: ([^<]*?) \(Point-to-point", page)
     assert nodes == [str(slow_rank)], nodes
     assert len(links) == 1 and links[0].startswith(f"sites {sa}-{sb} ("), links
+
+
+def _racks(racks: int, per: int, slow_host: str, slow_link: tuple[int, int]) -> str:
+    """A SimGrid platform of racks (hosts rkRnJ, one zone each, every host on its own 5 us
+    link) joined by one 10 us link per pair of racks (zone routes): one host's link at 25 us
+    (a slow node: +40 us per round trip) and one pair of racks' link at 40 us (a slow link:
+    +60 us per round trip between those racks)."""
+    out = ['<?xml version="1.0"?>', '<!DOCTYPE platform SYSTEM '
+           '"https://simgrid.org/simgrid.dtd">', '<platform version="4.1">',
+           ' <config><prop id="smpi/bw-factor" value="0:1"/><prop id="smpi/lat-factor" '
+           'value="0:1"/><prop id="network/crosstraffic" value="0"/></config>',
+           ' <zone id="top" routing="Full">']
+    for r in range(racks):
+        hosts = [f"rk{r}n{j}" for j in range(per)]
+        out.append(f'  <zone id="rack{r}" routing="Full">')
+        out += [f'   <host id="{h}" speed="1Gf"/>' for h in hosts]
+        out.append(f'   <router id="gw{r}"/>')
+        out += [f'   <link id="l-{h}" bandwidth="10Gbps" '
+                f'latency="{"25us" if h == slow_host else "5us"}" sharing_policy="SPLITDUPLEX"/>'
+                for h in hosts]
+        for x, hx in enumerate(hosts):
+            for hy in hosts[x + 1:]:
+                out.append(f'   <route src="{hx}" dst="{hy}"><link_ctn id="l-{hx}" '
+                           f'direction="UP"/><link_ctn id="l-{hy}" direction="DOWN"/></route>')
+            out.append(f'   <route src="{hx}" dst="gw{r}"><link_ctn id="l-{hx}" '
+                       'direction="UP"/></route>')
+        out.append("  </zone>")
+    rp = [(x, y) for x in range(racks) for y in range(x + 1, racks)]
+    out += [f'  <link id="rl{x}-{y}" bandwidth="10Gbps" '
+            f'latency="{"40us" if (x, y) == slow_link else "10us"}" sharing_policy="SPLITDUPLEX"/>'
+            for x, y in rp]
+    out += [f'  <zoneRoute src="rack{x}" dst="rack{y}" gw_src="gw{x}" gw_dst="gw{y}">'
+            f'<link_ctn id="rl{x}-{y}" direction="UP"/></zoneRoute>' for x, y in rp]
+    return "\n".join([*out, " </zone>", "</platform>", ""])
+
+
+def test_report_on_racks_names_exactly_the_slow_node_and_link_at_every_size(
+        run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """32 hosts in 4 racks of a platform written here (not the spec generator's sites), the
+    runner's defaults but the sampled design: at 8 B and at 64 KiB (pairs of one round may
+    share a rack-pair link) the report names rank 21 (rk2n5) and racks 1-3, nothing else."""
+    import pytest
+    if not _needs_smpi():
+        pytest.skip("no SMPI build (scripts/build --smpi) or no smpirun")
+    (tmp_path / "racks.xml").write_text(_racks(4, 8, "rk2n5", (1, 3)))
+    p = run_cli("bench", "--sim", "racks.xml", "--out", "s.json", "--", "--ops", "p2p",
+                "--sizes", "8,64K", "--pairs", "sampled", timeout=600)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("report", "s.json", "-o", "s.html")
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "s.html").read_text()
+    nodes = re.findall(r"slow node\(s\) at [^:]*: rank ([0-9, .]+) \(", page)
+    links = re.findall(r"slow link\(s\) at [^:]*: ([^<]*?) \(Point-to-point", page)
+    assert nodes == ["21", "21"], nodes
+    assert len(links) == 2 and all(lk.startswith("sites 1-3 (") for lk in links), links

@@ -64,3 +64,57 @@ def test_headlines_name_the_slow_cpu_and_the_slow_access_link(
     page = html.unescape((tmp_path / "s.html").read_text())
     assert "Slowest in the fit: node 1 (its fixed delay per message C" in page
     assert "link: node 3's access link" in page
+
+
+def _star(bw: list[str], cost: list[str]) -> str:
+    """A 4-host star (SimGrid Cluster zone: one access link per host) with the given link
+    rates and per-message processing costs (smpi/os, ois, or)."""
+    hosts, links, hl = [], [], []
+    for i, (b, c) in enumerate(zip(bw, cost, strict=True)):
+        props = "".join(f'<prop id="smpi/{k}" value="0:{c}:0" />' for k in ("os", "ois", "or"))
+        hosts.append(f'  <host id="hs-{i}" speed="1000000000f" core="1">{props}</host>')
+        links.append(f'  <link id="hs-{i}-link" bandwidth="{b}" latency="20us" '
+                     'sharing_policy="SPLITDUPLEX" />')
+        hl.append(f'  <host_link id="hs-{i}" up="hs-{i}-link_UP" down="hs-{i}-link_DOWN" />')
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            '<platform version="4.1">\n <config>\n'
+            '  <prop id="smpi/bw-factor" value="0:1" />\n'
+            '  <prop id="smpi/lat-factor" value="0:1" />\n'
+            '  <prop id="network/crosstraffic" value="0" />\n </config>\n'
+            ' <zone id="hs" routing="Cluster">\n' + "\n".join(hosts + links + hl)
+            + "\n </zone>\n</platform>\n")
+
+
+@needs_smpi
+@pytest.mark.parametrize("cpu", [None, 2, 0])
+def test_a_slow_access_link_is_not_a_slow_node(
+        run_cli: Callable[..., Any], tmp_path: Path, cpu: int | None) -> None:
+    """Node 2's access link 10x slower than the others' (12.5 MB/s against 125), no other
+    difference, or besides it one processor 200 us per message (on node 2 itself or on node 0):
+    every node's C holds the MPI's header bytes at its access link's rate, node 2's 10x the
+    others'; the headlines name node 2's access link and, as the slowest node, the slow
+    processor's node or none."""
+    bw = ["125MBps", "125MBps", "12.5MBps", "125MBps"]
+    cost = ["200e-6" if i == cpu else "0" for i in range(4)]
+    (tmp_path / "hs.xml").write_text(_star(bw, cost))
+    p = run_cli("bench", "--sim", "hs.xml", "--out", "s.json", "--", "--ops", "p2p",
+                "--sizes", "1K", "--models", "lmo", "--lmo-bytes", "64K", "--quiet",
+                timeout=120)
+    assert p.returncode == 0, p.stderr
+    lm = json.loads((tmp_path / "s.json").read_text())["models"]["lmo"]
+    sl = lm["slowest"]
+    assert sl["link_by"] == "star" and sl["link_of"] == 2, sl
+    assert sl.get("node") == cpu, sl
+    assert sl.get("cpu") == cpu, sl
+    if cpu is not None:
+        assert sl["node_cost_s"] == pytest.approx(200e-6, rel=0.02), sl
+    p = run_cli("report", "s.json", "-o", "s.html")
+    assert p.returncode == 0, p.stderr
+    page = html.unescape((tmp_path / "s.html").read_text())
+    assert "link: node 2's access link" in page
+    if cpu is None:
+        assert "Slowest in the fit: no node" in page
+        assert "Slowest at messaging" not in page
+    else:
+        assert f"Slowest in the fit: node {cpu} (" in page

@@ -10,10 +10,12 @@ over the nodes (links) and its interval's low end is above the median's high end
 difference inside the measurement's own spread is never named.
 
 Beside that rule, the section says in words which node, link and path the fit itself names
-slowest (models.lmo.slowest, mpilab_lmo_headlines: on a star the largest C_i and the star
-view's slowest access link; otherwise the largest C_i + M t_i and L_ij + M/beta_ij; and one
-M-byte message i -> j with the raw values, each with its ratio to the median) and marks them
-in the per-node table, the per-link table and the two heat maps (link cost, path cost)."""
+slowest (models.lmo.slowest, mpilab_lmo_headlines: on a star the largest processing part
+C_i - h u_i (h: the MPI's header bytes, which cross the access link) or none when no node's
+stands out, and the star view's slowest access link; otherwise the largest C_i + M t_i and
+L_ij + M/beta_ij; and one M-byte message i -> j with the raw values, each with its ratio to
+the median) and marks them in the per-node table, the per-link table and the two heat maps
+(link cost, path cost)."""
 
 from __future__ import annotations
 
@@ -110,6 +112,7 @@ class Slowest:
     # slowest link (link is then None), and the node named by its C alone
     link_of: Named | None = None
     node_by_c: bool = False
+    header_bytes: float | None = None
 
 
 def _pair(v: Any) -> tuple[int, int] | None:
@@ -185,7 +188,7 @@ def slowest(lm: dict[str, Any], m: float) -> Slowest:
                          _num(sl.get("node_vs_median")) or node.ratio)
         return Slowest(node, None, pick("path", paths, _pair(sl.get("path"))),
                        Named(lo, _num(sl.get("link_cost_s")), _num(sl.get("link_vs_median"))),
-                       True)
+                       True, _num(sl.get("header_bytes")))
     return Slowest(pick("node", nodes, nk if isinstance(nk, int) and nk in nodes else None),
                    pick("link", links, _pair(sl.get("link"))),
                    pick("path", paths, _pair(sl.get("path"))))
@@ -208,10 +211,16 @@ def _ratio(n: Named) -> str:
 
 def slowest_words(s: Slowest) -> str:
     parts = []
+    h = s.header_bytes
+    hdr = (f" less its access link's time for the MPI's {h:.0f} header bytes"
+           if h is not None and h > 0 else "")
     if s.node is not None and s.node_by_c:
-        parts.append(f"node {s.node.key} (its fixed delay per message C = "
+        parts.append(f"node {s.node.key} (its fixed delay per message C{hdr} = "
                      f"{units.fmt_value(s.node.cost, 's')}, {_ratio(s.node)} node; on a star "
                      "a node's time per byte is its access link's, so C alone names the node)")
+    elif s.node_by_c:
+        parts.append(f"no node (no node's fixed delay per message C{hdr} stands out: the "
+                     "differences between the nodes are their access links')")
     elif s.node is not None:
         parts.append(f"node {s.node.key} (C + M t = {units.fmt_value(s.node.cost, 's')}, "
                      f"{_ratio(s.node)} node)")
@@ -243,7 +252,9 @@ def cpu_words(lm: dict[str, Any]) -> str | None:
     c, q = _num(sl.get("cpu_C_s")), _num(sl.get("cpu_vs_median"))
     cost = units.fmt_value(c, "s") if c is not None else "?"
     ratio = f"{q:.2f}x the median node's" if q is not None else "no median"
-    return (f"Slowest at messaging: node {sl['cpu']} (its fixed delay per message C = {cost}, "
+    h = _num(sl.get("header_bytes")) if sl.get("link_by") == "star" else None
+    what = f"C less its access link's time for {h:.0f} header bytes" if h else "C"
+    return (f"Slowest at messaging: node {sl['cpu']} (its fixed delay per message {what} = {cost}, "
             f"{ratio}): its processor's work per message, whatever its links.")
 
 
@@ -292,7 +303,9 @@ def _verdict(rule: str | None, fit: Named | None, what: str) -> str:
 
 
 def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, float],
-                fit: Named | None = None) -> Table:
+                fit: Named | None = None, star: bool = False) -> Table:
+    # on a star t is the access link's: C + M t does not tell the processor from the link
+    what = "the median node (a star: its access link or processor)" if star else "the median node"
     rows, rf = [], []
     for n in nodes:
         r = int(n.get("rank", -1))
@@ -300,7 +313,7 @@ def _node_table(nodes: list[dict[str, Any]], m: float, slow_nodes: dict[int, flo
         cost = _cost(str(r), C, t, m)
         fl = [f"C {f}" for f in C.flags] + [f"t {f}" for f in t.flags]
         mine = fit if fit is not None and fit.key == r else None
-        verdict = _verdict(f"slow: {slow_nodes[r]:.2f}x the median node" if r in slow_nodes
+        verdict = _verdict(f"slow: {slow_nodes[r]:.2f}x {what}" if r in slow_nodes
                            else None, mine, "node")
         rows.append([Cell(str(r), sort=r, num=True, bold=r in slow_nodes or mine is not None),
                      *_pcells(C, "s"),
@@ -480,14 +493,18 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
     sn = {int(c.name): q for c, q in slow(ncost)}
     sl = {(min(a, b), max(a, b)): q for c, q in slow(lcost)
           for a, b in [tuple(int(x) for x in c.name.split("-"))]}
+    fit = slowest(lm, m)
+    # on a star t_i is the node's access link's: C + M t does not tell the CPU from the link
+    whose = "node {}" if fit.link_of is None else "node {}'s access link or processor"
     if sn or sl:
         sec.warn("Slow: " + "; ".join(
-            [f"node {k} ({q:.2f}x the median node's C + M t)" for k, q in sn.items()]
+            [f"{whose.format(k)} ({q:.2f}x the median node's C + M t"
+             + (")" if fit.link_of is None else "; a star: the headline below says which)")
+             for k, q in sn.items()]
             + [f"link {a}-{b} ({q:.2f}x the median link's L + M/beta)"
                for (a, b), q in sl.items()]) + ".")
     else:
         sec.note("No node and no link is slow by that rule.")
-    fit = slowest(lm, m)
     sec.note(slowest_words(fit))
     cpu = cpu_words(lm)
     if cpu:
@@ -496,7 +513,8 @@ def section(r: Results, sink: FigureSink) -> list[Section]:
     if star:
         sec.note(star)
     sec.h3("Per node", "lmo-node")
-    sec.add("table", _node_table(lm.get("nodes") or [], m, sn, fit.node))
+    sec.add("table", _node_table(lm.get("nodes") or [], m, sn, fit.node,
+                                 star=fit.link_of is not None))
     sec.h3("Per link", "lmo-link")
     nranks = max([int(n.get("rank", -1)) for n in lm.get("nodes") or []]
                  + [int(x) for pr in (lm.get("links") or {}).get("pairs") or [] for x in pr]
