@@ -73,6 +73,19 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
             "noise_before_ms": longest(fault_t - 3.0, fault_t, skip=50)}
 
 
+def false_counts(events: list[dict[str, Any]], fault_t: float | None) -> tuple[int, int]:
+    """(pure) The agents' path-dead verdicts (path events with up false, verdict records)
+    and migrations (ARMED -> MIGRATED) logged before the fault's request at fault_t
+    (CLOCK_REALTIME s; None: a run without a fault, every record counts): on a healthy
+    path each is a false one."""
+    before = [e for e in events if fault_t is None or e.get("time", 0) < fault_t]
+    dead = sum(1 for e in before if (e["event"] == "path" and not e.get("up", True))
+               or e["event"] == "verdict")
+    migr = sum(1 for e in before if e["event"] == "state" and e.get("from") == "ARMED"
+               and e.get("to") == "MIGRATED")
+    return dead, migr
+
+
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024) -> dict[str, Any]:
     sp = net.current_spec(prefix)
@@ -106,16 +119,14 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     ends = [float(r[1]) for r in rows]
     rtts = [float(r[2]) for r in rows]
     before = [e for e in evs if fault_t is None or e.get("time", 0) < fault_t]
-    dead = [e for e in before if (e["event"] == "path" and not e["up"]) or e["event"] == "verdict"]
-    migr = [e for e in before if e["event"] == "state" and e["from"] == "ARMED"
-            and e["to"] == "MIGRATED"]
+    dead, migr = false_counts(evs, fault_t)
     stops = [e for e in evs if e["event"] == "stop"]
     rec: dict[str, Any] = {
         "run": k, "bytes": size, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),
         "round_trips": len(rtts), "duration_s": (ends[-1] - ends[0]) if ends else None,
         "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
         "max_ms": max(rtts) * 1e3 if rtts else None,
-        "false_dead": len(dead), "false_migrations": len(migr),
+        "false_dead": dead, "false_migrations": migr,
         "late_wakeups": sum(e.get("late_wakeups", 0) for e in stops),
         "late_max_ms": max((e.get("late_max_ms", 0.0) for e in stops), default=0.0),
         "verdicts_rearmed": sum(e.get("verdicts_rearmed", 0) for e in stops),

@@ -31,6 +31,9 @@ kernel's TCP/MPTCP counters (nstat) of every run whose pause is over the target.
 hangs leaves, before it is killed, its processes' wait channels and backtraces (gdb) and both
 nodes' sockets (`ss -tainpM`) in WORK/hang-* (the run's `hang_evidence`); then the faulted
 rail is healed and `ended_after_heal` says whether the job ended within 5 s.
+--hogs N runs N busy loops beside the whole series (N = the core count: every core busy);
+each run counts the agents' path-dead verdicts and migrations before its fault (in the
+whole run without one): `false_dead`, `false_migrations`.
 """
 from __future__ import annotations
 
@@ -56,6 +59,7 @@ from mpilab.pathmig import pingpong as ppm
 from mpilab.testbed import faults, launch, net
 from mpilab.testbed.spec import Spec
 from mpilab.tools import mpi_env
+from pathmig_load import false_counts
 
 TARGET = {"down": 0.05, "drop": 0.1}  # the issue's targets for the longest round trip
 HEAL_WAIT_S = 5.0  # a hung job: how long to wait for its end after healing the rail
@@ -325,6 +329,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
         "migrations": sum(1 for e in ev if e["event"] == "state" and e["to"] == "MIGRATED"
                           and e.get("from") == "ARMED"),
         "armed": sum(1 for e in ev if e["event"] == "state" and e["to"] == "ARMED"),
+
         "join_listeners": {r: sum(1 for e in jl if e["result"] == r)
                            for r in sorted({str(e["result"]) for e in jl})},
         "failed_actions": agents.failed_actions(ev)[0] if ev else 0,
@@ -334,6 +339,8 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
     late = [int(m) for m in re.findall(r"mpilab-ucx-finalize: pid \d+: (\d+) event", err)]
     if late:
         out["keeper_late_events"] = late
+    # before the fault (the whole run without one): each is a false one
+    out["false_dead"], out["false_migrations"] = false_counts(ev, fault_t)
     out |= hang
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so
@@ -377,7 +384,12 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                 "median_rtt_ms": round(sorted(
                                     r["median_ms"] for r in rs if "median_ms" in r)[
                                     len(rs) // 2], 4) if all("median_ms" in r for r in rs)
-                                else None}
+                                else None,
+                                "false_dead": sum(r.get("false_dead", 0) for r in rs),
+                                "false_migrations": sum(r.get("false_migrations", 0)
+                                                        for r in rs),
+                                "migrations": sum(r["migrations"] for r in rs),
+                                "exit_0": sum(1 for r in rs if r["rc"] == 0)}
         kept = [r for r in rs if "keeper_late_events" in r]
         if kept:  # runs in which a rank's keeper answered its peer after its own close
             late = sum(1 for r in kept if any(r["keeper_late_events"]))
@@ -433,10 +445,14 @@ def main() -> int:
                          "finalize race at will, see mpilab.pathmig.echo)")
     ap.add_argument("--resume", action="store_true",
                     help="append to the runs already in --out (another bench slot)")
+    ap.add_argument("--hogs", type=int, default=0,
+                    help="busy loops (one per core: the core count) beside the whole series")
     ap.add_argument("--prefix", default="pmmpi")
     ap.add_argument("--work", default="/tmp/pathmig-mpich")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.hogs < 0:
+        ap.error(f"--hogs {a.hogs}: 0 or more")
     sizes = [a.bytes] if a.bytes else [int(x) for x in a.sizes.split(",")]
     if a.fault_at % 10:
         sys.exit("--fault-at: a multiple of 10 (the program reports every 10 round trips)")
@@ -449,12 +465,15 @@ def main() -> int:
     with open("/proc/loadavg") as f:
         doc["slots"].append({"start": time.strftime("%Y-%m-%d %H:%M:%S"),
                              "loadavg": f.read().split()[:3], "mpi": a.mpi,
-                             "argv": sys.argv[1:]})
+                             "argv": sys.argv[1:], "hogs": a.hogs})
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     exe = echo.build(work, a.mpi)
     sp = testbed_up_in(work, a.prefix, ppm.SPEC_2X1)
     t_start = time.monotonic()
+    # a TERM (a bench slot's end) still stops the busy loops and brings the testbed down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(a.hogs)]
     try:
         for rep in range(a.reps):
             if a.budget and time.monotonic() - t_start > a.budget:
@@ -471,6 +490,9 @@ def main() -> int:
                     print(json.dumps({k: v for k, v in rec.items() if k != "nstat"}),
                           flush=True)
     finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
         agents.stop(sp)
         net.down(a.prefix)
         doc["summary"] = summarize(doc["runs"])

@@ -1,9 +1,12 @@
-"""Path migration pieces that need no root: the seeded fault plan, the status table."""
+"""Path migration pieces that need no root: the seeded fault plan, the status table, the
+congestion control's allowed-list moment, the benches' pure counts."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mpilab.errors import MpilabError
@@ -93,3 +96,58 @@ def test_pause_windows_split_the_fault_from_the_noise() -> None:
     assert w == {"pause_ms": 60.0, "pause_first_ms": 40.0, "noise_before_ms": 30.0}
     assert pause_windows(ends, rtts, 200.0, 200.0) == {
         "pause_ms": None, "pause_first_ms": None, "noise_before_ms": None}
+
+
+def test_false_counts_take_only_what_came_before_the_fault() -> None:
+    """bench/pathmig_load.py's (and bench/pathmig_mpich.py's) false verdicts and
+    migrations: path-dead records and ARMED -> MIGRATED transitions before the fault's
+    request, every one of them in a run without a fault; other records never count."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from pathmig_load import false_counts
+    evs = [{"event": "path", "up": True, "time": 1.0},
+           {"event": "path", "up": False, "time": 2.0},
+           {"event": "verdict", "time": 3.0},
+           {"event": "state", "from": "ARMED", "to": "MIGRATED", "time": 4.0},
+           {"event": "state", "from": "MIGRATED", "to": "REARM", "time": 4.5},
+           {"event": "state", "from": "REARM", "to": "ARMED", "time": 4.6},
+           {"event": "recovered", "time": 4.8},
+           {"event": "verdict", "time": 6.0},
+           {"event": "state", "from": "ARMED", "to": "MIGRATED", "time": 6.1}]
+    assert false_counts(evs, None) == (3, 2)
+    assert false_counts(evs, 5.0) == (2, 1)
+    assert false_counts(evs, 1.5) == (0, 0)
+    assert false_counts([], None) == (0, 0)
+
+
+def _fake_sysctl(allowed: Path, calls: list[str], refuse_first: bool) -> Any:
+    """A node's sysctl as the kernel answers it: a namespace's default may be an algorithm
+    only while the host's allowed list names it (refuse_first: the first write is refused
+    whatever the list, as when another job's moment ended just before)."""
+    def run(spec: Any, node: str, key: str, value: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        if value is None:
+            return subprocess.CompletedProcess([], 0, "bbr\n", "")
+        calls.append(value)
+        ok = value in allowed.read_text().split() and not (refuse_first and len(calls) == 1)
+        return subprocess.CompletedProcess([], 0 if ok else 255, "",
+                                           "" if ok else "sysctl: Operation not permitted")
+    return run
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_namespace_default_outside_the_allowed_list(tmp_path: Path, listed: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """cubic as a namespace's default: added to the host's allowed list for the moment of
+    the change and the list restored; when the list already names it (another job's
+    moment), the refused change is retried, not reported as a failure; the list is left as
+    found either way."""
+    allowed = tmp_path / "allowed"
+    before = "reno bbr cubic" if listed else "reno bbr"
+    allowed.write_text(before)
+    calls: list[str] = []
+    monkeypatch.setattr(congestion, "ALLOWED", str(allowed))
+    monkeypatch.setattr(congestion, "ALLOWED_LOCK", str(tmp_path / "lock"))
+    monkeypatch.setattr(congestion, "_sysctl", _fake_sysctl(allowed, calls, refuse_first=True))
+    congestion._set_ns_default(object(), "s0n0", "cubic")  # type: ignore[arg-type]
+    assert calls == ["cubic", "cubic"]
+    assert allowed.read_text() == before

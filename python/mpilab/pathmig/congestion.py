@@ -13,8 +13,12 @@ uses the namespaces' default unless given `--congestion`."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import subprocess
+from collections.abc import Iterator
 
 from mpilab.errors import MpilabError
 from mpilab.testbed.spec import Spec
@@ -124,38 +128,64 @@ def ns_default(spec: Spec, node: str) -> str:
 
 
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+#: taken by every mpilab process around its change of ALLOWED (jobs started at the same
+#: moment on one host)
+ALLOWED_LOCK = "/run/lock/mpilab-allowed-congestion.lock"
 
 
 def _set_ns_default(spec: Spec, node: str, algo: str) -> None:
     """A namespace other than the host's may take as its default only an algorithm the
     host allows unprivileged programs (tcp_allowed_congestion_control, e.g. "reno bbr"):
     for another one it is added to that list for the moment of the change and the list
-    restored at once (the namespace keeps its default; the host ends as it was)."""
+    restored at once (the namespace keeps its default; the host ends as it was). That
+    moment holds ALLOWED_LOCK, so two jobs starting together never restore the list under
+    each other's change; a list that already names the algorithm (another program's own
+    moment) is only used to retry."""
     if ns_default(spec, node) == algo:
         return
     p = _sysctl(spec, node, SYSCTL, algo)
     if p.returncode and "not permitted" in p.stderr:
-        try:
-            with open(ALLOWED) as f:
-                allowed = f.read().strip()
-        except OSError:
-            allowed = ""
-        if allowed and algo not in allowed.split():
+        with _locked(ALLOWED_LOCK):
             try:
-                with open(ALLOWED, "w") as f:
-                    f.write(f"{allowed} {algo}")
-                p = _sysctl(spec, node, SYSCTL, algo)
+                with open(ALLOWED) as f:
+                    allowed = f.read().strip()
             except OSError:
-                pass
-            finally:
+                allowed = ""
+            if algo in allowed.split():
+                p = _sysctl(spec, node, SYSCTL, algo)
+            elif allowed:
                 try:
                     with open(ALLOWED, "w") as f:
-                        f.write(allowed)
-                except OSError as e:
-                    raise MpilabError(f"congestion control {algo}: could not restore "
-                                      f"{ALLOWED} to '{allowed}': {e.strerror}") from None
+                        f.write(f"{allowed} {algo}")
+                    p = _sysctl(spec, node, SYSCTL, algo)
+                except OSError:
+                    pass
+                finally:
+                    try:
+                        with open(ALLOWED, "w") as f:
+                            f.write(allowed)
+                    except OSError as e:
+                        raise MpilabError(f"congestion control {algo}: could not restore "
+                                          f"{ALLOWED} to '{allowed}': {e.strerror}"
+                                          ) from None
     if p.returncode:
         raise MpilabError(f"congestion control {algo} on {node}: {_err(p)}")
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """An exclusive flock on `path` (created if missing; without a writable lock folder,
+    no lock)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def apply(spec: Spec, hosts: list[str], algo: str | None, quickack: bool = False) -> None:
