@@ -95,3 +95,14 @@ def test_update_docs_rewrites_only_the_table(tmp_path: Path) -> None:
     page.write_text("# no markers\n")
     with pytest.raises(SystemExit, match="markers"):
         audit.update_docs(page)
+
+
+def test_docs_pages_and_their_data_stay_within_the_limits() -> None:
+    """Reference pages of at most 600 lines (split and indexed beyond); docs/data holds only
+    what the pages' figures need: under 1 MB in all."""
+    docs = audit.REPO / "docs"
+    long = {p.name: n for p in docs.glob("*.md")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
+    data = sum(p.stat().st_size for p in (docs / "data").rglob("*") if p.is_file())
+    assert data < 1_000_000, f"docs/data holds {data} bytes"
