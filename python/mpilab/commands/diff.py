@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +221,6 @@ def run_launches(cmd_a: list[str], cmd_b: list[str], first: int, last: int, d: P
     """Pairs first..last of alternating launches of the two commands (run_order), each
     writing one results file ({out} replaced by d/a.K.json or d/b.K.json). A launch that
     fails, times out or writes no valid results file stops the run in one line naming it."""
-    import os
     import signal
     import subprocess
 
@@ -297,7 +298,6 @@ def _run(args: argparse.Namespace) -> int:
     import shutil
     import signal
     import tempfile
-    import time
 
     if not args.run:
         if args.max_pairs is not None or args.time_limit is not None:
