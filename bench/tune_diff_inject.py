@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""The gate's target: one command, `mpilab diff --run A B --pairs N --fail-above 5%`, flags an
-injected 10% slowdown at every affected size and at no other, in 5 of 5 trials, each in
-under 2 minutes of wall time; and 10 identical pairs give 0 false alarms.
+"""The gate's target: one command, `mpilab diff --run A B --pairs N --max-pairs M --time-limit T
+--fail-above 5%`, flags an injected 10% slowdown at every affected size and at no other, in 5
+of 5 trials, each in under 2 minutes of wall time; and 10 identical pairs give 0 false
+alarms.
 
 Per trial, A and B are the same `mpilab bench` launch (one mpirun, bcast:inj and
 allreduce:inj of bench/tune_inject.c at --sizes); B's environment sets
 MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins for that fraction
 of each call's own duration at MIN bytes and above), or nothing in an identical trial.
 mpilab diff --run alternates the launches (A B B A ...) and tests each measurement on the
-per-pair log ratios of the launch medians. A trial with injection passes when every bcast
-size >= MIN is "SLOWER beyond 5%", nothing else is flagged and the exit is 1; an identical
-trial passes when nothing is flagged and the exit is 0. Prints one line per trial (its wall
-time) and the counts; --out keeps the JSON.
+per-pair log ratios of the launch medians; with --max-pairs it looks after N pairs and every
+N more up to M (each look at alpha 0.05 / looks) and measures more pairs only while some
+measurement is undecided (--max-pairs 0: one look at N pairs). A trial with injection
+passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is flagged and the
+exit is 1; an identical trial passes when nothing is flagged and the exit is 0. Prints one
+line per trial (its pairs and wall time) and the counts; --out keeps the JSON.
 
     MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 --identical 10 \
-        --pairs 20 --dir D
+        --pairs 15 --max-pairs 45 --time-limit 110 --dir D
 
 --dir keeps every trial; a trial already there is not run again (a run longer than one
 bench slot continues in the next).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, mpilab_cmd, write_json
+from harness import REPO, loadavg, mpilab_cmd, write_json
 from harness import env as harness_env
 from mpilab import units
 
@@ -52,7 +56,9 @@ def trial(name: str, d: Path, so: Path, a: argparse.Namespace, inject: bool) -> 
     keep = d / name
     shutil.rmtree(keep, ignore_errors=True)
     t0 = time.monotonic()
-    p = run(mpilab_cmd("diff", "--run", cmd_a, cmd_b, "--pairs", str(a.pairs),
+    seq = (["--max-pairs", str(a.max_pairs), "--time-limit", str(a.time_limit)]
+           if a.max_pairs else [])
+    p = run(mpilab_cmd("diff", "--run", cmd_a, cmd_b, "--pairs", str(a.pairs), *seq,
                        "--fail-above", "5%", "--variation-store", "none", "--quiet",
                        "--keep", str(keep)), harness_env())
     wall = time.monotonic() - t0
@@ -60,6 +66,8 @@ def trial(name: str, d: Path, so: Path, a: argparse.Namespace, inject: bool) -> 
         sys.stderr.write(p.stdout + p.stderr)
         raise SystemExit(2)
     rows = [ln for ln in p.stdout.splitlines() if ln.startswith(("bcast", "allreduce"))]
+    looks = [ln for ln in p.stdout.splitlines() if ln.startswith("mpilab diff: look")]
+    used = re.search(r"\((\d+) pairs, \d+ planned look", p.stdout)
     flagged = [ln for ln in rows if "SLOWER" in ln]
     affected = [ln for ln in rows if inject and ln.startswith("bcast")
                 and int(ln.split()[2]) >= a.min_bytes]
@@ -67,7 +75,8 @@ def trial(name: str, d: Path, so: Path, a: argparse.Namespace, inject: bool) -> 
     false = [ln for ln in flagged if ln not in affected]
     ok = (len(hit) == len(affected) and not false
           and p.returncode == (1 if inject else 0) and (not inject or affected != []))
-    return {"trial": name, "inject": inject, "pairs": a.pairs, "wall_s": round(wall, 1),
+    return {"trial": name, "inject": inject, "pairs": int(used.group(1)) if used else a.pairs,
+            "looks": looks, "wall_s": round(wall, 1),
             "affected": len(affected), "flagged": len(hit), "false_flags": len(false),
             "exit": p.returncode, "pass": ok, "rows": rows}
 
@@ -76,7 +85,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=5, help="trials with the slowdown")
     ap.add_argument("--identical", type=int, default=10, help="trials with A = B")
-    ap.add_argument("--pairs", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=15, help="pairs before the first look")
+    ap.add_argument("--max-pairs", type=int, default=45, help="pairs at most (0: one look)")
+    ap.add_argument("--time-limit", type=float, default=110.0,
+                    help="seconds: no further look whose pairs would end after it")
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--slowdown", type=float, default=0.10)
     ap.add_argument("--min-bytes", default="16K")
@@ -89,6 +101,7 @@ def main() -> int:
     a.min_bytes = int(units.parse_size(a.min_bytes))
     d = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="tune-inject-"))
     d.mkdir(parents=True, exist_ok=True)
+    print(f"load at start: {loadavg()}")
     so = d / "inj.so"
     cc = run(["mpicc", "-shared", "-fPIC", "-O2", f"-I{REPO / 'include'}",
               f"-I{REPO / 'build' / 'include'}", str(REPO / "bench" / "tune_inject.c"),
@@ -114,12 +127,14 @@ def main() -> int:
             for ln in r["rows"]:
                 print("   ", ln)
         sys.stdout.flush()
+    print(f"load at the end: {loadavg()}")
     slow = [r for r in results if r["inject"]]
     same = [r for r in results if not r["inject"]]
     alarms = sum(r["false_flags"] > 0 or r["exit"] != 0 for r in same)
     print(f"slowdown found: {sum(r['pass'] for r in slow)} of {len(slow)} trials "
           f"(longest {max((r['wall_s'] for r in slow), default=0):.0f} s); "
-          f"identical pairs with a false alarm: {alarms} of {len(same)}")
+          f"identical pairs with a false alarm: {alarms} of {len(same)} "
+          f"(longest {max((r['wall_s'] for r in same), default=0):.0f} s)")
     if a.out:
         write_json(a.out, results)
     if not a.dir:

@@ -140,8 +140,10 @@ static void allpairs_rows(run_t *w, const mpilab_op_t *op, const mpilab_pair_mat
 }
 
 /* An MPILAB_OP_ALLPAIRS entry at one size: the design's pairs, one pair matrix; on rank 0 *pt
- * gets the median over the pairs of their medians and interval ends. 0, or -1 to stop. */
-static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_adaptive_point_t *pt)
+ * gets the median over the pairs of their medians and interval ends. `record` 0: the adaptive
+ * sweep's repeat, kept out of the results. 0, or -1 to stop. */
+static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_adaptive_point_t *pt,
+                               int record)
 {
     mpilab_runner_config_t cc = *w->c; /* this size's precision (--eps-for) */
     const mpilab_runner_config_t *c = &cc;
@@ -157,8 +159,8 @@ static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mp
             fprintf(stderr, "mpilab-bench: %s at %zu bytes failed\n", op->name, bytes);
         w->exit_code = 1;
     }
-    w->fit_sizes += back == bytes && prc == MPI_SUCCESS;
-    if (w->rank == 0) {
+    w->fit_sizes += record && back == bytes && prc == MPI_SUCCESS;
+    if (w->rank == 0 && record) {
         json_array_append_new(w->meas, mpilab_results_pair_matrix(op, &mx, c->p2p_mode, w->size, &c->bo.prec, wall));
         row_t worst = {0};
         allpairs_rows(w, op, &mx, &worst);
@@ -167,6 +169,8 @@ static int measure_allpairs_at(run_t *w, const mpilab_op_t *op, size_t bytes, mp
         w->done++;
         progress(w, &worst);
         checkpoint(w, 0);
+    }
+    if (w->rank == 0) {
         double *v = malloc(3 * (mx.npairs + 1) * sizeof *v);
         size_t m = 0;
         for (size_t k = 0; v && k < mx.npairs; k++)
@@ -266,7 +270,7 @@ static void measure_size(run_t *w, const mpilab_op_t *op, size_t bytes, int firs
     const mpilab_runner_config_t *c = w->c;
     *pt = (mpilab_adaptive_point_t){bytes, NAN, NAN, NAN};
     if (op->flags & MPILAB_OP_ALLPAIRS) {
-        measure_allpairs_at(w, op, bytes, pt);
+        measure_allpairs_at(w, op, bytes, pt, 1);
         return;
     }
     for (size_t i = 0; i < c->nisolation && w->exit_code == 0; i++)
@@ -287,6 +291,10 @@ static void repeat_point(run_t *w, const mpilab_op_t *op, size_t bytes, mpilab_a
     mpilab_result_t r;
     char err[256];
     *pt = (mpilab_adaptive_point_t){bytes, NAN, NAN, NAN};
+    if (op->flags & MPILAB_OP_ALLPAIRS) { /* a whole pair matrix again */
+        measure_allpairs_at(w, op, bytes, pt, 0);
+        return;
+    }
     mpilab_bench_set_isolation(w->b, c->isolation[0]);
     mpilab_bench_set_eps(w->b, mpilab_eps_rules_lookup(&c->eps_for, op->name, op->impl, bytes, c->bo.prec.eps));
     int mrc = mpilab_bench_measure(w->b, op, bytes, c->timing[0], &r, err, sizeof err);
@@ -420,11 +428,10 @@ static void measure_entry(run_t *w, const mpilab_op_t *op)
             pts[at] = pt;
             rep[at] = (mpilab_adaptive_point_t){pt.bytes, NAN, NAN, NAN};
         }
-        /* all-pairs entries: one point is a whole matrix; their bends are not repeated */
-        int allpairs = (op->flags & MPILAB_OP_ALLPAIRS) != 0;
-        if (c->adaptive && !allpairs && w->exit_code == 0)
+        /* every entry's bends are repeated (an all-pairs entry's point: a whole pair matrix) */
+        if (c->adaptive && w->exit_code == 0)
             repeated += repeat_bends(w, op, pts, rep, n);
-        nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, allpairs ? NULL : rep, n, batch, added) : 0;
+        nb = c->adaptive && w->exit_code == 0 ? next_sizes(w, pts, rep, n, batch, added) : 0;
         if (nb == 0 && extend && w->exit_code == 0 && extend_size(w, op, pts, n, nadd, batch)) {
             if (nadd < sizeof w->ext_sizes / sizeof w->ext_sizes[0] && !w->ext_done)
                 w->ext_sizes[w->n_ext++] = batch[0];

@@ -140,3 +140,46 @@ def test_diff_run_bad_commands_are_one_line(tmp_path: Path) -> None:
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     p = _mpilab("diff", "--run", ok, ok, "--paired")
     assert p.returncode == 2 and "--paired is for two files" in p.stderr
+
+
+def test_diff_run_sequential_looks_go_on_only_while_undecided(tmp_path: Path) -> None:
+    # 1.10 at 16 KiB and up: every measurement decided at the first look (flagged or
+    # cleared), so the run stops there
+    rc, out, order = _run(tmp_path, 1.10, 6, "--max-pairs", "18")
+    assert rc == 1, out
+    assert order == ["A", "B", "B", "A"] * 3, out
+    assert "look 1 of 3 (6 pairs, alpha 0.0167)" in out and ": done" in out
+    assert "bcast:native 16384 B, bcast:native 65536 B" in out
+    assert "(6 pairs, 3 planned look(s))" in out
+    # 1.06: just beyond 5%, undecided at 4 pairs; the run goes on, alternating across looks
+    # (pair 5 starts with A), and the verdict is on all the pairs measured, at alpha 0.05/3
+    rc, out, order = _run(tmp_path, 1.06, 4, "--max-pairs", "12")
+    assert "look 1 of 3 (4 pairs, alpha 0.0167)" in out and "4 more pairs" in out, out
+    n = len(order) // 2
+    assert n in (8, 12) and order == (["A", "B", "B", "A"] * 6)[:2 * n], out
+    assert f"({n} pairs, 3 planned look(s))" in out
+    merged = json.loads((tmp_path / "k1.06" / "b.json").read_text())
+    assert merged["launches"]["n"] == n
+    assert rc in (0, 1) and "SLOWER beyond 5%" not in "\n".join(
+        x for x in out.splitlines() if x.startswith("allreduce")), out
+    # --time-limit: no look whose pairs would end after it
+    (tmp_path / "t").mkdir()
+    rc, out, order = _run(tmp_path / "t", 1.06, 4, "--max-pairs", "12", "--time-limit", "0.001")
+    assert len(order) == 8 and "would pass --time-limit" in out, out
+
+
+def test_diff_run_sequential_bad_options_are_one_line(tmp_path: Path) -> None:
+    ok = f"{sys.executable} {FAKE} A {{out}} {tmp_path / 'l'} 1.0"
+    for extra, why in ((["--max-pairs", "8"], "--max-pairs needs --fail-above"),
+                       (["--max-pairs", "2", "--pairs", "4", "--fail-above", "5%"],
+                        "--max-pairs 2 is below --pairs 4"),
+                       (["--time-limit", "60", "--fail-above", "5%"],
+                        "--time-limit needs --max-pairs"),
+                       (["--max-pairs", "0", "--fail-above", "5%"], "--max-pairs")):
+        p = _mpilab("diff", "--run", ok, ok, "--variation-store", "none", "--quiet", *extra)
+        assert p.returncode == 2 and why in p.stderr, (extra, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    a = _write(tmp_path, "a.json", _doc([_meas("bcast", "native", 1024, [1e-6] * 10)]))
+    p = _mpilab("diff", a, a, "--max-pairs", "8")
+    assert p.returncode == 2 and "--max-pairs and --time-limit are for --run" in p.stderr
+    assert not (tmp_path / "l").exists()

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -207,27 +209,24 @@ def _command(text: str, which: str) -> list[str]:
     return argv
 
 
-def run_order(pairs: int) -> list[tuple[int, str]]:
-    """(pair, side) in launch order: A B, B A, A B, ... (a drift of the machine favours
-    neither side)."""
-    return [(k, s) for k in range(1, pairs + 1) for s in (("A", "B") if k % 2 else ("B", "A"))]
+def run_order(pairs: int, first: int = 1) -> list[tuple[int, str]]:
+    """(pair, side) in launch order for pairs first..pairs: A B, B A, A B, ... (pair k odd: A
+    first; a drift of the machine favours neither side)."""
+    return [(k, s) for k in range(first, pairs + 1)
+            for s in (("A", "B") if k % 2 else ("B", "A"))]
 
 
-def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: float,
-              log: Any = None) -> tuple[Path, Path]:
-    """Alternating launches of the two commands (run_order), each writing one results file
-    ({out} replaced by d/a.K.json or d/b.K.json); each side merged from its launches
-    (mpilab.launches.merge) into d/a.json and d/b.json. A launch that fails, times out or
-    writes no valid results file stops the run in one line naming it."""
-    import os
+def run_launches(cmd_a: list[str], cmd_b: list[str], first: int, last: int, d: Path,
+                 timeout: float, log: Any = None) -> None:
+    """Pairs first..last of alternating launches of the two commands (run_order), each
+    writing one results file ({out} replaced by d/a.K.json or d/b.K.json). A launch that
+    fails, times out or writes no valid results file stops the run in one line naming it."""
     import signal
     import subprocess
 
-    from mpilab import launches, results
-    from mpilab.fsutil import atomic_write_text
+    from mpilab import results
 
-    files: dict[str, list[Path]] = {"A": [], "B": []}
-    for k, side in run_order(pairs):
+    for k, side in run_order(last, first):
         out = d / f"{side.lower()}.{k}.json"
         argv = [x.replace("{out}", str(out)) for x in (cmd_a if side == "A" else cmd_b)]
         errf = d / f"{side.lower()}.{k}.log"
@@ -254,17 +253,41 @@ def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: 
         if not out.is_file():
             raise MpilabError(f"--run: launch {k} of {side} wrote no results file {out}")
         results.load(str(out))  # one line on a bad file
-        files[side].append(out)
         if log is not None:
             log(f"pair {k} {side}: {out.name}\n")
+
+
+def merge_sides(d: Path, pairs: int) -> tuple[Path, Path]:
+    """Each side's launches 1..pairs (d/a.K.json, d/b.K.json) merged (mpilab.launches.merge)
+    into d/a.json and d/b.json."""
+    from mpilab import launches
+    from mpilab.fsutil import atomic_write_text
+
     merged = []
-    for side in ("A", "B"):
-        docs = [json.loads(f.read_text(encoding="utf-8")) for f in files[side]]
-        doc = launches.merge(docs, [str(f) for f in files[side]])
-        path = d / f"{side.lower()}.json"
+    for side in ("a", "b"):
+        files = [d / f"{side}.{k}.json" for k in range(1, pairs + 1)]
+        docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+        doc = launches.merge(docs, [str(f) for f in files])
+        path = d / f"{side}.json"
         atomic_write_text(path, json.dumps(doc) + "\n")
         merged.append(path)
     return merged[0], merged[1]
+
+
+def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: float,
+              log: Any = None) -> tuple[Path, Path]:
+    """`pairs` pairs of alternating launches (run_launches), each side merged into d/a.json
+    and d/b.json (merge_sides)."""
+    run_launches(cmd_a, cmd_b, 1, pairs, d, timeout, log)
+    return merge_sides(d, pairs)
+
+
+def look_plan(pairs: int, max_pairs: int | None) -> list[int]:
+    """The pair counts at which a sequential --run looks: after `pairs`, then after every
+    `pairs` more, the last at max_pairs (one look without max_pairs)."""
+    if max_pairs is None or max_pairs <= pairs:
+        return [pairs]
+    return list(range(pairs, max_pairs, pairs)) + [max_pairs]
 
 
 def _interrupt(_sig: int, _frame: object) -> None:
@@ -277,14 +300,24 @@ def _run(args: argparse.Namespace) -> int:
     import tempfile
 
     if not args.run:
+        if args.max_pairs is not None or args.time_limit is not None:
+            raise MpilabError("--max-pairs and --time-limit are for --run (it measures the "
+                              "pairs)")
         return _files(args, args.a, args.b, args.paired)
     if args.paired:
         raise MpilabError("--run pairs its own launches: --paired is for two files")
     cmd_a, cmd_b = _command(args.a, "A"), _command(args.b, "B")
-    _threshold(args.fail_above) if args.fail_above is not None else None  # checked first
+    thr = _threshold(args.fail_above) if args.fail_above is not None else None  # checked first
     if args.look:
-        raise MpilabError("--look is for files measured in looks: --run has a fixed budget "
-                          "(--pairs)")
+        raise MpilabError("--look is for files measured in looks: --run plans its own "
+                          "(--pairs, --max-pairs)")
+    if args.max_pairs is not None and thr is None:
+        raise MpilabError("--max-pairs needs --fail-above (more pairs decide what is "
+                          "undecided about the threshold)")
+    if args.max_pairs is not None and args.max_pairs < args.pairs:
+        raise MpilabError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
+    if args.time_limit is not None and args.max_pairs is None:
+        raise MpilabError("--time-limit needs --max-pairs (it stops further looks)")
     keep = Path(args.keep) if args.keep else None
     if keep is not None:
         if keep.exists() and not keep.is_dir():
@@ -293,26 +326,42 @@ def _run(args: argparse.Namespace) -> int:
     d = keep or Path(tempfile.mkdtemp(prefix="mpilab-diff-"))
     log = None if args.quiet else sys.stderr.write
     signal.signal(signal.SIGTERM, _interrupt)
-    # a launch that fails leaves its output (named in the one line) for the user to read
-    a, b = run_pairs(cmd_a, cmd_b, args.pairs, d, args.timeout, log)
+    plan = look_plan(args.pairs, args.max_pairs)
+    alpha = 0.05 / len(plan)
+    t0, done = time.monotonic(), 0
     try:
-        return _files(args, str(a), str(b), True, checked=True)
+        for i, n in enumerate(plan, 1):
+            # a launch that fails leaves its output (named in the one line) for the user
+            run_launches(cmd_a, cmd_b, done + 1, n, d, args.timeout, log)
+            done = n
+            a, b = merge_sides(d, n)
+            if i == len(plan):
+                break
+            _, _, rows = _evaluate(args, str(a), str(b), True, True, alpha)
+            fails, undecided = _states(rows, thr)
+            spent = time.monotonic() - t0
+            need = spent / n * (plan[i] - n)  # the next look's pairs at this pace
+            over = args.time_limit is not None and spent + need > args.time_limit
+            sys.stdout.write(f"mpilab diff: look {i} of {len(plan)} ({n} pairs, alpha "
+                             f"{alpha:.3g}): {len(fails)} flagged, {len(undecided)} undecided"
+                             + (": done\n" if not undecided else
+                                f": the next {plan[i] - n} pairs would pass --time-limit "
+                                f"{args.time_limit:g} s: done\n" if over else
+                                f": {plan[i] - n} more pairs\n"))
+            if not undecided or over:
+                break
+        return _files(args, str(a), str(b), True, checked=True, alpha=alpha,
+                      pairs_note=f"{done} pairs, {len(plan)} planned look(s)")
     finally:
         if keep is None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
-           checked: bool = False) -> int:
+def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
+              checked: bool, alpha: float) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """Both files loaded and checked (one line on a problem), and the rows of compare_docs."""
     from mpilab import results, samples_file
-    from mpilab.fsutil import atomic_write_text, check_output
 
-    thr = _threshold(args.fail_above) if args.fail_above is not None else None
-    look, looks = _look(args.look) if args.look else (1, 1)
-    if args.look and thr is None:
-        raise MpilabError("--look needs --fail-above (undecided is about the threshold)")
-    if args.html:
-        check_output(args.html)
     store = _store(args)
     ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
     # the raw documents (compact files with their samples back: the tests need them)
@@ -322,16 +371,50 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     if probs and not args.allow_different:
         raise MpilabError(f"{path_b} against {path_a}: {'; '.join(probs)} "
                           "(--allow-different compares them anyway)")
-    for p in probs:
-        sys.stderr.write(f"mpilab diff: warning: {p}\n")
     if paired and not checked:
         why = pairing_problem(da, db)
         if why:
             raise MpilabError(f"{path_b} against {path_a}: {why}")
-    rows = compare_docs(da, db, paired, 0.05 / looks, store)
+    rows = compare_docs(da, db, paired, alpha, store)
     if not rows:
         raise MpilabError(f"{path_a} and {path_b} have no measurement in common")
-    fails, undecided, mixed = [], [], []
+    return ra, rb, rows
+
+
+def _states(rows: list[dict[str, Any]], thr: float | None
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flagged, undecided) rows at threshold thr: flagged when significantly slower with the
+    interval's lower end above 1 + thr; undecided when neither flagged nor cleared (the
+    interval's upper end at most 1 + thr)."""
+    fails, undecided = [], []
+    for r in rows if thr is not None else []:
+        ratio = r["ratio"]
+        if ratio is None:
+            continue
+        if r["significant"] and r["separable"] and ratio > 1 and r["lo"] is not None \
+                and r["lo"] > 1 + thr:
+            fails.append(r)
+        elif r["hi"] is None or r["hi"] > 1 + thr:
+            undecided.append(r)
+    return fails, undecided
+
+
+def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
+           checked: bool = False, alpha: float | None = None, pairs_note: str = "") -> int:
+    from mpilab.fsutil import atomic_write_text, check_output
+
+    thr = _threshold(args.fail_above) if args.fail_above is not None else None
+    look, looks = _look(args.look) if args.look else (1, 1)
+    if args.look and thr is None:
+        raise MpilabError("--look needs --fail-above (undecided is about the threshold)")
+    if args.html:
+        check_output(args.html)
+    alpha = 0.05 / looks if alpha is None else alpha
+    ra, rb, rows = _evaluate(args, path_a, path_b, paired, checked, alpha)
+    for p in provenance_problems(ra.provenance, rb.provenance):
+        sys.stderr.write(f"mpilab diff: warning: {p}\n")
+    fails, undecided = _states(rows, thr)
+    mixed = []
     sys.stdout.write(f"{'op':<10} {'impl':<24} {'bytes':>9} {'B/A':>7} {'interval':>17} "
                      f"{'p':>8}  verdict\n")
     for r in rows:
@@ -341,14 +424,10 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         if not r["separable"] and ratio is not None:
             verdict = "cannot separate launch variation from the difference"
             mixed.append(r)
-        # flagged: significantly beyond the threshold (the interval's lower end above it)
-        if verdict == "slower" and thr is not None and r["lo"] is not None \
-                and r["lo"] > 1 + thr:
-            verdict = f"SLOWER beyond {thr * 100:g}%"
-            fails.append(r)
-        elif thr is not None and ratio is not None and (r["hi"] is None or r["hi"] > 1 + thr):
+        if any(r is f for f in fails):
+            verdict = f"SLOWER beyond {thr * 100:g}%"  # type: ignore[operator]
+        elif any(r is u for u in undecided):
             verdict += " (undecided)"  # neither flagged nor a regression that large ruled out
-            undecided.append(r)
         iv = f"{r['lo']:.3f}..{r['hi']:.3f}" if r["lo"] is not None else "-"
         rt = f"{ratio:.3f}" if ratio is not None else "-"
         p = f"{r['p']:.2g}" if r["p"] is not None else "-"
@@ -364,16 +443,17 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         sys.stdout.write(f"mpilab diff: {len(mixed)} measurement(s) with one launch a side and "
                          "no stored launch variation: launch variation cannot be told from "
                          "the difference (measure several launches, or use --run)\n")
+    note = f" ({pairs_note})" if pairs_note else ""
     if fails:
         names = ", ".join(f"{r['op']}{':' + str(r['impl']) if r['impl'] else ''} "
                           f"{r['bytes']} B" for r in fails)
         sys.stdout.write(f"mpilab diff: {len(fails)} measurement(s) significantly slower by "
-                         f"more than {thr * 100:g}%: {names}\n")
+                         f"more than {thr * 100:g}%{note}: {names}\n")  # type: ignore[operator]
         return 1
     if undecided:
         more = look < looks
         sys.stdout.write(f"mpilab diff: {len(undecided)} measurement(s) undecided (look {look} "
-                         f"of {looks}, alpha {0.05 / looks:g}): "
+                         f"of {looks}, alpha {alpha:.3g}){note}: "
                          + ("measure more pairs and run the next look on all of them\n" if more
                             else "not flagged\n"))
         return 3 if more else 0
@@ -396,6 +476,13 @@ def register(sub: Any) -> None:
                         "them in alternating launches (A B B A ...) and compare the pairs")
     p.add_argument("--pairs", type=argtypes.positive, default=20,
                    help="with --run: pairs of launches (default 20)")
+    p.add_argument("--max-pairs", type=argtypes.positive, metavar="M",
+                   help="with --run and --fail-above: a sequential design: look after --pairs "
+                        "pairs and after every --pairs more up to M, each look at alpha "
+                        "0.05/looks, more pairs only while a measurement is undecided")
+    p.add_argument("--time-limit", type=argtypes.seconds, metavar="T",
+                   help="with --max-pairs: no further look whose pairs would end after T "
+                        "(at the pace so far)")
     p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
                    help="with --run: the most one launch may take (default 300s)")
     p.add_argument("--keep", metavar="DIR",
