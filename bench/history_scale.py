@@ -152,10 +152,23 @@ def _noise(rng: random.Random, heavy: bool) -> float:
     return NOISE_SD * t / math.sqrt(3.0)
 
 
+def ml_split(figs: list[float]) -> int:
+    """The maximum-likelihood position of one step in the log figures (the split with the
+    least within-segment sum of squares, at least 3 runs before it), knowing there is one:
+    the best any detector can localise a step at on average; for comparison."""
+    y = [math.log(f) for f in figs]
+
+    def ss(xs: list[float]) -> float:
+        m = statistics.fmean(xs)
+        return sum((x - m) ** 2 for x in xs)
+
+    return min(range(detect.MIN_SEGMENT, len(y)), key=lambda k: ss(y[:k]) + ss(y[k:]))
+
+
 def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any]:
     rng = random.Random(seed)
     h = 1.96 * math.sqrt(2) * NOISE_SD
-    right, wrong_run, missed, alarms = 0, 0, 0, 0
+    right, wrong_run, missed, alarms, ml_right = 0, 0, 0, 0, 0
     cases = []
     for with_step in (True, False):
         for _ in range(trials):
@@ -164,8 +177,10 @@ def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any
                     * (1 + STEP if at is not None and k >= at else 1.0) for k in range(nights)]
             v = detect.check_latest(figs, [f * math.exp(-h) for f in figs],
                                     [f * math.exp(h) for f in figs], window=nights)
-            cases.append({"step_at": at, "worse": v.worse, "began": v.began})
+            ml = ml_split(figs)
+            cases.append({"step_at": at, "worse": v.worse, "began": v.began, "ml_split": ml})
             if with_step:
+                ml_right += ml == at
                 if v.worse and v.began == at:
                     right += 1
                 elif v.worse:
@@ -176,6 +191,7 @@ def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any
                 alarms += 1
     return {"trials": trials, "nights": nights, "noise_sd": NOISE_SD, "heavy": heavy,
             "step": STEP, "right_run": right, "wrong_run": wrong_run, "missed": missed,
+            "ml_split_right_run": ml_right,
             "alarms_without_change": alarms, "cases": cases}
 
 
@@ -218,7 +234,8 @@ def main() -> int:
     print(f"detection ({'t3' if a.heavy else 'lognormal'} noise sd {NOISE_SD:.0%}, "
           f"{a.nights} nights, 10% step): right run {det['right_run']} of {a.trials}, wrong "
           f"run {det['wrong_run']}, missed {det['missed']}; alarms without change "
-          f"{det['alarms_without_change']} of {a.trials}")
+          f"{det['alarms_without_change']} of {a.trials}; the maximum-likelihood split alone, "
+          f"knowing there is a step: right run {det['ml_split_right_run']} of {a.trials}")
     if a.out:
         write_json(a.out, out)
     return 0
