@@ -4,8 +4,9 @@
 1. scale: a history of RUNS synthetic runs (SERIES measurements each); the wall time of
    `mpilab history trend` for one measurement and of `mpilab history check` (each a whole
    command: interpreter start, imports, query, detection), best and median of REPEAT;
-2. concurrent writers: two `mpilab history add` processes, WRITES files in all, at once;
-   then PRAGMA integrity_check and the counts of runs and points;
+2. concurrent writers: ROUNDS rounds of two `mpilab history add` processes started at
+   once, each adding a file of its own; after each round PRAGMA integrity_check and the
+   counts of runs and points;
 3. change detection: TRIALS series of NIGHTS nightly runs with this machine's noise and a
    10% step at a random run, and TRIALS without a step: how often `check` names the right
    run, and how often it raises an alarm without a change.
@@ -103,30 +104,44 @@ def scale(tmp: Path, runs: int, repeat: int) -> dict[str, Any]:
             "python_start_and_import_s": noop, "db_bytes": path.stat().st_size}
 
 
-def concurrent(tmp: Path, writes: int) -> dict[str, Any]:
-    files = []
-    for k in range(writes):
-        doc = make_results(ranks=2, sizes=(0, 1024), seed=k)
-        doc["models"].pop("predictions")
-        doc["provenance"]["date"] = _date(k)
-        f = tmp / f"w{k}.json"
-        f.write_text(json.dumps(doc))
-        files.append(str(f))
+def concurrent(tmp: Path, rounds: int) -> dict[str, Any]:
+    """`rounds` rounds of two `mpilab history add` processes started at once into one
+    database, each adding a results file of its own; after each round, PRAGMA
+    integrity_check and the counts of runs and points against what both added."""
     path = tmp / "conc.sqlite"
-    t0 = time.perf_counter()
-    procs = [harness.start_mpilab("history", "--db", str(path), "add", *files[w::2],
-                                  stdout=subprocess.DEVNULL) for w in range(2)]
-    errs = [p.communicate(timeout=600)[1] for p in procs]
-    wall = time.perf_counter() - t0
-    c = sqlite3.connect(path)
-    integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
-    nruns = c.execute("SELECT count(*) FROM runs").fetchone()[0]
-    npoints = c.execute("SELECT count(*) FROM points").fetchone()[0]
-    c.close()
     per_file = len(make_results(ranks=2, sizes=(0, 1024))["measurements"])
-    return {"writes": writes, "exit": [p.returncode for p in procs], "errors": errs,
-            "integrity": integrity, "runs": nruns, "points": npoints,
-            "points_expected": writes * per_file, "wall_s": wall}
+    failures: list[dict[str, Any]] = []
+    walls = []
+    integrity_ok = 0
+    for r in range(rounds):
+        files = []
+        for w in range(2):
+            doc = make_results(ranks=2, sizes=(0, 1024), seed=2 * r + w)
+            doc["models"].pop("predictions")
+            doc["provenance"]["date"] = _date(2 * r + w)
+            f = tmp / f"w{r}-{w}.json"
+            f.write_text(json.dumps(doc))
+            files.append(str(f))
+        t0 = time.perf_counter()
+        procs = [harness.start_mpilab("history", "--db", str(path), "add", f,
+                                      stdout=subprocess.DEVNULL) for f in files]
+        errs = [p.communicate(timeout=600)[1] for p in procs]
+        walls.append(time.perf_counter() - t0)
+        c = sqlite3.connect(path)
+        integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
+        nruns = c.execute("SELECT count(*) FROM runs").fetchone()[0]
+        npoints = c.execute("SELECT count(*) FROM points").fetchone()[0]
+        c.close()
+        ok = (integrity == "ok" and nruns == 2 * (r + 1) and npoints == 2 * (r + 1) * per_file
+              and all(p.returncode == 0 for p in procs))
+        integrity_ok += integrity == "ok"
+        if not ok:
+            failures.append({"round": r, "exit": [p.returncode for p in procs], "errors": errs,
+                             "integrity": integrity, "runs": nruns, "points": npoints})
+    return {"rounds": rounds, "processes_per_round": 2, "integrity_ok_rounds": integrity_ok,
+            "failed_rounds": failures, "points_expected":
+            2 * rounds * per_file, "round_wall_s_median": statistics.median(walls),
+            "wall_s": sum(walls)}
 
 
 def _noise(rng: random.Random, heavy: bool) -> float:
@@ -137,10 +152,23 @@ def _noise(rng: random.Random, heavy: bool) -> float:
     return NOISE_SD * t / math.sqrt(3.0)
 
 
+def ml_split(figs: list[float]) -> int:
+    """The maximum-likelihood position of one step in the log figures (the split with the
+    least within-segment sum of squares, at least 3 runs before it), knowing there is one:
+    the best any detector can localise a step at on average; for comparison."""
+    y = [math.log(f) for f in figs]
+
+    def ss(xs: list[float]) -> float:
+        m = statistics.fmean(xs)
+        return sum((x - m) ** 2 for x in xs)
+
+    return min(range(detect.MIN_SEGMENT, len(y)), key=lambda k: ss(y[:k]) + ss(y[k:]))
+
+
 def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any]:
     rng = random.Random(seed)
     h = 1.96 * math.sqrt(2) * NOISE_SD
-    right, wrong_run, missed, alarms = 0, 0, 0, 0
+    right, wrong_run, missed, alarms, ml_right = 0, 0, 0, 0, 0
     cases = []
     for with_step in (True, False):
         for _ in range(trials):
@@ -149,8 +177,10 @@ def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any
                     * (1 + STEP if at is not None and k >= at else 1.0) for k in range(nights)]
             v = detect.check_latest(figs, [f * math.exp(-h) for f in figs],
                                     [f * math.exp(h) for f in figs], window=nights)
-            cases.append({"step_at": at, "worse": v.worse, "began": v.began})
+            ml = ml_split(figs)
+            cases.append({"step_at": at, "worse": v.worse, "began": v.began, "ml_split": ml})
             if with_step:
+                ml_right += ml == at
                 if v.worse and v.began == at:
                     right += 1
                 elif v.worse:
@@ -161,6 +191,7 @@ def detection(trials: int, nights: int, seed: int, heavy: bool) -> dict[str, Any
                 alarms += 1
     return {"trials": trials, "nights": nights, "noise_sd": NOISE_SD, "heavy": heavy,
             "step": STEP, "right_run": right, "wrong_run": wrong_run, "missed": missed,
+            "ml_split_right_run": ml_right,
             "alarms_without_change": alarms, "cases": cases}
 
 
@@ -168,7 +199,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--writes", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--nights", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
@@ -188,17 +219,23 @@ def main() -> int:
                   f"{s['trend']['median_s']:.2f} s median; check {s['check']['best_s']:.2f} s "
                   f"best, {s['check']['median_s']:.2f} s median (exit {s['check']['exit']}); "
                   f"mpilab --version {s['python_start_and_import_s']['median_s']:.2f} s")
-            cw = concurrent(tmp, a.writes)
+            cw = concurrent(tmp, a.rounds)
             out["concurrent"] = cw
-            print(f"concurrent: 2 processes, {cw['writes']} adds in {cw['wall_s']:.1f} s, exit "
-                  f"{cw['exit']}, integrity {cw['integrity']}, runs {cw['runs']}, points "
-                  f"{cw['points']} of {cw['points_expected']}")
+            print(f"concurrent: {cw['rounds']} rounds of 2 processes adding at once "
+                  f"({cw['wall_s']:.1f} s, median round {cw['round_wall_s_median']:.2f} s): "
+                  f"integrity ok after {cw['integrity_ok_rounds']} of {cw['rounds']} rounds, "
+                  f"{len(cw['failed_rounds'])} round(s) with a failed add or a wrong count")
+    if a.trials == 0:  # --trials 0: no change detection trials
+        if a.out:
+            write_json(a.out, out)
+        return 0
     det = detection(a.trials, a.nights, a.seed, a.heavy)
     out["detection"] = det
     print(f"detection ({'t3' if a.heavy else 'lognormal'} noise sd {NOISE_SD:.0%}, "
           f"{a.nights} nights, 10% step): right run {det['right_run']} of {a.trials}, wrong "
           f"run {det['wrong_run']}, missed {det['missed']}; alarms without change "
-          f"{det['alarms_without_change']} of {a.trials}")
+          f"{det['alarms_without_change']} of {a.trials}; the maximum-likelihood split alone, "
+          f"knowing there is a step: right run {det['ml_split_right_run']} of {a.trials}")
     if a.out:
         write_json(a.out, out)
     return 0

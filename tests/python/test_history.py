@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -217,3 +218,41 @@ def test_bench_adds_to_the_history_when_asked(fake_bench: Any, run_cli: Any,
     assert [r[0] for r in c.execute("SELECT source FROM runs ORDER BY id")] == \
         [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
     c.close()
+
+
+def _suite_built() -> bool:
+    try:
+        from mpilab.suite.runner import suite_tool
+        suite_tool()
+        return shutil.which("mpirun") is not None
+    except Exception:
+        return False
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not _suite_built(), reason="suite runner not built")
+def test_compare_adds_to_the_history_when_asked(tmp_path: Path) -> None:
+    """`mpilab compare --history DB`: each transport's results file is added after the run
+    (the option before $MPILAB_HISTORY, as for bench); `--from` measures nothing, adds
+    nothing."""
+    dbp, other = tmp_path / "h.sqlite", tmp_path / "env.sqlite"
+    env = dict(cli_env(), MPILAB_HISTORY=str(other))
+    args = ["compare", "--quick", "--no-scaling", "--transport", "shm", "--sizes", "1",
+            "--poll-sweep", "0", "--np", "2", "--max-reps", "5"]
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", *args, "--out", str(tmp_path / "c"),
+                        "--history", str(dbp)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert f"mpilab: history {dbp}: run 1 (" in p.stderr
+    assert not other.exists()
+    c = sqlite3.connect(dbp)
+    assert [r[0] for r in c.execute("SELECT source FROM runs")] == \
+        [str(tmp_path / "c" / "shm.json")]
+    names = {r[0] for r in c.execute("SELECT op FROM series")}
+    assert {"pingpong", "comb"} <= names
+    c.close()
+    p = subprocess.run([sys.executable, "-m", "mpilab.cli", "compare", "--from",
+                        str(tmp_path / "c")], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert not other.exists()

@@ -73,6 +73,12 @@ def _first_then_slowed(tmp_path: Path, system: str, env: dict[str, str]) -> None
     assert "failed to meet reference(s)" in out, out[-3000:]
     reason = out[out.index("failed to meet reference(s)"):].split("\n--")[0]
     assert "latency_1B=" in reason, reason
+    # the lines docs/reframe.md quotes (pytest -s shows them)
+    for name, r in (("first", first), ("again", same), ("slow", slow)):
+        for line in r.stdout.splitlines():
+            if any(k in line for k in ("[  PASSED  ]", "[  FAILED  ]", "latency_1B",
+                                       "failed to meet")):
+                print(f"{system} {name}: {line.strip()}")
 
 
 @pytest.mark.mpi

@@ -132,11 +132,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def to_history(args: argparse.Namespace, out: str | None) -> None:
     """--history / $MPILAB_HISTORY: add the results file to the history (docs/history.md)."""
-    from mpilab.commands.history import add_after, history_target
+    from mpilab.commands.history import after_run
 
-    where = history_target(getattr(args, "history", None))
-    if where is not None and out is not None and Path(out).is_file():
-        add_after(out, where)
+    if out is not None:
+        after_run(args, [out])
 
 
 def _make_parent(out: str | None) -> Path | None:
@@ -611,10 +610,9 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
 
 
 def add_history_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--history", nargs="?", const="1", metavar="DB",
-                   help="add the results to the history (mpilab history; default database "
-                        "$MPILAB_DATA_DIR/history.sqlite, or DB); also when $MPILAB_HISTORY is "
-                        "set (1: the default database, else its path)")
+    from mpilab.commands.history import add_option
+
+    add_option(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -20,7 +20,7 @@ from typing import Any
 from mpilab import argtypes
 from mpilab.errors import MpilabError
 
-#: the environment variable that makes `bench` and `survey` add their results ("1": the
+#: the environment variable that makes `bench`, `survey` and `compare` add their results ("1": the
 #: default history; anything else: that path)
 ENV = "MPILAB_HISTORY"
 
@@ -56,9 +56,9 @@ def _add(args: Any) -> int:
 
 
 def add_after(results_file: str, where: str | None) -> None:
-    """Add a results file that `bench` or `survey` just wrote (`--history`, or $MPILAB_HISTORY:
-    '1' or '' the default history, else that path). A failure is one line on stderr; the
-    command's own result stands."""
+    """Add a results file that `bench`, `survey` or `compare` just wrote (`--history`, or
+    $MPILAB_HISTORY: '1' or '' the default history, else that path). A failure is one line on
+    stderr; the command's own result stands."""
     from mpilab.history.db import add_file, connect, default_path
 
     path = default_path() if where in (None, "", "1") else Path(where)
@@ -74,9 +74,28 @@ def add_after(results_file: str, where: str | None) -> None:
         sys.stderr.write(f"mpilab: history not updated: {e}\n")
 
 
+def add_option(p: Any) -> None:
+    """--history [DB] of a command that writes results files (bench, survey, compare)."""
+    p.add_argument("--history", nargs="?", const="1", metavar="DB",
+                   help="add the results to the history (mpilab history; default database "
+                        "$MPILAB_DATA_DIR/history.sqlite, or DB); also when $MPILAB_HISTORY is "
+                        "set (1: the default database, else its path)")
+
+
+def after_run(args: Any, files: list[str]) -> None:
+    """--history / $MPILAB_HISTORY: add the results files a command just wrote, in order;
+    nothing when neither asks."""
+    where = history_target(getattr(args, "history", None))
+    if where is None:
+        return
+    for f in files:
+        if Path(f).is_file():
+            add_after(f, where)
+
+
 def history_target(flag: str | None) -> str | None:
-    """Where `bench`/`survey` add their results: --history [PATH], else $MPILAB_HISTORY, else
-    nowhere."""
+    """Where `bench`, `survey` and `compare` add their results: --history [PATH], else
+    $MPILAB_HISTORY, else nowhere."""
     if flag is not None:
         return flag
     return os.environ.get(ENV) or None

@@ -250,13 +250,16 @@ class Point:
 
 def points_of(res: Results) -> list[Point]:
     """Every measurement of a results file with a positive figure: its launch-level figure
-    (stats.median: the median of the launch medians in a file of several launches), its
+    (stats.median: the median of the launch medians in a file of several launches; stats.mean
+    in a file without medians), its
     interval and launch medians; each pair of a compact pair matrix as a point of its own."""
     out: list[Point] = []
     for m in res.measurements:
         raw = m.raw
         st = raw.get("stats") if isinstance(raw.get("stats"), dict) else {}
-        fig = _pos(st.get("median"))
+        # the median; a file that states no median at all (the first schema asked only
+        # for the mean) is kept by its mean
+        fig = _pos(st.get("median") if "median" in st else st.get("mean"))
         if fig is None:
             continue
         la = raw.get("launches") if isinstance(raw.get("launches"), dict) else {}

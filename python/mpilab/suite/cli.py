@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab import launch, launches, units
+from mpilab.commands import history
 from mpilab.errors import MpilabError
 from mpilab.suite import transports
 from mpilab.suite.runner import Plan, run_transport, testbed_down, testbed_up
@@ -74,6 +75,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if any(t.networked for t in ts) and os.geteuid() != 0:
         raise MpilabError("testbed transports need root (network namespaces)")
     used_testbed = False
+    written: list[str] = []
     try:
         for t in ts:
             print(f"[{t.name}] measuring ...", file=sys.stderr, flush=True)
@@ -82,6 +84,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 used_testbed = True
             path = run_transport(t, plan, outdir, scaling=not args.no_scaling)
             print(f"[{t.name}] {path}", file=sys.stderr, flush=True)
+            written.append(str(path))
             cost = (json.loads(path.read_text()).get("launches") or {}).get("cost")
             if cost:  # the price of the launch-level figures, per transport (issue 25 item 2)
                 print(f"[{t.name}] {launches.cost_line(cost)}", file=sys.stderr, flush=True)
@@ -96,6 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         who = c.winner or f"no clear winner, best {c.best}"
         print(f"{c.title}: {who} ({c.value}; {c.verdict})")
     print(f"report: {out}")
+    history.after_run(args, written)
     return 0
 
 
@@ -128,5 +132,6 @@ def register(subparsers: Any) -> None:
                    help="repeatable; user entries for mpilab-bench (a plugin built from one "
                    "file with MPILAB_PLUGIN_ENTRIES, docs/architecture.md), measured with "
                    "the suite's entries of their family")
+    history.add_option(p)
     launch.add_options(p)
     p.set_defaults(func=cmd_compare)
