@@ -19,8 +19,10 @@ uplink B_WAN, one-way WAN latency 5 ms; `mpilab sim platform spec`):
       --ops scatter,gather
   python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win,shared-win \
       --ops scatter,gather
-  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win --window 96K \
-      --ops scatter,gather --out out/multilane_optimum/w96
+  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win,shared-win \
+      --window 84K --ops scatter,gather --out out/multilane_optimum/w84
+  python3 bench/multilane_optimum.py --nodes 32 --platforms separate-win --window W \
+      --ops scatter,gather --out out/multilane_optimum/wW     # W = 79K, 81408, 80K, 96K
 
 Each (platform, nodes) writes OUT/<platform>-<N>.json (the multilane document; one written
 with the same options, OUT/<platform>-<N>.args.json, is reused; --force runs it again) and

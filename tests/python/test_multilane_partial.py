@@ -5,11 +5,13 @@ the reason, named in the one-line message; it loads as a multilane document."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ needs_smpi = pytest.mark.skipif(
     shutil.which("smpirun") is None or not SMPI_MULTILANE.is_file(),
     reason="no SMPI build of mpilab-multilane (scripts/build --smpi) or no smpirun")
 
+HANG_S = 300.0
 PROGRESS = re.compile(r"^mpilab-multilane: (scatter|gather) (\w+)\s+P=(\d+)\s+(\d+) B")
 
 
@@ -77,21 +80,28 @@ def _stop_at(cmd: list[str], cwd: Path, after: int, sig: int
     """Run cmd; once `after` progress lines have come, send sig to it. Its exit status,
     every progress line it printed (parsed) and its other stderr lines."""
     p = subprocess.Popen(cmd, cwd=cwd, env=cli_env(), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert p.stderr is not None
+    # hang guard: a job that stops printing is killed (its whole session), which ends the
+    # read loop below; the test then fails on the status
+    guard = threading.Timer(HANG_S, os.killpg, (p.pid, signal.SIGKILL))
+    guard.start()
     seen: list[tuple[str, str, int, int]] = []
     other: list[str] = []
     sent = False
-    for line in p.stderr:
-        m = PROGRESS.match(line)
-        if m:
-            seen.append((m[1], m[2], int(m[3]), int(m[4])))
-        else:
-            other.append(line)
-        if len(seen) >= after and not sent:
-            p.send_signal(sig)
-            sent = True
-    return p.wait(timeout=300), seen, "".join(other)
+    try:
+        for line in p.stderr:
+            m = PROGRESS.match(line)
+            if m:
+                seen.append((m[1], m[2], int(m[3]), int(m[4])))
+            else:
+                other.append(line)
+            if len(seen) >= after and not sent:
+                p.send_signal(sig)
+                sent = True
+        return p.wait(timeout=HANG_S), seen, "".join(other)
+    finally:
+        guard.cancel()
 
 
 @needs_smpi

@@ -59,6 +59,13 @@ def test_exact_config_and_command_line_override() -> None:
     # another network model: the SMPI factors do not apply
     net = simrun.network_in_effect({}, ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"])
     assert net["model"] == "CM02" and net["flags"] == []
+    # the model itself is smpirun's unless --cfg sets it: SimGrid keeps smpirun's
+    # --cfg=network/model:SMPI over a platform's <config> (a ns-3 platform ran the flow model)
+    net = simrun.network_in_effect({"network/model": "ns-3"}, simrun.SMPI_CONFIG)
+    assert net["model"] == "SMPI" and net["source"]["network/model"] == "smpirun"
+    net = simrun.network_in_effect({"network/model": "ns-3"},
+                                   [*simrun.SMPI_CONFIG, "--cfg=network/model:ns-3"])
+    assert net["model"] == "ns-3" and net["source"]["network/model"] == "--cfg"
 
 
 def test_describe_names_the_factors() -> None:

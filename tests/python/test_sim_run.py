@@ -362,6 +362,21 @@ def test_simulated_multilane(run_cli: Callable[..., Any], tmp_path: Path) -> Non
 
 
 @needs_smpi_tools
+def test_simulated_multilane_sim_cfg(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """`multilane run --sim-cfg NAME:VALUE` reaches smpirun as --cfg=NAME:VALUE: cross
+    traffic turned back on is in the document's network provenance, taken from --cfg."""
+    plat = _spec_platform(run_cli, tmp_path)
+    p = run_cli("multilane", "run", "--sim", str(plat), "--sizes", "64K", "--reps", "1",
+                "--model-reps", "1", "--impls", "single", "--ops", "scatter",
+                "--sim-cfg", "network/crosstraffic:1", "-o", "ml.json")
+    assert p.returncode == 0, p.stderr
+    sim = json.loads((tmp_path / "ml.json").read_text())["provenance"]["simulated"]
+    assert "--cfg=network/crosstraffic:1" in sim["smpi_config"]
+    assert sim["network"]["source"]["network/crosstraffic"] == "--cfg"
+    assert "crosstraffic" in sim["network"]["flags"]
+
+
+@needs_smpi_tools
 def test_simulated_wavefront(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     """`mpilab wavefront run --np 3 --sim`: the distributed mode under smpirun computes
     the same result as the sequential reference (verify), and the results say simulated."""
@@ -446,6 +461,7 @@ def test_sim_cell_flops_needs_the_simulation(run_cli: Callable[..., Any],
 
 @pytest.mark.parametrize("case", ["ml-testbed", "ml-sample-wan", "ml-too-many", "ml-tool",
                                   "wf-no-np", "wf-launcher", "wf-missing", "ml-rejected",
+                                  "ml-sim-cfg", "ml-sim-cfg-no-sim",
                                   "bench-rejected", "bench-tool"])
 def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
                                       case: str) -> None:
@@ -462,6 +478,10 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
         "ml-sample-wan": ([*ml, "--sample-wan"], "--sample-wan does not apply"),
         "ml-too-many": ([*ml, "--np", "3"], "2 hosts"),
         "ml-tool": ([*ml, "--ops", "nosuch"], "'nosuch': nosuch is not one of"),
+        "ml-sim-cfg": ([*ml, "--sim-cfg", "network/model"], "expected NAME:VALUE"),
+        "ml-sim-cfg-no-sim": (["multilane", "run", "--testbed", "mlt", "--sim-cfg",
+                               "network/model:ns-3", "-o", "o.json"],
+                              "--sim-cfg applies to simulated runs only"),
         "wf-no-np": (wf, "give --np N"),
         "wf-launcher": ([*wf, "--np", "2", "--launcher", "mpirun"], "--launcher does not apply"),
         "wf-missing": (["wavefront", "run", "--sim", str(tmp_path / "no.xml"), "--np", "2",

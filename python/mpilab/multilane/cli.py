@@ -73,10 +73,12 @@ def _run(args: argparse.Namespace) -> int:
 
         simrun.check_sim(args.sim, testbed=args.testbed, sample_wan=args.sample_wan)
         out, info = run.run_sim(args.sim, tool_args, args.output, np=args.np,
-                                timeout=args.timeout)
+                                timeout=args.timeout, config=simrun.cfg_options(args.sim_cfg))
         sys.stdout.write(f"multilane: {out} (simulated on {args.sim}, {info['ranks']} ranks, "
                          f"platform sha256 {info['platform_sha256'][:12]})\n")
         return 0
+    if args.sim_cfg:
+        raise MpilabError("--sim-cfg applies to simulated runs only (give --sim PLATFORM)")
     prefix = args.testbed or os.environ.get("MPILAB_TESTBED_PREFIX")
     if not prefix:
         raise MpilabError("multilane run: --testbed PREFIX (or $MPILAB_TESTBED_PREFIX) needed "
@@ -110,6 +112,10 @@ def register(sub: Any) -> None:
                         "platform; --sites testbed reads the sites from host names PREFIX-sSnJ "
                         "as a platform from a testbed spec has them), one rank per host unless "
                         "--np; the document's provenance.simulated records the platform")
+    r.add_argument("--sim-cfg", action="append", default=[], metavar="NAME:VALUE",
+                   help="with --sim: one more SimGrid option for smpirun (--cfg=NAME:VALUE), "
+                        "e.g. network/model:ns-3 (packet-level TCP; the platform's routes "
+                        "must then be one link each); repeatable; recorded in provenance")
     r.add_argument("--np", type=argtypes.positive, help="ranks (default: one per node)")
     r.add_argument("--sites", default="testbed", type=argtypes.wrap(_sites, "sites"),
                    help="testbed (default), detect, hostfile:PATH or map:PATH")

@@ -144,12 +144,13 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
 
 
 def run_sim(platform: str, tool_args: list[str], out: str, np: int | None = None,
-            timeout: float = 1800) -> tuple[Path, dict[str, Any]]:
+            timeout: float = 1800, config: list[str] | None = None
+            ) -> tuple[Path, dict[str, Any]]:
     """Run the SMPI build of mpilab-multilane with tool_args on a SimGrid platform (one
     launch: simulated time is deterministic); write the document, with
     provenance.simulated, to out. Returns the path and the provenance object. A simulation
     stopped on time-out, interrupt or failure leaves, in out, every measurement it completed,
-    marked "partial" with the reason."""
+    marked "partial" with the reason. config: more --cfg=NAME:VALUE options for smpirun."""
     from mpilab.sim import run as simrun
 
     target = Path(out)
@@ -159,7 +160,8 @@ def run_sim(platform: str, tool_args: list[str], out: str, np: int | None = None
         doc_path = Path(tmp) / "doc.json"
         partial = Path(tmp) / "partial.json"
         j = simrun.job("mpilab-multilane", [*tool_args, "--json", str(doc_path),
-                                            "--partial", str(partial)], np, platform)
+                                            "--partial", str(partial)], np, platform,
+                           config=config)
         sim = {"simulated": j.info}
         try:
             status = simrun.run(j, timeout=timeout)

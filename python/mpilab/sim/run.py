@@ -77,10 +77,11 @@ def _factor_identity(value: str) -> bool:
 
 def network_in_effect(platform_cfg: dict[str, str], options: list[str]) -> dict[str, Any]:
     """The network model and factors a simulated run has: SimGrid's defaults, then the
-    platform's <config>, then the --cfg options (which SimGrid lets override the platform),
-    each with where its value came from, and the flags: FLAG_CALIBRATED when the SMPI model
-    runs with correction factors other than 1 (fits then describe SimGrid's calibration, not
-    the platform's links), FLAG_CROSSTRAFFIC when cross traffic is on."""
+    platform's <config> (not for network/model, which smpirun sets), then the --cfg options
+    (which SimGrid lets override the platform), each with where its value came from, and
+    the flags: FLAG_CALIBRATED when the SMPI model runs with correction factors other than 1
+    (fits then describe SimGrid's calibration, not the platform's links), FLAG_CROSSTRAFFIC
+    when cross traffic is on."""
     cmdline: dict[str, str] = {}
     for o in options:
         if o.startswith("--cfg=") and ":" in o[6:]:
@@ -91,7 +92,9 @@ def network_in_effect(platform_cfg: dict[str, str], options: list[str]) -> dict[
     for key, default in SIMGRID_NETWORK_DEFAULTS.items():
         values[key], source[key] = default, ("smpirun" if key == "network/model"
                                              else "SimGrid default")
-        if key in platform_cfg:
+        # smpirun sets network/model on its own command line, and SimGrid keeps a command
+        # line's value over the platform's <config>: a platform cannot choose the model
+        if key in platform_cfg and key != "network/model":
             values[key], source[key] = platform_cfg[key], "platform <config>"
         if key in cmdline:
             values[key], source[key] = cmdline[key], "--cfg"
