@@ -24,7 +24,7 @@ harness.test_helpers()
 from mpilab.errors import MpilabError  # noqa: E402
 from mpilab.history import db  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = harness.REPO
 
 
 def _git(*args: str) -> bytes:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from mpilab.pathmig import agents
 from mpilab.testbed import faults, net
 
 #: the delay line's SCHED_FIFO priority under --network rt (above the agents' 5)
@@ -73,17 +74,6 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
             "noise_before_ms": longest(fault_t - 3.0, fault_t, skip=50)}
 
 
-def false_counts(events: list[dict[str, Any]], fault_t: float | None) -> tuple[int, int]:
-    """(pure) The agents' path-dead verdicts (path events with up false, verdict records)
-    and migrations (ARMED -> MIGRATED) logged before the fault's request at fault_t
-    (CLOCK_REALTIME s; None: a run without a fault, every record counts): on a healthy
-    path each is a false one."""
-    before = [e for e in events if fault_t is None or e.get("time", 0) < fault_t]
-    dead = sum(1 for e in before if (e["event"] == "path" and not e.get("up", True))
-               or e["event"] == "verdict")
-    migr = sum(1 for e in before if e["event"] == "state" and e.get("from") == "ARMED"
-               and e.get("to") == "MIGRATED")
-    return dead, migr
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
@@ -119,7 +109,7 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     ends = [float(r[1]) for r in rows]
     rtts = [float(r[2]) for r in rows]
     before = [e for e in evs if fault_t is None or e.get("time", 0) < fault_t]
-    dead, migr = false_counts(evs, fault_t)
+    dead, migr = agents.false_counts(evs, fault_t)
     stops = [e for e in evs if e["event"] == "stop"]
     rec: dict[str, Any] = {
         "run": k, "bytes": size, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),

@@ -59,7 +59,6 @@ from mpilab.pathmig import pingpong as ppm
 from mpilab.testbed import faults, launch, net
 from mpilab.testbed.spec import Spec
 from mpilab.tools import mpi_env
-from pathmig_load import false_counts
 
 TARGET = {"down": 0.05, "drop": 0.1}  # the targets for the longest round trip
 HEAL_WAIT_S = 5.0  # a hung job: how long to wait for its end after healing the rail
@@ -340,7 +339,7 @@ def run(sp: Spec, exe: Path, mpi: str, mode: str, iters: int, nbytes: int, fault
     if late:
         out["keeper_late_events"] = late
     # before the fault (the whole run without one): each is a false one
-    out["false_dead"], out["false_migrations"] = false_counts(ev, fault_t)
+    out["false_dead"], out["false_migrations"] = agents.false_counts(ev, fault_t)
     out |= hang
     out |= window_stats(rtts, fault_t, window)
     # every round trip checked and logged (with the errors so far) before MPI_Finalize, so

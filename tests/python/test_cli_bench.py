@@ -214,16 +214,17 @@ def test_bench_end_to_end_real_runner(run_cli: Callable[..., Any], tmp_path: Pat
 @pytest.mark.mpi
 @needs_runner
 def test_default_bench_imports_neither_numpy_nor_scipy(tmp_path: Path) -> None:
-    """The default run (one launch, merged through the launch-variation store, table and
-    verdict; after the first run, which measures the variation) needs no numpy or scipy: their imports would cost a default run more than the
-    peers' whole start-up. -X importtime lists every module the command imported."""
+    """The default run (one launch merged through the launch-variation store, table and
+    verdict; every run after the first, which measures the variation) needs no numpy or
+    scipy: their imports cost more than the gap to the peers' wall time. -X importtime lists
+    every module the command imported."""
     import sys
 
     from conftest import cli_env
 
     env = cli_env()
     env["MPILAB_BIN"] = str(Path(real_runner() or "").parent)
-    for run in range(2):  # the first run measures the variation (3 launches, once); the
+    for _ in range(2):  # the first run measures the variation (3 launches, once); the
         # second is the default every later run makes: one launch merged through the store
         p = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpilab.cli", "bench",
                             "--np", "2", "--out", "d.json", "--", "--ops", "p2p", "--sizes",

@@ -102,8 +102,8 @@ def test_false_counts_take_only_what_came_before_the_fault() -> None:
     """bench/pathmig_load.py's (and bench/pathmig_mpich.py's) false verdicts and
     migrations: path-dead records and ARMED -> MIGRATED transitions before the fault's
     request, every one of them in a run without a fault; other records never count."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from pathmig_load import false_counts
+    from mpilab.pathmig.agents import false_counts
+
     evs = [{"event": "path", "up": True, "time": 1.0},
            {"event": "path", "up": False, "time": 2.0},
            {"event": "verdict", "time": 3.0},

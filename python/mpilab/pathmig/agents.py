@@ -224,3 +224,15 @@ def failed_actions(evs: list[dict[str, Any]]) -> tuple[int, int]:
     bad = [e for e in evs if e.get("event") == "action" and not e.get("ok")]
     moot = sum(1 for e in bad if e.get("moot"))
     return len(bad) - moot, moot
+
+def false_counts(events: list[dict[str, Any]], fault_t: float | None) -> tuple[int, int]:
+    """(pure) The agents' path-dead verdicts (path events with up false, verdict records)
+    and migrations (ARMED -> MIGRATED) logged before the fault's request at fault_t
+    (CLOCK_REALTIME s; None: a run without a fault, every record counts): on a healthy
+    path each is a false one."""
+    before = [e for e in events if fault_t is None or e.get("time", 0) < fault_t]
+    dead = sum(1 for e in before if (e["event"] == "path" and not e.get("up", True))
+               or e["event"] == "verdict")
+    migr = sum(1 for e in before if e["event"] == "state" and e.get("from") == "ARMED"
+               and e.get("to") == "MIGRATED")
+    return dead, migr
