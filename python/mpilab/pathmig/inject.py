@@ -177,7 +177,8 @@ def _plan_main(argv: list[str]) -> int:
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--plan", required=True)
     a = ap.parse_args(argv)
-    run_plan(net.current_spec(a.prefix), load_plan(a.plan))
+    plan = load_plan(a.plan)  # the document before the testbed
+    run_plan(net.current_spec(a.prefix), plan)
     return 0
 
 

@@ -396,7 +396,8 @@ def register(sub: Any) -> None:
     s = p.add_subparsers(dest="tune_command", metavar="ACTION")
     p.set_defaults(func=no_action("tune"))
     sw = s.add_parser("sweep", help="measure every algorithm the MPI library offers")
-    sw.add_argument("--dir", required=True, help="sweep directory (state.json: resumable)")
+    sw.add_argument("--dir", required=True, type=argtypes.out_dir,
+                    help="sweep directory (state.json: resumable)")
     sw.add_argument("--np", default="2", help="communicator sizes, comma list (default 2)")
     sw.add_argument("--colls", default="bcast,allreduce,reduce,allgather,alltoall,gather,"
                     "scatter,barrier", help="collectives (default: all eight)")
@@ -442,7 +443,8 @@ def register(sub: Any) -> None:
                                        "out what loses, re-export and measure again")
     va.add_argument("choice")
     va.add_argument("--np", type=argtypes.positive, default=2)
-    va.add_argument("--dir", required=True, help="launches and round files (resumable)")
+    va.add_argument("--dir", required=True, type=argtypes.out_dir,
+                    help="launches and round files (resumable)")
     va.add_argument("--out", required=True, help="the validated rules file / selection JSON")
     va.add_argument("--out-choice", help="the pruned choice (JSON)")
     va.add_argument("--pairs", type=argtypes.positive, default=8,

@@ -1,0 +1,72 @@
+"""Findings of an independent hostile-input campaign over every entry point: each is
+refused in one line naming the argument, exit 2, before any environment is looked at
+(testbed, MPI job, files), never with a traceback or an internal error."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from mpilab.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _nothing_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no testbed is up: an argument error must be named before that is found out
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path / "state"))
+    monkeypatch.setenv("MPILAB_SLURM_DIR", str(tmp_path / "slurm"))
+    monkeypatch.chdir(tmp_path)
+
+
+def refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one line of a usage error (exit 2) of `mpilab ARGV`."""
+    try:
+        rc = main(list(argv))
+    except SystemExit as e:
+        rc = e.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("usage:", " "))]
+    assert rc == 2 and len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("make", ["devnull", "fifo", "file", "through-file", "empty"])
+@pytest.mark.parametrize("argv", [
+    ["tune", "sweep", "--np", "2", "--colls", "bcast", "--dir", "D"],
+    ["tune", "validate", "c.json", "--np", "2", "--out", "r.conf", "--dir", "D"],
+    ["compare", "--quick", "--out", "D"],
+    ["survey", "--quick", "--out", "D"],
+    ["diff", "a.json", "b.json", "--run", "--keep", "D"],
+    ["slurm", "status", "--dir", "D"],
+])
+def test_a_directory_option_naming_a_non_directory_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], make: str) -> None:
+    d = {"devnull": "/dev/null", "fifo": "fifo", "file": "file", "through-file": "file/sub",
+         "empty": ""}[make]
+    if make == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    elif make in ("file", "through-file"):
+        (tmp_path / "file").write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    opt = argv[argv.index("D") - 1]
+    line = refusal(capsys, *[d if a == "D" else a for a in argv])
+    assert f"argument {opt}" in line and ("not a directory" in line or "expected a dir" in line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing made
+
+
+@pytest.mark.parametrize("argv,opt", [
+    (["testbed", "check", "--tolerance", "-0.5"], "--tolerance"),
+    (["testbed", "check", "--tolerance", "1e30"], "--tolerance"),
+    (["testbed", "run", "--timeout", "1e30", "--", "true"], "--timeout"),
+    (["testbed", "run", "--fault-grace", "99999999999999999999999", "--", "true"],
+     "--fault-grace"),
+    (["tune", "sweep", "--dir", "sw", "--np", "2", "--timeout", "1e30"], "--timeout"),
+    (["diff", "a.json", "b.json", "--run", "--timeout", "1e30"], "--timeout"),
+    (["bench", "--launcher-arg", "", "--", "--ops", "p2p"], "--launcher-arg"),
+])
+def test_argument_out_of_range_is_named_before_the_testbed(
+        capsys: pytest.CaptureFixture[str], argv: list[str], opt: str) -> None:
+    line = refusal(capsys, *argv)
+    assert opt in line and "not up" not in line
