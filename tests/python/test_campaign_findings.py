@@ -65,8 +65,30 @@ def test_a_directory_option_naming_a_non_directory_is_a_usage_error(
     (["tune", "sweep", "--dir", "sw", "--np", "2", "--timeout", "1e30"], "--timeout"),
     (["diff", "a.json", "b.json", "--run", "--timeout", "1e30"], "--timeout"),
     (["bench", "--launcher-arg", "", "--", "--ops", "p2p"], "--launcher-arg"),
+    (["tune", "sweep", "--dir", "sw", "--np", "2", "--budget", "-1"], "--budget"),
 ])
 def test_argument_out_of_range_is_named_before_the_testbed(
         capsys: pytest.CaptureFixture[str], argv: list[str], opt: str) -> None:
     line = refusal(capsys, *argv)
     assert opt in line and "not up" not in line
+
+
+@pytest.mark.parametrize("which", ["--initial", "--coef", "result"])
+def test_wavefront_verify_on_a_fifo_is_refused_not_blocked(tmp_path: Path, which: str) -> None:
+    import subprocess
+
+    from mpilab.tools import REPO
+
+    tool = REPO / "build" / "bin" / "mpilab-wavefront"
+    if not tool.is_file():
+        pytest.skip("mpilab-wavefront is not built")
+    assert subprocess.run([str(tool), "create", "--rows", "4", "--cols", "4", "d", "c"],
+                          cwd=tmp_path, capture_output=True, timeout=60).returncode == 0
+    os.mkfifo(tmp_path / "fifo")
+    args = {"--initial": "d", "--coef": "c", "result": "d"}
+    args[which] = "fifo"
+    p = subprocess.run([str(tool), "verify", "--initial", args["--initial"], "--coef",
+                        args["--coef"], "--iterations", "0", args["result"]], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)  # blocked before the fix
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().endswith("fifo: not a regular file"), p.stderr

@@ -405,7 +405,7 @@ def register(sub: Any) -> None:
                     help="first grid of sizes in bytes (default 4,32,256,2K,16K,128K,1M)")
     sw.add_argument("--launches", type=argtypes.positive, default=3,
                     help="launches per measurement (default 3)")
-    sw.add_argument("--budget", type=argtypes.real, default=60.0,
+    sw.add_argument("--budget", type=argtypes.seconds, default=60.0,
                     help="seconds of samples per launch (default 60)")
     sw.add_argument("--rounds", type=argtypes.count, default=2,
                     help="rounds of extra sizes where the winner changes (default 2)")
