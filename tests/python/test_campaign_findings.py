@@ -92,3 +92,21 @@ def test_wavefront_verify_on_a_fifo_is_refused_not_blocked(tmp_path: Path, which
                        capture_output=True, text=True, timeout=60)  # blocked before the fix
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().endswith("fifo: not a regular file"), p.stderr
+
+
+def test_a_choice_made_on_mpich_is_not_exported_as_open_mpi_rules(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    cell = {"op": "bcast", "np": 2, "bytes": 1024, "winner": "ompi_binomial", "ratio": 0.5,
+            "lo": 0.4, "hi": 0.6, "candidates": {}}
+    doc = {"schema": "mpilab.tune-choice/1", "source": "x", "mpi": "MPICH 4.0.2",
+           "min_effect": 0.05, "test": "t", "cells": [cell],
+           "ranges": [{"op": "bcast", "np": 2, "ranges": [
+               {"winner": "ompi_binomial", "from": 1024, "to": 1024, "sizes": [1024]}]}]}
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    rc = main(["tune", "export", "c.json", "--openmpi", "rules.conf"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err == ("mpilab: c.json: mpi: a choice made on MPICH 4.0.2 cannot be "
+                               "exported as Open MPI rules (--openmpi)")
+    assert not (tmp_path / "rules.conf").exists()

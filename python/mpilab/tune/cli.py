@@ -188,6 +188,11 @@ def check_library(choice: dict[str, Any], path: str, lib: str) -> None:
     the other library's file: its algorithms do not exist there."""
     other = "mpich_" if lib == "openmpi" else "ompi_"
     made = "MPICH" if lib == "openmpi" else "Open MPI"
+    mpi = choice.get("mpi")
+    if isinstance(mpi, str) and made.lower() in mpi.lower():
+        want = "Open MPI rules (--openmpi)" if lib == "openmpi" else \
+            "an MPICH selection file (--mpich)"
+        raise MpilabError(f"{path}: mpi: a choice made on {mpi} cannot be exported as {want}")
     for r in choice["ranges"]:
         for x in r["ranges"]:
             if x["winner"].startswith(other):
