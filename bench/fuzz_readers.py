@@ -99,6 +99,32 @@ def _agent_log_seeds() -> list[bytes]:
     return ["".join(json.dumps(r) + "\n" for r in recs).encode()]
 
 
+def _multilane_seeds() -> list[bytes]:
+    from test_multilane import synthetic
+
+    return [json.dumps(synthetic(Path(tempfile.gettempdir()))).encode()]
+
+
+def _plan_seeds() -> list[bytes]:
+    from mpilab.pathmig import inject
+
+    plan = inject.make_plan(7, ["s0n0", "s1n0"], [0, 1], 3, 30.0, ("down", "drop"))
+    return [inject.plan_json(plan, 7).encode()]
+
+
+def _sweep_state_seeds() -> list[bytes]:
+    doc = {"schema": "mpilab.tune-state/1", "config": SWEEP_CONFIG,
+           "runs": {"np2": {"done": 1, "files": ["np2.launch0.json"]}}}
+    return [json.dumps(doc).encode()]
+
+
+def _wavefront_seeds() -> list[bytes]:
+    wf = {"iterations": 10, "total_s": 1.5, "bytes_read": 1 << 30, "bytes_written": 1 << 29,
+          "requests_read": 4096, "requests_written": 2048, "dev_read_bytes": None,
+          "dev_write_bytes": 1 << 29, "per_worker": [{"io_wait_s": 0.2}, {"io_wait_s": 0.3}]}
+    return [json.dumps({"schema": "mpilab.wavefront/1", "wavefront": wf}).encode()]
+
+
 def _texts(folder: str, pattern: str) -> Callable[[], list[bytes]]:
     return lambda: [p.read_bytes() for p in sorted((REPO / folder).glob(pattern))]
 
@@ -166,6 +192,37 @@ def _read_platform(p: Path) -> Any:
     return platform.hosts_of(data, str(p)), platform.configs_of(data, str(p))
 
 
+def _read_multilane(p: Path) -> Any:
+    from mpilab.multilane import doc
+    d = doc.load(p)
+    return [doc.phase_split(r) for r in d.runs]
+
+
+def _read_plan(p: Path) -> Any:
+    from mpilab.pathmig import inject
+    return inject.load_plan(str(p))
+
+
+SWEEP_CONFIG = {"nps": [2], "colls": ["bcast"], "sizes": [1024]}
+
+
+def _read_sweep_state(p: Path) -> Any:
+    from mpilab.tune import sweep
+
+    os.replace(p, p.parent / sweep.STATE)
+    try:
+        return sweep._load_state(p.parent, SWEEP_CONFIG)  # noqa: SLF001
+    except MpilabError as e:  # the message names the state file
+        raise MpilabError(str(e).replace(str(p.parent / sweep.STATE), str(p), 1)) from None
+
+
+def _read_wavefront(p: Path) -> Any:
+    from mpilab import wavefront_regime as wr
+
+    c = wr.load_results(str(p))  # `mpilab wavefront regime RESULTS`: then classified
+    return wr.classify(c, wr.DiskLimits(200.0, 200.0, 1e8, 1e8))
+
+
 READERS: dict[str, Reader] = {
     "results": Reader(_results_seeds, "json", _read_results),
     "choice": Reader(_choice_seeds, "json", _read_choice),
@@ -180,6 +237,10 @@ READERS: dict[str, Reader] = {
                      "cluster.toml"),
     "platform": Reader(_texts("examples/platforms", "*.xml"), "text", _read_platform,
                        "platform.xml"),
+    "multilane": Reader(_multilane_seeds, "json", _read_multilane, "ml.json"),
+    "fault-plan": Reader(_plan_seeds, "json", _read_plan, "plan.json"),
+    "sweep-state": Reader(_sweep_state_seeds, "json", _read_sweep_state, "sweep.json"),
+    "wavefront-results": Reader(_wavefront_seeds, "json", _read_wavefront, "wf.json"),
 }
 
 # ---- mutations

@@ -320,6 +320,11 @@ def _events_file(text: str) -> Setup:
     return f
 
 
+def _plan_good() -> dict[str, Any]:
+    return {"seed": 7, "faults": [{"at": 1.5, "target": "s0n0:1", "mode": "down",
+                                   "duration": 2.0}]}
+
+
 def _state_file(text: str) -> Setup:
     def f(d: Path) -> None:
         (d / "zz-testbed").mkdir()
@@ -342,6 +347,11 @@ DOCUMENTS: dict[str, tuple[Callable[[], Any], Callable[[str], Setup], list[str],
                                     {"MPILAB_TESTBED_PREFIX": "zz"}),
     "events-1.schema.json": (lambda: _EVENT, _events_file,
                              [sys.executable, "-c", EVENTS_RUNNER, "pathmig", "events"], {}),
+    # read by the detached scheduler of `testbed fail --random` before it looks at the
+    # testbed (zz is not up: a good plan ends there, a bad one at the plan's line)
+    "fault-plan-1.schema.json": (_plan_good, lambda t: _write("plan.json", t),
+                                 [sys.executable, "-m", "mpilab.pathmig.inject", "--prefix",
+                                  "zz", "--plan", "plan.json"], {}),
 }
 
 

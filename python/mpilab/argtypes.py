@@ -5,6 +5,8 @@ no '1_000'), and a bad value is argparse's one-line error naming the option."""
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -38,10 +40,56 @@ lanes = _wrap(lambda t: t if t in ("opt", "all") else str(_lanes(t)), "lanes")
 integer = _wrap(units.parse_int, "integer")
 real = _wrap(units.parse_real, "number")
 duration = _wrap(units.parse_duration, "duration")
-seconds = _wrap(lambda t: _above_zero(units.parse_real(t)), "seconds")
-"""A time limit in seconds, above 0: '900', '0.5'; not '-1', '0', 'nan'."""
+seconds = _wrap(lambda t: _limit(units.parse_real(t)), "seconds")
+"""A time limit in seconds, above 0 and at most MAX_SECONDS: '900', '0.5'; not '-1', '0',
+'nan', '1e30'."""
+tolerance = _wrap(lambda t: _tolerance(units.parse_real(t)), "tolerance")
+"""A relative error allowed, 0 <= x <= 10 (0.1 = 10%): not '-0.5', '1e30'."""
 fraction = _wrap(lambda t: _fraction(units.parse_real(t)), "fraction")
 """A share 0 <= x < 1 (a minimum effect size): '0.05'; not '-1', '1'."""
+
+
+MAX_SECONDS = 1e7
+"""The longest time limit an option takes (about 116 days): beyond it a number is a typo, and
+the clocks' and the OS's waits overflow long before 1e30."""
+
+
+def _limit(v: float) -> float:
+    if not 0 < v <= MAX_SECONDS:
+        raise ValueError(f"need 0 < seconds <= {MAX_SECONDS:g}")
+    return v
+
+
+def _tolerance(v: float) -> float:
+    if not 0 <= v <= 10:
+        raise ValueError("need a relative error 0 <= x <= 10 (0.1 = 10%)")
+    return v
+
+
+def nonempty(t: str) -> str:
+    """A word that must not be empty (an argument passed on to another program)."""
+    if not t:
+        raise argparse.ArgumentTypeError("'': must not be empty")
+    return t
+
+
+def out_dir(t: str) -> str:
+    """A directory a command creates or reuses: empty, a path through a file, or an
+    existing file that is not a directory (/dev/null, a FIFO) is refused at parse time."""
+    if not t:
+        raise argparse.ArgumentTypeError("'': expected a directory")
+    p = os.path.abspath(t)
+    at = p
+    while not os.path.lexists(at):
+        at = os.path.dirname(at)
+    try:
+        mode = os.stat(at).st_mode
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{t!r}: {e.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        what = "" if at == p else f" ({at} is not a directory)"
+        raise argparse.ArgumentTypeError(f"{t!r}: not a directory{what}")
+    return t
 
 
 def _above_zero(v: float) -> float:

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from mpilab import argtypes
 from mpilab.errors import MpilabError
 
 # canonical names and what users may call them
@@ -300,6 +301,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "a Slurm allocation, else the launcher of the MPI the tool is built "
                         "with)")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
+                   type=argtypes.nonempty,
                    help="extra argument for the launcher (repeatable), e.g. "
                         "--launcher-arg=--bind-to --launcher-arg=core")
 

@@ -28,17 +28,18 @@ The gain to expect in each regime is the one measured side by side on the emulat
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from mpilab.errors import MpilabError
+from mpilab.strict_json import read_json
 
 #: the I/O bound must be at least this share of the measured time for an I/O regime
 IO_BOUND_SHARE = 0.5
 #: device bytes read / engine bytes read above this: pages were read again (memory-limited)
 REREAD_LIMIT = 1.05
+RESULTS_LIMIT = 64 << 20  # a `mpilab-wavefront run --json` document is a few KiB
 
 #: block / optimized time per iteration, same round, measured in each regime on the
 #: emulated disks: (low, high, the disk it was measured on). docs/wavefront-perf.md,
@@ -125,7 +126,9 @@ class Regime:
 
 
 def _num(v: object, what: str, *, positive: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise MpilabError(f"{what}: a {type(v).__name__}: need a finite number >= 0")
+    if not math.isfinite(v) or v < 0:
         raise MpilabError(f"{what} = {v!r}: need a finite number >= 0")
     if positive and v <= 0:
         raise MpilabError(f"{what} = {v!r}: need a positive number")
@@ -176,17 +179,20 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
         raise MpilabError(f"{source}: not a wavefront results file (no 'wavefront' object)")
     waits = [w.get("io_wait_s") for w in wf.get("per_worker") or [] if isinstance(w, dict)]
     ok = bool(waits) and all(not isinstance(x, bool) and isinstance(x, (int, float))
-                             for x in waits)
+                             and math.isfinite(x) and x >= 0 for x in waits)
     vals: dict[str, Any] = {}
+    for k in ("iterations", "total_s"):  # a run of no iterations or no time
+        if k in wf:
+            _num(wf[k], f"{source}: wavefront.{k}", positive=True)
     for k in ("iterations", "total_s", "bytes_read", "bytes_written", "requests_read",
               "requests_written"):
         if k not in wf:
             raise MpilabError(f"{source}: wavefront.{k} missing")
-        vals[k] = wf[k]
+        vals[k] = _num(wf[k], f"{source}: wavefront.{k}")
     for k in ("dev_read_bytes", "dev_write_bytes"):
         v = wf.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise MpilabError(f"{source}: wavefront.{k} = {v!r}: need a number or null")
+        if v is not None:
+            _num(v, f"{source}: wavefront.{k}")
     return RunCounters(vals["iterations"], vals["total_s"], vals["bytes_read"],
                        vals["bytes_written"], vals["requests_read"], vals["requests_written"],
                        wf.get("dev_read_bytes"), wf.get("dev_write_bytes"),
@@ -194,11 +200,6 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
 
 
 def load_results(path: str) -> RunCounters:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise MpilabError(f"{path}: cannot read: {e.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise MpilabError(f"{path}: not JSON: {e}") from None
+    # a regular file only (a FIFO would block), RFC 8259 numbers, bounded nesting
+    doc, _ = read_json(path, "wavefront results file", RESULTS_LIMIT)
     return counters_from_results(doc, path)

@@ -191,7 +191,8 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
     snprintf(f->path, sizeof f->path, "%s", path);
     f->io = io;
     f->writable = writable;
-    int fd = open(path, writable ? O_RDWR : O_RDONLY);
+    /* O_NONBLOCK: a FIFO named here is refused below instead of blocking the open */
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK);
     if (fd < 0) {
         ERR("%s: cannot open: %s", path, strerror(errno));
         return -1;
@@ -199,6 +200,12 @@ int wf_open(wf_file *f, const char *path, int writable, int io, char *err, size_
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         ERR("%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        ERR("%s: cannot open: %s", path, strerror(errno));
         close(fd);
         return -1;
     }

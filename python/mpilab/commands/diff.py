@@ -485,7 +485,7 @@ def register(sub: Any) -> None:
                         "(at the pace so far)")
     p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
                    help="with --run: the most one launch may take (default 300s)")
-    p.add_argument("--keep", metavar="DIR",
+    p.add_argument("--keep", metavar="DIR", type=argtypes.out_dir,
                    help="with --run: keep the launches' files and the merged a.json, b.json")
     p.add_argument("--quiet", action="store_true", help="with --run: no line per launch")
     p.add_argument("--variation-store", metavar="PATH",

@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mpilab import pidfile
+from mpilab import argtypes, pidfile
 from mpilab.errors import MpilabError
 
 TOOLS = ("munged", "slurmctld", "slurmd", "srun", "sinfo")
@@ -228,5 +228,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("slurm", help="start/stop a single-node Slurm on this machine",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("up", "down", "status"))
-    p.add_argument("--dir", help="its folder (default $MPILAB_SLURM_DIR or /tmp/mpilab-slurm)")
+    p.add_argument("--dir", type=argtypes.out_dir,
+                   help="its folder (default $MPILAB_SLURM_DIR or /tmp/mpilab-slurm)")
     p.set_defaults(func=_cmd)

@@ -674,7 +674,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--oversubscribe", action="store_true",
                    help=f"without --np: {OVERSUBSCRIBE_PER_CPU} ranks per CPU (ranks share "
                         "CPUs; the times then include waiting for one)")
-    p.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
+    p.add_argument("--out", default=DEFAULT_DIR, metavar="DIR", type=argtypes.out_dir,
                    help=f"output folder (default {DEFAULT_DIR})")
     p.add_argument("--quick", action="store_true",
                    help=f"a few sizes ({QUICK.sizes}) and at most {QUICK.max_reps} "

@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
     p = add("check", cmd_check, "measure every disk: configured against measured")
     p.add_argument("--seconds", type=argtypes.duration, default=1.0,
                    help="target duration of each measurement in s (default 1)")
-    p.add_argument("--tolerance", type=argtypes.real,
+    p.add_argument("--tolerance", type=argtypes.tolerance,
                    help="exit 1 if a figure is off by more than this fraction")
     p.add_argument("--json", action="store_true", help="machine-readable")
     p = add("run", cmd_run, "run a command inside the disks' cgroup (under their caps)")

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mpilab import units
+from mpilab import documents, units
 from mpilab.errors import MpilabError
 from mpilab.testbed import faults
 from mpilab.testbed.spec import Spec
@@ -64,12 +64,15 @@ def plan_json(plan: list[Fault], seed: int) -> str:
     return json.dumps({"seed": seed, "faults": [asdict(f) for f in plan]}, indent=1) + "\n"
 
 
+PLAN_SCHEMA = "fault-plan-1.schema.json"
+
+
 def load_plan(path: str) -> list[Fault]:
-    try:
-        doc = json.loads(Path(path).read_text())
-        return [Fault(**f) for f in doc["faults"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise MpilabError(f"{path}: not a fault plan ({e})") from None
+    """The faults of a plan file, checked against schemas/fault-plan-1.schema.json (one
+    line naming the file and the place otherwise)."""
+    doc = documents.load(path, "fault plan", PLAN_SCHEMA, limit=16 << 20)
+    return [Fault(float(f["at"]), f["target"], f["mode"], float(f["duration"]))
+            for f in doc["faults"]]
 
 
 def run_plan(spec: Spec, plan: list[Fault], start: float | None = None,
@@ -174,7 +177,8 @@ def _plan_main(argv: list[str]) -> int:
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--plan", required=True)
     a = ap.parse_args(argv)
-    run_plan(net.current_spec(a.prefix), load_plan(a.plan))
+    plan = load_plan(a.plan)  # the document before the testbed
+    run_plan(net.current_spec(a.prefix), plan)
     return 0
 
 

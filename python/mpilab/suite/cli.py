@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mpilab import launch, launches, units
+from mpilab import argtypes, launch, launches, units
 from mpilab.commands import history
 from mpilab.errors import MpilabError
 from mpilab.suite import transports
@@ -110,7 +110,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--transport", action="append", metavar="NAME",
                    help=f"repeatable; one of {', '.join(transports.TRANSPORTS)} "
                    f"(default: {', '.join(transports.DEFAULT)})")
-    p.add_argument("--out", default="compare-results", help="output directory")
+    p.add_argument("--out", default="compare-results", type=argtypes.out_dir,
+                   help="output directory")
     p.add_argument("--from", dest="from_dir", metavar="DIR",
                    help="rebuild DIR/report.html from stored results, measure nothing")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")

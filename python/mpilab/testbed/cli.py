@@ -344,7 +344,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-lan", action="store_true", help="skip LAN links")
     p.add_argument("--total-only", action="store_true",
                    help="one per-node WAN run instead of one per node")
-    p.add_argument("--tolerance", type=argtypes.real,
+    p.add_argument("--tolerance", type=argtypes.tolerance,
                    help="exit 1 if a rate is off by more than this fraction")
     p.add_argument("--json", metavar="FILE",
                    help="also write a results file (mpilab.results/1, one measurement per "

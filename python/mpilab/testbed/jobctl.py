@@ -204,7 +204,7 @@ def default_timeout() -> float:
 def parse_limit(text: str, what: str) -> float:
     """A positive, finite duration (mpilab.units.parse_duration: seconds, or with a unit
     ns, us, ms, s), or 'none' for no limit (math.inf)."""
-    from mpilab import units
+    from mpilab import argtypes, units
 
     if text == "none":
         return math.inf
@@ -212,8 +212,9 @@ def parse_limit(text: str, what: str) -> float:
         v = units.parse_duration(text)
     except ValueError as e:
         raise MpilabError(f"{what} {text!r}: {e}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise MpilabError(f"{what} {text!r}: must be a positive number of seconds, or none")
+    if not math.isfinite(v) or not 0 < v <= argtypes.MAX_SECONDS:
+        raise MpilabError(f"{what} {text!r}: must be a positive number of seconds up to "
+                          f"{argtypes.MAX_SECONDS:g}, or none")
     return v
 
 

@@ -188,6 +188,11 @@ def check_library(choice: dict[str, Any], path: str, lib: str) -> None:
     the other library's file: its algorithms do not exist there."""
     other = "mpich_" if lib == "openmpi" else "ompi_"
     made = "MPICH" if lib == "openmpi" else "Open MPI"
+    mpi = choice.get("mpi")
+    if isinstance(mpi, str) and made.lower() in mpi.lower():
+        want = "Open MPI rules (--openmpi)" if lib == "openmpi" else \
+            "an MPICH selection file (--mpich)"
+        raise MpilabError(f"{path}: mpi: a choice made on {mpi} cannot be exported as {want}")
     for r in choice["ranges"]:
         for x in r["ranges"]:
             if x["winner"].startswith(other):
@@ -396,7 +401,8 @@ def register(sub: Any) -> None:
     s = p.add_subparsers(dest="tune_command", metavar="ACTION")
     p.set_defaults(func=no_action("tune"))
     sw = s.add_parser("sweep", help="measure every algorithm the MPI library offers")
-    sw.add_argument("--dir", required=True, help="sweep directory (state.json: resumable)")
+    sw.add_argument("--dir", required=True, type=argtypes.out_dir,
+                    help="sweep directory (state.json: resumable)")
     sw.add_argument("--np", default="2", help="communicator sizes, comma list (default 2)")
     sw.add_argument("--colls", default="bcast,allreduce,reduce,allgather,alltoall,gather,"
                     "scatter,barrier", help="collectives (default: all eight)")
@@ -404,7 +410,7 @@ def register(sub: Any) -> None:
                     help="first grid of sizes in bytes (default 4,32,256,2K,16K,128K,1M)")
     sw.add_argument("--launches", type=argtypes.positive, default=3,
                     help="launches per measurement (default 3)")
-    sw.add_argument("--budget", type=argtypes.real, default=60.0,
+    sw.add_argument("--budget", type=argtypes.seconds, default=60.0,
                     help="seconds of samples per launch (default 60)")
     sw.add_argument("--rounds", type=argtypes.count, default=2,
                     help="rounds of extra sizes where the winner changes (default 2)")
@@ -442,7 +448,8 @@ def register(sub: Any) -> None:
                                        "out what loses, re-export and measure again")
     va.add_argument("choice")
     va.add_argument("--np", type=argtypes.positive, default=2)
-    va.add_argument("--dir", required=True, help="launches and round files (resumable)")
+    va.add_argument("--dir", required=True, type=argtypes.out_dir,
+                    help="launches and round files (resumable)")
     va.add_argument("--out", required=True, help="the validated rules file / selection JSON")
     va.add_argument("--out-choice", help="the pruned choice (JSON)")
     va.add_argument("--pairs", type=argtypes.positive, default=8,
