@@ -147,6 +147,11 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+#: a relative half width x beyond which m / (1 + x) .. m (1 + x) spans more than a decade:
+#: shown as undetermined, as every interval a person reads (report.units.DECADE)
+DECADE_REL = math.sqrt(10.0) - 1
+
+
 def limits_note(limits: list[float], eps: float, stored: int, since: str,
                 mpi: str | None, far_off: tuple[int, int] = (0, 0)) -> str | None:
     """The line before a run: what the machine's stored launch-to-launch variation allows
@@ -155,9 +160,15 @@ def limits_note(limits: list[float], eps: float, stored: int, since: str,
         return None
     lo, hi = min(limits), max(limits)
     over = sum(1 for x in limits if x > eps)
+    wide = sum(1 for x in limits if not x <= DECADE_REL)
+    span = (f"a repeat lands within +-{lo * 100:.1f}..{hi * 100:.1f}%" if not wide else
+            f"a repeat lands within +-{lo * 100:.1f}% up to undetermined ({wide} of "
+            f"{len(limits)} measurements: their stored launches disagree by more than a "
+            "decade)" if lo <= DECADE_REL else
+            "where a repeat lands is undetermined (the stored launches disagree by more "
+            "than a decade)")
     head = (f"mpilab: this machine's launch-to-launch variation ({stored} stored launches "
-            f"since {since}{', ' + mpi if mpi else ''}): a repeat lands within "
-            f"+-{lo * 100:.1f}..{hi * 100:.1f}%")
+            f"since {since}{', ' + mpi if mpi else ''}): {span}")
     if far_off[0]:
         head += (f" ({far_off[0]} of {far_off[1]} stored launch medians sat far off their "
                  "usual level: a repeat can land there too)")

@@ -416,3 +416,16 @@ def test_a_store_that_cannot_be_written_leaves_the_results_complete(
     assert q.returncode == 0, q.stderr
     assert "was not updated" in q.stderr
     assert json.loads((tmp_path / "r.json").read_text())["launches"]["n"] == 3
+
+
+def test_limits_note_never_prints_a_limit_beyond_a_decade() -> None:
+    """A store whose launches disagree by orders of magnitude (a hostile or corrupted one,
+    or a machine that changed) gives no figure like +-1.3e37%: such limits read undetermined,
+    with how many measurements they are."""
+    note = launch_table.limits_note([0.03, 1.3e35], 0.025, 12, "d", None) or ""
+    assert "e+" not in note and "e3" not in note
+    assert "+-3.0% up to undetermined (1 of 2 measurements" in note
+    only = launch_table.limits_note([5.0, 1e9], 0.025, 12, "d", None) or ""
+    assert "where a repeat lands is undetermined" in only and "%" not in only.split(";")[0]
+    assert "+-2.0..216.0%" in (launch_table.limits_note([0.02, 2.16], 0.025, 5, "d", None)
+                               or "")
