@@ -177,7 +177,10 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
     wf = doc.get("wavefront") if isinstance(doc, dict) else None
     if not isinstance(wf, dict):
         raise MpilabError(f"{source}: not a wavefront results file (no 'wavefront' object)")
-    waits = [w.get("io_wait_s") for w in wf.get("per_worker") or [] if isinstance(w, dict)]
+    workers = wf.get("per_worker") or []
+    if not isinstance(workers, list):
+        raise MpilabError(f"{source}: wavefront.per_worker is not a list")
+    waits = [w.get("io_wait_s") for w in workers if isinstance(w, dict)]
     ok = bool(waits) and all(not isinstance(x, bool) and isinstance(x, (int, float))
                              and math.isfinite(x) and x >= 0 for x in waits)
     vals: dict[str, Any] = {}
@@ -193,6 +196,9 @@ def counters_from_results(doc: object, source: str) -> RunCounters:
         v = wf.get(k)
         if v is not None:
             _num(v, f"{source}: wavefront.{k}")
+    if not vals["total_s"] / vals["iterations"] > 0:
+        raise MpilabError(f"{source}: wavefront.total_s / iterations is not a positive time "
+                          "per iteration")
     return RunCounters(vals["iterations"], vals["total_s"], vals["bytes_read"],
                        vals["bytes_written"], vals["requests_read"], vals["requests_written"],
                        wf.get("dev_read_bytes"), wf.get("dev_write_bytes"),

@@ -42,6 +42,9 @@ def _wavefront(tmp_path: Path, **wf: object) -> Path:
     ({"iterations": 0}, r"wavefront\.iterations = 0: need a positive number"),
     ({"total_s": [[[0]]]}, r"wavefront\.total_s: a list: need a finite number"),
     ({"dev_read_bytes": -1}, r"wavefront\.dev_read_bytes = -1: need a finite number"),
+    ({"per_worker": 7}, r"wavefront\.per_worker is not a list"),
+    ({"per_worker": True}, r"wavefront\.per_worker is not a list"),
+    ({"total_s": 1e-320, "iterations": 1e10}, r"not a positive time per iteration"),
 ])
 def test_wavefront_results_counters_are_checked_at_load(tmp_path: Path, wf: dict[str, object],
                                                         needle: str) -> None:
@@ -91,3 +94,15 @@ def test_fault_plan_fields_are_checked_at_load(tmp_path: Path, fault: dict[str, 
     p.write_text('{"faults": ' + "[" * 5000 + "]" * 5000 + "}")
     with pytest.raises(MpilabError, match=r"plan\.json"):
         inject.load_plan(str(p))
+
+
+def test_sweep_state_nested_deep_is_one_line(tmp_path: Path) -> None:
+    """A sweep state nested 10^5 deep (the fuzzer's finding: RecursionError) is refused in
+    one line naming the file, as every document the project reads."""
+    from mpilab.tune import sweep
+
+    p = tmp_path / sweep.STATE
+    p.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(MpilabError) as e:
+        sweep._load_state(tmp_path, {})  # noqa: SLF001
+    assert str(e.value).startswith(str(p)) and "\n" not in str(e.value)

@@ -25,6 +25,7 @@ from mpilab import launch, launches
 from mpilab.commands.bench import DEFAULT_NP, runner_job
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
+from mpilab.strict_json import read_json
 from mpilab.tools import find_tool
 from mpilab.tune import choose
 
@@ -32,14 +33,15 @@ STATE = "state.json"
 SCHEMA = "mpilab.tune-state/1"
 
 
+STATE_LIMIT = 64 << 20  # a sweep's state is a few KiB per run
+
+
 def _load_state(d: Path, config: dict[str, Any]) -> dict[str, Any]:
     p = d / STATE
     if not p.exists():
         return {"schema": SCHEMA, "config": config, "runs": {}}
-    try:
-        st = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise MpilabError(f"{p}: not a readable sweep state ({e})") from None
+    # a regular file, RFC 8259, bounded nesting: one line naming the file otherwise
+    st, _ = read_json(p, "sweep state", STATE_LIMIT)
     if not isinstance(st, dict) or st.get("schema") != SCHEMA:
         raise MpilabError(f"{p}: not a sweep state (schema {SCHEMA})")
     if st.get("config") != config:
