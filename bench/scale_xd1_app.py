@@ -58,7 +58,7 @@ def problem(d: Path, n: int) -> None:
                capture=True)
 
 
-def simulate(d: Path, plat: Path, n: int, ppn: int, tag: str) -> float:
+def simulate(d: Path, plat: Path, n: int, ppn: int, tag: str, iters: int) -> float:
     """One simulated run on fresh copies of the n-rank problem; its total simulated time."""
     from mpilab.sim import run as simrun
 
@@ -67,8 +67,8 @@ def simulate(d: Path, plat: Path, n: int, ppn: int, tag: str) -> float:
     out = d / f"{tag}.json"
     j = simrun.job("mpilab-wavefront",
                    ["run", "--data", str(d / f"w{n}"), "--coef", str(d / f"c{n}b"), "--mb",
-                    str(ROWS), "--nb", str(NB), "--iterations", str(ITER), "--waves",
-                    str(ITER), "--mpi", "--sim-cell-flops", str(FLOPS), "--quiet", "--json",
+                    str(ROWS), "--nb", str(NB), "--iterations", str(iters), "--waves",
+                    str(iters), "--mpi", "--sim-cell-flops", str(FLOPS), "--quiet", "--json",
                     str(out)], n, str(plat), ppn=ppn)
     if simrun.run(j, timeout=1800) != 0:
         raise SystemExit(f"simulated mpilab-wavefront failed ({tag})")
@@ -79,7 +79,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the table here as JSON")
     ap.add_argument("--max-ranks", type=int, default=128)
+    ap.add_argument("--iterations", type=int, default=ITER,
+                    help=f"iterations, all in flight (default {ITER}); a rank starts n - 1 "
+                         "block steps after rank 0, a fill that more iterations amortize")
     a = ap.parse_args()
+    if a.iterations < 1:
+        ap.error("--iterations must be >= 1")
+    iters = a.iterations
     print(f"load at start: {loadavg()}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="xd1app-") as tmp:
@@ -93,12 +99,12 @@ def main() -> int:
             problem(d, n)
             for ppn in ((1,) if n == 1 else (1, 2)):
                 t0 = time.monotonic()
-                t = simulate(d, plats["xd1"], n, ppn, f"x{n}_{ppn}")
-                tf = simulate(d, plats["free"], n, ppn, f"f{n}_{ppn}")
+                t = simulate(d, plats["xd1"], n, ppn, f"x{n}_{ppn}", iters)
+                tf = simulate(d, plats["free"], n, ppn, f"f{n}_{ppn}", iters)
                 # interior rows of the busiest rank: the matrix's first and last rows are
                 # boundary (not updated); a middle rank has none of them
                 busy = ROWS - (2 if n == 1 else 1 if n == 2 else 0)
-                compute = busy * (COLS - 2) * ITER * FLOPS / SPEED
+                compute = busy * (COLS - 2) * iters * FLOPS / SPEED
                 rows.append({"ranks": n, "ppn": ppn, "nodes": (n + ppn - 1) // ppn,
                              "T_s": t, "T_free_s": tf, "compute_s": compute,
                              "efficiency": compute / t,
@@ -107,13 +113,13 @@ def main() -> int:
                       file=sys.stderr)
             if n == max(r for r in RANKS if r <= a.max_ranks):
                 mpilab("wavefront", "verify", "--initial", str(d / f"d{n}"), "--coef",
-                       str(d / f"c{n}"), "--iterations", str(ITER), str(d / f"w{n}"),
+                       str(d / f"c{n}"), "--iterations", str(iters), str(d / f"w{n}"),
                        capture=True)
                 print(f"{n} ranks: result bitwise equal to the sequential reference",
                       file=sys.stderr)
             for f in d.glob(f"[dcw]{n}*"):
                 f.unlink()
-    print(f"\nper rank {ROWS} x {COLS} cells, blocks {ROWS} x {NB}, {ITER} iterations in "
+    print(f"\nper rank {ROWS} x {COLS} cells, blocks {ROWS} x {NB}, {iters} iterations in "
           "flight")
     print("\n| ranks | ppn | nodes | compute (ms) | T (ms) | efficiency | comm share | "
           "network share |")
@@ -124,7 +130,7 @@ def main() -> int:
               f"{r['efficiency']:.3f} | {r['comm_share']:.3f} | {r['network_share']:.4f} |")
     if a.json:
         write_json(a.json, {"rows_per_rank": ROWS, "cols": COLS, "nb": NB,
-                            "iterations": ITER, "cell_flops": FLOPS, "points": rows})
+                            "iterations": iters, "cell_flops": FLOPS, "points": rows})
     return 0
 
 
