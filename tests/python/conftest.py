@@ -181,6 +181,18 @@ def fake_bench(tmp_path: Path) -> Callable[[str], dict[str, str]]:
     return env
 
 
+def suite_built() -> bool:
+    """Whether `mpilab compare` can run here: its runner built and an mpirun on PATH."""
+    import shutil
+
+    try:
+        from mpilab.suite.runner import suite_tool
+        suite_tool()
+        return shutil.which("mpirun") is not None
+    except Exception:  # noqa: BLE001 (any reason it cannot run is a skip)
+        return False
+
+
 def real_runner() -> str | None:
     """Path of the built mpilab-bench ($MPILAB_BIN, build/bin), or None."""
     cands = []

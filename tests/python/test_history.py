@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli_env, make_results
+from conftest import cli_env, make_results, suite_built
 from mpilab.history import db, detect
 
 
@@ -220,17 +219,9 @@ def test_bench_adds_to_the_history_when_asked(fake_bench: Any, run_cli: Any,
     c.close()
 
 
-def _suite_built() -> bool:
-    try:
-        from mpilab.suite.runner import suite_tool
-        suite_tool()
-        return shutil.which("mpirun") is not None
-    except Exception:
-        return False
-
 
 @pytest.mark.mpi
-@pytest.mark.skipif(not _suite_built(), reason="suite runner not built")
+@pytest.mark.skipif(not suite_built(), reason="suite runner not built")
 def test_compare_adds_to_the_history_when_asked(tmp_path: Path) -> None:
     """`mpilab compare --history DB`: each transport's results file is added after the run
     (the option before $MPILAB_HISTORY, as for bench); `--from` measures nothing, adds

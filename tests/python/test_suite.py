@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import suite_built
 from mpilab.errors import MpilabError
 from mpilab.suite import report, transports
 
@@ -191,17 +192,9 @@ def test_from_refuses_bad_results(tmp_path: Path, stored: Path) -> None:
     assert not (stored / "report.html").exists()
 
 
-def _suite_tool() -> bool:
-    try:
-        from mpilab.suite.runner import suite_tool
-        suite_tool()
-        return shutil.which("mpirun") is not None
-    except Exception:
-        return False
-
 
 @pytest.mark.mpi
-@pytest.mark.skipif(not _suite_tool(), reason="suite runner not built")
+@pytest.mark.skipif(not suite_built(), reason="suite runner not built")
 def test_compare_shm_end_to_end(tmp_path: Path) -> None:
     p = mpilab("compare", "--quick", "--no-scaling", "--transport", "shm", "--sizes", "1,4K",
                "--poll-sweep", "0,1000", "--np", "2", "--max-reps", "5", "--out", str(tmp_path))
@@ -221,7 +214,7 @@ def test_compare_shm_end_to_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(not _suite_tool(), reason="suite runner not built")
+@pytest.mark.skipif(not suite_built(), reason="suite runner not built")
 def test_compare_launch_level(tmp_path: Path) -> None:
     """--launches 3: every benchmark part runs in 3 launches; each measurement is the merge
     of the 3 (its launch medians recorded, its figure their median), and a derived rate
@@ -292,7 +285,7 @@ def test_user_entries_join_their_group_by_name_and_impl() -> None:
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(not _suite_tool() or shutil.which("mpicc") is None,
+@pytest.mark.skipif(not suite_built() or shutil.which("mpicc") is None,
                     reason="suite runner or mpicc not there")
 def test_compare_runs_the_recipes_plugins(tmp_path: Path) -> None:
     """docs/architecture.md: each recipe's one file, compiled as a plugin, reaches
