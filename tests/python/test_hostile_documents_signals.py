@@ -412,7 +412,8 @@ def test_tune_export_writes_a_good_choice(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, why", [
-    (["sweep", "--dir", "sw", "--timeout", "-1"], "argument --timeout: '-1': need 0 < seconds <= 1e+07"),
+    (["sweep", "--dir", "sw", "--timeout", "-1"],
+     "argument --timeout: '-1': need 0 < seconds <= 1e+07"),
     (["sweep", "--dir", "sw", "--rounds", "-1"], "argument --rounds: '-1': must not be negative"),
     (["sweep", "--dir", "sw", "--min-effect", "-1"], "argument --min-effect: '-1': need 0 <="),
     (["choose", "--dir", "sw", "--out", "c.json", "--min-effect", "-1"],
