@@ -24,7 +24,10 @@ pytestmark = pytest.mark.skipif(
 
 def _reframe(tmp: Path, system: str, env_extra: dict[str, str],
              name: str = "MpilabPingPong") -> subprocess.CompletedProcess[str]:
-    env = dict(cli_env(), RFM_PREFIX=str(tmp), **env_extra)
+    # TMPDIR: ReFrame's own log (rfm-*.log, a temporary file) goes to the test's folder,
+    # not to /tmp
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = dict(cli_env(), RFM_PREFIX=str(tmp), TMPDIR=str(tmp), **env_extra)
     return subprocess.run([str(REFRAME), "-C", str(REPO / "reframe" / "config.py"),
                            "-c", str(REPO / "reframe" / "mpilab_checks.py"), "-n", name,
                            "--system", system, "-r", "--keep-stage-files",

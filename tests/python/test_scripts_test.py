@@ -11,7 +11,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ["install and build", "C and MPI tests (Open MPI)",
          "C and MPI tests under AddressSanitizer+UBSan", "C and MPI tests (MPICH)",
-         "MPI tests simulated (SimGrid SMPI)", "ruff", "pytest"]
+         "MPI tests simulated (SimGrid SMPI)", "ruff", "pytest (two workers)",
+         "pytest (serial: testbeds, root)"]
 
 
 def _stub(path: Path, body: str) -> None:
@@ -58,7 +59,9 @@ def test_a_failing_part_does_not_stop_the_others(tmp_path: Path) -> None:
     # every part ran: the ones after the failing ASan ctest too
     for want in ["install-deps", "build --asan", "ctest --test-dir build-asan",
                  "build --mpich", "ctest --test-dir build-mpich", "build --smpi",
-                 "ctest --test-dir build-smpi", "python -m ruff check", "python -m pytest"]:
+                 "ctest --test-dir build-smpi", "python -m ruff check",
+                 "python -m pytest -q -n 2 --dist loadscope -m not serial",
+                 "python -m pytest -q -m serial"]:
         assert want in calls, f"{want!r} not run:\n{calls}"
     summary = _summary(r.stdout)
     assert len(summary) == len(PARTS) + 1, summary
@@ -68,15 +71,15 @@ def test_a_failing_part_does_not_stop_the_others(tmp_path: Path) -> None:
             assert line.startswith("FAIL") and line.endswith(": wavefront_test"), line
         else:
             assert line.startswith("pass"), line
-    assert summary[-1] == "scripts/test: 1 of 7 parts failed"
+    assert summary[-1] == "scripts/test: 1 of 8 parts failed"
 
 
 def test_all_parts_passing_exit_zero(tmp_path: Path) -> None:
     r, _ = _run(tmp_path, None)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = _summary(r.stdout)
-    assert all(line.startswith("pass") for line in summary[:-1]) and len(summary) == 8
-    assert summary[-1] == "scripts/test: all 7 parts passed"
+    assert all(line.startswith("pass") for line in summary[:-1]) and len(summary) == 9
+    assert summary[-1] == "scripts/test: all 8 parts passed"
 
 
 def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> None:
@@ -86,4 +89,4 @@ def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> No
     assert "ctest --test-dir build-mpich" not in calls and "ctest --test-dir build-smpi" in calls
     summary = _summary(r.stdout)
     assert summary[3].startswith("FAIL") and "MPICH" in summary[3], summary
-    assert summary[-1] == "scripts/test: 1 of 7 parts failed"
+    assert summary[-1] == "scripts/test: 1 of 8 parts failed"
