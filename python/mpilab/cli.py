@@ -33,6 +33,36 @@ COMMANDS = {
 }
 COMMAND_MODULES = list(COMMANDS.values())
 
+# The commands that can run longer than a few seconds (they launch jobs, build testbeds, run
+# computations or read large documents): each runs inside mpilab.stage.command, a spinner on
+# a terminal, a line on standard error every few seconds elsewhere. `survey` draws its own.
+LONG_RUNNING = {
+    ("bench",), ("compare",), ("diff",), ("report",), ("selftest",),
+    ("tune", "sweep"), ("tune", "validate"), ("multilane", "run"), ("multilane", "report"),
+    ("testbed", "up"), ("testbed", "run"), ("testbed", "check"), ("wavefront", "create"),
+    ("wavefront", "convert"), ("wavefront", "run"), ("wavefront", "verify"),
+    ("history", "add"), ("history", "report"),
+}
+
+
+def _long_running(argv: list[str]) -> str | None:
+    """The name a long-running command's progress shows ("tune sweep"), or None."""
+    words: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif not words and a == "--mpi":  # mpilab's own option and its value
+            skip = True
+        elif a.startswith("-") or len(words) == 2:
+            break
+        else:
+            words.append(a)
+    for n in (2, 1):
+        if tuple(words[:n]) in LONG_RUNNING:
+            return " ".join(words[:n])
+    return None
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -153,7 +183,13 @@ def _main(argv: list[str] | None = None) -> int:
             from mpilab.tools import select_mpi
 
             select_mpi(args.mpi_build)
-        return int(args.func(args) or 0)
+        name = _long_running(argv)
+        if name is None:
+            return int(args.func(args) or 0)
+        from mpilab import stage
+
+        with stage.command(name, quiet=bool(getattr(args, "quiet", False))):
+            return int(args.func(args) or 0)
     except AlreadyReported as e:
         return e.status
     except MpilabError as e:

@@ -8,12 +8,17 @@ that takes minutes is never mistaken for a hang. Quiet: nothing at all.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
 PERIOD = 5.0  # seconds between two lines of a running stage on a non-terminal output
+PERIOD_ENV = "MPILAB_PROGRESS_S"  # another period (seconds, > 0), e.g. for tests
 
 
 class Stage:
@@ -70,3 +75,29 @@ class Stage:
             self._thread.join()
         if self._status is not None:
             self._status.__exit__(et, ev, tb)
+
+
+def period() -> float:
+    """Seconds between two progress lines: $MPILAB_PROGRESS_S when it is a positive number,
+    else PERIOD."""
+    try:
+        v = float(os.environ.get(PERIOD_ENV, ""))
+    except ValueError:
+        return PERIOD
+    return v if 0 < v < float("inf") else PERIOD
+
+
+@contextlib.contextmanager
+def command(name: str, quiet: bool = False) -> Iterator[Stage]:
+    """The progress of one whole command on standard error (mpilab.cli wraps the long-running
+    commands in it): a spinner when standard error and standard output are both a terminal,
+    a plain line every period() seconds when standard error is not one, nothing when quiet.
+    Standard output is never written to."""
+    from rich.console import Console
+
+    console = Console(stderr=True, quiet=quiet)
+    # rich's live display redirects standard output into its console (standard error): only
+    # when both are the same terminal
+    spinner = console.is_terminal and sys.stdout.isatty()
+    with Stage(console, name, period(), spinner=spinner) as st:
+        yield st

@@ -141,6 +141,10 @@ with open(os.environ["FAKE_BENCH_ARGS"], "w") as f:
     json.dump(args, f)
 mode = os.environ.get("FAKE_BENCH_MODE", "ok")
 sys.stderr.write("fake-bench: measuring 1/2\\nfake-bench: measuring 2/2\\n")
+if mode == "slow":
+    import time
+    time.sleep(1.0)
+    mode = "ok"
 if mode.startswith("exit"):
     sys.stderr.write("fake-bench: unknown op 'nosuch'\\n")
     sys.exit(int(mode[4:]))
@@ -162,7 +166,8 @@ print("op bytes mean")
 @pytest.fixture
 def fake_bench(tmp_path: Path) -> Callable[[str], dict[str, str]]:
     """fake_bench(mode) -> environment whose MPILAB_BIN holds a fake mpilab-bench.
-    Modes: ok (writes a synthetic results file to --out), exitN (fails with status N),
+    Modes: ok (writes a synthetic results file to --out), slow (ok after a second),
+    exitN (fails with status N),
     garbage (writes truncated JSON), noout (writes nothing). The arguments it received are
     in the JSON list at env['FAKE_BENCH_ARGS']."""
     bindir = tmp_path / "fakebin"
