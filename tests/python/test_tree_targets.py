@@ -106,3 +106,43 @@ def test_docs_pages_and_their_data_stay_within_the_limits() -> None:
     assert long == {}
     data = sum(p.stat().st_size for p in (docs / "data").rglob("*") if p.is_file())
     assert data < 1_000_000, f"docs/data holds {data} bytes"
+
+
+def test_each_capability_is_done_one_way() -> None:
+    assert audit.one_way_offences() == {}
+
+
+def test_the_one_way_rules_catch_what_they_name(tmp_path: Path) -> None:
+    pkg = audit.REPO / "python" / "mpilab"
+    cases = {
+        "a.py": ("import matplotlib.pyplot as plt\n", "plotting (plotly)"),
+        "b.py": ("from fastjsonschema import compile\n",
+                 "schema validation (jsonschema, in mpilab.schemacheck)"),
+        "c.py": ("from tqdm import tqdm\n",
+                 "progress (rich, through mpilab.stage; the survey's bar)"),
+        "d.py": ("import math\n\ndef cdf(x):\n    return 0.5 * (1 + math.erf(x))\n",
+                 "statistics (scipy.stats)"),
+        "e.py": ("from statistics import NormalDist, median\n", "statistics (scipy.stats)"),
+        "f.py": ("import statistics\n\nz = statistics.NormalDist().inv_cdf(0.975)\n",
+                 "statistics (scipy.stats)"),
+    }
+    files = []
+    for name, (text, _) in cases.items():
+        f = tmp_path / name
+        f.write_text(text)
+        files.append(f)
+    # rel() names files under the repository: stand the scratch files in for package files
+    real_rel = audit.rel
+    try:
+        audit.rel = lambda p: f"python/mpilab/{p.name}" if p.parent == tmp_path else real_rel(p)
+        found = audit.one_way_offences(files)
+        # descriptive statistics are no distribution; the files allowed a library may use it
+        clean = tmp_path / "g.py"
+        clean.write_text("import statistics\n\nm = statistics.median([1.0, 2.0])\n")
+        assert audit.one_way_offences([clean]) == {}
+        assert audit.one_way_offences([pkg / "schemacheck.py", pkg / "stage.py"]) == {}
+    finally:
+        audit.rel = real_rel
+    for name, (_, what) in cases.items():
+        assert any(w.startswith(f"python/mpilab/{name}:") for w in found.get(what, [])), \
+            (name, found)

@@ -1,7 +1,8 @@
 """Measure, on the whole tree, the countable targets of the house rules (issue 27): long files,
 long functions, function-static mutable state, import cycles and function-level imports,
-bench/ scripts outside the shared harness, C tests outside the test kit, and the
-`duplicates` pair count. Read from the sources (ctags for C, ast for Python); nothing is run.
+bench/ scripts outside the shared harness, C tests outside the test kit, capabilities
+done a second way (ONE_WAY), and the `duplicates` pair count. Read from the sources (ctags
+for C, ast for Python); nothing is run.
 
     python tests/python/tree_audit.py              one report, each target with its offenders
     python tests/python/tree_audit.py --markdown   the figures table of docs/architecture.md
@@ -370,6 +371,55 @@ def duplicate_pairs(seconds: int = 300) -> tuple[int | None, str]:
 # ---------------------------------------------------------------- the report
 
 
+# ---------------------------------------------------------------- one way to do each thing
+
+# capability -> (the libraries it is done with elsewhere, the files of python/mpilab that
+# may import those libraries). Statistics go through scipy.stats: distributions written by
+# hand (math.erf, math.lgamma) or taken from Python's statistics.NormalDist are offences
+# anywhere (its descriptive functions, median, fmean, stdev, are not distributions).
+ONE_WAY = {
+    "schema validation (jsonschema, in mpilab.schemacheck)":
+        (("jsonschema", "fastjsonschema"), ("python/mpilab/schemacheck.py",)),
+    "plotting (plotly)": (("matplotlib", "bokeh", "seaborn", "pygal", "altair"), ()),
+    "progress (rich, through mpilab.stage; the survey's bar)":
+        (("rich", "tqdm", "progressbar", "alive_progress"),
+         ("python/mpilab/stage.py", "python/mpilab/commands/survey.py")),
+}
+STATS = "statistics (scipy.stats)"
+HAND_STATS = {"math": {"erf", "erfc", "lgamma", "gamma"}, "statistics": {"NormalDist"}}
+
+
+def _imported(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, top-level name) of every module an ast imports."""
+    out: list[tuple[int, str]] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out += [(n.lineno, a.name.split(".")[0]) for a in n.names]
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out.append((n.lineno, n.module.split(".")[0]))
+    return out
+
+
+def one_way_offences(files: list[Path] | None = None) -> dict[str, list[str]]:
+    """capability -> the places (file:line what) doing it a second way."""
+    found: dict[str, list[str]] = {}
+    for f in files if files is not None else tracked("python/mpilab/*.py"):
+        tree = parse(f)
+        for line, mod in _imported(tree):
+            for what, (libs, allowed) in ONE_WAY.items():
+                if mod in libs and rel(f) not in allowed:
+                    found.setdefault(what, []).append(f"{rel(f)}:{line} imports {mod}")
+        for n in ast.walk(tree):
+            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.attr in HAND_STATS.get(n.value.id, ())):
+                found.setdefault(STATS, []).append(f"{rel(f)}:{n.lineno} {n.value.id}.{n.attr}")
+            elif isinstance(n, ast.ImportFrom) and n.module in HAND_STATS and not n.level:
+                found.setdefault(STATS, []).extend(
+                    f"{rel(f)}:{n.lineno} {n.module}.{a.name}" for a in n.names
+                    if a.name in HAND_STATS[n.module])
+    return found
+
+
 def report(dup_seconds: int = 300) -> int:
     """Print every target with its offenders; returns the number of targets missed."""
     missed = 0
@@ -415,6 +465,11 @@ def report(dup_seconds: int = 300) -> int:
          f"target 0 of {len(c_test_programs())}", not co)
     for f, why in co.items():
         print(f"  {f}: {'; '.join(why)}")
+    ow = one_way_offences()
+    head("capabilities done a second way (schema, plotting, progress, statistics)",
+         sum(map(len, ow.values())), "target 0", not ow)
+    for what, where in ow.items():
+        print(f"  {what}: {'; '.join(where)}")
     n, line = duplicate_pairs(dup_seconds)
     head("`duplicates` pairs on the whole tree", -1 if n is None else n, "target < 105",
          n is not None and n < 105)
