@@ -146,3 +146,19 @@ def test_the_one_way_rules_catch_what_they_name(tmp_path: Path) -> None:
     for name, (_, what) in cases.items():
         assert any(w.startswith(f"python/mpilab/{name}:") for w in found.get(what, [])), \
             (name, found)
+
+
+def test_no_numbered_work_period_in_docs_names_or_sources(tmp_path: Path) -> None:
+    assert audit.work_period_references() == []
+    word = "sess" + "ion"  # spelled apart: this file is audited too
+    bad = tmp_path / f"notes_{word}12.md"
+    bad.write_text(f"# Notes\nMeasured in {word.title()} 31 on the busy machine.\n{word} data\n")
+    ok = tmp_path / "CHANGELOG.md"
+    ok.write_text(f"## {word} 30\n")
+    real_rel = audit.rel
+    try:
+        audit.rel = lambda p: p.name
+        assert audit.work_period_references([bad, ok]) == [
+            f"notes_{word}12.md (its name)", f"notes_{word}12.md:2"]
+    finally:
+        audit.rel = real_rel

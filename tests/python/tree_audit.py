@@ -1,8 +1,8 @@
 """Measure, on the whole tree, the countable targets of the house rules (issue 27): long files,
 long functions, function-static mutable state, import cycles and function-level imports,
 bench/ scripts outside the shared harness, C tests outside the test kit, capabilities
-done a second way (ONE_WAY), and the `duplicates` pair count. Read from the sources (ctags
-for C, ast for Python); nothing is run.
+done a second way (ONE_WAY), references to numbered work periods, and the `duplicates`
+pair count. Read from the sources (ctags for C, ast for Python); nothing is run.
 
     python tests/python/tree_audit.py              one report, each target with its offenders
     python tests/python/tree_audit.py --markdown   the figures table of docs/architecture.md
@@ -420,6 +420,29 @@ def one_way_offences(files: list[Path] | None = None) -> dict[str, list[str]]:
     return found
 
 
+# history (numbered work periods) belongs in CHANGELOG.md, never in docs, names or comments
+WORK_PERIOD = re.compile(r"\b(session|work[- ]period|sprint)[-_ ]?#?\d+\b", re.IGNORECASE)
+
+
+def work_period_references(files: list[Path] | None = None) -> list[str]:
+    """file:line (or the file's name) of every reference to a numbered work period in the
+    tracked docs, sources, tests and scripts (CHANGELOG.md is where history goes)."""
+    found: list[str] = []
+    for f in files if files is not None else tracked(
+            "*.md", "*.py", "*.c", "*.h", "*.sh", "*.cmake", "CMakeLists.txt", "scripts/*"):
+        if f.name == "CHANGELOG.md":
+            continue
+        if WORK_PERIOD.search(f.name):
+            found.append(f"{rel(f)} (its name)")
+        try:
+            text = f.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{rel(f)}:{i}" for i, line in enumerate(text.splitlines(), 1)
+                  if WORK_PERIOD.search(line)]
+    return found
+
+
 def report(dup_seconds: int = 300) -> int:
     """Print every target with its offenders; returns the number of targets missed."""
     missed = 0
@@ -470,6 +493,11 @@ def report(dup_seconds: int = 300) -> int:
          sum(map(len, ow.values())), "target 0", not ow)
     for what, where in ow.items():
         print(f"  {what}: {'; '.join(where)}")
+    wp = work_period_references()
+    head("references to numbered work periods (docs, file names, sources)", len(wp),
+         "target 0", not wp)
+    for w in wp:
+        print(f"  {w}")
     n, line = duplicate_pairs(dup_seconds)
     head("`duplicates` pairs on the whole tree", -1 if n is None else n, "target < 105",
          n is not None and n < 105)
