@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
+from rich.console import Console
+
 PERIOD = 5.0  # seconds between two lines of a running stage on a non-terminal output
 PERIOD_ENV = "MPILAB_PROGRESS_S"  # another period (seconds, > 0), e.g. for tests
 
@@ -93,8 +95,6 @@ def command(name: str, quiet: bool = False) -> Iterator[Stage]:
     commands in it): a spinner when standard error and standard output are both a terminal,
     a plain line every period() seconds when standard error is not one, nothing when quiet.
     Standard output is never written to."""
-    from rich.console import Console
-
     console = Console(stderr=True, quiet=quiet)
     # rich's live display redirects standard output into its console (standard error): only
     # when both are the same terminal
