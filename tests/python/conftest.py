@@ -211,6 +211,14 @@ def real_runner() -> str | None:
 
 
 @pytest.fixture(autouse=True)
+def _progress_out_of_the_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long command's periodic progress lines (mpilab.stage.command) stay out of the
+    standard error that tests read for one-line messages, however slow a busy machine makes
+    the command: the period is an hour unless a test sets its own (test_progress.py does)."""
+    monkeypatch.setenv("MPILAB_PROGRESS_S", "3600")
+
+
+@pytest.fixture(autouse=True)
 def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """What mpilab learns about the machine (the launch-variation store) goes to a folder of
     the test's own, never to the user's data directory nor to a later test (a store filled
