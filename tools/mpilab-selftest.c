@@ -224,6 +224,7 @@ static int run_clock(int argc, char **argv)
             json_t *last = json_array_get(arr, json_array_size(arr) - 1);
             json_object_set_new(last, "drift_uncertainty", json_real(q->drift_uncertainty));
             json_object_set_new(last, "error_1s_s", json_real(q->error_1s));
+            json_object_set_new(last, "stopped", json_string(mpilab_sync_stop_name(q->stopped)));
         }
         json_t *inj = use ? json_pack("{s:f,s:f,s:I}", "max_offset_s", plan.max_offset, "max_drift", plan.max_drift,
                                       "seed", (json_int_t)plan.seed)

@@ -86,6 +86,19 @@ int mpilab_clock_fit_significant(const double *ref, const double *local, size_t 
 int mpilab_clock_fit_bounds(const double *ref, size_t n, double at, double *value_factor,
                             double *slope_factor);
 
+/* Why mpilab_clocksync_run made no further attempt: every rank within the target; the
+ * repeats' budget spent; the last attempt improved no rank (the uncertainty is the link's
+ * round trip, not a preemption); MPILAB_SYNC_ATTEMPTS made. */
+typedef enum mpilab_sync_stop {
+    MPILAB_SYNC_STOP_PRECISE = 0,
+    MPILAB_SYNC_STOP_BUDGET,
+    MPILAB_SYNC_STOP_NO_GAIN,
+    MPILAB_SYNC_STOP_ATTEMPTS,
+} mpilab_sync_stop_t;
+
+/* "precise", "budget", "no_gain", "attempts" */
+const char *mpilab_sync_stop_name(int stop);
+
 typedef struct mpilab_clocksync {
     mpilab_sync_method_t method;
     int nranks;
@@ -103,6 +116,8 @@ typedef struct mpilab_clocksync {
     int attempts;
     double max_uncertainty;
     int precise;
+    /* why the attempts ended (mpilab_sync_stop_t; mpilab_sync_stop_name) */
+    int stopped;
     double first_duration; /* seconds the first attempt took (duration: all attempts) */
     /* rank 0's clock at the moment every rank's uncertainty is stated for (the end) */
     double t_end;
@@ -189,6 +204,17 @@ void mpilab_clocksync_free(mpilab_clocksync_t *cs);
  * returns how many ranks took cur's model. Used between the attempts of
  * mpilab_clocksync_run. */
 int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur);
+
+/* One repeat of mpilab_clocksync_run: cur takes per rank the drift of out (the models kept
+ * so far, stated for out->t_end) where that is tighter than its own
+ * (mpilab_clocksync_refine_drift: a repeat probes without a drift window, and a clock's
+ * drift does not change between two attempts); out is aged to cur->t_end (uncertainty +
+ * drift_uncertainty x the time between) and becomes stated for it; then
+ * mpilab_clocksync_keep_better(out, cur).
+ * Without the drift, a repeat's one-pass drift bound (about 1650 ppm) made it lose to a
+ * windowed first attempt at the horizon whatever its offset uncertainty. Returns how many
+ * ranks took cur's model. Pure: no communication. */
+int mpilab_clocksync_take_repeat(mpilab_clocksync_t *out, mpilab_clocksync_t *cur);
 
 /* Resynchronisation during long runs: cur (a later synchronisation, same nranks) takes, per
  * rank, the drift of the line through prev's and cur's offsets at their ends, known to within

@@ -34,6 +34,7 @@ typedef struct mpilab_clock_check {
     /* error one second after `error`'s moment (derived exactly: the injected clocks are
      * linear in the node's clock); its bound is uncertainty + drift_uncertainty * 1 s */
     double error_1s;
+    int stopped; /* why the synchronisation made no further attempt (mpilab_sync_stop_t) */
 } mpilab_clock_check_t;
 
 /* Collective over comm (all ranks on one node: one physical clock). Injects plan's errors

@@ -12,6 +12,8 @@ from mpilab import quality
 
 #: an interval whose ends are further apart than this factor is printed as "undetermined"
 UNDETERMINED_RATIO = 10.0
+#: the flag of an interval that determines nothing (the runner's and the report's name)
+CI_UNDETERMINED = "ci_undetermined"
 
 
 def _num(v: Any) -> float | None:
@@ -128,6 +130,8 @@ def table(doc: dict[str, Any]) -> str:
         ci = "undetermined" if wide else f"{lo * 1e6 * k:.4g}..{hi * 1e6 * k:.4g}"
         pm = f"{rel * 100:.1f}" if rel is not None and not wide else "-"
         flags = [f for f in m.get("flags") or [] if f != quality.NOT_CONVERGED]
+        if wide and CI_UNDETERMINED not in flags:
+            flags.append(CI_UNDETERMINED)  # the flag beside the word, as in the runner's table
         if st.get("converged") is not True:
             conv = "no"
         elif quality.AT_MACHINE_LIMIT in flags:

@@ -487,6 +487,14 @@ int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync
     return taken;
 }
 
+int mpilab_clocksync_take_repeat(mpilab_clocksync_t *out, mpilab_clocksync_t *cur)
+{
+    (void)mpilab_clocksync_refine_drift(cur, out); /* out as stated at its own end */
+    age_models(out, cur->t_end - out->t_end);
+    out->t_end = cur->t_end;
+    return mpilab_clocksync_keep_better(out, cur);
+}
+
 /* A synchronisation whose stated uncertainty exceeds MPILAB_SYNC_TARGET_S for some rank
  * was preempted somewhere (a quiet node gives 1-2 us): it is run again, up to
  * MPILAB_SYNC_ATTEMPTS in all while the repeats took less than MPILAB_SYNC_BUDGET_S (counted
@@ -542,8 +550,9 @@ int mpilab_clocksync_run_opts(MPI_Comm comm, mpilab_sync_method_t method, const 
             *out = cur;
             out->first_duration = cur.duration;
         } else {
-            age_models(out, now - prev_end);
-            taken = mpilab_clocksync_keep_better(out, &cur);
+            out->t_end = prev_end;
+            cur.t_end = now;
+            taken = mpilab_clocksync_take_repeat(out, &cur);
             mpilab_clocksync_free(&cur);
         }
         prev_end = now;
@@ -553,8 +562,17 @@ int mpilab_clocksync_run_opts(MPI_Comm comm, mpilab_sync_method_t method, const 
         /* rank 0's times only (t0 and now are broadcast): the same on every rank */
         /* an attempt that improved no rank says the uncertainty is the link's round trip,
          * not a preemption: repeating it would not help */
-        if (max_uncertainty(out) <= o->target || now - first_end >= o->budget || taken == 0)
-            break;
+        if (max_uncertainty(out) <= o->target)
+            out->stopped = MPILAB_SYNC_STOP_PRECISE;
+        else if (now - first_end >= o->budget)
+            out->stopped = MPILAB_SYNC_STOP_BUDGET;
+        else if (taken == 0)
+            out->stopped = MPILAB_SYNC_STOP_NO_GAIN;
+        else if (a == MPILAB_SYNC_ATTEMPTS)
+            out->stopped = MPILAB_SYNC_STOP_ATTEMPTS;
+        else
+            continue;
+        break;
     }
     out->duration = spent;
     out->t_end = prev_end;
@@ -623,6 +641,12 @@ static const char *const METHOD_NAMES[] = {"skampi", "regression", "hierarchical
 const char *mpilab_sync_method_name(mpilab_sync_method_t m)
 {
     return (size_t)m < NMETHODS ? METHOD_NAMES[m] : "skampi";
+}
+
+const char *mpilab_sync_stop_name(int stop)
+{
+    static const char *const names[] = {"precise", "budget", "no_gain", "attempts"};
+    return stop >= 0 && stop < (int)(sizeof names / sizeof names[0]) ? names[stop] : "precise";
 }
 
 mpilab_sync_method_t mpilab_sync_auto_choice(int size)

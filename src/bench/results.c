@@ -219,6 +219,8 @@ json_t *mpilab_results_clock_sync(const mpilab_clocksync_t *cs, double max_resid
                           "last_duration_s", mpilab_json_real(cs->duration), "last_attempts", cs->attempts,
                           "last_max_uncertainty_s", mpilab_json_real(cs->max_uncertainty), "last_precise",
                           cs->precise, "ranks", rk);
+    if (o)
+        json_object_set_new(o, "last_stopped", json_string(mpilab_sync_stop_name(cs->stopped)));
     if (o && cs->requested == MPILAB_SYNC_AUTO) {
         /* why auto chose the method (mpilab_sync_auto_choice) */
         char why[160];

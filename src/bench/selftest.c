@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#define NCHK 10 /* doubles per check on the wire */
+#define NCHK 11 /* doubles per check on the wire */
 
 int mpilab_selftest_clock(MPI_Comm comm, const mpilab_inject_plan_t *plan, mpilab_sync_method_t method,
                           size_t nsyncs, mpilab_clock_check_t *out, char *err, size_t errlen)
@@ -92,6 +92,7 @@ int mpilab_selftest_clock(MPI_Comm comm, const mpilab_inject_plan_t *plan, mpila
          * physical clock, so both readings then follow from raw + 1 without waiting */
         c[9] = mpilab_clock_to_global(&cs, rank, mpilab_clock_inject_apply(&mine, raw + 1.0)) -
                mpilab_clock_inject_apply(&zero, raw + 1.0 + delta - delta0);
+        c[10] = cs.stopped;
         mpilab_clocksync_free(&cs);
     }
     MPI_Gather(row, (int)(nsyncs * NCHK), MPI_DOUBLE, all, (int)(nsyncs * NCHK), MPI_DOUBLE, 0, comm);
@@ -101,7 +102,7 @@ int mpilab_selftest_clock(MPI_Comm comm, const mpilab_inject_plan_t *plan, mpila
             for (int r = 1; r < size; r++) {
                 const double *c = &all[((size_t)r * nsyncs + s) * NCHK];
                 out[k++] = (mpilab_clock_check_t){(int)s, r, c[4], c[5], c[2], c[3], c[0], c[1], (int)c[6], c[7] != 0.0,
-                                                  c[8], c[9]};
+                                                  c[8], c[9], (int)c[10]};
             }
     }
 done:

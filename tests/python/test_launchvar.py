@@ -274,6 +274,21 @@ def test_table_labels_rows_and_states_the_verdict(tmp_path: Path) -> None:
     assert "stored launches" in rows[-2]
 
 
+def test_an_interval_over_a_decade_reads_undetermined_with_its_flag(tmp_path: Path) -> None:
+    """A row whose interval spans more than a decade (or has no lower bound above 0) shows
+    "undetermined" and the flag ci_undetermined in its flags column, never the bounds."""
+    rng = random.Random(5)
+    s = _session(tmp_path, [_launch(rng, 0.03) for _ in range(8)])
+    merged = _one(s, _launch(rng, 0.03))
+    st = merged["measurements"][1]["stats"]
+    st["med_lo"], st["med_hi"] = st["median"] / 20, st["median"] * 3
+    rows = launch_table.table(merged).splitlines()
+    row = rows[2]
+    assert "undetermined" in row and "ci_undetermined" in row
+    assert f"{st['med_lo'] * 1e6 * 0.5:.4g}.." not in row
+    assert sum("ci_undetermined" in r for r in rows[1:5]) == 1
+
+
 def test_cost_line_against_a_fake_clock() -> None:
     one = launch_table.cost_line(0.62, [0.5], [0.08], None)
     assert one == ("mpilab: one launch, 0.62 s in all: 0.08 s measuring, 0.54 s starting, "

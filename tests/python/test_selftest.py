@@ -43,6 +43,26 @@ def test_clock_rows_target() -> None:
     assert not selftest.clock_rows({"checks": []}, "x")["met"]
 
 
+def test_imprecise_syncs_say_how_many_attempts_and_why_they_ended() -> None:
+    """A synchronisation that ended above 5 us is counted once (not per rank), with its
+    attempts and the reason the tool recorded; precise ones are not listed."""
+    def chk(sync: int, rank: int, precise: bool, attempts: int, stopped: str) -> dict[str, Any]:
+        return {**_check(1e-6, 2e-6), "sync": sync, "rank": rank, "precise": precise,
+                "attempts": attempts, "stopped": stopped}
+    checks = [chk(0, 1, True, 1, "precise"), chk(0, 2, True, 1, "precise"),
+              chk(1, 1, False, 2, "budget"), chk(1, 2, False, 2, "budget"),
+              chk(2, 1, False, 4, "no_gain"), chk(2, 2, False, 4, "no_gain")]
+    row = selftest.clock_rows({"method": "skampi", "checks": checks}, "none")
+    ends = row["imprecise_ends"]
+    assert ends == {"syncs": 2, "attempts": [2, 4], "stopped": {"budget": 1, "no_gain": 1}}
+    line = selftest.imprecise_line(ends)
+    assert line is not None
+    assert "2 sync(s) ended above 5 us after 2-4 attempts" in line
+    assert "the 1 s budget of the repeats spent 1" in line
+    assert "a repeat that improved no rank 1" in line
+    assert selftest.imprecise_line(selftest.imprecise_ends(checks[:2])) is None
+
+
 def test_link_rows_truth_and_former() -> None:
     res = {"truth": {"alpha": 2e-3, "beta": 80e-9, "L": 2e-3, "G": 80e-9},
            "runs": [{"hockney": {"alpha": _param(2.01e-3, 1.99e-3, 2.02e-3),

@@ -90,6 +90,10 @@ def test_compare_who_wins_where_writes_one_unit_per_criterion(tmp_path: Path) ->
     assert {t.split(" at ")[0].split()[1] for t in texts.values()} == {"GB/s"}, texts
     lat = sreport._texts({"a": [(0.9e-6, "s"), (2.0, "B")], "b": [(2e-6, "s"), (2.0, "B")]})
     assert len({t.split(" at ")[0].split()[1] for t in lat.values()}) == 1, lat
+    # message rates: 9.45 M msg/s beside 240 k msg/s is one scale too (0.240 M msg/s)
+    rate = sreport._texts({"shm": [(9.45e6, "msg/s"), (1.0, "B")],
+                           "tcp": [(2.4e5, "msg/s"), (1.0, "B")]})
+    assert rate == {"shm": "9.45 M msg/s at 1 B", "tcp": "0.240 M msg/s at 1 B"}, rate
 
     class FakeRun:
         def __init__(self, name: str) -> None:

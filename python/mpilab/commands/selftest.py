@@ -91,11 +91,45 @@ def clock_rows(data: dict[str, Any], label: str) -> dict[str, Any]:
     row["precise"] = len(precise)
     row["max_err_precise_s"] = max(perr) if perr else float("nan")
     row["retried"] = sum(1 for c in checks if int(c.get("attempts", 1)) > 1)
+    row["imprecise_ends"] = imprecise_ends(checks)
     row["met"] = (bool(n) and row["max_err_s"] <= CLOCK_ERR_TARGET_S
                   and inside >= CLOCK_INSIDE_TARGET * n)
     row["met_flagged"] = (bool(precise) and row["max_err_precise_s"] <= CLOCK_ERR_TARGET_S
                           and inside >= CLOCK_INSIDE_TARGET * n)
     return row
+
+
+def imprecise_ends(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per synchronisation that ended imprecise (counted once, not per rank): how many, their
+    attempts, and why each made no further attempt (the tool's `stopped`: budget, no_gain,
+    attempts)."""
+    syncs: dict[Any, dict[str, Any]] = {}
+    for c in checks:
+        if not c.get("precise", True):
+            syncs.setdefault(c.get("sync"), c)
+    stops: dict[str, int] = {}
+    for c in syncs.values():
+        why = str(c.get("stopped", "unknown"))
+        stops[why] = stops.get(why, 0) + 1
+    attempts = sorted(int(c.get("attempts", 1)) for c in syncs.values())
+    return {"syncs": len(syncs), "attempts": attempts, "stopped": stops}
+
+
+def imprecise_line(ends: dict[str, Any]) -> str | None:
+    """One line under a clock row: the imprecise synchronisations, their attempts and why
+    they ended; None when every synchronisation reached the target."""
+    if not ends["syncs"]:
+        return None
+    a = ends["attempts"]
+    why = ", ".join(f"{STOP_TEXT.get(k, k)} {n}" for k, n in sorted(ends["stopped"].items()))
+    return (f"  {ends['syncs']} sync(s) ended above 5 us after {a[0]}-{a[-1]} attempts; "
+            f"ended by: {why}")
+
+
+#: why a synchronisation made no further attempt (mpilab_sync_stop_name)
+STOP_TEXT = {"budget": "the 1 s budget of the repeats spent",
+             "no_gain": "a repeat that improved no rank",
+             "attempts": "6 attempts made", "unknown": "not recorded"}
 
 
 def _verdict(row: dict[str, Any]) -> str:
@@ -577,6 +611,9 @@ def _run(args: argparse.Namespace) -> int:
                       f"{_fmt_t(row['median_unc_s']):>11} {row['precise']:>4}/{row['n']:<4} "
                       f"{_fmt_t(row['max_err_precise_s']):>16}  "
                       f"{_verdict(row)}")
+                line = imprecise_line(row["imprecise_ends"])
+                if line:
+                    print(line)
         _tool_run(lr.command(1) + [tool, "fit", "--trials", str(args.trials), "--out", str(out)],
                   timeout=600, env=lr.env(1))
         fit = _load(out)

@@ -212,6 +212,9 @@ def axis_scale(values: list[float], unit: str) -> tuple[float, str]:
         return scale, name
     if unit == "B/s":
         return (1e9, "GB/s") if mid >= 1e10 else (1e6, "MB/s")
+    if unit == "msg/s":
+        return next(((k, f"{pre} msg/s") for k, pre in ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+                     if mid >= k), (1.0, "msg/s"))
     if unit == "fraction":
         return 0.01, "%"
     if unit == "B":

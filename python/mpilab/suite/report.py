@@ -252,8 +252,12 @@ class Criterion:
 
 # what a criterion shows for one run: its estimate, and "VALUE at WHERE" as (number, unit)
 # pairs; _best writes each position of every run in one unit (axis_scale over the runs), so
-# one column never mixes MB/s with GB/s or us with ms
+# one column never mixes MB/s with GB/s, us with ms or M msg/s with k msg/s
 Shown = tuple[Estimate, list[tuple[float | None, str]]]
+
+
+#: the units written in one scale per column (units.axis_scale)
+SCALED = ("s", "B/s", "msg/s")
 
 
 def _texts(shown: dict[str, list[tuple[float | None, str]]]) -> dict[str, str]:
@@ -266,11 +270,11 @@ def _texts(shown: dict[str, list[tuple[float | None, str]]]) -> dict[str, str]:
         unit_set = {u for _, u in cells.values()}
         unit = next(iter(unit_set)) if len(unit_set) == 1 else None
         out = {}
-        if unit in ("s", "B/s"):
+        if unit in SCALED:
             scale, label = units.axis_scale([v for v, _ in cells.values() if v is not None],
                                             unit)
         for n, (v, u) in cells.items():
-            if unit in ("s", "B/s") and v is not None and not units.impossible(v, u):
+            if unit in SCALED and v is not None and not units.impossible(v, u):
                 out[n] = f"{units.sig3(v / scale)} {label}"
             else:
                 out[n] = units.fmt_value(v, u)
