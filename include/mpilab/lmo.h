@@ -196,12 +196,14 @@ int mpilab_lmo_slowest_cpu(const mpilab_lmo_fit_t *f, double *vs_median);
  * header_bytes), none (node = -1) when that is not above the median node's by more than
  * MPILAB_LMO_NODE_STANDS_OUT of the median pair's fixed time; the slowest link is the access
  * link of the star's slowest node (link_of; link_i = link_j = -1). Otherwise t_i and
- * 1/beta_ij are the node's and the pair link's own: the node with the largest C_i + M t_i
- * and the pair with the largest L_ij + M/beta_ij (link_of = -1). Costs in seconds at M with
+ * 1/beta_ij are the node's and the pair link's own: the node with the largest C_i + M t_i,
+ * none (node = -1) when that is not above the median node's by more than
+ * MPILAB_LMO_NODE_STANDS_OUT of the median pair's time at M, and the pair with the largest
+ * L_ij + M/beta_ij (link_of = -1). Costs in seconds at M with
  * their ratio to the median of their kind (NaN when that median is not above 0). */
 typedef struct mpilab_lmo_headlines {
     int star;                   /* 1: the star view explains the pairs */
-    int node;                   /* -1: on a star, no node's processing stands out */
+    int node;                   /* -1: no node stands out */
     double node_cost, node_vs_median;
     double header_bytes;        /* on a star: h (bytes), else 0 */
     int link_of, link_i, link_j;

@@ -198,11 +198,16 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     if (table && h.star)
         fprintf(table, "slowest link: node %d's access link, a + M u = %.3f us (%.2fx the median), M = %.0f bytes\n",
                 h.link_of, h.link_cost * 1e6, h.link_vs_median, M);
-    else if (table)
+    else if (table && h.node >= 0)
         fprintf(table, "slowest node %d: C + M t = %.3f us (%.2fx the median node); slowest link %d-%d: "
                        "L + M/beta = %.3f us (%.2fx the median link), M = %.0f bytes\n",
                 h.node, h.node_cost * 1e6, h.node_vs_median, h.link_i, h.link_j, h.link_cost * 1e6,
                 h.link_vs_median, M);
+    else if (table)
+        fprintf(table, "slowest node: none stands out (C + M t: none above the median node's by more than "
+                       "%.0f%% of the median pair's time at M); slowest link %d-%d: L + M/beta = %.3f us "
+                       "(%.2fx the median link), M = %.0f bytes\n",
+                100 * MPILAB_LMO_NODE_STANDS_OUT, h.link_i, h.link_j, h.link_cost * 1e6, h.link_vs_median, M);
     if (table)
         fprintf(table, "slowest path %d-%d: one message of M bytes (nodes and link, raw) = %.3f us (%.2fx the "
                        "median path)\n", f->link[sp].i, f->link[sp].j, path_c * 1e6, path_c / path_med);
@@ -230,9 +235,12 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
         json_object_set_new(o, "cpu", json_integer(cpu));
         json_object_set_new(o, "cpu_C_s", mpilab_json_real(cpu_c));
         json_object_set_new(o, "cpu_vs_median", mpilab_json_real(cpu_ratio));
-        if (table)
+        if (table && isfinite(cpu_ratio))
             fprintf(table, "slowest at messaging: node %d: C%s = %.3f us (%.2fx the median node's)\n", cpu,
                     h.star ? " - h u" : "", cpu_c * 1e6, cpu_ratio);
+        else if (table) /* no ratio to a median of 0 */
+            fprintf(table, "slowest at messaging: node %d: C%s = %.3f us (the median node's C is 0)\n", cpu,
+                    h.star ? " - h u" : "", cpu_c * 1e6);
     }
     return o;
 }

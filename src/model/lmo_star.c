@@ -202,6 +202,14 @@ int mpilab_lmo_headlines(const mpilab_lmo_fit_t *f, mpilab_lmo_headlines_t *out)
         for (size_t i = 0; i < p; i++)
             v[i] = f->node[i].C.value + M * f->node[i].t.value;
         out->node = (int)largest(v, p, tmp, &out->node_cost, &out->node_vs_median);
+        double med_node = median_copy(v, p, tmp);
+        for (size_t q = 0; q < np; q++) { /* a pair's whole time at M */
+            double path;
+            pair_sums(f, q, &v[q], &path);
+            v[q] += M * path;
+        }
+        if (!(out->node_cost - med_node > MPILAB_LMO_NODE_STANDS_OUT * median_copy(v, np, tmp)))
+            out->node = -1; /* equal nodes (all C + M t 0 on a simulated mesh): none is slowest */
         for (size_t q = 0; q < np; q++)
             v[q] = f->link[q].L.value + M * f->link[q].inv_beta.value;
         size_t q = largest(v, np, tmp, &out->link_cost, &out->link_vs_median);

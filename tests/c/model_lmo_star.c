@@ -149,6 +149,21 @@ MPILAB_TEST(headlines_off_a_star_name_the_node_and_the_pair_link)
     CHECK(h.link_of == -1 && h.link_i == 2 && h.link_j == 3);
 }
 
+/* Off a star with equal nodes (every pair its own link, 1-3 slow, every C and t 0 as a
+ * simulated mesh gives): no node stands out, the link is 1-3. */
+MPILAB_TEST(headlines_off_a_star_with_equal_nodes_name_no_node)
+{
+    static star_case_t c;
+    const double a[4] = {10e-6, 10e-6, 10e-6, 10e-6}, z[4] = {0};
+    make_fit(&c, 4, 65536, a, z, z, pairlinks);
+    c.link[4].L.raw = c.link[4].L.value = 20e-3; /* 1-3: 20 ms + 10.5 ms against 2-3's 21 ms */
+    mpilab_lmo_headlines_t h;
+    CHECK(mpilab_lmo_headlines(&c.f, &h) == 0);
+    CHECK(h.star == 0);
+    CHECK(h.node == -1);
+    CHECK(h.link_i == 1 && h.link_j == 3);
+}
+
 /* A star whose only slow part is node 2's access link (10x the others' time per byte), the
  * MPI's 32 header bytes crossing each sender's access link in every C_i (C_i = 32 u_i, as SMPI
  * gives with no processing cost): node 2's C is 10x the median, yet no node's processor is

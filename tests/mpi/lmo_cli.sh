@@ -95,8 +95,9 @@ if sl["node_by"] == "C":
     else:
         assert "cpu" not in sl, sl
 else:
-    # the node slowest at messaging: the largest C (clamped value), with that C in the file
-    assert sl["node"] in (0, 1, 2)
+    # the node slowest at messaging: the largest C (clamped value), with that C in the file;
+    # the slowest node by C + M t only when one stands out
+    assert sl.get("node", 0) in (0, 1, 2), sl
     sc = sl["cpu"]
     assert sc == max(range(3), key=lambda i: l["nodes"][i]["C"]["value"]), sl
     assert sl["cpu_C_s"] == l["nodes"][sc]["C"]["value"], sl
