@@ -326,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_pairs is not None and args.max_pairs < args.pairs:
         raise MpilabError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     if args.time_limit is not None and args.max_pairs is None:
-        raise MpilabError("--time-limit needs --max-pairs (it stops further looks)")
+        raise MpilabError("--time-limit needs --max-pairs (it ends the looks)")
     keep = Path(args.keep) if args.keep else None
     if keep is not None:
         if keep.exists() and not keep.is_dir():
@@ -521,8 +521,8 @@ def register(sub: Any) -> None:
                         "pairs and after every --pairs more up to M, each look at alpha "
                         "0.05/looks, more pairs only while a measurement is undecided")
     p.add_argument("--time-limit", type=argtypes.seconds, metavar="T",
-                   help="with --max-pairs: no further look whose pairs would end after T "
-                        "(at the pace so far)")
+                   help="with --max-pairs: when the next look's pairs would end after T "
+                        "seconds (at the pace so far), the pairs that fit and a last look")
     p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
                    help="with --run: the most one launch may take (default 300s)")
     p.add_argument("--keep", metavar="DIR", type=argtypes.out_dir,
