@@ -123,8 +123,9 @@ def test_diff_run_alternates_and_flags_the_slowed_sizes_only(tmp_path: Path) -> 
     assert "bcast:native 16384 B, bcast:native 65536 B" in out
     merged = json.loads((tmp_path / "k1.1" / "b.json").read_text())
     assert merged["launches"]["n"] == 6
-    rc, out, order = _run(tmp_path, 1.0, 4)
+    rc, out, order = _run(tmp_path, 1.0, 4, "--html", str(tmp_path / "d.html"))
     assert rc == 0 and "SLOWER" not in out and order == ["A", "B", "B", "A"] * 2, out
+    assert "mpilab comparison" in (tmp_path / "d.html").read_text()  # the merged sides' page
 
 
 def test_diff_run_bad_commands_are_one_line(tmp_path: Path) -> None:

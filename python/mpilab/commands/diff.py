@@ -346,7 +346,7 @@ def _run(args: argparse.Namespace) -> int:
             (a, b), docs = merge_sides_docs(d, n)
             if i == len(plan):
                 break
-            _, _, rows = _evaluate(args, str(a), str(b), True, True, alpha, docs)
+            rows = _evaluate(args, str(a), str(b), True, True, alpha, docs)[2]
             fails, undecided = _states(rows, thr)
             nxt = next_look(n, plan[i], time.monotonic() - t0, args.time_limit)
             sys.stdout.write(f"mpilab diff: look {i} of {len(plan)} ({n} pairs, alpha "
@@ -369,21 +369,26 @@ def _run(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
               checked: bool, alpha: float,
-              docs: tuple[dict[str, Any], dict[str, Any]] | None = None
-              ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+              docs: tuple[dict[str, Any], dict[str, Any]] | None = None,
+              typed: bool = False) -> tuple[dict[str, Any], dict[str, Any],
+                                            list[dict[str, Any]], tuple[Any, Any] | None]:
     """Both files loaded and checked (one line on a problem), and the rows of compare_docs:
-    (provenance of A, of B, rows). docs: the two documents --run merged from launches that
-    were each validated when they ended (not read and validated again: on 30 launches a side
-    that took tens of seconds a look)."""
+    (provenance of A, of B, rows, the two typed Results or None). docs: the two documents
+    --run merged from launches that were each validated when they ended (not read and
+    validated again: on 30 launches a side that took tens of seconds a look; `typed` loads
+    them as Results all the same, for the HTML page)."""
     from mpilab import results, samples_file
 
     store = _store(args)
+    loaded = None
     if docs is not None:
         da, db = docs
         pa, pb = da.get("provenance") or {}, db.get("provenance") or {}
+        if typed:
+            loaded = (results.load(path_a), results.load(path_b))
     else:
         ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
-        pa, pb = ra.provenance, rb.provenance
+        pa, pb, loaded = ra.provenance, rb.provenance, (ra, rb)
         # the raw documents (compact files with their samples back: the tests need them)
         da = samples_file.attach(results.read_raw(path_a), path_a)
         db = samples_file.attach(results.read_raw(path_b), path_b)
@@ -401,7 +406,7 @@ def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     rows = compare_docs(da, db, paired, alpha, store, cl)
     if not rows:
         raise MpilabError(f"{path_a} and {path_b} have no measurement in common")
-    return pa, pb, rows
+    return pa, pb, rows, loaded
 
 
 def _states(rows: list[dict[str, Any]], thr: float | None
@@ -448,7 +453,8 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     if args.html:
         check_output(args.html)
     alpha = 0.05 / looks if alpha is None else alpha
-    pa, pb, rows = _evaluate(args, path_a, path_b, paired, checked, alpha, docs)
+    pa, pb, rows, loaded = _evaluate(args, path_a, path_b, paired, checked, alpha, docs,
+                                     bool(args.html))
     for p in provenance_problems(pa, pb):
         sys.stderr.write(f"mpilab diff: warning: {p}\n")
     fails, undecided = _states(rows, thr)
@@ -472,10 +478,10 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         sys.stdout.write(f"{r['op']:<10} {str(r['impl']):<24} {r['bytes']:>9} {rt:>7} {iv:>17} "
                          f"{p:>8}  {verdict}{'' if r['launch_level'] else ' (one launch)'}\n")
     if args.html:
-        from mpilab import results
         from mpilab.report import compare
 
-        ra, rb = results.load(path_a), results.load(path_b)
+        assert loaded is not None  # typed=True whenever --html is given
+        ra, rb = loaded
         page = compare.render_comparison([compare.Run("A", ra), compare.Run("B", rb)])
         atomic_write_text(args.html, page)
         sys.stdout.write(f"report: {args.html}\n")
