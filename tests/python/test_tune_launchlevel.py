@@ -123,8 +123,9 @@ def test_diff_run_alternates_and_flags_the_slowed_sizes_only(tmp_path: Path) -> 
     assert "bcast:native 16384 B, bcast:native 65536 B" in out
     merged = json.loads((tmp_path / "k1.1" / "b.json").read_text())
     assert merged["launches"]["n"] == 6
-    rc, out, order = _run(tmp_path, 1.0, 4)
+    rc, out, order = _run(tmp_path, 1.0, 4, "--html", str(tmp_path / "d.html"))
     assert rc == 0 and "SLOWER" not in out and order == ["A", "B", "B", "A"] * 2, out
+    assert "mpilab comparison" in (tmp_path / "d.html").read_text()  # the merged sides' page
 
 
 def test_diff_run_bad_commands_are_one_line(tmp_path: Path) -> None:
@@ -166,6 +167,37 @@ def test_diff_run_sequential_looks_go_on_only_while_undecided(tmp_path: Path) ->
     (tmp_path / "t").mkdir()
     rc, out, order = _run(tmp_path / "t", 1.06, 4, "--max-pairs", "12", "--time-limit", "0.001")
     assert len(order) == 8 and "would pass --time-limit" in out, out
+
+
+def test_next_look_fills_the_time_limit_then_stops() -> None:
+    from mpilab.commands.diff import next_look
+
+    assert next_look(15, 30, 40.0, None) == 30            # no limit: the planned look
+    assert next_look(15, 30, 40.0, 110.0) == 30           # 15 more at 2.7 s a pair fit
+    assert next_look(15, 30, 60.0, 110.0) == 27           # 12 fit: the last look at 27
+    assert next_look(15, 30, 108.0, 110.0) is None        # not one more pair fits
+    assert next_look(4, 8, 0.0, 0.001) == 8               # no pace measured yet
+
+
+def test_threshold_one_sided_at_alpha_false_flags_and_power() -> None:
+    """With a threshold each end of the gate's interval is a one-sided test at alpha (the
+    1 - 2 alpha interval): at a true ratio of exactly 1 + T a flag stays as rare as alpha
+    (here 0.05/3, 30 pairs whose per-pair log ratio has sd 0.11, as bcast 256 KiB's on a busy
+    machine); a 10% slowdown is flagged more often than with the two-sided interval."""
+    alpha, thr = 0.05 / 3, 1.05
+    rng = random.Random(36)
+    at = sum(c.significant and c.lo > thr
+             for c in (stats.paired_rank(*_shifted(rng, 30, thr, jitter=0.08), 1 - 2 * alpha,
+                                         alpha) for _ in range(300)))
+    assert at <= 9   # of 300: 3% (alpha 1.7%)
+    one = two = 0
+    for _ in range(100):
+        a, b = _shifted(rng, 30, 1.10, jitter=0.08)
+        c1, c2 = stats.paired_rank(a, b, 1 - 2 * alpha, alpha), stats.paired_rank(a, b, 1 - alpha,
+                                                                                   alpha)
+        one += c1.significant and c1.lo > thr
+        two += c2.significant and c2.lo > thr
+    assert one >= 35 and two <= one   # of 100 (about 44 and 35 here)
 
 
 def test_diff_run_sequential_bad_options_are_one_line(tmp_path: Path) -> None:

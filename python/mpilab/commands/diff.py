@@ -151,11 +151,13 @@ def stored_prior(store: dict[str, Any] | None, prov: dict[str, Any], m: dict[str
 
 
 def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
-                 alpha: float = 0.05, store: dict[str, Any] | None = None
-                 ) -> list[dict[str, Any]]:
+                 alpha: float = 0.05, store: dict[str, Any] | None = None,
+                 cl: float | None = None) -> list[dict[str, Any]]:
     """Per measurement both files hold: B against A on launch medians (mpilab.tune.stats:
     paired by launch k when `paired`, else unpaired), each measurement's variance shrunk
-    towards its operation's at the other sizes and the stored launch variation."""
+    towards its operation's at the other sizes and the stored launch variation. Intervals
+    at level cl (default 1 - alpha); `significant` is the two-sided test at alpha."""
+    cl = 1 - alpha if cl is None else cl
     from mpilab.pair_matrix import expand_all
     from mpilab.tune import stats
 
@@ -176,11 +178,11 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
                  if j != i and pp == pair and _gkey(o) == _gkey(m)]
         prior = stored_prior(store, db.get("provenance") or {}, m, pair)
         if pair and len(stats.pair_logs(ga, gb)[0]) >= stats.RANK_MIN:
-            c = stats.paired_rank(ga, gb, 1 - alpha, alpha)
+            c = stats.paired_rank(ga, gb, cl, alpha)
         elif pair:
-            c = stats.paired(ga, gb, 1 - alpha, alpha, group, prior)
+            c = stats.paired(ga, gb, cl, alpha, group, prior)
         else:
-            c = stats.unpaired(ga, gb, 1 - alpha, alpha, group, prior)
+            c = stats.unpaired(ga, gb, cl, alpha, group, prior)
         rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
                      "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
     return rows
@@ -260,18 +262,25 @@ def run_launches(cmd_a: list[str], cmd_b: list[str], first: int, last: int, d: P
 def merge_sides(d: Path, pairs: int) -> tuple[Path, Path]:
     """Each side's launches 1..pairs (d/a.K.json, d/b.K.json) merged (mpilab.launches.merge)
     into d/a.json and d/b.json."""
+    return merge_sides_docs(d, pairs)[0]
+
+
+def merge_sides_docs(d: Path, pairs: int
+                     ) -> tuple[tuple[Path, Path], tuple[dict[str, Any], dict[str, Any]]]:
+    """merge_sides, and the two merged documents as written."""
     from mpilab import launches
     from mpilab.fsutil import atomic_write_text
 
-    merged = []
+    merged, out = [], []
     for side in ("a", "b"):
         files = [d / f"{side}.{k}.json" for k in range(1, pairs + 1)]
         docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
-        doc = launches.merge(docs, [str(f) for f in files])
+        text = json.dumps(launches.merge(docs, [str(f) for f in files]))
         path = d / f"{side}.json"
-        atomic_write_text(path, json.dumps(doc) + "\n")
+        atomic_write_text(path, text + "\n")
         merged.append(path)
-    return merged[0], merged[1]
+        out.append(json.loads(text))  # the document exactly as the file holds it
+    return (merged[0], merged[1]), (out[0], out[1])
 
 
 def run_pairs(cmd_a: list[str], cmd_b: list[str], pairs: int, d: Path, timeout: float,
@@ -317,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_pairs is not None and args.max_pairs < args.pairs:
         raise MpilabError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     if args.time_limit is not None and args.max_pairs is None:
-        raise MpilabError("--time-limit needs --max-pairs (it stops further looks)")
+        raise MpilabError("--time-limit needs --max-pairs (it ends the looks)")
     keep = Path(args.keep) if args.keep else None
     if keep is not None:
         if keep.exists() and not keep.is_dir():
@@ -328,46 +337,62 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     plan = look_plan(args.pairs, args.max_pairs)
     alpha = 0.05 / len(plan)
-    t0, done = time.monotonic(), 0
+    t0, done, i, n = time.monotonic(), 0, 1, plan[0]
     try:
-        for i, n in enumerate(plan, 1):
+        while True:
             # a launch that fails leaves its output (named in the one line) for the user
             run_launches(cmd_a, cmd_b, done + 1, n, d, args.timeout, log)
             done = n
-            a, b = merge_sides(d, n)
+            (a, b), docs = merge_sides_docs(d, n)
             if i == len(plan):
                 break
-            _, _, rows = _evaluate(args, str(a), str(b), True, True, alpha)
+            rows = _evaluate(args, str(a), str(b), True, True, alpha, docs)[2]
             fails, undecided = _states(rows, thr)
-            spent = time.monotonic() - t0
-            need = spent / n * (plan[i] - n)  # the next look's pairs at this pace
-            over = args.time_limit is not None and spent + need > args.time_limit
+            nxt = next_look(n, plan[i], time.monotonic() - t0, args.time_limit)
             sys.stdout.write(f"mpilab diff: look {i} of {len(plan)} ({n} pairs, alpha "
                              f"{alpha:.3g}): {len(fails)} flagged, {len(undecided)} undecided"
                              + (": done\n" if not undecided else
                                 f": the next {plan[i] - n} pairs would pass --time-limit "
-                                f"{args.time_limit:g} s: done\n" if over else
-                                f": {plan[i] - n} more pairs\n"))
-            if not undecided or over:
+                                f"{args.time_limit:g} s: done\n" if nxt is None else
+                                f": {nxt - n} more pairs\n" if nxt == plan[i] else
+                                f": {nxt - n} more pairs fit in --time-limit "
+                                f"{args.time_limit:g} s: the last look\n"))
+            if not undecided or nxt is None:
                 break
+            i, n = (i + 1, nxt) if nxt == plan[i] else (len(plan), nxt)
         return _files(args, str(a), str(b), True, checked=True, alpha=alpha,
-                      pairs_note=f"{done} pairs, {len(plan)} planned look(s)")
+                      pairs_note=f"{done} pairs, {len(plan)} planned look(s)", docs=docs)
     finally:
         if keep is None:
             shutil.rmtree(d, ignore_errors=True)
 
 
 def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
-              checked: bool, alpha: float) -> tuple[Any, Any, list[dict[str, Any]]]:
-    """Both files loaded and checked (one line on a problem), and the rows of compare_docs."""
+              checked: bool, alpha: float,
+              docs: tuple[dict[str, Any], dict[str, Any]] | None = None,
+              typed: bool = False) -> tuple[dict[str, Any], dict[str, Any],
+                                            list[dict[str, Any]], tuple[Any, Any] | None]:
+    """Both files loaded and checked (one line on a problem), and the rows of compare_docs:
+    (provenance of A, of B, rows, the two typed Results or None). docs: the two documents
+    --run merged from launches that were each validated when they ended (not read and
+    validated again: on 30 launches a side that took tens of seconds a look; `typed` loads
+    them as Results all the same, for the HTML page)."""
     from mpilab import results, samples_file
 
     store = _store(args)
-    ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
-    # the raw documents (compact files with their samples back: the tests need them)
-    da = samples_file.attach(results.read_raw(path_a), path_a)
-    db = samples_file.attach(results.read_raw(path_b), path_b)
-    probs = provenance_problems(ra.provenance, rb.provenance)
+    loaded = None
+    if docs is not None:
+        da, db = docs
+        pa, pb = da.get("provenance") or {}, db.get("provenance") or {}
+        if typed:
+            loaded = (results.load(path_a), results.load(path_b))
+    else:
+        ra, rb = results.load(path_a), results.load(path_b)  # one line on a bad file
+        pa, pb, loaded = ra.provenance, rb.provenance, (ra, rb)
+        # the raw documents (compact files with their samples back: the tests need them)
+        da = samples_file.attach(results.read_raw(path_a), path_a)
+        db = samples_file.attach(results.read_raw(path_b), path_b)
+    probs = provenance_problems(pa, pb)
     if probs and not args.allow_different:
         raise MpilabError(f"{path_b} against {path_a}: {'; '.join(probs)} "
                           "(--allow-different compares them anyway)")
@@ -375,10 +400,13 @@ def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         why = pairing_problem(da, db)
         if why:
             raise MpilabError(f"{path_b} against {path_a}: {why}")
-    rows = compare_docs(da, db, paired, alpha, store)
+    # with a threshold each end of the interval is a one-sided test at alpha (flagged: ratio
+    # <= 1 + thr rejected; cleared: ratio > 1 + thr rejected, a TOST): the 1 - 2 alpha interval
+    cl = 1 - 2 * alpha if args.fail_above is not None else 1 - alpha
+    rows = compare_docs(da, db, paired, alpha, store, cl)
     if not rows:
         raise MpilabError(f"{path_a} and {path_b} have no measurement in common")
-    return ra, rb, rows
+    return pa, pb, rows, loaded
 
 
 def _states(rows: list[dict[str, Any]], thr: float | None
@@ -399,8 +427,23 @@ def _states(rows: list[dict[str, Any]], thr: float | None
     return fails, undecided
 
 
+def next_look(done: int, planned: int, spent: float, time_limit: float | None) -> int | None:
+    """The pair count of the next look of a sequential --run after `done` pairs in `spent`
+    seconds: the planned one, or when its pairs would end after time_limit at the pace so far,
+    as many as fit (that look is then the last); None when not one more pair fits. Where the
+    looks fall does not change their alpha (Bonferroni over the planned looks holds for any
+    pair counts chosen without looking at the differences)."""
+    if time_limit is None or done <= 0 or spent <= 0:
+        return planned
+    fit = int((time_limit - spent) / (spent / done))
+    if fit >= planned - done:
+        return planned
+    return done + fit if fit >= 1 else None
+
+
 def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
-           checked: bool = False, alpha: float | None = None, pairs_note: str = "") -> int:
+           checked: bool = False, alpha: float | None = None, pairs_note: str = "",
+           docs: tuple[dict[str, Any], dict[str, Any]] | None = None) -> int:
     from mpilab.fsutil import atomic_write_text, check_output
 
     thr = _threshold(args.fail_above) if args.fail_above is not None else None
@@ -410,8 +453,9 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     if args.html:
         check_output(args.html)
     alpha = 0.05 / looks if alpha is None else alpha
-    ra, rb, rows = _evaluate(args, path_a, path_b, paired, checked, alpha)
-    for p in provenance_problems(ra.provenance, rb.provenance):
+    pa, pb, rows, loaded = _evaluate(args, path_a, path_b, paired, checked, alpha, docs,
+                                     bool(args.html))
+    for p in provenance_problems(pa, pb):
         sys.stderr.write(f"mpilab diff: warning: {p}\n")
     fails, undecided = _states(rows, thr)
     mixed = []
@@ -436,6 +480,8 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     if args.html:
         from mpilab.report import compare
 
+        assert loaded is not None  # typed=True whenever --html is given
+        ra, rb = loaded
         page = compare.render_comparison([compare.Run("A", ra), compare.Run("B", rb)])
         atomic_write_text(args.html, page)
         sys.stdout.write(f"report: {args.html}\n")
@@ -481,8 +527,8 @@ def register(sub: Any) -> None:
                         "pairs and after every --pairs more up to M, each look at alpha "
                         "0.05/looks, more pairs only while a measurement is undecided")
     p.add_argument("--time-limit", type=argtypes.seconds, metavar="T",
-                   help="with --max-pairs: no further look whose pairs would end after T "
-                        "(at the pace so far)")
+                   help="with --max-pairs: when the next look's pairs would end after T "
+                        "seconds (at the pace so far), the pairs that fit and a last look")
     p.add_argument("--timeout", type=argtypes.seconds, default=300.0,
                    help="with --run: the most one launch may take (default 300s)")
     p.add_argument("--keep", metavar="DIR", type=argtypes.out_dir,
