@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, write_json
+from mpilab.launches import os_interval
 from mpilab.testbed import faults, net
 
 OSU = "/work/peers/osu74/c/mpi/pt2pt/standard"
@@ -222,12 +223,20 @@ def main() -> int:
         print(f"{len(runs)} run(s), hogs {hogs}: {sum(r['ok'] for r in runs)} ok (exit 0, "
               "every size printed, fault applied)")
     else:
+        doc["medians"] = {}
         for name in ("osu_latency", "osu_bw"):
             s = [p["pathmig_slower"] for p in doc["pairs"] if p["program"] == name]
             if s:
+                # distribution-free 95% interval of the median pair (order statistics)
+                ci = os_interval(s, 0.95)
+                doc["medians"][name] = {"pairs": len(s), "median": statistics.median(s),
+                                        "ci95": list(ci) if ci else None}
                 print(f"{name}: pathmig slower than TCP by {100 * statistics.median(s):+.2f}% "
                       f"(median of {len(s)} pairs; range {100 * min(s):+.2f} to "
-                      f"{100 * max(s):+.2f}%)")
+                      f"{100 * max(s):+.2f}%; 95% interval of the median "
+                      + (f"{100 * ci[0]:+.2f} to {100 * ci[1]:+.2f}%)" if ci else
+                         "none: too few pairs)"))
+        write_json(a.out, doc)
     return 0
 
 

@@ -334,4 +334,74 @@ MPILAB_TEST(recovery)
     CHECK(mpilab_pm_recovery(&none, &first, IV, -1, &back) == 0 && back == 0);
 }
 
+/* A rail that went idle is not a dead one. Recorded by both agents of a no-fault run beside
+ * two busy loops (docs/pathmig-measured.md, "Every core busy"): the job's connections, and
+ * with them the backup subflows on rail 1, closed at 38139.705-38139.832 (monotonic s);
+ * rail 1 then carried only the agents' slow probes (every 100 ms, limit 500 ms), answered
+ * until 38140.6809 (the decider's last reply; the follower heard the decider's last probe at
+ * 38140.6799); rail 0 answered all along; neither agent woke late (0 late wake-ups); at
+ * 38141.1802 the follower, at 38141.1865 the decider judged rail 1 dead ("no probe reply for
+ * 500 ms") with no subflow on it. Replayed at the agent's looks (every 50 ms, the state
+ * machines' tick, and the two recorded moments): with nothing on the path it is never
+ * dead, only QUIET once silent past its timeout; the same silence on a path that carries a
+ * subflow (an armed alternate) is still judged dead, at the same moment. */
+static mpilab_pm_verdict_kind replay_idle(double since, double end, int idle, double *when)
+{
+    mpilab_pm_verdict_kind worst = MPILAB_PM_V_ALIVE;
+    *when = -1;
+    for (double now = since + 0.050;; now += 0.050) {
+        if (now > end)
+            now = end;
+        mpilab_pm_evidence ev = {.now = now, .since = since, .awake_since = 38000.2,
+                                 .limit = 10 * LIMIT, .interval = IV,
+                                 .freshest = now - 0.003, /* rail 0's latest reply */
+                                 .idle = idle};
+        mpilab_pm_verdict v;
+        mpilab_pm_judge(&ev, &v);
+        if (v.kind == MPILAB_PM_V_DEAD || v.kind == MPILAB_PM_V_QUIET) {
+            if (worst != v.kind)
+                *when = now;
+            worst = v.kind;
+            CHECK(v.kind != MPILAB_PM_V_QUIET || strstr(v.why, "no subflow") != NULL);
+        } else
+            CHECK(v.kind == MPILAB_PM_V_ALIVE); /* another rail answered: no waiting */
+        if (now >= end)
+            return worst;
+    }
+}
+
+MPILAB_TEST(idle_rail_after_job_end)
+{
+    double when;
+    /* the decider (s0n0) and the follower (s1n0), as recorded: quiet, never dead */
+    CHECK(replay_idle(38140.6809, 38141.1865, 1, &when) == MPILAB_PM_V_QUIET);
+    CHECK(when > 38141.1808 && when < 38141.1866);
+    CHECK(replay_idle(38140.6799, 38141.1802, 1, &when) == MPILAB_PM_V_QUIET);
+    /* a longer silence of the idle rail (5 s): still only quiet */
+    CHECK(replay_idle(38140.6809, 38145.6809, 1, &when) == MPILAB_PM_V_QUIET);
+    /* the same silence on a path with an armed alternate on it: dead past the timeout */
+    CHECK(replay_idle(38140.6809, 38141.1865, 0, &when) == MPILAB_PM_V_DEAD);
+    CHECK(when > 38141.1808 && when < 38141.1866);
+    /* a connection closing: its primary subflow's last proof at 50.000, the connection
+     * closed at 50.020 (nothing left on the path), silent since: quiet, never dead, with
+     * the fast limit of a path in use or the slow one of an idle path */
+    mpilab_pm_evidence ev = {.now = 50.7, .since = 50.0, .awake_since = 1, .limit = LIMIT,
+                             .interval = IV, .freshest = 50.69, .idle = 1};
+    mpilab_pm_verdict v;
+    mpilab_pm_judge(&ev, &v);
+    CHECK(v.kind == MPILAB_PM_V_QUIET && v.recheck > 50.7);
+    ev.limit = 10 * LIMIT;
+    mpilab_pm_judge(&ev, &v);
+    CHECK(v.kind == MPILAB_PM_V_QUIET);
+    /* quiet is judged only where dead would be: not while every rail is silent (a stall
+     * of this machine or the peer), nor while the agent itself was late */
+    ev.freshest = 49.9;
+    mpilab_pm_judge(&ev, &v);
+    CHECK(v.kind == MPILAB_PM_V_WAIT);
+    ev.freshest = 50.69;
+    ev.awake_since = 50.6;
+    mpilab_pm_judge(&ev, &v);
+    CHECK(v.kind == MPILAB_PM_V_ASLEEP);
+}
+
 MPILAB_TEST_MAIN()
