@@ -55,7 +55,7 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.launches import t_quantile
+from mpilab.tdist import t_quantile
 
 STORE_FILE = "launch-variation.json"
 FORMAT = "mpilab.launch-variation/1"
