@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mpilab import argtypes, launch, units
 from mpilab.errors import MpilabError
@@ -616,30 +617,32 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
     from mpilab import launch_table, launches  # imported while the first launch ran
 
     # a failed series: the launches completed go under the partial name, nothing at OUT
-    target = out if status == 0 else partial_name(out)
-    merged = None
-    if docs:
-        repeat = 1 if args.launches is None else planned
-        variation = session.variation(docs, repeat, eps_asked) \
-            if isinstance(session, launchvar.Session) else None
-        merged = launches.merge(docs, files if args.launches is not None else [],
-                                planned, variation)
-        merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
-        if variation is not None:
-            stored, since = session.stored()  # type: ignore[union-attr]
-            merged["launches"]["variation"] = {
-                "store": str(session.path), "context": session.ctx.key(),  # type: ignore
-                "launches_stored": stored, "since": since, "cl": 0.95,
-                "repeat_launches": repeat, "bootstrap": bootstrap is not None}
-        if status != 0:
-            merged["partial"] = True
-            merged.setdefault("partial_reason", "a launch failed; the series stopped there")
-        atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
-    if isinstance(session, launchvar.Session) and docs and status == 0:
-        prov = docs[0].get("provenance") or {}
-        warn = session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
-        if warn:
-            sys.stderr.write(warn + "\n")
+    # the store's record (its write and fsync) runs beside the merge and the results file's
+    recorded = _record_beside(session, docs) if isinstance(session, launchvar.Session) \
+        and docs and status == 0 else None
+    try:
+        target = out if status == 0 else partial_name(out)
+        merged = None
+        if docs:
+            repeat = 1 if args.launches is None else planned
+            variation = session.variation(docs, repeat, eps_asked) \
+                if isinstance(session, launchvar.Session) else None
+            merged = launches.merge(docs, files if args.launches is not None else [],
+                                    planned, variation)
+            merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
+            if variation is not None:
+                stored, since = session.stored()  # type: ignore[union-attr]
+                merged["launches"]["variation"] = {
+                    "store": str(session.path), "context": session.ctx.key(),  # type: ignore
+                    "launches_stored": stored, "since": since, "cl": 0.95,
+                    "repeat_launches": repeat, "bootstrap": bootstrap is not None}
+            if status != 0:
+                merged["partial"] = True
+                merged.setdefault("partial_reason", "a launch failed; the series stopped there")
+            atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
+    finally:
+        if recorded is not None:
+            recorded()
     if status != 0:
         if docs:
             sys.stderr.write(f"mpilab: {len(docs)} of {planned} launches merged into "
@@ -658,6 +661,34 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
         sys.stderr.write(launch_table.cost_line(time.monotonic() - t_start, walls, measuring,
                                                 bootstrap) + "\n")
     return 0
+
+
+def _record_beside(session: Any, docs: list[dict[str, Any]]) -> Callable[[], None]:
+    """Start adding the launches to the launch-variation store in a thread; returns the
+    join, which writes its one-line warning (the store not written) or raises its error."""
+    import threading
+
+    prov = docs[0].get("provenance") or {}
+    got: list[str | None | BaseException] = []
+
+    def work() -> None:
+        try:
+            got.append(session.record(docs, prov.get("mpi"), str(prov.get("date") or "")))
+        except BaseException as e:  # noqa: BLE001 (raised again by the join)
+            got.append(e)
+
+    t = threading.Thread(target=work, name="mpilab-store-record")
+    t.start()
+
+    def join() -> None:
+        t.join()
+        r = got[0] if got else None
+        if isinstance(r, BaseException):
+            raise r
+        if r:
+            sys.stderr.write(r + "\n")
+
+    return join
 
 
 def _launches_count(text: str) -> int:
