@@ -82,6 +82,12 @@ def verdict(doc: dict[str, Any]) -> tuple[int, int]:
     return v["at_eps"] + v["at_limit"], v["n"]
 
 
+def not_converged(doc: dict[str, Any]) -> list[str]:
+    """The rows not converged: operation, bytes and their flags (why)."""
+    return [f"{m.get('op')}@{m.get('bytes')}:{'+'.join(m.get('flags') or [])}"
+            for m in doc.get("measurements", []) if not (m.get("stats") or {}).get("converged")]
+
+
 def imb_values(text: str) -> dict[int, float]:
     out = {}
     for line in text.splitlines():
@@ -177,8 +183,12 @@ def summarize_p2p(t: str, r: dict[str, Any]) -> dict[str, Any]:
         i = statistics.median(v[b] for v in r["peer_values"]["imb"] if b in v)
         o = statistics.median(v[b] for v in r["peer_values"]["osu"] if b in v)
         print(f"   {b:>8} {m:10.3f} {i:9.3f} {o:9.3f}")
+    why = [not_converged(d) for d in r["docs"]]
+    for k, rows in enumerate(why):
+        if rows:
+            print(f"   round {k + 1} not converged: {', '.join(rows)}")
     return {"wall_median_s": w, "converged": conv, "coverage": cover,
-            "first_wall_s": r["first_wall_s"]}
+            "first_wall_s": r["first_wall_s"], "not_converged": why}
 
 
 def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -199,6 +209,8 @@ def coll_rounds(a: argparse.Namespace, work: Path) -> dict[str, Any]:
         w, d = default_run(env, work / f"coll-{r}.json", 4, ops, sizes)
         walls["mpilab"].append(w)
         conv.append(verdict(d))
+        if r >= 0 and not_converged(d):
+            print(f"[coll] round {r + 1} not converged: {', '.join(not_converged(d))}")
         w, _ = timed(peer_mpirun(4) + [a.imb, *[v[0] for v in COLLS.values()], "-msglen",
                                        str(msglen), "-npmin", "4"], env)
         walls["imb"].append(w)

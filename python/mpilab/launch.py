@@ -162,9 +162,60 @@ def program_mpi_of(program: list[str]) -> str:
         return "openmpi"
 
 
+PROBES_FILE = "mpi-probes.json"  # in mpilab.tools.data_dir(): what readelf and --version said
+_PROBES_MAX = 256                # entries kept (files rebuilt or replaced leave old ones)
+
+
+def _probes_path() -> str:
+    from mpilab.tools import data_dir
+
+    return str(data_dir() / PROBES_FILE)
+
+
+def _read_probes() -> dict[str, str]:
+    """The remembered probes ({} when there are none or the file is not one)."""
+    try:
+        with open(_probes_path(), "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: v for k, v in doc.items() if v in ("openmpi", "mpich")}
+
+
+def _probed(kind: str, ident: tuple[str, int, int, int],
+            probe: functools.partial[str | None]) -> str | None:
+    """What probe() says of the file with this identity, remembered across runs in the data
+    folder (keyed by path, inode, size and modification time: a rebuilt or replaced file is
+    probed again); the folder or file not writable: probed every run."""
+    if ident[1] < 0:
+        return probe()
+    key = json.dumps([kind, *ident])
+    known = _read_probes()
+    if key in known:
+        return known[key]
+    got = probe()
+    if got is None:  # not an MPI file, or the launcher did not answer: nothing to remember
+        return got
+    known[key] = got
+    try:
+        from mpilab.fsutil import atomic_write_text
+
+        path = _probes_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic_write_text(path, json.dumps(dict(list(known.items())[-_PROBES_MAX:])) + "\n")
+    except (OSError, MpilabError):
+        pass
+    return got
+
+
 @functools.lru_cache(maxsize=64)
 def _program_mpi(ident: tuple[str, int, int, int]) -> str | None:
-    path = ident[0]
+    return _probed("program", ident, functools.partial(_program_mpi_read, ident[0]))
+
+
+def _program_mpi_read(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
@@ -197,7 +248,10 @@ def _launcher_mpi(exe: str) -> str | None:
 
 @functools.lru_cache(maxsize=64)
 def _launcher_mpi_of(ident: tuple[str, int, int, int]) -> str | None:
-    exe = ident[0]
+    return _probed("launcher", ident, functools.partial(_launcher_mpi_ask, ident[0]))
+
+
+def _launcher_mpi_ask(exe: str) -> str | None:
     try:
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
                            check=False, stdin=subprocess.DEVNULL)

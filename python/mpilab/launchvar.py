@@ -42,9 +42,7 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
-import socket
 import stat
 import statistics
 from collections.abc import Iterable, Iterator
@@ -55,7 +53,8 @@ from typing import Any
 
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
-from mpilab.launches import t_quantile
+from mpilab.tdist import t_quantile
+from mpilab.tools import data_dir
 
 STORE_FILE = "launch-variation.json"
 FORMAT = "mpilab.launch-variation/1"
@@ -82,16 +81,6 @@ _KEY_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "bytes", "bytes_
 _GROUP_FIELDS = ("op", "impl", "timing", "isolation", "schedule", "root", "ranks")
 
 
-def data_dir() -> Path:
-    """Where mpilab keeps what it learns about a machine: $MPILAB_DATA_DIR, else
-    $XDG_DATA_HOME/mpilab, else ~/.local/share/mpilab."""
-    d = os.environ.get("MPILAB_DATA_DIR")
-    if d:
-        return Path(d)
-    x = os.environ.get("XDG_DATA_HOME")
-    return Path(x) / "mpilab" if x else Path.home() / ".local" / "share" / "mpilab"
-
-
 def default_store() -> Path:
     return data_dir() / STORE_FILE
 
@@ -104,13 +93,16 @@ def _cpu_model() -> str:
                     return line.partition(":")[2].strip()
     except OSError:
         pass
+    import platform
+
     return platform.processor() or "unknown"
 
 
 def machine() -> dict[str, Any]:
     """What identifies the machine a launch level belongs to."""
-    return {"host": socket.gethostname(), "cpu": _cpu_model(), "cpus": os.cpu_count() or 0,
-            "kernel": platform.release()}
+    u = os.uname()  # socket.gethostname() and platform.release(), without their imports
+    return {"host": u.nodename, "cpu": _cpu_model(), "cpus": os.cpu_count() or 0,
+            "kernel": u.release}
 
 
 def runner_settings(runner_args: list[str]) -> list[str]:

@@ -51,6 +51,16 @@ def find_tool(name: str) -> str:
     raise MpilabError(f"{name}: tool not found (build it with 'make build' or set MPILAB_BIN)")
 
 
+def data_dir() -> Path:
+    """Where mpilab keeps what it learns about a machine: $MPILAB_DATA_DIR, else
+    $XDG_DATA_HOME/mpilab, else ~/.local/share/mpilab."""
+    d = os.environ.get("MPILAB_DATA_DIR")
+    if d:
+        return Path(d)
+    x = os.environ.get("XDG_DATA_HOME")
+    return Path(x) / "mpilab" if x else Path.home() / ".local" / "share" / "mpilab"
+
+
 def mpi_env() -> dict[str, str]:
     """Environment for launching Open MPI jobs (also as root)."""
     env = dict(os.environ)

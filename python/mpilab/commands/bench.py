@@ -13,8 +13,10 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mpilab import argtypes, launch, units
 from mpilab.errors import MpilabError
@@ -132,9 +134,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def to_history(args: argparse.Namespace, out: str | None) -> None:
     """--history / $MPILAB_HISTORY: add the results file to the history (docs/history.md)."""
-    from mpilab.commands.history import after_run
+    from mpilab.history_option import history_target
 
-    if out is not None:
+    if out is not None and history_target(getattr(args, "history", None)) is not None:
+        from mpilab.commands.history import after_run
+
         after_run(args, [out])
 
 
@@ -225,33 +229,70 @@ def _run_sim(args: argparse.Namespace, runner_args: list[str], out: str | None) 
     return status
 
 
-def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False,
-            discard_stdout: bool = False) -> int:
-    """One launch of the runner; its shell-style exit status (failures named on stderr).
-    quiet_stdout: the runner's stdout (its table) goes to stderr, keeping stdout for a
-    document (--out -)."""
+@dataclass
+class Started:
+    """A launch of the runner: its process once started (None: a testbed job, started and
+    supervised by _finish under the testbed's job control), its Job, and where its
+    stdout goes."""
+    proc: subprocess.Popen[bytes] | None
+    job: Job
+    sink: int | object | None
+
+
+def _start(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False,
+           discard_stdout: bool = False) -> Started:
+    """Start one launch of the runner and return at once (a testbed job starts in
+    _finish). quiet_stdout: the runner's stdout (its table) goes to stderr, keeping stdout
+    for a document (--out -)."""
     j = runner_job(args.np, DEFAULT_NP, runner_args, args.launcher, args.launcher_arg,
                    args.testbed, args.mptcp)
+    sink = subprocess.DEVNULL if discard_stdout else sys.stderr if quiet_stdout else None
     if args.testbed is not None:
+        return Started(None, j, sink)
+    return Started(subprocess.Popen(j.cmd, env=j.env, stdout=sink), j, sink)
+
+
+def _stop(started: Started) -> None:
+    """End a started launch (interrupted, or the work beside it failed): SIGINT, then
+    SIGKILL after 10 s."""
+    proc = started.proc
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _beside(started: Started, work: Callable[[], None]) -> None:
+    """Run work while the launch runs; the launch is ended when work fails or is
+    interrupted."""
+    try:
+        work()
+    except BaseException:
+        _stop(started)
+        raise
+
+
+def _finish(args: argparse.Namespace, started: Started) -> int:
+    """Wait for a started launch; its shell-style exit status (failures named on stderr)."""
+    if started.proc is None:
         # inside the testbed: the testbed's job control (time limit, signals end the whole
         # job in the node namespaces; docs/testbed.md); its status is already shell-style
         from mpilab.testbed import jobctl
 
+        assert args.testbed is not None
+        j = started.job
         tag = jobctl.new_tag(args.testbed)
         proc, cg = jobctl.start(j.cmd, tag, j.env, stdin=subprocess.DEVNULL)
         status = jobctl.supervise(proc, tag, jobctl.default_timeout(), None, cg=cg)
     else:
-        sink = subprocess.DEVNULL if discard_stdout else sys.stderr if quiet_stdout else None
-        proc = subprocess.Popen(j.cmd, env=j.env, stdout=sink)
         try:
-            status = exit_status(proc.wait())
+            status = exit_status(started.proc.wait())
         except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(started)
             raise
     if status != 0:
         named = status == 2 or (args.testbed is not None and (status in (124, 125)
@@ -259,6 +300,12 @@ def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool
         if not named:  # bad input (2) and job control's endings were named in one line
             sys.stderr.write(f"mpilab: {RUNNER} exited with status {status}\n")
     return status
+
+
+def _launch(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool = False,
+            discard_stdout: bool = False) -> int:
+    """One launch of the runner, waited for; its shell-style exit status."""
+    return _finish(args, _start(args, runner_args, quiet_stdout, discard_stdout))
 
 
 def _launch_to_stdout(args: argparse.Namespace, runner_args: list[str]) -> int:
@@ -427,9 +474,8 @@ def _run_launches(args: argparse.Namespace, runner_args: list[str], out: str | N
 
 
 def _variation_session(args: argparse.Namespace, runner_args: list[str]) -> object | None:
-    """The store's view of this run's context, after the note on what the machine allows
-    (None without a store)."""
-    from mpilab import launch_table, launchvar
+    """The store's view of this run's context (None without a store)."""
+    from mpilab import launchvar
 
     path = variation_store(args)
     if path is None:
@@ -438,15 +484,37 @@ def _variation_session(args: argparse.Namespace, runner_args: list[str]) -> obje
                    args.testbed, args.mptcp)
     prog = find_tool(RUNNER)
     cut = j.cmd.index(prog) if prog in j.cmd else len(j.cmd)
-    session = launchvar.Session(path, launchvar.context(j.cmd[:cut], j.env, runner_args, j.np))
-    if not args.quiet_launches:
-        stored, since = session.stored()
-        limits = session.limits(_ops_named(runner_args), _sizes_named(runner_args))
-        note = launch_table.limits_note(limits, _eps_asked(runner_args), stored, since,
-                                        (session.entry or {}).get("mpi"), session.far_off())
-        if note:
-            sys.stderr.write(note + "\n")
-    return session
+    return launchvar.Session(path, launchvar.context(j.cmd[:cut], j.env, runner_args, j.np))
+
+
+def _limits_note(args: argparse.Namespace, session: object | None,
+                 runner_args: list[str]) -> None:
+    """The note on what the machine allows (stderr, one line; nothing without a store or
+    with --quiet-launches)."""
+    from mpilab import launch_table, launchvar
+
+    if not isinstance(session, launchvar.Session) or args.quiet_launches:
+        return
+    stored, since = session.stored()
+    limits = session.limits(_ops_named(runner_args), _sizes_named(runner_args))
+    note = launch_table.limits_note(limits, _eps_asked(runner_args), stored, since,
+                                    (session.entry or {}).get("mpi"), session.far_off())
+    if note:
+        sys.stderr.write(note + "\n")
+        sys.stderr.flush()
+
+
+def _analysis_setup(args: argparse.Namespace, session: object | None,
+                    runner_args: list[str]) -> None:
+    """What the analysis needs before the first launch ends, done while it runs: the note
+    on the machine's limits, and the modules that merge, print and record the launches."""
+    _limits_note(args, session, runner_args)
+    from mpilab import launch_table, launches  # noqa: F401
+    from mpilab.history_option import history_target
+
+    if history_target(getattr(args, "history", None)) is not None:
+        import mpilab.commands.history  # noqa: F401
+        import mpilab.history.db  # noqa: F401
 
 
 def _runner_value(runner_args: list[str], name: str) -> str | None:
@@ -486,11 +554,13 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
     import json
     import time
 
-    from mpilab import launch_table, launches, launchvar
+    from mpilab import launchvar
     from mpilab.fsutil import atomic_write_text, partial_name
 
     t_start = getattr(args, "t_start", None) or time.monotonic()
     session = _variation_session(args, runner_args)  # checked before any launch starts
+    if args.testbed is not None:  # a testbed job starts under job control: note first
+        _limits_note(args, session, runner_args)
     files: list[str] = []
     docs: list[dict] = []  # type: ignore[type-arg]
     walls: list[float] = []
@@ -511,8 +581,12 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
         if not args.quiet_launches and planned > 1:
             sys.stderr.write(f"mpilab: launch {k} of {planned} -> {f}\n")
         t0 = time.monotonic()
-        status = _launch(args, base_args + ["--out", f], quiet_stdout=not table,
+        started = _start(args, base_args + ["--out", f], quiet_stdout=not table,
                          discard_stdout=True)
+        if k == 1 and args.testbed is None:
+            # the job starts first; Python's own setup runs beside it
+            _beside(started, lambda: _analysis_setup(args, session, runner_args))
+        status = _finish(args, started)
         walls.append(time.monotonic() - t0)
         # a failed launch leaves its measurements under the partial name (mpilab-bench)
         got = f if Path(f).is_file() else partial_name(f) if status != 0 else None
@@ -540,31 +614,35 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
                                      f"{', '.join(unknown)} is not yet known in this setting: "
                                      f"{planned - 1} more launches now, once (later runs make "
                                      "one launch)\n")
+    from mpilab import launch_table, launches  # imported while the first launch ran
+
     # a failed series: the launches completed go under the partial name, nothing at OUT
-    target = out if status == 0 else partial_name(out)
-    merged = None
-    if docs:
-        repeat = 1 if args.launches is None else planned
-        variation = session.variation(docs, repeat, eps_asked) \
-            if isinstance(session, launchvar.Session) else None
-        merged = launches.merge(docs, files if args.launches is not None else [],
-                                planned, variation)
-        merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
-        if variation is not None:
-            stored, since = session.stored()  # type: ignore[union-attr]
-            merged["launches"]["variation"] = {
-                "store": str(session.path), "context": session.ctx.key(),  # type: ignore
-                "launches_stored": stored, "since": since, "cl": 0.95,
-                "repeat_launches": repeat, "bootstrap": bootstrap is not None}
-        if status != 0:
-            merged["partial"] = True
-            merged.setdefault("partial_reason", "a launch failed; the series stopped there")
-        atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
-    if isinstance(session, launchvar.Session) and docs and status == 0:
-        prov = docs[0].get("provenance") or {}
-        warn = session.record(docs, prov.get("mpi"), str(prov.get("date") or ""))
-        if warn:
-            sys.stderr.write(warn + "\n")
+    # the store's record (its write and fsync) runs beside the merge and the results file's
+    recorded = _record_beside(session, docs) if isinstance(session, launchvar.Session) \
+        and docs and status == 0 else None
+    try:
+        target = out if status == 0 else partial_name(out)
+        merged = None
+        if docs:
+            repeat = 1 if args.launches is None else planned
+            variation = session.variation(docs, repeat, eps_asked) \
+                if isinstance(session, launchvar.Session) else None
+            merged = launches.merge(docs, files if args.launches is not None else [],
+                                    planned, variation)
+            merged["launches"]["cost"] = launches.cost(docs, walls[:len(docs)])
+            if variation is not None:
+                stored, since = session.stored()  # type: ignore[union-attr]
+                merged["launches"]["variation"] = {
+                    "store": str(session.path), "context": session.ctx.key(),  # type: ignore
+                    "launches_stored": stored, "since": since, "cl": 0.95,
+                    "repeat_launches": repeat, "bootstrap": bootstrap is not None}
+            if status != 0:
+                merged["partial"] = True
+                merged.setdefault("partial_reason", "a launch failed; the series stopped there")
+            atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
+    finally:
+        if recorded is not None:
+            recorded()
     if status != 0:
         if docs:
             sys.stderr.write(f"mpilab: {len(docs)} of {planned} launches merged into "
@@ -583,6 +661,34 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
         sys.stderr.write(launch_table.cost_line(time.monotonic() - t_start, walls, measuring,
                                                 bootstrap) + "\n")
     return 0
+
+
+def _record_beside(session: Any, docs: list[dict[str, Any]]) -> Callable[[], None]:
+    """Start adding the launches to the launch-variation store in a thread; returns the
+    join, which writes its one-line warning (the store not written) or raises its error."""
+    import threading
+
+    prov = docs[0].get("provenance") or {}
+    got: list[str | None | BaseException] = []
+
+    def work() -> None:
+        try:
+            got.append(session.record(docs, prov.get("mpi"), str(prov.get("date") or "")))
+        except BaseException as e:  # noqa: BLE001 (raised again by the join)
+            got.append(e)
+
+    t = threading.Thread(target=work, name="mpilab-store-record")
+    t.start()
+
+    def join() -> None:
+        t.join()
+        r = got[0] if got else None
+        if isinstance(r, BaseException):
+            raise r
+        if r:
+            sys.stderr.write(r + "\n")
+
+    return join
 
 
 def _launches_count(text: str) -> int:
@@ -610,7 +716,7 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
 
 
 def add_history_option(p: argparse.ArgumentParser) -> None:
-    from mpilab.commands.history import add_option
+    from mpilab.history_option import add_option
 
     add_option(p)
 

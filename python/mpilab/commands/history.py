@@ -11,7 +11,6 @@ check                 exit 1 when the newest run is significantly worse than the
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -19,10 +18,9 @@ from typing import Any
 
 from mpilab import argtypes
 from mpilab.errors import MpilabError
-
-#: the environment variable that makes `bench`, `survey` and `compare` add their results ("1": the
-#: default history; anything else: that path)
-ENV = "MPILAB_HISTORY"
+from mpilab.history_option import ENV as ENV  # the option lives apart; named here too
+from mpilab.history_option import add_option as add_option
+from mpilab.history_option import history_target
 
 
 def _db_path(args: Any) -> Path:
@@ -74,14 +72,6 @@ def add_after(results_file: str, where: str | None) -> None:
         sys.stderr.write(f"mpilab: history not updated: {e}\n")
 
 
-def add_option(p: Any) -> None:
-    """--history [DB] of a command that writes results files (bench, survey, compare)."""
-    p.add_argument("--history", nargs="?", const="1", metavar="DB",
-                   help="add the results to the history (mpilab history; default database "
-                        "$MPILAB_DATA_DIR/history.sqlite, or DB); also when $MPILAB_HISTORY is "
-                        "set (1: the default database, else its path)")
-
-
 def after_run(args: Any, files: list[str]) -> None:
     """--history / $MPILAB_HISTORY: add the results files a command just wrote, in order;
     nothing when neither asks."""
@@ -91,14 +81,6 @@ def after_run(args: Any, files: list[str]) -> None:
     for f in files:
         if Path(f).is_file():
             add_after(f, where)
-
-
-def history_target(flag: str | None) -> str | None:
-    """Where `bench`, `survey` and `compare` add their results: --history [PATH], else
-    $MPILAB_HISTORY, else nowhere."""
-    if flag is not None:
-        return flag
-    return os.environ.get(ENV) or None
 
 
 def _list(args: Any) -> int:
