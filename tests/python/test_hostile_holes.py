@@ -1,0 +1,66 @@
+"""Holes closed after the independent campaign: an interrupted `wavefront create` leaves
+nothing behind, `mpilab-delayline` usage errors exit 2 in one line, and testbed, multilane
+and pathmig arguments are refused before any testbed is looked at."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import cli_env
+
+MPILAB = [sys.executable, "-m", "mpilab.cli"]
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 120,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(MPILAB + list(args), cwd=cwd, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _tool(name: str) -> str:
+    from mpilab.tools import find_tool
+
+    try:
+        return find_tool(name)
+    except Exception:
+        pytest.skip(f"{name} not built")
+
+
+# ------------------------------------------------------------ interrupted wavefront create
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("via", ["mpilab", "tool"])
+def test_interrupted_wavefront_create_leaves_nothing(tmp_path: Path, sig: signal.Signals,
+                                                     via: str) -> None:
+    """The signal is sent as soon as the tool's temporary output appears: the run either
+    finished first (both outputs complete) or left no file at all."""
+    argv = ["create", "--rows", "2500", "--cols", "2500", "d", "c"]
+    cmd = (MPILAB + ["wavefront"] + argv) if via == "mpilab" else [_tool("mpilab-wavefront")] + argv
+    p = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env(), stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while p.poll() is None and time.monotonic() < deadline:
+            if any(".tmp." in n for n in os.listdir(tmp_path)):
+                break
+            time.sleep(0.005)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    left = sorted(os.listdir(tmp_path))
+    if p.returncode == 0:
+        assert left == ["c", "d"], left
+        assert (tmp_path / "d").stat().st_size == 4096 + 2500 * 2500 * 8
+    else:
+        assert left == [], (p.returncode, left, err)
+        assert p.returncode in (-sig, 128 + sig, 130), (p.returncode, err)
+        assert b"Traceback" not in err
