@@ -64,3 +64,26 @@ def test_interrupted_wavefront_create_leaves_nothing(tmp_path: Path, sig: signal
         assert left == [], (p.returncode, left, err)
         assert p.returncode in (-sig, 128 + sig, 130), (p.returncode, err)
         assert b"Traceback" not in err
+
+
+# ------------------------------------------------------------ mpilab-delayline usage errors
+
+@pytest.mark.parametrize("args,names", [
+    (["--dev", "nosuchtun0"], "--dev nosuchtun0: no such device"),
+    (["--dev", ""], "--dev : an empty name"),
+    (["--dev", "x" * 20], "name too long"),
+    (["--dev", "a/b"], "not an interface name"),
+    (["--dev", "lo", "--trim-file", ""], "--trim-file : an empty name"),
+    (["--dev", "lo", "--trim-file", "/nonexistent-dir/t"], "its folder does not exist"),
+    (["--dev", "lo", "--trim-file", "/"], "a directory"),
+    (["--dev", "nosuchtun0", "--delay", "bogus"], "--delay bogus"),
+])
+def test_delayline_usage_errors_exit_2_in_one_line(tmp_path: Path, args: list[str],
+                                                   names: str) -> None:
+    argv = [_tool("mpilab-delayline"), *args]
+    if "--delay" not in args:
+        argv += ["--delay", "5ms"]
+    r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.count("\n") == 1 and names in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []
