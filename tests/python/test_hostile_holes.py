@@ -87,3 +87,38 @@ def test_delayline_usage_errors_exit_2_in_one_line(tmp_path: Path, args: list[st
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr.count("\n") == 1 and names in r.stderr, r.stderr
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------ arguments before the testbed is looked at
+
+@pytest.mark.parametrize("argv,names", [
+    (["testbed", "run", "--hosts", "", "--", "true"], "--hosts"),
+    (["testbed", "run", "--hosts", ",", "--", "true"], "--hosts"),
+    (["testbed", "run", "--hosts", "s0n0,s0n0", "--", "true"], "named twice"),
+    (["testbed", "run", "--hosts", "node1", "--", "true"], "not a node name"),
+    (["testbed", "run", "--rails", "", "--", "true"], "--rails"),
+    (["testbed", "run", "--rails", "-1", "--", "true"], "--rails"),
+    (["testbed", "run", "--rails", "0,0", "--", "true"], "named twice"),
+    (["testbed", "fail", "bogus"], "NODE:RAIL"),
+    (["testbed", "fail", "s0n0:x"], "NODE:RAIL"),
+    (["testbed", "heal", "n0:0"], "NODE:RAIL"),
+    (["multilane", "run", "--testbed", "zz", "--sizes", "0"], "--sizes"),
+    (["multilane", "run", "--testbed", "zz", "--sizes", "0:4K:1K"], "--sizes"),
+    (["pathmig", "start", "--hosts", ""], "--hosts"),
+    (["pathmig", "status", "--node", "s0n0,s1n0"], "--node"),
+    (["pathmig", "arm", "all;stop"], "TOKEN|all"),
+    (["pathmig", "migrate", "--node", "x", "all"], "--node"),
+])
+def test_arguments_refused_before_the_testbed(tmp_path: Path, argv: list[str],
+                                              names: str) -> None:
+    """No testbed is up: an argument checked only after the testbed is looked at would be
+    reported as "testbed ... is not up"; refused first, the one line names the argument."""
+    env = cli_env()
+    env["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path / "state")
+    if argv[0] != "multilane":
+        argv = [argv[0], argv[1], "--prefix", "zz", *argv[2:]]
+    r = _cli(*argv, cwd=tmp_path, env=env, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.count("\n") == 1 and names in r.stderr, r.stderr
+    assert "is not up" not in r.stderr
+    assert not (tmp_path / "state").exists()
