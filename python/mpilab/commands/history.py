@@ -239,15 +239,10 @@ def _guarded(fn: Any) -> Any:
     """A subcommand whose database errors are one line naming the file: SQLite's own
     (a corrupt page met while reading) and rows that are not what mpilab writes."""
     def run(args: Any) -> int:
-        from mpilab.history.db import Damaged
+        from mpilab.history.db import errors_named
 
-        try:
+        with errors_named(_db_path(args)):
             return int(fn(args))
-        except Damaged as e:
-            raise MpilabError(f"{_db_path(args)}: {e}") from None
-        except sqlite3.DatabaseError as e:
-            raise MpilabError(f"{_db_path(args)}: not a readable mpilab history ({e}); "
-                              "move it aside or use --db") from None
     return run
 
 

@@ -381,6 +381,20 @@ _RUN_COLS = ("r.id, r.date, r.source, r.context, r.machine, r.mpi, r.launcher, r
              "r.launches, r.partial, (SELECT count(*) FROM points p WHERE p.run_id = r.id)")
 
 
+@contextmanager
+def errors_named(path: Path) -> Iterator[None]:
+    """Errors met while the history at path is read or written, as one line naming it:
+    rows that are not what mpilab writes (Damaged) and SQLite's own (a corrupt page)."""
+    try:
+        yield
+    except Damaged as e:
+        raise MpilabError(f"{path}: {e}") from None
+    except sqlite3.DatabaseError as e:
+        why = " ".join(str(e).split())[:160]
+        raise MpilabError(f"{path}: not a readable mpilab history ({why}); move it aside "
+                          "or use --db") from None
+
+
 class Damaged(MpilabError):
     """A row of the history that is not what mpilab writes (edited or corrupted by hand):
     the message names the row and the column; the command adds the file."""
