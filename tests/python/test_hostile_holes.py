@@ -122,3 +122,13 @@ def test_arguments_refused_before_the_testbed(tmp_path: Path, argv: list[str],
     assert r.stderr.count("\n") == 1 and names in r.stderr, r.stderr
     assert "is not up" not in r.stderr
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("cmd", [["pathmig", "start"], ["pathmig", "status"],
+                                 ["testbed", "status"]])
+def test_empty_prefix_is_refused_not_defaulted(tmp_path: Path, cmd: list[str]) -> None:
+    env = cli_env()
+    env["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path / "state")
+    r = _cli(*cmd, "--prefix", "", cwd=tmp_path, env=env, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.count("\n") == 1 and "prefix ''" in r.stderr, r.stderr

@@ -23,7 +23,9 @@ from mpilab.testbed.spec import Spec
 
 
 def _spec(args: argparse.Namespace) -> Spec:
-    p = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX
+    # an explicit --prefix '' is refused, not replaced by the environment's or the default
+    p = (args.prefix if args.prefix is not None
+         else os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX)
     if not specmod.PREFIX_RE.match(p):
         raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
     return net.current_spec(p)
