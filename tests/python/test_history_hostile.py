@@ -145,3 +145,17 @@ def test_report_measurement_matching_nothing_writes_nothing(tmp_path: Path, good
              "nosuch*", cwd=tmp_path)
     assert r.returncode == 2 and "no measurement matches" in r.stderr, r.stderr
     assert not (tmp_path / "h.html").exists()
+
+
+@pytest.mark.parametrize("cmd", sorted(COMMANDS))
+def test_text_that_is_not_utf8_is_one_line(tmp_path: Path, good: Path, cmd: str) -> None:
+    """A fuzz finding: a row whose text is Latin-1 made SQLite's reader raise
+    UnicodeDecodeError."""
+    dbp = tmp_path / "h.sqlite"
+    shutil.copy(good, dbp)
+    c = sqlite3.connect(dbp)
+    c.execute("UPDATE runs SET date = CAST(x'41e9' AS TEXT), source = CAST(x'e9' AS TEXT)")
+    c.execute("UPDATE series SET name = CAST(x'70e9' AS TEXT)")
+    c.commit()
+    c.close()
+    _refused(_cli("history", "--db", str(dbp), *COMMANDS[cmd], cwd=tmp_path), tmp_path)

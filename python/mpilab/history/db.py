@@ -155,6 +155,9 @@ def connect(path: Path, create: bool = True) -> sqlite3.Connection:
         _upgrade(c, path)
     except sqlite3.DatabaseError as e:
         raise _refuse(path, f"not an mpilab history ({e}); move it aside or use --db") from None
+    except UnicodeDecodeError:
+        raise _refuse(path, "not an mpilab history (text that is not UTF-8); move it aside "
+                            "or use --db") from None
     except OSError as e:
         raise _refuse(path, f"cannot open the history ({e.strerror})") from None
     return c
@@ -389,6 +392,9 @@ def errors_named(path: Path) -> Iterator[None]:
         yield
     except Damaged as e:
         raise MpilabError(f"{path}: {e}") from None
+    except UnicodeDecodeError:
+        raise MpilabError(f"{path}: damaged history: text that is not UTF-8; move it aside "
+                          "or use --db") from None
     except sqlite3.DatabaseError as e:
         why = " ".join(str(e).split())[:160]
         raise MpilabError(f"{path}: not a readable mpilab history ({why}); move it aside "
