@@ -10,9 +10,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import cli_env
+from conftest import cli_env, make_results
 
 MPILAB = [sys.executable, "-m", "mpilab.cli"]
 
@@ -132,3 +133,17 @@ def test_empty_prefix_is_refused_not_defaulted(tmp_path: Path, cmd: list[str]) -
     r = _cli(*cmd, "--prefix", "", cwd=tmp_path, env=env, timeout=60)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr.count("\n") == 1 and "prefix ''" in r.stderr, r.stderr
+
+
+def test_report_to_a_fifo_without_reader_leaves_no_runtime_file(
+        tmp_path: Path, write_json: Any) -> None:
+    """A page streamed to a FIFO (or a device) is self-contained: a refused FIFO leaves no
+    plotting runtime file beside it."""
+    res = write_json(make_results(ranks=2, sizes=(0, 1024)), "r.json")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "afifo")
+    r = _cli("report", str(res), "-o", "afifo", cwd=out)
+    assert r.returncode == 2 and "no reader" in r.stderr, (r.returncode, r.stderr)
+    assert r.stderr.count("\n") == 1
+    assert os.listdir(out) == ["afifo"]
