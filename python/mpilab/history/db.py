@@ -154,7 +154,8 @@ def connect(path: Path, create: bool = True) -> sqlite3.Connection:
                                 "use --db")
         _upgrade(c, path)
     except sqlite3.DatabaseError as e:
-        raise _refuse(path, f"not an mpilab history ({e}); move it aside or use --db") from None
+        why = " ".join(str(e).split())[:160]  # SQLite quotes schema text, line breaks too
+        raise _refuse(path, f"not an mpilab history ({why}); move it aside or use --db") from None
     except UnicodeDecodeError:
         raise _refuse(path, "not an mpilab history (text that is not UTF-8); move it aside "
                             "or use --db") from None
