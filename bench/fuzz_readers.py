@@ -2,7 +2,8 @@
 """Fuzz every document reader of mpilab with `hypothesis`: results files, tune choice
 files, testbed state, the pathmig agent event log and fault plan, the testbed fault log,
 testbed and disk specs, SimGrid platform inputs (a platform XML's hosts and configs, a
-heterogeneous cluster file).
+heterogeneous cluster file), history databases (`mpilab history`'s readers on a damaged
+file or damaged rows) and the results import of `mpilab history add`.
 
 Each reader starts from valid seeds (the examples, a synthetic results document, a state
 and a choice written by the project's own code) and is given mutated copies: a JSON node
@@ -51,7 +52,7 @@ class Reader:
     """A document kind: its seeds (bytes), whether they are JSON (documents or lines) or
     text, and the function that reads a file of that kind (all of its consumers' checks)."""
     seeds: Callable[[], list[bytes]]
-    kind: str  # "json", "jsonl" or "text"
+    kind: str  # "json", "jsonl", "text" or "sqlite" (a database file)
     read: Callable[[Path], Any]
     name: str = "in.json"
 
@@ -223,7 +224,62 @@ def _read_wavefront(p: Path) -> Any:
     return wr.classify(c, wr.DiskLimits(200.0, 200.0, 1e8, 1e8))
 
 
+def _history_seeds() -> list[bytes]:
+    """A history database of three runs (SQLite bytes)."""
+    from conftest import make_results
+    from mpilab.history import db
+
+    with tempfile.TemporaryDirectory(prefix="mpilab-fuzz-seed-") as tmp:
+        d = Path(tmp)
+        c = db.connect(d / "h.sqlite")
+        for k in range(3):
+            doc = make_results(ranks=2, sizes=(0, 1024), seed=k)
+            doc["provenance"]["date"] = f"2026-11-0{k + 1}T02:00:00Z"
+            (d / f"r{k}.json").write_text(json.dumps(doc))
+            db.add_file(c, str(d / f"r{k}.json"))
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        c.execute("PRAGMA journal_mode = DELETE")
+        c.close()
+        return [(d / "h.sqlite").read_bytes()]
+
+
+def _read_history(p: Path) -> Any:
+    """Every reader of `mpilab history` (list, show, trend, check) on a database file."""
+    from mpilab.history import db, detect
+
+    with db.errors_named(p):
+        c = db.connect(p, create=False)
+        try:
+            out = [db.runs(c)]
+            for rid in db.latest_runs(c):
+                out.append(db.run(c, rid))
+                out.append(db.run_points(c, rid))
+            for s in db.series(c):
+                obs = db.observations(c, s.id)
+                if len(obs) >= 2:
+                    out.append(detect.segments([o.figure for o in obs], [o.lo for o in obs],
+                                               [o.hi for o in obs]))
+            return out
+        finally:
+            c.close()
+
+
+def _read_history_add(p: Path) -> Any:
+    """`mpilab history add RESULTS`: a results file imported into a fresh history."""
+    from mpilab.history import db
+
+    h = p.parent / "h.sqlite"
+    with db.errors_named(h):
+        c = db.connect(h)
+        try:
+            return db.add_file(c, str(p))
+        finally:
+            c.close()
+
+
 READERS: dict[str, Reader] = {
+    "history-db": Reader(_history_seeds, "sqlite", _read_history, "h.sqlite"),
+    "history-add": Reader(_results_seeds, "json", _read_history_add),
     "results": Reader(_results_seeds, "json", _read_results),
     "choice": Reader(_choice_seeds, "json", _read_choice),
     "testbed-state": Reader(_state_seeds, "json", _read_state),
@@ -352,8 +408,55 @@ def _mutate_text(data: st.DataObject, raw: bytes) -> bytes:
     return raw
 
 
+#: columns of a history database and the hostile values a row may be given
+HISTORY_COLUMNS = {"runs": ("date", "source", "machine", "mpi", "launcher", "options",
+                            "context", "launches", "partial"),
+                   "series": ("context", "mkey", "name", "op"),
+                   "points": ("figure", "lo", "hi", "launch_medians", "flags")}
+
+
+def _mutate_sqlite(data: st.DataObject, raw: bytes) -> bytes:
+    """Row values replaced through SQLite (hostile values, JSON text broken or nested), a
+    row deleted, or the file's bytes mutated as text."""
+    import sqlite3
+
+    if data.draw(st.booleans(), "bytes"):
+        return _mutate_text(data, raw)
+    with tempfile.TemporaryDirectory(prefix="mpilab-fuzz-db-") as tmp:
+        f = Path(tmp) / "h.sqlite"
+        f.write_bytes(raw)
+        c = sqlite3.connect(f)
+        try:
+            for _ in range(data.draw(st.integers(1, 3), "mutations")):
+                table = data.draw(st.sampled_from(sorted(HISTORY_COLUMNS)), "table")
+                if data.draw(st.integers(0, 5), "delete") == 0:
+                    c.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} "
+                              "LIMIT 1)" if table != "points" else
+                              "DELETE FROM points WHERE run_id = 1")
+                    continue
+                col = data.draw(st.sampled_from(HISTORY_COLUMNS[table]), "column")
+                v = data.draw(HOSTILE, "value")
+                if isinstance(v, list | dict):
+                    try:
+                        v = json.dumps(v, allow_nan=True)
+                    except (RecursionError, ValueError):  # deeper than json writes
+                        v = "[" * 5000 + "]" * 5000
+                elif isinstance(v, bool):
+                    v = int(v)
+                elif isinstance(v, int) and abs(v) >= 1 << 63:
+                    v = str(v)
+                with contextlib.suppress(sqlite3.DatabaseError, ValueError, OverflowError):
+                    c.execute(f"UPDATE {table} SET {col} = ?", (v,))
+            c.commit()
+        finally:
+            c.close()
+        return f.read_bytes()
+
+
 def mutate(data: st.DataObject, r: Reader, seeds: list[bytes]) -> bytes:
     raw = seeds[data.draw(st.integers(0, len(seeds) - 1), "seed")]
+    if r.kind == "sqlite":
+        return _mutate_sqlite(data, raw)
     if r.kind != "text" and data.draw(st.booleans(), "structural"):
         if r.kind == "json":
             return _mutate_json(data, json.loads(raw))

@@ -8,7 +8,9 @@
 - every C tool's options, read from its --help (and each subcommand's): the same mutations;
 - every document kind (python/mpilab/schemas/*.json), read by the command that loads it:
   every field of a good document mutated (wrong type, missing, negative, huge, NaN, nested
-  10^5 deep).
+  10^5 deep);
+- every column of the history database (mpilab.history.db's schema), given a value that
+  mpilab never writes, read by `history show` and `history check`.
 
 A new option, subcommand, C tool or document kind is covered without a case written for it
 (a schema without an entry in DOCUMENTS is an error, so a new kind cannot be forgotten).
@@ -104,7 +106,9 @@ def _options(p: argparse.ArgumentParser) -> list[argparse.Action]:
 
 def _is_path(a: argparse.Action) -> bool:
     words = " ".join(map(str, (a.dest, a.metavar or "", *a.option_strings)))
-    return bool(PATH_WORDS.search(words)) and a.type is None and not a.choices
+    # a path option may have a type that checks its name (--db, --history): still a path
+    return bool(PATH_WORDS.search(words)) and not a.choices and (
+        a.type is None or getattr(a.type, "__name__", "") in ("path", "history"))
 
 
 def _positionals(p: argparse.ArgumentParser, cmd: str) -> list[str]:
@@ -425,8 +429,89 @@ def document_cases() -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------------------
+# the history database: every column of its schema (mpilab.history.db) given a value that
+# mpilab never writes, read by `history show 1` (a run's row and its points) and `history
+# check` (the series of the newest run); a column in neither table below stops the script
+
+_DEEP = "[" * 100000 + "]" * 100000
+HISTORY_MUTATIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("runs", "date"): {"not a date": "yesterday", "a number": 5},
+    ("runs", "source"): {"a number": 5},
+    ("runs", "context"): {"a number": 5},
+    ("runs", "machine"): {"broken JSON": "{", "an array": "[1]", "nested 10^5 deep": _DEEP},
+    ("runs", "mpi"): {"broken JSON": "{", "a number": "7"},
+    ("runs", "launcher"): {"broken JSON": "{"},
+    ("runs", "options"): {"broken JSON": "{", "an array": "[1]"},
+    ("runs", "launches"): {"negative": -1, "wrong type": "x"},
+    ("runs", "partial"): {"wrong type": "x", "out of range": 7},
+    ("series", "context"): {"a number": 5},
+    ("series", "name"): {"empty": "", "a number": 5},
+    ("series", "op"): {"a number": 5},
+    ("points", "figure"): {"wrong type": "x", "negative": -1.0, "zero": 0.0,
+                           "a blob": b"\x00\xff"},
+    ("points", "lo"): {"wrong type": "x"},
+    ("points", "hi"): {"wrong type": "x", "below lo": -1.0},
+    ("points", "launch_medians"): {"broken JSON": "[1,", "NaN": "[NaN]", "strings": '["a"]',
+                                   "nested 10^5 deep": _DEEP, "a number": "7"},
+    ("points", "flags"): {"broken JSON": "{", "a number": "3", "numbers": "[1]"},
+}
+#: columns no reader takes back (keys and bookkeeping)
+HISTORY_UNREAD = {("runs", "id"), ("runs", "added"), ("runs", "digest"), ("series", "id"),
+                  ("series", "mkey"), ("points", "series_id"), ("points", "run_id")}
+
+
+def _history_good() -> bytes:
+    import tempfile
+
+    from mpilab.history import db
+
+    with tempfile.TemporaryDirectory(prefix="mpilab-hostile-") as tmp:
+        d = Path(tmp)
+        c = db.connect(d / "h.sqlite")
+        (d / "r.json").write_text(json.dumps(_good()))
+        db.add_file(c, str(d / "r.json"))
+        cols = {(t, r[1]) for t in ("runs", "series", "points")
+                for r in c.execute(f"PRAGMA table_info({t})")}
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        c.execute("PRAGMA journal_mode = DELETE")
+        c.close()
+        missing = sorted(cols - set(HISTORY_MUTATIONS) - HISTORY_UNREAD)
+        if missing:
+            raise SystemExit(f"hostile_generated: history columns {missing} have no "
+                             "mutations (add them to HISTORY_MUTATIONS or HISTORY_UNREAD)")
+        return (d / "h.sqlite").read_bytes()
+
+
+def _history_file(good: bytes, table: str, col: str, value: Any) -> Setup:
+    def f(d: Path) -> None:
+        import sqlite3
+
+        (d / "h.sqlite").write_bytes(good)
+        c = sqlite3.connect(d / "h.sqlite")
+        c.execute(f"UPDATE {table} SET {col} = ?", (value,))
+        c.commit()
+        c.execute("PRAGMA journal_mode = DELETE")
+        c.close()
+    return f
+
+
+def history_cases() -> list[Case]:
+    good = _history_good()
+    cases = []
+    for (table, col), muts in sorted(HISTORY_MUTATIONS.items()):
+        for label, value in muts.items():
+            for sub in (["show", "1"], ["check"]):
+                if sub == ["check"] and table == "runs" and col not in ("date",):
+                    continue  # check reads a run's date and id only
+                cases.append(_case(f"G history {table}.{col} {label} ({sub[0]})",
+                                   PY + ["history", "--db", "h.sqlite", *sub],
+                                   _history_file(good, table, col, value), limit=60))
+    return cases
+
+
 def generated_cases() -> list[Case]:
-    return cli_generated_cases() + c_generated_cases() + document_cases()
+    return cli_generated_cases() + c_generated_cases() + document_cases() + history_cases()
 
 
 def ci_slice(cases: list[Case], share: int = 12) -> list[Case]:

@@ -1,6 +1,9 @@
 /* mpilab-delayline: hold every packet routed into a tun device for a fixed time and
  * release it in order. Used by the testbed's WAN router (mpilab testbed up). */
 #include <getopt.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +282,68 @@ static int check_stats(const char *path)
     return why ? -1 : 0;
 }
 
+/* --dev TUN names an interface of this network namespace (a legal name, and there: the
+ * line attaches only to an existing device); -1 with one line otherwise. */
+static int check_dev(const char *dev)
+{
+    const char *why = NULL;
+    if (!dev)
+        return 0;
+    if (dev[0] == '\0')
+        why = "an empty name";
+    else if (strlen(dev) >= IFNAMSIZ)
+        why = "name too long (interface names have at most 15 characters)";
+    else if (strpbrk(dev, "/: \t\n") || !strcmp(dev, ".") || !strcmp(dev, ".."))
+        why = "not an interface name";
+    if (!why) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof ifr);
+        memcpy(ifr.ifr_name, dev, strlen(dev) + 1);
+        int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int exists = sk >= 0 && ioctl(sk, SIOCGIFINDEX, &ifr) == 0;
+        if (sk >= 0)
+            close(sk);
+        if (!exists)
+            why = "no such device";
+    }
+    if (why)
+        fprintf(stderr, "mpilab-delayline: --dev %s: %s\n", dev, why);
+    return why ? -1 : 0;
+}
+
+/* --trim-file FILE is read at start and on SIGHUP and may be written later: a name that is
+ * empty, a directory or another non-regular file, or in a folder that is not there is one
+ * line now. */
+static int check_trim_file(const char *path)
+{
+    if (!path)
+        return 0;
+    struct stat st;
+    const char *why = NULL;
+    char dir[4096];
+    if (path[0] == '\0')
+        why = "an empty name";
+    else if (strlen(path) >= sizeof dir)
+        why = "name too long";
+    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
+    if (!why) {
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            why = "its folder does not exist";
+    }
+    if (why)
+        fprintf(stderr, "mpilab-delayline: --trim-file %s: %s\n", path, why);
+    return why ? -1 : 0;
+}
+
 /* The options (a constant table). */
 static const struct option longopts[] = {
     {"dev", required_argument, NULL, 'd'},
@@ -409,7 +474,8 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
         fprintf(stderr, "mpilab-delayline: --no-realtime excludes --rt-priority and --rt-adaptive\n");
         return 2;
     }
-    if (check_io(&opt) != 0 || check_stats(opt.stats) != 0)
+    if (check_io(&opt) != 0 || check_stats(opt.stats) != 0 ||
+        check_trim_file(opt.trim_file) != 0 || check_dev(opt.dev) != 0)
         return 2;
     if (opt.warm_ns < 0) /* the default: packet I/O warms, a tun line cannot */
         opt.warm_ns = opt.io_packet ? MPILAB_DL_WARM_DEFAULT_NS : 0;

@@ -231,10 +231,45 @@ def _handler(args: argparse.Namespace) -> int:
         lr.check_np(args.np)
         env = lr.env(args.np)
         cmd = lr.command(args.np) + cmd
+    return run_forwarding(cmd, env)
+
+
+def run_forwarding(cmd: list[str], env: dict[str, str] | None) -> int:
+    """Run cmd and return its exit status; SIGINT, SIGTERM and SIGHUP that reach this process
+    are passed on to it and waited for (the tool removes its temporary outputs before it
+    exits); when the tool ends by the signal, SIGINT ends this command as an interrupt
+    (status 130) and the others with 128 + the signal's number."""
+    import signal
+    import sys
+
+    got: list[int] = []
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def forward(sig: int, _frame: object) -> None:
+        got.append(sig)
+        if procs and procs[0].poll() is None:
+            procs[0].send_signal(sig)
+
+    # installed before the tool starts and kept for the rest of the command: a signal after
+    # the tool has finished (its outputs in place) does not turn a complete run into an
+    # interrupted one
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+    if got:
+        raise KeyboardInterrupt
     try:
-        return subprocess.run(cmd, env=env, check=False).returncode
+        procs.append(subprocess.Popen(cmd, env=env))
     except OSError as e:
         raise MpilabError(f"{cmd[0]}: cannot run: {e.strerror}") from None
+    if got:  # arrived while the tool was being started
+        procs[0].send_signal(got[0])
+    status = procs[0].wait()
+    if got and status < 0:  # ended by the signal (it finished first: its status)
+        if -status == signal.SIGINT:
+            raise KeyboardInterrupt
+        sys.stderr.write(f"mpilab: stopped by {signal.Signals(-status).name}\n")
+        return 128 - status
+    return status
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -3,6 +3,7 @@
 #ifndef MPILAB_WF_BANDIO_H
 #define MPILAB_WF_BANDIO_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "wavefront/wf_internal.h"
@@ -21,6 +22,16 @@ int wf_out_create(wf_outfile *o, const char *path, const wf_hdr *h, char *err, s
 void wf_out_abort(wf_outfile *o, int n);
 /* Check sizes, sync and rename o[0..n) into place; on failure all are removed. */
 int wf_out_commit(wf_outfile *o, int n, char *err, size_t errlen);
+/* SIGINT, SIGTERM and SIGHUP held back while outputs are written (wf_sig_hold), so an
+ * interrupted run removes its temporaries before the signal takes effect: the write loops
+ * stop at wf_sig_pending(), the caller aborts its outputs, then wf_sig_release() restores
+ * the mask and the held signal acts as it would have (by default it ends the process). */
+typedef struct {
+    sigset_t old;
+} wf_sighold;
+void wf_sig_hold(wf_sighold *g);
+int wf_sig_pending(void);
+void wf_sig_release(const wf_sighold *g);
 /* A header of the current format version (the blocking only for blocked layouts). */
 void wf_fill_hdr(wf_hdr *h, int layout, int64_t planes, int64_t rows, int64_t cols,
                  int64_t row0, int64_t total, int64_t mb, int64_t nb, int64_t t);

@@ -35,6 +35,10 @@ static int64_t conv_bound(void *vc, int64_t r)
 static int conv_strip(void *vc, int64_t r, int64_t h, const double *buf, char *err, size_t errlen)
 {
     conv_ctx *c = vc;
+    if (wf_sig_pending()) {
+        ERR("interrupted: no output written");
+        return -1;
+    }
     int k = 0;
     while (k + 1 < c->nout && c->band0[k + 1] <= r)
         k++;
@@ -69,7 +73,7 @@ static int conv_strip(void *vc, int64_t r, int64_t h, const double *buf, char *e
     return wf_pwrite_full(o->fd, c->tmp, (size_t)(end - off0), off0, o->tmp, err, errlen);
 }
 
-int mpilab_wf_convert(const char *const *in, int nin, const char *out,
+static int wf_convert(const char *const *in, int nin, const char *out,
                       const mpilab_wf_convert_opts *opt, char *err, size_t errlen)
 {
     wf_source s;
@@ -181,5 +185,15 @@ done:
     free(c.o);
     free(c.band0);
     wf_src_close(&s);
+    return rc;
+}
+
+int mpilab_wf_convert(const char *const *in, int nin, const char *out,
+                      const mpilab_wf_convert_opts *opt, char *err, size_t errlen)
+{
+    wf_sighold g;
+    wf_sig_hold(&g);
+    int rc = wf_convert(in, nin, out, opt, err, errlen);
+    wf_sig_release(&g); /* a signal held meanwhile acts now, the temporaries gone */
     return rc;
 }

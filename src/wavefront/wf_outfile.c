@@ -1,6 +1,7 @@
 /* Wavefront output files (written under a temporary name, renamed when complete; stale
  * temporaries of killed runs found and removed) and the creation of a generated matrix. */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,6 +16,42 @@
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
 
 /* ---- output files (temporary name, renamed when complete) --------------------------- */
+
+static void wf_sig_set(sigset_t *s)
+{
+    sigemptyset(s);
+    sigaddset(s, SIGINT);
+    sigaddset(s, SIGTERM);
+    sigaddset(s, SIGHUP);
+}
+
+void wf_sig_hold(wf_sighold *g)
+{
+    sigset_t s;
+    wf_sig_set(&s);
+    pthread_sigmask(SIG_BLOCK, &s, &g->old);
+}
+
+int wf_sig_pending(void)
+{
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 0;
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa;
+        /* a signal this process ignores (nohup, a background job's SIGINT) stops nothing */
+        if (sigismember(&p, sigs[i]) == 1 && sigaction(sigs[i], NULL, &sa) == 0 &&
+            sa.sa_handler != SIG_IGN)
+            return 1;
+    }
+    return 0;
+}
+
+void wf_sig_release(const wf_sighold *g)
+{
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
 
 /* `name` is `base` + ".tmp." + a pid (decimal, > 0): returns the pid, else 0. */
 static long temp_pid(const char *name, const char *base)
@@ -144,6 +181,11 @@ int wf_out_commit(wf_outfile *o, int n, char *err, size_t errlen)
             wf_out_abort(o, n);
             return -1;
         }
+    if (wf_sig_pending()) { /* last look before the renames (the sync takes a while) */
+        ERR("interrupted: no output written");
+        wf_out_abort(o, n);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         close(o[i].fd);
         o[i].fd = -1;
@@ -200,7 +242,7 @@ static double gen_value(uint64_t seed, int plane, int64_t r, int64_t c)
     return u - 0.5;              /* zz */
 }
 
-int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows, int64_t cols,
+static int wf_create(const char *data_path, const char *coef_path, int64_t rows, int64_t cols,
                      uint64_t seed, char *err, size_t errlen)
 {
     if (rows < 3 || cols < 3) {
@@ -239,6 +281,11 @@ int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows,
         wf_outfile *op = plane == 0 ? &o[0] : &o[1];
         int p = plane == 0 ? 0 : plane - 1;
         for (int64_t r = 0; r < rows && !rc; r += chunk) {
+            if (wf_sig_pending()) {
+                ERR("interrupted: no output written");
+                rc = -1;
+                break;
+            }
             int64_t h = rows - r < chunk ? rows - r : chunk;
             for (int64_t i = 0; i < h; i++)
                 for (int64_t c = 0; c < cols; c++)
@@ -253,4 +300,14 @@ int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows,
         return -1;
     }
     return wf_out_commit(o, 2, err, errlen);
+}
+
+int mpilab_wf_create(const char *data_path, const char *coef_path, int64_t rows, int64_t cols,
+                     uint64_t seed, char *err, size_t errlen)
+{
+    wf_sighold g;
+    wf_sig_hold(&g);
+    int rc = wf_create(data_path, coef_path, rows, cols, seed, err, errlen);
+    wf_sig_release(&g); /* a signal held meanwhile acts now, the temporaries gone */
+    return rc;
 }

@@ -198,33 +198,51 @@ def _check(args: Any) -> int:
     return 1 if alarms else 0
 
 
+def _guarded(fn: Any) -> Any:
+    """A subcommand whose database errors are one line naming the file: SQLite's own
+    (a corrupt page met while reading) and rows that are not what mpilab writes."""
+    def run(args: Any) -> int:
+        from mpilab.history.db import errors_named
+
+        with errors_named(_db_path(args)):
+            return int(fn(args))
+    return run
+
+
+def _nonempty(text: str) -> str:
+    if not text:
+        raise ValueError("an empty value")
+    return text
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("history", help="results over time: add, list, trend, report, check")
-    p.add_argument("--db", metavar="PATH",
+    p.add_argument("--db", metavar="PATH", type=argtypes.wrap(_nonempty, "path"),
                    help="the history database (default $MPILAB_DATA_DIR/history.sqlite, else "
                         "$XDG_DATA_HOME/mpilab/..., else ~/.local/share/mpilab/...)")
     hs = p.add_subparsers(dest="history_cmd", metavar="SUBCOMMAND", required=True,
                           parser_class=type(p))
     a = hs.add_parser("add", help="add results files (mpilab.results/1)")
     a.add_argument("files", nargs="+", metavar="RESULTS.json")
-    a.set_defaults(func=_add)
+    a.set_defaults(func=_guarded(_add))
     ls = hs.add_parser("list", help="the runs, oldest first")
     ls.add_argument("--last", type=argtypes.positive, help="only the N newest")
-    ls.set_defaults(func=_list)
+    ls.set_defaults(func=_guarded(_list))
     sh = hs.add_parser("show", help="one run: context and measurements")
     sh.add_argument("run", type=argtypes.positive, metavar="RUN")
-    sh.set_defaults(func=_show)
+    sh.set_defaults(func=_guarded(_show))
     tr = hs.add_parser("trend", help="one measurement over the runs")
-    tr.add_argument("measurement", metavar="MEASUREMENT",
+    tr.add_argument("measurement", metavar="MEASUREMENT", type=argtypes.wrap(_nonempty, "glob"),
                     help="a glob on the measurement's name (op:impl/timing/bytes ranks=N ...) "
                          "or a series as '#N'")
     tr.add_argument("--last", type=argtypes.positive, help="only the N newest runs")
-    tr.set_defaults(func=_trend)
+    tr.set_defaults(func=_guarded(_trend))
     rp = hs.add_parser("report", help="an HTML page: one trend plot per measurement")
     rp.add_argument("-o", "--out", required=True, metavar="PAGE.html")
-    rp.add_argument("--measurement", metavar="GLOB", help="only these measurements")
+    rp.add_argument("--measurement", metavar="GLOB", type=argtypes.wrap(_nonempty, "glob"),
+                    help="only these measurements")
     rp.add_argument("--last", type=argtypes.positive, help="only the N newest runs")
-    rp.set_defaults(func=_report)
+    rp.set_defaults(func=_guarded(_report))
     ck = hs.add_parser("check", help="exit 1 when the newest run is significantly worse")
     ck.add_argument("--window", type=argtypes.positive, default=30,
                     help="runs considered, newest included (default 30)")
@@ -232,4 +250,4 @@ def register(sub: Any) -> None:
                     help="significance level of a change point (default 0.05)")
     ck.add_argument("--min-effect", type=argtypes.fraction, default=0.05,
                     help="smallest change that counts, as a fraction (default 0.05)")
-    ck.set_defaults(func=_check)
+    ck.set_defaults(func=_guarded(_check))

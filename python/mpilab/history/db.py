@@ -126,6 +126,13 @@ def connect(path: Path, create: bool = True) -> sqlite3.Connection:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
             raise _refuse(path, "the history is not a regular file")
+        if st.st_size == 0 and not create:  # SQLite would take it as an empty history
+            raise _refuse(path, "an empty file, no history (mpilab history add creates one)")
+        if st.st_size > 0:  # SQLite takes a short file as empty, and would write over it
+            with open(path, "rb") as f:
+                if f.read(16) != b"SQLite format 3\x00":
+                    raise _refuse(path, "not an SQLite database (not an mpilab history); "
+                                        "move it aside or use --db")
     except FileNotFoundError:
         if not create:
             raise _refuse(path, "no history here (mpilab history add creates one)") from None
@@ -137,9 +144,21 @@ def connect(path: Path, create: bool = True) -> sqlite3.Connection:
         c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         c.execute("PRAGMA journal_mode = WAL")
         c.execute("PRAGMA foreign_keys = ON")
+        # SQLite's own consistency check (pages, cells, NOT NULL; 20 ms for 17 MiB): a
+        # damaged file is refused before it is read, migrated or added to
+        ok = c.execute("PRAGMA quick_check(1)").fetchone()
+        if ok is None or ok[0] != "ok":
+            why = " ".join(str(ok[0] if ok else "no answer").split())[:160]
+            c.close()
+            raise _refuse(path, f"a damaged SQLite database ({why}); move it aside or "
+                                "use --db")
         _upgrade(c, path)
     except sqlite3.DatabaseError as e:
-        raise _refuse(path, f"not an mpilab history ({e}); move it aside or use --db") from None
+        why = " ".join(str(e).split())[:160]  # SQLite quotes schema text, line breaks too
+        raise _refuse(path, f"not an mpilab history ({why}); move it aside or use --db") from None
+    except UnicodeDecodeError:
+        raise _refuse(path, "not an mpilab history (text that is not UTF-8); move it aside "
+                            "or use --db") from None
     except OSError as e:
         raise _refuse(path, f"cannot open the history ({e.strerror})") from None
     return c
@@ -156,6 +175,9 @@ def _upgrade(c: sqlite3.Connection, path: Path) -> None:
     if v > VERSION:
         raise _refuse(path, f"history schema version {v} is newer than this mpilab's "
                             f"({VERSION}); use a newer mpilab")
+    if v < 0:
+        raise _refuse(path, f"history schema version {v}: not an mpilab history; move it "
+                            "aside or use --db")
     if v > 0:  # the copy is taken outside the write transaction (a backup from inside it
         _backup(c, path, v)  # waits for the lock that transaction holds)
     with write(c):
@@ -363,9 +385,121 @@ _RUN_COLS = ("r.id, r.date, r.source, r.context, r.machine, r.mpi, r.launcher, r
              "r.launches, r.partial, (SELECT count(*) FROM points p WHERE p.run_id = r.id)")
 
 
+@contextmanager
+def errors_named(path: Path) -> Iterator[None]:
+    """Errors met while the history at path is read or written, as one line naming it:
+    rows that are not what mpilab writes (Damaged) and SQLite's own (a corrupt page)."""
+    try:
+        yield
+    except Damaged as e:
+        raise MpilabError(f"{path}: {e}") from None
+    except UnicodeDecodeError:
+        raise MpilabError(f"{path}: damaged history: text that is not UTF-8; move it aside "
+                          "or use --db") from None
+    except sqlite3.DatabaseError as e:
+        why = " ".join(str(e).split())[:160]
+        raise MpilabError(f"{path}: not a readable mpilab history ({why}); move it aside "
+                          "or use --db") from None
+
+
+class Damaged(MpilabError):
+    """A row of the history that is not what mpilab writes (edited or corrupted by hand):
+    the message names the row and the column; the command adds the file."""
+
+
+#: the most launch medians or flags one point holds, and the longest JSON text read back
+_MAX_ITEMS = 100_000
+_MAX_TEXT = 1 << 22
+
+
+def _bad(where: str, v: Any, why: str) -> Damaged:
+    shown = repr(v)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return Damaged(f"damaged history: {where}: {shown} {why}")
+
+
+def _int(v: Any, where: str, least: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise _bad(where, v, f"is not an integer of at least {least}")
+    return v
+
+
+def _text(v: Any, where: str, empty: bool = False) -> str:
+    if not isinstance(v, str) or (not empty and not v) or len(v) > _MAX_TEXT:
+        raise _bad(where, v, "is not a text")
+    return v
+
+
+def _number(v: Any, where: str, positive: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+            or (positive and v <= 0):
+        raise _bad(where, v, "is not a positive finite number" if positive
+                   else "is not a finite number")
+    return float(v)
+
+
+def _json(v: Any, where: str, kind: type) -> Any:
+    t = _text(v, where)
+    try:
+        x = json.loads(t)
+    except (ValueError, RecursionError):
+        raise _bad(where, v, "is not JSON") from None
+    if not isinstance(x, kind):
+        raise _bad(where, v, f"is not a JSON {'object' if kind is dict else 'array'}")
+    return x
+
+
+def _date(v: Any, where: str) -> str:
+    t = _text(v, where)
+    try:
+        datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise _bad(where, v, "is not an ISO 8601 date") from None
+    return t
+
+
+def _obs(row: Any, at: str) -> Obs:
+    """(run_id, date, figure, lo, hi, launch_medians, flags) checked."""
+    run_id = _int(row[0], f"{at}: run", 1)
+    fig = _number(row[2], f"{at}: figure", positive=True)
+    lo = None if row[3] is None else _number(row[3], f"{at}: lo")
+    hi = None if row[4] is None else _number(row[4], f"{at}: hi")
+    if lo is not None and hi is not None and lo > hi:
+        raise _bad(f"{at}: interval", [lo, hi], "has its low end above its high end")
+    meds = [fig]
+    if row[5]:
+        meds = _json(row[5], f"{at}: launch_medians", list)
+        if len(meds) > _MAX_ITEMS or not all(
+                not isinstance(m, bool) and isinstance(m, int | float) and math.isfinite(m)
+                and m > 0 for m in meds):
+            raise _bad(f"{at}: launch_medians", row[5], "is not a list of positive numbers")
+        meds = [float(m) for m in meds]
+    flags: list[str] = []
+    if row[6]:
+        flags = _json(row[6], f"{at}: flags", list)
+        if len(flags) > _MAX_ITEMS or not all(isinstance(f, str) for f in flags):
+            raise _bad(f"{at}: flags", row[6], "is not a list of texts")
+    return Obs(run_id, _date(row[1], f"run {run_id}: date"), fig, lo, hi, meds, flags)
+
+
+def _series(r: Any) -> Series:
+    sid = _int(r[0], "series: id", 1)
+    return Series(sid, _text(r[1], f"series {sid}: context"),
+                  _text(r[2], f"series {sid}: name"),
+                  None if r[3] is None else _text(r[3], f"series {sid}: op", empty=True))
+
+
 def _run(row: Any) -> Run:
-    return Run(int(row[0]), row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]),
-               json.loads(row[6]), json.loads(row[7]), row[8], bool(row[9]), int(row[10]))
+    rid = _int(row[0], "run: id", 1)
+    at = f"run {rid}"
+    launches = None if row[8] is None else _int(row[8], f"{at}: launches", 1)
+    if row[9] not in (0, 1) or isinstance(row[9], float):
+        raise _bad(f"{at}: partial", row[9], "is not 0 or 1")
+    return Run(rid, _date(row[1], f"{at}: date"), _text(row[2], f"{at}: source"),
+               _text(row[3], f"{at}: context"), _json(row[4], f"{at}: machine", dict),
+               _json(row[5], f"{at}: mpi", dict), _json(row[6], f"{at}: launcher", dict),
+               _json(row[7], f"{at}: options", dict), launches, bool(row[9]),
+               _int(row[10], f"{at}: points"))
 
 
 def runs(c: sqlite3.Connection, limit: int | None = None) -> list[Run]:
@@ -401,7 +535,7 @@ def series(c: sqlite3.Connection, pattern: str | None = None) -> list[Series]:
                          "ORDER BY id", (pattern,)).fetchall()
     else:
         rows = c.execute("SELECT id, context, name, op FROM series ORDER BY id").fetchall()
-    return [Series(int(r[0]), r[1], r[2], r[3]) for r in rows]
+    return [_series(r) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -423,9 +557,7 @@ def observations(c: sqlite3.Connection, series_id: int, last: int | None = None)
          "ORDER BY r.date DESC, r.id DESC")
     rows = c.execute(q + (" LIMIT ?" if last else ""),
                      (series_id, last) if last else (series_id,)).fetchall()
-    return [Obs(int(r[0]), r[1], float(r[2]), r[3], r[4],
-                json.loads(r[5]) if r[5] else [float(r[2])],
-                json.loads(r[6]) if r[6] else []) for r in reversed(rows)]
+    return [_obs(r, f"series {series_id}, run {r[0]!r}") for r in reversed(rows)]
 
 
 def run_points(c: sqlite3.Connection, run_id: int) -> list[tuple[Series, Obs]]:
@@ -433,10 +565,7 @@ def run_points(c: sqlite3.Connection, run_id: int) -> list[tuple[Series, Obs]]:
         "SELECT s.id, s.context, s.name, s.op, p.run_id, r.date, p.figure, p.lo, p.hi, "
         "p.launch_medians, p.flags FROM points p JOIN series s ON s.id = p.series_id "
         "JOIN runs r ON r.id = p.run_id WHERE p.run_id = ? ORDER BY s.id", (run_id,)).fetchall()
-    return [(Series(int(r[0]), r[1], r[2], r[3]),
-             Obs(int(r[4]), r[5], float(r[6]), r[7], r[8],
-                 json.loads(r[9]) if r[9] else [float(r[6])],
-                 json.loads(r[10]) if r[10] else [])) for r in rows]
+    return [(_series(r[:4]), _obs(r[4:], f"series {r[0]!r}, run {run_id}")) for r in rows]
 
 
 def latest_runs(c: sqlite3.Connection) -> list[int]:
@@ -446,5 +575,5 @@ def latest_runs(c: sqlite3.Connection) -> list[int]:
     for (ctx,) in rows:
         r = c.execute("SELECT id FROM runs WHERE context = ? ORDER BY date DESC, id DESC "
                       "LIMIT 1", (ctx,)).fetchone()
-        out.append(int(r[0]))
+        out.append(_int(r[0], "run: id", 1))
     return sorted(out)

@@ -10,6 +10,7 @@ import sqlite3
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.history import detect
 from mpilab.history.db import observations, series
@@ -40,6 +41,9 @@ def write_report(c: sqlite3.Connection, out: str, pattern: str | None = None,
                  last: int | None = None) -> int:
     """Write the page; returns the number of plots."""
     ss = series(c, pattern)[:MAX_PLOTS]
+    if pattern is not None and not ss:
+        raise MpilabError(f"--measurement {pattern!r}: no measurement matches (mpilab history "
+                          "show RUN names them; a glob such as 'p2p:*/1024 *')")
     parts: list[str] = []
     first = True
     rows: list[str] = []

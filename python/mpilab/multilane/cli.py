@@ -28,7 +28,8 @@ def _names(allowed: tuple[str, ...]) -> Callable[[str], str]:
 
 
 def _sizes(text: str) -> str:
-    units.parse_size_list(text, MAX_SIZES)
+    if 0 in units.parse_size_list(text, MAX_SIZES):
+        raise ValueError("0 bytes per rank moves nothing (sizes start at 1)")
     return text
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mpilab import __version__
-from mpilab.fsutil import atomic_write_text, check_output
+from mpilab.fsutil import atomic_write_text, check_output, resolve_output
 from mpilab.multilane.doc import (
     Doc,
     Run,
@@ -330,7 +330,8 @@ def render(docs: list[Doc], shared_runtime: bool = False) -> str:
 def write(docs: list[Doc], out: str | Path, self_contained: bool = False) -> Path:
     target = Path(out)
     check_output(target)
-    shared = not self_contained and str(out) != "-"
+    # a page streamed (-, a FIFO, a device) has no folder to share a runtime file from
+    shared = not self_contained and str(out) != "-" and not resolve_output(target)[1]
     text = render(docs, shared)
     if shared and f'src="{figs.runtime_file_name()}"' in text:
         figs.write_runtime_file(target.parent)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
 from typing import Any
 
-from mpilab import actions
+from mpilab import actions, argtypes
 from mpilab.errors import MpilabError
 from mpilab.fsutil import write_stdout
 from mpilab.pathmig import agents, rails
@@ -22,7 +23,9 @@ from mpilab.testbed.spec import Spec
 
 
 def _spec(args: argparse.Namespace) -> Spec:
-    p = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX
+    # an explicit --prefix '' is refused, not replaced by the environment's or the default
+    p = (args.prefix if args.prefix is not None
+         else os.environ.get("MPILAB_TESTBED_PREFIX") or specmod.DEFAULT_PREFIX)
     if not specmod.PREFIX_RE.match(p):
         raise MpilabError(f"prefix {p!r}: must be 1-6 characters a-z0-9, starting with a letter")
     return net.current_spec(p)
@@ -69,6 +72,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     st = [agents.request(sp, n, "status") for n in _nodes(sp, args.node)]
     write_stdout(json.dumps(st, indent=1) if args.json else format_status(st))
     return 0
+
+
+def _token(text: str) -> str:
+    """A connection's token (8 hex digits, as status and the event log show it) or all."""
+    if text != "all" and not re.fullmatch(r"[0-9a-fA-F]{1,8}", text, re.ASCII):
+        raise ValueError("expected a connection token (8 hex digits, see pathmig status) "
+                         "or all")
+    return text
 
 
 def _request(args: argparse.Namespace, verb: str) -> int:
@@ -186,21 +197,26 @@ def register(subparsers: Any) -> None:
                         "testbed prefix (default $MPILAB_TESTBED_PREFIX or mlt)")
 
     p = add("start", cmd_start, "start an agent in every node (or --hosts)")
-    p.add_argument("--hosts", help="comma-separated nodes (default: all)")
+    p.add_argument("--hosts", type=argtypes.wrap(specmod.parse_node_list, "nodes"),
+                   help="comma-separated nodes (default: all)")
     p.add_argument("--manual", action="store_true", help="no automatic migration/re-arming")
     p.add_argument("--alt", help="alternate path: default (next rail), auto, or a map file "
                    "of lines 'PEER RAIL ALT_RAIL'")
     add("stop", cmd_stop, "stop every agent")
     p = add("status", cmd_status, "every connection, its paths and state")
     p.add_argument("--json", action="store_true", help="machine-readable")
-    p.add_argument("--node", help="one node only")
+    p.add_argument("--node", type=argtypes.wrap(specmod.parse_node_name, "node"),
+                   help="one node only")
     for verb, what in (("arm", "load an alternate path (MIGRATED -> REARM -> ARMED)"),
                        ("migrate", "move to the alternate path (ARMED -> MIGRATED)")):
         p = add(verb, lambda a, v=verb: _request(a, v), what)
-        p.add_argument("target", nargs="?", default="all", metavar="TOKEN|all")
-        p.add_argument("--node", help="only this node's agent")
+        p.add_argument("target", nargs="?", default="all", metavar="TOKEN|all",
+                       type=argtypes.wrap(_token, "token"))
+        p.add_argument("--node", type=argtypes.wrap(specmod.parse_node_name, "node"),
+                       help="only this node's agent")
     p = add("auto", cmd_auto, "automatic migration and re-arming on or off")
     p.add_argument("onoff", choices=("on", "off"))
-    p.add_argument("--node", help="only this node's agent")
+    p.add_argument("--node", type=argtypes.wrap(specmod.parse_node_name, "node"),
+                   help="only this node's agent")
     p = add("events", cmd_events, "the agents' event logs, merged (JSON lines)")
     p.add_argument("--all", action="store_true", help="also kernel events and probes")

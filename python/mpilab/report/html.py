@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from mpilab import __version__, quality
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, resolve_output
 from mpilab.report import figs, lmo, render, scale, summary, tables, units, values
 from mpilab.report import scale_sections as big
 from mpilab.report.figs import Curve, Figure, Point
@@ -585,8 +585,10 @@ def build_report(results: Results, out_html: str | os.PathLike[str],
     out = Path(out_html)
     att = scale.Attachments(out.with_suffix("") if out.suffix else out)
     try:
+        # a page streamed (-, a FIFO, a device) has no folder to share a runtime file from
+        streamed = os.fspath(out_html) == "-" or resolve_output(out_html)[1]
         text = render_report(results, matrix_sizes, static, att,  # the CSVs as temporaries
-                             shared_runtime and os.fspath(out_html) != "-")
+                             shared_runtime and not streamed)
         write_runtime_for(text, out_html)
         atomic_write_text(out_html, text)
     except BaseException:

@@ -303,8 +303,10 @@ def register(subparsers: Any) -> None:
                    help="the launcher: Open MPI's mpirun or MPICH's mpiexec (default auto: "
                         "the MPI the program is linked with, else Open MPI)")
     p.add_argument("--np", type=argtypes.positive, help="ranks (default: one per host)")
-    p.add_argument("--hosts", help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
-    p.add_argument("--rails", help="rails Open MPI may use, e.g. 0,1 (default 0)")
+    p.add_argument("--hosts", type=argtypes.wrap(specmod.parse_node_list, "nodes"),
+                   help="comma-separated nodes (default: all), e.g. s0n0,s1n0")
+    p.add_argument("--rails", type=argtypes.wrap(specmod.parse_rail_list, "rails"),
+                   help="rails Open MPI may use, e.g. 0,1 (default 0)")
     p.add_argument("--timeout", metavar="SECONDS",
                    help="end the job after this long (seconds, or with a unit ns, us, ms, s); "
                         f"default ${jobctl.TIMEOUT_ENV} or "
@@ -315,7 +317,8 @@ def register(subparsers: Any) -> None:
                         "'none' to wait for the time limit")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
     p = add("fail", cmd_fail, "fail a node's rail now or later, or random faults (--random)")
-    p.add_argument("target", metavar="NODE:RAIL", nargs="?")
+    p.add_argument("target", metavar="NODE:RAIL", nargs="?",
+                   type=argtypes.wrap(specmod.parse_target_text, "target"))
     p.add_argument("--random", type=argtypes.count, metavar="SEED",
                    help="random faults from this seed: --count at random times --within S "
                         "seconds from now, on --nodes/--fault-rails, --modes, each healed "
@@ -335,7 +338,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mode", choices=faults.kind_names(), default="down",
                    help="; ".join(f"{k.name}: {k.summary}" for k in faults.kinds()))
     p = add("heal", cmd_heal, "heal one rail, or every failed rail")
-    p.add_argument("target", metavar="NODE:RAIL", nargs="?")
+    p.add_argument("target", metavar="NODE:RAIL", nargs="?",
+                   type=argtypes.wrap(specmod.parse_target_text, "target"))
     p = add("check", cmd_check, "measure links with iperf3 and ping vs the spec")
     p.add_argument("--time", type=argtypes.duration, default=3.0,
                    help="seconds per iperf3 run")

@@ -271,6 +271,47 @@ def parse_node(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def parse_node_list(text: str) -> str:
+    """--hosts: comma-separated node names (s0n0,s1n0), none empty or named twice; checked
+    before a testbed is looked at (whether they are its nodes: afterwards). ValueError names
+    the problem."""
+    names = [h.strip() for h in text.split(",")]
+    for h in names:
+        if not h:
+            raise ValueError("an empty node name (omit the option for every node)")
+        if not NODE_RE.fullmatch(h):
+            raise ValueError(f"{h}: not a node name (expected sSITEnNODE, e.g. s0n1)")
+    if len(set(names)) != len(names):
+        raise ValueError("a node is named twice")
+    return text
+
+
+def parse_node_name(text: str) -> str:
+    """--node: one node name (s0n1)."""
+    if not NODE_RE.fullmatch(text):
+        raise ValueError("not a node name (expected sSITEnNODE, e.g. s0n1)")
+    return text
+
+
+def parse_rail_list(text: str) -> str:
+    """--rails: comma-separated rail numbers (0,1), none negative or named twice."""
+    items = text.split(",")
+    if any(not re.fullmatch(r"[0-9]{1,3}", x, re.ASCII) for x in items):
+        raise ValueError("expected rail numbers, e.g. 0 or 0,1")
+    if len(set(int(x) for x in items)) != len(items):
+        raise ValueError("a rail is named twice")
+    return text
+
+
+def parse_target_text(text: str) -> str:
+    """NODE:RAIL (s0n1:0 or s0n1:r0), the syntax only (the testbed's nodes and rails are
+    checked against its spec)."""
+    m = re.fullmatch(r"([a-z0-9]+):r?([0-9]{1,3})", text, re.ASCII)
+    if not m or not NODE_RE.fullmatch(m.group(1)):
+        raise ValueError("expected NODE:RAIL (e.g. s0n1:0)")
+    return text
+
+
 def format_rate(bps: float) -> str:
     for unit, mul in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
         if bps >= mul:
