@@ -231,6 +231,8 @@ static json_t *slowest_json(const mpilab_lmo_fit_t *f, size_t np, FILE *table)
     int cpu = h.star ? h.node : mpilab_lmo_slowest_cpu(f, &cpu_ratio);
     if (!h.star && cpu >= 0)
         cpu_c = f->node[cpu].C.value;
+    if (!h.star && cpu >= 0 && !(cpu_c > 0)) /* every C 0: no node is slow at messaging */
+        cpu = -1;
     if (cpu >= 0) {
         json_object_set_new(o, "cpu", json_integer(cpu));
         json_object_set_new(o, "cpu_C_s", mpilab_json_real(cpu_c));

@@ -98,9 +98,12 @@ else:
     # the node slowest at messaging: the largest C (clamped value), with that C in the file;
     # the slowest node by C + M t only when one stands out
     assert sl.get("node", 0) in (0, 1, 2), sl
-    sc = sl["cpu"]
-    assert sc == max(range(3), key=lambda i: l["nodes"][i]["C"]["value"]), sl
-    assert sl["cpu_C_s"] == l["nodes"][sc]["C"]["value"], sl
+    if "cpu" in sl:
+        sc = sl["cpu"]
+        assert sc == max(range(3), key=lambda i: l["nodes"][i]["C"]["value"]), sl
+        assert sl["cpu_C_s"] == l["nodes"][sc]["C"]["value"] > 0, sl
+    else:  # no node is slow at messaging only when every C is 0
+        assert all(n["C"]["value"] <= 0 for n in l["nodes"]), sl
 # with 3 nodes the star's latencies solve the three pair sums exactly
 ys = [l["nodes"][i]["C"]["raw"] + l["nodes"][j]["C"]["raw"] + L["raw"]
       for (i, j), L in zip(l["links"]["pairs"], l["links"]["L"])]
