@@ -247,6 +247,19 @@ static int check_io(const mpilab_dl_options *opt)
     return why ? -1 : 0;
 }
 
+/* The folder a file name is in, into dir[n]: "." for a bare name, "/" at the root. */
+static void folder_of(const char *path, char *dir, size_t n)
+{
+    snprintf(dir, n, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, n, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+}
+
 /* --stats FILE is rewritten at exit and on SIGUSR1 through a temporary name beside it:
  * checked at start, so a directory, a FIFO, a device or a folder that is not there is one
  * line now rather than a lost statistics file at exit ("-": standard output). */
@@ -264,14 +277,7 @@ static int check_stats(const char *path)
     else if (strlen(path) >= sizeof dir)
         why = "name too long";
     if (!why) {
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            snprintf(dir, sizeof dir, ".");
-        else if (slash == dir)
-            dir[1] = '\0';
-        else
-            *slash = '\0';
+        folder_of(path, dir, sizeof dir);
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
             why = "its folder does not exist";
         else if (access(dir, W_OK | X_OK) != 0)
@@ -328,14 +334,7 @@ static int check_trim_file(const char *path)
     else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         why = S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
     if (!why) {
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            snprintf(dir, sizeof dir, ".");
-        else if (slash == dir)
-            dir[1] = '\0';
-        else
-            *slash = '\0';
+        folder_of(path, dir, sizeof dir);
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
             why = "its folder does not exist";
     }
@@ -472,6 +471,10 @@ static int run(int argc, char **argv, mpilab_dl_peer *peers)
     }
     if (nort_set && (rt_set || opt.rt_adaptive)) {
         fprintf(stderr, "mpilab-delayline: --no-realtime excludes --rt-priority and --rt-adaptive\n");
+        return 2;
+    }
+    if (opt.buffer < mpilab_dl_buffer_min()) { /* before any device is looked at */
+        fprintf(stderr, "mpilab-delayline: --buffer %zu: must hold at least two 64 KiB packets\n", opt.buffer);
         return 2;
     }
     if (check_io(&opt) != 0 || check_stats(opt.stats) != 0 ||

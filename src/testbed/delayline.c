@@ -710,6 +710,8 @@ static int dl_loop(const mpilab_dl_options *opt, int fd, mpilab_dl_pkt *pk, mpil
     return rc;
 }
 
+size_t mpilab_dl_buffer_min(void) { return 2 * dl_align(DL_HDR + DL_MAX_PACKET); }
+
 int mpilab_dl_run(const mpilab_dl_options *opt)
 {
     mpilab_dl_ring ring;
@@ -717,7 +719,7 @@ int mpilab_dl_run(const mpilab_dl_options *opt)
         fprintf(stderr, "mpilab-delayline: cannot allocate a %zu-byte buffer\n", opt->buffer);
         return 1;
     }
-    if (opt->buffer < 2 * dl_align(DL_HDR + DL_MAX_PACKET)) {
+    if (opt->buffer < mpilab_dl_buffer_min()) {
         fprintf(stderr, "mpilab-delayline: --buffer %zu: must hold at least two 64 KiB packets\n",
                 opt->buffer);
         mpilab_dl_ring_free(&ring);

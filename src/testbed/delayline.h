@@ -401,6 +401,9 @@ int mpilab_dl_write_stats(const mpilab_dl_options *opt, const mpilab_dl_stats *s
 
 /* Attach to the tun device and run until SIGTERM/SIGINT. Returns a process exit code;
  * errors are printed as one line on stderr. */
+/* The smallest --buffer a line runs with (bytes): two of the largest packets. */
+size_t mpilab_dl_buffer_min(void);
+
 int mpilab_dl_run(const mpilab_dl_options *opt);
 
 #endif
