@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -303,7 +304,8 @@ int mpilab_pm_pingpong_run(const mpilab_pm_pingpong_opts *o, FILE *out, char *er
     int *fds = calloc((size_t)o->nconn, sizeof(int));
     unsigned char *buf = malloc((size_t)o->bytes);
     FILE *rl = NULL;
-    int rc;
+    struct stat st;
+    int rc, made = o->rtt_log && stat(o->rtt_log, &st) != 0; /* the log is this run's own */
     if (!fds || !buf) {
         ERR("out of memory");
         rc = MPILAB_PMPP_FAILED;
@@ -318,6 +320,11 @@ int mpilab_pm_pingpong_run(const mpilab_pm_pingpong_opts *o, FILE *out, char *er
     }
     if (rl)
         fclose(rl);
+    /* a run that failed before its first round trip (no connection) leaves no empty log file
+     * it created; a log with round trips in it is kept, failed run or not */
+    if (rl && made && rc != MPILAB_PMPP_OK && stat(o->rtt_log, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_size == 0)
+        unlink(o->rtt_log);
     free(buf);
     free(fds);
     return rc;

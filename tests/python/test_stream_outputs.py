@@ -49,6 +49,20 @@ def test_fifo_without_reader_is_refused_before_connecting(tmp_path: Path) -> Non
     assert "Is a directory" in p.stderr
 
 
+def test_no_connection_leaves_no_log_it_created(tmp_path: Path) -> None:
+    """A refused connection ends before the first round trip: the log file this run created
+    is gone; a log that was there before is left in place."""
+    log = tmp_path / "rtt.log"
+    p = subprocess.run([_tool(), "--connect", f"127.0.0.1:{_free_port()}", "--tcp", "--iters",
+                        "1", "--rtt-log", str(log)], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not log.exists()
+    log.write_text("")
+    p = subprocess.run([_tool(), "--connect", f"127.0.0.1:{_free_port()}", "--tcp", "--iters",
+                        "1", "--rtt-log", str(log)], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and log.exists()
+
+
 def test_fifo_with_reader_gets_every_round_trip(tmp_path: Path) -> None:
     fifo = tmp_path / "rtt.fifo"
     os.mkfifo(fifo)
