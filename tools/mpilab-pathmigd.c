@@ -60,6 +60,13 @@ static int option(int c, const char *arg, mpilab_pm_agent_config *cfg)
 {
     char *end;
     long v;
+    static const char *const named[] = {"n--node", "p--peers", "c--control", "l--log",
+                                         "P--pidfile", "a--alt"};
+    for (size_t k = 0; arg && !*arg && k < sizeof named / sizeof *named; k++)
+        if (named[k][0] == c) { /* a name or a path given as "" */
+            fprintf(stderr, "mpilab-pathmigd: %s: an empty value\n", named[k] + 1);
+            return 2;
+        }
     switch (c) {
     case 'n': cfg->node_name = arg; break;
     case 'p': cfg->peers_path = arg; break;

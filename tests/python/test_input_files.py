@@ -128,6 +128,22 @@ def test_pathmig_agent_refuses_a_fifo_without_blocking(tmp_path: Path, which: st
     assert p.stderr.count("\n") == 1 and "fifo: not a regular file" in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("which", ["--log", "--control", "--pidfile", "--node"])
+def test_pathmig_agent_refuses_an_empty_name_before_reading_its_peers(tmp_path: Path,
+                                                                      which: str) -> None:
+    """An empty name is an argument error, named before the (missing) peers file is read."""
+    import subprocess
+
+    from mpilab.tools import find_tool
+
+    args = ["--node", "n0", "--peers", "nosuch.peers", which, ""]
+    p = subprocess.run([find_tool("mpilab-pathmigd"), *args, "--no-realtime"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2
+    assert p.stderr == f"mpilab-pathmigd: {which}: an empty value\n", p.stderr
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("prefix", ["", "rb\n", "RB"])
 def test_disk_prefix_is_checked_and_never_falls_back_to_the_default(prefix: str) -> None:
     import argparse
