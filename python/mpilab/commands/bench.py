@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpilab import argtypes, launch, units
+from mpilab import argtypes, launch, procs, units
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.tools import find_tool, mpi_env
@@ -255,15 +255,8 @@ def _start(args: argparse.Namespace, runner_args: list[str], quiet_stdout: bool 
 def _stop(started: Started) -> None:
     """End a started launch (interrupted, or the work beside it failed): SIGINT, then
     SIGKILL after 10 s."""
-    proc = started.proc
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    if started.proc is not None:
+        procs.end(started.proc, signal.SIGINT)
 
 
 def _beside(started: Started, work: Callable[[], None]) -> None:

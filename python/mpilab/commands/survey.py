@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mpilab import argtypes
+from mpilab import argtypes, procs
 from mpilab.commands.bench import (
     RUNNER,
     Job,
@@ -250,17 +250,7 @@ def _run_runner(j: Job, log_path: Path, quiet: bool) -> None:
 
 def _stop(proc: subprocess.Popen[str]) -> None:
     """Stop the launcher we started (its own session: the signal reaches its ranks)."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+    procs.end(proc, signal.SIGTERM, group=True)
 
 
 def _doc_of(path: Path) -> dict[str, Any] | None:

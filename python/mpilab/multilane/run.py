@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import mpilab
+from mpilab import procs
 from mpilab.errors import AlreadyReported, MpilabError
 from mpilab.fsutil import atomic_write_text
 from mpilab.testbed import launch, net
@@ -115,12 +116,7 @@ def run(prefix: str, tool_args: list[str], out: str, np: int | None = None,
                                        "--partial", str(partial)], np=np, timeout=timeout)
         finally:
             if sampler is not None:
-                sampler.send_signal(signal.SIGTERM)
-                try:
-                    sampler.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    sampler.kill()
-                    sampler.wait()
+                procs.end(sampler, signal.SIGTERM, grace=30)
         if status == 2:  # the tool refused its input, in its own one line
             raise AlreadyReported(2)
         if status != 0:
