@@ -312,7 +312,10 @@ static int check_dev(const char *dev)
         if (!exists)
             why = "no such device";
     }
-    if (why)
+    if (why && !strcmp(why, "no such device"))
+        fprintf(stderr, "mpilab-delayline: --dev %s: no such device (create it first: ip tuntap add %s mode tun)\n",
+                dev, dev);
+    else if (why)
         fprintf(stderr, "mpilab-delayline: --dev %s: %s\n", dev, why);
     return why ? -1 : 0;
 }

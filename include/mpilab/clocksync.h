@@ -205,17 +205,6 @@ void mpilab_clocksync_free(mpilab_clocksync_t *cs);
  * mpilab_clocksync_run. */
 int mpilab_clocksync_keep_better(mpilab_clocksync_t *out, const mpilab_clocksync_t *cur);
 
-/* One repeat of mpilab_clocksync_run: cur takes per rank the drift of out (the models kept
- * so far, stated for out->t_end) where that is tighter than its own
- * (mpilab_clocksync_refine_drift: a repeat probes without a drift window, and a clock's
- * drift does not change between two attempts); out is aged to cur->t_end (uncertainty +
- * drift_uncertainty x the time between) and becomes stated for it; then
- * mpilab_clocksync_keep_better(out, cur).
- * Without the drift, a repeat's one-pass drift bound (about 1650 ppm) made it lose to a
- * windowed first attempt at the horizon whatever its offset uncertainty. Returns how many
- * ranks took cur's model. Pure: no communication. */
-int mpilab_clocksync_take_repeat(mpilab_clocksync_t *out, mpilab_clocksync_t *cur);
-
 /* Resynchronisation during long runs: cur (a later synchronisation, same nranks) takes, per
  * rank, the drift of the line through prev's and cur's offsets at their ends, known to within
  * (u_prev + u_cur) / (cur->t_end - prev->t_end), or prev's own drift and drift uncertainty

@@ -65,32 +65,6 @@ MPILAB_TEST(keep_better_merges_per_rank)
     CHECK(a.t0 == 10.0);
 }
 
-MPILAB_TEST(repeat_without_window_can_replace_a_windowed_attempt)
-{
-    /* The first attempt (window) resolved rank 1's drift to 2 ppm but was preempted: 9 us.
-     * A repeat 0.3 s later probes one pass: 1.5 us, its drift unresolved (1650 ppm). With the
-     * first attempt's drift the repeat is the better model (1.5 + 2 us a second on, against
-     * 9 + 0.6 + 2 us); alone it would lose at the horizon (1.5 + 1650 us). Rank 2: the
-     * repeat was preempted too (30 us), the first attempt stays. */
-    mpilab_clock_model_t mf[3] = {{0}, {1e-3, 4e-5, 0.0, 9e-6, 2e-6}, {-2e-3, 1e-5, 0.0, 3e-6, 2e-6}};
-    mpilab_clock_model_t mr[3] = {{0}, {1e-3 + 4e-5 * 0.4, 0.0, 0.0, 1.5e-6, 1.65e-3},
-                                  {-2e-3 + 1e-5 * 0.4, 0.0, 0.0, 30e-6, 1.65e-3}};
-    mpilab_clocksync_t first = {.nranks = 3, .t0 = 10.0, .t_end = 10.1, .ranks = mf};
-    mpilab_clocksync_t rep = {.nranks = 3, .t0 = 10.4, .t_end = 10.4, .ranks = mr};
-    mpilab_clocksync_t alone = first;
-    mpilab_clock_model_t ma[3] = {{0}, mf[1], mf[2]};
-    alone.ranks = ma;
-    CHECK(mpilab_clocksync_keep_better(&alone, &rep) == 0); /* the horizon rule alone */
-    CHECK(mpilab_clocksync_take_repeat(&first, &rep) == 1);
-    CHECK_NEAR(mf[1].uncertainty, 1.5e-6, 1e-15);
-    CHECK_NEAR(mf[1].drift, 4e-5, 1e-12);
-    CHECK_NEAR(mf[1].drift_uncertainty, 2e-6, 1e-15);
-    CHECK_NEAR(mf[2].uncertainty, 3e-6 + 2e-6 * 0.3, 1e-15); /* kept, aged 0.3 s */
-    CHECK(first.t_end == 10.4);
-    /* rank 1 maps a local time as the repeat measured it: offset 1.016 ms at 10.4 */
-    CHECK_NEAR(mpilab_clock_to_global(&first, 1, 10.4 + 1.016e-3), 10.4, 1e-9);
-}
-
 MPILAB_TEST(refine_drift_from_two_syncs)
 {
     /* Drift from two synchronisations a second apart: rank 1's offset local - ref is

@@ -421,7 +421,8 @@ def one_way_offences(files: list[Path] | None = None) -> dict[str, list[str]]:
 
 
 # history (numbered work periods) belongs in CHANGELOG.md, never in docs, names or comments
-WORK_PERIOD = re.compile(r"\b(session|work[- ]period|sprint)[-_ ]?#?\d+\b", re.IGNORECASE)
+WORK_PERIOD = re.compile(r"(?<![a-z])(session|work[- ]period|sprint)[-_ ]?#?\d+(?!\d)",
+                         re.IGNORECASE)
 
 
 def work_period_references(files: list[Path] | None = None) -> list[str]:
