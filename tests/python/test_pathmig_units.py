@@ -52,12 +52,6 @@ def test_status_table() -> None:
     text = format_status(st)
     assert "0a0b0c0d s1n0   client MIGRATED  r1 active" in text
     assert "dead paths: s0n0->s1n0:r0" in text
-    assert "quiet" not in text
-    # an idle path silent past its timeout is quiet, not dead
-    st[0]["paths"] = [{"peer": "s1n0", "rail": 0, "up": True},
-                      {"peer": "s1n0", "rail": 1, "up": False, "quiet": True}]
-    text = format_status(st)
-    assert "dead paths: none" in text and "quiet idle paths: s0n0->s1n0:r1" in text
 
 
 def test_congestion_route_rewrite() -> None:

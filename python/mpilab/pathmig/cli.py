@@ -56,14 +56,8 @@ def format_status(st: list[dict[str, Any]]) -> str:
                          f"{'server' if c['server_side'] else 'client':6} {c['state']:9} "
                          f"{_paths(c['subflows'])}")
     down = [f"{n['node']}->{p['peer']}:r{p['rail']}" for n in st for p in n["paths"]
-            if not p["up"] and not p.get("quiet")]
+            if not p["up"]]
     lines.append("dead paths: " + (", ".join(down) or "none"))
-    # idle paths silent past their timeout: not dead (nothing rides on them), not used for
-    # a new alternate until they answer
-    quiet = [f"{n['node']}->{p['peer']}:r{p['rail']}" for n in st for p in n["paths"]
-             if p.get("quiet")]
-    if quiet:
-        lines.append("quiet idle paths: " + ", ".join(quiet))
     return "\n".join(lines)
 
 
