@@ -16,10 +16,8 @@ static json_t *status_json(agent_t *ag)
     json_t *conns = json_array(), *paths = json_array();
     for (int p = 0; p < ag->nnodes; p++)
         for (int r = 0; p != ag->self && r < ag->nrails; r++)
-            json_array_append_new(paths, json_pack("{s:s,s:i,s:b,s:b}", "peer",
-                                                   ag->nodes[p].name, "rail", r, "up",
-                                                   ag->ctx.path_up[p][r], "quiet",
-                                                   ag->probe[p][r].quiet));
+            json_array_append_new(paths, json_pack("{s:s,s:i,s:b}", "peer", ag->nodes[p].name,
+                                                   "rail", r, "up", ag->ctx.path_up[p][r]));
     for (size_t i = 0; i < ag->nconn; i++) {
         mpilab_pm_conn *c = &ag->conn[i];
         char tok[16];
