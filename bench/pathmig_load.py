@@ -25,12 +25,11 @@ whatever the nodes' CPUs do; `shared` leaves the delay line's own default (norma
 scheduling while it holds lone packets), so that the busy loops starve the network too:
 healthy paths then go silent for 50-400 ms at a time.)
 
-Per run: the agents' path-dead verdicts (path events with up false, verdict records),
-migrations (ARMED -> MIGRATED), idle paths found quiet (`quiet` records: silent past their
-timeout with no subflow on them, no verdict), the agents' late wake-ups (their stop
-records), the job's exit status, its duration, median and longest round trip; with a
-fault, the longest round trip that ended between the fault's request and 3 s after it was
-in place. --quiet runs without the busy loops."""
+Per run: the agents' path-dead verdicts (path events with up false, verdict records) and
+migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
+exit status, its duration, median and longest round trip; with a fault, the longest round
+trip that ended between the fault's request and 3 s after it was in place. --quiet runs
+without the busy loops."""
 
 from __future__ import annotations
 
@@ -118,8 +117,6 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
         "max_ms": max(rtts) * 1e3 if rtts else None,
         "false_dead": dead, "false_migrations": migr,
-        # idle paths silent past their timeout (no verdict: nothing rode on them)
-        "quiet": sum(1 for e in before if e["event"] == "quiet" and e.get("quiet")),
         "late_wakeups": sum(e.get("late_wakeups", 0) for e in stops),
         "late_max_ms": max((e.get("late_max_ms", 0.0) for e in stops), default=0.0),
         "verdicts_rearmed": sum(e.get("verdicts_rearmed", 0) for e in stops),
@@ -221,8 +218,7 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
     write_json(a.out, doc)
     runs, hogs = doc["runs"], doc["hogs"]
     print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
-          f"false migrations {sum(r['false_migrations'] for r in runs)}, quiet idle paths "
-          f"{sum(r.get('quiet', 0) for r in runs)}, failed jobs "
+          f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
           + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]} (-1: the "
              "fault came after the job)"

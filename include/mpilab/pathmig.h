@@ -204,11 +204,7 @@ int mpilab_pm_path_silent(double now, double since, double limit, double freshes
  *   data of ours outstanding (unacknowledged or queued) on some subflow and no ACK of any
  *   kind on any of them for longer than the timeout (tcpi_last_ack_recv, stamped by the
  *   kernel when the ACK arrived, whatever the agent was doing). An ACK within the timeout
- *   (a slow path) or nothing at stake (an idle connection) is no fault;
- * - something rides on the path (`idle` 0): a path that carries no subflow of any
- *   connection to the peer (a rail that went idle, or whose connections closed) is not
- *   judged dead by its silence: it is QUIET, not used for a new alternate until it answers
- *   again, with no verdict, no notice to the peer and no hold-down. */
+ *   (a slow path) or nothing at stake (an idle connection) is no fault. */
 #define MPILAB_PM_TIMEOUT_CAP 20.0
 #define MPILAB_PM_RECOVERED_FACTOR 1.5
 
@@ -248,22 +244,20 @@ typedef struct {
     const mpilab_pm_path_kernel *kernel;  /* the path's subflows at the last dump, or NULL
                                              (no dump, passive liveness off) */
     double kernel_at;    /* when that dump was made */
-    int idle;            /* no subflow of any connection to the peer is on the path */
 } mpilab_pm_evidence;
 
 typedef enum {
     MPILAB_PM_V_ALIVE = 0, /* not silent past its timeout */
     MPILAB_PM_V_ASLEEP,    /* silent past it, but the agent itself was late: re-armed */
     MPILAB_PM_V_WAIT,      /* silent past it, the evidence is not there (yet) */
-    MPILAB_PM_V_DEAD,      /* dead */
-    MPILAB_PM_V_QUIET      /* silent past it as a dead path is, but nothing rides on it */
+    MPILAB_PM_V_DEAD       /* dead */
 } mpilab_pm_verdict_kind;
 
 typedef struct {
     mpilab_pm_verdict_kind kind;
     double timeout;  /* the timeout used, s */
     double recheck;  /* judge again then (ALIVE, ASLEEP; WAIT: the caller's next look) */
-    char why[128];   /* DEAD, WAIT, QUIET: the evidence, one line */
+    char why[128];   /* DEAD, WAIT: the evidence, one line */
 } mpilab_pm_verdict;
 
 /* A path's silence as one probe round saw it: its last sign of life (`since`: a reply, a

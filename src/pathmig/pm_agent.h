@@ -60,9 +60,6 @@ typedef struct {
     double stall;        /* since then: the longest ACK age with data at stake at a dump... */
     int stall_dumps;     /* ...and how many dumps listed the path's subflows */
     double back_at;      /* when the path last came back from a silence (note_recovery) */
-    int quiet;           /* idle and silent past its timeout (MPILAB_PM_V_QUIET): not used
-                            for a new alternate until a message comes on it */
-    double quiet_for;    /* the silence (its start) last logged as quiet */
 } probe_t;
 
 /* what the agent costs: counted for the `stats` in status and the `stop` record */
@@ -158,8 +155,6 @@ struct mpilab_pm_agent {
     probe_t probe[MPILAB_PM_MAX_PEERS][MPILAB_PM_MAX_RAILS];
     int conns_to[MPILAB_PM_MAX_PEERS];
     unsigned used[MPILAB_PM_MAX_PEERS]; /* pma_paths_in_use, valid unless used_dirty */
-    unsigned carried[MPILAB_PM_MAX_PEERS]; /* paths with any subflow (primary, backup,
-                                              loading) of a connection: likewise */
     int used_dirty;
     pm_nl_tcp_id *q; /* the primary subflows on those paths (looked up for proofs) */
     size_t nq, capq;

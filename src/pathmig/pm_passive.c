@@ -14,7 +14,6 @@ const unsigned *pma_paths_in_use(agent_t *ag)
     if (!ag->used_dirty)
         return ag->used;
     memset(ag->used, 0, sizeof(ag->used));
-    memset(ag->carried, 0, sizeof(ag->carried));
     ag->nq = 0;
     for (size_t i = 0; i < ag->nconn; i++) {
         const mpilab_pm_conn *c = &ag->conn[i];
@@ -22,8 +21,6 @@ const unsigned *pma_paths_in_use(agent_t *ag)
             continue;
         for (int k = 0; k < c->nsub; k++) {
             const mpilab_pm_subflow *sb = &c->sub[k];
-            if (sb->rrail >= 0)
-                ag->carried[c->peer] |= 1u << sb->rrail;
             if (!sb->established || sb->backup || sb->rrail < 0)
                 continue;
             ag->used[c->peer] |= 1u << sb->rrail;

@@ -18,7 +18,6 @@ void pma_refresh_paths(agent_t *ag)
         for (int r = 0; r < ag->nrails; r++)
             ag->ctx.path_up[p][r] = (unsigned char)(p != ag->self && ag->link_ok[r] &&
                                                     ag->probe[p][r].alive &&
-                                                    !ag->probe[p][r].quiet &&
                                                     ag->nodes[p].addr[r] != 0);
 }
 
@@ -112,7 +111,6 @@ void pma_set_alive(agent_t *ag, int p, int r, int alive, const char *cause)
 {
     probe_t *pr = &ag->probe[p][r];
     pr->good = 0;
-    pr->quiet = 0; /* a verdict or a heal supersedes it */
     if (pr->alive == alive)
         return;
     pr->alive = alive;
@@ -141,12 +139,6 @@ static int on_msg(agent_t *ag, int rail, const unsigned char *m, ssize_t n, doub
     }
     if ((type == MSG_PROBE || type == MSG_REPLY) && now > pr->last_reply)
         pr->last_reply = now; /* any message proves the path works both ways... */
-    if ((type == MSG_PROBE || type == MSG_REPLY) && pr->quiet) {
-        pr->quiet = 0; /* a quiet idle path answers again: usable for an alternate */
-        pma_log_obj(ag, "quiet", json_pack("{s:s,s:i,s:b}", "peer", ag->nodes[p].name,
-                                           "rail", rail, "quiet", 0));
-        changed = 1;
-    }
     if (type == MSG_PROBE)
         pma_send_msg(ag, rail, p, MSG_REPLY, rail, get32(m + 8));
     if ((type == MSG_PROBE || type == MSG_REPLY) && !pma_decides(ag, p)) {
@@ -319,7 +311,6 @@ static void evidence_of(const agent_t *ag, int p, int r, const sched_t *d, doubl
     for (int k = 0; k < ag->nrails; k++)
         if (k != r && ag->probe[p][k].alive && ag->probe[p][k].back_at > ev->back_at)
             ev->back_at = ag->probe[p][k].back_at;
-    ev->idle = !(ag->carried[p] >> r & 1u);
     if (ag->passive && pr->settle_dump == ag->st.diag_dumps && pr->kernel.nsub > 0) {
         ev->kernel = &pr->kernel;
         ev->kernel_at = pr->kernel_at;
@@ -417,18 +408,6 @@ static int judge(agent_t *ag, int p, int r, const sched_t *d, double now, double
     mpilab_pm_verdict v;
     evidence_of(ag, p, r, d, now, freshest, &ev);
     mpilab_pm_judge(&ev, &v);
-    if (v.kind == MPILAB_PM_V_QUIET && pr->quiet_for != d->since) {
-        /* no verdict, no notice, no hold-down: kept out of new alternates until it
-           answers (pma_refresh_paths); logged once per silence */
-        pr->quiet_for = d->since;
-        pr->quiet = 1;
-        pma_log_obj(ag, "quiet", json_pack("{s:s,s:i,s:b,s:f,s:f,s:s}", "peer",
-                                           ag->nodes[p].name, "rail", r, "quiet", 1,
-                                           "silent_ms", (now - d->since) * 1e3, "timeout_ms",
-                                           v.timeout * 1e3, "evidence", v.why));
-        pma_refresh_paths(ag);
-        pma_step_all(ag, MPILAB_PM_EV_PATH, p);
-    }
     if (v.kind != MPILAB_PM_V_DEAD) {
         if (v.kind == MPILAB_PM_V_WAIT) {
             pr->suspect = 1;

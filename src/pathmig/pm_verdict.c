@@ -140,12 +140,6 @@ void mpilab_pm_judge(const mpilab_pm_evidence *ev, mpilab_pm_verdict *out)
                  t * 1e3, k->retransmits);
         return;
     }
-    if (ev->idle) { /* nothing rides on it: a rail gone idle is not a dead one */
-        verdict(out, MPILAB_PM_V_QUIET, now + ev->limit);
-        snprintf(out->why, sizeof(out->why), "no probe reply for %.0f ms; timeout %.0f ms; "
-                 "no subflow on it", (now - ev->since) * 1e3, t * 1e3);
-        return;
-    }
     verdict(out, MPILAB_PM_V_DEAD, now);
     snprintf(out->why, sizeof(out->why), "no probe reply for %.0f ms; timeout %.0f ms",
              (now - ev->since) * 1e3, t * 1e3);
