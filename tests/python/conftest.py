@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -107,6 +108,12 @@ def write_json(tmp_path: Path) -> Callable[[Any, str], Path]:
 
     return write
 
+
+# Tests that stop a command with SIGINT need it not to be ignored: a suite started in the
+# background of a non-interactive shell inherits SIGINT ignored, and so would every command
+# the tests start (Python keeps an inherited SIG_IGN). Python's own handler here makes the
+# commands start with the default action.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def cli_env() -> dict[str, str]:
     """Environment to run `python -m mpilab.cli` from this tree (also when not installed)."""
