@@ -247,17 +247,32 @@ static int check_io(const mpilab_dl_options *opt)
     return why ? -1 : 0;
 }
 
-/* The folder a file name is in, into dir[n]: "." for a bare name, "/" at the root. */
-static void folder_of(const char *path, char *dir, size_t n)
+/* What is wrong with FILE as a file this tool reads or writes later (an empty name, a
+ * directory or another non-regular file, a folder that is not there, or, when `writable`,
+ * one it cannot write in), or NULL. */
+static const char *file_name_problem(const char *path, int writable)
 {
-    snprintf(dir, n, "%s", path);
+    struct stat st;
+    char dir[4096];
+    if (path[0] == '\0')
+        return "an empty name";
+    if (strlen(path) >= sizeof dir)
+        return "name too long";
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
+    snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash)
-        snprintf(dir, n, ".");
+        snprintf(dir, sizeof dir, ".");
     else if (slash == dir)
         dir[1] = '\0';
     else
         *slash = '\0';
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return "its folder does not exist";
+    if (writable && access(dir, W_OK | X_OK) != 0)
+        return "its folder is not writable";
+    return NULL;
 }
 
 /* --stats FILE is rewritten at exit and on SIGUSR1 through a temporary name beside it:
@@ -265,24 +280,7 @@ static void folder_of(const char *path, char *dir, size_t n)
  * line now rather than a lost statistics file at exit ("-": standard output). */
 static int check_stats(const char *path)
 {
-    if (!path || strcmp(path, "-") == 0)
-        return 0;
-    struct stat st;
-    const char *why = NULL;
-    char dir[4096];
-    if (path[0] == '\0')
-        why = "an empty name";
-    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        why = S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
-    else if (strlen(path) >= sizeof dir)
-        why = "name too long";
-    if (!why) {
-        folder_of(path, dir, sizeof dir);
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            why = "its folder does not exist";
-        else if (access(dir, W_OK | X_OK) != 0)
-            why = "its folder is not writable";
-    }
+    const char *why = !path || strcmp(path, "-") == 0 ? NULL : file_name_problem(path, 1);
     if (why)
         fprintf(stderr, "mpilab-delayline: --stats %s: %s\n", path, why);
     return why ? -1 : 0;
@@ -309,13 +307,13 @@ static int check_dev(const char *dev)
         int exists = sk >= 0 && ioctl(sk, SIOCGIFINDEX, &ifr) == 0;
         if (sk >= 0)
             close(sk);
-        if (!exists)
-            why = "no such device";
+        if (!exists) {
+            fprintf(stderr, "mpilab-delayline: --dev %s: no such device (create it first: ip tuntap add %s "
+                            "mode tun)\n", dev, dev);
+            return -1;
+        }
     }
-    if (why && !strcmp(why, "no such device"))
-        fprintf(stderr, "mpilab-delayline: --dev %s: no such device (create it first: ip tuntap add %s mode tun)\n",
-                dev, dev);
-    else if (why)
+    if (why)
         fprintf(stderr, "mpilab-delayline: --dev %s: %s\n", dev, why);
     return why ? -1 : 0;
 }
@@ -325,22 +323,7 @@ static int check_dev(const char *dev)
  * line now. */
 static int check_trim_file(const char *path)
 {
-    if (!path)
-        return 0;
-    struct stat st;
-    const char *why = NULL;
-    char dir[4096];
-    if (path[0] == '\0')
-        why = "an empty name";
-    else if (strlen(path) >= sizeof dir)
-        why = "name too long";
-    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        why = S_ISDIR(st.st_mode) ? "a directory, expected a file name" : "not a regular file";
-    if (!why) {
-        folder_of(path, dir, sizeof dir);
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            why = "its folder does not exist";
-    }
+    const char *why = path ? file_name_problem(path, 0) : NULL;
     if (why)
         fprintf(stderr, "mpilab-delayline: --trim-file %s: %s\n", path, why);
     return why ? -1 : 0;
