@@ -54,7 +54,8 @@ mpilab = functools.partial(livetb.mpilab, timeout=600)
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"m{os.getpid() % 100000}"
-    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 600):
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix,
+                                  livetb.fixed_trim(SPEC), 600):
         yield prefix, env
 
 

@@ -427,7 +427,8 @@ def test_down_removes_exactly_its_own_things(tmp_path: Path) -> None:
     links_before = _root_links()
     try:
         f = tmp_path / "tiny.toml"
-        f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"1ms\"\n")
+        f.write_text(livetb.fixed_trim(
+            "[cluster]\nsites = 2\nnodes_per_site = 1\n[wan]\ndelay = \"1ms\"\n"))
         assert mpilab("testbed", "up", str(f), env=env).returncode == 0
         assert len(net.list_namespaces(prefix)) == 5
         sd = tmp_path / f"{prefix}-testbed"
@@ -583,7 +584,8 @@ def test_mpilab_bench_runs_inside_the_testbed(tmp_path: Path) -> None:
     prefix = f"b{os.getpid() % 100000}"
     env = _env(prefix, tmp_path)
     f = tmp_path / "b.toml"
-    f.write_text("[cluster]\nsites = 2\nnodes_per_site = 1\nrails = 2\n[wan]\ndelay = \"2ms\"\n")
+    f.write_text(livetb.fixed_trim(
+        "[cluster]\nsites = 2\nnodes_per_site = 1\nrails = 2\n[wan]\ndelay = \"2ms\"\n"))
     try:
         assert mpilab("testbed", "up", str(f), env=env).returncode == 0
         sp = specmod.load(str(f), prefix)

@@ -112,7 +112,8 @@ def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str
     if not have_netns() or not OMPI_BENCH.is_file():
         pytest.skip("needs root, ip netns and build/")
     prefix = f"{LETTER}u{os.getpid() % 10000}"
-    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 120):
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix,
+                                  livetb.fixed_trim(SPEC), 120):
         yield prefix, env
 
 
