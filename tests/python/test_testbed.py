@@ -40,7 +40,10 @@ mpilab = functools.partial(livetb.mpilab, timeout=120)
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"t{os.getpid() % 100000}"
-    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix, SPEC, 120):
+    # the trim fixed (measuring it at up takes 10-50 s): the default spec's measurement at up
+    # and an up again that measures nothing are test_testbed_truth.py's
+    for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix,
+                                  livetb.fixed_trim(SPEC), 120):
         yield prefix, env
 
 
@@ -70,7 +73,7 @@ def test_up_is_idempotent_and_builds_the_grid(tb: tuple[str, dict[str, str]]) ->
     f = net.state_root() / "spec.toml"
     p = mpilab("testbed", "up", str(f), env=env)
     assert p.returncode == 0 and "already up" in p.stdout, p.stdout + p.stderr
-    assert p.stderr == ""  # nothing measured again (no trim note)
+    assert p.stderr == ""
     p = mpilab("testbed", "status", "--json", env=env)
     info = json.loads(p.stdout)
     assert info["up"] and info["delayline"]["alive"] and not info["missing_namespaces"]
@@ -471,12 +474,14 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
         assert "  delay: netem" in p.stdout and st["delay_io"] is None
     else:
         # the default spec (2 sites, wan.delay_io = "auto"): one line on packet sockets,
-        # its trim measured; as root its scheduling is adaptive (normal for lone packets,
-        # a lone packet's truth; SCHED_FIFO while it holds a stream; docs/testbed-delayline.md)
-        assert st["delay_io"] == "packet" and st["delay_trim"]["measured"] is True
+        # its trim as the spec fixes it (measured by default: test_testbed_truth.py); as
+        # root its scheduling is adaptive (normal for lone packets, a lone packet's truth;
+        # SCHED_FIFO while it holds a stream; docs/testbed-delayline.md)
+        assert st["delay_io"] == "packet" and st["delay_trim"] == {"trim_s": 0.0,
+                                                                  "measured": False}
         assert (f"  delay: delay line on packet sockets (pid {st['delayline_pid']}), "
                 "adaptive scheduling (SCHED_FIFO while a stream is held; now ") in p.stdout
-        assert "hold = delay" in p.stdout, p.stdout
+        assert "hold = delay" not in p.stdout, p.stdout  # trim 0: the hold is the delay
         _delayline_packets(prefix)  # refreshes the statistics file
         stats = json.loads((net.state_dir(prefix) / "delayline.json").read_text())
         assert stats["io"]["mode"] == "packet" and stats["adaptive"]["active"] is True
