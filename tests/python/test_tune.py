@@ -186,7 +186,8 @@ def test_mpich_json_round_trip() -> None:
     # (the export multiplied it by the ranks: a 64 B block ran pairwise, 128 B the default)
     pw, dflt = "MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks"
     # (half a step beyond the last measured size, 1024 x sqrt(1024 / 128): the default)
-    for block, want in ((32, pw), (64, dflt), (128, pw), (2048, pw), (4096, dflt)):
+    for block, want in ((32, pw), (64, dflt), (128, pw), (2048, pw),
+                        (4096, "MPIR_Alltoall_intra_scattered")):
         assert csel(doc, "alltoall", 4, block, block * 4) == want, block
     assert csel(doc, "bcast", 2, 64, 128) == "MPIR_Bcast_intra_scatter_ring_allgather"
     assert csel(doc, "bcast", 2, 1024, 2048) == "MPIR_Bcast_intra_binomial"  # the default's
