@@ -65,8 +65,10 @@ def main() -> int:
     ap.add_argument("--rounds", default="3")
     ap.add_argument("--imb-budget", default="8s", help="validate --budget (IMB -time total)")
     ap.add_argument("--confirm-pairs", type=int, default=8)
-    ap.add_argument("--mpich-yield", action="store_true")
-    ap.add_argument("--max-reps", default=None)
+    ap.add_argument("--mpich-yield", action="store_true",
+                    help="the sweep's launches yield (MPICH, more ranks than cores); IMB-MPI1 "
+                         "runs as its users run it")
+    ap.add_argument("--max-reps", default=None, help="the sweep's --max-reps")
     ap.add_argument("--timeout", type=float, default=280.0)
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop)
@@ -94,7 +96,7 @@ def main() -> int:
                                     str(d / "val"), "--out", str(out), "--out-choice",
                                     str(out_choice), "--with", a.imb, "--pairs", a.pairs,
                                     "--budget", a.imb_budget, "--rounds", a.rounds,
-                                    "--timeout", str(a.timeout), *extra), 3600)
+                                    "--timeout", str(a.timeout)), 3600)
         done.write_text("")
     report = json.loads((d / "val" / "validate.json").read_text())
     for r in report["rounds"]:

@@ -18,7 +18,19 @@ import pytest
 from mpilab import launches
 from mpilab.tune import choose, export
 from mpilab.tune.algorithms import mpich_container, parse_ompi_info
-from tunekit import PAIR_LEVELS, REPO, _doc, _launched, _meas, _mpilab, _pair_docs, _write
+from tunekit import (
+    PAIR_LEVELS,
+    REPO,
+    _doc,
+    _launched,
+    _meas,
+    _mpilab,
+    _pair_docs,
+    _write,
+    csel,
+    ompi_pick,
+    read_ompi_rules,
+)
 
 BENCH = REPO / "build" / "bin" / "mpilab-bench"
 
@@ -87,45 +99,6 @@ def test_winner_at_one_size_only_gives_three_ranges_and_refines_around_it() -> N
 # ------------------------------------------------------- Open MPI rules: round trip
 
 
-def read_ompi_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]]:
-    """An independent reader with Open MPI's tokenizer semantics (fscanf %li; anything else
-    skipped a character at a time; '#' skips to the end of the line)."""
-    nums: list[int] = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0]
-        nums += [int(x, 0) for x in re.findall(r"[-+]?(?:0[xX][0-9a-fA-F]+|\d+)", line)]
-    it = iter(nums)
-    out: dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]] = {}
-    for _ in range(next(it)):
-        cid, ncs = next(it), next(it)
-        coms = []
-        for _ in range(ncs):
-            cs, nms = next(it), next(it)
-            msgs = [(next(it), next(it), next(it), next(it)) for _ in range(nms)]
-            assert msgs[0][0] == 0, "Open MPI refuses a first message rule above 0 bytes"
-            coms.append((cs, msgs))
-        out[cid] = coms
-    assert next(it, None) is None
-    return out
-
-
-def ompi_pick(rules: dict[int, Any], cid: int, comm: int, msg: int) -> int:
-    """Open MPI's look-up: the largest comm size <= comm (else the first), then the largest
-    message size <= msg."""
-    coms = rules[cid]
-    best = coms[0]
-    for c in coms:
-        if c[0] > comm:
-            break
-        best = c
-    alg = best[1][0][1]
-    for ms, a, _, _ in best[1]:
-        if ms > msg:
-            break
-        alg = a
-    return alg
-
-
 CHOICE = {"schema": "mpilab.tune-choice/1", "source": "test", "cells": [],
           "ranges": [{"op": "bcast", "np": 2, "ranges": [
               {"winner": "native", "from": 4, "to": 64, "sizes": [4, 64]},
@@ -156,8 +129,10 @@ def test_rules_file_round_trip() -> None:
     rules = read_ompi_rules(text)
     assert set(rules) == {7, 3, 6}  # gather, kept at the default everywhere, left out
     # bcast on 2 ranks: default below the middle of 64 and 1024, chain, binomial above
-    assert [ompi_pick(rules, 7, 2, m) for m in (4, 64, 255, 256, 1024, 16384, 262144, 1 << 30)] \
-        == [0, 0, 0, 2, 2, 2, 6, 6]
+    # (half a step beyond the last measured size, 4 x 262144: the default again)
+    assert [ompi_pick(rules, 7, 2, m) for m in (4, 64, 255, 256, 1024, 16384, 262144,
+                                                 1048575, 1048576, 1 << 30)] \
+        == [0, 0, 0, 2, 2, 2, 6, 6, 0, 0]
     assert ompi_pick(rules, 7, 3, 1024) == 0 and ompi_pick(rules, 7, 64, 1024) == 0
     # alltoall: Open MPI compares block x ranks: 8 B blocks on 4 ranks are 32 B
     assert ompi_pick(rules, 3, 4, 32) == 2 and ompi_pick(rules, 3, 4, 4096 * 4) == 0
@@ -173,31 +148,6 @@ def test_rules_refuse_an_algorithm_open_mpi_lacks() -> None:
 
 
 # ------------------------------------------------------------- MPICH selection JSON
-
-
-def csel(tree: dict[str, Any], coll: str, size: int, avg: int, total: int) -> str:
-    """An independent walk of MPICH's selection tree for an intra-communicator on one node
-    (comm_hierarchy any, not threaded): the first key of each object that holds."""
-    node = tree[f"collective={coll}"]["comm_type=intra"]
-    while True:
-        for k, v in node.items():
-            if k.startswith("algorithm="):
-                return k[len("algorithm="):]
-            m = re.match(r"(comm_size|avg_msg_size|total_msg_size)(<=|<|=)(\w+)$", k)
-            if m:
-                x = {"comm_size": size, "avg_msg_size": avg, "total_msg_size": total}[m.group(1)]
-                op, val = m.group(2), m.group(3)
-                ok = (val == "any" or (val == "pow2" and size & (size - 1) == 0)
-                      or (op == "<=" and val.isdigit() and x <= int(val))
-                      or (op == "<" and val.isdigit() and x < int(val)))
-            else:
-                ok = k in ("comm_hierarchy=any", "is_commutative=yes", "is_op_built_in=yes",
-                           "count=any", "is_sendbuf_inplace=no", "is_multi_threaded=no")
-            if ok:
-                node = v
-                break
-        else:
-            raise AssertionError(f"no branch holds in {list(node)}")
 
 
 MPICH_DEFAULT = {"collective=bcast": {"comm_type=intra": {"avg_msg_size<=12288": {
@@ -235,7 +185,9 @@ def test_mpich_json_round_trip() -> None:
     # alltoall: csel's avg_msg_size is the block (sendcount x type size), not block x ranks
     # (the export multiplied it by the ranks: a 64 B block ran pairwise, 128 B the default)
     pw, dflt = "MPIR_Alltoall_intra_pairwise", "MPIR_Alltoall_intra_brucks"
-    for block, want in ((32, pw), (64, dflt), (128, pw), (4096, pw)):
+    # (half a step beyond the last measured size, 1024 x sqrt(1024 / 128): the default)
+    for block, want in ((32, pw), (64, dflt), (128, pw), (2048, pw),
+                        (4096, "MPIR_Alltoall_intra_scattered")):
         assert csel(doc, "alltoall", 4, block, block * 4) == want, block
     assert csel(doc, "bcast", 2, 64, 128) == "MPIR_Bcast_intra_scatter_ring_allgather"
     assert csel(doc, "bcast", 2, 1024, 2048) == "MPIR_Bcast_intra_binomial"  # the default's

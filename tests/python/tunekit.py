@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,70 @@ def _pair_docs(table: dict[tuple[str, int], float], factors: dict[tuple[str, int
 
 
 PAIR_LEVELS = [1.0, 1.6, 0.8, 1.2, 0.9, 1.3, 1.05, 0.85]
+
+
+# ------------------------------- the libraries' readers, written here (not the exporter's)
+
+
+def read_ompi_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]]:
+    """An independent reader with Open MPI's tokenizer semantics (fscanf %li; anything else
+    skipped a character at a time; '#' skips to the end of the line)."""
+    nums: list[int] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        nums += [int(x, 0) for x in re.findall(r"[-+]?(?:0[xX][0-9a-fA-F]+|\d+)", line)]
+    it = iter(nums)
+    out: dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]] = {}
+    for _ in range(next(it)):
+        cid, ncs = next(it), next(it)
+        coms = []
+        for _ in range(ncs):
+            cs, nms = next(it), next(it)
+            msgs = [(next(it), next(it), next(it), next(it)) for _ in range(nms)]
+            assert msgs[0][0] == 0, "Open MPI refuses a first message rule above 0 bytes"
+            coms.append((cs, msgs))
+        out[cid] = coms
+    assert next(it, None) is None
+    return out
+
+
+def ompi_pick(rules: dict[int, Any], cid: int, comm: int, msg: int) -> int:
+    """Open MPI's look-up: the largest comm size <= comm (else the first), then the largest
+    message size <= msg."""
+    coms = rules[cid]
+    best = coms[0]
+    for c in coms:
+        if c[0] > comm:
+            break
+        best = c
+    alg = best[1][0][1]
+    for ms, a, _, _ in best[1]:
+        if ms > msg:
+            break
+        alg = a
+    return alg
+
+
+def csel(tree: dict[str, Any], coll: str, size: int, avg: int, total: int) -> str:
+    """An independent walk of MPICH's selection tree for an intra-communicator on one node
+    (comm_hierarchy any, not threaded): the first key of each object that holds."""
+    node = tree[f"collective={coll}"]["comm_type=intra"]
+    while True:
+        for k, v in node.items():
+            if k.startswith("algorithm="):
+                return k[len("algorithm="):]
+            m = re.match(r"(comm_size|avg_msg_size|total_msg_size)(<=|<|=)(\w+)$", k)
+            if m:
+                x = {"comm_size": size, "avg_msg_size": avg, "total_msg_size": total}[m.group(1)]
+                op, val = m.group(2), m.group(3)
+                ok = (val == "any" or (val == "pow2" and size & (size - 1) == 0)
+                      or (op == "<=" and val.isdigit() and x <= int(val))
+                      or (op == "<" and val.isdigit() and x < int(val)))
+            else:
+                ok = k in ("comm_hierarchy=any", "is_commutative=yes", "is_op_built_in=yes",
+                           "count=any", "is_sendbuf_inplace=no", "is_multi_threaded=no")
+            if ok:
+                node = v
+                break
+        else:
+            raise AssertionError(f"no branch holds in {list(node)}")

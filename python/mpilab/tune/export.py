@@ -11,7 +11,8 @@ the largest message size <= the call's, in bytes as its dynamic decision compute
 message for bcast, reduce and allreduce, block x ranks for allgather, alltoall, gather and
 scatter, 0 for barrier. Algorithm 0 means "the fixed decision", the library's default. A
 communicator size one above each measured one (unless measured) gets the default, so
-untested sizes keep Open MPI's own choice.
+untested sizes keep Open MPI's own choice; a forced algorithm covers only its measured sizes
+and half a step around them (thresholds), so untested message sizes keep it too.
 
 MPICH 4.0 collective selection JSON (src/mpi/coll/src/csel.c; read from
 MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE, which replaces the library's whole MPIR-level
@@ -54,18 +55,46 @@ def rule_bytes(op: str, nbytes: int, np: int) -> int:
     return nbytes * np if op in PER_RANK else nbytes
 
 
+def _middle(a: int, b: int) -> int:
+    """The geometric middle between sizes a < b: the first size that belongs to b."""
+    return max(a + 1, math.isqrt(max(a, 1) * b))
+
+
 def thresholds(rng: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    """(first size of the range, winner) per range: a range starts at the geometric middle
-    between the last size of the range before it and its own first size (0 for the
-    first)."""
-    out = []
-    for k, r in enumerate(rng):
-        if k == 0:
-            out.append((0, r["winner"]))
-        else:
-            a, b = rng[k - 1]["to"], r["from"]
-            out.append((max(a + 1, int(math.sqrt(max(a, 1) * b))), r["winner"]))
-    return out
+    """(first size, winner) per stretch of sizes from 0 up. A range covers its measured
+    sizes and half a step (the geometric middle) towards each measured neighbour; beyond
+    the first and the last measured size a forced algorithm reaches half a step further (the
+    step to its neighbour, or none for a collective measured at one size) and the default
+    takes over: an algorithm is never given sizes it was not measured near, and a file read
+    with the library's rules (the largest rule size <= the call's) runs the default below
+    the first measured size, above the last and in every range kept at the default."""
+    if not rng:
+        return [(0, DEFAULT)]
+    first, last = rng[0], rng[-1]
+    sizes = sorted({int(b) for r in rng for b in (r.get("sizes") or [r["from"], r["to"]])})
+    out = [(0, DEFAULT)]
+    if first["winner"] != DEFAULT:
+        # from / sqrt(next / from): half the step to the next measured size, below
+        a, b = sizes[0], (sizes[1] if len(sizes) > 1 else sizes[0])
+        out.append((a if a == b else max(1, math.isqrt(a ** 3 // b)), first["winner"]))
+    out += [(_middle(rng[k - 1]["to"], rng[k]["from"]), rng[k]["winner"])
+            for k in range(1, len(rng))]
+    if last["winner"] != DEFAULT:
+        # to x sqrt(to / previous): half the step from the measured size before, above
+        a, b = (sizes[-2] if len(sizes) > 1 else sizes[-1]), sizes[-1]
+        out.append((max(b + 1, math.isqrt(b ** 3 // max(a, 1))), DEFAULT))
+    merged: list[tuple[int, str]] = []
+    for start, w in out:
+        if merged and merged[-1][0] == start:
+            merged.pop()  # the stretch before starts here too: it is empty
+        if not merged or merged[-1][1] != w:
+            merged.append((start, w))
+    return merged
+
+
+def stretches(op: str, rng: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """thresholds(), barrier (no message size: one rule at 0) its one range."""
+    return [(0, rng[0]["winner"])] if op == "barrier" else thresholds(rng)
 
 
 def tuned_ranges(choice: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,7 +148,7 @@ def ompi_rules(choice: dict[str, Any], algs: dict[str, dict[str, int]],
         coms: list[tuple[int, list[tuple[int, int]]]] = []
         for np in sorted(sizes):
             msgs: list[tuple[int, int]] = []
-            ths = thresholds(sizes[np])
+            ths = stretches(op, sizes[np])
             steps = (defaults or {}).get((op, np))
             for k, (start, winner) in enumerate(ths):
                 end = ths[k + 1][0] if k + 1 < len(ths) else None
@@ -170,7 +199,7 @@ def mpich_json(choice: dict[str, Any], tree: dict[str, Any], names: frozenset[st
         for np in sorted(sizes):
             branch[f"comm_size<{np}"] = copy.deepcopy(default)
             rules: dict[str, Any] = {}
-            ths = thresholds(sizes[np])
+            ths = stretches(op, sizes[np])
             for k, (_, winner) in enumerate(ths):
                 if winner == DEFAULT:
                     leaf: Any = copy.deepcopy(default)
