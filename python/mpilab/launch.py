@@ -157,6 +157,20 @@ def hostfile_text(hosts: list[str] | tuple[str, ...], slots: int) -> str:
     return "".join(f"{h} slots={slots}\n" for h in hosts)
 
 
+def rank_env_args(mpi: str, env: dict[str, str]) -> list[str]:
+    """Launcher arguments that give every rank these variables: Open MPI's `-x NAME=VALUE`,
+    MPICH's `-genv NAME VALUE`."""
+    out: list[str] = []
+    for k, v in env.items():
+        if mpi == "openmpi":
+            out += ["-x", f"{k}={v}"]
+        elif mpi == "mpich":
+            out += ["-genv", k, v]
+        else:
+            raise MpilabError(f"--mpi {mpi}: expected openmpi or mpich")
+    return out
+
+
 def _openmpi_placement(p: Placement) -> list[str]:
     """mpirun's options for a placement: the hosts, ranks by node, the rsh agent (called
     from the first host only: no tree spawn), the byte transfer layers and interfaces."""
@@ -170,9 +184,7 @@ def _openmpi_placement(p: Placement) -> list[str]:
     if p.interfaces:
         out += ["--mca", "btl_tcp_if_include", ",".join(p.interfaces),
                 "--mca", "oob_tcp_if_include", p.interfaces[0]]
-    for k, v in p.env:
-        out += ["-x", f"{k}={v}"]
-    return out
+    return out + rank_env_args("openmpi", dict(p.env))
 
 
 def _mpich_placement(p: Placement) -> list[str]:
@@ -183,13 +195,10 @@ def _mpich_placement(p: Placement) -> list[str]:
     if p.interfaces:
         out += ["-iface", p.interfaces[0]]
     out += ["-hosts", ",".join(p.hosts), "-ppn", "1"]
-    if p.tcp_only:
-        out += ["-genv", "UCX_TLS", "tcp,self"]
+    ucx = {"UCX_TLS": "tcp,self"} if p.tcp_only else {}
     if p.interfaces:
-        out += ["-genv", "UCX_NET_DEVICES", ",".join(p.interfaces)]
-    for k, v in p.env:
-        out += ["-genv", k, v]
-    return out
+        ucx["UCX_NET_DEVICES"] = ",".join(p.interfaces)
+    return out + rank_env_args("mpich", {**ucx, **dict(p.env)})
 
 
 def _has_option(extra: list[str], opt: list[str]) -> bool:

@@ -58,6 +58,15 @@ def test_a_placement_in_mpich_syntax() -> None:
         1, launch.Placement(("h",))) == ["/x/mpiexec", "-n", "1", "-hosts", "h", "-ppn", "1"]
 
 
+def test_variables_for_every_rank_in_each_launchers_syntax() -> None:
+    env = {"A": "1", "B": "x y"}
+    assert launch.rank_env_args("openmpi", env) == ["-x", "A=1", "-x", "B=x y"]
+    assert launch.rank_env_args("mpich", env) == ["-genv", "A", "1", "-genv", "B", "x y"]
+    assert launch.rank_env_args("mpich", {}) == []
+    with pytest.raises(MpilabError, match="--mpi lam"):
+        launch.rank_env_args("lam", env)
+
+
 def test_placements_that_cannot_be_written_are_refused() -> None:
     with pytest.raises(MpilabError, match="srun: Slurm places the ranks itself"):
         launch.Launcher("srun", "/x/srun", "openmpi").command(2, launch.Placement(("h",)))
