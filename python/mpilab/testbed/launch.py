@@ -1,5 +1,6 @@
-"""Running unmodified MPI jobs inside the testbed: hostfile, the rsh agent that enters a
-node's namespace, Open MPI parameters, and MPTCP set-up for `--mptcp`."""
+"""Running unmodified MPI jobs inside the testbed: which nodes, the rsh agent that enters a
+node's namespace, the hostfile, and MPTCP set-up for `--mptcp`. The launcher's command line
+(Open MPI's mpirun or MPICH's mpiexec) comes from mpilab.launch, given the job's Placement."""
 
 from __future__ import annotations
 
