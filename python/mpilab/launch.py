@@ -16,6 +16,11 @@ A default flag is left out when --launcher-arg gives the same option (e.g.
 --launcher-arg=--bind-to --launcher-arg=core replaces --bind-to none). The ranks learn
 the launcher and its arguments from MPILAB_LAUNCHER / MPILAB_LAUNCHER_ARGS and record
 them in their results' provenance.
+
+A job placed on other hosts (the testbed's nodes) is described by a Placement: the hosts,
+the rsh agent that reaches them, the hostfile, the interfaces and transport of the MPI
+traffic, the variables every rank gets. Launcher.command(np, placement) writes it in the
+launcher's own syntax; every mpirun / mpiexec / srun command line of mpilab is built here.
 """
 
 from __future__ import annotations
@@ -55,8 +60,10 @@ class Launcher:
     mpi: str             # "openmpi" or "mpich": the MPI of the program it starts
     extra: list[str] = field(default_factory=list)  # --launcher-arg values
 
-    def command(self, np: int) -> list[str]:
-        """The command prefix that starts np ranks (the program and its arguments follow)."""
+    def command(self, np: int, placement: Placement | None = None) -> list[str]:
+        """The command prefix that starts np ranks (the program and its arguments follow):
+        on this node, or (`placement`) on the placement's hosts; the --launcher-arg values
+        come last."""
         if np < 1:
             raise MpilabError(f"--np {np}: need at least 1 rank")
         if self.name == "mpirun":
@@ -65,13 +72,19 @@ class Launcher:
                         ["--mca", "mpi_yield_when_idle", "1"]):
                 if not _has_option(self.extra, opt):
                     cmd += opt
+            placed = _openmpi_placement(placement) if placement else []
         elif self.name == "mpiexec.hydra":
             cmd = [self.exe, "-n", str(np)]
+            placed = _mpich_placement(placement) if placement else []
         else:
             cmd = [self.exe, "-n", str(np)]
             if not any(a == "--mpi" or a.startswith("--mpi=") for a in self.extra):
                 cmd.append(f"--mpi={_SRUN_MPI[self.mpi]}")
-        return cmd + self.extra
+            if placement:
+                raise MpilabError("--launcher srun: Slurm places the ranks itself; a job on "
+                                  "a testbed's nodes needs mpirun or mpiexec")
+            placed = []
+        return cmd + placed + self.extra
 
     def env(self, np: int, base: dict[str, str] | None = None) -> dict[str, str]:
         """Environment for the job: root allowed for Open MPI, and the launcher's name and
@@ -117,6 +130,75 @@ class Launcher:
                      else "the Slurm node(s) offer")
             raise MpilabError(f"--np {np}: {where} {slots} CPU(s); use --np {slots} or "
                               "--launcher-arg=--overcommit")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job's ranks start when the launcher itself places them on other hosts: round
+    robin over `hosts` (one rank a host, then the next round), reached through the rsh
+    agent. Launcher.command turns it into Open MPI's or MPICH's syntax."""
+    hosts: tuple[str, ...]            # the addresses the launcher reaches the hosts by
+    agent: str | None = None          # rsh agent, called as `AGENT HOST COMMAND...`
+    hostfile: str | None = None       # Open MPI: the hosts' file (write_hostfile); else --host
+    slots: int = 1                    # ranks a host may hold (Open MPI's slots)
+    interfaces: tuple[str, ...] = ()  # MPI traffic's interfaces; the first carries the control
+    tcp_only: bool = False            # MPI traffic over TCP only (and self): no shared memory
+    env: tuple[tuple[str, str], ...] = ()  # variables every rank gets
+
+    def __post_init__(self) -> None:
+        if not self.hosts:
+            raise MpilabError("placement: no hosts")
+        if self.slots < 1:
+            raise MpilabError(f"placement: {self.slots} slots a host: need at least 1")
+
+
+def hostfile_text(hosts: list[str] | tuple[str, ...], slots: int) -> str:
+    """Open MPI's hostfile: one `HOST slots=N` line a host."""
+    return "".join(f"{h} slots={slots}\n" for h in hosts)
+
+
+def rank_env_args(mpi: str, env: dict[str, str]) -> list[str]:
+    """Launcher arguments that give every rank these variables: Open MPI's `-x NAME=VALUE`,
+    MPICH's `-genv NAME VALUE`."""
+    out: list[str] = []
+    for k, v in env.items():
+        if mpi == "openmpi":
+            out += ["-x", f"{k}={v}"]
+        elif mpi == "mpich":
+            out += ["-genv", k, v]
+        else:
+            raise MpilabError(f"--mpi {mpi}: expected openmpi or mpich")
+    return out
+
+
+def _openmpi_placement(p: Placement) -> list[str]:
+    """mpirun's options for a placement: the hosts, ranks by node, the rsh agent (called
+    from the first host only: no tree spawn), the byte transfer layers and interfaces."""
+    hosts = (["--hostfile", p.hostfile] if p.hostfile
+             else ["--host", ",".join(f"{h}:{p.slots}" for h in p.hosts)])
+    out = [*hosts, "--map-by", "node"]
+    if p.agent:
+        out += ["--mca", "plm_rsh_agent", p.agent, "--mca", "plm_rsh_no_tree_spawn", "1"]
+    if p.tcp_only:
+        out += ["--mca", "btl", "self,tcp"]
+    if p.interfaces:
+        out += ["--mca", "btl_tcp_if_include", ",".join(p.interfaces),
+                "--mca", "oob_tcp_if_include", p.interfaces[0]]
+    return out + rank_env_args("openmpi", dict(p.env))
+
+
+def _mpich_placement(p: Placement) -> list[str]:
+    """Hydra's options for a placement: the rsh agent, the control interface, the hosts
+    one rank each round (as Open MPI's --map-by node), UCX's transports and devices
+    (Debian's MPICH is ch4:ucx) and the ranks' variables."""
+    out = ["-launcher", "rsh", "-launcher-exec", p.agent] if p.agent else []
+    if p.interfaces:
+        out += ["-iface", p.interfaces[0]]
+    out += ["-hosts", ",".join(p.hosts), "-ppn", "1"]
+    ucx = {"UCX_TLS": "tcp,self"} if p.tcp_only else {}
+    if p.interfaces:
+        ucx["UCX_NET_DEVICES"] = ",".join(p.interfaces)
+    return out + rank_env_args("mpich", {**ucx, **dict(p.env)})
 
 
 def _has_option(extra: list[str], opt: list[str]) -> bool:
@@ -286,11 +368,20 @@ def find_executable(name: str) -> str:
     raise MpilabError(f"--launcher {name}: {hint} not found")
 
 
+def for_mpi(mpi: str, extra: list[str] | tuple[str, ...] = ()) -> Launcher:
+    """The launcher of an MPI ("openmpi": mpirun, "mpich": MPICH's mpiexec) with extra
+    launcher arguments."""
+    name = {"openmpi": "mpirun", "mpich": "mpiexec.hydra"}.get(mpi)
+    if name is None:
+        raise MpilabError(f"--mpi {mpi}: expected openmpi or mpich")
+    return Launcher(name, find_executable(name), mpi, list(extra))
+
+
 def mpirun_command(np: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The command prefix that starts np local ranks with Open MPI's mpirun, as every mpilab
     command starts them (Launcher.command), then extra: for tests and bench/ scripts that run
     a C program under mpirun directly."""
-    return Launcher("mpirun", find_executable("mpirun"), "openmpi", list(extra)).command(np)
+    return for_mpi("openmpi", extra).command(np)
 
 
 def canonical(name: str) -> str:

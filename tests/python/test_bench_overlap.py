@@ -1,5 +1,6 @@
 """The default `mpilab bench` starts the MPI job before the analysis is set up: the
-modules that merge, print and record the launches are imported while the launch runs."""
+modules that merge, print and record the launches are imported while the launch runs; the
+testbed's modules are never imported outside a testbed."""
 
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ def test_the_job_starts_before_the_analysis_modules_are_imported(
         early = [m for m in ANALYSIS if m in mods["at_start"][0]]
         assert early == [], f"run {k + 1}: imported before the job started: {early}"
         assert all(m in mods["at_end"] for m in ANALYSIS)  # the analysis did run
+        # outside a testbed the launch goes through mpilab.launch alone
+        assert "mpilab.launch" in mods["at_end"]
+        assert [m for m in mods["at_end"] if m.startswith("mpilab.testbed")] == []
         assert "measurements converged" in p.stdout
     # the second run made one launch and still said what the machine allows, before the
     # table (the note is written while the launch runs)

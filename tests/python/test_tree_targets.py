@@ -148,6 +148,40 @@ def test_the_one_way_rules_catch_what_they_name(tmp_path: Path) -> None:
             (name, found)
 
 
+def test_launch_command_lines_are_built_by_the_launcher_module(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert audit.launch_offences() == []
+    cases = {
+        "a.py": 'cmd = ["mpirun", "-np", "2", prog]\n',
+        "b.py": 'cmd = [exe, "-n", "4", "-hosts", "a,b", "-ppn", "1"]\n',
+        "c.py": 'extra = ["--hostfile", hf, "--map-by", "node"]\n',
+        "d.py": 'args = ["-genv", "LD_PRELOAD", lib]\n',
+        "e.py": 'x = 1\ncmd = [*pre, "srun", "--nodelist=a", prog]\n',
+    }
+    clean = {
+        # process names, a launcher passed to the helper, OSU's -x, SimGrid's smpirun
+        "f.py": 'LAUNCHERS = ("mpirun", "orterun")\nTOOLS = ["srun", "sinfo"]\n'
+                'cmd = mpirun(2, ["--bind-to", "core", "--mca", "btl", "self,tcp"])\n'
+                'osu = [exe, "-m", "1:8", "-x", "2"]\n'
+                'sim = ["smpirun", "-np", "4", "-hostfile", hf]\n',
+    }
+    for name, text in {**cases, **clean}.items():
+        (tmp_path / name).write_text(text)
+    real_rel = audit.rel
+    try:
+        audit.rel = lambda p: p.name
+        found = audit.launch_offences(sorted(tmp_path.glob("*.py")))
+    finally:
+        audit.rel = real_rel
+    assert found == ["a.py:1 mpirun", "b.py:1 -hosts", "c.py:1 --hostfile", "d.py:1 -genv",
+                     "e.py:2 srun"]
+    # the launcher module itself writes them; the one-way count includes launching
+    launcher = audit.REPO / audit.LAUNCH_FILE
+    assert "--hostfile" in launcher.read_text() and audit.launch_offences([launcher]) == []
+    monkeypatch.setattr(audit, "launch_offences", lambda: ["x.py:1 mpirun"])
+    assert audit.one_way_offences()[audit.LAUNCHING] == ["x.py:1 mpirun"]
+
+
 def test_no_numbered_work_period_in_docs_names_or_sources(tmp_path: Path) -> None:
     assert audit.work_period_references() == []
     word = "sess" + "ion"  # spelled apart: this file is audited too

@@ -387,6 +387,40 @@ ONE_WAY = {
 }
 STATS = "statistics (scipy.stats)"
 HAND_STATS = {"math": {"erf", "erfc", "lgamma", "gamma"}, "statistics": {"NormalDist"}}
+# launching: every mpirun / mpiexec / srun command line is built by mpilab.launch (Launcher,
+# Placement, rank_env_args). Elsewhere (python/mpilab and bench/), a list that names a
+# launcher followed by an option, or that holds the launchers' own placement or rank
+# variable syntax, is a second launcher (smpirun, SimGrid's, is not one of them; --mca
+# and --bind-to are arguments handed to the launcher, as --launcher-arg is; Open MPI's -x
+# is left out: OSU's warm-up option has the same name)
+LAUNCHING = "launching (mpilab.launch)"
+LAUNCH_FILE = "python/mpilab/launch.py"
+LAUNCHER_NAMES = {"mpirun", "mpirun.openmpi", "orterun", "mpiexec", "mpiexec.openmpi",
+                  "mpiexec.mpich", "mpiexec.hydra", "srun"}
+LAUNCH_SYNTAX = {"--hostfile", "--machinefile", "-machinefile", "--map-by", "--oversubscribe",
+                 "plm_rsh_agent", "plm_rsh_no_tree_spawn", "-launcher", "-launcher-exec",
+                 "-iface", "-hosts", "-ppn", "-genv", "--nodelist", "--distribution"}
+
+
+def launch_offences(files: list[Path] | None = None) -> list[str]:
+    """file:line what, for every launcher command line (or piece of one) written outside
+    mpilab.launch, in python/mpilab and bench/."""
+    found: list[str] = []
+    for f in files if files is not None else tracked("python/mpilab/*.py", "bench/*.py"):
+        if rel(f) == LAUNCH_FILE:
+            continue
+        for n in ast.walk(parse(f)):
+            if not isinstance(n, ast.List):
+                continue
+            words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                     else None for e in n.elts]
+            for k, w in enumerate(words):
+                nxt = words[k + 1] if k + 1 < len(words) else None
+                if (w in LAUNCH_SYNTAX or w in LAUNCHER_NAMES and nxt is not None
+                        and nxt.startswith("-")):
+                    found.append(f"{rel(f)}:{n.lineno} {w}")
+                    break
+    return found
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -417,6 +451,10 @@ def one_way_offences(files: list[Path] | None = None) -> dict[str, list[str]]:
                 found.setdefault(STATS, []).extend(
                     f"{rel(f)}:{n.lineno} {n.module}.{a.name}" for a in n.names
                     if a.name in HAND_STATS[n.module])
+    if files is None:
+        launching = launch_offences()
+        if launching:
+            found[LAUNCHING] = launching
     return found
 
 
@@ -490,7 +528,7 @@ def report(dup_seconds: int = 300) -> int:
     for f, why in co.items():
         print(f"  {f}: {'; '.join(why)}")
     ow = one_way_offences()
-    head("capabilities done a second way (schema, plotting, progress, statistics)",
+    head("capabilities done a second way (schema, plotting, progress, statistics, launching)",
          sum(map(len, ow.values())), "target 0", not ow)
     for what, where in ow.items():
         print(f"  {what}: {'; '.join(where)}")

@@ -1,5 +1,6 @@
-"""Running unmodified MPI jobs inside the testbed: hostfile, the rsh agent that enters a
-node's namespace, Open MPI parameters, and MPTCP set-up for `--mptcp`."""
+"""Running unmodified MPI jobs inside the testbed: which nodes, the rsh agent that enters a
+node's namespace, the hostfile, and MPTCP set-up for `--mptcp`. The launcher's command line
+(Open MPI's mpirun or MPICH's mpiexec) comes from mpilab.launch, given the job's Placement."""
 
 from __future__ import annotations
 
@@ -141,8 +142,10 @@ def rank_prefix(spec: Spec) -> list[str]:
 
 
 def write_hostfile(spec: Spec, hosts: list[str], slots: int, rail: int = 0) -> Path:
+    """The job's Open MPI hostfile (mpilab.launch.hostfile_text): the hosts' addresses on
+    `rail`."""
     path = net.state_dir(spec.prefix) / "hostfile"
-    atomic_write_text(path, "".join(f"{spec.addr(h, rail)} slots={slots}\n" for h in hosts))
+    atomic_write_text(path, launch.hostfile_text([spec.addr(h, rail) for h in hosts], slots))
     return path
 
 
@@ -176,21 +179,25 @@ def setup_mptcp(spec: Spec, hosts: list[str], primary: int = 0,
         net.sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1"])
 
 
+def placement(spec: Spec, hosts: list[str], np: int, agent: Path, rails: list[int],
+              hostfile: Path | None = None,
+              env: tuple[tuple[str, str], ...] = ()) -> launch.Placement:
+    """Where a testbed job's ranks start, for mpilab.launch to write in the launcher's
+    syntax: round robin over the hosts' addresses on the job's first rail, reached through
+    the rsh agent, MPI traffic over TCP (the namespaces share /dev/shm) on the job's rails
+    (every node names its rails r0, r1, ...), the control connections on the first."""
+    return launch.Placement(tuple(spec.addr(h, rails[0]) for h in hosts), str(agent),
+                            str(hostfile) if hostfile else None, -(-np // len(hosts)),
+                            tuple(f"r{r}" for r in rails), True, env)
+
+
 def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile: Path,
                    rails: list[int], program: list[str], mptcp: bool) -> list[str]:
-    """Open MPI's mpirun as mpilab.launch starts it (Launcher.command), with the testbed's
-    hostfile, rsh agent and interfaces as launcher arguments."""
-    # every node names its rails r0, r1, ... so interface names select them everywhere
-    nets = ",".join(f"r{r}" for r in rails)
-    oob = f"r{rails[0]}"
-    extra = ["--hostfile", str(hostfile), "--map-by", "node",
-             "--mca", "plm_rsh_agent", str(agent),
-             "--mca", "plm_rsh_no_tree_spawn", "1",
-             "--mca", "btl", "self,tcp",
-             "--mca", "btl_tcp_if_include", nets,
-             "--mca", "oob_tcp_if_include", oob]
-    cmd = launch.Launcher("mpirun", launch.find_executable("mpirun"), "openmpi",
-                          extra).command(np) + list(program)
+    """Open MPI's mpirun as mpilab.launch starts it (Launcher.command), placed on the
+    testbed's hosts (its hostfile, rsh agent and interfaces); under MPTCP wrapped by
+    mptcpize."""
+    where = placement(spec, hosts, np, agent, rails, hostfile)
+    cmd = launch.for_mpi("openmpi").command(np, where) + list(program)
     if mptcp:
         cmd = [_mptcpize(), "run", *cmd]
     return cmd
@@ -198,18 +205,13 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
 
 def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
                           rails: list[int], mptcp: bool, ucx_keeper: bool = True) -> list[str]:
-    """MPICH's Hydra (mpiexec.mpich) with the testbed's rsh agent: ranks round robin over the
-    hosts (as Open MPI's --map-by node), the control connections on the first rail
-    (-iface), and UCX's TCP transport on the job's rails (Debian's MPICH is ch4:ucx)."""
-    devs = ",".join(f"r{r}" for r in rails)
-    extra = ["-launcher", "rsh", "-launcher-exec", str(agent), "-iface", f"r{rails[0]}",
-             "-hosts", ",".join(spec.addr(h, rails[0]) for h in hosts),
-             "-ppn", "1", "-genv", "UCX_TLS", "tcp,self", "-genv", "UCX_NET_DEVICES", devs]
+    """MPICH's Hydra (mpiexec.mpich) as mpilab.launch starts it, placed on the testbed's
+    hosts with its rsh agent; the finalize keeper preloaded into the ranks (`ucx_keeper`,
+    mpich_rank_preload); under MPTCP wrapped by mptcpize."""
     preload = mpich_rank_preload(mptcp) if ucx_keeper else None
-    if preload:
-        extra += ["-genv", "LD_PRELOAD", preload]
-    cmd = launch.Launcher("mpiexec.hydra", launch.find_executable("mpiexec.hydra"), "mpich",
-                          extra).command(np)
+    env = (("LD_PRELOAD", preload),) if preload else ()
+    cmd = launch.for_mpi("mpich").command(np, placement(spec, hosts, np, agent, rails, None,
+                                                        env))
     if mptcp:
         cmd = [_mptcpize(), "run", *cmd]
     return cmd

@@ -106,7 +106,7 @@ def mpich_yield_args(testbed: str | None) -> list[str]:
         keeper = mpich_rank_preload(False)
         if keeper:
             lib = f"{lib}:{keeper}"
-    return ["-genv", "LD_PRELOAD", lib]
+    return launch.rank_env_args("mpich", {"LD_PRELOAD": lib})
 
 
 def run_job(cmd: list[str], env: dict[str, str], timeout: float, log: Path,
@@ -176,10 +176,7 @@ def unusable(np: int, ops: str, sizes: list[int], cfg: dict[str, Any], d: Path
     abort the whole launch; a call that began and never ended (a crash) counts too."""
     tmp = Path(tempfile.mkdtemp(prefix="mpilab-tune-probe-"))
     try:
-        if cfg["mpi"] == "openmpi":
-            extra = ["-x", f"MPILAB_PROBE_LOG={tmp}"]
-        else:
-            extra = ["-genv", "MPILAB_PROBE_LOG", str(tmp)]
+        extra = launch.rank_env_args(cfg["mpi"], {"MPILAB_PROBE_LOG": str(tmp)})
         args = ["--mpi-algorithms", "--probe", "--ops", ops, "--sizes",
                 ",".join(map(str, sizes)), "--quiet"]
         rc = _launch(np, args, cfg["mpi"], cfg["timeout"], d / f"np{np}-probe.log",

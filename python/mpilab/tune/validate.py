@@ -48,6 +48,7 @@ from typing import Any
 
 from scipy.stats import ttest_1samp
 
+from mpilab import launch as mpi_launch
 from mpilab import units
 from mpilab.commands.bench import DEFAULT_NP, runner_job
 from mpilab.errors import MpilabError
@@ -63,7 +64,7 @@ def file_args(mpi: str, file: str | None) -> list[str]:
     if mpi == "openmpi":
         return ["--mca", "coll_tuned_use_dynamic_rules", "1",
                 "--mca", "coll_tuned_dynamic_rules_filename", file]
-    return ["-genv", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", file]
+    return mpi_launch.rank_env_args(mpi, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": file})
 
 
 def one_launch(np: int, ops: str, sizes: list[int], budget: str, mpi: str, file: str | None,

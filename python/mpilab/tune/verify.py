@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mpilab import launch
 from mpilab.errors import MpilabError
 from mpilab.tools import REPO, find_tool
 from mpilab.tune import sweep
@@ -73,14 +74,16 @@ def probe(np: int, ops: list[str], sizes: list[int], mpi: str, env_file: str | N
         args = ["--mpi-algorithms", "--ops", ",".join(ops), "--sizes",
                 ",".join(map(str, sizes)), "--quiet"]
         if mpi == "openmpi":
-            extra += ["-x", f"LD_AUDIT={audit_library()}", "-x", f"MPILAB_PROBE_LOG={tmp}"]
+            extra += launch.rank_env_args(mpi, {"LD_AUDIT": audit_library(),
+                                                "MPILAB_PROBE_LOG": str(tmp)})
             if env_file:
                 extra += ["--mca", "coll_tuned_dynamic_rules_filename", env_file]
             args.append("--probe")
         else:
-            extra += ["-genv", "MPILAB_PROBE_LOG", str(tmp)]
+            env = {"MPILAB_PROBE_LOG": str(tmp)}
             if env_file:
-                extra += ["-genv", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", env_file]
+                env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = env_file
+            extra += launch.rank_env_args(mpi, env)
             args.append("--probe-skew")
         rc = sweep._launch(np, args, mpi, timeout, tmp / "launch.log", extra)
         seen: dict[tuple[str, str, int], str] = {}
