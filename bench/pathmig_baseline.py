@@ -85,6 +85,20 @@ def rtt_stats(ends: list[float], rtts: list[float], skip: int = 50) -> dict[str,
             "window_max_ms": [round(x, 2) for x in wins]}
 
 
+def long_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The long round trips of a run in short (pure): how many; the two ranks' wait for a
+    CPU during each as a share of it (median, least, most: 2.0 means both ranks waited
+    throughout); the delay line's wait (ms, median and most); the five longest in full."""
+    ok = [x for x in items if None not in x["ranks_wait_ms"]]
+    share = [sum(x["ranks_wait_ms"]) / x["rtt_ms"] for x in ok]
+    dl = [x["delayline_wait_ms"] for x in ok]
+    return {"count": len(items),
+            "ranks_wait_share": ([round(statistics.median(share), 3), round(min(share), 3),
+                                  round(max(share), 3)] if share else None),
+            "delayline_wait_ms": [round(statistics.median(dl), 2), max(dl)] if dl else None,
+            "longest": sorted(items, key=lambda x: -x["rtt_ms"])[:5]}
+
+
 def schedstat(pid: int) -> tuple[int, int] | None:
     """(ns on a CPU, ns runnable and waiting) of a process, None when it has gone."""
     try:
@@ -255,8 +269,8 @@ def one(prefix: str, work: Path, k: int, case: str, count: int, size: int,
         "delayline_cpu_s": round(dl_run / 1e9, 3), "delayline_wait_s": round(dl_wait / 1e9, 4),
         "tcp": {h: {c: nst1[h].get(c, 0) - nst0[h].get(c, 0) for c in COUNTERS}
                 for h in HOSTS},
-        # every round trip over LONG_S: the ranks' and the delay line's wait during it
-        "long": long_rtts}
+        # the round trips over LONG_S: the ranks' and the delay line's wait during them
+        "long": long_summary(long_rtts)}
     rec |= rtt_stats(ends, rtts)
     return rec
 
@@ -337,18 +351,19 @@ def summary(out: str, doc: dict[str, Any]) -> int:
         dl = sum(r["delayline_wait_s"] for r in rs)
         rx = sum(r["tcp"][h]["TcpRetransSegs"] for r in rs for h in HOSTS)
         ok = sum(1 for r in rs if r["rc"] == 0 and r["verified"])
-        lng = [x for r in rs for x in r["long"] if None not in x["ranks_wait_ms"]]
-        att = [sum(x["ranks_wait_ms"]) / x["rtt_ms"] for x in lng]
-        dlw = [x["delayline_wait_ms"] for x in lng]
+        lng = [r["long"] for r in rs if r["long"]["ranks_wait_share"]]
         print(f"{case}: {len(rs)} run(s); median {med:.2f} ms; longest {lo:.1f}-{hi:.1f} ms; "
               f">50 ms {n50}, >100 ms {n100} of {n}; 3 s windows' longest: median {wmed:.1f} "
               f"ms of {len(wins)}; ranks waiting {wait:.0f}% of their runnable time; delay "
               f"line waited {dl:.3f} s; retransmitted segments {rx}; jobs ok {ok} of {len(rs)}")
         if lng:
-            print(f"  {len(lng)} round trip(s) over {LONG_S * 1e3:g} ms: the two ranks waited "
-                  f"for a CPU {100 * statistics.median(att):.0f}% of such a round trip "
-                  f"(median; range {100 * min(att):.0f}-{100 * max(att):.0f}%), the delay line "
-                  f"{statistics.median(dlw):.2f} ms (median; longest {max(dlw):.2f} ms)")
+            sh = [x["ranks_wait_share"][0] for x in lng]
+            dlw = [x["delayline_wait_ms"] for x in lng]
+            print(f"  {sum(x['count'] for x in lng)} round trip(s) over {LONG_S * 1e3:g} ms: "
+                  f"the two ranks waited for a CPU {100 * min(sh):.0f}-{100 * max(sh):.0f}% of "
+                  f"such a round trip (runs' medians; 200%: both throughout), the delay line "
+                  f"{max(d[0] for d in dlw):.2f} ms at most by a run's median, "
+                  f"{max(d[1] for d in dlw):.2f} ms at most")
     return 0
 
 

@@ -29,7 +29,18 @@ Per run: the agents' path-dead verdicts (path events with up false, verdict reco
 migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
 exit status, its duration, median and longest round trip; with a fault, the longest round
 trip that ended between the fault's request and 3 s after it was in place. --quiet runs
-without the busy loops."""
+without the busy loops.
+
+--hog-group says where the busy loops run: `own` (the default), each in a session of its
+own, so in a CPU autogroup of nice 0 as each rank (whose node's MPI daemon starts it in a
+session of its own): the busy loops and the ranks then share the cores equally, as on a
+node whose cores another program keeps busy at the job's priority; `script`, in this
+script's session: inside `mlock bench` (autogroup nice -15, weight 29154 against a rank's
+1024, spread over one busy loop per core: about 14 times a rank on each core), and 64 KiB round trips then reach 100 ms without any fault
+(bench/pathmig_baseline.py measures both). --baseline adds, per size and round, a plain-TCP
+run (cubic, no agents, no fault) whose windows are taken at the same progress line: the
+loaded baseline; the summary then also counts the fault runs whose pause exceeds that
+baseline's median by at most the target (docs/pathmig.md, "Targets under load")."""
 
 from __future__ import annotations
 
@@ -52,8 +63,13 @@ from mpilab.testbed import faults, net
 RT_NETWORK = 10
 
 
-def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+def _hogs(n: int, own: bool = False) -> list[subprocess.Popen[bytes]]:
+    """n busy loops; `own`: each in a session, hence a CPU autogroup, of its own (nice 0),
+    weighing what each rank weighs (a node's daemon starts its ranks in a session of their
+    own); else in this script's session, whose autogroup inside `mlock bench` has nice -15:
+    about 14 times a rank's weight on each core (docs/pathmig.md, "Targets under load")."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=own)
+            for _ in range(n)]
 
 
 def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
@@ -77,7 +93,7 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
-        hogs: int, size: int = 1024, tcp: bool = False) -> dict[str, Any]:
+        hogs: int, size: int = 1024, tcp: bool = False, own: bool = True) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
     windows taken at the progress line a fault would follow."""
     sp = net.current_spec(prefix)
@@ -86,7 +102,7 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--timeout", "300", "--",
                      tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
                      "--progress", "100", "--rtt-log", str(rtt))
-    running = _hogs(hogs)
+    running = _hogs(hogs, own)
     fault_t = None
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -162,6 +178,10 @@ def main() -> int:
     ap.add_argument("--fault", help="down, drop or both (down,drop: interleaved run by run)")
     ap.add_argument("--fault-at", type=int, default=2000)
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
+    ap.add_argument("--hog-group", choices=("own", "script"), default="own",
+                    help="each busy loop in a CPU autogroup of its own, weighing what a rank "
+                    "weighs (the default), or all in this script's (inside mlock bench: "
+                    "nice -15)")
     ap.add_argument("--baseline", action="store_true",
                     help="with --fault: also a plain-TCP run (cubic, no agents, no fault) per "
                     "size and round, its windows at the same progress line: the same-load "
@@ -210,7 +230,8 @@ def measure(a: argparse.Namespace) -> int:
     fault_kinds: list[str | None] = a.faults
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
                            "bytes": sizes, "network": a.network if a.spec else None,
-                           "fault": a.fault, "baseline": a.baseline, "runs": []}
+                           "fault": a.fault, "baseline": a.baseline,
+                           "hog_group": a.hog_group, "runs": []}
     # (fault, plain TCP baseline): the baseline runs have no fault
     cases: list[tuple[str | None, bool]] = [(f, False) for f in fault_kinds]
     if a.baseline:
@@ -223,7 +244,8 @@ def measure(a: argparse.Namespace) -> int:
                 if a.budget and time.monotonic() - t_start > a.budget:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
-                rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp)
+                rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
+                          a.hog_group == "own")
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
