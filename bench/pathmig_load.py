@@ -36,11 +36,13 @@ own, so in a CPU autogroup of nice 0 as each rank (whose node's MPI daemon start
 session of its own): the busy loops and the ranks then share the cores equally, as on a
 node whose cores another program keeps busy at the job's priority; `script`, in this
 script's session: inside `mlock bench` (autogroup nice -15, weight 29154 against a rank's
-1024, spread over one busy loop per core: about 14 times a rank on each core), and 64 KiB round trips then reach 100 ms without any fault
-(bench/pathmig_baseline.py measures both). --baseline adds, per size and round, a plain-TCP
-run (cubic, no agents, no fault) whose windows are taken at the same progress line: the
-loaded baseline; the summary then also counts the fault runs whose pause exceeds that
-baseline's median by at most the target (docs/pathmig.md, "Targets under load")."""
+1024, spread over one busy loop per core: about 14 times a rank on each core), where each
+rank gets about 7% of a core and 64 KiB round trips reach 68-110 ms without any fault
+(bench/pathmig_baseline.py measures both; docs/pathmig-load.md). --baseline adds, per size
+and round, a plain-TCP run (cubic, no agents, no fault) whose windows are taken at the same
+progress line: the loaded baseline; the summary then also counts the fault runs whose pause
+exceeds that baseline's median by at most the target (docs/pathmig.md, "Targets under
+load")."""
 
 from __future__ import annotations
 
