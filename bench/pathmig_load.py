@@ -29,7 +29,20 @@ Per run: the agents' path-dead verdicts (path events with up false, verdict reco
 migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
 exit status, its duration, median and longest round trip; with a fault, the longest round
 trip that ended between the fault's request and 3 s after it was in place. --quiet runs
-without the busy loops."""
+without the busy loops.
+
+--hog-group says where the busy loops run: `own` (the default), each in a session of its
+own, so in a CPU autogroup of nice 0 as each rank (whose node's MPI daemon starts it in a
+session of its own): the busy loops and the ranks then share the cores equally, as on a
+node whose cores another program keeps busy at the job's priority; `script`, in this
+script's session: inside `mlock bench` (autogroup nice -15, weight 29154 against a rank's
+1024, spread over one busy loop per core: about 14 times a rank on each core), where each
+rank gets about 7% of a core and 64 KiB round trips reach 68-110 ms without any fault
+(bench/pathmig_baseline.py measures both; docs/pathmig-load.md). --baseline adds, per size
+and round, a plain-TCP run (cubic, no agents, no fault) whose windows are taken at the same
+progress line: the loaded baseline; the summary then also counts the fault runs whose pause
+exceeds that baseline's median by at most the target (docs/pathmig.md, "Targets under
+load")."""
 
 from __future__ import annotations
 
@@ -52,8 +65,13 @@ from mpilab.testbed import faults, net
 RT_NETWORK = 10
 
 
-def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+def _hogs(n: int, own: bool = False) -> list[subprocess.Popen[bytes]]:
+    """n busy loops; `own`: each in a session, hence a CPU autogroup, of its own (nice 0),
+    weighing what each rank weighs (a node's daemon starts its ranks in a session of their
+    own); else in this script's session, whose autogroup inside `mlock bench` has nice -15:
+    about 14 times a rank's weight on each core (docs/pathmig.md, "Targets under load")."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=own)
+            for _ in range(n)]
 
 
 def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
@@ -77,13 +95,16 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
-        hogs: int, size: int = 1024) -> dict[str, Any]:
+        hogs: int, size: int = 1024, tcp: bool = False, own: bool = True) -> dict[str, Any]:
+    """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
+    windows taken at the progress line a fault would follow."""
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
-    cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, "--pathmig", "--pathmig-events",
-                     str(ev), "--timeout", "300", "--", tool("mpilab-tb-pingpong"), "--count",
-                     str(count), "--bytes", str(size), "--progress", "100", "--rtt-log", str(rtt))
-    running = _hogs(hogs)
+    how = (["--congestion", "cubic"] if tcp else ["--pathmig", "--pathmig-events", str(ev)])
+    cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--timeout", "300", "--",
+                     tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
+                     "--progress", "100", "--rtt-log", str(rtt))
+    running = _hogs(hogs, own)
     fault_t = None
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -93,9 +114,10 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         out = []
         for line in proc.stdout:
             out.append(line)
-            if fault and fault_t is None and f"iteration {fault_at}" in line:
+            if (fault or tcp) and fault_t is None and f"iteration {fault_at}" in line:
                 fault_t = time.time()
-                faults.fail(sp, "s0n0:0", fault)
+                if fault:
+                    faults.fail(sp, "s0n0:0", fault)
         rc = proc.wait()
         err = proc.stderr.read()
     finally:
@@ -112,7 +134,8 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     dead, migr = agents.false_counts(evs, fault_t)
     stops = [e for e in evs if e["event"] == "stop"]
     rec: dict[str, Any] = {
-        "run": k, "bytes": size, "fault": fault, "rc": rc, "verified": "verified" in "".join(out),
+        "run": k, "bytes": size, "fault": fault, "tcp": tcp, "rc": rc,
+        "verified": "verified" in "".join(out),
         "round_trips": len(rtts), "duration_s": (ends[-1] - ends[0]) if ends else None,
         "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
         "max_ms": max(rtts) * 1e3 if rtts else None,
@@ -125,7 +148,11 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         "recovered_max_ms": max((e.get("silent_ms", 0.0) for e in before
                                  if e["event"] == "recovered"), default=0.0),
         "summary": err.strip().splitlines()[-1:]}
-    if fault_t is not None:
+    if fault_t is not None and tcp:
+        # the baseline: the same windows, as if a fault had been in place at once
+        rec["fault_in_job"] = bool(ends) and fault_t < ends[-1]
+        rec |= pause_windows(ends, rtts, fault_t, fault_t)
+    elif fault_t is not None:
         # from the moment the fault was asked for to 3 s after it was in place (on a busy
         # machine applying it takes a while)
         done = max((e.get("done", e["time"]) for e in faults.read_log(sp)
@@ -153,6 +180,14 @@ def main() -> int:
     ap.add_argument("--fault", help="down, drop or both (down,drop: interleaved run by run)")
     ap.add_argument("--fault-at", type=int, default=2000)
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
+    ap.add_argument("--hog-group", choices=("own", "script"), default="own",
+                    help="each busy loop in a CPU autogroup of its own, weighing what a rank "
+                    "weighs (the default), or all in this script's (inside mlock bench: "
+                    "nice -15)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="with --fault: also a plain-TCP run (cubic, no agents, no fault) per "
+                    "size and round, its windows at the same progress line: the same-load "
+                    "baseline a fault's pause is judged against")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
     ap.add_argument("--budget", type=float, default=0.0,
@@ -171,6 +206,8 @@ def main() -> int:
     if min(a.sizes) < 1:
         ap.error(f"--bytes {a.bytes}: at least 1")
     a.faults = a.fault.split(",") if a.fault else [None]
+    if a.baseline and not a.fault:
+        ap.error("--baseline needs --fault (its windows follow the fault's progress line)")
     if a.fault and any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
     # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
@@ -195,16 +232,22 @@ def measure(a: argparse.Namespace) -> int:
     fault_kinds: list[str | None] = a.faults
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
                            "bytes": sizes, "network": a.network if a.spec else None,
-                           "fault": a.fault, "runs": []}
+                           "fault": a.fault, "baseline": a.baseline,
+                           "hog_group": a.hog_group, "runs": []}
+    # (fault, plain TCP baseline): the baseline runs have no fault
+    cases: list[tuple[str | None, bool]] = [(f, False) for f in fault_kinds]
+    if a.baseline:
+        cases.append((None, True))
     k, t_start = 0, time.monotonic()
     for _ in range(a.runs):
         # the cases interleaved run by run
         for size in sizes:
-            for fault in fault_kinds:
+            for fault, tcp in cases:
                 if a.budget and time.monotonic() - t_start > a.budget:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
-                rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size)
+                rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
+                          a.hog_group == "own")
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
@@ -220,18 +263,58 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
     print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
           f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
-          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs]} (-1: the "
+          + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs if not r.get('tcp')]}"
+             " (-1: the "
              "fault came after the job)"
              if a.fault else ""))
     for size in sizes:
+        base = baseline_ms(runs, size)
         for fault in fault_kinds:
             for key in ("pause_ms", "pause_first_ms", "noise_before_ms"):
                 ps = [r[key] for r in runs if r["bytes"] == size and r["fault"] == fault
-                      and r.get(key) is not None]
+                      and not r.get("tcp") and r.get(key) is not None]
                 if ps:
                     print(f"{size} B, {fault}, {key}: {len(ps)} run(s), "
                           f"{min(ps):.1f}-{max(ps):.1f} ms, median {statistics.median(ps):.1f}")
+            j = judge(runs, size, fault, base)
+            if j is not None:
+                print(f"{size} B, {fault}: longest round trip within {j['target_ms']:g} ms in "
+                      f"{j['within']} of {j['runs']}; over the loaded baseline "
+                      + ("(none)" if base is None else
+                         f"{base:.1f} ms: added pause within {j['target_ms']:g} ms in "
+                         f"{j['added_within']} of {j['runs']}"))
+        if base is not None:
+            bs = [r["pause_ms"] for r in runs if r["bytes"] == size and r.get("tcp")
+                  and r.get("pause_ms") is not None]
+            print(f"{size} B, plain TCP baseline (same windows, no fault): {len(bs)} run(s), "
+                  f"{min(bs):.1f}-{max(bs):.1f} ms, median {base:.1f}")
     return 0
+
+
+#: the issue's targets for the longest round trip after a fault (ms)
+TARGET_MS = {"down": 50.0, "drop": 100.0}
+
+
+def baseline_ms(runs: list[dict[str, Any]], size: int) -> float | None:
+    """The loaded baseline of a size (pure): the median, over the plain-TCP runs of the
+    series, of the longest round trip in the window a fault's pause is taken from; None
+    without such runs."""
+    bs = [r["pause_ms"] for r in runs if r["bytes"] == size and r.get("tcp")
+          and r.get("pause_ms") is not None]
+    return statistics.median(bs) if bs else None
+
+
+def judge(runs: list[dict[str, Any]], size: int, fault: str | None,
+          base: float | None) -> dict[str, Any] | None:
+    """The fault runs of a case against the target (pure): how many have a pause within
+    it, and how many add at most the target over the loaded baseline (pause - base)."""
+    if fault not in TARGET_MS:
+        return None
+    ps = [r["pause_ms"] for r in runs if r["bytes"] == size and r["fault"] == fault
+          and not r.get("tcp") and r.get("pause_ms") is not None]
+    t = TARGET_MS[fault]
+    return {"target_ms": t, "runs": len(ps), "within": sum(1 for p in ps if p <= t),
+            "added_within": None if base is None else sum(1 for p in ps if p - base <= t)}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Unmodified OSU and IMB programs under `testbed run --pathmig` (Open MPI, 2 ranks on s0n0
-and s1n0 of a 2 x 1 x 2 testbed, 1 Gbit/s, 1 ms WAN), with one busy loop per core beside
-every job (--quiet: none).
+"""Unmodified OSU and IMB programs under `testbed run --pathmig` (Open MPI, or MPICH with
+--mpi mpich; 2 ranks on s0n0 and s1n0 of a 2 x 1 x 2 testbed, 1 Gbit/s, 1 ms WAN), with
+one busy loop per core beside every job (--quiet: none), each busy loop in an autogroup of
+its own (--hog-group own: the CPU share of a rank) or in this script's (script).
 
   --mode fault     osu_latency, osu_bw and IMB-MPI1 PingPong, each under `--pathmig`, with
                    a fault (--fault down or drop, s0n0's rail 0) applied when the program
@@ -40,6 +41,9 @@ from mpilab.testbed import faults, net
 
 OSU = "/work/peers/osu74/c/mpi/pt2pt/standard"
 IMB = "/work/peers/imb/IMB-MPI1"
+#: IMB built with MPICH's mpicc (--mpi mpich; OSU's programs for MPICH: --osu, built as
+#: docs/pathmig-measured.md says)
+IMB_MPICH = "/work/peers/imb-mpich/IMB-MPI1"
 #: the delay line's SCHED_FIFO priority (above the agents'), as bench/pathmig_load.py
 RT_NETWORK = 10
 
@@ -57,8 +61,11 @@ def programs(a: argparse.Namespace) -> dict[str, tuple[list[str], list[int]]]:
                           "-iter_policy", "off"], imb)}
 
 
-def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+def _hogs(n: int, own: bool = False) -> list[subprocess.Popen[bytes]]:
+    """n busy loops; `own`: each in a session (so an autogroup) of its own, weighing what
+    a rank weighs, else in this script's (bench/pathmig_load.py, --hog-group)."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=own)
+            for _ in range(n)]
 
 
 def _size_of(line: str) -> int | None:
@@ -77,9 +84,9 @@ def run_job(a: argparse.Namespace, sp: Any, pathmig: bool, prog: list[str],
             fault: str | None, trigger: int, hogs: int, k: int) -> dict[str, Any]:
     ev = Path(a.work) / f"events-{k}.jsonl"
     mode = ["--pathmig", "--pathmig-events", str(ev)] if pathmig else ["--congestion", "cubic"]
-    cmd = mpilab_cmd("testbed", "run", "--prefix", a.prefix, *mode, "--timeout",
-                     str(a.limit), "--", *prog)
-    running = _hogs(hogs)
+    cmd = mpilab_cmd("testbed", "run", "--prefix", a.prefix, *mode, "--mpi", a.mpi,
+                     "--timeout", str(a.limit), "--", *prog)
+    running = _hogs(hogs, a.hog_group == "own")
     fault_t, lines = None, []
     t0 = time.monotonic()
     try:
@@ -183,15 +190,27 @@ def main() -> int:
     ap.add_argument("--lat-iters", type=int, default=3000)
     ap.add_argument("--bw-size", type=int, default=1 << 20)
     ap.add_argument("--limit", type=int, default=150, help="each job's time limit (s)")
-    ap.add_argument("--osu", default=OSU, help="the folder of osu_latency and osu_bw")
-    ap.add_argument("--imb", default=IMB, help="the IMB-MPI1 program")
+    ap.add_argument("--osu", help=f"the folder of osu_latency and osu_bw (default {OSU}; "
+                    "needed with --mpi mpich)")
+    ap.add_argument("--imb", help=f"the IMB-MPI1 program (default {IMB}, with --mpi mpich "
+                    f"{IMB_MPICH})")
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the jobs")
+    ap.add_argument("--hog-group", choices=("own", "script"), default="own",
+                    help="each busy loop in an autogroup of its own (the ranks' weight; the "
+                    "default) or in this script's (bench/pathmig_load.py --hog-group)")
+    ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
+                    help="the MPI of the programs (mpich: --osu and --imb default to the "
+                    "MPICH builds) and of their launcher")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="start no new run after this many seconds (0: no limit)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     a.faults = a.fault.split(",")
+    if a.mpi == "mpich" and not a.osu:
+        ap.error("--mpi mpich needs --osu DIR: osu_latency and osu_bw built with mpicc.mpich")
+    a.osu = a.osu or OSU
+    a.imb = a.imb or (IMB_MPICH if a.mpi == "mpich" else IMB)
     if any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
     a.programs = a.programs.split(",")
@@ -210,7 +229,7 @@ def main() -> int:
         testbed_up(a.prefix, a.spec)
     hogs = 0 if a.quiet else os.cpu_count() or 2
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "mode": a.mode,
-                           "runs": [], "pairs": []}
+                           "mpi": a.mpi, "hog_group": a.hog_group, "runs": [], "pairs": []}
     try:
         sp = net.current_spec(a.prefix)
         (fault_mode if a.mode == "fault" else compare_mode)(a, sp, doc, hogs)
@@ -220,8 +239,16 @@ def main() -> int:
             testbed_down(a.prefix)
     if a.mode == "fault":
         runs = doc["runs"]
-        print(f"{len(runs)} run(s), hogs {hogs}: {sum(r['ok'] for r in runs)} ok (exit 0, "
-              "every size printed, fault applied)")
+        print(f"{len(runs)} run(s), {a.mpi}, hogs {hogs}: {sum(r['ok'] for r in runs)} ok "
+              "(exit 0, every size printed, fault applied)")
+        for name in a.programs:
+            for fault in a.faults:
+                rs = [r for r in runs if r["program"] == name and r["fault"] == fault]
+                if rs:
+                    print(f"  {name}, {fault}: exit status {[r['rc'] for r in rs]}, sizes "
+                          f"missing {sum(len(r['missing_sizes']) for r in rs)}, seconds "
+                          f"{[r['seconds'] for r in rs]}, migrations "
+                          f"{[r['migrations'] for r in rs]}")
     else:
         doc["medians"] = {}
         for name in ("osu_latency", "osu_bw"):

@@ -39,7 +39,11 @@ def fresh(tb: tuple[Spec, dict[str, str]]) -> Iterator[tuple[Spec, dict[str, str
 
 
 def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+    """n busy loops, each in a session (a CPU autogroup) of its own: they weigh what each
+    rank weighs (its node's MPI daemon has a session of its own), whatever the priority of
+    the test's own session (docs/pathmig.md, "Targets under load")."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+            for _ in range(n)]
 
 
 def test_no_fault_job_beside_cpu_hogs_is_never_migrated(fresh: tuple[Spec, dict[str, str]],

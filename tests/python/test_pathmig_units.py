@@ -98,6 +98,47 @@ def test_pause_windows_split_the_fault_from_the_noise() -> None:
         "pause_ms": None, "pause_first_ms": None, "noise_before_ms": None}
 
 
+def test_loaded_target_is_judged_over_the_plain_tcp_baseline() -> None:
+    """bench/pathmig_load.py --baseline: the loaded baseline of a size is the median of its
+    plain-TCP runs' windows; a fault run meets the loaded target when its pause adds at most
+    the target (50 ms down, 100 ms drop) to that baseline; other sizes and the baseline runs
+    themselves never count as fault runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from pathmig_load import baseline_ms, judge
+    runs = [{"bytes": 65536, "tcp": True, "fault": None, "pause_ms": p} for p in (40, 70, 90)]
+    runs += [{"bytes": 65536, "tcp": False, "fault": "down", "pause_ms": p}
+             for p in (45.0, 110.0, 130.0)]
+    runs += [{"bytes": 65536, "tcp": False, "fault": "drop", "pause_ms": p} for p in (90, 171)]
+    runs += [{"bytes": 1024, "tcp": False, "fault": "down", "pause_ms": 300.0},
+             {"bytes": 65536, "tcp": False, "fault": "down", "pause_ms": None}]
+    assert baseline_ms(runs, 65536) == 70
+    assert baseline_ms(runs, 1024) is None
+    assert judge(runs, 65536, "down", 70) == {"target_ms": 50.0, "runs": 3, "within": 1,
+                                              "added_within": 2}
+    assert judge(runs, 65536, "drop", 70) == {"target_ms": 100.0, "runs": 2, "within": 1,
+                                              "added_within": 1}
+    assert judge(runs, 1024, "down", None) == {"target_ms": 50.0, "runs": 1, "within": 0,
+                                               "added_within": None}
+    assert judge(runs, 65536, None, 70) is None
+
+
+def test_baseline_round_trip_figures() -> None:
+    """bench/pathmig_baseline.py's figures of a run: the wire-up left out, quantiles,
+    counts over 50 and 100 ms, and the longest round trip of each whole 3 s window."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from pathmig_baseline import rtt_stats
+    ends = [10.0 + 0.01 * k for k in range(1000)]  # every 10 ms, 10 s in all
+    rtts = [0.004] * 1000
+    rtts[3] = 0.9  # the wire-up: left out
+    rtts[100] = 0.060  # in the first window (10.5 s .. 13.5 s)
+    rtts[700] = 0.120  # in the third (16.5 s .. 19.5 s)
+    s = rtt_stats(ends, rtts)
+    assert s["round_trips"] == 950 and s["max_ms"] == 120.0 and s["median_ms"] == 4.0
+    assert (s["over_50ms"], s["over_100ms"]) == (2, 1)
+    assert s["window_max_ms"] == [60.0, 4.0, 120.0]
+    assert rtt_stats(ends[:40], rtts[:40]) == {"round_trips": 0}
+
+
 def test_false_counts_take_only_what_came_before_the_fault() -> None:
     """bench/pathmig_load.py's (and bench/pathmig_mpich.py's) false verdicts and
     migrations: path-dead records and ARMED -> MIGRATED transitions before the fault's
