@@ -53,7 +53,7 @@ def test_no_fault_job_beside_cpu_hogs_is_never_migrated(fresh: tuple[Spec, dict[
     hogs = _hogs(os.cpu_count() or 2)  # one busy loop per core, beside the job
     try:
         p = mpilab("testbed", "run", "--pathmig", "--pathmig-events", str(ev),
-                   "--timeout", "280", "--", find_tool("mpilab-tb-pingpong"), "--count", "4000",
+                   "--timeout", "280", "--", find_tool("mpilab-tb-pingpong"), "--count", "2000",
                    "--bytes", "1024", "--progress", "0", env=env, timeout=300)
     finally:
         for h in hogs:
