@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from mpilab import samples_file
+from mpilab import samples_file, tcpcount
 from mpilab.errors import MpilabError
 from mpilab.pair_matrix import expand_all
 
@@ -58,7 +58,7 @@ LAUNCHES_SET_ASIDE = "launches_set_aside"
 REGIME_NOT_REACHED = "regime_not_reached"
 # a beta or G whose interval's fast end was moved down for TCP retransmissions during the run
 # (mpilab.tcpcount; written by mpilab bench, not by the fitter)
-RETRANS_WIDENED = "retrans_widened"
+RETRANS_WIDENED = tcpcount.RETRANS_WIDENED
 # derived when read (the fitter does not write it): the estimate sits at an end of its own
 # interval (lo < hi), which the fitter does when the bootstrap interval missed the estimate
 # and was stretched to hold it: that interval says nothing about where a repeat would land

@@ -20,8 +20,6 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from mpilab.quality import RETRANS_WIDENED
-
 SNMP = "/proc/net/snmp"
 #: the fast end of beta's and G's intervals moves down by this many times the retransmitted
 #: share: a lost segment costs the stream its resend and the recovery after the loss (the
@@ -29,6 +27,9 @@ SNMP = "/proc/net/snmp"
 #: excess of G over the wire's time per byte was 1.3 to 2.7 times the retransmitted share
 #: (docs/models.md, "Retransmissions").
 WIDEN_FACTOR = 3.0
+#: the parameter flag of a widened interval (mpilab.quality.RETRANS_WIDENED); this module
+#: stays free of the analysis modules, which mpilab bench imports only once the job runs
+RETRANS_WIDENED = "retrans_widened"
 COUNTERS_INVALID = "counters_invalid"
 _KEYS = ("OutSegs", "RetransSegs")
 _PARAMS = (("hockney", "beta"), ("loggp", "G"))

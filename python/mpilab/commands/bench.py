@@ -123,8 +123,8 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
                               "smpi/send-is-detached-thresh:1048576")
     made = _make_parent(out)
-    counted = _tcp_before(args, runner_args, out)
     try:
+        counted = _tcp_before(args, runner_args, out)
         status = _measure(args, runner_args, out)
     finally:
         if made is not None and not Path(out).exists():
