@@ -24,7 +24,7 @@ SNMP = "/proc/net/snmp"
 #: the fast end of beta's and G's intervals moves down by this many times the retransmitted
 #: share: a lost segment costs the stream its resend and the recovery after the loss (the
 #: window shrinks; the wire idles while it refills). On the shaped 2 ms / 100 Mbit/s WAN the
-#: excess of G over the wire's time per byte was 1.3 to 2.7 times the retransmitted share
+#: excess of G over the wire's time per byte was 0.3 to 3.4 times the retransmitted share
 #: (docs/models.md, "Retransmissions").
 WIDEN_FACTOR = 3.0
 #: the parameter flag of a widened interval (mpilab.quality.RETRANS_WIDENED); this module
