@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from mpilab import samples_file
+from mpilab import samples_file, tcpcount
 from mpilab.errors import MpilabError
 from mpilab.pair_matrix import expand_all
 
@@ -56,6 +56,9 @@ LAUNCHES_SET_ASIDE = "launches_set_aside"
 # a Hockney beta whose sizes never reached the curve's top regime (mpilab-bench's model-size
 # extension stopped at a limit first): the slope of the largest sizes, still bending
 REGIME_NOT_REACHED = "regime_not_reached"
+# a beta or G whose interval's fast end was moved down for TCP retransmissions during the run
+# (mpilab.tcpcount; written by mpilab bench, not by the fitter)
+RETRANS_WIDENED = tcpcount.RETRANS_WIDENED
 # derived when read (the fitter does not write it): the estimate sits at an end of its own
 # interval (lo < hi), which the fitter does when the bootstrap interval missed the estimate
 # and was stretched to hold it: that interval says nothing about where a repeat would land
@@ -112,8 +115,9 @@ def value_flags(value: Any, quality: Any, name: str) -> list[str]:
     interval starts at its clamp 0 by construction)."""
     fl = param_flags(quality, name)
     q = quality.get(name) if isinstance(quality, dict) else None
-    if isinstance(q, dict) and CLAMPED not in fl and at_interval_end(value, q.get("lo"),
-                                                                     q.get("hi")):
+    # an interval widened for retransmissions (mpilab.tcpcount) is judged as measured
+    lo = q.get("lo_measured", q.get("lo")) if isinstance(q, dict) else None
+    if isinstance(q, dict) and CLAMPED not in fl and at_interval_end(value, lo, q.get("hi")):
         fl.append(CI_EDGE)
     return fl
 

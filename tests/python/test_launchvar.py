@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -342,6 +343,62 @@ def test_bench_measures_the_variation_once_then_makes_one_launch(
     assert "--time-budget" not in _fake_args(env)  # one launch: the whole budget
     assert "measurements converged" in second.stdout
     assert not list(tmp_path.glob("b.launch*"))  # the launch file lived in a temporary folder
+
+
+_COPY_RUNNER = """#!{python}
+# Stand-in for mpilab-bench: writes the launch document at $LAUNCH_DOC to --out.
+import os, shutil, sys
+args = sys.argv[1:]
+if "--out" in args:
+    shutil.copyfile(os.environ["LAUNCH_DOC"], args[args.index("--out") + 1])
+print("op bytes median")
+"""
+
+
+def test_bench_says_the_machine_limit_once_up_front_and_answers_at_it(
+        fake_bench: Callable[[str], dict[str, str]], run_cli: Callable[..., Any],
+        tmp_path: Path) -> None:
+    """A store whose launch levels move by about 4%: the run says once, before the launch,
+    what a repeat lands within and that the asked 2.5% cannot be reached; every row (each
+    launch converged at +-1%) is reported converged at that limit, and the verdict says so."""
+    import sys
+
+    env = fake_bench("ok")
+    bindir = tmp_path / "copybin"
+    bindir.mkdir()
+    exe = bindir / "mpilab-bench"
+    exe.write_text(_COPY_RUNNER.format(python=sys.executable))
+    exe.chmod(0o755)
+    launch_doc = tmp_path / "launch.json"
+    launch_doc.write_text(json.dumps(_launch(random.Random(1), 0.0, noise=0.0)))
+    env.update(MPILAB_BIN=str(bindir), LAUNCH_DOC=str(launch_doc),
+               MPILAB_DATA_DIR=str(tmp_path / "data"))
+    first = run_cli("bench", "--np", "1", "--out", "a.json", "--", "--ops", "p2p", env=env)
+    assert first.returncode == 0, first.stderr
+    store = tmp_path / "data" / launchvar.STORE_FILE
+    doc = json.loads(store.read_text())
+    levels = [0.0, 0.04, -0.04, 0.03, -0.03, 0.05, -0.05, 0.02, -0.02, 0.01, -0.01, 0.0]
+    for entry in doc["contexts"].values():
+        for key, series in entry["series"].items():
+            date, med = series[0]
+            entry["series"][key] = [[date, med * math.exp(v)] for v in levels]
+    store.write_text(json.dumps(doc))
+    second = run_cli("bench", "--np", "1", "--out", "b.json", "--", "--ops", "p2p", env=env)
+    assert second.returncode == 0, second.stderr
+    err = [ln for ln in second.stderr.splitlines() if ln.startswith("mpilab:")]
+    notes = [ln for ln in err if "launch-to-launch variation" in ln]
+    assert len(notes) == 1 and err[0] == notes[0], second.stderr  # once, before all else
+    m = re.search(r"a repeat lands within \+-([0-9.]+)\.\.([0-9.]+)%", notes[0])
+    assert m is not None and float(m.group(1)) > 2.5, notes[0]
+    assert f"the asked 2.5% cannot be reached at {len(SIZES)} of {len(SIZES)}" in notes[0]
+    rows = json.loads((tmp_path / "b.json").read_text())["measurements"]
+    assert len(rows) == len(SIZES)
+    assert all(r["stats"]["converged"] is True for r in rows), [r["flags"] for r in rows]
+    assert all(quality.AT_MACHINE_LIMIT in r["flags"] for r in rows)
+    last = second.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"{len(SIZES)} of {len(SIZES)} measurements converged: 0 at the "
+                           "asked 2.5%"), second.stdout
+    assert "launch-to-launch limit" in last and "not converged" not in second.stdout
 
 
 def test_bench_refuses_a_bad_store_before_launching(

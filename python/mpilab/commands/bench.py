@@ -124,12 +124,55 @@ def _run(args: argparse.Namespace) -> int:
                               "smpi/send-is-detached-thresh:1048576")
     made = _make_parent(out)
     try:
+        counted = _tcp_before(args, runner_args, out)
         status = _measure(args, runner_args, out)
     finally:
         if made is not None and not Path(out).exists():
             _remove_empty(made, Path(out).parent)
+    if status == 0 and counted is not None:
+        _tcp_after(counted, out)
     to_history(args, out if status == 0 else None)
     return status
+
+
+def _tcp_before(args: argparse.Namespace, runner_args: list[str],
+                out: str | None) -> tuple[list[str] | None, str, dict[str, int] | None] | None:
+    """The TCP counters of the ranks' namespaces before the job (mpilab.tcpcount), when the
+    run writes a results file and its ranks run here (not simulated, not under srun)."""
+    from mpilab import tcpcount
+
+    informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
+    if out is None or out == "-" or informational or args.sim is not None:
+        return None
+    if args.testbed is None and launch.choose(find_tool(RUNNER), args.launcher,
+                                              args.launcher_arg).name == "srun":
+        return None
+    nss, source = tcpcount.namespaces_of(args.testbed)
+    return nss, source, tcpcount.read(nss)
+
+
+def _tcp_after(counted: tuple[list[str] | None, str, dict[str, int] | None],
+               out: str) -> None:
+    """The counters' change recorded in the results file, beta's and G's intervals widened
+    for retransmissions (rewritten atomically), and the one line about it."""
+    import json
+
+    from mpilab import tcpcount
+
+    nss, source, before = counted
+    tcp = tcpcount.delta(before, tcpcount.read(nss), source)
+    p = Path(out)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the results' readers name the problem
+    if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
+        return
+    widened = tcpcount.widen(doc, tcp)
+    atomic_write_text(out, json.dumps(doc, separators=(",", ":")) + "\n")
+    line = tcpcount.note(tcp, widened)
+    if line:
+        sys.stderr.write(line + "\n")
 
 
 def to_history(args: argparse.Namespace, out: str | None) -> None:

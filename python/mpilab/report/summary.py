@@ -316,6 +316,9 @@ FLAG_MEANINGS = (
     (quality.REGIME_NOT_REACHED, "Hockney beta from sizes still below the curve's top regime "
                                  "(the model-size extension stopped at a limit first)"),
     (quality.CI_WIDE, "interval wider than the asked precision"),
+    (quality.RETRANS_WIDENED, "beta or G: TCP sent segments again during the run, so the "
+                              "interval's fast end was moved down (docs/models.md, "
+                              "\"Retransmissions\")"),
     ("negative", "a time, rate or size below zero (impossible): shown as "
                  f"\"{units.IMPOSSIBLE}\", never as a value"),
     (units.FLAG_UNDETERMINED, f"interval wider than a decade (hi/lo > {units.DECADE:g}) or "
