@@ -106,6 +106,13 @@ CASES = [
      ": disks.a.mount: '{V}' is not in this prefix's state folder; not acting on it"),
     ("an unknown kind", _set("made.tmpfs.kind", "rm"), "].kind: "),
     ("a loop device that is not one", _set("made.loop.dev", "/dev/sda"), "].dev: "),
+    ("a made disk without its loop step",
+     lambda d, v: d.update(made=[e for e in d["made"] if e["kind"] != "loop"]),
+     ": made: no loop entry for disk a (down would leave it)"),
+    ("a made disk the spec does not have", _set("spec.disks.0.name", "b"),
+     ": disks.a: not a throttle disk of the spec"),
+    ("a spec disk without its fields", lambda d, v: d["spec"]["disks"][0].pop("rpm"),
+     ".rpm: missing"),
     ("deep nesting", "DEEP", ": malformed JSON: nested too deeply"),
 ]
 

@@ -113,7 +113,34 @@ def load_state(prefix: str) -> dict[str, Any] | None:
                                                 info[key]):
                 raise MpilabError(f"{path}: disks.{name}.{key}: {info[key]!r} is not in this "
                                   "prefix's state folder; not acting on it")
+    _check_made(path, prefix, doc)
     return doc
+
+
+def _check_made(path: Path, prefix: str, doc: dict[str, Any]) -> None:
+    """Every disk recorded as made is in the spec and its steps are in `made` (else `down`
+    would leave them behind)."""
+    models = {d["name"]: d["model"] for d in doc["spec"]["disks"]}
+    made = {(e["kind"], e.get("path") or e.get("backing")): e for e in doc["made"]}
+    sd = state_dir(prefix)
+    if doc["disks"] and ("cgroup", str(cgroup_dir(prefix))) not in made:
+        raise MpilabError(f"{path}: made: no cgroup entry, although disks were made "
+                          "(down would leave the cgroup)")
+    for name, info in doc["disks"].items():
+        if models.get(name) != info["model"]:
+            raise MpilabError(f"{path}: disks.{name}: not a {info['model']} disk of the spec")
+        base = f"{sd}/{prefix}-{name}"
+        steps = [("tmpfs", f"{base}.mem")] + (
+            [("loop", f"{base}.mem/{prefix}-{name}.img"), ("mount", base)]
+            if info["model"] == "throttle" else [("fuse", base)])
+        for kind, where in steps:
+            if (kind, where) not in made:
+                raise MpilabError(f"{path}: made: no {kind} entry for disk {name} (down "
+                                  "would leave it)")
+        loop = made.get(("loop", f"{base}.mem/{prefix}-{name}.img"))
+        if loop is not None and loop.get("dev") != info.get("dev"):
+            raise MpilabError(f"{path}: disks.{name}.dev: {info.get('dev')!r}, but made "
+                              f"records {loop.get('dev')!r}")
 
 
 class _Log:
