@@ -108,3 +108,19 @@ def test_congestion_checked_against_the_kernel_list(monkeypatch: pytest.MonkeyPa
         _congestion("bogus")
     monkeypatch.setattr(congestion, "kernel_available", lambda: None)
     assert _congestion("bogus") == "bogus"
+
+
+@pytest.mark.parametrize("action", ["up", "down", "status"])
+def test_slurm_dir_with_a_line_break_refused_before_anything(
+        action: str, capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    """A folder name Slurm's configuration cannot hold is an argument error (exit 2): no
+    daemon is started, nothing is created."""
+    import os
+
+    d = os.path.join(str(tmp_path), "a\nb")
+    with pytest.raises(SystemExit) as e:
+        main(["slurm", action, "--dir", d])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --dir" in err and "in the path" in err
+    assert not os.path.lexists(d)

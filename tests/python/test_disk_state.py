@@ -142,3 +142,15 @@ def test_damaged_disk_state_is_one_line_and_touches_nothing(
     assert f"mpilab: {path}" in r.stderr, r.stderr
     assert why.replace("{V}", str(victim)) in r.stderr, r.stderr
     assert (victim / "keep").read_text() == "k" and path.exists()
+
+
+def test_status_of_an_interrupted_up_names_the_disk_not_made(tmp_path: Path) -> None:
+    """A spec disk with no record (up was interrupted before it) is shown as not made."""
+    doc = _good(tmp_path)
+    doc["disks"] = {}
+    _put(tmp_path, doc)
+    env = dict(cli_env(), MPILAB_DISK_STATE_ROOT=str(tmp_path), MPILAB_DISK_PREFIX=PREFIX)
+    r = subprocess.run([sys.executable, "-m", "mpilab.cli", "disk", "status"], env=env,
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "  a: not made (an interrupted `up`" in r.stdout, r.stdout
