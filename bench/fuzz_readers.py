@@ -92,6 +92,36 @@ def _state_seeds() -> list[bytes]:
     return [json.dumps(d).encode() for d in docs]
 
 
+def _disk_state_seeds() -> list[bytes]:
+    """What `disk up` records for each example disk spec, the state root written @ROOT@
+    (the reader puts the file's folder there)."""
+    from mpilab.disk import dev
+    from mpilab.disk.spec import load as disk_load
+
+    out = []
+    for f in sorted((REPO / "examples" / "disk").glob("*.toml")):
+        sp = disk_load(str(f), PREFIX)
+        sd = f"@ROOT@/{PREFIX}-disk"
+        made: list[dict[str, Any]] = [{"kind": "cgroup", "pending": False,
+                                       "path": str(dev.cgroup_dir(PREFIX))}]
+        disks: dict[str, Any] = {}
+        for k, d in enumerate(sp.disks):
+            base = f"{sd}/{PREFIX}-{d.name}"
+            made.append({"kind": "tmpfs", "pending": k == len(sp.disks) - 1,
+                         "path": f"{base}.mem"})
+            if d.model == "throttle":
+                made += [{"kind": "loop", "pending": False, "dev": f"/dev/loop{k}",
+                          "backing": f"{base}.mem/{PREFIX}-{d.name}.img"},
+                         {"kind": "mount", "pending": False, "path": base}]
+                disks[d.name] = {"model": d.model, "mount": base, "dev": f"/dev/loop{k}",
+                                 "devnum": f"7:{k}"}
+            else:
+                made.append({"kind": "fuse", "pending": False, "path": base})
+                disks[d.name] = {"model": d.model, "mount": base, "stats": f"{base}.stats"}
+        out.append(json.dumps({"spec": sp.to_dict(), "made": made, "disks": disks}).encode())
+    return out
+
+
 def _agent_log_seeds() -> list[bytes]:
     recs = [{"time": 1.7e9, "event": "state", "node": "s0n0", "from": "ARMED",
              "to": "MIGRATED"},
@@ -157,6 +187,21 @@ def _read_state(p: Path) -> Any:
     except MpilabError as e:  # the message names the state file
         raise MpilabError(str(e).replace(str(target), str(p), 1)) from None
     return Spec.from_dict(doc["spec"]) if doc else None
+
+
+def _read_disk_state(p: Path) -> Any:
+    """dev.status (the loader, the spec, the recorded disks), as `disk status` reads it."""
+    from mpilab.disk import dev
+
+    os.environ["MPILAB_DISK_STATE_ROOT"] = str(p.parent)
+    d = p.parent / f"{PREFIX}-disk"
+    d.mkdir(exist_ok=True)
+    target = d / "state.json"
+    target.write_bytes(p.read_bytes().replace(b"@ROOT@", str(p.parent).encode()))
+    try:
+        return dev.status(PREFIX)
+    except MpilabError as e:  # the message names the state file
+        raise MpilabError(str(e).replace(str(target), str(p), 1)) from None
 
 
 def _read_agent_log(p: Path) -> Any:
@@ -283,6 +328,7 @@ READERS: dict[str, Reader] = {
     "results": Reader(_results_seeds, "json", _read_results),
     "choice": Reader(_choice_seeds, "json", _read_choice),
     "testbed-state": Reader(_state_seeds, "json", _read_state),
+    "disk-state": Reader(_disk_state_seeds, "json", _read_disk_state, "disk-state.json"),
     "agent-log": Reader(_agent_log_seeds, "jsonl", _read_agent_log, "agent.jsonl"),
     "fault-log": Reader(_agent_log_seeds, "jsonl", _read_fault_log, "faults.jsonl"),
     "testbed-spec": Reader(_texts("examples/testbed", "*.toml"), "text", _read_testbed_spec,

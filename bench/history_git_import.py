@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import harness
 from harness import write_json
 
 harness.test_helpers()
+from mpilab import fsutil  # noqa: E402
 from mpilab.errors import MpilabError  # noqa: E402
 from mpilab.history import db  # noqa: E402
 
@@ -62,6 +64,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the figures as JSON")
     a = ap.parse_args()
+    held = None
+    if a.out is not None:
+        # an output that could not be written is refused before minutes of git reading (a
+        # FIFO's write end is held open until the figures are written)
+        if not a.out:
+            ap.error("--out: empty file name")
+        try:
+            fsutil.check_output(a.out)
+            held = fsutil.hold_fifo(a.out)
+        except MpilabError as e:
+            print(f"history_git_import.py: {e}", file=sys.stderr)
+            return 2
     rows = results_blobs()
     with tempfile.TemporaryDirectory(prefix="history-git-") as d:
         c = db.connect(Path(d) / "h.sqlite")
@@ -82,6 +96,8 @@ def main() -> int:
           f"({rows[0]['date'] if rows else '-'} .. {rows[-1]['date'] if rows else '-'})")
     if a.out:
         write_json(a.out, {"files": rows, "imported": len(ok)})
+    if held is not None:
+        os.close(held)
     return 0 if len(ok) == len(rows) else 1
 
 

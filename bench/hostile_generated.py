@@ -127,7 +127,8 @@ def _positionals(p: argparse.ArgumentParser, cmd: str) -> list[str]:
 
 def _env() -> dict[str, str]:
     return {"MPILAB_BIN": NOBIN, "MPILAB_TESTBED_PREFIX": PREFIX,
-            "MPILAB_TESTBED_STATE_ROOT": ".", "MPILAB_VARIATION_STORE": "none"}
+            "MPILAB_TESTBED_STATE_ROOT": ".", "MPILAB_DISK_STATE_ROOT": ".",
+            "MPILAB_VARIATION_STORE": "none"}
 
 
 def cli_generated_cases() -> list[Case]:
@@ -336,6 +337,29 @@ def _state_file(text: str) -> Setup:
     return f
 
 
+def _disk_state_good() -> dict[str, Any]:
+    """What `disk up` records for one throttled disk `a` of prefix zz (state root `.`)."""
+    from mpilab.disk import dev
+    from mpilab.disk.spec import Disk, DiskSpec
+
+    sp = DiskSpec(prefix="zz", disks=[Disk(name="a", size=1 << 30)])
+    return {"spec": sp.to_dict(),
+            "made": [{"kind": "cgroup", "pending": False, "path": str(dev.cgroup_dir("zz"))},
+                     {"kind": "tmpfs", "pending": False, "path": "zz-disk/zz-a.mem"},
+                     {"kind": "loop", "pending": False, "dev": "/dev/loop9",
+                      "backing": "zz-disk/zz-a.mem/zz-a.img"},
+                     {"kind": "mount", "pending": False, "path": "zz-disk/zz-a"}],
+            "disks": {"a": {"model": "throttle", "mount": "zz-disk/zz-a", "dev": "/dev/loop9",
+                            "devnum": "7:9"}}}
+
+
+def _disk_state_file(text: str) -> Setup:
+    def f(d: Path) -> None:
+        (d / "zz-disk").mkdir()
+        (d / "zz-disk" / "state.json").write_text(text)
+    return f
+
+
 # kind -> (a good document, how a mutated text is put in place, the command that reads it,
 # extra environment)
 DOCUMENTS: dict[str, tuple[Callable[[], Any], Callable[[str], Setup], list[str],
@@ -349,6 +373,8 @@ DOCUMENTS: dict[str, tuple[Callable[[], Any], Callable[[str], Setup], list[str],
                                 PY + ["multilane", "report", "m.json", "-o", "out.html"], {}),
     "testbed-state-1.schema.json": (_state_good, _state_file, PY + ["testbed", "status"],
                                     {"MPILAB_TESTBED_PREFIX": "zz"}),
+    "disk-state-1.schema.json": (_disk_state_good, _disk_state_file, PY + ["disk", "status"],
+                                 {"MPILAB_DISK_PREFIX": "zz"}),
     "events-1.schema.json": (lambda: _EVENT, _events_file,
                              [sys.executable, "-c", EVENTS_RUNNER, "pathmig", "events"], {}),
     # read by the detached scheduler of `testbed fail --random` before it looks at the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import mpilab_perf  # noqa: E402
 from mpilab.errors import MpilabError  # noqa: E402
-from mpilab.fsutil import atomic_write_text  # noqa: E402
+from mpilab.fsutil import atomic_write_text, check_output, hold_fifo  # noqa: E402
 from mpilab.results import load  # noqa: E402
 
 
@@ -75,15 +76,23 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give results files or --history, one of the two")
     if a.last < 1:
         ap.error("--last must be at least 1")
+    if not a.out:
+        ap.error("--out: empty file name")
     try:
-        refs = from_results(a.files) if a.files else from_history(a.history or None, a.last)
+        check_output(a.out)  # an output it could not write is refused before reading
+        held = hold_fifo(a.out)  # a FIFO's write end is held until the refs are written
+        try:
+            refs = from_results(a.files) if a.files else from_history(a.history or None,
+                                                                        a.last)
+            if not refs:
+                raise MpilabError("no measurement of the checks' variables found")
+            atomic_write_text(a.out, json.dumps(refs, indent=1, sort_keys=True) + "\n")
+        finally:
+            if held is not None:
+                os.close(held)
     except MpilabError as e:
         sys.stderr.write(f"mpilab_refs: {e}\n")
         return 2
-    if not refs:
-        sys.stderr.write("mpilab_refs: no measurement of the checks' variables found\n")
-        return 2
-    atomic_write_text(a.out, json.dumps(refs, indent=1, sort_keys=True) + "\n")
     for k, v in sorted(refs.items()):
         print(f"{k} = {v:.6g} {mpilab_perf.unit(k)}")
     return 0

@@ -34,6 +34,7 @@ def test_bad_argument_before_environment(argv: list[str], opt: str,
     (["testbed", "run", "--fault-grace", "-1", "--", "true"], "--fault-grace"),
     (["testbed", "run", "--timeout", "0", "--", "true"], "--timeout"),
     (["testbed", "run", "--congestion", "cu bic", "--", "true"], "argument --congestion"),
+    (["testbed", "run", "--congestion", "nosuchcc", "--", "true"], "not a congestion control"),
     (["testbed", "run", "--mptcp", "--pathmig", "--", "true"], "--mptcp: not with --pathmig"),
     (["testbed", "run", "--rails", "x", "--", "true"], "--rails"),
     (["testbed", "fail", "--random", "1", "--count", "0"], "--count"),
@@ -91,3 +92,35 @@ def test_multilane_job_refused_before_it_starts(
     assert status == 2
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1, err
+
+
+def test_congestion_checked_against_the_kernel_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A well-formed name is refused at parse time when the kernel lists no such control and
+    no module provides it; a listed one (or any, when the kernel gives no list) passes."""
+    from mpilab.pathmig import congestion
+    from mpilab.testbed.cli import _congestion
+
+    monkeypatch.setattr(congestion, "kernel_available", lambda: {"cubic", "reno"})
+    monkeypatch.setattr(congestion, "kernel_module", lambda name: name == "vegas")
+    assert _congestion("cubic") == "cubic" and _congestion("vegas") == "vegas"
+    assert _congestion("auto") == "auto" and _congestion("default") == "default"
+    with pytest.raises(ValueError, match=r"have: cubic reno"):
+        _congestion("bogus")
+    monkeypatch.setattr(congestion, "kernel_available", lambda: None)
+    assert _congestion("bogus") == "bogus"
+
+
+@pytest.mark.parametrize("action", ["up", "down", "status"])
+def test_slurm_dir_with_a_line_break_refused_before_anything(
+        action: str, capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    """A folder name Slurm's configuration cannot hold is an argument error (exit 2): no
+    daemon is started, nothing is created."""
+    import os
+
+    d = os.path.join(str(tmp_path), "a\nb")
+    with pytest.raises(SystemExit) as e:
+        main(["slurm", action, "--dir", d])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --dir" in err and "in the path" in err
+    assert not os.path.lexists(d)

@@ -579,7 +579,7 @@ def test_mptcp_runs_get_a_send_buffer_that_survives_migration(
     assert all(_sndbuf(sp, n) == congestion.KERNEL_SNDBUF for n in sp.node_names())
     rc, out, err = _run_job(env, ["--congestion", "nosuchcc", "--", "true"], None, sp)
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
-    assert "--congestion nosuchcc: not available" in err
+    assert "argument --congestion: 'nosuchcc': not a congestion control" in err
 
 
 @pytest.mark.parametrize("mode", ["--pathmig", "--mptcp"])

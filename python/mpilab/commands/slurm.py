@@ -224,10 +224,22 @@ def _cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _slurm_dir(t: str) -> str:
+    """out_dir, and a path Slurm's configuration lines can hold: no blank or control
+    character (slurm.conf names files in the folder; slurmctld refuses such lines only once
+    started)."""
+    t = argtypes.out_dir(t)
+    bad = next((c for c in os.path.abspath(t) if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"{t!r}: {bad!r} in the path (Slurm's configuration "
+                                         "cannot name files there)")
+    return t
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("slurm", help="start/stop a single-node Slurm on this machine",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("up", "down", "status"))
-    p.add_argument("--dir", type=argtypes.out_dir,
+    p.add_argument("--dir", type=_slurm_dir,
                    help="its folder (default $MPILAB_SLURM_DIR or /tmp/mpilab-slurm)")
     p.set_defaults(func=_cmd)

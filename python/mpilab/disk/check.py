@@ -49,6 +49,10 @@ def check(prefix: str, seconds: float, tolerance: float | None) -> tuple[list[di
     rows: list[dict[str, Any]] = []
     bad = 0
     for d in sp.disks:
+        if d.name not in st["disks"]:
+            raise MpilabError(f"{dev.state_dir(prefix) / 'state.json'}: disk {d.name} was "
+                              f"not made (an interrupted `up`): `mpilab disk down --prefix "
+                              f"{prefix}` and up again")
         m = measure(prefix, d, st["disks"][d.name]["mount"], seconds)
         row: dict[str, Any] = {"disk": d.name, "model": d.model, "measured": m}
         if d.model == "throttle":

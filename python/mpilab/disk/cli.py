@@ -62,7 +62,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"disks '{info['prefix']}' ({info['spec']['source']}), cgroup {info['cgroup']}, "
           f"processes in it: {info['pids'] or 'none'}")
     for d, s in zip(info["disks"], info["spec"]["disks"], strict=True):
-        if s["model"] == "throttle":
+        if "mount" not in d:
+            print(f"  {d['name']}: not made (an interrupted `up`; `mpilab disk down --prefix "
+                  f"{info['prefix']}` removes what was)")
+        elif s["model"] == "throttle":
             lim = d.get("limits", {})
             print(f"  {d['name']}: throttle {s['size']} bytes at {d['mount']} on {d.get('dev')}, "
                   f"read {lim.get('read_iops_device', '?')} IOPS / "

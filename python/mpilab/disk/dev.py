@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpilab import documents
 from mpilab.disk.spec import Disk, DiskSpec
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, load_state_json
+from mpilab.fsutil import atomic_write_text
 from mpilab.tools import find_tool
 
 CGROUP_ROOT = Path(os.environ.get("MPILAB_CGROUP_ROOT", "/sys/fs/cgroup"))
@@ -72,9 +74,73 @@ def mounted(path: Path) -> bool:
         return False
 
 
+STATE_SCHEMA = "disk-state-1.schema.json"
+
+
 def load_state(prefix: str) -> dict[str, Any] | None:
-    doc: dict[str, Any] | None = load_state_json(state_dir(prefix) / "state.json", "disk state")
+    """The state `up` wrote for disks `prefix`, None when there is none. Checked against
+    schemas/disk-state-1.schema.json, then: its spec names this prefix, and every path it
+    records is one `up` makes for this prefix (the prefix's cgroups; mounts, loop backing
+    files and statistics inside its state folder), so a damaged or foreign state never
+    makes `down`, `check` or `run` unmount, detach, remove or write anything else. Any
+    problem is one line naming the file."""
+    path = state_dir(prefix) / "state.json"
+    if not os.path.lexists(path):
+        return None
+    doc: dict[str, Any] = documents.load(path, "disk state", STATE_SCHEMA, limit=16 << 20)
+    if doc["spec"]["prefix"] != prefix:
+        raise MpilabError(f"{path}: spec.prefix is '{doc['spec']['prefix']}', not these "
+                          f"disks' '{prefix}'; not acting on other disks")
+    sd = str(state_dir(prefix))
+    cgroups = {str(cgroup_dir(prefix)), str(mem_cgroup_dir(prefix))}
+    mine = re.compile(re.escape(sd) + "/" + re.escape(prefix) + r"-[a-z0-9]{1,6}")
+    for k, e in enumerate(doc["made"]):
+        if e["kind"] == "cgroup":
+            where, ok = "path", e["path"] in cgroups
+        elif e["kind"] == "loop":
+            where = "backing"
+            ok = bool(re.fullmatch(mine.pattern + r"\.mem/" + re.escape(prefix) +
+                                   r"-[a-z0-9]{1,6}\.img", e["backing"]))
+        else:
+            where, ok = "path", bool(re.fullmatch(mine.pattern + r"(\.mem)?", e["path"]))
+        if not ok:
+            raise MpilabError(f"{path}: made[{k}].{where}: {e[where]!r} is not one of this "
+                              f"prefix's {'cgroups' if e['kind'] == 'cgroup' else 'disks'}; "
+                              "not acting on it")
+    for name, info in doc["disks"].items():
+        for key, suffix in (("mount", ""), ("stats", r"\.stats")):
+            if key in info and not re.fullmatch(re.escape(f"{sd}/{prefix}-{name}") + suffix,
+                                                info[key]):
+                raise MpilabError(f"{path}: disks.{name}.{key}: {info[key]!r} is not in this "
+                                  "prefix's state folder; not acting on it")
+    _check_made(path, prefix, doc)
     return doc
+
+
+def _check_made(path: Path, prefix: str, doc: dict[str, Any]) -> None:
+    """Every disk recorded as made is in the spec and its steps are in `made` (else `down`
+    would leave them behind)."""
+    models = {d["name"]: d["model"] for d in doc["spec"]["disks"]}
+    made = {(e["kind"], e.get("path") or e.get("backing")): e for e in doc["made"]}
+    sd = state_dir(prefix)
+    if doc["disks"] and ("cgroup", str(cgroup_dir(prefix))) not in made:
+        raise MpilabError(f"{path}: made: no cgroup entry, although disks were made "
+                          "(down would leave the cgroup)")
+    for name, info in doc["disks"].items():
+        if models.get(name) != info["model"]:
+            raise MpilabError(f"{path}: disks.{name}: not a {info['model']} disk of the spec")
+        base = f"{sd}/{prefix}-{name}"
+        steps = [("tmpfs", f"{base}.mem")] + (
+            [("loop", f"{base}.mem/{prefix}-{name}.img"), ("mount", base)]
+            if info["model"] == "throttle" else [("fuse", base)])
+        for kind, where in steps:
+            if (kind, where) not in made:
+                raise MpilabError(f"{path}: made: no {kind} entry for disk {name} (down "
+                                  "would leave it)")
+        loop = made.get(("loop", f"{base}.mem/{prefix}-{name}.img"))
+        if loop is not None and loop.get("dev") != info.get("dev"):
+            raise MpilabError(f"{path}: disks.{name}.dev: {info.get('dev')!r}, but made "
+                              f"records {loop.get('dev')!r}")
 
 
 class _Log:

@@ -48,6 +48,30 @@ def available(spec: Spec, node: str) -> list[str]:
     return _sysctl(spec, node, "net.ipv4.tcp_available_congestion_control").stdout.split()
 
 
+_KERNEL_LIST = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+def kernel_available() -> set[str] | None:
+    """The congestion controls this kernel has now (every namespace shares them); None
+    when the kernel does not say (no IPv4 sysctls)."""
+    try:
+        with open(_KERNEL_LIST, encoding="ascii") as f:
+            return set(f.read().split())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def kernel_module(name: str) -> bool:
+    """Whether a module that provides congestion control `name` (tcp_NAME) is installed
+    for the running kernel: the kernel loads it when a route asks for it."""
+    base = os.path.join("/lib/modules", os.uname().release, "kernel", "net", "ipv4")
+    try:
+        files = os.listdir(base)
+    except OSError:
+        return False
+    return any(f.split(".ko", 1)[0] == f"tcp_{name}" for f in files if ".ko" in f)
+
+
 def _routes(ns: str) -> list[dict[str, object]]:
     p = subprocess.run(["ip", "-j", "-d", "-n", ns, "route", "show", "table", "main"],
                        capture_output=True, text=True, timeout=30)

@@ -163,11 +163,20 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _congestion(text: str) -> str:
-    """auto, default, or a kernel congestion control's name (at most 15 characters of
-    a-z, 0-9, _, -); whether the kernel has it is checked on the nodes."""
-    if text in ("auto", "default") or re.fullmatch(r"[a-z0-9_-]{1,15}", text):
+    """auto, default, or a congestion control this kernel has (at most 15 characters of
+    a-z, 0-9, _, -). The nodes are namespaces of this machine's kernel, so its list
+    (tcp_available_congestion_control) or a module that loads one is theirs: a name the
+    kernel lacks is refused here, before any testbed, agent or job is looked at."""
+    if text in ("auto", "default"):
         return text
-    raise ValueError("expected auto, default or a name such as cubic or bbr")
+    if not re.fullmatch(r"[a-z0-9_-]{1,15}", text):
+        raise ValueError("expected auto, default or a name such as cubic or bbr")
+    from mpilab.pathmig import congestion
+    have = congestion.kernel_available()
+    if have is not None and text not in have and not congestion.kernel_module(text):
+        raise ValueError(f"not a congestion control of this kernel (have: "
+                         f"{' '.join(sorted(have)) or 'none'})")
+    return text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
