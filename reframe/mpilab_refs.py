@@ -10,7 +10,6 @@ measurement). Written by temporary name and rename.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -22,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import mpilab_perf  # noqa: E402
-from mpilab.errors import MpilabError  # noqa: E402
+from mpilab.errors import MpilabError, OneLineParser  # noqa: E402
 from mpilab.fsutil import atomic_write_text, check_output, hold_fifo  # noqa: E402
 from mpilab.results import load  # noqa: E402
 
@@ -65,7 +64,7 @@ def from_history(db_path: str | None, last: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("files", nargs="*", metavar="RESULTS.json")
     ap.add_argument("--history", nargs="?", const="", metavar="DB",

@@ -8,7 +8,7 @@ import os
 import sys
 
 from mpilab import __version__
-from mpilab.errors import AlreadyReported, MpilabError
+from mpilab.errors import AlreadyReported, MpilabError, OneLineParser
 
 # The subcommand each module registers with `register(subparsers)` (set_defaults(func=handler),
 # where handler(args) -> int is the exit status). A command line naming one of them imports
@@ -64,11 +64,7 @@ def _long_running(argv: list[str]) -> str | None:
     return None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # one line, non-zero exit
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
+_Parser = OneLineParser
 
 
 def _command_named(argv: list[str]) -> str | None:

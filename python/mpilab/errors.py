@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
 
 
@@ -26,3 +28,12 @@ def no_action(command: str) -> Callable[[object], int]:
         raise MpilabError(f"{command}: no action given (mpilab {command} --help lists them)")
 
     return handler
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose refusals are one line (`PROG: error: ...`, exit 2), not the
+    usage text and the error: `mpilab` itself and the project's other entry points."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
