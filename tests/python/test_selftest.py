@@ -192,10 +192,15 @@ def test_fit_rows_tolerance_and_coverage() -> None:
     (["--testbed", "--runs", "0"], "--runs 0"),
     (["--testbed", "--min-reps", "0"], "--min-reps 0"),
     (["--testbed", "--min-reps", "many"], "--min-reps"),
+    # refused before the clock self-test runs (nothing printed on stdout), not after it
+    (["--testbed", "--sizes", "1:8: -1"], "--sizes 1:8: -1"),
+    (["--testbed", "--prefix", "../x"], "--prefix '../x'"),
+    (["--testbed", "--prefix", "rb\n"], "--prefix 'rb\\n'"),
+    (["--json", "."], "is a directory"),
 ])
 def test_bad_input_one_line(run_cli: Callable[..., Any], args: list[str], needle: str) -> None:
     p = run_cli("selftest", *args)
-    assert p.returncode == 2
+    assert p.returncode == 2 and p.stdout == "", p.stdout
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and needle in lines[0], p.stderr
 

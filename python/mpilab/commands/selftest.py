@@ -40,7 +40,7 @@ from typing import Any
 
 from mpilab import argtypes, launch
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text
+from mpilab.fsutil import atomic_write_text, check_output
 from mpilab.tools import find_tool, mpi_env
 
 TOOL = "mpilab-selftest"
@@ -567,6 +567,7 @@ def _run(args: argparse.Namespace) -> int:
         import os
 
         from mpilab import units
+        from mpilab.testbed.spec import PREFIX_RE
 
         if os.geteuid() != 0:
             raise MpilabError("--testbed needs root (network namespaces)")
@@ -582,7 +583,17 @@ def _run(args: argparse.Namespace) -> int:
             raise MpilabError(f"--min-reps {args.min_reps}: expected 1..100000")
         if not 1 <= args.launches <= 100:
             raise MpilabError(f"--launches {args.launches}: expected 1..100")
-        args.prefix = args.prefix or os.environ.get("MPILAB_TESTBED_PREFIX") or "st"
+        try:
+            units.parse_size_list(args.sizes)
+        except (ValueError, MpilabError) as e:
+            raise MpilabError(f"--sizes {args.sizes}: {e}") from None
+        if args.prefix is None:
+            args.prefix = os.environ.get("MPILAB_TESTBED_PREFIX") or "st"
+        if not PREFIX_RE.match(args.prefix):
+            raise MpilabError(f"--prefix {args.prefix!r}: must be 1-6 characters a-z0-9, "
+                              "starting with a letter")
+    if args.json:
+        check_output(args.json)  # refused before the minutes of measuring, not after
     tool = find_tool(TOOL)
     # the launcher of the MPI the tool is built with (or --launcher), as every command uses
     lr = launch.choose(tool, args.launcher, args.launcher_arg)
