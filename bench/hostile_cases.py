@@ -41,6 +41,9 @@ class Case:
     lenient_stderr: bool = False  # output passed through from MPI: only exit status counts
     stdout: str = "pipe"  # pipe, full (/dev/full) or closed (a pipe nobody reads)
     leftovers: bool = False  # a failed command must leave no new file in its folder
+    # a mutated document its kind's schema still accepts (an optional field left out, a
+    # number the schema does not bound): taking it is right, as is a one-line refusal
+    schema_valid: bool = False
 
 
 @dataclass

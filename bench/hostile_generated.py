@@ -38,6 +38,7 @@ from typing import Any
 import harness
 from harness import BIN, REPO
 from hostile_cases import PY, Case, Post, Setup, _good, _unmount_under, _write
+from mpilab import schemacheck
 
 SCHEMAS = REPO / "python" / "mpilab" / "schemas"
 NOBIN = "/nonexistent/mpilab-hostile-bin"  # MPILAB_BIN: no MPI job can start
@@ -449,10 +450,20 @@ def document_cases() -> list[Case]:
                 at = at[k]
             where = ".".join(map(str, path))
             for label, value in _field_mutations(at).items():
-                cases.append(_case(f"G {kind.split('-1')[0]} {where} {label}", argv,
-                                   place(_mutate(doc, path, value)), limit=60,
-                                   env=dict(_env(), **env)))
+                text = _mutate(doc, path, value)
+                c = _case(f"G {kind.split('-1')[0]} {where} {label}", argv, place(text),
+                          limit=60, env=dict(_env(), **env))
+                c.schema_valid = _schema_accepts(kind, label, text)
+                cases.append(c)
     return cases
+
+
+def _schema_accepts(kind: str, label: str, text: str) -> bool:
+    """Whether the kind's schema accepts a mutated document: a field it does not require
+    left out, a number it does not bound. NaN and deep nesting are never valid input."""
+    if label in ("NaN", "nested 10^5 deep"):
+        return False
+    return schemacheck.first_error(kind, json.loads(text)) is None
 
 
 # ---------------------------------------------------------------------------------------

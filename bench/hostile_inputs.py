@@ -495,6 +495,8 @@ def run_case(c: Case, prefix: str | None) -> Outcome:
             return Outcome(c, "messy", f"exit {proc.returncode}: {text.strip()[:160]}", secs)
         if c.stdout == "closed" and proc.returncode == 0 and not text.strip():
             return Outcome(c, "ok", "a closed pipe ends it quietly", secs)
+        if proc.returncode == 0 and c.schema_valid:
+            return Outcome(c, "ok", "a document its schema accepts", secs)
         if proc.returncode == 0:
             return Outcome(c, "accepted", (text.strip() or out.decode()[:100]).replace(
                 "\n", " | ")[:160], secs)
