@@ -435,7 +435,7 @@ def _listing(d: Path) -> set[str]:
 def run_case(c: Case, prefix: str | None) -> Outcome:
     d = Path(tempfile.mkdtemp(prefix="mpilab-hostile-"))
     env = harness.env(**c.env)
-    if prefix:
+    if prefix and "MPILAB_TESTBED_PREFIX" not in c.env:  # a case's own prefix wins
         env["MPILAB_TESTBED_PREFIX"] = prefix
     t0 = time.monotonic()
     try:
