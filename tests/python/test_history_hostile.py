@@ -53,6 +53,8 @@ ROWS = {
     "figure-blob": "UPDATE points SET figure = x'00ff' WHERE run_id = 3",
     "lo-above-hi": "UPDATE points SET lo = 5, hi = 1 WHERE run_id = 3",
     "lo-text": "UPDATE points SET lo = 'x' WHERE run_id = 2",
+    "hi-negative": "UPDATE points SET lo = NULL, hi = -1.0 WHERE run_id = 3",
+    "lo-zero": "UPDATE points SET lo = 0 WHERE run_id = 3",
     "medians-broken": "UPDATE points SET launch_medians = '[1,' WHERE run_id = 3",
     "medians-deep": "UPDATE points SET launch_medians = '" + "[" * 5000 + "]" * 5000
                     + "' WHERE run_id = 3",

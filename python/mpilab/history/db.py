@@ -462,8 +462,9 @@ def _obs(row: Any, at: str) -> Obs:
     """(run_id, date, figure, lo, hi, launch_medians, flags) checked."""
     run_id = _int(row[0], f"{at}: run", 1)
     fig = _number(row[2], f"{at}: figure", positive=True)
-    lo = None if row[3] is None else _number(row[3], f"{at}: lo")
-    hi = None if row[4] is None else _number(row[4], f"{at}: hi")
+    # times, as `history add` stores them (points_of keeps only positive ends)
+    lo = None if row[3] is None else _number(row[3], f"{at}: lo", positive=True)
+    hi = None if row[4] is None else _number(row[4], f"{at}: hi", positive=True)
     if lo is not None and hi is not None and lo > hi:
         raise _bad(f"{at}: interval", [lo, hi], "has its low end above its high end")
     meds = [fig]
