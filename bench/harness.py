@@ -113,6 +113,19 @@ def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = 1,
     atomic_write_text(path, json.dumps(doc, indent=indent) + ("\n" if newline else ""))
 
 
+def nstat(sp: Any, node: str) -> dict[str, int]:
+    """The kernel's absolute network counters (`nstat -asz`) of a testbed node's namespace;
+    {} when they cannot be read."""
+    p = subprocess.run(["ip", "netns", "exec", sp.ns(node), "nstat", "-asz", "--json"],
+                       capture_output=True, text=True, timeout=30)
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        return {}
+    k = d.get("kernel", d)
+    return {n: int(v) for n, v in k.items() if isinstance(v, int)}
+
+
 def loadavg() -> str:
     """The 1, 5 and 15 minute load averages, as a bench slot records them at its start."""
     try:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from harness import nstat as node_nstat
 from mpilab.testbed import net
 
 CASES = ("rt", "fair", "shared", "nodelay", "quiet")
@@ -186,14 +187,8 @@ class Watch(threading.Thread):
 
 
 def nstat(sp: Any, node: str) -> dict[str, int]:
-    p = subprocess.run(["ip", "netns", "exec", sp.ns(node), "nstat", "-asz", "--json"],
-                       capture_output=True, text=True, timeout=30)
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        return {}
-    k = d.get("kernel", d)
-    return {n: int(k.get(n, 0)) for n in COUNTERS}
+    k = node_nstat(sp, node)
+    return {n: k.get(n, 0) for n in COUNTERS}
 
 
 def delayline_pids(prefix: str) -> list[int]:

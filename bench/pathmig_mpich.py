@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import nstat as node_nstat
 from harness import testbed_up_in
 from mpilab.fsutil import atomic_write_text
 from mpilab.pathmig import agents, congestion, echo
@@ -67,14 +68,7 @@ HOSTS = ["s0n0", "s1n0"]
 
 
 def nstat(sp: Spec, node: str) -> dict[str, int]:
-    p = subprocess.run(["ip", "netns", "exec", sp.ns(node), "nstat", "-asz", "--json"],
-                       capture_output=True, text=True, timeout=30)
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        return {}
-    k = d.get("kernel", d)
-    return {n: int(v) for n, v in k.items() if n.startswith(("Tcp", "MPTcp"))}
+    return {n: v for n, v in node_nstat(sp, node).items() if n.startswith(("Tcp", "MPTcp"))}
 
 
 def ss_samples(sp: Spec, seconds: float, out: list[str]) -> None:
