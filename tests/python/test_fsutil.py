@@ -134,10 +134,10 @@ def test_a_state_file_missing_is_none_and_a_broken_one_is_one_line(
         load_state_json(tmp_path / "state.json", "testbed state")
     (tmp_path / "state.json").write_text('{"prefix": "x"}')
     assert load_state_json(tmp_path / "state.json", "disk state") == {"prefix": "x"}
-    # both state readers refuse it in one line naming the file (the testbed's through
-    # mpilab.documents, checked against its schema)
+    # both state readers refuse it in one line naming the file (both through
+    # mpilab.documents, checked against their schemas)
     for mod, what, why in ((net, "testbed state", r"state\.json:1: not UTF-8 text"),
-                           (dev, "disk state", "unreadable disk state")):
+                           (dev, "disk state", r"state\.json:1: not UTF-8 text")):
         sd = tmp_path / what.replace(" ", "-")
         sd.mkdir()
         (sd / "state.json").write_bytes(b"\xff{")
