@@ -322,7 +322,9 @@ def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
         # up again with the same spec: the running testbed is kept, nothing measured again
         again = livetb.mpilab("testbed", "up", str(f), env=env, timeout=600)
         assert again.returncode == 0 and "already up" in again.stdout, again.stderr
-        assert again.stderr == "" and net.load_state(prefix) == st
+        # (a delay not held at up is said again: the state keeps the verdict)
+        assert all("WARNING" in ln for ln in again.stderr.splitlines()), again.stderr
+        assert net.load_state(prefix) == st
         p = livetb.mpilab("testbed", "status", env=env)
         assert p.returncode == 0, p.stderr
         assert "busy-polling (spins a CPU" in p.stdout, p.stdout

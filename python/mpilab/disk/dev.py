@@ -138,7 +138,9 @@ def _check_made(path: Path, prefix: str, doc: dict[str, Any]) -> None:
                 raise MpilabError(f"{path}: made: no {kind} entry for disk {name} (down "
                                   "would leave it)")
         loop = made.get(("loop", f"{base}.mem/{prefix}-{name}.img"))
-        if loop is not None and loop.get("dev") != info.get("dev"):
+        # a step still pending (a crash between attaching and recording) has no device yet:
+        # down finds it by its backing file
+        if loop is not None and not loop.get("pending") and loop.get("dev") != info.get("dev"):
             raise MpilabError(f"{path}: disks.{name}.dev: {info.get('dev')!r}, but made "
                               f"records {loop.get('dev')!r}")
 
