@@ -18,6 +18,7 @@ by WIDEN_FACTOR times the retransmitted share of segments, the estimate itself i
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 SNMP = "/proc/net/snmp"
@@ -160,3 +161,24 @@ def namespaces_of(testbed: str | None) -> tuple[list[str] | None, str]:
 
     spec = net.current_spec(testbed)
     return [spec.ns(n) for n in spec.node_names()], f"testbed {testbed} node namespaces"
+
+
+@dataclass
+class Count:
+    """The counters of a run's namespaces read before its job; `apply` reads them again once
+    the job has ended and records the change in a results document (see `widen`)."""
+    namespaces: list[str] | None
+    source: str
+    before: dict[str, int] | None
+    applied: bool = False
+
+    @classmethod
+    def start(cls, testbed: str | None) -> Count:
+        nss, source = namespaces_of(testbed)
+        return cls(nss, source, read(nss))
+
+    def apply(self, doc: dict[str, Any]) -> str | None:
+        """Record the change in doc (in place, once) and return the line to print (or None)."""
+        tcp = delta(self.before, read(self.namespaces), self.source)
+        self.applied = True
+        return note(tcp, widen(doc, tcp))

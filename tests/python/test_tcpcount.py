@@ -143,11 +143,38 @@ def test_bench_records_counters_around_the_run(tmp_path: Path,
     out.write_text(json.dumps(_fit_doc(0.0035, 0.002)))
     reads = iter([{"OutSegs": 100, "RetransSegs": 1}, {"OutSegs": 100100, "RetransSegs": 131}])
     monkeypatch.setattr(tcpcount, "read", lambda nss: next(reads))
-    counted = (None, "test", tcpcount.read(None))
-    bench_cmd._tcp_after(counted, str(out))
+    bench_cmd._tcp_after(tcpcount.Count.start(None), str(out))
     doc = results.read_raw(out)
     assert doc["provenance"]["tcp"]["retrans_segs"] == 130
     assert _holds(doc["models"]["loggp"]["pairs"][0]["quality"]["G"])
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "0.130%" in err[0]
+
+
+def test_a_launch_series_records_counters_in_its_one_write(
+        fake_bench: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With launches, the counters go into the merged document before it is written: the
+    results file is written once, and carries provenance.tcp."""
+    from mpilab import cli, fsutil
+
+    env = fake_bench("ok")
+    for k in ("MPILAB_BIN", "FAKE_BENCH_MODE", "FAKE_BENCH_ARGS"):
+        monkeypatch.setenv(k, env[k])
+    monkeypatch.chdir(tmp_path)
+    reads = iter([{"OutSegs": 100, "RetransSegs": 1}, {"OutSegs": 1100, "RetransSegs": 2}])
+    monkeypatch.setattr(tcpcount, "read", lambda nss: next(reads))
+    writes: list[str] = []
+    real = fsutil.atomic_write_text
+
+    def counting(path: Any, text: str, *a: Any, **kw: Any) -> None:
+        writes.append(Path(path).name)
+        real(path, text, *a, **kw)
+
+    monkeypatch.setattr(fsutil, "atomic_write_text", counting)
+    monkeypatch.setattr(bench_cmd, "atomic_write_text", counting)
+    assert cli.main(["bench", "--np", "1", "--launches", "2", "--quiet-launches", "--out",
+                     "run.json", "--", "--ops", "scatter:linear", "--quiet"]) == 0
+    assert writes.count("run.json") == 1
+    tcp = results.read_raw(tmp_path / "run.json")["provenance"]["tcp"]
+    assert (tcp["out_segs"], tcp["retrans_segs"]) == (1000, 1)

@@ -124,21 +124,24 @@ def _run(args: argparse.Namespace) -> int:
                               "smpi/send-is-detached-thresh:1048576")
     made = _make_parent(out)
     try:
-        counted = _tcp_before(args, runner_args, out)
+        # a launch series records the counters in the merged document before its one write;
+        # a single launch's file (written by the runner) gets them after the job
+        args.tcp_count = _tcp_before(args, runner_args, out)
         status = _measure(args, runner_args, out)
     finally:
         if made is not None and not Path(out).exists():
             _remove_empty(made, Path(out).parent)
-    if status == 0 and counted is not None:
-        _tcp_after(counted, out)
+    if status == 0 and args.tcp_count is not None and not args.tcp_count.applied:
+        _tcp_after(args.tcp_count, out)
     to_history(args, out if status == 0 else None)
     return status
 
 
 def _tcp_before(args: argparse.Namespace, runner_args: list[str],
-                out: str | None) -> tuple[list[str] | None, str, dict[str, int] | None] | None:
-    """The TCP counters of the ranks' namespaces before the job (mpilab.tcpcount), when the
-    run writes a results file and its ranks run here (not simulated, not under srun)."""
+                out: str | None) -> Any:
+    """The TCP counters of the ranks' namespaces before the job (a mpilab.tcpcount.Count),
+    when the run writes a results file and its ranks run here (not simulated, not under
+    srun); None otherwise."""
     from mpilab import tcpcount
 
     informational = any(a in ("--list", "--help", "-h", "--version") for a in runner_args)
@@ -147,20 +150,14 @@ def _tcp_before(args: argparse.Namespace, runner_args: list[str],
     if args.testbed is None and launch.choose(find_tool(RUNNER), args.launcher,
                                               args.launcher_arg).name == "srun":
         return None
-    nss, source = tcpcount.namespaces_of(args.testbed)
-    return nss, source, tcpcount.read(nss)
+    return tcpcount.Count.start(args.testbed)
 
 
-def _tcp_after(counted: tuple[list[str] | None, str, dict[str, int] | None],
-               out: str) -> None:
-    """The counters' change recorded in the results file, beta's and G's intervals widened
-    for retransmissions (rewritten atomically), and the one line about it."""
+def _tcp_after(count: Any, out: str) -> None:
+    """A single launch's results file (the runner's): the counters' change recorded in it,
+    beta's and G's intervals widened (rewritten atomically), and the one line about it."""
     import json
 
-    from mpilab import tcpcount
-
-    nss, source, before = counted
-    tcp = tcpcount.delta(before, tcpcount.read(nss), source)
     p = Path(out)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
@@ -168,9 +165,8 @@ def _tcp_after(counted: tuple[list[str] | None, str, dict[str, int] | None],
         return  # the results' readers name the problem
     if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
         return
-    widened = tcpcount.widen(doc, tcp)
+    line = count.apply(doc)
     atomic_write_text(out, json.dumps(doc, separators=(",", ":")) + "\n")
-    line = tcpcount.note(tcp, widened)
     if line:
         sys.stderr.write(line + "\n")
 
@@ -652,8 +648,9 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
                                      "one launch)\n")
     from mpilab import launch_table, launches  # imported while the first launch ran
 
-    # a failed series: the launches completed go under the partial name, nothing at OUT
-    # the store's record (its write and fsync) runs beside the merge and the results file's
+    # a failed series: the launches completed go under the partial name, nothing at OUT;
+    # the store's record (its write and fsync) runs beside the merge and its write
+    tcp_line = None
     recorded = _record_beside(session, docs) if isinstance(session, launchvar.Session) \
         and docs and status == 0 else None
     try:
@@ -675,6 +672,9 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
             if status != 0:
                 merged["partial"] = True
                 merged.setdefault("partial_reason", "a launch failed; the series stopped there")
+            count = getattr(args, "tcp_count", None)
+            if status == 0 and count is not None and target == out:
+                tcp_line = count.apply(merged)  # before the table: both show the same interval
             atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
     finally:
         if recorded is not None:
@@ -689,6 +689,8 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
     except OSError:
         pass
     assert merged is not None
+    if tcp_line:
+        sys.stderr.write(tcp_line + "\n")
     if not args.quiet_launches and table:
         sys.stdout.write(launch_table.table(merged))
         sys.stdout.flush()
