@@ -115,8 +115,10 @@ def stalled(pauses: list[float], others: list[float], median: float,
     noise = max(others, default=0.0)
     bad = [p for p in pauses if p - median > STALL_S and p > noise]
     quiet = noise - median <= STALL_S and not busy
-    why = (f"{len(bad)} of {len(pauses)} fault windows stalled (longest round trips "
-           f"{sorted(round(p * 1e3, 1) for p in bad)} ms; median {median * 1e3:.1f} ms, "
+    span = f"{min(pauses) * 1e3:.1f}-{max(pauses) * 1e3:.1f}" if pauses else "-"
+    why = (f"{len(bad)} of {len(pauses)} fault windows stalled (windows' longest round trips "
+           f"{span} ms; stalled ones {sorted(round(p * 1e3, 1) for p in bad)} ms; median "
+           f"{median * 1e3:.1f} ms, "
            f"longest outside the windows {noise * 1e3:.1f} ms{'; busy CPUs' if busy else ''})")
     return (len(bad) >= 1 and quiet) or len(bad) >= 2, why
 
