@@ -9,7 +9,8 @@ its own (--hog-group own: the CPU share of a rank) or in this script's (script).
                    prints the result line of --trigger bytes (never by the clock), healed
                    after the job. A run passes when the job exits 0 within its limit and
                    printed the result line of every size it was asked for.
-  --mode compare   no fault: osu_latency at --lat-size and osu_bw at --bw-size, plain TCP
+  --mode compare   no fault: osu_latency at --lat-size (--lat-iters iterations) and osu_bw at
+                   --bw-size (--bw-iters; --programs picks either or both), plain TCP
                    (`testbed run --congestion cubic`) and `testbed run --pathmig` side by
                    side, the order alternating run by run; prints pathmig against the TCP
                    run beside it, per pair, and the median of the pairs.
@@ -145,8 +146,9 @@ def fault_mode(a: argparse.Namespace, sp: Any, doc: dict[str, Any], hogs: int) -
 def compare_mode(a: argparse.Namespace, sp: Any, doc: dict[str, Any], hogs: int) -> None:
     cases = {"osu_latency": [f"{a.osu}/osu_latency", "-m", f"{a.lat_size}:{a.lat_size}",
                              "-i", str(a.lat_iters), "-x", "100"],
-             "osu_bw": [f"{a.osu}/osu_bw", "-m", f"{a.bw_size}:{a.bw_size}", "-i", "20",
-                        "-x", "2"]}
+             "osu_bw": [f"{a.osu}/osu_bw", "-m", f"{a.bw_size}:{a.bw_size}", "-i",
+                        str(a.bw_iters), "-x", "2"]}
+    cases = {name: prog for name, prog in cases.items() if name in a.programs}
     k, t_start = 0, time.monotonic()
     for rnd in range(a.rounds):
         for name, prog in cases.items():
@@ -189,6 +191,7 @@ def main() -> int:
     ap.add_argument("--lat-size", type=int, default=1024)
     ap.add_argument("--lat-iters", type=int, default=3000)
     ap.add_argument("--bw-size", type=int, default=1 << 20)
+    ap.add_argument("--bw-iters", type=int, default=20, help="osu_bw's -i in --mode compare")
     ap.add_argument("--limit", type=int, default=150, help="each job's time limit (s)")
     ap.add_argument("--osu", help=f"the folder of osu_latency and osu_bw (default {OSU}; "
                     "needed with --mpi mpich)")

@@ -7,8 +7,10 @@ test_testbed.py (test_every_fault_kind_is_seen_and_healed)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,56 @@ def test_unknown_modes_name_the_registered_kinds(fake: FakeNet) -> None:
     text = str(e.value)
     assert re.fullmatch(r"--mode melt: expected one of .*", text)
     assert all(name in text for name in faults.kind_names())
+
+
+def _policy() -> tuple[int, int]:
+    return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+
+
+def _may_be_realtime() -> bool:
+    """Whether this process may take SCHED_FIFO (tried on a child, never on itself)."""
+    p = subprocess.run([sys.executable, "-c", "import os; os.sched_setscheduler(0, "
+                        "os.SCHED_FIFO, os.sched_param(1))"], capture_output=True)
+    return p.returncode == 0
+
+
+def test_realtime_reaches_the_commands_started_and_is_undone() -> None:
+    """The commands a block starts inherit SCHED_FIFO at the priority asked; afterwards the
+    caller is as it was. Without the privilege the block runs unchanged and says so."""
+    before = _policy()
+    show = [sys.executable, "-c",
+            "import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)"]
+    with faults.realtime(faults.CHANGE_PRIORITY) as ok:
+        child = subprocess.run(show, capture_output=True, text=True, check=True).stdout.split()
+    assert _policy() == before
+    assert ok == _may_be_realtime()
+    want = (os.SCHED_FIFO, faults.CHANGE_PRIORITY) if ok else before
+    assert (int(child[0]), int(child[1])) == want
+
+
+def test_every_kind_is_applied_and_healed_at_realtime_priority(
+        monkeypatch: pytest.MonkeyPatch, fake: FakeNet) -> None:
+    """fail and heal run a kind's apply and heal under faults.realtime (a starved `ip link
+    set down` leaves the rail half cut for tens of ms: docs/pathmig.md, "Tests"); detect
+    and everything else at the caller's own priority."""
+    seen: dict[str, tuple[int, int]] = {}
+
+    def apply(spec: Spec, node: str, rail: int) -> None:
+        seen["apply"] = _policy()
+        fake.down.add(("x", "y"))
+
+    def heal(spec: Spec, node: str, rail: int) -> None:
+        seen["heal"] = _policy()
+        fake.down.discard(("x", "y"))
+
+    def detect(spec: Spec, node: str, rail: int) -> bool:
+        seen["detect"] = _policy()
+        return ("x", "y") in fake.down
+    k = faults.FaultKind("timed", "a test kind", apply, heal, detect)
+    monkeypatch.setitem(faults._KINDS, k.name, k)
+    before = _policy()
+    faults.fail(SPEC, "s0n0:0", "timed")
+    assert faults.heal(SPEC, "s0n0:0") == ["s0n0:0 timed"]
+    rt = (os.SCHED_FIFO, faults.CHANGE_PRIORITY) if _may_be_realtime() else before
+    assert seen == {"apply": rt, "heal": rt, "detect": before}
+    assert _policy() == before

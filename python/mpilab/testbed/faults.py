@@ -5,7 +5,16 @@ rail is dropped with iptables inside the node. Faults can be
 scheduled (`--at`, `--for`) by a detached process (`python -m mpilab.testbed.faults`),
 which `down` finds and stops. Every fault and heal is appended to faults.jsonl in the
 state dir with time.time() (CLOCK_REALTIME, the clock of results' dates and MPI_Wtime
-based stamps) and time.monotonic()."""
+based stamps) and time.monotonic().
+
+A kind's apply and heal run at real-time priority (`realtime`, SCHED_FIFO CHANGE_PRIORITY,
+inherited by the commands they start), so that a fault takes its place at one instant
+whatever else keeps the CPUs busy. A switch port's `ip link set down` stops the port's
+traffic first and drops the node's carrier only after sleeping in the kernel (RCU, the
+port's qdisc); at the share of a CPU a busy machine leaves a low-priority caller (an MPI
+job's two busy-polling ranks beside a process at autogroup nice 19) it woke 25-50 ms
+later, and for that long the rail was half cut: no traffic, no carrier event for the
+agents to see (docs/pathmig.md, "Tests")."""
 
 from __future__ import annotations
 
@@ -18,7 +27,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,18 +211,46 @@ register(FaultKind("drop", "every packet on the rail is dropped inside the node 
 
 # ---- using the table ---------------------------------------------------------------------
 
+#: SCHED_FIFO priority of a fault's apply and heal: above the delay line's real-time
+#: priority (10 in the benches) and the path-migration agents' (5); the commands are short
+CHANGE_PRIORITY = 20
+
+
+@contextmanager
+def realtime(priority: int = CHANGE_PRIORITY) -> Iterator[bool]:
+    """Run the block, and every command it starts (children inherit the policy), at
+    SCHED_FIFO `priority` (a higher real-time priority already held is kept); yields
+    whether it could. Without the privilege (no CAP_SYS_NICE, or a cgroup with no
+    real-time budget) the block runs as the caller was. The caller's policy and priority
+    are restored afterwards."""
+    try:
+        old_policy, old_param = os.sched_getscheduler(0), os.sched_getparam(0)
+        if old_policy in (os.SCHED_FIFO, os.SCHED_RR):
+            priority = max(priority, old_param.sched_priority)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.sched_setscheduler(0, old_policy, old_param)
+
+
 def fail_now(spec: Spec, node: str, rail: int, mode: str, scheduled: bool) -> dict[str, Any]:
-    """Put a fault of kind `mode` in place and log it (the record's time is taken before
-    the commands run, see log_event). Its kind must then see it: a fault its own detect
-    cannot see would never be healed, so it is undone at once and refused, in one line
-    naming the kind."""
+    """Put a fault of kind `mode` in place (at real-time priority: `realtime`) and log it
+    (the record's time is taken before the commands run, see log_event). Its kind must
+    then see it: a fault its own detect cannot see would never be healed, so it is undone
+    at once and refused, in one line naming the kind."""
     k = get_kind(mode)
-    began = now_pair()
-    k.apply(spec, node, rail)
+    with realtime():
+        began = now_pair()
+        k.apply(spec, node, rail)
     rec = log_event(spec, "fail", node, rail, k.name, scheduled, began=began)
     if not k.detect(spec, node, rail):
-        began = now_pair()
-        k.heal(spec, node, rail)
+        with realtime():
+            began = now_pair()
+            k.heal(spec, node, rail)
         log_event(spec, "heal", node, rail, k.name, scheduled, began=began)
         raise MpilabError(f"fault kind '{k.name}': applied on {node}:{rail} but its detect "
                           "does not see it (heal could never find it)")
@@ -227,8 +265,9 @@ def heal_rail(spec: Spec, node: str, rail: int, scheduled: bool) -> list[dict[st
     for k in kinds():
         if not k.detect(spec, node, rail):
             continue
-        began = now_pair()
-        k.heal(spec, node, rail)
+        with realtime():
+            began = now_pair()
+            k.heal(spec, node, rail)
         out.append(log_event(spec, "heal", node, rail, k.name, scheduled, began=began))
         if k.detect(spec, node, rail):
             raise MpilabError(f"fault kind '{k.name}': heal left the fault in place on "
