@@ -35,10 +35,13 @@ mpilab_grid_t *mpilab_grid_from_hosts(int nranks, const char *const *hosts, cons
 /* From a map file: lines `RANK SITE` (SITE a label), every rank 0..nranks-1 exactly once. */
 mpilab_grid_t *mpilab_grid_read_map(const char *path, int nranks);
 /* Sites from a measured latency matrix lat[i*n + j] (seconds, n >= 2; symmetrised by the
- * mean of both directions): the largest ratio gap between consecutive sorted pair
- * latencies separates intra-site from inter-site pairs; the gap must be at least 2x and
- * the partition consistent (every pair inside a site below the gap, every pair across
- * sites above it), else NULL (EINVAL).  *split, if non-NULL, gets the threshold. */
+ * mean of both directions): every ratio gap of at least 2x between consecutive sorted pair
+ * latencies is a candidate split, largest first; the first whose partition holds wins:
+ * every pair inside a site below the split, every pair across sites above it, at least 2
+ * ranks in every site (one rank held off its CPU makes all its pairs look remote), and the
+ * pairs across any two sites within 2x of each other (one link between them).  Else NULL
+ * (EINVAL) with the reason in one line; never a partition that fails these checks.
+ * *split, if non-NULL, gets the threshold. */
 mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split);
 void mpilab_grid_free(mpilab_grid_t *g);
 
@@ -54,7 +57,9 @@ int mpilab_grid_lanes_max(const mpilab_grid_t *g, int root);
 
 /* Collective over comm: build the grid the same way on every rank and agree on success.
  * `how`: "testbed" (processor names), "hostfile:PATH", "map:PATH", "detect" (measure the
- * latency matrix and cluster it).  NULL with the reason on every rank if any rank failed. */
+ * latency matrix, 20 round trips a pair, and cluster it with mpilab_grid_from_latency; a
+ * refused clustering is measured again, each pair keeping its smallest latency, up to 4
+ * measurements).  NULL with the reason on every rank if any rank failed. */
 mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how);
 /* Collective: the one-way latency of every pair (half the smallest round trip of `reps`
  * 1-byte ping-pongs: on a shared machine interference only adds time), lat[i*p + j] on every

@@ -436,6 +436,98 @@ static int uf_find(int *parent, int x)
     return x;
 }
 
+static double pair_lat(const double *lat, int n, int i, int j)
+{
+    return 0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]);
+}
+
+/* The pairs across one pair of sites must agree within this factor: one WAN link gives
+ * every pair across it about the same latency, while ranks of one site split by load
+ * (a pair measured while a rank was off its CPU) do not. */
+#define DETECT_ACROSS_SPREAD 2.0
+
+/* Join the pairs below thr (union-find in parent) and check the partition: every pair
+ * inside a site below thr, no site of one rank, the pairs across each two sites within
+ * DETECT_ACROSS_SPREAD.  0 if it holds, else -1 with the reason in why. */
+static int partition_at(int n, const double *lat, double thr, int *parent, char *why,
+                        size_t whylen)
+{
+    for (int i = 0; i < n; i++)
+        parent[i] = i;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (pair_lat(lat, n, i, j) < thr)
+                parent[uf_find(parent, i)] = uf_find(parent, j);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (uf_find(parent, i) == uf_find(parent, j) && pair_lat(lat, n, i, j) >= thr) {
+                snprintf(why, whylen, "ranks %d and %d are in one site by their neighbours but "
+                                      "%.3g s apart (split at %.3g s)", i, j,
+                         pair_lat(lat, n, i, j), thr);
+                return -1;
+            }
+    for (int i = 0; i < n; i++) {
+        int alone = 1;
+        for (int j = 0; j < n && alone; j++)
+            alone = j == i || uf_find(parent, i) != uf_find(parent, j);
+        if (alone) {
+            snprintf(why, whylen, "rank %d would be a site of its own (split at %.3g s), as a "
+                                  "rank held off its CPU looks; detection needs 2 ranks a site",
+                     i, thr);
+            return -1;
+        }
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            int ra = uf_find(parent, a), rb = uf_find(parent, b);
+            if (ra != a || rb != b) /* each pair of sites once, by their union-find roots */
+                continue;
+            double lo = INFINITY, hi = 0;
+            int li = 0, lj = 0, hi_i = 0, hi_j = 0;
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) {
+                    if (uf_find(parent, i) != ra || uf_find(parent, j) != rb)
+                        continue;
+                    double x = pair_lat(lat, n, i, j);
+                    if (x < lo) {
+                        lo = x;
+                        li = i;
+                        lj = j;
+                    }
+                    if (x > hi) {
+                        hi = x;
+                        hi_i = i;
+                        hi_j = j;
+                    }
+                }
+            if (hi > DETECT_ACROSS_SPREAD * lo) {
+                snprintf(why, whylen, "across two sites ranks %d-%d are %.3g s apart but %d-%d "
+                                      "%.3g s (over %gx; split at %.3g s)", hi_i, hi_j, hi, li,
+                         lj, lo, DETECT_ACROSS_SPREAD, thr);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* The candidate split after the one at (best, thr), if `tried`: the largest ratio gap of
+ * at least 2x between consecutive sorted latencies v[0..np) below `best` (ties: higher
+ * threshold first).  Returns the ratio (< 2: none left) and sets *cand. */
+static double next_split(const double *v, size_t np, int tried, double best, double thr,
+                         double *cand)
+{
+    double ratio = 1.0;
+    *cand = 0;
+    for (size_t i = 0; i + 1 < np; i++) {
+        double r = v[i + 1] / v[i], t = sqrt(v[i] * v[i + 1]);
+        if (r > ratio && (!tried || r < best || (r == best && t > thr))) {
+            ratio = r;
+            *cand = t;
+        }
+    }
+    return ratio;
+}
+
 mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split)
 {
     if (n < 2 || !lat)
@@ -451,7 +543,7 @@ mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split)
     size_t k = 0;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
-            double x = 0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]);
+            double x = pair_lat(lat, n, i, j);
             if (!isfinite(x) || x <= 0) {
                 fail_null(EINVAL, "detect: latency of ranks %d and %d is %g (need finite, > 0)",
                           i, j, x);
@@ -465,46 +557,21 @@ mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split)
      * the LAN latencies themselves can spread by more than 2x) */
     double best = 1.0, thr = 0;
     int tried = 0, found = 0;
-    double worst_x = 0, worst_thr = 0;
-    int wi = -1, wj = -1;
+    char first_why[200] = "", why[200];
     for (;;) {
-        double ratio = 1.0, cand = 0;
-        for (size_t i = 0; i + 1 < np; i++) {
-            double r = v[i + 1] / v[i], t = sqrt(v[i] * v[i + 1]);
-            if (r > ratio && (!tried || r < best || (r == best && t > thr))) {
-                ratio = r;
-                cand = t;
-            }
-        }
+        double cand;
+        double ratio = next_split(v, np, tried, best, thr, &cand);
         if (ratio < 2.0)
             break;
         best = ratio;
         thr = cand;
         tried++;
-        for (int i = 0; i < n; i++)
-            parent[i] = i;
-        for (int i = 0; i < n; i++)
-            for (int j = i + 1; j < n; j++)
-                if (0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]) < thr)
-                    parent[uf_find(parent, i)] = uf_find(parent, j);
-        int ok = 1;
-        for (int i = 0; i < n && ok; i++)
-            for (int j = i + 1; j < n && ok; j++) {
-                double x = 0.5 * (lat[(size_t)i * n + j] + lat[(size_t)j * n + i]);
-                if (uf_find(parent, i) == uf_find(parent, j) && x >= thr) {
-                    ok = 0;
-                    if (wi < 0) {
-                        wi = i;
-                        wj = j;
-                        worst_x = x;
-                        worst_thr = thr;
-                    }
-                }
-            }
-        if (ok) {
+        if (partition_at(n, lat, thr, parent, why, sizeof why) == 0) {
             found = 1;
             break;
         }
+        if (!first_why[0])
+            snprintf(first_why, sizeof first_why, "%s", why);
     }
     if (!tried) {
         double top = 1.0;
@@ -515,9 +582,8 @@ mpilab_grid_t *mpilab_grid_from_latency(int n, const double *lat, double *split)
         goto out;
     }
     if (!found) {
-        fail_null(EINVAL, "detect: ranks %d and %d are in one site by their neighbours but %.3g s "
-                          "apart (split at %.3g s; %d splits tried): no consistent sites",
-                  wi, wj, worst_x, worst_thr, tried);
+        fail_null(EINVAL, "detect: no consistent sites (%d splits tried; the largest gap: %s)",
+                  tried, first_why);
         goto out;
     }
     for (int i = 0; i < n; i++)
@@ -577,6 +643,48 @@ int mpilab_grid_measure_latency(MPI_Comm comm, int reps, double *lat)
     return rc == MPI_SUCCESS ? 0 : mpilab_ml_fail(-1, "latency: MPI_Allgather failed");
 }
 
+/* Detection: a clustering refused is measured again, each pair keeping its smallest
+ * latency over the measurements (load only adds time), up to DETECT_ATTEMPTS of
+ * DETECT_REPS round trips a pair. */
+#define DETECT_ATTEMPTS 4
+#define DETECT_REPS 20
+
+/* Collective: measure, cluster on rank 0, and again while rank 0 refuses.  Rank 0 returns
+ * the grid or NULL with the reason (last error); the other ranks return NULL. */
+static mpilab_grid_t *detect_sites(MPI_Comm comm, int rank, int p)
+{
+    const size_t pp = (size_t)p * (size_t)p;
+    double *lat = malloc(pp * sizeof *lat), *now = malloc(pp * sizeof *now);
+    int bad = !lat || !now, anybad = 0, attempt = 0, done = 0;
+    mpilab_grid_t *g = NULL;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
+    if (anybad)
+        mpilab_ml_fail(-1, "detect: out of memory");
+    while (!anybad && !done && attempt < DETECT_ATTEMPTS) {
+        bad = mpilab_grid_measure_latency(comm, DETECT_REPS, now) != 0;
+        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
+        if (anybad) {
+            if (!bad)
+                mpilab_ml_fail(-1, "detect: the latency measurement failed on another rank");
+            break;
+        }
+        for (size_t k = 0; k < pp; k++)
+            lat[k] = attempt == 0 || now[k] < lat[k] ? now[k] : lat[k];
+        attempt++;
+        if (rank == 0)
+            done = (g = mpilab_grid_from_latency(p, lat, NULL)) != NULL;
+        MPI_Bcast(&done, 1, MPI_INT, 0, comm);
+    }
+    if (rank == 0 && !g && !anybad) {
+        char why[sizeof last_error];
+        snprintf(why, sizeof why, "%s", last_error);
+        mpilab_ml_fail(-1, "%s; %d measurements, each pair's smallest kept", why, attempt);
+    }
+    free(lat);
+    free(now);
+    return g;
+}
+
 mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how)
 {
     int rank, p;
@@ -584,7 +692,7 @@ mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how)
     MPI_Comm_size(comm, &p);
     const char *method = how ? how : "";
     char *names = NULL;
-    double *lat = NULL;
+    mpilab_grid_t *detected = NULL; /* rank 0's, with detect */
     int need_hosts = strcmp(method, "testbed") == 0 || strncmp(method, "hostfile:", 9) == 0;
     int detect = strcmp(method, "detect") == 0;
     if (need_hosts) {
@@ -597,17 +705,8 @@ mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how)
                        MPI_MAX_PROCESSOR_NAME + 1, MPI_CHAR, 0, comm);
         else /* still take part; the root reports */
             MPI_Gather(me, MPI_MAX_PROCESSOR_NAME + 1, MPI_CHAR, NULL, 0, MPI_CHAR, 0, comm);
-    } else if (detect) {
-        lat = malloc((size_t)p * (size_t)p * sizeof *lat);
-        int bad = !lat, anybad = 0;
-        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, comm);
-        if (!anybad)
-            bad = mpilab_grid_measure_latency(comm, 10, lat) != 0;
-        else
-            bad = 1;
-        if (bad && !lat)
-            mpilab_ml_fail(-1, "detect: out of memory");
-    }
+    } else if (detect)
+        detected = detect_sites(comm, rank, p);
     /* rank 0 builds; the outcome (sites or the reason) is broadcast */
     struct {
         int ok;
@@ -630,8 +729,8 @@ mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how)
         } else if (strncmp(method, "map:", 4) == 0)
             g = mpilab_grid_read_map(method + 4, p);
         else if (detect) {
-            if (lat)
-                g = mpilab_grid_from_latency(p, lat, NULL);
+            g = detected;
+            detected = NULL;
         } else
             mpilab_ml_fail(-1, "grid: unknown site source '%s' (testbed, hostfile:PATH, "
                                "map:PATH, detect)", method);
@@ -658,6 +757,6 @@ mpilab_grid_t *mpilab_grid_build(MPI_Comm comm, const char *how)
     }
     free(site);
     free(names);
-    free(lat);
+    mpilab_grid_free(detected);
     return g;
 }

@@ -2,6 +2,7 @@
  * host files, map files (good and bad, with file:line reasons) and site detection from
  * synthetic latency matrices. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,94 @@ static void detection(void)
     expect_error(mpilab_grid_from_latency(1, neg, NULL), "at least 2", "one rank");
 }
 
+/* A recorded failure on a loaded machine (two busy-loop hogs beside 6 ranks): sites
+ * {0,1,2} and {3,4,5} over a 2 ms WAN; rank 5 held off its CPU, so its pairs with its own
+ * site's ranks measured 1.5 ms and across 2.5 ms.  The largest gap (LAN to 1.5 ms) used to
+ * give rank 5 a site of its own (P_sup 1); it must be refused. */
+static void held_rank(void)
+{
+    double m[36];
+    const int sa[6] = {0, 0, 0, 1, 1, 1};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            m[i * 6 + j] = i == j ? 0 : sa[i] != sa[j] ? 2.05e-3 : 50e-6;
+    for (int r = 0; r < 5; r++)
+        m[r * 6 + 5] = m[5 * 6 + r] = sa[r] ? 1.5e-3 : 2.5e-3;
+    expect_error(mpilab_grid_from_latency(6, m, NULL), "site of its own", "a held rank");
+    /* measured again with the hold gone: the sites */
+    for (int r = 0; r < 5; r++)
+        m[r * 6 + 5] = m[5 * 6 + r] = sa[r] ? 60e-6 : 2.1e-3;
+    expect_sites(mpilab_grid_from_latency(6, m, NULL), 6, sa, "the hold gone");
+    /* a site of 4 split in two by load on the pairs across the cut (0.3-1.5 ms, not one
+     * link's latency): refused, not sites {0,1} {2,3} */
+    double c[64];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            c[i * 8 + j] = i == j ? 0 : (i < 4) != (j < 4) ? 2e-3 : 50e-6;
+    const double load[4] = {0.3e-3, 0.8e-3, 1.5e-3, 0.6e-3};
+    for (int k = 0; k < 4; k++) {
+        int i = k / 2, j = 2 + k % 2;
+        c[i * 8 + j] = c[j * 8 + i] = load[k];
+    }
+    expect_error(mpilab_grid_from_latency(8, c, NULL), "over 2x", "a site cut by load");
+}
+
+static double uniform(unsigned *seed, double lo, double hi)
+{
+    return lo + (hi - lo) * (rand_r(seed) / ((double)RAND_MAX + 1.0));
+}
+
+/* Load noise: ranks of S sites of `per` ranks (LAN 50 us, WAN 2 ms); each rank is held off
+ * its CPU with probability 1/4 for a time that adds to all its pairs, and each pair gets
+ * its own extra with probability 1/3; a measurement is the smallest of `reps` such draws.
+ * With sites of 3 ranks a wrong partition would need a site of one rank (load only adds
+ * time), so detection must give the sites or refuse: never another grid. */
+static void load_noise(void)
+{
+    int right = 0, refused = 0, wrong = 0;
+    unsigned seed = 7;
+    for (int trial = 0; trial < 400; trial++) {
+        const int sites = 2 + trial % 2, per = 3, n = sites * per;
+        const int reps = 1 + trial % 4;
+        double m[81], held[9];
+        int want[9];
+        for (int r = 0; r < n; r++)
+            want[r] = r / per;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                m[i * n + j] = i == j ? 0 : INFINITY;
+        for (int k = 0; k < reps; k++) {
+            for (int r = 0; r < n; r++)
+                held[r] = rand_r(&seed) % 6 == 0 ? uniform(&seed, 0.2e-3, 6e-3) : 0;
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++) {
+                    double x = want[i] == want[j] ? 50e-6 : 2e-3;
+                    x += held[i] + held[j];
+                    if (rand_r(&seed) % 4 == 0)
+                        x += uniform(&seed, 0, 4e-3);
+                    if (x < m[i * n + j])
+                        m[i * n + j] = m[j * n + i] = x;
+                }
+        }
+        mpilab_grid_t *g = mpilab_grid_from_latency(n, m, NULL);
+        if (!g) {
+            refused++;
+            CHECKF(strchr(mpilab_multilane_last_error(), '\n') == NULL, "trial %d: two lines",
+                   trial);
+            continue;
+        }
+        int same = mpilab_grid_nsites(g) == sites;
+        for (int r = 0; r < n; r++)
+            same = same && mpilab_grid_site_of(g, r) == want[r];
+        right += same;
+        wrong += !same;
+        mpilab_grid_free(g);
+    }
+    CHECKF(wrong == 0, "%d of 400 noisy matrices gave a wrong grid", wrong);
+    /* both outcomes occur, so the check above saw grids and refusals */
+    CHECKF(right > 40 && refused > 40, "%d right, %d refused of 400", right, refused);
+}
+
 /* Run fn with a fresh temporary directory in `dir`, removed afterwards. */
 static void in_temp_dir(void (*fn)(void))
 {
@@ -226,6 +315,12 @@ MPILAB_TEST(map_files)
 MPILAB_TEST(detection_from_latencies)
 {
     in_temp_dir(detection);
+}
+
+MPILAB_TEST(detection_refuses_load_not_sites)
+{
+    held_rank();
+    load_noise();
 }
 
 MPILAB_TEST_MAIN()
