@@ -6,13 +6,15 @@ path a user takes, then a confirmation with fresh launches.
 2. `mpilab tune validate CHOICE --with IMB --pairs P --rounds R`: the exported file against
    the default in pairs of IMB-MPI1 launches (ABBA), every rule that does not win there
    dropped, the pruned file measured again; the file written is the last one measured;
-3. confirmation: --confirm-pairs new pairs of IMB-MPI1 launches (mpilab.tune.validate
-   .measure_peer: ABBA, one figure per launch and cell, stats.paired per cell, Holm over the
-   cells) of that file against the default.
+3. confirmation: --confirm-pairs new pairs of IMB-MPI1 launches (ABBA, one figure per launch
+   and cell: mpilab.tune.validate.peer_figures) of that file against the default, judged by
+   mpilab.tune.confirm: per cell Wilcoxon's signed-rank test on the per-pair log ratios,
+   losses family-wise (Holm over every cell) and beyond the minimum effect, the listed gains
+   family-wise (Holm over the cells the file gives an algorithm).
 
-A case passes when the confirmation finds no cell significantly slower with the file (per
-cell at 5%, and family-wise) and every cell the file gives an algorithm other than the
-default is significantly faster (per cell) there. With no file written (nothing beat the
+A case passes when the confirmation finds no family-wise loss and every cell the file gives
+an algorithm other than the default is a family-wise gain there; too few pairs for the
+family to reach significance at all is UNDECIDED. With no file written (nothing beat the
 default through the file) there is nothing to confirm: the library's default is the answer.
 
 Every step keeps its output in --dir/CASE and is not repeated when there (sweep and
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from harness import env, loadavg, mpilab_cmd, write_json
 from mpilab.errors import MpilabError
-from mpilab.tune import peer, validate
+from mpilab.tune import confirm, peer, validate
 
 
 def _stop(_sig: int, _frame: object) -> None:
@@ -61,10 +63,10 @@ def main() -> int:
     ap.add_argument("--launches", default="3")
     ap.add_argument("--sweep-budget", default="20")
     ap.add_argument("--sweep-rounds", default="1", help="sweep --rounds (extra sizes)")
-    ap.add_argument("--pairs", default="8", help="validate's pairs of launches per round")
+    ap.add_argument("--pairs", default="12", help="validate's pairs of launches per round")
     ap.add_argument("--rounds", default="3")
-    ap.add_argument("--imb-budget", default="8s", help="validate --budget (IMB -time total)")
-    ap.add_argument("--confirm-pairs", type=int, default=8)
+    ap.add_argument("--imb-budget", default="4s", help="validate --budget (IMB -time total)")
+    ap.add_argument("--confirm-pairs", type=int, default=16)
     ap.add_argument("--mpich-yield", action="store_true",
                     help="the sweep's launches yield (MPICH, more ranks than cores); IMB-MPI1 "
                          "runs as its users run it")
@@ -111,31 +113,34 @@ def main() -> int:
     listed = [c for c in final["cells"] if int(c["np"]) == int(np)
               and c["winner"] not in (validate.DEFAULT, "")]
     try:
-        rows = validate.measure_peer(final, int(np), mpi, str(out), d / "confirm",
-                                     a.confirm_pairs, peer.Peer("imb", a.imb), a.timeout,
-                                     float(a.imb_budget.rstrip("s")),
-                                     lambda s: print("   ", s, flush=True))
+        per = validate.peer_figures(final, int(np), mpi, str(out), d / "confirm",
+                                    a.confirm_pairs, peer.Peer("imb", a.imb), a.timeout,
+                                    float(a.imb_budget.rstrip("s")),
+                                    lambda s: print("   ", s, flush=True))
     except MpilabError as e:
         sys.stderr.write(f"{e}\n")
         return 1
-    for r in rows:
+    wins = {(c["op"], int(c["bytes"])): c["winner"] for c in final["cells"]
+            if int(c["np"]) == int(np) and c["winner"]}
+    v = confirm.verdicts(per, {(c["op"], int(c["bytes"])) for c in listed},
+                         float(final.get("min_effect") or 0.05))
+    for r in v["rows"]:
         c = r["comparison"]
         iv = f"[{c['lo']:.3f}, {c['hi']:.3f}]" if c["lo"] is not None else "-"
         ra = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
-        print(f"  {r['op']:<10} {r['bytes']:>8} {r['winner']:<34} {ra:>6} {iv:>17} "
-              f"{r['verdict']:<5} {r['holm']}")
-    key = {(r["op"], r["bytes"]): r for r in rows}
-    reproduced = [c for c in listed if key[(c["op"], int(c["bytes"]))]["verdict"] == "GAIN"]
-    losses = [r for r in rows if r["verdict"] == "LOSS"]
-    holm_losses = [r for r in rows if r["holm"] == "LOSS"]
-    ok = not losses and not holm_losses and len(reproduced) == len(listed)
-    print(f"{a.case}: file {out.name}: {len(listed)} cells given an algorithm, "
-          f"{len(reproduced)} reproduced as gains in {a.confirm_pairs} fresh IMB pairs; "
-          f"{len(losses)} per-cell losses, {len(holm_losses)} family-wise losses of "
-          f"{len(rows)} cells: {'PASS' if ok else 'FAIL'}")
+        pv = f"{c['p']:.4f}" if c["p"] is not None else "-"
+        print(f"  {r['op']:<10} {r['bytes']:>8} {wins[(r['op'], r['bytes'])]:<34} {ra:>6} "
+              f"{iv:>17} p={pv:<7} per-cell {r['per_cell']:<4} family-wise {r['verdict']}")
+    print(f"{a.case}: file {out.name}: {v['listed']} cells given an algorithm, "
+          f"{v['listed'] - v['missing_gains']} reproduced as family-wise gains in "
+          f"{v['pairs']} fresh IMB pairs; {v['losses']} family-wise losses beyond "
+          f"{v['min_effect']:.0%} of {v['cells']} cells ({v['per_cell_losses']} per-cell): "
+          f"{v['outcome']}")
+    ok = v["outcome"] == "PASS"
+    rows = v["rows"]
     write_json(str(d / "confirm.json"), {"case": a.case, "rows": rows, "pass": ok,
-                                         "listed": len(listed),
-                                         "reproduced": len(reproduced)})
+                                         "verdicts": {k: x for k, x in v.items()
+                                                      if k != "rows"}})
     return 0
 
 

@@ -121,3 +121,81 @@ def test_mpich_selection_gives_the_default_in_every_gap() -> None:
                     assert got == mpich_container(op, want), (op, s, got)
                 checked += 1
     assert checked > 1000
+
+
+def _csel_in(tree: dict[str, Any], coll: str, ctx: dict[str, Any]) -> str:
+    """An independent walk of MPICH's selection tree (the first key of each object that
+    holds), every condition the library's tree uses answered from ctx."""
+    import re
+
+    node = tree[f"collective={coll}"]["comm_type=intra"]
+    while True:
+        for k, v in node.items():
+            if k.startswith("algorithm="):
+                return k[len("algorithm="):]
+            m = re.match(r"(comm_size|avg_msg_size|total_msg_size|count)(<=|<|=)(\w+)$", k)
+            if m:
+                x = ctx[m.group(1)]
+                op, val = m.group(2), m.group(3)
+                if val == "pow2":
+                    p2 = 1 << (ctx["comm_size"].bit_length() - 1)
+                    ok = (x & (x - 1) == 0) if op == "=" else x < p2
+                else:
+                    ok = (val == "any" or (op == "<=" and x <= int(val))
+                          or (op == "<" and x < int(val)) or (op == "=" and x == int(val)))
+            else:
+                name, _, val = k.partition("=")
+                ok = val == "any" or ctx[name] == val
+            if ok:
+                node = v
+                break
+        else:
+            raise AssertionError(f"no branch holds in {list(node)}")
+
+
+def test_mpich_gaps_are_the_librarys_own_choice_in_every_context() -> None:
+    """The installed libmpich's own MPIR-level tree (read from the library, as the export
+    does): every size the export leaves at the default selects, for every communicator
+    size 1-9 and every condition the tree asks (hierarchy parent or flat, commutative or
+    not, built-in operation or not, count below the power of two or not, in place or not,
+    threaded or not), exactly what the library selects without the file."""
+    import itertools
+    from pathlib import Path
+
+    import pytest
+    from mpilab.tune import algorithms
+
+    lib = Path("/lib/x86_64-linux-gnu/libmpich.so.12")
+    if not lib.is_file():
+        pytest.skip("MPICH is not installed")
+    tree, names = algorithms.mpich_selection(str(lib))
+    won = {"bcast": {64: "mpich_scatter_ring_allgather", 16384: DEFAULT,
+                     262144: "mpich_binomial"},
+           "allreduce": {8: DEFAULT, 1024: "mpich_recursive_doubling", 65536: DEFAULT},
+           "reduce": {4096: "mpich_binomial"},
+           "allgather": {8: DEFAULT, 1024: "mpich_recursive_doubling"}}
+    doc = export.mpich_json(_choice(won), tree, names)
+    for k in tree:
+        if k[len("collective="):] not in won:
+            assert doc[k] == tree[k]
+    flags = ("comm_hierarchy", "is_commutative", "is_op_built_in", "is_sendbuf_inplace",
+             "is_multi_threaded", "is_block_regular", "is_node_consecutive")
+    checked = 0
+    for op, by in won.items():
+        for s in SIZES[:60]:
+            want = expected(by, s)
+            if want is None:
+                continue
+            for comm in range(1, 10):
+                for vals in itertools.product(("parent", "flat"), *[("yes", "no")] * 6):
+                    ctx = dict(zip(flags, vals, strict=True))
+                    for count in (s, 3):
+                        ctx.update(comm_size=comm, avg_msg_size=s, total_msg_size=s * comm,
+                                   count=count)
+                        got, dflt = _csel_in(doc, op, ctx), _csel_in(tree, op, ctx)
+                        if comm != NP or want == DEFAULT:
+                            assert got == dflt, (op, comm, s, ctx, got, dflt)
+                        else:
+                            assert got == mpich_container(op, want), (op, s, got)
+                        checked += 1
+    assert checked > 100000

@@ -237,10 +237,11 @@ def signed_rank_cut(n: int, alpha: float) -> int:
 
 
 def paired_rank(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
-                alpha: float = ALPHA) -> Comparison:
+                alpha: float = ALPHA, min_samples: int = MIN_SAMPLES) -> Comparison:
     """b against a from pairs of adjacent launches (`mpilab diff --paired`), robust to
     pairs far off: Wilcoxon's signed-rank test (scipy.stats.wilcoxon) on the per-pair log
-    ratios of the launch medians, the Hodges-Lehmann estimate (median of the Walsh averages)
+    ratios of the launch medians (min_samples 1: one figure per launch, an unmodified
+    benchmark's), the Hodges-Lehmann estimate (median of the Walsh averages)
     and its distribution-free interval at level cl, never narrower than the medians' own
     intervals. Significant when p < alpha and the interval excludes 1.
 
@@ -249,7 +250,7 @@ def paired_rank(a: list[list[float]], b: list[list[float]], cl: float = 0.95,
     interval of 0.96..1.26 among 30 pairs; a rank test counts that pair as one sign. Under no
     difference the log ratio of two launches of one program, run in ABBA order, is symmetric
     about 0, which is all the signed-rank test assumes."""
-    logs, within, per = pair_logs(a, b, cl)
+    logs, within, per = pair_logs(a, b, cl, min_samples)
     n = len(logs)
     if n < 2:
         return _none("paired signed-rank: too few pairs", n)

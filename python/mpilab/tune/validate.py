@@ -22,12 +22,13 @@ library's own choice):
 * a cell given an algorithm stays only when it gains through the file (the per-cell GAIN of
   stats.paired: significant, interval below 1); a tie or a loss goes back to the
   default;
-* a cell kept at the default that is slower with the file (`slower`: per-cell LOSS, or the
-  paired t test at 5% with a slowdown beyond the minimum effect size) is what the file
+* a cell kept at the default that is slower with the file (`costly`) is what the file
   costs the whole collective (Open MPI's look-up, MPICH's tree): that collective leaves the
-  file entirely.
-Either test counts (stricter than the family-wise verdict used for the claim), so some
-chance losses are dropped too: that costs gains, never the default's speed.
+  file entirely. Measured by mpilab-bench (`slower`): per-cell LOSS, or the paired t test at
+  5% with a slowdown beyond the minimum effect size; either counts, so some chance losses
+  are dropped too (that costs gains, never the default's speed). Measured by an unmodified
+  benchmark (one figure per launch, far noisier): the confirmation's family-wise LOSS
+  (mpilab.tune.confirm), the rule the file is judged by afterwards.
 
 Rounds (`run`): measure, prune; when something was dropped, export the pruned choice and
 measure that file with fresh launches (never the launches its pruning was decided on); stop
@@ -52,7 +53,7 @@ from mpilab import launch as mpi_launch
 from mpilab import units
 from mpilab.commands.bench import DEFAULT_NP, runner_job
 from mpilab.errors import MpilabError
-from mpilab.tune import choose, peer, stats, sweep
+from mpilab.tune import choose, confirm, peer, stats, sweep
 
 DEFAULT = choose.DEFAULT
 
@@ -156,10 +157,41 @@ def measure_peer(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, 
                  bench: peer.Peer, timeout: float, budget_s: float = 15.0,
                  log: Callable[[str], None] = lambda s: None,
                  launch: peer.Launch | None = None) -> list[dict[str, Any]]:
+    """Pairs of launches of an unmodified benchmark with and without `file` (peer_figures);
+    per cell the paired comparison of the launches' figures (stats.paired, one figure per
+    launch, the variance shrunk towards the collective's other sizes), Holm over the cells."""
+    cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
+    per = peer_figures(choice, np, mpi, file, d, pairs, bench, timeout, budget_s, log, launch)
+    var = {k: stats.variance_of(stats.pair_logs([[x] for x in a], [[y] for y in b],
+                                                min_samples=1)[0])
+           for k, (a, b) in per.items()}
+    rows = []
+    for c in cells:
+        key = (c["op"], int(c["bytes"]))
+        a, b = per[key]
+        group = [v for kk, v in var.items() if kk[0] == key[0] and kk != key]
+        rows.append(row(c, stats.paired([[x] for x in a], [[y] for y in b], group=group,
+                                        min_samples=1)))
+    holm(rows)
+    fw = confirm.verdicts(per, set(), float(choice.get("min_effect") or stats.MIN_EFFECT))
+    by = {(r["op"], r["bytes"]): r for r in fw["rows"]}
+    for r in rows:
+        # the confirmation's family-wise verdict (rank test, Holm over every cell, minimum
+        # effect): what takes a collective out of the file (prune)
+        r["confirm"] = by[(r["op"], r["bytes"])]["verdict"]
+        r["confirm_decidable"] = fw["outcome"] != "UNDECIDED"
+    return rows
+
+
+def peer_figures(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, pairs: int,
+                 bench: peer.Peer, timeout: float, budget_s: float = 15.0,
+                 log: Callable[[str], None] = lambda s: None,
+                 launch: peer.Launch | None = None
+                 ) -> dict[tuple[str, int], tuple[list[float], list[float]]]:
     """Pairs of launches of an unmodified benchmark with and without `file` (ABBA order,
-    resumable: a launch's figures already in d are kept); per cell the paired comparison of
-    the launches' figures (stats.paired, one figure per launch, the variance shrunk towards
-    the collective's other sizes), Holm over the cells."""
+    resumable: a launch's figures already in d are kept); per cell of the choice on np ranks
+    (op, bytes) -> (the default's figures, the file's), pair by pair (pairs where both
+    launches gave the cell)."""
     import os
 
     from mpilab import launch as launch_mod
@@ -208,16 +240,8 @@ def measure_peer(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, 
         key = (c["op"], int(c["bytes"]))
         both = [(dd[key], rr[key]) for dd, rr in zip(figs["default"], figs["rules"], strict=True)
                 if key in dd and key in rr]
-        per[key] = ([[x] for x, _ in both], [[y] for _, y in both])
-    var = {k: stats.variance_of(stats.pair_logs(a, b, min_samples=1)[0])
-           for k, (a, b) in per.items()}
-    rows = []
-    for c in cells:
-        key = (c["op"], int(c["bytes"]))
-        group = [v for kk, v in var.items() if kk[0] == key[0] and kk != key]
-        rows.append(row(c, stats.paired(*per[key], group=group, min_samples=1)))
-    holm(rows)
-    return rows
+        per[key] = ([x for x, _ in both], [y for _, y in both])
+    return per
 
 
 def compare(choice: dict[str, Any], np: int, rules: list[dict[str, Any]],
@@ -263,6 +287,19 @@ def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
         rows[i]["holm"] = rows[i]["verdict"] if ok else "same"
 
 
+def costly(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT) -> bool:
+    """A cell kept at the default that the file made slower, so that the collective leaves
+    the file. Measured by an unmodified benchmark (a row with the confirmation's verdict,
+    measure_peer): the confirmation's family-wise LOSS (mpilab.tune.confirm: rank test per
+    cell, Holm over every cell, beyond the minimum effect), the rule the file is confirmed by
+    afterwards. A per-cell test there took every collective out of MPICH's 2-rank file:
+    loaded, MPICH's own selection tree as a file and the export's gaps ran the same
+    algorithm as without a file (docs/tune.md). Measured by mpilab-bench: `slower`."""
+    if "confirm" in r:
+        return bool(r["confirm"] == "LOSS")
+    return slower(r, min_effect)
+
+
 def slower(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT,
            alpha: float = stats.ALPHA) -> bool:
     """The file made this cell slower: the per-cell LOSS of stats.paired (significant,
@@ -282,12 +319,12 @@ def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int,
     out = copy.deepcopy(choice)
     by = {(r["op"], r["bytes"]): r for r in rows}
     in_file = {r["op"] for r in rows if r["winner"] != DEFAULT}
-    costly = sorted({r["op"] for r in rows
-                     if r["op"] in in_file and r["winner"] == DEFAULT and slower(r, min_effect)})
+    costs = sorted({r["op"] for r in rows
+                    if r["op"] in in_file and r["winner"] == DEFAULT and costly(r, min_effect)})
     notes = []
-    for op in costly:
+    for op in costs:
         where = [f"{r['bytes']} B x{r['comparison']['ratio']:.3f}" for r in rows
-                 if r["op"] == op and r["winner"] == DEFAULT and slower(r, min_effect)]
+                 if r["op"] == op and r["winner"] == DEFAULT and costly(r, min_effect)]
         notes.append(f"{op}: left out of the file (cells kept at the default ran slower "
                      f"with it: {', '.join(where)})")
     for c in out["cells"]:
@@ -295,7 +332,7 @@ def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int,
             continue
         r = by.get((c["op"], int(c["bytes"])))
         why = None
-        if c["op"] in costly:
+        if c["op"] in costs:
             why = None  # said once per collective above
         elif r is None:
             why = "not measured through the file"
@@ -304,7 +341,7 @@ def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int,
             what = "slower" if slower(r, min_effect) else "no significant gain"
             why = (f"{what} through the file (x{ratio:.3f})" if ratio is not None
                    else "no comparison")
-        if c["op"] in costly or why:
+        if c["op"] in costs or why:
             if why:
                 notes.append(f"{c['op']} {c['bytes']} B: {c['winner']} back to the default "
                              f"({why})")
@@ -332,7 +369,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                       for r in rows if r["holm"] == "GAIN"],
             "losses": [f"{r['op']} {r['bytes']} B {r['winner']} x{r['comparison']['ratio']:.3f}"
                        f" [{r['comparison']['lo']:.3f}, {r['comparison']['hi']:.3f}]"
-                       for r in rows if r["holm"] == "LOSS"],
+                       for r in rows if r.get("confirm", r["holm"]) == "LOSS"],
             "per_cell_losses": sum(r["verdict"] == "LOSS" for r in rows)}
 
 
@@ -382,6 +419,13 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
             break
         cur = nxt
     last = report["rounds"][-1] if report["rounds"] else None
+    # an unmodified benchmark's verdict needs enough pairs for its family (mpilab.tune.confirm)
+    decidable = last is None or all(r.get("confirm_decidable", True) for r in last["rows"])
+    if not decidable:
+        log(f"validate: {pairs} pairs cannot reach family-wise significance over "
+            f"{len(last['rows']) if last else 0} cells (need "
+            f"{confirm.pairs_needed(len(last['rows']) if last else 0)}): not validated")
+    report["decidable"] = decidable
     report["validated"] = report["final_file"] is None or \
-        (last is not None and not last["summary"]["losses"])
+        (last is not None and not last["summary"]["losses"] and decidable)
     return report
