@@ -44,6 +44,14 @@ class Case:
     # a mutated document its kind's schema still accepts (an optional field left out, a
     # number the schema does not bound): taking it is right, as is a one-line refusal
     schema_valid: bool = False
+    # an outcome the documentation gives for this input (an output to a character device or
+    # into a missing folder is written; `slurm status` exits 1 when Slurm is not running):
+    # that exit status, stdout matching design_stdout and design_check finding nothing
+    # wrong in the case's folder make it "ok" with design_why as its detail
+    design_exit: int | None = None
+    design_why: str = ""
+    design_stdout: str = ""
+    design_check: Post | None = None
 
 
 @dataclass

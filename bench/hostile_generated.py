@@ -68,6 +68,32 @@ PATH_MUTATIONS: dict[str, tuple[str, Setup | None]] = {
 }
 
 
+# an option that names a file to write: the output layer (docs/hardening.md) writes a
+# character device directly and makes a missing folder, so those two mutations succeed by
+# design; the missing folder's file must then exist (it was written, not ignored)
+OUTPUT_OPTIONS = re.compile(r"^--(out|output|json|html|hostfile|stats|trace|pidfile|log|"
+                            r"partial|rtt-log|out-choice)$")
+DESIGN_OUTPUT = {"missing": "the output layer makes a missing folder",
+                 "/dev/zero": "the output layer writes a character device directly"}
+
+
+def _written(name: str) -> Post:
+    return lambda d: None if (d / name).is_file() else f"{name} was not written"
+
+
+def _by_design(c: Case, opt: str, label: str) -> Case:
+    """Give c the documented outcome of its mutation, if it has one (see OUTPUT_OPTIONS;
+    `slurm status` exits 1 with "not running" on stdout, docs/mpi-stacks.md)."""
+    if OUTPUT_OPTIONS.match(opt) and label in DESIGN_OUTPUT:
+        c.design_exit, c.design_why = 0, DESIGN_OUTPUT[label]
+        if label == "missing":
+            c.design_check = _written(PATH_MUTATIONS["missing"][0])
+    elif "slurm" in c.name and "status" in c.argv:
+        c.design_exit, c.design_stdout = 1, r"not running"
+        c.design_why = "slurm status: exit 1 when Slurm is not running (docs/mpi-stacks.md)"
+    return c
+
+
 # ---------------------------------------------------------------------------------------
 # the mpilab argparse tree
 
@@ -172,7 +198,8 @@ def cli_generated_cases() -> list[Case]:
             for label, (value, setup) in muts.items():
                 pair = [value] if a.nargs == 0 else [opt, value]
                 argv = PY + path + rest + pair + pos + _without(base, opt)
-                cases.append(_case(f"G mpilab {cmd} {opt} {label}", argv, setup))
+                cases.append(_by_design(_case(f"G mpilab {cmd} {opt} {label}", argv, setup),
+                                        opt, label))
     return cases
 
 
@@ -267,8 +294,9 @@ def c_generated_cases() -> list[Case]:
             rest = _without(base, opt)
             for label, (value, setup) in muts.items():
                 pair = [value] if not takes else [opt, value]
-                cases.append(_case(f"G {key} {opt} {label}", argv + pair + rest, setup,
-                                   post=post, limit=30, env=harness.env()))
+                cases.append(_by_design(_case(f"G {key} {opt} {label}", argv + pair + rest,
+                                              setup, post=post, limit=30, env=harness.env()),
+                                        opt, label))
     return cases
 
 

@@ -29,6 +29,7 @@ import hashlib
 import io
 import math
 import os
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -175,11 +176,81 @@ def open_for(doc: dict[str, Any], results_path: str | os.PathLike[str],
                           f"{KEY}.sha256: another run's file, or damaged)")
     import numpy as np
 
+    if not data.startswith(b"PK"):  # np.load would take anything else for a pickle
+        raise MpilabError(f"{side}: not a samples archive (not a zip file)")
     try:
         arrays = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        nmeas = len(doc["measurements"]) if isinstance(doc.get("measurements"), list) else 0
+        check_archive(side, arrays, ref, nmeas)
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
         raise MpilabError(f"{side}: not a readable samples archive ({e})") from None
     return Samples(arrays)
+
+
+_ARRAY_RE = re.compile(r"\A(s|v|p|pn)(\d{1,9})\.npy\Z")
+_DTYPES = {"s": "float32", "p": "float32", "v": "bool", "pn": "int64"}
+# samples of one archive at most (1 GiB of float32): a campaign's stay far below
+MAX_SAMPLES = 1 << 28
+
+
+def _headers(side: Path, z: Any, nmeas: int) -> dict[str, tuple[str, int, int]]:
+    """Each array's (kind, measurement, length) from its header, before any data is
+    decompressed: a name that is not a measurement's, another type or shape is refused."""
+    from numpy.lib import format as npf
+
+    out: dict[str, tuple[str, int, int]] = {}
+    for member in z.zip.namelist():
+        m = _ARRAY_RE.match(member)
+        if not m or int(m.group(2)) >= nmeas:
+            raise MpilabError(f"{side}: {member!r} is not the samples of one of the "
+                              f"{nmeas} measurements")
+        kind, k = m.group(1), int(m.group(2))
+        with z.zip.open(member) as f:
+            version = npf.read_magic(f)
+            read = npf.read_array_header_1_0 if version == (1, 0) else \
+                npf.read_array_header_2_0
+            shape, _fortran, dtype = read(f)
+        if len(shape) != 1 or dtype.name != _DTYPES[kind]:
+            raise MpilabError(f"{side}: {member}: expected a list of {_DTYPES[kind]}, found "
+                              f"{dtype.name} of shape {shape}")
+        out[member[:-4]] = (kind, k, int(shape[0]))
+    return out
+
+
+def check_archive(side: Path, z: Any, ref: dict[str, Any], nmeas: int) -> None:
+    """The archive holds what its reference says and what a writer of it writes: per
+    measurement, samples (float32, NaN for null, no infinity), validity flags as many as
+    the samples, a pair matrix's samples with per-pair counts (-1 or more) adding up to
+    them; as many measurements and samples in all as the reference counts."""
+    import numpy as np
+
+    heads = _headers(side, z, nmeas)
+    total = sum(n for kind, _k, n in heads.values() if kind in ("s", "p"))
+    want = ref.get("samples")
+    if total > MAX_SAMPLES:
+        raise MpilabError(f"{side}: {total} samples, more than {MAX_SAMPLES} are refused")
+    if isinstance(want, int) and not isinstance(want, bool) and want != total:
+        raise MpilabError(f"{side}: holds {total} samples, {KEY}.samples says {want}")
+    if isinstance(ref.get("measurements"), int) and ref["measurements"] != nmeas:
+        raise MpilabError(f"{side}: {KEY}.measurements is {ref['measurements']}, the file "
+                          f"has {nmeas}")
+    for name, (kind, k, n) in heads.items():
+        if kind in ("s", "p") and n and bool(np.isinf(z[name]).any()):
+            raise MpilabError(f"{side}: {name}: an infinite sample")
+        if kind == "v" and f"s{k}" in heads and heads[f"s{k}"][2] != n:
+            raise MpilabError(f"{side}: {name}: {n} validity flags for "
+                              f"{heads[f's{k}'][2]} samples")
+        if kind == "pn":
+            if f"p{k}" not in heads:
+                raise MpilabError(f"{side}: {name} without p{k}")
+            counts = z[name]
+            if n and int(counts.min()) < -1:
+                raise MpilabError(f"{side}: {name}: a pair count below -1")
+            if sum(max(0, int(x)) for x in counts.tolist()) != heads[f"p{k}"][2]:
+                raise MpilabError(f"{side}: {name}: the pair counts do not add up to the "
+                                  f"{heads[f'p{k}'][2]} samples of p{k}")
+        if kind == "p" and f"pn{k}" not in heads:
+            raise MpilabError(f"{side}: {name} without pn{k}")
 
 
 def attach(doc: dict[str, Any], results_path: str | os.PathLike[str],

@@ -160,3 +160,21 @@ def test_text_that_is_not_utf8_is_one_line(tmp_path: Path, good: Path, cmd: str)
     c.commit()
     c.close()
     _refused(_cli("history", "--db", str(dbp), *COMMANDS[cmd], cwd=tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["truncated", "not-json", "missing"])
+def test_add_of_a_refused_file_creates_no_history(tmp_path: Path, bad: str) -> None:
+    """`history add` checks every results file before the history is opened: a refused
+    file leaves no new database (nor its -wal/-shm files) behind, and an existing one
+    unchanged."""
+    good_doc = json.dumps(make_results(ranks=2, sizes=(0, 1024), seed=5))
+    (tmp_path / "good.json").write_text(good_doc)
+    if bad == "truncated":
+        (tmp_path / "bad.json").write_text(good_doc[: len(good_doc) // 2])
+    elif bad == "not-json":
+        (tmp_path / "bad.json").write_text("{")
+    r = _cli("history", "--db", "new.sqlite", "add", "good.json", "bad.json", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "bad.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["good.json"] + (["bad.json"] if bad != "missing" else []))

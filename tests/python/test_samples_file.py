@@ -140,6 +140,71 @@ def test_foreign_archive_is_refused_in_one_line(tmp_path: Path) -> None:
         results.load(out)
 
 
+def _damaged(arrays: dict[str, Any], how: str) -> bytes | dict[str, Any]:
+    """The arrays of an archive (or its bytes) damaged one way."""
+    import numpy as np
+
+    a = dict(arrays)
+    s0 = next(k for k in sorted(a) if k.startswith("s"))
+    if how == "garbage":
+        return b"\x80\x04not a zip" * 50
+    if how == "an array left out":
+        del a[s0]
+    elif how == "strings":
+        a[s0] = np.array(["x"] * len(a[s0]))
+    elif how == "2-D":
+        a[s0] = np.zeros((2, 2), dtype=np.float32)
+    elif how == "an object array":
+        a[s0] = np.array([{"a": 1}], dtype=object)
+    elif how == "infinity":
+        a[s0] = np.full(len(a[s0]), np.inf, dtype=np.float32)
+    elif how == "pair counts below -1":
+        a["pn0"] = np.full(len(a["pn0"]), -5, dtype=np.int64)
+    elif how == "pair counts too large":
+        a["pn0"] = np.full(len(a["pn0"]), 10 ** 12, dtype=np.int64)
+    elif how == "flags not matching the samples":
+        a["v1"] = np.ones(len(a[s0]) + 3, dtype=np.bool_)
+    elif how == "50 million samples":
+        a[s0] = np.zeros(50_000_000, dtype=np.float32)
+    elif how == "an array of no measurement":
+        a["zz"] = np.zeros(2)
+    return a
+
+
+@pytest.mark.parametrize("how", ["garbage", "an array left out", "strings", "2-D",
+                                 "an object array", "infinity", "pair counts below -1",
+                                 "pair counts too large", "flags not matching the samples",
+                                 "50 million samples", "an array of no measurement"])
+def test_damaged_archive_matching_its_sha256_is_refused_in_one_line(tmp_path: Path,
+                                                                     how: str) -> None:
+    """The archive's sha256 in the JSON made to match the damage: the reader itself must
+    refuse what no writer makes (types, shapes, counts, names), in one MpilabError naming
+    the archive, before decompressing more than the reference counts."""
+    import hashlib
+    import io
+
+    import numpy as np
+
+    doc = _pair_matrix_doc()
+    doc["measurements"][1]["valid"] = [True] * len(doc["measurements"][1]["samples"])
+    out = _compact(doc, tmp_path)
+    npz = tmp_path / "r.samples.npz"
+    with np.load(npz) as z:
+        arrays = {k: z[k] for k in z.files}
+    bad = _damaged(arrays, how)
+    if isinstance(bad, dict):
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **bad)
+        bad = buf.getvalue()
+    npz.write_bytes(bad)
+    meta = json.loads(out.read_text())
+    meta["samples_file"]["sha256"] = hashlib.sha256(bad).hexdigest()
+    out.write_text(json.dumps(meta))
+    with pytest.raises(MpilabError) as e:
+        results.load(out)
+    assert "r.samples.npz" in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("make", [lambda: make_results(ranks=3, sizes=(0, 4096)),
                                   _pair_matrix_doc])
 def test_stream_compaction_is_the_whole_documents(make: Callable[[], dict[str, Any]],

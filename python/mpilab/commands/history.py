@@ -40,12 +40,14 @@ def _us(s: float | None) -> str:
 
 
 def _add(args: Any) -> int:
-    from mpilab.history.db import add_file
+    from mpilab.history.db import add_file, prepare
 
+    # every file checked before the history is opened: a refused one creates no history
+    ready = [(f, prepare(f)) for f in args.files]
     c = _open(args, create=True)
     try:
-        for f in args.files:
-            run_id, added, n = add_file(c, f)
+        for f, prep in ready:
+            run_id, added, n = add_file(c, f, prep)
             word = "added as" if added else "already in the history as"
             print(f"{f}: {word} run {run_id} ({n} measurements)")
     finally:
@@ -57,13 +59,14 @@ def add_after(results_file: str, where: str | None) -> None:
     """Add a results file that `bench`, `survey` or `compare` just wrote (`--history`, or
     $MPILAB_HISTORY: '1' or '' the default history, else that path). A failure is one line on
     stderr; the command's own result stands."""
-    from mpilab.history.db import add_file, connect, default_path
+    from mpilab.history.db import add_file, connect, default_path, prepare
 
     path = default_path() if where in (None, "", "1") else Path(where)
     try:
+        prep = prepare(results_file)  # before the history is opened (or created)
         c = connect(path)
         try:
-            run_id, added, n = add_file(c, results_file)
+            run_id, added, n = add_file(c, results_file, prep)
         finally:
             c.close()
         sys.stderr.write(f"mpilab: history {path}: run {run_id} ({n} measurements)"

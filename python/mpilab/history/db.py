@@ -351,14 +351,22 @@ def add_run(c: sqlite3.Connection, prov: dict[str, Any], pts: list[Point], sourc
     return run_id, True
 
 
-def add_file(c: sqlite3.Connection, path: str) -> tuple[int, bool, int]:
-    """Load (mpilab.results: a bad file is one line) and add one results file: (run id,
-    added, measurements)."""
+def prepare(path: str) -> tuple[Any, str]:
+    """Load (mpilab.results: a bad file is one line) a results file to add: (results,
+    digest). Done before the history is opened, so a refused file creates no history."""
     res = load(path)
     try:
         dig = digest(path)
     except OSError as e:
         raise MpilabError(f"{path}: cannot read it ({e.strerror})") from None
+    return res, dig
+
+
+def add_file(c: sqlite3.Connection, path: str,
+             prepared: tuple[Any, str] | None = None) -> tuple[int, bool, int]:
+    """Add one results file (loaded here, or `prepared` by prepare(path) before): (run id,
+    added, measurements)."""
+    res, dig = prepared if prepared is not None else prepare(path)
     run_id, added = add_results(c, res, os.path.abspath(path), dig)
     n = c.execute("SELECT count(*) FROM points WHERE run_id = ?", (run_id,)).fetchone()[0]
     return run_id, added, int(n)
