@@ -209,8 +209,9 @@ static double cpu_s(void)
  * wait in it asleep (voluntary context switches: about 1000 at the barrier's 1 ms, up to
  * 10000 at 100 us; a spinning wait makes none, measured: 0 on 4 ranks under load 9) and use
  * a small part of a CPU (CPU time only falls on a busy machine; no wall-time bound). At least
- * 20 are asked: a loaded machine wakes a sleeper late (with four hogs beside the suite, 80 in
- * 300 ms at the barrier), so the wait is a second long, which leaves 50 ms per nap. */
+ * 5 are asked: a loaded machine wakes a sleeper late (4 oversubscribed ranks beside two hogs
+ * and the rest of the suite made 11 to 18 in the second), and 5 still parts a sleeping wait
+ * from a spinning one's 0, which leaves 200 ms per nap. */
 MPILAB_TEST(sleeping_wait_leaves_the_cpu)
 {
 #ifdef SMPI_H /* simulated ranks are threads of one process: no CPU time or switches of their own */
@@ -244,7 +245,7 @@ MPILAB_TEST(sleeping_wait_leaves_the_cpu)
         double cpu = cpu_s() - c0, wall = MPI_Wtime() - t0;
         long naps = vcsw() - v0;
         if (kit_rank != 0) { /* spinning: about 0 voluntary switches (sched_yield is not one) */
-            CHECKF(naps >= 20, "rank %d, %s: %ld sleeps in %.3f s of waiting", kit_rank, k ? "receive" : "barrier",
+            CHECKF(naps >= 5, "rank %d, %s: %ld sleeps in %.3f s of waiting", kit_rank, k ? "receive" : "barrier",
                    naps, wall);
             CHECKF(cpu < 0.5 * wall, "rank %d, %s: %.3f s of CPU in %.3f s of waiting", kit_rank,
                    k ? "receive" : "barrier", cpu, wall);
