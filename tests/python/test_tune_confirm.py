@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
+import pytest
 from mpilab.tune import confirm
 
 SPIKE = 0.05
@@ -116,3 +118,26 @@ def test_validate_takes_a_collective_out_only_on_the_family_wise_loss() -> None:
     assert kept["cells"][0]["winner"] == "mpich_scatter_ring_allgather" and not notes
     out, notes = validate.prune(doc, rows("LOSS"), 2)
     assert out["cells"][0]["winner"] == "native" and "left out of the file" in notes[0]
+
+
+def test_validate_with_too_few_pairs_for_its_cells_is_not_validated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpilab.tune import peer, validate
+
+    doc = {"schema": "mpilab.tune-choice/1", "source": "test", "min_effect": 0.05, "cells": [
+        {"op": "bcast", "np": 2, "bytes": 8, "winner": "ompi_chain", "ratio": 0.8}]}
+    validate.regroup(doc)
+
+    def fake(*_a: object, **_k: object) -> list[dict[str, object]]:
+        return [{"op": "bcast", "np": 2, "bytes": 8, "winner": "ompi_chain",
+                 "comparison": {"ratio": 0.7, "lo": 0.6, "hi": 0.8}, "verdict": "GAIN",
+                 "p_t": 1e-4, "holm": "GAIN", "confirm": "same",
+                 "confirm_decidable": decidable}]
+
+    monkeypatch.setattr(validate, "measure_peer", fake)
+    for decidable in (False, True):
+        (tmp_path / str(decidable)).mkdir()
+        rep = validate.run(doc, 2, "openmpi", tmp_path / str(decidable), 4, "1s", 60.0, 1,
+                           lambda c, p: p.write_text("x"), log=lambda s: None,
+                           bench=peer.Peer("imb", "IMB-MPI1"))
+        assert rep["decidable"] is decidable and rep["validated"] is decidable

@@ -370,8 +370,11 @@ def _validate(args: argparse.Namespace) -> int:
                          f"written to {args.out} (keep the library's default)\n")
         return 0
     if not rep["validated"]:
-        sys.stdout.write(f"validate: the last file measured ({rep['final_file']}) still loses "
-                         f"family-wise; nothing written to {args.out}\n")
+        why = ("still loses family-wise" if rep.get("decidable", True) else
+               f"cannot be decided with {args.pairs} pairs (too few for its cells: more "
+               "--pairs)")
+        sys.stdout.write(f"validate: the last file measured ({rep['final_file']}) {why}; "
+                         f"nothing written to {args.out}\n")
         return 1
     tmp = f"{args.out}.part"
     shutil.copyfile(rep["final_file"], tmp)
