@@ -121,3 +121,32 @@ def _lanes(t: str) -> int:
         return _positive(units.parse_int(t))
     except ValueError as e:
         raise ValueError(f"{e}: expected a lane count of at least 1, opt or all") from None
+
+
+def _runner_sizes(t: str) -> str:
+    """mpilab-bench's --sizes: a size list (units.parse_size_list) or auto:MIN:MAX[:BUDGET];
+    the runner checks the rest of its own rules."""
+    if t.startswith("auto:"):
+        parts = t.split(":")[1:]
+        if len(parts) not in (2, 3):
+            raise ValueError("expected auto:MIN:MAX[:BUDGET]")
+        lo, hi = units.parse_size(parts[0]), units.parse_size(parts[1])
+        if lo > hi:
+            raise ValueError(f"MIN {lo} above MAX {hi}")
+        if len(parts) == 3:
+            _positive(units.parse_int(parts[2]))
+        return t
+    units.parse_size_list(t)
+    return t
+
+
+def _rank_counts(t: str) -> list[int]:
+    counts = [_positive(units.parse_int(x)) for x in t.split(",")]
+    return counts
+
+
+runner_sizes = _wrap(_runner_sizes, "sizes")
+"""Message sizes in the runner's syntax, checked before anything runs: '0,4K,1:64K:x4',
+'auto:1:1M'; not '', 'abc', '-1'."""
+rank_counts = _wrap(_rank_counts, "rank counts")
+"""A comma list of rank counts of at least 1: '1,2,4'."""

@@ -2,6 +2,8 @@
 error (exit 2), not "testbed 'zz' is not up" (the testbed named here does not exist)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from mpilab.cli import main
 
@@ -12,6 +14,13 @@ from mpilab.cli import main
     (["multilane", "run", "--testbed", "zz", "--reps", "0", "-o", "x.json"], "--reps"),
     (["multilane", "run", "--testbed", "zz", "--np", "0", "-o", "x.json"], "--np"),
     (["testbed", "run", "--prefix", "zz", "--np", "0", "--", "true"], "--np"),
+    (["survey", "--sizes", "abc"], "--sizes"),
+    (["survey", "--sizes", "auto:1:0"], "--sizes"),
+    (["compare", "--sizes", "-1"], "--sizes"),
+    (["compare", "--scaling", "\u0663"], "--scaling"),
+    (["diff", "a.json", "b.json", "--html", ""], "--html"),
+    (["tune", "export", "c.json", "--mpich", ""], "--mpich"),
+    (["tune", "choose", "--dir", "", "--out", "x.json"], "--dir"),
 ])
 def test_bad_argument_before_environment(argv: list[str], opt: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,3 +133,13 @@ def test_slurm_dir_with_a_line_break_refused_before_anything(
     err = capsys.readouterr().err
     assert "argument --dir" in err and "in the path" in err
     assert not os.path.lexists(d)
+
+
+@pytest.mark.parametrize("sub", [["run", "--testbed", "zz"], ["report", "m.json"]])
+def test_multilane_output_that_is_a_directory_refused_first(
+        tmp_path: Path, sub: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """-o naming a directory is refused before the testbed (or the documents) is read."""
+    code = main(["multilane", *sub, "-o", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "is a directory" in err and "not up" not in err and "m.json" not in err

@@ -301,6 +301,12 @@ _SPEC_MIN = {"sites": 2, "nodes_per_site": 4, "rails": 1, "subnet": "10.77.0.0/1
     ("a delay line pid of 0", {"spec": dict(_SPEC_MIN, prefix="zz"), "delayline_pid": 0},
      ":1: delayline_pid: "),
     ("deep nesting", None, ": malformed JSON: nested too deeply"),
+    ("a subnet that is no network", {"spec": dict(_SPEC_MIN, prefix="zz",
+                                                  subnet="999.1.1.1/99")},
+     ": spec.subnet: '999.1.1.1/99' is not an IPv4 network"),
+    ("sites that do not fit the subnet", {"spec": dict(_SPEC_MIN, prefix="zz", sites=16,
+                                                       rails=4, site_prefixlen=17)},
+     ": spec.site_prefixlen: 64 subnets of /17 do not fit in 10.77.0.0/16"),
 ])
 @pytest.mark.parametrize("cmd", [["testbed", "status"], ["testbed", "run", "--", "true"],
                                  ["multilane", "run", "-o", "m.json"],

@@ -513,7 +513,8 @@ def register(sub: Any) -> None:
     p.add_argument("--fail-above", metavar="PCT",
                    help="exit 1 when a measurement is significantly slower by more than PCT "
                         "(e.g. 5%%)")
-    p.add_argument("--html", metavar="OUT", help="also write the comparison page")
+    p.add_argument("--html", metavar="OUT", type=argtypes.nonempty,
+                   help="also write the comparison page")
     p.add_argument("--paired", action="store_true",
                    help="A and B come from alternating launches: pair launch k of A with "
                         "launch k of B (a paired test; docs/tune.md)")

@@ -669,7 +669,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--quick", action="store_true",
                    help=f"a few sizes ({QUICK.sizes}) and at most {QUICK.max_reps} "
                         "repetitions: for tests")
-    p.add_argument("--sizes", metavar="SPEC", help="override the size list (runner syntax)")
+    p.add_argument("--sizes", metavar="SPEC", type=argtypes.runner_sizes,
+                   help="override the size list (runner syntax)")
     p.add_argument("--max-reps", type=argtypes.count, metavar="N",
                    help="override the repetition cap")
     p.add_argument("--launches", type=launches_count, metavar="N",

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from mpilab import argtypes, units
+from mpilab import argtypes, fsutil, units
 from mpilab.errors import MpilabError, no_action
 
 # what mpilab-multilane accepts, checked here before a testbed or a job is looked at
@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     # SIGTERM (a bench slot's end, a batch system) stops the run like SIGINT: the completed
     # measurements are kept, marked partial (the testbed's supervisor handles both itself)
     signal.signal(signal.SIGTERM, _interrupt)
+    fsutil.check_output(args.output)  # a directory, say, refused before any testbed is read
 
     tool_args = ["--sites", args.sites, "--ops", args.ops, "--impls", args.impls,
                  "--sizes", args.sizes, "--lanes", args.lanes, "--reps", str(args.reps),
@@ -96,6 +97,7 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from mpilab.multilane import doc, report
 
+    fsutil.check_output(args.output)
     docs = [doc.load(p) for p in args.documents]
     out = report.write(docs, args.output, args.self_contained)
     sys.stdout.write(f"report: {out}\n")

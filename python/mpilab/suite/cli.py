@@ -38,13 +38,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
         v = getattr(args, k, None)
         if v is not None:
             setattr(p, k, v)
-    if args.scaling is not None:
-        try:
-            p.scaling = [int(x) for x in args.scaling.split(",")]
-        except ValueError:
-            raise MpilabError(f"--scaling: malformed list '{args.scaling}' (e.g. 1,2,4)") from None
-        if not p.scaling or any(x < 1 for x in p.scaling):
-            raise MpilabError("--scaling: rank counts must be >= 1")
+    if args.scaling is not None:  # checked at parse time (argtypes.rank_counts)
+        p.scaling = list(args.scaling)
     p.entries = [str(Path(f).resolve()) for f in (getattr(args, "entries", None) or [])]
     p.launcher = getattr(args, "launcher", None)
     p.launcher_args = list(getattr(args, "launcher_arg", None) or [])
@@ -120,13 +115,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--poll-sweep", help="COMB poll intervals, work iterations (e.g. 0,1K,100K)")
     p.add_argument("--comb-msgs", type=_count, help="COMB messages per direction per run")
     p.add_argument("--np", type=_count, help="ranks of the N-rank benchmarks (default 4)")
-    p.add_argument("--sizes", help="message sizes (mpilab-bench --sizes syntax)")
+    p.add_argument("--sizes", type=argtypes.runner_sizes,
+                   help="message sizes (mpilab-bench --sizes syntax)")
     p.add_argument("--max-reps", type=_count, help="repetitions at most per measurement")
     p.add_argument("--launches", type=_count, metavar="N",
                    help=f"separate launches of each benchmark part (default {Plan.launches}, "
                         "with --quick 1); figures and verdicts are launch-level (median of "
                         "the launch medians, intervals including launch-to-launch variation)")
-    p.add_argument("--scaling", help="wavefront rank counts (default 1,2,4)")
+    p.add_argument("--scaling", type=argtypes.rank_counts,
+                   help="wavefront rank counts (default 1,2,4)")
     p.add_argument("--no-scaling", action="store_true", help="skip the application scaling")
     p.add_argument("--keep-testbed", action="store_true", help="leave the testbed up")
     p.add_argument("--entries", action="append", metavar="FILE.so",

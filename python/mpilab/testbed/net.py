@@ -33,7 +33,7 @@ from mpilab import documents, pidfile
 from mpilab.errors import MpilabError
 from mpilab.fsutil import atomic_write_text, pid_alive
 from mpilab.testbed.lineinfo import delay_verdict, fresh_stats, signal_line, trim_text
-from mpilab.testbed.spec import Spec, parse_node
+from mpilab.testbed.spec import Spec, check_address_plan, parse_node
 from mpilab.tools import find_tool
 
 DELAY_TABLE = 100
@@ -144,7 +144,9 @@ def load_state(prefix: str) -> dict[str, Any] | None:
     if doc["spec"]["prefix"] != prefix:
         raise MpilabError(f"{path}: spec.prefix is '{doc['spec']['prefix']}', not this "
                           f"testbed's '{prefix}'; not acting on another testbed")
+    check_address_plan(path, doc["spec"])
     return doc
+
 
 
 def delayline_stats(prefix: str, wait_s: float = 2.0) -> dict[str, Any] | None:

@@ -685,3 +685,17 @@ def load(path: str | None, prefix: str | None = None) -> Spec:
     except UnicodeDecodeError:
         raise MpilabError(f"{path}: not UTF-8 text") from None
     return load_text(text, path, prefix)
+
+
+def check_address_plan(path: os.PathLike[str], sp: dict[str, Any]) -> None:
+    """What the schema cannot say of a state's spec: its subnet is an IPv4 network that
+    holds a /site_prefixlen for every site and rail (one line naming the file)."""
+    try:
+        base = ipaddress.IPv4Network(sp["subnet"])
+    except ValueError as e:
+        raise MpilabError(f"{path}: spec.subnet: {sp['subnet']!r} is not an IPv4 network "
+                          f"({e})") from None
+    plen, need = sp["site_prefixlen"], sp["sites"] * sp["rails"]
+    if not base.prefixlen <= plen <= 30 or need > 2 ** (plen - base.prefixlen):
+        raise MpilabError(f"{path}: spec.site_prefixlen: {need} subnets of /{plen} do not "
+                          f"fit in {sp['subnet']}")

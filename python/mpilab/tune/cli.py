@@ -426,14 +426,14 @@ def register(sub: Any) -> None:
     sw.set_defaults(func=_sweep)
     ch = s.add_parser("choose", help="significance-tested winners per collective and size")
     ch.add_argument("results", nargs="*", help="results files (mpilab-bench --mpi-algorithms)")
-    ch.add_argument("--dir", help="a sweep directory")
-    ch.add_argument("--out", required=True, help="choice file (JSON)")
+    ch.add_argument("--dir", type=argtypes.nonempty, help="a sweep directory")
+    ch.add_argument("--out", required=True, type=argtypes.nonempty, help="choice file (JSON)")
     ch.add_argument("--min-effect", type=argtypes.fraction, default=0.05)
     ch.set_defaults(func=_choose)
     ex = s.add_parser("export", help="write Open MPI rules / MPICH selection JSON")
     ex.add_argument("choice")
-    ex.add_argument("--openmpi", metavar="FILE")
-    ex.add_argument("--mpich", metavar="FILE")
+    ex.add_argument("--openmpi", metavar="FILE", type=argtypes.nonempty)
+    ex.add_argument("--mpich", metavar="FILE", type=argtypes.nonempty)
     ex.add_argument("--explicit-default", action="store_true",
                     help="Open MPI: sizes kept at the default get the default's own algorithm "
                          "(probed from the library) instead of 0 (docs/tune.md)")
