@@ -464,6 +464,23 @@ def test_hostfile_and_hosts_of(run_cli: Any, tmp_path: Path) -> None:
                                                       "./t.xml"))
 
 
+def test_hostfile_that_cannot_be_written_leaves_no_platform(run_cli: Any,
+                                                            tmp_path: Path) -> None:
+    """A host file on a full device or a FIFO with no reader: one line, non-zero, and no
+    platform file written; a platform that cannot be written takes back the host file."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    for hf in ("/dev/full", "fifo"):
+        p = run_cli("sim", "platform", "flat", "--nodes", "2", "-o", "p.xml", "--hostfile", hf)
+        assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not (tmp_path / "p.xml").exists()
+    p = run_cli("sim", "platform", "flat", "--nodes", "2", "-o", "/dev/full", "--hostfile",
+                "hosts")
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "hosts").exists()
+
+
 def test_reader_catches_a_wrong_platform() -> None:
     """The reader's checks can fail: without the per-node WAN link in the routes to the
     gateway, node-gateway-node ties node-switch-node inside a site, and the cross-site

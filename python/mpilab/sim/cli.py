@@ -53,11 +53,19 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _write(gen: plat.Generated, out: str, hostfile: str | None = None) -> int:
+    """The host file first (a FIFO, a device or a full disk refuses it before the platform
+    is written), then the platform; a host file this call made is removed again when the
+    platform cannot be written."""
+    made = hostfile is not None and hostfile != "-" and not os.path.lexists(hostfile)
     try:
-        fsutil.atomic_write_bytes(out, gen.xml)
         if hostfile is not None:
             fsutil.atomic_write_text(hostfile, "".join(f"{h}\n" for h in gen.hosts))
-    except OSError as e:  # e.g. a folder that cannot be created
+        fsutil.atomic_write_bytes(out, gen.xml)
+    except (OSError, MpilabError) as e:  # e.g. a folder that cannot be created
+        if made and hostfile is not None and os.path.isfile(hostfile):
+            os.unlink(hostfile)
+        if isinstance(e, MpilabError):
+            raise
         name = e.filename or out
         raise MpilabError(f"{name}: cannot write: {e.strerror or e}") from None
     where = "standard output" if out == "-" else out
