@@ -214,6 +214,8 @@ def test_pathmig_events_refuses_a_fifo_log(tmp_path: Path) -> None:
     ("Latin-1", b'{"time": 1, "event": "caf\xe9"}\n', ":1: not UTF-8 text"),
     ("no event", b'{"time": 1}\n', ":1: event: missing"),
     ("state without from", b'{"time": 1, "event": "state", "to": "ARMED"}\n', ":1: from: missing"),
+    ("5 MB node", b'{"time": 1, "event": "link", "node": "' + b"n" * (5 << 20) + b'"}\n',
+     ":1: node: "),
 ])
 def test_pathmig_events_refuses_malformed_records(tmp_path: Path, name: str, log: bytes,
                                                   why: str) -> None:
