@@ -364,3 +364,30 @@ def read_regular(path: str | os.PathLike[str], what: str = "file",
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def make_folders(folder: str | os.PathLike[str]) -> Path | None:
+    """Make `folder` and any missing parents; the first (outermost) folder made, or None
+    when it existed (hand it to remove_empty_folders if the work then writes nothing)."""
+    parent = Path(folder).absolute()
+    first = None
+    for p in reversed([parent, *parent.parents]):
+        if not p.exists():
+            first = p
+            break
+    parent.mkdir(parents=True, exist_ok=True)
+    return first
+
+
+def remove_empty_folders(first: Path, folder: str | os.PathLike[str]) -> None:
+    """A run that wrote nothing leaves no folder of its own behind: the folders made for it
+    (make_folders), from `folder` up to `first`, removed while empty."""
+    p = Path(folder).absolute()
+    while True:
+        try:
+            p.rmdir()
+        except OSError:
+            return
+        if p == first:
+            return
+        p = p.parent

@@ -182,6 +182,21 @@ def test_bad_input_one_line(tmp_path: Path, args: list[str], needle: str) -> Non
     assert not (out / "report.html").exists()
 
 
+def test_failed_compare_leaves_no_folder_of_its_own(fake_bench: Any, run_cli: Any,
+                                                    tmp_path: Path) -> None:
+    """A compare whose runner fails before anything is measured: non-zero, and the --out
+    folders it made are gone; a folder that was there stays."""
+    env = fake_bench("exit3")
+    p = run_cli("compare", "--quick", "--no-scaling", "--transport", "shm", "--out",
+                "new/deep", env=env)
+    assert p.returncode != 0
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "had").mkdir()
+    p = run_cli("compare", "--quick", "--no-scaling", "--transport", "shm", "--out", "had",
+                env=env)
+    assert p.returncode != 0 and (tmp_path / "had").is_dir()
+
+
 def test_from_refuses_bad_results(tmp_path: Path, stored: Path) -> None:
     p = mpilab("compare", "--from", str(tmp_path / "none"))
     assert p.returncode == 2 and "no such directory" in p.stderr

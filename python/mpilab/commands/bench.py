@@ -20,7 +20,7 @@ from typing import Any
 
 from mpilab import argtypes, launch, procs, units
 from mpilab.errors import MpilabError
-from mpilab.fsutil import atomic_write_text, check_output
+from mpilab.fsutil import atomic_write_text, check_output, make_folders, remove_empty_folders
 from mpilab.tools import find_tool, mpi_env
 
 RUNNER = "mpilab-bench"
@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         if not re.fullmatch(r"[A-Za-z0-9_/.-]+:\S+", c):
             raise MpilabError(f"--sim-cfg {c!r}: expected NAME:VALUE, e.g. "
                               "smpi/send-is-detached-thresh:1048576")
-    made = _make_parent(out)
+    made = None if out is None or out == "-" else make_folders(Path(out).parent)
     try:
         # a launch series records the counters in the merged document before its one write;
         # a single launch's file (written by the runner) gets them after the job
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         status = _measure(args, runner_args, out)
     finally:
         if made is not None and not Path(out).exists():
-            _remove_empty(made, Path(out).parent)
+            remove_empty_folders(made, Path(out).parent)
     if status == 0 and args.tcp_count is not None and not args.tcp_count.applied:
         _tcp_after(args.tcp_count, out)
     to_history(args, out if status == 0 else None)
@@ -179,35 +179,6 @@ def to_history(args: argparse.Namespace, out: str | None) -> None:
         from mpilab.commands.history import after_run
 
         after_run(args, [out])
-
-
-def _make_parent(out: str | None) -> Path | None:
-    """The results file's folder, made if missing (after every argument was checked); the
-    first folder made, or None."""
-    if out is None or out == "-":
-        return None
-    parent = Path(out).parent.absolute()
-    first = None
-    for p in reversed([parent, *parent.parents]):
-        if not p.exists():
-            first = p
-            break
-    parent.mkdir(parents=True, exist_ok=True)
-    return first
-
-
-def _remove_empty(first: Path, parent: Path) -> None:
-    """A run that wrote no results leaves no folder of its own behind: the folders made for
-    it, from the deepest up to `first`, removed while empty."""
-    p = parent.absolute()
-    while True:
-        try:
-            p.rmdir()
-        except OSError:
-            return
-        if p == first:
-            return
-        p = p.parent
 
 
 def _measure(args: argparse.Namespace, runner_args: list[str], out: str | None) -> int:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mpilab import argtypes, launch, launches, units
+from mpilab import argtypes, fsutil, launch, launches, units
 from mpilab.commands import history
 from mpilab.errors import MpilabError
 from mpilab.suite import transports
@@ -64,11 +64,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ts = transports.parse(args.transport)
     plan = plan_from(args)
     outdir = Path(args.out)
-    outdir.mkdir(parents=True, exist_ok=True)
-    if not os.access(outdir, os.W_OK):
-        raise MpilabError(f"--out {outdir}: not writable")
     if any(t.networked for t in ts) and os.geteuid() != 0:
         raise MpilabError("testbed transports need root (network namespaces)")
+    made = fsutil.make_folders(outdir)
+    if not os.access(outdir, os.W_OK):
+        raise MpilabError(f"--out {outdir}: not writable")
     used_testbed = False
     written: list[str] = []
     try:
@@ -86,6 +86,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         if used_testbed and not args.keep_testbed:
             testbed_down()
+        if not written and made is not None:  # nothing measured: no folder of ours left
+            fsutil.remove_empty_folders(made, outdir)
     if plan.launches > 1:
         print(f"each benchmark part ran in {plan.launches} launches (--launches 1: one, "
               "cheaper, with single-launch intervals only)", file=sys.stderr)
