@@ -110,6 +110,29 @@ FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("hosts a string", lambda d: d["provenance"].update(hosts="node0"),
      "provenance.hosts: expected an array"),
     ("models a list", lambda d: d.update(models=[1]), "models: expected an object or null"),
+    ("build's MPI version a number",
+     lambda d: d["provenance"].update(build={"mpi": {"impl": "openmpi", "version": 4.1}}),
+     "provenance.build.mpi.version: expected a string"),
+    ("placement flag a string",
+     lambda d: d["provenance"].update(placement={"mode": "auto", "yield_when_idle_off": "yes"}),
+     "provenance.placement.yield_when_idle_off: expected true or false"),
+    ("resync a number", lambda d: d["provenance"].setdefault("options", {}).update(resync=1),
+     "provenance.options.resync: expected a string"),
+    ("store variation a list",
+     lambda d: d.update(launches={"n": 1, "files": [], "variation": [1]}),
+     "launches.variation: expected an object"),
+    ("own launches negative", lambda d: d["measurements"][0].update(launches={
+        "n": 1, "medians": [1e-6], "variation": {"own_launches": -3}}),
+     "launches.variation.own_launches: "),
+    ("hockney quality a string",
+     lambda d: d["models"]["hockney"]["pairs"][0].update(quality="good"),
+     "models.hockney.pairs[0].quality: expected an object"),
+    ("hockney beta's interval end a string",
+     lambda d: d["models"]["hockney"]["pairs"][0].update(
+         quality={"beta": {"raw": 1e-9, "hi": "x", "flags": []}}),
+     "models.hockney.pairs[0].quality.beta.hi: expected a number or null"),
+    ("hockney fit_on a number", lambda d: d["models"]["hockney"].update(fit_on=3),
+     "models.hockney.fit_on: expected a string"),
 ]
 
 
