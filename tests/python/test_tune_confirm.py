@@ -141,3 +141,37 @@ def test_validate_with_too_few_pairs_for_its_cells_is_not_validated(
                            lambda c, p: p.write_text("x"), log=lambda s: None,
                            bench=peer.Peer("imb", "IMB-MPI1"))
         assert rep["decidable"] is decidable and rep["validated"] is decidable
+
+
+def test_validate_is_not_validated_when_the_rounds_run_out_while_pruning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last round finds a rule without gain: the file it measured still holds that rule,
+    and its pruned successor was never measured, so the result is not validated; with one
+    more round (measuring the pruned file, which then prunes nothing) it is."""
+    from mpilab.tune import validate
+
+    doc = {"schema": "mpilab.tune-choice/1", "source": "test", "min_effect": 0.05, "cells": [
+        {"op": "reduce", "np": 4, "bytes": 65536, "winner": "ompi_binary", "ratio": 0.8},
+        {"op": "bcast", "np": 4, "bytes": 8, "winner": "ompi_chain", "ratio": 0.7}]}
+    validate.regroup(doc)
+
+    def fake(cur: dict[str, object], *_a: object, **_k: object) -> list[dict[str, object]]:
+        rows = []
+        for c in cur["cells"]:  # type: ignore[attr-defined]
+            gain = c["op"] == "bcast" and c["winner"] != validate.DEFAULT
+            rows.append({"op": c["op"], "np": 4, "bytes": c["bytes"], "winner": c["winner"],
+                         "comparison": {"ratio": 0.7 if gain else 0.98, "lo": 0.6 if gain
+                                        else 0.9, "hi": 0.8 if gain else 1.08},
+                         "verdict": "GAIN" if gain else "same", "p_t": 1e-4 if gain else 0.5,
+                         "holm": "GAIN" if gain else "same", "confirm": "same",
+                         "confirm_decidable": True})
+        return rows
+
+    monkeypatch.setattr(validate, "measure", fake)
+    for rounds, ok in ((1, False), (2, True)):
+        d = tmp_path / str(rounds)
+        d.mkdir()
+        rep = validate.run(doc, 4, "openmpi", d, 12, "1s", 60.0, rounds,
+                           lambda c, p: p.write_text("x"), log=lambda s: None)
+        assert rep["validated"] is ok, rep["pending"]
+        assert bool(rep["pending"]) is not ok

@@ -370,9 +370,11 @@ def _validate(args: argparse.Namespace) -> int:
                          f"written to {args.out} (keep the library's default)\n")
         return 0
     if not rep["validated"]:
-        why = ("still loses family-wise" if rep.get("decidable", True) else
-               f"cannot be decided with {args.pairs} pairs (too few for its cells: more "
-               "--pairs)")
+        why = (f"cannot be decided with {args.pairs} pairs (too few for its cells: more "
+               "--pairs)" if not rep.get("decidable", True) else
+               "holds rules its round found without gain, and the pruned file was not "
+               "measured (more --rounds)" if rep.get("pending") else
+               "still loses family-wise")
         sys.stdout.write(f"validate: the last file measured ({rep['final_file']}) {why}; "
                          f"nothing written to {args.out}\n")
         return 1
