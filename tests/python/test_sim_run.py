@@ -235,6 +235,9 @@ def test_simulated_ranks_default_to_the_hosts(run_cli: Callable[..., Any],
 def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
                                 case: str) -> None:
     env = cli_env()
+    own_tmp = tmp_path / "systmp"  # the run's temporary files, apart from other tests'
+    own_tmp.mkdir()
+    env["TMPDIR"] = str(own_tmp)
     plat = tmp_path / "p.xml"
     plat.write_text("<platform version='4.1'><zone id='z' routing='Full'>"
                     "<host id='a' speed='1Gf'/><host id='b' speed='1Gf'/></zone></platform>")
@@ -275,8 +278,7 @@ def test_sim_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path,
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and want in lines[0], p.stderr
     assert not (tmp_path / "o.json").exists()
-    assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
-                and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
+    assert not [f for f in os.listdir(own_tmp) if f.startswith("mpilab-sim-")]
 
 
 @needs_smpi
@@ -500,14 +502,15 @@ def test_sim_tools_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Pat
     if case == "bench-tool":
         plat = _platform(run_cli, tmp_path, 2, "1Gbit", "1us")
         args[2] = str(plat)
-    p = run_cli(*args)
+    own_tmp = tmp_path / "systmp"  # the run's temporary files, apart from other tests'
+    own_tmp.mkdir()
+    p = run_cli(*args, env={**cli_env(), "TMPDIR": str(own_tmp)})
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and want in lines[0], p.stderr
     assert "Execution failed" not in p.stdout
     assert not (tmp_path / "o.json").exists()
-    assert not [f for f in os.listdir("/tmp") if f.startswith("mpilab-sim-")
-                and os.path.getmtime(os.path.join("/tmp", f)) > plat.stat().st_mtime]
+    assert not [f for f in os.listdir(own_tmp) if f.startswith("mpilab-sim-")]
 
 
 _HEAD = ('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
