@@ -644,7 +644,7 @@ def _launch_series(args: argparse.Namespace, runner_args: list[str], base_args: 
                 merged["partial"] = True
                 merged.setdefault("partial_reason", "a launch failed; the series stopped there")
             count = getattr(args, "tcp_count", None)
-            if status == 0 and count is not None and target == out:
+            if status == 0 and count is not None:
                 tcp_line = count.apply(merged)  # before the table: both show the same interval
             atomic_write_text(target, json.dumps(merged, separators=(",", ":")) + "\n")
     finally:
