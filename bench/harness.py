@@ -107,9 +107,10 @@ def mpirun(np: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     return launch.mpirun_command(np, extra)
 
 
-def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = 1,
+def write_json(path: str | os.PathLike[str], doc: Any, indent: int | None = None,
                newline: bool = True) -> None:
-    """Write a JSON document whole or not at all (temporary name + rename; '-' is stdout)."""
+    """Write a JSON document whole or not at all (temporary name + rename; '-' is stdout), on
+    one line unless indent is given (the results kept in docs/data stay small)."""
     atomic_write_text(path, json.dumps(doc, indent=indent) + ("\n" if newline else ""))
 
 

@@ -121,7 +121,7 @@ def main() -> int:
              "correct": sum(1 for r in runs if r["rc"] == 0 and r["verified"]),
              "hung": sum(1 for r in runs if r["hung"])}
     doc = {"summary": total, "runs": runs}
-    atomic_write_text(Path(a.out), json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(Path(a.out), json.dumps(doc) + "\n")
     print(json.dumps(total))
     return 0
 

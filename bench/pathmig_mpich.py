@@ -489,7 +489,7 @@ def main() -> int:
         agents.stop(sp)
         net.down(a.prefix)
         doc["summary"] = summarize(doc["runs"])
-        atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+        atomic_write_text(out, json.dumps(doc) + "\n")
     print(json.dumps(doc["summary"], indent=1))
     return 0
 

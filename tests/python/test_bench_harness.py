@@ -54,6 +54,8 @@ def test_mpilab_runs_this_checkout_and_fails_in_one_line(tmp_path: Path) -> None
 def test_write_json_is_whole_and_keeps_the_layout(tmp_path: Path) -> None:
     f = tmp_path / "out.json"
     harness.write_json(f, {"a": [1, 2]})
+    assert f.read_text() == '{"a": [1, 2]}\n'
+    harness.write_json(f, {"a": [1, 2]}, indent=1)
     assert f.read_text() == json.dumps({"a": [1, 2]}, indent=1) + "\n"
-    harness.write_json(f, {"b": 1}, indent=None, newline=False)
+    harness.write_json(f, {"b": 1}, newline=False)
     assert f.read_text() == '{"b": 1}' and [p.name for p in tmp_path.iterdir()] == ["out.json"]
