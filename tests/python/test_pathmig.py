@@ -375,13 +375,16 @@ def test_agent_refuses_bad_requests(fresh: tuple[Spec, dict[str, str]],
     def ask() -> None:
         import time
         deadline = time.monotonic() + 60
-        while True:  # the agent has seen that rail 1 is dead (readiness, not timing)
+        # the agent has seen that rail 1 is dead and has found the job's connection
+        # (readiness, not timing: on a busy machine the status can come before the agent has
+        # seen the connection, 100 round trips into the job)
+        while True:
             st = agents.request(sp, "s0n0", "status")
-            if not next(p["up"] for p in st["paths"] if p["rail"] == 1):
+            tok = next((c["token"] for c in st["connections"] if c["peer"] == "s1n0"), None)
+            if tok is not None and not next(p["up"] for p in st["paths"] if p["rail"] == 1):
                 break
             assert time.monotonic() < deadline, st
             time.sleep(0.05)
-        tok = next(c["token"] for c in st["connections"] if c["peer"] == "s1n0")
         seen["arm"] = agents.request(sp, "s0n0", f"arm {tok}")
         seen["migrate"] = agents.request(sp, "s0n0", f"migrate {tok}")
         seen["unknown"] = agents.request(sp, "s0n0", "migrate deadbeef")
