@@ -4,10 +4,10 @@ run. Per pair k: one launch of `mpilab-bench --ops <coll>:native` with the expor
 loaded (Open MPI: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename
 FILE; MPICH: MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE) and one without it (the library
 as a user gets it), the order alternating (ABBA) so a drift of the machine does not favour
-one side. Per (collective, size) of the choice: the ratio rules/default with the paired
-launch-level interval of mpilab.tune.stats.paired (t over the pairs of launches, never
-narrower than the medians' own intervals; Mann-Whitney inside every pair) and a verdict:
-GAIN (significantly faster), LOSS (significantly slower), same.
+one side. Per (collective, size) of the choice, one figure per launch (its median): the
+ratio rules/default with the Hodges-Lehmann interval over the pairs, the per-cell verdict
+(signed-rank test at 5%) and the family-wise verdict of mpilab.tune.confirm (Holm over every
+cell for a LOSS beyond the minimum effect, over the cells given an algorithm for a GAIN).
 
 The same comparison is `mpilab tune validate`'s measurement (mpilab.tune.validate), which
 also takes out what loses and measures the re-exported file again.
@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--file", required=True, help="the exported rules file / selection JSON")
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--budget", default="20s")
     ap.add_argument("--timeout", type=float, default=400.0)
     ap.add_argument("--out")
@@ -75,15 +75,16 @@ def main() -> int:
         ra = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
         sr = f"{r['sweep_ratio']:.3f}" if r["sweep_ratio"] is not None else "-"
         print(f"{r['op']:<10} {r['bytes']:>8} {r['winner']:<30} {sr:>6} {ra:>14} {iv:>17}  "
-              f"{r['verdict']:<7}  {r['holm']}")
-    gains = [r for r in rows if r["verdict"] == "GAIN"]
-    losses = [r for r in rows if r["verdict"] == "LOSS"]
+              f"{r['per_cell']:<7}  {r['verdict']}")
+    gains = [r for r in rows if r["per_cell"] == "GAIN"]
+    losses = [r for r in rows if r["per_cell"] == "LOSS"]
     print(f"{len(rows)} cells: {len(gains)} significant gains, {len(losses)} significant "
           f"losses, {len(rows) - len(gains) - len(losses)} same (each cell at 5%)")
-    hg = [r for r in rows if r["holm"] == "GAIN"]
-    hl = [r for r in rows if r["holm"] == "LOSS"]
-    print(f"family-wise at 5% (Holm over the {len(rows)} cells): {len(hg)} gains, "
-          f"{len(hl)} losses")
+    hg = [r for r in rows if r["verdict"] == "GAIN"]
+    hl = [r for r in rows if r["verdict"] == "LOSS"]
+    print(f"family-wise at 5% (Holm): {len(hg)} gains, {len(hl)} losses"
+          + ("" if all(r["decidable"] for r in rows) else
+             f" (undecided: too few pairs for {len(rows)} cells)"))
     for r in hg:
         c = r["comparison"]
         print(f"  gain: {r['op']} {r['bytes']} B {r['winner']}: x{c['ratio']:.3f} "

@@ -107,11 +107,11 @@ def test_validate_takes_a_collective_out_only_on_the_family_wise_loss() -> None:
 
     def rows(fw: str) -> list[dict[str, object]]:
         gain = {"op": "bcast", "bytes": 8, "winner": "mpich_scatter_ring_allgather",
-                "comparison": {"ratio": 0.7}, "verdict": "GAIN", "p_t": 1e-5, "holm": "GAIN",
-                "confirm": "same", "confirm_decidable": True}
+                "comparison": {"ratio": 0.7}, "verdict": "GAIN", "per_cell": "GAIN",
+                "decidable": True}
         at64 = {"op": "bcast", "bytes": 64, "winner": "native",
-                "comparison": {"ratio": 1.3}, "verdict": "LOSS", "p_t": 0.01, "holm": "same",
-                "confirm": fw, "confirm_decidable": True}
+                "comparison": {"ratio": 1.3}, "verdict": fw, "per_cell": "LOSS",
+                "decidable": True}
         return [gain, at64]
 
     kept, notes = validate.prune(doc, rows("same"), 2)
@@ -131,8 +131,7 @@ def test_validate_with_too_few_pairs_for_its_cells_is_not_validated(
     def fake(*_a: object, **_k: object) -> list[dict[str, object]]:
         return [{"op": "bcast", "np": 2, "bytes": 8, "winner": "ompi_chain",
                  "comparison": {"ratio": 0.7, "lo": 0.6, "hi": 0.8}, "verdict": "GAIN",
-                 "p_t": 1e-4, "holm": "GAIN", "confirm": "same",
-                 "confirm_decidable": decidable}]
+                 "per_cell": "GAIN", "decidable": decidable}]
 
     monkeypatch.setattr(validate, "measure_peer", fake)
     for decidable in (False, True):
@@ -162,9 +161,8 @@ def test_validate_is_not_validated_when_the_rounds_run_out_while_pruning(
             rows.append({"op": c["op"], "np": 4, "bytes": c["bytes"], "winner": c["winner"],
                          "comparison": {"ratio": 0.7 if gain else 0.98, "lo": 0.6 if gain
                                         else 0.9, "hi": 0.8 if gain else 1.08},
-                         "verdict": "GAIN" if gain else "same", "p_t": 1e-4 if gain else 0.5,
-                         "holm": "GAIN" if gain else "same", "confirm": "same",
-                         "confirm_decidable": True})
+                         "verdict": "GAIN" if gain else "same",
+                         "per_cell": "GAIN" if gain else "same", "decidable": True})
         return rows
 
     monkeypatch.setattr(validate, "measure", fake)

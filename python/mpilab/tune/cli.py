@@ -457,8 +457,9 @@ def register(sub: Any) -> None:
                     help="launches and round files (resumable)")
     va.add_argument("--out", required=True, help="the validated rules file / selection JSON")
     va.add_argument("--out-choice", help="the pruned choice (JSON)")
-    va.add_argument("--pairs", type=argtypes.positive, default=8,
-                    help="pairs of launches per round (8)")
+    va.add_argument("--pairs", type=argtypes.positive, default=12,
+                    help="pairs of launches per round (12: the family-wise verdict can "
+                         "decide up to 102 cells)")
     va.add_argument("--budget", default="15s", help="time budget per launch (15s)")
     va.add_argument("--rounds", type=argtypes.positive, default=3,
                     help="at most this many rounds (3)")

@@ -11,43 +11,41 @@ dynamic decision (a rule look-up on every call of a collective the file names) m
 made scatter 8 B..4 KiB 8 to 33% slower, and the sweep's binomial bcast gains did not
 reproduce through it.
 
-One round (`measure`): per pair k one launch with the file and one without (the library as a
-user gets it), in ABBA order; per cell of the choice the paired comparison of
-mpilab.tune.stats.paired (moderated t test and interval over the pairs of the log ratio of
-launch medians, never narrower than the medians' own intervals) and the plain paired t
-test's p, and family-wise verdicts over all cells by Holm's step-down (`holm`).
+One round: per pair k one launch with the file and one without (the library as a user gets
+it), in ABBA order, of mpilab-bench (`measure`) or of an unmodified benchmark
+(`measure_peer`); one figure per launch and cell (mpilab-bench: the median of the launch's
+samples; IMB-MPI1 or OSU: its headline time). Every cell is judged by `decide`, which is the
+confirmation's verdict (mpilab.tune.confirm): the signed-rank test on the per-pair log
+ratios, a LOSS family-wise (Holm over every cell) and beyond the minimum effect, a GAIN
+family-wise (Holm over the cells the file gives an algorithm) with the interval below 1; too
+few pairs for the family to reach significance at all leaves the round undecided. Keeping,
+dropping and the final verdict use that one statistic, so a file validate writes is judged
+by the rule it is confirmed by afterwards.
 
 Pruning (`prune`), conservative on purpose (a cell taken out only falls back to the
 library's own choice):
-* a cell given an algorithm stays only when it gains through the file (the per-cell GAIN of
-  stats.paired: significant, interval below 1); a tie or a loss goes back to the
-  default;
-* a cell kept at the default that is slower with the file (`costly`) is what the file
-  costs the whole collective (Open MPI's look-up, MPICH's tree): that collective leaves the
-  file entirely. Measured by mpilab-bench (`slower`): per-cell LOSS, or the paired t test at
-  5% with a slowdown beyond the minimum effect size; either counts, so some chance losses
-  are dropped too (that costs gains, never the default's speed). Measured by an unmodified
-  benchmark (one figure per launch, far noisier): the confirmation's family-wise LOSS
-  (mpilab.tune.confirm), the rule the file is judged by afterwards.
+* a cell given an algorithm stays only when it is a family-wise GAIN through the file; a tie
+  or a loss goes back to the default;
+* a cell kept at the default that is a family-wise LOSS with the file (`costly`) is what the
+  file costs the whole collective (Open MPI's look-up, MPICH's tree): that collective leaves
+  the file entirely.
 
 Rounds (`run`): measure, prune; when something was dropped, export the pruned choice and
 measure that file with fresh launches (never the launches its pruning was decided on); stop
 when a round drops nothing or after `rounds`. The verdict handed out is the last round's, a
-measurement of exactly the file written, family-wise (Holm over its cells): 0 losses, and
-the last round pruned nothing, or not validated (exit 1)."""
+measurement of exactly the file written: decidable, 0 family-wise losses, and the last round
+pruned nothing, or not validated (exit 1)."""
 
 from __future__ import annotations
 
 import copy
 import json
-import math
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from scipy.stats import ttest_1samp
 
 from mpilab import launch as mpi_launch
 from mpilab import units
@@ -157,29 +155,32 @@ def measure_peer(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, 
                  bench: peer.Peer, timeout: float, budget_s: float = 15.0,
                  log: Callable[[str], None] = lambda s: None,
                  launch: peer.Launch | None = None) -> list[dict[str, Any]]:
-    """Pairs of launches of an unmodified benchmark with and without `file` (peer_figures);
-    per cell the paired comparison of the launches' figures (stats.paired, one figure per
-    launch, the variance shrunk towards the collective's other sizes), Holm over the cells."""
+    """Pairs of launches of an unmodified benchmark with and without `file` (peer_figures),
+    judged by `decide` (the confirmation's family-wise verdict)."""
     cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
     per = peer_figures(choice, np, mpi, file, d, pairs, bench, timeout, budget_s, log, launch)
-    var = {k: stats.variance_of(stats.pair_logs([[x] for x in a], [[y] for y in b],
-                                                min_samples=1)[0])
-           for k, (a, b) in per.items()}
+    return decide(cells, per, float(choice.get("min_effect") or stats.MIN_EFFECT))
+
+
+def decide(cells: list[dict[str, Any]], per: confirm.Figures,
+           min_effect: float = stats.MIN_EFFECT) -> list[dict[str, Any]]:
+    """One row per cell with the confirmation's family-wise verdict (mpilab.tune.confirm:
+    one figure per launch, the signed-rank test on the per-pair log ratios, a LOSS by Holm
+    over every cell and beyond the minimum effect, a GAIN by Holm over the cells the file
+    gives an algorithm): the one statistic validate keeps, drops and judges a file by, and
+    the one the file is confirmed by afterwards. `decidable`: the pairs can reach
+    family-wise significance over these cells at all."""
+    listed = {(c["op"], int(c["bytes"])) for c in cells if c["winner"] != DEFAULT}
+    fw = confirm.verdicts({(c["op"], int(c["bytes"])): per[(c["op"], int(c["bytes"]))]
+                           for c in cells}, listed, min_effect)
+    by = {(r["op"], r["bytes"]): r for r in fw["rows"]}
     rows = []
     for c in cells:
-        key = (c["op"], int(c["bytes"]))
-        a, b = per[key]
-        group = [v for kk, v in var.items() if kk[0] == key[0] and kk != key]
-        rows.append(row(c, stats.paired([[x] for x in a], [[y] for y in b], group=group,
-                                        min_samples=1)))
-    holm(rows)
-    fw = confirm.verdicts(per, set(), float(choice.get("min_effect") or stats.MIN_EFFECT))
-    by = {(r["op"], r["bytes"]): r for r in fw["rows"]}
-    for r in rows:
-        # the confirmation's family-wise verdict (rank test, Holm over every cell, minimum
-        # effect): what takes a collective out of the file (prune)
-        r["confirm"] = by[(r["op"], r["bytes"])]["verdict"]
-        r["confirm_decidable"] = fw["outcome"] != "UNDECIDED"
+        v = by[(c["op"], int(c["bytes"]))]
+        rows.append({"op": c["op"], "np": int(c["np"]), "bytes": int(c["bytes"]),
+                     "winner": c["winner"], "sweep_ratio": c.get("ratio"),
+                     "comparison": v["comparison"], "verdict": v["verdict"],
+                     "per_cell": v["per_cell"], "decidable": fw["outcome"] != "UNDECIDED"})
     return rows
 
 
@@ -245,86 +246,46 @@ def peer_figures(choice: dict[str, Any], np: int, mpi: str, file: str, d: Path, 
 
 
 def compare(choice: dict[str, Any], np: int, rules: list[dict[str, Any]],
-            default: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            default: list[dict[str, Any]], min_effect: float | None = None
+            ) -> list[dict[str, Any]]:
     """Per cell of the choice: with the file against without, paired by launch pair
-    (rules[k] and default[k] from pair k)."""
+    (rules[k] and default[k] from pair k), one figure per launch (the median of its
+    samples), judged by `decide` as an unmodified benchmark's figures are."""
     tr = [choose.table([d]) for d in rules]
     td = [choose.table([d]) for d in default]
-    rows = []
-    for c in choice["cells"]:
-        if int(c["np"]) != np or not c["winner"]:
-            continue
+    cells = [c for c in choice["cells"] if int(c["np"]) == np and c["winner"]]
+    per: confirm.Figures = {}
+    for c in cells:
         key = (c["op"], np, int(c["bytes"]))
-        a = [t.get(key, {}).get(DEFAULT, [[]])[0] for t in td]
-        b = [t.get(key, {}).get(DEFAULT, [[]])[0] for t in tr]
-        rows.append(row(c, stats.paired(a, b)))
-    holm(rows)
-    return rows
+        both = [(statistics.median(a), statistics.median(b)) for a, b in
+                ((x.get(key, {}).get(DEFAULT, [[]])[0], y.get(key, {}).get(DEFAULT, [[]])[0])
+                 for x, y in zip(td, tr, strict=True)) if a and b]
+        per[(c["op"], int(c["bytes"]))] = ([x for x, _ in both], [y for _, y in both])
+    me = min_effect if min_effect is not None else float(choice.get("min_effect")
+                                                         or stats.MIN_EFFECT)
+    return decide(cells, per, me)
 
 
-def row(cell: dict[str, Any], cmp: stats.Comparison) -> dict[str, Any]:
-    verdict = "GAIN" if cmp.faster else "LOSS" if cmp.slower else "same"
-    logs = [math.log(x["ratio"]) for x in cmp.per_launch]
-    p_t = float(ttest_1samp(logs, 0.0).pvalue) if len(logs) >= 2 else 1.0
-    return {"op": cell["op"], "np": int(cell["np"]), "bytes": int(cell["bytes"]),
-            "winner": cell["winner"], "sweep_ratio": cell.get("ratio"),
-            "comparison": cmp.as_json(), "verdict": verdict,
-            "p_t": p_t if math.isfinite(p_t) else 1.0}
+def costly(r: dict[str, Any]) -> bool:
+    """A cell kept at the default that the file made slower (family-wise LOSS, `decide`), so
+    that the collective leaves the file. A per-cell test took every collective out of MPICH's
+    2-rank file: loaded, MPICH's own selection tree as a file and the export's gaps ran the
+    same algorithm as without a file (docs/tune.md)."""
+    return r["winner"] == DEFAULT and r["verdict"] == "LOSS"
 
 
-def holm(rows: list[dict[str, Any]], alpha: float = stats.ALPHA) -> None:
-    """Family-wise verdicts over all cells (Holm's step-down on the paired t tests of the
-    per-pair log ratios): 'never loses anywhere' is a claim about the whole family, and at 5%
-    per cell about 1 in 20 cells running the same algorithm on both sides is flagged by
-    chance. A cell keeps its GAIN/LOSS family-wise when its own verdict holds and Holm
-    rejects its t test."""
-    order = sorted(range(len(rows)), key=lambda i: rows[i]["p_t"])
-    m = len(rows)
-    stopped = False
-    for rank, i in enumerate(order):
-        ok = not stopped and rows[i]["p_t"] <= alpha / (m - rank)
-        stopped = stopped or not ok
-        rows[i]["holm"] = rows[i]["verdict"] if ok else "same"
-
-
-def costly(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT) -> bool:
-    """A cell kept at the default that the file made slower, so that the collective leaves
-    the file. Measured by an unmodified benchmark (a row with the confirmation's verdict,
-    measure_peer): the confirmation's family-wise LOSS (mpilab.tune.confirm: rank test per
-    cell, Holm over every cell, beyond the minimum effect), the rule the file is confirmed by
-    afterwards. A per-cell test there took every collective out of MPICH's 2-rank file:
-    loaded, MPICH's own selection tree as a file and the export's gaps ran the same
-    algorithm as without a file (docs/tune.md). Measured by mpilab-bench: `slower`."""
-    if "confirm" in r:
-        return bool(r["confirm"] == "LOSS")
-    return slower(r, min_effect)
-
-
-def slower(r: dict[str, Any], min_effect: float = stats.MIN_EFFECT,
-           alpha: float = stats.ALPHA) -> bool:
-    """The file made this cell slower: the per-cell LOSS of stats.paired (significant,
-    interval above 1), or a slowdown beyond the minimum effect size that the paired t
-    test alone finds at alpha. A t test alone at any size took out a collective for a 1.4%
-    difference on one of 62 cells (about 3 of 62 cells pass at 5% by chance): measured,
-    docs/tune.md."""
-    ratio = r["comparison"].get("ratio")
-    return r["verdict"] == "LOSS" or (ratio is not None and ratio > 1 + min_effect
-                                      and r["p_t"] < alpha)
-
-
-def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int,
-          min_effect: float = stats.MIN_EFFECT) -> tuple[dict[str, Any], list[str]]:
+def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int
+          ) -> tuple[dict[str, Any], list[str]]:
     """The choice with what did not pay off through the file set back to the default (see
     the module's text), and one line per change."""
     out = copy.deepcopy(choice)
     by = {(r["op"], r["bytes"]): r for r in rows}
     in_file = {r["op"] for r in rows if r["winner"] != DEFAULT}
-    costs = sorted({r["op"] for r in rows
-                    if r["op"] in in_file and r["winner"] == DEFAULT and costly(r, min_effect)})
+    costs = sorted({r["op"] for r in rows if r["op"] in in_file and costly(r)})
     notes = []
     for op in costs:
         where = [f"{r['bytes']} B x{r['comparison']['ratio']:.3f}" for r in rows
-                 if r["op"] == op and r["winner"] == DEFAULT and costly(r, min_effect)]
+                 if r["op"] == op and costly(r)]
         notes.append(f"{op}: left out of the file (cells kept at the default ran slower "
                      f"with it: {', '.join(where)})")
     for c in out["cells"]:
@@ -338,7 +299,7 @@ def prune(choice: dict[str, Any], rows: list[dict[str, Any]], np: int,
             why = "not measured through the file"
         elif r["verdict"] != "GAIN":
             ratio = r["comparison"].get("ratio")
-            what = "slower" if slower(r, min_effect) else "no significant gain"
+            what = "slower" if r["verdict"] == "LOSS" else "no family-wise gain"
             why = (f"{what} through the file (x{ratio:.3f})" if ratio is not None
                    else "no comparison")
         if c["op"] in costs or why:
@@ -363,14 +324,15 @@ def regroup(choice: dict[str, Any]) -> None:
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def line(r: dict[str, Any]) -> str:
+        c = r["comparison"]
+        iv = f" [{c['lo']:.3f}, {c['hi']:.3f}]" if c.get("lo") is not None else ""
+        ra = f"x{c['ratio']:.3f}" if c.get("ratio") is not None else "x-"
+        return f"{r['op']} {r['bytes']} B {r['winner']} {ra}{iv}"
     return {"cells": len(rows),
-            "gains": [f"{r['op']} {r['bytes']} B {r['winner']} x{r['comparison']['ratio']:.3f}"
-                      f" [{r['comparison']['lo']:.3f}, {r['comparison']['hi']:.3f}]"
-                      for r in rows if r["holm"] == "GAIN"],
-            "losses": [f"{r['op']} {r['bytes']} B {r['winner']} x{r['comparison']['ratio']:.3f}"
-                       f" [{r['comparison']['lo']:.3f}, {r['comparison']['hi']:.3f}]"
-                       for r in rows if r.get("confirm", r["holm"]) == "LOSS"],
-            "per_cell_losses": sum(r["verdict"] == "LOSS" for r in rows)}
+            "gains": [line(r) for r in rows if r["verdict"] == "GAIN"],
+            "losses": [line(r) for r in rows if r["verdict"] == "LOSS"],
+            "per_cell_losses": sum(r["per_cell"] == "LOSS" for r in rows)}
 
 
 def tuned(choice: dict[str, Any], np: int) -> bool:
@@ -409,7 +371,7 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
         else:
             rows = measure(cur, np, mpi, str(f.resolve()), d / f"round{r}", pairs, budget,
                            timeout, log, testbed, extra, max_reps, min_samples)
-        nxt, notes = prune(cur, rows, np, float(choice.get("min_effect") or stats.MIN_EFFECT))
+        nxt, notes = prune(cur, rows, np)
         report["rounds"].append({"round": r, "file": str(f), "notes": notes,
                                  "summary": summary(rows), "rows": rows})
         report.update(final_file=str(f), final_choice=cur)
@@ -419,8 +381,8 @@ def run(choice: dict[str, Any], np: int, mpi: str, d: Path, pairs: int, budget: 
             break
         cur = nxt
     last = report["rounds"][-1] if report["rounds"] else None
-    # an unmodified benchmark's verdict needs enough pairs for its family (mpilab.tune.confirm)
-    decidable = last is None or all(r.get("confirm_decidable", True) for r in last["rows"])
+    # the family-wise verdict needs enough pairs for its family (mpilab.tune.confirm)
+    decidable = last is None or all(r["decidable"] for r in last["rows"])
     if not decidable:
         log(f"validate: {pairs} pairs cannot reach family-wise significance over "
             f"{len(last['rows']) if last else 0} cells (need "
