@@ -16,6 +16,9 @@ clock, and is healed after the job.
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 20 --count 1500 --fault-at 500 --fault down,drop --bytes 1024,65536 --out f.json
 
+(--min-seconds S: each job runs until S seconds after its first progress line, --count
+being the most round trips: the no-fault target's runs of at least 60 s.)
+
 (several --fault kinds and --bytes sizes: the cases interleaved run by run; the results file
 is rewritten after every run, so a series stopped part-way keeps the runs it finished.)
 
@@ -55,6 +58,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -100,19 +104,24 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024, tcp: bool = False, own: bool = True,
-        mpi: str = "openmpi") -> dict[str, Any]:
+        mpi: str = "openmpi", min_s: float = 0.0) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
     windows taken at the progress line a fault would follow; `mpi`: the launcher
-    (`testbed run --mpi`)."""
+    (`testbed run --mpi`); `min_s` > 0: the job goes on until min_s seconds after its first
+    progress line (the ping-pong's --until; `count` is then the most round trips)."""
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
+    until = work / f"until-{k}"
+    until.unlink(missing_ok=True)
     how = (["--congestion", "cubic"] if tcp else ["--pathmig", "--pathmig-events", str(ev)])
     cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--mpi", mpi,
                      "--timeout", "300", "--",
                      tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
-                     "--progress", "100", "--rtt-log", str(rtt))
+                     "--progress", "100", "--rtt-log", str(rtt),
+                     *(["--until", str(until)] if min_s > 0 else []))
     running = _hogs(hogs, own)
     fault_t = None
+    timer: threading.Timer | None = None
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -121,6 +130,9 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         out = []
         for line in proc.stdout:
             out.append(line)
+            if min_s > 0 and timer is None and " iteration " in line:
+                timer = threading.Timer(min_s, until.touch)
+                timer.start()
             if (fault or tcp) and fault_t is None and f"iteration {fault_at}" in line:
                 fault_t = time.time()
                 if fault:
@@ -128,6 +140,8 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         rc = proc.wait()
         err = proc.stderr.read()
     finally:
+        if timer is not None:
+            timer.cancel()
         for h in running:
             h.kill()
             h.wait()
@@ -186,6 +200,9 @@ def main() -> int:
                     help="message size(s) of the ping-pong, comma-separated (interleaved)")
     ap.add_argument("--fault", help="down, drop or both (down,drop: interleaved run by run)")
     ap.add_argument("--fault-at", type=int, default=2000)
+    ap.add_argument("--min-seconds", type=float, default=0.0,
+                    help="each job goes on until this long after its first progress line "
+                    "(--count: the most round trips; 0: exactly --count)")
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
     ap.add_argument("--hog-group", choices=("own", "script"), default="own",
                     help="each busy loop in a CPU autogroup of its own, weighing what a rank "
@@ -216,6 +233,8 @@ def main() -> int:
     if min(a.sizes) < 1:
         ap.error(f"--bytes {a.bytes}: at least 1")
     a.faults = a.fault.split(",") if a.fault else [None]
+    if not a.min_seconds >= 0:
+        ap.error(f"--min-seconds {a.min_seconds:g}: 0 or more")
     if a.baseline and not a.fault:
         ap.error("--baseline needs --fault (its windows follow the fault's progress line)")
     if a.fault and any(f not in ("down", "drop") for f in a.faults):
@@ -250,7 +269,7 @@ def measure(a: argparse.Namespace) -> int:
     sizes: list[int] = a.sizes
     fault_kinds: list[str | None] = a.faults
     doc: dict[str, Any] = {"load_at_start": loadavg(), "mpi": a.mpi, "hogs": hogs,
-                           "count": a.count,
+                           "count": a.count, "min_seconds": a.min_seconds,
                            "bytes": sizes, "network": a.network if a.spec else None,
                            "fault": a.fault, "baseline": a.baseline,
                            "hog_group": a.hog_group, "runs": []}
@@ -267,7 +286,7 @@ def measure(a: argparse.Namespace) -> int:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
                 rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
-                          a.hog_group == "own", a.mpi)
+                          a.hog_group == "own", a.mpi, a.min_seconds)
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
