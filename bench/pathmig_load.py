@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Path migration with every core busy (one busy loop per core beside the job): false
 verdicts and migrations in runs without a fault, and the longest round trip when a rail
-fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI,
---bytes per message, 1 KiB by default, every byte checked) on a running testbed of 2
+fails. Each run is `mpilab testbed run --pathmig` of mpilab-tb-pingpong (Open MPI, or
+MPICH with --mpi mpich: the tool of the MPICH build, build-mpich/bin unless MPILAB_BIN says
+otherwise, started by `testbed run --mpi mpich`, the finalize keeper preloaded; --bytes per
+message, 1 KiB by default, every byte checked) on a running testbed of 2
 sites x 1 node x 2 rails (examples/testbed/pathmig-2x1.toml); a fault (s0n0's rail 0, link
 down or silent drop) follows the job's progress line at round trip --fault-at, never the
 clock, and is healed after the job.
@@ -13,6 +15,9 @@ clock, and is healed after the job.
         --runs 3 --fault drop --out drop.json
     python3 bench/pathmig_load.py --spec examples/testbed/pathmig-2x1.toml --prefix pmg \
         --runs 20 --count 1500 --fault-at 500 --fault down,drop --bytes 1024,65536 --out f.json
+
+(--min-seconds S: each job runs until S seconds after its first progress line, --count
+being the most round trips: the no-fault target's runs of at least 60 s.)
 
 (several --fault kinds and --bytes sizes: the cases interleaved run by run; the results file
 is rewritten after every run, so a series stopped part-way keeps the runs it finished.)
@@ -53,11 +58,14 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from harness import REPO, loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from mpilab.errors import MpilabError
+from mpilab.launch import program_mpi_of
 from mpilab.pathmig import agents
 from mpilab.testbed import faults, net
 
@@ -95,17 +103,25 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
-        hogs: int, size: int = 1024, tcp: bool = False, own: bool = True) -> dict[str, Any]:
+        hogs: int, size: int = 1024, tcp: bool = False, own: bool = True,
+        mpi: str = "openmpi", min_s: float = 0.0) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
-    windows taken at the progress line a fault would follow."""
+    windows taken at the progress line a fault would follow; `mpi`: the launcher
+    (`testbed run --mpi`); `min_s` > 0: the job goes on until min_s seconds after its first
+    progress line (the ping-pong's --until; `count` is then the most round trips)."""
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
+    until = work / f"until-{k}"
+    until.unlink(missing_ok=True)
     how = (["--congestion", "cubic"] if tcp else ["--pathmig", "--pathmig-events", str(ev)])
-    cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--timeout", "300", "--",
+    cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--mpi", mpi,
+                     "--timeout", "300", "--",
                      tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
-                     "--progress", "100", "--rtt-log", str(rtt))
+                     "--progress", "100", "--rtt-log", str(rtt),
+                     *(["--until", str(until)] if min_s > 0 else []))
     running = _hogs(hogs, own)
     fault_t = None
+    timer: threading.Timer | None = None
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -114,6 +130,9 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         out = []
         for line in proc.stdout:
             out.append(line)
+            if min_s > 0 and timer is None and " iteration " in line:
+                timer = threading.Timer(min_s, until.touch)
+                timer.start()
             if (fault or tcp) and fault_t is None and f"iteration {fault_at}" in line:
                 fault_t = time.time()
                 if fault:
@@ -121,6 +140,8 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         rc = proc.wait()
         err = proc.stderr.read()
     finally:
+        if timer is not None:
+            timer.cancel()
         for h in running:
             h.kill()
             h.wait()
@@ -134,7 +155,7 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     dead, migr = agents.false_counts(evs, fault_t)
     stops = [e for e in evs if e["event"] == "stop"]
     rec: dict[str, Any] = {
-        "run": k, "bytes": size, "fault": fault, "tcp": tcp, "rc": rc,
+        "run": k, "mpi": mpi, "bytes": size, "fault": fault, "tcp": tcp, "rc": rc,
         "verified": "verified" in "".join(out),
         "round_trips": len(rtts), "duration_s": (ends[-1] - ends[0]) if ends else None,
         "median_ms": statistics.median(rtts) * 1e3 if rtts else None,
@@ -179,6 +200,9 @@ def main() -> int:
                     help="message size(s) of the ping-pong, comma-separated (interleaved)")
     ap.add_argument("--fault", help="down, drop or both (down,drop: interleaved run by run)")
     ap.add_argument("--fault-at", type=int, default=2000)
+    ap.add_argument("--min-seconds", type=float, default=0.0,
+                    help="each job goes on until this long after its first progress line "
+                    "(--count: the most round trips; 0: exactly --count)")
     ap.add_argument("--quiet", action="store_true", help="no busy loops beside the job")
     ap.add_argument("--hog-group", choices=("own", "script"), default="own",
                     help="each busy loop in a CPU autogroup of its own, weighing what a rank "
@@ -188,6 +212,9 @@ def main() -> int:
                     help="with --fault: also a plain-TCP run (cubic, no agents, no fault) per "
                     "size and round, its windows at the same progress line: the same-load "
                     "baseline a fault's pause is judged against")
+    ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
+                    help="the MPI of the ping-pong and its launcher (mpich: the MPICH build's "
+                    "tool, build-mpich/bin unless MPILAB_BIN is set)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
     ap.add_argument("--budget", type=float, default=0.0,
@@ -206,10 +233,21 @@ def main() -> int:
     if min(a.sizes) < 1:
         ap.error(f"--bytes {a.bytes}: at least 1")
     a.faults = a.fault.split(",") if a.fault else [None]
+    if not a.min_seconds >= 0:
+        ap.error(f"--min-seconds {a.min_seconds:g}: 0 or more")
     if a.baseline and not a.fault:
         ap.error("--baseline needs --fault (its windows follow the fault's progress line)")
     if a.fault and any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
+    if a.mpi == "mpich" and not os.environ.get("MPILAB_BIN"):
+        os.environ["MPILAB_BIN"] = str(REPO / "build-mpich" / "bin")
+    try:  # the ping-pong of the asked MPI, checked before the testbed comes up
+        prog = tool("mpilab-tb-pingpong")
+    except MpilabError as e:
+        ap.error(f"--mpi {a.mpi}: {e}")
+    if program_mpi_of([prog]) != a.mpi:
+        ap.error(f"--mpi {a.mpi}: {prog} is linked with {program_mpi_of([prog])} (set "
+                 "MPILAB_BIN to a build of that MPI)")
     # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if a.spec:
@@ -230,7 +268,8 @@ def measure(a: argparse.Namespace) -> int:
     hogs = 0 if a.quiet else os.cpu_count() or 2
     sizes: list[int] = a.sizes
     fault_kinds: list[str | None] = a.faults
-    doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "count": a.count,
+    doc: dict[str, Any] = {"load_at_start": loadavg(), "mpi": a.mpi, "hogs": hogs,
+                           "count": a.count, "min_seconds": a.min_seconds,
                            "bytes": sizes, "network": a.network if a.spec else None,
                            "fault": a.fault, "baseline": a.baseline,
                            "hog_group": a.hog_group, "runs": []}
@@ -247,7 +286,7 @@ def measure(a: argparse.Namespace) -> int:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
                 rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
-                          a.hog_group == "own")
+                          a.hog_group == "own", a.mpi, a.min_seconds)
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
@@ -260,13 +299,18 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
             fault_kinds: list[str | None]) -> int:
     write_json(a.out, doc)
     runs, hogs = doc["runs"], doc["hogs"]
-    print(f"{len(runs)} run(s), hogs {hogs}: false verdicts {sum(r['false_dead'] for r in runs)}, "
+    print(f"{len(runs)} run(s), {doc['mpi']}, hogs {hogs}: false verdicts "
+          f"{sum(r['false_dead'] for r in runs)}, "
           f"false migrations {sum(r['false_migrations'] for r in runs)}, failed jobs "
           f"{sum(1 for r in runs if r['rc'] != 0 or not r['verified'])}"
           + (f", pauses ms {[round(r.get('pause_ms') or -1, 1) for r in runs if not r.get('tcp')]}"
              " (-1: the "
              "fault came after the job)"
              if a.fault else ""))
+    ds = [r["duration_s"] for r in runs if r.get("duration_s") is not None]
+    if ds:  # the no-fault target asks for runs of at least 60 s
+        print(f"durations {min(ds):.1f}-{max(ds):.1f} s, {sum(1 for d in ds if d >= 60)} of "
+              f"{len(runs)} run(s) at least 60 s")
     for size in sizes:
         base = baseline_ms(runs, size)
         for fault in fault_kinds:

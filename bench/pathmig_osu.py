@@ -10,10 +10,18 @@ its own (--hog-group own: the CPU share of a rank) or in this script's (script).
                    after the job. A run passes when the job exits 0 within its limit and
                    printed the result line of every size it was asked for.
   --mode compare   no fault: osu_latency at --lat-size (--lat-iters iterations) and osu_bw at
-                   --bw-size (--bw-iters; --programs picks either or both), plain TCP
-                   (`testbed run --congestion cubic`) and `testbed run --pathmig` side by
-                   side, the order alternating run by run; prints pathmig against the TCP
-                   run beside it, per pair, and the median of the pairs.
+                   --bw-size (--bw-iters; --programs picks either or both), plain TCP and
+                   `testbed run --pathmig` side by side, the order alternating run by run;
+                   prints pathmig against the TCP run beside it, per pair, then per program
+                   the median of the pairs, its 95% interval and two verdicts against
+                   --tolerance (3%): "not slower by more than 3%" (the interval's upper
+                   bound below +3%) and "within +-3%" (both bounds inside). The TCP run is
+                   like for like (--tcp like-mptcp, the default: `testbed run --congestion
+                   cubic --like-mptcp`, the socket settings a --pathmig job gets: cubic,
+                   the routes' quickack metric, the 1 MiB default send buffer; same rail,
+                   same testbed and delay line, Nagle off in both MPIs); --tcp plain is
+                   `--congestion cubic` alone (delayed ACKs, the kernel's 16 KiB default
+                   send buffer).
 
     python3 bench/pathmig_osu.py --spec examples/testbed/pathmig-2x1.toml --prefix pmo \\
         --mode fault --fault down,drop --rounds 2 --out osu-fault.json
@@ -84,7 +92,8 @@ def _size_of(line: str) -> int | None:
 def run_job(a: argparse.Namespace, sp: Any, pathmig: bool, prog: list[str],
             fault: str | None, trigger: int, hogs: int, k: int) -> dict[str, Any]:
     ev = Path(a.work) / f"events-{k}.jsonl"
-    mode = ["--pathmig", "--pathmig-events", str(ev)] if pathmig else ["--congestion", "cubic"]
+    mode = (["--pathmig", "--pathmig-events", str(ev)] if pathmig else
+            ["--congestion", "cubic", *(["--like-mptcp"] if a.tcp == "like-mptcp" else [])])
     cmd = mpilab_cmd("testbed", "run", "--prefix", a.prefix, *mode, "--mpi", a.mpi,
                      "--timeout", str(a.limit), "--", *prog)
     running = _hogs(hogs, a.hog_group == "own")
@@ -178,6 +187,19 @@ def compare_mode(a: argparse.Namespace, sp: Any, doc: dict[str, Any], hogs: int)
                 write_json(a.out, doc)
 
 
+def verdicts(ci: tuple[float, float] | None, tol: float) -> dict[str, bool | None]:
+    """The verdicts on the 95% interval of the median pair (pure; fractions, slower
+    positive): `not_slower`, its upper bound below +tol; `within`, both bounds inside
+    (-tol, +tol); None for both without an interval (too few pairs)."""
+    if ci is None:
+        return {"not_slower": None, "within": None}
+    return {"not_slower": ci[1] < tol, "within": -tol < ci[0] and ci[1] < tol}
+
+
+def _yes(v: bool | None) -> str:
+    return "undecided (too few pairs)" if v is None else "yes" if v else "NO"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("fault", "compare"), required=True)
@@ -193,6 +215,11 @@ def main() -> int:
     ap.add_argument("--bw-size", type=int, default=1 << 20)
     ap.add_argument("--bw-iters", type=int, default=20, help="osu_bw's -i in --mode compare")
     ap.add_argument("--limit", type=int, default=150, help="each job's time limit (s)")
+    ap.add_argument("--tcp", choices=("like-mptcp", "plain"), default="like-mptcp",
+                    help="--mode compare: the TCP run with a --pathmig job's socket settings "
+                    "(testbed run --like-mptcp; the default) or without (plain)")
+    ap.add_argument("--tolerance", type=float, default=3.0,
+                    help="--mode compare: the verdicts' bound, percent (default 3)")
     ap.add_argument("--osu", help=f"the folder of osu_latency and osu_bw (default {OSU}; "
                     "needed with --mpi mpich)")
     ap.add_argument("--imb", help=f"the IMB-MPI1 program (default {IMB}, with --mpi mpich "
@@ -232,7 +259,8 @@ def main() -> int:
         testbed_up(a.prefix, a.spec)
     hogs = 0 if a.quiet else os.cpu_count() or 2
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "mode": a.mode,
-                           "mpi": a.mpi, "hog_group": a.hog_group, "runs": [], "pairs": []}
+                           "mpi": a.mpi, "hog_group": a.hog_group, "tcp": a.tcp,
+                           "tolerance_pct": a.tolerance, "runs": [], "pairs": []}
     try:
         sp = net.current_spec(a.prefix)
         (fault_mode if a.mode == "fault" else compare_mode)(a, sp, doc, hogs)
@@ -259,13 +287,18 @@ def main() -> int:
             if s:
                 # distribution-free 95% interval of the median pair (order statistics)
                 ci = os_interval(s, 0.95)
+                v = verdicts(ci, a.tolerance / 100)
                 doc["medians"][name] = {"pairs": len(s), "median": statistics.median(s),
-                                        "ci95": list(ci) if ci else None}
-                print(f"{name}: pathmig slower than TCP by {100 * statistics.median(s):+.2f}% "
+                                        "ci95": list(ci) if ci else None, **v}
+                print(f"{name}: pathmig slower than TCP ({a.tcp}) by "
+                      f"{100 * statistics.median(s):+.2f}% "
                       f"(median of {len(s)} pairs; range {100 * min(s):+.2f} to "
                       f"{100 * max(s):+.2f}%; 95% interval of the median "
                       + (f"{100 * ci[0]:+.2f} to {100 * ci[1]:+.2f}%)" if ci else
                          "none: too few pairs)"))
+                print(f"{name}: not slower by more than {a.tolerance:g}%: "
+                      f"{_yes(v['not_slower'])}; within +-{a.tolerance:g}%: "
+                      f"{_yes(v['within'])}")
         write_json(a.out, doc)
     return 0
 

@@ -139,3 +139,28 @@ def test_mpich_testbed_jobs_keep_their_command_line(job: specmod.Spec, tmp_path:
                    "/l/wrap.so:/l/keep.so" if mptcp else "/l/keep.so"]
     off = tb.job_prefix(job, 3, None, mptcp=mptcp, mpi="mpich", ucx_keeper=False)
     assert off == cmd[:-3]
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_a_like_mptcp_tcp_job_gets_an_mptcp_jobs_socket_settings_over_plain_tcp(
+        job: specmod.Spec, monkeypatch: pytest.MonkeyPatch, mpi: str) -> None:
+    """`testbed run --like-mptcp`: the baseline of an MPTCP job has its congestion control,
+    quickack metric and send buffer, and is still plain TCP (no mptcpize, no endpoints)."""
+    seen: list[tuple[str, object, object]] = []
+    monkeypatch.setattr(congestion, "apply",
+                        lambda spec, hosts, algo, quickack=False: seen.append(
+                            ("apply", algo, quickack)))
+    monkeypatch.setattr(congestion, "send_buffers",
+                        lambda spec, hosts, mptcp: seen.append(("buffers", mptcp, None)))
+    monkeypatch.setattr(tb, "setup_mptcp", lambda *a, **k: seen.append(("endpoints", 0, 0)))
+    for like in (False, True):
+        seen.clear()
+        cmd = tb.job_prefix(job, 2, "s0n0,s1n0", mpi=mpi, like_mptcp=like)
+        assert "/x/mptcpize" not in cmd
+        assert ("endpoints", 0, 0) not in seen
+        assert seen == ([("apply", congestion.MPTCP_DEFAULT, True), ("buffers", True, None)]
+                        if like else [("apply", None, False), ("buffers", False, None)])
+    # what an MPTCP job gets, compared with the same recorder
+    seen.clear()
+    tb.job_prefix(job, 2, "s0n0,s1n0", mptcp=True, mpi=mpi)
+    assert seen[:2] == [("apply", congestion.MPTCP_DEFAULT, True), ("buffers", True, None)]

@@ -6,10 +6,12 @@ The stall test is the one timing check here, and it is the behaviour under test:
 link-down fault the first round trips of a 64 KiB MPI ping-pong may not stall. Before the
 quickack route metric, the peer's subflow acked re-sent duplicate data only when its
 delayed-ACK timer fired, and the round trip waited ~40 ms longer (docs/pathmig.md, "Job
-set-up"). A fault's window is the round trips in flight at the link event or begun within
-50 ms of it; a window stalls when its longest round trip exceeds the job's
-median by more than 30 ms and is longer than every round trip outside the windows (the
-machine's own noise in this job: with two CPU hogs the ranks wait for a core too). One
+set-up"). A fault's window is the round trips in flight at the fault's request or begun
+from then to 50 ms after the agents' link event (a round trip the fault held before the
+link event is in it, however late the event came); a window stalls when its longest
+round trip exceeds the job's median by more than 30 ms and is longer than every round trip
+outside the windows (the machine's own noise in this job: with two CPU hogs the ranks wait
+for a core too). One
 stalled window fails the test in a quiet run: no round trip outside the windows came within
 30 ms of the median, and the machine's load average stayed below its CPU count (a window
 also holds the agents' reaction to the link event, which waits for a core behind busy CPUs
@@ -96,13 +98,15 @@ def _start(env: dict[str, str], args: list[str]) -> subprocess.Popen[str]:
                             env=env, cwd=REPO)
 
 
-def _windows(rtts: list[tuple[float, float]], links: list[float]
+def _windows(rtts: list[tuple[float, float]], faults_at: list[tuple[float, float]]
              ) -> tuple[list[float], list[float]]:
     """(the longest round trip of each fault's window, every round trip outside them);
-    rtts: (end, duration)."""
+    rtts: (end, duration); faults_at: (the fault's request, the agents' link event). A
+    window: the round trips ending after the request that began before 50 ms after the
+    link event."""
     pauses, inside = [], set()
-    for t in links:
-        w = [k for k, (end, d) in enumerate(rtts) if end > t and end - d < t + 0.05]
+    for asked, link in faults_at:
+        w = [k for k, (end, d) in enumerate(rtts) if end > asked and end - d < link + 0.05]
         inside.update(w)
         pauses.append(max((rtts[k][1] for k in w), default=0.0))
     return pauses, [d for k, (_, d) in enumerate(rtts) if k not in inside]
@@ -123,6 +127,16 @@ def stalled(pauses: list[float], others: list[float], median: float,
     return (len(bad) >= 1 and quiet) or len(bad) >= 2, why
 
 
+def test_fault_window_starts_at_the_request() -> None:
+    """A round trip the fault held that ended before the agents' link event (the event came
+    late) is in the fault's window, not among the others; round trips begun more than 50 ms
+    after the link event are not."""
+    rtts = [(10.000, 0.005), (10.060, 0.055), (10.070, 0.006), (10.200, 0.006)]
+    pauses, others = _windows(rtts, [(10.004, 10.065)])
+    assert pauses == [0.055]
+    assert others == [0.005, 0.006]
+
+
 def test_stall_verdict() -> None:
     med = 0.007
     # quiet job: one window 45 ms over the median fails; none passes
@@ -140,11 +154,11 @@ def test_stall_verdict() -> None:
 
 
 def _one_fault_job(sp: Spec, env: dict[str, str], pp: str, log: Path,
-                   rng: random.Random) -> tuple[list[tuple[float, float]], float]:
+                   rng: random.Random) -> tuple[list[tuple[float, float]], float, float]:
     """One `testbed run --pathmig` job of JOB_RT round trips with a link-down fault on
     s0n0's rail 0 after SETTLE_RT round trips (once both agents hold every connection
-    ARMED), healed after the job; returns its round trips (end, duration) and the agent's
-    link event (CLOCK_REALTIME)."""
+    ARMED), healed after the job; returns its round trips (end, duration), the fault's
+    request and the agent's link event (CLOCK_REALTIME)."""
     proc = _start(env, ["--pathmig", "--timeout", "120", "--", pp, str(JOB_RT), "65536",
                         str(log)])
     assert proc.stdout is not None and proc.stderr is not None
@@ -168,7 +182,7 @@ def _one_fault_job(sp: Spec, env: dict[str, str], pp: str, log: Path,
     assert link is not None, f"no link event after the fault at {t0}"
     rows = [ln.split() for ln in log.read_text().splitlines()]
     assert len(rows) == JOB_RT and rows[-1][3] == "0", "round trips missing or data errors"
-    return [(float(f[1]), float(f[2])) for f in rows], link
+    return [(float(f[1]), float(f[2])) for f in rows], t0, link
 
 
 def test_no_transport_stall_after_migration_64k(fresh: tuple[Spec, dict[str, str]],
@@ -186,9 +200,9 @@ def test_no_transport_stall_after_migration_64k(fresh: tuple[Spec, dict[str, str
     pauses, others, durations = [], [], []
     busy = False
     for _ in range(FAULTS):
-        rtts, link = _one_fault_job(sp, env, pp, tmp_path / "rtt.log", rng)
+        rtts, asked, link = _one_fault_job(sp, env, pp, tmp_path / "rtt.log", rng)
         busy = busy or os.getloadavg()[0] >= (os.cpu_count() or 1)
-        p, o = _windows(rtts, [link])
+        p, o = _windows(rtts, [(asked, link)])
         pauses += p
         others += o[2:]  # not the first round trips (the job's wire-up)
         durations += [d for _, d in rtts]

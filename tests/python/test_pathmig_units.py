@@ -122,6 +122,21 @@ def test_loaded_target_is_judged_over_the_plain_tcp_baseline() -> None:
     assert judge(runs, 65536, None, 70) is None
 
 
+def test_osu_compare_verdicts_read_the_interval_of_the_median_pair() -> None:
+    """bench/pathmig_osu.py --mode compare: "not slower by more than 3%" needs the interval's
+    upper bound below +3%; "within +-3%" needs both bounds inside; a faster pathmig whose
+    interval reaches below -3% is not slower but not within; no interval decides nothing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from pathmig_osu import verdicts
+    t = 0.03
+    assert verdicts((-0.062, 0.001), t) == {"not_slower": True, "within": False}
+    assert verdicts((-0.029, 0.029), t) == {"not_slower": True, "within": True}
+    assert verdicts((-0.01, 0.031), t) == {"not_slower": False, "within": False}
+    assert verdicts((0.0, 0.03), t) == {"not_slower": False, "within": False}
+    assert verdicts((-0.03, 0.0), t) == {"not_slower": True, "within": False}
+    assert verdicts(None, t) == {"not_slower": None, "within": None}
+
+
 def test_baseline_round_trip_figures() -> None:
     """bench/pathmig_baseline.py's figures of a run: the wire-up left out, quantiles,
     counts over 50 and 100 ms, and the longest round trip of each whole 3 s window."""

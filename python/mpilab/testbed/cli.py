@@ -194,6 +194,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.mptcp_subflows is not None and args.pathmig:
         raise MpilabError("--mptcp-subflows: not with --pathmig (the agents add the "
                           "subflows there)")
+    if args.like_mptcp and (args.mptcp or args.pathmig or args.mptcp_subflows is not None):
+        raise MpilabError("--like-mptcp: only for a plain TCP job (an --mptcp or --pathmig "
+                          "job has those settings already)")
     timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
                else None)
     grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
@@ -227,7 +230,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return launch.run(sp, program, np=args.np, hosts=args.hosts,
                       mptcp=args.mptcp or args.mptcp_subflows is not None,
                       timeout=timeout, rails=rails, fault_grace=grace,
-                      congestion=args.congestion, mpi=args.mpi, subflows=args.mptcp_subflows)
+                      congestion=args.congestion, mpi=args.mpi, subflows=args.mptcp_subflows,
+                      like_mptcp=args.like_mptcp)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -301,6 +305,10 @@ def register(subparsers: Any) -> None:
                         "(the cost of MPTCP itself, no second path)")
     p.add_argument("--pathmig", action="store_true",
                    help="MPTCP with a path migration agent per node (docs/pathmig.md)")
+    p.add_argument("--like-mptcp", action="store_true",
+                   help="plain TCP with the socket settings of an --mptcp/--pathmig job "
+                        "(cubic under --congestion auto, the routes' quickack metric, the "
+                        "1 MiB default send buffer): the like-for-like baseline")
     p.add_argument("--pathmig-events", metavar="FILE",
                    help="with --pathmig: write the agents' merged event log here")
     p.add_argument("--congestion", metavar="ALGO", default="auto",

@@ -265,7 +265,7 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
                pathmig: bool = False, congestion: str = "auto",
                mpi: str = "openmpi", ucx_keeper: bool = True,
-               subflows: int | None = None) -> list[str]:
+               subflows: int | None = None, like_mptcp: bool = False) -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun (`mpi`
     "openmpi") or mpiexec.mpich ("mpich") runs in the first host's namespace with the
     testbed's hostfile or host list, rsh agent and interface options.
@@ -273,7 +273,10 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     `--testbed` option. `congestion`: the TCP congestion control of the job's namespaces
     ("auto": cubic under MPTCP, the namespaces' default otherwise; "default"; a name);
     see mpilab.pathmig.congestion for why MPTCP must not run under BBR. `ucx_keeper`:
-    preload the MPI_Finalize keeper into MPICH's ranks (mpich_rank_preload)."""
+    preload the MPI_Finalize keeper into MPICH's ranks (mpich_rank_preload). `like_mptcp`:
+    a plain TCP job with the socket settings an MPTCP job gets (its congestion control under
+    "auto", the routes' quickack metric, the larger default send buffer): the like-for-like
+    baseline of an MPTCP or --pathmig job."""
     net.require_root()
     chosen = choose_hosts(spec, hosts)
     if np is None:
@@ -294,10 +297,11 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
             raise MpilabError(f"--rails: rail {r} does not exist (testbed has {spec.rails})")
     slots = -(-np // len(chosen))
     from mpilab.pathmig import congestion as cc
-    algo = (cc.MPTCP_DEFAULT if mptcp else None) if congestion == "auto" else (
+    tuned = mptcp or like_mptcp  # the socket settings of an MPTCP job
+    algo = (cc.MPTCP_DEFAULT if tuned else None) if congestion == "auto" else (
         None if congestion == "default" else congestion)
-    cc.apply(spec, chosen, algo, quickack=mptcp)
-    cc.send_buffers(spec, chosen, mptcp)
+    cc.apply(spec, chosen, algo, quickack=tuned)
+    cc.send_buffers(spec, chosen, tuned)
     if mptcp and not pathmig:  # with pathmig the agents are the path manager
         setup_mptcp(spec, chosen, rails[0], subflows)
     agent = write_agent(spec, mptcp)
@@ -326,7 +330,8 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
 def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None = None,
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
         stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False,
-        congestion: str = "auto", mpi: str = "auto", subflows: int | None = None) -> int:
+        congestion: str = "auto", mpi: str = "auto", subflows: int | None = None,
+        like_mptcp: bool = False) -> int:
     """Run PROGRAM under mpirun (or MPICH's mpiexec: `mpi` "mpich", or "auto" and the
     program is linked with MPICH) started inside the first host's namespace, supervised by
     mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
@@ -342,7 +347,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     if mpi == "auto":
         mpi = launch.program_mpi_of(program)
     cmd = (job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi,
-                      subflows=subflows)
+                      subflows=subflows, like_mptcp=like_mptcp)
            + rank_prefix(spec) + list(program))
     tag = jobctl.new_tag(spec.prefix)
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],
