@@ -127,8 +127,8 @@ def _mutate_arrays(data: st.DataObject, head: bytes, npz: bytes) -> tuple[bytes,
         else:
             try:
                 arrays[name] = _array_value(data, arrays[name])
-            except (ValueError, TypeError):  # an earlier damage left no numbers to convert
-                pass
+            except (ValueError, TypeError, IndexError):  # an earlier damage left no
+                pass  # numbers to convert, or a 0-d array that cannot be sliced
     buf = io.BytesIO()
     save = np.savez_compressed if data.draw(st.booleans(), "compressed") else np.savez
     try:
