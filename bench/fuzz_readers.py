@@ -3,7 +3,8 @@
 files, testbed state, the pathmig agent event log and fault plan, the testbed fault log,
 testbed and disk specs, SimGrid platform inputs (a platform XML's hosts and configs, a
 heterogeneous cluster file), history databases (`mpilab history`'s readers on a damaged
-file or damaged rows) and the results import of `mpilab history add`.
+file or damaged rows), the results import of `mpilab history add` and the `.npz` samples
+archive of a compact results file (bench/fuzz_npz.py: its seeds, mutations and readers).
 
 Each reader starts from valid seeds (the examples, a synthetic results document, a state
 and a choice written by the project's own code) and is given mutated copies: a JSON node
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fuzz_npz
 from harness import REPO, test_helpers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
@@ -52,7 +54,7 @@ class Reader:
     """A document kind: its seeds (bytes), whether they are JSON (documents or lines) or
     text, and the function that reads a file of that kind (all of its consumers' checks)."""
     seeds: Callable[[], list[bytes]]
-    kind: str  # "json", "jsonl", "text" or "sqlite" (a database file)
+    kind: str  # "json", "jsonl", "text", "sqlite" (a database file) or "npz" (fuzz_npz)
     read: Callable[[Path], Any]
     name: str = "in.json"
 
@@ -325,6 +327,7 @@ def _read_history_add(p: Path) -> Any:
 READERS: dict[str, Reader] = {
     "history-db": Reader(_history_seeds, "sqlite", _read_history, "h.sqlite"),
     "history-add": Reader(_results_seeds, "json", _read_history_add),
+    "samples-npz": Reader(fuzz_npz.seeds, "npz", fuzz_npz.read, fuzz_npz.NAME),
     "results": Reader(_results_seeds, "json", _read_results),
     "choice": Reader(_choice_seeds, "json", _read_choice),
     "testbed-state": Reader(_state_seeds, "json", _read_state),
@@ -503,6 +506,8 @@ def mutate(data: st.DataObject, r: Reader, seeds: list[bytes]) -> bytes:
     raw = seeds[data.draw(st.integers(0, len(seeds) - 1), "seed")]
     if r.kind == "sqlite":
         return _mutate_sqlite(data, raw)
+    if r.kind == "npz":
+        return fuzz_npz.mutate(data, raw, _mutate_text)
     if r.kind != "text" and data.draw(st.booleans(), "structural"):
         if r.kind == "json":
             return _mutate_json(data, json.loads(raw))

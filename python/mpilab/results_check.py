@@ -76,6 +76,10 @@ def measurement(w: Where, m: dict[str, Any], idx: int, source: str,
     valid = tuple(m.get("valid", ()))
     if samples and "valid" in m and len(valid) != len(samples):
         raise w.fail(path + ("valid",), f"{len(valid)} flags for {len(samples)} samples")
+    for i, x in enumerate(samples):  # a time below 0 is stored as invalid, never counted
+        if x is not None and x < 0 and (i >= len(valid) or valid[i] is not False):
+            raise w.fail(path + ("samples", i), f"{x:g} s: a negative time counted as valid "
+                         "(the runner stores an impossible sample with valid false)")
     if samples and int(m["stats"]["reps"]) != len(samples):  # a count that contradicts the data
         raise w.fail(path + ("stats", "reps"),
                      f"{m['stats']['reps']} repetitions for {len(samples)} samples")

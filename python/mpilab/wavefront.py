@@ -213,9 +213,37 @@ def _rate(t: str) -> int:
     return parse_rate(t)
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """What the tool would refuse only after it has worked, or never, refused before it
+    starts: an input named empty or naming a folder; a --json output it cannot write (the
+    tool writes it after the iterations, which change DATA in place); a --launcher that is
+    none (without --np it would be ignored)."""
+    from mpilab.fsutil import check_output
+
+    op = args.wf_command
+    names = {"run": ("data", "coef"), "verify": ("initial", "coef", "result")}.get(op, ())
+    for key in names:
+        v = getattr(args, key)
+        opt = key if key == "result" else f"--{key}"
+        if not v:
+            raise MpilabError(f"{opt}: empty file name")
+        if os.path.isdir(v):
+            raise MpilabError(f"{opt} {v}: is a directory, expected a file")
+    if op != "run":
+        return
+    if args.json is not None:
+        if not args.json:
+            raise MpilabError("--json: empty file name")
+        check_output(args.json)
+    if args.launcher is not None and args.launcher not in launch.LAUNCHERS:
+        raise MpilabError(f"--launcher {args.launcher}: unknown launcher (known: "
+                          f"{', '.join(launch.LAUNCHERS)})")
+
+
 def _handler(args: argparse.Namespace) -> int:
     if args.wf_command == "regime":
         return _regime(args)
+    check_paths(args)
     if getattr(args, "sim", None) is not None:
         if getattr(args, "disk", None):
             raise MpilabError("--disk: not with --sim (simulated runs do no disk I/O)")

@@ -21,6 +21,11 @@ from mpilab.cli import main
     (["diff", "a.json", "b.json", "--html", ""], "--html"),
     (["tune", "export", "c.json", "--mpich", ""], "--mpich"),
     (["tune", "choose", "--dir", "", "--out", "x.json"], "--dir"),
+    # a name no testbed can have (`testbed up` refuses it) is not looked up
+    (["bench", "--testbed", "-1"], "--testbed"),
+    (["survey", "--testbed", "\u0663"], "--testbed"),
+    (["multilane", "run", "--testbed", "Zz", "-o", "x.json"], "--testbed"),
+    (["tune", "sweep", "--testbed", "toolong1", "--dir", "sw", "--np", "2"], "--testbed"),
 ])
 def test_bad_argument_before_environment(argv: list[str], opt: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:

@@ -309,6 +309,12 @@ _SPEC_MIN = {"sites": 2, "nodes_per_site": 4, "rails": 1, "subnet": "10.77.0.0/1
     ("sites that do not fit the subnet", {"spec": dict(_SPEC_MIN, prefix="zz", sites=16,
                                                        rails=4, site_prefixlen=17)},
      ": spec.site_prefixlen: 64 subnets of /17 do not fit in 10.77.0.0/16"),
+    # what `up` records: the delay line's I/O (tun, packet; none under netem) and backend
+    ("a delay I/O up never records", {"spec": dict(_SPEC_MIN, prefix="zz"), "delay_io": "bogus"},
+     ":1: delay_io: "),
+    ("a delay backend up never records", {"spec": dict(_SPEC_MIN, prefix="zz"),
+                                          "delay_backend": "auto"},
+     ":1: delay_backend: "),
 ])
 @pytest.mark.parametrize("cmd", [["testbed", "status"], ["testbed", "run", "--", "true"],
                                  ["multilane", "run", "-o", "m.json"],

@@ -227,3 +227,23 @@ def test_stream_compaction_is_the_whole_documents(make: Callable[[], dict[str, A
         ref["samples_file"].pop("path")
     assert a == b
     _same_samples(doc, samples_file.attach(json.loads(src.read_text()), src))
+
+
+@pytest.mark.parametrize("form", ["full", "compact"])
+def test_a_negative_time_counted_as_valid_is_refused(tmp_path: Path, form: str) -> None:
+    """The runner stores an impossible (negative) sample with valid false: one counted as
+    valid, inline or from the archive, is refused naming it; flagged invalid it is read."""
+    doc = make_results(ranks=2, sizes=(0,))
+    m = doc["measurements"][0]
+    m["samples"][1] = -2e-6
+    out = tmp_path / "r.json"
+    if form == "full":
+        out.write_text(json.dumps(doc))
+    else:
+        out = _compact(doc, tmp_path)
+    with pytest.raises(MpilabError, match=r"r\.json(:\d+)?: measurements\[0\]\.samples\[1\]: "
+                                          r"-2e-06 s: a negative time counted as valid"):
+        results.load(out)
+    m["valid"][1] = False
+    (tmp_path / "ok.json").write_text(json.dumps(doc))
+    assert results.load(tmp_path / "ok.json").measurements[0].samples[1] == -2e-6

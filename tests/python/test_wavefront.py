@@ -124,6 +124,46 @@ def test_bad_input_one_line(run_cli: Callable[..., Any], tmp_path: Path) -> None
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+@needs_tool
+@pytest.mark.parametrize("extra, says", [
+    (["--json", "adir"], "adir: is a directory"),
+    (["--json", ""], "--json: empty file name"),
+    (["--launcher", "abc"], "--launcher abc: unknown launcher"),
+    (["--data", "adir"], "--data adir: is a directory"),
+    (["--coef", ""], "--coef: empty file name"),
+])
+def test_run_refuses_before_the_data_is_changed(run_cli: Callable[..., Any], tmp_path: Path,
+                                                extra: list[str], says: str) -> None:
+    """A --json the tool could write only after the iterations (which change DATA in place)
+    or a --launcher that threads mode would ignore: one line, DATA unchanged."""
+    env = _env()
+    assert run_cli("wavefront", "create", "--rows", "8", "--cols", "8", "d0", "c0",
+                   env=env).returncode == 0
+    (tmp_path / "adir").mkdir()
+    before = (tmp_path / "d0").read_bytes()
+    args = {"--data": "d0", "--coef": "c0"}
+    for k in range(0, len(extra), 2):
+        args[extra[k]] = extra[k + 1]
+    p = run_cli("wavefront", "run", *[x for kv in args.items() for x in kv],
+                "--iterations", "1", "--mb", "2", "--nb", "2", env=env)
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert says in p.stderr, p.stderr
+    assert (tmp_path / "d0").read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["adir", "c0", "d0"]
+
+
+@needs_tool
+def test_verify_refuses_a_folder_or_an_empty_name(run_cli: Callable[..., Any],
+                                                  tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    for args, says in ((["--initial", "adir", "--coef", "c0", "d0"], "--initial adir"),
+                       (["--initial", "d0", "--coef", "", "d0"], "--coef: empty"),
+                       (["--initial", "d0", "--coef", "c0", "adir"], "result adir")):
+        p = run_cli("wavefront", "verify", "--iterations", "0", *args, env=_env())
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert says in p.stderr, p.stderr
+
+
 def test_argument_errors(run_cli: Callable[..., Any]) -> None:
     p = run_cli("wavefront", "convert", "--layout", "diagonal", "a", "b")
     assert p.returncode == 2 and "diagonal" in p.stderr

@@ -717,7 +717,7 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int) -> None:
                    help=f"number of ranks (default {default_np}; under srun the "
                         "allocation's, or the CPUs of the node)")
     launch.add_options(p)
-    p.add_argument("--testbed", metavar="PREFIX",
+    p.add_argument("--testbed", metavar="PREFIX", type=argtypes.testbed_prefix,
                    help="run inside the emulated cluster with this name prefix "
                         "(started with 'mpilab testbed up'; the default prefix is mlt)")
     p.add_argument("--mptcp", action="store_true",

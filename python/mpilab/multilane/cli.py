@@ -108,7 +108,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("multilane", help="multilane scatter/gather experiments (docs/multilane.md)")
     s = p.add_subparsers(dest="multilane_command", metavar="SUBCOMMAND")
     r = s.add_parser("run", help="run mpilab-multilane inside the testbed (or simulated)")
-    r.add_argument("--testbed", help="testbed prefix (default $MPILAB_TESTBED_PREFIX)")
+    r.add_argument("--testbed", type=argtypes.testbed_prefix,
+                   help="testbed prefix (default $MPILAB_TESTBED_PREFIX)")
     r.add_argument("--sim", metavar="PLATFORM",
                    help="run simulated instead: the SMPI build of mpilab-multilane (scripts/"
                         "build --smpi) under smpirun on this SimGrid platform (mpilab sim "

@@ -388,7 +388,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _where(p: argparse.ArgumentParser) -> None:
     """Where and how the launches run: sweep's and validate's options alike."""
-    p.add_argument("--testbed", metavar="PREFIX",
+    p.add_argument("--testbed", metavar="PREFIX", type=argtypes.testbed_prefix,
                    help="run the launches inside this emulated testbed (mpilab testbed up)")
     p.add_argument("--mpich-yield", action="store_true",
                    help="MPICH: preload libmpilab_ucx_yield.so, waiting ranks yield their CPU "
