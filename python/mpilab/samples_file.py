@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ def open_for(doc: dict[str, Any], results_path: str | os.PathLike[str],
         arrays = np.load(io.BytesIO(data), allow_pickle=False)
         nmeas = len(doc["measurements"]) if isinstance(doc.get("measurements"), list) else 0
         check_archive(side, arrays, ref, nmeas)
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
         raise MpilabError(f"{side}: not a readable samples archive ({e})") from None
     return Samples(arrays)
 
@@ -235,7 +236,8 @@ def check_archive(side: Path, z: Any, ref: dict[str, Any], nmeas: int) -> None:
         raise MpilabError(f"{side}: {KEY}.measurements is {ref['measurements']}, the file "
                           f"has {nmeas}")
     for name, (kind, k, n) in heads.items():
-        if kind in ("s", "p") and n and bool(np.isinf(z[name]).any()):
+        arr = z[name]  # every member decompressed here, where a damaged stream is caught
+        if kind in ("s", "p") and n and bool(np.isinf(arr).any()):
             raise MpilabError(f"{side}: {name}: an infinite sample")
         if kind == "v" and f"s{k}" in heads and heads[f"s{k}"][2] != n:
             raise MpilabError(f"{side}: {name}: {n} validity flags for "
@@ -243,7 +245,7 @@ def check_archive(side: Path, z: Any, ref: dict[str, Any], nmeas: int) -> None:
         if kind == "pn":
             if f"p{k}" not in heads:
                 raise MpilabError(f"{side}: {name} without p{k}")
-            counts = z[name]
+            counts = arr
             if n and int(counts.min()) < -1:
                 raise MpilabError(f"{side}: {name}: a pair count below -1")
             if sum(max(0, int(x)) for x in counts.tolist()) != heads[f"p{k}"][2]:

@@ -171,6 +171,46 @@ def _damaged(arrays: dict[str, Any], how: str) -> bytes | dict[str, Any]:
     return a
 
 
+def _corrupt_stream(npz: bytes, member: str, at: float) -> bytes:
+    """The archive with `member`'s compressed data overwritten from fraction `at` of it by
+    bytes no deflate stream holds (a reserved block type): the zip's directory intact."""
+    import io
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(npz)) as z:
+        info = z.getinfo(member)
+    name_len, extra_len = struct.unpack("<HH", npz[info.header_offset + 26:
+                                                   info.header_offset + 30])
+    start = info.header_offset + 30 + name_len + extra_len
+    lo = start + int(info.compress_size * at)
+    n = max(8, info.compress_size - (lo - start))
+    return npz[:lo] + b"\xff" * n + npz[lo + n:]
+
+
+@pytest.mark.parametrize("member, at", [("s1.npy", 0.0), ("s1.npy", 0.5), ("v1.npy", 0.5)])
+def test_a_corrupt_compressed_stream_is_refused_in_one_line(tmp_path: Path, member: str,
+                                                            at: float) -> None:
+    """A member whose deflate stream is damaged (the archive's sha256 made to match):
+    zlib's own error, in the array's header or in its data, and in a member the checks
+    do not otherwise need (validity flags), is one MpilabError naming the archive."""
+    import hashlib
+
+    doc = _pair_matrix_doc()
+    doc["measurements"][1]["samples"] = [1e-6 + 1e-9 * k for k in range(400)]
+    doc["measurements"][1]["valid"] = [k % 3 != 0 for k in range(400)]
+    out = _compact(doc, tmp_path)
+    npz = tmp_path / "r.samples.npz"
+    bad = _corrupt_stream(npz.read_bytes(), member, at)
+    npz.write_bytes(bad)
+    meta = json.loads(out.read_text())
+    meta["samples_file"]["sha256"] = hashlib.sha256(bad).hexdigest()
+    out.write_text(json.dumps(meta))
+    with pytest.raises(MpilabError) as e:
+        results.load(out)
+    assert "r.samples.npz" in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("how", ["garbage", "an array left out", "strings", "2-D",
                                  "an object array", "infinity", "pair counts below -1",
                                  "pair counts too large", "flags not matching the samples",
