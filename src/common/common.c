@@ -261,6 +261,29 @@ int mpilab_output_hold(const char *path, int *fd, char *err, size_t errlen)
     return 0;
 }
 
+int mpilab_output_check(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!path || !*path)
+        return mpilab_errf(err, errlen, "output: empty file name");
+    if (strcmp(path, "-") == 0)
+        return 0;
+    if (stat(path, &st) == 0)
+        return S_ISDIR(st.st_mode) ? mpilab_errf(err, errlen, "%s: is a directory", path) : 0;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char dir[4096];
+    if (n >= sizeof dir)
+        return mpilab_errf(err, errlen, "%s: name too long", path);
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return mpilab_errf(err, errlen, "%s: its folder %s does not exist", path, dir);
+    return 0;
+}
+
 /* The output is a regular file or a new name (checkpoints go beside it), not "-", a FIFO
  * or a device. */
 int mpilab_output_is_file(const char *path)

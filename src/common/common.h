@@ -35,6 +35,10 @@ int mpilab_partial_path(const char *out, char *buf, size_t n);
  * else *fd = -1. Anything else returns 0 (mpilab_write_atomic checks it when writing). */
 int mpilab_output_hold(const char *path, int *fd, char *err, size_t errlen);
 
+/* Check before any work that an output can be written where it is named: not an empty
+ * name, not a directory, its folder present. 0, or -1 with one line in err. */
+int mpilab_output_check(const char *path, char *err, size_t errlen);
+
 /* 1 if path is a regular file or a new name (not "-", a FIFO or a device). */
 int mpilab_output_is_file(const char *path);
 

@@ -286,6 +286,9 @@ static int parse_run(mpilab_wf_cli *c, int argc, char **argv, char *err, size_t 
         return mpilab_errf(err, errlen, "run: --data and --coef are required");
     if (ro->sim_cell_flops > 0 && !c->mpi)
         return mpilab_errf(err, errlen, "--sim-cell-flops: needs --mpi (simulated ranks)");
+    /* the results file is written after the iterations, which change DATA in place */
+    if (c->json && mpilab_output_check(c->json, err, errlen))
+        return MPILAB_WF_CLI_BAD;
     return MPILAB_WF_CLI_RUN;
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,29 @@ def test_run_refuses_before_the_data_is_changed(run_cli: Callable[..., Any], tmp
     p = run_cli("wavefront", "run", *[x for kv in args.items() for x in kv],
                 "--iterations", "1", "--mb", "2", "--nb", "2", env=env)
     assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert says in p.stderr, p.stderr
+    assert (tmp_path / "d0").read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["adir", "c0", "d0"]
+
+
+@needs_tool
+@pytest.mark.parametrize("out, says", [("adir", "adir: is a directory"),
+                                       ("nofolder/r.json", "its folder nofolder does not exist"),
+                                       ("", "output: empty file name")])
+def test_the_tool_refuses_its_results_file_before_the_iterations(tmp_path: Path, out: str,
+                                                                 says: str) -> None:
+    """mpilab-wavefront itself (not only `mpilab wavefront`): a --json it could not write
+    after the iterations, which change DATA in place, is one line and exit 2 at parse time,
+    DATA unchanged."""
+    tool = str(Path(str(TOOLS)) / "mpilab-wavefront")
+    assert subprocess.run([tool, "create", "--rows", "8", "--cols", "8", "d0", "c0"],
+                          cwd=tmp_path, capture_output=True).returncode == 0
+    (tmp_path / "adir").mkdir()
+    before = (tmp_path / "d0").read_bytes()
+    p = subprocess.run([tool, "run", "--data", "d0", "--coef", "c0", "--iterations", "1",
+                        "--mb", "2", "--nb", "2", "--json", out], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert says in p.stderr, p.stderr
     assert (tmp_path / "d0").read_bytes() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["adir", "c0", "d0"]
