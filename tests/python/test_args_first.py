@@ -19,6 +19,7 @@ from mpilab.cli import main
     (["compare", "--sizes", "-1"], "--sizes"),
     (["compare", "--scaling", "\u0663"], "--scaling"),
     (["diff", "a.json", "b.json", "--html", ""], "--html"),
+    (["diff", "a.json", "b.json", "--variation-store", ""], "--variation-store"),
     (["tune", "export", "c.json", "--mpich", ""], "--mpich"),
     (["tune", "choose", "--dir", "", "--out", "x.json"], "--dir"),
     # a name no testbed can have (`testbed up` refuses it) is not looked up

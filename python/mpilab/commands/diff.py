@@ -535,7 +535,7 @@ def register(sub: Any) -> None:
     p.add_argument("--keep", metavar="DIR", type=argtypes.out_dir,
                    help="with --run: keep the launches' files and the merged a.json, b.json")
     p.add_argument("--quiet", action="store_true", help="with --run: no line per launch")
-    p.add_argument("--variation-store", metavar="PATH",
+    p.add_argument("--variation-store", metavar="PATH", type=argtypes.nonempty,
                    help="the stored launch-to-launch variation that moderates the tests "
                         "(default: mpilab bench's; 'none': not used)")
     p.add_argument("--look", metavar="I/K",
