@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import test_helpers
 from hypothesis import strategies as st
 
 SEP = b"\n--npz--\n"
@@ -40,6 +41,7 @@ def seeds() -> list[bytes]:
     (a null pair's samples), a run whose measurements have validity flags."""
     import tempfile
 
+    test_helpers()  # conftest and test_samples_file: the writer's own test documents
     from conftest import make_results
     from mpilab import samples_file
     from test_samples_file import _pair_matrix_doc
