@@ -171,6 +171,20 @@ def _damaged(arrays: dict[str, Any], how: str) -> bytes | dict[str, Any]:
     return a
 
 
+def _refused_with_matching_sha256(out: Path, npz: Path, bad: bytes) -> None:
+    """The damaged archive `bad` written as out's samples file, its sha256 in out made to
+    match: results.load refuses it in one MpilabError line naming the archive."""
+    import hashlib
+
+    npz.write_bytes(bad)
+    meta = json.loads(out.read_text())
+    meta["samples_file"]["sha256"] = hashlib.sha256(bad).hexdigest()
+    out.write_text(json.dumps(meta))
+    with pytest.raises(MpilabError) as e:
+        results.load(out)
+    assert "r.samples.npz" in str(e.value) and "\n" not in str(e.value)
+
+
 def _corrupt_stream(npz: bytes, member: str, at: float) -> bytes:
     """The archive with `member`'s compressed data overwritten from fraction `at` of it by
     bytes no deflate stream holds (a reserved block type): the zip's directory intact."""
@@ -194,7 +208,6 @@ def test_a_corrupt_compressed_stream_is_refused_in_one_line(tmp_path: Path, memb
     """A member whose deflate stream is damaged (the archive's sha256 made to match):
     zlib's own error, in the array's header or in its data, and in a member the checks
     do not otherwise need (validity flags), is one MpilabError naming the archive."""
-    import hashlib
 
     doc = _pair_matrix_doc()
     doc["measurements"][1]["samples"] = [1e-6 + 1e-9 * k for k in range(400)]
@@ -202,13 +215,7 @@ def test_a_corrupt_compressed_stream_is_refused_in_one_line(tmp_path: Path, memb
     out = _compact(doc, tmp_path)
     npz = tmp_path / "r.samples.npz"
     bad = _corrupt_stream(npz.read_bytes(), member, at)
-    npz.write_bytes(bad)
-    meta = json.loads(out.read_text())
-    meta["samples_file"]["sha256"] = hashlib.sha256(bad).hexdigest()
-    out.write_text(json.dumps(meta))
-    with pytest.raises(MpilabError) as e:
-        results.load(out)
-    assert "r.samples.npz" in str(e.value) and "\n" not in str(e.value)
+    _refused_with_matching_sha256(out, npz, bad)
 
 
 @pytest.mark.parametrize("how", ["garbage", "an array left out", "strings", "2-D",
@@ -220,7 +227,6 @@ def test_damaged_archive_matching_its_sha256_is_refused_in_one_line(tmp_path: Pa
     """The archive's sha256 in the JSON made to match the damage: the reader itself must
     refuse what no writer makes (types, shapes, counts, names), in one MpilabError naming
     the archive, before decompressing more than the reference counts."""
-    import hashlib
     import io
 
     import numpy as np
@@ -236,13 +242,7 @@ def test_damaged_archive_matching_its_sha256_is_refused_in_one_line(tmp_path: Pa
         buf = io.BytesIO()
         np.savez_compressed(buf, **bad)
         bad = buf.getvalue()
-    npz.write_bytes(bad)
-    meta = json.loads(out.read_text())
-    meta["samples_file"]["sha256"] = hashlib.sha256(bad).hexdigest()
-    out.write_text(json.dumps(meta))
-    with pytest.raises(MpilabError) as e:
-        results.load(out)
-    assert "r.samples.npz" in str(e.value) and "\n" not in str(e.value)
+    _refused_with_matching_sha256(out, npz, bad)
 
 
 @pytest.mark.parametrize("make", [lambda: make_results(ranks=3, sizes=(0, 4096)),
