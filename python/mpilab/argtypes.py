@@ -47,9 +47,6 @@ tolerance = _wrap(lambda t: _tolerance(units.parse_real(t)), "tolerance")
 """A relative error allowed, 0 <= x <= 10 (0.1 = 10%): not '-0.5', '1e30'."""
 fraction = _wrap(lambda t: _fraction(units.parse_real(t)), "fraction")
 """A share 0 <= x < 1 (a minimum effect size): '0.05'; not '-1', '1'."""
-testbed_prefix = _wrap(lambda t: _prefix(t), "testbed prefix")
-"""A testbed's name prefix as `testbed up` takes it: 1-6 characters a-z0-9, starting with a
-letter; a name no testbed can have is refused as such, not looked up."""
 
 
 MAX_SECONDS = 1e7
@@ -69,6 +66,11 @@ def _prefix(t: str) -> str:
     if not PREFIX_RE.match(t):
         raise ValueError("must be 1-6 characters a-z0-9, starting with a letter")
     return t
+
+
+testbed_prefix = _wrap(_prefix, "testbed prefix")
+"""A testbed's name prefix as `testbed up` takes it: 1-6 characters a-z0-9, starting with a
+letter; a name no testbed can have is refused as such, not looked up."""
 
 
 def _tolerance(v: float) -> float:
