@@ -10,11 +10,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from livetb import fresh_state, have_netns, have_tools, mpilab, pathmig_testbed
+from livetb import REPO, fresh_state, have_netns, have_tools, mpilab, pathmig_testbed
 from mpilab.pathmig import pingpong as ppm
 from mpilab.testbed import net
 from mpilab.testbed.spec import Spec
@@ -46,21 +47,50 @@ def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
             for _ in range(n)]
 
 
+# How long the no-fault job runs once its ranks exchange messages. The verdict's timers
+# are short: probes every 10 ms, a timeout of 50 ms stretched at most to 20 x that (1 s) by
+# slow round trips, and to 1.5 x the longest silence that recently ended with a sign of
+# life, a memory kept for the last one or two 15 s windows (RECOVERY_WINDOW in
+# src/pathmig/pm_probe.c). 32 s of ping-pong outlast two such windows, so the job also runs
+# after a stretch earned at its start (the wire-up) has lapsed, judged by the timeout of
+# its round trips alone. A fixed time, not a count of round trips (2000 took 77-121 s
+# beside the busy loops), so a loaded machine does not lengthen the job.
+NO_FAULT_S = 32.0
+
+
 def test_no_fault_job_beside_cpu_hogs_is_never_migrated(fresh: tuple[Spec, dict[str, str]],
                                                         tmp_path: Path) -> None:
     sp, env = fresh
-    ev = tmp_path / "events.jsonl"
+    ev, stop = tmp_path / "events.jsonl", tmp_path / "stop"
     hogs = _hogs(os.cpu_count() or 2)  # one busy loop per core, beside the job
+    lines: list[str] = []
     try:
-        p = mpilab("testbed", "run", "--pathmig", "--pathmig-events", str(ev),
-                   "--timeout", "280", "--", find_tool("mpilab-tb-pingpong"), "--count", "2000",
-                   "--bytes", "1024", "--progress", "0", env=env, timeout=300)
+        with open(tmp_path / "stderr.txt", "w+") as errf:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "mpilab.cli", "testbed", "run", "--pathmig",
+                 "--pathmig-events", str(ev), "--timeout", "280", "--",
+                 find_tool("mpilab-tb-pingpong"), "--count", "1000000", "--bytes", "1024",
+                 "--progress", "20", "--until", str(stop)],
+                stdout=subprocess.PIPE, stderr=errf, text=True, env=env, cwd=REPO)
+            assert proc.stdout is not None
+            first = 0.0
+            for line in proc.stdout:
+                lines.append(line)
+                if " iteration " in line:
+                    first = first or time.monotonic()
+                    if time.monotonic() - first >= NO_FAULT_S:
+                        stop.touch()  # the job ends at its next progress line
+            rc = proc.wait(timeout=300)
+            errf.seek(0)
+            err = errf.read()
     finally:
         for h in hogs:
             h.kill()
             h.wait()
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "verified" in p.stdout, p.stdout
+    out = "".join(lines)
+    assert rc == 0, out + err
+    assert "verified" in out, out
+    assert stop.exists(), f"the job ended before {NO_FAULT_S} s of round trips: " + err
     evs = [json.loads(x) for x in ev.read_text().splitlines()]
     states = [e for e in evs if e["event"] == "state"]
     # the job's connections were protected (armed on both sides): the agents did run
@@ -68,7 +98,7 @@ def test_no_fault_job_beside_cpu_hogs_is_never_migrated(fresh: tuple[Spec, dict[
     dead = [e for e in evs if (e["event"] == "path" and not e["up"]) or e["event"] == "verdict"]
     migrations = [e for e in states if e["from"] == "ARMED" and e["to"] == "MIGRATED"]
     assert not dead and not migrations, (dead + migrations)[:6]
-    assert "0 migration(s)" in p.stderr, p.stderr
+    assert "0 migration(s)" in err, err
 
 
 def _joins(sp: Spec) -> int:
