@@ -281,14 +281,16 @@ def test_mpich_finalize_race(fresh: tuple[Spec, dict[str, str]], tmp_path: Path,
     With the finalize keeper `testbed run` preloads into MPICH's ranks the job ends;
     without it (MPILAB_UCX_FINALIZE=0) it hangs until the time limit, after every byte was
     checked. The second case shows the first tests the race: should an MPICH release fix
-    it, the second fails, and the keeper can go."""
+    it, the second fails, and the keeper can go. Its time limit, 12 s, is several times the
+    whole job with the keeper (about 2 s beside two busy loops: start, 20 round trips, the
+    300 ms linger, finalize): a job still running then is hung, not slow."""
     sp, env = fresh
     if keeper and not have_tools(launch.FINALIZE_KEEPER):
         pytest.skip("the finalize keeper is not built (UCX headers missing)")
     exe = echo.build(tmp_path, "mpich")
     run_env = dict(env, MPILAB_UCX_FINALIZE="1" if keeper else "0")
     p = subprocess.run([sys.executable, "-m", "mpilab.cli", "testbed", "run", "--timeout",
-                        "90" if keeper else "25", "--", str(exe), "20", "1024",
+                        "90" if keeper else "12", "--", str(exe), "20", "1024",
                         str(tmp_path / "rtt.log"), "300"],
                        capture_output=True, text=True, env=run_env, cwd=REPO, timeout=200)
     assert "pingpong ok: 20" in p.stdout, p.stdout + p.stderr
