@@ -300,13 +300,22 @@ def slurm() -> Iterator[dict[str, str]]:
 # Modules that set up machine-wide things (network namespaces, testbeds, mounts, loop
 # devices, cgroups, Slurm daemons) or measure a testbed's timing: the suite runs them one at
 # a time (`-m serial`) and the rest on two workers (`-m "not serial" -n 2`, scripts/test).
-# A module with any test marked `root` is serial as a whole. (Private namespaces of one
-# process, `unshare -n`, and a tmpfs mounted in a test's own folder are not machine-wide.)
+# A module with any test marked `root` is serial as a whole, unless it is in
+# WORKER_SAFE_ROOT_MODULES. (Private namespaces of one process, `unshare -n`, and a tmpfs
+# mounted in a test's own folder are not machine-wide.)
 SERIAL_MODULES = frozenset({
-    "test_disk", "test_jobctl", "test_launch", "test_multilane_testbed", "test_pathmig",
+    "test_disk", "test_jobctl", "test_launch", "test_pathmig",
     "test_pathmig_load", "test_pathmig_tail", "test_reframe_checks", "test_selftest",
-    "test_testbed", "test_testbed_delayline", "test_testbed_hetero_live", "test_testbed_truth",
-    "test_tune_testbed",
+    "test_testbed", "test_testbed_delayline", "test_testbed_truth",
+})
+
+# Root modules that run on the workers: each brings up its own testbed under a prefix
+# holding the worker's pid and a state folder of its own (namespaces, interfaces, delay
+# lines, cpu groups and job cgroups are named by that prefix, and `down` removes only
+# them), changes no setting of the host, and judges no time (lower bounds of a delay line
+# only, and measurements whose values are not asserted).
+WORKER_SAFE_ROOT_MODULES = frozenset({
+    "test_multilane_testbed", "test_testbed_hetero_live", "test_tune_testbed",
 })
 
 
@@ -315,5 +324,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
               if item.module is not None and item.get_closest_marker("root")}
     for item in items:
         name = item.module.__name__ if item.module is not None else ""
-        if name in SERIAL_MODULES or name in rooted:
+        if name in SERIAL_MODULES or (name in rooted and name not in WORKER_SAFE_ROOT_MODULES):
             item.add_marker(pytest.mark.serial)
