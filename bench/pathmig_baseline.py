@@ -32,19 +32,29 @@ file is rewritten after every run."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from harness import (
+    Watch,
+    autogroup,
+    delayline_pids,
+    loadavg,
+    long_summary,
+    mpilab_cmd,
+    schedstat,
+    testbed_down,
+    testbed_up,
+    tool,
+    write_json,
+)
 from harness import nstat as node_nstat
 from mpilab.testbed import net
 
@@ -57,9 +67,6 @@ WINDOW_S = 3.0
 COUNTERS = ("TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPTimeouts",
             "TcpExtTCPFastRetrans", "TcpExtTCPSpuriousRTOs", "TcpExtDelayedACKs")
 PROG = "mpilab-tb-pingpong"
-#: the sampler's period (s) and SCHED_FIFO priority (above the delay line)
-SAMPLE_S = 0.002
-WATCH_PRIORITY = 20
 #: round trips longer than this are attributed (s)
 LONG_S = 0.030
 
@@ -86,114 +93,9 @@ def rtt_stats(ends: list[float], rtts: list[float], skip: int = 50) -> dict[str,
             "window_max_ms": [round(x, 2) for x in wins]}
 
 
-def long_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The long round trips of a run in short (pure): how many; the two ranks' wait for a
-    CPU during each as a share of it (median, least, most: 2.0 means both ranks waited
-    throughout); the delay line's wait (ms, median and most); the five longest in full."""
-    ok = [x for x in items if None not in x["ranks_wait_ms"]]
-    share = [sum(x["ranks_wait_ms"]) / x["rtt_ms"] for x in ok]
-    dl = [x["delayline_wait_ms"] for x in ok]
-    return {"count": len(items),
-            "ranks_wait_share": ([round(statistics.median(share), 3), round(min(share), 3),
-                                  round(max(share), 3)] if share else None),
-            "delayline_wait_ms": [round(statistics.median(dl), 2), max(dl)] if dl else None,
-            "longest": sorted(items, key=lambda x: -x["rtt_ms"])[:5]}
-
-
-def schedstat(pid: int) -> tuple[int, int] | None:
-    """(ns on a CPU, ns runnable and waiting) of a process, None when it has gone."""
-    try:
-        run, wait, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
-        return int(run), int(wait)
-    except (OSError, ValueError):
-        return None
-
-
-def autogroup(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/autogroup").read_text().strip()
-    except OSError:
-        return ""
-
-
-def comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-class Watch(threading.Thread):
-    """Samples every SAMPLE_S the run-queue wait (/proc/PID/schedstat) of the ping-pong's
-    ranks (found in the node namespaces by name) and of the delay line, from a thread at
-    SCHED_FIFO (it is not starved by what it measures; its children, none, would not
-    inherit it). `samples`: (CLOCK_REALTIME s, {pid: (ns on a CPU, ns waiting)})."""
-
-    def __init__(self, netns: list[str], lines: list[int]) -> None:
-        super().__init__(daemon=True)
-        self.inodes = {os.stat(f"/run/netns/{n}").st_ino for n in netns}
-        self.lines, self.stop = lines, threading.Event()
-        self.ranks: list[int] = []
-        self.groups: dict[int, str] = {}
-        self.samples: list[tuple[float, dict[int, tuple[int, int]]]] = []
-
-    def find_ranks(self) -> None:
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit() and int(d.name) not in self.ranks \
-                    and comm(int(d.name)) == PROG[:15]:
-                try:
-                    if os.stat(d / "ns" / "net").st_ino in self.inodes:
-                        self.ranks.append(int(d.name))
-                        self.groups[int(d.name)] = autogroup(int(d.name))
-                except OSError:
-                    pass
-
-    def run(self) -> None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
-                                  os.sched_param(WATCH_PRIORITY))
-        last_scan = 0.0
-        while not self.stop.wait(SAMPLE_S):
-            now = time.time()
-            if len(self.ranks) < len(HOSTS) and now - last_scan > 0.1:
-                self.find_ranks()
-                last_scan = now
-            row = {p: s for p in self.ranks + self.lines if (s := schedstat(p)) is not None}
-            self.samples.append((now, row))
-
-    def waited(self, pid: int, t0: float, t1: float) -> float | None:
-        """Seconds pid waited runnable between t0 and t1 (the samples around them)."""
-        before = [r[pid][1] for t, r in self.samples if t <= t0 and pid in r]
-        after = [r[pid][1] for t, r in self.samples if t >= t1 and pid in r]
-        if not before or not after:
-            return None
-        return (after[0] - before[-1]) / 1e9
-
-    def attribution(self, ends: list[float], rtts: list[float], over_s: float
-                    ) -> list[dict[str, Any]]:
-        """For each round trip longer than over_s: how long each rank and the delay line
-        waited for a CPU during it (ms; the sampling period's slack at both ends)."""
-        out = []
-        for e, r in zip(ends, rtts, strict=True):
-            if r <= over_s:
-                continue
-            w = {p: self.waited(p, e - r, e) for p in self.ranks + self.lines}
-            out.append({"rtt_ms": round(r * 1e3, 2),
-                        "ranks_wait_ms": [round(1e3 * w[p], 2) if w[p] is not None else None
-                                          for p in self.ranks],
-                        "delayline_wait_ms": round(1e3 * sum(w[p] or 0.0 for p in self.lines),
-                                                   2)})
-        return out
-
-
 def nstat(sp: Any, node: str) -> dict[str, int]:
     k = node_nstat(sp, node)
     return {n: k.get(n, 0) for n in COUNTERS}
-
-
-def delayline_pids(prefix: str) -> list[int]:
-    st = net.load_state(prefix) or {}
-    return [int(p) for p in (st.get("delayline_pids") or [st.get("delayline_pid")]) if p]
 
 
 def set_sched(pids: list[int], rt: bool) -> None:

@@ -63,7 +63,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import REPO, loadavg, mpilab_cmd, testbed_down, testbed_up, tool, write_json
+from harness import (
+    REPO,
+    Watch,
+    delayline_pids,
+    loadavg,
+    long_summary,
+    mpilab_cmd,
+    testbed_down,
+    testbed_up,
+    tool,
+    write_json,
+)
 from mpilab.errors import MpilabError
 from mpilab.launch import program_mpi_of
 from mpilab.pathmig import agents
@@ -71,6 +82,8 @@ from mpilab.testbed import faults, net
 
 #: the delay line's SCHED_FIFO priority under --network rt (above the agents' 5)
 RT_NETWORK = 10
+#: --watch: the round trips longer than this are attributed (s)
+WATCH_OVER_S = 0.050
 
 
 def _hogs(n: int, own: bool = False) -> list[subprocess.Popen[bytes]]:
@@ -102,13 +115,40 @@ def pause_windows(ends: list[float], rtts: list[float], fault_t: float,
 
 
 
+def line_counters(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The delay line's lateness counters from its statistics (pure): packets released
+    1-10 ms and over 10 ms late, descheduled spin turns (counts since it started), the
+    longest lateness, read lag and spin gap so far (s). None without statistics."""
+    if not st:
+        return None
+    hist = st.get("late_hist") or [0, 0, 0, 0, 0]
+    spin = st.get("spin_last") or {}
+    return {"late_1_10ms": int(hist[3]), "late_over_10ms": int(hist[4]),
+            "spin_gaps": int(spin.get("spin_gaps", 0)),
+            "late_max_s": float(st.get("late_max_s", 0.0)),
+            "read_lag_max_s": float((st.get("read_lag") or {}).get("max_s", 0.0)),
+            "spin_gap_max_s": float(spin.get("spin_gap_max_s", 0.0))}
+
+
+def line_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the delay line did during a run (pure): the counts between two line_counters,
+    the longest figures as they stood at its end (a maximum over the line's life: a run's
+    own stall shows when it raised them)."""
+    if a is None or b is None:
+        return None
+    return {k: (b[k] - a[k] if isinstance(b[k], int) else b[k]) for k in b}
+
+
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024, tcp: bool = False, own: bool = True,
-        mpi: str = "openmpi", min_s: float = 0.0) -> dict[str, Any]:
+        mpi: str = "openmpi", min_s: float = 0.0, watch_long: bool = False
+        ) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
     windows taken at the progress line a fault would follow; `mpi`: the launcher
     (`testbed run --mpi`); `min_s` > 0: the job goes on until min_s seconds after its first
-    progress line (the ping-pong's --until; `count` is then the most round trips)."""
+    progress line (the ping-pong's --until; `count` is then the most round trips);
+    `watch_long`: for each round trip over WATCH_OVER_S, how long each rank and the delay
+    line waited for a CPU during it."""
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
     until = work / f"until-{k}"
@@ -119,6 +159,11 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
                      tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
                      "--progress", "100", "--rtt-log", str(rtt),
                      *(["--until", str(until)] if min_s > 0 else []))
+    line0 = line_counters(net.delayline_stats(prefix))
+    watch = None
+    if watch_long:  # the ranks' and the delay line's wait for a CPU (bench/pathmig_baseline.py)
+        watch = Watch([sp.ns("s0n0"), sp.ns("s1n0")], delayline_pids(prefix))
+        watch.start()
     running = _hogs(hogs, own)
     fault_t = None
     timer: threading.Timer | None = None
@@ -142,6 +187,9 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
     finally:
         if timer is not None:
             timer.cancel()
+        if watch is not None:
+            watch.stop.set()
+            watch.join()
         for h in running:
             h.kill()
             h.wait()
@@ -168,7 +216,14 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         "recovered": sum(1 for e in before if e["event"] == "recovered"),
         "recovered_max_ms": max((e.get("silent_ms", 0.0) for e in before
                                  if e["event"] == "recovered"), default=0.0),
-        "summary": err.strip().splitlines()[-1:]}
+        "summary": err.strip().splitlines()[-1:],
+        # the delay line during the run: packets released late, descheduled spin turns
+        "delayline": line_delta(line0, line_counters(net.delayline_stats(prefix)))}
+    if watch is not None:
+        rec["watched_ranks"] = len(watch.ranks)
+        # /proc/PID/autogroup: the CPU share groups of the ranks
+        rec["rank_autogroups"] = sorted(set(watch.groups.values()))
+        rec["long"] = long_summary(watch.attribution(ends[50:], rtts[50:], WATCH_OVER_S))
     if fault_t is not None and tcp:
         # the baseline: the same windows, as if a fault had been in place at once
         rec["fault_in_job"] = bool(ends) and fault_t < ends[-1]
@@ -215,6 +270,9 @@ def main() -> int:
     ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
                     help="the MPI of the ping-pong and its launcher (mpich: the MPICH build's "
                     "tool, build-mpich/bin unless MPILAB_BIN is set)")
+    ap.add_argument("--watch", action="store_true",
+                    help="sample the ranks' and the delay line's run-queue wait every 2 ms "
+                    "(a SCHED_FIFO thread) and attribute each round trip over 50 ms")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
     ap.add_argument("--budget", type=float, default=0.0,
@@ -286,7 +344,7 @@ def measure(a: argparse.Namespace) -> int:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
                 rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
-                          a.hog_group == "own", a.mpi, a.min_seconds)
+                          a.hog_group == "own", a.mpi, a.min_seconds, a.watch)
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
@@ -307,6 +365,24 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
              " (-1: the "
              "fault came after the job)"
              if a.fault else ""))
+    lines = [r["delayline"] for r in runs if r.get("delayline")]
+    if lines:  # was the emulated network itself ever stalled?
+        print(f"delay line: {sum(x['late_over_10ms'] for x in lines)} packet(s) released over "
+              f"10 ms late, {sum(x['late_1_10ms'] for x in lines)} 1-10 ms late; longest "
+              f"lateness {max(x['late_max_s'] for x in lines) * 1e3:.1f} ms, read lag "
+              f"{max(x['read_lag_max_s'] for x in lines) * 1e3:.1f} ms, spin gap "
+              f"{max(x['spin_gap_max_s'] for x in lines) * 1e3:.2f} ms")
+    longs = [x for r in runs for x in (r.get("long") or {}).get("longest", [])]
+    if any(r.get("long") for r in runs):
+        share = [sum(x["ranks_wait_ms"]) / x["rtt_ms"] for x in longs
+                 if None not in x["ranks_wait_ms"]]
+        print(f"--watch: {sum(r['long']['count'] for r in runs if r.get('long'))} round "
+              f"trip(s) over {WATCH_OVER_S * 1e3:g} ms; of the (up to 5 per run) longest, "
+              f"the ranks waited for a CPU "
+              + (f"{min(share):.2f}-{max(share):.2f} (median {statistics.median(share):.2f}) "
+                 "of each (2.0: both ranks throughout)" if share else "(not sampled)")
+              + ", the delay line at most "
+              f"{max((x['delayline_wait_ms'] for x in longs), default=0.0):.2f} ms")
     ds = [r["duration_s"] for r in runs if r.get("duration_s") is not None]
     if ds:  # the no-fault target asks for runs of at least 60 s
         print(f"durations {min(ds):.1f}-{max(ds):.1f} s, {sum(1 for d in ds if d >= 60)} of "

@@ -37,8 +37,10 @@ typedef struct bend {
 
 static int by_score(const void *x, const void *y)
 {
-    double a = ((const bend_t *)x)->score, b = ((const bend_t *)y)->score;
-    return (a < b) - (a > b);
+    const bend_t *p = x, *q = y;
+    if (p->score != q->score)
+        return (p->score < q->score) - (p->score > q->score);
+    return (p->k > q->k) - (p->k < q->k); /* equal sizes: the smaller message first */
 }
 
 static int taken(const size_t *v, size_t n, size_t s)
@@ -76,6 +78,16 @@ double mpilab_adaptive_bend(const mpilab_adaptive_point_t *abc)
     return allowed > 0 ? dep / allowed : copysign(INFINITY, dep);
 }
 
+double mpilab_adaptive_bend_size(const mpilab_adaptive_point_t *abc)
+{
+    const mpilab_adaptive_point_t *pa = &abc[0], *pb = &abc[1], *pc = &abc[2];
+    if (mpilab_adaptive_bend(abc) == 0.0)
+        return 0.0;
+    double wc = ((double)pb->bytes - (double)pa->bytes) / ((double)pc->bytes - (double)pa->bytes);
+    double line = (1 - wc) * pa->value + wc * pc->value, r = fabs(pb->value - line) / fabs(line);
+    return isfinite(r) ? r : 0.0;
+}
+
 size_t mpilab_adaptive_next(const mpilab_adaptive_point_t *pts, size_t n, size_t budget, size_t *out,
                             mpilab_adaptive_why_t *why, size_t cap)
 {
@@ -95,10 +107,15 @@ size_t mpilab_adaptive_next_repeated(const mpilab_adaptive_point_t *pts, const m
         double s = mpilab_adaptive_bend(&pts[k - 1]);
         if (s == 0.0 || (rep && !(mpilab_adaptive_bend(&rep[k - 1]) * s > 0)))
             continue;
+        /* ranked by the bend's size relative to the curve, the smaller of the measurement's
+         * and the repeat's: a bend that persists only in part ranks by what persists */
+        double size = mpilab_adaptive_bend_size(&pts[k - 1]);
+        if (rep)
+            size = fmin(size, mpilab_adaptive_bend_size(&rep[k - 1]));
         const mpilab_adaptive_point_t *pa = &pts[k - 1], *pb = &pts[k], *pc = &pts[k + 1];
         double wc = ((double)pb->bytes - (double)pa->bytes) / ((double)pc->bytes - (double)pa->bytes);
         double dep = fabs(pb->value - ((1 - wc) * pa->value + wc * pc->value));
-        b[nb++] = (bend_t){k, fabs(s), dep, half(pb) + (1 - wc) * half(pa) + wc * half(pc)};
+        b[nb++] = (bend_t){k, size, dep, half(pb) + (1 - wc) * half(pa) + wc * half(pc)};
     }
     qsort(b, nb, sizeof *b, by_score);
     size_t np = 0;
@@ -113,7 +130,7 @@ size_t mpilab_adaptive_next_repeated(const mpilab_adaptive_point_t *pts, const m
             if (s == 0 || measured || taken(out, np, s))
                 continue;
             out[np] = s;
-            why[np] = (mpilab_adaptive_why_t){s, pts[k].bytes, b[q].dep, b[q].allowed, 0};
+            why[np] = (mpilab_adaptive_why_t){s, pts[k].bytes, b[q].dep, b[q].allowed, b[q].score, 0};
             np++;
         }
     }

@@ -352,10 +352,11 @@ static size_t next_sizes(run_t *w, const mpilab_adaptive_point_t *pts, const mpi
         cnt = mpilab_adaptive_next_repeated(pts, rep, n, w->c->auto_budget, batch, why, 64);
         for (size_t q = 0; q < cnt; q++) {
             b[q] = batch[q];
-            json_array_append_new(added, json_pack("{s:I,s:I,s:o,s:o}", "bytes", (json_int_t)why[q].bytes, "bent_at",
-                                                   (json_int_t)why[q].bent_at, "departure_s",
+            json_array_append_new(added, json_pack("{s:I,s:I,s:o,s:o,s:o}", "bytes", (json_int_t)why[q].bytes,
+                                                   "bent_at", (json_int_t)why[q].bent_at, "departure_s",
                                                    mpilab_json_real(why[q].departure), "allowed_s",
-                                                   mpilab_json_real(why[q].allowed)));
+                                                   mpilab_json_real(why[q].allowed), "bend_size",
+                                                   mpilab_json_real(why[q].size)));
         }
     }
     MPI_Bcast(&cnt, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);

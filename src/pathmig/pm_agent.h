@@ -172,6 +172,7 @@ struct mpilab_pm_agent {
     int ctl;
     FILE *log;
     int stop;
+    int done; /* the job is done (command "done"): no more verdicts, probes still answered */
     uint64_t actions_failed;
     uint64_t actions_moot; /* the connection was gone or not yet ready */
     joinl_t *jl;

@@ -103,8 +103,16 @@ static json_t *command(agent_t *ag, char *line)
         ag->stop = 1;
         return json_pack("{s:b}", "ok", 1);
     }
+    if (strcmp(verb, "done") == 0) {
+        /* the job is done: its peers' agents stop one after another next, and a path
+         * silent because a peer's agent has gone is no path failure */
+        if (!ag->done)
+            pma_log_obj(ag, "command", json_pack("{s:s,s:s}", "command", "done", "target", "all"));
+        ag->done = 1;
+        return json_pack("{s:b,s:b}", "ok", 1, "done", 1);
+    }
     return json_pack("{s:s}", "error", "unknown command (status, arm TOKEN|all, "
-                     "migrate TOKEN|all, auto on|off, stop)");
+                     "migrate TOKEN|all, auto on|off, done, stop)");
 }
 
 void pma_on_ctl(agent_t *ag)

@@ -491,6 +491,8 @@ double pma_probe_tick(agent_t *ag, double now)
                 }
                 continue;
             }
+            if (ag->done) /* the job is done: no verdicts (command "done") */
+                continue;
             if (judge(ag, p, r, &d, now, freshest, &next))
                 changed = 1;
         }

@@ -206,4 +206,92 @@ MPILAB_TEST(a_noise_spike_earns_no_size_a_real_bend_does)
     CHECK(mpilab_adaptive_bend(up) < -1.0);
 }
 
+static double tcp_like(double m) /* loopback TCP: 30 us, 2 GB/s, a rendezvous round trip from 64 KiB */
+{
+    return 30e-6 + m / 2e9 + (m >= 65536 ? 30e-6 : 0);
+}
+
+/* One measurement of tcp_like at size m: a step of +5% at `step_at` that persists across
+ * the repeat (it is in every measurement of that size), small sizes measured to +-0.1%,
+ * 16 KiB and above to +-2% (as TCP's larger messages spread). */
+static mpilab_adaptive_point_t tcp_point(size_t m, size_t step_at)
+{
+    double v = tcp_like((double)m) * (1 + 0.0005 * noise()) * (m == step_at ? 1.05 : 1.0);
+    double hw = m < 16384 ? 0.001 : 0.02;
+    return (mpilab_adaptive_point_t){m, v, v * (1 - hw), v * (1 + hw)};
+}
+
+/* The runner's loop on tcp_like, start 1..1M x8, the default budget (1..1M x4: 11 sizes),
+ * every bending size and its neighbours repeated first; *small: sizes added for bends at
+ * 4 KiB or below (the step and the bends it makes in its neighbours). */
+static size_t adapt_tcp(size_t step_at, size_t budget, mpilab_adaptive_point_t *pts, size_t *small)
+{
+    mpilab_adaptive_point_t rep[64];
+    size_t s[64], n = mpilab_adaptive_start(1, 1 << 20, 8, s, 64);
+    for (size_t k = 0; k < n; k++) {
+        pts[k] = tcp_point(s[k], step_at);
+        rep[k] = (mpilab_adaptive_point_t){s[k], NAN, NAN, NAN};
+    }
+    *small = 0;
+    for (int round = 0; round < 64; round++) {
+        for (size_t k = 1; k + 1 < n; k++)
+            for (size_t j = k - 1; mpilab_adaptive_bend(&pts[k - 1]) != 0.0 && j <= k + 1; j++)
+                if (isnan(rep[j].value))
+                    rep[j] = tcp_point(pts[j].bytes, step_at);
+        size_t out[64];
+        mpilab_adaptive_why_t why[64];
+        size_t np = mpilab_adaptive_next_repeated(pts, rep, n, budget, out, why, 64);
+        if (np == 0)
+            break;
+        for (size_t q = 0; q < np; q++) {
+            CHECK(why[q].size > 0 && why[q].bytes == out[q]);
+            *small += why[q].bent_at <= 4096;
+            size_t k = n++;
+            while (k > 0 && pts[k - 1].bytes > out[q]) {
+                pts[k] = pts[k - 1];
+                rep[k] = rep[k - 1];
+                k--;
+            }
+            pts[k] = tcp_point(out[q], step_at);
+            rep[k] = (mpilab_adaptive_point_t){out[q], NAN, NAN, NAN};
+        }
+    }
+    return n;
+}
+
+/* A step that persists across the repeat (so the repeat cannot tell it from a real bend) at
+ * 512 B, precisely measured, far beyond its tight intervals; the rendezvous switch at 64 KiB,
+ * loosely measured but a large part of the curve there. The budget leaves room for one
+ * bend's insertions and one more size: the switch gets them, the step none. */
+MPILAB_TEST(a_persistent_small_step_earns_no_size_the_switch_does)
+{
+    mpilab_adaptive_point_t pts[64];
+    size_t s[64];
+    size_t budget = mpilab_adaptive_start(1, 1 << 20, 4, s, 64);
+    CHECK(budget == 11);
+    for (int trial = 0; trial < 20; trial++) {
+        size_t small;
+        size_t n = adapt_tcp(512, budget, pts, &small);
+        CHECKF(small == 0, "trial %d: %zu sizes added for bends at 4 KiB or below", trial, small);
+        CHECK(n <= budget);
+        double r = bracket_ratio(pts, n, 65536);
+        CHECKF(r <= 4.0, "trial %d: the switch at 64 KiB is bracketed by a factor %.2f", trial, r);
+    }
+    /* the step does bend (beyond its intervals, in the measurement and the repeat alike),
+     * by more than the switch's bends exceed theirs: ranked by that, it took the sizes */
+    mpilab_adaptive_point_t a[3] = {tcp_point(64, 512), tcp_point(512, 512), tcp_point(4096, 512)};
+    mpilab_adaptive_point_t b[3] = {tcp_point(32768, 0), tcp_point(262144, 0), tcp_point(1 << 20, 0)};
+    CHECK(fabs(mpilab_adaptive_bend(a)) > 2 * fabs(mpilab_adaptive_bend(b)));
+    CHECK(mpilab_adaptive_bend_size(b) > 2 * mpilab_adaptive_bend_size(a));
+    /* without the step the switch is bracketed the same way */
+    size_t small;
+    size_t n = adapt_tcp(0, budget, pts, &small);
+    CHECK(small == 0 && bracket_ratio(pts, n, 65536) <= 4.0);
+    /* bend size: relative to the line; 0 for a point that does not bend */
+    mpilab_adaptive_point_t up[3] = {{1, 1, 1, 1}, {2, 1.5, 1.5, 1.5}, {3, 1, 1, 1}};
+    CHECK(fabs(mpilab_adaptive_bend_size(up) - 0.5) < 1e-12);
+    up[1].value = 1.0;
+    CHECK(mpilab_adaptive_bend_size(up) == 0.0);
+}
+
 MPILAB_TEST_MAIN()

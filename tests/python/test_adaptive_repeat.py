@@ -35,5 +35,7 @@ def test_auto_sizes_default_budget_and_repeats(tmp_path: Path) -> None:
         for a in e["added"]:
             assert a["bent_at"] in e["sizes"] and a["bytes"] in e["sizes"]
             assert a["departure_s"] > a["allowed_s"]
+            # ranked by the bend's persistent size relative to the curve (a fraction of it)
+            assert 0 < a["bend_size"] < 100
         # an insertion needs a repeat of the bend and its neighbours first
         assert not e["added"] or e["repeated"] >= 3

@@ -262,16 +262,19 @@ def small_tmpfs(tmp_path: Path) -> Any:
 
 @NEEDS_RUNNER
 def test_enospc_leaves_nothing_at_out(small_tmpfs: Path, tmp_path: Path) -> None:
+    # a run of a few seconds (checkpoints are tried once a second after the first), whose
+    # document (megabytes of samples) cannot fit the 64 KiB disk; without the budget the
+    # unconverged measurements fill the default 60 s and write over 100 MB
+    job = ["--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--time-budget", "5s",
+           "--quiet"]
     out = small_tmpfs / "r.json"
-    r = _mpirun("--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4", "--quiet", "--out",
-                str(out), cwd=tmp_path)
+    r = _mpirun(*job, "--out", str(out), cwd=tmp_path)
     assert r.returncode != 0 and "No space left on device" in r.stderr
     # at most one line about checkpoints ("... (no further checkpoints)"), not one per try
     assert sum("checkpoint" in ln for ln in r.stderr.splitlines()) <= 1
     assert not out.exists()
     q = subprocess.run(MPILAB + ["bench", "--np", "2", "--out", str(small_tmpfs / "b.json"),
-                                 "--", "--ops", "p2p,bcast,scatter", "--sizes", "1:64K:x4",
-                                 "--quiet"], env=cli_env(), capture_output=True, text=True,
+                                 "--", *job], env=cli_env(), capture_output=True, text=True,
                        timeout=600, cwd=tmp_path)
     assert q.returncode != 0 and "internal error" not in q.stderr
     assert not (small_tmpfs / "b.json").exists()

@@ -129,9 +129,27 @@ def running(spec: Spec) -> dict[str, int]:
     return {n: p for n in spec.node_names() if (p := pid_of(spec, n))}
 
 
+def job_done(spec: Spec) -> list[str]:
+    """Tell every running agent of the testbed that the job is done ("done": no more
+    verdicts, probes still answered), before any is stopped: stopped one after another,
+    the first to go would otherwise leave its peers' probes unanswered and be judged dead
+    by an agent still running. The nodes that took it; an agent that does not answer is
+    left to stop()."""
+    told = []
+    for node in running(spec):
+        try:
+            if request(spec, node, "done", timeout=2.0).get("ok"):
+                told.append(node)
+        except MpilabError:
+            pass
+    return told
+
+
 def stop(spec: Spec, grace: float = 3.0) -> list[str]:
-    """Stop every agent of the testbed (stop command, then SIGTERM, then SIGKILL)."""
+    """Stop every agent of the testbed ("done" to all of them first, then the stop
+    command, SIGTERM, SIGKILL)."""
     pids = running(spec)
+    job_done(spec)
     for node in pids:
         try:
             request(spec, node, "stop", timeout=2.0)

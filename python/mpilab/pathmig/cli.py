@@ -166,6 +166,7 @@ def run_job(sp: Spec, program: list[str], events_out: str | None, **kw: Any) -> 
     try:
         rc = launch.run(sp, program, mptcp=True, pathmig=True, **kw)
     finally:
+        agents.job_done(sp)  # no verdicts once the job is over, before any agent stops
         stop.set()
         th.join(timeout=5)
         agents.stop(sp)
