@@ -260,9 +260,6 @@ def second_address() -> str | None:
     return None
 
 
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
-
 
 #: Watch: the sampler's period (s) and SCHED_FIFO priority (above the testbed's delay line)
 SAMPLE_S = 0.002
@@ -375,3 +372,7 @@ class Watch(threading.Thread):
 def delayline_pids(prefix: str) -> list[int]:
     st = net.load_state(prefix) or {}
     return [int(p) for p in (st.get("delayline_pids") or [st.get("delayline_pid")]) if p]
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

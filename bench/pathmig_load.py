@@ -161,7 +161,7 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
                      *(["--until", str(until)] if min_s > 0 else []))
     line0 = line_counters(net.delayline_stats(prefix))
     watch = None
-    if watch_long:  # the ranks' and the delay line's wait for a CPU (bench/pathmig_baseline.py)
+    if watch_long:  # the ranks' and the delay line's wait for a CPU (harness.Watch)
         watch = Watch([sp.ns("s0n0"), sp.ns("s1n0")], delayline_pids(prefix))
         watch.start()
     running = _hogs(hogs, own)
