@@ -306,16 +306,18 @@ def slurm() -> Iterator[dict[str, str]]:
 SERIAL_MODULES = frozenset({
     "test_disk", "test_jobctl", "test_launch", "test_pathmig",
     "test_pathmig_load", "test_pathmig_tail", "test_reframe_checks", "test_selftest",
-    "test_testbed", "test_testbed_delayline", "test_testbed_truth",
+    "test_testbed", "test_testbed_delayline",
 })
 
 # Root modules that run on the workers: each brings up its own testbed under a prefix
 # holding the worker's pid and a state folder of its own (namespaces, interfaces, delay
 # lines, cpu groups and job cgroups are named by that prefix, and `down` removes only
 # them), changes no setting of the host, and judges no time (lower bounds of a delay line
-# only, and measurements whose values are not asserted).
+# only, measurements whose values are not asserted, and verdicts of which every outcome
+# is accepted).
 WORKER_SAFE_ROOT_MODULES = frozenset({
-    "test_multilane_testbed", "test_testbed_hetero_live", "test_tune_testbed",
+    "test_multilane_testbed", "test_testbed_hetero_live", "test_testbed_truth_live",
+    "test_tune_testbed",
 })
 
 

@@ -51,7 +51,7 @@ def fixed_trim(spec_text: str) -> str:
     without one): `up` then does not measure the delay line's trim, 10-50 s of lone packets
     across the WAN, for tests that do not depend on a few microseconds of the WAN's delay.
     The measurement itself is tested where it is the behaviour under test
-    (test_testbed_delayline.py, test_testbed_truth.py and test_testbed.py's module
+    (test_testbed_delayline.py, test_testbed_truth_live.py and test_testbed.py's module
     testbed)."""
     lines = spec_text.splitlines(keepends=True)
     for k, line in enumerate(lines):

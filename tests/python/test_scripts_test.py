@@ -25,7 +25,7 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
          meet: bool = False) -> tuple[subprocess.CompletedProcess[str], str]:
     """scripts/test in a scratch tree; ctest fails in fail_dir (naming one failed test),
     scripts/build fails for the flag build_fails; with meet, the Open MPI ctest waits (up
-    to 60 s, else fails) for the pytest workers to have started."""
+    to 60 s, else fails) for the serial pytest part to have started."""
     tree = tmp_path / "tree"
     (tree / "scripts").mkdir(parents=True)
     shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
@@ -39,13 +39,13 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
         fail = (f'if [ "$2" = {fail_dir} ]; then mkdir -p {fail_dir}/Testing/Temporary; '
                 f'echo 7:wavefront_test > {fail_dir}/Testing/Temporary/LastTestsFailed.log; '
                 "echo 'ctest: 1 test failed'; exit 8; fi")
-    started = tmp_path / "workers-started"
+    started = tmp_path / "serial-started"
     if meet:
         fail += (f'\nif [ "$2" = build ]; then i=0; while [ ! -e {started} ]; do '
                  'i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi')
     _stub(bin_dir / "ctest", f'echo "ctest $*" >> {log}\n{fail}')
     _stub(bin_dir / "python", f'echo "python $*" >> {log}\n'
-          f'case "$*" in *"-n 2"*) touch {started};; esac')
+          f'case "$*" in *"-m serial"*) touch {started};; esac')
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
     env.pop("VIRTUAL_ENV", None)
     r = subprocess.run(["bash", str(tree / "scripts" / "test")], capture_output=True, text=True,
@@ -98,14 +98,14 @@ def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> No
     assert summary[-1] == "scripts/test: 1 of 8 parts failed"
 
 
-def test_c_parts_run_beside_the_pytest_workers(tmp_path: Path) -> None:
-    # the Open MPI ctest only passes once the two-worker pytest part has started: run one
-    # after the other, it would wait in vain and fail its part
+def test_c_parts_run_beside_the_serial_part(tmp_path: Path) -> None:
+    # the Open MPI ctest only passes once the serial pytest part has started: run one after
+    # the other, it would wait in vain and fail its part
     r, calls = _run(tmp_path, meet=True)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = _summary(r.stdout)
     assert summary[1].startswith("pass") and "Open MPI" in summary[1], summary
-    # the serial part starts only after the C parts ended
+    # the pytest workers start only after the C parts ended
     lines = calls.splitlines()
-    serial = next(i for i, x in enumerate(lines) if "-m serial" in x)
-    assert max(i for i, x in enumerate(lines) if x.startswith("ctest")) < serial, calls
+    workers = next(i for i, x in enumerate(lines) if "-n 2" in x)
+    assert max(i for i, x in enumerate(lines) if x.startswith("ctest")) < workers, calls

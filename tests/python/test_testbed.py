@@ -41,7 +41,7 @@ mpilab = functools.partial(livetb.mpilab, timeout=120)
 def tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     prefix = f"t{os.getpid() % 100000}"
     # the trim fixed (measuring it at up takes 10-50 s): the default spec's measurement at up
-    # and an up again that measures nothing are test_testbed_truth.py's
+    # and an up again that measures nothing are test_testbed_truth_live.py's
     for env in livetb.live_testbed(tmp_path_factory.mktemp("tbstate"), prefix,
                                   livetb.fixed_trim(SPEC), 120):
         yield prefix, env
@@ -474,7 +474,7 @@ def test_delay_backend_is_chosen_once_and_shown(tb: tuple[str, dict[str, str]]) 
         assert "  delay: netem" in p.stdout and st["delay_io"] is None
     else:
         # the default spec (2 sites, wan.delay_io = "auto"): one line on packet sockets,
-        # its trim as the spec fixes it (measured by default: test_testbed_truth.py); as
+        # its trim as the spec fixes it (measured by default: test_testbed_truth_live.py); as
         # root its scheduling is adaptive (normal for lone packets, a lone packet's truth;
         # SCHED_FIFO while it holds a stream; docs/testbed-delayline.md)
         assert st["delay_io"] == "packet" and st["delay_trim"] == {"trim_s": 0.0,
