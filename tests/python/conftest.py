@@ -299,7 +299,8 @@ def slurm() -> Iterator[dict[str, str]]:
 
 # Modules that set up machine-wide things (network namespaces, testbeds, mounts, loop
 # devices, cgroups, Slurm daemons) or measure a testbed's timing: the suite runs them one at
-# a time (`-m serial`) and the rest on two workers (`-m "not serial" -n 2`, scripts/test).
+# a time (`-m serial`) and the rest on two workers (`-m "not serial" -n 2`), the two parts
+# at once (scripts/test).
 # A module with any test marked `root` is serial as a whole, unless it is in
 # WORKER_SAFE_ROOT_MODULES. (Private namespaces of one process, `unshare -n`, and a tmpfs
 # mounted in a test's own folder are not machine-wide.)
@@ -313,11 +314,9 @@ SERIAL_MODULES = frozenset({
 # holding the worker's pid and a state folder of its own (namespaces, interfaces, delay
 # lines, cpu groups and job cgroups are named by that prefix, and `down` removes only
 # them), changes no setting of the host, and judges no time (lower bounds of a delay line
-# only, measurements whose values are not asserted, and verdicts of which every outcome
-# is accepted).
+# only, and measurements whose values are not asserted).
 WORKER_SAFE_ROOT_MODULES = frozenset({
-    "test_multilane_testbed", "test_testbed_hetero_live", "test_testbed_truth_live",
-    "test_tune_testbed",
+    "test_multilane_testbed", "test_testbed_hetero_live", "test_tune_testbed",
 })
 
 

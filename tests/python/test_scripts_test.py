@@ -46,7 +46,7 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
     _stub(bin_dir / "ctest", f'echo "ctest $*" >> {log}\n{fail}')
     _stub(bin_dir / "python", f'echo "python $*" >> {log}\n'
           f'case "$*" in *"-m serial"*) touch {started};; esac')
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
     env.pop("VIRTUAL_ENV", None)
     r = subprocess.run(["bash", str(tree / "scripts" / "test")], capture_output=True, text=True,
                        timeout=150, env=env, cwd=tree)
@@ -77,7 +77,7 @@ def test_a_failing_part_does_not_stop_the_others(tmp_path: Path) -> None:
             assert line.startswith("FAIL") and line.endswith(": wavefront_test"), line
         else:
             assert line.startswith("pass"), line
-    assert summary[-1] == "scripts/test: 1 of 8 parts failed"
+    assert summary[-1].startswith("scripts/test: 1 of 8 parts failed (pytest")
 
 
 def test_all_parts_passing_exit_zero(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> No
     assert "ctest --test-dir build-mpich" not in calls and "ctest --test-dir build-smpi" in calls
     summary = _summary(r.stdout)
     assert summary[3].startswith("FAIL") and "MPICH" in summary[3], summary
-    assert summary[-1] == "scripts/test: 1 of 8 parts failed"
+    assert summary[-1].startswith("scripts/test: 1 of 8 parts failed (pytest")
 
 
 def test_c_parts_run_beside_the_serial_part(tmp_path: Path) -> None:
