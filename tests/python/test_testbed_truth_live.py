@@ -44,7 +44,8 @@ def test_one_site_announces_no_wan_delay_and_starts_no_line(tmp_path: Path) -> N
 
 @pytest.mark.root
 @pytest.mark.skipif(not livetb.have_netns(), reason="needs root and ip netns")
-def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
+def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A 50 us WAN: the line busy-polls (below 100 us); its trim is measured at up and the
     verdict recorded; status says busy-polling, never "normal scheduling", and the verdict;
     a line judged not to hold its delay was warned about on stderr. Then the selftest's
@@ -56,8 +57,7 @@ def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
     f.write_text(spec)
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(tmp_path), MPILAB_TESTBED_PREFIX=prefix)
     env["PYTHONPATH"] = str(livetb.REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path)
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
     try:
         up = livetb.mpilab("testbed", "up", str(f), env=env, timeout=600)
         assert up.returncode == 0, up.stderr
@@ -86,16 +86,13 @@ def test_a_busy_polling_line_is_shown_so_and_judged(tmp_path: Path) -> None:
         assert len(got[0]) == len(got[1]) == 5 and min(got[0] + got[1]) >= 50e-6 - 10e-6
     finally:
         livetb.mpilab("testbed", "down", env=env, timeout=300)
-        if old is None:
-            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
-        else:
-            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
         assert net.list_namespaces(prefix) == []
 
 
 @pytest.mark.root
 @pytest.mark.skipif(not livetb.have_netns(), reason="needs root and ip netns")
-def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path) -> None:
+def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """`up --require-delay` of a 10 us WAN beside two busy loops: either the line holds the
     delay (exit 0, the verdict held in the state, no warning) or `up` refuses in one line
     naming the configured delay (exit 1, the testbed taken down), whichever the load
@@ -107,8 +104,7 @@ def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path) -> None:
                  "delay_backend = \"delayline\"\n")
     env = dict(os.environ, MPILAB_TESTBED_STATE_ROOT=str(tmp_path), MPILAB_TESTBED_PREFIX=prefix)
     env["PYTHONPATH"] = str(livetb.REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
-    old = os.environ.get("MPILAB_TESTBED_STATE_ROOT")
-    os.environ["MPILAB_TESTBED_STATE_ROOT"] = str(tmp_path)
+    monkeypatch.setenv("MPILAB_TESTBED_STATE_ROOT", str(tmp_path))
     hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
     try:
         up = livetb.mpilab("testbed", "up", "--require-delay", str(f), env=env, timeout=240)
@@ -132,8 +128,4 @@ def test_up_beside_busy_cpus_holds_its_delay_or_refuses(tmp_path: Path) -> None:
                 h.kill()
                 h.wait()
         livetb.mpilab("testbed", "down", env=env, timeout=300)
-        if old is None:
-            os.environ.pop("MPILAB_TESTBED_STATE_ROOT", None)
-        else:
-            os.environ["MPILAB_TESTBED_STATE_ROOT"] = old
         assert net.list_namespaces(prefix) == []
