@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +27,8 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
          meet: bool = False) -> tuple[subprocess.CompletedProcess[str], str]:
     """scripts/test in a scratch tree; ctest fails in fail_dir (naming one failed test),
     scripts/build fails for the flag build_fails; with meet, the Open MPI ctest waits (up
-    to 60 s, else fails) for the serial pytest part to have started."""
+    to 60 s, else fails) for the serial pytest part to have started, and the SMPI ctest
+    for the pytest workers."""
     tree = tmp_path / "tree"
     (tree / "scripts").mkdir(parents=True)
     shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
@@ -39,13 +42,16 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
         fail = (f'if [ "$2" = {fail_dir} ]; then mkdir -p {fail_dir}/Testing/Temporary; '
                 f'echo 7:wavefront_test > {fail_dir}/Testing/Temporary/LastTestsFailed.log; '
                 "echo 'ctest: 1 test failed'; exit 8; fi")
-    started = tmp_path / "serial-started"
+    serial, workers = tmp_path / "serial-started", tmp_path / "workers-started"
+
+    def wait_for(d: str, marker: Path) -> str:  # ctest in d waits up to 60 s for marker
+        return (f'\nif [ "$2" = {d} ]; then i=0; while [ ! -e {marker} ]; do '
+                'i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi')
     if meet:
-        fail += (f'\nif [ "$2" = build ]; then i=0; while [ ! -e {started} ]; do '
-                 'i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi')
+        fail += wait_for("build", serial) + wait_for("build-smpi", workers)
     _stub(bin_dir / "ctest", f'echo "ctest $*" >> {log}\n{fail}')
     _stub(bin_dir / "python", f'echo "python $*" >> {log}\n'
-          f'case "$*" in *"-m serial"*) touch {started};; esac')
+          f'case "$*" in *"-m serial"*) touch {serial};; *"-n 2"*) touch {workers};; esac')
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
     env.pop("VIRTUAL_ENV", None)
     r = subprocess.run(["bash", str(tree / "scripts" / "test")], capture_output=True, text=True,
@@ -98,14 +104,48 @@ def test_a_failed_build_fails_its_part_and_skips_its_ctest(tmp_path: Path) -> No
     assert summary[-1].startswith("scripts/test: 1 of 8 parts failed (pytest")
 
 
-def test_c_parts_run_beside_the_serial_part(tmp_path: Path) -> None:
-    # the Open MPI ctest only passes once the serial pytest part has started: run one after
-    # the other, it would wait in vain and fail its part
+def test_lanes_run_at_once_and_the_workers_start_when_one_ends(tmp_path: Path) -> None:
+    # the Open MPI ctest passes only once the serial part has started, and the SMPI ctest
+    # (the C lane's last) only once the pytest workers have started: one part after the
+    # other, or workers waiting for both lanes, would wait in vain and fail those parts
     r, calls = _run(tmp_path, meet=True)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = _summary(r.stdout)
     assert summary[1].startswith("pass") and "Open MPI" in summary[1], summary
-    # the pytest workers start only after the C parts ended
-    lines = calls.splitlines()
-    workers = next(i for i, x in enumerate(lines) if "-n 2" in x)
-    assert max(i for i, x in enumerate(lines) if x.startswith("ctest")) < workers, calls
+    assert summary[4].startswith("pass") and "SMPI" in summary[4], summary
+
+
+def test_an_interrupt_stops_every_lane_and_says_so(tmp_path: Path) -> None:
+    # every stub hangs: SIGINT to the run's process group (what Ctrl-C sends) ends it with
+    # 130, the summary says it was interrupted (never "all parts passed"), nothing is left
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
+    for name in ("install-deps", "build"):
+        _stub(tree / "scripts" / name, "exit 0")
+    bin_dir = tmp_path / "bin"
+    nap = f"sleep {300 + os.getpid() % 97}"  # a command line no other process has
+    for name in ("ctest", "python"):
+        _stub(bin_dir / name, nap)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
+    env.pop("VIRTUAL_ENV", None)
+    p = subprocess.Popen(["bash", str(tree / "scripts" / "test")], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, cwd=tree,
+                         start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _running(nap):
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, out
+    assert out.splitlines()[-1].startswith("scripts/test: interrupted"), out
+    assert "parts passed" not in out
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(nap):
+        time.sleep(0.1)
+    assert not _running(nap), out
+
+
+def _running(cmdline: str) -> bool:
+    return subprocess.run(["pgrep", "-f", f"^{cmdline}$"], capture_output=True,
+                          check=False).returncode == 0
