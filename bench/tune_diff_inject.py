@@ -10,9 +10,10 @@ MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins for th
 of each call's own duration at MIN bytes and above), or nothing in an identical trial.
 mpilab diff --run alternates the launches (A B B A ...) and tests each measurement on the
 per-pair log ratios of the launch medians (each measurement at most --max-reps repetitions
-a launch: the launch's median is what the test uses); with --max-pairs it looks after N pairs and every
-N more up to M (each look at alpha 0.05 / looks) and measures more pairs only while some
-measurement is undecided (--max-pairs 0: one look at N pairs). A trial with injection
+a launch: the launch's median is what the test uses); with --max-pairs it looks after N
+pairs and every N more up to M (each look at alpha 0.05 / looks) and measures more pairs
+only while some measurement is undecided (--max-pairs 0: one look at N pairs). A trial
+with injection
 passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is flagged and the
 exit is 1; an identical trial passes when nothing is flagged and the exit is 0. Prints one
 line per trial (its pairs and wall time) and the counts; --out keeps the JSON.
