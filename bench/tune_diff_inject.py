@@ -13,10 +13,10 @@ per-pair log ratios of the launch medians (each measurement at most --max-reps r
 a launch: the launch's median is what the test uses); with --max-pairs it looks after N
 pairs and every N more up to M (each look at alpha 0.05 / looks) and measures more pairs
 only while some measurement is undecided (--max-pairs 0: one look at N pairs). A trial
-with injection
-passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is flagged and the
-exit is 1; an identical trial passes when nothing is flagged and the exit is 0. Prints one
-line per trial (its pairs and wall time) and the counts; --out keeps the JSON.
+with injection passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is
+flagged and the exit is 1; an identical trial passes when nothing is flagged and the exit
+is 0. Prints one line per trial (its pairs and wall time) and the counts; --out keeps the
+JSON.
 
     MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 --identical 10 \
         --pairs 15 --max-pairs 45 --time-limit 110 --dir D
