@@ -9,12 +9,14 @@ allreduce:inj of bench/tune_inject.c at --sizes); B's environment sets
 MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins for that fraction
 of each call's own duration at MIN bytes and above), or nothing in an identical trial.
 mpilab diff --run alternates the launches (A B B A ...) and tests each measurement on the
-per-pair log ratios of the launch medians; with --max-pairs it looks after N pairs and every
-N more up to M (each look at alpha 0.05 / looks) and measures more pairs only while some
-measurement is undecided (--max-pairs 0: one look at N pairs). A trial with injection
-passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is flagged and the
-exit is 1; an identical trial passes when nothing is flagged and the exit is 0. Prints one
-line per trial (its pairs and wall time) and the counts; --out keeps the JSON.
+per-pair log ratios of the launch medians (each measurement at most --max-reps repetitions
+a launch: the launch's median is what the test uses); with --max-pairs it looks after N
+pairs and every N more up to M (each look at alpha 0.05 / looks) and measures more pairs
+only while some measurement is undecided (--max-pairs 0: one look at N pairs). A trial
+with injection passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is
+flagged and the exit is 1; an identical trial passes when nothing is flagged and the exit
+is 0. Prints one line per trial (its pairs and wall time) and the counts; --out keeps the
+JSON.
 
     MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 --identical 10 \
         --pairs 15 --max-pairs 45 --time-limit 110 --dir D
@@ -48,7 +50,8 @@ def trial(name: str, d: Path, so: Path, a: argparse.Namespace, inject: bool) -> 
     bench = " ".join(shlex.quote(x) for x in mpilab_cmd(
         "bench", "--np", str(a.np), "--launches", "1", "--variation-store", "none",
         "--quiet-launches", "--", "--entries", str(so), "--ops", "bcast:inj,allreduce:inj",
-        "--sizes", a.sizes, "--time-budget", a.budget, "--no-fit", "--quiet", "--out"))
+        "--sizes", a.sizes, "--time-budget", a.budget, "--max-reps", str(a.max_reps),
+        "--no-fit", "--quiet", "--out"))
     cmd_a = f"{bench} {{out}}"
     cmd_b = (f"env MPILAB_INJECT_BCAST={a.slowdown} MPILAB_INJECT_MIN_BYTES={a.min_bytes} "
              f"{bench} {{out}}" if inject else cmd_a)
@@ -93,6 +96,10 @@ def main() -> int:
     ap.add_argument("--min-bytes", default="16K")
     ap.add_argument("--sizes", default="1K,4K,16K,64K,256K")
     ap.add_argument("--budget", default="1s")
+    ap.add_argument("--max-reps", type=int, default=4096,
+                    help="repetitions at most per measurement and launch (a launch lends the "
+                         "paired test its median; a measurement that does not converge stops "
+                         "here, not at its 0.1 s)")
     ap.add_argument("--out")
     ap.add_argument("--dir", help="keep every trial here; a trial already there is not run "
                                   "again (a run longer than one bench slot continues)")

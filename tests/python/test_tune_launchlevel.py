@@ -215,3 +215,57 @@ def test_diff_run_sequential_bad_options_are_one_line(tmp_path: Path) -> None:
     p = _mpilab("diff", a, a, "--max-pairs", "8")
     assert p.returncode == 2 and "--max-pairs and --time-limit are for --run" in p.stderr
     assert not (tmp_path / "l").exists()
+
+
+def _launch_files(d: Path, pairs: int, factor: float, drop: tuple[str, int] | None = None
+                  ) -> None:
+    """a.K.json and b.K.json as --run keeps them: launch levels tens of percent apart, bcast
+    at 16 KiB and above x factor on B, some samples invalid; `drop` (side, K): that launch
+    lacks allreduce 1 KiB."""
+    rng = random.Random(5)
+    for k in range(1, pairs + 1):
+        lv = math.exp(rng.gauss(0, 0.3))
+        for side, f in (("a", 1.0), ("b", factor)):
+            ms = []
+            for op in ("bcast", "allreduce"):
+                for b in (1024, 16384, 65536):
+                    if drop == (side, k) and (op, b) == ("allreduce", 1024):
+                        continue
+                    t = 1e-6 * (1 + b / 500) * lv * (f if op == "bcast" and b >= 16384 else 1)
+                    m = _meas(op, "native", b, [t * math.exp(rng.gauss(0, 0.05))
+                                                for _ in range(20 + rng.randrange(40))])
+                    m["valid"][3] = False
+                    ms.append(m)
+            doc = _doc(ms)
+            doc["provenance"]["date"] = f"2026-11-25T10:{k:02d}:{0 if side == 'a' else 30:02d}Z"
+            (d / f"{side}.{k}.json").write_text(json.dumps(doc))
+
+
+def test_diff_run_looks_on_launches_in_memory_as_on_the_merged_files(tmp_path: Path) -> None:
+    # --run's looks test on each launch's samples as read once when it ended
+    # (diff.Summaries), never re-reading and merging the kept files: the rows must be those
+    # of the merged sides, at a look below the rank test's pair count and at one above it
+    from mpilab.commands import diff
+
+    _launch_files(tmp_path, 14, 1.10)
+    sums = diff.Summaries()
+    for k in range(1, 15):
+        for side in ("A", "B"):
+            sums.add(side, json.loads((tmp_path / f"{side.lower()}.{k}.json").read_text()))
+    for n in (6, 14):
+        _, (da, db) = diff.merge_sides_docs(tmp_path, n)
+        merged = diff.compare_docs(da, db, True, 0.0167, None, 1 - 2 * 0.0167)
+        ents = sums.entries(n)
+        assert ents is not None and len(ents) == 6
+        mem = diff.compare_groups(ents, db["provenance"], 0.0167, None, 1 - 2 * 0.0167)
+        assert mem == merged
+        assert [r["significant"] for r in mem] == [False, True, True, False, False, False]
+    # a launch without a measurement: no summary rows (the merged sides decide)
+    (tmp_path / "m").mkdir()
+    _launch_files(tmp_path / "m", 6, 1.10, drop=("b", 4))
+    sums = diff.Summaries()
+    for k in range(1, 7):
+        for side in ("A", "B"):
+            sums.add(side, json.loads((tmp_path / "m" / f"{side.lower()}.{k}.json").read_text()))
+    assert sums.entries(3) is not None and sums.entries(6) is None
+

@@ -157,7 +157,6 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
     paired by launch k when `paired`, else unpaired), each measurement's variance shrunk
     towards its operation's at the other sizes and the stored launch variation. Intervals
     at level cl (default 1 - alpha); `significant` is the two-sided test at alpha."""
-    cl = 1 - alpha if cl is None else cl
     from mpilab.pair_matrix import expand_all
     from mpilab.tune import stats
 
@@ -168,15 +167,29 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
         if not isinstance(m, dict) or _key(m) not in am:
             continue
         ga, gb = stats.launch_groups(am[_key(m)]), stats.launch_groups(m)
-        pair = paired and len(ga) == len(gb) == n  # else some launch lacks this measurement
-        var = (stats.variance_of(stats.pair_logs(ga, gb)[0]) if pair
-               else stats.unpaired_variance(ga, gb))
-        both.append((m, ga, gb, pair, var))
+        # else some launch lacks this measurement
+        both.append((m, ga, gb, paired and len(ga) == len(gb) == n))
+    return compare_groups(both, db.get("provenance") or {}, alpha, store, cl)
+
+
+Entry = tuple[dict[str, Any], list[list[float]], list[list[float]], bool]
+
+
+def compare_groups(both: list[Entry], prov_b: dict[str, Any], alpha: float = 0.05,
+                   store: dict[str, Any] | None = None,
+                   cl: float | None = None) -> list[dict[str, Any]]:
+    """compare_docs's rows from (measurement, A's launch groups, B's launch groups, paired)
+    per measurement (mpilab.tune.stats.launch_groups: each launch's valid samples)."""
+    from mpilab.tune import stats
+
+    cl = 1 - alpha if cl is None else cl
+    var = [stats.variance_of(stats.pair_logs(ga, gb)[0]) if pair
+           else stats.unpaired_variance(ga, gb) for _m, ga, gb, pair in both]
     rows = []
-    for i, (m, ga, gb, pair, _) in enumerate(both):
-        group = [v for j, (o, _a, _b, pp, v) in enumerate(both)
+    for i, (m, ga, gb, pair) in enumerate(both):
+        group = [var[j] for j, (o, _a, _b, pp) in enumerate(both)
                  if j != i and pp == pair and _gkey(o) == _gkey(m)]
-        prior = stored_prior(store, db.get("provenance") or {}, m, pair)
+        prior = stored_prior(store, prov_b, m, pair)
         if pair and len(stats.pair_logs(ga, gb)[0]) >= stats.RANK_MIN:
             c = stats.paired_rank(ga, gb, cl, alpha)
         elif pair:
@@ -186,6 +199,54 @@ def compare_docs(da: dict[str, Any], db: dict[str, Any], paired: bool = False,
         rows.append({"op": m.get("op"), "impl": m.get("impl"), "timing": m.get("timing"),
                      "bytes": m.get("bytes"), "pair": m.get("pair"), **c.as_json()})
     return rows
+
+
+class Summaries:
+    """The paired runner's launches as it keeps them in memory: per side and launch, each
+    measurement's valid samples, sorted (mpilab.tune.stats.launch_groups of that launch
+    alone: the median and its order-statistics interval are all a launch lends the paired
+    tests), taken from the document validated when the launch ended. A look tests on these,
+    never reading, merging or checking the kept files again."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, list[dict[tuple[Any, ...], list[float] | None]]] = {
+            "A": [], "B": []}
+        self.first: dict[str, dict[str, Any]] = {}  # each side's first launch, no samples
+
+    def add(self, side: str, doc: dict[str, Any]) -> None:
+        from mpilab.pair_matrix import expand_all
+        from mpilab.tune import stats
+
+        g: dict[tuple[Any, ...], list[float] | None] = {}
+        meas = [m for m in expand_all(doc.get("measurements") or []) if isinstance(m, dict)]
+        for m in meas:
+            lg = stats.launch_groups(m)
+            g[_key(m)] = sorted(lg[0]) if len(lg) == 1 else None  # None: not one launch
+        self.groups[side].append(g)
+        if side not in self.first:
+            self.first[side] = {
+                "provenance": doc.get("provenance") or {},
+                "measurements": [{k: v for k, v in m.items() if k not in ("samples", "valid")}
+                                 for m in meas]}
+
+    def entries(self, n: int) -> list[Entry] | None:
+        """compare_groups's input for launches 1..n of each side, every measurement paired;
+        None when some launch file held several launches or some measurement of B's first
+        launch is missing from a launch of either side that A has at all (the merged files
+        then decide, as for two files)."""
+        ga_all, gb_all = self.groups["A"][:n], self.groups["B"][:n]
+        if len(ga_all) != n or len(gb_all) != n or "B" not in self.first:
+            return None
+        out: list[Entry] = []
+        for m in self.first["B"]["measurements"]:
+            k = _key(m)
+            if all(k not in g for g in ga_all):
+                continue  # A never measured it: not compared
+            ga, gb = [g.get(k) for g in ga_all], [g.get(k) for g in gb_all]
+            if any(x is None for x in ga + gb):
+                return None
+            out.append((m, ga, gb, True))  # type: ignore[arg-type]
+        return out
 
 
 def _store(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -219,10 +280,11 @@ def run_order(pairs: int, first: int = 1) -> list[tuple[int, str]]:
 
 
 def run_launches(cmd_a: list[str], cmd_b: list[str], first: int, last: int, d: Path,
-                 timeout: float, log: Any = None) -> None:
+                 timeout: float, log: Any = None, sums: Summaries | None = None) -> None:
     """Pairs first..last of alternating launches of the two commands (run_order), each
-    writing one results file ({out} replaced by d/a.K.json or d/b.K.json). A launch that
-    fails, times out or writes no valid results file stops the run in one line naming it."""
+    writing one results file ({out} replaced by d/a.K.json or d/b.K.json), read and validated
+    once when it is written (into `sums` when given). A launch that fails, times out or
+    writes no valid results file stops the run in one line naming it."""
     import signal
     import subprocess
 
@@ -254,7 +316,9 @@ def run_launches(cmd_a: list[str], cmd_b: list[str], first: int, last: int, d: P
             raise MpilabError(f"--run: launch {k} of {side} failed (exit {rc}; output: {errf})")
         if not out.is_file():
             raise MpilabError(f"--run: launch {k} of {side} wrote no results file {out}")
-        results.load(str(out))  # one line on a bad file
+        loaded = results.load(str(out))  # one line on a bad file
+        if sums is not None:
+            sums.add(side, loaded.raw)
         if log is not None:
             log(f"pair {k} {side}: {out.name}\n")
 
@@ -338,15 +402,15 @@ def _run(args: argparse.Namespace) -> int:
     plan = look_plan(args.pairs, args.max_pairs)
     alpha = 0.05 / len(plan)
     t0, done, i, n = time.monotonic(), 0, 1, plan[0]
+    sums = Summaries()
     try:
         while True:
             # a launch that fails leaves its output (named in the one line) for the user
-            run_launches(cmd_a, cmd_b, done + 1, n, d, args.timeout, log)
+            run_launches(cmd_a, cmd_b, done + 1, n, d, args.timeout, log, sums)
             done = n
-            (a, b), docs = merge_sides_docs(d, n)
             if i == len(plan):
                 break
-            rows = _evaluate(args, str(a), str(b), True, True, alpha, docs)[2]
+            rows = _look_rows(args, d, n, sums, alpha)
             fails, undecided = _states(rows, thr)
             nxt = next_look(n, plan[i], time.monotonic() - t0, args.time_limit)
             sys.stdout.write(f"mpilab diff: look {i} of {len(plan)} ({n} pairs, alpha "
@@ -360,28 +424,58 @@ def _run(args: argparse.Namespace) -> int:
             if not undecided or nxt is None:
                 break
             i, n = (i + 1, nxt) if nxt == plan[i] else (len(plan), nxt)
+        ents = sums.entries(done)
+        summary = None if ents is None else (sums.first["A"]["provenance"],
+                                             sums.first["B"]["provenance"], ents)
+        a, b, docs = d / "a.json", d / "b.json", None
+        if keep is not None or args.html or summary is None:  # the merged sides, once
+            (a, b), docs = merge_sides_docs(d, done)
         return _files(args, str(a), str(b), True, checked=True, alpha=alpha,
-                      pairs_note=f"{done} pairs, {len(plan)} planned look(s)", docs=docs)
+                      pairs_note=f"{done} pairs, {len(plan)} planned look(s)", docs=docs,
+                      summary=summary)
     finally:
         if keep is None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+Summary = tuple[dict[str, Any], dict[str, Any], list[Entry]]
+
+
+def _look_rows(args: argparse.Namespace, d: Path, n: int, sums: Summaries,
+               alpha: float) -> list[dict[str, Any]]:
+    """The rows of a look of --run at n pairs: from the launches kept in memory, or (a launch
+    file of several launches, a measurement some launch lacks) from the merged sides."""
+    ents = sums.entries(n)
+    if ents is None:
+        (a, b), docs = merge_sides_docs(d, n)
+        return _evaluate(args, str(a), str(b), True, True, alpha, docs)[2]
+    summary = (sums.first["A"]["provenance"], sums.first["B"]["provenance"], ents)
+    return _evaluate(args, str(d / "a.json"), str(d / "b.json"), True, True, alpha,
+                     summary=summary)[2]
+
+
 def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
               checked: bool, alpha: float,
               docs: tuple[dict[str, Any], dict[str, Any]] | None = None,
-              typed: bool = False) -> tuple[dict[str, Any], dict[str, Any],
-                                            list[dict[str, Any]], tuple[Any, Any] | None]:
+              typed: bool = False, summary: Summary | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]],
+                         tuple[Any, Any] | None]:
     """Both files loaded and checked (one line on a problem), and the rows of compare_docs:
     (provenance of A, of B, rows, the two typed Results or None). docs: the two documents
     --run merged from launches that were each validated when they ended (not read and
     validated again: on 30 launches a side that took tens of seconds a look; `typed` loads
-    them as Results all the same, for the HTML page)."""
+    them as Results all the same, for the HTML page). summary: --run's launches as it keeps
+    them in memory (provenance of A, of B, compare_groups's input): the rows from those,
+    the same as from the merged documents."""
     from mpilab import results, samples_file
 
     store = _store(args)
     loaded = None
-    if docs is not None:
+    if summary is not None:
+        pa, pb = summary[0], summary[1]
+        if typed:
+            loaded = (results.load(path_a), results.load(path_b))
+    elif docs is not None:
         da, db = docs
         pa, pb = da.get("provenance") or {}, db.get("provenance") or {}
         if typed:
@@ -403,7 +497,8 @@ def _evaluate(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
     # with a threshold each end of the interval is a one-sided test at alpha (flagged: ratio
     # <= 1 + thr rejected; cleared: ratio > 1 + thr rejected, a TOST): the 1 - 2 alpha interval
     cl = 1 - 2 * alpha if args.fail_above is not None else 1 - alpha
-    rows = compare_docs(da, db, paired, alpha, store, cl)
+    rows = (compare_groups(summary[2], pb, alpha, store, cl) if summary is not None
+            else compare_docs(da, db, paired, alpha, store, cl))
     if not rows:
         raise MpilabError(f"{path_a} and {path_b} have no measurement in common")
     return pa, pb, rows, loaded
@@ -443,7 +538,8 @@ def next_look(done: int, planned: int, spent: float, time_limit: float | None) -
 
 def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
            checked: bool = False, alpha: float | None = None, pairs_note: str = "",
-           docs: tuple[dict[str, Any], dict[str, Any]] | None = None) -> int:
+           docs: tuple[dict[str, Any], dict[str, Any]] | None = None,
+           summary: Summary | None = None) -> int:
     from mpilab.fsutil import atomic_write_text, check_output
 
     thr = _threshold(args.fail_above) if args.fail_above is not None else None
@@ -454,7 +550,7 @@ def _files(args: argparse.Namespace, path_a: str, path_b: str, paired: bool,
         check_output(args.html)
     alpha = 0.05 / looks if alpha is None else alpha
     pa, pb, rows, loaded = _evaluate(args, path_a, path_b, paired, checked, alpha, docs,
-                                     bool(args.html))
+                                     bool(args.html), summary)
     for p in provenance_problems(pa, pb):
         sys.stderr.write(f"mpilab diff: warning: {p}\n")
     fails, undecided = _states(rows, thr)
