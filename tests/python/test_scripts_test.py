@@ -72,8 +72,8 @@ def test_a_failing_part_does_not_stop_the_others(tmp_path: Path) -> None:
     for want in ["install-deps", "build --asan", "ctest --test-dir build-asan",
                  "build --mpich", "ctest --test-dir build-mpich", "build --smpi",
                  "ctest --test-dir build-smpi", "python -m ruff check",
-                 "python -m pytest -q -n 2 --dist loadscope -m not serial",
-                 "python -m pytest -q -m serial"]:
+                 "python -m pytest -q -rs -n 2 --dist loadscope -m not serial",
+                 "python -m pytest -q -rs -m serial"]:
         assert want in calls, f"{want!r} not run:\n{calls}"
     summary = _summary(r.stdout)
     assert len(summary) == len(PARTS) + 1, summary
