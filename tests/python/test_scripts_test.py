@@ -23,20 +23,32 @@ def _stub(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+def _scratch(tmp_path: Path, install: str, build: str, ctest: str,
+             python: str) -> tuple[Path, dict[str, str]]:
+    """A scratch tree holding a copy of scripts/test, whose scripts/install-deps and
+    scripts/build are stubs with the bodies given, and an environment whose PATH puts stub
+    ctest and python first: (the copied script, the environment)."""
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
+    _stub(tree / "scripts" / "install-deps", install)
+    _stub(tree / "scripts" / "build", build)
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir / "ctest", ctest)
+    _stub(bin_dir / "python", python)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
+    env.pop("VIRTUAL_ENV", None)
+    return tree / "scripts" / "test", env
+
+
 def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = None,
          meet: bool = False) -> tuple[subprocess.CompletedProcess[str], str]:
     """scripts/test in a scratch tree; ctest fails in fail_dir (naming one failed test),
     scripts/build fails for the flag build_fails; with meet, the Open MPI ctest waits (up
     to 60 s, else fails) for the serial pytest part to have started, and the SMPI ctest
     for the pytest workers."""
-    tree = tmp_path / "tree"
-    (tree / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
     log = tmp_path / "calls.log"
-    _stub(tree / "scripts" / "install-deps", f'echo "install-deps $*" >> {log}')
     bfail = f'; [ "${{1:-}}" != {build_fails} ] || exit 1' if build_fails else ""
-    _stub(tree / "scripts" / "build", f'echo "build $*" >> {log}{bfail}')
-    bin_dir = tmp_path / "bin"
     fail = ""
     if fail_dir:
         fail = (f'if [ "$2" = {fail_dir} ]; then mkdir -p {fail_dir}/Testing/Temporary; '
@@ -49,13 +61,13 @@ def _run(tmp_path: Path, fail_dir: str | None = None, build_fails: str | None = 
                 'i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi')
     if meet:
         fail += wait_for("build", serial) + wait_for("build-smpi", workers)
-    _stub(bin_dir / "ctest", f'echo "ctest $*" >> {log}\n{fail}')
-    _stub(bin_dir / "python", f'echo "python $*" >> {log}\n'
-          f'case "$*" in *"-m serial"*) touch {serial};; *"-n 2"*) touch {workers};; esac')
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
-    env.pop("VIRTUAL_ENV", None)
-    r = subprocess.run(["bash", str(tree / "scripts" / "test")], capture_output=True, text=True,
-                       timeout=150, env=env, cwd=tree)
+    script, env = _scratch(
+        tmp_path, install=f'echo "install-deps $*" >> {log}',
+        build=f'echo "build $*" >> {log}{bfail}', ctest=f'echo "ctest $*" >> {log}\n{fail}',
+        python=f'echo "python $*" >> {log}\n'
+               f'case "$*" in *"-m serial"*) touch {serial};; *"-n 2"*) touch {workers};; esac')
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                       timeout=150, env=env, cwd=script.parents[1])
     return r, log.read_text()
 
 
@@ -118,19 +130,10 @@ def test_lanes_run_at_once_and_the_workers_start_when_one_ends(tmp_path: Path) -
 def test_an_interrupt_stops_every_lane_and_says_so(tmp_path: Path) -> None:
     # every stub hangs: SIGINT to the run's process group (what Ctrl-C sends) ends it with
     # 130, the summary says it was interrupted (never "all parts passed"), nothing is left
-    tree = tmp_path / "tree"
-    (tree / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "test", tree / "scripts" / "test")
-    for name in ("install-deps", "build"):
-        _stub(tree / "scripts" / name, "exit 0")
-    bin_dir = tmp_path / "bin"
     nap = f"sleep {300 + os.getpid() % 97}"  # a command line no other process has
-    for name in ("ctest", "python"):
-        _stub(bin_dir / name, nap)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
-    env.pop("VIRTUAL_ENV", None)
-    p = subprocess.Popen(["bash", str(tree / "scripts" / "test")], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, cwd=tree,
+    script, env = _scratch(tmp_path, install="exit 0", build="exit 0", ctest=nap, python=nap)
+    p = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, cwd=script.parents[1],
                          start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _running(nap):
