@@ -4,22 +4,25 @@
 of 5 trials, each in under 2 minutes of wall time; and 10 identical pairs give 0 false
 alarms.
 
-Per trial, A and B are the same `mpilab bench` launch (one mpirun, bcast:inj and
-allreduce:inj of bench/tune_inject.c at --sizes); B's environment sets
-MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins for that fraction
-of each call's own duration at MIN bytes and above), or nothing in an identical trial.
-mpilab diff --run alternates the launches (A B B A ...) and tests each measurement on the
-per-pair log ratios of the launch medians (each measurement at most --max-reps repetitions
-a launch: the launch's median is what the test uses); with --max-pairs it looks after N
-pairs and every N more up to M (each look at alpha 0.05 / looks) and measures more pairs
-only while some measurement is undecided (--max-pairs 0: one look at N pairs). A trial
-with injection passes when every bcast size >= MIN is "SLOWER beyond 5%", nothing else is
-flagged and the exit is 1; an identical trial passes when nothing is flagged and the exit
-is 0. Prints one line per trial (its pairs and wall time) and the counts; --out keeps the
-JSON.
+Per trial, A and B are the same launch command (one mpirun of mpilab-bench, bcast:inj and
+allreduce:inj of bench/tune_inject.c at --sizes, Open MPI told its on-node transport with
+--mca pml ob1 --mca btl self,vader: the one it selects here anyway, named so that MPI_Init
+does not spend 0.2 s probing the UCX PML and the network BTLs, a third of a launch; --runner
+wrapper goes through `mpilab bench --launches 1`, --mca '' leaves Open MPI to probe); B's
+environment sets MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins
+for that fraction of each call's own duration at MIN bytes and above), or nothing in an
+identical trial. mpilab diff --run alternates the launches (A B B A ...) and tests each
+measurement on the per-pair log ratios of the launch medians (each measurement at most
+--max-reps repetitions a launch: the launch's median is what the test uses); with
+--max-pairs it looks after N pairs and every N more up to M (each look at alpha 0.05 /
+looks) and measures more pairs only while some measurement is undecided (--max-pairs 0: one
+look at N pairs). A trial with injection passes when every bcast size >= MIN is "SLOWER
+beyond 5%", nothing else is flagged and the exit is 1; an identical trial passes when
+nothing is flagged and the exit is 0. Prints one line per trial (its pairs and wall time)
+and the counts; --out keeps the JSON.
 
     MPILAB_BIN=build/bin python3 bench/tune_diff_inject.py --trials 5 --identical 10 \
-        --pairs 15 --max-pairs 45 --time-limit 110 --dir D
+        --pairs 40 --max-pairs 120 --time-limit 110 --dir D
 
 --dir keeps every trial; a trial already there is not run again (a run longer than one
 bench slot continues in the next).
@@ -37,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, loadavg, mpilab_cmd, write_json
+from harness import REPO, loadavg, mpilab_cmd, mpirun, tool, write_json
 from harness import env as harness_env
 from mpilab import units
 
@@ -46,15 +49,25 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Complet
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
 
 
+def launch_command(so: Path, a: argparse.Namespace) -> str:
+    """The command A and B both run: one launch of the runner writing {out}."""
+    runner = ["--entries", str(so), "--ops", "bcast:inj,allreduce:inj", "--sizes", a.sizes,
+              "--time-budget", a.budget, "--max-reps", str(a.max_reps), "--no-fit", "--quiet",
+              "--out"]
+    mca = [x for kv in a.mca.split() for x in ("--mca", *kv.split("=", 1))]
+    if a.runner == "direct":
+        argv = [*mpirun(a.np, mca), tool("mpilab-bench"), *runner]
+    else:
+        argv = mpilab_cmd("bench", "--np", str(a.np), "--launches", "1", "--variation-store",
+                          "none", "--quiet-launches",
+                          *[f"--launcher-arg={x}" for x in mca], "--", *runner)
+    return " ".join(shlex.quote(x) for x in argv) + " {out}"
+
+
 def trial(name: str, d: Path, so: Path, a: argparse.Namespace, inject: bool) -> dict:
-    bench = " ".join(shlex.quote(x) for x in mpilab_cmd(
-        "bench", "--np", str(a.np), "--launches", "1", "--variation-store", "none",
-        "--quiet-launches", "--", "--entries", str(so), "--ops", "bcast:inj,allreduce:inj",
-        "--sizes", a.sizes, "--time-budget", a.budget, "--max-reps", str(a.max_reps),
-        "--no-fit", "--quiet", "--out"))
-    cmd_a = f"{bench} {{out}}"
+    cmd_a = launch_command(so, a)
     cmd_b = (f"env MPILAB_INJECT_BCAST={a.slowdown} MPILAB_INJECT_MIN_BYTES={a.min_bytes} "
-             f"{bench} {{out}}" if inject else cmd_a)
+             f"{cmd_a}" if inject else cmd_a)
     keep = d / name
     shutil.rmtree(keep, ignore_errors=True)
     t0 = time.monotonic()
@@ -87,8 +100,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=5, help="trials with the slowdown")
     ap.add_argument("--identical", type=int, default=10, help="trials with A = B")
-    ap.add_argument("--pairs", type=int, default=15, help="pairs before the first look")
-    ap.add_argument("--max-pairs", type=int, default=45, help="pairs at most (0: one look)")
+    ap.add_argument("--pairs", type=int, default=40, help="pairs before the first look")
+    ap.add_argument("--max-pairs", type=int, default=120, help="pairs at most (0: one look)")
     ap.add_argument("--time-limit", type=float, default=110.0,
                     help="seconds: no further look whose pairs would end after it")
     ap.add_argument("--np", type=int, default=2)
@@ -100,6 +113,13 @@ def main() -> int:
                     help="repetitions at most per measurement and launch (a launch lends the "
                          "paired test its median; a measurement that does not converge stops "
                          "here, not at its 0.1 s)")
+    ap.add_argument("--runner", choices=("direct", "wrapper"), default="direct",
+                    help="direct: mpirun starts mpilab-bench itself; wrapper: through "
+                         "`mpilab bench --launches 1` (about 0.15 s more a launch)")
+    ap.add_argument("--mca", default="pml=ob1 btl=self,vader",
+                    help="Open MPI parameters of both commands, space-separated NAME=VALUE "
+                         "('' for none). The default names the on-node transport Open MPI "
+                         "picks anyway, so a launch skips probing the others")
     ap.add_argument("--out")
     ap.add_argument("--dir", help="keep every trial here; a trial already there is not run "
                                   "again (a run longer than one bench slot continues)")
