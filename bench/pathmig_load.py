@@ -141,21 +141,21 @@ def line_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, 
 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024, tcp: bool = False, own: bool = True,
-        mpi: str = "openmpi", min_s: float = 0.0, watch_long: bool = False
-        ) -> dict[str, Any]:
+        mpi: str = "openmpi", min_s: float = 0.0, watch_long: bool = False,
+        mpich_yield: bool = False) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
     windows taken at the progress line a fault would follow; `mpi`: the launcher
     (`testbed run --mpi`); `min_s` > 0: the job goes on until min_s seconds after its first
     progress line (the ping-pong's --until; `count` is then the most round trips);
     `watch_long`: for each round trip over WATCH_OVER_S, how long each rank and the delay
-    line waited for a CPU during it."""
+    line waited for a CPU during it; `mpich_yield`: `testbed run --mpich-yield`."""
     sp = net.current_spec(prefix)
     ev, rtt = work / f"events-{k}.jsonl", work / f"rtt-{k}.log"
     until = work / f"until-{k}"
     until.unlink(missing_ok=True)
     how = (["--congestion", "cubic"] if tcp else ["--pathmig", "--pathmig-events", str(ev)])
     cmd = mpilab_cmd("testbed", "run", "--prefix", prefix, *how, "--mpi", mpi,
-                     "--timeout", "300", "--",
+                     *(["--mpich-yield"] if mpich_yield else []), "--timeout", "300", "--",
                      tool("mpilab-tb-pingpong"), "--count", str(count), "--bytes", str(size),
                      "--progress", "100", "--rtt-log", str(rtt),
                      *(["--until", str(until)] if min_s > 0 else []))
@@ -270,6 +270,9 @@ def main() -> int:
     ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
                     help="the MPI of the ping-pong and its launcher (mpich: the MPICH build's "
                     "tool, build-mpich/bin unless MPILAB_BIN is set)")
+    ap.add_argument("--mpich-yield", action="store_true",
+                    help="with --mpi mpich: the ranks yield when idle (`testbed run "
+                    "--mpich-yield`), as Open MPI's do under mpilab's mpirun")
     ap.add_argument("--watch", action="store_true",
                     help="sample the ranks' and the delay line's run-queue wait every 2 ms "
                     "(a SCHED_FIFO thread) and attribute each round trip over 50 ms")
@@ -297,6 +300,8 @@ def main() -> int:
         ap.error("--baseline needs --fault (its windows follow the fault's progress line)")
     if a.fault and any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
+    if a.mpich_yield and a.mpi != "mpich":
+        ap.error("--mpich-yield: only with --mpi mpich")
     if a.mpi == "mpich" and not os.environ.get("MPILAB_BIN"):
         os.environ["MPILAB_BIN"] = str(REPO / "build-mpich" / "bin")
     try:  # the ping-pong of the asked MPI, checked before the testbed comes up
@@ -326,7 +331,8 @@ def measure(a: argparse.Namespace) -> int:
     hogs = 0 if a.quiet else os.cpu_count() or 2
     sizes: list[int] = a.sizes
     fault_kinds: list[str | None] = a.faults
-    doc: dict[str, Any] = {"load_at_start": loadavg(), "mpi": a.mpi, "hogs": hogs,
+    doc: dict[str, Any] = {"load_at_start": loadavg(), "mpi": a.mpi,
+                           "mpich_yield": a.mpich_yield, "hogs": hogs,
                            "count": a.count, "min_seconds": a.min_seconds,
                            "bytes": sizes, "network": a.network if a.spec else None,
                            "fault": a.fault, "baseline": a.baseline,
@@ -344,7 +350,7 @@ def measure(a: argparse.Namespace) -> int:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
                 rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
-                          a.hog_group == "own", a.mpi, a.min_seconds, a.watch)
+                          a.hog_group == "own", a.mpi, a.min_seconds, a.watch, a.mpich_yield)
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)

@@ -95,6 +95,7 @@ def run_job(a: argparse.Namespace, sp: Any, pathmig: bool, prog: list[str],
     mode = (["--pathmig", "--pathmig-events", str(ev)] if pathmig else
             ["--congestion", "cubic", *(["--like-mptcp"] if a.tcp == "like-mptcp" else [])])
     cmd = mpilab_cmd("testbed", "run", "--prefix", a.prefix, *mode, "--mpi", a.mpi,
+                     *(["--mpich-yield"] if a.mpich_yield else []),
                      "--timeout", str(a.limit), "--", *prog)
     running = _hogs(hogs, a.hog_group == "own")
     fault_t, lines = None, []
@@ -231,12 +232,17 @@ def main() -> int:
     ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
                     help="the MPI of the programs (mpich: --osu and --imb default to the "
                     "MPICH builds) and of their launcher")
+    ap.add_argument("--mpich-yield", action="store_true",
+                    help="with --mpi mpich: the ranks of both sides yield when idle "
+                    "(`testbed run --mpich-yield`), as Open MPI's do under mpilab's mpirun")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="start no new run after this many seconds (0: no limit)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     a.faults = a.fault.split(",")
+    if a.mpich_yield and a.mpi != "mpich":
+        ap.error("--mpich-yield: only with --mpi mpich")
     if a.mpi == "mpich" and not a.osu:
         ap.error("--mpi mpich needs --osu DIR: osu_latency and osu_bw built with mpicc.mpich")
     a.osu = a.osu or OSU
@@ -247,7 +253,9 @@ def main() -> int:
     bad = [p for p in a.programs if p not in ("osu_latency", "osu_bw", "imb_pingpong")]
     if bad:
         ap.error(f"--programs: unknown {', '.join(bad)} (osu_latency, osu_bw, imb_pingpong)")
-    for p in (f"{a.osu}/osu_latency", f"{a.osu}/osu_bw", a.imb):
+    paths = {"osu_latency": f"{a.osu}/osu_latency", "osu_bw": f"{a.osu}/osu_bw",
+             "imb_pingpong": a.imb}
+    for p in (paths[x] for x in a.programs):  # only the programs this run starts
         if not os.access(p, os.X_OK):
             ap.error(f"{p}: no such program")
     a.work = a.work or str(Path(a.out).with_suffix(".d"))
@@ -259,7 +267,8 @@ def main() -> int:
         testbed_up(a.prefix, a.spec)
     hogs = 0 if a.quiet else os.cpu_count() or 2
     doc: dict[str, Any] = {"load_at_start": loadavg(), "hogs": hogs, "mode": a.mode,
-                           "mpi": a.mpi, "hog_group": a.hog_group, "tcp": a.tcp,
+                           "mpi": a.mpi, "mpich_yield": a.mpich_yield,
+                           "hog_group": a.hog_group, "tcp": a.tcp,
                            "tolerance_pct": a.tolerance, "runs": [], "pairs": []}
     try:
         sp = net.current_spec(a.prefix)

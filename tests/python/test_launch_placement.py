@@ -92,10 +92,17 @@ def job(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> specmod.Spec:
     monkeypatch.setattr(rails, "first_usable_rail", lambda spec, hosts: 1)
     monkeypatch.setattr(launch, "find_executable", lambda name: f"/x/{name}")
     monkeypatch.setattr(tb, "_mptcpize", lambda: "/x/mptcpize")
-    monkeypatch.setattr(tb, "mpich_rank_preload",
-                        lambda mptcp: "/l/wrap.so:/l/keep.so" if mptcp else "/l/keep.so")
+    monkeypatch.setattr(tb, "mpich_rank_preload", _preload)
     (tmp_path / "upl").mkdir()
     return specmod.load_text(SPEC, "upl.toml")
+
+
+def _preload(mptcp: bool, mpich_yield: bool = False, keeper: bool = True) -> str | None:
+    """mpich_rank_preload's order with stand-in libraries: mptcpize's, the yield library,
+    the finalize keeper."""
+    libs = ((["/l/wrap.so"] if mptcp else []) + (["/l/yield.so"] if mpich_yield else [])
+            + (["/l/keep.so"] if keeper else []))
+    return ":".join(libs) or None
 
 
 def _ns_prefix(state: Path) -> list[str]:
@@ -139,6 +146,19 @@ def test_mpich_testbed_jobs_keep_their_command_line(job: specmod.Spec, tmp_path:
                    "/l/wrap.so:/l/keep.so" if mptcp else "/l/keep.so"]
     off = tb.job_prefix(job, 3, None, mptcp=mptcp, mpi="mpich", ucx_keeper=False)
     assert off == cmd[:-3]
+    # --mpich-yield: the yield library first in the ranks' preload, keeper or not
+    y = tb.job_prefix(job, 3, None, mptcp=mptcp, mpi="mpich", mpich_yield=True)
+    assert y[:-1] == cmd[:-1]
+    assert y[-1] == ("/l/wrap.so:/l/yield.so:/l/keep.so" if mptcp else "/l/yield.so:/l/keep.so")
+    y_only = tb.job_prefix(job, 3, None, mptcp=mptcp, mpi="mpich", ucx_keeper=False,
+                           mpich_yield=True)
+    assert y_only == [*off, "-genv", "LD_PRELOAD",
+                      "/l/wrap.so:/l/yield.so" if mptcp else "/l/yield.so"]
+
+
+def test_mpich_yield_is_refused_for_an_open_mpi_job(job: specmod.Spec) -> None:
+    with pytest.raises(MpilabError, match="--mpich-yield: only for an MPICH job"):
+        tb.job_prefix(job, 2, None, mpi="openmpi", mpich_yield=True)
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])

@@ -299,3 +299,23 @@ def test_run_refuses_an_unknown_mpi() -> None:
                         "--", "true"], capture_output=True, text=True, cwd=REPO,
                        env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
     assert p.returncode == 2 and "--mpi" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_yield_library_goes_before_the_keeper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mpich_rank_preload: the yield library first, then the finalize keeper; without the
+    yield library built, --mpich-yield is an error naming it, not a job without it."""
+    from mpilab.errors import MpilabError
+    from mpilab.testbed import launch
+    monkeypatch.delenv("MPILAB_UCX_FINALIZE", raising=False)
+    monkeypatch.setattr(launch, "find_tool", lambda name: f"/b/{name}")
+    assert launch.mpich_rank_preload(False, True) == \
+        f"/b/{launch.YIELD_LIB}:/b/{launch.FINALIZE_KEEPER}"
+    assert launch.mpich_rank_preload(False, True, keeper=False) == f"/b/{launch.YIELD_LIB}"
+    assert launch.mpich_rank_preload(False) == f"/b/{launch.FINALIZE_KEEPER}"
+
+    def missing(name: str) -> str:
+        raise MpilabError(f"{name}: not found")
+    monkeypatch.setattr(launch, "find_tool", missing)
+    assert launch.mpich_rank_preload(False) is None
+    with pytest.raises(MpilabError, match=launch.YIELD_LIB):
+        launch.mpich_rank_preload(False, True)

@@ -197,6 +197,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.like_mptcp and (args.mptcp or args.pathmig or args.mptcp_subflows is not None):
         raise MpilabError("--like-mptcp: only for a plain TCP job (an --mptcp or --pathmig "
                           "job has those settings already)")
+    mpi = args.mpi
+    if args.mpich_yield:
+        if mpi == "auto" and program:
+            from mpilab.launch import program_mpi_of
+            mpi = program_mpi_of(program)
+        if mpi != "mpich":
+            raise MpilabError("--mpich-yield: only for an MPICH job (--mpi mpich, or a program "
+                              "linked with MPICH; Open MPI's ranks yield when idle already)")
     timeout = (jobctl.parse_limit(args.timeout, "--timeout") if args.timeout is not None
                else None)
     grace = (jobctl.parse_limit(args.fault_grace, "--fault-grace")
@@ -223,15 +231,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             return run_job(sp, program, args.pathmig_events, np=args.np, hosts=args.hosts,
                            timeout=timeout, rails=rails, fault_grace=grace,
-                           congestion=args.congestion, mpi=args.mpi)
+                           congestion=args.congestion, mpi=mpi,
+                           mpich_yield=args.mpich_yield)
         finally:
             if held is not None:
                 os.close(held)
     return launch.run(sp, program, np=args.np, hosts=args.hosts,
                       mptcp=args.mptcp or args.mptcp_subflows is not None,
                       timeout=timeout, rails=rails, fault_grace=grace,
-                      congestion=args.congestion, mpi=args.mpi, subflows=args.mptcp_subflows,
-                      like_mptcp=args.like_mptcp)
+                      congestion=args.congestion, mpi=mpi, subflows=args.mptcp_subflows,
+                      like_mptcp=args.like_mptcp, mpich_yield=args.mpich_yield)
 
 
 def cmd_fail(args: argparse.Namespace) -> int:
@@ -319,6 +328,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mpi", choices=launch.MPIS, default="auto",
                    help="the launcher: Open MPI's mpirun or MPICH's mpiexec (default auto: "
                         "the MPI the program is linked with, else Open MPI)")
+    p.add_argument("--mpich-yield", action="store_true",
+                   help="MPICH's ranks yield their CPU when their progress finds nothing "
+                        "(libmpilab_ucx_yield.so preloaded), as Open MPI's do under mpirun "
+                        "here: for nodes whose cores other work keeps busy")
     p.add_argument("--np", type=argtypes.positive, help="ranks (default: one per host)")
     p.add_argument("--hosts", type=argtypes.wrap(specmod.parse_node_list, "nodes"),
                    help="comma-separated nodes (default: all), e.g. s0n0,s1n0")

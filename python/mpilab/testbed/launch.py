@@ -204,11 +204,14 @@ def mpirun_command(spec: Spec, hosts: list[str], np: int, agent: Path, hostfile:
 
 
 def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
-                          rails: list[int], mptcp: bool, ucx_keeper: bool = True) -> list[str]:
+                          rails: list[int], mptcp: bool, ucx_keeper: bool = True,
+                          mpich_yield: bool = False) -> list[str]:
     """MPICH's Hydra (mpiexec.mpich) as mpilab.launch starts it, placed on the testbed's
     hosts with its rsh agent; the finalize keeper preloaded into the ranks (`ucx_keeper`,
-    mpich_rank_preload); under MPTCP wrapped by mptcpize."""
-    preload = mpich_rank_preload(mptcp) if ucx_keeper else None
+    mpich_rank_preload), and the yield library with `mpich_yield`; under MPTCP wrapped by
+    mptcpize."""
+    preload = (mpich_rank_preload(mptcp, mpich_yield, ucx_keeper) if ucx_keeper or mpich_yield
+               else None)
     env = (("LD_PRELOAD", preload),) if preload else ()
     cmd = launch.for_mpi("mpich").command(np, placement(spec, hosts, np, agent, rails, None,
                                                         env))
@@ -218,28 +221,37 @@ def mpiexec_mpich_command(spec: Spec, hosts: list[str], np: int, agent: Path,
 
 
 FINALIZE_KEEPER = "libmpilab_ucx_finalize.so"
+#: src/tune/ucx_yield.c: an MPICH (ch4:ucx) rank whose UCX progress found nothing yields its
+#: CPU, as Open MPI's mpi_yield_when_idle 1 (which mpilab's launcher sets) does
+YIELD_LIB = "libmpilab_ucx_yield.so"
 
 
-def mpich_rank_preload(mptcp: bool) -> str | None:
+def mpich_rank_preload(mptcp: bool, mpich_yield: bool = False,
+                       keeper: bool = True) -> str | None:
     """LD_PRELOAD for the ranks of an MPICH job: the finalize keeper
     (src/pathmig/ucx_finalize.c: MPICH 4.0's MPI_Finalize can hang when a rank has left UCX
     for its PMI barrier before answering its peer's last flush; docs/pathmig.md, "MPICH")
     and, under MPTCP, mptcpize's library, which Hydra's own LD_PRELOAD for the ranks would
-    otherwise replace. None when the keeper is not built or MPILAB_UCX_FINALIZE=0 (then
+    otherwise replace; with `mpich_yield` the yield library (YIELD_LIB) before the keeper,
+    an error when it is not built; `keeper` False: no keeper. None when neither is
+    preloaded: no keeper (not asked, not built or MPILAB_UCX_FINALIZE=0) and no yield (then
     mptcpize's variable reaches the ranks as before)."""
-    if os.environ.get("MPILAB_UCX_FINALIZE") == "0":
+    libs = [find_tool(YIELD_LIB)] if mpich_yield else []
+    if keeper and os.environ.get("MPILAB_UCX_FINALIZE") != "0":
+        try:
+            libs.append(find_tool(FINALIZE_KEEPER))
+        except MpilabError:
+            pass
+    if not libs:
         return None
-    try:
-        keeper = find_tool(FINALIZE_KEEPER)
-    except MpilabError:
-        return None
+    ours = ":".join(libs)
     if not mptcp:
-        return keeper
+        return ours
     wrap = subprocess.run([_mptcpize(), "run", "sh", "-c", 'printf %s "$LD_PRELOAD"'],
                           capture_output=True, text=True, timeout=30).stdout.strip()
     if not wrap:
         raise MpilabError("mptcpize run: no LD_PRELOAD library to pass on to the ranks")
-    return f"{wrap}:{keeper}"
+    return f"{wrap}:{ours}"
 
 
 MPIS = ("auto", "openmpi", "mpich")
@@ -265,7 +277,8 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
                mptcp: bool = False, rails: list[int] | None = None,
                pathmig: bool = False, congestion: str = "auto",
                mpi: str = "openmpi", ucx_keeper: bool = True,
-               subflows: int | None = None, like_mptcp: bool = False) -> list[str]:
+               subflows: int | None = None, like_mptcp: bool = False,
+               mpich_yield: bool = False) -> list[str]:
     """The command prefix that starts an MPI job inside the testbed: mpirun (`mpi`
     "openmpi") or mpiexec.mpich ("mpich") runs in the first host's namespace with the
     testbed's hostfile or host list, rsh agent and interface options.
@@ -276,8 +289,12 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     preload the MPI_Finalize keeper into MPICH's ranks (mpich_rank_preload). `like_mptcp`:
     a plain TCP job with the socket settings an MPTCP job gets (its congestion control under
     "auto", the routes' quickack metric, the larger default send buffer): the like-for-like
-    baseline of an MPTCP or --pathmig job."""
+    baseline of an MPTCP or --pathmig job. `mpich_yield`: MPICH's ranks yield when idle
+    (YIELD_LIB preloaded; refused for Open MPI, whose mpirun yields already)."""
     net.require_root()
+    if mpich_yield and mpi != "mpich":
+        raise MpilabError("--mpich-yield: only for an MPICH job (Open MPI's ranks yield when "
+                          "idle already: mpi_yield_when_idle 1)")
     chosen = choose_hosts(spec, hosts)
     if np is None:
         np = len(chosen)
@@ -319,7 +336,8 @@ def job_prefix(spec: Spec, np: int | None = None, hosts: str | None = None,
     if mpi == "mpich":
         return [*join, "ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP),
                 spec.ns(first), "env", f"TMPDIR={tmp}",
-                *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp, ucx_keeper)]
+                *mpiexec_mpich_command(spec, chosen, np, agent, rails, mptcp, ucx_keeper,
+                                       mpich_yield)]
     if mpi != "openmpi":
         raise MpilabError(f"--mpi {mpi}: expected one of {', '.join(MPIS)}")
     return [*join, "ip", "netns", "exec", spec.ns(first), *shlex.split(UTS_WRAP), spec.ns(first),
@@ -331,7 +349,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
         mptcp: bool = False, timeout: float | None = None, rails: list[int] | None = None,
         stdout: int | None = None, fault_grace: float | None = None, pathmig: bool = False,
         congestion: str = "auto", mpi: str = "auto", subflows: int | None = None,
-        like_mptcp: bool = False) -> int:
+        like_mptcp: bool = False, mpich_yield: bool = False) -> int:
     """Run PROGRAM under mpirun (or MPICH's mpiexec: `mpi` "mpich", or "auto" and the
     program is linked with MPICH) started inside the first host's namespace, supervised by
     mpilab.testbed.jobctl. `timeout` None means the default limit (jobctl.default_timeout,
@@ -347,7 +365,7 @@ def run(spec: Spec, program: list[str], np: int | None = None, hosts: str | None
     if mpi == "auto":
         mpi = launch.program_mpi_of(program)
     cmd = (job_prefix(spec, np, hosts, mptcp, rails, pathmig, congestion, mpi,
-                      subflows=subflows, like_mptcp=like_mptcp)
+                      subflows=subflows, like_mptcp=like_mptcp, mpich_yield=mpich_yield)
            + rank_prefix(spec) + list(program))
     tag = jobctl.new_tag(spec.prefix)
     watch = jobctl.FaultWatch(faults.log_path(spec), choose_hosts(spec, hosts), rails or [0],

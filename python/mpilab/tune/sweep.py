@@ -92,13 +92,12 @@ def placement_args(testbed: str | None) -> list[str]:
     return ["--placement", "keep"] if testbed is not None else []
 
 
-YIELD_LIB = "libmpilab_ucx_yield.so"
-
-
 def mpich_yield_args(testbed: str | None) -> list[str]:
     """Launcher arguments that preload libmpilab_ucx_yield.so (src/tune/ucx_yield.c) into
     MPICH's ranks: a rank whose UCX progress found nothing yields its CPU. On a testbed the
     finalize keeper the testbed preloads stays in the list (Hydra's last -genv wins)."""
+    from mpilab.testbed.launch import YIELD_LIB
+
     lib = find_tool(YIELD_LIB)
     if testbed is not None:
         from mpilab.testbed.launch import mpich_rank_preload
