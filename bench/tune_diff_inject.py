@@ -7,7 +7,7 @@ alarms.
 Per trial, A and B are the same launch command (one mpirun of mpilab-bench, bcast:inj and
 allreduce:inj of bench/tune_inject.c at --sizes, Open MPI told its on-node transport with
 --mca pml ob1 --mca btl self,vader: the one it selects here anyway, named so that MPI_Init
-does not spend 0.2 s probing the UCX PML and the network BTLs, a third of a launch; --runner
+does not spend 0.2 s probing the UCX PML it cannot select, two thirds of a launch; --runner
 wrapper goes through `mpilab bench --launches 1`, --mca '' leaves Open MPI to probe); B's
 environment sets MPILAB_INJECT_BCAST=SLOWDOWN and MPILAB_INJECT_MIN_BYTES=MIN (bcast spins
 for that fraction of each call's own duration at MIN bytes and above), or nothing in an
