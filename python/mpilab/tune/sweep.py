@@ -96,16 +96,10 @@ def mpich_yield_args(testbed: str | None) -> list[str]:
     """Launcher arguments that preload libmpilab_ucx_yield.so (src/tune/ucx_yield.c) into
     MPICH's ranks: a rank whose UCX progress found nothing yields its CPU. On a testbed the
     finalize keeper the testbed preloads stays in the list (Hydra's last -genv wins)."""
-    from mpilab.testbed.launch import YIELD_LIB
+    from mpilab.testbed.launch import mpich_rank_preload
 
-    lib = find_tool(YIELD_LIB)
-    if testbed is not None:
-        from mpilab.testbed.launch import mpich_rank_preload
-
-        keeper = mpich_rank_preload(False)
-        if keeper:
-            lib = f"{lib}:{keeper}"
-    return launch.rank_env_args("mpich", {"LD_PRELOAD": lib})
+    lib = mpich_rank_preload(False, mpich_yield=True, keeper=testbed is not None)
+    return launch.rank_env_args("mpich", {"LD_PRELOAD": lib or ""})
 
 
 def run_job(cmd: list[str], env: dict[str, str], timeout: float, log: Path,
