@@ -34,7 +34,11 @@ Per run: the agents' path-dead verdicts (path events with up false, verdict reco
 migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), the job's
 exit status, its duration, median and longest round trip; with a fault, the longest round
 trip that ended between the fault's request and 3 s after it was in place. --quiet runs
-without the busy loops.
+without the busy loops. --trace (root) traces the kernel's timer interrupts and scheduler
+events through each run (bench/machine_stall.py) and, for each pause over its target, records
+the longest time inside that round trip in which no CPU logged any (machine_silent_ms): beside
+busy loops a CPU that runs logs one every tick, so a silence of every CPU is the machine itself
+stopped (a virtual machine whose host took its vCPUs away).
 
 --hog-group says where the busy loops run: `own` (the default), each in a session of its
 own, so in a CPU autogroup of nice 0 as each rank (whose node's MPI daemon starts it in a
@@ -75,6 +79,7 @@ from harness import (
     tool,
     write_json,
 )
+from machine_stall import SchedTrace, mono_offset
 from mpilab.errors import MpilabError
 from mpilab.launch import program_mpi_of
 from mpilab.pathmig import agents
@@ -142,7 +147,7 @@ def line_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, 
 def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at: int,
         hogs: int, size: int = 1024, tcp: bool = False, own: bool = True,
         mpi: str = "openmpi", min_s: float = 0.0, watch_long: bool = False,
-        mpich_yield: bool = False) -> dict[str, Any]:
+        mpich_yield: bool = False, tracer: SchedTrace | None = None) -> dict[str, Any]:
     """One run; `tcp`: the same-load baseline, plain TCP (cubic) without agents or fault, its
     windows taken at the progress line a fault would follow; `mpi`: the launcher
     (`testbed run --mpi`); `min_s` > 0: the job goes on until min_s seconds after its first
@@ -165,6 +170,8 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         watch = Watch([sp.ns("s0n0"), sp.ns("s1n0")], delayline_pids(prefix))
         watch.start()
     running = _hogs(hogs, own)
+    if tracer is not None:
+        tracer.start()
     fault_t = None
     timer: threading.Timer | None = None
     try:
@@ -185,6 +192,8 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         rc = proc.wait()
         err = proc.stderr.read()
     finally:
+        if tracer is not None:
+            tracer.stop()
         if timer is not None:
             timer.cancel()
         if watch is not None:
@@ -243,7 +252,22 @@ def one(prefix: str, work: Path, k: int, count: int, fault: str | None, fault_at
         rec["migrations_after_fault"] = sum(1 for e in evs if e["event"] == "state" and
                                             e["from"] == "ARMED" and e["to"] == "MIGRATED" and
                                             e["time"] >= fault_t)
+        over = (rec["pause_ms"] is not None and fault in TARGET_MS
+                and rec["pause_ms"] > TARGET_MS[fault])
+        if tracer is not None and over:
+            # a pause over the target: did the whole machine stop during that round trip?
+            end, r = longest_in(ends, rtts, fault_t, done + 3.0)
+            off = mono_offset()
+            rec["machine_silent_ms"] = tracer.silence(end - r - off, end - off) * 1e3
     return rec
+
+
+def longest_in(ends: list[float], rtts: list[float], lo: float,
+               hi: float) -> tuple[float, float]:
+    """The round trip (its end, its length; s) that is the longest of those ending in
+    [lo, hi] (pure; the window must hold one)."""
+    return max(((t, r) for t, r in zip(ends, rtts, strict=True) if lo <= t <= hi),
+               key=lambda x: x[1])
 
 
 def main() -> int:
@@ -276,6 +300,11 @@ def main() -> int:
     ap.add_argument("--watch", action="store_true",
                     help="sample the ranks' and the delay line's run-queue wait every 2 ms "
                     "(a SCHED_FIFO thread) and attribute each round trip over 50 ms")
+    ap.add_argument("--trace", action="store_true",
+                    help="trace the kernel's timer interrupts and scheduler events (root, "
+                    "tracefs) through each run; for a pause over the target, the longest time "
+                    "in that round trip in which no CPU logged any (machine_silent_ms: the "
+                    "machine itself stopped)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=None)
     ap.add_argument("--budget", type=float, default=0.0,
@@ -300,6 +329,10 @@ def main() -> int:
         ap.error("--baseline needs --fault (its windows follow the fault's progress line)")
     if a.fault and any(f not in ("down", "drop") for f in a.faults):
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
+    if a.trace and not a.fault:
+        ap.error("--trace needs --fault (it looks into the round trips over a fault's target)")
+    if a.trace and os.geteuid() != 0:
+        ap.error("--trace: tracing the kernel needs root")
     if a.mpich_yield and a.mpi != "mpich":
         ap.error("--mpich-yield: only with --mpi mpich")
     if a.mpi == "mpich" and not os.environ.get("MPILAB_BIN"):
@@ -318,14 +351,17 @@ def main() -> int:
             os.environ["MPILAB_DELAYLINE_ARGS"] = (
                 os.environ.get("MPILAB_DELAYLINE_ARGS", "") + f" --rt-priority {RT_NETWORK}")
         testbed_up(a.prefix, a.spec)
+    tracer = SchedTrace() if a.trace else None
     try:
-        return measure(a)
+        return measure(a, tracer)
     finally:
+        if tracer is not None:
+            tracer.close()
         if a.spec:
             testbed_down(a.prefix)
 
 
-def measure(a: argparse.Namespace) -> int:
+def measure(a: argparse.Namespace, tracer: SchedTrace | None = None) -> int:
     work = Path(a.work or Path(a.out).with_suffix(".d"))
     work.mkdir(parents=True, exist_ok=True)
     hogs = 0 if a.quiet else os.cpu_count() or 2
@@ -336,7 +372,7 @@ def measure(a: argparse.Namespace) -> int:
                            "count": a.count, "min_seconds": a.min_seconds,
                            "bytes": sizes, "network": a.network if a.spec else None,
                            "fault": a.fault, "baseline": a.baseline,
-                           "hog_group": a.hog_group, "runs": []}
+                           "hog_group": a.hog_group, "trace": a.trace, "runs": []}
     # (fault, plain TCP baseline): the baseline runs have no fault
     cases: list[tuple[str | None, bool]] = [(f, False) for f in fault_kinds]
     if a.baseline:
@@ -350,7 +386,8 @@ def measure(a: argparse.Namespace) -> int:
                     print(f"--budget {a.budget:g} s spent: {k} run(s) done", flush=True)
                     return summary(a, doc, sizes, fault_kinds)
                 rec = one(a.prefix, work, k, a.count, fault, a.fault_at, hogs, size, tcp,
-                          a.hog_group == "own", a.mpi, a.min_seconds, a.watch, a.mpich_yield)
+                          a.hog_group == "own", a.mpi, a.min_seconds, a.watch, a.mpich_yield,
+                          tracer)
                 k += 1
                 doc["runs"].append(rec)
                 print(json.dumps({x: rec[x] for x in rec if x != "summary"}), flush=True)
@@ -409,6 +446,11 @@ def summary(a: argparse.Namespace, doc: dict[str, Any], sizes: list[int],
                       + ("(none)" if base is None else
                          f"{base:.1f} ms: added pause within {j['target_ms']:g} ms in "
                          f"{j['added_within']} of {j['runs']}"))
+                st = stalled(runs, size, fault)
+                if st:
+                    print(f"{size} B, {fault}: --trace, the round trips over the target: "
+                          + "; ".join(f"{p:.1f} ms with the whole machine silent for "
+                                      f"{m:.1f} ms of it" for p, m in st))
         if base is not None:
             bs = [r["pause_ms"] for r in runs if r["bytes"] == size and r.get("tcp")
                   and r.get("pause_ms") is not None]
@@ -428,6 +470,14 @@ def baseline_ms(runs: list[dict[str, Any]], size: int) -> float | None:
     bs = [r["pause_ms"] for r in runs if r["bytes"] == size and r.get("tcp")
           and r.get("pause_ms") is not None]
     return statistics.median(bs) if bs else None
+
+
+def stalled(runs: list[dict[str, Any]], size: int,
+            fault: str | None) -> list[tuple[float, float]]:
+    """(pause, the machine's silence in it; ms) of the case's traced runs over the target
+    (pure)."""
+    return [(r["pause_ms"], r["machine_silent_ms"]) for r in runs
+            if r["bytes"] == size and r["fault"] == fault and "machine_silent_ms" in r]
 
 
 def judge(runs: list[dict[str, Any]], size: int, fault: str | None,

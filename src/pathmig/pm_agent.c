@@ -419,6 +419,8 @@ static void note_lateness(agent_t *ag, double due, double now)
     if (late > ag->st.late_max)
         ag->st.late_max = late;
     ag->awake_since = now;
+    /* each one in the log, so that a long round trip can be matched to a machine stall */
+    pma_log_obj(ag, "late", json_pack("{s:f,s:f}", "late_ms", late * 1e3, "due", due));
 }
 
 static void loop(agent_t *ag, volatile sig_atomic_t *stop)
