@@ -5,11 +5,14 @@ FIFO with a reader receives the stream; a directory is one line. Loopback, no te
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +134,43 @@ def test_seekfs_trace_fifo_without_reader_is_refused_before_mounting(tmp_path: P
     assert p.stderr.strip().splitlines() == [
         f"mpilab-seekfs: --trace {fifo}: a FIFO with no reader; not waiting for one"]
     assert not os.path.ismount(tmp_path / "m")
+
+
+def test_agent_logs_a_wake_up_it_slept_through(tmp_path: Path) -> None:
+    """An agent that was not running (stopped here; on a busy machine, starved) logs the
+    wake-up it missed as a `late` event, at least as late as it was kept from running less
+    one loop period, with the monotonic time it was due."""
+    try:
+        agent = find_tool("mpilab-pathmigd")
+    except MpilabError:
+        pytest.skip("mpilab-pathmigd not built")
+    addr = harness.second_address()
+    if addr is None:
+        pytest.skip("no second IPv4 address here for the agent's second rail")
+    peers = tmp_path / "peers"
+    peers.write_text(f"n0 127.0.0.1 {addr}\n")
+    log = tmp_path / "events.jsonl"
+    p = subprocess.Popen([agent, "--node", "n0", "--peers", str(peers), "--log", str(log),
+                          "--no-realtime", "--port", str(_free_port())],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while '"start"' not in (log.read_text() if log.exists() else ""):
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr
+            time.sleep(0.05)
+        stopped = time.monotonic()
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(0.4)
+        p.send_signal(signal.SIGCONT)
+        while '"late"' not in log.read_text():
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr
+            time.sleep(0.05)
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
+    late = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "late"]
+    worst = max(late, key=lambda e: e["late_ms"])
+    # the loop wakes at least every 50 ms (its state machines' tick): 400 ms stopped leaves
+    # a wake-up at least 350 ms late, due after the stop began, logged when it came
+    assert worst["late_ms"] >= 300 and worst["due"] >= stopped - 0.1, late
+    assert worst["monotonic"] >= worst["due"] + worst["late_ms"] / 1e3 - 1e-6, late
