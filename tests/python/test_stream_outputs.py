@@ -98,7 +98,8 @@ def test_fifo_with_reader_gets_every_round_trip(tmp_path: Path) -> None:
         server.wait()
 
 
-def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
+def _agent(tmp_path: Path) -> tuple[str, Path]:
+    """The agent and a peers file naming this host with two rails (skips without them)."""
     try:
         agent = find_tool("mpilab-pathmigd")
     except MpilabError:
@@ -108,6 +109,11 @@ def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
         pytest.skip("no second IPv4 address here for the agent's second rail")
     peers = tmp_path / "peers"
     peers.write_text(f"n0 127.0.0.1 {addr}\n")
+    return agent, peers
+
+
+def test_agent_log_fifo_without_reader_is_refused(tmp_path: Path) -> None:
+    agent, peers = _agent(tmp_path)
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
     p = subprocess.run([agent, "--node", "n0", "--peers", str(peers), "--log", str(fifo),
@@ -140,15 +146,7 @@ def test_agent_logs_a_wake_up_it_slept_through(tmp_path: Path) -> None:
     """An agent that was not running (stopped here; on a busy machine, starved) logs the
     wake-up it missed as a `late` event, at least as late as it was kept from running less
     one loop period, with the monotonic time it was due."""
-    try:
-        agent = find_tool("mpilab-pathmigd")
-    except MpilabError:
-        pytest.skip("mpilab-pathmigd not built")
-    addr = harness.second_address()
-    if addr is None:
-        pytest.skip("no second IPv4 address here for the agent's second rail")
-    peers = tmp_path / "peers"
-    peers.write_text(f"n0 127.0.0.1 {addr}\n")
+    agent, peers = _agent(tmp_path)
     log = tmp_path / "events.jsonl"
     p = subprocess.Popen([agent, "--node", "n0", "--peers", str(peers), "--log", str(log),
                           "--no-realtime", "--port", str(_free_port())],
