@@ -35,7 +35,7 @@ migrations (ARMED -> MIGRATED), the agents' late wake-ups (their stop records), 
 exit status, its duration, median and longest round trip; with a fault, the longest round
 trip that ended between the fault's request and 3 s after it was in place. --quiet runs
 without the busy loops. --trace (root) traces the kernel's timer interrupts and scheduler
-events through each run (bench/machine_stall.py) and, for each pause over its target, records
+events through each run (harness.SchedTrace) and, for each pause over its target, records
 the longest time inside that round trip in which no CPU logged any (machine_silent_ms): beside
 busy loops a CPU that runs logs one every tick, so a silence of every CPU is the machine itself
 stopped (a virtual machine whose host took its vCPUs away).
@@ -69,17 +69,18 @@ from typing import Any
 
 from harness import (
     REPO,
+    SchedTrace,
     Watch,
     delayline_pids,
     loadavg,
     long_summary,
+    mono_offset,
     mpilab_cmd,
     testbed_down,
     testbed_up,
     tool,
     write_json,
 )
-from machine_stall import SchedTrace, mono_offset
 from mpilab.errors import MpilabError
 from mpilab.launch import program_mpi_of
 from mpilab.pathmig import agents

@@ -1,5 +1,6 @@
-"""bench/machine_stall.py and its use in bench/pathmig_load.py: a long round trip is charged
-to the machine only for a span in which no CPU logged a single traced event."""
+"""bench/harness.py's machine_silence and its use in bench/pathmig_load.py: a long round
+trip is charged to the machine only for a span in which no CPU logged a single traced
+event."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from machine_stall import machine_silence, parse_stamps  # noqa: E402
+from harness import machine_silence, parse_stamps  # noqa: E402
 from pathmig_load import longest_in, stalled  # noqa: E402
 
 # lines as tracefs's `trace` prints them (two CPUs, trace_clock mono)
