@@ -431,10 +431,15 @@ class SchedTrace:
         if not (TRACEFS / "trace").exists():
             subprocess.run(["mount", "-t", "tracefs", "none", str(TRACEFS)], check=True,
                            capture_output=True)
-        self._w("tracing_on", "0")
-        self._w("trace_clock", "mono")
-        self._w("buffer_size_kb", str(mb * 1024))
-        self._w("set_event", "\n".join(TRACE_EVENTS) + "\n")
+        try:
+            self._w("tracing_on", "0")
+            self._w("trace_clock", "mono")
+            self._w("buffer_size_kb", str(mb * 1024))
+            self._w("set_event", "\n".join(TRACE_EVENTS) + "\n")
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.close()
+            raise
 
     @staticmethod
     def _w(name: str, text: str) -> None:

@@ -347,13 +347,17 @@ def main() -> int:
                  "MPILAB_BIN to a build of that MPI)")
     # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if a.spec:
-        if a.network == "rt":
-            os.environ["MPILAB_DELAYLINE_ARGS"] = (
-                os.environ.get("MPILAB_DELAYLINE_ARGS", "") + f" --rt-priority {RT_NETWORK}")
-        testbed_up(a.prefix, a.spec)
-    tracer = SchedTrace() if a.trace else None
+    try:  # the trace's events are on from here: the finally below turns them off
+        tracer = SchedTrace() if a.trace else None
+    except (OSError, subprocess.CalledProcessError) as e:
+        ap.error(f"--trace: the kernel's trace cannot be used here: {e}")
     try:
+        if a.spec:
+            if a.network == "rt":
+                os.environ["MPILAB_DELAYLINE_ARGS"] = (
+                    os.environ.get("MPILAB_DELAYLINE_ARGS", "")
+                    + f" --rt-priority {RT_NETWORK}")
+            testbed_up(a.prefix, a.spec)
         return measure(a, tracer)
     finally:
         if tracer is not None:
