@@ -375,10 +375,6 @@ def delayline_pids(prefix: str) -> list[int]:
     return [int(p) for p in (st.get("delayline_pids") or [st.get("delayline_pid")]) if p]
 
 
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
-
-
 # ---- whole-machine stalls, seen through the kernel's trace (tracefs)
 # A virtual machine can stop as a whole: the host takes every vCPU away at once, and inside
 # nothing runs, not even the timer interrupt, so no program of the guest can tell it from a
@@ -421,9 +417,10 @@ def machine_silence(stamps: list[float], lo: float, hi: float) -> float:
 
 
 class SchedTrace:
-    """The kernel's trace of TRACE_EVENTS for one run at a time: start() clears the buffer and turns
-    tracing on, stop() off; silence(lo, hi) is machine_silence over the buffer's events in
-    [lo, hi] (monotonic seconds); close() turns the events off and gives the memory back."""
+    """The kernel's trace of TRACE_EVENTS for one run at a time: start() clears the buffer
+    and turns tracing on, stop() off; silence(lo, hi) is machine_silence over the buffer's
+    events in [lo, hi] (monotonic seconds); close() turns the events off and gives back the
+    buffer size and clock it found."""
 
     def __init__(self, mb: int = 512) -> None:
         if os.geteuid() != 0:
@@ -431,6 +428,10 @@ class SchedTrace:
         if not (TRACEFS / "trace").exists():
             subprocess.run(["mount", "-t", "tracefs", "none", str(TRACEFS)], check=True,
                            capture_output=True)
+        # what it found, given back by close(): the buffer's size, the clock in [brackets]
+        kb = re.match(r"\d+", (TRACEFS / "buffer_size_kb").read_text())
+        clock = re.search(r"\[(\w+)\]", (TRACEFS / "trace_clock").read_text())
+        self._found = (kb.group(0) if kb else "1408", clock.group(1) if clock else "local")
         try:
             self._w("tracing_on", "0")
             self._w("trace_clock", "mono")
@@ -460,9 +461,14 @@ class SchedTrace:
         self.stop()
         self._w("set_event", "")
         self._w("trace", "")
-        self._w("buffer_size_kb", "1408")
+        self._w("buffer_size_kb", self._found[0])
+        self._w("trace_clock", self._found[1])
 
 
 def mono_offset() -> float:
     """CLOCK_REALTIME - CLOCK_MONOTONIC now (s): a realtime stamp less this is the trace's."""
     return time.time() - time.monotonic()
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

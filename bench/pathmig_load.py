@@ -332,8 +332,6 @@ def main() -> int:
         ap.error(f"--fault {a.fault}: down, drop or down,drop")
     if a.trace and not a.fault:
         ap.error("--trace needs --fault (it looks into the round trips over a fault's target)")
-    if a.trace and os.geteuid() != 0:
-        ap.error("--trace: tracing the kernel needs root")
     if a.mpich_yield and a.mpi != "mpich":
         ap.error("--mpich-yield: only with --mpi mpich")
     if a.mpi == "mpich" and not os.environ.get("MPILAB_BIN"):
