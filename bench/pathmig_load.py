@@ -343,6 +343,11 @@ def main() -> int:
     if program_mpi_of([prog]) != a.mpi:
         ap.error(f"--mpi {a.mpi}: {prog} is linked with {program_mpi_of([prog])} (set "
                  "MPILAB_BIN to a build of that MPI)")
+    if not a.spec:  # without --spec the testbed of --prefix must be up already
+        try:
+            net.current_spec(a.prefix)
+        except MpilabError as e:
+            ap.error(f"--prefix {a.prefix}: {e} (or give --spec to bring one up)")
     # a TERM (a bench slot's end) still brings the testbed down and stops the busy loops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:  # the trace's events are on from here: the finally below turns them off
